@@ -1,0 +1,57 @@
+/* The backend interface: the CPU backend implements it now, the CUDA backend
+ * next. A forward call runs one step over a batch of tokens from any number of
+ * sequences (prefill chunks and decodes mixed, each at its own position); the
+ * KV cache is paged: fixed-size blocks from one pool, addressed per sequence
+ * through a block table. */
+#ifndef LLM_BACKEND_H
+#define LLM_BACKEND_H
+
+#include "common.h"
+#include "model.h"
+
+typedef struct {
+    const int32_t *blocks;   /* block table: blocks[i] holds positions [i*bs, (i+1)*bs) */
+    int            n_blocks;
+} llm_seq_view;
+
+typedef struct {
+    int            n_tokens;
+    const int32_t *tokens;      /* [n_tokens] */
+    const int32_t *pos;         /* [n_tokens] position within its sequence */
+    const int32_t *seq;         /* [n_tokens] index into seqs */
+    const uint8_t *want_logits; /* [n_tokens] 1 = return this token's logits */
+    int            n_seqs;
+    const llm_seq_view *seqs;   /* must cover every position written this step */
+} llm_batch;
+
+typedef struct {
+    int threads;     /* CPU threads (0 = all cores) */
+    int kv_blocks;   /* blocks in the KV pool (0 = enough for one full-context sequence) */
+    int block_size;  /* tokens per KV block (default 16) */
+    int device;      /* GPU index */
+} llm_backend_opts;
+
+typedef struct llm_backend llm_backend;
+
+typedef struct {
+    const char *name;
+    int  (*init)(llm_backend *b, llm_err *err);
+    /* logits: one row of vocab_size floats per token with want_logits set, in batch order. */
+    int  (*forward)(llm_backend *b, const llm_batch *batch, float *logits, llm_err *err);
+    void (*destroy)(llm_backend *b);
+} llm_backend_ops;
+
+struct llm_backend {
+    const llm_backend_ops *ops;
+    const llm_model       *model;
+    llm_backend_opts       opts;   /* resolved values (threads, kv_blocks, block_size) after init */
+    void                  *impl;
+};
+
+/* name: "cpu" (or "cuda" when built with it). NULL + err on failure. */
+llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err);
+void         llm_backend_free(llm_backend *b);
+
+extern const llm_backend_ops llm_cpu_backend_ops;
+
+#endif

@@ -1,0 +1,57 @@
+/* Shared basics for the engine: tensor element types (GGUF's own ids and block
+ * layouts), half-precision conversions and the error message carrier. */
+#ifndef LLM_COMMON_H
+#define LLM_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Values are GGUF's ggml_type ids, so a tensor's type field maps 1:1. */
+typedef enum {
+    LLM_F32  = 0,
+    LLM_F16  = 1,
+    LLM_Q4_0 = 2,
+    LLM_Q8_0 = 8,
+    LLM_BF16 = 30,
+} llm_dtype;
+
+#define LLM_QK 32 /* elements per Q8_0 / Q4_0 block */
+
+/* GGUF block layouts (identical to ggml's, so files interoperate). */
+typedef struct {
+    uint16_t d;          /* fp16 scale */
+    int8_t   qs[LLM_QK]; /* x = d * qs[i] */
+} llm_block_q8_0;        /* 34 bytes */
+
+typedef struct {
+    uint16_t d;              /* fp16 scale */
+    uint8_t  qs[LLM_QK / 2]; /* low nibbles: elements 0..15, high nibbles: 16..31; x = d * (q - 8) */
+} llm_block_q4_0;            /* 18 bytes */
+
+/* Errors travel as a message buffer; functions return NULL / -1 and fill it. */
+typedef struct {
+    char msg[512];
+} llm_err;
+
+void llm_seterr(llm_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int         llm_dtype_valid(uint32_t t);          /* one of the types above */
+const char *llm_dtype_name(llm_dtype t);          /* "f32", "q8_0", ... */
+int         llm_dtype_from_name(const char *name, llm_dtype *out); /* 0 ok, -1 unknown */
+size_t      llm_dtype_block_elems(llm_dtype t);   /* 1 or 32 */
+size_t      llm_dtype_block_bytes(llm_dtype t);   /* 4, 2, 18, 34, 2 */
+/* Bytes for a row of n elements; 0 if n is not a multiple of the block size. */
+size_t      llm_dtype_row_bytes(llm_dtype t, uint64_t n);
+
+float    llm_fp16_to_f32(uint16_t h);
+uint16_t llm_f32_to_fp16(float f);
+float    llm_bf16_to_f32(uint16_t h);
+uint16_t llm_f32_to_bf16(float f);   /* round to nearest even */
+
+/* Dequantise / convert n elements of a row (n a multiple of the block size). */
+void llm_row_to_f32(llm_dtype t, const void *src, float *dst, size_t n);
+/* Quantise / convert n floats into type t (reference, scalar). */
+void llm_row_from_f32(llm_dtype t, const float *src, void *dst, size_t n);
+
+#endif

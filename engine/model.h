@@ -1,0 +1,95 @@
+/* The one model description every backend runs from: hyper-parameters, weight
+ * tensors (pointers into memory-mapped files: no copy on the CPU path) and the
+ * tokenizer that came with the model. */
+#ifndef LLM_MODEL_H
+#define LLM_MODEL_H
+
+#include "common.h"
+
+struct llm_tokenizer;
+struct gguf_ctx;
+
+/* A 1-D or 2-D weight. 2-D: ne[1] rows of ne[0] elements, rows contiguous
+ * (y = W x is a dot product of x with each row). 1-D: ne[1] == 1. */
+typedef struct {
+    llm_dtype   type;
+    int64_t     ne[2];
+    const void *data;
+} llm_tensor;
+
+typedef enum {
+    LLM_ROPE_ADJACENT = 0, /* rotate pairs (2i, 2i+1): llama2.c, llama.cpp "normal", GGUF llama */
+    LLM_ROPE_HALF     = 1, /* rotate (i, i + d/2): Hugging Face rotate_half / NeoX */
+} llm_rope_layout;
+
+typedef struct {
+    int   dim;          /* embedding width */
+    int   hidden_dim;   /* FFN width */
+    int   n_layers;
+    int   n_heads;
+    int   n_kv_heads;
+    int   head_dim;     /* usually dim / n_heads */
+    int   vocab_size;
+    int   seq_len;      /* context length */
+    float rope_theta;
+    float norm_eps;
+    llm_rope_layout rope_layout;
+    /* Llama 3 rope scaling (rope_type "llama3"); rope_scaling == 0 means none. */
+    int   rope_scaling;
+    float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int   rope_orig_ctx;
+    int   tied_embeddings; /* classifier shares tok_embd */
+    int   bos_id, eos_id;  /* -1 when unknown */
+} llm_config;
+
+typedef struct {
+    llm_tensor attn_norm;           /* F32, [dim] */
+    llm_tensor wq, wk, wv, wo;      /* [n_heads*head_dim x dim], [kv x dim], [kv x dim], [dim x n_heads*head_dim] */
+    llm_tensor ffn_norm;            /* F32, [dim] */
+    llm_tensor w_gate, w_up;        /* [hidden x dim] */
+    llm_tensor w_down;              /* [dim x hidden] */
+} llm_layer;
+
+typedef struct llm_model {
+    llm_config  cfg;
+    llm_tensor  tok_embd;           /* [vocab x dim], any dtype */
+    llm_tensor  out_norm;           /* F32, [dim] */
+    llm_tensor  output;             /* [vocab x dim]; same as tok_embd when tied */
+    llm_layer  *layers;             /* n_layers */
+    /* Per-frequency divisors from GGUF rope_freqs.weight (head_dim/2 floats), or NULL. */
+    const float *rope_freqs;
+
+    struct llm_tokenizer *tok;      /* NULL when the model file carries none and none was given */
+
+    char   arch[32];                /* "llama" */
+    char   name[128];
+    char   format[16];              /* "gguf", "llama2c", "hf" */
+    char   path[1024];
+    size_t file_bytes;              /* total bytes of the model file(s) */
+    size_t weight_bytes;            /* bytes of all weight tensors */
+
+    /* Ownership (private to the loaders). */
+    struct gguf_ctx *gguf;
+    void  **maps;   size_t *map_sizes; int n_maps;
+    void  **owned;  int n_owned;    /* small converted tensors (norms to F32), layer array, ... */
+} llm_model;
+
+/* Load by sniffing the path: a directory (Hugging Face: config.json + safetensors),
+ * a GGUF file (magic), or a llama2.c checkpoint (then tokenizer_path, or
+ * tokenizer.bin / tok<N>.bin beside it). tokenizer_path overrides the model's own.
+ * Norm vectors are converted to F32 at load; matrices stay mapped as stored. */
+llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err *err);
+void       llm_model_free(llm_model *m);
+
+/* Format-specific entry points (used by llm_model_load). */
+llm_model *llm_model_load_gguf(const char *path, llm_err *err);
+llm_model *llm_model_load_llama2c(const char *path, llm_err *err);
+llm_model *llm_model_load_hf(const char *dir, llm_err *err);
+
+/* Fill cfg-derived fields and check every tensor's type and shape against cfg. */
+int llm_model_validate(llm_model *m, llm_err *err);
+
+/* Human-readable description (info subcommand). */
+void llm_model_describe(const llm_model *m, void *FILE_stream);
+
+#endif

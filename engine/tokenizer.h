@@ -1,0 +1,70 @@
+/* Tokenizers: SentencePiece-style BPE with scores and byte fallback (Llama 2,
+ * the stories models) and byte-level BPE with a pre-tokenizer regex and merge
+ * ranks (Llama 3). Pure text code: no engine dependencies besides gguf.h, so
+ * the NGINX module compiles it too. */
+#ifndef LLM_TOKENIZER_H
+#define LLM_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common.h"
+
+struct gguf_ctx;
+
+typedef enum { LLM_TOK_SPM = 1, LLM_TOK_BPE = 2 } llm_tok_kind;
+
+typedef struct llm_tokenizer llm_tokenizer;
+
+/* Loaders. */
+llm_tokenizer *llm_tok_load_llama2c(const char *path, int vocab_size_hint, llm_err *err); /* tokenizer.bin / tok512.bin */
+llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err);                 /* tokenizer.ggml.* */
+llm_tokenizer *llm_tok_load_hf(const char *tokenizer_json_path, llm_err *err);            /* + tokenizer_config.json beside it */
+/* Sniff: a directory (tokenizer.json inside), *.json, *.gguf, else llama2.c format. */
+llm_tokenizer *llm_tok_load(const char *path, llm_err *err);
+void           llm_tok_free(llm_tokenizer *t);
+
+llm_tok_kind llm_tok_kind_of(const llm_tokenizer *t);
+int   llm_tok_vocab_size(const llm_tokenizer *t);
+int   llm_tok_bos(const llm_tokenizer *t);   /* -1 if none */
+int   llm_tok_eos(const llm_tokenizer *t);   /* -1 if none */
+/* End-of-generation ids (eos, <|eot_id|>, <|eom_id|> ...); returns count written (<= cap). */
+int   llm_tok_eog_ids(const llm_tokenizer *t, int32_t *out, int cap);
+int   llm_tok_is_special(const llm_tokenizer *t, int32_t id); /* control tokens */
+int   llm_tok_find(const llm_tokenizer *t, const char *text); /* exact token text -> id, -1 if none */
+/* Chat template text from the model's metadata (tokenizer.chat_template / tokenizer_config.json), or NULL. */
+const char *llm_tok_chat_template(const llm_tokenizer *t);
+
+enum {
+    LLM_TOK_ADD_BOS       = 1, /* prepend BOS where the tokenizer has one */
+    LLM_TOK_PARSE_SPECIAL = 2, /* turn special-token text into control ids (off: plain text) */
+};
+
+/* Encode len bytes of UTF-8 (invalid bytes are encoded too, via byte tokens).
+ * *out is malloc'd (caller frees). Returns token count, -1 on allocation failure. */
+int llm_tok_encode(const llm_tokenizer *t, const char *text, size_t len, int flags, int32_t **out);
+
+/* Raw bytes of one token as it appears in decoded text (byte-level BPE unmapped,
+ * SPM '▁' -> ' ', <0xNN> -> the byte). Special tokens give their text. */
+int llm_tok_piece(const llm_tokenizer *t, int32_t id, const char **bytes, size_t *len);
+
+/* Streaming detokenizer: feeds ids, emits complete UTF-8 only (a partial
+ * multi-byte sequence is held back until it completes or is proven invalid,
+ * then emitted as U+FFFD). SPM: the dummy-prefix space after BOS/start is dropped. */
+typedef struct {
+    const llm_tokenizer *tok;
+    uint8_t pend[8];
+    int     npend;
+    int     at_start;   /* no text emitted yet */
+    int     skip_special; /* don't emit text of control tokens (default 1) */
+} llm_detok;
+
+void   llm_detok_init(llm_detok *d, const llm_tokenizer *t);
+/* Append the text for id to out (cap bytes); returns bytes written (enough room: cap >= 64 + longest piece). */
+size_t llm_detok_push(llm_detok *d, int32_t id, char *out, size_t cap);
+/* Emit whatever is held back (as U+FFFD for incomplete sequences). */
+size_t llm_detok_flush(llm_detok *d, char *out, size_t cap);
+
+/* Decode a whole sequence into a malloc'd NUL-terminated string. */
+char *llm_tok_decode(const llm_tokenizer *t, const int32_t *ids, size_t n);
+
+#endif
