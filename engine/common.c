@@ -1,0 +1,248 @@
+/* dtype helpers, half-precision conversions, reference (de)quantisers. */
+#include "common.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+void llm_seterr(llm_err *err, const char *fmt, ...)
+{
+    if (err == NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+}
+
+int llm_dtype_valid(uint32_t t)
+{
+    return t == LLM_F32 || t == LLM_F16 || t == LLM_Q4_0 || t == LLM_Q8_0 || t == LLM_BF16;
+}
+
+const char *llm_dtype_name(llm_dtype t)
+{
+    switch (t) {
+    case LLM_F32:  return "f32";
+    case LLM_F16:  return "f16";
+    case LLM_Q4_0: return "q4_0";
+    case LLM_Q8_0: return "q8_0";
+    case LLM_BF16: return "bf16";
+    }
+    return "unknown";
+}
+
+int llm_dtype_from_name(const char *name, llm_dtype *out)
+{
+    static const llm_dtype all[] = { LLM_F32, LLM_F16, LLM_BF16, LLM_Q8_0, LLM_Q4_0 };
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        if (strcasecmp(name, llm_dtype_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+size_t llm_dtype_block_elems(llm_dtype t)
+{
+    return (t == LLM_Q4_0 || t == LLM_Q8_0) ? LLM_QK : 1;
+}
+
+size_t llm_dtype_block_bytes(llm_dtype t)
+{
+    switch (t) {
+    case LLM_F32:  return 4;
+    case LLM_F16:  return 2;
+    case LLM_BF16: return 2;
+    case LLM_Q8_0: return sizeof(llm_block_q8_0);
+    case LLM_Q4_0: return sizeof(llm_block_q4_0);
+    }
+    return 0;
+}
+
+size_t llm_dtype_row_bytes(llm_dtype t, uint64_t n)
+{
+    size_t be = llm_dtype_block_elems(t), bb = llm_dtype_block_bytes(t);
+    if (bb == 0 || n % be != 0)
+        return 0;
+    return (size_t)(n / be) * bb;
+}
+
+/* IEEE half <-> float, bit-exact, handling subnormals, inf and NaN. */
+float llm_fp16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: renormalise */
+            int e = -1;
+            do { e++; man <<= 1; } while ((man & 0x400) == 0);
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t llm_f32_to_fp16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) /* inf / nan */
+        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
+    if (absx >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
+        return (uint16_t)(sign | 0x7c00);
+    if (absx < 0x38800000u) { /* below smallest normal half: subnormal or zero */
+        if (absx < 0x33000000u)
+            return (uint16_t)sign;
+        /* half subnormal m * 2^-24: m = man * 2^(e - 126), rounded to nearest even */
+        uint32_t e = absx >> 23, man = (absx & 0x7fffff) | 0x800000;
+        uint32_t s = 126 - e;
+        uint32_t r = man >> s, rem = man & ((1u << s) - 1), half = 1u << (s - 1);
+        if (rem > half || (rem == half && (r & 1)))
+            r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = ((absx - 0x38000000u) >> 13);
+    uint32_t rem = absx & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (r & 1)))
+        r++;
+    return (uint16_t)(sign | r);
+}
+
+float llm_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t llm_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) /* nan stays nan */
+        return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+void llm_row_to_f32(llm_dtype t, const void *src, float *dst, size_t n)
+{
+    switch (t) {
+    case LLM_F32:
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    case LLM_F16: {
+        const uint8_t *p = src;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            dst[i] = llm_fp16_to_f32(h);
+        }
+        return;
+    }
+    case LLM_BF16: {
+        const uint8_t *p = src;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            dst[i] = llm_bf16_to_f32(h);
+        }
+        return;
+    }
+    case LLM_Q8_0: {
+        const llm_block_q8_0 *b = src;
+        for (size_t i = 0; i < n / LLM_QK; i++) {
+            float d = llm_fp16_to_f32(b[i].d);
+            for (int j = 0; j < LLM_QK; j++)
+                dst[i * LLM_QK + j] = d * b[i].qs[j];
+        }
+        return;
+    }
+    case LLM_Q4_0: {
+        const llm_block_q4_0 *b = src;
+        for (size_t i = 0; i < n / LLM_QK; i++) {
+            float d = llm_fp16_to_f32(b[i].d);
+            for (int j = 0; j < LLM_QK / 2; j++) {
+                dst[i * LLM_QK + j] = d * ((b[i].qs[j] & 0x0f) - 8);
+                dst[i * LLM_QK + j + LLM_QK / 2] = d * ((b[i].qs[j] >> 4) - 8);
+            }
+        }
+        return;
+    }
+    }
+}
+
+/* Quantisers follow ggml's reference rounding so files match llama.cpp's. */
+void llm_row_from_f32(llm_dtype t, const float *src, void *dst, size_t n)
+{
+    switch (t) {
+    case LLM_F32:
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    case LLM_F16: {
+        uint8_t *p = dst;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = llm_f32_to_fp16(src[i]);
+            memcpy(p + 2 * i, &h, 2);
+        }
+        return;
+    }
+    case LLM_BF16: {
+        uint8_t *p = dst;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = llm_f32_to_bf16(src[i]);
+            memcpy(p + 2 * i, &h, 2);
+        }
+        return;
+    }
+    case LLM_Q8_0: {
+        llm_block_q8_0 *b = dst;
+        for (size_t i = 0; i < n / LLM_QK; i++) {
+            const float *x = src + i * LLM_QK;
+            float amax = 0.0f;
+            for (int j = 0; j < LLM_QK; j++)
+                amax = fmaxf(amax, fabsf(x[j]));
+            float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            b[i].d = llm_f32_to_fp16(d);
+            for (int j = 0; j < LLM_QK; j++)
+                b[i].qs[j] = (int8_t)roundf(x[j] * id);
+        }
+        return;
+    }
+    case LLM_Q4_0: {
+        llm_block_q4_0 *b = dst;
+        for (size_t i = 0; i < n / LLM_QK; i++) {
+            const float *x = src + i * LLM_QK;
+            float amax = 0.0f, max = 0.0f;
+            for (int j = 0; j < LLM_QK; j++) {
+                if (fabsf(x[j]) > amax) {
+                    amax = fabsf(x[j]);
+                    max = x[j];
+                }
+            }
+            float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            b[i].d = llm_f32_to_fp16(d);
+            for (int j = 0; j < LLM_QK / 2; j++) {
+                int q0 = (int)(x[j] * id + 8.5f), q1 = (int)(x[j + LLM_QK / 2] * id + 8.5f);
+                q0 = q0 > 15 ? 15 : q0;
+                q1 = q1 > 15 ? 15 : q1;
+                b[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+            }
+        }
+        return;
+    }
+    }
+}
