@@ -1,0 +1,29 @@
+/* llm-engine subcommands and the small argument helpers they share. */
+#ifndef LLM_CLI_H
+#define LLM_CLI_H
+
+#include <stdint.h>
+
+typedef struct {
+    int          argc;
+    char       **argv;
+} llm_args;
+
+/* Value of --name (NULL when absent). Flags without value: llm_arg_flag. */
+const char *llm_arg_str(const llm_args *a, const char *name);
+int         llm_arg_flag(const llm_args *a, const char *name);
+/* Parse numbers; exit with a message on a malformed value. */
+long        llm_arg_long(const llm_args *a, const char *name, long def, long lo, long hi);
+double      llm_arg_double(const llm_args *a, const char *name, double def, double lo, double hi);
+/* Reject options not in the NULL-terminated list (value options end with '='). */
+int         llm_args_check(const llm_args *a, const char *const *known);
+/* Directory holding the project's shared files (../shared beside the repo). */
+const char *llm_shared_dir(void);
+double      llm_now_sec(void);
+
+int cli_generate(const llm_args *a);
+int cli_tokenize(const llm_args *a);
+int cli_info(const llm_args *a);
+int cli_gen_model(const llm_args *a);
+
+#endif

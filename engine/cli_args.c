@@ -1,0 +1,126 @@
+/* Argument parsing shared by the subcommands: "--name value" and "--flag". */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *llm_arg_str(const llm_args *a, const char *name)
+{
+    for (int i = 0; i < a->argc; i++) {
+        if (strncmp(a->argv[i], "--", 2) == 0 && strcmp(a->argv[i] + 2, name) == 0) {
+            if (i + 1 >= a->argc) {
+                fprintf(stderr, "error: --%s needs a value\n", name);
+                exit(2);
+            }
+            return a->argv[i + 1];
+        }
+    }
+    return NULL;
+}
+
+int llm_arg_flag(const llm_args *a, const char *name)
+{
+    for (int i = 0; i < a->argc; i++)
+        if (strncmp(a->argv[i], "--", 2) == 0 && strcmp(a->argv[i] + 2, name) == 0)
+            return 1;
+    return 0;
+}
+
+long llm_arg_long(const llm_args *a, const char *name, long def, long lo, long hi)
+{
+    const char *s = llm_arg_str(a, name);
+    if (s == NULL)
+        return def;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "error: --%s must be an integer in [%ld, %ld], got '%s'\n", name, lo, hi, s);
+        exit(2);
+    }
+    return v;
+}
+
+double llm_arg_double(const llm_args *a, const char *name, double def, double lo, double hi)
+{
+    const char *s = llm_arg_str(a, name);
+    if (s == NULL)
+        return def;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "error: --%s must be a number in [%g, %g], got '%s'\n", name, lo, hi, s);
+        exit(2);
+    }
+    return v;
+}
+
+int llm_args_check(const llm_args *a, const char *const *known)
+{
+    for (int i = 0; i < a->argc; i++) {
+        const char *arg = a->argv[i];
+        if (strncmp(arg, "--", 2) != 0) {
+            fprintf(stderr, "error: unexpected argument '%s'\n", arg);
+            return -1;
+        }
+        int found = 0, takes_value = 0;
+        for (const char *const *k = known; *k != NULL; k++) {
+            size_t n = strlen(*k);
+            int val = n > 0 && (*k)[n - 1] == '=';
+            if (val)
+                n--;
+            if (strlen(arg + 2) == n && strncmp(arg + 2, *k, n) == 0) {
+                found = 1;
+                takes_value = val;
+                break;
+            }
+        }
+        if (!found) {
+            fprintf(stderr, "error: unknown option '%s'\n", arg);
+            return -1;
+        }
+        if (takes_value) {
+            if (i + 1 >= a->argc) {
+                fprintf(stderr, "error: %s needs a value\n", arg);
+                return -1;
+            }
+            i++;
+        }
+    }
+    return 0;
+}
+
+const char *llm_shared_dir(void)
+{
+    static char dir[PATH_MAX];
+    const char *env = getenv("LLM_SHARED_DIR");
+    if (env != NULL && *env != '\0')
+        return env;
+    /* <repo>/build/llm-engine -> <repo>/../shared */
+    char exe[PATH_MAX - 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            snprintf(dir, sizeof(dir), "%s/../../shared", exe);
+            if (access(dir, R_OK) == 0)
+                return dir;
+        }
+    }
+    return "../shared";
+}
+
+double llm_now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,224 @@
+/* llm-engine generate: one prompt, one sequence, on a backend; the
+ * continuation goes to stdout, timing figures to stderr. */
+#include "backend.h"
+#include "cli.h"
+#include "model.h"
+#include "sampler.h"
+#include "tokenizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "1,2,3" -> ids (malloc'd). Returns count, -1 on a malformed list. */
+static int parse_ids(const char *s, int vocab, int32_t **out)
+{
+    size_t cap = 16, n = 0;
+    int32_t *ids = malloc(cap * sizeof(*ids));
+    if (ids == NULL)
+        return -1;
+    while (*s != '\0') {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (end == s || errno != 0 || v < 0 || v >= vocab || (*end != ',' && *end != '\0')) {
+            free(ids);
+            return -1;
+        }
+        if (n == cap) {
+            int32_t *nids = realloc(ids, (cap *= 2) * sizeof(*ids));
+            if (nids == NULL) {
+                free(ids);
+                return -1;
+            }
+            ids = nids;
+        }
+        ids[n++] = (int32_t)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    *out = ids;
+    return (int)n;
+}
+
+static const char *const known[] = {
+    "model=", "tokenizer=", "prompt=", "prompt-ids=", "max-tokens=", "temperature=", "top-p=",
+    "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
+    "threads=", "ignore-eos", "output-ids", "backend=", "device=", "batch=", NULL,
+};
+
+int cli_generate(const llm_args *a)
+{
+    if (llm_args_check(a, known) != 0)
+        return 2;
+    const char *model_path = llm_arg_str(a, "model"), *prompt = llm_arg_str(a, "prompt");
+    const char *prompt_ids = llm_arg_str(a, "prompt-ids");
+    if (model_path == NULL || (prompt == NULL) == (prompt_ids == NULL)) {
+        fprintf(stderr, "error: generate needs --model and one of --prompt / --prompt-ids\n");
+        return 2;
+    }
+    int max_tokens = (int)llm_arg_long(a, "max-tokens", 128, 0, 1 << 24);
+    int ignore_eos = llm_arg_flag(a, "ignore-eos"), output_ids = llm_arg_flag(a, "output-ids");
+    int chunk = (int)llm_arg_long(a, "batch", 512, 1, 1 << 16);
+
+    llm_sampling_params sp;
+    llm_sampling_defaults(&sp);
+    sp.temperature = (float)llm_arg_double(a, "temperature", 0.0, 0.0, 100.0);
+    sp.top_p = (float)llm_arg_double(a, "top-p", 1.0, 0.0, 1.0);
+    sp.top_k = (int)llm_arg_long(a, "top-k", 0, 0, 1 << 30);
+    sp.min_p = (float)llm_arg_double(a, "min-p", 0.0, 0.0, 1.0);
+    sp.repetition_penalty = (float)llm_arg_double(a, "repeat-penalty", 1.0, 0.0, 100.0);
+    sp.presence_penalty = (float)llm_arg_double(a, "presence-penalty", 0.0, -2.0, 2.0);
+    sp.frequency_penalty = (float)llm_arg_double(a, "frequency-penalty", 0.0, -2.0, 2.0);
+    sp.seed = (uint64_t)llm_arg_long(a, "seed", 0, 0, (long)(~0UL >> 1));
+    char msg[256];
+    if (llm_sampling_validate(&sp, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 2;
+    }
+
+    llm_err err = { { 0 } };
+    double t0 = llm_now_sec();
+    llm_model *m = llm_model_load(model_path, llm_arg_str(a, "tokenizer"), &err);
+    if (m == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    const llm_config *c = &m->cfg;
+    int rc = 1;
+    int32_t *ids = NULL;
+    float *logits = NULL;
+    llm_backend *be = NULL;
+    llm_sampler *smp = NULL;
+    int n_prompt;
+    if (prompt_ids != NULL) {
+        n_prompt = parse_ids(prompt_ids, c->vocab_size, &ids);
+        if (n_prompt < 0) {
+            fprintf(stderr, "error: --prompt-ids must be a comma-separated list of ids below %d\n", c->vocab_size);
+            goto out;
+        }
+    } else {
+        if (m->tok == NULL) {
+            fprintf(stderr, "error: %s carries no tokenizer; give one with --tokenizer\n", model_path);
+            goto out;
+        }
+        n_prompt = llm_tok_encode(m->tok, prompt, strlen(prompt), LLM_TOK_ADD_BOS, &ids);
+        if (n_prompt < 0) {
+            fprintf(stderr, "error: out of memory tokenizing the prompt\n");
+            goto out;
+        }
+    }
+    if (n_prompt == 0) {
+        fprintf(stderr, "error: empty prompt\n");
+        goto out;
+    }
+    if (n_prompt + max_tokens > c->seq_len) {
+        if (n_prompt >= c->seq_len) {
+            fprintf(stderr, "error: prompt of %d tokens does not fit the context of %d\n", n_prompt, c->seq_len);
+            goto out;
+        }
+        max_tokens = c->seq_len - n_prompt;
+    }
+
+    llm_backend_opts bo = { 0 };
+    bo.threads = (int)llm_arg_long(a, "threads", 0, 0, 1024);
+    bo.block_size = 16;
+    bo.kv_blocks = (n_prompt + max_tokens + bo.block_size - 1) / bo.block_size + 1;
+    bo.device = (int)llm_arg_long(a, "device", 0, 0, 64);
+    const char *bname = llm_arg_str(a, "backend");
+    be = llm_backend_create(bname != NULL ? bname : "cpu", m, &bo, &err);
+    if (be == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        goto out;
+    }
+    double t_loaded = llm_now_sec();
+
+    /* One sequence whose block table is simply 0..n-1. */
+    int n_blocks = be->opts.kv_blocks;
+    int32_t *table = malloc((size_t)n_blocks * sizeof(*table));
+    int32_t *pos = malloc((size_t)chunk * sizeof(*pos)), *seq = calloc((size_t)chunk, sizeof(*seq));
+    uint8_t *want = calloc((size_t)chunk, 1);
+    logits = malloc((size_t)c->vocab_size * sizeof(float));
+    smp = llm_sampler_new(&sp, c->vocab_size);
+    if (table == NULL || pos == NULL || seq == NULL || want == NULL || logits == NULL || smp == NULL) {
+        fprintf(stderr, "error: out of memory\n");
+        free(table); free(pos); free(seq); free(want);
+        goto out;
+    }
+    for (int i = 0; i < n_blocks; i++)
+        table[i] = i;
+    llm_seq_view view = { table, n_blocks };
+
+    /* Prefill in chunks; only the last prompt token's logits are needed. */
+    for (int i = 0; i < n_prompt; i++)
+        llm_sampler_accept(smp, ids[i], 1);
+    int step_ok = 1;
+    for (int start = 0; start < n_prompt && step_ok; start += chunk) {
+        int n = n_prompt - start < chunk ? n_prompt - start : chunk;
+        for (int i = 0; i < n; i++) {
+            pos[i] = start + i;
+            want[i] = (start + i == n_prompt - 1);
+        }
+        llm_batch b = { n, ids + start, pos, seq, want, 1, &view };
+        step_ok = be->ops->forward(be, &b, logits, &err) == 0;
+    }
+    double t_prefilled = llm_now_sec();
+
+    int32_t eog[16];
+    int n_eog = m->tok != NULL ? llm_tok_eog_ids(m->tok, eog, 16) : 0;
+    if (n_eog == 0 && c->eos_id >= 0)
+        eog[n_eog++] = c->eos_id;
+    llm_detok dt;
+    if (m->tok != NULL)
+        llm_detok_init(&dt, m->tok);
+    char text[1024];
+    int n_gen = 0;
+    while (step_ok && n_gen < max_tokens) {
+        int32_t next = llm_sampler_sample(smp, logits, NULL);
+        int stop = 0;
+        for (int i = 0; i < n_eog && !ignore_eos; i++)
+            stop |= next == eog[i];
+        if (stop)
+            break;
+        llm_sampler_accept(smp, next, 0);
+        if (output_ids || m->tok == NULL) {
+            printf(n_gen == 0 ? "%d" : " %d", next);
+        } else {
+            size_t k = llm_detok_push(&dt, next, text, sizeof(text));
+            fwrite(text, 1, k, stdout);
+        }
+        fflush(stdout);
+        if (++n_gen == max_tokens)
+            break; /* no need to run the model for a token nobody samples */
+        int32_t p = n_prompt + n_gen - 1;
+        uint8_t w = 1;
+        int32_t s0 = 0;
+        llm_batch b = { 1, &next, &p, &s0, &w, 1, &view };
+        step_ok = be->ops->forward(be, &b, logits, &err) == 0;
+    }
+    if (!output_ids && m->tok != NULL) {
+        size_t k = llm_detok_flush(&dt, text, sizeof(text));
+        fwrite(text, 1, k, stdout);
+    }
+    printf("\n");
+    double t_end = llm_now_sec();
+    free(table); free(pos); free(seq); free(want);
+    if (!step_ok) {
+        fprintf(stderr, "error: forward pass failed: %s\n", err.msg);
+        goto out;
+    }
+    double pre = t_prefilled - t_loaded, dec = t_end - t_prefilled;
+    fprintf(stderr, "load: %.3f s (%s, %s backend, %d threads)\n", t_loaded - t0, m->format,
+            be->ops->name, be->opts.threads);
+    fprintf(stderr, "prompt: %d tokens in %.3f s, %.2f tokens/s\n", n_prompt, pre, pre > 0 ? n_prompt / pre : 0.0);
+    fprintf(stderr, "generated: %d tokens in %.3f s, %.2f tokens/s\n", n_gen, dec,
+            dec > 0 && n_gen > 1 ? (n_gen - 1) / dec : 0.0);
+    rc = 0;
+out:
+    llm_sampler_free(smp);
+    llm_backend_free(be);
+    free(logits);
+    free(ids);
+    llm_model_free(m);
+    return rc;
+}

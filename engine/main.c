@@ -1,0 +1,42 @@
+/* llm-engine: the engine's command line. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: llm-engine COMMAND [options]\n"
+        "\n"
+        "commands:\n"
+        "  generate   --model PATH [--tokenizer PATH] (--prompt TEXT | --prompt-ids 1,2,3) --max-tokens N\n"
+        "             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repeat-penalty R]\n"
+        "             [--presence-penalty P] [--frequency-penalty F] [--seed S] [--threads N]\n"
+        "             [--ignore-eos] [--output-ids] [--backend cpu]\n"
+        "  tokenize   (--model PATH | --tokenizer PATH) --text TEXT [--bos] [--special]\n"
+        "  info       --model PATH\n"
+        "  gen-model  (--preset tiny|stories110m|llama-3.2-1b|llama-3.2-3b | --from MODEL)\n"
+        "             --dtype f32|f16|bf16|q8_0|q4_0 --out FILE.gguf [--seed S]\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    llm_args a = { argc - 2, argv + 2 };
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "generate") == 0)
+        return cli_generate(&a);
+    if (strcmp(cmd, "tokenize") == 0)
+        return cli_tokenize(&a);
+    if (strcmp(cmd, "info") == 0)
+        return cli_info(&a);
+    if (strcmp(cmd, "gen-model") == 0)
+        return cli_gen_model(&a);
+    fprintf(stderr, "error: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}
