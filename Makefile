@@ -62,7 +62,7 @@ san:
 
 test: unit
 	$(MAKE) san
-	prove -e '' tests/parity/*.sh
+	prove tests/parity/
 
 clean:
 	rm -rf build build-san

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Our CPU engine beside llama.cpp (node-llama-cpp@3.21.1's CPU build) on the
+# same stories110m-shaped GGUF in F16, Q8_0 and Q4_0: 2 threads each, the same
+# 128-token prompt (given as ids), 128 greedy tokens. Prints prefill and decode
+# tokens/s for both and our/llama.cpp ratios. Each side runs REPS times,
+# alternating, and the best run of each is reported (the machine is noisy).
+#
+#   bash bench/cpu_vs_llamacpp.sh            # REPS=3 THREADS=2 DTYPES="f16 q8_0 q4_0"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REPS=${REPS:-3}
+THREADS=${THREADS:-2}
+DTYPES=${DTYPES:-"f16 q8_0 q4_0"}
+NGEN=${NGEN:-128}
+MODELS=${MODELS:-bench/models}
+
+make -s engine
+[ -d bench/llamacpp/node_modules/node-llama-cpp ] || npm ci --prefix bench/llamacpp --no-audit --no-fund >/dev/null
+mkdir -p "$MODELS"
+
+# A fixed 128-token prompt: BOS then 127 ordinary ids.
+PROMPT=$(awk 'BEGIN { s = "1"; for (i = 1; i < 128; i++) s = s "," (300 + (i * 37) % 400); print s }')
+
+best() { sort -g | tail -n 1; }
+
+printf '%-6s | %14s %14s %7s | %14s %14s %7s\n' dtype "prefill ours" "llama.cpp" ratio "decode ours" "llama.cpp" ratio
+printf '%s\n' "-------+----------------------------------------+---------------------------------------"
+for dt in $DTYPES; do
+    model="$MODELS/stories110m-$dt.gguf"
+    [ -f "$model" ] || build/llm-engine gen-model --preset stories110m --dtype "$dt" --out "$model" --seed 1 2>/dev/null
+    op=(); od=(); lp=(); ld=()
+    for _ in $(seq "$REPS"); do
+        err=$(build/llm-engine generate --model "$model" --prompt-ids "$PROMPT" --max-tokens "$NGEN" \
+              --threads "$THREADS" --ignore-eos --output-ids 2>&1 >/dev/null)
+        op+=("$(awk '/^prompt:/ { print $(NF-1) }' <<<"$err")")
+        od+=("$(awk '/^generated:/ { print $(NF-1) }' <<<"$err")")
+        js=$(node bench/llamacpp/run.mjs --model "$model" --prompt-tokens "$PROMPT" --max-tokens "$NGEN" \
+             --threads "$THREADS" --json 2>/dev/null | tail -n 1)
+        lp+=("$(node -e 'console.log(JSON.parse(process.argv[1]).prefill_tps)' "$js")")
+        ld+=("$(node -e 'console.log(JSON.parse(process.argv[1]).decode_tps)' "$js")")
+    done
+    p1=$(printf '%s\n' "${op[@]}" | best); p2=$(printf '%s\n' "${lp[@]}" | best)
+    d1=$(printf '%s\n' "${od[@]}" | best); d2=$(printf '%s\n' "${ld[@]}" | best)
+    awk -v dt="$dt" -v p1="$p1" -v p2="$p2" -v d1="$d1" -v d2="$d2" 'BEGIN {
+        printf "%-6s | %14.1f %14.1f %6.2fx | %14.1f %14.1f %6.2fx\n", dt, p1, p2, p1 / p2, d1, d2, d1 / d2 }'
+done
+echo "(tokens/s, best of $REPS runs each, $THREADS threads, 128-token prompt, $NGEN generated; $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
