@@ -1,0 +1,75 @@
+/* Internal state of the CPU backend, shared by its files (forward.c drives a
+ * step; matmul.c, attention.c and rope.c are the parallel phases). */
+#ifndef LLM_CPU_BACKEND_H
+#define LLM_CPU_BACKEND_H
+
+#include "backend.h"
+#include "cpu/kernels.h"
+#include "cpu/threadpool.h"
+
+typedef struct {
+    int    half_dim;     /* head_dim / 2 */
+    int    n_pos;        /* positions covered (seq_len) */
+    float *cos, *sin;    /* [n_pos][half_dim] */
+} cpu_rope;
+
+typedef struct {
+    const llm_model   *m;
+    const cpu_kernels *kern;
+    cpu_threadpool    *pool;
+    int nth;
+    int kv_blocks, block_size, q_dim, kv_dim;
+    float *kcache, *vcache;        /* [n_layers][kv_blocks * block_size][kv_dim] */
+    cpu_rope rope;
+    /* per-step scratch, grown to the largest batch seen */
+    int cap;
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
+    cpu_q8_act *qact;
+    float *scores;                 /* [nth][seq_len] attention weights */
+} cpu_state;
+
+/* ---- rope.c ---- */
+/* Tables for positions [0, n_pos): the model's theta, Llama 3 scaling or its
+ * rope_freqs divisors. -1 on allocation failure. */
+int  cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos);
+void cpu_rope_free(cpu_rope *r);
+/* Rotate n_heads heads of head_dim floats in place for position pos. */
+void cpu_rope_apply(const cpu_rope *r, llm_rope_layout layout, float *v, int n_heads, int pos);
+
+/* ---- matmul.c ---- */
+typedef struct {
+    const llm_tensor *w;
+    float *y;          /* y[t*ldy + row] */
+    size_t ldy;
+    int accumulate;    /* y += W x instead of y = W x */
+} cpu_mm_out;
+
+typedef struct {
+    const float *x;        /* n rows of K floats, xs floats apart */
+    size_t xs;
+    int n, K;
+    const float *norm;     /* if set: first x -> xn = rmsnorm(x) * norm (xn rows, K floats apart) */
+    float *xn;
+    float eps;
+    const cpu_mm_out *outs;
+    int n_outs;
+    int swiglu;            /* outs = {gate, up}: afterwards gate <- silu(gate) * up */
+    /* runs after all rows are done (after a barrier), on every thread */
+    void (*post)(void *ctx, int ith, int nth);
+    void *post_ctx;
+} cpu_mm;
+
+void cpu_matmul(cpu_state *st, const cpu_mm *mm);
+
+/* ---- attention.c ---- */
+/* att[t] = softmax(q[t] . K[0..pos_t]) V for each token and head, reading the
+ * paged cache of layer l (this step's K/V already written). */
+void cpu_attention(cpu_state *st, const llm_batch *b, int layer);
+
+/* Cache slot (row index into a layer's cache) of position pos of a sequence. */
+static inline size_t cpu_kv_slot(const cpu_state *st, const llm_seq_view *s, int pos)
+{
+    return (size_t)s->blocks[pos / st->block_size] * (size_t)st->block_size + (size_t)(pos % st->block_size);
+}
+
+#endif

@@ -1,0 +1,47 @@
+/* CPU compute kernels: one function table per instruction set (generic C,
+ * AVX2+FMA+F16C, AVX-512), picked at run time by cpu_features.c. */
+#ifndef LLM_CPU_KERNELS_H
+#define LLM_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+/* An activation block quantised for the integer dot products against Q8_0 and
+ * Q4_0 weights: float scale (no fp16 round trip in the inner loop), plus
+ * s = d * sum(qs) (lets Q4_0's -8 offset be applied once per block). */
+typedef struct {
+    float  d;
+    float  s;
+    int8_t qs[LLM_QK];
+} cpu_q8_act; /* 40 bytes */
+
+/* Y[t*ldy + r] = dot(row r of W, activation t)  (accumulate: +=) for r < nr,
+ * t < nt. Weight rows are w_stride bytes apart; activations x_stride bytes apart
+ * (rows of K floats for F32/F16/BF16 weights, rows of K/32 cpu_q8_act for
+ * Q8_0/Q4_0). K is a multiple of 32 for the quantised types. */
+typedef void (*cpu_gemm_fn)(int K, const void *W, size_t w_stride, int nr,
+                            const void *X, size_t x_stride, int nt,
+                            float *Y, size_t ldy, int accumulate);
+
+typedef struct {
+    const char *name;
+    cpu_gemm_fn gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0;
+    /* Quantise K floats (K a multiple of 32) into K/32 activation blocks. */
+    void  (*quantize_act)(const float *x, cpu_q8_act *y, int K);
+    float (*dot_f32)(const float *a, const float *b, int n);
+    void  (*axpy_f32)(float a, const float *x, float *y, int n); /* y += a*x */
+} cpu_kernels;
+
+/* Kernel tables per instruction set; each returns the same static table. */
+const cpu_kernels *cpu_kernels_generic(void);
+const cpu_kernels *cpu_kernels_avx2(void);
+const cpu_kernels *cpu_kernels_avx512(void);
+
+/* The gemm for a weight type, NULL for an unknown one. */
+cpu_gemm_fn cpu_gemm_for(const cpu_kernels *k, llm_dtype t);
+/* Whether activations for weight type t are cpu_q8_act blocks (else floats). */
+int cpu_dtype_wants_q8(llm_dtype t);
+
+#endif

@@ -1,0 +1,148 @@
+/* Portable scalar kernels: the reference the SIMD tables are tested against
+ * and the fallback on CPUs without AVX2. */
+#include <math.h>
+
+#include "cpu/kernels.h"
+
+static float ld_f16(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return llm_fp16_to_f32(h);
+}
+
+static float ld_bf16(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return llm_bf16_to_f32(h);
+}
+
+static void store(float *y, float v, int accumulate)
+{
+    *y = accumulate ? *y + v : v;
+}
+
+static void gemm_f32(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
+                     float *Y, size_t ldy, int acc)
+{
+    for (int r = 0; r < nr; r++) {
+        const float *w = (const float *)((const uint8_t *)W + (size_t)r * ws);
+        for (int t = 0; t < nt; t++) {
+            const float *x = (const float *)((const uint8_t *)X + (size_t)t * xs);
+            float s = 0.0f;
+            for (int k = 0; k < K; k++)
+                s += w[k] * x[k];
+            store(&Y[(size_t)t * ldy + r], s, acc);
+        }
+    }
+}
+
+/* Half-precision rows: widen a row once into a buffer, then reuse it per token. */
+#define GEMM_HALF(name, conv)                                                         \
+static void name(int K, const void *W, size_t ws, int nr, const void *X, size_t xs,   \
+                 int nt, float *Y, size_t ldy, int acc)                               \
+{                                                                                     \
+    float buf[1024];                                                                  \
+    for (int r = 0; r < nr; r++) {                                                    \
+        const uint8_t *w = (const uint8_t *)W + (size_t)r * ws;                       \
+        for (int t = 0; t < nt; t++) {                                                \
+            const float *x = (const float *)((const uint8_t *)X + (size_t)t * xs);    \
+            float s = 0.0f;                                                           \
+            for (int k0 = 0; k0 < K; k0 += 1024) {                                    \
+                int n = K - k0 < 1024 ? K - k0 : 1024;                                \
+                for (int k = 0; k < n; k++)                                           \
+                    buf[k] = conv(w + 2 * (size_t)(k0 + k));                          \
+                for (int k = 0; k < n; k++)                                           \
+                    s += buf[k] * x[k0 + k];                                          \
+            }                                                                         \
+            store(&Y[(size_t)t * ldy + r], s, acc);                                   \
+        }                                                                             \
+    }                                                                                 \
+}
+GEMM_HALF(gemm_f16, ld_f16)
+GEMM_HALF(gemm_bf16, ld_bf16)
+
+static void gemm_q8_0(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
+                      float *Y, size_t ldy, int acc)
+{
+    int nb = K / LLM_QK;
+    for (int r = 0; r < nr; r++) {
+        const llm_block_q8_0 *w = (const llm_block_q8_0 *)((const uint8_t *)W + (size_t)r * ws);
+        for (int t = 0; t < nt; t++) {
+            const cpu_q8_act *x = (const cpu_q8_act *)((const uint8_t *)X + (size_t)t * xs);
+            float s = 0.0f;
+            for (int b = 0; b < nb; b++) {
+                int32_t d = 0;
+                for (int j = 0; j < LLM_QK; j++)
+                    d += (int32_t)w[b].qs[j] * x[b].qs[j];
+                s += llm_fp16_to_f32(w[b].d) * x[b].d * (float)d;
+            }
+            store(&Y[(size_t)t * ldy + r], s, acc);
+        }
+    }
+}
+
+static void gemm_q4_0(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
+                      float *Y, size_t ldy, int acc)
+{
+    int nb = K / LLM_QK;
+    for (int r = 0; r < nr; r++) {
+        const llm_block_q4_0 *w = (const llm_block_q4_0 *)((const uint8_t *)W + (size_t)r * ws);
+        for (int t = 0; t < nt; t++) {
+            const cpu_q8_act *x = (const cpu_q8_act *)((const uint8_t *)X + (size_t)t * xs);
+            float s = 0.0f;
+            for (int b = 0; b < nb; b++) {
+                int32_t d = 0;
+                for (int j = 0; j < LLM_QK / 2; j++)
+                    d += (int32_t)(w[b].qs[j] & 0x0f) * x[b].qs[j] +
+                         (int32_t)(w[b].qs[j] >> 4) * x[b].qs[j + LLM_QK / 2];
+                /* sum((q-8)*x) = sum(q*x) - 8*sum(x) */
+                s += llm_fp16_to_f32(w[b].d) * (x[b].d * (float)d - 8.0f * x[b].s);
+            }
+            store(&Y[(size_t)t * ldy + r], s, acc);
+        }
+    }
+}
+
+static void quantize_act(const float *x, cpu_q8_act *y, int K)
+{
+    for (int b = 0; b < K / LLM_QK; b++) {
+        const float *v = x + (size_t)b * LLM_QK;
+        float amax = 0.0f;
+        for (int j = 0; j < LLM_QK; j++)
+            amax = fmaxf(amax, fabsf(v[j]));
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < LLM_QK; j++) {
+            int q = (int)lrintf(v[j] * id);
+            y[b].qs[j] = (int8_t)q;
+            sum += q;
+        }
+        y[b].d = d;
+        y[b].s = d * (float)sum;
+    }
+}
+
+static float dot_f32(const float *a, const float *b, int n)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+static void axpy_f32(float a, const float *x, float *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+static const cpu_kernels generic = {
+    "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
+};
+
+const cpu_kernels *cpu_kernels_generic(void)
+{
+    return &generic;
+}

@@ -1,0 +1,295 @@
+/* x86 SIMD kernel bodies shared by kernels_avx2.c and kernels_avx512.c: each
+ * includes this after defining the float vector macros (KX_*) for its width,
+ * so both tables run the same tested code. The quantised kernels are 256-bit
+ * in both (AVX2 integer dot products: maddubs with the sign trick). */
+#ifndef KX_VW
+#error "define the KX_* vector macros before including kernels_x86.h"
+#endif
+
+#include <immintrin.h>
+#include <math.h>
+
+#include "cpu/kernels.h"
+
+#define KX_INLINE static inline __attribute__((always_inline))
+
+/* Tile shapes: rows of W x tokens. Float tiles keep RM*RN accumulators plus RM
+ * weight vectors in registers; quantised tiles RM*RN accumulators plus RN
+ * activation blocks. */
+#define KX_FRM 4
+#define KX_QRM 4
+#define KX_QRN 2
+
+KX_INLINE float kx_hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+enum { KX_W_F32, KX_W_F16, KX_W_BF16 };
+
+KX_INLINE KX_VF kx_load_w(int wt, const uint8_t *w, int k)
+{
+    if (wt == KX_W_F32)
+        return KX_LOADF((const float *)w + k);
+    if (wt == KX_W_F16)
+        return KX_LOAD_F16(w + 2 * (size_t)k);
+    return KX_LOAD_BF16(w + 2 * (size_t)k);
+}
+
+KX_INLINE float kx_load_w1(int wt, const uint8_t *w, int k)
+{
+    uint16_t h;
+    if (wt == KX_W_F32) {
+        float f;
+        memcpy(&f, w + 4 * (size_t)k, 4);
+        return f;
+    }
+    memcpy(&h, w + 2 * (size_t)k, 2);
+    if (wt == KX_W_F16)
+        return _cvtsh_ss(h);
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+KX_INLINE void kx_ftile(int wt, int K, const uint8_t *W, size_t ws, const uint8_t *X, size_t xs,
+                        float *Y, size_t ldy, int acc, const int RM, const int RN)
+{
+    KX_VF c[KX_FRM][KX_FRN];
+#pragma GCC unroll 8
+    for (int i = 0; i < RM; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < RN; j++)
+            c[i][j] = KX_ZERO();
+    int k = 0;
+    for (; k + KX_VW <= K; k += KX_VW) {
+        KX_VF w[KX_FRM];
+#pragma GCC unroll 8
+        for (int i = 0; i < RM; i++)
+            w[i] = kx_load_w(wt, W + (size_t)i * ws, k);
+#pragma GCC unroll 8
+        for (int j = 0; j < RN; j++) {
+            KX_VF x = KX_LOADF((const float *)(X + (size_t)j * xs) + k);
+#pragma GCC unroll 8
+            for (int i = 0; i < RM; i++)
+                c[i][j] = KX_FMA(w[i], x, c[i][j]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < RM; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < RN; j++) {
+            float s = KX_HSUM(c[i][j]);
+            const float *x = (const float *)(X + (size_t)j * xs);
+            for (int kk = k; kk < K; kk++)
+                s += kx_load_w1(wt, W + (size_t)i * ws, kk) * x[kk];
+            float *y = &Y[(size_t)j * ldy + i];
+            *y = acc ? *y + s : s;
+        }
+}
+
+KX_INLINE void kx_gemm_float(int wt, int K, const void *W, size_t ws, int nr, const void *X,
+                             size_t xs, int nt, float *Y, size_t ldy, int acc)
+{
+    const uint8_t *w = W, *x = X;
+    int r = 0;
+    for (; r + KX_FRM <= nr; r += KX_FRM) {
+        int t = 0;
+        for (; t + KX_FRN <= nt; t += KX_FRN)
+            kx_ftile(wt, K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                     acc, KX_FRM, KX_FRN);
+        for (; t < nt; t++)
+            kx_ftile(wt, K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                     acc, KX_FRM, 1);
+    }
+    for (; r < nr; r++) {
+        int t = 0;
+        for (; t + KX_FRN <= nt; t += KX_FRN)
+            kx_ftile(wt, K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                     acc, 1, KX_FRN);
+        for (; t < nt; t++)
+            kx_ftile(wt, K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                     acc, 1, 1);
+    }
+}
+
+static void gemm_f32(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
+                     float *Y, size_t ldy, int acc)
+{
+    kx_gemm_float(KX_W_F32, K, W, ws, nr, X, xs, nt, Y, ldy, acc);
+}
+
+static void gemm_f16(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
+                     float *Y, size_t ldy, int acc)
+{
+    kx_gemm_float(KX_W_F16, K, W, ws, nr, X, xs, nt, Y, ldy, acc);
+}
+
+static void gemm_bf16(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
+                      float *Y, size_t ldy, int acc)
+{
+    kx_gemm_float(KX_W_BF16, K, W, ws, nr, X, xs, nt, Y, ldy, acc);
+}
+
+/* ---- quantised weights x Q8 activations (256-bit integer dot products) ---- */
+
+/* 32 signed weights of block b of a row: Q8_0 as stored, Q4_0 unpacked to q-8. */
+KX_INLINE __m256i kx_wq(int q4, const uint8_t *row, int b, float *d)
+{
+    if (q4) {
+        const llm_block_q4_0 *blk = (const llm_block_q4_0 *)row + b;
+        *d = _cvtsh_ss(blk->d);
+        __m128i lo = _mm_loadu_si128((const __m128i *)blk->qs);
+        __m256i v = _mm256_set_m128i(_mm_srli_epi16(lo, 4), lo);
+        v = _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    }
+    const llm_block_q8_0 *blk = (const llm_block_q8_0 *)row + b;
+    *d = _cvtsh_ss(blk->d);
+    return _mm256_loadu_si256((const __m256i *)blk->qs);
+}
+
+KX_INLINE void kx_qtile(int q4, int nb, const uint8_t *W, size_t ws, const uint8_t *X, size_t xs,
+                        float *Y, size_t ldy, int acc, const int RM, const int RN)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 c[KX_QRM][KX_QRN];
+#pragma GCC unroll 8
+    for (int i = 0; i < RM; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < RN; j++)
+            c[i][j] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        __m256i xv[KX_QRN];
+        const cpu_q8_act *xa[KX_QRN];
+#pragma GCC unroll 8
+        for (int j = 0; j < RN; j++) {
+            xa[j] = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
+            xv[j] = _mm256_loadu_si256((const __m256i *)xa[j]->qs);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < RM; i++) {
+            float dw;
+            __m256i wv = kx_wq(q4, W + (size_t)i * ws, b, &dw);
+            __m256i aw = _mm256_sign_epi8(wv, wv);
+#pragma GCC unroll 8
+            for (int j = 0; j < RN; j++) {
+                __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[j], wv));
+                __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+                c[i][j] = _mm256_fmadd_ps(f, _mm256_set1_ps(dw * xa[j]->d), c[i][j]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < RM; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < RN; j++) {
+            float s = kx_hsum256(c[i][j]);
+            float *y = &Y[(size_t)j * ldy + i];
+            *y = acc ? *y + s : s;
+        }
+}
+
+KX_INLINE void kx_gemm_q(int q4, int K, const void *W, size_t ws, int nr, const void *X, size_t xs,
+                         int nt, float *Y, size_t ldy, int acc)
+{
+    const uint8_t *w = W, *x = X;
+    int nb = K / LLM_QK, r = 0;
+    for (; r + KX_QRM <= nr; r += KX_QRM) {
+        int t = 0;
+        for (; t + KX_QRN <= nt; t += KX_QRN)
+            kx_qtile(q4, nb, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                     acc, KX_QRM, KX_QRN);
+        for (; t < nt; t++)
+            kx_qtile(q4, nb, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                     acc, KX_QRM, 1);
+    }
+    for (; r < nr; r++) {
+        int t = 0;
+        for (; t + KX_QRN <= nt; t += KX_QRN)
+            kx_qtile(q4, nb, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                     acc, 1, KX_QRN);
+        for (; t < nt; t++)
+            kx_qtile(q4, nb, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                     acc, 1, 1);
+    }
+}
+
+static void gemm_q8_0(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
+                      float *Y, size_t ldy, int acc)
+{
+    kx_gemm_q(0, K, W, ws, nr, X, xs, nt, Y, ldy, acc);
+}
+
+static void gemm_q4_0(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
+                      float *Y, size_t ldy, int acc)
+{
+    kx_gemm_q(1, K, W, ws, nr, X, xs, nt, Y, ldy, acc);
+}
+
+static void quantize_act(const float *x, cpu_q8_act *y, int K)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int b = 0; b < K / LLM_QK; b++) {
+        const float *p = x + (size_t)b * LLM_QK;
+        __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8);
+        __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                 _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        float amax = _mm_cvtss_f32(h);
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        __m256 s = _mm256_set1_ps(id);
+        const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+        __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, s), rnd));
+        __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, s), rnd));
+        __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, s), rnd));
+        __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, s), rnd));
+        __m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        /* pack 32 int32 -> 32 int8 and undo the per-lane interleave of the packs */
+        __m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)y[b].qs, q);
+        y[b].d = d;
+        y[b].s = d * (float)_mm_cvtsi128_si32(s4);
+    }
+}
+
+static float dot_f32(const float *a, const float *b, int n)
+{
+    KX_VF s0 = KX_ZERO(), s1 = KX_ZERO();
+    int i = 0;
+    for (; i + 2 * KX_VW <= n; i += 2 * KX_VW) {
+        s0 = KX_FMA(KX_LOADF(a + i), KX_LOADF(b + i), s0);
+        s1 = KX_FMA(KX_LOADF(a + i + KX_VW), KX_LOADF(b + i + KX_VW), s1);
+    }
+    for (; i + KX_VW <= n; i += KX_VW)
+        s0 = KX_FMA(KX_LOADF(a + i), KX_LOADF(b + i), s0);
+    float s = KX_HSUM(KX_ADD(s0, s1));
+    for (; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+static void axpy_f32(float a, const float *x, float *y, int n)
+{
+    KX_VF va = KX_SET1(a);
+    int i = 0;
+    for (; i + KX_VW <= n; i += KX_VW)
+        KX_STOREF(y + i, KX_FMA(va, KX_LOADF(x + i), KX_LOADF(y + i)));
+    for (; i < n; i++)
+        y[i] += a * x[i];
+}
+
+static const cpu_kernels kx_table = {
+    KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
+};

@@ -1,0 +1,126 @@
+/* Parallel matrix multiply over a batch of activations: optional RMSNorm and
+ * Q8 quantisation of the activations (tokens split over threads), then the
+ * weight rows of all outputs cut into chunks that threads take from a shared
+ * counter; each chunk runs the kernel over every token, in token blocks that
+ * stay cache-resident, so a weight row is read from memory once per step. */
+#include <math.h>
+#include <stdatomic.h>
+
+#include "cpu/cpu_backend.h"
+
+#define CHUNK_ROWS   32  /* weight rows per work item (a multiple of the tile rows) */
+#define TOKEN_BLOCK  64  /* tokens per kernel call: their activations stay in L2 */
+
+typedef struct {
+    cpu_state *st;
+    const cpu_mm *mm;
+    int need_q8;
+    const float *xf;   /* float activations (x or its normalised copy) */
+    size_t xfs;
+    int chunks[5];     /* prefix sums of chunk counts per output */
+    _Atomic int next;
+} mm_job;
+
+static void rmsnorm_row(const cpu_kernels *k, const float *x, const float *w, float *y, int n, float eps)
+{
+    float ss = k->dot_f32(x, x, n) / (float)n;
+    float s = 1.0f / sqrtf(ss + eps);
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * s * w[i];
+}
+
+static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1)
+{
+    const cpu_mm *mm = j->mm;
+    const cpu_kernels *k = j->st->kern;
+    llm_dtype t = o->w->type;
+    size_t ws = llm_dtype_row_bytes(t, (uint64_t)mm->K);
+    const uint8_t *w = (const uint8_t *)o->w->data + (size_t)r0 * ws;
+    const void *x;
+    size_t xs;
+    if (cpu_dtype_wants_q8(t)) {
+        x = j->st->qact;
+        xs = (size_t)(mm->K / LLM_QK) * sizeof(cpu_q8_act);
+    } else {
+        x = j->xf;
+        xs = j->xfs * sizeof(float);
+    }
+    cpu_gemm_fn gemm = cpu_gemm_for(k, t);
+    for (int t0 = 0; t0 < mm->n; t0 += TOKEN_BLOCK) {
+        int nt = mm->n - t0 < TOKEN_BLOCK ? mm->n - t0 : TOKEN_BLOCK;
+        gemm(mm->K, w, ws, r1 - r0, (const uint8_t *)x + (size_t)t0 * xs, xs, nt,
+             o->y + (size_t)t0 * o->ldy + r0, o->ldy, o->accumulate);
+    }
+}
+
+static float silu(float g)
+{
+    return g / (1.0f + expf(-g));
+}
+
+static void mm_worker(void *ctx, int ith, int nth)
+{
+    mm_job *j = ctx;
+    const cpu_mm *mm = j->mm;
+    cpu_state *st = j->st;
+    int nb = mm->K / LLM_QK;
+
+    if (mm->norm != NULL || j->need_q8) {
+        for (int t = ith; t < mm->n; t += nth) {
+            const float *xr = mm->x + (size_t)t * mm->xs;
+            if (mm->norm != NULL) {
+                float *xn = mm->xn + (size_t)t * mm->K;
+                rmsnorm_row(st->kern, xr, mm->norm, xn, mm->K, mm->eps);
+                xr = xn;
+            }
+            if (j->need_q8)
+                st->kern->quantize_act(xr, st->qact + (size_t)t * nb, mm->K);
+        }
+        cpu_pool_barrier(st->pool);
+    }
+
+    int total = j->chunks[mm->n_outs];
+    for (;;) {
+        int c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (c >= total)
+            break;
+        int o = 0;
+        while (c >= j->chunks[o + 1])
+            o++;
+        const cpu_mm_out *out = &mm->outs[o];
+        int rows = (int)out->w->ne[1];
+        int r0 = (c - j->chunks[o]) * CHUNK_ROWS;
+        int r1 = r0 + CHUNK_ROWS < rows ? r0 + CHUNK_ROWS : rows;
+        run_rows(j, out, r0, r1);
+        if (mm->swiglu) {
+            const cpu_mm_out *up = &mm->outs[1];
+            run_rows(j, up, r0, r1);
+            for (int t = 0; t < mm->n; t++) {
+                float *g = out->y + (size_t)t * out->ldy;
+                const float *u = up->y + (size_t)t * up->ldy;
+                for (int r = r0; r < r1; r++)
+                    g[r] = silu(g[r]) * u[r];
+            }
+        }
+    }
+    if (mm->post != NULL) {
+        cpu_pool_barrier(st->pool);
+        mm->post(mm->post_ctx, ith, nth);
+    }
+}
+
+void cpu_matmul(cpu_state *st, const cpu_mm *mm)
+{
+    mm_job j = { .st = st, .mm = mm };
+    j.xf = mm->norm != NULL ? mm->xn : mm->x;
+    j.xfs = mm->norm != NULL ? (size_t)mm->K : mm->xs;
+    int n_sched = mm->swiglu ? 1 : mm->n_outs; /* swiglu: a chunk does gate and up rows */
+    j.chunks[0] = 0;
+    for (int o = 0; o < mm->n_outs; o++) {
+        j.need_q8 |= cpu_dtype_wants_q8(mm->outs[o].w->type);
+        int rows = (int)mm->outs[o].w->ne[1];
+        j.chunks[o + 1] = j.chunks[o] + (o < n_sched ? (rows + CHUNK_ROWS - 1) / CHUNK_ROWS : 0);
+    }
+    atomic_init(&j.next, 0);
+    cpu_pool_run(st->pool, mm_worker, &j);
+}

@@ -1,0 +1,81 @@
+/* Rotary position embedding: precomputed cos/sin per (position, frequency). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cpu/cpu_backend.h"
+
+/* Frequency i of head_dim/2 after Llama 3 scaling (Hugging Face's
+ * _compute_llama3_parameters) or llama.cpp's rope_freqs divisors. */
+static double rope_freq(const llm_model *m, int i)
+{
+    const llm_config *c = &m->cfg;
+    double freq = pow((double)c->rope_theta, -2.0 * i / (double)c->head_dim);
+    if (m->rope_freqs != NULL)
+        return freq / (double)m->rope_freqs[i];
+    if (!c->rope_scaling)
+        return freq;
+    double factor = c->rope_factor, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
+    double old_ctx = c->rope_orig_ctx;
+    double low_wavelen = old_ctx / lo, high_wavelen = old_ctx / hi;
+    double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < high_wavelen)
+        return freq;
+    if (wavelen > low_wavelen)
+        return freq / factor;
+    double smooth = (old_ctx / wavelen - lo) / (hi - lo);
+    return (1.0 - smooth) * freq / factor + smooth * freq;
+}
+
+int cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos)
+{
+    int half = m->cfg.head_dim / 2;
+    r->half_dim = half;
+    r->n_pos = n_pos;
+    r->cos = malloc((size_t)n_pos * (size_t)half * sizeof(float));
+    r->sin = malloc((size_t)n_pos * (size_t)half * sizeof(float));
+    double *freq = malloc((size_t)(half > 0 ? half : 1) * sizeof(double));
+    if (r->cos == NULL || r->sin == NULL || freq == NULL) {
+        free(freq);
+        cpu_rope_free(r);
+        return -1;
+    }
+    for (int i = 0; i < half; i++)
+        freq[i] = rope_freq(m, i);
+    for (int p = 0; p < n_pos; p++)
+        for (int i = 0; i < half; i++) {
+            double a = p * freq[i];
+            r->cos[(size_t)p * half + i] = (float)cos(a);
+            r->sin[(size_t)p * half + i] = (float)sin(a);
+        }
+    free(freq);
+    return 0;
+}
+
+void cpu_rope_free(cpu_rope *r)
+{
+    free(r->cos);
+    free(r->sin);
+    r->cos = r->sin = NULL;
+}
+
+void cpu_rope_apply(const cpu_rope *r, llm_rope_layout layout, float *v, int n_heads, int pos)
+{
+    int half = r->half_dim, hd = 2 * half;
+    const float *c = r->cos + (size_t)pos * half, *s = r->sin + (size_t)pos * half;
+    for (int h = 0; h < n_heads; h++) {
+        float *x = v + (size_t)h * hd;
+        if (layout == LLM_ROPE_ADJACENT) {
+            for (int i = 0; i < half; i++) {
+                float a = x[2 * i], b = x[2 * i + 1];
+                x[2 * i]     = a * c[i] - b * s[i];
+                x[2 * i + 1] = a * s[i] + b * c[i];
+            }
+        } else {
+            for (int i = 0; i < half; i++) {
+                float a = x[i], b = x[i + half];
+                x[i]        = a * c[i] - b * s[i];
+                x[i + half] = a * s[i] + b * c[i];
+            }
+        }
+    }
+}
