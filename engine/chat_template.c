@@ -1,0 +1,216 @@
+/* Chat template rendering into special / plain segments (see chat_template.h).
+ * The three formats follow the Jinja templates that ship with the models:
+ * Llama 3 (Meta-Llama-3-*-Instruct), Llama 2 (Llama-2-*-chat) and ChatML. */
+#include "chat_template.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
+{
+    if (tmpl) {
+        if (strstr(tmpl, "<|start_header_id|>")) return LLM_CHAT_LLAMA3;
+        if (strstr(tmpl, "<|im_start|>")) return LLM_CHAT_CHATML;
+        if (strstr(tmpl, "[INST]")) return LLM_CHAT_LLAMA2;
+    }
+    return tok_kind == 2 ? LLM_CHAT_LLAMA3 : LLM_CHAT_LLAMA2;
+}
+
+const char *llm_chat_format_name(llm_chat_format f)
+{
+    switch (f) {
+    case LLM_CHAT_LLAMA3: return "llama3";
+    case LLM_CHAT_LLAMA2: return "llama2";
+    case LLM_CHAT_CHATML: return "chatml";
+    }
+    return "unknown";
+}
+
+llm_chat_format llm_chat_format_from_name(const char *name)
+{
+    if (!name) return 0;
+    if (!strcmp(name, "llama3")) return LLM_CHAT_LLAMA3;
+    if (!strcmp(name, "llama2")) return LLM_CHAT_LLAMA2;
+    if (!strcmp(name, "chatml")) return LLM_CHAT_CHATML;
+    return 0;
+}
+
+void llm_chat_out_free(llm_chat_out *out)
+{
+    for (size_t i = 0; i < out->n; i++) free(out->seg[i].text);
+    free(out->seg);
+    out->seg = NULL;
+    out->n = out->cap = 0;
+}
+
+/* Appends len bytes as a segment; plain text merges into a preceding plain segment. */
+static int push(llm_chat_out *out, int special, const char *s, size_t len)
+{
+    if (!special && len == 0) return 0;
+    if (!special && out->n && !out->seg[out->n - 1].special) {
+        llm_chat_seg *g = &out->seg[out->n - 1];
+        char *t = realloc(g->text, g->len + len + 1);
+        if (!t) return -1;
+        memcpy(t + g->len, s, len);
+        g->len += len;
+        t[g->len] = 0;
+        g->text = t;
+        return 0;
+    }
+    if (out->n == out->cap) {
+        size_t nc = out->cap ? out->cap * 2 : 16;
+        llm_chat_seg *ns = realloc(out->seg, nc * sizeof *ns);
+        if (!ns) return -1;
+        out->seg = ns;
+        out->cap = nc;
+    }
+    char *t = malloc(len + 1);
+    if (!t) return -1;
+    memcpy(t, s, len);
+    t[len] = 0;
+    out->seg[out->n++] = (llm_chat_seg){ special, t, len };
+    return 0;
+}
+
+static int sp(llm_chat_out *o, const char *s) { return push(o, 1, s, strlen(s)); }
+static int tx(llm_chat_out *o, const char *s) { return push(o, 0, s, strlen(s)); }
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* Jinja's |trim and Python's str.strip() on ASCII whitespace. */
+static int tx_trim(llm_chat_out *o, const char *s)
+{
+    size_t a = 0, b = strlen(s);
+    while (a < b && is_ws(s[a])) a++;
+    while (b > a && is_ws(s[b - 1])) b--;
+    return push(o, 0, s + a, b - a);
+}
+
+static int role_ok(const char *r)
+{
+    if (!r || !*r) return 0;
+    for (const unsigned char *p = (const unsigned char *)r; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) return 0;
+    return 1;
+}
+
+static int render_llama3(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o)
+{
+    int rc = sp(o, "<|begin_of_text|>");
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc |= sp(o, "<|start_header_id|>");
+        rc |= tx(o, m[i].role);
+        rc |= sp(o, "<|end_header_id|>");
+        rc |= tx(o, "\n\n");
+        rc |= tx_trim(o, m[i].content);
+        rc |= sp(o, "<|eot_id|>");
+    }
+    if (gen && !rc) {
+        rc |= sp(o, "<|start_header_id|>");
+        rc |= tx(o, "assistant");
+        rc |= sp(o, "<|end_header_id|>");
+        rc |= tx(o, "\n\n");
+    }
+    return rc;
+}
+
+static int render_chatml(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc |= sp(o, "<|im_start|>");
+        rc |= tx(o, m[i].role);
+        rc |= tx(o, "\n");
+        rc |= tx(o, m[i].content);
+        rc |= sp(o, "<|im_end|>");
+        rc |= tx(o, "\n");
+    }
+    if (gen && !rc) {
+        rc |= sp(o, "<|im_start|>");
+        rc |= tx(o, "assistant\n");
+    }
+    return rc;
+}
+
+/* Llama 2 chat: an optional leading system message folds into the first user
+ * turn; then user and assistant must alternate, starting with user. The
+ * generation prompt is implicit (a user turn ends with "[/INST]"). */
+static int render_llama2(const llm_chat_msg *m, size_t n, llm_chat_out *o, llm_err *err)
+{
+    const char *sys = NULL;
+    size_t i0 = 0;
+    if (n && !strcmp(m[0].role, "system")) { sys = m[0].content; i0 = 1; }
+    if (i0 == n) { llm_seterr(err, "llama2 chat format needs at least one user message"); return -2; }
+    for (size_t i = i0; i < n; i++) {
+        const char *want = (i - i0) % 2 == 0 ? "user" : "assistant";
+        if (strcmp(m[i].role, want)) {
+            llm_seterr(err, "llama2 chat format: message %zu has role '%s', expected '%s' "
+                       "(roles must alternate user/assistant after an optional system message)",
+                       i, m[i].role, want);
+            return -2;
+        }
+    }
+    int rc = 0;
+    for (size_t i = i0; i < n && !rc; i++) {
+        if (!strcmp(m[i].role, "user")) {
+            rc |= sp(o, "<s>");
+            rc |= tx(o, "[INST] ");
+            if (i == i0 && sys) {
+                /* The template strips the whole "<<SYS>>..user" content: only the user end is trimmed. */
+                size_t a = 0;
+                while (sys[a] && is_ws(sys[a])) a++;
+                rc |= tx(o, "<<SYS>>\n");
+                rc |= tx(o, sys + a);
+                rc |= tx(o, "\n<</SYS>>\n\n");
+                const char *u = m[i].content;
+                size_t b = strlen(u);
+                while (b && is_ws(u[b - 1])) b--;
+                rc |= push(o, 0, u, b);
+            } else {
+                rc |= tx_trim(o, m[i].content);
+            }
+            rc |= tx(o, " [/INST]");
+        } else {
+            rc |= tx(o, " ");
+            rc |= tx_trim(o, m[i].content);
+            rc |= tx(o, " ");
+            rc |= sp(o, "</s>");
+        }
+    }
+    return rc;
+}
+
+int llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int gen,
+                    llm_chat_out *out, llm_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n == 0) { llm_seterr(err, "messages must not be empty"); return -1; }
+    for (size_t i = 0; i < n; i++) {
+        if (!role_ok(msgs[i].role)) { llm_seterr(err, "message %zu has an empty or invalid role", i); return -1; }
+        if (!msgs[i].content) { llm_seterr(err, "message %zu has no content", i); return -1; }
+    }
+    int rc;
+    switch (f) {
+    case LLM_CHAT_LLAMA3: rc = render_llama3(msgs, n, gen, out); break;
+    case LLM_CHAT_CHATML: rc = render_chatml(msgs, n, gen, out); break;
+    case LLM_CHAT_LLAMA2: rc = render_llama2(msgs, n, out, err); break;
+    default: llm_seterr(err, "unknown chat format %d", (int)f); return -1;
+    }
+    if (rc) {
+        if (rc != -2) llm_seterr(err, "out of memory rendering the chat template");
+        llm_chat_out_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+char *llm_chat_out_join(const llm_chat_out *out)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < out->n; i++) len += out->seg[i].len;
+    char *s = malloc(len + 1), *p = s;
+    if (!s) return NULL;
+    for (size_t i = 0; i < out->n; i++) { memcpy(p, out->seg[i].text, out->seg[i].len); p += out->seg[i].len; }
+    *p = 0;
+    return s;
+}

@@ -1,0 +1,55 @@
+/* Chat templates: Llama 3, Llama 2 and ChatML, picked from the model's chat
+ * template text (tokenizer.chat_template / tokenizer_config.json) or, when the
+ * model has none, from the tokenizer kind. Pure text code (no tokenizer calls),
+ * shared by the NGINX module and the engine CLI.
+ *
+ * A rendering is a list of segments: control-token text (to be mapped to one
+ * token id with llm_tok_find) and plain text (to be encoded WITHOUT turning any
+ * special-token text in it into control ids). That keeps user content that
+ * contains "<|eot_id|>" from injecting control tokens. */
+#ifndef LLM_CHAT_TEMPLATE_H
+#define LLM_CHAT_TEMPLATE_H
+
+#include <stddef.h>
+#include "common.h"
+
+typedef enum {
+    LLM_CHAT_LLAMA3 = 1, /* <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> */
+    LLM_CHAT_LLAMA2 = 2, /* <s>[INST] <<SYS>>\n..\n<</SYS>>\n\nuser [/INST] answer </s> */
+    LLM_CHAT_CHATML = 3, /* <|im_start|>role\ncontent<|im_end|>\n */
+} llm_chat_format;
+
+typedef struct {
+    const char *role;    /* "system", "user", "assistant" (others allowed by Llama 3 / ChatML) */
+    const char *content; /* UTF-8, NUL-terminated */
+} llm_chat_msg;
+
+typedef struct {
+    int    special;      /* 1: text is one control token's text; 0: plain text */
+    char  *text;         /* malloc'd, NUL-terminated */
+    size_t len;
+} llm_chat_seg;
+
+typedef struct {
+    llm_chat_seg *seg;
+    size_t        n, cap;
+} llm_chat_out;
+
+/* Picks the format from the template text (NULL allowed), falling back on the
+ * tokenizer kind (1 SentencePiece -> Llama 2, 2 byte-level BPE -> Llama 3). */
+llm_chat_format llm_chat_detect(const char *template_text, int tok_kind);
+const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", "chatml" */
+/* "llama3" / "llama2" / "chatml" -> format; 0 if unknown. */
+llm_chat_format llm_chat_format_from_name(const char *name);
+
+/* Renders n messages. add_generation_prompt opens an assistant turn at the end.
+ * Llama 2 requires system? then alternating user/assistant; other formats accept
+ * any role names that are non-empty and free of control characters.
+ * Returns 0, or -1 with a message in err (bad role order, empty list, no memory). */
+int  llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int add_generation_prompt,
+                     llm_chat_out *out, llm_err *err);
+void llm_chat_out_free(llm_chat_out *out);
+/* The segments concatenated into one malloc'd string (for display and tests). */
+char *llm_chat_out_join(const llm_chat_out *out);
+
+#endif

@@ -1,0 +1,114 @@
+/* Chat templates: exact renderings for Llama 3, Llama 2 and ChatML (checked
+ * against the models' Jinja templates), segment kinds, format detection from
+ * the shipped Llama 3 tokenizer_config.json, and error paths. */
+#include "tap.h"
+#include "chat_template.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char *render(llm_chat_format f, const llm_chat_msg *m, size_t n, int gen, llm_err *err)
+{
+    llm_chat_out o;
+    if (llm_chat_render(f, m, n, gen, &o, err)) return NULL;
+    char *s = llm_chat_out_join(&o);
+    llm_chat_out_free(&o);
+    return s;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+int main(void)
+{
+    llm_err err = { "" };
+    const llm_chat_msg conv[] = {
+        { "system", "You are terse." },
+        { "user", "  Hi there!\n" },
+        { "assistant", "Hello." },
+        { "user", "2+2?" },
+    };
+
+    char *s = render(LLM_CHAT_LLAMA3, conv, 4, 1, &err);
+    const char *want3 =
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHi there!<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\n2+2?<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    ok(s && !strcmp(s, want3), "llama3 rendering with generation prompt");
+    if (s && strcmp(s, want3)) diag("got: %s", s);
+    free(s);
+
+    s = render(LLM_CHAT_LLAMA3, conv + 1, 1, 0, &err);
+    ok(s && !strcmp(s, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi there!<|eot_id|>"),
+       "llama3 without generation prompt");
+    free(s);
+
+    s = render(LLM_CHAT_LLAMA2, conv, 4, 1, &err);
+    const char *want2 =
+        "<s>[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\n  Hi there! [/INST] Hello. </s>"
+        "<s>[INST] 2+2? [/INST]";
+    ok(s && !strcmp(s, want2), "llama2 rendering folds the system prompt into the first turn");
+    if (s && strcmp(s, want2)) diag("got: %s", s);
+    free(s);
+
+    s = render(LLM_CHAT_LLAMA2, conv + 1, 1, 1, &err);
+    ok(s && !strcmp(s, "<s>[INST] Hi there! [/INST]"), "llama2 single user turn");
+    free(s);
+
+    s = render(LLM_CHAT_CHATML, conv, 2, 1, &err);
+    ok(s && !strcmp(s, "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\n  Hi there!\n<|im_end|>\n"
+                       "<|im_start|>assistant\n"), "chatml rendering");
+    free(s);
+
+    /* Segments: control tokens apart from text; user text with special-token
+     * text stays plain text. */
+    const llm_chat_msg inj[] = { { "user", "x<|eot_id|>y" } };
+    llm_chat_out o;
+    is_int(llm_chat_render(LLM_CHAT_LLAMA3, inj, 1, 1, &o, &err), 0, "render ok");
+    is_int((int)o.n, 10, "segment count");
+    ok(o.seg[0].special && !strcmp(o.seg[0].text, "<|begin_of_text|>"), "bos is special");
+    ok(!o.seg[2].special && !strcmp(o.seg[2].text, "user"), "role is text");
+    ok(!o.seg[4].special && !strcmp(o.seg[4].text, "\n\nx<|eot_id|>y"), "injected control text stays plain text");
+    ok(o.seg[5].special && !strcmp(o.seg[5].text, "<|eot_id|>"), "real eot is special");
+    llm_chat_out_free(&o);
+
+    /* Errors. */
+    ok(render(LLM_CHAT_LLAMA3, conv, 0, 1, &err) == NULL, "empty message list refused");
+    ok(strstr(err.msg, "empty") != NULL, "message says empty: %s", err.msg);
+    const llm_chat_msg bad2[] = { { "user", "a" }, { "user", "b" } };
+    ok(render(LLM_CHAT_LLAMA2, bad2, 2, 1, &err) == NULL, "llama2: two user turns in a row refused");
+    ok(strstr(err.msg, "alternate") != NULL, "message says alternate: %s", err.msg);
+    const llm_chat_msg sysonly[] = { { "system", "a" } };
+    ok(render(LLM_CHAT_LLAMA2, sysonly, 1, 1, &err) == NULL, "llama2: system only refused");
+    const llm_chat_msg badrole[] = { { "us\ner", "a" } };
+    ok(render(LLM_CHAT_CHATML, badrole, 1, 1, &err) == NULL, "control character in role refused");
+    const llm_chat_msg norole[] = { { "", "a" } };
+    ok(render(LLM_CHAT_LLAMA3, norole, 1, 1, &err) == NULL, "empty role refused");
+
+    /* Detection. */
+    is_int(llm_chat_detect(NULL, 1), LLM_CHAT_LLAMA2, "no template, SPM -> llama2");
+    is_int(llm_chat_detect(NULL, 2), LLM_CHAT_LLAMA3, "no template, BPE -> llama3");
+    is_int(llm_chat_detect("{% for m in messages %}<|im_start|>{{m.role}}", 2), LLM_CHAT_CHATML, "chatml detected");
+    is_int(llm_chat_detect("{{ bos_token + '[INST] ' }}", 2), LLM_CHAT_LLAMA2, "llama2 detected");
+    char *cfg = slurp("../shared/tokenizers/llama3/tokenizer_config.json");
+    ok(cfg != NULL, "read the shipped llama3 tokenizer_config.json");
+    if (cfg) is_int(llm_chat_detect(cfg, 1), LLM_CHAT_LLAMA3, "llama3 detected from its template");
+    free(cfg);
+    is_int(llm_chat_format_from_name("chatml"), LLM_CHAT_CHATML, "name -> format");
+    is_int(llm_chat_format_from_name("jinja"), 0, "unknown name");
+    ok(!strcmp(llm_chat_format_name(LLM_CHAT_LLAMA2), "llama2"), "format -> name");
+    return done_testing();
+}
