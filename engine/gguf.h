@@ -92,6 +92,14 @@ void gguf_w_arr(gguf_writer *w, const char *key, gguf_type elem_type, const void
 void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *strs, const size_t *lens, uint64_t n);
 /* Tensor: ne[0] contiguous; data must hold llm_dtype_row_bytes(type, ne[0]) * ne[1] * ne[2] * ne[3] bytes. */
 void gguf_w_tensor(gguf_writer *w, const char *name, llm_dtype type, uint32_t n_dims, const uint64_t *ne, const void *data);
+/* Additions (model files helper): */
+/* Copy one metadata entry from a reader (any type, nested arrays included). */
+void gguf_w_kv_copy(gguf_writer *w, const gguf_kv *kv);
+/* Tensor whose bytes are produced while writing (streams large files): fill
+ * writes rows [row0, row0 + n) (a row = ne[0] elements in type) into dst. 0 ok, -1 + err. */
+typedef int (*gguf_fill_fn)(void *user, uint64_t row0, uint64_t n, void *dst, llm_err *err);
+void gguf_w_tensor_fill(gguf_writer *w, const char *name, llm_dtype type, uint32_t n_dims, const uint64_t *ne,
+                        gguf_fill_fn fill, void *user);
 /* Writes the file (alignment from general.alignment if set, else 32). 0 ok, -1 + err. */
 int  gguf_writer_write(gguf_writer *w, const char *path, llm_err *err);
 

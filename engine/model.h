@@ -67,6 +67,7 @@ typedef struct llm_model {
     char   path[1024];
     size_t file_bytes;              /* total bytes of the model file(s) */
     size_t weight_bytes;            /* bytes of all weight tensors */
+    char   tok_path[1024];          /* tokenizer file loaded from a path (llama2.c / override), "" otherwise */
 
     /* Ownership (private to the loaders). */
     struct gguf_ctx *gguf;

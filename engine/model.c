@@ -1,0 +1,310 @@
+/* Model loading by format sniffing, validation, description and freeing. */
+#include "model.h"
+#include "model_priv.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+llm_model *llm_model_alloc(const char *format, const char *path, llm_err *err)
+{
+    llm_model *m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        llm_seterr(err, "%s: out of memory", path);
+        return NULL;
+    }
+    snprintf(m->format, sizeof(m->format), "%s", format);
+    snprintf(m->path, sizeof(m->path), "%s", path);
+    snprintf(m->arch, sizeof(m->arch), "llama");
+    m->cfg.bos_id = m->cfg.eos_id = -1;
+    return m;
+}
+
+int llm_model_own(llm_model *m, void *p, llm_err *err)
+{
+    void **no = p != NULL ? realloc(m->owned, (size_t)(m->n_owned + 1) * sizeof(void *)) : NULL;
+    if (no == NULL) {
+        free(p);
+        llm_seterr(err, "%s: out of memory", m->path);
+        return -1;
+    }
+    m->owned = no;
+    m->owned[m->n_owned++] = p;
+    return 0;
+}
+
+int llm_model_add_map(llm_model *m, void *base, size_t size, llm_err *err)
+{
+    void **nm = realloc(m->maps, (size_t)(m->n_maps + 1) * sizeof(void *));
+    if (nm != NULL)
+        m->maps = nm;
+    size_t *ns = nm != NULL ? realloc(m->map_sizes, (size_t)(m->n_maps + 1) * sizeof(size_t)) : NULL;
+    if (ns == NULL) {
+        munmap(base, size);
+        llm_seterr(err, "%s: out of memory", m->path);
+        return -1;
+    }
+    m->map_sizes = ns;
+    m->maps[m->n_maps] = base;
+    m->map_sizes[m->n_maps++] = size;
+    return 0;
+}
+
+const uint8_t *llm_model_map_file(llm_model *m, const char *path, size_t *size, llm_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+        llm_seterr(err, "%s: not a regular non-empty file", path);
+        close(fd);
+        return NULL;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        llm_seterr(err, "%s: mmap failed: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (llm_model_add_map(m, p, (size_t)st.st_size, err) != 0)
+        return NULL;
+    *size = (size_t)st.st_size;
+    return p;
+}
+
+int llm_model_norm_f32(llm_model *m, llm_tensor *dst, llm_dtype type, const void *data, int64_t n,
+                       const char *what, llm_err *err)
+{
+    if (data == NULL) {
+        llm_seterr(err, "%s: missing tensor %s", m->path, what);
+        return -1;
+    }
+    if (n <= 0 || llm_dtype_block_elems(type) != 1) {
+        llm_seterr(err, "%s: norm tensor %s must be f32/f16/bf16 with a positive length (got %s, %lld)", m->path,
+                   what, llm_dtype_name(type), (long long)n);
+        return -1;
+    }
+    float *f = malloc((size_t)n * sizeof(float));
+    if (llm_model_own(m, f, err) != 0)
+        return -1;
+    llm_row_to_f32(type, data, f, (size_t)n);
+    dst->type = LLM_F32;
+    dst->ne[0] = n;
+    dst->ne[1] = 1;
+    dst->data = f;
+    return 0;
+}
+
+void llm_model_free(llm_model *m)
+{
+    if (m == NULL)
+        return;
+    if (m->tok != NULL)
+        llm_tok_free(m->tok);
+    for (int i = 0; i < m->n_owned; i++)
+        free(m->owned[i]);
+    free(m->owned);
+    for (int i = 0; i < m->n_maps; i++)
+        munmap(m->maps[i], m->map_sizes[i]);
+    free(m->maps);
+    free(m->map_sizes);
+    gguf_close(m->gguf);
+    free(m);
+}
+
+llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    llm_model *m;
+    if (S_ISDIR(st.st_mode)) {
+        m = llm_model_load_hf(path, err);
+    } else {
+        char magic[4] = { 0 };
+        FILE *f = fopen(path, "rb");
+        if (f == NULL) {
+            llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
+            return NULL;
+        }
+        size_t got = fread(magic, 1, 4, f);
+        fclose(f);
+        m = (got == 4 && memcmp(magic, "GGUF", 4) == 0) ? llm_model_load_gguf(path, err)
+                                                         : llm_model_load_llama2c(path, err);
+    }
+    if (m == NULL || tokenizer_path == NULL)
+        return m;
+    llm_tokenizer *t = llm_tok_load(tokenizer_path, err);
+    if (t == NULL) {
+        llm_model_free(m);
+        return NULL;
+    }
+    if (m->tok != NULL)
+        llm_tok_free(m->tok);
+    m->tok = t;
+    snprintf(m->tok_path, sizeof(m->tok_path), "%s", tokenizer_path);
+    return m;
+}
+
+static int check_tensor(const llm_model *m, const llm_tensor *t, const char *what, int64_t ne0, int64_t ne1,
+                        int norm, llm_err *err)
+{
+    if (t->data == NULL) {
+        llm_seterr(err, "%s: missing tensor %s", m->path, what);
+        return -1;
+    }
+    if (!llm_dtype_valid(t->type) || (norm && t->type != LLM_F32)) {
+        llm_seterr(err, "%s: tensor %s has unsupported type %s", m->path, what, llm_dtype_name(t->type));
+        return -1;
+    }
+    if (t->ne[0] != ne0 || t->ne[1] != ne1) {
+        llm_seterr(err, "%s: tensor %s has shape [%lld x %lld], config needs [%lld x %lld] (rows x cols: %lld x %lld)",
+                   m->path, what, (long long)t->ne[1], (long long)t->ne[0], (long long)ne1, (long long)ne0,
+                   (long long)ne1, (long long)ne0);
+        return -1;
+    }
+    if (llm_dtype_row_bytes(t->type, (uint64_t)ne0) == 0) {
+        llm_seterr(err, "%s: tensor %s: row of %lld is not a multiple of the %s block size", m->path, what,
+                   (long long)ne0, llm_dtype_name(t->type));
+        return -1;
+    }
+    return 0;
+}
+
+static size_t tensor_bytes(const llm_tensor *t)
+{
+    return llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]) * (size_t)t->ne[1];
+}
+
+int llm_model_validate(llm_model *m, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->vocab_size <= 0 ||
+        c->dim > (1 << 20) || c->hidden_dim > (1 << 22) || c->n_layers > 4096 || c->n_heads > 4096 ||
+        c->vocab_size > (1 << 24)) {
+        llm_seterr(err, "%s: bad config: dim %d, hidden %d, layers %d, heads %d, vocab %d", m->path, c->dim,
+                   c->hidden_dim, c->n_layers, c->n_heads, c->vocab_size);
+        return -1;
+    }
+    if (c->n_kv_heads <= 0)
+        c->n_kv_heads = c->n_heads;
+    if (c->head_dim <= 0) {
+        if (c->dim % c->n_heads != 0) {
+            llm_seterr(err, "%s: dim %d is not a multiple of %d heads", m->path, c->dim, c->n_heads);
+            return -1;
+        }
+        c->head_dim = c->dim / c->n_heads;
+    }
+    if (c->n_heads % c->n_kv_heads != 0 || c->head_dim % 2 != 0 || c->head_dim > 4096) {
+        llm_seterr(err, "%s: bad attention config: %d heads, %d kv heads, head_dim %d", m->path, c->n_heads,
+                   c->n_kv_heads, c->head_dim);
+        return -1;
+    }
+    if (c->seq_len <= 0)
+        c->seq_len = 2048;
+    if (c->rope_theta <= 0)
+        c->rope_theta = 10000.0f;
+    if (c->norm_eps <= 0)
+        c->norm_eps = 1e-5f;
+    if (m->output.data == NULL) {
+        m->output = m->tok_embd;
+        c->tied_embeddings = 1;
+    }
+    int64_t q = (int64_t)c->n_heads * c->head_dim, kv = (int64_t)c->n_kv_heads * c->head_dim;
+    if (check_tensor(m, &m->tok_embd, "token embedding", c->dim, c->vocab_size, 0, err) ||
+        check_tensor(m, &m->out_norm, "output norm", c->dim, 1, 1, err) ||
+        check_tensor(m, &m->output, "output (classifier)", c->dim, c->vocab_size, 0, err))
+        return -1;
+    if (m->layers == NULL) {
+        llm_seterr(err, "%s: no layers", m->path);
+        return -1;
+    }
+    size_t wb = tensor_bytes(&m->tok_embd) + tensor_bytes(&m->out_norm) +
+                (c->tied_embeddings ? 0 : tensor_bytes(&m->output));
+    for (int l = 0; l < c->n_layers; l++) {
+        const llm_layer *L = &m->layers[l];
+        char w[64];
+#define CHK(field, a, b, norm)                                                 \
+        snprintf(w, sizeof(w), "layer %d " #field, l);                         \
+        if (check_tensor(m, &L->field, w, a, b, norm, err)) return -1;         \
+        wb += tensor_bytes(&L->field);
+        CHK(attn_norm, c->dim, 1, 1)
+        CHK(wq, c->dim, q, 0)
+        CHK(wk, c->dim, kv, 0)
+        CHK(wv, c->dim, kv, 0)
+        CHK(wo, q, c->dim, 0)
+        CHK(ffn_norm, c->dim, 1, 1)
+        CHK(w_gate, c->dim, c->hidden_dim, 0)
+        CHK(w_up, c->dim, c->hidden_dim, 0)
+        CHK(w_down, c->hidden_dim, c->dim, 0)
+#undef CHK
+    }
+    m->weight_bytes = wb;
+    if (c->bos_id >= c->vocab_size || c->eos_id >= c->vocab_size) {
+        llm_seterr(err, "%s: bos/eos id (%d/%d) outside the vocabulary of %d", m->path, c->bos_id, c->eos_id,
+                   c->vocab_size);
+        return -1;
+    }
+    return 0;
+}
+
+static void describe_tensor(FILE *f, const char *what, const llm_tensor *t)
+{
+    fprintf(f, "  %-14s %-5s [%lld x %lld]\n", what, llm_dtype_name(t->type), (long long)t->ne[1],
+            (long long)t->ne[0]);
+}
+
+void llm_model_describe(const llm_model *m, void *FILE_stream)
+{
+    FILE *f = FILE_stream;
+    const llm_config *c = &m->cfg;
+    fprintf(f, "model:        %s\n", m->path);
+    fprintf(f, "format:       %s\n", m->format);
+    fprintf(f, "architecture: %s%s%s\n", m->arch, m->name[0] ? "  name: " : "", m->name);
+    fprintf(f, "file size:    %zu bytes (%.2f MiB), weights %zu bytes\n", m->file_bytes,
+            m->file_bytes / 1048576.0, m->weight_bytes);
+    fprintf(f, "dim %d, hidden %d, layers %d, heads %d, kv heads %d, head_dim %d, vocab %d, context %d\n", c->dim,
+            c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size, c->seq_len);
+    fprintf(f, "rope: theta %g, layout %s", c->rope_theta, c->rope_layout == LLM_ROPE_HALF ? "half (rotate_half)"
+                                                                                          : "adjacent pairs");
+    if (c->rope_scaling)
+        fprintf(f, ", llama3 scaling factor %g low %g high %g orig ctx %d", c->rope_factor, c->rope_low_freq_factor,
+                c->rope_high_freq_factor, c->rope_orig_ctx);
+    if (m->rope_freqs != NULL)
+        fprintf(f, ", rope_freqs tensor");
+    fprintf(f, "\nnorm eps %g, embeddings %s, bos %d, eos %d\n", c->norm_eps, c->tied_embeddings ? "tied" : "separate",
+            c->bos_id, c->eos_id);
+    fprintf(f, "tensors (per kind, layer 0 shown; rows x cols):\n");
+    describe_tensor(f, "token_embd", &m->tok_embd);
+    if (m->layers != NULL) {
+        const llm_layer *L = &m->layers[0];
+        describe_tensor(f, "attn_norm", &L->attn_norm);
+        describe_tensor(f, "attn_q", &L->wq);
+        describe_tensor(f, "attn_k", &L->wk);
+        describe_tensor(f, "attn_v", &L->wv);
+        describe_tensor(f, "attn_output", &L->wo);
+        describe_tensor(f, "ffn_norm", &L->ffn_norm);
+        describe_tensor(f, "ffn_gate", &L->w_gate);
+        describe_tensor(f, "ffn_up", &L->w_up);
+        describe_tensor(f, "ffn_down", &L->w_down);
+    }
+    describe_tensor(f, "output_norm", &m->out_norm);
+    describe_tensor(f, c->tied_embeddings ? "output(tied)" : "output", &m->output);
+    if (m->tok != NULL)
+        fprintf(f, "tokenizer: %s, vocab %d, bos %d, eos %d\n",
+                llm_tok_kind_of(m->tok) == LLM_TOK_SPM ? "sentencepiece (llama)" : "byte-level BPE (gpt2)",
+                llm_tok_vocab_size(m->tok), llm_tok_bos(m->tok), llm_tok_eos(m->tok));
+    else
+        fprintf(f, "tokenizer: none\n");
+}

@@ -1,0 +1,162 @@
+/* Random-weight model generator: llama-shaped GGUF files written tensor by tensor. */
+#include "model_gen.h"
+#include "model.h"
+#include "model_write.h"
+#include "gguf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    const char *name;
+    llm_config  cfg;
+    int         llama3;  /* Llama 3 tokenizer + rope scaling; else the SPM stories tokenizer */
+} preset;
+
+static const preset presets[] = {
+    { "tiny", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                .vocab_size = 512, .seq_len = 512, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
+                .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0 },
+    { "stories110m", { .dim = 768, .hidden_dim = 2048, .n_layers = 12, .n_heads = 12, .n_kv_heads = 12,
+                       .head_dim = 64, .vocab_size = 32000, .seq_len = 1024, .rope_theta = 10000.0f,
+                       .norm_eps = 1e-5f, .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0 },
+    { "llama-3.2-1b", { .dim = 2048, .hidden_dim = 8192, .n_layers = 16, .n_heads = 32, .n_kv_heads = 8,
+                        .head_dim = 64, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
+                        .norm_eps = 1e-5f, .rope_scaling = 1, .rope_factor = 32.0f, .rope_low_freq_factor = 1.0f,
+                        .rope_high_freq_factor = 4.0f, .rope_orig_ctx = 8192, .tied_embeddings = 1,
+                        .bos_id = 128000, .eos_id = 128009 }, 1 },
+    { "llama-3.2-3b", { .dim = 3072, .hidden_dim = 8192, .n_layers = 28, .n_heads = 24, .n_kv_heads = 8,
+                        .head_dim = 128, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
+                        .norm_eps = 1e-5f, .rope_scaling = 1, .rope_factor = 32.0f, .rope_low_freq_factor = 1.0f,
+                        .rope_high_freq_factor = 4.0f, .rope_orig_ctx = 8192, .tied_embeddings = 1,
+                        .bos_id = 128000, .eos_id = 128009 }, 1 },
+};
+
+/* One tensor's generator: values mean + sd * N(0,1), approximated by the sum of
+ * four 16-bit uniforms (Irwin-Hall, rescaled): one xorshift draw per value. */
+typedef struct {
+    uint64_t s;
+    float    mean, sd;
+    llm_dtype type;
+    int64_t  ne0;
+    float   *tmp;
+} gen;
+
+static inline uint64_t xs64(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static int gen_fill(void *user, uint64_t row0, uint64_t n, void *dst, llm_err *err)
+{
+    (void)row0; (void)err;
+    gen *g = user;
+    size_t rb = llm_dtype_row_bytes(g->type, (uint64_t)g->ne0);
+    /* sum of 4 U(0,65535): mean 131070, sd 65536 * sqrt(4/12) */
+    const float scale = g->sd * 1.7320508f / 65536.0f, off = g->mean - 131070.0f * scale;
+    for (uint64_t r = 0; r < n; r++) {
+        for (int64_t i = 0; i < g->ne0; i++) {
+            uint64_t x = xs64(&g->s);
+            uint32_t sum = (uint32_t)(x & 0xffff) + (uint32_t)((x >> 16) & 0xffff) +
+                           (uint32_t)((x >> 32) & 0xffff) + (uint32_t)(x >> 48);
+            g->tmp[i] = (float)sum * scale + off;
+        }
+        llm_row_from_f32(g->type, g->tmp, (uint8_t *)dst + r * rb, (size_t)g->ne0);
+    }
+    return 0;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    return x ? x : 1;
+}
+
+int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const char *out_path,
+                       const char *shared_dir, llm_err *err)
+{
+    const preset *p = NULL;
+    for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+        if (strcmp(presets[i].name, name) == 0)
+            p = &presets[i];
+    if (p == NULL) {
+        llm_seterr(err, "unknown preset '%s' (tiny, stories110m, llama-3.2-1b, llama-3.2-3b)", name);
+        return -1;
+    }
+    if (!llm_dtype_valid(dtype)) {
+        llm_seterr(err, "unsupported dtype %d", (int)dtype);
+        return -1;
+    }
+    const llm_config *c = &p->cfg;
+    int n_gen = 9 * c->n_layers + 2, k = 0, rc = -1;
+    gen *g = calloc((size_t)n_gen, sizeof(gen));
+    float *rf = malloc((size_t)c->head_dim / 2 * sizeof(float));
+    gguf_writer *w = gguf_writer_new();
+    if (g == NULL || rf == NULL || w == NULL) {
+        llm_seterr(err, "out of memory");
+        goto out;
+    }
+    char gname[64];
+    snprintf(gname, sizeof(gname), "random %s", p->name);
+    llm_gguf_w_llama_meta(w, c, gname, dtype);
+    char path[1024];
+    if (p->llama3) {
+        snprintf(path, sizeof(path), "%s/tokenizers/llama3/tokenizer.json", shared_dir);
+        if (llm_gguf_w_bpe_from_hf(w, path, err) != 0)
+            goto out;
+    } else {
+        snprintf(path, sizeof(path), "%s/models/stories260K/tok512.bin", shared_dir);
+        if (llm_gguf_w_spm_from_llama2c(w, path, c->vocab_size, err) != 0)
+            goto out;
+    }
+    int64_t q = (int64_t)c->n_heads * c->head_dim, kv = (int64_t)c->n_kv_heads * c->head_dim;
+    /* Rows not a multiple of 32 (tiny's hidden 172) cannot be quantised: f16 there. */
+#define ADD(nm, c0, c1, mean_, sd_) do {                                                   \
+        gen *G = &g[k++];                                                                     \
+        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
+        G->ne0 = (c0);                                                                        \
+        G->type = (c1) == 1 ? LLM_F32 : llm_dtype_row_bytes(dtype, (uint64_t)(c0)) ? dtype : LLM_F16; \
+        G->tmp = malloc((size_t)(c0) * sizeof(float));                                        \
+        if (G->tmp == NULL) { llm_seterr(err, "out of memory"); goto out; }                  \
+        uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
+        gguf_w_tensor_fill(w, nm, G->type, (c1) == 1 ? 1 : 2, ne_, gen_fill, G);            \
+    } while (0)
+    ADD("token_embd.weight", c->dim, c->vocab_size, 0.0f, 0.02f);
+    ADD("output_norm.weight", c->dim, 1, 1.0f, 0.05f);
+    uint64_t nrf = (uint64_t)c->head_dim / 2;
+    if (c->rope_scaling) {
+        llm_llama3_rope_freqs(c, rf);
+        gguf_w_tensor(w, "rope_freqs.weight", LLM_F32, 1, &nrf, rf);
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        char n[64];
+#define T(suffix, ne0, ne1, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
+        ADD(n, ne0, ne1, mean_, sd_);
+        T("attn_norm", c->dim, 1, 1.0f, 0.05f)
+        T("attn_q", c->dim, q, 0.0f, 0.02f)
+        T("attn_k", c->dim, kv, 0.0f, 0.02f)
+        T("attn_v", c->dim, kv, 0.0f, 0.02f)
+        T("attn_output", q, c->dim, 0.0f, 0.02f)
+        T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
+        T("ffn_gate", c->dim, c->hidden_dim, 0.0f, 0.02f)
+        T("ffn_up", c->dim, c->hidden_dim, 0.0f, 0.02f)
+        T("ffn_down", c->hidden_dim, c->dim, 0.0f, 0.02f)
+#undef T
+    }
+#undef ADD
+    rc = gguf_writer_write(w, out_path, err);
+out:
+    if (g != NULL)
+        for (int i = 0; i < k; i++)
+            free(g[i].tmp);
+    free(g);
+    free(rf);
+    gguf_writer_free(w);
+    return rc;
+}

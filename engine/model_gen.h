@@ -1,0 +1,13 @@
+/* Random-weight GGUF models of real shapes (for speed work and tests). */
+#ifndef LLM_MODEL_GEN_H
+#define LLM_MODEL_GEN_H
+
+#include "common.h"
+
+/* preset: tiny, stories110m, llama-3.2-1b, llama-3.2-3b. Weights ~N(0, 0.02),
+ * norms ~1; tokenizers from shared_dir (models/stories260K/tok512.bin,
+ * tokenizers/llama3/). Streams tensors to out_path block by block. 0 ok, -1 + err. */
+int llm_model_generate(const char *preset, llm_dtype dtype, uint64_t seed, const char *out_path,
+                       const char *shared_dir, llm_err *err);
+
+#endif

@@ -1,0 +1,166 @@
+/* GGUF "llama" architecture loader: llama.* hyper-parameters, blk.N.* tensors. */
+#include "model.h"
+#include "model_priv.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int get_int(llm_model *m, const char *key, int *out, int def, int required, llm_err *err)
+{
+    int64_t v;
+    if (gguf_get_i64(m->gguf, key, &v) != 0) {
+        if (required) {
+            llm_seterr(err, "%s: missing or non-integer metadata key %s", m->path, key);
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    if (v < 0 || v > (1 << 30)) {
+        llm_seterr(err, "%s: metadata %s = %lld is out of range", m->path, key, (long long)v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* A 1-D or 2-D GGUF tensor as an llm_tensor (NULL data when absent and optional). */
+static int take(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err)
+{
+    const gguf_tensor *t = gguf_find_tensor(m->gguf, name);
+    if (t == NULL) {
+        if (required)
+            llm_seterr(err, "%s: missing tensor %s", m->path, name);
+        return required ? -1 : 0;
+    }
+    if (t->ne[2] != 1 || t->ne[3] != 1 || t->ne[0] > INT64_MAX || t->ne[1] > INT64_MAX) {
+        llm_seterr(err, "%s: tensor %s must be 1-D or 2-D", m->path, name);
+        return -1;
+    }
+    dst->type = t->type;
+    dst->ne[0] = (int64_t)t->ne[0];
+    dst->ne[1] = (int64_t)t->ne[1];
+    dst->data = t->data;
+    return 0;
+}
+
+static int take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err *err)
+{
+    llm_tensor t = { 0 };
+    if (take(m, name, &t, 1, err) != 0)
+        return -1;
+    if (t.ne[1] != 1) {
+        llm_seterr(err, "%s: norm tensor %s must be 1-D", m->path, name);
+        return -1;
+    }
+    return llm_model_norm_f32(m, dst, t.type, t.data, t.ne[0], name, err);
+}
+
+static int load(llm_model *m, llm_err *err)
+{
+    gguf_ctx *g = m->gguf;
+    char arch[64] = "";
+    if (gguf_get_str(g, "general.architecture", arch, sizeof(arch)) != 0) {
+        llm_seterr(err, "%s: missing general.architecture", m->path);
+        return -1;
+    }
+    if (strcmp(arch, "llama") != 0) {
+        llm_seterr(err, "%s: unsupported architecture '%s' (only llama)", m->path, arch);
+        return -1;
+    }
+    gguf_get_str(g, "general.name", m->name, sizeof(m->name));
+    llm_config *c = &m->cfg;
+    int rope_dims = 0;
+    if (get_int(m, "llama.embedding_length", &c->dim, 0, 1, err) ||
+        get_int(m, "llama.block_count", &c->n_layers, 0, 1, err) ||
+        get_int(m, "llama.feed_forward_length", &c->hidden_dim, 0, 1, err) ||
+        get_int(m, "llama.attention.head_count", &c->n_heads, 0, 1, err) ||
+        get_int(m, "llama.attention.head_count_kv", &c->n_kv_heads, c->n_heads, 0, err) ||
+        get_int(m, "llama.context_length", &c->seq_len, 2048, 0, err) ||
+        get_int(m, "llama.attention.key_length", &c->head_dim, 0, 0, err) ||
+        get_int(m, "llama.rope.dimension_count", &rope_dims, 0, 0, err))
+        return -1;
+    if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0) {
+        llm_seterr(err, "%s: bad block_count %d / head_count %d", m->path, c->n_layers, c->n_heads);
+        return -1;
+    }
+    if (c->head_dim == 0 && c->dim % c->n_heads == 0)
+        c->head_dim = c->dim / c->n_heads;
+    if (rope_dims != 0 && rope_dims != c->head_dim) {
+        llm_seterr(err, "%s: partial rope (rope.dimension_count %d, head_dim %d) is not supported", m->path,
+                   rope_dims, c->head_dim);
+        return -1;
+    }
+    c->rope_theta = 10000.0f;
+    gguf_get_f32(g, "llama.rope.freq_base", &c->rope_theta);
+    c->norm_eps = 1e-5f;
+    gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &c->norm_eps);
+    c->rope_layout = LLM_ROPE_ADJACENT;
+    int64_t id;
+    if (gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &id) == 0 && id < INT32_MAX)
+        c->bos_id = (int)id;
+    if (gguf_get_i64(g, "tokenizer.ggml.eos_token_id", &id) == 0 && id < INT32_MAX)
+        c->eos_id = (int)id;
+
+    if (take(m, "token_embd.weight", &m->tok_embd, 1, err) != 0)
+        return -1;
+    if (m->tok_embd.ne[1] > (1 << 24)) {
+        llm_seterr(err, "%s: token_embd has %lld rows (vocab too large)", m->path, (long long)m->tok_embd.ne[1]);
+        return -1;
+    }
+    c->vocab_size = (int)m->tok_embd.ne[1];
+    if (take_norm(m, "output_norm.weight", &m->out_norm, err) || take(m, "output.weight", &m->output, 0, err))
+        return -1;
+    c->tied_embeddings = m->output.data == NULL;
+
+    m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
+    if (llm_model_own(m, m->layers, err) != 0)
+        return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        llm_layer *L = &m->layers[l];
+        char n[96];
+#define T(suffix, field) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
+        if (take(m, n, &L->field, 1, err)) return -1;
+#define N(suffix, field) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
+        if (take_norm(m, n, &L->field, err)) return -1;
+        N("attn_norm", attn_norm)
+        T("attn_q", wq) T("attn_k", wk) T("attn_v", wv) T("attn_output", wo)
+        N("ffn_norm", ffn_norm)
+        T("ffn_gate", w_gate) T("ffn_up", w_up) T("ffn_down", w_down)
+#undef T
+#undef N
+    }
+    const gguf_tensor *rf = gguf_find_tensor(g, "rope_freqs.weight");
+    if (rf != NULL) {
+        if (rf->type != LLM_F32 || rf->ne[0] != (uint64_t)(c->head_dim / 2) || rf->ne[1] != 1) {
+            llm_seterr(err, "%s: rope_freqs.weight must be f32 [%d] (got %s [%llu])", m->path, c->head_dim / 2,
+                       llm_dtype_name(rf->type), (unsigned long long)rf->ne[0]);
+            return -1;
+        }
+        m->rope_freqs = rf->data;
+    }
+    if (llm_model_validate(m, err) != 0)
+        return -1;
+    if (gguf_find_kv(g, "tokenizer.ggml.model") != NULL) {
+        m->tok = llm_tok_load_gguf(g, err);
+        if (m->tok == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+llm_model *llm_model_load_gguf(const char *path, llm_err *err)
+{
+    llm_model *m = llm_model_alloc("gguf", path, err);
+    if (m == NULL)
+        return NULL;
+    m->gguf = gguf_open(path, err);
+    if (m->gguf == NULL || load(m, err) != 0) {
+        llm_model_free(m);
+        return NULL;
+    }
+    m->file_bytes = m->gguf->size;
+    return m;
+}

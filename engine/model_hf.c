@@ -1,0 +1,210 @@
+/* Hugging Face directory loader: config.json + safetensors (single or sharded)
+ * + tokenizer.json. Q/K stay in HF's rotate-half layout. */
+#include "model.h"
+#include "model_priv.h"
+#include "safetensors.h"
+#include "tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static int cfg_int(const cJSON *root, const char *key, int *out, int def, int required, const char *path,
+                   llm_err *err)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (cJSON_IsArray(j)) /* eos_token_id may be a list: the first one */
+        j = cJSON_GetArrayItem(j, 0);
+    if (j == NULL || cJSON_IsNull(j)) {
+        if (required) {
+            llm_seterr(err, "%s: config.json lacks %s", path, key);
+            return -1;
+        }
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsNumber(j) || j->valuedouble < -1 || j->valuedouble > (double)(1 << 30) ||
+        j->valuedouble != floor(j->valuedouble)) {
+        llm_seterr(err, "%s: config.json %s must be an integer", path, key);
+        return -1;
+    }
+    *out = (int)j->valuedouble;
+    return 0;
+}
+
+static float cfg_float(const cJSON *root, const char *key, float def)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
+    return cJSON_IsNumber(j) ? (float)j->valuedouble : def;
+}
+
+static int parse_config(llm_model *m, const char *dir, llm_err *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20), f) : 0;
+    fclose(f);
+    cJSON *root = buf ? cJSON_ParseWithLength(buf, n) : NULL;
+    free(buf);
+    if (!cJSON_IsObject(root)) {
+        llm_seterr(err, "%s: not a JSON object (or larger than 1 MiB)", path);
+        cJSON_Delete(root);
+        return -1;
+    }
+    llm_config *c = &m->cfg;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "llama") != 0) {
+        llm_seterr(err, "%s: unsupported model_type '%s' (only llama)", path, mt->valuestring);
+        cJSON_Delete(root);
+        return -1;
+    }
+    int rc = cfg_int(root, "hidden_size", &c->dim, 0, 1, path, err) ||
+             cfg_int(root, "intermediate_size", &c->hidden_dim, 0, 1, path, err) ||
+             cfg_int(root, "num_hidden_layers", &c->n_layers, 0, 1, path, err) ||
+             cfg_int(root, "num_attention_heads", &c->n_heads, 0, 1, path, err) ||
+             cfg_int(root, "num_key_value_heads", &c->n_kv_heads, 0, 0, path, err) ||
+             cfg_int(root, "head_dim", &c->head_dim, 0, 0, path, err) ||
+             cfg_int(root, "vocab_size", &c->vocab_size, 0, 1, path, err) ||
+             cfg_int(root, "max_position_embeddings", &c->seq_len, 2048, 0, path, err) ||
+             cfg_int(root, "bos_token_id", &c->bos_id, -1, 0, path, err) ||
+             cfg_int(root, "eos_token_id", &c->eos_id, -1, 0, path, err);
+    c->rope_theta = cfg_float(root, "rope_theta", 10000.0f);
+    c->norm_eps = cfg_float(root, "rms_norm_eps", 1e-5f);
+    c->rope_layout = LLM_ROPE_HALF;
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
+    c->tied_embeddings = cJSON_IsTrue(tie);
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (rc == 0 && cJSON_IsObject(rs)) {
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+        if (!cJSON_IsString(ty))
+            ty = cJSON_GetObjectItemCaseSensitive(rs, "type");
+        if (cJSON_IsString(ty) && strcmp(ty->valuestring, "llama3") == 0) {
+            c->rope_scaling = 1;
+            c->rope_factor = cfg_float(rs, "factor", 8.0f);
+            c->rope_low_freq_factor = cfg_float(rs, "low_freq_factor", 1.0f);
+            c->rope_high_freq_factor = cfg_float(rs, "high_freq_factor", 4.0f);
+            rc = cfg_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx, 8192, 0, path, err);
+            if (rc == 0 && !(c->rope_factor > 0 && c->rope_high_freq_factor > c->rope_low_freq_factor &&
+                             c->rope_orig_ctx > 0)) {
+                llm_seterr(err, "%s: bad llama3 rope_scaling values", path);
+                rc = -1;
+            }
+        } else if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "default") != 0) {
+            llm_seterr(err, "%s: unsupported rope_scaling type '%s' (only llama3)", path,
+                       cJSON_IsString(ty) ? ty->valuestring : "?");
+            rc = -1;
+        }
+    }
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
+    snprintf(m->name, sizeof(m->name), "%s", cJSON_IsString(nm) ? nm->valuestring : "hf model");
+    cJSON_Delete(root);
+    return rc ? -1 : 0;
+}
+
+static int take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err)
+{
+    const st_tensor *t = st_set_find(s, name);
+    if (t == NULL) {
+        if (required)
+            llm_seterr(err, "%s: missing tensor %s", m->path, name);
+        return required ? -1 : 0;
+    }
+    if (t->n_dims == 1) {
+        dst->ne[0] = (int64_t)t->shape[0];
+        dst->ne[1] = 1;
+    } else if (t->n_dims == 2) {
+        dst->ne[0] = (int64_t)t->shape[1]; /* row-major [out, in]: rows of `in` elements */
+        dst->ne[1] = (int64_t)t->shape[0];
+    } else {
+        llm_seterr(err, "%s: tensor %s must be 1-D or 2-D (has %d dims)", m->path, name, t->n_dims);
+        return -1;
+    }
+    dst->type = t->type;
+    dst->data = t->data;
+    return 0;
+}
+
+static int take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, llm_err *err)
+{
+    llm_tensor t = { 0 };
+    if (take(m, s, name, &t, 1, err) != 0)
+        return -1;
+    if (t.ne[1] != 1) {
+        llm_seterr(err, "%s: norm tensor %s must be 1-D", m->path, name);
+        return -1;
+    }
+    return llm_model_norm_f32(m, dst, t.type, t.data, t.ne[0], name, err);
+}
+
+static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    if (c->n_layers <= 0 || c->n_layers > 4096) {
+        llm_seterr(err, "%s: bad num_hidden_layers %d", m->path, c->n_layers);
+        return -1;
+    }
+    if (take(m, s, "model.embed_tokens.weight", &m->tok_embd, 1, err) ||
+        take_norm(m, s, "model.norm.weight", &m->out_norm, err) ||
+        take(m, s, "lm_head.weight", &m->output, !c->tied_embeddings, err))
+        return -1;
+    m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
+    if (llm_model_own(m, m->layers, err) != 0)
+        return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        llm_layer *L = &m->layers[l];
+        char n[128];
+#define T(suffix, field) snprintf(n, sizeof(n), "model.layers.%d." suffix ".weight", l); \
+        if (take(m, s, n, &L->field, 1, err)) return -1;
+#define N(suffix, field) snprintf(n, sizeof(n), "model.layers.%d." suffix ".weight", l); \
+        if (take_norm(m, s, n, &L->field, err)) return -1;
+        N("input_layernorm", attn_norm)
+        T("self_attn.q_proj", wq) T("self_attn.k_proj", wk) T("self_attn.v_proj", wv) T("self_attn.o_proj", wo)
+        N("post_attention_layernorm", ffn_norm)
+        T("mlp.gate_proj", w_gate) T("mlp.up_proj", w_up) T("mlp.down_proj", w_down)
+#undef T
+#undef N
+    }
+    return 0;
+}
+
+llm_model *llm_model_load_hf(const char *dir, llm_err *err)
+{
+    llm_model *m = llm_model_alloc("hf", dir, err);
+    if (m == NULL)
+        return NULL;
+    st_set *s = NULL;
+    if (parse_config(m, dir, err) != 0 || (s = st_set_open_dir(dir, err)) == NULL)
+        goto fail;
+    m->file_bytes = s->total_bytes;
+    /* The model keeps the mappings; the parsed headers go. */
+    for (size_t i = 0; i < s->n_files; i++) {
+        if (llm_model_add_map(m, (void *)s->files[i]->base, s->files[i]->size, err) != 0) {
+            s->files[i]->owns_map = 0;
+            goto fail;
+        }
+        s->files[i]->owns_map = 0;
+    }
+    if (load_tensors(m, s, err) != 0 || llm_model_validate(m, err) != 0)
+        goto fail;
+    st_set_close(s);
+    s = NULL;
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+    if (access(path, R_OK) == 0 && (m->tok = llm_tok_load_hf(path, err)) == NULL)
+        goto fail;
+    return m;
+fail:
+    st_set_close(s);
+    llm_model_free(m);
+    return NULL;
+}

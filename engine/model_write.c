@@ -1,0 +1,400 @@
+/* Re-save a loaded model as GGUF (llama.cpp layout) or as a Hugging Face directory. */
+#include "model_write.h"
+#include "gguf.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void llm_llama3_rope_freqs(const llm_config *c, float *out)
+{
+    const double pi = 3.14159265358979323846;
+    double lo_wavelen = c->rope_orig_ctx / c->rope_low_freq_factor;
+    double hi_wavelen = c->rope_orig_ctx / c->rope_high_freq_factor;
+    for (int i = 0; i < c->head_dim / 2; i++) {
+        /* float32 like the converter's torch.arange(...)/dim in float32 */
+        float freq = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
+        double wavelen = 2 * pi / freq;
+        if (wavelen < hi_wavelen) {
+            out[i] = 1.0f;
+        } else if (wavelen > lo_wavelen) {
+            out[i] = c->rope_factor;
+        } else {
+            double smooth = (c->rope_orig_ctx / wavelen - c->rope_low_freq_factor) /
+                            (c->rope_high_freq_factor - c->rope_low_freq_factor);
+            out[i] = (float)(1.0 / ((1 - smooth) / c->rope_factor + smooth));
+        }
+    }
+}
+
+static uint32_t file_type(llm_dtype t)
+{
+    switch (t) {
+    case LLM_F32: return 0;
+    case LLM_F16: return 1;
+    case LLM_Q4_0: return 2;
+    case LLM_Q8_0: return 7;
+    case LLM_BF16: return 32;
+    }
+    return 0;
+}
+
+void llm_gguf_w_llama_meta(gguf_writer *w, const llm_config *c, const char *name, llm_dtype dtype)
+{
+    gguf_w_str(w, "general.architecture", "llama");
+    gguf_w_str(w, "general.name", name);
+    gguf_w_u32(w, "general.file_type", file_type(dtype));
+    gguf_w_u32(w, "llama.context_length", (uint32_t)c->seq_len);
+    gguf_w_u32(w, "llama.embedding_length", (uint32_t)c->dim);
+    gguf_w_u32(w, "llama.block_count", (uint32_t)c->n_layers);
+    gguf_w_u32(w, "llama.feed_forward_length", (uint32_t)c->hidden_dim);
+    gguf_w_u32(w, "llama.attention.head_count", (uint32_t)c->n_heads);
+    gguf_w_u32(w, "llama.attention.head_count_kv", (uint32_t)c->n_kv_heads);
+    gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)c->head_dim);
+    if (c->head_dim * c->n_heads != c->dim) {
+        gguf_w_u32(w, "llama.attention.key_length", (uint32_t)c->head_dim);
+        gguf_w_u32(w, "llama.attention.value_length", (uint32_t)c->head_dim);
+    }
+    gguf_w_f32(w, "llama.rope.freq_base", c->rope_theta);
+    gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", c->norm_eps);
+    gguf_w_u32(w, "llama.vocab_size", (uint32_t)c->vocab_size);
+}
+
+/* ---------- tensor conversion while writing ---------- */
+
+typedef struct {
+    const llm_tensor *src;
+    llm_dtype dst;
+    int perm;        /* 0 none, 1 half->adjacent (to GGUF), 2 adjacent->half (to HF) */
+    int head_dim;
+    float *tmp;      /* ne[0] floats */
+} conv;
+
+static int64_t src_row(const conv *c, int64_t r)
+{
+    if (c->perm == 0)
+        return r;
+    int64_t hd = c->head_dim, half = hd / 2, base = r - r % hd, p = r % hd;
+    if (c->perm == 1) /* dst p = 2i + j reads HF row j*half + i */
+        return base + (p % 2) * half + p / 2;
+    return base + 2 * (p % half) + p / half; /* dst p = j*half + i reads GGUF row 2i + j */
+}
+
+static int conv_fill(void *user, uint64_t row0, uint64_t n, void *dst, llm_err *err)
+{
+    (void)err;
+    conv *c = user;
+    size_t n0 = (size_t)c->src->ne[0];
+    size_t sb = llm_dtype_row_bytes(c->src->type, n0), db = llm_dtype_row_bytes(c->dst, n0);
+    for (uint64_t i = 0; i < n; i++) {
+        const uint8_t *s = (const uint8_t *)c->src->data + (size_t)src_row(c, (int64_t)(row0 + i)) * sb;
+        uint8_t *d = (uint8_t *)dst + i * db;
+        if (c->src->type == c->dst) {
+            memcpy(d, s, sb);
+        } else {
+            llm_row_to_f32(c->src->type, s, c->tmp, n0);
+            llm_row_from_f32(c->dst, c->tmp, d, n0);
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    conv   *cv;
+    int     n, cap;
+    llm_err *err;
+    int     oom;
+} conv_list;
+
+static conv *conv_add(conv_list *l, const llm_tensor *t, llm_dtype dst, int perm, int head_dim)
+{
+    if (l->n == l->cap) {
+        l->oom = 1; /* sized up front */
+        return NULL;
+    }
+    conv *c = &l->cv[l->n];
+    c->src = t; c->dst = dst; c->perm = perm; c->head_dim = head_dim;
+    c->tmp = malloc((size_t)t->ne[0] * sizeof(float));
+    if (c->tmp == NULL) {
+        l->oom = 1;
+        return NULL;
+    }
+    l->n++;
+    return c;
+}
+
+static void conv_free(conv_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->cv[i].tmp);
+    free(l->cv);
+}
+
+/* Quantised types need rows that are a multiple of 32; others fall back to f16. */
+static llm_dtype mat_type(llm_dtype want, int64_t ne0)
+{
+    return llm_dtype_row_bytes(want, (uint64_t)ne0) != 0 ? want : LLM_F16;
+}
+
+static void add_mat(gguf_writer *w, conv_list *l, const char *name, const llm_tensor *t, llm_dtype dt, int perm,
+                    int head_dim)
+{
+    llm_dtype d = t->ne[1] == 1 && t->type == LLM_F32 && dt == LLM_F32 ? LLM_F32 : dt;
+    d = t->ne[1] == 1 ? LLM_F32 : mat_type(d, t->ne[0]); /* 1-D tensors (norms) stay f32 */
+    conv *c = conv_add(l, t, d, perm, head_dim);
+    if (c == NULL)
+        return;
+    uint64_t ne[2] = { (uint64_t)t->ne[0], (uint64_t)t->ne[1] };
+    gguf_w_tensor_fill(w, name, d, t->ne[1] == 1 ? 1 : 2, ne, conv_fill, c);
+}
+
+static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err)
+{
+    if (strcmp(m->format, "gguf") == 0 && m->gguf != NULL && m->tok_path[0] == 0) {
+        for (uint64_t i = 0; i < m->gguf->n_kv; i++) {
+            const gguf_kv *kv = &m->gguf->kv[i];
+            if (kv->key.len > 10 && memcmp(kv->key.ptr, "tokenizer.", 10) == 0)
+                gguf_w_kv_copy(w, kv);
+        }
+        return 0;
+    }
+    if (m->tok_path[0] != 0) {
+        size_t n = strlen(m->tok_path);
+        if (n > 5 && strcmp(m->tok_path + n - 5, ".json") == 0)
+            return llm_gguf_w_bpe_from_hf(w, m->tok_path, err);
+        return llm_gguf_w_spm_from_llama2c(w, m->tok_path, m->cfg.vocab_size, err);
+    }
+    if (strcmp(m->format, "hf") == 0) {
+        char p[1100];
+        snprintf(p, sizeof(p), "%s/tokenizer.json", m->path);
+        if (access(p, R_OK) == 0)
+            return llm_gguf_w_bpe_from_hf(w, p, err);
+    }
+    return 0; /* no tokenizer known: weights only */
+}
+
+int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    gguf_writer *w = gguf_writer_new();
+    conv_list l = { 0 };
+    l.cap = 9 * c->n_layers + 3;
+    l.cv = calloc((size_t)l.cap, sizeof(conv));
+    float *rf = NULL;
+    int rc = -1;
+    if (w == NULL || l.cv == NULL) {
+        llm_seterr(err, "%s: out of memory", path);
+        goto out;
+    }
+    llm_gguf_w_llama_meta(w, c, m->name[0] ? m->name : "model", dtype);
+    if (write_tokenizer_meta(w, m, err) != 0)
+        goto out;
+    int perm = c->rope_layout == LLM_ROPE_HALF ? 1 : 0, hd = c->head_dim;
+    add_mat(w, &l, "token_embd.weight", &m->tok_embd, dtype, 0, hd);
+    add_mat(w, &l, "output_norm.weight", &m->out_norm, dtype, 0, hd);
+    if (!c->tied_embeddings)
+        add_mat(w, &l, "output.weight", &m->output, dtype, 0, hd);
+    uint64_t nrf = (uint64_t)hd / 2;
+    if (m->rope_freqs != NULL) {
+        gguf_w_tensor(w, "rope_freqs.weight", LLM_F32, 1, &nrf, m->rope_freqs);
+    } else if (c->rope_scaling) {
+        if ((rf = malloc(nrf * sizeof(float))) == NULL) {
+            llm_seterr(err, "%s: out of memory", path);
+            goto out;
+        }
+        llm_llama3_rope_freqs(c, rf);
+        gguf_w_tensor(w, "rope_freqs.weight", LLM_F32, 1, &nrf, rf);
+    }
+    for (int i = 0; i < c->n_layers; i++) {
+        const llm_layer *L = &m->layers[i];
+        char n[64];
+#define M(suffix, field, p) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", i); \
+        add_mat(w, &l, n, &L->field, dtype, p, hd);
+        M("attn_norm", attn_norm, 0)
+        M("attn_q", wq, perm) M("attn_k", wk, perm) M("attn_v", wv, 0) M("attn_output", wo, 0)
+        M("ffn_norm", ffn_norm, 0)
+        M("ffn_gate", w_gate, 0) M("ffn_up", w_up, 0) M("ffn_down", w_down, 0)
+#undef M
+    }
+    if (l.oom) {
+        llm_seterr(err, "%s: out of memory", path);
+        goto out;
+    }
+    rc = gguf_writer_write(w, path, err);
+out:
+    gguf_writer_free(w);
+    conv_free(&l);
+    free(rf);
+    return rc;
+}
+
+/* ---------- Hugging Face directory ---------- */
+
+typedef struct {
+    char name[96];
+    const llm_tensor *t;
+    int perm;
+    uint64_t off, nbytes;
+} hf_entry;
+
+static const char *st_dtype(llm_dtype t)
+{
+    return t == LLM_F32 ? "F32" : t == LLM_F16 ? "F16" : "BF16";
+}
+
+static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    cJSON *j = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
+    cJSON_AddStringToObject(j, "model_type", "llama");
+    cJSON_AddNumberToObject(j, "hidden_size", c->dim);
+    cJSON_AddNumberToObject(j, "intermediate_size", c->hidden_dim);
+    cJSON_AddNumberToObject(j, "num_hidden_layers", c->n_layers);
+    cJSON_AddNumberToObject(j, "num_attention_heads", c->n_heads);
+    cJSON_AddNumberToObject(j, "num_key_value_heads", c->n_kv_heads);
+    cJSON_AddNumberToObject(j, "head_dim", c->head_dim);
+    cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(j, "max_position_embeddings", c->seq_len);
+    cJSON_AddNumberToObject(j, "rope_theta", c->rope_theta);
+    cJSON_AddNumberToObject(j, "rms_norm_eps", c->norm_eps);
+    cJSON_AddBoolToObject(j, "tie_word_embeddings", c->tied_embeddings);
+    if (c->bos_id >= 0)
+        cJSON_AddNumberToObject(j, "bos_token_id", c->bos_id);
+    if (c->eos_id >= 0)
+        cJSON_AddNumberToObject(j, "eos_token_id", c->eos_id);
+    cJSON_AddStringToObject(j, "torch_dtype", dtype == LLM_F32 ? "float32" : dtype == LLM_F16 ? "float16" : "bfloat16");
+    if (c->rope_scaling) {
+        cJSON *rs = cJSON_AddObjectToObject(j, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "llama3");
+        cJSON_AddNumberToObject(rs, "factor", c->rope_factor);
+        cJSON_AddNumberToObject(rs, "low_freq_factor", c->rope_low_freq_factor);
+        cJSON_AddNumberToObject(rs, "high_freq_factor", c->rope_high_freq_factor);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->rope_orig_ctx);
+    }
+    char *s = cJSON_Print(j);
+    cJSON_Delete(j);
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    int rc = s != NULL && f != NULL && fputs(s, f) >= 0 ? 0 : -1;
+    if (f != NULL && fclose(f) != 0)
+        rc = -1;
+    free(s);
+    if (rc != 0)
+        llm_seterr(err, "%s: cannot write: %s", path, strerror(errno));
+    return rc;
+}
+
+int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_err *err)
+{
+    if (dtype != LLM_F32 && dtype != LLM_F16 && dtype != LLM_BF16) {
+        llm_seterr(err, "%s: safetensors output supports f32, f16 and bf16 (not %s)", dir, llm_dtype_name(dtype));
+        return -1;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        llm_seterr(err, "%s: cannot create directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (write_config(m, dir, dtype, err) != 0)
+        return -1;
+    const llm_config *c = &m->cfg;
+    int n = 9 * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
+    hf_entry *e = calloc((size_t)n, sizeof(*e));
+    float *tmp = NULL;
+    uint8_t *row = NULL;
+    FILE *f = NULL;
+    char *hdr = NULL;
+    int rc = -1;
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    if (e == NULL)
+        goto oom;
+#define ADD(nm, tensor, p) do { snprintf(e[k].name, sizeof(e[k].name), "%s", nm); e[k].t = (tensor); \
+        e[k].perm = (p); k++; } while (0)
+    ADD("model.embed_tokens.weight", &m->tok_embd, 0);
+    ADD("model.norm.weight", &m->out_norm, 0);
+    if (!c->tied_embeddings)
+        ADD("lm_head.weight", &m->output, 0);
+    for (int i = 0; i < c->n_layers; i++) {
+        const llm_layer *L = &m->layers[i];
+        char nm[96];
+#define L_(suffix, field, p) snprintf(nm, sizeof(nm), "model.layers.%d." suffix ".weight", i); ADD(nm, &L->field, p);
+        L_("input_layernorm", attn_norm, 0)
+        L_("self_attn.q_proj", wq, perm) L_("self_attn.k_proj", wk, perm)
+        L_("self_attn.v_proj", wv, 0) L_("self_attn.o_proj", wo, 0)
+        L_("post_attention_layernorm", ffn_norm, 0)
+        L_("mlp.gate_proj", w_gate, 0) L_("mlp.up_proj", w_up, 0) L_("mlp.down_proj", w_down, 0)
+#undef L_
+    }
+#undef ADD
+    cJSON *j = cJSON_CreateObject();
+    uint64_t off = 0;
+    int64_t maxcols = 0;
+    for (int i = 0; i < k; i++) {
+        const llm_tensor *t = e[i].t;
+        e[i].off = off;
+        e[i].nbytes = (uint64_t)t->ne[0] * (uint64_t)t->ne[1] * llm_dtype_block_bytes(dtype);
+        off += e[i].nbytes;
+        if (t->ne[0] > maxcols)
+            maxcols = t->ne[0];
+        cJSON *o = cJSON_AddObjectToObject(j, e[i].name);
+        cJSON_AddStringToObject(o, "dtype", st_dtype(dtype));
+        cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+        if (t->ne[1] > 1)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[1]));
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[0]));
+        cJSON *of = cJSON_AddArrayToObject(o, "data_offsets");
+        cJSON_AddItemToArray(of, cJSON_CreateNumber((double)e[i].off));
+        cJSON_AddItemToArray(of, cJSON_CreateNumber((double)(e[i].off + e[i].nbytes)));
+    }
+    hdr = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    tmp = malloc((size_t)maxcols * sizeof(float));
+    row = malloc((size_t)maxcols * 4);
+    if (hdr == NULL || tmp == NULL || row == NULL)
+        goto oom;
+    f = fopen(path, "wb");
+    if (f == NULL)
+        goto ioerr;
+    uint64_t hl = strlen(hdr), padded = (hl + 7) / 8 * 8;
+    if (fwrite(&padded, 8, 1, f) != 1 || fwrite(hdr, 1, hl, f) != hl)
+        goto ioerr;
+    for (uint64_t i = hl; i < padded; i++)
+        if (fputc(' ', f) == EOF)
+            goto ioerr;
+    for (int i = 0; i < k; i++) {
+        conv cv = { e[i].t, dtype, e[i].perm, c->head_dim, tmp };
+        size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);
+        for (int64_t r = 0; r < e[i].t->ne[1]; r++) {
+            conv_fill(&cv, (uint64_t)r, 1, row, err);
+            if (fwrite(row, 1, rb, f) != rb)
+                goto ioerr;
+        }
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        goto ioerr;
+    }
+    f = NULL;
+    rc = 0;
+    goto out;
+oom:
+    llm_seterr(err, "%s: out of memory", dir);
+    goto out;
+ioerr:
+    llm_seterr(err, "%s: write failed: %s", path, strerror(errno));
+out:
+    if (f != NULL)
+        fclose(f);
+    free(e);
+    free(tmp);
+    free(row);
+    free(hdr);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* Re-save a loaded model: GGUF (any dtype, llama.cpp-loadable) or a Hugging
+ * Face directory (config.json + model.safetensors, rotate-half Q/K layout).
+ * Also the GGUF metadata writers model_gen.c shares. */
+#ifndef LLM_MODEL_WRITE_H
+#define LLM_MODEL_WRITE_H
+
+#include "model.h"
+#include "gguf.h"
+
+/* Matrices (token_embd and output included) converted/quantised to dtype;
+ * rows not a multiple of 32 fall back to f16 for q8_0/q4_0; norms stay f32. */
+int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, llm_err *err);
+/* dtype: f32, f16 or bf16. Q/K rows permuted to rotate-half layout when the source is adjacent. */
+int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_err *err);
+
+/* general.* and llama.* keys for cfg (file type from dtype). */
+void llm_gguf_w_llama_meta(gguf_writer *w, const llm_config *c, const char *name, llm_dtype dtype);
+/* SentencePiece "llama" tokenizer from a llama2.c tokenizer file; pads the vocabulary
+ * to vocab_size with synthesized distinct pieces (lower scores) when the file has fewer. */
+int llm_gguf_w_spm_from_llama2c(gguf_writer *w, const char *tok_path, int vocab_size, llm_err *err);
+/* Byte-level BPE "gpt2"/"llama-bpe" tokenizer from tokenizer.json (+ tokenizer_config.json beside it). */
+int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, llm_err *err);
+/* Llama 3 rope scaling as llama.cpp's converter computes rope_freqs.weight (head_dim/2 divisors). */
+void llm_llama3_rope_freqs(const llm_config *c, float *out);
+
+#endif

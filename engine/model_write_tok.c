@@ -1,0 +1,302 @@
+/* Tokenizer metadata for GGUF files we write: SentencePiece "llama" vocabularies
+ * from llama2.c tokenizer files, byte-level BPE from Hugging Face tokenizer.json. */
+#include "model_write.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6 };
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int is_byte_token(const char *s)
+{
+    return strlen(s) == 6 && strncmp(s, "<0x", 3) == 0 && s[5] == '>';
+}
+
+/* Spaces become U+2581 ('▁'), as SentencePiece vocabularies store them. */
+static char *spm_text(const char *raw, size_t n)
+{
+    size_t sp = 0;
+    for (size_t i = 0; i < n; i++)
+        sp += raw[i] == ' ';
+    char *s = malloc(n + 2 * sp + 1), *o = s;
+    if (s == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (raw[i] == ' ') {
+            memcpy(o, "\xe2\x96\x81", 3);
+            o += 3;
+        } else {
+            *o++ = raw[i];
+        }
+    }
+    *o = 0;
+    return s;
+}
+
+int llm_gguf_w_spm_from_llama2c(gguf_writer *w, const char *tok_path, int vocab_size, llm_err *err)
+{
+    FILE *f = fopen(tok_path, "rb");
+    if (f == NULL) {
+        llm_seterr(err, "%s: cannot open tokenizer: %s", tok_path, strerror(errno));
+        return -1;
+    }
+    int n = vocab_size, n_file = 0, rc = -1;
+    char **tok = calloc((size_t)n, sizeof(char *)), **sorted = NULL;
+    float *score = calloc((size_t)n, sizeof(float));
+    int32_t *type = calloc((size_t)n, sizeof(int32_t));
+    int32_t maxlen;
+    if (tok == NULL || score == NULL || type == NULL) {
+        llm_seterr(err, "%s: out of memory", tok_path);
+        goto out;
+    }
+    if (fread(&maxlen, 4, 1, f) != 1 || maxlen <= 0 || maxlen > 4096) {
+        llm_seterr(err, "%s: not a llama2.c tokenizer file", tok_path);
+        goto out;
+    }
+    char buf[4097];
+    float min_score = 0;
+    for (; n_file < n; n_file++) {
+        int32_t len;
+        if (fread(&score[n_file], 4, 1, f) != 1)
+            break; /* fewer tokens than the model's vocabulary: synthesized below */
+        if (fread(&len, 4, 1, f) != 1 || len < 0 || len > maxlen || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            llm_seterr(err, "%s: truncated tokenizer entry %d", tok_path, n_file);
+            goto out;
+        }
+        buf[len] = 0;
+        int id = n_file;
+        /* llama2.c stores BOS/EOS text as "\n<s>\n" / "\n</s>\n". */
+        const char *fixed = id == 0 ? "<unk>" : id == 1 ? "<s>" : id == 2 ? "</s>" : NULL;
+        tok[id] = fixed ? strdup(fixed) : spm_text(buf, (size_t)len);
+        if (tok[id] == NULL) {
+            llm_seterr(err, "%s: out of memory", tok_path);
+            goto out;
+        }
+        type[id] = id == 0 ? TT_UNKNOWN : id <= 2 ? TT_CONTROL : is_byte_token(tok[id]) ? TT_BYTE : TT_NORMAL;
+        if (score[id] < min_score)
+            min_score = score[id];
+    }
+    if (n_file < 259) {
+        llm_seterr(err, "%s: has %d tokens; an SPM vocabulary needs <unk>, <s>, </s> and 256 byte tokens",
+                   tok_path, n_file);
+        goto out;
+    }
+    /* Distinct synthesized pieces: '▁' + bijective base-26 letters, skipping any the file has. */
+    sorted = malloc((size_t)n_file * sizeof(char *));
+    if (sorted == NULL) {
+        llm_seterr(err, "%s: out of memory", tok_path);
+        goto out;
+    }
+    memcpy(sorted, tok, (size_t)n_file * sizeof(char *));
+    qsort(sorted, (size_t)n_file, sizeof(char *), cmp_str);
+    uint64_t counter = 26 * 26; /* start at three letters */
+    for (int id = n_file; id < n; id++) {
+        char cand[32];
+        for (;;) {
+            char letters[16];
+            int k = 0;
+            for (uint64_t v = ++counter; v > 0 && k < 15; v = (v - 1) / 26)
+                letters[k++] = (char)('a' + (v - 1) % 26);
+            memcpy(cand, "\xe2\x96\x81", 3);
+            for (int i = 0; i < k; i++)
+                cand[3 + i] = letters[k - 1 - i];
+            cand[3 + k] = 0;
+            const char *key = cand;
+            if (bsearch(&key, sorted, (size_t)n_file, sizeof(char *), cmp_str) == NULL)
+                break;
+        }
+        if ((tok[id] = strdup(cand)) == NULL) {
+            llm_seterr(err, "%s: out of memory", tok_path);
+            goto out;
+        }
+        score[id] = min_score - 1.0f - (float)(id - n_file) * 0.01f;
+        type[id] = TT_NORMAL;
+    }
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)tok, NULL, (uint64_t)n);
+    gguf_w_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, score, (uint64_t)n);
+    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, (uint64_t)n);
+    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    rc = 0;
+out:
+    fclose(f);
+    if (tok != NULL)
+        for (int i = 0; i < n; i++)
+            free(tok[i]);
+    free(tok);
+    free(sorted);
+    free(score);
+    free(type);
+    return rc;
+}
+
+static cJSON *read_json(const char *path, llm_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (256L << 20) && fseek(f, 0, SEEK_SET) == 0)
+        buf = malloc((size_t)n + 1);
+    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+    fclose(f);
+    cJSON *j = buf && got == (size_t)n ? cJSON_ParseWithLength(buf, got) : NULL;
+    free(buf);
+    if (j == NULL)
+        llm_seterr(err, "%s: cannot read or parse JSON", path);
+    return j;
+}
+
+/* tokenizer_config.json's bos_token / eos_token: a string or {"content": ...}. */
+static const char *special_text(const cJSON *cfg, const char *key)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (cJSON_IsObject(j))
+        j = cJSON_GetObjectItemCaseSensitive(j, "content");
+    return cJSON_IsString(j) ? j->valuestring : NULL;
+}
+
+static int find_id(char **tok, int n, const char *text)
+{
+    for (int i = 0; text != NULL && i < n; i++)
+        if (tok[i] != NULL && strcmp(tok[i], text) == 0)
+            return i;
+    return -1;
+}
+
+int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, llm_err *err)
+{
+    cJSON *root = read_json(tokenizer_json, err), *cfg = NULL;
+    if (root == NULL)
+        return -1;
+    char cfg_path[1100];
+    snprintf(cfg_path, sizeof(cfg_path), "%.*s/tokenizer_config.json",
+             (int)(strrchr(tokenizer_json, '/') ? strrchr(tokenizer_json, '/') - tokenizer_json : 1),
+             strrchr(tokenizer_json, '/') ? tokenizer_json : ".");
+    llm_err cerr;
+    cfg = read_json(cfg_path, &cerr); /* optional */
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    int rc = -1, n = 0;
+    char **tok = NULL, **mg = NULL;
+    int32_t *type = NULL;
+    int n_merges = cJSON_GetArraySize(merges);
+    if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges)) {
+        llm_seterr(err, "%s: needs model.vocab (object) and model.merges (array): not a BPE tokenizer.json",
+                   tokenizer_json);
+        goto out;
+    }
+    for (const cJSON *e = vocab->child; e; e = e->next)
+        if (cJSON_IsNumber(e) && e->valuedouble >= n && e->valuedouble < (1 << 24))
+            n = (int)e->valuedouble + 1;
+    for (const cJSON *e = added ? added->child : NULL; e; e = e->next) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+        if (cJSON_IsNumber(id) && id->valuedouble >= n && id->valuedouble < (1 << 24))
+            n = (int)id->valuedouble + 1;
+    }
+    tok = calloc((size_t)n + 1, sizeof(char *));
+    type = calloc((size_t)n + 1, sizeof(int32_t));
+    mg = calloc((size_t)n_merges + 1, sizeof(char *));
+    if (tok == NULL || type == NULL || mg == NULL)
+        goto oom;
+    for (const cJSON *e = vocab->child; e; e = e->next) {
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= n)
+            continue;
+        int id = (int)e->valuedouble;
+        free(tok[id]);
+        if ((tok[id] = strdup(e->string)) == NULL)
+            goto oom;
+        type[id] = TT_NORMAL;
+    }
+    for (const cJSON *e = added ? added->child : NULL; e; e = e->next) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(e, "content");
+        if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= n || !cJSON_IsString(content))
+            continue;
+        int i = (int)id->valuedouble;
+        free(tok[i]);
+        if ((tok[i] = strdup(content->valuestring)) == NULL)
+            goto oom;
+        type[i] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special")) ? TT_CONTROL : TT_USER;
+    }
+    for (int i = 0; i < n; i++) { /* holes, as llama.cpp's converter fills them */
+        if (tok[i] == NULL) {
+            char pad[32];
+            snprintf(pad, sizeof(pad), "[PAD%d]", i);
+            if ((tok[i] = strdup(pad)) == NULL)
+                goto oom;
+            type[i] = TT_UNUSED;
+        }
+    }
+    int k = 0;
+    for (const cJSON *e = merges->child; e; e = e->next, k++) {
+        if (cJSON_IsString(e)) {
+            mg[k] = strdup(e->valuestring);
+        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(e->child) &&
+                   cJSON_IsString(e->child->next)) {
+            size_t a = strlen(e->child->valuestring), b = strlen(e->child->next->valuestring);
+            if ((mg[k] = malloc(a + b + 2)) != NULL) {
+                memcpy(mg[k], e->child->valuestring, a);
+                mg[k][a] = ' ';
+                memcpy(mg[k] + a + 1, e->child->next->valuestring, b + 1);
+            }
+        } else {
+            llm_seterr(err, "%s: merge %d is neither \"a b\" nor [a, b]", tokenizer_json, k);
+            goto out;
+        }
+        if (mg[k] == NULL)
+            goto oom;
+    }
+    const char *bos_t = special_text(cfg, "bos_token"), *eos_t = special_text(cfg, "eos_token");
+    int bos = find_id(tok, n, bos_t ? bos_t : "<|begin_of_text|>");
+    int eos = find_id(tok, n, eos_t ? eos_t : "<|eot_id|>");
+    if (eos < 0)
+        eos = find_id(tok, n, "<|end_of_text|>");
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", "llama-bpe");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)tok, NULL, (uint64_t)n);
+    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, (uint64_t)n);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)mg, NULL, (uint64_t)n_merges);
+    if (bos >= 0)
+        gguf_w_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
+    if (eos >= 0)
+        gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
+    if (cJSON_IsString(tmpl))
+        gguf_w_str(w, "tokenizer.chat_template", tmpl->valuestring);
+    rc = 0;
+    goto out;
+oom:
+    llm_seterr(err, "%s: out of memory", tokenizer_json);
+out:
+    if (tok != NULL)
+        for (int i = 0; i < n; i++)
+            free(tok[i]);
+    if (mg != NULL)
+        for (int i = 0; i < n_merges; i++)
+            free(mg[i]);
+    free(tok);
+    free(mg);
+    free(type);
+    cJSON_Delete(root);
+    cJSON_Delete(cfg);
+    return rc;
+}
