@@ -1,0 +1,424 @@
+/* CPU backend forward pass on a tiny random model built in memory: batched
+ * prefill == token-by-token decode, mixed sequences == alone, rotate-half
+ * layout with permuted Q/K == adjacent, thread counts and ISAs agree, rope
+ * scaling paths, bad batches give errors; plus stories260K greedy ids. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cpu/cpu_features.h"
+#include "tap.h"
+
+enum { DIM = 64, HIDDEN = 96, LAYERS = 2, HEADS = 4, KV_HEADS = 2, HD = 16, VOCAB = 50, SEQ = 64 };
+
+static uint64_t rng_state;
+static float frand(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng_state >> 40) & 0xffffff) / 16777216.0f * 2.0f - 1.0f;
+}
+
+typedef struct {
+    llm_model m;
+    void *bufs[LAYERS * 9 + 8];
+    int nbufs;
+} test_model;
+
+static llm_tensor mat(test_model *tm, llm_dtype t, int cols, int rows, const float *src, float scale)
+{
+    float *f = malloc((size_t)cols * rows * sizeof(float));
+    for (int i = 0; i < cols * rows; i++)
+        f[i] = src != NULL ? src[i] : frand() * scale;
+    void *q = malloc(llm_dtype_row_bytes(t, (uint64_t)cols) * (size_t)rows);
+    for (int r = 0; r < rows; r++)
+        llm_row_from_f32(t, f + (size_t)r * cols, (uint8_t *)q + llm_dtype_row_bytes(t, (uint64_t)cols) * r,
+                         (size_t)cols);
+    free(f);
+    tm->bufs[tm->nbufs++] = q;
+    return (llm_tensor){ t, { cols, rows }, q };
+}
+
+/* Rows of an adjacent-layout Q/K matrix reordered for rotate-half rope. */
+static float *permute_half(const llm_tensor *w, int n_heads)
+{
+    float *src = malloc((size_t)w->ne[0] * w->ne[1] * sizeof(float));
+    float *dst = malloc((size_t)w->ne[0] * w->ne[1] * sizeof(float));
+    llm_row_to_f32(LLM_F32, w->data, src, (size_t)(w->ne[0] * w->ne[1]));
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < HD; i++) {
+            int from = h * HD + (i < HD / 2 ? 2 * i : 2 * (i - HD / 2) + 1);
+            memcpy(dst + (size_t)(h * HD + i) * w->ne[0], src + (size_t)from * w->ne[0], (size_t)w->ne[0] * 4);
+        }
+    free(src);
+    return dst;
+}
+
+static void build(test_model *tm, llm_dtype t, uint64_t seed, const test_model *adjacent)
+{
+    memset(tm, 0, sizeof(*tm));
+    rng_state = seed;
+    llm_config *c = &tm->m.cfg;
+    c->dim = DIM; c->hidden_dim = HIDDEN; c->n_layers = LAYERS; c->n_heads = HEADS; c->n_kv_heads = KV_HEADS;
+    c->head_dim = HD; c->vocab_size = VOCAB; c->seq_len = SEQ; c->rope_theta = 10000.0f; c->norm_eps = 1e-5f;
+    c->tied_embeddings = 1; c->bos_id = 1; c->eos_id = 2;
+    c->rope_layout = adjacent != NULL ? LLM_ROPE_HALF : LLM_ROPE_ADJACENT;
+    tm->m.layers = calloc(LAYERS, sizeof(llm_layer));
+    tm->bufs[tm->nbufs++] = tm->m.layers;
+    for (int l = 0; l < LAYERS; l++) {
+        llm_layer *L = &tm->m.layers[l];
+        float nw[DIM];
+        for (int i = 0; i < DIM; i++) nw[i] = 1.0f + 0.2f * frand();
+        L->attn_norm = mat(tm, LLM_F32, DIM, 1, nw, 1);
+        if (adjacent != NULL) {
+            float *pq = permute_half(&adjacent->m.layers[l].wq, HEADS);
+            float *pk = permute_half(&adjacent->m.layers[l].wk, KV_HEADS);
+            L->wq = mat(tm, t, DIM, HEADS * HD, pq, 1);
+            L->wk = mat(tm, t, DIM, KV_HEADS * HD, pk, 1);
+            free(pq); free(pk);
+            for (int i = 0; i < DIM * (HEADS + KV_HEADS) * HD; i++) frand(); /* keep the stream aligned */
+        } else {
+            L->wq = mat(tm, t, DIM, HEADS * HD, NULL, 0.3f);
+            L->wk = mat(tm, t, DIM, KV_HEADS * HD, NULL, 0.3f);
+        }
+        L->wv = mat(tm, t, DIM, KV_HEADS * HD, NULL, 0.3f);
+        L->wo = mat(tm, t, HEADS * HD, DIM, NULL, 0.2f);
+        for (int i = 0; i < DIM; i++) nw[i] = 1.0f + 0.2f * frand();
+        L->ffn_norm = mat(tm, LLM_F32, DIM, 1, nw, 1);
+        L->w_gate = mat(tm, t, DIM, HIDDEN, NULL, 0.3f);
+        L->w_up = mat(tm, t, DIM, HIDDEN, NULL, 0.3f);
+        L->w_down = mat(tm, t, HIDDEN, DIM, NULL, 0.2f);
+    }
+    float nw[DIM];
+    for (int i = 0; i < DIM; i++) nw[i] = 1.0f;
+    tm->m.out_norm = mat(tm, LLM_F32, DIM, 1, nw, 1);
+    tm->m.tok_embd = mat(tm, t, DIM, VOCAB, NULL, 1.0f);
+    tm->m.output = tm->m.tok_embd;
+}
+
+static void release(test_model *tm)
+{
+    for (int i = 0; i < tm->nbufs; i++)
+        free(tm->bufs[i]);
+}
+
+static llm_backend *make_backend(const llm_model *m, int threads)
+{
+    llm_err err;
+    llm_backend_opts o = { .threads = threads, .kv_blocks = 40, .block_size = 4 };
+    llm_backend *b = llm_backend_create("cpu", m, &o, &err);
+    if (b == NULL)
+        diag("backend: %s", err.msg);
+    return b;
+}
+
+/* Block tables: sequence s uses blocks s, s+3, s+6, ... (interleaved, not in order). */
+static int32_t tables[3][12];
+static llm_seq_view views[3];
+static void init_tables(void)
+{
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < 12; i++)
+            tables[s][i] = (int32_t)(39 - (s + 3 * i));
+        views[s] = (llm_seq_view){ tables[s], 12 };
+    }
+}
+
+static const int32_t prompt_a[] = { 1, 7, 33, 12, 5, 48, 20, 9, 30, 11 };
+static const int32_t prompt_b[] = { 1, 22, 3, 17, 40, 8, 26 };
+
+/* All tokens of one sequence in one batch (every logit wanted). */
+static int run_prefill(llm_backend *b, const int32_t *toks, int n, int seq_idx, float *logits)
+{
+    int32_t pos[16], seq[16];
+    uint8_t want[16];
+    for (int i = 0; i < n; i++) { pos[i] = i; seq[i] = seq_idx; want[i] = 1; }
+    llm_batch bt = { n, toks, pos, seq, want, 3, views };
+    llm_err err;
+    int rc = b->ops->forward(b, &bt, logits, &err);
+    if (rc != 0) diag("forward: %s", err.msg);
+    return rc;
+}
+
+static int run_decode(llm_backend *b, const int32_t *toks, int n, int seq_idx, float *logits)
+{
+    for (int i = 0; i < n; i++) {
+        int32_t pos = i, seq = seq_idx;
+        uint8_t want = 1;
+        llm_batch bt = { 1, &toks[i], &pos, &seq, &want, 3, views };
+        llm_err err;
+        if (b->ops->forward(b, &bt, logits + (size_t)i * VOCAB, &err) != 0) {
+            diag("forward: %s", err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static double max_rel_diff(const float *a, const float *b, size_t n)
+{
+    double mx = 0.0, scale = 1e-6;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        mx = d > mx ? d : mx;
+        scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
+    }
+    return mx / scale;
+}
+
+static void test_prefill_vs_decode(llm_dtype t)
+{
+    test_model tm;
+    build(&tm, t, 42, NULL);
+    int n = (int)(sizeof(prompt_a) / sizeof(prompt_a[0]));
+    float *lp = malloc((size_t)n * VOCAB * sizeof(float)), *ld = malloc((size_t)n * VOCAB * sizeof(float));
+    llm_backend *b1 = make_backend(&tm.m, 2), *b2 = make_backend(&tm.m, 2);
+    ok(b1 && b2 && run_prefill(b1, prompt_a, n, 0, lp) == 0 && run_decode(b2, prompt_a, n, 0, ld) == 0,
+       "%s: prefill and decode run", llm_dtype_name(t));
+    double d = max_rel_diff(lp, ld, (size_t)n * VOCAB);
+    ok(d < 1e-4, "%s: batched prefill logits == token-by-token decode logits (rel diff %.2g)", llm_dtype_name(t), d);
+    llm_backend_free(b1); llm_backend_free(b2);
+    free(lp); free(ld);
+    release(&tm);
+}
+
+static void test_mixed_sequences(void)
+{
+    test_model tm;
+    build(&tm, LLM_F32, 7, NULL);
+    int na = 6, nb = 5;
+    float *alone = malloc((size_t)(na + nb) * VOCAB * sizeof(float));
+    float *mixed = malloc((size_t)(na + nb) * VOCAB * sizeof(float));
+    llm_backend *b = make_backend(&tm.m, 2);
+    run_prefill(b, prompt_a, na, 0, alone);
+    llm_backend_free(b);
+    b = make_backend(&tm.m, 2);
+    run_prefill(b, prompt_b, nb, 2, alone + (size_t)na * VOCAB);
+    llm_backend_free(b);
+    /* Interleave: a0 b0 a1 b1 ..., logits come back in batch order. */
+    int32_t toks[16], pos[16], seq[16];
+    uint8_t want[16];
+    int n = 0, ia = 0, ib = 0;
+    while (ia < na || ib < nb) {
+        if (ia < na) { toks[n] = prompt_a[ia]; pos[n] = ia; seq[n] = 0; want[n++] = 1; ia++; }
+        if (ib < nb) { toks[n] = prompt_b[ib]; pos[n] = ib; seq[n] = 2; want[n++] = 1; ib++; }
+    }
+    b = make_backend(&tm.m, 2);
+    llm_batch bt = { n, toks, pos, seq, want, 3, views };
+    llm_err err;
+    ok(b->ops->forward(b, &bt, mixed, &err) == 0, "mixed batch of two sequences runs");
+    double worst = 0.0;
+    ia = ib = 0;
+    for (int i = 0; i < n; i++) {
+        const float *ref = seq[i] == 0 ? alone + (size_t)(ia++) * VOCAB : alone + (size_t)(na + ib++) * VOCAB;
+        double d = max_rel_diff(mixed + (size_t)i * VOCAB, ref, VOCAB);
+        worst = d > worst ? d : worst;
+    }
+    ok(worst < 1e-5, "two sequences in one batch == each alone (rel diff %.2g)", worst);
+
+    /* Only some logits wanted: rows come back compacted in batch order. */
+    for (int i = 0; i < n; i++) want[i] = (i % 3 == 1);
+    llm_backend_free(b);
+    b = make_backend(&tm.m, 2);
+    ok(b->ops->forward(b, &bt, mixed, &err) == 0, "mixed batch with sparse want_logits runs");
+    int k = 0;
+    worst = 0.0;
+    ia = ib = 0;
+    for (int i = 0; i < n; i++) {
+        const float *ref = seq[i] == 0 ? alone + (size_t)(ia++) * VOCAB : alone + (size_t)(na + ib++) * VOCAB;
+        if (!want[i]) continue;
+        double d = max_rel_diff(mixed + (size_t)(k++) * VOCAB, ref, VOCAB);
+        worst = d > worst ? d : worst;
+    }
+    ok(worst < 1e-5, "sparse want_logits rows match (rel diff %.2g)", worst);
+    llm_backend_free(b);
+    free(alone); free(mixed);
+    release(&tm);
+}
+
+static void test_half_layout(void)
+{
+    test_model adj, half;
+    build(&adj, LLM_F32, 99, NULL);
+    build(&half, LLM_F32, 99, &adj);
+    int n = 8;
+    float *la = malloc((size_t)n * VOCAB * sizeof(float)), *lh = malloc((size_t)n * VOCAB * sizeof(float));
+    llm_backend *ba = make_backend(&adj.m, 2), *bh = make_backend(&half.m, 2);
+    run_prefill(ba, prompt_a, n, 1, la);
+    run_prefill(bh, prompt_a, n, 1, lh);
+    double d = max_rel_diff(lh, la, (size_t)n * VOCAB);
+    ok(d < 1e-4, "rotate-half layout with permuted Q/K == adjacent layout (rel diff %.2g)", d);
+    llm_backend_free(ba); llm_backend_free(bh);
+    free(la); free(lh);
+    release(&adj); release(&half);
+}
+
+static void test_threads_and_isas(llm_dtype t)
+{
+    test_model tm;
+    build(&tm, t, 5, NULL);
+    int n = 10;
+    float *ref = malloc((size_t)n * VOCAB * sizeof(float)), *got = malloc((size_t)n * VOCAB * sizeof(float));
+    llm_backend *b = make_backend(&tm.m, 1);
+    run_prefill(b, prompt_a, n, 0, ref);
+    llm_backend_free(b);
+    for (int th = 2; th <= 4; th++) {
+        b = make_backend(&tm.m, th);
+        run_prefill(b, prompt_a, n, 0, got);
+        llm_backend_free(b);
+        double d = max_rel_diff(got, ref, (size_t)n * VOCAB);
+        ok(d < 1e-5, "%s: %d threads == 1 thread (rel diff %.2g)", llm_dtype_name(t), th, d);
+    }
+    setenv("LLM_CPU_ISA", "generic", 1);
+    b = make_backend(&tm.m, 2);
+    run_prefill(b, prompt_a, n, 0, got);
+    llm_backend_free(b);
+    double d = max_rel_diff(got, ref, (size_t)n * VOCAB);
+    ok(d < 2e-3, "%s: generic kernels == default kernels (rel diff %.2g)", llm_dtype_name(t), d);
+    for (int isa = CPU_ISA_AVX2; isa < CPU_ISA_COUNT; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) continue;
+        setenv("LLM_CPU_ISA", cpu_isa_name((cpu_isa)isa), 1);
+        b = make_backend(&tm.m, 2);
+        run_prefill(b, prompt_a, n, 0, ref);
+        llm_backend_free(b);
+        d = max_rel_diff(ref, got, (size_t)n * VOCAB);
+        ok(d < 2e-3, "%s: %s kernels == generic (rel diff %.2g)", llm_dtype_name(t), cpu_isa_name((cpu_isa)isa), d);
+    }
+    unsetenv("LLM_CPU_ISA");
+    free(ref); free(got);
+    release(&tm);
+}
+
+static void test_rope_scaling(void)
+{
+    test_model tm;
+    build(&tm, LLM_F32, 3, NULL);
+    int n = 6;
+    float *l0 = malloc((size_t)n * VOCAB * sizeof(float)), *l1 = malloc((size_t)n * VOCAB * sizeof(float));
+    llm_backend *b = make_backend(&tm.m, 2);
+    run_prefill(b, prompt_a, n, 0, l0);
+    llm_backend_free(b);
+    float ones[HD / 2];
+    for (int i = 0; i < HD / 2; i++) ones[i] = 1.0f;
+    tm.m.rope_freqs = ones;
+    b = make_backend(&tm.m, 2);
+    run_prefill(b, prompt_a, n, 0, l1);
+    llm_backend_free(b);
+    ok(max_rel_diff(l1, l0, (size_t)n * VOCAB) < 1e-6, "rope_freqs of all ones == plain rope");
+    tm.m.rope_freqs = NULL;
+    /* Llama 3 scaling with an original context so large that every frequency is
+     * "high" (wavelen < orig/high_factor): unchanged. */
+    tm.m.cfg.rope_scaling = 1; tm.m.cfg.rope_factor = 8; tm.m.cfg.rope_low_freq_factor = 1;
+    tm.m.cfg.rope_high_freq_factor = 4; tm.m.cfg.rope_orig_ctx = 1 << 30;
+    b = make_backend(&tm.m, 2);
+    run_prefill(b, prompt_a, n, 0, l1);
+    llm_backend_free(b);
+    ok(max_rel_diff(l1, l0, (size_t)n * VOCAB) < 1e-6, "llama3 scaling leaves high frequencies alone");
+    tm.m.cfg.rope_orig_ctx = 8; /* now most frequencies are divided by 8: logits change */
+    b = make_backend(&tm.m, 2);
+    run_prefill(b, prompt_a, n, 0, l1);
+    llm_backend_free(b);
+    ok(max_rel_diff(l1, l0, (size_t)n * VOCAB) > 1e-4, "llama3 scaling changes low frequencies");
+    free(l0); free(l1);
+    release(&tm);
+}
+
+static void test_errors(void)
+{
+    test_model tm;
+    build(&tm, LLM_F32, 1, NULL);
+    llm_err err;
+    llm_backend *b = make_backend(&tm.m, 2);
+    float logits[VOCAB * 2];
+    int32_t tok = VOCAB, pos = 0, seq = 0;
+    uint8_t want = 1;
+    llm_batch bt = { 1, &tok, &pos, &seq, &want, 3, views };
+    ok(b->ops->forward(b, &bt, logits, &err) != 0 && strstr(err.msg, "vocabulary"), "bad token id: %s", err.msg);
+    tok = 3; pos = 12 * 4;
+    ok(b->ops->forward(b, &bt, logits, &err) != 0 && strstr(err.msg, "block table"), "uncovered position: %s",
+       err.msg);
+    pos = SEQ;
+    ok(b->ops->forward(b, &bt, logits, &err) != 0, "position past the context: %s", err.msg);
+    pos = 0; seq = 5;
+    ok(b->ops->forward(b, &bt, logits, &err) != 0, "bad sequence index: %s", err.msg);
+    seq = 0;
+    int32_t bad_table[1] = { 40 };
+    llm_seq_view bad = { bad_table, 1 };
+    llm_batch bb = { 1, &tok, &pos, &seq, &want, 1, &bad };
+    ok(b->ops->forward(b, &bb, logits, &err) != 0, "block id outside the pool: %s", err.msg);
+    llm_backend_free(b);
+
+    llm_backend_opts o = { 0 };
+    ok(llm_backend_create("tpu", &tm.m, &o, &err) == NULL && strstr(err.msg, "tpu"), "unknown backend: %s", err.msg);
+    b = llm_backend_create("cuda", &tm.m, &o, &err);
+    ok(b != NULL || strstr(err.msg, "cuda") != NULL, "cuda backend: created or a clear error (%s)",
+       b ? "created" : err.msg);
+    llm_backend_free(b);
+    setenv("LLM_CPU_ISA", "sse9", 1);
+    ok(llm_backend_create("cpu", &tm.m, &o, &err) == NULL && strstr(err.msg, "LLM_CPU_ISA"), "bad LLM_CPU_ISA: %s",
+       err.msg);
+    unsetenv("LLM_CPU_ISA");
+    tm.m.layers[1].wq.ne[0] = DIM + 1;
+    ok(llm_backend_create("cpu", &tm.m, &o, &err) == NULL && strstr(err.msg, "attn_q"), "bad shape: %s", err.msg);
+    tm.m.layers[1].wq.ne[0] = DIM;
+    b = llm_backend_create("cpu", &tm.m, &o, &err);
+    ok(b != NULL && b->opts.threads >= 1 && b->opts.block_size == 16 && b->opts.kv_blocks == SEQ / 16,
+       "defaults resolved: threads %d, block_size %d, kv_blocks %d", b ? b->opts.threads : -1,
+       b ? b->opts.block_size : -1, b ? b->opts.kv_blocks : -1);
+    llm_backend_free(b);
+    release(&tm);
+}
+
+static void test_stories260k(void)
+{
+    const char *paths[] = { "../shared/models/stories260K/stories260K.gguf", "../shared/models/stories260K/stories260K.bin" };
+    static const int32_t want_ids[10] = { 432, 383, 286, 261, 376, 298, 315, 421, 395, 317 };
+    for (int f = 0; f < 2; f++) {
+        llm_err err;
+        llm_model *m = llm_model_load(paths[f], NULL, &err);
+        if (m == NULL) {
+            ok(0, "load %s: %s", paths[f], err.msg);
+            continue;
+        }
+        llm_backend_opts o = { .threads = 2, .kv_blocks = 4, .block_size = 16 };
+        llm_backend *b = llm_backend_create("cpu", m, &o, &err);
+        int32_t toks[16] = { 1, 403, 407, 261, 378 }, pos[16], seq[16] = { 0 }, table[4] = { 3, 0, 2, 1 };
+        uint8_t want[16] = { 0, 0, 0, 0, 1 };
+        llm_seq_view v = { table, 4 };
+        float *logits = malloc((size_t)m->cfg.vocab_size * sizeof(float));
+        int n = 5, same = b != NULL;
+        for (int i = 0; i < n; i++) pos[i] = i;
+        llm_batch bt = { n, toks, pos, seq, want, 1, &v };
+        for (int g = 0; g < 10 && same; g++) {
+            if (b->ops->forward(b, &bt, logits, &err) != 0) { diag("%s", err.msg); same = 0; break; }
+            int best = 0;
+            for (int i = 1; i < m->cfg.vocab_size; i++)
+                if (logits[i] > logits[best]) best = i;
+            if (best != want_ids[g]) { diag("step %d: got %d, want %d", g, best, want_ids[g]); same = 0; }
+            toks[n] = best; pos[0] = n; want[0] = 1;
+            bt = (llm_batch){ 1, &toks[n], pos, seq, want, 1, &v };
+            n++;
+        }
+        ok(same, "stories260K (%s) greedy ids match llama2.c's", strrchr(paths[f], '/') + 1);
+        free(logits);
+        llm_backend_free(b);
+        llm_model_free(m);
+    }
+}
+
+int main(void)
+{
+    init_tables();
+    const llm_dtype types[] = { LLM_F32, LLM_F16, LLM_BF16, LLM_Q8_0, LLM_Q4_0 };
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        test_prefill_vs_decode(types[i]);
+    test_mixed_sequences();
+    test_half_layout();
+    test_threads_and_isas(LLM_F32);
+    test_threads_and_isas(LLM_Q4_0);
+    test_rope_scaling();
+    test_errors();
+    test_stories260k();
+    return done_testing();
+}

@@ -1,0 +1,200 @@
+/* CPU kernels against a double-precision scalar reference: every weight type,
+ * GEMV (1 token) and GEMM (many), odd sizes and tile tails, accumulate mode,
+ * on every instruction set this machine runs; activation quantisation; dot /
+ * axpy; the thread pool (jobs and in-job barriers). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu_features.h"
+#include "cpu/kernels.h"
+#include "cpu/threadpool.h"
+#include "tap.h"
+
+static uint64_t rng_state = 12345;
+static float frand(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng_state >> 40) & 0xffffff) / 16777216.0f * 2.0f - 1.0f;
+}
+
+/* One gemm case: nr x K weights of type t, nt activations; returns the worst
+ * error relative to sum |w*x| of its dot product. */
+static double gemm_case(const cpu_kernels *k, llm_dtype t, int K, int nr, int nt, int accumulate)
+{
+    size_t rb = llm_dtype_row_bytes(t, (uint64_t)K);
+    float *wf = malloc((size_t)nr * K * sizeof(float)), *wd = malloc((size_t)nr * K * sizeof(float));
+    uint8_t *w = malloc(rb * (size_t)nr);
+    float *x = malloc((size_t)nt * K * sizeof(float)), *xd = malloc((size_t)nt * K * sizeof(float));
+    int q8 = cpu_dtype_wants_q8(t);
+    cpu_q8_act *xq = malloc((size_t)nt * (size_t)(K / LLM_QK + 1) * sizeof(cpu_q8_act));
+    float *y = malloc((size_t)nt * (nr + 3) * sizeof(float)), *y0 = malloc((size_t)nt * (nr + 3) * sizeof(float));
+    size_t ldy = (size_t)nr + 3; /* a padded output stride */
+    for (int i = 0; i < nr * K; i++) wf[i] = frand() * (i % 7 == 0 ? 3.0f : 1.0f);
+    for (int i = 0; i < nt * K; i++) x[i] = frand() * (i % 5 == 0 ? 4.0f : 1.0f);
+    for (int r = 0; r < nr; r++) {
+        llm_row_from_f32(t, wf + (size_t)r * K, w + rb * r, (size_t)K);
+        llm_row_to_f32(t, w + rb * r, wd + (size_t)r * K, (size_t)K);
+    }
+    /* The reference sees the activations as the kernel does (dequantised Q8). */
+    for (int j = 0; j < nt; j++) {
+        if (q8) {
+            k->quantize_act(x + (size_t)j * K, xq + (size_t)j * (K / LLM_QK), K);
+            for (int b = 0; b < K / LLM_QK; b++)
+                for (int e = 0; e < LLM_QK; e++)
+                    xd[(size_t)j * K + b * LLM_QK + e] = xq[(size_t)j * (K / LLM_QK) + b].d *
+                                                         xq[(size_t)j * (K / LLM_QK) + b].qs[e];
+        } else {
+            memcpy(xd + (size_t)j * K, x + (size_t)j * K, (size_t)K * sizeof(float));
+        }
+    }
+    for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
+    cpu_gemm_fn g = cpu_gemm_for(k, t);
+    const void *X = q8 ? (const void *)xq : (const void *)x;
+    size_t xs = q8 ? (size_t)(K / LLM_QK) * sizeof(cpu_q8_act) : (size_t)K * sizeof(float);
+    g(K, w, rb, nr, X, xs, nt, y, ldy, accumulate);
+    double worst = 0.0;
+    for (int j = 0; j < nt; j++) {
+        for (int r = 0; r < nr; r++) {
+            double s = 0.0, mag = 1e-30;
+            for (int e = 0; e < K; e++) {
+                double p = (double)wd[(size_t)r * K + e] * xd[(size_t)j * K + e];
+                s += p;
+                mag += fabs(p);
+            }
+            if (accumulate) { s += y0[(size_t)j * ldy + r]; mag += fabs(y0[(size_t)j * ldy + r]); }
+            double err = fabs(s - y[(size_t)j * ldy + r]) / mag;
+            worst = err > worst ? err : worst;
+        }
+        for (size_t r = (size_t)nr; r < ldy; r++) /* padding untouched */
+            if (y[(size_t)j * ldy + r] != y0[(size_t)j * ldy + r]) worst = 1e9;
+    }
+    free(wf); free(wd); free(w); free(x); free(xd); free(xq); free(y); free(y0);
+    return worst;
+}
+
+static void test_gemm(const cpu_kernels *k)
+{
+    const llm_dtype types[] = { LLM_F32, LLM_F16, LLM_BF16, LLM_Q8_0, LLM_Q4_0 };
+    const int Ks_float[] = { 1, 7, 8, 17, 32, 100, 768 }, Ks_q[] = { 32, 64, 96, 800 };
+    const int nrs[] = { 1, 3, 4, 5, 9, 13 }, nts[] = { 1, 2, 3, 4, 7, 11 };
+    for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+        llm_dtype t = types[ti];
+        int q = cpu_dtype_wants_q8(t);
+        const int *Ks = q ? Ks_q : Ks_float;
+        int nK = q ? 4 : 7;
+        double worst_v = 0.0, worst_m = 0.0;
+        for (int a = 0; a < nK; a++)
+            for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
+                for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
+                    double e = gemm_case(k, t, Ks[a], nrs[b], nts[c], (int)((a + b + c) & 1));
+                    if (nts[c] == 1) worst_v = e > worst_v ? e : worst_v;
+                    else worst_m = e > worst_m ? e : worst_m;
+                }
+        ok(worst_v < 1e-5, "%s %s gemv (1 token): worst relative error %.2g", k->name, llm_dtype_name(t), worst_v);
+        ok(worst_m < 1e-5, "%s %s gemm (tiles and tails): worst relative error %.2g", k->name, llm_dtype_name(t),
+           worst_m);
+    }
+}
+
+static void test_quantize(const cpu_kernels *k)
+{
+    enum { K = 256 };
+    float x[K];
+    cpu_q8_act q[K / LLM_QK], ref[K / LLM_QK];
+    for (int i = 0; i < K; i++) x[i] = frand() * (i < 32 ? 0.0f : (float)(i % 9));
+    k->quantize_act(x, q, K);
+    cpu_kernels_generic()->quantize_act(x, ref, K);
+    int same = 1;
+    double worst = 0.0;
+    for (int b = 0; b < K / LLM_QK; b++) {
+        int sum = 0;
+        for (int e = 0; e < LLM_QK; e++) {
+            same &= abs(q[b].qs[e] - ref[b].qs[e]) <= 1;
+            sum += q[b].qs[e];
+            double err = fabs(q[b].d * q[b].qs[e] - x[b * LLM_QK + e]);
+            worst = err / (q[b].d + 1e-30) > worst ? err / (q[b].d + 1e-30) : worst;
+        }
+        same &= fabsf(q[b].d - ref[b].d) <= 1e-7f * ref[b].d && fabsf(q[b].s - q[b].d * (float)sum) <= 1e-5f;
+    }
+    ok(same && q[0].d == 0.0f, "%s quantize_act agrees with generic (zero block gives d = 0)", k->name);
+    ok(worst <= 0.5 + 1e-3, "%s quantize_act error within half a step (%.3g)", k->name, worst);
+}
+
+static void test_vec(const cpu_kernels *k)
+{
+    double worst = 0.0;
+    for (int n = 1; n < 70; n += 3) {
+        float a[70], b[70], y[70], y0[70];
+        for (int i = 0; i < n; i++) { a[i] = frand(); b[i] = frand(); y[i] = y0[i] = frand(); }
+        double s = 0.0, mag = 1e-30;
+        for (int i = 0; i < n; i++) { s += (double)a[i] * b[i]; mag += fabs((double)a[i] * b[i]); }
+        double e = fabs(k->dot_f32(a, b, n) - s) / mag;
+        worst = e > worst ? e : worst;
+        k->axpy_f32(0.75f, a, y, n);
+        for (int i = 0; i < n; i++) {
+            e = fabs(y[i] - (y0[i] + 0.75 * a[i]));
+            worst = e > worst ? e : worst;
+        }
+    }
+    ok(worst < 1e-5, "%s dot_f32 / axpy_f32 (odd lengths): worst error %.2g", k->name, worst);
+}
+
+typedef struct {
+    _Atomic int hits[8];
+    _Atomic int phase1;
+    int bad;
+} pool_ctx;
+
+static void pool_job(void *ctx, int ith, int nth)
+{
+    pool_ctx *c = ctx;
+    atomic_fetch_add(&c->hits[ith], 1);
+    atomic_fetch_add(&c->phase1, 1);
+    extern cpu_threadpool *test_pool;
+    cpu_pool_barrier(test_pool);
+    if (atomic_load(&c->phase1) != nth) c->bad = 1; /* everyone passed phase 1 */
+    cpu_pool_barrier(test_pool);
+    if (ith == 0) atomic_store(&c->phase1, 0);
+    cpu_pool_barrier(test_pool);
+}
+
+cpu_threadpool *test_pool;
+
+static void test_pool_jobs(void)
+{
+    for (int n = 1; n <= 4; n++) {
+        test_pool = cpu_pool_create(n);
+        pool_ctx c;
+        memset(&c, 0, sizeof(c));
+        for (int rep = 0; rep < 500; rep++)
+            cpu_pool_run(test_pool, pool_job, &c);
+        int all = 1;
+        for (int i = 0; i < n; i++) all &= atomic_load(&c.hits[i]) == 500;
+        ok(all && !c.bad && cpu_pool_threads(test_pool) == n, "thread pool of %d: 500 jobs, every thread ran each, "
+           "barriers held", n);
+        cpu_pool_destroy(test_pool);
+    }
+}
+
+int main(void)
+{
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) {
+            diag("%s not supported here: kernels built but not run", cpu_isa_name((cpu_isa)isa));
+            continue;
+        }
+        const cpu_kernels *k = cpu_kernels_for((cpu_isa)isa);
+        test_gemm(k);
+        test_quantize(k);
+        test_vec(k);
+    }
+    ok(cpu_kernels_avx512() != NULL && strcmp(cpu_kernels_avx512()->name, "avx512") == 0, "avx512 table is linked");
+    llm_err err;
+    const cpu_kernels *best = cpu_kernels_select(&err);
+    ok(best != NULL, "default kernel table: %s", best ? best->name : err.msg);
+    test_pool_jobs();
+    return done_testing();
+}
