@@ -1,0 +1,281 @@
+/* Model loaders and writers over the real stories260K files: llama2.c and GGUF
+ * load to the same config and weights; GGUF (f16/q8_0) and HF re-saves reload;
+ * the tiny random preset loads; broken models give clear errors. */
+#include "gguf.h"
+#include "model.h"
+#include "model_gen.h"
+#include "model_write.h"
+#include "safetensors.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DIR260 "../shared/models/stories260K"
+static char tmpdir[256];
+
+static void check_260k_cfg(const llm_model *m, const char *what)
+{
+    const llm_config *c = &m->cfg;
+    ok(c->dim == 64 && c->hidden_dim == 172 && c->n_layers == 5 && c->n_heads == 8 && c->n_kv_heads == 4 &&
+       c->head_dim == 8 && c->vocab_size == 512 && c->seq_len == 512 && c->tied_embeddings &&
+       c->rope_layout == (strcmp(m->format, "hf") == 0 ? LLM_ROPE_HALF : LLM_ROPE_ADJACENT) && fabsf(c->rope_theta - 10000.0f) < 1e-3f &&
+       fabsf(c->norm_eps - 1e-5f) < 1e-9f, "%s: stories260K config", what);
+    ok(m->tok != NULL, "%s: tokenizer loaded", what);
+    ok(c->bos_id == 1 && c->eos_id == 2, "%s: bos/eos 1/2", what);
+}
+
+/* Max abs difference between two tensors of the same shape, after dequantisation. */
+static double tensor_diff(const llm_tensor *a, const llm_tensor *b, int (*rowmap)(int, int), int hd)
+{
+    if (a->ne[0] != b->ne[0] || a->ne[1] != b->ne[1])
+        return 1e9;
+    size_t n = (size_t)a->ne[0];
+    float *x = malloc(n * 4), *y = malloc(n * 4);
+    double md = 0;
+    for (int64_t r = 0; r < a->ne[1]; r++) {
+        int rb = rowmap ? rowmap((int)r, hd) : (int)r;
+        llm_row_to_f32(a->type, (const uint8_t *)a->data + r * llm_dtype_row_bytes(a->type, n), x, n);
+        llm_row_to_f32(b->type, (const uint8_t *)b->data + rb * llm_dtype_row_bytes(b->type, n), y, n);
+        for (size_t i = 0; i < n; i++)
+            md = fmax(md, fabs((double)x[i] - y[i]));
+    }
+    free(x);
+    free(y);
+    return md;
+}
+
+/* HF row p = j*hd/2 + i of a head holds the adjacent-layout row 2i + j. */
+static int half_to_adjacent(int r, int hd)
+{
+    int base = r - r % hd, p = r % hd, half = hd / 2;
+    return base + 2 * (p % half) + p / half;
+}
+
+static double model_diff(const llm_model *a, const llm_model *b, int permuted)
+{
+    double d = tensor_diff(&a->tok_embd, &b->tok_embd, NULL, 0);
+    d = fmax(d, tensor_diff(&a->out_norm, &b->out_norm, NULL, 0));
+    for (int l = 0; l < a->cfg.n_layers; l++) {
+        const llm_layer *x = &a->layers[l], *y = &b->layers[l];
+        d = fmax(d, tensor_diff(&x->wq, &y->wq, permuted ? half_to_adjacent : NULL, a->cfg.head_dim));
+        d = fmax(d, tensor_diff(&x->wk, &y->wk, permuted ? half_to_adjacent : NULL, a->cfg.head_dim));
+        d = fmax(d, tensor_diff(&x->wv, &y->wv, NULL, 0));
+        d = fmax(d, tensor_diff(&x->wo, &y->wo, NULL, 0));
+        d = fmax(d, tensor_diff(&x->w_gate, &y->w_gate, NULL, 0));
+        d = fmax(d, tensor_diff(&x->w_up, &y->w_up, NULL, 0));
+        d = fmax(d, tensor_diff(&x->w_down, &y->w_down, NULL, 0));
+        d = fmax(d, tensor_diff(&x->attn_norm, &y->attn_norm, NULL, 0));
+        d = fmax(d, tensor_diff(&x->ffn_norm, &y->ffn_norm, NULL, 0));
+    }
+    return d;
+}
+
+static void test_load_and_save(void)
+{
+    llm_err err = { { 0 } };
+    llm_model *bin = llm_model_load(DIR260 "/stories260K.bin", NULL, &err);
+    ok(bin != NULL, "load stories260K.bin: %s", bin ? "ok" : err.msg);
+    llm_model *gg = llm_model_load(DIR260 "/stories260K.gguf", NULL, &err);
+    ok(gg != NULL, "load stories260K.gguf: %s", gg ? "ok" : err.msg);
+    if (bin == NULL || gg == NULL)
+        return;
+    check_260k_cfg(bin, "llama2c");
+    check_260k_cfg(gg, "gguf");
+    ok(strcmp(bin->format, "llama2c") == 0 && strcmp(gg->format, "gguf") == 0, "formats sniffed");
+    ok(strstr(bin->tok_path, "tok512.bin") != NULL, "llama2c tokenizer found beside the checkpoint");
+    ok(model_diff(bin, gg, 0) == 0, "llama2c and GGUF weights identical");
+    ok(gg->tok_embd.data != NULL && (const uint8_t *)gg->tok_embd.data >= gg->gguf->base &&
+       (const uint8_t *)gg->tok_embd.data < gg->gguf->base + gg->gguf->size, "matrices stay in the mapping");
+    ok(bin->weight_bytes > 0 && bin->file_bytes > bin->weight_bytes / 2, "sizes recorded");
+
+    char path[512];
+    static const llm_dtype dts[] = { LLM_F16, LLM_Q8_0, LLM_Q4_0, LLM_BF16 };
+    static const double tol[] = { 1e-3, 0.02, 0.2, 0.01 };
+    for (int i = 0; i < 4; i++) {
+        const llm_model *src = i % 2 ? gg : bin; /* both sources */
+        snprintf(path, sizeof(path), "%s/re_%s.gguf", tmpdir, llm_dtype_name(dts[i]));
+        ok(llm_model_save_gguf(src, dts[i], path, &err) == 0, "save_gguf %s from %s: %s", llm_dtype_name(dts[i]),
+           src->format, err.msg);
+        llm_model *re = llm_model_load(path, NULL, &err);
+        ok(re != NULL, "reload %s: %s", llm_dtype_name(dts[i]), re ? "ok" : err.msg);
+        if (re == NULL)
+            continue;
+        check_260k_cfg(re, llm_dtype_name(dts[i]));
+        ok(re->layers[0].wq.type == dts[i] && re->tok_embd.type == dts[i] && re->out_norm.type == LLM_F32,
+           "%s: matrices in dtype, norms f32", llm_dtype_name(dts[i]));
+        ok(re->layers[0].w_down.type == (llm_dtype_block_elems(dts[i]) == 32 ? LLM_F16 : dts[i]),
+           "%s: 172-wide rows fall back to f16 when quantised", llm_dtype_name(dts[i]));
+        double d = model_diff(bin, re, 0);
+        ok(d < tol[i], "%s: weights within %g (max diff %g)", llm_dtype_name(dts[i]), tol[i], d);
+        const gguf_kv *toks = gguf_find_kv(re->gguf, "tokenizer.ggml.tokens");
+        ok(toks && toks->arr_n == 512 && toks->strs[1].len == 3 && memcmp(toks->strs[1].ptr, "<s>", 3) == 0,
+           "%s: SPM tokens written (<s> at 1)", llm_dtype_name(dts[i]));
+        int spaced = 0;
+        for (uint64_t t = 0; toks && t < toks->arr_n; t++)
+            spaced += toks->strs[t].len >= 3 && memcmp(toks->strs[t].ptr, "\xe2\x96\x81", 3) == 0;
+        ok(spaced > 50, "%s: spaces stored as U+2581 (%d tokens)", llm_dtype_name(dts[i]), spaced);
+        int64_t tt;
+        ok(gguf_arr_i64(gguf_find_kv(re->gguf, "tokenizer.ggml.token_type"), 3, &tt) == 0 && tt == 6,
+           "%s: <0x00> is a byte token", llm_dtype_name(dts[i]));
+        llm_model_free(re);
+        unlink(path);
+    }
+
+    /* Hugging Face directory: Q/K permuted to rotate-half; reload gives the same weights permuted. */
+    snprintf(path, sizeof(path), "%s/hf", tmpdir);
+    ok(llm_model_save_hf(bin, LLM_F32, path, &err) == 0, "save_hf f32: %s", err.msg);
+    llm_model *hf = llm_model_load(path, DIR260 "/tok512.bin", &err);
+    ok(hf != NULL, "load HF dir: %s", hf ? "ok" : err.msg);
+    if (hf != NULL) {
+        check_260k_cfg(hf, "hf");
+        ok(hf->cfg.rope_layout == LLM_ROPE_HALF && strcmp(hf->format, "hf") == 0, "hf: rotate-half layout");
+        ok(model_diff(hf, bin, 1) == 0, "hf: weights equal with Q/K rows permuted");
+        ok(model_diff(hf, bin, 0) > 0, "hf: Q/K really permuted");
+        /* HF -> GGUF permutes back to the adjacent layout. */
+        char p2[600];
+        snprintf(p2, sizeof(p2), "%s/from_hf.gguf", tmpdir);
+        ok(llm_model_save_gguf(hf, LLM_F32, p2, &err) == 0, "save_gguf from hf: %s", err.msg);
+        llm_model *back = llm_model_load(p2, NULL, &err);
+        ok(back && model_diff(back, bin, 0) == 0 && back->cfg.rope_layout == LLM_ROPE_ADJACENT,
+           "hf -> gguf restores adjacent layout exactly");
+        llm_model_free(back);
+        unlink(p2);
+        llm_model_free(hf);
+    }
+    /* Sharded: the same file behind an index. */
+    char a[600], b[600];
+    snprintf(a, sizeof(a), "%s/model.safetensors", path);
+    snprintf(b, sizeof(b), "%s/model-00001-of-00001.safetensors", path);
+    rename(a, b);
+    st_file *sf = st_open(b, &err);
+    snprintf(a, sizeof(a), "%s/model.safetensors.index.json", path);
+    FILE *f = fopen(a, "w");
+    fprintf(f, "{\"metadata\": {\"total_size\": 1}, \"weight_map\": {");
+    for (size_t i = 0; sf && i < sf->n; i++)
+        fprintf(f, "%s\"%s\": \"model-00001-of-00001.safetensors\"", i ? ", " : "", sf->t[i].name);
+    fprintf(f, "}}");
+    fclose(f);
+    st_close(sf);
+    hf = llm_model_load(path, NULL, &err);
+    ok(hf != NULL && model_diff(hf, bin, 1) == 0, "sharded HF dir loads: %s", hf ? "ok" : err.msg);
+    llm_model_free(hf);
+    /* An index naming a tensor its shard lacks is an error. */
+    f = fopen(a, "w");
+    fprintf(f, "{\"weight_map\": {\"model.norm.weight\": \"model-00001-of-00001.safetensors\", "
+               "\"ghost\": \"model-00001-of-00001.safetensors\"}}");
+    fclose(f);
+    hf = llm_model_load(path, NULL, &err);
+    ok(hf == NULL && strstr(err.msg, "ghost"), "index with missing tensor: %s", err.msg);
+    unlink(a); unlink(b);
+    snprintf(a, sizeof(a), "%s/config.json", path);
+    unlink(a);
+    rmdir(path);
+
+    llm_model_describe(gg, stdout == NULL ? stderr : fopen("/dev/null", "w"));
+    llm_model_free(bin);
+    llm_model_free(gg);
+}
+
+static void test_generate(void)
+{
+    llm_err err = { { 0 } };
+    char path[512];
+    snprintf(path, sizeof(path), "%s/tiny.gguf", tmpdir);
+    ok(llm_model_generate("tiny", LLM_Q8_0, 7, path, "../shared", &err) == 0, "gen tiny q8_0: %s", err.msg);
+    llm_model *m = llm_model_load(path, NULL, &err);
+    ok(m != NULL, "tiny loads: %s", m ? "ok" : err.msg);
+    if (m != NULL) {
+        const llm_config *c = &m->cfg;
+        ok(c->dim == 64 && c->n_layers == 2 && c->n_heads == 4 && c->n_kv_heads == 2 && c->hidden_dim == 172 &&
+           c->vocab_size == 512 && m->tok != NULL, "tiny config");
+        ok(m->layers[1].wq.type == LLM_Q8_0 && m->layers[1].w_down.type == LLM_F16, "tiny dtypes");
+        float x[64];
+        llm_row_to_f32(LLM_F32, m->layers[0].attn_norm.data, x, 64);
+        double mean = 0;
+        for (int i = 0; i < 64; i++)
+            mean += x[i] / 64;
+        ok(fabs(mean - 1.0) < 0.05, "norms ~1 (mean %g)", mean);
+        float *e = malloc(64 * 512 * sizeof(float));
+        double s2 = 0;
+        for (int r = 0; r < 512; r++)
+            llm_row_to_f32(LLM_Q8_0, (const uint8_t *)m->tok_embd.data + r * llm_dtype_row_bytes(LLM_Q8_0, 64),
+                           e + r * 64, 64);
+        for (int i = 0; i < 64 * 512; i++)
+            s2 += (double)e[i] * e[i];
+        double sd = sqrt(s2 / (64 * 512));
+        ok(sd > 0.018 && sd < 0.022, "matrices ~N(0, 0.02) (sd %g)", sd);
+        free(e);
+    }
+    llm_model_free(m);
+    /* Same seed, same bytes. */
+    char p2[600];
+    snprintf(p2, sizeof(p2), "%s/tiny2.gguf", tmpdir);
+    llm_model_generate("tiny", LLM_Q8_0, 7, p2, "../shared", &err);
+    FILE *f1 = fopen(path, "rb"), *f2 = fopen(p2, "rb");
+    int same = f1 && f2;
+    for (int ch1 = 0, ch2 = 0; same && ch1 != EOF;) {
+        ch1 = fgetc(f1); ch2 = fgetc(f2);
+        same = ch1 == ch2;
+    }
+    if (f1) fclose(f1);
+    if (f2) fclose(f2);
+    ok(same, "generation is deterministic for a seed");
+    unlink(p2);
+    ok(llm_model_generate("nope", LLM_F32, 1, p2, "../shared", &err) == -1 && strstr(err.msg, "unknown preset"),
+       "unknown preset rejected");
+
+    /* Broken models: a GGUF missing one tensor, one with a wrong shape. */
+    gguf_ctx *g = gguf_open(path, &err);
+    for (int mode = 0; g && mode < 2; mode++) {
+        gguf_writer *w = gguf_writer_new();
+        for (uint64_t i = 0; i < g->n_kv; i++)
+            gguf_w_kv_copy(w, &g->kv[i]);
+        for (uint64_t i = 0; i < g->n_tensors; i++) {
+            const gguf_tensor *t = &g->tensors[i];
+            char name[64];
+            snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+            if (strcmp(name, "blk.1.ffn_up.weight") == 0 && mode == 0)
+                continue;
+            uint64_t ne[2] = { t->ne[0], t->ne[1] };
+            if (strcmp(name, "blk.0.attn_k.weight") == 0 && mode == 1)
+                ne[1] /= 2; /* half the rows */
+            gguf_w_tensor(w, name, t->type, t->n_dims, ne, t->data);
+        }
+        gguf_writer_write(w, p2, &err);
+        gguf_writer_free(w);
+        llm_model *bad = llm_model_load(p2, NULL, &err);
+        ok(bad == NULL && strstr(err.msg, mode == 0 ? "missing tensor blk.1.ffn_up.weight" : "layer 0 wk") &&
+           strstr(err.msg, p2), "%s: %s", mode == 0 ? "missing tensor" : "inconsistent shape", err.msg);
+        llm_model_free(bad);
+    }
+    gguf_close(g);
+    unlink(p2);
+    unlink(path);
+
+    /* A truncated llama2.c checkpoint. */
+    snprintf(p2, sizeof(p2), "%s/trunc.bin", tmpdir);
+    FILE *in = fopen(DIR260 "/stories260K.bin", "rb"), *out = fopen(p2, "wb");
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof(buf), in);
+    fwrite(buf, 1, n, out);
+    fclose(in);
+    fclose(out);
+    m = llm_model_load(p2, DIR260 "/tok512.bin", &err);
+    ok(m == NULL && strstr(err.msg, "truncated"), "truncated checkpoint: %s", err.msg);
+    unlink(p2);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_model_%d", (int)getpid());
+    mkdir(tmpdir, 0755);
+    test_load_and_save();
+    test_generate();
+    rmdir(tmpdir);
+    return done_testing();
+}
