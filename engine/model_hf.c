@@ -155,7 +155,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     }
     if (take(m, s, "model.embed_tokens.weight", &m->tok_embd, 1, err) ||
         take_norm(m, s, "model.norm.weight", &m->out_norm, err) ||
-        take(m, s, "lm_head.weight", &m->output, !c->tied_embeddings, err))
+        (!c->tied_embeddings && take(m, s, "lm_head.weight", &m->output, 1, err)))
         return -1;
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
     if (llm_model_own(m, m->layers, err) != 0)
