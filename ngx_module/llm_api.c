@@ -1,0 +1,424 @@
+/* Request parsing and validation for the OpenAI-compatible endpoints. */
+#include "llm_api.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void llm_api_seterr(llm_api_err *e, int status, const char *param, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    e->status = status;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    const char *type = status == 404 ? "not_found_error"
+                     : status == 413 ? "request_too_large"
+                     : status == 429 ? "rate_limit_error"
+                     : status == 405 ? "invalid_request_error"
+                     : status >= 500 ? (status == 504 ? "timeout_error" : "server_error")
+                     : "invalid_request_error";
+    snprintf(e->type, sizeof e->type, "%s", type);
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+}
+
+char *llm_api_error_json(const llm_api_err *e)
+{
+    cJSON *root = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(root, "error");
+    if (!o) { cJSON_Delete(root); return NULL; }
+    cJSON_AddStringToObject(o, "message", e->message);
+    cJSON_AddStringToObject(o, "type", e->type);
+    if (e->param[0]) cJSON_AddStringToObject(o, "param", e->param); else cJSON_AddNullToObject(o, "param");
+    if (e->code[0]) cJSON_AddStringToObject(o, "code", e->code); else cJSON_AddNullToObject(o, "code");
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+void llm_api_req_free(llm_api_req *r)
+{
+    cJSON_Delete(r->root);
+    free(r->ids);
+    free(r->msgs);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- typed field getters: 0 absent/null, 1 present and valid, -1 error set ---- */
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return (v && !cJSON_IsNull(v)) ? v : NULL;
+}
+
+static int get_num(const cJSON *o, const char *name, double lo, double hi, double *out, llm_api_err *e)
+{
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+        llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be a number", name);
+        return -1;
+    }
+    if (v->valuedouble < lo || v->valuedouble > hi) {
+        llm_api_seterr(e, 400, name, "invalid_value", "'%s' must be between %g and %g, got %g",
+                       name, lo, hi, v->valuedouble);
+        return -1;
+    }
+    *out = v->valuedouble;
+    return 1;
+}
+
+static int get_int(const cJSON *o, const char *name, double lo, double hi, long long *out, llm_api_err *e)
+{
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || floor(v->valuedouble) != v->valuedouble) {
+        llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be an integer", name);
+        return -1;
+    }
+    if (v->valuedouble < lo || v->valuedouble > hi) {
+        llm_api_seterr(e, 400, name, "invalid_value", "'%s' must be between %.0f and %.0f, got %.0f",
+                       name, lo, hi, v->valuedouble);
+        return -1;
+    }
+    *out = (long long)v->valuedouble;
+    return 1;
+}
+
+static int get_bool(const cJSON *o, const char *name, int *out, llm_api_err *e)
+{
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) {
+        llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be a boolean", name);
+        return -1;
+    }
+    *out = cJSON_IsTrue(v);
+    return 1;
+}
+
+static int get_str(const cJSON *o, const char *name, const char **out, llm_api_err *e)
+{
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsString(v)) {
+        llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be a string", name);
+        return -1;
+    }
+    *out = v->valuestring;
+    return 1;
+}
+
+/* Token ids: an array of non-negative integers (upper bound checked against the vocabulary later). */
+static int get_ids(const cJSON *a, const char *name, int32_t **out, size_t *n, llm_api_err *e)
+{
+    int cnt = cJSON_GetArraySize(a);
+    int32_t *ids = malloc(((size_t)cnt + 1) * sizeof *ids);
+    if (!ids) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+    int i = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a) {
+        if (!cJSON_IsNumber(x) || floor(x->valuedouble) != x->valuedouble ||
+            x->valuedouble < 0 || x->valuedouble > 2147483647.0) {
+            free(ids);
+            llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be an array of token ids (non-negative integers)", name);
+            return -1;
+        }
+        ids[i++] = (int32_t)x->valuedouble;
+    }
+    *out = ids;
+    *n = (size_t)i;
+    return 1;
+}
+
+static int parse_prompt(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *p = field(root, "prompt");
+    if (!p) { llm_api_seterr(e, 400, "prompt", "missing_required_parameter", "'prompt' is required"); return -1; }
+    if (cJSON_IsString(p)) { r->prompt = p->valuestring; r->prompt_len = strlen(p->valuestring); return 0; }
+    if (cJSON_IsArray(p)) {
+        int cnt = cJSON_GetArraySize(p);
+        if (cnt == 0) { llm_api_seterr(e, 400, "prompt", "invalid_value", "'prompt' must not be empty"); return -1; }
+        const cJSON *first = cJSON_GetArrayItem(p, 0);
+        if (cJSON_IsString(first)) {
+            if (cnt > 1) {
+                llm_api_seterr(e, 400, "prompt", "invalid_value",
+                               "batched prompts are not supported: send one prompt per request (use 'n' for several completions)");
+                return -1;
+            }
+            r->prompt = first->valuestring;
+            r->prompt_len = strlen(first->valuestring);
+            return 0;
+        }
+        if (cJSON_IsArray(first)) {
+            if (cnt > 1) {
+                llm_api_seterr(e, 400, "prompt", "invalid_value", "batched prompts are not supported: send one prompt per request");
+                return -1;
+            }
+            p = first;
+            if (cJSON_GetArraySize(p) == 0) { llm_api_seterr(e, 400, "prompt", "invalid_value", "'prompt' must not be empty"); return -1; }
+        }
+        return get_ids(p, "prompt", &r->ids, &r->n_ids, e) < 0 ? -1 : 0;
+    }
+    llm_api_seterr(e, 400, "prompt", "invalid_type", "'prompt' must be a string or an array of token ids");
+    return -1;
+}
+
+/* content: a string, or an array of {"type":"text","text":...} parts (joined). */
+static int message_text(cJSON *m, size_t i, const char **out, llm_api_err *e)
+{
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+    if (!c || cJSON_IsNull(c)) { *out = ""; return 0; }
+    if (cJSON_IsString(c)) { *out = c->valuestring; return 0; }
+    if (cJSON_IsArray(c)) {
+        size_t len = 0;
+        cJSON *part;
+        cJSON_ArrayForEach(part, c) {
+            cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "type");
+            cJSON *x = cJSON_GetObjectItemCaseSensitive(part, "text");
+            if (!cJSON_IsObject(part) || !cJSON_IsString(t) || strcmp(t->valuestring, "text") || !cJSON_IsString(x)) {
+                llm_api_seterr(e, 400, "messages", "invalid_value",
+                               "messages[%zu].content: only text parts ({\"type\":\"text\",\"text\":...}) are supported", i);
+                return -1;
+            }
+            len += strlen(x->valuestring);
+        }
+        char *joined = malloc(len + 1), *p = joined;
+        if (!joined) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+        cJSON_ArrayForEach(part, c) {
+            const char *x = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+            size_t l = strlen(x);
+            memcpy(p, x, l);
+            p += l;
+        }
+        *p = 0;
+        /* Keep the joined text alive with the tree: replace the array by a string. */
+        cJSON *s = cJSON_CreateString(joined);
+        free(joined);
+        if (!s) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+        cJSON_ReplaceItemInObjectCaseSensitive(m, "content", s);
+        *out = s->valuestring;
+        return 0;
+    }
+    llm_api_seterr(e, 400, "messages", "invalid_type", "messages[%zu].content must be a string or an array of text parts", i);
+    return -1;
+}
+
+static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (!a || cJSON_IsNull(a)) {
+        llm_api_seterr(e, 400, "messages", "missing_required_parameter", "'messages' is required");
+        return -1;
+    }
+    if (!cJSON_IsArray(a)) { llm_api_seterr(e, 400, "messages", "invalid_type", "'messages' must be an array"); return -1; }
+    int cnt = cJSON_GetArraySize(a);
+    if (cnt == 0) { llm_api_seterr(e, 400, "messages", "invalid_value", "'messages' must not be empty"); return -1; }
+    r->msgs = calloc((size_t)cnt, sizeof *r->msgs);
+    if (!r->msgs) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+    cJSON *m;
+    size_t i = 0;
+    cJSON_ArrayForEach(m, a) {
+        if (!cJSON_IsObject(m)) {
+            llm_api_seterr(e, 400, "messages", "invalid_type", "messages[%zu] must be an object", i);
+            return -1;
+        }
+        cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsString(role)) {
+            llm_api_seterr(e, 400, "messages", "invalid_value", "messages[%zu].role must be a string", i);
+            return -1;
+        }
+        const char *rs = role->valuestring;
+        if (!strcmp(rs, "developer")) rs = "system"; /* OpenAI's newer name for the system role */
+        else if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant")) {
+            llm_api_seterr(e, 400, "messages", "invalid_value",
+                           "messages[%zu].role must be one of system, developer, user, assistant", i);
+            return -1;
+        }
+        r->msgs[i].role = rs;
+        if (message_text(m, i, &r->msgs[i].content, e)) return -1;
+        i++;
+    }
+    r->n_msgs = i;
+    return 0;
+}
+
+static int parse_stop(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *s = field(root, "stop");
+    if (!s) return 0;
+    if (cJSON_IsString(s)) {
+        if (strlen(s->valuestring) > LLM_STOP_MAX_LEN) goto too_long;
+        if (s->valuestring[0]) {
+            r->stop[0] = s->valuestring;
+            r->stop_len[0] = strlen(s->valuestring);
+            r->n_stop = 1;
+        }
+        return 0;
+    }
+    if (!cJSON_IsArray(s)) goto bad;
+    if (cJSON_GetArraySize(s) > LLM_STOP_MAX) {
+        llm_api_seterr(e, 400, "stop", "invalid_value", "at most %d stop sequences are supported", LLM_STOP_MAX);
+        return -1;
+    }
+    const cJSON *x;
+    cJSON_ArrayForEach(x, s) {
+        if (!cJSON_IsString(x)) goto bad;
+        size_t l = strlen(x->valuestring);
+        if (l > LLM_STOP_MAX_LEN) goto too_long;
+        if (!l) continue;
+        r->stop[r->n_stop] = x->valuestring;
+        r->stop_len[r->n_stop++] = l;
+    }
+    return 0;
+bad:
+    llm_api_seterr(e, 400, "stop", "invalid_type", "'stop' must be a string or an array of strings");
+    return -1;
+too_long:
+    llm_api_seterr(e, 400, "stop", "invalid_value", "stop sequences are limited to %d bytes", LLM_STOP_MAX_LEN);
+    return -1;
+}
+
+static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    long long iv;
+    int rc, b;
+
+    /* max_completion_tokens is the chat API's newer name; either is accepted. */
+    if ((rc = get_int(root, "max_tokens", 1, 1e9, &iv, e)) < 0) return -1;
+    if (rc) r->max_tokens = (int)iv;
+    if ((rc = get_int(root, "max_completion_tokens", 1, 1e9, &iv, e)) < 0) return -1;
+    if (rc) r->max_tokens = (int)iv;
+
+    if (get_num(root, "temperature", 0, 2, &r->temperature, e) < 0) return -1;
+    if (get_num(root, "top_p", 0, 1, &r->top_p, e) < 0) return -1;
+    if (field(root, "top_p") && r->top_p <= 0) {
+        llm_api_seterr(e, 400, "top_p", "invalid_value", "'top_p' must be in (0, 1]");
+        return -1;
+    }
+    if ((rc = get_int(root, "top_k", -1, 1e9, &iv, e)) < 0) return -1;
+    if (rc) r->top_k = iv < 0 ? 0 : (int)iv; /* -1 means off, as in vLLM */
+    if (get_num(root, "min_p", 0, 1, &r->min_p, e) < 0) return -1;
+    if (get_num(root, "presence_penalty", -2, 2, &r->presence_penalty, e) < 0) return -1;
+    if (get_num(root, "frequency_penalty", -2, 2, &r->frequency_penalty, e) < 0) return -1;
+    if (get_num(root, "repetition_penalty", 0, 10, &r->repetition_penalty, e) < 0) return -1;
+    if (field(root, "repetition_penalty") && r->repetition_penalty <= 0) {
+        llm_api_seterr(e, 400, "repetition_penalty", "invalid_value", "'repetition_penalty' must be > 0");
+        return -1;
+    }
+    if ((rc = get_int(root, "seed", -9.2e18, 9.2e18, &iv, e)) < 0) return -1;
+    if (rc) { r->has_seed = 1; r->seed = (uint64_t)iv; }
+    if ((rc = get_int(root, "n", 1, LLM_API_MAX_N, &iv, e)) < 0) return -1;
+    if (rc) r->n = (int)iv;
+
+    if (r->kind == LLM_API_CHAT) {
+        if (get_bool(root, "logprobs", &r->logprobs, e) < 0) return -1;
+        if ((rc = get_int(root, "top_logprobs", 0, LLM_API_MAX_LOGPROBS, &iv, e)) < 0) return -1;
+        if (rc) {
+            if (!r->logprobs) {
+                llm_api_seterr(e, 400, "top_logprobs", "invalid_value", "'top_logprobs' requires 'logprobs' to be true");
+                return -1;
+            }
+            r->top_logprobs = (int)iv;
+        }
+    } else {
+        /* completions: logprobs is the number of alternatives (0 = only the chosen token's) */
+        if ((rc = get_int(root, "logprobs", 0, LLM_API_MAX_LOGPROBS, &iv, e)) < 0) return -1;
+        if (rc) { r->logprobs = 1; r->top_logprobs = (int)iv; }
+        if (get_bool(root, "echo", &r->echo, e) < 0) return -1;
+    }
+    if (parse_stop(root, r, e)) return -1;
+    if (get_bool(root, "stream", &r->stream, e) < 0) return -1;
+    const cJSON *so = field(root, "stream_options");
+    if (so) {
+        if (!cJSON_IsObject(so)) {
+            llm_api_seterr(e, 400, "stream_options", "invalid_type", "'stream_options' must be an object");
+            return -1;
+        }
+        if (!r->stream) {
+            llm_api_seterr(e, 400, "stream_options", "invalid_value", "'stream_options' is only allowed when 'stream' is true");
+            return -1;
+        }
+        if (get_bool(so, "include_usage", &r->include_usage, e) < 0) return -1;
+    }
+    if ((rc = get_bool(root, "ignore_eos", &b, e)) < 0) return -1;
+    if (rc) r->ignore_eos = b;
+    if (get_str(root, "user", &r->user, e) < 0) return -1;
+    return 0;
+}
+
+int llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *r, llm_api_err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->temperature = 1.0;
+    r->top_p = 1.0;
+    r->repetition_penalty = 1.0;
+    r->n = 1;
+    r->add_special = 1;
+    r->add_generation_prompt = 1;
+
+    if (!body || len == 0) {
+        llm_api_seterr(e, 400, NULL, "invalid_json", "request body is empty: expected a JSON object");
+        return -1;
+    }
+    const char *end = NULL;
+    r->root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!r->root) {
+        size_t at = end && end >= body ? (size_t)(end - body) : 0;
+        llm_api_seterr(e, 400, NULL, "invalid_json", "request body is not valid JSON (error near byte %zu)", at);
+        return -1;
+    }
+    if (!cJSON_IsObject(r->root)) {
+        llm_api_seterr(e, 400, NULL, "invalid_json", "request body must be a JSON object");
+        return -1;
+    }
+    cJSON *root = r->root;
+    if (get_str(root, "model", &r->model, e) < 0) return -1;
+
+    switch (kind) {
+    case LLM_API_COMPLETIONS:
+        if (parse_prompt(root, r, e)) return -1;
+        return parse_sampling(root, r, e);
+    case LLM_API_CHAT:
+        if (parse_messages(root, r, e)) return -1;
+        if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0) return -1;
+        return parse_sampling(root, r, e);
+    case LLM_API_TOKENIZE: {
+        /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */
+        if (field(root, "messages")) {
+            if (parse_messages(root, r, e)) return -1;
+            if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0) return -1;
+        } else {
+            const char *p = NULL;
+            int rc = get_str(root, "prompt", &p, e);
+            if (rc < 0) return -1;
+            if (!rc) {
+                llm_api_seterr(e, 400, "prompt", "missing_required_parameter", "'prompt' (a string) or 'messages' is required");
+                return -1;
+            }
+            r->prompt = p;
+            r->prompt_len = strlen(p);
+        }
+        if (get_bool(root, "add_special_tokens", &r->add_special, e) < 0) return -1;
+        return 0;
+    }
+    case LLM_API_DETOKENIZE: {
+        const cJSON *t = field(root, "tokens");
+        if (!t) {
+            llm_api_seterr(e, 400, "tokens", "missing_required_parameter", "'tokens' (an array of token ids) is required");
+            return -1;
+        }
+        if (!cJSON_IsArray(t)) {
+            llm_api_seterr(e, 400, "tokens", "invalid_type", "'tokens' must be an array of token ids");
+            return -1;
+        }
+        return get_ids(t, "tokens", &r->ids, &r->n_ids, e) < 0 ? -1 : 0;
+    }
+    }
+    llm_api_seterr(e, 500, NULL, NULL, "unknown request kind");
+    return -1;
+}

@@ -1,0 +1,81 @@
+/* OpenAI-style request bodies -> one validated request struct, and the JSON
+ * shapes of responses. Plain C + cJSON (no nginx headers), so it is unit-tested
+ * on its own. */
+#ifndef LLM_API_H
+#define LLM_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "chat_template.h"
+#include "stop_strings.h"
+
+#define LLM_API_MAX_N        8
+#define LLM_API_MAX_LOGPROBS 20
+
+typedef enum {
+    LLM_API_COMPLETIONS = 1, /* POST /v1/completions */
+    LLM_API_CHAT        = 2, /* POST /v1/chat/completions */
+    LLM_API_TOKENIZE    = 3, /* POST /tokenize */
+    LLM_API_DETOKENIZE  = 4, /* POST /detokenize */
+} llm_api_kind;
+
+/* A 4xx/5xx answer: HTTP status + OpenAI error object. */
+typedef struct {
+    int  status;
+    char message[512];
+    char type[48];    /* invalid_request_error, not_found_error, ... */
+    char param[48];   /* offending field, "" if none */
+    char code[48];    /* machine-readable code, "" if none */
+} llm_api_err;
+
+void llm_api_seterr(llm_api_err *e, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+typedef struct {
+    llm_api_kind kind;
+    cJSON       *root;        /* owns every string below */
+    const char  *model;       /* NULL if absent */
+
+    /* prompt: completions (text or ids), chat (messages), tokenize (text or messages) */
+    const char  *prompt;      /* NULL if ids or messages */
+    size_t       prompt_len;
+    int32_t     *ids;         /* malloc'd; completions with a token-id prompt, detokenize */
+    size_t       n_ids;
+    llm_chat_msg *msgs;       /* malloc'd */
+    size_t       n_msgs;
+    int          add_special; /* tokenize: add BOS (default 1) */
+    int          add_generation_prompt; /* chat / tokenize with messages (default 1) */
+
+    /* generation */
+    int          max_tokens;  /* 0: not given */
+    double       temperature; /* default 1 */
+    double       top_p;       /* default 1 */
+    int          top_k;       /* 0 = off */
+    double       min_p;
+    double       presence_penalty, frequency_penalty, repetition_penalty;
+    int          has_seed;
+    uint64_t     seed;
+    int          n;           /* 1..8 */
+    const char  *stop[LLM_STOP_MAX];
+    size_t       stop_len[LLM_STOP_MAX];
+    int          n_stop;
+    int          logprobs;    /* 0 off, 1 on */
+    int          top_logprobs; /* 0..20 */
+    int          stream;
+    int          include_usage;
+    int          ignore_eos;
+    int          echo;        /* completions: prepend the prompt text */
+    const char  *user;
+} llm_api_req;
+
+/* Parses and validates a body. Unknown fields are ignored; null means absent.
+ * Returns 0, or -1 with e filled (status 400). Free with llm_api_req_free in both cases. */
+int  llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *r, llm_api_err *e);
+void llm_api_req_free(llm_api_req *r);
+
+/* {"error":{"message","type","param","code"}} as a malloc'd string. */
+char *llm_api_error_json(const llm_api_err *e);
+
+#endif

@@ -1,0 +1,55 @@
+/* JSON shapes of OpenAI responses, stream chunks and logprobs (cJSON, no nginx). */
+#ifndef NGX_HTTP_LLM_FORMAT_H
+#define NGX_HTTP_LLM_FORMAT_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include "llm_api.h"
+#include "llm_shm.h"
+#include "tokenizer.h"
+
+typedef struct {
+    char  *data;
+    size_t len, cap;
+} ngx_http_llm_text_t;
+
+/* 0, or -1 out of memory. */
+int ngx_http_llm_text_append(ngx_http_llm_text_t *t, const char *s, size_t len);
+
+typedef struct {
+    llm_api_kind kind;      /* LLM_API_COMPLETIONS or LLM_API_CHAT */
+    char         id[64];
+    char         model[256];
+    long long    created;
+} ngx_http_llm_resp_t;
+
+void ngx_http_llm_resp_init(ngx_http_llm_resp_t *r, llm_api_kind kind, const char *model);
+
+typedef struct {
+    const char *text;
+    size_t      len;
+    const char *finish;     /* "stop" / "length" */
+    cJSON      *logprobs;   /* taken by ngx_http_llm_response, or NULL */
+} ngx_http_llm_choice_t;
+
+/* Whole (non-streaming) response. */
+cJSON *ngx_http_llm_response(const ngx_http_llm_resp_t *r, ngx_http_llm_choice_t *ch, int n,
+                             uint32_t prompt_tokens, uint32_t completion_tokens);
+/* One stream chunk for choice i: text, or (role) the chat role opener, or a finish reason. Takes lp. */
+cJSON *ngx_http_llm_chunk(const ngx_http_llm_resp_t *r, int i, const char *text, size_t len, int role,
+                          cJSON *lp, const char *finish);
+cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, uint32_t prompt_tokens, uint32_t completion_tokens);
+
+/* Logprobs: one entry per token, collected into the response's shape
+ * (chat: {"content":[...]}, completions: tokens / token_logprobs / top_logprobs / text_offset). */
+cJSON *ngx_http_llm_logprob_entry(const ngx_http_llm_resp_t *r, const llm_tokenizer *tok,
+                                  const llm_shm_token *tk, int top_n, size_t text_off);
+cJSON *ngx_http_llm_logprobs_new(const ngx_http_llm_resp_t *r);
+void   ngx_http_llm_logprobs_add(const ngx_http_llm_resp_t *r, cJSON *lp, cJSON *entry); /* takes entry */
+cJSON *ngx_http_llm_logprobs_wrap(const ngx_http_llm_resp_t *r, cJSON *entry);      /* new + add */
+
+/* Copies s into a NUL-terminated string of valid UTF-8 (invalid bytes -> U+FFFD); malloc'd. */
+char *ngx_http_llm_utf8_clean(const char *s, size_t len);
+
+#endif

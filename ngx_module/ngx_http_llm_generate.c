@@ -1,0 +1,461 @@
+/* POST /v1/completions and /v1/chat/completions: prompt -> token ids ->
+ * engine (n independent sequences) -> detokenize -> stop strings -> one JSON
+ * response, or Server-Sent Events as tokens arrive. */
+#include "ngx_http_llm_module.h"
+#include "ngx_http_llm_format.h"
+
+typedef struct {
+    llm_req          h;
+    unsigned         started:1, done:1;
+    const char      *finish;      /* "stop" / "length" once done */
+    llm_detok        detok;
+    llm_stop_matcher stop;
+    uint32_t         n_gen;
+    ngx_http_llm_text_t text;     /* whole text (non-streaming) */
+    cJSON           *lp;          /* logprobs being collected (non-streaming), or NULL */
+    size_t           text_off;    /* completions logprobs text_offset */
+} ngx_http_llm_seq_t;
+
+typedef struct {
+    ngx_http_request_t    *r;
+    ngx_http_llm_engine_t *eng;
+    ngx_queue_t            queue;
+    unsigned               queued:1, header_sent:1, finished:1, got_token:1;
+    llm_api_req            q;
+    llm_tokenizer         *tok;
+    int32_t                eog[LLM_SHM_MAX_EOG];
+    int                    n_eog;
+    int                    n, n_done;
+    ngx_http_llm_seq_t     seq[LLM_API_MAX_N];
+    uint32_t               n_prompt;
+    ngx_http_llm_resp_t    resp;      /* id, model, created, kind */
+    ngx_msec_t             start;
+    ngx_msec_t             queue_timeout, request_timeout;
+    ngx_event_t            timer;
+} ngx_http_llm_ctx_t;
+
+static void ngx_http_llm_cleanup(void *data)
+{
+    ngx_http_llm_ctx_t *ctx = data;
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(ctx->r, ngx_http_llm_module);
+    if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
+    if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
+    if (!ctx->finished && mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->client_aborts, 1);
+    for (int i = 0; i < ctx->n; i++) {
+        ngx_http_llm_seq_t *s = &ctx->seq[i];
+        /* Releasing an unfinished request cancels it: the engine frees its KV blocks. */
+        if (s->started && ctx->eng->client) llm_client_release(ctx->eng->client, s->h);
+        s->started = 0;
+        llm_stop_free(&s->stop);
+        free(s->text.data);
+        cJSON_Delete(s->lp);
+    }
+    llm_api_req_free(&ctx->q);
+}
+
+/* ---------------- output ---------------- */
+
+static ngx_int_t ngx_http_llm_emit(ngx_http_llm_ctx_t *ctx, const char *data, size_t len, int last)
+{
+    ngx_http_request_t *r = ctx->r;
+    ngx_buf_t *b = ngx_calloc_buf(r->pool);
+    if (b == NULL) return NGX_ERROR;
+    if (len) {
+        u_char *p = ngx_pnalloc(r->pool, len);
+        if (p == NULL) return NGX_ERROR;
+        ngx_memcpy(p, data, len);
+        b->pos = p;
+        b->last = p + len;
+        b->memory = 1;
+    }
+    b->flush = 1;
+    if (last) { b->last_buf = (r == r->main); b->last_in_chain = 1; }
+    ngx_chain_t out = { b, NULL };
+    return ngx_http_output_filter(r, &out);
+}
+
+/* "data: <json>\n\n" */
+static ngx_int_t ngx_http_llm_emit_event(ngx_http_llm_ctx_t *ctx, cJSON *obj)
+{
+    char *s = obj ? cJSON_PrintUnformatted(obj) : NULL;
+    cJSON_Delete(obj);
+    if (s == NULL) return NGX_ERROR;
+    size_t l = strlen(s);
+    char *ev = malloc(l + 8);
+    if (ev == NULL) { cJSON_free(s); return NGX_ERROR; }
+    memcpy(ev, "data: ", 6);
+    memcpy(ev + 6, s, l);
+    memcpy(ev + 6 + l, "\n\n", 2);
+    cJSON_free(s);
+    ngx_int_t rc = ngx_http_llm_emit(ctx, ev, l + 8, 0);
+    free(ev);
+    return rc;
+}
+
+static ngx_int_t ngx_http_llm_send_stream_header(ngx_http_llm_ctx_t *ctx)
+{
+    ngx_http_request_t *r = ctx->r;
+    static const struct { const char *k, *v; } hs[] = { { "Cache-Control", "no-cache" }, { "X-Accel-Buffering", "no" } };
+    for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) {
+        ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) return NGX_ERROR;
+        h->hash = 1;
+        h->key.data = (u_char *)hs[i].k;
+        h->key.len = ngx_strlen(hs[i].k);
+        h->value.data = (u_char *)hs[i].v;
+        h->value.len = ngx_strlen(hs[i].v);
+    }
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = -1;
+    ngx_str_set(&r->headers_out.content_type, "text/event-stream");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    ngx_http_llm_count_status(r, 200);
+    ctx->header_sent = 1;
+    ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK) return NGX_ERROR;
+    if (ctx->resp.kind == LLM_API_CHAT)  /* the first chunk of each choice carries the role */
+        for (int i = 0; i < ctx->n; i++)
+            if (ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, "", 0, 1, NULL, NULL)) == NGX_ERROR)
+                return NGX_ERROR;
+    return NGX_OK;
+}
+
+/* Ends the request: finalizes it; ctx must not be touched afterwards. */
+static void ngx_http_llm_done(ngx_http_llm_ctx_t *ctx, ngx_int_t rc)
+{
+    ngx_http_request_t *r = ctx->r;
+    ngx_connection_t *c = r->connection;
+    ctx->finished = 1;
+    if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
+    if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+/* Fails the request: an error response, or an error event when streaming. */
+static void ngx_http_llm_fail(ngx_http_llm_ctx_t *ctx, int status, const char *code, const char *msg)
+{
+    llm_api_err e;
+    llm_api_seterr(&e, status, NULL, code, "%s", msg);
+    if (!ctx->header_sent) {
+        ngx_http_llm_done(ctx, ngx_http_llm_send_error(ctx->r, &e));
+        return;
+    }
+    char *s = llm_api_error_json(&e);
+    ngx_int_t rc = NGX_ERROR;
+    if (s) {
+        cJSON *o = cJSON_Parse(s);
+        cJSON_free(s);
+        if (ngx_http_llm_emit_event(ctx, o) != NGX_ERROR)
+            rc = ngx_http_llm_emit(ctx, "data: [DONE]\n\n", 14, 1);
+    }
+    ngx_http_llm_done(ctx, rc == NGX_ERROR ? NGX_ERROR : NGX_OK);
+}
+
+/* ---------------- tokens -> text ---------------- */
+
+static int ngx_http_llm_is_eog(ngx_http_llm_ctx_t *ctx, int32_t id)
+{
+    for (int i = 0; i < ctx->n_eog; i++) if (ctx->eog[i] == id) return 1;
+    return 0;
+}
+
+/* Appends text to a choice: to the stream as a chunk, or to its text buffer. */
+static int ngx_http_llm_out(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len, cJSON *lp)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[i];
+    if (ctx->q.stream) {
+        if (len == 0 && lp == NULL) return 0;
+        return ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, t, len, 0, lp, NULL)) == NGX_ERROR ? -1 : 0;
+    }
+    cJSON_Delete(lp);
+    return ngx_http_llm_text_append(&s->text, t, len);
+}
+
+/* Takes one token of choice i. Returns -1 on an output failure. */
+static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_token *tk)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[i];
+    s->n_gen++;
+    if (!ctx->q.ignore_eos && ngx_http_llm_is_eog(ctx, tk->id)) {
+        s->finish = "stop"; /* the engine ends the request right after */
+        return 0;
+    }
+    char piece[1024];
+    size_t n = llm_detok_push(&s->detok, tk->id, piece, sizeof piece);
+    const char *out;
+    size_t olen;
+    int hit = llm_stop_push(&s->stop, piece, n, &out, &olen);
+    if (hit < 0) return -1;
+    cJSON *lp = NULL;
+    if (ctx->q.logprobs) {
+        lp = ngx_http_llm_logprob_entry(&ctx->resp, ctx->tok, tk, ctx->q.top_logprobs, s->text_off);
+        if (!ctx->q.stream) {  /* collect; the stream sends it with the chunk */
+            if (s->lp == NULL) s->lp = ngx_http_llm_logprobs_new(&ctx->resp);
+            ngx_http_llm_logprobs_add(&ctx->resp, s->lp, lp);
+            lp = NULL;
+        } else {
+            lp = ngx_http_llm_logprobs_wrap(&ctx->resp, lp);
+        }
+    }
+    s->text_off += olen;
+    if (ngx_http_llm_out(ctx, i, out, olen, lp)) return -1;
+    if (hit) {
+        s->finish = "stop";
+        s->done = 1;
+        ctx->n_done++;
+        llm_client_release(ctx->eng->client, s->h); /* cancels the rest of the generation */
+        s->started = 0;
+    }
+    return 0;
+}
+
+/* A choice ended in the engine: flush held text, record the reason. */
+static int ngx_http_llm_seq_end(ngx_http_llm_ctx_t *ctx, int i, const llm_req_status *st)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[i];
+    char tail[64];
+    size_t n = llm_detok_flush(&s->detok, tail, sizeof tail);
+    const char *out;
+    size_t olen;
+    int hit = llm_stop_push(&s->stop, tail, n, &out, &olen);
+    if (hit < 0 || ngx_http_llm_out(ctx, i, out, olen, NULL)) return -1;
+    if (!hit) {
+        llm_stop_flush(&s->stop, &out, &olen);
+        if (ngx_http_llm_out(ctx, i, out, olen, NULL)) return -1;
+    }
+    if (hit || st->finish == LLM_FINISH_STOP) s->finish = "stop";
+    else if (st->finish == LLM_FINISH_LENGTH) s->finish = "length";
+    else if (s->finish == NULL) s->finish = "stop";
+    llm_client_release(ctx->eng->client, s->h);
+    s->started = 0;
+    s->done = 1;
+    ctx->n_done++;
+    return 0;
+}
+
+static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(ctx->r, ngx_http_llm_module);
+    uint32_t gen = 0;
+    for (int i = 0; i < ctx->n; i++) gen += ctx->seq[i].n_gen;
+    if (mcf->counters) {
+        (void)ngx_atomic_fetch_add(&mcf->counters->prompt_tokens, ctx->n_prompt);
+        (void)ngx_atomic_fetch_add(&mcf->counters->completion_tokens, gen);
+    }
+    if (ctx->q.stream) {
+        for (int i = 0; i < ctx->n; i++)
+            if (ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, "", 0, 0, NULL, ctx->seq[i].finish))
+                == NGX_ERROR) return NGX_ERROR;
+        if (ctx->q.include_usage &&
+            ngx_http_llm_emit_event(ctx, ngx_http_llm_usage_chunk(&ctx->resp, ctx->n_prompt, gen)) == NGX_ERROR)
+            return NGX_ERROR;
+        return ngx_http_llm_emit(ctx, "data: [DONE]\n\n", 14, 1);
+    }
+    ngx_http_llm_choice_t ch[LLM_API_MAX_N];
+    for (int i = 0; i < ctx->n; i++) {
+        ch[i].text = ctx->seq[i].text.data ? ctx->seq[i].text.data : "";
+        ch[i].len = ctx->seq[i].text.len;
+        ch[i].finish = ctx->seq[i].finish;
+        ch[i].logprobs = ctx->seq[i].lp;
+        ctx->seq[i].lp = NULL; /* the response takes it */
+    }
+    return ngx_http_llm_send_cjson(ctx->r, 200, ngx_http_llm_response(&ctx->resp, ch, ctx->n, ctx->n_prompt, gen));
+}
+
+/* Reads what the engine has for one request; finalizes it when complete. Returns 1 if still running. */
+static int ngx_http_llm_step(ngx_http_llm_ctx_t *ctx)
+{
+    llm_client *c = ctx->eng->client;
+    for (int i = 0; i < ctx->n; i++) {
+        ngx_http_llm_seq_t *s = &ctx->seq[i];
+        while (!s->done) {
+            llm_shm_token tk[16];
+            llm_req_status st;
+            int k = llm_client_read(c, s->h, tk, 16, &st);
+            if (k < 0) {
+                ngx_http_llm_fail(ctx, 503, "engine_restarted",
+                                  k == LLM_SHM_E_ENGINE_GONE ? "the engine stopped or restarted during the request"
+                                                             : llm_shm_strerror(k));
+                return 0;
+            }
+            if (k > 0) ctx->got_token = 1;
+            for (int j = 0; j < k && !s->done; j++)
+                if (ngx_http_llm_token(ctx, i, &tk[j])) { ngx_http_llm_done(ctx, NGX_ERROR); return 0; }
+            if (s->done) break;
+            if (st.done) {
+                if (st.finish == LLM_FINISH_ERROR || (st.finish == LLM_FINISH_CANCELLED && s->finish == NULL)) {
+                    char m[128];
+                    ngx_snprintf((u_char *)m, sizeof m, "the engine ended the request (%s, code %d)%Z",
+                                 st.finish == LLM_FINISH_ERROR ? "error" : "cancelled", (int)st.error);
+                    ngx_http_llm_fail(ctx, 503, "engine_error", m);
+                    return 0;
+                }
+                if (ngx_http_llm_seq_end(ctx, i, &st)) { ngx_http_llm_done(ctx, NGX_ERROR); return 0; }
+                break;
+            }
+            if (k < 16) break;
+        }
+    }
+    if (ctx->n_done < ctx->n) return 1;
+    ngx_http_llm_done(ctx, ngx_http_llm_complete(ctx));
+    return 0;
+}
+
+void ngx_http_llm_gen_progress(ngx_queue_t *work)
+{
+    while (!ngx_queue_empty(work)) {
+        ngx_queue_t *qn = ngx_queue_head(work);
+        ngx_queue_remove(qn);
+        ngx_http_llm_ctx_t *ctx = ngx_queue_data(qn, ngx_http_llm_ctx_t, queue);
+        ctx->queued = 0;
+        if (ngx_http_llm_step(ctx)) {
+            ngx_queue_insert_tail(&ctx->eng->active, &ctx->queue);
+            ctx->queued = 1;
+        }
+    }
+}
+
+static void ngx_http_llm_timeout(ngx_event_t *ev)
+{
+    ngx_http_llm_ctx_t *ctx = ev->data;
+    ngx_msec_t elapsed = ngx_current_msec - ctx->start;
+    if (ctx->got_token && elapsed < ctx->request_timeout) {
+        ngx_add_timer(&ctx->timer, ctx->request_timeout - elapsed);
+        return;
+    }
+    ngx_http_llm_fail(ctx, 504, "timeout", ctx->got_token ? "the request timed out (llm_request_timeout)"
+                                                           : "the request timed out waiting for the engine "
+                                                             "(llm_queue_timeout)");
+}
+
+/* Flushes output the client could not take yet. */
+static void ngx_http_llm_write_handler(ngx_http_request_t *r)
+{
+    if (r->connection->buffered && ngx_http_output_filter(r, NULL) == NGX_ERROR)
+        ngx_http_finalize_request(r, NGX_ERROR);
+}
+
+/* ---------------- start ---------------- */
+
+static int ngx_http_llm_start_err(int rc, llm_api_err *e)
+{
+    switch (rc) {
+    case LLM_SHM_E_NO_SLOT:
+    case LLM_SHM_E_RING_FULL:
+        llm_api_seterr(e, 429, NULL, "queue_full", "the engine's queue is full; retry later (%s)", llm_shm_strerror(rc));
+        return 429;
+    case LLM_SHM_E_TOO_LONG:
+        llm_api_seterr(e, 400, "prompt", "context_length_exceeded", "the prompt is longer than the engine accepts");
+        return 400;
+    default:
+        llm_api_seterr(e, 503, NULL, "engine_unavailable", "the engine is not available: %s", llm_shm_strerror(rc));
+        return 503;
+    }
+}
+
+ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    llm_api_err e;
+
+    ngx_http_llm_ctx_t *ctx = ngx_pcalloc(r->pool, sizeof(*ctx));
+    ngx_pool_cleanup_t *cln = ctx ? ngx_pool_cleanup_add(r->pool, 0) : NULL;
+    if (cln == NULL) { llm_api_req_free(q); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+    ctx->r = r;
+    ctx->q = *q;           /* ctx owns the request from here; the cleanup frees it */
+    ctx->eng = ngx_http_llm_engine(r);
+    ctx->tok = lcf->tok->tok;
+    ctx->n = ctx->q.n;
+    ctx->finished = 1;     /* until the engine has it, an early return is not an abort */
+    cln->handler = ngx_http_llm_cleanup;
+    cln->data = ctx;
+    ngx_http_set_ctx(r, ctx, ngx_http_llm_module);
+
+    int max_tokens = ctx->q.max_tokens ? ctx->q.max_tokens : (int)lcf->default_max_tokens;
+    if (max_tokens > lcf->max_tokens)
+        return ngx_http_llm_error(r, 400, "max_tokens", "invalid_value",
+                                  "max_tokens is %d; this server allows at most %i", max_tokens, lcf->max_tokens);
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (ngx_http_llm_encode_prompt(r, &ctx->q, &ids, &n_ids, &e)) return ngx_http_llm_send_error(r, &e);
+    if (ngx_http_llm_engine_ready(ctx->eng, &e) != LLM_SHM_OK) { free(ids); return ngx_http_llm_send_error(r, &e); }
+
+    const llm_shm_map *m = llm_client_map(ctx->eng->client);
+    uint32_t ctx_len = m->hdr->model.ctx_len;
+    if (n_ids >= ctx_len || n_ids > m->hdr->caps.max_prompt) {
+        free(ids);
+        return ngx_http_llm_error(r, 400, ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt", "context_length_exceeded",
+                                  "the prompt is %uz tokens; this model's context length is %uD tokens "
+                                  "(and a request may hold at most %uD prompt tokens)",
+                                  n_ids, ctx_len, m->hdr->caps.max_prompt);
+    }
+    if ((uint32_t)max_tokens > ctx_len - n_ids) max_tokens = (int)(ctx_len - n_ids); /* finishes with "length" */
+    ctx->n_prompt = (uint32_t)n_ids;
+
+    llm_shm_params p;
+    llm_shm_params_defaults(&p);
+    p.temperature = (float)ctx->q.temperature;
+    p.top_k = ctx->q.top_k;
+    p.top_p = (float)ctx->q.top_p;
+    p.min_p = (float)ctx->q.min_p;
+    p.repetition_penalty = (float)ctx->q.repetition_penalty;
+    p.presence_penalty = (float)ctx->q.presence_penalty;
+    p.frequency_penalty = (float)ctx->q.frequency_penalty;
+    p.max_tokens = max_tokens;
+    p.n_logprobs = ctx->q.logprobs ? ctx->q.top_logprobs : 0;
+    if ((uint32_t)p.n_logprobs > m->hdr->caps.max_top) p.n_logprobs = (int32_t)m->hdr->caps.max_top;
+    ctx->n_eog = llm_tok_eog_ids(ctx->tok, ctx->eog, LLM_SHM_MAX_EOG);
+    if (ctx->q.ignore_eos) p.flags |= LLM_PARAM_IGNORE_EOS;
+    else {
+        for (int i = 0; i < ctx->n_eog && i < LLM_SHM_MAX_STOP; i++) p.stop_ids[i] = ctx->eog[i];
+        p.n_stop = (uint32_t)ngx_min(ctx->n_eog, LLM_SHM_MAX_STOP);
+    }
+
+    ngx_http_llm_resp_init(&ctx->resp, ctx->q.kind, ngx_http_llm_model_id(r, ctx->resp.model, sizeof ctx->resp.model));
+    static uint64_t serial;
+    uint64_t tag = ((uint64_t)ngx_pid << 40) ^ ++serial;
+    for (int i = 0; i < ctx->n; i++) {
+        ngx_http_llm_seq_t *s = &ctx->seq[i];
+        llm_detok_init(&s->detok, ctx->tok);
+        if (llm_stop_init(&s->stop, ctx->q.stop, ctx->q.stop_len, ctx->q.n_stop)) {
+            free(ids);
+            return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
+        }
+        p.seed = ctx->q.has_seed ? ctx->q.seed + (uint64_t)i
+                                 : ((uint64_t)ngx_random() << 32) ^ (uint64_t)ngx_random() ^ tag;
+        int rc = llm_client_start(ctx->eng->client, ids, (uint32_t)n_ids, &p, tag, &s->h);
+        if (rc != LLM_SHM_OK) {
+            free(ids);
+            ngx_http_llm_start_err(rc, &e);
+            return ngx_http_llm_send_error(r, &e); /* the cleanup releases the started ones */
+        }
+        s->started = 1;
+    }
+    free(ids);
+    ngx_snprintf((u_char *)ctx->resp.id, sizeof ctx->resp.id, "%s-%016xL%Z",
+                 ctx->q.kind == LLM_API_CHAT ? "chatcmpl" : "cmpl", tag ^ ((uint64_t)ngx_time() << 20));
+    ctx->finished = 0;
+
+    if (ctx->q.stream) {
+        if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->streams, 1);
+        if (ngx_http_llm_send_stream_header(ctx) != NGX_OK) return NGX_ERROR;
+    }
+    ctx->start = ngx_current_msec;
+    ctx->queue_timeout = lcf->queue_timeout;
+    ctx->request_timeout = lcf->request_timeout;
+    ctx->timer.handler = ngx_http_llm_timeout;
+    ctx->timer.data = ctx;
+    ctx->timer.log = r->connection->log;
+    ngx_add_timer(&ctx->timer, ngx_min(ctx->queue_timeout, ctx->request_timeout));
+
+    /* A client that goes away finalizes the request; the cleanup cancels it in the engine. */
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_llm_write_handler;
+    ngx_queue_insert_tail(&ctx->eng->active, &ctx->queue);
+    ctx->queued = 1;
+    /* Read (and arm the wake-up) from the event loop, not from inside this handler. */
+    ngx_post_event(ctx->eng->conn->read, &ngx_posted_events);
+    return NGX_DONE;
+}

@@ -1,0 +1,278 @@
+/* Endpoints that need no generation: /health, /v1/models, /tokenize,
+ * /detokenize, /metrics; and prompt encoding (text or chat template). */
+#include "ngx_http_llm_module.h"
+
+static llm_tokenizer *ngx_http_llm_tok(ngx_http_request_t *r)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    return lcf->tok ? lcf->tok->tok : NULL;
+}
+
+ngx_int_t ngx_http_llm_health(ngx_http_request_t *r)
+{
+    llm_api_err e;
+    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    int rc = ngx_http_llm_engine_ready(eng, &e);
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (rc == LLM_SHM_OK) {
+        const llm_shm_map *m = llm_client_map(eng->client);
+        cJSON_AddStringToObject(o, "status", "ok");
+        cJSON_AddStringToObject(o, "model", m->hdr->model.name);
+        cJSON_AddNumberToObject(o, "generation", (double)m->hdr->generation);
+        return ngx_http_llm_send_cjson(r, 200, o);
+    }
+    cJSON_AddStringToObject(o, "status", rc == LLM_SHM_E_NOT_READY ? "starting" : "unavailable");
+    cJSON_AddStringToObject(o, "reason", llm_shm_strerror(rc));
+    return ngx_http_llm_send_cjson(r, 503, o);
+}
+
+/* Context length: from the engine when attached, else unknown (0). */
+static uint32_t ngx_http_llm_ctx_len(ngx_http_request_t *r)
+{
+    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    const llm_shm_map *m = eng->client ? llm_client_map(eng->client) : NULL;
+    return m ? m->hdr->model.ctx_len : 0;
+}
+
+static cJSON *ngx_http_llm_model_obj(ngx_http_request_t *r, const char *id)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    cJSON *m = cJSON_CreateObject();
+    if (m == NULL) return NULL;
+    cJSON_AddStringToObject(m, "id", id);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)mcf->started);
+    cJSON_AddStringToObject(m, "owned_by", "ngx_llm");
+    uint32_t ctx = ngx_http_llm_ctx_len(r);
+    if (ctx) cJSON_AddNumberToObject(m, "max_model_len", ctx);
+    return m;
+}
+
+ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *want)
+{
+    char buf[256];
+    const char *id = ngx_http_llm_model_id(r, buf, sizeof buf);
+    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    if (eng->client) (void)llm_client_attach(eng->client); /* for max_model_len; absence is fine */
+    if (want) {
+        if (want->len != strlen(id) || ngx_strncmp(want->data, id, want->len) != 0)
+            return ngx_http_llm_error(r, 404, "model", "model_not_found", "The model '%V' does not exist", want);
+        return ngx_http_llm_send_cjson(r, 200, ngx_http_llm_model_obj(r, id));
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON *data = cJSON_AddArrayToObject(o, "data");
+    cJSON *m = ngx_http_llm_model_obj(r, id);
+    if (data == NULL || m == NULL) { cJSON_Delete(m); cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+    cJSON_AddItemToArray(data, m);
+    return ngx_http_llm_send_cjson(r, 200, o);
+}
+
+/* Encodes plain text without turning special-token text into control ids. */
+static int encode_text(llm_tokenizer *tok, const char *s, size_t len, int flags, int32_t **ids, size_t *n, size_t *cap)
+{
+    int32_t *t = NULL;
+    int k = llm_tok_encode(tok, s, len, flags, &t);
+    if (k < 0) return -1;
+    if (*n + (size_t)k > *cap) {
+        size_t nc = (*cap ? *cap : 64);
+        while (nc < *n + (size_t)k) nc *= 2;
+        int32_t *ni = realloc(*ids, nc * sizeof *ni);
+        if (ni == NULL) { free(t); return -1; }
+        *ids = ni;
+        *cap = nc;
+    }
+    if (k) memcpy(*ids + *n, t, (size_t)k * sizeof *t);
+    *n += (size_t)k;
+    free(t);
+    return 0;
+}
+
+int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **ids, size_t *n, llm_api_err *e)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    llm_tokenizer *tok = ngx_http_llm_tok(r);
+    size_t cap = 0;
+    *ids = NULL;
+    *n = 0;
+    if (tok == NULL) { llm_api_seterr(e, 500, NULL, NULL, "no tokenizer configured (llm_model_path)"); return -1; }
+    if (q->ids) { /* token-id prompt: check the range */
+        int vocab = llm_tok_vocab_size(tok);
+        for (size_t i = 0; i < q->n_ids; i++)
+            if (q->ids[i] >= vocab) {
+                llm_api_seterr(e, 400, q->kind == LLM_API_DETOKENIZE ? "tokens" : "prompt", "invalid_value",
+                               "token id %d at index %zu is outside the vocabulary (size %d)", (int)q->ids[i], i, vocab);
+                return -1;
+            }
+        *ids = malloc((q->n_ids + 1) * sizeof **ids);
+        if (*ids == NULL) goto oom;
+        memcpy(*ids, q->ids, q->n_ids * sizeof **ids);
+        *n = q->n_ids;
+        return 0;
+    }
+    if (q->msgs) {
+        llm_chat_format f = lcf->chat_format ? (llm_chat_format)lcf->chat_format : lcf->tok->chat;
+        llm_chat_out out;
+        llm_err err = { "" };
+        if (llm_chat_render(f, q->msgs, q->n_msgs, q->add_generation_prompt, &out, &err)) {
+            llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);
+            return -1;
+        }
+        for (size_t i = 0; i < out.n; i++) {
+            llm_chat_seg *s = &out.seg[i];
+            int id = s->special ? llm_tok_find(tok, s->text) : -1;
+            if (id >= 0) {
+                if (*n + 1 > cap) {
+                    int32_t *ni = realloc(*ids, (cap = cap * 2 + 16) * sizeof *ni);
+                    if (ni == NULL) { llm_chat_out_free(&out); goto oom; }
+                    *ids = ni;
+                }
+                (*ids)[(*n)++] = id;
+            } else if (encode_text(tok, s->text, s->len, 0, ids, n, &cap)) {
+                llm_chat_out_free(&out);
+                goto oom;
+            }
+        }
+        llm_chat_out_free(&out);
+        return 0;
+    }
+    if (encode_text(tok, q->prompt ? q->prompt : "", q->prompt_len, q->add_special ? LLM_TOK_ADD_BOS : 0, ids, n, &cap))
+        goto oom;
+    return 0;
+oom:
+    free(*ids);
+    *ids = NULL;
+    llm_api_seterr(e, 500, NULL, NULL, "out of memory encoding the prompt");
+    return -1;
+}
+
+ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q)
+{
+    int32_t *ids;
+    size_t n;
+    llm_api_err e;
+    if (ngx_http_llm_encode_prompt(r, q, &ids, &n, &e)) return ngx_http_llm_send_error(r, &e);
+    cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "tokens");
+    for (size_t i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+    free(ids);
+    cJSON_AddNumberToObject(o, "count", (double)n);
+    uint32_t ctx = ngx_http_llm_ctx_len(r);
+    if (ctx) cJSON_AddNumberToObject(o, "max_model_len", ctx);
+    return ngx_http_llm_send_cjson(r, 200, o);
+}
+
+ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q)
+{
+    llm_tokenizer *tok = ngx_http_llm_tok(r);
+    int vocab = llm_tok_vocab_size(tok);
+    for (size_t i = 0; i < q->n_ids; i++)
+        if (q->ids[i] >= vocab)
+            return ngx_http_llm_error(r, 400, "tokens", "invalid_value",
+                                      "token id %D at index %uz is outside the vocabulary (size %d)",
+                                      q->ids[i], i, vocab);
+    char *text = llm_tok_decode(tok, q->ids, q->n_ids);
+    if (text == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory decoding");
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "prompt", text);
+    free(text);
+    return ngx_http_llm_send_cjson(r, 200, o);
+}
+
+/* ---------------- Prometheus text ---------------- */
+
+typedef struct { u_char *p, *end; } ngx_http_llm_w;
+
+static void wr(ngx_http_llm_w *w, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    w->p = ngx_vslprintf(w->p, w->end, fmt, ap);
+    va_end(ap);
+}
+
+static void wr_hist(ngx_http_llm_w *w, const char *name, const char *help, const llm_shm_hist *h)
+{
+    wr(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (int i = 0; i < LLM_HIST_BUCKETS; i++) {
+        cum += atomic_load_explicit(&((llm_shm_hist *)h)->bucket[i], memory_order_relaxed);
+        uint64_t up = llm_hist_bucket_upper_ns(i);
+        if (up == UINT64_MAX) wr(w, "%s_bucket{le=\"+Inf\"} %uL\n", name, cum);
+        else wr(w, "%s_bucket{le=\"%.6f\"} %uL\n", name, (double)up / 1e9, cum);
+    }
+    wr(w, "%s_sum %.6f\n%s_count %uL\n", name,
+       (double)atomic_load(&((llm_shm_hist *)h)->sum_ns) / 1e9, name,
+       (uint64_t)atomic_load(&((llm_shm_hist *)h)->count));
+}
+
+ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    size_t cap = 64 * 1024;
+    u_char *buf = ngx_pnalloc(r->pool, cap);
+    if (buf == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ngx_http_llm_w w = { buf, buf + cap };
+
+    ngx_http_llm_counters_t *c = mcf->counters;
+    if (c) {
+        static const char *ep[] = { "other", "auto", "completions", "chat", "models", "tokenize", "detokenize",
+                                    "health", "metrics" };
+        wr(&w, "# HELP llm_http_requests_total Requests seen by the nginx module, by endpoint.\n"
+               "# TYPE llm_http_requests_total counter\n");
+        for (int i = 0; i <= NGX_LLM_METRICS; i++)
+            if (i != NGX_LLM_AUTO) wr(&w, "llm_http_requests_total{endpoint=\"%s\"} %uA\n", ep[i], c->requests[i]);
+        wr(&w, "# HELP llm_http_responses_total Responses sent by the nginx module, by status.\n"
+               "# TYPE llm_http_responses_total counter\n");
+        struct { const char *s; ngx_atomic_t v; } st[] = {
+            { "2xx", c->status_2xx }, { "400", c->status_400 }, { "404", c->status_404 }, { "405", c->status_405 },
+            { "413", c->status_413 }, { "429", c->status_429 }, { "503", c->status_503 }, { "504", c->status_504 },
+            { "5xx", c->status_5xx },
+        };
+        for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
+            wr(&w, "llm_http_responses_total{status=\"%s\"} %uA\n", st[i].s, st[i].v);
+        wr(&w, "# TYPE llm_http_streams_total counter\nllm_http_streams_total %uA\n", c->streams);
+        wr(&w, "# TYPE llm_http_client_aborts_total counter\nllm_http_client_aborts_total %uA\n", c->client_aborts);
+        wr(&w, "# TYPE llm_http_prompt_tokens_total counter\nllm_http_prompt_tokens_total %uA\n", c->prompt_tokens);
+        wr(&w, "# TYPE llm_http_completion_tokens_total counter\nllm_http_completion_tokens_total %uA\n",
+           c->completion_tokens);
+    }
+
+    llm_api_err e;
+    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    int rc = ngx_http_llm_engine_ready(eng, &e);
+    const llm_shm_map *m = eng->client ? llm_client_map(eng->client) : NULL;
+    wr(&w, "# HELP llm_engine_up 1 when the engine is attached and ready.\n# TYPE llm_engine_up gauge\nllm_engine_up %d\n",
+       rc == LLM_SHM_OK ? 1 : 0);
+    if (m) {
+        llm_shm_metrics *x = m->metrics;
+#define CTR(name, field, help) wr(&w, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %uL\n", \
+                                  (uint64_t)atomic_load(&x->field))
+#define GAU(name, field, help) wr(&w, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " %L\n", \
+                                  (int64_t)atomic_load(&x->field))
+        CTR("llm_requests_submitted_total", submitted, "Requests submitted to the engine.");
+        CTR("llm_requests_finished_total", finished, "Requests the engine finished.");
+        CTR("llm_requests_cancelled_total", cancelled, "Requests cancelled.");
+        CTR("llm_requests_failed_total", failed, "Requests that failed in the engine.");
+        CTR("llm_rejected_no_slot_total", rejected_no_slot, "Submissions refused: every slot busy.");
+        CTR("llm_rejected_ring_full_total", rejected_ring_full, "Submissions refused: ring full.");
+        CTR("llm_rejected_not_ready_total", rejected_not_ready, "Submissions refused: engine not ready.");
+        CTR("llm_reclaimed_slots_total", reclaimed_slots, "Slots reclaimed from dead clients.");
+        CTR("llm_prompt_tokens_total", tokens_in, "Prompt tokens processed.");
+        CTR("llm_generation_tokens_total", tokens_out, "Tokens generated.");
+        GAU("llm_slots_in_use", slots_in_use, "Request slots not free.");
+        GAU("llm_requests_running", running, "Requests running.");
+        GAU("llm_batch_size", batch_size, "Sequences in the current batch.");
+        GAU("llm_kv_blocks_used", kv_blocks_used, "KV-cache blocks in use.");
+        GAU("llm_kv_blocks_free", kv_blocks_free, "KV-cache blocks free.");
+        GAU("llm_waiters", waiters, "Attached clients.");
+#undef CTR
+#undef GAU
+        wr_hist(&w, "llm_step_seconds", "Engine step time.", &x->step_time);
+        wr_hist(&w, "llm_time_to_first_token_seconds", "Time to first token.", &x->ttft);
+        wr_hist(&w, "llm_time_per_output_token_seconds", "Time per output token.", &x->tpot);
+        wr_hist(&w, "llm_queue_time_seconds", "Time from submission to start.", &x->queue_time);
+    }
+    return ngx_http_llm_send_text(r, 200, "text/plain; version=0.0.4", buf, (size_t)(w.p - buf));
+}

@@ -1,0 +1,507 @@
+/* Directives, configuration, worker start/stop, endpoint dispatch and request
+ * body reading for ngx_http_llm_module. */
+#include "ngx_http_llm_module.h"
+
+static void *ngx_http_llm_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_llm_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child);
+static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_llm_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static ngx_int_t ngx_http_llm_postconf(ngx_conf_t *cf);
+static ngx_int_t ngx_http_llm_init_process(ngx_cycle_t *cycle);
+static void ngx_http_llm_exit_process(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r);
+
+static ngx_command_t ngx_http_llm_commands[] = {
+    { ngx_string("llm_api"),
+      NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1,
+      ngx_http_llm_api, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
+    { ngx_string("llm_metrics"),
+      NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+      ngx_http_llm_metrics_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
+    { ngx_string("llm_engine"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, engine_name), NULL },
+    { ngx_string("llm_model_path"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, model_path), NULL },
+    { ngx_string("llm_model_name"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, model_name), NULL },
+    { ngx_string("llm_default_max_tokens"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, default_max_tokens), NULL },
+    { ngx_string("llm_max_tokens"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, max_tokens), NULL },
+    { ngx_string("llm_request_timeout"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, request_timeout), NULL },
+    { ngx_string("llm_queue_timeout"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, queue_timeout), NULL },
+    { ngx_string("llm_max_body_size"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, max_body), NULL },
+    { ngx_string("llm_chat_template"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_http_llm_chat_template_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
+    ngx_null_command
+};
+
+static ngx_http_module_t ngx_http_llm_module_ctx = {
+    NULL,                          /* preconfiguration */
+    ngx_http_llm_postconf,         /* postconfiguration */
+    ngx_http_llm_create_main_conf, /* create main configuration */
+    ngx_http_llm_init_main_conf,   /* init main configuration */
+    NULL, NULL,                    /* server configuration */
+    ngx_http_llm_create_loc_conf,  /* create location configuration */
+    ngx_http_llm_merge_loc_conf    /* merge location configuration */
+};
+
+ngx_module_t ngx_http_llm_module = {
+    NGX_MODULE_V1,
+    &ngx_http_llm_module_ctx,
+    ngx_http_llm_commands,
+    NGX_HTTP_MODULE,
+    NULL,                          /* init master */
+    NULL,                          /* init module */
+    ngx_http_llm_init_process,     /* init process */
+    NULL,                          /* init thread */
+    NULL,                          /* exit thread */
+    ngx_http_llm_exit_process,     /* exit process */
+    NULL,                          /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+/* ---------------- configuration ---------------- */
+
+static void ngx_http_llm_free_toks(void *data)
+{
+    ngx_array_t *a = data;
+    ngx_http_llm_tok_t *t = a->elts;
+    for (ngx_uint_t i = 0; i < a->nelts; i++)
+        if (t[i].tok) { llm_tok_free(t[i].tok); t[i].tok = NULL; }
+}
+
+static void *ngx_http_llm_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_pcalloc(cf->pool, sizeof(*mcf));
+    if (mcf == NULL) return NULL;
+    if (ngx_array_init(&mcf->engines, cf->pool, 2, sizeof(ngx_http_llm_engine_t)) != NGX_OK ||
+        ngx_array_init(&mcf->toks, cf->pool, 2, sizeof(ngx_http_llm_tok_t)) != NGX_OK)
+        return NULL;
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) return NULL;
+    cln->handler = ngx_http_llm_free_toks;
+    cln->data = &mcf->toks;
+    mcf->started = ngx_time();
+    return mcf;
+}
+
+static char *ngx_http_llm_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    return NGX_CONF_OK;
+}
+
+static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_pcalloc(cf->pool, sizeof(*lcf));
+    if (lcf == NULL) return NULL;
+    lcf->handler = NGX_CONF_UNSET_UINT;
+    lcf->default_max_tokens = NGX_CONF_UNSET;
+    lcf->max_tokens = NGX_CONF_UNSET;
+    lcf->request_timeout = NGX_CONF_UNSET_MSEC;
+    lcf->queue_timeout = NGX_CONF_UNSET_MSEC;
+    lcf->max_body = NGX_CONF_UNSET_SIZE;
+    lcf->chat_format = NGX_CONF_UNSET_UINT;
+    return lcf;
+}
+
+/* Loads (once per path) the tokenizer the workers use. */
+static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_module);
+    ngx_http_llm_tok_t *t = mcf->toks.elts;
+    for (ngx_uint_t i = 0; i < mcf->toks.nelts; i++)
+        if (t[i].path.len == path->len && ngx_strncmp(t[i].path.data, path->data, path->len) == 0)
+            return &t[i];
+    char *cpath = ngx_pnalloc(cf->pool, path->len + 1);
+    if (cpath == NULL) return NULL;
+    ngx_memcpy(cpath, path->data, path->len);
+    cpath[path->len] = 0;
+    llm_err err = { "" };
+    llm_tokenizer *tok = llm_tok_load(cpath, &err);
+    if (tok == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_model_path \"%s\": %s", cpath, err.msg);
+        return NULL;
+    }
+    ngx_http_llm_tok_t *n = ngx_array_push(&mcf->toks);
+    if (n == NULL) { llm_tok_free(tok); return NULL; }
+    n->path = *path;
+    n->tok = tok;
+    n->chat = llm_chat_detect(llm_tok_chat_template(tok), (int)llm_tok_kind_of(tok));
+    return n;
+}
+
+static ngx_int_t ngx_http_llm_engine_index(ngx_conf_t *cf, ngx_str_t *name, ngx_uint_t *idx)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_module);
+    ngx_http_llm_engine_t *e = mcf->engines.elts;
+    for (ngx_uint_t i = 0; i < mcf->engines.nelts; i++)
+        if (e[i].name.len == name->len && ngx_strncmp(e[i].name.data, name->data, name->len) == 0) {
+            *idx = i;
+            return NGX_OK;
+        }
+    if (name->len == 0 || name->len > LLM_SHM_MAX_NAME - 1 || ngx_strlchr(name->data, name->data + name->len, '/')) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_engine \"%V\": a name of 1..%d characters without '/'",
+                           name, LLM_SHM_MAX_NAME - 1);
+        return NGX_ERROR;
+    }
+    ngx_http_llm_engine_t *n = ngx_array_push(&mcf->engines);
+    if (n == NULL) return NGX_ERROR;
+    ngx_memzero(n, sizeof(*n));
+    n->name = *name;
+    *idx = mcf->engines.nelts - 1;
+    return NGX_OK;
+}
+
+static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_llm_loc_conf_t *prev = parent, *conf = child;
+
+    ngx_conf_merge_uint_value(conf->handler, prev->handler, NGX_LLM_OFF);
+    ngx_conf_merge_str_value(conf->engine_name, prev->engine_name, "default");
+    ngx_conf_merge_str_value(conf->model_path, prev->model_path, "");
+    ngx_conf_merge_str_value(conf->model_name, prev->model_name, "");
+    ngx_conf_merge_value(conf->default_max_tokens, prev->default_max_tokens, 256);
+    ngx_conf_merge_value(conf->max_tokens, prev->max_tokens, 4096);
+    ngx_conf_merge_msec_value(conf->request_timeout, prev->request_timeout, 600000);
+    ngx_conf_merge_msec_value(conf->queue_timeout, prev->queue_timeout, 60000);
+    ngx_conf_merge_size_value(conf->max_body, prev->max_body, 1024 * 1024);
+    ngx_conf_merge_uint_value(conf->chat_format, prev->chat_format, 0);
+
+    if (conf->default_max_tokens < 1 || conf->max_tokens < 1 || conf->default_max_tokens > conf->max_tokens) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "llm_default_max_tokens (%i) must be between 1 and llm_max_tokens (%i)",
+                           conf->default_max_tokens, conf->max_tokens);
+        return NGX_CONF_ERROR;
+    }
+    if (conf->handler == NGX_LLM_OFF) return NGX_CONF_OK;
+
+    if (conf->handler != NGX_LLM_METRICS && conf->handler != NGX_LLM_HEALTH) {
+        if (conf->model_path.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "llm_api needs llm_model_path (the model or tokenizer file the workers tokenize with)");
+            return NGX_CONF_ERROR;
+        }
+    }
+    if (conf->model_path.len) {
+        conf->tok = prev->model_path.len == conf->model_path.len && prev->tok &&
+                    ngx_strncmp(prev->model_path.data, conf->model_path.data, conf->model_path.len) == 0
+                  ? prev->tok : ngx_http_llm_tok_get(cf, &conf->model_path);
+        if (conf->tok == NULL) return NGX_CONF_ERROR;
+    }
+    if (ngx_http_llm_engine_index(cf, &conf->engine_name, &conf->engine_idx) != NGX_OK) return NGX_CONF_ERROR;
+    return NGX_CONF_OK;
+}
+
+static char *ngx_http_llm_set_handler(ngx_conf_t *cf, ngx_http_llm_loc_conf_t *lcf, ngx_uint_t h)
+{
+    if (lcf->handler != NGX_CONF_UNSET_UINT) return "is duplicate";
+    lcf->handler = h;
+    ngx_http_core_loc_conf_t *clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_llm_handler;
+    return NGX_CONF_OK;
+}
+
+static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    static const struct { const char *name; ngx_uint_t h; } kinds[] = {
+        { "auto", NGX_LLM_AUTO }, { "completions", NGX_LLM_COMPLETIONS }, { "chat", NGX_LLM_CHAT },
+        { "models", NGX_LLM_MODELS }, { "tokenize", NGX_LLM_TOKENIZE }, { "detokenize", NGX_LLM_DETOKENIZE },
+        { "health", NGX_LLM_HEALTH }, { "metrics", NGX_LLM_METRICS },
+    };
+    ngx_str_t *v = cf->args->elts;
+    if (cf->args->nelts == 1) return ngx_http_llm_set_handler(cf, conf, NGX_LLM_AUTO);
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (v[1].len == ngx_strlen(kinds[i].name) && ngx_strncmp(v[1].data, kinds[i].name, v[1].len) == 0)
+            return ngx_http_llm_set_handler(cf, conf, kinds[i].h);
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_api \"%V\": expected auto, completions, chat, models, tokenize, "
+                       "detokenize, health or metrics", &v[1]);
+    return NGX_CONF_ERROR;
+}
+
+static char *ngx_http_llm_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_http_llm_set_handler(cf, conf, NGX_LLM_METRICS);
+}
+
+static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_llm_loc_conf_t *lcf = conf;
+    ngx_str_t *v = cf->args->elts;
+    if (lcf->chat_format != NGX_CONF_UNSET_UINT) return "is duplicate";
+    if (v[1].len == 4 && ngx_strncmp(v[1].data, "auto", 4) == 0) { lcf->chat_format = 0; return NGX_CONF_OK; }
+    char name[16];
+    if (v[1].len >= sizeof name) goto bad;
+    ngx_memcpy(name, v[1].data, v[1].len);
+    name[v[1].len] = 0;
+    lcf->chat_format = llm_chat_format_from_name(name);
+    if (lcf->chat_format) return NGX_CONF_OK;
+bad:
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_chat_template \"%V\": expected auto, llama3, llama2 or chatml", &v[1]);
+    return NGX_CONF_ERROR;
+}
+
+static ngx_int_t ngx_http_llm_zone_init(ngx_shm_zone_t *zone, void *data)
+{
+    ngx_http_llm_main_conf_t *mcf = zone->data;
+    if (data) { /* reload: keep the old counters */
+        mcf->counters = data;
+        zone->data = mcf;
+        return NGX_OK;
+    }
+    ngx_slab_pool_t *shpool = (ngx_slab_pool_t *)zone->shm.addr;
+    if (zone->shm.exists) { mcf->counters = shpool->data; return NGX_OK; }
+    mcf->counters = ngx_slab_calloc(shpool, sizeof(ngx_http_llm_counters_t));
+    if (mcf->counters == NULL) return NGX_ERROR;
+    shpool->data = mcf->counters;
+    return NGX_OK;
+}
+
+static ngx_int_t ngx_http_llm_postconf(ngx_conf_t *cf)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_module);
+    if (mcf->engines.nelts == 0) return NGX_OK; /* module loaded but unused */
+    static ngx_str_t zname = ngx_string("llm_counters");
+    mcf->zone = ngx_shared_memory_add(cf, &zname, 64 * 1024, &ngx_http_llm_module);
+    if (mcf->zone == NULL) return NGX_ERROR;
+    mcf->zone->init = ngx_http_llm_zone_init;
+    mcf->zone->data = mcf;
+    return NGX_OK;
+}
+
+static ngx_int_t ngx_http_llm_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_llm_module);
+    if (mcf == NULL) return NGX_OK;
+    ngx_http_llm_engine_t *e = mcf->engines.elts;
+    for (ngx_uint_t i = 0; i < mcf->engines.nelts; i++)
+        if (ngx_http_llm_engine_init_process(cycle, &e[i]) != NGX_OK) return NGX_ERROR;
+    return NGX_OK;
+}
+
+static void ngx_http_llm_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_llm_module);
+    if (mcf == NULL) return;
+    ngx_http_llm_engine_t *e = mcf->engines.elts;
+    for (ngx_uint_t i = 0; i < mcf->engines.nelts; i++) ngx_http_llm_engine_exit_process(&e[i]);
+}
+
+/* ---------------- helpers shared by the endpoints ---------------- */
+
+ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    return &((ngx_http_llm_engine_t *)mcf->engines.elts)[lcf->engine_idx];
+}
+
+/* The model id clients see: llm_model_name, else the engine's model name, else the file name. */
+const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    if (lcf->model_name.len) {
+        ngx_cpystrn((u_char *)buf, lcf->model_name.data, ngx_min(cap, lcf->model_name.len + 1));
+        return buf;
+    }
+    ngx_str_t *p = &lcf->model_path;
+    size_t i = p->len;
+    while (i > 0 && p->data[i - 1] == '/') i--;
+    size_t end = i;
+    while (i > 0 && p->data[i - 1] != '/') i--;
+    if (end == i) return "model";
+    ngx_cpystrn((u_char *)buf, p->data + i, ngx_min(cap, end - i + 1));
+    return buf;
+}
+
+int ngx_http_llm_check_model(ngx_http_request_t *r, const char *model, llm_api_err *e)
+{
+    char buf[256];
+    if (model == NULL) return 0;
+    const char *id = ngx_http_llm_model_id(r, buf, sizeof buf);
+    if (strcmp(model, id) == 0) return 0;
+    llm_api_seterr(e, 404, "model", "model_not_found", "The model '%s' does not exist (this server serves '%s')",
+                   model, id);
+    return 404;
+}
+
+int ngx_http_llm_engine_ready(ngx_http_llm_engine_t *eng, llm_api_err *e)
+{
+    if (eng->client == NULL) {
+        llm_api_seterr(e, 503, NULL, "engine_unavailable", "the engine client could not be created in this worker");
+        return LLM_SHM_E_SYS;
+    }
+    int rc = llm_client_attach(eng->client);
+    if (rc == LLM_SHM_OK) rc = llm_client_check(eng->client);
+    if (rc == LLM_SHM_OK) return rc;
+    llm_api_seterr(e, 503, NULL, "engine_unavailable", "the engine \"%.*s\" is not ready: %s",
+                   (int)eng->name.len, eng->name.data, llm_shm_strerror(rc));
+    return rc;
+}
+
+/* ---------------- dispatch and body reading ---------------- */
+
+static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
+{
+    static const struct { const char *tail; ngx_uint_t h; } routes[] = {
+        { "/v1/chat/completions", NGX_LLM_CHAT }, { "/v1/completions", NGX_LLM_COMPLETIONS },
+        { "/v1/models", NGX_LLM_MODELS }, { "/tokenize", NGX_LLM_TOKENIZE },
+        { "/detokenize", NGX_LLM_DETOKENIZE }, { "/health", NGX_LLM_HEALTH }, { "/metrics", NGX_LLM_METRICS },
+    };
+    ngx_str_t *u = &r->uri;
+    size_t len = u->len;
+    while (len > 1 && u->data[len - 1] == '/') len--;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        size_t tl = ngx_strlen(routes[i].tail);
+        if (len >= tl && ngx_strncmp(u->data + len - tl, routes[i].tail, tl) == 0) return routes[i].h;
+    }
+    /* /v1/models/<id> */
+    u_char *p = ngx_strnstr(u->data, "/v1/models/", len);
+    if (p) {
+        model_id->data = p + 11;
+        model_id->len = (size_t)(u->data + len - model_id->data);
+        if (model_id->len && !ngx_strlchr(model_id->data, model_id->data + model_id->len, '/')) return NGX_LLM_MODELS;
+    }
+    return NGX_LLM_OFF;
+}
+
+static ngx_int_t ngx_http_llm_method_not_allowed(ngx_http_request_t *r, const char *allow)
+{
+    ngx_table_elt_t *h = ngx_list_push(&r->headers_out.headers);
+    if (h) {
+        h->hash = 1;
+        ngx_str_set(&h->key, "Allow");
+        h->value.data = (u_char *)allow;
+        h->value.len = ngx_strlen(allow);
+    }
+    ngx_http_discard_request_body(r);
+    return ngx_http_llm_error(r, NGX_HTTP_NOT_ALLOWED, NULL, "method_not_allowed",
+                              "method %V is not allowed here (use %s)", &r->method_name, allow);
+}
+
+/* The body in one contiguous piece (it may have gone to a temp file). */
+static ngx_int_t ngx_http_llm_body(ngx_http_request_t *r, u_char **data, size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    if (r->request_body == NULL || r->request_body->bufs == NULL) return NGX_OK;
+    size_t total = 0;
+    for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next)
+        total += ngx_buf_in_memory(cl->buf) ? (size_t)(cl->buf->last - cl->buf->pos)
+                                            : (size_t)(cl->buf->file_last - cl->buf->file_pos);
+    u_char *p = ngx_pnalloc(r->pool, total + 1);
+    if (p == NULL) return NGX_ERROR;
+    size_t at = 0;
+    for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next) {
+        ngx_buf_t *b = cl->buf;
+        if (ngx_buf_in_memory(b)) {
+            ngx_memcpy(p + at, b->pos, (size_t)(b->last - b->pos));
+            at += (size_t)(b->last - b->pos);
+        } else {
+            ssize_t n = ngx_read_file(b->file, p + at, (size_t)(b->file_last - b->file_pos), b->file_pos);
+            if (n != b->file_last - b->file_pos) return NGX_ERROR;
+            at += (size_t)n;
+        }
+    }
+    p[at] = 0;
+    *data = p;
+    *len = at;
+    return NGX_OK;
+}
+
+static void ngx_http_llm_body_handler(ngx_http_request_t *r)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    ngx_uint_t h = (ngx_uint_t)(uintptr_t)ngx_http_get_module_ctx(r, ngx_http_llm_module);
+    ngx_http_set_ctx(r, NULL, ngx_http_llm_module);
+    u_char *body;
+    size_t len;
+    if (ngx_http_llm_body(r, &body, &len) != NGX_OK) {
+        ngx_http_finalize_request(r, ngx_http_llm_error(r, 500, NULL, NULL, "could not read the request body"));
+        return;
+    }
+    if (len > lcf->max_body) {
+        ngx_http_finalize_request(r, ngx_http_llm_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, NULL, "body_too_large",
+                                                        "request body of %uz bytes exceeds the limit of %uz bytes",
+                                                        len, lcf->max_body));
+        return;
+    }
+    llm_api_kind kind = h == NGX_LLM_CHAT ? LLM_API_CHAT : h == NGX_LLM_COMPLETIONS ? LLM_API_COMPLETIONS
+                      : h == NGX_LLM_TOKENIZE ? LLM_API_TOKENIZE : LLM_API_DETOKENIZE;
+    llm_api_req q;
+    llm_api_err e;
+    if (llm_api_parse(kind, (const char *)body, len, &q, &e) != 0 || ngx_http_llm_check_model(r, q.model, &e)) {
+        llm_api_req_free(&q);
+        ngx_http_finalize_request(r, ngx_http_llm_send_error(r, &e));
+        return;
+    }
+    ngx_int_t rc;
+    switch (h) {
+    case NGX_LLM_TOKENIZE:   rc = ngx_http_llm_tokenize(r, &q); llm_api_req_free(&q); break;
+    case NGX_LLM_DETOKENIZE: rc = ngx_http_llm_detokenize(r, &q); llm_api_req_free(&q); break;
+    default:                 rc = ngx_http_llm_generate(r, &q); break; /* owns q */
+    }
+    if (rc != NGX_DONE) ngx_http_finalize_request(r, rc);
+    /* NGX_DONE: the request goes on; it is finalized when the last token is out. */
+}
+
+static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    ngx_str_t model_id = ngx_null_string;
+    ngx_uint_t h = lcf->handler;
+    if (h == NGX_LLM_AUTO) h = ngx_http_llm_route(r, &model_id);
+    if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->requests[h], 1);
+
+    switch (h) {
+    case NGX_LLM_OFF:
+        ngx_http_discard_request_body(r);
+        return ngx_http_llm_error(r, NGX_HTTP_NOT_FOUND, NULL, "not_found", "no such endpoint: %V", &r->uri);
+    case NGX_LLM_MODELS:
+    case NGX_LLM_HEALTH:
+    case NGX_LLM_METRICS:
+        if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return ngx_http_llm_method_not_allowed(r, "GET, HEAD");
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return h == NGX_LLM_MODELS ? ngx_http_llm_models(r, model_id.len ? &model_id : NULL)
+             : h == NGX_LLM_HEALTH ? ngx_http_llm_health(r) : ngx_http_llm_metrics(r);
+    default:
+        break;
+    }
+    if (!(r->method & NGX_HTTP_POST)) return ngx_http_llm_method_not_allowed(r, "POST");
+    if (r->headers_in.content_length_n > 0 && (size_t)r->headers_in.content_length_n > lcf->max_body) {
+        ngx_http_discard_request_body(r);
+        return ngx_http_llm_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, NULL, "body_too_large",
+                                  "request body of %O bytes exceeds the limit of %uz bytes",
+                                  r->headers_in.content_length_n, lcf->max_body);
+    }
+    /* The handler kind travels in the ctx slot until the body is in. */
+    ngx_http_set_ctx(r, (void *)(uintptr_t)h, ngx_http_llm_module);
+    r->request_body_in_single_buf = 1;
+    ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_llm_body_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) return rc;
+    return NGX_DONE;
+}

@@ -1,0 +1,117 @@
+/* ngx_http_llm_module: OpenAI-compatible text generation served from NGINX.
+ * The workers do text (JSON, chat templates, tokenization, detokenization,
+ * stop strings, SSE framing); the engine process does tokens, reached through
+ * the shared-memory client (shm/llm_client.h) whose wake-up fd sits in the
+ * worker's event loop. Nothing here blocks a worker. */
+#ifndef NGX_HTTP_LLM_MODULE_H
+#define NGX_HTTP_LLM_MODULE_H
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "tokenizer.h"
+#include "llm_client.h"
+#include "llm_api.h"
+
+/* What a location serves (llm_api <what>;). */
+enum {
+    NGX_LLM_OFF = 0,
+    NGX_LLM_AUTO,             /* dispatch on the URI's tail */
+    NGX_LLM_COMPLETIONS,
+    NGX_LLM_CHAT,
+    NGX_LLM_MODELS,
+    NGX_LLM_TOKENIZE,
+    NGX_LLM_DETOKENIZE,
+    NGX_LLM_HEALTH,
+    NGX_LLM_METRICS,
+};
+
+/* One engine segment a worker talks to (per worker after fork). */
+typedef struct {
+    ngx_str_t         name;
+    llm_client       *client;   /* created in init_process */
+    ngx_connection_t *conn;     /* wake-up fd in the event loop */
+    ngx_event_t       check;    /* liveness timer */
+    ngx_queue_t       active;   /* ngx_http_llm_ctx_t waiting for tokens */
+    ngx_log_t        *log;
+} ngx_http_llm_engine_t;
+
+/* A tokenizer loaded at configuration time (shared by locations naming the same path). */
+typedef struct {
+    ngx_str_t      path;
+    llm_tokenizer *tok;
+    llm_chat_format chat;       /* detected from the tokenizer's metadata */
+} ngx_http_llm_tok_t;
+
+/* Module counters in an nginx shared zone, summed over workers, for /metrics. */
+typedef struct {
+    ngx_atomic_t requests[NGX_LLM_METRICS + 1];
+    ngx_atomic_t status_2xx, status_400, status_404, status_405, status_413, status_429,
+                 status_503, status_504, status_5xx;
+    ngx_atomic_t streams, client_aborts, prompt_tokens, completion_tokens;
+} ngx_http_llm_counters_t;
+
+typedef struct {
+    ngx_array_t            engines;  /* ngx_http_llm_engine_t */
+    ngx_array_t            toks;     /* ngx_http_llm_tok_t */
+    ngx_shm_zone_t        *zone;
+    ngx_http_llm_counters_t *counters; /* in the zone, or NULL before init */
+    time_t                 started;
+} ngx_http_llm_main_conf_t;
+
+typedef struct {
+    ngx_uint_t             handler;
+    ngx_str_t              engine_name;
+    ngx_http_llm_engine_t *engine_ref;  /* index into main conf engines, resolved at merge */
+    ngx_uint_t             engine_idx;
+    ngx_str_t              model_path;
+    ngx_http_llm_tok_t    *tok;
+    ngx_str_t              model_name;
+    ngx_int_t              default_max_tokens;
+    ngx_int_t              max_tokens;
+    ngx_msec_t             request_timeout;
+    ngx_msec_t             queue_timeout;
+    size_t                 max_body;
+    ngx_uint_t             chat_format;  /* 0 = from the tokenizer */
+} ngx_http_llm_loc_conf_t;
+
+extern ngx_module_t ngx_http_llm_module;
+
+/* replies (ngx_http_llm_reply.c) */
+ngx_int_t ngx_http_llm_send_json(ngx_http_request_t *r, ngx_uint_t status, const char *json, size_t len);
+ngx_int_t ngx_http_llm_send_cjson(ngx_http_request_t *r, ngx_uint_t status, cJSON *obj); /* frees obj */
+ngx_int_t ngx_http_llm_send_error(ngx_http_request_t *r, const llm_api_err *e);
+ngx_int_t ngx_http_llm_error(ngx_http_request_t *r, int status, const char *param, const char *code,
+                             const char *fmt, ...);
+ngx_int_t ngx_http_llm_send_text(ngx_http_request_t *r, ngx_uint_t status, const char *ctype,
+                                 u_char *data, size_t len);
+void      ngx_http_llm_count_status(ngx_http_request_t *r, ngx_uint_t status);
+
+/* module helpers (ngx_http_llm_module.c) */
+ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);
+const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap);
+/* 0 ok; else a status with e filled (unknown model -> 404). */
+int ngx_http_llm_check_model(ngx_http_request_t *r, const char *model, llm_api_err *e);
+/* Attach if needed; LLM_SHM_OK or an error code (e filled with 503). */
+int ngx_http_llm_engine_ready(ngx_http_llm_engine_t *eng, llm_api_err *e);
+
+/* endpoints */
+ngx_int_t ngx_http_llm_health(ngx_http_request_t *r);
+ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *id);
+ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r);
+ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q);
+ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q);
+/* Takes ownership of q on every path. Returns NGX_DONE when it goes on asynchronously. */
+ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q);
+
+/* Encodes a prompt: text (add_bos) or chat messages (template) -> malloc'd ids. */
+int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **ids, size_t *n, llm_api_err *e);
+
+/* engine glue (ngx_http_llm_engine.c) */
+ngx_int_t ngx_http_llm_engine_init_process(ngx_cycle_t *cycle, ngx_http_llm_engine_t *eng);
+void      ngx_http_llm_engine_exit_process(ngx_http_llm_engine_t *eng);
+/* Called for every active request when the engine may have new tokens (ngx_http_llm_generate.c). */
+void      ngx_http_llm_gen_progress(ngx_queue_t *q);
+
+#endif
