@@ -31,6 +31,8 @@ int   llm_tok_eos(const llm_tokenizer *t);   /* -1 if none */
 int   llm_tok_eog_ids(const llm_tokenizer *t, int32_t *out, int cap);
 int   llm_tok_is_special(const llm_tokenizer *t, int32_t id); /* control tokens */
 int   llm_tok_find(const llm_tokenizer *t, const char *text); /* exact token text -> id, -1 if none */
+/* Whether the model's metadata asks for BOS in front of prompts (addition). */
+int   llm_tok_add_bos(const llm_tokenizer *t);
 /* Chat template text from the model's metadata (tokenizer.chat_template / tokenizer_config.json), or NULL. */
 const char *llm_tok_chat_template(const llm_tokenizer *t);
 
@@ -66,5 +68,7 @@ size_t llm_detok_flush(llm_detok *d, char *out, size_t cap);
 
 /* Decode a whole sequence into a malloc'd NUL-terminated string. */
 char *llm_tok_decode(const llm_tokenizer *t, const int32_t *ids, size_t n);
+/* Same, choosing whether control tokens' text is left out (llm_tok_decode: yes). (addition) */
+char *llm_tok_decode_ex(const llm_tokenizer *t, const int32_t *ids, size_t n, int skip_special);
 
 #endif

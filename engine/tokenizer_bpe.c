@@ -1,0 +1,112 @@
+/* Byte-level BPE (GPT-2 / Llama 3): the pre-tokenizer regex splits text into
+ * words (text between matches is a word too, as HF's "Isolated" split keeps
+ * it), each word starts as one symbol per byte and merges by lowest rank.
+ * Matching works on raw bytes, so the byte-to-unicode mapping only matters for
+ * reading vocabularies. Invalid UTF-8 never matches (PCRE2_MATCH_INVALID_UTF)
+ * and so lands in between-match words, which encode byte by byte. */
+#include "tokenizer_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name, *pattern;
+} pretok[] = {
+    /* Llama 3 (tokenizer.ggml.pre "llama-bpe"; tokenizer.json's Split regex) */
+    { "llama-bpe",
+      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+      "\\s+(?!\\S)|\\s+" },
+    /* GPT-2 and the ByteLevel pre-tokenizer's built-in pattern */
+    { "gpt2", "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+" },
+    { "default", "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+" },
+    /* Qwen 2: like Llama 3 but single digits */
+    { "qwen2",
+      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+      "\\s+(?!\\S)|\\s+" },
+};
+
+const char *tok_pretok_pattern(const char *name)
+{
+    for (size_t i = 0; i < sizeof(pretok) / sizeof(pretok[0]); i++)
+        if (strcmp(pretok[i].name, name) == 0)
+            return pretok[i].pattern;
+    if (strcmp(name, "llama3") == 0 || strcmp(name, "smaug-bpe") == 0)
+        return pretok[0].pattern;
+    return NULL;
+}
+
+int tok_compile_regex(llm_tokenizer *t, const char *pattern, llm_err *err)
+{
+    int code;
+    PCRE2_SIZE at;
+    t->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
+                          &code, &at, NULL);
+    if (t->re == NULL) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(code, msg, sizeof(msg));
+        llm_seterr(err, "pre-tokenizer regex: %s at offset %zu", (const char *)msg, (size_t)at);
+        return -1;
+    }
+    (void)pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* optional: the interpreter is the fallback */
+    return 0;
+}
+
+static int encode_word(const llm_tokenizer *t, tok_work *w, const char *s, size_t n, tok_vec *out)
+{
+    if (n == 1 && t->byte_id[(unsigned char)s[0]] >= 0)
+        return tok_vec_push(out, t->byte_id[(unsigned char)s[0]]);
+    if (t->ignore_merges) {
+        int32_t id = tok_map_get(&t->by_raw, s, n);
+        if (id >= 0)
+            return tok_vec_push(out, id);
+    }
+    w->nsym = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = t->byte_id[(unsigned char)s[i]];
+        if (tok_work_sym(w, id >= 0 ? id : t->unk, (uint32_t)i, 1, id < 0))
+            return -1;
+    }
+    return tok_work_merge(t, w, s, 0, out);
+}
+
+int tok_bpe_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *out)
+{
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
+    if (md == NULL)
+        return -1;
+    tok_work w = { 0 };
+    int rc = 0;
+    size_t off = 0;
+    while (off < len && rc == 0) {
+        int m = pcre2_match(t->re, (PCRE2_SPTR)s, len, off, 0, md, NULL);
+        if (m < 0 && m != PCRE2_ERROR_NOMATCH) /* JIT stack or match limit: retry interpreted */
+            m = pcre2_match(t->re, (PCRE2_SPTR)s, len, off, PCRE2_NO_JIT, md, NULL);
+        size_t ms = len, me = len;
+        if (m >= 0) {
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+            ms = ov[0];
+            me = ov[1];
+        } else if (m != PCRE2_ERROR_NOMATCH) {
+            /* still failing (pathological input): take the rest one character at a time */
+            int k = tok_utf8_len((const unsigned char *)s + off, len - off);
+            ms = me = off + (k > 0 ? (size_t)k : 1);
+            rc = encode_word(t, &w, s + off, ms - off, out);
+            off = ms;
+            continue;
+        }
+        if (ms > off)
+            rc = encode_word(t, &w, s + off, ms - off, out);
+        if (rc == 0 && me > ms)
+            rc = encode_word(t, &w, s + ms, me - ms, out);
+        if (me == ms && ms < len) { /* empty match: step over one character as its own word */
+            int k = tok_utf8_len((const unsigned char *)s + ms, len - ms);
+            me = ms + (k > 0 ? (size_t)k : 1);
+            if (rc == 0)
+                rc = encode_word(t, &w, s + ms, me - ms, out);
+        }
+        off = me;
+    }
+    tok_work_free(&w);
+    pcre2_match_data_free(md);
+    return rc;
+}

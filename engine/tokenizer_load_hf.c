@@ -1,0 +1,250 @@
+/* Hugging Face tokenizer.json (byte-level BPE: model.type "BPE" with a ByteLevel
+ * pre-tokenizer, optionally behind a Split regex), plus tokenizer_config.json
+ * beside it for the chat template, BOS/EOS and add_bos_token. */
+#include "tokenizer_priv.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cJSON *read_json(const char *path, int must, llm_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        if (must)
+            llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (512L << 20) && fseek(f, 0, SEEK_SET) == 0)
+        buf = malloc((size_t)n + 1);
+    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+    fclose(f);
+    cJSON *j = buf && got == (size_t)n ? cJSON_ParseWithLength(buf, got) : NULL;
+    free(buf);
+    if (j == NULL)
+        llm_seterr(err, "%s: cannot read or parse JSON", path);
+    return j;
+}
+
+/* A token given as "text" or {"content": "text"}. */
+static const char *token_text(const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return v->valuestring;
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "content");
+    return cJSON_IsString(c) ? c->valuestring : NULL;
+}
+
+/* The Split regex (if any) of the pre-tokenizer; checks the rest is byte-level. */
+static const char *pretok_pattern(const cJSON *pt, const char *path, llm_err *err)
+{
+    const char *split = NULL;
+    int byte_level = 0;
+    const cJSON *list = NULL, *one = pt;
+    if (cJSON_IsObject(pt) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(pt, "type")) &&
+        strcmp(cJSON_GetObjectItemCaseSensitive(pt, "type")->valuestring, "Sequence") == 0) {
+        list = cJSON_GetObjectItemCaseSensitive(pt, "pretokenizers");
+        one = list ? list->child : NULL;
+    }
+    for (; one != NULL; one = list ? one->next : NULL) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(one, "type");
+        const char *ty = cJSON_IsString(type) ? type->valuestring : "";
+        if (strcmp(ty, "ByteLevel") == 0) {
+            const cJSON *ur = cJSON_GetObjectItemCaseSensitive(one, "use_regex");
+            const cJSON *ap = cJSON_GetObjectItemCaseSensitive(one, "add_prefix_space");
+            if (cJSON_IsTrue(ap)) {
+                llm_seterr(err, "%s: ByteLevel add_prefix_space is not supported", path);
+                return NULL;
+            }
+            if (!cJSON_IsFalse(ur)) {
+                if (split != NULL) {
+                    llm_seterr(err, "%s: a Split regex and ByteLevel use_regex together are not supported", path);
+                    return NULL;
+                }
+                split = tok_pretok_pattern("gpt2");
+            }
+            byte_level = 1;
+        } else if (strcmp(ty, "Split") == 0) {
+            const cJSON *re = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(one, "pattern"), "Regex");
+            const cJSON *beh = cJSON_GetObjectItemCaseSensitive(one, "behavior");
+            if (!cJSON_IsString(re) || split != NULL || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(one, "invert")) ||
+                (cJSON_IsString(beh) && strcmp(beh->valuestring, "Isolated") != 0)) {
+                llm_seterr(err, "%s: unsupported Split pre-tokenizer (need one Regex, behavior Isolated)", path);
+                return NULL;
+            }
+            split = re->valuestring;
+        } else {
+            llm_seterr(err, "%s: unsupported pre-tokenizer \"%s\" (byte-level BPE only)", path, ty);
+            return NULL;
+        }
+        if (list == NULL)
+            break;
+    }
+    if (!byte_level || split == NULL) {
+        llm_seterr(err, "%s: not a byte-level BPE tokenizer (no ByteLevel pre-tokenizer with a split pattern)", path);
+        return NULL;
+    }
+    return split;
+}
+
+static int load_config(llm_tokenizer *t, const char *json_path, llm_err *err)
+{
+    const char *slash = strrchr(json_path, '/');
+    size_t dir = slash ? (size_t)(slash - json_path + 1) : 0;
+    char *p = malloc(dir + sizeof("tokenizer_config.json"));
+    if (p == NULL) {
+        llm_seterr(err, "out of memory");
+        return -1;
+    }
+    memcpy(p, json_path, dir);
+    strcpy(p + dir, "tokenizer_config.json");
+    llm_err ignore;
+    cJSON *c = read_json(p, 0, &ignore);
+    free(p);
+    const char *bos = "<|begin_of_text|>", *eos = "<|end_of_text|>";
+    t->add_bos = -1;
+    if (c != NULL) {
+        const cJSON *v;
+        if ((v = cJSON_GetObjectItemCaseSensitive(c, "bos_token")) != NULL)
+            bos = token_text(v);
+        if ((v = cJSON_GetObjectItemCaseSensitive(c, "eos_token")) != NULL)
+            eos = token_text(v);
+        if (cJSON_IsBool(v = cJSON_GetObjectItemCaseSensitive(c, "add_bos_token")))
+            t->add_bos = cJSON_IsTrue(v);
+        v = cJSON_GetObjectItemCaseSensitive(c, "chat_template");
+        if (cJSON_IsArray(v)) { /* [{name, template}]: "default", else the first */
+            const cJSON *pick = NULL, *e;
+            cJSON_ArrayForEach(e, v) {
+                const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+                if (pick == NULL || (cJSON_IsString(nm) && strcmp(nm->valuestring, "default") == 0))
+                    pick = e;
+            }
+            v = pick ? cJSON_GetObjectItemCaseSensitive(pick, "template") : NULL;
+        }
+        if (cJSON_IsString(v) && (t->chat_template = strdup(v->valuestring)) == NULL) {
+            cJSON_Delete(c);
+            llm_seterr(err, "out of memory");
+            return -1;
+        }
+    }
+    t->bos = bos ? llm_tok_find(t, bos) : -1;
+    t->eos = eos ? llm_tok_find(t, eos) : -1;
+    if (t->add_bos < 0)
+        t->add_bos = t->bos >= 0;
+    cJSON_Delete(c);
+    return 0;
+}
+
+static int load_merges(llm_tokenizer *t, const cJSON *merges, const char *path, llm_err *err)
+{
+    int n = cJSON_GetArraySize(merges);
+    if (tok_set_merges_capacity(t, (size_t)n)) {
+        llm_seterr(err, "%s: out of memory", path);
+        return -1;
+    }
+    int rank = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, merges) {
+        const char *a = NULL, *b = NULL;
+        size_t alen = 0, blen = 0;
+        if (cJSON_IsString(m)) { /* "a b" */
+            const char *sp = strchr(m->valuestring, ' ');
+            if (sp != NULL && sp != m->valuestring) {
+                a = m->valuestring;
+                alen = (size_t)(sp - a);
+                b = sp + 1;
+                blen = strlen(b);
+            }
+        } else if (cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) && cJSON_IsString(m->child->next)) {
+            a = m->child->valuestring;
+            alen = strlen(a);
+            b = m->child->next->valuestring;
+            blen = strlen(b);
+        }
+        if (a == NULL || blen == 0 || tok_add_merge(t, a, alen, b, blen, rank) != 0) {
+            llm_seterr(err, "%s: merge %d is malformed or names tokens missing from the vocabulary", path, rank);
+            return -1;
+        }
+        rank++;
+    }
+    return 0;
+}
+
+llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
+{
+    cJSON *j = read_json(path, 1, err);
+    if (j == NULL)
+        return NULL;
+    llm_tokenizer *t = NULL;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
+    const cJSON *mtype = cJSON_GetObjectItemCaseSensitive(model, "type");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
+    const cJSON *e;
+    if (!cJSON_IsString(mtype) || strcmp(mtype->valuestring, "BPE") != 0 || !cJSON_IsObject(vocab) ||
+        !cJSON_IsArray(merges)) {
+        llm_seterr(err, "%s: model is not a BPE model with vocab and merges", path);
+        goto fail;
+    }
+    if (norm != NULL && !cJSON_IsNull(norm)) {
+        llm_seterr(err, "%s: normalizers are not supported", path);
+        goto fail;
+    }
+    const char *pattern = pretok_pattern(cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), path, err);
+    if (pattern == NULL)
+        goto fail;
+    long max_id = -1;
+    cJSON_ArrayForEach(e, vocab) {
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= (1 << 24) || e->string == NULL) {
+            llm_seterr(err, "%s: vocab entry \"%s\" has no valid id", path, e->string ? e->string : "?");
+            goto fail;
+        }
+        if (e->valueint > max_id)
+            max_id = e->valueint;
+    }
+    cJSON_ArrayForEach(e, added) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+        if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= (1 << 24) ||
+            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "content"))) {
+            llm_seterr(err, "%s: malformed added_tokens entry", path);
+            goto fail;
+        }
+        if (id->valueint > max_id)
+            max_id = id->valueint;
+    }
+    if (max_id < 0 || (t = tok_new(LLM_TOK_BPE, (int)max_id + 1)) == NULL) {
+        llm_seterr(err, "%s: empty vocabulary or out of memory", path);
+        goto fail;
+    }
+    cJSON_ArrayForEach(e, vocab) {
+        if (tok_set(t, e->valueint, e->string, strlen(e->string), 0.0f, TOK_NORMAL)) {
+            llm_seterr(err, "%s: out of memory", path);
+            goto fail;
+        }
+    }
+    cJSON_ArrayForEach(e, added) {
+        const char *s = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
+        int special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special"));
+        if (tok_set(t, cJSON_GetObjectItemCaseSensitive(e, "id")->valueint, s, strlen(s), 0.0f,
+                    special ? TOK_CONTROL : TOK_USER)) {
+            llm_seterr(err, "%s: out of memory", path);
+            goto fail;
+        }
+    }
+    t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
+    if (tok_finish(t, err) || tok_compile_regex(t, pattern, err) || load_merges(t, merges, path, err) ||
+        load_config(t, path, err))
+        goto fail;
+    cJSON_Delete(j);
+    return t;
+fail:
+    llm_tok_free(t);
+    cJSON_Delete(j);
+    return NULL;
+}

@@ -1,0 +1,123 @@
+/* Internals shared by the tokenizer files (not part of the public API). */
+#ifndef LLM_TOKENIZER_PRIV_H
+#define LLM_TOKENIZER_PRIV_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "tokenizer.h"
+
+/* Token types, GGUF's tokenizer.ggml.token_type values. */
+enum { TOK_NORMAL = 1, TOK_UNKNOWN = 2, TOK_CONTROL = 3, TOK_USER = 4, TOK_UNUSED = 5, TOK_BYTE = 6 };
+
+/* Open-addressing map from a byte string to a token id; keys live in the
+ * tokenizer's arenas (looked up through off/len of one of its two forms). */
+typedef struct {
+    int32_t    *slots; /* -1 empty */
+    uint32_t    mask;
+    const char *arena;
+    const uint32_t *off, *len;
+} tok_strmap;
+
+/* Merge table: (left id, right id) -> (rank, merged id). */
+typedef struct {
+    uint64_t *keys;  /* UINT64_MAX empty */
+    int32_t  *rank;
+    int32_t  *merged;
+    uint32_t  mask;
+} tok_mergemap;
+
+/* A token that input text is split on before the model sees it. */
+typedef struct {
+    int32_t id;
+    int     control; /* only with LLM_TOK_PARSE_SPECIAL */
+} tok_special;
+
+struct llm_tokenizer {
+    llm_tok_kind kind;
+    int      n_vocab;
+    /* text: the vocabulary's own spelling (SPM '▁', byte-level BPE's unicode
+     * stand-ins); raw: the bytes the token stands for in decoded text. */
+    char    *text_arena, *raw_arena;
+    uint32_t *text_off, *text_len, *raw_off, *raw_len;
+    size_t   text_used, text_cap, raw_used, raw_cap; /* arena fill while building */
+    float   *score;
+    uint8_t *type;
+    tok_strmap by_text;   /* every token */
+    tok_strmap by_raw;    /* tokens the model encoder may produce (normal / user) */
+    int32_t  byte_id[256]; /* SPM: <0xNN> tokens; BPE: single-byte tokens; -1 none */
+    int      bos, eos, unk;
+    int      add_bos;         /* metadata says BOS belongs in front */
+    int      add_space_prefix; /* SPM dummy prefix */
+    char    *chat_template;
+    /* byte-level BPE */
+    tok_mergemap merges;
+    pcre2_code *re;
+    int      ignore_merges;   /* a word that is itself a token skips the merges (HF) */
+    /* tokens input is split on (control / user-defined), sorted by first
+     * byte then longest first; spec_start/spec_count index them by first byte */
+    tok_special *specials;
+    int      n_specials;
+    int      spec_start[256], spec_count[256];
+};
+
+/* Building (loaders). */
+llm_tokenizer *tok_new(llm_tok_kind kind, int n_vocab);
+/* Add token id with its vocabulary spelling (copied); computes raw from text. */
+int  tok_set(llm_tokenizer *t, int id, const char *text, size_t len, float score, int type);
+/* After all tokens are set: maps, byte table, specials. -1 + err on failure. */
+int  tok_finish(llm_tokenizer *t, llm_err *err);
+int  tok_set_merges_capacity(llm_tokenizer *t, size_t n);
+/* Add a merge "a b" (vocabulary spellings); -1 if a, b or a+b is not a token. */
+int  tok_add_merge(llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen, int rank);
+/* Named pre-tokenizer patterns; NULL if unknown. */
+const char *tok_pretok_pattern(const char *name);
+int  tok_compile_regex(llm_tokenizer *t, const char *pattern, llm_err *err);
+
+/* Rank of the merge a+b (result in *merged), -1 if none. */
+int tok_merge_get(const llm_tokenizer *t, int32_t a, int32_t b, int32_t *merged);
+int32_t tok_map_get(const tok_strmap *m, const char *s, size_t len);
+
+/* Encoders for one plain-text fragment; append to *out (growable). */
+typedef struct {
+    int32_t *v;
+    size_t   n, cap;
+} tok_vec;
+int tok_vec_push(tok_vec *v, int32_t id);
+int tok_spm_encode(const llm_tokenizer *t, const char *s, size_t len, int prefix_space, tok_vec *out);
+int tok_bpe_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *out);
+
+/* Merge loop shared by both encoders: symbols in a doubly linked list over a
+ * working string, candidate pairs in a heap (higher pri first, then leftmost). */
+typedef struct {
+    int32_t  id;
+    uint32_t start, len;
+    int32_t  prev, next;
+    int      nomerge; /* SPM byte-fallback pieces never merge */
+} tok_sym;
+typedef struct {
+    float    pri;
+    int32_t  left, right, merged;
+    uint32_t size;
+} tok_pair;
+typedef struct {
+    tok_sym  *sym;
+    size_t    nsym, capsym;
+    tok_pair *heap;
+    size_t    nheap, capheap;
+} tok_work;
+int  tok_work_sym(tok_work *w, int32_t id, uint32_t start, uint32_t len, int nomerge);
+/* Run the merges over w->sym[0..nsym) and append the surviving ids to out.
+ * spm: pairs looked up by concatenated raw text, priority = score;
+ * else: by (left id, right id) in the merge table, priority = -rank. */
+int  tok_work_merge(const llm_tokenizer *t, tok_work *w, const char *work, int spm, tok_vec *out);
+void tok_work_free(tok_work *w);
+
+/* UTF-8 helpers. */
+/* Length of a valid UTF-8 sequence at s (1..4), 0 if invalid/truncated. */
+int tok_utf8_len(const unsigned char *s, size_t avail);
+/* Byte-level BPE's byte <-> code point table. */
+uint32_t tok_byte_to_cp(uint8_t b);
+int      tok_cp_to_byte(uint32_t cp); /* -1 if not a stand-in */
+
+#endif
