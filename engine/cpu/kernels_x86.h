@@ -17,8 +17,15 @@
  * weight vectors in registers; quantised tiles RM*RN accumulators plus RN
  * activation blocks. */
 #define KX_FRM 4
-#define KX_QRM 4
-#define KX_QRN 2
+#ifndef KX_Q8_RM
+#define KX_Q8_RM 3
+#define KX_Q8_RN 3
+#endif
+#ifndef KX_Q4_RM
+#define KX_Q4_RM 3
+#define KX_Q4_RN 3
+#endif
+#define KX_QMAX 4
 
 KX_INLINE float kx_hsum256(__m256 v)
 {
@@ -137,50 +144,55 @@ static void gemm_bf16(int K, const void *W, size_t ws, int nr, const void *X, si
 
 /* ---- quantised weights x Q8 activations (256-bit integer dot products) ---- */
 
-/* 32 signed weights of block b of a row: Q8_0 as stored, Q4_0 unpacked to q-8. */
-KX_INLINE __m256i kx_wq(int q4, const uint8_t *row, int b, float *d)
-{
-    if (q4) {
-        const llm_block_q4_0 *blk = (const llm_block_q4_0 *)row + b;
-        *d = _cvtsh_ss(blk->d);
-        __m128i lo = _mm_loadu_si128((const __m128i *)blk->qs);
-        __m256i v = _mm256_set_m128i(_mm_srli_epi16(lo, 4), lo);
-        v = _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
-        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
-    }
-    const llm_block_q8_0 *blk = (const llm_block_q8_0 *)row + b;
-    *d = _cvtsh_ss(blk->d);
-    return _mm256_loadu_si256((const __m256i *)blk->qs);
-}
-
+/* Q8_0 x Q8: the sign trick (|w| as unsigned times x with w's sign) feeds
+ * maddubs; Q4_0 x Q8: the unsigned nibbles q feed maddubs directly and the -8
+ * offset comes off as 8*sum(x), computed once per activation block. Per (row,
+ * token, block): maddubs, sign or subtract, madd, convert, scale, fma. */
 KX_INLINE void kx_qtile(int q4, int nb, const uint8_t *W, size_t ws, const uint8_t *X, size_t xs,
                         float *Y, size_t ldy, int acc, const int RM, const int RN)
 {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 c[KX_QRM][KX_QRN];
+    __m256 c[KX_QMAX][KX_QMAX];
 #pragma GCC unroll 8
     for (int i = 0; i < RM; i++)
 #pragma GCC unroll 8
         for (int j = 0; j < RN; j++)
             c[i][j] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        __m256i xv[KX_QRN];
-        const cpu_q8_act *xa[KX_QRN];
+        __m256i xv[KX_QMAX], x8[KX_QMAX];
+        __m256 dx[KX_QMAX];
 #pragma GCC unroll 8
         for (int j = 0; j < RN; j++) {
-            xa[j] = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
-            xv[j] = _mm256_loadu_si256((const __m256i *)xa[j]->qs);
+            const cpu_q8_act *xa = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
+            xv[j] = _mm256_loadu_si256((const __m256i *)xa->qs);
+            dx[j] = _mm256_set1_ps(xa->d);
+            if (q4) /* pairwise 8*(x0+x1) in int16, subtracted from each row's products */
+                x8[j] = _mm256_maddubs_epi16(_mm256_set1_epi8(8), xv[j]);
         }
 #pragma GCC unroll 8
         for (int i = 0; i < RM; i++) {
-            float dw;
-            __m256i wv = kx_wq(q4, W + (size_t)i * ws, b, &dw);
-            __m256i aw = _mm256_sign_epi8(wv, wv);
+            __m256i wv;
+            __m256 dw;
+            if (q4) {
+                const llm_block_q4_0 *blk = (const llm_block_q4_0 *)(W + (size_t)i * ws) + b;
+                dw = _mm256_set1_ps(_cvtsh_ss(blk->d));
+                __m128i lo = _mm_loadu_si128((const __m128i *)blk->qs);
+                wv = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(lo, 4), lo), _mm256_set1_epi8(0x0f));
+            } else {
+                const llm_block_q8_0 *blk = (const llm_block_q8_0 *)(W + (size_t)i * ws) + b;
+                dw = _mm256_set1_ps(_cvtsh_ss(blk->d));
+                wv = _mm256_loadu_si256((const __m256i *)blk->qs);
+            }
+            __m256i aw = q4 ? wv : _mm256_sign_epi8(wv, wv);
 #pragma GCC unroll 8
             for (int j = 0; j < RN; j++) {
-                __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[j], wv));
+                __m256i p;
+                if (q4)
+                    p = _mm256_sub_epi16(_mm256_maddubs_epi16(wv, xv[j]), x8[j]);
+                else
+                    p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[j], wv));
                 __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-                c[i][j] = _mm256_fmadd_ps(f, _mm256_set1_ps(dw * xa[j]->d), c[i][j]);
+                c[i][j] = _mm256_fmadd_ps(f, _mm256_mul_ps(dw, dx[j]), c[i][j]);
             }
         }
     }
@@ -195,7 +207,7 @@ KX_INLINE void kx_qtile(int q4, int nb, const uint8_t *W, size_t ws, const uint8
 }
 
 KX_INLINE void kx_gemm_q(int q4, int K, const void *W, size_t ws, int nr, const void *X, size_t xs,
-                         int nt, float *Y, size_t ldy, int acc)
+                         int nt, float *Y, size_t ldy, int acc, const int KX_QRM, const int KX_QRN)
 {
     const uint8_t *w = W, *x = X;
     int nb = K / LLM_QK, r = 0;
@@ -222,13 +234,13 @@ KX_INLINE void kx_gemm_q(int q4, int K, const void *W, size_t ws, int nr, const 
 static void gemm_q8_0(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
                       float *Y, size_t ldy, int acc)
 {
-    kx_gemm_q(0, K, W, ws, nr, X, xs, nt, Y, ldy, acc);
+    kx_gemm_q(0, K, W, ws, nr, X, xs, nt, Y, ldy, acc, KX_Q8_RM, KX_Q8_RN);
 }
 
 static void gemm_q4_0(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
                       float *Y, size_t ldy, int acc)
 {
-    kx_gemm_q(1, K, W, ws, nr, X, xs, nt, Y, ldy, acc);
+    kx_gemm_q(1, K, W, ws, nr, X, xs, nt, Y, ldy, acc, KX_Q4_RM, KX_Q4_RN);
 }
 
 static void quantize_act(const float *x, cpu_q8_act *y, int K)
