@@ -1,4 +1,7 @@
 /* Client side of the shared-memory protocol (see llm_client.h, shm/README.md). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* syscall(futex), getrandom, abstract sockets; nginx builds us without it */
+#endif
 #include "llm_client.h"
 
 #include <errno.h>

@@ -1,6 +1,9 @@
 /* Metrics block helpers: log-scale latency histograms (bucket i holds values up
  * to 2^i microseconds), written by one writer with relaxed atomics and read by
  * anyone (a reader may see a count one observation ahead of the buckets). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* syscall(futex), getrandom, abstract sockets; nginx builds us without it */
+#endif
 #include "llm_shm.h"
 
 uint64_t llm_hist_bucket_upper_ns(int i)

@@ -8,6 +8,9 @@
  * head p -> p+1; any producer that finds p's cell already claimed moves head for it.
  * So a producer that dies after its CAS has published its entry, and one that dies
  * before it has done nothing: head never sticks on a dead producer. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* syscall(futex), getrandom, abstract sockets; nginx builds us without it */
+#endif
 #include "llm_shm.h"
 
 #define SEQ_BITS 40

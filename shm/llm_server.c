@@ -1,4 +1,7 @@
 /* Engine side of the shared-memory protocol (see llm_server.h, shm/README.md). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* syscall(futex), getrandom, abstract sockets; nginx builds us without it */
+#endif
 #include "llm_server.h"
 
 #include <errno.h>

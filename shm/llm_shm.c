@@ -1,4 +1,7 @@
 /* Segment layout, mapping and validation, and the small OS helpers both sides use. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* syscall(futex), getrandom, abstract sockets; nginx builds us without it */
+#endif
 #include "llm_shm.h"
 
 #include <errno.h>
