@@ -14,13 +14,13 @@ NS="$BUILD/nginx-src"
 # Re-configure when the source tree or our addon script changed.
 STAMP="$NS/.llm-configured"
 if [ ! -f "$STAMP" ] || [ "$REPO/config" -nt "$STAMP" ] || [ "$SRC/conf_flags" -nt "$STAMP" ] \
-   || [ "$(cat "$STAMP")" != "$(ls "$REPO"/ngx_module/*.c "$REPO"/engine/tokenizer*.c "$REPO"/shm/*.c 2>/dev/null | tr '\n' ' ')" ]; then
+   || [ "$(cat "$STAMP")" != "$(ls "$REPO"/ngx_module/*.c "$REPO"/engine/tokenizer*.c "$REPO"/engine/detok.c "$REPO"/shm/*.c 2>/dev/null | tr '\n' ' ')" ]; then
     rm -rf "$NS"
     cp -a "$SRC" "$NS"
     # conf_flags is a bash array; run configure under bash.
     (cd "$NS" && bash -c 'source ./conf_flags && ./configure "${NGX_CONF_FLAGS[@]}" --add-dynamic-module="$1"' _ "$REPO" \
         > "$BUILD/nginx-configure.log" 2>&1) || { tail -30 "$BUILD/nginx-configure.log" >&2; exit 1; }
-    ls "$REPO"/ngx_module/*.c "$REPO"/engine/tokenizer*.c "$REPO"/shm/*.c 2>/dev/null | tr '\n' ' ' > "$STAMP"
+    ls "$REPO"/ngx_module/*.c "$REPO"/engine/tokenizer*.c "$REPO"/engine/detok.c "$REPO"/shm/*.c 2>/dev/null | tr '\n' ' ' > "$STAMP"
 fi
 make -s -C "$NS" -f objs/Makefile modules -j"$(nproc 2>/dev/null || echo 2)"
 cp "$NS/objs/ngx_http_llm_module.so" "$BUILD/ngx_http_llm_module.so"

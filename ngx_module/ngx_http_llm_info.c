@@ -19,7 +19,9 @@ ngx_int_t ngx_http_llm_health(ngx_http_request_t *r)
         const llm_shm_map *m = llm_client_map(eng->client);
         cJSON_AddStringToObject(o, "status", "ok");
         cJSON_AddStringToObject(o, "model", m->hdr->model.name);
-        cJSON_AddNumberToObject(o, "generation", (double)m->hdr->generation);
+        char gen[24];
+        snprintf(gen, sizeof gen, "%016llx", (unsigned long long)m->hdr->generation);
+        cJSON_AddStringToObject(o, "generation", gen); /* 64-bit: a string keeps every bit */
         return ngx_http_llm_send_cjson(r, 200, o);
     }
     cJSON_AddStringToObject(o, "status", rc == LLM_SHM_E_NOT_READY ? "starting" : "unavailable");
