@@ -1,8 +1,30 @@
 /* Token sampling: greedy, temperature, top-k, top-p, min-p, repetition /
- * presence / frequency penalties, per-request seed, top-n logprobs. */
+ * presence / frequency penalties, per-request seed, top-n logprobs.
+ *
+ * Order of operations in llm_sampler_sample (the HF / vLLM order):
+ *   1. penalties on the raw logits, for every token id seen inside the penalty
+ *      window (count = its occurrences there):
+ *        repetition (CTRL): logit > 0 ? logit / r : logit * r
+ *        then logit -= frequency * count + presence * (count > 0)   (OpenAI)
+ *      The window is the same for all three: penalty_last_n = -1 (the default,
+ *      OpenAI semantics) counts generated tokens only; 0 counts prompt and
+ *      output; N > 0 counts the last N tokens of prompt + output.
+ *   2. logprobs: log-softmax of these penalised logits, before temperature and
+ *      truncation (OpenAI semantics): the chosen token's logprob and the top
+ *      n_logprobs (ties: lower id first).
+ *   3. temperature 0: argmax (ties: lowest id).  Otherwise the logits are
+ *      divided by the temperature, then top-k, then top-p (nucleus: the
+ *      smallest set of most likely tokens whose probability, renormalised over
+ *      the top-k survivors, reaches top_p), then min-p (keep p >= min_p * p_max;
+ *      relative to the max, so renormalising does not change it), and one token
+ *      is drawn with the request's PRNG (xoshiro256** seeded via splitmix64).
+ *      Exactly one draw per non-greedy call, so the same seed and the same
+ *      logits sequence always give the same tokens.
+ * NaN logits count as -inf, +inf as FLT_MAX. */
 #ifndef LLM_SAMPLER_H
 #define LLM_SAMPLER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -18,8 +40,17 @@ typedef struct {
     int      n_logprobs;         /* top-n logprobs to report, 0..20 */
 } llm_sampling_params;
 
+/* Largest temperature llm_sampling_validate accepts (OpenAI's range is 0..2). */
+#define LLM_SAMPLING_MAX_TEMPERATURE 2.0f
+#define LLM_SAMPLING_MAX_LOGPROBS    20
+
+/* OpenAI defaults: temperature 1, no truncation, no penalties, penalty window
+ * = output only, seed 0 (a server should pick a random seed when the request
+ * has none), no logprobs. */
 void llm_sampling_defaults(llm_sampling_params *p);
-/* Check ranges; 0 ok, -1 and a message in msg. */
+/* Check ranges; 0 ok, -1 and a message in msg.  temperature [0, 2], top_p (0, 1],
+ * top_k >= 0 (>= vocab means off), min_p [0, 1], repetition (0, 10],
+ * presence / frequency [-2, 2], penalty_last_n >= -1, n_logprobs 0..20. */
 int  llm_sampling_validate(const llm_sampling_params *p, char *msg, size_t cap);
 
 typedef struct { int32_t id; float logprob; } llm_token_logprob;
@@ -35,9 +66,18 @@ typedef struct llm_sampler llm_sampler;
 
 llm_sampler *llm_sampler_new(const llm_sampling_params *p, int vocab_size);
 void         llm_sampler_free(llm_sampler *s);
-/* Record a token as part of the context (prompt tokens and every generated token). */
+/* Record a token as part of the context (prompt tokens and every generated token).
+ * Ids outside [0, vocab) are ignored. */
 void         llm_sampler_accept(llm_sampler *s, int32_t id, int is_prompt);
-/* Sample from logits (modified in place). Deterministic for a given seed and history. */
+/* Sample from logits (modified in place: penalties applied, NaN/inf cleaned).
+ * Deterministic for a given seed and history. */
 int32_t      llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res /* may be NULL */);
+
+/* The distribution step 3 would draw from, without drawing (the PRNG is not
+ * advanced): applies the penalties to logits in place like llm_sampler_sample,
+ * writes up to cap candidates (ids, renormalised probabilities) in the order the
+ * draw walks them and returns how many candidates survive (greedy: 1).
+ * For tests and debugging. */
+int          llm_sampler_distribution(llm_sampler *s, float *logits, int32_t *ids, float *probs, int cap);
 
 #endif

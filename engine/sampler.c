@@ -1,0 +1,418 @@
+/* Token sampler: penalties, logprobs, greedy / temperature / top-k / top-p /
+ * min-p, seeded xoshiro256** draws.  Semantics and order: see sampler.h. */
+#include "sampler.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    float   l;  /* logit (penalised, cleaned) */
+    float   w;  /* exp((l - max) / T) = p / p_max */
+    int32_t id;
+} cand;
+
+struct llm_sampler {
+    llm_sampling_params p;
+    int      vocab;
+    uint64_t rng[4];
+    /* Penalty window: occurrences per id, and the ids with a non-zero count
+     * (seen_pos maps id -> index in seen, or -1) so penalties cost O(distinct). */
+    int32_t *count, *seen, *seen_pos;
+    int      n_seen;
+    int32_t *ring;   /* last penalty_last_n ids when penalty_last_n > 0 */
+    int      ring_len, ring_head;
+    cand    *cand;   /* vocab-sized scratch */
+};
+
+/* ---- PRNG: xoshiro256** seeded through splitmix64 ---- */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t xoshiro_next(uint64_t s[4])
+{
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static double rng_uniform(uint64_t s[4]) { return (double)(xoshiro_next(s) >> 11) * 0x1.0p-53; }
+
+/* ---- parameters ---- */
+
+void llm_sampling_defaults(llm_sampling_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->temperature = 1.0f;
+    p->top_k = 0;
+    p->top_p = 1.0f;
+    p->min_p = 0.0f;
+    p->repetition_penalty = 1.0f;
+    p->presence_penalty = 0.0f;
+    p->frequency_penalty = 0.0f;
+    p->penalty_last_n = -1;
+    p->seed = 0;
+    p->n_logprobs = 0;
+}
+
+/* Written as !(in range) so NaN fails every check. */
+int llm_sampling_validate(const llm_sampling_params *p, char *msg, size_t cap)
+{
+    const char *m = NULL;
+    char buf[160];
+    if (!(p->temperature >= 0.0f && p->temperature <= LLM_SAMPLING_MAX_TEMPERATURE)) {
+        snprintf(buf, sizeof buf, "temperature must be between 0 and %g (got %g)",
+                 (double)LLM_SAMPLING_MAX_TEMPERATURE, (double)p->temperature);
+        m = buf;
+    } else if (!(p->top_p > 0.0f && p->top_p <= 1.0f)) {
+        snprintf(buf, sizeof buf, "top_p must be greater than 0 and at most 1 (got %g)", (double)p->top_p);
+        m = buf;
+    } else if (p->top_k < 0) {
+        snprintf(buf, sizeof buf, "top_k must be 0 (off) or positive (got %d)", p->top_k);
+        m = buf;
+    } else if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) {
+        snprintf(buf, sizeof buf, "min_p must be between 0 and 1 (got %g)", (double)p->min_p);
+        m = buf;
+    } else if (!(p->repetition_penalty > 0.0f && p->repetition_penalty <= 10.0f)) {
+        snprintf(buf, sizeof buf, "repetition_penalty must be greater than 0 and at most 10 (got %g)",
+                 (double)p->repetition_penalty);
+        m = buf;
+    } else if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f)) {
+        snprintf(buf, sizeof buf, "presence_penalty must be between -2 and 2 (got %g)", (double)p->presence_penalty);
+        m = buf;
+    } else if (!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f)) {
+        snprintf(buf, sizeof buf, "frequency_penalty must be between -2 and 2 (got %g)", (double)p->frequency_penalty);
+        m = buf;
+    } else if (p->penalty_last_n < -1) {
+        snprintf(buf, sizeof buf, "penalty_last_n must be -1 (output only), 0 (all) or a window size (got %d)",
+                 p->penalty_last_n);
+        m = buf;
+    } else if (p->n_logprobs < 0 || p->n_logprobs > LLM_SAMPLING_MAX_LOGPROBS) {
+        snprintf(buf, sizeof buf, "logprobs must be between 0 and %d (got %d)", LLM_SAMPLING_MAX_LOGPROBS,
+                 p->n_logprobs);
+        m = buf;
+    }
+    if (m == NULL)
+        return 0;
+    if (msg != NULL && cap > 0)
+        snprintf(msg, cap, "%s", m);
+    return -1;
+}
+
+/* ---- lifecycle and history ---- */
+
+llm_sampler *llm_sampler_new(const llm_sampling_params *p, int vocab_size)
+{
+    if (p == NULL || vocab_size <= 0 || llm_sampling_validate(p, NULL, 0) != 0)
+        return NULL;
+    llm_sampler *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    s->p = *p;
+    s->vocab = vocab_size;
+    size_t v = (size_t)vocab_size;
+    s->count = calloc(v, sizeof(int32_t));
+    s->seen = malloc(v * sizeof(int32_t));
+    s->seen_pos = malloc(v * sizeof(int32_t));
+    s->cand = malloc(v * sizeof(cand));
+    if (p->penalty_last_n > 0)
+        s->ring = malloc((size_t)p->penalty_last_n * sizeof(int32_t));
+    if (s->count == NULL || s->seen == NULL || s->seen_pos == NULL || s->cand == NULL ||
+        (p->penalty_last_n > 0 && s->ring == NULL)) {
+        llm_sampler_free(s);
+        return NULL;
+    }
+    for (size_t i = 0; i < v; i++)
+        s->seen_pos[i] = -1;
+    uint64_t x = p->seed;
+    for (int i = 0; i < 4; i++)
+        s->rng[i] = splitmix64(&x);
+    return s;
+}
+
+void llm_sampler_free(llm_sampler *s)
+{
+    if (s == NULL)
+        return;
+    free(s->count);
+    free(s->seen);
+    free(s->seen_pos);
+    free(s->ring);
+    free(s->cand);
+    free(s);
+}
+
+static void count_add(llm_sampler *s, int32_t id, int d)
+{
+    int32_t c = s->count[id] += d;
+    if (c == 1 && d > 0) {
+        s->seen_pos[id] = s->n_seen;
+        s->seen[s->n_seen++] = id;
+    } else if (c == 0) {
+        int at = s->seen_pos[id];
+        int32_t last = s->seen[--s->n_seen];
+        s->seen[at] = last;
+        s->seen_pos[last] = at;
+        s->seen_pos[id] = -1;
+    }
+}
+
+void llm_sampler_accept(llm_sampler *s, int32_t id, int is_prompt)
+{
+    if (s == NULL || id < 0 || id >= s->vocab)
+        return;
+    int n = s->p.penalty_last_n;
+    if (n == -1 && is_prompt)
+        return;
+    if (n > 0) {
+        if (s->ring_len == n) {
+            count_add(s, s->ring[s->ring_head], -1);
+            s->ring[s->ring_head] = id;
+            s->ring_head = (s->ring_head + 1) % n;
+        } else {
+            s->ring[s->ring_len++] = id;
+        }
+    }
+    count_add(s, id, +1);
+}
+
+/* ---- shared steps ---- */
+
+/* Penalties over the window, then NaN -> -inf, +inf -> FLT_MAX. */
+static void apply_penalties(llm_sampler *s, float *logits)
+{
+    const llm_sampling_params *p = &s->p;
+    if (p->repetition_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f) {
+        for (int i = 0; i < s->n_seen; i++) {
+            int32_t id = s->seen[i];
+            float l = logits[id];
+            if (p->repetition_penalty != 1.0f)
+                l = l > 0.0f ? l / p->repetition_penalty : l * p->repetition_penalty;
+            l -= p->frequency_penalty * (float)s->count[id] + p->presence_penalty;
+            logits[id] = l;
+        }
+    }
+    for (int i = 0; i < s->vocab; i++) {
+        if (isnan(logits[i]))
+            logits[i] = -INFINITY;
+        else if (logits[i] == INFINITY)
+            logits[i] = FLT_MAX;
+    }
+}
+
+static int32_t argmax(const float *logits, int n)
+{
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (logits[i] > logits[best])
+            best = i;
+    return best;
+}
+
+/* Total order: larger logit first, then lower id. */
+static int better(const cand *a, const cand *b) { return a->l > b->l || (a->l == b->l && a->id < b->id); }
+
+static int cand_cmp(const void *x, const void *y)
+{
+    const cand *a = x, *b = y;
+    return better(a, b) ? -1 : better(b, a) ? 1 : 0;
+}
+
+/* Partial selection (Wirth's select, median-of-three pivot): afterwards c[0..k)
+ * hold the k best of c[0..n) in some order. O(n) on average. */
+static void select_top(cand *c, int n, int k)
+{
+    if (k <= 0 || k >= n)
+        return;
+    int lo = 0, hi = n - 1, t = k - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        const cand *a = &c[lo], *b = &c[mid], *d = &c[hi], *m;
+        if (better(a, b))
+            m = better(b, d) ? b : (better(a, d) ? d : a);
+        else
+            m = better(a, d) ? a : (better(b, d) ? d : b);
+        cand x = *m;
+        int i = lo, j = hi;
+        do {
+            while (better(&c[i], &x)) i++;
+            while (better(&x, &c[j])) j--;
+            if (i <= j) {
+                cand tmp = c[i];
+                c[i] = c[j];
+                c[j] = tmp;
+                i++;
+                j--;
+            }
+        } while (i <= j);
+        if (j < t) lo = i;
+        if (t < i) hi = j;
+    }
+}
+
+/* Candidates after temperature, top-k, top-p and min-p in s->cand[0..n), in
+ * the order the draw walks them, with unnormalised weights; returns n >= 1. */
+static int build_candidates(llm_sampler *s, const float *logits)
+{
+    const llm_sampling_params *p = &s->p;
+    int v = s->vocab;
+    cand *c = s->cand;
+    float invt = 1.0f / p->temperature;
+    float maxl = logits[argmax(logits, v)];
+    if (maxl == -INFINITY) { /* nothing is possible: fall back to id 0 */
+        c[0] = (cand){ maxl, 1.0f, 0 };
+        return 1;
+    }
+    for (int i = 0; i < v; i++)
+        c[i] = (cand){ logits[i], 0.0f, i };
+    int n = v, sorted = 0;
+    if (p->top_k > 0 && p->top_k < v) {
+        n = p->top_k;
+        select_top(c, v, n);
+        qsort(c, (size_t)n, sizeof(cand), cand_cmp);
+        sorted = n;
+    }
+    for (int i = 0; i < n; i++)
+        c[i].w = expf((c[i].l - maxl) * invt);
+
+    if (p->top_p < 1.0f) {
+        /* Walk the most likely tokens until their mass reaches top_p (or a
+         * token falls under min_p), sorting only as far as the walk needs:
+         * each round selects the next chunk from the unsorted tail and sorts it. */
+        double z = 0.0;
+        for (int i = 0; i < n; i++)
+            z += c[i].w;
+        double target = (double)p->top_p * z, cum = 0.0;
+        int keep = 0, chunk = 64;
+        while (keep < n) {
+            if (keep == sorted) {
+                int m = n - sorted < chunk ? n : sorted + chunk;
+                select_top(c + sorted, n - sorted, m - sorted);
+                qsort(c + sorted, (size_t)(m - sorted), sizeof(cand), cand_cmp);
+                sorted = m;
+                chunk *= 4;
+            }
+            if (keep > 0 && c[keep].w < p->min_p)
+                break;
+            cum += c[keep].w;
+            keep++;
+            if (cum >= target)
+                break;
+        }
+        return keep;
+    }
+    if (p->min_p > 0.0f) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (c[i].w >= p->min_p)
+                c[k++] = c[i];
+        return k; /* >= 1: the max has w = 1 */
+    }
+    return n;
+}
+
+static int greedy(const llm_sampler *s)
+{
+    return s->p.temperature == 0.0f || !isfinite(1.0f / s->p.temperature);
+}
+
+/* Log-softmax of the penalised logits: chosen token's logprob and the top n. */
+static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id, llm_sample_result *res)
+{
+    int v = s->vocab;
+    float maxl = logits[argmax(logits, v)];
+    double z = 0.0;
+    for (int i = 0; i < v; i++)
+        z += expf(logits[i] - maxl);
+    float lse = maxl + (float)log(z);
+    if (maxl == -INFINITY)
+        lse = 0.0f;
+    res->id = id;
+    res->logprob = logits[id] - lse;
+
+    int want = s->p.n_logprobs < v ? s->p.n_logprobs : v, n = 0;
+    llm_token_logprob *top = res->top;
+    for (int i = 0; i < v && want > 0; i++) {
+        float l = logits[i];
+        if (n == want && !(l > top[n - 1].logprob))
+            continue;
+        int at = n < want ? n++ : want - 1; /* ascending ids: equals stay first */
+        while (at > 0 && l > top[at - 1].logprob) {
+            top[at] = top[at - 1];
+            at--;
+        }
+        top[at] = (llm_token_logprob){ i, l };
+    }
+    for (int i = 0; i < n; i++)
+        top[i].logprob -= lse;
+    res->n_top = n;
+}
+
+/* ---- public sampling ---- */
+
+int32_t llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res)
+{
+    apply_penalties(s, logits);
+    int32_t id;
+    if (greedy(s)) {
+        id = argmax(logits, s->vocab);
+    } else {
+        int n = build_candidates(s, logits);
+        const cand *c = s->cand;
+        double z = 0.0;
+        for (int i = 0; i < n; i++)
+            z += c[i].w;
+        double t = rng_uniform(s->rng) * z, acc = 0.0;
+        id = c[0].id;
+        for (int i = 0; i < n; i++) {
+            if (c[i].w <= 0.0f)
+                continue;
+            acc += c[i].w;
+            id = c[i].id;
+            if (acc > t)
+                break;
+        }
+    }
+    if (res != NULL)
+        fill_logprobs(s, logits, id, res);
+    return id;
+}
+
+int llm_sampler_distribution(llm_sampler *s, float *logits, int32_t *ids, float *probs, int cap)
+{
+    if (s == NULL || logits == NULL || cap < 0 || (cap > 0 && (ids == NULL || probs == NULL)))
+        return -1;
+    apply_penalties(s, logits);
+    if (greedy(s)) {
+        if (cap > 0) {
+            ids[0] = argmax(logits, s->vocab);
+            probs[0] = 1.0f;
+        }
+        return 1;
+    }
+    int n = build_candidates(s, logits);
+    double z = 0.0;
+    for (int i = 0; i < n; i++)
+        z += s->cand[i].w;
+    for (int i = 0; i < n && i < cap; i++) {
+        ids[i] = s->cand[i].id;
+        probs[i] = (float)(s->cand[i].w / z);
+    }
+    return n;
+}

@@ -1,0 +1,487 @@
+/* Sampler: validation, greedy, seeded determinism, each filter's effect on a
+ * crafted distribution, large-vocab filters against a full-sort reference,
+ * sampling frequencies (fixed seed, so deterministic), penalties and their
+ * windows, logprobs. */
+#include "tap.h"
+#include "sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BIG_VOCAB 128256
+
+static uint64_t lcg_state = 12345;
+static double lcg01(void)
+{
+    lcg_state = lcg_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(lcg_state >> 11) * 0x1.0p-53;
+}
+
+static llm_sampler *mk(llm_sampling_params p, int vocab)
+{
+    llm_sampler *s = llm_sampler_new(&p, vocab);
+    if (s == NULL) {
+        diag("llm_sampler_new failed");
+        exit(1);
+    }
+    return s;
+}
+
+static llm_sampling_params params(float t)
+{
+    llm_sampling_params p;
+    llm_sampling_defaults(&p);
+    p.temperature = t;
+    return p;
+}
+
+static int near(double a, double b, double tol) { return fabs(a - b) <= tol; }
+
+static void test_validate(void)
+{
+    llm_sampling_params p;
+    llm_sampling_defaults(&p);
+    char msg[200] = "";
+    is_int(llm_sampling_validate(&p, msg, sizeof msg), 0, "defaults validate");
+#define BAD(field, expr, word) do {                                                   \
+        llm_sampling_params q = p; q.field = expr; msg[0] = 0;                      \
+        int rc = llm_sampling_validate(&q, msg, sizeof msg);                        \
+        ok(rc == -1 && strstr(msg, word) != NULL, "%s = %s rejected: %s", #field, #expr, msg); \
+        ok(llm_sampler_new(&q, 10) == NULL, "sampler_new refuses %s = %s", #field, #expr); \
+    } while (0)
+    BAD(temperature, -0.1f, "temperature");
+    BAD(temperature, 2.5f, "temperature");
+    BAD(temperature, NAN, "temperature");
+    BAD(top_p, 0.0f, "top_p");
+    BAD(top_p, 1.01f, "top_p");
+    BAD(top_k, -1, "top_k");
+    BAD(min_p, -0.01f, "min_p");
+    BAD(min_p, 1.5f, "min_p");
+    BAD(repetition_penalty, 0.0f, "repetition_penalty");
+    BAD(repetition_penalty, 11.0f, "repetition_penalty");
+    BAD(presence_penalty, 2.5f, "presence_penalty");
+    BAD(frequency_penalty, -2.5f, "frequency_penalty");
+    BAD(penalty_last_n, -2, "penalty_last_n");
+    BAD(n_logprobs, 21, "logprobs");
+    BAD(n_logprobs, -1, "logprobs");
+#undef BAD
+    llm_sampling_params q = p;
+    q.temperature = 2.0f; q.top_p = 1.0f; q.top_k = 1000000; q.min_p = 1.0f;
+    q.repetition_penalty = 10.0f; q.presence_penalty = -2.0f; q.frequency_penalty = 2.0f;
+    q.penalty_last_n = 64; q.n_logprobs = 20;
+    is_int(llm_sampling_validate(&q, msg, sizeof msg), 0, "boundary values accepted");
+    ok(llm_sampler_new(&p, 0) == NULL, "vocab 0 refused");
+    ok(llm_sampling_validate(&(llm_sampling_params){ .temperature = -1 }, NULL, 0) == -1,
+       "validate with no message buffer");
+}
+
+static void test_greedy_and_logprobs(void)
+{
+    llm_sampling_params p = params(0.0f);
+    p.n_logprobs = 16;
+    llm_sampler *s = mk(p, 16);
+    float logits[16], copy[16];
+    for (int i = 0; i < 16; i++)
+        logits[i] = (float)((i * 7) % 5) - 2.0f; /* max 2 at i = 2, 7, 12 (ties) */
+    memcpy(copy, logits, sizeof logits);
+    llm_sample_result r;
+    int32_t id = llm_sampler_sample(s, logits, &r);
+    is_int(id, 2, "greedy picks the max, lowest id among ties");
+    is_int(r.id, 2, "result id matches");
+    double z = 0;
+    for (int i = 0; i < 16; i++)
+        z += exp(copy[i]);
+    ok(near(r.logprob, copy[2] - log(z), 1e-5), "chosen logprob is log-softmax (%f)", r.logprob);
+    is_int(r.n_top, 16, "n_top = n_logprobs");
+    double sum = 0;
+    int sorted = 1;
+    for (int i = 0; i < r.n_top; i++) {
+        sum += exp(r.top[i].logprob);
+        if (i > 0 && (r.top[i].logprob > r.top[i - 1].logprob ||
+                      (r.top[i].logprob == r.top[i - 1].logprob && r.top[i].id < r.top[i - 1].id)))
+            sorted = 0;
+    }
+    ok(near(sum, 1.0, 1e-5), "all-vocab logprobs sum to 1 (%f)", sum);
+    ok(sorted, "top logprobs descending, ties by id");
+    ok(r.top[0].id == 2 && r.top[1].id == 7 && r.top[2].id == 12, "the tied maxima come first, in id order");
+    llm_sampler_free(s);
+
+    /* logprobs ignore temperature and truncation (OpenAI semantics) */
+    p = params(0.3f);
+    p.top_k = 2;
+    p.n_logprobs = 3;
+    s = mk(p, 16);
+    memcpy(logits, copy, sizeof logits);
+    id = llm_sampler_sample(s, logits, &r);
+    ok(id == 2 || id == 7, "top_k 2 keeps the two lowest-id maxima");
+    ok(near(r.logprob, copy[id] - log(z), 1e-5), "chosen logprob before temperature/top-k");
+    ok(r.n_top == 3 && r.top[2].id == 12 && near(r.top[2].logprob, 2.0 - log(z), 1e-5),
+       "top logprobs are not truncated by top_k");
+    llm_sampler_free(s);
+
+    /* NaN and +inf logits */
+    p = params(0.0f);
+    s = mk(p, 4);
+    float odd[4] = { NAN, 1.0f, NAN, 0.5f };
+    is_int(llm_sampler_sample(s, odd, NULL), 1, "NaN logits never win");
+    float inf[4] = { 0.0f, INFINITY, 3.0f, INFINITY };
+    is_int(llm_sampler_sample(s, inf, NULL), 1, "+inf wins, lowest id");
+    llm_sampler_free(s);
+    p = params(1.0f);
+    p.n_logprobs = 2;
+    s = mk(p, 4);
+    float all_nan[4] = { NAN, NAN, NAN, NAN };
+    id = llm_sampler_sample(s, all_nan, &r);
+    ok(id == 0 && r.logprob == -INFINITY, "all-NaN logits give id 0 without crashing");
+    float one_inf[4] = { 0.0f, INFINITY, NAN, 1.0f };
+    is_int(llm_sampler_sample(s, one_inf, NULL), 1, "sampling with +inf picks it");
+    llm_sampler_free(s);
+}
+
+/* A crafted 6-token distribution on shuffled ids. */
+static const int   craft_ids[6] = { 5, 0, 3, 1, 4, 2 };
+static const float craft_p[6] = { 0.40f, 0.25f, 0.15f, 0.10f, 0.06f, 0.04f };
+
+static void craft(float *logits)
+{
+    for (int i = 0; i < 6; i++)
+        logits[craft_ids[i]] = logf(craft_p[i]) + 3.0f;
+}
+
+static int dist(llm_sampling_params p, int32_t *ids, float *probs)
+{
+    llm_sampler *s = mk(p, 6);
+    float logits[6];
+    craft(logits);
+    int n = llm_sampler_distribution(s, logits, ids, probs, 6);
+    llm_sampler_free(s);
+    return n;
+}
+
+static void test_filters(void)
+{
+    int32_t ids[6];
+    float pr[6];
+    llm_sampling_params p = params(1.0f);
+
+    int n = dist(p, ids, pr);
+    double sum = 0;
+    int okp = 1;
+    for (int i = 0; i < n; i++) {
+        sum += pr[i];
+        okp &= near(pr[i], craft_p[ids[i] == 5 ? 0 : ids[i] == 0 ? 1 : ids[i] == 3 ? 2 : ids[i] == 1 ? 3 : ids[i] == 4 ? 4 : 5], 1e-5);
+    }
+    ok(n == 6 && okp && near(sum, 1, 1e-5), "no filter: full distribution");
+
+    p.top_k = 3;
+    n = dist(p, ids, pr);
+    ok(n == 3 && ids[0] == 5 && ids[1] == 0 && ids[2] == 3, "top_k 3 keeps the 3 most likely, in order");
+    ok(near(pr[0], 0.5, 1e-5) && near(pr[1], 0.3125, 1e-5) && near(pr[2], 0.1875, 1e-5), "top_k renormalises");
+
+    p = params(1.0f);
+    p.top_p = 0.6f;
+    n = dist(p, ids, pr);
+    ok(n == 2 && ids[0] == 5 && ids[1] == 0, "top_p 0.6 keeps 2 (0.40 + 0.25)");
+    p.top_p = 0.7f;
+    is_int(dist(p, ids, pr), 3, "top_p 0.7 keeps 3");
+    p.top_p = 0.3f;
+    n = dist(p, ids, pr);
+    ok(n == 1 && ids[0] == 5 && pr[0] == 1.0f, "top_p below the max keeps only the max");
+
+    p.top_k = 4;
+    p.top_p = 0.8f; /* over the top 4 (mass 0.9): 0.444, 0.722, 0.889 */
+    is_int(dist(p, ids, pr), 3, "top_p applies to the top_k-renormalised distribution");
+
+    p = params(1.0f);
+    p.min_p = 0.3f; /* p >= 0.12 */
+    n = dist(p, ids, pr);
+    int j5 = -1;
+    for (int i = 0; i < n; i++)
+        if (ids[i] == 5) j5 = i;
+    ok(n == 3 && j5 >= 0 && near(pr[j5], 0.4 / 0.8, 1e-5), "min_p 0.3 keeps p >= 0.12");
+    p.min_p = 1.0f;
+    is_int(dist(p, ids, pr), 1, "min_p 1 keeps the max only");
+    p.min_p = 0.2f; /* >= 0.08: 4 tokens */
+    p.top_p = 0.95f; /* would keep 5 */
+    is_int(dist(p, ids, pr), 4, "min_p cuts inside the nucleus");
+
+    p = params(0.5f);
+    n = dist(p, ids, pr);
+    double z2 = 0;
+    for (int i = 0; i < 6; i++)
+        z2 += craft_p[i] * craft_p[i];
+    int i5 = -1;
+    for (int i = 0; i < n; i++)
+        if (ids[i] == 5) i5 = i;
+    ok(n == 6 && i5 >= 0 && near(pr[i5], 0.16 / z2, 1e-5), "temperature 0.5 squares the probabilities");
+    p = params(2.0f);
+    n = dist(p, ids, pr);
+    double zs = 0;
+    for (int i = 0; i < 6; i++)
+        zs += sqrt(craft_p[i]);
+    i5 = -1;
+    for (int i = 0; i < n; i++)
+        if (ids[i] == 5) i5 = i;
+    ok(i5 >= 0 && near(pr[i5], sqrt(0.4) / zs, 1e-5), "temperature 2 flattens (square root)");
+
+    p = params(0.0f);
+    n = dist(p, ids, pr);
+    ok(n == 1 && ids[0] == 5 && pr[0] == 1.0f, "greedy distribution is one-hot");
+}
+
+typedef struct { float l; int32_t id; } ref_t;
+static int ref_cmp(const void *x, const void *y)
+{
+    const ref_t *a = x, *b = y;
+    if (a->l != b->l) return a->l > b->l ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Large vocab: filters against a full-sort reference. */
+static void test_big_vocab(void)
+{
+    float *logits = malloc(BIG_VOCAB * sizeof(float)), *work = malloc(BIG_VOCAB * sizeof(float));
+    ref_t *ref = malloc(BIG_VOCAB * sizeof(ref_t));
+    int32_t *ids = malloc(BIG_VOCAB * sizeof(int32_t));
+    float *pr = malloc(BIG_VOCAB * sizeof(float));
+    if (!logits || !work || !ref || !ids || !pr) { ok(0, "alloc"); return; }
+
+    for (int round = 0; round < 2; round++) {
+        /* round 0: peaked (a few dominant tokens); round 1: nearly flat, so
+         * the nucleus spans most of the vocabulary and many ties occur */
+        for (int i = 0; i < BIG_VOCAB; i++)
+            logits[i] = round == 0 ? (float)(8.0 * pow(lcg01(), 30.0) + lcg01())
+                                   : (float)((int)(lcg01() * 64) / 64.0);
+        for (int i = 0; i < BIG_VOCAB; i++)
+            ref[i] = (ref_t){ logits[i], i };
+        qsort(ref, BIG_VOCAB, sizeof(ref_t), ref_cmp);
+        double z = 0;
+        for (int i = 0; i < BIG_VOCAB; i++)
+            z += exp(ref[i].l - ref[0].l);
+
+        llm_sampling_params p = params(1.0f);
+        p.top_k = 40;
+        llm_sampler *s = mk(p, BIG_VOCAB);
+        memcpy(work, logits, BIG_VOCAB * sizeof(float));
+        int n = llm_sampler_distribution(s, work, ids, pr, BIG_VOCAB);
+        int same = n == 40;
+        for (int i = 0; i < n && same; i++)
+            same = ids[i] == ref[i].id;
+        ok(same, "round %d: top_k 40 = the reference's first 40 (ties by id)", round);
+        llm_sampler_free(s);
+
+        p = params(1.0f);
+        p.top_p = 0.9f;
+        s = mk(p, BIG_VOCAB);
+        memcpy(work, logits, BIG_VOCAB * sizeof(float));
+        n = llm_sampler_distribution(s, work, ids, pr, BIG_VOCAB);
+        double cum = 0;
+        int want = 0;
+        while (want < BIG_VOCAB && cum < 0.9 * z)
+            cum += exp(ref[want++].l - ref[0].l);
+        same = abs(n - want) <= 1; /* float vs double sums at the boundary */
+        for (int i = 0; i < n && i < want && same; i++)
+            same = ids[i] == ref[i].id;
+        ok(same, "round %d: top_p 0.9 keeps the reference nucleus (%d vs %d)", round, n, want);
+        llm_sampler_free(s);
+
+        p.min_p = 0.5f;
+        s = mk(p, BIG_VOCAB);
+        memcpy(work, logits, BIG_VOCAB * sizeof(float));
+        n = llm_sampler_distribution(s, work, ids, pr, BIG_VOCAB);
+        int want_m = 0;
+        while (want_m < want && exp(ref[want_m].l - ref[0].l) >= 0.5 - 1e-6)
+            want_m++;
+        ok(abs(n - want_m) <= 1, "round %d: top_p + min_p 0.5 (%d vs %d)", round, n, want_m);
+        llm_sampler_free(s);
+
+        /* sampling stays inside the filtered set */
+        p = params(0.8f);
+        p.top_k = 50;
+        p.top_p = 0.95f;
+        p.seed = 7;
+        s = mk(p, BIG_VOCAB);
+        int inside = 1;
+        for (int k = 0; k < 50; k++) {
+            memcpy(work, logits, BIG_VOCAB * sizeof(float));
+            int32_t id = llm_sampler_sample(s, work, NULL);
+            int rank = -1;
+            for (int i = 0; i < 50; i++)
+                if (ref[i].id == id) rank = i;
+            inside &= rank >= 0;
+        }
+        ok(inside, "round %d: 50 draws with top_k 50 / top_p 0.95 all inside the top 50", round);
+        llm_sampler_free(s);
+    }
+    free(logits); free(work); free(ref); free(ids); free(pr);
+}
+
+static void random_logits(float *l, int v, uint64_t step)
+{
+    uint64_t x = step * 0x9e3779b97f4a7c15ULL + 1;
+    for (int i = 0; i < v; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        l[i] = (float)((x >> 40) % 1000) / 250.0f;
+    }
+}
+
+static void test_determinism(void)
+{
+    enum { V = 1000, STEPS = 200 };
+    float l[V];
+    int32_t a[STEPS], b[STEPS], c[STEPS], d[STEPS];
+    llm_sampling_params p = params(1.0f);
+    p.seed = 42;
+    p.top_p = 0.9f;
+    p.n_logprobs = 0;
+    llm_sampler *s1 = mk(p, V), *s2, *s3;
+    p.n_logprobs = 5; /* logprobs must not change the draws */
+    s2 = mk(p, V);
+    p.seed = 43;
+    s3 = mk(p, V);
+    llm_sample_result r;
+    for (int i = 0; i < STEPS; i++) {
+        random_logits(l, V, (uint64_t)i); a[i] = llm_sampler_sample(s1, l, NULL);
+        random_logits(l, V, (uint64_t)i); c[i] = llm_sampler_sample(s3, l, NULL); /* interleaved */
+        random_logits(l, V, (uint64_t)i); b[i] = llm_sampler_sample(s2, l, &r);
+    }
+    llm_sampler_free(s1); llm_sampler_free(s2); llm_sampler_free(s3);
+    ok(!memcmp(a, b, sizeof a), "same seed, same logits: same tokens (with or without logprobs, interleaved)");
+    int diff = 0;
+    for (int i = 0; i < STEPS; i++)
+        diff += a[i] != c[i];
+    ok(diff > STEPS / 2, "a different seed gives different tokens (%d of %d differ)", diff, STEPS);
+
+    /* a fresh sampler replays exactly */
+    p.seed = 42;
+    p.n_logprobs = 0;
+    s1 = mk(p, V);
+    for (int i = 0; i < STEPS; i++) {
+        random_logits(l, V, (uint64_t)i);
+        d[i] = llm_sampler_sample(s1, l, NULL);
+    }
+    llm_sampler_free(s1);
+    ok(!memcmp(a, d, sizeof a), "replay with the same seed");
+}
+
+static void test_frequencies(void)
+{
+    enum { N = 40000 };
+    const double pw[4] = { 0.5, 0.3, 0.15, 0.05 };
+    llm_sampling_params p = params(1.0f);
+    p.seed = 2024;
+    llm_sampler *s = mk(p, 4);
+    int cnt[4] = { 0 };
+    for (int k = 0; k < N; k++) {
+        float l[4];
+        for (int i = 0; i < 4; i++)
+            l[i] = (float)log(pw[i]);
+        cnt[llm_sampler_sample(s, l, NULL)]++;
+    }
+    llm_sampler_free(s);
+    int good = 1;
+    for (int i = 0; i < 4; i++) {
+        double sd = sqrt(N * pw[i] * (1 - pw[i]));
+        good &= fabs(cnt[i] - N * pw[i]) < 4 * sd;
+        diag("token %d: %d draws, expected %.0f +- %.0f", i, cnt[i], N * pw[i], sd);
+    }
+    ok(good, "frequencies within 4 sigma of the distribution");
+
+    p.top_k = 2;
+    p.temperature = 0.5f; /* top 2 squared: 0.25 : 0.09 */
+    s = mk(p, 4);
+    memset(cnt, 0, sizeof cnt);
+    for (int k = 0; k < N; k++) {
+        float l[4];
+        for (int i = 0; i < 4; i++)
+            l[i] = (float)log(pw[i]);
+        cnt[llm_sampler_sample(s, l, NULL)]++;
+    }
+    llm_sampler_free(s);
+    double q0 = 0.25 / 0.34, sd = sqrt(N * q0 * (1 - q0));
+    ok(cnt[2] == 0 && cnt[3] == 0 && fabs(cnt[0] - N * q0) < 4 * sd,
+       "top_k 2 at temperature 0.5: %d / %d (expected %.0f)", cnt[0], cnt[1], N * q0);
+}
+
+static void test_penalties(void)
+{
+    llm_sampling_params p = params(0.0f);
+    p.repetition_penalty = 2.0f;
+    p.penalty_last_n = 0;
+    llm_sampler *s = mk(p, 4);
+    llm_sampler_accept(s, 0, 1);
+    llm_sampler_accept(s, 1, 0);
+    llm_sampler_accept(s, 1, 0);
+    llm_sampler_accept(s, 99, 0);  /* out of range: ignored */
+    llm_sampler_accept(s, -1, 0);
+    float l[4] = { 2.0f, -2.0f, 1.5f, 0.0f };
+    is_int(llm_sampler_sample(s, l, NULL), 2, "repetition penalty moves the argmax");
+    ok(l[0] == 1.0f && l[1] == -4.0f && l[2] == 1.5f && l[3] == 0.0f,
+       "repetition: positive divided, negative multiplied, unseen untouched");
+    llm_sampler_free(s);
+
+    p = params(0.0f);
+    p.presence_penalty = 0.5f;
+    p.frequency_penalty = 0.25f;
+    s = mk(p, 4); /* default window: output only */
+    llm_sampler_accept(s, 0, 1); /* prompt: not counted */
+    llm_sampler_accept(s, 2, 0);
+    llm_sampler_accept(s, 2, 0);
+    llm_sampler_accept(s, 2, 0);
+    llm_sampler_accept(s, 3, 0);
+    float m[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
+    llm_sampler_sample(s, m, NULL);
+    ok(m[0] == 1.0f && m[1] == 1.0f && near(m[2], 1.0 - 0.5 - 0.75, 1e-6) && near(m[3], 1.0 - 0.5 - 0.25, 1e-6),
+       "presence + frequency * count on generated tokens only");
+    llm_sampler_free(s);
+
+    p.penalty_last_n = 0; /* prompt counts too */
+    s = mk(p, 4);
+    llm_sampler_accept(s, 0, 1);
+    float m2[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
+    llm_sampler_sample(s, m2, NULL);
+    ok(near(m2[0], 0.25, 1e-6), "penalty_last_n 0 counts the prompt");
+    llm_sampler_free(s);
+
+    p.penalty_last_n = 2; /* sliding window over prompt + output */
+    s = mk(p, 4);
+    llm_sampler_accept(s, 0, 1);
+    llm_sampler_accept(s, 1, 0);
+    llm_sampler_accept(s, 1, 0);
+    float m3[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
+    llm_sampler_sample(s, m3, NULL);
+    ok(m3[0] == 1.0f && near(m3[1], 1.0 - 0.5 - 0.5, 1e-6), "window 2: token 0 fell out, token 1 counted twice");
+    llm_sampler_accept(s, 2, 0);
+    llm_sampler_accept(s, 3, 0);
+    float m4[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
+    llm_sampler_sample(s, m4, NULL);
+    ok(m4[0] == 1.0f && m4[1] == 1.0f && near(m4[2], 0.25, 1e-6) && near(m4[3], 0.25, 1e-6),
+       "window slides: only the last 2 count");
+    llm_sampler_free(s);
+
+    /* negative presence encourages; logprobs are over penalised logits */
+    p = params(0.0f);
+    p.presence_penalty = -2.0f;
+    p.n_logprobs = 1;
+    s = mk(p, 3);
+    llm_sampler_accept(s, 1, 0);
+    float m5[3] = { 1.0f, 0.0f, 0.5f };
+    llm_sample_result r;
+    is_int(llm_sampler_sample(s, m5, &r), 1, "negative presence penalty promotes a seen token");
+    double z = exp(1.0) + exp(2.0) + exp(0.5);
+    ok(near(r.logprob, 2.0 - log(z), 1e-5) && r.top[0].id == 1, "logprob uses the penalised logits");
+    llm_sampler_free(s);
+}
+
+int main(void)
+{
+    test_validate();
+    test_greedy_and_logprobs();
+    test_filters();
+    test_big_vocab();
+    test_determinism();
+    test_frequencies();
+    test_penalties();
+    return done_testing();
+}
