@@ -20,7 +20,7 @@ AVX2_FLAGS   = -mavx2 -mfma -mf16c
 AVX512_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2
 
 ENGINE_MAIN = engine/main.c $(wildcard engine/cli_*.c)
-ENGINE_SRC  = $(filter-out $(ENGINE_MAIN),$(wildcard engine/*.c engine/cpu/*.c))
+ENGINE_SRC  = $(filter-out $(ENGINE_MAIN),$(wildcard engine/*.c engine/cpu/*.c shm/*.c))
 ENGINE_OBJ  = $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ    = $(ENGINE_MAIN:%.c=$(BUILD)/obj/%.o)
 TEST_SRC    = $(wildcard tests/test_*.c)
