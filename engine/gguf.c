@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -766,22 +767,95 @@ void gguf_w_tensor_fill(gguf_writer *w, const char *name, llm_dtype type, uint32
     add_tensor(w, name, type, n_dims, ne, NULL, fill, user);
 }
 
-static int write_all(FILE *f, const void *p, size_t n, const char *path, llm_err *err)
+/* Output goes through one background thread so that producing tensor bytes
+ * (conversion, quantisation, random generation) overlaps the disk writes.
+ * Every write is handed over in order; the producer reuses a buffer only
+ * after the thread has finished with it. */
+typedef struct {
+    FILE           *f;
+    pthread_t       th;
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    const void     *p;
+    size_t          n;
+    int             busy, quit, err_no;
+} out_q;
+
+static void *out_thread(void *arg)
 {
-    if (n > 0 && fwrite(p, 1, n, f) != n) {
+    out_q *q = arg;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->busy && !q->quit)
+            pthread_cond_wait(&q->cv, &q->mu);
+        if (q->busy) {
+            const void *p = q->p;
+            size_t n = q->n;
+            pthread_mutex_unlock(&q->mu);
+            size_t got = q->err_no ? n : fwrite(p, 1, n, q->f);
+            pthread_mutex_lock(&q->mu);
+            if (got != n && q->err_no == 0)
+                q->err_no = errno ? errno : EIO;
+            q->busy = 0;
+            pthread_cond_broadcast(&q->cv);
+        } else {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* Wait until the previous buffer is written; 0 ok, -1 + err. */
+static int out_drain(out_q *q, const char *path, llm_err *err)
+{
+    pthread_mutex_lock(&q->mu);
+    while (q->busy)
+        pthread_cond_wait(&q->cv, &q->mu);
+    int e = q->err_no;
+    pthread_mutex_unlock(&q->mu);
+    if (e != 0) {
+        llm_seterr(err, "%s: write failed: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* Queue p (which must stay untouched until the next out_drain / out_put). */
+static int out_put(out_q *q, const void *p, size_t n, const char *path, llm_err *err)
+{
+    if (out_drain(q, path, err) != 0)
+        return -1;
+    if (n == 0)
+        return 0;
+    pthread_mutex_lock(&q->mu);
+    q->p = p;
+    q->n = n;
+    q->busy = 1;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return 0;
+}
+
+/* Synchronous write of small pieces: waits for the queue first, keeping order. */
+static int write_all(out_q *q, const void *p, size_t n, const char *path, llm_err *err)
+{
+    if (out_drain(q, path, err) != 0)
+        return -1;
+    if (n > 0 && fwrite(p, 1, n, q->f) != n) {
         llm_seterr(err, "%s: write failed: %s", path, strerror(errno));
         return -1;
     }
     return 0;
 }
 
-static int write_pad(FILE *f, uint64_t pos, size_t a, const char *path, llm_err *err)
+static int write_pad(out_q *q, uint64_t pos, size_t a, const char *path, llm_err *err)
 {
     static const uint8_t zeros[4096];
     size_t pad = (size_t)((a - pos % a) % a);
     while (pad > 0) {
         size_t n = pad < sizeof(zeros) ? pad : sizeof(zeros);
-        if (write_all(f, zeros, n, path, err))
+        if (write_all(q, zeros, n, path, err))
             return -1;
         pad -= n;
     }
@@ -790,38 +864,39 @@ static int write_pad(FILE *f, uint64_t pos, size_t a, const char *path, llm_err 
 
 #define FILL_CHUNK ((size_t)8 << 20)
 
-static int write_tensor_data(FILE *f, const w_tensor *t, uint8_t **chunk, const char *path, llm_err *err)
+/* bufs: two chunk buffers of *cap bytes each, grown as needed. */
+static int write_tensor_data(out_q *q, const w_tensor *t, uint8_t *bufs[2], size_t *cap, int *next_buf,
+                             const char *path, llm_err *err)
 {
     if (t->fill == NULL)
-        return write_all(f, t->data, (size_t)t->nbytes, path, err);
+        return write_all(q, t->data, (size_t)t->nbytes, path, err);
     uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
     size_t row_bytes = (size_t)(t->nbytes / rows);
     uint64_t per = FILL_CHUNK / row_bytes ? FILL_CHUNK / row_bytes : 1;
-    if (*chunk == NULL && (*chunk = malloc(row_bytes * per > FILL_CHUNK ? row_bytes * per : FILL_CHUNK)) == NULL) {
-        llm_seterr(err, "%s: out of memory", path);
-        return -1;
-    }
-    /* A row wider than the chunk needs its own buffer. */
-    uint8_t *buf = *chunk;
-    int own = 0;
-    if (row_bytes * per > FILL_CHUNK) {
-        if ((buf = malloc(row_bytes)) == NULL) {
+    size_t need = (size_t)per * row_bytes;
+    if (need > *cap) {
+        if (out_drain(q, path, err) != 0)
+            return -1;
+        for (int i = 0; i < 2; i++) {
+            free(bufs[i]);
+            bufs[i] = malloc(need);
+        }
+        if (bufs[0] == NULL || bufs[1] == NULL) {
+            *cap = 0;
             llm_seterr(err, "%s: out of memory", path);
             return -1;
         }
-        own = 1;
+        *cap = need;
     }
-    int rc = 0;
-    for (uint64_t r0 = 0; r0 < rows && rc == 0; r0 += per) {
+    /* Buffers alternate across tensors too: bufs[k] was queued two chunks ago,
+     * and queueing the chunk after it waited until it was written. */
+    for (uint64_t r0 = 0; r0 < rows; r0 += per, *next_buf ^= 1) {
         uint64_t n = rows - r0 < per ? rows - r0 : per;
-        if (t->fill(t->user, r0, n, buf, err) != 0)
-            rc = -1;
-        else
-            rc = write_all(f, buf, (size_t)(n * row_bytes), path, err);
+        if (t->fill(t->user, r0, n, bufs[*next_buf], err) != 0 ||
+            out_put(q, bufs[*next_buf], (size_t)(n * row_bytes), path, err) != 0)
+            return -1;
     }
-    if (own)
-        free(buf);
-    return rc;
+    return 0;
 }
 
 int gguf_writer_write(gguf_writer *w, const char *path, llm_err *err)
@@ -840,37 +915,57 @@ int gguf_writer_write(gguf_writer *w, const char *path, llm_err *err)
         w->t[i].offset = off;
         off += (w->t[i].nbytes + a - 1) / a * a;
     }
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) {
+    out_q q = { 0 };
+    q.f = fopen(path, "wb");
+    if (q.f == NULL) {
         llm_seterr(err, "%s: cannot create: %s", path, strerror(errno));
         return -1;
     }
-    setvbuf(f, NULL, _IOFBF, 1 << 20);
-    /* Header, metadata and tensor infos are built in one buffer, then the data streams after it. */
-    uint8_t *chunk = NULL;
+    setvbuf(q.f, NULL, _IOFBF, 1 << 20);
+    pthread_mutex_init(&q.mu, NULL);
+    pthread_cond_init(&q.cv, NULL);
+    if (pthread_create(&q.th, NULL, out_thread, &q) != 0) {
+        llm_seterr(err, "%s: cannot start the writer thread", path);
+        fclose(q.f);
+        unlink(path);
+        return -1;
+    }
+    uint8_t *bufs[2] = { NULL, NULL };
+    size_t cap = 0;
+    int next_buf = 0;
     uint32_t hdr32[2] = { GGUF_MAGIC, 3 };
     uint64_t hdr64[2] = { w->n_t, w->n_kv };
-    int rc = write_all(f, hdr32, 8, path, err) || write_all(f, hdr64, 16, path, err) ||
-             write_all(f, w->kv, w->kv_len, path, err);
+    int rc = write_all(&q, hdr32, 8, path, err) || write_all(&q, hdr64, 16, path, err) ||
+             write_all(&q, w->kv, w->kv_len, path, err);
     uint64_t pos = 24 + w->kv_len;
     for (size_t i = 0; i < w->n_t && rc == 0; i++) {
         const w_tensor *t = &w->t[i];
         uint64_t len = strlen(t->name);
         uint32_t type = t->type;
-        rc = write_all(f, &len, 8, path, err) || write_all(f, t->name, len, path, err) ||
-             write_all(f, &t->n_dims, 4, path, err) || write_all(f, t->ne, 8 * (size_t)t->n_dims, path, err) ||
-             write_all(f, &type, 4, path, err) || write_all(f, &t->offset, 8, path, err);
+        rc = write_all(&q, &len, 8, path, err) || write_all(&q, t->name, len, path, err) ||
+             write_all(&q, &t->n_dims, 4, path, err) || write_all(&q, t->ne, 8 * (size_t)t->n_dims, path, err) ||
+             write_all(&q, &type, 4, path, err) || write_all(&q, &t->offset, 8, path, err);
         pos += 8 + len + 4 + 8 * t->n_dims + 4 + 8;
     }
     if (rc == 0)
-        rc = write_pad(f, pos, a, path, err);
+        rc = write_pad(&q, pos, a, path, err);
     for (size_t i = 0; i < w->n_t && rc == 0; i++) {
-        rc = write_tensor_data(f, &w->t[i], &chunk, path, err);
+        rc = write_tensor_data(&q, &w->t[i], bufs, &cap, &next_buf, path, err);
         if (rc == 0)
-            rc = write_pad(f, w->t[i].nbytes, a, path, err);
+            rc = write_pad(&q, w->t[i].nbytes, a, path, err);
     }
-    free(chunk);
-    if (fclose(f) != 0 && rc == 0) {
+    if (out_drain(&q, path, err) != 0)
+        rc = -1;
+    pthread_mutex_lock(&q.mu);
+    q.quit = 1;
+    pthread_cond_broadcast(&q.cv);
+    pthread_mutex_unlock(&q.mu);
+    pthread_join(q.th, NULL);
+    pthread_mutex_destroy(&q.mu);
+    pthread_cond_destroy(&q.cv);
+    free(bufs[0]);
+    free(bufs[1]);
+    if (fclose(q.f) != 0 && rc == 0) {
         llm_seterr(err, "%s: write failed: %s", path, strerror(errno));
         rc = -1;
     }
