@@ -22,6 +22,7 @@ static uint64_t next(void)
 static uint8_t *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
+    *n = 0;
     if (f == NULL)
         return NULL;
     fseek(f, 0, SEEK_END);

@@ -14,6 +14,7 @@ static char tmp_path[256];
 static uint8_t *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
+    *n = 0;
     if (f == NULL)
         return NULL;
     fseek(f, 0, SEEK_END);
@@ -162,6 +163,9 @@ static void test_malformed(void)
     size_t n;
     ok(write_sample(tmp_path, 0) == 0, "write sample");
     uint8_t *f = slurp(tmp_path, &n);
+    ok(f != NULL && n > 0, "read sample back");
+    if (f == NULL)
+        return;
     uint8_t *c = malloc(n);
 
     memcpy(c, f, n); c[0] = 'X';
