@@ -98,7 +98,7 @@ size_t llm_detok_push(llm_detok *d, int32_t id, char *out, size_t cap)
         p++;
         n--;
     }
-    if (n > 0 && t->type[id] != TOK_CONTROL)
+    if (t->type[id] != TOK_CONTROL) /* even a piece that was only the dummy space */
         d->at_start = 0;
     if (t->type[id] == TOK_CONTROL || t->type[id] == TOK_USER) {
         /* their text is literal: finish any pending character first */

@@ -45,6 +45,10 @@ static const char *pretok_pattern(const cJSON *pt, const char *path, llm_err *er
     const char *split = NULL;
     int byte_level = 0;
     const cJSON *list = NULL, *one = pt;
+    if (!cJSON_IsObject(pt)) {
+        llm_seterr(err, "%s: no pre-tokenizer (byte-level BPE needs a ByteLevel one)", path);
+        return NULL;
+    }
     if (cJSON_IsObject(pt) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(pt, "type")) &&
         strcmp(cJSON_GetObjectItemCaseSensitive(pt, "type")->valuestring, "Sequence") == 0) {
         list = cJSON_GetObjectItemCaseSensitive(pt, "pretokenizers");
