@@ -208,31 +208,43 @@ static void apply_penalties(llm_sampler *s, float *logits)
             logits[id] = l;
         }
     }
-    for (int i = 0; i < s->vocab; i++) {
-        if (isnan(logits[i]))
-            logits[i] = -INFINITY;
-        else if (logits[i] == INFINITY)
-            logits[i] = FLT_MAX;
+    for (int i = 0; i < s->vocab; i++) { /* branch-free so it vectorises */
+        float x = logits[i];
+        x = x != x ? -INFINITY : x;
+        logits[i] = x > FLT_MAX ? FLT_MAX : x;
     }
 }
 
-static int32_t argmax(const float *logits, int n)
+/* Largest value; eight independent lanes so the loop is not one long
+ * compare-and-select dependency chain.  Logits are NaN-free here. */
+static float max_value(const float *x, int n)
 {
-    int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (logits[i] > logits[best])
-            best = i;
-    return best;
+    float m[8];
+    for (int j = 0; j < 8; j++)
+        m[j] = -INFINITY;
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+    for (; i < n; i++)
+        m[0] = x[i] > m[0] ? x[i] : m[0];
+    for (int j = 1; j < 8; j++)
+        m[0] = m[j] > m[0] ? m[j] : m[0];
+    return m[0];
+}
+
+/* First index holding the maximum (ties: lowest id). */
+static int32_t argmax(const float *x, int n)
+{
+    float m = max_value(x, n);
+    for (int i = 0; i < n; i++)
+        if (x[i] == m)
+            return i;
+    return 0;
 }
 
 /* Total order: larger logit first, then lower id. */
 static int better(const cand *a, const cand *b) { return a->l > b->l || (a->l == b->l && a->id < b->id); }
-
-static int cand_cmp(const void *x, const void *y)
-{
-    const cand *a = x, *b = y;
-    return better(a, b) ? -1 : better(b, a) ? 1 : 0;
-}
 
 /* Partial selection (Wirth's select, median-of-three pivot): afterwards c[0..k)
  * hold the k best of c[0..n) in some order. O(n) on average. */
@@ -266,64 +278,96 @@ static void select_top(cand *c, int n, int k)
     }
 }
 
+static void swap_cand(cand *a, cand *b)
+{
+    cand t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Nucleus without sorting: rearranges c[0..n) so that c[0..k) is the smallest
+ * set of best candidates whose weight reaches target, and returns k.  A
+ * quickselect on the mass: partition around a pivot, keep the better side if
+ * it already reaches the target, else take it whole and go on in the worse
+ * side.  Expected O(n) however large the nucleus. */
+static int select_mass(cand *c, int n, double target)
+{
+    int lo = 0, hi = n;
+    double acc = 0.0; /* mass of c[0..lo), all in the nucleus */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2, last = hi - 1, piv;
+        if (better(&c[lo], &c[mid]))
+            piv = better(&c[mid], &c[last]) ? mid : (better(&c[lo], &c[last]) ? last : lo);
+        else
+            piv = better(&c[lo], &c[last]) ? lo : (better(&c[mid], &c[last]) ? last : mid);
+        swap_cand(&c[piv], &c[last]);
+        cand x = c[last];
+        int store = lo;
+        double s = 0.0;
+        for (int i = lo; i < last; i++) {
+            if (better(&c[i], &x)) {
+                s += c[i].w;
+                swap_cand(&c[i], &c[store++]);
+            }
+        }
+        swap_cand(&c[store], &c[last]);
+        if (acc + s >= target)
+            hi = store;
+        else if (acc + s + x.w >= target)
+            return store + 1;
+        else {
+            acc += s + x.w;
+            lo = store + 1;
+        }
+    }
+    return lo > 0 ? lo : 1; /* only reached through rounding at the very end */
+}
+
 /* Candidates after temperature, top-k, top-p and min-p in s->cand[0..n), in
- * the order the draw walks them, with unnormalised weights; returns n >= 1. */
+ * the order the draw walks them (deterministic, otherwise unspecified), with
+ * unnormalised weights; returns n >= 1.  No sorting anywhere: top-k is a
+ * partial selection, min-p a filter, top-p a selection on the mass. */
 static int build_candidates(llm_sampler *s, const float *logits)
 {
     const llm_sampling_params *p = &s->p;
     int v = s->vocab;
     cand *c = s->cand;
     float invt = 1.0f / p->temperature;
-    float maxl = logits[argmax(logits, v)];
+    float maxl = max_value(logits, v);
     if (maxl == -INFINITY) { /* nothing is possible: fall back to id 0 */
         c[0] = (cand){ maxl, 1.0f, 0 };
         return 1;
     }
-    for (int i = 0; i < v; i++)
-        c[i] = (cand){ logits[i], 0.0f, i };
-    int n = v, sorted = 0;
+    int n = v;
     if (p->top_k > 0 && p->top_k < v) {
+        for (int i = 0; i < v; i++)
+            c[i] = (cand){ logits[i], 0.0f, i };
         n = p->top_k;
         select_top(c, v, n);
-        qsort(c, (size_t)n, sizeof(cand), cand_cmp);
-        sorted = n;
+        for (int i = 0; i < n; i++)
+            c[i].w = expf((c[i].l - maxl) * invt);
+    } else {
+        for (int i = 0; i < v; i++)
+            c[i] = (cand){ logits[i], expf((logits[i] - maxl) * invt), i };
     }
-    for (int i = 0; i < n; i++)
-        c[i].w = expf((c[i].l - maxl) * invt);
-
-    if (p->top_p < 1.0f) {
-        /* Walk the most likely tokens until their mass reaches top_p (or a
-         * token falls under min_p), sorting only as far as the walk needs:
-         * each round selects the next chunk from the unsorted tail and sorts it. */
-        double z = 0.0;
+    /* top-p's mass is over the top-k survivors, before min-p */
+    double z = 0.0;
+    if (p->top_p < 1.0f)
         for (int i = 0; i < n; i++)
             z += c[i].w;
-        double target = (double)p->top_p * z, cum = 0.0;
-        int keep = 0, chunk = 64;
-        while (keep < n) {
-            if (keep == sorted) {
-                int m = n - sorted < chunk ? n : sorted + chunk;
-                select_top(c + sorted, n - sorted, m - sorted);
-                qsort(c + sorted, (size_t)(m - sorted), sizeof(cand), cand_cmp);
-                sorted = m;
-                chunk *= 4;
-            }
-            if (keep > 0 && c[keep].w < p->min_p)
-                break;
-            cum += c[keep].w;
-            keep++;
-            if (cum >= target)
-                break;
-        }
-        return keep;
-    }
+    /* min-p and top-p each keep a prefix of the sorted order, so the result
+     * is the shorter one: filter by min-p first (w = p / p_max), then look for
+     * the nucleus inside; if min-p's set holds less than top_p of the mass,
+     * the whole set is kept. */
     if (p->min_p > 0.0f) {
         int k = 0;
         for (int i = 0; i < n; i++)
             if (c[i].w >= p->min_p)
                 c[k++] = c[i];
-        return k; /* >= 1: the max has w = 1 */
+        n = k; /* >= 1: the max has w = 1 */
     }
+    if (p->top_p < 1.0f)
+        n = select_mass(c, n, (double)p->top_p * z);
     return n;
 }
 
@@ -336,7 +380,7 @@ static int greedy(const llm_sampler *s)
 static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id, llm_sample_result *res)
 {
     int v = s->vocab;
-    float maxl = logits[argmax(logits, v)];
+    float maxl = max_value(logits, v);
     double z = 0.0;
     for (int i = 0; i < v; i++)
         z += expf(logits[i] - maxl);
