@@ -219,11 +219,10 @@ static int want_raw(const llm_tokenizer *t, int id)
     return (t->type[id] == TOK_NORMAL || t->type[id] == TOK_USER) && t->raw_len[id] > 0;
 }
 
-static const llm_tokenizer *sort_tok;
-static int cmp_special(const void *a, const void *b)
+static int cmp_special(const void *a, const void *b, void *ctx)
 {
     const tok_special *x = a, *y = b;
-    const llm_tokenizer *t = sort_tok;
+    const llm_tokenizer *t = ctx;
     unsigned char fx = (unsigned char)t->raw_arena[t->raw_off[x->id]], fy = (unsigned char)t->raw_arena[t->raw_off[y->id]];
     if (fx != fy)
         return fx < fy ? -1 : 1;
@@ -265,8 +264,7 @@ int tok_finish(llm_tokenizer *t, llm_err *err)
     for (int id = 0; id < t->n_vocab; id++)
         if ((t->type[id] == TOK_CONTROL || t->type[id] == TOK_USER || t->type[id] == TOK_UNKNOWN) && t->raw_len[id] > 0)
             t->specials[t->n_specials++] = (tok_special){ id, t->type[id] != TOK_USER };
-    sort_tok = t;
-    qsort(t->specials, (size_t)t->n_specials, sizeof(tok_special), cmp_special);
+    qsort_r(t->specials, (size_t)t->n_specials, sizeof(tok_special), cmp_special, t);
     for (int i = t->n_specials - 1; i >= 0; i--) {
         unsigned char f = (unsigned char)t->raw_arena[t->raw_off[t->specials[i].id]];
         t->spec_start[f] = i;
