@@ -56,7 +56,8 @@ typedef struct {
     const llm_tokenizer *tok;
     uint8_t pend[8];
     int     npend;
-    int     at_start;   /* no text emitted yet */
+    int     at_start;   /* no text emitted yet (SPM drops a leading space here); set 0 after
+                           init when streaming a continuation of a prompt that was not fed in */
     int     skip_special; /* don't emit text of control tokens (default 1) */
 } llm_detok;
 
