@@ -12,21 +12,21 @@
 
 void llm_llama3_rope_freqs(const llm_config *c, float *out)
 {
-    const double pi = 3.14159265358979323846;
-    double lo_wavelen = c->rope_orig_ctx / c->rope_low_freq_factor;
-    double hi_wavelen = c->rope_orig_ctx / c->rope_high_freq_factor;
+    /* float32 throughout, as the converter's torch arithmetic is */
+    const float two_pi = 6.28318530717958647692f;
+    float lo_wavelen = (float)c->rope_orig_ctx / c->rope_low_freq_factor;
+    float hi_wavelen = (float)c->rope_orig_ctx / c->rope_high_freq_factor;
     for (int i = 0; i < c->head_dim / 2; i++) {
-        /* float32 like the converter's torch.arange(...)/dim in float32 */
         float freq = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
-        double wavelen = 2 * pi / freq;
+        float wavelen = two_pi / freq;
         if (wavelen < hi_wavelen) {
             out[i] = 1.0f;
         } else if (wavelen > lo_wavelen) {
             out[i] = c->rope_factor;
         } else {
-            double smooth = (c->rope_orig_ctx / wavelen - c->rope_low_freq_factor) /
-                            (c->rope_high_freq_factor - c->rope_low_freq_factor);
-            out[i] = (float)(1.0 / ((1 - smooth) / c->rope_factor + smooth));
+            float smooth = ((float)c->rope_orig_ctx / wavelen - c->rope_low_freq_factor) /
+                           (c->rope_high_freq_factor - c->rope_low_freq_factor);
+            out[i] = 1.0f / ((1.0f - smooth) / c->rope_factor + smooth);
         }
     }
 }
@@ -152,20 +152,34 @@ static void add_mat(gguf_writer *w, conv_list *l, const char *name, const llm_te
     gguf_w_tensor_fill(w, name, d, t->ne[1] == 1 ? 1 : 2, ne, conv_fill, c);
 }
 
+static void copy_tokenizer_keys(gguf_writer *w, const gguf_ctx *g)
+{
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const gguf_kv *kv = &g->kv[i];
+        if (kv->key.len > 10 && memcmp(kv->key.ptr, "tokenizer.", 10) == 0)
+            gguf_w_kv_copy(w, kv);
+    }
+}
+
+/* Tokenizer of the source: its GGUF keys, or converted from the file it was loaded from. */
 static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err)
 {
     if (strcmp(m->format, "gguf") == 0 && m->gguf != NULL && m->tok_path[0] == 0) {
-        for (uint64_t i = 0; i < m->gguf->n_kv; i++) {
-            const gguf_kv *kv = &m->gguf->kv[i];
-            if (kv->key.len > 10 && memcmp(kv->key.ptr, "tokenizer.", 10) == 0)
-                gguf_w_kv_copy(w, kv);
-        }
+        copy_tokenizer_keys(w, m->gguf);
         return 0;
     }
     if (m->tok_path[0] != 0) {
         size_t n = strlen(m->tok_path);
         if (n > 5 && strcmp(m->tok_path + n - 5, ".json") == 0)
             return llm_gguf_w_bpe_from_hf(w, m->tok_path, err);
+        if (n > 5 && strcmp(m->tok_path + n - 5, ".gguf") == 0) {
+            gguf_ctx *g = gguf_open(m->tok_path, err);
+            if (g == NULL)
+                return -1;
+            copy_tokenizer_keys(w, g);
+            gguf_close(g);
+            return 0;
+        }
         return llm_gguf_w_spm_from_llama2c(w, m->tok_path, m->cfg.vocab_size, err);
     }
     if (strcmp(m->format, "hf") == 0) {

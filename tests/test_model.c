@@ -147,6 +147,47 @@ static void test_load_and_save(void)
         unlink(p2);
         llm_model_free(hf);
     }
+    /* config.json variants: eos as a list, llama3 rope scaling, explicit head_dim; bad rope type. */
+    char cfgp[600], saved[4096];
+    snprintf(cfgp, sizeof(cfgp), "%s/config.json", path);
+    FILE *cf = fopen(cfgp, "r");
+    size_t cl = cf ? fread(saved, 1, sizeof(saved) - 1, cf) : 0;
+    if (cf) fclose(cf);
+    saved[cl] = 0;
+    cf = fopen(cfgp, "w");
+    fprintf(cf, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_hidden_layers\": 5, "
+                "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"head_dim\": 8, \"vocab_size\": 512, "
+                "\"max_position_embeddings\": 4096, \"rope_theta\": 500000.0, \"rms_norm_eps\": 1e-05, "
+                "\"tie_word_embeddings\": true, \"bos_token_id\": 1, \"eos_token_id\": [2, 0], "
+                "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 32.0, \"low_freq_factor\": 1.0, "
+                "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}}");
+    fclose(cf);
+    hf = llm_model_load(path, NULL, &err);
+    ok(hf && hf->cfg.eos_id == 2 && hf->cfg.rope_scaling == 1 && hf->cfg.rope_factor == 32.0f &&
+       hf->cfg.rope_high_freq_factor == 4.0f && hf->cfg.rope_orig_ctx == 8192 && hf->cfg.seq_len == 4096 &&
+       hf->cfg.rope_theta == 500000.0f, "HF config: eos list, llama3 rope scaling: %s", hf ? "ok" : err.msg);
+    if (hf != NULL) {
+        /* GGUF from an HF llama3 model carries rope_freqs.weight as llama.cpp computes it. */
+        char p3[600];
+        snprintf(p3, sizeof(p3), "%s/rs.gguf", tmpdir);
+        ok(llm_model_save_gguf(hf, LLM_F32, p3, &err) == 0, "save llama3-scaled model: %s", err.msg);
+        llm_model *rs = llm_model_load(p3, DIR260 "/tok512.bin", &err);
+        ok(rs && rs->rope_freqs != NULL && rs->rope_freqs[0] == 1.0f && rs->rope_freqs[3] > 1.0f &&
+           rs->rope_freqs[3] <= 32.0f, "rope_freqs written (%g %g %g %g)", rs ? rs->rope_freqs[0] : 0,
+           rs ? rs->rope_freqs[1] : 0, rs ? rs->rope_freqs[2] : 0, rs ? rs->rope_freqs[3] : 0);
+        llm_model_free(rs);
+        unlink(p3);
+    }
+    llm_model_free(hf);
+    cf = fopen(cfgp, "w");
+    fprintf(cf, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_hidden_layers\": 5, "
+                "\"num_attention_heads\": 8, \"vocab_size\": 512, \"rope_scaling\": {\"type\": \"yarn\"}}");
+    fclose(cf);
+    hf = llm_model_load(path, NULL, &err);
+    ok(hf == NULL && strstr(err.msg, "yarn"), "unsupported rope scaling: %s", err.msg);
+    cf = fopen(cfgp, "w");
+    fputs(saved, cf);
+    fclose(cf);
     /* Sharded: the same file behind an index. */
     char a[600], b[600];
     snprintf(a, sizeof(a), "%s/model.safetensors", path);
