@@ -169,8 +169,10 @@ int cli_generate(const llm_args *a)
     if (n_eog == 0 && c->eos_id >= 0)
         eog[n_eog++] = c->eos_id;
     llm_detok dt;
-    if (m->tok != NULL)
+    if (m->tok != NULL) {
         llm_detok_init(&dt, m->tok);
+        dt.at_start = 0; /* a continuation: the prompt came first, keep its leading space */
+    }
     char text[1024];
     int n_gen = 0;
     while (step_ok && n_gen < max_tokens) {
