@@ -142,6 +142,42 @@ static void test_vec(const cpu_kernels *k)
     ok(worst < 1e-5, "%s dot_f32 / axpy_f32 (odd lengths): worst error %.2g", k->name, worst);
 }
 
+static void test_attn_swiglu(const cpu_kernels *k)
+{
+    double worst_s = 0.0, worst_a = 0.0, worst_g = 0.0;
+    const int hds[] = { 4, 16, 36, 64, 72, 128 };
+    for (size_t c = 0; c < sizeof(hds) / sizeof(hds[0]); c++) {
+        int hd = hds[c], n = 1 + (int)c * 3, stride = hd * 3 + 1;
+        float *q = malloc((size_t)hd * sizeof(float)), *kv = malloc((size_t)n * stride * sizeof(float));
+        float *sc = malloc((size_t)n * sizeof(float)), *out = malloc((size_t)hd * sizeof(float));
+        double *ref = malloc((size_t)hd * sizeof(double));
+        for (int i = 0; i < hd; i++) { q[i] = frand(); out[i] = frand(); ref[i] = out[i]; }
+        for (int i = 0; i < n * stride; i++) kv[i] = frand();
+        k->attn_scores(q, kv, (size_t)stride, n, hd, 0.125f, sc);
+        for (int p = 0; p < n; p++) {
+            double s = 0.0;
+            for (int i = 0; i < hd; i++) s += (double)q[i] * kv[(size_t)p * stride + i];
+            worst_s = fabs(s * 0.125 - sc[p]) > worst_s ? fabs(s * 0.125 - sc[p]) : worst_s;
+            for (int i = 0; i < hd; i++) ref[i] += (double)sc[p] * kv[(size_t)p * stride + i];
+        }
+        k->attn_accum(sc, kv, (size_t)stride, n, hd, out);
+        for (int i = 0; i < hd; i++)
+            worst_a = fabs(ref[i] - out[i]) > worst_a ? fabs(ref[i] - out[i]) : worst_a;
+        free(q); free(kv); free(sc); free(out); free(ref);
+    }
+    ok(worst_s < 1e-5 && worst_a < 1e-5, "%s attention scores / accumulate (strided, odd head sizes): %.2g %.2g",
+       k->name, worst_s, worst_a);
+    float g[203], u[203], g0[203];
+    for (int i = 0; i < 203; i++) { g0[i] = g[i] = (frand() * 12.0f) * (i == 7 ? 20.0f : 1.0f); u[i] = frand(); }
+    k->swiglu(g, u, 203);
+    for (int i = 0; i < 203; i++) {
+        double want = g0[i] / (1.0 + exp(-(double)g0[i])) * u[i];
+        double e = fabs(want - g[i]) / (fabs(want) + 1e-6);
+        worst_g = e > worst_g ? e : worst_g;
+    }
+    ok(worst_g < 1e-5, "%s swiglu (including |x| > 80): worst relative error %.2g", k->name, worst_g);
+}
+
 typedef struct {
     _Atomic int hits[8];
     _Atomic int phase1;
@@ -190,6 +226,7 @@ int main(void)
         test_gemm(k);
         test_quantize(k);
         test_vec(k);
+        test_attn_swiglu(k);
     }
     ok(cpu_kernels_avx512() != NULL && strcmp(cpu_kernels_avx512()->name, "avx512") == 0, "avx512 table is linked");
     llm_err err;

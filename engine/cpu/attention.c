@@ -35,24 +35,30 @@ static void att_worker(void *ctx, int ith, int nth)
         const llm_seq_view *s = &j->b->seqs[j->b->seq[t]];
         const float *q = st->q + (size_t)t * st->q_dim + (size_t)h * hd;
         size_t koff = (size_t)(h / group) * hd;
-        float mx = -INFINITY;
-        for (int p = 0; p <= pos; p++) {
-            size_t slot = cpu_kv_slot(st, s, p);
-            float a = k->dot_f32(q, kc + slot * st->kv_dim + koff, hd) * scale;
-            sc[p] = a;
-            mx = a > mx ? a : mx;
+        /* Scores block by block: positions within a KV block are contiguous. */
+        int bs = st->block_size, nblk = pos / bs + 1;
+        for (int blk = 0; blk < nblk; blk++) {
+            int n = blk == nblk - 1 ? pos - blk * bs + 1 : bs;
+            size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
+            k->attn_scores(q, kc + base, (size_t)st->kv_dim, n, hd, scale, sc + blk * bs);
         }
+        float mx = -INFINITY;
+        for (int p = 0; p <= pos; p++)
+            mx = sc[p] > mx ? sc[p] : mx;
         float sum = 0.0f;
         for (int p = 0; p <= pos; p++) {
             sc[p] = expf(sc[p] - mx);
             sum += sc[p];
         }
         float inv = 1.0f / sum;
+        for (int p = 0; p <= pos; p++)
+            sc[p] *= inv;
         float *out = st->att + (size_t)t * st->q_dim + (size_t)h * hd;
         memset(out, 0, (size_t)hd * sizeof(float));
-        for (int p = 0; p <= pos; p++) {
-            size_t slot = cpu_kv_slot(st, s, p);
-            k->axpy_f32(sc[p] * inv, vc + slot * st->kv_dim + koff, out, hd);
+        for (int blk = 0; blk < nblk; blk++) {
+            int n = blk == nblk - 1 ? pos - blk * bs + 1 : bs;
+            size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
+            k->attn_accum(sc + blk * bs, vc + base, (size_t)st->kv_dim, n, hd, out);
         }
     }
 }

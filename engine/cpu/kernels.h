@@ -32,6 +32,12 @@ typedef struct {
     void  (*quantize_act)(const float *x, cpu_q8_act *y, int K);
     float (*dot_f32)(const float *a, const float *b, int n);
     void  (*axpy_f32)(float a, const float *x, float *y, int n); /* y += a*x */
+    /* Attention over n cached positions whose vectors (hd floats) are stride
+     * floats apart: out[i] = scale * q.k_i;  out += sum_i a[i] * v_i. */
+    void  (*attn_scores)(const float *q, const float *k, size_t stride, int n, int hd, float scale, float *out);
+    void  (*attn_accum)(const float *a, const float *v, size_t stride, int n, int hd, float *out);
+    /* g[i] = silu(g[i]) * u[i] */
+    void  (*swiglu)(float *g, const float *u, int n);
 } cpu_kernels;
 
 /* Kernel tables per instruction set; each returns the same static table. */

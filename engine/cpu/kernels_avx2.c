@@ -4,7 +4,10 @@
 #define KX_NAME "avx2"
 #define KX_VW 8
 #define KX_VF __m256
-#define KX_FRN 3
+#ifndef KX_FRM
+#define KX_FRM 3
+#define KX_FRN 4
+#endif
 #define KX_ZERO() _mm256_setzero_ps()
 #define KX_SET1(a) _mm256_set1_ps(a)
 #define KX_LOADF(p) _mm256_loadu_ps(p)

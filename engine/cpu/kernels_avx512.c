@@ -5,6 +5,7 @@
 #define KX_NAME "avx512"
 #define KX_VW 16
 #define KX_VF __m512
+#define KX_FRM 4
 #define KX_FRN 4
 #define KX_ZERO() _mm512_setzero_ps()
 #define KX_SET1(a) _mm512_set1_ps(a)

@@ -138,8 +138,27 @@ static void axpy_f32(float a, const float *x, float *y, int n)
         y[i] += a * x[i];
 }
 
+static void attn_scores(const float *q, const float *k, size_t stride, int n, int hd, float scale, float *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = dot_f32(q, k + (size_t)i * stride, hd) * scale;
+}
+
+static void attn_accum(const float *a, const float *v, size_t stride, int n, int hd, float *out)
+{
+    for (int i = 0; i < n; i++)
+        axpy_f32(a[i], v + (size_t)i * stride, out, hd);
+}
+
+static void swiglu(float *g, const float *u, int n)
+{
+    for (int i = 0; i < n; i++)
+        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
+    attn_scores, attn_accum, swiglu,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

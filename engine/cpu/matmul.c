@@ -8,8 +8,12 @@
 
 #include "cpu/cpu_backend.h"
 
+#ifndef CHUNK_ROWS
 #define CHUNK_ROWS   32  /* weight rows per work item (a multiple of the tile rows) */
-#define TOKEN_BLOCK  64  /* tokens per kernel call: their activations stay in L2 */
+#endif
+#ifndef TOKEN_BLOCK
+#define TOKEN_BLOCK  24  /* tokens per kernel call: a multiple of every tile width; their Q8 activations stay in L1 */
+#endif
 
 typedef struct {
     cpu_state *st;
@@ -53,11 +57,6 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1)
     }
 }
 
-static float silu(float g)
-{
-    return g / (1.0f + expf(-g));
-}
-
 static void mm_worker(void *ctx, int ith, int nth)
 {
     mm_job *j = ctx;
@@ -95,12 +94,8 @@ static void mm_worker(void *ctx, int ith, int nth)
         if (mm->swiglu) {
             const cpu_mm_out *up = &mm->outs[1];
             run_rows(j, up, r0, r1);
-            for (int t = 0; t < mm->n; t++) {
-                float *g = out->y + (size_t)t * out->ldy;
-                const float *u = up->y + (size_t)t * up->ldy;
-                for (int r = r0; r < r1; r++)
-                    g[r] = silu(g[r]) * u[r];
-            }
+            for (int t = 0; t < mm->n; t++)
+                st->kern->swiglu(out->y + (size_t)t * out->ldy + r0, up->y + (size_t)t * up->ldy + r0, r1 - r0);
         }
     }
     if (mm->post != NULL) {
