@@ -328,7 +328,6 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
         /* completions: logprobs is the number of alternatives (0 = only the chosen token's) */
         if ((rc = get_int(root, "logprobs", 0, LLM_API_MAX_LOGPROBS, &iv, e)) < 0) return -1;
         if (rc) { r->logprobs = 1; r->top_logprobs = (int)iv; }
-        if (get_bool(root, "echo", &r->echo, e) < 0) return -1;
     }
     if (parse_stop(root, r, e)) return -1;
     if (get_bool(root, "stream", &r->stream, e) < 0) return -1;

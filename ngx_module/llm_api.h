@@ -66,7 +66,6 @@ typedef struct {
     int          stream;
     int          include_usage;
     int          ignore_eos;
-    int          echo;        /* completions: prepend the prompt text */
     const char  *user;
 } llm_api_req;
 

@@ -156,6 +156,8 @@ ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q)
     size_t n;
     llm_api_err e;
     if (ngx_http_llm_encode_prompt(r, q, &ids, &n, &e)) return ngx_http_llm_send_error(r, &e);
+    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    if (eng->client) (void)llm_client_attach(eng->client); /* for max_model_len; absence is fine */
     cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "tokens");
     for (size_t i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
     free(ids);

@@ -4,7 +4,7 @@ package Test::Nginx::Socket;
 # directory on @INC only then). It understands the subset of the data format
 # the project's t/*.t files use:
 #   --- main_config --- http_config --- config --- request --- more_headers
-#   --- error_code --- response_body --- response_body_like --- response_headers
+#   --- error_code --- response_body --- response_body_like --- response_body_unlike --- response_headers
 #   --- response_headers_like --- error_log --- no_error_log --- timeout
 #   $TEST_NGINX_* variables in the config sections.
 # nginx runs like under Test::Nginx: daemon on, master_process off, one worker,
@@ -12,7 +12,9 @@ package Test::Nginx::Socket;
 use strict;
 use warnings;
 
-use Test::Base ();
+# Test::Base must be imported once to set up its default object (the __DATA__ parser);
+# do it in a scratch package so its exports do not clash with ours.
+{ package Test::Nginx::Socket::Base; use Test::Base; }
 use Test::More ();
 use IO::Socket::INET;
 use IO::Select;
@@ -80,12 +82,21 @@ sub pid_of {
     return $pid =~ /^\d+$/ ? $pid : undef;
 }
 
+# The daemon is not our child: once it exits it may stay a zombie until init reaps it.
+sub alive {
+    my $pid = shift;
+    return 0 unless kill 0, $pid;
+    open my $fh, '<', "/proc/$pid/stat" or return 1;
+    my $st = <$fh>;
+    return !($st && $st =~ /^\d+ \(.*\) Z/);
+}
+
 sub stop_nginx {
     my $pid = pid_of() or return;
     kill 'QUIT', $pid;
     for (1 .. 200) {
-        return unless kill 0, $pid;
-        sleep 0.02;
+        return unless alive($pid);
+        sleep 0.01;
     }
     kill 'KILL', $pid;
     sleep 0.05;
@@ -276,6 +287,11 @@ sub run_block {
         my $re = sec($block, 'response_body_like');
         $re = qr/$re/s unless ref $re eq 'Regexp';
         Test::More::like($res->{body}, $re, "$name - response_body_like - response is expected");
+    }
+    if (defined sec($block, 'response_body_unlike')) {
+        my $re = sec($block, 'response_body_unlike');
+        $re = qr/$re/s unless ref $re eq 'Regexp';
+        Test::More::unlike($res->{body}, $re, "$name - response_body_unlike - response is expected");
     }
     stop_nginx();
     check_log($block, 'error_log', 1);
