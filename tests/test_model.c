@@ -298,6 +298,38 @@ static void test_generate(void)
     unlink(p2);
     unlink(path);
 
+    /* A llama2.c checkpoint with a separate classifier (negative vocab_size, wcls appended). */
+    snprintf(p2, sizeof(p2), "%s/sep.bin", tmpdir);
+    {
+        FILE *in = fopen(DIR260 "/stories260K.bin", "rb");
+        fseek(in, 0, SEEK_END);
+        long sz = ftell(in);
+        fseek(in, 0, SEEK_SET);
+        uint8_t *all = malloc((size_t)sz);
+        size_t got = fread(all, 1, (size_t)sz, in);
+        fclose(in);
+        int32_t vocab;
+        memcpy(&vocab, all + 20, 4);
+        vocab = -vocab;
+        memcpy(all + 20, &vocab, 4);
+        FILE *out = fopen(p2, "wb");
+        fwrite(all, 1, got, out);
+        for (int i = 0; i < 512 * 64; i++) { /* wcls = 2 * embedding */
+            float x;
+            memcpy(&x, all + 28 + 4 * i, 4);
+            x *= 2;
+            fwrite(&x, 4, 1, out);
+        }
+        fclose(out);
+        free(all);
+    }
+    m = llm_model_load(p2, DIR260 "/tok512.bin", &err);
+    ok(m && !m->cfg.tied_embeddings && m->cfg.vocab_size == 512 && m->output.data != m->tok_embd.data &&
+       ((const float *)m->output.data)[5] == 2 * ((const float *)m->tok_embd.data)[5],
+       "llama2.c separate classifier: %s", m ? "ok" : err.msg);
+    llm_model_free(m);
+    unlink(p2);
+
     /* A truncated llama2.c checkpoint. */
     snprintf(p2, sizeof(p2), "%s/trunc.bin", tmpdir);
     FILE *in = fopen(DIR260 "/stories260K.bin", "rb"), *out = fopen(p2, "wb");
