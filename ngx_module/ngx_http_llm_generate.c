@@ -373,7 +373,8 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     cln->data = ctx;
     ngx_http_set_ctx(r, ctx, ngx_http_llm_module);
 
-    int max_tokens = ctx->q.max_tokens ? ctx->q.max_tokens : (int)lcf->default_max_tokens;
+    ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
+    int max_tokens = ctx->q.max_tokens ? ctx->q.max_tokens : (int)dflt;
     if (max_tokens > lcf->max_tokens)
         return ngx_http_llm_error(r, 400, "max_tokens", "invalid_value",
                                   "max_tokens is %d; this server allows at most %i", max_tokens, lcf->max_tokens);

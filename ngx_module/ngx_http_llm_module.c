@@ -184,14 +184,16 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
     ngx_conf_merge_str_value(conf->engine_name, prev->engine_name, "default");
     ngx_conf_merge_str_value(conf->model_path, prev->model_path, "");
     ngx_conf_merge_str_value(conf->model_name, prev->model_name, "");
-    ngx_conf_merge_value(conf->default_max_tokens, prev->default_max_tokens, 256);
+    /* Left unset (not 256) so a location lowering llm_max_tokens lowers the default with it. */
+    ngx_conf_merge_value(conf->default_max_tokens, prev->default_max_tokens, NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->max_tokens, prev->max_tokens, 4096);
     ngx_conf_merge_msec_value(conf->request_timeout, prev->request_timeout, 600000);
     ngx_conf_merge_msec_value(conf->queue_timeout, prev->queue_timeout, 60000);
     ngx_conf_merge_size_value(conf->max_body, prev->max_body, 1024 * 1024);
     ngx_conf_merge_uint_value(conf->chat_format, prev->chat_format, 0);
 
-    if (conf->default_max_tokens < 1 || conf->max_tokens < 1 || conf->default_max_tokens > conf->max_tokens) {
+    if (conf->max_tokens < 1 || (conf->default_max_tokens != NGX_CONF_UNSET &&
+                                 (conf->default_max_tokens < 1 || conf->default_max_tokens > conf->max_tokens))) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "llm_default_max_tokens (%i) must be between 1 and llm_max_tokens (%i)",
                            conf->default_max_tokens, conf->max_tokens);
@@ -409,9 +411,10 @@ static ngx_int_t ngx_http_llm_body(ngx_http_request_t *r, u_char **data, size_t 
     *len = 0;
     if (r->request_body == NULL || r->request_body->bufs == NULL) return NGX_OK;
     size_t total = 0;
+    /* A buffer is in memory, in the temp file, or neither (a special marker buffer). */
     for (ngx_chain_t *cl = r->request_body->bufs; cl; cl = cl->next)
         total += ngx_buf_in_memory(cl->buf) ? (size_t)(cl->buf->last - cl->buf->pos)
-                                            : (size_t)(cl->buf->file_last - cl->buf->file_pos);
+               : (cl->buf->in_file && cl->buf->file) ? (size_t)(cl->buf->file_last - cl->buf->file_pos) : 0;
     u_char *p = ngx_pnalloc(r->pool, total + 1);
     if (p == NULL) return NGX_ERROR;
     size_t at = 0;
@@ -420,7 +423,7 @@ static ngx_int_t ngx_http_llm_body(ngx_http_request_t *r, u_char **data, size_t 
         if (ngx_buf_in_memory(b)) {
             ngx_memcpy(p + at, b->pos, (size_t)(b->last - b->pos));
             at += (size_t)(b->last - b->pos);
-        } else {
+        } else if (b->in_file && b->file) {
             ssize_t n = ngx_read_file(b->file, p + at, (size_t)(b->file_last - b->file_pos), b->file_pos);
             if (n != b->file_last - b->file_pos) return NGX_ERROR;
             at += (size_t)n;

@@ -45,9 +45,10 @@ start_engine() { # name, args...
 start_engine ngxtest --slots 16 --ctx 64
 start_engine ngxtest_small --slots 2 --ctx 64 --delay-ms 40
 
+[ $# -gt 0 ] || set -- t/
 if perl -MTest::Nginx::Socket -e1 2>/dev/null; then
-    prove "$@" t/
+    prove "$@"
 else
     perl -MTest::Base -e1 || { echo "t/run.sh: install libtest-base-perl (or Test::Nginx)" >&2; exit 1; }
-    prove -I t/lib "$@" t/
+    prove -I t/lib "$@"
 fi
