@@ -80,6 +80,8 @@ static void bench_matmul(int threads, llm_dtype t)
     float *x = malloc((size_t)NPROMPT * HIDDEN * sizeof(float));
     float *y = malloc((size_t)NPROMPT * VOCAB * sizeof(float));
     st.qact = malloc((size_t)NPROMPT * (HIDDEN / LLM_QK) * sizeof(cpu_q8_act));
+    st.wbuf_floats = (size_t)CPU_MM_CHUNK_ROWS * HIDDEN;
+    st.wbuf = malloc((size_t)threads * st.wbuf_floats * sizeof(float));
     for (int i = 0; i < NPROMPT * HIDDEN; i++) x[i] = frnd();
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
         llm_tensor w = make_mat(t, shapes[s].cols, shapes[s].rows);
@@ -103,7 +105,7 @@ static void bench_matmul(int threads, llm_dtype t)
         }
         free((void *)w.data);
     }
-    free(x); free(y); free(st.qact);
+    free(x); free(y); free(st.qact); free(st.wbuf);
     cpu_pool_destroy(st.pool);
 }
 

@@ -99,6 +99,27 @@ static void test_gemm(const cpu_kernels *k)
     }
 }
 
+static void test_dequant(const cpu_kernels *k)
+{
+    const llm_dtype types[] = { LLM_F32, LLM_F16, LLM_BF16, LLM_Q8_0, LLM_Q4_0 };
+    int same = 1;
+    for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+        llm_dtype t = types[ti];
+        int K = cpu_dtype_wants_q8(t) ? 96 : 37;
+        size_t rb = llm_dtype_row_bytes(t, (uint64_t)K);
+        float src[3 * 96], ref[3 * 96], got[3 * 96];
+        uint8_t w[3 * 96 * 4];
+        for (int i = 0; i < 3 * K; i++) src[i] = frand() * 3.0f;
+        for (int r = 0; r < 3; r++) {
+            llm_row_from_f32(t, src + r * K, w + rb * r, (size_t)K);
+            llm_row_to_f32(t, w + rb * r, ref + r * K, (size_t)K);
+        }
+        k->dequant_rows(t, w, rb, 3, K, got);
+        same &= memcmp(ref, got, (size_t)(3 * K) * sizeof(float)) == 0;
+    }
+    ok(same, "%s dequant_rows == llm_row_to_f32 exactly, every type", k->name);
+}
+
 static void test_quantize(const cpu_kernels *k)
 {
     enum { K = 256 };
@@ -225,6 +246,7 @@ int main(void)
         const cpu_kernels *k = cpu_kernels_for((cpu_isa)isa);
         test_gemm(k);
         test_quantize(k);
+        test_dequant(k);
         test_vec(k);
         test_attn_swiglu(k);
     }

@@ -26,6 +26,8 @@ typedef struct {
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
     cpu_q8_act *qact;
     float *scores;                 /* [nth][seq_len] attention weights */
+    float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats */
+    size_t wbuf_floats;            /* CPU_MM_CHUNK_ROWS * widest K */
 } cpu_state;
 
 /* ---- rope.c ---- */
@@ -37,6 +39,11 @@ void cpu_rope_free(cpu_rope *r);
 void cpu_rope_apply(const cpu_rope *r, llm_rope_layout layout, float *v, int n_heads, int pos);
 
 /* ---- matmul.c ---- */
+#define CPU_MM_CHUNK_ROWS 32  /* weight rows per work item (a multiple of every tile height) */
+/* From this many tokens on, quantised / half weights are widened to floats once
+ * per chunk and multiplied with the float GEMM (faster and exact activations);
+ * below it (decode), integer dot products against Q8 activations stream them. */
+#define CPU_MM_WIDEN_MIN_TOKENS 12
 typedef struct {
     const llm_tensor *w;
     float *y;          /* y[t*ldy + row] */

@@ -116,6 +116,7 @@ static void cpu_destroy(llm_backend *b)
     free(st->kcache);
     free(st->vcache);
     free(st->scores);
+    free(st->wbuf);
     free(st);
     b->impl = NULL;
 }
@@ -159,7 +160,11 @@ static int cpu_init(llm_backend *b, llm_err *err)
     st->kcache = calloc(cache, sizeof(float));
     st->vcache = calloc(cache, sizeof(float));
     st->scores = malloc((size_t)st->nth * (size_t)c->seq_len * sizeof(float));
-    if (st->kcache == NULL || st->vcache == NULL || st->scores == NULL ||
+    int widest = c->dim > st->q_dim ? c->dim : st->q_dim;
+    widest = widest > c->hidden_dim ? widest : c->hidden_dim;
+    st->wbuf_floats = (size_t)CPU_MM_CHUNK_ROWS * (size_t)widest;
+    st->wbuf = malloc((size_t)st->nth * st->wbuf_floats * sizeof(float));
+    if (st->kcache == NULL || st->vcache == NULL || st->scores == NULL || st->wbuf == NULL ||
         cpu_rope_init(&st->rope, m, c->seq_len) != 0) {
         llm_seterr(err, "cpu backend: out of memory for a KV cache of %d blocks of %d tokens (%zu MiB)",
                    st->kv_blocks, st->block_size, 2 * cache * sizeof(float) >> 20);

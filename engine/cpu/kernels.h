@@ -36,6 +36,9 @@ typedef struct {
      * floats apart: out[i] = scale * q.k_i;  out += sum_i a[i] * v_i. */
     void  (*attn_scores)(const float *q, const float *k, size_t stride, int n, int hd, float scale, float *out);
     void  (*attn_accum)(const float *a, const float *v, size_t stride, int n, int hd, float *out);
+    /* Widen nr rows of K elements (rows ws bytes apart) of a Q8_0/Q4_0/F16/BF16
+     * matrix into floats, rows K floats apart. */
+    void  (*dequant_rows)(llm_dtype t, const void *w, size_t ws, int nr, int K, float *out);
     /* g[i] = silu(g[i]) * u[i] */
     void  (*swiglu)(float *g, const float *u, int n);
 } cpu_kernels;

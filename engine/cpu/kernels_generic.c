@@ -156,9 +156,15 @@ static void swiglu(float *g, const float *u, int n)
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, float *out)
+{
+    for (int r = 0; r < nr; r++)
+        llm_row_to_f32(t, (const uint8_t *)w + (size_t)r * ws, out + (size_t)r * K, (size_t)K);
+}
+
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, swiglu,
+    attn_scores, attn_accum, dequant_rows, swiglu,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

@@ -374,7 +374,50 @@ static void swiglu(float *g, const float *u, int n)
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, float *out)
+{
+    for (int r = 0; r < nr; r++) {
+        const uint8_t *row = (const uint8_t *)w + (size_t)r * ws;
+        float *o = out + (size_t)r * K;
+        if (t == LLM_Q8_0 || t == LLM_Q4_0) {
+            for (int b = 0; b < K / LLM_QK; b++) {
+                __m256i q;
+                __m256 d;
+                if (t == LLM_Q8_0) {
+                    const llm_block_q8_0 *blk = (const llm_block_q8_0 *)row + b;
+                    d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+                    q = _mm256_loadu_si256((const __m256i *)blk->qs);
+                } else {
+                    const llm_block_q4_0 *blk = (const llm_block_q4_0 *)row + b;
+                    d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+                    __m128i lo = _mm_loadu_si128((const __m128i *)blk->qs);
+                    q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(lo, 4), lo), _mm256_set1_epi8(0x0f));
+                    q = _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+                }
+                __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
+                float *ob = o + (size_t)b * LLM_QK;
+                _mm256_storeu_ps(ob, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0))));
+                _mm256_storeu_ps(ob + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q0, 8)))));
+                _mm256_storeu_ps(ob + 16, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1))));
+                _mm256_storeu_ps(ob + 24, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q1, 8)))));
+            }
+        } else if (t == LLM_F16 || t == LLM_BF16) {
+            int k = 0;
+            for (; k + 8 <= K; k += 8) {
+                __m128i h = _mm_loadu_si128((const __m128i *)(row + 2 * (size_t)k));
+                __m256 f = t == LLM_F16 ? _mm256_cvtph_ps(h)
+                                        : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+                _mm256_storeu_ps(o + k, f);
+            }
+            for (; k < K; k++)
+                o[k] = kx_load_w1(t == LLM_F16 ? KX_W_F16 : KX_W_BF16, row, k);
+        } else {
+            memcpy(o, row, (size_t)K * sizeof(float));
+        }
+    }
+}
+
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, swiglu,
+    attn_scores, attn_accum, dequant_rows, swiglu,
 };

@@ -8,9 +8,7 @@
 
 #include "cpu/cpu_backend.h"
 
-#ifndef CHUNK_ROWS
-#define CHUNK_ROWS   32  /* weight rows per work item (a multiple of the tile rows) */
-#endif
+#define CHUNK_ROWS CPU_MM_CHUNK_ROWS
 #ifndef TOKEN_BLOCK
 #define TOKEN_BLOCK  24  /* tokens per kernel call: a multiple of every tile width; their Q8 activations stay in L1 */
 #endif
@@ -33,7 +31,12 @@ static void rmsnorm_row(const cpu_kernels *k, const float *x, const float *w, fl
         y[i] = x[i] * s * w[i];
 }
 
-static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1)
+static int widen(llm_dtype t, int n)
+{
+    return t != LLM_F32 && n >= CPU_MM_WIDEN_MIN_TOKENS;
+}
+
+static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
 {
     const cpu_mm *mm = j->mm;
     const cpu_kernels *k = j->st->kern;
@@ -42,6 +45,13 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1)
     const uint8_t *w = (const uint8_t *)o->w->data + (size_t)r0 * ws;
     const void *x;
     size_t xs;
+    if (widen(t, mm->n)) {
+        float *buf = j->st->wbuf + (size_t)ith * j->st->wbuf_floats;
+        k->dequant_rows(t, w, ws, r1 - r0, mm->K, buf);
+        w = (const uint8_t *)buf;
+        ws = (size_t)mm->K * sizeof(float);
+        t = LLM_F32;
+    }
     if (cpu_dtype_wants_q8(t)) {
         x = j->st->qact;
         xs = (size_t)(mm->K / LLM_QK) * sizeof(cpu_q8_act);
@@ -90,10 +100,10 @@ static void mm_worker(void *ctx, int ith, int nth)
         int rows = (int)out->w->ne[1];
         int r0 = (c - j->chunks[o]) * CHUNK_ROWS;
         int r1 = r0 + CHUNK_ROWS < rows ? r0 + CHUNK_ROWS : rows;
-        run_rows(j, out, r0, r1);
+        run_rows(j, out, r0, r1, ith);
         if (mm->swiglu) {
             const cpu_mm_out *up = &mm->outs[1];
-            run_rows(j, up, r0, r1);
+            run_rows(j, up, r0, r1, ith);
             for (int t = 0; t < mm->n; t++)
                 st->kern->swiglu(out->y + (size_t)t * out->ldy + r0, up->y + (size_t)t * up->ldy + r0, r1 - r0);
         }
@@ -112,7 +122,7 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm)
     int n_sched = mm->swiglu ? 1 : mm->n_outs; /* swiglu: a chunk does gate and up rows */
     j.chunks[0] = 0;
     for (int o = 0; o < mm->n_outs; o++) {
-        j.need_q8 |= cpu_dtype_wants_q8(mm->outs[o].w->type);
+        j.need_q8 |= cpu_dtype_wants_q8(mm->outs[o].w->type) && !widen(mm->outs[o].w->type, mm->n);
         int rows = (int)mm->outs[o].w->ne[1];
         j.chunks[o + 1] = j.chunks[o] + (o < n_sched ? (rows + CHUNK_ROWS - 1) / CHUNK_ROWS : 0);
     }

@@ -21,7 +21,10 @@ my @sources = (
 sub run_engine {
     my ($args) = @_;
     my @cmd = ($engine, 'generate', @$args);
+    open my $save, '>&', \*STDERR or die $!;
+    open STDERR, '>', '/dev/null' or die $!;   # timing figures are not under test
     open my $out, '-|', @cmd or die "cannot run $engine: $!";
+    open STDERR, '>&', $save or die $!;
     binmode $out, ':raw';
     my $text = do { local $/; <$out> };
     close $out;
