@@ -1,6 +1,7 @@
 /* Endpoints that need no generation: /health, /v1/models, /tokenize,
  * /detokenize, /metrics; and prompt encoding (text or chat template). */
 #include "ngx_http_llm_module.h"
+#include "ngx_http_llm_format.h"
 
 static llm_tokenizer *ngx_http_llm_tok(ngx_http_request_t *r)
 {
@@ -122,22 +123,28 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);
             return -1;
         }
-        for (size_t i = 0; i < out.n; i++) {
+        /* Control tokens the vocabulary lacks (ChatML markers on a Llama 2 model) become
+         * text, merged with the text around them so it is encoded as one piece. */
+        ngx_http_llm_text_t pend = { NULL, 0, 0 };
+        int bad = 0;
+        for (size_t i = 0; i < out.n && !bad; i++) {
             llm_chat_seg *s = &out.seg[i];
             int id = s->special ? llm_tok_find(tok, s->text) : -1;
-            if (id >= 0) {
-                if (*n + 1 > cap) {
-                    int32_t *ni = realloc(*ids, (cap = cap * 2 + 16) * sizeof *ni);
-                    if (ni == NULL) { llm_chat_out_free(&out); goto oom; }
-                    *ids = ni;
-                }
-                (*ids)[(*n)++] = id;
-            } else if (encode_text(tok, s->text, s->len, 0, ids, n, &cap)) {
-                llm_chat_out_free(&out);
-                goto oom;
+            if (id < 0) { bad = ngx_http_llm_text_append(&pend, s->text, s->len); continue; }
+            if (pend.len) {
+                bad = encode_text(tok, pend.data, pend.len, 0, ids, n, &cap);
+                pend.len = 0;
             }
+            if (!bad && *n + 1 > cap) {
+                int32_t *ni = realloc(*ids, (cap = cap * 2 + 16) * sizeof *ni);
+                if (ni == NULL) bad = -1; else *ids = ni;
+            }
+            if (!bad) (*ids)[(*n)++] = id;
         }
+        if (!bad && pend.len) bad = encode_text(tok, pend.data, pend.len, 0, ids, n, &cap);
+        free(pend.data);
         llm_chat_out_free(&out);
+        if (bad) goto oom;
         return 0;
     }
     if (encode_text(tok, q->prompt ? q->prompt : "", q->prompt_len, q->add_special ? LLM_TOK_ADD_BOS : 0, ids, n, &cap))
