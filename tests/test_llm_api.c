@@ -1,0 +1,142 @@
+/* The NGINX module's request parser (ngx_module/llm_api.c, plain C + cJSON):
+ * defaults, every parameter, every 400 path, error JSON shape. */
+#include "tap.h"
+#include "../ngx_module/llm_api.c"
+
+static int parse(llm_api_kind k, const char *body, llm_api_req *r, llm_api_err *e)
+{
+    return llm_api_parse(k, body, strlen(body), r, e);
+}
+
+/* Expects a 400 naming param; frees the request. */
+static void bad(llm_api_kind k, const char *body, const char *param, const char *what)
+{
+    llm_api_req r;
+    llm_api_err e;
+    memset(&e, 0, sizeof e);
+    int rc = parse(k, body, &r, &e);
+    ok(rc == -1 && e.status == 400 && !strcmp(e.param, param), "%s -> 400 param '%s' (got %d '%s': %s)",
+       what, param, e.status, e.param, e.message);
+    llm_api_req_free(&r);
+}
+
+int main(void)
+{
+    llm_api_req r;
+    llm_api_err e;
+
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"hi\"}", &r, &e), 0, "minimal completion parses");
+    ok(!strcmp(r.prompt, "hi") && r.prompt_len == 2, "prompt text");
+    ok(r.temperature == 1.0 && r.top_p == 1.0 && r.top_k == 0 && r.min_p == 0 && r.n == 1 &&
+       r.repetition_penalty == 1.0 && r.max_tokens == 0 && !r.stream && !r.logprobs && !r.has_seed,
+       "defaults");
+    llm_api_req_free(&r);
+
+    is_int(parse(LLM_API_COMPLETIONS,
+                 "{\"prompt\":[1,2,3],\"max_tokens\":7,\"temperature\":0,\"top_p\":0.5,\"top_k\":-1,\"min_p\":0.1,"
+                 "\"presence_penalty\":-1,\"frequency_penalty\":1.5,\"repetition_penalty\":1.2,\"seed\":42,\"n\":3,"
+                 "\"stop\":[\"a\",\"\",\"bc\"],\"logprobs\":4,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+                 "\"user\":\"u\",\"model\":\"m\",\"whatever\":{\"x\":[1]}}", &r, &e), 0, "full completion parses");
+    ok(r.n_ids == 3 && r.ids[2] == 3 && r.prompt == NULL, "token-id prompt");
+    ok(r.max_tokens == 7 && r.temperature == 0 && r.top_p == 0.5 && r.top_k == 0 && r.min_p > 0.09 &&
+       r.presence_penalty == -1 && r.frequency_penalty == 1.5 && r.repetition_penalty > 1.19, "sampling fields");
+    ok(r.has_seed && r.seed == 42 && r.n == 3, "seed and n");
+    ok(r.n_stop == 2 && !strcmp(r.stop[0], "a") && !strcmp(r.stop[1], "bc") && r.stop_len[1] == 2,
+       "stop list, empty string dropped");
+    ok(r.logprobs && r.top_logprobs == 4, "completions logprobs = alternatives");
+    ok(r.stream && r.include_usage && !strcmp(r.user, "u") && !strcmp(r.model, "m"), "stream, usage, user, model");
+    llm_api_req_free(&r);
+
+    is_int(parse(LLM_API_CHAT,
+                 "{\"messages\":[{\"role\":\"developer\",\"content\":\"s\"},"
+                 "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]},"
+                 "{\"role\":\"assistant\",\"content\":null}],"
+                 "\"max_completion_tokens\":5,\"logprobs\":true,\"top_logprobs\":3,\"stop\":\"x\"}", &r, &e),
+           0, "chat parses");
+    ok(r.n_msgs == 3 && !strcmp(r.msgs[0].role, "system") && !strcmp(r.msgs[1].content, "ab") &&
+       !strcmp(r.msgs[2].content, ""), "messages: developer -> system, parts joined, null content");
+    ok(r.max_tokens == 5 && r.logprobs && r.top_logprobs == 3 && r.n_stop == 1, "chat fields");
+    llm_api_req_free(&r);
+
+    is_int(parse(LLM_API_TOKENIZE, "{\"prompt\":\"x\",\"add_special_tokens\":false}", &r, &e), 0, "tokenize");
+    ok(!r.add_special, "add_special_tokens false");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_DETOKENIZE, "{\"tokens\":[5,6]}", &r, &e), 0, "detokenize");
+    ok(r.n_ids == 2 && r.ids[0] == 5, "detokenize ids");
+    llm_api_req_free(&r);
+
+    /* null means absent */
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"temperature\":null,\"stop\":null,\"n\":null}", &r, &e),
+           0, "nulls accepted");
+    ok(r.temperature == 1.0 && r.n_stop == 0 && r.n == 1, "nulls keep defaults");
+    llm_api_req_free(&r);
+
+    /* errors */
+    memset(&e, 0, sizeof e);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":", &r, &e), -1, "truncated JSON");
+    ok(e.status == 400 && !strcmp(e.code, "invalid_json"), "invalid_json code");
+    llm_api_req_free(&r);
+    is_int(llm_api_parse(LLM_API_CHAT, "", 0, &r, &e), -1, "empty body");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_CHAT, "\"str\"", &r, &e), -1, "non-object body");
+    llm_api_req_free(&r);
+
+    bad(LLM_API_COMPLETIONS, "{}", "prompt", "missing prompt");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[]}", "prompt", "empty prompt list");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[\"a\",\"b\"]}", "prompt", "batched prompts");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[1,-1]}", "prompt", "negative token id");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":true}", "prompt", "bool prompt");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"temperature\":2.1}", "temperature", "temperature > 2");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"temperature\":\"1\"}", "temperature", "temperature string");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"top_p\":0}", "top_p", "top_p 0");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"top_k\":2.5}", "top_k", "top_k float");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"min_p\":-0.1}", "min_p", "min_p negative");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"presence_penalty\":2.5}", "presence_penalty", "presence_penalty");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"frequency_penalty\":-2.5}", "frequency_penalty", "frequency_penalty");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"repetition_penalty\":0}", "repetition_penalty", "repetition_penalty 0");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":0}", "max_tokens", "max_tokens 0");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":1.5}", "max_tokens", "max_tokens float");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"n\":0}", "n", "n 0");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"n\":9}", "n", "n 9");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"seed\":1e30}", "seed", "seed out of range");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"stop\":{}}", "stop", "stop object");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logprobs\":true}", "logprobs", "completions logprobs bool");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"stream\":1}", "stream", "stream number");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"stream\":true,\"stream_options\":[]}", "stream_options", "stream_options array");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"stream_options\":{}}", "stream_options", "stream_options without stream");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"model\":[]}", "model", "model array");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"logprobs\":1}", "logprobs", "chat logprobs number");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"top_logprobs\":21,\"logprobs\":true}", "top_logprobs", "top_logprobs 21");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"top_logprobs\":1}", "top_logprobs", "top_logprobs alone");
+    bad(LLM_API_CHAT, "{\"messages\":{}}", "messages", "messages object");
+    bad(LLM_API_CHAT, "{\"messages\":[1]}", "messages", "message not an object");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"content\":\"x\"}]}", "messages", "message without role");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "messages", "unsupported role");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages", "numeric content");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}]}", "messages", "text part without text");
+    bad(LLM_API_TOKENIZE, "{}", "prompt", "tokenize without prompt");
+    bad(LLM_API_TOKENIZE, "{\"prompt\":\"x\",\"add_special_tokens\":1}", "add_special_tokens", "add_special_tokens number");
+    bad(LLM_API_DETOKENIZE, "{\"tokens\":\"1 2\"}", "tokens", "tokens string");
+
+    {
+        char body[64 + LLM_STOP_MAX_LEN + 8];
+        char big[LLM_STOP_MAX_LEN + 2];
+        memset(big, 'z', sizeof big - 1);
+        big[sizeof big - 1] = 0;
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"stop\":\"%s\"}", big);
+        bad(LLM_API_COMPLETIONS, body, "stop", "overlong stop string");
+    }
+
+    /* error JSON */
+    llm_api_seterr(&e, 429, NULL, "queue_full", "full %d", 1);
+    char *js = llm_api_error_json(&e);
+    ok(js && !strcmp(js, "{\"error\":{\"message\":\"full 1\",\"type\":\"rate_limit_error\",\"param\":null,\"code\":\"queue_full\"}}"),
+       "error JSON shape: %s", js ? js : "(null)");
+    cJSON_free(js);
+    llm_api_seterr(&e, 400, "n", NULL, "quote \" here");
+    js = llm_api_error_json(&e);
+    ok(js && strstr(js, "\"message\":\"quote \\\" here\"") && strstr(js, "\"param\":\"n\"") && strstr(js, "\"code\":null"),
+       "error JSON escapes and nulls: %s", js ? js : "(null)");
+    cJSON_free(js);
+    return done_testing();
+}
