@@ -32,6 +32,7 @@ typedef struct {
     ngx_msec_t             start;
     ngx_msec_t             queue_timeout, request_timeout;
     ngx_event_t            timer;
+    ngx_chain_t           *free, *busy;  /* stream output buffers */
 } ngx_http_llm_ctx_t;
 
 static void ngx_http_llm_cleanup(void *data)
@@ -55,23 +56,33 @@ static void ngx_http_llm_cleanup(void *data)
 
 /* ---------------- output ---------------- */
 
+/* Sends bytes now. Buffers are reused once the client took them (free/busy
+ * chains), so a long stream does not grow the request pool per token. */
 static ngx_int_t ngx_http_llm_emit(ngx_http_llm_ctx_t *ctx, const char *data, size_t len, int last)
 {
     ngx_http_request_t *r = ctx->r;
-    ngx_buf_t *b = ngx_calloc_buf(r->pool);
-    if (b == NULL) return NGX_ERROR;
-    if (len) {
-        u_char *p = ngx_pnalloc(r->pool, len);
-        if (p == NULL) return NGX_ERROR;
-        ngx_memcpy(p, data, len);
-        b->pos = p;
-        b->last = p + len;
-        b->memory = 1;
+    ngx_buf_tag_t tag = (ngx_buf_tag_t)&ngx_http_llm_module;
+    ngx_chain_t *cl = ngx_chain_get_free_buf(r->pool, &ctx->free);
+    if (cl == NULL) return NGX_ERROR;
+    ngx_buf_t *b = cl->buf;
+    if (len > (size_t)(b->end - b->start)) {
+        size_t size = ngx_max(len, 1024);
+        b->start = ngx_palloc(r->pool, size);
+        if (b->start == NULL) return NGX_ERROR;
+        b->end = b->start + size;
     }
+    b->pos = b->start;
+    b->last = len ? ngx_cpymem(b->start, data, len) : b->start;
+    b->temporary = len ? 1 : 0; /* an empty buffer must be "special" (flush / last) */
+    b->memory = 0;
     b->flush = 1;
-    if (last) { b->last_buf = (r == r->main); b->last_in_chain = 1; }
-    ngx_chain_t out = { b, NULL };
-    return ngx_http_output_filter(r, &out);
+    b->last_buf = (last && r == r->main) ? 1 : 0;
+    b->last_in_chain = last ? 1 : 0;
+    b->tag = tag;
+    cl->next = NULL;
+    ngx_int_t rc = ngx_http_output_filter(r, cl);
+    ngx_chain_update_chains(r->pool, &ctx->free, &ctx->busy, &cl, tag);
+    return rc;
 }
 
 /* "data: <json>\n\n" */
