@@ -41,7 +41,11 @@ static void ngx_http_llm_cleanup(void *data)
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(ctx->r, ngx_http_llm_module);
     if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
     if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
-    if (!ctx->finished && mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->client_aborts, 1);
+    if (!ctx->finished) {
+        if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->client_aborts, 1);
+        ngx_log_error(NGX_LOG_INFO, ctx->r->connection->log, 0,
+                      "llm: client went away before the response was complete; cancelling it in the engine");
+    }
     for (int i = 0; i < ctx->n; i++) {
         ngx_http_llm_seq_t *s = &ctx->seq[i];
         /* Releasing an unfinished request cancels it: the engine frees its KV blocks. */

@@ -5,7 +5,7 @@ package Test::Nginx::Socket;
 # the project's t/*.t files use:
 #   --- main_config --- http_config --- config --- request --- more_headers
 #   --- error_code --- response_body --- response_body_like --- response_body_unlike --- response_headers
-#   --- response_headers_like --- error_log --- no_error_log --- timeout
+#   --- response_headers_like --- error_log --- no_error_log --- timeout --- abort
 #   $TEST_NGINX_* variables in the config sections.
 # nginx runs like under Test::Nginx: daemon on, master_process off, one worker,
 # a fresh server root in t/servroot, restarted for every block.
@@ -191,7 +191,11 @@ sub http_request {
     my $deadline = time + $timeout;
     while (1) {
         my $left = $deadline - time;
-        return (undef, "timeout after ${timeout}s; got: " . substr($resp, 0, 200)) if $left <= 0;
+        if ($left <= 0) {
+            # --- abort: the client gives up (closing the connection); what came so far is the response.
+            last if defined sec($block, 'abort');
+            return (undef, "timeout after ${timeout}s; got: " . substr($resp, 0, 200));
+        }
         next unless $sel->can_read($left);
         my $n = sysread($s, my $buf, 65536);
         last if !$n;
