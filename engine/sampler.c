@@ -22,8 +22,11 @@ struct llm_sampler {
      * (seen_pos maps id -> index in seen, or -1) so penalties cost O(distinct). */
     int32_t *count, *seen, *seen_pos;
     int      n_seen;
-    int32_t *ring;   /* last penalty_last_n ids when penalty_last_n > 0 */
-    int      ring_len, ring_head;
+    /* The last `window` ids when penalty_last_n > 0.  Allocated as tokens
+     * arrive (a window may be far larger than any real context); it only
+     * wraps once full, so growing is a plain realloc. */
+    int32_t *ring;
+    int      ring_len, ring_head, ring_cap, window;
     cand    *cand;   /* vocab-sized scratch */
 };
 
@@ -76,7 +79,9 @@ int llm_sampling_validate(const llm_sampling_params *p, char *msg, size_t cap)
 {
     const char *m = NULL;
     char buf[160];
-    if (!(p->temperature >= 0.0f && p->temperature <= LLM_SAMPLING_MAX_TEMPERATURE)) {
+    if (p == NULL) {
+        m = "no sampling parameters";
+    } else if (!(p->temperature >= 0.0f && p->temperature <= LLM_SAMPLING_MAX_TEMPERATURE)) {
         snprintf(buf, sizeof buf, "temperature must be between 0 and %g (got %g)",
                  (double)LLM_SAMPLING_MAX_TEMPERATURE, (double)p->temperature);
         m = buf;
@@ -131,10 +136,8 @@ llm_sampler *llm_sampler_new(const llm_sampling_params *p, int vocab_size)
     s->seen = malloc(v * sizeof(int32_t));
     s->seen_pos = malloc(v * sizeof(int32_t));
     s->cand = malloc(v * sizeof(cand));
-    if (p->penalty_last_n > 0)
-        s->ring = malloc((size_t)p->penalty_last_n * sizeof(int32_t));
-    if (s->count == NULL || s->seen == NULL || s->seen_pos == NULL || s->cand == NULL ||
-        (p->penalty_last_n > 0 && s->ring == NULL)) {
+    s->window = p->penalty_last_n;
+    if (s->count == NULL || s->seen == NULL || s->seen_pos == NULL || s->cand == NULL) {
         llm_sampler_free(s);
         return NULL;
     }
@@ -177,9 +180,22 @@ void llm_sampler_accept(llm_sampler *s, int32_t id, int is_prompt)
 {
     if (s == NULL || id < 0 || id >= s->vocab)
         return;
-    int n = s->p.penalty_last_n;
+    int n = s->window;
     if (n == -1 && is_prompt)
         return;
+    if (n > 0 && s->ring_len == s->ring_cap && s->ring_cap < n) {
+        int cap = s->ring_cap == 0 ? 256 : s->ring_cap;
+        cap = cap > n / 2 ? n : cap * 2;
+        int32_t *r = realloc(s->ring, (size_t)cap * sizeof(int32_t));
+        if (r != NULL) {
+            s->ring = r;
+            s->ring_cap = cap;
+        } else if (s->ring_cap > 0) {
+            n = s->window = s->ring_cap; /* out of memory: a smaller window */
+        } else {
+            n = s->window = 0; /* out of memory: count everything, no window */
+        }
+    }
     if (n > 0) {
         if (s->ring_len == n) {
             count_add(s, s->ring[s->ring_head], -1);
@@ -412,6 +428,8 @@ static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id,
 
 int32_t llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res)
 {
+    if (s == NULL || logits == NULL)
+        return -1;
     apply_penalties(s, logits);
     int32_t id;
     if (greedy(s)) {

@@ -70,7 +70,7 @@ void         llm_sampler_free(llm_sampler *s);
  * Ids outside [0, vocab) are ignored. */
 void         llm_sampler_accept(llm_sampler *s, int32_t id, int is_prompt);
 /* Sample from logits (modified in place: penalties applied, NaN/inf cleaned).
- * Deterministic for a given seed and history. */
+ * Deterministic for a given seed and history.  -1 if s or logits is NULL. */
 int32_t      llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res /* may be NULL */);
 
 /* The distribution step 3 would draw from, without drawing (the PRNG is not

@@ -494,6 +494,31 @@ static void test_penalties(void)
        "window slides: only the last 2 count");
     llm_sampler_free(s);
 
+    /* a window larger than its first allocation, growing then sliding */
+    p = params(0.0f);
+    p.frequency_penalty = 0.005f;
+    p.penalty_last_n = 300;
+    s = mk(p, 4);
+    for (int i = 0; i < 300; i++)
+        llm_sampler_accept(s, 0, 0);
+    for (int i = 0; i < 200; i++)
+        llm_sampler_accept(s, 1, 1);
+    float m6[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
+    llm_sampler_sample(s, m6, NULL);
+    ok(near(m6[0], 0.5, 1e-5) && near(m6[1], 0.0, 1e-5) && m6[2] == 1.0f,
+       "window 300 after 500 tokens: counts 100 and 200 (%g %g)", m6[0], m6[1]);
+    llm_sampler_free(s);
+    p.penalty_last_n = 1 << 30; /* huge windows cost only what is used */
+    s = mk(p, 4);
+    for (int i = 0; i < 1000; i++)
+        llm_sampler_accept(s, 3, 0);
+    float m7[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
+    llm_sampler_sample(s, m7, NULL);
+    ok(near(m7[3], 1.0 - 5.0, 1e-4), "window 2^30: all 1000 tokens counted");
+    llm_sampler_free(s);
+    ok(llm_sampler_sample(NULL, m7, NULL) == -1 && llm_sampling_validate(NULL, NULL, 0) == -1,
+       "NULL sampler / params refused");
+
     /* negative presence encourages; logprobs are over penalised logits */
     p = params(0.0f);
     p.presence_penalty = -2.0f;
