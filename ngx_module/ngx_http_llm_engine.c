@@ -19,10 +19,12 @@ static void ngx_http_llm_wake(ngx_event_t *rev)
 {
     ngx_connection_t *c = rev->data;
     ngx_http_llm_engine_t *eng = c->data;
-    for (int round = 0; round < 64; round++) {
-        llm_client_drain(eng->client);
-        ngx_http_llm_progress_all(eng);
-        if (ngx_queue_empty(&eng->active) || !llm_client_arm(eng->client)) break;
+    llm_client_drain(eng->client);
+    ngx_http_llm_progress_all(eng);
+    /* Tokens that landed while we read would send no wake-up (we were not
+     * waiting): come back on the next loop iteration, after other connections. */
+    if (!ngx_queue_empty(&eng->active) && llm_client_arm(eng->client)) {
+        ngx_post_event(rev, &ngx_posted_next_events);
     }
     if (ngx_handle_read_event(rev, 0) != NGX_OK)
         ngx_log_error(NGX_LOG_ALERT, eng->log, 0, "llm: could not re-arm the engine wake-up event");
