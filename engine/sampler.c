@@ -400,11 +400,9 @@ static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id,
     double z = 0.0;
     for (int i = 0; i < v; i++)
         z += expf(logits[i] - maxl);
-    float lse = maxl + (float)log(z);
-    if (maxl == -INFINITY)
-        lse = 0.0f;
+    double lse = maxl == -INFINITY ? 0.0 : (double)maxl + log(z);
     res->id = id;
-    res->logprob = logits[id] - lse;
+    res->logprob = (float)(logits[id] - lse);
 
     int want = s->p.n_logprobs < v ? s->p.n_logprobs : v, n = 0;
     llm_token_logprob *top = res->top;
@@ -420,7 +418,7 @@ static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id,
         top[at] = (llm_token_logprob){ i, l };
     }
     for (int i = 0; i < n; i++)
-        top[i].logprob -= lse;
+        top[i].logprob = (float)(top[i].logprob - lse);
     res->n_top = n;
 }
 

@@ -436,6 +436,26 @@ static void test_frequencies(void)
     double q0 = 0.25 / 0.34, sd = sqrt(N * q0 * (1 - q0));
     ok(cnt[2] == 0 && cnt[3] == 0 && fabs(cnt[0] - N * q0) < 4 * sd,
        "top_k 2 at temperature 0.5: %d / %d (expected %.0f)", cnt[0], cnt[1], N * q0);
+
+    /* top_p 0.85 keeps 0.5, 0.3, 0.15 (the nucleus is drawn unsorted) */
+    p = params(1.0f);
+    p.seed = 99;
+    p.top_p = 0.85f;
+    s = mk(p, 4);
+    memset(cnt, 0, sizeof cnt);
+    for (int k = 0; k < N; k++) {
+        float l[4];
+        for (int i = 0; i < 4; i++)
+            l[i] = (float)log(pw[i]);
+        cnt[llm_sampler_sample(s, l, NULL)]++;
+    }
+    llm_sampler_free(s);
+    good = cnt[3] == 0;
+    for (int i = 0; i < 3; i++) {
+        double q = pw[i] / 0.95, sdq = sqrt(N * q * (1 - q));
+        good &= fabs(cnt[i] - N * q) < 4 * sdq;
+    }
+    ok(good, "top_p 0.85 frequencies: %d %d %d %d", cnt[0], cnt[1], cnt[2], cnt[3]);
 }
 
 static void test_penalties(void)
