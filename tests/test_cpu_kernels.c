@@ -197,6 +197,17 @@ static void test_attn_swiglu(const cpu_kernels *k)
         worst_g = e > worst_g ? e : worst_g;
     }
     ok(worst_g < 1e-5, "%s swiglu (including |x| > 80): worst relative error %.2g", k->name, worst_g);
+    float e[37], e0[37];
+    double want_sum = 0.0, worst_e = 0.0;
+    for (int i = 0; i < 37; i++) { e0[i] = e[i] = frand() * 30.0f - (i == 5 ? 200.0f : 0.0f); }
+    float sum = k->exp_sub_sum(e, 37, 3.0f);
+    for (int i = 0; i < 37; i++) {
+        double w = exp((double)e0[i] - 3.0);
+        want_sum += w;
+        worst_e = fabs(w - e[i]) / (w + 1e-30) > worst_e ? fabs(w - e[i]) / (w + 1e-30) : worst_e;
+    }
+    ok(worst_e < 1e-5 && fabs(sum - want_sum) / want_sum < 1e-5, "%s exp_sub_sum: worst relative error %.2g",
+       k->name, worst_e);
 }
 
 typedef struct {

@@ -45,11 +45,7 @@ static void att_worker(void *ctx, int ith, int nth)
         float mx = -INFINITY;
         for (int p = 0; p <= pos; p++)
             mx = sc[p] > mx ? sc[p] : mx;
-        float sum = 0.0f;
-        for (int p = 0; p <= pos; p++) {
-            sc[p] = expf(sc[p] - mx);
-            sum += sc[p];
-        }
+        float sum = k->exp_sub_sum(sc, pos + 1, mx);
         float inv = 1.0f / sum;
         for (int p = 0; p <= pos; p++)
             sc[p] *= inv;

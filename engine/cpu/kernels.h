@@ -39,6 +39,8 @@ typedef struct {
     /* Widen nr rows of K elements (rows ws bytes apart) of a Q8_0/Q4_0/F16/BF16
      * matrix into floats, rows K floats apart. */
     void  (*dequant_rows)(llm_dtype t, const void *w, size_t ws, int nr, int K, float *out);
+    /* x[i] = exp(x[i] - mx); returns the sum (softmax numerators) */
+    float (*exp_sub_sum)(float *x, int n, float mx);
     /* g[i] = silu(g[i]) * u[i] */
     void  (*swiglu)(float *g, const float *u, int n);
 } cpu_kernels;

@@ -162,9 +162,19 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
         llm_row_to_f32(t, (const uint8_t *)w + (size_t)r * ws, out + (size_t)r * K, (size_t)K);
 }
 
+static float exp_sub_sum(float *x, int n, float mx)
+{
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    return sum;
+}
+
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, dequant_rows, swiglu,
+    attn_scores, attn_accum, dequant_rows, exp_sub_sum, swiglu,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

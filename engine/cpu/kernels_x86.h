@@ -302,9 +302,28 @@ static void axpy_f32(float a, const float *x, float *y, int n)
         y[i] += a * x[i];
 }
 
+/* Four keys at a time, their sums reduced together (one horizontal pass per
+ * four scores instead of one per score). */
 static void attn_scores(const float *q, const float *k, size_t stride, int n, int hd, float scale, float *out)
 {
-    for (int i = 0; i < n; i++)
+    int i = 0;
+    if ((hd & 7) == 0) {
+        for (; i + 4 <= n; i += 4) {
+            const float *k0 = k + (size_t)i * stride, *k1 = k0 + stride, *k2 = k1 + stride, *k3 = k2 + stride;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int d = 0; d < hd; d += 8) {
+                __m256 qv = _mm256_loadu_ps(q + d);
+                a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + d), a0);
+                a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k1 + d), a1);
+                a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k2 + d), a2);
+                a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k3 + d), a3);
+            }
+            __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+            __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+            _mm_storeu_ps(out + i, _mm_mul_ps(r, _mm_set1_ps(scale)));
+        }
+    }
+    for (; i < n; i++)
         out[i] = dot_f32(q, k + (size_t)i * stride, hd) * scale;
 }
 
@@ -358,6 +377,23 @@ KX_INLINE __m256 kx_exp256(__m256 x)
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static float exp_sub_sum(float *x, int n, float mx)
+{
+    __m256 acc = _mm256_setzero_ps(), m = _mm256_set1_ps(mx);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = kx_exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+        _mm256_storeu_ps(x + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float sum = kx_hsum256(acc);
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    return sum;
 }
 
 static void swiglu(float *g, const float *u, int n)
@@ -419,5 +455,5 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
 
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, dequant_rows, swiglu,
+    attn_scores, attn_accum, dequant_rows, exp_sub_sum, swiglu,
 };
