@@ -183,7 +183,20 @@ ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q)
             return ngx_http_llm_error(r, 400, "tokens", "invalid_value",
                                       "token id %D at index %uz is outside the vocabulary (size %d)",
                                       q->ids[i], i, vocab);
-    char *text = llm_tok_decode(tok, q->ids, q->n_ids);
+    /* The streaming detokenizer gives exact bytes (a <0x00> byte token included);
+     * the JSON string carries them as valid UTF-8 (invalid bytes and NUL -> U+FFFD). */
+    llm_detok d;
+    llm_detok_init(&d, tok);
+    ngx_http_llm_text_t t = { NULL, 0, 0 };
+    char piece[1024];
+    int bad = ngx_http_llm_text_append(&t, "", 0);
+    for (size_t i = 0; i < q->n_ids && !bad; i++) {
+        size_t n = llm_detok_push(&d, q->ids[i], piece, sizeof piece);
+        bad = ngx_http_llm_text_append(&t, piece, n);
+    }
+    if (!bad) bad = ngx_http_llm_text_append(&t, piece, llm_detok_flush(&d, piece, sizeof piece));
+    char *text = bad ? NULL : ngx_http_llm_utf8_clean(t.data, t.len);
+    free(t.data);
     if (text == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory decoding");
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "prompt", text);

@@ -387,3 +387,19 @@ POST /tok
 --- error_code: 200
 --- response_body
 {"tokens":[1,403],"count":2}
+
+=== TEST 25: /detokenize keeps byte tokens: a NUL byte or a lone UTF-8 lead byte becomes U+FFFD
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine no_such_engine;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+}
+--- request
+POST /detokenize
+{"tokens": [1, 3, 400, 200]}
+--- error_code: 200
+--- response_body
+{"prompt":"� do�"}
