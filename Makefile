@@ -26,8 +26,8 @@ MAIN_OBJ    = $(ENGINE_MAIN:%.c=$(BUILD)/obj/%.o)
 TEST_SRC    = $(wildcard tests/test_*.c)
 TEST_BIN    = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine tests test unit san clean
-all: engine
+.PHONY: all engine module tests test unit san parity test-nginx clean
+all: engine module
 engine: $(BUILD)/llm-engine
 
 $(BUILD)/obj/%_avx2.o: %_avx2.c
@@ -60,9 +60,20 @@ unit: tests
 san:
 	$(MAKE) BUILD=build-san SAN=1 OPT=-O1 unit
 
+# The NGINX dynamic module, built against Debian's nginx source tree (nginx-dev).
+module: $(BUILD)/llm-engine
+	ngx_module/build.sh $(BUILD)
+
+parity: $(BUILD)/llm-engine
+	prove tests/parity/
+
+test-nginx: module
+	t/run.sh $(BUILD)
+
 test: unit
 	$(MAKE) san
-	prove tests/parity/
+	$(MAKE) parity
+	$(MAKE) test-nginx
 
 clean:
 	rm -rf build build-san
