@@ -29,6 +29,9 @@ typedef struct {
     int kv_blocks;   /* blocks in the KV pool (0 = enough for one full-context sequence) */
     int block_size;  /* tokens per KV block (default 16) */
     int device;      /* GPU index */
+    /* CUDA: share of the device's total memory the backend may hold in all
+     * (weights, scratch, KV pool) when kv_blocks is 0 (0 = 0.90). */
+    float gpu_memory_fraction;
 } llm_backend_opts;
 
 typedef struct llm_backend llm_backend;

@@ -1,0 +1,603 @@
+/* The CUDA backend: init (device, weights, KV pool), forward (one step over a
+ * batch of tokens from many sequences, the same math as engine/cpu/forward.c)
+ * and destroy. Built into build/libllm_cuda.so, which llm-engine dlopen()s
+ * (engine/backend_cuda_loader.c); its one exported symbol is
+ * llm_cuda_backend_get_ops. All work runs on one stream; forward returns after
+ * the stream has finished, like the CPU backend.
+ * Environment: LLM_CUDA_KV=f32|f16 picks the KV-cache type (default f16, f32
+ * for all-F32 models); LLM_CUDA_SYNC=1 checks for errors after every stage. */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "cuda_internal.cuh"
+
+#define CU_MAX_TOKENS 65535 /* attention grid.z limit on work items */
+
+static int check_tensor(const llm_tensor *t, const char *what, int layer, int64_t cols, int64_t rows, int f32_only,
+                        llm_err *err)
+{
+    int ty = (int)t->type;
+    if (t->data == NULL || !(ty == LLM_F32 || ty == LLM_F16 || ty == LLM_BF16 || ty == LLM_Q8_0 || ty == LLM_Q4_0)) {
+        llm_err_set(err, "cuda backend: tensor %s (layer %d) is missing or has an unsupported type", what, layer);
+        return -1;
+    }
+    if (t->ne[0] != cols || t->ne[1] != rows) {
+        llm_err_set(err, "cuda backend: tensor %s (layer %d) is %lldx%lld, expected %lldx%lld", what, layer,
+                    (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
+        return -1;
+    }
+    if (f32_only && ty != LLM_F32) {
+        llm_err_set(err, "cuda backend: norm %s (layer %d) must be f32", what, layer);
+        return -1;
+    }
+    if ((ty == LLM_Q8_0 || ty == LLM_Q4_0) && cols % LLM_QK != 0) {
+        llm_err_set(err, "cuda backend: tensor %s (layer %d): row of %lld is not a whole number of blocks", what,
+                    layer, (long long)cols);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_model(const llm_model *m, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 ||
+        c->head_dim <= 0 || (c->head_dim & 1) || c->vocab_size <= 0 || c->seq_len <= 0 ||
+        c->n_heads % c->n_kv_heads != 0 || m->layers == NULL) {
+        llm_err_set(err, "cuda backend: invalid model configuration (dim %d, hidden %d, layers %d, heads %d/%d, "
+                    "head_dim %d, vocab %d, seq_len %d)", c->dim, c->hidden_dim, c->n_layers, c->n_heads,
+                    c->n_kv_heads, c->head_dim, c->vocab_size, c->seq_len);
+        return -1;
+    }
+    int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    const llm_tensor *cls = c->tied_embeddings || m->output.data == NULL ? &m->tok_embd : &m->output;
+    if (check_tensor(&m->tok_embd, "token_embd", -1, c->dim, c->vocab_size, 0, err) ||
+        check_tensor(&m->out_norm, "output_norm", -1, c->dim, 1, 1, err) ||
+        check_tensor(cls, "output", -1, c->dim, c->vocab_size, 0, err))
+        return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        const llm_layer *L = &m->layers[l];
+        if (check_tensor(&L->attn_norm, "attn_norm", l, c->dim, 1, 1, err) ||
+            check_tensor(&L->wq, "attn_q", l, c->dim, qd, 0, err) ||
+            check_tensor(&L->wk, "attn_k", l, c->dim, kvd, 0, err) ||
+            check_tensor(&L->wv, "attn_v", l, c->dim, kvd, 0, err) ||
+            check_tensor(&L->wo, "attn_output", l, qd, c->dim, 0, err) ||
+            check_tensor(&L->ffn_norm, "ffn_norm", l, c->dim, 1, 1, err) ||
+            check_tensor(&L->w_gate, "ffn_gate", l, c->dim, c->hidden_dim, 0, err) ||
+            check_tensor(&L->w_up, "ffn_up", l, c->dim, c->hidden_dim, 0, err) ||
+            check_tensor(&L->w_down, "ffn_down", l, c->hidden_dim, c->dim, 0, err))
+            return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    cu_state st;
+    int      debug_sync;
+    int      logits_cap;
+} cu_impl;
+
+static void free_scratch(cu_state *st)
+{
+    cudaFree(st->x); cudaFree(st->xn); cudaFree(st->qkv); cudaFree(st->att); cudaFree(st->gu); cudaFree(st->h);
+    st->x = st->xn = st->qkv = st->att = st->gu = st->h = NULL;
+    st->cap = 0;
+}
+
+static void cu_destroy(llm_backend *b)
+{
+    cu_impl *im = (cu_impl *)b->impl;
+    if (im == NULL)
+        return;
+    cu_state *st = &im->st;
+    cudaSetDevice(st->device);
+    if (st->stream != NULL)
+        cudaStreamSynchronize(st->stream);
+    free_scratch(st);
+    cudaFree(st->logits);
+    cudaFree(st->ws);
+    cudaFree(st->dint);
+    cudaFreeHost(st->hint);
+    cudaFree(st->mm.act16);
+    cudaFree(st->mm.deq);
+    cudaFree(st->kv.k);
+    cudaFree(st->kv.v);
+    if (st->mm.blas != NULL)
+        cublasDestroy(st->mm.blas);
+    cuda_free_weights(st);
+    if (st->stream != NULL)
+        cudaStreamDestroy(st->stream);
+    free(im);
+    b->impl = NULL;
+}
+
+static size_t scratch_floats(const cu_state *st, int n)
+{
+    const llm_config *c = &st->m->cfg;
+    size_t per = (size_t)c->dim * 2 + (size_t)st->qkv_ld + (size_t)st->q_dim + (size_t)st->gu_ld +
+                 (size_t)c->hidden_dim;
+    return per * (size_t)n;
+}
+
+static int all_f32(const llm_model *m)
+{
+    if (m->tok_embd.type != LLM_F32)
+        return 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const llm_layer *L = &m->layers[l];
+        if (L->wq.type != LLM_F32 || L->wk.type != LLM_F32 || L->wv.type != LLM_F32 || L->wo.type != LLM_F32 ||
+            L->w_gate.type != LLM_F32 || L->w_up.type != LLM_F32 || L->w_down.type != LLM_F32)
+            return 0;
+    }
+    return 1;
+}
+
+/* The KV pool: opts.kv_blocks, or what gpu_memory_fraction of the device leaves; shrinks on failure. */
+static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
+    const char *env = getenv("LLM_CUDA_KV");
+    st->kv.kv16 = !all_f32(st->m);
+    if (env != NULL && strcmp(env, "f32") == 0)
+        st->kv.kv16 = 0;
+    else if (env != NULL && strcmp(env, "f16") == 0)
+        st->kv.kv16 = 1;
+    size_t es = st->kv.kv16 ? 2 : 4;
+    size_t per_block = (size_t)c->n_layers * (size_t)st->block_size * (size_t)st->kv_dim * es; /* K or V */
+    long blocks = b->opts.kv_blocks;
+    if (blocks == 0) {
+        size_t free_b = 0, total_b = 0;
+        cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+        if (e != cudaSuccess) {
+            llm_err_set(err, "cuda backend: cudaMemGetInfo: %s", cudaGetErrorString(e));
+            return -1;
+        }
+        double frac = b->opts.gpu_memory_fraction > 0 ? b->opts.gpu_memory_fraction : 0.90;
+        double reserve = (double)scratch_floats(st, 2048) * 4 + (double)(512u << 20);
+        double budget = (double)total_b * frac - (double)(total_b - free_b) - reserve;
+        blocks = budget > 0 ? (long)(budget / (double)(2 * per_block)) : 0;
+        if (blocks > INT_MAX / 2)
+            blocks = INT_MAX / 2;
+        if (blocks < 1) {
+            llm_err_set(err, "cuda backend: no device memory left for a KV cache (%.2f GiB free of %.2f GiB, "
+                        "fraction %.2f)", (double)free_b / (1 << 30), (double)total_b / (1 << 30), frac);
+            return -1;
+        }
+    }
+    long asked = blocks;
+    for (;;) {
+        size_t bytes = per_block * (size_t)blocks;
+        cudaError_t e1 = cudaMalloc(&st->kv.k, bytes);
+        cudaError_t e2 = e1 == cudaSuccess ? cudaMalloc(&st->kv.v, bytes) : e1;
+        if (e1 == cudaSuccess && e2 == cudaSuccess)
+            break;
+        cudaFree(st->kv.k);
+        st->kv.k = st->kv.v = NULL;
+        cudaGetLastError(); /* allocation failures are not sticky; clear it */
+        long next = blocks * 9 / 10;
+        if (next >= blocks)
+            next = blocks - 1;
+        if (next < 1) {
+            llm_err_set(err, "cuda backend: cannot allocate a KV cache of even one block (%zu bytes): %s", per_block,
+                        cudaGetErrorString(e1 != cudaSuccess ? e1 : e2));
+            return -1;
+        }
+        blocks = next;
+    }
+    if (blocks < asked)
+        fprintf(stderr, "cuda: KV pool shrunk from %ld to %ld blocks (device memory)\n", asked, blocks);
+    cudaError_t e = cudaMemset(st->kv.k, 0, per_block * (size_t)blocks);
+    if (e == cudaSuccess)
+        e = cudaMemset(st->kv.v, 0, per_block * (size_t)blocks);
+    if (e != cudaSuccess) {
+        llm_err_set(err, "cuda backend: clearing the KV cache: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    st->kv_blocks = (int)blocks;
+    st->kv.layer_elems = (size_t)blocks * (size_t)st->block_size * (size_t)st->kv_dim;
+    b->opts.kv_blocks = (int)blocks;
+    fprintf(stderr, "cuda: KV pool of %ld blocks x %d tokens (%.2f GiB, %s)\n", blocks, st->block_size,
+            2.0 * (double)(per_block * (size_t)blocks) / (double)(1u << 30), st->kv.kv16 ? "f16" : "f32");
+    return 0;
+}
+
+static int cu_init(llm_backend *b, llm_err *err)
+{
+    const llm_model *m = b->model;
+    if (check_model(m, err) != 0)
+        return -1;
+    const llm_config *c = &m->cfg;
+    if (b->opts.kv_blocks < 0 || b->opts.block_size < 0 || b->opts.device < 0 ||
+        b->opts.gpu_memory_fraction < 0 || b->opts.gpu_memory_fraction > 1) {
+        llm_err_set(err, "cuda backend: negative kv_blocks, block_size or device, or gpu_memory_fraction "
+                    "outside [0, 1]");
+        return -1;
+    }
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        llm_err_set(err, "cuda backend: no CUDA device available (%s)",
+                    e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
+        return -1;
+    }
+    if (b->opts.device >= ndev) {
+        llm_err_set(err, "cuda backend: device %d requested, %d present", b->opts.device, ndev);
+        return -1;
+    }
+    if ((e = cudaSetDevice(b->opts.device)) != cudaSuccess) {
+        llm_err_set(err, "cuda backend: cudaSetDevice(%d): %s", b->opts.device, cudaGetErrorString(e));
+        return -1;
+    }
+    if (b->opts.block_size == 0)
+        b->opts.block_size = 16;
+    b->opts.threads = 1;
+
+    cu_impl *im = (cu_impl *)calloc(1, sizeof(*im));
+    if (im == NULL) {
+        llm_err_set(err, "cuda backend: out of host memory");
+        return -1;
+    }
+    b->impl = im;
+    cu_state *st = &im->st;
+    const char *dbg = getenv("LLM_CUDA_SYNC");
+    im->debug_sync = dbg != NULL && dbg[0] == '1';
+    st->m = m;
+    st->device = b->opts.device;
+    st->block_size = b->opts.block_size;
+    st->q_dim = c->n_heads * c->head_dim;
+    st->kv_dim = c->n_kv_heads * c->head_dim;
+    st->qkv_ld = st->q_dim + 2 * st->kv_dim;
+    st->gu_ld = 2 * c->hidden_dim;
+
+    cudaDeviceProp prop;
+    if ((e = cudaGetDeviceProperties(&prop, st->device)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        llm_err_set(err, "cuda backend: device setup: %s", cudaGetErrorString(e));
+        cu_destroy(b);
+        return -1;
+    }
+    st->n_sms = prop.multiProcessorCount;
+    int group = c->n_heads / c->n_kv_heads;
+    st->q_tile_max = cuda_att_q_tile(group, c->head_dim, prop.sharedMemPerBlockOptin);
+    if (st->q_tile_max == 0) {
+        llm_err_set(err, "cuda backend: head_dim %d with %d query heads per kv head needs more shared memory "
+                    "than the device's %zu bytes", c->head_dim, group, (size_t)prop.sharedMemPerBlockOptin);
+        cu_destroy(b);
+        return -1;
+    }
+    st->smem_max = cuda_att_smem(st->q_tile_max, group, c->head_dim);
+    if (cuda_att_prepare(st->smem_max) != 0) {
+        llm_err_set(err, "cuda backend: cannot allow %zu bytes of shared memory for attention", st->smem_max);
+        cu_destroy(b);
+        return -1;
+    }
+    cublasStatus_t bs = cublasCreate(&st->mm.blas);
+    if (bs != CUBLAS_STATUS_SUCCESS || cublasSetStream(st->mm.blas, st->stream) != CUBLAS_STATUS_SUCCESS) {
+        st->mm.blas = bs == CUBLAS_STATUS_SUCCESS ? st->mm.blas : NULL;
+        llm_err_set(err, "cuda backend: cuBLAS initialisation failed (status %d)", (int)bs);
+        cu_destroy(b);
+        return -1;
+    }
+    st->mm.stream = st->stream;
+    fprintf(stderr, "cuda: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
+            (double)prop.totalGlobalMem / (double)(1u << 30));
+    if (cuda_load_weights(st, err) != 0 || alloc_kv(b, st, err) != 0) {
+        cu_destroy(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* Host-side checks, as the CPU backend makes them: nothing out of range reaches a kernel. */
+static int check_batch(const cu_state *st, const llm_batch *b, llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
+    if (b->n_tokens <= 0 || b->tokens == NULL || b->pos == NULL || b->seq == NULL || b->want_logits == NULL ||
+        b->n_seqs <= 0 || b->seqs == NULL) {
+        llm_err_set(err, "cuda backend: empty or incomplete batch");
+        return -1;
+    }
+    if (b->n_tokens > CU_MAX_TOKENS) {
+        llm_err_set(err, "cuda backend: a step of %d tokens is more than %d", b->n_tokens, CU_MAX_TOKENS);
+        return -1;
+    }
+    for (int i = 0; i < b->n_tokens; i++) {
+        int tok = b->tokens[i], pos = b->pos[i], s = b->seq[i];
+        if (tok < 0 || tok >= c->vocab_size) {
+            llm_err_set(err, "cuda backend: token %d at batch index %d is outside the vocabulary of %d", tok, i,
+                        c->vocab_size);
+            return -1;
+        }
+        if (s < 0 || s >= b->n_seqs) {
+            llm_err_set(err, "cuda backend: batch index %d names sequence %d of %d", i, s, b->n_seqs);
+            return -1;
+        }
+        if (pos < 0 || pos >= c->seq_len) {
+            llm_err_set(err, "cuda backend: position %d at batch index %d is outside the context of %d", pos, i,
+                        c->seq_len);
+            return -1;
+        }
+        const llm_seq_view *v = &b->seqs[s];
+        if (v->blocks == NULL || pos / st->block_size >= v->n_blocks) {
+            llm_err_set(err, "cuda backend: sequence %d's block table does not cover position %d", s, pos);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int grow_dev(void **p, size_t *cap, size_t need, cudaStream_t s)
+{
+    if (need <= *cap)
+        return 0;
+    cudaStreamSynchronize(s);
+    cudaFree(*p);
+    *p = NULL;
+    *cap = 0;
+    if (cudaMalloc(p, need) != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError();
+        return -1;
+    }
+    *cap = need;
+    return 0;
+}
+
+static int ensure_scratch(cu_state *st, int n)
+{
+    if (n <= st->cap)
+        return 0;
+    const llm_config *c = &st->m->cfg;
+    cudaStreamSynchronize(st->stream);
+    free_scratch(st);
+    size_t N = (size_t)n;
+    if (cudaMalloc(&st->x, N * c->dim * 4) != cudaSuccess || cudaMalloc(&st->xn, N * c->dim * 4) != cudaSuccess ||
+        cudaMalloc(&st->qkv, N * st->qkv_ld * 4) != cudaSuccess ||
+        cudaMalloc(&st->att, N * st->q_dim * 4) != cudaSuccess ||
+        cudaMalloc(&st->gu, N * st->gu_ld * 4) != cudaSuccess ||
+        cudaMalloc(&st->h, N * c->hidden_dim * 4) != cudaSuccess) {
+        cudaGetLastError();
+        free_scratch(st);
+        return -1;
+    }
+    st->cap = n;
+    return 0;
+}
+
+static int mm_set(cu_state *st, const cu_matset *S, const float *x, int ldx, float *y, int ldy, int n, llm_err *err)
+{
+    int off = 0;
+    for (int i = 0; i < S->n; i++) {
+        if (cuda_matmul(&st->mm, &S->m[i], x, ldx, y + off, ldy, n, 0, err->msg, sizeof(err->msg)) != 0)
+            return -1;
+        off += S->m[i].rows;
+    }
+    return 0;
+}
+
+static int stage_check(cu_impl *im, const char *stage, int layer, llm_err *err)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && im->debug_sync)
+        e = cudaStreamSynchronize(im->st.stream);
+    if (e != cudaSuccess) {
+        llm_err_set(err, "cuda backend: %s (layer %d): %s", stage, layer, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
+{
+    cu_impl *im = (cu_impl *)be->impl;
+    cu_state *st = &im->st;
+    const llm_config *c = &st->m->cfg;
+    cudaSetDevice(st->device); /* the calling thread may not be the one that ran init */
+    cudaStreamSynchronize(st->stream); /* a failed earlier step may have left work queued */
+    if (check_batch(st, b, err) != 0)
+        return -1;
+    int n = b->n_tokens, bs = st->block_size;
+
+    /* Blocks each sequence needs this step, and their ids checked against the pool. */
+    int *need = (int *)calloc((size_t)b->n_seqs, sizeof(int));
+    int *toff = (int *)calloc((size_t)b->n_seqs, sizeof(int));
+    if (need == NULL || toff == NULL) {
+        free(need);
+        free(toff);
+        llm_err_set(err, "cuda backend: out of host memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        int nb = b->pos[i] / bs + 1;
+        if (nb > need[b->seq[i]])
+            need[b->seq[i]] = nb;
+    }
+    size_t n_tab = 0;
+    for (int s = 0; s < b->n_seqs; s++) {
+        toff[s] = (int)n_tab;
+        n_tab += (size_t)need[s];
+        for (int k = 0; k < need[s]; k++)
+            if (b->seqs[s].blocks[k] < 0 || b->seqs[s].blocks[k] >= st->kv_blocks) {
+                llm_err_set(err, "cuda backend: sequence %d uses KV block %d of a pool of %d", s,
+                            b->seqs[s].blocks[k], st->kv_blocks);
+                free(need);
+                free(toff);
+                return -1;
+            }
+    }
+    int nw = 0;
+    for (int i = 0; i < n; i++)
+        nw += b->want_logits[i] != 0;
+    if (nw > 0 && logits == NULL) {
+        free(need);
+        free(toff);
+        llm_err_set(err, "cuda backend: logits requested but no output buffer given");
+        return -1;
+    }
+
+    /* Per-step ints: tokens | pos | tab | want rows | items (3 ints each) | block tables. */
+    size_t n_ints = 3 * (size_t)n + (size_t)nw + 3 * (size_t)n + n_tab;
+    if (n_ints * 4 > st->hint_cap) {
+        cudaStreamSynchronize(st->stream);
+        cudaFreeHost(st->hint);
+        st->hint = NULL;
+        st->hint_cap = 0;
+        if (cudaHostAlloc((void **)&st->hint, n_ints * 4 * 2, cudaHostAllocDefault) != cudaSuccess) {
+            cudaGetLastError();
+            st->hint = NULL;
+        } else {
+            st->hint_cap = n_ints * 4 * 2;
+        }
+    }
+    if (st->hint == NULL || grow_dev((void **)&st->dint, &st->dint_cap, st->hint_cap, st->stream) != 0 ||
+        ensure_scratch(st, n) != 0) {
+        free(need);
+        free(toff);
+        llm_err_set(err, "cuda backend: out of memory for a batch of %d tokens", n);
+        return -1;
+    }
+    int32_t *h_tok = st->hint, *h_pos = h_tok + n, *h_tab = h_pos + n, *h_want = h_tab + n;
+    cu_att_item *h_items = (cu_att_item *)(h_want + nw);
+    int32_t *h_tables = (int32_t *)(h_items + n);
+    memcpy(h_tok, b->tokens, (size_t)n * 4);
+    memcpy(h_pos, b->pos, (size_t)n * 4);
+    for (int i = 0, w = 0; i < n; i++) {
+        h_tab[i] = toff[b->seq[i]];
+        if (b->want_logits[i])
+            h_want[w++] = i;
+    }
+    for (int s = 0; s < b->n_seqs; s++)
+        if (need[s] > 0)
+            memcpy(h_tables + toff[s], b->seqs[s].blocks, (size_t)need[s] * 4);
+    free(need);
+    free(toff);
+
+    /* Attention work items: runs of up to q_tile_max tokens of one sequence. */
+    cu_att_plan plan;
+    plan.n_heads = c->n_heads;
+    plan.n_kv_heads = c->n_kv_heads;
+    plan.head_dim = c->head_dim;
+    plan.block_size = bs;
+    plan.scale = 1.0f / sqrtf((float)c->head_dim);
+    int n_items = 0, q_tile = 1, max_npos = 1;
+    for (int i = 0; i < n; i++) {
+        cu_att_item *cur = n_items > 0 ? &h_items[n_items - 1] : NULL;
+        if (cur == NULL || b->seq[i] != b->seq[cur->t0] || cur->nq == st->q_tile_max) {
+            cur = &h_items[n_items++];
+            cur->t0 = i;
+            cur->nq = 0;
+            cur->n_pos = 0;
+        }
+        cur->nq++;
+        if (b->pos[i] + 1 > cur->n_pos)
+            cur->n_pos = b->pos[i] + 1;
+        q_tile = cur->nq > q_tile ? cur->nq : q_tile;
+        max_npos = cur->n_pos > max_npos ? cur->n_pos : max_npos;
+    }
+    long work = (long)n_items * c->n_kv_heads;
+    long want_splits = (2L * st->n_sms + work - 1) / work;
+    long chunk = (max_npos + want_splits - 1) / want_splits;
+    chunk = (chunk + 31) / 32 * 32;
+    plan.q_tile = q_tile;
+    plan.chunk = (int)chunk;
+    plan.n_splits = (int)((max_npos + chunk - 1) / chunk);
+    plan.n_items = n_items;
+    size_t wsf = cuda_att_ws_floats(&plan, n);
+    if (grow_dev((void **)&st->ws, &st->ws_floats, wsf * 4, st->stream) != 0) {
+        llm_err_set(err, "cuda backend: out of device memory for attention partials (%zu MiB)", wsf * 4 >> 20);
+        return -1;
+    }
+    cudaError_t e = cudaMemcpyAsync(st->dint, st->hint, n_ints * 4, cudaMemcpyHostToDevice, st->stream);
+    if (e != cudaSuccess) {
+        llm_err_set(err, "cuda backend: batch upload: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    const int32_t *d_tok = st->dint, *d_want = st->dint + 3 * n;
+    const cu_att_item *d_items = (const cu_att_item *)(d_want + nw);
+    cu_tokinfo ti;
+    ti.pos = st->dint + n;
+    ti.tab = st->dint + 2 * n;
+    ti.tables = (const int32_t *)(d_items + n);
+
+    cudaStream_t s = st->stream;
+    cuda_embed(&st->tok_embd, d_tok, st->x, n, s);
+    if (stage_check(im, "embedding", -1, err))
+        return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        const cu_layer *L = &st->layers[l];
+        cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
+        if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
+            return -1;
+        if (stage_check(im, "norm + qkv", l, err))
+            return -1;
+        cuda_rope_kv_write(st->qkv, st->qkv_ld, &ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
+                           c->n_kv_heads, (int)c->rope_layout, &st->kv, l, bs, s);
+        if (stage_check(im, "rope + kv write", l, err))
+            return -1;
+        cuda_attention(&plan, d_items, st->qkv, st->qkv_ld, &ti, &st->kv, l, st->ws, st->att, n, s);
+        if (stage_check(im, "attention", l, err))
+            return -1;
+        if (cuda_matmul(&st->mm, &L->wo, st->att, st->q_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
+            return -1;
+        cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
+        if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
+            return -1;
+        cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, s);
+        if (cuda_matmul(&st->mm, &L->down, st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
+            return -1;
+        if (stage_check(im, "output projection + ffn", l, err))
+            return -1;
+    }
+    if (nw > 0) {
+        if (nw > im->logits_cap) {
+            cudaStreamSynchronize(s);
+            cudaFree(st->logits);
+            st->logits = NULL;
+            im->logits_cap = 0;
+            if (cudaMalloc(&st->logits, (size_t)nw * c->vocab_size * 4) != cudaSuccess) {
+                cudaGetLastError();
+                st->logits = NULL;
+                llm_err_set(err, "cuda backend: out of device memory for %d rows of logits", nw);
+                return -1;
+            }
+            im->logits_cap = nw;
+        }
+        cuda_rmsnorm(st->x, c->dim, st->out_norm, st->xn, c->dim, nw, c->dim, c->norm_eps, d_want, s);
+        if (cuda_matmul(&st->mm, &st->output, st->xn, c->dim, st->logits, c->vocab_size, nw, 0, err->msg,
+                        sizeof(err->msg)))
+            return -1;
+        e = cudaMemcpyAsync(logits, st->logits, (size_t)nw * c->vocab_size * 4, cudaMemcpyDeviceToHost, s);
+        if (e != cudaSuccess) {
+            llm_err_set(err, "cuda backend: logits copy: %s", cudaGetErrorString(e));
+            return -1;
+        }
+    }
+    /* Always wait: the pinned batch buffer is rewritten by the next step. */
+    e = cudaStreamSynchronize(s);
+    if (e == cudaSuccess)
+        e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        llm_err_set(err, "cuda backend: forward failed: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+static const llm_backend_ops cuda_ops = { "cuda", cu_init, cu_forward, cu_destroy };
+
+extern "C" __attribute__((visibility("default"))) const llm_backend_ops *llm_cuda_backend_get_ops(void)
+{
+    return &cuda_ops;
+}
+
+/* For the loader: the number of CUDA devices, or -1 with the reason in msg. */
+extern "C" __attribute__((visibility("default"))) int llm_cuda_backend_probe(char *msg, size_t msg_len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(msg, msg_len, "%s", cudaGetErrorString(e));
+        return -1;
+    }
+    return n;
+}

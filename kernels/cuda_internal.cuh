@@ -1,0 +1,161 @@
+/* Internal declarations of the CUDA backend (kernels/ .cu files): device weight
+ * layout, per-step state and the kernel launchers the forward pass calls.
+ *
+ * Weight layout on the device (repacked at load, see cuda_load.cu):
+ *  - F32 / F16 / BF16 matrices: row-major as in the file, rows of `cols`
+ *    elements (y = W x is a dot product of x with each row).
+ *  - Q8_0: split into `w` = int8 quants, row-major [rows][cols], and
+ *    `scales` = fp16 [rows][cols/32]. Q4_0: `w` = packed nibbles,
+ *    [rows][cols/2] bytes, each 32-element block's 16 bytes in GGUF order
+ *    (low nibbles elements 0..15, high nibbles 16..31), `scales` as Q8_0.
+ *    Splitting the 34/18-byte blocks gives 16-byte aligned, coalesced loads.
+ *  - Q, K and V of a layer are concatenated into one [q+2kv][dim] matrix and
+ *    gate and up into one [2*hidden][dim] matrix when their dtypes agree, so
+ *    one launch computes all of them. */
+#ifndef LLM_CUDA_INTERNAL_CUH
+#define LLM_CUDA_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern "C" {
+#include "backend.h"
+}
+
+/* The shared object stands alone (llm-engine does not export libllm's
+ * symbols to what it dlopen()s), so it formats its own errors. */
+static inline void llm_err_set(llm_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void llm_err_set(llm_err *err, const char *fmt, ...)
+{
+    if (err == NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+}
+
+typedef struct {
+    int            type;     /* llm_dtype */
+    int            rows, cols;
+    const void    *w;        /* see the layout above */
+    const uint16_t *scales;  /* fp16 bits, Q8_0 / Q4_0 only */
+    size_t         row_bytes;/* bytes of one row of w */
+} cu_mat;
+
+typedef struct {
+    int    n;                /* 1, 2 or 3 matrices (fused when 1) */
+    cu_mat m[3];
+} cu_matset;
+
+typedef struct {
+    const float *attn_norm, *ffn_norm;
+    cu_matset qkv;           /* outputs [q | k | v] */
+    cu_mat    wo;
+    cu_matset gate_up;       /* outputs [gate | up] */
+    cu_mat    down;
+} cu_layer;
+
+/* ---- kernels (cuda_kernels.cu) ---- */
+/* y[t*ldy + r] (+)= sum_k W[r][k] * x[t*ldx + k] for t < n (any n: small n uses
+ * the fused-dequant GEMV, larger n cuBLAS; see cuda_matmul). */
+typedef struct {
+    cublasHandle_t blas;
+    cudaStream_t   stream;
+    void          *act16;      /* activations converted to bf16/f16 for cuBLAS */
+    size_t         act16_bytes;
+    void          *deq;        /* dequantised bf16 weights for quantised GEMMs */
+    size_t         deq_bytes;
+} cu_mm_ctx;
+
+int  cuda_gemv_ok(const cu_mat *W, int ldx);
+void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
+               cudaStream_t st);
+/* Dispatches GEMV vs cuBLAS. Returns 0, or -1 with msg filled. */
+int  cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n,
+                 int accumulate, char *msg, size_t msg_len);
+/* Tokens that take the GEMV path at most. */
+#define CU_GEMV_MAX_TOKENS 8
+
+void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, cudaStream_t st);
+void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
+                  const int32_t *rows, cudaStream_t st);
+void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, cudaStream_t st);
+/* KV cache element type: 0 = f32, 1 = f16. */
+typedef struct {
+    int    kv16;
+    void  *k, *v;              /* [n_layers][kv_blocks * block_size][kv_dim] */
+    size_t layer_elems;        /* kv_blocks * block_size * kv_dim */
+} cu_kv;
+
+/* Per-step token description on the device. */
+typedef struct {
+    const int32_t *pos;        /* [n] */
+    const int32_t *tab;        /* [n] offset of the token's block table in `tables` */
+    const int32_t *tables;     /* concatenated block tables */
+} cu_tokinfo;
+
+void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const float *cos_t, const float *sin_t,
+                        int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
+                        int block_size, cudaStream_t st);
+
+/* ---- attention (cuda_attention.cu) ---- */
+typedef struct {
+    int t0, nq;                /* tokens t0 .. t0+nq-1, one sequence */
+    int n_pos;                 /* positions 0 .. n_pos-1 are read (max pos + 1) */
+} cu_att_item;
+
+typedef struct {
+    int   n_heads, n_kv_heads, head_dim, block_size;
+    float scale;
+    int   q_tile;              /* tokens per item at most */
+    int   chunk;               /* positions per split (multiple of 32) */
+    int   n_splits;            /* max over items */
+    int   n_items;
+} cu_att_plan;
+
+/* Largest q_tile whose shared memory fits `smem_max` bytes (0 if none). */
+int    cuda_att_q_tile(int group, int head_dim, size_t smem_max);
+size_t cuda_att_smem(int q_tile, int group, int head_dim);
+/* Partial-result floats needed for n tokens. */
+size_t cuda_att_ws_floats(const cu_att_plan *p, int n_tokens);
+int    cuda_att_prepare(size_t smem_max);   /* raise the dynamic shared-memory limit; 0 ok */
+void   cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float *qkv, int ld,
+                      const cu_tokinfo *ti, const cu_kv *kv, int layer, float *ws, float *out, int n_tokens,
+                      cudaStream_t st);
+
+/* ---- backend state (cuda_backend.cu, cuda_load.cu) ---- */
+typedef struct {
+    const llm_model *m;
+    int    device;
+    int    q_dim, kv_dim, qkv_ld, gu_ld, block_size, kv_blocks;
+    cudaStream_t stream;
+    cu_mm_ctx    mm;
+    /* weights */
+    cu_mat  tok_embd, output;
+    const float *out_norm;
+    cu_layer *layers;
+    float  *rope_cos, *rope_sin;     /* [seq_len][head_dim/2] */
+    void  **allocs; int n_allocs, cap_allocs;  /* every weight allocation, freed at destroy */
+    size_t  weight_bytes;
+    cu_kv   kv;
+    /* attention */
+    int     q_tile_max, n_sms;
+    size_t  smem_max;
+    /* per-step scratch, grown to the largest batch seen */
+    int     cap;
+    float  *x, *xn, *qkv, *att, *gu, *h, *logits;
+    float  *ws; size_t ws_floats;
+    int32_t *dint; size_t dint_cap;  /* per-step ints on the device */
+    int32_t *hint; size_t hint_cap;  /* their pinned host copy */
+} cu_state;
+
+/* Upload the model's weights (repacked as described above) and the rope
+ * tables. 0, or -1 with err filled (allocations made are in st->allocs). */
+int  cuda_load_weights(cu_state *st, llm_err *err);
+void cuda_free_weights(cu_state *st);
+
+#endif

@@ -1,0 +1,434 @@
+/* Element-wise kernels of the CUDA backend (embedding gather, RMSNorm, SwiGLU,
+ * RoPE + KV-cache write) and the matrix products: a warp-per-row GEMV with
+ * fused dequantisation for small batches, cuBLAS for larger ones. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "cuda_internal.cuh"
+
+#define GEMV_WARPS 4
+
+__device__ __forceinline__ float bf16_f(uint32_t h) { return __uint_as_float(h << 16); }
+__device__ __forceinline__ float f16_f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+
+/* One element W[r][k] in any layout (slow path: embedding, dequant, odd shapes). */
+__device__ float mat_elem(const cu_mat &W, int r, int k)
+{
+    size_t i = (size_t)r * (size_t)W.cols + (size_t)k;
+    switch (W.type) {
+    case LLM_F32:  return ((const float *)W.w)[i];
+    case LLM_F16:  return f16_f(((const uint16_t *)W.w)[i]);
+    case LLM_BF16: return bf16_f(((const uint16_t *)W.w)[i]);
+    case LLM_Q8_0: {
+        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + k / LLM_QK]);
+        return d * (float)((const int8_t *)W.w)[i];
+    }
+    case LLM_Q4_0: {
+        const uint8_t *blk = (const uint8_t *)W.w + (size_t)r * W.row_bytes + (size_t)(k / LLM_QK) * 16;
+        int j = k % LLM_QK;
+        int q = j < 16 ? (blk[j] & 15) : (blk[j - 16] >> 4);
+        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + k / LLM_QK]);
+        return d * (float)(q - 8);
+    }
+    default: return 0.0f;
+    }
+}
+
+/* ---- GEMV: one warp per weight row, each lane loads 16 bytes of the row per
+ * step (E elements), dequantises and multiplies with NT tokens' activations. */
+template <int T> struct wchunk;
+
+template <> struct wchunk<LLM_F32> {
+    enum { E = 4 };
+    static __device__ __forceinline__ void load(const cu_mat &, const uint8_t *row, int, int c, float *w)
+    {
+        float4 v = __ldg((const float4 *)(row + (size_t)c * 16));
+        w[0] = v.x; w[1] = v.y; w[2] = v.z; w[3] = v.w;
+    }
+};
+template <> struct wchunk<LLM_F16> {
+    enum { E = 8 };
+    static __device__ __forceinline__ void load(const cu_mat &, const uint8_t *row, int, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            w[2 * i]     = f16_f((uint16_t)(u[i] & 0xffffu));
+            w[2 * i + 1] = f16_f((uint16_t)(u[i] >> 16));
+        }
+    }
+};
+template <> struct wchunk<LLM_BF16> {
+    enum { E = 8 };
+    static __device__ __forceinline__ void load(const cu_mat &, const uint8_t *row, int, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            w[2 * i]     = __uint_as_float(u[i] << 16);
+            w[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+        }
+    }
+};
+template <> struct wchunk<LLM_Q8_0> {
+    enum { E = 16 }; /* half a block */
+    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + c / 2]);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 16; i++)
+            w[i] = d * (float)(int8_t)((u[i / 4] >> (8 * (i % 4))) & 0xffu);
+    }
+};
+template <> struct wchunk<LLM_Q4_0> {
+    enum { E = 32 }; /* one block */
+    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + c]);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
+            w[i]      = d * (float)((int)(b & 15u) - 8);
+            w[i + 16] = d * (float)((int)(b >> 4) - 8);
+        }
+    }
+};
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+template <int NT>
+__device__ __forceinline__ void gemv_store(float (&acc)[NT], float *y, int ldy, int r, int accumulate, int lane)
+{
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        float s = warp_sum(acc[t]);
+        if (lane == 0) {
+            float *p = y + (size_t)t * ldy + r;
+            *p = accumulate ? *p + s : s;
+        }
+    }
+}
+
+template <int T, int NT>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+gemv_vec_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int ldy, int accumulate)
+{
+    constexpr int E = wchunk<T>::E;
+    int lane = threadIdx.x & 31;
+    int r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    if (r >= W.rows)
+        return; /* whole warp: r is uniform across it */
+    const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        acc[t] = 0.0f;
+    int nchunks = W.cols / E;
+    for (int c = lane; c < nchunks; c += 32) {
+        float w[E];
+        wchunk<T>::load(W, row, r, c, w);
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            const float4 *xp = (const float4 *)(x + (size_t)t * ldx + (size_t)c * E);
+#pragma unroll
+            for (int i = 0; i < E / 4; i++) {
+                float4 xv = __ldg(xp + i);
+                acc[t] += w[4 * i] * xv.x + w[4 * i + 1] * xv.y + w[4 * i + 2] * xv.z + w[4 * i + 3] * xv.w;
+            }
+        }
+    }
+    /* Tail of rows whose length is not a multiple of E (float types only). */
+    for (int k = nchunks * E + lane; k < W.cols; k += 32) {
+        float wv = mat_elem(W, r, k);
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+            acc[t] += wv * x[(size_t)t * ldx + k];
+    }
+    gemv_store<NT>(acc, y, ldy, r, accumulate, lane);
+}
+
+/* Any layout, element by element: rows not 16-byte aligned (e.g. F16 with an odd width). */
+template <int NT>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+gemv_scalar_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int ldy, int accumulate)
+{
+    int lane = threadIdx.x & 31;
+    int r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    if (r >= W.rows)
+        return;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        acc[t] = 0.0f;
+    for (int k = lane; k < W.cols; k += 32) {
+        float wv = mat_elem(W, r, k);
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+            acc[t] += wv * x[(size_t)t * ldx + k];
+    }
+    gemv_store<NT>(acc, y, ldy, r, accumulate, lane);
+}
+
+int cuda_gemv_ok(const cu_mat *W, int ldx)
+{
+    return W->row_bytes % 16 == 0 && ((uintptr_t)W->w & 15) == 0 && ldx % 4 == 0;
+}
+
+template <int NT>
+static void gemv_launch(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int acc, cudaStream_t st)
+{
+    dim3 grid((unsigned)((W->rows + GEMV_WARPS - 1) / GEMV_WARPS)), block(GEMV_WARPS * 32);
+    if (!cuda_gemv_ok(W, ldx) || ((uintptr_t)x & 15) != 0) {
+        gemv_scalar_kernel<NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc);
+        return;
+    }
+    switch (W->type) {
+    case LLM_F32:  gemv_vec_kernel<LLM_F32, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
+    case LLM_F16:  gemv_vec_kernel<LLM_F16, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
+    case LLM_BF16: gemv_vec_kernel<LLM_BF16, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
+    case LLM_Q8_0: gemv_vec_kernel<LLM_Q8_0, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
+    case LLM_Q4_0: gemv_vec_kernel<LLM_Q4_0, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
+    default: gemv_scalar_kernel<NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
+    }
+}
+
+void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
+               cudaStream_t st)
+{
+    for (int t0 = 0; t0 < n; t0 += CU_GEMV_MAX_TOKENS) {
+        int nt = n - t0 < CU_GEMV_MAX_TOKENS ? n - t0 : CU_GEMV_MAX_TOKENS;
+        const float *xs = x + (size_t)t0 * ldx;
+        float *ys = y + (size_t)t0 * ldy;
+        switch (nt) {
+        case 1: gemv_launch<1>(W, xs, ldx, ys, ldy, accumulate, st); break;
+        case 2: gemv_launch<2>(W, xs, ldx, ys, ldy, accumulate, st); break;
+        case 3: gemv_launch<3>(W, xs, ldx, ys, ldy, accumulate, st); break;
+        case 4: gemv_launch<4>(W, xs, ldx, ys, ldy, accumulate, st); break;
+        case 5: gemv_launch<5>(W, xs, ldx, ys, ldy, accumulate, st); break;
+        case 6: gemv_launch<6>(W, xs, ldx, ys, ldy, accumulate, st); break;
+        case 7: gemv_launch<7>(W, xs, ldx, ys, ldy, accumulate, st); break;
+        default: gemv_launch<8>(W, xs, ldx, ys, ldy, accumulate, st); break;
+        }
+    }
+}
+
+/* ---- cuBLAS path ---- */
+__global__ void to_half_kernel(const float *x, int ldx, void *out, int K, int n, int bf16)
+{
+    size_t total = (size_t)n * (size_t)K;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t t = i / (size_t)K, k = i % (size_t)K;
+        float v = x[t * (size_t)ldx + k];
+        if (bf16)
+            ((__nv_bfloat16 *)out)[i] = __float2bfloat16_rn(v);
+        else
+            ((__half *)out)[i] = __float2half_rn(v);
+    }
+}
+
+__global__ void dequant_bf16_kernel(cu_mat W, __nv_bfloat16 *out)
+{
+    size_t total = (size_t)W.rows * (size_t)W.cols;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __float2bfloat16_rn(mat_elem(W, (int)(i / (size_t)W.cols), (int)(i % (size_t)W.cols)));
+}
+
+static unsigned grid_for(size_t total)
+{
+    size_t g = (total + 255) / 256;
+    return (unsigned)(g > 65535 * 16 ? 65535 * 16 : (g == 0 ? 1 : g));
+}
+
+/* Grow a device buffer; waits for the stream first since earlier kernels may still read it. */
+static int grow(void **p, size_t *cap, size_t need, cudaStream_t st)
+{
+    if (need <= *cap)
+        return 0;
+    cudaStreamSynchronize(st);
+    cudaFree(*p);
+    *p = NULL;
+    *cap = 0;
+    if (cudaMalloc(p, need) != cudaSuccess) {
+        *p = NULL;
+        return -1;
+    }
+    *cap = need;
+    return 0;
+}
+
+int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
+                char *msg, size_t msg_len)
+{
+    if (n <= CU_GEMV_MAX_TOKENS) {
+        cuda_gemv(W, x, ldx, y, ldy, n, accumulate, c->stream);
+        return 0;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    const float *beta = accumulate ? &one : &zero;
+    int K = W->cols, R = W->rows;
+    /* Row-major W [R][K] is column-major K x R (ld K); x [n][K] is K x n; y [n][R] is R x n: y = W^T x. */
+    cublasStatus_t s;
+    if (W->type == LLM_F32) {
+        s = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, R, n, K, &one, W->w, CUDA_R_32F, K, x, CUDA_R_32F, ldx,
+                         beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    } else {
+        int bf16 = W->type != LLM_F16;
+        cudaDataType_t ht = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+        const void *A = W->w;
+        if (W->type == LLM_Q8_0 || W->type == LLM_Q4_0) {
+            if (grow(&c->deq, &c->deq_bytes, (size_t)R * (size_t)K * 2, c->stream) != 0) {
+                snprintf(msg, msg_len, "cuda backend: out of device memory for a %dx%d dequantised matrix", R, K);
+                return -1;
+            }
+            dequant_bf16_kernel<<<grid_for((size_t)R * K), 256, 0, c->stream>>>(*W, (__nv_bfloat16 *)c->deq);
+            A = c->deq;
+        }
+        if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream) != 0) {
+            snprintf(msg, msg_len, "cuda backend: out of device memory for %d activations of %d", n, K);
+            return -1;
+        }
+        to_half_kernel<<<grid_for((size_t)n * K), 256, 0, c->stream>>>(x, ldx, c->act16, K, n, bf16);
+        s = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, R, n, K, &one, A, ht, K, c->act16, ht, K, beta, y,
+                         CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(msg, msg_len, "cuda backend: cublasGemmEx (%dx%dx%d, %s) failed with status %d", R, n, K,
+                 W->type == LLM_F32 ? "f32" : "half", (int)s);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- element-wise ---- */
+__global__ void embed_kernel(cu_mat E, const int32_t *tokens, float *x)
+{
+    int t = blockIdx.x, tok = tokens[t];
+    for (int k = threadIdx.x; k < E.cols; k += blockDim.x)
+        x[(size_t)t * E.cols + k] = mat_elem(E, tok, k);
+}
+
+void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, cudaStream_t st)
+{
+    embed_kernel<<<n, 256, 0, st>>>(*E, tokens, x);
+}
+
+/* Sum over the block (256 threads); every thread gets the total. */
+__device__ float block_sum_256(float v, float *red)
+{
+    v = warp_sum(v);
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0)
+        red[w] = v;
+    __syncthreads();
+    float s = 0.0f;
+    if (threadIdx.x < 32) {
+        s = lane < (int)(blockDim.x >> 5) ? red[lane] : 0.0f;
+        s = warp_sum(s);
+        if (lane == 0)
+            red[8] = s;
+    }
+    __syncthreads();
+    return red[8];
+}
+
+/* y[i] = x[src] / rms(x[src]) * w, src = rows ? rows[i] : i. */
+__global__ void __launch_bounds__(256) rmsnorm_kernel(const float *x, int ldx, const float *w, float *y, int ldy,
+                                                      int dim, float eps, const int32_t *rows)
+{
+    __shared__ float red[9];
+    int i = blockIdx.x, src = rows != NULL ? rows[i] : i;
+    const float *xr = x + (size_t)src * ldx;
+    float ss = 0.0f;
+    for (int k = threadIdx.x; k < dim; k += blockDim.x)
+        ss += xr[k] * xr[k];
+    ss = block_sum_256(ss, red);
+    float s = 1.0f / sqrtf(ss / (float)dim + eps);
+    float *yr = y + (size_t)i * ldy;
+    for (int k = threadIdx.x; k < dim; k += blockDim.x)
+        yr[k] = xr[k] * s * w[k];
+}
+
+void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
+                  const int32_t *rows, cudaStream_t st)
+{
+    rmsnorm_kernel<<<n, 256, 0, st>>>(x, ldx, w, y, ldy, dim, eps, rows);
+}
+
+__global__ void swiglu_kernel(const float *gu, int ld, float *h, int hidden, int n)
+{
+    size_t total = (size_t)n * (size_t)hidden;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        size_t t = i / (size_t)hidden, j = i % (size_t)hidden;
+        float g = gu[t * (size_t)ld + j], u = gu[t * (size_t)ld + (size_t)hidden + j];
+        h[i] = g / (1.0f + expf(-g)) * u;
+    }
+}
+
+void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, cudaStream_t st)
+{
+    swiglu_kernel<<<grid_for((size_t)n * hidden), 256, 0, st>>>(gu, ld, h, hidden, n);
+}
+
+/* Rotate q (in place) and k (into the cache) of one token per block; copy v into the cache. */
+__global__ void rope_kv_kernel(float *qkv, int ld, cu_tokinfo ti, const float *cos_t, const float *sin_t, int half,
+                               int n_heads, int n_kv, int layout, void *kc, void *vc, int kv16, int block_size)
+{
+    int t = blockIdx.x, pos = ti.pos[t], hd = 2 * half, kv_dim = n_kv * hd;
+    const float *cs = cos_t + (size_t)pos * half, *sn = sin_t + (size_t)pos * half;
+    float *q = qkv + (size_t)t * ld, *k = q + (size_t)n_heads * hd, *v = k + kv_dim;
+    size_t slot = (size_t)ti.tables[ti.tab[t] + pos / block_size] * block_size + (size_t)(pos % block_size);
+    size_t cbase = slot * (size_t)kv_dim;
+    int total = (n_heads + n_kv) * half;
+    for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
+        int h = idx / half, i = idx % half;
+        int i0 = layout == LLM_ROPE_ADJACENT ? 2 * i : i;
+        int i1 = layout == LLM_ROPE_ADJACENT ? 2 * i + 1 : i + half;
+        float *b = h < n_heads ? q + (size_t)h * hd : k + (size_t)(h - n_heads) * hd;
+        float a0 = b[i0], a1 = b[i1];
+        float r0 = a0 * cs[i] - a1 * sn[i], r1 = a0 * sn[i] + a1 * cs[i];
+        if (h < n_heads) {
+            b[i0] = r0;
+            b[i1] = r1;
+        } else {
+            size_t o = cbase + (size_t)(h - n_heads) * hd;
+            if (kv16) {
+                ((__half *)kc)[o + i0] = __float2half_rn(r0);
+                ((__half *)kc)[o + i1] = __float2half_rn(r1);
+            } else {
+                ((float *)kc)[o + i0] = r0;
+                ((float *)kc)[o + i1] = r1;
+            }
+        }
+    }
+    for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
+        if (kv16)
+            ((__half *)vc)[cbase + i] = __float2half_rn(v[i]);
+        else
+            ((float *)vc)[cbase + i] = v[i];
+    }
+}
+
+void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const float *cos_t, const float *sin_t,
+                        int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
+                        int block_size, cudaStream_t st)
+{
+    size_t es = kv->kv16 ? 2 : 4;
+    void *kc = (char *)kv->k + (size_t)layer * kv->layer_elems * es;
+    void *vc = (char *)kv->v + (size_t)layer * kv->layer_elems * es;
+    rope_kv_kernel<<<n, 128, 0, st>>>(qkv, ld, *ti, cos_t, sin_t, half, n_heads, n_kv_heads, layout, kc, vc,
+                                      kv->kv16, block_size);
+}

@@ -1,0 +1,338 @@
+/* Weight upload: the memory-mapped tensors stream through two pinned staging
+ * buffers, one per copy stream, so the host's reads of the mapping (page faults,
+ * repacking of quantised blocks) overlap the DMA of the previous chunk.
+ * Quantised blocks are split into quants and scales on the host while staging
+ * (layout in cuda_internal.cuh). Also builds the rope cos/sin tables. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cuda_internal.cuh"
+
+#define STAGE_BYTES ((size_t)64 << 20)
+
+typedef struct {
+    cudaStream_t st[2];
+    uint8_t     *pin[2];
+    cudaEvent_t  ev[2];
+    int          used[2], cur;
+    size_t       bytes;
+} uploader;
+
+static int fail(llm_err *err, const char *what, cudaError_t e)
+{
+    llm_err_set(err, "cuda backend: %s: %s", what, cudaGetErrorString(e));
+    return -1;
+}
+
+static void up_free(uploader *u)
+{
+    for (int i = 0; i < 2; i++) {
+        if (u->st[i] != NULL)
+            cudaStreamSynchronize(u->st[i]);
+        if (u->ev[i] != NULL)
+            cudaEventDestroy(u->ev[i]);
+        if (u->st[i] != NULL)
+            cudaStreamDestroy(u->st[i]);
+        if (u->pin[i] != NULL)
+            cudaFreeHost(u->pin[i]);
+    }
+}
+
+static int up_init(uploader *u, llm_err *err)
+{
+    memset(u, 0, sizeof(*u));
+    for (int i = 0; i < 2; i++) {
+        cudaError_t e;
+        if ((e = cudaStreamCreateWithFlags(&u->st[i], cudaStreamNonBlocking)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&u->ev[i], cudaEventDisableTiming)) != cudaSuccess ||
+            (e = cudaHostAlloc((void **)&u->pin[i], STAGE_BYTES, cudaHostAllocDefault)) != cudaSuccess) {
+            up_free(u);
+            return fail(err, "cannot set up pinned staging buffers", e);
+        }
+    }
+    return 0;
+}
+
+/* The next free staging buffer (waits for the copy that last used it). */
+static uint8_t *up_next(uploader *u)
+{
+    int i = u->cur;
+    if (u->used[i])
+        cudaEventSynchronize(u->ev[i]);
+    return u->pin[i];
+}
+
+static int up_send(uploader *u, void *dst, size_t n, void *dst2, size_t off2, size_t n2, llm_err *err)
+{
+    int i = u->cur;
+    cudaError_t e = cudaMemcpyAsync(dst, u->pin[i], n, cudaMemcpyHostToDevice, u->st[i]);
+    if (e == cudaSuccess && dst2 != NULL)
+        e = cudaMemcpyAsync(dst2, u->pin[i] + off2, n2, cudaMemcpyHostToDevice, u->st[i]);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(u->ev[i], u->st[i]);
+    if (e != cudaSuccess)
+        return fail(err, "host-to-device copy", e);
+    u->used[i] = 1;
+    u->cur ^= 1;
+    u->bytes += n + (dst2 != NULL ? n2 : 0);
+    return 0;
+}
+
+static void *dev_alloc(cu_state *st, size_t bytes, llm_err *err)
+{
+    if (st->n_allocs == st->cap_allocs) {
+        int nc = st->cap_allocs ? 2 * st->cap_allocs : 64;
+        void **na = (void **)realloc(st->allocs, (size_t)nc * sizeof(void *));
+        if (na == NULL) {
+            llm_err_set(err, "cuda backend: out of host memory");
+            return NULL;
+        }
+        st->allocs = na;
+        st->cap_allocs = nc;
+    }
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes > 0 ? bytes : 1);
+    if (e != cudaSuccess) {
+        llm_err_set(err, "cuda backend: out of device memory for weights (%zu MiB more after %zu MiB): %s",
+                    bytes >> 20, st->weight_bytes >> 20, cudaGetErrorString(e));
+        return NULL;
+    }
+    st->allocs[st->n_allocs++] = p;
+    st->weight_bytes += bytes;
+    return p;
+}
+
+static size_t dev_row_bytes(int type, int cols)
+{
+    switch (type) {
+    case LLM_F32:  return (size_t)cols * 4;
+    case LLM_F16:
+    case LLM_BF16: return (size_t)cols * 2;
+    case LLM_Q8_0: return (size_t)cols;
+    case LLM_Q4_0: return (size_t)cols / 2;
+    default:       return 0;
+    }
+}
+
+/* Allocate a device matrix of `rows` rows of `cols` elements. */
+static int mat_alloc(cu_state *st, cu_mat *M, int type, int rows, int cols, llm_err *err)
+{
+    M->type = type;
+    M->rows = rows;
+    M->cols = cols;
+    M->row_bytes = dev_row_bytes(type, cols);
+    M->scales = NULL;
+    if ((M->w = dev_alloc(st, M->row_bytes * (size_t)rows, err)) == NULL)
+        return -1;
+    if (type == LLM_Q8_0 || type == LLM_Q4_0) {
+        M->scales = (const uint16_t *)dev_alloc(st, (size_t)rows * (size_t)(cols / LLM_QK) * 2, err);
+        if (M->scales == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* Copy tensor src into rows [row0, row0 + src rows) of M. */
+static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor *src, llm_err *err)
+{
+    int rows = (int)src->ne[1], cols = M->cols, type = M->type;
+    size_t drow = M->row_bytes;
+    const uint8_t *s = (const uint8_t *)src->data;
+    if (type != LLM_Q8_0 && type != LLM_Q4_0) {
+        int per = (int)(STAGE_BYTES / drow);
+        for (int r = 0; r < rows; r += per) {
+            int nr = rows - r < per ? rows - r : per;
+            uint8_t *pin = up_next(u);
+            memcpy(pin, s + (size_t)r * drow, (size_t)nr * drow);
+            if (up_send(u, (uint8_t *)M->w + (size_t)(row0 + r) * drow, (size_t)nr * drow, NULL, 0, 0, err))
+                return -1;
+        }
+        return 0;
+    }
+    int nb = cols / LLM_QK;
+    size_t bb = type == LLM_Q8_0 ? sizeof(llm_block_q8_0) : sizeof(llm_block_q4_0);
+    size_t qb = type == LLM_Q8_0 ? LLM_QK : LLM_QK / 2;   /* quant bytes per block */
+    size_t srow = bb * (size_t)nb, srow_dev = drow + (size_t)nb * 2;
+    int per = (int)(STAGE_BYTES / srow_dev);
+    for (int r = 0; r < rows; r += per) {
+        int nr = rows - r < per ? rows - r : per;
+        uint8_t *pin = up_next(u);
+        uint8_t *qs = pin, *sc = pin + (size_t)nr * drow;
+        for (int i = 0; i < nr; i++) {
+            const uint8_t *row = s + (size_t)(r + i) * srow;
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *blk = row + (size_t)b * bb;
+                memcpy(sc + ((size_t)i * nb + b) * 2, blk, 2);               /* fp16 d */
+                memcpy(qs + (size_t)i * drow + (size_t)b * qb, blk + 2, qb);  /* quants */
+            }
+        }
+        if (up_send(u, (uint8_t *)M->w + (size_t)(row0 + r) * drow, (size_t)nr * drow,
+                    (uint8_t *)M->scales + (size_t)(row0 + r) * nb * 2, (size_t)nr * drow, (size_t)nr * nb * 2,
+                    err))
+            return -1;
+    }
+    return 0;
+}
+
+static int upload_mat(cu_state *st, uploader *u, cu_mat *M, const llm_tensor *t, llm_err *err)
+{
+    if (mat_alloc(st, M, (int)t->type, (int)t->ne[1], (int)t->ne[0], err) != 0)
+        return -1;
+    return upload_rows(u, M, 0, t, err);
+}
+
+/* One device matrix when the dtypes agree (rows stacked), else one per tensor. */
+static int upload_set(cu_state *st, uploader *u, cu_matset *S, const llm_tensor *const *t, int n, llm_err *err)
+{
+    int same = 1, rows = 0;
+    for (int i = 0; i < n; i++) {
+        same &= t[i]->type == t[0]->type;
+        rows += (int)t[i]->ne[1];
+    }
+    if (!same) {
+        S->n = n;
+        for (int i = 0; i < n; i++)
+            if (upload_mat(st, u, &S->m[i], t[i], err) != 0)
+                return -1;
+        return 0;
+    }
+    S->n = 1;
+    if (mat_alloc(st, &S->m[0], (int)t[0]->type, rows, (int)t[0]->ne[0], err) != 0)
+        return -1;
+    for (int i = 0, r0 = 0; i < n; r0 += (int)t[i]->ne[1], i++)
+        if (upload_rows(u, &S->m[0], r0, t[i], err) != 0)
+            return -1;
+    return 0;
+}
+
+static const float *upload_vec(cu_state *st, uploader *u, const llm_tensor *t, llm_err *err)
+{
+    cu_mat M;
+    if (upload_mat(st, u, &M, t, err) != 0)
+        return NULL;
+    return (const float *)M.w;
+}
+
+/* Frequency i of head_dim/2 (the CPU backend's rope.c: Llama 3 scaling or rope_freqs divisors). */
+static double rope_freq(const llm_model *m, int i)
+{
+    const llm_config *c = &m->cfg;
+    double freq = pow((double)c->rope_theta, -2.0 * i / (double)c->head_dim);
+    if (m->rope_freqs != NULL)
+        return freq / (double)m->rope_freqs[i];
+    if (!c->rope_scaling)
+        return freq;
+    double factor = c->rope_factor, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
+    double old_ctx = c->rope_orig_ctx;
+    double low_wavelen = old_ctx / lo, high_wavelen = old_ctx / hi;
+    double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < high_wavelen)
+        return freq;
+    if (wavelen > low_wavelen)
+        return freq / factor;
+    double smooth = (old_ctx / wavelen - lo) / (hi - lo);
+    return (1.0 - smooth) * freq / factor + smooth * freq;
+}
+
+static int upload_rope(cu_state *st, llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
+    int half = c->head_dim / 2;
+    size_t n = (size_t)c->seq_len * (size_t)half;
+    float *cs = (float *)malloc(2 * n * sizeof(float));
+    double *freq = (double *)malloc((size_t)half * sizeof(double));
+    if (cs == NULL || freq == NULL) {
+        free(cs);
+        free(freq);
+        llm_err_set(err, "cuda backend: out of host memory for rope tables");
+        return -1;
+    }
+    for (int i = 0; i < half; i++)
+        freq[i] = rope_freq(st->m, i);
+    for (int p = 0; p < c->seq_len; p++)
+        for (int i = 0; i < half; i++) {
+            double a = p * freq[i];
+            cs[(size_t)p * half + i] = (float)cos(a);
+            cs[n + (size_t)p * half + i] = (float)sin(a);
+        }
+    free(freq);
+    float *d = (float *)dev_alloc(st, 2 * n * sizeof(float), err);
+    cudaError_t e = d != NULL ? cudaMemcpy(d, cs, 2 * n * sizeof(float), cudaMemcpyHostToDevice) : cudaSuccess;
+    free(cs);
+    if (d == NULL)
+        return -1;
+    if (e != cudaSuccess)
+        return fail(err, "rope table upload", e);
+    st->rope_cos = d;
+    st->rope_sin = d + n;
+    return 0;
+}
+
+static double now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int cuda_load_weights(cu_state *st, llm_err *err)
+{
+    const llm_model *m = st->m;
+    const llm_config *c = &m->cfg;
+    uploader u;
+    double t0 = now_sec();
+    if (up_init(&u, err) != 0)
+        return -1;
+    int rc = -1;
+    st->layers = (cu_layer *)calloc((size_t)c->n_layers, sizeof(cu_layer));
+    if (st->layers == NULL) {
+        llm_err_set(err, "cuda backend: out of host memory");
+        goto out;
+    }
+    if (upload_mat(st, &u, &st->tok_embd, &m->tok_embd, err) != 0 ||
+        (st->out_norm = upload_vec(st, &u, &m->out_norm, err)) == NULL)
+        goto out;
+    if (c->tied_embeddings || m->output.data == NULL || m->output.data == m->tok_embd.data)
+        st->output = st->tok_embd;
+    else if (upload_mat(st, &u, &st->output, &m->output, err) != 0)
+        goto out;
+    for (int l = 0; l < c->n_layers; l++) {
+        const llm_layer *L = &m->layers[l];
+        cu_layer *D = &st->layers[l];
+        const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
+        if ((D->attn_norm = upload_vec(st, &u, &L->attn_norm, err)) == NULL ||
+            (D->ffn_norm = upload_vec(st, &u, &L->ffn_norm, err)) == NULL ||
+            upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0 ||
+            upload_set(st, &u, &D->gate_up, gu, 2, err) != 0 || upload_mat(st, &u, &D->down, &L->w_down, err) != 0)
+            goto out;
+    }
+    for (int i = 0; i < 2; i++) {
+        cudaError_t e = cudaStreamSynchronize(u.st[i]);
+        if (e != cudaSuccess) {
+            fail(err, "weight upload", e);
+            goto out;
+        }
+    }
+    {
+        double dt = now_sec() - t0;
+        fprintf(stderr, "cuda: uploaded %.2f GB of weights in %.2f s (%.2f GB/s)\n", (double)u.bytes / 1e9, dt,
+                dt > 0 ? (double)u.bytes / 1e9 / dt : 0.0);
+    }
+    rc = upload_rope(st, err);
+out:
+    up_free(&u);
+    return rc;
+}
+
+void cuda_free_weights(cu_state *st)
+{
+    for (int i = 0; i < st->n_allocs; i++)
+        cudaFree(st->allocs[i]);
+    free(st->allocs);
+    st->allocs = NULL;
+    st->n_allocs = st->cap_allocs = 0;
+    free(st->layers);
+    st->layers = NULL;
+}
