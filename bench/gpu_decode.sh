@@ -1,0 +1,45 @@
+#!/bin/bash
+# GPU decode / prefill figures on the H200 (from the repo root): the llama-3.2-3b preset with random weights
+# in each dtype through the CUDA backend (bench/gpu_decode_bench.c: load time, prefill 1x2048 and 8x512,
+# time per output token and tokens/s at batch 1, 8, 32, 128, 256 beside the bandwidth floor = weight bytes /
+# 4.2 TB/s), then the PyTorch + cuBLAS + CUDA Graph peer (../shared/peers/torch_cudagraph_decode.py, bf16,
+# batch 1/32/128) in the same run. Figures only, never pass/fail.
+#   bench/gpu_decode.sh            env: DTYPES="bf16 q8_0 q4_0" BATCHES=1,8,32,128,256 BUILD=build-gpu
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD:-build-gpu}
+WORK=${WORK:-/tmp/llm_gpu_bench}
+RES=${OUT:-$WORK}
+DTYPES=${DTYPES:-"bf16 q8_0 q4_0"}
+BATCHES=${BATCHES:-1,8,32,128,256}
+mkdir -p "$WORK" "$RES"
+[ -d "$B/lib" ] && export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$PATH:/usr/local/cuda/bin"
+if [ ! -f "$B/libllm_cuda.so" ]; then
+    make -s -j16 -f Makefile -f kernels/cuda.mk BUILD="$B" cuda || { echo "error: CUDA build failed"; exit 1; }
+fi
+if [ ! -x "$B/bench/gpu_decode_bench" ] || [ ! -x "$B/llm-engine" ]; then
+    make -s -j16 BUILD="$B" "$B/llm-engine" "$B/libllm.a" && tests/gpu/build_progs.sh "$B" ||
+        { echo "error: build failed (run tests/gpu/prebuild.sh where the build dependencies are, carry $B)"; exit 1; }
+fi
+export LLM_CUDA_LIB="$PWD/$B/libllm_cuda.so"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+
+for dt in $DTYPES; do
+    model="$WORK/llama-3.2-3b-$dt.gguf"
+    if [ ! -f "$model" ]; then
+        "$B/llm-engine" gen-model --preset llama-3.2-3b --dtype "$dt" --out "$model" || { echo "error: gen-model $dt"; continue; }
+    fi
+    echo "== llama-3.2-3b $dt"
+    "$B/bench/gpu_decode_bench" --model "$model" --batches "$BATCHES" --prompt 128 --steps 32 \
+        --prefill 1x2048,8x512 2>&1 | tee "$RES/gpu_decode_$dt.txt"
+done
+
+peer=../shared/peers/torch_cudagraph_decode.py
+[ -f "$peer" ] || peer=shared/peers/torch_cudagraph_decode.py
+if [ -f "$peer" ]; then
+    echo "== peer: PyTorch + cuBLAS + CUDA Graph, bf16 (context <= 512)"
+    PYTHONUNBUFFERED=1 python3 "$peer" 2>&1 | tail -1 | tee "$RES/peer_torch_cudagraph.txt"
+else
+    echo "peer script not found (../shared/peers or shared/peers): skipped"
+fi

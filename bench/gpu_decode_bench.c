@@ -1,0 +1,214 @@
+/* Drives a backend directly (no scheduler) to time the GPU paths:
+ *   gpu_decode_bench --model PATH [--backend cuda|cpu] [--batches 1,8,32,128,256] [--prompt 128]
+ *                    [--steps 32] [--prefill 1x2048,8x512]
+ * Prints the load time, prefill tokens/s per shape (N sequences x L tokens in one step, logits of each
+ * sequence's last token), and for each batch size B: B sequences prefilled with --prompt tokens, then
+ * --steps decode steps of B tokens (logits of all B copied to the host, as the engine needs them for
+ * sampling); median time per step = time per output token, and B / that = tokens/s. The bandwidth floor
+ * is the model's weight bytes read once per step at 4.2 TB/s (H200). Figures, never pass/fail. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "backend_cuda_loader.h"
+#include "model.h"
+
+#define BS 16
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const char *arg(int argc, char **argv, const char *name, const char *def)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    return def;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    llm_backend *be;
+    int V, bpseq;            /* blocks per sequence slot */
+    int32_t *tables;         /* [max_seqs][bpseq] */
+    llm_seq_view *views;
+    int32_t *tok, *pos, *seq;
+    uint8_t *want;
+    float *logits;
+    int cap;
+} bench;
+
+/* One step: sequences s0..s0+ns-1, each with `len` tokens starting at position p0; logits of the last
+ * token of each (all of them when len == 1). */
+static int step(bench *b, int s0, int ns, int p0, int len, llm_err *err)
+{
+    int n = ns * len;
+    if (n > b->cap) {
+        llm_seterr(err, "bench: step of %d tokens over capacity %d", n, b->cap);
+        return -1;
+    }
+    for (int s = 0; s < ns; s++)
+        for (int i = 0; i < len; i++) {
+            int k = s * len + i;
+            b->tok[k] = (int32_t)((1000003u * (unsigned)(s0 + s) + 7919u * (unsigned)(p0 + i)) % (unsigned)b->V);
+            b->pos[k] = p0 + i;
+            b->seq[k] = s0 + s;
+            b->want[k] = i == len - 1;
+        }
+    llm_batch bt = { n, b->tok, b->pos, b->seq, b->want, s0 + ns, b->views };
+    return b->be->ops->forward(b->be, &bt, b->logits, err);
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = arg(argc, argv, "--model", NULL), *bname = arg(argc, argv, "--backend", "cuda");
+    const char *batches = arg(argc, argv, "--batches", "1,8,32,128,256");
+    const char *prefills = arg(argc, argv, "--prefill", "1x2048,8x512");
+    int prompt = atoi(arg(argc, argv, "--prompt", "128")), steps = atoi(arg(argc, argv, "--steps", "32"));
+    if (path == NULL || prompt < 1 || steps < 1) {
+        fprintf(stderr, "usage: gpu_decode_bench --model PATH [--backend cuda|cpu] [--batches 1,8,32,128,256] "
+                        "[--prompt 128] [--steps 32] [--prefill 1x2048,8x512]\n");
+        return 2;
+    }
+    int bl[32], nb = 0, max_b = 1, pn[16], pl[16], np = 0, max_tok = 1, max_len = prompt + steps + 8;
+    for (const char *s = batches; *s && nb < 32; s = strchr(s, ',') ? strchr(s, ',') + 1 : s + strlen(s)) {
+        bl[nb] = atoi(s);
+        if (bl[nb] > 0) {
+            max_b = bl[nb] > max_b ? bl[nb] : max_b;
+            nb++;
+        }
+    }
+    for (const char *s = prefills; *s && np < 16; s = strchr(s, ',') ? strchr(s, ',') + 1 : s + strlen(s))
+        if (sscanf(s, "%dx%d", &pn[np], &pl[np]) == 2 && pn[np] > 0 && pl[np] > 0) {
+            max_b = pn[np] > max_b ? pn[np] : max_b;
+            max_len = pl[np] > max_len ? pl[np] : max_len;
+            max_tok = pn[np] * pl[np] > max_tok ? pn[np] * pl[np] : max_tok;
+            np++;
+        }
+    int chunk_seqs = 4096 / prompt > 0 ? 4096 / prompt : 1; /* decode prompts go in steps of ~4096 tokens */
+    if (chunk_seqs * prompt > max_tok)
+        max_tok = chunk_seqs * prompt;
+    if (max_b > max_tok)
+        max_tok = max_b;
+
+    llm_err err = { { 0 } };
+    double t0 = now();
+    llm_model *m = llm_model_load(path, NULL, &err);
+    if (m == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    if (max_len > m->cfg.seq_len) {
+        fprintf(stderr, "error: sequences of %d tokens exceed the context of %d\n", max_len, m->cfg.seq_len);
+        return 1;
+    }
+    bench b = { 0 };
+    b.V = m->cfg.vocab_size;
+    /* Block tables: the first max_pn sequences hold prefill shapes (long), the rest decode only (short). */
+    int max_pn = 0, dec_blocks = (prompt + steps + 8 + BS - 1) / BS;
+    for (int i = 0; i < np; i++)
+        max_pn = pn[i] > max_pn ? pn[i] : max_pn;
+    b.bpseq = (max_len + BS - 1) / BS;
+    llm_backend_opts o = { 0 };
+    o.block_size = BS;
+    o.kv_blocks = max_pn * b.bpseq + (max_b - max_pn) * dec_blocks;
+    if (strcmp(bname, "cuda") == 0) {
+        const llm_backend_ops *ops = llm_cuda_ops_load(&err);
+        if (ops != NULL && (b.be = calloc(1, sizeof(*b.be))) != NULL) {
+            b.be->ops = ops;
+            b.be->model = m;
+            b.be->opts = o;
+            if (ops->init(b.be, &err) != 0) {
+                free(b.be);
+                b.be = NULL;
+            }
+        }
+    } else {
+        b.be = llm_backend_create(bname, m, &o, &err);
+    }
+    if (b.be == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    double t_load = now() - t0;
+    b.cap = max_tok;
+    b.tables = malloc((size_t)max_b * b.bpseq * sizeof(int32_t));
+    b.views = malloc((size_t)max_b * sizeof(llm_seq_view));
+    b.tok = malloc((size_t)max_tok * sizeof(int32_t));
+    b.pos = malloc((size_t)max_tok * sizeof(int32_t));
+    b.seq = malloc((size_t)max_tok * sizeof(int32_t));
+    b.want = malloc((size_t)max_tok);
+    b.logits = malloc((size_t)max_b * b.V * sizeof(float));
+    if (!b.tables || !b.views || !b.tok || !b.pos || !b.seq || !b.want || !b.logits) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    for (int s = 0, next = 0; s < max_b; s++) {
+        int nblk = s < max_pn ? b.bpseq : dec_blocks;
+        for (int k = 0; k < nblk; k++)
+            b.tables[s * b.bpseq + k] = next++;
+        b.views[s] = (llm_seq_view){ b.tables + s * b.bpseq, nblk };
+    }
+    double wb = (double)m->weight_bytes, floor_ms = wb / 4.2e12 * 1e3;
+    printf("model: %s, %s, %.2f GB of weights; load %.2f s; bandwidth floor per step %.3f ms (%.0f tok/s at "
+           "batch 1)\n", path, b.be->ops->name, wb / 1e9, t_load, floor_ms, 1e3 / floor_ms);
+
+    for (int i = 0; i < np; i++) {
+        double best = 1e30;
+        for (int rep = 0; rep < 3; rep++) { /* first run warms up (cuBLAS heuristics, buffers) */
+            double t = now();
+            if (step(&b, 0, pn[i], 0, pl[i], &err) != 0) {
+                fprintf(stderr, "error: prefill: %s\n", err.msg);
+                return 1;
+            }
+            t = now() - t;
+            if (rep > 0 && t < best)
+                best = t;
+        }
+        printf("prefill %dx%d: %.2f ms, %.0f tokens/s\n", pn[i], pl[i], best * 1e3, pn[i] * pl[i] / best);
+    }
+    double *ts = malloc((size_t)steps * sizeof(double));
+    for (int i = 0; i < nb; i++) {
+        int B = bl[i];
+        for (int s0 = 0; s0 < B; s0 += chunk_seqs) {
+            int ns = B - s0 < chunk_seqs ? B - s0 : chunk_seqs;
+            if (step(&b, s0, ns, 0, prompt, &err) != 0) {
+                fprintf(stderr, "error: prompt prefill: %s\n", err.msg);
+                return 1;
+            }
+        }
+        for (int w = 0; w < 3; w++) /* warm-up steps */
+            if (step(&b, 0, B, prompt + w, 1, &err) != 0) {
+                fprintf(stderr, "error: decode: %s\n", err.msg);
+                return 1;
+            }
+        for (int k = 0; k < steps; k++) {
+            double t = now();
+            if (step(&b, 0, B, prompt + 3 + k, 1, &err) != 0) {
+                fprintf(stderr, "error: decode: %s\n", err.msg);
+                return 1;
+            }
+            ts[k] = now() - t;
+        }
+        qsort(ts, (size_t)steps, sizeof(double), cmp_d);
+        double med = ts[steps / 2];
+        printf("decode batch %3d (context %d..%d): %.3f ms/step, %.0f tokens/s (floor %.3f ms: %.0f%% of it)\n", B,
+               prompt + 3, prompt + 3 + steps, med * 1e3, B / med, floor_ms, 100.0 * floor_ms / (med * 1e3));
+    }
+    free(ts);
+    free(b.tables); free(b.views); free(b.tok); free(b.pos); free(b.seq); free(b.want); free(b.logits);
+    llm_backend_free(b.be);
+    llm_model_free(m);
+    return 0;
+}

@@ -1,0 +1,263 @@
+/* CUDA vs CPU backend parity on a small real model (stories260K), run on the
+ * GPU machine by tests/gpu/run_parity.sh:
+ *  1. greedy: --gen tokens from the same prompt on each backend, identical ids;
+ *  2. logits at every position of a --positions token text (the CPU's greedy
+ *     continuation), prefilled in chunks of --chunk (cuBLAS path), all rows;
+ *  3. a mixed batch: 4 sequences' prompts in one step, then 16 steps decoding
+ *     all 4 together (GEMV path), with scattered block tables.
+ * Prints max |diff| and top-1 agreement per part; exit 0 when all are within
+ * --max-diff / --min-top1 and the greedy ids match. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "backend_cuda_loader.h"
+#include "model.h"
+
+#define BS 16
+
+static int argmax(const float *v, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[b])
+            b = i;
+    return b;
+}
+
+typedef struct {
+    double max_diff;
+    long   rows, top1_same;
+} cmp_t;
+
+static void compare(cmp_t *c, const float *a, const float *b, int rows, int vocab)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *x = a + (size_t)r * vocab, *y = b + (size_t)r * vocab;
+        for (int i = 0; i < vocab; i++) {
+            double d = fabs((double)x[i] - (double)y[i]);
+            if (!(d <= c->max_diff)) /* NaN counts as infinitely far */
+                c->max_diff = isnan(d) ? INFINITY : d;
+        }
+        c->top1_same += argmax(x, vocab) == argmax(y, vocab);
+        c->rows++;
+    }
+}
+
+static llm_backend *make_cuda(const llm_model *m, const llm_backend_opts *o, llm_err *err)
+{
+    const llm_backend_ops *ops = llm_cuda_ops_load(err);
+    if (ops == NULL)
+        return NULL;
+    llm_backend *b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        return NULL;
+    b->ops = ops;
+    b->model = m;
+    b->opts = *o;
+    if (ops->init(b, err) != 0) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static int fwd(llm_backend *b, int n, const int32_t *tok, const int32_t *pos, const int32_t *seq,
+               const uint8_t *want, int n_seqs, const llm_seq_view *v, float *logits)
+{
+    llm_err err = { { 0 } };
+    llm_batch bt = { n, tok, pos, seq, want, n_seqs, v };
+    if (b->ops->forward(b, &bt, logits, &err) != 0) {
+        fprintf(stderr, "%s forward failed: %s\n", b->ops->name, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Greedy decode of `gen` tokens after the prompt; ids into out (prompt first). */
+static int greedy(llm_backend *b, const llm_seq_view *v, const int32_t *prompt, int np, int gen, int vocab,
+                  int32_t *out)
+{
+    float *lg = malloc((size_t)vocab * sizeof(float));
+    int32_t *pos = malloc((size_t)np * sizeof(int32_t)), *seq = calloc((size_t)np, sizeof(int32_t));
+    uint8_t *want = calloc((size_t)np, 1);
+    int rc = -1;
+    if (lg == NULL || pos == NULL || seq == NULL || want == NULL)
+        goto out;
+    memcpy(out, prompt, (size_t)np * sizeof(int32_t));
+    for (int i = 0; i < np; i++)
+        pos[i] = i;
+    want[np - 1] = 1;
+    if (fwd(b, np, prompt, pos, seq, want, 1, v, lg) != 0)
+        goto out;
+    for (int g = 0; g < gen; g++) {
+        int32_t next = argmax(lg, vocab), p = np + g, s0 = 0;
+        uint8_t w = 1;
+        out[np + g] = next;
+        if (g + 1 < gen && fwd(b, 1, &next, &p, &s0, &w, 1, v, lg) != 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    free(lg); free(pos); free(seq); free(want);
+    return rc;
+}
+
+static const char *arg(int argc, char **argv, const char *name, const char *def)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    return def;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = arg(argc, argv, "--model", NULL);
+    if (path == NULL) {
+        fprintf(stderr, "usage: parity_logits --model PATH [--positions 512] [--gen 200] [--chunk 128] "
+                        "[--max-diff 0.01] [--min-top1 0.99]\n");
+        return 2;
+    }
+    int P = atoi(arg(argc, argv, "--positions", "512")), gen = atoi(arg(argc, argv, "--gen", "200"));
+    int chunk = atoi(arg(argc, argv, "--chunk", "128"));
+    double max_diff = atof(arg(argc, argv, "--max-diff", "0.01")), min_top1 = atof(arg(argc, argv, "--min-top1", "0.99"));
+    llm_err err = { { 0 } };
+    llm_model *m = llm_model_load(path, NULL, &err);
+    if (m == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    int V = m->cfg.vocab_size, ctx = m->cfg.seq_len;
+    if (P > ctx)
+        P = ctx;
+    if (chunk < 1)
+        chunk = 1;
+    int per_seq = (ctx + BS - 1) / BS, pool = 4 * per_seq;
+    llm_backend_opts o = { 0 };
+    o.block_size = BS;
+    o.kv_blocks = pool;
+    llm_backend *cpu = llm_backend_create("cpu", m, &o, &err);
+    llm_backend *gpu = cpu != NULL ? make_cuda(m, &o, &err) : NULL;
+    if (cpu == NULL || gpu == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        llm_backend_free(cpu);
+        llm_model_free(m);
+        return 1;
+    }
+    int fails = 0;
+    /* Tables: the CPU's in order; the GPU's blocks taken backwards from the pool's end (paging exercised). */
+    int32_t *tab_c = malloc((size_t)pool * sizeof(int32_t)), *tab_g = malloc((size_t)pool * sizeof(int32_t));
+    int32_t *ids_c = malloc((size_t)(P + gen + 8) * sizeof(int32_t)), *ids_g = malloc((size_t)(P + gen + 8) * sizeof(int32_t));
+    float *lc = malloc((size_t)P * V * sizeof(float)), *lgp = malloc((size_t)P * V * sizeof(float));
+    int32_t *pos = malloc((size_t)P * sizeof(int32_t)), *seq = calloc((size_t)P, sizeof(int32_t));
+    uint8_t *want = malloc((size_t)P);
+    if (!tab_c || !tab_g || !ids_c || !ids_g || !lc || !lgp || !pos || !seq || !want) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < pool; i++) {
+        tab_c[i] = i;
+        tab_g[i] = pool - 1 - i;
+    }
+    llm_seq_view vc = { tab_c, per_seq }, vg = { tab_g, per_seq };
+
+    /* 1. greedy */
+    const int32_t prompt[] = { 1, 403, 407, 261, 378 };
+    int np = 5;
+    if (gen > ctx - np)
+        gen = ctx - np;
+    int cpu_gen = P - np > gen ? P - np : gen;
+    if (greedy(cpu, &vc, prompt, np, cpu_gen, V, ids_c) != 0 || greedy(gpu, &vg, prompt, np, gen, V, ids_g) != 0)
+        return 1;
+    int same = 0;
+    while (same < gen && ids_c[np + same] == ids_g[np + same])
+        same++;
+    printf("greedy: %d of %d generated ids identical%s\n", same, gen, same == gen ? "" : "  <-- MISMATCH");
+    if (same != gen) {
+        printf("  cpu:"); for (int i = same; i < same + 8 && i < gen; i++) printf(" %d", ids_c[np + i]);
+        printf("\n  gpu:"); for (int i = same; i < same + 8 && i < gen; i++) printf(" %d", ids_g[np + i]);
+        printf("\n");
+        fails++;
+    }
+
+    /* 2. logits at every position, chunked prefill */
+    for (int b = 0; b < 2; b++) {
+        llm_backend *be = b == 0 ? cpu : gpu;
+        float *out = b == 0 ? lc : lgp;
+        for (int s = 0; s < P; s += chunk) {
+            int n = P - s < chunk ? P - s : chunk;
+            for (int i = 0; i < n; i++) {
+                pos[i] = s + i;
+                want[i] = 1;
+            }
+            if (fwd(be, n, ids_c + s, pos, seq, want, 1, b == 0 ? &vc : &vg, out + (size_t)s * V) != 0)
+                return 1;
+        }
+    }
+    cmp_t c2 = { 0, 0, 0 };
+    compare(&c2, lc, lgp, P, V);
+    double t2 = (double)c2.top1_same / (double)c2.rows;
+    printf("logits over %d positions (chunks of %d): max |diff| %.3g, top-1 agreement %.4f%s\n", P, chunk,
+           c2.max_diff, t2, c2.max_diff <= max_diff && t2 >= min_top1 ? "" : "  <-- FAIL");
+    fails += !(c2.max_diff <= max_diff && t2 >= min_top1);
+
+    /* 3. mixed batch: 4 prompts in one step, then 16 joint decode steps */
+    enum { NS = 4, STEPS = 16 };
+    int len[NS] = { 37, 64, 100, 5 };
+    for (int s = 0; s < NS; s++)
+        if (len[s] + STEPS > P)
+            len[s] = P / 2 > STEPS ? P / 2 - STEPS : 1;
+    int32_t *t4c = malloc((size_t)NS * per_seq * sizeof(int32_t)), *t4g = malloc((size_t)NS * per_seq * sizeof(int32_t));
+    llm_seq_view v4c[NS], v4g[NS];
+    for (int s = 0; s < NS; s++) {
+        for (int k = 0; k < per_seq; k++) {
+            t4c[s * per_seq + k] = s * per_seq + k;
+            t4g[s * per_seq + k] = k * NS + (NS - 1 - s); /* interleaved across sequences */
+        }
+        v4c[s] = (llm_seq_view){ t4c + s * per_seq, per_seq };
+        v4g[s] = (llm_seq_view){ t4g + s * per_seq, per_seq };
+    }
+    int n = 0;
+    for (int s = 0; s < NS; s++)
+        for (int i = 0; i < len[s]; i++) {
+            pos[n] = i;
+            seq[n] = s;
+            want[n] = 1;
+            n++;
+        }
+    int32_t *tok = malloc((size_t)n * sizeof(int32_t));
+    for (int i = 0; i < n; i++)
+        tok[i] = ids_c[pos[i] + 3 * seq[i]]; /* each sequence a different slice of the text */
+    cmp_t c3 = { 0, 0, 0 };
+    if (fwd(cpu, n, tok, pos, seq, want, NS, v4c, lc) != 0 || fwd(gpu, n, tok, pos, seq, want, NS, v4g, lgp) != 0)
+        return 1;
+    compare(&c3, lc, lgp, n, V);
+    for (int st = 0; st < STEPS; st++) {
+        int32_t tk[NS], ps[NS], sq[NS];
+        uint8_t w[NS];
+        for (int s = 0; s < NS; s++) {
+            sq[s] = NS - 1 - s; /* batch order differs from sequence order */
+            w[s] = 1;
+            ps[s] = len[sq[s]] + st;
+            tk[s] = ids_c[ps[s] + 3 * sq[s]];
+        }
+        if (fwd(cpu, NS, tk, ps, sq, w, NS, v4c, lc) != 0 || fwd(gpu, NS, tk, ps, sq, w, NS, v4g, lgp) != 0)
+            return 1;
+        compare(&c3, lc, lgp, NS, V);
+    }
+    double t3 = (double)c3.top1_same / (double)c3.rows;
+    printf("mixed batch (%d prompt tokens of %d sequences, %d decode steps): max |diff| %.3g, top-1 %.4f%s\n", n,
+           NS, STEPS, c3.max_diff, t3, c3.max_diff <= max_diff && t3 >= min_top1 ? "" : "  <-- FAIL");
+    fails += !(c3.max_diff <= max_diff && t3 >= min_top1);
+
+    free(tok); free(t4c); free(t4g);
+    free(tab_c); free(tab_g); free(ids_c); free(ids_g); free(lc); free(lgp); free(pos); free(seq); free(want);
+    llm_backend_free(gpu);
+    llm_backend_free(cpu);
+    llm_model_free(m);
+    printf("%s\n", fails == 0 ? "PASS" : "FAIL");
+    return fails == 0 ? 0 : 1;
+}

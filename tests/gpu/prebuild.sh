@@ -1,0 +1,18 @@
+#!/bin/bash
+# Builds everything the GPU scripts need into one directory (default build-gpu) on a machine with the
+# project's build dependencies, so it can travel to a GPU machine that lacks them (libcjson-dev,
+# libpcre2-dev): llm-engine, libllm.a, libllm_cuda.so (when nvcc is here), the parity programs and the
+# decode bench. pcre2 is linked statically; libcjson.so.1 is copied into DIR/lib (set LD_LIBRARY_PATH
+# there, as run_parity.sh and bench/gpu_decode.sh do).
+#   tests/gpu/prebuild.sh [DIR]
+set -eu -o pipefail
+cd "$(dirname "$0")/../.."
+B=${1:-build-gpu}
+LIBS_STATIC="-lcjson -Wl,-Bstatic -lpcre2-8 -Wl,-Bdynamic -lpthread -lm"
+make -s -j"$(nproc)" BUILD="$B" LIBS="$LIBS_STATIC" "$B/llm-engine" "$B/libllm.a"
+make -s -j"$(nproc)" -f Makefile -f kernels/cuda.mk BUILD="$B" cuda
+tests/gpu/build_progs.sh "$B" "$LIBS_STATIC"
+mkdir -p "$B/lib"
+cj=$(ldconfig -p | awk '/libcjson\.so\.1 .*x86-64/ {print $NF; exit}')
+if [ -n "$cj" ]; then cp -L "$cj" "$B/lib/"; fi
+ls -la "$B/llm-engine" "$B"/libllm_cuda.so "$B/tests/gpu" "$B/bench" "$B/lib" 2>&1 | sed 's/^/  /'

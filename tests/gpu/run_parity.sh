@@ -1,0 +1,55 @@
+#!/bin/bash
+# CUDA backend parity, one command on the GPU machine (from the repo root):
+#   tests/gpu/run_parity.sh [--skip-hf]
+# Uses BUILD (default build-gpu) as prepared by tests/gpu/prebuild.sh on the development machine and carried
+# along; builds what is missing here (libllm_cuda.so needs nvcc; the programs need libcjson/libpcre2 headers).
+#  1. stories260K (../shared/models or shared/models): CUDA vs CPU logits over 512 positions, greedy ids
+#     identical for 200 tokens, a mixed multi-sequence batch; F32 (f32 KV cache) and F16 (f16 KV cache).
+#  2. a random Llama-3.2-3B-shaped BF16 model made with PyTorch, saved as a Hugging Face directory, vs
+#     transformers' logits over 256 positions (tests/gpu/hf_parity.py).
+# Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+B=${BUILD:-build-gpu}
+RES=${OUT:-/tmp/llm_gpu_parity}
+WORK=${WORK:-/tmp/llm_gpu_parity_work}
+mkdir -p "$RES" "$WORK"
+[ -d "$B/lib" ] && export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$PATH:/usr/local/cuda/bin"
+
+if [ ! -f "$B/libllm_cuda.so" ]; then
+    make -s -j16 -f Makefile -f kernels/cuda.mk BUILD="$B" cuda || { echo "FAIL: CUDA build"; exit 1; }
+fi
+if [ ! -x "$B/tests/gpu/parity_logits" ] || [ ! -x "$B/llm-engine" ]; then
+    make -s -j16 BUILD="$B" "$B/llm-engine" "$B/libllm.a" && tests/gpu/build_progs.sh "$B" ||
+        { echo "FAIL: build (run tests/gpu/prebuild.sh where the build dependencies are, and carry $B)"; exit 1; }
+fi
+export LLM_CUDA_LIB="$PWD/$B/libllm_cuda.so"
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader || true
+
+SH=../shared
+[ -d "$SH/models" ] || SH=shared
+fails=0
+run() { # name, command...
+    local name=$1; shift
+    echo "== $name"
+    if "$@" 2>&1 | tee "$RES/$name.log"; then echo "-- $name: ok"; else echo "-- $name: FAILED"; fails=$((fails + 1)); fi
+}
+
+S260="$SH/models/stories260K/stories260K.bin"
+"$B/llm-engine" gen-model --from "$S260" --dtype f16 --out "$WORK/stories260K-f16.gguf" >/dev/null 2>&1 ||
+    echo "warning: could not write the F16 model"
+run stories_f32 env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$S260" --max-diff 2e-3 --min-top1 0.995
+run stories_f16 "$B/tests/gpu/parity_logits" --model "$WORK/stories260K-f16.gguf" --max-diff 5e-2 --min-top1 0.98
+# The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
+run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
+    --backend cuda | tee '$RES/generate.txt' | grep -q 'there was a little girl named Lily'"
+
+if [ "${1:-}" != "--skip-hf" ]; then
+    export PYTHONUNBUFFERED=1
+    run hf_make python3 tests/gpu/hf_parity.py make --dir "$WORK/hf" --positions 256
+    run hf_ours "$B/tests/gpu/logits_dump" --model "$WORK/hf/model" --ids "$WORK/hf/ids.i32" --out "$WORK/hf/ours.f32" --decode 16
+    run hf_compare python3 tests/gpu/hf_parity.py compare --dir "$WORK/hf" --ours "$WORK/hf/ours.f32"
+fi
+echo "parity: $fails part(s) failed"
+[ "$fails" -eq 0 ]
