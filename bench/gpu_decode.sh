@@ -13,17 +13,7 @@ RES=${OUT:-$WORK}
 DTYPES=${DTYPES:-"bf16 q8_0 q4_0"}
 BATCHES=${BATCHES:-1,8,32,128,256}
 mkdir -p "$WORK" "$RES"
-[ -d "$B/lib" ] && export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$PATH:/usr/local/cuda/bin"
-if [ ! -f "$B/libllm_cuda.so" ]; then
-    make -s -j16 -f Makefile -f kernels/cuda.mk BUILD="$B" cuda || { echo "error: CUDA build failed"; exit 1; }
-fi
-if [ ! -x "$B/bench/gpu_decode_bench" ] || [ ! -x "$B/llm-engine" ]; then
-    make -s -j16 BUILD="$B" "$B/llm-engine" "$B/libllm.a" && tests/gpu/build_progs.sh "$B" ||
-        { echo "error: build failed (run tests/gpu/prebuild.sh where the build dependencies are, carry $B)"; exit 1; }
-fi
-export LLM_CUDA_LIB="$PWD/$B/libllm_cuda.so"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+. tests/gpu/gpu_env.sh
 
 for dt in $DTYPES; do
     model="$WORK/llama-3.2-3b-$dt.gguf"
@@ -35,8 +25,7 @@ for dt in $DTYPES; do
         --prefill 1x2048,8x512 2>&1 | tee "$RES/gpu_decode_$dt.txt"
 done
 
-peer=../shared/peers/torch_cudagraph_decode.py
-[ -f "$peer" ] || peer=shared/peers/torch_cudagraph_decode.py
+peer="$SH/peers/torch_cudagraph_decode.py"
 if [ -f "$peer" ]; then
     echo "== peer: PyTorch + cuBLAS + CUDA Graph, bf16 (context <= 512)"
     PYTHONUNBUFFERED=1 python3 "$peer" 2>&1 | tail -1 | tee "$RES/peer_torch_cudagraph.txt"

@@ -285,6 +285,12 @@ static int cu_init(llm_backend *b, llm_err *err)
         cu_destroy(b);
         return -1;
     }
+    /* The KV memset ran on the legacy stream, which a non-blocking stream does not wait for. */
+    if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
+        llm_err_set(err, "cuda backend: initialisation: %s", cudaGetErrorString(e));
+        cu_destroy(b);
+        return -1;
+    }
     return 0;
 }
 

@@ -138,6 +138,7 @@ gemv_vec_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int ld
     for (int t = 0; t < NT; t++)
         acc[t] = 0.0f;
     int nchunks = W.cols / E;
+#pragma unroll 4
     for (int c = lane; c < nchunks; c += 32) {
         float w[E];
         wchunk<T>::load(W, row, r, c, w);

@@ -140,6 +140,11 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
     int rows = (int)src->ne[1], cols = M->cols, type = M->type;
     size_t drow = M->row_bytes;
     const uint8_t *s = (const uint8_t *)src->data;
+    if (drow == 0 || drow + (size_t)(cols / LLM_QK) * 2 > STAGE_BYTES) {
+        llm_err_set(err, "cuda backend: a row of %d elements does not fit the %zu MiB staging buffer", cols,
+                    STAGE_BYTES >> 20);
+        return -1;
+    }
     if (type != LLM_Q8_0 && type != LLM_Q4_0) {
         int per = (int)(STAGE_BYTES / drow);
         for (int r = 0; r < rows; r += per) {

@@ -14,21 +14,8 @@ B=${BUILD:-build-gpu}
 RES=${OUT:-/tmp/llm_gpu_parity}
 WORK=${WORK:-/tmp/llm_gpu_parity_work}
 mkdir -p "$RES" "$WORK"
-[ -d "$B/lib" ] && export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$PATH:/usr/local/cuda/bin"
+. tests/gpu/gpu_env.sh
 
-if [ ! -f "$B/libllm_cuda.so" ]; then
-    make -s -j16 -f Makefile -f kernels/cuda.mk BUILD="$B" cuda || { echo "FAIL: CUDA build"; exit 1; }
-fi
-if [ ! -x "$B/tests/gpu/parity_logits" ] || [ ! -x "$B/llm-engine" ]; then
-    make -s -j16 BUILD="$B" "$B/llm-engine" "$B/libllm.a" && tests/gpu/build_progs.sh "$B" ||
-        { echo "FAIL: build (run tests/gpu/prebuild.sh where the build dependencies are, and carry $B)"; exit 1; }
-fi
-export LLM_CUDA_LIB="$PWD/$B/libllm_cuda.so"
-nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader || true
-
-SH=../shared
-[ -d "$SH/models" ] || SH=shared
 fails=0
 run() { # name, command...
     local name=$1; shift
