@@ -1,11 +1,10 @@
-/* Backend creation by name. The CUDA backend registers itself by defining
- * llm_cuda_backend_ops (weak reference here), so a build without it still links. */
+/* Backend creation by name. The CUDA backend lives in a shared library loaded
+ * on first use (backend_cuda_loader.c), so the engine runs without CUDA. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
-
-extern const llm_backend_ops llm_cuda_backend_ops __attribute__((weak));
+#include "backend_cuda_loader.h"
 
 llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err)
 {
@@ -17,11 +16,9 @@ llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_
     if (strcmp(name, "cpu") == 0) {
         ops = &llm_cpu_backend_ops;
     } else if (strcmp(name, "cuda") == 0) {
-        if (&llm_cuda_backend_ops == NULL) {
-            llm_seterr(err, "backend \"cuda\" is not available: this engine was built without CUDA support");
+        ops = llm_cuda_ops_load(err);
+        if (ops == NULL)
             return NULL;
-        }
-        ops = &llm_cuda_backend_ops;
     } else {
         llm_seterr(err, "unknown backend \"%s\" (expected \"cpu\" or \"cuda\")", name);
         return NULL;
