@@ -7,6 +7,7 @@
 #     identical for 200 tokens, a mixed multi-sequence batch; F32 (f32 KV cache) and F16 (f16 KV cache).
 #  2. a random Llama-3.2-3B-shaped BF16 model made with PyTorch, saved as a Hugging Face directory, vs
 #     transformers' logits over 256 positions (tests/gpu/hf_parity.py).
+#  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
 # Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -30,7 +31,15 @@ run stories_f32 env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$S260"
 run stories_f16 "$B/tests/gpu/parity_logits" --model "$WORK/stories260K-f16.gguf" --max-diff 5e-2 --min-top1 0.98
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
-    --backend cuda | tee '$RES/generate.txt' | grep -q 'there was a little girl named Lily'"
+    --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"
+
+# Memory errors and shared-memory races in the kernels (short runs: the tools slow kernels a lot).
+if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
+    run stories_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$B/tests/gpu/parity_logits" --model "$S260" --positions 96 --gen 24 --chunk 40 --max-diff 1e-2
+    run stories_racecheck compute-sanitizer --tool racecheck --error-exitcode 9 \
+        "$B/tests/gpu/parity_logits" --model "$S260" --positions 48 --gen 8 --chunk 48 --max-diff 1e-2
+fi
 
 if [ "${1:-}" != "--skip-hf" ]; then
     export PYTHONUNBUFFERED=1
