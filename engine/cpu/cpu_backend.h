@@ -68,6 +68,11 @@ typedef struct {
 
 void cpu_matmul(cpu_state *st, const cpu_mm *mm);
 
+/* ---- prefault.c ---- */
+/* Bring every weight page into the process and zero the KV cache and thread
+ * buffers (parallel) before the first step. */
+void cpu_prefault_weights(cpu_state *st);
+
 /* ---- attention.c ---- */
 /* att[t] = softmax(q[t] . K[0..pos_t]) V for each token and head, reading the
  * paged cache of layer l (this step's K/V already written). */
