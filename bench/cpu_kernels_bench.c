@@ -4,7 +4,7 @@
  *   1. each matmul shape x weight type, 1 token (decode GEMV) and 128 tokens
  *      (prefill GEMM): ms per call (best of many), GFLOP/s, weight GB/s;
  *   2. a whole forward pass: 128-token prefill, then 128 single-token decodes.
- * Build: make BUILD=build build/libllm.a && cc -O2 -std=c11 -D_GNU_SOURCE -Iengine
+ * Build: make build/libllm.a && cc -O2 -std=c11 -D_GNU_SOURCE -Iengine
  *          bench/cpu_kernels_bench.c build/libllm.a -lcjson -lpcre2-8 -lpthread -lm -o build/cpu_kernels_bench
  * Run:   build/cpu_kernels_bench [threads=2] [dtypes=f16,q8_0,q4_0] [mode=all|matmul|forward|prefill] */
 #include <stdio.h>
