@@ -19,16 +19,17 @@ LIBS    = -lcjson -lpcre2-8 -lpthread -lm
 AVX2_FLAGS   = -mavx2 -mfma -mf16c
 AVX512_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2
 
-ENGINE_MAIN = engine/main.c $(wildcard engine/cli_*.c)
+ENGINE_MAIN = engine/main.c $(wildcard engine/cli_*.c) engine/llm_client_main.c
 ENGINE_SRC  = $(filter-out $(ENGINE_MAIN),$(wildcard engine/*.c engine/cpu/*.c shm/*.c))
 ENGINE_OBJ  = $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
-MAIN_OBJ    = $(ENGINE_MAIN:%.c=$(BUILD)/obj/%.o)
+MAIN_OBJ    = $(filter-out %/llm_client_main.o,$(ENGINE_MAIN:%.c=$(BUILD)/obj/%.o))
+CLI_OBJ     = $(BUILD)/obj/engine/cli_args.o
 TEST_SRC    = $(wildcard tests/test_*.c)
 TEST_BIN    = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all engine module tests test unit san parity test-nginx clean
 all: engine module
-engine: $(BUILD)/llm-engine
+engine: $(BUILD)/llm-engine $(BUILD)/llm-client
 
 $(BUILD)/obj/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
@@ -47,11 +48,14 @@ $(BUILD)/libllm.a: $(ENGINE_OBJ)
 $(BUILD)/llm-engine: $(MAIN_OBJ) $(BUILD)/libllm.a
 	$(CC) $(LDFLAGS) -o $@ $(MAIN_OBJ) $(BUILD)/libllm.a $(LIBS)
 
+$(BUILD)/llm-client: $(BUILD)/obj/engine/llm_client_main.o $(CLI_OBJ) $(BUILD)/libllm.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 $(BUILD)/tests/%: tests/%.c tests/tap.h $(BUILD)/libllm.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -o $@ $< $(BUILD)/libllm.a $(LIBS) $(LDFLAGS)
 
-tests: $(TEST_BIN) $(BUILD)/llm-engine
+tests: $(TEST_BIN) $(BUILD)/llm-engine $(BUILD)/llm-client
 
 # Unit tests run from the repo root (they find ../shared relative to it).
 unit: tests

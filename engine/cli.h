@@ -25,5 +25,6 @@ int cli_generate(const llm_args *a);
 int cli_tokenize(const llm_args *a);
 int cli_info(const llm_args *a);
 int cli_gen_model(const llm_args *a);
+int cli_serve(const llm_args *a);
 
 #endif

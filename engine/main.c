@@ -16,6 +16,10 @@ static void usage(FILE *f)
         "             [--ignore-eos] [--output-ids] [--backend cpu]\n"
         "  tokenize   (--model PATH | --tokenizer PATH) --text TEXT [--bos] [--special]\n"
         "  info       --model PATH\n"
+        "  serve      --model PATH --shm NAME [--tokenizer PATH] [--max-batch-size 32]\n"
+        "             [--preferred-batch-sizes 8,16] [--batch-timeout-ms 5] [--max-batched-tokens 2048]\n"
+        "             [--kv-blocks auto|N] [--block-size 16] [--threads N] [--slots 256] [--stream-cap 1024]\n"
+        "             [--max-waiting N] [--shm-mode 0600] [--backend cpu|cuda] [--device N]\n"
         "  gen-model  (--preset tiny|stories110m|llama-3.2-1b|llama-3.2-3b | --from MODEL)\n"
         "             --dtype f32|f16|bf16|q8_0|q4_0 --out FILE.gguf [--seed S]\n");
 }
@@ -34,6 +38,8 @@ int main(int argc, char **argv)
         return cli_tokenize(&a);
     if (strcmp(cmd, "info") == 0)
         return cli_info(&a);
+    if (strcmp(cmd, "serve") == 0)
+        return cli_serve(&a);
     if (strcmp(cmd, "gen-model") == 0)
         return cli_gen_model(&a);
     fprintf(stderr, "error: unknown command '%s'\n\n", cmd);

@@ -1,0 +1,254 @@
+/* The serve loop: shm submissions -> scheduler -> token streams. One thread. */
+#include "serve.h"
+
+#include "llm_server.h"
+#include "tokenizer.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+/* Per-slot engine-side state; a slot holds at most one live request, so the
+ * scheduler id is the slot index. */
+typedef struct {
+    uint8_t live;
+    uint8_t cancel_sent;
+} slot_state;
+
+typedef struct {
+    llm_server      *srv;
+    llm_shm_metrics *met;
+    slot_state      *slots;
+    int              n_slots;
+    int              live;
+} serve_ctx;
+
+static int can_emit(void *ctx, uint64_t id, void *user)
+{
+    serve_ctx *c = ctx;
+    (void)user;
+    return llm_server_stream_space(c->srv, (uint32_t)id) > 0;
+}
+
+static uint64_t ms_to_ns(double ms)
+{
+    return ms > 0 ? (uint64_t)(ms * 1e6) : 0;
+}
+
+static void on_output(void *ctx, const llm_sched_output *o)
+{
+    serve_ctx *c = ctx;
+    uint32_t slot = (uint32_t)o->id;
+    if (o->token >= 0) {
+        llm_shm_logprob top[LLM_SHM_MAX_TOP];
+        int n_top = o->n_top < LLM_SHM_MAX_TOP ? o->n_top : LLM_SHM_MAX_TOP;
+        for (int i = 0; i < n_top; i++) {
+            top[i].id = o->top[i].id;
+            top[i].logprob = o->top[i].logprob;
+        }
+        /* can_emit guaranteed room; a failure means the client let go (INVAL). */
+        llm_server_push(c->srv, slot, o->token, o->logprob, top, (uint32_t)n_top);
+        atomic_fetch_add_explicit(&c->met->tokens_out, 1, memory_order_relaxed);
+        if (o->n_generated == 1) {
+            llm_hist_observe(&c->met->ttft, ms_to_ns(o->ttft_ms));
+            llm_hist_observe(&c->met->queue_time, ms_to_ns(o->queue_ms));
+        }
+    }
+    if (o->finish == LLM_SCHED_FINISH_NONE)
+        return;
+    llm_finish_reason why = (llm_finish_reason)o->finish;
+    llm_server_finish(c->srv, slot, why, o->error);
+    _Atomic uint64_t *counter = why == LLM_FINISH_CANCELLED ? &c->met->cancelled
+                              : why == LLM_FINISH_ERROR     ? &c->met->failed
+                                                            : &c->met->finished;
+    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+    if (o->n_generated > 1)
+        llm_hist_observe(&c->met->tpot, ms_to_ns(o->tpot_ms));
+    if (slot < (uint32_t)c->n_slots && c->slots[slot].live) {
+        c->slots[slot].live = 0;
+        c->live--;
+    }
+}
+
+/* Turn one popped slot into a scheduler request (or end it with an error). */
+static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
+{
+    uint32_t n = 0;
+    const int32_t *prompt = llm_server_prompt(c->srv, slot, &n);
+    const llm_shm_params *p = llm_server_params(c->srv, slot);
+    llm_sched_request r;
+    memset(&r, 0, sizeof(r));
+    r.id = slot;
+    r.prompt = prompt;
+    r.n_prompt = (int)n;
+    llm_sampling_defaults(&r.sampling);
+    r.sampling.temperature = p->temperature;
+    r.sampling.top_k = p->top_k;
+    r.sampling.top_p = p->top_p;
+    r.sampling.min_p = p->min_p;
+    r.sampling.repetition_penalty = p->repetition_penalty;
+    r.sampling.presence_penalty = p->presence_penalty;
+    r.sampling.frequency_penalty = p->frequency_penalty;
+    r.sampling.penalty_last_n = p->penalty_last_n;
+    r.sampling.seed = p->seed;
+    r.sampling.n_logprobs = p->n_logprobs;
+    r.max_tokens = p->max_tokens;
+    r.stop_ids = p->stop_ids;
+    r.n_stop = (int)(p->n_stop <= LLM_SCHED_MAX_STOP ? p->n_stop : LLM_SCHED_MAX_STOP);
+    llm_err err = { { 0 } };
+    if (llm_sched_submit(sched, &r, &err) != 0) {
+        fprintf(stderr, "serve: request in slot %u refused: %s\n", slot, err.msg);
+        llm_server_finish(c->srv, slot, LLM_FINISH_ERROR, LLM_SHM_E_INVAL);
+        atomic_fetch_add_explicit(&c->met->failed, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&c->met->tokens_in, n, memory_order_relaxed);
+    c->slots[slot].live = 1;
+    c->slots[slot].cancel_sent = 0;
+    c->live++;
+}
+
+static void publish_gauges(serve_ctx *c, const llm_sched *sched)
+{
+    llm_sched_stats st;
+    llm_sched_get_stats(sched, &st);
+    atomic_store_explicit(&c->met->batch_size, st.last_batch_seqs, memory_order_relaxed);
+    atomic_store_explicit(&c->met->running, st.running, memory_order_relaxed);
+    atomic_store_explicit(&c->met->kv_blocks_used, st.kv.used, memory_order_relaxed);
+    atomic_store_explicit(&c->met->kv_blocks_free, st.kv.free + st.kv.cached, memory_order_relaxed);
+}
+
+static void model_description(const llm_model *m, llm_shm_model *d)
+{
+    memset(d, 0, sizeof(*d));
+    const char *name = m->name[0] ? m->name : m->arch;
+    size_t n = strnlen(name, sizeof(d->name) - 1);
+    memcpy(d->name, name, n); /* d was zeroed: stays NUL-terminated */
+    d->vocab_size = (uint32_t)m->cfg.vocab_size;
+    d->ctx_len = (uint32_t)m->cfg.seq_len;
+    d->bos_id = m->cfg.bos_id;
+    d->eos_id = m->cfg.eos_id;
+    if (m->tok != NULL) {
+        d->n_eog = (uint32_t)llm_tok_eog_ids(m->tok, d->eog_ids, LLM_SHM_MAX_EOG);
+        d->tok_kind = (uint32_t)llm_tok_kind_of(m->tok);
+    } else if (m->cfg.eos_id >= 0) {
+        d->n_eog = 1;
+        d->eog_ids[0] = m->cfg.eos_id;
+    }
+}
+
+int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *err)
+{
+    serve_ctx c;
+    memset(&c, 0, sizeof(c));
+    c.n_slots = o->n_slots;
+    c.slots = calloc((size_t)o->n_slots, sizeof(*c.slots));
+    if (c.slots == NULL) {
+        llm_seterr(err, "out of memory");
+        return -1;
+    }
+
+    llm_sched_config sc = o->sched;
+    sc.on_output = on_output;
+    sc.can_emit = can_emit;
+    sc.cb_ctx = &c;
+    llm_sched *sched = llm_sched_create(b, &sc, err);
+    if (sched == NULL) {
+        free(c.slots);
+        return -1;
+    }
+
+    llm_server_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.name = o->shm_name;
+    cfg.mode = o->shm_mode;
+    cfg.caps.n_slots = (uint32_t)o->n_slots;
+    cfg.caps.ring_size = 1;
+    while (cfg.caps.ring_size < (uint32_t)o->n_slots)
+        cfg.caps.ring_size <<= 1; /* never smaller than the slots: a full ring means no slot */
+    cfg.caps.max_prompt = (uint32_t)llm_sched_context_limit(sched);
+    cfg.caps.stream_cap = (uint32_t)o->stream_cap;
+    cfg.caps.max_top = LLM_SHM_MAX_TOP;
+    cfg.caps.n_waiters = 1024;
+    model_description(m, &cfg.model);
+    cfg.model.ctx_len = (uint32_t)llm_sched_context_limit(sched);
+    char msg[256];
+    c.srv = llm_server_create(&cfg, msg, sizeof(msg));
+    if (c.srv == NULL) {
+        llm_seterr(err, "cannot create segment '%s': %s", o->shm_name, msg);
+        llm_sched_destroy(sched);
+        free(c.slots);
+        return -1;
+    }
+    c.met = llm_server_map(c.srv)->metrics;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    llm_server_set_state(c.srv, LLM_ENGINE_READY);
+    fprintf(stderr, "serve: ready on /llm-%s (generation %llu): %d slots, %d KV blocks of %d tokens, context %d\n",
+            o->shm_name, (unsigned long long)llm_server_generation(c.srv), o->n_slots, b->opts.kv_blocks,
+            b->opts.block_size, llm_sched_context_limit(sched));
+
+    int rc = 0, draining = 0;
+    while (!(stop_signal == SIGINT || (draining && c.live == 0))) {
+        if (stop_signal == SIGTERM && !draining) {
+            draining = 1;
+            llm_server_set_state(c.srv, LLM_ENGINE_DRAINING);
+            fprintf(stderr, "serve: SIGTERM, draining %d running requests\n", c.live);
+        }
+        uint32_t slot;
+        while (llm_server_pop(c.srv, &slot)) {
+            if (draining)
+                llm_server_finish(c.srv, slot, LLM_FINISH_ERROR, LLM_SHM_E_NOT_READY);
+            else
+                admit(&c, sched, slot);
+        }
+        llm_server_reap(c.srv, 0);
+        for (int i = 0; i < c.n_slots; i++) {
+            if (c.slots[i].live && !c.slots[i].cancel_sent && llm_server_cancelled(c.srv, (uint32_t)i)) {
+                llm_sched_cancel(sched, (uint64_t)i);
+                c.slots[i].cancel_sent = 1;
+            }
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int st = llm_sched_step(sched);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (st < 0)
+            fprintf(stderr, "serve: step failed: %s\n", llm_sched_last_error(sched));
+        llm_sched_stats ss;
+        llm_sched_get_stats(sched, &ss);
+        if (ss.last_batch_tokens > 0 && st != 0)
+            llm_hist_observe(&c.met->step_time, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull +
+                                                    (uint64_t)(t1.tv_nsec - t0.tv_nsec));
+        publish_gauges(&c, sched);
+        llm_server_heartbeat(c.srv);
+        /* Sleep on the doorbell when there is nothing to step; back-pressured
+         * streams (clients not reading) are re-checked every millisecond. */
+        int wait = llm_sched_wait_ms(sched);
+        if (wait < 0)
+            wait = c.live > 0 ? 1 : 100;
+        if (wait != 0)
+            llm_server_wait(c.srv, wait > 100 ? 100 : wait);
+    }
+    fprintf(stderr, "serve: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" : "drained");
+    llm_server_destroy(c.srv);
+    llm_sched_destroy(sched);
+    free(c.slots);
+    return rc;
+}
