@@ -11,7 +11,6 @@
  *   qs[R][hd] | ks[32][hd+1] | vs[32][hd] | sc[R][32] | m[R] | l[R] | corr[R] | acc[R][hd] | rpos[R] (int)
  * ks rows are padded by one float so lanes reading different keys hit
  * different banks. */
-#include <cuda_fp16.h>
 #include <math.h>
 
 #include "cuda_internal.cuh"
@@ -57,7 +56,7 @@ template <> __device__ __forceinline__ float cache_ld<__half>(const __half *p, s
 template <typename C>
 __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
 {
-    extern __shared__ float smem[];
+    CU_DYN_SMEM(smem);
     const cu_att_item it = a.items[blockIdx.z];
     const int g = blockIdx.y, split = blockIdx.x, hd = a.hd;
     const int p_begin = split * a.chunk;
@@ -226,12 +225,9 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
     a.scale = p->scale;
     dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
     size_t smem = cuda_att_smem(p->q_tile, a.group, p->head_dim);
-    if (kv->kv16)
-        attention_kernel<__half><<<grid, ATT_THREADS, smem, st>>>(a);
-    else
-        attention_kernel<float><<<grid, ATT_THREADS, smem, st>>>(a);
+    void (*k)(att_args) = kv->kv16 ? attention_kernel<__half> : attention_kernel<float>;
+    CU_LAUNCH(k, grid, ATT_THREADS, smem, st, a);
     int mthreads = p->head_dim < 256 ? p->head_dim : 256;
-    attention_merge_kernel<<<(unsigned)(n_tokens * p->n_heads), mthreads, 0, st>>>(ws, *ti, out, p->n_heads,
-                                                                                  p->head_dim, p->chunk,
-                                                                                  p->n_splits);
+    CU_LAUNCH(attention_merge_kernel, (unsigned)(n_tokens * p->n_heads), mthreads, 0, st, ws, *ti, out, p->n_heads,
+              p->head_dim, p->chunk, p->n_splits);
 }

@@ -15,8 +15,17 @@
 #ifndef LLM_CUDA_INTERNAL_CUH
 #define LLM_CUDA_INTERNAL_CUH
 
-#include <cuda_runtime.h>
+#ifdef CU_EMULATE
+#include "cuda_emu.h"   /* CPU emulation for testing without a GPU (tests/gpu/emu_parity.sh) */
+#else
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+/* Kernel launch written once for both builds (k may be a pointer to a __global__ function). */
+#define CU_LAUNCH(k, grid, block, smem, stream, ...) k<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__)
+#define CU_DYN_SMEM(name) extern __shared__ float name[]
+#endif
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>

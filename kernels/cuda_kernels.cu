@@ -1,8 +1,6 @@
 /* Element-wise kernels of the CUDA backend (embedding gather, RMSNorm, SwiGLU,
  * RoPE + KV-cache write) and the matrix products: a warp-per-row GEMV with
  * fused dequantisation for small batches, cuBLAS for larger ones. */
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -193,18 +191,18 @@ template <int NT>
 static void gemv_launch(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int acc, cudaStream_t st)
 {
     dim3 grid((unsigned)((W->rows + GEMV_WARPS - 1) / GEMV_WARPS)), block(GEMV_WARPS * 32);
-    if (!cuda_gemv_ok(W, ldx) || ((uintptr_t)x & 15) != 0) {
-        gemv_scalar_kernel<NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc);
-        return;
+    void (*k)(cu_mat, const float *, int, float *, int, int) = gemv_scalar_kernel<NT>;
+    if (cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0) {
+        switch (W->type) {
+        case LLM_F32:  k = gemv_vec_kernel<LLM_F32, NT>; break;
+        case LLM_F16:  k = gemv_vec_kernel<LLM_F16, NT>; break;
+        case LLM_BF16: k = gemv_vec_kernel<LLM_BF16, NT>; break;
+        case LLM_Q8_0: k = gemv_vec_kernel<LLM_Q8_0, NT>; break;
+        case LLM_Q4_0: k = gemv_vec_kernel<LLM_Q4_0, NT>; break;
+        default: break;
+        }
     }
-    switch (W->type) {
-    case LLM_F32:  gemv_vec_kernel<LLM_F32, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
-    case LLM_F16:  gemv_vec_kernel<LLM_F16, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
-    case LLM_BF16: gemv_vec_kernel<LLM_BF16, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
-    case LLM_Q8_0: gemv_vec_kernel<LLM_Q8_0, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
-    case LLM_Q4_0: gemv_vec_kernel<LLM_Q4_0, NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
-    default: gemv_scalar_kernel<NT><<<grid, block, 0, st>>>(*W, x, ldx, y, ldy, acc); break;
-    }
+    CU_LAUNCH(k, grid, block, 0, st, *W, x, ldx, y, ldy, acc);
 }
 
 void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
@@ -295,14 +293,14 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
                 snprintf(msg, msg_len, "cuda backend: out of device memory for a %dx%d dequantised matrix", R, K);
                 return -1;
             }
-            dequant_bf16_kernel<<<grid_for((size_t)R * K), 256, 0, c->stream>>>(*W, (__nv_bfloat16 *)c->deq);
+            CU_LAUNCH(dequant_bf16_kernel, grid_for((size_t)R * K), 256, 0, c->stream, *W, (__nv_bfloat16 *)c->deq);
             A = c->deq;
         }
         if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream) != 0) {
             snprintf(msg, msg_len, "cuda backend: out of device memory for %d activations of %d", n, K);
             return -1;
         }
-        to_half_kernel<<<grid_for((size_t)n * K), 256, 0, c->stream>>>(x, ldx, c->act16, K, n, bf16);
+        CU_LAUNCH(to_half_kernel, grid_for((size_t)n * K), 256, 0, c->stream, x, ldx, c->act16, K, n, bf16);
         s = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, R, n, K, &one, A, ht, K, c->act16, ht, K, beta, y,
                          CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
@@ -324,7 +322,7 @@ __global__ void embed_kernel(cu_mat E, const int32_t *tokens, float *x)
 
 void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, cudaStream_t st)
 {
-    embed_kernel<<<n, 256, 0, st>>>(*E, tokens, x);
+    CU_LAUNCH(embed_kernel, n, 256, 0, st, *E, tokens, x);
 }
 
 /* Sum over the block (256 threads); every thread gets the total. */
@@ -366,7 +364,7 @@ __global__ void __launch_bounds__(256) rmsnorm_kernel(const float *x, int ldx, c
 void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
                   const int32_t *rows, cudaStream_t st)
 {
-    rmsnorm_kernel<<<n, 256, 0, st>>>(x, ldx, w, y, ldy, dim, eps, rows);
+    CU_LAUNCH(rmsnorm_kernel, n, 256, 0, st, x, ldx, w, y, ldy, dim, eps, rows);
 }
 
 __global__ void swiglu_kernel(const float *gu, int ld, float *h, int hidden, int n)
@@ -381,7 +379,7 @@ __global__ void swiglu_kernel(const float *gu, int ld, float *h, int hidden, int
 
 void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, cudaStream_t st)
 {
-    swiglu_kernel<<<grid_for((size_t)n * hidden), 256, 0, st>>>(gu, ld, h, hidden, n);
+    CU_LAUNCH(swiglu_kernel, grid_for((size_t)n * hidden), 256, 0, st, gu, ld, h, hidden, n);
 }
 
 /* Rotate q (in place) and k (into the cache) of one token per block; copy v into the cache. */
@@ -430,6 +428,6 @@ void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const f
     size_t es = kv->kv16 ? 2 : 4;
     void *kc = (char *)kv->k + (size_t)layer * kv->layer_elems * es;
     void *vc = (char *)kv->v + (size_t)layer * kv->layer_elems * es;
-    rope_kv_kernel<<<n, 128, 0, st>>>(qkv, ld, *ti, cos_t, sin_t, half, n_heads, n_kv_heads, layout, kc, vc,
-                                      kv->kv16, block_size);
+    CU_LAUNCH(rope_kv_kernel, n, 128, 0, st, qkv, ld, *ti, cos_t, sin_t, half, n_heads, n_kv_heads, layout, kc, vc,
+              kv->kv16, block_size);
 }

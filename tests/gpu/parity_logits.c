@@ -151,9 +151,10 @@ int main(int argc, char **argv)
     /* Tables: the CPU's in order; the GPU's blocks taken backwards from the pool's end (paging exercised). */
     int32_t *tab_c = malloc((size_t)pool * sizeof(int32_t)), *tab_g = malloc((size_t)pool * sizeof(int32_t));
     int32_t *ids_c = malloc((size_t)(P + gen + 8) * sizeof(int32_t)), *ids_g = malloc((size_t)(P + gen + 8) * sizeof(int32_t));
-    float *lc = malloc((size_t)P * V * sizeof(float)), *lgp = malloc((size_t)P * V * sizeof(float));
-    int32_t *pos = malloc((size_t)P * sizeof(int32_t)), *seq = calloc((size_t)P, sizeof(int32_t));
-    uint8_t *want = malloc((size_t)P);
+    int rows = P > 256 ? P : 256; /* part 3 asks for up to 206 rows */
+    float *lc = malloc((size_t)rows * V * sizeof(float)), *lgp = malloc((size_t)rows * V * sizeof(float));
+    int32_t *pos = malloc((size_t)rows * sizeof(int32_t)), *seq = calloc((size_t)rows, sizeof(int32_t));
+    uint8_t *want = malloc((size_t)rows);
     if (!tab_c || !tab_g || !ids_c || !ids_g || !lc || !lgp || !pos || !seq || !want) {
         fprintf(stderr, "error: out of memory\n");
         return 1;

@@ -1,0 +1,337 @@
+/* CPU emulation of CUDA for tests without a GPU: see cuda_emu.h. Shared
+ * memory and fresh "device" allocations are poisoned with NaN bytes so that
+ * reads of unwritten memory show up in the results; a barrier that not every
+ * live thread of the block (or warp) reaches aborts with a message. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <ucontext.h>
+
+#include <vector>
+
+#include "cuda_emu.h"
+
+namespace {
+
+enum { READY, WAIT_BLOCK, WAIT_WARP, DONE };
+
+struct Fiber {
+    ucontext_t ctx;
+    unsigned   tid;
+    int        state;
+    unsigned   wait_gen;
+    float      shfl;
+};
+
+struct Block {
+    std::vector<Fiber> f;
+    ucontext_t sched;
+    unsigned   n;
+    dim3       bid, bdim, gdim;
+    int        live, block_arrived;
+    unsigned   block_gen;
+    int        warp_arrived[32], warp_live[32];
+    unsigned   warp_gen[32];
+    const std::function<void()> *body;
+    Fiber     *cur;
+    std::vector<float> dyn;
+};
+
+Block *B;
+std::vector<char *> stacks;
+const size_t STACK = 128 * 1024;
+
+void die(const char *what)
+{
+    fprintf(stderr, "cuda emulation: %s (block %u,%u,%u, thread %u)\n", what, B->bid.x, B->bid.y, B->bid.z,
+            B->cur != NULL ? B->cur->tid : 0u);
+    abort();
+}
+
+void entry()
+{
+    (*B->body)();
+    Fiber *f = B->cur;
+    f->state = DONE;
+    B->live--;
+    int w = (int)(f->tid / 32);
+    B->warp_live[w]--;
+    /* Threads that exit count as arrived for waiters (all our kernels exit block- or warp-uniformly). */
+    if (B->block_arrived > 0 && B->block_arrived == B->live) {
+        B->block_arrived = 0;
+        B->block_gen++;
+    }
+    if (B->warp_arrived[w] > 0 && B->warp_arrived[w] == B->warp_live[w]) {
+        B->warp_arrived[w] = 0;
+        B->warp_gen[w]++;
+    }
+}
+
+void warp_barrier(int w)
+{
+    Fiber *f = B->cur;
+    if (++B->warp_arrived[w] == B->warp_live[w]) {
+        B->warp_arrived[w] = 0;
+        B->warp_gen[w]++;
+        return;
+    }
+    f->state = WAIT_WARP;
+    f->wait_gen = B->warp_gen[w];
+    swapcontext(&f->ctx, &B->sched);
+}
+
+void run_block()
+{
+    for (;;) {
+        bool progress = false, all_done = true;
+        for (auto &f : B->f) {
+            if (f.state == DONE)
+                continue;
+            all_done = false;
+            bool go = f.state == READY || (f.state == WAIT_BLOCK && B->block_gen != f.wait_gen) ||
+                      (f.state == WAIT_WARP && B->warp_gen[f.tid / 32] != f.wait_gen);
+            if (!go)
+                continue;
+            f.state = READY;
+            B->cur = &f;
+            swapcontext(&B->sched, &f.ctx);
+            progress = true;
+        }
+        if (all_done)
+            return;
+        if (!progress)
+            die("deadlock: a barrier or shuffle not reached by every live thread");
+    }
+}
+
+float half_to_float(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;
+    if (e == 0) {
+        if (m == 0) {
+            u = s;
+        } else { /* subnormal */
+            e = 127 - 15 + 1;
+            while (!(m & 1024)) {
+                m <<= 1;
+                e--;
+            }
+            u = s | (e << 23) | ((m & 1023) << 13);
+        }
+    } else if (e == 31) {
+        u = s | 0x7f800000u | (m << 13);
+    } else {
+        u = s | ((e + 127 - 15) << 23) | (m << 13);
+    }
+    return __uint_as_float(u);
+}
+
+uint16_t float_to_half(float f)
+{
+    uint32_t u = __float_as_uint(f), s = (u >> 16) & 0x8000u;
+    int32_t e = (int32_t)((u >> 23) & 255) - 127 + 15;
+    uint32_t m = u & 0x7fffffu;
+    if (((u >> 23) & 255) == 255)
+        return (uint16_t)(s | 0x7c00u | (m ? 0x200u : 0));
+    if (e >= 31)
+        return (uint16_t)(s | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10)
+            return (uint16_t)s;
+        m |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e), r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1)))
+            r++;
+        return (uint16_t)(s | r);
+    }
+    uint32_t r = ((uint32_t)e << 10) | (m >> 13), rem = m & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1)))
+        r++; /* may carry into the exponent: still right (up to infinity) */
+    return (uint16_t)(s | r);
+}
+
+float fetch(cudaDataType_t t, const void *p, size_t i)
+{
+    switch (t) {
+    case CUDA_R_32F: return ((const float *)p)[i];
+    case CUDA_R_16F: return half_to_float(((const uint16_t *)p)[i]);
+    default:         return __uint_as_float((uint32_t)((const uint16_t *)p)[i] << 16);
+    }
+}
+
+__attribute__((noinline)) void setup_fiber(Fiber *f, unsigned t)
+{
+    f->tid = t;
+    f->state = READY;
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = stacks[t];
+    f->ctx.uc_stack.ss_size = STACK;
+    f->ctx.uc_link = &B->sched;
+    makecontext(&f->ctx, entry, 0);
+}
+
+} // namespace
+
+dim3 cu_emu_thread_idx(void) { return dim3(B->cur->tid, 0, 0); }
+dim3 cu_emu_block_idx(void) { return B->bid; }
+dim3 cu_emu_block_dim(void) { return B->bdim; }
+dim3 cu_emu_grid_dim(void) { return B->gdim; }
+float *cu_emu_dyn_smem(void) { return B->dyn.data(); }
+
+void __syncthreads(void)
+{
+    Fiber *f = B->cur;
+    if (++B->block_arrived == B->live) {
+        B->block_arrived = 0;
+        B->block_gen++;
+        return;
+    }
+    f->state = WAIT_BLOCK;
+    f->wait_gen = B->block_gen;
+    swapcontext(&f->ctx, &B->sched);
+}
+
+float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
+{
+    Fiber *f = B->cur;
+    int w = (int)(f->tid / 32), lane = (int)(f->tid % 32);
+    unsigned in_warp = B->n - (unsigned)w * 32 < 32 ? B->n - (unsigned)w * 32 : 32;
+    if (mask != 0xffffffffu || (unsigned)B->warp_live[w] != in_warp || in_warp != 32)
+        die("full-warp shuffle without all 32 lanes");
+    f->shfl = v;
+    warp_barrier(w);
+    float r = B->f[(size_t)w * 32 + (size_t)(lane ^ lane_mask)].shfl;
+    warp_barrier(w);
+    return r;
+}
+
+void cu_emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
+{
+    if (block.y != 1 || block.z != 1 || block.x == 0 || block.x > 1024 || grid.x == 0 || grid.y == 0 ||
+        grid.z == 0 || grid.y > 65535 || grid.z > 65535) {
+        fprintf(stderr, "cuda emulation: bad launch %ux%ux%u blocks of %ux%ux%u\n", grid.x, grid.y, grid.z, block.x,
+                block.y, block.z);
+        abort();
+    }
+    if (smem > 232448) {
+        fprintf(stderr, "cuda emulation: %zu bytes of dynamic shared memory is over the device limit\n", smem);
+        abort();
+    }
+    while (stacks.size() < block.x)
+        stacks.push_back((char *)malloc(STACK));
+    Block blk;
+    blk.n = block.x;
+    blk.bdim = block;
+    blk.gdim = grid;
+    blk.body = &body;
+    blk.dyn.resize(smem / sizeof(float) + 1);
+    Block *saved = B;
+    B = &blk;
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                blk.bid = dim3(x, y, z);
+                blk.f.assign(block.x, Fiber());
+                blk.live = (int)block.x;
+                blk.block_arrived = 0;
+                blk.block_gen = 0;
+                for (int w = 0; w < 32; w++) {
+                    blk.warp_arrived[w] = 0;
+                    blk.warp_gen[w] = 0;
+                    int left = (int)block.x - 32 * w;
+                    blk.warp_live[w] = left <= 0 ? 0 : (left < 32 ? left : 32);
+                }
+                memset(blk.dyn.data(), 0xff, blk.dyn.size() * sizeof(float)); /* NaN poison */
+                blk.cur = NULL;
+                for (unsigned t = 0; t < block.x; t++)
+                    setup_fiber(&blk.f[t], t);
+                run_block();
+            }
+    B = saved;
+}
+
+float __half2float(__half h) { return half_to_float(h.b); }
+__half __float2half_rn(float f) { __half h; h.b = float_to_half(f); return h; }
+__nv_bfloat16 __float2bfloat16_rn(float f)
+{
+    uint32_t u = __float_as_uint(f);
+    __nv_bfloat16 b;
+    b.b = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)0x7fc0 : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return b;
+}
+
+/* ---- runtime ---- */
+struct cu_emu_stream { int x; };
+struct cu_emu_event { int x; };
+struct cu_emu_blas { int x; };
+
+cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidValue; }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
+{
+    memset(p, 0, sizeof(*p));
+    snprintf(p->name, sizeof(p->name), "CPU emulation of CUDA");
+    p->multiProcessorCount = 4;
+    p->sharedMemPerBlockOptin = 232448;
+    p->totalGlobalMem = (size_t)16 << 30;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { *s = new cu_emu_stream(); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { *e = new cu_emu_event(); return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
+cudaError_t cudaMalloc(void **p, size_t n)
+{
+    if (posix_memalign(p, 256, n ? n : 1) != 0) {
+        *p = NULL;
+        return cudaErrorMemoryAllocation;
+    }
+    memset(*p, 0xff, n); /* device memory starts as garbage: NaN bytes */
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n ? n : 1); return *p ? cudaSuccess : cudaErrorMemoryAllocation; }
+cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) { memcpy(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { memcpy(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemset(void *d, int v, size_t n) { memset(d, v, n); return cudaSuccess; }
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
+{
+    *total_b = (size_t)16 << 30;
+    *free_b = (size_t)15 << 30;
+    return cudaSuccess;
+}
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+
+cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = new cu_emu_blas(); return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasDestroy(cublasHandle_t h) { delete h; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A, cudaDataType_t at, int lda, const void *B_,
+                            cudaDataType_t bt, int ldb, const void *beta, void *C, cudaDataType_t ct, int ldc,
+                            cublasComputeType_t, cublasGemmAlgo_t)
+{
+    /* Column-major, as cuBLAS: C (m x n) = alpha op(A) op(B) + beta C; C must be f32 here. */
+    if (ct != CUDA_R_32F || at != bt || m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? m : k) ||
+        ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    float a = *(const float *)alpha, b = *(const float *)beta;
+    float *c = (float *)C;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float acc = 0.0f;
+            for (int l = 0; l < k; l++) {
+                size_t ia = ta == CUBLAS_OP_N ? (size_t)i + (size_t)l * lda : (size_t)l + (size_t)i * lda;
+                size_t ib = tb == CUBLAS_OP_N ? (size_t)l + (size_t)j * ldb : (size_t)j + (size_t)l * ldb;
+                acc += fetch(at, A, ia) * fetch(bt, B_, ib);
+            }
+            float *pc = c + (size_t)i + (size_t)j * ldc;
+            *pc = b == 0.0f ? a * acc : a * acc + b * *pc; /* beta 0: C is not read */
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}

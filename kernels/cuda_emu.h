@@ -1,0 +1,115 @@
+/* A CPU emulation of the small part of CUDA the backend uses, for testing the
+ * kernels' index math, barriers and host logic where no GPU exists (compiled
+ * with g++ -DCU_EMULATE; tests/gpu/emu_parity.sh). Each CUDA thread of a block
+ * is a fiber (ucontext); __syncthreads and warp shuffles are barriers over the
+ * block / warp; blocks run one after another; "device" memory is host memory
+ * and every call completes before it returns. Not used by the real build. */
+#ifndef LLM_CUDA_EMU_H
+#define LLM_CUDA_EMU_H
+
+#include <functional>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- types ---- */
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct __half { uint16_t b; };
+struct __nv_bfloat16 { uint16_t b; };
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static  /* blocks run one at a time: a static is shared by the block's fibers */
+
+/* ---- thread indices of the running fiber ---- */
+dim3 cu_emu_thread_idx(void);
+dim3 cu_emu_block_idx(void);
+dim3 cu_emu_block_dim(void);
+dim3 cu_emu_grid_dim(void);
+#define threadIdx cu_emu_thread_idx()
+#define blockIdx  cu_emu_block_idx()
+#define blockDim  cu_emu_block_dim()
+#define gridDim   cu_emu_grid_dim()
+
+void  __syncthreads(void);
+float __shfl_xor_sync(unsigned mask, float v, int lane_mask);
+float *cu_emu_dyn_smem(void);
+void  cu_emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body);
+
+#define CU_LAUNCH(k, grid, block, smem, stream, ...) \
+    ((void)(stream), cu_emu_launch(dim3(grid), dim3(block), (size_t)(smem), [=]() { k(__VA_ARGS__); }))
+#define CU_DYN_SMEM(name) float *name = cu_emu_dyn_smem()
+
+/* ---- device intrinsics ---- */
+template <typename T> static inline T __ldg(const T *p) { return *p; }
+static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline __half __ushort_as_half(uint16_t b) { __half h; h.b = b; return h; }
+float  __half2float(__half h);
+__half __float2half_rn(float f);
+__nv_bfloat16 __float2bfloat16_rn(float f);
+
+/* ---- runtime API ---- */
+typedef enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorInvalidValue = 1 } cudaError_t;
+typedef struct cu_emu_stream *cudaStream_t;
+typedef struct cu_emu_event *cudaEvent_t;
+enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+#define cudaStreamNonBlocking 1u
+#define cudaEventDisableTiming 2u
+#define cudaHostAllocDefault 0u
+struct cudaDeviceProp {
+    char   name[256];
+    int    multiProcessorCount;
+    size_t sharedMemPerBlockOptin, totalGlobalMem;
+};
+cudaError_t cudaGetDeviceCount(int *n);
+cudaError_t cudaSetDevice(int d);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaMalloc(void **p, size_t n);
+template <typename T> static inline cudaError_t cudaMalloc(T **p, size_t n) { return cudaMalloc((void **)p, n); }
+cudaError_t cudaFree(void *p);
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags);
+cudaError_t cudaFreeHost(void *p);
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind k);
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st);
+cudaError_t cudaMemset(void *d, int v, size_t n);
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b);
+cudaError_t cudaGetLastError(void);
+const char *cudaGetErrorString(cudaError_t e);
+template <typename F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
+
+/* ---- cuBLAS ---- */
+typedef struct cu_emu_blas *cublasHandle_t;
+typedef enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7 } cublasStatus_t;
+typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
+typedef enum { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 } cudaDataType_t;
+typedef enum { CUBLAS_COMPUTE_32F = 68 } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
+cublasStatus_t cublasCreate(cublasHandle_t *h);
+cublasStatus_t cublasDestroy(cublasHandle_t h);
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s);
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A, cudaDataType_t at, int lda, const void *B,
+                            cudaDataType_t bt, int ldb, const void *beta, void *C, cudaDataType_t ct, int ldc,
+                            cublasComputeType_t comp, cublasGemmAlgo_t algo);
+
+#endif
