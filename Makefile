@@ -27,7 +27,7 @@ CLI_OBJ     = $(BUILD)/obj/engine/cli_args.o
 TEST_SRC    = $(wildcard tests/test_*.c)
 TEST_BIN    = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine module tests test unit san parity test-nginx clean
+.PHONY: all engine module tests test unit san parity test-nginx serve stop clean
 all: engine module
 engine: $(BUILD)/llm-engine $(BUILD)/llm-client
 
@@ -67,6 +67,15 @@ san:
 # The NGINX dynamic module, built against Debian's nginx source tree (nginx-dev).
 module: $(BUILD)/llm-engine
 	ngx_module/build.sh $(BUILD)
+
+# make serve [PORT=8080] [MODEL=path] [BACKEND=cpu]: engine + nginx in the background.
+PORT    ?= 8080
+MODEL   ?= ../shared/models/stories260K/stories260K.gguf
+BACKEND ?= cpu
+serve: engine module
+	tools/serve.sh start $(BUILD) $(PORT) $(MODEL) $(BACKEND)
+stop:
+	tools/serve.sh stop $(BUILD) $(PORT)
 
 parity: $(BUILD)/llm-engine
 	prove tests/parity/

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# make serve / make stop: run the whole service on 127.0.0.1 in the background:
+# `llm-engine serve` plus nginx with the module, configured from
+# nginx.conf.example. Waits until GET /health answers 200, then prints the URL.
+#   tools/serve.sh start BUILD PORT MODEL [BACKEND]
+#   tools/serve.sh stop  BUILD PORT
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmd=$1 build=$(realpath -m "$2") port=$3
+run="$build/serve-$port"
+name="serve-$port"
+
+stop() {
+    [ -f "$run/nginx.pid" ] && kill -QUIT "$(cat "$run/nginx.pid")" 2>/dev/null || true
+    [ -f "$run/engine.pid" ] && kill -TERM "$(cat "$run/engine.pid")" 2>/dev/null || true
+    for _ in $(seq 50); do
+        { [ -f "$run/engine.pid" ] && kill -0 "$(cat "$run/engine.pid")" 2>/dev/null; } || break
+        sleep 0.1
+    done
+    rm -f "$run/nginx.pid" "$run/engine.pid"
+}
+
+if [ "$cmd" = stop ]; then
+    stop
+    echo "stopped the service on port $port"
+    exit 0
+fi
+
+model=$(realpath "$4")
+backend=${5:-cpu}
+mkdir -p "$run/logs"
+stop
+
+build/llm-engine serve --model "$model" --shm "$name" --backend "$backend" --shm-mode 0600 \
+    >"$run/logs/engine.log" 2>&1 &
+echo $! >"$run/engine.pid"
+
+# nginx.conf.example with this run's paths, port and model.
+sed -e "s|^load_module .*|load_module $build/ngx_http_llm_module.so;|" \
+    -e "s|^\(\s*\)llm_engine main;|\1llm_engine $name;|" \
+    -e "s|^\(\s*\)llm_model_path [^;]*;|\1llm_model_path $model;|" \
+    -e "s|^\(\s*\)llm_model_name [^;]*;|\1llm_model_name $(basename "$model" | sed 's/\.[^.]*$//');|" \
+    -e "s|^\(\s*\)listen 8080;|\1listen 127.0.0.1:$port;|" \
+    -e "s|^user root;|user $(id -un);|" \
+    -e "s|^worker_processes auto;|worker_processes 2;\npid $run/nginx.pid;\nerror_log $run/logs/error.log;|" \
+    -e "s|^http {|http {\n    access_log $run/logs/access.log;\n    client_body_temp_path $run/body;|" \
+    nginx.conf.example >"$run/nginx.conf"
+nginx -p "$run" -c "$run/nginx.conf" -e "$run/logs/error.log"
+
+for _ in $(seq 300); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" || true)
+    if [ "$code" = 200 ]; then
+        echo "ngx_llm is serving $model at http://127.0.0.1:$port/v1 (logs: $run/logs; stop: make stop PORT=$port)"
+        exit 0
+    fi
+    if ! kill -0 "$(cat "$run/engine.pid")" 2>/dev/null; then
+        echo "the engine exited:" >&2
+        cat "$run/logs/engine.log" >&2
+        stop
+        exit 1
+    fi
+    sleep 0.1
+done
+echo "no 200 from /health after 30 s; see $run/logs" >&2
+stop
+exit 1
