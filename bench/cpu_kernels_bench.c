@@ -181,7 +181,7 @@ int main(int argc, char **argv)
     for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
         llm_dtype t;
         if (llm_dtype_from_name(tok, &t) != 0) { fprintf(stderr, "unknown dtype %s\n", tok); return 2; }
-        if (strcmp(mode, "forward") != 0) bench_matmul(threads, t);
+        if (strcmp(mode, "all") == 0 || strcmp(mode, "matmul") == 0) bench_matmul(threads, t);
         if (strcmp(mode, "matmul") != 0) bench_forward(threads, t, strcmp(mode, "prefill") == 0 ? 0 : NGEN);
     }
     return 0;
