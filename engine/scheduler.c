@@ -1,0 +1,662 @@
+/* Continuous batching over a paged KV cache: see scheduler.h for the policy. */
+#include "scheduler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    uint64_t id;
+    void    *user;
+    int      priority;
+    uint64_t arrival;          /* submission order; kept across preemption */
+    int32_t *tokens;           /* prompt, then generated tokens */
+    int      n_tokens, cap;
+    int      n_prompt, n_gen, max_tokens;
+    int32_t  stop[LLM_SCHED_MAX_STOP];
+    int      n_stop;
+    int      n_computed;       /* tokens whose KV is in the cache */
+    int      prompt_len;       /* tokens treated as prompt (registered in the prefix cache) */
+    llm_kv_seq   kv;
+    llm_sampler *smp;
+    int      cancelled;
+    int      n_cached, n_preempted;
+    uint64_t t_submit, t_admit, t_first, t_last;
+    /* this step */
+    int      placed, chunk;
+} sreq;
+
+enum { PLACE_OK, PLACE_SKIP, PLACE_SELF_PREEMPTED };
+
+struct llm_sched {
+    llm_backend     *be;
+    llm_sched_config cfg;
+    llm_kv_cache    *kv;
+    int vocab, ctx_limit, bs;
+    sreq **waiting;            /* sorted: priority desc, arrival asc */
+    int    n_waiting, cap_waiting;
+    sreq **running;            /* admission order: the last is the youngest */
+    int    n_running;
+    uint64_t next_arrival;
+    /* the step's batch */
+    int32_t *b_tok, *b_pos, *b_seq;
+    uint8_t *b_want;
+    llm_seq_view *b_views;
+    sreq   **b_reqs;           /* [seq index] */
+    int      b_n, b_nseq, budget;
+    float   *logits;
+    /* output queue (ring) when there is no callback */
+    llm_sched_output *outq;
+    size_t oq_head, oq_n, oq_cap;
+    llm_sched_stats st;
+    char errmsg[600];
+};
+
+static uint64_t clock_ns(const llm_sched *s)
+{
+    if (s->cfg.now_ns != NULL)
+        return s->cfg.now_ns(s->cfg.cb_ctx);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double ms_between(uint64_t a, uint64_t b) { return b > a ? (double)(b - a) / 1e6 : 0.0; }
+
+/* ---------------------------------------------------------------- create */
+
+llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err *err)
+{
+    if (b == NULL || b->model == NULL || b->ops == NULL || b->ops->forward == NULL) {
+        llm_seterr(err, "scheduler: no backend or model");
+        return NULL;
+    }
+    llm_sched_config c = { 0 };
+    if (cfg != NULL)
+        c = *cfg;
+    if (c.max_batch_size == 0)
+        c.max_batch_size = 64;
+    if (c.max_batched_tokens == 0)
+        c.max_batched_tokens = 512;
+    if (c.max_batch_size < 1 || c.max_batched_tokens < 1 || c.batch_timeout_ms < 0 || c.max_waiting < 0 ||
+        c.n_preferred < 0 || c.n_preferred > LLM_SCHED_MAX_PREFERRED) {
+        llm_seterr(err, "scheduler: max_batch_size and max_batched_tokens must be >= 1, batch_timeout_ms and "
+                        "max_waiting >= 0, at most %d preferred batch sizes", LLM_SCHED_MAX_PREFERRED);
+        return NULL;
+    }
+    for (int i = 0; i < c.n_preferred; i++)
+        if (c.preferred_batch_sizes[i] < 1) {
+            llm_seterr(err, "scheduler: preferred batch size %d is not positive", c.preferred_batch_sizes[i]);
+            return NULL;
+        }
+    const llm_config *mc = &b->model->cfg;
+    if (mc->vocab_size < 1 || mc->seq_len < 1 || b->opts.kv_blocks < 1 || b->opts.block_size < 1) {
+        llm_seterr(err, "scheduler: backend has no KV pool (kv_blocks %d, block_size %d) or model no vocab/context",
+                   b->opts.kv_blocks, b->opts.block_size);
+        return NULL;
+    }
+    llm_sched *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        llm_seterr(err, "scheduler: out of memory");
+        return NULL;
+    }
+    s->be = b;
+    s->cfg = c;
+    s->vocab = mc->vocab_size;
+    s->bs = b->opts.block_size;
+    long pool = (long)b->opts.kv_blocks * s->bs;
+    s->ctx_limit = pool < mc->seq_len ? (int)pool : mc->seq_len;
+    size_t nt = (size_t)c.max_batched_tokens, ns = (size_t)c.max_batch_size;
+    s->kv = llm_kv_create(b->opts.kv_blocks, s->bs);
+    s->running = calloc(ns, sizeof(sreq *));
+    s->b_tok = malloc(nt * sizeof(int32_t));
+    s->b_pos = malloc(nt * sizeof(int32_t));
+    s->b_seq = malloc(nt * sizeof(int32_t));
+    s->b_want = malloc(nt);
+    s->b_views = calloc(ns, sizeof(llm_seq_view));
+    s->b_reqs = calloc(ns, sizeof(sreq *));
+    s->logits = malloc(ns * (size_t)s->vocab * sizeof(float));
+    if (s->kv == NULL || s->running == NULL || s->b_tok == NULL || s->b_pos == NULL || s->b_seq == NULL ||
+        s->b_want == NULL || s->b_views == NULL || s->b_reqs == NULL || s->logits == NULL) {
+        llm_sched_destroy(s);
+        llm_seterr(err, "scheduler: out of memory");
+        return NULL;
+    }
+    return s;
+}
+
+static void req_free(llm_sched *s, sreq *r)
+{
+    llm_kv_seq_release(s->kv, &r->kv);
+    llm_sampler_free(r->smp);
+    free(r->tokens);
+    free(r);
+}
+
+void llm_sched_destroy(llm_sched *s)
+{
+    if (s == NULL)
+        return;
+    for (int i = 0; i < s->n_running; i++)
+        req_free(s, s->running[i]);
+    for (int i = 0; i < s->n_waiting; i++)
+        req_free(s, s->waiting[i]);
+    llm_kv_destroy(s->kv);
+    free(s->running);
+    free(s->waiting);
+    free(s->b_tok);
+    free(s->b_pos);
+    free(s->b_seq);
+    free(s->b_want);
+    free(s->b_views);
+    free(s->b_reqs);
+    free(s->logits);
+    free(s->outq);
+    free(s);
+}
+
+int         llm_sched_context_limit(const llm_sched *s) { return s->ctx_limit; }
+const char *llm_sched_last_error(const llm_sched *s) { return s->errmsg; }
+
+/* ---------------------------------------------------------------- queues */
+
+static sreq *find_req(llm_sched *s, uint64_t id)
+{
+    for (int i = 0; i < s->n_running; i++)
+        if (s->running[i]->id == id)
+            return s->running[i];
+    for (int i = 0; i < s->n_waiting; i++)
+        if (s->waiting[i]->id == id)
+            return s->waiting[i];
+    return NULL;
+}
+
+static int queue_before(const sreq *a, const sreq *b)
+{
+    return a->priority != b->priority ? a->priority > b->priority : a->arrival < b->arrival;
+}
+
+/* Insert in queue order; -1 on out of memory. */
+static int waiting_insert(llm_sched *s, sreq *r)
+{
+    if (s->n_waiting == s->cap_waiting) {
+        int cap = s->cap_waiting > 0 ? 2 * s->cap_waiting : 16;
+        sreq **nw = realloc(s->waiting, (size_t)cap * sizeof(*nw));
+        if (nw == NULL)
+            return -1;
+        s->waiting = nw;
+        s->cap_waiting = cap;
+    }
+    int i = s->n_waiting;
+    while (i > 0 && queue_before(r, s->waiting[i - 1]))
+        i--;
+    memmove(s->waiting + i + 1, s->waiting + i, (size_t)(s->n_waiting - i) * sizeof(*s->waiting));
+    s->waiting[i] = r;
+    s->n_waiting++;
+    return 0;
+}
+
+static void waiting_remove_at(llm_sched *s, int i)
+{
+    memmove(s->waiting + i, s->waiting + i + 1, (size_t)(s->n_waiting - i - 1) * sizeof(*s->waiting));
+    s->n_waiting--;
+}
+
+static void running_remove(llm_sched *s, sreq *r)
+{
+    for (int i = 0; i < s->n_running; i++)
+        if (s->running[i] == r) {
+            memmove(s->running + i, s->running + i + 1, (size_t)(s->n_running - i - 1) * sizeof(*s->running));
+            s->n_running--;
+            return;
+        }
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+static void emit(llm_sched *s, const sreq *r, int32_t token, const llm_sample_result *res,
+                 llm_sched_finish fin, int error)
+{
+    llm_sched_output o;
+    memset(&o, 0, sizeof(o));
+    o.id = r->id;
+    o.user = r->user;
+    o.token = token;
+    if (res != NULL) {
+        o.logprob = res->logprob;
+        o.n_top = res->n_top;
+        memcpy(o.top, res->top, (size_t)res->n_top * sizeof(o.top[0]));
+    }
+    o.finish = fin;
+    o.error = error;
+    o.n_prompt = r->n_prompt;
+    o.n_generated = r->n_gen;
+    o.n_cached = r->n_cached;
+    o.n_preempted = r->n_preempted;
+    o.queue_ms = r->t_admit ? ms_between(r->t_submit, r->t_admit) : 0.0;
+    o.ttft_ms = r->t_first ? ms_between(r->t_submit, r->t_first) : 0.0;
+    o.tpot_ms = r->n_gen > 1 ? ms_between(r->t_first, r->t_last) / (r->n_gen - 1) : 0.0;
+    if (s->cfg.on_output != NULL) {
+        s->cfg.on_output(s->cfg.cb_ctx, &o);
+        return;
+    }
+    if (s->oq_n == s->oq_cap) {
+        size_t cap = s->oq_cap > 0 ? 2 * s->oq_cap : 64;
+        llm_sched_output *nq = malloc(cap * sizeof(*nq));
+        if (nq == NULL)
+            return; /* out of memory: the record is lost, the request still ends */
+        for (size_t i = 0; i < s->oq_n; i++)
+            nq[i] = s->outq[(s->oq_head + i) % s->oq_cap];
+        free(s->outq);
+        s->outq = nq;
+        s->oq_cap = cap;
+        s->oq_head = 0;
+    }
+    s->outq[(s->oq_head + s->oq_n) % s->oq_cap] = o;
+    s->oq_n++;
+}
+
+int llm_sched_next_output(llm_sched *s, llm_sched_output *out)
+{
+    if (s->oq_n == 0)
+        return 0;
+    *out = s->outq[s->oq_head];
+    s->oq_head = (s->oq_head + 1) % s->oq_cap;
+    s->oq_n--;
+    return 1;
+}
+
+/* End a request that is in no queue any more: output, then free. */
+static void finish(llm_sched *s, sreq *r, int32_t token, const llm_sample_result *res,
+                   llm_sched_finish fin, int error)
+{
+    s->st.finished[fin]++;
+    llm_kv_seq_release(s->kv, &r->kv);
+    emit(s, r, token, res, fin, error);
+    req_free(s, r);
+}
+
+/* ---------------------------------------------------------------- submit / cancel */
+
+int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
+{
+    if (q == NULL || q->prompt == NULL || q->n_prompt < 1) {
+        llm_seterr(err, "request has an empty prompt");
+        return -1;
+    }
+    if (q->n_prompt > s->ctx_limit) {
+        llm_seterr(err, "prompt of %d tokens does not fit the context of %d tokens", q->n_prompt, s->ctx_limit);
+        return -1;
+    }
+    for (int i = 0; i < q->n_prompt; i++)
+        if (q->prompt[i] < 0 || q->prompt[i] >= s->vocab) {
+            llm_seterr(err, "prompt token %d at index %d is outside the vocabulary of %d", q->prompt[i], i, s->vocab);
+            return -1;
+        }
+    if (q->max_tokens < 1) {
+        llm_seterr(err, "max_tokens must be at least 1 (got %d)", q->max_tokens);
+        return -1;
+    }
+    if (q->n_stop < 0 || q->n_stop > LLM_SCHED_MAX_STOP || (q->n_stop > 0 && q->stop_ids == NULL)) {
+        llm_seterr(err, "at most %d stop token ids", LLM_SCHED_MAX_STOP);
+        return -1;
+    }
+    char msg[256];
+    if (llm_sampling_validate(&q->sampling, msg, sizeof(msg)) != 0) {
+        llm_seterr(err, "%s", msg);
+        return -1;
+    }
+    if (find_req(s, q->id) != NULL) {
+        llm_seterr(err, "request id %llu is already live", (unsigned long long)q->id);
+        return -1;
+    }
+    if (s->cfg.max_waiting > 0 && s->n_waiting >= s->cfg.max_waiting) {
+        llm_seterr(err, "queue full (%d requests waiting)", s->n_waiting);
+        return -1;
+    }
+    sreq *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        goto oom;
+    /* room for every token the request can hold, so appending never fails */
+    long cap = (long)q->n_prompt + q->max_tokens;
+    r->cap = cap < s->ctx_limit ? (int)cap : s->ctx_limit;
+    r->tokens = malloc((size_t)r->cap * sizeof(int32_t));
+    r->smp = llm_sampler_new(&q->sampling, s->vocab);
+    if (r->tokens == NULL || r->smp == NULL) {
+        llm_sampler_free(r->smp);
+        free(r->tokens);
+        free(r);
+        goto oom;
+    }
+    r->id = q->id;
+    r->user = q->user;
+    r->priority = q->priority;
+    r->arrival = s->next_arrival++;
+    memcpy(r->tokens, q->prompt, (size_t)q->n_prompt * sizeof(int32_t));
+    r->n_tokens = r->n_prompt = r->prompt_len = q->n_prompt;
+    r->max_tokens = q->max_tokens;
+    if (q->n_stop > 0)
+        memcpy(r->stop, q->stop_ids, (size_t)q->n_stop * sizeof(int32_t));
+    r->n_stop = q->n_stop;
+    for (int i = 0; i < q->n_prompt; i++)
+        llm_sampler_accept(r->smp, q->prompt[i], 1);
+    r->t_submit = clock_ns(s);
+    if (waiting_insert(s, r) != 0) {
+        req_free(s, r);
+        goto oom;
+    }
+    s->st.prompt_tokens += (uint64_t)q->n_prompt;
+    return 0;
+oom:
+    llm_seterr(err, "scheduler: out of memory");
+    return -1;
+}
+
+int llm_sched_cancel(llm_sched *s, uint64_t id)
+{
+    sreq *r = find_req(s, id);
+    if (r == NULL)
+        return -1;
+    r->cancelled = 1;
+    return 0;
+}
+
+static void process_cancels(llm_sched *s)
+{
+    for (int i = 0; i < s->n_running;) {
+        sreq *r = s->running[i];
+        if (r->cancelled) {
+            running_remove(s, r);
+            finish(s, r, -1, NULL, LLM_SCHED_FINISH_CANCELLED, 0);
+        } else {
+            i++;
+        }
+    }
+    for (int i = 0; i < s->n_waiting;) {
+        sreq *r = s->waiting[i];
+        if (r->cancelled) {
+            waiting_remove_at(s, i);
+            finish(s, r, -1, NULL, LLM_SCHED_FINISH_CANCELLED, 0);
+        } else {
+            i++;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- building a step */
+
+/* Back to the queue, to be recomputed from prompt + generated tokens. */
+static void preempt(llm_sched *s, sreq *r)
+{
+    running_remove(s, r);
+    llm_kv_seq_release(s->kv, &r->kv);
+    r->n_computed = 0;
+    r->prompt_len = r->n_tokens;
+    r->n_preempted++;
+    s->st.preemptions++;
+    if (waiting_insert(s, r) != 0) {
+        s->st.finished[LLM_SCHED_FINISH_ERROR]++;
+        emit(s, r, -1, NULL, LLM_SCHED_FINISH_ERROR, LLM_SCHED_E_NOMEM);
+        req_free(s, r);
+    }
+}
+
+static sreq *youngest_unplaced(llm_sched *s)
+{
+    for (int i = s->n_running - 1; i >= 0; i--)
+        if (!s->running[i]->placed)
+            return s->running[i];
+    return NULL;
+}
+
+static void add_chunk(llm_sched *s, sreq *r, int n)
+{
+    int si = s->b_nseq++;
+    s->b_reqs[si] = r;
+    s->b_views[si].blocks = r->kv.blocks;
+    s->b_views[si].n_blocks = r->kv.n_blocks;
+    for (int k = 0; k < n; k++) {
+        int t = s->b_n++, p = r->n_computed + k;
+        s->b_tok[t] = r->tokens[p];
+        s->b_pos[t] = p;
+        s->b_seq[t] = si;
+        s->b_want[t] = (k == n - 1 && p == r->n_tokens - 1);
+    }
+    r->placed = 1;
+    r->chunk = n;
+    s->budget -= n;
+}
+
+/* Place up to `want` of a running request's pending tokens. must_all: all or
+ * nothing (decodes). may_preempt: free blocks by preempting the youngest
+ * unplaced request (possibly r itself) until at least one token fits. */
+static int place(llm_sched *s, sreq *r, int must_all, int may_preempt)
+{
+    int pending = r->n_tokens - r->n_computed;
+    int n = pending < s->budget ? pending : s->budget;
+    if (n <= 0)
+        return PLACE_SKIP;
+    if (r->n_computed + n == r->n_tokens && s->cfg.can_emit != NULL &&
+        !s->cfg.can_emit(s->cfg.cb_ctx, r->id, r->user)) {
+        if (must_all || n == 1)
+            return PLACE_SKIP;  /* its output has no room: it would sample now */
+        n--;                     /* compute all but the sampling token */
+    }
+    int need_min = must_all ? n : 1;
+    for (;;) {
+        long fits = (long)(r->kv.n_blocks + llm_kv_available(s->kv)) * s->bs - r->n_computed;
+        if (fits >= need_min) {
+            if (fits < n)
+                n = (int)fits;
+            break;
+        }
+        if (!may_preempt)
+            return PLACE_SKIP;
+        sreq *v = youngest_unplaced(s);
+        preempt(s, v);
+        if (v == r)
+            return PLACE_SELF_PREEMPTED;
+    }
+    if (llm_kv_seq_reserve(s->kv, &r->kv, r->n_computed + n) != 0)
+        return PLACE_SKIP; /* out of memory for the table */
+    add_chunk(s, r, n);
+    return PLACE_OK;
+}
+
+/* Blocks the running requests will need for their next decode after this step. */
+static int spare_blocks(const llm_sched *s)
+{
+    int spare = 0;
+    for (int i = 0; i < s->n_running; i++) {
+        const sreq *r = s->running[i];
+        int done = r->n_computed + (r->placed ? r->chunk : 0);
+        if (done >= r->n_tokens && done + 1 > r->kv.n_blocks * s->bs)
+            spare++;
+    }
+    return spare;
+}
+
+static int is_preferred(const llm_sched *s, int n)
+{
+    for (int i = 0; i < s->cfg.n_preferred; i++)
+        if (s->cfg.preferred_batch_sizes[i] == n)
+            return 1;
+    return 0;
+}
+
+/* ns the batch-fill hold has left, 0 when admission may go ahead. */
+static uint64_t hold_left_ns(const llm_sched *s, uint64_t now)
+{
+    if (s->n_running > 0 || s->n_waiting == 0 || s->cfg.n_preferred == 0 || s->cfg.batch_timeout_ms == 0)
+        return 0;
+    int n = s->n_waiting < s->cfg.max_batch_size ? s->n_waiting : s->cfg.max_batch_size;
+    if (is_preferred(s, n))
+        return 0;
+    int larger = 0;
+    for (int i = 0; i < s->cfg.n_preferred; i++) {
+        int p = s->cfg.preferred_batch_sizes[i];
+        larger |= p > n && p <= s->cfg.max_batch_size;
+    }
+    if (!larger)
+        return 0;
+    uint64_t oldest = s->waiting[0]->t_submit;
+    for (int i = 1; i < s->n_waiting; i++)
+        if (s->waiting[i]->t_submit < oldest)
+            oldest = s->waiting[i]->t_submit;
+    uint64_t limit = oldest + (uint64_t)s->cfg.batch_timeout_ms * 1000000ull;
+    return now < limit ? limit - now : 0;
+}
+
+static void admit(llm_sched *s, uint64_t now)
+{
+    if (hold_left_ns(s, now) > 0)
+        return;
+    while (s->n_waiting > 0 && s->n_running < s->cfg.max_batch_size && s->budget > 0) {
+        sreq *r = s->waiting[0];
+        int hits_cached;
+        int m = llm_kv_peek_prefix(s->kv, r->tokens, r->n_tokens - 1, &hits_cached);
+        int n = r->n_tokens - m < s->budget ? r->n_tokens - m : s->budget;
+        long blocks = (long)llm_kv_available(s->kv) - hits_cached - spare_blocks(s);
+        if (blocks * s->bs < n)
+            n = blocks > 0 ? (int)(blocks * s->bs) : 0;
+        if (n > 0 && m + n == r->n_tokens && s->cfg.can_emit != NULL && !s->cfg.can_emit(s->cfg.cb_ctx, r->id, r->user))
+            n--; /* no room for its first token yet: prefill all but the last token */
+        if (n <= 0)
+            break; /* the head does not fit: it is not overtaken */
+        waiting_remove_at(s, 0);
+        int got = llm_kv_seq_match_prefix(s->kv, &r->kv, r->tokens, r->n_tokens - 1);
+        if (got < 0 || llm_kv_seq_reserve(s->kv, &r->kv, got + n) != 0) {
+            finish(s, r, -1, NULL, LLM_SCHED_FINISH_ERROR, LLM_SCHED_E_NOMEM);
+            continue;
+        }
+        r->n_computed = got;
+        r->n_cached = got;
+        s->st.cached_tokens += (uint64_t)got;
+        if (r->t_admit == 0)
+            r->t_admit = now;
+        s->running[s->n_running++] = r;
+        add_chunk(s, r, n);
+    }
+}
+
+static void build_batch(llm_sched *s, uint64_t now)
+{
+    s->b_n = s->b_nseq = 0;
+    s->budget = s->cfg.max_batched_tokens;
+    uint64_t preempted_before = s->st.preemptions;
+    for (int i = 0; i < s->n_running; i++)
+        s->running[i]->placed = 0;
+    /* decodes, oldest first */
+    for (int i = 0; i < s->n_running;) {
+        sreq *r = s->running[i];
+        if (!r->placed && r->n_tokens - r->n_computed == 1 && place(s, r, 1, 1) == PLACE_SELF_PREEMPTED)
+            continue; /* running[i] is now the next one */
+        i++;
+    }
+    /* prefill chunks of running requests; preemption only to break a standstill */
+    for (int i = 0; i < s->n_running;) {
+        sreq *r = s->running[i];
+        if (!r->placed && r->n_tokens - r->n_computed > 1 && place(s, r, 0, s->b_n == 0) == PLACE_SELF_PREEMPTED)
+            continue;
+        i++;
+    }
+    /* no admission in a step that had to preempt: the freed blocks went to the
+     * running requests, and re-admitting the victim at once would only thrash */
+    if (s->st.preemptions == preempted_before)
+        admit(s, now);
+}
+
+/* ---------------------------------------------------------------- a step */
+
+static int is_stop(const sreq *r, int32_t t)
+{
+    for (int i = 0; i < r->n_stop; i++)
+        if (r->stop[i] == t)
+            return 1;
+    return 0;
+}
+
+int llm_sched_step(llm_sched *s)
+{
+    uint64_t t0 = clock_ns(s);
+    process_cancels(s);
+    build_batch(s, t0);
+    if (s->b_n == 0)
+        return s->n_running > 0 || s->n_waiting > 0;
+
+    llm_batch batch = { s->b_n, s->b_tok, s->b_pos, s->b_seq, s->b_want, s->b_nseq, s->b_views };
+    llm_err err = { { 0 } };
+    int rc = s->be->ops->forward(s->be, &batch, s->logits, &err);
+    uint64_t t1 = clock_ns(s);
+    s->st.steps++;
+    s->st.last_batch_seqs = s->b_nseq;
+    s->st.last_batch_tokens = s->b_n;
+    if (s->b_n > s->st.max_step_tokens)
+        s->st.max_step_tokens = s->b_n;
+    if (rc != 0) {
+        snprintf(s->errmsg, sizeof(s->errmsg), "backend forward failed: %s", err.msg);
+        for (int i = 0; i < s->b_nseq; i++) {
+            sreq *r = s->b_reqs[i];
+            running_remove(s, r);
+            finish(s, r, -1, NULL, LLM_SCHED_FINISH_ERROR, LLM_SCHED_E_BACKEND);
+        }
+        return -1;
+    }
+
+    int row = 0;
+    for (int i = 0; i < s->b_nseq; i++) {
+        sreq *r = s->b_reqs[i];
+        int from = r->n_computed;
+        r->n_computed += r->chunk;
+        if (from < r->prompt_len)
+            s->st.tokens_in += (uint64_t)((r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len) - from);
+        llm_kv_seq_commit(s->kv, &r->kv, r->tokens, r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len);
+        if (r->n_computed < r->n_tokens)
+            continue; /* mid-prefill: nothing to sample yet */
+
+        llm_sample_result res;
+        float *lg = s->logits + (size_t)row++ * (size_t)s->vocab;
+        int32_t t = llm_sampler_sample(r->smp, lg, &res);
+        llm_sampler_accept(r->smp, t, 0);
+        r->tokens[r->n_tokens++] = t;
+        r->n_gen++;
+        s->st.tokens_out++;
+        r->t_last = t1;
+        if (r->t_first == 0)
+            r->t_first = t1;
+        llm_sched_finish fin = LLM_SCHED_FINISH_NONE;
+        if (is_stop(r, t))
+            fin = LLM_SCHED_FINISH_STOP;
+        else if (r->n_gen >= r->max_tokens || r->n_tokens >= s->ctx_limit)
+            fin = LLM_SCHED_FINISH_LENGTH;
+        if (fin == LLM_SCHED_FINISH_NONE) {
+            emit(s, r, t, &res, fin, 0);
+        } else {
+            running_remove(s, r);
+            finish(s, r, t, &res, fin, 0);
+        }
+    }
+    uint64_t t2 = clock_ns(s);
+    s->st.last_step_ms = ms_between(t0, t2);
+    s->st.total_step_ms += s->st.last_step_ms;
+    return s->n_running > 0 || s->n_waiting > 0;
+}
+
+int llm_sched_wait_ms(llm_sched *s)
+{
+    if (s->n_running > 0)
+        return 0;
+    if (s->n_waiting == 0)
+        return -1;
+    uint64_t left = hold_left_ns(s, clock_ns(s));
+    return left == 0 ? 0 : (int)((left + 999999) / 1000000);
+}
+
+void llm_sched_get_stats(const llm_sched *s, llm_sched_stats *st)
+{
+    *st = s->st;
+    st->running = s->n_running;
+    st->waiting = s->n_waiting;
+    llm_kv_get_stats(s->kv, &st->kv);
+}

@@ -1,0 +1,167 @@
+/* The scheduler: iteration-level (continuous) batching over a backend with a
+ * paged KV cache. Requests join and leave the running batch at every step.
+ * No threads inside: the caller (the serve loop) submits, cancels and calls
+ * llm_sched_step from one thread.
+ *
+ * A step:
+ *   1. Cancelled requests end (CANCELLED output); their KV blocks are freed.
+ *   2. Running requests in decode get one token each, oldest first (a request
+ *      whose next token would be sampled is skipped this step when the
+ *      can_emit callback says its output has no room: back-pressure).
+ *      A decode that needs a new KV block when none is left preempts the
+ *      youngest running request not yet placed in this step (possibly itself):
+ *      its blocks are freed and it goes back to the queue, ahead of later
+ *      arrivals of its priority, to be recomputed from prompt + tokens generated
+ *      so far. Its sampler (PRNG, penalty history) is kept, so its results do
+ *      not change.
+ *   3. Running requests still in prefill get chunks from the remaining token
+ *      budget (max_batched_tokens), oldest first, shrunk to the blocks left.
+ *   4. Waiting requests are admitted in queue order (priority, higher first,
+ *      then arrival) while the batch has room (max_batch_size sequences, token
+ *      budget left) and the KV pool has the blocks for the first chunk,
+ *      counting the prompt's prefix-cache hits, plus one spare block for each
+ *      running request whose next decode starts a new block. The head of the
+ *      queue is never overtaken: when it does not fit, admission stops. (With
+ *      can_emit saying no, a new request's prefill stops short of its last
+ *      token.)
+ *      Batch-fill hold (only when no request is running): admission is held
+ *      while the batch it would form, n = min(waiting, max_batch_size), is not
+ *      in preferred_batch_sizes, a preferred size p with n < p <=
+ *      max_batch_size exists, and the oldest waiting request has waited less
+ *      than batch_timeout_ms. Without preferred sizes or with timeout 0 nothing
+ *      is held.
+ *   5. One backend forward over all chunks (want_logits only on each
+ *      sequence's last token, and only when that is the sequence's last known
+ *      token, i.e. it samples now); full prompt blocks are registered in the
+ *      prefix cache; each sequence that got logits samples one token (its own
+ *      llm_sampler, per-request seed; penalties see prompt + generated) and
+ *      emits it. A request ends after a stop id (the stop token is emitted,
+ *      finish STOP), after max_tokens (LENGTH) or when the context (the model's,
+ *      or the KV pool's if smaller) is full (LENGTH).
+ * A prompt is matched against the prefix cache at admission up to its last
+ * token, which is always computed (its logits are needed). */
+#ifndef LLM_SCHEDULER_H
+#define LLM_SCHEDULER_H
+
+#include "backend.h"
+#include "kv_cache.h"
+#include "sampler.h"
+
+#define LLM_SCHED_MAX_PREFERRED 16
+#define LLM_SCHED_MAX_STOP      16
+
+/* Values match shm's llm_finish_reason. */
+typedef enum {
+    LLM_SCHED_FINISH_NONE      = 0,
+    LLM_SCHED_FINISH_STOP      = 1,
+    LLM_SCHED_FINISH_LENGTH    = 2,
+    LLM_SCHED_FINISH_CANCELLED = 3,
+    LLM_SCHED_FINISH_ERROR     = 4,
+} llm_sched_finish;
+
+typedef enum {
+    LLM_SCHED_E_NONE    = 0,
+    LLM_SCHED_E_BACKEND = 1, /* the backend's forward failed (llm_sched_last_error) */
+    LLM_SCHED_E_NOMEM   = 2,
+} llm_sched_error;
+
+/* One output record: a token (token >= 0) and/or the end of the request
+ * (finish != NONE). The last token of a request carries its finish reason; a
+ * request cancelled or failed between tokens gets a record with token -1. */
+typedef struct {
+    uint64_t          id;
+    void             *user;
+    int32_t           token;
+    float             logprob;    /* of token under the model (penalised, before temperature) */
+    int               n_top;
+    llm_token_logprob top[LLM_SAMPLING_MAX_LOGPROBS];
+    llm_sched_finish  finish;
+    int               error;      /* llm_sched_error when finish == ERROR */
+    /* request figures (filled on every record; timings are final on the last) */
+    int               n_prompt, n_generated;
+    int               n_cached;   /* prompt tokens taken from the prefix cache at (last) admission */
+    int               n_preempted;
+    double            queue_ms;   /* submit -> first admission */
+    double            ttft_ms;    /* submit -> first token */
+    double            tpot_ms;    /* mean time between later tokens */
+} llm_sched_output;
+
+typedef struct {
+    int max_batch_size;        /* running sequences at most (0 = 64) */
+    int max_batched_tokens;    /* tokens per step, decodes + prefill chunks (0 = 512) */
+    int preferred_batch_sizes[LLM_SCHED_MAX_PREFERRED];
+    int n_preferred;
+    int batch_timeout_ms;      /* batch-fill hold, see above (0 = never hold) */
+    int max_waiting;           /* queue bound: submit refuses beyond it (0 = unbounded) */
+    /* Outputs go to on_output when set, else to a queue drained by llm_sched_next_output. */
+    void (*on_output)(void *ctx, const llm_sched_output *o);
+    /* Optional back-pressure: 0 = the request cannot take a token now (skipped this step). */
+    int  (*can_emit)(void *ctx, uint64_t id, void *user);
+    void *cb_ctx;
+    /* Optional clock (monotonic ns) for tests; NULL = CLOCK_MONOTONIC. */
+    uint64_t (*now_ns)(void *ctx);
+} llm_sched_config;
+
+typedef struct {
+    uint64_t            id;        /* caller's id, unique among live requests */
+    void               *user;      /* handed back in outputs */
+    const int32_t      *prompt;    /* copied */
+    int                 n_prompt;
+    llm_sampling_params sampling;
+    int                 max_tokens;  /* >= 1 */
+    const int32_t      *stop_ids;    /* copied; eog ids go here unless ignore_eos */
+    int                 n_stop;      /* 0..LLM_SCHED_MAX_STOP */
+    int                 priority;    /* higher first; equal: FIFO */
+} llm_sched_request;
+
+typedef struct {
+    int      running, waiting;       /* now */
+    int      last_batch_seqs, last_batch_tokens;
+    uint64_t steps;
+    uint64_t prompt_tokens;          /* submitted */
+    uint64_t tokens_in;              /* prefill tokens computed (recompute included) */
+    uint64_t tokens_out;             /* tokens generated */
+    uint64_t cached_tokens;          /* prompt tokens served by the prefix cache */
+    uint64_t preemptions;
+    uint64_t finished[5];            /* by llm_sched_finish */
+    int      max_step_tokens;        /* largest batch seen */
+    double   last_step_ms, total_step_ms;  /* forward + sampling */
+    llm_kv_stats kv;
+} llm_sched_stats;
+
+typedef struct llm_sched llm_sched;
+
+/* The scheduler drives b (not owned) over its resolved opts.kv_blocks /
+ * opts.block_size. NULL + err on a bad config or out of memory. */
+llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err *err);
+/* Frees everything, live requests included (no outputs for them). */
+void       llm_sched_destroy(llm_sched *s);
+
+/* Queue a request. 0, or -1 + err: bad prompt (empty, id outside the vocab,
+ * longer than the context), bad sampling params, max_tokens < 1, too many stop
+ * ids, duplicate live id, queue full, out of memory. */
+int  llm_sched_submit(llm_sched *s, const llm_sched_request *r, llm_err *err);
+/* Flag a live request; it ends (CANCELLED, blocks freed) at the next step.
+ * 0, or -1 for an unknown id. */
+int  llm_sched_cancel(llm_sched *s, uint64_t id);
+
+/* Run one step. 1 = requests remain (call again; see llm_sched_wait_ms),
+ * 0 = idle, -1 = the backend failed (the batch's requests ended with ERROR;
+ * the others go on; message in llm_sched_last_error). */
+int  llm_sched_step(llm_sched *s);
+/* How long the serve loop may sleep before the next step is useful, barring
+ * new submissions or cancellations: 0 = step now (requests are running; when
+ * all of them wait on back-pressure a step does nothing, and the loop should
+ * rather wait for output room), -1 = no request at all, else ms until the
+ * batch-fill hold ends. */
+int  llm_sched_wait_ms(llm_sched *s);
+
+/* Next queued output (when no on_output callback): 1, or 0 when none. */
+int  llm_sched_next_output(llm_sched *s, llm_sched_output *out);
+
+void        llm_sched_get_stats(const llm_sched *s, llm_sched_stats *st);
+const char *llm_sched_last_error(const llm_sched *s);
+/* Tokens a request may hold in all (prompt + generated): min(model context, KV pool). */
+int         llm_sched_context_limit(const llm_sched *s);
+
+#endif

@@ -1,0 +1,801 @@
+/* Scheduler tests. A fake backend computes each token's KV entry as a hash of
+ * (token, position, the previous position's entry read through the block
+ * table) and each logits row from a hash of every entry the sequence reads, so
+ * a wrong position, block table, shared-block overwrite or missing recompute
+ * changes the output. Every scenario compares each request's tokens, logprobs
+ * and finish reason with the same request run alone. The last part runs the
+ * same check on the real stories260K model with the CPU backend. */
+#include "backend.h"
+#include "model.h"
+#include "scheduler.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ fake backend */
+
+typedef struct {
+    uint64_t *kvv;       /* [kv_blocks * block_size] */
+    uint8_t  *written;
+    int max_tokens_seen;
+    int fail;            /* next forward fails */
+} fake_impl;
+
+static uint64_t mix(uint64_t h)
+{
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+static int fake_init(llm_backend *b, llm_err *err)
+{
+    fake_impl *f = calloc(1, sizeof(*f));
+    size_t n = (size_t)b->opts.kv_blocks * (size_t)b->opts.block_size;
+    if (f == NULL || (f->kvv = calloc(n, sizeof(uint64_t))) == NULL || (f->written = calloc(n, 1)) == NULL) {
+        if (f != NULL)
+            free(f->kvv);
+        free(f);
+        llm_seterr(err, "fake: out of memory");
+        return -1;
+    }
+    b->impl = f;
+    return 0;
+}
+
+static void fake_destroy(llm_backend *b)
+{
+    fake_impl *f = b->impl;
+    free(f->kvv);
+    free(f->written);
+    free(f);
+}
+
+static long fake_slot(const llm_backend *b, const llm_seq_view *v, int pos)
+{
+    int bs = b->opts.block_size, i = pos / bs;
+    if (pos < 0 || i >= v->n_blocks || v->blocks[i] < 0 || v->blocks[i] >= b->opts.kv_blocks)
+        return -1;
+    return (long)v->blocks[i] * bs + pos % bs;
+}
+
+static int fake_forward(llm_backend *b, const llm_batch *bt, float *logits, llm_err *err)
+{
+    fake_impl *f = b->impl;
+    int vocab = b->model->cfg.vocab_size, row = 0;
+    if (f->fail) {
+        f->fail = 0;
+        llm_seterr(err, "fake: injected failure");
+        return -1;
+    }
+    if (bt->n_tokens > f->max_tokens_seen)
+        f->max_tokens_seen = bt->n_tokens;
+    for (int t = 0; t < bt->n_tokens; t++) {
+        if (bt->seq[t] < 0 || bt->seq[t] >= bt->n_seqs) {
+            llm_seterr(err, "fake: bad seq index");
+            return -1;
+        }
+        const llm_seq_view *v = &bt->seqs[bt->seq[t]];
+        int pos = bt->pos[t];
+        long slot = fake_slot(b, v, pos), prev = pos > 0 ? fake_slot(b, v, pos - 1) : -2;
+        if (slot < 0 || prev == -1 || (prev >= 0 && !f->written[prev])) {
+            llm_seterr(err, "fake: position %d not covered or previous entry unwritten", pos);
+            return -1;
+        }
+        uint64_t pv = prev >= 0 ? f->kvv[prev] : 0;
+        f->kvv[slot] = mix(pv * 31 + (uint64_t)bt->tokens[t] * 0x9e3779b97f4a7c15ull + (uint64_t)pos);
+        f->written[slot] = 1;
+        if (!bt->want_logits[t])
+            continue;
+        uint64_t acc = 0;
+        for (int p = 0; p <= pos; p++)
+            acc = mix(acc ^ f->kvv[fake_slot(b, v, p)]);
+        float *lg = logits + (size_t)row++ * vocab;
+        for (int i = 0; i < vocab; i++)
+            lg[i] = (float)((mix(acc + (uint64_t)i) >> 11) * 0x1.0p-53 * 8.0 - 4.0);
+    }
+    return 0;
+}
+
+static const llm_backend_ops fake_ops = { "fake", fake_init, fake_forward, fake_destroy };
+
+typedef struct {
+    llm_model   model;
+    llm_backend be;
+} fake_env;
+
+static void fake_env_init(fake_env *e, int vocab, int seq_len, int kv_blocks, int bs)
+{
+    memset(e, 0, sizeof(*e));
+    e->model.cfg.vocab_size = vocab;
+    e->model.cfg.seq_len = seq_len;
+    e->be.ops = &fake_ops;
+    e->be.model = &e->model;
+    e->be.opts.kv_blocks = kv_blocks;
+    e->be.opts.block_size = bs;
+    llm_err err;
+    if (fake_init(&e->be, &err) != 0)
+        abort();
+}
+
+static void fake_env_free(fake_env *e) { fake_destroy(&e->be); }
+
+/* ------------------------------------------------------------ requests and results */
+
+#define NREQ   64
+#define MAXGEN 64
+
+typedef struct {
+    int32_t prompt[200];
+    int n_prompt, max_tokens, n_stop;
+    int32_t stop[2];
+    llm_sampling_params sp;
+    int priority;
+} req_spec;
+
+typedef struct {
+    int32_t tok[MAXGEN];
+    float   lp[MAXGEN];
+    int32_t top0[MAXGEN];
+    int n, finish, records_after_end, n_cached, n_preempted;
+} result;
+
+static uint64_t rng_state;
+static uint32_t rnd(uint32_t n)
+{
+    rng_state = mix(rng_state + 0x9e3779b97f4a7c15ull);
+    return (uint32_t)(rng_state >> 33) % n;
+}
+
+/* 64 mixed requests: prompt lengths 1..~90, some sharing a 37-token prefix
+ * (prefix cache), greedy and seeded sampling with penalties, some with stop ids. */
+static void make_specs(req_spec *r, int n, int vocab, int max_prompt, int max_gen)
+{
+    int32_t common[37];
+    rng_state = 12345;
+    for (int i = 0; i < 37; i++)
+        common[i] = (int32_t)rnd((uint32_t)vocab);
+    for (int i = 0; i < n; i++) {
+        req_spec *q = &r[i];
+        memset(q, 0, sizeof(*q));
+        q->n_prompt = 1 + (int)rnd((uint32_t)max_prompt);
+        for (int k = 0; k < q->n_prompt; k++)
+            q->prompt[k] = (int32_t)rnd((uint32_t)vocab);
+        if (i % 4 == 1 && q->n_prompt > 37)
+            memcpy(q->prompt, common, sizeof(common));
+        if (i % 8 == 3) { /* identical prompt to the previous shared one */
+            q->n_prompt = 45;
+            memcpy(q->prompt, common, sizeof(common));
+            for (int k = 37; k < 45; k++)
+                q->prompt[k] = (int32_t)k;
+        }
+        q->max_tokens = 1 + (int)rnd((uint32_t)max_gen - 1);
+        llm_sampling_defaults(&q->sp);
+        if (i % 2 == 0) {
+            q->sp.temperature = 0;
+        } else {
+            q->sp.temperature = 0.9f;
+            q->sp.top_k = (i % 3) * 10;
+            q->sp.top_p = i % 5 == 0 ? 0.8f : 1.0f;
+            q->sp.seed = 1000 + (uint64_t)i;
+        }
+        if (i % 6 == 0) {
+            q->sp.repetition_penalty = 1.3f;
+            q->sp.frequency_penalty = 0.5f;
+            q->sp.penalty_last_n = 0; /* prompt + output */
+        }
+        q->sp.n_logprobs = i % 4 == 2 ? 3 : 0;
+        if (i % 3 == 0) {
+            q->stop[0] = 1;
+            q->stop[1] = 2;
+            q->n_stop = 2;
+        }
+    }
+}
+
+typedef struct {
+    result *res;
+    int n_outputs;
+} collect;
+
+static void take(result *res, const llm_sched_output *o)
+{
+    result *r = &res[o->id];
+    if (r->finish != 0) {
+        r->records_after_end++;
+        return;
+    }
+    if (o->token >= 0 && r->n < MAXGEN) {
+        r->tok[r->n] = o->token;
+        r->lp[r->n] = o->logprob;
+        r->top0[r->n] = o->n_top > 0 ? o->top[0].id : -1;
+        r->n++;
+    }
+    if (o->finish != LLM_SCHED_FINISH_NONE) {
+        r->finish = o->finish;
+        r->n_cached = o->n_cached;
+        r->n_preempted = o->n_preempted;
+    }
+}
+
+static void drain(llm_sched *s, result *res)
+{
+    llm_sched_output o;
+    while (llm_sched_next_output(s, &o))
+        take(res, &o);
+}
+
+static int submit_spec(llm_sched *s, const req_spec *q, uint64_t id)
+{
+    llm_sched_request rq = { 0 };
+    rq.id = id;
+    rq.prompt = q->prompt;
+    rq.n_prompt = q->n_prompt;
+    rq.sampling = q->sp;
+    rq.max_tokens = q->max_tokens;
+    rq.stop_ids = q->stop;
+    rq.n_stop = q->n_stop;
+    rq.priority = q->priority;
+    llm_err err = { { 0 } };
+    int rc = llm_sched_submit(s, &rq, &err);
+    if (rc != 0)
+        diag("submit %llu: %s", (unsigned long long)id, err.msg);
+    return rc;
+}
+
+/* Run specs through one scheduler; per_step = submissions per step (0 = all at once). */
+static int run_all(llm_backend *be, const llm_sched_config *cfg, const req_spec *specs, int n, int per_step,
+                   result *res, llm_sched_stats *st)
+{
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(be, cfg, &err);
+    if (s == NULL) {
+        diag("create: %s", err.msg);
+        return -1;
+    }
+    memset(res, 0, (size_t)n * sizeof(*res));
+    int next = 0, guard = 0, rc = 1;
+    while ((rc == 1 || next < n) && guard++ < 100000) {
+        int k = per_step > 0 ? per_step : n;
+        for (; k > 0 && next < n; k--, next++)
+            if (submit_spec(s, &specs[next], (uint64_t)next) != 0)
+                return -1;
+        rc = llm_sched_step(s);
+        drain(s, res);
+        if (rc < 0) {
+            diag("step: %s", llm_sched_last_error(s));
+            break;
+        }
+    }
+    if (st != NULL)
+        llm_sched_get_stats(s, st);
+    llm_sched_destroy(s);
+    return rc;
+}
+
+static void run_alone(llm_backend *be, const llm_sched_config *cfg, const req_spec *specs, int n, result *res)
+{
+    for (int i = 0; i < n; i++) {
+        result one[1];
+        req_spec q = specs[i];
+        llm_sched_config c = *cfg;
+        llm_err err;
+        llm_sched *s = llm_sched_create(be, &c, &err);
+        memset(one, 0, sizeof(one));
+        submit_spec(s, &q, 0);
+        while (llm_sched_step(s) == 1)
+            drain(s, one);
+        drain(s, one);
+        llm_sched_destroy(s);
+        res[i] = one[0];
+    }
+}
+
+/* Same tokens, bitwise-same logprobs, same finish. */
+static int compare(const result *a, const result *b, int n, const char *what)
+{
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        int same = a[i].n == b[i].n && a[i].finish == b[i].finish && a[i].finish != 0 &&
+                   memcmp(a[i].tok, b[i].tok, (size_t)a[i].n * sizeof(int32_t)) == 0 &&
+                   memcmp(a[i].lp, b[i].lp, (size_t)a[i].n * sizeof(float)) == 0 &&
+                   memcmp(a[i].top0, b[i].top0, (size_t)a[i].n * sizeof(int32_t)) == 0 &&
+                   a[i].records_after_end == 0 && b[i].records_after_end == 0;
+        if (!same && bad++ < 3) {
+            diag("%s: request %d differs: n %d/%d finish %d/%d", what, i, a[i].n, b[i].n, a[i].finish, b[i].finish);
+            for (int k = 0; k < a[i].n && k < b[i].n; k++)
+                if (a[i].tok[k] != b[i].tok[k] || a[i].lp[k] != b[i].lp[k]) {
+                    diag("  first difference at token %d: %d (%.9g) vs %d (%.9g)", k, a[i].tok[k], a[i].lp[k],
+                         b[i].tok[k], b[i].lp[k]);
+                    break;
+                }
+        }
+    }
+    return bad;
+}
+
+static int all_finished_ok(const result *r, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (r[i].finish != LLM_SCHED_FINISH_STOP && r[i].finish != LLM_SCHED_FINISH_LENGTH)
+            return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------ fake-backend scenarios */
+
+static void test_batching_independence(void)
+{
+    const int vocab = 64;
+    static req_spec specs[NREQ];
+    static result alone[NREQ], got[NREQ];
+    make_specs(specs, NREQ, vocab, 90, MAXGEN);
+    fake_env e;
+    fake_env_init(&e, vocab, 256, 2048, 16);
+    llm_sched_config cfg = { 0 };
+    run_alone(&e.be, &cfg, specs, NREQ, alone);
+    ok(all_finished_ok(alone, NREQ), "alone: every request finished with STOP or LENGTH");
+    int stops = 0, lens = 0;
+    for (int i = 0; i < NREQ; i++) {
+        stops += alone[i].finish == LLM_SCHED_FINISH_STOP;
+        lens += alone[i].n;
+    }
+    diag("alone: %d stopped on a stop id, %d tokens generated in all", stops, lens);
+    ok(stops > 0, "some requests end on a stop id");
+
+    llm_sched_stats st;
+    is_int(run_all(&e.be, &cfg, specs, NREQ, 0, got, &st), 0, "64 at once: ran to idle");
+    is_int(compare(got, alone, NREQ, "64 at once"), 0, "64 concurrent requests = each run alone");
+    diag("64 at once: %llu steps, largest step %d tokens", (unsigned long long)st.steps, st.max_step_tokens);
+    is_int(st.finished[LLM_SCHED_FINISH_STOP] + st.finished[LLM_SCHED_FINISH_LENGTH], NREQ, "64 finished");
+    is_int(st.kv.used, 0, "no block held after all finished");
+    ok(st.tokens_out == (uint64_t)lens, "tokens_out %llu = %d", (unsigned long long)st.tokens_out, lens);
+
+    /* staggered arrivals: requests join a running batch; later ones hit the prefix cache */
+    is_int(run_all(&e.be, &cfg, specs, NREQ, 3, got, &st), 0, "staggered: ran to idle");
+    is_int(compare(got, alone, NREQ, "staggered"), 0, "staggered arrivals = alone");
+    ok(st.cached_tokens > 0 && st.kv.hits > 0, "prefix cache hits: %llu tokens, %llu blocks",
+       (unsigned long long)st.cached_tokens, (unsigned long long)st.kv.hits);
+    int cached_reqs = 0;
+    for (int i = 0; i < NREQ; i++)
+        cached_reqs += got[i].n_cached > 0;
+    ok(cached_reqs >= 4, "%d requests started from cached prefix blocks", cached_reqs);
+
+    /* chunked prefill under a small token budget and batch limit */
+    llm_sched_config small = { 0 };
+    small.max_batched_tokens = 7;
+    small.max_batch_size = 5;
+    e.be.impl = e.be.impl; /* same backend */
+    ((fake_impl *)e.be.impl)->max_tokens_seen = 0;
+    is_int(run_all(&e.be, &small, specs, NREQ, 0, got, &st), 0, "budget 7: ran to idle");
+    is_int(compare(got, alone, NREQ, "budget 7"), 0, "chunked prefill (7 tokens/step, 5 seqs) = alone");
+    ok(st.max_step_tokens <= 7 && ((fake_impl *)e.be.impl)->max_tokens_seen <= 7, "no step over 7 tokens (%d)",
+       st.max_step_tokens);
+    ok(st.tokens_in >= st.prompt_tokens - st.cached_tokens, "every prompt token computed or cached");
+
+    /* budget smaller than the running batch: decodes take turns */
+    small.max_batched_tokens = 3;
+    small.max_batch_size = 8;
+    is_int(run_all(&e.be, &small, specs, 16, 0, got, &st), 0, "budget 3, batch 8: ran to idle");
+    is_int(compare(got, alone, 16, "budget 3"), 0, "budget below batch size = alone");
+    fake_env_free(&e);
+
+    /* preemption by recompute in a tiny pool: 24 blocks of 8 tokens (192 = the longest request's need) */
+    fake_env t;
+    fake_env_init(&t, vocab, 256, 24, 8);
+    static result alone_t[NREQ];
+    run_alone(&t.be, &cfg, specs, NREQ, alone_t);
+    is_int(compare(alone_t, alone, NREQ, "pool 24x8 alone"), 0, "small pool alone = big pool alone");
+    llm_sched_config pc = { 0 };
+    pc.max_batched_tokens = 64;
+    is_int(run_all(&t.be, &pc, specs, NREQ, 0, got, &st), 0, "tiny pool: ran to idle");
+    is_int(compare(got, alone_t, NREQ, "tiny pool"), 0, "with preemption = alone");
+    ok(st.preemptions > 0, "%llu preemptions", (unsigned long long)st.preemptions);
+    int pre = 0;
+    for (int i = 0; i < NREQ; i++)
+        pre += got[i].n_preempted > 0;
+    diag("tiny pool: %d requests preempted, %llu steps, %llu evictions", pre, (unsigned long long)st.steps,
+         (unsigned long long)st.kv.evictions);
+    is_int(st.kv.used, 0, "tiny pool: no block held at the end");
+    is_int(run_all(&t.be, &pc, specs, NREQ, 2, got, &st), 0, "tiny pool staggered: ran to idle");
+    is_int(compare(got, alone_t, NREQ, "tiny pool staggered"), 0, "tiny pool, staggered = alone");
+    fake_env_free(&t);
+}
+
+static void test_prefix_sharing(void)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 256, 64, 4);
+    llm_err err;
+    llm_sched *s = llm_sched_create(&e.be, NULL, &err);
+    static req_spec q[3];
+    result res[3], alone[3];
+    memset(q, 0, sizeof(q));
+    for (int i = 0; i < 3; i++) {
+        llm_sampling_defaults(&q[i].sp);
+        q[i].sp.temperature = 0;
+        q[i].max_tokens = 5;
+        q[i].n_prompt = i == 2 ? 16 : 18; /* request 2's prompt is exactly 4 full blocks */
+        for (int k = 0; k < q[i].n_prompt; k++)
+            q[i].prompt[k] = (int32_t)(k * 7 % 64);
+    }
+    q[1].prompt[17] = 60;
+    run_alone(&e.be, &(llm_sched_config){ 0 }, q, 3, alone);
+    memset(res, 0, sizeof(res));
+    submit_spec(s, &q[0], 0);
+    llm_sched_step(s); /* prefill of 0 registers its 4 full blocks */
+    submit_spec(s, &q[1], 1);
+    submit_spec(s, &q[2], 2);
+    llm_sched_step(s);
+    llm_sched_stats st;
+    llm_sched_get_stats(s, &st);
+    is_int(st.cached_tokens, 16 + 12, "request 1 reuses 16 tokens, request 2 12 (its last block is recomputed)");
+    ok(st.kv.used < 5 + 5 + 4, "shared blocks counted once (%d used)", st.kv.used);
+    while (llm_sched_step(s) == 1)
+        drain(s, res);
+    drain(s, res);
+    is_int(compare(res, alone, 3, "prefix"), 0, "shared-prefix results = alone");
+    llm_sched_get_stats(s, &st);
+    ok(st.kv.used == 0 && st.kv.cached >= 4, "all released; %d blocks stay cached", st.kv.cached);
+    llm_sched_destroy(s);
+    fake_env_free(&e);
+}
+
+static void test_cancel(void)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 256, 64, 4);
+    llm_sched_config cfg = { 0 };
+    cfg.max_batch_size = 2;
+    llm_err err;
+    llm_sched *s = llm_sched_create(&e.be, &cfg, &err);
+    req_spec q;
+    memset(&q, 0, sizeof(q));
+    llm_sampling_defaults(&q.sp);
+    q.sp.temperature = 0;
+    q.n_prompt = 10;
+    for (int k = 0; k < 10; k++)
+        q.prompt[k] = 5 + k;
+    q.max_tokens = 50;
+    result res[3];
+    memset(res, 0, sizeof(res));
+    for (int i = 0; i < 3; i++) {
+        q.prompt[0] = 20 + i; /* distinct prompts: no sharing */
+        submit_spec(s, &q, (uint64_t)i);
+    }
+    for (int i = 0; i < 3; i++)
+        llm_sched_step(s);
+    drain(s, res);
+    llm_sched_stats st;
+    llm_sched_get_stats(s, &st);
+    ok(st.running == 2 && st.waiting == 1, "2 running, 1 waiting");
+    int used_before = st.kv.used;
+    is_int(llm_sched_cancel(s, 0), 0, "cancel running request 0");
+    is_int(llm_sched_cancel(s, 2), 0, "cancel waiting request 2");
+    is_int(llm_sched_cancel(s, 77), -1, "unknown id: -1");
+    llm_sched_step(s);
+    drain(s, res);
+    is_int(res[0].finish, LLM_SCHED_FINISH_CANCELLED, "request 0 CANCELLED");
+    is_int(res[2].finish, LLM_SCHED_FINISH_CANCELLED, "request 2 CANCELLED");
+    is_int(res[2].n, 0, "request 2 produced nothing");
+    llm_sched_get_stats(s, &st);
+    ok(st.kv.used < used_before, "blocks freed (%d -> %d)", used_before, st.kv.used);
+    is_int(st.running, 1, "one left running");
+    llm_sched_cancel(s, 1);
+    is_int(llm_sched_step(s), 0, "idle after the last cancel");
+    drain(s, res);
+    llm_sched_get_stats(s, &st);
+    is_int(st.kv.used, 0, "no block held");
+    is_int(st.finished[LLM_SCHED_FINISH_CANCELLED], 3, "3 cancelled");
+    ok(res[0].records_after_end == 0 && res[1].records_after_end == 0, "nothing after the end");
+    llm_sched_destroy(s);
+    fake_env_free(&e);
+}
+
+static int order[8], n_order;
+static void on_out(void *ctx, const llm_sched_output *o)
+{
+    (void)ctx;
+    if (o->finish != LLM_SCHED_FINISH_NONE && n_order < 8)
+        order[n_order++] = (int)o->id;
+}
+
+static void test_priority_and_callback(void)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 256, 64, 4);
+    llm_sched_config cfg = { 0 };
+    cfg.max_batch_size = 1;
+    cfg.on_output = on_out;
+    llm_err err;
+    llm_sched *s = llm_sched_create(&e.be, &cfg, &err);
+    req_spec q;
+    memset(&q, 0, sizeof(q));
+    llm_sampling_defaults(&q.sp);
+    q.sp.temperature = 0;
+    q.n_prompt = 3;
+    q.max_tokens = 2;
+    q.priority = 0;
+    submit_spec(s, &q, 1);
+    submit_spec(s, &q, 2);
+    q.priority = 5;
+    submit_spec(s, &q, 3);
+    while (llm_sched_step(s) == 1)
+        ;
+    ok(n_order == 3 && order[0] == 3 && order[1] == 1 && order[2] == 2, "priority first, then FIFO (%d %d %d)",
+       order[0], order[1], order[2]);
+    llm_sched_output o;
+    is_int(llm_sched_next_output(s, &o), 0, "callback mode: queue stays empty");
+    llm_sched_destroy(s);
+    fake_env_free(&e);
+}
+
+static uint64_t fake_now;
+static uint64_t now_fn(void *ctx) { (void)ctx; return fake_now; }
+
+static void test_hold(void)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 256, 64, 4);
+    llm_sched_config cfg = { 0 };
+    cfg.max_batch_size = 8;
+    cfg.preferred_batch_sizes[0] = 4;
+    cfg.preferred_batch_sizes[1] = 8;
+    cfg.n_preferred = 2;
+    cfg.batch_timeout_ms = 10;
+    cfg.now_ns = now_fn;
+    fake_now = 1000000000ull;
+    llm_err err;
+    llm_sched *s = llm_sched_create(&e.be, &cfg, &err);
+    req_spec q;
+    memset(&q, 0, sizeof(q));
+    llm_sampling_defaults(&q.sp);
+    q.sp.temperature = 0;
+    q.n_prompt = 3;
+    q.max_tokens = 2;
+    llm_sched_stats st;
+    is_int(llm_sched_wait_ms(s), -1, "empty: nothing to wait for");
+    submit_spec(s, &q, 0);
+    submit_spec(s, &q, 1);
+    is_int(llm_sched_step(s), 1, "2 waiting, held for a batch of 4");
+    llm_sched_get_stats(s, &st);
+    ok(st.steps == 0 && st.waiting == 2, "no step ran");
+    is_int(llm_sched_wait_ms(s), 10, "wait 10 ms");
+    fake_now += 4000000;
+    is_int(llm_sched_wait_ms(s), 6, "6 ms left");
+    submit_spec(s, &q, 2);
+    submit_spec(s, &q, 3);
+    llm_sched_step(s);
+    llm_sched_get_stats(s, &st);
+    is_int(st.last_batch_seqs, 4, "reaching preferred size 4 admits at once");
+    while (llm_sched_step(s) == 1)
+        ;
+    submit_spec(s, &q, 4);
+    llm_sched_step(s);
+    llm_sched_get_stats(s, &st);
+    is_int(st.waiting, 1, "a lone request is held");
+    fake_now += 10000000;
+    is_int(llm_sched_wait_ms(s), 0, "timeout passed: step now");
+    llm_sched_step(s);
+    llm_sched_get_stats(s, &st);
+    ok(st.waiting == 0 && st.last_batch_seqs == 1, "admitted after the timeout");
+    while (llm_sched_step(s) == 1)
+        ;
+    for (int i = 0; i < 9; i++)
+        submit_spec(s, &q, (uint64_t)(10 + i));
+    llm_sched_step(s);
+    llm_sched_get_stats(s, &st);
+    ok(st.running == 8 && st.waiting == 1, "9 waiting: max_batch_size 8 admitted without waiting");
+    llm_sched_destroy(s);
+    fake_env_free(&e);
+}
+
+static int blocked_id = -1;
+static int can_emit_fn(void *ctx, uint64_t id, void *user)
+{
+    (void)ctx;
+    (void)user;
+    return (int)id != blocked_id;
+}
+
+static void test_backpressure_and_errors(void)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 40, 64, 4);
+    static req_spec q[4];
+    result res[4], alone[4];
+    memset(q, 0, sizeof(q));
+    for (int i = 0; i < 4; i++) {
+        llm_sampling_defaults(&q[i].sp);
+        q[i].sp.temperature = 0.7f;
+        q[i].sp.seed = (uint64_t)i;
+        q[i].n_prompt = 5 + i;
+        for (int k = 0; k < q[i].n_prompt; k++)
+            q[i].prompt[k] = (int32_t)(3 + k + i);
+        q[i].max_tokens = 12;
+    }
+    llm_sched_config cfg = { 0 };
+    run_alone(&e.be, &cfg, q, 4, alone);
+    cfg.can_emit = can_emit_fn;
+    llm_err err;
+    llm_sched *s = llm_sched_create(&e.be, &cfg, &err);
+    memset(res, 0, sizeof(res));
+    for (int i = 0; i < 4; i++)
+        submit_spec(s, &q[i], (uint64_t)i);
+    blocked_id = 2;
+    for (int i = 0; i < 5; i++)
+        llm_sched_step(s);
+    drain(s, res);
+    is_int(res[2].n, 0, "blocked request emitted nothing");
+    ok(res[0].n == 5 && res[1].n == 5, "others went on");
+    blocked_id = -1;
+    while (llm_sched_step(s) == 1)
+        drain(s, res);
+    drain(s, res);
+    is_int(compare(res, alone, 4, "back-pressure"), 0, "back-pressure does not change results");
+    llm_sched_destroy(s);
+
+    /* context limit: model context 40 */
+    s = llm_sched_create(&e.be, NULL, &err);
+    is_int(llm_sched_context_limit(s), 40, "context limit = model's 40");
+    req_spec big = q[0];
+    big.n_prompt = 37;
+    for (int k = 0; k < 37; k++)
+        big.prompt[k] = k;
+    memset(res, 0, sizeof(res));
+    submit_spec(s, &big, 0);
+    while (llm_sched_step(s) == 1)
+        ;
+    drain(s, res);
+    ok(res[0].n == 3 && res[0].finish == LLM_SCHED_FINISH_LENGTH, "context full after 3 tokens: LENGTH (%d)",
+       res[0].n);
+
+    /* invalid submissions */
+    llm_sched_request rq = { 0 };
+    int32_t toks[50] = { 0 };
+    rq.prompt = toks;
+    rq.n_prompt = 2;
+    rq.max_tokens = 1;
+    llm_sampling_defaults(&rq.sampling);
+    rq.id = 9;
+    is_int(llm_sched_submit(s, &rq, &err), 0, "valid request accepted");
+    is_int(llm_sched_submit(s, &rq, &err), -1, "duplicate id refused");
+    ok(strstr(err.msg, "already live") != NULL, "message: %s", err.msg);
+    rq.id = 10;
+    rq.n_prompt = 0;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "empty prompt refused");
+    rq.n_prompt = 41;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "prompt over the context refused");
+    ok(strstr(err.msg, "does not fit") != NULL, "message: %s", err.msg);
+    rq.n_prompt = 2;
+    toks[1] = 64;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "token outside the vocabulary refused");
+    toks[1] = 0;
+    rq.max_tokens = 0;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "max_tokens 0 refused");
+    rq.max_tokens = 1;
+    rq.sampling.temperature = -1;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "bad sampling refused");
+    rq.sampling.temperature = 0;
+    rq.n_stop = LLM_SCHED_MAX_STOP + 1;
+    rq.stop_ids = toks;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "too many stop ids refused");
+    rq.n_stop = 0;
+
+    /* backend failure: the batch's requests end with ERROR, blocks freed */
+    ((fake_impl *)e.be.impl)->fail = 1;
+    memset(res, 0, sizeof(res));
+    is_int(llm_sched_step(s), -1, "step reports the backend failure");
+    ok(strstr(llm_sched_last_error(s), "injected") != NULL, "message: %s", llm_sched_last_error(s));
+    llm_sched_output o;
+    ok(llm_sched_next_output(s, &o) && o.id == 9 && o.finish == LLM_SCHED_FINISH_ERROR &&
+       o.error == LLM_SCHED_E_BACKEND && o.token == -1, "ERROR record");
+    llm_sched_stats st;
+    llm_sched_get_stats(s, &st);
+    ok(st.kv.used == 0 && st.running == 0, "nothing held after the failure");
+    llm_sched_destroy(s);
+
+    cfg = (llm_sched_config){ 0 };
+    cfg.max_batch_size = -1;
+    ok(llm_sched_create(&e.be, &cfg, &err) == NULL, "bad config refused: %s", err.msg);
+    cfg.max_batch_size = 0;
+    cfg.max_waiting = 1;
+    s = llm_sched_create(&e.be, &cfg, &err);
+    rq.id = 1;
+    is_int(llm_sched_submit(s, &rq, &err), 0, "first fits the queue");
+    rq.id = 2;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "queue full refused");
+    llm_sched_destroy(s); /* with a live request: freed without outputs */
+    fake_env_free(&e);
+}
+
+/* ------------------------------------------------------------ real model */
+
+static void test_real_model(void)
+{
+    const char *path = "../shared/models/stories260K/stories260K.gguf";
+    if (access(path, R_OK) != 0) {
+        ok(1, "# SKIP %s not found", path);
+        return;
+    }
+    llm_err err = { { 0 } };
+    llm_model *m = llm_model_load(path, NULL, &err);
+    ok(m != NULL, "stories260K loaded %s", m == NULL ? err.msg : "");
+    if (m == NULL)
+        return;
+    llm_backend_opts bo = { 0 };
+    bo.threads = 2;
+    bo.block_size = 16;
+    bo.kv_blocks = 1024;
+    llm_backend *be = llm_backend_create("cpu", m, &bo, &err);
+    ok(be != NULL, "cpu backend %s", be == NULL ? err.msg : "");
+    if (be == NULL) {
+        llm_model_free(m);
+        return;
+    }
+    static req_spec specs[NREQ];
+    static result alone[NREQ], got[NREQ];
+    make_specs(specs, NREQ, m->cfg.vocab_size, 60, 24);
+    for (int i = 0; i < NREQ; i++)
+        specs[i].prompt[0] = 1; /* BOS */
+    llm_sched_config cfg = { 0 };
+    run_alone(be, &cfg, specs, NREQ, alone);
+    ok(all_finished_ok(alone, NREQ), "stories260K alone: all finished");
+
+    /* the known-good greedy continuation through the scheduler */
+    req_spec once = specs[0];
+    int32_t known[5] = { 1, 403, 407, 261, 378 }, want[10] = { 432, 383, 286, 261, 376, 298, 315, 421, 395, 317 };
+    memcpy(once.prompt, known, sizeof(known));
+    once.n_prompt = 5;
+    once.max_tokens = 10;
+    once.n_stop = 0;
+    llm_sampling_defaults(&once.sp);
+    once.sp.temperature = 0;
+    result r1[1];
+    run_alone(be, &cfg, &once, 1, r1);
+    ok(r1[0].n == 10 && memcmp(r1[0].tok, want, sizeof(want)) == 0, "greedy 'Once upon a time' ids as known-good");
+
+    llm_sched_stats st;
+    is_int(run_all(be, &cfg, specs, NREQ, 0, got, &st), 0, "stories260K, 64 at once: ran to idle");
+    is_int(compare(got, alone, NREQ, "stories260K 64 at once"), 0, "64 concurrent = alone (greedy and seeded)");
+    diag("64 at once: %llu steps, %.1f ms in steps, %llu tokens out", (unsigned long long)st.steps,
+         st.total_step_ms, (unsigned long long)st.tokens_out);
+    llm_sched_config small = { 0 };
+    small.max_batched_tokens = 24;
+    small.max_batch_size = 24;
+    is_int(run_all(be, &small, specs, NREQ, 4, got, &st), 0, "stories260K staggered, budget 24: ran to idle");
+    is_int(compare(got, alone, NREQ, "stories260K staggered"), 0, "staggered + chunked prefill + prefix cache = alone");
+    diag("staggered: %llu cached prompt tokens, %llu steps", (unsigned long long)st.cached_tokens,
+         (unsigned long long)st.steps);
+    llm_backend_free(be);
+
+    /* tiny pool: preemption by recompute on the real model */
+    bo.kv_blocks = 8; /* 128 tokens: the longest request (60 + 24) fits alone */
+    be = llm_backend_create("cpu", m, &bo, &err);
+    if (be != NULL) {
+        /* the pool still holds the longest request (context limit unchanged), so alone runs are the same */
+        is_int(run_all(be, &small, specs, NREQ, 0, got, &st), 0, "stories260K tiny pool: ran to idle");
+        is_int(compare(got, alone, NREQ, "stories260K tiny pool"), 0, "with preemption = alone");
+        ok(st.preemptions > 0, "%llu preemptions", (unsigned long long)st.preemptions);
+        llm_backend_free(be);
+    }
+    llm_model_free(m);
+}
+
+int main(void)
+{
+    test_batching_independence();
+    test_prefix_sharing();
+    test_cancel();
+    test_priority_and_callback();
+    test_hold();
+    test_backpressure_and_errors();
+    test_real_model();
+    return done_testing();
+}
