@@ -50,6 +50,7 @@ struct llm_sched {
     llm_sched_output *outq;
     size_t oq_head, oq_n, oq_cap;
     llm_sched_stats st;
+    int idle_step;             /* the last step placed no token */
     char errmsg[600];
 };
 
@@ -470,8 +471,10 @@ static int spare_blocks(const llm_sched *s)
     int spare = 0;
     for (int i = 0; i < s->n_running; i++) {
         const sreq *r = s->running[i];
+        /* after this step the next position written is `done`; a request
+         * still mid-prefill can shrink its next chunk, a decode cannot */
         int done = r->n_computed + (r->placed ? r->chunk : 0);
-        if (done >= r->n_tokens && done + 1 > r->kv.n_blocks * s->bs)
+        if (done >= r->n_tokens - 1 && done + 1 > r->kv.n_blocks * s->bs)
             spare++;
     }
     return spare;
@@ -582,6 +585,7 @@ int llm_sched_step(llm_sched *s)
     uint64_t t0 = clock_ns(s);
     process_cancels(s);
     build_batch(s, t0);
+    s->idle_step = s->b_n == 0;
     if (s->b_n == 0)
         return s->n_running > 0 || s->n_waiting > 0;
 
@@ -646,7 +650,7 @@ int llm_sched_step(llm_sched *s)
 int llm_sched_wait_ms(llm_sched *s)
 {
     if (s->n_running > 0)
-        return 0;
+        return s->idle_step ? -1 : 0; /* idle: every running request waits on back-pressure */
     if (s->n_waiting == 0)
         return -1;
     uint64_t left = hold_left_ns(s, clock_ns(s));

@@ -150,10 +150,10 @@ int  llm_sched_cancel(llm_sched *s, uint64_t id);
  * the others go on; message in llm_sched_last_error). */
 int  llm_sched_step(llm_sched *s);
 /* How long the serve loop may sleep before the next step is useful, barring
- * new submissions or cancellations: 0 = step now (requests are running; when
- * all of them wait on back-pressure a step does nothing, and the loop should
- * rather wait for output room), -1 = no request at all, else ms until the
- * batch-fill hold ends. */
+ * new submissions or cancellations: 0 = step now; -1 = nothing to do until
+ * something changes (no request at all, or the last step placed nothing
+ * because every running request waits on back-pressure: poll for output
+ * room); else ms until the batch-fill hold ends. */
 int  llm_sched_wait_ms(llm_sched *s);
 
 /* Next queued output (when no on_output callback): 1, or 0 when none. */
