@@ -171,7 +171,7 @@ int main(int argc, char **argv)
                 progressed = 1;
             }
             if (st.done) {
-                print_result(tok, f, finish_name(st.finish), st.finish == LLM_FINISH_ERROR ? "engine error" : NULL);
+                print_result(tok, f, finish_name(st.finish), st.finish == LLM_FINISH_ERROR ? llm_shm_strerror(st.error) : NULL);
                 if (st.finish == LLM_FINISH_ERROR)
                     rc = 1;
                 llm_client_release(c, f->req);

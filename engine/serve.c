@@ -30,6 +30,7 @@ typedef struct {
     slot_state      *slots;
     int              n_slots;
     int              live;
+    int              max_waiting; /* scheduler queue bound, 0 = none */
 } serve_ctx;
 
 static int can_emit(void *ctx, uint64_t id, void *user)
@@ -56,8 +57,9 @@ static void on_output(void *ctx, const llm_sched_output *o)
             top[i].logprob = o->top[i].logprob;
         }
         /* can_emit guaranteed room; a failure means the client let go (INVAL). */
+        /* llm_server_push / llm_server_finish / the pop count tokens and finishes in the
+         * metrics block themselves; only the histograms are ours to fill. */
         llm_server_push(c->srv, slot, o->token, o->logprob, top, (uint32_t)n_top);
-        atomic_fetch_add_explicit(&c->met->tokens_out, 1, memory_order_relaxed);
         if (o->n_generated == 1) {
             llm_hist_observe(&c->met->ttft, ms_to_ns(o->ttft_ms));
             llm_hist_observe(&c->met->queue_time, ms_to_ns(o->queue_ms));
@@ -66,11 +68,10 @@ static void on_output(void *ctx, const llm_sched_output *o)
     if (o->finish == LLM_SCHED_FINISH_NONE)
         return;
     llm_finish_reason why = (llm_finish_reason)o->finish;
-    llm_server_finish(c->srv, slot, why, o->error);
-    _Atomic uint64_t *counter = why == LLM_FINISH_CANCELLED ? &c->met->cancelled
-                              : why == LLM_FINISH_ERROR     ? &c->met->failed
-                                                            : &c->met->finished;
-    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+    int32_t error = 0;
+    if (why == LLM_FINISH_ERROR)
+        error = o->error == LLM_SCHED_E_NOMEM ? LLM_SHM_E_NOMEM : LLM_SHM_E_BACKEND;
+    llm_server_finish(c->srv, slot, why, error);
     if (o->n_generated > 1)
         llm_hist_observe(&c->met->tpot, ms_to_ns(o->tpot_ms));
     if (slot < (uint32_t)c->n_slots && c->slots[slot].live) {
@@ -104,14 +105,21 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.max_tokens = p->max_tokens;
     r.stop_ids = p->stop_ids;
     r.n_stop = (int)(p->n_stop <= LLM_SCHED_MAX_STOP ? p->n_stop : LLM_SCHED_MAX_STOP);
+    /* A full queue gets its own code (the client may retry: 429); the
+     * scheduler's other refusals are malformed requests. */
+    llm_sched_stats st;
+    llm_sched_get_stats(sched, &st);
+    if (c->max_waiting > 0 && st.waiting >= c->max_waiting) {
+        llm_server_finish(c->srv, slot, LLM_FINISH_ERROR, LLM_SHM_E_QUEUE_FULL);
+        atomic_fetch_add_explicit(&c->met->failed, 1, memory_order_relaxed);
+        return;
+    }
     llm_err err = { { 0 } };
     if (llm_sched_submit(sched, &r, &err) != 0) {
         fprintf(stderr, "serve: request in slot %u refused: %s\n", slot, err.msg);
         llm_server_finish(c->srv, slot, LLM_FINISH_ERROR, LLM_SHM_E_INVAL);
-        atomic_fetch_add_explicit(&c->met->failed, 1, memory_order_relaxed);
         return;
     }
-    atomic_fetch_add_explicit(&c->met->tokens_in, n, memory_order_relaxed);
     c->slots[slot].live = 1;
     c->slots[slot].cancel_sent = 0;
     c->live++;
@@ -151,6 +159,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     serve_ctx c;
     memset(&c, 0, sizeof(c));
     c.n_slots = o->n_slots;
+    c.max_waiting = o->sched.max_waiting;
     c.slots = calloc((size_t)o->n_slots, sizeof(*c.slots));
     if (c.slots == NULL) {
         llm_seterr(err, "out of memory");

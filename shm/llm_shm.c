@@ -38,6 +38,9 @@ const char *llm_shm_strerror(int rc)
     case LLM_SHM_E_NO_WAITER:   return "too many attached clients";
     case LLM_SHM_E_STREAM_FULL: return "token stream full";
     case LLM_SHM_E_BUSY:        return "another live engine serves this name";
+    case LLM_SHM_E_QUEUE_FULL:  return "engine queue full";
+    case LLM_SHM_E_BACKEND:     return "engine forward pass failed";
+    case LLM_SHM_E_NOMEM:       return "engine out of memory";
     default:                    return "unknown error";
     }
 }

@@ -37,6 +37,10 @@ enum {
     LLM_SHM_E_NO_WAITER  = -10, /* waiter table full */
     LLM_SHM_E_STREAM_FULL= -11, /* engine side: client has not read its tokens */
     LLM_SHM_E_BUSY       = -12, /* engine side: another live engine owns the name */
+    /* Only as the error of a FAILED request (llm_req_status.error), set by the engine: */
+    LLM_SHM_E_QUEUE_FULL = -13, /* the engine's waiting queue is full (serve --max-waiting): 429, retry */
+    LLM_SHM_E_BACKEND    = -14, /* the forward pass failed */
+    LLM_SHM_E_NOMEM      = -15, /* the engine ran out of memory */
 };
 const char *llm_shm_strerror(int rc);
 
