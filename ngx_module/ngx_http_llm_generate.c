@@ -140,7 +140,8 @@ static void ngx_http_llm_done(ngx_http_llm_ctx_t *ctx, ngx_int_t rc)
 {
     ngx_http_request_t *r = ctx->r;
     ngx_connection_t *c = r->connection;
-    ctx->finished = 1;
+    /* A failed write to a client that went away is an abort too (logged, counted). */
+    ctx->finished = !(rc == NGX_ERROR && c->error);
     if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
     if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
     ngx_http_finalize_request(r, rc);
