@@ -2,7 +2,12 @@
 # Runs the Test::Nginx suite (t/*.t) against build/ngx_http_llm_module.so.
 #   t/run.sh [BUILD_DIR] [prove args...]      (make test-nginx)
 # Starts what the tests need: two echo engines (t/echo_engine.c, the real shm
-# protocol with a deterministic token source) named ngxtest and ngxtest_small.
+# protocol with a deterministic token source) named ngxtest and ngxtest_small,
+# and two real engines (`llm-engine serve` on stories260K, t/06x-08x) under
+# names unique to this run, exported as $TEST_NGINX_REAL_ENGINE and
+# $TEST_NGINX_CANCEL_ENGINE (the second one only serves the cancellation test,
+# so its cancelled counter counts nothing else). The greedy reference texts the
+# real-engine blocks compare against come from `llm-engine generate`.
 # Uses the real Test::Nginx::Socket when installed, else the compatible runner
 # in t/lib (needs Debian's libtest-base-perl).
 set -eu
@@ -44,6 +49,34 @@ start_engine() { # name, args...
 }
 start_engine ngxtest --slots 16 --ctx 64
 start_engine ngxtest_small --slots 2 --ctx 64 --delay-ms 40
+
+# The real engine: build/llm-engine serve, stopped (SIGTERM) by cleanup.
+LLM_ENGINE="$BUILD/llm-engine"
+[ -x "$LLM_ENGINE" ] || { echo "t/run.sh: $LLM_ENGINE missing (make BUILD=$BUILD engine)" >&2; exit 1; }
+start_real() { # name
+    name=$1
+    rm -f "$BUILD/t/$name.log"
+    "$LLM_ENGINE" serve --model "$TEST_NGINX_SPM_MODEL" --shm "$name" --slots 64 --threads 1 \
+        > "$BUILD/t/$name.log" 2>&1 &
+    PIDS="$PIDS $!"
+    i=0
+    until grep -q 'ready on' "$BUILD/t/$name.log" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -lt 600 ] || { echo "t/run.sh: llm-engine serve $name did not start:" >&2; cat "$BUILD/t/$name.log" >&2; exit 1; }
+        sleep 0.05
+    done
+}
+export TEST_NGINX_REAL_ENGINE="ngxreal$$"
+export TEST_NGINX_CANCEL_ENGINE="ngxcancel$$"
+start_real "$TEST_NGINX_REAL_ENGINE"
+start_real "$TEST_NGINX_CANCEL_ENGINE"
+greedy() { "$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --temperature 0 --threads 1 "$@" 2>/dev/null; }
+# "Once upon a time", 40 tokens; the chat prompt as the llama2 template renders it, 20 tokens.
+TEST_NGINX_REF_COMPLETION=$(greedy --prompt "Once upon a time" --max-tokens 40)
+TEST_NGINX_REF_CHAT=$(greedy --prompt "[INST] Once upon a time [/INST]" --max-tokens 20)
+export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] ||
+    { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 
 [ $# -gt 0 ] || set -- t/
 if perl -MTest::Nginx::Socket -e1 2>/dev/null; then

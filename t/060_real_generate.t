@@ -1,0 +1,436 @@
+# Generation against the REAL engine: t/run.sh starts `llm-engine serve` on
+# stories260K as $TEST_NGINX_REAL_ENGINE and exports the greedy reference texts
+# of `llm-engine generate` ($TEST_NGINX_REF_COMPLETION: "Once upon a time",
+# 40 tokens; $TEST_NGINX_REF_CHAT: the llama2-rendered chat prompt, 20 tokens).
+# Seeded samples and logprobs are stories260K's own values (deterministic).
+use Test::Nginx::Socket 'no_plan';
+
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: greedy completion equals the llm-engine generate text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":40,"total_tokens":45\}\}$/
+
+=== TEST 2: greedy chat completion equals generate on the llama2-rendered prompt
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 20, "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"id":"chatcmpl-[0-9a-f]{16}","object":"chat.completion","created":\d+,"model":"stories","choices":\[\{"index":0,"message":\{"role":"assistant","content":"\Q$ENV{TEST_NGINX_REF_CHAT}\E"\},"logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":20,"completion_tokens":20,"total_tokens":40\}\}$/
+
+=== TEST 3: the known-good stories260K greedy continuation (models/README.md)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0}
+--- error_code: 200
+--- response_body_like chomp
+"text":", there was a little girl named Lily","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":10,"total_tokens":15\}
+
+=== TEST 4: a prompt of token ids (with BOS) gives the same greedy text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": [1, 403, 407, 261, 378], "max_tokens": 40, "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":40,"total_tokens":45\}/
+
+=== TEST 5: greedy is the default when temperature is 0 whatever the seed
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "seed": 1234}
+--- error_code: 200
+--- response_body_like eval
+qr/"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"/
+
+=== TEST 6: max_tokens 1 ends with finish_reason length after one token
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 1, "temperature": 0}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"text":",","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6\}\}$
+
+=== TEST 7: llm_default_max_tokens applies when the request has no max_tokens
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_default_max_tokens 4;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "temperature": 0}
+--- error_code: 200
+--- response_body_like chomp
+"text":", there was a","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9\}
+
+=== TEST 8: a stop string ends the text before it with finish_reason stop
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "stop": "Lily"}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"text":", there was a little girl named ","logprobs":null,"finish_reason":"stop"\}\]
+
+=== TEST 9: the earliest of several stop strings wins
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "stop": ["park", "girl", "Lily"]}
+--- error_code: 200
+--- response_body_like chomp
+"text":", there was a little ","logprobs":null,"finish_reason":"stop"\}\]
+
+=== TEST 10: a stop string that spans several tokens
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "stop": ["e girl na"]}
+--- error_code: 200
+--- response_body_like chomp
+"text":", there was a littl","logprobs":null,"finish_reason":"stop"\}\]
+
+=== TEST 11: a stop string that never occurs leaves the length finish
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "stop": ["dragon", "###"]}
+--- error_code: 200
+--- response_body_like eval
+qr/"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"/
+
+=== TEST 12: stop strings in chat
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 20, "temperature": 0, "stop": "day"}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"\. Every "\},"logprobs":null,"finish_reason":"stop"\}
+
+=== TEST 13: n=2 greedy gives the reference text twice
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "n": 2}
+--- error_code: 200
+--- response_body_like eval
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":80,"total_tokens":85\}/
+
+=== TEST 14: n=8 sampled choices, indexed 0..7, all cut by length
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 5, "n": 8}
+--- error_code: 200
+--- response_body_like eval
+qr/"choices":\[\{"index":0,[^{}]*"finish_reason":"length"\}(?:,\{"index":[1-7],"text":"[^"]*","logprobs":null,"finish_reason":"length"\}){7}\],"usage":\{"prompt_tokens":5,"completion_tokens":64,"total_tokens":69\}\}$/
+
+=== TEST 15: n=3 in chat
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 4, "temperature": 0, "n": 3}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"message":\{"role":"assistant","content":"\. Every"\},"logprobs":null,"finish_reason":"length"\},\{"index":1,"message":\{"role":"assistant","content":"\. Every"\},"logprobs":null,"finish_reason":"length"\},\{"index":2,"message":\{"role":"assistant","content":"\. Every"\},"logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":20,"completion_tokens":12,"total_tokens":32\}
+
+=== TEST 16: a seed reproduces its sample (seed 42)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 42}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"text":", there was an eag","logprobs":null,"finish_reason":"length"\}\]
+
+=== TEST 17: the same seed again gives the same sample
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 42}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"text":", there was an eag","logprobs":null,"finish_reason":"length"\}\]
+
+=== TEST 18: choice i of n samples with seed + i (seed 42, n 3 == seeds 42, 43, 44)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 42, "n": 3}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"text":", there was an eag","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":", there was a clever b","logprobs":null,"finish_reason":"length"\},\{"index":2,"text":", there was a girl named","logprobs":null,"finish_reason":"length"\}\]
+
+=== TEST 19: seed 43 alone gives choice 1 of the seed 42 n=3 request
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 43}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"text":", there was a clever b","logprobs":null,"finish_reason":"length"\}\]
+
+=== TEST 20: completion logprobs: tokens, their logprobs, top alternatives, offsets
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0, "logprobs": 2}
+--- error_code: 200
+--- response_body_like chomp
+"text":", there was","logprobs":\{"tokens":\[","," there"," was"\],"token_logprobs":\[-0\.03\d*,-0\.06\d*,-0\.01\d*\],"top_logprobs":\[\{",":-0\.03\d*," there":-3\.5\d*\},\{" there":-0\.06\d*," in":-2\.9\d*\},\{" was":-0\.01\d*," we":-4\.8\d*\}\],"text_offset":\[0,1,7\]\},"finish_reason":"length"\}
+
+=== TEST 21: completion logprobs 0: the chosen tokens and their logprobs
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 2, "temperature": 0, "logprobs": 0}
+--- error_code: 200
+--- response_body_like chomp
+"logprobs":\{"tokens":\[","," there"\],"token_logprobs":\[-0\.03\d*,-0\.06\d*\],"top_logprobs":\[[^\]]*\],"text_offset":\[0,1\]\}
+
+=== TEST 22: chat logprobs with top_logprobs
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 2, "temperature": 0, "logprobs": true, "top_logprobs": 2}
+--- error_code: 200
+--- response_body_like chomp
+"logprobs":\{"content":\[\{"token":"\.","logprob":-2\.03\d*,"bytes":\[46\],"top_logprobs":\[\{"token":"\.","logprob":-2\.03\d*,"bytes":\[46\]\},\{"token":" was","logprob":-2\.58\d*,"bytes":\[32,119,97,115\]\}\]\},\{"token":" ","logprob":-0\.97\d*,"bytes":\[32\],"top_logprobs":\[\{"token":" ","logprob":-0\.97\d*,"bytes":\[32\]\},\{"token":" I","logprob":-1\.39\d*,"bytes":\[32,73\]\}\]\}\]\},"finish_reason":"length
+
+=== TEST 23: max_tokens above llm_max_tokens is refused
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_max_tokens 8;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 9}
+--- error_code: 400
+--- response_body_like chomp
+"type":"invalid_request_error"
+
+=== TEST 24: /health reports the real engine attached
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+GET /health
+--- error_code: 200
+--- response_body_like chomp
+"status":"ok"
+
+=== TEST 25: /metrics carries the real engine's counters after the blocks above
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+GET /metrics
+--- error_code: 200
+--- response_body_like chomp
+llm_engine_up 1\n.*llm_requests_submitted_total [1-9]\d*\n.*llm_requests_finished_total [1-9]\d*\n.*llm_generation_tokens_total [1-9]\d*\n
