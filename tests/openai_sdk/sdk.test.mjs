@@ -1,0 +1,128 @@
+// The official OpenAI Node.js SDK against `make serve` (tests/openai_sdk/run.sh
+// starts it): greedy completions and chat completions, plain and streamed, must
+// give exactly the text `llm-engine generate` gives for the same prompt tokens.
+//   NGX_LLM_BASE_URL  http://127.0.0.1:PORT/v1
+//   NGX_LLM_ENGINE    path to llm-engine (for the reference text)
+//   NGX_LLM_MODEL     the model file the server was started with
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import OpenAI from 'openai';
+
+const baseURL = process.env.NGX_LLM_BASE_URL;
+const engine = process.env.NGX_LLM_ENGINE;
+const modelPath = process.env.NGX_LLM_MODEL;
+if (!baseURL || !engine || !modelPath) {
+    throw new Error('set NGX_LLM_BASE_URL, NGX_LLM_ENGINE and NGX_LLM_MODEL (tests/openai_sdk/run.sh does)');
+}
+
+const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60_000 });
+const PROMPT = 'Once upon a time';
+const MESSAGES = [{ role: 'user', content: PROMPT }];
+const COMPLETION_TOKENS = 40;
+const CHAT_TOKENS = 20;
+
+// Greedy text from `llm-engine generate` for these prompt token ids (BOS included).
+function generate(ids, maxTokens) {
+    const out = execFileSync(engine, ['generate', '--model', modelPath, '--prompt-ids', ids.join(','),
+        '--max-tokens', String(maxTokens), '--temperature', '0'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return out.replace(/\n$/, ''); // generate ends its output with one newline
+}
+
+// The server's own prompt tokens (its /tokenize renders the chat template the same way).
+async function tokenize(body) {
+    const res = await fetch(new URL('../tokenize', baseURL + '/'), {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    assert.equal(res.status, 200, 'POST /tokenize');
+    return (await res.json()).tokens;
+}
+
+let model, refCompletion, refChat;
+before(async () => {
+    const models = await client.models.list();
+    assert.equal(models.data.length, 1);
+    model = models.data[0].id;
+    refCompletion = generate(await tokenize({ prompt: PROMPT }), COMPLETION_TOKENS);
+    refChat = generate(await tokenize({ messages: MESSAGES }), CHAT_TOKENS);
+    assert.ok(refCompletion.length > 0 && refChat.length > 0, 'llm-engine generate gave text');
+});
+
+test('completions.create: greedy text equals llm-engine generate', async () => {
+    const r = await client.completions.create({ model, prompt: PROMPT, max_tokens: COMPLETION_TOKENS, temperature: 0 });
+    assert.equal(r.object, 'text_completion');
+    assert.equal(r.choices.length, 1);
+    assert.equal(r.choices[0].text, refCompletion);
+    assert.equal(r.choices[0].finish_reason, 'length');
+    assert.equal(r.usage.completion_tokens, COMPLETION_TOKENS);
+});
+
+test('completions.create stream: the deltas join to the same text', async () => {
+    const stream = await client.completions.create({
+        model, prompt: PROMPT, max_tokens: COMPLETION_TOKENS, temperature: 0, stream: true,
+        stream_options: { include_usage: true },
+    });
+    let text = '', finish = null, usage = null, chunks = 0;
+    for await (const c of stream) {
+        chunks++;
+        if (c.usage) usage = c.usage;
+        for (const ch of c.choices) {
+            text += ch.text;
+            if (ch.finish_reason) finish = ch.finish_reason;
+        }
+    }
+    assert.equal(text, refCompletion);
+    assert.equal(finish, 'length');
+    assert.ok(chunks > COMPLETION_TOKENS / 2, `streamed in pieces (${chunks} chunks)`);
+    assert.equal(usage?.completion_tokens, COMPLETION_TOKENS);
+});
+
+test('chat.completions.create: greedy content equals llm-engine generate', async () => {
+    const r = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: CHAT_TOKENS, temperature: 0 });
+    assert.equal(r.object, 'chat.completion');
+    assert.equal(r.choices[0].message.role, 'assistant');
+    assert.equal(r.choices[0].message.content, refChat);
+    assert.equal(r.choices[0].finish_reason, 'length');
+});
+
+test('chat.completions.create stream: the deltas join to the same content', async () => {
+    const stream = await client.chat.completions.create({
+        model, messages: MESSAGES, max_tokens: CHAT_TOKENS, temperature: 0, stream: true,
+    });
+    let text = '', role = null, finish = null;
+    for await (const c of stream) {
+        const d = c.choices[0];
+        if (!d) continue;
+        if (d.delta.role) role = d.delta.role;
+        text += d.delta.content ?? '';
+        if (d.finish_reason) finish = d.finish_reason;
+    }
+    assert.equal(role, 'assistant');
+    assert.equal(text, refChat);
+    assert.equal(finish, 'length');
+});
+
+test('chat.completions.stream helper: finalChatCompletion has the same content', async () => {
+    const runner = client.chat.completions.stream({ model, messages: MESSAGES, max_tokens: CHAT_TOKENS, temperature: 0 });
+    const final = await runner.finalChatCompletion();
+    assert.equal(final.choices[0].message.content, refChat);
+});
+
+test('a stop string cuts the greedy text where generate has it', async () => {
+    // Four characters from the middle of the reference (stories260K: "Lily" style words).
+    const stop = refCompletion.slice(Math.floor(refCompletion.length / 2), Math.floor(refCompletion.length / 2) + 4);
+    const cut = refCompletion.indexOf(stop);
+    const r = await client.completions.create({ model, prompt: PROMPT, max_tokens: COMPLETION_TOKENS, temperature: 0, stop: [stop] });
+    assert.equal(r.choices[0].text, refCompletion.slice(0, cut), `stop ${JSON.stringify(stop)}`);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+});
+
+test('n=2 greedy: both choices equal the reference', async () => {
+    const r = await client.completions.create({ model, prompt: PROMPT, max_tokens: COMPLETION_TOKENS, temperature: 0, n: 2 });
+    assert.deepEqual(r.choices.map((c) => [c.index, c.text]), [[0, refCompletion], [1, refCompletion]]);
+});
+
+test('errors arrive as the SDK typed errors', async () => {
+    await assert.rejects(client.completions.create({ model, prompt: PROMPT, n: 100 }),
+        (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
+});
