@@ -111,7 +111,6 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     llm_sched_get_stats(sched, &st);
     if (c->max_waiting > 0 && st.waiting >= c->max_waiting) {
         llm_server_finish(c->srv, slot, LLM_FINISH_ERROR, LLM_SHM_E_QUEUE_FULL);
-        atomic_fetch_add_explicit(&c->met->failed, 1, memory_order_relaxed);
         return;
     }
     llm_err err = { { 0 } };
