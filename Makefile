@@ -4,6 +4,7 @@
 #   make san        unit tests under AddressSanitizer + UndefinedBehaviorSanitizer only
 
 CC      ?= cc
+MAKEFLAGS += -j$(shell nproc)
 BUILD   ?= build
 OPT     ?= -O2
 SAN     ?=
@@ -90,5 +91,8 @@ test: unit
 
 clean:
 	rm -rf build build-san
+
+# The CUDA backend (build/libllm_cuda.so) wherever nvcc exists; `all` builds it.
+include kernels/cuda.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
