@@ -84,7 +84,7 @@ parity: $(BUILD)/llm-engine
 test-nginx: module
 	t/run.sh $(BUILD)
 
-test: unit
+test: all unit
 	$(MAKE) san
 	$(MAKE) parity
 	$(MAKE) test-nginx
