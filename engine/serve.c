@@ -132,6 +132,8 @@ static void publish_gauges(serve_ctx *c, const llm_sched *sched)
     atomic_store_explicit(&c->met->running, st.running, memory_order_relaxed);
     atomic_store_explicit(&c->met->kv_blocks_used, st.kv.used, memory_order_relaxed);
     atomic_store_explicit(&c->met->kv_blocks_free, st.kv.free + st.kv.cached, memory_order_relaxed);
+    atomic_store_explicit(&c->met->queue_depth, st.waiting, memory_order_relaxed);
+    atomic_store_explicit(&c->met->preemptions, st.preemptions, memory_order_relaxed);
 }
 
 static void model_description(const llm_model *m, llm_shm_model *d)

@@ -290,6 +290,8 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
         GAU("llm_batch_size", batch_size, "Sequences in the current batch.");
         GAU("llm_kv_blocks_used", kv_blocks_used, "KV-cache blocks in use.");
         GAU("llm_kv_blocks_free", kv_blocks_free, "KV-cache blocks free.");
+        GAU("llm_queue_depth", queue_depth, "Requests waiting in the engine for the batch.");
+        CTR("llm_preemptions_total", preemptions, "Running requests preempted (KV pool full).");
         GAU("llm_waiters", waiters, "Attached clients.");
 #undef CTR
 #undef GAU

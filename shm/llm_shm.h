@@ -150,6 +150,8 @@ typedef struct {
     _Atomic int64_t  running;           /* slots RUNNING (the engine's batch may be smaller) */
     _Atomic int64_t  batch_size;        /* set by the engine scheduler */
     _Atomic int64_t  kv_blocks_used, kv_blocks_free; /* set by the engine scheduler */
+    _Atomic int64_t  queue_depth;       /* requests admitted by the engine, waiting for the batch */
+    _Atomic uint64_t preemptions;       /* running requests sent back to the queue (KV pool full) */
     _Atomic int64_t  waiters;           /* registered clients */
     _Atomic uint64_t notifies_sent, doorbell_wakes;
     llm_shm_hist     step_time, ttft, tpot, queue_time;
