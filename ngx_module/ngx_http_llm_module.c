@@ -21,6 +21,9 @@ static ngx_command_t ngx_http_llm_commands[] = {
     { ngx_string("llm_metrics"),
       NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
       ngx_http_llm_metrics_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
+    { ngx_string("llm_status"),
+      NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+      ngx_http_llm_status_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
     { ngx_string("llm_engine"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET,
@@ -301,7 +304,7 @@ static ngx_int_t ngx_http_llm_init_process(ngx_cycle_t *cycle)
     ngx_http_llm_engine_t *e = mcf->engines.elts;
     for (ngx_uint_t i = 0; i < mcf->engines.nelts; i++)
         if (ngx_http_llm_engine_init_process(cycle, &e[i]) != NGX_OK) return NGX_ERROR;
-    return NGX_OK;
+    return ngx_http_llm_status_init_process(cycle);
 }
 
 static void ngx_http_llm_exit_process(ngx_cycle_t *cycle)

@@ -108,6 +108,11 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q);
 /* Encodes a prompt: text (add_bos) or chat messages (template) -> malloc'd ids. */
 int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **ids, size_t *n, llm_api_err *e);
 
+/* llm_status: the dashboard's JSON with a shared one-second history (ngx_http_llm_status.c) */
+char     *ngx_http_llm_status_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_llm_status_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_llm_status_init_process(ngx_cycle_t *cycle); /* starts the sampling timer */
+
 /* engine glue (ngx_http_llm_engine.c) */
 ngx_int_t ngx_http_llm_engine_init_process(ngx_cycle_t *cycle, ngx_http_llm_engine_t *eng);
 void      ngx_http_llm_engine_exit_process(ngx_http_llm_engine_t *eng);
