@@ -5,6 +5,8 @@
  * first one to take the zone's lock when a sample is due writes it. Latency
  * percentiles in a sample come from the histogram buckets gained since the
  * previous sample (a moving window), not from the totals since start. */
+#include <math.h>
+
 #include "ngx_http_llm_module.h"
 
 #define NGX_LLM_STATUS_SAMPLES 600   /* ten minutes at one a second */
@@ -220,6 +222,9 @@ ngx_int_t ngx_http_llm_status_init_process(ngx_cycle_t *cycle)
 
 static const char *hist_name[H_N] = { "ttft", "tpot", "step", "queue" };
 
+/* Three decimals: the float samples would print as 1595.74462890625. */
+static cJSON *num3(double v) { return cJSON_CreateNumber(round(v * 1000.0) / 1000.0); }
+
 static void add_u64(cJSON *o, const char *k, uint64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
 
 static cJSON *ngx_http_llm_status_current(const llm_shm_map *m)
@@ -314,10 +319,10 @@ static cJSON *ngx_http_llm_status_history(const ngx_http_llm_history_t *h)
         cJSON_AddItemToArray(t, cJSON_CreateNumber((double)s->t_ms / 1000.0)); /* seconds, as uPlot wants */
         cJSON_AddItemToArray(up, cJSON_CreateNumber(s->up));
         for (int i = 0; i < NCOLS; i++)
-            cJSON_AddItemToArray(a[i], cJSON_CreateNumber(*(const float *)((const char *)s + cols[i].off)));
+            cJSON_AddItemToArray(a[i], num3(*(const float *)((const char *)s + cols[i].off)));
         for (int i = 0; i < H_N; i++) {
-            cJSON_AddItemToArray(p50[i], s->p50_ms[i] < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(s->p50_ms[i]));
-            cJSON_AddItemToArray(p99[i], s->p99_ms[i] < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(s->p99_ms[i]));
+            cJSON_AddItemToArray(p50[i], s->p50_ms[i] < 0 ? cJSON_CreateNull() : num3(s->p50_ms[i]));
+            cJSON_AddItemToArray(p99[i], s->p99_ms[i] < 0 ? cJSON_CreateNull() : num3(s->p99_ms[i]));
         }
     }
     return o;

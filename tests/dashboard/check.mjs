@@ -33,6 +33,8 @@ try {
 
   const resp = await page.goto(url, { waitUntil: 'load', timeout: 15000 });
   ok(resp && resp.status() === 200, 'the page loads with 200', `status ${resp && resp.status()}`);
+  if (!resp || resp.status() !== 200)
+    throw new Error(`GET ${url} answered ${resp && resp.status()}: does the /dashboard/ alias point at BUILD/dashboard/?`);
   ok(await page.evaluate(() => typeof window.uPlot === 'function'), 'the charting library (uPlot) is loaded');
   const bg = await page.evaluate(() => getComputedStyle(document.querySelector('header')).backgroundColor);
   ok(bg === 'rgb(29, 35, 48)', 'the stylesheets apply (served as text/css)', `header background ${bg}`);
