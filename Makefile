@@ -28,7 +28,7 @@ CLI_OBJ     = $(BUILD)/obj/engine/cli_args.o
 TEST_SRC    = $(wildcard tests/test_*.c)
 TEST_BIN    = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine module tests test unit san parity test-nginx serve stop clean
+.PHONY: all engine module dashboard tests test unit san parity test-nginx test-dashboard serve stop clean
 all: engine module
 engine: $(BUILD)/llm-engine $(BUILD)/llm-client
 
@@ -73,10 +73,17 @@ module: $(BUILD)/llm-engine
 PORT    ?= 8080
 MODEL   ?= ../shared/models/stories260K/stories260K.gguf
 BACKEND ?= cpu
-serve: engine module
+serve: engine module dashboard
 	tools/serve.sh start $(BUILD) $(PORT) $(MODEL) $(BACKEND)
 stop:
 	tools/serve.sh stop $(BUILD) $(PORT)
+
+# The live dashboard page (uPlot from npm) copied to $(BUILD)/dashboard/.
+dashboard:
+	dashboard/build.sh $(BUILD)
+
+test-dashboard: engine module dashboard
+	BUILD=$(BUILD) tests/dashboard/run.sh
 
 parity: $(BUILD)/llm-engine
 	prove tests/parity/
@@ -88,6 +95,7 @@ test: all unit
 	$(MAKE) san
 	$(MAKE) parity
 	$(MAKE) test-nginx
+	$(MAKE) test-dashboard
 
 clean:
 	rm -rf build build-san

@@ -41,6 +41,7 @@ sed -e "s|^load_module .*|load_module $build/ngx_http_llm_module.so;|" \
     -e "s|^\(\s*\)llm_model_path [^;]*;|\1llm_model_path $model;|" \
     -e "s|^\(\s*\)llm_model_name [^;]*;|\1llm_model_name $(basename "$model" | sed 's/\.[^.]*$//');|" \
     -e "s|^\(\s*\)listen 8080;|\1listen 127.0.0.1:$port;|" \
+    -e "s|^\(\s*\)alias /usr/share/ngx_llm/dashboard/;|\1alias $build/dashboard/;|" \
     -e "s|^user root;|user $(id -un);|" \
     -e "s|^worker_processes auto;|worker_processes 2;\npid $run/nginx.pid;\nerror_log $run/logs/error.log;|" \
     -e "s|^http {|http {\n    access_log $run/logs/access.log;\n    client_body_temp_path $run/body;|" \
