@@ -51,6 +51,7 @@ struct llm_sched {
     size_t oq_head, oq_n, oq_cap;
     llm_sched_stats st;
     int idle_step;             /* the last step placed no token */
+    int cap_batch, cap_tokens; /* creation-time sizes of the batch buffers: llm_sched_set_knobs' bounds */
     char errmsg[600];
 };
 
@@ -104,6 +105,8 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
     }
     s->be = b;
     s->cfg = c;
+    s->cap_batch = c.max_batch_size;
+    s->cap_tokens = c.max_batched_tokens;
     s->vocab = mc->vocab_size;
     s->bs = b->opts.block_size;
     long pool = (long)b->opts.kv_blocks * s->bs;
@@ -158,6 +161,29 @@ void llm_sched_destroy(llm_sched *s)
 }
 
 int         llm_sched_context_limit(const llm_sched *s) { return s->ctx_limit; }
+
+int llm_sched_set_knobs(llm_sched *s, int max_batch_size, int batch_timeout_ms, int max_batched_tokens)
+{
+    if (max_batch_size < 0 || max_batch_size > s->cap_batch || max_batched_tokens < 0 ||
+        max_batched_tokens > s->cap_tokens || batch_timeout_ms < -1)
+        return -1;
+    /* Lowering a bound below what runs now is fine: running requests keep going,
+     * admission waits until the batch is back under it. */
+    if (max_batch_size > 0)
+        s->cfg.max_batch_size = max_batch_size;
+    if (max_batched_tokens > 0)
+        s->cfg.max_batched_tokens = max_batched_tokens;
+    if (batch_timeout_ms >= 0)
+        s->cfg.batch_timeout_ms = batch_timeout_ms;
+    return 0;
+}
+
+void llm_sched_get_knobs(const llm_sched *s, int *max_batch_size, int *batch_timeout_ms, int *max_batched_tokens)
+{
+    *max_batch_size = s->cfg.max_batch_size;
+    *batch_timeout_ms = s->cfg.batch_timeout_ms;
+    *max_batched_tokens = s->cfg.max_batched_tokens;
+}
 const char *llm_sched_last_error(const llm_sched *s) { return s->errmsg; }
 
 /* ---------------------------------------------------------------- queues */

@@ -164,4 +164,11 @@ const char *llm_sched_last_error(const llm_sched *s);
 /* Tokens a request may hold in all (prompt + generated): min(model context, KV pool). */
 int         llm_sched_context_limit(const llm_sched *s);
 
+/* Change the batching knobs of a live scheduler (adaptive tuning). 0 keeps
+ * max_batch_size / max_batched_tokens, -1 keeps batch_timeout_ms. The batch
+ * buffers were sized at creation, so the creation values are upper bounds:
+ * -1 (nothing changed) for a value above them or negative. */
+int  llm_sched_set_knobs(llm_sched *s, int max_batch_size, int batch_timeout_ms, int max_batched_tokens);
+void llm_sched_get_knobs(const llm_sched *s, int *max_batch_size, int *batch_timeout_ms, int *max_batched_tokens);
+
 #endif

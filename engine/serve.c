@@ -136,6 +136,25 @@ static void publish_gauges(serve_ctx *c, const llm_sched *sched)
     atomic_store_explicit(&c->met->preemptions, st.preemptions, memory_order_relaxed);
 }
 
+/* Apply knobs a supervisor's tuner wrote into the metrics block (llm_shm_tuning)
+ * and publish what is in force. Cheap: one atomic load when nothing changed. */
+static void apply_tuning(llm_shm_tuning *t, llm_sched *sched, int force_publish)
+{
+    uint32_t seq = atomic_load_explicit(&t->seq, memory_order_acquire);
+    if (!force_publish && seq == atomic_load_explicit(&t->applied, memory_order_relaxed))
+        return;
+    if (seq != 0 &&
+        llm_sched_set_knobs(sched, atomic_load(&t->want_max_batch_size), atomic_load(&t->want_batch_timeout_ms),
+                            atomic_load(&t->want_max_batched_tokens)) != 0)
+        fprintf(stderr, "serve: tuning #%u refused (above the configured bounds)\n", seq);
+    int mbs, bto, mbt;
+    llm_sched_get_knobs(sched, &mbs, &bto, &mbt);
+    atomic_store(&t->cur_max_batch_size, mbs);
+    atomic_store(&t->cur_batch_timeout_ms, bto);
+    atomic_store(&t->cur_max_batched_tokens, mbt);
+    atomic_store_explicit(&t->applied, seq, memory_order_release);
+}
+
 static void model_description(const llm_model *m, llm_shm_model *d)
 {
     memset(d, 0, sizeof(*d));
@@ -209,6 +228,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    apply_tuning(&c.met->tuning, sched, 1);
     llm_server_set_state(c.srv, LLM_ENGINE_READY);
     fprintf(stderr, "serve: ready on /llm-%s (generation %llu): %d slots, %d KV blocks of %d tokens, context %d\n",
             o->shm_name, (unsigned long long)llm_server_generation(c.srv), o->n_slots, b->opts.kv_blocks,
@@ -229,6 +249,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
                 admit(&c, sched, slot);
         }
         llm_server_reap(c.srv, 0);
+        apply_tuning(&c.met->tuning, sched, 0);
         for (int i = 0; i < c.n_slots; i++) {
             if (c.slots[i].live && !c.slots[i].cancel_sent && llm_server_cancelled(c.srv, (uint32_t)i)) {
                 llm_sched_cancel(sched, (uint64_t)i);

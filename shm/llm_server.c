@@ -112,6 +112,24 @@ static int retire_old(llm_server *s, const char *name, int force, char *err, siz
     return 0;
 }
 
+int llm_server_retire(const char *name, char *err, size_t cap)
+{
+    llm_server tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (llm_shm_path(name, tmp.path, sizeof tmp.path) < 0) {
+        snprintf(err, cap, "bad segment name '%s'", name ? name : "(null)");
+        return -1;
+    }
+    tmp.sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (tmp.sock < 0) {
+        snprintf(err, cap, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int rc = retire_old(&tmp, name, 1, err, cap);
+    close(tmp.sock);
+    return rc;
+}
+
 llm_server *llm_server_create(const llm_server_config *cfg, char *err, size_t cap)
 {
     llm_server *s = calloc(1, sizeof *s);

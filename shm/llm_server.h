@@ -23,6 +23,10 @@ typedef struct llm_server llm_server;
  * ENGINE_GONE and their waiters get a wake-up), then unlinked. Refuses (NULL,
  * message) if a live engine serves the name and !force. */
 llm_server *llm_server_create(const llm_server_config *cfg, char *err, size_t cap);
+/* For a supervisor whose engine died (after waitpid): mark the segment of name
+ * STOPPED, wake its clients (their in-flight requests end with ENGINE_GONE at
+ * once) and unlink it. Never call while a live engine serves the name. 0, or -1 + err. */
+int         llm_server_retire(const char *name, char *err, size_t cap);
 /* Marks the segment STOPPED, wakes every waiter, unlinks the name (if still ours), unmaps. */
 void        llm_server_destroy(llm_server *s);
 

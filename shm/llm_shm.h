@@ -139,6 +139,16 @@ typedef struct {
     _Atomic uint64_t sum_ns;
 } llm_shm_hist;
 
+/* Batching knobs changed live by a supervisor's tuner (engine/tuner.c): it writes
+ * want_* and then bumps seq; the engine applies them at its next loop, writes
+ * what is in force into cur_* and sets applied = seq. 0 in a want_* field keeps
+ * that knob (batch_timeout_ms: -1 keeps it). */
+typedef struct {
+    _Atomic uint32_t seq, applied;
+    _Atomic int32_t  want_max_batch_size, want_batch_timeout_ms, want_max_batched_tokens;
+    _Atomic int32_t  cur_max_batch_size, cur_batch_timeout_ms, cur_max_batched_tokens;
+} llm_shm_tuning;
+
 typedef struct {
     /* requests by outcome */
     _Atomic uint64_t submitted, finished, cancelled, failed;
@@ -155,6 +165,7 @@ typedef struct {
     _Atomic int64_t  waiters;           /* registered clients */
     _Atomic uint64_t notifies_sent, doorbell_wakes;
     llm_shm_hist     step_time, ttft, tpot, queue_time;
+    llm_shm_tuning   tuning;
 } llm_shm_metrics;
 
 void     llm_hist_observe(llm_shm_hist *h, uint64_t ns);
