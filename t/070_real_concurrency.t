@@ -1,8 +1,20 @@
 # Concurrent requests through nginx to the REAL engine ($TEST_NGINX_REAL_ENGINE,
-# `llm-engine serve` on stories260K, started by t/run.sh): t/090_parallel_client.pl
-# sends them at once and counts the answers whose text equals the greedy
-# reference from `llm-engine generate` (batching must not change greedy text).
+# `llm-engine serve` on stories260K, started by t/run.sh). Each block's --- init
+# (run once nginx is up) has t/090_parallel_client.pl send the requests at once
+# and count the answers whose text equals the greedy reference from
+# `llm-engine generate` (batching must not change greedy text); the count lands
+# in the server root, and the block's request reads it back through nginx.
 use Test::Nginx::Socket 'no_plan';
+
+# The client's one-line verdict goes to html/result.txt; dies if it cannot run.
+sub run_client {
+    my ($conc, $mode) = @_;
+    my $port = $ENV{TEST_NGINX_SERVER_PORT} || $ENV{TEST_NGINX_PORT} || 1984;
+    my $out = "$ENV{TEST_NGINX_SERVROOT}/html/result.txt";
+    system('perl', '-e', 'open STDOUT, ">", shift or die "$!\n"; exec @ARGV or die "$!\n"', $out,
+           'perl', 't/090_parallel_client.pl', $port, $conc, $mode) == 0
+        or die "t/090_parallel_client.pl $port $conc $mode failed: $?\n";
+}
 
 no_shuffle();
 run_tests();
@@ -19,8 +31,13 @@ location / {
     llm_model_path $TEST_NGINX_SPM_MODEL;
     llm_model_name stories;
 }
---- exec
-perl t/090_parallel_client.pl $TEST_NGINX_SERVER_PORT 1 stream
+location = /result.txt {
+    root $TEST_NGINX_SERVROOT/html;
+}
+--- init
+main::run_client(1, 'stream');
+--- request
+GET /result.txt
 --- response_body
 1 concurrent stream requests: 1 gave the llm-engine generate text
 --- no_error_log
@@ -37,8 +54,13 @@ location / {
     llm_model_path $TEST_NGINX_SPM_MODEL;
     llm_model_name stories;
 }
---- exec
-perl t/090_parallel_client.pl $TEST_NGINX_SERVER_PORT 1 chat_stream
+location = /result.txt {
+    root $TEST_NGINX_SERVROOT/html;
+}
+--- init
+main::run_client(1, 'chat_stream');
+--- request
+GET /result.txt
 --- response_body
 1 concurrent chat_stream requests: 1 gave the llm-engine generate text
 --- no_error_log
@@ -55,8 +77,13 @@ location / {
     llm_model_path $TEST_NGINX_SPM_MODEL;
     llm_model_name stories;
 }
---- exec
-perl t/090_parallel_client.pl $TEST_NGINX_SERVER_PORT 8 completions
+location = /result.txt {
+    root $TEST_NGINX_SERVROOT/html;
+}
+--- init
+main::run_client(8, 'completions');
+--- request
+GET /result.txt
 --- response_body
 8 concurrent completions requests: 8 gave the llm-engine generate text
 --- no_error_log
@@ -73,8 +100,13 @@ location / {
     llm_model_path $TEST_NGINX_SPM_MODEL;
     llm_model_name stories;
 }
---- exec
-perl t/090_parallel_client.pl $TEST_NGINX_SERVER_PORT 8 chat
+location = /result.txt {
+    root $TEST_NGINX_SERVROOT/html;
+}
+--- init
+main::run_client(8, 'chat');
+--- request
+GET /result.txt
 --- response_body
 8 concurrent chat requests: 8 gave the llm-engine generate text
 --- no_error_log
@@ -91,8 +123,13 @@ location / {
     llm_model_path $TEST_NGINX_SPM_MODEL;
     llm_model_name stories;
 }
---- exec
-perl t/090_parallel_client.pl $TEST_NGINX_SERVER_PORT 16 stream
+location = /result.txt {
+    root $TEST_NGINX_SERVROOT/html;
+}
+--- init
+main::run_client(16, 'stream');
+--- request
+GET /result.txt
 --- response_body
 16 concurrent stream requests: 16 gave the llm-engine generate text
 --- no_error_log
@@ -109,15 +146,20 @@ location / {
     llm_model_path $TEST_NGINX_SPM_MODEL;
     llm_model_name stories;
 }
---- exec
-perl t/090_parallel_client.pl $TEST_NGINX_SERVER_PORT 8 chat_stream
+location = /result.txt {
+    root $TEST_NGINX_SERVROOT/html;
+}
+--- init
+main::run_client(8, 'chat_stream');
+--- request
+GET /result.txt
 --- response_body
 8 concurrent chat_stream requests: 8 gave the llm-engine generate text
 --- no_error_log
 [alert]
 [crit]
 
-=== TEST 7: the engine batched them: its metrics count every request finished
+=== TEST 7: the engine's metrics count every request submitted and finished
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -125,7 +167,6 @@ location / {
     llm_api;
     llm_engine $TEST_NGINX_REAL_ENGINE;
     llm_model_path $TEST_NGINX_SPM_MODEL;
-    llm_model_name stories;
 }
 --- request
 GET /metrics

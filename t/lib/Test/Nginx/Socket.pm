@@ -6,7 +6,7 @@ package Test::Nginx::Socket;
 #   --- main_config --- http_config --- config --- request --- more_headers
 #   --- error_code --- response_body --- response_body_like --- response_body_unlike --- response_headers
 #   --- response_headers_like --- error_log --- no_error_log --- timeout --- abort
-#   --- exec (a command run instead of the request; its stdout is the response body)
+#   --- init (Perl code run once nginx is up, before the request, as Test::Nginx does)
 #   $TEST_NGINX_* variables in the config sections.
 # nginx runs like under Test::Nginx: daemon on, master_process off, one worker,
 # a fresh server root in t/servroot, restarted for every block.
@@ -225,20 +225,6 @@ sub http_request {
     return ({ status => $status, headers => \%h, body => $rbody }, undef);
 }
 
-# --- exec: like Test::Nginx, the command line is split on white space (no shell)
-# after $TEST_NGINX_* expansion; what it prints is checked as the response body.
-sub exec_command {
-    my $block = shift;
-    my @cmd = split ' ', expand_env(sec($block, 'exec'));
-    return (undef, 'empty --- exec') unless @cmd;
-    open my $fh, '-|', @cmd or return (undef, "cannot run $cmd[0]: $!");
-    local $/;
-    my $out = <$fh>;
-    close $fh;
-    return (undef, "$cmd[0] exited with status " . ($? >> 8) . "; printed: " . ($out // '')) if $?;
-    return ({ status => 200, headers => {}, body => $out // '' }, undef);
-}
-
 sub error_log_text {
     open my $fh, '<', "$ServRoot/logs/error.log" or return '';
     local $/;
@@ -271,7 +257,16 @@ sub run_block {
         Test::More::diag($err);
         return;
     }
-    my ($res, $rerr) = defined sec($block, 'exec') ? exec_command($block) : http_request($block, $timeout);
+    if (defined sec($block, 'init')) {
+        eval sec($block, 'init');
+        if ($@) {
+            Test::More::fail("$name - init");
+            Test::More::diag($@);
+            stop_nginx();
+            return;
+        }
+    }
+    my ($res, $rerr) = http_request($block, $timeout);
     if (!$res) {
         Test::More::fail("$name - request");
         Test::More::diag($rerr);
@@ -281,7 +276,7 @@ sub run_block {
     my $code = sec($block, 'error_code');
     $code = 200 unless defined $code;
     chomp $code;
-    Test::More::is($res->{status}, $code, "$name - status code ok") unless defined sec($block, 'exec');
+    Test::More::is($res->{status}, $code, "$name - status code ok");
 
     if (defined sec($block, 'response_headers')) {
         for my $l (split /\n/, sec($block, 'response_headers')) {
