@@ -131,7 +131,8 @@ static void parse(conn *c, double t)
         const char *ev = c->buf + off;
         if (elen >= 12 && memcmp(ev, "data: [DONE]", 12) == 0) {
             c->done_seen = 1;
-        } else if (memmem(ev, elen, "\"finish_reason\":null", 20) != NULL) {
+        } else if (memmem(ev, elen, "\"finish_reason\":null", 20) != NULL &&
+                   memmem(ev, elen, "\"delta\":{\"role\"", 16) == NULL) { /* chat's role chunk is no token */
             if (c->events++ == 0)
                 c->t_first = t;
             c->t_last = t;
@@ -153,6 +154,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--chat")) { chat = 1; continue; }
+        if (strcmp(a, "--port") && strcmp(a, "--host") && strcmp(a, "--concurrency") && strcmp(a, "--requests") &&
+            strcmp(a, "--max-tokens") && strcmp(a, "--warmup") && strcmp(a, "--prompt") && strcmp(a, "--raw")) {
+            fprintf(stderr, "serve_load: unknown option %s\n", a);
+            return 2;
+        }
         if (v == NULL) { fprintf(stderr, "serve_load: %s needs a value\n", a); return 2; }
         if (!strcmp(a, "--port")) port = atoi(v);
         else if (!strcmp(a, "--host")) host = v;
@@ -161,8 +167,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-tokens")) max_tokens = atoi(v);
         else if (!strcmp(a, "--warmup")) warmup = atoi(v);
         else if (!strcmp(a, "--prompt")) prompt = v;
-        else if (!strcmp(a, "--raw")) raw = v;
-        else { fprintf(stderr, "serve_load: unknown option %s\n", a); return 2; }
+        else raw = v;
         i++;
     }
     if (port <= 0 || port > 65535 || conc < 1 || conc > 4096 || total < 1 || max_tokens < 1) {
