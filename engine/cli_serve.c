@@ -3,10 +3,12 @@
 #include "cli.h"
 #include "model.h"
 #include "serve.h"
+#include "supervisor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* "8,16" -> sizes; -1 on a malformed list. */
 static int parse_sizes(const char *s, int *out, int cap)
@@ -23,12 +25,69 @@ static int parse_sizes(const char *s, int *out, int cap)
     return n;
 }
 
+/* What the worker needs: the model is loaded before the fork (its mmap and
+ * pages are shared with every worker, so a restart costs only the backend
+ * and KV cache); the backend (threads, KV memory) is created in the worker. */
+typedef struct {
+    llm_model          *model;
+    const char         *backend;
+    llm_backend_opts    bo;
+    llm_serve_opts      o;
+} worker_ctx;
+
+static int run_worker(void *arg)
+{
+    worker_ctx *w = arg;
+    llm_err err = { { 0 } };
+    llm_backend *b = llm_backend_create(w->backend, w->model, &w->bo, &err);
+    if (b == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    int rc = llm_serve(w->model, b, &w->o, &err);
+    if (rc != 0)
+        fprintf(stderr, "error: %s\n", err.msg);
+    llm_backend_free(b);
+    return rc == 0 ? 0 : 1;
+}
+
+/* Supervisor options: restarts, pid file, Redis, adaptive tuning bounds
+ * (defaults: the command line's knobs as upper bounds, 1 / 0 ms / the batch
+ * size as lower bounds). */
+static void supervisor_opts(const llm_args *a, const llm_sched_config *sc, llm_supervisor_opts *so)
+{
+    memset(so, 0, sizeof(*so));
+    so->pid_file = llm_arg_str(a, "pid-file");
+    so->redis_url = llm_arg_str(a, "redis");
+    so->max_restarts = (int)llm_arg_long(a, "max-restarts", 20, 0, 1000000);
+    so->restart_window_s = (int)llm_arg_long(a, "restart-window-s", 60, 1, 86400);
+    so->knobs.max_batch_size = sc->max_batch_size;
+    so->knobs.batch_timeout_ms = sc->batch_timeout_ms;
+    so->knobs.max_batched_tokens = sc->max_batched_tokens;
+    llm_tuner_config *t = &so->tuner;
+    t->slo_ttft_ms = llm_arg_double(a, "slo-ttft-ms", 0, 0, 1e7);
+    t->slo_tpot_ms = llm_arg_double(a, "slo-tpot-ms", 0, 0, 1e7);
+    so->tune = t->slo_ttft_ms > 0 || t->slo_tpot_ms > 0;
+    t->max.max_batch_size = (int)llm_arg_long(a, "tune-max-batch", sc->max_batch_size, 1, sc->max_batch_size);
+    t->min.max_batch_size = (int)llm_arg_long(a, "tune-min-batch", 1, 1, t->max.max_batch_size);
+    t->max.batch_timeout_ms = (int)llm_arg_long(a, "tune-max-timeout-ms", sc->batch_timeout_ms, 0, 60000);
+    t->min.batch_timeout_ms = (int)llm_arg_long(a, "tune-min-timeout-ms", 0, 0, t->max.batch_timeout_ms);
+    t->max.max_batched_tokens =
+        (int)llm_arg_long(a, "tune-max-tokens", sc->max_batched_tokens, 1, sc->max_batched_tokens);
+    t->min.max_batched_tokens = (int)llm_arg_long(a, "tune-min-tokens", t->min.max_batch_size, 1,
+                                                  t->max.max_batched_tokens);
+    t->cooldown = (int)llm_arg_long(a, "tune-cooldown", 2, 0, 3600);
+}
+
 int cli_serve(const llm_args *a)
 {
     static const char *const known[] = {
         "model=", "tokenizer=", "shm=", "max-batch-size=", "preferred-batch-sizes=", "batch-timeout-ms=",
         "max-batched-tokens=", "kv-blocks=", "block-size=", "threads=", "slots=", "backend=", "device=",
-        "shm-mode=", "max-waiting=", "stream-cap=", NULL,
+        "shm-mode=", "max-waiting=", "stream-cap=", "no-supervise", "pid-file=", "redis=", "max-restarts=",
+        "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
+        "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
+        NULL,
     };
     if (llm_args_check(a, known) != 0)
         return 2;
@@ -94,17 +153,29 @@ int cli_serve(const llm_args *a)
             want = cap > c->seq_len ? cap : c->seq_len;
         bo.kv_blocks = (int)((want + bo.block_size - 1) / bo.block_size);
     }
-    const char *bname = llm_arg_str(a, "backend");
-    llm_backend *b = llm_backend_create(bname != NULL ? bname : "cpu", m, &bo, &err);
-    if (b == NULL) {
-        fprintf(stderr, "error: %s\n", err.msg);
-        llm_model_free(m);
-        return 1;
+    worker_ctx w;
+    memset(&w, 0, sizeof(w));
+    w.model = m;
+    w.backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
+    w.bo = bo;
+    w.o = o;
+    int rc;
+    if (llm_arg_flag(a, "no-supervise")) {
+        const char *pf = llm_arg_str(a, "pid-file");
+        FILE *f = pf != NULL ? fopen(pf, "w") : NULL;
+        if (f != NULL) {
+            fprintf(f, "%d\n", (int)getpid());
+            fclose(f);
+        }
+        rc = run_worker(&w);
+        if (pf != NULL)
+            unlink(pf);
+    } else {
+        llm_supervisor_opts so;
+        supervisor_opts(a, sc, &so);
+        so.shm_name = name;
+        rc = llm_supervise(&so, run_worker, &w);
     }
-    int rc = llm_serve(m, b, &o, &err);
-    if (rc != 0)
-        fprintf(stderr, "error: %s\n", err.msg);
-    llm_backend_free(b);
     llm_model_free(m);
-    return rc == 0 ? 0 : 1;
+    return rc;
 }

@@ -1,0 +1,80 @@
+# Helpers shared by tests/serve/*.t: start and stop llm-engine serve, probe
+# readiness with llm-client, run llm-client loads in the background.
+use strict;
+use warnings;
+use POSIX ":sys_wait_h";
+use Time::HiRes qw(time sleep);
+
+our $BUILD = $ENV{BUILD} // 'build';
+our $MODEL = '../shared/models/stories260K/stories260K.gguf';
+our $PROMPT = 'Once upon a time';
+
+# Spawn a command with stdout/stderr to files; returns the pid.
+sub spawn_cmd {
+    my ($out, $err, @cmd) = @_;
+    my $pid = fork() // die "fork: $!";
+    if ($pid == 0) {
+        open(STDOUT, '>', $out) or die "$out: $!";
+        open(STDERR, '>', $err) or die "$err: $!";
+        exec(@cmd) or die "exec $cmd[0]: $!";
+    }
+    return $pid;
+}
+
+# Wait for pid up to $secs; returns its status, or undef on timeout.
+sub wait_for {
+    my ($pid, $secs) = @_;
+    my $end = time + $secs;
+    while (time < $end) {
+        my $w = waitpid($pid, WNOHANG);
+        return $? if $w == $pid;
+        return -1 if $w < 0;
+        sleep 0.02;
+    }
+    return undef;
+}
+
+# One short request; 1 if it finished without an error.
+sub probe {
+    my ($name) = @_;
+    my $out = `$BUILD/llm-client --shm $name --model $MODEL --prompt '$PROMPT' --max-tokens 2 --requests 1 --timeout-ms 2000 2>/dev/null`;
+    return ($? == 0 && $out =~ /"finish_reason":"(length|stop)"/) ? 1 : 0;
+}
+
+# Seconds until probe succeeds, or undef after $secs.
+sub wait_ready {
+    my ($name, $secs) = @_;
+    my $t0 = time;
+    while (time - $t0 < $secs) {
+        return time - $t0 if probe($name);
+        sleep 0.05;
+    }
+    return undef;
+}
+
+sub read_pid {
+    my ($file) = @_;
+    open(my $f, '<', $file) or return undef;
+    my $p = <$f>;
+    close $f;
+    return defined $p && $p =~ /^(\d+)/ ? $1 : undef;
+}
+
+sub slurp {
+    my ($file) = @_;
+    open(my $f, '<', $file) or return '';
+    local $/;
+    my $s = <$f>;
+    close $f;
+    return $s // '';
+}
+
+sub segments {
+    my ($name) = @_;
+    opendir(my $d, '/dev/shm') or return 0;
+    my @s = grep { $_ eq "llm-$name" } readdir($d);
+    closedir $d;
+    return scalar @s;
+}
+
+1;
