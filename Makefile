@@ -14,7 +14,7 @@ ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
-LIBS    = -lcjson -lpcre2-8 -lpthread -lm
+LIBS    = -lcjson -lpcre2-8 -lhiredis -lpthread -lm
 
 # SIMD kernels are compiled per file for their instruction set and picked at run time.
 AVX2_FLAGS   = -mavx2 -mfma -mf16c
