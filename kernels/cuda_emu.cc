@@ -37,7 +37,9 @@ struct Block {
 };
 
 Block *B;
-std::vector<char *> stacks;
+struct Stacks : std::vector<char *> {
+    ~Stacks() { for (char *p : *this) free(p); }
+} stacks;  /* fiber stacks, reused by every launch */
 const size_t STACK = 128 * 1024;
 
 void die(const char *what)

@@ -150,7 +150,9 @@ int main(int argc, char **argv)
     int fails = 0;
     /* Tables: the CPU's in order; the GPU's blocks taken backwards from the pool's end (paging exercised). */
     int32_t *tab_c = malloc((size_t)pool * sizeof(int32_t)), *tab_g = malloc((size_t)pool * sizeof(int32_t));
-    int32_t *ids_c = malloc((size_t)(P + gen + 8) * sizeof(int32_t)), *ids_g = malloc((size_t)(P + gen + 8) * sizeof(int32_t));
+    /* Part 3 reads the text up to position 100 + 16 + 3 * 3: the CPU's greedy run makes at least that much. */
+    int P3 = P > 140 ? P : (ctx < 140 ? ctx : 140);
+    int32_t *ids_c = malloc((size_t)(P3 + gen + 8) * sizeof(int32_t)), *ids_g = malloc((size_t)(P3 + gen + 8) * sizeof(int32_t));
     int rows = P > 256 ? P : 256; /* part 3 asks for up to 206 rows */
     float *lc = malloc((size_t)rows * V * sizeof(float)), *lgp = malloc((size_t)rows * V * sizeof(float));
     int32_t *pos = malloc((size_t)rows * sizeof(int32_t)), *seq = calloc((size_t)rows, sizeof(int32_t));
@@ -170,7 +172,7 @@ int main(int argc, char **argv)
     int np = 5;
     if (gen > ctx - np)
         gen = ctx - np;
-    int cpu_gen = P - np > gen ? P - np : gen;
+    int cpu_gen = P3 - np > gen ? P3 - np : gen;
     if (greedy(cpu, &vc, prompt, np, cpu_gen, V, ids_c) != 0 || greedy(gpu, &vg, prompt, np, gen, V, ids_g) != 0)
         return 1;
     int same = 0;
@@ -209,8 +211,8 @@ int main(int argc, char **argv)
     enum { NS = 4, STEPS = 16 };
     int len[NS] = { 37, 64, 100, 5 };
     for (int s = 0; s < NS; s++)
-        if (len[s] + STEPS > P)
-            len[s] = P / 2 > STEPS ? P / 2 - STEPS : 1;
+        if (len[s] + STEPS + 3 * (NS - 1) > P3)
+            len[s] = P3 / 2 > STEPS + 3 * NS ? P3 / 2 - STEPS - 3 * NS : 1;
     int32_t *t4c = malloc((size_t)NS * per_seq * sizeof(int32_t)), *t4g = malloc((size_t)NS * per_seq * sizeof(int32_t));
     llm_seq_view v4c[NS], v4g[NS];
     for (int s = 0; s < NS; s++) {

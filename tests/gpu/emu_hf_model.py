@@ -1,0 +1,61 @@
+"""Writes a small random Llama-3-style Hugging Face directory (bf16 safetensors, pure Python: no numpy/torch)
+for emulated-CUDA vs CPU parity: rotate-half rope with llama3 scaling (original context 128, so the scaling
+matters at the tested positions), 3 query heads per kv head, head_dim 32, untied classifier.
+    python3 tests/gpu/emu_hf_model.py OUT_DIR"""
+import json, os, random, struct, sys
+from array import array
+
+CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 192, "intermediate_size": 320,
+       "num_hidden_layers": 2, "num_attention_heads": 6, "num_key_value_heads": 2, "head_dim": 32,
+       "vocab_size": 512, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+       "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_position_embeddings": 128},
+       "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "bfloat16"}
+
+
+def bf16(values):
+    f = array("f", values)
+    out = array("H")
+    for u in array("I", f.tobytes()):
+        out.append(((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF)
+    return out.tobytes()
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rnd = random.Random(7)
+    c = CFG
+    D, F, H, KV, HD, V = c["hidden_size"], c["intermediate_size"], c["num_attention_heads"], \
+        c["num_key_value_heads"], c["head_dim"], c["vocab_size"]
+    tensors = [("model.embed_tokens.weight", [V, D], 0.5), ("model.norm.weight", [D], None),
+               ("lm_head.weight", [V, D], 0.1)]
+    for l in range(c["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        tensors += [(p + "input_layernorm.weight", [D], None), (p + "post_attention_layernorm.weight", [D], None),
+                    (p + "self_attn.q_proj.weight", [H * HD, D], 0.08), (p + "self_attn.k_proj.weight", [KV * HD, D], 0.08),
+                    (p + "self_attn.v_proj.weight", [KV * HD, D], 0.08), (p + "self_attn.o_proj.weight", [D, H * HD], 0.08),
+                    (p + "mlp.gate_proj.weight", [F, D], 0.08), (p + "mlp.up_proj.weight", [F, D], 0.08),
+                    (p + "mlp.down_proj.weight", [D, F], 0.06)]
+    header, blobs, off = {}, [], 0
+    for name, shape, sd in tensors:
+        n = 1
+        for s in shape:
+            n *= s
+        vals = [1.0 + 0.2 * rnd.gauss(0, 1) for _ in range(n)] if sd is None else [sd * rnd.gauss(0, 1) for _ in range(n)]
+        b = bf16(vals)
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(os.path.join(out, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for b in blobs:
+            f.write(b)
+    json.dump(c, open(os.path.join(out, "config.json"), "w"), indent=1)
+    print(f"wrote {out}: {off / 1e6:.2f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+#!/bin/bash
+# The CUDA backend's kernels and host code under the CPU emulation of CUDA (kernels/cuda_emu.*), against the
+# CPU backend: no GPU needed, a few minutes on 2 cores. Checks index math, barriers/shuffles (a barrier not
+# reached by every thread aborts), reads of unwritten memory (NaN-poisoned) and, with ASAN=1, out-of-bounds
+# accesses and leaks. Not a check of speed or of real-device behaviour (async streams, cuBLAS itself).
+#   tests/gpu/emu_parity.sh          (BUILD=build-gpu holds libllm.a and the parity program; ASAN=1 optional)
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+B=${BUILD:-build-gpu}
+E=${EMU_DIR:-build-emu}
+W=${WORK:-/tmp/llm_emu_parity}
+mkdir -p "$W"
+if [ ! -f "$B/libllm.a" ] || [ ! -x "$B/llm-engine" ]; then
+    make -s -j"$(nproc)" BUILD="$B" "$B/llm-engine" "$B/libllm.a" || exit 1
+fi
+P="$E/parity_logits"
+if [ "${ASAN:-0}" = 1 ]; then
+    EMU_FLAGS="-fsanitize=address -fno-omit-frame-pointer" tests/gpu/emu_build.sh "$E" || exit 1
+    cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -fsanitize=address -Iengine -Ishm -o "$P" \
+        tests/gpu/parity_logits.c "$B/libllm.a" -lcjson -lpcre2-8 -lpthread -lm || exit 1
+else
+    tests/gpu/emu_build.sh "$E" || exit 1
+    cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -Iengine -Ishm -o "$P" tests/gpu/parity_logits.c \
+        "$B/libllm.a" -lcjson -lpcre2-8 -lpthread -lm || exit 1
+fi
+export LLM_CUDA_LIB="$PWD/$E/libllm_cuda_emu.so"
+S260=../shared/models/stories260K/stories260K.bin
+for dt in f16 q8_0 q4_0; do
+    "$B/llm-engine" gen-model --from "$S260" --dtype $dt --out "$W/s260-$dt.gguf" >/dev/null 2>&1 || exit 1
+done
+python3 tests/gpu/emu_hf_model.py "$W/hf" >/dev/null || exit 1
+fails=0
+check() { # name, args...
+    local name=$1; shift
+    echo "== $name"
+    if "$P" "$@" 2>&1 | grep -v '^cuda:'; then :; else fails=$((fails + 1)); fi
+}
+# GEMV path only (chunks of 8): the same float32 math as the CPU, so tight bounds.
+LLM_CUDA_KV=f32 check "stories260K f32, gemv" --model "$S260" --positions 64 --gen 20 --chunk 8 --max-diff 1e-4 --min-top1 1
+LLM_CUDA_KV=f32 check "llama3-style hf bf16, gemv" --model "$W/hf" --positions 160 --gen 8 --chunk 8 --max-diff 1e-1 --min-top1 0.98
+# cuBLAS path (chunks > 8 tokens): activations rounded to the weights' half type.
+LLM_CUDA_KV=f32 check "stories260K f32, gemm" --model "$S260" --positions 64 --gen 8 --chunk 24 --max-diff 1e-4 --min-top1 1
+check "stories260K f16 (f16 kv)" --model "$W/s260-f16.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 5e-2 --min-top1 0.98
+check "stories260K q8_0 (cpu quantises activations)" --model "$W/s260-q8_0.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 0.5 --min-top1 0.95
+check "stories260K q4_0 (cpu quantises activations)" --model "$W/s260-q4_0.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 0.6 --min-top1 0.95
+echo "emulated parity: $fails failed"
+[ "$fails" -eq 0 ]
