@@ -17,11 +17,11 @@ P="$E/parity_logits"
 if [ "${ASAN:-0}" = 1 ]; then
     EMU_FLAGS="-fsanitize=address -fno-omit-frame-pointer" tests/gpu/emu_build.sh "$E" || exit 1
     cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -fsanitize=address -Iengine -Ishm -o "$P" \
-        tests/gpu/parity_logits.c "$B/libllm.a" -lcjson -lpcre2-8 -lpthread -lm || exit 1
+        tests/gpu/parity_logits.c "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
 else
     tests/gpu/emu_build.sh "$E" || exit 1
     cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -Iengine -Ishm -o "$P" tests/gpu/parity_logits.c \
-        "$B/libllm.a" -lcjson -lpcre2-8 -lpthread -lm || exit 1
+        "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
 fi
 export LLM_CUDA_LIB="$PWD/$E/libllm_cuda_emu.so"
 S260=../shared/models/stories260K/stories260K.bin

@@ -9,7 +9,15 @@
 set -eu -o pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build-gpu}
-LIBS_STATIC="-lcjson -Wl,-Bstatic -lpcre2-8 -Wl,-Bdynamic -lpthread -lm"
+# The Makefile's LIBS with the libraries that ship static archives linked statically (pcre2, hiredis).
+LIBS_MK=$(sed -n 's/^LIBS *= *//p' Makefile)
+LIBS_STATIC=""
+for l in $LIBS_MK; do
+    case $l in
+        -lpcre2-8|-lhiredis) LIBS_STATIC="$LIBS_STATIC -Wl,-Bstatic $l -Wl,-Bdynamic" ;;
+        *) LIBS_STATIC="$LIBS_STATIC $l" ;;
+    esac
+done
 make -s -j"$(nproc)" BUILD="$B" LIBS="$LIBS_STATIC" "$B/llm-engine" "$B/libllm.a"
 make -s -j"$(nproc)" -f Makefile -f kernels/cuda.mk BUILD="$B" cuda
 tests/gpu/build_progs.sh "$B" "$LIBS_STATIC"
