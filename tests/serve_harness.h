@@ -26,6 +26,9 @@
 #define H_MAX_PROMPT 512
 
 static char h_engine_bin[4096];
+/* The engine started last; a crash of it must fail the test, not hang it. */
+static pid_t h_engine_pid = -1, h_reaped_pid = -1;
+static int   h_reaped_status, h_crashed; /* h_crashed: it died by itself (sticky until the next start) */
 
 /* <dir of argv0>/../llm-engine: build/tests/test_x -> build/llm-engine. */
 static void h_find_engine(const char *argv0)
@@ -80,7 +83,26 @@ static pid_t h_engine_start(const char *name, const char *const *extra)
         fprintf(stderr, "exec %s: %s\n", h_engine_bin, strerror(errno));
         _exit(127);
     }
+    h_engine_pid = pid;
+    h_crashed = 0;
     return pid;
+}
+
+/* 1 (and a diagnostic) if the engine started last has exited by itself. */
+static int h_engine_died(void)
+{
+    if (h_engine_pid <= 0)
+        return h_crashed;
+    int st;
+    if (waitpid(h_engine_pid, &st, WNOHANG) != h_engine_pid)
+        return 0;
+    h_reaped_pid = h_engine_pid;
+    h_reaped_status = st;
+    h_engine_pid = -1;
+    h_crashed = 1;
+    printf("# engine %d died: %s %d\n", (int)h_reaped_pid, WIFSIGNALED(st) ? "signal" : "exit status",
+           WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    return 1;
 }
 
 /* Attaches c to the engine once it is READY. 0, or -1 if the engine exited or
@@ -89,8 +111,7 @@ static int h_engine_wait_ready(llm_client *c, pid_t pid)
 {
     double t0 = h_now();
     while (h_now() - t0 < 60.0) {
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid)
+        if (pid == h_engine_pid && h_engine_died())
             return -1;
         if (llm_client_attach(c) == LLM_SHM_OK)
             return 0;
@@ -104,6 +125,10 @@ static int h_engine_wait_ready(llm_client *c, pid_t pid)
  * followed by SIGKILL (and -1). */
 static int h_engine_stop(pid_t pid, int sig)
 {
+    if (pid == h_reaped_pid)
+        return h_reaped_status;
+    if (pid == h_engine_pid)
+        h_engine_pid = -1;
     kill(pid, sig);
     double t0 = h_now();
     int st = 0;
@@ -247,7 +272,7 @@ static int h_run(llm_client *c, h_request *rq, int n, int conc)
             }
         }
         if (!progressed) {
-            if (h_now() - t0 > 300.0) {
+            if (h_now() - t0 > 300.0 || h_engine_died()) {
                 rc = -1;
                 break;
             }
@@ -267,8 +292,18 @@ static inline int h_same_prefix(const int32_t *a, int na, const int32_t *b, int 
     return nb <= na && memcmp(a, b, (size_t)nb * sizeof(int32_t)) == 0;
 }
 
+/* Client entries in the waiter table that are not FREE. */
+static inline int h_waiter_entries(const llm_shm_map *m)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < m->hdr->caps.n_waiters; i++)
+        n += LLM_WAITER_STATE(atomic_load(&m->waiters[i].word)) != LLM_WAITER_FREE;
+    return n;
+}
+
 /* Waits (up to 60 s) until the metrics block shows nothing in use: no slot,
- * no running request, no KV block held, and `waiters` clients attached.
+ * no running request, no KV block held, and the waiter table holds `waiters`
+ * clients (the table, not the `waiters` gauge: see test_serve_stress).
  * Returns 1 when settled. */
 static inline int h_wait_idle(llm_client *c, int waiters)
 {
@@ -279,8 +314,10 @@ static inline int h_wait_idle(llm_client *c, int waiters)
     while (h_now() - t0 < 60.0) {
         llm_shm_metrics *x = m->metrics;
         if (atomic_load(&x->slots_in_use) == 0 && atomic_load(&x->running) == 0 &&
-            atomic_load(&x->kv_blocks_used) == 0 && atomic_load(&x->waiters) == waiters)
+            atomic_load(&x->kv_blocks_used) == 0 && h_waiter_entries(m) == waiters)
             return 1;
+        if (h_engine_died())
+            return 0;
         llm_client_check(c);
         h_sleep_ms(10);
     }
@@ -301,6 +338,12 @@ static inline void h_diag_metrics(llm_client *c)
            (unsigned long long)atomic_load(&x->finished), (unsigned long long)atomic_load(&x->cancelled),
            (unsigned long long)atomic_load(&x->failed), (unsigned long long)atomic_load(&x->reclaimed_slots),
            (unsigned long long)atomic_load(&x->tokens_out));
+    for (uint32_t i = 0; i < m->hdr->caps.n_waiters; i++) {
+        uint64_t w = atomic_load(&m->waiters[i].word);
+        if (LLM_WAITER_STATE(w) != LLM_WAITER_FREE)
+            printf("# waiter %u: state %u pid %d%s\n", i, LLM_WAITER_STATE(w), (int)LLM_WAITER_PID(w),
+                   LLM_WAITER_PID(w) == getpid() ? " (this test)" : "");
+    }
 }
 
 #endif

@@ -18,7 +18,7 @@ static int start_long(llm_client *c, llm_req *r)
         return -1;
     llm_shm_token t;
     double t0 = h_now();
-    while (h_now() - t0 < 60.0) {
+    while (h_now() - t0 < 60.0 && !h_engine_died()) {
         int k = llm_client_read(c, *r, &t, 1, NULL);
         if (k != 0)
             return k == 1 ? 0 : -1;
@@ -34,7 +34,7 @@ static int read_to_end(llm_client *c, llm_req r, int *n, llm_req_status *st)
     llm_shm_token t[16];
     double t0 = h_now();
     *n = 0;
-    while (h_now() - t0 < 60.0) {
+    while (h_now() - t0 < 60.0 && !h_engine_died()) {
         int k = llm_client_read(c, r, t, 16, st);
         if (k < 0)
             return k;
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
     kill(e, SIGTERM);
     const llm_shm_map *m = llm_client_map(c);
     double t0 = h_now();
-    while (atomic_load(&m->hdr->state) != LLM_ENGINE_DRAINING && h_now() - t0 < 60.0)
+    while (atomic_load(&m->hdr->state) != LLM_ENGINE_DRAINING && h_now() - t0 < 60.0 && !h_engine_died())
         h_sleep_ms(5);
     is_int(atomic_load(&m->hdr->state), LLM_ENGINE_DRAINING, "SIGTERM: engine draining");
     llm_req r2;
