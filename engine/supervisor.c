@@ -58,7 +58,7 @@ static int spawn(llm_worker_fn worker, void *ctx, sigset_t *old_mask)
     signal(SIGINT, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, old_mask, NULL);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* like kill -9 of a single-process engine */
     if (getppid() != parent)
         _exit(1);
     fflush(stderr);

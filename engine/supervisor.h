@@ -12,7 +12,8 @@
  * clients' in-flight requests end with ENGINE_GONE at once.
  * SIGTERM / SIGINT are forwarded to the worker (drain / stop now); the
  * supervisor exits with the worker's status once it has ended. If the
- * supervisor itself dies the worker gets SIGTERM (PR_SET_PDEATHSIG). */
+ * supervisor itself dies the worker is killed too (PR_SET_PDEATHSIG SIGKILL):
+ * killing the supervisor is killing the engine, as before supervision. */
 #ifndef LLM_SUPERVISOR_H
 #define LLM_SUPERVISOR_H
 

@@ -229,12 +229,31 @@ uint64_t llm_shm_proc_starttime(int pid)
     return strtoull(p + 1, NULL, 10);
 }
 
+/* 1 if /proc says pid is a zombie (or dead): exited, not yet reaped. A
+ * supervised engine's worker killed with its supervisor stays one until
+ * something reaps it, and must not count as a live engine. */
+static int pid_zombie(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* comm may hold parens: the state follows the last one */
+    return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 int llm_shm_pid_alive(int pid)
 {
     if (pid <= 0)
         return 0;
     if (kill(pid, 0) == 0)
-        return 1;
+        return !pid_zombie(pid);
     return errno != ESRCH; /* EPERM: alive, owned by another user */
 }
 
