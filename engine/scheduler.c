@@ -312,8 +312,8 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         llm_seterr(err, "request has an empty prompt");
         return -1;
     }
-    if (q->n_prompt > s->ctx_limit) {
-        llm_seterr(err, "prompt of %d tokens does not fit the context of %d tokens", q->n_prompt, s->ctx_limit);
+    if (q->n_prompt >= s->ctx_limit) { /* at least one generated token must fit */
+        llm_seterr(err, "prompt of %d tokens leaves no room in the context of %d tokens", q->n_prompt, s->ctx_limit);
         return -1;
     }
     for (int i = 0; i < q->n_prompt; i++)

@@ -204,7 +204,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     cfg.caps.ring_size = 1;
     while (cfg.caps.ring_size < (uint32_t)o->n_slots)
         cfg.caps.ring_size <<= 1; /* never smaller than the slots: a full ring means no slot */
-    cfg.caps.max_prompt = (uint32_t)llm_sched_context_limit(sched);
+    cfg.caps.max_prompt = (uint32_t)llm_sched_context_limit(sched) - 1; /* room for one generated token */
     cfg.caps.stream_cap = (uint32_t)o->stream_cap;
     cfg.caps.max_top = LLM_SHM_MAX_TOP;
     cfg.caps.n_waiters = 1024;

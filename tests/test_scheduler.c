@@ -675,7 +675,9 @@ static void test_backpressure_and_errors(void)
     is_int(llm_sched_submit(s, &rq, &err), -1, "empty prompt refused");
     rq.n_prompt = 41;
     is_int(llm_sched_submit(s, &rq, &err), -1, "prompt over the context refused");
-    ok(strstr(err.msg, "does not fit") != NULL, "message: %s", err.msg);
+    ok(strstr(err.msg, "leaves no room") != NULL, "message: %s", err.msg);
+    rq.n_prompt = 40; /* exactly the context: no room for a generated token */
+    is_int(llm_sched_submit(s, &rq, &err), -1, "prompt filling the whole context refused");
     rq.n_prompt = 2;
     toks[1] = 64;
     is_int(llm_sched_submit(s, &rq, &err), -1, "token outside the vocabulary refused");

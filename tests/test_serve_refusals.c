@@ -30,7 +30,7 @@ int main(int argc, char **argv)
     pid_t e = h_engine_start(name, opts);
     ok(h_engine_wait_ready(c, e) == 0, "engine ready");
     const llm_shm_map *m = llm_client_map(c);
-    is_int(m->hdr->caps.max_prompt, 64, "segment: prompts up to the 64 tokens the KV pool holds");
+    is_int(m->hdr->caps.max_prompt, 63, "segment: prompts up to 63 tokens (the 64 the KV pool holds, less one to generate)");
     is_int(m->hdr->model.ctx_len, 64, "segment: context 64 (the KV pool)");
 
     /* No slot. */
@@ -51,10 +51,10 @@ int main(int argc, char **argv)
 
     /* Out of KV: a prompt the pool can never hold. */
     h_request big;
-    h_prompt(&big, 65, 2);
+    h_prompt(&big, 64, 2);
     h_params(&big, 8, 0.0f, 0);
-    is_int(llm_client_start(c, big.prompt, 65, &big.p, 0, &r), LLM_SHM_E_TOO_LONG,
-           "65-token prompt on a 64-token pool: TOO_LONG at once");
+    is_int(llm_client_start(c, big.prompt, 64, &big.p, 0, &r), LLM_SHM_E_TOO_LONG,
+           "64-token prompt on a 64-token pool (no room to generate): TOO_LONG at once");
 
     /* Queue full: the engine is stopped while 4 requests go in, so it pops all
      * four at once: 2 fit the queue, 2 are refused with QUEUE_FULL. */
@@ -116,10 +116,11 @@ int main(int argc, char **argv)
            "request %d: same 20 tokens as alone", i);
 
     /* Last, as it once crashed the engine (a token appended past the
-     * request's buffer): a prompt exactly as long as the pool. */
-    h_prompt(&big, 64, 2);
-    ok(h_run(c, &big, 1, 1) == 0 && big.finish == LLM_FINISH_LENGTH && big.n_out <= 1,
-       "64-token prompt fills the pool: served, ends LENGTH (%d token)", big.n_out);
+     * request's buffer): the longest prompt the segment takes, which leaves
+     * room for exactly one generated token. */
+    h_prompt(&big, 63, 2);
+    ok(h_run(c, &big, 1, 1) == 0 && big.finish == LLM_FINISH_LENGTH && big.n_out == 1,
+       "63-token prompt in a 64-token pool: served, ends LENGTH after %d token", big.n_out);
 
     ok(h_wait_idle(c, 1), "no slot or KV block held afterwards");
     h_diag_metrics(c);
