@@ -302,8 +302,8 @@ static inline int h_waiter_entries(const llm_shm_map *m)
 }
 
 /* Waits (up to 60 s) until the metrics block shows nothing in use: no slot,
- * no running request, no KV block held, and the waiter table holds `waiters`
- * clients (the table, not the `waiters` gauge: see test_serve_stress).
+ * no running request, no KV block held, and `waiters` clients attached (in
+ * the waiters gauge and in the waiter table).
  * Returns 1 when settled. */
 static inline int h_wait_idle(llm_client *c, int waiters)
 {
@@ -314,7 +314,8 @@ static inline int h_wait_idle(llm_client *c, int waiters)
     while (h_now() - t0 < 60.0) {
         llm_shm_metrics *x = m->metrics;
         if (atomic_load(&x->slots_in_use) == 0 && atomic_load(&x->running) == 0 &&
-            atomic_load(&x->kv_blocks_used) == 0 && h_waiter_entries(m) == waiters)
+            atomic_load(&x->kv_blocks_used) == 0 && h_waiter_entries(m) == waiters &&
+            atomic_load(&x->waiters) == waiters)
             return 1;
         if (h_engine_died())
             return 0;

@@ -134,13 +134,7 @@ int main(int argc, char **argv)
     llm_shm_metrics *met = m->metrics;
     ok(atomic_load(&met->submitted) == atomic_load(&met->finished) + atomic_load(&met->cancelled) + atomic_load(&met->failed),
        "metrics: every submitted request counted once as finished, cancelled or failed");
-    /* Known issue (reported): the `waiters` gauge sometimes stays at 2 here
-     * although the waiter table holds only this client (the dead client's
-     * entry is freed, the gauge not decremented). The table is what
-     * h_wait_idle checks; the gauge is only shown. */
-    if (atomic_load(&met->waiters) != 1)
-        diag("KNOWN ISSUE: waiters gauge %lld, waiter table %d", (long long)atomic_load(&met->waiters),
-             h_waiter_entries(m));
+    is_int(atomic_load(&met->waiters), 1, "waiters gauge back to 1 (the dead client's entry freed and counted)");
     ok(atomic_load(&m->metrics->reclaimed_slots) >= 1, "the killed client's slots were reclaimed");
 
     h_request last = ref[0];
