@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,6 +80,7 @@ static pid_t h_engine_start(const char *name, const char *const *extra)
     pid_t pid = fork();
     if (pid == 0) {
         dup2(2, 1); /* keep TAP output clean */
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a crashed test leaves no engine behind */
         execv(h_engine_bin, (char *const *)argv);
         fprintf(stderr, "exec %s: %s\n", h_engine_bin, strerror(errno));
         _exit(127);
