@@ -300,6 +300,11 @@ static int ngx_http_llm_step(ngx_http_llm_ctx_t *ctx)
                 if (ngx_http_llm_token(ctx, i, &tk[j])) { ngx_http_llm_done(ctx, NGX_ERROR); return 0; }
             if (s->done) break;
             if (st.done) {
+                if (st.finish == LLM_FINISH_ERROR && st.error == LLM_SHM_E_QUEUE_FULL) {
+                    /* the engine's queue bound (serve --max-waiting): retry later */
+                    ngx_http_llm_fail(ctx, 429, "queue_full", "the engine's request queue is full; retry later");
+                    return 0;
+                }
                 if (st.finish == LLM_FINISH_ERROR || (st.finish == LLM_FINISH_CANCELLED && s->finish == NULL)) {
                     char m[128];
                     ngx_snprintf((u_char *)m, sizeof m, "the engine ended the request (%s, code %d)%Z",
