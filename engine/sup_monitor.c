@@ -198,6 +198,15 @@ void llm_monitor_tick(llm_monitor *m)
     double dt = (double)(now - m->prev_ns) / 1e9;
     llm_tuner_input in;
     llm_tuner_input_from(&m->prev, &cur, &in);
+    /* KV pool exhaustion is recovered from by preemption; failures include out-of-memory */
+    if (cur.preemptions > m->prev.preemptions)
+        llm_monitor_event(m, "kv_preemption", "%llu running requests preempted in the last %.1f s (KV pool full; "
+                                              "%lld blocks used, %lld free)",
+                          (unsigned long long)(cur.preemptions - m->prev.preemptions), dt,
+                          (long long)cur.kv_blocks_used, (long long)cur.kv_blocks_free);
+    if (cur.failed > m->prev.failed)
+        llm_monitor_event(m, "request_failures", "%llu requests failed in the last %.1f s (backend error or out of "
+                                                 "memory)", (unsigned long long)(cur.failed - m->prev.failed), dt);
     if (m->tune) {
         char why[512];
         if (llm_tuner_step(&m->tuner, &in, why, sizeof why)) {
