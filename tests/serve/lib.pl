@@ -77,4 +77,12 @@ sub segments {
     return scalar @s;
 }
 
+# SIGTERM (then SIGKILL after 10 s) to a supervisor still running; reaps it.
+sub stop_engine {
+    my ($pid) = @_;
+    return unless $pid && waitpid($pid, WNOHANG) == 0;
+    kill 'TERM', $pid;
+    kill('KILL', $pid), waitpid($pid, 0) unless defined wait_for($pid, 10);
+}
+
 1;

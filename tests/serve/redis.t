@@ -11,6 +11,9 @@ use IO::Socket::INET;
 use Time::HiRes qw(time sleep);
 use Test::More;
 require "$FindBin::Bin/lib.pl";
+# interrupted or piped into head: still run END (which stops the engine)
+$SIG{PIPE} = "IGNORE";
+$SIG{INT} = $SIG{TERM} = sub { exit 1 };
 
 our ($BUILD, $MODEL, $PROMPT);
 plan skip_all => "$BUILD/llm-engine not built" unless -x "$BUILD/llm-engine" && -x "$BUILD/llm-client";
@@ -42,6 +45,12 @@ my $sup = spawn_cmd("$dir/engine.out", "$dir/engine.err", "$BUILD/llm-engine", '
                     '--shm', $name, '--pid-file', $pidf, '--threads', '1', '--slots', '16',
                     '--redis', "redis://127.0.0.1:$port/0", '--slo-ttft-ms', '0.001', '--max-batch-size', '16',
                     '--tune-cooldown', '0');
+# an aborted test (BAIL_OUT, die, SIGPIPE) must not leave an engine behind
+END {
+    local $?;
+    stop_engine($sup);
+    kill('KILL', $redis), waitpid($redis, 0) if $redis && kill(0, $redis);
+}
 ok(defined wait_ready($name, 20), 'engine READY') or BAIL_OUT(slurp("$dir/engine.err"));
 
 sub load {

@@ -10,6 +10,9 @@ use FindBin;
 use Time::HiRes qw(time sleep);
 use Test::More;
 require "$FindBin::Bin/lib.pl";
+# interrupted or piped into head: still run END (which stops the engine)
+$SIG{PIPE} = "IGNORE";
+$SIG{INT} = $SIG{TERM} = sub { exit 1 };
 
 our ($BUILD, $MODEL, $PROMPT);
 plan skip_all => "$BUILD/llm-engine not built" unless -x "$BUILD/llm-engine" && -x "$BUILD/llm-client";
@@ -21,6 +24,8 @@ my $pidf = "$dir/worker.pid";
 my $slots = 16;
 my $sup = spawn_cmd("$dir/engine.out", "$dir/engine.err", "$BUILD/llm-engine", 'serve', '--model', $MODEL,
                     '--shm', $name, '--pid-file', $pidf, '--threads', '1', '--slots', $slots);
+# an aborted test (BAIL_OUT, die) must not leave an engine behind
+END { local $?; stop_engine($sup) }
 my $t = wait_ready($name, 20);
 ok(defined $t, 'engine READY under the supervisor') or BAIL_OUT(slurp("$dir/engine.err"));
 
