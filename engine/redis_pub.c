@@ -109,6 +109,14 @@ void llm_redis_free(llm_redis *r)
     free(r);
 }
 
+void llm_redis_disconnect(llm_redis *r)
+{
+    if (r != NULL && r->ctx != NULL) {
+        redisFree(r->ctx);
+        r->ctx = NULL;
+    }
+}
+
 static void went_down(llm_redis *r, const char *why)
 {
     if (!r->down_logged)

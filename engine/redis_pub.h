@@ -18,6 +18,8 @@ typedef struct llm_redis llm_redis;
 /* url: redis://host[:port][/db]. Does not connect yet. NULL + err on a bad url. */
 llm_redis *llm_redis_new(const char *url, const char *name, char *err, size_t cap);
 void       llm_redis_free(llm_redis *r);
+/* Close the connection (reopened on the next call), e.g. so a forked child holds no copy of it. */
+void       llm_redis_disconnect(llm_redis *r);
 
 /* One sample: n (field, value) pairs into the metrics hash and the history
  * stream. 0 sent, -1 dropped. */

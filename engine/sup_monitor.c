@@ -97,6 +97,11 @@ void llm_monitor_count_restart(llm_monitor *m)
     m->restarts++;
 }
 
+void llm_monitor_before_fork(llm_monitor *m)
+{
+    llm_redis_disconnect(m->redis);
+}
+
 static void push_knobs(llm_monitor *m)
 {
     llm_shm_tuning *t = &m->map.metrics->tuning;

@@ -25,5 +25,7 @@ void llm_monitor_detach(llm_monitor *m);
 void llm_monitor_event(llm_monitor *m, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void llm_monitor_count_restart(llm_monitor *m);
+/* Before fork: the worker must not inherit the Redis connection. */
+void llm_monitor_before_fork(llm_monitor *m);
 
 #endif

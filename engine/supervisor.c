@@ -94,6 +94,7 @@ int llm_supervise(const llm_supervisor_opts *o, llm_worker_fn worker, void *ctx)
 
     double restart_at[MAX_WINDOW_RESTARTS];
     int n_restarts = 0, ever_ready = 0, forwarded = 0, rc = 0;
+    llm_monitor_before_fork(mon);
     int pid = spawn(worker, ctx, &none);
     if (pid < 0) {
         fprintf(stderr, "error: fork: %s\n", strerror(errno));
@@ -159,6 +160,7 @@ int llm_supervise(const llm_supervisor_opts *o, llm_worker_fn worker, void *ctx)
                 rc = 0;
                 break;
             }
+            llm_monitor_before_fork(mon);
             pid = spawn(worker, ctx, &none);
             if (pid < 0) {
                 fprintf(stderr, "error: fork: %s\n", strerror(errno));
