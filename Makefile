@@ -28,7 +28,7 @@ CLI_OBJ     = $(BUILD)/obj/engine/cli_args.o
 TEST_SRC    = $(wildcard tests/test_*.c)
 TEST_BIN    = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine module dashboard tests test unit san parity test-nginx test-dashboard test-openai-sdk bench-serve serve stop clean
+.PHONY: all engine module dashboard tests test unit san parity test-nginx test-dashboard test-openai-sdk test-serve bench-serve serve stop clean
 all: engine module
 engine: $(BUILD)/llm-engine $(BUILD)/llm-client
 
@@ -85,6 +85,10 @@ dashboard:
 test-dashboard: engine module dashboard
 	BUILD=$(BUILD) tests/dashboard/run.sh
 
+# Supervisor (kill -9 the worker ten times) and Redis publishing (skips without redis-server).
+test-serve: engine
+	BUILD=$(BUILD) prove tests/serve/
+
 # The official OpenAI Node.js SDK against make serve.
 test-openai-sdk: engine module
 	BUILD=$(BUILD) tests/openai_sdk/run.sh
@@ -101,6 +105,7 @@ test-nginx: module
 test: all unit
 	$(MAKE) san
 	$(MAKE) parity
+	$(MAKE) test-serve
 	$(MAKE) test-nginx
 	$(MAKE) test-openai-sdk
 	$(MAKE) test-dashboard

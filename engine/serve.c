@@ -40,11 +40,6 @@ static int can_emit(void *ctx, uint64_t id, void *user)
     return llm_server_stream_space(c->srv, (uint32_t)id) > 0;
 }
 
-static uint64_t ms_to_ns(double ms)
-{
-    return ms > 0 ? (uint64_t)(ms * 1e6) : 0;
-}
-
 static void on_output(void *ctx, const llm_sched_output *o)
 {
     serve_ctx *c = ctx;
@@ -57,13 +52,10 @@ static void on_output(void *ctx, const llm_sched_output *o)
             top[i].logprob = o->top[i].logprob;
         }
         /* can_emit guaranteed room; a failure means the client let go (INVAL). */
-        /* llm_server_push / llm_server_finish / the pop count tokens and finishes in the
-         * metrics block themselves; only the histograms are ours to fill. */
+        /* llm_server_push / llm_server_finish / the pop count tokens and finishes
+         * in the metrics block and fill the TTFT, TPOT and queue-time histograms
+         * (from the slot's submit time, which includes the ring hop). */
         llm_server_push(c->srv, slot, o->token, o->logprob, top, (uint32_t)n_top);
-        if (o->n_generated == 1) {
-            llm_hist_observe(&c->met->ttft, ms_to_ns(o->ttft_ms));
-            llm_hist_observe(&c->met->queue_time, ms_to_ns(o->queue_ms));
-        }
     }
     if (o->finish == LLM_SCHED_FINISH_NONE)
         return;
@@ -72,8 +64,6 @@ static void on_output(void *ctx, const llm_sched_output *o)
     if (why == LLM_FINISH_ERROR)
         error = o->error == LLM_SCHED_E_NOMEM ? LLM_SHM_E_NOMEM : LLM_SHM_E_BACKEND;
     llm_server_finish(c->srv, slot, why, error);
-    if (o->n_generated > 1)
-        llm_hist_observe(&c->met->tpot, ms_to_ns(o->tpot_ms));
     if (slot < (uint32_t)c->n_slots && c->slots[slot].live) {
         c->slots[slot].live = 0;
         c->live--;
