@@ -83,7 +83,7 @@ int cli_serve(const llm_args *a)
 {
     static const char *const known[] = {
         "model=", "tokenizer=", "shm=", "max-batch-size=", "preferred-batch-sizes=", "batch-timeout-ms=",
-        "max-batched-tokens=", "kv-blocks=", "block-size=", "threads=", "slots=", "backend=", "device=",
+        "max-batched-tokens=", "kv-blocks=", "block-size=", "threads=", "slots=", "backend=", "device=", "gpu-memory-fraction=",
         "shm-mode=", "max-waiting=", "stream-cap=", "no-supervise", "pid-file=", "redis=", "max-restarts=",
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
@@ -127,6 +127,7 @@ int cli_serve(const llm_args *a)
     bo.threads = (int)llm_arg_long(a, "threads", 0, 0, 1024);
     bo.block_size = (int)llm_arg_long(a, "block-size", 16, 1, 1024);
     bo.device = (int)llm_arg_long(a, "device", 0, 0, 64);
+    bo.gpu_memory_fraction = (float)llm_arg_double(a, "gpu-memory-fraction", 0.0, 0.0, 1.0);
     const char *kvb = llm_arg_str(a, "kv-blocks");
     if (kvb == NULL || strcmp(kvb, "auto") == 0) {
         bo.kv_blocks = 0; /* resolved below from the model and the batch size */
