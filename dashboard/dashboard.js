@@ -152,12 +152,13 @@
 
   function tuning(st) {
     var sec = document.getElementById('tuning');
-    if (!st.tuning) { sec.hidden = true; return; }
+    var knobs = st.tuning || (st.current && st.current.tuning);
+    if (!knobs) { sec.hidden = true; return; }
     sec.hidden = false;
     var body = document.getElementById('tuning-body');
     body.textContent = '';
-    Object.keys(st.tuning).forEach(function (k) {
-      var v = st.tuning[k];
+    Object.keys(knobs).forEach(function (k) {
+      var v = knobs[k];
       var t = el('div', 'tile');
       t.appendChild(el('b', null, typeof v === 'number' ? fmt(v, Number.isInteger(v) ? 0 : 2) : String(v)));
       t.appendChild(el('span', null, k));

@@ -21,6 +21,7 @@ typedef struct {
     float   tokens_out_per_s, tokens_in_per_s, finished_per_s, failed_per_s;
     float   batch_size, running, queue_depth, kv_blocks_used, kv_blocks_free, slots_in_use;
     float   preempted;                 /* preemptions in the interval */
+    float   max_batch_size, batch_timeout_ms, max_batched_tokens; /* knobs in force (tuner) */
     float   p50_ms[H_N], p99_ms[H_N];
 } ngx_http_llm_sample_t;
 
@@ -109,6 +110,9 @@ static void ngx_http_llm_status_sample(ngx_http_llm_history_t *h, const llm_shm_
         s->kv_blocks_used = (float)ldi(&x->kv_blocks_used);
         s->kv_blocks_free = (float)ldi(&x->kv_blocks_free);
         s->slots_in_use = (float)ldi(&x->slots_in_use);
+        s->max_batch_size = (float)atomic_load(&x->tuning.cur_max_batch_size);
+        s->batch_timeout_ms = (float)atomic_load(&x->tuning.cur_batch_timeout_ms);
+        s->max_batched_tokens = (float)atomic_load(&x->tuning.cur_max_batched_tokens);
         h->generation = m->hdr->generation;
         h->tokens_out = out;
         h->tokens_in = in;
@@ -247,6 +251,12 @@ static cJSON *ngx_http_llm_status_current(const llm_shm_map *m)
     cJSON_AddNumberToObject(c, "kv_blocks_used", (double)ldi(&x->kv_blocks_used));
     cJSON_AddNumberToObject(c, "kv_blocks_free", (double)ldi(&x->kv_blocks_free));
     cJSON_AddNumberToObject(c, "waiters", (double)ldi(&x->waiters));
+    if (atomic_load(&x->tuning.cur_max_batch_size) > 0) { /* the engine publishes its knobs */
+        cJSON *tu = cJSON_AddObjectToObject(c, "tuning");
+        cJSON_AddNumberToObject(tu, "max_batch_size", atomic_load(&x->tuning.cur_max_batch_size));
+        cJSON_AddNumberToObject(tu, "batch_timeout_ms", atomic_load(&x->tuning.cur_batch_timeout_ms));
+        cJSON_AddNumberToObject(tu, "max_batched_tokens", atomic_load(&x->tuning.cur_max_batched_tokens));
+    }
     /* Since the engine started, in ms (bucket upper bounds: powers of two microseconds). */
     cJSON *q = cJSON_AddObjectToObject(c, "latency_ms");
     for (int i = 0; q && i < H_N; i++) {
@@ -297,7 +307,8 @@ static cJSON *ngx_http_llm_status_history(const ngx_http_llm_history_t *h)
 #define COL(f) { #f, offsetof(ngx_http_llm_sample_t, f) }
         COL(tokens_out_per_s), COL(tokens_in_per_s), COL(finished_per_s), COL(failed_per_s),
         COL(batch_size), COL(running), COL(queue_depth), COL(kv_blocks_used), COL(kv_blocks_free),
-        COL(slots_in_use), COL(preempted),
+        COL(slots_in_use), COL(preempted), COL(max_batch_size), COL(batch_timeout_ms),
+        COL(max_batched_tokens),
 #undef COL
     };
     enum { NCOLS = sizeof cols / sizeof cols[0] };
