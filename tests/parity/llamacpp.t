@@ -40,7 +40,7 @@ sub ours {
 sub llamacpp {
     my ($model) = @_;
     my ($rc, $out) = capture('node', $harness, '--model', $model, '--prompt-tokens', $prompt,
-        '--max-tokens', $n, '--threads', '1', '--json', '--no-warmup', '--flash-attn', 'off');
+        '--max-tokens', $n, '--threads', '1', '--json', '--no-warmup');   # llama.cpp's defaults (flash attention auto)
     my ($line) = grep { /^\{/ } split /\n/, $out;
     my @ids = defined $line && $line =~ /"ids":\[([0-9,]*)\]/ ? split(/,/, $1) : ();
     return ($rc, \@ids);
