@@ -1,0 +1,36 @@
+/* Prints, from a running engine's segment, the batching knobs in force
+ * ("max_batch_size N batch_timeout_ms N max_batched_tokens N seq N applied N") and
+ * the TTFT and TPOT histograms' bucket counts ("ttft C0 .. C27", "tpot ..."),
+ * so that the caller can take percentiles over the deltas of two readings.
+ * Built and run by tests/serve/tuning.t (usage: shm_knobs NAME). */
+#include "llm_shm.h"
+
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s SHM_NAME\n", argv[0]);
+        return 2;
+    }
+    llm_shm_map m;
+    char err[256];
+    if (llm_shm_open_map(argv[1], &m, err, sizeof err) != LLM_SHM_OK) {
+        fprintf(stderr, "shm_knobs: %s: %s\n", argv[1], err);
+        return 1;
+    }
+    const llm_shm_tuning *t = &m.metrics->tuning;
+    printf("max_batch_size %d batch_timeout_ms %d max_batched_tokens %d seq %u applied %u\n",
+           (int)atomic_load(&t->cur_max_batch_size), (int)atomic_load(&t->cur_batch_timeout_ms),
+           (int)atomic_load(&t->cur_max_batched_tokens), (unsigned)atomic_load(&t->seq),
+           (unsigned)atomic_load(&t->applied));
+    const llm_shm_hist *h[2] = {&m.metrics->ttft, &m.metrics->tpot};
+    for (int k = 0; k < 2; k++) {
+        printf("%s", k == 0 ? "ttft" : "tpot");
+        for (int i = 0; i < LLM_HIST_BUCKETS; i++)
+            printf(" %llu", (unsigned long long)atomic_load(&h[k]->bucket[i]));
+        printf("\n");
+    }
+    llm_shm_unmap(&m);
+    return 0;
+}
