@@ -1,5 +1,6 @@
 /* Hugging Face directory loader: config.json + safetensors (single or sharded)
  * + tokenizer.json. Q/K stay in HF's rotate-half layout. */
+#include "json_file.h"
 #include "model.h"
 #include "model_priv.h"
 #include "safetensors.h"
@@ -46,18 +47,11 @@ static int parse_config(llm_model *m, const char *dir, llm_err *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/config.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
+    cJSON *root = llm_json_read_file(path, err);
+    if (root == NULL)
         return -1;
-    }
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20), f) : 0;
-    fclose(f);
-    cJSON *root = buf ? cJSON_ParseWithLength(buf, n) : NULL;
-    free(buf);
     if (!cJSON_IsObject(root)) {
-        llm_seterr(err, "%s: not a JSON object (or larger than 1 MiB)", path);
+        llm_seterr(err, "%s: not a JSON object", path);
         cJSON_Delete(root);
         return -1;
     }

@@ -1,5 +1,6 @@
 /* Tokenizer metadata for GGUF files we write: SentencePiece "llama" vocabularies
  * from llama2.c tokenizer files, byte-level BPE from Hugging Face tokenizer.json. */
+#include "json_file.h"
 #include "model_write.h"
 
 #include <cjson/cJSON.h>
@@ -141,26 +142,6 @@ out:
     return rc;
 }
 
-static cJSON *read_json(const char *path, llm_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (256L << 20) && fseek(f, 0, SEEK_SET) == 0)
-        buf = malloc((size_t)n + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    cJSON *j = buf && got == (size_t)n ? cJSON_ParseWithLength(buf, got) : NULL;
-    free(buf);
-    if (j == NULL)
-        llm_seterr(err, "%s: cannot read or parse JSON", path);
-    return j;
-}
-
 /* tokenizer_config.json's bos_token / eos_token: a string or {"content": ...}. */
 static const char *special_text(const cJSON *cfg, const char *key)
 {
@@ -180,7 +161,7 @@ static int find_id(char **tok, int n, const char *text)
 
 int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, llm_err *err)
 {
-    cJSON *root = read_json(tokenizer_json, err), *cfg = NULL;
+    cJSON *root = llm_json_read_file(tokenizer_json, err), *cfg = NULL;
     if (root == NULL)
         return -1;
     char cfg_path[1100];
@@ -188,7 +169,7 @@ int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, llm_err *
              (int)(strrchr(tokenizer_json, '/') ? strrchr(tokenizer_json, '/') - tokenizer_json : 1),
              strrchr(tokenizer_json, '/') ? tokenizer_json : ".");
     llm_err cerr;
-    cfg = read_json(cfg_path, &cerr); /* optional */
+    cfg = llm_json_read_file(cfg_path, &cerr); /* optional */
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");

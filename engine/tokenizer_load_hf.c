@@ -1,6 +1,7 @@
 /* Hugging Face tokenizer.json (byte-level BPE: model.type "BPE" with a ByteLevel
  * pre-tokenizer, optionally behind a Split regex), plus tokenizer_config.json
  * beside it for the chat template, BOS/EOS and add_bos_token. */
+#include "json_file.h"
 #include "tokenizer_priv.h"
 
 #include <cjson/cJSON.h>
@@ -8,27 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static cJSON *read_json(const char *path, int must, llm_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        if (must)
-            llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (512L << 20) && fseek(f, 0, SEEK_SET) == 0)
-        buf = malloc((size_t)n + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    cJSON *j = buf && got == (size_t)n ? cJSON_ParseWithLength(buf, got) : NULL;
-    free(buf);
-    if (j == NULL)
-        llm_seterr(err, "%s: cannot read or parse JSON", path);
-    return j;
-}
 
 /* A token given as "text" or {"content": "text"}. */
 static const char *token_text(const cJSON *v)
@@ -107,7 +87,7 @@ static int load_config(llm_tokenizer *t, const char *json_path, llm_err *err)
     memcpy(p, json_path, dir);
     strcpy(p + dir, "tokenizer_config.json");
     llm_err ignore;
-    cJSON *c = read_json(p, 0, &ignore);
+    cJSON *c = llm_json_read_file(p, &ignore);
     free(p);
     const char *bos = "<|begin_of_text|>", *eos = "<|end_of_text|>";
     t->add_bos = -1;
@@ -180,7 +160,7 @@ static int load_merges(llm_tokenizer *t, const cJSON *merges, const char *path, 
 
 llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
 {
-    cJSON *j = read_json(path, 1, err);
+    cJSON *j = llm_json_read_file(path, err);
     if (j == NULL)
         return NULL;
     llm_tokenizer *t = NULL;
