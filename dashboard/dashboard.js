@@ -42,6 +42,7 @@
       { col: 'max_batch_size', label: 'max_batch_size' },
       { col: 'batch_timeout_ms', label: 'batch_timeout_ms' },
       { col: 'max_batched_tokens', label: 'max_batched_tokens', axis: 1 },
+      { col: 'mem_cap_tokens', label: 'memory cap (tokens)', axis: 1 },
     ], optional: true },
   ];
 
@@ -71,6 +72,9 @@
       var tot = u + (free[i] || 0);
       return tot > 0 ? 100 * u / tot : null;
     });
+    /* 0 = no memory cap in force: no point rather than a line at zero */
+    if (Array.isArray(h.mem_cap_tokens))
+      h.mem_cap_tokens = h.mem_cap_tokens.map(function (v) { return v > 0 ? v : null; });
     return h;
   }
 
@@ -129,6 +133,7 @@
       ['TPOT p50 / p99 ms', fmt(lat.tpot && lat.tpot.p50, 1) + ' / ' + fmt(lat.tpot && lat.tpot.p99, 1)],
       ['failed / cancelled', fmt(c.failed) + ' / ' + fmt(c.cancelled)],
       ['preemptions', fmt(c.preemptions)],
+      ['out-of-memory shrinks / recoveries', fmt(c.oom_shrinks) + ' / ' + fmt(c.oom_recoveries)],
     ];
     var box = document.getElementById('tiles');
     box.textContent = '';

@@ -36,10 +36,16 @@ typedef struct {
 
 typedef struct llm_backend llm_backend;
 
+#define LLM_BACKEND_NOMEM (-2) /* forward: out of (host or device) memory for this batch */
+
 typedef struct {
     const char *name;
     int  (*init)(llm_backend *b, llm_err *err);
-    /* logits: one row of vocab_size floats per token with want_logits set, in batch order. */
+    /* logits: one row of vocab_size floats per token with want_logits set, in batch order.
+     * 0 ok; LLM_BACKEND_NOMEM when memory for a batch this large could not be
+     * had (nothing was computed and nothing is left half-written that the
+     * caller relies on: a smaller batch may fit, so the scheduler shrinks its
+     * step and retries); -1 any other failure. */
     int  (*forward)(llm_backend *b, const llm_batch *batch, float *logits, llm_err *err);
     void (*destroy)(llm_backend *b);
 } llm_backend_ops;

@@ -52,7 +52,12 @@ struct llm_sched {
     llm_sched_stats st;
     int idle_step;             /* the last step placed no token */
     int cap_batch, cap_tokens; /* creation-time sizes of the batch buffers: llm_sched_set_knobs' bounds */
-    char errmsg[600];
+    /* memory cap after LLM_BACKEND_NOMEM (see scheduler.h); 0 = none */
+    int      mem_tokens, mem_batch;
+    uint64_t mem_busy_ns;      /* the cap was last binding (or set) at this time */
+    int      mem_hold_ms;      /* non-binding time needed before it grows */
+    int      mem_grew;         /* the last change was a growth */
+    char errmsg[700];
 };
 
 static uint64_t clock_ns(const llm_sched *s)
@@ -81,6 +86,12 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
         c.max_batch_size = 64;
     if (c.max_batched_tokens == 0)
         c.max_batched_tokens = 512;
+    if (c.oom_recover_ms == 0)
+        c.oom_recover_ms = 1000;
+    if (c.oom_recover_ms < 0) {
+        llm_seterr(err, "scheduler: oom_recover_ms must be >= 0");
+        return NULL;
+    }
     if (c.max_batch_size < 1 || c.max_batched_tokens < 1 || c.batch_timeout_ms < 0 || c.max_waiting < 0 ||
         c.n_preferred < 0 || c.n_preferred > LLM_SCHED_MAX_PREFERRED) {
         llm_seterr(err, "scheduler: max_batch_size and max_batched_tokens must be >= 1, batch_timeout_ms and "
@@ -107,6 +118,7 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
     s->cfg = c;
     s->cap_batch = c.max_batch_size;
     s->cap_tokens = c.max_batched_tokens;
+    s->mem_hold_ms = c.oom_recover_ms;
     s->vocab = mc->vocab_size;
     s->bs = b->opts.block_size;
     long pool = (long)b->opts.kv_blocks * s->bs;
@@ -506,6 +518,69 @@ static int spare_blocks(const llm_sched *s)
     return spare;
 }
 
+/* ---------------------------------------------------------------- memory cap */
+
+/* The batching knobs under the memory cap. */
+static int eff_batch(const llm_sched *s)
+{
+    return s->mem_batch > 0 && s->mem_batch < s->cfg.max_batch_size ? s->mem_batch : s->cfg.max_batch_size;
+}
+
+static int eff_tokens(const llm_sched *s)
+{
+    return s->mem_tokens > 0 && s->mem_tokens < s->cfg.max_batched_tokens ? s->mem_tokens : s->cfg.max_batched_tokens;
+}
+
+#define MEM_HOLD_MAX_FACTOR 64
+
+/* The backend had no memory for the step just built (n tokens, nseq sequences;
+ * nothing computed). Cap the steps at half of it and shed the youngest running
+ * requests beyond the sequence cap. 0 = retry smaller, -1 = it was one token. */
+static int mem_shrink(llm_sched *s, int n, int nseq, uint64_t now)
+{
+    s->st.oom_shrinks++;
+    if (s->mem_grew && s->mem_hold_ms < s->cfg.oom_recover_ms * MEM_HOLD_MAX_FACTOR)
+        s->mem_hold_ms *= 2; /* the growth came too early: wait longer next time */
+    s->mem_grew = 0;
+    s->mem_busy_ns = now;
+    int tokens = n / 2 > 0 ? n / 2 : 1;
+    int batch = eff_batch(s) < tokens ? eff_batch(s) : tokens;
+    if (nseq > 1 && batch > nseq / 2)
+        batch = nseq / 2; /* a batch of decodes: fewer sequences, not only fewer tokens */
+    s->mem_tokens = tokens;
+    s->mem_batch = batch;
+    if (n <= 1)
+        return -1; /* nothing smaller to try: the caller fails that request */
+    while (s->n_running > batch)
+        preempt(s, s->running[s->n_running - 1]);
+    return 0;
+}
+
+/* Whether the cap held anything back in this step (or there is a queue). */
+static void mem_note_load(llm_sched *s, uint64_t now)
+{
+    if (s->mem_tokens == 0)
+        return;
+    if ((s->n_running + s->n_waiting) * 2 > s->mem_batch || s->b_n * 2 > s->mem_tokens)
+        s->mem_busy_ns = now;
+}
+
+/* Load fell: grow the cap back, one doubling per hold, lifted at the knobs. */
+static void mem_recover(llm_sched *s, uint64_t now)
+{
+    if (s->mem_tokens == 0 || now - s->mem_busy_ns < (uint64_t)s->mem_hold_ms * 1000000ull)
+        return;
+    s->mem_tokens *= 2;
+    s->mem_batch *= 2;
+    s->mem_busy_ns = now;
+    s->mem_grew = 1;
+    if (s->mem_tokens >= s->cfg.max_batched_tokens && s->mem_batch >= s->cfg.max_batch_size) {
+        s->mem_tokens = s->mem_batch = 0;
+        s->mem_hold_ms = s->cfg.oom_recover_ms;
+        s->st.oom_recoveries++;
+    }
+}
+
 static int is_preferred(const llm_sched *s, int n)
 {
     for (int i = 0; i < s->cfg.n_preferred; i++)
@@ -519,13 +594,14 @@ static uint64_t hold_left_ns(const llm_sched *s, uint64_t now)
 {
     if (s->n_running > 0 || s->n_waiting == 0 || s->cfg.n_preferred == 0 || s->cfg.batch_timeout_ms == 0)
         return 0;
-    int n = s->n_waiting < s->cfg.max_batch_size ? s->n_waiting : s->cfg.max_batch_size;
+    int mb = eff_batch(s);
+    int n = s->n_waiting < mb ? s->n_waiting : mb;
     if (is_preferred(s, n))
         return 0;
     int larger = 0;
     for (int i = 0; i < s->cfg.n_preferred; i++) {
         int p = s->cfg.preferred_batch_sizes[i];
-        larger |= p > n && p <= s->cfg.max_batch_size;
+        larger |= p > n && p <= mb;
     }
     if (!larger)
         return 0;
@@ -541,7 +617,8 @@ static void admit(llm_sched *s, uint64_t now)
 {
     if (hold_left_ns(s, now) > 0)
         return;
-    while (s->n_waiting > 0 && s->n_running < s->cfg.max_batch_size && s->budget > 0) {
+    int mb = eff_batch(s);
+    while (s->n_waiting > 0 && s->n_running < mb && s->budget > 0) {
         sreq *r = s->waiting[0];
         int hits_cached;
         int m = llm_kv_peek_prefix(s->kv, r->tokens, r->n_tokens - 1, &hits_cached);
@@ -572,7 +649,7 @@ static void admit(llm_sched *s, uint64_t now)
 static void build_batch(llm_sched *s, uint64_t now)
 {
     s->b_n = s->b_nseq = 0;
-    s->budget = s->cfg.max_batched_tokens;
+    s->budget = eff_tokens(s);
     uint64_t preempted_before = s->st.preemptions;
     for (int i = 0; i < s->n_running; i++)
         s->running[i]->placed = 0;
@@ -610,7 +687,9 @@ int llm_sched_step(llm_sched *s)
 {
     uint64_t t0 = clock_ns(s);
     process_cancels(s);
+    mem_recover(s, t0);
     build_batch(s, t0);
+    mem_note_load(s, t0);
     s->idle_step = s->b_n == 0;
     if (s->b_n == 0)
         return s->n_running > 0 || s->n_waiting > 0;
@@ -624,12 +703,19 @@ int llm_sched_step(llm_sched *s)
     s->st.last_batch_tokens = s->b_n;
     if (s->b_n > s->st.max_step_tokens)
         s->st.max_step_tokens = s->b_n;
+    if (rc == LLM_BACKEND_NOMEM && mem_shrink(s, s->b_n, s->b_nseq, t1) == 0) {
+        snprintf(s->errmsg, sizeof(s->errmsg), "backend out of memory at a step of %d tokens (%d sequences): %.400s; "
+                 "steps now capped at %d tokens, %d sequences", s->b_n, s->b_nseq, err.msg, s->mem_tokens,
+                 s->mem_batch);
+        return 1; /* nothing computed: the same requests go again, smaller */
+    }
     if (rc != 0) {
         snprintf(s->errmsg, sizeof(s->errmsg), "backend forward failed: %s", err.msg);
         for (int i = 0; i < s->b_nseq; i++) {
             sreq *r = s->b_reqs[i];
             running_remove(s, r);
-            finish(s, r, -1, NULL, LLM_SCHED_FINISH_ERROR, LLM_SCHED_E_BACKEND);
+            finish(s, r, -1, NULL, LLM_SCHED_FINISH_ERROR,
+                   rc == LLM_BACKEND_NOMEM ? LLM_SCHED_E_NOMEM : LLM_SCHED_E_BACKEND);
         }
         return -1;
     }
@@ -686,6 +772,8 @@ int llm_sched_wait_ms(llm_sched *s)
 void llm_sched_get_stats(const llm_sched *s, llm_sched_stats *st)
 {
     *st = s->st;
+    st->mem_cap_tokens = s->mem_tokens;
+    st->mem_cap_batch = s->mem_batch;
     st->running = s->n_running;
     st->waiting = s->n_waiting;
     llm_kv_get_stats(s->kv, &st->kv);

@@ -39,7 +39,20 @@
  *      finish STOP), after max_tokens (LENGTH) or when the context (the model's,
  *      or the KV pool's if smaller) is full (LENGTH).
  * A prompt is matched against the prefix cache at admission up to its last
- * token, which is always computed (its logits are needed). */
+ * token, which is always computed (its logits are needed).
+ *
+ * Out of memory (self-healing): when the backend's forward reports
+ * LLM_BACKEND_NOMEM (scratch for a batch this large could not be allocated;
+ * nothing was computed), the step is not failed: a memory cap of half the
+ * step's tokens (and at most as many sequences) is set under the batching
+ * knobs, the youngest running requests beyond the sequence cap are preempted
+ * (recomputed later, results unchanged), and the next step retries smaller.
+ * Only a single-token step that still fails ends its request (ERROR, NOMEM).
+ * Recovery: once the cap has not been binding (fewer than half its sequences
+ * running or waiting and fewer than half its tokens stepped) for
+ * oom_recover_ms, it doubles; at the knobs' values it is lifted. A failure
+ * right after a growth doubles that hold (up to 64x), a full recovery resets
+ * it. Counted in llm_sched_stats (oom_shrinks, oom_recoveries, mem_cap_*). */
 #ifndef LLM_SCHEDULER_H
 #define LLM_SCHEDULER_H
 
@@ -93,6 +106,7 @@ typedef struct {
     int n_preferred;
     int batch_timeout_ms;      /* batch-fill hold, see above (0 = never hold) */
     int max_waiting;           /* queue bound: submit refuses beyond it (0 = unbounded) */
+    int oom_recover_ms;        /* hold before a memory cap grows back, see above (0 = 1000) */
     /* Outputs go to on_output when set, else to a queue drained by llm_sched_next_output. */
     void (*on_output)(void *ctx, const llm_sched_output *o);
     /* Optional back-pressure: 0 = the request cannot take a token now (skipped this step). */
@@ -126,6 +140,9 @@ typedef struct {
     uint64_t finished[5];            /* by llm_sched_finish */
     int      max_step_tokens;        /* largest batch seen */
     double   last_step_ms, total_step_ms;  /* forward + sampling */
+    uint64_t oom_shrinks;            /* steps the backend had no memory for (cap set or lowered) */
+    uint64_t oom_recoveries;         /* memory caps lifted again */
+    int      mem_cap_tokens, mem_cap_batch;  /* memory cap in force (0 = none) */
     llm_kv_stats kv;
 } llm_sched_stats;
 

@@ -31,6 +31,7 @@ typedef struct {
     int              n_slots;
     int              live;
     int              max_waiting; /* scheduler queue bound, 0 = none */
+    uint64_t         oom_shrinks, oom_recoveries; /* last seen, for the log */
 } serve_ctx;
 
 static int can_emit(void *ctx, uint64_t id, void *user)
@@ -124,6 +125,18 @@ static void publish_gauges(serve_ctx *c, const llm_sched *sched)
     atomic_store_explicit(&c->met->kv_blocks_free, st.kv.free + st.kv.cached, memory_order_relaxed);
     atomic_store_explicit(&c->met->queue_depth, st.waiting, memory_order_relaxed);
     atomic_store_explicit(&c->met->preemptions, st.preemptions, memory_order_relaxed);
+    atomic_store_explicit(&c->met->mem_cap_tokens, st.mem_cap_tokens, memory_order_relaxed);
+    atomic_store_explicit(&c->met->mem_cap_batch, st.mem_cap_batch, memory_order_relaxed);
+    if (st.oom_shrinks != c->oom_shrinks || st.oom_recoveries != c->oom_recoveries) {
+        if (st.oom_shrinks != c->oom_shrinks)
+            fprintf(stderr, "serve: %s\n", llm_sched_last_error(sched));
+        else
+            fprintf(stderr, "serve: load fell, memory cap lifted: steps back to the knobs' size\n");
+        c->oom_shrinks = st.oom_shrinks;
+        c->oom_recoveries = st.oom_recoveries;
+    }
+    atomic_store_explicit(&c->met->oom_shrinks, st.oom_shrinks, memory_order_relaxed);
+    atomic_store_explicit(&c->met->oom_recoveries, st.oom_recoveries, memory_order_relaxed);
 }
 
 /* Apply knobs a supervisor's tuner wrote into the metrics block (llm_shm_tuning)

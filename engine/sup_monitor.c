@@ -167,6 +167,10 @@ static void publish(llm_monitor *m, const llm_metrics_snap *c, const llm_tuner_i
     NUM("tokens_out_per_s", "%.1f", dt > 0 ? (double)(c->tokens_out - m->prev.tokens_out) / dt : 0.0);
     NUM("requests_per_s", "%.2f", dt > 0 ? (double)(c->finished - m->prev.finished) / dt : 0.0);
     NUM("preemptions", "%llu", (unsigned long long)c->preemptions);
+    NUM("oom_shrinks", "%llu", (unsigned long long)c->oom_shrinks);
+    NUM("oom_recoveries", "%llu", (unsigned long long)c->oom_recoveries);
+    NUM("mem_cap_tokens", "%lld", (long long)c->mem_cap_tokens);
+    NUM("mem_cap_batch", "%lld", (long long)c->mem_cap_batch);
     NUM("slots_in_use", "%lld", (long long)c->slots_in_use);
     NUM("running", "%lld", (long long)c->running);
     NUM("batch_size", "%lld", (long long)c->batch_size);
@@ -203,12 +207,27 @@ void llm_monitor_tick(llm_monitor *m)
     double dt = (double)(now - m->prev_ns) / 1e9;
     llm_tuner_input in;
     llm_tuner_input_from(&m->prev, &cur, &in);
-    /* KV pool exhaustion is recovered from by preemption; failures include out-of-memory */
+    /* KV pool exhaustion is recovered from by preemption, a backend out of
+     * memory by smaller steps (engine/scheduler.h); failures include what
+     * could not be recovered from */
+    int oom = cur.oom_shrinks > m->prev.oom_shrinks;
     if (cur.preemptions > m->prev.preemptions)
-        llm_monitor_event(m, "kv_preemption", "%llu running requests preempted in the last %.1f s (KV pool full; "
+        llm_monitor_event(m, "kv_preemption", "%llu running requests preempted in the last %.1f s (%s; "
                                               "%lld blocks used, %lld free)",
                           (unsigned long long)(cur.preemptions - m->prev.preemptions), dt,
+                          oom ? "KV pool full or the memory cap" : "KV pool full",
                           (long long)cur.kv_blocks_used, (long long)cur.kv_blocks_free);
+    if (oom)
+        llm_monitor_event(m, "oom_shrink", "backend out of memory %llu times in the last %.1f s: steps capped at "
+                                           "%lld tokens, %lld sequences (knobs %d / %d)",
+                          (unsigned long long)(cur.oom_shrinks - m->prev.oom_shrinks), dt,
+                          (long long)cur.mem_cap_tokens, (long long)cur.mem_cap_batch,
+                          (int)atomic_load(&m->map.metrics->tuning.cur_max_batched_tokens),
+                          (int)atomic_load(&m->map.metrics->tuning.cur_max_batch_size));
+    if (cur.oom_recoveries > m->prev.oom_recoveries)
+        llm_monitor_event(m, "oom_recover", "load fell: memory cap lifted, steps back to %d tokens, %d sequences",
+                          (int)atomic_load(&m->map.metrics->tuning.cur_max_batched_tokens),
+                          (int)atomic_load(&m->map.metrics->tuning.cur_max_batch_size));
     if (cur.failed > m->prev.failed)
         llm_monitor_event(m, "request_failures", "%llu requests failed in the last %.1f s (backend error or out of "
                                                  "memory)", (unsigned long long)(cur.failed - m->prev.failed), dt);

@@ -114,6 +114,10 @@ int llm_supervise(const llm_supervisor_opts *o, llm_worker_fn worker, void *ctx)
         if (w == pid) {
             char how[128];
             describe(status, how, sizeof how);
+            /* a worker killed within one poll interval of its READY still left a
+             * READY segment behind: it was ready (not a bad model or option) */
+            if (!ever_ready && llm_monitor_poll(mon, pid))
+                ever_ready = 1;
             llm_monitor_detach(mon);
             if (forwarded || (WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
                 fprintf(stderr, "supervisor: worker %d %s; stopping\n", pid, how);

@@ -127,6 +127,10 @@ void llm_metrics_snapshot(const llm_shm_metrics *m_, llm_metrics_snap *s)
     s->tokens_in = LD(tokens_in);
     s->tokens_out = LD(tokens_out);
     s->preemptions = LD(preemptions);
+    s->oom_shrinks = LD(oom_shrinks);
+    s->oom_recoveries = LD(oom_recoveries);
+    s->mem_cap_tokens = LD(mem_cap_tokens);
+    s->mem_cap_batch = LD(mem_cap_batch);
     s->slots_in_use = LD(slots_in_use);
     s->running = LD(running);
     s->batch_size = LD(batch_size);

@@ -393,7 +393,7 @@ static int stage_check(cu_impl *im, const char *stage, int layer, llm_err *err)
     return 0;
 }
 
-static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
+static int cu_forward_step(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
 {
     cu_impl *im = (cu_impl *)be->impl;
     cu_state *st = &im->st;
@@ -460,7 +460,7 @@ static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_er
         free(need);
         free(toff);
         llm_err_set(err, "cuda backend: out of memory for a batch of %d tokens", n);
-        return -1;
+        return LLM_BACKEND_NOMEM;
     }
     int32_t *h_tok = st->hint, *h_pos = h_tok + n, *h_tab = h_pos + n, *h_want = h_tab + n;
     cu_att_item *h_items = (cu_att_item *)(h_want + nw);
@@ -511,7 +511,7 @@ static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_er
     size_t wsf = cuda_att_ws_floats(&plan, n);
     if (grow_dev((void **)&st->ws, &st->ws_floats, wsf * 4, st->stream) != 0) {
         llm_err_set(err, "cuda backend: out of device memory for attention partials (%zu MiB)", wsf * 4 >> 20);
-        return -1;
+        return LLM_BACKEND_NOMEM;
     }
     cudaError_t e = cudaMemcpyAsync(st->dint, st->hint, n_ints * 4, cudaMemcpyHostToDevice, st->stream);
     if (e != cudaSuccess) {
@@ -587,6 +587,16 @@ static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_er
         return -1;
     }
     return 0;
+}
+
+/* A scratch allocation that failed inside a matrix product is out of memory
+ * too: the scheduler shrinks its step instead of failing the requests. */
+static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
+{
+    cu_impl *im = (cu_impl *)be->impl;
+    im->st.mm.nomem = 0;
+    int rc = cu_forward_step(be, b, logits, err);
+    return rc == -1 && im->st.mm.nomem ? LLM_BACKEND_NOMEM : rc;
 }
 
 static const llm_backend_ops cuda_ops = { "cuda", cu_init, cu_forward, cu_destroy };

@@ -78,6 +78,7 @@ typedef struct {
     size_t         act16_bytes;
     void          *deq;        /* dequantised bf16 weights for quantised GEMMs */
     size_t         deq_bytes;
+    int            nomem;      /* set when a scratch allocation failed (forward reports LLM_BACKEND_NOMEM) */
 } cu_mm_ctx;
 
 int  cuda_gemv_ok(const cu_mat *W, int ldx);

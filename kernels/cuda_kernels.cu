@@ -298,6 +298,7 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
         }
         if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream) != 0) {
             snprintf(msg, msg_len, "cuda backend: out of device memory for %d activations of %d", n, K);
+            c->nomem = 1;
             return -1;
         }
         CU_LAUNCH(to_half_kernel, grid_for((size_t)n * K), 256, 0, c->stream, x, ldx, c->act16, K, n, bf16);

@@ -22,6 +22,7 @@ typedef struct {
     float   batch_size, running, queue_depth, kv_blocks_used, kv_blocks_free, slots_in_use;
     float   preempted;                 /* preemptions in the interval */
     float   max_batch_size, batch_timeout_ms, max_batched_tokens; /* knobs in force (tuner) */
+    float   mem_cap_tokens;            /* memory cap on a step's tokens after out of memory (0 = none) */
     float   p50_ms[H_N], p99_ms[H_N];
 } ngx_http_llm_sample_t;
 
@@ -113,6 +114,7 @@ static void ngx_http_llm_status_sample(ngx_http_llm_history_t *h, const llm_shm_
         s->max_batch_size = (float)atomic_load(&x->tuning.cur_max_batch_size);
         s->batch_timeout_ms = (float)atomic_load(&x->tuning.cur_batch_timeout_ms);
         s->max_batched_tokens = (float)atomic_load(&x->tuning.cur_max_batched_tokens);
+        s->mem_cap_tokens = (float)ldi(&x->mem_cap_tokens);
         h->generation = m->hdr->generation;
         h->tokens_out = out;
         h->tokens_in = in;
@@ -244,6 +246,10 @@ static cJSON *ngx_http_llm_status_current(const llm_shm_map *m)
     add_u64(c, "tokens_in", ld(&x->tokens_in));
     add_u64(c, "tokens_out", ld(&x->tokens_out));
     add_u64(c, "preemptions", ld(&x->preemptions));
+    add_u64(c, "oom_shrinks", ld(&x->oom_shrinks));
+    add_u64(c, "oom_recoveries", ld(&x->oom_recoveries));
+    cJSON_AddNumberToObject(c, "mem_cap_tokens", (double)ldi(&x->mem_cap_tokens));
+    cJSON_AddNumberToObject(c, "mem_cap_batch", (double)ldi(&x->mem_cap_batch));
     cJSON_AddNumberToObject(c, "slots_in_use", (double)ldi(&x->slots_in_use));
     cJSON_AddNumberToObject(c, "running", (double)ldi(&x->running));
     cJSON_AddNumberToObject(c, "batch_size", (double)ldi(&x->batch_size));
@@ -308,7 +314,7 @@ static cJSON *ngx_http_llm_status_history(const ngx_http_llm_history_t *h)
         COL(tokens_out_per_s), COL(tokens_in_per_s), COL(finished_per_s), COL(failed_per_s),
         COL(batch_size), COL(running), COL(queue_depth), COL(kv_blocks_used), COL(kv_blocks_free),
         COL(slots_in_use), COL(preempted), COL(max_batch_size), COL(batch_timeout_ms),
-        COL(max_batched_tokens),
+        COL(max_batched_tokens), COL(mem_cap_tokens),
 #undef COL
     };
     enum { NCOLS = sizeof cols / sizeof cols[0] };

@@ -356,7 +356,7 @@ GET /metrics
 --- response_headers
 Content-Type: text/plain; version=0.0.4
 --- response_body_like chomp
-llm_http_requests_total\{endpoint="metrics"\} 1\n.*llm_engine_up 1\n.*llm_requests_submitted_total \d+\n.*llm_time_to_first_token_seconds_bucket\{le="\+Inf"\} \d+\n
+llm_http_requests_total\{endpoint="metrics"\} 1\n.*llm_engine_up 1\n.*llm_requests_submitted_total \d+\n.*llm_oom_shrinks_total 0\n.*llm_mem_cap_tokens 0\n.*llm_time_to_first_token_seconds_bucket\{le="\+Inf"\} \d+\n
 
 === TEST 23: /metrics without an engine says llm_engine_up 0
 --- main_config

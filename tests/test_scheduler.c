@@ -23,6 +23,8 @@ typedef struct {
     uint8_t  *written;
     int max_tokens_seen;
     int fail;            /* next forward fails */
+    int nomem_above;     /* > 0: a batch of more tokens reports LLM_BACKEND_NOMEM; < 0: every batch */
+    int nomem_hits;
 } fake_impl;
 
 static uint64_t mix(uint64_t h)
@@ -73,6 +75,11 @@ static int fake_forward(llm_backend *b, const llm_batch *bt, float *logits, llm_
         f->fail = 0;
         llm_seterr(err, "fake: injected failure");
         return -1;
+    }
+    if (f->nomem_above != 0 && (f->nomem_above < 0 || bt->n_tokens > f->nomem_above)) {
+        f->nomem_hits++;
+        llm_seterr(err, "fake: no memory for %d tokens", bt->n_tokens);
+        return LLM_BACKEND_NOMEM;
     }
     if (bt->n_tokens > f->max_tokens_seen)
         f->max_tokens_seen = bt->n_tokens;
@@ -720,6 +727,98 @@ static void test_backpressure_and_errors(void)
     fake_env_free(&e);
 }
 
+/* ------------------------------------------------------------ out of memory */
+
+/* The backend runs out of memory above 40 tokens a step: the scheduler shrinks
+ * its steps instead of failing requests, results stay those of each request
+ * run alone, and the cap is lifted once memory is back and load has fallen. */
+static void test_oom_self_heal(void)
+{
+    const int vocab = 64;
+    static req_spec specs[NREQ];
+    static result alone[NREQ], got[NREQ];
+    make_specs(specs, NREQ, vocab, 90, MAXGEN);
+    fake_env e;
+    fake_env_init(&e, vocab, 256, 2048, 16);
+    fake_impl *f = e.be.impl;
+    llm_sched_config cfg = { 0 };
+    run_alone(&e.be, &cfg, specs, NREQ, alone);
+
+    cfg.oom_recover_ms = 50;
+    cfg.now_ns = now_fn;
+    fake_now = 1000000000ull;
+    llm_err err;
+    llm_sched *s = llm_sched_create(&e.be, &cfg, &err);
+    memset(got, 0, sizeof(got));
+    for (int i = 0; i < NREQ; i++)
+        submit_spec(s, &specs[i], (uint64_t)i);
+    f->nomem_above = 40;
+    f->max_tokens_seen = 0;
+    int rc, guard = 0, failed_steps = 0, max_cap = 0;
+    llm_sched_stats st;
+    while ((rc = llm_sched_step(s)) != 0 && guard++ < 100000) {
+        failed_steps += rc < 0;
+        drain(s, got);
+        llm_sched_get_stats(s, &st);
+        if (st.mem_cap_tokens > max_cap)
+            max_cap = st.mem_cap_tokens;
+        fake_now += 1000000; /* 1 ms a step */
+    }
+    drain(s, got);
+    llm_sched_get_stats(s, &st);
+    is_int(failed_steps, 0, "no step failed");
+    is_int(compare(got, alone, NREQ, "out of memory"), 0, "64 requests through out-of-memory steps = alone");
+    ok(st.oom_shrinks >= 1 && f->nomem_hits == (int)st.oom_shrinks, "%llu shrinks (backend refused %d steps)",
+       (unsigned long long)st.oom_shrinks, f->nomem_hits);
+    ok(f->max_tokens_seen <= 40, "no computed step over 40 tokens (%d)", f->max_tokens_seen);
+    ok(max_cap > 0 && max_cap <= 256, "a cap was in force (at most %d tokens)", max_cap);
+    is_int((int)st.finished[LLM_SCHED_FINISH_ERROR], 0, "no request failed");
+    is_int(st.kv.used, 0, "no block held");
+    diag("oom: %llu shrinks, %llu recoveries, %llu preemptions, %llu steps", (unsigned long long)st.oom_shrinks,
+         (unsigned long long)st.oom_recoveries, (unsigned long long)st.preemptions, (unsigned long long)st.steps);
+
+    /* memory is back and nothing runs: the cap doubles every hold until lifted */
+    f->nomem_above = 0;
+    uint64_t rec0 = st.oom_recoveries;
+    for (int i = 0; i < 100 && st.mem_cap_tokens != 0; i++) {
+        fake_now += 4000000000ull; /* 4 s: past any hold (at most 64 x 50 ms) */
+        llm_sched_step(s);
+        llm_sched_get_stats(s, &st);
+    }
+    ok(st.mem_cap_tokens == 0 && st.mem_cap_batch == 0, "cap lifted once load fell");
+    is_int((int)(st.oom_recoveries - rec0), 1, "the lift is counted as one recovery");
+    /* full size again: a 90-token prompt goes in one step */
+    f->max_tokens_seen = 0;
+    submit_spec(s, &specs[0], 0);
+    memset(got, 0, sizeof(got));
+    while (llm_sched_step(s) == 1)
+        drain(s, got);
+    drain(s, got);
+    ok(f->max_tokens_seen == specs[0].n_prompt, "after recovery a %d-token prefill is one step (%d)",
+       specs[0].n_prompt, f->max_tokens_seen);
+    is_int(compare(got, alone, 1, "after recovery"), 0, "same result after recovery");
+
+    /* no memory even for one token: that request fails (NOMEM), the scheduler goes on */
+    f->nomem_above = -1;
+    submit_spec(s, &specs[1], 1);
+    int steps = 0;
+    while ((rc = llm_sched_step(s)) == 1 && steps < 50)
+        steps++;
+    is_int(rc, -1, "a one-token step out of memory fails");
+    llm_sched_output o;
+    ok(llm_sched_next_output(s, &o) && o.id == 1 && o.finish == LLM_SCHED_FINISH_ERROR &&
+       o.error == LLM_SCHED_E_NOMEM, "its request ends with ERROR / NOMEM");
+    llm_sched_get_stats(s, &st);
+    ok(st.kv.used == 0 && st.running == 0 && st.waiting == 0, "nothing held");
+    ok(strstr(llm_sched_last_error(s), "no memory for 1 tokens") != NULL, "message: %s", llm_sched_last_error(s));
+    f->nomem_above = 0;
+    llm_sched_destroy(s);
+
+    cfg.oom_recover_ms = -1;
+    ok(llm_sched_create(&e.be, &cfg, &err) == NULL, "negative oom_recover_ms refused: %s", err.msg);
+    fake_env_free(&e);
+}
+
 /* ------------------------------------------------------------ real model */
 
 static void test_real_model(void)
@@ -801,6 +900,7 @@ int main(void)
     test_priority_and_callback();
     test_hold();
     test_backpressure_and_errors();
+    test_oom_self_heal();
     test_real_model();
     return done_testing();
 }

@@ -255,7 +255,7 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
     int n = b->n_tokens;
     if (ensure_scratch(st, n) != 0) {
         llm_seterr(err, "cpu backend: out of memory for a batch of %d tokens", n);
-        return -1;
+        return LLM_BACKEND_NOMEM;
     }
     size_t erow = llm_dtype_row_bytes(m->tok_embd.type, (uint64_t)c->dim);
     for (int t = 0; t < n; t++)

@@ -1,8 +1,10 @@
 /* Prints, from a running engine's segment, the batching knobs in force
  * ("max_batch_size N batch_timeout_ms N max_batched_tokens N seq N applied N") and
  * the TTFT and TPOT histograms' bucket counts ("ttft C0 .. C27", "tpot ..."),
- * so that the caller can take percentiles over the deltas of two readings.
- * Built and run by tests/serve/tuning.t (usage: shm_knobs NAME). */
+ * so that the caller can take percentiles over the deltas of two readings,
+ * and the out-of-memory figures ("oom_shrinks N oom_recoveries N
+ * mem_cap_tokens N mem_cap_batch N failed N finished N").
+ * Built and run by tests/serve/tuning.t and oom.t (usage: shm_knobs NAME). */
 #include "llm_shm.h"
 
 #include <stdio.h>
@@ -24,6 +26,11 @@ int main(int argc, char **argv)
            (int)atomic_load(&t->cur_max_batch_size), (int)atomic_load(&t->cur_batch_timeout_ms),
            (int)atomic_load(&t->cur_max_batched_tokens), (unsigned)atomic_load(&t->seq),
            (unsigned)atomic_load(&t->applied));
+    llm_shm_metrics *x = m.metrics;
+    printf("oom_shrinks %llu oom_recoveries %llu mem_cap_tokens %lld mem_cap_batch %lld failed %llu finished %llu\n",
+           (unsigned long long)atomic_load(&x->oom_shrinks), (unsigned long long)atomic_load(&x->oom_recoveries),
+           (long long)atomic_load(&x->mem_cap_tokens), (long long)atomic_load(&x->mem_cap_batch),
+           (unsigned long long)atomic_load(&x->failed), (unsigned long long)atomic_load(&x->finished));
     const llm_shm_hist *h[2] = {&m.metrics->ttft, &m.metrics->tpot};
     for (int k = 0; k < 2; k++) {
         printf("%s", k == 0 ? "ttft" : "tpot");
