@@ -4,6 +4,9 @@
 # nginx.conf.example. Waits until GET /health answers 200, then prints the URL.
 #   tools/serve.sh start BUILD PORT MODEL [BACKEND]
 #   tools/serve.sh stop  BUILD PORT
+# Environment: ENGINE_ARGS (more `llm-engine serve` options), NGINX_CMD (the nginx
+# command, default nginx: tests/gpu/serve_gpu.sh runs a carried one),
+# SERVE_WAIT_S (how long to wait for /health, default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=$1 build=$(realpath -m "$2") port=$3
@@ -31,7 +34,8 @@ backend=${5:-cpu}
 mkdir -p "$run/logs"
 stop
 
-build/llm-engine serve --model "$model" --shm "$name" --backend "$backend" --shm-mode 0600 \
+# shellcheck disable=SC2086 # ENGINE_ARGS is a list of options
+"$build/llm-engine" serve --model "$model" --shm "$name" --backend "$backend" --shm-mode 0600 ${ENGINE_ARGS:-} \
     >"$run/logs/engine.log" 2>&1 &
 echo $! >"$run/engine.pid"
 
@@ -46,10 +50,22 @@ sed -e "s|^load_module .*|load_module $build/ngx_http_llm_module.so;|" \
     -e "s|^worker_processes auto;|worker_processes 2;\npid $run/nginx.pid;\nerror_log $run/logs/error.log;|" \
     -e "s|^http {|http {\n    access_log $run/logs/access.log;\n    client_body_temp_path $run/body;|" \
     nginx.conf.example >"$run/nginx.conf"
-nginx -p "$run" -c "$run/nginx.conf" -e "$run/logs/error.log"
+# shellcheck disable=SC2086 # NGINX_CMD may be a loader plus the binary
+${NGINX_CMD:-nginx} -p "$run" -c "$run/nginx.conf" -e "$run/logs/error.log"
 
-for _ in $(seq 300); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" || true)
+# GET /health's status code; plain bash where curl is missing (a bare GPU machine).
+health() {
+    if command -v curl >/dev/null; then
+        curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health" || true
+    else
+        { exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 &&
+          head -1 <&3 | cut -d' ' -f2; exec 3>&-; } 2>/dev/null || true
+    fi
+}
+
+wait_s=${SERVE_WAIT_S:-30}
+for _ in $(seq $((wait_s * 10))); do
+    code=$(health)
     if [ "$code" = 200 ]; then
         echo "ngx_llm is serving $model at http://127.0.0.1:$port/v1 (logs: $run/logs; stop: make stop PORT=$port)"
         exit 0
@@ -62,6 +78,6 @@ for _ in $(seq 300); do
     fi
     sleep 0.1
 done
-echo "no 200 from /health after 30 s; see $run/logs" >&2
+echo "no 200 from /health after $wait_s s; see $run/logs" >&2
 stop
 exit 1

@@ -54,16 +54,8 @@ fi
 echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); model $MODEL; engine options: ${ENGINE_ARGS:-as make serve starts it}; $MAX_TOKENS tokens per request"
 
 # 1. Throughput and latency by concurrency.
-printf '%-6s %8s %10s %10s %10s %10s %9s %10s\n' conc reqs ttft_p50 ttft_p99 tpot_p50 tpot_p99 req/s out_tok/s
-for c in $LEVELS; do
-    n=$((c * 4 > 64 ? c * 4 : 64))
-    line=$("$LOAD" --port "$PORT" --concurrency "$c" --requests "$n" --max-tokens "$MAX_TOKENS" --prompt "$PROMPT")
-    echo "$line" >>"$TMP/levels.jsonl"
-    echo "$line" | awk -F'[:,}]' '{for (i = 1; i < NF; i++) v[$i] = $(i + 1)}
-        END {printf "%-6s %8s %8.3fms %8.3fms %8.4fms %8.4fms %9s %10s\n", v["{\"concurrency\""], v["\"requests\""],
-             v["\"ttft_p50_ms\""], v["\"ttft_p99_ms\""], v["\"tpot_p50_ms\""], v["\"tpot_p99_ms\""],
-             v["\"req_per_s\""], v["\"out_tok_per_s\""]}'
-done
+# shellcheck disable=SC2086 # LEVELS is a list
+"$HERE/levels.sh" "$LOAD" "$PORT" "$MAX_TOKENS" "$PROMPT" $LEVELS
 
 # 2. nginx + ring overhead at concurrency 1 (same prompt, greedy, same token count).
 SHM="serve-$PORT"

@@ -22,4 +22,6 @@ export LLM_CUDA_LIB="$PWD/$B/libllm_cuda.so"
 SH=../shared
 [ -d "$SH/models" ] || SH=shared
 [ -d "$SH/models" ] || SH="$B/shared"
+# gen-model --preset llama-3.2-* reads the Llama 3 tokenizer from here
+export LLM_SHARED_DIR="$(cd "$SH" && pwd)"
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv,noheader || true

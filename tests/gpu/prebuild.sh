@@ -1,8 +1,8 @@
 #!/bin/bash
 # Builds everything the GPU scripts need into one directory (default build-gpu) on a machine with the
 # project's build dependencies, so it can travel to a GPU machine that lacks them (libcjson-dev,
-# libpcre2-dev): llm-engine, libllm.a, libllm_cuda.so (when nvcc is here), the parity programs and the
-# decode bench. pcre2 is linked statically; libcjson.so.1 is copied into DIR/lib (set LD_LIBRARY_PATH
+# libpcre2-dev, nginx): llm-engine, libllm.a, libllm_cuda.so (when nvcc is here), the parity programs, the
+# decode bench, and for serve_gpu.sh the NGINX module, nginx itself and the load generator. pcre2 is linked statically; libcjson.so.1 is copied into DIR/lib (set LD_LIBRARY_PATH
 # there, as run_parity.sh and bench/gpu_decode.sh do), and the shared files they read go to DIR/shared.
 # Carry DIR (it is git-ignored): run(carry=["build-gpu"], ...).
 #   tests/gpu/prebuild.sh [DIR]
@@ -28,5 +28,24 @@ if [ -n "$cj" ]; then cp -L "$cj" "$B/lib/"; fi
 mkdir -p "$B/shared/models/stories260K" "$B/shared/peers"
 cp ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "$B/shared/models/stories260K/"
 cp ../shared/peers/torch_cudagraph_decode.py "$B/shared/peers/"
+# the Llama 3 tokenizer: gen-model --preset llama-3.2-3b writes it into the GGUF (gpu_env.sh sets LLM_SHARED_DIR)
+mkdir -p "$B/shared/tokenizers/llama3"
+cp ../shared/tokenizers/llama3/tokenizer.json ../shared/tokenizers/llama3/tokenizer_config.json \
+    "$B/shared/tokenizers/llama3/"
+# For serve_gpu.sh: the module, the load generator and Debian's nginx (the build the module is compiled
+# against) with every library it and the module load, and the dynamic loader to start it with, so that
+# it runs whatever C library the GPU machine has.
+ngx_module/build.sh "$B" >/dev/null
+cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o "$B/serve_load" bench/serve_load/serve_load.c
+mkdir -p "$B/nginx/lib"
+cp -L "$(command -v nginx)" "$B/nginx/nginx"
+for f in $( { ldd "$B/nginx/nginx"; ldd "$B/ngx_http_llm_module.so"; } | awk '/=>/ {print $3} /ld-linux/ {print $1}' |
+           sort -u); do
+    case $f in
+        */ld-linux*) cp -L "$f" "$B/nginx/ld-linux-x86-64.so.2" ;;
+        /*) cp -L "$f" "$B/nginx/lib/" ;;
+    esac
+done
 du -sh "$B"
-ls -la "$B/llm-engine" "$B"/libllm_cuda.so "$B/tests/gpu" "$B/bench" "$B/lib" 2>&1 | sed 's/^/  /'
+ls -la "$B/llm-engine" "$B"/libllm_cuda.so "$B/tests/gpu" "$B/bench" "$B/lib" "$B/nginx" "$B/nginx/lib" 2>&1 |
+    sed 's/^/  /'
