@@ -2,9 +2,27 @@
 # `llm-engine serve` ($TEST_NGINX_CANCEL_ENGINE) for this file alone, so its
 # llm_requests_cancelled_total (GET /metrics, read from the engine's shared
 # metrics block) counts exactly the cancellations these blocks cause. The
-# engine outlives nginx, which restarts for every block. n=8 x 500 tokens takes
-# the engine about a second here, so the 0.3 s abort lands mid-stream.
+# engine outlives nginx, which restarts for every block. It runs a random
+# stories110M-shaped model with one thread, so n=8 x 500 tokens takes it tens
+# of seconds and the 1.5 s abort always lands mid-stream. The engine counts a
+# cancellation at its next step, so an "after" block first waits (up to 10 s)
+# for the count it expects; a count that never comes fails the block.
 use Test::Nginx::Socket 'no_plan';
+use IO::Socket::INET;
+
+sub main::wait_cancelled {
+    my $want = shift;
+    for (1 .. 200) {
+        my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$ENV{TEST_NGINX_SERVER_PORT}", Timeout => 2);
+        if ($s) {
+            print $s "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+            local $/;
+            my $r = <$s> // '';
+            return if $r =~ /\nllm_requests_cancelled_total (\d+)\n/ && $1 >= $want;
+        }
+        select(undef, undef, undef, 0.05);
+    }
+}
 
 no_shuffle();
 run_tests();
@@ -18,8 +36,8 @@ load_module $TEST_NGINX_MODULE;
 location / {
     llm_api;
     llm_engine $TEST_NGINX_CANCEL_ENGINE;
-    llm_model_path $TEST_NGINX_SPM_MODEL;
-    llm_model_name stories;
+    llm_model_path $TEST_NGINX_CANCEL_MODEL;
+    llm_model_name stories110m;
 }
 --- request
 GET /metrics
@@ -34,17 +52,17 @@ load_module $TEST_NGINX_MODULE;
 location / {
     llm_api;
     llm_engine $TEST_NGINX_CANCEL_ENGINE;
-    llm_model_path $TEST_NGINX_SPM_MODEL;
-    llm_model_name stories;
+    llm_model_path $TEST_NGINX_CANCEL_MODEL;
+    llm_model_name stories110m;
 }
 --- request
 POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 500, "ignore_eos": true, "temperature": 0, "stream": true, "n": 8}
---- timeout: 0.3
+--- timeout: 1.5
 --- abort
 --- error_code: 200
 --- response_body_like chomp
-^data: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":[0-7],"text":",","logprobs":null,"finish_reason":null\}\]\}\n\n
+^data: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories110m","choices":\[\{"index":[0-7],"text":"(\\.|[^"\\])*","logprobs":null,"finish_reason":null\}\]\}\n\n
 --- error_log
 client went away before the response was complete; cancelling it in the engine
 
@@ -55,9 +73,11 @@ load_module $TEST_NGINX_MODULE;
 location / {
     llm_api;
     llm_engine $TEST_NGINX_CANCEL_ENGINE;
-    llm_model_path $TEST_NGINX_SPM_MODEL;
-    llm_model_name stories;
+    llm_model_path $TEST_NGINX_CANCEL_MODEL;
+    llm_model_name stories110m;
 }
+--- init
+main::wait_cancelled(8);
 --- request
 GET /metrics
 --- error_code: 200
@@ -71,13 +91,13 @@ load_module $TEST_NGINX_MODULE;
 location / {
     llm_api;
     llm_engine $TEST_NGINX_CANCEL_ENGINE;
-    llm_model_path $TEST_NGINX_SPM_MODEL;
-    llm_model_name stories;
+    llm_model_path $TEST_NGINX_CANCEL_MODEL;
+    llm_model_name stories110m;
 }
 --- request
 POST /v1/chat/completions
 {"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 500, "ignore_eos": true, "stream": true, "n": 8}
---- timeout: 0.3
+--- timeout: 1.5
 --- abort
 --- error_code: 200
 --- error_log
@@ -90,9 +110,11 @@ load_module $TEST_NGINX_MODULE;
 location / {
     llm_api;
     llm_engine $TEST_NGINX_CANCEL_ENGINE;
-    llm_model_path $TEST_NGINX_SPM_MODEL;
-    llm_model_name stories;
+    llm_model_path $TEST_NGINX_CANCEL_MODEL;
+    llm_model_name stories110m;
 }
+--- init
+main::wait_cancelled(16);
 --- request
 GET /metrics
 --- error_code: 200
@@ -106,8 +128,8 @@ load_module $TEST_NGINX_MODULE;
 location / {
     llm_api;
     llm_engine $TEST_NGINX_CANCEL_ENGINE;
-    llm_model_path $TEST_NGINX_SPM_MODEL;
-    llm_model_name stories;
+    llm_model_path $TEST_NGINX_CANCEL_MODEL;
+    llm_model_name stories110m;
 }
 --- request
 POST /v1/completions
@@ -125,8 +147,8 @@ load_module $TEST_NGINX_MODULE;
 location / {
     llm_api;
     llm_engine $TEST_NGINX_CANCEL_ENGINE;
-    llm_model_path $TEST_NGINX_SPM_MODEL;
-    llm_model_name stories;
+    llm_model_path $TEST_NGINX_CANCEL_MODEL;
+    llm_model_name stories110m;
 }
 --- request
 GET /metrics

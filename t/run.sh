@@ -3,10 +3,13 @@
 #   t/run.sh [BUILD_DIR] [prove args...]      (make test-nginx)
 # Starts what the tests need: two echo engines (t/echo_engine.c, the real shm
 # protocol with a deterministic token source) named ngxtest and ngxtest_small,
-# and two real engines (`llm-engine serve` on stories260K, t/06x-08x) under
-# names unique to this run, exported as $TEST_NGINX_REAL_ENGINE and
-# $TEST_NGINX_CANCEL_ENGINE (the second one only serves the cancellation test,
-# so its cancelled counter counts nothing else). The greedy reference texts the
+# and two real engines (`llm-engine serve`, t/06x-08x) under names unique to
+# this run, exported as $TEST_NGINX_REAL_ENGINE (stories260K) and
+# $TEST_NGINX_CANCEL_ENGINE. The second one only serves the cancellation test,
+# so its cancelled counter counts nothing else, and it runs a random
+# stories110M-shaped model ($TEST_NGINX_CANCEL_MODEL, made once by gen-model):
+# stories260K writes 8 x 500 tokens faster than a client can hang up, so the
+# cancellation would race the end of the request; this one needs tens of seconds. The greedy reference texts the
 # real-engine blocks compare against come from `llm-engine generate`.
 # Uses the real Test::Nginx::Socket when installed, else the compatible runner
 # in t/lib (needs Debian's libtest-base-perl).
@@ -54,10 +57,10 @@ start_engine ngxtest_small --slots 2 --ctx 64 --delay-ms 40
 # The real engine: build/llm-engine serve, stopped (SIGTERM) by cleanup.
 LLM_ENGINE="$BUILD/llm-engine"
 [ -x "$LLM_ENGINE" ] || { echo "t/run.sh: $LLM_ENGINE missing (make BUILD=$BUILD engine)" >&2; exit 1; }
-start_real() { # name
+start_real() { # name model
     name=$1
     rm -f "$BUILD/t/$name.log"
-    "$LLM_ENGINE" serve --model "$TEST_NGINX_SPM_MODEL" --shm "$name" --slots 64 --threads 1 \
+    "$LLM_ENGINE" serve --model "$2" --shm "$name" --slots 64 --threads 1 \
         > "$BUILD/t/$name.log" 2>&1 &
     PIDS="$PIDS $!"
     i=0
@@ -69,8 +72,12 @@ start_real() { # name
 }
 export TEST_NGINX_REAL_ENGINE="ngxreal$$"
 export TEST_NGINX_CANCEL_ENGINE="ngxcancel$$"
-start_real "$TEST_NGINX_REAL_ENGINE"
-start_real "$TEST_NGINX_CANCEL_ENGINE"
+export TEST_NGINX_CANCEL_MODEL="$BUILD/t/stories110m-q8_0.gguf"
+[ -s "$TEST_NGINX_CANCEL_MODEL" ] ||
+    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset stories110m --dtype q8_0 --seed 7 \
+        --out "$TEST_NGINX_CANCEL_MODEL" > /dev/null
+start_real "$TEST_NGINX_REAL_ENGINE" "$TEST_NGINX_SPM_MODEL"
+start_real "$TEST_NGINX_CANCEL_ENGINE" "$TEST_NGINX_CANCEL_MODEL"
 greedy() { "$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --temperature 0 --threads 1 "$@" 2>/dev/null; }
 # "Once upon a time", 40 tokens; the chat prompt as the llama2 template renders it, 20 tokens.
 TEST_NGINX_REF_COMPLETION=$(greedy --prompt "Once upon a time" --max-tokens 40)
