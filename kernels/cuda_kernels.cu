@@ -253,10 +253,11 @@ static unsigned grid_for(size_t total)
 }
 
 /* Grow a device buffer; waits for the stream first since earlier kernels may still read it. */
-static int grow(void **p, size_t *cap, size_t need, cudaStream_t st)
+static int grow(void **p, size_t *cap, size_t need, cudaStream_t st, unsigned *gen)
 {
     if (need <= *cap)
         return 0;
+    (*gen)++;
     cudaStreamSynchronize(st);
     cudaFree(*p);
     *p = NULL;
@@ -267,6 +268,16 @@ static int grow(void **p, size_t *cap, size_t need, cudaStream_t st)
     }
     *cap = need;
     return 0;
+}
+
+int cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n)
+{
+    if (n <= CU_GEMV_MAX_TOKENS || W->type == LLM_F32)
+        return 0;
+    size_t R = (size_t)W->rows, K = (size_t)W->cols;
+    if ((W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
+        return -1;
+    return grow(&c->act16, &c->act16_bytes, (size_t)n * K * 2, c->stream, &c->gen);
 }
 
 int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
@@ -289,14 +300,14 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
         cudaDataType_t ht = bf16 ? CUDA_R_16BF : CUDA_R_16F;
         const void *A = W->w;
         if (W->type == LLM_Q8_0 || W->type == LLM_Q4_0) {
-            if (grow(&c->deq, &c->deq_bytes, (size_t)R * (size_t)K * 2, c->stream) != 0) {
+            if (grow(&c->deq, &c->deq_bytes, (size_t)R * (size_t)K * 2, c->stream, &c->gen) != 0) {
                 snprintf(msg, msg_len, "cuda backend: out of device memory for a %dx%d dequantised matrix", R, K);
                 return -1;
             }
             CU_LAUNCH(dequant_bf16_kernel, grid_for((size_t)R * K), 256, 0, c->stream, *W, (__nv_bfloat16 *)c->deq);
             A = c->deq;
         }
-        if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream) != 0) {
+        if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream, &c->gen) != 0) {
             snprintf(msg, msg_len, "cuda backend: out of device memory for %d activations of %d", n, K);
             return -1;
         }
