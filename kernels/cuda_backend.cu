@@ -1,11 +1,14 @@
 /* The CUDA backend: init (device, weights, KV pool), forward (one step over a
- * batch of tokens from many sequences, the same math as engine/cpu/forward.c)
- * and destroy. Built into build/libllm_cuda.so, which llm-engine dlopen()s
+ * batch of tokens from many sequences, the same math as engine/cpu/forward.c;
+ * forward_argmax returns only the greedy id of flagged rows) and destroy.
+ * Built into build/libllm_cuda.so, which llm-engine dlopen()s
  * (engine/backend_cuda_loader.c); its one exported symbol is
  * llm_cuda_backend_get_ops. All work runs on one stream; forward returns after
- * the stream has finished, like the CPU backend.
+ * the stream has finished, like the CPU backend. Decode steps go through CUDA
+ * Graphs (cuda_graph.cu); every other step is launched here, kernel by kernel.
  * Environment: LLM_CUDA_KV=f32|f16 picks the KV-cache type (default f16, f32
- * for all-F32 models); LLM_CUDA_SYNC=1 checks for errors after every stage. */
+ * for all-F32 models); LLM_CUDA_SYNC=1 checks for errors after every stage;
+ * LLM_CUDA_GRAPHS=0 turns graphs off; LLM_CUDA_STATS=1 prints graph counters. */
 #include <limits.h>
 #include <stdlib.h>
 
@@ -95,6 +98,8 @@ static void cu_destroy(llm_backend *b)
     cuda_graphs_destroy(st);
     free_scratch(st);
     cudaFree(st->logits);
+    cudaFree(st->am_ids);
+    cudaFree(st->am_lp);
     cudaFree(st->ws);
     cudaFree(st->dint);
     cudaFreeHost(st->hint);
@@ -203,6 +208,9 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     return 0;
 }
 
+static int cu_forward_argmax(llm_backend *be, const llm_batch *b, const llm_argmax_out *am, float *logits,
+                             llm_err *err);
+
 static int cu_init(llm_backend *b, llm_err *err)
 {
     const llm_model *m = b->model;
@@ -302,6 +310,7 @@ static int cu_init(llm_backend *b, llm_err *err)
         return -1;
     }
     cuda_graphs_init(st);
+    b->forward_argmax = cu_forward_argmax;
     return 0;
 }
 
@@ -413,11 +422,21 @@ int cuda_ensure_logits(cu_state *st, int rows)
     st->buf_gen++;
     cudaStreamSynchronize(st->stream);
     cudaFree(st->logits);
+    cudaFree(st->am_ids);
+    cudaFree(st->am_lp);
     st->logits = NULL;
+    st->am_ids = NULL;
+    st->am_lp = NULL;
     st->logits_cap = 0;
-    if (cudaMalloc(&st->logits, (size_t)rows * st->m->cfg.vocab_size * 4) != cudaSuccess) {
+    if (cudaMalloc(&st->logits, (size_t)rows * st->m->cfg.vocab_size * 4) != cudaSuccess ||
+        cudaMalloc(&st->am_ids, (size_t)rows * 4) != cudaSuccess ||
+        cudaMalloc(&st->am_lp, (size_t)rows * 4) != cudaSuccess) {
         cudaGetLastError();
+        cudaFree(st->logits);
+        cudaFree(st->am_ids);
         st->logits = NULL;
+        st->am_ids = NULL;
+        st->am_lp = NULL;
         return -1;
     }
     st->logits_cap = rows;
@@ -485,12 +504,49 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         if (cuda_matmul(&st->mm, &st->output, st->xn, c->dim, st->logits, c->vocab_size, sp->nw, 0, err->msg,
                         sizeof(err->msg)))
             return -1;
+        if (sp->argmax)
+            cuda_argmax(st->logits, c->vocab_size, sp->nw, st->am_ids, st->am_lp, s);
+        if (stage_check(st, "classifier", -1, err))
+            return -1;
+    }
+    return 0;
+}
+
+int cuda_copy_out(cu_state *st, const llm_batch *b, const llm_argmax_out *am, int nw, float *logits, cudaError_t *e)
+{
+    size_t row_bytes = (size_t)st->m->cfg.vocab_size * 4;
+    cudaStream_t s = st->stream;
+    if (am == NULL) {
+        *e = cudaMemcpyAsync(logits, st->logits, (size_t)nw * row_bytes, cudaMemcpyDeviceToHost, s);
+        return *e == cudaSuccess ? 0 : -1;
+    }
+    if ((*e = cudaMemcpyAsync(am->ids, st->am_ids, (size_t)nw * 4, cudaMemcpyDeviceToHost, s)) != cudaSuccess ||
+        (*e = cudaMemcpyAsync(am->logprob, st->am_lp, (size_t)nw * 4, cudaMemcpyDeviceToHost, s)) != cudaSuccess)
+        return -1;
+    /* Logits rows of the other tokens, one copy per run of consecutive rows. */
+    int row = 0, run0 = -1;
+    for (int i = 0; i <= b->n_tokens; i++) {
+        int end = i == b->n_tokens;
+        if (!end && !b->want_logits[i])
+            continue;
+        int skip = end || am->argmax_only[i];
+        if (!skip && run0 < 0)
+            run0 = row;
+        if (skip && run0 >= 0) {
+            *e = cudaMemcpyAsync((char *)logits + (size_t)run0 * row_bytes, (const char *)st->logits +
+                                 (size_t)run0 * row_bytes, (size_t)(row - run0) * row_bytes,
+                                 cudaMemcpyDeviceToHost, s);
+            if (*e != cudaSuccess)
+                return -1;
+            run0 = -1;
+        }
+        row++;
     }
     return 0;
 }
 
 /* Any step, launch by launch. */
-static int forward_eager(cu_state *st, const llm_batch *b, float *logits, llm_err *err)
+static int forward_eager(cu_state *st, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
     int n = b->n_tokens, bs = st->block_size;
@@ -609,14 +665,12 @@ static int forward_eager(cu_state *st, const llm_batch *b, float *logits, llm_er
     sp.ti.pos = st->dint + n;
     sp.ti.tab = st->dint + 2 * n;
     sp.ti.tables = (const int32_t *)(sp.d_items + n);
+    sp.argmax = am != NULL;
     if (cuda_enqueue_step(st, &sp, err) != 0)
         return -1;
-    if (nw > 0) {
-        e = cudaMemcpyAsync(logits, st->logits, (size_t)nw * c->vocab_size * 4, cudaMemcpyDeviceToHost, st->stream);
-        if (e != cudaSuccess) {
-            llm_err_set(err, "cuda backend: logits copy: %s", cudaGetErrorString(e));
-            return -1;
-        }
+    if (nw > 0 && cuda_copy_out(st, b, am, nw, logits, &e) != 0) {
+        llm_err_set(err, "cuda backend: logits copy: %s", cudaGetErrorString(e));
+        return -1;
     }
     /* Always wait: the pinned batch buffer is rewritten by the next step. */
     e = cudaStreamSynchronize(st->stream);
@@ -629,7 +683,7 @@ static int forward_eager(cu_state *st, const llm_batch *b, float *logits, llm_er
     return 0;
 }
 
-static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
+static int forward_any(llm_backend *be, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err)
 {
     cu_impl *im = (cu_impl *)be->impl;
     cu_state *st = &im->st;
@@ -637,8 +691,28 @@ static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_er
     cudaStreamSynchronize(st->stream); /* a failed earlier step may have left work queued */
     if (check_batch(st, b, err) != 0)
         return -1;
-    int rc = cuda_graph_forward(st, b, logits, err);
-    return rc != 1 ? rc : forward_eager(st, b, logits, err);
+    int rc = cuda_graph_forward(st, b, am, logits, err);
+    return rc != 1 ? rc : forward_eager(st, b, am, logits, err);
+}
+
+static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
+{
+    return forward_any(be, b, NULL, logits, err);
+}
+
+/* be->forward_argmax: as forward; am is used only when some token with want_logits has argmax_only. */
+static int cu_forward_argmax(llm_backend *be, const llm_batch *b, const llm_argmax_out *am, float *logits,
+                             llm_err *err)
+{
+    int any = 0;
+    if (am != NULL && am->argmax_only != NULL && b != NULL && b->want_logits != NULL)
+        for (int i = 0; i < b->n_tokens && !any; i++)
+            any = b->want_logits[i] && am->argmax_only[i];
+    if (any && (am->ids == NULL || am->logprob == NULL)) {
+        llm_err_set(err, "cuda backend: argmax requested but no ids / logprob output given");
+        return -1;
+    }
+    return forward_any(be, b, any ? am : NULL, logits, err);
 }
 
 static const llm_backend_ops cuda_ops = { "cuda", cu_init, cu_forward, cu_destroy };

@@ -24,6 +24,8 @@
  * ever grow, and each move bumps a generation counter (cuda_buf_gen), so a graph
  * captured before a move is dropped and captured again. All growth happens
  * before the capture begins: nothing is allocated or synchronised inside it.
+ * The on-device argmax (forward_argmax) is part of every graph; which rows'
+ * logits are copied back is decided after the launch.
  * If capture, instantiation or launch fails, one line goes to stderr and every
  * later step runs eagerly (the failing step too): graphs are a speed-up, never
  * a reason to fail a request. LLM_CUDA_GRAPHS=0 (or LLM_CUDA_SYNC=1, which
@@ -130,11 +132,21 @@ static int graph_plan(const cu_state *st, int B, int max_npos, cu_att_plan *p)
     return cls;
 }
 
-/* Every buffer the step's launches use, grown to bucket B now (outside any capture). */
+/* Every buffer the step's launches use, grown to bucket B now (outside any capture), and to what any
+ * step of this bucket can need (every split class, full-context block tables), so that the buffers move,
+ * and the bucket's graphs are captured again, as few times as possible. */
 static int reserve(cu_state *st, int B, const cu_att_plan *p)
 {
     const llm_config *c = &st->m->cfg;
-    if (cuda_ensure_scratch(st, B) != 0 || cuda_ensure_ws(st, cuda_att_ws_floats(p, B)) != 0 ||
+    cu_att_plan widest = *p;
+    long work = (long)B * c->n_kv_heads, want = (2L * st->n_sms + work - 1) / work;
+    widest.n_splits = want > 1 ? (int)want : 1; /* graph_plan never makes more splits than `want` */
+    if (widest.n_splits < p->n_splits)
+        widest.n_splits = p->n_splits;
+    size_t max_tab = 1 + (size_t)B * (size_t)((c->seq_len + st->block_size - 1) / st->block_size);
+    if (cuda_ensure_ints(st, 6 * (size_t)B + max_tab) != 0)
+        return -1;
+    if (cuda_ensure_scratch(st, B) != 0 || cuda_ensure_ws(st, cuda_att_ws_floats(&widest, B)) != 0 ||
         cuda_ensure_logits(st, B) != 0 || cuda_matmul_reserve(&st->mm, &st->output, B) != 0)
         return -1;
     for (int l = 0; l < c->n_layers; l++) {
@@ -195,7 +207,7 @@ static int give_up(cu_state *st, const char *why)
     return 1;
 }
 
-int cuda_graph_forward(cu_state *st, const llm_batch *b, float *logits, llm_err *err)
+int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err)
 {
     cu_graphs *G = &st->graphs;
     int bi = G->enabled ? bucket_of(b) : -1;
@@ -203,7 +215,6 @@ int cuda_graph_forward(cu_state *st, const llm_batch *b, float *logits, llm_err 
         G->eager_steps++;
         return 1;
     }
-    const llm_config *c = &st->m->cfg;
     int B = bucket_size[bi], n = b->n_tokens, bs = st->block_size;
     if (logits == NULL) {
         llm_err_set(err, "cuda backend: logits requested but no output buffer given");
@@ -227,7 +238,7 @@ int cuda_graph_forward(cu_state *st, const llm_batch *b, float *logits, llm_err 
     int cls = graph_plan(st, B, max_npos, &sp.plan);
     /* Per-step ints, fixed layout for B: tokens | pos | tab | items (3 ints each) | tables. */
     size_t n_ints = 6 * (size_t)B + n_tab;
-    if (cuda_ensure_ints(st, n_ints) != 0 || reserve(st, B, &sp.plan) != 0) {
+    if (reserve(st, B, &sp.plan) != 0 || cuda_ensure_ints(st, n_ints) != 0) {
         llm_err_set(err, "cuda backend: out of device memory for a decode step of %d tokens", B);
         return -1;
     }
@@ -266,6 +277,7 @@ int cuda_graph_forward(cu_state *st, const llm_batch *b, float *logits, llm_err 
     sp.ti.tab = st->dint + 2 * B;
     sp.d_items = (const cu_att_item *)(st->dint + 3 * B);
     sp.ti.tables = st->dint + 6 * B;
+    sp.argmax = 1; /* always in the graph, so one graph serves steps with and without on-device greedy */
 
     cu_graph *gr = &G->g[bi][cls];
     unsigned gen = cuda_buf_gen(st);
@@ -287,8 +299,7 @@ int cuda_graph_forward(cu_state *st, const llm_batch *b, float *logits, llm_err 
     }
     G->replays++;
     G->bucket_replays[bi]++;
-    e = cudaMemcpyAsync(logits, st->logits, (size_t)n * c->vocab_size * 4, cudaMemcpyDeviceToHost, st->stream);
-    if (e == cudaSuccess)
+    if (cuda_copy_out(st, b, am, n, logits, &e) == 0)
         e = cudaStreamSynchronize(st->stream);
     if (e == cudaSuccess)
         e = cudaGetLastError();

@@ -93,6 +93,9 @@ int  cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n);
 /* Tokens that take the GEMV path at most. */
 #define CU_GEMV_MAX_TOKENS 8
 
+/* Per row of logits [rows][vocab]: ids[r] = argmax as the CPU sampler's greedy (NaN as -inf, +inf as
+ * FLT_MAX, ties: lowest id) and lps[r] = its log-softmax. */
+void cuda_argmax(const float *logits, int vocab, int rows, int32_t *ids, float *lps, cudaStream_t st);
 void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, cudaStream_t st);
 void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
                   const int32_t *rows, cudaStream_t st);
@@ -180,7 +183,8 @@ typedef struct {
     float  *ws; size_t ws_floats;
     int32_t *dint; size_t dint_cap;  /* per-step ints on the device */
     int32_t *hint; size_t hint_cap;  /* their pinned host copy */
-    int     logits_cap;              /* rows st->logits holds */
+    int     logits_cap;              /* rows st->logits holds (and am_ids / am_lp) */
+    int32_t *am_ids; float *am_lp;   /* on-device greedy per logits row */
     unsigned buf_gen;                /* bumped whenever a per-step buffer above moves */
     int     debug_sync;              /* LLM_CUDA_SYNC=1 */
     cu_graphs graphs;
@@ -195,6 +199,7 @@ typedef struct {
     const cu_att_item *d_items;      /* [plan.n_items] */
     cu_tokinfo ti;
     cu_att_plan plan;
+    int argmax;                      /* also fill am_ids / am_lp for the nw rows */
 } cu_step;
 
 /* cuda_backend.cu: queue every launch of a step on st->stream (no allocation, no sync unless
@@ -205,6 +210,10 @@ int  cuda_ensure_scratch(cu_state *st, int n);
 int  cuda_ensure_ints(cu_state *st, size_t n_ints);
 int  cuda_ensure_ws(cu_state *st, size_t floats);
 int  cuda_ensure_logits(cu_state *st, int rows);
+/* Queue the copies of a step's results to the caller: every logits row, or, with am, the ids and logprobs
+ * of all rows and the logits rows of tokens without argmax_only. 0 or -1 (error code in *e). */
+int  cuda_copy_out(cu_state *st, const llm_batch *b, const llm_argmax_out *am, int nw, float *logits,
+                   cudaError_t *e);
 static inline unsigned cuda_buf_gen(const cu_state *st) { return st->buf_gen + st->mm.gen; }
 
 /* cuda_graph.cu */
@@ -212,7 +221,7 @@ void cuda_graphs_init(cu_state *st);
 /* A decode step (every token wants logits, one token per sequence, at most 256) through the graph of
  * its (bucket, split class): 0 done, -1 error with err filled, 1 not such a step or graphs off: run it
  * eagerly. A capture that fails disables graphs for good (one line to stderr) and answers 1. */
-int  cuda_graph_forward(cu_state *st, const llm_batch *b, float *logits, llm_err *err);
+int  cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err);
 void cuda_graphs_destroy(cu_state *st);
 
 /* Upload the model's weights (repacked as described above) and the rope

@@ -43,5 +43,35 @@ LLM_CUDA_KV=f32 check "stories260K f32, gemm" --model "$S260" --positions 64 --g
 check "stories260K f16 (f16 kv)" --model "$W/s260-f16.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 5e-2 --min-top1 0.98
 check "stories260K q8_0 (cpu quantises activations)" --model "$W/s260-q8_0.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 0.5 --min-top1 0.95
 check "stories260K q4_0 (cpu quantises activations)" --model "$W/s260-q4_0.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 0.6 --min-top1 0.95
+# CUDA Graphs (kernels/cuda_graph.cu): part 4 of parity_logits decodes 1/3/6/13/20 of 20 sequences per step
+# (buckets 1, 4, 8, 16, 32; 16 and 32 capture cuBLAS) over positions crossing 64, 128 and 256. 64 emulated SMs
+# give buckets 1-16 several attention splits, so the split classes change along the way. The counters printed
+# with LLM_CUDA_STATS=1 must show replays in every bucket (graphs really ran); with CU_EMU_CAPTURE_FAIL=1 the
+# capture fails, which must be reported once and leave every step eager with the same results.
+check_graph() { # name, expect (replays|fallback), args...
+    local name=$1 expect=$2; shift 2
+    echo "== $name"
+    local out
+    out=$(CU_EMU_SMS=64 LLM_CUDA_STATS=1 "$P" --gen 4 --only-graph 1 "$@" 2>&1)
+    local rc=$?
+    echo "$out" | grep -v '^cuda: \(CPU\|uploaded\|KV pool\)'
+    local stats
+    stats=$(echo "$out" | grep '^cuda: graphs ')
+    if [ $rc -ne 0 ]; then
+        fails=$((fails + 1))
+    elif [ "$expect" = replays ]; then
+        for bk in 1 4 8 16 32; do
+            if ! echo "$stats" | grep -q "^cuda: graphs on: .*[ (]$bk:[1-9]"; then
+                echo "  <-- FAIL: no graph replays in bucket $bk"; fails=$((fails + 1)); break
+            fi
+        done
+    elif [ "$(echo "$out" | grep -c 'run without graphs from now on')" -ne 1 ] ||
+         ! echo "$stats" | grep -q '^cuda: graphs off: 0 captured, 0 replays'; then
+        echo "  <-- FAIL: expected one fallback message and no replays"; fails=$((fails + 1))
+    fi
+}
+LLM_CUDA_KV=f32 check_graph "stories260K f32, decode through graphs" replays --model "$S260" --graph-cycles 10 --max-diff 1e-4 --min-top1 1
+check_graph "stories260K q8_0, decode through graphs (dequantised cuBLAS captured)" replays --model "$W/s260-q8_0.gguf" --graph-cycles 3 --max-diff 0.5 --min-top1 0.95
+LLM_CUDA_KV=f32 CU_EMU_CAPTURE_FAIL=1 check_graph "stories260K f32, capture fails: eager fallback" fallback --model "$S260" --graph-cycles 10 --max-diff 1e-4 --min-top1 1
 echo "emulated parity: $fails failed"
 [ "$fails" -eq 0 ]
