@@ -277,7 +277,7 @@ struct cu_emu_graph {
 
 namespace {
 cudaError_t last_error = cudaSuccess;
-int n_capturing = 0; /* streams being captured */
+std::vector<cu_emu_stream *> capturing_streams;
 
 cudaError_t fail_with(cudaError_t e)
 {
@@ -285,26 +285,21 @@ cudaError_t fail_with(cudaError_t e)
     return e;
 }
 
-/* A call that is illegal while any capture is open: the capture is invalidated and the call fails. */
+/* A call that is illegal while any capture is open: every open capture is invalidated (its EndCapture
+ * fails) and the call fails, as the runtime does. */
 bool capture_forbids(const char *what)
 {
-    if (n_capturing == 0)
+    if (capturing_streams.empty())
         return false;
     fprintf(stderr, "cuda emulation: %s during stream capture (capture invalidated)\n", what);
-    return true;
-}
-std::vector<cu_emu_stream *> capturing_streams;
-void invalidate_captures(void)
-{
     for (cu_emu_stream *s : capturing_streams)
         s->invalid = true;
+    return true;
 }
-#define FORBID_IN_CAPTURE(what)                                           \
-    do {                                                                  \
-        if (capture_forbids(what)) {                                      \
-            invalidate_captures();                                        \
-            return fail_with(cudaErrorStreamCaptureUnsupported);          \
-        }                                                                 \
+#define FORBID_IN_CAPTURE(what)                                   \
+    do {                                                          \
+        if (capture_forbids(what))                                \
+            return fail_with(cudaErrorStreamCaptureUnsupported);  \
     } while (0)
 } // namespace
 
@@ -412,7 +407,6 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode)
     s->capturing = true;
     s->invalid = false;
     s->rec.clear();
-    n_capturing++;
     capturing_streams.push_back(s);
     return cudaSuccess;
 }
@@ -423,7 +417,6 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
     if (s == NULL || !s->capturing)
         return fail_with(cudaErrorInvalidValue);
     s->capturing = false;
-    n_capturing--;
     for (size_t i = 0; i < capturing_streams.size(); i++)
         if (capturing_streams[i] == s) {
             capturing_streams.erase(capturing_streams.begin() + (long)i);
