@@ -10,16 +10,17 @@ B=${BUILD:-build-gpu}
 E=${EMU_DIR:-build-emu}
 W=${WORK:-/tmp/llm_emu_parity}
 mkdir -p "$W"
-if [ ! -f "$B/libllm.a" ] || [ ! -x "$B/llm-engine" ]; then
-    make -s -j"$(nproc)" BUILD="$B" "$B/llm-engine" "$B/libllm.a" || exit 1
-fi
+# Always (incremental): a stale libllm.a would miss header changes such as llm_backend.forward_argmax.
+make -s -j"$(nproc)" BUILD="$B" "$B/llm-engine" "$B/libllm.a" || exit 1
 P="$E/parity_logits"
 if [ "${ASAN:-0}" = 1 ]; then
     EMU_FLAGS="-fsanitize=address -fno-omit-frame-pointer" tests/gpu/emu_build.sh "$E" || exit 1
+    CAP_FLAGS="-fsanitize=address -fno-omit-frame-pointer"
     cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -fsanitize=address -Iengine -Ishm -o "$P" \
         tests/gpu/parity_logits.c "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
 else
     tests/gpu/emu_build.sh "$E" || exit 1
+    CAP_FLAGS=""
     cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -Iengine -Ishm -o "$P" tests/gpu/parity_logits.c \
         "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
 fi
@@ -30,6 +31,11 @@ for dt in f16 q8_0 q4_0; do
 done
 python3 tests/gpu/emu_hf_model.py "$W/hf" >/dev/null || exit 1
 fails=0
+# The emulation's stream capture itself (frozen arguments, replay-time reads, illegal calls inside a capture).
+echo "== emulated stream capture"
+g++ -std=c++17 -DCU_EMULATE -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas $CAP_FLAGS -Ikernels -Iengine \
+    -x c++ tests/gpu/emu_capture.cc -x none kernels/cuda_emu.cc -o "$E/emu_capture" || exit 1
+"$E/emu_capture" 2>/dev/null | grep -v '^ok' || fails=$((fails + 1))
 check() { # name, args...
     local name=$1; shift
     echo "== $name"
