@@ -691,6 +691,7 @@ static int forward_any(llm_backend *be, const llm_batch *b, const llm_argmax_out
     cudaStreamSynchronize(st->stream); /* a failed earlier step may have left work queued */
     if (check_batch(st, b, err) != 0)
         return -1;
+    st->graphs.argmax_steps += am != NULL;
     int rc = cuda_graph_forward(st, b, am, logits, err);
     return rc != 1 ? rc : forward_eager(st, b, am, logits, err);
 }

@@ -69,8 +69,9 @@ void cuda_graphs_destroy(cu_state *st)
     for (int i = 0; i < CU_GRAPH_BUCKETS && len < sizeof(per); i++)
         if (G->bucket_replays[i] > 0)
             len += (size_t)snprintf(per + len, sizeof(per) - len, " %d:%ld", bucket_size[i], G->bucket_replays[i]);
-    fprintf(stderr, "cuda: graphs %s: %ld captured, %ld replays (bucket:replays%s), %ld steps eager\n",
-            G->enabled ? "on" : "off", G->captures, G->replays, per, G->eager_steps);
+    fprintf(stderr, "cuda: graphs %s: %ld captured, %ld replays (bucket:replays%s), %ld steps eager; "
+            "%ld steps with on-device argmax\n", G->enabled ? "on" : "off", G->captures, G->replays, per,
+            G->eager_steps, G->argmax_steps);
 }
 
 /* The bucket of a decode step, or -1 for any other step. */

@@ -155,6 +155,7 @@ typedef struct {
     int      stats;                /* LLM_CUDA_STATS=1: counters to stderr at destroy */
     cu_graph g[CU_GRAPH_BUCKETS][CU_GRAPH_CLASSES];
     long     captures, replays, eager_steps, bucket_replays[CU_GRAPH_BUCKETS];
+    long     argmax_steps;         /* steps that returned on-device greedy ids (forward_argmax) */
 } cu_graphs;
 
 /* ---- backend state (cuda_backend.cu, cuda_load.cu) ---- */

@@ -16,14 +16,16 @@ P="$E/parity_logits"
 if [ "${ASAN:-0}" = 1 ]; then
     EMU_FLAGS="-fsanitize=address -fno-omit-frame-pointer" tests/gpu/emu_build.sh "$E" || exit 1
     CAP_FLAGS="-fsanitize=address -fno-omit-frame-pointer"
-    cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -fsanitize=address -Iengine -Ishm -o "$P" \
-        tests/gpu/parity_logits.c "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
+    PROG_FLAGS="-O1 -fsanitize=address"
 else
     tests/gpu/emu_build.sh "$E" || exit 1
     CAP_FLAGS=""
-    cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -Iengine -Ishm -o "$P" tests/gpu/parity_logits.c \
-        "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
+    PROG_FLAGS="-O2"
 fi
+for prog in parity_logits sched_parity; do
+    cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g $PROG_FLAGS -Iengine -Ishm -o "$E/$prog" \
+        tests/gpu/$prog.c "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
+done
 export LLM_CUDA_LIB="$PWD/$E/libllm_cuda_emu.so"
 S260=../shared/models/stories260K/stories260K.bin
 for dt in f16 q8_0 q4_0; do
@@ -78,6 +80,15 @@ check_graph() { # name, expect (replays|fallback), args...
 }
 LLM_CUDA_KV=f32 check_graph "stories260K f32, decode through graphs" replays --model "$S260" --graph-cycles 10 --max-diff 1e-4 --min-top1 1
 check_graph "stories260K q8_0, decode through graphs (dequantised cuBLAS captured)" replays --model "$W/s260-q8_0.gguf" --graph-cycles 3 --max-diff 0.5 --min-top1 0.95
+# The scheduler end to end on both backends (tests/gpu/sched_parity.c): mixed steps, then decode steps
+# through graphs with the plain-greedy rows as on-device argmax ids; greedy requests must match exactly.
+echo "== scheduler over the CUDA backend vs the CPU backend"
+out=$(LLM_CUDA_STATS=1 LLM_CUDA_KV=f32 "$E/sched_parity" --model "$S260" --gen 24 --max-lp-diff 1e-4 2>&1)
+rc=$?
+echo "$out" | grep -v '^cuda: \(CPU\|uploaded\|KV pool\)'
+if [ $rc -ne 0 ] || ! echo "$out" | grep -q '^cuda: graphs on: .*[1-9][0-9]* replays.*; [1-9][0-9]* steps with on-device argmax'; then
+    echo "  <-- FAIL"; fails=$((fails + 1))
+fi
 LLM_CUDA_KV=f32 CU_EMU_CAPTURE_FAIL=1 check_graph "stories260K f32, capture fails: eager fallback" fallback --model "$S260" --graph-cycles 10 --max-diff 1e-4 --min-top1 1
 echo "emulated parity: $fails failed"
 [ "$fails" -eq 0 ]
