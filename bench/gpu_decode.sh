@@ -25,6 +25,13 @@ for dt in $DTYPES; do
         --prefill 1x2048,8x512 2>&1 | tee "$RES/gpu_decode_$dt.txt"
 done
 
+# The same decode steps launched kernel by kernel, to show what the CUDA Graphs buy.
+if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
+    echo "== llama-3.2-3b bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"
+    LLM_CUDA_GRAPHS=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32 \
+        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
+fi
+
 peer="$SH/peers/torch_cudagraph_decode.py"
 if [ -f "$peer" ]; then
     echo "== peer: PyTorch + cuBLAS + CUDA Graph, bf16 (context <= 512)"

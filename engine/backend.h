@@ -50,11 +50,24 @@ typedef struct {
     void (*destroy)(llm_backend *b);
 } llm_backend_ops;
 
+/* Greedy on the device, for backends that offer it (see forward_argmax below). */
+typedef struct {
+    const uint8_t *argmax_only; /* [n_tokens] 1 = only this token's greedy id comes back (want_logits must be
+                                 * set too); its logits row keeps its place in the output but is not written */
+    int32_t       *ids;         /* [rows] out, row order as logits, filled for every row: the row's argmax as
+                                 * the CPU sampler's greedy (NaN counts as -inf, +inf as FLT_MAX, ties: lowest id) */
+    float         *logprob;     /* [rows] out: log-softmax of that id (-inf when every logit is -inf/NaN) */
+} llm_argmax_out;
+
 struct llm_backend {
     const llm_backend_ops *ops;
     const llm_model       *model;
     llm_backend_opts       opts;   /* resolved values (threads, kv_blocks, block_size) after init */
     void                  *impl;
+    /* Optional (NULL = not offered; set by init): forward, except that the rows of tokens with
+     * am->argmax_only set come back as am->ids / am->logprob instead of vocab_size floats. */
+    int (*forward_argmax)(llm_backend *b, const llm_batch *batch, const llm_argmax_out *am, float *logits,
+                          llm_err *err);
 };
 
 /* name: "cpu" (or "cuda" when built with it). NULL + err on failure. */

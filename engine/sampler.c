@@ -454,6 +454,15 @@ int32_t llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res
     return id;
 }
 
+int llm_sampler_plain_greedy(const llm_sampler *s)
+{
+    if (s == NULL)
+        return 0;
+    const llm_sampling_params *p = &s->p;
+    return greedy(s) && p->n_logprobs == 0 && p->repetition_penalty == 1.0f && p->presence_penalty == 0.0f &&
+           p->frequency_penalty == 0.0f;
+}
+
 int llm_sampler_distribution(llm_sampler *s, float *logits, int32_t *ids, float *probs, int cap)
 {
     if (s == NULL || logits == NULL || cap < 0 || (cap > 0 && (ids == NULL || probs == NULL)))

@@ -73,6 +73,11 @@ void         llm_sampler_accept(llm_sampler *s, int32_t id, int is_prompt);
  * Deterministic for a given seed and history.  -1 if s or logits is NULL. */
 int32_t      llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res /* may be NULL */);
 
+/* 1 when llm_sampler_sample is a plain argmax of the cleaned logits: greedy, no penalties and no top-n
+ * logprobs; the chosen token's logprob is then log-softmax(logits)[argmax] (what a backend's on-device
+ * argmax returns, see llm_argmax_out in backend.h). 0 otherwise or for NULL. */
+int          llm_sampler_plain_greedy(const llm_sampler *s);
+
 /* The distribution step 3 would draw from, without drawing (the PRNG is not
  * advanced): applies the penalties to logits in place like llm_sampler_sample,
  * writes up to cap candidates (ids, renormalised probabilities) in the order the

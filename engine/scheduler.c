@@ -58,6 +58,10 @@ struct llm_sched {
     int      mem_hold_ms;      /* non-binding time needed before it grows */
     int      mem_grew;         /* the last change was a growth */
     char errmsg[700];
+    /* on-device greedy (be->forward_argmax): per-token flags, per-row ids and logprobs; allocated at first use */
+    uint8_t *am_only;
+    int32_t *am_ids;
+    float   *am_lp;
 };
 
 static uint64_t clock_ns(const llm_sched *s)
@@ -168,6 +172,9 @@ void llm_sched_destroy(llm_sched *s)
     free(s->b_views);
     free(s->b_reqs);
     free(s->logits);
+    free(s->am_only);
+    free(s->am_ids);
+    free(s->am_lp);
     free(s->outq);
     free(s);
 }
@@ -683,6 +690,34 @@ static int is_stop(const sreq *r, int32_t t)
     return 0;
 }
 
+/* Requests whose sampling is a plain argmax (llm_sampler_plain_greedy) need only the argmax id and its logprob:
+ * when the backend offers forward_argmax, their rows are flagged so that only those come back (at batch 256 x
+ * 128K vocab that is 128 MiB of logits a step not copied). 1 when this step uses it (am filled). */
+static int argmax_prepare(llm_sched *s, llm_argmax_out *am)
+{
+    if (s->be->forward_argmax == NULL)
+        return 0;
+    if (s->am_only == NULL || s->am_ids == NULL || s->am_lp == NULL) {
+        free(s->am_only);
+        free(s->am_ids);
+        free(s->am_lp);
+        s->am_only = malloc((size_t)s->cap_tokens);
+        s->am_ids = malloc((size_t)s->cap_batch * sizeof(int32_t));
+        s->am_lp = malloc((size_t)s->cap_batch * sizeof(float));
+        if (s->am_only == NULL || s->am_ids == NULL || s->am_lp == NULL)
+            return 0; /* plain forward this step; tried again next step */
+    }
+    int any = 0;
+    for (int i = 0; i < s->b_n; i++) {
+        s->am_only[i] = (uint8_t)(s->b_want[i] && llm_sampler_plain_greedy(s->b_reqs[s->b_seq[i]]->smp));
+        any |= s->am_only[i];
+    }
+    am->argmax_only = s->am_only;
+    am->ids = s->am_ids;
+    am->logprob = s->am_lp;
+    return any;
+}
+
 int llm_sched_step(llm_sched *s)
 {
     uint64_t t0 = clock_ns(s);
@@ -696,7 +731,10 @@ int llm_sched_step(llm_sched *s)
 
     llm_batch batch = { s->b_n, s->b_tok, s->b_pos, s->b_seq, s->b_want, s->b_nseq, s->b_views };
     llm_err err = { { 0 } };
-    int rc = s->be->ops->forward(s->be, &batch, s->logits, &err);
+    llm_argmax_out am;
+    int use_am = argmax_prepare(s, &am);
+    int rc = use_am ? s->be->forward_argmax(s->be, &batch, &am, s->logits, &err)
+                    : s->be->ops->forward(s->be, &batch, s->logits, &err);
     uint64_t t1 = clock_ns(s);
     s->st.steps++;
     s->st.last_batch_seqs = s->b_nseq;
@@ -732,8 +770,17 @@ int llm_sched_step(llm_sched *s)
             continue; /* mid-prefill: nothing to sample yet */
 
         llm_sample_result res;
-        float *lg = s->logits + (size_t)row++ * (size_t)s->vocab;
-        int32_t t = llm_sampler_sample(r->smp, lg, &res);
+        float *lg = s->logits + (size_t)row * (size_t)s->vocab;
+        int32_t t;
+        if (use_am && llm_sampler_plain_greedy(r->smp)) { /* the row's logits were not copied back */
+            t = s->am_ids[row];
+            res.id = t;
+            res.logprob = s->am_lp[row];
+            res.n_top = 0;
+        } else {
+            t = llm_sampler_sample(r->smp, lg, &res);
+        }
+        row++;
         llm_sampler_accept(r->smp, t, 0);
         r->tokens[r->n_tokens++] = t;
         r->n_gen++;

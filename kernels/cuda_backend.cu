@@ -1,17 +1,21 @@
 /* The CUDA backend: init (device, weights, KV pool), forward (one step over a
- * batch of tokens from many sequences, the same math as engine/cpu/forward.c)
- * and destroy. Built into build/libllm_cuda.so, which llm-engine dlopen()s
+ * batch of tokens from many sequences, the same math as engine/cpu/forward.c;
+ * forward_argmax returns only the greedy id of flagged rows) and destroy.
+ * Built into build/libllm_cuda.so, which llm-engine dlopen()s
  * (engine/backend_cuda_loader.c); its one exported symbol is
  * llm_cuda_backend_get_ops. All work runs on one stream; forward returns after
- * the stream has finished, like the CPU backend.
+ * the stream has finished, like the CPU backend. Decode steps go through CUDA
+ * Graphs (cuda_graph.cu); every other step is launched here, kernel by kernel.
  * Environment: LLM_CUDA_KV=f32|f16 picks the KV-cache type (default f16, f32
- * for all-F32 models); LLM_CUDA_SYNC=1 checks for errors after every stage. */
+ * for all-F32 models); LLM_CUDA_SYNC=1 checks for errors after every stage;
+ * LLM_CUDA_GRAPHS=0 turns graphs off; LLM_CUDA_STATS=1 prints graph counters. */
 #include <limits.h>
 #include <stdlib.h>
 
 #include "cuda_internal.cuh"
 
 #define CU_MAX_TOKENS 65535 /* attention grid.z limit on work items */
+#define CU_BLAS_WS_BYTES (32 << 20) /* what NVIDIA suggests for Hopper */
 
 static int check_tensor(const llm_tensor *t, const char *what, int layer, int64_t cols, int64_t rows, int f32_only,
                         llm_err *err)
@@ -73,8 +77,6 @@ static int check_model(const llm_model *m, llm_err *err)
 
 typedef struct {
     cu_state st;
-    int      debug_sync;
-    int      logits_cap;
 } cu_impl;
 
 static void free_scratch(cu_state *st)
@@ -93,13 +95,17 @@ static void cu_destroy(llm_backend *b)
     cudaSetDevice(st->device);
     if (st->stream != NULL)
         cudaStreamSynchronize(st->stream);
+    cuda_graphs_destroy(st);
     free_scratch(st);
     cudaFree(st->logits);
+    cudaFree(st->am_ids);
+    cudaFree(st->am_lp);
     cudaFree(st->ws);
     cudaFree(st->dint);
     cudaFreeHost(st->hint);
     cudaFree(st->mm.act16);
     cudaFree(st->mm.deq);
+    cudaFree(st->blas_ws);
     cudaFree(st->kv.k);
     cudaFree(st->kv.v);
     if (st->mm.blas != NULL)
@@ -166,7 +172,7 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     }
     long asked = blocks;
     for (;;) {
-        size_t bytes = per_block * (size_t)blocks;
+        size_t bytes = per_block * (size_t)(blocks + 1); /* + the padding tokens' scratch block */
         cudaError_t e1 = cudaMalloc(&st->kv.k, bytes);
         cudaError_t e2 = e1 == cudaSuccess ? cudaMalloc(&st->kv.v, bytes) : e1;
         if (e1 == cudaSuccess && e2 == cudaSuccess)
@@ -186,20 +192,24 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     }
     if (blocks < asked)
         fprintf(stderr, "cuda: KV pool shrunk from %ld to %ld blocks (device memory)\n", asked, blocks);
-    cudaError_t e = cudaMemset(st->kv.k, 0, per_block * (size_t)blocks);
+    cudaError_t e = cudaMemset(st->kv.k, 0, per_block * (size_t)(blocks + 1));
     if (e == cudaSuccess)
-        e = cudaMemset(st->kv.v, 0, per_block * (size_t)blocks);
+        e = cudaMemset(st->kv.v, 0, per_block * (size_t)(blocks + 1));
     if (e != cudaSuccess) {
         llm_err_set(err, "cuda backend: clearing the KV cache: %s", cudaGetErrorString(e));
         return -1;
     }
     st->kv_blocks = (int)blocks;
-    st->kv.layer_elems = (size_t)blocks * (size_t)st->block_size * (size_t)st->kv_dim;
+    st->kv_scratch = (int)blocks;
+    st->kv.layer_elems = (size_t)(blocks + 1) * (size_t)st->block_size * (size_t)st->kv_dim;
     b->opts.kv_blocks = (int)blocks;
     fprintf(stderr, "cuda: KV pool of %ld blocks x %d tokens (%.2f GiB, %s)\n", blocks, st->block_size,
             2.0 * (double)(per_block * (size_t)blocks) / (double)(1u << 30), st->kv.kv16 ? "f16" : "f32");
     return 0;
 }
+
+static int cu_forward_argmax(llm_backend *be, const llm_batch *b, const llm_argmax_out *am, float *logits,
+                             llm_err *err);
 
 static int cu_init(llm_backend *b, llm_err *err)
 {
@@ -240,7 +250,7 @@ static int cu_init(llm_backend *b, llm_err *err)
     b->impl = im;
     cu_state *st = &im->st;
     const char *dbg = getenv("LLM_CUDA_SYNC");
-    im->debug_sync = dbg != NULL && dbg[0] == '1';
+    st->debug_sync = dbg != NULL && dbg[0] == '1';
     st->m = m;
     st->device = b->opts.device;
     st->block_size = b->opts.block_size;
@@ -279,6 +289,14 @@ static int cu_init(llm_backend *b, llm_err *err)
         return -1;
     }
     st->mm.stream = st->stream;
+    /* A fixed cuBLAS workspace: without one, cuBLAS may allocate inside a graph capture. */
+    if ((e = cudaMalloc(&st->blas_ws, CU_BLAS_WS_BYTES)) != cudaSuccess ||
+        cublasSetWorkspace(st->mm.blas, st->blas_ws, CU_BLAS_WS_BYTES) != CUBLAS_STATUS_SUCCESS) {
+        llm_err_set(err, "cuda backend: cannot set a %d MiB cuBLAS workspace (%s)", CU_BLAS_WS_BYTES >> 20,
+                    cudaGetErrorString(e));
+        cu_destroy(b);
+        return -1;
+    }
     fprintf(stderr, "cuda: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
             (double)prop.totalGlobalMem / (double)(1u << 30));
     if (cuda_load_weights(st, err) != 0 || alloc_kv(b, st, err) != 0) {
@@ -291,6 +309,8 @@ static int cu_init(llm_backend *b, llm_err *err)
         cu_destroy(b);
         return -1;
     }
+    cuda_graphs_init(st);
+    b->forward_argmax = cu_forward_argmax;
     return 0;
 }
 
@@ -332,11 +352,12 @@ static int check_batch(const cu_state *st, const llm_batch *b, llm_err *err)
     return 0;
 }
 
-static int grow_dev(void **p, size_t *cap, size_t need, cudaStream_t s)
+static int grow_dev(cu_state *st, void **p, size_t *cap, size_t need)
 {
     if (need <= *cap)
         return 0;
-    cudaStreamSynchronize(s);
+    st->buf_gen++;
+    cudaStreamSynchronize(st->stream);
     cudaFree(*p);
     *p = NULL;
     *cap = 0;
@@ -349,11 +370,12 @@ static int grow_dev(void **p, size_t *cap, size_t need, cudaStream_t s)
     return 0;
 }
 
-static int ensure_scratch(cu_state *st, int n)
+int cuda_ensure_scratch(cu_state *st, int n)
 {
     if (n <= st->cap)
         return 0;
     const llm_config *c = &st->m->cfg;
+    st->buf_gen++;
     cudaStreamSynchronize(st->stream);
     free_scratch(st);
     size_t N = (size_t)n;
@@ -370,6 +392,57 @@ static int ensure_scratch(cu_state *st, int n)
     return 0;
 }
 
+/* The pinned host buffer for per-step ints (doubled when it grows) and its device twin. */
+int cuda_ensure_ints(cu_state *st, size_t n_ints)
+{
+    if (n_ints * 4 > st->hint_cap) {
+        cudaStreamSynchronize(st->stream);
+        cudaFreeHost(st->hint);
+        st->hint = NULL;
+        st->hint_cap = 0;
+        if (cudaHostAlloc((void **)&st->hint, n_ints * 4 * 2, cudaHostAllocDefault) != cudaSuccess) {
+            cudaGetLastError();
+            st->hint = NULL;
+            return -1;
+        }
+        st->hint_cap = n_ints * 4 * 2;
+    }
+    return grow_dev(st, (void **)&st->dint, &st->dint_cap, st->hint_cap);
+}
+
+int cuda_ensure_ws(cu_state *st, size_t floats)
+{
+    return grow_dev(st, (void **)&st->ws, &st->ws_floats, floats * 4) == 0 ? 0 : -1;
+}
+
+int cuda_ensure_logits(cu_state *st, int rows)
+{
+    if (rows <= st->logits_cap)
+        return 0;
+    st->buf_gen++;
+    cudaStreamSynchronize(st->stream);
+    cudaFree(st->logits);
+    cudaFree(st->am_ids);
+    cudaFree(st->am_lp);
+    st->logits = NULL;
+    st->am_ids = NULL;
+    st->am_lp = NULL;
+    st->logits_cap = 0;
+    if (cudaMalloc(&st->logits, (size_t)rows * st->m->cfg.vocab_size * 4) != cudaSuccess ||
+        cudaMalloc(&st->am_ids, (size_t)rows * 4) != cudaSuccess ||
+        cudaMalloc(&st->am_lp, (size_t)rows * 4) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(st->logits);
+        cudaFree(st->am_ids);
+        st->logits = NULL;
+        st->am_ids = NULL;
+        st->am_lp = NULL;
+        return -1;
+    }
+    st->logits_cap = rows;
+    return 0;
+}
+
 static int mm_set(cu_state *st, const cu_matset *S, const float *x, int ldx, float *y, int ldy, int n, llm_err *err)
 {
     int off = 0;
@@ -381,11 +454,11 @@ static int mm_set(cu_state *st, const cu_matset *S, const float *x, int ldx, flo
     return 0;
 }
 
-static int stage_check(cu_impl *im, const char *stage, int layer, llm_err *err)
+static int stage_check(cu_state *st, const char *stage, int layer, llm_err *err)
 {
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess && im->debug_sync)
-        e = cudaStreamSynchronize(im->st.stream);
+    if (e == cudaSuccess && st->debug_sync)
+        e = cudaStreamSynchronize(st->stream);
     if (e != cudaSuccess) {
         llm_err_set(err, "cuda backend: %s (layer %d): %s", stage, layer, cudaGetErrorString(e));
         return -1;
@@ -393,15 +466,89 @@ static int stage_check(cu_impl *im, const char *stage, int layer, llm_err *err)
     return 0;
 }
 
-static int cu_forward_step(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
+int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
 {
-    cu_impl *im = (cu_impl *)be->impl;
-    cu_state *st = &im->st;
     const llm_config *c = &st->m->cfg;
-    cudaSetDevice(st->device); /* the calling thread may not be the one that ran init */
-    cudaStreamSynchronize(st->stream); /* a failed earlier step may have left work queued */
-    if (check_batch(st, b, err) != 0)
+    cudaStream_t s = st->stream;
+    int n = sp->n, bs = st->block_size;
+    cuda_embed(&st->tok_embd, sp->d_tok, st->x, n, s);
+    if (stage_check(st, "embedding", -1, err))
         return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        const cu_layer *L = &st->layers[l];
+        cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
+        if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
+            return -1;
+        if (stage_check(st, "norm + qkv", l, err))
+            return -1;
+        cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2,
+                           c->n_heads, c->n_kv_heads, (int)c->rope_layout, &st->kv, l, bs, s);
+        if (stage_check(st, "rope + kv write", l, err))
+            return -1;
+        cuda_attention(&sp->plan, sp->d_items, st->qkv, st->qkv_ld, &sp->ti, &st->kv, l, st->ws, st->att, n, s);
+        if (stage_check(st, "attention", l, err))
+            return -1;
+        if (cuda_matmul(&st->mm, &L->wo, st->att, st->q_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
+            return -1;
+        cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
+        if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
+            return -1;
+        cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, s);
+        if (cuda_matmul(&st->mm, &L->down, st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
+            return -1;
+        if (stage_check(st, "output projection + ffn", l, err))
+            return -1;
+    }
+    if (sp->nw > 0) {
+        cuda_rmsnorm(st->x, c->dim, st->out_norm, st->xn, c->dim, sp->nw, c->dim, c->norm_eps, sp->d_want, s);
+        if (cuda_matmul(&st->mm, &st->output, st->xn, c->dim, st->logits, c->vocab_size, sp->nw, 0, err->msg,
+                        sizeof(err->msg)))
+            return -1;
+        if (sp->argmax)
+            cuda_argmax(st->logits, c->vocab_size, sp->nw, st->am_ids, st->am_lp, s);
+        if (stage_check(st, "classifier", -1, err))
+            return -1;
+    }
+    return 0;
+}
+
+int cuda_copy_out(cu_state *st, const llm_batch *b, const llm_argmax_out *am, int nw, float *logits, cudaError_t *e)
+{
+    size_t row_bytes = (size_t)st->m->cfg.vocab_size * 4;
+    cudaStream_t s = st->stream;
+    if (am == NULL) {
+        *e = cudaMemcpyAsync(logits, st->logits, (size_t)nw * row_bytes, cudaMemcpyDeviceToHost, s);
+        return *e == cudaSuccess ? 0 : -1;
+    }
+    if ((*e = cudaMemcpyAsync(am->ids, st->am_ids, (size_t)nw * 4, cudaMemcpyDeviceToHost, s)) != cudaSuccess ||
+        (*e = cudaMemcpyAsync(am->logprob, st->am_lp, (size_t)nw * 4, cudaMemcpyDeviceToHost, s)) != cudaSuccess)
+        return -1;
+    /* Logits rows of the other tokens, one copy per run of consecutive rows. */
+    int row = 0, run0 = -1;
+    for (int i = 0; i <= b->n_tokens; i++) {
+        int end = i == b->n_tokens;
+        if (!end && !b->want_logits[i])
+            continue;
+        int skip = end || am->argmax_only[i];
+        if (!skip && run0 < 0)
+            run0 = row;
+        if (skip && run0 >= 0) {
+            *e = cudaMemcpyAsync((char *)logits + (size_t)run0 * row_bytes, (const char *)st->logits +
+                                 (size_t)run0 * row_bytes, (size_t)(row - run0) * row_bytes,
+                                 cudaMemcpyDeviceToHost, s);
+            if (*e != cudaSuccess)
+                return -1;
+            run0 = -1;
+        }
+        row++;
+    }
+    return 0;
+}
+
+/* Any step, launch by launch. */
+static int forward_eager(cu_state *st, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
     int n = b->n_tokens, bs = st->block_size;
 
     /* Blocks each sequence needs this step, and their ids checked against the pool. */
@@ -443,20 +590,7 @@ static int cu_forward_step(llm_backend *be, const llm_batch *b, float *logits, l
 
     /* Per-step ints: tokens | pos | tab | want rows | items (3 ints each) | block tables. */
     size_t n_ints = 3 * (size_t)n + (size_t)nw + 3 * (size_t)n + n_tab;
-    if (n_ints * 4 > st->hint_cap) {
-        cudaStreamSynchronize(st->stream);
-        cudaFreeHost(st->hint);
-        st->hint = NULL;
-        st->hint_cap = 0;
-        if (cudaHostAlloc((void **)&st->hint, n_ints * 4 * 2, cudaHostAllocDefault) != cudaSuccess) {
-            cudaGetLastError();
-            st->hint = NULL;
-        } else {
-            st->hint_cap = n_ints * 4 * 2;
-        }
-    }
-    if (st->hint == NULL || grow_dev((void **)&st->dint, &st->dint_cap, st->hint_cap, st->stream) != 0 ||
-        ensure_scratch(st, n) != 0) {
+    if (cuda_ensure_ints(st, n_ints) != 0 || cuda_ensure_scratch(st, n) != 0) {
         free(need);
         free(toff);
         llm_err_set(err, "cuda backend: out of memory for a batch of %d tokens", n);
@@ -479,12 +613,13 @@ static int cu_forward_step(llm_backend *be, const llm_batch *b, float *logits, l
     free(toff);
 
     /* Attention work items: runs of up to q_tile_max tokens of one sequence. */
-    cu_att_plan plan;
-    plan.n_heads = c->n_heads;
-    plan.n_kv_heads = c->n_kv_heads;
-    plan.head_dim = c->head_dim;
-    plan.block_size = bs;
-    plan.scale = 1.0f / sqrtf((float)c->head_dim);
+    cu_step sp;
+    cu_att_plan *plan = &sp.plan;
+    plan->n_heads = c->n_heads;
+    plan->n_kv_heads = c->n_kv_heads;
+    plan->head_dim = c->head_dim;
+    plan->block_size = bs;
+    plan->scale = 1.0f / sqrtf((float)c->head_dim);
     int n_items = 0, q_tile = 1, max_npos = 1;
     for (int i = 0; i < n; i++) {
         cu_att_item *cur = n_items > 0 ? &h_items[n_items - 1] : NULL;
@@ -504,13 +639,17 @@ static int cu_forward_step(llm_backend *be, const llm_batch *b, float *logits, l
     long want_splits = (2L * st->n_sms + work - 1) / work;
     long chunk = (max_npos + want_splits - 1) / want_splits;
     chunk = (chunk + 31) / 32 * 32;
-    plan.q_tile = q_tile;
-    plan.chunk = (int)chunk;
-    plan.n_splits = (int)((max_npos + chunk - 1) / chunk);
-    plan.n_items = n_items;
-    size_t wsf = cuda_att_ws_floats(&plan, n);
-    if (grow_dev((void **)&st->ws, &st->ws_floats, wsf * 4, st->stream) != 0) {
+    plan->q_tile = q_tile;
+    plan->chunk = (int)chunk;
+    plan->n_splits = (int)((max_npos + chunk - 1) / chunk);
+    plan->n_items = n_items;
+    size_t wsf = cuda_att_ws_floats(plan, n);
+    if (cuda_ensure_ws(st, wsf) != 0) {
         llm_err_set(err, "cuda backend: out of device memory for attention partials (%zu MiB)", wsf * 4 >> 20);
+        return LLM_BACKEND_NOMEM;
+    }
+    if (nw > 0 && cuda_ensure_logits(st, nw) != 0) {
+        llm_err_set(err, "cuda backend: out of device memory for %d rows of logits", nw);
         return LLM_BACKEND_NOMEM;
     }
     cudaError_t e = cudaMemcpyAsync(st->dint, st->hint, n_ints * 4, cudaMemcpyHostToDevice, st->stream);
@@ -518,68 +657,23 @@ static int cu_forward_step(llm_backend *be, const llm_batch *b, float *logits, l
         llm_err_set(err, "cuda backend: batch upload: %s", cudaGetErrorString(e));
         return -1;
     }
-    const int32_t *d_tok = st->dint, *d_want = st->dint + 3 * n;
-    const cu_att_item *d_items = (const cu_att_item *)(d_want + nw);
-    cu_tokinfo ti;
-    ti.pos = st->dint + n;
-    ti.tab = st->dint + 2 * n;
-    ti.tables = (const int32_t *)(d_items + n);
-
-    cudaStream_t s = st->stream;
-    cuda_embed(&st->tok_embd, d_tok, st->x, n, s);
-    if (stage_check(im, "embedding", -1, err))
+    sp.n = n;
+    sp.nw = nw;
+    sp.d_tok = st->dint;
+    sp.d_want = st->dint + 3 * n;
+    sp.d_items = (const cu_att_item *)(sp.d_want + nw);
+    sp.ti.pos = st->dint + n;
+    sp.ti.tab = st->dint + 2 * n;
+    sp.ti.tables = (const int32_t *)(sp.d_items + n);
+    sp.argmax = am != NULL;
+    if (cuda_enqueue_step(st, &sp, err) != 0)
         return -1;
-    for (int l = 0; l < c->n_layers; l++) {
-        const cu_layer *L = &st->layers[l];
-        cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
-        if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
-            return -1;
-        if (stage_check(im, "norm + qkv", l, err))
-            return -1;
-        cuda_rope_kv_write(st->qkv, st->qkv_ld, &ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
-                           c->n_kv_heads, (int)c->rope_layout, &st->kv, l, bs, s);
-        if (stage_check(im, "rope + kv write", l, err))
-            return -1;
-        cuda_attention(&plan, d_items, st->qkv, st->qkv_ld, &ti, &st->kv, l, st->ws, st->att, n, s);
-        if (stage_check(im, "attention", l, err))
-            return -1;
-        if (cuda_matmul(&st->mm, &L->wo, st->att, st->q_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
-            return -1;
-        cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
-        if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
-            return -1;
-        cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, s);
-        if (cuda_matmul(&st->mm, &L->down, st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
-            return -1;
-        if (stage_check(im, "output projection + ffn", l, err))
-            return -1;
-    }
-    if (nw > 0) {
-        if (nw > im->logits_cap) {
-            cudaStreamSynchronize(s);
-            cudaFree(st->logits);
-            st->logits = NULL;
-            im->logits_cap = 0;
-            if (cudaMalloc(&st->logits, (size_t)nw * c->vocab_size * 4) != cudaSuccess) {
-                cudaGetLastError();
-                st->logits = NULL;
-                llm_err_set(err, "cuda backend: out of device memory for %d rows of logits", nw);
-                return -1;
-            }
-            im->logits_cap = nw;
-        }
-        cuda_rmsnorm(st->x, c->dim, st->out_norm, st->xn, c->dim, nw, c->dim, c->norm_eps, d_want, s);
-        if (cuda_matmul(&st->mm, &st->output, st->xn, c->dim, st->logits, c->vocab_size, nw, 0, err->msg,
-                        sizeof(err->msg)))
-            return -1;
-        e = cudaMemcpyAsync(logits, st->logits, (size_t)nw * c->vocab_size * 4, cudaMemcpyDeviceToHost, s);
-        if (e != cudaSuccess) {
-            llm_err_set(err, "cuda backend: logits copy: %s", cudaGetErrorString(e));
-            return -1;
-        }
+    if (nw > 0 && cuda_copy_out(st, b, am, nw, logits, &e) != 0) {
+        llm_err_set(err, "cuda backend: logits copy: %s", cudaGetErrorString(e));
+        return -1;
     }
     /* Always wait: the pinned batch buffer is rewritten by the next step. */
-    e = cudaStreamSynchronize(s);
+    e = cudaStreamSynchronize(st->stream);
     if (e == cudaSuccess)
         e = cudaGetLastError();
     if (e != cudaSuccess) {
@@ -589,14 +683,42 @@ static int cu_forward_step(llm_backend *be, const llm_batch *b, float *logits, l
     return 0;
 }
 
-/* A scratch allocation that failed inside a matrix product is out of memory
- * too: the scheduler shrinks its step instead of failing the requests. */
-static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
+static int forward_any(llm_backend *be, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err)
 {
     cu_impl *im = (cu_impl *)be->impl;
-    im->st.mm.nomem = 0;
-    int rc = cu_forward_step(be, b, logits, err);
-    return rc == -1 && im->st.mm.nomem ? LLM_BACKEND_NOMEM : rc;
+    cu_state *st = &im->st;
+    cudaSetDevice(st->device); /* the calling thread may not be the one that ran init */
+    cudaStreamSynchronize(st->stream); /* a failed earlier step may have left work queued */
+    if (check_batch(st, b, err) != 0)
+        return -1;
+    st->graphs.argmax_steps += am != NULL;
+    /* A scratch allocation that failed inside a matrix product is out of memory
+     * too: the scheduler shrinks its step instead of failing the requests. */
+    st->mm.nomem = 0;
+    int rc = cuda_graph_forward(st, b, am, logits, err);
+    if (rc == 1)
+        rc = forward_eager(st, b, am, logits, err);
+    return rc == -1 && st->mm.nomem ? LLM_BACKEND_NOMEM : rc;
+}
+
+static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
+{
+    return forward_any(be, b, NULL, logits, err);
+}
+
+/* be->forward_argmax: as forward; am is used only when some token with want_logits has argmax_only. */
+static int cu_forward_argmax(llm_backend *be, const llm_batch *b, const llm_argmax_out *am, float *logits,
+                             llm_err *err)
+{
+    int any = 0;
+    if (am != NULL && am->argmax_only != NULL && b != NULL && b->want_logits != NULL)
+        for (int i = 0; i < b->n_tokens && !any; i++)
+            any = b->want_logits[i] && am->argmax_only[i];
+    if (any && (am->ids == NULL || am->logprob == NULL)) {
+        llm_err_set(err, "cuda backend: argmax requested but no ids / logprob output given");
+        return -1;
+    }
+    return forward_any(be, b, any ? am : NULL, logits, err);
 }
 
 static const llm_backend_ops cuda_ops = { "cuda", cu_init, cu_forward, cu_destroy };

@@ -262,68 +262,216 @@ __nv_bfloat16 __float2bfloat16_rn(float f)
 }
 
 /* ---- runtime ---- */
-struct cu_emu_stream { int x; };
+struct cu_emu_stream {
+    bool capturing = false, invalid = false;
+    std::vector<std::function<void()>> rec; /* the operations recorded during capture */
+};
 struct cu_emu_event { int x; };
-struct cu_emu_blas { int x; };
+struct cu_emu_blas {
+    cudaStream_t stream = NULL;
+    void        *ws = NULL;
+};
+struct cu_emu_graph {
+    std::vector<std::function<void()>> ops;
+};
+
+namespace {
+cudaError_t last_error = cudaSuccess;
+std::vector<cu_emu_stream *> capturing_streams;
+
+cudaError_t fail_with(cudaError_t e)
+{
+    last_error = e;
+    return e;
+}
+
+/* A call that is illegal while any capture is open: every open capture is invalidated (its EndCapture
+ * fails) and the call fails, as the runtime does. */
+bool capture_forbids(const char *what)
+{
+    if (capturing_streams.empty())
+        return false;
+    fprintf(stderr, "cuda emulation: %s during stream capture (capture invalidated)\n", what);
+    for (cu_emu_stream *s : capturing_streams)
+        s->invalid = true;
+    return true;
+}
+#define FORBID_IN_CAPTURE(what)                                   \
+    do {                                                          \
+        if (capture_forbids(what))                                \
+            return fail_with(cudaErrorStreamCaptureUnsupported);  \
+    } while (0)
+} // namespace
+
+void cu_emu_launch_on(cudaStream_t s, dim3 grid, dim3 block, size_t smem, std::function<void()> body)
+{
+    if (s != NULL && s->capturing) {
+        s->rec.push_back([=]() { cu_emu_launch(grid, block, smem, body); });
+        return;
+    }
+    cu_emu_launch(grid, block, smem, body);
+}
 
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
-cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidValue; }
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : fail_with(cudaErrorInvalidValue); }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
 {
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "CPU emulation of CUDA");
-    p->multiProcessorCount = 4;
+    const char *sms = getenv("CU_EMU_SMS");
+    p->multiProcessorCount = sms != NULL && atoi(sms) > 0 ? atoi(sms) : 4;
     p->sharedMemPerBlockOptin = 232448;
     p->totalGlobalMem = (size_t)16 << 30;
     return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { FORBID_IN_CAPTURE("cudaDeviceSynchronize"); return cudaSuccess; }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { *s = new cu_emu_stream(); return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { FORBID_IN_CAPTURE("cudaStreamSynchronize"); return cudaSuccess; }
 cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { *e = new cu_emu_event(); return cudaSuccess; }
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { FORBID_IN_CAPTURE("cudaEventSynchronize"); return cudaSuccess; }
 cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
 cudaError_t cudaMalloc(void **p, size_t n)
 {
+    FORBID_IN_CAPTURE("cudaMalloc");
     if (posix_memalign(p, 256, n ? n : 1) != 0) {
         *p = NULL;
-        return cudaErrorMemoryAllocation;
+        return fail_with(cudaErrorMemoryAllocation);
     }
     memset(*p, 0xff, n); /* device memory starts as garbage: NaN bytes */
     return cudaSuccess;
 }
-cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
-cudaError_t cudaHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n ? n : 1); return *p ? cudaSuccess : cudaErrorMemoryAllocation; }
-cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
-cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) { memcpy(d, s, n); return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { memcpy(d, s, n); return cudaSuccess; }
-cudaError_t cudaMemset(void *d, int v, size_t n) { memset(d, v, n); return cudaSuccess; }
+cudaError_t cudaFree(void *p) { FORBID_IN_CAPTURE("cudaFree"); free(p); return cudaSuccess; }
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned)
+{
+    FORBID_IN_CAPTURE("cudaHostAlloc");
+    *p = malloc(n ? n : 1);
+    return *p ? cudaSuccess : fail_with(cudaErrorMemoryAllocation);
+}
+cudaError_t cudaFreeHost(void *p) { FORBID_IN_CAPTURE("cudaFreeHost"); free(p); return cudaSuccess; }
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind)
+{
+    FORBID_IN_CAPTURE("cudaMemcpy (synchronous)");
+    memcpy(d, s, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t st)
+{
+    if (st != NULL && st->capturing)
+        st->rec.push_back([=]() { memcpy(d, s, n); });
+    else
+        memcpy(d, s, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemset(void *d, int v, size_t n)
+{
+    FORBID_IN_CAPTURE("cudaMemset (synchronous)");
+    memset(d, v, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
+{
+    if (st != NULL && st->capturing)
+        st->rec.push_back([=]() { memset(d, v, n); });
+    else
+        memset(d, v, n);
+    return cudaSuccess;
+}
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
 {
     *total_b = (size_t)16 << 30;
     *free_b = (size_t)15 << 30;
     return cudaSuccess;
 }
-cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = last_error;
+    last_error = cudaSuccess;
+    return e;
+}
+const char *cudaGetErrorString(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    default: return "emulated error";
+    }
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode)
+{
+    if (s == NULL || s->capturing)
+        return fail_with(cudaErrorInvalidValue);
+    s->capturing = true;
+    s->invalid = false;
+    s->rec.clear();
+    capturing_streams.push_back(s);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
+{
+    *g = NULL;
+    if (s == NULL || !s->capturing)
+        return fail_with(cudaErrorInvalidValue);
+    s->capturing = false;
+    for (size_t i = 0; i < capturing_streams.size(); i++)
+        if (capturing_streams[i] == s) {
+            capturing_streams.erase(capturing_streams.begin() + (long)i);
+            break;
+        }
+    const char *f = getenv("CU_EMU_CAPTURE_FAIL");
+    bool bad = s->invalid || (f != NULL && f[0] == '1');
+    if (bad) {
+        s->rec.clear();
+        return fail_with(cudaErrorStreamCaptureInvalidated);
+    }
+    cu_emu_graph *gr = new cu_emu_graph();
+    gr->ops.swap(s->rec);
+    *g = gr;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long)
+{
+    FORBID_IN_CAPTURE("cudaGraphInstantiate");
+    if (g == NULL)
+        return fail_with(cudaErrorInvalidValue);
+    *e = new cu_emu_graph(*g);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s)
+{
+    if (e == NULL)
+        return fail_with(cudaErrorInvalidValue);
+    if (s != NULL && s->capturing) { /* a graph launched into a capture becomes one recorded step */
+        s->rec.push_back([=]() { for (auto &op : e->ops) op(); });
+        return cudaSuccess;
+    }
+    for (auto &op : e->ops)
+        op();
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) { delete e; return cudaSuccess; }
+cudaError_t cudaGraphDestroy(cudaGraph_t g) { delete g; return cudaSuccess; }
 
 cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = new cu_emu_blas(); return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasDestroy(cublasHandle_t h) { delete h; return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
-
-cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const void *alpha, const void *A, cudaDataType_t at, int lda, const void *B_,
-                            cudaDataType_t bt, int ldb, const void *beta, void *C, cudaDataType_t ct, int ldc,
-                            cublasComputeType_t, cublasGemmAlgo_t)
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) { h->stream = s; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *ws, size_t bytes)
 {
-    /* Column-major, as cuBLAS: C (m x n) = alpha op(A) op(B) + beta C; C must be f32 here. */
-    if (ct != CUDA_R_32F || at != bt || m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? m : k) ||
-        ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    float a = *(const float *)alpha, b = *(const float *)beta;
-    float *c = (float *)C;
+    h->ws = bytes > 0 ? ws : NULL;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+namespace {
+void gemm_ref(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float a, const void *A,
+              cudaDataType_t at, int lda, const void *B_, cudaDataType_t bt, int ldb, float b, float *c, int ldc)
+{
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
             float acc = 0.0f;
@@ -335,5 +483,30 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperatio
             float *pc = c + (size_t)i + (size_t)j * ldc;
             *pc = b == 0.0f ? a * acc : a * acc + b * *pc; /* beta 0: C is not read */
         }
+}
+} // namespace
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A, cudaDataType_t at, int lda, const void *B_,
+                            cudaDataType_t bt, int ldb, const void *beta, void *C, cudaDataType_t ct, int ldc,
+                            cublasComputeType_t, cublasGemmAlgo_t)
+{
+    /* Column-major, as cuBLAS: C (m x n) = alpha op(A) op(B) + beta C; C must be f32 here. */
+    if (ct != CUDA_R_32F || at != bt || m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? m : k) ||
+        ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    float a = *(const float *)alpha, b = *(const float *)beta; /* host pointer mode: read at the call */
+    float *c = (float *)C;
+    cudaStream_t s = h->stream;
+    if (s != NULL && s->capturing) {
+        if (h->ws == NULL) {
+            fprintf(stderr, "cuda emulation: cublasGemmEx captured without cublasSetWorkspace\n");
+            s->invalid = true;
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+        s->rec.push_back([=]() { gemm_ref(ta, tb, m, n, k, a, A, at, lda, B_, bt, ldb, b, c, ldc); });
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    gemm_ref(ta, tb, m, n, k, a, A, at, lda, B_, bt, ldb, b, c, ldc);
     return CUBLAS_STATUS_SUCCESS;
 }

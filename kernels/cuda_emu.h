@@ -3,7 +3,16 @@
  * with g++ -DCU_EMULATE; tests/gpu/emu_parity.sh). Each CUDA thread of a block
  * is a fiber (ucontext); __syncthreads and warp shuffles are barriers over the
  * block / warp; blocks run one after another; "device" memory is host memory
- * and every call completes before it returns. Not used by the real build. */
+ * and every call completes before it returns. Not used by the real build.
+ * Stream capture (CUDA Graphs): between cudaStreamBeginCapture and
+ * cudaStreamEndCapture, kernel launches, cudaMemcpyAsync, cudaMemsetAsync and
+ * cublasGemmEx on the capturing stream are recorded instead of run (argument
+ * values frozen at capture time, memory read when the graph is replayed, as on
+ * a GPU); cudaMalloc/Free, host allocation, synchronous copies and memsets and
+ * any synchronisation fail with cudaErrorStreamCaptureUnsupported and
+ * invalidate the capture, as the real runtime does, so such mistakes show up.
+ * Test knobs: CU_EMU_SMS=N sets the reported SM count (default 4);
+ * CU_EMU_CAPTURE_FAIL=1 makes every cudaStreamEndCapture fail (fallback test). */
 #ifndef LLM_CUDA_EMU_H
 #define LLM_CUDA_EMU_H
 
@@ -44,9 +53,12 @@ void  __syncthreads(void);
 float __shfl_xor_sync(unsigned mask, float v, int lane_mask);
 float *cu_emu_dyn_smem(void);
 void  cu_emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body);
+/* Runs the launch now, or records it when `stream` is being captured. */
+typedef struct cu_emu_stream *cudaStream_t;
+void  cu_emu_launch_on(cudaStream_t s, dim3 grid, dim3 block, size_t smem, std::function<void()> body);
 
 #define CU_LAUNCH(k, grid, block, smem, stream, ...) \
-    ((void)(stream), cu_emu_launch(dim3(grid), dim3(block), (size_t)(smem), [=]() { k(__VA_ARGS__); }))
+    cu_emu_launch_on((stream), dim3(grid), dim3(block), (size_t)(smem), [=]() { k(__VA_ARGS__); })
 #define CU_DYN_SMEM(name) float *name = cu_emu_dyn_smem()
 
 /* ---- device intrinsics ---- */
@@ -60,8 +72,15 @@ __half __float2half_rn(float f);
 __nv_bfloat16 __float2bfloat16_rn(float f);
 
 /* ---- runtime API ---- */
-typedef enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorInvalidValue = 1 } cudaError_t;
-typedef struct cu_emu_stream *cudaStream_t;
+typedef enum {
+    cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
+    cudaErrorStreamCaptureUnsupported = 900, cudaErrorStreamCaptureInvalidated = 901
+} cudaError_t;
+typedef struct cu_emu_graph *cudaGraph_t;
+typedef struct cu_emu_graph *cudaGraphExec_t; /* an instantiated graph is a copy of the recording */
+enum cudaStreamCaptureMode {
+    cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1, cudaStreamCaptureModeRelaxed = 2
+};
 typedef struct cu_emu_event *cudaEvent_t;
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
@@ -92,6 +111,13 @@ cudaError_t cudaFreeHost(void *p);
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind k);
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st);
 cudaError_t cudaMemset(void *d, int v, size_t n);
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st);
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
+cudaError_t cudaGraphDestroy(cudaGraph_t g);
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b);
 cudaError_t cudaGetLastError(void);
 const char *cudaGetErrorString(cudaError_t e);
@@ -99,7 +125,9 @@ template <typename F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFunc
 
 /* ---- cuBLAS ---- */
 typedef struct cu_emu_blas *cublasHandle_t;
-typedef enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7 } cublasStatus_t;
+typedef enum {
+    CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_NOT_SUPPORTED = 15
+} cublasStatus_t;
 typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
 typedef enum { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 } cudaDataType_t;
 typedef enum { CUBLAS_COMPUTE_32F = 68 } cublasComputeType_t;
@@ -107,6 +135,8 @@ typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
 cublasStatus_t cublasCreate(cublasHandle_t *h);
 cublasStatus_t cublasDestroy(cublasHandle_t h);
 cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s);
+/* Without a workspace set, a capture that reaches cublasGemmEx fails (cuBLAS would allocate one). */
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *ws, size_t bytes);
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                             const void *alpha, const void *A, cudaDataType_t at, int lda, const void *B,
                             cudaDataType_t bt, int ldb, const void *beta, void *C, cudaDataType_t ct, int ldc,

@@ -79,6 +79,7 @@ typedef struct {
     void          *deq;        /* dequantised bf16 weights for quantised GEMMs */
     size_t         deq_bytes;
     int            nomem;      /* set when a scratch allocation failed (forward reports LLM_BACKEND_NOMEM) */
+    unsigned       gen;        /* bumped whenever act16 or deq moves (captured graphs point at them) */
 } cu_mm_ctx;
 
 int  cuda_gemv_ok(const cu_mat *W, int ldx);
@@ -87,9 +88,15 @@ void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int 
 /* Dispatches GEMV vs cuBLAS. Returns 0, or -1 with msg filled. */
 int  cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n,
                  int accumulate, char *msg, size_t msg_len);
+/* Grows the scratch cuda_matmul would need for n tokens, so that the call itself allocates nothing
+ * (required inside a stream capture). 0, or -1 out of device memory. */
+int  cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n);
 /* Tokens that take the GEMV path at most. */
 #define CU_GEMV_MAX_TOKENS 8
 
+/* Per row of logits [rows][vocab]: ids[r] = argmax as the CPU sampler's greedy (NaN as -inf, +inf as
+ * FLT_MAX, ties: lowest id) and lps[r] = its log-softmax. */
+void cuda_argmax(const float *logits, int vocab, int rows, int32_t *ids, float *lps, cudaStream_t st);
 void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, cudaStream_t st);
 void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
                   const int32_t *rows, cudaStream_t st);
@@ -137,6 +144,21 @@ void   cuda_attention(const cu_att_plan *p, const cu_att_item *items, const floa
                       const cu_tokinfo *ti, const cu_kv *kv, int layer, float *ws, float *out, int n_tokens,
                       cudaStream_t st);
 
+/* ---- decode-step CUDA graphs (cuda_graph.cu) ---- */
+#define CU_GRAPH_BUCKETS 9         /* batch sizes 1, 2, 4, ..., 256 */
+#define CU_GRAPH_CLASSES 26        /* attention split classes: max position <= 64 << class */
+typedef struct {
+    cudaGraphExec_t exec;
+    unsigned        gen;           /* buffer generation it was captured against */
+} cu_graph;
+typedef struct {
+    int      enabled;              /* 0: LLM_CUDA_GRAPHS=0, LLM_CUDA_SYNC=1, or a capture failed */
+    int      stats;                /* LLM_CUDA_STATS=1: counters to stderr at destroy */
+    cu_graph g[CU_GRAPH_BUCKETS][CU_GRAPH_CLASSES];
+    long     captures, replays, eager_steps, bucket_replays[CU_GRAPH_BUCKETS];
+    long     argmax_steps;         /* steps that returned on-device greedy ids (forward_argmax) */
+} cu_graphs;
+
 /* ---- backend state (cuda_backend.cu, cuda_load.cu) ---- */
 typedef struct {
     const llm_model *m;
@@ -152,6 +174,8 @@ typedef struct {
     void  **allocs; int n_allocs, cap_allocs;  /* every weight allocation, freed at destroy */
     size_t  weight_bytes;
     cu_kv   kv;
+    int     kv_scratch;              /* one KV block past the pool: padding tokens of graph steps write here */
+    void   *blas_ws;                 /* cuBLAS workspace, fixed so GEMMs can be captured */
     /* attention */
     int     q_tile_max, n_sms;
     size_t  smem_max;
@@ -161,7 +185,46 @@ typedef struct {
     float  *ws; size_t ws_floats;
     int32_t *dint; size_t dint_cap;  /* per-step ints on the device */
     int32_t *hint; size_t hint_cap;  /* their pinned host copy */
+    int     logits_cap;              /* rows st->logits holds (and am_ids / am_lp) */
+    int32_t *am_ids; float *am_lp;   /* on-device greedy per logits row */
+    unsigned buf_gen;                /* bumped whenever a per-step buffer above moves */
+    int     debug_sync;              /* LLM_CUDA_SYNC=1 */
+    cu_graphs graphs;
 } cu_state;
+
+/* One step as the kernels see it: every pointer is device memory uploaded before the launches. */
+typedef struct {
+    int n;                           /* tokens processed (the bucket size in a graph step) */
+    int nw;                          /* rows of logits computed into st->logits */
+    const int32_t *d_tok;            /* [n] */
+    const int32_t *d_want;           /* [nw] rows whose logits are computed; NULL = rows 0 .. nw-1 */
+    const cu_att_item *d_items;      /* [plan.n_items] */
+    cu_tokinfo ti;
+    cu_att_plan plan;
+    int argmax;                      /* also fill am_ids / am_lp for the nw rows */
+} cu_step;
+
+/* cuda_backend.cu: queue every launch of a step on st->stream (no allocation, no sync unless
+ * debug_sync): 0, or -1 with err filled. */
+int  cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err);
+/* Per-step buffers grown outside any capture (each bumps buf_gen when it moves): 0 or -1. */
+int  cuda_ensure_scratch(cu_state *st, int n);
+int  cuda_ensure_ints(cu_state *st, size_t n_ints);
+int  cuda_ensure_ws(cu_state *st, size_t floats);
+int  cuda_ensure_logits(cu_state *st, int rows);
+/* Queue the copies of a step's results to the caller: every logits row, or, with am, the ids and logprobs
+ * of all rows and the logits rows of tokens without argmax_only. 0 or -1 (error code in *e). */
+int  cuda_copy_out(cu_state *st, const llm_batch *b, const llm_argmax_out *am, int nw, float *logits,
+                   cudaError_t *e);
+static inline unsigned cuda_buf_gen(const cu_state *st) { return st->buf_gen + st->mm.gen; }
+
+/* cuda_graph.cu */
+void cuda_graphs_init(cu_state *st);
+/* A decode step (every token wants logits, one token per sequence, at most 256) through the graph of
+ * its (bucket, split class): 0 done, -1 error with err filled, 1 not such a step or graphs off: run it
+ * eagerly. A capture that fails disables graphs for good (one line to stderr) and answers 1. */
+int  cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err);
+void cuda_graphs_destroy(cu_state *st);
 
 /* Upload the model's weights (repacked as described above) and the rope
  * tables. 0, or -1 with err filled (allocations made are in st->allocs). */

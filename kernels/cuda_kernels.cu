@@ -1,6 +1,8 @@
 /* Element-wise kernels of the CUDA backend (embedding gather, RMSNorm, SwiGLU,
  * RoPE + KV-cache write) and the matrix products: a warp-per-row GEMV with
  * fused dequantisation for small batches, cuBLAS for larger ones. */
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -253,10 +255,11 @@ static unsigned grid_for(size_t total)
 }
 
 /* Grow a device buffer; waits for the stream first since earlier kernels may still read it. */
-static int grow(void **p, size_t *cap, size_t need, cudaStream_t st)
+static int grow(void **p, size_t *cap, size_t need, cudaStream_t st, unsigned *gen)
 {
     if (need <= *cap)
         return 0;
+    (*gen)++;
     cudaStreamSynchronize(st);
     cudaFree(*p);
     *p = NULL;
@@ -267,6 +270,16 @@ static int grow(void **p, size_t *cap, size_t need, cudaStream_t st)
     }
     *cap = need;
     return 0;
+}
+
+int cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n)
+{
+    if (n <= CU_GEMV_MAX_TOKENS || W->type == LLM_F32)
+        return 0;
+    size_t R = (size_t)W->rows, K = (size_t)W->cols;
+    if ((W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
+        return -1;
+    return grow(&c->act16, &c->act16_bytes, (size_t)n * K * 2, c->stream, &c->gen);
 }
 
 int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
@@ -289,14 +302,14 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
         cudaDataType_t ht = bf16 ? CUDA_R_16BF : CUDA_R_16F;
         const void *A = W->w;
         if (W->type == LLM_Q8_0 || W->type == LLM_Q4_0) {
-            if (grow(&c->deq, &c->deq_bytes, (size_t)R * (size_t)K * 2, c->stream) != 0) {
+            if (grow(&c->deq, &c->deq_bytes, (size_t)R * (size_t)K * 2, c->stream, &c->gen) != 0) {
                 snprintf(msg, msg_len, "cuda backend: out of device memory for a %dx%d dequantised matrix", R, K);
                 return -1;
             }
             CU_LAUNCH(dequant_bf16_kernel, grid_for((size_t)R * K), 256, 0, c->stream, *W, (__nv_bfloat16 *)c->deq);
             A = c->deq;
         }
-        if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream) != 0) {
+        if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream, &c->gen) != 0) {
             snprintf(msg, msg_len, "cuda backend: out of device memory for %d activations of %d", n, K);
             c->nomem = 1;
             return -1;
@@ -343,6 +356,59 @@ __device__ float block_sum_256(float v, float *red)
     }
     __syncthreads();
     return red[8];
+}
+
+/* One block per logits row: the CPU sampler's greedy (engine/sampler.c: NaN -> -inf, +inf -> FLT_MAX, first
+ * index of the maximum) and the chosen id's log-softmax, -log(sum exp(l - max)) (its logit is the max). */
+__global__ void __launch_bounds__(256) argmax_kernel(const float *logits, int vocab, int32_t *ids, float *lps)
+{
+    __shared__ float bv[256];
+    __shared__ int bi[256];
+    __shared__ float red[9];
+    const float *row = logits + (size_t)blockIdx.x * vocab;
+    float best = -INFINITY;
+    int id = INT_MAX;
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x) { /* ascending: an equal value later never wins */
+        float v = row[i];
+        v = v != v ? -INFINITY : (v > FLT_MAX ? FLT_MAX : v);
+        if (v > best || (v == best && i < id)) {
+            best = v;
+            id = i;
+        }
+    }
+    bv[threadIdx.x] = best;
+    bi[threadIdx.x] = id;
+    __syncthreads();
+    for (int o = 128; o > 0; o >>= 1) {
+        if ((int)threadIdx.x < o) {
+            float v = bv[threadIdx.x + o];
+            int j = bi[threadIdx.x + o];
+            if (v > bv[threadIdx.x] || (v == bv[threadIdx.x] && j < bi[threadIdx.x])) {
+                bv[threadIdx.x] = v;
+                bi[threadIdx.x] = j;
+            }
+        }
+        __syncthreads();
+    }
+    float M = bv[0];
+    int win = bi[0];
+    float z = 0.0f;
+    if (M != -INFINITY)
+        for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+            float v = row[i];
+            v = v != v ? -INFINITY : (v > FLT_MAX ? FLT_MAX : v);
+            z += expf(v - M);
+        }
+    z = block_sum_256(z, red);
+    if (threadIdx.x == 0) {
+        ids[blockIdx.x] = win;
+        lps[blockIdx.x] = M == -INFINITY ? -INFINITY : -logf(z);
+    }
+}
+
+void cuda_argmax(const float *logits, int vocab, int rows, int32_t *ids, float *lps, cudaStream_t st)
+{
+    CU_LAUNCH(argmax_kernel, rows, 256, 0, st, logits, vocab, ids, lps);
 }
 
 /* y[i] = x[src] / rms(x[src]) * w, src = rows ? rows[i] : i. */

@@ -10,19 +10,22 @@ B=${BUILD:-build-gpu}
 E=${EMU_DIR:-build-emu}
 W=${WORK:-/tmp/llm_emu_parity}
 mkdir -p "$W"
-if [ ! -f "$B/libllm.a" ] || [ ! -x "$B/llm-engine" ]; then
-    make -s -j"$(nproc)" BUILD="$B" "$B/llm-engine" "$B/libllm.a" || exit 1
-fi
+# Always (incremental): a stale libllm.a would miss header changes such as llm_backend.forward_argmax.
+make -s -j"$(nproc)" BUILD="$B" "$B/llm-engine" "$B/libllm.a" || exit 1
 P="$E/parity_logits"
 if [ "${ASAN:-0}" = 1 ]; then
     EMU_FLAGS="-fsanitize=address -fno-omit-frame-pointer" tests/gpu/emu_build.sh "$E" || exit 1
-    cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -fsanitize=address -Iengine -Ishm -o "$P" \
-        tests/gpu/parity_logits.c "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
+    CAP_FLAGS="-fsanitize=address -fno-omit-frame-pointer"
+    PROG_FLAGS="-O1 -fsanitize=address"
 else
     tests/gpu/emu_build.sh "$E" || exit 1
-    cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -Iengine -Ishm -o "$P" tests/gpu/parity_logits.c \
-        "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
+    CAP_FLAGS=""
+    PROG_FLAGS="-O2"
 fi
+for prog in parity_logits sched_parity; do
+    cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g $PROG_FLAGS -Iengine -Ishm -o "$E/$prog" \
+        tests/gpu/$prog.c "$B/libllm.a" $(sed -n 's/^LIBS *= *//p' Makefile) || exit 1
+done
 export LLM_CUDA_LIB="$PWD/$E/libllm_cuda_emu.so"
 S260=../shared/models/stories260K/stories260K.bin
 for dt in f16 q8_0 q4_0; do
@@ -30,6 +33,11 @@ for dt in f16 q8_0 q4_0; do
 done
 python3 tests/gpu/emu_hf_model.py "$W/hf" >/dev/null || exit 1
 fails=0
+# The emulation's stream capture itself (frozen arguments, replay-time reads, illegal calls inside a capture).
+echo "== emulated stream capture"
+g++ -std=c++17 -DCU_EMULATE -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas $CAP_FLAGS -Ikernels -Iengine \
+    -x c++ tests/gpu/emu_capture.cc -x none kernels/cuda_emu.cc -o "$E/emu_capture" || exit 1
+"$E/emu_capture" 2>/dev/null | grep -v '^ok' || fails=$((fails + 1))
 check() { # name, args...
     local name=$1; shift
     echo "== $name"
@@ -43,5 +51,44 @@ LLM_CUDA_KV=f32 check "stories260K f32, gemm" --model "$S260" --positions 64 --g
 check "stories260K f16 (f16 kv)" --model "$W/s260-f16.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 5e-2 --min-top1 0.98
 check "stories260K q8_0 (cpu quantises activations)" --model "$W/s260-q8_0.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 0.5 --min-top1 0.95
 check "stories260K q4_0 (cpu quantises activations)" --model "$W/s260-q4_0.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 0.6 --min-top1 0.95
+# CUDA Graphs (kernels/cuda_graph.cu): part 4 of parity_logits decodes 1/3/6/13/20 of 20 sequences per step
+# (buckets 1, 4, 8, 16, 32; 16 and 32 capture cuBLAS) over positions crossing 64, 128 and 256. 64 emulated SMs
+# give buckets 1-16 several attention splits, so the split classes change along the way. The counters printed
+# with LLM_CUDA_STATS=1 must show replays in every bucket (graphs really ran); with CU_EMU_CAPTURE_FAIL=1 the
+# capture fails, which must be reported once and leave every step eager with the same results.
+check_graph() { # name, expect (replays|fallback), args...
+    local name=$1 expect=$2; shift 2
+    echo "== $name"
+    local out
+    out=$(CU_EMU_SMS=64 LLM_CUDA_STATS=1 "$P" --gen 4 --only-graph 1 "$@" 2>&1)
+    local rc=$?
+    echo "$out" | grep -v '^cuda: \(CPU\|uploaded\|KV pool\)'
+    local stats
+    stats=$(echo "$out" | grep '^cuda: graphs ')
+    if [ $rc -ne 0 ]; then
+        fails=$((fails + 1))
+    elif [ "$expect" = replays ]; then
+        for bk in 1 4 8 16 32; do
+            if ! echo "$stats" | grep -q "^cuda: graphs on: .*[ (]$bk:[1-9]"; then
+                echo "  <-- FAIL: no graph replays in bucket $bk"; fails=$((fails + 1)); break
+            fi
+        done
+    elif [ "$(echo "$out" | grep -c 'run without graphs from now on')" -ne 1 ] ||
+         ! echo "$stats" | grep -q '^cuda: graphs off: 0 captured, 0 replays'; then
+        echo "  <-- FAIL: expected one fallback message and no replays"; fails=$((fails + 1))
+    fi
+}
+LLM_CUDA_KV=f32 check_graph "stories260K f32, decode through graphs" replays --model "$S260" --graph-cycles 10 --max-diff 1e-4 --min-top1 1
+check_graph "stories260K q8_0, decode through graphs (dequantised cuBLAS captured)" replays --model "$W/s260-q8_0.gguf" --graph-cycles 3 --max-diff 0.5 --min-top1 0.95
+# The scheduler end to end on both backends (tests/gpu/sched_parity.c): mixed steps, then decode steps
+# through graphs with the plain-greedy rows as on-device argmax ids; greedy requests must match exactly.
+echo "== scheduler over the CUDA backend vs the CPU backend"
+out=$(LLM_CUDA_STATS=1 LLM_CUDA_KV=f32 "$E/sched_parity" --model "$S260" --gen 24 --max-lp-diff 1e-4 2>&1)
+rc=$?
+echo "$out" | grep -v '^cuda: \(CPU\|uploaded\|KV pool\)'
+if [ $rc -ne 0 ] || ! echo "$out" | grep -q '^cuda: graphs on: .*[1-9][0-9]* replays.*; [1-9][0-9]* steps with on-device argmax'; then
+    echo "  <-- FAIL"; fails=$((fails + 1))
+fi
+LLM_CUDA_KV=f32 CU_EMU_CAPTURE_FAIL=1 check_graph "stories260K f32, capture fails: eager fallback" fallback --model "$S260" --graph-cycles 10 --max-diff 1e-4 --min-top1 1
 echo "emulated parity: $fails failed"
 [ "$fails" -eq 0 ]

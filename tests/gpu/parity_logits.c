@@ -4,7 +4,14 @@
  *  2. logits at every position of a --positions token text (the CPU's greedy
  *     continuation), prefilled in chunks of --chunk (cuBLAS path), all rows;
  *  3. a mixed batch: 4 sequences' prompts in one step, then 16 steps decoding
- *     all 4 together (GEMV path), with scattered block tables.
+ *     all 4 together (GEMV path), with scattered block tables;
+ *  4. (--graph-cycles N) decode steps of 1, 3, 6, 13 and 20 of 20 sequences
+ *     (the CUDA backend's graph buckets 1, 4, 8, 16, 32), N rounds, whose
+ *     longest sequences cross 64, 128 and 256 positions (attention split
+ *     classes) and KV block edges; --only-graph 1 skips parts 2 and 3. Where
+ *     the backend offers forward_argmax, every other row asks for the greedy
+ *     id only: it must equal the CPU's argmax, its logprob the CPU's
+ *     log-softmax, and its logits row must stay unwritten.
  * Prints max |diff| and top-1 agreement per part; exit 0 when all are within
  * --max-diff / --min-top1 and the greedy ids match. */
 #include <math.h>
@@ -76,6 +83,16 @@ static int fwd(llm_backend *b, int n, const int32_t *tok, const int32_t *pos, co
     return 0;
 }
 
+/* Log-softmax of row x at id, as engine/sampler.c computes a logprob. */
+static double log_softmax_at(const float *x, int n, int id)
+{
+    float m = x[argmax(x, n)];
+    double z = 0.0;
+    for (int i = 0; i < n; i++)
+        z += expf(x[i] - m);
+    return (double)x[id] - ((double)m + log(z));
+}
+
 /* Greedy decode of `gen` tokens after the prompt; ids into out (prompt first). */
 static int greedy(llm_backend *b, const llm_seq_view *v, const int32_t *prompt, int np, int gen, int vocab,
                   int32_t *out)
@@ -105,6 +122,121 @@ out:
     return rc;
 }
 
+/* Part 4; 0 when within the bounds (or skipped: too short a context), 1 when not, -1 on error. */
+static int graph_part(llm_backend *cpu, llm_backend *gpu, const int32_t *text, int text_len, int pool, int cycles,
+                      int V, double max_diff, double min_top1, float *lc, float *lgp)
+{
+    enum { NS = 20, NSUB = 5 };
+    static const int sub_n[NSUB] = { 1, 3, 6, 13, 20 };
+    static const int subs[NSUB][NS] = { { 2 }, { 1, 3, 4 }, { 0, 5, 6, 7, 8, 9 },
+                                        { 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 },
+                                        { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 } };
+    int len[NS], cur[NS], nb[NS], total_blocks = 0, total_tok = 0;
+    for (int s = 0; s < NS; s++) {
+        len[s] = s == 0 ? 250 : s == 1 ? 120 : s == 2 ? 60 : 5 + (s * 7) % 20;
+        cur[s] = len[s];
+        nb[s] = (len[s] + 3 * cycles + BS) / BS; /* a sequence is in at most 3 of the 5 subsets */
+        total_blocks += nb[s];
+        total_tok += len[s];
+    }
+    if (len[0] + 3 * cycles + 3 * NS >= text_len || total_blocks > pool) {
+        printf("graph decode: skipped (context or KV pool too small)\n");
+        return 0;
+    }
+    int32_t *tc = malloc((size_t)total_blocks * sizeof(int32_t)), *tg = malloc((size_t)total_blocks * sizeof(int32_t));
+    int32_t *tok = malloc((size_t)total_tok * sizeof(int32_t)), *pos = malloc((size_t)total_tok * sizeof(int32_t));
+    int32_t *seq = malloc((size_t)total_tok * sizeof(int32_t));
+    uint8_t *want = calloc((size_t)total_tok, 1);
+    llm_seq_view vc[NS], vg[NS];
+    int rc = -1;
+    if (!tc || !tg || !tok || !pos || !seq || !want)
+        goto out;
+    /* CPU: blocks in order; GPU: a stride through the pool (coprime with it unless the pool is tiny). */
+    for (int s = 0, k = 0; s < NS; s++) {
+        vc[s] = (llm_seq_view){ tc + k, nb[s] };
+        vg[s] = (llm_seq_view){ tg + k, nb[s] };
+        k += nb[s];
+    }
+    for (int k = 0, stride = pool % 37 != 0 ? 37 : 1; k < total_blocks; k++) {
+        tc[k] = k;
+        tg[k] = (int32_t)(((long)k * stride) % pool);
+    }
+    int n = 0;
+    for (int s = 0; s < NS; s++)
+        for (int i = 0; i < len[s]; i++, n++) {
+            pos[n] = i;
+            seq[n] = s;
+            tok[n] = text[i + 3 * s];
+        }
+    if (fwd(cpu, n, tok, pos, seq, want, NS, vc, lc) != 0 || fwd(gpu, n, tok, pos, seq, want, NS, vg, lgp) != 0)
+        goto out;
+    cmp_t c4 = { 0, 0, 0 };
+    int steps = 0, max_pos = 0;
+    long am_rows = 0, am_same = 0, am_untouched = 0;
+    double am_lp_diff = 0.0;
+    uint8_t am_only[NS];
+    int32_t am_ids[NS];
+    float am_lp[NS];
+    for (int r = 0; r < cycles; r++)
+        for (int u = 0; u < NSUB; u++) {
+            int m = sub_n[u];
+            for (int j = 0; j < m; j++) {
+                int s = subs[u][m - 1 - j]; /* batch order: the subset reversed */
+                seq[j] = s;
+                pos[j] = cur[s];
+                tok[j] = text[cur[s] + 3 * s];
+                want[j] = 1;
+                max_pos = cur[s] > max_pos ? cur[s] : max_pos;
+                cur[s]++;
+            }
+            if (fwd(cpu, m, tok, pos, seq, want, NS, vc, lc) != 0)
+                goto out;
+            if (gpu->forward_argmax == NULL) {
+                if (fwd(gpu, m, tok, pos, seq, want, NS, vg, lgp) != 0)
+                    goto out;
+                compare(&c4, lc, lgp, m, V);
+            } else { /* every other row: greedy id only (rows poisoned first: they must stay so) */
+                for (int j = 0; j < m; j++)
+                    am_only[j] = (uint8_t)((steps + j) % 2 == 0);
+                for (size_t k = 0; k < (size_t)m * V; k++)
+                    lgp[k] = NAN;
+                llm_err err = { { 0 } };
+                llm_batch bt = { m, tok, pos, seq, want, NS, vg };
+                llm_argmax_out am = { am_only, am_ids, am_lp };
+                if (gpu->forward_argmax(gpu, &bt, &am, lgp, &err) != 0) {
+                    fprintf(stderr, "%s forward_argmax failed: %s\n", gpu->ops->name, err.msg);
+                    goto out;
+                }
+                for (int j = 0; j < m; j++) {
+                    const float *x = lc + (size_t)j * V, *y = lgp + (size_t)j * V;
+                    if (!am_only[j]) {
+                        compare(&c4, x, y, 1, V);
+                        continue;
+                    }
+                    int ref = argmax(x, V);
+                    double d = fabs((double)am_lp[j] - log_softmax_at(x, V, ref));
+                    am_lp_diff = d <= am_lp_diff ? am_lp_diff : (isnan(d) ? INFINITY : d);
+                    am_same += am_ids[j] == ref;
+                    am_untouched += isnan(y[0]) && isnan(y[V - 1]);
+                    am_rows++;
+                }
+            }
+            steps++;
+        }
+    double t4 = (double)(c4.top1_same + am_same) / (double)(c4.rows + am_rows);
+    int bad = !(c4.max_diff <= max_diff && am_lp_diff <= max_diff && t4 >= min_top1 && am_untouched == am_rows);
+    printf("graph decode (%d steps of 1/3/6/13/20 of %d sequences, positions up to %d): max |diff| %.3g, "
+           "greedy ids (top-1) %ld of %ld identical%s\n", steps, NS, max_pos, c4.max_diff, c4.top1_same + am_same,
+           c4.rows + am_rows, bad ? "  <-- FAIL" : "");
+    if (am_rows > 0)
+        printf("  on-device argmax rows: %ld, ids identical %ld, logprob max |diff| %.3g, logits rows left "
+               "unwritten %ld\n", am_rows, am_same, am_lp_diff, am_untouched);
+    rc = bad;
+out:
+    free(tc); free(tg); free(tok); free(pos); free(seq); free(want);
+    return rc;
+}
+
 static const char *arg(int argc, char **argv, const char *name, const char *def)
 {
     for (int i = 1; i + 1 < argc; i++)
@@ -124,6 +256,7 @@ int main(int argc, char **argv)
     int P = atoi(arg(argc, argv, "--positions", "512")), gen = atoi(arg(argc, argv, "--gen", "200"));
     int chunk = atoi(arg(argc, argv, "--chunk", "128"));
     double max_diff = atof(arg(argc, argv, "--max-diff", "0.01")), min_top1 = atof(arg(argc, argv, "--min-top1", "0.99"));
+    int graph_cycles = atoi(arg(argc, argv, "--graph-cycles", "0")), only_graph = atoi(arg(argc, argv, "--only-graph", "0"));
     llm_err err = { { 0 } };
     llm_model *m = llm_model_load(path, NULL, &err);
     if (m == NULL) {
@@ -152,6 +285,8 @@ int main(int argc, char **argv)
     int32_t *tab_c = malloc((size_t)pool * sizeof(int32_t)), *tab_g = malloc((size_t)pool * sizeof(int32_t));
     /* Part 3 reads the text up to position 100 + 16 + 3 * 3: the CPU's greedy run makes at least that much. */
     int P3 = P > 140 ? P : (ctx < 140 ? ctx : 140);
+    if (graph_cycles > 0 && P3 < 360) /* part 4 reads the text up to 250 + 3 * cycles + 3 * 20 */
+        P3 = ctx < 360 ? ctx : 360;
     int32_t *ids_c = malloc((size_t)(P3 + gen + 8) * sizeof(int32_t)), *ids_g = malloc((size_t)(P3 + gen + 8) * sizeof(int32_t));
     int rows = P > 256 ? P : 256; /* part 3 asks for up to 206 rows */
     float *lc = malloc((size_t)rows * V * sizeof(float)), *lgp = malloc((size_t)rows * V * sizeof(float));
@@ -186,6 +321,8 @@ int main(int argc, char **argv)
         fails++;
     }
 
+    if (only_graph)
+        goto part4;
     /* 2. logits at every position, chunked prefill */
     for (int b = 0; b < 2; b++) {
         llm_backend *be = b == 0 ? cpu : gpu;
@@ -257,6 +394,13 @@ int main(int argc, char **argv)
     fails += !(c3.max_diff <= max_diff && t3 >= min_top1);
 
     free(tok); free(t4c); free(t4g);
+part4:
+    if (graph_cycles > 0) {
+        int r4 = graph_part(cpu, gpu, ids_c, np + cpu_gen, pool, graph_cycles, V, max_diff, min_top1, lc, lgp);
+        if (r4 < 0)
+            return 1;
+        fails += r4;
+    }
     free(tab_c); free(tab_g); free(ids_c); free(ids_g); free(lc); free(lgp); free(pos); free(seq); free(want);
     llm_backend_free(gpu);
     llm_backend_free(cpu);

@@ -7,6 +7,8 @@
 #     identical for 200 tokens, a mixed multi-sequence batch; F32 (f32 KV cache) and F16 (f16 KV cache).
 #  2. a random Llama-3.2-3B-shaped BF16 model made with PyTorch, saved as a Hugging Face directory, vs
 #     transformers' logits over 256 positions (tests/gpu/hf_parity.py).
+#  3. decode steps through CUDA Graphs and the on-device argmax (parity part 4), replays checked; the
+#     scheduler over both backends (tests/gpu/sched_parity.c), greedy requests identical.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
 # Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
 set -u -o pipefail
@@ -29,6 +31,14 @@ S260="$SH/models/stories260K/stories260K.bin"
     echo "warning: could not write the F16 model"
 run stories_f32 env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$S260" --max-diff 2e-3 --min-top1 0.995
 run stories_f16 "$B/tests/gpu/parity_logits" --model "$WORK/stories260K-f16.gguf" --max-diff 5e-2 --min-top1 0.98
+# Decode through CUDA Graphs (buckets 1-32, split classes crossing 64/128/256 positions, real cuBLAS captured
+# at 16 and 32) plus the on-device argmax: parity part 4; the counters must show replays and no fallback.
+run stories_graphs bash -c "out=\$(LLM_CUDA_KV=f32 LLM_CUDA_STATS=1 '$B/tests/gpu/parity_logits' --model '$S260' \
+    --gen 4 --only-graph 1 --graph-cycles 10 --max-diff 2e-3 --min-top1 0.995 2>&1); rc=\$?; echo \"\$out\";
+    [ \$rc -eq 0 ] && echo \"\$out\" | grep -q '^cuda: graphs on: .*(bucket:replays 1:[0-9]* 4:[0-9]* 8:[0-9]* 16:[0-9]* 32:'"
+# The scheduler end to end: CPU vs CUDA backend, mixed then decode-only steps (graphs + on-device argmax).
+run stories_scheduler env LLM_CUDA_KV=f32 LLM_CUDA_STATS=1 "$B/tests/gpu/sched_parity" --model "$S260" --gen 48 \
+    --max-lp-diff 2e-3
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"

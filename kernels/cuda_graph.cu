@@ -1,0 +1,312 @@
+/* Decode steps through CUDA Graphs: one graph per (batch-size bucket, attention
+ * split class), captured the first time that pair is seen and replayed after.
+ *
+ * A decode step (the scheduler's steady state) is a batch where every token
+ * wants logits and each sequence has exactly one token. Its n tokens are padded
+ * up to the bucket B (1, 2, 4, ..., 256) with dummy tokens (token 0 at position
+ * 0) whose block table is the backend's private scratch block past the pool, so
+ * their KV writes and attention touch nothing the scheduler owns; their logits
+ * rows are computed but not copied back.
+ *
+ * Everything a captured launch reads through a pointer lives at a fixed device
+ * address: the per-step ints (tokens | pos | table offsets | attention items |
+ * block tables) are uploaded into st->dint with a layout fixed by B before the
+ * graph is launched, and kernels read positions and lengths from there. The
+ * attention plan is the one argument that depends on the data (how many
+ * position splits per item, and their length): the key's second part is the
+ * split class, max position <= 64 << class, and the plan is made for the class's
+ * upper bound; splits past a token's own length exit at once (the kernel's
+ * early return) and the merge reads each token's position. Where the bucket
+ * alone fills the device (B * kv heads >= 2 * SMs, one split), every length
+ * shares class 0.
+ *
+ * A captured graph also holds the addresses of the scratch buffers; they only
+ * ever grow, and each move bumps a generation counter (cuda_buf_gen), so a graph
+ * captured before a move is dropped and captured again. All growth happens
+ * before the capture begins: nothing is allocated or synchronised inside it.
+ * The on-device argmax (forward_argmax) is part of every graph; which rows'
+ * logits are copied back is decided after the launch.
+ * If capture, instantiation or launch fails, one line goes to stderr and every
+ * later step runs eagerly (the failing step too): graphs are a speed-up, never
+ * a reason to fail a request. LLM_CUDA_GRAPHS=0 (or LLM_CUDA_SYNC=1, which
+ * synchronises between stages) keeps every step eager; LLM_CUDA_STATS=1 prints
+ * the counters when the backend is destroyed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.cuh"
+
+static const int bucket_size[CU_GRAPH_BUCKETS] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 };
+
+void cuda_graphs_init(cu_state *st)
+{
+    cu_graphs *G = &st->graphs;
+    memset(G, 0, sizeof(*G));
+    const char *env = getenv("LLM_CUDA_GRAPHS"), *stats = getenv("LLM_CUDA_STATS");
+    G->enabled = !(env != NULL && strcmp(env, "0") == 0) && !st->debug_sync;
+    G->stats = stats != NULL && stats[0] == '1';
+}
+
+static void drop_all(cu_graphs *G)
+{
+    for (int i = 0; i < CU_GRAPH_BUCKETS; i++)
+        for (int j = 0; j < CU_GRAPH_CLASSES; j++)
+            if (G->g[i][j].exec != NULL) {
+                cudaGraphExecDestroy(G->g[i][j].exec);
+                G->g[i][j].exec = NULL;
+            }
+}
+
+void cuda_graphs_destroy(cu_state *st)
+{
+    cu_graphs *G = &st->graphs;
+    drop_all(G);
+    if (!G->stats)
+        return;
+    char per[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < CU_GRAPH_BUCKETS && len < sizeof(per); i++)
+        if (G->bucket_replays[i] > 0)
+            len += (size_t)snprintf(per + len, sizeof(per) - len, " %d:%ld", bucket_size[i], G->bucket_replays[i]);
+    fprintf(stderr, "cuda: graphs %s: %ld captured, %ld replays (bucket:replays%s), %ld steps eager; "
+            "%ld steps with on-device argmax\n", G->enabled ? "on" : "off", G->captures, G->replays, per,
+            G->eager_steps, G->argmax_steps);
+}
+
+/* The bucket of a decode step, or -1 for any other step. */
+static int bucket_of(const llm_batch *b)
+{
+    int n = b->n_tokens;
+    if (n > bucket_size[CU_GRAPH_BUCKETS - 1])
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (!b->want_logits[i])
+            return -1;
+    uint8_t *seen = (uint8_t *)calloc((size_t)b->n_seqs, 1);
+    if (seen == NULL)
+        return -1;
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        ok = !seen[b->seq[i]];
+        seen[b->seq[i]] = 1;
+    }
+    free(seen);
+    if (!ok)
+        return -1;
+    int bi = 0;
+    while (bucket_size[bi] < n)
+        bi++;
+    return bi;
+}
+
+/* The attention plan of bucket B for steps whose longest sequence has max_npos positions; returns the
+ * split class. One item per token (q_tile 1). */
+static int graph_plan(const cu_state *st, int B, int max_npos, cu_att_plan *p)
+{
+    const llm_config *c = &st->m->cfg;
+    p->n_heads = c->n_heads;
+    p->n_kv_heads = c->n_kv_heads;
+    p->head_dim = c->head_dim;
+    p->block_size = st->block_size;
+    p->scale = 1.0f / sqrtf((float)c->head_dim);
+    p->q_tile = 1;
+    p->n_items = B;
+    long work = (long)B * c->n_kv_heads;
+    long want = (2L * st->n_sms + work - 1) / work;
+    long cap = c->seq_len;
+    int cls = 0;
+    if (want > 1) {
+        long lim = 64;
+        while (lim < max_npos) {
+            lim *= 2;
+            cls++;
+        }
+        cap = lim < cap ? lim : cap;
+    } else {
+        want = 1;
+    }
+    long chunk = (cap + want - 1) / want;
+    chunk = (chunk + 31) / 32 * 32;
+    p->chunk = (int)chunk;
+    p->n_splits = (int)((cap + chunk - 1) / chunk);
+    return cls;
+}
+
+/* Every buffer the step's launches use, grown to bucket B now (outside any capture), and to what any
+ * step of this bucket can need (every split class, full-context block tables), so that the buffers move,
+ * and the bucket's graphs are captured again, as few times as possible. */
+static int reserve(cu_state *st, int B, const cu_att_plan *p)
+{
+    const llm_config *c = &st->m->cfg;
+    cu_att_plan widest = *p;
+    long work = (long)B * c->n_kv_heads, want = (2L * st->n_sms + work - 1) / work;
+    widest.n_splits = want > 1 ? (int)want : 1; /* graph_plan never makes more splits than `want` */
+    if (widest.n_splits < p->n_splits)
+        widest.n_splits = p->n_splits;
+    size_t max_tab = 1 + (size_t)B * (size_t)((c->seq_len + st->block_size - 1) / st->block_size);
+    if (cuda_ensure_ints(st, 6 * (size_t)B + max_tab) != 0)
+        return -1;
+    if (cuda_ensure_scratch(st, B) != 0 || cuda_ensure_ws(st, cuda_att_ws_floats(&widest, B)) != 0 ||
+        cuda_ensure_logits(st, B) != 0 || cuda_matmul_reserve(&st->mm, &st->output, B) != 0)
+        return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        const cu_layer *L = &st->layers[l];
+        for (int i = 0; i < L->qkv.n; i++)
+            if (cuda_matmul_reserve(&st->mm, &L->qkv.m[i], B) != 0)
+                return -1;
+        for (int i = 0; i < L->gate_up.n; i++)
+            if (cuda_matmul_reserve(&st->mm, &L->gate_up.m[i], B) != 0)
+                return -1;
+        if (cuda_matmul_reserve(&st->mm, &L->wo, B) != 0 || cuda_matmul_reserve(&st->mm, &L->down, B) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Capture the step's launches into gr->exec. 0, or -1 with the reason in why. */
+static int capture(cu_state *st, const cu_step *sp, cu_graph *gr, char *why, size_t why_len)
+{
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+        snprintf(why, why_len, "begin capture: %s", cudaGetErrorString(e));
+        cudaGetLastError();
+        return -1;
+    }
+    llm_err qerr;
+    qerr.msg[0] = '\0';
+    int rc = cuda_enqueue_step(st, sp, &qerr);
+    e = cudaStreamEndCapture(st->stream, &g); /* always: leaves capture mode even after a failure */
+    if (rc != 0 || e != cudaSuccess || g == NULL) {
+        snprintf(why, why_len, "capture: %s", rc != 0 ? qerr.msg : cudaGetErrorString(e));
+        if (g != NULL)
+            cudaGraphDestroy(g);
+        cudaGetLastError();
+        return -1;
+    }
+    e = cudaGraphInstantiate(&gr->exec, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        gr->exec = NULL;
+        snprintf(why, why_len, "instantiate: %s", cudaGetErrorString(e));
+        cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
+static int give_up(cu_state *st, const char *why)
+{
+    cu_graphs *G = &st->graphs;
+    fprintf(stderr, "cuda: CUDA graph %s; decode steps run without graphs from now on\n", why);
+    cudaStreamSynchronize(st->stream);
+    cudaGetLastError();
+    drop_all(G);
+    G->enabled = 0;
+    G->eager_steps++;
+    return 1;
+}
+
+int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err)
+{
+    cu_graphs *G = &st->graphs;
+    int bi = G->enabled ? bucket_of(b) : -1;
+    if (bi < 0) {
+        G->eager_steps++;
+        return 1;
+    }
+    int B = bucket_size[bi], n = b->n_tokens, bs = st->block_size;
+    if (logits == NULL) {
+        llm_err_set(err, "cuda backend: logits requested but no output buffer given");
+        return -1;
+    }
+    /* Block tables: the scratch block's one-entry table first, then each token's sequence's table. */
+    size_t n_tab = 1;
+    int max_npos = 1;
+    for (int i = 0; i < n; i++) {
+        int s = b->seq[i], need = b->pos[i] / bs + 1;
+        for (int k = 0; k < need; k++)
+            if (b->seqs[s].blocks[k] < 0 || b->seqs[s].blocks[k] >= st->kv_blocks) {
+                llm_err_set(err, "cuda backend: sequence %d uses KV block %d of a pool of %d", s,
+                            b->seqs[s].blocks[k], st->kv_blocks);
+                return -1;
+            }
+        n_tab += (size_t)need;
+        max_npos = b->pos[i] + 1 > max_npos ? b->pos[i] + 1 : max_npos;
+    }
+    cu_step sp;
+    int cls = graph_plan(st, B, max_npos, &sp.plan);
+    /* Per-step ints, fixed layout for B: tokens | pos | tab | items (3 ints each) | tables. */
+    size_t n_ints = 6 * (size_t)B + n_tab;
+    if (reserve(st, B, &sp.plan) != 0 || cuda_ensure_ints(st, n_ints) != 0) {
+        llm_err_set(err, "cuda backend: out of device memory for a decode step of %d tokens", B);
+        return -1;
+    }
+    int32_t *h_tok = st->hint, *h_pos = h_tok + B, *h_tab = h_pos + B;
+    cu_att_item *h_items = (cu_att_item *)(h_tab + B);
+    int32_t *h_tables = (int32_t *)(h_items + B);
+    h_tables[0] = st->kv_scratch;
+    size_t off = 1;
+    for (int i = 0; i < B; i++) {
+        if (i < n) {
+            int need = b->pos[i] / bs + 1;
+            h_tok[i] = b->tokens[i];
+            h_pos[i] = b->pos[i];
+            h_tab[i] = (int32_t)off;
+            memcpy(h_tables + off, b->seqs[b->seq[i]].blocks, (size_t)need * 4);
+            off += (size_t)need;
+        } else {
+            h_tok[i] = 0;
+            h_pos[i] = 0;
+            h_tab[i] = 0;
+        }
+        h_items[i].t0 = i;
+        h_items[i].nq = 1;
+        h_items[i].n_pos = h_pos[i] + 1;
+    }
+    cudaError_t e = cudaMemcpyAsync(st->dint, st->hint, n_ints * 4, cudaMemcpyHostToDevice, st->stream);
+    if (e != cudaSuccess) {
+        llm_err_set(err, "cuda backend: batch upload: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    sp.n = B;
+    sp.nw = B;
+    sp.d_tok = st->dint;
+    sp.d_want = NULL;
+    sp.ti.pos = st->dint + B;
+    sp.ti.tab = st->dint + 2 * B;
+    sp.d_items = (const cu_att_item *)(st->dint + 3 * B);
+    sp.ti.tables = st->dint + 6 * B;
+    sp.argmax = 1; /* always in the graph, so one graph serves steps with and without on-device greedy */
+
+    cu_graph *gr = &G->g[bi][cls];
+    unsigned gen = cuda_buf_gen(st);
+    if (gr->exec != NULL && gr->gen != gen) {
+        cudaGraphExecDestroy(gr->exec);
+        gr->exec = NULL;
+    }
+    if (gr->exec == NULL) {
+        char why[sizeof(err->msg) + 32];
+        if (capture(st, &sp, gr, why, sizeof(why)) != 0)
+            return give_up(st, why);
+        gr->gen = gen;
+        G->captures++;
+    }
+    if ((e = cudaGraphLaunch(gr->exec, st->stream)) != cudaSuccess) {
+        char why[128];
+        snprintf(why, sizeof(why), "launch failed (%s)", cudaGetErrorString(e));
+        return give_up(st, why);
+    }
+    G->replays++;
+    G->bucket_replays[bi]++;
+    if (cuda_copy_out(st, b, am, n, logits, &e) == 0)
+        e = cudaStreamSynchronize(st->stream);
+    if (e == cudaSuccess)
+        e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        llm_err_set(err, "cuda backend: forward failed (graph of %d tokens): %s", B, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
