@@ -1,0 +1,42 @@
+#!/bin/bash
+# A whole GPU session in one device call, for when the device time is short (15 minutes, start included):
+#   run(command="tests/gpu/session.sh", carry=["build-gpu"], timeout_s=570)
+# Runs, in order of what the figures need, each part under its own time limit within BUDGET_S seconds:
+#  1. parity on stories260K (run_parity.sh --skip-hf, no sanitizers): F32/F16 logits vs the CPU backend,
+#     graphs + on-device argmax, the scheduler over both backends, the CLI's greedy text;
+#  2. bench/gpu_decode.sh: the llama-3.2-3b preset in bf16, q8_0, q4_0 beside the bandwidth floor, graphs off,
+#     and the PyTorch + CUDA Graph peer;
+#  3. tests/gpu/serve_gpu.sh on the bf16 model the benchmark generated: nginx + module + serve --backend cuda
+#     under the load generator;
+#  4. the random-3B Hugging Face parity (transformers), then compute-sanitizer, if time is left.
+# Every part's output is in $OUT/<part>.log; $OUT/session.txt has one line per part (status, seconds).
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+RES=${OUT:-/tmp/llm_gpu_session}
+BUDGET_S=${BUDGET_S:-550}
+mkdir -p "$RES"
+T0=$(date +%s)
+part() { # name cap_s command...
+    local name=$1 cap=$2; shift 2
+    local left=$((BUDGET_S - ($(date +%s) - T0)))
+    [ "$cap" -gt "$left" ] && cap=$left
+    if [ "$cap" -lt 20 ]; then
+        echo "$name: skipped (no time left)" | tee -a "$RES/session.txt"
+        return
+    fi
+    local t=$(date +%s)
+    echo "== $name (at most $cap s)"
+    timeout -k 5 "$cap" "$@" > "$RES/$name.log" 2>&1
+    local rc=$?
+    local st=ok
+    [ $rc -eq 124 ] || [ $rc -eq 137 ] && st="timed out after $cap s"
+    [ $rc -ne 0 ] && [ "$st" = ok ] && st="failed (exit $rc)"
+    echo "$name: $st, $(($(date +%s) - t)) s" | tee -a "$RES/session.txt"
+    tail -n 40 "$RES/$name.log"
+}
+export WORK=/tmp/llm_gpu_bench
+part parity env SANITIZE=0 OUT="$RES/parity" tests/gpu/run_parity.sh --skip-hf
+part bench env OUT="$RES/bench" bench/gpu_decode.sh
+part serve env MODEL=/tmp/llm_gpu_bench/llama-3.2-3b-bf16.gguf WORK=/tmp/llm_serve_gpu tests/gpu/serve_gpu.sh
+part parity_hf env OUT="$RES/parity_hf" SANITIZE=0 tests/gpu/run_parity.sh
+echo "session: $(($(date +%s) - T0)) s"
