@@ -29,14 +29,14 @@ part() { # name cap_s command...
     timeout -k 5 "$cap" "$@" > "$RES/$name.log" 2>&1
     local rc=$?
     local st=ok
-    [ $rc -eq 124 ] || [ $rc -eq 137 ] && st="timed out after $cap s"
+    { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && st="timed out after $cap s"
     [ $rc -ne 0 ] && [ "$st" = ok ] && st="failed (exit $rc)"
     echo "$name: $st, $(($(date +%s) - t)) s" | tee -a "$RES/session.txt"
     tail -n 40 "$RES/$name.log"
 }
 export WORK=/tmp/llm_gpu_bench
-part parity env SANITIZE=0 OUT="$RES/parity" tests/gpu/run_parity.sh --skip-hf
-part bench env OUT="$RES/bench" bench/gpu_decode.sh
-part serve env MODEL=/tmp/llm_gpu_bench/llama-3.2-3b-bf16.gguf WORK=/tmp/llm_serve_gpu tests/gpu/serve_gpu.sh
-part parity_hf env OUT="$RES/parity_hf" SANITIZE=0 tests/gpu/run_parity.sh
+part parity 120 env SANITIZE=0 OUT="$RES/parity" tests/gpu/run_parity.sh --skip-hf
+part bench 320 env OUT="$RES/bench" bench/gpu_decode.sh
+part serve 150 env MODEL=/tmp/llm_gpu_bench/llama-3.2-3b-bf16.gguf WORK=/tmp/llm_serve_gpu tests/gpu/serve_gpu.sh
+part parity_hf 200 env OUT="$RES/parity_hf" SANITIZE=0 tests/gpu/run_parity.sh
 echo "session: $(($(date +%s) - T0)) s"
