@@ -95,6 +95,17 @@ static void cu_destroy(llm_backend *b)
     cudaSetDevice(st->device);
     if (st->stream != NULL)
         cudaStreamSynchronize(st->stream);
+    if (st->stage_timing && st->stage_steps > 0) {
+        double tot = 0;
+        for (int i = 0; i < CU_MAX_STAGES && st->stage_name[i] != NULL; i++)
+            tot += st->stage_ms[i];
+        fprintf(stderr, "cuda: stage times over %ld steps (synchronised after each stage), ms per step:",
+                st->stage_steps);
+        for (int i = 0; i < CU_MAX_STAGES && st->stage_name[i] != NULL; i++)
+            fprintf(stderr, " %s %.3f (%.0f%%);", st->stage_name[i], st->stage_ms[i] / (double)st->stage_steps,
+                    tot > 0 ? 100.0 * st->stage_ms[i] / tot : 0.0);
+        fprintf(stderr, "\n");
+    }
     cuda_graphs_destroy(st);
     free_scratch(st);
     cudaFree(st->logits);
@@ -251,6 +262,8 @@ static int cu_init(llm_backend *b, llm_err *err)
     cu_state *st = &im->st;
     const char *dbg = getenv("LLM_CUDA_SYNC");
     st->debug_sync = dbg != NULL && dbg[0] == '1';
+    const char *stats = getenv("LLM_CUDA_STATS");
+    st->stage_timing = st->debug_sync && stats != NULL && stats[0] == '1';
     st->m = m;
     st->device = b->opts.device;
     st->block_size = b->opts.block_size;
@@ -289,6 +302,10 @@ static int cu_init(llm_backend *b, llm_err *err)
         return -1;
     }
     st->mm.stream = st->stream;
+    /* GEMV (fused dequantisation) up to this many tokens, cuBLAS above; tunable for measurements */
+    const char *gm = getenv("LLM_CUDA_GEMV_MAX"), *gq = getenv("LLM_CUDA_GEMV_MAX_Q");
+    st->mm.gemv_max = gm != NULL ? atoi(gm) : CU_GEMV_MAX_TOKENS;
+    st->mm.gemv_max_q = gq != NULL ? atoi(gq) : CU_GEMV_MAX_TOKENS;
     /* A fixed cuBLAS workspace: without one, cuBLAS may allocate inside a graph capture. */
     if ((e = cudaMalloc(&st->blas_ws, CU_BLAS_WS_BYTES)) != cudaSuccess ||
         cublasSetWorkspace(st->mm.blas, st->blas_ws, CU_BLAS_WS_BYTES) != CUBLAS_STATUS_SUCCESS) {
@@ -454,6 +471,28 @@ static int mm_set(cu_state *st, const cu_matset *S, const float *x, int ldx, flo
     return 0;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Synchronised wall time of the stage that just ended (LLM_CUDA_SYNC=1 and LLM_CUDA_STATS=1). */
+static void stage_time(cu_state *st, const char *stage)
+{
+    double t = now_ms();
+    for (int i = 0; i < CU_MAX_STAGES; i++) {
+        if (st->stage_name[i] == NULL)
+            st->stage_name[i] = stage;
+        if (st->stage_name[i] == stage) {
+            st->stage_ms[i] += t - st->stage_t;
+            break;
+        }
+    }
+    st->stage_t = t;
+}
+
 static int stage_check(cu_state *st, const char *stage, int layer, llm_err *err)
 {
     cudaError_t e = cudaGetLastError();
@@ -463,6 +502,8 @@ static int stage_check(cu_state *st, const char *stage, int layer, llm_err *err)
         llm_err_set(err, "cuda backend: %s (layer %d): %s", stage, layer, cudaGetErrorString(e));
         return -1;
     }
+    if (st->stage_timing)
+        stage_time(st, stage);
     return 0;
 }
 
@@ -471,6 +512,11 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
     const llm_config *c = &st->m->cfg;
     cudaStream_t s = st->stream;
     int n = sp->n, bs = st->block_size;
+    if (st->stage_timing) {
+        cudaStreamSynchronize(s);
+        st->stage_t = now_ms();
+        st->stage_steps++;
+    }
     cuda_embed(&st->tok_embd, sp->d_tok, st->x, n, s);
     if (stage_check(st, "embedding", -1, err))
         return -1;
@@ -490,13 +536,19 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
             return -1;
         if (cuda_matmul(&st->mm, &L->wo, st->att, st->q_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
             return -1;
+        if (stage_check(st, "output projection", l, err))
+            return -1;
         cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
         if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
             return -1;
+        if (stage_check(st, "norm + gate/up", l, err))
+            return -1;
         cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, s);
+        if (stage_check(st, "swiglu", l, err))
+            return -1;
         if (cuda_matmul(&st->mm, &L->down, st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
             return -1;
-        if (stage_check(st, "output projection + ffn", l, err))
+        if (stage_check(st, "down", l, err))
             return -1;
     }
     if (sp->nw > 0) {

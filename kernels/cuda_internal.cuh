@@ -80,6 +80,8 @@ typedef struct {
     size_t         deq_bytes;
     int            nomem;      /* set when a scratch allocation failed (forward reports LLM_BACKEND_NOMEM) */
     unsigned       gen;        /* bumped whenever act16 or deq moves (captured graphs point at them) */
+    int            gemv_max;   /* float weights: at most this many tokens take the GEMV (LLM_CUDA_GEMV_MAX) */
+    int            gemv_max_q; /* quantised weights: the same (LLM_CUDA_GEMV_MAX_Q) */
 } cu_mm_ctx;
 
 int  cuda_gemv_ok(const cu_mat *W, int ldx);
@@ -91,8 +93,10 @@ int  cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *
 /* Grows the scratch cuda_matmul would need for n tokens, so that the call itself allocates nothing
  * (required inside a stream capture). 0, or -1 out of device memory. */
 int  cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n);
-/* Tokens that take the GEMV path at most. */
+/* Tokens one GEMV launch takes at most (larger n on the GEMV path is split). */
 #define CU_GEMV_MAX_TOKENS 8
+/* cuda_matmul's choice: 1 when n tokens take the GEMV path for W. */
+int  cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n);
 
 /* Per row of logits [rows][vocab]: ids[r] = argmax as the CPU sampler's greedy (NaN as -inf, +inf as
  * FLT_MAX, ties: lowest id) and lps[r] = its log-softmax. */
@@ -147,6 +151,7 @@ void   cuda_attention(const cu_att_plan *p, const cu_att_item *items, const floa
 /* ---- decode-step CUDA graphs (cuda_graph.cu) ---- */
 #define CU_GRAPH_BUCKETS 9         /* batch sizes 1, 2, 4, ..., 256 */
 #define CU_GRAPH_CLASSES 26        /* attention split classes: max position <= 64 << class */
+#define CU_MAX_STAGES 12           /* named stages of a step, for LLM_CUDA_SYNC timing */
 typedef struct {
     cudaGraphExec_t exec;
     unsigned        gen;           /* buffer generation it was captured against */
@@ -189,6 +194,12 @@ typedef struct {
     int32_t *am_ids; float *am_lp;   /* on-device greedy per logits row */
     unsigned buf_gen;                /* bumped whenever a per-step buffer above moves */
     int     debug_sync;              /* LLM_CUDA_SYNC=1 */
+    /* LLM_CUDA_SYNC=1 with LLM_CUDA_STATS=1: wall time per stage (synchronised), printed at destroy */
+    int     stage_timing;
+    double  stage_ms[CU_MAX_STAGES];
+    const char *stage_name[CU_MAX_STAGES];
+    long    stage_steps;
+    double  stage_t;                 /* when the last stage ended (ms, CLOCK_MONOTONIC) */
     cu_graphs graphs;
 } cu_state;
 

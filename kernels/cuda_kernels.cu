@@ -272,9 +272,15 @@ static int grow(void **p, size_t *cap, size_t need, cudaStream_t st, unsigned *g
     return 0;
 }
 
+int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
+{
+    int quant = W->type == LLM_Q8_0 || W->type == LLM_Q4_0;
+    return n <= (quant ? c->gemv_max_q : c->gemv_max);
+}
+
 int cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n)
 {
-    if (n <= CU_GEMV_MAX_TOKENS || W->type == LLM_F32)
+    if (cuda_mm_use_gemv(c, W, n) || W->type == LLM_F32)
         return 0;
     size_t R = (size_t)W->rows, K = (size_t)W->cols;
     if ((W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
@@ -285,7 +291,7 @@ int cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n)
 int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
                 char *msg, size_t msg_len)
 {
-    if (n <= CU_GEMV_MAX_TOKENS) {
+    if (cuda_mm_use_gemv(c, W, n)) {
         cuda_gemv(W, x, ldx, y, ldy, n, accumulate, c->stream);
         return 0;
     }

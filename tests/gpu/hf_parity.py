@@ -4,7 +4,7 @@
       builds the model with PyTorch on the GPU (random weights, perturbed norms, llama3 rope scaling, tied
       embeddings), saves it as a Hugging Face directory D/model, random ids to D/ids.i32 and transformers'
       logits to D/ref_f32.npy (weights upcast to float32) and D/ref_bf16.npy (bf16 end to end).
-  python3 tests/gpu/hf_parity.py compare --dir D --ours D/ours.f32
+  python3 tests/gpu/hf_parity.py compare --dir D --ours D/ours.f32 [--other D/ours_cpu.f32]
       compares our logits (tests/gpu/logits_dump output) with both references: cosine similarity per position and
       top-1 agreement. Exit 0 when, against the float32 reference, mean cosine >= 0.999, min >= 0.99 and top-1
       agreement >= 0.90 (random weights leave small top-1 margins, so some flips are rounding, not bugs).
@@ -80,6 +80,15 @@ def compare(a):
         print("FAIL: non-finite logits")
         return 1
     res = {"vs_hf_f32": stats(ours, ref32), "vs_hf_bf16": stats(ours, ref16), "hf_bf16_vs_f32": stats(ref16, ref32)}
+    if a.other:  # a second run of ours (e.g. the CPU backend): where the two disagree with each other
+        other = np.fromfile(a.other, dtype=np.float32)
+        if other.size == ours.size:
+            res["vs_other"] = stats(ours, other.reshape(ref32.shape))
+    # by position: an error that grows with the position points at RoPE, a flat one at the layers
+    P = ref32.shape[0]
+    for lo in range(0, P, max(1, P // 8)):
+        hi = min(P, lo + max(1, P // 8))
+        res[f"vs_hf_f32 positions {lo}..{hi - 1}"] = stats(ours[lo:hi], ref32[lo:hi])
     print(json.dumps(res, indent=1))
     s = res["vs_hf_f32"]
     ok = s["cos_mean"] >= 0.999 and s["cos_min"] >= 0.99 and s["top1"] >= 0.90
@@ -94,6 +103,7 @@ def main():
     p.add_argument("--positions", type=int, default=256)
     p.add_argument("--layers", type=int, default=28)
     p.add_argument("--ours")
+    p.add_argument("--other")
     a = p.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     if a.mode == "make":

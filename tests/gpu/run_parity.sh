@@ -55,7 +55,12 @@ if [ "${1:-}" != "--skip-hf" ]; then
     export PYTHONUNBUFFERED=1
     run hf_make python3 tests/gpu/hf_parity.py make --dir "$WORK/hf" --positions 256
     run hf_ours "$B/tests/gpu/logits_dump" --model "$WORK/hf/model" --ids "$WORK/hf/ids.i32" --out "$WORK/hf/ours.f32" --decode 16
-    run hf_compare python3 tests/gpu/hf_parity.py compare --dir "$WORK/hf" --ours "$WORK/hf/ours.f32"
+    # the CPU backend on the same model (all cores): tells a kernel error from a loader / model one
+    run hf_cpu "$B/tests/gpu/logits_dump" --backend cpu --model "$WORK/hf/model" --ids "$WORK/hf/ids.i32" \
+        --out "$WORK/hf/ours_cpu.f32" --decode 16
+    run hf_compare python3 tests/gpu/hf_parity.py compare --dir "$WORK/hf" --ours "$WORK/hf/ours.f32" \
+        --other "$WORK/hf/ours_cpu.f32"
+    run hf_compare_cpu python3 tests/gpu/hf_parity.py compare --dir "$WORK/hf" --ours "$WORK/hf/ours_cpu.f32"
 fi
 echo "parity: $fails part(s) failed"
 [ "$fails" -eq 0 ]

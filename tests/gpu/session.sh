@@ -8,7 +8,8 @@
 #     and the PyTorch + CUDA Graph peer;
 #  3. tests/gpu/serve_gpu.sh on the bf16 model the benchmark generated: nginx + module + serve --backend cuda
 #     under the load generator;
-#  4. the random-3B Hugging Face parity (transformers), then compute-sanitizer, if time is left.
+#  4. the random-3B Hugging Face parity (transformers).
+# PARTS picks others and their order: parity bench profile serve parity_hf sanitize (with compute-sanitizer).
 # Every part's output is in $OUT/<part>.log; $OUT/session.txt has one line per part (status, seconds).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -35,8 +36,16 @@ part() { # name cap_s command...
     tail -n 40 "$RES/$name.log"
 }
 export WORK=/tmp/llm_gpu_bench
-part parity 120 env SANITIZE=0 OUT="$RES/parity" tests/gpu/run_parity.sh --skip-hf
-part bench 320 env OUT="$RES/bench" bench/gpu_decode.sh
-part serve 150 env MODEL=/tmp/llm_gpu_bench/llama-3.2-3b-bf16.gguf WORK=/tmp/llm_serve_gpu tests/gpu/serve_gpu.sh
-part parity_hf 200 env OUT="$RES/parity_hf" SANITIZE=0 tests/gpu/run_parity.sh
+for p in ${PARTS:-parity bench serve parity_hf}; do
+    case $p in
+    parity)    part parity 120 env SANITIZE=0 OUT="$RES/parity" tests/gpu/run_parity.sh --skip-hf ;;
+    bench)     part bench 320 env OUT="$RES/bench" bench/gpu_decode.sh ;;
+    profile)   part profile 240 env OUT="$RES/profile" tests/gpu/profile.sh ;;
+    serve)     part serve 150 env MODEL=/tmp/llm_gpu_bench/llama-3.2-3b-bf16.gguf WORK=/tmp/llm_serve_gpu \
+                   tests/gpu/serve_gpu.sh ;;
+    parity_hf) part parity_hf 200 env OUT="$RES/parity_hf" SANITIZE=0 tests/gpu/run_parity.sh ;;
+    sanitize)  part sanitize 200 env OUT="$RES/sanitize" tests/gpu/run_parity.sh --skip-hf ;;
+    *)         echo "unknown part $p" ;;
+    esac
+done
 echo "session: $(($(date +%s) - T0)) s"

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Where a step's time goes on the GPU (from the repo root, on the GPU machine):
+#   tests/gpu/profile.sh            env: DTYPES="bf16 q4_0" BUILD=build-gpu
+# For each dtype of the llama-3.2-3b preset: synchronised stage times (LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1,
+# graphs off) at batch 1, 8 and 256 and for a 1x2048 prefill; then, graphs on, the GEMV-vs-cuBLAS switch
+# point (LLM_CUDA_GEMV_MAX / LLM_CUDA_GEMV_MAX_Q) at small batches; and an nsys kernel summary where nsys
+# exists. Figures only. Output: $OUT/profile_<dtype>.txt.
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+B=${BUILD:-build-gpu}
+WORK=${WORK:-/tmp/llm_gpu_bench}
+RES=${OUT:-$WORK}
+DTYPES=${DTYPES:-"bf16 q4_0"}
+mkdir -p "$WORK" "$RES"
+. tests/gpu/gpu_env.sh
+bench() { "$B/bench/gpu_decode_bench" --model "$model" --prompt 128 --steps 16 "$@" 2>&1 | grep -v "^cuda: \(NVIDIA\|uploaded\|KV pool\)"; }
+
+for dt in $DTYPES; do
+    model="$WORK/llama-3.2-3b-$dt.gguf"
+    [ -f "$model" ] || "$B/llm-engine" gen-model --preset llama-3.2-3b --dtype "$dt" --out "$model" >/dev/null ||
+        { echo "error: gen-model $dt"; continue; }
+    {
+        echo "== $dt: stage times, synchronised (graphs off)"
+        for b in 1 8 256; do
+            echo "-- batch $b"
+            LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1 bench --batches "$b" --prefill ""
+        done
+        echo "-- prefill 1x2048"
+        LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1 bench --batches "" --prefill 1x2048
+        echo "== $dt: GEMV up to N tokens, cuBLAS above (graphs on)"
+        var=LLM_CUDA_GEMV_MAX
+        [ "$dt" = q4_0 ] || [ "$dt" = q8_0 ] && var=LLM_CUDA_GEMV_MAX_Q
+        for g in 0 1 2 4 8 16 32; do
+            echo "-- $var=$g"
+            env "$var=$g" bench --batches 1,2,4,8,16,32 --prefill "" | grep "^decode"
+        done
+        NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+        if [ -n "$NSYS" ]; then
+            echo "== $dt: nsys kernel summary (batches 1, 32; prefill 1x2048)"
+            "$NSYS" profile -o "$WORK/nsys_$dt" --force-overwrite true --stats=false \
+                "$B/bench/gpu_decode_bench" --model "$model" --batches 1,32 --prefill 1x2048 --steps 16 >/dev/null 2>&1 &&
+                "$NSYS" stats --report cuda_gpu_kern_sum --format table "$WORK/nsys_$dt.nsys-rep" 2>/dev/null | head -40
+        else
+            echo "(nsys not installed: no kernel summary)"
+        fi
+    } 2>&1 | tee "$RES/profile_$dt.txt"
+done
