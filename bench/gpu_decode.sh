@@ -32,6 +32,13 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
         --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
 fi
 
+# Decode attention through the tiled (prefill-shaped) kernel instead of the register kernel: what it buys.
+if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
+    echo "== llama-3.2-3b bf16, decode attention through the tiled kernel (LLM_CUDA_ATT_DECODE=0)"
+    LLM_CUDA_ATT_DECODE=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 32,256 \
+        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_tiled_attention.txt"
+fi
+
 peer="$SH/peers/torch_cudagraph_decode.py"
 if [ -f "$peer" ]; then
     echo "== peer: PyTorch + cuBLAS + CUDA Graph, bf16 (context <= 512)"

@@ -12,6 +12,8 @@
  * ks rows are padded by one float so lanes reading different keys hit
  * different banks. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda_internal.cuh"
 
@@ -167,6 +169,189 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
     }
 }
 
+/* Decode steps (every item one token, q_tile 1): a block takes (token, kv head, split) like the kernel
+ * above, but keeps the work in registers: a warp takes every DEC_WARPS-th position of the split, each
+ * lane holds DPL = head_dim / 32 dimensions of the group's queries, of one key and one value row (one
+ * vector load each: a warp reads a whole 256-byte f16 row at once), the dot products are warp sums,
+ * and each warp keeps its own online softmax per query head; the warps' partials are combined through
+ * shared memory at the end into the same (acc, max, sum) split layout, so the merge kernel is shared.
+ * Why: the tiled kernel sizes its work for prefill tiles (scores one thread per (row, key) over the
+ * whole head_dim from shared memory, K/V staged element by element), which left decode at large batch
+ * spending more time in attention than in every weight matrix together. */
+#define DEC_WARPS 4
+#define DEC_MAXG 8 /* query heads per kv head handled here */
+#define DEC_U 4    /* positions per warp in flight (loads issued together) */
+
+template <typename C, int DPL> struct kv_row;
+template <> struct kv_row<__half, 1> {
+    static __device__ __forceinline__ void ld(const __half *p, float *o) { o[0] = __half2float(p[0]); }
+};
+template <> struct kv_row<__half, 2> {
+    static __device__ __forceinline__ void ld(const __half *p, float *o)
+    {
+        unsigned u = __ldg((const unsigned *)p);
+        o[0] = __half2float(__ushort_as_half((unsigned short)(u & 0xffffu)));
+        o[1] = __half2float(__ushort_as_half((unsigned short)(u >> 16)));
+    }
+};
+template <> struct kv_row<__half, 4> {
+    static __device__ __forceinline__ void ld(const __half *p, float *o)
+    {
+        uint2 u = __ldg((const uint2 *)p);
+        const unsigned w[2] = { u.x, u.y };
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            o[2 * i] = __half2float(__ushort_as_half((unsigned short)(w[i] & 0xffffu)));
+            o[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(w[i] >> 16)));
+        }
+    }
+};
+template <int DPL> struct kv_row<float, DPL> {
+    static __device__ __forceinline__ void ld(const float *p, float *o)
+    {
+        if (DPL % 4 == 0) {
+#pragma unroll
+            for (int i = 0; i < DPL / 4; i++) {
+                float4 v = __ldg((const float4 *)p + i);
+                o[4 * i] = v.x; o[4 * i + 1] = v.y; o[4 * i + 2] = v.z; o[4 * i + 3] = v.w;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < DPL; i++)
+                o[i] = p[i];
+        }
+    }
+};
+
+__device__ __forceinline__ float warp_allsum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* GM: the group size rounded up to 1, 2, 4 or 8 (the per-head registers are sized by it) */
+template <typename C, int DPL, int GM>
+__global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_args a)
+{
+    constexpr int HD = 32 * DPL;
+    __shared__ float sm_m[DEC_WARPS][GM], sm_l[DEC_WARPS][GM];
+    __shared__ float sm_acc[DEC_WARPS][GM][HD];
+    const cu_att_item it = a.items[blockIdx.z];
+    const int g0 = blockIdx.y, split = blockIdx.x, G = a.group;
+    const int p_begin = split * a.chunk;
+    if (p_begin >= it.n_pos)
+        return; /* uniform over the block, before the barrier */
+    const int p_end = min(p_begin + a.chunk, it.n_pos);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, t = it.t0;
+    const size_t kv_dim = (size_t)a.n_kv * HD;
+    const int32_t *table = a.ti.tables + a.ti.tab[t];
+    const C *kc = (const C *)a.kc + (size_t)g0 * HD + lane * DPL;
+    const C *vc = (const C *)a.vc + (size_t)g0 * HD + lane * DPL;
+
+    float q[GM][DPL], acc[GM][DPL], m[GM], l[GM];
+#pragma unroll
+    for (int g = 0; g < GM; g++) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < DPL; i++) {
+            q[g][i] = g < G ? a.qkv[(size_t)t * a.ld + (size_t)(g0 * G + g) * HD + lane * DPL + i] * a.scale : 0.0f;
+            acc[g][i] = 0.0f;
+        }
+    }
+    for (int p0 = p_begin + warp; p0 < p_end; p0 += DEC_WARPS * DEC_U) {
+        float k[DEC_U][DPL], v[DEC_U][DPL];
+#pragma unroll
+        for (int u = 0; u < DEC_U; u++) {
+            int p = p0 + u * DEC_WARPS;
+            if (p < p_end) {
+                size_t slot = (size_t)table[p / a.block_size] * a.block_size + (size_t)(p % a.block_size);
+                kv_row<C, DPL>::ld(kc + slot * kv_dim, k[u]);
+                kv_row<C, DPL>::ld(vc + slot * kv_dim, v[u]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < DEC_U; u++) {
+            if (p0 + u * DEC_WARPS >= p_end)
+                break; /* uniform over the warp */
+#pragma unroll
+            for (int g = 0; g < GM; g++) {
+                if (g >= G)
+                    break;
+                float s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < DPL; i++)
+                    s += q[g][i] * k[u][i];
+                s = warp_allsum(s);
+                float mn = fmaxf(m[g], s);
+                float cr = expf(m[g] - mn); /* m = -inf (first position) gives 0 */
+                float pe = expf(s - mn);
+                l[g] = l[g] * cr + pe;
+#pragma unroll
+                for (int i = 0; i < DPL; i++)
+                    acc[g][i] = acc[g][i] * cr + pe * v[u][i];
+                m[g] = mn;
+            }
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GM; g++) {
+        if (g >= G)
+            break;
+        if (lane == 0) {
+            sm_m[warp][g] = m[g];
+            sm_l[warp][g] = l[g];
+        }
+#pragma unroll
+        for (int i = 0; i < DPL; i++)
+            sm_acc[warp][g][lane * DPL + i] = acc[g][i];
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < G * HD; idx += DEC_WARPS * 32) {
+        int g = idx / HD, d = idx % HD;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < DEC_WARPS; w++)
+            M = fmaxf(M, sm_m[w][g]);
+        float o = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int w = 0; w < DEC_WARPS; w++) {
+            float f = sm_m[w][g] == -INFINITY ? 0.0f : expf(sm_m[w][g] - M); /* a warp with no position */
+            o += f * sm_acc[w][g][d];
+            L += f * sm_l[w][g];
+        }
+        float *ws = a.ws + (((size_t)t * a.n_heads + (size_t)(g0 * G + g)) * a.n_splits + split) * (size_t)(HD + 2);
+        ws[d] = o;
+        if (d == 0) {
+            ws[HD] = M;
+            ws[HD + 1] = L;
+        }
+    }
+}
+
+template <typename C, int GM>
+static int attention_decode_launch_g(const cu_att_plan *p, const att_args &a, cudaStream_t st)
+{
+    dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
+    switch (p->head_dim) {
+    case 32:  CU_LAUNCH((attention_decode_kernel<C, 1, GM>), grid, DEC_WARPS * 32, 0, st, a); return 1;
+    case 64:  CU_LAUNCH((attention_decode_kernel<C, 2, GM>), grid, DEC_WARPS * 32, 0, st, a); return 1;
+    case 128: CU_LAUNCH((attention_decode_kernel<C, 4, GM>), grid, DEC_WARPS * 32, 0, st, a); return 1;
+    default:  return 0; /* other head sizes: the tiled kernel */
+    }
+}
+
+template <typename C>
+static int attention_decode_launch(const cu_att_plan *p, const att_args &a, cudaStream_t st)
+{
+    if (a.group <= 1) return attention_decode_launch_g<C, 1>(p, a, st);
+    if (a.group <= 2) return attention_decode_launch_g<C, 2>(p, a, st);
+    if (a.group <= 4) return attention_decode_launch_g<C, 4>(p, a, st);
+    return attention_decode_launch_g<C, 8>(p, a, st);
+}
+
 /* out[t][h*hd + d] = merge of the splits that cover positions 0..pos(t). */
 __global__ void attention_merge_kernel(const float *ws, cu_tokinfo ti, float *out, int n_heads, int hd, int chunk,
                                        int n_splits)
@@ -223,10 +408,21 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
     a.chunk = p->chunk;
     a.n_splits = p->n_splits;
     a.scale = p->scale;
-    dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
-    size_t smem = cuda_att_smem(p->q_tile, a.group, p->head_dim);
-    void (*k)(att_args) = kv->kv16 ? attention_kernel<__half> : attention_kernel<float>;
-    CU_LAUNCH(k, grid, ATT_THREADS, smem, st, a);
+    /* decode steps: the register kernel where the shape allows (LLM_CUDA_ATT_DECODE=0: never) */
+    static int dec_env = -1;
+    if (dec_env < 0) {
+        const char *e = getenv("LLM_CUDA_ATT_DECODE");
+        dec_env = !(e != NULL && strcmp(e, "0") == 0);
+    }
+    int done = 0;
+    if (dec_env && p->q_tile == 1 && a.group <= DEC_MAXG)
+        done = kv->kv16 ? attention_decode_launch<__half>(p, a, st) : attention_decode_launch<float>(p, a, st);
+    if (!done) {
+        dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
+        size_t smem = cuda_att_smem(p->q_tile, a.group, p->head_dim);
+        void (*k)(att_args) = kv->kv16 ? attention_kernel<__half> : attention_kernel<float>;
+        CU_LAUNCH(k, grid, ATT_THREADS, smem, st, a);
+    }
     int mthreads = p->head_dim < 256 ? p->head_dim : 256;
     CU_LAUNCH(attention_merge_kernel, (unsigned)(n_tokens * p->n_heads), mthreads, 0, st, ws, *ti, out, p->n_heads,
               p->head_dim, p->chunk, p->n_splits);

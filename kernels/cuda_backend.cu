@@ -10,6 +10,7 @@
  * for all-F32 models); LLM_CUDA_SYNC=1 checks for errors after every stage;
  * LLM_CUDA_GRAPHS=0 turns graphs off; LLM_CUDA_STATS=1 prints graph counters. */
 #include <limits.h>
+#include <time.h>
 #include <stdlib.h>
 
 #include "cuda_internal.cuh"

@@ -29,6 +29,7 @@ struct dim3 {
 };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
 struct __half { uint16_t b; };
 struct __nv_bfloat16 { uint16_t b; };
 

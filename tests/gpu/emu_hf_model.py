@@ -1,7 +1,8 @@
 """Writes a small random Llama-3-style Hugging Face directory (bf16 safetensors, pure Python: no numpy/torch)
 for emulated-CUDA vs CPU parity: rotate-half rope with llama3 scaling (original context 128, so the scaling
 matters at the tested positions), 3 query heads per kv head, head_dim 32, untied classifier.
-    python3 tests/gpu/emu_hf_model.py OUT_DIR"""
+    python3 tests/gpu/emu_hf_model.py OUT_DIR [HEAD_DIM]
+HEAD_DIM (default 32) picks the attention kernels' per-lane width: 128 is Llama 3.2 3B's."""
 import json, os, random, struct, sys
 from array import array
 
@@ -25,7 +26,9 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     rnd = random.Random(7)
-    c = CFG
+    c = dict(CFG)
+    if len(sys.argv) > 2:
+        c["head_dim"] = int(sys.argv[2])
     D, F, H, KV, HD, V = c["hidden_size"], c["intermediate_size"], c["num_attention_heads"], \
         c["num_key_value_heads"], c["head_dim"], c["vocab_size"]
     tensors = [("model.embed_tokens.weight", [V, D], 0.5), ("model.norm.weight", [D], None),

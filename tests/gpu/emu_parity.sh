@@ -32,6 +32,7 @@ for dt in f16 q8_0 q4_0; do
     "$B/llm-engine" gen-model --from "$S260" --dtype $dt --out "$W/s260-$dt.gguf" >/dev/null 2>&1 || exit 1
 done
 python3 tests/gpu/emu_hf_model.py "$W/hf" >/dev/null || exit 1
+python3 tests/gpu/emu_hf_model.py "$W/hf128" 128 >/dev/null || exit 1
 fails=0
 # The emulation's stream capture itself (frozen arguments, replay-time reads, illegal calls inside a capture).
 echo "== emulated stream capture"
@@ -46,6 +47,10 @@ check() { # name, args...
 # GEMV path only (chunks of 8): the same float32 math as the CPU, so tight bounds.
 LLM_CUDA_KV=f32 check "stories260K f32, gemv" --model "$S260" --positions 64 --gen 20 --chunk 8 --max-diff 1e-4 --min-top1 1
 LLM_CUDA_KV=f32 check "llama3-style hf bf16, gemv" --model "$W/hf" --positions 160 --gen 8 --chunk 8 --max-diff 1e-1 --min-top1 0.98
+# head_dim 128 (Llama 3.2 3B's): the decode attention kernel with 4 dimensions per lane, f16 and f32 KV;
+# the graph part decodes 1-20 sequences per step through it.
+check "llama3-style hf bf16, head_dim 128 (f16 kv)" --model "$W/hf128" --positions 96 --gen 12 --chunk 8 --max-diff 1e-1 --min-top1 0.98
+LLM_CUDA_KV=f32 CU_EMU_SMS=64 check "llama3-style hf bf16, head_dim 128, graphs" --model "$W/hf128" --positions 40 --gen 4 --chunk 8 --only-graph 1 --graph-cycles 3 --max-diff 1e-1 --min-top1 0.98
 # cuBLAS path (chunks > 8 tokens): activations rounded to the weights' half type.
 LLM_CUDA_KV=f32 check "stories260K f32, gemm" --model "$S260" --positions 64 --gen 8 --chunk 24 --max-diff 1e-4 --min-top1 1
 check "stories260K f16 (f16 kv)" --model "$W/s260-f16.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 5e-2 --min-top1 0.98

@@ -14,35 +14,62 @@ import argparse, json, os, sys, time
 import numpy as np
 
 
+def llama3_inv_freq(theta, hd, r):
+    """Llama 3's scaled RoPE frequencies (as transformers' _compute_llama3_parameters computes them)."""
+    inv = 1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    lo_wl = r["original_max_position_embeddings"] / r["low_freq_factor"]
+    hi_wl = r["original_max_position_embeddings"] / r["high_freq_factor"]
+    wl = 2 * np.pi / inv
+    out = np.where(wl > lo_wl, inv / r["factor"], inv)
+    smooth = (r["original_max_position_embeddings"] / wl - r["low_freq_factor"]) / (r["high_freq_factor"] - r["low_freq_factor"])
+    mid = ~(wl < hi_wl) & ~(wl > lo_wl)
+    return np.where(mid, (1 - smooth) * out / r["factor"] + smooth * out, out)
+
+
 def make(a):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
     torch.manual_seed(1234)
+    import transformers
+    rope = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192}
+    # transformers 5 reads RoPE settings from rope_parameters (theta inside); 4.x from rope_theta + rope_scaling
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        rope_kw = {"rope_parameters": dict(rope, rope_theta=500000.0)}
+    else:
+        rope_kw = {"rope_theta": 500000.0, "rope_scaling": rope}
     cfg = LlamaConfig(vocab_size=128256, hidden_size=3072, intermediate_size=8192, num_hidden_layers=a.layers,
                       num_attention_heads=24, num_key_value_heads=8, head_dim=128, max_position_embeddings=131072,
-                      rms_norm_eps=1e-5, rope_theta=500000.0,
-                      rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-                                    "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
-                      tie_word_embeddings=True, bos_token_id=128000, eos_token_id=128009, torch_dtype="bfloat16")
+                      rms_norm_eps=1e-5, tie_word_embeddings=True, bos_token_id=128000, eos_token_id=128009,
+                      torch_dtype="bfloat16", **rope_kw)
     t0 = time.time()
     torch.set_default_device("cuda")
     model = LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
     torch.set_default_device("cpu")
+    # The frequencies transformers really uses must be the llama3-scaled ones config.json will describe
+    # (an earlier run silently got unscaled ones: our logits drifted from its with the position).
+    rot = getattr(model.model, "rotary_emb", None) or getattr(model.model.layers[0].self_attn, "rotary_emb")
+    inv = rot.inv_freq.float().cpu().numpy()
+    want = llama3_inv_freq(500000.0, 128, rope)
+    rel = float(np.abs(inv - want).max() / np.abs(want).max())
+    scaling = getattr(rot, "attention_scaling", 1.0)
+    print(f"transformers {transformers.__version__}: rope inv_freq vs llama3 formula max rel diff {rel:.2e}, "
+          f"attention_scaling {scaling}", flush=True)
+    if rel > 1e-5 or abs(float(scaling) - 1.0) > 1e-6:
+        print("FAIL: transformers did not take the llama3 RoPE settings")
+        sys.exit(1)
     with torch.no_grad():  # norms away from 1 so their weights matter
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
                 p.copy_(1.0 + 0.1 * torch.randn_like(p, dtype=torch.float32).to(p.dtype))
     mdir = os.path.join(a.dir, "model")
     model.save_pretrained(mdir, safe_serialization=True)
-    # transformers 5 may write rope settings as "rope_parameters"; keep the keys Llama 3.2's published
-    # config.json carries (rope_theta, rope_scaling) too, which is what the engine's loader reads.
+    # Keep the keys Llama 3.2's published config.json carries (rope_theta, rope_scaling), which is what the
+    # engine's loader reads, whatever form this transformers version wrote.
     cpath = os.path.join(mdir, "config.json")
     conf = json.load(open(cpath))
-    if not conf.get("rope_theta"):
-        conf["rope_theta"] = 500000.0
-    if not conf.get("rope_scaling"):
-        conf["rope_scaling"] = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-                                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    conf["rope_theta"] = 500000.0
+    conf["rope_scaling"] = rope
     json.dump(conf, open(cpath, "w"), indent=1)
     print(f"model: {a.layers} layers, saved to {mdir} in {time.time() - t0:.1f} s", flush=True)
     g = torch.Generator().manual_seed(99)

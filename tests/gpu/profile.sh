@@ -11,6 +11,7 @@ B=${BUILD:-build-gpu}
 WORK=${WORK:-/tmp/llm_gpu_bench}
 RES=${OUT:-$WORK}
 DTYPES=${DTYPES:-"bf16 q4_0"}
+STAGES=${STAGES:-"$DTYPES"} # the dtypes whose synchronised stage times are wanted
 mkdir -p "$WORK" "$RES"
 . tests/gpu/gpu_env.sh
 bench() { "$B/bench/gpu_decode_bench" --model "$model" --prompt 128 --steps 16 "$@" 2>&1 | grep -v "^cuda: \(NVIDIA\|uploaded\|KV pool\)"; }
@@ -20,19 +21,23 @@ for dt in $DTYPES; do
     [ -f "$model" ] || "$B/llm-engine" gen-model --preset llama-3.2-3b --dtype "$dt" --out "$model" >/dev/null ||
         { echo "error: gen-model $dt"; continue; }
     {
+      if echo " $STAGES " | grep -q " $dt "; then
         echo "== $dt: stage times, synchronised (graphs off)"
         for b in 1 8 256; do
             echo "-- batch $b"
             LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1 bench --batches "$b" --prefill ""
         done
+        echo "-- batch 256, the tiled attention kernel for decode too (LLM_CUDA_ATT_DECODE=0)"
+        LLM_CUDA_ATT_DECODE=0 LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1 bench --batches 256 --prefill ""
         echo "-- prefill 1x2048"
         LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1 bench --batches "" --prefill 1x2048
+      fi
         echo "== $dt: GEMV up to N tokens, cuBLAS above (graphs on)"
         var=LLM_CUDA_GEMV_MAX
         [ "$dt" = q4_0 ] || [ "$dt" = q8_0 ] && var=LLM_CUDA_GEMV_MAX_Q
         for g in 0 1 2 4 8 16 32; do
             echo "-- $var=$g"
-            env "$var=$g" bench --batches 1,2,4,8,16,32 --prefill "" | grep "^decode"
+            (export "$var=$g"; bench --batches 1,2,4,8,16,32 --prefill "" | grep "^decode")
         done
         NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
         if [ -n "$NSYS" ]; then

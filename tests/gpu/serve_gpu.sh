@@ -60,10 +60,13 @@ req POST /v1/chat/completions '{"messages":[{"role":"user","content":"Say hello.
 echo
 echo "== load through nginx ($BACKEND, $MAX_TOKENS tokens per request, engine: $ENGINE_ARGS)"
 # shellcheck disable=SC2086 # LEVELS is a list
+fails=0
 bench/serve_load/levels.sh "$B/serve_load" "$PORT" "$MAX_TOKENS" "Once upon a time" $LEVELS ||
-    echo "FAIL: load generator"
+    { echo "FAIL: load generator"; fails=1; }
 echo "== /metrics (engine series)"
 req GET /metrics "" | grep -E "^llm_(requests_(finished|failed)_total|generation_tokens_total|oom_shrinks_total|preemptions_total) "
 echo "== engine log (tail)"
 tail -5 "$RUN/logs/engine.log"
-grep -E "\[(alert|crit|emerg)\]" "$RUN/logs/error.log" | head -5
+alerts=$(grep -E "\[(alert|crit|emerg)\]" "$RUN/logs/error.log" | head -5)
+[ -z "$alerts" ] || { echo "$alerts"; echo "FAIL: nginx logged alerts"; fails=1; }
+exit $fails
