@@ -40,7 +40,9 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
 fi
 
 peer="$SH/peers/torch_cudagraph_decode.py"
-if [ -f "$peer" ]; then
+if [ "${PEER:-1}" = 0 ]; then
+    echo "peer skipped (PEER=0)"
+elif [ -f "$peer" ]; then
     echo "== peer: PyTorch + cuBLAS + CUDA Graph, bf16 (context <= 512)"
     PYTHONUNBUFFERED=1 python3 "$peer" 2>&1 | tail -1 | tee "$RES/peer_torch_cudagraph.txt"
 else

@@ -46,16 +46,22 @@ def make(a):
     torch.set_default_device("cuda")
     model = LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
     torch.set_default_device("cpu")
-    # The frequencies transformers really uses must be the llama3-scaled ones config.json will describe
-    # (an earlier run silently got unscaled ones: our logits drifted from its with the position).
+    # The frequencies transformers uses must be the llama3-scaled ones config.json will describe.
     rot = getattr(model.model, "rotary_emb", None) or getattr(model.model.layers[0].self_attn, "rotary_emb")
-    inv = rot.inv_freq.float().cpu().numpy()
     want = llama3_inv_freq(500000.0, 128, rope)
-    rel = float(np.abs(inv - want).max() / np.abs(want).max())
+    got = rot.inv_freq.float().cpu().numpy()
+    rel = float(np.abs(got - want).max() / np.abs(want).max())  # within bf16 rounding: llama3 scaling taken
+    # model.to(bfloat16) also rounds the inv_freq buffer to bf16 (relative error up to 2^-9), and .float()
+    # later cannot undo it: the reference's angles then drift from the true ones with the position (what the
+    # first H200 run showed: cosine 0.9997 at positions 0-31 falling to 0.96 at 224-255, our CPU and CUDA
+    # backends agreeing with each other). The engine computes its tables in float32: restore them.
+    rot.inv_freq = torch.tensor(want, dtype=torch.float32, device=rot.inv_freq.device)
+    if hasattr(rot, "original_inv_freq"):
+        rot.original_inv_freq = rot.inv_freq
     scaling = getattr(rot, "attention_scaling", 1.0)
-    print(f"transformers {transformers.__version__}: rope inv_freq vs llama3 formula max rel diff {rel:.2e}, "
-          f"attention_scaling {scaling}", flush=True)
-    if rel > 1e-5 or abs(float(scaling) - 1.0) > 1e-6:
+    print(f"transformers {transformers.__version__}: rope inv_freq (as the bf16 model held it) vs the llama3 "
+          f"formula: max rel diff {rel:.2e}; restored to float32; attention_scaling {scaling}", flush=True)
+    if rel > 4e-3 or abs(float(scaling) - 1.0) > 1e-6:
         print("FAIL: transformers did not take the llama3 RoPE settings")
         sys.exit(1)
     with torch.no_grad():  # norms away from 1 so their weights matter
