@@ -32,6 +32,14 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
         --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
 fi
 
+# Decode with the argmax on the device (only ids come back), as the server runs plain greedy requests;
+# the rows above copy every row's logits to the host.
+if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ARGMAX:-1}" = 1 ]; then
+    echo "== llama-3.2-3b bf16, on-device argmax (--argmax 1)"
+    "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32,128,256 --argmax 1 \
+        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_argmax.txt"
+fi
+
 # Decode attention through the tiled (prefill-shaped) kernel instead of the register kernel: what it buys.
 if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
     echo "== llama-3.2-3b bf16, decode attention through the tiled kernel (LLM_CUDA_ATT_DECODE=0)"

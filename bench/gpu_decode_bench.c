@@ -1,10 +1,11 @@
 /* Drives a backend directly (no scheduler) to time the GPU paths:
  *   gpu_decode_bench --model PATH [--backend cuda|cpu] [--batches 1,8,32,128,256] [--prompt 128]
- *                    [--steps 32] [--prefill 1x2048,8x512]
+ *                    [--steps 32] [--prefill 1x2048,8x512] [--argmax 1]
  * Prints the load time, prefill tokens/s per shape (N sequences x L tokens in one step, logits of each
  * sequence's last token), and for each batch size B: B sequences prefilled with --prompt tokens, then
  * --steps decode steps of B tokens (logits of all B copied to the host, as the engine needs them for
- * sampling); median time per step = time per output token, and B / that = tokens/s. The bandwidth floor
+ * sampling; with --argmax 1 only each row's argmax id and logprob come back, through the backend's
+ * forward_argmax, as for plain greedy requests in the server); median time per step = time per output token, and B / that = tokens/s. The bandwidth floor
  * is the model's weight bytes read once per step at 4.2 TB/s (H200). Figures, never pass/fail. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,8 @@ typedef struct {
     uint8_t *want;
     float *logits;
     int cap;
+    int argmax;              /* decode through be->forward_argmax (ids only, as greedy requests run) */
+    llm_argmax_out am;
 } bench;
 
 /* One step: sequences s0..s0+ns-1, each with `len` tokens starting at position p0; logits of the last
@@ -67,6 +70,8 @@ static int step(bench *b, int s0, int ns, int p0, int len, llm_err *err)
             b->want[k] = i == len - 1;
         }
     llm_batch bt = { n, b->tok, b->pos, b->seq, b->want, s0 + ns, b->views };
+    if (b->argmax && len == 1)
+        return b->be->forward_argmax(b->be, &bt, &b->am, b->logits, err);
     return b->be->ops->forward(b->be, &bt, b->logits, err);
 }
 
@@ -76,9 +81,10 @@ int main(int argc, char **argv)
     const char *batches = arg(argc, argv, "--batches", "1,8,32,128,256");
     const char *prefills = arg(argc, argv, "--prefill", "1x2048,8x512");
     int prompt = atoi(arg(argc, argv, "--prompt", "128")), steps = atoi(arg(argc, argv, "--steps", "32"));
+    int argmax = atoi(arg(argc, argv, "--argmax", "0"));
     if (path == NULL || prompt < 1 || steps < 1) {
         fprintf(stderr, "usage: gpu_decode_bench --model PATH [--backend cuda|cpu] [--batches 1,8,32,128,256] "
-                        "[--prompt 128] [--steps 32] [--prefill 1x2048,8x512]\n");
+                        "[--prompt 128] [--steps 32] [--prefill 1x2048,8x512] [--argmax 1]\n");
         return 2;
     }
     int bl[32], nb = 0, max_b = 1, pn[16], pl[16], np = 0, max_tok = 1, max_len = prompt + steps + 8;
@@ -150,7 +156,17 @@ int main(int argc, char **argv)
     b.seq = malloc((size_t)max_tok * sizeof(int32_t));
     b.want = malloc((size_t)max_tok);
     b.logits = malloc((size_t)max_b * b.V * sizeof(float));
-    if (!b.tables || !b.views || !b.tok || !b.pos || !b.seq || !b.want || !b.logits) {
+    b.argmax = argmax && b.be != NULL && b.be->forward_argmax != NULL;
+    if (argmax && !b.argmax)
+        fprintf(stderr, "bench: this backend has no on-device argmax; --argmax ignored\n");
+    uint8_t *am_only = malloc((size_t)max_tok);
+    if (am_only != NULL)
+        memset(am_only, 1, (size_t)max_tok);
+    b.am.argmax_only = am_only;
+    b.am.ids = malloc((size_t)max_tok * sizeof(int32_t));
+    b.am.logprob = malloc((size_t)max_tok * sizeof(float));
+    if (!b.tables || !b.views || !b.tok || !b.pos || !b.seq || !b.want || !b.logits || !am_only || !b.am.ids ||
+        !b.am.logprob) {
         fprintf(stderr, "error: out of memory\n");
         return 1;
     }
@@ -208,6 +224,7 @@ int main(int argc, char **argv)
     }
     free(ts);
     free(b.tables); free(b.views); free(b.tok); free(b.pos); free(b.seq); free(b.want); free(b.logits);
+    free(am_only); free(b.am.ids); free(b.am.logprob);
     llm_backend_free(b.be);
     llm_model_free(m);
     return 0;

@@ -305,10 +305,12 @@ static int cu_init(llm_backend *b, llm_err *err)
     st->mm.stream = st->stream;
     /* GEMV (fused dequantisation) up to this many tokens, cuBLAS above. Measured on the H200 (3B preset,
      * tests/gpu/profile.sh): bf16 cuBLAS wins from 2 tokens (batch 8: 4.1 vs 9.6 ms a step); Q4_0's GEMV
-     * up to 4 (cuBLAS first dequantises every matrix: 18 ms a step at any batch). */
+     * up to 4 (cuBLAS first dequantises every matrix: 18 ms a step at any batch); Q8_0's GEMV at 8 tokens
+     * (16.1 ms) still beat its cuBLAS path at 32 (18.5 ms), so it keeps 8. */
     const char *gm = getenv("LLM_CUDA_GEMV_MAX"), *gq = getenv("LLM_CUDA_GEMV_MAX_Q");
     st->mm.gemv_max = gm != NULL ? atoi(gm) : 1;
-    st->mm.gemv_max_q = gq != NULL ? atoi(gq) : 4;
+    st->mm.gemv_max_q8 = gq != NULL ? atoi(gq) : CU_GEMV_MAX_TOKENS;
+    st->mm.gemv_max_q4 = gq != NULL ? atoi(gq) : 4;
     /* A fixed cuBLAS workspace: without one, cuBLAS may allocate inside a graph capture. */
     if ((e = cudaMalloc(&st->blas_ws, CU_BLAS_WS_BYTES)) != cudaSuccess ||
         cublasSetWorkspace(st->mm.blas, st->blas_ws, CU_BLAS_WS_BYTES) != CUBLAS_STATUS_SUCCESS) {

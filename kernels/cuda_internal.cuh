@@ -81,7 +81,7 @@ typedef struct {
     int            nomem;      /* set when a scratch allocation failed (forward reports LLM_BACKEND_NOMEM) */
     unsigned       gen;        /* bumped whenever act16 or deq moves (captured graphs point at them) */
     int            gemv_max;   /* float weights: at most this many tokens take the GEMV (LLM_CUDA_GEMV_MAX) */
-    int            gemv_max_q; /* quantised weights: the same (LLM_CUDA_GEMV_MAX_Q) */
+    int            gemv_max_q8, gemv_max_q4; /* Q8_0 / Q4_0 weights: the same (LLM_CUDA_GEMV_MAX_Q sets both) */
 } cu_mm_ctx;
 
 int  cuda_gemv_ok(const cu_mat *W, int ldx);

@@ -274,8 +274,10 @@ static int grow(void **p, size_t *cap, size_t need, cudaStream_t st, unsigned *g
 
 int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
-    if (W->type == LLM_Q8_0 || W->type == LLM_Q4_0)
-        return n <= c->gemv_max_q;
+    if (W->type == LLM_Q8_0)
+        return n <= c->gemv_max_q8;
+    if (W->type == LLM_Q4_0)
+        return n <= c->gemv_max_q4;
     return n <= (W->type == LLM_F32 ? CU_GEMV_MAX_TOKENS : c->gemv_max);
 }
 
