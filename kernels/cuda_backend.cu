@@ -18,62 +18,9 @@
 #define CU_MAX_TOKENS 65535 /* attention grid.z limit on work items */
 #define CU_BLAS_WS_BYTES (32 << 20) /* what NVIDIA suggests for Hopper */
 
-static int check_tensor(const llm_tensor *t, const char *what, int layer, int64_t cols, int64_t rows, int f32_only,
-                        llm_err *err)
-{
-    int ty = (int)t->type;
-    if (t->data == NULL || !(ty == LLM_F32 || ty == LLM_F16 || ty == LLM_BF16 || ty == LLM_Q8_0 || ty == LLM_Q4_0)) {
-        llm_err_set(err, "cuda backend: tensor %s (layer %d) is missing or has an unsupported type", what, layer);
-        return -1;
-    }
-    if (t->ne[0] != cols || t->ne[1] != rows) {
-        llm_err_set(err, "cuda backend: tensor %s (layer %d) is %lldx%lld, expected %lldx%lld", what, layer,
-                    (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
-        return -1;
-    }
-    if (f32_only && ty != LLM_F32) {
-        llm_err_set(err, "cuda backend: norm %s (layer %d) must be f32", what, layer);
-        return -1;
-    }
-    if ((ty == LLM_Q8_0 || ty == LLM_Q4_0) && cols % LLM_QK != 0) {
-        llm_err_set(err, "cuda backend: tensor %s (layer %d): row of %lld is not a whole number of blocks", what,
-                    layer, (long long)cols);
-        return -1;
-    }
-    return 0;
-}
-
 static int check_model(const llm_model *m, llm_err *err)
 {
-    const llm_config *c = &m->cfg;
-    if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 ||
-        c->head_dim <= 0 || (c->head_dim & 1) || c->vocab_size <= 0 || c->seq_len <= 0 ||
-        c->n_heads % c->n_kv_heads != 0 || m->layers == NULL) {
-        llm_err_set(err, "cuda backend: invalid model configuration (dim %d, hidden %d, layers %d, heads %d/%d, "
-                    "head_dim %d, vocab %d, seq_len %d)", c->dim, c->hidden_dim, c->n_layers, c->n_heads,
-                    c->n_kv_heads, c->head_dim, c->vocab_size, c->seq_len);
-        return -1;
-    }
-    int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
-    const llm_tensor *cls = c->tied_embeddings || m->output.data == NULL ? &m->tok_embd : &m->output;
-    if (check_tensor(&m->tok_embd, "token_embd", -1, c->dim, c->vocab_size, 0, err) ||
-        check_tensor(&m->out_norm, "output_norm", -1, c->dim, 1, 1, err) ||
-        check_tensor(cls, "output", -1, c->dim, c->vocab_size, 0, err))
-        return -1;
-    for (int l = 0; l < c->n_layers; l++) {
-        const llm_layer *L = &m->layers[l];
-        if (check_tensor(&L->attn_norm, "attn_norm", l, c->dim, 1, 1, err) ||
-            check_tensor(&L->wq, "attn_q", l, c->dim, qd, 0, err) ||
-            check_tensor(&L->wk, "attn_k", l, c->dim, kvd, 0, err) ||
-            check_tensor(&L->wv, "attn_v", l, c->dim, kvd, 0, err) ||
-            check_tensor(&L->wo, "attn_output", l, qd, c->dim, 0, err) ||
-            check_tensor(&L->ffn_norm, "ffn_norm", l, c->dim, 1, 1, err) ||
-            check_tensor(&L->w_gate, "ffn_gate", l, c->dim, c->hidden_dim, 0, err) ||
-            check_tensor(&L->w_up, "ffn_up", l, c->dim, c->hidden_dim, 0, err) ||
-            check_tensor(&L->w_down, "ffn_down", l, c->hidden_dim, c->dim, 0, err))
-            return -1;
-    }
-    return 0;
+    return llm_model_check(m, "cuda backend", err);
 }
 
 typedef struct {
@@ -339,39 +286,11 @@ static int cu_init(llm_backend *b, llm_err *err)
 /* Host-side checks, as the CPU backend makes them: nothing out of range reaches a kernel. */
 static int check_batch(const cu_state *st, const llm_batch *b, llm_err *err)
 {
-    const llm_config *c = &st->m->cfg;
-    if (b->n_tokens <= 0 || b->tokens == NULL || b->pos == NULL || b->seq == NULL || b->want_logits == NULL ||
-        b->n_seqs <= 0 || b->seqs == NULL) {
-        llm_err_set(err, "cuda backend: empty or incomplete batch");
-        return -1;
-    }
     if (b->n_tokens > CU_MAX_TOKENS) {
         llm_err_set(err, "cuda backend: a step of %d tokens is more than %d", b->n_tokens, CU_MAX_TOKENS);
         return -1;
     }
-    for (int i = 0; i < b->n_tokens; i++) {
-        int tok = b->tokens[i], pos = b->pos[i], s = b->seq[i];
-        if (tok < 0 || tok >= c->vocab_size) {
-            llm_err_set(err, "cuda backend: token %d at batch index %d is outside the vocabulary of %d", tok, i,
-                        c->vocab_size);
-            return -1;
-        }
-        if (s < 0 || s >= b->n_seqs) {
-            llm_err_set(err, "cuda backend: batch index %d names sequence %d of %d", i, s, b->n_seqs);
-            return -1;
-        }
-        if (pos < 0 || pos >= c->seq_len) {
-            llm_err_set(err, "cuda backend: position %d at batch index %d is outside the context of %d", pos, i,
-                        c->seq_len);
-            return -1;
-        }
-        const llm_seq_view *v = &b->seqs[s];
-        if (v->blocks == NULL || pos / st->block_size >= v->n_blocks) {
-            llm_err_set(err, "cuda backend: sequence %d's block table does not cover position %d", s, pos);
-            return -1;
-        }
-    }
-    return 0;
+    return llm_batch_check(b, &st->m->cfg, st->block_size, st->kv_blocks, "cuda backend", err);
 }
 
 static int grow_dev(cu_state *st, void **p, size_t *cap, size_t need)

@@ -32,6 +32,7 @@
 
 extern "C" {
 #include "backend.h"
+#include "backend_util.h"
 }
 
 /* The shared object stands alone (llm-engine does not export libllm's

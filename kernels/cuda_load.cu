@@ -220,27 +220,6 @@ static const float *upload_vec(cu_state *st, uploader *u, const llm_tensor *t, l
     return (const float *)M.w;
 }
 
-/* Frequency i of head_dim/2 (the CPU backend's rope.c: Llama 3 scaling or rope_freqs divisors). */
-static double rope_freq(const llm_model *m, int i)
-{
-    const llm_config *c = &m->cfg;
-    double freq = pow((double)c->rope_theta, -2.0 * i / (double)c->head_dim);
-    if (m->rope_freqs != NULL)
-        return freq / (double)m->rope_freqs[i];
-    if (!c->rope_scaling)
-        return freq;
-    double factor = c->rope_factor, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
-    double old_ctx = c->rope_orig_ctx;
-    double low_wavelen = old_ctx / lo, high_wavelen = old_ctx / hi;
-    double wavelen = 2.0 * M_PI / freq;
-    if (wavelen < high_wavelen)
-        return freq;
-    if (wavelen > low_wavelen)
-        return freq / factor;
-    double smooth = (old_ctx / wavelen - lo) / (hi - lo);
-    return (1.0 - smooth) * freq / factor + smooth * freq;
-}
-
 static int upload_rope(cu_state *st, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
@@ -255,7 +234,7 @@ static int upload_rope(cu_state *st, llm_err *err)
         return -1;
     }
     for (int i = 0; i < half; i++)
-        freq[i] = rope_freq(st->m, i);
+        freq[i] = llm_rope_freq(st->m, i);
     for (int p = 0; p < c->seq_len; p++)
         for (int i = 0; i < half; i++) {
             double a = p * freq[i];

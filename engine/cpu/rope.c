@@ -2,29 +2,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "backend_util.h"
 #include "cpu/cpu_backend.h"
-
-/* Frequency i of head_dim/2 after Llama 3 scaling (Hugging Face's
- * _compute_llama3_parameters) or llama.cpp's rope_freqs divisors. */
-static double rope_freq(const llm_model *m, int i)
-{
-    const llm_config *c = &m->cfg;
-    double freq = pow((double)c->rope_theta, -2.0 * i / (double)c->head_dim);
-    if (m->rope_freqs != NULL)
-        return freq / (double)m->rope_freqs[i];
-    if (!c->rope_scaling)
-        return freq;
-    double factor = c->rope_factor, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
-    double old_ctx = c->rope_orig_ctx;
-    double low_wavelen = old_ctx / lo, high_wavelen = old_ctx / hi;
-    double wavelen = 2.0 * M_PI / freq;
-    if (wavelen < high_wavelen)
-        return freq;
-    if (wavelen > low_wavelen)
-        return freq / factor;
-    double smooth = (old_ctx / wavelen - lo) / (hi - lo);
-    return (1.0 - smooth) * freq / factor + smooth * freq;
-}
 
 int cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos)
 {
@@ -40,7 +19,7 @@ int cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos)
         return -1;
     }
     for (int i = 0; i < half; i++)
-        freq[i] = rope_freq(m, i);
+        freq[i] = llm_rope_freq(m, i);
     for (int p = 0; p < n_pos; p++)
         for (int i = 0; i < half; i++) {
             double a = p * freq[i];

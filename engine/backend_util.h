@@ -1,0 +1,145 @@
+/* What every backend checks and computes the same way: the model and batch
+ * contracts of backend.h and the RoPE frequencies. Header-only because the CUDA library
+ * (kernels/, a separate .so) links nothing from libllm. */
+#ifndef LLM_BACKEND_UTIL_H
+#define LLM_BACKEND_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "model.h"
+
+/* Frequency i of head_dim/2 after Llama 3 scaling (Hugging Face's
+ * _compute_llama3_parameters) or llama.cpp's rope_freqs divisors. */
+static inline double llm_rope_freq(const llm_model *m, int i)
+{
+    const llm_config *c = &m->cfg;
+    double freq = pow((double)c->rope_theta, -2.0 * i / (double)c->head_dim);
+    if (m->rope_freqs != NULL)
+        return freq / (double)m->rope_freqs[i];
+    if (!c->rope_scaling)
+        return freq;
+    double factor = c->rope_factor, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
+    double old_ctx = c->rope_orig_ctx;
+    double low_wavelen = old_ctx / lo, high_wavelen = old_ctx / hi;
+    double wavelen = 6.283185307179586 / freq;
+    if (wavelen < high_wavelen)
+        return freq;
+    if (wavelen > low_wavelen)
+        return freq / factor;
+    double smooth = (old_ctx / wavelen - lo) / (hi - lo);
+    return (1.0 - smooth) * freq / factor + smooth * freq;
+}
+
+/* A batch a backend may run: tokens in the vocabulary, sequences named, positions in the context and
+ * covered by their block tables, block ids inside the pool of kv_blocks. 0, or -1 with err filled
+ * ("<who>: ..."). */
+static inline int llm_batch_check(const llm_batch *b, const llm_config *c, int block_size, int kv_blocks,
+                                  const char *who, llm_err *err)
+{
+    if (b->n_tokens <= 0 || b->tokens == NULL || b->pos == NULL || b->seq == NULL || b->want_logits == NULL ||
+        b->n_seqs <= 0 || b->seqs == NULL) {
+        snprintf(err->msg, sizeof(err->msg), "%s: empty or incomplete batch", who);
+        return -1;
+    }
+    for (int i = 0; i < b->n_tokens; i++) {
+        int tok = b->tokens[i], pos = b->pos[i], s = b->seq[i];
+        if (tok < 0 || tok >= c->vocab_size) {
+            snprintf(err->msg, sizeof(err->msg), "%s: token %d at batch index %d is outside the vocabulary of %d",
+                     who, tok, i, c->vocab_size);
+            return -1;
+        }
+        if (s < 0 || s >= b->n_seqs) {
+            snprintf(err->msg, sizeof(err->msg), "%s: batch index %d names sequence %d of %d", who, i, s, b->n_seqs);
+            return -1;
+        }
+        if (pos < 0 || pos >= c->seq_len) {
+            snprintf(err->msg, sizeof(err->msg), "%s: position %d at batch index %d is outside the context of %d",
+                     who, pos, i, c->seq_len);
+            return -1;
+        }
+        const llm_seq_view *v = &b->seqs[s];
+        if (v->blocks == NULL || pos / block_size >= v->n_blocks) {
+            snprintf(err->msg, sizeof(err->msg), "%s: sequence %d's block table does not cover position %d", who,
+                     s, pos);
+            return -1;
+        }
+        for (int k = 0; k <= pos / block_size; k++)
+            if (v->blocks[k] < 0 || v->blocks[k] >= kv_blocks) {
+                snprintf(err->msg, sizeof(err->msg), "%s: sequence %d uses KV block %d of a pool of %d", who, s,
+                         v->blocks[k], kv_blocks);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* A weight a backend can run: present, of a known type, of the expected shape (cols x rows), F32 where
+ * f32_only (norms), and a whole number of blocks per row for the block types. */
+static inline int llm_tensor_check(const llm_tensor *t, const char *what, int layer, int64_t cols, int64_t rows,
+                                   int f32_only, const char *who, llm_err *err)
+{
+    int ty = (int)t->type;
+    if (t->data == NULL || !(ty == LLM_F32 || ty == LLM_F16 || ty == LLM_BF16 || ty == LLM_Q8_0 || ty == LLM_Q4_0)) {
+        snprintf(err->msg, sizeof(err->msg), "%s: tensor %s (layer %d) is missing or has an unknown type", who,
+                 what, layer);
+        return -1;
+    }
+    if (t->ne[0] != cols || t->ne[1] != rows) {
+        snprintf(err->msg, sizeof(err->msg), "%s: tensor %s (layer %d) is %lldx%lld, expected %lldx%lld", who,
+                 what, layer, (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
+        return -1;
+    }
+    if (f32_only && ty != LLM_F32) {
+        snprintf(err->msg, sizeof(err->msg), "%s: norm %s (layer %d) must be f32", who, what, layer);
+        return -1;
+    }
+    if ((ty == LLM_Q8_0 || ty == LLM_Q4_0) && cols % LLM_QK != 0) {
+        snprintf(err->msg, sizeof(err->msg), "%s: tensor %s (layer %d): row of %lld is not a whole number of "
+                 "blocks of %d", who, what, layer, (long long)cols, LLM_QK);
+        return -1;
+    }
+    return 0;
+}
+
+/* The tensor the classifier uses: the embeddings when tied (or no output matrix). */
+static inline const llm_tensor *llm_classifier(const llm_model *m)
+{
+    return m->cfg.tied_embeddings || m->output.data == NULL ? &m->tok_embd : &m->output;
+}
+
+/* A model a backend can run: a sane configuration and every weight checked as above. */
+static inline int llm_model_check(const llm_model *m, const char *who, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 ||
+        c->head_dim <= 0 || (c->head_dim & 1) || c->vocab_size <= 0 || c->seq_len <= 0 ||
+        c->n_heads % c->n_kv_heads != 0 || m->layers == NULL) {
+        snprintf(err->msg, sizeof(err->msg), "%s: invalid model configuration (dim %d, hidden %d, layers %d, "
+                 "heads %d/%d, head_dim %d, vocab %d, seq_len %d)", who, c->dim, c->hidden_dim, c->n_layers,
+                 c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size, c->seq_len);
+        return -1;
+    }
+    int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    if (llm_tensor_check(&m->tok_embd, "token_embd", -1, c->dim, c->vocab_size, 0, who, err) ||
+        llm_tensor_check(&m->out_norm, "output_norm", -1, c->dim, 1, 1, who, err) ||
+        llm_tensor_check(llm_classifier(m), "output", -1, c->dim, c->vocab_size, 0, who, err))
+        return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        const llm_layer *L = &m->layers[l];
+        if (llm_tensor_check(&L->attn_norm, "attn_norm", l, c->dim, 1, 1, who, err) ||
+            llm_tensor_check(&L->wq, "attn_q", l, c->dim, qd, 0, who, err) ||
+            llm_tensor_check(&L->wk, "attn_k", l, c->dim, kvd, 0, who, err) ||
+            llm_tensor_check(&L->wv, "attn_v", l, c->dim, kvd, 0, who, err) ||
+            llm_tensor_check(&L->wo, "attn_output", l, qd, c->dim, 0, who, err) ||
+            llm_tensor_check(&L->ffn_norm, "ffn_norm", l, c->dim, 1, 1, who, err) ||
+            llm_tensor_check(&L->w_gate, "ffn_gate", l, c->dim, c->hidden_dim, 0, who, err) ||
+            llm_tensor_check(&L->w_up, "ffn_up", l, c->dim, c->hidden_dim, 0, who, err) ||
+            llm_tensor_check(&L->w_down, "ffn_down", l, c->hidden_dim, c->dim, 0, who, err))
+            return -1;
+    }
+    return 0;
+}
+
+#endif
