@@ -32,6 +32,16 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
         --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
 fi
 
+# Q8_0 / Q4_0 GEMVs on int8 activations (dp4a) instead of float ones: off by default until this row says.
+if [ "${DP4A:-1}" = 1 ]; then
+    for dt in q8_0 q4_0; do
+        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
+        echo "== llama-3.2-3b $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
+        LLM_CUDA_GEMV_DP4A=1 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,2,4,8 \
+            --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_dp4a.txt"
+    done
+fi
+
 # Decode with the argmax on the device (only ids come back), as the server runs plain greedy requests;
 # the rows above copy every row's logits to the host.
 if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ARGMAX:-1}" = 1 ]; then

@@ -64,6 +64,8 @@ static void cu_destroy(llm_backend *b)
     cudaFreeHost(st->hint);
     cudaFree(st->mm.act16);
     cudaFree(st->mm.deq);
+    cudaFree(st->mm.xq);
+    cudaFree(st->mm.xds);
     cudaFree(st->blas_ws);
     cudaFree(st->kv.k);
     cudaFree(st->kv.v);
@@ -258,6 +260,20 @@ static int cu_init(llm_backend *b, llm_err *err)
     st->mm.gemv_max = gm != NULL ? atoi(gm) : 1;
     st->mm.gemv_max_q8 = gq != NULL ? atoi(gq) : CU_GEMV_MAX_TOKENS;
     st->mm.gemv_max_q4 = gq != NULL ? atoi(gq) : 4;
+    const char *dp = getenv("LLM_CUDA_GEMV_DP4A");
+    if (dp != NULL && strcmp(dp, "1") == 0) { /* off by default until measured against the float GEMV */
+        const llm_config *cf = &st->m->cfg;
+        int kmax = cf->dim > cf->hidden_dim ? cf->dim : cf->hidden_dim;
+        kmax = kmax > cf->n_heads * cf->head_dim ? kmax : cf->n_heads * cf->head_dim;
+        size_t nbq = (size_t)CU_GEMV_MAX_TOKENS * (size_t)kmax;
+        if (cudaMalloc((void **)&st->mm.xq, nbq) == cudaSuccess &&
+            cudaMalloc((void **)&st->mm.xds, nbq / LLM_QK * 2 * sizeof(float)) == cudaSuccess) {
+            st->mm.dp4a = 1;
+            st->mm.xq_k = kmax;
+        } else {
+            fprintf(stderr, "cuda: no memory for int8 activations: LLM_CUDA_GEMV_DP4A ignored\n");
+        }
+    }
     /* A fixed cuBLAS workspace: without one, cuBLAS may allocate inside a graph capture. */
     if ((e = cudaMalloc(&st->blas_ws, CU_BLAS_WS_BYTES)) != cudaSuccess ||
         cublasSetWorkspace(st->mm.blas, st->blas_ws, CU_BLAS_WS_BYTES) != CUBLAS_STATUS_SUCCESS) {

@@ -17,6 +17,8 @@
 #define LLM_CUDA_EMU_H
 
 #include <functional>
+#include <tuple>
+#include <type_traits>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +32,8 @@ struct dim3 {
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(8) float2 { float x, y; };
+static inline float2 make_float2(float x, float y) { float2 v; v.x = x; v.y = y; return v; }
 struct __half { uint16_t b; };
 struct __nv_bfloat16 { uint16_t b; };
 
@@ -58,8 +62,18 @@ void  cu_emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> bo
 typedef struct cu_emu_stream *cudaStream_t;
 void  cu_emu_launch_on(cudaStream_t s, dim3 grid, dim3 block, size_t smem, std::function<void()> body);
 
+/* Arguments are converted to the kernel's parameter types and copied when the launch is made, as
+ * CUDA does: a captured launch must not read an argument expression (e.g. `*ti` through a pointer to a
+ * caller's local) again when the graph replays. */
+template <typename... P, typename... A>
+static inline void cu_emu_launch_args(cudaStream_t s, dim3 grid, dim3 block, size_t smem, void (*k)(P...),
+                                      A &&...args)
+{
+    std::tuple<typename std::decay<P>::type...> frozen(std::forward<A>(args)...);
+    cu_emu_launch_on(s, grid, block, smem, [=]() { std::apply(k, frozen); });
+}
 #define CU_LAUNCH(k, grid, block, smem, stream, ...) \
-    cu_emu_launch_on((stream), dim3(grid), dim3(block), (size_t)(smem), [=]() { k(__VA_ARGS__); })
+    cu_emu_launch_args((stream), dim3(grid), dim3(block), (size_t)(smem), k, __VA_ARGS__)
 #define CU_DYN_SMEM(name) float *name = cu_emu_dyn_smem()
 
 /* ---- device intrinsics ---- */
@@ -67,6 +81,13 @@ template <typename T> static inline T __ldg(const T *p) { return *p; }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static inline int min(int a, int b) { return a < b ? a : b; }
+/* c + the dot product of a's and b's four signed bytes */
+static inline int __dp4a(int a, int b, int c)
+{
+    for (int i = 0; i < 4; i++)
+        c += (int)(int8_t)(a >> (8 * i)) * (int)(int8_t)(b >> (8 * i));
+    return c;
+}
 static inline __half __ushort_as_half(uint16_t b) { __half h; h.b = b; return h; }
 float  __half2float(__half h);
 __half __float2half_rn(float f);

@@ -83,6 +83,11 @@ typedef struct {
     unsigned       gen;        /* bumped whenever act16 or deq moves (captured graphs point at them) */
     int            gemv_max;   /* float weights: at most this many tokens take the GEMV (LLM_CUDA_GEMV_MAX) */
     int            gemv_max_q8, gemv_max_q4; /* Q8_0 / Q4_0 weights: the same (LLM_CUDA_GEMV_MAX_Q sets both) */
+    /* LLM_CUDA_GEMV_DP4A=1: Q8_0/Q4_0 GEMVs on int8 activations (dp4a), as the CPU backend computes them */
+    int            dp4a;
+    int8_t        *xq;         /* [CU_GEMV_MAX_TOKENS][xq_k] quantised activations */
+    float         *xds;        /* [CU_GEMV_MAX_TOKENS][xq_k / 32][2]: scale d, d * sum of the block's quants */
+    int            xq_k;       /* widest K they hold */
 } cu_mm_ctx;
 
 int  cuda_gemv_ok(const cu_mat *W, int ldx);
