@@ -58,8 +58,8 @@ check "stories260K q8_0 (cpu quantises activations)" --model "$W/s260-q8_0.gguf"
 check "stories260K q4_0 (cpu quantises activations)" --model "$W/s260-q4_0.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 0.6 --min-top1 0.95
 # LLM_CUDA_GEMV_DP4A=1: the GEMV on int8 activations quantised as the CPU does it, so one token per step
 # (where the CPU takes its Q8 path too) must agree to float rounding.
-LLM_CUDA_KV=f32 LLM_CUDA_GEMV_DP4A=1 check "stories260K q8_0, int8-activation GEMV" --model "$W/s260-q8_0.gguf" --positions 24 --gen 8 --chunk 1 --max-diff 1e-4 --min-top1 1
-LLM_CUDA_KV=f32 LLM_CUDA_GEMV_DP4A=1 check "stories260K q4_0, int8-activation GEMV" --model "$W/s260-q4_0.gguf" --positions 24 --gen 8 --chunk 1 --max-diff 1e-4 --min-top1 1
+LLM_CUDA_KV=f32 LLM_CUDA_GEMV_DP4A=1 check "stories260K q8_0, int8-activation GEMV" --model "$W/s260-q8_0.gguf" --positions 24 --gen 8 --chunk 1 --mixed 0 --max-diff 1e-4 --min-top1 1
+LLM_CUDA_KV=f32 LLM_CUDA_GEMV_DP4A=1 check "stories260K q4_0, int8-activation GEMV" --model "$W/s260-q4_0.gguf" --positions 24 --gen 8 --chunk 1 --mixed 0 --max-diff 1e-4 --min-top1 1
 # CUDA Graphs (kernels/cuda_graph.cu): part 4 of parity_logits decodes 1/3/6/13/20 of 20 sequences per step
 # (buckets 1, 4, 8, 16, 32; 16 and 32 capture cuBLAS) over positions crossing 64, 128 and 256. 64 emulated SMs
 # give buckets 1-16 several attention splits, so the split classes change along the way. The counters printed

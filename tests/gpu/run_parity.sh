@@ -35,7 +35,7 @@ run stories_f16 "$B/tests/gpu/parity_logits" --model "$WORK/stories260K-f16.gguf
 "$B/llm-engine" gen-model --from "$S260" --dtype q4_0 --out "$WORK/stories260K-q4_0.gguf" >/dev/null 2>&1 ||
     echo "warning: could not write the Q4_0 model"
 run stories_q4_dp4a env LLM_CUDA_KV=f32 LLM_CUDA_GEMV_DP4A=1 "$B/tests/gpu/parity_logits" \
-    --model "$WORK/stories260K-q4_0.gguf" --positions 64 --gen 16 --chunk 1 --max-diff 1e-3 --min-top1 1
+    --model "$WORK/stories260K-q4_0.gguf" --positions 64 --gen 16 --chunk 1 --mixed 0 --max-diff 1e-3 --min-top1 1
 # Decode through CUDA Graphs (buckets 1-32, split classes crossing 64/128/256 positions, real cuBLAS captured
 # at 16 and 32) plus the on-device argmax: parity part 4; the counters must show replays and no fallback.
 run stories_graphs bash -c "out=\$(LLM_CUDA_KV=f32 LLM_CUDA_STATS=1 '$B/tests/gpu/parity_logits' --model '$S260' \
