@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
 #define TC_KT 64       /* positions per K/V tile */
 #define TC_MAX_ROWS 64 /* query rows (tokens x group) per block at most */
 
-static inline int tc_rows(int q_tile, int group) { return (q_tile * group + 15) & ~15; }
+__host__ __device__ static inline int tc_rows(int q_tile, int group) { return (q_tile * group + 15) & ~15; }
 
 size_t cuda_att_tc_smem(int q_tile, int group, int head_dim)
 {
