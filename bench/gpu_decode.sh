@@ -57,6 +57,13 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
         --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_tiled_attention.txt"
 fi
 
+# Prefill attention through the scalar tiled kernel instead of the tensor-core one (attention_tc_kernel).
+if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ATT_SCALAR:-1}" = 1 ]; then
+    echo "== llama-3.2-3b bf16, prefill 1x2048 with the scalar attention (LLM_CUDA_ATT_TC=0)"
+    LLM_CUDA_ATT_TC=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches "" \
+        --prompt 128 --steps 32 --prefill 1x2048 2>&1 | tee "$RES/gpu_decode_bf16_scalar_prefill_attention.txt"
+fi
+
 peer="$SH/peers/torch_cudagraph_decode.py"
 if [ "${PEER:-1}" = 0 ]; then
     echo "peer skipped (PEER=0)"

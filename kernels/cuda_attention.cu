@@ -16,6 +16,9 @@
 #include <string.h>
 
 #include "cuda_internal.cuh"
+#ifndef CU_EMULATE
+#include <mma.h>
+#endif
 
 #define ATT_THREADS 128
 #define ATT_KT 32 /* positions per tile; equal to the warp size (softmax maps lane -> position) */
@@ -162,6 +165,236 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
         int t = it.t0 + r / a.group, h = g * a.group + r % a.group;
         float *w = a.ws + (((size_t)t * a.n_heads + h) * a.n_splits + split) * (size_t)(hd + 2);
         w[d] = acc[idx];
+        if (d == 0) {
+            w[hd] = mrow[r];
+            w[hd + 1] = lrow[r];
+        }
+    }
+}
+
+/* Prefill / mixed steps (plan q_tile > 1, head_dim a multiple of 16): the same work split as
+ * attention_kernel (a block per item x kv head x split, the item's tokens x group query rows sharing each
+ * K/V tile, online softmax, the same split-partials layout), with the two products on tensor cores
+ * (nvcuda::wmma 16x16x16, half inputs, float accumulation):
+ *   S = Q K^T  per 16x16 tile (Q pre-scaled and rounded to half, K tile as a col-major matrix_b) -> smem;
+ *   scale is in Q; causal mask + online softmax by one warp per row in smem, P rounded to half, the row of
+ *   the float output accumulator O (kept in smem) rescaled by exp(m_old - m_new) there;
+ *   O += P V   per 16x16 output tile (accumulator loaded from / stored to smem around the mma).
+ * Tiles of S and k-steps of P V whose positions all lie past the last position of their 16 rows are
+ * skipped (causal). Rows are padded to a multiple of 16 (zero queries, masked), keys to TC_KT (zero K/V).
+ * f32 caches are rounded to half on the way into shared memory (the scalar kernel keeps them float).
+ * Shared memory (RP = q_tile * group rounded up to 16, hd = head_dim), in this order:
+ *   qh[RP][hd+8] half | kh[TC_KT][hd+8] half | vh[TC_KT][hd+8] half | sc[RP][TC_KT+4] float |
+ *   ph[RP][TC_KT+8] half | o[RP][hd+4] float | m[RP] | l[RP] | rpos[RP] (int)
+ * The paddings keep every row 16-byte aligned (wmma's ldm rule) and every 16-row tile 32-byte aligned. */
+#define TC_THREADS 128
+#define TC_WARPS (TC_THREADS / 32)
+#define TC_KT 64       /* positions per K/V tile */
+#define TC_MAX_ROWS 64 /* query rows (tokens x group) per block at most */
+
+__host__ __device__ static inline int tc_rows(int q_tile, int group) { return (q_tile * group + 15) & ~15; }
+
+size_t cuda_att_tc_smem(int q_tile, int group, int head_dim)
+{
+    size_t RP = (size_t)tc_rows(q_tile, group), hd = (size_t)head_dim;
+    return 2 * (RP * (hd + 8) + 2 * TC_KT * (hd + 8) + RP * (TC_KT + 8)) +
+           4 * (RP * (TC_KT + 4) + RP * (hd + 4) + 3 * RP);
+}
+
+int cuda_att_tc_enabled(int head_dim)
+{
+    static int env = -1;
+    if (env < 0) {
+        const char *e = getenv("LLM_CUDA_ATT_TC");
+        env = !(e != NULL && strcmp(e, "0") == 0);
+    }
+    return env && head_dim > 0 && head_dim % 16 == 0;
+}
+
+int cuda_att_tc_q_tile(int group, int head_dim, size_t smem_max)
+{
+    if (!cuda_att_tc_enabled(head_dim))
+        return 0;
+    for (int qt = TC_MAX_ROWS; qt >= 2; qt--)
+        if (tc_rows(qt, group) <= TC_MAX_ROWS && cuda_att_tc_smem(qt, group, head_dim) <= smem_max)
+            return qt;
+    return 0;
+}
+
+/* K and V rows p0 .. p0+TC_KT-1 of kv head g into kh / vh as half (rows at or past p_end: zero). */
+template <typename C> struct tc_kv;
+template <> struct tc_kv<__half> {
+    static __device__ __forceinline__ void load(const att_args &a, const __half *kc, const __half *vc,
+                                                const int32_t *table, int g, int p0, int p_end, __half *kh,
+                                                __half *vh, int ldh)
+    {
+        const int hd = a.hd, per = hd / 8; /* 16-byte pieces per row */
+        const size_t kv_dim = (size_t)a.n_kv * hd;
+        for (int idx = threadIdx.x; idx < TC_KT * per; idx += TC_THREADS) {
+            int j = idx / per, c = idx % per, p = p0 + j;
+            uint4 kk = { 0u, 0u, 0u, 0u }, vv = { 0u, 0u, 0u, 0u };
+            if (p < p_end) {
+                size_t slot = (size_t)table[p / a.block_size] * a.block_size + (size_t)(p % a.block_size);
+                size_t o = slot * kv_dim + (size_t)g * hd + (size_t)c * 8;
+                kk = __ldg((const uint4 *)(kc + o));
+                vv = __ldg((const uint4 *)(vc + o));
+            }
+            *(uint4 *)(kh + (size_t)j * ldh + c * 8) = kk;
+            *(uint4 *)(vh + (size_t)j * ldh + c * 8) = vv;
+        }
+    }
+};
+template <> struct tc_kv<float> {
+    static __device__ __forceinline__ void load(const att_args &a, const float *kc, const float *vc,
+                                                const int32_t *table, int g, int p0, int p_end, __half *kh,
+                                                __half *vh, int ldh)
+    {
+        const int hd = a.hd;
+        const size_t kv_dim = (size_t)a.n_kv * hd;
+        for (int idx = threadIdx.x; idx < TC_KT * hd; idx += TC_THREADS) {
+            int j = idx / hd, d = idx % hd, p = p0 + j;
+            float kk = 0.0f, vv = 0.0f;
+            if (p < p_end) {
+                size_t slot = (size_t)table[p / a.block_size] * a.block_size + (size_t)(p % a.block_size);
+                size_t o = slot * kv_dim + (size_t)g * hd + d;
+                kk = kc[o];
+                vv = vc[o];
+            }
+            kh[(size_t)j * ldh + d] = __float2half_rn(kk);
+            vh[(size_t)j * ldh + d] = __float2half_rn(vv);
+        }
+    }
+};
+
+template <typename C>
+__global__ void __launch_bounds__(TC_THREADS) attention_tc_kernel(att_args a)
+{
+    using namespace nvcuda;
+    CU_DYN_SMEM(smem);
+    const cu_att_item it = a.items[blockIdx.z];
+    const int g = blockIdx.y, split = blockIdx.x, hd = a.hd;
+    const int p_begin = split * a.chunk;
+    if (p_begin >= it.n_pos)
+        return; /* uniform over the block, before any barrier */
+    const int p_end = min(p_begin + a.chunk, it.n_pos);
+    const int R = it.nq * a.group, RP = (R + 15) & ~15, RT = tc_rows(a.q_tile, a.group);
+    const int ldh = hd + 8, lds = TC_KT + 4, ldp = TC_KT + 8, ldo = hd + 4;
+    __half *qh = (__half *)smem;
+    __half *kh = qh + (size_t)RT * ldh;
+    __half *vh = kh + (size_t)TC_KT * ldh;
+    float *sc = (float *)(vh + (size_t)TC_KT * ldh);
+    __half *ph = (__half *)(sc + (size_t)RT * lds);
+    float *oc = (float *)(ph + (size_t)RT * ldp);
+    float *mrow = oc + (size_t)RT * ldo;
+    float *lrow = mrow + RT;
+    int *rpos = (int *)(lrow + RT);
+    const C *kc = (const C *)a.kc, *vc = (const C *)a.vc;
+    const int32_t *table = a.ti.tables + a.ti.tab[it.t0];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+    /* Row r = (token it.t0 + r / group, query head g * group + r % group); rows R..RP-1 are padding. */
+    for (int idx = tid; idx < RP * hd; idx += TC_THREADS) {
+        int r = idx / hd, d = idx % hd;
+        float q = 0.0f;
+        if (r < R) {
+            int t = it.t0 + r / a.group, h = g * a.group + r % a.group;
+            q = a.qkv[(size_t)t * a.ld + (size_t)h * hd + d] * a.scale;
+        }
+        qh[(size_t)r * ldh + d] = __float2half_rn(q);
+        oc[(size_t)r * ldo + d] = 0.0f;
+    }
+    for (int r = tid; r < RP; r += TC_THREADS) {
+        mrow[r] = -INFINITY;
+        lrow[r] = 0.0f;
+        rpos[r] = r < R ? a.ti.pos[it.t0 + r / a.group] : -1; /* padding rows see nothing */
+    }
+    __syncthreads();
+
+    const int n_rt = RP / 16, n_kt = TC_KT / 16, n_dt = hd / 16;
+    for (int p0 = p_begin; p0 < p_end; p0 += TC_KT) {
+        tc_kv<C>::load(a, kc, vc, table, g, p0, p_end, kh, vh, ldh);
+        __syncthreads();
+        /* S = Q K^T, one 16x16 tile per warp at a time */
+        for (int tile = warp; tile < n_rt * n_kt; tile += TC_WARPS) {
+            int i = tile / n_kt, j = tile % n_kt;
+            int last = -1;
+            for (int r = 16 * i; r < 16 * i + 16; r++)
+                last = max(last, rpos[r]);
+            if (p0 + 16 * j > last)
+                continue; /* every position of this tile is masked for these rows: warp-uniform */
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> s;
+            wmma::fill_fragment(s, 0.0f);
+            for (int k = 0; k < n_dt; k++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> qa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> kb;
+                wmma::load_matrix_sync(qa, qh + (size_t)(16 * i) * ldh + 16 * k, ldh);
+                wmma::load_matrix_sync(kb, kh + (size_t)(16 * j) * ldh + 16 * k, ldh);
+                wmma::mma_sync(s, qa, kb, s);
+            }
+            wmma::store_matrix_sync(sc + (size_t)(16 * i) * lds + 16 * j, s, lds, wmma::mem_row_major);
+        }
+        __syncthreads();
+        /* online softmax: a warp per row, a lane per 2 positions; skipped tiles are masked here */
+        for (int r = warp; r < RP; r += TC_WARPS) {
+            float s[TC_KT / 32];
+            float mt = -INFINITY;
+#pragma unroll
+            for (int u = 0; u < TC_KT / 32; u++) {
+                int j = lane + 32 * u, p = p0 + j;
+                s[u] = (p < p_end && p <= rpos[r]) ? sc[(size_t)r * lds + j] : -INFINITY;
+                mt = fmaxf(mt, s[u]);
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+            float m_old = mrow[r], m_new = fmaxf(m_old, mt), cr = 1.0f, ps = 0.0f;
+            if (m_new != -INFINITY)        /* else: nothing visible yet in this row */
+                cr = expf(m_old - m_new);  /* m_old = -inf gives 0 */
+#pragma unroll
+            for (int u = 0; u < TC_KT / 32; u++) {
+                float pe = m_new != -INFINITY ? expf(s[u] - m_new) : 0.0f; /* s = -inf gives 0 */
+                ps += pe;
+                ph[(size_t)r * ldp + lane + 32 * u] = __float2half_rn(pe);
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                ps += __shfl_xor_sync(0xffffffffu, ps, o);
+            for (int d = lane; d < hd; d += 32)
+                oc[(size_t)r * ldo + d] *= cr;
+            if (lane == 0) {
+                mrow[r] = m_new;
+                lrow[r] = lrow[r] * cr + ps;
+            }
+        }
+        __syncthreads();
+        /* O += P V, one 16x16 output tile per warp at a time */
+        for (int tile = warp; tile < n_rt * n_dt; tile += TC_WARPS) {
+            int i = tile / n_dt, j = tile % n_dt;
+            int last = -1;
+            for (int r = 16 * i; r < 16 * i + 16; r++)
+                last = max(last, rpos[r]);
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
+            float *op = oc + (size_t)(16 * i) * ldo + 16 * j;
+            wmma::load_matrix_sync(o, op, ldo, wmma::mem_row_major);
+            for (int k = 0; k < n_kt; k++) {
+                if (p0 + 16 * k > last)
+                    break; /* the rest of P's row tile is zero */
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vb;
+                wmma::load_matrix_sync(pa, ph + (size_t)(16 * i) * ldp + 16 * k, ldp);
+                wmma::load_matrix_sync(vb, vh + (size_t)(16 * k) * ldh + 16 * j, ldh);
+                wmma::mma_sync(o, pa, vb, o);
+            }
+            wmma::store_matrix_sync(op, o, ldo, wmma::mem_row_major);
+        }
+        __syncthreads();
+    }
+
+    for (int idx = tid; idx < R * hd; idx += TC_THREADS) {
+        int r = idx / hd, d = idx % hd;
+        int t = it.t0 + r / a.group, h = g * a.group + r % a.group;
+        float *w = a.ws + (((size_t)t * a.n_heads + h) * a.n_splits + split) * (size_t)(hd + 2);
+        w[d] = oc[(size_t)r * ldo + d];
         if (d == 0) {
             w[hd] = mrow[r];
             w[hd + 1] = lrow[r];
@@ -382,6 +615,10 @@ int cuda_att_prepare(size_t smem_max)
     if (cudaFuncSetAttribute(attention_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)smem_max) != cudaSuccess ||
         cudaFuncSetAttribute(attention_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)smem_max) != cudaSuccess ||
+        cudaFuncSetAttribute(attention_tc_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)smem_max) != cudaSuccess ||
+        cudaFuncSetAttribute(attention_tc_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)smem_max) != cudaSuccess)
         return -1;
     return 0;
@@ -417,6 +654,14 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
     int done = 0;
     if (dec_env && p->q_tile == 1 && a.group <= DEC_MAXG)
         done = kv->kv16 ? attention_decode_launch<__half>(p, a, st) : attention_decode_launch<float>(p, a, st);
+    if (!done && p->tc) {
+        /* prefill / mixed steps: tensor cores (the host chose q_tile_max for this kernel's shared memory) */
+        dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
+        size_t smem = cuda_att_tc_smem(p->q_tile, a.group, p->head_dim);
+        void (*k)(att_args) = kv->kv16 ? attention_tc_kernel<__half> : attention_tc_kernel<float>;
+        CU_LAUNCH(k, grid, TC_THREADS, smem, st, a);
+        done = 1;
+    }
     if (!done) {
         dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
         size_t smem = cuda_att_smem(p->q_tile, a.group, p->head_dim);

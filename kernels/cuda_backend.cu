@@ -231,14 +231,21 @@ static int cu_init(llm_backend *b, llm_err *err)
     }
     st->n_sms = prop.multiProcessorCount;
     int group = c->n_heads / c->n_kv_heads;
-    st->q_tile_max = cuda_att_q_tile(group, c->head_dim, prop.sharedMemPerBlockOptin);
-    if (st->q_tile_max == 0) {
+    int qt_scalar = cuda_att_q_tile(group, c->head_dim, prop.sharedMemPerBlockOptin);
+    int qt_tc = cuda_att_tc_q_tile(group, c->head_dim, prop.sharedMemPerBlockOptin);
+    /* With the tensor-core kernel every step with q_tile > 1 goes to it, so items are sized for its shared
+     * memory; the scalar kernel then only sees q_tile 1 (decode shapes the register kernel does not take). */
+    st->att_tc = qt_tc >= 2;
+    st->q_tile_max = st->att_tc ? qt_tc : qt_scalar;
+    if (qt_scalar == 0) {
         llm_err_set(err, "cuda backend: head_dim %d with %d query heads per kv head needs more shared memory "
                     "than the device's %zu bytes", c->head_dim, group, (size_t)prop.sharedMemPerBlockOptin);
         cu_destroy(b);
         return -1;
     }
-    st->smem_max = cuda_att_smem(st->q_tile_max, group, c->head_dim);
+    st->smem_max = cuda_att_smem(st->att_tc ? 1 : st->q_tile_max, group, c->head_dim);
+    if (st->att_tc && cuda_att_tc_smem(st->q_tile_max, group, c->head_dim) > st->smem_max)
+        st->smem_max = cuda_att_tc_smem(st->q_tile_max, group, c->head_dim);
     if (cuda_att_prepare(st->smem_max) != 0) {
         llm_err_set(err, "cuda backend: cannot allow %zu bytes of shared memory for attention", st->smem_max);
         cu_destroy(b);
@@ -632,6 +639,7 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_argmax_out 
     long chunk = (max_npos + want_splits - 1) / want_splits;
     chunk = (chunk + 31) / 32 * 32;
     plan->q_tile = q_tile;
+    plan->tc = st->att_tc && q_tile > 1;
     plan->chunk = (int)chunk;
     plan->n_splits = (int)((max_npos + chunk - 1) / chunk);
     plan->n_items = n_items;

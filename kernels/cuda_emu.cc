@@ -20,6 +20,7 @@ struct Fiber {
     int        state;
     unsigned   wait_gen;
     float      shfl;
+    const void *coll; /* pointer of the lane's current wmma call */
 };
 
 struct Block {
@@ -177,7 +178,8 @@ dim3 cu_emu_thread_idx(void) { return dim3(B->cur->tid, 0, 0); }
 dim3 cu_emu_block_idx(void) { return B->bid; }
 dim3 cu_emu_block_dim(void) { return B->bdim; }
 dim3 cu_emu_grid_dim(void) { return B->gdim; }
-float *cu_emu_dyn_smem(void) { return B->dyn.data(); }
+/* 128-byte aligned like a GPU's dynamic shared memory (wmma needs 32-byte aligned tiles) */
+float *cu_emu_dyn_smem(void) { return (float *)(((uintptr_t)B->dyn.data() + 127) & ~(uintptr_t)127); }
 
 void __syncthreads(void)
 {
@@ -206,6 +208,23 @@ float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
     return r;
 }
 
+void cu_emu_warp_collective(const void *p, const char *what)
+{
+    Fiber *f = B->cur;
+    int w = (int)(f->tid / 32);
+    unsigned in_warp = B->n - (unsigned)w * 32 < 32 ? B->n - (unsigned)w * 32 : 32;
+    if ((unsigned)B->warp_live[w] != in_warp || in_warp != 32)
+        die(what);
+    f->coll = p;
+    warp_barrier(w);
+    bool same = B->f[(size_t)w * 32].coll == p;
+    warp_barrier(w);
+    if (!same)
+        die(what);
+}
+
+float cu_emu_bf16_to_float(__nv_bfloat16 b) { return __uint_as_float((unsigned)b.b << 16); }
+
 void cu_emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
 {
     if (block.y != 1 || block.z != 1 || block.x == 0 || block.x > 1024 || grid.x == 0 || grid.y == 0 ||
@@ -225,7 +244,7 @@ void cu_emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> bod
     blk.bdim = block;
     blk.gdim = grid;
     blk.body = &body;
-    blk.dyn.resize(smem / sizeof(float) + 1);
+    blk.dyn.resize(smem / sizeof(float) + 1 + 32);
     Block *saved = B;
     B = &blk;
     for (unsigned z = 0; z < grid.z; z++)

@@ -22,7 +22,10 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <type_traits>
 
 /* ---- types ---- */
 struct dim3 {
@@ -81,6 +84,7 @@ template <typename T> static inline T __ldg(const T *p) { return *p; }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
 /* c + the dot product of a's and b's four signed bytes */
 static inline int __dp4a(int a, int b, int c)
 {
@@ -163,5 +167,95 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             const void *alpha, const void *A, cudaDataType_t at, int lda, const void *B,
                             cudaDataType_t bt, int ldb, const void *beta, void *C, cudaDataType_t ct, int ldc,
                             cublasComputeType_t comp, cublasGemmAlgo_t algo);
+
+/* ---- nvcuda::wmma (the 16x16x16 subset the prefill attention kernel uses) ----
+ * On a GPU the 32 lanes of a warp call these together and each holds part of the tile; here every lane
+ * (fiber) holds the whole tile and computes the whole product redundantly. Each call is a warp barrier
+ * that aborts unless all 32 lanes reach it with the same pointer; pointers must be 32-byte aligned and
+ * ldm a multiple of 16 bytes, as CUDA requires. Inputs are stored already rounded to their half/bf16 type
+ * (the values the tensor cores see); products and sums are float. Not emulated: the hardware's order of
+ * accumulation inside one mma (float sums may differ in the last bits), the per-lane element mapping. */
+void cu_emu_warp_collective(const void *p, const char *what);
+float cu_emu_bf16_to_float(__nv_bfloat16 b);
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major = 0, mem_col_major = 1 };
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+    static_assert(M == 16 && N == 16 && K == 16, "emulated wmma: 16x16x16 only");
+    enum { num_elements = 256 };
+    float x[256]; /* the whole tile, [row][col] */
+};
+static inline float emu_elem(const __half &h) { return __half2float(h); }
+static inline float emu_elem(const __nv_bfloat16 &b) { return cu_emu_bf16_to_float(b); }
+static inline float emu_elem(const float &f) { return f; }
+static inline float emu_round(float v, const __half *) { return __half2float(__float2half_rn(v)); }
+static inline float emu_round(float v, const __nv_bfloat16 *) { return cu_emu_bf16_to_float(__float2bfloat16_rn(v)); }
+static inline float emu_round(float v, const float *) { return v; }
+static inline void emu_check(const void *p, unsigned ldm, size_t es, const char *what)
+{
+    cu_emu_warp_collective(p, what);
+    if (((uintptr_t)p & 31u) != 0 || (ldm * es) % 16 != 0) {
+        fprintf(stderr, "cuda emulation: %s: pointer %p not 32-byte aligned or ldm %u not a multiple of 16 bytes\n",
+                what, p, ldm);
+        abort();
+    }
+}
+template <typename Use, typename T, typename L>
+static inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *p, unsigned ldm)
+{
+    static_assert(!std::is_same<Use, accumulator>::value, "accumulator loads take a layout_t");
+    emu_check(p, ldm, sizeof(T), "wmma::load_matrix_sync");
+    const bool rm = std::is_same<L, row_major>::value;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            f.x[r * 16 + c] = emu_elem(rm ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r]);
+}
+static inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p, unsigned ldm,
+                                    layout_t l)
+{
+    emu_check(p, ldm, 4, "wmma::load_matrix_sync (accumulator)");
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            f.x[r * 16 + c] = l == mem_row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+}
+static inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f, unsigned ldm,
+                                     layout_t l)
+{
+    emu_check(p, ldm, 4, "wmma::store_matrix_sync");
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            (l == mem_row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r]) = f.x[r * 16 + c];
+}
+template <typename Use, typename T, typename L>
+static inline void fill_fragment(fragment<Use, 16, 16, 16, T, L> &f, float v)
+{
+    cu_emu_warp_collective(NULL, "wmma::fill_fragment");
+    float r = emu_round(v, (const T *)NULL);
+    for (int i = 0; i < 256; i++)
+        f.x[i] = r;
+}
+template <typename T, typename LA, typename LB>
+static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d, const fragment<matrix_a, 16, 16, 16, T, LA> &a,
+                            const fragment<matrix_b, 16, 16, 16, T, LB> &b,
+                            const fragment<accumulator, 16, 16, 16, float> &c)
+{
+    cu_emu_warp_collective(NULL, "wmma::mma_sync");
+    float t[256];
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) {
+            float s = c.x[i * 16 + j];
+            for (int k = 0; k < 16; k++)
+                s += a.x[i * 16 + k] * b.x[k * 16 + j];
+            t[i * 16 + j] = s;
+        }
+    memcpy(d.x, t, sizeof t);
+}
+} // namespace wmma
+} // namespace nvcuda
 
 #endif

@@ -142,11 +142,17 @@ typedef struct {
     int   chunk;               /* positions per split (multiple of 32) */
     int   n_splits;            /* max over items */
     int   n_items;
+    int   tc;                  /* 1: attention_tc_kernel (tensor cores; q_tile > 1, head_dim % 16 == 0) */
 } cu_att_plan;
 
 /* Largest q_tile whose shared memory fits `smem_max` bytes (0 if none). */
 int    cuda_att_q_tile(int group, int head_dim, size_t smem_max);
 size_t cuda_att_smem(int q_tile, int group, int head_dim);
+/* The tensor-core prefill kernel: enabled unless LLM_CUDA_ATT_TC=0 and for head_dim % 16 == 0; its shared
+ * memory; its largest q_tile (>= 2) within `smem_max` and 64 query rows per block, 0 when not usable. */
+int    cuda_att_tc_enabled(int head_dim);
+size_t cuda_att_tc_smem(int q_tile, int group, int head_dim);
+int    cuda_att_tc_q_tile(int group, int head_dim, size_t smem_max);
 /* Partial-result floats needed for n tokens. */
 size_t cuda_att_ws_floats(const cu_att_plan *p, int n_tokens);
 int    cuda_att_prepare(size_t smem_max);   /* raise the dynamic shared-memory limit; 0 ok */
@@ -189,6 +195,7 @@ typedef struct {
     void   *blas_ws;                 /* cuBLAS workspace, fixed so GEMMs can be captured */
     /* attention */
     int     q_tile_max, n_sms;
+    int     att_tc;                  /* steps with q_tile > 1 use the tensor-core kernel (q_tile_max sized for it) */
     size_t  smem_max;
     /* per-step scratch, grown to the largest batch seen */
     int     cap;

@@ -51,6 +51,19 @@ LLM_CUDA_GEMV_MAX=8 LLM_CUDA_KV=f32 check "llama3-style hf bf16, gemv" --model "
 # the graph part decodes 1-20 sequences per step through it.
 check "llama3-style hf bf16, head_dim 128 (f16 kv)" --model "$W/hf128" --positions 96 --gen 12 --chunk 8 --max-diff 1e-1 --min-top1 0.98
 LLM_CUDA_KV=f32 CU_EMU_SMS=64 check "llama3-style hf bf16, head_dim 128, graphs" --model "$W/hf128" --positions 40 --gen 4 --chunk 8 --only-graph 1 --graph-cycles 3 --max-diff 1e-1 --min-top1 0.98
+# Tensor-core prefill attention (attention_tc_kernel: steps with > 1 token per item, head_dim % 16 == 0; the
+# HF checks above already go through it). All-f32 copies of the HF models, so the kernel's half rounding of
+# Q, K, V and P is the only difference from the CPU (the scalar kernel there: ~7e-6; this one ~3e-3):
+# head_dim 32 (items of 21 tokens = 63 rows) and 128 (items of 21 tokens), f32 and f16 KV, 64 SMs for
+# several splits per item; then the scalar kernel (LLM_CUDA_ATT_TC=0) with its own tight bound.
+for m in hf hf128; do
+    "$B/llm-engine" gen-model --from "$W/$m" --dtype f32 --out "$W/$m-f32.gguf" >/dev/null 2>&1 || exit 1
+done
+LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f32 check "tensor-core prefill attention, head_dim 32, f32 kv" --model "$W/hf-f32.gguf" --positions 96 --gen 4 --chunk 40 --max-diff 1e-2 --min-top1 0.98
+LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f16 check "tensor-core prefill attention, head_dim 32, f16 kv" --model "$W/hf-f32.gguf" --positions 96 --gen 4 --chunk 40 --max-diff 1e-2 --min-top1 0.98
+LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f32 check "tensor-core prefill attention, head_dim 128, f32 kv" --model "$W/hf128-f32.gguf" --positions 96 --gen 4 --chunk 48 --max-diff 1e-2 --min-top1 0.98
+LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f16 CU_EMU_SMS=64 check "tensor-core prefill attention, head_dim 128, f16 kv, 64 SMs" --model "$W/hf128-f32.gguf" --positions 96 --gen 4 --chunk 48 --max-diff 1e-2 --min-top1 0.98
+LLM_CUDA_ATT_TC=0 LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f32 check "scalar prefill attention (LLM_CUDA_ATT_TC=0), head_dim 128, f32 kv" --model "$W/hf128-f32.gguf" --positions 96 --gen 4 --chunk 48 --max-diff 1e-4 --min-top1 1
 # cuBLAS path (chunks > 8 tokens): activations rounded to the weights' half type.
 LLM_CUDA_KV=f32 check "stories260K f32, gemm" --model "$S260" --positions 64 --gen 8 --chunk 24 --max-diff 1e-4 --min-top1 1
 check "stories260K f16 (f16 kv)" --model "$W/s260-f16.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 5e-2 --min-top1 0.98

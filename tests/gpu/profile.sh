@@ -2,7 +2,7 @@
 # Where a step's time goes on the GPU (from the repo root, on the GPU machine):
 #   tests/gpu/profile.sh            env: DTYPES="bf16 q4_0" BUILD=build-gpu
 # For each dtype of the llama-3.2-3b preset: synchronised stage times (LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1,
-# graphs off) at batch 1, 8 and 256 and for a 1x2048 prefill; then, graphs on, the GEMV-vs-cuBLAS switch
+# graphs off) at batch 1, 8 and 256 and for a 1x2048 prefill (tensor-core and scalar attention); then, graphs on, the GEMV-vs-cuBLAS switch
 # point (LLM_CUDA_GEMV_MAX / LLM_CUDA_GEMV_MAX_Q) at small batches; and an nsys kernel summary where nsys
 # exists. Figures only. Output: $OUT/profile_<dtype>.txt.
 set -u -o pipefail
@@ -31,6 +31,8 @@ for dt in $DTYPES; do
         LLM_CUDA_ATT_DECODE=0 LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1 bench --batches 256 --prefill ""
         echo "-- prefill 1x2048"
         LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1 bench --batches "" --prefill 1x2048
+        echo "-- prefill 1x2048, the scalar attention kernel instead of the tensor-core one (LLM_CUDA_ATT_TC=0)"
+        LLM_CUDA_ATT_TC=0 LLM_CUDA_SYNC=1 LLM_CUDA_STATS=1 bench --batches "" --prefill 1x2048
       fi
         echo "== $dt: GEMV up to N tokens, cuBLAS above (graphs on)"
         var=LLM_CUDA_GEMV_MAX
