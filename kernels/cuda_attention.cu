@@ -54,6 +54,12 @@ typedef struct {
     float          scale;
 } att_args;
 
+/* The cache row of position p of a sequence, through its block table. */
+__device__ __forceinline__ size_t kv_slot(const int32_t *table, int p, int block_size)
+{
+    return (size_t)table[p / block_size] * block_size + (size_t)(p % block_size);
+}
+
 template <typename C> __device__ __forceinline__ float cache_ld(const C *p, size_t i);
 template <> __device__ __forceinline__ float cache_ld<float>(const float *p, size_t i) { return p[i]; }
 template <> __device__ __forceinline__ float cache_ld<__half>(const __half *p, size_t i) { return __half2float(p[i]); }
@@ -102,7 +108,7 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
             int j = idx / hd, d = idx % hd, p = p0 + j;
             float kv = 0.0f, vv = 0.0f;
             if (p < p_end) {
-                size_t slot = (size_t)table[p / a.block_size] * a.block_size + (size_t)(p % a.block_size);
+                size_t slot = kv_slot(table, p, a.block_size);
                 size_t o = slot * (size_t)kv_dim + (size_t)g * hd + d;
                 kv = cache_ld<C>(kc, o);
                 vv = cache_ld<C>(vc, o);
@@ -234,7 +240,7 @@ template <> struct tc_kv<__half> {
             int j = idx / per, c = idx % per, p = p0 + j;
             uint4 kk = { 0u, 0u, 0u, 0u }, vv = { 0u, 0u, 0u, 0u };
             if (p < p_end) {
-                size_t slot = (size_t)table[p / a.block_size] * a.block_size + (size_t)(p % a.block_size);
+                size_t slot = kv_slot(table, p, a.block_size);
                 size_t o = slot * kv_dim + (size_t)g * hd + (size_t)c * 8;
                 kk = __ldg((const uint4 *)(kc + o));
                 vv = __ldg((const uint4 *)(vc + o));
@@ -255,7 +261,7 @@ template <> struct tc_kv<float> {
             int j = idx / hd, d = idx % hd, p = p0 + j;
             float kk = 0.0f, vv = 0.0f;
             if (p < p_end) {
-                size_t slot = (size_t)table[p / a.block_size] * a.block_size + (size_t)(p % a.block_size);
+                size_t slot = kv_slot(table, p, a.block_size);
                 size_t o = slot * kv_dim + (size_t)g * hd + d;
                 kk = kc[o];
                 vv = vc[o];
@@ -500,7 +506,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
         for (int u = 0; u < DEC_U; u++) {
             int p = p0 + u * DEC_WARPS;
             if (p < p_end) {
-                size_t slot = (size_t)table[p / a.block_size] * a.block_size + (size_t)(p % a.block_size);
+                size_t slot = kv_slot(table, p, a.block_size);
                 kv_row<C, DPL>::ld(kc + slot * kv_dim, k[u]);
                 kv_row<C, DPL>::ld(vc + slot * kv_dim, v[u]);
             }

@@ -550,7 +550,7 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_argmax_out 
     const llm_config *c = &st->m->cfg;
     int n = b->n_tokens, bs = st->block_size;
 
-    /* Blocks each sequence needs this step, and their ids checked against the pool. */
+    /* Blocks each sequence needs this step (ids already checked against the pool by check_batch). */
     int *need = (int *)calloc((size_t)b->n_seqs, sizeof(int));
     int *toff = (int *)calloc((size_t)b->n_seqs, sizeof(int));
     if (need == NULL || toff == NULL) {
@@ -568,14 +568,6 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_argmax_out 
     for (int s = 0; s < b->n_seqs; s++) {
         toff[s] = (int)n_tab;
         n_tab += (size_t)need[s];
-        for (int k = 0; k < need[s]; k++)
-            if (b->seqs[s].blocks[k] < 0 || b->seqs[s].blocks[k] >= st->kv_blocks) {
-                llm_err_set(err, "cuda backend: sequence %d uses KV block %d of a pool of %d", s,
-                            b->seqs[s].blocks[k], st->kv_blocks);
-                free(need);
-                free(toff);
-                return -1;
-            }
     }
     int nw = 0;
     for (int i = 0; i < n; i++)

@@ -222,18 +222,12 @@ int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_argmax_out *a
         llm_err_set(err, "cuda backend: logits requested but no output buffer given");
         return -1;
     }
-    /* Block tables: the scratch block's one-entry table first, then each token's sequence's table. */
+    /* Block tables: the scratch block's one-entry table first, then each token's sequence's table (its
+     * block ids were checked against the pool by the caller's check_batch). */
     size_t n_tab = 1;
     int max_npos = 1;
     for (int i = 0; i < n; i++) {
-        int s = b->seq[i], need = b->pos[i] / bs + 1;
-        for (int k = 0; k < need; k++)
-            if (b->seqs[s].blocks[k] < 0 || b->seqs[s].blocks[k] >= st->kv_blocks) {
-                llm_err_set(err, "cuda backend: sequence %d uses KV block %d of a pool of %d", s,
-                            b->seqs[s].blocks[k], st->kv_blocks);
-                return -1;
-            }
-        n_tab += (size_t)need;
+        n_tab += (size_t)(b->pos[i] / bs + 1);
         max_npos = b->pos[i] + 1 > max_npos ? b->pos[i] + 1 : max_npos;
     }
     cu_step sp;

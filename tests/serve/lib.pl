@@ -2,6 +2,7 @@
 # readiness with llm-client, run llm-client loads in the background.
 use strict;
 use warnings;
+use FindBin;
 use POSIX ":sys_wait_h";
 use Time::HiRes qw(time sleep);
 
@@ -83,6 +84,17 @@ sub stop_engine {
     return unless $pid && waitpid($pid, WNOHANG) == 0;
     kill 'TERM', $pid;
     kill('KILL', $pid), waitpid($pid, 0) unless defined wait_for($pid, 10);
+}
+
+# Build tests/serve/shm_knobs.c (reads the knobs and OOM counters from a segment) into $dir; returns its
+# path. One test assertion; bails out when it cannot be built.
+sub build_shm_knobs {
+    my ($dir, $cc) = @_;
+    my $reader = "$dir/shm_knobs";
+    Test::More::is(system("$cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Ishm -o $reader "
+                          . "$FindBin::Bin/shm_knobs.c shm/llm_shm.c"), 0, 'built the segment reader')
+        or Test::More::BAIL_OUT('cannot build shm_knobs');
+    return $reader;
 }
 
 1;

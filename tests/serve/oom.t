@@ -30,9 +30,7 @@ my $cc = $ENV{CC} // 'cc';
 plan skip_all => "no C compiler ($cc) for shm_knobs" if system("$cc --version >/dev/null 2>&1") != 0;
 
 my $dir = tempdir(CLEANUP => 1);
-my $reader = "$dir/shm_knobs";
-is(system("$cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Ishm -o $reader $FindBin::Bin/shm_knobs.c shm/llm_shm.c"),
-   0, 'built the segment reader') or BAIL_OUT('cannot build shm_knobs');
+my $reader = build_shm_knobs($dir, $cc);
 
 my $LONG = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sun with her '
          . 'friends. One day, she saw a big red ball in the park. She ran to the ball and kicked it very hard. The '

@@ -23,9 +23,7 @@ my $cc = $ENV{CC} // 'cc';
 plan skip_all => "no C compiler ($cc) for shm_knobs" if system("$cc --version >/dev/null 2>&1") != 0;
 
 my $dir = tempdir(CLEANUP => 1);
-my $reader = "$dir/shm_knobs";
-is(system("$cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Ishm -o $reader $FindBin::Bin/shm_knobs.c shm/llm_shm.c"),
-   0, 'built the segment reader') or BAIL_OUT('cannot build shm_knobs');
+my $reader = build_shm_knobs($dir, $cc);
 my $model = "$dir/s110m.gguf";
 is(system("$BUILD/llm-engine gen-model --preset stories110m --dtype q8_0 --out $model >/dev/null 2>&1"), 0,
    'generated the stories110m-shaped model') or BAIL_OUT('gen-model failed');
