@@ -9,9 +9,10 @@
 #include <string.h>
 
 typedef struct {
-    float   l;  /* logit (penalised, cleaned) */
-    float   w;  /* exp((l - max) / T) = p / p_max */
-    int32_t id;
+    float    l;  /* logit (penalised, cleaned) */
+    float    w;  /* exp((l - max) / T) = p / p_max */
+    uint64_t W;  /* fixed_w(w): the weight top-p and the draw add up */
+    int32_t  id;
 } cand;
 
 struct llm_sampler {
@@ -294,6 +295,12 @@ static void select_top(cand *c, int n, int k)
     }
 }
 
+static int cmp_cand(const void *x, const void *y)
+{
+    const cand *a = x, *b = y;
+    return better(a, b) ? -1 : better(b, a) ? 1 : 0;
+}
+
 static void swap_cand(cand *a, cand *b)
 {
     cand t = *a;
@@ -301,15 +308,20 @@ static void swap_cand(cand *a, cand *b)
     *b = t;
 }
 
-/* Nucleus without sorting: rearranges c[0..n) so that c[0..k) is the smallest
- * set of best candidates whose weight reaches target, and returns k.  A
- * quickselect on the mass: partition around a pivot, keep the better side if
- * it already reaches the target, else take it whole and go on in the worse
- * side.  Expected O(n) however large the nucleus. */
-static int select_mass(cand *c, int n, double target)
+/* Fixed-point weight of a candidate for top-p and the draw: W = floor(w * 2^40) (w = p / p_max in (0, 1]).
+ * Integer masses add up exactly in any order, so the device sampler (kernels/cuda_sample.cu) reaches the
+ * same nucleus and the same draw as this one from the same logits. A token with p < 2^-40 p_max weighs 0
+ * (at most vocab * 2^-40 of the mass: 1e-7 at 128K tokens). */
+static uint64_t fixed_w(float w) { return (uint64_t)(w * 0x1p40f); }
+
+/* Smallest set of best candidates whose mass reaches target: rearranges c[0..n) so that c[0..k) is that
+ * set and returns k (n when the whole set weighs less). A quickselect on the mass: partition around a
+ * pivot, keep the better side if it already reaches the target, else take it whole and go on in the worse
+ * side. Expected O(n), no sorting, however large the set. */
+static int select_mass(cand *c, int n, uint64_t target)
 {
     int lo = 0, hi = n;
-    double acc = 0.0; /* mass of c[0..lo), all in the nucleus */
+    uint64_t acc = 0; /* mass of c[0..lo), all in the set */
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2, last = hi - 1, piv;
         if (better(&c[lo], &c[mid]))
@@ -319,30 +331,29 @@ static int select_mass(cand *c, int n, double target)
         swap_cand(&c[piv], &c[last]);
         cand x = c[last];
         int store = lo;
-        double s = 0.0;
+        uint64_t s = 0;
         for (int i = lo; i < last; i++) {
             if (better(&c[i], &x)) {
-                s += c[i].w;
+                s += c[i].W;
                 swap_cand(&c[i], &c[store++]);
             }
         }
         swap_cand(&c[store], &c[last]);
         if (acc + s >= target)
             hi = store;
-        else if (acc + s + x.w >= target)
+        else if (acc + s + x.W >= target)
             return store + 1;
         else {
-            acc += s + x.w;
+            acc += s + x.W;
             lo = store + 1;
         }
     }
-    return lo > 0 ? lo : 1; /* only reached through rounding at the very end */
+    return lo;
 }
 
-/* Candidates after temperature, top-k, top-p and min-p in s->cand[0..n), in
- * the order the draw walks them (deterministic, otherwise unspecified), with
- * unnormalised weights; returns n >= 1.  No sorting anywhere: top-k is a
- * partial selection, min-p a filter, top-p a selection on the mass. */
+/* Candidates after temperature, top-k, min-p and top-p in s->cand[0..n) (unordered), with their weights;
+ * returns n >= 1. No sorting anywhere: top-k is a partial selection, min-p a filter, top-p a selection on
+ * the mass. */
 static int build_candidates(llm_sampler *s, const float *logits)
 {
     const llm_sampling_params *p = &s->p;
@@ -351,26 +362,33 @@ static int build_candidates(llm_sampler *s, const float *logits)
     float invt = 1.0f / p->temperature;
     float maxl = max_value(logits, v);
     if (maxl == -INFINITY) { /* nothing is possible: fall back to id 0 */
-        c[0] = (cand){ maxl, 1.0f, 0 };
+        c[0] = (cand){ maxl, 1.0f, 1, 0 };
         return 1;
     }
     int n = v;
     if (p->top_k > 0 && p->top_k < v) {
         for (int i = 0; i < v; i++)
-            c[i] = (cand){ logits[i], 0.0f, i };
+            c[i] = (cand){ logits[i], 0.0f, 0, i };
         n = p->top_k;
         select_top(c, v, n);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             c[i].w = expf((c[i].l - maxl) * invt);
+            c[i].W = fixed_w(c[i].w);
+        }
     } else {
-        for (int i = 0; i < v; i++)
-            c[i] = (cand){ logits[i], expf((logits[i] - maxl) * invt), i };
+        for (int i = 0; i < v; i++) {
+            float w = expf((logits[i] - maxl) * invt);
+            c[i] = (cand){ logits[i], w, fixed_w(w), i };
+        }
     }
     /* top-p's mass is over the top-k survivors, before min-p */
-    double z = 0.0;
-    if (p->top_p < 1.0f)
+    uint64_t target = 0;
+    if (p->top_p < 1.0f) {
+        uint64_t z = 0;
         for (int i = 0; i < n; i++)
-            z += c[i].w;
+            z += c[i].W;
+        target = (uint64_t)ceil((double)p->top_p * (double)z);
+    }
     /* min-p and top-p each keep a prefix of the sorted order, so the result
      * is the shorter one: filter by min-p first (w = p / p_max), then look for
      * the nucleus inside; if min-p's set holds less than top_p of the mass,
@@ -383,8 +401,27 @@ static int build_candidates(llm_sampler *s, const float *logits)
         n = k; /* >= 1: the max has w = 1 */
     }
     if (p->top_p < 1.0f)
-        n = select_mass(c, n, (double)p->top_p * z);
+        n = select_mass(c, n, target);
     return n;
+}
+
+/* The draw, as the device sampler makes it: t = floor(u * Z) over the candidates' total weight Z; the token
+ * is the first one, in the total order (larger logit, then lower id), whose running mass exceeds t. */
+static int32_t draw(llm_sampler *s, int n, double u)
+{
+    cand *c = s->cand;
+    uint64_t z = 0;
+    for (int i = 0; i < n; i++)
+        z += c[i].W;
+    uint64_t t = (uint64_t)(u * (double)z);
+    if (t >= z)
+        t = z - 1;
+    int k = select_mass(c, n, t + 1); /* c[0..k): the best tokens up to the chosen one, which is the worst */
+    int worst = 0;
+    for (int i = 1; i < k; i++)
+        if (better(&c[worst], &c[i]))
+            worst = i;
+    return c[worst].id;
 }
 
 static int greedy(const llm_sampler *s)
@@ -434,20 +471,7 @@ int32_t llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res
         id = argmax(logits, s->vocab);
     } else {
         int n = build_candidates(s, logits);
-        const cand *c = s->cand;
-        double z = 0.0;
-        for (int i = 0; i < n; i++)
-            z += c[i].w;
-        double t = rng_uniform(s->rng) * z, acc = 0.0;
-        id = c[0].id;
-        for (int i = 0; i < n; i++) {
-            if (c[i].w <= 0.0f)
-                continue;
-            acc += c[i].w;
-            id = c[i].id;
-            if (acc > t)
-                break;
-        }
+        id = draw(s, n, rng_uniform(s->rng));
     }
     if (res != NULL)
         fill_logprobs(s, logits, id, res);
@@ -476,12 +500,58 @@ int llm_sampler_distribution(llm_sampler *s, float *logits, int32_t *ids, float 
         return 1;
     }
     int n = build_candidates(s, logits);
-    double z = 0.0;
+    cand *c = s->cand;
+    qsort(c, (size_t)n, sizeof(cand), cmp_cand); /* the order the draw walks */
+    uint64_t z = 0;
     for (int i = 0; i < n; i++)
-        z += s->cand[i].w;
+        z += c[i].W;
     for (int i = 0; i < n && i < cap; i++) {
-        ids[i] = s->cand[i].id;
-        probs[i] = (float)(s->cand[i].w / z);
+        ids[i] = c[i].id;
+        probs[i] = (float)((double)c[i].W / (double)z);
     }
     return n;
+}
+
+/* ---- sampling on a device ---- */
+
+int llm_sampler_penalty_pairs(const llm_sampler *s)
+{
+    if (s == NULL)
+        return 0;
+    const llm_sampling_params *p = &s->p;
+    return p->repetition_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f
+               ? s->n_seen : 0;
+}
+
+int llm_sampler_device_row(const llm_sampler *s, llm_sampling_row *r, int32_t *pen, int pen_cap)
+{
+    if (s == NULL || r == NULL)
+        return -1;
+    int np = llm_sampler_penalty_pairs(s);
+    if (np > pen_cap || (np > 0 && pen == NULL))
+        return -1;
+    const llm_sampling_params *p = &s->p;
+    r->temperature = greedy(s) ? 0.0f : p->temperature;
+    r->top_k = p->top_k;
+    r->top_p = p->top_p;
+    r->min_p = p->min_p;
+    r->repetition_penalty = p->repetition_penalty;
+    r->presence_penalty = p->presence_penalty;
+    r->frequency_penalty = p->frequency_penalty;
+    r->n_logprobs = p->n_logprobs;
+    r->pen_n = np;
+    for (int i = 0; i < np; i++) {
+        pen[2 * i] = s->seen[i];
+        pen[2 * i + 1] = s->count[s->seen[i]];
+    }
+    uint64_t peek[4];
+    memcpy(peek, s->rng, sizeof peek);
+    r->u = greedy(s) ? 0.0 : rng_uniform(peek);
+    return np;
+}
+
+void llm_sampler_device_commit(llm_sampler *s)
+{
+    if (s != NULL && !greedy(s))
+        (void)rng_uniform(s->rng);
 }

@@ -20,6 +20,13 @@
  *      is drawn with the request's PRNG (xoshiro256** seeded via splitmix64).
  *      Exactly one draw per non-greedy call, so the same seed and the same
  *      logits sequence always give the same tokens.
+ *      Masses are fixed point, W = floor(p / p_max * 2^40), so that they add
+ *      up exactly in any order: the nucleus is the smallest prefix of the
+ *      total order (larger logit, then lower id) with W-mass >= ceil(top_p *
+ *      the top-k survivors' mass), and the draw, u uniform in [0, 1),
+ *      t = floor(u * Z), picks the first token of that order whose running
+ *      W-mass exceeds t. A device that follows the same definition
+ *      (kernels/cuda_sample.cu) picks the same token from the same logits.
  * NaN logits count as -inf, +inf as FLT_MAX. */
 #ifndef LLM_SAMPLER_H
 #define LLM_SAMPLER_H
@@ -80,9 +87,32 @@ int          llm_sampler_plain_greedy(const llm_sampler *s);
 
 /* The distribution step 3 would draw from, without drawing (the PRNG is not
  * advanced): applies the penalties to logits in place like llm_sampler_sample,
- * writes up to cap candidates (ids, renormalised probabilities) in the order the
- * draw walks them and returns how many candidates survive (greedy: 1).
- * For tests and debugging. */
+ * writes up to cap candidates (ids, renormalised probabilities W / Z) in the
+ * order the draw walks them (the total order, best first) and returns how many
+ * candidates survive (greedy: 1). For tests and debugging. */
 int          llm_sampler_distribution(llm_sampler *s, float *logits, int32_t *ids, float *probs, int cap);
+
+/* ---- the same call made by a device (backend.h: LLM_ROW_SAMPLE) ----
+ * The device gets the parameters, the penalty window as (id, count) pairs and
+ * the uniform draw this call would make; it applies the steps above to the row
+ * of logits it holds and returns what llm_sampler_sample would (id, logprob,
+ * top-n). The PRNG stays here: llm_sampler_device_commit advances it once the
+ * step succeeded, so a step retried (out of memory) draws the same u again. */
+typedef struct {
+    float   temperature;          /* 0 when the call is greedy (also for temperatures whose inverse is not finite) */
+    float   top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
+    int32_t top_k, n_logprobs;
+    int32_t pen_off, pen_n;       /* pairs pen[2 * pen_off ...]: id, count; set pen_off yourself */
+    int32_t row;                  /* the logits row (set by the caller) */
+    double  u;                    /* the next draw of the request's PRNG, [0, 1) (0 when greedy) */
+} llm_sampling_row;
+
+/* Penalty pairs a device call needs now (0 when no penalty is set). */
+int          llm_sampler_penalty_pairs(const llm_sampler *s);
+/* Fill r (all but pen_off and row) and up to pen_cap pairs; the PRNG is not advanced.
+ * Returns the pairs written, -1 when pen_cap is too small or s / r is NULL. */
+int          llm_sampler_device_row(const llm_sampler *s, llm_sampling_row *r, int32_t *pen, int pen_cap);
+/* The device made the draw llm_sampler_device_row peeked: advance the PRNG (nothing when greedy). */
+void         llm_sampler_device_commit(llm_sampler *s);
 
 #endif

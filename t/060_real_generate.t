@@ -281,7 +281,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 42}
 --- error_code: 200
 --- response_body_like chomp
-"choices":\[\{"index":0,"text":", there was an eag","logprobs":null,"finish_reason":"length"\}\]
+"choices":\[\{"index":0,"text":", there was a atti","logprobs":null,"finish_reason":"length"\}\]
 
 === TEST 17: the same seed again gives the same sample
 --- main_config
@@ -298,7 +298,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 42}
 --- error_code: 200
 --- response_body_like chomp
-"choices":\[\{"index":0,"text":", there was an eag","logprobs":null,"finish_reason":"length"\}\]
+"choices":\[\{"index":0,"text":", there was a atti","logprobs":null,"finish_reason":"length"\}\]
 
 === TEST 18: choice i of n samples with seed + i (seed 42, n 3 == seeds 42, 43, 44)
 --- main_config
@@ -315,7 +315,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 42, "n": 3}
 --- error_code: 200
 --- response_body_like chomp
-"choices":\[\{"index":0,"text":", there was an eag","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":", there was a clever b","logprobs":null,"finish_reason":"length"\},\{"index":2,"text":", there was a girl named","logprobs":null,"finish_reason":"length"\}\]
+"choices":\[\{"index":0,"text":", there was a atti","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":", in a small bo","logprobs":null,"finish_reason":"length"\},\{"index":2,"text":", there was a little girl","logprobs":null,"finish_reason":"length"\}\]
 
 === TEST 19: seed 43 alone gives choice 1 of the seed 42 n=3 request
 --- main_config
@@ -332,7 +332,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 43}
 --- error_code: 200
 --- response_body_like chomp
-"choices":\[\{"index":0,"text":", there was a clever b","logprobs":null,"finish_reason":"length"\}\]
+"choices":\[\{"index":0,"text":", in a small bo","logprobs":null,"finish_reason":"length"\}\]
 
 === TEST 20: completion logprobs: tokens, their logprobs, top alternatives, offsets
 --- main_config

@@ -553,6 +553,90 @@ static void test_penalties(void)
     llm_sampler_free(s);
 }
 
+/* The draw as sampler.h defines it, written out plainly: fixed-point weights, full sort, t = floor(u * Z),
+ * first token whose running mass exceeds t. */
+static int32_t ref_draw(const float *l, int v, float temp, double u)
+{
+    ref_t *r = malloc((size_t)v * sizeof(ref_t));
+    for (int i = 0; i < v; i++)
+        r[i] = (ref_t){ l[i], i };
+    qsort(r, (size_t)v, sizeof(ref_t), ref_cmp);
+    uint64_t z = 0, acc = 0;
+    uint64_t *w = malloc((size_t)v * sizeof(uint64_t));
+    for (int i = 0; i < v; i++)
+        z += w[i] = (uint64_t)(expf((r[i].l - r[0].l) * (1.0f / temp)) * 0x1p40f);
+    uint64_t t = (uint64_t)(u * (double)z);
+    int32_t id = r[v - 1].id;
+    for (int i = 0; i < v; i++)
+        if ((acc += w[i]) > t) {
+            id = r[i].id;
+            break;
+        }
+    free(r);
+    free(w);
+    return id;
+}
+
+/* What a device sampler is given (llm_sampler_device_row) and how the draw is defined. */
+static void test_device_row(void)
+{
+    enum { V = 1000, STEPS = 300 };
+    float l[V], l2[V];
+    llm_sampling_params p = params(0.8f);
+    p.seed = 77;
+    llm_sampler *a = mk(p, V), *b = mk(p, V);
+    int same = 1, peek_stable = 1;
+    for (int i = 0; i < STEPS; i++) {
+        random_logits(l, V, (uint64_t)i + 1000);
+        for (int j = 0; j < V; j += 7) /* ties, so the id order matters */
+            l[j] = l[0];
+        memcpy(l2, l, sizeof l);
+        llm_sampling_row r, r2;
+        llm_sampler_device_row(a, &r, NULL, 0);
+        llm_sampler_device_row(a, &r2, NULL, 0);
+        peek_stable &= r.u == r2.u && r.u >= 0.0 && r.u < 1.0;
+        llm_sampler_device_commit(a);
+        int32_t want = ref_draw(l, V, 0.8f, r.u);
+        same &= llm_sampler_sample(b, l2, NULL) == want;
+    }
+    ok(peek_stable, "device_row peeks the next draw without advancing the PRNG");
+    ok(same, "%d draws: the sampler picks the first token in total order whose fixed-point running mass "
+       "exceeds floor(u * Z), u = the draw device_row peeked", STEPS);
+    llm_sampler_free(a);
+    llm_sampler_free(b);
+
+    p = params(1.0f);
+    p.frequency_penalty = 0.5f;
+    p.penalty_last_n = 0;
+    p.top_k = 5;
+    p.n_logprobs = 3;
+    a = mk(p, 10);
+    int32_t seq[6] = { 3, 4, 3, 9, 3, 4 };
+    for (int i = 0; i < 6; i++)
+        llm_sampler_accept(a, seq[i], i < 2);
+    int32_t pen[20];
+    llm_sampling_row r;
+    is_int(llm_sampler_penalty_pairs(a), 3, "3 distinct tokens in the penalty window");
+    is_int(llm_sampler_device_row(a, &r, pen, 2), -1, "too small a pair buffer is refused");
+    is_int(llm_sampler_device_row(a, &r, pen, 20), 3, "3 pairs written");
+    int c3 = 0, c4 = 0, c9 = 0;
+    for (int i = 0; i < 3; i++) {
+        c3 += pen[2 * i] == 3 ? pen[2 * i + 1] : 0;
+        c4 += pen[2 * i] == 4 ? pen[2 * i + 1] : 0;
+        c9 += pen[2 * i] == 9 ? pen[2 * i + 1] : 0;
+    }
+    ok(c3 == 3 && c4 == 2 && c9 == 1 && r.pen_n == 3, "pairs hold each id's count (3 x3, 4 x2, 9 x1)");
+    ok(r.temperature == 1.0f && r.top_k == 5 && r.top_p == 1.0f && r.frequency_penalty == 0.5f &&
+       r.n_logprobs == 3, "parameters copied");
+    llm_sampler_free(a);
+
+    p = params(1e-39f); /* 1 / T is not finite: greedy */
+    a = mk(p, 10);
+    llm_sampler_device_row(a, &r, pen, 20);
+    ok(r.temperature == 0.0f && r.u == 0.0 && r.pen_n == 0, "a greedy call reaches the device as temperature 0");
+    llm_sampler_free(a);
+}
+
 int main(void)
 {
     test_validate();
@@ -562,5 +646,6 @@ int main(void)
     test_determinism();
     test_frequencies();
     test_penalties();
+    test_device_row();
     return done_testing();
 }
