@@ -50,6 +50,14 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ARGMAX:-1}" = 1 ]; then
         --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_argmax.txt"
 fi
 
+# Decode with every row sampled on the device (temperature 0.8, top-p 0.95, 5 logprobs: kernels/cuda_sample.cu),
+# as the server runs sampled requests since the device sampler exists; compare with the argmax rows above.
+if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${SAMPLE:-1}" = 1 ]; then
+    echo "== llama-3.2-3b bf16, sampled on the device (--sample 1)"
+    "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32,128,256 --sample 1 \
+        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_sample.txt"
+fi
+
 # Decode attention through the tiled (prefill-shaped) kernel instead of the register kernel: what it buys.
 if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
     echo "== llama-3.2-3b bf16, decode attention through the tiled kernel (LLM_CUDA_ATT_DECODE=0)"

@@ -1,11 +1,12 @@
 /* Drives a backend directly (no scheduler) to time the GPU paths:
  *   gpu_decode_bench --model PATH [--backend cuda|cpu] [--batches 1,8,32,128,256] [--prompt 128]
- *                    [--steps 32] [--prefill 1x2048,8x512] [--argmax 1]
+ *                    [--steps 32] [--prefill 1x2048,8x512] [--argmax 1] [--sample 1]
  * Prints the load time, prefill tokens/s per shape (N sequences x L tokens in one step, logits of each
  * sequence's last token), and for each batch size B: B sequences prefilled with --prompt tokens, then
  * --steps decode steps of B tokens (logits of all B copied to the host, as the engine needs them for
  * sampling; with --argmax 1 only each row's argmax id and logprob come back, through the backend's
- * forward_argmax, as for plain greedy requests in the server); median time per step = time per output token, and B / that = tokens/s. The bandwidth floor
+ * forward_device, as for plain greedy requests in the server; with --sample 1 every row is sampled on the
+ * device instead, temperature 0.8 + top-p 0.95 + 5 top logprobs, as a sampled request runs); median time per step = time per output token, and B / that = tokens/s. The bandwidth floor
  * is the model's weight bytes read once per step at 4.2 TB/s (H200). Figures, never pass/fail. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +49,11 @@ typedef struct {
     uint8_t *want;
     float *logits;
     int cap;
-    int argmax;              /* decode through be->forward_argmax (ids only, as greedy requests run) */
-    llm_argmax_out am;
+    int argmax;              /* decode through be->forward_device (ids only, as greedy requests run) */
+    int sample;              /* ... with every row sampled on the device (LLM_ROW_SAMPLE) */
+    llm_device_out am;
+    llm_sampling_row *rows;
+    int draws;
 } bench;
 
 /* One step: sequences s0..s0+ns-1, each with `len` tokens starting at position p0; logits of the last
@@ -70,8 +74,22 @@ static int step(bench *b, int s0, int ns, int p0, int len, llm_err *err)
             b->want[k] = i == len - 1;
         }
     llm_batch bt = { n, b->tok, b->pos, b->seq, b->want, s0 + ns, b->views };
-    if (b->argmax && len == 1)
-        return b->be->forward_argmax(b->be, &bt, &b->am, b->logits, err);
+    if (b->sample && len == 1) {
+        for (int k = 0; k < n; k++) {
+            llm_sampling_row *r = &b->rows[k];
+            memset(r, 0, sizeof(*r));
+            r->temperature = 0.8f;
+            r->top_p = 0.95f;
+            r->min_p = 0.0f;
+            r->repetition_penalty = 1.0f;
+            r->n_logprobs = 5;
+            r->row = k;
+            r->u = (double)((b->draws++ * 2654435761u) % 1000003u) / 1000003.0;
+        }
+        b->am.n_sample = n;
+    }
+    if ((b->argmax || b->sample) && len == 1)
+        return b->be->forward_device(b->be, &bt, &b->am, b->logits, err);
     return b->be->ops->forward(b->be, &bt, b->logits, err);
 }
 
@@ -81,10 +99,10 @@ int main(int argc, char **argv)
     const char *batches = arg(argc, argv, "--batches", "1,8,32,128,256");
     const char *prefills = arg(argc, argv, "--prefill", "1x2048,8x512");
     int prompt = atoi(arg(argc, argv, "--prompt", "128")), steps = atoi(arg(argc, argv, "--steps", "32"));
-    int argmax = atoi(arg(argc, argv, "--argmax", "0"));
+    int argmax = atoi(arg(argc, argv, "--argmax", "0")), sample = atoi(arg(argc, argv, "--sample", "0"));
     if (path == NULL || prompt < 1 || steps < 1) {
         fprintf(stderr, "usage: gpu_decode_bench --model PATH [--backend cuda|cpu] [--batches 1,8,32,128,256] "
-                        "[--prompt 128] [--steps 32] [--prefill 1x2048,8x512] [--argmax 1]\n");
+                        "[--prompt 128] [--steps 32] [--prefill 1x2048,8x512] [--argmax 1] [--sample 1]\n");
         return 2;
     }
     int bl[32], nb = 0, max_b = 1, pn[16], pl[16], np = 0, max_tok = 1, max_len = prompt + steps + 8;
@@ -156,17 +174,25 @@ int main(int argc, char **argv)
     b.seq = malloc((size_t)max_tok * sizeof(int32_t));
     b.want = malloc((size_t)max_tok);
     b.logits = malloc((size_t)max_b * b.V * sizeof(float));
-    b.argmax = argmax && b.be != NULL && b.be->forward_argmax != NULL;
+    b.argmax = argmax && b.be != NULL && b.be->forward_device != NULL;
     if (argmax && !b.argmax)
         fprintf(stderr, "bench: this backend has no on-device argmax; --argmax ignored\n");
+    b.sample = sample && b.be != NULL && b.be->device_sampling;
+    if (sample && !b.sample)
+        fprintf(stderr, "bench: this backend does not sample on the device; --sample ignored\n");
+    b.argmax &= !b.sample;
     uint8_t *am_only = malloc((size_t)max_tok);
     if (am_only != NULL)
-        memset(am_only, 1, (size_t)max_tok);
-    b.am.argmax_only = am_only;
+        memset(am_only, b.sample ? LLM_ROW_SAMPLE : LLM_ROW_ARGMAX, (size_t)max_tok);
+    b.rows = calloc((size_t)max_tok, sizeof(llm_sampling_row));
+    b.am.sample = b.rows;
+    b.am.top = malloc((size_t)max_tok * LLM_SAMPLING_MAX_LOGPROBS * sizeof(llm_token_logprob));
+    b.am.n_top = malloc((size_t)max_tok * sizeof(int32_t));
+    b.am.mode = am_only;
     b.am.ids = malloc((size_t)max_tok * sizeof(int32_t));
     b.am.logprob = malloc((size_t)max_tok * sizeof(float));
     if (!b.tables || !b.views || !b.tok || !b.pos || !b.seq || !b.want || !b.logits || !am_only || !b.am.ids ||
-        !b.am.logprob) {
+        !b.am.logprob || !b.rows || !b.am.top || !b.am.n_top) {
         fprintf(stderr, "error: out of memory\n");
         return 1;
     }
@@ -224,7 +250,7 @@ int main(int argc, char **argv)
     }
     free(ts);
     free(b.tables); free(b.views); free(b.tok); free(b.pos); free(b.seq); free(b.want); free(b.logits);
-    free(am_only); free(b.am.ids); free(b.am.logprob);
+    free(am_only); free(b.am.ids); free(b.am.logprob); free(b.rows); free(b.am.top); free(b.am.n_top);
     llm_backend_free(b.be);
     llm_model_free(m);
     return 0;

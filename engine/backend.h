@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "model.h"
+#include "sampler.h"
 
 typedef struct {
     const int32_t *blocks;   /* block table: blocks[i] holds positions [i*bs, (i+1)*bs) */
@@ -50,24 +51,41 @@ typedef struct {
     void (*destroy)(llm_backend *b);
 } llm_backend_ops;
 
-/* Greedy on the device, for backends that offer it (see forward_argmax below). */
+/* What comes back for a token with want_logits set, per token (llm_device_out.mode). */
+enum {
+    LLM_ROW_LOGITS = 0, /* its vocab_size floats */
+    LLM_ROW_ARGMAX = 1, /* only its greedy id and logprob: ids / logprob as the CPU sampler's greedy (NaN counts
+                         * as -inf, +inf as FLT_MAX, ties: lowest id) and log-softmax of that id (-inf when every
+                         * logit is -inf/NaN) */
+    LLM_ROW_SAMPLE = 2  /* sampled on the device (backends with device_sampling): the whole llm_sampler_sample
+                         * call described by its llm_sampling_row (sampler.h): id, logprob, top-n */
+};
+
+/* Results on the device instead of logits (forward_device). A row that is not LLM_ROW_LOGITS keeps its
+ * place in the logits output but is not written. */
 typedef struct {
-    const uint8_t *argmax_only; /* [n_tokens] 1 = only this token's greedy id comes back (want_logits must be
-                                 * set too); its logits row keeps its place in the output but is not written */
-    int32_t       *ids;         /* [rows] out, row order as logits, filled for every row: the row's argmax as
-                                 * the CPU sampler's greedy (NaN counts as -inf, +inf as FLT_MAX, ties: lowest id) */
-    float         *logprob;     /* [rows] out: log-softmax of that id (-inf when every logit is -inf/NaN) */
-} llm_argmax_out;
+    const uint8_t *mode;      /* [n_tokens] LLM_ROW_* (read for tokens with want_logits) */
+    int32_t       *ids;       /* [rows] out, row order as logits, for ARGMAX and SAMPLE rows */
+    float         *logprob;   /* [rows] out: log-softmax of that id (penalised logits for SAMPLE rows) */
+    /* LLM_ROW_SAMPLE rows: one llm_sampling_row each (.row = its logits row, .pen_off into pen) */
+    int                     n_sample;
+    const llm_sampling_row *sample;   /* [n_sample] */
+    const int32_t          *pen;      /* [n_pen][2]: id, count */
+    int                     n_pen;
+    llm_token_logprob      *top;      /* [n_sample][LLM_SAMPLING_MAX_LOGPROBS] out: top n_logprobs */
+    int32_t                *n_top;    /* [n_sample] out */
+} llm_device_out;
 
 struct llm_backend {
     const llm_backend_ops *ops;
     const llm_model       *model;
     llm_backend_opts       opts;   /* resolved values (threads, kv_blocks, block_size) after init */
     void                  *impl;
-    /* Optional (NULL = not offered; set by init): forward, except that the rows of tokens with
-     * am->argmax_only set come back as am->ids / am->logprob instead of vocab_size floats. */
-    int (*forward_argmax)(llm_backend *b, const llm_batch *batch, const llm_argmax_out *am, float *logits,
+    /* Optional (NULL = not offered; set by init): forward, except that the rows of tokens whose
+     * dv->mode is not LLM_ROW_LOGITS come back through dv instead of as vocab_size floats. */
+    int (*forward_device)(llm_backend *b, const llm_batch *batch, const llm_device_out *dv, float *logits,
                           llm_err *err);
+    int device_sampling;  /* 1: forward_device takes LLM_ROW_SAMPLE rows (else ARGMAX only) */
 };
 
 /* name: "cpu" (or "cuda" when built with it). NULL + err on failure. */

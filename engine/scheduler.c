@@ -58,10 +58,15 @@ struct llm_sched {
     int      mem_hold_ms;      /* non-binding time needed before it grows */
     int      mem_grew;         /* the last change was a growth */
     char errmsg[700];
-    /* on-device greedy (be->forward_argmax): per-token flags, per-row ids and logprobs; allocated at first use */
-    uint8_t *am_only;
-    int32_t *am_ids;
-    float   *am_lp;
+    /* results made on the device (be->forward_device): per-token modes, per-row ids and logprobs, per
+     * sampled row its llm_sampling_row, top-n and index (dv_sidx[row], -1 if none), the penalty pairs;
+     * allocated at first use */
+    uint8_t *dv_mode;
+    int32_t *dv_ids, *dv_ntop, *dv_sidx, *dv_pen;
+    float   *dv_lp;
+    llm_sampling_row  *dv_rows;
+    llm_token_logprob *dv_top;
+    int      dv_pen_cap;
 };
 
 static uint64_t clock_ns(const llm_sched *s)
@@ -172,9 +177,14 @@ void llm_sched_destroy(llm_sched *s)
     free(s->b_views);
     free(s->b_reqs);
     free(s->logits);
-    free(s->am_only);
-    free(s->am_ids);
-    free(s->am_lp);
+    free(s->dv_mode);
+    free(s->dv_ids);
+    free(s->dv_ntop);
+    free(s->dv_sidx);
+    free(s->dv_pen);
+    free(s->dv_lp);
+    free(s->dv_rows);
+    free(s->dv_top);
     free(s->outq);
     free(s);
 }
@@ -690,32 +700,97 @@ static int is_stop(const sreq *r, int32_t t)
     return 0;
 }
 
-/* Requests whose sampling is a plain argmax (llm_sampler_plain_greedy) need only the argmax id and its logprob:
- * when the backend offers forward_argmax, their rows are flagged so that only those come back (at batch 256 x
- * 128K vocab that is 128 MiB of logits a step not copied). 1 when this step uses it (am filled). */
-static int argmax_prepare(llm_sched *s, llm_argmax_out *am)
+/* Rows that need not come back as logits (at batch 256 x 128K vocab that is 128 MiB a step not copied, and
+ * no 128K-wide pass on the host per request): a plain argmax (llm_sampler_plain_greedy) when the backend
+ * offers forward_device, any other sampling call when it also offers device_sampling (the device gets the
+ * parameters, the penalty pairs and the draw the request's PRNG would make). Rows whose pairs do not fit in
+ * memory stay logits rows. 1 when this step uses it (dv filled). */
+static int device_prepare(llm_sched *s, llm_device_out *dv)
 {
-    if (s->be->forward_argmax == NULL)
+    if (s->be->forward_device == NULL)
         return 0;
-    if (s->am_only == NULL || s->am_ids == NULL || s->am_lp == NULL) {
-        free(s->am_only);
-        free(s->am_ids);
-        free(s->am_lp);
-        s->am_only = malloc((size_t)s->cap_tokens);
-        s->am_ids = malloc((size_t)s->cap_batch * sizeof(int32_t));
-        s->am_lp = malloc((size_t)s->cap_batch * sizeof(float));
-        if (s->am_only == NULL || s->am_ids == NULL || s->am_lp == NULL)
+    if (s->dv_mode == NULL) {
+        size_t nb = (size_t)s->cap_batch;
+        s->dv_mode = malloc((size_t)s->cap_tokens);
+        s->dv_ids = malloc(nb * sizeof(int32_t));
+        s->dv_ntop = malloc(nb * sizeof(int32_t));
+        s->dv_sidx = malloc(nb * sizeof(int32_t));
+        s->dv_lp = malloc(nb * sizeof(float));
+        s->dv_rows = malloc(nb * sizeof(llm_sampling_row));
+        s->dv_top = malloc(nb * LLM_SAMPLING_MAX_LOGPROBS * sizeof(llm_token_logprob));
+        if (s->dv_mode == NULL || s->dv_ids == NULL || s->dv_ntop == NULL || s->dv_sidx == NULL ||
+            s->dv_lp == NULL || s->dv_rows == NULL || s->dv_top == NULL) {
+            free(s->dv_mode); free(s->dv_ids); free(s->dv_ntop); free(s->dv_sidx);
+            free(s->dv_lp); free(s->dv_rows); free(s->dv_top);
+            s->dv_mode = NULL;
             return 0; /* plain forward this step; tried again next step */
+        }
     }
-    int any = 0;
+    int any = 0, row = 0, ns = 0, np = 0;
     for (int i = 0; i < s->b_n; i++) {
-        s->am_only[i] = (uint8_t)(s->b_want[i] && llm_sampler_plain_greedy(s->b_reqs[s->b_seq[i]]->smp));
-        any |= s->am_only[i];
+        s->dv_mode[i] = LLM_ROW_LOGITS;
+        if (!s->b_want[i])
+            continue;
+        llm_sampler *smp = s->b_reqs[s->b_seq[i]]->smp;
+        s->dv_sidx[row] = -1;
+        if (llm_sampler_plain_greedy(smp)) {
+            s->dv_mode[i] = LLM_ROW_ARGMAX;
+        } else if (s->be->device_sampling) {
+            int need = llm_sampler_penalty_pairs(smp);
+            if (np + need > s->dv_pen_cap) {
+                int cap = (np + need) * 2 > 1024 ? (np + need) * 2 : 1024;
+                int32_t *p = realloc(s->dv_pen, (size_t)cap * 2 * sizeof(int32_t));
+                if (p != NULL) {
+                    s->dv_pen = p;
+                    s->dv_pen_cap = cap;
+                }
+            }
+            llm_sampling_row *sr = &s->dv_rows[ns];
+            if (np + need <= s->dv_pen_cap &&
+                llm_sampler_device_row(smp, sr, s->dv_pen + 2 * (size_t)np, s->dv_pen_cap - np) >= 0) {
+                sr->pen_off = np;
+                sr->row = row;
+                np += sr->pen_n;
+                s->dv_sidx[row] = ns++;
+                s->dv_mode[i] = LLM_ROW_SAMPLE;
+            }
+        }
+        any |= s->dv_mode[i] != LLM_ROW_LOGITS;
+        row++;
     }
-    am->argmax_only = s->am_only;
-    am->ids = s->am_ids;
-    am->logprob = s->am_lp;
+    memset(dv, 0, sizeof(*dv));
+    dv->mode = s->dv_mode;
+    dv->ids = s->dv_ids;
+    dv->logprob = s->dv_lp;
+    dv->n_sample = ns;
+    dv->sample = s->dv_rows;
+    dv->pen = s->dv_pen;
+    dv->n_pen = np;
+    dv->top = s->dv_top;
+    dv->n_top = s->dv_ntop;
     return any;
+}
+
+/* The token of logits row `row` of request r, from the device's results or by sampling its logits. */
+static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_result *res)
+{
+    if (use_dv && llm_sampler_plain_greedy(r->smp)) { /* the row's logits were not copied back */
+        res->id = s->dv_ids[row];
+        res->logprob = s->dv_lp[row];
+        res->n_top = 0;
+        return res->id;
+    }
+    int j = use_dv ? s->dv_sidx[row] : -1;
+    if (j >= 0) { /* sampled on the device */
+        res->id = s->dv_ids[row];
+        res->logprob = s->dv_lp[row];
+        res->n_top = s->dv_ntop[j];
+        memcpy(res->top, s->dv_top + (size_t)j * LLM_SAMPLING_MAX_LOGPROBS,
+               (size_t)res->n_top * sizeof(llm_token_logprob));
+        llm_sampler_device_commit(r->smp);
+        return res->id;
+    }
+    return llm_sampler_sample(r->smp, s->logits + (size_t)row * (size_t)s->vocab, res);
 }
 
 int llm_sched_step(llm_sched *s)
@@ -731,9 +806,9 @@ int llm_sched_step(llm_sched *s)
 
     llm_batch batch = { s->b_n, s->b_tok, s->b_pos, s->b_seq, s->b_want, s->b_nseq, s->b_views };
     llm_err err = { { 0 } };
-    llm_argmax_out am;
-    int use_am = argmax_prepare(s, &am);
-    int rc = use_am ? s->be->forward_argmax(s->be, &batch, &am, s->logits, &err)
+    llm_device_out dv;
+    int use_dv = device_prepare(s, &dv);
+    int rc = use_dv ? s->be->forward_device(s->be, &batch, &dv, s->logits, &err)
                     : s->be->ops->forward(s->be, &batch, s->logits, &err);
     uint64_t t1 = clock_ns(s);
     s->st.steps++;
@@ -770,16 +845,7 @@ int llm_sched_step(llm_sched *s)
             continue; /* mid-prefill: nothing to sample yet */
 
         llm_sample_result res;
-        float *lg = s->logits + (size_t)row * (size_t)s->vocab;
-        int32_t t;
-        if (use_am && llm_sampler_plain_greedy(r->smp)) { /* the row's logits were not copied back */
-            t = s->am_ids[row];
-            res.id = t;
-            res.logprob = s->am_lp[row];
-            res.n_top = 0;
-        } else {
-            t = llm_sampler_sample(r->smp, lg, &res);
-        }
+        int32_t t = row_token(s, r, use_dv, row, &res);
         row++;
         llm_sampler_accept(r->smp, t, 0);
         r->tokens[r->n_tokens++] = t;

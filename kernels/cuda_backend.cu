@@ -1,6 +1,6 @@
 /* The CUDA backend: init (device, weights, KV pool), forward (one step over a
  * batch of tokens from many sequences, the same math as engine/cpu/forward.c;
- * forward_argmax returns only the greedy id of flagged rows) and destroy.
+ * forward_device returns only the greedy id of flagged rows) and destroy.
  * Built into build/libllm_cuda.so, which llm-engine dlopen()s
  * (engine/backend_cuda_loader.c); its one exported symbol is
  * llm_cuda_backend_get_ops. All work runs on one stream; forward returns after
@@ -43,22 +43,25 @@ static void cu_destroy(llm_backend *b)
     cudaSetDevice(st->device);
     if (st->stream != NULL)
         cudaStreamSynchronize(st->stream);
-    if (st->stage_timing && st->stage_steps > 0) {
+    for (int k = 0; k < 2 && st->stage_timing; k++) {
+        if (st->stage_steps[k] == 0)
+            continue;
         double tot = 0;
         for (int i = 0; i < CU_MAX_STAGES && st->stage_name[i] != NULL; i++)
-            tot += st->stage_ms[i];
-        fprintf(stderr, "cuda: stage times over %ld steps (synchronised after each stage), ms per step:",
-                st->stage_steps);
+            tot += st->stage_ms[k][i];
+        fprintf(stderr, "cuda: stage times over %ld %s steps (synchronised after each stage), ms per step:",
+                st->stage_steps[k], k == 0 ? "decode" : "prefill/mixed");
         for (int i = 0; i < CU_MAX_STAGES && st->stage_name[i] != NULL; i++)
-            fprintf(stderr, " %s %.3f (%.0f%%);", st->stage_name[i], st->stage_ms[i] / (double)st->stage_steps,
-                    tot > 0 ? 100.0 * st->stage_ms[i] / tot : 0.0);
-        fprintf(stderr, "\n");
+            fprintf(stderr, " %s %.3f (%.0f%%);", st->stage_name[i], st->stage_ms[k][i] / (double)st->stage_steps[k],
+                    tot > 0 ? 100.0 * st->stage_ms[k][i] / tot : 0.0);
+        fprintf(stderr, " total %.3f\n", tot / (double)st->stage_steps[k]);
     }
     cuda_graphs_destroy(st);
     free_scratch(st);
     cudaFree(st->logits);
     cudaFree(st->am_ids);
     cudaFree(st->am_lp);
+    cuda_sample_free(st);
     cudaFree(st->ws);
     cudaFree(st->dint);
     cudaFreeHost(st->hint);
@@ -169,7 +172,7 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     return 0;
 }
 
-static int cu_forward_argmax(llm_backend *be, const llm_batch *b, const llm_argmax_out *am, float *logits,
+static int cu_forward_device(llm_backend *be, const llm_batch *b, const llm_device_out *am, float *logits,
                              llm_err *err);
 
 static int cu_init(llm_backend *b, llm_err *err)
@@ -302,7 +305,8 @@ static int cu_init(llm_backend *b, llm_err *err)
         return -1;
     }
     cuda_graphs_init(st);
-    b->forward_argmax = cu_forward_argmax;
+    b->forward_device = cu_forward_device;
+    b->device_sampling = 1;
     return 0;
 }
 
@@ -433,7 +437,7 @@ static void stage_time(cu_state *st, const char *stage)
         if (st->stage_name[i] == NULL)
             st->stage_name[i] = stage;
         if (st->stage_name[i] == stage) {
-            st->stage_ms[i] += t - st->stage_t;
+            st->stage_ms[st->stage_kind][i] += t - st->stage_t;
             break;
         }
     }
@@ -462,7 +466,8 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
     if (st->stage_timing) {
         cudaStreamSynchronize(s);
         st->stage_t = now_ms();
-        st->stage_steps++;
+        st->stage_kind = sp->plan.q_tile > 1;
+        st->stage_steps[st->stage_kind]++;
     }
     cuda_embed(&st->tok_embd, sp->d_tok, st->x, n, s);
     if (stage_check(st, "embedding", -1, err))
@@ -511,7 +516,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
     return 0;
 }
 
-int cuda_copy_out(cu_state *st, const llm_batch *b, const llm_argmax_out *am, int nw, float *logits, cudaError_t *e)
+int cuda_copy_out(cu_state *st, const llm_batch *b, const llm_device_out *am, int nw, float *logits, cudaError_t *e)
 {
     size_t row_bytes = (size_t)st->m->cfg.vocab_size * 4;
     cudaStream_t s = st->stream;
@@ -519,6 +524,8 @@ int cuda_copy_out(cu_state *st, const llm_batch *b, const llm_argmax_out *am, in
         *e = cudaMemcpyAsync(logits, st->logits, (size_t)nw * row_bytes, cudaMemcpyDeviceToHost, s);
         return *e == cudaSuccess ? 0 : -1;
     }
+    if (cuda_sample_enqueue(st, am, e) != 0)
+        return -1;
     if ((*e = cudaMemcpyAsync(am->ids, st->am_ids, (size_t)nw * 4, cudaMemcpyDeviceToHost, s)) != cudaSuccess ||
         (*e = cudaMemcpyAsync(am->logprob, st->am_lp, (size_t)nw * 4, cudaMemcpyDeviceToHost, s)) != cudaSuccess)
         return -1;
@@ -528,7 +535,7 @@ int cuda_copy_out(cu_state *st, const llm_batch *b, const llm_argmax_out *am, in
         int end = i == b->n_tokens;
         if (!end && !b->want_logits[i])
             continue;
-        int skip = end || am->argmax_only[i];
+        int skip = end || am->mode[i];
         if (!skip && run0 < 0)
             run0 = row;
         if (skip && run0 >= 0) {
@@ -545,7 +552,7 @@ int cuda_copy_out(cu_state *st, const llm_batch *b, const llm_argmax_out *am, in
 }
 
 /* Any step, launch by launch. */
-static int forward_eager(cu_state *st, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err)
+static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
     int n = b->n_tokens, bs = st->block_size;
@@ -675,7 +682,7 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_argmax_out 
     return 0;
 }
 
-static int forward_any(llm_backend *be, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err)
+static int forward_any(llm_backend *be, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err)
 {
     cu_impl *im = (cu_impl *)be->impl;
     cu_state *st = &im->st;
@@ -698,19 +705,32 @@ static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_er
     return forward_any(be, b, NULL, logits, err);
 }
 
-/* be->forward_argmax: as forward; am is used only when some token with want_logits has argmax_only. */
-static int cu_forward_argmax(llm_backend *be, const llm_batch *b, const llm_argmax_out *am, float *logits,
+/* be->forward_device: as forward; dv is used only when some token with want_logits is not LLM_ROW_LOGITS. */
+static int cu_forward_device(llm_backend *be, const llm_batch *b, const llm_device_out *dv, float *logits,
                              llm_err *err)
 {
     int any = 0;
-    if (am != NULL && am->argmax_only != NULL && b != NULL && b->want_logits != NULL)
+    if (dv != NULL && dv->mode != NULL && b != NULL && b->want_logits != NULL && b->tokens != NULL)
         for (int i = 0; i < b->n_tokens && !any; i++)
-            any = b->want_logits[i] && am->argmax_only[i];
-    if (any && (am->ids == NULL || am->logprob == NULL)) {
-        llm_err_set(err, "cuda backend: argmax requested but no ids / logprob output given");
+            any = b->want_logits[i] && dv->mode[i] != LLM_ROW_LOGITS;
+    if (!any)
+        return forward_any(be, b, NULL, logits, err);
+    if (dv->ids == NULL || dv->logprob == NULL) {
+        llm_err_set(err, "cuda backend: device results requested but no ids / logprob output given");
         return -1;
     }
-    return forward_any(be, b, any ? am : NULL, logits, err);
+    if (b->n_tokens < 0 || cuda_sample_check(b, dv, err) != 0)
+        return -1;
+    cu_state *st = &((cu_impl *)be->impl)->st;
+    cudaSetDevice(st->device);
+    if (cuda_sample_reserve(st, dv->n_sample, dv->n_pen) != 0) {
+        llm_err_set(err, "cuda backend: out of memory for %d sampled rows", dv->n_sample);
+        return LLM_BACKEND_NOMEM;
+    }
+    int rc = forward_any(be, b, dv, logits, err);
+    if (rc == 0)
+        cuda_sample_scatter(st, dv);
+    return rc;
 }
 
 static const llm_backend_ops cuda_ops = { "cuda", cu_init, cu_forward, cu_destroy };

@@ -24,7 +24,7 @@
  * ever grow, and each move bumps a generation counter (cuda_buf_gen), so a graph
  * captured before a move is dropped and captured again. All growth happens
  * before the capture begins: nothing is allocated or synchronised inside it.
- * The on-device argmax (forward_argmax) is part of every graph; which rows'
+ * The on-device argmax (forward_device) is part of every graph; which rows'
  * logits are copied back is decided after the launch.
  * If capture, instantiation or launch fails, one line goes to stderr and every
  * later step runs eagerly (the failing step too): graphs are a speed-up, never
@@ -70,8 +70,8 @@ void cuda_graphs_destroy(cu_state *st)
         if (G->bucket_replays[i] > 0)
             len += (size_t)snprintf(per + len, sizeof(per) - len, " %d:%ld", bucket_size[i], G->bucket_replays[i]);
     fprintf(stderr, "cuda: graphs %s: %ld captured, %ld replays (bucket:replays%s), %ld steps eager; "
-            "%ld steps with on-device argmax\n", G->enabled ? "on" : "off", G->captures, G->replays, per,
-            G->eager_steps, G->argmax_steps);
+            "%ld steps with on-device argmax, %ld rows sampled on the device\n", G->enabled ? "on" : "off", G->captures,
+            G->replays, per, G->eager_steps, G->argmax_steps, st->samp.rows);
 }
 
 /* The bucket of a decode step, or -1 for any other step. */
@@ -209,7 +209,7 @@ static int give_up(cu_state *st, const char *why)
     return 1;
 }
 
-int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err)
+int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err)
 {
     cu_graphs *G = &st->graphs;
     int bi = G->enabled ? bucket_of(b) : -1;

@@ -173,8 +173,22 @@ typedef struct {
     int      stats;                /* LLM_CUDA_STATS=1: counters to stderr at destroy */
     cu_graph g[CU_GRAPH_BUCKETS][CU_GRAPH_CLASSES];
     long     captures, replays, eager_steps, bucket_replays[CU_GRAPH_BUCKETS];
-    long     argmax_steps;         /* steps that returned on-device greedy ids (forward_argmax) */
+    long     argmax_steps;         /* steps that returned on-device greedy ids (forward_device) */
 } cu_graphs;
+
+/* ---- sampling on the device (cuda_sample.cu) ---- */
+/* Buffers of the LLM_ROW_SAMPLE rows of a step, grown before any launch. Device and pinned host memory have
+ * the same layout: rows [cap] | pen pairs [pen_cap] (uploaded), then ids [cap] | logprobs [cap] |
+ * n_top [cap] | top [cap][LLM_SAMPLING_MAX_LOGPROBS] (downloaded). */
+typedef struct {
+    char  *dev, *host;
+    int    cap, pen_cap;
+    long   rows;                 /* rows sampled on the device so far (LLM_CUDA_STATS) */
+} cu_sampler;
+
+/* Per sampled row (grid = n): the whole llm_sampler_sample call of engine/sampler.c on its logits row. */
+void cuda_sample(float *logits, int vocab, int n, const llm_sampling_row *rows, const int32_t *pen, int32_t *ids,
+                 float *lps, llm_token_logprob *top, int32_t *n_top, cudaStream_t st);
 
 /* ---- backend state (cuda_backend.cu, cuda_load.cu) ---- */
 typedef struct {
@@ -209,11 +223,15 @@ typedef struct {
     int     debug_sync;              /* LLM_CUDA_SYNC=1 */
     /* LLM_CUDA_SYNC=1 with LLM_CUDA_STATS=1: wall time per stage (synchronised), printed at destroy */
     int     stage_timing;
-    double  stage_ms[CU_MAX_STAGES];
+    /* ... kept apart for decode steps (every item one token) [0] and prefill / mixed steps [1], so that a
+     * benchmark's prompt prefills do not blur its decode figures */
+    double  stage_ms[2][CU_MAX_STAGES];
     const char *stage_name[CU_MAX_STAGES];
-    long    stage_steps;
+    long    stage_steps[2];
+    int     stage_kind;
     double  stage_t;                 /* when the last stage ended (ms, CLOCK_MONOTONIC) */
     cu_graphs graphs;
+    cu_sampler samp;
 } cu_state;
 
 /* One step as the kernels see it: every pointer is device memory uploaded before the launches. */
@@ -237,17 +255,30 @@ int  cuda_ensure_ints(cu_state *st, size_t n_ints);
 int  cuda_ensure_ws(cu_state *st, size_t floats);
 int  cuda_ensure_logits(cu_state *st, int rows);
 /* Queue the copies of a step's results to the caller: every logits row, or, with am, the ids and logprobs
- * of all rows and the logits rows of tokens without argmax_only. 0 or -1 (error code in *e). */
-int  cuda_copy_out(cu_state *st, const llm_batch *b, const llm_argmax_out *am, int nw, float *logits,
+ * of all rows and the logits rows of tokens without mode. 0 or -1 (error code in *e). */
+int  cuda_copy_out(cu_state *st, const llm_batch *b, const llm_device_out *am, int nw, float *logits,
                    cudaError_t *e);
 static inline unsigned cuda_buf_gen(const cu_state *st) { return st->buf_gen + st->mm.gen; }
+
+/* cuda_sample.cu: dv's sampled rows are consistent with the batch (rows that exist, in increasing order,
+ * each a LLM_ROW_SAMPLE token's; pairs in range; parameters in the ranges llm_sampling_validate allows):
+ * 0, or -1 with err filled. */
+int  cuda_sample_check(const llm_batch *b, const llm_device_out *dv, llm_err *err);
+/* Room for n rows and n_pen pairs (outside any capture): 0, or -1 out of memory. */
+int  cuda_sample_reserve(cu_state *st, int n, int n_pen);
+/* Queue the upload of dv's rows and pairs, the sampling kernel over st->logits and the download of the
+ * results: 0 or -1 (error code in *e). */
+int  cuda_sample_enqueue(cu_state *st, const llm_device_out *dv, cudaError_t *e);
+/* After the stream synchronised: the results into dv (ids / logprob at each row, n_top / top per sample). */
+void cuda_sample_scatter(cu_state *st, const llm_device_out *dv);
+void cuda_sample_free(cu_state *st);
 
 /* cuda_graph.cu */
 void cuda_graphs_init(cu_state *st);
 /* A decode step (every token wants logits, one token per sequence, at most 256) through the graph of
  * its (bucket, split class): 0 done, -1 error with err filled, 1 not such a step or graphs off: run it
  * eagerly. A capture that fails disables graphs for good (one line to stderr) and answers 1. */
-int  cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_argmax_out *am, float *logits, llm_err *err);
+int  cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err);
 void cuda_graphs_destroy(cu_state *st);
 
 /* Upload the model's weights (repacked as described above) and the rope

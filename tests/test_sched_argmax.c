@@ -1,6 +1,6 @@
-/* On-device greedy through the scheduler (llm_backend.forward_argmax): a fake
+/* On-device greedy through the scheduler (llm_backend.forward_device): a fake
  * backend computes each logits row from (token, position, sequence); with
- * forward_argmax it returns, for flagged rows, the argmax and its logprob the
+ * forward_device it returns, for flagged rows, the argmax and its logprob the
  * way engine/sampler.c computes them and poisons those rows' logits with NaN,
  * so a scheduler that still read them would emit other tokens. The same
  * requests (plain greedy, greedy with logprobs, greedy with penalties, seeded
@@ -62,7 +62,7 @@ static int fake_forward(llm_backend *b, const llm_batch *bt, float *logits, llm_
 }
 
 /* As engine/sampler.c: greedy = first index of the maximum, logprob = l[id] - (max + log sum exp(l - max)). */
-static int fake_forward_argmax(llm_backend *b, const llm_batch *bt, const llm_argmax_out *am, float *logits,
+static int fake_forward_device(llm_backend *b, const llm_batch *bt, const llm_device_out *am, float *logits,
                                llm_err *err)
 {
     fake_impl *f = b->impl;
@@ -82,7 +82,7 @@ static int fake_forward_argmax(llm_backend *b, const llm_batch *bt, const llm_ar
             z += expf(lg[i] - lg[id]);
         am->ids[row] = id;
         am->logprob[row] = (float)(lg[id] - ((double)lg[id] + log(z)));
-        if (am->argmax_only[t]) {
+        if (am->mode[t]) {
             f->flagged_rows++;
             for (int i = 0; i < VOCAB; i++)
                 lg[i] = NAN;
@@ -131,7 +131,7 @@ static int run(int with_argmax, result *res, long *flagged, long *plain_tokens)
     if (fake_init(&be, &err) != 0)
         return -1;
     if (with_argmax)
-        be.forward_argmax = fake_forward_argmax;
+        be.forward_device = fake_forward_device;
     llm_sched_config cfg = { 0 };
     cfg.max_batch_size = 8;
     cfg.max_batched_tokens = 64;
@@ -202,7 +202,7 @@ int main(void)
     static result a[NREQ], b[NREQ];
     long fa = 0, fb = 0, pa = 0, pb = 0;
     ok(run(0, a, &fa, &pa) == 0, "scheduler run with a plain backend");
-    ok(run(1, b, &fb, &pb) == 0, "scheduler run with forward_argmax");
+    ok(run(1, b, &fb, &pb) == 0, "scheduler run with forward_device");
     int same = 1;
     for (int i = 0; i < NREQ; i++) {
         if (a[i].n != b[i].n || memcmp(a[i].tok, b[i].tok, (size_t)a[i].n * sizeof(int32_t)) != 0) {

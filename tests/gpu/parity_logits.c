@@ -9,7 +9,7 @@
  *     (the CUDA backend's graph buckets 1, 4, 8, 16, 32), N rounds, whose
  *     longest sequences cross 64, 128 and 256 positions (attention split
  *     classes) and KV block edges; --only-graph 1 skips parts 2 and 3. Where
- *     the backend offers forward_argmax, every other row asks for the greedy
+ *     the backend offers forward_device, every other row asks for the greedy
  *     id only: it must equal the CPU's argmax, its logprob the CPU's
  *     log-softmax, and its logits row must stay unwritten.
  * Prints max |diff| and top-1 agreement per part; exit 0 when all are within
@@ -191,7 +191,7 @@ static int graph_part(llm_backend *cpu, llm_backend *gpu, const int32_t *text, i
             }
             if (fwd(cpu, m, tok, pos, seq, want, NS, vc, lc) != 0)
                 goto out;
-            if (gpu->forward_argmax == NULL) {
+            if (gpu->forward_device == NULL) {
                 if (fwd(gpu, m, tok, pos, seq, want, NS, vg, lgp) != 0)
                     goto out;
                 compare(&c4, lc, lgp, m, V);
@@ -202,9 +202,9 @@ static int graph_part(llm_backend *cpu, llm_backend *gpu, const int32_t *text, i
                     lgp[k] = NAN;
                 llm_err err = { { 0 } };
                 llm_batch bt = { m, tok, pos, seq, want, NS, vg };
-                llm_argmax_out am = { am_only, am_ids, am_lp };
-                if (gpu->forward_argmax(gpu, &bt, &am, lgp, &err) != 0) {
-                    fprintf(stderr, "%s forward_argmax failed: %s\n", gpu->ops->name, err.msg);
+                llm_device_out am = { .mode = am_only, .ids = am_ids, .logprob = am_lp };
+                if (gpu->forward_device(gpu, &bt, &am, lgp, &err) != 0) {
+                    fprintf(stderr, "%s forward_device failed: %s\n", gpu->ops->name, err.msg);
                     goto out;
                 }
                 for (int j = 0; j < m; j++) {

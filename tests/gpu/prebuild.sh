@@ -21,6 +21,15 @@ done
 make -s -j"$(nproc)" BUILD="$B" LIBS="$LIBS_STATIC" "$B/llm-engine" "$B/libllm.a"
 make -s -j"$(nproc)" -f Makefile -f kernels/cuda.mk BUILD="$B" cuda
 tests/gpu/build_progs.sh "$B" "$LIBS_STATIC"
+# The device sampler's check against engine/sampler.c (tests/gpu/sample_check.cc), real kernels.
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ -x "$NVCC" ]; then
+    NVF="-std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"
+    cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iengine -c engine/sampler.c -o "$B/obj/sampler_check.o"
+    "$NVCC" $NVF -Iengine -Ishm -Ikernels -x cu -c tests/gpu/sample_check.cc -o "$B/obj/sample_check.o"
+    "$NVCC" -gencode arch=compute_90,code=sm_90 -o "$B/tests/gpu/sample_check" "$B/obj/sample_check.o" \
+        "$B/obj/kernels/cuda_sample.o" "$B/obj/sampler_check.o"
+fi
 mkdir -p "$B/lib"
 cj=$(ldconfig -p | awk '/libcjson\.so\.1 .*x86-64/ {print $NF; exit}')
 if [ -n "$cj" ]; then cp -L "$cj" "$B/lib/"; fi

@@ -1,12 +1,16 @@
 /* The scheduler over the CUDA backend against the scheduler over the CPU
- * backend, on a real model: 16 requests (plain greedy, greedy with top
- * logprobs, seeded sampling) arriving over the first steps, so steps mix
- * prefill chunks and decodes, then settle into decode-only steps (CUDA Graphs)
- * where the plain-greedy rows come back as on-device argmax ids
- * (llm_backend.forward_argmax). Greedy requests must give identical tokens;
- * logprobs must agree within --max-lp-diff; seeded sampling is reported only
- * (near-equal logits may draw differently).
- *   sched_parity --model PATH [--gen 24] [--max-lp-diff 1e-3]     (LLM_CUDA_LIB names the backend) */
+ * backend, on a real model: 16 requests of 8 kinds (plain greedy; greedy with
+ * top logprobs; greedy with penalties; seeded sampling plain, with top-k +
+ * top-p + min-p + logprobs, with penalties) arriving over the first steps, so
+ * steps mix prefill chunks and decodes, then settle into decode-only steps
+ * (CUDA Graphs). Through llm_backend.forward_device the plain-greedy rows come
+ * back as on-device argmax ids and every other row is sampled on the device
+ * (kernels/cuda_sample.cu) from the draw the request's PRNG makes.
+ * Greedy requests must give identical tokens, logprobs within --max-lp-diff;
+ * seeded sampled requests must be identical in at least --min-sampled of them
+ * (the same draw on logits equal to ~1e-5 picks the same token unless it falls
+ * within that of a boundary).
+ *   sched_parity --model PATH [--gen 24] [--max-lp-diff 1e-3] [--min-sampled 0]   (LLM_CUDA_LIB: the backend) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +48,14 @@ static llm_backend *make_cuda(const llm_model *m, const llm_backend_opts *o, llm
     return b;
 }
 
-static int kind(int i) { return i % 4 == 3 ? 2 : i % 4 == 2 ? 1 : 0; } /* 0 plain greedy, 1 + logprobs, 2 sampled */
+/* 0 plain greedy, 1 greedy + logprobs, 2 greedy + penalties, 3 sampled, 4 sampled + top-k/top-p/min-p +
+ * logprobs, 5 sampled + penalties; requests 6 and 7 of each 8 are plain greedy and sampled again. */
+static int kind(int i)
+{
+    static const int k[8] = { 0, 1, 2, 3, 4, 5, 0, 3 };
+    return k[i % 8];
+}
+static int sampled(int i) { return kind(i) >= 3; }
 
 static void take(result *res, const llm_sched_output *o)
 {
@@ -81,9 +92,21 @@ static int run(llm_backend *be, int vocab, int gen, result *res)
             rq.n_prompt = np;
             rq.max_tokens = gen;
             llm_sampling_defaults(&rq.sampling);
-            rq.sampling.temperature = kind(i) == 2 ? 0.8f : 0.0f;
-            rq.sampling.seed = 1234 + (uint64_t)i;
-            rq.sampling.n_logprobs = kind(i) == 1 ? 3 : 0;
+            llm_sampling_params *sp = &rq.sampling;
+            sp->temperature = sampled(i) ? 0.8f : 0.0f;
+            sp->seed = 1234 + (uint64_t)i;
+            sp->n_logprobs = kind(i) == 1 ? 3 : kind(i) == 4 ? 5 : 0;
+            if (kind(i) == 2 || kind(i) == 5) {
+                sp->repetition_penalty = 1.3f;
+                sp->frequency_penalty = 0.4f;
+                sp->presence_penalty = 0.2f;
+                sp->penalty_last_n = kind(i) == 2 ? 0 : -1;
+            }
+            if (kind(i) == 4) {
+                sp->top_k = 40;
+                sp->top_p = 0.9f;
+                sp->min_p = 0.02f;
+            }
             if (llm_sched_submit(s, &rq, &err) != 0) {
                 fprintf(stderr, "submit: %s\n", err.msg);
                 llm_sched_destroy(s);
@@ -116,11 +139,12 @@ int main(int argc, char **argv)
 {
     const char *path = arg(argc, argv, "--model", NULL);
     if (path == NULL) {
-        fprintf(stderr, "usage: sched_parity --model PATH [--gen 24] [--max-lp-diff 1e-3]\n");
+        fprintf(stderr, "usage: sched_parity --model PATH [--gen 24] [--max-lp-diff 1e-3] [--min-sampled 0]\n");
         return 2;
     }
     int gen = atoi(arg(argc, argv, "--gen", "24"));
     double max_lp = atof(arg(argc, argv, "--max-lp-diff", "1e-3"));
+    int min_sampled = atoi(arg(argc, argv, "--min-sampled", "0"));
     if (gen < 1 || gen > MAXG)
         gen = gen < 1 ? 1 : MAXG;
     llm_err err = { { 0 } };
@@ -136,16 +160,16 @@ int main(int argc, char **argv)
     llm_backend *gpu = cpu != NULL ? make_cuda(m, &o, &err) : NULL;
     static result rc[NREQ], rg[NREQ];
     int fails = 0;
-    if (cpu == NULL || gpu == NULL || gpu->forward_argmax == NULL || run(cpu, m->cfg.vocab_size, gen, rc) != 0 ||
+    if (cpu == NULL || gpu == NULL || gpu->forward_device == NULL || run(cpu, m->cfg.vocab_size, gen, rc) != 0 ||
         run(gpu, m->cfg.vocab_size, gen, rg) != 0) {
-        fprintf(stderr, "error: %s\n", gpu != NULL && gpu->forward_argmax == NULL ? "no forward_argmax" : err.msg);
+        fprintf(stderr, "error: %s\n", gpu != NULL && gpu->forward_device == NULL ? "no forward_device" : err.msg);
         fails++;
     } else {
         int greedy_same = 0, greedy_n = 0, sampled_same = 0, sampled_n = 0;
         double lp_diff = 0.0;
         for (int i = 0; i < NREQ; i++) {
             int same = rc[i].n == rg[i].n && memcmp(rc[i].tok, rg[i].tok, (size_t)rc[i].n * sizeof(int32_t)) == 0;
-            if (kind(i) == 2) {
+            if (sampled(i)) {
                 sampled_same += same;
                 sampled_n++;
                 continue;
@@ -153,16 +177,16 @@ int main(int argc, char **argv)
             greedy_same += same;
             greedy_n++;
             if (!same)
-                printf("  request %d (%s): tokens differ\n", i, kind(i) == 0 ? "plain greedy" : "greedy + logprobs");
+                printf("  request %d (greedy, kind %d): tokens differ\n", i, kind(i));
             for (int k = 0; same && k < rc[i].n; k++) {
                 double d = fabs((double)rc[i].lp[k] - (double)rg[i].lp[k]);
                 lp_diff = d <= lp_diff ? lp_diff : (isnan(d) ? INFINITY : d);
             }
         }
-        int bad = greedy_same != greedy_n || !(lp_diff <= max_lp);
+        int bad = greedy_same != greedy_n || !(lp_diff <= max_lp) || sampled_same < min_sampled;
         printf("scheduler, %d requests x %d tokens: greedy requests identical %d of %d (logprob max |diff| %.3g), "
-               "seeded sampling identical %d of %d (reported only)%s\n", NREQ, gen, greedy_same, greedy_n, lp_diff,
-               sampled_same, sampled_n, bad ? "  <-- FAIL" : "");
+               "seeded sampled requests identical %d of %d (at least %d wanted)%s\n", NREQ, gen, greedy_same,
+               greedy_n, lp_diff, sampled_same, sampled_n, min_sampled, bad ? "  <-- FAIL" : "");
         fails += bad;
     }
     llm_backend_free(gpu);
