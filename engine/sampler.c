@@ -314,41 +314,55 @@ static void swap_cand(cand *a, cand *b)
  * (at most vocab * 2^-40 of the mass: 1e-7 at 128K tokens). */
 static uint64_t fixed_w(float w) { return (uint64_t)(w * 0x1p40f); }
 
-/* Smallest set of best candidates whose mass reaches target: rearranges c[0..n) so that c[0..k) is that
- * set and returns k (n when the whole set weighs less). A quickselect on the mass: partition around a
- * pivot, keep the better side if it already reaches the target, else take it whole and go on in the worse
- * side. Expected O(n), no sorting, however large the set. */
-static int select_mass(cand *c, int n, uint64_t target)
+/* Order-preserving key of a logit: a larger float has a larger key; -0 and +0 share one. */
+static uint32_t okey(float x)
 {
-    int lo = 0, hi = n;
-    uint64_t acc = 0; /* mass of c[0..lo), all in the set */
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2, last = hi - 1, piv;
-        if (better(&c[lo], &c[mid]))
-            piv = better(&c[mid], &c[last]) ? mid : (better(&c[lo], &c[last]) ? last : lo);
-        else
-            piv = better(&c[lo], &c[last]) ? lo : (better(&c[mid], &c[last]) ? last : mid);
-        swap_cand(&c[piv], &c[last]);
-        cand x = c[last];
-        int store = lo;
-        uint64_t s = 0;
-        for (int i = lo; i < last; i++) {
-            if (better(&c[i], &x)) {
-                s += c[i].W;
-                swap_cand(&c[i], &c[store++]);
-            }
-        }
-        swap_cand(&c[store], &c[last]);
-        if (acc + s >= target)
-            hi = store;
-        else if (acc + s + x.W >= target)
-            return store + 1;
-        else {
-            acc += s + x.W;
-            lo = store + 1;
-        }
+    uint32_t u;
+    x = x == 0.0f ? 0.0f : x;
+    memcpy(&u, &x, sizeof u);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+static int cmp_id(const void *x, const void *y)
+{
+    const cand *a = x, *b = y;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* The first candidate in the total order whose running mass exceeds thr (the caller knows the candidates
+ * weigh more than thr). No sort: a radix descent on the key, digits of 12, 12 and 8 bits, the bin where
+ * the mass crosses thr chosen each time and its members moved to the front; the members of the last bin
+ * share one logit and are walked in id order. Two passes over the candidates, then a few over a bin.
+ * Rearranges c[0..n) (the same definition as the device's radix select, kernels/cuda_sample.cu). */
+static cand find_mass(cand *c, int n, uint64_t thr)
+{
+    static const int shift[3] = { 20, 8, 0 }, bits[3] = { 12, 12, 8 };
+    uint64_t hist[1 << 12];
+    uint64_t rem = thr;
+    int m = n;
+    for (int d = 0; d < 3; d++) {
+        uint32_t mask = (1u << bits[d]) - 1;
+        memset(hist, 0, (mask + 1) * sizeof(uint64_t));
+        for (int i = 0; i < m; i++)
+            hist[(okey(c[i].l) >> shift[d]) & mask] += c[i].W;
+        uint32_t b = mask;
+        uint64_t acc = 0;
+        while (b > 0 && acc + hist[b] <= rem)
+            acc += hist[b--];
+        rem -= acc;
+        int j = 0;
+        for (int i = 0; i < m; i++)
+            if (((okey(c[i].l) >> shift[d]) & mask) == b)
+                swap_cand(&c[i], &c[j++]);
+        m = j;
     }
-    return lo;
+    if (m > 1)
+        qsort(c, (size_t)m, sizeof(cand), cmp_id);
+    uint64_t acc = 0;
+    for (int i = 0; i < m; i++)
+        if ((acc += c[i].W) > rem)
+            return c[i];
+    return c[m > 0 ? m - 1 : 0]; /* not reached while thr < the mass */
 }
 
 /* Candidates after temperature, top-k, min-p and top-p in s->cand[0..n) (unordered), with their weights;
@@ -400,8 +414,19 @@ static int build_candidates(llm_sampler *s, const float *logits)
                 c[k++] = c[i];
         n = k; /* >= 1: the max has w = 1 */
     }
-    if (p->top_p < 1.0f)
-        n = select_mass(c, n, target);
+    if (p->top_p < 1.0f) {
+        uint64_t zc = 0;
+        for (int i = 0; i < n; i++)
+            zc += c[i].W;
+        if (zc >= target) { /* the nucleus: every candidate up to the one where the mass reaches target */
+            cand x = find_mass(c, n, target - 1);
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                if (better(&c[i], &x) || c[i].id == x.id)
+                    c[k++] = c[i];
+            n = k;
+        }
+    }
     return n;
 }
 
@@ -416,12 +441,7 @@ static int32_t draw(llm_sampler *s, int n, double u)
     uint64_t t = (uint64_t)(u * (double)z);
     if (t >= z)
         t = z - 1;
-    int k = select_mass(c, n, t + 1); /* c[0..k): the best tokens up to the chosen one, which is the worst */
-    int worst = 0;
-    for (int i = 1; i < k; i++)
-        if (better(&c[worst], &c[i]))
-            worst = i;
-    return c[worst].id;
+    return find_mass(c, n, t).id;
 }
 
 static int greedy(const llm_sampler *s)
