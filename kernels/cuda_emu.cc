@@ -4,6 +4,7 @@
  * live thread of the block (or warp) reaches aborts with a message. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <ucontext.h>
 
 #include <vector>
@@ -285,7 +286,7 @@ struct cu_emu_stream {
     bool capturing = false, invalid = false;
     std::vector<std::function<void()>> rec; /* the operations recorded during capture */
 };
-struct cu_emu_event { int x; };
+struct cu_emu_event { double t = 0.0; };
 struct cu_emu_blas {
     cudaStream_t stream = NULL;
     void        *ws = NULL;
@@ -348,7 +349,23 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { *s = new cu_e
 cudaError_t cudaStreamSynchronize(cudaStream_t) { FORBID_IN_CAPTURE("cudaStreamSynchronize"); return cudaSuccess; }
 cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { *e = new cu_emu_event(); return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+static double emu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new cu_emu_event(); return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t)
+{
+    e->t = emu_now_ms();
+    return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    *ms = (float)(b->t - a->t);
+    return cudaSuccess;
+}
 cudaError_t cudaEventSynchronize(cudaEvent_t) { FORBID_IN_CAPTURE("cudaEventSynchronize"); return cudaSuccess; }
 cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
 cudaError_t cudaMalloc(void **p, size_t n)

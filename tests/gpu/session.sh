@@ -9,7 +9,8 @@
 #  3. tests/gpu/serve_gpu.sh on the bf16 model the benchmark generated: nginx + module + serve --backend cuda
 #     under the load generator;
 #  4. the random-3B Hugging Face parity (transformers).
-# PARTS picks others and their order: parity bench profile serve parity_hf sanitize (with compute-sanitizer).
+# PARTS picks others and their order: parity bench profile serve parity_hf sanitize (with compute-sanitizer)
+# kernels (bench/gpu_kernels_bench: every kernel alone, GB/s or TFLOP/s per matrix shape and dtype).
 # Every part's output is in $OUT/<part>.log; $OUT/session.txt has one line per part (status, seconds).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -45,6 +46,8 @@ for p in ${PARTS:-parity bench serve parity_hf}; do
                    tests/gpu/serve_gpu.sh ;;
     parity_hf) part parity_hf 200 env OUT="$RES/parity_hf" SANITIZE=0 tests/gpu/run_parity.sh ;;
     sanitize)  part sanitize 200 env OUT="$RES/sanitize" tests/gpu/run_parity.sh --skip-hf ;;
+    kernels)   part kernels 120 env LD_LIBRARY_PATH="${BUILD:-build-gpu}/lib:${LD_LIBRARY_PATH:-}" \
+                   "${BUILD:-build-gpu}/bench/gpu_kernels_bench" ;;
     *)         echo "unknown part $p" ;;
     esac
 done
