@@ -481,21 +481,27 @@ static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id,
 
 /* ---- public sampling ---- */
 
-int32_t llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res)
+/* One sampling call; u: the draw (NULL = the next one of s's PRNG). */
+static int32_t sample_with(llm_sampler *s, float *logits, const double *u, llm_sample_result *res)
 {
-    if (s == NULL || logits == NULL)
-        return -1;
     apply_penalties(s, logits);
     int32_t id;
     if (greedy(s)) {
         id = argmax(logits, s->vocab);
     } else {
         int n = build_candidates(s, logits);
-        id = draw(s, n, rng_uniform(s->rng));
+        id = draw(s, n, u != NULL ? *u : rng_uniform(s->rng));
     }
     if (res != NULL)
         fill_logprobs(s, logits, id, res);
     return id;
+}
+
+int32_t llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res)
+{
+    if (s == NULL || logits == NULL)
+        return -1;
+    return sample_with(s, logits, NULL, res);
 }
 
 int llm_sampler_plain_greedy(const llm_sampler *s)
@@ -568,6 +574,38 @@ int llm_sampler_device_row(const llm_sampler *s, llm_sampling_row *r, int32_t *p
     memcpy(peek, s->rng, sizeof peek);
     r->u = greedy(s) ? 0.0 : rng_uniform(peek);
     return np;
+}
+
+int32_t llm_sampler_sample_row(const llm_sampling_row *r, const int32_t *pen, float *logits, int vocab,
+                               llm_sample_result *res)
+{
+    if (r == NULL || logits == NULL || vocab <= 0 || r->pen_n < 0 || (r->pen_n > 0 && pen == NULL))
+        return -1;
+    llm_sampling_params p;
+    llm_sampling_defaults(&p);
+    p.temperature = r->temperature;
+    p.top_k = r->top_k;
+    p.top_p = r->top_p;
+    p.min_p = r->min_p;
+    p.repetition_penalty = r->repetition_penalty;
+    p.presence_penalty = r->presence_penalty;
+    p.frequency_penalty = r->frequency_penalty;
+    p.n_logprobs = r->n_logprobs;
+    llm_sampler *s = llm_sampler_new(&p, vocab); /* NULL when a parameter is out of range */
+    if (s == NULL)
+        return -1;
+    const int32_t *pp = pen + 2 * (size_t)r->pen_off;
+    for (int i = 0; i < r->pen_n; i++) { /* the window as counts (ids outside the vocabulary ignored) */
+        int32_t id = pp[2 * i], c = pp[2 * i + 1];
+        if (id < 0 || id >= vocab || c <= 0 || s->count[id] != 0)
+            continue;
+        s->count[id] = c;
+        s->seen_pos[id] = s->n_seen;
+        s->seen[s->n_seen++] = id;
+    }
+    int32_t id = sample_with(s, logits, &r->u, res);
+    llm_sampler_free(s);
+    return id;
 }
 
 void llm_sampler_device_commit(llm_sampler *s)

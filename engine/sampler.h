@@ -114,5 +114,10 @@ int          llm_sampler_penalty_pairs(const llm_sampler *s);
 int          llm_sampler_device_row(const llm_sampler *s, llm_sampling_row *r, int32_t *pen, int pen_cap);
 /* The device made the draw llm_sampler_device_row peeked: advance the PRNG (nothing when greedy). */
 void         llm_sampler_device_commit(llm_sampler *s);
+/* The call a device makes for r, made here (a reference for devices, and what a backend without a device
+ * sampler could run): pairs pen[2 * r->pen_off ...] as the penalty window, r->u as the draw; logits
+ * modified in place as by llm_sampler_sample. -1 for NULL arguments or parameters out of range. */
+int32_t      llm_sampler_sample_row(const llm_sampling_row *r, const int32_t *pen, float *logits, int vocab,
+                                    llm_sample_result *res);
 
 #endif

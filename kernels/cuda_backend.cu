@@ -306,7 +306,8 @@ static int cu_init(llm_backend *b, llm_err *err)
     }
     cuda_graphs_init(st);
     b->forward_device = cu_forward_device;
-    b->device_sampling = 1;
+    const char *ds = getenv("LLM_CUDA_SAMPLE"); /* 0: sampled requests' logits go to the host sampler */
+    b->device_sampling = !(ds != NULL && strcmp(ds, "0") == 0);
     return 0;
 }
 

@@ -1,11 +1,15 @@
-/* On-device greedy through the scheduler (llm_backend.forward_device): a fake
- * backend computes each logits row from (token, position, sequence); with
- * forward_device it returns, for flagged rows, the argmax and its logprob the
- * way engine/sampler.c computes them and poisons those rows' logits with NaN,
- * so a scheduler that still read them would emit other tokens. The same
- * requests (plain greedy, greedy with logprobs, greedy with penalties, seeded
- * sampling) must give identical tokens and logprobs with and without it, and
- * exactly the plain-greedy requests' rows may be flagged. Also checks
+/* Results made on the device, through the scheduler (llm_backend.forward_device):
+ * a fake backend computes each logits row from (token, position, sequence);
+ * with forward_device it returns, for LLM_ROW_ARGMAX rows, the argmax and its
+ * logprob the way engine/sampler.c computes them, and with device_sampling, for
+ * LLM_ROW_SAMPLE rows, what llm_sampler_sample_row makes of the row's
+ * parameters, penalty pairs and draw (the reference the CUDA kernel is checked
+ * against); it poisons those rows' logits with NaN, so a scheduler that still
+ * read them would emit other tokens. The same requests (plain greedy, greedy
+ * with logprobs, greedy with penalties, seeded sampling plain / with filters
+ * and top logprobs / with penalties) must give identical tokens, logprobs and
+ * top logprobs in the three runs, exactly the plain-greedy requests' rows may
+ * come back as ARGMAX and every other row as SAMPLE. Also checks
  * llm_sampler_plain_greedy. */
 #include "backend.h"
 #include "model.h"
@@ -19,11 +23,11 @@
 #include <string.h>
 
 #define VOCAB 64
-#define NREQ  12
+#define NREQ  18
 #define MAXG  24
 
 typedef struct {
-    long flagged_rows, argmax_calls;
+    long flagged_rows, argmax_calls, sampled_rows;
 } fake_impl;
 
 static uint64_t mix(uint64_t h)
@@ -82,11 +86,26 @@ static int fake_forward_device(llm_backend *b, const llm_batch *bt, const llm_de
             z += expf(lg[i] - lg[id]);
         am->ids[row] = id;
         am->logprob[row] = (float)(lg[id] - ((double)lg[id] + log(z)));
-        if (am->mode[t]) {
+        if (am->mode[t] == LLM_ROW_SAMPLE) {
+            int j = 0;
+            while (j < am->n_sample && am->sample[j].row != row)
+                j++;
+            if (j == am->n_sample || !b->device_sampling) {
+                llm_seterr(err, "fake: sampled row %d without its parameters", row);
+                return -1;
+            }
+            llm_sample_result r;
+            am->ids[row] = llm_sampler_sample_row(&am->sample[j], am->pen, lg, VOCAB, &r);
+            am->logprob[row] = r.logprob;
+            am->n_top[j] = r.n_top;
+            memcpy(am->top + (size_t)j * LLM_SAMPLING_MAX_LOGPROBS, r.top, sizeof r.top);
+            f->sampled_rows++;
+        } else if (am->mode[t] == LLM_ROW_ARGMAX) {
             f->flagged_rows++;
+        }
+        if (am->mode[t] != LLM_ROW_LOGITS)
             for (int i = 0; i < VOCAB; i++)
                 lg[i] = NAN;
-        }
         row++;
     }
     return 0;
@@ -97,17 +116,37 @@ static const llm_backend_ops fake_ops = { "fake", fake_init, fake_forward, fake_
 typedef struct {
     int32_t tok[MAXG];
     float   lp[MAXG];
+    int     n_top[MAXG];
+    llm_token_logprob top[MAXG][3];
     int     n;
 } result;
+
+#define KINDS 6
 
 static void spec(int i, llm_sampling_params *sp, int32_t *prompt, int *n_prompt, int *max_tokens)
 {
     llm_sampling_defaults(sp);
-    switch (i % 4) {
+    switch (i % KINDS) {
     case 0: sp->temperature = 0; break;                                 /* plain greedy */
     case 1: sp->temperature = 0; sp->n_logprobs = 2; break;             /* greedy + top logprobs */
     case 2: sp->temperature = 0; sp->repetition_penalty = 1.3f; break;  /* greedy + penalty */
-    default: sp->temperature = 0.8f; sp->seed = 77 + (uint64_t)i; break;
+    case 3: sp->temperature = 0.8f; sp->seed = 77 + (uint64_t)i; break; /* seeded sampling */
+    case 4:                                                             /* ... with filters and logprobs */
+        sp->temperature = 1.2f;
+        sp->top_k = 20;
+        sp->top_p = 0.9f;
+        sp->min_p = 0.02f;
+        sp->n_logprobs = 3;
+        sp->seed = 5 + (uint64_t)i;
+        break;
+    default:                                                            /* ... with penalties, whole context */
+        sp->temperature = 0.9f;
+        sp->frequency_penalty = 0.7f;
+        sp->presence_penalty = 0.3f;
+        sp->repetition_penalty = 1.2f;
+        sp->penalty_last_n = 0;
+        sp->seed = 9 + (uint64_t)i;
+        break;
     }
     *n_prompt = 1 + (int)(mix((uint64_t)i + 5) % 30);
     for (int k = 0; k < *n_prompt; k++)
@@ -115,7 +154,8 @@ static void spec(int i, llm_sampling_params *sp, int32_t *prompt, int *n_prompt,
     *max_tokens = 8 + i % MAXG < MAXG ? 8 + i % MAXG : MAXG;
 }
 
-static int run(int with_argmax, result *res, long *flagged, long *plain_tokens)
+/* mode 0: plain forward; 1: forward_device (argmax rows); 2: forward_device with device_sampling. */
+static int run(int mode, result *res, long *flagged, long *sampled, long *plain_tokens)
 {
     llm_model model;
     memset(&model, 0, sizeof(model));
@@ -130,8 +170,9 @@ static int run(int with_argmax, result *res, long *flagged, long *plain_tokens)
     llm_err err = { { 0 } };
     if (fake_init(&be, &err) != 0)
         return -1;
-    if (with_argmax)
+    if (mode >= 1)
         be.forward_device = fake_forward_device;
+    be.device_sampling = mode == 2;
     llm_sched_config cfg = { 0 };
     cfg.max_batch_size = 8;
     cfg.max_batched_tokens = 64;
@@ -153,24 +194,24 @@ static int run(int with_argmax, result *res, long *flagged, long *plain_tokens)
             return -1;
         }
     }
-    int guard = 0;
-    while (llm_sched_step(s) > 0 && guard++ < 10000) {
+    int guard = 0, more = 1;
+    while (more && guard++ < 10000) {
+        more = llm_sched_step(s) > 0;
         llm_sched_output o;
         while (llm_sched_next_output(s, &o))
             if (o.token >= 0 && res[o.id].n < MAXG) {
-                res[o.id].tok[res[o.id].n] = o.token;
-                res[o.id].lp[res[o.id].n++] = o.logprob;
+                result *r = &res[o.id];
+                r->tok[r->n] = o.token;
+                r->lp[r->n] = o.logprob;
+                r->n_top[r->n] = o.n_top;
+                memcpy(r->top[r->n], o.top, sizeof r->top[0]);
+                r->n++;
             }
     }
-    llm_sched_output o;
-    while (llm_sched_next_output(s, &o))
-        if (o.token >= 0 && res[o.id].n < MAXG) {
-            res[o.id].tok[res[o.id].n] = o.token;
-            res[o.id].lp[res[o.id].n++] = o.logprob;
-        }
     *flagged = ((fake_impl *)be.impl)->flagged_rows;
+    *sampled = ((fake_impl *)be.impl)->sampled_rows;
     *plain_tokens = 0;
-    for (int i = 0; i < NREQ; i += 4)
+    for (int i = 0; i < NREQ; i += KINDS)
         *plain_tokens += res[i].n;
     llm_sched_destroy(s);
     fake_destroy(&be);
@@ -199,25 +240,41 @@ int main(void)
     llm_sampler_free(smp);
     is_int(llm_sampler_plain_greedy(NULL), 0, "NULL sampler: not plain");
 
-    static result a[NREQ], b[NREQ];
-    long fa = 0, fb = 0, pa = 0, pb = 0;
-    ok(run(0, a, &fa, &pa) == 0, "scheduler run with a plain backend");
-    ok(run(1, b, &fb, &pb) == 0, "scheduler run with forward_device");
-    int same = 1;
-    for (int i = 0; i < NREQ; i++) {
-        if (a[i].n != b[i].n || memcmp(a[i].tok, b[i].tok, (size_t)a[i].n * sizeof(int32_t)) != 0) {
-            diag("request %d: tokens differ", i);
-            same = 0;
-        }
-        for (int k = 0; k < a[i].n && k < b[i].n; k++)
-            if (!(fabsf(a[i].lp[k] - b[i].lp[k]) <= 1e-6f)) {
-                diag("request %d token %d: logprob %g vs %g", i, k, (double)a[i].lp[k], (double)b[i].lp[k]);
+    static result res[3][NREQ];
+    long fl[3], sa[3], pl[3], all = 0;
+    for (int m = 0; m < 3; m++)
+        ok(run(m, res[m], &fl[m], &sa[m], &pl[m]) == 0, "scheduler run %d (%s)", m,
+           m == 0 ? "plain backend" : m == 1 ? "forward_device, argmax rows" : "forward_device, sampled rows too");
+    for (int i = 0; i < NREQ; i++)
+        all += res[0][i].n;
+    for (int m = 1; m < 3; m++) {
+        int same = 1;
+        for (int i = 0; i < NREQ; i++) {
+            const result *a = &res[0][i], *b = &res[m][i];
+            if (a->n != b->n || memcmp(a->tok, b->tok, (size_t)a->n * sizeof(int32_t)) != 0) {
+                diag("run %d, request %d (kind %d): tokens differ", m, i, i % KINDS);
                 same = 0;
-                break;
+                continue;
             }
+            for (int k = 0; k < a->n; k++) {
+                int top_same = a->n_top[k] == b->n_top[k];
+                for (int j = 0; top_same && j < a->n_top[k] && j < 3; j++)
+                    top_same = a->top[k][j].id == b->top[k][j].id &&
+                               fabsf(a->top[k][j].logprob - b->top[k][j].logprob) <= 1e-6f;
+                if (!(fabsf(a->lp[k] - b->lp[k]) <= 1e-6f) || !top_same) {
+                    diag("run %d, request %d token %d: logprob %g vs %g, top-n %s", m, i, k, (double)a->lp[k],
+                         (double)b->lp[k], top_same ? "same" : "differ");
+                    same = 0;
+                    break;
+                }
+            }
+        }
+        ok(same, "run %d: identical tokens, logprobs and top logprobs with the device rows' logits poisoned", m);
     }
-    ok(same, "identical tokens and logprobs with the argmax rows' logits poisoned");
-    ok(pa > 0 && a[0].n > 0, "plain-greedy requests generated tokens (%ld)", pa);
-    is_int((int)fb, (int)pb, "exactly the plain-greedy requests' rows came back as ids");
+    ok(pl[0] > 0 && res[0][0].n > 0, "plain-greedy requests generated tokens (%ld of %ld)", pl[0], all);
+    is_int((int)fl[1], (int)pl[1], "argmax run: exactly the plain-greedy requests' rows came back as ids");
+    is_int((int)sa[1], 0, "argmax run: no row sampled on the device without device_sampling");
+    is_int((int)fl[2], (int)pl[2], "sampling run: the plain-greedy rows as argmax ids");
+    is_int((int)sa[2], (int)(all - pl[2]), "sampling run: every other row sampled on the device");
     return done_testing();
 }

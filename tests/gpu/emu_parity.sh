@@ -10,7 +10,7 @@ B=${BUILD:-build-gpu}
 E=${EMU_DIR:-build-emu}
 W=${WORK:-/tmp/llm_emu_parity}
 mkdir -p "$W"
-# Always (incremental): a stale libllm.a would miss header changes such as llm_backend.forward_argmax.
+# Always (incremental): a stale libllm.a would miss header changes such as llm_backend.forward_device.
 make -s -j"$(nproc)" BUILD="$B" "$B/llm-engine" "$B/libllm.a" || exit 1
 P="$E/parity_logits"
 if [ "${ASAN:-0}" = 1 ]; then
