@@ -52,6 +52,7 @@ typedef struct {
     float         *ws;          /* [n_tokens][n_heads][n_splits][hd + 2]: acc..., m, l */
     int            n_heads, n_kv, hd, group, block_size, q_tile, chunk, n_splits;
     float          scale;
+    float         *out;         /* decode kernel with one split: the final output, written directly (no merge) */
 } att_args;
 
 /* The cache row of position p of a sequence, through its block table. */
@@ -561,6 +562,10 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
             o += f * sm_acc[w][g][d];
             L += f * sm_l[w][g];
         }
+        if (a.out != NULL) { /* one split: what the merge would compute, o / L */
+            a.out[((size_t)t * a.n_heads + (size_t)(g0 * G + g)) * HD + d] = o / L;
+            continue;
+        }
         float *ws = a.ws + (((size_t)t * a.n_heads + (size_t)(g0 * G + g)) * a.n_splits + split) * (size_t)(HD + 2);
         ws[d] = o;
         if (d == 0) {
@@ -657,9 +662,14 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
         const char *e = getenv("LLM_CUDA_ATT_DECODE");
         dec_env = !(e != NULL && strcmp(e, "0") == 0);
     }
-    int done = 0;
-    if (dec_env && p->q_tile == 1 && a.group <= DEC_MAXG)
+    int done = 0, direct = 0;
+    a.out = NULL;
+    if (dec_env && p->q_tile == 1 && a.group <= DEC_MAXG) {
+        direct = p->n_splits == 1; /* every token's positions in one block: it finishes the softmax itself */
+        a.out = direct ? out : NULL;
         done = kv->kv16 ? attention_decode_launch<__half>(p, a, st) : attention_decode_launch<float>(p, a, st);
+        direct &= done;
+    }
     if (!done && p->tc) {
         /* prefill / mixed steps: tensor cores (the host chose q_tile_max for this kernel's shared memory) */
         dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
@@ -674,6 +684,8 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
         void (*k)(att_args) = kv->kv16 ? attention_kernel<__half> : attention_kernel<float>;
         CU_LAUNCH(k, grid, ATT_THREADS, smem, st, a);
     }
+    if (direct)
+        return;
     int mthreads = p->head_dim < 256 ? p->head_dim : 256;
     CU_LAUNCH(attention_merge_kernel, (unsigned)(n_tokens * p->n_heads), mthreads, 0, st, ws, *ti, out, p->n_heads,
               p->head_dim, p->chunk, p->n_splits);
