@@ -2,8 +2,9 @@
 # GPU decode / prefill figures on the H200 (from the repo root): the llama-3.2-3b preset with random weights
 # in each dtype through the CUDA backend (bench/gpu_decode_bench.c: load time, prefill 1x2048 and 8x512,
 # time per output token and tokens/s at batch 1, 8, 32, 128, 256 beside the bandwidth floor = weight bytes /
-# 4.2 TB/s), then the PyTorch + cuBLAS + CUDA Graph peer (../shared/peers/torch_cudagraph_decode.py, bf16,
-# batch 1/32/128) in the same run. Figures only, never pass/fail.
+# 4.2 TB/s), then the two peers in the same run: the PyTorch + cuBLAS + CUDA Graph decoder
+# (../shared/peers/torch_cudagraph_decode.py, bf16, batch 1/32/128) and Hugging Face transformers' generate()
+# (bench/peer_transformers.py, bf16, batch 1/8; PEER_HF=0 skips it). Figures only, never pass/fail.
 #   bench/gpu_decode.sh            env: DTYPES="bf16 q8_0 q4_0" BATCHES=1,8,32,128,256 BUILD=build-gpu
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -80,4 +81,10 @@ elif [ -f "$peer" ]; then
     PYTHONUNBUFFERED=1 python3 "$peer" 2>&1 | tail -1 | tee "$RES/peer_torch_cudagraph.txt"
 else
     echo "peer script not found (../shared/peers or shared/peers): skipped"
+fi
+# The second peer: Hugging Face transformers' generate() on the same shape (bf16, greedy), batch 1 and 8.
+if [ "${PEER_HF:-1}" = 1 ]; then
+    echo "== peer: Hugging Face transformers generate(), bf16"
+    PYTHONUNBUFFERED=1 OUT="$RES" python3 bench/peer_transformers.py --batches 1,8 2>&1 | grep -v Warning |
+        tail -2 | tee "$RES/peer_transformers.txt"
 fi
