@@ -1,5 +1,5 @@
 /* Kernel by kernel on the GPU, outside the engine (figures only, never pass/fail):
- *   gpu_kernels_bench [--small 1] [--reps 50] [--parts matrices,attention,elementwise,sampler]
+ *   gpu_kernels_bench [--small 1] [--reps 50] [--parts designs,matrices,attention,elementwise,sampler]
  *                     [--types bf16,q8_0,q4_0]
  * Shapes of the llama-3.2-3b preset (dim 3072, hidden 8192, 24 heads, 8 kv heads, head_dim 128, vocab
  * 128,256), or tiny ones with --small (for the CPU emulation). For each weight matrix of a layer and the
@@ -10,7 +10,8 @@
  * RMSNorm, SwiGLU and RoPE + KV write at 1 and 256 tokens; the device sampler per row. Timed with CUDA
  * events over --reps back-to-back launches after one warm-up: a launch-bound kernel shows the launch rate.
  * What a weight row costs against the HBM bandwidth is the question this answers: the step-level figures
- * (bench/gpu_decode.sh) cannot say which kernel is slow. */
+ * (bench/gpu_decode.sh) cannot say which kernel is slow. Part `designs` times alternative shapes of the bf16
+ * GEMV (rows per warp, loads in flight, warps per block) against the production one, to choose by measure. */
 #include "cuda_internal.cuh"
 
 #include <vector>
@@ -136,6 +137,106 @@ template <typename F> static double time_us(F f)
 static const char *tname(int t)
 {
     return t == LLM_BF16 ? "bf16" : t == LLM_Q8_0 ? "q8_0" : t == LLM_Q4_0 ? "q4_0" : t == LLM_F16 ? "f16" : "f32";
+}
+
+/* ---- GEMV design experiments (bf16, one token): which shape of work per warp reaches the bandwidth ----
+ * R rows per warp, U 16-byte chunks of each row loaded before any is used (more bytes in flight per warp),
+ * WPB warps per block. The production kernel is close to R=1, U=4, WPB=4. Each variant's output is checked
+ * against the production GEMV's. */
+template <int R, int U, int WPB>
+__global__ void __launch_bounds__(WPB * 32) gemv_bf16_exp(const uint16_t *__restrict__ W, int rows, int cols,
+                                                          const float *__restrict__ x, float *y)
+{
+    int lane = threadIdx.x & 31, r0 = (blockIdx.x * WPB + (threadIdx.x >> 5)) * R;
+    if (r0 >= rows)
+        return;
+    int nch = cols / 8; /* 16-byte chunks of 8 bf16 */
+    float acc[R];
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        acc[j] = 0.0f;
+    for (int c0 = lane; c0 < nch; c0 += 32 * U) {
+        uint4 wv[R][U];
+#pragma unroll
+        for (int j = 0; j < R; j++)
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int c = c0 + 32 * u, r = r0 + j < rows ? r0 + j : rows - 1;
+                wv[j][u] = c < nch ? __ldg((const uint4 *)(W + (size_t)r * cols) + c) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int c = c0 + 32 * u;
+            if (c >= nch)
+                break;
+            float4 xa = __ldg((const float4 *)(x + (size_t)c * 8)), xb = __ldg((const float4 *)(x + (size_t)c * 8) + 1);
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                const uint4 v = wv[j][u];
+                acc[j] += __uint_as_float(v.x << 16) * xa.x + __uint_as_float(v.x & 0xffff0000u) * xa.y +
+                          __uint_as_float(v.y << 16) * xa.z + __uint_as_float(v.y & 0xffff0000u) * xa.w +
+                          __uint_as_float(v.z << 16) * xb.x + __uint_as_float(v.z & 0xffff0000u) * xb.y +
+                          __uint_as_float(v.w << 16) * xb.z + __uint_as_float(v.w & 0xffff0000u) * xb.w;
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < R; j++) {
+        float v = acc[j];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0 && r0 + j < rows)
+            y[r0 + j] = v;
+    }
+}
+
+template <int R, int U, int WPB>
+static void gemv_exp_row(const cu_mat &W, const float *x, float *y, const float *ref, const char *name)
+{
+    unsigned grid = (unsigned)((W.rows + R * WPB - 1) / (R * WPB));
+    double us = time_us([&] {
+        CU_LAUNCH((gemv_bf16_exp<R, U, WPB>), grid, WPB * 32, 0, S, (const uint16_t *)W.w, W.rows, W.cols, x, y);
+    });
+    std::vector<float> a(W.rows), b(W.rows);
+    CK(cudaMemcpy(a.data(), y, a.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b.data(), ref, b.size() * 4, cudaMemcpyDeviceToHost));
+    double d = 0.0;
+    for (int i = 0; i < W.rows; i++)
+        d = fabs((double)a[i] - b[i]) > d ? fabs((double)a[i] - b[i]) : d;
+    printf(" %s %.1f us %.0f GB/s (|diff| %.1e);", name, us, (double)mat_bytes(W) / (us * 1e-6) / 1e9, d);
+}
+
+static void bench_gemv_designs(const shape &sh)
+{
+    struct { const char *name; int rows, cols; } mats[] = {
+        { "qkv", sh.n_heads * sh.head_dim + 2 * sh.n_kv * sh.head_dim, sh.dim },
+        { "wo", sh.dim, sh.n_heads * sh.head_dim },
+        { "gate_up", 2 * sh.hidden, sh.dim },
+        { "down", sh.dim, sh.hidden },
+        { "classifier", sh.vocab, sh.dim },
+    };
+    int kmax = sh.hidden > sh.dim ? sh.hidden : sh.dim;
+    float *x = dev_f32((size_t)kmax, 2.0f);
+    float *y = (float *)dev((size_t)sh.vocab * 4 + (size_t)2 * sh.hidden * 4), *ref = (float *)dev((size_t)sh.vocab * 4 + (size_t)2 * sh.hidden * 4);
+    printf("== GEMV designs, bf16, one token: R rows per warp, U chunks in flight per lane, W warps per block\n");
+    for (auto &m : mats) {
+        cu_mat W = make_mat(LLM_BF16, m.rows, m.cols);
+        double us = time_us([&] { cuda_gemv(&W, x, m.cols, ref, m.rows, 1, 0, S); });
+        printf("%-10s %6d x %-5d production %.1f us %.0f GB/s |", m.name, m.rows, m.cols, us,
+               (double)mat_bytes(W) / (us * 1e-6) / 1e9);
+        gemv_exp_row<1, 4, 4>(W, x, y, ref, "R1U4W4");
+        gemv_exp_row<1, 8, 4>(W, x, y, ref, "R1U8W4");
+        gemv_exp_row<1, 12, 2>(W, x, y, ref, "R1U12W2");
+        gemv_exp_row<2, 4, 4>(W, x, y, ref, "R2U4W4");
+        gemv_exp_row<4, 2, 4>(W, x, y, ref, "R4U2W4");
+        gemv_exp_row<1, 4, 8>(W, x, y, ref, "R1U4W8");
+        printf("\n");
+        cudaFree((void *)W.w);
+    }
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(ref);
 }
 
 static void bench_matrices(const shape &sh, cu_mm_ctx *mm)
@@ -374,7 +475,7 @@ static void bench_sampler(const shape &sh)
 int main(int argc, char **argv)
 {
     shape sh = { 3072, 8192, 24, 8, 128, 128256 };
-    const char *parts = "matrices,attention,elementwise,sampler";
+    const char *parts = "designs,matrices,attention,elementwise,sampler";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--small") == 0 && atoi(argv[i + 1]))
             {
@@ -407,6 +508,8 @@ int main(int argc, char **argv)
     mm.xq = (int8_t *)dev((size_t)CU_GEMV_MAX_TOKENS * kmax);
     mm.xds = (float *)dev((size_t)CU_GEMV_MAX_TOKENS * (kmax / LLM_QK) * 2 * sizeof(float));
     mm.xq_k = kmax;
+    if (strstr(parts, "designs"))
+        bench_gemv_designs(sh);
     if (strstr(parts, "matrices"))
         bench_matrices(sh, &mm);
     if (strstr(parts, "attention"))
