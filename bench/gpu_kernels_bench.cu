@@ -239,6 +239,121 @@ static void bench_gemv_designs(const shape &sh)
     cudaFree(ref);
 }
 
+/* The same question for Q4_0 on int8 activations (dp4a): R rows per warp, U blocks of 32 weights in flight
+ * per lane, WPB warps per block; activations as the production dp4a path quantised them (mm->xq, mm->xds). */
+template <int R, int U, int WPB>
+__global__ void __launch_bounds__(WPB * 32) gemv_q4_exp(cu_mat W, const int8_t *__restrict__ xq,
+                                                        const float2 *__restrict__ xds, float *y)
+{
+    int lane = threadIdx.x & 31, r0 = (blockIdx.x * WPB + (threadIdx.x >> 5)) * R;
+    if (r0 >= W.rows)
+        return;
+    const int nb = W.cols / LLM_QK;
+    float acc[R];
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        acc[j] = 0.0f;
+    for (int c0 = lane; c0 < nb; c0 += 32 * U) {
+        uint4 wv[R][U];
+        float dw[R][U];
+#pragma unroll
+        for (int j = 0; j < R; j++)
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int c = c0 + 32 * u, r = r0 + j < W.rows ? r0 + j : W.rows - 1;
+                const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
+                wv[j][u] = c < nb ? __ldg((const uint4 *)(row + (size_t)c * 16)) : make_uint4(0, 0, 0, 0);
+                dw[j][u] = c < nb ? __half2float(__ushort_as_half(W.scales[(size_t)r * nb + c])) : 0.0f;
+            }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int c = c0 + 32 * u;
+            if (c >= nb)
+                break;
+            const uint4 *xp = (const uint4 *)(xq + (size_t)c * LLM_QK);
+            uint4 xa = __ldg(xp), xb = __ldg(xp + 1);
+            float2 ds = xds[c];
+            const unsigned lo[4] = { xa.x, xa.y, xa.z, xa.w }, hi[4] = { xb.x, xb.y, xb.z, xb.w };
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                const unsigned wq[4] = { wv[j][u].x, wv[j][u].y, wv[j][u].z, wv[j][u].w };
+                int si = 0;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    si = __dp4a((int)(wq[i] & 0x0f0f0f0fu), (int)lo[i], si);
+                    si = __dp4a((int)((wq[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], si);
+                }
+                acc[j] += dw[j][u] * (ds.x * (float)si - 8.0f * ds.y);
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < R; j++) {
+        float v = acc[j];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0 && r0 + j < W.rows)
+            y[r0 + j] = v;
+    }
+}
+
+template <int R, int U, int WPB>
+static void gemv_q4_exp_row(const cu_mat &W, const cu_mm_ctx *mm, float *y, const float *ref, const char *name)
+{
+    unsigned grid = (unsigned)((W.rows + R * WPB - 1) / (R * WPB));
+    double us = time_us([&] {
+        CU_LAUNCH((gemv_q4_exp<R, U, WPB>), grid, WPB * 32, 0, S, W, (const int8_t *)mm->xq, (const float2 *)mm->xds, y);
+    });
+    std::vector<float> a(W.rows), b(W.rows);
+    CK(cudaMemcpy(a.data(), y, a.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b.data(), ref, b.size() * 4, cudaMemcpyDeviceToHost));
+    double d = 0.0;
+    for (int i = 0; i < W.rows; i++)
+        d = fabs((double)a[i] - b[i]) > d ? fabs((double)a[i] - b[i]) : d;
+    printf(" %s %.1f us %.0f GB/s (|diff| %.1e);", name, us, (double)mat_bytes(W) / (us * 1e-6) / 1e9, d);
+}
+
+static void bench_q4_designs(const shape &sh, cu_mm_ctx *mm)
+{
+    if (mm->xq == NULL)
+        return;
+    struct { const char *name; int rows, cols; } mats[] = {
+        { "qkv", sh.n_heads * sh.head_dim + 2 * sh.n_kv * sh.head_dim, sh.dim },
+        { "wo", sh.dim, sh.n_heads * sh.head_dim },
+        { "gate_up", 2 * sh.hidden, sh.dim },
+        { "down", sh.dim, sh.hidden },
+        { "classifier", sh.vocab, sh.dim },
+    };
+    int kmax = sh.hidden > sh.dim ? sh.hidden : sh.dim;
+    float *x = dev_f32((size_t)kmax, 2.0f);
+    size_t ny = (size_t)sh.vocab + (size_t)2 * sh.hidden;
+    float *y = (float *)dev(ny * 4), *ref = (float *)dev(ny * 4);
+    char msg[256];
+    printf("== GEMV designs, q4_0 on int8 activations (dp4a), one token\n");
+    for (auto &m : mats) {
+        cu_mat W = make_mat(LLM_Q4_0, m.rows, m.cols);
+        mm->dp4a = 1;
+        mm->gemv_max = mm->gemv_max_q8 = mm->gemv_max_q4 = CU_GEMV_MAX_TOKENS;
+        /* production: quantises x into mm->xq / mm->xds, which the variants then read */
+        double us = time_us([&] { cuda_matmul(mm, &W, x, m.cols, ref, m.rows, 1, 0, msg, sizeof msg); });
+        printf("%-10s %6d x %-5d production (with its quantisation) %.1f us %.0f GB/s |", m.name, m.rows, m.cols, us,
+               (double)mat_bytes(W) / (us * 1e-6) / 1e9);
+        gemv_q4_exp_row<1, 2, 4>(W, mm, y, ref, "R1U2W4");
+        gemv_q4_exp_row<1, 4, 4>(W, mm, y, ref, "R1U4W4");
+        gemv_q4_exp_row<2, 2, 4>(W, mm, y, ref, "R2U2W4");
+        gemv_q4_exp_row<4, 1, 4>(W, mm, y, ref, "R4U1W4");
+        gemv_q4_exp_row<2, 4, 2>(W, mm, y, ref, "R2U4W2");
+        printf("\n");
+        mm->dp4a = 0;
+        cudaFree((void *)W.w);
+        cudaFree((void *)W.scales);
+    }
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(ref);
+}
+
 static void bench_matrices(const shape &sh, cu_mm_ctx *mm)
 {
     struct { const char *name; int rows, cols; } mats[] = {
@@ -508,8 +623,10 @@ int main(int argc, char **argv)
     mm.xq = (int8_t *)dev((size_t)CU_GEMV_MAX_TOKENS * kmax);
     mm.xds = (float *)dev((size_t)CU_GEMV_MAX_TOKENS * (kmax / LLM_QK) * 2 * sizeof(float));
     mm.xq_k = kmax;
-    if (strstr(parts, "designs"))
+    if (strstr(parts, "designs")) {
         bench_gemv_designs(sh);
+        bench_q4_designs(sh, &mm);
+    }
     if (strstr(parts, "matrices"))
         bench_matrices(sh, &mm);
     if (strstr(parts, "attention"))
