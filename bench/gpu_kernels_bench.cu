@@ -580,8 +580,10 @@ static void bench_sampler(const shape &sh)
                 q.u = (r * 0.618034) - (int)(r * 0.618034);
             }
             CK(cudaMemcpy(dr, rows.data(), B * sizeof(llm_sampling_row), cudaMemcpyHostToDevice));
-            double us = time_us([&] { cuda_sample(lg, sh.vocab, B, dr, pen, ids, lps, top, nt, S); });
-            printf("%-48s B %3d: %.1f us (%.2f us a row)\n", names[c], B, us, us / B);
+            for (int th : { 256, 1024 }) {
+                double us = time_us([&] { cuda_sample(lg, sh.vocab, B, dr, pen, ids, lps, top, nt, th, S); });
+                printf("%-48s B %3d, %4d threads a row: %.1f us (%.2f us a row)\n", names[c], B, th, us, us / B);
+            }
         }
     }
     cudaFree(lg); cudaFree(dr); cudaFree(ids); cudaFree(nt); cudaFree(pen); cudaFree(lps); cudaFree(top);

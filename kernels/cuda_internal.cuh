@@ -186,9 +186,10 @@ typedef struct {
     long   rows;                 /* rows sampled on the device so far (LLM_CUDA_STATS) */
 } cu_sampler;
 
-/* Per sampled row (grid = n): the whole llm_sampler_sample call of engine/sampler.c on its logits row. */
+/* Per sampled row (grid = n): the whole llm_sampler_sample call of engine/sampler.c on its logits row.
+ * threads: per row, 256 or 1024 (0 = 1024 for up to 64 rows, else 256). */
 void cuda_sample(float *logits, int vocab, int n, const llm_sampling_row *rows, const int32_t *pen, int32_t *ids,
-                 float *lps, llm_token_logprob *top, int32_t *n_top, cudaStream_t st);
+                 float *lps, llm_token_logprob *top, int32_t *n_top, int threads, cudaStream_t st);
 
 /* ---- backend state (cuda_backend.cu, cuda_load.cu) ---- */
 typedef struct {

@@ -25,7 +25,10 @@ template <typename T> static inline T atomicAdd(T *p, T v)
 }
 #endif
 
-#define SB 256 /* threads per row */
+/* Threads per row: SB_MANY when there are enough rows to fill the device, SB_FEW (a row's passes spread
+ * over 4x the threads) when a handful of rows would each leave one SM working alone. */
+#define SB_MANY 256
+#define SB_FEW  1024
 
 /* "At least as good as" bound in the total order: key > K, or key == K and id <= I. */
 typedef struct {
@@ -86,18 +89,59 @@ __device__ static inline int take(const pass_spec *ps, int i, uint32_t *key, uin
     return 1;
 }
 
-typedef struct {
+template <int SB> struct select_smem {
     unsigned long long hist[256];
-    unsigned long long part[SB];
+    unsigned long long part[SB];     /* per thread */
+    unsigned long long wsum[SB / 32]; /* per warp */
     uint64_t rem;
     uint32_t prefix;
     int      sel_thread;
     bound    out;
-} select_smem;
+};
+
+/* The first thread t (in thread order) at which the running sum of part[] exceeds rem, and rem minus the
+ * sum before t, into sm->sel_thread / sm->rem (SB - 1 and what is left if none). Two levels: each warp's
+ * lane 0 adds its 32 entries, thread 0 walks the warp sums, then the chosen warp's lane 0 its 32 entries.
+ * Call with part[] written and a barrier behind; ends with a barrier. */
+template <int SB> __device__ static void find_crossing(select_smem<SB> *sm)
+{
+    int tid = threadIdx.x;
+    if ((tid & 31) == 0) {
+        uint64_t w = 0;
+        for (int j = 0; j < 32; j++)
+            w += sm->part[tid + j];
+        sm->wsum[tid >> 5] = w;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        uint64_t acc = 0, rem = sm->rem;
+        int wsel = SB / 32 - 1;
+        for (int w = 0; w < SB / 32; w++) {
+            if (acc + sm->wsum[w] > rem) {
+                wsel = w;
+                break;
+            }
+            acc += sm->wsum[w];
+        }
+        rem -= acc;
+        acc = 0;
+        int t = wsel * 32 + 31;
+        for (int j = wsel * 32; j < wsel * 32 + 32; j++) {
+            if (acc + sm->part[j] > rem) {
+                t = j;
+                break;
+            }
+            acc += sm->part[j];
+        }
+        sm->rem = rem - acc;
+        sm->sel_thread = t;
+    }
+    __syncthreads();
+}
 
 /* Block-wide: the first candidate in the total order whose running weight exceeds thr (the caller knows
  * the candidates weigh more than thr in all). Every thread gets the bound. */
-__device__ static bound radix_select(const pass_spec *ps, uint64_t thr, select_smem *sm)
+template <int SB> __device__ static bound radix_select(const pass_spec *ps, uint64_t thr, select_smem<SB> *sm)
 {
     int tid = threadIdx.x;
     uint32_t prefix = 0, pmask = 0;
@@ -141,22 +185,10 @@ __device__ static bound radix_select(const pass_spec *ps, uint64_t thr, select_s
             mine += wt;
     }
     sm->part[tid] = mine;
-    __syncthreads();
-    if (tid == 0) {
-        uint64_t acc = 0, rem = sm->rem;
-        int t = SB - 1;
-        for (int j = 0; j < SB; j++) {
-            if (acc + sm->part[j] > rem) {
-                t = j;
-                break;
-            }
-            acc += sm->part[j];
-        }
-        sm->rem = rem - acc;
-        sm->sel_thread = t;
+    if (tid == 0)
         sm->out = mk_bound(prefix, INT_MAX); /* only if rounding ran past every tie (cannot with integers) */
-    }
     __syncthreads();
+    find_crossing<SB>(sm);
     if (tid == sm->sel_thread) {
         uint64_t acc = 0, rem = sm->rem;
         for (int i = lo; i < hi; i++) {
@@ -173,7 +205,7 @@ __device__ static bound radix_select(const pass_spec *ps, uint64_t thr, select_s
 }
 
 /* Block-wide sum of the candidates' weights. */
-__device__ static uint64_t weigh(const pass_spec *ps, select_smem *sm)
+template <int SB> __device__ static uint64_t weigh(const pass_spec *ps, select_smem<SB> *sm)
 {
     int tid = threadIdx.x;
     uint64_t mine = 0;
@@ -185,23 +217,31 @@ __device__ static uint64_t weigh(const pass_spec *ps, select_smem *sm)
     }
     sm->part[tid] = mine;
     __syncthreads();
-    if (tid == 0) {
-        uint64_t s = 0;
-        for (int j = 0; j < SB; j++)
-            s += sm->part[j];
-        sm->rem = s;
+    if ((tid & 31) == 0) {
+        uint64_t w = 0;
+        for (int j = 0; j < 32; j++)
+            w += sm->part[tid + j];
+        sm->wsum[tid >> 5] = w;
     }
     __syncthreads();
-    uint64_t s = sm->rem;
+    if (tid == 0) {
+        uint64_t t = 0;
+        for (int w = 0; w < SB / 32; w++)
+            t += sm->wsum[w];
+        sm->rem = t;
+    }
     __syncthreads();
-    return s;
+    uint64_t t = sm->rem;
+    __syncthreads();
+    return t;
 }
 
+template <int SB>
 __global__ void __launch_bounds__(SB) sample_kernel(float *logits, int vocab, const llm_sampling_row *rows,
                                                     const int32_t *pen, int32_t *ids, float *lps,
                                                     llm_token_logprob *top, int32_t *n_top)
 {
-    __shared__ select_smem sm;
+    __shared__ select_smem<SB> sm;
     __shared__ float bv[SB];
     __shared__ int bi[SB];
     __shared__ double bz[SB];
@@ -268,27 +308,27 @@ __global__ void __launch_bounds__(SB) sample_kernel(float *logits, int vocab, co
     if (r.temperature != 0.0f && maxl != -INFINITY) {
         pass_spec ps = { row, vocab, maxl, 1.0f / r.temperature, 0.0f, BOUND_ALL, BOUND_ALL, 0 };
         if (r.top_k > 0 && r.top_k < vocab)
-            ps.k = radix_select(&ps, (uint64_t)r.top_k - 1, &sm);
+            ps.k = radix_select<SB>(&ps, (uint64_t)r.top_k - 1, &sm);
         ps.mass = 1;
         if (r.top_p < 1.0f) {
-            uint64_t target = (uint64_t)ceil((double)r.top_p * (double)weigh(&ps, &sm)); /* top-k's mass */
+            uint64_t target = (uint64_t)ceil((double)r.top_p * (double)weigh<SB>(&ps, &sm)); /* top-k's mass */
             ps.min_p = r.min_p;
-            if (weigh(&ps, &sm) >= target)
-                ps.p = radix_select(&ps, target - 1, &sm);
+            if (weigh<SB>(&ps, &sm) >= target)
+                ps.p = radix_select<SB>(&ps, target - 1, &sm);
         }
         ps.min_p = r.min_p;
-        uint64_t zf = weigh(&ps, &sm);
+        uint64_t zf = weigh<SB>(&ps, &sm);
         uint64_t t = (uint64_t)(r.u * (double)zf);
         if (t >= zf)
             t = zf - 1;
-        chosen = radix_select(&ps, t, &sm).id;
+        chosen = radix_select<SB>(&ps, t, &sm).id;
     }
 
     /* 4. top-n logprobs: the n best, gathered then ordered by one thread */
     int n = r.n_logprobs < vocab ? r.n_logprobs : vocab;
     if (n > 0) {
         pass_spec ps = { row, vocab, maxl, 1.0f, 0.0f, BOUND_ALL, BOUND_ALL, 0 };
-        ps.k = radix_select(&ps, (uint64_t)n - 1, &sm);
+        ps.k = radix_select<SB>(&ps, (uint64_t)n - 1, &sm);
         if (tid == 0)
             n_tl = 0;
         __syncthreads();
@@ -332,10 +372,16 @@ __global__ void __launch_bounds__(SB) sample_kernel(float *logits, int vocab, co
 }
 
 void cuda_sample(float *logits, int vocab, int n, const llm_sampling_row *rows, const int32_t *pen, int32_t *ids,
-                 float *lps, llm_token_logprob *top, int32_t *n_top, cudaStream_t st)
+                 float *lps, llm_token_logprob *top, int32_t *n_top, int threads, cudaStream_t st)
 {
-    if (n > 0)
-        CU_LAUNCH(sample_kernel, n, SB, 0, st, logits, vocab, rows, pen, ids, lps, top, n_top);
+    if (n <= 0)
+        return;
+    if (threads == 0)
+        threads = n <= 64 ? SB_FEW : SB_MANY;
+    if (threads == SB_FEW)
+        CU_LAUNCH(sample_kernel<SB_FEW>, n, SB_FEW, 0, st, logits, vocab, rows, pen, ids, lps, top, n_top);
+    else
+        CU_LAUNCH(sample_kernel<SB_MANY>, n, SB_MANY, 0, st, logits, vocab, rows, pen, ids, lps, top, n_top);
 }
 
 /* ---- host side ---- */
@@ -438,7 +484,7 @@ int cuda_sample_enqueue(cu_state *st, const llm_device_out *dv, cudaError_t *e)
         return -1;
     cuda_sample(st->logits, st->m->cfg.vocab_size, n, (const llm_sampling_row *)sp->dev,
                 (const int32_t *)(sp->dev + pen_at), (int32_t *)(sp->dev + down), (float *)(sp->dev + lp_at),
-                (llm_token_logprob *)(sp->dev + top_at), (int32_t *)(sp->dev + nt_at), st->stream);
+                (llm_token_logprob *)(sp->dev + top_at), (int32_t *)(sp->dev + nt_at), 0, st->stream);
     *e = cudaMemcpyAsync(sp->host + down, sp->dev + down, top_at - down + (size_t)n * LLM_SAMPLING_MAX_LOGPROBS * sizeof(llm_token_logprob), cudaMemcpyDeviceToHost,
                          st->stream);
     sp->rows += n;

@@ -1,5 +1,6 @@
 /* The device sampler (kernels/cuda_sample.cu, under the CPU emulation of CUDA) against engine/sampler.c:
- * for each case (a logits pattern x sampling parameters x penalty history), 24 rows in one launch, each with
+ * for each case (a logits pattern x sampling parameters x penalty history; block sizes 256 and 1024 in turn),
+ * 24 rows in one launch, each with
  * the draw u its own seeded sampler would make next; the device must pick the same token as
  * llm_sampler_sample, with the same logprob and the same top-n (ids exactly, logprobs within 1e-5).
  * Vocabularies of 512 and 128,256 (Llama 3's); patterns with ties, NaN / +-inf, all -inf, flat and peaked.
@@ -145,7 +146,8 @@ int main(int argc, char **argv)
                 cudaMemcpy(d_rows, rows.data(), ROWS * sizeof(llm_sampling_row), cudaMemcpyHostToDevice);
                 if (!pen.empty())
                     cudaMemcpy(d_pen, pen.data(), pen.size() * 4, cudaMemcpyHostToDevice);
-                cuda_sample(d_l, v, ROWS, d_rows, d_pen, d_ids, d_lp, d_top, d_nt, NULL);
+                int threads = n_cases % 2 ? 1024 : 256; /* both block sizes of the kernel */
+                cuda_sample(d_l, v, ROWS, d_rows, d_pen, d_ids, d_lp, d_top, d_nt, threads, NULL);
                 std::vector<int32_t> ids(ROWS), nt(ROWS);
                 std::vector<float> lp(ROWS);
                 std::vector<llm_token_logprob> top((size_t)ROWS * LLM_SAMPLING_MAX_LOGPROBS);
@@ -186,9 +188,9 @@ int main(int argc, char **argv)
                 ids_all += ROWS;
                 int bad = (min_same >= 1.0 && same_id != ROWS) || !same_top || !(lp_diff <= max_lp);
                 fails += bad;
-                printf("vocab %6d, pattern %d, %-72s ids %2d/%d (%2d distinct), top-n %s, logprob max |diff| %.2g%s\n",
-                       v, pat, cases[ci].name, same_id, ROWS, distinct, same_top ? "same" : "DIFFER", lp_diff,
-                       bad ? "  <-- FAIL" : "");
+                printf("vocab %6d, pattern %d, %-72s %4d threads: ids %2d/%d (%2d distinct), top-n %s, logprob max "
+                       "|diff| %.2g%s\n", v, pat, cases[ci].name, threads, same_id, ROWS, distinct,
+                       same_top ? "same" : "DIFFER", lp_diff, bad ? "  <-- FAIL" : "");
             }
         }
     }
