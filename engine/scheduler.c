@@ -723,6 +723,10 @@ static int device_prepare(llm_sched *s, llm_device_out *dv)
             free(s->dv_mode); free(s->dv_ids); free(s->dv_ntop); free(s->dv_sidx);
             free(s->dv_lp); free(s->dv_rows); free(s->dv_top);
             s->dv_mode = NULL;
+            s->dv_ids = s->dv_ntop = s->dv_sidx = NULL;
+            s->dv_lp = NULL;
+            s->dv_rows = NULL;
+            s->dv_top = NULL;
             return 0; /* plain forward this step; tried again next step */
         }
     }

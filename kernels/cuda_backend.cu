@@ -1,6 +1,7 @@
 /* The CUDA backend: init (device, weights, KV pool), forward (one step over a
  * batch of tokens from many sequences, the same math as engine/cpu/forward.c;
- * forward_device returns only the greedy id of flagged rows) and destroy.
+ * forward_device returns, for rows not in LLM_ROW_LOGITS mode, only the greedy id or the token sampled
+ * on the device, cuda_sample.cu) and destroy.
  * Built into build/libllm_cuda.so, which llm-engine dlopen()s
  * (engine/backend_cuda_loader.c); its one exported symbol is
  * llm_cuda_backend_get_ops. All work runs on one stream; forward returns after
@@ -536,7 +537,7 @@ int cuda_copy_out(cu_state *st, const llm_batch *b, const llm_device_out *am, in
         int end = i == b->n_tokens;
         if (!end && !b->want_logits[i])
             continue;
-        int skip = end || am->mode[i];
+        int skip = end || am->mode[i] != LLM_ROW_LOGITS;
         if (!skip && run0 < 0)
             run0 = row;
         if (skip && run0 >= 0) {
