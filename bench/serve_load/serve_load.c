@@ -2,10 +2,12 @@
  *
  *   serve_load --port P [--host 127.0.0.1] [--concurrency C] [--requests R]
  *              [--max-tokens N] [--prompt TEXT] [--warmup W] [--chat] [--raw FILE]
+ *              [--temperature T] [--top-p P]
  *
  * Keeps C requests in flight (one connection each, HTTP/1.0 so the SSE body ends
  * at close), R requests in all after W unmeasured warm-up ones. Every request is
- * greedy with ignore_eos and include_usage, so each yields exactly N tokens.
+ * greedy (or sampled with --temperature / --top-p) with ignore_eos and
+ * include_usage, so each yields exactly N tokens.
  * Per request: TTFT = first token event received - request written (the TCP
  * connection is already up, so the handshake is not counted); TPOT = (last token
  * event - first) / (tokens - 1). Prints one JSON line with p50/p99 of both,
@@ -151,11 +153,13 @@ int main(int argc, char **argv)
 {
     const char *host = "127.0.0.1", *prompt = "Once upon a time", *raw = NULL;
     int port = 0, conc = 1, total = 100, max_tokens = 64, warmup = -1, chat = 0;
+    double temperature = 0.0, top_p = 1.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--chat")) { chat = 1; continue; }
         if (strcmp(a, "--port") && strcmp(a, "--host") && strcmp(a, "--concurrency") && strcmp(a, "--requests") &&
-            strcmp(a, "--max-tokens") && strcmp(a, "--warmup") && strcmp(a, "--prompt") && strcmp(a, "--raw")) {
+            strcmp(a, "--max-tokens") && strcmp(a, "--warmup") && strcmp(a, "--prompt") && strcmp(a, "--raw") &&
+            strcmp(a, "--temperature") && strcmp(a, "--top-p")) {
             fprintf(stderr, "serve_load: unknown option %s\n", a);
             return 2;
         }
@@ -167,12 +171,15 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-tokens")) max_tokens = atoi(v);
         else if (!strcmp(a, "--warmup")) warmup = atoi(v);
         else if (!strcmp(a, "--prompt")) prompt = v;
+        else if (!strcmp(a, "--temperature")) temperature = atof(v);
+        else if (!strcmp(a, "--top-p")) top_p = atof(v);
         else raw = v;
         i++;
     }
-    if (port <= 0 || port > 65535 || conc < 1 || conc > 4096 || total < 1 || max_tokens < 1) {
+    if (port <= 0 || port > 65535 || conc < 1 || conc > 4096 || total < 1 || max_tokens < 1 ||
+        !(temperature >= 0.0 && temperature <= 2.0) || !(top_p > 0.0 && top_p <= 1.0)) {
         fprintf(stderr, "usage: serve_load --port P [--concurrency C] [--requests R] [--max-tokens N] "
-                        "[--prompt TEXT] [--warmup W] [--chat] [--raw FILE]\n");
+                        "[--prompt TEXT] [--warmup W] [--chat] [--raw FILE] [--temperature 0..2] [--top-p (0,1]]\n");
         return 2;
     }
     if (warmup < 0)
@@ -187,11 +194,12 @@ int main(int argc, char **argv)
 
     char *p = json_escape(prompt), body[8192];
     int bl = chat ? snprintf(body, sizeof body,
-                             "{\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],\"max_tokens\":%d,\"temperature\":0,"
-                             "\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}", p, max_tokens)
+                             "{\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],\"max_tokens\":%d,\"temperature\":%g,"
+                             "\"top_p\":%g,\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+                             p, max_tokens, temperature, top_p)
                   : snprintf(body, sizeof body,
-                             "{\"prompt\":\"%s\",\"max_tokens\":%d,\"temperature\":0,\"ignore_eos\":true,"
-                             "\"stream\":true,\"stream_options\":{\"include_usage\":true}}", p, max_tokens);
+                             "{\"prompt\":\"%s\",\"max_tokens\":%d,\"temperature\":%g,\"top_p\":%g,\"ignore_eos\":true,"
+                             "\"stream\":true,\"stream_options\":{\"include_usage\":true}}", p, max_tokens, temperature, top_p);
     free(p);
     if (bl < 0 || (size_t)bl >= sizeof body) {
         fprintf(stderr, "serve_load: prompt too long\n");

@@ -63,6 +63,14 @@ echo "== load through nginx ($BACKEND, $MAX_TOKENS tokens per request, engine: $
 fails=0
 bench/serve_load/levels.sh "$B/serve_load" "$PORT" "$MAX_TOKENS" "Once upon a time" $LEVELS ||
     { echo "FAIL: load generator"; fails=1; }
+# The same load with sampled requests (temperature 0.8, top-p 0.95): on the CUDA backend they are sampled on
+# the device (kernels/cuda_sample.cu); SAMPLED_LEVELS="" skips it.
+if [ -n "${SAMPLED_LEVELS-1 32 128}" ]; then
+    echo "== load through nginx, sampled requests (temperature 0.8, top-p 0.95)"
+    # shellcheck disable=SC2086 # a list
+    SAMPLING="--temperature 0.8 --top-p 0.95" bench/serve_load/levels.sh "$B/serve_load" "$PORT" "$MAX_TOKENS" \
+        "Once upon a time" ${SAMPLED_LEVELS-1 32 128} || { echo "FAIL: load generator (sampled)"; fails=1; }
+fi
 echo "== /metrics (engine series)"
 req GET /metrics "" | grep -E "^llm_(requests_(finished|failed)_total|generation_tokens_total|oom_shrinks_total|preemptions_total) "
 echo "== engine log (tail)"
