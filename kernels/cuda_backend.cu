@@ -9,7 +9,8 @@
  * Graphs (cuda_graph.cu); every other step is launched here, kernel by kernel.
  * Environment: LLM_CUDA_KV=f32|f16 picks the KV-cache type (default f16, f32
  * for all-F32 models); LLM_CUDA_SYNC=1 checks for errors after every stage;
- * LLM_CUDA_GRAPHS=0 turns graphs off; LLM_CUDA_STATS=1 prints graph counters. */
+ * LLM_CUDA_GRAPHS=0 turns graphs off; LLM_CUDA_STATS=1 prints graph counters;
+ * LLM_CUDA_EVENTS=1 times each stage with CUDA events (graphs off, no syncs). */
 #include <limits.h>
 #include <time.h>
 #include <stdlib.h>
@@ -44,19 +45,23 @@ static void cu_destroy(llm_backend *b)
     cudaSetDevice(st->device);
     if (st->stream != NULL)
         cudaStreamSynchronize(st->stream);
-    for (int k = 0; k < 2 && st->stage_timing; k++) {
+    for (int k = 0; k < 2 && (st->stage_timing || st->stage_events); k++) {
         if (st->stage_steps[k] == 0)
             continue;
         double tot = 0;
         for (int i = 0; i < CU_MAX_STAGES && st->stage_name[i] != NULL; i++)
             tot += st->stage_ms[k][i];
-        fprintf(stderr, "cuda: stage times over %ld %s steps (synchronised after each stage), ms per step:",
-                st->stage_steps[k], k == 0 ? "decode" : "prefill/mixed");
+        fprintf(stderr, "cuda: stage times over %ld %s steps (%s), ms per step:", st->stage_steps[k],
+                k == 0 ? "decode" : "prefill/mixed",
+                st->stage_events ? "GPU time between events, no synchronisation" : "synchronised after each stage");
         for (int i = 0; i < CU_MAX_STAGES && st->stage_name[i] != NULL; i++)
             fprintf(stderr, " %s %.3f (%.0f%%);", st->stage_name[i], st->stage_ms[k][i] / (double)st->stage_steps[k],
                     tot > 0 ? 100.0 * st->stage_ms[k][i] / tot : 0.0);
         fprintf(stderr, " total %.3f\n", tot / (double)st->stage_steps[k]);
     }
+    for (int i = 0; i < CU_MAX_EVENTS && st->stage_events; i++)
+        if (st->ev[i] != NULL)
+            cudaEventDestroy(st->ev[i]);
     cuda_graphs_destroy(st);
     free_scratch(st);
     cudaFree(st->logits);
@@ -218,6 +223,14 @@ static int cu_init(llm_backend *b, llm_err *err)
     st->debug_sync = dbg != NULL && dbg[0] == '1';
     const char *stats = getenv("LLM_CUDA_STATS");
     st->stage_timing = st->debug_sync && stats != NULL && stats[0] == '1';
+    const char *evs = getenv("LLM_CUDA_EVENTS");
+    st->stage_events = !st->stage_timing && evs != NULL && evs[0] == '1';
+    for (int i = 0; i < CU_MAX_EVENTS && st->stage_events; i++)
+        if (cudaEventCreate(&st->ev[i]) != cudaSuccess) {
+            st->ev[i] = NULL;
+            st->stage_events = 0; /* no timing then; the backend still runs */
+            cudaGetLastError();
+        }
     st->m = m;
     st->device = b->opts.device;
     st->block_size = b->opts.block_size;
@@ -457,7 +470,32 @@ static int stage_check(cu_state *st, const char *stage, int layer, llm_err *err)
     }
     if (st->stage_timing)
         stage_time(st, stage);
+    if (st->stage_events && st->n_ev < CU_MAX_EVENTS) {
+        st->ev_stage[st->n_ev] = stage;
+        cudaEventRecord(st->ev[st->n_ev++], st->stream);
+    }
     return 0;
+}
+
+/* LLM_CUDA_EVENTS: after the step's stream finished, each stage's time is the span from the event before it. */
+static void stage_events_collect(cu_state *st)
+{
+    for (int k = 1; k < st->n_ev; k++) {
+        float ms = 0.0f;
+        if (cudaEventElapsedTime(&ms, st->ev[k - 1], st->ev[k]) != cudaSuccess) {
+            cudaGetLastError();
+            continue;
+        }
+        for (int i = 0; i < CU_MAX_STAGES; i++) {
+            if (st->stage_name[i] == NULL)
+                st->stage_name[i] = st->ev_stage[k];
+            if (st->stage_name[i] == st->ev_stage[k]) {
+                st->stage_ms[st->stage_kind][i] += ms;
+                break;
+            }
+        }
+    }
+    st->n_ev = 0;
 }
 
 int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
@@ -470,6 +508,13 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         st->stage_t = now_ms();
         st->stage_kind = sp->plan.q_tile > 1;
         st->stage_steps[st->stage_kind]++;
+    }
+    if (st->stage_events) {
+        st->stage_kind = sp->plan.q_tile > 1;
+        st->stage_steps[st->stage_kind]++;
+        st->ev_stage[0] = NULL;
+        cudaEventRecord(st->ev[0], s);
+        st->n_ev = 1;
     }
     cuda_embed(&st->tok_embd, sp->d_tok, st->x, n, s);
     if (stage_check(st, "embedding", -1, err))
@@ -673,10 +718,16 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
         llm_err_set(err, "cuda backend: logits copy: %s", cudaGetErrorString(e));
         return -1;
     }
+    if (st->stage_events && st->n_ev < CU_MAX_EVENTS) {
+        st->ev_stage[st->n_ev] = "sampling + copies out";
+        cudaEventRecord(st->ev[st->n_ev++], st->stream);
+    }
     /* Always wait: the pinned batch buffer is rewritten by the next step. */
     e = cudaStreamSynchronize(st->stream);
     if (e == cudaSuccess)
         e = cudaGetLastError();
+    if (e == cudaSuccess && st->stage_events)
+        stage_events_collect(st);
     if (e != cudaSuccess) {
         llm_err_set(err, "cuda backend: forward failed: %s", cudaGetErrorString(e));
         return -1;

@@ -29,7 +29,7 @@
  * If capture, instantiation or launch fails, one line goes to stderr and every
  * later step runs eagerly (the failing step too): graphs are a speed-up, never
  * a reason to fail a request. LLM_CUDA_GRAPHS=0 (or LLM_CUDA_SYNC=1, which
- * synchronises between stages) keeps every step eager; LLM_CUDA_STATS=1 prints
+ * synchronises between stages, or LLM_CUDA_EVENTS=1, which times them) keeps every step eager; LLM_CUDA_STATS=1 prints
  * the counters when the backend is destroyed. */
 #include <math.h>
 #include <stdlib.h>
@@ -44,7 +44,7 @@ void cuda_graphs_init(cu_state *st)
     cu_graphs *G = &st->graphs;
     memset(G, 0, sizeof(*G));
     const char *env = getenv("LLM_CUDA_GRAPHS"), *stats = getenv("LLM_CUDA_STATS");
-    G->enabled = !(env != NULL && strcmp(env, "0") == 0) && !st->debug_sync;
+    G->enabled = !(env != NULL && strcmp(env, "0") == 0) && !st->debug_sync && !st->stage_events;
     G->stats = stats != NULL && stats[0] == '1';
 }
 

@@ -164,6 +164,7 @@ void   cuda_attention(const cu_att_plan *p, const cu_att_item *items, const floa
 #define CU_GRAPH_BUCKETS 9         /* batch sizes 1, 2, 4, ..., 256 */
 #define CU_GRAPH_CLASSES 26        /* attention split classes: max position <= 64 << class */
 #define CU_MAX_STAGES 12           /* named stages of a step, for LLM_CUDA_SYNC timing */
+#define CU_MAX_EVENTS 1024         /* stage events of one step (LLM_CUDA_EVENTS): 9 a layer + 3 */
 typedef struct {
     cudaGraphExec_t exec;
     unsigned        gen;           /* buffer generation it was captured against */
@@ -230,6 +231,13 @@ typedef struct {
     const char *stage_name[CU_MAX_STAGES];
     long    stage_steps[2];
     int     stage_kind;
+    /* LLM_CUDA_EVENTS=1: the same table from CUDA events recorded after each stage, no synchronisation in
+     * between (graphs off): GPU time per stage with the kernels queued back to back, launch gaps included
+     * where the host fell behind. Events of the step in flight and the stage each one ends. */
+    int     stage_events;
+    cudaEvent_t ev[CU_MAX_EVENTS];
+    const char *ev_stage[CU_MAX_EVENTS];
+    int     n_ev;
     double  stage_t;                 /* when the last stage ended (ms, CLOCK_MONOTONIC) */
     cu_graphs graphs;
     cu_sampler samp;
