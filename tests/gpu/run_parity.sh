@@ -59,6 +59,9 @@ if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
         "$B/tests/gpu/parity_logits" --model "$S260" --positions 96 --gen 24 --chunk 40 --max-diff 1e-2
     run stories_racecheck compute-sanitizer --tool racecheck --error-exitcode 9 \
         "$B/tests/gpu/parity_logits" --model "$S260" --positions 48 --gen 8 --chunk 48 --max-diff 1e-2
+    # the device sampler's shared-memory histograms and scans (both block sizes), small vocabulary
+    [ -x "$B/tests/gpu/sample_check" ] && run sampler_racecheck compute-sanitizer --tool racecheck \
+        --error-exitcode 9 "$B/tests/gpu/sample_check" --quick 1 --min-same 0.99 --max-lp 1e-4
 fi
 
 if [ "${1:-}" != "--skip-hf" ]; then
