@@ -630,6 +630,37 @@ static void test_device_row(void)
        r.n_logprobs == 3, "parameters copied");
     llm_sampler_free(a);
 
+    /* the host reference of the device call: same token as the sampler that peeked the row */
+    p = params(0.9f);
+    p.seed = 3;
+    p.top_p = 0.8f;
+    p.presence_penalty = 0.5f;
+    p.n_logprobs = 2;
+    a = mk(p, 10);
+    for (int i = 0; i < 5; i++)
+        llm_sampler_accept(a, (int32_t)(i * 3 % 10), 0);
+    float lg[10], lg2[10];
+    for (int i = 0; i < 10; i++)
+        lg[i] = lg2[i] = (float)((i * 7) % 10) / 3.0f;
+    r.pen_off = 0;
+    int np = llm_sampler_device_row(a, &r, pen, 20);
+    llm_sample_result ra, rb;
+    int32_t want = llm_sampler_sample(a, lg, &ra);
+    int32_t got = llm_sampler_sample_row(&r, pen, lg2, 10, &rb);
+    ok(np == 5 && got == want && rb.logprob == ra.logprob && rb.n_top == 2 && rb.top[0].id == ra.top[0].id,
+       "llm_sampler_sample_row makes the call the sampler would (token %d vs %d)", got, want);
+    llm_sampling_row bad = r;
+    bad.top_p = 0.0f;
+    is_int(llm_sampler_sample_row(&bad, pen, lg2, 10, NULL), -1, "sample_row: parameters out of range refused");
+    is_int(llm_sampler_sample_row(&r, NULL, lg2, 10, NULL), -1, "sample_row: pairs announced but missing");
+    is_int(llm_sampler_sample_row(NULL, pen, lg2, 10, NULL), -1, "sample_row: no row");
+    int32_t hostile[4] = { -5, 3, 99, 2 }; /* ids outside the vocabulary are ignored */
+    bad = r;
+    bad.pen_n = 2;
+    bad.pen_off = 0;
+    ok(llm_sampler_sample_row(&bad, hostile, lg2, 10, NULL) >= 0, "sample_row: pair ids outside the vocabulary ignored");
+    llm_sampler_free(a);
+
     p = params(1e-39f); /* 1 / T is not finite: greedy */
     a = mk(p, 10);
     llm_sampler_device_row(a, &r, pen, 20);
