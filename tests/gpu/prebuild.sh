@@ -61,6 +61,11 @@ for f in $( { ldd "$B/nginx/nginx"; ldd "$B/ngx_http_llm_module.so"; } | awk '/=
         /*) cp -L "$f" "$B/nginx/lib/" ;;
     esac
 done
+# What only the build needed stays behind: a carry holds 64 MiB in all (objects and nginx's source tree are
+# ~16 MB; gpu_env.sh rebuilds only missing final targets, never from objects).
+rm -rf "$B/obj" "$B/nginx-src" "$B"/serve-* "$B/t"
 du -sh "$B"
+kb=$(du -sk "$B" | cut -f1)
+[ "$kb" -le $((62 * 1024)) ] || echo "warning: $B is $((kb / 1024)) MiB: over what a device call can carry (64 MiB)"
 ls -la "$B/llm-engine" "$B"/libllm_cuda.so "$B/tests/gpu" "$B/bench" "$B/lib" "$B/nginx" "$B/nginx/lib" 2>&1 |
     sed 's/^/  /'
