@@ -51,6 +51,17 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ARGMAX:-1}" = 1 ]; then
         --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_argmax.txt"
 fi
 
+# One-token GEMV shapes in the model (LLM_CUDA_GEMV_SHAPE=RxU: R rows per warp, U loads in flight; the
+# default kernel is about 1x4), batch 1 bf16 through graphs with on-device argmax; SHAPES="" skips it.
+if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ -n "${SHAPES-1x8 1x12 2x4 4x2}" ]; then
+    echo "== llama-3.2-3b bf16, batch 1, GEMV shapes (LLM_CUDA_GEMV_SHAPE)"
+    for shp in ${SHAPES-1x8 1x12 2x4 4x2}; do
+        echo "-- $shp"
+        LLM_CUDA_GEMV_SHAPE=$shp "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1 \
+            --argmax 1 --prompt 128 --steps 64 --prefill "" 2>&1 | grep "^decode"
+    done | tee "$RES/gpu_decode_bf16_gemv_shapes.txt"
+fi
+
 # Decode with every row sampled on the device (temperature 0.8, top-p 0.95, 5 logprobs: kernels/cuda_sample.cu),
 # as the server runs sampled requests since the device sampler exists; compare with the argmax rows above.
 if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${SAMPLE:-1}" = 1 ]; then

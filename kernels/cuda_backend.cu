@@ -284,6 +284,16 @@ static int cu_init(llm_backend *b, llm_err *err)
     st->mm.gemv_max = gm != NULL ? atoi(gm) : 1;
     st->mm.gemv_max_q8 = gq != NULL ? atoi(gq) : CU_GEMV_MAX_TOKENS;
     st->mm.gemv_max_q4 = gq != NULL ? atoi(gq) : 4;
+    const char *sh = getenv("LLM_CUDA_GEMV_SHAPE");
+    if (sh != NULL && sh[0] != '\0') {
+        int r = 0, u = 0;
+        if (sscanf(sh, "%dx%d", &r, &u) == 2 && cuda_gemv_shape_ok(r, u)) {
+            st->mm.shape_r = r;
+            st->mm.shape_u = u;
+        } else {
+            fprintf(stderr, "cuda: LLM_CUDA_GEMV_SHAPE=%s is not one of 1x4 1x8 1x12 2x2 2x4 4x2: ignored\n", sh);
+        }
+    }
     const char *dp = getenv("LLM_CUDA_GEMV_DP4A");
     if (dp != NULL && strcmp(dp, "1") == 0) { /* off by default until measured against the float GEMV */
         const llm_config *cf = &st->m->cfg;

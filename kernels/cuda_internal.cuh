@@ -88,9 +88,13 @@ typedef struct {
     int8_t        *xq;         /* [CU_GEMV_MAX_TOKENS][xq_k] quantised activations */
     float         *xds;        /* [CU_GEMV_MAX_TOKENS][xq_k / 32][2]: scale d, d * sum of the block's quants */
     int            xq_k;       /* widest K they hold */
+    /* LLM_CUDA_GEMV_SHAPE=RxU: one-token F16/BF16 GEMVs with R rows per warp and U loads in flight per lane
+     * (0 = the default kernel); for measuring shapes in the model (cuda_gemv_shape_ok lists them) */
+    int            shape_r, shape_u;
 } cu_mm_ctx;
 
 int  cuda_gemv_ok(const cu_mat *W, int ldx);
+int  cuda_gemv_shape_ok(int r, int u);
 void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
                cudaStream_t st);
 /* Dispatches GEMV vs cuBLAS. Returns 0, or -1 with msg filled. */

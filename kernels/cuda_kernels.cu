@@ -184,6 +184,92 @@ gemv_scalar_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int
     gemv_store<NT>(acc, y, ldy, r, accumulate, lane);
 }
 
+/* One token, F16/BF16 weights, another shape of work (LLM_CUDA_GEMV_SHAPE=RxU, cu_mm_ctx.shape_r/u):
+ * R rows per warp, U 16-byte chunks of each row loaded before any is used. The default kernel is about
+ * R=1, U=4; bench/gpu_kernels_bench (part designs) times the shapes alone, this runs them in the model. */
+template <int T, int R, int U>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+gemv_shape_kernel(cu_mat W, const float *__restrict__ x, float *y, int accumulate)
+{
+    int lane = threadIdx.x & 31, r0 = (blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) * R;
+    if (r0 >= W.rows)
+        return;
+    const int nch = W.cols / 8; /* 16-byte chunks of 8 halves */
+    float acc[R];
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        acc[j] = 0.0f;
+    for (int c0 = lane; c0 < nch; c0 += 32 * U) {
+        uint4 wv[R][U];
+#pragma unroll
+        for (int j = 0; j < R; j++)
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int c = c0 + 32 * u, r = r0 + j < W.rows ? r0 + j : W.rows - 1;
+                const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
+                wv[j][u] = c < nch ? __ldg((const uint4 *)row + c) : make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int c = c0 + 32 * u;
+            if (c >= nch)
+                break;
+            const float4 *xp = (const float4 *)(x + (size_t)c * 8);
+            float4 xa = __ldg(xp), xb = __ldg(xp + 1);
+            const float xv[8] = { xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w };
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                const uint32_t h[4] = { wv[j][u].x, wv[j][u].y, wv[j][u].z, wv[j][u].w };
+                float s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float lo = T == LLM_BF16 ? __uint_as_float(h[i] << 16) : f16_f((uint16_t)(h[i] & 0xffffu));
+                    float hi = T == LLM_BF16 ? __uint_as_float(h[i] & 0xffff0000u) : f16_f((uint16_t)(h[i] >> 16));
+                    s += lo * xv[2 * i] + hi * xv[2 * i + 1];
+                }
+                acc[j] += s;
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < R; j++) {
+        float v = warp_sum(acc[j]);
+        if (lane == 0 && r0 + j < W.rows)
+            y[r0 + j] = accumulate ? y[r0 + j] + v : v;
+    }
+}
+
+template <int T, int R, int U>
+static void gemv_shape_launch(const cu_mat *W, const float *x, float *y, int acc, cudaStream_t st)
+{
+    dim3 grid((unsigned)((W->rows + GEMV_WARPS * R - 1) / (GEMV_WARPS * R))), block(GEMV_WARPS * 32);
+    CU_LAUNCH((gemv_shape_kernel<T, R, U>), grid, block, 0, st, *W, x, y, acc);
+}
+
+int cuda_gemv_shape_ok(int r, int u)
+{
+    return (r == 1 && (u == 4 || u == 8 || u == 12)) || (r == 2 && (u == 2 || u == 4)) || (r == 4 && u == 2);
+}
+
+/* 1 when the shape switch took the call. */
+static int gemv_shape(int r, int u, const cu_mat *W, const float *x, float *y, int acc, cudaStream_t st)
+{
+    if (W->type != LLM_BF16 && W->type != LLM_F16)
+        return 0;
+    int bf = W->type == LLM_BF16;
+#define SHAPE(R_, U_)                                                                                  \
+    if (r == R_ && u == U_) {                                                                          \
+        if (bf)                                                                                        \
+            gemv_shape_launch<LLM_BF16, R_, U_>(W, x, y, acc, st);                                      \
+        else                                                                                           \
+            gemv_shape_launch<LLM_F16, R_, U_>(W, x, y, acc, st);                                       \
+        return 1;                                                                                      \
+    }
+    SHAPE(1, 4) SHAPE(1, 8) SHAPE(1, 12) SHAPE(2, 4) SHAPE(4, 2) SHAPE(2, 2)
+#undef SHAPE
+    return 0;
+}
+
 int cuda_gemv_ok(const cu_mat *W, int ldx)
 {
     return W->row_bytes % 16 == 0 && ((uintptr_t)W->w & 15) == 0 && ldx % 4 == 0;
@@ -421,7 +507,8 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
     if (cuda_mm_use_gemv(c, W, n)) {
         if (dp4a_ok(c, W, ldx))
             gemv_dp4a(c, W, x, ldx, y, ldy, n, accumulate);
-        else
+        else if (!(n == 1 && c->shape_r > 0 && cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0 &&
+                   W->cols % 8 == 0 && gemv_shape(c->shape_r, c->shape_u, W, x, y, accumulate, c->stream)))
             cuda_gemv(W, x, ldx, y, ldy, n, accumulate, c->stream);
         return 0;
     }
