@@ -26,6 +26,23 @@ for dt in $DTYPES; do
         --prefill 1x2048,8x512 2>&1 | tee "$RES/gpu_decode_$dt.txt"
 done
 
+# The peers right after our main rows (same run, same machine state), before the optional experiments.
+peer="$SH/peers/torch_cudagraph_decode.py"
+if [ "${PEER:-1}" = 0 ]; then
+    echo "peer skipped (PEER=0)"
+elif [ -f "$peer" ]; then
+    echo "== peer: PyTorch + cuBLAS + CUDA Graph, bf16 (context <= 512)"
+    PYTHONUNBUFFERED=1 python3 "$peer" 2>&1 | tail -1 | tee "$RES/peer_torch_cudagraph.txt"
+else
+    echo "peer script not found (../shared/peers or shared/peers): skipped"
+fi
+# The second peer: Hugging Face transformers' generate() on the same shape (bf16, greedy), batch 1 and 8.
+if [ "${PEER_HF:-1}" = 1 ]; then
+    echo "== peer: Hugging Face transformers generate(), bf16"
+    PYTHONUNBUFFERED=1 OUT="$RES" python3 bench/peer_transformers.py --batches 1,8 2>&1 | grep -v Warning |
+        tail -2 | tee "$RES/peer_transformers.txt"
+fi
+
 # The same decode steps launched kernel by kernel, to show what the CUDA Graphs buy.
 if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
     echo "== llama-3.2-3b bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"
@@ -82,20 +99,4 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ATT_SCALAR:-1}" = 1 ]; then
     echo "== llama-3.2-3b bf16, prefill 1x2048 with the scalar attention (LLM_CUDA_ATT_TC=0)"
     LLM_CUDA_ATT_TC=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches "" \
         --prompt 128 --steps 32 --prefill 1x2048 2>&1 | tee "$RES/gpu_decode_bf16_scalar_prefill_attention.txt"
-fi
-
-peer="$SH/peers/torch_cudagraph_decode.py"
-if [ "${PEER:-1}" = 0 ]; then
-    echo "peer skipped (PEER=0)"
-elif [ -f "$peer" ]; then
-    echo "== peer: PyTorch + cuBLAS + CUDA Graph, bf16 (context <= 512)"
-    PYTHONUNBUFFERED=1 python3 "$peer" 2>&1 | tail -1 | tee "$RES/peer_torch_cudagraph.txt"
-else
-    echo "peer script not found (../shared/peers or shared/peers): skipped"
-fi
-# The second peer: Hugging Face transformers' generate() on the same shape (bf16, greedy), batch 1 and 8.
-if [ "${PEER_HF:-1}" = 1 ]; then
-    echo "== peer: Hugging Face transformers generate(), bf16"
-    PYTHONUNBUFFERED=1 OUT="$RES" python3 bench/peer_transformers.py --batches 1,8 2>&1 | grep -v Warning |
-        tail -2 | tee "$RES/peer_transformers.txt"
 fi
