@@ -77,6 +77,15 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ -n "${SHAPES-1x8 1x12 2x4 4x2}" ];
         LLM_CUDA_GEMV_SHAPE=$shp "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1 \
             --argmax 1 --prompt 128 --steps 64 --prefill "" 2>&1 | grep "^decode"
     done | tee "$RES/gpu_decode_bf16_gemv_shapes.txt"
+    if [ -f "$WORK/llama-3.2-3b-q4_0.gguf" ]; then
+        echo "== llama-3.2-3b q4_0, batch 1, int8-activation GEMV shapes (LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_SHAPE)"
+        for shp in ${SHAPES-1x8 1x12 2x4 4x2}; do
+            echo "-- $shp"
+            LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_SHAPE=$shp "$B/bench/gpu_decode_bench" \
+                --model "$WORK/llama-3.2-3b-q4_0.gguf" --batches 1 --argmax 1 --prompt 128 --steps 64 --prefill "" 2>&1 |
+                grep "^decode"
+        done | tee "$RES/gpu_decode_q4_0_dp4a_shapes.txt"
+    fi
 fi
 
 # Decode with every row sampled on the device (temperature 0.8, top-p 0.95, 5 logprobs: kernels/cuda_sample.cu),

@@ -408,6 +408,99 @@ static void gemv_dp4a_launch(const cu_mm_ctx *c, const cu_mat *W, float *y, int 
         CU_LAUNCH((gemv_dp4a_kernel<LLM_Q4_0, NT>), grid, block, 0, c->stream, *W, c->xq, xds, y, ldy, acc);
 }
 
+/* One token on int8 activations in another shape of work (LLM_CUDA_GEMV_SHAPE=RxU with LLM_CUDA_GEMV_DP4A=1):
+ * R rows per warp, U chunks (a Q4_0 block / half a Q8_0 block: 16 weight bytes) loaded before any is used. */
+template <int T, int R, int U>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__restrict__ xds, float *y,
+                       int accumulate)
+{
+    int lane = threadIdx.x & 31, r0 = (blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) * R;
+    if (r0 >= W.rows)
+        return;
+    const int nb = W.cols / LLM_QK, nch = T == LLM_Q8_0 ? 2 * nb : nb;
+    float acc[R];
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        acc[j] = 0.0f;
+    for (int c0 = lane; c0 < nch; c0 += 32 * U) {
+        uint4 wv[R][U];
+        float dw[R][U];
+#pragma unroll
+        for (int j = 0; j < R; j++)
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int c = c0 + 32 * u, r = r0 + j < W.rows ? r0 + j : W.rows - 1;
+                const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
+                int blk = T == LLM_Q8_0 ? c / 2 : c;
+                wv[j][u] = c < nch ? __ldg((const uint4 *)(row + (size_t)c * 16)) : make_uint4(0u, 0u, 0u, 0u);
+                dw[j][u] = c < nch ? f16_f(W.scales[(size_t)r * nb + blk]) : 0.0f;
+            }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int c = c0 + 32 * u;
+            if (c >= nch)
+                break;
+            if (T == LLM_Q8_0) {
+                uint4 xv = __ldg((const uint4 *)(xq + (size_t)c * 16));
+                float dx = xds[c / 2].x;
+#pragma unroll
+                for (int j = 0; j < R; j++) {
+                    int si = __dp4a((int)wv[j][u].x, (int)xv.x, 0);
+                    si = __dp4a((int)wv[j][u].y, (int)xv.y, si);
+                    si = __dp4a((int)wv[j][u].z, (int)xv.z, si);
+                    si = __dp4a((int)wv[j][u].w, (int)xv.w, si);
+                    acc[j] += dw[j][u] * dx * (float)si;
+                }
+            } else {
+                const uint4 *xp = (const uint4 *)(xq + (size_t)c * LLM_QK);
+                uint4 xa = __ldg(xp), xb = __ldg(xp + 1);
+                float2 ds = xds[c];
+                const unsigned lo[4] = { xa.x, xa.y, xa.z, xa.w }, hi[4] = { xb.x, xb.y, xb.z, xb.w };
+#pragma unroll
+                for (int j = 0; j < R; j++) {
+                    const unsigned wq[4] = { wv[j][u].x, wv[j][u].y, wv[j][u].z, wv[j][u].w };
+                    int si = 0;
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        si = __dp4a((int)(wq[i] & 0x0f0f0f0fu), (int)lo[i], si);
+                        si = __dp4a((int)((wq[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], si);
+                    }
+                    acc[j] += dw[j][u] * (ds.x * (float)si - 8.0f * ds.y);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < R; j++) {
+        float v = warp_sum(acc[j]);
+        if (lane == 0 && r0 + j < W.rows)
+            y[r0 + j] = accumulate ? y[r0 + j] + v : v;
+    }
+}
+
+/* 1 when the shape switch took the one-token int8 GEMV (after quant_act_kernel filled c->xq / c->xds). */
+static int gemv_dp4a_shape(const cu_mm_ctx *c, const cu_mat *W, float *y, int acc)
+{
+    int r = c->shape_r, u = c->shape_u, q8 = W->type == LLM_Q8_0;
+    dim3 block(GEMV_WARPS * 32);
+    const float2 *xds = (const float2 *)c->xds;
+#define DSHAPE(R_, U_)                                                                                          \
+    if (r == R_ && u == U_) {                                                                                   \
+        dim3 grid((unsigned)((W->rows + GEMV_WARPS * R_ - 1) / (GEMV_WARPS * R_)));                            \
+        if (q8)                                                                                                 \
+            CU_LAUNCH((gemv_dp4a_shape_kernel<LLM_Q8_0, R_, U_>), grid, block, 0, c->stream, *W, c->xq, xds, y, \
+                      acc);                                                                                     \
+        else                                                                                                    \
+            CU_LAUNCH((gemv_dp4a_shape_kernel<LLM_Q4_0, R_, U_>), grid, block, 0, c->stream, *W, c->xq, xds, y, \
+                      acc);                                                                                     \
+        return 1;                                                                                               \
+    }
+    DSHAPE(1, 4) DSHAPE(1, 8) DSHAPE(1, 12) DSHAPE(2, 4) DSHAPE(4, 2) DSHAPE(2, 2)
+#undef DSHAPE
+    return 0;
+}
+
 /* 1 when W goes through the int8 GEMV (dp4a on, a block type, rows and buffers that fit). */
 static int dp4a_ok(const cu_mm_ctx *c, const cu_mat *W, int ldx)
 {
@@ -424,6 +517,8 @@ static void gemv_dp4a(const cu_mm_ctx *c, const cu_mat *W, const float *x, int l
         CU_LAUNCH(quant_act_kernel, (unsigned)((warps + 7) / 8), 256, 0, c->stream, x + (size_t)t0 * ldx, ldx,
                   W->cols, nt, c->xq, (float2 *)c->xds);
         float *ys = y + (size_t)t0 * ldy;
+        if (nt == 1 && c->shape_r > 0 && gemv_dp4a_shape(c, W, ys, accumulate))
+            continue;
         switch (nt) {
         case 1: gemv_dp4a_launch<1>(c, W, ys, ldy, accumulate); break;
         case 2: gemv_dp4a_launch<2>(c, W, ys, ldy, accumulate); break;
