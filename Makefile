@@ -99,12 +99,18 @@ bench-serve: engine module
 parity: $(BUILD)/llm-engine
 	prove tests/parity/
 
+# The CUDA backend's kernels and host code run under the CPU emulation of CUDA (a quick set; the full one:
+# tests/gpu/emu_parity.sh). No GPU and no CUDA toolkit needed.
+test-emu: $(BUILD)/llm-engine
+	tests/gpu/emu_quick.sh $(BUILD)
+
 test-nginx: module
 	t/run.sh $(BUILD)
 
 test: all unit
 	$(MAKE) san
 	$(MAKE) parity
+	$(MAKE) test-emu
 	$(MAKE) test-serve
 	$(MAKE) test-nginx
 	$(MAKE) test-openai-sdk

@@ -1,0 +1,52 @@
+#!/bin/bash
+# The CUDA backend in `make test` (CI has no GPU): a few small cases of tests/gpu/emu_parity.sh under the CPU
+# emulation of CUDA (kernels/cuda_emu.*), a few minutes on 2 cores, so a change to the kernels or to the
+# backend's host code is run, not only compiled, on every submission. The full set stays in emu_parity.sh.
+#  1. the device sampler against engine/sampler.c (small vocabulary, every case, both block sizes);
+#  2. stories260K F32 against the CPU backend: greedy ids, logits (GEMV path), a mixed multi-sequence batch;
+#  3. a Llama-3-style head_dim-128 model (tests/gpu/emu_hf_model.py): the decode attention kernel (one
+#     split: its direct output) and the tensor-core prefill attention, f16 KV;
+#  4. decode through CUDA Graphs (emulated capture and replay) with the on-device argmax;
+#  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too.
+#   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+B=${1:-build}
+E="$B/emu"
+W="$B/emu_work"
+mkdir -p "$E" "$W"
+make -s BUILD="$B" "$B/llm-engine" "$B/libllm.a" || exit 1
+tests/gpu/emu_build.sh "$E" || exit 1
+LIBS=$(sed -n 's/^LIBS *= *//p' Makefile)
+for prog in parity_logits sched_parity; do
+    cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -Iengine -Ishm -o "$E/$prog" tests/gpu/$prog.c \
+        "$B/libllm.a" $LIBS || exit 1
+done
+cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -Iengine -c engine/sampler.c -o "$E/sampler.o" &&
+    g++ -std=c++17 -DCU_EMULATE -O2 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Ikernels -Iengine -Ishm \
+        -x c++ tests/gpu/sample_check.cc kernels/cuda_sample.cu -x none kernels/cuda_emu.cc "$E/sampler.o" \
+        -o "$E/sample_check" || exit 1
+python3 tests/gpu/emu_hf_model.py "$W/hf128" 128 >/dev/null || exit 1
+export LLM_CUDA_LIB="$PWD/$E/libllm_cuda_emu.so"
+S260=../shared/models/stories260K/stories260K.bin
+fails=0
+check() { # name, command...
+    local name=$1; shift
+    echo "== $name"
+    local out rc
+    out=$("$@" 2>&1)
+    rc=$?
+    echo "$out" | grep -v '^cuda: \(CPU\|uploaded\|KV pool\)' | tail -4
+    if [ $rc -ne 0 ]; then echo "  <-- FAIL"; fails=$((fails + 1)); fi
+}
+check "device sampler vs engine/sampler.c" "$E/sample_check" --quick 1
+check "stories260K f32 vs the CPU backend" env LLM_CUDA_KV=f32 "$E/parity_logits" --model "$S260" --positions 32 \
+    --gen 8 --chunk 8 --max-diff 1e-4 --min-top1 1
+check "head_dim 128: decode and tensor-core prefill attention, f16 kv" "$E/parity_logits" --model "$W/hf128" \
+    --positions 40 --gen 4 --chunk 8 --max-diff 1e-1 --min-top1 0.98
+check "decode through CUDA Graphs + on-device argmax" env LLM_CUDA_KV=f32 CU_EMU_SMS=64 "$E/parity_logits" \
+    --model "$S260" --gen 2 --only-graph 1 --graph-cycles 2 --max-diff 1e-4 --min-top1 1
+check "the scheduler over both backends (sampled requests on the device)" env LLM_CUDA_KV=f32 "$E/sched_parity" \
+    --model "$S260" --gen 12 --max-lp-diff 1e-4 --min-sampled 7
+echo "emulated CUDA, quick set: $fails failed"
+[ "$fails" -eq 0 ]
