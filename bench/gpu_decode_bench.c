@@ -78,11 +78,11 @@ static int step(bench *b, int s0, int ns, int p0, int len, llm_err *err)
         for (int k = 0; k < n; k++) {
             llm_sampling_row *r = &b->rows[k];
             memset(r, 0, sizeof(*r));
-            r->temperature = 0.8f;
-            r->top_p = 0.95f;
-            r->min_p = 0.0f;
-            r->repetition_penalty = 1.0f;
-            r->n_logprobs = 5;
+            r->p.temperature = 0.8f;
+            r->p.top_p = 0.95f;
+            r->p.min_p = 0.0f;
+            r->p.repetition_penalty = 1.0f;
+            r->p.n_logprobs = 5;
             r->row = k;
             r->u = (double)((b->draws++ * 2654435761u) % 1000003u) / 1000003.0;
         }

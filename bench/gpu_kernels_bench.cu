@@ -10,8 +10,8 @@
  * RMSNorm, SwiGLU and RoPE + KV write at 1 and 256 tokens; the device sampler per row. Timed with CUDA
  * events over --reps back-to-back launches after one warm-up: a launch-bound kernel shows the launch rate.
  * What a weight row costs against the HBM bandwidth is the question this answers: the step-level figures
- * (bench/gpu_decode.sh) cannot say which kernel is slow. Part `designs` times alternative shapes of the bf16
- * GEMV (rows per warp, loads in flight, warps per block) against the production one, to choose by measure. */
+ * (bench/gpu_decode.sh) cannot say which kernel is slow. Part `designs` times the one-token GEMV shapes that
+ * LLM_CUDA_GEMV_SHAPE selects (bf16, and Q4_0 on int8 activations) beside the default kernel. */
 #include "cuda_internal.cuh"
 
 #include <vector>
@@ -139,216 +139,70 @@ static const char *tname(int t)
     return t == LLM_BF16 ? "bf16" : t == LLM_Q8_0 ? "q8_0" : t == LLM_Q4_0 ? "q4_0" : t == LLM_F16 ? "f16" : "f32";
 }
 
-/* ---- GEMV design experiments (bf16, one token): which shape of work per warp reaches the bandwidth ----
- * R rows per warp, U 16-byte chunks of each row loaded before any is used (more bytes in flight per warp),
- * WPB warps per block. The production kernel is close to R=1, U=4, WPB=4. Each variant's output is checked
- * against the production GEMV's. */
-template <int R, int U, int WPB>
-__global__ void __launch_bounds__(WPB * 32) gemv_bf16_exp(const uint16_t *__restrict__ W, int rows, int cols,
-                                                          const float *__restrict__ x, float *y)
+/* The matrices of one layer and the classifier. */
+typedef struct {
+    const char *name;
+    int rows, cols;
+} mat_shape;
+
+static int layer_mats(const shape &sh, mat_shape *m)
 {
-    int lane = threadIdx.x & 31, r0 = (blockIdx.x * WPB + (threadIdx.x >> 5)) * R;
-    if (r0 >= rows)
-        return;
-    int nch = cols / 8; /* 16-byte chunks of 8 bf16 */
-    float acc[R];
-#pragma unroll
-    for (int j = 0; j < R; j++)
-        acc[j] = 0.0f;
-    for (int c0 = lane; c0 < nch; c0 += 32 * U) {
-        uint4 wv[R][U];
-#pragma unroll
-        for (int j = 0; j < R; j++)
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                int c = c0 + 32 * u, r = r0 + j < rows ? r0 + j : rows - 1;
-                wv[j][u] = c < nch ? __ldg((const uint4 *)(W + (size_t)r * cols) + c) : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            int c = c0 + 32 * u;
-            if (c >= nch)
-                break;
-            float4 xa = __ldg((const float4 *)(x + (size_t)c * 8)), xb = __ldg((const float4 *)(x + (size_t)c * 8) + 1);
-#pragma unroll
-            for (int j = 0; j < R; j++) {
-                const uint4 v = wv[j][u];
-                acc[j] += __uint_as_float(v.x << 16) * xa.x + __uint_as_float(v.x & 0xffff0000u) * xa.y +
-                          __uint_as_float(v.y << 16) * xa.z + __uint_as_float(v.y & 0xffff0000u) * xa.w +
-                          __uint_as_float(v.z << 16) * xb.x + __uint_as_float(v.z & 0xffff0000u) * xb.y +
-                          __uint_as_float(v.w << 16) * xb.z + __uint_as_float(v.w & 0xffff0000u) * xb.w;
-            }
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < R; j++) {
-        float v = acc[j];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (lane == 0 && r0 + j < rows)
-            y[r0 + j] = v;
-    }
+    m[0] = mat_shape{ "qkv", sh.n_heads * sh.head_dim + 2 * sh.n_kv * sh.head_dim, sh.dim };
+    m[1] = mat_shape{ "wo", sh.dim, sh.n_heads * sh.head_dim };
+    m[2] = mat_shape{ "gate_up", 2 * sh.hidden, sh.dim };
+    m[3] = mat_shape{ "down", sh.dim, sh.hidden };
+    m[4] = mat_shape{ "classifier", sh.vocab, sh.dim };
+    return 5;
 }
 
-template <int R, int U, int WPB>
-static void gemv_exp_row(const cu_mat &W, const float *x, float *y, const float *ref, const char *name)
+/* ---- GEMV designs, one token: the shapes LLM_CUDA_GEMV_SHAPE selects in the model (R rows per warp, U
+ * loads in flight per lane; cuda_kernels.cu), each timed beside the default kernel and its output checked
+ * against the default's: bf16 on float activations, Q4_0 on int8 activations (dp4a). ---- */
+static void bench_gemv_designs(const shape &sh, cu_mm_ctx *mm)
 {
-    unsigned grid = (unsigned)((W.rows + R * WPB - 1) / (R * WPB));
-    double us = time_us([&] {
-        CU_LAUNCH((gemv_bf16_exp<R, U, WPB>), grid, WPB * 32, 0, S, (const uint16_t *)W.w, W.rows, W.cols, x, y);
-    });
-    std::vector<float> a(W.rows), b(W.rows);
-    CK(cudaMemcpy(a.data(), y, a.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(b.data(), ref, b.size() * 4, cudaMemcpyDeviceToHost));
-    double d = 0.0;
-    for (int i = 0; i < W.rows; i++)
-        d = fabs((double)a[i] - b[i]) > d ? fabs((double)a[i] - b[i]) : d;
-    printf(" %s %.1f us %.0f GB/s (|diff| %.1e);", name, us, (double)mat_bytes(W) / (us * 1e-6) / 1e9, d);
-}
-
-static void bench_gemv_designs(const shape &sh)
-{
-    struct { const char *name; int rows, cols; } mats[] = {
-        { "qkv", sh.n_heads * sh.head_dim + 2 * sh.n_kv * sh.head_dim, sh.dim },
-        { "wo", sh.dim, sh.n_heads * sh.head_dim },
-        { "gate_up", 2 * sh.hidden, sh.dim },
-        { "down", sh.dim, sh.hidden },
-        { "classifier", sh.vocab, sh.dim },
-    };
-    int kmax = sh.hidden > sh.dim ? sh.hidden : sh.dim;
-    float *x = dev_f32((size_t)kmax, 2.0f);
-    float *y = (float *)dev((size_t)sh.vocab * 4 + (size_t)2 * sh.hidden * 4), *ref = (float *)dev((size_t)sh.vocab * 4 + (size_t)2 * sh.hidden * 4);
-    printf("== GEMV designs, bf16, one token: R rows per warp, U chunks in flight per lane, W warps per block\n");
-    for (auto &m : mats) {
-        cu_mat W = make_mat(LLM_BF16, m.rows, m.cols);
-        double us = time_us([&] { cuda_gemv(&W, x, m.cols, ref, m.rows, 1, 0, S); });
-        printf("%-10s %6d x %-5d production %.1f us %.0f GB/s |", m.name, m.rows, m.cols, us,
-               (double)mat_bytes(W) / (us * 1e-6) / 1e9);
-        gemv_exp_row<1, 4, 4>(W, x, y, ref, "R1U4W4");
-        gemv_exp_row<1, 8, 4>(W, x, y, ref, "R1U8W4");
-        gemv_exp_row<1, 12, 2>(W, x, y, ref, "R1U12W2");
-        gemv_exp_row<2, 4, 4>(W, x, y, ref, "R2U4W4");
-        gemv_exp_row<4, 2, 4>(W, x, y, ref, "R4U2W4");
-        gemv_exp_row<1, 4, 8>(W, x, y, ref, "R1U4W8");
-        printf("\n");
-        cudaFree((void *)W.w);
-    }
-    cudaFree(x);
-    cudaFree(y);
-    cudaFree(ref);
-}
-
-/* The same question for Q4_0 on int8 activations (dp4a): R rows per warp, U blocks of 32 weights in flight
- * per lane, WPB warps per block; activations as the production dp4a path quantised them (mm->xq, mm->xds). */
-template <int R, int U, int WPB>
-__global__ void __launch_bounds__(WPB * 32) gemv_q4_exp(cu_mat W, const int8_t *__restrict__ xq,
-                                                        const float2 *__restrict__ xds, float *y)
-{
-    int lane = threadIdx.x & 31, r0 = (blockIdx.x * WPB + (threadIdx.x >> 5)) * R;
-    if (r0 >= W.rows)
-        return;
-    const int nb = W.cols / LLM_QK;
-    float acc[R];
-#pragma unroll
-    for (int j = 0; j < R; j++)
-        acc[j] = 0.0f;
-    for (int c0 = lane; c0 < nb; c0 += 32 * U) {
-        uint4 wv[R][U];
-        float dw[R][U];
-#pragma unroll
-        for (int j = 0; j < R; j++)
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                int c = c0 + 32 * u, r = r0 + j < W.rows ? r0 + j : W.rows - 1;
-                const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
-                wv[j][u] = c < nb ? __ldg((const uint4 *)(row + (size_t)c * 16)) : make_uint4(0, 0, 0, 0);
-                dw[j][u] = c < nb ? __half2float(__ushort_as_half(W.scales[(size_t)r * nb + c])) : 0.0f;
-            }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            int c = c0 + 32 * u;
-            if (c >= nb)
-                break;
-            const uint4 *xp = (const uint4 *)(xq + (size_t)c * LLM_QK);
-            uint4 xa = __ldg(xp), xb = __ldg(xp + 1);
-            float2 ds = xds[c];
-            const unsigned lo[4] = { xa.x, xa.y, xa.z, xa.w }, hi[4] = { xb.x, xb.y, xb.z, xb.w };
-#pragma unroll
-            for (int j = 0; j < R; j++) {
-                const unsigned wq[4] = { wv[j][u].x, wv[j][u].y, wv[j][u].z, wv[j][u].w };
-                int si = 0;
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    si = __dp4a((int)(wq[i] & 0x0f0f0f0fu), (int)lo[i], si);
-                    si = __dp4a((int)((wq[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], si);
-                }
-                acc[j] += dw[j][u] * (ds.x * (float)si - 8.0f * ds.y);
-            }
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < R; j++) {
-        float v = acc[j];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (lane == 0 && r0 + j < W.rows)
-            y[r0 + j] = v;
-    }
-}
-
-template <int R, int U, int WPB>
-static void gemv_q4_exp_row(const cu_mat &W, const cu_mm_ctx *mm, float *y, const float *ref, const char *name)
-{
-    unsigned grid = (unsigned)((W.rows + R * WPB - 1) / (R * WPB));
-    double us = time_us([&] {
-        CU_LAUNCH((gemv_q4_exp<R, U, WPB>), grid, WPB * 32, 0, S, W, (const int8_t *)mm->xq, (const float2 *)mm->xds, y);
-    });
-    std::vector<float> a(W.rows), b(W.rows);
-    CK(cudaMemcpy(a.data(), y, a.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(b.data(), ref, b.size() * 4, cudaMemcpyDeviceToHost));
-    double d = 0.0;
-    for (int i = 0; i < W.rows; i++)
-        d = fabs((double)a[i] - b[i]) > d ? fabs((double)a[i] - b[i]) : d;
-    printf(" %s %.1f us %.0f GB/s (|diff| %.1e);", name, us, (double)mat_bytes(W) / (us * 1e-6) / 1e9, d);
-}
-
-static void bench_q4_designs(const shape &sh, cu_mm_ctx *mm)
-{
-    if (mm->xq == NULL)
-        return;
-    struct { const char *name; int rows, cols; } mats[] = {
-        { "qkv", sh.n_heads * sh.head_dim + 2 * sh.n_kv * sh.head_dim, sh.dim },
-        { "wo", sh.dim, sh.n_heads * sh.head_dim },
-        { "gate_up", 2 * sh.hidden, sh.dim },
-        { "down", sh.dim, sh.hidden },
-        { "classifier", sh.vocab, sh.dim },
-    };
-    int kmax = sh.hidden > sh.dim ? sh.hidden : sh.dim;
+    mat_shape mats[5];
+    int nm = layer_mats(sh, mats), kmax = sh.hidden > sh.dim ? sh.hidden : sh.dim;
     float *x = dev_f32((size_t)kmax, 2.0f);
     size_t ny = (size_t)sh.vocab + (size_t)2 * sh.hidden;
     float *y = (float *)dev(ny * 4), *ref = (float *)dev(ny * 4);
+    std::vector<float> a(ny), b(ny);
     char msg[256];
-    printf("== GEMV designs, q4_0 on int8 activations (dp4a), one token\n");
-    for (auto &m : mats) {
-        cu_mat W = make_mat(LLM_Q4_0, m.rows, m.cols);
-        mm->dp4a = 1;
+    for (int type : { LLM_BF16, LLM_Q4_0 }) {
+        int dp4a = type == LLM_Q4_0;
+        if (dp4a && mm->xq == NULL)
+            continue;
+        printf("== GEMV designs, %s, one token%s: RxU = rows per warp x loads in flight per lane\n", tname(type),
+               dp4a ? ", int8 activations (dp4a)" : "");
+        mm->dp4a = dp4a;
         mm->gemv_max = mm->gemv_max_q8 = mm->gemv_max_q4 = CU_GEMV_MAX_TOKENS;
-        /* production: quantises x into mm->xq / mm->xds, which the variants then read */
-        double us = time_us([&] { cuda_matmul(mm, &W, x, m.cols, ref, m.rows, 1, 0, msg, sizeof msg); });
-        printf("%-10s %6d x %-5d production (with its quantisation) %.1f us %.0f GB/s |", m.name, m.rows, m.cols, us,
-               (double)mat_bytes(W) / (us * 1e-6) / 1e9);
-        gemv_q4_exp_row<1, 2, 4>(W, mm, y, ref, "R1U2W4");
-        gemv_q4_exp_row<1, 4, 4>(W, mm, y, ref, "R1U4W4");
-        gemv_q4_exp_row<2, 2, 4>(W, mm, y, ref, "R2U2W4");
-        gemv_q4_exp_row<4, 1, 4>(W, mm, y, ref, "R4U1W4");
-        gemv_q4_exp_row<2, 4, 2>(W, mm, y, ref, "R2U4W2");
-        printf("\n");
-        mm->dp4a = 0;
-        cudaFree((void *)W.w);
-        cudaFree((void *)W.scales);
+        for (int k = 0; k < nm; k++) {
+            const mat_shape &m = mats[k];
+            cu_mat W = make_mat(type, m.rows, m.cols);
+            double gb = (double)mat_bytes(W) / 1e9;
+            mm->shape_r = mm->shape_u = 0;
+            double us = time_us([&] { cuda_matmul(mm, &W, x, m.cols, ref, m.rows, 1, 0, msg, sizeof msg); });
+            printf("%-10s %6d x %-5d default %.1f us %.0f GB/s |", m.name, m.rows, m.cols, us, gb / (us * 1e-6));
+            CK(cudaMemcpy(b.data(), ref, (size_t)m.rows * 4, cudaMemcpyDeviceToHost));
+            for (int sr = 1; sr <= 4; sr++)
+            for (int su = 1; su <= 16; su++) {
+                if (!cuda_gemv_shape_ok(sr, su))
+                    continue;
+                mm->shape_r = sr;
+                mm->shape_u = su;
+                us = time_us([&] { cuda_matmul(mm, &W, x, m.cols, y, m.rows, 1, 0, msg, sizeof msg); });
+                CK(cudaMemcpy(a.data(), y, (size_t)m.rows * 4, cudaMemcpyDeviceToHost));
+                double d = 0.0;
+                for (int i = 0; i < m.rows; i++)
+                    d = fabs((double)a[i] - b[i]) > d ? fabs((double)a[i] - b[i]) : d;
+                printf(" %dx%d %.1f us %.0f GB/s (|diff| %.1e);", sr, su, us, gb / (us * 1e-6), d);
+            }
+            printf("\n");
+            cudaFree((void *)W.w);
+            cudaFree((void *)W.scales);
+        }
     }
+    mm->shape_r = mm->shape_u = 0;
+    mm->dp4a = 0;
     cudaFree(x);
     cudaFree(y);
     cudaFree(ref);
@@ -356,13 +210,8 @@ static void bench_q4_designs(const shape &sh, cu_mm_ctx *mm)
 
 static void bench_matrices(const shape &sh, cu_mm_ctx *mm)
 {
-    struct { const char *name; int rows, cols; } mats[] = {
-        { "qkv", sh.n_heads * sh.head_dim + 2 * sh.n_kv * sh.head_dim, sh.dim },
-        { "wo", sh.dim, sh.n_heads * sh.head_dim },
-        { "gate_up", 2 * sh.hidden, sh.dim },
-        { "down", sh.dim, sh.hidden },
-        { "classifier", sh.vocab, sh.dim },
-    };
+    mat_shape mats[5];
+    layer_mats(sh, mats);
     const int types[] = { LLM_BF16, LLM_Q8_0, LLM_Q4_0 };
     int kmax = sh.hidden > sh.dim ? sh.hidden : sh.dim;
     float *x = dev_f32((size_t)256 * kmax, 2.0f);
@@ -570,12 +419,12 @@ static void bench_sampler(const shape &sh)
             for (int r = 0; r < B; r++) {
                 llm_sampling_row &q = rows[r];
                 memset(&q, 0, sizeof q);
-                q.temperature = c == 0 ? 0.0f : c == 2 ? 0.8f : c == 3 ? 0.7f : 1.0f;
-                q.top_p = c == 2 ? 0.95f : c == 3 ? 0.9f : 1.0f;
-                q.top_k = c == 3 ? 40 : 0;
-                q.min_p = c == 3 ? 0.05f : 0.0f;
-                q.repetition_penalty = 1.0f;
-                q.n_logprobs = c == 0 || c == 2 ? 5 : 0;
+                q.p.temperature = c == 0 ? 0.0f : c == 2 ? 0.8f : c == 3 ? 0.7f : 1.0f;
+                q.p.top_p = c == 2 ? 0.95f : c == 3 ? 0.9f : 1.0f;
+                q.p.top_k = c == 3 ? 40 : 0;
+                q.p.min_p = c == 3 ? 0.05f : 0.0f;
+                q.p.repetition_penalty = 1.0f;
+                q.p.n_logprobs = c == 0 || c == 2 ? 5 : 0;
                 q.row = r;
                 q.u = (r * 0.618034) - (int)(r * 0.618034);
             }
@@ -625,10 +474,8 @@ int main(int argc, char **argv)
     mm.xq = (int8_t *)dev((size_t)CU_GEMV_MAX_TOKENS * kmax);
     mm.xds = (float *)dev((size_t)CU_GEMV_MAX_TOKENS * (kmax / LLM_QK) * 2 * sizeof(float));
     mm.xq_k = kmax;
-    if (strstr(parts, "designs")) {
-        bench_gemv_designs(sh);
-        bench_q4_designs(sh, &mm);
-    }
+    if (strstr(parts, "designs"))
+        bench_gemv_designs(sh, &mm);
     if (strstr(parts, "matrices"))
         bench_matrices(sh, &mm);
     if (strstr(parts, "attention"))

@@ -556,15 +556,9 @@ int llm_sampler_device_row(const llm_sampler *s, llm_sampling_row *r, int32_t *p
     int np = llm_sampler_penalty_pairs(s);
     if (np > pen_cap || (np > 0 && pen == NULL))
         return -1;
-    const llm_sampling_params *p = &s->p;
-    r->temperature = greedy(s) ? 0.0f : p->temperature;
-    r->top_k = p->top_k;
-    r->top_p = p->top_p;
-    r->min_p = p->min_p;
-    r->repetition_penalty = p->repetition_penalty;
-    r->presence_penalty = p->presence_penalty;
-    r->frequency_penalty = p->frequency_penalty;
-    r->n_logprobs = p->n_logprobs;
+    r->p = s->p;
+    if (greedy(s))
+        r->p.temperature = 0.0f;
     r->pen_n = np;
     for (int i = 0; i < np; i++) {
         pen[2 * i] = s->seen[i];
@@ -581,17 +575,7 @@ int32_t llm_sampler_sample_row(const llm_sampling_row *r, const int32_t *pen, fl
 {
     if (r == NULL || logits == NULL || vocab <= 0 || r->pen_n < 0 || (r->pen_n > 0 && pen == NULL))
         return -1;
-    llm_sampling_params p;
-    llm_sampling_defaults(&p);
-    p.temperature = r->temperature;
-    p.top_k = r->top_k;
-    p.top_p = r->top_p;
-    p.min_p = r->min_p;
-    p.repetition_penalty = r->repetition_penalty;
-    p.presence_penalty = r->presence_penalty;
-    p.frequency_penalty = r->frequency_penalty;
-    p.n_logprobs = r->n_logprobs;
-    llm_sampler *s = llm_sampler_new(&p, vocab); /* NULL when a parameter is out of range */
+    llm_sampler *s = llm_sampler_new(&r->p, vocab); /* NULL when a parameter is out of range */
     if (s == NULL)
         return -1;
     const int32_t *pp = pen + 2 * (size_t)r->pen_off;

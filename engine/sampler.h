@@ -99,9 +99,8 @@ int          llm_sampler_distribution(llm_sampler *s, float *logits, int32_t *id
  * top-n). The PRNG stays here: llm_sampler_device_commit advances it once the
  * step succeeded, so a step retried (out of memory) draws the same u again. */
 typedef struct {
-    float   temperature;          /* 0 when the call is greedy (also for temperatures whose inverse is not finite) */
-    float   top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
-    int32_t top_k, n_logprobs;
+    llm_sampling_params p;        /* the request's, temperature 0 when the call is greedy (also for temperatures
+                                   * whose inverse is not finite); seed and penalty_last_n are not used */
     int32_t pen_off, pen_n;       /* pairs pen[2 * pen_off ...]: id, count; set pen_off yourself */
     int32_t row;                  /* the logits row (set by the caller) */
     double  u;                    /* the next draw of the request's PRNG, [0, 1) (0 when greedy) */

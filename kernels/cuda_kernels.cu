@@ -246,9 +246,15 @@ static void gemv_shape_launch(const cu_mat *W, const float *x, float *y, int acc
     CU_LAUNCH((gemv_shape_kernel<T, R, U>), grid, block, 0, st, *W, x, y, acc);
 }
 
+/* The shapes LLM_CUDA_GEMV_SHAPE accepts (R rows per warp, U loads in flight), for both one-token GEMVs. */
+#define GEMV_SHAPES(X) X(1, 4) X(1, 8) X(1, 12) X(2, 2) X(2, 4) X(4, 2)
+
 int cuda_gemv_shape_ok(int r, int u)
 {
-    return (r == 1 && (u == 4 || u == 8 || u == 12)) || (r == 2 && (u == 2 || u == 4)) || (r == 4 && u == 2);
+#define SHAPE_OK(R_, U_) if (r == R_ && u == U_) return 1;
+    GEMV_SHAPES(SHAPE_OK)
+#undef SHAPE_OK
+    return 0;
 }
 
 /* 1 when the shape switch took the call. */
@@ -265,7 +271,7 @@ static int gemv_shape(int r, int u, const cu_mat *W, const float *x, float *y, i
             gemv_shape_launch<LLM_F16, R_, U_>(W, x, y, acc, st);                                       \
         return 1;                                                                                      \
     }
-    SHAPE(1, 4) SHAPE(1, 8) SHAPE(1, 12) SHAPE(2, 4) SHAPE(4, 2) SHAPE(2, 2)
+    GEMV_SHAPES(SHAPE)
 #undef SHAPE
     return 0;
 }
@@ -496,7 +502,7 @@ static int gemv_dp4a_shape(const cu_mm_ctx *c, const cu_mat *W, float *y, int ac
                       acc);                                                                                     \
         return 1;                                                                                               \
     }
-    DSHAPE(1, 4) DSHAPE(1, 8) DSHAPE(1, 12) DSHAPE(2, 4) DSHAPE(4, 2) DSHAPE(2, 2)
+    GEMV_SHAPES(DSHAPE)
 #undef DSHAPE
     return 0;
 }

@@ -99,11 +99,8 @@ template <int SB> struct select_smem {
     bound    out;
 };
 
-/* The first thread t (in thread order) at which the running sum of part[] exceeds rem, and rem minus the
- * sum before t, into sm->sel_thread / sm->rem (SB - 1 and what is left if none). Two levels: each warp's
- * lane 0 adds its 32 entries, thread 0 walks the warp sums, then the chosen warp's lane 0 its 32 entries.
- * Call with part[] written and a barrier behind; ends with a barrier. */
-template <int SB> __device__ static void find_crossing(select_smem<SB> *sm)
+/* wsum[w] = the sum of part[] over warp w's threads (lane 0 of each warp adds its 32); ends with a barrier. */
+template <int SB> __device__ static void warp_sums(select_smem<SB> *sm)
 {
     int tid = threadIdx.x;
     if ((tid & 31) == 0) {
@@ -113,6 +110,16 @@ template <int SB> __device__ static void find_crossing(select_smem<SB> *sm)
         sm->wsum[tid >> 5] = w;
     }
     __syncthreads();
+}
+
+/* The first thread t (in thread order) at which the running sum of part[] exceeds rem, and rem minus the
+ * sum before t, into sm->sel_thread / sm->rem (SB - 1 and what is left if none). Two levels: each warp's
+ * lane 0 adds its 32 entries, thread 0 walks the warp sums, then the chosen warp's lane 0 its 32 entries.
+ * Call with part[] written and a barrier behind; ends with a barrier. */
+template <int SB> __device__ static void find_crossing(select_smem<SB> *sm)
+{
+    int tid = threadIdx.x;
+    warp_sums<SB>(sm);
     if (tid == 0) {
         uint64_t acc = 0, rem = sm->rem;
         int wsel = SB / 32 - 1;
@@ -217,13 +224,7 @@ template <int SB> __device__ static uint64_t weigh(const pass_spec *ps, select_s
     }
     sm->part[tid] = mine;
     __syncthreads();
-    if ((tid & 31) == 0) {
-        uint64_t w = 0;
-        for (int j = 0; j < 32; j++)
-            w += sm->part[tid + j];
-        sm->wsum[tid >> 5] = w;
-    }
-    __syncthreads();
+    warp_sums<SB>(sm);
     if (tid == 0) {
         uint64_t t = 0;
         for (int w = 0; w < SB / 32; w++)
@@ -257,9 +258,9 @@ __global__ void __launch_bounds__(SB) sample_kernel(float *logits, int vocab, co
         if (id < 0 || id >= vocab)
             continue;
         float l = row[id];
-        if (r.repetition_penalty != 1.0f)
-            l = l > 0.0f ? l / r.repetition_penalty : l * r.repetition_penalty;
-        l -= r.frequency_penalty * (float)cnt + r.presence_penalty;
+        if (r.p.repetition_penalty != 1.0f)
+            l = l > 0.0f ? l / r.p.repetition_penalty : l * r.p.repetition_penalty;
+        l -= r.p.frequency_penalty * (float)cnt + r.p.presence_penalty;
         row[id] = l;
     }
     __syncthreads();
@@ -305,18 +306,18 @@ __global__ void __launch_bounds__(SB) sample_kernel(float *logits, int vocab, co
 
     /* 3. the token */
     int chosen = argmax;
-    if (r.temperature != 0.0f && maxl != -INFINITY) {
-        pass_spec ps = { row, vocab, maxl, 1.0f / r.temperature, 0.0f, BOUND_ALL, BOUND_ALL, 0 };
-        if (r.top_k > 0 && r.top_k < vocab)
-            ps.k = radix_select<SB>(&ps, (uint64_t)r.top_k - 1, &sm);
+    if (r.p.temperature != 0.0f && maxl != -INFINITY) {
+        pass_spec ps = { row, vocab, maxl, 1.0f / r.p.temperature, 0.0f, BOUND_ALL, BOUND_ALL, 0 };
+        if (r.p.top_k > 0 && r.p.top_k < vocab)
+            ps.k = radix_select<SB>(&ps, (uint64_t)r.p.top_k - 1, &sm);
         ps.mass = 1;
-        if (r.top_p < 1.0f) {
-            uint64_t target = (uint64_t)ceil((double)r.top_p * (double)weigh<SB>(&ps, &sm)); /* top-k's mass */
-            ps.min_p = r.min_p;
+        if (r.p.top_p < 1.0f) {
+            uint64_t target = (uint64_t)ceil((double)r.p.top_p * (double)weigh<SB>(&ps, &sm)); /* top-k's mass */
+            ps.min_p = r.p.min_p;
             if (weigh<SB>(&ps, &sm) >= target)
                 ps.p = radix_select<SB>(&ps, target - 1, &sm);
         }
-        ps.min_p = r.min_p;
+        ps.min_p = r.p.min_p;
         uint64_t zf = weigh<SB>(&ps, &sm);
         uint64_t t = (uint64_t)(r.u * (double)zf);
         if (t >= zf)
@@ -325,7 +326,7 @@ __global__ void __launch_bounds__(SB) sample_kernel(float *logits, int vocab, co
     }
 
     /* 4. top-n logprobs: the n best, gathered then ordered by one thread */
-    int n = r.n_logprobs < vocab ? r.n_logprobs : vocab;
+    int n = r.p.n_logprobs < vocab ? r.p.n_logprobs : vocab;
     if (n > 0) {
         pass_spec ps = { row, vocab, maxl, 1.0f, 0.0f, BOUND_ALL, BOUND_ALL, 0 };
         ps.k = radix_select<SB>(&ps, (uint64_t)n - 1, &sm);
@@ -420,13 +421,13 @@ int cuda_sample_check(const llm_batch *b, const llm_device_out *dv, llm_err *err
     }
     for (int k = 0; k < n; k++) {
         const llm_sampling_row *r = &dv->sample[k];
-        float it = r->temperature != 0.0f ? 1.0f / r->temperature : 0.0f;
-        if (!(r->temperature >= 0.0f && r->temperature <= LLM_SAMPLING_MAX_TEMPERATURE) || !isfinite(it) ||
-            !(r->top_p > 0.0f && r->top_p <= 1.0f) || !(r->min_p >= 0.0f && r->min_p <= 1.0f) ||
-            !(r->repetition_penalty > 0.0f && r->repetition_penalty <= 10.0f) ||
-            !(r->presence_penalty >= -2.0f && r->presence_penalty <= 2.0f) ||
-            !(r->frequency_penalty >= -2.0f && r->frequency_penalty <= 2.0f) ||
-            r->n_logprobs < 0 || r->n_logprobs > LLM_SAMPLING_MAX_LOGPROBS || !(r->u >= 0.0 && r->u < 1.0) ||
+        float it = r->p.temperature != 0.0f ? 1.0f / r->p.temperature : 0.0f;
+        if (!(r->p.temperature >= 0.0f && r->p.temperature <= LLM_SAMPLING_MAX_TEMPERATURE) || !isfinite(it) ||
+            !(r->p.top_p > 0.0f && r->p.top_p <= 1.0f) || !(r->p.min_p >= 0.0f && r->p.min_p <= 1.0f) ||
+            !(r->p.repetition_penalty > 0.0f && r->p.repetition_penalty <= 10.0f) ||
+            !(r->p.presence_penalty >= -2.0f && r->p.presence_penalty <= 2.0f) ||
+            !(r->p.frequency_penalty >= -2.0f && r->p.frequency_penalty <= 2.0f) ||
+            r->p.n_logprobs < 0 || r->p.n_logprobs > LLM_SAMPLING_MAX_LOGPROBS || !(r->u >= 0.0 && r->u < 1.0) ||
             r->pen_off < 0 || r->pen_n < 0 || r->pen_off > dv->n_pen - r->pen_n) {
             llm_err_set(err, "cuda backend: sampled row %d: parameters or penalty pairs out of range", r->row);
             return -1;

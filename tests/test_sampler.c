@@ -626,8 +626,8 @@ static void test_device_row(void)
         c9 += pen[2 * i] == 9 ? pen[2 * i + 1] : 0;
     }
     ok(c3 == 3 && c4 == 2 && c9 == 1 && r.pen_n == 3, "pairs hold each id's count (3 x3, 4 x2, 9 x1)");
-    ok(r.temperature == 1.0f && r.top_k == 5 && r.top_p == 1.0f && r.frequency_penalty == 0.5f &&
-       r.n_logprobs == 3, "parameters copied");
+    ok(r.p.temperature == 1.0f && r.p.top_k == 5 && r.p.top_p == 1.0f && r.p.frequency_penalty == 0.5f &&
+       r.p.n_logprobs == 3, "parameters copied");
     llm_sampler_free(a);
 
     /* the host reference of the device call: same token as the sampler that peeked the row */
@@ -650,7 +650,7 @@ static void test_device_row(void)
     ok(np == 5 && got == want && rb.logprob == ra.logprob && rb.n_top == 2 && rb.top[0].id == ra.top[0].id,
        "llm_sampler_sample_row makes the call the sampler would (token %d vs %d)", got, want);
     llm_sampling_row bad = r;
-    bad.top_p = 0.0f;
+    bad.p.top_p = 0.0f;
     is_int(llm_sampler_sample_row(&bad, pen, lg2, 10, NULL), -1, "sample_row: parameters out of range refused");
     is_int(llm_sampler_sample_row(&r, NULL, lg2, 10, NULL), -1, "sample_row: pairs announced but missing");
     is_int(llm_sampler_sample_row(NULL, pen, lg2, 10, NULL), -1, "sample_row: no row");
@@ -664,7 +664,7 @@ static void test_device_row(void)
     p = params(1e-39f); /* 1 / T is not finite: greedy */
     a = mk(p, 10);
     llm_sampler_device_row(a, &r, pen, 20);
-    ok(r.temperature == 0.0f && r.u == 0.0 && r.pen_n == 0, "a greedy call reaches the device as temperature 0");
+    ok(r.p.temperature == 0.0f && r.u == 0.0 && r.pen_n == 0, "a greedy call reaches the device as temperature 0");
     llm_sampler_free(a);
 }
 
