@@ -73,6 +73,7 @@ static void cu_destroy(llm_backend *b)
     cudaFreeHost(st->hint);
     cudaFree(st->mm.act16);
     cudaFree(st->mm.deq);
+    cudaFree(st->mm.tc_part);
     cudaFree(st->mm.xq);
     cudaFree(st->mm.xds);
     cudaFree(st->blas_ws);
@@ -294,6 +295,11 @@ static int cu_init(llm_backend *b, llm_err *err)
             fprintf(stderr, "cuda: LLM_CUDA_GEMV_SHAPE=%s is not one of 1x4 1x8 1x12 2x2 2x4 4x2: ignored\n", sh);
         }
     }
+    /* Tensor-core weight-only GEMM for GEMV_MAX < n <= N tokens (cuda_tcgemm.cu); off by default until the
+     * H200 has measured it against cuBLAS (bench/gpu_decode.sh runs it beside). */
+    const char *tc = getenv("LLM_CUDA_TC_GEMM");
+    st->mm.tc_max = tc != NULL ? atoi(tc) : 0;
+    st->mm.sms = st->n_sms;
     const char *dp = getenv("LLM_CUDA_GEMV_DP4A");
     if (dp != NULL && strcmp(dp, "1") == 0) { /* off by default until measured against the float GEMV */
         const llm_config *cf = &st->m->cfg;

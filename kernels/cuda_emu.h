@@ -102,6 +102,7 @@ static inline __half __ushort_as_half(uint16_t b) { __half h; h.b = b; return h;
 float  __half2float(__half h);
 __half __float2half_rn(float f);
 __nv_bfloat16 __float2bfloat16_rn(float f);
+static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.b; }
 
 /* ---- runtime API ---- */
 typedef enum {

@@ -91,6 +91,12 @@ typedef struct {
     /* LLM_CUDA_GEMV_SHAPE=RxU: one-token F16/BF16 GEMVs with R rows per warp and U loads in flight per lane
      * (0 = the default kernel); for measuring shapes in the model (cuda_gemv_shape_ok lists them) */
     int            shape_r, shape_u;
+    /* LLM_CUDA_TC_GEMM=N: BF16/F16/Q8_0/Q4_0 products of more tokens than the GEMV takes, up to N, on the
+     * tensor-core weight-only GEMM (cuda_tcgemm.cu) instead of cuBLAS; 0 = off */
+    int            tc_max;
+    int            sms;        /* the device's SM count (the GEMM's K split) */
+    float         *tc_part;    /* its partial sums when K is split */
+    size_t         tc_part_bytes;
 } cu_mm_ctx;
 
 int  cuda_gemv_ok(const cu_mat *W, int ldx);
@@ -107,6 +113,17 @@ int  cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n);
 #define CU_GEMV_MAX_TOKENS 8
 /* cuda_matmul's choice: 1 when n tokens take the GEMV path for W. */
 int  cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n);
+
+/* ---- tensor-core weight-only GEMM (cuda_tcgemm.cu) ----
+ * y[t*ldy + r] (+)= sum_k W[r][k] * xa[t*K + k], xa the activations rounded to 16 bits (bf16, or f16 for F16
+ * weights); `part` holds cuda_tcgemm_scratch(W, n, sms) bytes (NULL when that is 0). */
+int    cuda_tcgemm_ok(const cu_mat *W);
+int    cuda_tcgemm_splits(const cu_mat *W, int sms);
+size_t cuda_tcgemm_scratch(const cu_mat *W, int n, int sms);
+void   cuda_tcgemm(const cu_mat *W, const void *xa, int n, float *y, int ldy, int accumulate, float *part, int sms,
+                   cudaStream_t st);
+/* cuda_matmul's choice: 1 when n tokens take the tensor-core GEMM for W. */
+int    cuda_mm_use_tc(const cu_mm_ctx *c, const cu_mat *W, int n);
 
 /* Per row of logits [rows][vocab]: ids[r] = argmax as the CPU sampler's greedy (NaN as -inf, +inf as
  * FLT_MAX, ties: lowest id) and lps[r] = its log-softmax. */

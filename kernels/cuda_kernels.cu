@@ -539,24 +539,53 @@ static void gemv_dp4a(const cu_mm_ctx *c, const cu_mat *W, const float *x, int l
 }
 
 /* ---- cuBLAS path ---- */
-__global__ void to_half_kernel(const float *x, int ldx, void *out, int K, int n, int bf16)
+/* Activations [n][ldx] floats to [n][K] bf16/f16: a row of blocks per token (no division per element). */
+__global__ void to_half_kernel(const float *x, int ldx, void *out, int K, int bf16)
 {
-    size_t total = (size_t)n * (size_t)K;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        size_t t = i / (size_t)K, k = i % (size_t)K;
-        float v = x[t * (size_t)ldx + k];
+    const float *xr = x + (size_t)blockIdx.y * ldx;
+    size_t o = (size_t)blockIdx.y * K;
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < K; k += gridDim.x * blockDim.x) {
         if (bf16)
-            ((__nv_bfloat16 *)out)[i] = __float2bfloat16_rn(v);
+            ((__nv_bfloat16 *)out)[o + k] = __float2bfloat16_rn(xr[k]);
         else
-            ((__half *)out)[i] = __float2half_rn(v);
+            ((__half *)out)[o + k] = __float2half_rn(xr[k]);
     }
 }
 
+static void to_half(const float *x, int ldx, void *out, int K, int n, int bf16, cudaStream_t st)
+{
+    int bx = (K + 255) / 256;
+    for (int t0 = 0; t0 < n; t0 += 65535) { /* grid.y limit */
+        int nt = n - t0 < 65535 ? n - t0 : 65535;
+        CU_LAUNCH(to_half_kernel, dim3((unsigned)(bx < 16 ? bx : 16), (unsigned)nt), 256, 0, st,
+                  x + (size_t)t0 * ldx, ldx, (char *)out + (size_t)t0 * K * 2, K, bf16);
+    }
+}
+
+/* Q8_0 / Q4_0 rows to bf16 [rows][cols], one thread per 16 bytes of quants (16 or 32 elements): the same
+ * d * q in float, rounded once, as mat_elem. */
 __global__ void dequant_bf16_kernel(cu_mat W, __nv_bfloat16 *out)
 {
-    size_t total = (size_t)W.rows * (size_t)W.cols;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __float2bfloat16_rn(mat_elem(W, (int)(i / (size_t)W.cols), (int)(i % (size_t)W.cols)));
+    const int per_row = (int)(W.row_bytes / 16), nb = W.cols / LLM_QK, q8 = W.type == LLM_Q8_0;
+    const size_t total = (size_t)W.rows * (size_t)per_row;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int r = (int)(i / (size_t)per_row), c = (int)(i % (size_t)per_row);
+        uint4 v = __ldg((const uint4 *)((const uint8_t *)W.w + (size_t)r * W.row_bytes) + c);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+        int blk = q8 ? c / 2 : c;
+        float d = f16_f(W.scales[(size_t)r * nb + blk]);
+        __nv_bfloat16 *o = out + (size_t)r * W.cols + (size_t)c * (q8 ? 16 : 32);
+#pragma unroll
+        for (int e = 0; e < 16; e++) {
+            uint32_t b = (u[e / 4] >> (8 * (e % 4))) & 0xffu;
+            if (q8) {
+                o[e] = __float2bfloat16_rn(d * (float)(int8_t)b);
+            } else {
+                o[e] = __float2bfloat16_rn(d * (float)((int)(b & 15u) - 8));
+                o[e + 16] = __float2bfloat16_rn(d * (float)((int)(b >> 4) - 8));
+            }
+        }
+    }
 }
 
 static unsigned grid_for(size_t total)
@@ -592,10 +621,20 @@ int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
     return n <= (W->type == LLM_F32 ? CU_GEMV_MAX_TOKENS : c->gemv_max);
 }
 
+int cuda_mm_use_tc(const cu_mm_ctx *c, const cu_mat *W, int n)
+{
+    return n <= c->tc_max && !cuda_mm_use_gemv(c, W, n) && cuda_tcgemm_ok(W);
+}
+
 int cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n)
 {
     if (cuda_mm_use_gemv(c, W, n) || W->type == LLM_F32)
         return 0;
+    if (cuda_mm_use_tc(c, W, n))
+        return grow((void **)&c->tc_part, &c->tc_part_bytes, cuda_tcgemm_scratch(W, n, c->sms), c->stream,
+                    &c->gen) != 0 ||
+               grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)W->cols * 2, c->stream, &c->gen) != 0
+                   ? -1 : 0;
     size_t R = (size_t)W->rows, K = (size_t)W->cols;
     if ((W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
         return -1;
@@ -613,9 +652,19 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
             cuda_gemv(W, x, ldx, y, ldy, n, accumulate, c->stream);
         return 0;
     }
+    int K = W->cols, R = W->rows;
+    if (cuda_mm_use_tc(c, W, n)) {
+        if (cuda_matmul_reserve(c, W, n) != 0) {
+            snprintf(msg, msg_len, "cuda backend: out of device memory for a %d-token product with %dx%d", n, R, K);
+            c->nomem = 1;
+            return -1;
+        }
+        to_half(x, ldx, c->act16, K, n, W->type != LLM_F16, c->stream);
+        cuda_tcgemm(W, c->act16, n, y, ldy, accumulate, c->tc_part, c->sms, c->stream);
+        return 0;
+    }
     const float one = 1.0f, zero = 0.0f;
     const float *beta = accumulate ? &one : &zero;
-    int K = W->cols, R = W->rows;
     /* Row-major W [R][K] is column-major K x R (ld K); x [n][K] is K x n; y [n][R] is R x n: y = W^T x. */
     cublasStatus_t s;
     if (W->type == LLM_F32) {
@@ -630,7 +679,8 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
                 snprintf(msg, msg_len, "cuda backend: out of device memory for a %dx%d dequantised matrix", R, K);
                 return -1;
             }
-            CU_LAUNCH(dequant_bf16_kernel, grid_for((size_t)R * K), 256, 0, c->stream, *W, (__nv_bfloat16 *)c->deq);
+            CU_LAUNCH(dequant_bf16_kernel, grid_for((size_t)R * W->row_bytes / 16), 256, 0, c->stream, *W,
+                      (__nv_bfloat16 *)c->deq);
             A = c->deq;
         }
         if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream, &c->gen) != 0) {
@@ -638,7 +688,7 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
             c->nomem = 1;
             return -1;
         }
-        CU_LAUNCH(to_half_kernel, grid_for((size_t)n * K), 256, 0, c->stream, x, ldx, c->act16, K, n, bf16);
+        to_half(x, ldx, c->act16, K, n, bf16, c->stream);
         s = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, R, n, K, &one, A, ht, K, c->act16, ht, K, beta, y,
                          CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }

@@ -7,7 +7,9 @@
 #  3. a Llama-3-style head_dim-128 model (tests/gpu/emu_hf_model.py): the decode attention kernel (one
 #     split: its direct output) and the tensor-core prefill attention, f16 KV;
 #  4. decode through CUDA Graphs (emulated capture and replay) with the on-device argmax;
-#  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too.
+#  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too;
+#  6. the matrix products of 2-130 tokens against a host reference (tensor-core weight GEMM and cuBLAS path)
+#     and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM).
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -26,7 +28,11 @@ cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -Iengine -c engine/sample
     g++ -std=c++17 -DCU_EMULATE -O2 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Ikernels -Iengine -Ishm \
         -x c++ tests/gpu/sample_check.cc kernels/cuda_sample.cu -x none kernels/cuda_emu.cc "$E/sampler.o" \
         -o "$E/sample_check" || exit 1
+g++ -std=c++17 -DCU_EMULATE -O2 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Ikernels -Iengine -Ishm \
+    -x c++ tests/gpu/tcgemm_check.cc kernels/cuda_kernels.cu kernels/cuda_tcgemm.cu -x none kernels/cuda_emu.cc \
+    -o "$E/tcgemm_check" || exit 1
 python3 tests/gpu/emu_hf_model.py "$W/hf128" 128 >/dev/null || exit 1
+"$B/llm-engine" gen-model --from "$W/hf128" --dtype q4_0 --out "$W/hf128-q4_0.gguf" >/dev/null 2>&1 || exit 1
 export LLM_CUDA_LIB="$PWD/$E/libllm_cuda_emu.so"
 S260=../shared/models/stories260K/stories260K.bin
 fails=0
@@ -40,6 +46,9 @@ check() { # name, command...
     if [ $rc -ne 0 ]; then echo "  <-- FAIL"; fails=$((fails + 1)); fi
 }
 check "device sampler vs engine/sampler.c" "$E/sample_check" --quick 1
+check "matrix products of 2-130 tokens (tensor-core GEMM, cuBLAS) vs a host reference" "$E/tcgemm_check" --quick 1
+check "head_dim 128, q4_0, steps of 20 tokens through the tensor-core weight GEMM" env LLM_CUDA_TC_GEMM=64 \
+    "$E/parity_logits" --model "$W/hf128-q4_0.gguf" --positions 40 --gen 4 --chunk 20 --max-diff 0.6 --min-top1 0.95
 check "stories260K f32 vs the CPU backend" env LLM_CUDA_KV=f32 "$E/parity_logits" --model "$S260" --positions 32 \
     --gen 8 --chunk 8 --max-diff 1e-4 --min-top1 1
 check "head_dim 128: decode and tensor-core prefill attention, f16 kv" "$E/parity_logits" --model "$W/hf128" \

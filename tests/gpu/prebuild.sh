@@ -29,11 +29,17 @@ if [ -x "$NVCC" ]; then
     "$NVCC" $NVF -Iengine -Ishm -Ikernels -x cu -c tests/gpu/sample_check.cc -o "$B/obj/sample_check.o"
     "$NVCC" -gencode arch=compute_90,code=sm_90 -o "$B/tests/gpu/sample_check" "$B/obj/sample_check.o" \
         "$B/obj/kernels/cuda_sample.o" "$B/obj/sampler_check.o"
-    # Kernel-level timings (bench/gpu_kernels_bench.cu) linked with the backend's kernel objects.
     CUDA_HOME=$(dirname "$(dirname "$NVCC")")
+    # The products of 2-130 tokens (tensor-core weight GEMM, cuBLAS path) against a host reference.
+    "$NVCC" $NVF -Iengine -Ishm -Ikernels -x cu -c tests/gpu/tcgemm_check.cc -o "$B/obj/tcgemm_check.o"
+    "$NVCC" -gencode arch=compute_90,code=sm_90 -o "$B/tests/gpu/tcgemm_check" "$B/obj/tcgemm_check.o" \
+        "$B/obj/kernels/cuda_kernels.o" "$B/obj/kernels/cuda_tcgemm.o" \
+        -L"$CUDA_HOME/lib64" -Xlinker -rpath,"$CUDA_HOME/lib64" -lcublas -lcublasLt
+    # Kernel-level timings (bench/gpu_kernels_bench.cu) linked with the backend's kernel objects.
     "$NVCC" $NVF -Iengine -Ishm -Ikernels -c bench/gpu_kernels_bench.cu -o "$B/obj/gpu_kernels_bench.o"
     "$NVCC" -gencode arch=compute_90,code=sm_90 -o "$B/bench/gpu_kernels_bench" "$B/obj/gpu_kernels_bench.o" \
-        "$B/obj/kernels/cuda_kernels.o" "$B/obj/kernels/cuda_attention.o" "$B/obj/kernels/cuda_sample.o" \
+        "$B/obj/kernels/cuda_kernels.o" "$B/obj/kernels/cuda_tcgemm.o" "$B/obj/kernels/cuda_attention.o" \
+        "$B/obj/kernels/cuda_sample.o" \
         -L"$CUDA_HOME/lib64" -Xlinker -rpath,"$CUDA_HOME/lib64" -lcublas -lcublasLt
 fi
 mkdir -p "$B/lib"

@@ -9,7 +9,8 @@
 #     transformers' logits over 256 positions (tests/gpu/hf_parity.py).
 #  3. decode steps through CUDA Graphs and the on-device argmax (parity part 4), replays checked; the
 #     scheduler over both backends (tests/gpu/sched_parity.c), greedy requests identical; the device sampler
-#     against engine/sampler.c (tests/gpu/sample_check.cc).
+#     against engine/sampler.c (tests/gpu/sample_check.cc); the tensor-core weight GEMM against a host
+#     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64).
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
 # Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
 set -u -o pipefail
@@ -49,6 +50,20 @@ run stories_scheduler env LLM_CUDA_KV=f32 LLM_CUDA_STATS=1 "$B/tests/gpu/sched_p
 # The device sampler against engine/sampler.c on synthetic rows (vocabularies 512 and 128,256): the GPU's
 # expf may differ from glibc's in the last bit, so 99% of ids and logprobs within 1e-4.
 [ -x "$B/tests/gpu/sample_check" ] && run sampler "$B/tests/gpu/sample_check" --min-same 0.99 --max-lp 1e-4
+# The products of 2-130 tokens against an exact host reference: the tensor-core weight-only GEMM
+# (LLM_CUDA_TC_GEMM; BF16/F16/Q8_0/Q4_0, K split over 1-16 blocks) and the cuBLAS path with its dequantisation.
+[ -x "$B/tests/gpu/tcgemm_check" ] && run tcgemm "$B/tests/gpu/tcgemm_check"
+# The same GEMM inside the model, steps of 20 tokens and decode through graphs (buckets 4-32 capture it):
+# the emulation's head_dim-128 model (widths 192/320/768, multiples of 64) in q8_0 and q4_0 against the CPU.
+if python3 tests/gpu/emu_hf_model.py "$WORK/hf128" 128 >/dev/null; then
+    for dt in q8_0 q4_0; do
+        "$B/llm-engine" gen-model --from "$WORK/hf128" --dtype $dt --out "$WORK/hf128-$dt.gguf" >/dev/null 2>&1
+    done
+    run tc_gemm_q8 env LLM_CUDA_TC_GEMM=64 "$B/tests/gpu/parity_logits" --model "$WORK/hf128-q8_0.gguf" \
+        --positions 128 --gen 16 --chunk 20 --max-diff 0.5 --min-top1 0.95
+    run tc_gemm_q4_graphs env LLM_CUDA_TC_GEMM=64 "$B/tests/gpu/parity_logits" --model "$WORK/hf128-q4_0.gguf" \
+        --positions 128 --gen 16 --chunk 20 --graph-cycles 3 --max-diff 0.6 --min-top1 0.95
+fi
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"
@@ -59,6 +74,9 @@ if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
         "$B/tests/gpu/parity_logits" --model "$S260" --positions 96 --gen 24 --chunk 40 --max-diff 1e-2
     run stories_racecheck compute-sanitizer --tool racecheck --error-exitcode 9 \
         "$B/tests/gpu/parity_logits" --model "$S260" --positions 48 --gen 8 --chunk 48 --max-diff 1e-2
+    # the tensor-core GEMM's shared tiles (staging, reuse for the output) and the K-split partials
+    [ -x "$B/tests/gpu/tcgemm_check" ] && run tcgemm_racecheck compute-sanitizer --tool racecheck \
+        --error-exitcode 9 "$B/tests/gpu/tcgemm_check" --quick 1
     # the device sampler's shared-memory histograms and scans (both block sizes), small vocabulary
     [ -x "$B/tests/gpu/sample_check" ] && run sampler_racecheck compute-sanitizer --tool racecheck \
         --error-exitcode 9 "$B/tests/gpu/sample_check" --quick 1 --min-same 0.99 --max-lp 1e-4

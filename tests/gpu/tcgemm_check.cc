@@ -1,0 +1,202 @@
+/* The matrix products of more than one token against a host reference, through cuda_matmul: the
+ * tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM) and the cuBLAS path (with its
+ * dequantisation kernel for Q8_0 / Q4_0), for BF16 / F16 / Q8_0 / Q4_0 weights, row counts that are and are
+ * not multiples of the 64-row block, K split over 1 to 16 blocks (the SM count the split is sized for),
+ * 2 to 130 tokens (one to three 64-token groups, partial 16-token tiles) and y = W x or y += W x.
+ * The reference is exact: activations are multiples of 1/64 (the same in bf16 and f16), weights are the
+ * values the device sees (16-bit, or d * q rounded to bf16), sums in double; a product passes when every
+ * output is within 2e-5 of the sum of |w x| (float accumulation over K <= 512) of the reference.
+ * Under the CPU emulation of CUDA (make test-emu) and on a GPU (tests/gpu/run_parity.sh).
+ *   tcgemm_check [--quick 1]   (--quick: 4 token counts instead of 8, 2 SM counts instead of 3; "PASS" / "FAIL" at the end, exit status
+ *                               1 on a failure) */
+#include "cuda_internal.cuh"
+
+#include <math.h>
+#include <vector>
+
+static uint64_t rs = 0x9E3779B97F4A7C15ULL;
+static uint32_t rnd32(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint32_t)(rs >> 32);
+}
+
+static float bf16_to_f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
+static uint16_t f_to_bf16(float f) /* round to nearest even (no NaN here) */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static float f16_to_f(uint16_t h) /* normal and subnormal halves, no inf/NaN here */
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    float v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(1024 + m), e - 25);
+    return (h & 0x8000u) ? -v : v;
+}
+
+struct host_mat {
+    int type, rows, cols;
+    std::vector<uint8_t> w;
+    std::vector<uint16_t> scales;
+    std::vector<float> val; /* W[r][k] as the device computes with it */
+};
+
+static host_mat make(int type, int R, int K)
+{
+    host_mat m;
+    m.type = type;
+    m.rows = R;
+    m.cols = K;
+    m.val.resize((size_t)R * K);
+    int nb = K / LLM_QK;
+    if (type == LLM_BF16 || type == LLM_F16) {
+        m.w.resize((size_t)R * K * 2);
+        uint16_t *h = (uint16_t *)m.w.data();
+        for (size_t i = 0; i < (size_t)R * K; i++) {
+            uint32_t r = rnd32();
+            /* |w| < 0.06, random sign and mantissa */
+            h[i] = (uint16_t)(type == LLM_BF16 ? (0x3c00u | (r & 0x80ffu)) : (0x2400u | (r & 0x87ffu)));
+            m.val[i] = type == LLM_BF16 ? bf16_to_f(h[i]) : f16_to_f(h[i]);
+        }
+        return m;
+    }
+    m.scales.resize((size_t)R * nb);
+    for (auto &s : m.scales)
+        s = (uint16_t)(0x1c00u | (rnd32() & 0x83ffu)); /* |d| in [2^-8, 2^-7) */
+    if (type == LLM_Q8_0) {
+        m.w.resize((size_t)R * K);
+        for (size_t i = 0; i < m.w.size(); i++)
+            m.w[i] = (uint8_t)rnd32();
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < K; k++) {
+                float d = f16_to_f(m.scales[(size_t)r * nb + k / LLM_QK]);
+                m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(d * (float)(int8_t)m.w[(size_t)r * K + k]));
+            }
+    } else {
+        m.w.resize((size_t)R * K / 2);
+        for (size_t i = 0; i < m.w.size(); i++)
+            m.w[i] = (uint8_t)rnd32();
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < K; k++) {
+                const uint8_t *blk = m.w.data() + (size_t)r * K / 2 + (size_t)(k / LLM_QK) * 16;
+                int j = k % LLM_QK, q = j < 16 ? (blk[j] & 15) : (blk[j - 16] >> 4);
+                float d = f16_to_f(m.scales[(size_t)r * nb + k / LLM_QK]);
+                m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(d * (float)(q - 8)));
+            }
+    }
+    return m;
+}
+
+static void *up(const void *p, size_t n)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, n) != cudaSuccess || cudaMemcpy(d, p, n, cudaMemcpyHostToDevice) != cudaSuccess) {
+        fprintf(stderr, "tcgemm_check: device allocation / copy failed\n");
+        exit(1);
+    }
+    return d;
+}
+
+static const char *tname(int t)
+{
+    return t == LLM_BF16 ? "bf16" : t == LLM_F16 ? "f16" : t == LLM_Q8_0 ? "q8_0" : "q4_0";
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 2 && strcmp(argv[1], "--quick") == 0 && atoi(argv[2]) != 0;
+    cu_mm_ctx mm;
+    memset(&mm, 0, sizeof mm);
+    if (cudaStreamCreateWithFlags(&mm.stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cublasCreate(&mm.blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(mm.blas, mm.stream) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "tcgemm_check: no CUDA device / cuBLAS\n");
+        return 1;
+    }
+    mm.gemv_max = mm.gemv_max_q8 = mm.gemv_max_q4 = 1;
+    struct { int R, K; } shapes[] = { { 80, 128 }, { 200, 64 }, { 48, 512 }, { 16, 1024 } };
+    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0 };
+    const int ns_all[] = { 2, 9, 16, 17, 40, 64, 65, 130 }, ns_quick[] = { 2, 17, 64, 130 };
+    const int *ns = quick ? ns_quick : ns_all, n_ns = quick ? 4 : 8;
+    const int sms_list[] = { 1, 8, 132 };
+    int cases = 0, failed = 0;
+    for (auto sh : shapes)
+        for (int type : types) {
+            host_mat h = make(type, sh.R, sh.K);
+            cu_mat W;
+            memset(&W, 0, sizeof W);
+            W.type = type;
+            W.rows = sh.R;
+            W.cols = sh.K;
+            W.row_bytes = h.w.size() / (size_t)sh.R;
+            W.w = up(h.w.data(), h.w.size());
+            W.scales = h.scales.empty() ? NULL : (const uint16_t *)up(h.scales.data(), h.scales.size() * 2);
+            for (int ni = 0; ni < n_ns; ni++) {
+                const int n = ns[ni];
+                const int ldx = sh.K + 4, ldy = sh.R + 3; /* strided rows, as the backend's buffers */
+                std::vector<float> x((size_t)n * ldx), y0((size_t)n * ldy), y(y0.size());
+                for (auto &v : x)
+                    v = (float)((int)(rnd32() % 257) - 128) / 64.0f;
+                for (auto &v : y0)
+                    v = (float)((int)(rnd32() % 201) - 100) / 32.0f;
+                float *dx = (float *)up(x.data(), x.size() * 4), *dy = (float *)up(y0.data(), y0.size() * 4);
+                for (int path = 0; path < 2; path++)       /* 0: tensor-core GEMM, 1: cuBLAS */
+                    for (int si = 0; si < (path == 0 ? 3 : 1); si += path == 0 && quick ? 2 : 1)
+                        for (int acc = 0; acc < 2; acc++) {
+                            mm.tc_max = path == 0 ? 1024 : 0;
+                            mm.sms = sms_list[si];
+                            char msg[256] = "";
+                            cudaMemcpy(dy, y0.data(), y0.size() * 4, cudaMemcpyHostToDevice);
+                            int rc = cuda_matmul(&mm, &W, dx, ldx, dy, ldy, n, acc, msg, sizeof msg);
+                            cudaError_t e = cudaStreamSynchronize(mm.stream);
+                            if (e == cudaSuccess)
+                                e = cudaGetLastError();
+                            cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost);
+                            double worst = 0.0;
+                            int bad = rc != 0 || e != cudaSuccess;
+                            for (int t = 0; t < n && !bad; t++)
+                                for (int r = 0; r < sh.R; r++) {
+                                    double s = 0.0, mag = 0.0;
+                                    for (int k = 0; k < sh.K; k++) {
+                                        double p = (double)h.val[(size_t)r * sh.K + k] * x[(size_t)t * ldx + k];
+                                        s += p;
+                                        mag += fabs(p);
+                                    }
+                                    double base = acc ? y0[(size_t)t * ldy + r] : 0.0;
+                                    double d = fabs(y[(size_t)t * ldy + r] - (base + s));
+                                    double lim = 2e-5 * (mag + fabs(base)) + 1e-6;
+                                    worst = d / lim > worst ? d / lim : worst;
+                                    if (d > lim)
+                                        bad = 1;
+                                }
+                            /* rows of y past R (the stride's padding) must not be written */
+                            for (int t = 0; t < n && !bad; t++)
+                                for (int r = sh.R; r < ldy; r++)
+                                    if (y[(size_t)t * ldy + r] != y0[(size_t)t * ldy + r])
+                                        bad = 1;
+                            cases++;
+                            failed += bad;
+                            int S = path == 0 && mm.tc_max >= n && cuda_tcgemm_ok(&W) ? cuda_tcgemm_splits(&W, mm.sms) : 0;
+                            if (bad || (n == 17 && si == 0 && acc == 1))
+                                printf("%-4s %3dx%-3d n=%-3d %-6s split %-2d %s: worst |diff| / limit %.3f%s%s%s\n",
+                                       tname(type), sh.R, sh.K, n, path == 0 ? "tc" : "cublas", S,
+                                       acc ? "y += Wx" : "y = Wx ", worst, bad ? "  <-- FAIL" : "",
+                                       rc ? " " : "", rc ? msg : (e != cudaSuccess ? cudaGetErrorString(e) : ""));
+                        }
+                cudaFree(dx);
+                cudaFree(dy);
+            }
+            cudaFree((void *)W.w);
+            cudaFree((void *)W.scales);
+        }
+    printf("%d products, %d failed (the lines above: every failure, and one passing case per shape)\n%s\n", cases,
+           failed, failed ? "FAIL" : "PASS");
+    cublasDestroy(mm.blas);
+    cudaFree(mm.act16);
+    cudaFree(mm.deq);
+    cudaFree(mm.tc_part);
+    cudaStreamDestroy(mm.stream);
+    return failed ? 1 : 0;
+}
