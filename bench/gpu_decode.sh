@@ -2,7 +2,8 @@
 # GPU decode / prefill figures on the H200 (from the repo root): the llama-3.2-3b preset with random weights
 # in each dtype through the CUDA backend (bench/gpu_decode_bench.c: load time, prefill 1x2048 and 8x512,
 # time per output token and tokens/s at batch 1, 8, 32, 128, 256 beside the bandwidth floor = weight bytes /
-# 4.2 TB/s), then the two peers in the same run: the PyTorch + cuBLAS + CUDA Graph decoder
+# 4.2 TB/s; the next token chosen on the device, as the server does for greedy requests and the peer
+# does), then the two peers in the same run: the PyTorch + cuBLAS + CUDA Graph decoder
 # (../shared/peers/torch_cudagraph_decode.py, bf16, batch 1/32/128) and Hugging Face transformers' generate()
 # (bench/peer_transformers.py, bf16, batch 1/8; PEER_HF=0 skips it). Figures only, never pass/fail.
 #   bench/gpu_decode.sh            env: DTYPES="bf16 q8_0 q4_0" BATCHES=1,8,32,128,256 BUILD=build-gpu
@@ -22,7 +23,7 @@ for dt in $DTYPES; do
         "$B/llm-engine" gen-model --preset llama-3.2-3b --dtype "$dt" --out "$model" || { echo "error: gen-model $dt"; continue; }
     fi
     echo "== llama-3.2-3b $dt"
-    "$B/bench/gpu_decode_bench" --model "$model" --batches "$BATCHES" --prompt 128 --steps 32 \
+    "$B/bench/gpu_decode_bench" --model "$model" --batches "$BATCHES" --argmax 1 --prompt 128 --steps 32 \
         --prefill 1x2048,8x512 2>&1 | tee "$RES/gpu_decode_$dt.txt"
 done
 
@@ -46,7 +47,7 @@ fi
 # The same decode steps launched kernel by kernel, to show what the CUDA Graphs buy.
 if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
     echo "== llama-3.2-3b bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"
-    LLM_CUDA_GRAPHS=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32 \
+    LLM_CUDA_GRAPHS=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32 --argmax 1 \
         --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
 fi
 
@@ -56,16 +57,29 @@ if [ "${DP4A:-1}" = 1 ]; then
         [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
         echo "== llama-3.2-3b $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
         LLM_CUDA_GEMV_DP4A=1 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,2,4,8 \
-            --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_dp4a.txt"
+            --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_dp4a.txt"
     done
 fi
 
-# Decode with the argmax on the device (only ids come back), as the server runs plain greedy requests;
-# the rows above copy every row's logits to the host.
-if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ARGMAX:-1}" = 1 ]; then
-    echo "== llama-3.2-3b bf16, on-device argmax (--argmax 1)"
-    "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32,128,256 --argmax 1 \
-        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_argmax.txt"
+# Products of 8-256 tokens on the tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM=N)
+# instead of cuBLAS (which, for Q8_0/Q4_0, first writes a dequantised bf16 copy of every matrix): off by
+# default until these rows say; TC=0 skips them.
+if [ "${TC:-1}" = 1 ]; then
+    for dt in $DTYPES; do
+        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
+        echo "== llama-3.2-3b $dt, tensor-core weight GEMM (LLM_CUDA_TC_GEMM=256)"
+        LLM_CUDA_TC_GEMM=256 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 8,32,128,256 \
+            --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_tc_gemm.txt"
+    done
+fi
+
+# Decode with every row's logits copied to the host (the engine's plain forward, as `generate` and
+# requests that need the whole row use it); the main rows above keep the argmax on the device, as the
+# server runs greedy requests and as the peer does.
+if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${LOGITS:-1}" = 1 ]; then
+    echo "== llama-3.2-3b bf16, every row's logits copied to the host (--argmax 0)"
+    "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32,128,256 --argmax 0 \
+        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_logits.txt"
 fi
 
 # One-token GEMV shapes in the model (LLM_CUDA_GEMV_SHAPE=RxU: R rows per warp, U loads in flight; the

@@ -204,7 +204,9 @@ int main(int argc, char **argv)
     }
     double wb = (double)m->weight_bytes, floor_ms = wb / 4.2e12 * 1e3;
     printf("model: %s, %s, %.2f GB of weights; load %.2f s; bandwidth floor per step %.3f ms (%.0f tok/s at "
-           "batch 1)\n", path, b.be->ops->name, wb / 1e9, t_load, floor_ms, 1e3 / floor_ms);
+           "batch 1); decode steps return %s\n", path, b.be->ops->name, wb / 1e9, t_load, floor_ms, 1e3 / floor_ms,
+           b.sample ? "each row sampled on the device" : b.argmax ? "each row's argmax (on the device)"
+                                                                : "every row's logits (copied to the host)");
 
     for (int i = 0; i < np; i++) {
         double best = 1e30;

@@ -4,8 +4,9 @@
  * Shapes of the llama-3.2-3b preset (dim 3072, hidden 8192, 24 heads, 8 kv heads, head_dim 128, vocab
  * 128,256), or tiny ones with --small (for the CPU emulation). For each weight matrix of a layer and the
  * classifier, in bf16, q8_0 and q4_0: the GEMV with float activations and with int8 activations (dp4a,
- * Q8_0/Q4_0) at 1, 2, 4 and 8 tokens and cuBLAS at 8 to 256, as µs per call and the weight bytes read per
- * second (TFLOP/s for cuBLAS); decode attention (f16 KV) for B sequences x C positions as µs and KV bytes
+ * Q8_0/Q4_0) at 1, 2, 4 and 8 tokens, cuBLAS and the tensor-core weight-only GEMM (LLM_CUDA_TC_GEMM,
+ * its output checked against cuBLAS's) at 8 to 256, as µs per call, the weight bytes read per second and
+ * TFLOP/s; decode attention (f16 KV) for B sequences x C positions as µs and KV bytes
  * per second; prefill attention over one 2048-token sequence on tensor cores and on the scalar kernel;
  * RMSNorm, SwiGLU and RoPE + KV write at 1 and 256 tokens; the device sampler per row. Timed with CUDA
  * events over --reps back-to-back launches after one warm-up: a launch-bound kernel shows the launch rate.
@@ -220,7 +221,7 @@ static void bench_matrices(const shape &sh, cu_mm_ctx *mm)
         rmax = (size_t)m.rows > rmax ? (size_t)m.rows : rmax;
     float *y = (float *)dev((size_t)256 * rmax * 4);
     char msg[256];
-    printf("== matrices: us per call, weight GB/s (GEMV) or TFLOP/s (cuBLAS)\n");
+    printf("== matrices: us per call, weight GB/s; TFLOP/s for cuBLAS and the tensor-core weight GEMM\n");
     for (int ti = 0; ti < 3; ti++) {
         if (!strstr(types_arg, tname(types[ti])))
             continue;
@@ -239,15 +240,38 @@ static void bench_matrices(const shape &sh, cu_mm_ctx *mm)
             }
             mm->dp4a = 0;
             mm->gemv_max = mm->gemv_max_q8 = mm->gemv_max_q4 = 0;
-            printf(" cublas");
-            for (int n : { 8, 32, 128, 256 }) {
-                if (cuda_matmul_reserve(mm, &W, n) != 0) {
-                    printf(" n%d (no memory);", n);
-                    continue;
+            /* cuBLAS, then the tensor-core weight-only GEMM (LLM_CUDA_TC_GEMM) with its output checked
+             * against cuBLAS's: largest |diff| over the largest |y| */
+            for (int tc = 0; tc < 2; tc++) {
+                mm->tc_max = tc ? 1 << 20 : 0;
+                printf(tc ? " tc-gemm" : " cublas");
+                for (int n : { 8, 16, 32, 64, 128, 256 }) {
+                    if (cuda_matmul_reserve(mm, &W, n) != 0) {
+                        printf(" n%d (no memory);", n);
+                        continue;
+                    }
+                    double us = time_us([&] { cuda_matmul(mm, &W, x, m.cols, y, m.rows, n, 0, msg, sizeof msg); });
+                    printf(" n%d %.1f us %.0f GB/s %.1f TFLOP/s", n, us, gb / (us * 1e-6),
+                           2.0 * m.rows * (double)m.cols * n / (us * 1e-6) / 1e12);
+                    size_t cnt = (size_t)n * m.rows;
+                    std::vector<float> got(cnt), want(cnt);
+                    CK(cudaMemcpy(got.data(), y, cnt * 4, cudaMemcpyDeviceToHost));
+                    if (tc) {
+                        mm->tc_max = 0;
+                        cuda_matmul(mm, &W, x, m.cols, y, m.rows, n, 0, msg, sizeof msg);
+                        mm->tc_max = 1 << 20;
+                        CK(cudaMemcpy(want.data(), y, cnt * 4, cudaMemcpyDeviceToHost));
+                        double d = 0.0, big = 0.0;
+                        for (size_t i = 0; i < cnt; i++) {
+                            d = fabs((double)got[i] - want[i]) > d ? fabs((double)got[i] - want[i]) : d;
+                            big = fabs((double)want[i]) > big ? fabs((double)want[i]) : big;
+                        }
+                        printf(" (|diff| %.1e of %.1e)", d, big);
+                    }
+                    printf(";");
                 }
-                double us = time_us([&] { cuda_matmul(mm, &W, x, m.cols, y, m.rows, n, 0, msg, sizeof msg); });
-                printf(" n%d %.1f us %.1f TFLOP/s;", n, us, 2.0 * m.rows * (double)m.cols * n / (us * 1e-6) / 1e12);
             }
+            mm->tc_max = 0;
             printf("\n");
             cudaFree((void *)W.w);
             cudaFree((void *)W.scales);
@@ -464,6 +488,7 @@ int main(int argc, char **argv)
     cu_mm_ctx mm;
     memset(&mm, 0, sizeof mm);
     mm.stream = S;
+    mm.sms = prop.multiProcessorCount;
     if (cublasCreate(&mm.blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(mm.blas, S) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublas init failed\n");
         return 1;
