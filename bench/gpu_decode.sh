@@ -51,6 +51,17 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
         --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
 fi
 
+# The decode GEMVs unfused (LLM_CUDA_FUSE=0: RMSNorm, RoPE + KV write and SwiGLU as kernels of their own), to
+# show what folding them into the QKV and gate|up GEMVs buys; FUSE=0 skips this.
+if [ "${FUSE:-1}" = 1 ]; then
+    for dt in $DTYPES; do
+        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
+        echo "== llama-3.2-3b $dt, decode GEMVs unfused (LLM_CUDA_FUSE=0)"
+        LLM_CUDA_FUSE=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,4 --argmax 1 \
+            --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_unfused.txt"
+    done
+fi
+
 # Q8_0 / Q4_0 GEMVs on int8 activations (dp4a) instead of float ones: off by default until this row says.
 if [ "${DP4A:-1}" = 1 ]; then
     for dt in q8_0 q4_0; do

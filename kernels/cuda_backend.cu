@@ -297,6 +297,10 @@ static int cu_init(llm_backend *b, llm_err *err)
     }
     /* Tensor-core weight-only GEMM for GEMV_MAX < n <= N tokens (cuda_tcgemm.cu); off by default until the
      * H200 has measured it against cuBLAS (bench/gpu_decode.sh runs it beside). */
+    /* RMSNorm + QKV + RoPE + KV write and RMSNorm + gate|up + SwiGLU as one GEMV each where the GEMV takes
+     * the step (cuda_gemv_fused_ok); LLM_CUDA_FUSE=0 launches them one by one as before. */
+    const char *fu = getenv("LLM_CUDA_FUSE");
+    st->fuse = !(fu != NULL && strcmp(fu, "0") == 0);
     const char *tc = getenv("LLM_CUDA_TC_GEMM");
     st->mm.tc_max = tc != NULL ? atoi(tc) : 0;
     st->mm.sms = st->n_sms;
@@ -537,15 +541,23 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         return -1;
     for (int l = 0; l < c->n_layers; l++) {
         const cu_layer *L = &st->layers[l];
-        cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
-        if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
-            return -1;
-        if (stage_check(st, "norm + qkv", l, err))
-            return -1;
-        cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2,
-                           c->n_heads, c->n_kv_heads, (int)c->rope_layout, &st->kv, l, bs, s);
-        if (stage_check(st, "rope + kv write", l, err))
-            return -1;
+        if (st->fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
+            cuda_gemv_norm_qkv_rope(&L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv, st->qkv_ld,
+                                    &sp->ti, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
+                                    c->n_kv_heads, (int)c->rope_layout, &st->kv, l, bs, s);
+            if (stage_check(st, "norm + qkv", l, err))
+                return -1;
+        } else {
+            cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
+            if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
+                return -1;
+            if (stage_check(st, "norm + qkv", l, err))
+                return -1;
+            cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2,
+                               c->n_heads, c->n_kv_heads, (int)c->rope_layout, &st->kv, l, bs, s);
+            if (stage_check(st, "rope + kv write", l, err))
+                return -1;
+        }
         cuda_attention(&sp->plan, sp->d_items, st->qkv, st->qkv_ld, &sp->ti, &st->kv, l, st->ws, st->att, n, s);
         if (stage_check(st, "attention", l, err))
             return -1;
@@ -553,14 +565,21 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
             return -1;
         if (stage_check(st, "output projection", l, err))
             return -1;
-        cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
-        if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
-            return -1;
-        if (stage_check(st, "norm + gate/up", l, err))
-            return -1;
-        cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, s);
-        if (stage_check(st, "swiglu", l, err))
-            return -1;
+        if (st->fuse && L->gate_up.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
+            cuda_gemv_norm_swiglu(&L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h,
+                                  c->hidden_dim, s);
+            if (stage_check(st, "norm + gate/up", l, err))
+                return -1;
+        } else {
+            cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
+            if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
+                return -1;
+            if (stage_check(st, "norm + gate/up", l, err))
+                return -1;
+            cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, s);
+            if (stage_check(st, "swiglu", l, err))
+                return -1;
+        }
         if (cuda_matmul(&st->mm, &L->down, st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
             return -1;
         if (stage_check(st, "down", l, err))

@@ -114,6 +114,20 @@ int  cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n);
 /* cuda_matmul's choice: 1 when n tokens take the GEMV path for W. */
 int  cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n);
 
+/* Fused decode GEMVs (cuda_kernels.cu): RMSNorm of x folded into the product with the fused gate|up matrix
+ * and SwiGLU as its epilogue (h [n][ldh]), or into the product with the fused QKV matrix and RoPE + the
+ * paged KV-cache write as its epilogue (q rotated into qkv [n][ld]; k, v into the cache). For the n that
+ * cuda_matmul would send to the float GEMV (cuda_gemv_fused_ok). */
+typedef struct cu_tokinfo cu_tokinfo;
+typedef struct cu_kv cu_kv;
+int  cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx);
+void cuda_gemv_norm_swiglu(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps, float *h,
+                           int ldh, cudaStream_t st);
+void cuda_gemv_norm_qkv_rope(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps,
+                             float *qkv, int ld, const cu_tokinfo *ti, const float *cos_t, const float *sin_t,
+                             int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
+                             int block_size, cudaStream_t st);
+
 /* ---- tensor-core weight-only GEMM (cuda_tcgemm.cu) ----
  * y[t*ldy + r] (+)= sum_k W[r][k] * xa[t*K + k], xa the activations rounded to 16 bits (bf16, or f16 for F16
  * weights); `part` holds cuda_tcgemm_scratch(W, n, sms) bytes (NULL when that is 0). */
@@ -133,14 +147,14 @@ void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, in
                   const int32_t *rows, cudaStream_t st);
 void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, cudaStream_t st);
 /* KV cache element type: 0 = f32, 1 = f16. */
-typedef struct {
+typedef struct cu_kv {
     int    kv16;
     void  *k, *v;              /* [n_layers][kv_blocks * block_size][kv_dim] */
     size_t layer_elems;        /* kv_blocks * block_size * kv_dim */
 } cu_kv;
 
 /* Per-step token description on the device. */
-typedef struct {
+typedef struct cu_tokinfo {
     const int32_t *pos;        /* [n] */
     const int32_t *tab;        /* [n] offset of the token's block table in `tables` */
     const int32_t *tables;     /* concatenated block tables */
@@ -244,6 +258,7 @@ typedef struct {
     int32_t *am_ids; float *am_lp;   /* on-device greedy per logits row */
     unsigned buf_gen;                /* bumped whenever a per-step buffer above moves */
     int     debug_sync;              /* LLM_CUDA_SYNC=1 */
+    int     fuse;                    /* fused decode GEMVs (LLM_CUDA_FUSE, default on) */
     /* LLM_CUDA_SYNC=1 with LLM_CUDA_STATS=1: wall time per stage (synchronised), printed at destroy */
     int     stage_timing;
     /* ... kept apart for decode steps (every item one token) [0] and prefill / mixed steps [1], so that a

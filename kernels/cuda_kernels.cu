@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cuda_internal.cuh"
 
@@ -182,6 +183,205 @@ gemv_scalar_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int
             acc[t] += wv * x[(size_t)t * ldx + k];
     }
     gemv_store<NT>(acc, y, ldy, r, accumulate, lane);
+}
+
+/* ---- Fused decode GEMVs (n <= the GEMV's token limit; LLM_CUDA_FUSE=0 turns them off) ----
+ * Two rows per warp, with the RMSNorm of the input folded in: the sum of x^2 comes from the same loads of x
+ * as the dot products, the norm weight multiplies x element by element, and 1/rms scales the two sums at
+ * the end (no normalised copy of x, no RMSNorm launch). The epilogue then does what used to be a kernel of
+ * its own:
+ *  GF_SWIGLU  rows j (gate) and hidden + j (up) of the fused gate|up matrix: h[j] = silu(gate) * up;
+ *  GF_ROPE_KV a RoPE pair of one q or k head (or two v rows) of the fused QKV matrix: q rotated into the
+ *             qkv buffer (the attention reads it there), k rotated and v written into the paged KV cache.
+ * Per decode layer: 5 launches fewer (2 RMSNorm, RoPE + KV write, SwiGLU... and their round trips). */
+enum { GF_SWIGLU = 0, GF_ROPE_KV = 1 };
+
+typedef struct {
+    const float *norm;       /* RMSNorm weight of the input */
+    float        eps;
+    float       *out;        /* h (GF_SWIGLU) or the qkv buffer (GF_ROPE_KV: q is written there) */
+    int          ldo;
+    int          hidden;     /* GF_SWIGLU: up rows start here */
+    cu_tokinfo   ti;         /* GF_ROPE_KV: positions and block tables of the tokens */
+    const float *cos_t, *sin_t;
+    int          half, q_dim, kv_dim, layout, kv16, block_size;
+    void        *kc, *vc;    /* this layer's K and V cache */
+} cu_gemv_fuse;
+
+template <int T, int NT, int EPI>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+gemv_fused_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f)
+{
+    constexpr int E = wchunk<T>::E;
+    const int lane = threadIdx.x & 31, p = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    if (p >= W.rows / 2)
+        return; /* whole warp */
+    int ra, rb, pi = 0;
+    if (EPI == GF_SWIGLU) {
+        ra = p;
+        rb = p + f.hidden;
+    } else if (p < (f.q_dim + f.kv_dim) / 2) { /* a RoPE pair of a q or k head */
+        int head = p / f.half;
+        pi = p % f.half;
+        ra = head * 2 * f.half + (f.layout == LLM_ROPE_ADJACENT ? 2 * pi : pi);
+        rb = ra + (f.layout == LLM_ROPE_ADJACENT ? 1 : f.half);
+    } else { /* two v rows */
+        ra = 2 * p;
+        rb = ra + 1;
+    }
+    const uint8_t *wa_row = (const uint8_t *)W.w + (size_t)ra * W.row_bytes;
+    const uint8_t *wb_row = (const uint8_t *)W.w + (size_t)rb * W.row_bytes;
+    float acc[2][NT], ss[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        acc[0][t] = acc[1][t] = ss[t] = 0.0f;
+    const int nchunks = W.cols / E;
+#pragma unroll 2
+    for (int c = lane; c < nchunks; c += 32) {
+        float wa[E], wb[E];
+        wchunk<T>::load(W, wa_row, ra, c, wa);
+        wchunk<T>::load(W, wb_row, rb, c, wb);
+        const float4 *gp = (const float4 *)(f.norm + (size_t)c * E);
+#pragma unroll
+        for (int i = 0; i < E / 4; i++) {
+            float4 g = __ldg(gp + i);
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                float4 xv = __ldg((const float4 *)(x + (size_t)t * ldx + (size_t)c * E) + i);
+                ss[t] += xv.x * xv.x + xv.y * xv.y + xv.z * xv.z + xv.w * xv.w;
+                float x0 = xv.x * g.x, x1 = xv.y * g.y, x2 = xv.z * g.z, x3 = xv.w * g.w;
+                acc[0][t] += wa[4 * i] * x0 + wa[4 * i + 1] * x1 + wa[4 * i + 2] * x2 + wa[4 * i + 3] * x3;
+                acc[1][t] += wb[4 * i] * x0 + wb[4 * i + 1] * x1 + wb[4 * i + 2] * x2 + wb[4 * i + 3] * x3;
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        float sa = warp_sum(acc[0][t]), sb = warp_sum(acc[1][t]), sq = warp_sum(ss[t]);
+        if (lane != 0)
+            continue;
+        float inv = 1.0f / sqrtf(sq / (float)W.cols + f.eps); /* as rmsnorm_kernel */
+        sa *= inv;
+        sb *= inv;
+        if (EPI == GF_SWIGLU) {
+            f.out[(size_t)t * f.ldo + p] = sa / (1.0f + expf(-sa)) * sb;
+            continue;
+        }
+        int pos = f.ti.pos[t];
+        size_t slot = (size_t)f.ti.tables[f.ti.tab[t] + pos / f.block_size] * f.block_size +
+                      (size_t)(pos % f.block_size);
+        size_t cbase = slot * (size_t)f.kv_dim;
+        float va = sa, vb = sb;
+        void *cache = f.vc;
+        size_t ca = 0, cb = 0;
+        if (ra < f.q_dim + f.kv_dim) { /* rotate as rope_kv_kernel */
+            float cs = f.cos_t[(size_t)pos * f.half + pi], sn = f.sin_t[(size_t)pos * f.half + pi];
+            va = sa * cs - sb * sn;
+            vb = sa * sn + sb * cs;
+            if (ra < f.q_dim) {
+                f.out[(size_t)t * f.ldo + ra] = va;
+                f.out[(size_t)t * f.ldo + rb] = vb;
+                continue;
+            }
+            cache = f.kc;
+            ca = cbase + (size_t)(ra - f.q_dim);
+            cb = cbase + (size_t)(rb - f.q_dim);
+        } else {
+            ca = cbase + (size_t)(ra - f.q_dim - f.kv_dim);
+            cb = ca + 1;
+        }
+        if (f.kv16) {
+            ((__half *)cache)[ca] = __float2half_rn(va);
+            ((__half *)cache)[cb] = __float2half_rn(vb);
+        } else {
+            ((float *)cache)[ca] = va;
+            ((float *)cache)[cb] = vb;
+        }
+    }
+}
+
+int cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx)
+{
+    if (!cuda_mm_use_gemv(c, W, n) || c->dp4a || c->shape_r > 0 || !cuda_gemv_ok(W, ldx) || W->rows % 2 != 0)
+        return 0;
+    int e = W->type == LLM_F32 ? 4 : W->type == LLM_Q8_0 ? 16 : W->type == LLM_Q4_0 ? 32 : 8;
+    return (W->type == LLM_F32 || W->type == LLM_F16 || W->type == LLM_BF16 || W->type == LLM_Q8_0 ||
+            W->type == LLM_Q4_0) && W->cols % e == 0;
+}
+
+template <int EPI, int NT>
+static void gemv_fused_nt(const cu_mat *W, const float *x, int ldx, const cu_gemv_fuse *f, cudaStream_t st)
+{
+    dim3 grid((unsigned)((W->rows / 2 + GEMV_WARPS - 1) / GEMV_WARPS)), block(GEMV_WARPS * 32);
+    switch (W->type) {
+    case LLM_F32:  CU_LAUNCH((gemv_fused_kernel<LLM_F32, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
+    case LLM_F16:  CU_LAUNCH((gemv_fused_kernel<LLM_F16, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
+    case LLM_BF16: CU_LAUNCH((gemv_fused_kernel<LLM_BF16, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
+    case LLM_Q8_0: CU_LAUNCH((gemv_fused_kernel<LLM_Q8_0, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
+    default:       CU_LAUNCH((gemv_fused_kernel<LLM_Q4_0, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
+    }
+}
+
+template <int EPI>
+static void gemv_fused(const cu_mat *W, const float *x, int ldx, int n, cu_gemv_fuse f, cudaStream_t st)
+{
+    for (int t0 = 0; t0 < n; t0 += CU_GEMV_MAX_TOKENS) {
+        int nt = n - t0 < CU_GEMV_MAX_TOKENS ? n - t0 : CU_GEMV_MAX_TOKENS;
+        cu_gemv_fuse g = f;
+        g.out = f.out + (size_t)t0 * f.ldo;
+        g.ti.pos = f.ti.pos + t0;
+        g.ti.tab = f.ti.tab + t0;
+        const float *xs = x + (size_t)t0 * ldx;
+        switch (nt) {
+        case 1: gemv_fused_nt<EPI, 1>(W, xs, ldx, &g, st); break;
+        case 2: gemv_fused_nt<EPI, 2>(W, xs, ldx, &g, st); break;
+        case 3: gemv_fused_nt<EPI, 3>(W, xs, ldx, &g, st); break;
+        case 4: gemv_fused_nt<EPI, 4>(W, xs, ldx, &g, st); break;
+        case 5: gemv_fused_nt<EPI, 5>(W, xs, ldx, &g, st); break;
+        case 6: gemv_fused_nt<EPI, 6>(W, xs, ldx, &g, st); break;
+        case 7: gemv_fused_nt<EPI, 7>(W, xs, ldx, &g, st); break;
+        default: gemv_fused_nt<EPI, 8>(W, xs, ldx, &g, st); break;
+        }
+    }
+}
+
+void cuda_gemv_norm_swiglu(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps, float *h,
+                           int ldh, cudaStream_t st)
+{
+    cu_gemv_fuse f;
+    memset(&f, 0, sizeof f);
+    f.norm = norm;
+    f.eps = eps;
+    f.out = h;
+    f.ldo = ldh;
+    f.hidden = W->rows / 2;
+    gemv_fused<GF_SWIGLU>(W, x, ldx, n, f, st);
+}
+
+void cuda_gemv_norm_qkv_rope(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps,
+                             float *qkv, int ld, const cu_tokinfo *ti, const float *cos_t, const float *sin_t,
+                             int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
+                             int block_size, cudaStream_t st)
+{
+    size_t es = kv->kv16 ? 2 : 4;
+    cu_gemv_fuse f;
+    memset(&f, 0, sizeof f);
+    f.norm = norm;
+    f.eps = eps;
+    f.out = qkv;
+    f.ldo = ld;
+    f.ti = *ti;
+    f.cos_t = cos_t;
+    f.sin_t = sin_t;
+    f.half = half;
+    f.q_dim = n_heads * 2 * half;
+    f.kv_dim = n_kv_heads * 2 * half;
+    f.layout = layout;
+    f.kc = (char *)kv->k + (size_t)layer * kv->layer_elems * es;
+    f.vc = (char *)kv->v + (size_t)layer * kv->layer_elems * es;
+    f.kv16 = kv->kv16;
+    f.block_size = block_size;
+    gemv_fused<GF_ROPE_KV>(W, x, ldx, n, f, st);
 }
 
 /* One token, F16/BF16 weights, another shape of work (LLM_CUDA_GEMV_SHAPE=RxU, cu_mm_ctx.shape_r/u):
