@@ -8,8 +8,8 @@
  * a bf16 copy of every matrix and reads it back (~18 ms a step at any batch, three times the bytes of the
  * bf16 model). Here the quantised blocks are dequantised in shared memory and never leave the SM.
  *
- * How: a block takes 64 rows of W (16 per warp) and up to 64 tokens (blockIdx.z walks further groups of
- * 64), and walks its share of K in 64-wide stages. Per stage, the W tile is copied (BF16/F16) or
+ * How: a block takes 64 rows of W (16 per warp) and up to 64 tokens (further groups of 64 tokens are
+ * further blocks, dispatched right after it so that they find the same weights in L2), and walks its share of K in 64-wide stages. Per stage, the W tile is copied (BF16/F16) or
  * dequantised to bf16 (Q8_0/Q4_0, the same d * q rounding as the cuBLAS path's dequant_bf16_kernel) into
  * shared memory beside the activations (rounded to 16 bits once per call by to_half_kernel, as for
  * cuBLAS), and each warp runs 16x16x16 wmma products with float accumulation; the next stage's global
@@ -159,7 +159,9 @@ tg_kernel(cu_mat W, const uint16_t *__restrict__ xa, int n, float *y, int ldy, i
     HT *Ws = (HT *)smem, *Xs = Ws + TG_M * TG_LD;
     float *Os = (float *)smem; /* after the last stage */
     const int warp = threadIdx.x >> 5;
-    const int r0 = blockIdx.x * TG_M, split = blockIdx.y, S = gridDim.y, t0 = blockIdx.z * TG_NMAX;
+    /* blockIdx.x (dispatched fastest): the token group, then y: the K split, z: the row block; so the blocks
+     * that read the same weight tile run side by side and all but the first find it in L2 */
+    const int r0 = blockIdx.z * TG_M, split = blockIdx.y, S = gridDim.y, t0 = blockIdx.x * TG_NMAX;
     const int K = W.cols, ns = K / TG_BK, s0 = split * ns / S, s1 = (split + 1) * ns / S;
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[NT];
@@ -255,7 +257,7 @@ static void tg_launch(const cu_mat *W, const uint16_t *xa, int n, float *y, int 
                       cudaStream_t st)
 {
     int tiles = (n < TG_NMAX ? n : TG_NMAX) + 15;
-    dim3 grid((unsigned)((W->rows + TG_M - 1) / TG_M), (unsigned)S, (unsigned)((n + TG_NMAX - 1) / TG_NMAX));
+    dim3 grid((unsigned)((n + TG_NMAX - 1) / TG_NMAX), (unsigned)S, (unsigned)((W->rows + TG_M - 1) / TG_M));
     switch (tiles / 16) {
     case 1: CU_LAUNCH((tg_kernel<T, HT, 1>), grid, TG_THREADS, TG_SMEM, st, *W, xa, n, y, ldy, acc, part); break;
     case 2: CU_LAUNCH((tg_kernel<T, HT, 2>), grid, TG_THREADS, TG_SMEM, st, *W, xa, n, y, ldy, acc, part); break;
