@@ -518,6 +518,15 @@ static void stage_events_collect(cu_state *st)
     st->n_ev = 0;
 }
 
+/* A 16-bit activation write or its product failed: out of device memory for the scratch, or a cuBLAS error
+ * already in err->msg. */
+static int act16_fail(cu_state *st, llm_err *err, const char *what)
+{
+    if (st->mm.nomem)
+        llm_err_set(err, "cuda backend: out of device memory for the %s activations", what);
+    return -1;
+}
+
 int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
@@ -541,6 +550,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         return -1;
     for (int l = 0; l < c->n_layers; l++) {
         const cu_layer *L = &st->layers[l];
+        int down16 = 0; /* the SwiGLU wrote the down projection's 16-bit activations */
         if (st->fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
             cuda_gemv_norm_qkv_rope(&L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv, st->qkv_ld,
                                     &sp->ti, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
@@ -548,9 +558,16 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
             if (stage_check(st, "norm + qkv", l, err))
                 return -1;
         } else {
-            cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
-            if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
-                return -1;
+            if (L->qkv.n == 1 && cuda_mm_act16(&st->mm, &L->qkv.m[0], n)) { /* the norm writes 16 bits */
+                if (cuda_rmsnorm_act16(&st->mm, &L->qkv.m[0], st->x, c->dim, L->attn_norm, n, c->norm_eps) != 0 ||
+                    cuda_matmul(&st->mm, &L->qkv.m[0], NULL, 0, st->qkv, st->qkv_ld, n, 0, err->msg,
+                                sizeof(err->msg)) != 0)
+                    return act16_fail(st, err, "qkv");
+            } else {
+                cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
+                if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
+                    return -1;
+            }
             if (stage_check(st, "norm + qkv", l, err))
                 return -1;
             cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2,
@@ -571,16 +588,27 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
             if (stage_check(st, "norm + gate/up", l, err))
                 return -1;
         } else {
-            cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
-            if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
-                return -1;
+            if (L->gate_up.n == 1 && cuda_mm_act16(&st->mm, &L->gate_up.m[0], n)) {
+                if (cuda_rmsnorm_act16(&st->mm, &L->gate_up.m[0], st->x, c->dim, L->ffn_norm, n, c->norm_eps) != 0 ||
+                    cuda_matmul(&st->mm, &L->gate_up.m[0], NULL, 0, st->gu, st->gu_ld, n, 0, err->msg,
+                                sizeof(err->msg)) != 0)
+                    return act16_fail(st, err, "gate/up");
+            } else {
+                cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
+                if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
+                    return -1;
+            }
             if (stage_check(st, "norm + gate/up", l, err))
                 return -1;
-            cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, s);
+            down16 = cuda_mm_act16(&st->mm, &L->down, n);
+            if (down16 ? cuda_swiglu_act16(&st->mm, &L->down, st->gu, st->gu_ld, n) != 0
+                       : (cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, s), 0))
+                return act16_fail(st, err, "swiglu");
             if (stage_check(st, "swiglu", l, err))
                 return -1;
         }
-        if (cuda_matmul(&st->mm, &L->down, st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
+        if (cuda_matmul(&st->mm, &L->down, down16 ? NULL : st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg,
+                        sizeof(err->msg)))
             return -1;
         if (stage_check(st, "down", l, err))
             return -1;

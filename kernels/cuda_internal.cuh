@@ -103,12 +103,20 @@ int  cuda_gemv_ok(const cu_mat *W, int ldx);
 int  cuda_gemv_shape_ok(int r, int u);
 void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
                cudaStream_t st);
-/* Dispatches GEMV vs cuBLAS. Returns 0, or -1 with msg filled. */
+/* Dispatches GEMV vs cuBLAS vs the tensor-core GEMM. x == NULL: the activations are already in c->act16
+ * in 16 bits (only where cuda_mm_act16 says so; written by cuda_rmsnorm_act16 / cuda_swiglu_act16).
+ * Returns 0, or -1 with msg filled. */
 int  cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n,
                  int accumulate, char *msg, size_t msg_len);
 /* Grows the scratch cuda_matmul would need for n tokens, so that the call itself allocates nothing
  * (required inside a stream capture). 0, or -1 out of device memory. */
 int  cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n);
+/* 1 when the product of n tokens with W reads 16-bit activations from c->act16 (cuBLAS or the tensor-core
+ * GEMM, 16-bit or quantised weights); then these write them there (RMSNorm / SwiGLU of n rows, in W's
+ * 16-bit type), growing the scratch first. 0, or -1 out of device memory (c->nomem set). */
+int  cuda_mm_act16(const cu_mm_ctx *c, const cu_mat *W, int n);
+int  cuda_rmsnorm_act16(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, const float *w, int n, float eps);
+int  cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, int n);
 /* Tokens one GEMV launch takes at most (larger n on the GEMV path is split). */
 #define CU_GEMV_MAX_TOKENS 8
 /* cuda_matmul's choice: 1 when n tokens take the GEMV path for W. */

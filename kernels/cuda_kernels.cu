@@ -859,7 +859,8 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
             c->nomem = 1;
             return -1;
         }
-        to_half(x, ldx, c->act16, K, n, W->type != LLM_F16, c->stream);
+        if (x != NULL)
+            to_half(x, ldx, c->act16, K, n, W->type != LLM_F16, c->stream);
         cuda_tcgemm(W, c->act16, n, y, ldy, accumulate, c->tc_part, c->sms, c->stream);
         return 0;
     }
@@ -888,7 +889,8 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
             c->nomem = 1;
             return -1;
         }
-        to_half(x, ldx, c->act16, K, n, bf16, c->stream);
+        if (x != NULL)
+            to_half(x, ldx, c->act16, K, n, bf16, c->stream);
         s = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, R, n, K, &one, A, ht, K, c->act16, ht, K, beta, y,
                          CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
@@ -985,8 +987,14 @@ void cuda_argmax(const float *logits, int vocab, int rows, int32_t *ids, float *
     CU_LAUNCH(argmax_kernel, rows, 256, 0, st, logits, vocab, ids, lps);
 }
 
+/* Output element stores for the kernels that can write float or 16-bit activations. */
+__device__ __forceinline__ void out_store(float *p, float v) { *p = v; }
+__device__ __forceinline__ void out_store(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void out_store(__half *p, float v) { *p = __float2half_rn(v); }
+
 /* y[i] = x[src] / rms(x[src]) * w, src = rows ? rows[i] : i. */
-__global__ void __launch_bounds__(256) rmsnorm_kernel(const float *x, int ldx, const float *w, float *y, int ldy,
+template <typename OT>
+__global__ void __launch_bounds__(256) rmsnorm_kernel(const float *x, int ldx, const float *w, OT *y, int ldy,
                                                       int dim, float eps, const int32_t *rows)
 {
     __shared__ float red[9];
@@ -997,30 +1005,69 @@ __global__ void __launch_bounds__(256) rmsnorm_kernel(const float *x, int ldx, c
         ss += xr[k] * xr[k];
     ss = block_sum_256(ss, red);
     float s = 1.0f / sqrtf(ss / (float)dim + eps);
-    float *yr = y + (size_t)i * ldy;
+    OT *yr = y + (size_t)i * ldy;
     for (int k = threadIdx.x; k < dim; k += blockDim.x)
-        yr[k] = xr[k] * s * w[k];
+        out_store(yr + k, xr[k] * s * w[k]);
 }
 
 void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
                   const int32_t *rows, cudaStream_t st)
 {
-    CU_LAUNCH(rmsnorm_kernel, n, 256, 0, st, x, ldx, w, y, ldy, dim, eps, rows);
+    CU_LAUNCH(rmsnorm_kernel<float>, n, 256, 0, st, x, ldx, w, y, ldy, dim, eps, rows);
 }
 
-__global__ void swiglu_kernel(const float *gu, int ld, float *h, int hidden, int n)
+template <typename OT>
+__global__ void swiglu_kernel(const float *gu, int ld, OT *h, int hidden, int n)
 {
     size_t total = (size_t)n * (size_t)hidden;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
         size_t t = i / (size_t)hidden, j = i % (size_t)hidden;
         float g = gu[t * (size_t)ld + j], u = gu[t * (size_t)ld + (size_t)hidden + j];
-        h[i] = g / (1.0f + expf(-g)) * u;
+        out_store(h + i, g / (1.0f + expf(-g)) * u);
     }
 }
 
 void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, cudaStream_t st)
 {
-    CU_LAUNCH(swiglu_kernel, grid_for((size_t)n * hidden), 256, 0, st, gu, ld, h, hidden, n);
+    CU_LAUNCH(swiglu_kernel<float>, grid_for((size_t)n * hidden), 256, 0, st, gu, ld, h, hidden, n);
+}
+
+/* ---- products whose activations the producer writes in 16 bits ----
+ * For the n that go to cuBLAS or the tensor-core GEMM (which read bf16/f16 activations), the RMSNorm or the
+ * SwiGLU before the product writes them straight into c->act16 in the weight's 16-bit type, instead of a
+ * float copy that to_half_kernel then converts: one launch and one pass over the activations fewer. */
+int cuda_mm_act16(const cu_mm_ctx *c, const cu_mat *W, int n)
+{
+    return !cuda_mm_use_gemv(c, W, n) && W->type != LLM_F32;
+}
+
+int cuda_rmsnorm_act16(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, const float *w, int n, float eps)
+{
+    if (cuda_matmul_reserve(c, W, n) != 0 || c->act16 == NULL) {
+        c->nomem = 1;
+        return -1;
+    }
+    if (W->type == LLM_F16)
+        CU_LAUNCH(rmsnorm_kernel<__half>, n, 256, 0, c->stream, x, ldx, w, (__half *)c->act16, W->cols, W->cols,
+                  eps, (const int32_t *)NULL);
+    else
+        CU_LAUNCH(rmsnorm_kernel<__nv_bfloat16>, n, 256, 0, c->stream, x, ldx, w, (__nv_bfloat16 *)c->act16,
+                  W->cols, W->cols, eps, (const int32_t *)NULL);
+    return 0;
+}
+
+int cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, int n)
+{
+    if (cuda_matmul_reserve(c, W, n) != 0 || c->act16 == NULL) {
+        c->nomem = 1;
+        return -1;
+    }
+    unsigned g = grid_for((size_t)n * W->cols);
+    if (W->type == LLM_F16)
+        CU_LAUNCH(swiglu_kernel<__half>, g, 256, 0, c->stream, gu, ld, (__half *)c->act16, W->cols, n);
+    else
+        CU_LAUNCH(swiglu_kernel<__nv_bfloat16>, g, 256, 0, c->stream, gu, ld, (__nv_bfloat16 *)c->act16, W->cols, n);
+    return 0;
 }
 
 /* Rotate q (in place) and k (into the cache) of one token per block; copy v into the cache. */
