@@ -62,6 +62,20 @@ if [ "${FUSE:-1}" = 1 ]; then
     done
 fi
 
+# Programmatic dependent launch (LLM_CUDA_PDL=1: each kernel's launch overlaps the previous one's tail), alone
+# and with the tensor-core weight GEMM; off by default until these rows say. PDL=0 skips them.
+if [ "${PDL:-1}" = 1 ]; then
+    for dt in $DTYPES; do
+        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
+        echo "== llama-3.2-3b $dt, programmatic dependent launch (LLM_CUDA_PDL=1), then with LLM_CUDA_TC_GEMM=256"
+        LLM_CUDA_PDL=1 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,32 --argmax 1 \
+            --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_pdl.txt"
+        LLM_CUDA_PDL=1 LLM_CUDA_TC_GEMM=256 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" \
+            --batches 32,128 --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | grep "^decode" |
+            tee "$RES/gpu_decode_${dt}_pdl_tc.txt"
+    done
+fi
+
 # Q8_0 / Q4_0 GEMVs on int8 activations (dp4a) instead of float ones: off by default until this row says.
 if [ "${DP4A:-1}" = 1 ]; then
     for dt in q8_0 q4_0; do

@@ -68,6 +68,7 @@ template <> __device__ __forceinline__ float cache_ld<__half>(const __half *p, s
 template <typename C>
 __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
 {
+    CU_PDL_ENTRY();
     CU_DYN_SMEM(smem);
     const cu_att_item it = a.items[blockIdx.z];
     const int g = blockIdx.y, split = blockIdx.x, hd = a.hd;
@@ -276,6 +277,7 @@ template <> struct tc_kv<float> {
 template <typename C>
 __global__ void __launch_bounds__(TC_THREADS) attention_tc_kernel(att_args a)
 {
+    CU_PDL_ENTRY();
     using namespace nvcuda;
     CU_DYN_SMEM(smem);
     const cu_att_item it = a.items[blockIdx.z];
@@ -475,6 +477,7 @@ __device__ __forceinline__ float warp_allsum(float v)
 template <typename C, int DPL, int GM>
 __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_args a)
 {
+    CU_PDL_ENTRY();
     constexpr int HD = 32 * DPL;
     __shared__ float sm_m[DEC_WARPS][GM], sm_l[DEC_WARPS][GM];
     __shared__ float sm_acc[DEC_WARPS][GM][HD];
@@ -600,6 +603,7 @@ static int attention_decode_launch(const cu_att_plan *p, const att_args &a, cuda
 __global__ void attention_merge_kernel(const float *ws, cu_tokinfo ti, float *out, int n_heads, int hd, int chunk,
                                        int n_splits)
 {
+    CU_PDL_ENTRY();
     int t = blockIdx.x / n_heads, h = blockIdx.x % n_heads;
     int ns = ti.pos[t] / chunk + 1;
     const float *w = ws + ((size_t)t * n_heads + h) * n_splits * (size_t)(hd + 2);

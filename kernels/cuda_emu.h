@@ -84,6 +84,9 @@ static inline void cu_emu_launch_args(cudaStream_t s, dim3 grid, dim3 block, siz
 #define CU_LAUNCH(k, grid, block, smem, stream, ...) \
     cu_emu_launch_args((stream), dim3(grid), dim3(block), (size_t)(smem), k, __VA_ARGS__)
 #define CU_DYN_SMEM(name) float *name = cu_emu_dyn_smem()
+/* Blocks and launches run one after another here: programmatic dependent launch has nothing to overlap. */
+#define CU_PDL_ENTRY() do { } while (0)
+inline int cu_pdl = 0; /* LLM_CUDA_PDL: read by the backend, nothing to change here */
 
 /* ---- device intrinsics ---- */
 template <typename T> static inline T __ldg(const T *p) { return *p; }

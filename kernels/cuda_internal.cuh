@@ -22,8 +22,40 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <utility>
+/* Programmatic dependent launch (LLM_CUDA_PDL=1, Hopper): kernels are launched with the attribute that lets
+ * the next kernel in the stream be scheduled before this one has finished, so its blocks fill the SMs the
+ * tail of this one leaves idle and its launch latency is hidden. Every kernel starts with CU_PDL_ENTRY:
+ * wait until the previous kernel in the stream has finished and its writes are visible (so nothing is read
+ * or written early), then allow the next one to launch. Without the attribute both are no-ops. */
+#define CU_PDL_ENTRY()                                            \
+    do {                                                          \
+        asm volatile("griddepcontrol.wait;" ::: "memory");        \
+        asm volatile("griddepcontrol.launch_dependents;" :::);    \
+    } while (0)
+inline int cu_pdl = 0; /* set once by the backend (cuda_backend.cu) from LLM_CUDA_PDL */
+template <typename... P, typename... A>
+static inline void cu_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A &&...args)
+{
+    if (!cu_pdl) {
+        k<<<grid, block, smem, st>>>(std::forward<A>(args)...);
+        return;
+    }
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, k, std::forward<A>(args)...);
+}
 /* Kernel launch written once for both builds (k may be a pointer to a __global__ function). */
-#define CU_LAUNCH(k, grid, block, smem, stream, ...) k<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__)
+#define CU_LAUNCH(k, grid, block, smem, stream, ...) \
+    cu_launch((k), dim3(grid), dim3(block), (size_t)(smem), (stream), __VA_ARGS__)
 #define CU_DYN_SMEM(name) extern __shared__ float name[]
 #endif
 #include <stdarg.h>

@@ -128,6 +128,7 @@ template <int T, int NT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_vec_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int ldy, int accumulate)
 {
+    CU_PDL_ENTRY();
     constexpr int E = wchunk<T>::E;
     int lane = threadIdx.x & 31;
     int r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
@@ -168,6 +169,7 @@ template <int NT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_scalar_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int ldy, int accumulate)
 {
+    CU_PDL_ENTRY();
     int lane = threadIdx.x & 31;
     int r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     if (r >= W.rows)
@@ -212,6 +214,7 @@ template <int T, int NT, int EPI>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_fused_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f)
 {
+    CU_PDL_ENTRY();
     constexpr int E = wchunk<T>::E;
     const int lane = threadIdx.x & 31, p = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     if (p >= W.rows / 2)
@@ -391,6 +394,7 @@ template <int T, int R, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_shape_kernel(cu_mat W, const float *__restrict__ x, float *y, int accumulate)
 {
+    CU_PDL_ENTRY();
     int lane = threadIdx.x & 31, r0 = (blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) * R;
     if (r0 >= W.rows)
         return;
@@ -527,6 +531,7 @@ void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int 
  * from L1 outweigh its weight reads 8:1 for Q4_0). */
 __global__ void quant_act_kernel(const float *x, int ldx, int K, int n, int8_t *xq, float2 *xds)
 {
+    CU_PDL_ENTRY();
     int gw = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31, nb = K / LLM_QK;
     if (gw >= n * nb)
         return; /* whole warp */
@@ -552,6 +557,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_dp4a_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__restrict__ xds, float *y, int ldy,
                  int accumulate)
 {
+    CU_PDL_ENTRY();
     int lane = threadIdx.x & 31;
     int r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     if (r >= W.rows)
@@ -621,6 +627,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__restrict__ xds, float *y,
                        int accumulate)
 {
+    CU_PDL_ENTRY();
     int lane = threadIdx.x & 31, r0 = (blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) * R;
     if (r0 >= W.rows)
         return;
@@ -742,6 +749,7 @@ static void gemv_dp4a(const cu_mm_ctx *c, const cu_mat *W, const float *x, int l
 /* Activations [n][ldx] floats to [n][K] bf16/f16: a row of blocks per token (no division per element). */
 __global__ void to_half_kernel(const float *x, int ldx, void *out, int K, int bf16)
 {
+    CU_PDL_ENTRY();
     const float *xr = x + (size_t)blockIdx.y * ldx;
     size_t o = (size_t)blockIdx.y * K;
     for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < K; k += gridDim.x * blockDim.x) {
@@ -766,6 +774,7 @@ static void to_half(const float *x, int ldx, void *out, int K, int n, int bf16, 
  * d * q in float, rounded once, as mat_elem. */
 __global__ void dequant_bf16_kernel(cu_mat W, __nv_bfloat16 *out)
 {
+    CU_PDL_ENTRY();
     const int per_row = (int)(W.row_bytes / 16), nb = W.cols / LLM_QK, q8 = W.type == LLM_Q8_0;
     const size_t total = (size_t)W.rows * (size_t)per_row;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
@@ -905,6 +914,7 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
 /* ---- element-wise ---- */
 __global__ void embed_kernel(cu_mat E, const int32_t *tokens, float *x)
 {
+    CU_PDL_ENTRY();
     int t = blockIdx.x, tok = tokens[t];
     for (int k = threadIdx.x; k < E.cols; k += blockDim.x)
         x[(size_t)t * E.cols + k] = mat_elem(E, tok, k);
@@ -938,6 +948,7 @@ __device__ float block_sum_256(float v, float *red)
  * index of the maximum) and the chosen id's log-softmax, -log(sum exp(l - max)) (its logit is the max). */
 __global__ void __launch_bounds__(256) argmax_kernel(const float *logits, int vocab, int32_t *ids, float *lps)
 {
+    CU_PDL_ENTRY();
     __shared__ float bv[256];
     __shared__ int bi[256];
     __shared__ float red[9];
@@ -997,6 +1008,7 @@ template <typename OT>
 __global__ void __launch_bounds__(256) rmsnorm_kernel(const float *x, int ldx, const float *w, OT *y, int ldy,
                                                       int dim, float eps, const int32_t *rows)
 {
+    CU_PDL_ENTRY();
     __shared__ float red[9];
     int i = blockIdx.x, src = rows != NULL ? rows[i] : i;
     const float *xr = x + (size_t)src * ldx;
@@ -1019,6 +1031,7 @@ void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, in
 template <typename OT>
 __global__ void swiglu_kernel(const float *gu, int ld, OT *h, int hidden, int n)
 {
+    CU_PDL_ENTRY();
     size_t total = (size_t)n * (size_t)hidden;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
         size_t t = i / (size_t)hidden, j = i % (size_t)hidden;
@@ -1074,6 +1087,7 @@ int cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, in
 __global__ void rope_kv_kernel(float *qkv, int ld, cu_tokinfo ti, const float *cos_t, const float *sin_t, int half,
                                int n_heads, int n_kv, int layout, void *kc, void *vc, int kv16, int block_size)
 {
+    CU_PDL_ENTRY();
     int t = blockIdx.x, pos = ti.pos[t], hd = 2 * half, kv_dim = n_kv * hd;
     const float *cs = cos_t + (size_t)pos * half, *sn = sin_t + (size_t)pos * half;
     float *q = qkv + (size_t)t * ld, *k = q + (size_t)n_heads * hd, *v = k + kv_dim;

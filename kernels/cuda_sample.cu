@@ -242,6 +242,7 @@ __global__ void __launch_bounds__(SB) sample_kernel(float *logits, int vocab, co
                                                     const int32_t *pen, int32_t *ids, float *lps,
                                                     llm_token_logprob *top, int32_t *n_top)
 {
+    CU_PDL_ENTRY();
     __shared__ select_smem<SB> sm;
     __shared__ float bv[SB];
     __shared__ int bi[SB];

@@ -154,6 +154,7 @@ template <int T, typename HT, int NT>
 __global__ void __launch_bounds__(TG_THREADS)
 tg_kernel(cu_mat W, const uint16_t *__restrict__ xa, int n, float *y, int ldy, int accumulate, float *part)
 {
+    CU_PDL_ENTRY();
     using namespace nvcuda;
     CU_DYN_SMEM(smem);
     HT *Ws = (HT *)smem, *Xs = Ws + TG_M * TG_LD;
@@ -221,6 +222,7 @@ tg_kernel(cu_mat W, const uint16_t *__restrict__ xa, int n, float *y, int ldy, i
 /* y[t][r] (+)= the S partial sums of (t, r), in split order. */
 __global__ void tg_reduce_kernel(const float *part, int S, int n, int R, float *y, int ldy, int accumulate)
 {
+    CU_PDL_ENTRY();
     const int total = n * R;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         int t = i / R, r = i % R;
