@@ -44,21 +44,15 @@ if [ "${PEER_HF:-1}" = 1 ]; then
         tail -2 | tee "$RES/peer_transformers.txt"
 fi
 
-# The same decode steps launched kernel by kernel, to show what the CUDA Graphs buy.
-if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
-    echo "== llama-3.2-3b bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"
-    LLM_CUDA_GRAPHS=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32 --argmax 1 \
-        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
-fi
-
-# The decode GEMVs unfused (LLM_CUDA_FUSE=0: RMSNorm, RoPE + KV write and SwiGLU as kernels of their own), to
-# show what folding them into the QKV and gate|up GEMVs buys; FUSE=0 skips this.
-if [ "${FUSE:-1}" = 1 ]; then
+# Products of 8-256 tokens on the tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM=N)
+# instead of cuBLAS (which, for Q8_0/Q4_0, first writes a dequantised bf16 copy of every matrix): off by
+# default until these rows say; TC=0 skips them.
+if [ "${TC:-1}" = 1 ]; then
     for dt in $DTYPES; do
         [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
-        echo "== llama-3.2-3b $dt, decode GEMVs unfused (LLM_CUDA_FUSE=0)"
-        LLM_CUDA_FUSE=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,4 --argmax 1 \
-            --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_unfused.txt"
+        echo "== llama-3.2-3b $dt, tensor-core weight GEMM (LLM_CUDA_TC_GEMM=256)"
+        LLM_CUDA_TC_GEMM=256 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 8,32,128,256 \
+            --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_tc_gemm.txt"
     done
 fi
 
@@ -76,25 +70,14 @@ if [ "${PDL:-1}" = 1 ]; then
     done
 fi
 
-# Q8_0 / Q4_0 GEMVs on int8 activations (dp4a) instead of float ones: off by default until this row says.
-if [ "${DP4A:-1}" = 1 ]; then
-    for dt in q8_0 q4_0; do
-        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
-        echo "== llama-3.2-3b $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
-        LLM_CUDA_GEMV_DP4A=1 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,2,4,8 \
-            --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_dp4a.txt"
-    done
-fi
-
-# Products of 8-256 tokens on the tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM=N)
-# instead of cuBLAS (which, for Q8_0/Q4_0, first writes a dequantised bf16 copy of every matrix): off by
-# default until these rows say; TC=0 skips them.
-if [ "${TC:-1}" = 1 ]; then
+# The decode GEMVs unfused (LLM_CUDA_FUSE=0: RMSNorm, RoPE + KV write and SwiGLU as kernels of their own), to
+# show what folding them into the QKV and gate|up GEMVs buys; FUSE=0 skips this.
+if [ "${FUSE:-1}" = 1 ]; then
     for dt in $DTYPES; do
         [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
-        echo "== llama-3.2-3b $dt, tensor-core weight GEMM (LLM_CUDA_TC_GEMM=256)"
-        LLM_CUDA_TC_GEMM=256 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 8,32,128,256 \
-            --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_tc_gemm.txt"
+        echo "== llama-3.2-3b $dt, decode GEMVs unfused (LLM_CUDA_FUSE=0)"
+        LLM_CUDA_FUSE=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,4 --argmax 1 \
+            --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_unfused.txt"
     done
 fi
 
@@ -105,6 +88,23 @@ if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${LOGITS:-1}" = 1 ]; then
     echo "== llama-3.2-3b bf16, every row's logits copied to the host (--argmax 0)"
     "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32,128,256 --argmax 0 \
         --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_logits.txt"
+fi
+
+# Q8_0 / Q4_0 GEMVs on int8 activations (dp4a) instead of float ones: off by default until this row says.
+if [ "${DP4A:-1}" = 1 ]; then
+    for dt in q8_0 q4_0; do
+        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
+        echo "== llama-3.2-3b $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
+        LLM_CUDA_GEMV_DP4A=1 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,2,4,8 \
+            --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_dp4a.txt"
+    done
+fi
+
+# The same decode steps launched kernel by kernel, to show what the CUDA Graphs buy.
+if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
+    echo "== llama-3.2-3b bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"
+    LLM_CUDA_GRAPHS=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32 --argmax 1 \
+        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
 fi
 
 # One-token GEMV shapes in the model (LLM_CUDA_GEMV_SHAPE=RxU: R rows per warp, U loads in flight; the
