@@ -56,7 +56,7 @@ static inline void cu_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem
 /* Kernel launch written once for both builds (k may be a pointer to a __global__ function). */
 #define CU_LAUNCH(k, grid, block, smem, stream, ...) \
     cu_launch((k), dim3(grid), dim3(block), (size_t)(smem), (stream), __VA_ARGS__)
-#define CU_DYN_SMEM(name) extern __shared__ float name[]
+#define CU_DYN_SMEM(name) extern __shared__ __align__(128) float name[] /* wmma needs 32-byte aligned tiles */
 #endif
 #include <stdarg.h>
 #include <stdint.h>
