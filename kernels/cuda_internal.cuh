@@ -172,7 +172,7 @@ void cuda_gemv_norm_qkv_rope(const cu_mat *W, const float *x, int ldx, int n, co
  * y[t*ldy + r] (+)= sum_k W[r][k] * xa[t*K + k], xa the activations rounded to 16 bits (bf16, or f16 for F16
  * weights); `part` holds cuda_tcgemm_scratch(W, n, sms) bytes (NULL when that is 0). */
 int    cuda_tcgemm_ok(const cu_mat *W);
-int    cuda_tcgemm_splits(const cu_mat *W, int sms);
+int    cuda_tcgemm_splits(const cu_mat *W, int n, int sms);
 size_t cuda_tcgemm_scratch(const cu_mat *W, int n, int sms);
 void   cuda_tcgemm(const cu_mat *W, const void *xa, int n, float *y, int ldy, int accumulate, float *part, int sms,
                    cudaStream_t st);

@@ -14,10 +14,10 @@
  * shared memory beside the activations (rounded to 16 bits once per call by to_half_kernel, as for
  * cuBLAS), and each warp runs 16x16x16 wmma products with float accumulation; the next stage's global
  * loads are issued before the current stage's products, so they are in flight meanwhile. When W has few
- * row blocks (3,072 rows: 48), K is split over gridDim.y blocks so the grid covers the SMs twice; their
- * partial sums go to scratch and tg_reduce_kernel adds them in a fixed order (no atomics: the result does
- * not vary from run to run). The split depends only on the matrix shape and the SM count, never on the
- * number of tokens. */
+ * row blocks (3,072 rows: 48 for up to 64 tokens), K is split over gridDim.y blocks so the grid covers the
+ * SMs twice; their partial sums go to scratch and tg_reduce_kernel adds them in a fixed order (no atomics:
+ * the result does not vary from run to run). More tokens are more blocks, so fewer splits (and a scratch
+ * that stays small). */
 #include "cuda_internal.cuh"
 
 #ifndef CU_EMULATE
@@ -240,17 +240,17 @@ int cuda_tcgemm_ok(const cu_mat *W)
            W->cols % TG_BK == 0 && W->row_bytes % 16 == 0 && ((uintptr_t)W->w & 15) == 0;
 }
 
-int cuda_tcgemm_splits(const cu_mat *W, int sms)
+int cuda_tcgemm_splits(const cu_mat *W, int n, int sms)
 {
-    int row_blocks = (W->rows + TG_M - 1) / TG_M, stages = W->cols / TG_BK;
-    int s = (2 * (sms > 0 ? sms : 1) + row_blocks - 1) / row_blocks; /* cover the SMs twice */
-    int cap = stages / 2 < 16 ? stages / 2 : 16;                       /* >= 2 stages a split (prefetch) */
+    int blocks = (W->rows + TG_M - 1) / TG_M * ((n + TG_NMAX - 1) / TG_NMAX), stages = W->cols / TG_BK;
+    int s = (2 * (sms > 0 ? sms : 1) + blocks - 1) / blocks; /* cover the SMs twice */
+    int cap = stages / 2 < 16 ? stages / 2 : 16;              /* >= 2 stages a split (prefetch) */
     return s > cap ? (cap > 1 ? cap : 1) : s;
 }
 
 size_t cuda_tcgemm_scratch(const cu_mat *W, int n, int sms)
 {
-    int s = cuda_tcgemm_splits(W, sms);
+    int s = cuda_tcgemm_splits(W, n, sms);
     return s > 1 ? (size_t)s * (size_t)n * (size_t)W->rows * sizeof(float) : 0;
 }
 
@@ -272,7 +272,7 @@ void cuda_tcgemm(const cu_mat *W, const void *xa, int n, float *y, int ldy, int 
                  cudaStream_t st)
 {
     const uint16_t *x = (const uint16_t *)xa;
-    int S = cuda_tcgemm_splits(W, sms);
+    int S = cuda_tcgemm_splits(W, n, sms);
     switch (W->type) {
     case LLM_F16:  tg_launch<LLM_F16, __half>(W, x, n, y, ldy, accumulate, part, S, st); break;
     case LLM_BF16: tg_launch<LLM_BF16, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st); break;

@@ -178,7 +178,7 @@ int main(int argc, char **argv)
                                         bad = 1;
                             cases++;
                             failed += bad;
-                            int S = path == 0 && mm.tc_max >= n && cuda_tcgemm_ok(&W) ? cuda_tcgemm_splits(&W, mm.sms) : 0;
+                            int S = path == 0 && mm.tc_max >= n && cuda_tcgemm_ok(&W) ? cuda_tcgemm_splits(&W, n, mm.sms) : 0;
                             if (bad || (n == 17 && si == 0 && acc == 1))
                                 printf("%-4s %3dx%-3d n=%-3d %-6s split %-2d %s: worst |diff| / limit %.3f%s%s%s\n",
                                        tname(type), sh.R, sh.K, n, path == 0 ? "tc" : "cublas", S,
