@@ -45,6 +45,9 @@ static void cu_destroy(llm_backend *b)
     cudaSetDevice(st->device);
     if (st->stream != NULL)
         cudaStreamSynchronize(st->stream);
+    if (st->graphs.stats && (st->launches_b1 > 0 || st->launches_bn > 0))
+        fprintf(stderr, "cuda: kernel launches per decode step (a cuBLAS call counts one, the sampler apart): "
+                "%ld at 1 token, %ld at %d tokens\n", st->launches_b1, st->launches_bn, st->bn);
     for (int k = 0; k < 2 && (st->stage_timing || st->stage_events); k++) {
         if (st->stage_steps[k] == 0)
             continue;
@@ -548,6 +551,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         cudaEventRecord(st->ev[0], s);
         st->n_ev = 1;
     }
+    const long launches0 = cu_launches;
     cuda_embed(&st->tok_embd, sp->d_tok, st->x, n, s);
     if (stage_check(st, "embedding", -1, err))
         return -1;
@@ -625,6 +629,12 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
             cuda_argmax(st->logits, c->vocab_size, sp->nw, st->am_ids, st->am_lp, s);
         if (stage_check(st, "classifier", -1, err))
             return -1;
+    }
+    if (sp->plan.q_tile == 1 && n == 1) /* a decode step (every item one token) */
+        st->launches_b1 = cu_launches - launches0;
+    else if (sp->plan.q_tile == 1 && n >= st->bn) {
+        st->launches_bn = cu_launches - launches0;
+        st->bn = n;
     }
     return 0;
 }

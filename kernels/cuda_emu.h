@@ -71,6 +71,9 @@ void  cu_emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> bo
 typedef struct cu_emu_stream *cudaStream_t;
 void  cu_emu_launch_on(cudaStream_t s, dim3 grid, dim3 block, size_t smem, std::function<void()> body);
 
+inline int cu_pdl = 0;       /* LLM_CUDA_PDL: read by the backend, nothing to change here */
+inline long cu_launches = 0; /* kernels launched (or captured) so far, for LLM_CUDA_STATS */
+
 /* Arguments are converted to the kernel's parameter types and copied when the launch is made, as
  * CUDA does: a captured launch must not read an argument expression (e.g. `*ti` through a pointer to a
  * caller's local) again when the graph replays. */
@@ -78,6 +81,7 @@ template <typename... P, typename... A>
 static inline void cu_emu_launch_args(cudaStream_t s, dim3 grid, dim3 block, size_t smem, void (*k)(P...),
                                       A &&...args)
 {
+    cu_launches++;
     std::tuple<typename std::decay<P>::type...> frozen(std::forward<A>(args)...);
     cu_emu_launch_on(s, grid, block, smem, [=]() { std::apply(k, frozen); });
 }
@@ -86,7 +90,6 @@ static inline void cu_emu_launch_args(cudaStream_t s, dim3 grid, dim3 block, siz
 #define CU_DYN_SMEM(name) float *name = cu_emu_dyn_smem()
 /* Blocks and launches run one after another here: programmatic dependent launch has nothing to overlap. */
 #define CU_PDL_ENTRY() do { } while (0)
-inline int cu_pdl = 0; /* LLM_CUDA_PDL: read by the backend, nothing to change here */
 
 /* ---- device intrinsics ---- */
 template <typename T> static inline T __ldg(const T *p) { return *p; }

@@ -33,10 +33,12 @@
         asm volatile("griddepcontrol.wait;" ::: "memory");        \
         asm volatile("griddepcontrol.launch_dependents;" :::);    \
     } while (0)
-inline int cu_pdl = 0; /* set once by the backend (cuda_backend.cu) from LLM_CUDA_PDL */
+inline int cu_pdl = 0;       /* set once by the backend (cuda_backend.cu) from LLM_CUDA_PDL */
+inline long cu_launches = 0; /* kernels launched (or captured) so far, for LLM_CUDA_STATS */
 template <typename... P, typename... A>
 static inline void cu_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A &&...args)
 {
+    cu_launches++;
     if (!cu_pdl) {
         k<<<grid, block, smem, st>>>(std::forward<A>(args)...);
         return;
@@ -306,6 +308,10 @@ typedef struct {
     double  stage_ms[2][CU_MAX_STAGES];
     const char *stage_name[CU_MAX_STAGES];
     long    stage_steps[2];
+    /* LLM_CUDA_STATS: launches one decode step enqueued (cuBLAS calls counted as one), at 1 token and at the
+     * most tokens seen */
+    long    launches_b1, launches_bn;
+    int     bn;
     int     stage_kind;
     /* LLM_CUDA_EVENTS=1: the same table from CUDA events recorded after each stage, no synchronisation in
      * between (graphs off): GPU time per stage with the kernels queued back to back, launch gaps included

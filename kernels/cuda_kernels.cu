@@ -903,6 +903,7 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
         s = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, R, n, K, &one, A, ht, K, c->act16, ht, K, beta, y,
                          CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
+    cu_launches++; /* a cuBLAS call, counted as one launch */
     if (s != CUBLAS_STATUS_SUCCESS) {
         snprintf(msg, msg_len, "cuda backend: cublasGemmEx (%dx%dx%d, %s) failed with status %d", R, n, K,
                  W->type == LLM_F32 ? "f32" : "half", (int)s);
