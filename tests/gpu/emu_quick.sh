@@ -6,7 +6,8 @@
 #  2. stories260K F32 against the CPU backend: greedy ids, logits (GEMV path), a mixed multi-sequence batch;
 #  3. a Llama-3-style head_dim-128 model (tests/gpu/emu_hf_model.py): the decode attention kernel (one
 #     split: its direct output) and the tensor-core prefill attention, f16 KV;
-#  4. decode through CUDA Graphs (emulated capture and replay) with the on-device argmax;
+#  4. decode through CUDA Graphs (emulated capture and replay) with the on-device argmax, through the fused
+#     decode GEMVs (the launch count per step says so);
 #  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too;
 #  6. the matrix products of 2-130 tokens against a host reference (tensor-core weight GEMM and cuBLAS path)
 #     and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM).
@@ -53,8 +54,12 @@ check "stories260K f32 vs the CPU backend" env LLM_CUDA_KV=f32 "$E/parity_logits
     --gen 8 --chunk 8 --max-diff 1e-4 --min-top1 1
 check "head_dim 128: decode and tensor-core prefill attention, f16 kv" "$E/parity_logits" --model "$W/hf128" \
     --positions 40 --gen 4 --chunk 8 --max-diff 1e-1 --min-top1 0.98
-check "decode through CUDA Graphs + on-device argmax" env LLM_CUDA_KV=f32 CU_EMU_SMS=64 "$E/parity_logits" \
-    --model "$S260" --gen 2 --only-graph 1 --graph-cycles 2 --max-diff 1e-4 --min-top1 1
+# Decode through graphs; the fused decode GEMVs really run there: a batch-1 step of stories260K (5 layers) is 6 launches a layer
+# + 4 (34), not the 10 + 4 (54) of the unfused kernels (LLM_CUDA_STATS=1 counts them).
+check "decode through CUDA Graphs + on-device argmax, fused decode GEMVs" bash -c "out=\$(LLM_CUDA_STATS=1 \
+    LLM_CUDA_KV=f32 CU_EMU_SMS=64 '$E/parity_logits' --model '$S260' --gen 2 --only-graph 1 --graph-cycles 2 \
+    --max-diff 1e-4 --min-top1 1 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
+    echo \"\$out\" | grep -q 'kernel launches per decode step.*: 34 at 1 token'"
 check "the scheduler over both backends (sampled requests on the device)" env LLM_CUDA_KV=f32 "$E/sched_parity" \
     --model "$S260" --gen 12 --max-lp-diff 1e-4 --min-sampled 7
 echo "emulated CUDA, quick set: $fails failed"
