@@ -306,7 +306,7 @@ static int cu_init(llm_backend *b, llm_err *err)
     st->fuse = !(fu != NULL && strcmp(fu, "0") == 0);
     /* Programmatic dependent launch for every kernel (see cuda_internal.cuh); off by default until measured. */
     const char *pdl = getenv("LLM_CUDA_PDL");
-    cu_pdl = pdl != NULL && strcmp(pdl, "1") == 0;
+    cuda_set_pdl(pdl != NULL && strcmp(pdl, "1") == 0);
     const char *tc = getenv("LLM_CUDA_TC_GEMM");
     st->mm.tc_max = tc != NULL ? atoi(tc) : 0;
     st->mm.sms = st->n_sms;

@@ -27,7 +27,8 @@
  * the next kernel in the stream be scheduled before this one has finished, so its blocks fill the SMs the
  * tail of this one leaves idle and its launch latency is hidden. Every kernel starts with CU_PDL_ENTRY:
  * wait until the previous kernel in the stream has finished and its writes are visible (so nothing is read
- * or written early), then allow the next one to launch. Without the attribute both are no-ops. */
+ * or written early), then allow the next one to launch. Without the attribute both are no-ops. The GEMVs
+ * and the tensor-core GEMM start their weight loads (which no kernel writes) before it. */
 #define CU_PDL_ENTRY()                                            \
     do {                                                          \
         asm volatile("griddepcontrol.wait;" ::: "memory");        \
@@ -137,6 +138,8 @@ int  cuda_gemv_ok(const cu_mat *W, int ldx);
 int  cuda_gemv_shape_ok(int r, int u);
 void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
                cudaStream_t st);
+/* Programmatic dependent launch on or off for every later launch (LLM_CUDA_PDL; cuda_kernels.cu). */
+void cuda_set_pdl(int on);
 /* Dispatches GEMV vs cuBLAS vs the tensor-core GEMM. x == NULL: the activations are already in c->act16
  * in 16 bits (only where cuda_mm_act16 says so; written by cuda_rmsnorm_act16 / cuda_swiglu_act16).
  * Returns 0, or -1 with msg filled. */

@@ -124,17 +124,43 @@ __device__ __forceinline__ void gemv_store(float (&acc)[NT], float *y, int ldy, 
     }
 }
 
+/* With programmatic dependent launch (LLM_CUDA_PDL=1), a GEMV warp asks L2 for its weight row before it
+ * waits for the previous kernel: the weights do not depend on it, so they stream in during its tail. */
+#ifndef CU_EMULATE
+__constant__ int cu_dev_pdl;
+#endif
+__device__ __forceinline__ void pdl_prefetch_row(const uint8_t *row, size_t bytes, int lane)
+{
+#ifndef CU_EMULATE
+    if (!cu_dev_pdl)
+        return;
+    for (size_t o = (size_t)lane * 128; o < bytes; o += 32 * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(row + o));
+#else
+    (void)row, (void)bytes, (void)lane;
+#endif
+}
+
+void cuda_set_pdl(int on)
+{
+    cu_pdl = on;
+#ifndef CU_EMULATE
+    cudaMemcpyToSymbol(cu_dev_pdl, &on, sizeof on);
+#endif
+}
+
 template <int T, int NT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_vec_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int ldy, int accumulate)
 {
-    CU_PDL_ENTRY();
     constexpr int E = wchunk<T>::E;
     int lane = threadIdx.x & 31;
     int r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     if (r >= W.rows)
         return; /* whole warp: r is uniform across it */
     const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
+    pdl_prefetch_row(row, W.row_bytes, lane);
+    CU_PDL_ENTRY();
     float acc[NT];
 #pragma unroll
     for (int t = 0; t < NT; t++)
@@ -214,7 +240,6 @@ template <int T, int NT, int EPI>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_fused_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f)
 {
-    CU_PDL_ENTRY();
     constexpr int E = wchunk<T>::E;
     const int lane = threadIdx.x & 31, p = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     if (p >= W.rows / 2)
@@ -234,6 +259,9 @@ gemv_fused_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f
     }
     const uint8_t *wa_row = (const uint8_t *)W.w + (size_t)ra * W.row_bytes;
     const uint8_t *wb_row = (const uint8_t *)W.w + (size_t)rb * W.row_bytes;
+    pdl_prefetch_row(wa_row, W.row_bytes, lane);
+    pdl_prefetch_row(wb_row, W.row_bytes, lane);
+    CU_PDL_ENTRY(); /* nothing above read memory another kernel writes */
     float acc[2][NT], ss[NT];
 #pragma unroll
     for (int t = 0; t < NT; t++)

@@ -154,7 +154,6 @@ template <int T, typename HT, int NT>
 __global__ void __launch_bounds__(TG_THREADS)
 tg_kernel(cu_mat W, const uint16_t *__restrict__ xa, int n, float *y, int ldy, int accumulate, float *part)
 {
-    CU_PDL_ENTRY();
     using namespace nvcuda;
     CU_DYN_SMEM(smem);
     HT *Ws = (HT *)smem, *Xs = Ws + TG_M * TG_LD;
@@ -171,10 +170,11 @@ tg_kernel(cu_mat W, const uint16_t *__restrict__ xa, int n, float *y, int ldy, i
         wmma::fill_fragment(acc[j], 0.0f);
     uint4 wv[tg_w<T>::N], xv[NT];
     float wd[tg_w<T>::N];
-    if (s0 < s1) {
-        tg_w<T>::fetch(W, r0, s0 * TG_BK, wv, wd);
+    if (s0 < s1)
+        tg_w<T>::fetch(W, r0, s0 * TG_BK, wv, wd); /* the weights: before the wait (see CU_PDL_ENTRY) */
+    CU_PDL_ENTRY();
+    if (s0 < s1)
         tg_fetch_x<NT>(xa, K, n, t0, s0 * TG_BK, xv);
-    }
     for (int s = s0; s < s1; s++) {
         tg_w<T>::store(wv, wd, Ws);
 #pragma unroll
