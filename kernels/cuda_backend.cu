@@ -298,8 +298,6 @@ static int cu_init(llm_backend *b, llm_err *err)
             fprintf(stderr, "cuda: LLM_CUDA_GEMV_SHAPE=%s is not one of 1x4 1x8 1x12 2x2 2x4 4x2: ignored\n", sh);
         }
     }
-    /* Tensor-core weight-only GEMM for GEMV_MAX < n <= N tokens (cuda_tcgemm.cu); off by default until the
-     * H200 has measured it against cuBLAS (bench/gpu_decode.sh runs it beside). */
     /* RMSNorm + QKV + RoPE + KV write and RMSNorm + gate|up + SwiGLU as one GEMV each where the GEMV takes
      * the step (cuda_gemv_fused_ok); LLM_CUDA_FUSE=0 launches them one by one as before. */
     const char *fu = getenv("LLM_CUDA_FUSE");
@@ -307,6 +305,8 @@ static int cu_init(llm_backend *b, llm_err *err)
     /* Programmatic dependent launch for every kernel (see cuda_internal.cuh); off by default until measured. */
     const char *pdl = getenv("LLM_CUDA_PDL");
     cuda_set_pdl(pdl != NULL && strcmp(pdl, "1") == 0);
+    /* Tensor-core weight-only GEMM for GEMV_MAX < n <= N tokens (cuda_tcgemm.cu); off by default until the
+     * H200 has measured it against cuBLAS (bench/gpu_decode.sh runs it beside). */
     const char *tc = getenv("LLM_CUDA_TC_GEMM");
     st->mm.tc_max = tc != NULL ? atoi(tc) : 0;
     st->mm.sms = st->n_sms;
@@ -533,11 +533,77 @@ static int act16_fail(cu_state *st, llm_err *err, const char *what)
     return -1;
 }
 
+/* x -> RMSNorm -> QKV -> RoPE on q, k and v into the paged cache: one fused GEMV where the GEMV takes the
+ * step; else the norm (writing the 16-bit activations when cuBLAS / the tensor-core GEMM reads them), the
+ * product and rope_kv_kernel. */
+static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L, int l, llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
+    const int n = sp->n;
+    if (st->fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
+        cuda_gemv_norm_qkv_rope(&L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv, st->qkv_ld,
+                                &sp->ti, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads, c->n_kv_heads,
+                                (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
+        return stage_check(st, "norm + qkv", l, err);
+    }
+    if (L->qkv.n == 1 && cuda_mm_act16(&st->mm, &L->qkv.m[0], n)) {
+        if (cuda_rmsnorm_act16(&st->mm, &L->qkv.m[0], st->x, c->dim, L->attn_norm, n, c->norm_eps) != 0 ||
+            cuda_matmul(&st->mm, &L->qkv.m[0], NULL, 0, st->qkv, st->qkv_ld, n, 0, err->msg, sizeof(err->msg)))
+            return act16_fail(st, err, "qkv");
+    } else {
+        cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, st->stream);
+        if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
+            return -1;
+    }
+    if (stage_check(st, "norm + qkv", l, err))
+        return -1;
+    cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
+                       c->n_kv_heads, (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
+    return stage_check(st, "rope + kv write", l, err);
+}
+
+/* x += Wdown · SwiGLU(gate|up · RMSNorm(x)): the norm, product and SwiGLU as one fused GEMV where the GEMV
+ * takes the step; else the norm and the SwiGLU write 16-bit activations for cuBLAS / the tensor-core GEMM. */
+static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
+    int down16 = 0; /* the SwiGLU wrote the down projection's 16-bit activations */
+    if (st->fuse && L->gate_up.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
+        cuda_gemv_norm_swiglu(&L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h, c->hidden_dim,
+                              st->stream);
+        if (stage_check(st, "norm + gate/up", l, err))
+            return -1;
+    } else {
+        if (L->gate_up.n == 1 && cuda_mm_act16(&st->mm, &L->gate_up.m[0], n)) {
+            if (cuda_rmsnorm_act16(&st->mm, &L->gate_up.m[0], st->x, c->dim, L->ffn_norm, n, c->norm_eps) != 0 ||
+                cuda_matmul(&st->mm, &L->gate_up.m[0], NULL, 0, st->gu, st->gu_ld, n, 0, err->msg,
+                            sizeof(err->msg)) != 0)
+                return act16_fail(st, err, "gate/up");
+        } else {
+            cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, st->stream);
+            if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
+                return -1;
+        }
+        if (stage_check(st, "norm + gate/up", l, err))
+            return -1;
+        down16 = cuda_mm_act16(&st->mm, &L->down, n);
+        if (down16 ? cuda_swiglu_act16(&st->mm, &L->down, st->gu, st->gu_ld, n) != 0
+                   : (cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, st->stream), 0))
+            return act16_fail(st, err, "swiglu");
+        if (stage_check(st, "swiglu", l, err))
+            return -1;
+    }
+    if (cuda_matmul(&st->mm, &L->down, down16 ? NULL : st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg,
+                    sizeof(err->msg)))
+        return -1;
+    return stage_check(st, "down", l, err);
+}
+
 int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
     cudaStream_t s = st->stream;
-    int n = sp->n, bs = st->block_size;
+    int n = sp->n;
     if (st->stage_timing) {
         cudaStreamSynchronize(s);
         st->stage_t = now_ms();
@@ -557,31 +623,8 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         return -1;
     for (int l = 0; l < c->n_layers; l++) {
         const cu_layer *L = &st->layers[l];
-        int down16 = 0; /* the SwiGLU wrote the down projection's 16-bit activations */
-        if (st->fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
-            cuda_gemv_norm_qkv_rope(&L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv, st->qkv_ld,
-                                    &sp->ti, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
-                                    c->n_kv_heads, (int)c->rope_layout, &st->kv, l, bs, s);
-            if (stage_check(st, "norm + qkv", l, err))
-                return -1;
-        } else {
-            if (L->qkv.n == 1 && cuda_mm_act16(&st->mm, &L->qkv.m[0], n)) { /* the norm writes 16 bits */
-                if (cuda_rmsnorm_act16(&st->mm, &L->qkv.m[0], st->x, c->dim, L->attn_norm, n, c->norm_eps) != 0 ||
-                    cuda_matmul(&st->mm, &L->qkv.m[0], NULL, 0, st->qkv, st->qkv_ld, n, 0, err->msg,
-                                sizeof(err->msg)) != 0)
-                    return act16_fail(st, err, "qkv");
-            } else {
-                cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
-                if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
-                    return -1;
-            }
-            if (stage_check(st, "norm + qkv", l, err))
-                return -1;
-            cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2,
-                               c->n_heads, c->n_kv_heads, (int)c->rope_layout, &st->kv, l, bs, s);
-            if (stage_check(st, "rope + kv write", l, err))
-                return -1;
-        }
+        if (layer_attention_in(st, sp, L, l, err) != 0)
+            return -1;
         cuda_attention(&sp->plan, sp->d_items, st->qkv, st->qkv_ld, &sp->ti, &st->kv, l, st->ws, st->att, n, s);
         if (stage_check(st, "attention", l, err))
             return -1;
@@ -589,35 +632,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
             return -1;
         if (stage_check(st, "output projection", l, err))
             return -1;
-        if (st->fuse && L->gate_up.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
-            cuda_gemv_norm_swiglu(&L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h,
-                                  c->hidden_dim, s);
-            if (stage_check(st, "norm + gate/up", l, err))
-                return -1;
-        } else {
-            if (L->gate_up.n == 1 && cuda_mm_act16(&st->mm, &L->gate_up.m[0], n)) {
-                if (cuda_rmsnorm_act16(&st->mm, &L->gate_up.m[0], st->x, c->dim, L->ffn_norm, n, c->norm_eps) != 0 ||
-                    cuda_matmul(&st->mm, &L->gate_up.m[0], NULL, 0, st->gu, st->gu_ld, n, 0, err->msg,
-                                sizeof(err->msg)) != 0)
-                    return act16_fail(st, err, "gate/up");
-            } else {
-                cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
-                if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
-                    return -1;
-            }
-            if (stage_check(st, "norm + gate/up", l, err))
-                return -1;
-            down16 = cuda_mm_act16(&st->mm, &L->down, n);
-            if (down16 ? cuda_swiglu_act16(&st->mm, &L->down, st->gu, st->gu_ld, n) != 0
-                       : (cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, s), 0))
-                return act16_fail(st, err, "swiglu");
-            if (stage_check(st, "swiglu", l, err))
-                return -1;
-        }
-        if (cuda_matmul(&st->mm, &L->down, down16 ? NULL : st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg,
-                        sizeof(err->msg)))
-            return -1;
-        if (stage_check(st, "down", l, err))
+        if (layer_ffn(st, L, l, n, err) != 0)
             return -1;
     }
     if (sp->nw > 0) {
