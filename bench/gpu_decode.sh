@@ -47,12 +47,16 @@ fi
 # Products of 8-256 tokens on the tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM=N)
 # instead of cuBLAS (which, for Q8_0/Q4_0, first writes a dequantised bf16 copy of every matrix): off by
 # default until these rows say; TC=0 skips them.
+# Decode rows of the preset in dtype $1 under the environment $2 ("VAR=value ..."), batches $3, into file $4.
+decode_rows() {
+    [ -f "$WORK/llama-3.2-3b-$1.gguf" ] || return 0
+    env $2 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$1.gguf" --batches "$3" --argmax 1 --prompt 128 \
+        --steps 32 --prefill "" 2>&1 | tee "$RES/$4"
+}
 if [ "${TC:-1}" = 1 ]; then
     for dt in $DTYPES; do
-        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
         echo "== llama-3.2-3b $dt, tensor-core weight GEMM (LLM_CUDA_TC_GEMM=256)"
-        LLM_CUDA_TC_GEMM=256 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 8,32,128,256 \
-            --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_tc_gemm.txt"
+        decode_rows "$dt" LLM_CUDA_TC_GEMM=256 8,32,128,256 "gpu_decode_${dt}_tc_gemm.txt"
     done
 fi
 
@@ -60,13 +64,9 @@ fi
 # and with the tensor-core weight GEMM; off by default until these rows say. PDL=0 skips them.
 if [ "${PDL:-1}" = 1 ]; then
     for dt in $DTYPES; do
-        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
         echo "== llama-3.2-3b $dt, programmatic dependent launch (LLM_CUDA_PDL=1), then with LLM_CUDA_TC_GEMM=256"
-        LLM_CUDA_PDL=1 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,32 --argmax 1 \
-            --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_pdl.txt"
-        LLM_CUDA_PDL=1 LLM_CUDA_TC_GEMM=256 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" \
-            --batches 32,128 --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | grep "^decode" |
-            tee "$RES/gpu_decode_${dt}_pdl_tc.txt"
+        decode_rows "$dt" LLM_CUDA_PDL=1 1,32 "gpu_decode_${dt}_pdl.txt"
+        decode_rows "$dt" "LLM_CUDA_PDL=1 LLM_CUDA_TC_GEMM=256" 32,128 "gpu_decode_${dt}_pdl_tc.txt" | grep "^decode"
     done
 fi
 
@@ -74,10 +74,8 @@ fi
 # show what folding them into the QKV and gate|up GEMVs buys; FUSE=0 skips this.
 if [ "${FUSE:-1}" = 1 ]; then
     for dt in $DTYPES; do
-        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
         echo "== llama-3.2-3b $dt, decode GEMVs unfused (LLM_CUDA_FUSE=0)"
-        LLM_CUDA_FUSE=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,4 --argmax 1 \
-            --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_unfused.txt"
+        decode_rows "$dt" LLM_CUDA_FUSE=0 1,4 "gpu_decode_${dt}_unfused.txt"
     done
 fi
 
@@ -93,10 +91,8 @@ fi
 # Q8_0 / Q4_0 GEMVs on int8 activations (dp4a) instead of float ones: off by default until this row says.
 if [ "${DP4A:-1}" = 1 ]; then
     for dt in q8_0 q4_0; do
-        [ -f "$WORK/llama-3.2-3b-$dt.gguf" ] || continue
         echo "== llama-3.2-3b $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
-        LLM_CUDA_GEMV_DP4A=1 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$dt.gguf" --batches 1,2,4,8 \
-            --argmax 1 --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_${dt}_dp4a.txt"
+        decode_rows "$dt" LLM_CUDA_GEMV_DP4A=1 1,2,4,8 "gpu_decode_${dt}_dp4a.txt"
     done
 fi
 

@@ -524,6 +524,7 @@ static void stage_events_collect(cu_state *st)
     st->n_ev = 0;
 }
 
+
 /* A 16-bit activation write or its product failed: out of device memory for the scratch, or a cuBLAS error
  * already in err->msg. */
 static int act16_fail(cu_state *st, llm_err *err, const char *what)
@@ -531,6 +532,22 @@ static int act16_fail(cu_state *st, llm_err *err, const char *what)
     if (st->mm.nomem)
         llm_err_set(err, "cuda backend: out of device memory for the %s activations", what);
     return -1;
+}
+
+/* out = S · RMSNorm(x) for n tokens: the norm writes the 16-bit activations the product reads where it goes
+ * through cuBLAS / the tensor-core GEMM, else a float copy the GEMV (or a set of several matrices) reads. */
+static int norm_product(cu_state *st, const cu_matset *S, const float *norm, float *out, int ld, int n,
+                        const char *what, llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
+    if (S->n == 1 && cuda_mm_act16(&st->mm, &S->m[0], n)) {
+        if (cuda_rmsnorm_act16(&st->mm, &S->m[0], st->x, c->dim, norm, n, c->norm_eps) != 0 ||
+            cuda_matmul(&st->mm, &S->m[0], NULL, 0, out, ld, n, 0, err->msg, sizeof(err->msg)) != 0)
+            return act16_fail(st, err, what);
+        return 0;
+    }
+    cuda_rmsnorm(st->x, c->dim, norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, st->stream);
+    return mm_set(st, S, st->xn, c->dim, out, ld, n, err);
 }
 
 /* x -> RMSNorm -> QKV -> RoPE on q, k and v into the paged cache: one fused GEMV where the GEMV takes the
@@ -546,16 +563,8 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
                                 (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
         return stage_check(st, "norm + qkv", l, err);
     }
-    if (L->qkv.n == 1 && cuda_mm_act16(&st->mm, &L->qkv.m[0], n)) {
-        if (cuda_rmsnorm_act16(&st->mm, &L->qkv.m[0], st->x, c->dim, L->attn_norm, n, c->norm_eps) != 0 ||
-            cuda_matmul(&st->mm, &L->qkv.m[0], NULL, 0, st->qkv, st->qkv_ld, n, 0, err->msg, sizeof(err->msg)))
-            return act16_fail(st, err, "qkv");
-    } else {
-        cuda_rmsnorm(st->x, c->dim, L->attn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, st->stream);
-        if (mm_set(st, &L->qkv, st->xn, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
-            return -1;
-    }
-    if (stage_check(st, "norm + qkv", l, err))
+    if (norm_product(st, &L->qkv, L->attn_norm, st->qkv, st->qkv_ld, n, "qkv", err) != 0 ||
+        stage_check(st, "norm + qkv", l, err))
         return -1;
     cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
                        c->n_kv_heads, (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
@@ -574,17 +583,8 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
         if (stage_check(st, "norm + gate/up", l, err))
             return -1;
     } else {
-        if (L->gate_up.n == 1 && cuda_mm_act16(&st->mm, &L->gate_up.m[0], n)) {
-            if (cuda_rmsnorm_act16(&st->mm, &L->gate_up.m[0], st->x, c->dim, L->ffn_norm, n, c->norm_eps) != 0 ||
-                cuda_matmul(&st->mm, &L->gate_up.m[0], NULL, 0, st->gu, st->gu_ld, n, 0, err->msg,
-                            sizeof(err->msg)) != 0)
-                return act16_fail(st, err, "gate/up");
-        } else {
-            cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, st->stream);
-            if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
-                return -1;
-        }
-        if (stage_check(st, "norm + gate/up", l, err))
+        if (norm_product(st, &L->gate_up, L->ffn_norm, st->gu, st->gu_ld, n, "gate/up", err) != 0 ||
+            stage_check(st, "norm + gate/up", l, err))
             return -1;
         down16 = cuda_mm_act16(&st->mm, &L->down, n);
         if (down16 ? cuda_swiglu_act16(&st->mm, &L->down, st->gu, st->gu_ld, n) != 0

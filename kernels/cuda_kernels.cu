@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "cuda_internal.cuh"
 
 #define GEMV_WARPS 4
@@ -363,28 +365,25 @@ static void gemv_fused(const cu_mat *W, const float *x, int ldx, int n, cu_gemv_
         g.ti.pos = f.ti.pos + t0;
         g.ti.tab = f.ti.tab + t0;
         const float *xs = x + (size_t)t0 * ldx;
-        switch (nt) {
-        case 1: gemv_fused_nt<EPI, 1>(W, xs, ldx, &g, st); break;
-        case 2: gemv_fused_nt<EPI, 2>(W, xs, ldx, &g, st); break;
-        case 3: gemv_fused_nt<EPI, 3>(W, xs, ldx, &g, st); break;
-        case 4: gemv_fused_nt<EPI, 4>(W, xs, ldx, &g, st); break;
-        case 5: gemv_fused_nt<EPI, 5>(W, xs, ldx, &g, st); break;
-        case 6: gemv_fused_nt<EPI, 6>(W, xs, ldx, &g, st); break;
-        case 7: gemv_fused_nt<EPI, 7>(W, xs, ldx, &g, st); break;
-        default: gemv_fused_nt<EPI, 8>(W, xs, ldx, &g, st); break;
-        }
+        with_nt(nt, [&](auto k) { gemv_fused_nt<EPI, decltype(k)::value>(W, xs, ldx, &g, st); });
     }
 }
 
-void cuda_gemv_norm_swiglu(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps, float *h,
-                           int ldh, cudaStream_t st)
+static cu_gemv_fuse fuse_base(const float *norm, float eps, float *out, int ldo)
 {
     cu_gemv_fuse f;
     memset(&f, 0, sizeof f);
     f.norm = norm;
     f.eps = eps;
-    f.out = h;
-    f.ldo = ldh;
+    f.out = out;
+    f.ldo = ldo;
+    return f;
+}
+
+void cuda_gemv_norm_swiglu(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps, float *h,
+                           int ldh, cudaStream_t st)
+{
+    cu_gemv_fuse f = fuse_base(norm, eps, h, ldh);
     f.hidden = W->rows / 2;
     gemv_fused<GF_SWIGLU>(W, x, ldx, n, f, st);
 }
@@ -395,12 +394,7 @@ void cuda_gemv_norm_qkv_rope(const cu_mat *W, const float *x, int ldx, int n, co
                              int block_size, cudaStream_t st)
 {
     size_t es = kv->kv16 ? 2 : 4;
-    cu_gemv_fuse f;
-    memset(&f, 0, sizeof f);
-    f.norm = norm;
-    f.eps = eps;
-    f.out = qkv;
-    f.ldo = ld;
+    cu_gemv_fuse f = fuse_base(norm, eps, qkv, ld);
     f.ti = *ti;
     f.cos_t = cos_t;
     f.sin_t = sin_t;
@@ -513,6 +507,22 @@ int cuda_gemv_ok(const cu_mat *W, int ldx)
     return W->row_bytes % 16 == 0 && ((uintptr_t)W->w & 15) == 0 && ldx % 4 == 0;
 }
 
+/* f(std::integral_constant<int, NT>()) for NT = nt (1 .. CU_GEMV_MAX_TOKENS): the token count as a template
+ * argument for the GEMV kernels. */
+template <typename F> static void with_nt(int nt, F f)
+{
+    switch (nt) {
+    case 1: f(std::integral_constant<int, 1>()); break;
+    case 2: f(std::integral_constant<int, 2>()); break;
+    case 3: f(std::integral_constant<int, 3>()); break;
+    case 4: f(std::integral_constant<int, 4>()); break;
+    case 5: f(std::integral_constant<int, 5>()); break;
+    case 6: f(std::integral_constant<int, 6>()); break;
+    case 7: f(std::integral_constant<int, 7>()); break;
+    default: f(std::integral_constant<int, 8>()); break;
+    }
+}
+
 template <int NT>
 static void gemv_launch(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int acc, cudaStream_t st)
 {
@@ -538,16 +548,7 @@ void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int 
         int nt = n - t0 < CU_GEMV_MAX_TOKENS ? n - t0 : CU_GEMV_MAX_TOKENS;
         const float *xs = x + (size_t)t0 * ldx;
         float *ys = y + (size_t)t0 * ldy;
-        switch (nt) {
-        case 1: gemv_launch<1>(W, xs, ldx, ys, ldy, accumulate, st); break;
-        case 2: gemv_launch<2>(W, xs, ldx, ys, ldy, accumulate, st); break;
-        case 3: gemv_launch<3>(W, xs, ldx, ys, ldy, accumulate, st); break;
-        case 4: gemv_launch<4>(W, xs, ldx, ys, ldy, accumulate, st); break;
-        case 5: gemv_launch<5>(W, xs, ldx, ys, ldy, accumulate, st); break;
-        case 6: gemv_launch<6>(W, xs, ldx, ys, ldy, accumulate, st); break;
-        case 7: gemv_launch<7>(W, xs, ldx, ys, ldy, accumulate, st); break;
-        default: gemv_launch<8>(W, xs, ldx, ys, ldy, accumulate, st); break;
-        }
+        with_nt(nt, [&](auto k) { gemv_launch<decltype(k)::value>(W, xs, ldx, ys, ldy, accumulate, st); });
     }
 }
 
@@ -760,16 +761,7 @@ static void gemv_dp4a(const cu_mm_ctx *c, const cu_mat *W, const float *x, int l
         float *ys = y + (size_t)t0 * ldy;
         if (nt == 1 && c->shape_r > 0 && gemv_dp4a_shape(c, W, ys, accumulate))
             continue;
-        switch (nt) {
-        case 1: gemv_dp4a_launch<1>(c, W, ys, ldy, accumulate); break;
-        case 2: gemv_dp4a_launch<2>(c, W, ys, ldy, accumulate); break;
-        case 3: gemv_dp4a_launch<3>(c, W, ys, ldy, accumulate); break;
-        case 4: gemv_dp4a_launch<4>(c, W, ys, ldy, accumulate); break;
-        case 5: gemv_dp4a_launch<5>(c, W, ys, ldy, accumulate); break;
-        case 6: gemv_dp4a_launch<6>(c, W, ys, ldy, accumulate); break;
-        case 7: gemv_dp4a_launch<7>(c, W, ys, ldy, accumulate); break;
-        default: gemv_dp4a_launch<8>(c, W, ys, ldy, accumulate); break;
-        }
+        with_nt(nt, [&](auto k) { gemv_dp4a_launch<decltype(k)::value>(c, W, ys, ldy, accumulate); });
     }
 }
 
