@@ -44,9 +44,10 @@ if [ "${PEER_HF:-1}" = 1 ]; then
         tail -2 | tee "$RES/peer_transformers.txt"
 fi
 
-# Products of 8-256 tokens on the tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM=N)
-# instead of cuBLAS (which, for Q8_0/Q4_0, first writes a dequantised bf16 copy of every matrix): off by
-# default until these rows say; TC=0 skips them.
+# The tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM=N) against cuBLAS: by default it
+# takes Q8_0/Q4_0 products of up to 64 tokens (cuBLAS would first write a dequantised bf16 copy of every
+# matrix) and no BF16 ones. Rows: every dtype with it up to 256 tokens, and the quantised ones without it
+# (LLM_CUDA_TC_GEMM=0: dequantise + cuBLAS, as before). TC=0 skips them.
 # Decode rows of the preset in dtype $1 under the environment $2 ("VAR=value ..."), batches $3, into file $4.
 decode_rows() {
     [ -f "$WORK/llama-3.2-3b-$1.gguf" ] || return 0
@@ -57,6 +58,11 @@ if [ "${TC:-1}" = 1 ]; then
     for dt in $DTYPES; do
         echo "== llama-3.2-3b $dt, tensor-core weight GEMM (LLM_CUDA_TC_GEMM=256)"
         decode_rows "$dt" LLM_CUDA_TC_GEMM=256 8,32,128,256 "gpu_decode_${dt}_tc_gemm.txt"
+    done
+    for dt in $DTYPES; do
+        [ "$dt" = bf16 ] && continue
+        echo "== llama-3.2-3b $dt, no tensor-core weight GEMM (LLM_CUDA_TC_GEMM=0: dequantise + cuBLAS)"
+        decode_rows "$dt" LLM_CUDA_TC_GEMM=0 8,32,128 "gpu_decode_${dt}_no_tc_gemm.txt"
     done
 fi
 

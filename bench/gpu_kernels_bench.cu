@@ -243,7 +243,7 @@ static void bench_matrices(const shape &sh, cu_mm_ctx *mm)
             /* cuBLAS, then the tensor-core weight-only GEMM (LLM_CUDA_TC_GEMM) with its output checked
              * against cuBLAS's: largest |diff| over the largest |y| */
             for (int tc = 0; tc < 2; tc++) {
-                mm->tc_max = tc ? 1 << 20 : 0;
+                mm->tc_max = mm->tc_max_q = tc ? 1 << 20 : 0;
                 printf(tc ? " tc-gemm" : " cublas");
                 for (int n : { 8, 16, 32, 64, 128, 256 }) {
                     if (cuda_matmul_reserve(mm, &W, n) != 0) {
@@ -257,9 +257,9 @@ static void bench_matrices(const shape &sh, cu_mm_ctx *mm)
                     std::vector<float> got(cnt), want(cnt);
                     CK(cudaMemcpy(got.data(), y, cnt * 4, cudaMemcpyDeviceToHost));
                     if (tc) {
-                        mm->tc_max = 0;
+                        mm->tc_max = mm->tc_max_q = 0;
                         cuda_matmul(mm, &W, x, m.cols, y, m.rows, n, 0, msg, sizeof msg);
-                        mm->tc_max = 1 << 20;
+                        mm->tc_max = mm->tc_max_q = 1 << 20;
                         CK(cudaMemcpy(want.data(), y, cnt * 4, cudaMemcpyDeviceToHost));
                         double d = 0.0, big = 0.0;
                         for (size_t i = 0; i < cnt; i++) {
@@ -271,7 +271,7 @@ static void bench_matrices(const shape &sh, cu_mm_ctx *mm)
                     printf(";");
                 }
             }
-            mm->tc_max = 0;
+            mm->tc_max = mm->tc_max_q = 0;
             printf("\n");
             cudaFree((void *)W.w);
             cudaFree((void *)W.scales);

@@ -305,10 +305,13 @@ static int cu_init(llm_backend *b, llm_err *err)
     /* Programmatic dependent launch for every kernel (see cuda_internal.cuh); off by default until measured. */
     const char *pdl = getenv("LLM_CUDA_PDL");
     cuda_set_pdl(pdl != NULL && strcmp(pdl, "1") == 0);
-    /* Tensor-core weight-only GEMM for GEMV_MAX < n <= N tokens (cuda_tcgemm.cu); off by default until the
-     * H200 has measured it against cuBLAS (bench/gpu_decode.sh runs it beside). */
+    /* Tensor-core weight-only GEMM for GEMV_MAX < n <= N tokens (cuda_tcgemm.cu). On by default up to 64
+     * tokens for Q8_0/Q4_0 only: there the alternative writes a dequantised bf16 copy of each matrix every
+     * call (~18 ms a step at any batch on the H200); for BF16/F16 cuBLAS stays until the H200 has measured
+     * it (bench/gpu_decode.sh runs both). LLM_CUDA_TC_GEMM=N sets the limit for all (0: off). */
     const char *tc = getenv("LLM_CUDA_TC_GEMM");
     st->mm.tc_max = tc != NULL ? atoi(tc) : 0;
+    st->mm.tc_max_q = tc != NULL ? atoi(tc) : 64;
     st->mm.sms = st->n_sms;
     const char *dp = getenv("LLM_CUDA_GEMV_DP4A");
     if (dp != NULL && strcmp(dp, "1") == 0) { /* off by default until measured against the float GEMV */

@@ -126,9 +126,10 @@ typedef struct {
     /* LLM_CUDA_GEMV_SHAPE=RxU: one-token F16/BF16 GEMVs with R rows per warp and U loads in flight per lane
      * (0 = the default kernel); for measuring shapes in the model (cuda_gemv_shape_ok lists them) */
     int            shape_r, shape_u;
-    /* LLM_CUDA_TC_GEMM=N: BF16/F16/Q8_0/Q4_0 products of more tokens than the GEMV takes, up to N, on the
-     * tensor-core weight-only GEMM (cuda_tcgemm.cu) instead of cuBLAS; 0 = off */
-    int            tc_max;
+    /* Products of more tokens than the GEMV takes, up to this many, on the tensor-core weight-only GEMM
+     * (cuda_tcgemm.cu) instead of cuBLAS: tc_max for BF16/F16 weights (default 0: off), tc_max_q for Q8_0/Q4_0
+     * (default 64); LLM_CUDA_TC_GEMM=N sets both */
+    int            tc_max, tc_max_q;
     int            sms;        /* the device's SM count (the GEMM's K split) */
     float         *tc_part;    /* its partial sums when K is split */
     size_t         tc_part_bytes;

@@ -852,7 +852,8 @@ int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
 
 int cuda_mm_use_tc(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
-    return n <= c->tc_max && !cuda_mm_use_gemv(c, W, n) && cuda_tcgemm_ok(W);
+    int q = W->type == LLM_Q8_0 || W->type == LLM_Q4_0;
+    return n <= (q ? c->tc_max_q : c->tc_max) && !cuda_mm_use_gemv(c, W, n) && cuda_tcgemm_ok(W);
 }
 
 int cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n)

@@ -90,7 +90,7 @@ check "stories260K q8_0 (cpu quantises activations)" --model "$W/s260-q8_0.gguf"
 check "stories260K q4_0 (cpu quantises activations)" --model "$W/s260-q4_0.gguf" --positions 48 --gen 16 --chunk 20 --max-diff 0.6 --min-top1 0.95
 # LLM_CUDA_TC_GEMM=64: steps of 2-64 tokens through the tensor-core weight-only GEMM (cuda_tcgemm.cu) instead
 # of cuBLAS, same rounding of the activations, the weights dequantised in shared memory: the same bounds as
-# the cuBLAS checks. The head_dim-128 model's widths (192, 320, 768) are multiples of 64, so every matrix
+# the cuBLAS checks (for Q8_0/Q4_0 it is the default, so the stories260K q8_0/q4_0 checks above use it too). The head_dim-128 model's widths (192, 320, 768) are multiples of 64, so every matrix
 # takes it; stories260K's hidden width (172) is not, so its down projection stays on cuBLAS beside it.
 for dt in q8_0 q4_0; do
     "$B/llm-engine" gen-model --from "$W/hf128" --dtype $dt --out "$W/hf128-$dt.gguf" >/dev/null 2>&1 || exit 1
@@ -131,7 +131,7 @@ check_graph() { # name, expect (replays|fallback), args...
     fi
 }
 LLM_CUDA_KV=f32 check_graph "stories260K f32, decode through graphs" replays --model "$S260" --graph-cycles 10 --max-diff 1e-4 --min-top1 1
-check_graph "stories260K q8_0, decode through graphs (dequantised cuBLAS captured)" replays --model "$W/s260-q8_0.gguf" --graph-cycles 3 --max-diff 0.5 --min-top1 0.95
+check_graph "stories260K q8_0, decode through graphs (tensor-core GEMM and dequantised cuBLAS captured)" replays --model "$W/s260-q8_0.gguf" --graph-cycles 3 --max-diff 0.5 --min-top1 0.95
 LLM_CUDA_TC_GEMM=64 check_graph "head_dim-128 q4_0, decode through graphs (tensor-core weight GEMM captured)" replays --model "$W/hf128-q4_0.gguf" --graph-cycles 2 --max-diff 0.6 --min-top1 0.95
 # The scheduler end to end on both backends (tests/gpu/sched_parity.c): mixed steps, then decode steps
 # through graphs with the plain-greedy rows as on-device argmax ids and every other row sampled on the

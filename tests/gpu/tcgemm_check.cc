@@ -145,7 +145,7 @@ int main(int argc, char **argv)
                 for (int path = 0; path < 2; path++)       /* 0: tensor-core GEMM, 1: cuBLAS */
                     for (int si = 0; si < (path == 0 ? 3 : 1); si += path == 0 && quick ? 2 : 1)
                         for (int acc = 0; acc < 2; acc++) {
-                            mm.tc_max = path == 0 ? 1024 : 0;
+                            mm.tc_max = mm.tc_max_q = path == 0 ? 1024 : 0;
                             mm.sms = sms_list[si];
                             char msg[256] = "";
                             cudaMemcpy(dy, y0.data(), y0.size() * 4, cudaMemcpyHostToDevice);
