@@ -14,17 +14,23 @@ WORK=${WORK:-/tmp/llm_gpu_bench}
 RES=${OUT:-$WORK}
 DTYPES=${DTYPES:-"bf16 q8_0 q4_0"}
 BATCHES=${BATCHES:-1,8,32,128,256}
+# A dry run of this script anywhere (e.g. under the CPU emulation of CUDA: LLM_CUDA_LIB=...emu.so PRESET=tiny
+# PROMPT=8 STEPS=2 PREFILL=1x16 BATCHES=1,8 PEER=0 PEER_HF=0) takes these; the figures need the defaults.
+PRESET=${PRESET:-llama-3.2-3b}
+PROMPT=${PROMPT:-128}
+STEPS=${STEPS:-32}
+PREFILL=${PREFILL:-1x2048,8x512}
 mkdir -p "$WORK" "$RES"
 . tests/gpu/gpu_env.sh
 
 for dt in $DTYPES; do
-    model="$WORK/llama-3.2-3b-$dt.gguf"
+    model="$WORK/$PRESET-$dt.gguf"
     if [ ! -f "$model" ]; then
-        "$B/llm-engine" gen-model --preset llama-3.2-3b --dtype "$dt" --out "$model" || { echo "error: gen-model $dt"; continue; }
+        "$B/llm-engine" gen-model --preset "$PRESET" --dtype "$dt" --out "$model" || { echo "error: gen-model $dt"; continue; }
     fi
-    echo "== llama-3.2-3b $dt"
-    "$B/bench/gpu_decode_bench" --model "$model" --batches "$BATCHES" --argmax 1 --prompt 128 --steps 32 \
-        --prefill 1x2048,8x512 2>&1 | tee "$RES/gpu_decode_$dt.txt"
+    echo "== $PRESET $dt"
+    "$B/bench/gpu_decode_bench" --model "$model" --batches "$BATCHES" --argmax 1 --prompt "$PROMPT" --steps "$STEPS" \
+        --prefill "$PREFILL" 2>&1 | tee "$RES/gpu_decode_$dt.txt"
 done
 
 # The peers right after our main rows (same run, same machine state), before the optional experiments.
@@ -44,24 +50,25 @@ if [ "${PEER_HF:-1}" = 1 ]; then
         tail -2 | tee "$RES/peer_transformers.txt"
 fi
 
+# Decode rows of the preset in dtype $1 under the environment $2 ("VAR=value ..."), batches $3, into file $4.
+decode_rows() {
+    [ -f "$WORK/$PRESET-$1.gguf" ] || return 0
+    env $2 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-$1.gguf" --batches "$3" --argmax 1 --prompt "$PROMPT" \
+        --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/$4"
+}
+
 # The tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM=N) against cuBLAS: by default it
 # takes Q8_0/Q4_0 products of up to 64 tokens (cuBLAS would first write a dequantised bf16 copy of every
 # matrix) and no BF16 ones. Rows: every dtype with it up to 256 tokens, and the quantised ones without it
 # (LLM_CUDA_TC_GEMM=0: dequantise + cuBLAS, as before). TC=0 skips them.
-# Decode rows of the preset in dtype $1 under the environment $2 ("VAR=value ..."), batches $3, into file $4.
-decode_rows() {
-    [ -f "$WORK/llama-3.2-3b-$1.gguf" ] || return 0
-    env $2 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-$1.gguf" --batches "$3" --argmax 1 --prompt 128 \
-        --steps 32 --prefill "" 2>&1 | tee "$RES/$4"
-}
 if [ "${TC:-1}" = 1 ]; then
     for dt in $DTYPES; do
-        echo "== llama-3.2-3b $dt, tensor-core weight GEMM (LLM_CUDA_TC_GEMM=256)"
+        echo "== $PRESET $dt, tensor-core weight GEMM (LLM_CUDA_TC_GEMM=256)"
         decode_rows "$dt" LLM_CUDA_TC_GEMM=256 8,32,128,256 "gpu_decode_${dt}_tc_gemm.txt"
     done
     for dt in $DTYPES; do
         [ "$dt" = bf16 ] && continue
-        echo "== llama-3.2-3b $dt, no tensor-core weight GEMM (LLM_CUDA_TC_GEMM=0: dequantise + cuBLAS)"
+        echo "== $PRESET $dt, no tensor-core weight GEMM (LLM_CUDA_TC_GEMM=0: dequantise + cuBLAS)"
         decode_rows "$dt" LLM_CUDA_TC_GEMM=0 8,32,128 "gpu_decode_${dt}_no_tc_gemm.txt"
     done
 fi
@@ -70,7 +77,7 @@ fi
 # and with the tensor-core weight GEMM; off by default until these rows say. PDL=0 skips them.
 if [ "${PDL:-1}" = 1 ]; then
     for dt in $DTYPES; do
-        echo "== llama-3.2-3b $dt, programmatic dependent launch (LLM_CUDA_PDL=1), then with LLM_CUDA_TC_GEMM=256"
+        echo "== $PRESET $dt, programmatic dependent launch (LLM_CUDA_PDL=1), then with LLM_CUDA_TC_GEMM=256"
         decode_rows "$dt" LLM_CUDA_PDL=1 1,32 "gpu_decode_${dt}_pdl.txt"
         decode_rows "$dt" "LLM_CUDA_PDL=1 LLM_CUDA_TC_GEMM=256" 32,128 "gpu_decode_${dt}_pdl_tc.txt" | grep "^decode"
     done
@@ -80,7 +87,7 @@ fi
 # show what folding them into the QKV and gate|up GEMVs buys; FUSE=0 skips this.
 if [ "${FUSE:-1}" = 1 ]; then
     for dt in $DTYPES; do
-        echo "== llama-3.2-3b $dt, decode GEMVs unfused (LLM_CUDA_FUSE=0)"
+        echo "== $PRESET $dt, decode GEMVs unfused (LLM_CUDA_FUSE=0)"
         decode_rows "$dt" LLM_CUDA_FUSE=0 1,4 "gpu_decode_${dt}_unfused.txt"
     done
 fi
@@ -88,42 +95,42 @@ fi
 # Decode with every row's logits copied to the host (the engine's plain forward, as `generate` and
 # requests that need the whole row use it); the main rows above keep the argmax on the device, as the
 # server runs greedy requests and as the peer does.
-if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${LOGITS:-1}" = 1 ]; then
-    echo "== llama-3.2-3b bf16, every row's logits copied to the host (--argmax 0)"
-    "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32,128,256 --argmax 0 \
-        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_logits.txt"
+if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${LOGITS:-1}" = 1 ]; then
+    echo "== $PRESET bf16, every row's logits copied to the host (--argmax 0)"
+    "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32,128,256 --argmax 0 \
+        --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_logits.txt"
 fi
 
 # Q8_0 / Q4_0 GEMVs on int8 activations (dp4a) instead of float ones: off by default until this row says.
 if [ "${DP4A:-1}" = 1 ]; then
     for dt in q8_0 q4_0; do
-        echo "== llama-3.2-3b $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
+        echo "== $PRESET $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
         decode_rows "$dt" LLM_CUDA_GEMV_DP4A=1 1,2,4,8 "gpu_decode_${dt}_dp4a.txt"
     done
 fi
 
 # The same decode steps launched kernel by kernel, to show what the CUDA Graphs buy.
-if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
-    echo "== llama-3.2-3b bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"
-    LLM_CUDA_GRAPHS=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32 --argmax 1 \
-        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
+if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
+    echo "== $PRESET bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"
+    LLM_CUDA_GRAPHS=0 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32 --argmax 1 \
+        --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
 fi
 
 # One-token GEMV shapes in the model (LLM_CUDA_GEMV_SHAPE=RxU: R rows per warp, U loads in flight; the
 # default kernel is about 1x4), batch 1 bf16 through graphs with on-device argmax; SHAPES="" skips it.
-if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ -n "${SHAPES-1x8 1x12 2x4 4x2}" ]; then
-    echo "== llama-3.2-3b bf16, batch 1, GEMV shapes (LLM_CUDA_GEMV_SHAPE)"
+if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ -n "${SHAPES-1x8 1x12 2x4 4x2}" ]; then
+    echo "== $PRESET bf16, batch 1, GEMV shapes (LLM_CUDA_GEMV_SHAPE)"
     for shp in ${SHAPES-1x8 1x12 2x4 4x2}; do
         echo "-- $shp"
-        LLM_CUDA_GEMV_SHAPE=$shp "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1 \
-            --argmax 1 --prompt 128 --steps 64 --prefill "" 2>&1 | grep "^decode"
+        LLM_CUDA_GEMV_SHAPE=$shp "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1 \
+            --argmax 1 --prompt "$PROMPT" --steps $((2 * STEPS)) --prefill "" 2>&1 | grep "^decode"
     done | tee "$RES/gpu_decode_bf16_gemv_shapes.txt"
-    if [ -f "$WORK/llama-3.2-3b-q4_0.gguf" ]; then
-        echo "== llama-3.2-3b q4_0, batch 1, int8-activation GEMV shapes (LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_SHAPE)"
+    if [ -f "$WORK/$PRESET-q4_0.gguf" ]; then
+        echo "== $PRESET q4_0, batch 1, int8-activation GEMV shapes (LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_SHAPE)"
         for shp in ${SHAPES-1x8 1x12 2x4 4x2}; do
             echo "-- $shp"
             LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_SHAPE=$shp "$B/bench/gpu_decode_bench" \
-                --model "$WORK/llama-3.2-3b-q4_0.gguf" --batches 1 --argmax 1 --prompt 128 --steps 64 --prefill "" 2>&1 |
+                --model "$WORK/$PRESET-q4_0.gguf" --batches 1 --argmax 1 --prompt "$PROMPT" --steps $((2 * STEPS)) --prefill "" 2>&1 |
                 grep "^decode"
         done | tee "$RES/gpu_decode_q4_0_dp4a_shapes.txt"
     fi
@@ -131,22 +138,22 @@ fi
 
 # Decode with every row sampled on the device (temperature 0.8, top-p 0.95, 5 logprobs: kernels/cuda_sample.cu),
 # as the server runs sampled requests since the device sampler exists; compare with the argmax rows above.
-if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${SAMPLE:-1}" = 1 ]; then
-    echo "== llama-3.2-3b bf16, sampled on the device (--sample 1)"
-    "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 1,32,128,256 --sample 1 \
-        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_sample.txt"
+if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${SAMPLE:-1}" = 1 ]; then
+    echo "== $PRESET bf16, sampled on the device (--sample 1)"
+    "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32,128,256 --sample 1 \
+        --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_sample.txt"
 fi
 
 # Decode attention through the tiled (prefill-shaped) kernel instead of the register kernel: what it buys.
-if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
-    echo "== llama-3.2-3b bf16, decode attention through the tiled kernel (LLM_CUDA_ATT_DECODE=0)"
-    LLM_CUDA_ATT_DECODE=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches 32,256 \
-        --prompt 128 --steps 32 --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_tiled_attention.txt"
+if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
+    echo "== $PRESET bf16, decode attention through the tiled kernel (LLM_CUDA_ATT_DECODE=0)"
+    LLM_CUDA_ATT_DECODE=0 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 32,256 \
+        --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_tiled_attention.txt"
 fi
 
 # Prefill attention through the scalar tiled kernel instead of the tensor-core one (attention_tc_kernel).
-if [ -f "$WORK/llama-3.2-3b-bf16.gguf" ] && [ "${ATT_SCALAR:-1}" = 1 ]; then
-    echo "== llama-3.2-3b bf16, prefill 1x2048 with the scalar attention (LLM_CUDA_ATT_TC=0)"
-    LLM_CUDA_ATT_TC=0 "$B/bench/gpu_decode_bench" --model "$WORK/llama-3.2-3b-bf16.gguf" --batches "" \
-        --prompt 128 --steps 32 --prefill 1x2048 2>&1 | tee "$RES/gpu_decode_bf16_scalar_prefill_attention.txt"
+if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${ATT_SCALAR:-1}" = 1 ]; then
+    echo "== $PRESET bf16, prefill 1x2048 with the scalar attention (LLM_CUDA_ATT_TC=0)"
+    LLM_CUDA_ATT_TC=0 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches "" \
+        --prompt "$PROMPT" --steps "$STEPS" --prefill "${PREFILL%%,*}" 2>&1 | tee "$RES/gpu_decode_bf16_scalar_prefill_attention.txt"
 fi

@@ -18,7 +18,7 @@ if ldd "$B/libllm_cuda.so" | grep -q "not found"; then
     done
     ldd "$B/libllm_cuda.so" | grep "not found" && echo "warning: CUDA libraries still missing"
 fi
-export LLM_CUDA_LIB="$PWD/$B/libllm_cuda.so"
+export LLM_CUDA_LIB="${LLM_CUDA_LIB:-$PWD/$B/libllm_cuda.so}" # preset: a dry run under the emulation
 SH=../shared
 [ -d "$SH/models" ] || SH=shared
 [ -d "$SH/models" ] || SH="$B/shared"
