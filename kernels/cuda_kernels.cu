@@ -412,6 +412,21 @@ void cuda_gemv_norm_qkv_rope(const cu_mat *W, const float *x, int ldx, int n, co
 /* One token, F16/BF16 weights, another shape of work (LLM_CUDA_GEMV_SHAPE=RxU, cu_mm_ctx.shape_r/u):
  * R rows per warp, U 16-byte chunks of each row loaded before any is used. The default kernel is about
  * R=1, U=4; bench/gpu_kernels_bench (part designs) times the shapes alone, this runs them in the model. */
+/* The shape kernels' helpers: a warp's j-th row, clamped to the last one (past it: loaded, never stored),
+ * and the store of its R sums (y (+)= each, rows past the matrix skipped). */
+__device__ __forceinline__ int shape_row(const cu_mat &W, int r) { return r < W.rows ? r : W.rows - 1; }
+
+template <int R>
+__device__ __forceinline__ void shape_store(float (&acc)[R], float *y, int r0, int rows, int accumulate, int lane)
+{
+#pragma unroll
+    for (int j = 0; j < R; j++) {
+        float v = warp_sum(acc[j]);
+        if (lane == 0 && r0 + j < rows)
+            y[r0 + j] = accumulate ? y[r0 + j] + v : v;
+    }
+}
+
 template <int T, int R, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 gemv_shape_kernel(cu_mat W, const float *__restrict__ x, float *y, int accumulate)
@@ -431,7 +446,7 @@ gemv_shape_kernel(cu_mat W, const float *__restrict__ x, float *y, int accumulat
         for (int j = 0; j < R; j++)
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                int c = c0 + 32 * u, r = r0 + j < W.rows ? r0 + j : W.rows - 1;
+                int c = c0 + 32 * u, r = shape_row(W, r0 + j);
                 const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
                 wv[j][u] = c < nch ? __ldg((const uint4 *)row + c) : make_uint4(0u, 0u, 0u, 0u);
             }
@@ -457,12 +472,7 @@ gemv_shape_kernel(cu_mat W, const float *__restrict__ x, float *y, int accumulat
             }
         }
     }
-#pragma unroll
-    for (int j = 0; j < R; j++) {
-        float v = warp_sum(acc[j]);
-        if (lane == 0 && r0 + j < W.rows)
-            y[r0 + j] = accumulate ? y[r0 + j] + v : v;
-    }
+    shape_store<R>(acc, y, r0, W.rows, accumulate, lane);
 }
 
 template <int T, int R, int U>
@@ -672,7 +682,7 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
         for (int j = 0; j < R; j++)
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                int c = c0 + 32 * u, r = r0 + j < W.rows ? r0 + j : W.rows - 1;
+                int c = c0 + 32 * u, r = shape_row(W, r0 + j);
                 const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
                 int blk = T == LLM_Q8_0 ? c / 2 : c;
                 wv[j][u] = c < nch ? __ldg((const uint4 *)(row + (size_t)c * 16)) : make_uint4(0u, 0u, 0u, 0u);
@@ -713,12 +723,7 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
             }
         }
     }
-#pragma unroll
-    for (int j = 0; j < R; j++) {
-        float v = warp_sum(acc[j]);
-        if (lane == 0 && r0 + j < W.rows)
-            y[r0 + j] = accumulate ? y[r0 + j] + v : v;
-    }
+    shape_store<R>(acc, y, r0, W.rows, accumulate, lane);
 }
 
 /* 1 when the shape switch took the one-token int8 GEMV (after quant_act_kernel filled c->xq / c->xds). */
