@@ -11,12 +11,41 @@
 
 #include "cuda_emu.h"
 
+/* Switching between fibers: glibc's swapcontext saves and restores the signal mask with a system call on
+ * every switch, which made the emulation spend half its time in the kernel. On x86-64 a switch is instead
+ * the callee-saved registers, the SSE/x87 control words and the stack pointer (the System V ABI's view of
+ * a call), in cu_emu_ctx_switch below; ucontext stays for other CPUs and under AddressSanitizer, which
+ * follows swapcontext but not a hand-made switch. */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define EMU_FAST_SWITCH 1
+extern "C" void cu_emu_ctx_switch(void **save_sp, void *new_sp);
+__asm__(".text\n"
+        ".globl cu_emu_ctx_switch\n"
+        ".hidden cu_emu_ctx_switch\n"
+        ".type cu_emu_ctx_switch,@function\n"
+        "cu_emu_ctx_switch:\n"
+        "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n    pushq %r13\n    pushq %r14\n    pushq %r15\n"
+        "    subq $8, %rsp\n    stmxcsr (%rsp)\n    fnstcw 4(%rsp)\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    ldmxcsr (%rsp)\n    fldcw 4(%rsp)\n    addq $8, %rsp\n"
+        "    popq %r15\n    popq %r14\n    popq %r13\n    popq %r12\n    popq %rbx\n    popq %rbp\n"
+        "    ret\n"
+        ".size cu_emu_ctx_switch, .-cu_emu_ctx_switch\n");
+#else
+#define EMU_FAST_SWITCH 0
+#endif
+
 namespace {
 
 enum { READY, WAIT_BLOCK, WAIT_WARP, DONE };
 
 struct Fiber {
+#if EMU_FAST_SWITCH
+    void      *sp;   /* saved stack pointer while switched out */
+#else
     ucontext_t ctx;
+#endif
     unsigned   tid;
     int        state;
     unsigned   wait_gen;
@@ -26,7 +55,11 @@ struct Fiber {
 
 struct Block {
     std::vector<Fiber> f;
+#if EMU_FAST_SWITCH
+    void      *sched_sp;
+#else
     ucontext_t sched;
+#endif
     unsigned   n;
     dim3       bid, bdim, gdim;
     int        live, block_arrived;
@@ -49,6 +82,25 @@ void die(const char *what)
     fprintf(stderr, "cuda emulation: %s (block %u,%u,%u, thread %u)\n", what, B->bid.x, B->bid.y, B->bid.z,
             B->cur != NULL ? B->cur->tid : 0u);
     abort();
+}
+
+/* The running fiber gives the CPU back to run_block; run_block runs fiber f until it does. */
+void to_sched(Fiber *f)
+{
+#if EMU_FAST_SWITCH
+    cu_emu_ctx_switch(&f->sp, B->sched_sp);
+#else
+    swapcontext(&f->ctx, &B->sched);
+#endif
+}
+
+void to_fiber(Fiber *f)
+{
+#if EMU_FAST_SWITCH
+    cu_emu_ctx_switch(&B->sched_sp, f->sp);
+#else
+    swapcontext(&B->sched, &f->ctx);
+#endif
 }
 
 void entry()
@@ -80,7 +132,7 @@ void warp_barrier(int w)
     }
     f->state = WAIT_WARP;
     f->wait_gen = B->warp_gen[w];
-    swapcontext(&f->ctx, &B->sched);
+    to_sched(f);
 }
 
 void run_block()
@@ -97,7 +149,7 @@ void run_block()
                 continue;
             f.state = READY;
             B->cur = &f;
-            swapcontext(&B->sched, &f.ctx);
+            to_fiber(&f);
             progress = true;
         }
         if (all_done)
@@ -162,15 +214,42 @@ float fetch(cudaDataType_t t, const void *p, size_t i)
     }
 }
 
+#if EMU_FAST_SWITCH
+/* A fiber's first switch "returns" here: run the thread, then leave for good (it is DONE). */
+void fiber_start()
+{
+    entry();
+    Fiber *f = B->cur;
+    to_sched(f);
+    die("a finished fiber was resumed");
+}
+#endif
+
 __attribute__((noinline)) void setup_fiber(Fiber *f, unsigned t)
 {
     f->tid = t;
     f->state = READY;
+#if EMU_FAST_SWITCH
+    /* The stack as cu_emu_ctx_switch leaves it, from the top: a zero return address for fiber_start (16-byte
+     * aligned slot below it, as after a call), fiber_start as the address `ret` goes to, six zeroed
+     * callee-saved registers, then MXCSR and the x87 control word at their defaults. */
+    uintptr_t top = ((uintptr_t)stacks[t] + STACK) & ~(uintptr_t)15;
+    uint64_t *sp = (uint64_t *)(top - 16);
+    sp[1] = 0;
+    sp[0] = (uint64_t)(uintptr_t)&fiber_start;
+    sp -= 7;
+    for (int i = 1; i < 7; i++)
+        sp[i] = 0;
+    uint32_t ctl[2] = { 0x1f80u, 0x037fu };
+    memcpy(sp, ctl, sizeof(ctl));
+    f->sp = sp;
+#else
     getcontext(&f->ctx);
     f->ctx.uc_stack.ss_sp = stacks[t];
     f->ctx.uc_stack.ss_size = STACK;
     f->ctx.uc_link = &B->sched;
     makecontext(&f->ctx, entry, 0);
+#endif
 }
 
 } // namespace
@@ -192,7 +271,7 @@ void __syncthreads(void)
     }
     f->state = WAIT_BLOCK;
     f->wait_gen = B->block_gen;
-    swapcontext(&f->ctx, &B->sched);
+    to_sched(f);
 }
 
 float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
