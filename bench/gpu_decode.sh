@@ -6,6 +6,10 @@
 # does), then the two peers in the same run: the PyTorch + cuBLAS + CUDA Graph decoder
 # (../shared/peers/torch_cudagraph_decode.py, bf16, batch 1/32/128) and Hugging Face transformers' generate()
 # (bench/peer_transformers.py, bf16, batch 1/8; PEER_HF=0 skips it). Figures only, never pass/fail.
+# The backend times its product paths per batch size at start (kernel tuning, kernels/cuda_tune.cu): each
+# dtype's log shows every path's step time ("cuda: tune N tokens" lines); the choice is kept in
+# $WORK/tune-PRESET-DTYPE.txt for the later rows of the same dtype. Rows that set an LLM_CUDA_* path knob by
+# hand run without it.
 #   bench/gpu_decode.sh            env: DTYPES="bf16 q8_0 q4_0" BATCHES=1,8,32,128,256 BUILD=build-gpu
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +33,9 @@ for dt in $DTYPES; do
         "$B/llm-engine" gen-model --preset "$PRESET" --dtype "$dt" --out "$model" || { echo "error: gen-model $dt"; continue; }
     fi
     echo "== $PRESET $dt"
-    "$B/bench/gpu_decode_bench" --model "$model" --batches "$BATCHES" --argmax 1 --prompt "$PROMPT" --steps "$STEPS" \
-        --prefill "$PREFILL" 2>&1 | tee "$RES/gpu_decode_$dt.txt"
+    LLM_CUDA_TUNE_FILE="$WORK/tune-$PRESET-$dt.txt" "$B/bench/gpu_decode_bench" --model "$model" \
+        --batches "$BATCHES" --argmax 1 --prompt "$PROMPT" --steps "$STEPS" --prefill "$PREFILL" 2>&1 |
+        tee "$RES/gpu_decode_$dt.txt"
 done
 
 # The peers right after our main rows (same run, same machine state), before the optional experiments.
@@ -97,7 +102,7 @@ fi
 # server runs greedy requests and as the peer does.
 if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${LOGITS:-1}" = 1 ]; then
     echo "== $PRESET bf16, every row's logits copied to the host (--argmax 0)"
-    "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32,128,256 --argmax 0 \
+    LLM_CUDA_TUNE_FILE="$WORK/tune-$PRESET-bf16.txt" "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32,128,256 --argmax 0 \
         --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_logits.txt"
 fi
 
@@ -140,14 +145,14 @@ fi
 # as the server runs sampled requests since the device sampler exists; compare with the argmax rows above.
 if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${SAMPLE:-1}" = 1 ]; then
     echo "== $PRESET bf16, sampled on the device (--sample 1)"
-    "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32,128,256 --sample 1 \
+    LLM_CUDA_TUNE_FILE="$WORK/tune-$PRESET-bf16.txt" "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32,128,256 --sample 1 \
         --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_sample.txt"
 fi
 
 # Decode attention through the tiled (prefill-shaped) kernel instead of the register kernel: what it buys.
 if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
     echo "== $PRESET bf16, decode attention through the tiled kernel (LLM_CUDA_ATT_DECODE=0)"
-    LLM_CUDA_ATT_DECODE=0 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 32,256 \
+    LLM_CUDA_ATT_DECODE=0 LLM_CUDA_TUNE_FILE="$WORK/tune-$PRESET-bf16.txt" "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 32,256 \
         --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_tiled_attention.txt"
 fi
 

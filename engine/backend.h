@@ -33,6 +33,13 @@ typedef struct {
     /* CUDA: share of the device's total memory the backend may hold in all
      * (weights, scratch, KV pool) when kv_blocks is 0 (0 = 0.90). */
     float gpu_memory_fraction;
+    /* CUDA: time the product paths (GEMV, int8 GEMV, tensor-core GEMM, cuBLAS, fusion, GEMV shapes,
+     * programmatic dependent launch) on this device at start and keep the fastest per batch-size bucket
+     * (kernels/cuda_tune.cu): 0 = default (on), 1 on, -1 off; for batches of up to tune_max_batch tokens
+     * (0 = 256); tune_file (NULL = none) keeps the result between starts. */
+    int         kernel_tune;
+    int         tune_max_batch;
+    const char *tune_file;
 } llm_backend_opts;
 
 typedef struct llm_backend llm_backend;
@@ -86,6 +93,7 @@ struct llm_backend {
     int (*forward_device)(llm_backend *b, const llm_batch *batch, const llm_device_out *dv, float *logits,
                           llm_err *err);
     int device_sampling;  /* 1: forward_device takes LLM_ROW_SAMPLE rows (else ARGMAX only) */
+    double tune_s;        /* seconds init spent on kernel tuning (CUDA; 0 when it did not run) */
 };
 
 /* name: "cpu" (or "cuda" when built with it). NULL + err on failure. */

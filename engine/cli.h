@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "backend.h"
+
 typedef struct {
     int          argc;
     char       **argv;
@@ -17,6 +19,9 @@ long        llm_arg_long(const llm_args *a, const char *name, long def, long lo,
 double      llm_arg_double(const llm_args *a, const char *name, double def, double lo, double hi);
 /* Reject options not in the NULL-terminated list (value options end with '='). */
 int         llm_args_check(const llm_args *a, const char *const *known);
+/* --kernel-tune on|off and --kernel-tune-file PATH (the CUDA backend's kernel tuning) into o; -1 with a
+ * message on a bad value. */
+int         llm_kernel_tune_opts(const llm_args *a, llm_backend_opts *o);
 /* Directory holding the project's shared files (../shared beside the repo). */
 const char *llm_shared_dir(void);
 double      llm_now_sec(void);

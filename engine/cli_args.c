@@ -61,6 +61,22 @@ double llm_arg_double(const llm_args *a, const char *name, double def, double lo
     return v;
 }
 
+int llm_kernel_tune_opts(const llm_args *a, llm_backend_opts *o)
+{
+    const char *t = llm_arg_str(a, "kernel-tune");
+    if (t != NULL && strcmp(t, "on") != 0 && strcmp(t, "off") != 0) {
+        fprintf(stderr, "error: --kernel-tune must be on or off, got '%s'\n", t);
+        return -1;
+    }
+    o->kernel_tune = t == NULL ? 0 : strcmp(t, "on") == 0 ? 1 : -1;
+    o->tune_file = llm_arg_str(a, "kernel-tune-file");
+    if (o->tune_file != NULL && o->tune_file[0] == '\0') {
+        fprintf(stderr, "error: --kernel-tune-file needs a path\n");
+        return -1;
+    }
+    return 0;
+}
+
 int llm_args_check(const llm_args *a, const char *const *known)
 {
     for (int i = 0; i < a->argc; i++) {

@@ -44,7 +44,7 @@ static int parse_ids(const char *s, int vocab, int32_t **out)
 static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
-    "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "batch=", NULL,
+    "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=", "batch=", NULL,
 };
 
 int cli_generate(const llm_args *a)
@@ -126,6 +126,9 @@ int cli_generate(const llm_args *a)
     bo.kv_blocks = (n_prompt + max_tokens + bo.block_size - 1) / bo.block_size + 1;
     bo.device = (int)llm_arg_long(a, "device", 0, 0, 64);
     bo.gpu_memory_fraction = (float)llm_arg_double(a, "gpu-memory-fraction", 0.0, 0.0, 1.0);
+    if (llm_kernel_tune_opts(a, &bo) != 0)
+        goto out;
+    bo.tune_max_batch = 1; /* one sequence: every decode step is one token */
     const char *bname = llm_arg_str(a, "backend");
     be = llm_backend_create(bname != NULL ? bname : "cpu", m, &bo, &err);
     if (be == NULL) {

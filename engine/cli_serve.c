@@ -83,7 +83,7 @@ int cli_serve(const llm_args *a)
 {
     static const char *const known[] = {
         "model=", "tokenizer=", "shm=", "max-batch-size=", "preferred-batch-sizes=", "batch-timeout-ms=",
-        "max-batched-tokens=", "kv-blocks=", "block-size=", "threads=", "slots=", "backend=", "device=", "gpu-memory-fraction=",
+        "max-batched-tokens=", "kv-blocks=", "block-size=", "threads=", "slots=", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=",
         "shm-mode=", "max-waiting=", "stream-cap=", "no-supervise", "pid-file=", "redis=", "max-restarts=",
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
@@ -129,6 +129,9 @@ int cli_serve(const llm_args *a)
     bo.block_size = (int)llm_arg_long(a, "block-size", 16, 1, 1024);
     bo.device = (int)llm_arg_long(a, "device", 0, 0, 64);
     bo.gpu_memory_fraction = (float)llm_arg_double(a, "gpu-memory-fraction", 0.0, 0.0, 1.0);
+    if (llm_kernel_tune_opts(a, &bo) != 0)
+        return 2;
+    bo.tune_max_batch = sc->max_batch_size; /* decode steps never hold more tokens than that */
     const char *kvb = llm_arg_str(a, "kv-blocks");
     if (kvb == NULL || strcmp(kvb, "auto") == 0) {
         bo.kv_blocks = 0; /* resolved below from the model and the batch size */

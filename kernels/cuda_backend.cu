@@ -10,7 +10,8 @@
  * Environment: LLM_CUDA_KV=f32|f16 picks the KV-cache type (default f16, f32
  * for all-F32 models); LLM_CUDA_SYNC=1 checks for errors after every stage;
  * LLM_CUDA_GRAPHS=0 turns graphs off; LLM_CUDA_STATS=1 prints graph counters;
- * LLM_CUDA_EVENTS=1 times each stage with CUDA events (graphs off, no syncs). */
+ * LLM_CUDA_EVENTS=1 times each stage with CUDA events (graphs off, no syncs). Init ends with the kernel
+ * tuning (cuda_tune.cu), which picks the product paths per batch-size bucket on this device. */
 #include <limits.h>
 #include <time.h>
 #include <stdlib.h>
@@ -185,6 +186,50 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
 static int cu_forward_device(llm_backend *be, const llm_batch *b, const llm_device_out *am, float *logits,
                              llm_err *err);
 
+/* Kernel tuning (cuda_tune.cu): on unless opts or LLM_CUDA_TUNE=0 say off, a knob is set by hand (`hand`),
+ * or the stages are being timed; under the CPU emulation only when opts or LLM_CUDA_TUNE=1 ask for it. */
+static int tune_wanted(const llm_backend *b, const cu_state *st, const char *hand)
+{
+    const char *env = getenv("LLM_CUDA_TUNE");
+    int want = env != NULL ? strcmp(env, "0") != 0 : b->opts.kernel_tune >= 0;
+#ifdef CU_EMULATE
+    if (env == NULL) /* emulated steps are slow: only when asked for */
+        want = b->opts.kernel_tune > 0;
+#endif
+    if (want && hand != NULL) {
+        fprintf(stderr, "cuda: kernel tuning off: %s is set\n", hand);
+        return 0;
+    }
+    return want && !st->debug_sync && !st->stage_events;
+}
+
+/* Int8 activation buffers for the dp4a GEMV: when LLM_CUDA_GEMV_DP4A=1 asks for it, or for the tuner to try
+ * it on a model with Q8_0/Q4_0 weights. */
+static void alloc_dp4a(cu_state *st, int tune)
+{
+    int q = 0;
+    for (int l = 0; l < st->m->cfg.n_layers && !q; l++)
+        q = st->layers[l].down.type == LLM_Q8_0 || st->layers[l].down.type == LLM_Q4_0 ||
+            st->layers[l].wo.type == LLM_Q8_0 || st->layers[l].wo.type == LLM_Q4_0;
+    if (!st->mm.dp4a && !(tune && q))
+        return;
+    const llm_config *cf = &st->m->cfg;
+    int kmax = cf->dim > cf->hidden_dim ? cf->dim : cf->hidden_dim;
+    kmax = kmax > cf->n_heads * cf->head_dim ? kmax : cf->n_heads * cf->head_dim;
+    size_t nbq = (size_t)CU_GEMV_MAX_TOKENS * (size_t)kmax;
+    if (cudaMalloc((void **)&st->mm.xq, nbq) == cudaSuccess &&
+        cudaMalloc((void **)&st->mm.xds, nbq / LLM_QK * 2 * sizeof(float)) == cudaSuccess) {
+        st->mm.xq_k = kmax;
+        return;
+    }
+    cudaGetLastError();
+    cudaFree(st->mm.xq);
+    st->mm.xq = NULL;
+    if (st->mm.dp4a)
+        fprintf(stderr, "cuda: no memory for int8 activations: LLM_CUDA_GEMV_DP4A ignored\n");
+    st->mm.dp4a = st->tune.def.dp4a = 0;
+}
+
 static int cu_init(llm_backend *b, llm_err *err)
 {
     const llm_model *m = b->model;
@@ -302,31 +347,26 @@ static int cu_init(llm_backend *b, llm_err *err)
      * the step (cuda_gemv_fused_ok); LLM_CUDA_FUSE=0 launches them one by one as before. */
     const char *fu = getenv("LLM_CUDA_FUSE");
     st->fuse = !(fu != NULL && strcmp(fu, "0") == 0);
-    /* Programmatic dependent launch for every kernel (see cuda_internal.cuh); off by default until measured. */
+    /* Programmatic dependent launch for every kernel (see cuda_internal.cuh); off unless the tuner or
+     * LLM_CUDA_PDL=1 turns it on. */
     const char *pdl = getenv("LLM_CUDA_PDL");
     cuda_set_pdl(pdl != NULL && strcmp(pdl, "1") == 0);
-    /* Tensor-core weight-only GEMM for GEMV_MAX < n <= N tokens (cuda_tcgemm.cu). On by default up to 64
-     * tokens for Q8_0/Q4_0 only: there the alternative writes a dequantised bf16 copy of each matrix every
-     * call (~18 ms a step at any batch on the H200); for BF16/F16 cuBLAS stays until the H200 has measured
-     * it (bench/gpu_decode.sh runs both). LLM_CUDA_TC_GEMM=N sets the limit for all (0: off). */
+    /* Tensor-core weight-only GEMM for GEMV_MAX < n <= N tokens (cuda_tcgemm.cu). By default (the tuner
+     * off) up to 64 tokens for Q8_0/Q4_0 only: there the alternative writes a dequantised bf16 copy of each
+     * matrix every call (~18 ms a step at any batch on the H200). LLM_CUDA_TC_GEMM=N sets the limit for all
+     * (0: off). */
     const char *tc = getenv("LLM_CUDA_TC_GEMM");
     st->mm.tc_max = tc != NULL ? atoi(tc) : 0;
     st->mm.tc_max_q = tc != NULL ? atoi(tc) : 64;
     st->mm.sms = st->n_sms;
     const char *dp = getenv("LLM_CUDA_GEMV_DP4A");
-    if (dp != NULL && strcmp(dp, "1") == 0) { /* off by default until measured against the float GEMV */
-        const llm_config *cf = &st->m->cfg;
-        int kmax = cf->dim > cf->hidden_dim ? cf->dim : cf->hidden_dim;
-        kmax = kmax > cf->n_heads * cf->head_dim ? kmax : cf->n_heads * cf->head_dim;
-        size_t nbq = (size_t)CU_GEMV_MAX_TOKENS * (size_t)kmax;
-        if (cudaMalloc((void **)&st->mm.xq, nbq) == cudaSuccess &&
-            cudaMalloc((void **)&st->mm.xds, nbq / LLM_QK * 2 * sizeof(float)) == cudaSuccess) {
-            st->mm.dp4a = 1;
-            st->mm.xq_k = kmax;
-        } else {
-            fprintf(stderr, "cuda: no memory for int8 activations: LLM_CUDA_GEMV_DP4A ignored\n");
-        }
-    }
+    st->mm.dp4a = dp != NULL && strcmp(dp, "1") == 0; /* needs the buffers alloc_dp4a makes after the load */
+    st->tune.def = cuda_knobs_get(st);
+    /* Any of these set by hand means the user measures one path: the tuner leaves the knobs alone. */
+    const char *hand = gm != NULL ? "LLM_CUDA_GEMV_MAX" : gq != NULL ? "LLM_CUDA_GEMV_MAX_Q"
+                       : sh != NULL ? "LLM_CUDA_GEMV_SHAPE" : fu != NULL ? "LLM_CUDA_FUSE"
+                       : pdl != NULL ? "LLM_CUDA_PDL" : tc != NULL ? "LLM_CUDA_TC_GEMM"
+                       : dp != NULL ? "LLM_CUDA_GEMV_DP4A" : NULL;
     /* A fixed cuBLAS workspace: without one, cuBLAS may allocate inside a graph capture. */
     if ((e = cudaMalloc(&st->blas_ws, CU_BLAS_WS_BYTES)) != cudaSuccess ||
         cublasSetWorkspace(st->mm.blas, st->blas_ws, CU_BLAS_WS_BYTES) != CUBLAS_STATUS_SUCCESS) {
@@ -337,10 +377,12 @@ static int cu_init(llm_backend *b, llm_err *err)
     }
     fprintf(stderr, "cuda: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
             (double)prop.totalGlobalMem / (double)(1u << 30));
+    int tune = tune_wanted(b, st, hand);
     if (cuda_load_weights(st, err) != 0 || alloc_kv(b, st, err) != 0) {
         cu_destroy(b);
         return -1;
     }
+    alloc_dp4a(st, tune);
     /* The KV memset ran on the legacy stream, which a non-blocking stream does not wait for. */
     if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
         llm_err_set(err, "cuda backend: initialisation: %s", cudaGetErrorString(e));
@@ -348,6 +390,17 @@ static int cu_init(llm_backend *b, llm_err *err)
         return -1;
     }
     cuda_graphs_init(st);
+    if (tune) {
+        const char *reps = getenv("LLM_CUDA_TUNE_REPS"), *mx = getenv("LLM_CUDA_TUNE_MAX");
+        const char *file = getenv("LLM_CUDA_TUNE_FILE");
+        int max_batch = mx != NULL ? atoi(mx) : b->opts.tune_max_batch > 0 ? b->opts.tune_max_batch : 256;
+        if (cuda_tune_run(st, max_batch, reps != NULL ? atoi(reps) : 5, file != NULL ? file : b->opts.tune_file,
+                          err) != 0) {
+            cu_destroy(b);
+            return -1;
+        }
+        b->tune_s = st->tune.seconds;
+    }
     b->forward_device = cu_forward_device;
     const char *ds = getenv("LLM_CUDA_SAMPLE"); /* 0: sampled requests' logits go to the host sampler */
     b->device_sampling = !(ds != NULL && strcmp(ds, "0") == 0);
@@ -841,6 +894,8 @@ static int forward_any(llm_backend *be, const llm_batch *b, const llm_device_out
     /* A scratch allocation that failed inside a matrix product is out of memory
      * too: the scheduler shrinks its step instead of failing the requests. */
     st->mm.nomem = 0;
+    if (st->tune.on) /* the knobs the tuner chose for this step's batch-size bucket */
+        cuda_knobs_set(st, &st->tune.k[cuda_bucket_index(b->n_tokens)]);
     int rc = cuda_graph_forward(st, b, am, logits, err);
     if (rc == 1)
         rc = forward_eager(st, b, am, logits, err);

@@ -74,6 +74,16 @@ void cuda_graphs_destroy(cu_state *st)
             G->replays, per, G->eager_steps, G->argmax_steps, st->samp.rows);
 }
 
+int cuda_bucket_size(int bi) { return bucket_size[bi]; }
+
+int cuda_bucket_index(int n)
+{
+    int bi = 0;
+    while (bi < CU_GRAPH_BUCKETS - 1 && bucket_size[bi] < n)
+        bi++;
+    return bi;
+}
+
 /* The bucket of a decode step, or -1 for any other step. */
 static int bucket_of(const llm_batch *b)
 {
@@ -165,8 +175,8 @@ static int reserve(cu_state *st, int B, const cu_att_plan *p)
     return 0;
 }
 
-/* Capture the step's launches into gr->exec. 0, or -1 with the reason in why. */
-static int capture(cu_state *st, const cu_step *sp, cu_graph *gr, char *why, size_t why_len)
+/* Capture the step's launches into *exec. 0, or -1 with the reason in why. */
+int cuda_graph_capture(cu_state *st, const cu_step *sp, cudaGraphExec_t *exec, char *why, size_t why_len)
 {
     cudaGraph_t g = NULL;
     cudaError_t e = cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeThreadLocal);
@@ -186,10 +196,10 @@ static int capture(cu_state *st, const cu_step *sp, cu_graph *gr, char *why, siz
         cudaGetLastError();
         return -1;
     }
-    e = cudaGraphInstantiate(&gr->exec, g, 0);
+    e = cudaGraphInstantiate(exec, g, 0);
     cudaGraphDestroy(g);
     if (e != cudaSuccess) {
-        gr->exec = NULL;
+        *exec = NULL;
         snprintf(why, why_len, "instantiate: %s", cudaGetErrorString(e));
         cudaGetLastError();
         return -1;
@@ -209,19 +219,12 @@ static int give_up(cu_state *st, const char *why)
     return 1;
 }
 
-int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err)
+/* The step of bucket B (index bi) for b's n tokens, padded to B (b == NULL: B padding tokens, as the kernel
+ * tuner times them): buffers grown for the bucket, the per-step ints uploaded, sp filled. Returns the split
+ * class, or -1 with err filled. */
+static int step_setup(cu_state *st, const llm_batch *b, int B, cu_step *sp, llm_err *err)
 {
-    cu_graphs *G = &st->graphs;
-    int bi = G->enabled ? bucket_of(b) : -1;
-    if (bi < 0) {
-        G->eager_steps++;
-        return 1;
-    }
-    int B = bucket_size[bi], n = b->n_tokens, bs = st->block_size;
-    if (logits == NULL) {
-        llm_err_set(err, "cuda backend: logits requested but no output buffer given");
-        return -1;
-    }
+    int n = b != NULL ? b->n_tokens : 0, bs = st->block_size;
     /* Block tables: the scratch block's one-entry table first, then each token's sequence's table (its
      * block ids were checked against the pool by the caller's check_batch). */
     size_t n_tab = 1;
@@ -230,11 +233,10 @@ int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *a
         n_tab += (size_t)(b->pos[i] / bs + 1);
         max_npos = b->pos[i] + 1 > max_npos ? b->pos[i] + 1 : max_npos;
     }
-    cu_step sp;
-    int cls = graph_plan(st, B, max_npos, &sp.plan);
+    int cls = graph_plan(st, B, max_npos, &sp->plan);
     /* Per-step ints, fixed layout for B: tokens | pos | tab | items (3 ints each) | tables. */
     size_t n_ints = 6 * (size_t)B + n_tab;
-    if (reserve(st, B, &sp.plan) != 0 || cuda_ensure_ints(st, n_ints) != 0) {
+    if (reserve(st, B, &sp->plan) != 0 || cuda_ensure_ints(st, n_ints) != 0) {
         llm_err_set(err, "cuda backend: out of device memory for a decode step of %d tokens", B);
         return -1;
     }
@@ -265,16 +267,40 @@ int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *a
         llm_err_set(err, "cuda backend: batch upload: %s", cudaGetErrorString(e));
         return -1;
     }
-    sp.n = B;
-    sp.nw = B;
-    sp.d_tok = st->dint;
-    sp.d_want = NULL;
-    sp.ti.pos = st->dint + B;
-    sp.ti.tab = st->dint + 2 * B;
-    sp.d_items = (const cu_att_item *)(st->dint + 3 * B);
-    sp.ti.tables = st->dint + 6 * B;
-    sp.argmax = 1; /* always in the graph, so one graph serves steps with and without on-device greedy */
+    sp->n = B;
+    sp->nw = B;
+    sp->d_tok = st->dint;
+    sp->d_want = NULL;
+    sp->ti.pos = st->dint + B;
+    sp->ti.tab = st->dint + 2 * B;
+    sp->d_items = (const cu_att_item *)(st->dint + 3 * B);
+    sp->ti.tables = st->dint + 6 * B;
+    sp->argmax = 1; /* always in the graph, so one graph serves steps with and without on-device greedy */
+    return cls;
+}
 
+int cuda_graph_dummy_step(cu_state *st, int B, cu_step *sp, llm_err *err)
+{
+    return step_setup(st, NULL, B, sp, err) < 0 ? -1 : 0;
+}
+
+int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err)
+{
+    cu_graphs *G = &st->graphs;
+    int bi = G->enabled ? bucket_of(b) : -1;
+    if (bi < 0) {
+        G->eager_steps++;
+        return 1;
+    }
+    int B = bucket_size[bi], n = b->n_tokens;
+    if (logits == NULL) {
+        llm_err_set(err, "cuda backend: logits requested but no output buffer given");
+        return -1;
+    }
+    cu_step sp;
+    int cls = step_setup(st, b, B, &sp, err);
+    if (cls < 0)
+        return -1;
     cu_graph *gr = &G->g[bi][cls];
     unsigned gen = cuda_buf_gen(st);
     if (gr->exec != NULL && gr->gen != gen) {
@@ -283,12 +309,13 @@ int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *a
     }
     if (gr->exec == NULL) {
         char why[sizeof(err->msg) + 32];
-        if (capture(st, &sp, gr, why, sizeof(why)) != 0)
+        if (cuda_graph_capture(st, &sp, &gr->exec, why, sizeof(why)) != 0)
             return give_up(st, why);
         gr->gen = gen;
         G->captures++;
     }
-    if ((e = cudaGraphLaunch(gr->exec, st->stream)) != cudaSuccess) {
+    cudaError_t e = cudaGraphLaunch(gr->exec, st->stream);
+    if (e != cudaSuccess) {
         char why[128];
         snprintf(why, sizeof(why), "launch failed (%s)", cudaGetErrorString(e));
         return give_up(st, why);

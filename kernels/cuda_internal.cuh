@@ -137,6 +137,8 @@ typedef struct {
 
 int  cuda_gemv_ok(const cu_mat *W, int ldx);
 int  cuda_gemv_shape_ok(int r, int u);
+/* The shapes LLM_CUDA_GEMV_SHAPE accepts (R rows per warp, U loads in flight), for both one-token GEMVs. */
+#define GEMV_SHAPES(X) X(1, 4) X(1, 8) X(1, 12) X(2, 2) X(2, 4) X(4, 2)
 void cuda_gemv(const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n, int accumulate,
                cudaStream_t st);
 /* Programmatic dependent launch on or off for every later launch (LLM_CUDA_PDL; cuda_kernels.cu). */
@@ -149,6 +151,8 @@ int  cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *
 /* Grows the scratch cuda_matmul would need for n tokens, so that the call itself allocates nothing
  * (required inside a stream capture). 0, or -1 out of device memory. */
 int  cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n);
+/* Frees the scratch above (it grows again on demand), e.g. after the kernel tuner tried paths that need more. */
+void cuda_matmul_release(cu_mm_ctx *c);
 /* 1 when the product of n tokens with W reads 16-bit activations from c->act16 (cuBLAS or the tensor-core
  * GEMM, 16-bit or quantised weights); then these write them there (RMSNorm / SwiGLU of n rows, in W's
  * 16-bit type), growing the scratch first. 0, or -1 out of device memory (c->nomem set). */
@@ -258,6 +262,20 @@ typedef struct {
     long     argmax_steps;         /* steps that returned on-device greedy ids (forward_device) */
 } cu_graphs;
 
+/* ---- kernel tuning (cuda_tune.cu) ----
+ * The product-path switches of cu_mm_ctx and the fusion switch, as one value: what LLM_CUDA_GEMV_MAX /
+ * _GEMV_MAX_Q / _GEMV_DP4A / _GEMV_SHAPE / _TC_GEMM / _FUSE set at init, and what the tuner picks per
+ * batch-size bucket. */
+typedef struct {
+    int gemv_max, gemv_max_q8, gemv_max_q4, dp4a, shape_r, shape_u, tc_max, tc_max_q, fuse;
+} cu_knobs;
+typedef struct {
+    int      on;                   /* the tuner ran (or its file was read): knobs per bucket below */
+    cu_knobs k[CU_GRAPH_BUCKETS];  /* per bucket; buckets it did not reach keep the defaults */
+    cu_knobs def;                  /* the defaults (environment or built-in) */
+    double   seconds;              /* time init spent tuning */
+} cu_tune;
+
 /* ---- sampling on the device (cuda_sample.cu) ---- */
 /* Buffers of the LLM_ROW_SAMPLE rows of a step, grown before any launch. Device and pinned host memory have
  * the same layout: rows [cap] | pen pairs [pen_cap] (uploaded), then ids [cap] | logprobs [cap] |
@@ -327,6 +345,7 @@ typedef struct {
     double  stage_t;                 /* when the last stage ended (ms, CLOCK_MONOTONIC) */
     cu_graphs graphs;
     cu_sampler samp;
+    cu_tune tune;
 } cu_state;
 
 /* One step as the kernels see it: every pointer is device memory uploaded before the launches. */
@@ -370,11 +389,27 @@ void cuda_sample_free(cu_state *st);
 
 /* cuda_graph.cu */
 void cuda_graphs_init(cu_state *st);
+int  cuda_bucket_size(int bi);     /* 1, 2, 4, ..., 256 */
+int  cuda_bucket_index(int n);     /* the smallest bucket of at least n tokens (the last one past 256) */
+/* An all-padding decode step of B tokens (a bucket size): buffers grown, its ints uploaded, sp filled, as a
+ * graph step of B tokens would be. 0, or -1 with err filled. */
+int  cuda_graph_dummy_step(cu_state *st, int B, cu_step *sp, llm_err *err);
+/* Capture sp's launches into *exec (outside the graph cache). 0, or -1 with the reason in why. */
+int  cuda_graph_capture(cu_state *st, const cu_step *sp, cudaGraphExec_t *exec, char *why, size_t why_len);
 /* A decode step (every token wants logits, one token per sequence, at most 256) through the graph of
  * its (bucket, split class): 0 done, -1 error with err filled, 1 not such a step or graphs off: run it
  * eagerly. A capture that fails disables graphs for good (one line to stderr) and answers 1. */
 int  cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err);
 void cuda_graphs_destroy(cu_state *st);
+
+/* cuda_tune.cu: the knobs now in effect / put k in effect (mm switches, fusion). */
+cu_knobs cuda_knobs_get(const cu_state *st);
+void     cuda_knobs_set(cu_state *st, const cu_knobs *k);
+/* Times the product paths on all-padding decode steps of each bucket up to max_batch (graphs as the backend
+ * runs them) and keeps the fastest knobs per bucket in st->tune; or reads them from `file` when it holds a
+ * tuning of this device, library and model (and writes it there after timing). Also decides programmatic
+ * dependent launch. 0, or -1 with err filled (a device error: the backend cannot go on). */
+int      cuda_tune_run(cu_state *st, int max_batch, int reps, const char *file, llm_err *err);
 
 /* Upload the model's weights (repacked as described above) and the rope
  * tables. 0, or -1 with err filled (allocations made are in st->allocs). */

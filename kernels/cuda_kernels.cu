@@ -482,9 +482,6 @@ static void gemv_shape_launch(const cu_mat *W, const float *x, float *y, int acc
     CU_LAUNCH((gemv_shape_kernel<T, R, U>), grid, block, 0, st, *W, x, y, acc);
 }
 
-/* The shapes LLM_CUDA_GEMV_SHAPE accepts (R rows per warp, U loads in flight), for both one-token GEMVs. */
-#define GEMV_SHAPES(X) X(1, 4) X(1, 8) X(1, 12) X(2, 2) X(2, 4) X(4, 2)
-
 int cuda_gemv_shape_ok(int r, int u)
 {
 #define SHAPE_OK(R_, U_) if (r == R_ && u == U_) return 1;
@@ -844,6 +841,18 @@ static int grow(void **p, size_t *cap, size_t need, cudaStream_t st, unsigned *g
     }
     *cap = need;
     return 0;
+}
+
+void cuda_matmul_release(cu_mm_ctx *c)
+{
+    cudaStreamSynchronize(c->stream);
+    cudaFree(c->act16);
+    cudaFree(c->deq);
+    cudaFree(c->tc_part);
+    c->act16 = c->deq = NULL;
+    c->tc_part = NULL;
+    c->act16_bytes = c->deq_bytes = c->tc_part_bytes = 0;
+    c->gen++;
 }
 
 int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
