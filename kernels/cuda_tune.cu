@@ -128,7 +128,7 @@ typedef struct {
     cu_knobs    tried[TUNE_MAX_TRIED];
     float       tried_ms[TUNE_MAX_TRIED];
     int         n_tried;
-    char        log[1024];
+    char        log[2048];
     size_t      log_len;
 } tuner;
 
@@ -138,10 +138,11 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median time (ms) of t->reps all-padding decode steps of B tokens under k, after one untimed run.
- * 0; 1 when this choice cannot run here (out of memory, capture refused: skipped); -1 on a device error,
- * with err filled. */
-static int time_step(tuner *t, int B, const cu_knobs *k, float *ms, llm_err *err)
+/* Median time (ms) of t->reps all-padding decode steps of B tokens under k (`label` names it), after one
+ * untimed run. 0; 1 when this choice cannot run here (out of memory, a capture refused, a launch the device
+ * rejects: skipped, the reason in why); -1 on an error that leaves the device unusable, with err filled. */
+static int time_step(tuner *t, int B, const cu_knobs *k, const char *label, float *ms, char *why, size_t why_len,
+                     llm_err *err)
 {
     cu_state *st = t->st;
     cuda_knobs_set(st, k);
@@ -150,32 +151,45 @@ static int time_step(tuner *t, int B, const cu_knobs *k, float *ms, llm_err *err
     llm_err qerr;
     if (cuda_graph_dummy_step(st, B, &sp, &qerr) != 0) {
         cudaGetLastError();
+        snprintf(why, why_len, "%s", qerr.msg);
         return 1;
     }
     cudaGraphExec_t ex = NULL;
-    char why[sizeof(err->msg) + 32];
-    if (st->graphs.enabled && cuda_graph_capture(st, &sp, &ex, why, sizeof(why)) != 0)
+    if (st->graphs.enabled && cuda_graph_capture(st, &sp, &ex, why, why_len) != 0)
         return 1;
     float v[TUNE_MAX_REPS];
     int rc = 0;
     for (int r = -1; r < t->reps && rc == 0; r++) {
         cudaEventRecord(t->e0, st->stream);
-        if (ex != NULL) {
-            if (cudaGraphLaunch(ex, st->stream) != cudaSuccess)
-                rc = 1;
-        } else if (cuda_enqueue_step(st, &sp, &qerr) != 0) {
+        cudaError_t e = ex != NULL ? cudaGraphLaunch(ex, st->stream) : cudaSuccess;
+        if (ex == NULL && cuda_enqueue_step(st, &sp, &qerr) != 0) {
+            snprintf(why, why_len, "%s", qerr.msg);
             rc = 1;
         }
         cudaEventRecord(t->e1, st->stream);
-        cudaError_t e = cudaEventSynchronize(t->e1);
+        if (e == cudaSuccess)
+            e = cudaEventSynchronize(t->e1);
         if (e == cudaSuccess)
             e = cudaGetLastError();
         if (e != cudaSuccess) {
-            llm_err_set(err, "cuda backend: kernel tuning, a step of %d tokens: %s", B, cudaGetErrorString(e));
-            rc = -1;
+            /* A launch the device refuses is reported once; an error that is still there after a
+             * synchronisation (a fault) has lost the context, and the backend cannot go on. */
+            cudaError_t again = cudaDeviceSynchronize();
+            if (again == cudaSuccess)
+                again = cudaGetLastError();
+            if (again != cudaSuccess) {
+                llm_err_set(err, "cuda backend: kernel tuning, %s on a step of %d tokens: %s (start with "
+                            "--kernel-tune off to skip the tuning)", label, B, cudaGetErrorString(e));
+                rc = -1;
+            } else {
+                snprintf(why, why_len, "%s", cudaGetErrorString(e));
+                rc = 1;
+            }
         }
-        if (rc == 0 && r >= 0 && cudaEventElapsedTime(&v[r], t->e0, t->e1) != cudaSuccess)
+        if (rc == 0 && r >= 0 && cudaEventElapsedTime(&v[r], t->e0, t->e1) != cudaSuccess) {
+            snprintf(why, why_len, "no event time");
             rc = 1;
+        }
     }
     if (ex != NULL)
         cudaGraphExecDestroy(ex);
@@ -197,7 +211,8 @@ static int consider(tuner *t, int B, const cu_knobs *k, const char *label, cu_kn
         if (memcmp(&t->tried[i], k, sizeof(*k)) == 0)
             return 0;
     float ms = 0.0f;
-    int rc = time_step(t, B, k, &ms, err);
+    char why[160] = "";
+    int rc = time_step(t, B, k, label, &ms, why, sizeof(why), err);
     if (rc < 0)
         return -1;
     if (t->n_tried < TUNE_MAX_TRIED) {
@@ -208,7 +223,7 @@ static int consider(tuner *t, int B, const cu_knobs *k, const char *label, cu_kn
         t->log_len += rc == 0 ? (size_t)snprintf(t->log + t->log_len, sizeof(t->log) - t->log_len, "%s%s %.3f",
                                                  t->log_len ? ", " : "", label, ms)
                               : (size_t)snprintf(t->log + t->log_len, sizeof(t->log) - t->log_len,
-                                                 "%s%s (cannot run)", t->log_len ? ", " : "", label);
+                                                 "%s%s (cannot run: %s)", t->log_len ? ", " : "", label, why);
     if (rc == 0 && (*best_ms < 0 || ms < 0.99f * *best_ms)) {
         *best = *k;
         *best_ms = ms;
@@ -422,10 +437,14 @@ int cuda_tune_run(cu_state *st, int max_batch, int reps, const char *file, llm_e
         if (ms[bi] <= 0)
             continue;
         float v = 0.0f;
-        int r = time_step(&t, cuda_bucket_size(bi), &T->k[bi], &v, err);
+        char why[160] = "";
+        int r = time_step(&t, cuda_bucket_size(bi), &T->k[bi], "programmatic dependent launch", &v, why,
+                          sizeof(why), err);
         if (r < 0)
             rc = -1;
         if (r != 0) { /* cannot run with it (e.g. a capture refused): off */
+            if (r > 0)
+                fprintf(stderr, "cuda: tune programmatic dependent launch: cannot run (%s) -> off\n", why);
             n_ratio = 0;
             break;
         }

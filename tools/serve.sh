@@ -34,9 +34,13 @@ backend=${5:-cpu}
 mkdir -p "$run/logs"
 stop
 
-# shellcheck disable=SC2086 # ENGINE_ARGS is a list of options
+# On the GPU the engine times its kernels at start (kernel tuning); the file keeps the choice, so a restart
+# (make serve again, or the supervisor restarting a worker) reads it instead of timing again.
+tune=()
+[ "$backend" = cuda ] && tune=(--kernel-tune-file "$run/kernel-tune.txt")
+# shellcheck disable=SC2086 # ENGINE_ARGS is a list of options (the first of a repeated option wins)
 "$build/llm-engine" serve --model "$model" --shm "$name" --backend "$backend" --shm-mode 0600 ${ENGINE_ARGS:-} \
-    >"$run/logs/engine.log" 2>&1 &
+    "${tune[@]}" >"$run/logs/engine.log" 2>&1 &
 echo $! >"$run/engine.pid"
 
 # nginx.conf.example with this run's paths, port and model.

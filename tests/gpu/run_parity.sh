@@ -1,6 +1,6 @@
 #!/bin/bash
 # CUDA backend parity, one command on the GPU machine (from the repo root):
-#   tests/gpu/run_parity.sh [--skip-hf]
+#   tests/gpu/run_parity.sh [--skip-hf | --only-tune]
 # Uses BUILD (default build-gpu) as prepared by tests/gpu/prebuild.sh on the development machine and carried
 # along; builds what is missing here (libllm_cuda.so needs nvcc; the programs need libcjson/libpcre2 headers).
 #  1. stories260K (../shared/models or shared/models): CUDA vs CPU logits over 512 positions, greedy ids
@@ -31,6 +31,20 @@ run() { # name, command...
 S260="$SH/models/stories260K/stories260K.bin"
 "$B/llm-engine" gen-model --from "$S260" --dtype f16 --out "$WORK/stories260K-f16.gguf" >/dev/null 2>&1 ||
     echo "warning: could not write the F16 model"
+# Kernel tuning (kernels/cuda_tune.cu) runs every product path at every batch size at start: here on
+# stories260K in q8_0 (its down matrices stay f16, so both weight classes' paths), then parity with the mix it
+# chose, twice: the second start must read the file the first one wrote. --only-tune runs just this (the
+# session's first check: a path that faulted on this GPU would stop every later start).
+"$B/llm-engine" gen-model --from "$S260" --dtype q8_0 --out "$WORK/stories260K-q8_0.gguf" >/dev/null 2>&1 ||
+    echo "warning: could not write the Q8_0 model"
+run kernel_tune bash -c "rm -f '$WORK/tune.txt'; for i in 1 2; do LLM_CUDA_TUNE=1 LLM_CUDA_TUNE_FILE='$WORK/tune.txt' \
+    '$B/tests/gpu/parity_logits' --model '$WORK/stories260K-q8_0.gguf' --positions 64 --gen 16 --chunk 8 \
+    --max-diff 0.6 --min-top1 0.95 || exit 1; done 2>&1 | tee /dev/stderr | grep -q 'kernel tuning read from'"
+if [ "${1:-}" = --only-tune ]; then
+    echo "parity: $fails part(s) failed"
+    [ "$fails" -eq 0 ]
+    exit
+fi
 run stories_f32 env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$S260" --max-diff 2e-3 --min-top1 0.995
 run stories_f16 "$B/tests/gpu/parity_logits" --model "$WORK/stories260K-f16.gguf" --max-diff 5e-2 --min-top1 0.98
 # Q4_0 with the int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1): one token a step, as the CPU computes it.
@@ -70,6 +84,7 @@ run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 
 
 # Memory errors and shared-memory races in the kernels (short runs: the tools slow kernels a lot).
 if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
+    export LLM_CUDA_TUNE=0 # the tuning's steps would multiply the tools' run time
     run stories_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$B/tests/gpu/parity_logits" --model "$S260" --positions 96 --gen 24 --chunk 40 --max-diff 1e-2
     run stories_racecheck compute-sanitizer --tool racecheck --error-exitcode 9 \

@@ -1,7 +1,8 @@
 #!/bin/bash
 # A whole GPU session in one device call, for when the device time is short (15 minutes, start included):
 #   run(command="tests/gpu/session.sh", carry=["build-gpu"], timeout_s=570)
-# Runs, in order of what the figures need, each part under its own time limit within BUDGET_S seconds:
+# Runs, in order of what the figures need, each part under its own time limit within BUDGET_S seconds
+# (after a check of the kernel tuning, which turns it off for the session if it fails):
 #  1. parity on stories260K (run_parity.sh --skip-hf, no sanitizers): F32/F16 logits vs the CPU backend,
 #     graphs + on-device argmax, the scheduler over both backends, the CLI's greedy text;
 #  2. bench/gpu_decode.sh: the llama-3.2-3b preset in bf16, q8_0, q4_0 beside the bandwidth floor, graphs off,
@@ -35,8 +36,14 @@ part() { # name cap_s command...
     [ $rc -ne 0 ] && [ "$st" = ok ] && st="failed (exit $rc)"
     echo "$name: $st, $(($(date +%s) - t)) s" | tee -a "$RES/session.txt"
     tail -n 40 "$RES/$name.log"
+    return $rc
 }
 export WORK=/tmp/llm_gpu_bench
+# The backend's kernel tuning runs every product path at start. It is new on the device: should a path fault
+# here, every later part would fail at init, so it is tried first on stories260K (every batch size) and
+# turned off for the rest of the session if that fails.
+part tune_smoke 60 env SANITIZE=0 OUT="$RES/tune_smoke" tests/gpu/run_parity.sh --only-tune ||
+    { export LLM_CUDA_TUNE=0; echo "tune_smoke failed: kernel tuning off for this session" | tee -a "$RES/session.txt"; }
 for p in ${PARTS:-parity bench serve parity_hf}; do
     case $p in
     parity)    part parity 120 env SANITIZE=0 OUT="$RES/parity" tests/gpu/run_parity.sh --skip-hf ;;
