@@ -151,7 +151,7 @@ static int time_step(tuner *t, int B, const cu_knobs *k, const char *label, floa
     llm_err qerr;
     if (cuda_graph_dummy_step(st, B, &sp, &qerr) != 0) {
         cudaGetLastError();
-        snprintf(why, why_len, "%s", qerr.msg);
+        snprintf(why, why_len, "%.150s", qerr.msg);
         return 1;
     }
     cudaGraphExec_t ex = NULL;
@@ -163,7 +163,7 @@ static int time_step(tuner *t, int B, const cu_knobs *k, const char *label, floa
         cudaEventRecord(t->e0, st->stream);
         cudaError_t e = ex != NULL ? cudaGraphLaunch(ex, st->stream) : cudaSuccess;
         if (ex == NULL && cuda_enqueue_step(st, &sp, &qerr) != 0) {
-            snprintf(why, why_len, "%s", qerr.msg);
+            snprintf(why, why_len, "%.150s", qerr.msg);
             rc = 1;
         }
         cudaEventRecord(t->e1, st->stream);
@@ -417,15 +417,17 @@ int cuda_tune_run(cu_state *st, int max_batch, int reps, const char *file, llm_e
     cuda_set_pdl(0);
     for (int bi = 0; bi < n_buckets && rc == 0; bi++) {
         int B = cuda_bucket_size(bi);
-        float def_ms = -1.0f;
         rc = tune_bucket(&t, B, &T->k[bi], &ms[bi], err);
-        def_ms = t.n_tried > 0 ? t.tried_ms[0] : -1.0f;
-        if (rc == 0) {
+        float def_ms = t.n_tried > 0 ? t.tried_ms[0] : -1.0f;
+        if (rc == 0 && ms[bi] < 0) {
+            fprintf(stderr, "cuda: tune %d token%s: %s -> nothing could run, the defaults stay\n", B,
+                    B == 1 ? "" : "s", t.log);
+        } else if (rc == 0) {
             char d[128];
             describe(&T->k[bi], t.classes, B, d, sizeof(d));
             fprintf(stderr, "cuda: tune %d token%s, ms a step: %s -> %s (%.3f ms, %.2fx the default)\n", B,
                     B == 1 ? "" : "s", t.log, d, (double)ms[bi],
-                    ms[bi] > 0 && def_ms > 0 && isfinite(def_ms) ? (double)(def_ms / ms[bi]) : 0.0);
+                    def_ms > 0 && isfinite(def_ms) ? (double)(def_ms / ms[bi]) : 0.0);
         }
     }
     /* Programmatic dependent launch: one switch for every kernel; kept when the tuned steps are more than 2%
