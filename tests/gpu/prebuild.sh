@@ -43,7 +43,7 @@ if [ -x "$NVCC" ]; then
         -L"$CUDA_HOME/lib64" -Xlinker -rpath,"$CUDA_HOME/lib64" -lcublas -lcublasLt
 fi
 mkdir -p "$B/lib"
-cj=$(ldconfig -p | awk '/libcjson\.so\.1 .*x86-64/ {print $NF; exit}')
+cj=$(ldconfig -p | awk '/libcjson\.so\.1 .*x86-64/ && !f {print $NF; f = 1}') # no early exit: SIGPIPE + pipefail
 if [ -n "$cj" ]; then cp -L "$cj" "$B/lib/"; fi
 # ../shared does not travel to the GPU machine: take the small files the GPU scripts read.
 mkdir -p "$B/shared/models/stories260K" "$B/shared/peers"
