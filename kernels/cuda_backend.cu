@@ -614,9 +614,9 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     const llm_config *c = &st->m->cfg;
     const int n = sp->n;
     if (st->fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
-        cuda_gemv_norm_qkv_rope(&L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv, st->qkv_ld,
-                                &sp->ti, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads, c->n_kv_heads,
-                                (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
+        cuda_gemv_norm_qkv_rope(&st->mm, &L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv,
+                                st->qkv_ld, &sp->ti, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
+                                c->n_kv_heads, (int)c->rope_layout, &st->kv, l, st->block_size);
         return stage_check(st, "norm + qkv", l, err);
     }
     if (norm_product(st, &L->qkv, L->attn_norm, st->qkv, st->qkv_ld, n, "qkv", err) != 0 ||
@@ -634,8 +634,8 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     const llm_config *c = &st->m->cfg;
     int down16 = 0; /* the SwiGLU wrote the down projection's 16-bit activations */
     if (st->fuse && L->gate_up.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
-        cuda_gemv_norm_swiglu(&L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h, c->hidden_dim,
-                              st->stream);
+        cuda_gemv_norm_swiglu(&st->mm, &L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h,
+                              c->hidden_dim);
         if (stage_check(st, "norm + gate/up", l, err))
             return -1;
     } else {

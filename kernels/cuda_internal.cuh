@@ -167,16 +167,17 @@ int  cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n);
 /* Fused decode GEMVs (cuda_kernels.cu): RMSNorm of x folded into the product with the fused gate|up matrix
  * and SwiGLU as its epilogue (h [n][ldh]), or into the product with the fused QKV matrix and RoPE + the
  * paged KV-cache write as its epilogue (q rotated into qkv [n][ld]; k, v into the cache). For the n that
- * cuda_matmul would send to the float GEMV (cuda_gemv_fused_ok). */
+ * cuda_matmul would send to the GEMV (cuda_gemv_fused_ok); with dp4a on, Q8_0/Q4_0 weights take the int8
+ * variant (x normalised and quantised in shared memory). On c->stream. */
 typedef struct cu_tokinfo cu_tokinfo;
 typedef struct cu_kv cu_kv;
 int  cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx);
-void cuda_gemv_norm_swiglu(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps, float *h,
-                           int ldh, cudaStream_t st);
-void cuda_gemv_norm_qkv_rope(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps,
-                             float *qkv, int ld, const cu_tokinfo *ti, const float *cos_t, const float *sin_t,
-                             int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
-                             int block_size, cudaStream_t st);
+void cuda_gemv_norm_swiglu(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, int n, const float *norm,
+                           float eps, float *h, int ldh);
+void cuda_gemv_norm_qkv_rope(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, int n, const float *norm,
+                             float eps, float *qkv, int ld, const cu_tokinfo *ti, const float *cos_t,
+                             const float *sin_t, int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv,
+                             int layer, int block_size);
 
 /* ---- tensor-core weight-only GEMM (cuda_tcgemm.cu) ----
  * y[t*ldy + r] (+)= sum_k W[r][k] * xa[t*K + k], xa the activations rounded to 16 bits (bf16, or f16 for F16

@@ -238,15 +238,11 @@ typedef struct {
     void        *kc, *vc;    /* this layer's K and V cache */
 } cu_gemv_fuse;
 
-template <int T, int NT, int EPI>
-__global__ void __launch_bounds__(GEMV_WARPS * 32)
-gemv_fused_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f)
+/* Row pair p of a fused matrix: the rows (ra, rb) a warp takes and, for a RoPE pair, its index pi. */
+template <int EPI>
+__device__ __forceinline__ void fused_rows(const cu_gemv_fuse &f, int p, int &ra, int &rb, int &pi)
 {
-    constexpr int E = wchunk<T>::E;
-    const int lane = threadIdx.x & 31, p = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
-    if (p >= W.rows / 2)
-        return; /* whole warp */
-    int ra, rb, pi = 0;
+    pi = 0;
     if (EPI == GF_SWIGLU) {
         ra = p;
         rb = p + f.hidden;
@@ -259,6 +255,60 @@ gemv_fused_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f
         ra = 2 * p;
         rb = ra + 1;
     }
+}
+
+/* The epilogue of token t's normalised sums (sa, sb) of rows (ra, rb): h = silu(gate) * up, or RoPE and q
+ * into f.out / k, v into the paged cache, exactly as swiglu_kernel / rope_kv_kernel. */
+template <int EPI>
+__device__ __forceinline__ void fused_store(const cu_gemv_fuse &f, int t, int p, int ra, int rb, int pi, float sa,
+                                            float sb)
+{
+    if (EPI == GF_SWIGLU) {
+        f.out[(size_t)t * f.ldo + p] = sa / (1.0f + expf(-sa)) * sb;
+        return;
+    }
+    int pos = f.ti.pos[t];
+    size_t slot = (size_t)f.ti.tables[f.ti.tab[t] + pos / f.block_size] * f.block_size +
+                  (size_t)(pos % f.block_size);
+    size_t cbase = slot * (size_t)f.kv_dim;
+    float va = sa, vb = sb;
+    void *cache = f.vc;
+    size_t ca = 0, cb = 0;
+    if (ra < f.q_dim + f.kv_dim) { /* rotate as rope_kv_kernel */
+        float cs = f.cos_t[(size_t)pos * f.half + pi], sn = f.sin_t[(size_t)pos * f.half + pi];
+        va = sa * cs - sb * sn;
+        vb = sa * sn + sb * cs;
+        if (ra < f.q_dim) {
+            f.out[(size_t)t * f.ldo + ra] = va;
+            f.out[(size_t)t * f.ldo + rb] = vb;
+            return;
+        }
+        cache = f.kc;
+        ca = cbase + (size_t)(ra - f.q_dim);
+        cb = cbase + (size_t)(rb - f.q_dim);
+    } else {
+        ca = cbase + (size_t)(ra - f.q_dim - f.kv_dim);
+        cb = ca + 1;
+    }
+    if (f.kv16) {
+        ((__half *)cache)[ca] = __float2half_rn(va);
+        ((__half *)cache)[cb] = __float2half_rn(vb);
+    } else {
+        ((float *)cache)[ca] = va;
+        ((float *)cache)[cb] = vb;
+    }
+}
+
+template <int T, int NT, int EPI>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+gemv_fused_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f)
+{
+    constexpr int E = wchunk<T>::E;
+    const int lane = threadIdx.x & 31, p = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    if (p >= W.rows / 2)
+        return; /* whole warp */
+    int ra, rb, pi;
+    fused_rows<EPI>(f, p, ra, rb, pi);
     const uint8_t *wa_row = (const uint8_t *)W.w + (size_t)ra * W.row_bytes;
     const uint8_t *wb_row = (const uint8_t *)W.w + (size_t)rb * W.row_bytes;
     pdl_prefetch_row(wa_row, W.row_bytes, lane);
@@ -294,57 +344,170 @@ gemv_fused_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f
         if (lane != 0)
             continue;
         float inv = 1.0f / sqrtf(sq / (float)W.cols + f.eps); /* as rmsnorm_kernel */
-        sa *= inv;
-        sb *= inv;
-        if (EPI == GF_SWIGLU) {
-            f.out[(size_t)t * f.ldo + p] = sa / (1.0f + expf(-sa)) * sb;
-            continue;
+        fused_store<EPI>(f, t, p, ra, rb, pi, sa * inv, sb * inv);
+    }
+}
+
+/* ---- The same fused GEMVs on int8 activations (Q8_0/Q4_0 weights, LLM_CUDA_GEMV_DP4A=1 or the tuner's
+ * "quant dp4a", with fusion on) ----
+ * The block first normalises x (RMSNorm) and quantises it per 32-element block as the CPU backend does
+ * (d = max|v| / 127, q = rint(v / d)) into shared memory, then each warp runs the dp4a products of its row
+ * pair from there: no quant_act_kernel launch and no RMSNorm launch, 1 byte of activation per weight from
+ * shared memory instead of 4 from L1, and the same epilogues. Blocks of FI8_WARPS warps (16 rows) share
+ * one quantisation of x. */
+#define FI8_WARPS 8
+
+template <int NT>
+__host__ __device__ constexpr size_t fi8_smem(int K)
+{
+    return (size_t)NT * (size_t)K + (size_t)NT * (size_t)(K / LLM_QK) * sizeof(float2);
+}
+
+template <int T, int NT, int EPI>
+__global__ void __launch_bounds__(FI8_WARPS * 32)
+gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f)
+{
+    CU_DYN_SMEM(smem);
+    const int K = W.cols, nb = K / LLM_QK;
+    int8_t *xq = (int8_t *)smem;                 /* [NT][K] */
+    float2 *xds = (float2 *)(xq + (size_t)NT * K); /* [NT][nb]: d, d * sum of the block's quants */
+    __shared__ float red[FI8_WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int p = blockIdx.x * FI8_WARPS + warp;
+    int ra = 0, rb = 0, pi = 0;
+    const bool active = p < W.rows / 2; /* warps past the matrix still help quantise */
+    if (active)
+        fused_rows<EPI>(f, p, ra, rb, pi);
+    const uint8_t *wa_row = (const uint8_t *)W.w + (size_t)ra * W.row_bytes;
+    const uint8_t *wb_row = (const uint8_t *)W.w + (size_t)rb * W.row_bytes;
+    if (active) {
+        pdl_prefetch_row(wa_row, W.row_bytes, lane);
+        pdl_prefetch_row(wb_row, W.row_bytes, lane);
+    }
+    CU_PDL_ENTRY();
+    for (int t = 0; t < NT; t++) {
+        const float *xt = x + (size_t)t * ldx;
+        float ss = 0.0f;
+        for (int k = threadIdx.x; k < K; k += FI8_WARPS * 32)
+            ss += xt[k] * xt[k];
+        ss = warp_sum(ss);
+        if (lane == 0)
+            red[warp] = ss;
+        __syncthreads();
+        ss = 0.0f;
+        for (int w = 0; w < FI8_WARPS; w++)
+            ss += red[w];
+        const float inv = 1.0f / sqrtf(ss / (float)K + f.eps); /* as rmsnorm_kernel */
+        for (int b = warp; b < nb; b += FI8_WARPS) {
+            int k = b * LLM_QK + lane;
+            float v = xt[k] * inv * f.norm[k]; /* as the CPU's rmsnorm_row */
+            float amax = fabsf(v);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            float q = rintf(v * id);
+            xq[(size_t)t * K + k] = (int8_t)q;
+            float sum = warp_sum(q); /* integers below 2^12: exact */
+            if (lane == 0)
+                xds[(size_t)t * nb + b] = make_float2(d, d * sum);
         }
-        int pos = f.ti.pos[t];
-        size_t slot = (size_t)f.ti.tables[f.ti.tab[t] + pos / f.block_size] * f.block_size +
-                      (size_t)(pos % f.block_size);
-        size_t cbase = slot * (size_t)f.kv_dim;
-        float va = sa, vb = sb;
-        void *cache = f.vc;
-        size_t ca = 0, cb = 0;
-        if (ra < f.q_dim + f.kv_dim) { /* rotate as rope_kv_kernel */
-            float cs = f.cos_t[(size_t)pos * f.half + pi], sn = f.sin_t[(size_t)pos * f.half + pi];
-            va = sa * cs - sb * sn;
-            vb = sa * sn + sb * cs;
-            if (ra < f.q_dim) {
-                f.out[(size_t)t * f.ldo + ra] = va;
-                f.out[(size_t)t * f.ldo + rb] = vb;
-                continue;
+        __syncthreads(); /* red[] is reused by the next token; xq / xds complete */
+    }
+    if (!active)
+        return;
+    float acc[2][NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        acc[0][t] = acc[1][t] = 0.0f;
+    const uint16_t *sa_sc = W.scales + (size_t)ra * nb, *sb_sc = W.scales + (size_t)rb * nb;
+    if (T == LLM_Q8_0) { /* a chunk is half a block: 16 int8 weights */
+#pragma unroll 2
+        for (int c = lane; c < 2 * nb; c += 32) {
+            uint4 wa = __ldg((const uint4 *)(wa_row + (size_t)c * 16));
+            uint4 wb = __ldg((const uint4 *)(wb_row + (size_t)c * 16));
+            float da = f16_f(sa_sc[c / 2]), db = f16_f(sb_sc[c / 2]);
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                uint4 xv = *(const uint4 *)(xq + (size_t)t * K + (size_t)c * 16);
+                int ia = __dp4a((int)wa.x, (int)xv.x, 0), ib = __dp4a((int)wb.x, (int)xv.x, 0);
+                ia = __dp4a((int)wa.y, (int)xv.y, ia);
+                ib = __dp4a((int)wb.y, (int)xv.y, ib);
+                ia = __dp4a((int)wa.z, (int)xv.z, ia);
+                ib = __dp4a((int)wb.z, (int)xv.z, ib);
+                ia = __dp4a((int)wa.w, (int)xv.w, ia);
+                ib = __dp4a((int)wb.w, (int)xv.w, ib);
+                float dx = xds[(size_t)t * nb + c / 2].x;
+                acc[0][t] += da * dx * (float)ia;
+                acc[1][t] += db * dx * (float)ib;
             }
-            cache = f.kc;
-            ca = cbase + (size_t)(ra - f.q_dim);
-            cb = cbase + (size_t)(rb - f.q_dim);
-        } else {
-            ca = cbase + (size_t)(ra - f.q_dim - f.kv_dim);
-            cb = ca + 1;
         }
-        if (f.kv16) {
-            ((__half *)cache)[ca] = __float2half_rn(va);
-            ((__half *)cache)[cb] = __float2half_rn(vb);
-        } else {
-            ((float *)cache)[ca] = va;
-            ((float *)cache)[cb] = vb;
+    } else { /* Q4_0, a chunk is a block: byte j holds element j (low nibble) and j + 16 (high) */
+#pragma unroll 2
+        for (int c = lane; c < nb; c += 32) {
+            uint4 wa = __ldg((const uint4 *)(wa_row + (size_t)c * 16));
+            uint4 wb = __ldg((const uint4 *)(wb_row + (size_t)c * 16));
+            float da = f16_f(sa_sc[c]), db = f16_f(sb_sc[c]);
+            const unsigned qa[4] = { wa.x, wa.y, wa.z, wa.w }, qb[4] = { wb.x, wb.y, wb.z, wb.w };
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                const uint4 *xp = (const uint4 *)(xq + (size_t)t * K + (size_t)c * LLM_QK);
+                uint4 xa = xp[0], xb = xp[1];
+                const unsigned lo[4] = { xa.x, xa.y, xa.z, xa.w }, hi[4] = { xb.x, xb.y, xb.z, xb.w };
+                int ia = 0, ib = 0;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    ia = __dp4a((int)(qa[i] & 0x0f0f0f0fu), (int)lo[i], ia);
+                    ia = __dp4a((int)((qa[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], ia);
+                    ib = __dp4a((int)(qb[i] & 0x0f0f0f0fu), (int)lo[i], ib);
+                    ib = __dp4a((int)((qb[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], ib);
+                }
+                float2 ds = xds[(size_t)t * nb + c];
+                acc[0][t] += da * (ds.x * (float)ia - 8.0f * ds.y);
+                acc[1][t] += db * (ds.x * (float)ib - 8.0f * ds.y);
+            }
         }
     }
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        float sa = warp_sum(acc[0][t]), sb = warp_sum(acc[1][t]);
+        if (lane == 0)
+            fused_store<EPI>(f, t, p, ra, rb, pi, sa, sb);
+    }
+}
+
+/* 1 when the int8 fused GEMV takes W for n tokens: dp4a on, a block type, and x's int8 copy for up to
+ * CU_GEMV_MAX_TOKENS tokens within the 48 KiB of shared memory a block gets without opting in. */
+static int fused_i8_ok(const cu_mm_ctx *c, const cu_mat *W)
+{
+    return c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && W->cols % LLM_QK == 0 &&
+           fi8_smem<CU_GEMV_MAX_TOKENS>(W->cols) <= 48 * 1024;
 }
 
 int cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx)
 {
-    if (!cuda_mm_use_gemv(c, W, n) || c->dp4a || c->shape_r > 0 || !cuda_gemv_ok(W, ldx) || W->rows % 2 != 0)
+    if (!cuda_mm_use_gemv(c, W, n) || c->shape_r > 0 || !cuda_gemv_ok(W, ldx) || W->rows % 2 != 0)
         return 0;
+    if (c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0))
+        return fused_i8_ok(c, W);
     int e = W->type == LLM_F32 ? 4 : W->type == LLM_Q8_0 ? 16 : W->type == LLM_Q4_0 ? 32 : 8;
     return (W->type == LLM_F32 || W->type == LLM_F16 || W->type == LLM_BF16 || W->type == LLM_Q8_0 ||
             W->type == LLM_Q4_0) && W->cols % e == 0;
 }
 
 template <int EPI, int NT>
-static void gemv_fused_nt(const cu_mat *W, const float *x, int ldx, const cu_gemv_fuse *f, cudaStream_t st)
+static void gemv_fused_nt(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, const cu_gemv_fuse *f)
 {
+    cudaStream_t st = c->stream;
+    if (c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0)) { /* cuda_gemv_fused_ok: fused_i8_ok */
+        dim3 grid((unsigned)((W->rows / 2 + FI8_WARPS - 1) / FI8_WARPS)), block(FI8_WARPS * 32);
+        size_t sm = fi8_smem<NT>(W->cols);
+        if (W->type == LLM_Q8_0)
+            CU_LAUNCH((gemv_fused_i8_kernel<LLM_Q8_0, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
+        else
+            CU_LAUNCH((gemv_fused_i8_kernel<LLM_Q4_0, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
+        return;
+    }
     dim3 grid((unsigned)((W->rows / 2 + GEMV_WARPS - 1) / GEMV_WARPS)), block(GEMV_WARPS * 32);
     switch (W->type) {
     case LLM_F32:  CU_LAUNCH((gemv_fused_kernel<LLM_F32, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
@@ -356,7 +519,7 @@ static void gemv_fused_nt(const cu_mat *W, const float *x, int ldx, const cu_gem
 }
 
 template <int EPI>
-static void gemv_fused(const cu_mat *W, const float *x, int ldx, int n, cu_gemv_fuse f, cudaStream_t st)
+static void gemv_fused(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, int n, cu_gemv_fuse f)
 {
     for (int t0 = 0; t0 < n; t0 += CU_GEMV_MAX_TOKENS) {
         int nt = n - t0 < CU_GEMV_MAX_TOKENS ? n - t0 : CU_GEMV_MAX_TOKENS;
@@ -365,7 +528,7 @@ static void gemv_fused(const cu_mat *W, const float *x, int ldx, int n, cu_gemv_
         g.ti.pos = f.ti.pos + t0;
         g.ti.tab = f.ti.tab + t0;
         const float *xs = x + (size_t)t0 * ldx;
-        with_nt(nt, [&](auto k) { gemv_fused_nt<EPI, decltype(k)::value>(W, xs, ldx, &g, st); });
+        with_nt(nt, [&](auto k) { gemv_fused_nt<EPI, decltype(k)::value>(c, W, xs, ldx, &g); });
     }
 }
 
@@ -380,18 +543,18 @@ static cu_gemv_fuse fuse_base(const float *norm, float eps, float *out, int ldo)
     return f;
 }
 
-void cuda_gemv_norm_swiglu(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps, float *h,
-                           int ldh, cudaStream_t st)
+void cuda_gemv_norm_swiglu(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, int n, const float *norm,
+                           float eps, float *h, int ldh)
 {
     cu_gemv_fuse f = fuse_base(norm, eps, h, ldh);
     f.hidden = W->rows / 2;
-    gemv_fused<GF_SWIGLU>(W, x, ldx, n, f, st);
+    gemv_fused<GF_SWIGLU>(c, W, x, ldx, n, f);
 }
 
-void cuda_gemv_norm_qkv_rope(const cu_mat *W, const float *x, int ldx, int n, const float *norm, float eps,
-                             float *qkv, int ld, const cu_tokinfo *ti, const float *cos_t, const float *sin_t,
-                             int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
-                             int block_size, cudaStream_t st)
+void cuda_gemv_norm_qkv_rope(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, int n, const float *norm,
+                             float eps, float *qkv, int ld, const cu_tokinfo *ti, const float *cos_t,
+                             const float *sin_t, int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv,
+                             int layer, int block_size)
 {
     size_t es = kv->kv16 ? 2 : 4;
     cu_gemv_fuse f = fuse_base(norm, eps, qkv, ld);
@@ -406,7 +569,7 @@ void cuda_gemv_norm_qkv_rope(const cu_mat *W, const float *x, int ldx, int n, co
     f.vc = (char *)kv->v + (size_t)layer * kv->layer_elems * es;
     f.kv16 = kv->kv16;
     f.block_size = block_size;
-    gemv_fused<GF_ROPE_KV>(W, x, ldx, n, f, st);
+    gemv_fused<GF_ROPE_KV>(c, W, x, ldx, n, f);
 }
 
 /* One token, F16/BF16 weights, another shape of work (LLM_CUDA_GEMV_SHAPE=RxU, cu_mm_ctx.shape_r/u):
