@@ -357,6 +357,22 @@ gemv_fused_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fuse f
  * one quantisation of x. */
 #define FI8_WARPS 8
 
+/* One 32-element block of activations, lane i holding element i, quantised as the CPU backend does:
+ * d = max|v| / 127, q = rint(v / d) into *q_lane, and (d, d * sum of the block's q) into *ds. */
+__device__ __forceinline__ void quant_block(float v, int8_t *q_lane, float2 *ds, int lane)
+{
+    float amax = fabsf(v);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    float q = rintf(v * id);
+    *q_lane = (int8_t)q;
+    float sum = warp_sum(q); /* integers below 2^12: exact in float */
+    if (lane == 0)
+        *ds = make_float2(d, d * sum);
+}
+
 template <int NT>
 __host__ __device__ constexpr size_t fi8_smem(int K)
 {
@@ -400,17 +416,7 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
         const float inv = 1.0f / sqrtf(ss / (float)K + f.eps); /* as rmsnorm_kernel */
         for (int b = warp; b < nb; b += FI8_WARPS) {
             int k = b * LLM_QK + lane;
-            float v = xt[k] * inv * f.norm[k]; /* as the CPU's rmsnorm_row */
-            float amax = fabsf(v);
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-            float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-            float q = rintf(v * id);
-            xq[(size_t)t * K + k] = (int8_t)q;
-            float sum = warp_sum(q); /* integers below 2^12: exact */
-            if (lane == 0)
-                xds[(size_t)t * nb + b] = make_float2(d, d * sum);
+            quant_block(xt[k] * inv * f.norm[k], xq + (size_t)t * K + k, xds + (size_t)t * nb + b, lane);
         }
         __syncthreads(); /* red[] is reused by the next token; xq / xds complete */
     }
@@ -735,20 +741,8 @@ __global__ void quant_act_kernel(const float *x, int ldx, int K, int n, int8_t *
     if (gw >= n * nb)
         return; /* whole warp */
     int t = gw / nb, b = gw % nb;
-    float v = x[(size_t)t * ldx + (size_t)b * LLM_QK + lane];
-    float amax = fabsf(v);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    float q = rintf(v * id);
-    xq[(size_t)t * K + (size_t)b * LLM_QK + lane] = (int8_t)q;
-    float sum = q; /* integers below 2^12: exact in float */
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0)
-        xds[(size_t)t * nb + b] = make_float2(d, d * sum);
+    quant_block(x[(size_t)t * ldx + (size_t)b * LLM_QK + lane], xq + (size_t)t * K + (size_t)b * LLM_QK + lane,
+                xds + (size_t)t * nb + b, lane);
 }
 
 template <int T, int NT>
