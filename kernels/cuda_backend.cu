@@ -346,7 +346,7 @@ static int cu_init(llm_backend *b, llm_err *err)
     /* RMSNorm + QKV + RoPE + KV write and RMSNorm + gate|up + SwiGLU as one GEMV each where the GEMV takes
      * the step (cuda_gemv_fused_ok); LLM_CUDA_FUSE=0 launches them one by one as before. */
     const char *fu = getenv("LLM_CUDA_FUSE");
-    st->fuse = !(fu != NULL && strcmp(fu, "0") == 0);
+    st->mm.fuse = !(fu != NULL && strcmp(fu, "0") == 0);
     /* Programmatic dependent launch for every kernel (see cuda_internal.cuh); off unless the tuner or
      * LLM_CUDA_PDL=1 turns it on. */
     const char *pdl = getenv("LLM_CUDA_PDL");
@@ -613,7 +613,7 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
 {
     const llm_config *c = &st->m->cfg;
     const int n = sp->n;
-    if (st->fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
+    if (st->mm.fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
         cuda_gemv_norm_qkv_rope(&st->mm, &L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv,
                                 st->qkv_ld, &sp->ti, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
                                 c->n_kv_heads, (int)c->rope_layout, &st->kv, l, st->block_size);
@@ -633,7 +633,7 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
 {
     const llm_config *c = &st->m->cfg;
     int down16 = 0; /* the SwiGLU wrote the down projection's 16-bit activations */
-    if (st->fuse && L->gate_up.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
+    if (st->mm.fuse && L->gate_up.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
         cuda_gemv_norm_swiglu(&st->mm, &L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h,
                               c->hidden_dim);
         if (stage_check(st, "norm + gate/up", l, err))

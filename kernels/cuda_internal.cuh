@@ -130,6 +130,9 @@ typedef struct {
      * (cuda_tcgemm.cu) instead of cuBLAS: tc_max for BF16/F16 weights (default 0: off), tc_max_q for Q8_0/Q4_0
      * (default 64); LLM_CUDA_TC_GEMM=N sets both */
     int            tc_max, tc_max_q;
+    /* Fused decode GEMVs (LLM_CUDA_FUSE, default on): RMSNorm + QKV + RoPE/KV write and RMSNorm + gate|up +
+     * SwiGLU as one kernel each; with dp4a, every int8 GEMV quantises its activations itself */
+    int            fuse;
     int            sms;        /* the device's SM count (the GEMM's K split) */
     float         *tc_part;    /* its partial sums when K is split */
     size_t         tc_part_bytes;
@@ -323,7 +326,6 @@ typedef struct {
     int32_t *am_ids; float *am_lp;   /* on-device greedy per logits row */
     unsigned buf_gen;                /* bumped whenever a per-step buffer above moves */
     int     debug_sync;              /* LLM_CUDA_SYNC=1 */
-    int     fuse;                    /* fused decode GEMVs (LLM_CUDA_FUSE, default on) */
     /* LLM_CUDA_SYNC=1 with LLM_CUDA_STATS=1: wall time per stage (synchronised), printed at destroy */
     int     stage_timing;
     /* ... kept apart for decode steps (every item one token) [0] and prefill / mixed steps [1], so that a

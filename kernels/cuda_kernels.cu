@@ -224,7 +224,7 @@ gemv_scalar_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int
  *  GF_ROPE_KV a RoPE pair of one q or k head (or two v rows) of the fused QKV matrix: q rotated into the
  *             qkv buffer (the attention reads it there), k rotated and v written into the paged KV cache.
  * Per decode layer: 5 launches fewer (2 RMSNorm, RoPE + KV write, SwiGLU... and their round trips). */
-enum { GF_SWIGLU = 0, GF_ROPE_KV = 1 };
+enum { GF_SWIGLU = 0, GF_ROPE_KV = 1, GF_PLAIN = 2 /* int8 kernel only: y (+)= W x, no norm */ };
 
 typedef struct {
     const float *norm;       /* RMSNorm weight of the input */
@@ -236,6 +236,7 @@ typedef struct {
     const float *cos_t, *sin_t;
     int          half, q_dim, kv_dim, layout, kv16, block_size;
     void        *kc, *vc;    /* this layer's K and V cache */
+    int          accumulate; /* GF_PLAIN: out += instead of = */
 } cu_gemv_fuse;
 
 /* Row pair p of a fused matrix: the rows (ra, rb) a warp takes and, for a RoPE pair, its index pi. */
@@ -243,7 +244,10 @@ template <int EPI>
 __device__ __forceinline__ void fused_rows(const cu_gemv_fuse &f, int p, int &ra, int &rb, int &pi)
 {
     pi = 0;
-    if (EPI == GF_SWIGLU) {
+    if (EPI == GF_PLAIN) {
+        ra = 2 * p;
+        rb = ra + 1;
+    } else if (EPI == GF_SWIGLU) {
         ra = p;
         rb = p + f.hidden;
     } else if (p < (f.q_dim + f.kv_dim) / 2) { /* a RoPE pair of a q or k head */
@@ -263,6 +267,12 @@ template <int EPI>
 __device__ __forceinline__ void fused_store(const cu_gemv_fuse &f, int t, int p, int ra, int rb, int pi, float sa,
                                             float sb)
 {
+    if (EPI == GF_PLAIN) {
+        float *o = f.out + (size_t)t * f.ldo + ra;
+        o[0] = f.accumulate ? o[0] + sa : sa;
+        o[1] = f.accumulate ? o[1] + sb : sb;
+        return;
+    }
     if (EPI == GF_SWIGLU) {
         f.out[(size_t)t * f.ldo + p] = sa / (1.0f + expf(-sa)) * sb;
         return;
@@ -403,6 +413,12 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
     CU_PDL_ENTRY();
     for (int t = 0; t < NT; t++) {
         const float *xt = x + (size_t)t * ldx;
+        if (EPI == GF_PLAIN) { /* the activations as they are */
+            for (int b = warp; b < nb; b += FI8_WARPS)
+                quant_block(xt[b * LLM_QK + lane], xq + (size_t)t * K + b * LLM_QK + lane, xds + (size_t)t * nb + b,
+                            lane);
+            continue;
+        }
         float ss = 0.0f;
         for (int k = threadIdx.x; k < K; k += FI8_WARPS * 32)
             ss += xt[k] * xt[k];
@@ -418,8 +434,9 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
             int k = b * LLM_QK + lane;
             quant_block(xt[k] * inv * f.norm[k], xq + (size_t)t * K + k, xds + (size_t)t * nb + b, lane);
         }
-        __syncthreads(); /* red[] is reused by the next token; xq / xds complete */
+        __syncthreads(); /* red[] is reused by the next token */
     }
+    __syncthreads(); /* xq / xds complete */
     if (!active)
         return;
     float acc[2][NT];
@@ -482,12 +499,15 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
     }
 }
 
-/* 1 when the int8 fused GEMV takes W for n tokens: dp4a on, a block type, and x's int8 copy for up to
- * CU_GEMV_MAX_TOKENS tokens within the 48 KiB of shared memory a block gets without opting in. */
-static int fused_i8_ok(const cu_mm_ctx *c, const cu_mat *W)
+/* 1 when the int8 fused GEMV takes W for n tokens: dp4a on, a block type, an even row count, and x's int8
+ * copy for the tokens of one launch (at most CU_GEMV_MAX_TOKENS) within the 48 KiB of shared memory a block
+ * gets without opting in. */
+static int fused_i8_ok(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
+    int nt = n < CU_GEMV_MAX_TOKENS ? n : CU_GEMV_MAX_TOKENS;
+    size_t sm = (size_t)nt * (size_t)W->cols + (size_t)nt * (size_t)(W->cols / LLM_QK) * sizeof(float2);
     return c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && W->cols % LLM_QK == 0 &&
-           fi8_smem<CU_GEMV_MAX_TOKENS>(W->cols) <= 48 * 1024;
+           W->rows % 2 == 0 && sm <= 48 * 1024;
 }
 
 int cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx)
@@ -495,7 +515,7 @@ int cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx)
     if (!cuda_mm_use_gemv(c, W, n) || c->shape_r > 0 || !cuda_gemv_ok(W, ldx) || W->rows % 2 != 0)
         return 0;
     if (c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0))
-        return fused_i8_ok(c, W);
+        return fused_i8_ok(c, W, n);
     int e = W->type == LLM_F32 ? 4 : W->type == LLM_Q8_0 ? 16 : W->type == LLM_Q4_0 ? 32 : 8;
     return (W->type == LLM_F32 || W->type == LLM_F16 || W->type == LLM_BF16 || W->type == LLM_Q8_0 ||
             W->type == LLM_Q4_0) && W->cols % e == 0;
@@ -531,8 +551,10 @@ static void gemv_fused(const cu_mm_ctx *c, const cu_mat *W, const float *x, int 
         int nt = n - t0 < CU_GEMV_MAX_TOKENS ? n - t0 : CU_GEMV_MAX_TOKENS;
         cu_gemv_fuse g = f;
         g.out = f.out + (size_t)t0 * f.ldo;
-        g.ti.pos = f.ti.pos + t0;
-        g.ti.tab = f.ti.tab + t0;
+        if (EPI == GF_ROPE_KV) {
+            g.ti.pos = f.ti.pos + t0;
+            g.ti.tab = f.ti.tab + t0;
+        }
         const float *xs = x + (size_t)t0 * ldx;
         with_nt(nt, [&](auto k) { gemv_fused_nt<EPI, decltype(k)::value>(c, W, xs, ldx, &g); });
     }
@@ -1046,6 +1068,13 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
                 char *msg, size_t msg_len)
 {
     if (cuda_mm_use_gemv(c, W, n)) {
+        if (c->fuse && fused_i8_ok(c, W, n) && !(n == 1 && c->shape_r > 0)) {
+            /* int8 GEMV that quantises its activations itself (no quant_act_kernel launch) */
+            cu_gemv_fuse f = fuse_base(NULL, 0.0f, y, ldy);
+            f.accumulate = accumulate;
+            gemv_fused<GF_PLAIN>(c, W, x, ldx, n, f);
+            return 0;
+        }
         if (dp4a_ok(c, W, ldx))
             gemv_dp4a(c, W, x, ldx, y, ldy, n, accumulate);
         else if (!(n == 1 && c->shape_r > 0 && cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0 &&

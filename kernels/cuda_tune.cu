@@ -36,7 +36,7 @@ cu_knobs cuda_knobs_get(const cu_state *st)
 {
     const cu_mm_ctx *c = &st->mm;
     cu_knobs k = { c->gemv_max, c->gemv_max_q8, c->gemv_max_q4, c->dp4a, c->shape_r, c->shape_u, c->tc_max,
-                   c->tc_max_q, st->fuse };
+                   c->tc_max_q, c->fuse };
     return k;
 }
 
@@ -51,7 +51,7 @@ void cuda_knobs_set(cu_state *st, const cu_knobs *k)
     c->shape_u = k->shape_u;
     c->tc_max = k->tc_max;
     c->tc_max_q = k->tc_max_q;
-    st->fuse = k->fuse;
+    c->fuse = k->fuse;
 }
 
 enum { CL_HALF = 1, CL_Q = 2 };
