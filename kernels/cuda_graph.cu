@@ -102,12 +102,7 @@ static int bucket_of(const llm_batch *b)
         seen[b->seq[i]] = 1;
     }
     free(seen);
-    if (!ok)
-        return -1;
-    int bi = 0;
-    while (bucket_size[bi] < n)
-        bi++;
-    return bi;
+    return ok ? cuda_bucket_index(n) : -1;
 }
 
 /* The attention plan of bucket B for steps whose longest sequence has max_npos positions; returns the

@@ -383,10 +383,10 @@ __device__ __forceinline__ void quant_block(float v, int8_t *q_lane, float2 *ds,
         *ds = make_float2(d, d * sum);
 }
 
-template <int NT>
-__host__ __device__ constexpr size_t fi8_smem(int K)
+/* Shared memory of the int8 copy of nt tokens' activations of width K: quants, then (d, d * sum) per block. */
+static size_t fi8_smem(int nt, int K)
 {
-    return (size_t)NT * (size_t)K + (size_t)NT * (size_t)(K / LLM_QK) * sizeof(float2);
+    return (size_t)nt * (size_t)K + (size_t)nt * (size_t)(K / LLM_QK) * sizeof(float2);
 }
 
 template <int T, int NT, int EPI>
@@ -505,9 +505,8 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
 static int fused_i8_ok(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
     int nt = n < CU_GEMV_MAX_TOKENS ? n : CU_GEMV_MAX_TOKENS;
-    size_t sm = (size_t)nt * (size_t)W->cols + (size_t)nt * (size_t)(W->cols / LLM_QK) * sizeof(float2);
     return c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && W->cols % LLM_QK == 0 &&
-           W->rows % 2 == 0 && sm <= 48 * 1024;
+           W->rows % 2 == 0 && fi8_smem(nt, W->cols) <= 48 * 1024;
 }
 
 int cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx)
@@ -527,7 +526,7 @@ static void gemv_fused_nt(const cu_mm_ctx *c, const cu_mat *W, const float *x, i
     cudaStream_t st = c->stream;
     if (c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0)) { /* cuda_gemv_fused_ok: fused_i8_ok */
         dim3 grid((unsigned)((W->rows / 2 + FI8_WARPS - 1) / FI8_WARPS)), block(FI8_WARPS * 32);
-        size_t sm = fi8_smem<NT>(W->cols);
+        size_t sm = fi8_smem(NT, W->cols);
         if (W->type == LLM_Q8_0)
             CU_LAUNCH((gemv_fused_i8_kernel<LLM_Q8_0, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
         else

@@ -318,7 +318,7 @@ static void tune_key(const cu_state *st, int max_batch, char *key, size_t len)
 
 static int knob_ok(int v, int lo, int hi) { return v >= lo && v <= hi; }
 
-/* 0 when `file` holds a tuning under `key`: knobs per bucket (up to n_buckets) and *pdl. */
+/* 0 when `file` holds a tuning under `key`: knobs per bucket (up to n_buckets) and *pdl, written only then. */
 static int tune_read(const char *file, const char *key, cu_knobs *k, int n_buckets, int *pdl)
 {
     FILE *f = fopen(file, "r");
@@ -332,7 +332,9 @@ static int tune_read(const char *file, const char *key, cu_knobs *k, int n_bucke
     size_t kl = strlen(key);
     ok = ok && fgets(line, sizeof(line), f) != NULL && strncmp(line, "key ", 4) == 0 &&
          strncmp(line + 4, key, kl) == 0 && line[4 + kl] == '\n';
-    ok = ok && fgets(line, sizeof(line), f) != NULL && sscanf(line, "pdl %d", pdl) == 1 && knob_ok(*pdl, 0, 1);
+    int p = 0;
+    ok = ok && fgets(line, sizeof(line), f) != NULL && sscanf(line, "pdl %d", &p) == 1 && knob_ok(p, 0, 1);
+    cu_knobs got[CU_GRAPH_BUCKETS];
     for (int bi = 0; bi < n_buckets && ok; bi++) {
         int B = 0;
         cu_knobs v;
@@ -344,13 +346,17 @@ static int tune_read(const char *file, const char *key, cu_knobs *k, int n_bucke
              knob_ok(v.tc_max_q, 0, 1 << 20) && knob_ok(v.fuse, 0, 1) &&
              ((v.shape_r == 0 && v.shape_u == 0) || cuda_gemv_shape_ok(v.shape_r, v.shape_u));
         if (ok)
-            k[bi] = v;
+            got[bi] = v;
     }
     fclose(f);
-    if (!ok)
+    if (!ok) {
         fprintf(stderr, "cuda: %s holds no kernel tuning for this device, library, model and batch limit (or is "
                 "damaged): timing again\n", file);
-    return ok ? 0 : -1;
+        return -1;
+    }
+    memcpy(k, got, (size_t)n_buckets * sizeof(*k));
+    *pdl = p;
+    return 0;
 }
 
 static void tune_write(const char *file, const char *key, const cu_knobs *k, const float *ms, int n_buckets,
@@ -401,8 +407,6 @@ int cuda_tune_run(cu_state *st, int max_batch, int reps, const char *file, llm_e
                 file, cuda_bucket_size(n_buckets - 1), pdl ? "on" : "off");
         return 0;
     }
-    for (int bi = 0; bi < CU_GRAPH_BUCKETS; bi++)
-        T->k[bi] = T->def;
     tuner t;
     memset(&t, 0, sizeof(t));
     t.st = st;
