@@ -317,6 +317,8 @@ static int cu_init(llm_backend *b, llm_err *err)
         cu_destroy(b);
         return -1;
     }
+    if (cuda_tcgemm_prepare() != 0)
+        fprintf(stderr, "cuda: the tensor-core weight GEMM's shared memory was refused; cuBLAS takes its products\n");
     cublasStatus_t bs = cublasCreate(&st->mm.blas);
     if (bs != CUBLAS_STATUS_SUCCESS || cublasSetStream(st->mm.blas, st->stream) != CUBLAS_STATUS_SUCCESS) {
         st->mm.blas = bs == CUBLAS_STATUS_SUCCESS ? st->mm.blas : NULL;

@@ -51,6 +51,9 @@ struct Fiber {
     unsigned   wait_gen;
     float      shfl;
     const void *coll; /* pointer of the lane's current wmma call */
+    struct CpCopy { void *dst; const void *src; int bytes; bool valid; unsigned group; };
+    std::vector<CpCopy> cp; /* cp.async copies issued and not yet landed */
+    unsigned cp_group;      /* the group the next copy joins (groups committed so far) */
 };
 
 struct Block {
@@ -107,6 +110,8 @@ void entry()
 {
     (*B->body)();
     Fiber *f = B->cur;
+    if (!f->cp.empty())
+        die("thread exits with cp.async copies it never waited for");
     f->state = DONE;
     B->live--;
     int w = (int)(f->tid / 32);
@@ -135,23 +140,32 @@ void warp_barrier(int w)
     to_sched(f);
 }
 
+/* Warp by warp: each warp runs as far as it can (to a __syncthreads, or its end) before the next one
+ * starts. The most hostile order for a missing __syncthreads: warp 0 reads what later warps have not
+ * written yet, and overwrites what they have not read yet. */
 void run_block()
 {
+    const unsigned nw = (B->n + 31) / 32;
     for (;;) {
         bool progress = false, all_done = true;
-        for (auto &f : B->f) {
-            if (f.state == DONE)
-                continue;
-            all_done = false;
-            bool go = f.state == READY || (f.state == WAIT_BLOCK && B->block_gen != f.wait_gen) ||
-                      (f.state == WAIT_WARP && B->warp_gen[f.tid / 32] != f.wait_gen);
-            if (!go)
-                continue;
-            f.state = READY;
-            B->cur = &f;
-            to_fiber(&f);
-            progress = true;
-        }
+        for (unsigned w = 0; w < nw; w++)
+            for (bool again = true; again;) {
+                again = false;
+                for (unsigned t = 32 * w; t < B->n && t < 32 * w + 32; t++) {
+                    Fiber &f = B->f[t];
+                    if (f.state == DONE)
+                        continue;
+                    all_done = false;
+                    bool go = f.state == READY || (f.state == WAIT_BLOCK && B->block_gen != f.wait_gen) ||
+                              (f.state == WAIT_WARP && B->warp_gen[w] != f.wait_gen);
+                    if (!go)
+                        continue;
+                    f.state = READY;
+                    B->cur = &f;
+                    to_fiber(&f);
+                    progress = again = true;
+                }
+            }
         if (all_done)
             return;
         if (!progress)
@@ -229,6 +243,8 @@ __attribute__((noinline)) void setup_fiber(Fiber *f, unsigned t)
 {
     f->tid = t;
     f->state = READY;
+    f->cp.clear();
+    f->cp_group = 0;
 #if EMU_FAST_SWITCH
     /* The stack as cu_emu_ctx_switch leaves it, from the top: a zero return address for fiber_start (16-byte
      * aligned slot below it, as after a call), fiber_start as the address `ret` goes to, six zeroed
@@ -301,6 +317,38 @@ void cu_emu_warp_collective(const void *p, const char *what)
     warp_barrier(w);
     if (!same)
         die(what);
+}
+
+void cu_emu_cp_async(void *dst, const void *src, int bytes, bool valid)
+{
+    Fiber *f = B->cur;
+    uintptr_t d = (uintptr_t)dst, lo = (uintptr_t)B->dyn.data(), hi = lo + B->dyn.size() * sizeof(float);
+    if (d < lo || d + (uintptr_t)bytes > hi)
+        die("cp.async destination outside the block's dynamic shared memory");
+    if ((d | (uintptr_t)(valid ? src : NULL)) % (uintptr_t)bytes != 0)
+        die("cp.async address not aligned to its size");
+    memset(dst, 0xff, (size_t)bytes); /* in flight: whatever a reader finds there now is not the data */
+    f->cp.push_back(Fiber::CpCopy{ dst, src, bytes, valid, f->cp_group });
+}
+
+void cu_emu_cp_commit(void) { B->cur->cp_group++; }
+
+void cu_emu_cp_wait(int n)
+{
+    Fiber *f = B->cur;
+    size_t keep = 0;
+    for (size_t i = 0; i < f->cp.size(); i++) {
+        Fiber::CpCopy &c = f->cp[i];
+        if (c.group + (unsigned)n < f->cp_group) { /* committed, and older than the n newest groups */
+            if (c.valid)
+                memcpy(c.dst, c.src, (size_t)c.bytes);
+            else
+                memset(c.dst, 0, (size_t)c.bytes);
+        } else {
+            f->cp[keep++] = c;
+        }
+    }
+    f->cp.resize(keep);
 }
 
 float cu_emu_bf16_to_float(__nv_bfloat16 b) { return __uint_as_float((unsigned)b.b << 16); }

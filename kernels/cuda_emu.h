@@ -1,8 +1,8 @@
 /* A CPU emulation of the small part of CUDA the backend uses, for testing the
  * kernels' index math, barriers and host logic where no GPU exists (compiled
  * with g++ -DCU_EMULATE; tests/gpu/emu_parity.sh). Each CUDA thread of a block
- * is a fiber (ucontext); __syncthreads and warp shuffles are barriers over the
- * block / warp; blocks run one after another; "device" memory is host memory
+ * is a fiber; __syncthreads and warp shuffles are barriers over the block / warp;
+ * a block runs warp by warp (each as far as it can go), blocks one after another; "device" memory is host memory
  * and every call completes before it returns. Not used by the real build.
  * Stream capture (CUDA Graphs): between cudaStreamBeginCapture and
  * cudaStreamEndCapture, kernel launches, cudaMemcpyAsync, cudaMemsetAsync and
@@ -90,6 +90,22 @@ static inline void cu_emu_launch_args(cudaStream_t s, dim3 grid, dim3 block, siz
 #define CU_DYN_SMEM(name) float *name = cu_emu_dyn_smem()
 /* Blocks and launches run one after another here: programmatic dependent launch has nothing to overlap. */
 #define CU_PDL_ENTRY() do { } while (0)
+
+/* cp.async (cuda_internal.cuh has the real one). Emulated at its most hostile timing: the destination is
+ * poisoned (0xff bytes: NaN in every float type) when the copy is issued, and the data lands only when the
+ * issuing thread's CU_CP_WAIT covers its group; so reading a buffer before the wait + __syncthreads, or
+ * issuing into a buffer another thread may still read, gives NaN and fails the checks. A thread that
+ * exits with copies never waited for aborts the run. */
+void cu_emu_cp_async(void *dst, const void *src, int bytes, bool valid);
+void cu_emu_cp_commit(void);
+void cu_emu_cp_wait(int n);
+template <int BYTES> static inline void cu_cp_async(void *dst, const void *src, bool valid)
+{
+    static_assert(BYTES == 4 || BYTES == 16, "cp.async copies 4 or 16 bytes here");
+    cu_emu_cp_async(dst, src, BYTES, valid);
+}
+#define CU_CP_COMMIT() cu_emu_cp_commit()
+#define CU_CP_WAIT(n)  cu_emu_cp_wait(n)
 
 /* ---- device intrinsics ---- */
 template <typename T> static inline T __ldg(const T *p) { return *p; }

@@ -34,6 +34,24 @@
         asm volatile("griddepcontrol.wait;" ::: "memory");        \
         asm volatile("griddepcontrol.launch_dependents;" :::);    \
     } while (0)
+/* Asynchronous global -> shared copies (cp.async, sm_80+): BYTES (4 or 16) from src to dst, or zeros when
+ * !valid (src is then not read). A thread's copies form a group at CU_CP_COMMIT(); CU_CP_WAIT(n) returns
+ * once at most n of its committed groups are still in flight. Another thread sees the data only after its
+ * issuer's wait and a __syncthreads(). */
+template <int BYTES>
+__device__ __forceinline__ void cu_cp_async(void *dst, const void *src, bool valid)
+{
+    static_assert(BYTES == 4 || BYTES == 16, "cp.async copies 4 or 16 bytes here");
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    if (BYTES == 16) /* .cg: through L2 only, the weights are read once */
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(valid ? 16 : 0)
+                     : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(valid ? 4 : 0)
+                     : "memory");
+}
+#define CU_CP_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#define CU_CP_WAIT(n)  asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
 inline int cu_pdl = 0;       /* set once by the backend (cuda_backend.cu) from LLM_CUDA_PDL */
 inline long cu_launches = 0; /* kernels launched (or captured) so far, for LLM_CUDA_STATS */
 template <typename... P, typename... A>
@@ -185,6 +203,9 @@ void cuda_gemv_norm_qkv_rope(const cu_mm_ctx *c, const cu_mat *W, const float *x
 /* ---- tensor-core weight-only GEMM (cuda_tcgemm.cu) ----
  * y[t*ldy + r] (+)= sum_k W[r][k] * xa[t*K + k], xa the activations rounded to 16 bits (bf16, or f16 for F16
  * weights); `part` holds cuda_tcgemm_scratch(W, n, sms) bytes (NULL when that is 0). */
+/* Once per process before use: allows the kernel its shared memory (over the default 48 KiB). 0, or -1
+ * (the device refuses: then cuda_tcgemm_ok is 0 for every matrix and cuBLAS takes those products). */
+int    cuda_tcgemm_prepare(void);
 int    cuda_tcgemm_ok(const cu_mat *W);
 int    cuda_tcgemm_splits(const cu_mat *W, int n, int sms);
 size_t cuda_tcgemm_scratch(const cu_mat *W, int n, int sms);

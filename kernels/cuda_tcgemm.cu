@@ -9,15 +9,20 @@
  * bf16 model). Here the quantised blocks are dequantised in shared memory and never leave the SM.
  *
  * How: a block takes 64 rows of W (16 per warp) and up to 64 tokens (further groups of 64 tokens are
- * further blocks, dispatched right after it so that they find the same weights in L2), and walks its share of K in 64-wide stages. Per stage, the W tile is copied (BF16/F16) or
- * dequantised to bf16 (Q8_0/Q4_0, the same d * q rounding as the cuBLAS path's dequant_bf16_kernel) into
- * shared memory beside the activations (rounded to 16 bits once per call by to_half_kernel, as for
- * cuBLAS), and each warp runs 16x16x16 wmma products with float accumulation; the next stage's global
- * loads are issued before the current stage's products, so they are in flight meanwhile. When W has few
- * row blocks (3,072 rows: 48 for up to 64 tokens), K is split over gridDim.y blocks so the grid covers the
- * SMs twice; their partial sums go to scratch and tg_reduce_kernel adds them in a fixed order (no atomics:
- * the result does not vary from run to run). More tokens are more blocks, so fewer splits (and a scratch
- * that stays small). */
+ * further blocks, dispatched right after it so that they find the same weights in L2), and walks its share
+ * of K in 64-wide stages through a ring of TG_STAGES stages in shared memory, filled by cp.async: while
+ * the warps multiply stage i, the copies of stages i+1..i+3 (weights as stored, activations rounded to 16
+ * bits once per call by to_half_kernel or written so by the norm / SwiGLU) are in flight, with no
+ * registers held for them. BF16/F16 tiles are multiplied where they land; Q8_0/Q4_0 tiles are first
+ * dequantised into one bf16 tile (the same d * q rounding as the cuBLAS path's dequant_bf16_kernel). Each
+ * warp runs 16x16x16 wmma products with float accumulation. When W has few row blocks (3,072 rows: 48 for
+ * up to 64 tokens), K is split over gridDim.y blocks so that each SM has 2-4 blocks (cuda_tcgemm_splits);
+ * their partial sums go to scratch and tg_reduce_kernel adds them in a fixed order (no atomics: the
+ * result does not vary from run to run). More tokens are more blocks, so fewer splits (and a scratch
+ * that stays small).
+ * Until 2026-12 the tiles went through registers with one stage of prefetch (~8 KB of weights in flight a
+ * block, 2 blocks a SM: too little to cover the memory latency at full bandwidth by Little's law) and
+ * 48-124 registers a thread; now 40-80. */
 #include "cuda_internal.cuh"
 
 #ifndef CU_EMULATE
@@ -31,8 +36,9 @@
 #define TG_LD      (TG_BK + 8)     /* 16-bit elements per shared row: the pad staggers rows over banks */
 #define TG_NMAX    64              /* tokens per block: 4 wmma tiles */
 #define TG_LDO     (TG_M + 4)      /* floats per token row of the output staging */
-#define TG_SMEM    (2 * TG_M * TG_LD * 2) /* W and activation tiles; the output staging reuses them */
-static_assert(TG_NMAX * TG_LDO * 4 <= TG_SMEM, "output staging must fit in the tiles' space");
+#define TG_STAGES  4               /* stages in the shared-memory ring: 3 in flight while one is used */
+
+static int tg_ready; /* cuda_tcgemm_prepare succeeded: without it no product takes this kernel */
 
 __device__ __forceinline__ float tg_f16(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 
@@ -43,63 +49,68 @@ __device__ __forceinline__ uint32_t tg_pack(float a, float b)
            ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
 }
 
-/* The W tile of one stage: rows r0..r0+63, columns k0..k0+63; `fetch` issues the global loads into
- * registers (rows past the matrix: zeros), `store` writes them to shared memory as 16-bit values. */
+/* One stage of W in shared memory: rows r0..r0+63, columns k0..k0+63, as stored in device memory (RAW
+ * bytes: 16-bit rows padded to TG_LD, or the int8 / nibble rows, then 2 fp16 scales a row). `issue` starts
+ * its cp.async copies (rows past the matrix: zeros); `dequant` (Q8_0/Q4_0) writes it as bf16 [64][TG_LD],
+ * d * q rounded once, the same values as the cuBLAS path's dequant_bf16_kernel. 16-bit tiles are used as
+ * they land. */
 template <int T> struct tg_w;
 
 template <int T> struct tg_w16 { /* BF16 / F16: 64 x 64 x 2 bytes = 512 x 16 bytes, 4 per thread */
-    enum { N = 4 };
-    static __device__ __forceinline__ void fetch(const cu_mat &W, int r0, int k0, uint4 *v, float *)
+    enum { RAW = TG_M * TG_LD * 2, QUANT = 0 };
+    static __device__ __forceinline__ void issue(const cu_mat &W, int r0, int k0, uint8_t *raw)
     {
 #pragma unroll
-        for (int i = 0; i < N; i++) {
+        for (int i = 0; i < 4; i++) {
             int idx = threadIdx.x + i * TG_THREADS, row = idx >> 3, c = idx & 7, r = r0 + row;
-            v[i] = r < W.rows ? __ldg((const uint4 *)((const uint8_t *)W.w + (size_t)r * W.row_bytes +
-                                                      (size_t)(k0 + c * 8) * 2))
-                              : make_uint4(0u, 0u, 0u, 0u);
-        }
-    }
-    template <typename HT> static __device__ __forceinline__ void store(const uint4 *v, const float *, HT *Ws)
-    {
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            int idx = threadIdx.x + i * TG_THREADS, row = idx >> 3, c = idx & 7;
-            *(uint4 *)(Ws + row * TG_LD + c * 8) = v[i];
+            bool ok = r < W.rows;
+            const uint8_t *src = (const uint8_t *)W.w + (ok ? (size_t)r * W.row_bytes + (size_t)(k0 + c * 8) * 2 : 0);
+            cu_cp_async<16>(raw + ((size_t)row * TG_LD + c * 8) * 2, src, ok);
         }
     }
 };
 template <> struct tg_w<LLM_BF16> : tg_w16<LLM_BF16> {};
 template <> struct tg_w<LLM_F16> : tg_w16<LLM_F16> {};
 
-template <> struct tg_w<LLM_Q8_0> { /* 64 rows x 64 int8 = 256 x 16 bytes (half a block each), 2 per thread */
-    enum { N = 2 };
-    static __device__ __forceinline__ void fetch(const cu_mat &W, int r0, int k0, uint4 *v, float *d)
-    {
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            int idx = threadIdx.x + i * TG_THREADS, row = idx >> 2, c = idx & 3, r = r0 + row;
-            int k = k0 + c * 16;
-            if (r < W.rows) {
-                v[i] = __ldg((const uint4 *)((const uint8_t *)W.w + (size_t)r * W.row_bytes + (size_t)k));
-                d[i] = tg_f16(__ldg(W.scales + (size_t)r * (W.cols / LLM_QK) + k / LLM_QK));
-            } else {
-                v[i] = make_uint4(0u, 0u, 0u, 0u);
-                d[i] = 0.0f;
-            }
-        }
+/* The 2 scales (4 bytes: blocks k0/32 and k0/32 + 1) of each of the 64 rows, one copy each by threads 0-63. */
+__device__ __forceinline__ void tg_issue_scales(const cu_mat &W, int r0, int k0, uint16_t *sc)
+{
+    if (threadIdx.x < TG_M) {
+        int r = r0 + threadIdx.x;
+        bool ok = r < W.rows;
+        const uint16_t *src = W.scales + (ok ? (size_t)r * (W.cols / LLM_QK) + k0 / LLM_QK : 0);
+        cu_cp_async<4>(sc + 2 * threadIdx.x, src, ok);
     }
-    template <typename HT> static __device__ __forceinline__ void store(const uint4 *v, const float *d, HT *Ws)
+}
+
+template <> struct tg_w<LLM_Q8_0> { /* 64 rows x 64 int8 = 256 x 16 bytes (half a block each), 2 per thread */
+    enum { LQ = 80, RAW = TG_M * LQ + TG_M * 4, QUANT = 1 }; /* row stride 80: 16-byte aligned, staggered */
+    static __device__ __forceinline__ void issue(const cu_mat &W, int r0, int k0, uint8_t *raw)
     {
 #pragma unroll
-        for (int i = 0; i < N; i++) {
+        for (int i = 0; i < 2; i++) {
+            int idx = threadIdx.x + i * TG_THREADS, row = idx >> 2, c = idx & 3, r = r0 + row;
+            bool ok = r < W.rows;
+            const uint8_t *src = (const uint8_t *)W.w + (ok ? (size_t)r * W.row_bytes + (size_t)(k0 + c * 16) : 0);
+            cu_cp_async<16>(raw + row * LQ + c * 16, src, ok);
+        }
+        tg_issue_scales(W, r0, k0, (uint16_t *)(raw + TG_M * LQ));
+    }
+    static __device__ __forceinline__ void dequant(const uint8_t *raw, __nv_bfloat16 *Wd)
+    {
+        const uint16_t *sc = (const uint16_t *)(raw + TG_M * LQ);
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
             int idx = threadIdx.x + i * TG_THREADS, row = idx >> 2, c = idx & 3;
-            const uint32_t u[4] = { v[i].x, v[i].y, v[i].z, v[i].w };
+            uint4 v = *(const uint4 *)(raw + row * LQ + c * 16);
+            float d = tg_f16(sc[2 * row + (c >> 1)]);
+            const uint32_t u[4] = { v.x, v.y, v.z, v.w };
             uint32_t o[8];
 #pragma unroll
             for (int e = 0; e < 16; e += 2)
-                o[e / 2] = tg_pack(d[i] * (float)(int8_t)((u[e / 4] >> (8 * (e % 4))) & 0xffu),
-                                   d[i] * (float)(int8_t)((u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu));
-            uint4 *p = (uint4 *)(Ws + row * TG_LD + c * 16);
+                o[e / 2] = tg_pack(d * (float)(int8_t)((u[e / 4] >> (8 * (e % 4))) & 0xffu),
+                                   d * (float)(int8_t)((u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu));
+            uint4 *p = (uint4 *)(Wd + row * TG_LD + c * 16);
             p[0] = make_uint4(o[0], o[1], o[2], o[3]);
             p[1] = make_uint4(o[4], o[5], o[6], o[7]);
         }
@@ -107,30 +118,30 @@ template <> struct tg_w<LLM_Q8_0> { /* 64 rows x 64 int8 = 256 x 16 bytes (half 
 };
 
 template <> struct tg_w<LLM_Q4_0> { /* 64 rows x 2 blocks of 16 bytes = 128 x 16 bytes, 1 per thread */
-    enum { N = 1 };
-    static __device__ __forceinline__ void fetch(const cu_mat &W, int r0, int k0, uint4 *v, float *d)
+    enum { LQ = 48, RAW = TG_M * LQ + TG_M * 4, QUANT = 1 };
+    static __device__ __forceinline__ void issue(const cu_mat &W, int r0, int k0, uint8_t *raw)
     {
-        int row = threadIdx.x >> 1, b = threadIdx.x & 1, r = r0 + row, blk = k0 / LLM_QK + b;
-        if (r < W.rows) {
-            v[0] = __ldg((const uint4 *)((const uint8_t *)W.w + (size_t)r * W.row_bytes + (size_t)blk * 16));
-            d[0] = tg_f16(__ldg(W.scales + (size_t)r * (W.cols / LLM_QK) + blk));
-        } else {
-            v[0] = make_uint4(0u, 0u, 0u, 0u);
-            d[0] = 0.0f;
-        }
+        int row = threadIdx.x >> 1, b = threadIdx.x & 1, r = r0 + row;
+        bool ok = r < W.rows;
+        const uint8_t *src = (const uint8_t *)W.w + (ok ? (size_t)r * W.row_bytes + (size_t)(k0 / LLM_QK + b) * 16 : 0);
+        cu_cp_async<16>(raw + row * LQ + b * 16, src, ok);
+        tg_issue_scales(W, r0, k0, (uint16_t *)(raw + TG_M * LQ));
     }
-    template <typename HT> static __device__ __forceinline__ void store(const uint4 *v, const float *d, HT *Ws)
+    static __device__ __forceinline__ void dequant(const uint8_t *raw, __nv_bfloat16 *Wd)
     {
+        const uint16_t *sc = (const uint16_t *)(raw + TG_M * LQ);
         int row = threadIdx.x >> 1, b = threadIdx.x & 1;
-        const uint32_t u[4] = { v[0].x, v[0].y, v[0].z, v[0].w };
+        uint4 v = *(const uint4 *)(raw + row * LQ + b * 16);
+        float d = tg_f16(sc[2 * row + b]);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
         uint32_t lo[8], hi[8]; /* byte e: element e (low nibble) and e + 16 (high) */
 #pragma unroll
         for (int e = 0; e < 16; e += 2) {
             uint32_t q0 = (u[e / 4] >> (8 * (e % 4))) & 0xffu, q1 = (u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu;
-            lo[e / 2] = tg_pack(d[0] * (float)((int)(q0 & 15u) - 8), d[0] * (float)((int)(q1 & 15u) - 8));
-            hi[e / 2] = tg_pack(d[0] * (float)((int)(q0 >> 4) - 8), d[0] * (float)((int)(q1 >> 4) - 8));
+            lo[e / 2] = tg_pack(d * (float)((int)(q0 & 15u) - 8), d * (float)((int)(q1 & 15u) - 8));
+            hi[e / 2] = tg_pack(d * (float)((int)(q0 >> 4) - 8), d * (float)((int)(q1 >> 4) - 8));
         }
-        uint4 *p = (uint4 *)(Ws + row * TG_LD + b * LLM_QK);
+        uint4 *p = (uint4 *)(Wd + row * TG_LD + b * LLM_QK);
         p[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
         p[1] = make_uint4(lo[4], lo[5], lo[6], lo[7]);
         p[2] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
@@ -141,66 +152,95 @@ template <> struct tg_w<LLM_Q4_0> { /* 64 rows x 2 blocks of 16 bytes = 128 x 16
 /* The activation tile of one stage: NT * 16 token rows x 64 columns of the 16-bit x, 8 x 16 bytes a row
  * (tokens past n: zeros). */
 template <int NT>
-__device__ __forceinline__ void tg_fetch_x(const uint16_t *xa, int K, int n, int t0, int k0, uint4 *v)
+__device__ __forceinline__ void tg_issue_x(const uint16_t *xa, int K, int n, int t0, int k0, uint16_t *Xs)
 {
 #pragma unroll
     for (int i = 0; i < NT; i++) {
         int idx = threadIdx.x + i * TG_THREADS, t = t0 + (idx >> 3), c = idx & 7;
-        v[i] = t < n ? __ldg((const uint4 *)(xa + (size_t)t * K + k0 + c * 8)) : make_uint4(0u, 0u, 0u, 0u);
+        bool ok = t < n;
+        cu_cp_async<16>(Xs + (idx >> 3) * TG_LD + c * 8, xa + (ok ? (size_t)t * K + k0 + c * 8 : 0), ok);
     }
 }
+
+/* Shared memory of tg_kernel<T, NT>: TG_STAGES x (W stage + activation stage), then for Q8_0/Q4_0 the
+ * dequantised bf16 tile; the output staging (NT * 16 token rows of TG_LDO floats) reuses it at the end. */
+template <int T, int NT> struct tg_smem {
+    enum {
+        X = NT * 16 * TG_LD * 2,
+        STAGE = tg_w<T>::RAW + X,
+        WD = tg_w<T>::QUANT ? TG_M * TG_LD * 2 : 0,
+        TILES = TG_STAGES * STAGE + WD,
+        OUT = NT * 16 * TG_LDO * 4,
+        BYTES = TILES > OUT ? TILES : OUT
+    };
+    static_assert(tg_w<T>::RAW % 128 == 0 && X % 128 == 0, "stages must keep wmma tiles 32-byte aligned");
+};
 
 template <int T, typename HT, int NT>
 __global__ void __launch_bounds__(TG_THREADS)
 tg_kernel(cu_mat W, const uint16_t *__restrict__ xa, int n, float *y, int ldy, int accumulate, float *part)
 {
     using namespace nvcuda;
+    typedef tg_smem<T, NT> L;
     CU_DYN_SMEM(smem);
-    HT *Ws = (HT *)smem, *Xs = Ws + TG_M * TG_LD;
-    float *Os = (float *)smem; /* after the last stage */
+    uint8_t *ring = (uint8_t *)smem;
+    HT *Wd = (HT *)(ring + TG_STAGES * L::STAGE); /* Q8_0 / Q4_0: the dequantised tile */
+    float *Os = (float *)smem;                    /* after the last stage */
     const int warp = threadIdx.x >> 5;
     /* blockIdx.x (dispatched fastest): the token group, then y: the K split, z: the row block; so the blocks
      * that read the same weight tile run side by side and all but the first find it in L2 */
     const int r0 = blockIdx.z * TG_M, split = blockIdx.y, S = gridDim.y, t0 = blockIdx.x * TG_NMAX;
-    const int K = W.cols, ns = K / TG_BK, s0 = split * ns / S, s1 = (split + 1) * ns / S;
+    const int K = W.cols, ns = K / TG_BK, s0 = split * ns / S, nst = (split + 1) * ns / S - s0;
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[NT];
 #pragma unroll
     for (int j = 0; j < NT; j++)
         wmma::fill_fragment(acc[j], 0.0f);
-    uint4 wv[tg_w<T>::N], xv[NT];
-    float wd[tg_w<T>::N];
-    if (s0 < s1)
-        tg_w<T>::fetch(W, r0, s0 * TG_BK, wv, wd); /* the weights: before the wait (see CU_PDL_ENTRY) */
-    CU_PDL_ENTRY();
-    if (s0 < s1)
-        tg_fetch_x<NT>(xa, K, n, t0, s0 * TG_BK, xv);
-    for (int s = s0; s < s1; s++) {
-        tg_w<T>::store(wv, wd, Ws);
+    /* Prologue: the first TG_STAGES - 1 stages in flight, one commit group each (group 0 also holds the
+     * later stages' weights, which are copied before the wait: see CU_PDL_ENTRY). */
 #pragma unroll
-        for (int i = 0; i < NT; i++) {
-            int idx = threadIdx.x + i * TG_THREADS;
-            *(uint4 *)(Xs + (idx >> 3) * TG_LD + (idx & 7) * 8) = xv[i];
+    for (int i = 0; i < TG_STAGES - 1; i++)
+        if (i < nst)
+            tg_w<T>::issue(W, r0, (s0 + i) * TG_BK, ring + i * L::STAGE);
+    CU_PDL_ENTRY();
+#pragma unroll
+    for (int i = 0; i < TG_STAGES - 1; i++) {
+        if (i < nst)
+            tg_issue_x<NT>(xa, K, n, t0, (s0 + i) * TG_BK, (uint16_t *)(ring + i * L::STAGE + tg_w<T>::RAW));
+        CU_CP_COMMIT();
+    }
+    for (int i = 0; i < nst; i++) {
+        CU_CP_WAIT(TG_STAGES - 2); /* this thread's copies of stage i have landed */
+        __syncthreads();           /* everyone's have; and everyone is done with stage i - 1's buffer */
+        int nx = i + TG_STAGES - 1;
+        if (nx < nst) {            /* into the buffer stage i - 1 used */
+            uint8_t *b = ring + (nx % TG_STAGES) * L::STAGE;
+            tg_w<T>::issue(W, r0, (s0 + nx) * TG_BK, b);
+            tg_issue_x<NT>(xa, K, n, t0, (s0 + nx) * TG_BK, (uint16_t *)(b + tg_w<T>::RAW));
         }
-        __syncthreads();
-        if (s + 1 < s1) { /* next stage's loads, in flight during this stage's products */
-            tg_w<T>::fetch(W, r0, (s + 1) * TG_BK, wv, wd);
-            tg_fetch_x<NT>(xa, K, n, t0, (s + 1) * TG_BK, xv);
+        CU_CP_COMMIT();            /* (empty near the end: keeps the wait count above right) */
+        uint8_t *b = ring + (i % TG_STAGES) * L::STAGE;
+        const HT *A = (const HT *)b, *Xs = (const HT *)(b + tg_w<T>::RAW);
+        if constexpr (tg_w<T>::QUANT != 0) {
+            tg_w<T>::dequant(b, (__nv_bfloat16 *)Wd);
+            __syncthreads();
+            A = Wd;
         }
 #pragma unroll
         for (int kk = 0; kk < TG_BK / 16; kk++) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, HT, wmma::row_major> a;
-            wmma::load_matrix_sync(a, Ws + (16 * warp) * TG_LD + 16 * kk, TG_LD);
+            wmma::load_matrix_sync(a, A + (16 * warp) * TG_LD + 16 * kk, TG_LD);
 #pragma unroll
             for (int j = 0; j < NT; j++) {
                 /* B = x^T: element (k, t) at Xs[t][k], i.e. column-major with leading dimension TG_LD */
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, HT, wmma::col_major> b;
-                wmma::load_matrix_sync(b, Xs + (16 * j) * TG_LD + 16 * kk, TG_LD);
-                wmma::mma_sync(acc[j], a, b, acc[j]);
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, HT, wmma::col_major> bf;
+                wmma::load_matrix_sync(bf, Xs + (16 * j) * TG_LD + 16 * kk, TG_LD);
+                wmma::mma_sync(acc[j], a, bf, acc[j]);
             }
         }
-        __syncthreads();
     }
+    CU_CP_WAIT(0); /* only empty groups are left; the staging below overwrites the ring */
+    __syncthreads();
     /* Tile (row, token) to Os[token][row], then out along the rows (coalesced). */
 #pragma unroll
     for (int j = 0; j < NT; j++)
@@ -236,14 +276,19 @@ __global__ void tg_reduce_kernel(const float *part, int S, int n, int R, float *
 
 int cuda_tcgemm_ok(const cu_mat *W)
 {
-    return (W->type == LLM_BF16 || W->type == LLM_F16 || W->type == LLM_Q8_0 || W->type == LLM_Q4_0) &&
-           W->cols % TG_BK == 0 && W->row_bytes % 16 == 0 && ((uintptr_t)W->w & 15) == 0;
+    int q = W->type == LLM_Q8_0 || W->type == LLM_Q4_0;
+    return tg_ready && (W->type == LLM_BF16 || W->type == LLM_F16 || q) && W->cols % TG_BK == 0 && W->row_bytes % 16 == 0 &&
+           ((uintptr_t)W->w & 15) == 0 && (!q || ((uintptr_t)W->scales & 3) == 0);
 }
 
 int cuda_tcgemm_splits(const cu_mat *W, int n, int sms)
 {
     int blocks = (W->rows + TG_M - 1) / TG_M * ((n + TG_NMAX - 1) / TG_NMAX), stages = W->cols / TG_BK;
-    int s = (2 * (sms > 0 ? sms : 1) + blocks - 1) / blocks; /* cover the SMs twice */
+    /* Blocks a SM, for ~27 KB or more of weights in flight per SM (Little's law at ~4 TB/s and ~1 us over
+     * 132 SMs): a block has TG_STAGES - 1 stages in flight, 9 KB each for 16-bit weights, 4.3 KB for
+     * Q8_0, 2.3 KB for Q4_0. Shared memory lets 3-4 blocks share a SM. */
+    int cover = W->type == LLM_Q4_0 ? 4 : W->type == LLM_Q8_0 ? 3 : 2;
+    int s = (cover * (sms > 0 ? sms : 1) + blocks - 1) / blocks;
     int cap = stages / 2 < 16 ? stages / 2 : 16;              /* >= 2 stages a split (prefetch) */
     return s > cap ? (cap > 1 ? cap : 1) : s;
 }
@@ -254,18 +299,42 @@ size_t cuda_tcgemm_scratch(const cu_mat *W, int n, int sms)
     return s > 1 ? (size_t)s * (size_t)n * (size_t)W->rows * sizeof(float) : 0;
 }
 
+template <int T, typename HT, int NT>
+static void tg_launch_nt(const cu_mat *W, const uint16_t *xa, int n, float *y, int ldy, int acc, float *part, int S,
+                         cudaStream_t st)
+{
+    dim3 grid((unsigned)((n + TG_NMAX - 1) / TG_NMAX), (unsigned)S, (unsigned)((W->rows + TG_M - 1) / TG_M));
+    CU_LAUNCH((tg_kernel<T, HT, NT>), grid, TG_THREADS, (tg_smem<T, NT>::BYTES), st, *W, xa, n, y, ldy, acc, part);
+}
+
 template <int T, typename HT>
 static void tg_launch(const cu_mat *W, const uint16_t *xa, int n, float *y, int ldy, int acc, float *part, int S,
                       cudaStream_t st)
 {
-    int tiles = (n < TG_NMAX ? n : TG_NMAX) + 15;
-    dim3 grid((unsigned)((n + TG_NMAX - 1) / TG_NMAX), (unsigned)S, (unsigned)((W->rows + TG_M - 1) / TG_M));
-    switch (tiles / 16) {
-    case 1: CU_LAUNCH((tg_kernel<T, HT, 1>), grid, TG_THREADS, TG_SMEM, st, *W, xa, n, y, ldy, acc, part); break;
-    case 2: CU_LAUNCH((tg_kernel<T, HT, 2>), grid, TG_THREADS, TG_SMEM, st, *W, xa, n, y, ldy, acc, part); break;
-    case 3: CU_LAUNCH((tg_kernel<T, HT, 3>), grid, TG_THREADS, TG_SMEM, st, *W, xa, n, y, ldy, acc, part); break;
-    default: CU_LAUNCH((tg_kernel<T, HT, 4>), grid, TG_THREADS, TG_SMEM, st, *W, xa, n, y, ldy, acc, part); break;
+    switch (((n < TG_NMAX ? n : TG_NMAX) + 15) / 16) { /* 16-token tiles a block */
+    case 1: tg_launch_nt<T, HT, 1>(W, xa, n, y, ldy, acc, part, S, st); break;
+    case 2: tg_launch_nt<T, HT, 2>(W, xa, n, y, ldy, acc, part, S, st); break;
+    case 3: tg_launch_nt<T, HT, 3>(W, xa, n, y, ldy, acc, part, S, st); break;
+    default: tg_launch_nt<T, HT, 4>(W, xa, n, y, ldy, acc, part, S, st); break;
     }
+}
+
+/* Shared memory above the default 48 KiB a block, for every instantiation. */
+template <int T, typename HT> static int tg_allow(void)
+{
+    return cudaFuncSetAttribute(tg_kernel<T, HT, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg_smem<T, 1>::BYTES) ||
+           cudaFuncSetAttribute(tg_kernel<T, HT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg_smem<T, 2>::BYTES) ||
+           cudaFuncSetAttribute(tg_kernel<T, HT, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg_smem<T, 3>::BYTES) ||
+           cudaFuncSetAttribute(tg_kernel<T, HT, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg_smem<T, 4>::BYTES);
+}
+
+int cuda_tcgemm_prepare(void)
+{
+    tg_ready = !(tg_allow<LLM_F16, __half>() || tg_allow<LLM_BF16, __nv_bfloat16>() ||
+                 tg_allow<LLM_Q8_0, __nv_bfloat16>() || tg_allow<LLM_Q4_0, __nv_bfloat16>());
+    if (!tg_ready)
+        (void)cudaGetLastError(); /* not sticky; leave no error for the next check */
+    return tg_ready ? 0 : -1;
 }
 
 void cuda_tcgemm(const cu_mat *W, const void *xa, int n, float *y, int ldy, int accumulate, float *part, int sms,

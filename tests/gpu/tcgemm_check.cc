@@ -115,6 +115,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "tcgemm_check: no CUDA device / cuBLAS\n");
         return 1;
     }
+    if (cuda_tcgemm_prepare() != 0) {
+        fprintf(stderr, "tcgemm_check: the device refuses the tensor-core GEMM's shared memory\n");
+        return 1;
+    }
     mm.gemv_max = mm.gemv_max_q8 = mm.gemv_max_q4 = 1;
     struct { int R, K; } shapes[] = { { 80, 128 }, { 200, 64 }, { 48, 512 }, { 16, 1024 } };
     const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0 };
@@ -168,7 +172,7 @@ int main(int argc, char **argv)
                                     double d = fabs(y[(size_t)t * ldy + r] - (base + s));
                                     double lim = 2e-5 * (mag + fabs(base)) + 1e-6;
                                     worst = d / lim > worst ? d / lim : worst;
-                                    if (d > lim)
+                                    if (!(d <= lim)) /* NaN fails too */
                                         bad = 1;
                                 }
                             /* rows of y past R (the stride's padding) must not be written */
