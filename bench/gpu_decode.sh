@@ -161,6 +161,13 @@ if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
         --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_tiled_attention.txt"
 fi
 
+# Prefill attention through the mma.sync kernel (S and P in registers, LLM_CUDA_ATT_TC=2) instead of the wmma one.
+if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${ATT_MMA:-1}" = 1 ]; then
+    echo "== $PRESET bf16, prefill with the mma.sync attention (LLM_CUDA_ATT_TC=2)"
+    LLM_CUDA_ATT_TC=2 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches "" \
+        --prompt "$PROMPT" --steps "$STEPS" --prefill "$PREFILL" 2>&1 | tee "$RES/gpu_decode_bf16_mma_prefill_attention.txt"
+fi
+
 # Prefill attention through the scalar tiled kernel instead of the tensor-core one (attention_tc_kernel).
 if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${ATT_SCALAR:-1}" = 1 ]; then
     echo "== $PRESET bf16, prefill 1x2048 with the scalar attention (LLM_CUDA_ATT_TC=0)"

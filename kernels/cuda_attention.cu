@@ -411,6 +411,214 @@ __global__ void __launch_bounds__(TC_THREADS) attention_tc_kernel(att_args a)
     }
 }
 
+/* Prefill / mixed steps on f16 caches, FlashAttention-2 style (LLM_CUDA_ATT_TC=2; head_dim 32, 64 or 128):
+ * the same work split, rows and split partials as attention_tc_kernel, but S and P never leave registers.
+ * A warp owns 16 query rows of the block's (at most) 64; per 64-position tile it computes its 16 x 64
+ * scores with mma.sync m16n8k16 (Q fragments loaded once, K fragments read from shared memory), masks
+ * and runs the online softmax on them in registers (a row's 64 scores are spread over the 4 lanes of a
+ * quad: two shuffles for its max), rescales its 16 x head_dim output accumulator in registers, and feeds
+ * P, rounded to half, straight back as the A operand of O += P V (the accumulator layout of S is the A
+ * layout of P). K/V tiles are double-buffered by cp.async: tile i + 1 is in flight while tile i is used.
+ * Per tile: 2 barriers (the wmma kernel has 4 and two shared-memory round trips of S and P). Warps whose
+ * rows all lie before a tile skip it; score tiles of 8 positions and P V k-steps of 16 wholly past a
+ * warp's last row are skipped. Same rounding points as the wmma kernel: Q scaled then rounded to half,
+ * f16 K/V, P rounded to half, float accumulation.
+ * Shared memory (halves): q[64][hd+8] | k[2][64][hd+8] | v[2][64][hd+8] (87,040 bytes at head_dim 128). */
+#define MA_THREADS 128
+#define MA_KT      64
+
+size_t cuda_att_mma_smem(int head_dim) { return (size_t)(TC_MAX_ROWS + 4 * MA_KT) * (size_t)(head_dim + 8) * 2; }
+
+int cuda_att_mma_enabled(int head_dim, int kv16)
+{
+    static int env = -1;
+    if (env < 0) {
+        const char *e = getenv("LLM_CUDA_ATT_TC");
+        env = e != NULL && strcmp(e, "2") == 0;
+    }
+    return env && kv16 && (head_dim == 32 || head_dim == 64 || head_dim == 128);
+}
+
+__device__ __forceinline__ uint32_t ma_pack(float lo, float hi)
+{
+    return (uint32_t)__half_as_ushort(__float2half_rn(lo)) | ((uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16);
+}
+
+/* K and V rows p0 .. p0+63 of kv head g into kd / vd (cp.async; rows at or past p_end: zeros). */
+template <int HD>
+__device__ __forceinline__ void ma_issue_kv(const att_args &a, const __half *kc, const __half *vc, const int32_t *table,
+                                            int g, int p0, int p_end, __half *kd, __half *vd)
+{
+    constexpr int PER = HD / 8, LD = HD + 8;
+    const size_t kv_dim = (size_t)a.n_kv * HD;
+    for (int idx = threadIdx.x; idx < MA_KT * PER; idx += MA_THREADS) {
+        int j = idx / PER, c = idx % PER, p = p0 + j;
+        bool ok = p < p_end;
+        size_t o = ok ? kv_slot(table, p, a.block_size) * kv_dim + (size_t)g * HD + (size_t)c * 8 : 0;
+        cu_cp_async<16>(kd + j * LD + c * 8, kc + o, ok);
+        cu_cp_async<16>(vd + j * LD + c * 8, vc + o, ok);
+    }
+}
+
+template <int HD>
+__global__ void __launch_bounds__(MA_THREADS) attention_mma_kernel(att_args a)
+{
+    CU_PDL_ENTRY();
+    CU_DYN_SMEM(smem);
+    constexpr int LD = HD + 8, NK = HD / 16, NO = HD / 8, NS = MA_KT / 8;
+    const cu_att_item it = a.items[blockIdx.z];
+    const int gk = blockIdx.y, split = blockIdx.x;
+    const int p_begin = split * a.chunk;
+    if (p_begin >= it.n_pos)
+        return; /* uniform over the block, before any barrier */
+    const int p_end = min(p_begin + a.chunk, it.n_pos);
+    const int R = it.nq * a.group;
+    __half *qs = (__half *)smem, *kbuf = qs + TC_MAX_ROWS * LD, *vbuf = kbuf + 2 * MA_KT * LD;
+    const __half *kc = (const __half *)a.kc, *vc = (const __half *)a.vc;
+    const int32_t *table = a.ti.tables + a.ti.tab[it.t0];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+
+    ma_issue_kv<HD>(a, kc, vc, table, gk, p_begin, p_end, kbuf, vbuf);
+    CU_CP_COMMIT();
+    /* Row r = (token it.t0 + r / group, query head gk * group + r % group), scaled, as half; rows past R: 0 */
+    for (int idx = threadIdx.x; idx < TC_MAX_ROWS * HD; idx += MA_THREADS) {
+        int r = idx / HD, d = idx % HD;
+        float q = 0.0f;
+        if (r < R) {
+            int tk = it.t0 + r / a.group, h = gk * a.group + r % a.group;
+            q = a.qkv[(size_t)tk * a.ld + (size_t)h * HD + d] * a.scale;
+        }
+        qs[r * LD + d] = __float2half_rn(q);
+    }
+    __syncthreads();
+    /* this lane's rows: r0 (accumulator elements 0, 1) and r1 = r0 + 8 (elements 2, 3); -1: padding */
+    const int r0 = 16 * warp + g, r1 = r0 + 8;
+    const int pos0 = r0 < R ? a.ti.pos[it.t0 + r0 / a.group] : -1;
+    const int pos1 = r1 < R ? a.ti.pos[it.t0 + r1 / a.group] : -1;
+    float lastf = (float)max(pos0, pos1); /* positions < 2^24: exact */
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        lastf = fmaxf(lastf, __shfl_xor_sync(0xffffffffu, lastf, o));
+    const int last = (int)lastf; /* the warp's last visible position (-1: no real rows): warp-uniform */
+    uint32_t qa[NK][4];
+#pragma unroll
+    for (int k = 0; k < NK; k++) {
+        qa[k][0] = *(const uint32_t *)(qs + r0 * LD + 16 * k + 2 * t);
+        qa[k][1] = *(const uint32_t *)(qs + r1 * LD + 16 * k + 2 * t);
+        qa[k][2] = *(const uint32_t *)(qs + r0 * LD + 16 * k + 2 * t + 8);
+        qa[k][3] = *(const uint32_t *)(qs + r1 * LD + 16 * k + 2 * t + 8);
+    }
+    float o[NO][4];
+#pragma unroll
+    for (int n = 0; n < NO; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+
+    int buf = 0;
+    for (int p0 = p_begin; p0 < p_end; p0 += MA_KT, buf ^= 1) {
+        if (p0 + MA_KT < p_end) /* the next tile into the other buffer (its last reader passed the barrier below) */
+            ma_issue_kv<HD>(a, kc, vc, table, gk, p0 + MA_KT, p_end, kbuf + (buf ^ 1) * MA_KT * LD,
+                            vbuf + (buf ^ 1) * MA_KT * LD);
+        CU_CP_COMMIT();
+        CU_CP_WAIT(1); /* this tile's copies (not the next one's) have landed */
+        __syncthreads();
+        if (p0 <= last) {
+            const __half *ks = kbuf + buf * MA_KT * LD, *vs = vbuf + buf * MA_KT * LD;
+            float s[NS][4];
+#pragma unroll
+            for (int j = 0; j < NS; j++) {
+                s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+                if (p0 + 8 * j > last)
+                    continue; /* masked below */
+#pragma unroll
+                for (int k = 0; k < NK; k++) {
+                    const __half *kr = ks + (8 * j + g) * LD + 16 * k + 2 * t; /* B[k][n] = K[n][k] */
+                    uint32_t b[2] = { *(const uint32_t *)kr, *(const uint32_t *)(kr + 8) };
+                    cu_mma_16816(s[j], qa[k], b);
+                }
+            }
+            float mt0 = -INFINITY, mt1 = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < NS; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    int p = p0 + 8 * j + 2 * t + e;
+                    s[j][e] = p < p_end && p <= pos0 ? s[j][e] : -INFINITY;
+                    s[j][2 + e] = p < p_end && p <= pos1 ? s[j][2 + e] : -INFINITY;
+                    mt0 = fmaxf(mt0, s[j][e]);
+                    mt1 = fmaxf(mt1, s[j][2 + e]);
+                }
+            mt0 = fmaxf(mt0, __shfl_xor_sync(0xffffffffu, mt0, 1));
+            mt0 = fmaxf(mt0, __shfl_xor_sync(0xffffffffu, mt0, 2));
+            mt1 = fmaxf(mt1, __shfl_xor_sync(0xffffffffu, mt1, 1));
+            mt1 = fmaxf(mt1, __shfl_xor_sync(0xffffffffu, mt1, 2));
+            const float mn0 = fmaxf(m0, mt0), mn1 = fmaxf(m1, mt1);
+            const float c0 = mn0 == -INFINITY ? 1.0f : expf(m0 - mn0); /* m = -inf gives 0 */
+            const float c1 = mn1 == -INFINITY ? 1.0f : expf(m1 - mn1);
+            m0 = mn0;
+            m1 = mn1;
+            l0 *= c0;
+            l1 *= c1;
+#pragma unroll
+            for (int n = 0; n < NO; n++) {
+                o[n][0] *= c0;
+                o[n][1] *= c0;
+                o[n][2] *= c1;
+                o[n][3] *= c1;
+            }
+#pragma unroll
+            for (int j = 0; j < NS; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    s[j][e] = mn0 == -INFINITY ? 0.0f : expf(s[j][e] - mn0); /* s = -inf gives 0 */
+                    s[j][2 + e] = mn1 == -INFINITY ? 0.0f : expf(s[j][2 + e] - mn1);
+                    l0 += s[j][e];
+                    l1 += s[j][2 + e];
+                }
+#pragma unroll
+            for (int kk = 0; kk < MA_KT / 16; kk++) {
+                if (p0 + 16 * kk > last)
+                    break; /* the rest of P is zero */
+                const uint32_t pa[4] = { ma_pack(s[2 * kk][0], s[2 * kk][1]), ma_pack(s[2 * kk][2], s[2 * kk][3]),
+                                         ma_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                         ma_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]) };
+#pragma unroll
+                for (int n = 0; n < NO; n++) {
+                    const __half *v = vs + (16 * kk + 2 * t) * LD + 8 * n + g; /* B[k][n] = V[k][n] */
+                    uint32_t b[2] = {
+                        (uint32_t)__half_as_ushort(v[0]) | ((uint32_t)__half_as_ushort(v[LD]) << 16),
+                        (uint32_t)__half_as_ushort(v[8 * LD]) | ((uint32_t)__half_as_ushort(v[9 * LD]) << 16)
+                    };
+                    cu_mma_16816(o[n], pa, b);
+                }
+            }
+        }
+        __syncthreads(); /* everyone is done with this buffer before the next iteration refills it */
+    }
+    CU_CP_WAIT(0); /* only an empty group is left */
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int r = half ? r1 : r0;
+        if (r >= R)
+            continue;
+        const int tk = it.t0 + r / a.group, h = gk * a.group + r % a.group;
+        float *w = a.ws + (((size_t)tk * a.n_heads + h) * a.n_splits + split) * (size_t)(HD + 2);
+#pragma unroll
+        for (int n = 0; n < NO; n++) {
+            w[8 * n + 2 * t] = o[n][2 * half];
+            w[8 * n + 2 * t + 1] = o[n][2 * half + 1];
+        }
+        if (t == 0) {
+            w[HD] = half ? m1 : m0;
+            w[HD + 1] = half ? l1 : l0;
+        }
+    }
+}
+
 /* Decode steps (every item one token, q_tile 1): a block takes (token, kv head, split) like the kernel
  * above, but keeps the work in registers: a warp takes every DEC_WARPS-th position of the split, each
  * lane holds DPL = head_dim / 32 dimensions of the group's queries, of one key and one value row (one
@@ -636,6 +844,14 @@ int cuda_att_prepare(size_t smem_max)
         cudaFuncSetAttribute(attention_tc_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)smem_max) != cudaSuccess)
         return -1;
+    if (cuda_att_mma_enabled(128, 1) &&
+        (cudaFuncSetAttribute(attention_mma_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int)cuda_att_mma_smem(32)) != cudaSuccess ||
+         cudaFuncSetAttribute(attention_mma_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int)cuda_att_mma_smem(64)) != cudaSuccess ||
+         cudaFuncSetAttribute(attention_mma_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int)cuda_att_mma_smem(128)) != cudaSuccess))
+        return -1;
     return 0;
 }
 
@@ -679,6 +895,11 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
         dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
         size_t smem = cuda_att_tc_smem(p->q_tile, a.group, p->head_dim);
         void (*k)(att_args) = kv->kv16 ? attention_tc_kernel<__half> : attention_tc_kernel<float>;
+        if (cuda_att_mma_enabled(p->head_dim, kv->kv16)) { /* LLM_CUDA_ATT_TC=2 */
+            smem = cuda_att_mma_smem(p->head_dim);
+            k = p->head_dim == 32 ? attention_mma_kernel<32>
+                : p->head_dim == 64 ? attention_mma_kernel<64> : attention_mma_kernel<128>;
+        }
         CU_LAUNCH(k, grid, TC_THREADS, smem, st, a);
         done = 1;
     }

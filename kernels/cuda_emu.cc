@@ -51,6 +51,7 @@ struct Fiber {
     unsigned   wait_gen;
     float      shfl;
     const void *coll; /* pointer of the lane's current wmma call */
+    uint32_t mma_a[4], mma_b[2]; /* the lane's fragments during an emulated mma.sync */
     struct CpCopy { void *dst; const void *src; int bytes; bool valid; unsigned group; };
     std::vector<CpCopy> cp; /* cp.async copies issued and not yet landed */
     unsigned cp_group;      /* the group the next copy joins (groups committed so far) */
@@ -349,6 +350,35 @@ void cu_emu_cp_wait(int n)
         }
     }
     f->cp.resize(keep);
+}
+
+void cu_mma_16816(float *d, const uint32_t *a, const uint32_t *b)
+{
+    Fiber *f = B->cur;
+    int w = (int)(f->tid / 32), lane = (int)(f->tid % 32), g = lane / 4, t = lane % 4;
+    unsigned in_warp = B->n - (unsigned)w * 32 < 32 ? B->n - (unsigned)w * 32 : 32;
+    if ((unsigned)B->warp_live[w] != in_warp || in_warp != 32)
+        die("mma.sync without all 32 lanes");
+    memcpy(f->mma_a, a, sizeof f->mma_a);
+    memcpy(f->mma_b, b, sizeof f->mma_b);
+    warp_barrier(w);
+    const Fiber *L = &B->f[(size_t)w * 32];
+    /* element (r, k) of A and (k, n) of B, from the lane and register PTX puts them in */
+    auto half_at = [](uint32_t u, int hi) { return half_to_float((uint16_t)(hi ? u >> 16 : u & 0xffffu)); };
+    auto A = [&](int r, int k) {
+        return half_at(L[(r % 8) * 4 + (k % 8) / 2].mma_a[(r >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k % 2);
+    };
+    auto Bm = [&](int k, int n) { return half_at(L[n * 4 + (k % 8) / 2].mma_b[k >= 8 ? 1 : 0], k % 2); };
+    float out[4];
+    for (int i = 0; i < 4; i++) {
+        int r = g + (i >= 2 ? 8 : 0), n = 2 * t + (i % 2);
+        float s = d[i];
+        for (int k = 0; k < 16; k++)
+            s += A(r, k) * Bm(k, n);
+        out[i] = s;
+    }
+    warp_barrier(w); /* every lane has read the others' fragments */
+    memcpy(d, out, sizeof out);
 }
 
 float cu_emu_bf16_to_float(__nv_bfloat16 b) { return __uint_as_float((unsigned)b.b << 16); }

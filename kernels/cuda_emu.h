@@ -104,6 +104,10 @@ template <int BYTES> static inline void cu_cp_async(void *dst, const void *src, 
     static_assert(BYTES == 4 || BYTES == 16, "cp.async copies 4 or 16 bytes here");
     cu_emu_cp_async(dst, src, BYTES, valid);
 }
+/* mma.sync m16n8k16 (f16 in, f32 accumulate) with PTX's per-lane register layout (cuda_internal.cuh):
+ * a warp collective; every lane hands in its fragments and takes out its four results, so a kernel that
+ * puts an element in the wrong register gets a wrong product here as on a GPU. */
+void cu_mma_16816(float *d, const uint32_t *a, const uint32_t *b);
 #define CU_CP_COMMIT() cu_emu_cp_commit()
 #define CU_CP_WAIT(n)  cu_emu_cp_wait(n)
 
@@ -121,6 +125,7 @@ static inline int __dp4a(int a, int b, int c)
     return c;
 }
 static inline __half __ushort_as_half(uint16_t b) { __half h; h.b = b; return h; }
+static inline unsigned short __half_as_ushort(__half h) { return h.b; }
 float  __half2float(__half h);
 __half __float2half_rn(float f);
 __nv_bfloat16 __float2bfloat16_rn(float f);

@@ -50,6 +50,18 @@ __device__ __forceinline__ void cu_cp_async(void *dst, const void *src, bool val
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(valid ? 4 : 0)
                      : "memory");
 }
+/* d (+)= A B on the tensor cores, one m16n8k16 tile a warp (f16 inputs, f32 accumulators), with PTX's
+ * register layout (g = lane / 4, t = lane % 4; each u32 holds two halves, the lower column / k first):
+ *   a[0] A[g][2t..2t+1]   a[1] A[g+8][2t..]   a[2] A[g][2t+8..]   a[3] A[g+8][2t+8..]
+ *   b[0] B[2t..2t+1][g]   b[1] B[2t+8..2t+9][g]
+ *   d[0..1] D[g][2t..2t+1]   d[2..3] D[g+8][2t..2t+1] */
+__device__ __forceinline__ void cu_mma_16816(float *d, const uint32_t *a, const uint32_t *b)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
 #define CU_CP_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
 #define CU_CP_WAIT(n)  asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
 inline int cu_pdl = 0;       /* set once by the backend (cuda_backend.cu) from LLM_CUDA_PDL */
@@ -261,6 +273,9 @@ size_t cuda_att_smem(int q_tile, int group, int head_dim);
 /* The tensor-core prefill kernel: enabled unless LLM_CUDA_ATT_TC=0 and for head_dim % 16 == 0; its shared
  * memory; its largest q_tile (>= 2) within `smem_max` and 64 query rows per block, 0 when not usable. */
 int    cuda_att_tc_enabled(int head_dim);
+/* LLM_CUDA_ATT_TC=2: prefill / mixed steps through the mma.sync kernel (f16 cache, head_dim 32/64/128). */
+int    cuda_att_mma_enabled(int head_dim, int kv16);
+size_t cuda_att_mma_smem(int head_dim);
 size_t cuda_att_tc_smem(int q_tile, int group, int head_dim);
 int    cuda_att_tc_q_tile(int group, int head_dim, size_t smem_max);
 /* Partial-result floats needed for n tokens. */

@@ -82,6 +82,11 @@ LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f32 check "tensor-core prefill attention, head_
 LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f16 check "tensor-core prefill attention, head_dim 32, f16 kv" --model "$W/hf-f32.gguf" --positions 96 --gen 4 --chunk 40 --max-diff 1e-2 --min-top1 0.98
 LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f32 check "tensor-core prefill attention, head_dim 128, f32 kv" --model "$W/hf128-f32.gguf" --positions 96 --gen 4 --chunk 48 --max-diff 1e-2 --min-top1 0.98
 LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f16 CU_EMU_SMS=64 check "tensor-core prefill attention, head_dim 128, f16 kv, 64 SMs" --model "$W/hf128-f32.gguf" --positions 96 --gen 4 --chunk 48 --max-diff 1e-2 --min-top1 0.98
+# The mma.sync kernel (LLM_CUDA_ATT_TC=2, f16 KV only): S and P in registers, K/V tiles double-buffered by
+# cp.async; on 1 SM a split holds several 64-position tiles, so both buffers are reused.
+LLM_CUDA_ATT_TC=2 LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f16 check "mma.sync prefill attention, head_dim 32, f16 kv" --model "$W/hf-f32.gguf" --positions 96 --gen 4 --chunk 40 --max-diff 1e-2 --min-top1 0.98
+LLM_CUDA_ATT_TC=2 LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f16 CU_EMU_SMS=64 check "mma.sync prefill attention, head_dim 128, f16 kv, 64 SMs" --model "$W/hf128-f32.gguf" --positions 96 --gen 4 --chunk 48 --max-diff 1e-2 --min-top1 0.98
+LLM_CUDA_ATT_TC=2 LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f16 CU_EMU_SMS=1 check "mma.sync prefill attention, head_dim 128, f16 kv, 1 SM (long splits)" --model "$W/hf128-f32.gguf" --positions 200 --gen 4 --chunk 100 --max-diff 1e-2 --min-top1 0.98
 LLM_CUDA_ATT_TC=0 LLM_CUDA_GEMV_MAX=64 LLM_CUDA_KV=f32 check "scalar prefill attention (LLM_CUDA_ATT_TC=0), head_dim 128, f32 kv" --model "$W/hf128-f32.gguf" --positions 96 --gen 4 --chunk 48 --max-diff 1e-4 --min-top1 1
 # cuBLAS path (chunks > 8 tokens): activations rounded to the weights' half type.
 LLM_CUDA_KV=f32 check "stories260K f32, gemm" --model "$S260" --positions 64 --gen 8 --chunk 24 --max-diff 1e-4 --min-top1 1

@@ -57,6 +57,9 @@ check "stories260K f32 vs the CPU backend" env LLM_CUDA_KV=f32 "$E/parity_logits
     --gen 8 --chunk 8 --max-diff 1e-4 --min-top1 1
 check "head_dim 128: decode and tensor-core prefill attention, f16 kv" "$E/parity_logits" --model "$W/hf128" \
     --positions 40 --gen 4 --chunk 8 --max-diff 1e-1 --min-top1 0.98
+# The mma.sync prefill attention (LLM_CUDA_ATT_TC=2): 1 SM, so a split walks several K/V tiles (both buffers).
+check "head_dim 128: mma.sync prefill attention, f16 kv, long splits" env LLM_CUDA_ATT_TC=2 CU_EMU_SMS=1 \
+    "$E/parity_logits" --model "$W/hf128" --positions 200 --gen 4 --chunk 100 --max-diff 1e-1 --min-top1 0.98
 # Decode through graphs; the fused decode GEMVs really run there: a batch-1 step of stories260K (5 layers) is 6 launches a layer
 # + 4 (34), not the 10 + 4 (54) of the unfused kernels (LLM_CUDA_STATS=1 counts them).
 check "decode through CUDA Graphs + on-device argmax, fused decode GEMVs" bash -c "out=\$(LLM_CUDA_STATS=1 \

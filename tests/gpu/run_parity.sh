@@ -77,6 +77,11 @@ if python3 tests/gpu/emu_hf_model.py "$WORK/hf128" 128 >/dev/null; then
         --positions 128 --gen 16 --chunk 20 --max-diff 0.5 --min-top1 0.95
     run tc_gemm_q4_graphs env LLM_CUDA_TC_GEMM=64 "$B/tests/gpu/parity_logits" --model "$WORK/hf128-q4_0.gguf" \
         --positions 128 --gen 16 --chunk 20 --graph-cycles 3 --max-diff 0.6 --min-top1 0.95
+    # The mma.sync prefill attention (LLM_CUDA_ATT_TC=2) on an all-f32 copy, f16 KV: its half rounding of
+    # Q, K, V and P is the only difference from the CPU (as the wmma kernel's, ~3e-3 under the emulation).
+    "$B/llm-engine" gen-model --from "$WORK/hf128" --dtype f32 --out "$WORK/hf128-f32.gguf" >/dev/null 2>&1
+    run att_mma env LLM_CUDA_ATT_TC=2 LLM_CUDA_GEMV_MAX=64 "$B/tests/gpu/parity_logits" \
+        --model "$WORK/hf128-f32.gguf" --positions 256 --gen 8 --chunk 128 --max-diff 1e-2 --min-top1 0.98
 fi
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
@@ -92,6 +97,10 @@ if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
     # the tensor-core GEMM's shared tiles (staging, reuse for the output) and the K-split partials
     [ -x "$B/tests/gpu/tcgemm_check" ] && run tcgemm_racecheck compute-sanitizer --tool racecheck \
         --error-exitcode 9 "$B/tests/gpu/tcgemm_check" --quick 1
+    # the mma.sync prefill attention's double-buffered K/V tiles (cp.async)
+    [ -f "$WORK/hf128-f32.gguf" ] && run att_mma_racecheck compute-sanitizer --tool racecheck --error-exitcode 9 \
+        env LLM_CUDA_ATT_TC=2 LLM_CUDA_GEMV_MAX=64 "$B/tests/gpu/parity_logits" --model "$WORK/hf128-f32.gguf" \
+        --positions 192 --gen 2 --chunk 96 --max-diff 1e-2
     # the device sampler's shared-memory histograms and scans (both block sizes), small vocabulary
     [ -x "$B/tests/gpu/sample_check" ] && run sampler_racecheck compute-sanitizer --tool racecheck \
         --error-exitcode 9 "$B/tests/gpu/sample_check" --quick 1 --min-same 0.99 --max-lp 1e-4
