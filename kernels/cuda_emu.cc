@@ -141,6 +141,13 @@ void warp_barrier(int w)
     to_sched(f);
 }
 
+/* Warp w has 32 threads and all of them are live (what shuffles and tensor-core calls need). */
+bool full_warp(int w)
+{
+    unsigned in_warp = B->n - (unsigned)w * 32 < 32 ? B->n - (unsigned)w * 32 : 32;
+    return in_warp == 32 && B->warp_live[w] == 32;
+}
+
 /* Warp by warp: each warp runs as far as it can (to a __syncthreads, or its end) before the next one
  * starts. The most hostile order for a missing __syncthreads: warp 0 reads what later warps have not
  * written yet, and overwrites what they have not read yet. */
@@ -295,8 +302,7 @@ float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
 {
     Fiber *f = B->cur;
     int w = (int)(f->tid / 32), lane = (int)(f->tid % 32);
-    unsigned in_warp = B->n - (unsigned)w * 32 < 32 ? B->n - (unsigned)w * 32 : 32;
-    if (mask != 0xffffffffu || (unsigned)B->warp_live[w] != in_warp || in_warp != 32)
+    if (mask != 0xffffffffu || !full_warp(w))
         die("full-warp shuffle without all 32 lanes");
     f->shfl = v;
     warp_barrier(w);
@@ -309,8 +315,7 @@ void cu_emu_warp_collective(const void *p, const char *what)
 {
     Fiber *f = B->cur;
     int w = (int)(f->tid / 32);
-    unsigned in_warp = B->n - (unsigned)w * 32 < 32 ? B->n - (unsigned)w * 32 : 32;
-    if ((unsigned)B->warp_live[w] != in_warp || in_warp != 32)
+    if (!full_warp(w))
         die(what);
     f->coll = p;
     warp_barrier(w);
@@ -356,8 +361,7 @@ void cu_mma_16816(float *d, const uint32_t *a, const uint32_t *b)
 {
     Fiber *f = B->cur;
     int w = (int)(f->tid / 32), lane = (int)(f->tid % 32), g = lane / 4, t = lane % 4;
-    unsigned in_warp = B->n - (unsigned)w * 32 < 32 ? B->n - (unsigned)w * 32 : 32;
-    if ((unsigned)B->warp_live[w] != in_warp || in_warp != 32)
+    if (!full_warp(w))
         die("mma.sync without all 32 lanes");
     memcpy(f->mma_a, a, sizeof f->mma_a);
     memcpy(f->mma_b, b, sizeof f->mma_b);

@@ -277,8 +277,8 @@ __global__ void tg_reduce_kernel(const float *part, int S, int n, int R, float *
 int cuda_tcgemm_ok(const cu_mat *W)
 {
     int q = W->type == LLM_Q8_0 || W->type == LLM_Q4_0;
-    return tg_ready && (W->type == LLM_BF16 || W->type == LLM_F16 || q) && W->cols % TG_BK == 0 && W->row_bytes % 16 == 0 &&
-           ((uintptr_t)W->w & 15) == 0 && (!q || ((uintptr_t)W->scales & 3) == 0);
+    return tg_ready && (W->type == LLM_BF16 || W->type == LLM_F16 || q) && W->cols % TG_BK == 0 &&
+           W->row_bytes % 16 == 0 && ((uintptr_t)W->w & 15) == 0 && (!q || ((uintptr_t)W->scales & 3) == 0);
 }
 
 int cuda_tcgemm_splits(const cu_mat *W, int n, int sms)
@@ -319,13 +319,15 @@ static void tg_launch(const cu_mat *W, const uint16_t *xa, int n, float *y, int 
     }
 }
 
-/* Shared memory above the default 48 KiB a block, for every instantiation. */
+/* Shared memory above the default 48 KiB a block, for every instantiation (non-zero: refused). */
+template <int T, typename HT, int NT> static int tg_allow_nt(void)
+{
+    return cudaFuncSetAttribute(tg_kernel<T, HT, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                tg_smem<T, NT>::BYTES) != cudaSuccess;
+}
 template <int T, typename HT> static int tg_allow(void)
 {
-    return cudaFuncSetAttribute(tg_kernel<T, HT, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg_smem<T, 1>::BYTES) ||
-           cudaFuncSetAttribute(tg_kernel<T, HT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg_smem<T, 2>::BYTES) ||
-           cudaFuncSetAttribute(tg_kernel<T, HT, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg_smem<T, 3>::BYTES) ||
-           cudaFuncSetAttribute(tg_kernel<T, HT, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg_smem<T, 4>::BYTES);
+    return tg_allow_nt<T, HT, 1>() || tg_allow_nt<T, HT, 2>() || tg_allow_nt<T, HT, 3>() || tg_allow_nt<T, HT, 4>();
 }
 
 int cuda_tcgemm_prepare(void)
