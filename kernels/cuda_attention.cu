@@ -429,15 +429,7 @@ __global__ void __launch_bounds__(TC_THREADS) attention_tc_kernel(att_args a)
 
 size_t cuda_att_mma_smem(int head_dim) { return (size_t)(TC_MAX_ROWS + 4 * MA_KT) * (size_t)(head_dim + 8) * 2; }
 
-int cuda_att_mma_enabled(int head_dim, int kv16)
-{
-    static int env = -1;
-    if (env < 0) {
-        const char *e = getenv("LLM_CUDA_ATT_TC");
-        env = e != NULL && strcmp(e, "2") == 0;
-    }
-    return env && kv16 && (head_dim == 32 || head_dim == 64 || head_dim == 128);
-}
+int cuda_att_mma_ok(int head_dim, int kv16) { return kv16 && (head_dim == 32 || head_dim == 64 || head_dim == 128); }
 
 __device__ __forceinline__ uint32_t ma_pack(float lo, float hi)
 {
@@ -844,14 +836,18 @@ int cuda_att_prepare(size_t smem_max)
         cudaFuncSetAttribute(attention_tc_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)smem_max) != cudaSuccess)
         return -1;
-    if (cuda_att_mma_enabled(128, 1) &&
-        (cudaFuncSetAttribute(attention_mma_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              (int)cuda_att_mma_smem(32)) != cudaSuccess ||
-         cudaFuncSetAttribute(attention_mma_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              (int)cuda_att_mma_smem(64)) != cudaSuccess ||
-         cudaFuncSetAttribute(attention_mma_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              (int)cuda_att_mma_smem(128)) != cudaSuccess))
+    return 0;
+}
+
+int cuda_att_mma_prepare(int head_dim)
+{
+    void (*k)(att_args) = head_dim == 32 ? attention_mma_kernel<32>
+                          : head_dim == 64 ? attention_mma_kernel<64> : attention_mma_kernel<128>;
+    if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cuda_att_mma_smem(head_dim)) !=
+        cudaSuccess) {
+        cudaGetLastError();
         return -1;
+    }
     return 0;
 }
 
@@ -895,7 +891,7 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
         dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
         size_t smem = cuda_att_tc_smem(p->q_tile, a.group, p->head_dim);
         void (*k)(att_args) = kv->kv16 ? attention_tc_kernel<__half> : attention_tc_kernel<float>;
-        if (cuda_att_mma_enabled(p->head_dim, kv->kv16)) { /* LLM_CUDA_ATT_TC=2 */
+        if (p->mma) { /* LLM_CUDA_ATT_TC=2 or the tuner's choice */
             smem = cuda_att_mma_smem(p->head_dim);
             k = p->head_dim == 32 ? attention_mma_kernel<32>
                 : p->head_dim == 64 ? attention_mma_kernel<64> : attention_mma_kernel<128>;

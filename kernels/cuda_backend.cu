@@ -385,6 +385,15 @@ static int cu_init(llm_backend *b, llm_err *err)
         return -1;
     }
     alloc_dp4a(st, tune);
+    /* Prefill attention on the mma.sync kernel: LLM_CUDA_ATT_TC=2 forces it, =1 the wmma kernel; unset, the
+     * kernel tuning times both (f16 KV and a head_dim it takes). */
+    const char *atc = getenv("LLM_CUDA_ATT_TC");
+    int mma_ok = st->att_tc && cuda_att_mma_ok(c->head_dim, st->kv.kv16) && cuda_att_mma_prepare(c->head_dim) == 0;
+    st->att_mma = mma_ok && atc != NULL && strcmp(atc, "2") == 0;
+    st->att_mma_tune = mma_ok && atc == NULL;
+    if (atc != NULL && strcmp(atc, "2") == 0 && !mma_ok)
+        fprintf(stderr, "cuda: LLM_CUDA_ATT_TC=2 needs an f16 KV cache and head_dim 32, 64 or 128: the wmma "
+                "prefill attention runs\n");
     /* The KV memset ran on the legacy stream, which a non-blocking stream does not wait for. */
     if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
         llm_err_set(err, "cuda backend: initialisation: %s", cudaGetErrorString(e));
@@ -835,6 +844,7 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     chunk = (chunk + 31) / 32 * 32;
     plan->q_tile = q_tile;
     plan->tc = st->att_tc && q_tile > 1;
+    plan->mma = plan->tc && st->att_mma;
     plan->chunk = (int)chunk;
     plan->n_splits = (int)((max_npos + chunk - 1) / chunk);
     plan->n_items = n_items;
@@ -882,6 +892,11 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
         return -1;
     }
     return 0;
+}
+
+int cuda_forward_eager(cu_state *st, const llm_batch *b, float *logits, llm_err *err)
+{
+    return forward_eager(st, b, NULL, logits, err);
 }
 
 static int forward_any(llm_backend *be, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err)

@@ -265,6 +265,7 @@ typedef struct {
     int   n_splits;            /* max over items */
     int   n_items;
     int   tc;                  /* 1: attention_tc_kernel (tensor cores; q_tile > 1, head_dim % 16 == 0) */
+    int   mma;                 /* with tc: attention_mma_kernel instead (st->att_mma) */
 } cu_att_plan;
 
 /* Largest q_tile whose shared memory fits `smem_max` bytes (0 if none). */
@@ -273,9 +274,11 @@ size_t cuda_att_smem(int q_tile, int group, int head_dim);
 /* The tensor-core prefill kernel: enabled unless LLM_CUDA_ATT_TC=0 and for head_dim % 16 == 0; its shared
  * memory; its largest q_tile (>= 2) within `smem_max` and 64 query rows per block, 0 when not usable. */
 int    cuda_att_tc_enabled(int head_dim);
-/* LLM_CUDA_ATT_TC=2: prefill / mixed steps through the mma.sync kernel (f16 cache, head_dim 32/64/128). */
-int    cuda_att_mma_enabled(int head_dim, int kv16);
+/* The mma.sync prefill kernel (attention_mma_kernel): for f16 caches and head_dim 32/64/128; its shared
+ * memory; allowing it that much (0, or -1: refused). */
+int    cuda_att_mma_ok(int head_dim, int kv16);
 size_t cuda_att_mma_smem(int head_dim);
+int    cuda_att_mma_prepare(int head_dim);
 size_t cuda_att_tc_smem(int q_tile, int group, int head_dim);
 int    cuda_att_tc_q_tile(int group, int head_dim, size_t smem_max);
 /* Partial-result floats needed for n tokens. */
@@ -351,6 +354,8 @@ typedef struct {
     /* attention */
     int     q_tile_max, n_sms;
     int     att_tc;                  /* steps with q_tile > 1 use the tensor-core kernel (q_tile_max sized for it) */
+    int     att_mma;                 /* ... the mma.sync one (LLM_CUDA_ATT_TC=2, or the tuner's choice) */
+    int     att_mma_tune;            /* the tuner may choose (f16 KV, a head_dim it takes, LLM_CUDA_ATT_TC unset) */
     size_t  smem_max;
     /* per-step scratch, grown to the largest batch seen */
     int     cap;
@@ -442,6 +447,8 @@ int  cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *
 void cuda_graphs_destroy(cu_state *st);
 
 /* cuda_tune.cu: the knobs now in effect / put k in effect (mm switches, fusion). */
+/* One eager step (prefill / mixed shapes) with the logits rows copied to `logits` (cuda_backend.cu). */
+int    cuda_forward_eager(cu_state *st, const llm_batch *b, float *logits, llm_err *err);
 cu_knobs cuda_knobs_get(const cu_state *st);
 void     cuda_knobs_set(cu_state *st, const cu_knobs *k);
 /* Times the product paths on all-padding decode steps of each bucket up to max_batch (graphs as the backend

@@ -10,8 +10,10 @@
  *  - 16-bit weights (F16/BF16): GEMV, tensor-core GEMM, cuBLAS;
  *  - with a GEMV: fused (norm/RoPE/SwiGLU folded in) or not; at one token, each GEMV shape.
  * GEMVs are tried up to CU_GEMV_MAX_TOKENS tokens. Then programmatic dependent launch, one switch for all
- * kernels, is kept when it makes the tuned steps more than 2% faster on average. Each bucket's result is
- * one line on stderr with every time measured, so a log shows what each path costs here.
+ * kernels, is kept when it makes the tuned steps more than 2% faster on average. Last, where the model
+ * allows it, the prefill attention kernel (wmma, or mma.sync with S and P in registers) is timed on one
+ * prefill step (LLM_CUDA_TUNE_PREFILL tokens, 512 by default). Each result is one line on stderr with
+ * every time measured, so a log shows what each path costs here.
  *
  * The choice can be kept in a file (--kernel-tune-file): it is reused when its key (device, SM count, the
  * library file's size and time, the model's shape and weight types, KV type, block size, graphs, batch
@@ -30,7 +32,7 @@
 
 #define TUNE_MAX_REPS 64
 #define TUNE_MAX_TRIED 48
-#define TUNE_FILE_MAGIC "ngx_llm cuda kernel tuning 1"
+#define TUNE_FILE_MAGIC "ngx_llm cuda kernel tuning 2"
 
 cu_knobs cuda_knobs_get(const cu_state *st)
 {
@@ -318,8 +320,9 @@ static void tune_key(const cu_state *st, int max_batch, char *key, size_t len)
 
 static int knob_ok(int v, int lo, int hi) { return v >= lo && v <= hi; }
 
-/* 0 when `file` holds a tuning under `key`: knobs per bucket (up to n_buckets) and *pdl, written only then. */
-static int tune_read(const char *file, const char *key, cu_knobs *k, int n_buckets, int *pdl)
+/* 0 when `file` holds a tuning under `key`: knobs per bucket (up to n_buckets), *pdl and *att_mma, written only
+ * then. */
+static int tune_read(const char *file, const char *key, cu_knobs *k, int n_buckets, int *pdl, int *att_mma)
 {
     FILE *f = fopen(file, "r");
     if (f == NULL) {
@@ -334,6 +337,8 @@ static int tune_read(const char *file, const char *key, cu_knobs *k, int n_bucke
          strncmp(line + 4, key, kl) == 0 && line[4 + kl] == '\n';
     int p = 0;
     ok = ok && fgets(line, sizeof(line), f) != NULL && sscanf(line, "pdl %d", &p) == 1 && knob_ok(p, 0, 1);
+    int am = 0;
+    ok = ok && fgets(line, sizeof(line), f) != NULL && sscanf(line, "att_mma %d", &am) == 1 && knob_ok(am, 0, 1);
     cu_knobs got[CU_GRAPH_BUCKETS];
     for (int bi = 0; bi < n_buckets && ok; bi++) {
         int B = 0;
@@ -356,11 +361,12 @@ static int tune_read(const char *file, const char *key, cu_knobs *k, int n_bucke
     }
     memcpy(k, got, (size_t)n_buckets * sizeof(*k));
     *pdl = p;
+    *att_mma = am;
     return 0;
 }
 
 static void tune_write(const char *file, const char *key, const cu_knobs *k, const float *ms, int n_buckets,
-                       int pdl)
+                       int pdl, int att_mma)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", file, (int)getpid()) >= (int)sizeof(tmp))
@@ -370,7 +376,7 @@ static void tune_write(const char *file, const char *key, const cu_knobs *k, con
         fprintf(stderr, "cuda: cannot write the kernel tuning file %s: %s\n", tmp, strerror(errno));
         return;
     }
-    fprintf(f, TUNE_FILE_MAGIC "\nkey %s\npdl %d\n", key, pdl);
+    fprintf(f, TUNE_FILE_MAGIC "\nkey %s\npdl %d\natt_mma %d\n", key, pdl, att_mma);
     for (int bi = 0; bi < n_buckets; bi++)
         fprintf(f, "bucket %d %d %d %d %d %d %d %d %d %d %.4f\n", cuda_bucket_size(bi), k[bi].gemv_max,
                 k[bi].gemv_max_q8, k[bi].gemv_max_q4, k[bi].dp4a, k[bi].shape_r, k[bi].shape_u, k[bi].tc_max,
@@ -389,6 +395,86 @@ static double wall_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Prefill attention: the wmma kernel, or the mma.sync one when it is more than 1% faster, on one prefill step of
+ * n tokens of one sequence (token 0 at positions 0..n-1 in the pool's first blocks, which nothing holds yet at
+ * init; the last token's logits copied back), the median of t->reps after one untimed run each. Sets
+ * st->att_mma. 0, or -1 on an error that leaves the device unusable. */
+static int tune_prefill(tuner *t, llm_err *err)
+{
+    cu_state *st = t->st;
+    const char *pe = getenv("LLM_CUDA_TUNE_PREFILL");
+    int n = pe != NULL ? atoi(pe) : 512, bs = st->block_size;
+    if (n > st->kv_blocks * bs)
+        n = st->kv_blocks * bs;
+    if (n > st->m->cfg.seq_len)
+        n = st->m->cfg.seq_len;
+    st->att_mma = 0;
+    if (n < 2)
+        return 0;
+    int nb = (n + bs - 1) / bs;
+    int32_t *ints = (int32_t *)calloc((size_t)(3 * n + nb), sizeof(int32_t));
+    uint8_t *want = (uint8_t *)calloc((size_t)n, 1);
+    float *logits = (float *)malloc((size_t)st->m->cfg.vocab_size * sizeof(float));
+    if (ints == NULL || want == NULL || logits == NULL) {
+        free(ints);
+        free(want);
+        free(logits);
+        fprintf(stderr, "cuda: tune prefill attention: out of host memory -> wmma\n");
+        return 0;
+    }
+    int32_t *tok = ints, *pos = ints + n, *seq = ints + 2 * n, *blocks = ints + 3 * n;
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
+    for (int i = 0; i < nb; i++)
+        blocks[i] = i;
+    want[n - 1] = 1;
+    llm_seq_view sv = { blocks, nb };
+    llm_batch b = { n, tok, pos, seq, want, 1, &sv };
+    cuda_knobs_set(st, &st->tune.def);
+    static const char *const name[2] = { "wmma", "mma" };
+    float ms[2] = { -1.0f, -1.0f };
+    char why[160] = "";
+    int rc = 0;
+    for (int v = 0; v < 2 && rc == 0; v++) {
+        st->att_mma = v;
+        float tv[TUNE_MAX_REPS];
+        for (int r = -1; r < t->reps && rc == 0; r++) {
+            llm_err qerr;
+            double a = wall_s();
+            if (cuda_forward_eager(st, &b, logits, &qerr) != 0) {
+                cudaError_t e = cudaDeviceSynchronize();
+                if (e == cudaSuccess)
+                    e = cudaGetLastError();
+                if (e != cudaSuccess) {
+                    llm_err_set(err, "cuda backend: kernel tuning, prefill attention (%s kernel, %d tokens): %s "
+                                "(start with --kernel-tune off to skip the tuning)", name[v], n, cudaGetErrorString(e));
+                    rc = -1;
+                } else {
+                    snprintf(why, sizeof(why), "%s: %.140s", name[v], qerr.msg);
+                    rc = 1;
+                }
+            } else if (r >= 0) {
+                tv[r] = (float)((wall_s() - a) * 1e3);
+            }
+        }
+        if (rc == 0) {
+            qsort(tv, (size_t)t->reps, sizeof(float), cmp_float);
+            ms[v] = tv[t->reps / 2];
+        }
+    }
+    st->mm.nomem = 0;
+    free(ints);
+    free(want);
+    free(logits);
+    st->att_mma = rc == 0 && ms[1] < 0.99f * ms[0];
+    if (rc > 0)
+        fprintf(stderr, "cuda: tune prefill attention, %d tokens: cannot run (%s) -> wmma\n", n, why);
+    else if (rc == 0)
+        fprintf(stderr, "cuda: tune prefill attention, %d tokens, ms a step: wmma %.3f, mma %.3f -> %s\n", n,
+                (double)ms[0], (double)ms[1], name[st->att_mma]);
+    return rc < 0 ? -1 : 0;
+}
+
 int cuda_tune_run(cu_state *st, int max_batch, int reps, const char *file, llm_err *err)
 {
     const double t0 = wall_s();
@@ -398,13 +484,16 @@ int cuda_tune_run(cu_state *st, int max_batch, int reps, const char *file, llm_e
         T->k[bi] = T->def;
     char key[768];
     tune_key(st, max_batch, key, sizeof(key));
-    int pdl = 0;
-    if (file != NULL && tune_read(file, key, T->k, n_buckets, &pdl) == 0) {
+    int pdl = 0, att_mma = 0;
+    if (file != NULL && tune_read(file, key, T->k, n_buckets, &pdl, &att_mma) == 0) {
         cuda_set_pdl(pdl);
+        if (st->att_mma_tune)
+            st->att_mma = att_mma;
         T->on = 1;
         T->seconds = wall_s() - t0;
-        fprintf(stderr, "cuda: kernel tuning read from %s (batch sizes 1-%d, programmatic dependent launch %s)\n",
-                file, cuda_bucket_size(n_buckets - 1), pdl ? "on" : "off");
+        fprintf(stderr, "cuda: kernel tuning read from %s (batch sizes 1-%d, programmatic dependent launch %s, "
+                "prefill attention %s)\n", file, cuda_bucket_size(n_buckets - 1), pdl ? "on" : "off",
+                st->att_mma ? "mma" : "wmma");
         return 0;
     }
     tuner t;
@@ -466,6 +555,8 @@ int cuda_tune_run(cu_state *st, int max_batch, int reps, const char *file, llm_e
     if (n_ratio > 0)
         fprintf(stderr, "cuda: tune programmatic dependent launch: steps take %.3fx the time with it -> %s\n",
                 ratio / n_ratio, pdl ? "on" : "off");
+    if (st->att_mma_tune && tune_prefill(&t, err) != 0)
+        return -1;
     /* The paths that lost may have grown the products' scratch (a dequantised copy of the largest matrix):
      * let it grow again to what the chosen ones need. */
     cuda_matmul_release(&st->mm);
@@ -475,6 +566,6 @@ int cuda_tune_run(cu_state *st, int max_batch, int reps, const char *file, llm_e
     T->seconds = wall_s() - t0;
     fprintf(stderr, "cuda: kernel tuning took %.2f s\n", T->seconds);
     if (file != NULL)
-        tune_write(file, key, T->k, ms, n_buckets, pdl);
+        tune_write(file, key, T->k, ms, n_buckets, pdl, st->att_mma);
     return 0;
 }

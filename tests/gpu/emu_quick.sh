@@ -5,13 +5,14 @@
 #  1. the device sampler against engine/sampler.c (small vocabulary, every case, both block sizes);
 #  2. stories260K F32 against the CPU backend: greedy ids, logits (GEMV path), a mixed multi-sequence batch;
 #  3. a Llama-3-style head_dim-128 model (tests/gpu/emu_hf_model.py): the decode attention kernel (one
-#     split: its direct output) and the tensor-core prefill attention, f16 KV;
+#     split: its direct output) and the tensor-core prefill attention, f16 KV (wmma; mma.sync over long splits);
 #  4. decode through CUDA Graphs (emulated capture and replay) with the on-device argmax, through the fused
 #     decode GEMVs (the launch count per step says so);
 #  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too;
 #  6. the matrix products of 2-130 tokens against a host reference (tensor-core weight GEMM and cuBLAS path)
 #     and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM);
-#  7. kernel tuning at start: every product path timed, parity with what it chose, its file.
+#  7. kernel tuning at start: every product path timed, parity with what it chose, its file; the prefill
+#     attention kernel timed on a head_dim-128 model.
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -86,5 +87,13 @@ check "kernel tuning: every path timed, parity with the choice, its file read ba
     --max-diff 0.6 --min-top1 0.95 2>&1; }; a=\$(run) && b=\$(run) && sed -i 's/^bucket 2 [0-9]*/bucket 2 -1/' \"\$f\" &&
     c=\$(run) || { echo \"\$a\$b\$c\"; exit 1; }; echo \"\$a\" | grep 'cuda: tune'; echo \"\$b\" | grep 'read from' &&
     echo \"\$c\" | grep 'timing again' && echo \"\$a\" | grep -q 'tune 8 tokens.*quant dp4a.*quant tc.*half cublas'"
+# The prefill attention part of the tuning (head_dim 128, f16 KV: wmma or mma.sync on a 64-token prefill), parity
+# with its choice, and the choice read back from the file.
+check "kernel tuning: prefill attention kernel timed, parity with the choice, read back" \
+    bash -c "f='$W/tune128.txt'; rm -f \"\$f\"; run() { LLM_CUDA_TUNE=1 LLM_CUDA_TUNE_REPS=1 LLM_CUDA_TUNE_MAX=1 \
+    LLM_CUDA_TUNE_PREFILL=64 LLM_CUDA_TUNE_FILE=\"\$f\" '$E/parity_logits' --model '$W/hf128' --positions 40 --gen 2 \
+    --chunk 8 --max-diff 1e-1 --min-top1 0.98 2>&1; }; a=\$(run) && b=\$(run) || { echo \"\$a\$b\"; exit 1; }
+    echo \"\$a\" | grep 'tune prefill attention, 64 tokens, ms a step: wmma .*, mma .* -> ' &&
+    echo \"\$b\" | grep 'read from.*prefill attention' && grep -q '^att_mma [01]\$' \"\$f\""
 echo "emulated CUDA, quick set: $fails failed"
 [ "$fails" -eq 0 ]

@@ -40,6 +40,13 @@ S260="$SH/models/stories260K/stories260K.bin"
 run kernel_tune bash -c "rm -f '$WORK/tune.txt'; for i in 1 2; do LLM_CUDA_TUNE=1 LLM_CUDA_TUNE_FILE='$WORK/tune.txt' \
     '$B/tests/gpu/parity_logits' --model '$WORK/stories260K-q8_0.gguf' --positions 64 --gen 16 --chunk 8 \
     --max-diff 0.6 --min-top1 0.95 || exit 1; done 2>&1 | tee /dev/stderr | grep -q 'kernel tuning read from'"
+# The prefill attention part of the tuning (wmma or mma.sync) on a head_dim-128 model with an f16 KV cache.
+if python3 tests/gpu/emu_hf_model.py "$WORK/hf128" 128 >/dev/null; then
+    run kernel_tune_prefill bash -c "out=\$(LLM_CUDA_TUNE=1 LLM_CUDA_TUNE_MAX=1 LLM_CUDA_TUNE_PREFILL=256 \
+        '$B/tests/gpu/parity_logits' --model '$WORK/hf128' --positions 128 --gen 8 --chunk 64 --max-diff 1e-1 \
+        --min-top1 0.98 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
+        echo \"\$out\" | grep -q 'tune prefill attention, 256 tokens'"
+fi
 if [ "${1:-}" = --only-tune ]; then
     echo "parity: $fails part(s) failed"
     [ "$fails" -eq 0 ]
