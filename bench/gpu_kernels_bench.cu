@@ -7,7 +7,8 @@
  * Q8_0/Q4_0) at 1, 2, 4 and 8 tokens, cuBLAS and the tensor-core weight-only GEMM (LLM_CUDA_TC_GEMM,
  * its output checked against cuBLAS's) at 8 to 256, as µs per call, the weight bytes read per second and
  * TFLOP/s; decode attention (f16 KV) for B sequences x C positions as µs and KV bytes
- * per second; prefill attention over one 2048-token sequence on tensor cores and on the scalar kernel;
+ * per second; prefill attention over one 2048-token sequence on tensor cores (mma.sync, wmma) and on the
+ * scalar kernel;
  * RMSNorm, SwiGLU and RoPE + KV write at 1 and 256 tokens; the device sampler per row. Timed with CUDA
  * events over --reps back-to-back launches after one warm-up: a launch-bound kernel shows the launch rate.
  * What a weight row costs against the HBM bandwidth is the question this answers: the step-level figures
@@ -334,6 +335,7 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
             p.scale = 1.0f / sqrtf((float)sh.head_dim);
             p.q_tile = 1;
             p.tc = 0;
+            p.mma = 0;
             long work = (long)B * sh.n_kv, want = (2L * n_sms + work - 1) / work;
             long chunk = ((C + want - 1) / want + 31) / 32 * 32;
             p.chunk = (int)chunk;
@@ -349,12 +351,15 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
             cudaFree(di);
         }
     }
-    /* prefill: one sequence of P tokens in items of q_tile tokens */
+    /* prefill: one sequence of P tokens in items of q_tile tokens; kernel 2: mma.sync, 1: wmma, 0: scalar */
     int P = small ? 64 : 2048, group = sh.n_heads / sh.n_kv;
-    for (int tc = 1; tc >= 0; tc--) {
+    static const char *const kname[3] = { "scalar kernel", "tensor cores (wmma)", "tensor cores (mma.sync)" };
+    for (int kern = 2; kern >= 0; kern--) {
+        int tc = kern > 0;
         int qt = tc ? cuda_att_tc_q_tile(group, sh.head_dim, smem_max) : cuda_att_q_tile(group, sh.head_dim, smem_max);
-        if (tc && (qt < 2 || !cuda_att_tc_enabled(sh.head_dim))) {
-            printf("prefill 1 x %d, tensor cores: not usable here\n", P);
+        if ((tc && (qt < 2 || !cuda_att_tc_enabled(sh.head_dim))) ||
+            (kern == 2 && (!cuda_att_mma_ok(sh.head_dim, kv.kv16) || cuda_att_mma_prepare(sh.head_dim) != 0))) {
+            printf("prefill 1 x %d, %s: not usable here\n", P, kname[kern]);
             continue;
         }
         int per = (P + bs - 1) / bs, ni = (P + qt - 1) / qt;
@@ -386,6 +391,7 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
         p.scale = 1.0f / sqrtf((float)sh.head_dim);
         p.q_tile = qt;
         p.tc = tc;
+        p.mma = kern == 2;
         long work = (long)ni * sh.n_kv, want = (2L * n_sms + work - 1) / work;
         long chunk = ((max_npos + want - 1) / want + 31) / 32 * 32;
         p.chunk = (int)chunk;
@@ -397,8 +403,8 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
         double us = time_us([&] { cuda_attention(&p, di, qkv, ld, &ti, &kv, 0, ws, out, P, S); });
         reps = saved;
         double flop = 4.0 * sh.n_heads * sh.head_dim * (double)P * (P + 1) / 2.0;
-        printf("prefill 1 x %d, %s (q_tile %d, %d splits): %.1f us, %.1f TFLOP/s (causal)\n", P,
-               tc ? "tensor cores" : "scalar kernel", qt, p.n_splits, us, flop / (us * 1e-6) / 1e12);
+        printf("prefill 1 x %d, %s (q_tile %d, %d splits): %.1f us, %.1f TFLOP/s (causal)\n", P, kname[kern],
+               qt, p.n_splits, us, flop / (us * 1e-6) / 1e12);
         cudaFree(ws);
         cudaFree(d);
         cudaFree(di);

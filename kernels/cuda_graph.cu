@@ -116,7 +116,8 @@ static int graph_plan(const cu_state *st, int B, int max_npos, cu_att_plan *p)
     p->block_size = st->block_size;
     p->scale = 1.0f / sqrtf((float)c->head_dim);
     p->q_tile = 1;
-    p->tc = 0; /* decode only: never the tensor-core prefill kernel */
+    p->tc = 0; /* decode only: never the tensor-core prefill kernels */
+    p->mma = 0;
     p->n_items = B;
     long work = (long)B * c->n_kv_heads;
     long want = (2L * st->n_sms + work - 1) / work;
