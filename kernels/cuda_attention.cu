@@ -414,7 +414,7 @@ __global__ void __launch_bounds__(TC_THREADS) attention_tc_kernel(att_args a)
 /* Prefill / mixed steps on f16 caches, FlashAttention-2 style (LLM_CUDA_ATT_TC=2; head_dim 32, 64 or 128):
  * the same work split, rows and split partials as attention_tc_kernel, but S and P never leave registers.
  * A warp owns 16 query rows of the block's (at most) 64; per 64-position tile it computes its 16 x 64
- * scores with mma.sync m16n8k16 (Q fragments loaded once, K fragments read from shared memory), masks
+ * scores with mma.sync m16n8k16 (Q fragments loaded once, K and V fragments by ldmatrix.x4), masks
  * and runs the online softmax on them in registers (a row's 64 scores are spread over the 4 lanes of a
  * quad: two shuffles for its max), rescales its 16 x head_dim output accumulator in registers, and feeds
  * P, rounded to half, straight back as the A operand of O += P V (the accumulator layout of S is the A
@@ -518,15 +518,20 @@ __global__ void __launch_bounds__(MA_THREADS) attention_mma_kernel(att_args a)
             const __half *ks = kbuf + buf * MA_KT * LD, *vs = vbuf + buf * MA_KT * LD;
             float s[NS][4];
 #pragma unroll
-            for (int j = 0; j < NS; j++) {
+            for (int j = 0; j < NS; j += 2) { /* two 8-position score tiles a K load */
                 s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+                s[j + 1][0] = s[j + 1][1] = s[j + 1][2] = s[j + 1][3] = 0.0f;
                 if (p0 + 8 * j > last)
                     continue; /* masked below */
 #pragma unroll
                 for (int k = 0; k < NK; k++) {
-                    const __half *kr = ks + (8 * j + g) * LD + 16 * k + 2 * t; /* B[k][n] = K[n][k] */
-                    uint32_t b[2] = { *(const uint32_t *)kr, *(const uint32_t *)(kr + 8) };
-                    cu_mma_16816(s[j], qa[k], b);
+                    /* B[k][n] = K[n][k]: matrices (positions 8j / 8j + 8) x (dims 16k / 16k + 8) */
+                    uint32_t kb[4];
+                    cu_ldmatrix_x4(kb, ks + (8 * j + 8 * (lane >> 4) + (lane & 7)) * LD + 16 * k +
+                                           8 * ((lane >> 3) & 1));
+                    cu_mma_16816(s[j], qa[k], kb);
+                    if (p0 + 8 * (j + 1) <= last)
+                        cu_mma_16816(s[j + 1], qa[k], kb + 2);
                 }
             }
             float mt0 = -INFINITY, mt1 = -INFINITY;
@@ -575,13 +580,12 @@ __global__ void __launch_bounds__(MA_THREADS) attention_mma_kernel(att_args a)
                                          ma_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                                          ma_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]) };
 #pragma unroll
-                for (int n = 0; n < NO; n++) {
-                    const __half *v = vs + (16 * kk + 2 * t) * LD + 8 * n + g; /* B[k][n] = V[k][n] */
-                    uint32_t b[2] = {
-                        (uint32_t)__half_as_ushort(v[0]) | ((uint32_t)__half_as_ushort(v[LD]) << 16),
-                        (uint32_t)__half_as_ushort(v[8 * LD]) | ((uint32_t)__half_as_ushort(v[9 * LD]) << 16)
-                    };
-                    cu_mma_16816(o[n], pa, b);
+                for (int n = 0; n < NO; n += 2) {
+                    /* B[k][n] = V[k][n], transposed on the way: matrices (positions 16kk / +8) x (dims 8n / +8) */
+                    uint32_t vb[4];
+                    cu_ldmatrix_x4_trans(vb, vs + (16 * kk + (lane & 15)) * LD + 8 * n + 8 * (lane >> 4));
+                    cu_mma_16816(o[n], pa, vb);
+                    cu_mma_16816(o[n + 1], pa, vb + 2);
                 }
             }
         }

@@ -52,6 +52,7 @@ struct Fiber {
     float      shfl;
     const void *coll; /* pointer of the lane's current wmma call */
     uint32_t mma_a[4], mma_b[2]; /* the lane's fragments during an emulated mma.sync */
+    const uint16_t *ldm_row;     /* the lane's row address during an emulated ldmatrix */
     struct CpCopy { void *dst; const void *src; int bytes; bool valid; unsigned group; };
     std::vector<CpCopy> cp; /* cp.async copies issued and not yet landed */
     unsigned cp_group;      /* the group the next copy joins (groups committed so far) */
@@ -383,6 +384,29 @@ void cu_mma_16816(float *d, const uint32_t *a, const uint32_t *b)
     }
     warp_barrier(w); /* every lane has read the others' fragments */
     memcpy(d, out, sizeof out);
+}
+
+void cu_emu_ldmatrix(uint32_t *r, const void *row, bool trans)
+{
+    Fiber *f = B->cur;
+    int w = (int)(f->tid / 32), lane = (int)(f->tid % 32);
+    if (!full_warp(w))
+        die("ldmatrix without all 32 lanes");
+    uintptr_t a = (uintptr_t)row, lo = (uintptr_t)B->dyn.data(), hi = lo + B->dyn.size() * sizeof(float);
+    if (a < lo || a + 16 > hi || a % 16 != 0)
+        die("ldmatrix row outside the block's dynamic shared memory or not 16-byte aligned");
+    f->ldm_row = (const uint16_t *)row;
+    warp_barrier(w);
+    const Fiber *L = &B->f[(size_t)w * 32];
+    int g = lane / 4, t = lane % 4;
+    uint32_t out[4];
+    for (int i = 0; i < 4; i++) { /* matrix i: rows from lanes 8i .. 8i+7 */
+        uint16_t e0 = trans ? L[8 * i + 2 * t].ldm_row[g] : L[8 * i + g].ldm_row[2 * t];
+        uint16_t e1 = trans ? L[8 * i + 2 * t + 1].ldm_row[g] : L[8 * i + g].ldm_row[2 * t + 1];
+        out[i] = (uint32_t)e0 | ((uint32_t)e1 << 16);
+    }
+    warp_barrier(w); /* every lane has read the others' rows */
+    memcpy(r, out, sizeof out);
 }
 
 float cu_emu_bf16_to_float(__nv_bfloat16 b) { return __uint_as_float((unsigned)b.b << 16); }

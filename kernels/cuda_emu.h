@@ -108,6 +108,11 @@ template <int BYTES> static inline void cu_cp_async(void *dst, const void *src, 
  * a warp collective; every lane hands in its fragments and takes out its four results, so a kernel that
  * puts an element in the wrong register gets a wrong product here as on a GPU. */
 void cu_mma_16816(float *d, const uint32_t *a, const uint32_t *b);
+/* ldmatrix.x4 (and .trans) in PTX's layout (cuda_internal.cuh): a warp collective over the lanes' row
+ * addresses, which must lie in shared memory and be 16-byte aligned. */
+void cu_emu_ldmatrix(uint32_t *r, const void *row, bool trans);
+static inline void cu_ldmatrix_x4(uint32_t *r, const void *row) { cu_emu_ldmatrix(r, row, false); }
+static inline void cu_ldmatrix_x4_trans(uint32_t *r, const void *row) { cu_emu_ldmatrix(r, row, true); }
 #define CU_CP_COMMIT() cu_emu_cp_commit()
 #define CU_CP_WAIT(n)  cu_emu_cp_wait(n)
 

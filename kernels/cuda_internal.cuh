@@ -62,6 +62,22 @@ __device__ __forceinline__ void cu_mma_16816(float *d, const uint32_t *a, const 
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+/* ldmatrix.x4 (16-bit elements): lane L gives the shared address of row L & 7 of 8x8 matrix L >> 3 (16 bytes,
+ * 16-byte aligned); r[i] gets matrix i's elements (L / 4, 2 (L % 4) .. +1), or with _trans its elements
+ * (2 (L % 4) .. +1, L / 4) (the transposed matrix), the lower column / row first: the A / B fragments of
+ * cu_mma_16816 straight from row-major tiles. */
+__device__ __forceinline__ void cu_ldmatrix_x4(uint32_t *r, const void *row)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s) : "memory");
+}
+__device__ __forceinline__ void cu_ldmatrix_x4_trans(uint32_t *r, const void *row)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s) : "memory");
+}
 #define CU_CP_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
 #define CU_CP_WAIT(n)  asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
 inline int cu_pdl = 0;       /* set once by the backend (cuda_backend.cu) from LLM_CUDA_PDL */
