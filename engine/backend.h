@@ -34,8 +34,9 @@ typedef struct {
      * (weights, scratch, KV pool) when kv_blocks is 0 (0 = 0.90). */
     float gpu_memory_fraction;
     /* CUDA: time the product paths (GEMV, int8 GEMV, tensor-core GEMM, cuBLAS, fusion, GEMV shapes,
-     * programmatic dependent launch) on this device at start and keep the fastest per batch-size bucket
-     * (kernels/cuda_tune.cu): 0 = default (on), 1 on, -1 off; for batches of up to tune_max_batch tokens
+     * programmatic dependent launch) on this device at start and keep the fastest per batch-size bucket,
+     * and the prefill attention kernels on one prefill step (kernels/cuda_tune.cu): 0 = default (on), 1 on,
+     * -1 off; for batches of up to tune_max_batch tokens
      * (0 = 256); tune_file (NULL = none) keeps the result between starts. */
     int         kernel_tune;
     int         tune_max_batch;

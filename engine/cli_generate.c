@@ -44,7 +44,8 @@ static int parse_ids(const char *s, int vocab, int32_t **out)
 static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
-    "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=", "batch=", NULL,
+    "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=",
+    "kernel-tune-file=", "batch=", NULL,
 };
 
 int cli_generate(const llm_args *a)

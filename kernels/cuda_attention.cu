@@ -843,12 +843,18 @@ int cuda_att_prepare(size_t smem_max)
     return 0;
 }
 
+/* The mma.sync kernel's instantiation for head_dim 32, 64 or 128 (cuda_att_mma_ok). */
+typedef void (*att_kernel_fn)(att_args);
+static att_kernel_fn mma_kernel(int head_dim)
+{
+    return head_dim == 32 ? attention_mma_kernel<32> : head_dim == 64 ? attention_mma_kernel<64>
+                                                                       : attention_mma_kernel<128>;
+}
+
 int cuda_att_mma_prepare(int head_dim)
 {
-    void (*k)(att_args) = head_dim == 32 ? attention_mma_kernel<32>
-                          : head_dim == 64 ? attention_mma_kernel<64> : attention_mma_kernel<128>;
-    if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cuda_att_mma_smem(head_dim)) !=
-        cudaSuccess) {
+    if (cudaFuncSetAttribute(mma_kernel(head_dim), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)cuda_att_mma_smem(head_dim)) != cudaSuccess) {
         cudaGetLastError();
         return -1;
     }
@@ -897,8 +903,7 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
         void (*k)(att_args) = kv->kv16 ? attention_tc_kernel<__half> : attention_tc_kernel<float>;
         if (p->mma) { /* LLM_CUDA_ATT_TC=2 or the tuner's choice */
             smem = cuda_att_mma_smem(p->head_dim);
-            k = p->head_dim == 32 ? attention_mma_kernel<32>
-                : p->head_dim == 64 ? attention_mma_kernel<64> : attention_mma_kernel<128>;
+            k = mma_kernel(p->head_dim);
         }
         CU_LAUNCH(k, grid, TC_THREADS, smem, st, a);
         done = 1;
