@@ -113,7 +113,8 @@ static int all_f32(const llm_model *m)
     return 1;
 }
 
-/* The KV pool: opts.kv_blocks, or what gpu_memory_fraction of the device leaves; shrinks on failure. */
+/* The KV pool: opts.kv_blocks when that fits in free device memory, else (or when 0) what
+ * gpu_memory_fraction of the device leaves after a reserve for the activations; shrinks on failure. */
 static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
@@ -126,13 +127,21 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     size_t es = st->kv.kv16 ? 2 : 4;
     size_t per_block = (size_t)c->n_layers * (size_t)st->block_size * (size_t)st->kv_dim * es; /* K or V */
     long blocks = b->opts.kv_blocks;
+    size_t free_b = 0, total_b = 0;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    if (e != cudaSuccess) {
+        llm_err_set(err, "cuda backend: cudaMemGetInfo: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    /* An explicit pool that cannot fit would take the memory the steps' activations need and then fail
+     * every step, so it is sized as an automatic one instead (and says so). */
+    if (blocks > 0 && (double)(2 * per_block) * (double)(blocks + 1) > (double)free_b) {
+        fprintf(stderr, "cuda: a KV pool of %ld blocks (%.2f GiB) does not fit in the %.2f GiB free; sized from "
+                "--gpu-memory-fraction instead\n", blocks, (double)(2 * per_block) * (double)blocks / (1 << 30),
+                (double)free_b / (1 << 30));
+        blocks = 0;
+    }
     if (blocks == 0) {
-        size_t free_b = 0, total_b = 0;
-        cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
-        if (e != cudaSuccess) {
-            llm_err_set(err, "cuda backend: cudaMemGetInfo: %s", cudaGetErrorString(e));
-            return -1;
-        }
         double frac = b->opts.gpu_memory_fraction > 0 ? b->opts.gpu_memory_fraction : 0.90;
         double reserve = (double)scratch_floats(st, 2048) * 4 + (double)(512u << 20);
         double budget = (double)total_b * frac - (double)(total_b - free_b) - reserve;
@@ -167,7 +176,7 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     }
     if (blocks < asked)
         fprintf(stderr, "cuda: KV pool shrunk from %ld to %ld blocks (device memory)\n", asked, blocks);
-    cudaError_t e = cudaMemset(st->kv.k, 0, per_block * (size_t)(blocks + 1));
+    e = cudaMemset(st->kv.k, 0, per_block * (size_t)(blocks + 1));
     if (e == cudaSuccess)
         e = cudaMemset(st->kv.v, 0, per_block * (size_t)(blocks + 1));
     if (e != cudaSuccess) {

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <ucontext.h>
 
+#include <unordered_map>
 #include <vector>
 
 #include "cuda_emu.h"
@@ -517,6 +518,42 @@ void cu_emu_launch_on(cudaStream_t s, dim3 grid, dim3 block, size_t smem, std::f
     cu_emu_launch(grid, block, smem, body);
 }
 
+/* Device memory accounting: bytes live and their peak; with a capacity (CU_EMU_MEM, or cu_emu_mem_limit from a
+ * test), an allocation past it fails as cudaMalloc does on a full device, and cudaMemGetInfo reports it. */
+namespace {
+std::unordered_map<void *, size_t> dev_allocs;
+size_t dev_used, dev_peak, dev_cap;
+unsigned long dev_calls, dev_fail_at;
+bool dev_cap_read;
+
+size_t cap_bytes(void)
+{
+    if (!dev_cap_read) {
+        dev_cap_read = true;
+        const char *v = getenv("CU_EMU_MEM");
+        if (v != NULL) {
+            char *end;
+            double x = strtod(v, &end);
+            double unit = *end == 'K' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0 : 1.0;
+            dev_cap = x > 0 ? (size_t)(x * unit) : 0;
+        }
+    }
+    return dev_cap;
+}
+} // namespace
+
+extern "C" size_t cu_emu_mem_used(void) { return dev_used; }
+/* cudaMalloc calls so far, and the number (counted from now, from 1) of one to refuse; 0 refuses none. */
+extern "C" unsigned long cu_emu_mem_allocs(void) { return dev_calls; }
+extern "C" void cu_emu_mem_fail_nth(unsigned long k) { dev_fail_at = k > 0 ? dev_calls + k : 0; }
+extern "C" size_t cu_emu_mem_peak(void) { return dev_peak; }
+extern "C" void cu_emu_mem_limit(size_t bytes)
+{
+    dev_cap_read = true;
+    dev_cap = bytes;
+    dev_peak = dev_used;
+}
+
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : fail_with(cudaErrorInvalidValue); }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
@@ -526,7 +563,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
     const char *sms = getenv("CU_EMU_SMS");
     p->multiProcessorCount = sms != NULL && atoi(sms) > 0 ? atoi(sms) : 4;
     p->sharedMemPerBlockOptin = 232448;
-    p->totalGlobalMem = (size_t)16 << 30;
+    p->totalGlobalMem = cap_bytes() > 0 ? cap_bytes() : (size_t)16 << 30;
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) { FORBID_IN_CAPTURE("cudaDeviceSynchronize"); return cudaSuccess; }
@@ -556,14 +593,32 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
 cudaError_t cudaMalloc(void **p, size_t n)
 {
     FORBID_IN_CAPTURE("cudaMalloc");
-    if (posix_memalign(p, 256, n ? n : 1) != 0) {
+    size_t cap = cap_bytes();
+    bool injected = ++dev_calls == dev_fail_at;
+    if (injected || (cap > 0 && (dev_used > cap || n > cap - dev_used)) || posix_memalign(p, 256, n ? n : 1) != 0) {
         *p = NULL;
         return fail_with(cudaErrorMemoryAllocation);
     }
     memset(*p, 0xff, n); /* device memory starts as garbage: NaN bytes */
+    dev_allocs[*p] = n;
+    dev_used += n;
+    dev_peak = dev_used > dev_peak ? dev_used : dev_peak;
     return cudaSuccess;
 }
-cudaError_t cudaFree(void *p) { FORBID_IN_CAPTURE("cudaFree"); free(p); return cudaSuccess; }
+cudaError_t cudaFree(void *p)
+{
+    FORBID_IN_CAPTURE("cudaFree");
+    auto it = dev_allocs.find(p);
+    if (it != dev_allocs.end()) {
+        dev_used -= it->second;
+        dev_allocs.erase(it);
+    } else if (p != NULL) {
+        fprintf(stderr, "cu_emu: cudaFree of %p, which cudaMalloc did not return\n", p);
+        abort();
+    }
+    free(p);
+    return cudaSuccess;
+}
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned)
 {
     FORBID_IN_CAPTURE("cudaHostAlloc");
@@ -601,8 +656,9 @@ cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
 }
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
 {
-    *total_b = (size_t)16 << 30;
-    *free_b = (size_t)15 << 30;
+    size_t cap = cap_bytes();
+    *total_b = cap > 0 ? cap : (size_t)16 << 30;
+    *free_b = cap > 0 ? (dev_used < cap ? cap - dev_used : 0) : ((size_t)15 << 30) - dev_used;
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void)

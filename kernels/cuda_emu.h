@@ -12,7 +12,10 @@
  * any synchronisation fail with cudaErrorStreamCaptureUnsupported and
  * invalidate the capture, as the real runtime does, so such mistakes show up.
  * Test knobs: CU_EMU_SMS=N sets the reported SM count (default 4);
- * CU_EMU_CAPTURE_FAIL=1 makes every cudaStreamEndCapture fail (fallback test). */
+ * CU_EMU_CAPTURE_FAIL=1 makes every cudaStreamEndCapture fail (fallback test);
+ * CU_EMU_MEM=N[K|M|G] gives the device that capacity: cudaMalloc past it fails and
+ * cudaMemGetInfo reports it (tests may also call the exported cu_emu_mem_limit,
+ * cu_emu_mem_used and cu_emu_mem_peak; out-of-memory tests). */
 #ifndef LLM_CUDA_EMU_H
 #define LLM_CUDA_EMU_H
 

@@ -234,6 +234,7 @@ static int step_setup(cu_state *st, const llm_batch *b, int B, cu_step *sp, llm_
     size_t n_ints = 6 * (size_t)B + n_tab;
     if (reserve(st, B, &sp->plan) != 0 || cuda_ensure_ints(st, n_ints) != 0) {
         llm_err_set(err, "cuda backend: out of device memory for a decode step of %d tokens", B);
+        st->mm.nomem = 1; /* the scheduler retries with fewer sequences */
         return -1;
     }
     int32_t *h_tok = st->hint, *h_pos = h_tok + B, *h_tab = h_pos + B;

@@ -148,6 +148,15 @@ echo "$out" | grep -v '^cuda: \(CPU\|uploaded\|KV pool\)'
 if [ $rc -ne 0 ] || ! echo "$out" | grep -q '^cuda: graphs on: .*[1-9][0-9]* replays.*; [1-9][0-9]* steps with on-device argmax, [1-9][0-9]* rows sampled on the device'; then
     echo "  <-- FAIL"; fails=$((fails + 1))
 fi
+# Out of device memory (sched_parity --oom): an oversized KV pool, a device capped below a run's peak, and
+# each device allocation a run makes after init refused in turn (22 runs): every refusal must come back as
+# "out of memory" to the scheduler (or be absorbed), which shrinks its steps; the same greedy tokens each time.
+echo "== scheduler over the CUDA backend out of device memory"
+out=$(LLM_CUDA_KV=f32 "$E/sched_parity" --model "$S260" --gen 24 --max-lp-diff 1e-4 --min-sampled 7 --oom 1 \
+    --oom-sweep 4 2>&1)
+rc=$?
+echo "$out" | grep -v '^cuda: \(CPU\|uploaded\|KV pool of\)' | grep -v 'refused), .* identical [0-9]* of [0-9]* (.*wanted)$'
+if [ $rc -ne 0 ]; then echo "  <-- FAIL"; fails=$((fails + 1)); fi
 LLM_CUDA_KV=f32 CU_EMU_CAPTURE_FAIL=1 check_graph "stories260K f32, capture fails: eager fallback" fallback --model "$S260" --graph-cycles 10 --max-diff 1e-4 --min-top1 1
 echo "emulated parity: $fails failed"
 [ "$fails" -eq 0 ]

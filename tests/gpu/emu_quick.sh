@@ -8,7 +8,8 @@
 #     split: its direct output) and the tensor-core prefill attention, f16 KV (wmma; mma.sync over long splits);
 #  4. decode through CUDA Graphs (emulated capture and replay) with the on-device argmax, through the fused
 #     decode GEMVs (the launch count per step says so);
-#  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too;
+#  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too; then
+#     the CUDA side out of device memory (an oversized KV pool, a capped device): the same tokens;
 #  6. the matrix products of 2-130 tokens against a host reference (tensor-core weight GEMM and cuBLAS path)
 #     and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM);
 #  7. kernel tuning at start: every product path timed, parity with what it chose, its file; the prefill
@@ -67,8 +68,10 @@ check "decode through CUDA Graphs + on-device argmax, fused decode GEMVs" bash -
     LLM_CUDA_KV=f32 CU_EMU_SMS=64 '$E/parity_logits' --model '$S260' --gen 2 --only-graph 1 --graph-cycles 2 \
     --max-diff 1e-4 --min-top1 1 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
     echo \"\$out\" | grep -q 'kernel launches per decode step.*: 34 at 1 token'"
-check "the scheduler over both backends (sampled requests on the device)" env LLM_CUDA_KV=f32 "$E/sched_parity" \
-    --model "$S260" --gen 12 --max-lp-diff 1e-4 --min-sampled 7
+# --oom 1: then twice out of device memory (a KV pool asked larger than the device; the device capped halfway
+# between init and the run's peak, so that a step's scratch is refused): same tokens, steps shrunk, nothing leaked.
+check "the scheduler over both backends (sampled requests on the device); out of device memory" env LLM_CUDA_KV=f32 \
+    "$E/sched_parity" --model "$S260" --gen 12 --max-lp-diff 1e-4 --min-sampled 7 --oom 1
 # The fused decode GEMVs on int8 activations (dp4a: x normalised and quantised in shared memory): q4_0 one
 # token a step as the CPU computes it, in 34 launches a step (as the float path), not the unfused int8 70.
 "$B/llm-engine" gen-model --from ../shared/models/stories260K/stories260K.bin --dtype q4_0 \
