@@ -554,6 +554,32 @@ extern "C" void cu_emu_mem_limit(size_t bytes)
     dev_peak = dev_used;
 }
 
+namespace {
+std::unordered_map<const void *, int> smem_allowed; /* by kernel: cudaFuncAttributeMaxDynamicSharedMemorySize */
+const size_t SMEM_DEFAULT = 48 * 1024, SMEM_OPTIN = 232448;
+} // namespace
+
+cudaError_t cu_emu_smem_allow(const void *kernel, int bytes)
+{
+    if (bytes < 0 || (size_t)bytes > SMEM_OPTIN)
+        return fail_with(cudaErrorInvalidValue);
+    smem_allowed[kernel] = bytes;
+    return cudaSuccess;
+}
+
+void cu_emu_smem_check(const void *kernel, size_t smem)
+{
+    if (smem <= SMEM_DEFAULT)
+        return;
+    auto it = smem_allowed.find(kernel);
+    if (it == smem_allowed.end() || smem > (size_t)it->second) {
+        fprintf(stderr, "cuda emulation: a launch with %zu bytes of dynamic shared memory, over the kernel's "
+                "allowance of %d (cudaFuncSetAttribute MaxDynamicSharedMemorySize): a GPU refuses it\n", smem,
+                it == smem_allowed.end() ? (int)SMEM_DEFAULT : it->second);
+        abort();
+    }
+}
+
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : fail_with(cudaErrorInvalidValue); }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
@@ -562,7 +588,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
     snprintf(p->name, sizeof(p->name), "CPU emulation of CUDA");
     const char *sms = getenv("CU_EMU_SMS");
     p->multiProcessorCount = sms != NULL && atoi(sms) > 0 ? atoi(sms) : 4;
-    p->sharedMemPerBlockOptin = 232448;
+    p->sharedMemPerBlockOptin = SMEM_OPTIN;
     p->totalGlobalMem = cap_bytes() > 0 ? cap_bytes() : (size_t)16 << 30;
     return cudaSuccess;
 }

@@ -77,6 +77,8 @@ void  cu_emu_launch_on(cudaStream_t s, dim3 grid, dim3 block, size_t smem, std::
 inline int cu_pdl = 0;       /* LLM_CUDA_PDL: read by the backend, nothing to change here */
 inline long cu_launches = 0; /* kernels launched (or captured) so far, for LLM_CUDA_STATS */
 
+void cu_emu_smem_check(const void *kernel, size_t smem); /* aborts: over the kernel's allowance */
+
 /* Arguments are converted to the kernel's parameter types and copied when the launch is made, as
  * CUDA does: a captured launch must not read an argument expression (e.g. `*ti` through a pointer to a
  * caller's local) again when the graph replays. */
@@ -85,6 +87,7 @@ static inline void cu_emu_launch_args(cudaStream_t s, dim3 grid, dim3 block, siz
                                       A &&...args)
 {
     cu_launches++;
+    cu_emu_smem_check(reinterpret_cast<const void *>(k), smem);
     std::tuple<typename std::decay<P>::type...> frozen(std::forward<A>(args)...);
     cu_emu_launch_on(s, grid, block, smem, [=]() { std::apply(k, frozen); });
 }
@@ -192,7 +195,15 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g);
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b);
 cudaError_t cudaGetLastError(void);
 const char *cudaGetErrorString(cudaError_t e);
-template <typename F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
+/* A kernel may be launched with more than 48 KiB of dynamic shared memory only up to what
+ * cudaFuncSetAttribute allowed it (a GPU refuses the launch); the emulation keeps each kernel's allowance
+ * and aborts such a launch, which otherwise would show only on a device. */
+cudaError_t cu_emu_smem_allow(const void *kernel, int bytes);
+template <typename F> static inline cudaError_t cudaFuncSetAttribute(F k, cudaFuncAttribute a, int v)
+{
+    return a == cudaFuncAttributeMaxDynamicSharedMemorySize ? cu_emu_smem_allow(reinterpret_cast<const void *>(k), v)
+                                                            : cudaSuccess;
+}
 
 /* ---- cuBLAS ---- */
 typedef struct cu_emu_blas *cublasHandle_t;
