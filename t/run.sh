@@ -5,7 +5,8 @@
 # protocol with a deterministic token source) named ngxtest and ngxtest_small,
 # and two real engines (`llm-engine serve`, t/06x-08x) under names unique to
 # this run, exported as $TEST_NGINX_REAL_ENGINE (stories260K) and
-# $TEST_NGINX_CANCEL_ENGINE. The second one only serves the cancellation test,
+# $TEST_NGINX_CANCEL_ENGINE, and a third on the CUDA backend under the CPU
+# emulation of CUDA ($TEST_NGINX_CUDA_ENGINE, stories260K, t/067). The second one only serves the cancellation test,
 # so its cancelled counter counts nothing else, and it runs a random
 # stories110M-shaped model ($TEST_NGINX_CANCEL_MODEL, made once by gen-model):
 # stories260K writes 8 x 500 tokens faster than a client can hang up, so the
@@ -57,10 +58,12 @@ start_engine ngxtest_small --slots 2 --ctx 64 --delay-ms 40
 # The real engine: build/llm-engine serve, stopped (SIGTERM) by cleanup.
 LLM_ENGINE="$BUILD/llm-engine"
 [ -x "$LLM_ENGINE" ] || { echo "t/run.sh: $LLM_ENGINE missing (make BUILD=$BUILD engine)" >&2; exit 1; }
-start_real() { # name model
+start_real() { # name model [serve args...]
     name=$1
+    model=$2
+    shift 2
     rm -f "$BUILD/t/$name.log"
-    "$LLM_ENGINE" serve --model "$2" --shm "$name" --slots 64 --threads 1 \
+    "$LLM_ENGINE" serve --model "$model" --shm "$name" --slots 64 --threads 1 "$@" \
         > "$BUILD/t/$name.log" 2>&1 &
     PIDS="$PIDS $!"
     i=0
@@ -78,12 +81,27 @@ export TEST_NGINX_CANCEL_MODEL="$BUILD/t/stories110m-q8_0.gguf"
         --out "$TEST_NGINX_CANCEL_MODEL" > /dev/null
 start_real "$TEST_NGINX_REAL_ENGINE" "$TEST_NGINX_SPM_MODEL"
 start_real "$TEST_NGINX_CANCEL_ENGINE" "$TEST_NGINX_CANCEL_MODEL"
+# The CUDA backend, run by the CPU emulation of CUDA (kernels/cuda_emu.*; no GPU here), serving stories260K
+# for t/067: `serve --backend cuda` end to end (decode graphs, on-device argmax and sampling). A small KV pool:
+# the emulated device's memory is host memory, and an automatic pool would take 90% of its 16 GiB.
+EMU_LIB="$BUILD/emu/libllm_cuda_emu.so"
+if [ ! -f "$EMU_LIB" ] || [ -n "$(find kernels -newer "$EMU_LIB" 2>/dev/null)" ]; then
+    tests/gpu/emu_build.sh "$BUILD/emu" || { echo "t/run.sh: building the CUDA emulation failed" >&2; exit 1; }
+fi
+export TEST_NGINX_CUDA_ENGINE="ngxcuda$$"
+LLM_CUDA_LIB="$EMU_LIB" start_real "$TEST_NGINX_CUDA_ENGINE" "$TEST_NGINX_SPM_MODEL" --backend cuda --kv-blocks 128 \
+    --max-batch-size 8
+grep -q 'backend cuda\|cuda: CPU emulation' "$BUILD/t/$TEST_NGINX_CUDA_ENGINE.log" ||
+    { echo "t/run.sh: the emulated CUDA engine is not on the cuda backend:" >&2; cat "$BUILD/t/$TEST_NGINX_CUDA_ENGINE.log" >&2; exit 1; }
 greedy() { "$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --temperature 0 --threads 1 "$@" 2>/dev/null; }
 # "Once upon a time", 40 tokens; the chat prompt as the llama2 template renders it, 20 tokens.
 TEST_NGINX_REF_COMPLETION=$(greedy --prompt "Once upon a time" --max-tokens 40)
 TEST_NGINX_REF_CHAT=$(greedy --prompt "[INST] Once upon a time [/INST]" --max-tokens 20)
-export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT
-[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] ||
+# A seeded sample through every filter and a penalty (t/067 asks the emulated CUDA engine for it).
+TEST_NGINX_REF_FILTERED=$("$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
+    --max-tokens 24 --temperature 0.8 --top-k 40 --top-p 0.9 --min-p 0.02 --frequency-penalty 0.5 --seed 7 2>/dev/null)
+export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 
 [ $# -gt 0 ] || set -- t/

@@ -1,0 +1,134 @@
+# `llm-engine serve --backend cuda` through nginx, with the CUDA backend run by the CPU emulation of CUDA
+# (kernels/cuda_emu.*: no GPU in CI). $TEST_NGINX_CUDA_ENGINE is started by t/run.sh on stories260K
+# (all-F32: f32 KV cache, GEMV products). Decode steps replay emulated CUDA Graphs, greedy requests take the
+# on-device argmax and every other request is sampled on the device (kernels/cuda_sample.cu); the answers
+# must be the CPU backend's: the greedy texts of `llm-engine generate`, the seeded samples of t/060, and a
+# seeded sample through top-k, top-p, min-p and a frequency penalty ($TEST_NGINX_REF_FILTERED, from
+# `generate` on the CPU).
+use Test::Nginx::Socket 'no_plan';
+
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: greedy completion on the CUDA backend equals the CPU backend's generate text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":40,"total_tokens":45\}\}$/
+
+=== TEST 2: greedy chat completion on the CUDA backend equals the CPU backend's generate text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 20, "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/"choices":\[\{"index":0,"message":\{"role":"assistant","content":"\Q$ENV{TEST_NGINX_REF_CHAT}\E"\},"logprobs":null,"finish_reason":"length"\}\]/
+
+=== TEST 3: streamed greedy completion on the CUDA backend: one SSE event per token (t/065's), then [DONE]
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 5, "temperature": 0, "stream": true}
+--- error_code: 200
+--- response_headers
+Content-Type: text/event-stream
+--- response_body_like chomp
+^data: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":",","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" there","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" was","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" a","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" little","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":"","logprobs":null,"finish_reason":"length"\}\]\}\n\ndata: \[DONE\]\n\n$
+
+=== TEST 4: seeded samples drawn on the device: seeds 42, 43, 44 give t/060's texts
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 42, "n": 3}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"text":", there was a atti","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":", in a small bo","logprobs":null,"finish_reason":"length"\},\{"index":2,"text":", there was a little girl","logprobs":null,"finish_reason":"length"\}\]
+
+=== TEST 5: a seeded sample through top-k, top-p, min-p and a frequency penalty, on the device: the CPU's text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0.8, "top_k": 40, "top_p": 0.9, "min_p": 0.02, "frequency_penalty": 0.5, "seed": 7}
+--- error_code: 200
+--- response_body_like eval
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_FILTERED}\E","logprobs":null,"finish_reason":"length"\}\]/
+
+=== TEST 6: logprobs and top alternatives computed on the device: t/060's values
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0, "logprobs": 2}
+--- error_code: 200
+--- response_body_like chomp
+"text":", there was","logprobs":\{"tokens":\[","," there"," was"\],"token_logprobs":\[-0\.03\d*,-0\.06\d*,-0\.01\d*\],"top_logprobs":\[\{",":-0\.03\d*," there":-3\.5\d*\},\{" there":-0\.06\d*," in":-2\.9\d*\},\{" was":-0\.01\d*," we":-4\.8\d*\}\],"text_offset":\[0,1,7\]\},"finish_reason":"length"\}
+
+=== TEST 7: a bad parameter is still refused before it reaches the engine
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 4, "top_p": 1.5}
+--- error_code: 400
+--- response_body_like chomp
+"param":"top_p"
