@@ -2,7 +2,8 @@
 # The CUDA backend's kernels and host code under the CPU emulation of CUDA (kernels/cuda_emu.*), against the
 # CPU backend: no GPU needed, a few minutes on 2 cores. Checks index math, barriers/shuffles (a barrier not
 # reached by every thread aborts), reads of unwritten memory (NaN-poisoned) and, with ASAN=1, out-of-bounds
-# accesses and leaks. Not a check of speed or of real-device behaviour (async streams, cuBLAS itself).
+# accesses, leaks, misaligned loads and other undefined behaviour. Not a check of speed or of real-device
+# behaviour (async streams, cuBLAS itself).
 #   tests/gpu/emu_parity.sh          (BUILD=build-gpu holds libllm.a and the parity program; ASAN=1 optional)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -14,9 +15,11 @@ mkdir -p "$W"
 make -s -j"$(nproc)" BUILD="$B" "$B/llm-engine" "$B/libllm.a" || exit 1
 P="$E/parity_logits"
 if [ "${ASAN:-0}" = 1 ]; then
-    EMU_FLAGS="-fsanitize=address -fno-omit-frame-pointer" tests/gpu/emu_build.sh "$E" || exit 1
-    CAP_FLAGS="-fsanitize=address -fno-omit-frame-pointer"
-    PROG_FLAGS="-O1 -fsanitize=address"
+    # UBSan too: its alignment check catches a misaligned vector load, which a GPU would fault on.
+    SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+    EMU_FLAGS="$SAN" tests/gpu/emu_build.sh "$E" || exit 1
+    CAP_FLAGS="$SAN"
+    PROG_FLAGS="-O1 $SAN"
 else
     tests/gpu/emu_build.sh "$E" || exit 1
     CAP_FLAGS=""
