@@ -11,7 +11,7 @@
  * (the same draw on logits equal to ~1e-5 picks the same token unless it falls
  * within that of a boundary).
  * --oom 1 (the CPU emulation of CUDA only: it reads the emulated device's memory
- * use and sets its capacity) runs the GPU side twice more, out of device memory:
+ * use and sets its capacity) runs the GPU side again, out of device memory:
  *   1. a KV pool asked far larger than the device: it must be sized from the
  *      memory fraction instead (and the run still identical);
  *   2. the device capped halfway between what init used and the first run's peak,
