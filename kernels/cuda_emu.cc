@@ -7,6 +7,7 @@
 #include <time.h>
 #include <ucontext.h>
 
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -521,7 +522,7 @@ void cu_emu_launch_on(cudaStream_t s, dim3 grid, dim3 block, size_t smem, std::f
 /* Device memory accounting: bytes live and their peak; with a capacity (CU_EMU_MEM, or cu_emu_mem_limit from a
  * test), an allocation past it fails as cudaMalloc does on a full device, and cudaMemGetInfo reports it. */
 namespace {
-std::unordered_map<void *, size_t> dev_allocs;
+std::map<uintptr_t, size_t> dev_allocs; /* by start address: a pointer is looked up by range */
 size_t dev_used, dev_peak, dev_cap;
 unsigned long dev_calls, dev_fail_at;
 bool dev_cap_read;
@@ -541,6 +542,19 @@ size_t cap_bytes(void)
     return dev_cap;
 }
 } // namespace
+
+void cu_emu_check_dev_ptr(const void *p, int arg)
+{
+    if (p == NULL)
+        return;
+    uintptr_t a = (uintptr_t)p;
+    auto it = dev_allocs.upper_bound(a);
+    if (it != dev_allocs.begin() && a <= (--it)->first + it->second) /* one past the end is a valid pointer */
+        return;
+    fprintf(stderr, "cuda emulation: kernel argument %d (%p) is not in device memory (cudaMalloc): a GPU kernel "
+            "reading it faults\n", arg, p);
+    abort();
+}
 
 extern "C" size_t cu_emu_mem_used(void) { return dev_used; }
 /* cudaMalloc calls so far, and the number (counted from now, from 1) of one to refuse; 0 refuses none. */
@@ -626,7 +640,7 @@ cudaError_t cudaMalloc(void **p, size_t n)
         return fail_with(cudaErrorMemoryAllocation);
     }
     memset(*p, 0xff, n); /* device memory starts as garbage: NaN bytes */
-    dev_allocs[*p] = n;
+    dev_allocs[(uintptr_t)*p] = n;
     dev_used += n;
     dev_peak = dev_used > dev_peak ? dev_used : dev_peak;
     return cudaSuccess;
@@ -634,7 +648,7 @@ cudaError_t cudaMalloc(void **p, size_t n)
 cudaError_t cudaFree(void *p)
 {
     FORBID_IN_CAPTURE("cudaFree");
-    auto it = dev_allocs.find(p);
+    auto it = dev_allocs.find((uintptr_t)p);
     if (it != dev_allocs.end()) {
         dev_used -= it->second;
         dev_allocs.erase(it);
@@ -799,6 +813,9 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
         ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m)
         return CUBLAS_STATUS_INVALID_VALUE;
     float a = *(const float *)alpha, b = *(const float *)beta; /* host pointer mode: read at the call */
+    cu_emu_check_dev_ptr(A, 6); /* the matrices are read on the device */
+    cu_emu_check_dev_ptr(B_, 9);
+    cu_emu_check_dev_ptr(C, 14);
     float *c = (float *)C;
     cudaStream_t s = h->stream;
     if (s != NULL && s->capturing) {

@@ -78,6 +78,14 @@ inline int cu_pdl = 0;       /* LLM_CUDA_PDL: read by the backend, nothing to ch
 inline long cu_launches = 0; /* kernels launched (or captured) so far, for LLM_CUDA_STATS */
 
 void cu_emu_smem_check(const void *kernel, size_t smem); /* aborts: over the kernel's allowance */
+/* Every pointer argument of a launch must point into memory cudaMalloc returned (or be NULL): host memory,
+ * which the emulated kernels could read, faults on a GPU. (Pointers inside struct arguments are not seen.) */
+void cu_emu_check_dev_ptr(const void *p, int arg);
+template <typename T> static inline void cu_emu_arg_check(const T &v, int arg)
+{
+    if constexpr (std::is_pointer<T>::value)
+        cu_emu_check_dev_ptr((const void *)v, arg);
+}
 
 /* Arguments are converted to the kernel's parameter types and copied when the launch is made, as
  * CUDA does: a captured launch must not read an argument expression (e.g. `*ti` through a pointer to a
@@ -89,6 +97,7 @@ static inline void cu_emu_launch_args(cudaStream_t s, dim3 grid, dim3 block, siz
     cu_launches++;
     cu_emu_smem_check(reinterpret_cast<const void *>(k), smem);
     std::tuple<typename std::decay<P>::type...> frozen(std::forward<A>(args)...);
+    std::apply([](const auto &...a) { int i = 0; (cu_emu_arg_check(a, i++), ...); }, frozen);
     cu_emu_launch_on(s, grid, block, smem, [=]() { std::apply(k, frozen); });
 }
 #define CU_LAUNCH(k, grid, block, smem, stream, ...) \
