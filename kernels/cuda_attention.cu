@@ -54,6 +54,15 @@ typedef struct {
     float          scale;
     float         *out;         /* decode kernel with one split: the final output, written directly (no merge) */
 } att_args;
+#ifdef CU_EMULATE
+static inline void cu_emu_arg_check(const att_args &a, int arg)
+{
+    const void *p[] = { a.qkv, a.kc, a.vc, a.items, a.ws, a.out };
+    for (const void *q : p)
+        cu_emu_check_dev_ptr(q, arg);
+    cu_emu_arg_check(a.ti, arg);
+}
+#endif
 
 /* The cache row of position p of a sequence, through its block table. */
 __device__ __forceinline__ size_t kv_slot(const int32_t *table, int p, int block_size)

@@ -79,7 +79,8 @@ inline long cu_launches = 0; /* kernels launched (or captured) so far, for LLM_C
 
 void cu_emu_smem_check(const void *kernel, size_t smem); /* aborts: over the kernel's allowance */
 /* Every pointer argument of a launch must point into memory cudaMalloc returned (or be NULL): host memory,
- * which the emulated kernels could read, faults on a GPU. (Pointers inside struct arguments are not seen.) */
+ * which the emulated kernels could read, faults on a GPU. A struct argument's pointers are checked by an
+ * overload of cu_emu_arg_check next to the struct (found by argument-dependent lookup). */
 void cu_emu_check_dev_ptr(const void *p, int arg);
 template <typename T> static inline void cu_emu_arg_check(const T &v, int arg)
 {

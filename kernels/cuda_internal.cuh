@@ -263,6 +263,21 @@ typedef struct cu_tokinfo {
     const int32_t *tables;     /* concatenated block tables */
 } cu_tokinfo;
 
+#ifdef CU_EMULATE
+/* The pointers inside the structs kernels take, checked at launch as pointer arguments are (cuda_emu.h). */
+static inline void cu_emu_arg_check(const cu_mat &m, int arg)
+{
+    cu_emu_check_dev_ptr(m.w, arg);
+    cu_emu_check_dev_ptr(m.scales, arg);
+}
+static inline void cu_emu_arg_check(const cu_tokinfo &t, int arg)
+{
+    cu_emu_check_dev_ptr(t.pos, arg);
+    cu_emu_check_dev_ptr(t.tab, arg);
+    cu_emu_check_dev_ptr(t.tables, arg);
+}
+#endif
+
 void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const float *cos_t, const float *sin_t,
                         int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
                         int block_size, cudaStream_t st);

@@ -238,6 +238,15 @@ typedef struct {
     void        *kc, *vc;    /* this layer's K and V cache */
     int          accumulate; /* GF_PLAIN: out += instead of = */
 } cu_gemv_fuse;
+#ifdef CU_EMULATE
+static inline void cu_emu_arg_check(const cu_gemv_fuse &f, int arg)
+{
+    const void *p[] = { f.norm, f.out, f.cos_t, f.sin_t, f.kc, f.vc };
+    for (const void *q : p)
+        cu_emu_check_dev_ptr(q, arg);
+    cu_emu_arg_check(f.ti, arg);
+}
+#endif
 
 /* Row pair p of a fused matrix: the rows (ra, rb) a warp takes and, for a RoPE pair, its index pi. */
 template <int EPI>
