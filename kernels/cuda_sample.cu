@@ -480,7 +480,8 @@ int cuda_sample_enqueue(cu_state *st, const llm_device_out *dv, cudaError_t *e)
     size_t down = up_bytes(sp->cap, sp->pen_cap), lp_at = down + (size_t)sp->cap * 4,
            nt_at = down + (size_t)sp->cap * 8, top_at = down + (size_t)sp->cap * 12;
     memcpy(sp->host, dv->sample, rows_b);
-    memcpy(sp->host + pen_at, dv->pen, (size_t)dv->n_pen * 8);
+    if (dv->n_pen > 0) /* no penalty windows: dv->pen may be NULL, which memcpy may not take even for 0 bytes */
+        memcpy(sp->host + pen_at, dv->pen, (size_t)dv->n_pen * 8);
     if ((*e = cudaMemcpyAsync(sp->dev, sp->host, pen_at + (size_t)dv->n_pen * 8, cudaMemcpyHostToDevice,
                               st->stream)) != cudaSuccess)
         return -1;
