@@ -57,9 +57,7 @@ typedef struct {
 #ifdef CU_EMULATE
 static inline void cu_emu_arg_check(const att_args &a, int arg)
 {
-    const void *p[] = { a.qkv, a.kc, a.vc, a.items, a.ws, a.out };
-    for (const void *q : p)
-        cu_emu_check_dev_ptr(q, arg);
+    cu_emu_check_dev_ptrs({ a.qkv, a.kc, a.vc, a.items, a.ws, a.out }, arg);
     cu_emu_arg_check(a.ti, arg);
 }
 #endif

@@ -603,7 +603,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
     const char *sms = getenv("CU_EMU_SMS");
     p->multiProcessorCount = sms != NULL && atoi(sms) > 0 ? atoi(sms) : 4;
     p->sharedMemPerBlockOptin = SMEM_OPTIN;
-    p->totalGlobalMem = cap_bytes() > 0 ? cap_bytes() : (size_t)16 << 30;
+    size_t cap = cap_bytes();
+    p->totalGlobalMem = cap > 0 ? cap : (size_t)16 << 30;
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) { FORBID_IN_CAPTURE("cudaDeviceSynchronize"); return cudaSuccess; }

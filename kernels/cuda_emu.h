@@ -15,11 +15,13 @@
  * CU_EMU_CAPTURE_FAIL=1 makes every cudaStreamEndCapture fail (fallback test);
  * CU_EMU_MEM=N[K|M|G] gives the device that capacity: cudaMalloc past it fails and
  * cudaMemGetInfo reports it (tests may also call the exported cu_emu_mem_limit,
- * cu_emu_mem_used and cu_emu_mem_peak; out-of-memory tests). */
+ * cu_emu_mem_used, cu_emu_mem_peak, cu_emu_mem_allocs and cu_emu_mem_fail_nth;
+ * out-of-memory tests). */
 #ifndef LLM_CUDA_EMU_H
 #define LLM_CUDA_EMU_H
 
 #include <functional>
+#include <initializer_list>
 #include <tuple>
 #include <type_traits>
 #include <math.h>
@@ -28,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <type_traits>
 
 /* ---- types ---- */
 struct dim3 {
@@ -82,6 +83,11 @@ void cu_emu_smem_check(const void *kernel, size_t smem); /* aborts: over the ker
  * which the emulated kernels could read, faults on a GPU. A struct argument's pointers are checked by an
  * overload of cu_emu_arg_check next to the struct (found by argument-dependent lookup). */
 void cu_emu_check_dev_ptr(const void *p, int arg);
+static inline void cu_emu_check_dev_ptrs(std::initializer_list<const void *> ps, int arg)
+{
+    for (const void *p : ps)
+        cu_emu_check_dev_ptr(p, arg);
+}
 template <typename T> static inline void cu_emu_arg_check(const T &v, int arg)
 {
     if constexpr (std::is_pointer<T>::value)

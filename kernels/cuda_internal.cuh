@@ -267,14 +267,11 @@ typedef struct cu_tokinfo {
 /* The pointers inside the structs kernels take, checked at launch as pointer arguments are (cuda_emu.h). */
 static inline void cu_emu_arg_check(const cu_mat &m, int arg)
 {
-    cu_emu_check_dev_ptr(m.w, arg);
-    cu_emu_check_dev_ptr(m.scales, arg);
+    cu_emu_check_dev_ptrs({ m.w, m.scales }, arg);
 }
 static inline void cu_emu_arg_check(const cu_tokinfo &t, int arg)
 {
-    cu_emu_check_dev_ptr(t.pos, arg);
-    cu_emu_check_dev_ptr(t.tab, arg);
-    cu_emu_check_dev_ptr(t.tables, arg);
+    cu_emu_check_dev_ptrs({ t.pos, t.tab, t.tables }, arg);
 }
 #endif
 

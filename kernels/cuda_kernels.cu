@@ -241,9 +241,7 @@ typedef struct {
 #ifdef CU_EMULATE
 static inline void cu_emu_arg_check(const cu_gemv_fuse &f, int arg)
 {
-    const void *p[] = { f.norm, f.out, f.cos_t, f.sin_t, f.kc, f.vc };
-    for (const void *q : p)
-        cu_emu_check_dev_ptr(q, arg);
+    cu_emu_check_dev_ptrs({ f.norm, f.out, f.cos_t, f.sin_t, f.kc, f.vc }, arg);
     cu_emu_arg_check(f.ti, arg);
 }
 #endif
