@@ -1,5 +1,6 @@
 /* GGUF reader (bounds-checked parse over a read-only mapping) and writer. */
 #include "gguf.h"
+#include "gguf_quants.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -313,12 +314,12 @@ static int parse(gguf_ctx *c, const char *name, llm_err *err)
         }
         if (rd_u32(&r, &type, "tensor type") || rd_u64(&r, &t->offset, "tensor offset"))
             return -1;
-        if (!llm_dtype_valid(type)) {
-            llm_seterr(err, "%s: tensor '%s' has unsupported type id %u (supported: f32, f16, bf16, q8_0, q4_0)",
-                       name, key, type);
+        if (!gguf_qtype_known(type)) {
+            llm_seterr(err, "%s: tensor '%s' has unsupported type id %u (supported: f32, f16, bf16, q8_0, q4_0; "
+                       "q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K converted to q8_0 at load)", name, key, type);
             return -1;
         }
-        t->type = (llm_dtype)type;
+        t->type = type;
     }
     /* The data section starts at the next multiple of the alignment. */
     size_t a = c->alignment;
@@ -330,10 +331,10 @@ static int parse(gguf_ctx *c, const char *name, llm_err *err)
     for (uint64_t i = 0; i < c->n_tensors; i++) {
         gguf_tensor *t = &c->tensors[i];
         keyname(&t->name, key, sizeof(key));
-        size_t row = llm_dtype_row_bytes(t->type, t->ne[0]);
+        size_t row = gguf_qtype_row_bytes(t->type, t->ne[0]);
         if (row == 0) {
             llm_seterr(err, "%s: tensor '%s': row of %llu elements is not a multiple of the %s block size",
-                       name, key, (unsigned long long)t->ne[0], llm_dtype_name(t->type));
+                       name, key, (unsigned long long)t->ne[0], gguf_qtype_name(t->type));
             return -1;
         }
         uint64_t nb = row;

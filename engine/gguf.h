@@ -30,7 +30,7 @@ typedef struct {
     gguf_str    name;
     uint32_t    n_dims;
     uint64_t    ne[4];     /* ne[0] is the contiguous (row) dimension; unused dims are 1 */
-    llm_dtype   type;
+    uint32_t    type;      /* ggml type id: an llm_dtype, or a read-only type of gguf_quants.h */
     uint64_t    offset;    /* relative to the data section */
     const void *data;      /* inside the mapping, checked to lie within the file */
     size_t      nbytes;

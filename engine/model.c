@@ -285,6 +285,9 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         fprintf(f, ", rope_freqs tensor");
     fprintf(f, "\nnorm eps %g, embeddings %s, bos %d, eos %d\n", c->norm_eps, c->tied_embeddings ? "tied" : "separate",
             c->bos_id, c->eos_id);
+    if (m->n_converted)
+        fprintf(f, "converted at load: %d tensors of type %s re-quantised to q8_0\n", m->n_converted,
+                m->converted_from);
     fprintf(f, "tensors (per kind, layer 0 shown; rows x cols):\n");
     describe_tensor(f, "token_embd", &m->tok_embd);
     if (m->layers != NULL) {

@@ -67,7 +67,10 @@ typedef struct llm_model {
     char   path[1024];
     size_t file_bytes;              /* total bytes of the model file(s) */
     size_t weight_bytes;            /* bytes of all weight tensors */
-    char   tok_path[1024];          /* tokenizer file loaded from a path (llama2.c / override), "" otherwise */
+    char   tok_path[1024];
+    /* GGUF tensors of read-only types (gguf_quants.h) re-quantised to Q8_0 at load. */
+    int    n_converted;
+    char   converted_from[64];      /* their types, e.g. "q4_K q6_K" */          /* tokenizer file loaded from a path (llama2.c / override), "" otherwise */
 
     /* Ownership (private to the loaders). */
     struct gguf_ctx *gguf;

@@ -186,10 +186,16 @@ static void test_malformed(void)
     /* Hand-built files for the tensor checks. */
     buf b = { .n = 0 };
     b_u32(&b, 0x46554747u); b_u32(&b, 3); b_u64(&b, 1); b_u64(&b, 0);
+    b_str(&b, "w"); b_u32(&b, 2); b_u64(&b, 32); b_u64(&b, 2); b_u32(&b, 16 /* IQ2_XXS */); b_u64(&b, 0);
+    while (b.n % 32) b.b[b.n++] = 0;
+    memset(b.b + b.n, 0, 1024); b.n += 1024;
+    ok(fails(b.b, b.n, "unsupported type id 16", "type"), "unsupported tensor type names tensor and type");
+    b.n = 0; /* Q5_K is read (converted to q8_0 at load), but its rows are 256 elements */
+    b_u32(&b, 0x46554747u); b_u32(&b, 3); b_u64(&b, 1); b_u64(&b, 0);
     b_str(&b, "w"); b_u32(&b, 2); b_u64(&b, 32); b_u64(&b, 2); b_u32(&b, 13 /* Q5_K */); b_u64(&b, 0);
     while (b.n % 32) b.b[b.n++] = 0;
     memset(b.b + b.n, 0, 1024); b.n += 1024;
-    ok(fails(b.b, b.n, "unsupported type id 13", "type"), "unsupported tensor type names tensor and type");
+    ok(fails(b.b, b.n, "not a multiple of the q5_K block size", "type"), "K-quant row of 32 elements refused");
 
     b.n = 0;
     b_u32(&b, 0x46554747u); b_u32(&b, 3); b_u64(&b, 1); b_u64(&b, 0);

@@ -1,0 +1,210 @@
+/* Read-only GGUF weight types: sizes, names and row dequantisers (ggml's block
+ * layouts; see gguf_quants.h). Blocks are read byte by byte with little-endian
+ * 16-bit scales, so no alignment is assumed. */
+#include "gguf_quants.h"
+
+typedef struct {
+    uint32_t    type;
+    const char *name;
+    uint32_t    elems;  /* per block */
+    uint32_t    bytes;  /* per block */
+} qtype_info;
+
+static const qtype_info qtypes[] = {
+    { GGML_Q4_1, "q4_1", 32, 20 },         /* d, m (fp16); 16 bytes of nibbles */
+    { GGML_Q5_0, "q5_0", 32, 22 },         /* d; 4 bytes of 5th bits; 16 bytes of nibbles */
+    { GGML_Q5_1, "q5_1", 32, 24 },         /* d, m; 5th bits; nibbles */
+    { GGML_Q2_K, "q2_K", LLM_QK_K, 84 },   /* 16 scale|min bytes; 64 bytes of 2-bit q; d, dmin */
+    { GGML_Q3_K, "q3_K", LLM_QK_K, 110 },  /* 32 bytes of 3rd bits; 64 bytes of 2-bit q; 12 bytes of 6-bit scales; d */
+    { GGML_Q4_K, "q4_K", LLM_QK_K, 144 },  /* d, dmin; 12 bytes of 6-bit scales and mins; 128 bytes of nibbles */
+    { GGML_Q5_K, "q5_K", LLM_QK_K, 176 },  /* as q4_K + 32 bytes of 5th bits before the nibbles */
+    { GGML_Q6_K, "q6_K", LLM_QK_K, 210 },  /* 128 bytes of low nibbles; 64 of high 2 bits; 16 int8 scales; d */
+};
+
+static const qtype_info *info(uint32_t t)
+{
+    for (size_t i = 0; i < sizeof(qtypes) / sizeof(qtypes[0]); i++)
+        if (qtypes[i].type == t)
+            return &qtypes[i];
+    return NULL;
+}
+
+int gguf_qtype_converted(uint32_t t) { return info(t) != NULL; }
+int gguf_qtype_known(uint32_t t) { return llm_dtype_valid(t) || info(t) != NULL; }
+
+const char *gguf_qtype_name(uint32_t t)
+{
+    const qtype_info *q = info(t);
+    return q ? q->name : llm_dtype_name((llm_dtype)t);
+}
+
+size_t gguf_qtype_row_bytes(uint32_t t, uint64_t n)
+{
+    const qtype_info *q = info(t);
+    if (q == NULL)
+        return llm_dtype_valid(t) ? llm_dtype_row_bytes((llm_dtype)t, n) : 0;
+    return n % q->elems ? 0 : (size_t)(n / q->elems) * q->bytes;
+}
+
+static float half_at(const uint8_t *p) { return llm_fp16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+/* Q4_1 / Q5_0 / Q5_1: element j < 16 is the low nibble of qs[j], element
+ * j + 16 the high one; Q5's fifth bit of element j is bit j of the 32-bit qh. */
+static void block_q4_1(const uint8_t *b, float *y)
+{
+    float d = half_at(b), m = half_at(b + 2);
+    const uint8_t *qs = b + 4;
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)(qs[j] & 0xF) * d + m;
+        y[j + 16] = (float)(qs[j] >> 4) * d + m;
+    }
+}
+
+static uint32_t qh_at(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+static void block_q5(const uint8_t *b, float *y, int with_min)
+{
+    float d = half_at(b), m = with_min ? half_at(b + 2) : 0.0f;
+    const uint8_t *p = b + (with_min ? 4 : 2);
+    uint32_t qh = qh_at(p);
+    const uint8_t *qs = p + 4;
+    for (int j = 0; j < 16; j++) {
+        int lo = (qs[j] & 0xF) | (int)((qh >> j) & 1) << 4;
+        int hi = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+        if (with_min) {
+            y[j] = (float)lo * d + m;
+            y[j + 16] = (float)hi * d + m;
+        } else {
+            y[j] = (float)(lo - 16) * d;
+            y[j + 16] = (float)(hi - 16) * d;
+        }
+    }
+}
+
+/* Q2_K: 16 groups of 16; group g's byte scales[g] holds its scale (low 4 bits)
+ * and min (high 4). Each half super-block (128 elements) reads 32 bytes of qs
+ * four times, 2 bits at a time; the first 16 bytes feed one group, the next 16
+ * the following one. x = d * scale * q - dmin * min. */
+static void block_q2_K(const uint8_t *b, float *y)
+{
+    const uint8_t *sc = b, *q = b + 16;
+    float d = half_at(b + 80), dmin = half_at(b + 82);
+    int g = 0;
+    for (int half = 0; half < 2; half++, q += 32) {
+        for (int shift = 0; shift < 8; shift += 2) {
+            for (int part = 0; part < 2; part++, g++) {
+                float dl = d * (float)(sc[g] & 0xF), ml = dmin * (float)(sc[g] >> 4);
+                for (int l = 0; l < 16; l++)
+                    *y++ = dl * (float)((q[l + 16 * part] >> shift) & 3) - ml;
+            }
+        }
+    }
+}
+
+/* Q3_K: like Q2_K's 2-bit layout, plus a third bit per element in hmask (bit
+ * k of byte l for the k-th pass over element l's qs byte); a clear bit
+ * subtracts 4. 16 signed 6-bit scales (stored +32): the low 4 bits of scale i
+ * are nibble (i / 8) of byte i % 8, its high 2 bits are bits 2*(i / 4) of
+ * byte 8 + i % 4. */
+static void block_q3_K(const uint8_t *b, float *y)
+{
+    const uint8_t *hm = b, *q = b + 32, *s = b + 96;
+    float d = half_at(b + 108);
+    int scale[16];
+    for (int i = 0; i < 16; i++) {
+        int lo = (s[i % 8] >> (4 * (i / 8))) & 0xF;
+        int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+        scale[i] = (lo | hi << 4) - 32;
+    }
+    int g = 0, bit = 0;
+    for (int half = 0; half < 2; half++, q += 32) {
+        for (int shift = 0; shift < 8; shift += 2, bit++) {
+            for (int part = 0; part < 2; part++, g++) {
+                float dl = d * (float)scale[g];
+                for (int l = 0; l < 16; l++) {
+                    int e = l + 16 * part;
+                    int v = ((q[e] >> shift) & 3) - ((hm[e] >> bit) & 1 ? 0 : 4);
+                    *y++ = dl * (float)v;
+                }
+            }
+        }
+    }
+}
+
+/* The 8 6-bit (scale, min) pairs of Q4_K / Q5_K in 12 bytes: pairs 0-3 are the
+ * low 6 bits of bytes 0-3 / 4-7; pairs 4-7 take their low 4 bits from the
+ * nibbles of bytes 8-11 and their high 2 from the top bits of bytes 0-3 / 4-7. */
+static void scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
+        *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+/* Q4_K / Q5_K: 8 groups of 32; each 64 elements read 32 bytes of nibbles,
+ * the low nibbles for the first group, the high ones for the second. Q5_K's
+ * fifth bit for group g is bit g of qh[l]. x = d * scale * q - dmin * min. */
+static void block_q45_K(const uint8_t *b, float *y, int five)
+{
+    float d = half_at(b), dmin = half_at(b + 2);
+    const uint8_t *s = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
+    for (int g = 0; g < 8; g += 2, q += 32) {
+        for (int part = 0; part < 2; part++) {
+            int sc, mn;
+            scale_min_k4(g + part, s, &sc, &mn);
+            float dl = d * (float)sc, ml = dmin * (float)mn;
+            for (int l = 0; l < 32; l++) {
+                int v = part ? q[l] >> 4 : q[l] & 0xF;
+                if (five)
+                    v += ((qh[l] >> (g + part)) & 1) << 4;
+                *y++ = dl * (float)v - ml;
+            }
+        }
+    }
+}
+
+/* Q6_K: per half super-block (128 elements), 64 bytes of ql and 32 of qh:
+ * element l + 32k (k = 0..3, l < 32) has low nibble k / 2 of ql[l + 32 (k % 2)]
+ * and high 2 bits 2k of qh[l]; value - 32, times d and the int8 scale of its
+ * group of 16. */
+static void block_q6_K(const uint8_t *b, float *y)
+{
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    float d = half_at(b + 208);
+    for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, y += 128) {
+        for (int k = 0; k < 4; k++) {
+            for (int l = 0; l < 32; l++) {
+                int lo = (ql[l + 32 * (k % 2)] >> (4 * (k / 2))) & 0xF;
+                int v = (lo | ((qh[l] >> (2 * k)) & 3) << 4) - 32;
+                y[l + 32 * k] = d * (float)sc[l / 16 + 2 * k] * (float)v;
+            }
+        }
+    }
+}
+
+void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
+{
+    const qtype_info *q = info(t);
+    if (q == NULL) {
+        llm_row_to_f32((llm_dtype)t, src, dst, n);
+        return;
+    }
+    const uint8_t *b = src;
+    for (size_t i = 0; i < n; i += q->elems, b += q->bytes, dst += q->elems) {
+        switch (t) {
+        case GGML_Q4_1: block_q4_1(b, dst); break;
+        case GGML_Q5_0: block_q5(b, dst, 0); break;
+        case GGML_Q5_1: block_q5(b, dst, 1); break;
+        case GGML_Q2_K: block_q2_K(b, dst); break;
+        case GGML_Q3_K: block_q3_K(b, dst); break;
+        case GGML_Q4_K: block_q45_K(b, dst, 0); break;
+        case GGML_Q5_K: block_q45_K(b, dst, 1); break;
+        case GGML_Q6_K: block_q6_K(b, dst); break;
+        }
+    }
+}

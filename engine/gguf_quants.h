@@ -1,0 +1,36 @@
+/* GGUF weight types the engine reads but does not compute with: llama.cpp's
+ * older Q4_1 / Q5_0 / Q5_1 and the K-quants Q2_K .. Q6_K (the types of the
+ * Q4_K_M, Q5_K_M, Q6_K ... files most people download). Their block layouts
+ * are ggml's; the loader dequantises each row and re-quantises it to Q8_0
+ * (model_gguf.c), so every backend sees only the types in common.h.
+ *
+ * Why Q8_0 and not a kernel per type: one conversion at load makes every such
+ * file work on the CPU and CUDA backends alike; Q8_0 keeps 8 bits per weight
+ * where the source has 2-6, so the re-quantisation adds at most 1/254 of a
+ * 32-block's largest weight (a few percent of the source's own step). The
+ * cost: memory and bandwidth of Q8_0 (8.5 bits per weight) instead of the
+ * file's 2.6-6.6. */
+#ifndef LLM_GGUF_QUANTS_H
+#define LLM_GGUF_QUANTS_H
+
+#include "common.h"
+
+/* ggml type ids of the read-only types. */
+enum {
+    GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7,
+    GGML_Q2_K = 10, GGML_Q3_K = 11, GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14,
+};
+
+#define LLM_QK_K 256 /* elements per K-quant super-block */
+
+/* 1 for a type the loader can read: those of common.h and the ones above. */
+int         gguf_qtype_known(uint32_t t);
+/* 1 for a read-only type above (converted at load). */
+int         gguf_qtype_converted(uint32_t t);
+const char *gguf_qtype_name(uint32_t t);           /* "q4_K", ...; "unknown" */
+/* Bytes of a row of n elements; 0 if t is unknown or n not a multiple of its block. */
+size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);
+/* Dequantise n elements (a multiple of the block) of any known type. */
+void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n);
+
+#endif
