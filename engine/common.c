@@ -213,12 +213,20 @@ void llm_row_from_f32(llm_dtype t, const float *src, void *dst, size_t n)
         for (size_t i = 0; i < n / LLM_QK; i++) {
             const float *x = src + i * LLM_QK;
             float amax = 0.0f;
-            for (int j = 0; j < LLM_QK; j++)
-                amax = fmaxf(amax, fabsf(x[j]));
+            for (int j = 0; j < LLM_QK; j++) {
+                float a = fabsf(x[j]);
+                amax = a > amax ? a : amax; /* fmaxf's result, NaN skipped; vectorises */
+            }
             float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
             b[i].d = llm_f32_to_fp16(d);
-            for (int j = 0; j < LLM_QK; j++)
-                b[i].qs[j] = (int8_t)roundf(x[j] * id);
+            /* roundf (half away from zero) without the libm call, so the loop
+             * vectorises: v - trunc(v) is exact for |v| <= 127.5. */
+            for (int j = 0; j < LLM_QK; j++) {
+                float v = x[j] * id;
+                int q = (int)v;
+                float fr = v - (float)q;
+                b[i].qs[j] = (int8_t)(q + (fr >= 0.5f) - (fr <= -0.5f));
+            }
         }
         return;
     }
