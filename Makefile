@@ -96,8 +96,19 @@ test-openai-sdk: engine module
 bench-serve: engine module
 	BUILD=$(BUILD) bench/serve_load/run.sh
 
-parity: $(BUILD)/llm-engine
-	prove tests/parity/
+# Helpers of the parity tests: llama.cpp's quantiser and dequantisers as a reference
+# (tests/parity/ggml_ref.c), stories260K widened for K-quants (pad_model.c) and one
+# backend's logits for a token sequence.
+PARITY_PROGS = $(BUILD)/parity/ggml_ref $(BUILD)/parity/pad_model $(BUILD)/parity/logits_dump
+$(BUILD)/parity/%: tests/parity/%.c $(BUILD)/libllm.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libllm.a $(LIBS) -ldl
+$(BUILD)/parity/logits_dump: tests/gpu/logits_dump.c $(BUILD)/libllm.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libllm.a $(LIBS) -ldl
+
+parity: $(BUILD)/llm-engine $(PARITY_PROGS)
+	BUILD=$(BUILD) prove tests/parity/
 
 # The CUDA backend's kernels and host code run under the CPU emulation of CUDA (a quick set; the full one:
 # tests/gpu/emu_parity.sh). No GPU and no CUDA toolkit needed.

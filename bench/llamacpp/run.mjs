@@ -5,7 +5,7 @@
 //
 //   node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3)
 //        --max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup]
-//        [--flash-attn auto|on|off] [--kv-type f16|f32]
+//        [--flash-attn auto|on|off] [--kv-type f16|f32] [--probs K]
 //
 // Greedy decoding (temperature 0: node-llama-cpp then builds a chain holding
 // only llama.cpp's greedy sampler, no top-k/top-p/penalties).  --prompt
@@ -14,6 +14,11 @@
 // is one batch (batch size >= prompt length).  Generation goes on through
 // end-of-generation tokens (they are fed back like any other) unless
 // --stop-at-eos; eos_at reports the first one's index or -1.
+//
+// --probs K: no generation; the prompt is evaluated teacher-forced and, for
+// every position i, the K most probable next tokens after prompt[0..i] are
+// printed as one JSON line {"probs": [[id, p, id, p, ...], ...]} (llama.cpp's
+// softmax of the raw logits: temperature 0 here means no sampling options).
 //
 // Timing: prefill_tps / decode_tps come from llama.cpp's own performance
 // counters (llama_perf_context: "prompt eval" = the prompt batch, "eval" = the
@@ -31,7 +36,8 @@ import { existsSync } from "node:fs";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
 const USAGE = "usage: node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3) " +
-    "--max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup] [--flash-attn auto|on|off] [--kv-type f16|f32]";
+    "--max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup] [--flash-attn auto|on|off] [--kv-type f16|f32] " +
+    "[--probs K]";
 
 function fail(msg, code = 2) {
     process.stderr.write(`error: ${msg}\n${code === 2 ? USAGE + "\n" : ""}`);
@@ -40,7 +46,7 @@ function fail(msg, code = 2) {
 
 function parseArgs(argv) {
     const flags = new Set(["json", "stop-at-eos", "no-warmup", "help"]);
-    const valued = new Set(["model", "prompt", "prompt-tokens", "max-tokens", "threads", "flash-attn", "kv-type"]);
+    const valued = new Set(["model", "prompt", "prompt-tokens", "max-tokens", "threads", "flash-attn", "kv-type", "probs"]);
     const a = {};
     for (let i = 0; i < argv.length; i++) {
         const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
@@ -146,6 +152,26 @@ async function withContext(fn) {
     } finally {
         await ctx.dispose();
     }
+}
+
+if (args.probs !== undefined) {
+    const k = posInt(args.probs, "probs", 1);
+    const rows = await withContext(async (ctx) => {
+        const input = promptTokens.map((t) => [t, { generateNext: { probabilities: true } }]);
+        const res = await ctx.getSequence().controlledEvaluate(input);
+        return res.map((r) => {
+            const row = [];
+            for (const [id, p] of r?.next?.probabilities ?? []) {
+                if (row.length >= 2 * k) break;
+                row.push(id, p);
+            }
+            return row;
+        });
+    }).catch((e) => dumpLogAndFail(`evaluation failed: ${e.message}`));
+    process.stdout.write(JSON.stringify({ probs: rows }) + "\n");
+    await model.dispose();
+    await llama.dispose();
+    process.exit(0);
 }
 
 if (!args["no-warmup"]) {

@@ -1,0 +1,120 @@
+#!/usr/bin/env perl
+# GGUF files in the types we convert at load (q4_1, q5_0, q5_1 and the
+# K-quants q2_K .. q6_K; engine/gguf_quants.h), made the way users get them:
+# by llama.cpp's own quantiser (llama_model_quantize from node-llama-cpp's
+# libllama, through build/parity/ggml_ref).
+#  1. ggml's dequantisers and ours give the same values, block for block, and
+#     re-quantising to Q8_0 adds little to the file's own rounding error.
+#  2. Whole models: teacher-forced over a fixed sequence, our next-token
+#     distribution (CPU backend, build/parity/logits_dump) against llama.cpp's
+#     on the same file (bench/llamacpp/run.mjs --probs): top-1 agreement and
+#     the largest difference in llama.cpp's top-1 probability. The same is
+#     measured on the unquantised file as the baseline.
+use strict;
+use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use JSON::PP;
+use List::Util qw(max sum);
+
+my $B = $ENV{BUILD} // 'build';
+my ($engine, $ref, $pad, $dump) = ("$B/llm-engine", "$B/parity/ggml_ref", "$B/parity/pad_model",
+                                   "$B/parity/logits_dump");
+my $libdir = 'bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64';
+my $stories = '../shared/models/stories260K/stories260K.gguf';
+plan skip_all => "$ref, $pad, $dump not built (make parity builds them)"
+    unless -x $ref && -x $pad && -x $dump && -x $engine;
+plan skip_all => 'llama.cpp not installed (npm ci --prefix bench/llamacpp)' unless -f "$libdir/libllama.v0.4.0.so";
+
+my $dir = tempdir(CLEANUP => 1);
+
+sub capture {
+    my @cmd = @_;
+    open my $save, '>&', \*STDERR or die $!;
+    open STDERR, '>', "$dir/stderr" or die $!;
+    open my $fh, '-|', @cmd or die "cannot run $cmd[0]: $!";
+    open STDERR, '>&', $save or die $!;
+    my $out = do { local $/; <$fh> };
+    close $fh;
+    return ($? >> 8, $out // '');
+}
+
+# 1. Block by block against ggml.
+my ($rc, $tap) = capture($ref, 'dequant', $libdir);
+is($rc, 0, 'ggml_ref dequant ran');
+for my $line (split /\n/, $tap) {
+    next unless $line =~ /^(not ok|ok) \d+ - (.*)$/;
+    ok($1 eq 'ok', "dequantise: $2");
+}
+
+# 2. Whole models. Our softmax of each logits row against llama.cpp's top tokens.
+sub compare {
+    my ($label, $model, $ids, $vocab, $min_top1, $max_mean, $max_dp) = @_;
+    my $P = @$ids;
+    open my $fh, '>:raw', "$dir/ids.i32" or die $!;
+    print $fh pack('l<*', @$ids);
+    close $fh;
+    my ($rc1) = capture($dump, '--backend', 'cpu', '--model', $model, '--ids', "$dir/ids.i32",
+                        '--out', "$dir/ours.f32", '--decode', '0');
+    my ($rc2, $out) = capture('node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
+                              join(',', @$ids), '--max-tokens', '1', '--threads', '2', '--probs', '4');
+    my ($line) = grep { /^\{"probs"/ } split /\n/, $out;
+    unless (is($rc1, 0, "$label: our logits") && is($rc2, 0, "$label: llama.cpp's probabilities") && $line) {
+        diag(`tail -3 $dir/stderr`);
+        return;
+    }
+    my $probs = decode_json($line)->{probs};
+    open $fh, '<:raw', "$dir/ours.f32" or die $!;
+    my $raw = do { local $/; <$fh> };
+    close $fh;
+    my ($agree, $worst, $total) = (0, 0, 0);
+    for my $i (0 .. $P - 1) {
+        my @l = unpack('f<*', substr($raw, $i * $vocab * 4, $vocab * 4));
+        my $m = max(@l);
+        my $z = sum(map { exp($_ - $m) } @l);
+        my ($best) = sort { $l[$b] <=> $l[$a] || $a <=> $b } 0 .. $#l;
+        my ($top, $p) = @{ $probs->[$i] }[0, 1];
+        $agree++ if $best == $top;
+        my $dp = abs(exp($l[$top] - $m) / $z - $p);
+        $worst = $dp if $dp > $worst;
+        $total += $dp;
+    }
+    my $rate = $agree / $P;
+    ok($rate >= $min_top1, sprintf("%s: top-1 agreement with llama.cpp %d of %d (>= %.2f)", $label, $agree, $P, $min_top1));
+    ok($total / $P <= $max_mean && $worst <= $max_dp,
+       sprintf("%s: |p ours - p llama.cpp| of llama.cpp's top-1: mean %.4f (<= %g), max %.4f (<= %g)",
+               $label, $total / $P, $max_mean, $worst, $max_dp));
+}
+
+sub quantize {
+    my ($src, $ftype, $want) = @_;
+    my $file = "$dir/" . ($src =~ s{.*/|\.gguf$}{}gr) . "-$ftype.gguf";
+    my ($rc) = capture($ref, 'quantize', $libdir, $src, $file, $ftype);
+    is($rc, 0, "llama.cpp quantises to $ftype") or return;
+    my ($rc2, $info) = capture($engine, 'info', '--model', $file);
+    my ($conv) = $info =~ /^converted at load: \d+ tensors of type (.*) re-quantised/m;
+    is($rc2, 0, "$ftype: info loads it");
+    for my $t (@$want) {
+        ok(defined $conv && " $conv " =~ / \Q$t\E /, "$ftype: $t tensors converted at load (" . ($conv // 'none') . ')');
+    }
+    return $file;
+}
+
+# stories260K widened to 256-wide rows (build/parity/pad_model: the same
+# logits, and rows llama.cpp K-quantises), over a prompt and its greedy
+# continuation on the F32 file.
+my $wide = "$dir/stories260K.gguf";
+($rc) = capture($pad, $stories, $wide);
+is($rc, 0, 'pad_model: stories260K with 256-wide rows');
+my ($rcg, $gen) = capture($engine, 'generate', '--model', $wide, '--prompt-ids', '1,403,407,261,378',
+                          '--max-tokens', '123', '--threads', '2', '--ignore-eos', '--output-ids');
+my @seq = (1, 403, 407, 261, 378, split(' ', $gen));
+is(scalar @seq, 128, 'a 128-token sequence');
+compare('f32 (baseline)', $wide, \@seq, 512, 0.97, 0.005, 0.002);
+# q8_0 is computed natively on both sides: the baseline for quantised weights.
+for my $c ([ 'q8_0', [] ], [ 'q4_1', ['q4_1'] ], [ 'q5_0', ['q5_0'] ], [ 'q5_1', ['q5_1'] ], [ 'q2_K', ['q2_K'] ],
+           [ 'q3_K_M', ['q3_K'] ], [ 'q4_K_M', [ 'q4_K', 'q6_K' ] ], [ 'q5_K_M', [ 'q5_K', 'q6_K' ] ], [ 'q6_K', ['q6_K'] ]) {
+    my $f = quantize($wide, @$c) or next;
+    compare($c->[0], $f, \@seq, 512, 0.95, 0.02, 0.1);
+}
+done_testing();
