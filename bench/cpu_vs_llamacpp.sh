@@ -6,6 +6,11 @@
 # alternating, and the best run of each is reported (the machine is noisy).
 #
 #   bash bench/cpu_vs_llamacpp.sh            # REPS=3 THREADS=2 DTYPES="f16 q8_0 q4_0"
+#   DTYPES="q4_K_M q6_K" bash bench/cpu_vs_llamacpp.sh
+# Types gen-model does not write (q4_K_M, q5_K_M, q6_K, q4_1, ...) are made by
+# llama.cpp's own quantiser from the F32 file (build/parity/ggml_ref); our
+# engine converts them to Q8_0 at load (engine/gguf_quants.h), llama.cpp runs
+# them natively.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +20,8 @@ DTYPES=${DTYPES:-"f16 q8_0 q4_0"}
 NGEN=${NGEN:-128}
 MODELS=${MODELS:-bench/models}
 
-make -s engine
+make -s engine build/parity/ggml_ref
+LLAMA_LIBS=bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 [ -d bench/llamacpp/node_modules/node-llama-cpp ] || npm ci --prefix bench/llamacpp --no-audit --no-fund >/dev/null
 mkdir -p "$MODELS"
 
@@ -28,7 +34,14 @@ printf '%-6s | %14s %14s %7s | %14s %14s %7s\n' dtype "prefill ours" "llama.cpp"
 printf '%s\n' "-------+----------------------------------------+---------------------------------------"
 for dt in $DTYPES; do
     model="$MODELS/stories110m-$dt.gguf"
-    [ -f "$model" ] || build/llm-engine gen-model --preset stories110m --dtype "$dt" --out "$model" --seed 1 2>/dev/null
+    case $dt in
+    f32|f16|bf16|q8_0|q4_0)
+        [ -f "$model" ] || build/llm-engine gen-model --preset stories110m --dtype "$dt" --out "$model" --seed 1 2>/dev/null ;;
+    *)
+        f32="$MODELS/stories110m-f32.gguf"
+        [ -f "$f32" ] || build/llm-engine gen-model --preset stories110m --dtype f32 --out "$f32" --seed 1 2>/dev/null
+        [ -f "$model" ] || build/parity/ggml_ref quantize "$LLAMA_LIBS" "$f32" "$model" "$dt" >/dev/null 2>&1 ;;
+    esac
     op=(); od=(); lp=(); ld=()
     for _ in $(seq "$REPS"); do
         err=$(build/llm-engine generate --model "$model" --prompt-ids "$PROMPT" --max-tokens "$NGEN" \
