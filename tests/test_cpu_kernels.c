@@ -99,6 +99,39 @@ static void test_gemm(const cpu_kernels *k)
     }
 }
 
+/* Q8_0 / Q4_0: a token's outputs do not depend on how many tokens share the
+ * call (tile shapes, the VNNI pair kernel and its lone-token tail, 1-token
+ * GEMV): every token of a 13-token GEMM over 37 rows (tiles and row tails)
+ * gives the same bits as that token alone. */
+static void test_gemm_batch_invariant(const cpu_kernels *k)
+{
+    enum { K = 256, NR = 37, NT = 13 };
+    for (int q4 = 0; q4 < 2; q4++) {
+        llm_dtype t = q4 ? LLM_Q4_0 : LLM_Q8_0;
+        size_t rb = llm_dtype_row_bytes(t, K), xs = (K / LLM_QK) * sizeof(cpu_q8_act);
+        uint8_t *w = malloc(rb * NR);
+        cpu_q8_act *xq = malloc(NT * xs);
+        float *row = malloc(K * sizeof(float)), *y = malloc(NT * NR * sizeof(float)), one[NR];
+        for (int r = 0; r < NR; r++) {
+            for (int e = 0; e < K; e++) row[e] = frand();
+            llm_row_from_f32(t, row, w + rb * r, K);
+        }
+        for (int j = 0; j < NT; j++) {
+            for (int e = 0; e < K; e++) row[e] = frand() * (e % 9 == 0 ? 5.0f : 1.0f);
+            k->quantize_act(row, xq + (size_t)j * (K / LLM_QK), K);
+        }
+        cpu_gemm_for(k, t)(K, w, rb, NR, xq, xs, NT, y, NR, 0);
+        int same = 1;
+        for (int j = 0; j < NT; j++) {
+            cpu_gemm_for(k, t)(K, w, rb, NR, (const uint8_t *)xq + j * xs, xs, 1, one, NR, 0);
+            same &= memcmp(one, y + (size_t)j * NR, sizeof(one)) == 0;
+        }
+        ok(same, "%s %s: each of %d tokens in one GEMM gives the bits of that token alone", k->name,
+           llm_dtype_name(t), NT);
+        free(w); free(xq); free(row); free(y);
+    }
+}
+
 static void test_dequant(const cpu_kernels *k)
 {
     const llm_dtype types[] = { LLM_F32, LLM_F16, LLM_BF16, LLM_Q8_0, LLM_Q4_0 };
@@ -256,6 +289,7 @@ int main(void)
         }
         const cpu_kernels *k = cpu_kernels_for((cpu_isa)isa);
         test_gemm(k);
+        test_gemm_batch_invariant(k);
         test_quantize(k);
         test_dequant(k);
         test_vec(k);

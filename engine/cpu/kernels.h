@@ -43,12 +43,17 @@ typedef struct {
     float (*exp_sub_sum)(float *x, int n, float mx);
     /* g[i] = silu(g[i]) * u[i] */
     void  (*swiglu)(float *g, const float *u, int n);
+    /* 1: Q8_0/Q4_0 products of many tokens stay on the integer kernels (faster
+     * than widening the weights to floats: AVX-512 VNNI); 0: widen from
+     * CPU_MM_WIDEN_MIN_TOKENS tokens on. */
+    int   int8_prefill;
 } cpu_kernels;
 
 /* Kernel tables per instruction set; each returns the same static table. */
 const cpu_kernels *cpu_kernels_generic(void);
 const cpu_kernels *cpu_kernels_avx2(void);
 const cpu_kernels *cpu_kernels_avx512(void);
+const cpu_kernels *cpu_kernels_avx512vnni(void);
 
 /* The gemm for a weight type, NULL for an unknown one. */
 cpu_gemm_fn cpu_gemm_for(const cpu_kernels *k, llm_dtype t);

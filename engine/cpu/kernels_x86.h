@@ -252,15 +252,132 @@ KX_INLINE void kx_gemm_q(int q4, int K, const void *W, size_t ws, int nr, const 
     }
 }
 
+#ifdef KX_VNNI
+/* ---- AVX-512 VNNI: the same products with vpdpbusd, two tokens a register ----
+ * A 512-bit register holds one activation block of token j (low half) and of
+ * token j + 1 (high half); a weight block is broadcast to both halves, so one
+ * vpdpbusd makes 8 lane sums of 4 products for each of the two tokens.
+ * vpdpbusd multiplies unsigned by signed bytes, so the weights go in as
+ * unsigned: Q4_0's nibbles q (value q - 8), Q8_0's w + 128 (w xor 0x80). The
+ * offset (8 or 128) times the lane's 4 activations comes off through the
+ * accumulator's start value, computed once per token block. The lane sums,
+ * their conversion, scaling and accumulation and the final horizontal sum are
+ * kx_qtile's, operation for operation, so a token gets the same bits through
+ * either kernel (decode, one token a step, still runs kx_qtile). */
+KX_INLINE void kx_vtile(int q4, int nb, const uint8_t *W, size_t ws, const uint8_t *X, size_t xs,
+                        float *Y, size_t ldy, int acc, const int RM, const int RP, int odd)
+{
+    enum { VMAX_M = 8, VMAX_P = 3 };
+    __m512 c[VMAX_M][VMAX_P];
+#pragma GCC unroll 8
+    for (int i = 0; i < RM; i++)
+#pragma GCC unroll 4
+        for (int p = 0; p < RP; p++)
+            c[i][p] = _mm512_setzero_ps();
+    const __m512i zero = _mm512_setzero_si512(), offset = _mm512_set1_epi8(q4 ? 8 : (char)0x80);
+    for (int b = 0; b < nb; b++) {
+        __m512i xv[VMAX_P], start[VMAX_P];
+        __m512 dx[VMAX_P];
+#pragma GCC unroll 4
+        for (int p = 0; p < RP; p++) {
+            int t1 = odd && p == RP - 1 ? 2 * p : 2 * p + 1; /* a lone last token fills both halves */
+            const cpu_q8_act *a0 = (const cpu_q8_act *)(X + (size_t)(2 * p) * xs) + b;
+            const cpu_q8_act *a1 = (const cpu_q8_act *)(X + (size_t)t1 * xs) + b;
+            xv[p] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a0->qs)),
+                                       _mm256_loadu_si256((const __m256i *)a1->qs), 1);
+            dx[p] = _mm512_insertf32x8(_mm512_set1_ps(a0->d), _mm256_set1_ps(a1->d), 1);
+            start[p] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, offset, xv[p]));
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < RM; i++) {
+            __m256i w8;
+            __m512 dw;
+            if (q4) {
+                const llm_block_q4_0 *blk = (const llm_block_q4_0 *)(W + (size_t)i * ws) + b;
+                __m128i lo = _mm_loadu_si128((const __m128i *)blk->qs);
+                w8 = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(lo, 4), lo), _mm256_set1_epi8(0x0f));
+                dw = _mm512_set1_ps(_cvtsh_ss(blk->d));
+            } else {
+                const llm_block_q8_0 *blk = (const llm_block_q8_0 *)(W + (size_t)i * ws) + b;
+                w8 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)blk->qs), _mm256_set1_epi8((char)0x80));
+                dw = _mm512_set1_ps(_cvtsh_ss(blk->d));
+            }
+            __m512i wv = _mm512_broadcast_i64x4(w8);
+#pragma GCC unroll 4
+            for (int p = 0; p < RP; p++) {
+                __m512 f = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(start[p], wv, xv[p]));
+                c[i][p] = _mm512_fmadd_ps(f, _mm512_mul_ps(dw, dx[p]), c[i][p]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < RM; i++)
+#pragma GCC unroll 4
+        for (int p = 0; p < RP; p++)
+            for (int h = 0; h < 2 - (odd && p == RP - 1); h++) {
+                __m256 v = h ? _mm512_extractf32x8_ps(c[i][p], 1) : _mm512_castps512_ps256(c[i][p]);
+                float s = kx_hsum256(v);
+                float *y = &Y[(size_t)(2 * p + h) * ldy + i];
+                *y = acc ? *y + s : s;
+            }
+}
+
+#ifndef KX_V_RM
+#define KX_V_RM 8
+#define KX_V_RP 2 /* 4 tokens: 16 accumulators + 2 x (activations, scales, starts) in 32 zmm */
+#endif
+
+KX_INLINE void kx_gemm_v(int q4, int K, const void *W, size_t ws, int nr, const void *X, size_t xs,
+                         int nt, float *Y, size_t ldy, int acc)
+{
+    const uint8_t *w = W, *x = X;
+    int nb = K / LLM_QK;
+    for (int r = 0; r < nr;) {
+        int rm = nr - r >= KX_V_RM ? KX_V_RM : 1;
+        int t = 0;
+        for (; t + 2 * KX_V_RP <= nt; t += 2 * KX_V_RP) {
+            if (rm == KX_V_RM)
+                kx_vtile(q4, nb, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                         acc, KX_V_RM, KX_V_RP, 0);
+            else
+                kx_vtile(q4, nb, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                         acc, 1, KX_V_RP, 0);
+        }
+        for (; t < nt; t += 2) {
+            int odd = nt - t == 1;
+            if (rm == KX_V_RM)
+                kx_vtile(q4, nb, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                         acc, KX_V_RM, 1, odd);
+            else
+                kx_vtile(q4, nb, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
+                         acc, 1, 1, odd);
+        }
+        r += rm;
+    }
+}
+#endif
+
 static void gemm_q8_0(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
                       float *Y, size_t ldy, int acc)
 {
+#ifdef KX_VNNI
+    if (nt > 1) {
+        kx_gemm_v(0, K, W, ws, nr, X, xs, nt, Y, ldy, acc);
+        return;
+    }
+#endif
     kx_gemm_q(0, K, W, ws, nr, X, xs, nt, Y, ldy, acc, KX_Q8_RM, KX_Q8_RN);
 }
 
 static void gemm_q4_0(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
                       float *Y, size_t ldy, int acc)
 {
+#ifdef KX_VNNI
+    if (nt > 1) {
+        kx_gemm_v(1, K, W, ws, nr, X, xs, nt, Y, ldy, acc);
+        return;
+    }
+#endif
     kx_gemm_q(1, K, W, ws, nr, X, xs, nt, Y, ldy, acc, KX_Q4_RM, KX_Q4_RN);
 }
 
@@ -474,7 +591,10 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
     }
 }
 
+#ifndef KX_INT8_PREFILL
+#define KX_INT8_PREFILL 0
+#endif
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, dequant_rows, exp_sub_sum, swiglu,
+    attn_scores, attn_accum, dequant_rows, exp_sub_sum, swiglu, KX_INT8_PREFILL,
 };

@@ -31,9 +31,9 @@ static void rmsnorm_row(const cpu_kernels *k, const float *x, const float *w, fl
         y[i] = x[i] * s * w[i];
 }
 
-static int widen(llm_dtype t, int n)
+static int widen(const cpu_kernels *k, llm_dtype t, int n)
 {
-    return t != LLM_F32 && n >= CPU_MM_WIDEN_MIN_TOKENS;
+    return t != LLM_F32 && n >= CPU_MM_WIDEN_MIN_TOKENS && !(k->int8_prefill && cpu_dtype_wants_q8(t));
 }
 
 static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
@@ -45,7 +45,7 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     const uint8_t *w = (const uint8_t *)o->w->data + (size_t)r0 * ws;
     const void *x;
     size_t xs;
-    if (widen(t, mm->n)) {
+    if (widen(k, t, mm->n)) {
         float *buf = j->st->wbuf + (size_t)ith * j->st->wbuf_floats;
         k->dequant_rows(t, w, ws, r1 - r0, mm->K, buf);
         w = (const uint8_t *)buf;
@@ -123,7 +123,7 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm)
     int n_sched = mm->swiglu ? 1 : mm->n_outs; /* swiglu: a chunk does gate and up rows */
     j.chunks[0] = 0;
     for (int o = 0; o < mm->n_outs; o++) {
-        j.need_q8 |= cpu_dtype_wants_q8(mm->outs[o].w->type) && !widen(mm->outs[o].w->type, mm->n);
+        j.need_q8 |= cpu_dtype_wants_q8(mm->outs[o].w->type) && !widen(st->kern, mm->outs[o].w->type, mm->n);
         int rows = (int)mm->outs[o].w->ne[1];
         j.chunks[o + 1] = j.chunks[o] + (o < n_sched ? (rows + CHUNK_ROWS - 1) / CHUNK_ROWS : 0);
     }
