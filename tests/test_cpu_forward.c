@@ -312,6 +312,16 @@ static void test_threads_and_isas(llm_dtype t)
         ok(d < 2e-3, "%s: %s kernels == generic (%s; rel diff %.2g)", llm_dtype_name(t), cpu_isa_name((cpu_isa)isa),
            int8 ? "int8 prefill: against generic decode" : "prefill", d);
     }
+    if (def != NULL && def->gemm_packed != NULL && cpu_dtype_wants_q8(t)) { /* the matrices as stored */
+        setenv("LLM_CPU_REPACK", "0", 1);
+        b = make_backend(&tm.m, 2);
+        run_prefill(b, prompt_a, n, 0, ref);
+        llm_backend_free(b);
+        unsetenv("LLM_CPU_REPACK");
+        d = max_rel_diff(ref, dec, (size_t)n * VOCAB);
+        ok(d < 2e-3, "%s: %s kernels without repacking == generic decode (rel diff %.2g)", llm_dtype_name(t),
+           def->name, d);
+    }
     free(dec);
     unsetenv("LLM_CPU_ISA");
     free(ref); free(got);

@@ -28,6 +28,9 @@ typedef struct {
     float *scores;                 /* [nth][seq_len] attention weights */
     float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats */
     size_t wbuf_floats;            /* CPU_MM_CHUNK_ROWS * widest K */
+    uint8_t **packed;              /* [n_layers][CPU_PK_MATS] repacked Q8_0/Q4_0 matrices (NULL: as stored) */
+    uint8_t *packed_arena;         /* where they live */
+    size_t packed_bytes;
 } cpu_state;
 
 /* ---- rope.c ---- */
@@ -49,6 +52,7 @@ typedef struct {
     float *y;          /* y[t*ldy + row] */
     size_t ldy;
     int accumulate;    /* y += W x instead of y = W x */
+    const uint8_t *packed; /* w repacked for kern->gemm_packed (repack.c), or NULL */
 } cpu_mm_out;
 
 typedef struct {
@@ -67,6 +71,23 @@ typedef struct {
 } cpu_mm;
 
 void cpu_matmul(cpu_state *st, const cpu_mm *mm);
+
+/* ---- repack.c ---- */
+/* Matrices of a layer that may be repacked, in this order: wq, wk, wv, wo, w_gate, w_up, w_down. */
+#define CPU_PK_MATS 7
+#define CPU_PK_MAX 256 /* matrices packed per parallel pass */
+/* Where the kernel table has gemm_packed (and LLM_CPU_REPACK is not 0): each
+ * layer's Q8_0/Q4_0 matrices repacked into st->packed, on all threads. -1 when
+ * out of memory (cpu_repack_free then undoes it). */
+int  cpu_repack_weights(cpu_state *st);
+void cpu_repack_free(cpu_state *st);
+/* One Q8_0/Q4_0 matrix (rows a multiple of 32 elements): its packed size, and packed into dst. */
+size_t cpu_packed_bytes(const llm_tensor *t);
+void   cpu_pack_matrix(const llm_tensor *t, uint8_t *dst);
+static inline const uint8_t *cpu_packed(const cpu_state *st, int layer, int mat)
+{
+    return st->packed != NULL ? st->packed[layer * CPU_PK_MATS + mat] : NULL;
+}
 
 /* ---- prefault.c ---- */
 /* Bring every weight page into the process and zero the KV cache and thread

@@ -66,6 +66,7 @@ static void cpu_destroy(llm_backend *b)
     free(st->vcache);
     free(st->scores);
     free(st->wbuf);
+    cpu_repack_free(st);
     free(st);
     b->impl = NULL;
 }
@@ -126,6 +127,11 @@ static int cpu_init(llm_backend *b, llm_err *err)
         cpu_destroy(b);
         return -1;
     }
+    if (cpu_repack_weights(st) != 0) {
+        llm_seterr(err, "cpu backend: out of memory repacking the weights (LLM_CPU_REPACK=0 keeps them as stored)");
+        cpu_destroy(b);
+        return -1;
+    }
     cpu_prefault_weights(st);
     return 0;
 }
@@ -181,9 +187,9 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         const llm_layer *L = &m->layers[l];
         qkv_post_ctx pc = { st, b, l };
         cpu_mm_out qkv[3] = {
-            { &L->wq, st->q, (size_t)st->q_dim, 0 },
-            { &L->wk, st->k, (size_t)st->kv_dim, 0 },
-            { &L->wv, st->v, (size_t)st->kv_dim, 0 },
+            { &L->wq, st->q, (size_t)st->q_dim, 0, cpu_packed(st, l, 0) },
+            { &L->wk, st->k, (size_t)st->kv_dim, 0, cpu_packed(st, l, 1) },
+            { &L->wv, st->v, (size_t)st->kv_dim, 0, cpu_packed(st, l, 2) },
         };
         cpu_mm mm = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->attn_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .outs = qkv, .n_outs = 3,
@@ -192,19 +198,19 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
 
         cpu_attention(st, b, l);
 
-        cpu_mm_out wo = { &L->wo, st->x, (size_t)c->dim, 1 };
+        cpu_mm_out wo = { &L->wo, st->x, (size_t)c->dim, 1, cpu_packed(st, l, 3) };
         cpu_mm mo = { .x = st->att, .xs = (size_t)st->q_dim, .n = n, .K = st->q_dim, .outs = &wo, .n_outs = 1 };
         cpu_matmul(st, &mo);
 
         cpu_mm_out gu[2] = {
-            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0 },
-            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0 },
+            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, 4) },
+            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, 5) },
         };
         cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->ffn_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .outs = gu, .n_outs = 2, .swiglu = 1 };
         cpu_matmul(st, &mf);
 
-        cpu_mm_out wd = { &L->w_down, st->x, (size_t)c->dim, 1 };
+        cpu_mm_out wd = { &L->w_down, st->x, (size_t)c->dim, 1, cpu_packed(st, l, 6) };
         cpu_mm md = { .x = st->hb, .xs = (size_t)c->hidden_dim, .n = n, .K = c->hidden_dim, .outs = &wd,
                       .n_outs = 1 };
         cpu_matmul(st, &md);
@@ -224,7 +230,7 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         llm_seterr(err, "cpu backend: logits requested but no output buffer given");
         return -1;
     }
-    cpu_mm_out out = { classifier(m), logits, (size_t)c->vocab_size, 0 };
+    cpu_mm_out out = { classifier(m), logits, (size_t)c->vocab_size, 0, NULL };
     cpu_mm mc = { .x = st->x, .xs = (size_t)c->dim, .n = nw, .K = c->dim, .norm = m->out_norm.data,
                   .xn = st->xb, .eps = c->norm_eps, .outs = &out, .n_outs = 1 };
     cpu_matmul(st, &mc);

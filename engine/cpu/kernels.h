@@ -25,6 +25,24 @@ typedef void (*cpu_gemm_fn)(int K, const void *W, size_t w_stride, int nr,
                             const void *X, size_t x_stride, int nt,
                             float *Y, size_t ldy, int accumulate);
 
+/* Q8_0 / Q4_0 weights repacked for the VNNI kernels (cpu/repack.c), so that
+ * one 32-bit lane accumulates a whole block's dot product for one (row,
+ * token): rows in groups of CPU_PK_ROWS (the last group padded with zero
+ * rows); per group, per 32-element block, CPU_PK_HEAD bytes of
+ *   uint16_t d[8]     the rows' fp16 scales
+ *   int16_t  wsum[8]  each row's sum of its 32 quantised weights (Q4_0: of q - 8)
+ * then the quants: Q8_0, for k = 0..7 the 8 rows' int8 elements 4k..4k+3
+ * (256 bytes); Q4_0, for k = 0..3 the 8 rows' bytes qs[4k..4k+3] (128 bytes;
+ * low nibbles are elements 4k.., high nibbles 16+4k..). */
+#define CPU_PK_ROWS 8
+#define CPU_PK_HEAD 32
+static inline size_t cpu_pk_block_bytes(llm_dtype t) { return CPU_PK_HEAD + (t == LLM_Q4_0 ? 128 : 256); }
+
+/* Like cpu_gemm_fn over packed weights: P is the group holding row 0 (rows
+ * nr of them from there), groups K/32 * cpu_pk_block_bytes(t) bytes apart. */
+typedef void (*cpu_gemm_packed_fn)(llm_dtype t, int K, const void *P, int nr, const void *X, size_t x_stride,
+                                   int nt, float *Y, size_t ldy, int accumulate);
+
 typedef struct {
     const char *name;
     cpu_gemm_fn gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0;
@@ -47,6 +65,9 @@ typedef struct {
      * than widening the weights to floats: AVX-512 VNNI); 0: widen from
      * CPU_MM_WIDEN_MIN_TOKENS tokens on. */
     int   int8_prefill;
+    /* Q8_0/Q4_0 products over repacked weights, any number of tokens; NULL where
+     * the table has none (then matrices stay as stored). */
+    cpu_gemm_packed_fn gemm_packed;
 } cpu_kernels;
 
 /* Kernel tables per instruction set; each returns the same static table. */

@@ -45,6 +45,16 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     const uint8_t *w = (const uint8_t *)o->w->data + (size_t)r0 * ws;
     const void *x;
     size_t xs;
+    if (o->packed != NULL) { /* r0 is a multiple of CHUNK_ROWS, so of CPU_PK_ROWS */
+        const uint8_t *p = o->packed + (size_t)(r0 / CPU_PK_ROWS) * (size_t)(mm->K / LLM_QK) * cpu_pk_block_bytes(t);
+        xs = (size_t)(mm->K / LLM_QK) * sizeof(cpu_q8_act);
+        for (int t0 = 0; t0 < mm->n; t0 += TOKEN_BLOCK) {
+            int nt = mm->n - t0 < TOKEN_BLOCK ? mm->n - t0 : TOKEN_BLOCK;
+            k->gemm_packed(t, mm->K, p, r1 - r0, (const uint8_t *)j->st->qact + (size_t)t0 * xs, xs, nt,
+                           o->y + (size_t)t0 * o->ldy + r0, o->ldy, o->accumulate);
+        }
+        return;
+    }
     if (widen(k, t, mm->n)) {
         float *buf = j->st->wbuf + (size_t)ith * j->st->wbuf_floats;
         k->dequant_rows(t, w, ws, r1 - r0, mm->K, buf);
@@ -123,7 +133,8 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm)
     int n_sched = mm->swiglu ? 1 : mm->n_outs; /* swiglu: a chunk does gate and up rows */
     j.chunks[0] = 0;
     for (int o = 0; o < mm->n_outs; o++) {
-        j.need_q8 |= cpu_dtype_wants_q8(mm->outs[o].w->type) && !widen(st->kern, mm->outs[o].w->type, mm->n);
+        j.need_q8 |= mm->outs[o].packed != NULL ||
+                     (cpu_dtype_wants_q8(mm->outs[o].w->type) && !widen(st->kern, mm->outs[o].w->type, mm->n));
         int rows = (int)mm->outs[o].w->ne[1];
         j.chunks[o + 1] = j.chunks[o] + (o < n_sched ? (rows + CHUNK_ROWS - 1) / CHUNK_ROWS : 0);
     }

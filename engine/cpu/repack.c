@@ -1,0 +1,154 @@
+/* Each layer's Q8_0 / Q4_0 matrices copied into the packed layout of the VNNI
+ * kernels (kernels.h: CPU_PK_*), once at init, on all threads. Why a copy:
+ * with rows interleaved by 8, one 32-bit lane accumulates a whole block's dot
+ * product, so a block costs one conversion and one scaling per (row, token)
+ * instead of per (row, token, 4 elements) plus horizontal sums: 1.9x the
+ * stored layout's GMAC/s on one Zen 4 core (docs/design-notes.md). The cost
+ * is memory: the packed copy is 6% (Q8_0) or 11% (Q4_0) larger than the
+ * matrices, which stay mapped (the embedding and the classifier are read from
+ * there; the page cache may drop the rest). LLM_CPU_REPACK=0 keeps the stored
+ * layout. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "cpu/cpu_backend.h"
+
+typedef struct {
+    cpu_state *st;
+    int n;
+    const llm_tensor *t[CPU_PK_MAX];
+    uint8_t *dst[CPU_PK_MAX];
+} repack_job;
+
+size_t cpu_packed_bytes(const llm_tensor *t)
+{
+    size_t groups = ((size_t)t->ne[1] + CPU_PK_ROWS - 1) / CPU_PK_ROWS;
+    return groups * (size_t)(t->ne[0] / LLM_QK) * cpu_pk_block_bytes(t->type);
+}
+
+/* Group g of t (8 rows, zero rows past the end) into dst. */
+static void pack_group(const llm_tensor *t, size_t g, uint8_t *dst)
+{
+    int q4 = t->type == LLM_Q4_0, nb = (int)(t->ne[0] / LLM_QK);
+    size_t rb = llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(t->type);
+    for (int b = 0; b < nb; b++) {
+        uint8_t *o = dst + (size_t)b * bb;
+        memset(o, 0, bb);
+        for (int r = 0; r < CPU_PK_ROWS; r++) {
+            size_t row = g * CPU_PK_ROWS + (size_t)r;
+            if (row >= (size_t)t->ne[1])
+                break;
+            const uint8_t *src = (const uint8_t *)t->data + row * rb;
+            int16_t sum = 0;
+            if (q4) {
+                const llm_block_q4_0 *blk = (const llm_block_q4_0 *)src + b;
+                memcpy(o + 2 * r, &blk->d, 2);
+                for (int k = 0; k < 4; k++)
+                    memcpy(o + CPU_PK_HEAD + 32 * k + 4 * r, blk->qs + 4 * k, 4);
+                for (int e = 0; e < LLM_QK / 2; e++)
+                    sum = (int16_t)(sum + (blk->qs[e] & 0x0f) - 8 + (blk->qs[e] >> 4) - 8);
+            } else {
+                const llm_block_q8_0 *blk = (const llm_block_q8_0 *)src + b;
+                memcpy(o + 2 * r, &blk->d, 2);
+                for (int k = 0; k < 8; k++)
+                    memcpy(o + CPU_PK_HEAD + 32 * k + 4 * r, blk->qs + 4 * k, 4);
+                for (int e = 0; e < LLM_QK; e++)
+                    sum = (int16_t)(sum + blk->qs[e]);
+            }
+            memcpy(o + 16 + 2 * r, &sum, 2);
+        }
+    }
+}
+
+void cpu_pack_matrix(const llm_tensor *t, uint8_t *dst)
+{
+    size_t groups = ((size_t)t->ne[1] + CPU_PK_ROWS - 1) / CPU_PK_ROWS;
+    for (size_t g = 0; g < groups; g++)
+        pack_group(t, g, dst + g * (size_t)(t->ne[0] / LLM_QK) * cpu_pk_block_bytes(t->type));
+}
+
+static void repack_worker(void *ctx, int ith, int nth)
+{
+    repack_job *j = ctx;
+    for (int i = 0; i < j->n; i++) {
+        const llm_tensor *t = j->t[i];
+        size_t groups = ((size_t)t->ne[1] + CPU_PK_ROWS - 1) / CPU_PK_ROWS;
+        size_t gbytes = (size_t)(t->ne[0] / LLM_QK) * cpu_pk_block_bytes(t->type);
+        for (size_t g = (size_t)ith; g < groups; g += (size_t)nth)
+            pack_group(t, g, j->dst[i] + g * gbytes);
+    }
+}
+
+/* Transparent huge pages where the kernel gives them on request (THP
+ * "madvise"): ~500x fewer page faults while packing (each costs microseconds
+ * in a VM) and fewer TLB misses in the products. */
+static uint8_t *alloc_packed(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    size_t size = bytes >= huge ? (bytes + huge - 1) / huge * huge : (bytes + 63) / 64 * 64;
+    uint8_t *d = aligned_alloc(bytes >= huge ? huge : 64, size);
+    if (d != NULL && bytes >= huge)
+        madvise(d, size, MADV_HUGEPAGE);
+    return d;
+}
+
+int cpu_repack_weights(cpu_state *st)
+{
+    const char *env = getenv("LLM_CPU_REPACK");
+    if (st->kern->gemm_packed == NULL || (env != NULL && strcmp(env, "0") == 0))
+        return 0;
+    const llm_model *m = st->m;
+    int n_layers = m->cfg.n_layers;
+    st->packed = calloc((size_t)n_layers * CPU_PK_MATS, sizeof(*st->packed));
+    repack_job *j = calloc(1, sizeof(*j));
+    if (st->packed == NULL || j == NULL) {
+        free(j);
+        return -1;
+    }
+    /* One arena for every packed matrix (64-byte aligned offsets). */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t off = 0;
+        for (int l = 0; l < n_layers; l++) {
+            const llm_layer *L = &m->layers[l];
+            const llm_tensor *mats[CPU_PK_MATS] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up,
+                                                    &L->w_down };
+            for (int i = 0; i < CPU_PK_MATS; i++) {
+                const llm_tensor *t = mats[i];
+                if ((t->type != LLM_Q8_0 && t->type != LLM_Q4_0) || t->ne[0] % LLM_QK != 0)
+                    continue;
+                if (pass == 1) {
+                    st->packed[l * CPU_PK_MATS + i] = st->packed_arena + off;
+                    j->t[j->n] = t;
+                    j->dst[j->n++] = st->packed_arena + off;
+                    if (j->n == CPU_PK_MAX) {
+                        cpu_pool_run(st->pool, repack_worker, j);
+                        j->n = 0;
+                    }
+                }
+                off += (cpu_packed_bytes(t) + 63) / 64 * 64;
+            }
+        }
+        if (pass == 0) {
+            st->packed_bytes = off;
+            if (off == 0)
+                break;
+            if ((st->packed_arena = alloc_packed(off)) == NULL) {
+                free(j);
+                return -1;
+            }
+        }
+    }
+    if (j->n > 0)
+        cpu_pool_run(st->pool, repack_worker, j);
+    free(j);
+    return 0;
+}
+
+void cpu_repack_free(cpu_state *st)
+{
+    free(st->packed_arena);
+    free(st->packed);
+    st->packed_arena = NULL;
+    st->packed = NULL;
+}
