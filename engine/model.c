@@ -39,6 +39,14 @@ int llm_model_own(llm_model *m, void *p, llm_err *err)
     return 0;
 }
 
+int llm_model_owns(const llm_model *m, const void *p)
+{
+    for (int i = 0; i < m->n_owned; i++)
+        if (m->owned[i] == p)
+            return 1;
+    return 0;
+}
+
 int llm_model_add_map(llm_model *m, void *base, size_t size, llm_err *err)
 {
     void **nm = realloc(m->maps, (size_t)(m->n_maps + 1) * sizeof(void *));

@@ -93,6 +93,11 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err);
 /* Fill cfg-derived fields and check every tensor's type and shape against cfg. */
 int llm_model_validate(llm_model *m, llm_err *err);
 
+/* 1 when p is a buffer the model allocated (a tensor converted at load), not
+ * a mapped file: backends that copy weights skip those rather than hold two
+ * copies in memory. */
+int llm_model_owns(const llm_model *m, const void *p);
+
 /* Human-readable description (info subcommand). */
 void llm_model_describe(const llm_model *m, void *FILE_stream);
 

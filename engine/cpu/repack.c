@@ -6,8 +6,9 @@
  * stored layout's GMAC/s on one Zen 4 core (docs/design-notes.md). The cost
  * is memory: the packed copy is 6% (Q8_0) or 11% (Q4_0) larger than the
  * matrices, which stay mapped (the embedding and the classifier are read from
- * there; the page cache may drop the rest). LLM_CPU_REPACK=0 keeps the stored
- * layout. */
+ * there; the page cache may drop the rest). Matrices the loader converted
+ * (K-quants, model_gguf.c) are already in memory and are left as they are,
+ * rather than held twice. LLM_CPU_REPACK=0 keeps the stored layout. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -115,7 +116,8 @@ int cpu_repack_weights(cpu_state *st)
                                                     &L->w_down };
             for (int i = 0; i < CPU_PK_MATS; i++) {
                 const llm_tensor *t = mats[i];
-                if ((t->type != LLM_Q8_0 && t->type != LLM_Q4_0) || t->ne[0] % LLM_QK != 0)
+                if ((t->type != LLM_Q8_0 && t->type != LLM_Q4_0) || t->ne[0] % LLM_QK != 0 ||
+                    llm_model_owns(m, t->data)) /* converted at load: not a second copy */
                     continue;
                 if (pass == 1) {
                     st->packed[l * CPU_PK_MATS + i] = st->packed_arena + off;
