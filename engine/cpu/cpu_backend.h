@@ -93,6 +93,9 @@ static inline const uint8_t *cpu_packed(const cpu_state *st, int layer, int mat)
 /* Bring every weight page into the process and zero the KV cache and thread
  * buffers (parallel) before the first step. */
 void cpu_prefault_weights(cpu_state *st);
+/* A buffer of at least bytes, on transparent huge pages where the kernel
+ * gives them on request (from 2 MiB on); free() releases it. */
+void *cpu_alloc_huge(size_t bytes);
 
 /* ---- attention.c ---- */
 /* att[t] = softmax(q[t] . K[0..pos_t]) V for each token and head, reading the

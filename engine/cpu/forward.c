@@ -107,8 +107,8 @@ static int cpu_init(llm_backend *b, llm_err *err)
     st->q_dim = c->n_heads * c->head_dim;
     st->kv_dim = c->n_kv_heads * c->head_dim;
     size_t cache = (size_t)c->n_layers * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
-    st->kcache = malloc(cache * sizeof(float)); /* zeroed by cpu_prefault_weights */
-    st->vcache = malloc(cache * sizeof(float));
+    st->kcache = cpu_alloc_huge(cache * sizeof(float)); /* zeroed by cpu_prefault_weights */
+    st->vcache = cpu_alloc_huge(cache * sizeof(float));
     st->scores = malloc((size_t)st->nth * (size_t)c->seq_len * sizeof(float));
     int widest = c->dim > st->q_dim ? c->dim : st->q_dim;
     widest = widest > c->hidden_dim ? widest : c->hidden_dim;

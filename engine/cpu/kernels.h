@@ -12,10 +12,11 @@
  * Q4_0 weights: float scale (no fp16 round trip in the inner loop), plus
  * s = d * sum(qs) (lets Q4_0's -8 offset be applied once per block). */
 typedef struct {
-    float  d;
-    float  s;
-    int8_t qs[LLM_QK];
-} cpu_q8_act; /* 40 bytes */
+    float   d;
+    float   s;
+    int32_t isum;  /* sum(qs): the packed VNNI kernels take their offset off with it */
+    int8_t  qs[LLM_QK];
+} cpu_q8_act; /* 44 bytes */
 
 /* Y[t*ldy + r] = dot(row r of W, activation t)  (accumulate: +=) for r < nr,
  * t < nt. Weight rows are w_stride bytes apart; activations x_stride bytes apart
@@ -26,17 +27,18 @@ typedef void (*cpu_gemm_fn)(int K, const void *W, size_t w_stride, int nr,
                             float *Y, size_t ldy, int accumulate);
 
 /* Q8_0 / Q4_0 weights repacked for the VNNI kernels (cpu/repack.c), so that
- * one 32-bit lane accumulates a whole block's dot product for one (row,
- * token): rows in groups of CPU_PK_ROWS (the last group padded with zero
- * rows); per group, per 32-element block, CPU_PK_HEAD bytes of
- *   uint16_t d[8]     the rows' fp16 scales
- *   int16_t  wsum[8]  each row's sum of its 32 quantised weights (Q4_0: of q - 8)
- * then the quants: Q8_0, for k = 0..7 the 8 rows' int8 elements 4k..4k+3
- * (256 bytes); Q4_0, for k = 0..3 the 8 rows' bytes qs[4k..4k+3] (128 bytes;
- * low nibbles are elements 4k.., high nibbles 16+4k..). */
-#define CPU_PK_ROWS 8
+ * one 32-bit lane of a 512-bit register accumulates a whole block's dot
+ * product for one row: rows in groups of CPU_PK_ROWS (16; the last group
+ * padded with zero rows); per group, per 32-element block:
+ *   uint16_t d[16]   the rows' fp16 scales (CPU_PK_HEAD bytes)
+ *   quants: Q8_0, for k = 0..7 the 16 rows' elements 4k..4k+3 as w + 128
+ *           (unsigned bytes; 512 bytes); Q4_0, for k = 0..3 the 16 rows'
+ *           bytes qs[4k..4k+3] (256 bytes; low nibbles are elements 4k..,
+ *           high nibbles 16+4k..).
+ * The same bytes as the stored blocks, in another order. */
+#define CPU_PK_ROWS 16
 #define CPU_PK_HEAD 32
-static inline size_t cpu_pk_block_bytes(llm_dtype t) { return CPU_PK_HEAD + (t == LLM_Q4_0 ? 128 : 256); }
+static inline size_t cpu_pk_block_bytes(llm_dtype t) { return CPU_PK_HEAD + (t == LLM_Q4_0 ? 256 : 512); }
 
 /* Like cpu_gemm_fn over packed weights: P is the group holding row 0 (rows
  * nr of them from there), groups K/32 * cpu_pk_block_bytes(t) bytes apart. */

@@ -121,6 +121,7 @@ static void quantize_act(const float *x, cpu_q8_act *y, int K)
         }
         y[b].d = d;
         y[b].s = d * (float)sum;
+        y[b].isum = sum;
     }
 }
 

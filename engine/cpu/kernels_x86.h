@@ -356,144 +356,98 @@ KX_INLINE void kx_gemm_v(int q4, int K, const void *W, size_t ws, int nr, const 
     }
 }
 
-/* ---- over repacked weights (kernels.h: CPU_PK_*): a lane is a (row, token) ----
- * For 8 rows (one packed group) and two tokens (low / high half, as kx_vtile),
- * lane r of a register accumulates row r's whole block dot product: step k
- * broadcasts the group's 8 x 4 weights of elements 4k..4k+3 to both halves and
- * permutes each token's 4 activations of those elements to all 8 lanes of its
- * half. The activations go in as unsigned (x + 128, xor 0x80) and the weights
- * as signed (Q4_0's q - 8); 128 x the row's weight sum, stored with the
- * group, is the accumulator's start. After the block: convert, scale by
- * dw * dx, accumulate in float, lane by lane; no horizontal sums. One token
- * alone (decode) runs the same lanes with both halves the same token. */
-KX_INLINE void kx_ptile(int q4, int nb, const uint8_t *P, size_t gstride, const uint8_t *X, size_t xs,
-                        float *Y, size_t ldy, int acc, int rows, const int G, const int RP, int odd)
+/* ---- over repacked weights (kernels.h: CPU_PK_*): a lane is a row ----
+ * A register holds 16 rows' lanes for one token. Step k loads the group's 16 x
+ * 4 weight bytes of elements 4k..4k+3 (the unsigned operand: Q4_0 nibbles q,
+ * Q8_0 w + 128) and takes the token's 4 activation bytes of those elements as
+ * vpdpbusd's broadcast memory operand (signed), so a token costs one
+ * instruction per step and nothing to arrange. The offset (8 or 128) times
+ * the block's activation sum (cpu_q8_act.isum) is the accumulator's start.
+ * After the block: convert, scale by dw * dx, accumulate in float, lane by
+ * lane; no horizontal sums, so any number of tokens per call gives a token
+ * the same bits. */
+/* acc += w (unsigned bytes) . the 4 signed bytes at p, broadcast to every lane,
+ * as vpdpbusd's own memory broadcast: written out because GCC otherwise
+ * materialises each broadcast in a full register spilled to the stack (the
+ * kernel ran at half speed). */
+KX_INLINE __m512i kx_dpbusd_bcast(__m512i acc, __m512i w, const int8_t *p)
 {
-    enum { PG = 2, PP = 3 };
-    const size_t bb = CPU_PK_HEAD + (q4 ? 128 : 256);
-    __m512 c[PG][PP];
-#pragma GCC unroll 2
-    for (int g = 0; g < G; g++)
-#pragma GCC unroll 3
-        for (int p = 0; p < RP; p++)
-            c[g][p] = _mm512_setzero_ps();
-    const __m512i half_base = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8);
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)(const void *)p));
+    return acc;
+}
+
+KX_INLINE void kx_ptile(int q4, int nb, const uint8_t *P, const uint8_t *X, size_t xs, float *Y, size_t ldy,
+                        int acc, int rows, const int RT)
+{
+    enum { PT = 12 };
+    const size_t bb = CPU_PK_HEAD + (q4 ? 256 : 512);
+    const int off = q4 ? 8 : 128;
+    __m512 c[PT];
+#pragma GCC unroll 12
+    for (int j = 0; j < RT; j++)
+        c[j] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        __m512i xp[PP], a[PG][PP];
-        __m512 dx[PP], dw[PG];
-#pragma GCC unroll 3
-        for (int p = 0; p < RP; p++) {
-            int t1 = odd && p == RP - 1 ? 2 * p : 2 * p + 1;
-            const cpu_q8_act *a0 = (const cpu_q8_act *)(X + (size_t)(2 * p) * xs) + b;
-            const cpu_q8_act *a1 = (const cpu_q8_act *)(X + (size_t)t1 * xs) + b;
-            xp[p] = _mm512_xor_si512(
-                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a0->qs)),
-                                   _mm256_loadu_si256((const __m256i *)a1->qs), 1),
-                _mm512_set1_epi8((char)0x80));
-            dx[p] = _mm512_insertf32x8(_mm512_set1_ps(a0->d), _mm256_set1_ps(a1->d), 1);
-        }
-#pragma GCC unroll 2
-        for (int g = 0; g < G; g++) {
-            const uint8_t *blk = P + (size_t)g * gstride + (size_t)b * bb;
-            dw[g] = _mm512_broadcast_f32x8(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk)));
-            __m256i ws = _mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(blk + 16))), 7);
-            __m512i start = _mm512_broadcast_i64x4(_mm256_sub_epi32(_mm256_setzero_si256(), ws));
-#pragma GCC unroll 3
-            for (int p = 0; p < RP; p++)
-                a[g][p] = start;
+        const uint8_t *blk = P + (size_t)b * bb;
+        const cpu_q8_act *a[PT];
+        __m512i s[PT];
+#pragma GCC unroll 12
+        for (int j = 0; j < RT; j++) {
+            a[j] = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
+            s[j] = _mm512_set1_epi32(-off * a[j]->isum);
         }
         if (q4) {
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                __m512i lo[PG], hi[PG];
-#pragma GCC unroll 2
-                for (int g = 0; g < G; g++) {
-                    const uint8_t *q = P + (size_t)g * gstride + (size_t)b * bb + CPU_PK_HEAD + 32 * k;
-                    __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)q));
-                    lo[g] = _mm512_sub_epi8(_mm512_and_si512(raw, _mm512_set1_epi8(0x0f)), _mm512_set1_epi8(8));
-                    hi[g] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f)),
-                                            _mm512_set1_epi8(8));
-                }
-#pragma GCC unroll 3
-                for (int p = 0; p < RP; p++) {
-                    __m512i xlo = _mm512_permutexvar_epi32(_mm512_add_epi32(half_base, _mm512_set1_epi32(k)), xp[p]);
-                    __m512i xhi =
-                        _mm512_permutexvar_epi32(_mm512_add_epi32(half_base, _mm512_set1_epi32(k + 4)), xp[p]);
-#pragma GCC unroll 2
-                    for (int g = 0; g < G; g++) {
-                        a[g][p] = _mm512_dpbusd_epi32(a[g][p], xlo, lo[g]);
-                        a[g][p] = _mm512_dpbusd_epi32(a[g][p], xhi, hi[g]);
-                    }
+                __m512i raw = _mm512_loadu_si512((const void *)(blk + CPU_PK_HEAD + 64 * k));
+                __m512i lo = _mm512_and_si512(raw, _mm512_set1_epi8(0x0f));
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f));
+#pragma GCC unroll 12
+                for (int j = 0; j < RT; j++) {
+                    s[j] = kx_dpbusd_bcast(s[j], lo, a[j]->qs + 4 * k);
+                    s[j] = kx_dpbusd_bcast(s[j], hi, a[j]->qs + 16 + 4 * k);
                 }
             }
         } else {
 #pragma GCC unroll 8
             for (int k = 0; k < 8; k++) {
-                __m512i w[PG];
-#pragma GCC unroll 2
-                for (int g = 0; g < G; g++)
-                    w[g] = _mm512_broadcast_i64x4(_mm256_loadu_si256(
-                        (const __m256i *)(P + (size_t)g * gstride + (size_t)b * bb + CPU_PK_HEAD + 32 * k)));
-#pragma GCC unroll 3
-                for (int p = 0; p < RP; p++) {
-                    __m512i xk = _mm512_permutexvar_epi32(_mm512_add_epi32(half_base, _mm512_set1_epi32(k)), xp[p]);
-#pragma GCC unroll 2
-                    for (int g = 0; g < G; g++)
-                        a[g][p] = _mm512_dpbusd_epi32(a[g][p], xk, w[g]);
-                }
+                __m512i w = _mm512_loadu_si512((const void *)(blk + CPU_PK_HEAD + 64 * k));
+#pragma GCC unroll 12
+                for (int j = 0; j < RT; j++)
+                    s[j] = kx_dpbusd_bcast(s[j], w, a[j]->qs + 4 * k);
             }
         }
-#pragma GCC unroll 2
-        for (int g = 0; g < G; g++)
-#pragma GCC unroll 3
-            for (int p = 0; p < RP; p++)
-                c[g][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[g][p]), _mm512_mul_ps(dw[g], dx[p]), c[g][p]);
+        __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+#pragma GCC unroll 12
+        for (int j = 0; j < RT; j++)
+            c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(dw, _mm512_set1_ps(a[j]->d)), c[j]);
     }
-#pragma GCC unroll 2
-    for (int g = 0; g < G; g++)
-#pragma GCC unroll 3
-        for (int p = 0; p < RP; p++) {
-            float v[16];
-            _mm512_storeu_ps(v, c[g][p]);
-            for (int h = 0; h < 2 - (odd && p == RP - 1); h++) {
-                float *y = Y + (size_t)(2 * p + h) * ldy + g * CPU_PK_ROWS;
-                int n = rows - g * CPU_PK_ROWS < CPU_PK_ROWS ? rows - g * CPU_PK_ROWS : CPU_PK_ROWS;
-                for (int r = 0; r < n; r++)
-                    y[r] = acc ? y[r] + v[8 * h + r] : v[8 * h + r];
-            }
-        }
+    __mmask16 m = rows >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rows) - 1);
+#pragma GCC unroll 12
+    for (int j = 0; j < RT; j++) {
+        float *y = Y + (size_t)j * ldy;
+        __m512 v = acc ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, y), c[j]) : c[j];
+        _mm512_mask_storeu_ps(y, m, v);
+    }
 }
 
-#define KX_P_RP 3 /* 6 tokens x 16 rows: 6 integer + 6 float accumulators */
+#define KX_P_RT 12 /* tokens per tile: 12 integer + 12 float accumulators */
 
 static void gemm_packed(llm_dtype t, int K, const void *P, int nr, const void *X, size_t xs, int nt, float *Y,
                         size_t ldy, int acc)
 {
     int q4 = t == LLM_Q4_0, nb = K / LLM_QK;
-    size_t gstride = (size_t)nb * (CPU_PK_HEAD + (q4 ? 128 : 256));
+    size_t gstride = (size_t)nb * cpu_pk_block_bytes(t);
     const uint8_t *p = P, *x = X;
-    for (int r = 0; r < nr; r += 2 * CPU_PK_ROWS) {
-        int rows = nr - r < 2 * CPU_PK_ROWS ? nr - r : 2 * CPU_PK_ROWS;
+    for (int r = 0; r < nr; r += CPU_PK_ROWS) {
+        int rows = nr - r < CPU_PK_ROWS ? nr - r : CPU_PK_ROWS;
         const uint8_t *pg = p + (size_t)(r / CPU_PK_ROWS) * gstride;
-        int two = rows > CPU_PK_ROWS;
-        int t = 0;
-        for (; t + 2 * KX_P_RP <= nt; t += 2 * KX_P_RP) {
-            if (two)
-                kx_ptile(q4, nb, pg, gstride, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy, acc, rows, 2,
-                         KX_P_RP, 0);
-            else
-                kx_ptile(q4, nb, pg, gstride, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy, acc, rows, 1,
-                         KX_P_RP, 0);
-        }
-        for (; t < nt; t += 2) {
-            int odd = nt - t == 1;
-            if (two)
-                kx_ptile(q4, nb, pg, gstride, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy, acc, rows, 2, 1,
-                         odd);
-            else
-                kx_ptile(q4, nb, pg, gstride, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy, acc, rows, 1, 1,
-                         odd);
-        }
+        int j = 0;
+        for (; j + KX_P_RT <= nt; j += KX_P_RT)
+            kx_ptile(q4, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, KX_P_RT);
+        for (; j + 4 <= nt; j += 4)
+            kx_ptile(q4, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 4);
+        for (; j < nt; j++)
+            kx_ptile(q4, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 1);
     }
 }
 #define KX_GEMM_PACKED gemm_packed
@@ -553,6 +507,7 @@ static void quantize_act(const float *x, cpu_q8_act *y, int K)
         _mm256_storeu_si256((__m256i *)y[b].qs, q);
         y[b].d = d;
         y[b].s = d * (float)_mm_cvtsi128_si32(s4);
+        y[b].isum = _mm_cvtsi128_si32(s4);
     }
 }
 

@@ -38,6 +38,21 @@ static void touch(const llm_tensor *t)
     (void)sink;
 }
 
+/* Transparent huge pages where the kernel gives them on request (THP
+ * "madvise"), for the packed weights and the KV cache: ~500x fewer page
+ * faults while filling them (each costs microseconds in a VM) and fewer TLB
+ * misses in the products and the attention (110M model: load 0.25 -> 0.10 s,
+ * decode ~+10%, prefill ~+10%). */
+void *cpu_alloc_huge(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    size_t size = bytes >= huge ? (bytes + huge - 1) / huge * huge : (bytes + 63) / 64 * 64;
+    void *d = aligned_alloc(bytes >= huge ? huge : 64, size);
+    if (d != NULL && bytes >= huge)
+        madvise(d, size, MADV_HUGEPAGE);
+    return d;
+}
+
 static void prefault_worker(void *ctx, int ith, int nth)
 {
     prefault_job *j = ctx;

@@ -1,17 +1,15 @@
 /* Each layer's Q8_0 / Q4_0 matrices copied into the packed layout of the VNNI
  * kernels (kernels.h: CPU_PK_*), once at init, on all threads. Why a copy:
- * with rows interleaved by 8, one 32-bit lane accumulates a whole block's dot
+ * with rows interleaved by 16, one 32-bit lane accumulates a whole block's dot
  * product, so a block costs one conversion and one scaling per (row, token)
- * instead of per (row, token, 4 elements) plus horizontal sums: 1.9x the
- * stored layout's GMAC/s on one Zen 4 core (docs/design-notes.md). The cost
- * is memory: the packed copy is 6% (Q8_0) or 11% (Q4_0) larger than the
- * matrices, which stay mapped (the embedding and the classifier are read from
- * there; the page cache may drop the rest). Matrices the loader converted
+ * instead of per (row, token, 4 elements) plus horizontal sums
+ * (docs/design-notes.md has the figures). The cost is memory: the packed copy
+ * has the matrices' size, and they stay mapped (the embedding and the
+ * classifier are read from there; the page cache may drop the rest). Matrices the loader converted
  * (K-quants, model_gguf.c) are already in memory and are left as they are,
  * rather than held twice. LLM_CPU_REPACK=0 keeps the stored layout. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "cpu/cpu_backend.h"
 
@@ -28,7 +26,7 @@ size_t cpu_packed_bytes(const llm_tensor *t)
     return groups * (size_t)(t->ne[0] / LLM_QK) * cpu_pk_block_bytes(t->type);
 }
 
-/* Group g of t (8 rows, zero rows past the end) into dst. */
+/* Group g of t (CPU_PK_ROWS rows, zero rows past the end) into dst. */
 static void pack_group(const llm_tensor *t, size_t g, uint8_t *dst)
 {
     int q4 = t->type == LLM_Q4_0, nb = (int)(t->ne[0] / LLM_QK);
@@ -41,23 +39,18 @@ static void pack_group(const llm_tensor *t, size_t g, uint8_t *dst)
             if (row >= (size_t)t->ne[1])
                 break;
             const uint8_t *src = (const uint8_t *)t->data + row * rb;
-            int16_t sum = 0;
             if (q4) {
                 const llm_block_q4_0 *blk = (const llm_block_q4_0 *)src + b;
                 memcpy(o + 2 * r, &blk->d, 2);
                 for (int k = 0; k < 4; k++)
-                    memcpy(o + CPU_PK_HEAD + 32 * k + 4 * r, blk->qs + 4 * k, 4);
-                for (int e = 0; e < LLM_QK / 2; e++)
-                    sum = (int16_t)(sum + (blk->qs[e] & 0x0f) - 8 + (blk->qs[e] >> 4) - 8);
+                    memcpy(o + CPU_PK_HEAD + 64 * k + 4 * r, blk->qs + 4 * k, 4);
             } else {
                 const llm_block_q8_0 *blk = (const llm_block_q8_0 *)src + b;
                 memcpy(o + 2 * r, &blk->d, 2);
                 for (int k = 0; k < 8; k++)
-                    memcpy(o + CPU_PK_HEAD + 32 * k + 4 * r, blk->qs + 4 * k, 4);
-                for (int e = 0; e < LLM_QK; e++)
-                    sum = (int16_t)(sum + blk->qs[e]);
+                    for (int e = 0; e < 4; e++)
+                        o[CPU_PK_HEAD + 64 * k + 4 * r + e] = (uint8_t)(blk->qs[4 * k + e] ^ 0x80);
             }
-            memcpy(o + 16 + 2 * r, &sum, 2);
         }
     }
 }
@@ -79,19 +72,6 @@ static void repack_worker(void *ctx, int ith, int nth)
         for (size_t g = (size_t)ith; g < groups; g += (size_t)nth)
             pack_group(t, g, j->dst[i] + g * gbytes);
     }
-}
-
-/* Transparent huge pages where the kernel gives them on request (THP
- * "madvise"): ~500x fewer page faults while packing (each costs microseconds
- * in a VM) and fewer TLB misses in the products. */
-static uint8_t *alloc_packed(size_t bytes)
-{
-    const size_t huge = (size_t)2 << 20;
-    size_t size = bytes >= huge ? (bytes + huge - 1) / huge * huge : (bytes + 63) / 64 * 64;
-    uint8_t *d = aligned_alloc(bytes >= huge ? huge : 64, size);
-    if (d != NULL && bytes >= huge)
-        madvise(d, size, MADV_HUGEPAGE);
-    return d;
 }
 
 int cpu_repack_weights(cpu_state *st)
@@ -135,7 +115,7 @@ int cpu_repack_weights(cpu_state *st)
             st->packed_bytes = off;
             if (off == 0)
                 break;
-            if ((st->packed_arena = alloc_packed(off)) == NULL) {
+            if ((st->packed_arena = cpu_alloc_huge(off)) == NULL) {
                 free(j);
                 return -1;
             }
