@@ -43,6 +43,14 @@ KX_INLINE float kx_hsum256(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* A Q4_0 block's 32 quants as 32 bytes (values 0..15) in element order: the
+ * low nibbles hold elements 0..15, the high nibbles 16..31. */
+KX_INLINE __m256i kx_q4_nibbles(const uint8_t *qs)
+{
+    __m128i lo = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(lo, 4), lo), _mm256_set1_epi8(0x0f));
+}
+
 enum { KX_W_F32, KX_W_F16, KX_W_BF16 };
 #ifndef KX_FPREFETCH
 #define KX_FPREFETCH 1
@@ -197,8 +205,7 @@ KX_INLINE void kx_qtile(int q4, int nb, const uint8_t *W, size_t ws, const uint8
             if (q4) {
                 const llm_block_q4_0 *blk = (const llm_block_q4_0 *)(W + (size_t)i * ws) + b;
                 dw = _mm256_set1_ps(_cvtsh_ss(blk->d));
-                __m128i lo = _mm_loadu_si128((const __m128i *)blk->qs);
-                wv = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(lo, 4), lo), _mm256_set1_epi8(0x0f));
+                wv = kx_q4_nibbles(blk->qs);
             } else {
                 const llm_block_q8_0 *blk = (const llm_block_q8_0 *)(W + (size_t)i * ws) + b;
                 dw = _mm256_set1_ps(_cvtsh_ss(blk->d));
@@ -294,8 +301,7 @@ KX_INLINE void kx_vtile(int q4, int nb, const uint8_t *W, size_t ws, const uint8
             __m512 dw;
             if (q4) {
                 const llm_block_q4_0 *blk = (const llm_block_q4_0 *)(W + (size_t)i * ws) + b;
-                __m128i lo = _mm_loadu_si128((const __m128i *)blk->qs);
-                w8 = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(lo, 4), lo), _mm256_set1_epi8(0x0f));
+                w8 = kx_q4_nibbles(blk->qs);
                 dw = _mm512_set1_ps(_cvtsh_ss(blk->d));
             } else {
                 const llm_block_q8_0 *blk = (const llm_block_q8_0 *)(W + (size_t)i * ws) + b;
@@ -661,9 +667,7 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
                 } else {
                     const llm_block_q4_0 *blk = (const llm_block_q4_0 *)row + b;
                     d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-                    __m128i lo = _mm_loadu_si128((const __m128i *)blk->qs);
-                    q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(lo, 4), lo), _mm256_set1_epi8(0x0f));
-                    q = _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+                    q = _mm256_sub_epi8(kx_q4_nibbles(blk->qs), _mm256_set1_epi8(8));
                 }
                 __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
                 float *ob = o + (size_t)b * LLM_QK;
