@@ -31,7 +31,7 @@ export TEST_NGINX_PORT="${TEST_NGINX_PORT:-19841}"
 
 mkdir -p "$BUILD/t"
 ENGINE="$BUILD/t/echo_engine"
-SRCS="t/echo_engine.c $(ls shm/*.c) $(ls engine/tokenizer*.c engine/detok.c) engine/gguf.c engine/json_file.c engine/common.c"
+SRCS="t/echo_engine.c $(ls shm/*.c) $(ls engine/tokenizer*.c engine/detok.c) engine/gguf.c engine/gguf_quants.c engine/json_file.c engine/common.c"
 # headers too: a changed segment layout (shm/llm_shm.h) must rebuild it
 if [ ! -x "$ENGINE" ] || [ -n "$(find $SRCS shm/*.h engine/*.h -newer "$ENGINE" 2>/dev/null)" ]; then
     ${CC:-cc} -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Iengine -Ishm -o "$ENGINE" $SRCS \
