@@ -196,6 +196,19 @@ static void test_malformed(void)
     while (b.n % 32) b.b[b.n++] = 0;
     memset(b.b + b.n, 0, 1024); b.n += 1024;
     ok(fails(b.b, b.n, "not a multiple of the q5_K block size", "type"), "K-quant row of 32 elements refused");
+    b.n = 0; /* a Q4_K tensor of 2 rows of 256 elements opens, 144 bytes a row */
+    b_u32(&b, 0x46554747u); b_u32(&b, 3); b_u64(&b, 1); b_u64(&b, 0);
+    b_str(&b, "w"); b_u32(&b, 2); b_u64(&b, 256); b_u64(&b, 2); b_u32(&b, 12 /* Q4_K */); b_u64(&b, 0);
+    while (b.n % 32) b.b[b.n++] = 0;
+    memset(b.b + b.n, 0, 1024); b.n += 1024;
+    {
+        llm_err err = { { 0 } };
+        gguf_ctx *g = gguf_open_mem(b.b, b.n, &err);
+        const gguf_tensor *t = g ? gguf_find_tensor(g, "w") : NULL;
+        ok(t != NULL && t->type == 12 && t->nbytes == 2 * 144, "Q4_K tensor opens with its size (%s)",
+           g ? "opened" : err.msg);
+        gguf_close(g);
+    }
 
     b.n = 0;
     b_u32(&b, 0x46554747u); b_u32(&b, 3); b_u64(&b, 1); b_u64(&b, 0);
