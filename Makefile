@@ -20,6 +20,7 @@ LIBS    = -lcjson -lpcre2-8 -lhiredis -lpthread -lm
 AVX2_FLAGS   = -mavx2 -mfma -mf16c
 AVX512_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2
 VNNI_FLAGS   = $(AVX512_FLAGS) -mavx512vnni
+AVXVNNI_FLAGS = $(AVX2_FLAGS) -mavxvnni
 
 ENGINE_MAIN = engine/main.c $(wildcard engine/cli_*.c) engine/llm_client_main.c
 ENGINE_SRC  = $(filter-out $(ENGINE_MAIN),$(wildcard engine/*.c engine/cpu/*.c shm/*.c))
@@ -39,6 +40,9 @@ $(BUILD)/obj/%_avx2.o: %_avx2.c
 $(BUILD)/obj/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -c $< -o $@
+$(BUILD)/obj/%_avx2vnni.o: %_avx2vnni.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AVXVNNI_FLAGS) -MMD -c $< -o $@
 $(BUILD)/obj/%_avx512vnni.o: %_avx512vnni.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(VNNI_FLAGS) -MMD -c $< -o $@

@@ -4,7 +4,7 @@
 
 #include "cpu/cpu_features.h"
 
-static const char *const isa_names[CPU_ISA_COUNT] = { "generic", "avx2", "avx512", "avx512vnni" };
+static const char *const isa_names[CPU_ISA_COUNT] = { "generic", "avx2", "avx512", "avx2vnni", "avx512vnni" };
 
 const char *cpu_isa_name(cpu_isa isa)
 {
@@ -24,6 +24,8 @@ int cpu_isa_supported(cpu_isa isa)
         return cpu_isa_supported(CPU_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512dq");
+    case CPU_ISA_AVX2VNNI:
+        return cpu_isa_supported(CPU_ISA_AVX2) && __builtin_cpu_supports("avxvnni");
     case CPU_ISA_AVX512VNNI:
         return cpu_isa_supported(CPU_ISA_AVX512) && __builtin_cpu_supports("avx512vnni");
     default:
@@ -37,6 +39,7 @@ const cpu_kernels *cpu_kernels_for(cpu_isa isa)
     case CPU_ISA_GENERIC: return cpu_kernels_generic();
     case CPU_ISA_AVX2:    return cpu_kernels_avx2();
     case CPU_ISA_AVX512:  return cpu_kernels_avx512();
+    case CPU_ISA_AVX2VNNI: return cpu_kernels_avx2vnni();
     case CPU_ISA_AVX512VNNI: return cpu_kernels_avx512vnni();
     default:              return NULL;
     }
@@ -55,7 +58,7 @@ const cpu_kernels *cpu_kernels_select(llm_err *err)
             }
             return cpu_kernels_for((cpu_isa)i);
         }
-        llm_seterr(err, "LLM_CPU_ISA=%s is not one of generic, avx2, avx512, avx512vnni", env);
+        llm_seterr(err, "LLM_CPU_ISA=%s is not one of generic, avx2, avx512, avx2vnni, avx512vnni", env);
         return NULL;
     }
     for (int i = CPU_ISA_COUNT - 1; i > 0; i--)

@@ -77,6 +77,7 @@ const cpu_kernels *cpu_kernels_generic(void);
 const cpu_kernels *cpu_kernels_avx2(void);
 const cpu_kernels *cpu_kernels_avx512(void);
 const cpu_kernels *cpu_kernels_avx512vnni(void);
+const cpu_kernels *cpu_kernels_avx2vnni(void);
 
 /* The gemm for a weight type, NULL for an unknown one. */
 cpu_gemm_fn cpu_gemm_for(const cpu_kernels *k, llm_dtype t);

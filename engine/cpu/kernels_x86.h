@@ -459,6 +459,111 @@ static void gemm_packed(llm_dtype t, int K, const void *P, int nr, const void *X
 #define KX_GEMM_PACKED gemm_packed
 #endif
 
+#ifdef KX_AVXVNNI
+/* ---- AVX-VNNI (256-bit, for cores without AVX-512: Alder Lake and later
+ * client cores) over the same packed layout as kx_ptile: a group's 16 rows are
+ * two registers of 8 lanes; the token's 4 activation bytes are broadcast once
+ * (there is no broadcast memory operand in this encoding) and feed both. The
+ * lane math is kx_ptile's, so here too a token gets the same bits alone or in
+ * a batch. */
+KX_INLINE __m256i kx_bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+KX_INLINE void kx_ptile8(int q4, int nb, const uint8_t *P, const uint8_t *X, size_t xs, float *Y, size_t ldy,
+                         int acc, int rows, const int RT)
+{
+    enum { PT = 3 };
+    const size_t bb = CPU_PK_HEAD + (q4 ? 256 : 512);
+    const int off = q4 ? 8 : 128;
+    __m256 c[PT][2];
+#pragma GCC unroll 3
+    for (int j = 0; j < RT; j++)
+        c[j][0] = c[j][1] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = P + (size_t)b * bb;
+        const cpu_q8_act *a[PT];
+        __m256i s[PT][2];
+#pragma GCC unroll 3
+        for (int j = 0; j < RT; j++) {
+            a[j] = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
+            s[j][0] = s[j][1] = _mm256_set1_epi32(-off * a[j]->isum);
+        }
+        if (q4) {
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const uint8_t *q = blk + CPU_PK_HEAD + 64 * k;
+                __m256i r0 = _mm256_loadu_si256((const __m256i *)q), r1 = _mm256_loadu_si256((const __m256i *)(q + 32));
+                __m256i m = _mm256_set1_epi8(0x0f);
+                __m256i lo0 = _mm256_and_si256(r0, m), lo1 = _mm256_and_si256(r1, m);
+                __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(r0, 4), m), hi1 = _mm256_and_si256(_mm256_srli_epi16(r1, 4), m);
+#pragma GCC unroll 3
+                for (int j = 0; j < RT; j++) {
+                    __m256i x0 = kx_bcast4(a[j]->qs + 4 * k), x1 = kx_bcast4(a[j]->qs + 16 + 4 * k);
+                    s[j][0] = _mm256_dpbusd_avx_epi32(s[j][0], lo0, x0);
+                    s[j][1] = _mm256_dpbusd_avx_epi32(s[j][1], lo1, x0);
+                    s[j][0] = _mm256_dpbusd_avx_epi32(s[j][0], hi0, x1);
+                    s[j][1] = _mm256_dpbusd_avx_epi32(s[j][1], hi1, x1);
+                }
+            }
+        } else {
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const uint8_t *q = blk + CPU_PK_HEAD + 64 * k;
+                __m256i w0 = _mm256_loadu_si256((const __m256i *)q), w1 = _mm256_loadu_si256((const __m256i *)(q + 32));
+#pragma GCC unroll 3
+                for (int j = 0; j < RT; j++) {
+                    __m256i x = kx_bcast4(a[j]->qs + 4 * k);
+                    s[j][0] = _mm256_dpbusd_avx_epi32(s[j][0], w0, x);
+                    s[j][1] = _mm256_dpbusd_avx_epi32(s[j][1], w1, x);
+                }
+            }
+        }
+        __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+        __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
+#pragma GCC unroll 3
+        for (int j = 0; j < RT; j++) {
+            __m256 dx = _mm256_set1_ps(a[j]->d);
+            c[j][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][0]), _mm256_mul_ps(dw0, dx), c[j][0]);
+            c[j][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][1]), _mm256_mul_ps(dw1, dx), c[j][1]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int j = 0; j < RT; j++) {
+        float v[16], *y = Y + (size_t)j * ldy;
+        _mm256_storeu_ps(v, c[j][0]);
+        _mm256_storeu_ps(v + 8, c[j][1]);
+        for (int r = 0; r < rows && r < 16; r++)
+            y[r] = acc ? y[r] + v[r] : v[r];
+    }
+}
+
+static void gemm_packed(llm_dtype t, int K, const void *P, int nr, const void *X, size_t xs, int nt, float *Y,
+                        size_t ldy, int acc)
+{
+    int q4 = t == LLM_Q4_0, nb = K / LLM_QK;
+    size_t gstride = (size_t)nb * cpu_pk_block_bytes(t);
+    const uint8_t *p = P, *x = X;
+    for (int r = 0; r < nr; r += CPU_PK_ROWS) {
+        int rows = nr - r < CPU_PK_ROWS ? nr - r : CPU_PK_ROWS;
+        const uint8_t *pg = p + (size_t)(r / CPU_PK_ROWS) * gstride;
+        int j = 0;
+        if (q4) /* 2 tokens: 4 integer + 4 float accumulators + 4 weight registers in 16 ymm */
+            for (; j + 2 <= nt; j += 2)
+                kx_ptile8(1, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 2);
+        else /* 3 tokens: 6 + 6 accumulators + 2 weight registers */
+            for (; j + 3 <= nt; j += 3)
+                kx_ptile8(0, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 3);
+        for (; j < nt; j++)
+            kx_ptile8(q4, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 1);
+    }
+}
+#define KX_GEMM_PACKED gemm_packed
+#endif
+
 static void gemm_q8_0(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
                       float *Y, size_t ldy, int acc)
 {
