@@ -64,11 +64,8 @@ static int requantize(llm_model *m, const gguf_tensor *t, llm_tensor *dst, llm_e
     size_t cols = (size_t)t->ne[0], rows = (size_t)t->ne[1];
     size_t dst_row = llm_dtype_row_bytes(LLM_Q8_0, cols);
     uint8_t *out = dst_row != 0 && rows <= SIZE_MAX / dst_row ? malloc(rows * dst_row) : NULL;
-    if (llm_model_own(m, out, err) != 0) {
-        llm_seterr(err, "%s: out of memory converting tensor %.*s (%s) to q8_0", m->path, (int)t->name.len,
-                   t->name.ptr, gguf_qtype_name(t->type));
-        return -1;
-    }
+    if (llm_model_own(m, out, err) != 0)
+        goto oom;
     enum { MAX_THREADS = 32 };
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t n = cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (size_t)cpus;
@@ -89,11 +86,8 @@ static int requantize(llm_model *m, const gguf_tensor *t, llm_tensor *dst, llm_e
             pthread_join(tid[i], NULL);
         oom |= jobs[i].oom;
     }
-    if (oom) {
-        llm_seterr(err, "%s: out of memory converting tensor %.*s (%s) to q8_0", m->path, (int)t->name.len,
-                   t->name.ptr, gguf_qtype_name(t->type));
-        return -1;
-    }
+    if (oom)
+        goto oom;
     const char *name = gguf_qtype_name(t->type);
     if (strstr(m->converted_from, name) == NULL && strlen(m->converted_from) + strlen(name) + 2 < sizeof(m->converted_from)) {
         if (m->converted_from[0])
@@ -104,6 +98,10 @@ static int requantize(llm_model *m, const gguf_tensor *t, llm_tensor *dst, llm_e
     dst->type = LLM_Q8_0;
     dst->data = out;
     return 0;
+oom:
+    llm_seterr(err, "%s: out of memory converting tensor %.*s (%s) to q8_0", m->path, (int)t->name.len, t->name.ptr,
+               gguf_qtype_name(t->type));
+    return -1;
 }
 
 /* A 1-D or 2-D GGUF tensor as an llm_tensor (NULL data when absent and optional). */

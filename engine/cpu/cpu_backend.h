@@ -30,8 +30,15 @@ typedef struct {
     size_t wbuf_floats;            /* CPU_MM_CHUNK_ROWS * widest K */
     uint8_t **packed;              /* [n_layers][CPU_PK_MATS] repacked Q8_0/Q4_0 matrices (NULL: as stored) */
     uint8_t *packed_arena;         /* where they live */
-    size_t packed_bytes;
 } cpu_state;
+
+/* A layer's seven matrices, in this order (prefault.c touches them, repack.c packs them). */
+enum { CPU_W_Q, CPU_W_K, CPU_W_V, CPU_W_O, CPU_W_GATE, CPU_W_UP, CPU_W_DOWN, CPU_PK_MATS };
+static inline void cpu_layer_mats(const llm_layer *L, const llm_tensor *mats[CPU_PK_MATS])
+{
+    mats[CPU_W_Q] = &L->wq, mats[CPU_W_K] = &L->wk, mats[CPU_W_V] = &L->wv, mats[CPU_W_O] = &L->wo;
+    mats[CPU_W_GATE] = &L->w_gate, mats[CPU_W_UP] = &L->w_up, mats[CPU_W_DOWN] = &L->w_down;
+}
 
 /* ---- rope.c ---- */
 /* Tables for positions [0, n_pos): the model's theta, Llama 3 scaling or its
@@ -73,8 +80,6 @@ typedef struct {
 void cpu_matmul(cpu_state *st, const cpu_mm *mm);
 
 /* ---- repack.c ---- */
-/* Matrices of a layer that may be repacked, in this order: wq, wk, wv, wo, w_gate, w_up, w_down. */
-#define CPU_PK_MATS 7
 #define CPU_PK_MAX 256 /* matrices packed per parallel pass */
 /* Where the kernel table has gemm_packed (and LLM_CPU_REPACK is not 0): each
  * layer's Q8_0/Q4_0 matrices repacked into st->packed, on all threads. -1 when
@@ -84,6 +89,7 @@ void cpu_repack_free(cpu_state *st);
 /* One Q8_0/Q4_0 matrix (rows a multiple of 32 elements): its packed size, and packed into dst. */
 size_t cpu_packed_bytes(const llm_tensor *t);
 void   cpu_pack_matrix(const llm_tensor *t, uint8_t *dst);
+/* Matrix mat (CPU_W_*) of a layer as packed, or NULL. */
 static inline const uint8_t *cpu_packed(const cpu_state *st, int layer, int mat)
 {
     return st->packed != NULL ? st->packed[layer * CPU_PK_MATS + mat] : NULL;

@@ -5,6 +5,7 @@
 #include "common.h"
 #include "cpu/kernels.h"
 
+/* In order of preference: the default is the last one this CPU supports. */
 typedef enum { CPU_ISA_GENERIC = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2, CPU_ISA_AVX2VNNI = 3, CPU_ISA_AVX512VNNI = 4,
                CPU_ISA_COUNT } cpu_isa;
 

@@ -187,9 +187,9 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         const llm_layer *L = &m->layers[l];
         qkv_post_ctx pc = { st, b, l };
         cpu_mm_out qkv[3] = {
-            { &L->wq, st->q, (size_t)st->q_dim, 0, cpu_packed(st, l, 0) },
-            { &L->wk, st->k, (size_t)st->kv_dim, 0, cpu_packed(st, l, 1) },
-            { &L->wv, st->v, (size_t)st->kv_dim, 0, cpu_packed(st, l, 2) },
+            { &L->wq, st->q, (size_t)st->q_dim, 0, cpu_packed(st, l, CPU_W_Q) },
+            { &L->wk, st->k, (size_t)st->kv_dim, 0, cpu_packed(st, l, CPU_W_K) },
+            { &L->wv, st->v, (size_t)st->kv_dim, 0, cpu_packed(st, l, CPU_W_V) },
         };
         cpu_mm mm = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->attn_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .outs = qkv, .n_outs = 3,
@@ -198,19 +198,19 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
 
         cpu_attention(st, b, l);
 
-        cpu_mm_out wo = { &L->wo, st->x, (size_t)c->dim, 1, cpu_packed(st, l, 3) };
+        cpu_mm_out wo = { &L->wo, st->x, (size_t)c->dim, 1, cpu_packed(st, l, CPU_W_O) };
         cpu_mm mo = { .x = st->att, .xs = (size_t)st->q_dim, .n = n, .K = st->q_dim, .outs = &wo, .n_outs = 1 };
         cpu_matmul(st, &mo);
 
         cpu_mm_out gu[2] = {
-            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, 4) },
-            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, 5) },
+            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE) },
+            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP) },
         };
         cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->ffn_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .outs = gu, .n_outs = 2, .swiglu = 1 };
         cpu_matmul(st, &mf);
 
-        cpu_mm_out wd = { &L->w_down, st->x, (size_t)c->dim, 1, cpu_packed(st, l, 6) };
+        cpu_mm_out wd = { &L->w_down, st->x, (size_t)c->dim, 1, cpu_packed(st, l, CPU_W_DOWN) };
         cpu_mm md = { .x = st->hb, .xs = (size_t)c->hidden_dim, .n = n, .K = c->hidden_dim, .outs = &wd,
                       .n_outs = 1 };
         cpu_matmul(st, &md);

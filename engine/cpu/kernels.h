@@ -63,9 +63,10 @@ typedef struct {
     float (*exp_sub_sum)(float *x, int n, float mx);
     /* g[i] = silu(g[i]) * u[i] */
     void  (*swiglu)(float *g, const float *u, int n);
-    /* 1: Q8_0/Q4_0 products of many tokens stay on the integer kernels (faster
-     * than widening the weights to floats: AVX-512 VNNI); 0: widen from
-     * CPU_MM_WIDEN_MIN_TOKENS tokens on. */
+    /* 1: Q8_0/Q4_0 products of many tokens that are not packed (the classifier,
+     * converted K-quants, LLM_CPU_REPACK=0) stay on the integer kernels, so a
+     * token's bits do not depend on the batch (the VNNI tables); 0: widen
+     * from CPU_MM_WIDEN_MIN_TOKENS tokens on. */
     int   int8_prefill;
     /* Q8_0/Q4_0 products over repacked weights, any number of tokens; NULL where
      * the table has none (then matrices stay as stored). */

@@ -362,16 +362,6 @@ KX_INLINE void kx_gemm_v(int q4, int K, const void *W, size_t ws, int nr, const 
     }
 }
 
-/* ---- over repacked weights (kernels.h: CPU_PK_*): a lane is a row ----
- * A register holds 16 rows' lanes for one token. Step k loads the group's 16 x
- * 4 weight bytes of elements 4k..4k+3 (the unsigned operand: Q4_0 nibbles q,
- * Q8_0 w + 128) and takes the token's 4 activation bytes of those elements as
- * vpdpbusd's broadcast memory operand (signed), so a token costs one
- * instruction per step and nothing to arrange. The offset (8 or 128) times
- * the block's activation sum (cpu_q8_act.isum) is the accumulator's start.
- * After the block: convert, scale by dw * dx, accumulate in float, lane by
- * lane; no horizontal sums, so any number of tokens per call gives a token
- * the same bits. */
 /* acc += w (unsigned bytes) . the 4 signed bytes at p, broadcast to every lane,
  * as vpdpbusd's own memory broadcast: written out because GCC otherwise
  * materialises each broadcast in a full register spilled to the stack (the
@@ -382,11 +372,21 @@ KX_INLINE __m512i kx_dpbusd_bcast(__m512i acc, __m512i w, const int8_t *p)
     return acc;
 }
 
+/* ---- over repacked weights (kernels.h: CPU_PK_*): a lane is a row ----
+ * A register holds 16 rows' lanes for one token. Step k loads the group's 16 x
+ * 4 weight bytes of elements 4k..4k+3 (the unsigned operand: Q4_0 nibbles q,
+ * Q8_0 w + 128) and takes the token's 4 activation bytes of those elements as
+ * vpdpbusd's broadcast memory operand (signed), so a token costs one
+ * instruction per step and nothing to arrange. The offset (8 or 128) times
+ * the block's activation sum (cpu_q8_act.isum) is the accumulator's start.
+ * After the block: convert, scale by dw * dx, accumulate in float, lane by
+ * lane; no horizontal sums, so any number of tokens per call gives a token
+ * the same bits. */
 KX_INLINE void kx_ptile(int q4, int nb, const uint8_t *P, const uint8_t *X, size_t xs, float *Y, size_t ldy,
                         int acc, int rows, const int RT)
 {
     enum { PT = 12 };
-    const size_t bb = CPU_PK_HEAD + (q4 ? 256 : 512);
+    const size_t bb = cpu_pk_block_bytes(q4 ? LLM_Q4_0 : LLM_Q8_0);
     const int off = q4 ? 8 : 128;
     __m512 c[PT];
 #pragma GCC unroll 12
@@ -477,7 +477,7 @@ KX_INLINE void kx_ptile8(int q4, int nb, const uint8_t *P, const uint8_t *X, siz
                          int acc, int rows, const int RT)
 {
     enum { PT = 3 };
-    const size_t bb = CPU_PK_HEAD + (q4 ? 256 : 512);
+    const size_t bb = cpu_pk_block_bytes(q4 ? LLM_Q4_0 : LLM_Q8_0);
     const int off = q4 ? 8 : 128;
     __m256 c[PT][2];
 #pragma GCC unroll 3

@@ -45,17 +45,10 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     const uint8_t *w = (const uint8_t *)o->w->data + (size_t)r0 * ws;
     const void *x;
     size_t xs;
-    if (o->packed != NULL) { /* r0 is a multiple of CHUNK_ROWS, so of CPU_PK_ROWS */
-        const uint8_t *p = o->packed + (size_t)(r0 / CPU_PK_ROWS) * (size_t)(mm->K / LLM_QK) * cpu_pk_block_bytes(t);
-        xs = (size_t)(mm->K / LLM_QK) * sizeof(cpu_q8_act);
-        for (int t0 = 0; t0 < mm->n; t0 += TOKEN_BLOCK) {
-            int nt = mm->n - t0 < TOKEN_BLOCK ? mm->n - t0 : TOKEN_BLOCK;
-            k->gemm_packed(t, mm->K, p, r1 - r0, (const uint8_t *)j->st->qact + (size_t)t0 * xs, xs, nt,
-                           o->y + (size_t)t0 * o->ldy + r0, o->ldy, o->accumulate);
-        }
-        return;
-    }
-    if (widen(k, t, mm->n)) {
+    /* r0 is a multiple of CHUNK_ROWS, so of CPU_PK_ROWS */
+    const uint8_t *packed = o->packed == NULL ? NULL
+        : o->packed + (size_t)(r0 / CPU_PK_ROWS) * (size_t)(mm->K / LLM_QK) * cpu_pk_block_bytes(t);
+    if (packed == NULL && widen(k, t, mm->n)) {
         float *buf = j->st->wbuf + (size_t)ith * j->st->wbuf_floats;
         k->dequant_rows(t, w, ws, r1 - r0, mm->K, buf);
         w = (const uint8_t *)buf;
@@ -73,8 +66,12 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     /* (Splitting K as well measured slower: the tiles' reductions dominate.) */
     for (int t0 = 0; t0 < mm->n; t0 += TOKEN_BLOCK) {
         int nt = mm->n - t0 < TOKEN_BLOCK ? mm->n - t0 : TOKEN_BLOCK;
-        gemm(mm->K, w, ws, r1 - r0, (const uint8_t *)x + (size_t)t0 * xs, xs, nt,
-             o->y + (size_t)t0 * o->ldy + r0, o->ldy, o->accumulate);
+        const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * xs;
+        float *yt = o->y + (size_t)t0 * o->ldy + r0;
+        if (packed != NULL)
+            k->gemm_packed(t, mm->K, packed, r1 - r0, xt, xs, nt, yt, o->ldy, o->accumulate);
+        else
+            gemm(mm->K, w, ws, r1 - r0, xt, xs, nt, yt, o->ldy, o->accumulate);
     }
 }
 

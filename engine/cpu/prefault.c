@@ -80,9 +80,9 @@ void cpu_prefault_weights(cpu_state *st)
     if (j == NULL)
         return; /* only an optimisation */
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        const llm_layer *L = &m->layers[l];
-        const llm_tensor *mats[7] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
-        for (int i = 0; i < 7; i++) {
+        const llm_tensor *mats[CPU_PK_MATS];
+        cpu_layer_mats(&m->layers[l], mats);
+        for (int i = 0; i < CPU_PK_MATS; i++) {
             if (j->n == 1024) { /* flush in groups */
                 cpu_pool_run(st->pool, prefault_worker, j);
                 j->n = 0;

@@ -14,7 +14,6 @@
 #include "cpu/cpu_backend.h"
 
 typedef struct {
-    cpu_state *st;
     int n;
     const llm_tensor *t[CPU_PK_MAX];
     uint8_t *dst[CPU_PK_MAX];
@@ -91,9 +90,8 @@ int cpu_repack_weights(cpu_state *st)
     for (int pass = 0; pass < 2; pass++) {
         size_t off = 0;
         for (int l = 0; l < n_layers; l++) {
-            const llm_layer *L = &m->layers[l];
-            const llm_tensor *mats[CPU_PK_MATS] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up,
-                                                    &L->w_down };
+            const llm_tensor *mats[CPU_PK_MATS];
+            cpu_layer_mats(&m->layers[l], mats);
             for (int i = 0; i < CPU_PK_MATS; i++) {
                 const llm_tensor *t = mats[i];
                 if ((t->type != LLM_Q8_0 && t->type != LLM_Q4_0) || t->ne[0] % LLM_QK != 0 ||
@@ -112,7 +110,6 @@ int cpu_repack_weights(cpu_state *st)
             }
         }
         if (pass == 0) {
-            st->packed_bytes = off;
             if (off == 0)
                 break;
             if ((st->packed_arena = cpu_alloc_huge(off)) == NULL) {
