@@ -1,10 +1,33 @@
 /* Backend creation by name. The CUDA backend lives in a shared library loaded
  * on first use (backend_cuda_loader.c), so the engine runs without CUDA. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "backend_cuda_loader.h"
+
+int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *o, llm_err *err)
+{
+    if (name == NULL || m == NULL)
+        return 0;
+    int cpu = strcmp(name, "cpu") == 0;
+    if (cpu && llm_cpu_prepare_model(m, o, err) != 0) /* takes the deferred Q4_K it can */
+        return -1;
+    if (llm_model_has_deferred(m)) { /* the rest become Q8_0, then packed in place on the CPU */
+        if (llm_model_finish_deferred(m, err) != 0 || (cpu && llm_cpu_prepare_model(m, o, err) != 0))
+            return -1;
+    }
+    return 0;
+}
+
+void llm_backend_prepare_report(const llm_model *m, void *FILE_stream)
+{
+    int q4k, n = llm_model_cpu_packed(m, &q4k);
+    if (n > 0)
+        fprintf((FILE *)FILE_stream, "prepare: %d converted matrices packed for the cpu kernels; %d of them q4_K, "
+                "kept at 5 bits a weight\n", n, q4k);
+}
 
 llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err)
 {
@@ -13,9 +36,17 @@ llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_
         llm_seterr(err, "backend: no %s given", name == NULL ? "backend name" : "model");
         return NULL;
     }
+    if (llm_model_has_deferred(m)) {
+        llm_seterr(err, "backend: %s was loaded with conversions deferred; llm_backend_prepare it first", m->path);
+        return NULL;
+    }
     if (strcmp(name, "cpu") == 0) {
         ops = &llm_cpu_backend_ops;
     } else if (strcmp(name, "cuda") == 0) {
+        if (llm_model_cpu_packed(m, NULL)) {
+            llm_seterr(err, "backend cuda: this model's converted weights were packed for the cpu backend");
+            return NULL;
+        }
         ops = llm_cuda_ops_load(err);
         if (ops == NULL)
             return NULL;

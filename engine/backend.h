@@ -97,6 +97,18 @@ struct llm_backend {
     double tune_s;        /* seconds init spent on kernel tuning (CUDA; 0 when it did not run) */
 };
 
+/* Before the first backend of this name is created on m, and before a fork
+ * that shares m with a worker: lets the backend rearrange, in place, weights
+ * that m converted at load (K-quants, held in m's own memory) instead of
+ * holding a second copy of them. "cpu": those matrices are packed for the
+ * VNNI kernels where the CPU has them (cpu/repack.c); m then runs on the CPU
+ * backend only (llm_backend_create refuses the others). Other names: nothing
+ * to do. 0 ok, -1 + err. */
+int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *o, llm_err *err);
+/* One line on stream (a FILE *) saying what llm_backend_prepare rearranged; nothing if nothing. */
+void llm_backend_prepare_report(const llm_model *m, void *FILE_stream);
+int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err);
+
 /* name: "cpu" (or "cuda" when built with it). NULL + err on failure. */
 llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err);
 void         llm_backend_free(llm_backend *b);

@@ -80,7 +80,8 @@ int cli_generate(const llm_args *a)
 
     llm_err err = { { 0 } };
     double t0 = llm_now_sec();
-    llm_model *m = llm_model_load(model_path, llm_arg_str(a, "tokenizer"), &err);
+    /* Q4_K conversions wait for llm_backend_prepare, which knows what the backend takes */
+    llm_model *m = llm_model_load_ex(model_path, llm_arg_str(a, "tokenizer"), LLM_LOAD_DEFER_Q4_K, &err);
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
@@ -130,8 +131,11 @@ int cli_generate(const llm_args *a)
     if (llm_kernel_tune_opts(a, &bo) != 0)
         goto out;
     bo.tune_max_batch = 1; /* one sequence: every decode step is one token */
-    const char *bname = llm_arg_str(a, "backend");
-    be = llm_backend_create(bname != NULL ? bname : "cpu", m, &bo, &err);
+    const char *bname = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
+    if (llm_backend_prepare(bname, m, &bo, &err) == 0) {
+        llm_backend_prepare_report(m, stderr);
+        be = llm_backend_create(bname, m, &bo, &err);
+    }
     if (be == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto out;

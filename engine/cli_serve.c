@@ -25,9 +25,10 @@ static int parse_sizes(const char *s, int *out, int cap)
     return n;
 }
 
-/* What the worker needs: the model is loaded before the fork (its mmap and
- * pages are shared with every worker, so a restart costs only the backend
- * and KV cache); the backend (threads, KV memory) is created in the worker. */
+/* What the worker needs: the model is loaded (and prepared for its backend)
+ * before the fork (its mmap and pages are shared with every worker, so a
+ * restart costs only the backend and KV cache); the backend (threads, KV
+ * memory) is created in the worker. */
 typedef struct {
     llm_model          *model;
     const char         *backend;
@@ -141,7 +142,8 @@ int cli_serve(const llm_args *a)
     }
 
     llm_err err = { { 0 } };
-    llm_model *m = llm_model_load(model_path, llm_arg_str(a, "tokenizer"), &err);
+    /* Q4_K conversions wait for llm_backend_prepare, which knows what the backend takes */
+    llm_model *m = llm_model_load_ex(model_path, llm_arg_str(a, "tokenizer"), LLM_LOAD_DEFER_Q4_K, &err);
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
@@ -163,6 +165,12 @@ int cli_serve(const llm_args *a)
     memset(&w, 0, sizeof(w));
     w.model = m;
     w.backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
+    if (llm_backend_prepare(w.backend, m, &bo, &err) != 0) { /* in place, before the fork: no page copied */
+        fprintf(stderr, "error: %s\n", err.msg);
+        llm_model_free(m);
+        return 1;
+    }
+    llm_backend_prepare_report(m, stderr);
     w.bo = bo;
     w.o = o;
     int rc;

@@ -167,6 +167,17 @@ static void block_q45_K(const uint8_t *b, float *y, int five)
     }
 }
 
+void gguf_q4_K_sub(const void *blk, int g, float *scale, float *min, uint8_t q[32])
+{
+    const uint8_t *b = blk, *qs = b + 16 + 32 * (g / 2);
+    int sc, mn;
+    scale_min_k4(g, b + 4, &sc, &mn);
+    *scale = half_at(b) * (float)sc;
+    *min = half_at(b + 2) * (float)mn;
+    for (int l = 0; l < 32; l++)
+        q[l] = (uint8_t)(g % 2 ? qs[l] >> 4 : qs[l] & 0xF);
+}
+
 /* Q6_K: per half super-block (128 elements), 64 bytes of ql and 32 of qh:
  * element l + 32k (k = 0..3, l < 32) has low nibble k / 2 of ql[l + 32 (k % 2)]
  * and high 2 bits 2k of qh[l]; value - 32, times d and the int8 scale of its

@@ -2,7 +2,10 @@
  * older Q4_1 / Q5_0 / Q5_1 and the K-quants Q2_K .. Q6_K (the types of the
  * Q4_K_M, Q5_K_M, Q6_K ... files most people download). Their block layouts
  * are ggml's; the loader dequantises each row and re-quantises it to Q8_0
- * (model_gguf.c), so every backend sees only the types in common.h.
+ * (model_gguf.c), so every backend sees only the types in common.h. The one
+ * exception: Q4_K layer matrices, which the CPU backend packs from their
+ * blocks (cpu/repack.c, CPU_PK_Q4_M) when the loader is told to defer them
+ * (LLM_LOAD_DEFER_Q4_K).
  *
  * Why Q8_0 and not a kernel per type: one conversion at load makes every such
  * file work on the CPU and CUDA backends alike; Q8_0 keeps 8 bits per weight
@@ -32,5 +35,7 @@ const char *gguf_qtype_name(uint32_t t);           /* "q4_K", ...; "unknown" */
 size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);
 /* Dequantise n elements (a multiple of the block) of any known type. */
 void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n);
+/* Sub-block g (0..7) of a Q4_K super-block: its elements are scale * q[i] - min. */
+void        gguf_q4_K_sub(const void *blk, int g, float *scale, float *min, uint8_t q[32]);
 
 #endif

@@ -2,6 +2,7 @@
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
+#include "gguf_quants.h"
 #include "tokenizer.h"
 
 #include <errno.h>
@@ -45,6 +46,33 @@ int llm_model_owns(const llm_model *m, const void *p)
         if (m->owned[i] == p)
             return 1;
     return 0;
+}
+
+void llm_model_replace_owned(llm_model *m, const void *old, void *p)
+{
+    for (int i = 0; i < m->n_owned; i++)
+        if (m->owned[i] == old) {
+            free(m->owned[i]);
+            m->owned[i] = p;
+            return;
+        }
+}
+
+int llm_model_cpu_packed(const llm_model *m, int *from_q4_K)
+{
+    int n = 0, q4k = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const llm_layer *L = &m->layers[l];
+        const llm_tensor *mats[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+        for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+            if (mats[i]->cpu_packed) {
+                n++;
+                q4k += mats[i]->src_type == GGML_Q4_K;
+            }
+    }
+    if (from_q4_K != NULL)
+        *from_q4_K = q4k;
+    return n;
 }
 
 int llm_model_add_map(llm_model *m, void *base, size_t size, llm_err *err)
@@ -131,6 +159,11 @@ void llm_model_free(llm_model *m)
 
 llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err *err)
 {
+    return llm_model_load_ex(path, tokenizer_path, 0, err);
+}
+
+llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsigned flags, llm_err *err)
+{
     struct stat st;
     if (stat(path, &st) != 0) {
         llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
@@ -148,7 +181,7 @@ llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err 
         }
         size_t got = fread(magic, 1, 4, f);
         fclose(f);
-        m = (got == 4 && memcmp(magic, "GGUF", 4) == 0) ? llm_model_load_gguf(path, err)
+        m = (got == 4 && memcmp(magic, "GGUF", 4) == 0) ? llm_model_load_gguf(path, flags, err)
                                                          : llm_model_load_llama2c(path, err);
     }
     if (m == NULL || tokenizer_path == NULL)
@@ -168,7 +201,7 @@ llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err 
 static int check_tensor(const llm_model *m, const llm_tensor *t, const char *what, int64_t ne0, int64_t ne1,
                         int norm, llm_err *err)
 {
-    if (t->data == NULL) {
+    if (t->data == NULL && t->src == NULL) { /* src alone: conversion deferred (LLM_LOAD_DEFER_Q4_K) */
         llm_seterr(err, "%s: missing tensor %s", m->path, what);
         return -1;
     }

@@ -15,6 +15,14 @@ typedef struct {
     llm_dtype   type;
     int64_t     ne[2];
     const void *data;
+    /* Not 0: data (a matrix the model converted at load) is no longer rows
+     * but the CPU VNNI kernels' packed format cpu_packed - 1 (cpu/kernels.h
+     * CPU_PK_*), made by llm_cpu_prepare_model; only the CPU backend can run
+     * it. */
+    int         cpu_packed;
+    /* Converted at load: the file's data and its ggml type id (else NULL, 0). */
+    const void *src;
+    uint32_t    src_type;
 } llm_tensor;
 
 typedef enum {
@@ -67,10 +75,11 @@ typedef struct llm_model {
     char   path[1024];
     size_t file_bytes;              /* total bytes of the model file(s) */
     size_t weight_bytes;            /* bytes of all weight tensors */
-    char   tok_path[1024];
+    char   tok_path[1024];          /* tokenizer file loaded from a path (llama2.c / override), "" otherwise */
     /* GGUF tensors of read-only types (gguf_quants.h) re-quantised to Q8_0 at load. */
     int    n_converted;
-    char   converted_from[64];      /* their types, e.g. "q4_K q6_K" */          /* tokenizer file loaded from a path (llama2.c / override), "" otherwise */
+    char   converted_from[64];      /* their types, e.g. "q4_K q6_K" */
+    int    defer_q4_K;              /* LLM_LOAD_DEFER_Q4_K was given */
 
     /* Ownership (private to the loaders). */
     struct gguf_ctx *gguf;
@@ -83,10 +92,23 @@ typedef struct llm_model {
  * tokenizer.bin / tok<N>.bin beside it). tokenizer_path overrides the model's own.
  * Norm vectors are converted to F32 at load; matrices stay mapped as stored. */
 llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err *err);
+/* As llm_model_load, with flags:
+ * LLM_LOAD_DEFER_Q4_K  GGUF layer matrices in Q4_K are not converted to Q8_0
+ *   at load but left to llm_backend_prepare (data NULL, src set), which the
+ *   caller must call before creating a backend: the CPU backend packs them
+ *   from the file's blocks (5 bits a weight) rather than from a Q8_0 copy it
+ *   would throw away; any other backend converts them then. */
+#define LLM_LOAD_DEFER_Q4_K 1u
+llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsigned flags, llm_err *err);
 void       llm_model_free(llm_model *m);
 
 /* Format-specific entry points (used by llm_model_load). */
-llm_model *llm_model_load_gguf(const char *path, llm_err *err);
+llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err);
+/* Converts to Q8_0 the layer matrices whose conversion LLM_LOAD_DEFER_Q4_K
+ * deferred and nothing else took (data still NULL). 0 ok, -1 + err. */
+int llm_model_finish_deferred(llm_model *m, llm_err *err);
+/* 1 while some layer matrix has neither data nor a packed form (deferred). */
+int llm_model_has_deferred(const llm_model *m);
 llm_model *llm_model_load_llama2c(const char *path, llm_err *err);
 llm_model *llm_model_load_hf(const char *dir, llm_err *err);
 
@@ -97,6 +119,10 @@ int llm_model_validate(llm_model *m, llm_err *err);
  * a mapped file: backends that copy weights skip those rather than hold two
  * copies in memory. */
 int llm_model_owns(const llm_model *m, const void *p);
+
+/* How many layer matrices of m are in a CPU packed format (llm_tensor.cpu_packed),
+ * and (if not NULL) how many of those came from Q4_K blocks. */
+int llm_model_cpu_packed(const llm_model *m, int *from_q4_K);
 
 /* Human-readable description (info subcommand). */
 void llm_model_describe(const llm_model *m, void *FILE_stream);

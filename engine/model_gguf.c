@@ -59,8 +59,27 @@ static void *requant_rows(void *arg)
     return NULL;
 }
 
+static void note_converted(llm_model *m, uint32_t type)
+{
+    const char *name = gguf_qtype_name(type);
+    if (strstr(m->converted_from, name) == NULL && strlen(m->converted_from) + strlen(name) + 2 < sizeof(m->converted_from)) {
+        if (m->converted_from[0])
+            strcat(m->converted_from, " ");
+        strcat(m->converted_from, name);
+    }
+    m->n_converted++;
+}
+
 static int requantize(llm_model *m, const gguf_tensor *t, llm_tensor *dst, llm_err *err)
 {
+    if (m->defer_q4_K && t->type == GGML_Q4_K && t->name.len > 4 && memcmp(t->name.ptr, "blk.", 4) == 0) {
+        note_converted(m, t->type);
+        dst->type = LLM_Q8_0; /* what it becomes unless a backend takes the blocks */
+        dst->data = NULL;
+        dst->src = t->data;
+        dst->src_type = t->type;
+        return 0;
+    }
     size_t cols = (size_t)t->ne[0], rows = (size_t)t->ne[1];
     size_t dst_row = llm_dtype_row_bytes(LLM_Q8_0, cols);
     uint8_t *out = dst_row != 0 && rows <= SIZE_MAX / dst_row ? malloc(rows * dst_row) : NULL;
@@ -88,15 +107,12 @@ static int requantize(llm_model *m, const gguf_tensor *t, llm_tensor *dst, llm_e
     }
     if (oom)
         goto oom;
-    const char *name = gguf_qtype_name(t->type);
-    if (strstr(m->converted_from, name) == NULL && strlen(m->converted_from) + strlen(name) + 2 < sizeof(m->converted_from)) {
-        if (m->converted_from[0])
-            strcat(m->converted_from, " ");
-        strcat(m->converted_from, name);
-    }
-    m->n_converted++;
+    if (!dst->src) /* not counted yet (a deferred one was, at load) */
+        note_converted(m, t->type);
     dst->type = LLM_Q8_0;
     dst->data = out;
+    dst->src = t->data;
+    dst->src_type = t->type;
     return 0;
 oom:
     llm_seterr(err, "%s: out of memory converting tensor %.*s (%s) to q8_0", m->path, (int)t->name.len, t->name.ptr,
@@ -231,11 +247,12 @@ static int load(llm_model *m, llm_err *err)
     return 0;
 }
 
-llm_model *llm_model_load_gguf(const char *path, llm_err *err)
+llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err)
 {
     llm_model *m = llm_model_alloc("gguf", path, err);
     if (m == NULL)
         return NULL;
+    m->defer_q4_K = (flags & LLM_LOAD_DEFER_Q4_K) != 0;
     m->gguf = gguf_open(path, err);
     if (m->gguf == NULL || load(m, err) != 0) {
         llm_model_free(m);
@@ -243,4 +260,56 @@ llm_model *llm_model_load_gguf(const char *path, llm_err *err)
     }
     m->file_bytes = m->gguf->size;
     return m;
+}
+
+static void layer_mats(llm_layer *L, llm_tensor *mats[7])
+{
+    mats[0] = &L->wq, mats[1] = &L->wk, mats[2] = &L->wv, mats[3] = &L->wo;
+    mats[4] = &L->w_gate, mats[5] = &L->w_up, mats[6] = &L->w_down;
+}
+
+int llm_model_has_deferred(const llm_model *m)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        llm_tensor *mats[7];
+        layer_mats(&m->layers[l], mats);
+        for (int i = 0; i < 7; i++)
+            if (mats[i]->data == NULL && mats[i]->src != NULL)
+                return 1;
+    }
+    return 0;
+}
+
+int llm_model_finish_deferred(llm_model *m, llm_err *err)
+{
+    m->defer_q4_K = 0; /* requantize converts from here on */
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        llm_tensor *mats[7];
+        layer_mats(&m->layers[l], mats);
+        for (int i = 0; i < 7; i++) {
+            llm_tensor *t = mats[i];
+            if (t->data != NULL || t->src == NULL)
+                continue;
+            const void *src = t->src;
+            llm_tensor done = *t;
+            /* the file's tensor again, for requantize (its name for errors) */
+            const gguf_tensor *gt = NULL;
+            for (uint64_t k = 0; k < m->gguf->n_tensors && gt == NULL; k++)
+                if (m->gguf->tensors[k].data == src)
+                    gt = &m->gguf->tensors[k];
+            if (gt == NULL || requantize(m, gt, &done, err) != 0) {
+                if (gt == NULL)
+                    llm_seterr(err, "%s: deferred tensor of layer %d not found", m->path, l);
+                return -1;
+            }
+            for (int l2 = l; l2 < m->cfg.n_layers; l2++) { /* aliases share the conversion */
+                llm_tensor *mm[7];
+                layer_mats(&m->layers[l2], mm);
+                for (int k = 0; k < 7; k++)
+                    if (mm[k]->data == NULL && mm[k]->src == src)
+                        mm[k]->data = done.data;
+            }
+        }
+    }
+    return 0;
 }

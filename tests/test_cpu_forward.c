@@ -3,6 +3,7 @@
  * layout with permuted Q/K == adjacent, thread counts and ISAs agree, rope
  * scaling paths, bad batches give errors; plus stories260K greedy ids. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,7 @@ static llm_tensor mat(test_model *tm, llm_dtype t, int cols, int rows, const flo
                          (size_t)cols);
     free(f);
     tm->bufs[tm->nbufs++] = q;
-    return (llm_tensor){ t, { cols, rows }, q };
+    return (llm_tensor){ .type = t, .ne = { cols, rows }, .data = q };
 }
 
 /* Rows of an adjacent-layout Q/K matrix reordered for rotate-half rope. */
@@ -445,6 +446,70 @@ static void test_stories260k(void)
     }
 }
 
+/* Matrices the model owns (converted at load) are packed in place by
+ * llm_backend_prepare: logits the same bits as the packed copy of the same
+ * weights; without it they run as stored; other kernel tables and backends
+ * refuse the packed model. */
+static void test_prepare_in_place(llm_dtype t)
+{
+    llm_err err;
+    const cpu_kernels *def = cpu_kernels_select(&err);
+    int on = def != NULL && def->gemm_packed != NULL;
+    test_model tm;
+    build(&tm, t, 9, NULL);
+    int n = 20;
+    size_t bytes = (size_t)n * VOCAB * sizeof(float);
+    float *ref = malloc(bytes), *got = malloc(bytes);
+    llm_backend *b = make_backend(&tm.m, 2); /* not owned: packed into a copy */
+    run_prefill(b, prompt_a, n, 0, ref);
+    llm_backend_free(b);
+
+    void *owned[LAYERS * CPU_PK_MATS];
+    for (int l = 0; l < LAYERS; l++) {
+        const llm_tensor *mats[CPU_PK_MATS];
+        cpu_layer_mats(&tm.m.layers[l], mats);
+        for (int i = 0; i < CPU_PK_MATS; i++)
+            owned[l * CPU_PK_MATS + i] = (void *)(uintptr_t)mats[i]->data;
+    }
+    tm.m.owned = owned;
+    tm.m.n_owned = LAYERS * CPU_PK_MATS;
+    b = make_backend(&tm.m, 2); /* owned, not prepared: as stored */
+    run_prefill(b, prompt_a, n, 0, got);
+    llm_backend_free(b);
+    double d = max_rel_diff(got, ref, (size_t)n * VOCAB);
+    ok(d < 2e-3, "%s: converted matrices, unprepared, run as stored (rel diff %.2g)", llm_dtype_name(t), d);
+
+    llm_backend_opts o = { .threads = 3 };
+    int rc = llm_backend_prepare("cpu", &tm.m, &o, &err);
+    ok(rc == 0, "%s: llm_backend_prepare(cpu)", llm_dtype_name(t));
+    ok(llm_model_cpu_packed(&tm.m, NULL) == (on ? LAYERS * CPU_PK_MATS : 0), "%s: converted matrices %s in place", llm_dtype_name(t),
+       on ? "packed" : "left as stored (no packed kernels here)");
+    ok(llm_backend_prepare("cpu", &tm.m, &o, &err) == 0, "%s: a second prepare changes nothing",
+       llm_dtype_name(t));
+    b = make_backend(&tm.m, 2);
+    memset(got, 0, bytes);
+    run_prefill(b, prompt_a, n, 0, got);
+    llm_backend_free(b);
+    ok(memcmp(got, ref, bytes) == 0, "%s: packed in place == packed copy, bit for bit", llm_dtype_name(t));
+    if (on) {
+        setenv("LLM_CPU_REPACK", "0", 1);
+        llm_backend_opts bo = { .threads = 1, .kv_blocks = 40, .block_size = 4 };
+        b = llm_backend_create("cpu", &tm.m, &bo, &err);
+        ok(b == NULL && strstr(err.msg, "packed in place") != NULL,
+           "%s: LLM_CPU_REPACK=0 refuses the packed model: %s", llm_dtype_name(t), b == NULL ? err.msg : "created");
+        llm_backend_free(b);
+        unsetenv("LLM_CPU_REPACK");
+        b = llm_backend_create("cuda", &tm.m, &bo, &err);
+        ok(b == NULL && strstr(err.msg, "packed for the cpu backend") != NULL, "%s: cuda refuses it: %s",
+           llm_dtype_name(t), b == NULL ? err.msg : "created");
+        llm_backend_free(b);
+    }
+    tm.m.owned = NULL;
+    tm.m.n_owned = 0;
+    free(ref); free(got);
+    release(&tm);
+}
+
 int main(void)
 {
     init_tables();
@@ -455,6 +520,8 @@ int main(void)
     test_half_layout();
     test_threads_and_isas(LLM_F32);
     test_threads_and_isas(LLM_Q4_0);
+    test_prepare_in_place(LLM_Q8_0);
+    test_prepare_in_place(LLM_Q4_0);
     test_rope_scaling();
     test_errors();
     test_stories260k();

@@ -12,6 +12,7 @@
 #include "cpu/cpu_features.h"
 #include "cpu/kernels.h"
 #include "cpu/threadpool.h"
+#include "gguf_quants.h"
 #include "tap.h"
 
 static uint64_t rng_state = 12345;
@@ -133,42 +134,105 @@ static void test_gemm_batch_invariant(const cpu_kernels *k)
     }
 }
 
-/* Packed Q8_0 / Q4_0 (repack.c + gemm_packed): against the double reference
- * over row tails (groups of 8) and token tails (pairs, a lone token), with
- * accumulate; and each token alone gives the bits it gets in a batch. */
+/* n random Q4_K super-blocks (d, dmin small; any 6-bit scales and nibbles). */
+static void random_q4_K(uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 144) {
+        uint16_t d = llm_f32_to_fp16(0.002f + 0.01f * fabsf(frand())), dm = llm_f32_to_fp16(0.004f * fabsf(frand()));
+        memcpy(b, &d, 2);
+        memcpy(b + 2, &dm, 2);
+        for (int k = 4; k < 144; k++)
+            b[k] = (uint8_t)(frand() * 128.0f + 128.0f);
+    }
+}
+
+/* Row r of a matrix in format f as the packed weights mean it: Q8_0/Q4_0 its
+ * rows; Q4_M the Q4_K sub-blocks with scale and min rounded to fp16. */
+static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
+{
+    int K = (int)t->ne[0];
+    if (f != CPU_PK_Q4_M) {
+        size_t rb = llm_dtype_row_bytes(t->type, (uint64_t)K);
+        llm_row_to_f32(t->type, (const uint8_t *)t->data + rb * (size_t)r, out, (size_t)K);
+        return;
+    }
+    const uint8_t *row = (const uint8_t *)t->src + (size_t)r * (size_t)(K / 256) * 144;
+    for (int b = 0; b < K / LLM_QK; b++) {
+        float scale, min;
+        uint8_t q[32];
+        gguf_q4_K_sub(row + (size_t)(b / 8) * 144, b % 8, &scale, &min, q);
+        scale = llm_fp16_to_f32(llm_f32_to_fp16(scale));
+        min = llm_fp16_to_f32(llm_f32_to_fp16(min));
+        for (int e = 0; e < LLM_QK; e++)
+            out[b * LLM_QK + e] = scale * (float)q[e] - min;
+    }
+}
+
+/* Packed Q8_0 / Q4_0 / Q4_M (repack.c + gemm_packed): against the double
+ * reference over row tails (groups of 8) and token tails (pairs, a lone
+ * token), with accumulate; and each token alone gives the bits it gets in a
+ * batch. Q4_M is also held to the Q4_K file's own values (gguf_quants.c):
+ * only the fp16 rounding of scale and min apart. */
 static void test_gemm_packed(const cpu_kernels *k)
 {
     if (k->gemm_packed == NULL)
         return;
-    const int Ks[] = { 32, 96, 256 }, nrs[] = { 1, 7, 8, 9, 16, 17, 37 }, nts[] = { 1, 2, 3, 6, 7, 13 };
-    for (int q4 = 0; q4 < 2; q4++) {
-        llm_dtype t = q4 ? LLM_Q4_0 : LLM_Q8_0;
-        double worst = 0.0;
+    const int Ks[] = { 32, 96, 256, 512 }, nrs[] = { 1, 7, 8, 9, 16, 17, 37 }, nts[] = { 1, 2, 3, 6, 7, 13 };
+    static const char *const names[] = { "q8_0", "q4_0", "q4_M (from q4_K)" };
+    for (int fi = 0; fi < 3; fi++) {
+        cpu_pk_fmt f = (cpu_pk_fmt)fi;
+        llm_dtype t = f == CPU_PK_Q4_0 ? LLM_Q4_0 : LLM_Q8_0;
+        double worst = 0.0, worst_src = 0.0;
         int same = 1;
-        for (size_t a = 0; a < 3; a++)
+        for (size_t a = 0; a < sizeof(Ks) / sizeof(Ks[0]); a++)
             for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
                 for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
                     int K = Ks[a], nr = nrs[b], nt = nts[c], accumulate = (int)((a + b + c) & 1);
+                    if (f == CPU_PK_Q4_M && K % 256 != 0)
+                        continue;
                     size_t rb = llm_dtype_row_bytes(t, (uint64_t)K), xs = (size_t)(K / LLM_QK) * sizeof(cpu_q8_act);
                     size_t ldy = (size_t)nr + 2;
-                    uint8_t *w = malloc(rb * (size_t)nr);
+                    uint8_t *w = malloc(rb * (size_t)nr), *src = NULL;
                     float *row = malloc((size_t)K * sizeof(float)), *wd = malloc((size_t)nr * K * sizeof(float));
                     cpu_q8_act *xq = malloc((size_t)nt * xs);
                     float *y = malloc((size_t)nt * ldy * sizeof(float)), *y0 = malloc((size_t)nt * ldy * sizeof(float));
-                    for (int r = 0; r < nr; r++) {
-                        for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);
-                        llm_row_from_f32(t, row, w + rb * r, (size_t)K);
-                        llm_row_to_f32(t, w + rb * r, wd + (size_t)r * K, (size_t)K);
+                    llm_tensor tw = { .type = t, .ne = { K, nr }, .data = w };
+                    if (f == CPU_PK_Q4_M) {
+                        size_t n = (size_t)(K / 256) * (size_t)nr;
+                        src = malloc(n * 144);
+                        random_q4_K(src, n);
+                        tw.src = src;
+                        tw.src_type = GGML_Q4_K;
+                        float *fq = malloc((size_t)K * sizeof(float));
+                        for (int r = 0; r < nr; r++) { /* the file's values vs the packed ones */
+                            gguf_qtype_to_f32(GGML_Q4_K, src + (size_t)r * (K / 256) * 144, fq, (size_t)K);
+                            packed_row_ref(&tw, f, r, row);
+                            for (int e = 0; e < K; e++) { /* relative to the sub-block's range */
+                                float scale, min;
+                                uint8_t q[32];
+                                gguf_q4_K_sub(src + ((size_t)r * (K / 256) + (size_t)e / 256) * 144, e % 256 / 32,
+                                              &scale, &min, q);
+                                double rel = fabs((double)fq[e] - row[e]) / (15.0 * fabs(scale) + fabs(min));
+                                worst_src = rel > worst_src ? rel : worst_src;
+                            }
+                        }
+                        free(fq);
+                    } else {
+                        for (int r = 0; r < nr; r++) {
+                            for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);
+                            llm_row_from_f32(t, row, w + rb * r, (size_t)K);
+                        }
                     }
+                    for (int r = 0; r < nr; r++)
+                        packed_row_ref(&tw, f, r, wd + (size_t)r * K);
                     for (int j = 0; j < nt; j++) {
                         for (int e = 0; e < K; e++) row[e] = frand() * (e % 5 == 0 ? 4.0f : 1.0f);
                         k->quantize_act(row, (cpu_q8_act *)((uint8_t *)xq + (size_t)j * xs), K);
                     }
-                    llm_tensor tw = { t, { K, nr }, w };
-                    uint8_t *p = malloc(cpu_packed_bytes(&tw));
-                    cpu_pack_matrix(&tw, p);
+                    uint8_t *p = malloc(cpu_packed_bytes(&tw, f));
+                    cpu_pack_matrix(&tw, f, p);
                     for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
-                    k->gemm_packed(t, K, p, nr, xq, xs, nt, y, ldy, accumulate);
+                    k->gemm_packed(f, K, p, nr, xq, xs, nt, y, ldy, accumulate);
                     for (int j = 0; j < nt; j++) {
                         const cpu_q8_act *xa = (const cpu_q8_act *)((const uint8_t *)xq + (size_t)j * xs);
                         for (int r = 0; r < nr; r++) {
@@ -185,15 +249,19 @@ static void test_gemm_packed(const cpu_kernels *k)
                         for (size_t r = (size_t)nr; r < ldy; r++)
                             if (y[(size_t)j * ldy + r] != y0[(size_t)j * ldy + r]) worst = 1e9;
                         float one[40];
-                        k->gemm_packed(t, K, p, nr, xa, xs, 1, one, (size_t)nr, 0);
+                        k->gemm_packed(f, K, p, nr, xa, xs, 1, one, (size_t)nr, 0);
                         if (!accumulate)
                             same &= memcmp(one, y + (size_t)j * ldy, (size_t)nr * sizeof(float)) == 0;
                     }
-                    free(w); free(row); free(wd); free(xq); free(y); free(y0); free(p);
+                    free(w); free(src); free(row); free(wd); free(xq); free(y); free(y0); free(p);
                 }
         ok(worst < 1e-5, "%s packed %s gemm (row groups, token pairs, tails): worst relative error %.2g", k->name,
-           llm_dtype_name(t), worst);
-        ok(same, "%s packed %s: each token alone gives the bits it gets in a batch", k->name, llm_dtype_name(t));
+           names[fi], worst);
+        ok(same, "%s packed %s: each token alone gives the bits it gets in a batch", k->name, names[fi]);
+        if (f == CPU_PK_Q4_M)
+            ok(worst_src <= 4.9e-4, "%s packed q4_M: weights within fp16 rounding (2^-11) of the Q4_K file's "
+               "(worst %.2g of the sub-block's range)",
+               k->name, worst_src);
     }
 }
 

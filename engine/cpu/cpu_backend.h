@@ -28,9 +28,15 @@ typedef struct {
     float *scores;                 /* [nth][seq_len] attention weights */
     float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats */
     size_t wbuf_floats;            /* CPU_MM_CHUNK_ROWS * widest K */
-    uint8_t **packed;              /* [n_layers][CPU_PK_MATS] repacked Q8_0/Q4_0 matrices (NULL: as stored) */
-    uint8_t *packed_arena;         /* where they live */
+    struct cpu_pk_mat *packed;     /* [n_layers][CPU_PK_MATS] packed matrices (data NULL: as stored) */
+    uint8_t *packed_arena;         /* where the packed copies live */
 } cpu_state;
+
+/* A matrix in a packed format (kernels.h: CPU_PK_*). */
+typedef struct cpu_pk_mat {
+    const uint8_t *data;
+    cpu_pk_fmt     fmt;
+} cpu_pk_mat;
 
 /* A layer's seven matrices, in this order (prefault.c touches them, repack.c packs them). */
 enum { CPU_W_Q, CPU_W_K, CPU_W_V, CPU_W_O, CPU_W_GATE, CPU_W_UP, CPU_W_DOWN, CPU_PK_MATS };
@@ -59,7 +65,7 @@ typedef struct {
     float *y;          /* y[t*ldy + row] */
     size_t ldy;
     int accumulate;    /* y += W x instead of y = W x */
-    const uint8_t *packed; /* w repacked for kern->gemm_packed (repack.c), or NULL */
+    const cpu_pk_mat *packed; /* w packed for kern->gemm_packed (repack.c), or NULL */
 } cpu_mm_out;
 
 typedef struct {
@@ -81,18 +87,23 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm);
 
 /* ---- repack.c ---- */
 #define CPU_PK_MAX 256 /* matrices packed per parallel pass */
-/* Where the kernel table has gemm_packed (and LLM_CPU_REPACK is not 0): each
- * layer's Q8_0/Q4_0 matrices repacked into st->packed, on all threads. -1 when
- * out of memory (cpu_repack_free then undoes it). */
+/* 1 when k has gemm_packed and LLM_CPU_REPACK is not 0. */
+int  cpu_packing_on(const cpu_kernels *k);
+/* Where cpu_packing_on: each layer's Q8_0/Q4_0 matrices repacked into
+ * st->packed, on all threads (those llm_cpu_prepare_model packed in place are
+ * used where they are). -1 when out of memory (cpu_repack_free then undoes it). */
 int  cpu_repack_weights(cpu_state *st);
 void cpu_repack_free(cpu_state *st);
-/* One Q8_0/Q4_0 matrix (rows a multiple of 32 elements): its packed size, and packed into dst. */
-size_t cpu_packed_bytes(const llm_tensor *t);
-void   cpu_pack_matrix(const llm_tensor *t, uint8_t *dst);
+/* One matrix (rows a multiple of 32 elements) in packed format f: its size,
+ * and packed into dst. Q8_0 / Q4_0 from its rows (f: cpu_pk_fmt_of(type));
+ * CPU_PK_Q4_M from its Q4_K source (t->src). */
+size_t cpu_packed_bytes(const llm_tensor *t, cpu_pk_fmt f);
+void   cpu_pack_matrix(const llm_tensor *t, cpu_pk_fmt f, uint8_t *dst);
 /* Matrix mat (CPU_W_*) of a layer as packed, or NULL. */
-static inline const uint8_t *cpu_packed(const cpu_state *st, int layer, int mat)
+static inline const cpu_pk_mat *cpu_packed(const cpu_state *st, int layer, int mat)
 {
-    return st->packed != NULL ? st->packed[layer * CPU_PK_MATS + mat] : NULL;
+    const cpu_pk_mat *p = st->packed != NULL ? &st->packed[layer * CPU_PK_MATS + mat] : NULL;
+    return p != NULL && p->data != NULL ? p : NULL;
 }
 
 /* ---- prefault.c ---- */

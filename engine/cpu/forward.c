@@ -80,6 +80,11 @@ static int cpu_init(llm_backend *b, llm_err *err)
     const cpu_kernels *kern = cpu_kernels_select(err);
     if (kern == NULL)
         return -1;
+    if (llm_model_cpu_packed(m, NULL) && !cpu_packing_on(kern)) {
+        llm_seterr(err, "cpu backend: this model's converted weights were packed in place for the VNNI kernels, "
+                   "but the %s kernels (LLM_CPU_ISA, LLM_CPU_REPACK=0) read them as stored", kern->name);
+        return -1;
+    }
     if (b->opts.threads < 0 || b->opts.kv_blocks < 0 || b->opts.block_size < 0) {
         llm_seterr(err, "cpu backend: negative threads, kv_blocks or block_size");
         return -1;

@@ -26,23 +26,36 @@ typedef void (*cpu_gemm_fn)(int K, const void *W, size_t w_stride, int nr,
                             const void *X, size_t x_stride, int nt,
                             float *Y, size_t ldy, int accumulate);
 
-/* Q8_0 / Q4_0 weights repacked for the VNNI kernels (cpu/repack.c), so that
- * one 32-bit lane of a 512-bit register accumulates a whole block's dot
- * product for one row: rows in groups of CPU_PK_ROWS (16; the last group
- * padded with zero rows); per group, per 32-element block:
- *   uint16_t d[16]   the rows' fp16 scales (CPU_PK_HEAD bytes)
- *   quants: Q8_0, for k = 0..7 the 16 rows' elements 4k..4k+3 as w + 128
- *           (unsigned bytes; 512 bytes); Q4_0, for k = 0..3 the 16 rows'
- *           bytes qs[4k..4k+3] (256 bytes; low nibbles are elements 4k..,
- *           high nibbles 16+4k..).
- * The same bytes as the stored blocks, in another order. */
+/* Weights repacked for the VNNI kernels (cpu/repack.c), so that one 32-bit
+ * lane of a 512-bit register accumulates a whole block's dot product for one
+ * row: rows in groups of CPU_PK_ROWS (16; the last group padded with zero
+ * rows); per group, per 32-element block, a header then the quants:
+ *   CPU_PK_Q8_0  uint16_t d[16], the rows' fp16 scales (32 bytes); for
+ *                k = 0..7 the 16 rows' elements 4k..4k+3 as w + 128
+ *                (unsigned bytes; 512 bytes). Q8_0's bytes in another order.
+ *   CPU_PK_Q4_0  d[16] as above; for k = 0..3 the 16 rows' bytes
+ *                qs[4k..4k+3] (256 bytes; low nibbles are elements 4k..,
+ *                high nibbles 16+4k..). Q4_0's bytes in another order.
+ *   CPU_PK_Q4_M  d[16] then m[16], fp16 (64 bytes); nibbles q as Q4_0's;
+ *                an element is d * q - m. llama.cpp's Q4_K (the bulk of
+ *                Q4_K_M files), whose 32-element sub-blocks carry a 6-bit
+ *                scale and min under the super-block's d and dmin, at 5 bits
+ *                a weight instead of Q8_0's 8.5 (d * scale and dmin * min
+ *                rounded to fp16). */
+typedef enum { CPU_PK_Q8_0, CPU_PK_Q4_0, CPU_PK_Q4_M } cpu_pk_fmt;
 #define CPU_PK_ROWS 16
-#define CPU_PK_HEAD 32
-static inline size_t cpu_pk_block_bytes(llm_dtype t) { return CPU_PK_HEAD + (t == LLM_Q4_0 ? 256 : 512); }
+static inline size_t cpu_pk_head_bytes(cpu_pk_fmt f) { return f == CPU_PK_Q4_M ? 64 : 32; }
+static inline size_t cpu_pk_block_bytes(cpu_pk_fmt f)
+{
+    return cpu_pk_head_bytes(f) + (f == CPU_PK_Q8_0 ? 512 : 256);
+}
+/* The packed format of a stored Q8_0 / Q4_0 matrix. */
+static inline cpu_pk_fmt cpu_pk_fmt_of(llm_dtype t) { return t == LLM_Q4_0 ? CPU_PK_Q4_0 : CPU_PK_Q8_0; }
 
-/* Like cpu_gemm_fn over packed weights: P is the group holding row 0 (rows
- * nr of them from there), groups K/32 * cpu_pk_block_bytes(t) bytes apart. */
-typedef void (*cpu_gemm_packed_fn)(llm_dtype t, int K, const void *P, int nr, const void *X, size_t x_stride,
+/* Like cpu_gemm_fn over packed weights (activations: cpu_q8_act): P is the
+ * group holding row 0 (rows nr of them from there), groups K/32 *
+ * cpu_pk_block_bytes(f) bytes apart. */
+typedef void (*cpu_gemm_packed_fn)(cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t x_stride,
                                    int nt, float *Y, size_t ldy, int accumulate);
 
 typedef struct {
@@ -68,8 +81,8 @@ typedef struct {
      * token's bits do not depend on the batch (the VNNI tables); 0: widen
      * from CPU_MM_WIDEN_MIN_TOKENS tokens on. */
     int   int8_prefill;
-    /* Q8_0/Q4_0 products over repacked weights, any number of tokens; NULL where
-     * the table has none (then matrices stay as stored). */
+    /* Products over packed weights (CPU_PK_*), any number of tokens; NULL
+     * where the table has none (then matrices stay as stored). */
     cpu_gemm_packed_fn gemm_packed;
 } cpu_kernels;
 

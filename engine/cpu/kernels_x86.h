@@ -374,20 +374,22 @@ KX_INLINE __m512i kx_dpbusd_bcast(__m512i acc, __m512i w, const int8_t *p)
 
 /* ---- over repacked weights (kernels.h: CPU_PK_*): a lane is a row ----
  * A register holds 16 rows' lanes for one token. Step k loads the group's 16 x
- * 4 weight bytes of elements 4k..4k+3 (the unsigned operand: Q4_0 nibbles q,
- * Q8_0 w + 128) and takes the token's 4 activation bytes of those elements as
- * vpdpbusd's broadcast memory operand (signed), so a token costs one
- * instruction per step and nothing to arrange. The offset (8 or 128) times
- * the block's activation sum (cpu_q8_act.isum) is the accumulator's start.
+ * 4 weight bytes of elements 4k..4k+3 (the unsigned operand: Q4_0 / Q4_M
+ * nibbles q, Q8_0 w + 128) and takes the token's 4 activation bytes of those
+ * elements as vpdpbusd's broadcast memory operand (signed), so a token costs
+ * one instruction per step and nothing to arrange. The offset (8 or 128)
+ * times the block's activation sum (cpu_q8_act.isum) is the accumulator's
+ * start; Q4_M has no offset but each row's min, taken off after the block as
+ * m * dx * isum.
  * After the block: convert, scale by dw * dx, accumulate in float, lane by
  * lane; no horizontal sums, so any number of tokens per call gives a token
  * the same bits. */
-KX_INLINE void kx_ptile(int q4, int nb, const uint8_t *P, const uint8_t *X, size_t xs, float *Y, size_t ldy,
-                        int acc, int rows, const int RT)
+KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint8_t *X, size_t xs, float *Y,
+                        size_t ldy, int acc, int rows, const int RT)
 {
     enum { PT = 12 };
-    const size_t bb = cpu_pk_block_bytes(q4 ? LLM_Q4_0 : LLM_Q8_0);
-    const int off = q4 ? 8 : 128;
+    const size_t bb = cpu_pk_block_bytes(f), hb = cpu_pk_head_bytes(f);
+    const int q4 = f != CPU_PK_Q8_0, off = f == CPU_PK_Q4_0 ? 8 : f == CPU_PK_Q8_0 ? 128 : 0;
     __m512 c[PT];
 #pragma GCC unroll 12
     for (int j = 0; j < RT; j++)
@@ -404,7 +406,7 @@ KX_INLINE void kx_ptile(int q4, int nb, const uint8_t *P, const uint8_t *X, size
         if (q4) {
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                __m512i raw = _mm512_loadu_si512((const void *)(blk + CPU_PK_HEAD + 64 * k));
+                __m512i raw = _mm512_loadu_si512((const void *)(blk + hb + 64 * k));
                 __m512i lo = _mm512_and_si512(raw, _mm512_set1_epi8(0x0f));
                 __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f));
 #pragma GCC unroll 12
@@ -416,7 +418,7 @@ KX_INLINE void kx_ptile(int q4, int nb, const uint8_t *P, const uint8_t *X, size
         } else {
 #pragma GCC unroll 8
             for (int k = 0; k < 8; k++) {
-                __m512i w = _mm512_loadu_si512((const void *)(blk + CPU_PK_HEAD + 64 * k));
+                __m512i w = _mm512_loadu_si512((const void *)(blk + hb + 64 * k));
 #pragma GCC unroll 12
                 for (int j = 0; j < RT; j++)
                     s[j] = kx_dpbusd_bcast(s[j], w, a[j]->qs + 4 * k);
@@ -426,6 +428,12 @@ KX_INLINE void kx_ptile(int q4, int nb, const uint8_t *P, const uint8_t *X, size
 #pragma GCC unroll 12
         for (int j = 0; j < RT; j++)
             c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(dw, _mm512_set1_ps(a[j]->d)), c[j]);
+        if (f == CPU_PK_Q4_M) { /* - m * dx * sum(xq) */
+            __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
+#pragma GCC unroll 12
+            for (int j = 0; j < RT; j++)
+                c[j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(-a[j]->d * (float)a[j]->isum), c[j]);
+        }
     }
     __mmask16 m = rows >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rows) - 1);
 #pragma GCC unroll 12
@@ -438,22 +446,32 @@ KX_INLINE void kx_ptile(int q4, int nb, const uint8_t *P, const uint8_t *X, size
 
 #define KX_P_RT 12 /* tokens per tile: 12 integer + 12 float accumulators */
 
-static void gemm_packed(llm_dtype t, int K, const void *P, int nr, const void *X, size_t xs, int nt, float *Y,
-                        size_t ldy, int acc)
+KX_INLINE void kx_gemm_p(const cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt,
+                         float *Y, size_t ldy, int acc)
 {
-    int q4 = t == LLM_Q4_0, nb = K / LLM_QK;
-    size_t gstride = (size_t)nb * cpu_pk_block_bytes(t);
+    int nb = K / LLM_QK;
+    size_t gstride = (size_t)nb * cpu_pk_block_bytes(f);
     const uint8_t *p = P, *x = X;
     for (int r = 0; r < nr; r += CPU_PK_ROWS) {
         int rows = nr - r < CPU_PK_ROWS ? nr - r : CPU_PK_ROWS;
         const uint8_t *pg = p + (size_t)(r / CPU_PK_ROWS) * gstride;
         int j = 0;
         for (; j + KX_P_RT <= nt; j += KX_P_RT)
-            kx_ptile(q4, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, KX_P_RT);
+            kx_ptile(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, KX_P_RT);
         for (; j + 4 <= nt; j += 4)
-            kx_ptile(q4, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 4);
+            kx_ptile(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 4);
         for (; j < nt; j++)
-            kx_ptile(q4, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 1);
+            kx_ptile(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 1);
+    }
+}
+
+static void gemm_packed(cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt, float *Y,
+                        size_t ldy, int acc)
+{
+    switch (f) { /* one specialised copy per format */
+    case CPU_PK_Q8_0: kx_gemm_p(CPU_PK_Q8_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q4_0: kx_gemm_p(CPU_PK_Q4_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q4_M: kx_gemm_p(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     }
 }
 #define KX_GEMM_PACKED gemm_packed
@@ -473,12 +491,12 @@ KX_INLINE __m256i kx_bcast4(const int8_t *p)
     return _mm256_set1_epi32(v);
 }
 
-KX_INLINE void kx_ptile8(int q4, int nb, const uint8_t *P, const uint8_t *X, size_t xs, float *Y, size_t ldy,
-                         int acc, int rows, const int RT)
+KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint8_t *X, size_t xs, float *Y,
+                         size_t ldy, int acc, int rows, const int RT)
 {
     enum { PT = 3 };
-    const size_t bb = cpu_pk_block_bytes(q4 ? LLM_Q4_0 : LLM_Q8_0);
-    const int off = q4 ? 8 : 128;
+    const size_t bb = cpu_pk_block_bytes(f), hb = cpu_pk_head_bytes(f);
+    const int q4 = f != CPU_PK_Q8_0, off = f == CPU_PK_Q4_0 ? 8 : f == CPU_PK_Q8_0 ? 128 : 0;
     __m256 c[PT][2];
 #pragma GCC unroll 3
     for (int j = 0; j < RT; j++)
@@ -495,7 +513,7 @@ KX_INLINE void kx_ptile8(int q4, int nb, const uint8_t *P, const uint8_t *X, siz
         if (q4) {
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                const uint8_t *q = blk + CPU_PK_HEAD + 64 * k;
+                const uint8_t *q = blk + hb + 64 * k;
                 __m256i r0 = _mm256_loadu_si256((const __m256i *)q), r1 = _mm256_loadu_si256((const __m256i *)(q + 32));
                 __m256i m = _mm256_set1_epi8(0x0f);
                 __m256i lo0 = _mm256_and_si256(r0, m), lo1 = _mm256_and_si256(r1, m);
@@ -512,7 +530,7 @@ KX_INLINE void kx_ptile8(int q4, int nb, const uint8_t *P, const uint8_t *X, siz
         } else {
 #pragma GCC unroll 8
             for (int k = 0; k < 8; k++) {
-                const uint8_t *q = blk + CPU_PK_HEAD + 64 * k;
+                const uint8_t *q = blk + hb + 64 * k;
                 __m256i w0 = _mm256_loadu_si256((const __m256i *)q), w1 = _mm256_loadu_si256((const __m256i *)(q + 32));
 #pragma GCC unroll 3
                 for (int j = 0; j < RT; j++) {
@@ -530,6 +548,16 @@ KX_INLINE void kx_ptile8(int q4, int nb, const uint8_t *P, const uint8_t *X, siz
             c[j][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][0]), _mm256_mul_ps(dw0, dx), c[j][0]);
             c[j][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][1]), _mm256_mul_ps(dw1, dx), c[j][1]);
         }
+        if (f == CPU_PK_Q4_M) { /* - m * dx * sum(xq) */
+            __m256 mw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32)));
+            __m256 mw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 48)));
+#pragma GCC unroll 3
+            for (int j = 0; j < RT; j++) {
+                __m256 mx = _mm256_set1_ps(-a[j]->d * (float)a[j]->isum);
+                c[j][0] = _mm256_fmadd_ps(mw0, mx, c[j][0]);
+                c[j][1] = _mm256_fmadd_ps(mw1, mx, c[j][1]);
+            }
+        }
     }
 #pragma GCC unroll 3
     for (int j = 0; j < RT; j++) {
@@ -541,24 +569,34 @@ KX_INLINE void kx_ptile8(int q4, int nb, const uint8_t *P, const uint8_t *X, siz
     }
 }
 
-static void gemm_packed(llm_dtype t, int K, const void *P, int nr, const void *X, size_t xs, int nt, float *Y,
-                        size_t ldy, int acc)
+KX_INLINE void kx_gemm_p8(const cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt,
+                          float *Y, size_t ldy, int acc)
 {
-    int q4 = t == LLM_Q4_0, nb = K / LLM_QK;
-    size_t gstride = (size_t)nb * cpu_pk_block_bytes(t);
+    int nb = K / LLM_QK;
+    size_t gstride = (size_t)nb * cpu_pk_block_bytes(f);
     const uint8_t *p = P, *x = X;
     for (int r = 0; r < nr; r += CPU_PK_ROWS) {
         int rows = nr - r < CPU_PK_ROWS ? nr - r : CPU_PK_ROWS;
         const uint8_t *pg = p + (size_t)(r / CPU_PK_ROWS) * gstride;
         int j = 0;
-        if (q4) /* 2 tokens: 4 integer + 4 float accumulators + 4 weight registers in 16 ymm */
+        if (f != CPU_PK_Q8_0) /* 2 tokens: 4 integer + 4 float accumulators + 4 weight registers in 16 ymm */
             for (; j + 2 <= nt; j += 2)
-                kx_ptile8(1, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 2);
+                kx_ptile8(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 2);
         else /* 3 tokens: 6 + 6 accumulators + 2 weight registers */
             for (; j + 3 <= nt; j += 3)
-                kx_ptile8(0, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 3);
+                kx_ptile8(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 3);
         for (; j < nt; j++)
-            kx_ptile8(q4, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 1);
+            kx_ptile8(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 1);
+    }
+}
+
+static void gemm_packed(cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt, float *Y,
+                        size_t ldy, int acc)
+{
+    switch (f) { /* one specialised copy per format */
+    case CPU_PK_Q8_0: kx_gemm_p8(CPU_PK_Q8_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q4_0: kx_gemm_p8(CPU_PK_Q4_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q4_M: kx_gemm_p8(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     }
 }
 #define KX_GEMM_PACKED gemm_packed

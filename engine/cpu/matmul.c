@@ -47,7 +47,7 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     size_t xs;
     /* r0 is a multiple of CHUNK_ROWS, so of CPU_PK_ROWS */
     const uint8_t *packed = o->packed == NULL ? NULL
-        : o->packed + (size_t)(r0 / CPU_PK_ROWS) * (size_t)(mm->K / LLM_QK) * cpu_pk_block_bytes(t);
+        : o->packed->data + (size_t)(r0 / CPU_PK_ROWS) * (size_t)(mm->K / LLM_QK) * cpu_pk_block_bytes(o->packed->fmt);
     if (packed == NULL && widen(k, t, mm->n)) {
         float *buf = j->st->wbuf + (size_t)ith * j->st->wbuf_floats;
         k->dequant_rows(t, w, ws, r1 - r0, mm->K, buf);
@@ -69,7 +69,7 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
         const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * xs;
         float *yt = o->y + (size_t)t0 * o->ldy + r0;
         if (packed != NULL)
-            k->gemm_packed(t, mm->K, packed, r1 - r0, xt, xs, nt, yt, o->ldy, o->accumulate);
+            k->gemm_packed(o->packed->fmt, mm->K, packed, r1 - r0, xt, xs, nt, yt, o->ldy, o->accumulate);
         else
             gemm(mm->K, w, ws, r1 - r0, xt, xs, nt, yt, o->ldy, o->accumulate);
     }

@@ -24,7 +24,7 @@ typedef struct {
 static void touch(const llm_tensor *t)
 {
     size_t bytes = llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]) * (size_t)t->ne[1];
-    if (bytes == 0 || t->data == NULL)
+    if (bytes == 0 || t->data == NULL || t->cpu_packed) /* packed at prepare: in memory, and not that size */
         return;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uintptr_t a = (uintptr_t)t->data, lo = a & ~(uintptr_t)(page - 1);

@@ -5,13 +5,24 @@
  * instead of per (row, token, 4 elements) plus horizontal sums
  * (docs/design-notes.md has the figures). The cost is memory: the packed copy
  * has the matrices' size, and they stay mapped (the embedding and the
- * classifier are read from there; the page cache may drop the rest). Matrices the loader converted
- * (K-quants, model_gguf.c) are already in memory and are left as they are,
- * rather than held twice. LLM_CPU_REPACK=0 keeps the stored layout. */
+ * classifier are read from there; the page cache may drop the rest).
+ * Matrices the loader converted (K-quants, model_gguf.c) are already in
+ * memory: llm_cpu_prepare_model packs those before serve forks its worker, so
+ * that no copy-on-write page is ever duplicated. Q4_K ones are packed from the
+ * file's blocks into CPU_PK_Q4_M (5 bits a weight), replacing their Q8_0
+ * conversion; the others in place (16 stored rows occupy the bytes of one
+ * packed group). Unprepared, they run as stored. LLM_CPU_REPACK=0 keeps the
+ * stored layout. */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_features.h"
+#include "gguf_quants.h"
+#include "model_priv.h"
 
 typedef struct {
     int n;
@@ -19,46 +30,83 @@ typedef struct {
     uint8_t *dst[CPU_PK_MAX];
 } repack_job;
 
-size_t cpu_packed_bytes(const llm_tensor *t)
+size_t cpu_packed_bytes(const llm_tensor *t, cpu_pk_fmt f)
 {
     size_t groups = ((size_t)t->ne[1] + CPU_PK_ROWS - 1) / CPU_PK_ROWS;
-    return groups * (size_t)(t->ne[0] / LLM_QK) * cpu_pk_block_bytes(t->type);
+    return groups * (size_t)(t->ne[0] / LLM_QK) * cpu_pk_block_bytes(f);
 }
 
-/* Group g of t (CPU_PK_ROWS rows, zero rows past the end) into dst. */
-static void pack_group(const llm_tensor *t, size_t g, uint8_t *dst)
+static size_t group_bytes(const llm_tensor *t, cpu_pk_fmt f)
 {
-    int q4 = t->type == LLM_Q4_0, nb = (int)(t->ne[0] / LLM_QK);
-    size_t rb = llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(t->type);
+    return (size_t)(t->ne[0] / LLM_QK) * cpu_pk_block_bytes(f);
+}
+
+/* Q8_0 / Q4_0: the n stored rows from rows (zero rows past those) into dst. */
+static void pack_stored(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst)
+{
+    cpu_pk_fmt f = cpu_pk_fmt_of(t->type);
+    int nb = (int)(t->ne[0] / LLM_QK);
+    size_t rb = llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(f), hb = cpu_pk_head_bytes(f);
     for (int b = 0; b < nb; b++) {
         uint8_t *o = dst + (size_t)b * bb;
         memset(o, 0, bb);
-        for (int r = 0; r < CPU_PK_ROWS; r++) {
-            size_t row = g * CPU_PK_ROWS + (size_t)r;
-            if (row >= (size_t)t->ne[1])
-                break;
-            const uint8_t *src = (const uint8_t *)t->data + row * rb;
-            if (q4) {
+        for (size_t r = 0; r < n; r++) {
+            const uint8_t *src = rows + r * rb;
+            if (f == CPU_PK_Q4_0) {
                 const llm_block_q4_0 *blk = (const llm_block_q4_0 *)src + b;
                 memcpy(o + 2 * r, &blk->d, 2);
                 for (int k = 0; k < 4; k++)
-                    memcpy(o + CPU_PK_HEAD + 64 * k + 4 * r, blk->qs + 4 * k, 4);
+                    memcpy(o + hb + 64 * k + 4 * r, blk->qs + 4 * k, 4);
             } else {
                 const llm_block_q8_0 *blk = (const llm_block_q8_0 *)src + b;
                 memcpy(o + 2 * r, &blk->d, 2);
                 for (int k = 0; k < 8; k++)
                     for (int e = 0; e < 4; e++)
-                        o[CPU_PK_HEAD + 64 * k + 4 * r + e] = (uint8_t)(blk->qs[4 * k + e] ^ 0x80);
+                        o[hb + 64 * k + 4 * r + e] = (uint8_t)(blk->qs[4 * k + e] ^ 0x80);
             }
         }
     }
 }
 
-void cpu_pack_matrix(const llm_tensor *t, uint8_t *dst)
+/* CPU_PK_Q4_M from n rows of Q4_K blocks (zero rows past those). */
+static void pack_q4_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst)
+{
+    int nb = (int)(t->ne[0] / LLM_QK);
+    size_t rb = gguf_qtype_row_bytes(GGML_Q4_K, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q4_M);
+    for (int b = 0; b < nb; b++) {
+        uint8_t *o = dst + (size_t)b * bb;
+        memset(o, 0, bb);
+        for (size_t r = 0; r < n; r++) {
+            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * gguf_qtype_row_bytes(GGML_Q4_K, LLM_QK_K);
+            float scale, min;
+            uint8_t q[32];
+            gguf_q4_K_sub(sb, b % 8, &scale, &min, q);
+            uint16_t d = llm_f32_to_fp16(scale), m = llm_f32_to_fp16(min);
+            memcpy(o + 2 * r, &d, 2);
+            memcpy(o + 32 + 2 * r, &m, 2);
+            for (int k = 0; k < 4; k++)
+                for (int e = 0; e < 4; e++)
+                    o[64 + 64 * k + 4 * r + e] = (uint8_t)(q[4 * k + e] | q[16 + 4 * k + e] << 4);
+        }
+    }
+}
+
+/* Group g of t in format f into dst: Q4_M from the file's Q4_K blocks (t->src), the others from t's rows. */
+static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst)
+{
+    size_t r0 = g * CPU_PK_ROWS, rows = (size_t)t->ne[1];
+    size_t n = rows - r0 < CPU_PK_ROWS ? rows - r0 : CPU_PK_ROWS;
+    if (f == CPU_PK_Q4_M)
+        pack_q4_K(t, (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(GGML_Q4_K, (uint64_t)t->ne[0]), n, dst);
+    else
+        pack_stored(t, (const uint8_t *)t->data + r0 * llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]), n, dst);
+}
+
+void cpu_pack_matrix(const llm_tensor *t, cpu_pk_fmt f, uint8_t *dst)
 {
     size_t groups = ((size_t)t->ne[1] + CPU_PK_ROWS - 1) / CPU_PK_ROWS;
     for (size_t g = 0; g < groups; g++)
-        pack_group(t, g, dst + g * (size_t)(t->ne[0] / LLM_QK) * cpu_pk_block_bytes(t->type));
+        pack_group(t, f, g, dst + g * group_bytes(t, f));
 }
 
 static void repack_worker(void *ctx, int ith, int nth)
@@ -66,17 +114,27 @@ static void repack_worker(void *ctx, int ith, int nth)
     repack_job *j = ctx;
     for (int i = 0; i < j->n; i++) {
         const llm_tensor *t = j->t[i];
+        cpu_pk_fmt f = cpu_pk_fmt_of(t->type);
         size_t groups = ((size_t)t->ne[1] + CPU_PK_ROWS - 1) / CPU_PK_ROWS;
-        size_t gbytes = (size_t)(t->ne[0] / LLM_QK) * cpu_pk_block_bytes(t->type);
         for (size_t g = (size_t)ith; g < groups; g += (size_t)nth)
-            pack_group(t, g, j->dst[i] + g * gbytes);
+            pack_group(t, f, g, j->dst[i] + g * group_bytes(t, f));
     }
+}
+
+int cpu_packing_on(const cpu_kernels *k)
+{
+    const char *env = getenv("LLM_CPU_REPACK");
+    return k->gemm_packed != NULL && !(env != NULL && strcmp(env, "0") == 0);
+}
+
+static int packable(const llm_tensor *t)
+{
+    return (t->type == LLM_Q8_0 || t->type == LLM_Q4_0) && t->ne[0] % LLM_QK == 0;
 }
 
 int cpu_repack_weights(cpu_state *st)
 {
-    const char *env = getenv("LLM_CPU_REPACK");
-    if (st->kern->gemm_packed == NULL || (env != NULL && strcmp(env, "0") == 0))
+    if (!cpu_packing_on(st->kern))
         return 0;
     const llm_model *m = st->m;
     int n_layers = m->cfg.n_layers;
@@ -86,7 +144,7 @@ int cpu_repack_weights(cpu_state *st)
         free(j);
         return -1;
     }
-    /* One arena for every packed matrix (64-byte aligned offsets). */
+    /* One arena for every packed copy (64-byte aligned offsets). */
     for (int pass = 0; pass < 2; pass++) {
         size_t off = 0;
         for (int l = 0; l < n_layers; l++) {
@@ -94,11 +152,17 @@ int cpu_repack_weights(cpu_state *st)
             cpu_layer_mats(&m->layers[l], mats);
             for (int i = 0; i < CPU_PK_MATS; i++) {
                 const llm_tensor *t = mats[i];
-                if ((t->type != LLM_Q8_0 && t->type != LLM_Q4_0) || t->ne[0] % LLM_QK != 0 ||
-                    llm_model_owns(m, t->data)) /* converted at load: not a second copy */
+                cpu_pk_mat *pm = &st->packed[l * CPU_PK_MATS + i];
+                if (t->cpu_packed) { /* packed by llm_cpu_prepare_model */
+                    pm->data = t->data;
+                    pm->fmt = (cpu_pk_fmt)(t->cpu_packed - 1);
+                    continue;
+                }
+                if (!packable(t) || llm_model_owns(m, t->data)) /* converted at load: not a second copy */
                     continue;
                 if (pass == 1) {
-                    st->packed[l * CPU_PK_MATS + i] = st->packed_arena + off;
+                    pm->data = st->packed_arena + off;
+                    pm->fmt = cpu_pk_fmt_of(t->type);
                     j->t[j->n] = t;
                     j->dst[j->n++] = st->packed_arena + off;
                     if (j->n == CPU_PK_MAX) {
@@ -106,7 +170,7 @@ int cpu_repack_weights(cpu_state *st)
                         j->n = 0;
                     }
                 }
-                off += (cpu_packed_bytes(t) + 63) / 64 * 64;
+                off += (cpu_packed_bytes(t, cpu_pk_fmt_of(t->type)) + 63) / 64 * 64;
             }
         }
         if (pass == 0) {
@@ -122,6 +186,163 @@ int cpu_repack_weights(cpu_state *st)
         cpu_pool_run(st->pool, repack_worker, j);
     free(j);
     return 0;
+}
+
+/* llm_cpu_prepare_model's work list: each matrix packed into dst (Q4_M, a
+ * new buffer) or in place (dst NULL: each thread packs a group into its own
+ * scratch, then copies it back over the rows it came from). */
+typedef struct {
+    llm_tensor *t;
+    const void *id;     /* its data, or its source while its conversion is deferred (model.h) */
+    cpu_pk_fmt  fmt;
+    uint8_t    *dst;
+} prep_item;
+
+typedef struct {
+    int n;
+    prep_item *it;       /* [n] */
+    uint8_t *scratch;    /* [nth][scratch_bytes] */
+    size_t scratch_bytes;
+} prep_job;
+
+static void prep_worker(void *ctx, int ith, int nth)
+{
+    prep_job *j = ctx;
+    uint8_t *tmp = j->scratch + (size_t)ith * j->scratch_bytes;
+    for (int i = 0; i < j->n; i++) {
+        const prep_item *it = &j->it[i];
+        size_t groups = ((size_t)it->t->ne[1] + CPU_PK_ROWS - 1) / CPU_PK_ROWS, gb = group_bytes(it->t, it->fmt);
+        uint8_t *data = (uint8_t *)(uintptr_t)it->t->data;
+        for (size_t g = (size_t)ith; g < groups; g += (size_t)nth) {
+            if (it->dst != NULL) {
+                pack_group(it->t, it->fmt, g, it->dst + g * gb);
+            } else {
+                pack_group(it->t, it->fmt, g, tmp);
+                memcpy(data + g * gb, tmp, gb);
+            }
+        }
+    }
+}
+
+static const void *ident(const llm_tensor *t)
+{
+    return t->data != NULL ? t->data : t->src;
+}
+
+static int listed(const prep_job *j, const void *id)
+{
+    for (int i = 0; i < j->n; i++)
+        if (j->it[i].id == id)
+            return 1;
+    return 0;
+}
+
+/* A Q4_K source whose sub-block scales and mins fit fp16: d * 63 and dmin *
+ * 63 (6-bit factors) finite and in range in every super-block. */
+static int q4_K_fits(const llm_tensor *t)
+{
+    if (t->src == NULL || t->src_type != GGML_Q4_K || t->ne[0] % LLM_QK_K != 0)
+        return 0;
+    size_t n = (size_t)(t->ne[0] / LLM_QK_K) * (size_t)t->ne[1], bb = gguf_qtype_row_bytes(GGML_Q4_K, LLM_QK_K);
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *b = (const uint8_t *)t->src + i * bb;
+        float d = llm_fp16_to_f32((uint16_t)(b[0] | b[1] << 8)), dmin = llm_fp16_to_f32((uint16_t)(b[2] | b[3] << 8));
+        if (!(fabsf(d) * 63.0f <= 65504.0f) || !(fabsf(dmin) * 63.0f <= 65504.0f))
+            return 0;
+    }
+    return 1;
+}
+
+static void layer_mats_rw(llm_layer *L, llm_tensor *mats[CPU_PK_MATS])
+{
+    cpu_layer_mats(L, (const llm_tensor **)mats);
+}
+
+int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
+{
+    const cpu_kernels *kern = cpu_kernels_select(err);
+    if (kern == NULL)
+        return -1;
+    if (!cpu_packing_on(kern))
+        return 0;
+    prep_job job = { 0 }, *j = &job;
+    cpu_threadpool *pool = NULL;
+    if ((j->it = calloc((size_t)m->cfg.n_layers * CPU_PK_MATS, sizeof(*j->it))) == NULL)
+        goto oom;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        llm_tensor *mats[CPU_PK_MATS];
+        layer_mats_rw(&m->layers[l], mats);
+        for (int i = 0; i < CPU_PK_MATS; i++) {
+            llm_tensor *t = mats[i];
+            int deferred = t->data == NULL;
+            if (t->cpu_packed || !packable(t) || listed(j, ident(t)) || (!deferred && !llm_model_owns(m, t->data)))
+                continue;
+            prep_item *it = &j->it[j->n];
+            if (q4_K_fits(t)) {
+                it->fmt = CPU_PK_Q4_M;
+                if ((it->dst = cpu_alloc_huge(cpu_packed_bytes(t, CPU_PK_Q4_M))) == NULL)
+                    goto oom;
+            } else if (deferred) { /* llm_model_finish_deferred converts it */
+                continue;
+            } else if (t->ne[1] % CPU_PK_ROWS == 0) { /* in place needs whole groups; else it stays as stored */
+                it->fmt = cpu_pk_fmt_of(t->type);
+                if (group_bytes(t, it->fmt) > j->scratch_bytes)
+                    j->scratch_bytes = group_bytes(t, it->fmt);
+            } else {
+                continue;
+            }
+            it->t = t;
+            it->id = ident(t);
+            j->n++;
+        }
+    }
+    if (j->n > 0) {
+        int nth = o != NULL && o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        nth = nth < 1 ? 1 : nth;
+        pool = cpu_pool_create(nth);
+        j->scratch = malloc((size_t)nth * (j->scratch_bytes > 0 ? j->scratch_bytes : 1));
+        if (pool == NULL || j->scratch == NULL)
+            goto oom;
+        cpu_pool_run(pool, prep_worker, j);
+        cpu_pool_destroy(pool);
+        pool = NULL;
+    }
+    /* Every layer tensor over those bytes (aliases included) now reads the packed format. */
+    for (int i = 0; i < j->n; i++) {
+        prep_item *it = &j->it[i];
+        const void *now = it->t->data;
+        if (it->dst != NULL) {
+            if (it->t->data != NULL) {
+                llm_model_replace_owned(m, it->t->data, it->dst); /* frees the Q8_0 conversion */
+            } else if (llm_model_own(m, it->dst, err) != 0) { /* frees dst */
+                it->dst = NULL;
+                goto fail;
+            }
+            now = it->dst;
+            it->dst = NULL;
+        }
+        for (int l = 0; l < m->cfg.n_layers; l++) {
+            llm_tensor *mats[CPU_PK_MATS];
+            layer_mats_rw(&m->layers[l], mats);
+            for (int k = 0; k < CPU_PK_MATS; k++)
+                if (!mats[k]->cpu_packed && ident(mats[k]) == it->id) {
+                    mats[k]->data = now;
+                    mats[k]->cpu_packed = (int)it->fmt + 1;
+                }
+        }
+    }
+    free(j->scratch);
+    free(j->it);
+    return 0;
+oom:
+    llm_seterr(err, "cpu backend: out of memory (or threads) packing the converted weights");
+fail:
+    cpu_pool_destroy(pool);
+    for (int i = 0; j->it != NULL && i <= j->n && i < m->cfg.n_layers * CPU_PK_MATS; i++)
+        free(j->it[i].dst);
+    free(j->scratch);
+    free(j->it);
+    return -1;
 }
 
 void cpu_repack_free(cpu_state *st)

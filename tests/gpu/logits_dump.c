@@ -47,7 +47,7 @@ int main(int argc, char **argv)
         chunk = P;
 
     llm_err err = { { 0 } };
-    llm_model *m = llm_model_load(model, NULL, &err);
+    llm_model *m = llm_model_load_ex(model, NULL, LLM_LOAD_DEFER_Q4_K, &err); /* as generate and serve */
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
@@ -57,7 +57,9 @@ int main(int argc, char **argv)
     o.block_size = bs;
     o.kv_blocks = (P + bs - 1) / bs + 1;
     llm_backend *b = NULL;
-    if (strcmp(bname, "cuda") == 0) {
+    if (llm_backend_prepare(bname, m, &o, &err) != 0) { /* as generate and serve do */
+        ;
+    } else if (strcmp(bname, "cuda") == 0) {
         const llm_backend_ops *ops = llm_cuda_ops_load(&err);
         if (ops != NULL && (b = calloc(1, sizeof(*b))) != NULL) {
             b->ops = ops;
