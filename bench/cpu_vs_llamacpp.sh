@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Our CPU engine beside llama.cpp (node-llama-cpp@3.21.1's CPU build) on the
-# same stories110m-shaped GGUF in F16, Q8_0 and Q4_0: 2 threads each, the same
-# 128-token prompt (given as ids), 128 greedy tokens. Prints prefill and decode
+# same stories110m-shaped GGUF (or PRESET: llama-3.2-1b, ...) in F16, Q8_0 and
+# Q4_0: 2 threads each, the same 128-token prompt (given as ids), NGEN greedy
+# tokens (128). Prints prefill and decode
 # tokens/s for both and our/llama.cpp ratios. Each side runs REPS times,
 # alternating, and the best run of each is reported (the machine is noisy).
 #
 #   bash bench/cpu_vs_llamacpp.sh            # REPS=3 THREADS=2 DTYPES="f16 q8_0 q4_0"
 #   DTYPES="q4_K_M q6_K" bash bench/cpu_vs_llamacpp.sh
+#   PRESET=llama-3.2-1b DTYPES="q4_K_M q8_0" NGEN=32 REPS=2 bash bench/cpu_vs_llamacpp.sh
 # Types gen-model does not write (q4_K_M, q5_K_M, q6_K, q4_1, ...) are made by
 # llama.cpp's own quantiser from the F32 file (build/parity/ggml_ref); our
 # engine converts them to Q8_0 at load (engine/gguf_quants.h), llama.cpp runs
@@ -18,6 +20,7 @@ REPS=${REPS:-3}
 THREADS=${THREADS:-2}
 DTYPES=${DTYPES:-"f16 q8_0 q4_0"}
 NGEN=${NGEN:-128}
+PRESET=${PRESET:-stories110m}
 MODELS=${MODELS:-bench/models}
 
 make -s engine build/parity/ggml_ref
@@ -33,13 +36,13 @@ best() { sort -g | tail -n 1; }
 printf '%-6s | %14s %14s %7s | %14s %14s %7s\n' dtype "prefill ours" "llama.cpp" ratio "decode ours" "llama.cpp" ratio
 printf '%s\n' "-------+----------------------------------------+---------------------------------------"
 for dt in $DTYPES; do
-    model="$MODELS/stories110m-$dt.gguf"
+    model="$MODELS/$PRESET-$dt.gguf"
     case $dt in
     f32|f16|bf16|q8_0|q4_0)
-        [ -f "$model" ] || build/llm-engine gen-model --preset stories110m --dtype "$dt" --out "$model" --seed 1 2>/dev/null ;;
+        [ -f "$model" ] || build/llm-engine gen-model --preset "$PRESET" --dtype "$dt" --out "$model" --seed 1 2>/dev/null ;;
     *)
-        f32="$MODELS/stories110m-f32.gguf"
-        [ -f "$f32" ] || build/llm-engine gen-model --preset stories110m --dtype f32 --out "$f32" --seed 1 2>/dev/null
+        f32="$MODELS/$PRESET-f32.gguf"
+        [ -f "$f32" ] || build/llm-engine gen-model --preset "$PRESET" --dtype f32 --out "$f32" --seed 1 2>/dev/null
         [ -f "$model" ] || build/parity/ggml_ref quantize "$LLAMA_LIBS" "$f32" "$model" "$dt" >/dev/null 2>&1 ;;
     esac
     op=(); od=(); lp=(); ld=()
@@ -58,4 +61,4 @@ for dt in $DTYPES; do
     awk -v dt="$dt" -v p1="$p1" -v p2="$p2" -v d1="$d1" -v d2="$d2" 'BEGIN {
         printf "%-6s | %14.1f %14.1f %6.2fx | %14.1f %14.1f %6.2fx\n", dt, p1, p2, p1 / p2, d1, d2, d1 / d2 }'
 done
-echo "(tokens/s, best of $REPS runs each, $THREADS threads, 128-token prompt, $NGEN generated; $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+echo "($PRESET shape; tokens/s, best of $REPS runs each, $THREADS threads, 128-token prompt, $NGEN generated; $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"

@@ -70,6 +70,10 @@ int llm_model_cpu_packed(const llm_model *m, int *from_q4_K)
                 q4k += mats[i]->src_type == GGML_Q4_K;
             }
     }
+    if (m->tok_embd.cpu_packed || m->output.cpu_packed) { /* the classifier (and a tied embedding) */
+        n++;
+        q4k += (m->output.cpu_packed ? m->output.src_type : m->tok_embd.src_type) == GGML_Q4_K;
+    }
     if (from_q4_K != NULL)
         *from_q4_K = q4k;
     return n;

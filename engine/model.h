@@ -120,8 +120,9 @@ int llm_model_validate(llm_model *m, llm_err *err);
  * copies in memory. */
 int llm_model_owns(const llm_model *m, const void *p);
 
-/* How many layer matrices of m are in a CPU packed format (llm_tensor.cpu_packed),
- * and (if not NULL) how many of those came from Q4_K blocks. */
+/* How many matrices of m (layers' and the classifier) are in a CPU packed
+ * format (llm_tensor.cpu_packed), and (if not NULL) how many of those came
+ * from Q4_K blocks. */
 int llm_model_cpu_packed(const llm_model *m, int *from_q4_K);
 
 /* Human-readable description (info subcommand). */

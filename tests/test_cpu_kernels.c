@@ -183,7 +183,7 @@ static void test_gemm_packed(const cpu_kernels *k)
         cpu_pk_fmt f = (cpu_pk_fmt)fi;
         llm_dtype t = f == CPU_PK_Q4_0 ? LLM_Q4_0 : LLM_Q8_0;
         double worst = 0.0, worst_src = 0.0;
-        int same = 1;
+        int same = 1, rows_back = 1;
         for (size_t a = 0; a < sizeof(Ks) / sizeof(Ks[0]); a++)
             for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
                 for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
@@ -231,6 +231,11 @@ static void test_gemm_packed(const cpu_kernels *k)
                     }
                     uint8_t *p = malloc(cpu_packed_bytes(&tw, f));
                     cpu_pack_matrix(&tw, f, p);
+                    for (int r = 0; r < nr; r++) { /* rows read back (embedding lookups) */
+                        float back[512];
+                        cpu_pk_row_to_f32(f, p, K, (size_t)r, back);
+                        rows_back &= memcmp(back, wd + (size_t)r * K, (size_t)K * sizeof(float)) == 0;
+                    }
                     for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
                     k->gemm_packed(f, K, p, nr, xq, xs, nt, y, ldy, accumulate);
                     for (int j = 0; j < nt; j++) {
@@ -258,6 +263,7 @@ static void test_gemm_packed(const cpu_kernels *k)
         ok(worst < 1e-5, "%s packed %s gemm (row groups, token pairs, tails): worst relative error %.2g", k->name,
            names[fi], worst);
         ok(same, "%s packed %s: each token alone gives the bits it gets in a batch", k->name, names[fi]);
+        ok(rows_back, "%s packed %s: every row read back as its values", k->name, names[fi]);
         if (f == CPU_PK_Q4_M)
             ok(worst_src <= 4.9e-4, "%s packed q4_M: weights within fp16 rounding (2^-11) of the Q4_K file's "
                "(worst %.2g of the sub-block's range)",

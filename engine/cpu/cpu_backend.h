@@ -13,6 +13,12 @@ typedef struct {
     float *cos, *sin;    /* [n_pos][half_dim] */
 } cpu_rope;
 
+/* A matrix in a packed format (kernels.h: CPU_PK_*). */
+typedef struct cpu_pk_mat {
+    const uint8_t *data;
+    cpu_pk_fmt     fmt;
+} cpu_pk_mat;
+
 typedef struct {
     const llm_model   *m;
     const cpu_kernels *kern;
@@ -28,16 +34,12 @@ typedef struct {
     float *scores;                 /* [nth][seq_len] attention weights */
     float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats */
     size_t wbuf_floats;            /* CPU_MM_CHUNK_ROWS * widest K */
-    struct cpu_pk_mat *packed;     /* [n_layers][CPU_PK_MATS] packed matrices (data NULL: as stored) */
+    cpu_pk_mat *packed;            /* [n_layers][CPU_PK_MATS] packed matrices (data NULL: as stored) */
+    cpu_pk_mat packed_cls;         /* the classifier packed (data NULL: as stored) */
     uint8_t *packed_arena;         /* where the packed copies live */
 } cpu_state;
 
 /* A matrix in a packed format (kernels.h: CPU_PK_*). */
-typedef struct cpu_pk_mat {
-    const uint8_t *data;
-    cpu_pk_fmt     fmt;
-} cpu_pk_mat;
-
 /* A layer's seven matrices, in this order (prefault.c touches them, repack.c packs them). */
 enum { CPU_W_Q, CPU_W_K, CPU_W_V, CPU_W_O, CPU_W_GATE, CPU_W_UP, CPU_W_DOWN, CPU_PK_MATS };
 static inline void cpu_layer_mats(const llm_layer *L, const llm_tensor *mats[CPU_PK_MATS])
@@ -94,6 +96,8 @@ int  cpu_packing_on(const cpu_kernels *k);
  * used where they are). -1 when out of memory (cpu_repack_free then undoes it). */
 int  cpu_repack_weights(cpu_state *st);
 void cpu_repack_free(cpu_state *st);
+/* Row row of a packed K-column matrix P (format f) as floats (embedding lookups of a packed tied classifier). */
+void cpu_pk_row_to_f32(cpu_pk_fmt f, const uint8_t *P, int K, size_t row, float *out);
 /* One matrix (rows a multiple of 32 elements) in packed format f: its size,
  * and packed into dst. Q8_0 / Q4_0 from its rows (f: cpu_pk_fmt_of(type));
  * CPU_PK_Q4_M from its Q4_K source (t->src). */

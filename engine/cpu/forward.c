@@ -184,9 +184,14 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         return LLM_BACKEND_NOMEM;
     }
     size_t erow = llm_dtype_row_bytes(m->tok_embd.type, (uint64_t)c->dim);
-    for (int t = 0; t < n; t++)
-        llm_row_to_f32(m->tok_embd.type, (const uint8_t *)m->tok_embd.data + (size_t)b->tokens[t] * erow,
-                       st->x + (size_t)t * c->dim, (size_t)c->dim);
+    for (int t = 0; t < n; t++) {
+        if (m->tok_embd.cpu_packed) /* a tied classifier packed at prepare */
+            cpu_pk_row_to_f32((cpu_pk_fmt)(m->tok_embd.cpu_packed - 1), m->tok_embd.data, c->dim,
+                              (size_t)b->tokens[t], st->x + (size_t)t * c->dim);
+        else
+            llm_row_to_f32(m->tok_embd.type, (const uint8_t *)m->tok_embd.data + (size_t)b->tokens[t] * erow,
+                           st->x + (size_t)t * c->dim, (size_t)c->dim);
+    }
 
     for (int l = 0; l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
@@ -235,7 +240,8 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         llm_seterr(err, "cpu backend: logits requested but no output buffer given");
         return -1;
     }
-    cpu_mm_out out = { classifier(m), logits, (size_t)c->vocab_size, 0, NULL };
+    cpu_mm_out out = { classifier(m), logits, (size_t)c->vocab_size, 0,
+                       st->packed_cls.data != NULL ? &st->packed_cls : NULL };
     cpu_mm mc = { .x = st->x, .xs = (size_t)c->dim, .n = nw, .K = c->dim, .norm = m->out_norm.data,
                   .xn = st->xb, .eps = c->norm_eps, .outs = &out, .n_outs = 1 };
     cpu_matmul(st, &mc);

@@ -465,16 +465,7 @@ KX_INLINE void kx_gemm_p(const cpu_pk_fmt f, int K, const void *P, int nr, const
     }
 }
 
-static void gemm_packed(cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt, float *Y,
-                        size_t ldy, int acc)
-{
-    switch (f) { /* one specialised copy per format */
-    case CPU_PK_Q8_0: kx_gemm_p(CPU_PK_Q8_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
-    case CPU_PK_Q4_0: kx_gemm_p(CPU_PK_Q4_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
-    case CPU_PK_Q4_M: kx_gemm_p(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
-    }
-}
-#define KX_GEMM_PACKED gemm_packed
+#define KX_GEMM_P_DRIVER kx_gemm_p
 #endif
 
 #ifdef KX_AVXVNNI
@@ -590,13 +581,17 @@ KX_INLINE void kx_gemm_p8(const cpu_pk_fmt f, int K, const void *P, int nr, cons
     }
 }
 
+#define KX_GEMM_P_DRIVER kx_gemm_p8
+#endif
+
+#ifdef KX_GEMM_P_DRIVER
 static void gemm_packed(cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt, float *Y,
                         size_t ldy, int acc)
 {
     switch (f) { /* one specialised copy per format */
-    case CPU_PK_Q8_0: kx_gemm_p8(CPU_PK_Q8_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
-    case CPU_PK_Q4_0: kx_gemm_p8(CPU_PK_Q4_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
-    case CPU_PK_Q4_M: kx_gemm_p8(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q8_0: KX_GEMM_P_DRIVER(CPU_PK_Q8_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q4_0: KX_GEMM_P_DRIVER(CPU_PK_Q4_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q4_M: KX_GEMM_P_DRIVER(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     }
 }
 #define KX_GEMM_PACKED gemm_packed

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend_util.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_features.h"
 #include "gguf_quants.h"
@@ -109,6 +110,30 @@ void cpu_pack_matrix(const llm_tensor *t, cpu_pk_fmt f, uint8_t *dst)
         pack_group(t, f, g, dst + g * group_bytes(t, f));
 }
 
+void cpu_pk_row_to_f32(cpu_pk_fmt f, const uint8_t *P, int K, size_t row, float *out)
+{
+    size_t bb = cpu_pk_block_bytes(f), hb = cpu_pk_head_bytes(f), r = row % CPU_PK_ROWS;
+    const uint8_t *g = P + row / CPU_PK_ROWS * (size_t)(K / LLM_QK) * bb;
+    for (int b = 0; b < K / LLM_QK; b++, g += bb, out += LLM_QK) {
+        uint16_t dh, mh = 0;
+        memcpy(&dh, g + 2 * r, 2);
+        if (f == CPU_PK_Q4_M)
+            memcpy(&mh, g + 32 + 2 * r, 2);
+        float d = llm_fp16_to_f32(dh), mn = llm_fp16_to_f32(mh);
+        for (int k = 0; k < (f == CPU_PK_Q8_0 ? 8 : 4); k++)
+            for (int e = 0; e < 4; e++) {
+                uint8_t v = g[hb + 64 * (size_t)k + 4 * r + (size_t)e];
+                if (f == CPU_PK_Q8_0) {
+                    out[4 * k + e] = d * (float)(int8_t)(v ^ 0x80);
+                } else {
+                    int off = f == CPU_PK_Q4_0 ? 8 : 0;
+                    out[4 * k + e] = d * (float)((v & 15) - off) - mn;
+                    out[16 + 4 * k + e] = d * (float)((v >> 4) - off) - mn;
+                }
+            }
+    }
+}
+
 static void repack_worker(void *ctx, int ith, int nth)
 {
     repack_job *j = ctx;
@@ -172,6 +197,23 @@ int cpu_repack_weights(cpu_state *st)
                 }
                 off += (cpu_packed_bytes(t, cpu_pk_fmt_of(t->type)) + 63) / 64 * 64;
             }
+        }
+        const llm_tensor *cls = llm_classifier(m); /* the last slot */
+        if (cls->cpu_packed) {
+            st->packed_cls.data = cls->data;
+            st->packed_cls.fmt = (cpu_pk_fmt)(cls->cpu_packed - 1);
+        } else if (packable(cls) && !llm_model_owns(m, cls->data)) {
+            if (pass == 1) {
+                if (j->n == CPU_PK_MAX) {
+                    cpu_pool_run(st->pool, repack_worker, j);
+                    j->n = 0;
+                }
+                st->packed_cls.data = st->packed_arena + off;
+                st->packed_cls.fmt = cpu_pk_fmt_of(cls->type);
+                j->t[j->n] = cls;
+                j->dst[j->n++] = st->packed_arena + off;
+            }
+            off += (cpu_packed_bytes(cls, cpu_pk_fmt_of(cls->type)) + 63) / 64 * 64;
         }
         if (pass == 0) {
             if (off == 0)
@@ -267,34 +309,41 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
         return 0;
     prep_job job = { 0 }, *j = &job;
     cpu_threadpool *pool = NULL;
-    if ((j->it = calloc((size_t)m->cfg.n_layers * CPU_PK_MATS, sizeof(*j->it))) == NULL)
+    /* Every layer matrix, then the embedding and the classifier (the classifier is packed; a tied
+     * embedding is the same bytes, so its lookups then read the packed rows). */
+    int n_slots = m->cfg.n_layers * CPU_PK_MATS + 2;
+    llm_tensor **slots = calloc((size_t)n_slots, sizeof(*slots));
+    if (slots == NULL || (j->it = calloc((size_t)n_slots, sizeof(*j->it))) == NULL)
         goto oom;
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        llm_tensor *mats[CPU_PK_MATS];
-        layer_mats_rw(&m->layers[l], mats);
-        for (int i = 0; i < CPU_PK_MATS; i++) {
-            llm_tensor *t = mats[i];
-            int deferred = t->data == NULL;
-            if (t->cpu_packed || !packable(t) || listed(j, ident(t)) || (!deferred && !llm_model_owns(m, t->data)))
-                continue;
-            prep_item *it = &j->it[j->n];
-            if (q4_K_fits(t)) {
-                it->fmt = CPU_PK_Q4_M;
-                if ((it->dst = cpu_alloc_huge(cpu_packed_bytes(t, CPU_PK_Q4_M))) == NULL)
-                    goto oom;
-            } else if (deferred) { /* llm_model_finish_deferred converts it */
-                continue;
-            } else if (t->ne[1] % CPU_PK_ROWS == 0) { /* in place needs whole groups; else it stays as stored */
-                it->fmt = cpu_pk_fmt_of(t->type);
-                if (group_bytes(t, it->fmt) > j->scratch_bytes)
-                    j->scratch_bytes = group_bytes(t, it->fmt);
-            } else {
-                continue;
-            }
-            it->t = t;
-            it->id = ident(t);
-            j->n++;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        layer_mats_rw(&m->layers[l], slots + l * CPU_PK_MATS);
+    slots[n_slots - 2] = &m->tok_embd;
+    slots[n_slots - 1] = &m->output;
+    llm_tensor *cls = (llm_tensor *)(uintptr_t)llm_classifier(m);
+    for (int si = 0; si < n_slots; si++) {
+        llm_tensor *t = slots[si];
+        if (si >= n_slots - 2 && t != cls)
+            continue;
+        int deferred = t->data == NULL;
+        if (t->cpu_packed || !packable(t) || listed(j, ident(t)) || (!deferred && !llm_model_owns(m, t->data)))
+            continue;
+        prep_item *it = &j->it[j->n];
+        if (q4_K_fits(t)) {
+            it->fmt = CPU_PK_Q4_M;
+            if ((it->dst = cpu_alloc_huge(cpu_packed_bytes(t, CPU_PK_Q4_M))) == NULL)
+                goto oom;
+        } else if (deferred) { /* llm_model_finish_deferred converts it */
+            continue;
+        } else if (t->ne[1] % CPU_PK_ROWS == 0) { /* in place needs whole groups; else it stays as stored */
+            it->fmt = cpu_pk_fmt_of(t->type);
+            if (group_bytes(t, it->fmt) > j->scratch_bytes)
+                j->scratch_bytes = group_bytes(t, it->fmt);
+        } else {
+            continue;
         }
+        it->t = t;
+        it->id = ident(t);
+        j->n++;
     }
     if (j->n > 0) {
         int nth = o != NULL && o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -321,16 +370,13 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
             now = it->dst;
             it->dst = NULL;
         }
-        for (int l = 0; l < m->cfg.n_layers; l++) {
-            llm_tensor *mats[CPU_PK_MATS];
-            layer_mats_rw(&m->layers[l], mats);
-            for (int k = 0; k < CPU_PK_MATS; k++)
-                if (!mats[k]->cpu_packed && ident(mats[k]) == it->id) {
-                    mats[k]->data = now;
-                    mats[k]->cpu_packed = (int)it->fmt + 1;
-                }
-        }
+        for (int k = 0; k < n_slots; k++)
+            if (!slots[k]->cpu_packed && ident(slots[k]) == it->id) {
+                slots[k]->data = now;
+                slots[k]->cpu_packed = (int)it->fmt + 1;
+            }
     }
+    free(slots);
     free(j->scratch);
     free(j->it);
     return 0;
@@ -338,8 +384,9 @@ oom:
     llm_seterr(err, "cpu backend: out of memory (or threads) packing the converted weights");
 fail:
     cpu_pool_destroy(pool);
-    for (int i = 0; j->it != NULL && i <= j->n && i < m->cfg.n_layers * CPU_PK_MATS; i++)
+    for (int i = 0; j->it != NULL && i <= j->n && i < n_slots; i++)
         free(j->it[i].dst);
+    free(slots);
     free(j->scratch);
     free(j->it);
     return -1;
