@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Our CPU engine beside llama.cpp (node-llama-cpp@3.21.1's CPU build) on the
 # same stories110m-shaped GGUF (or PRESET: llama-3.2-1b, ...) in F16, Q8_0 and
-# Q4_0: 2 threads each, the same 128-token prompt (given as ids), NGEN greedy
-# tokens (128). Prints prefill and decode
+# Q4_0: 2 threads each, the same PROMPT_LEN-token prompt (128; given as ids),
+# NGEN greedy tokens (128). Prints prefill and decode
 # tokens/s for both and our/llama.cpp ratios. Each side runs REPS times,
 # alternating, and the best run of each is reported (the machine is noisy).
 #
 #   bash bench/cpu_vs_llamacpp.sh            # REPS=3 THREADS=2 DTYPES="f16 q8_0 q4_0"
 #   DTYPES="q4_K_M q6_K" bash bench/cpu_vs_llamacpp.sh
 #   PRESET=llama-3.2-1b DTYPES="q4_K_M q8_0" NGEN=32 REPS=2 bash bench/cpu_vs_llamacpp.sh
+#   PROMPT_LEN=1000 NGEN=16 bash bench/cpu_vs_llamacpp.sh   # long-prompt prefill
 # Types gen-model does not write (q4_K_M, q5_K_M, q6_K, q4_1, ...) are made by
 # llama.cpp's own quantiser from the F32 file (build/parity/ggml_ref); our
 # engine converts them to Q8_0 at load (engine/gguf_quants.h), llama.cpp runs
@@ -20,6 +21,7 @@ REPS=${REPS:-3}
 THREADS=${THREADS:-2}
 DTYPES=${DTYPES:-"f16 q8_0 q4_0"}
 NGEN=${NGEN:-128}
+PROMPT_LEN=${PROMPT_LEN:-128}
 PRESET=${PRESET:-stories110m}
 MODELS=${MODELS:-bench/models}
 
@@ -28,8 +30,8 @@ LLAMA_LIBS=bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 [ -d bench/llamacpp/node_modules/node-llama-cpp ] || npm ci --prefix bench/llamacpp --no-audit --no-fund >/dev/null
 mkdir -p "$MODELS"
 
-# A fixed 128-token prompt: BOS then 127 ordinary ids.
-PROMPT=$(awk 'BEGIN { s = "1"; for (i = 1; i < 128; i++) s = s "," (300 + (i * 37) % 400); print s }')
+# A fixed prompt: BOS then PROMPT_LEN - 1 ordinary ids.
+PROMPT=$(awk -v n="$PROMPT_LEN" 'BEGIN { s = "1"; for (i = 1; i < n; i++) s = s "," (300 + (i * 37) % 400); print s }')
 
 best() { sort -g | tail -n 1; }
 
@@ -61,4 +63,4 @@ for dt in $DTYPES; do
     awk -v dt="$dt" -v p1="$p1" -v p2="$p2" -v d1="$d1" -v d2="$d2" 'BEGIN {
         printf "%-6s | %14.1f %14.1f %6.2fx | %14.1f %14.1f %6.2fx\n", dt, p1, p2, p1 / p2, d1, d2, d1 / d2 }'
 done
-echo "($PRESET shape; tokens/s, best of $REPS runs each, $THREADS threads, 128-token prompt, $NGEN generated; $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+echo "($PRESET shape; tokens/s, best of $REPS runs each, $THREADS threads, $PROMPT_LEN-token prompt, $NGEN generated; $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"

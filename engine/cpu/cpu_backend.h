@@ -31,7 +31,8 @@ typedef struct {
     int cap;
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
     cpu_q8_act *qact;
-    float *scores;                 /* [nth][seq_len] attention weights */
+    float *scores;                 /* [nth][CPU_ATT_TILE][seq_len] attention weights */
+    int *att_tiles;                /* [cap + 1] first token of each attention tile (attention.c) */
     float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats */
     size_t wbuf_floats;            /* CPU_MM_CHUNK_ROWS * widest K */
     cpu_pk_mat *packed;            /* [n_layers][CPU_PK_MATS] packed matrices (data NULL: as stored) */
@@ -119,6 +120,7 @@ void cpu_prefault_weights(cpu_state *st);
 void *cpu_alloc_huge(size_t bytes);
 
 /* ---- attention.c ---- */
+#define CPU_ATT_TILE 16 /* queries of one sequence sharing each KV block read */
 /* att[t] = softmax(q[t] . K[0..pos_t]) V for each token and head, reading the
  * paged cache of layer l (this step's K/V already written). */
 void cpu_attention(cpu_state *st, const llm_batch *b, int layer);

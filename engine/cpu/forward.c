@@ -22,9 +22,10 @@ static int check_model(const llm_model *m, llm_err *err)
 static void free_scratch(cpu_state *st)
 {
     free(st->x); free(st->xb); free(st->q); free(st->k); free(st->v);
-    free(st->att); free(st->hb); free(st->hb2); free(st->qact);
+    free(st->att); free(st->hb); free(st->hb2); free(st->qact); free(st->att_tiles);
     st->x = st->xb = st->q = st->k = st->v = st->att = st->hb = st->hb2 = NULL;
     st->qact = NULL;
+    st->att_tiles = NULL;
     st->cap = 0;
 }
 
@@ -46,7 +47,9 @@ static int ensure_scratch(cpu_state *st, int n)
     st->hb  = malloc(N * c->hidden_dim * sizeof(float));
     st->hb2 = malloc(N * c->hidden_dim * sizeof(float));
     st->qact = malloc(N * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
-    if (!st->x || !st->xb || !st->q || !st->k || !st->v || !st->att || !st->hb || !st->hb2 || !st->qact) {
+    st->att_tiles = malloc((N + 1) * sizeof(int));
+    if (!st->x || !st->xb || !st->q || !st->k || !st->v || !st->att || !st->hb || !st->hb2 || !st->qact ||
+        !st->att_tiles) {
         free_scratch(st);
         return -1;
     }
@@ -114,7 +117,8 @@ static int cpu_init(llm_backend *b, llm_err *err)
     size_t cache = (size_t)c->n_layers * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
     st->kcache = cpu_alloc_huge(cache * sizeof(float)); /* zeroed by cpu_prefault_weights */
     st->vcache = cpu_alloc_huge(cache * sizeof(float));
-    st->scores = malloc((size_t)st->nth * (size_t)c->seq_len * sizeof(float));
+    /* (pages untouched past what a tile's positions use: long contexts commit only what they need) */
+    st->scores = malloc((size_t)st->nth * CPU_ATT_TILE * (size_t)c->seq_len * sizeof(float));
     int widest = c->dim > st->q_dim ? c->dim : st->q_dim;
     widest = widest > c->hidden_dim ? widest : c->hidden_dim;
     st->wbuf_floats = (size_t)CPU_MM_CHUNK_ROWS * (size_t)widest;

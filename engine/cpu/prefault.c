@@ -69,7 +69,7 @@ static void zero_worker(void *ctx, int ith, int nth)
     memset(st->kcache + lo, 0, (hi - lo) * sizeof(float));
     memset(st->vcache + lo, 0, (hi - lo) * sizeof(float));
     memset(st->wbuf + (size_t)ith * st->wbuf_floats, 0, st->wbuf_floats * sizeof(float));
-    memset(st->scores + (size_t)ith * (size_t)c->seq_len, 0, (size_t)c->seq_len * sizeof(float));
+    memset(st->scores + (size_t)ith * CPU_ATT_TILE * (size_t)c->seq_len, 0, (size_t)c->seq_len * sizeof(float));
 }
 
 void cpu_prefault_weights(cpu_state *st)
