@@ -174,7 +174,7 @@ void gguf_q4_K_sub(const void *blk, int g, float *scale, float *min, uint8_t q[3
     scale_min_k4(g, b + 4, &sc, &mn);
     *scale = half_at(b) * (float)sc;
     *min = half_at(b + 2) * (float)mn;
-    for (int l = 0; l < 32; l++)
+    for (int l = 0; q != NULL && l < 32; l++)
         q[l] = (uint8_t)(g % 2 ? qs[l] >> 4 : qs[l] & 0xF);
 }
 

@@ -35,7 +35,9 @@ const char *gguf_qtype_name(uint32_t t);           /* "q4_K", ...; "unknown" */
 size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);
 /* Dequantise n elements (a multiple of the block) of any known type. */
 void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n);
-/* Sub-block g (0..7) of a Q4_K super-block: its elements are scale * q[i] - min. */
+/* Sub-block g (0..7) of a Q4_K super-block: its elements are scale * q[i] - min
+ * (q may be NULL: scale and min only). Its nibbles are the low (g even) or
+ * high (g odd) halves of the block's bytes 16 + 32 * (g / 2) .. + 31. */
 void        gguf_q4_K_sub(const void *blk, int g, float *scale, float *min, uint8_t q[32]);
 
 #endif

@@ -50,7 +50,8 @@ static void pack_stored(const llm_tensor *t, const uint8_t *rows, size_t n, uint
     size_t rb = llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(f), hb = cpu_pk_head_bytes(f);
     for (int b = 0; b < nb; b++) {
         uint8_t *o = dst + (size_t)b * bb;
-        memset(o, 0, bb);
+        if (n < CPU_PK_ROWS)
+            memset(o, 0, bb);
         for (size_t r = 0; r < n; r++) {
             const uint8_t *src = rows + r * rb;
             if (f == CPU_PK_Q4_0) {
@@ -61,9 +62,12 @@ static void pack_stored(const llm_tensor *t, const uint8_t *rows, size_t n, uint
             } else {
                 const llm_block_q8_0 *blk = (const llm_block_q8_0 *)src + b;
                 memcpy(o + 2 * r, &blk->d, 2);
-                for (int k = 0; k < 8; k++)
-                    for (int e = 0; e < 4; e++)
-                        o[hb + 64 * k + 4 * r + e] = (uint8_t)(blk->qs[4 * k + e] ^ 0x80);
+                for (int k = 0; k < 8; k++) { /* 4 bytes at a time, each + 128 */
+                    uint32_t v;
+                    memcpy(&v, blk->qs + 4 * k, 4);
+                    v ^= 0x80808080u;
+                    memcpy(o + hb + 64 * k + 4 * r, &v, 4);
+                }
             }
         }
     }
@@ -74,20 +78,28 @@ static void pack_q4_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_
 {
     int nb = (int)(t->ne[0] / LLM_QK);
     size_t rb = gguf_qtype_row_bytes(GGML_Q4_K, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q4_M);
+    size_t sbb = gguf_qtype_row_bytes(GGML_Q4_K, LLM_QK_K);
     for (int b = 0; b < nb; b++) {
         uint8_t *o = dst + (size_t)b * bb;
-        memset(o, 0, bb);
+        int g = b % 8;
+        if (n < CPU_PK_ROWS)
+            memset(o, 0, bb);
         for (size_t r = 0; r < n; r++) {
-            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * gguf_qtype_row_bytes(GGML_Q4_K, LLM_QK_K);
+            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * sbb, *qs = sb + 16 + 32 * (g / 2);
             float scale, min;
-            uint8_t q[32];
-            gguf_q4_K_sub(sb, b % 8, &scale, &min, q);
+            gguf_q4_K_sub(sb, g, &scale, &min, NULL);
             uint16_t d = llm_f32_to_fp16(scale), m = llm_f32_to_fp16(min);
             memcpy(o + 2 * r, &d, 2);
             memcpy(o + 32 + 2 * r, &m, 2);
-            for (int k = 0; k < 4; k++)
-                for (int e = 0; e < 4; e++)
-                    o[64 + 64 * k + 4 * r + e] = (uint8_t)(q[4 * k + e] | q[16 + 4 * k + e] << 4);
+            /* byte e of step k: element 4k+e in the low nibble, 16+4k+e in the high one (Q4_0's order) */
+            for (int k = 0; k < 4; k++) {
+                uint32_t w0, w1, v;
+                memcpy(&w0, qs + 4 * k, 4);
+                memcpy(&w1, qs + 16 + 4 * k, 4);
+                v = g % 2 ? ((w0 >> 4) & 0x0F0F0F0Fu) | (w1 & 0xF0F0F0F0u)
+                          : (w0 & 0x0F0F0F0Fu) | ((w1 & 0x0F0F0F0Fu) << 4);
+                memcpy(o + 64 + 64 * k + 4 * r, &v, 4);
+            }
         }
     }
 }
