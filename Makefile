@@ -21,6 +21,7 @@ AVX2_FLAGS   = -mavx2 -mfma -mf16c
 AVX512_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2
 VNNI_FLAGS   = $(AVX512_FLAGS) -mavx512vnni
 AVXVNNI_FLAGS = $(AVX2_FLAGS) -mavxvnni
+BF16_FLAGS   = $(VNNI_FLAGS) -mavx512bf16
 
 ENGINE_MAIN = engine/main.c $(wildcard engine/cli_*.c) engine/llm_client_main.c
 ENGINE_SRC  = $(filter-out $(ENGINE_MAIN),$(wildcard engine/*.c engine/cpu/*.c shm/*.c))
@@ -46,6 +47,9 @@ $(BUILD)/obj/%_avx2vnni.o: %_avx2vnni.c
 $(BUILD)/obj/%_avx512vnni.o: %_avx512vnni.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(VNNI_FLAGS) -MMD -c $< -o $@
+$(BUILD)/obj/%_avx512bf16.o: %_avx512bf16.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BF16_FLAGS) -MMD -c $< -o $@
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c $< -o $@

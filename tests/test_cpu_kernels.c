@@ -40,9 +40,14 @@ static double gemm_case(const cpu_kernels *k, llm_dtype t, int K, int nr, int nt
         llm_row_from_f32(t, wf + (size_t)r * K, w + rb * r, (size_t)K);
         llm_row_to_f32(t, w + rb * r, wd + (size_t)r * K, (size_t)K);
     }
-    /* The reference sees the activations as the kernel does (dequantised Q8). */
+    /* The reference sees the activations as the kernel does (dequantised Q8, or rounded to bf16). */
+    int bf = t == LLM_BF16 && k->bf16_act;
+    uint16_t *xb = malloc((size_t)nt * K * sizeof(uint16_t));
     for (int j = 0; j < nt; j++) {
-        if (q8) {
+        if (bf) {
+            llm_row_from_f32(LLM_BF16, x + (size_t)j * K, xb + (size_t)j * K, (size_t)K);
+            llm_row_to_f32(LLM_BF16, xb + (size_t)j * K, xd + (size_t)j * K, (size_t)K);
+        } else if (q8) {
             k->quantize_act(x + (size_t)j * K, xq + (size_t)j * (K / LLM_QK), K);
             for (int b = 0; b < K / LLM_QK; b++)
                 for (int e = 0; e < LLM_QK; e++)
@@ -54,8 +59,9 @@ static double gemm_case(const cpu_kernels *k, llm_dtype t, int K, int nr, int nt
     }
     for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
     cpu_gemm_fn g = cpu_gemm_for(k, t);
-    const void *X = q8 ? (const void *)xq : (const void *)x;
-    size_t xs = q8 ? (size_t)(K / LLM_QK) * sizeof(cpu_q8_act) : (size_t)K * sizeof(float);
+    const void *X = bf ? (const void *)xb : q8 ? (const void *)xq : (const void *)x;
+    size_t xs = bf ? (size_t)K * sizeof(uint16_t) : q8 ? (size_t)(K / LLM_QK) * sizeof(cpu_q8_act)
+                                                       : (size_t)K * sizeof(float);
     g(K, w, rb, nr, X, xs, nt, y, ldy, accumulate);
     double worst = 0.0;
     for (int j = 0; j < nt; j++) {
@@ -73,7 +79,7 @@ static double gemm_case(const cpu_kernels *k, llm_dtype t, int K, int nr, int nt
         for (size_t r = (size_t)nr; r < ldy; r++) /* padding untouched */
             if (y[(size_t)j * ldy + r] != y0[(size_t)j * ldy + r]) worst = 1e9;
     }
-    free(wf); free(wd); free(w); free(x); free(xd); free(xq); free(y); free(y0);
+    free(wf); free(wd); free(w); free(x); free(xd); free(xq); free(xb); free(y); free(y0);
     return worst;
 }
 
@@ -105,6 +111,35 @@ static void test_gemm(const cpu_kernels *k)
  * call (tile shapes, the VNNI pair kernel and its lone-token tail, 1-token
  * GEMV): every token of a 13-token GEMM over 37 rows (tiles and row tails)
  * gives the same bits as that token alone. */
+/* BF16 on bf16 dot products: the same, with activations as bf16. */
+static void test_bf16_batch_invariant(const cpu_kernels *k)
+{
+    enum { K = 200, NR = 37, NT = 13 }; /* K: 6 vectors of 32 and a tail of 8 */
+    if (!k->bf16_act)
+        return;
+    size_t rb = llm_dtype_row_bytes(LLM_BF16, K);
+    uint8_t *w = malloc(rb * NR);
+    uint16_t *xb = malloc(NT * K * sizeof(uint16_t));
+    float *row = malloc(K * sizeof(float)), *y = malloc(NT * NR * sizeof(float)), one[NR];
+    for (int r = 0; r < NR; r++) {
+        for (int e = 0; e < K; e++) row[e] = frand();
+        llm_row_from_f32(LLM_BF16, row, w + rb * r, K);
+    }
+    for (int j = 0; j < NT; j++) {
+        for (int e = 0; e < K; e++) row[e] = frand() * 3.0f;
+        llm_row_from_f32(LLM_BF16, row, xb + (size_t)j * K, K);
+    }
+    k->gemm_bf16(K, w, rb, NR, xb, K * sizeof(uint16_t), NT, y, NR, 0);
+    int same = 1;
+    for (int j = 0; j < NT; j++) {
+        k->gemm_bf16(K, w, rb, NR, xb + (size_t)j * K, K * sizeof(uint16_t), 1, one, NR, 0);
+        same &= memcmp(one, y + (size_t)j * NR, sizeof(one)) == 0;
+    }
+    ok(same, "%s bf16 (bf16 activations): each of %d tokens in one GEMM gives the bits of that token alone",
+       k->name, NT);
+    free(w); free(xb); free(row); free(y);
+}
+
 static void test_gemm_batch_invariant(const cpu_kernels *k)
 {
     enum { K = 256, NR = 37, NT = 13 };
@@ -429,6 +464,7 @@ int main(void)
         const cpu_kernels *k = cpu_kernels_for((cpu_isa)isa);
         test_gemm(k);
         test_gemm_batch_invariant(k);
+        test_bf16_batch_invariant(k);
         test_gemm_packed(k);
         test_quantize(k);
         test_dequant(k);

@@ -31,6 +31,7 @@ typedef struct {
     int cap;
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
     cpu_q8_act *qact;
+    uint16_t *xbf;                 /* activations as bf16 (kernels.h: bf16_act) */
     float *scores;                 /* [nth][CPU_ATT_TILE][seq_len] attention weights */
     int *att_tiles;                /* [cap + 1] first token of each attention tile (attention.c) */
     float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats */

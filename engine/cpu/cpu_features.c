@@ -4,7 +4,8 @@
 
 #include "cpu/cpu_features.h"
 
-static const char *const isa_names[CPU_ISA_COUNT] = { "generic", "avx2", "avx512", "avx2vnni", "avx512vnni" };
+static const char *const isa_names[CPU_ISA_COUNT] = { "generic", "avx2", "avx512", "avx2vnni", "avx512vnni",
+                                                               "avx512bf16" };
 
 const char *cpu_isa_name(cpu_isa isa)
 {
@@ -28,6 +29,8 @@ int cpu_isa_supported(cpu_isa isa)
         return cpu_isa_supported(CPU_ISA_AVX2) && __builtin_cpu_supports("avxvnni");
     case CPU_ISA_AVX512VNNI:
         return cpu_isa_supported(CPU_ISA_AVX512) && __builtin_cpu_supports("avx512vnni");
+    case CPU_ISA_AVX512BF16:
+        return cpu_isa_supported(CPU_ISA_AVX512VNNI) && __builtin_cpu_supports("avx512bf16");
     default:
         return 0;
     }
@@ -41,6 +44,7 @@ const cpu_kernels *cpu_kernels_for(cpu_isa isa)
     case CPU_ISA_AVX512:  return cpu_kernels_avx512();
     case CPU_ISA_AVX2VNNI: return cpu_kernels_avx2vnni();
     case CPU_ISA_AVX512VNNI: return cpu_kernels_avx512vnni();
+    case CPU_ISA_AVX512BF16: return cpu_kernels_avx512bf16();
     default:              return NULL;
     }
 }
@@ -58,7 +62,7 @@ const cpu_kernels *cpu_kernels_select(llm_err *err)
             }
             return cpu_kernels_for((cpu_isa)i);
         }
-        llm_seterr(err, "LLM_CPU_ISA=%s is not one of generic, avx2, avx512, avx2vnni, avx512vnni", env);
+        llm_seterr(err, "LLM_CPU_ISA=%s is not one of generic, avx2, avx512, avx2vnni, avx512vnni, avx512bf16", env);
         return NULL;
     }
     for (int i = CPU_ISA_COUNT - 1; i > 0; i--)

@@ -22,10 +22,11 @@ static int check_model(const llm_model *m, llm_err *err)
 static void free_scratch(cpu_state *st)
 {
     free(st->x); free(st->xb); free(st->q); free(st->k); free(st->v);
-    free(st->att); free(st->hb); free(st->hb2); free(st->qact); free(st->att_tiles);
+    free(st->att); free(st->hb); free(st->hb2); free(st->qact); free(st->att_tiles); free(st->xbf);
     st->x = st->xb = st->q = st->k = st->v = st->att = st->hb = st->hb2 = NULL;
     st->qact = NULL;
     st->att_tiles = NULL;
+    st->xbf = NULL;
     st->cap = 0;
 }
 
@@ -48,8 +49,9 @@ static int ensure_scratch(cpu_state *st, int n)
     st->hb2 = malloc(N * c->hidden_dim * sizeof(float));
     st->qact = malloc(N * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
     st->att_tiles = malloc((N + 1) * sizeof(int));
+    st->xbf = malloc(N * widest * sizeof(uint16_t));
     if (!st->x || !st->xb || !st->q || !st->k || !st->v || !st->att || !st->hb || !st->hb2 || !st->qact ||
-        !st->att_tiles) {
+        !st->att_tiles || !st->xbf) {
         free_scratch(st);
         return -1;
     }

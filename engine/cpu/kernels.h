@@ -84,6 +84,11 @@ typedef struct {
     /* Products over packed weights (CPU_PK_*), any number of tokens; NULL
      * where the table has none (then matrices stay as stored). */
     cpu_gemm_packed_fn gemm_packed;
+    /* 1: gemm_bf16 takes its activations as bf16 (rows of K uint16_t, rounded
+     * to nearest even by llm_f32_to_bf16; matmul.c converts them once per
+     * product) and runs on bf16 dot products, for any number of tokens;
+     * 0: as floats. */
+    int   bf16_act;
 } cpu_kernels;
 
 /* Kernel tables per instruction set; each returns the same static table. */
@@ -92,6 +97,7 @@ const cpu_kernels *cpu_kernels_avx2(void);
 const cpu_kernels *cpu_kernels_avx512(void);
 const cpu_kernels *cpu_kernels_avx512vnni(void);
 const cpu_kernels *cpu_kernels_avx2vnni(void);
+const cpu_kernels *cpu_kernels_avx512bf16(void);
 
 /* The gemm for a weight type, NULL for an unknown one. */
 cpu_gemm_fn cpu_gemm_for(const cpu_kernels *k, llm_dtype t);

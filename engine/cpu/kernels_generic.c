@@ -175,7 +175,7 @@ static float exp_sub_sum(float *x, int n, float mx)
 
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, dequant_rows, exp_sub_sum, swiglu, 0, NULL,
+    attn_scores, attn_accum, dequant_rows, exp_sub_sum, swiglu, 0, NULL, 0,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

@@ -17,6 +17,7 @@ typedef struct {
     cpu_state *st;
     const cpu_mm *mm;
     int need_q8;
+    int need_bf16;     /* activations rounded to bf16 too (bf16_act) */
     const float *xf;   /* float activations (x or its normalised copy) */
     size_t xfs;
     int chunks[5];     /* prefix sums of chunk counts per output */
@@ -31,9 +32,16 @@ static void rmsnorm_row(const cpu_kernels *k, const float *x, const float *w, fl
         y[i] = x[i] * s * w[i];
 }
 
+/* BF16 weights on a table that takes bf16 activations (kernels.h: bf16_act). */
+static int bf16_act(const cpu_kernels *k, llm_dtype t)
+{
+    return t == LLM_BF16 && k->bf16_act;
+}
+
 static int widen(const cpu_kernels *k, llm_dtype t, int n)
 {
-    return t != LLM_F32 && n >= CPU_MM_WIDEN_MIN_TOKENS && !(k->int8_prefill && cpu_dtype_wants_q8(t));
+    return t != LLM_F32 && n >= CPU_MM_WIDEN_MIN_TOKENS && !(k->int8_prefill && cpu_dtype_wants_q8(t)) &&
+           !bf16_act(k, t);
 }
 
 static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
@@ -55,7 +63,10 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
         ws = (size_t)mm->K * sizeof(float);
         t = LLM_F32;
     }
-    if (cpu_dtype_wants_q8(t)) {
+    if (bf16_act(k, t)) {
+        x = j->st->xbf;
+        xs = (size_t)mm->K * sizeof(uint16_t);
+    } else if (cpu_dtype_wants_q8(t)) {
         x = j->st->qact;
         xs = (size_t)(mm->K / LLM_QK) * sizeof(cpu_q8_act);
     } else {
@@ -82,7 +93,7 @@ static void mm_worker(void *ctx, int ith, int nth)
     cpu_state *st = j->st;
     int nb = mm->K / LLM_QK;
 
-    if (mm->norm != NULL || j->need_q8) {
+    if (mm->norm != NULL || j->need_q8 || j->need_bf16) {
         for (int t = ith; t < mm->n; t += nth) {
             const float *xr = mm->x + (size_t)t * mm->xs;
             if (mm->norm != NULL) {
@@ -92,6 +103,8 @@ static void mm_worker(void *ctx, int ith, int nth)
             }
             if (j->need_q8)
                 st->kern->quantize_act(xr, st->qact + (size_t)t * nb, mm->K);
+            if (j->need_bf16)
+                llm_row_from_f32(LLM_BF16, xr, st->xbf + (size_t)t * mm->K, (size_t)mm->K);
         }
         cpu_pool_barrier(st->pool);
     }
@@ -130,6 +143,7 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm)
     int n_sched = mm->swiglu ? 1 : mm->n_outs; /* swiglu: a chunk does gate and up rows */
     j.chunks[0] = 0;
     for (int o = 0; o < mm->n_outs; o++) {
+        j.need_bf16 |= mm->outs[o].packed == NULL && bf16_act(st->kern, mm->outs[o].w->type);
         j.need_q8 |= mm->outs[o].packed != NULL ||
                      (cpu_dtype_wants_q8(mm->outs[o].w->type) && !widen(st->kern, mm->outs[o].w->type, mm->n));
         int rows = (int)mm->outs[o].w->ne[1];
