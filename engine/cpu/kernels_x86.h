@@ -123,29 +123,36 @@ KX_INLINE void kx_ftile(int wt, int K, const uint8_t *W, size_t ws, const uint8_
         }
 }
 
+/* Rows in groups of RM_ and tokens in groups of RN_, then the tails one at a
+ * time: TILE(r, t, rows, tokens) per tile (rows and tokens are constants, so
+ * each tile shape inlines on its own). */
+#define KX_FOR_TILES(nr, nt, RM_, RN_, TILE)                                   \
+    do {                                                                      \
+        int r_ = 0;                                                           \
+        for (; r_ + (RM_) <= (nr); r_ += (RM_)) {                             \
+            int t_ = 0;                                                       \
+            for (; t_ + (RN_) <= (nt); t_ += (RN_))                           \
+                TILE(r_, t_, RM_, RN_);                                       \
+            for (; t_ < (nt); t_++)                                           \
+                TILE(r_, t_, RM_, 1);                                         \
+        }                                                                     \
+        for (; r_ < (nr); r_++) {                                             \
+            int t_ = 0;                                                       \
+            for (; t_ + (RN_) <= (nt); t_ += (RN_))                           \
+                TILE(r_, t_, 1, RN_);                                         \
+            for (; t_ < (nt); t_++)                                           \
+                TILE(r_, t_, 1, 1);                                           \
+        }                                                                     \
+    } while (0)
+
 KX_INLINE void kx_gemm_float(int wt, int K, const void *W, size_t ws, int nr, const void *X,
                              size_t xs, int nt, float *Y, size_t ldy, int acc)
 {
     const uint8_t *w = W, *x = X;
-    int r = 0;
-    for (; r + KX_FRM <= nr; r += KX_FRM) {
-        int t = 0;
-        for (; t + KX_FRN <= nt; t += KX_FRN)
-            kx_ftile(wt, K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
-                     acc, KX_FRM, KX_FRN);
-        for (; t < nt; t++)
-            kx_ftile(wt, K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
-                     acc, KX_FRM, 1);
-    }
-    for (; r < nr; r++) {
-        int t = 0;
-        for (; t + KX_FRN <= nt; t += KX_FRN)
-            kx_ftile(wt, K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
-                     acc, 1, KX_FRN);
-        for (; t < nt; t++)
-            kx_ftile(wt, K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy,
-                     acc, 1, 1);
-    }
+#define KX_FT(r, t, rm, rn) \
+    kx_ftile(wt, K, w + (size_t)(r) * ws, ws, x + (size_t)(t) * xs, xs, Y + (size_t)(t) * ldy + (r), ldy, acc, rm, rn)
+    KX_FOR_TILES(nr, nt, KX_FRM, KX_FRN, KX_FT);
+#undef KX_FT
 }
 
 static void gemm_f32(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt,
@@ -231,22 +238,10 @@ static void gemm_bf16(int K, const void *W, size_t ws, int nr, const void *X, si
                       float *Y, size_t ldy, int acc)
 {
     const uint8_t *w = W, *x = X;
-    int r = 0;
-    for (; r + KX_BM <= nr; r += KX_BM) {
-        int t = 0;
-        for (; t + KX_BN <= nt; t += KX_BN)
-            kx_btile(K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy, acc, KX_BM,
-                     KX_BN);
-        for (; t < nt; t++)
-            kx_btile(K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy, acc, KX_BM, 1);
-    }
-    for (; r < nr; r++) {
-        int t = 0;
-        for (; t + KX_BN <= nt; t += KX_BN)
-            kx_btile(K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy, acc, 1, KX_BN);
-        for (; t < nt; t++)
-            kx_btile(K, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, Y + (size_t)t * ldy + r, ldy, acc, 1, 1);
-    }
+#define KX_BT(r, t, rm, rn) \
+    kx_btile(K, w + (size_t)(r) * ws, ws, x + (size_t)(t) * xs, xs, Y + (size_t)(t) * ldy + (r), ldy, acc, rm, rn)
+    KX_FOR_TILES(nr, nt, KX_BM, KX_BN, KX_BT);
+#undef KX_BT
 }
 #define KX_BF16_ACT 1
 #else
