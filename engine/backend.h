@@ -41,6 +41,10 @@ typedef struct {
     int         kernel_tune;
     int         tune_max_batch;
     const char *tune_file;
+    /* CPU: size the per-step buffers for steps of this many tokens at init and touch their pages there, as
+     * llama.cpp allocates its compute buffers with the context (0: they grow at the first step that needs
+     * more, which then pays the page faults). */
+    int         scratch_tokens;
 } llm_backend_opts;
 
 typedef struct llm_backend llm_backend;

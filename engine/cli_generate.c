@@ -131,6 +131,7 @@ int cli_generate(const llm_args *a)
     if (llm_kernel_tune_opts(a, &bo) != 0)
         goto out;
     bo.tune_max_batch = 1; /* one sequence: every decode step is one token */
+    bo.scratch_tokens = n_prompt < chunk ? n_prompt : chunk; /* the largest step: ready before the clock starts */
     const char *bname = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
     if (llm_backend_prepare(bname, m, &bo, &err) == 0) {
         llm_backend_prepare_report(m, stderr);

@@ -515,6 +515,30 @@ static void test_prepare_in_place(llm_dtype t)
     release(&tm);
 }
 
+/* Step buffers sized and touched at init (scratch_tokens) change nothing but when pages are faulted in. */
+static void test_scratch_at_init(void)
+{
+    test_model tm;
+    build(&tm, LLM_Q8_0, 11, NULL);
+    int n = 20;
+    size_t bytes = (size_t)n * VOCAB * sizeof(float);
+    float *ref = malloc(bytes), *got = malloc(bytes);
+    llm_backend *b = make_backend(&tm.m, 2);
+    run_prefill(b, prompt_a, n, 0, ref);
+    llm_backend_free(b);
+    llm_err err;
+    llm_backend_opts o = { .threads = 2, .kv_blocks = 40, .block_size = 4, .scratch_tokens = 7 };
+    b = llm_backend_create("cpu", &tm.m, &o, &err);
+    ok(b != NULL, "scratch_tokens 7: backend created");
+    if (b != NULL) {
+        run_prefill(b, prompt_a, n, 0, got); /* 20 > 7: grows on the way, as without */
+        ok(memcmp(got, ref, bytes) == 0, "scratch sized at init: the same logits bits");
+        llm_backend_free(b);
+    }
+    free(ref); free(got);
+    release(&tm);
+}
+
 int main(void)
 {
     init_tables();
@@ -528,6 +552,7 @@ int main(void)
     test_threads_and_isas(LLM_BF16);
     test_prepare_in_place(LLM_Q8_0);
     test_prepare_in_place(LLM_Q4_0);
+    test_scratch_at_init();
     test_rope_scaling();
     test_errors();
     test_stories260k();

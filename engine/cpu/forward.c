@@ -3,6 +3,7 @@
  * destroy. Each layer is five parallel phases: norm+QKV+rope+cache write,
  * attention, output projection (+residual), norm+gate/up+SwiGLU, down (+residual). */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "backend_util.h"
@@ -56,6 +57,28 @@ static int ensure_scratch(cpu_state *st, int n)
         return -1;
     }
     st->cap = n;
+    return 0;
+}
+
+/* ensure_scratch for n tokens, with every page touched now rather than in the first step. */
+static int prefault_scratch(cpu_state *st, int n)
+{
+    if (ensure_scratch(st, n) != 0)
+        return -1;
+    const llm_config *c = &st->m->cfg;
+    size_t N = (size_t)n;
+    int widest = c->dim > st->q_dim ? c->dim : st->q_dim;
+    widest = widest > c->hidden_dim ? widest : c->hidden_dim;
+    memset(st->x, 0, N * c->dim * sizeof(float));
+    memset(st->xb, 0, N * widest * sizeof(float));
+    memset(st->q, 0, N * st->q_dim * sizeof(float));
+    memset(st->att, 0, N * st->q_dim * sizeof(float));
+    memset(st->k, 0, N * st->kv_dim * sizeof(float));
+    memset(st->v, 0, N * st->kv_dim * sizeof(float));
+    memset(st->hb, 0, N * c->hidden_dim * sizeof(float));
+    memset(st->hb2, 0, N * c->hidden_dim * sizeof(float));
+    memset(st->qact, 0, N * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
+    memset(st->xbf, 0, N * widest * sizeof(uint16_t));
     return 0;
 }
 
@@ -144,6 +167,11 @@ static int cpu_init(llm_backend *b, llm_err *err)
         return -1;
     }
     cpu_prefault_weights(st);
+    if (b->opts.scratch_tokens > 0 && prefault_scratch(st, b->opts.scratch_tokens) != 0) {
+        llm_seterr(err, "cpu backend: out of memory for steps of %d tokens", b->opts.scratch_tokens);
+        cpu_destroy(b);
+        return -1;
+    }
     return 0;
 }
 
