@@ -62,9 +62,9 @@ int llm_model_cpu_packed(const llm_model *m, int *from_q4_K)
 {
     int n = 0, q4k = 0;
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        const llm_layer *L = &m->layers[l];
-        const llm_tensor *mats[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
-        for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
+        llm_tensor *mats[LLM_LAYER_MATS];
+        llm_layer_mats(&m->layers[l], mats);
+        for (int i = 0; i < LLM_LAYER_MATS; i++)
             if (mats[i]->cpu_packed) {
                 n++;
                 q4k += mats[i]->src_type == GGML_Q4_K;

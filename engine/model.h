@@ -58,6 +58,14 @@ typedef struct {
     llm_tensor w_down;              /* [dim x hidden] */
 } llm_layer;
 
+/* A layer's seven matrices, in this order: wq, wk, wv, wo, w_gate, w_up, w_down. */
+enum { LLM_LAYER_MATS = 7 };
+static inline void llm_layer_mats(llm_layer *L, llm_tensor *mats[LLM_LAYER_MATS])
+{
+    mats[0] = &L->wq, mats[1] = &L->wk, mats[2] = &L->wv, mats[3] = &L->wo;
+    mats[4] = &L->w_gate, mats[5] = &L->w_up, mats[6] = &L->w_down;
+}
+
 typedef struct llm_model {
     llm_config  cfg;
     llm_tensor  tok_embd;           /* [vocab x dim], any dtype */

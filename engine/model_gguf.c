@@ -262,18 +262,12 @@ llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err)
     return m;
 }
 
-static void layer_mats(llm_layer *L, llm_tensor *mats[7])
-{
-    mats[0] = &L->wq, mats[1] = &L->wk, mats[2] = &L->wv, mats[3] = &L->wo;
-    mats[4] = &L->w_gate, mats[5] = &L->w_up, mats[6] = &L->w_down;
-}
-
 int llm_model_has_deferred(const llm_model *m)
 {
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        llm_tensor *mats[7];
-        layer_mats(&m->layers[l], mats);
-        for (int i = 0; i < 7; i++)
+        llm_tensor *mats[LLM_LAYER_MATS];
+        llm_layer_mats(&m->layers[l], mats);
+        for (int i = 0; i < LLM_LAYER_MATS; i++)
             if (mats[i]->data == NULL && mats[i]->src != NULL)
                 return 1;
     }
@@ -284,9 +278,9 @@ int llm_model_finish_deferred(llm_model *m, llm_err *err)
 {
     m->defer_q4_K = 0; /* requantize converts from here on */
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        llm_tensor *mats[7];
-        layer_mats(&m->layers[l], mats);
-        for (int i = 0; i < 7; i++) {
+        llm_tensor *mats[LLM_LAYER_MATS];
+        llm_layer_mats(&m->layers[l], mats);
+        for (int i = 0; i < LLM_LAYER_MATS; i++) {
             llm_tensor *t = mats[i];
             if (t->data != NULL || t->src == NULL)
                 continue;
@@ -303,9 +297,9 @@ int llm_model_finish_deferred(llm_model *m, llm_err *err)
                 return -1;
             }
             for (int l2 = l; l2 < m->cfg.n_layers; l2++) { /* aliases share the conversion */
-                llm_tensor *mm[7];
-                layer_mats(&m->layers[l2], mm);
-                for (int k = 0; k < 7; k++)
+                llm_tensor *mm[LLM_LAYER_MATS];
+                llm_layer_mats(&m->layers[l2], mm);
+                for (int k = 0; k < LLM_LAYER_MATS; k++)
                     if (mm[k]->data == NULL && mm[k]->src == src)
                         mm[k]->data = done.data;
             }

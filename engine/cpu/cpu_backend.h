@@ -42,12 +42,11 @@ typedef struct {
 } cpu_state;
 
 /* A matrix in a packed format (kernels.h: CPU_PK_*). */
-/* A layer's seven matrices, in this order (prefault.c touches them, repack.c packs them). */
-enum { CPU_W_Q, CPU_W_K, CPU_W_V, CPU_W_O, CPU_W_GATE, CPU_W_UP, CPU_W_DOWN, CPU_PK_MATS };
+/* A layer's seven matrices, in llm_layer_mats' order (prefault.c touches them, repack.c packs them). */
+enum { CPU_W_Q, CPU_W_K, CPU_W_V, CPU_W_O, CPU_W_GATE, CPU_W_UP, CPU_W_DOWN, CPU_PK_MATS = LLM_LAYER_MATS };
 static inline void cpu_layer_mats(const llm_layer *L, const llm_tensor *mats[CPU_PK_MATS])
 {
-    mats[CPU_W_Q] = &L->wq, mats[CPU_W_K] = &L->wk, mats[CPU_W_V] = &L->wv, mats[CPU_W_O] = &L->wo;
-    mats[CPU_W_GATE] = &L->w_gate, mats[CPU_W_UP] = &L->w_up, mats[CPU_W_DOWN] = &L->w_down;
+    llm_layer_mats((llm_layer *)(uintptr_t)L, (llm_tensor **)mats); /* read-only here */
 }
 
 /* ---- rope.c ---- */

@@ -531,28 +531,10 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
     }
 }
 
-#define KX_P_RT 12 /* tokens per tile: 12 integer + 12 float accumulators */
-
-KX_INLINE void kx_gemm_p(const cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt,
-                         float *Y, size_t ldy, int acc)
-{
-    int nb = K / LLM_QK;
-    size_t gstride = (size_t)nb * cpu_pk_block_bytes(f);
-    const uint8_t *p = P, *x = X;
-    for (int r = 0; r < nr; r += CPU_PK_ROWS) {
-        int rows = nr - r < CPU_PK_ROWS ? nr - r : CPU_PK_ROWS;
-        const uint8_t *pg = p + (size_t)(r / CPU_PK_ROWS) * gstride;
-        int j = 0;
-        for (; j + KX_P_RT <= nt; j += KX_P_RT)
-            kx_ptile(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, KX_P_RT);
-        for (; j + 4 <= nt; j += 4)
-            kx_ptile(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 4);
-        for (; j < nt; j++)
-            kx_ptile(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 1);
-    }
-}
-
-#define KX_GEMM_P_DRIVER kx_gemm_p
+/* Token tiles for kx_gemm_p: 12 (12 integer + 12 float accumulators), then 4, then 1. */
+#define KX_PTILE kx_ptile
+#define KX_P_T1(f) 12
+#define KX_P_T2(f) 4
 #endif
 
 #ifdef KX_AVXVNNI
@@ -647,8 +629,18 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
     }
 }
 
-KX_INLINE void kx_gemm_p8(const cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt,
-                          float *Y, size_t ldy, int acc)
+/* Token tiles for kx_gemm_p: Q4_0/Q4_M 2 (4 integer + 4 float accumulators + 4 weight registers in 16
+ * ymm), Q8_0 3 (6 + 6 accumulators + 2 weight registers), then 1. */
+#define KX_PTILE kx_ptile8
+#define KX_P_T1(f) ((f) != CPU_PK_Q8_0 ? 2 : 3)
+#define KX_P_T2(f) KX_P_T1(f)
+#endif
+
+#ifdef KX_PTILE
+/* Packed weights, a group of CPU_PK_ROWS rows at a time, tokens in tiles of KX_P_T1, then KX_P_T2, then 1
+ * (constants once f is, so each tile shape inlines on its own). */
+KX_INLINE void kx_gemm_p(const cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt,
+                         float *Y, size_t ldy, int acc)
 {
     int nb = K / LLM_QK;
     size_t gstride = (size_t)nb * cpu_pk_block_bytes(f);
@@ -657,28 +649,22 @@ KX_INLINE void kx_gemm_p8(const cpu_pk_fmt f, int K, const void *P, int nr, cons
         int rows = nr - r < CPU_PK_ROWS ? nr - r : CPU_PK_ROWS;
         const uint8_t *pg = p + (size_t)(r / CPU_PK_ROWS) * gstride;
         int j = 0;
-        if (f != CPU_PK_Q8_0) /* 2 tokens: 4 integer + 4 float accumulators + 4 weight registers in 16 ymm */
-            for (; j + 2 <= nt; j += 2)
-                kx_ptile8(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 2);
-        else /* 3 tokens: 6 + 6 accumulators + 2 weight registers */
-            for (; j + 3 <= nt; j += 3)
-                kx_ptile8(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 3);
+        for (; j + KX_P_T1(f) <= nt; j += KX_P_T1(f))
+            KX_PTILE(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, KX_P_T1(f));
+        for (; j + KX_P_T2(f) <= nt; j += KX_P_T2(f))
+            KX_PTILE(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, KX_P_T2(f));
         for (; j < nt; j++)
-            kx_ptile8(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 1);
+            KX_PTILE(f, nb, pg, x + (size_t)j * xs, xs, Y + (size_t)j * ldy + r, ldy, acc, rows, 1);
     }
 }
 
-#define KX_GEMM_P_DRIVER kx_gemm_p8
-#endif
-
-#ifdef KX_GEMM_P_DRIVER
 static void gemm_packed(cpu_pk_fmt f, int K, const void *P, int nr, const void *X, size_t xs, int nt, float *Y,
                         size_t ldy, int acc)
 {
     switch (f) { /* one specialised copy per format */
-    case CPU_PK_Q8_0: KX_GEMM_P_DRIVER(CPU_PK_Q8_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
-    case CPU_PK_Q4_0: KX_GEMM_P_DRIVER(CPU_PK_Q4_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
-    case CPU_PK_Q4_M: KX_GEMM_P_DRIVER(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q8_0: kx_gemm_p(CPU_PK_Q8_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q4_0: kx_gemm_p(CPU_PK_Q4_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q4_M: kx_gemm_p(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     }
 }
 #define KX_GEMM_PACKED gemm_packed

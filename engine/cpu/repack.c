@@ -307,11 +307,6 @@ static int q4_K_fits(const llm_tensor *t)
     return 1;
 }
 
-static void layer_mats_rw(llm_layer *L, llm_tensor *mats[CPU_PK_MATS])
-{
-    cpu_layer_mats(L, (const llm_tensor **)mats);
-}
-
 int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
 {
     const cpu_kernels *kern = cpu_kernels_select(err);
@@ -328,7 +323,7 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
     if (slots == NULL || (j->it = calloc((size_t)n_slots, sizeof(*j->it))) == NULL)
         goto oom;
     for (int l = 0; l < m->cfg.n_layers; l++)
-        layer_mats_rw(&m->layers[l], slots + l * CPU_PK_MATS);
+        llm_layer_mats(&m->layers[l], slots + l * CPU_PK_MATS);
     slots[n_slots - 2] = &m->tok_embd;
     slots[n_slots - 1] = &m->output;
     llm_tensor *cls = (llm_tensor *)(uintptr_t)llm_classifier(m);
