@@ -35,24 +35,15 @@ TEST_BIN    = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 all: engine module
 engine: $(BUILD)/llm-engine $(BUILD)/llm-client
 
-$(BUILD)/obj/%_avx2.o: %_avx2.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX2_FLAGS) -MMD -c $< -o $@
-$(BUILD)/obj/%_avx512.o: %_avx512.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -c $< -o $@
-$(BUILD)/obj/%_avx2vnni.o: %_avx2vnni.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVXVNNI_FLAGS) -MMD -c $< -o $@
-$(BUILD)/obj/%_avx512vnni.o: %_avx512vnni.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(VNNI_FLAGS) -MMD -c $< -o $@
-$(BUILD)/obj/%_avx512bf16.o: %_avx512bf16.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BF16_FLAGS) -MMD -c $< -o $@
+# Each kernel table's file gets its instruction set's flags (KFLAGS), every other object none.
+$(BUILD)/obj/%_avx2.o:       KFLAGS = $(AVX2_FLAGS)
+$(BUILD)/obj/%_avx512.o:     KFLAGS = $(AVX512_FLAGS)
+$(BUILD)/obj/%_avx2vnni.o:   KFLAGS = $(AVXVNNI_FLAGS)
+$(BUILD)/obj/%_avx512vnni.o: KFLAGS = $(VNNI_FLAGS)
+$(BUILD)/obj/%_avx512bf16.o: KFLAGS = $(BF16_FLAGS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -c $< -o $@
+	$(CC) $(CFLAGS) $(KFLAGS) -MMD -c $< -o $@
 
 $(BUILD)/libllm.a: $(ENGINE_OBJ)
 	@rm -f $@
