@@ -27,7 +27,7 @@ typedef struct {
 
 typedef struct {
     int threads;     /* CPU threads (0 = all cores) */
-    int kv_blocks;   /* blocks in the KV pool (0 = enough for one full-context sequence) */
+    int kv_blocks;   /* blocks in the KV pool (0: CPU enough for one full-context sequence, CUDA see there) */
     int block_size;  /* tokens per KV block (default 16) */
     int device;      /* GPU index */
     /* CUDA: share of the device's total memory the backend may hold in all
@@ -45,7 +45,13 @@ typedef struct {
      * llama.cpp allocates its compute buffers with the context (0: they grow at the first step that needs
      * more, which then pays the page faults). */
     int         scratch_tokens;
+    /* Element type of the KV cache: LLM_KV_AUTO, LLM_KV_F32 or LLM_KV_F16 (llm_kv_f16 in backend_util.h). */
+    int         kv_dtype;
 } llm_backend_opts;
+
+/* KV cache element types (llm_backend_opts.kv_dtype). AUTO is f16, as llama.cpp's and vLLM's default, except
+ * for a model whose matrices are all F32 (a reference model, kept bit for bit with its f32 outputs). */
+enum { LLM_KV_AUTO = 0, LLM_KV_F32 = 1, LLM_KV_F16 = 2 };
 
 typedef struct llm_backend llm_backend;
 

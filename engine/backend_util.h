@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "backend.h"
 #include "model.h"
@@ -110,6 +111,34 @@ static inline const llm_tensor *llm_classifier(const llm_model *m)
 }
 
 /* A model a backend can run: a sane configuration and every weight checked as above. */
+/* 1 when every matrix of m is F32. */
+static inline int llm_model_all_f32(const llm_model *m)
+{
+    if (m->tok_embd.type != LLM_F32)
+        return 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const llm_layer *L = &m->layers[l];
+        if (L->wq.type != LLM_F32 || L->wk.type != LLM_F32 || L->wv.type != LLM_F32 || L->wo.type != LLM_F32 ||
+            L->w_gate.type != LLM_F32 || L->w_up.type != LLM_F32 || L->w_down.type != LLM_F32)
+            return 0;
+    }
+    return 1;
+}
+
+/* "auto", "f32", "f16" (NULL: auto) -> LLM_KV_*; -1 for anything else. */
+static inline int llm_kv_dtype_parse(const char *s)
+{
+    if (s == NULL || strcmp(s, "auto") == 0)
+        return LLM_KV_AUTO;
+    return strcmp(s, "f32") == 0 ? LLM_KV_F32 : strcmp(s, "f16") == 0 ? LLM_KV_F16 : -1;
+}
+
+/* 1: a KV cache asked for as kv_dtype (LLM_KV_*) on m holds f16, 0: f32. */
+static inline int llm_kv_f16(const llm_model *m, int kv_dtype)
+{
+    return kv_dtype == LLM_KV_F16 || (kv_dtype == LLM_KV_AUTO && !llm_model_all_f32(m));
+}
+
 static inline int llm_model_check(const llm_model *m, const char *who, llm_err *err)
 {
     const llm_config *c = &m->cfg;

@@ -22,6 +22,10 @@ int         llm_args_check(const llm_args *a, const char *const *known);
 /* --kernel-tune on|off and --kernel-tune-file PATH (the CUDA backend's kernel tuning) into o; -1 with a
  * message on a bad value. */
 int         llm_kernel_tune_opts(const llm_args *a, llm_backend_opts *o);
+/* --kv-cache-dtype auto|f16|f32 into o, and --ctx-size N (tokens a sequence may hold, prompt and
+ * output; at most the model's context, which it lowers) into m's config; -1 with a message on a bad
+ * value. */
+int         llm_context_opts(const llm_args *a, llm_model *m, llm_backend_opts *o);
 /* Directory holding the project's shared files (../shared beside the repo). */
 const char *llm_shared_dir(void);
 double      llm_now_sec(void);

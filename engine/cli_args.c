@@ -1,4 +1,5 @@
 /* Argument parsing shared by the subcommands: "--name value" and "--flag". */
+#include "backend_util.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -74,6 +75,23 @@ int llm_kernel_tune_opts(const llm_args *a, llm_backend_opts *o)
         fprintf(stderr, "error: --kernel-tune-file needs a path\n");
         return -1;
     }
+    return 0;
+}
+
+int llm_context_opts(const llm_args *a, llm_model *m, llm_backend_opts *o)
+{
+    o->kv_dtype = llm_kv_dtype_parse(llm_arg_str(a, "kv-cache-dtype"));
+    if (o->kv_dtype < 0) {
+        fprintf(stderr, "error: --kv-cache-dtype must be auto, f16 or f32, got '%s'\n", llm_arg_str(a, "kv-cache-dtype"));
+        return -1;
+    }
+    long n = llm_arg_long(a, "ctx-size", 0, 0, 1L << 30);
+    if (n > m->cfg.seq_len) {
+        fprintf(stderr, "error: --ctx-size %ld is more than the model's context of %d tokens\n", n, m->cfg.seq_len);
+        return -1;
+    }
+    if (n > 0)
+        m->cfg.seq_len = (int)n;
     return 0;
 }
 

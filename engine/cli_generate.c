@@ -45,7 +45,7 @@ static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=",
-    "kernel-tune-file=", "batch=", NULL,
+    "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", NULL,
 };
 
 int cli_generate(const llm_args *a)
@@ -93,6 +93,9 @@ int cli_generate(const llm_args *a)
     llm_backend *be = NULL;
     llm_sampler *smp = NULL;
     int n_prompt;
+    llm_backend_opts bo = { 0 };
+    if (llm_context_opts(a, m, &bo) != 0)
+        goto out;
     if (prompt_ids != NULL) {
         n_prompt = parse_ids(prompt_ids, c->vocab_size, &ids);
         if (n_prompt < 0) {
@@ -122,7 +125,6 @@ int cli_generate(const llm_args *a)
         max_tokens = c->seq_len - n_prompt;
     }
 
-    llm_backend_opts bo = { 0 };
     bo.threads = (int)llm_arg_long(a, "threads", 0, 0, 1024);
     bo.block_size = 16;
     bo.kv_blocks = (n_prompt + max_tokens + bo.block_size - 1) / bo.block_size + 1;
@@ -220,8 +222,8 @@ int cli_generate(const llm_args *a)
         goto out;
     }
     double pre = t_prefilled - t_loaded, dec = t_end - t_prefilled;
-    fprintf(stderr, "load: %.3f s (%s, %s backend, %d threads)\n", t_loaded - t0, m->format,
-            be->ops->name, be->opts.threads);
+    fprintf(stderr, "load: %.3f s (%s, %s backend, %d threads, %s KV cache)\n", t_loaded - t0, m->format,
+            be->ops->name, be->opts.threads, be->opts.kv_dtype == LLM_KV_F16 ? "f16" : "f32");
     fprintf(stderr, "prompt: %d tokens in %.3f s, %.2f tokens/s\n", n_prompt, pre, pre > 0 ? n_prompt / pre : 0.0);
     fprintf(stderr, "generated: %d tokens in %.3f s, %.2f tokens/s\n", n_gen, dec,
             dec > 0 && n_gen > 1 ? (n_gen - 1) / dec : 0.0);

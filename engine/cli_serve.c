@@ -1,5 +1,6 @@
 /* llm-engine serve: load the model, create the backend, serve the ring. */
 #include "backend.h"
+#include "backend_util.h"
 #include "cli.h"
 #include "model.h"
 #include "serve.h"
@@ -80,6 +81,56 @@ static void supervisor_opts(const llm_args *a, const llm_sched_config *sc, llm_s
     t->cooldown = (int)llm_arg_long(a, "tune-cooldown", 2, 0, 3600);
 }
 
+/* MemAvailable from /proc/meminfo in bytes (0 when unknown). */
+static long long mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long long kb = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* --kv-blocks auto on the CPU: room for every batch slot at a quarter of the
+ * context (at least one full-context sequence) within 1 GiB, and never more
+ * than half the memory available now. Where one full context does not fit in
+ * that half (Llama 3.2 3B's 131,072 tokens take 15 GiB in f16), the pool is
+ * what fits and the scheduler's context limit comes down to it; --ctx-size
+ * and --kv-blocks choose otherwise. Pages past the first blocks are taken only
+ * when used (cpu/prefault.c). -1 with a message when not even 256 tokens fit. */
+static int cpu_kv_auto(const llm_model *m, llm_backend_opts *bo, int max_batch)
+{
+    const llm_config *c = &m->cfg;
+    long long es = llm_kv_f16(m, bo->kv_dtype) ? 2 : 4;
+    long long per_token = 2LL * c->n_layers * c->n_kv_heads * c->head_dim * es;
+    long long want = (long long)max_batch * (c->seq_len / 4 > 256 ? c->seq_len / 4 : 256);
+    if (want < c->seq_len)
+        want = c->seq_len;
+    long long cap = (1LL << 30) / per_token;
+    if (want > cap)
+        want = cap > c->seq_len ? cap : c->seq_len;
+    long long avail = mem_available() / 2 / per_token, bs = bo->block_size;
+    int limited = avail > 0 && want > avail;
+    if (limited) {
+        if (avail < 256) {
+            fprintf(stderr, "error: %lld MiB of memory available: not enough for a KV cache of 256 tokens "
+                    "(%lld KiB a token); give --kv-blocks to insist\n", mem_available() >> 20, per_token >> 10);
+            return -1;
+        }
+        fprintf(stderr, "serve: the model's context of %d tokens needs %lld MiB of KV cache, more than half the "
+                "%lld MiB available: the pool and the context are %lld tokens (--ctx-size, --kv-blocks)\n",
+                c->seq_len, (long long)c->seq_len * per_token >> 20, mem_available() >> 20, avail / bs * bs);
+        want = avail;
+    }
+    /* whole blocks: within the limit where memory sets it, else at least want tokens */
+    bo->kv_blocks = (int)(limited ? want / bs : (want + bs - 1) / bs);
+    return 0;
+}
+
 int cli_serve(const llm_args *a)
 {
     static const char *const known[] = {
@@ -89,7 +140,7 @@ int cli_serve(const llm_args *a)
         "shm-mode=", "max-waiting=", "stream-cap=", "no-supervise", "pid-file=", "redis=", "max-restarts=",
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
-        "oom-recover-ms=", NULL,
+        "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", NULL,
     };
     if (llm_args_check(a, known) != 0)
         return 2;
@@ -148,23 +199,19 @@ int cli_serve(const llm_args *a)
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    if (bo.kv_blocks == 0) {
-        /* auto: room for every batch slot at a quarter of the context (at
-         * least one full-context sequence), bounded to 1 GiB of CPU KV. */
-        const llm_config *c = &m->cfg;
-        long per_token = 2L * c->n_layers * c->n_kv_heads * c->head_dim * (long)sizeof(float);
-        long want = (long)sc->max_batch_size * (c->seq_len / 4 > 256 ? c->seq_len / 4 : 256);
-        if (want < c->seq_len)
-            want = c->seq_len;
-        long cap = (1L << 30) / (per_token > 0 ? per_token : 1);
-        if (want > cap)
-            want = cap > c->seq_len ? cap : c->seq_len;
-        bo.kv_blocks = (int)((want + bo.block_size - 1) / bo.block_size);
+    if (llm_context_opts(a, m, &bo) != 0) {
+        llm_model_free(m);
+        return 2;
+    }
+    const char *backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
+    if (bo.kv_blocks == 0 && strcmp(backend, "cpu") == 0 && cpu_kv_auto(m, &bo, sc->max_batch_size) != 0) {
+        llm_model_free(m);
+        return 1;
     }
     worker_ctx w;
     memset(&w, 0, sizeof(w));
     w.model = m;
-    w.backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
+    w.backend = backend;
     if (llm_backend_prepare(w.backend, m, &bo, &err) != 0) { /* in place, before the fork: no page copied */
         fprintf(stderr, "error: %s\n", err.msg);
         llm_model_free(m);

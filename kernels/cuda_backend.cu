@@ -7,8 +7,8 @@
  * llm_cuda_backend_get_ops. All work runs on one stream; forward returns after
  * the stream has finished, like the CPU backend. Decode steps go through CUDA
  * Graphs (cuda_graph.cu); every other step is launched here, kernel by kernel.
- * Environment: LLM_CUDA_KV=f32|f16 picks the KV-cache type (default f16, f32
- * for all-F32 models); LLM_CUDA_SYNC=1 checks for errors after every stage;
+ * Environment: LLM_CUDA_KV=f32|f16 picks the KV-cache type where opts.kv_dtype is
+ * LLM_KV_AUTO (f16, f32 for all-F32 models: llm_kv_f16); LLM_CUDA_SYNC=1 checks for errors after every stage;
  * LLM_CUDA_GRAPHS=0 turns graphs off; LLM_CUDA_STATS=1 prints graph counters;
  * LLM_CUDA_EVENTS=1 times each stage with CUDA events (graphs off, no syncs). Init ends with the kernel
  * tuning (cuda_tune.cu), which picks the product paths per batch-size bucket on this device. */
@@ -100,30 +100,18 @@ static size_t scratch_floats(const cu_state *st, int n)
     return per * (size_t)n;
 }
 
-static int all_f32(const llm_model *m)
-{
-    if (m->tok_embd.type != LLM_F32)
-        return 0;
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        const llm_layer *L = &m->layers[l];
-        if (L->wq.type != LLM_F32 || L->wk.type != LLM_F32 || L->wv.type != LLM_F32 || L->wo.type != LLM_F32 ||
-            L->w_gate.type != LLM_F32 || L->w_up.type != LLM_F32 || L->w_down.type != LLM_F32)
-            return 0;
-    }
-    return 1;
-}
-
 /* The KV pool: opts.kv_blocks when that fits in free device memory, else (or when 0) what
  * gpu_memory_fraction of the device leaves after a reserve for the activations; shrinks on failure. */
 static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
     const char *env = getenv("LLM_CUDA_KV");
-    st->kv.kv16 = !all_f32(st->m);
-    if (env != NULL && strcmp(env, "f32") == 0)
+    st->kv.kv16 = llm_kv_f16(st->m, b->opts.kv_dtype);
+    if (b->opts.kv_dtype == LLM_KV_AUTO && env != NULL && strcmp(env, "f32") == 0)
         st->kv.kv16 = 0;
-    else if (env != NULL && strcmp(env, "f16") == 0)
+    else if (b->opts.kv_dtype == LLM_KV_AUTO && env != NULL && strcmp(env, "f16") == 0)
         st->kv.kv16 = 1;
+    b->opts.kv_dtype = st->kv.kv16 ? LLM_KV_F16 : LLM_KV_F32;
     size_t es = st->kv.kv16 ? 2 : 4;
     size_t per_block = (size_t)c->n_layers * (size_t)st->block_size * (size_t)st->kv_dim * es; /* K or V */
     long blocks = b->opts.kv_blocks;

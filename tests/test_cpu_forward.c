@@ -539,6 +539,36 @@ static void test_scratch_at_init(void)
     release(&tm);
 }
 
+/* The KV cache type: auto is f16 except for all-F32 models; f16 moves logits by its rounding only, and
+ * prefill still equals decode over it. */
+static void test_kv_f16(void)
+{
+    test_model tm, tq;
+    build(&tm, LLM_F32, 5, NULL);
+    build(&tq, LLM_Q8_0, 5, NULL);
+    llm_err err;
+    llm_backend_opts o = { .threads = 2, .kv_blocks = 40, .block_size = 4 };
+    llm_backend *ba = llm_backend_create("cpu", &tm.m, &o, &err), *bq = llm_backend_create("cpu", &tq.m, &o, &err);
+    ok(ba != NULL && ba->opts.kv_dtype == LLM_KV_F32, "auto KV cache: f32 for an all-F32 model");
+    ok(bq != NULL && bq->opts.kv_dtype == LLM_KV_F16, "auto KV cache: f16 for a Q8_0 model");
+    llm_backend_free(bq);
+    o.kv_dtype = LLM_KV_F16;
+    llm_backend *bh = llm_backend_create("cpu", &tm.m, &o, &err), *bd = llm_backend_create("cpu", &tm.m, &o, &err);
+    int n = (int)(sizeof(prompt_a) / sizeof(prompt_a[0]));
+    size_t sz = (size_t)n * VOCAB;
+    float *l32 = malloc(sz * sizeof(float)), *l16 = malloc(sz * sizeof(float)), *ld = malloc(sz * sizeof(float));
+    ok(ba && bh && bd && run_prefill(ba, prompt_a, n, 0, l32) == 0 && run_prefill(bh, prompt_a, n, 0, l16) == 0 &&
+       run_decode(bd, prompt_a, n, 0, ld) == 0, "f32 and f16 KV caches run");
+    double d = max_rel_diff(l16, l32, sz);
+    ok(d > 0 && d < 1e-2, "f16 KV cache: logits within its rounding of the f32 cache's (rel diff %.2g)", d);
+    d = max_rel_diff(l16, ld, sz);
+    ok(d < 1e-4, "f16 KV cache: batched prefill == token-by-token decode (rel diff %.2g)", d);
+    llm_backend_free(ba); llm_backend_free(bh); llm_backend_free(bd);
+    free(l32); free(l16); free(ld);
+    release(&tm);
+    release(&tq);
+}
+
 int main(void)
 {
     init_tables();
@@ -553,6 +583,7 @@ int main(void)
     test_prepare_in_place(LLM_Q8_0);
     test_prepare_in_place(LLM_Q4_0);
     test_scratch_at_init();
+    test_kv_f16();
     test_rope_scaling();
     test_errors();
     test_stories260k();

@@ -373,6 +373,7 @@ static void test_vec(const cpu_kernels *k)
 static void test_attn_swiglu(const cpu_kernels *k)
 {
     double worst_s = 0.0, worst_a = 0.0, worst_g = 0.0;
+    int f16_diff = 0;
     const int hds[] = { 4, 16, 36, 64, 72, 128 };
     for (size_t c = 0; c < sizeof(hds) / sizeof(hds[0]); c++) {
         int hd = hds[c], n = 1 + (int)c * 3, stride = hd * 3 + 1;
@@ -388,13 +389,32 @@ static void test_attn_swiglu(const cpu_kernels *k)
             worst_s = fabs(s * 0.125 - sc[p]) > worst_s ? fabs(s * 0.125 - sc[p]) : worst_s;
             for (int i = 0; i < hd; i++) ref[i] += (double)sc[p] * kv[(size_t)p * stride + i];
         }
+        float *out0 = malloc((size_t)hd * sizeof(float));
+        memcpy(out0, out, (size_t)hd * sizeof(float));
         k->attn_accum(sc, kv, (size_t)stride, n, hd, out);
         for (int i = 0; i < hd; i++)
             worst_a = fabs(ref[i] - out[i]) > worst_a ? fabs(ref[i] - out[i]) : worst_a;
-        free(q); free(kv); free(sc); free(out); free(ref);
+        /* An f16 cache: the same bits as the f32 kernels over the same values widened. */
+        uint16_t *kh = malloc((size_t)n * stride * sizeof(uint16_t));
+        float *sc_h = malloc((size_t)n * sizeof(float)), *out_h = malloc((size_t)hd * sizeof(float));
+        for (int i = 0; i < n * stride; i++) {
+            kh[i] = llm_f32_to_fp16(kv[i]);
+            kv[i] = llm_fp16_to_f32(kh[i]);
+        }
+        memcpy(out, out0, (size_t)hd * sizeof(float));
+        memcpy(out_h, out0, (size_t)hd * sizeof(float));
+        k->attn_scores(q, kv, (size_t)stride, n, hd, 0.125f, sc);
+        k->attn_scores_h(q, kh, (size_t)stride, n, hd, 0.125f, sc_h);
+        k->attn_accum(sc, kv, (size_t)stride, n, hd, out);
+        k->attn_accum_h(sc, kh, (size_t)stride, n, hd, out_h);
+        f16_diff += memcmp(sc, sc_h, (size_t)n * sizeof(float)) != 0;
+        f16_diff += memcmp(out, out_h, (size_t)hd * sizeof(float)) != 0;
+        free(q); free(kv); free(sc); free(out); free(ref); free(out0); free(kh); free(sc_h); free(out_h);
     }
     ok(worst_s < 1e-5 && worst_a < 1e-5, "%s attention scores / accumulate (strided, odd head sizes): %.2g %.2g",
        k->name, worst_s, worst_a);
+    ok(f16_diff == 0, "%s attention over an f16 cache: the f32 kernels' bits on the widened values (%d differ)",
+       k->name, f16_diff);
     float g[203], u[203], g0[203];
     for (int i = 0; i < 203; i++) { g0[i] = g[i] = (frand() * 12.0f) * (i == 7 ? 20.0f : 1.0f); u[i] = frand(); }
     k->swiglu(g, u, 203);

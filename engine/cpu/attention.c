@@ -30,7 +30,8 @@ static void att_worker(void *ctx, int ith, int nth)
     int hd = c->head_dim, n_heads = c->n_heads, group = c->n_heads / c->n_kv_heads;
     int total = j->n_tiles * n_heads;
     size_t layer_off = (size_t)j->layer * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
-    const float *kc = st->kcache + layer_off, *vc = st->vcache + layer_off;
+    const float *kc = (const float *)st->kcache + layer_off, *vc = (const float *)st->vcache + layer_off;
+    const uint16_t *kh = (const uint16_t *)st->kcache + layer_off, *vh = (const uint16_t *)st->vcache + layer_off;
     float *scores = st->scores + (size_t)ith * CPU_ATT_TILE * (size_t)c->seq_len;
     float scale = 1.0f / sqrtf((float)hd);
     int bs = st->block_size;
@@ -52,8 +53,11 @@ static void att_worker(void *ctx, int ith, int nth)
                 if (n <= 0)
                     continue;
                 const float *q = st->q + (size_t)(t0 + i) * st->q_dim + (size_t)h * hd;
-                k->attn_scores(q, kc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale,
-                               scores + (size_t)i * c->seq_len + blk * bs);
+                float *out = scores + (size_t)i * c->seq_len + blk * bs;
+                if (st->kv16)
+                    k->attn_scores_h(q, kh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
+                else
+                    k->attn_scores(q, kc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
             }
         }
         for (int i = 0; i < nt; i++) {
@@ -73,8 +77,11 @@ static void att_worker(void *ctx, int ith, int nth)
                 if (n <= 0)
                     continue;
                 float *out = st->att + (size_t)(t0 + i) * st->q_dim + (size_t)h * hd;
-                k->attn_accum(scores + (size_t)i * c->seq_len + blk * bs, vc + base, (size_t)st->kv_dim,
-                              n < bs ? n : bs, hd, out);
+                const float *a = scores + (size_t)i * c->seq_len + blk * bs;
+                if (st->kv16)
+                    k->attn_accum_h(a, vh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, out);
+                else
+                    k->attn_accum(a, vc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, out);
             }
         }
     }

@@ -25,7 +25,10 @@ typedef struct {
     cpu_threadpool    *pool;
     int nth;
     int kv_blocks, block_size, q_dim, kv_dim;
-    float *kcache, *vcache;        /* [n_layers][kv_blocks * block_size][kv_dim] */
+    /* [n_layers][kv_blocks * block_size][kv_dim] of float, or of f16 (uint16_t) when kv16 */
+    void *kcache, *vcache;
+    int kv16;
+    size_t kv_es;                  /* bytes per cached element: 2 or 4 */
     cpu_rope rope;
     /* per-step scratch, grown to the largest batch seen */
     int cap;

@@ -139,9 +139,13 @@ static int cpu_init(llm_backend *b, llm_err *err)
     st->block_size = b->opts.block_size;
     st->q_dim = c->n_heads * c->head_dim;
     st->kv_dim = c->n_kv_heads * c->head_dim;
+    st->kv16 = llm_kv_f16(m, b->opts.kv_dtype);
+    st->kv_es = st->kv16 ? sizeof(uint16_t) : sizeof(float);
+    b->opts.kv_dtype = st->kv16 ? LLM_KV_F16 : LLM_KV_F32;
     size_t cache = (size_t)c->n_layers * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
-    st->kcache = cpu_alloc_huge(cache * sizeof(float)); /* zeroed by cpu_prefault_weights */
-    st->vcache = cpu_alloc_huge(cache * sizeof(float));
+    /* the blocks allocated first are zeroed by cpu_prefault_weights, the rest fault in when first used */
+    st->kcache = cpu_alloc_huge(cache * st->kv_es);
+    st->vcache = cpu_alloc_huge(cache * st->kv_es);
     /* (pages untouched past what a tile's positions use: long contexts commit only what they need) */
     st->scores = malloc((size_t)st->nth * CPU_ATT_TILE * (size_t)c->seq_len * sizeof(float));
     int widest = c->dim > st->q_dim ? c->dim : st->q_dim;
@@ -151,7 +155,7 @@ static int cpu_init(llm_backend *b, llm_err *err)
     if (st->kcache == NULL || st->vcache == NULL || st->scores == NULL || st->wbuf == NULL ||
         cpu_rope_init(&st->rope, m, c->seq_len) != 0) {
         llm_seterr(err, "cpu backend: out of memory for a KV cache of %d blocks of %d tokens (%zu MiB)",
-                   st->kv_blocks, st->block_size, 2 * cache * sizeof(float) >> 20);
+                   st->kv_blocks, st->block_size, 2 * cache * st->kv_es >> 20);
         cpu_destroy(b);
         return -1;
     }
@@ -199,9 +203,10 @@ static void qkv_post(void *ctx, int ith, int nth)
         cpu_rope_apply(&st->rope, c->rope_layout, q, c->n_heads, pos);
         cpu_rope_apply(&st->rope, c->rope_layout, k, c->n_kv_heads, pos);
         size_t slot = cpu_kv_slot(st, &p->b->seqs[p->b->seq[t]], pos);
-        memcpy(st->kcache + layer_off + slot * st->kv_dim, k, (size_t)st->kv_dim * sizeof(float));
-        memcpy(st->vcache + layer_off + slot * st->kv_dim, st->v + (size_t)t * st->kv_dim,
-               (size_t)st->kv_dim * sizeof(float));
+        size_t at = (layer_off + slot * st->kv_dim) * st->kv_es;
+        llm_row_from_f32(st->kv16 ? LLM_F16 : LLM_F32, k, (char *)st->kcache + at, (size_t)st->kv_dim);
+        llm_row_from_f32(st->kv16 ? LLM_F16 : LLM_F32, st->v + (size_t)t * st->kv_dim, (char *)st->vcache + at,
+                         (size_t)st->kv_dim);
     }
 }
 

@@ -69,6 +69,9 @@ typedef struct {
      * floats apart: out[i] = scale * q.k_i;  out += sum_i a[i] * v_i. */
     void  (*attn_scores)(const float *q, const float *k, size_t stride, int n, int hd, float scale, float *out);
     void  (*attn_accum)(const float *a, const float *v, size_t stride, int n, int hd, float *out);
+    /* The same over an f16 cache (vectors of hd uint16_t, stride elements apart). */
+    void  (*attn_scores_h)(const float *q, const uint16_t *k, size_t stride, int n, int hd, float scale, float *out);
+    void  (*attn_accum_h)(const float *a, const uint16_t *v, size_t stride, int n, int hd, float *out);
     /* Widen nr rows of K elements (rows ws bytes apart) of a Q8_0/Q4_0/F16/BF16
      * matrix into floats, rows K floats apart. */
     void  (*dequant_rows)(llm_dtype t, const void *w, size_t ws, int nr, int K, float *out);

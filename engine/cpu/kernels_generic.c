@@ -151,6 +151,24 @@ static void attn_accum(const float *a, const float *v, size_t stride, int n, int
         axpy_f32(a[i], v + (size_t)i * stride, out, hd);
 }
 
+static void attn_scores_h(const float *q, const uint16_t *k, size_t stride, int n, int hd, float scale, float *out)
+{
+    for (int i = 0; i < n; i++) {
+        const uint16_t *ki = k + (size_t)i * stride;
+        float s = 0.0f;
+        for (int d = 0; d < hd; d++)
+            s += q[d] * llm_fp16_to_f32(ki[d]);
+        out[i] = s * scale;
+    }
+}
+
+static void attn_accum_h(const float *a, const uint16_t *v, size_t stride, int n, int hd, float *out)
+{
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < hd; d++)
+            out[d] += a[i] * llm_fp16_to_f32(v[(size_t)i * stride + d]);
+}
+
 static void swiglu(float *g, const float *u, int n)
 {
     for (int i = 0; i < n; i++)
@@ -175,7 +193,7 @@ static float exp_sub_sum(float *x, int n, float mx)
 
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, dequant_rows, exp_sub_sum, swiglu, 0, NULL, 0,
+    attn_scores, attn_accum, attn_scores_h, attn_accum_h, dequant_rows, exp_sub_sum, swiglu, 0, NULL, 0,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

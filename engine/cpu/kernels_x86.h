@@ -754,61 +754,90 @@ static void axpy_f32(float a, const float *x, float *y, int n)
         y[i] += a * x[i];
 }
 
-/* Four keys at a time, their sums reduced together (one horizontal pass per
- * four scores instead of one per score). */
-static void attn_scores(const float *q, const float *k, size_t stride, int n, int hd, float scale, float *out)
+/* Attention over a KV cache of f32 or f16 (KX_ATTN below instantiates both). */
+#define KX_LD8_F32(p) _mm256_loadu_ps(p)
+#define KX_LD8_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define KX_LDV_F32(p) KX_LOADF(p)
+#define KX_LDV_F16(p) KX_LOAD_F16(p)
+#define KX_TOF_F32(x) (x)
+#define KX_TOF_F16(x) llm_fp16_to_f32(x)
+
+/* dot_f32 over an f16 vector b, in dot_f32's order (the same bits on b widened). */
+static float dot_f32_f16(const float *a, const uint16_t *b, int n)
 {
+    KX_VF s0 = KX_ZERO(), s1 = KX_ZERO();
     int i = 0;
-    if ((hd & 7) == 0) {
-        for (; i + 4 <= n; i += 4) {
-            const float *k0 = k + (size_t)i * stride, *k1 = k0 + stride, *k2 = k1 + stride, *k3 = k2 + stride;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (int d = 0; d < hd; d += 8) {
-                __m256 qv = _mm256_loadu_ps(q + d);
-                a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + d), a0);
-                a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k1 + d), a1);
-                a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k2 + d), a2);
-                a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k3 + d), a3);
-            }
-            __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-            __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-            _mm_storeu_ps(out + i, _mm_mul_ps(r, _mm_set1_ps(scale)));
-        }
+    for (; i + 2 * KX_VW <= n; i += 2 * KX_VW) {
+        s0 = KX_FMA(KX_LOADF(a + i), KX_LOAD_F16(b + i), s0);
+        s1 = KX_FMA(KX_LOADF(a + i + KX_VW), KX_LOAD_F16(b + i + KX_VW), s1);
     }
+    for (; i + KX_VW <= n; i += KX_VW)
+        s0 = KX_FMA(KX_LOADF(a + i), KX_LOAD_F16(b + i), s0);
+    float s = KX_HSUM(KX_ADD(s0, s1));
     for (; i < n; i++)
-        out[i] = dot_f32(q, k + (size_t)i * stride, hd) * scale;
+        s += a[i] * llm_fp16_to_f32(b[i]);
+    return s;
 }
 
-/* out stays in registers across positions, 4 vectors at a time. */
-static void attn_accum(const float *a, const float *v, size_t stride, int n, int hd, float *out)
-{
-    int d = 0;
-    for (; d + 4 * KX_VW <= hd; d += 4 * KX_VW) {
-        KX_VF o0 = KX_LOADF(out + d), o1 = KX_LOADF(out + d + KX_VW);
-        KX_VF o2 = KX_LOADF(out + d + 2 * KX_VW), o3 = KX_LOADF(out + d + 3 * KX_VW);
-        for (int i = 0; i < n; i++) {
-            const float *vi = v + (size_t)i * stride + d;
-            KX_VF w = KX_SET1(a[i]);
-            o0 = KX_FMA(w, KX_LOADF(vi), o0);
-            o1 = KX_FMA(w, KX_LOADF(vi + KX_VW), o1);
-            o2 = KX_FMA(w, KX_LOADF(vi + 2 * KX_VW), o2);
-            o3 = KX_FMA(w, KX_LOADF(vi + 3 * KX_VW), o3);
-        }
-        KX_STOREF(out + d, o0);
-        KX_STOREF(out + d + KX_VW, o1);
-        KX_STOREF(out + d + 2 * KX_VW, o2);
-        KX_STOREF(out + d + 3 * KX_VW, o3);
-    }
-    for (; d + KX_VW <= hd; d += KX_VW) {
-        KX_VF o = KX_LOADF(out + d);
-        for (int i = 0; i < n; i++)
-            o = KX_FMA(KX_SET1(a[i]), KX_LOADF(v + (size_t)i * stride + d), o);
-        KX_STOREF(out + d, o);
-    }
-    for (; d < hd; d++)
-        for (int i = 0; i < n; i++)
-            out[d] += a[i] * v[(size_t)i * stride + d];
+/* attn_scores: four keys at a time, their sums reduced together (one
+ * horizontal pass per four scores instead of one per score).
+ * attn_accum: out stays in registers across positions, 4 vectors at a time. */
+#define KX_ATTN(SCORES, ACCUM, T, LD8, LDV, TOF, DOT)                                                          \
+static void SCORES(const float *q, const T *k, size_t stride, int n, int hd, float scale, float *out)          \
+{                                                                                                              \
+    int i = 0;                                                                                                 \
+    if ((hd & 7) == 0) {                                                                                       \
+        for (; i + 4 <= n; i += 4) {                                                                           \
+            const T *k0 = k + (size_t)i * stride, *k1 = k0 + stride, *k2 = k1 + stride, *k3 = k2 + stride;     \
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                        \
+            for (int d = 0; d < hd; d += 8) {                                                                  \
+                __m256 qv = _mm256_loadu_ps(q + d);                                                            \
+                a0 = _mm256_fmadd_ps(qv, LD8(k0 + d), a0);                                                     \
+                a1 = _mm256_fmadd_ps(qv, LD8(k1 + d), a1);                                                     \
+                a2 = _mm256_fmadd_ps(qv, LD8(k2 + d), a2);                                                     \
+                a3 = _mm256_fmadd_ps(qv, LD8(k3 + d), a3);                                                     \
+            }                                                                                                  \
+            __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));                         \
+            __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));                     \
+            _mm_storeu_ps(out + i, _mm_mul_ps(r, _mm_set1_ps(scale)));                                         \
+        }                                                                                                      \
+    }                                                                                                          \
+    for (; i < n; i++)                                                                                         \
+        out[i] = DOT(q, k + (size_t)i * stride, hd) * scale;                                                   \
+}                                                                                                              \
+                                                                                                               \
+static void ACCUM(const float *a, const T *v, size_t stride, int n, int hd, float *out)                        \
+{                                                                                                              \
+    int d = 0;                                                                                                 \
+    for (; d + 4 * KX_VW <= hd; d += 4 * KX_VW) {                                                              \
+        KX_VF o0 = KX_LOADF(out + d), o1 = KX_LOADF(out + d + KX_VW);                                          \
+        KX_VF o2 = KX_LOADF(out + d + 2 * KX_VW), o3 = KX_LOADF(out + d + 3 * KX_VW);                          \
+        for (int i = 0; i < n; i++) {                                                                          \
+            const T *vi = v + (size_t)i * stride + d;                                                          \
+            KX_VF w = KX_SET1(a[i]);                                                                           \
+            o0 = KX_FMA(w, LDV(vi), o0);                                                                       \
+            o1 = KX_FMA(w, LDV(vi + KX_VW), o1);                                                               \
+            o2 = KX_FMA(w, LDV(vi + 2 * KX_VW), o2);                                                           \
+            o3 = KX_FMA(w, LDV(vi + 3 * KX_VW), o3);                                                           \
+        }                                                                                                      \
+        KX_STOREF(out + d, o0);                                                                                \
+        KX_STOREF(out + d + KX_VW, o1);                                                                        \
+        KX_STOREF(out + d + 2 * KX_VW, o2);                                                                    \
+        KX_STOREF(out + d + 3 * KX_VW, o3);                                                                    \
+    }                                                                                                          \
+    for (; d + KX_VW <= hd; d += KX_VW) {                                                                      \
+        KX_VF o = KX_LOADF(out + d);                                                                           \
+        for (int i = 0; i < n; i++)                                                                            \
+            o = KX_FMA(KX_SET1(a[i]), LDV(v + (size_t)i * stride + d), o);                                     \
+        KX_STOREF(out + d, o);                                                                                 \
+    }                                                                                                          \
+    for (; d < hd; d++)                                                                                        \
+        for (int i = 0; i < n; i++)                                                                            \
+            out[d] += a[i] * TOF(v[(size_t)i * stride + d]);                                                   \
 }
+
+KX_ATTN(attn_scores, attn_accum, float, KX_LD8_F32, KX_LDV_F32, KX_TOF_F32, dot_f32)
+KX_ATTN(attn_scores_h, attn_accum_h, uint16_t, KX_LD8_F16, KX_LDV_F16, KX_TOF_F16, dot_f32_f16)
 
 /* exp(x) for 8 floats: x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial for
  * e^r (relative error ~2e-7), 2^n through the exponent bits; clamped so huge
@@ -911,5 +940,6 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
 #endif
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, dequant_rows, exp_sub_sum, swiglu, KX_INT8_PREFILL, KX_GEMM_PACKED, KX_BF16_ACT,
+    attn_scores, attn_accum, attn_scores_h, attn_accum_h, dequant_rows, exp_sub_sum, swiglu, KX_INT8_PREFILL,
+    KX_GEMM_PACKED, KX_BF16_ACT,
 };

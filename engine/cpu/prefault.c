@@ -60,14 +60,25 @@ static void prefault_worker(void *ctx, int ith, int nth)
         touch(j->t[i]);
 }
 
+/* The KV blocks the pool hands out first (kv_cache.c: 0, 1, 2, ...), up to
+ * CPU_KV_ZERO_BYTES of K and V together; a large pool's other pages fault in
+ * when a long context or a full batch first reaches them, and only then
+ * take memory. */
+#define CPU_KV_ZERO_BYTES ((size_t)256 << 20)
+
 static void zero_worker(void *ctx, int ith, int nth)
 {
     cpu_state *st = ctx;
     const llm_config *c = &st->m->cfg;
-    size_t cache = (size_t)c->n_layers * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
-    size_t lo = cache * (size_t)ith / (size_t)nth, hi = cache * (size_t)(ith + 1) / (size_t)nth;
-    memset(st->kcache + lo, 0, (hi - lo) * sizeof(float));
-    memset(st->vcache + lo, 0, (hi - lo) * sizeof(float));
+    size_t block = (size_t)st->block_size * (size_t)st->kv_dim * st->kv_es; /* one layer's K of a block */
+    size_t per_block = 2 * (size_t)c->n_layers * block, nz = CPU_KV_ZERO_BYTES / per_block;
+    nz = nz < (size_t)st->kv_blocks ? nz : (size_t)st->kv_blocks;
+    size_t layer = (size_t)st->kv_blocks * block, span = nz * block;
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t lo = span * (size_t)ith / (size_t)nth, hi = span * (size_t)(ith + 1) / (size_t)nth;
+        memset((char *)st->kcache + l * layer + lo, 0, hi - lo);
+        memset((char *)st->vcache + l * layer + lo, 0, hi - lo);
+    }
     memset(st->wbuf + (size_t)ith * st->wbuf_floats, 0, st->wbuf_floats * sizeof(float));
     memset(st->scores + (size_t)ith * CPU_ATT_TILE * (size_t)c->seq_len, 0, (size_t)c->seq_len * sizeof(float));
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_util.h"
 #include "backend_cuda_loader.h"
 #include "model.h"
 
@@ -273,6 +274,9 @@ int main(int argc, char **argv)
     llm_backend_opts o = { 0 };
     o.block_size = BS;
     o.kv_blocks = pool;
+    o.kv_dtype = llm_kv_dtype_parse(getenv("LLM_CUDA_KV")); /* the same cache type on both sides */
+    if (o.kv_dtype < 0)
+        o.kv_dtype = LLM_KV_AUTO;
     llm_backend *cpu = llm_backend_create("cpu", m, &o, &err);
     llm_backend *gpu = cpu != NULL ? make_cuda(m, &o, &err) : NULL;
     if (cpu == NULL || gpu == NULL) {

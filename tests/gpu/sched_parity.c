@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_util.h"
 #include "backend_cuda_loader.h"
 #include "model.h"
 #include "scheduler.h"
@@ -348,6 +349,9 @@ int main(int argc, char **argv)
     llm_backend_opts o = { 0 };
     o.block_size = 16;
     o.kv_blocks = NREQ * ((80 + MAXG) / 16 + 1);
+    o.kv_dtype = llm_kv_dtype_parse(getenv("LLM_CUDA_KV")); /* the same cache type on both sides */
+    if (o.kv_dtype < 0)
+        o.kv_dtype = LLM_KV_AUTO;
     llm_backend *cpu = llm_backend_create("cpu", m, &o, &err);
     llm_backend *gpu = cpu != NULL ? make_cuda(m, &o, &err) : NULL;
     emu_mem e = { 0 };
