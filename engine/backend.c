@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "backend_cuda_loader.h"
+#include "cpu/kernels.h"
 
 int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *o, llm_err *err)
 {
@@ -23,10 +24,10 @@ int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *
 
 void llm_backend_prepare_report(const llm_model *m, void *FILE_stream)
 {
-    int q4k, n = llm_model_cpu_packed(m, &q4k);
+    int by[LLM_CPU_PK_KINDS], n = llm_model_cpu_packed(m, by);
     if (n > 0)
         fprintf((FILE *)FILE_stream, "prepare: %d converted matrices packed for the cpu kernels; %d of them q4_K, "
-                "kept at 5 bits a weight\n", n, q4k);
+                "kept at 5 bits a weight, %d q6_K at 7\n", n, by[CPU_PK_Q4_M], by[CPU_PK_Q6]);
 }
 
 llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err)

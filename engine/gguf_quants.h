@@ -2,10 +2,11 @@
  * older Q4_1 / Q5_0 / Q5_1 and the K-quants Q2_K .. Q6_K (the types of the
  * Q4_K_M, Q5_K_M, Q6_K ... files most people download). Their block layouts
  * are ggml's; the loader dequantises each row and re-quantises it to Q8_0
- * (model_gguf.c), so every backend sees only the types in common.h. The one
- * exception: Q4_K layer matrices, which the CPU backend packs from their
- * blocks (cpu/repack.c, CPU_PK_Q4_M) when the loader is told to defer them
- * (LLM_LOAD_DEFER_Q4_K).
+ * (model_gguf.c), so every backend sees only the types in common.h. The
+ * exceptions: Q4_K and Q6_K matrices, which the CPU backend packs from their
+ * blocks (cpu/repack.c, CPU_PK_Q4_M and CPU_PK_Q6); layer matrices of those
+ * types are not converted at all when the loader is told to defer them
+ * (LLM_LOAD_DEFER_KQ).
  *
  * Why Q8_0 and not a kernel per type: one conversion at load makes every such
  * file work on the CPU and CUDA backends alike; Q8_0 keeps 8 bits per weight

@@ -58,24 +58,24 @@ void llm_model_replace_owned(llm_model *m, const void *old, void *p)
         }
 }
 
-int llm_model_cpu_packed(const llm_model *m, int *from_q4_K)
+int llm_model_cpu_packed(const llm_model *m, int by_fmt[LLM_CPU_PK_KINDS])
 {
-    int n = 0, q4k = 0;
+    int n = 0, count[LLM_CPU_PK_KINDS + 1] = { 0 };
     for (int l = 0; l < m->cfg.n_layers; l++) {
         llm_tensor *mats[LLM_LAYER_MATS];
         llm_layer_mats(&m->layers[l], mats);
         for (int i = 0; i < LLM_LAYER_MATS; i++)
             if (mats[i]->cpu_packed) {
                 n++;
-                q4k += mats[i]->src_type == GGML_Q4_K;
+                count[mats[i]->cpu_packed]++;
             }
     }
     if (m->tok_embd.cpu_packed || m->output.cpu_packed) { /* the classifier (and a tied embedding) */
         n++;
-        q4k += (m->output.cpu_packed ? m->output.src_type : m->tok_embd.src_type) == GGML_Q4_K;
+        count[m->output.cpu_packed ? m->output.cpu_packed : m->tok_embd.cpu_packed]++;
     }
-    if (from_q4_K != NULL)
-        *from_q4_K = q4k;
+    for (int f = 0; by_fmt != NULL && f < LLM_CPU_PK_KINDS; f++)
+        by_fmt[f] = count[f + 1];
     return n;
 }
 
@@ -205,7 +205,7 @@ llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsig
 static int check_tensor(const llm_model *m, const llm_tensor *t, const char *what, int64_t ne0, int64_t ne1,
                         int norm, llm_err *err)
 {
-    if (t->data == NULL && t->src == NULL) { /* src alone: conversion deferred (LLM_LOAD_DEFER_Q4_K) */
+    if (t->data == NULL && t->src == NULL) { /* src alone: conversion deferred (LLM_LOAD_DEFER_KQ) */
         llm_seterr(err, "%s: missing tensor %s", m->path, what);
         return -1;
     }

@@ -87,7 +87,7 @@ typedef struct llm_model {
     /* GGUF tensors of read-only types (gguf_quants.h) re-quantised to Q8_0 at load. */
     int    n_converted;
     char   converted_from[64];      /* their types, e.g. "q4_K q6_K" */
-    int    defer_q4_K;              /* LLM_LOAD_DEFER_Q4_K was given */
+    int    defer_kq;              /* LLM_LOAD_DEFER_KQ was given */
 
     /* Ownership (private to the loaders). */
     struct gguf_ctx *gguf;
@@ -101,18 +101,18 @@ typedef struct llm_model {
  * Norm vectors are converted to F32 at load; matrices stay mapped as stored. */
 llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err *err);
 /* As llm_model_load, with flags:
- * LLM_LOAD_DEFER_Q4_K  GGUF layer matrices in Q4_K are not converted to Q8_0
- *   at load but left to llm_backend_prepare (data NULL, src set), which the
- *   caller must call before creating a backend: the CPU backend packs them
- *   from the file's blocks (5 bits a weight) rather than from a Q8_0 copy it
- *   would throw away; any other backend converts them then. */
-#define LLM_LOAD_DEFER_Q4_K 1u
+ * LLM_LOAD_DEFER_KQ  GGUF layer matrices in Q4_K and Q6_K are not converted
+ *   to Q8_0 at load but left to llm_backend_prepare (data NULL, src set),
+ *   which the caller must call before creating a backend: the CPU backend
+ *   packs them from the file's blocks (5 and 7 bits a weight) rather than from
+ *   a Q8_0 copy it would throw away; any other backend converts them then. */
+#define LLM_LOAD_DEFER_KQ 1u
 llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsigned flags, llm_err *err);
 void       llm_model_free(llm_model *m);
 
 /* Format-specific entry points (used by llm_model_load). */
 llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err);
-/* Converts to Q8_0 the layer matrices whose conversion LLM_LOAD_DEFER_Q4_K
+/* Converts to Q8_0 the layer matrices whose conversion LLM_LOAD_DEFER_KQ
  * deferred and nothing else took (data still NULL). 0 ok, -1 + err. */
 int llm_model_finish_deferred(llm_model *m, llm_err *err);
 /* 1 while some layer matrix has neither data nor a packed form (deferred). */
@@ -129,9 +129,10 @@ int llm_model_validate(llm_model *m, llm_err *err);
 int llm_model_owns(const llm_model *m, const void *p);
 
 /* How many matrices of m (layers' and the classifier) are in a CPU packed
- * format (llm_tensor.cpu_packed), and (if not NULL) how many of those came
- * from Q4_K blocks. */
-int llm_model_cpu_packed(const llm_model *m, int *from_q4_K);
+ * format (llm_tensor.cpu_packed), and (if not NULL) how many in each
+ * (by_fmt[cpu_packed - 1]: cpu/kernels.h's cpu_pk_fmt). */
+#define LLM_CPU_PK_KINDS 8
+int llm_model_cpu_packed(const llm_model *m, int by_fmt[LLM_CPU_PK_KINDS]);
 
 /* Human-readable description (info subcommand). */
 void llm_model_describe(const llm_model *m, void *FILE_stream);

@@ -72,7 +72,8 @@ static void note_converted(llm_model *m, uint32_t type)
 
 static int requantize(llm_model *m, const gguf_tensor *t, llm_tensor *dst, llm_err *err)
 {
-    if (m->defer_q4_K && t->type == GGML_Q4_K && t->name.len > 4 && memcmp(t->name.ptr, "blk.", 4) == 0) {
+    if (m->defer_kq && (t->type == GGML_Q4_K || t->type == GGML_Q6_K) && t->name.len > 4 &&
+        memcmp(t->name.ptr, "blk.", 4) == 0) {
         note_converted(m, t->type);
         dst->type = LLM_Q8_0; /* what it becomes unless a backend takes the blocks */
         dst->data = NULL;
@@ -252,7 +253,7 @@ llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err)
     llm_model *m = llm_model_alloc("gguf", path, err);
     if (m == NULL)
         return NULL;
-    m->defer_q4_K = (flags & LLM_LOAD_DEFER_Q4_K) != 0;
+    m->defer_kq = (flags & LLM_LOAD_DEFER_KQ) != 0;
     m->gguf = gguf_open(path, err);
     if (m->gguf == NULL || load(m, err) != 0) {
         llm_model_free(m);
@@ -276,7 +277,7 @@ int llm_model_has_deferred(const llm_model *m)
 
 int llm_model_finish_deferred(llm_model *m, llm_err *err)
 {
-    m->defer_q4_K = 0; /* requantize converts from here on */
+    m->defer_kq = 0; /* requantize converts from here on */
     for (int l = 0; l < m->cfg.n_layers; l++) {
         llm_tensor *mats[LLM_LAYER_MATS];
         llm_layer_mats(&m->layers[l], mats);

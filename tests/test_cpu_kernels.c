@@ -181,11 +181,44 @@ static void random_q4_K(uint8_t *b, size_t n)
     }
 }
 
+/* n random Q6_K super-blocks (any 6-bit quants and int8 scales, d small). */
+static void random_q6_K(uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 210) {
+        for (int k = 0; k < 208; k++)
+            b[k] = (uint8_t)(frand() * 128.0f + 128.0f);
+        uint16_t d = llm_f32_to_fp16(0.0001f + 0.0004f * fabsf(frand()));
+        memcpy(b + 208, &d, 2);
+    }
+}
+
+/* Element e (< 256) of a Q6_K super-block as its quant q (0..63) and group scale d * sc, written out from
+ * ggml's layout (ql: 128 bytes, qh: 64, scales: 16 int8, d: fp16) rather than taken from repack.c. */
+static void q6_K_elem(const uint8_t *sb, int e, int *q, float *scale)
+{
+    int half = e / 128, i = e % 128, k = i / 32, l = i % 32;
+    int lo = (sb[64 * half + l + 32 * (k % 2)] >> (4 * (k / 2))) & 0xF;
+    int hi = (sb[128 + 32 * half + l] >> (2 * k)) & 3;
+    *q = lo | hi << 4;
+    *scale = llm_fp16_to_f32((uint16_t)(sb[208] | sb[209] << 8)) * (float)(int8_t)sb[192 + 8 * half + 2 * k + l / 16];
+}
+
 /* Row r of a matrix in format f as the packed weights mean it: Q8_0/Q4_0 its
- * rows; Q4_M the Q4_K sub-blocks with scale and min rounded to fp16. */
+ * rows; Q4_M the Q4_K sub-blocks with scale and min rounded to fp16; Q6 the
+ * Q6_K groups with d * scale rounded to fp16. */
 static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
 {
     int K = (int)t->ne[0];
+    if (f == CPU_PK_Q6) {
+        const uint8_t *row = (const uint8_t *)t->src + (size_t)r * (size_t)(K / 256) * 210;
+        for (int e = 0; e < K; e++) {
+            int q;
+            float scale;
+            q6_K_elem(row + (size_t)(e / 256) * 210, e % 256, &q, &scale);
+            out[e] = llm_fp16_to_f32(llm_f32_to_fp16(scale)) * (float)(q - 32);
+        }
+        return;
+    }
     if (f != CPU_PK_Q4_M) {
         size_t rb = llm_dtype_row_bytes(t->type, (uint64_t)K);
         llm_row_to_f32(t->type, (const uint8_t *)t->data + rb * (size_t)r, out, (size_t)K);
@@ -213,8 +246,8 @@ static void test_gemm_packed(const cpu_kernels *k)
     if (k->gemm_packed == NULL)
         return;
     const int Ks[] = { 32, 96, 256, 512 }, nrs[] = { 1, 7, 8, 9, 16, 17, 37 }, nts[] = { 1, 2, 3, 6, 7, 13 };
-    static const char *const names[] = { "q8_0", "q4_0", "q4_M (from q4_K)" };
-    for (int fi = 0; fi < 3; fi++) {
+    static const char *const names[] = { "q8_0", "q4_0", "q4_M (from q4_K)", "q6 (from q6_K)" };
+    for (int fi = 0; fi < 4; fi++) {
         cpu_pk_fmt f = (cpu_pk_fmt)fi;
         llm_dtype t = f == CPU_PK_Q4_0 ? LLM_Q4_0 : LLM_Q8_0;
         double worst = 0.0, worst_src = 0.0;
@@ -223,7 +256,7 @@ static void test_gemm_packed(const cpu_kernels *k)
             for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
                 for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
                     int K = Ks[a], nr = nrs[b], nt = nts[c], accumulate = (int)((a + b + c) & 1);
-                    if (f == CPU_PK_Q4_M && K % 256 != 0)
+                    if ((f == CPU_PK_Q4_M || f == CPU_PK_Q6) && K % 256 != 0)
                         continue;
                     size_t rb = llm_dtype_row_bytes(t, (uint64_t)K), xs = (size_t)(K / LLM_QK) * sizeof(cpu_q8_act);
                     size_t ldy = (size_t)nr + 2;
@@ -248,6 +281,25 @@ static void test_gemm_packed(const cpu_kernels *k)
                                 gguf_q4_K_sub(src + ((size_t)r * (K / 256) + (size_t)e / 256) * 144, e % 256 / 32,
                                               &scale, &min, q);
                                 double rel = fabs((double)fq[e] - row[e]) / (15.0 * fabs(scale) + fabs(min));
+                                worst_src = rel > worst_src ? rel : worst_src;
+                            }
+                        }
+                        free(fq);
+                    } else if (f == CPU_PK_Q6) {
+                        size_t n = (size_t)(K / 256) * (size_t)nr;
+                        src = malloc(n * 210);
+                        random_q6_K(src, n);
+                        tw.src = src;
+                        tw.src_type = GGML_Q6_K;
+                        float *fq = malloc((size_t)K * sizeof(float));
+                        for (int r = 0; r < nr; r++) { /* the file's values (gguf_quants.c) vs the packed ones */
+                            gguf_qtype_to_f32(GGML_Q6_K, src + (size_t)r * (K / 256) * 210, fq, (size_t)K);
+                            packed_row_ref(&tw, f, r, row);
+                            for (int e = 0; e < K; e++) { /* relative to the group's range */
+                                int q;
+                                float scale;
+                                q6_K_elem(src + ((size_t)r * (K / 256) + (size_t)e / 256) * 210, e % 256, &q, &scale);
+                                double rel = fabs((double)fq[e] - row[e]) / (32.0 * fabs(scale) + 1e-30);
                                 worst_src = rel > worst_src ? rel : worst_src;
                             }
                         }
@@ -299,10 +351,10 @@ static void test_gemm_packed(const cpu_kernels *k)
            names[fi], worst);
         ok(same, "%s packed %s: each token alone gives the bits it gets in a batch", k->name, names[fi]);
         ok(rows_back, "%s packed %s: every row read back as its values", k->name, names[fi]);
-        if (f == CPU_PK_Q4_M)
-            ok(worst_src <= 4.9e-4, "%s packed q4_M: weights within fp16 rounding (2^-11) of the Q4_K file's "
+        if (f == CPU_PK_Q4_M || f == CPU_PK_Q6)
+            ok(worst_src <= 4.9e-4, "%s packed %s: weights within fp16 rounding (2^-11) of the %s file's "
                "(worst %.2g of the sub-block's range)",
-               k->name, worst_src);
+               k->name, names[fi], f == CPU_PK_Q6 ? "Q6_K" : "Q4_K", worst_src);
     }
 }
 
@@ -335,19 +387,22 @@ static void test_quantize(const cpu_kernels *k)
     for (int i = 0; i < K; i++) x[i] = frand() * (i < 32 ? 0.0f : (float)(i % 9));
     k->quantize_act(x, q, K);
     cpu_kernels_generic()->quantize_act(x, ref, K);
-    int same = 1;
+    int same = 1, sums = 1;
     double worst = 0.0;
     for (int b = 0; b < K / LLM_QK; b++) {
-        int sum = 0;
+        int sum = 0, lo = 0;
         for (int e = 0; e < LLM_QK; e++) {
             same &= abs(q[b].qs[e] - ref[b].qs[e]) <= 1;
             sum += q[b].qs[e];
+            lo += e < LLM_QK / 2 ? q[b].qs[e] : 0;
             double err = fabs(q[b].d * q[b].qs[e] - x[b * LLM_QK + e]);
             worst = err / (q[b].d + 1e-30) > worst ? err / (q[b].d + 1e-30) : worst;
         }
         same &= fabsf(q[b].d - ref[b].d) <= 1e-7f * ref[b].d && fabsf(q[b].s - q[b].d * (float)sum) <= 1e-5f;
+        sums &= q[b].isum == sum && q[b].isum_lo == lo;
     }
     ok(same && q[0].d == 0.0f, "%s quantize_act agrees with generic (zero block gives d = 0)", k->name);
+    ok(sums, "%s quantize_act: isum and isum_lo are the sums of the block's quants and of its first 16", k->name);
     ok(worst <= 0.5 + 1e-3, "%s quantize_act error within half a step (%.3g)", k->name, worst);
 }
 

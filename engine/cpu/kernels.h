@@ -14,7 +14,8 @@
 typedef struct {
     float   d;
     float   s;
-    int32_t isum;  /* sum(qs): the packed VNNI kernels take their offset off with it */
+    int16_t isum;     /* sum(qs): the packed VNNI kernels take their offset off with it */
+    int16_t isum_lo;  /* sum(qs[0..15]): the same for CPU_PK_Q6's two halves */
     int8_t  qs[LLM_QK];
 } cpu_q8_act; /* 44 bytes */
 
@@ -41,13 +42,24 @@ typedef void (*cpu_gemm_fn)(int K, const void *W, size_t w_stride, int nr,
  *                Q4_K_M files), whose 32-element sub-blocks carry a 6-bit
  *                scale and min under the super-block's d and dmin, at 5 bits
  *                a weight instead of Q8_0's 8.5 (d * scale and dmin * min
+ *                rounded to fp16).
+ *   CPU_PK_Q6    d0[16] then d1[16], fp16 (64 bytes): the scales of
+ *                elements 0..15 and 16..31; the low 4 bits of q as Q4_0's
+ *                nibbles (256 bytes); then their high 2 bits, 64 bytes per
+ *                two steps: byte 4r+e of vector p holds those of elements
+ *                4k+e (bits 0-1) and 16+4k+e (bits 2-3) for k = 2p, and
+ *                for k = 2p+1 in bits 4-5 and 6-7 (128 bytes). An element is
+ *                d * (q - 32), q in 0..63. llama.cpp's Q6_K (Q6_K files,
+ *                and the classifier and some layers of Q4_K_M / Q5_K_M
+ *                ones), whose groups of 16 carry an int8 scale under the
+ *                super-block's d, at 7 bits a weight instead of 8.5 (d * scale
  *                rounded to fp16). */
-typedef enum { CPU_PK_Q8_0, CPU_PK_Q4_0, CPU_PK_Q4_M } cpu_pk_fmt;
+typedef enum { CPU_PK_Q8_0, CPU_PK_Q4_0, CPU_PK_Q4_M, CPU_PK_Q6 } cpu_pk_fmt;
 #define CPU_PK_ROWS 16
-static inline size_t cpu_pk_head_bytes(cpu_pk_fmt f) { return f == CPU_PK_Q4_M ? 64 : 32; }
+static inline size_t cpu_pk_head_bytes(cpu_pk_fmt f) { return f == CPU_PK_Q4_M || f == CPU_PK_Q6 ? 64 : 32; }
 static inline size_t cpu_pk_block_bytes(cpu_pk_fmt f)
 {
-    return cpu_pk_head_bytes(f) + (f == CPU_PK_Q8_0 ? 512 : 256);
+    return cpu_pk_head_bytes(f) + (f == CPU_PK_Q8_0 ? 512 : f == CPU_PK_Q6 ? 384 : 256);
 }
 /* The packed format of a stored Q8_0 / Q4_0 matrix. */
 static inline cpu_pk_fmt cpu_pk_fmt_of(llm_dtype t) { return t == LLM_Q4_0 ? CPU_PK_Q4_0 : CPU_PK_Q8_0; }

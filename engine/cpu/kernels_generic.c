@@ -113,15 +113,17 @@ static void quantize_act(const float *x, cpu_q8_act *y, int K)
         for (int j = 0; j < LLM_QK; j++)
             amax = fmaxf(amax, fabsf(v[j]));
         float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        int sum = 0;
+        int sum = 0, lo = 0;
         for (int j = 0; j < LLM_QK; j++) {
             int q = (int)lrintf(v[j] * id);
             y[b].qs[j] = (int8_t)q;
             sum += q;
+            lo += j < LLM_QK / 2 ? q : 0;
         }
         y[b].d = d;
         y[b].s = d * (float)sum;
-        y[b].isum = sum;
+        y[b].isum = (int16_t)sum;
+        y[b].isum_lo = (int16_t)lo;
     }
 }
 

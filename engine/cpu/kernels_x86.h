@@ -486,10 +486,69 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
         const cpu_q8_act *a[PT];
         __m512i s[PT];
 #pragma GCC unroll 12
-        for (int j = 0; j < RT; j++) {
+        for (int j = 0; j < RT; j++)
             a[j] = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
-            s[j] = _mm512_set1_epi32(-off * a[j]->isum);
+        if (f == CPU_PK_Q6 && RT <= 4) { /* small tiles (decode): both halves in one pass, two accumulators */
+            __m512i s1[PT];
+#pragma GCC unroll 12
+            for (int j = 0; j < RT; j++) {
+                s[j] = _mm512_set1_epi32(-32 * a[j]->isum_lo);
+                s1[j] = _mm512_set1_epi32(-32 * (a[j]->isum - a[j]->isum_lo));
+            }
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                __m512i raw = _mm512_loadu_si512((const void *)(blk + hb + 64 * k));
+                __m512i h = _mm512_loadu_si512((const void *)(blk + hb + 256 + 64 * (k / 2)));
+                __m512i h0 = k % 2 ? h : _mm512_slli_epi16(h, 4), h1 = k % 2 ? _mm512_srli_epi16(h, 2) : _mm512_slli_epi16(h, 2);
+                __m512i w0 = _mm512_or_si512(_mm512_and_si512(raw, _mm512_set1_epi8(0x0f)),
+                                             _mm512_and_si512(h0, _mm512_set1_epi8(0x30)));
+                __m512i w1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f)),
+                                             _mm512_and_si512(h1, _mm512_set1_epi8(0x30)));
+#pragma GCC unroll 12
+                for (int j = 0; j < RT; j++) {
+                    s[j] = kx_dpbusd_bcast(s[j], w0, a[j]->qs + 4 * k);
+                    s1[j] = kx_dpbusd_bcast(s1[j], w1, a[j]->qs + 16 + 4 * k);
+                }
+            }
+            __m512 d0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+            __m512 d1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
+#pragma GCC unroll 12
+            for (int j = 0; j < RT; j++) { /* the same two multiply-adds, in the same order, as below */
+                __m512 dx = _mm512_set1_ps(a[j]->d);
+                c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(d0, dx), c[j]);
+                c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[j]), _mm512_mul_ps(d1, dx), c[j]);
+            }
+            continue;
         }
+        if (f == CPU_PK_Q6) { /* two halves of 16 elements, each with its own scale */
+#pragma GCC unroll 2
+            for (int half = 0; half < 2; half++) {
+#pragma GCC unroll 12
+                for (int j = 0; j < RT; j++)
+                    s[j] = _mm512_set1_epi32(-32 * (half ? a[j]->isum - a[j]->isum_lo : a[j]->isum_lo));
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    __m512i raw = _mm512_loadu_si512((const void *)(blk + hb + 64 * k));
+                    __m512i h = _mm512_loadu_si512((const void *)(blk + hb + 256 + 64 * (k / 2)));
+                    h = half ? (k % 2 ? _mm512_srli_epi16(h, 2) : _mm512_slli_epi16(h, 2))
+                             : (k % 2 ? h : _mm512_slli_epi16(h, 4));
+                    __m512i q = half ? _mm512_srli_epi16(raw, 4) : raw;
+                    __m512i w = _mm512_or_si512(_mm512_and_si512(q, _mm512_set1_epi8(0x0f)),
+                                                _mm512_and_si512(h, _mm512_set1_epi8(0x30)));
+#pragma GCC unroll 12
+                    for (int j = 0; j < RT; j++)
+                        s[j] = kx_dpbusd_bcast(s[j], w, a[j]->qs + 16 * half + 4 * k);
+                }
+                __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32 * half)));
+#pragma GCC unroll 12
+                for (int j = 0; j < RT; j++)
+                    c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(dw, _mm512_set1_ps(a[j]->d)), c[j]);
+            }
+            continue;
+        }
+#pragma GCC unroll 12
+        for (int j = 0; j < RT; j++)
+            s[j] = _mm512_set1_epi32(-off * a[j]->isum);
         if (q4) {
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
@@ -566,10 +625,48 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
         const cpu_q8_act *a[PT];
         __m256i s[PT][2];
 #pragma GCC unroll 3
-        for (int j = 0; j < RT; j++) {
+        for (int j = 0; j < RT; j++)
             a[j] = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
-            s[j][0] = s[j][1] = _mm256_set1_epi32(-off * a[j]->isum);
+        if (f == CPU_PK_Q6) { /* kx_ptile's Q6 lane math, 8 lanes a register */
+#pragma GCC unroll 2
+            for (int half = 0; half < 2; half++) {
+#pragma GCC unroll 3
+                for (int j = 0; j < RT; j++)
+                    s[j][0] = s[j][1] = _mm256_set1_epi32(-32 * (half ? a[j]->isum - a[j]->isum_lo : a[j]->isum_lo));
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    __m256i w[2];
+#pragma GCC unroll 2
+                    for (int v = 0; v < 2; v++) {
+                        __m256i raw = _mm256_loadu_si256((const __m256i *)(blk + hb + 64 * k + 32 * v));
+                        __m256i h = _mm256_loadu_si256((const __m256i *)(blk + hb + 256 + 64 * (k / 2) + 32 * v));
+                        h = half ? (k % 2 ? _mm256_srli_epi16(h, 2) : _mm256_slli_epi16(h, 2))
+                                 : (k % 2 ? h : _mm256_slli_epi16(h, 4));
+                        __m256i q = half ? _mm256_srli_epi16(raw, 4) : raw;
+                        w[v] = _mm256_or_si256(_mm256_and_si256(q, _mm256_set1_epi8(0x0f)),
+                                               _mm256_and_si256(h, _mm256_set1_epi8(0x30)));
+                    }
+#pragma GCC unroll 3
+                    for (int j = 0; j < RT; j++) {
+                        __m256i x = kx_bcast4(a[j]->qs + 16 * half + 4 * k);
+                        s[j][0] = _mm256_dpbusd_avx_epi32(s[j][0], w[0], x);
+                        s[j][1] = _mm256_dpbusd_avx_epi32(s[j][1], w[1], x);
+                    }
+                }
+                __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32 * half)));
+                __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32 * half + 16)));
+#pragma GCC unroll 3
+                for (int j = 0; j < RT; j++) {
+                    __m256 dx = _mm256_set1_ps(a[j]->d);
+                    c[j][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][0]), _mm256_mul_ps(dw0, dx), c[j][0]);
+                    c[j][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][1]), _mm256_mul_ps(dw1, dx), c[j][1]);
+                }
+            }
+            continue;
         }
+#pragma GCC unroll 3
+        for (int j = 0; j < RT; j++)
+            s[j][0] = s[j][1] = _mm256_set1_epi32(-off * a[j]->isum);
         if (q4) {
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
@@ -630,9 +727,9 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
 }
 
 /* Token tiles for kx_gemm_p: Q4_0/Q4_M 2 (4 integer + 4 float accumulators + 4 weight registers in 16
- * ymm), Q8_0 3 (6 + 6 accumulators + 2 weight registers), then 1. */
+ * ymm), Q8_0 and Q6 3 (6 + 6 accumulators + 2 weight registers), then 1. */
 #define KX_PTILE kx_ptile8
-#define KX_P_T1(f) ((f) != CPU_PK_Q8_0 ? 2 : 3)
+#define KX_P_T1(f) ((f) != CPU_PK_Q8_0 && (f) != CPU_PK_Q6 ? 2 : 3)
 #define KX_P_T2(f) KX_P_T1(f)
 #endif
 
@@ -665,6 +762,7 @@ static void gemm_packed(cpu_pk_fmt f, int K, const void *P, int nr, const void *
     case CPU_PK_Q8_0: kx_gemm_p(CPU_PK_Q8_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     case CPU_PK_Q4_0: kx_gemm_p(CPU_PK_Q4_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     case CPU_PK_Q4_M: kx_gemm_p(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q6:   kx_gemm_p(CPU_PK_Q6, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     }
 }
 #define KX_GEMM_PACKED gemm_packed
@@ -714,17 +812,21 @@ static void quantize_act(const float *x, cpu_q8_act *y, int K)
         __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, s), rnd));
         __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, s), rnd));
         __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, s), rnd));
-        __m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        __m256i lo = _mm256_add_epi32(i0, i1), sum = _mm256_add_epi32(lo, _mm256_add_epi32(i2, i3));
+        /* lanes 0-3: sum's halves; 4-7: lo's (the elements 0..15) */
+        __m256i both = _mm256_permute2x128_si256(sum, lo, 0x20), hi = _mm256_permute2x128_si256(sum, lo, 0x31);
+        __m256i s8 = _mm256_add_epi32(both, hi);
+        s8 = _mm256_add_epi32(s8, _mm256_shuffle_epi32(s8, 0x4e));
+        s8 = _mm256_add_epi32(s8, _mm256_shuffle_epi32(s8, 0xb1));
+        __m128i s4 = _mm256_castsi256_si128(s8);
         /* pack 32 int32 -> 32 int8 and undo the per-lane interleave of the packs */
         __m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
         q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         _mm256_storeu_si256((__m256i *)y[b].qs, q);
         y[b].d = d;
         y[b].s = d * (float)_mm_cvtsi128_si32(s4);
-        y[b].isum = _mm_cvtsi128_si32(s4);
+        y[b].isum = (int16_t)_mm_cvtsi128_si32(s4);
+        y[b].isum_lo = (int16_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(s8, 1));
     }
 }
 

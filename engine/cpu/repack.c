@@ -8,9 +8,10 @@
  * classifier are read from there; the page cache may drop the rest).
  * Matrices the loader converted (K-quants, model_gguf.c) are already in
  * memory: llm_cpu_prepare_model packs those before serve forks its worker, so
- * that no copy-on-write page is ever duplicated. Q4_K ones are packed from the
- * file's blocks into CPU_PK_Q4_M (5 bits a weight), replacing their Q8_0
- * conversion; the others in place (16 stored rows occupy the bytes of one
+ * that no copy-on-write page is ever duplicated. Q4_K and Q6_K ones are
+ * packed from the file's blocks into CPU_PK_Q4_M (5 bits a weight) and
+ * CPU_PK_Q6 (7), replacing their Q8_0 conversion where one was made (the
+ * classifier's: only layer matrices are deferred); the others in place (16 stored rows occupy the bytes of one
  * packed group). Unprepared, they run as stored. LLM_CPU_REPACK=0 keeps the
  * stored layout. */
 #include <math.h>
@@ -24,6 +25,8 @@
 #include "cpu/cpu_features.h"
 #include "gguf_quants.h"
 #include "model_priv.h"
+
+_Static_assert(CPU_PK_Q6 < LLM_CPU_PK_KINDS, "llm_model_cpu_packed counts every format");
 
 typedef struct {
     int n;
@@ -104,13 +107,52 @@ static void pack_q4_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_
     }
 }
 
-/* Group g of t in format f into dst: Q4_M from the file's Q4_K blocks (t->src), the others from t's rows. */
+/* CPU_PK_Q6 from n rows of Q6_K blocks (zero rows past those). Block b is
+ * elements 32g.. of super-block b / 8 (g = b % 8): in its half g / 4, those
+ * with k' = g % 4 in gguf_quants.c's block_q6_K; their groups of 16 take the
+ * int8 scales 2k' and 2k'+1 of that half. */
+static void pack_q6_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst)
+{
+    int nb = (int)(t->ne[0] / LLM_QK);
+    size_t rb = gguf_qtype_row_bytes(GGML_Q6_K, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q6);
+    size_t sbb = gguf_qtype_row_bytes(GGML_Q6_K, LLM_QK_K);
+    for (int b = 0; b < nb; b++) {
+        uint8_t *o = dst + (size_t)b * bb;
+        int g = b % 8, half = g / 4, kq = g % 4;
+        if (n < CPU_PK_ROWS)
+            memset(o, 0, bb);
+        memset(o + 64 + 256, 0, 128); /* the high bits are or-ed in below */
+        for (size_t r = 0; r < n; r++) {
+            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * sbb;
+            const uint8_t *ql = sb + 64 * half, *qh = sb + 128 + 32 * half;
+            const int8_t *sc = (const int8_t *)(sb + 192) + 8 * half + 2 * kq;
+            float d = llm_fp16_to_f32((uint16_t)(sb[208] | sb[209] << 8));
+            uint16_t d0 = llm_f32_to_fp16(d * (float)sc[0]), d1 = llm_f32_to_fp16(d * (float)sc[1]);
+            memcpy(o + 2 * r, &d0, 2);
+            memcpy(o + 32 + 2 * r, &d1, 2);
+            uint8_t q[LLM_QK]; /* 0..63 */
+            for (int l = 0; l < LLM_QK; l++)
+                q[l] = (uint8_t)(((ql[l + 32 * (kq % 2)] >> (4 * (kq / 2))) & 0xF) | ((qh[l] >> (2 * kq)) & 3) << 4);
+            for (int k = 0; k < 4; k++)
+                for (int e = 0; e < 4; e++) {
+                    uint8_t lo = q[4 * k + e], hi = q[16 + 4 * k + e];
+                    o[64 + 64 * k + 4 * r + (size_t)e] = (uint8_t)((lo & 0xF) | (hi & 0xF) << 4);
+                    o[64 + 256 + 64 * (k / 2) + 4 * r + (size_t)e] |= (uint8_t)(((lo >> 4) | (hi >> 4) << 2) << (4 * (k % 2)));
+                }
+        }
+    }
+}
+
+/* Group g of t in format f into dst: Q4_M / Q6 from the file's Q4_K / Q6_K blocks (t->src), the others from
+ * t's rows. */
 static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst)
 {
     size_t r0 = g * CPU_PK_ROWS, rows = (size_t)t->ne[1];
     size_t n = rows - r0 < CPU_PK_ROWS ? rows - r0 : CPU_PK_ROWS;
     if (f == CPU_PK_Q4_M)
         pack_q4_K(t, (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(GGML_Q4_K, (uint64_t)t->ne[0]), n, dst);
+    else if (f == CPU_PK_Q6)
+        pack_q6_K(t, (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(GGML_Q6_K, (uint64_t)t->ne[0]), n, dst);
     else
         pack_stored(t, (const uint8_t *)t->data + r0 * llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]), n, dst);
 }
@@ -129,9 +171,19 @@ void cpu_pk_row_to_f32(cpu_pk_fmt f, const uint8_t *P, int K, size_t row, float 
     for (int b = 0; b < K / LLM_QK; b++, g += bb, out += LLM_QK) {
         uint16_t dh, mh = 0;
         memcpy(&dh, g + 2 * r, 2);
-        if (f == CPU_PK_Q4_M)
+        if (f == CPU_PK_Q4_M || f == CPU_PK_Q6)
             memcpy(&mh, g + 32 + 2 * r, 2);
         float d = llm_fp16_to_f32(dh), mn = llm_fp16_to_f32(mh);
+        if (f == CPU_PK_Q6) { /* mh is the second half's scale */
+            for (int k = 0; k < 4; k++)
+                for (int e = 0; e < 4; e++) {
+                    uint8_t v = g[hb + 64 * (size_t)k + 4 * r + (size_t)e];
+                    uint8_t h = (uint8_t)(g[hb + 256 + 64 * (size_t)(k / 2) + 4 * r + (size_t)e] >> (4 * (k % 2)));
+                    out[4 * k + e] = d * (float)(((v & 15) | (h & 3) << 4) - 32);
+                    out[16 + 4 * k + e] = mn * (float)(((v >> 4) | (h >> 2 & 3) << 4) - 32);
+                }
+            continue;
+        }
         for (int k = 0; k < (f == CPU_PK_Q8_0 ? 8 : 4); k++)
             for (int e = 0; e < 4; e++) {
                 uint8_t v = g[hb + 64 * (size_t)k + 4 * r + (size_t)e];
@@ -291,20 +343,24 @@ static int listed(const prep_job *j, const void *id)
     return 0;
 }
 
-/* A Q4_K source whose sub-block scales and mins fit fp16: d * 63 and dmin *
- * 63 (6-bit factors) finite and in range in every super-block. */
-static int q4_K_fits(const llm_tensor *t)
+/* The packed format t's file blocks go to (-1: none): a Q4_K source whose
+ * sub-block scales and mins fit fp16 (d * 63 and dmin * 63, 6-bit factors,
+ * finite and in range in every super-block) to Q4_M; a Q6_K source whose
+ * d * 128 (int8 scales) does to Q6. */
+static int native_fmt(const llm_tensor *t)
 {
-    if (t->src == NULL || t->src_type != GGML_Q4_K || t->ne[0] % LLM_QK_K != 0)
-        return 0;
-    size_t n = (size_t)(t->ne[0] / LLM_QK_K) * (size_t)t->ne[1], bb = gguf_qtype_row_bytes(GGML_Q4_K, LLM_QK_K);
+    if (t->src == NULL || (t->src_type != GGML_Q4_K && t->src_type != GGML_Q6_K) || t->ne[0] % LLM_QK_K != 0)
+        return -1;
+    int q4 = t->src_type == GGML_Q4_K;
+    size_t n = (size_t)(t->ne[0] / LLM_QK_K) * (size_t)t->ne[1], bb = gguf_qtype_row_bytes(t->src_type, LLM_QK_K);
     for (size_t i = 0; i < n; i++) {
-        const uint8_t *b = (const uint8_t *)t->src + i * bb;
-        float d = llm_fp16_to_f32((uint16_t)(b[0] | b[1] << 8)), dmin = llm_fp16_to_f32((uint16_t)(b[2] | b[3] << 8));
-        if (!(fabsf(d) * 63.0f <= 65504.0f) || !(fabsf(dmin) * 63.0f <= 65504.0f))
-            return 0;
+        const uint8_t *b = (const uint8_t *)t->src + i * bb + (q4 ? 0 : 208);
+        float d = llm_fp16_to_f32((uint16_t)(b[0] | b[1] << 8));
+        float dmin = q4 ? llm_fp16_to_f32((uint16_t)(b[2] | b[3] << 8)) : 0.0f;
+        if (!(fabsf(d) * (q4 ? 63.0f : 128.0f) <= 65504.0f) || !(fabsf(dmin) * 63.0f <= 65504.0f))
+            return -1;
     }
-    return 1;
+    return q4 ? CPU_PK_Q4_M : CPU_PK_Q6;
 }
 
 int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
@@ -335,9 +391,10 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
         if (t->cpu_packed || !packable(t) || listed(j, ident(t)) || (!deferred && !llm_model_owns(m, t->data)))
             continue;
         prep_item *it = &j->it[j->n];
-        if (q4_K_fits(t)) {
-            it->fmt = CPU_PK_Q4_M;
-            if ((it->dst = cpu_alloc_huge(cpu_packed_bytes(t, CPU_PK_Q4_M))) == NULL)
+        int nf = native_fmt(t);
+        if (nf >= 0) {
+            it->fmt = (cpu_pk_fmt)nf;
+            if ((it->dst = cpu_alloc_huge(cpu_packed_bytes(t, it->fmt))) == NULL)
                 goto oom;
         } else if (deferred) { /* llm_model_finish_deferred converts it */
             continue;

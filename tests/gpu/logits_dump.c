@@ -47,7 +47,7 @@ int main(int argc, char **argv)
         chunk = P;
 
     llm_err err = { { 0 } };
-    llm_model *m = llm_model_load_ex(model, NULL, LLM_LOAD_DEFER_Q4_K, &err); /* as generate and serve */
+    llm_model *m = llm_model_load_ex(model, NULL, LLM_LOAD_DEFER_KQ, &err); /* as generate and serve */
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
