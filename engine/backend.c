@@ -27,7 +27,8 @@ void llm_backend_prepare_report(const llm_model *m, void *FILE_stream)
     int by[LLM_CPU_PK_KINDS], n = llm_model_cpu_packed(m, by);
     if (n > 0)
         fprintf((FILE *)FILE_stream, "prepare: %d converted matrices packed for the cpu kernels; %d of them q4_K, "
-                "kept at 5 bits a weight, %d q6_K at 7\n", n, by[CPU_PK_Q4_M], by[CPU_PK_Q6]);
+                "kept at 5 bits a weight, %d q5_K at 6, %d q6_K at 7\n", n, by[CPU_PK_Q4_M], by[CPU_PK_Q5_M],
+                by[CPU_PK_Q6]);
 }
 
 llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err)

@@ -72,8 +72,7 @@ static void note_converted(llm_model *m, uint32_t type)
 
 static int requantize(llm_model *m, const gguf_tensor *t, llm_tensor *dst, llm_err *err)
 {
-    if (m->defer_kq && (t->type == GGML_Q4_K || t->type == GGML_Q6_K) && t->name.len > 4 &&
-        memcmp(t->name.ptr, "blk.", 4) == 0) {
+    if (m->defer_kq && (t->type == GGML_Q4_K || t->type == GGML_Q5_K || t->type == GGML_Q6_K)) {
         note_converted(m, t->type);
         dst->type = LLM_Q8_0; /* what it becomes unless a backend takes the blocks */
         dst->data = NULL;
@@ -210,7 +209,7 @@ static int load(llm_model *m, llm_err *err)
     c->vocab_size = (int)m->tok_embd.ne[1];
     if (take_norm(m, "output_norm.weight", &m->out_norm, err) || take(m, "output.weight", &m->output, 0, err))
         return -1;
-    c->tied_embeddings = m->output.data == NULL;
+    c->tied_embeddings = m->output.data == NULL && m->output.src == NULL; /* absent, not deferred */
 
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
     if (llm_model_own(m, m->layers, err) != 0)
@@ -263,48 +262,55 @@ llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err)
     return m;
 }
 
+/* The matrices whose conversion LLM_LOAD_DEFER_KQ may defer: every layer's, the embedding, the classifier. */
+static int deferrable(const llm_model *m, llm_tensor **out)
+{
+    int n = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++, n += LLM_LAYER_MATS)
+        llm_layer_mats(&m->layers[l], out + n);
+    out[n++] = (llm_tensor *)(uintptr_t)&m->tok_embd;
+    out[n++] = (llm_tensor *)(uintptr_t)&m->output;
+    return n;
+}
+
 int llm_model_has_deferred(const llm_model *m)
 {
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        llm_tensor *mats[LLM_LAYER_MATS];
-        llm_layer_mats(&m->layers[l], mats);
-        for (int i = 0; i < LLM_LAYER_MATS; i++)
-            if (mats[i]->data == NULL && mats[i]->src != NULL)
-                return 1;
-    }
-    return 0;
+    llm_tensor **t = malloc(((size_t)m->cfg.n_layers * LLM_LAYER_MATS + 2) * sizeof(*t));
+    int n = t != NULL ? deferrable(m, t) : 0, any = t == NULL; /* no memory: say so, creating fails later */
+    for (int i = 0; i < n && !any; i++)
+        any = t[i]->data == NULL && t[i]->src != NULL;
+    free(t);
+    return any;
 }
 
 int llm_model_finish_deferred(llm_model *m, llm_err *err)
 {
     m->defer_kq = 0; /* requantize converts from here on */
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        llm_tensor *mats[LLM_LAYER_MATS];
-        llm_layer_mats(&m->layers[l], mats);
-        for (int i = 0; i < LLM_LAYER_MATS; i++) {
-            llm_tensor *t = mats[i];
-            if (t->data != NULL || t->src == NULL)
-                continue;
-            const void *src = t->src;
-            llm_tensor done = *t;
-            /* the file's tensor again, for requantize (its name for errors) */
-            const gguf_tensor *gt = NULL;
-            for (uint64_t k = 0; k < m->gguf->n_tensors && gt == NULL; k++)
-                if (m->gguf->tensors[k].data == src)
-                    gt = &m->gguf->tensors[k];
-            if (gt == NULL || requantize(m, gt, &done, err) != 0) {
-                if (gt == NULL)
-                    llm_seterr(err, "%s: deferred tensor of layer %d not found", m->path, l);
-                return -1;
-            }
-            for (int l2 = l; l2 < m->cfg.n_layers; l2++) { /* aliases share the conversion */
-                llm_tensor *mm[LLM_LAYER_MATS];
-                llm_layer_mats(&m->layers[l2], mm);
-                for (int k = 0; k < LLM_LAYER_MATS; k++)
-                    if (mm[k]->data == NULL && mm[k]->src == src)
-                        mm[k]->data = done.data;
-            }
+    llm_tensor **t = malloc(((size_t)m->cfg.n_layers * LLM_LAYER_MATS + 2) * sizeof(*t));
+    if (t == NULL) {
+        llm_seterr(err, "%s: out of memory", m->path);
+        return -1;
+    }
+    int n = deferrable(m, t), rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (t[i]->data != NULL || t[i]->src == NULL)
+            continue;
+        const void *src = t[i]->src;
+        llm_tensor done = *t[i];
+        /* the file's tensor again, for requantize (its name for errors) */
+        const gguf_tensor *gt = NULL;
+        for (uint64_t k = 0; k < m->gguf->n_tensors && gt == NULL; k++)
+            if (m->gguf->tensors[k].data == src)
+                gt = &m->gguf->tensors[k];
+        if (gt == NULL) {
+            llm_seterr(err, "%s: a deferred tensor is not in the file", m->path);
+            rc = -1;
+        } else if ((rc = requantize(m, gt, &done, err)) == 0) {
+            for (int k = i; k < n; k++) /* aliases share the conversion */
+                if (t[k]->data == NULL && t[k]->src == src)
+                    t[k]->data = done.data;
         }
     }
-    return 0;
+    free(t);
+    return rc;
 }

@@ -181,6 +181,16 @@ static void random_q4_K(uint8_t *b, size_t n)
     }
 }
 
+/* n random Q5_K super-blocks (Q4_K's header; any fifth bits and nibbles). */
+static void random_q5_K(uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 176) {
+        random_q4_K(b, 1); /* the first 144 bytes: d, dmin, scales, then random */
+        for (int k = 144; k < 176; k++)
+            b[k] = (uint8_t)(frand() * 128.0f + 128.0f);
+    }
+}
+
 /* n random Q6_K super-blocks (any 6-bit quants and int8 scales, d small). */
 static void random_q6_K(uint8_t *b, size_t n)
 {
@@ -219,6 +229,23 @@ static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
         }
         return;
     }
+    if (f == CPU_PK_Q5_M) { /* ggml's layout: d, dmin, scales[12], qh[32], qs[128] */
+        const uint8_t *row = (const uint8_t *)t->src + (size_t)r * (size_t)(K / 256) * 176;
+        for (int b = 0; b < K / LLM_QK; b++) {
+            const uint8_t *sb = row + (size_t)(b / 8) * 176;
+            int g = b % 8;
+            float scale, min;
+            gguf_q4_K_sub(sb, g, &scale, &min, NULL);
+            scale = llm_fp16_to_f32(llm_f32_to_fp16(scale));
+            min = llm_fp16_to_f32(llm_f32_to_fp16(min));
+            for (int l = 0; l < LLM_QK; l++) {
+                int q = (g % 2 ? sb[48 + 32 * (g / 2) + l] >> 4 : sb[48 + 32 * (g / 2) + l] & 0xF) |
+                        ((sb[16 + l] >> g) & 1) << 4;
+                out[b * LLM_QK + l] = scale * (float)q - min;
+            }
+        }
+        return;
+    }
     if (f != CPU_PK_Q4_M) {
         size_t rb = llm_dtype_row_bytes(t->type, (uint64_t)K);
         llm_row_to_f32(t->type, (const uint8_t *)t->data + rb * (size_t)r, out, (size_t)K);
@@ -246,8 +273,8 @@ static void test_gemm_packed(const cpu_kernels *k)
     if (k->gemm_packed == NULL)
         return;
     const int Ks[] = { 32, 96, 256, 512 }, nrs[] = { 1, 7, 8, 9, 16, 17, 37 }, nts[] = { 1, 2, 3, 6, 7, 13 };
-    static const char *const names[] = { "q8_0", "q4_0", "q4_M (from q4_K)", "q6 (from q6_K)" };
-    for (int fi = 0; fi < 4; fi++) {
+    static const char *const names[] = { "q8_0", "q4_0", "q4_M (from q4_K)", "q6 (from q6_K)", "q5_M (from q5_K)" };
+    for (int fi = 0; fi < 5; fi++) {
         cpu_pk_fmt f = (cpu_pk_fmt)fi;
         llm_dtype t = f == CPU_PK_Q4_0 ? LLM_Q4_0 : LLM_Q8_0;
         double worst = 0.0, worst_src = 0.0;
@@ -256,7 +283,7 @@ static void test_gemm_packed(const cpu_kernels *k)
             for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
                 for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
                     int K = Ks[a], nr = nrs[b], nt = nts[c], accumulate = (int)((a + b + c) & 1);
-                    if ((f == CPU_PK_Q4_M || f == CPU_PK_Q6) && K % 256 != 0)
+                    if (f >= CPU_PK_Q4_M && K % 256 != 0)
                         continue;
                     size_t rb = llm_dtype_row_bytes(t, (uint64_t)K), xs = (size_t)(K / LLM_QK) * sizeof(cpu_q8_act);
                     size_t ldy = (size_t)nr + 2;
@@ -281,6 +308,25 @@ static void test_gemm_packed(const cpu_kernels *k)
                                 gguf_q4_K_sub(src + ((size_t)r * (K / 256) + (size_t)e / 256) * 144, e % 256 / 32,
                                               &scale, &min, q);
                                 double rel = fabs((double)fq[e] - row[e]) / (15.0 * fabs(scale) + fabs(min));
+                                worst_src = rel > worst_src ? rel : worst_src;
+                            }
+                        }
+                        free(fq);
+                    } else if (f == CPU_PK_Q5_M) {
+                        size_t n = (size_t)(K / 256) * (size_t)nr;
+                        src = malloc(n * 176);
+                        random_q5_K(src, n);
+                        tw.src = src;
+                        tw.src_type = GGML_Q5_K;
+                        float *fq = malloc((size_t)K * sizeof(float));
+                        for (int r = 0; r < nr; r++) { /* the file's values (gguf_quants.c) vs the packed ones */
+                            gguf_qtype_to_f32(GGML_Q5_K, src + (size_t)r * (K / 256) * 176, fq, (size_t)K);
+                            packed_row_ref(&tw, f, r, row);
+                            for (int e = 0; e < K; e++) {
+                                float scale, min;
+                                gguf_q4_K_sub(src + ((size_t)r * (K / 256) + (size_t)e / 256) * 176, e % 256 / 32,
+                                              &scale, &min, NULL);
+                                double rel = fabs((double)fq[e] - row[e]) / (31.0 * fabs(scale) + fabs(min));
                                 worst_src = rel > worst_src ? rel : worst_src;
                             }
                         }
@@ -351,10 +397,10 @@ static void test_gemm_packed(const cpu_kernels *k)
            names[fi], worst);
         ok(same, "%s packed %s: each token alone gives the bits it gets in a batch", k->name, names[fi]);
         ok(rows_back, "%s packed %s: every row read back as its values", k->name, names[fi]);
-        if (f == CPU_PK_Q4_M || f == CPU_PK_Q6)
+        if (f >= CPU_PK_Q4_M)
             ok(worst_src <= 4.9e-4, "%s packed %s: weights within fp16 rounding (2^-11) of the %s file's "
                "(worst %.2g of the sub-block's range)",
-               k->name, names[fi], f == CPU_PK_Q6 ? "Q6_K" : "Q4_K", worst_src);
+               k->name, names[fi], f == CPU_PK_Q6 ? "Q6_K" : f == CPU_PK_Q5_M ? "Q5_K" : "Q4_K", worst_src);
     }
 }
 

@@ -53,13 +53,18 @@ typedef void (*cpu_gemm_fn)(int K, const void *W, size_t w_stride, int nr,
  *                and the classifier and some layers of Q4_K_M / Q5_K_M
  *                ones), whose groups of 16 carry an int8 scale under the
  *                super-block's d, at 7 bits a weight instead of 8.5 (d * scale
- *                rounded to fp16). */
-typedef enum { CPU_PK_Q8_0, CPU_PK_Q4_0, CPU_PK_Q4_M, CPU_PK_Q6 } cpu_pk_fmt;
+ *                rounded to fp16).
+ *   CPU_PK_Q5_M  Q4_M's header and nibbles (q's low 4 bits), then 64 bytes
+ *                of fifth bits: byte 4r+e holds those of elements 4k+e in
+ *                bit k and 16+4k+e in bit 4+k, k = 0..3. An element is
+ *                d * q - m, q in 0..31. llama.cpp's Q5_K (the bulk of Q5_K_M
+ *                files) at 6 bits a weight instead of 8.5. */
+typedef enum { CPU_PK_Q8_0, CPU_PK_Q4_0, CPU_PK_Q4_M, CPU_PK_Q6, CPU_PK_Q5_M } cpu_pk_fmt;
 #define CPU_PK_ROWS 16
-static inline size_t cpu_pk_head_bytes(cpu_pk_fmt f) { return f == CPU_PK_Q4_M || f == CPU_PK_Q6 ? 64 : 32; }
+static inline size_t cpu_pk_head_bytes(cpu_pk_fmt f) { return f == CPU_PK_Q8_0 || f == CPU_PK_Q4_0 ? 32 : 64; }
 static inline size_t cpu_pk_block_bytes(cpu_pk_fmt f)
 {
-    return cpu_pk_head_bytes(f) + (f == CPU_PK_Q8_0 ? 512 : f == CPU_PK_Q6 ? 384 : 256);
+    return cpu_pk_head_bytes(f) + (f == CPU_PK_Q8_0 ? 512 : f == CPU_PK_Q6 ? 384 : f == CPU_PK_Q5_M ? 320 : 256);
 }
 /* The packed format of a stored Q8_0 / Q4_0 matrix. */
 static inline cpu_pk_fmt cpu_pk_fmt_of(llm_dtype t) { return t == LLM_Q4_0 ? CPU_PK_Q4_0 : CPU_PK_Q8_0; }

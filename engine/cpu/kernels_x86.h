@@ -550,11 +550,16 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
         for (int j = 0; j < RT; j++)
             s[j] = _mm512_set1_epi32(-off * a[j]->isum);
         if (q4) {
+            __m512i fifth = f == CPU_PK_Q5_M ? _mm512_loadu_si512((const void *)(blk + hb + 256)) : _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 __m512i raw = _mm512_loadu_si512((const void *)(blk + hb + 64 * k));
                 __m512i lo = _mm512_and_si512(raw, _mm512_set1_epi8(0x0f));
                 __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f));
+                if (f == CPU_PK_Q5_M) { /* bit k -> 4 for the low element, bit 4+k -> 4 for the high one */
+                    lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(fifth, 4 - k), _mm512_set1_epi8(0x10)));
+                    hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi16(fifth, k), _mm512_set1_epi8(0x10)));
+                }
 #pragma GCC unroll 12
                 for (int j = 0; j < RT; j++) {
                     s[j] = kx_dpbusd_bcast(s[j], lo, a[j]->qs + 4 * k);
@@ -574,7 +579,7 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
 #pragma GCC unroll 12
         for (int j = 0; j < RT; j++)
             c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(dw, _mm512_set1_ps(a[j]->d)), c[j]);
-        if (f == CPU_PK_Q4_M) { /* - m * dx * sum(xq) */
+        if (f == CPU_PK_Q4_M || f == CPU_PK_Q5_M) { /* - m * dx * sum(xq) */
             __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
 #pragma GCC unroll 12
             for (int j = 0; j < RT; j++)
@@ -675,6 +680,14 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
                 __m256i m = _mm256_set1_epi8(0x0f);
                 __m256i lo0 = _mm256_and_si256(r0, m), lo1 = _mm256_and_si256(r1, m);
                 __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(r0, 4), m), hi1 = _mm256_and_si256(_mm256_srli_epi16(r1, 4), m);
+                if (f == CPU_PK_Q5_M) { /* kx_ptile's fifth bits */
+                    __m256i f0 = _mm256_loadu_si256((const __m256i *)(blk + hb + 256));
+                    __m256i f1 = _mm256_loadu_si256((const __m256i *)(blk + hb + 288)), b4 = _mm256_set1_epi8(0x10);
+                    lo0 = _mm256_or_si256(lo0, _mm256_and_si256(_mm256_slli_epi16(f0, 4 - k), b4));
+                    lo1 = _mm256_or_si256(lo1, _mm256_and_si256(_mm256_slli_epi16(f1, 4 - k), b4));
+                    hi0 = _mm256_or_si256(hi0, _mm256_and_si256(_mm256_srli_epi16(f0, k), b4));
+                    hi1 = _mm256_or_si256(hi1, _mm256_and_si256(_mm256_srli_epi16(f1, k), b4));
+                }
 #pragma GCC unroll 3
                 for (int j = 0; j < RT; j++) {
                     __m256i x0 = kx_bcast4(a[j]->qs + 4 * k), x1 = kx_bcast4(a[j]->qs + 16 + 4 * k);
@@ -705,7 +718,7 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
             c[j][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][0]), _mm256_mul_ps(dw0, dx), c[j][0]);
             c[j][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][1]), _mm256_mul_ps(dw1, dx), c[j][1]);
         }
-        if (f == CPU_PK_Q4_M) { /* - m * dx * sum(xq) */
+        if (f == CPU_PK_Q4_M || f == CPU_PK_Q5_M) { /* - m * dx * sum(xq) */
             __m256 mw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32)));
             __m256 mw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 48)));
 #pragma GCC unroll 3
@@ -763,6 +776,7 @@ static void gemm_packed(cpu_pk_fmt f, int K, const void *P, int nr, const void *
     case CPU_PK_Q4_0: kx_gemm_p(CPU_PK_Q4_0, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     case CPU_PK_Q4_M: kx_gemm_p(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     case CPU_PK_Q6:   kx_gemm_p(CPU_PK_Q6, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q5_M: kx_gemm_p(CPU_PK_Q5_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     }
 }
 #define KX_GEMM_PACKED gemm_packed

@@ -8,9 +8,9 @@
  * classifier are read from there; the page cache may drop the rest).
  * Matrices the loader converted (K-quants, model_gguf.c) are already in
  * memory: llm_cpu_prepare_model packs those before serve forks its worker, so
- * that no copy-on-write page is ever duplicated. Q4_K and Q6_K ones are
- * packed from the file's blocks into CPU_PK_Q4_M (5 bits a weight) and
- * CPU_PK_Q6 (7), replacing their Q8_0 conversion where one was made (the
+ * that no copy-on-write page is ever duplicated. Q4_K, Q5_K and Q6_K ones
+ * are packed from the file's blocks into CPU_PK_Q4_M (5 bits a weight),
+ * CPU_PK_Q5_M (6) and CPU_PK_Q6 (7), replacing their Q8_0 conversion where one was made (the
  * classifier's: only layer matrices are deferred); the others in place (16 stored rows occupy the bytes of one
  * packed group). Unprepared, they run as stored. LLM_CPU_REPACK=0 keeps the
  * stored layout. */
@@ -26,7 +26,7 @@
 #include "gguf_quants.h"
 #include "model_priv.h"
 
-_Static_assert(CPU_PK_Q6 < LLM_CPU_PK_KINDS, "llm_model_cpu_packed counts every format");
+_Static_assert(CPU_PK_Q5_M < LLM_CPU_PK_KINDS, "llm_model_cpu_packed counts every format");
 
 typedef struct {
     int n;
@@ -107,6 +107,38 @@ static void pack_q4_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_
     }
 }
 
+/* CPU_PK_Q5_M from n rows of Q5_K blocks (zero rows past those): Q4_K's
+ * scales, mins and nibbles (at +48 instead of +16), and the fifth bit of
+ * element l of sub-block g in bit g of qh[l] (+16). */
+static void pack_q5_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst)
+{
+    int nb = (int)(t->ne[0] / LLM_QK);
+    size_t rb = gguf_qtype_row_bytes(GGML_Q5_K, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q5_M);
+    size_t sbb = gguf_qtype_row_bytes(GGML_Q5_K, LLM_QK_K);
+    for (int b = 0; b < nb; b++) {
+        uint8_t *o = dst + (size_t)b * bb;
+        int g = b % 8;
+        if (n < CPU_PK_ROWS)
+            memset(o, 0, bb);
+        for (size_t r = 0; r < n; r++) {
+            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * sbb, *qh = sb + 16, *qs = sb + 48 + 32 * (g / 2);
+            float scale, min;
+            gguf_q4_K_sub(sb, g, &scale, &min, NULL); /* the header is Q4_K's */
+            uint16_t d = llm_f32_to_fp16(scale), m = llm_f32_to_fp16(min);
+            memcpy(o + 2 * r, &d, 2);
+            memcpy(o + 32 + 2 * r, &m, 2);
+            for (int k = 0; k < 4; k++)
+                for (int e = 0; e < 4; e++) {
+                    int l0 = 4 * k + e, l1 = 16 + 4 * k + e;
+                    int q0 = g % 2 ? qs[l0] >> 4 : qs[l0] & 0xF, q1 = g % 2 ? qs[l1] >> 4 : qs[l1] & 0xF;
+                    o[64 + 64 * k + 4 * r + (size_t)e] = (uint8_t)(q0 | q1 << 4);
+                    uint8_t *fb = o + 64 + 256 + 4 * r + (size_t)e;
+                    *fb = (uint8_t)((k == 0 ? 0 : *fb) | ((qh[l0] >> g) & 1) << k | ((qh[l1] >> g) & 1) << (4 + k));
+                }
+        }
+    }
+}
+
 /* CPU_PK_Q6 from n rows of Q6_K blocks (zero rows past those). Block b is
  * elements 32g.. of super-block b / 8 (g = b % 8): in its half g / 4, those
  * with k' = g % 4 in gguf_quants.c's block_q6_K; their groups of 16 take the
@@ -143,8 +175,8 @@ static void pack_q6_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_
     }
 }
 
-/* Group g of t in format f into dst: Q4_M / Q6 from the file's Q4_K / Q6_K blocks (t->src), the others from
- * t's rows. */
+/* Group g of t in format f into dst: Q4_M / Q5_M / Q6 from the file's Q4_K / Q5_K / Q6_K blocks (t->src),
+ * the others from t's rows. */
 static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst)
 {
     size_t r0 = g * CPU_PK_ROWS, rows = (size_t)t->ne[1];
@@ -153,6 +185,8 @@ static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst
         pack_q4_K(t, (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(GGML_Q4_K, (uint64_t)t->ne[0]), n, dst);
     else if (f == CPU_PK_Q6)
         pack_q6_K(t, (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(GGML_Q6_K, (uint64_t)t->ne[0]), n, dst);
+    else if (f == CPU_PK_Q5_M)
+        pack_q5_K(t, (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(GGML_Q5_K, (uint64_t)t->ne[0]), n, dst);
     else
         pack_stored(t, (const uint8_t *)t->data + r0 * llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]), n, dst);
 }
@@ -171,7 +205,7 @@ void cpu_pk_row_to_f32(cpu_pk_fmt f, const uint8_t *P, int K, size_t row, float 
     for (int b = 0; b < K / LLM_QK; b++, g += bb, out += LLM_QK) {
         uint16_t dh, mh = 0;
         memcpy(&dh, g + 2 * r, 2);
-        if (f == CPU_PK_Q4_M || f == CPU_PK_Q6)
+        if (cpu_pk_head_bytes(f) == 64)
             memcpy(&mh, g + 32 + 2 * r, 2);
         float d = llm_fp16_to_f32(dh), mn = llm_fp16_to_f32(mh);
         if (f == CPU_PK_Q6) { /* mh is the second half's scale */
@@ -191,8 +225,9 @@ void cpu_pk_row_to_f32(cpu_pk_fmt f, const uint8_t *P, int K, size_t row, float 
                     out[4 * k + e] = d * (float)(int8_t)(v ^ 0x80);
                 } else {
                     int off = f == CPU_PK_Q4_0 ? 8 : 0;
-                    out[4 * k + e] = d * (float)((v & 15) - off) - mn;
-                    out[16 + 4 * k + e] = d * (float)((v >> 4) - off) - mn;
+                    uint8_t h = f == CPU_PK_Q5_M ? g[hb + 256 + 4 * r + (size_t)e] : 0;
+                    out[4 * k + e] = d * (float)(((v & 15) | (h >> k & 1) << 4) - off) - mn;
+                    out[16 + 4 * k + e] = d * (float)(((v >> 4) | (h >> (4 + k) & 1) << 4) - off) - mn;
                 }
             }
     }
@@ -343,15 +378,16 @@ static int listed(const prep_job *j, const void *id)
     return 0;
 }
 
-/* The packed format t's file blocks go to (-1: none): a Q4_K source whose
- * sub-block scales and mins fit fp16 (d * 63 and dmin * 63, 6-bit factors,
- * finite and in range in every super-block) to Q4_M; a Q6_K source whose
- * d * 128 (int8 scales) does to Q6. */
+/* The packed format t's file blocks go to (-1: none): a Q4_K / Q5_K source
+ * whose sub-block scales and mins fit fp16 (d * 63 and dmin * 63, 6-bit
+ * factors, finite and in range in every super-block) to Q4_M / Q5_M; a Q6_K
+ * source whose d * 128 (int8 scales) does to Q6. */
 static int native_fmt(const llm_tensor *t)
 {
-    if (t->src == NULL || (t->src_type != GGML_Q4_K && t->src_type != GGML_Q6_K) || t->ne[0] % LLM_QK_K != 0)
+    if (t->src == NULL || (t->src_type != GGML_Q4_K && t->src_type != GGML_Q5_K && t->src_type != GGML_Q6_K) ||
+        t->ne[0] % LLM_QK_K != 0)
         return -1;
-    int q4 = t->src_type == GGML_Q4_K;
+    int q4 = t->src_type != GGML_Q6_K; /* Q4_K and Q5_K share the header */
     size_t n = (size_t)(t->ne[0] / LLM_QK_K) * (size_t)t->ne[1], bb = gguf_qtype_row_bytes(t->src_type, LLM_QK_K);
     for (size_t i = 0; i < n; i++) {
         const uint8_t *b = (const uint8_t *)t->src + i * bb + (q4 ? 0 : 208);
@@ -360,7 +396,7 @@ static int native_fmt(const llm_tensor *t)
         if (!(fabsf(d) * (q4 ? 63.0f : 128.0f) <= 65504.0f) || !(fabsf(dmin) * 63.0f <= 65504.0f))
             return -1;
     }
-    return q4 ? CPU_PK_Q4_M : CPU_PK_Q6;
+    return t->src_type == GGML_Q4_K ? CPU_PK_Q4_M : t->src_type == GGML_Q5_K ? CPU_PK_Q5_M : CPU_PK_Q6;
 }
 
 int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)

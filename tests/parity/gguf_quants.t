@@ -118,17 +118,19 @@ for my $c ([ 'q8_0', [] ], [ 'q4_1', ['q4_1'] ], [ 'q5_0', ['q5_0'] ], [ 'q5_1',
            [ 'q3_K_M', ['q3_K'] ], [ 'q4_K_M', [ 'q4_K', 'q6_K' ] ], [ 'q5_K_M', [ 'q5_K', 'q6_K' ] ], [ 'q6_K', ['q6_K'] ]) {
     my $f = quantize($wide, @$c) or next;
     compare($c->[0], $f, \@seq, 512, 0.95, 0.02, 0.1);
-    next unless $c->[0] eq 'q4_K_M' || $c->[0] eq 'q6_K';
-    # On CPUs with the packed kernels, Q4_K and Q6_K matrices skip Q8_0 and
-    # run from their own blocks (CPU_PK_Q4_M, CPU_PK_Q6); LLM_CPU_REPACK=0
-    # keeps the Q8_0 path.
+    next unless $c->[0] eq 'q4_K_M' || $c->[0] eq 'q5_K_M' || $c->[0] eq 'q6_K';
+    # On CPUs with the packed kernels, Q4_K, Q5_K and Q6_K matrices skip
+    # Q8_0 and run from their own blocks (CPU_PK_Q4_M, CPU_PK_Q5_M,
+    # CPU_PK_Q6); LLM_CPU_REPACK=0 keeps the Q8_0 path.
     my (undef, $gen) = capture($engine, 'generate', '--model', $f, '--prompt-ids', '1', '--max-tokens', '1',
                                '--threads', '2');
-    my ($q4k, $q6k) = `cat $dir/stderr` =~ /^prepare: \d+ converted matrices .*; (\d+) of them q4_K.*, (\d+) q6_K/m;
+    my ($q4k, $q5k, $q6k) = `cat $dir/stderr` =~ /^prepare: \d+ converted matrices .*; (\d+) of them q4_K.*, (\d+) q5_K.*, (\d+) q6_K/m;
     SKIP: {
         skip 'no packed kernels on this CPU (no VNNI)', 2 unless defined $q4k;
         if ($c->[0] eq 'q4_K_M') {
-            ok($q4k > 0 && $q6k > 0, "q4_K_M: $q4k q4_K and $q6k q6_K matrices packed from their blocks");
+            ok($q4k > 0 && $q6k > 0 && $q5k == 0, "q4_K_M: $q4k q4_K and $q6k q6_K matrices packed from their blocks");
+        } elsif ($c->[0] eq 'q5_K_M') {
+            ok($q5k > 0 && $q6k > 0 && $q4k == 0, "q5_K_M: $q5k q5_K and $q6k q6_K matrices packed from their blocks");
         } else {
             ok($q6k > 0 && $q4k == 0, "q6_K: $q6k q6_K matrices packed from their blocks");
         }
