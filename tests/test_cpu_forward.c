@@ -539,6 +539,30 @@ static void test_scratch_at_init(void)
     release(&tm);
 }
 
+/* Decode attention takes a GQA group's heads in one work item where that leaves two items a thread (1
+ * thread: 2 KV heads, grouped) and one head an item otherwise (3 threads): the same logits bits, over the
+ * f32 and the f16 cache, since each query runs the same kernel calls in the same order. */
+static void test_gqa_grouped_decode(void)
+{
+    test_model tm;
+    build(&tm, LLM_Q8_0, 9, NULL);
+    int n = (int)(sizeof(prompt_a) / sizeof(prompt_a[0]));
+    size_t bytes = (size_t)n * VOCAB * sizeof(float);
+    float *l1 = malloc(bytes), *l3 = malloc(bytes);
+    for (int kv = LLM_KV_F32; kv <= LLM_KV_F16; kv++) {
+        llm_err err;
+        llm_backend_opts o1 = { .threads = 1, .kv_blocks = 40, .block_size = 4, .kv_dtype = kv }, o3 = o1;
+        o3.threads = 3;
+        llm_backend *b1 = llm_backend_create("cpu", &tm.m, &o1, &err), *b3 = llm_backend_create("cpu", &tm.m, &o3, &err);
+        ok(b1 && b3 && run_decode(b1, prompt_a, n, 1, l1) == 0 && run_decode(b3, prompt_a, n, 1, l3) == 0 &&
+           memcmp(l1, l3, bytes) == 0, "%s cache: decode with GQA groups per work item == one head per item, bit for bit",
+           kv == LLM_KV_F16 ? "f16" : "f32");
+        llm_backend_free(b1); llm_backend_free(b3);
+    }
+    free(l1); free(l3);
+    release(&tm);
+}
+
 /* The KV cache type: auto is f16 except for all-F32 models; f16 moves logits by its rounding only, and
  * prefill still equals decode over it. */
 static void test_kv_f16(void)
@@ -584,6 +608,7 @@ int main(void)
     test_prepare_in_place(LLM_Q4_0);
     test_scratch_at_init();
     test_kv_f16();
+    test_gqa_grouped_decode();
     test_rope_scaling();
     test_errors();
     test_stories260k();

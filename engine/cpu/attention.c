@@ -17,6 +17,7 @@ typedef struct {
     const llm_batch *b;
     int layer;
     int n_tiles;
+    int heads;      /* query heads per work item: 1, or a GQA group (they share their KV head's reads) */
     _Atomic int next;
 } att_job;
 
@@ -27,8 +28,8 @@ static void att_worker(void *ctx, int ith, int nth)
     cpu_state *st = j->st;
     const llm_config *c = &st->m->cfg;
     const cpu_kernels *k = st->kern;
-    int hd = c->head_dim, n_heads = c->n_heads, group = c->n_heads / c->n_kv_heads;
-    int total = j->n_tiles * n_heads;
+    int hd = c->head_dim, n_heads = c->n_heads, group = c->n_heads / c->n_kv_heads, nh = j->heads;
+    int per_tile = n_heads / nh, total = j->n_tiles * per_tile;
     size_t layer_off = (size_t)j->layer * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
     const float *kc = (const float *)st->kcache + layer_off, *vc = (const float *)st->vcache + layer_off;
     const uint16_t *kh = (const uint16_t *)st->kcache + layer_off, *vh = (const uint16_t *)st->vcache + layer_off;
@@ -40,44 +41,44 @@ static void att_worker(void *ctx, int ith, int nth)
         int item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
         if (item >= total)
             break;
-        int t0 = st->att_tiles[item / n_heads], h = item % n_heads;
-        int nt = st->att_tiles[item / n_heads + 1] - t0;
+        int t0 = st->att_tiles[item / per_tile], h0 = item % per_tile * nh;
+        int nt = st->att_tiles[item / per_tile + 1] - t0, rows = nt * nh; /* score row r: head h0 + r / nt */
         int pos0 = j->b->pos[t0], nblk = (pos0 + nt - 1) / bs + 1;
         const llm_seq_view *s = &j->b->seqs[j->b->seq[t0]];
-        size_t koff = (size_t)(h / group) * hd;
+        size_t koff = (size_t)(h0 / group) * hd; /* the item's heads share one KV head */
         /* Scores block by block (positions within a KV block are contiguous), all queries per block. */
         for (int blk = 0; blk < nblk; blk++) {
             size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
-            for (int i = 0; i < nt; i++) {
-                int n = pos0 + i - blk * bs + 1;
+            for (int r = 0; r < rows; r++) {
+                int i = r % nt, n = pos0 + i - blk * bs + 1;
                 if (n <= 0)
                     continue;
-                const float *q = st->q + (size_t)(t0 + i) * st->q_dim + (size_t)h * hd;
-                float *out = scores + (size_t)i * c->seq_len + blk * bs;
+                const float *q = st->q + (size_t)(t0 + i) * st->q_dim + (size_t)(h0 + r / nt) * hd;
+                float *out = scores + (size_t)r * c->seq_len + blk * bs;
                 if (st->kv16)
                     k->attn_scores_h(q, kh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
                 else
                     k->attn_scores(q, kc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
             }
         }
-        for (int i = 0; i < nt; i++) {
-            float *sc = scores + (size_t)i * c->seq_len, mx = -INFINITY;
-            int pos = pos0 + i;
+        for (int r = 0; r < rows; r++) {
+            float *sc = scores + (size_t)r * c->seq_len, mx = -INFINITY;
+            int i = r % nt, pos = pos0 + i;
             for (int p = 0; p <= pos; p++)
                 mx = sc[p] > mx ? sc[p] : mx;
             float inv = 1.0f / k->exp_sub_sum(sc, pos + 1, mx);
             for (int p = 0; p <= pos; p++)
                 sc[p] *= inv;
-            memset(st->att + (size_t)(t0 + i) * st->q_dim + (size_t)h * hd, 0, (size_t)hd * sizeof(float));
+            memset(st->att + (size_t)(t0 + i) * st->q_dim + (size_t)(h0 + r / nt) * hd, 0, (size_t)hd * sizeof(float));
         }
         for (int blk = 0; blk < nblk; blk++) {
             size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
-            for (int i = 0; i < nt; i++) {
-                int n = pos0 + i - blk * bs + 1;
+            for (int r = 0; r < rows; r++) {
+                int i = r % nt, n = pos0 + i - blk * bs + 1;
                 if (n <= 0)
                     continue;
-                float *out = st->att + (size_t)(t0 + i) * st->q_dim + (size_t)h * hd;
-                const float *a = scores + (size_t)i * c->seq_len + blk * bs;
+                float *out = st->att + (size_t)(t0 + i) * st->q_dim + (size_t)(h0 + r / nt) * hd;
+                const float *a = scores + (size_t)r * c->seq_len + blk * bs;
                 if (st->kv16)
                     k->attn_accum_h(a, vh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, out);
                 else
@@ -90,14 +91,22 @@ static void att_worker(void *ctx, int ith, int nth)
 void cpu_attention(cpu_state *st, const llm_batch *b, int layer)
 {
     /* Tiles: att_tiles[i] is the first token of tile i; att_tiles[n_tiles] = n_tokens. */
-    int n_tiles = 0;
+    int n_tiles = 0, longest = 0;
     for (int t = 0; t < b->n_tokens; t++) {
         int t0 = n_tiles > 0 ? st->att_tiles[n_tiles - 1] : -1;
         if (t0 < 0 || t - t0 >= CPU_ATT_TILE || b->seq[t] != b->seq[t - 1] || b->pos[t] != b->pos[t - 1] + 1)
             st->att_tiles[n_tiles++] = t;
+        int len = t - st->att_tiles[n_tiles - 1] + 1;
+        longest = len > longest ? len : longest;
     }
     st->att_tiles[n_tiles] = b->n_tokens;
-    att_job j = { .st = st, .b = b, .layer = layer, .n_tiles = n_tiles };
+    /* A GQA group's heads in one item (decode, short tiles): their KV head's blocks are read once instead of
+     * once per query head, where that still leaves two items a thread. Each query's kernel calls and their
+     * order stay the same, so its bits do too. */
+    const llm_config *c = &st->m->cfg;
+    int group = c->n_heads / c->n_kv_heads;
+    int heads = group > 1 && longest * group <= CPU_ATT_TILE && n_tiles * c->n_kv_heads >= 2 * st->nth ? group : 1;
+    att_job j = { .st = st, .b = b, .layer = layer, .n_tiles = n_tiles, .heads = heads };
     atomic_init(&j.next, 0);
     cpu_pool_run(st->pool, att_worker, &j);
 }
