@@ -516,6 +516,52 @@ static void test_attn_swiglu(const cpu_kernels *k)
        k->name, worst_s, worst_a);
     ok(f16_diff == 0, "%s attention over an f16 cache: the f32 kernels' bits on the widened values (%d differ)",
        k->name, f16_diff);
+    /* Several queries at once: each query's bits as alone, over shapes in and out of the fast paths. */
+    int mq_diff = 0, mq_cases = 0;
+    const int mq_hd[] = { 16, 36, 64, 128 }, mq_n[] = { 16, 7, 4 };
+    for (size_t c = 0; c < sizeof(mq_hd) / sizeof(mq_hd[0]); c++)
+        for (size_t e = 0; e < sizeof(mq_n) / sizeof(mq_n[0]); e++)
+            for (int nq = 1; nq <= 7; nq += 2) {
+                int hd = mq_hd[c], n = mq_n[e], stride = hd * 2 + 3;
+                float *qs = malloc((size_t)nq * hd * sizeof(float)), *kv = malloc((size_t)n * stride * sizeof(float));
+                float *a1 = malloc((size_t)nq * n * sizeof(float)), *am = malloc((size_t)nq * n * sizeof(float));
+                float *o1 = malloc((size_t)nq * hd * sizeof(float)), *om = malloc((size_t)nq * hd * sizeof(float));
+                uint16_t *kh = malloc((size_t)n * stride * sizeof(uint16_t));
+                const float *qp[7], *ap[7];
+                float *amp[7], *omp[7];
+                for (int i = 0; i < nq * hd; i++) qs[i] = frand(), o1[i] = om[i] = frand();
+                for (int i = 0; i < n * stride; i++) kv[i] = frand(), kh[i] = llm_f32_to_fp16(kv[i]);
+                for (int j = 0; j < nq; j++) {
+                    qp[j] = qs + (size_t)j * hd;
+                    amp[j] = am + (size_t)j * n;
+                    ap[j] = am + (size_t)j * n;
+                    omp[j] = om + (size_t)j * hd;
+                }
+                for (int h16 = 0; h16 < 2; h16++) {
+                    for (int j = 0; j < nq; j++) {
+                        if (h16) {
+                            k->attn_scores_h(qp[j], kh, (size_t)stride, n, hd, 0.125f, a1 + (size_t)j * n);
+                            k->attn_accum_h(a1 + (size_t)j * n, kh, (size_t)stride, n, hd, o1 + (size_t)j * hd);
+                        } else {
+                            k->attn_scores(qp[j], kv, (size_t)stride, n, hd, 0.125f, a1 + (size_t)j * n);
+                            k->attn_accum(a1 + (size_t)j * n, kv, (size_t)stride, n, hd, o1 + (size_t)j * hd);
+                        }
+                    }
+                    if (h16) {
+                        k->attn_scores_mq_h(qp, nq, kh, (size_t)stride, n, hd, 0.125f, amp);
+                        k->attn_accum_mq_h(ap, nq, kh, (size_t)stride, n, hd, omp);
+                    } else {
+                        k->attn_scores_mq(qp, nq, kv, (size_t)stride, n, hd, 0.125f, amp);
+                        k->attn_accum_mq(ap, nq, kv, (size_t)stride, n, hd, omp);
+                    }
+                    mq_diff += memcmp(a1, am, (size_t)nq * n * sizeof(float)) != 0;
+                    mq_diff += memcmp(o1, om, (size_t)nq * hd * sizeof(float)) != 0;
+                    mq_cases += 2;
+                }
+                free(qs); free(kv); free(a1); free(am); free(o1); free(om); free(kh);
+            }
+    ok(mq_diff == 0, "%s attention for several queries at once: each query's bits as alone (%d of %d differ)",
+       k->name, mq_diff, mq_cases);
     float g[203], u[203], g0[203];
     for (int i = 0; i < 203; i++) { g0[i] = g[i] = (frand() * 12.0f) * (i == 7 ? 20.0f : 1.0f); u[i] = frand(); }
     k->swiglu(g, u, 203);

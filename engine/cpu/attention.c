@@ -46,9 +46,26 @@ static void att_worker(void *ctx, int ith, int nth)
         int pos0 = j->b->pos[t0], nblk = (pos0 + nt - 1) / bs + 1;
         const llm_seq_view *s = &j->b->seqs[j->b->seq[t0]];
         size_t koff = (size_t)(h0 / group) * hd; /* the item's heads share one KV head */
-        /* Scores block by block (positions within a KV block are contiguous), all queries per block. */
+        const float *qr[CPU_ATT_TILE], *ar[CPU_ATT_TILE];
+        float *sr[CPU_ATT_TILE], *orow[CPU_ATT_TILE];
+        for (int r = 0; r < rows; r++) {
+            size_t at = (size_t)(t0 + r % nt) * st->q_dim + (size_t)(h0 + r / nt) * hd;
+            qr[r] = st->q + at;
+            orow[r] = st->att + at;
+        }
+        /* Scores block by block (positions within a KV block are contiguous), all queries per block; a block
+         * every query sees whole goes to the several-query kernels. */
         for (int blk = 0; blk < nblk; blk++) {
             size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
+            if (pos0 - blk * bs + 1 >= bs) {
+                for (int r = 0; r < rows; r++)
+                    sr[r] = scores + (size_t)r * c->seq_len + blk * bs;
+                if (st->kv16)
+                    k->attn_scores_mq_h(qr, rows, kh + base, (size_t)st->kv_dim, bs, hd, scale, sr);
+                else
+                    k->attn_scores_mq(qr, rows, kc + base, (size_t)st->kv_dim, bs, hd, scale, sr);
+                continue;
+            }
             for (int r = 0; r < rows; r++) {
                 int i = r % nt, n = pos0 + i - blk * bs + 1;
                 if (n <= 0)
@@ -73,6 +90,15 @@ static void att_worker(void *ctx, int ith, int nth)
         }
         for (int blk = 0; blk < nblk; blk++) {
             size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
+            if (pos0 - blk * bs + 1 >= bs) {
+                for (int r = 0; r < rows; r++)
+                    ar[r] = scores + (size_t)r * c->seq_len + blk * bs;
+                if (st->kv16)
+                    k->attn_accum_mq_h(ar, rows, vh + base, (size_t)st->kv_dim, bs, hd, orow);
+                else
+                    k->attn_accum_mq(ar, rows, vc + base, (size_t)st->kv_dim, bs, hd, orow);
+                continue;
+            }
             for (int r = 0; r < rows; r++) {
                 int i = r % nt, n = pos0 + i - blk * bs + 1;
                 if (n <= 0)

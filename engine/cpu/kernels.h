@@ -89,6 +89,16 @@ typedef struct {
     /* The same over an f16 cache (vectors of hd uint16_t, stride elements apart). */
     void  (*attn_scores_h)(const float *q, const uint16_t *k, size_t stride, int n, int hd, float scale, float *out);
     void  (*attn_accum_h)(const float *a, const uint16_t *v, size_t stride, int n, int hd, float *out);
+    /* The four above for nq queries over the same n positions: query j's q[j] / a[j] / out[j], each with the
+     * bits the single-query kernel gives it. */
+    void  (*attn_scores_mq)(const float *const *q, int nq, const float *k, size_t stride, int n, int hd,
+                            float scale, float *const *out);
+    void  (*attn_accum_mq)(const float *const *a, int nq, const float *v, size_t stride, int n, int hd,
+                           float *const *out);
+    void  (*attn_scores_mq_h)(const float *const *q, int nq, const uint16_t *k, size_t stride, int n, int hd,
+                              float scale, float *const *out);
+    void  (*attn_accum_mq_h)(const float *const *a, int nq, const uint16_t *v, size_t stride, int n, int hd,
+                             float *const *out);
     /* Widen nr rows of K elements (rows ws bytes apart) of a Q8_0/Q4_0/F16/BF16
      * matrix into floats, rows K floats apart. */
     void  (*dequant_rows)(llm_dtype t, const void *w, size_t ws, int nr, int K, float *out);

@@ -171,6 +171,34 @@ static void attn_accum_h(const float *a, const uint16_t *v, size_t stride, int n
             out[d] += a[i] * llm_fp16_to_f32(v[(size_t)i * stride + d]);
 }
 
+static void attn_scores_mq(const float *const *q, int nq, const float *k, size_t stride, int n, int hd, float scale,
+                           float *const *out)
+{
+    for (int j = 0; j < nq; j++)
+        attn_scores(q[j], k, stride, n, hd, scale, out[j]);
+}
+
+static void attn_accum_mq(const float *const *a, int nq, const float *v, size_t stride, int n, int hd,
+                          float *const *out)
+{
+    for (int j = 0; j < nq; j++)
+        attn_accum(a[j], v, stride, n, hd, out[j]);
+}
+
+static void attn_scores_mq_h(const float *const *q, int nq, const uint16_t *k, size_t stride, int n, int hd,
+                             float scale, float *const *out)
+{
+    for (int j = 0; j < nq; j++)
+        attn_scores_h(q[j], k, stride, n, hd, scale, out[j]);
+}
+
+static void attn_accum_mq_h(const float *const *a, int nq, const uint16_t *v, size_t stride, int n, int hd,
+                            float *const *out)
+{
+    for (int j = 0; j < nq; j++)
+        attn_accum_h(a[j], v, stride, n, hd, out[j]);
+}
+
 static void swiglu(float *g, const float *u, int n)
 {
     for (int i = 0; i < n; i++)
@@ -195,7 +223,8 @@ static float exp_sub_sum(float *x, int n, float mx)
 
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, attn_scores_h, attn_accum_h, dequant_rows, exp_sub_sum, swiglu, 0, NULL, 0,
+    attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
+    attn_accum_mq_h, dequant_rows, exp_sub_sum, swiglu, 0, NULL, 0,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

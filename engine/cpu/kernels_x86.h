@@ -955,6 +955,84 @@ static void ACCUM(const float *a, const T *v, size_t stride, int n, int hd, floa
 KX_ATTN(attn_scores, attn_accum, float, KX_LD8_F32, KX_LDV_F32, KX_TOF_F32, dot_f32)
 KX_ATTN(attn_scores_h, attn_accum_h, uint16_t, KX_LD8_F16, KX_LDV_F16, KX_TOF_F16, dot_f32_f16)
 
+/* The same for several queries over the same positions (prefill: the queries of a tile, or a GQA group's
+ * heads, over a full KV block): KX_ATT_Q queries at a time share each K and V vector load, so the loops
+ * run on FMAs instead of loads. Every query's scores and sums take the single-query kernels' operations in
+ * their order (the same 8-lane accumulators and horizontal adds, the same FMAs over positions), so its
+ * bits are the ones it gets alone; shapes outside the fast path call those kernels. */
+#if KX_VW == 16
+#define KX_ATT_Q 4 /* 16 + 4 ymm / 16 + 4 zmm accumulators and loads in 32 registers */
+#else
+#define KX_ATT_Q 2 /* 8 + 4 in 16 ymm */
+#endif
+#define KX_ATTN_MQ(SCORES_MQ, ACCUM_MQ, SCORES, ACCUM, T, LD8, LDV)                                            \
+static void SCORES_MQ(const float *const *q, int nq, const T *k, size_t stride, int n, int hd, float scale,    \
+                      float *const *out)                                                                       \
+{                                                                                                              \
+    int j = 0;                                                                                                 \
+    if ((hd & 7) == 0 && (n & 3) == 0) {                                                                       \
+        for (; j + KX_ATT_Q <= nq; j += KX_ATT_Q) {                                                            \
+            for (int i = 0; i < n; i += 4) {                                                                   \
+                const T *k0 = k + (size_t)i * stride, *k1 = k0 + stride, *k2 = k1 + stride, *k3 = k2 + stride; \
+                __m256 a[KX_ATT_Q][4];                                                                         \
+                _Pragma("GCC unroll 4") for (int u = 0; u < KX_ATT_Q; u++)                                                             \
+                    a[u][0] = a[u][1] = a[u][2] = a[u][3] = _mm256_setzero_ps();                               \
+                _Pragma("GCC unroll 4") for (int d = 0; d < hd; d += 8) {                                                              \
+                    __m256 c0 = LD8(k0 + d), c1 = LD8(k1 + d), c2 = LD8(k2 + d), c3 = LD8(k3 + d);             \
+                    _Pragma("GCC unroll 4") for (int u = 0; u < KX_ATT_Q; u++) {                                                       \
+                        __m256 qv = _mm256_loadu_ps(q[j + u] + d);                                             \
+                        a[u][0] = _mm256_fmadd_ps(qv, c0, a[u][0]);                                            \
+                        a[u][1] = _mm256_fmadd_ps(qv, c1, a[u][1]);                                            \
+                        a[u][2] = _mm256_fmadd_ps(qv, c2, a[u][2]);                                            \
+                        a[u][3] = _mm256_fmadd_ps(qv, c3, a[u][3]);                                            \
+                    }                                                                                          \
+                }                                                                                              \
+                _Pragma("GCC unroll 4") for (int u = 0; u < KX_ATT_Q; u++) {                                                           \
+                    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a[u][0], a[u][1]), _mm256_hadd_ps(a[u][2], a[u][3])); \
+                    __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));             \
+                    _mm_storeu_ps(out[j + u] + i, _mm_mul_ps(r, _mm_set1_ps(scale)));                          \
+                }                                                                                              \
+            }                                                                                                  \
+        }                                                                                                      \
+    }                                                                                                          \
+    for (; j < nq; j++)                                                                                        \
+        SCORES(q[j], k, stride, n, hd, scale, out[j]);                                                         \
+}                                                                                                              \
+                                                                                                               \
+static void ACCUM_MQ(const float *const *a, int nq, const T *v, size_t stride, int n, int hd, float *const *out) \
+{                                                                                                              \
+    int j = 0;                                                                                                 \
+    if (hd % (4 * KX_VW) == 0) {                                                                               \
+        for (; j + KX_ATT_Q <= nq; j += KX_ATT_Q) {                                                            \
+            for (int d = 0; d < hd; d += 4 * KX_VW) {                                                          \
+                KX_VF o[KX_ATT_Q][4];                                                                          \
+                _Pragma("GCC unroll 4") for (int u = 0; u < KX_ATT_Q; u++)                                                             \
+                    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                                                                \
+                        o[u][c] = KX_LOADF(out[j + u] + d + c * KX_VW);                                        \
+                for (int i = 0; i < n; i++) {                                                                  \
+                    const T *vi = v + (size_t)i * stride + d;                                                  \
+                    KX_VF v0 = LDV(vi), v1 = LDV(vi + KX_VW), v2 = LDV(vi + 2 * KX_VW), v3 = LDV(vi + 3 * KX_VW); \
+                    _Pragma("GCC unroll 4") for (int u = 0; u < KX_ATT_Q; u++) {                                                       \
+                        KX_VF w = KX_SET1(a[j + u][i]);                                                        \
+                        o[u][0] = KX_FMA(w, v0, o[u][0]);                                                      \
+                        o[u][1] = KX_FMA(w, v1, o[u][1]);                                                      \
+                        o[u][2] = KX_FMA(w, v2, o[u][2]);                                                      \
+                        o[u][3] = KX_FMA(w, v3, o[u][3]);                                                      \
+                    }                                                                                          \
+                }                                                                                              \
+                _Pragma("GCC unroll 4") for (int u = 0; u < KX_ATT_Q; u++)                                                             \
+                    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                                                                \
+                        KX_STOREF(out[j + u] + d + c * KX_VW, o[u][c]);                                        \
+            }                                                                                                  \
+        }                                                                                                      \
+    }                                                                                                          \
+    for (; j < nq; j++)                                                                                        \
+        ACCUM(a[j], v, stride, n, hd, out[j]);                                                                 \
+}
+
+KX_ATTN_MQ(attn_scores_mq, attn_accum_mq, attn_scores, attn_accum, float, KX_LD8_F32, KX_LDV_F32)
+KX_ATTN_MQ(attn_scores_mq_h, attn_accum_mq_h, attn_scores_h, attn_accum_h, uint16_t, KX_LD8_F16, KX_LDV_F16)
+
 /* exp(x) for 8 floats: x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial for
  * e^r (relative error ~2e-7), 2^n through the exponent bits; clamped so huge
  * |x| gives 0 or a large finite value instead of garbage. */
@@ -1056,6 +1134,7 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
 #endif
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
-    attn_scores, attn_accum, attn_scores_h, attn_accum_h, dequant_rows, exp_sub_sum, swiglu, KX_INT8_PREFILL,
+    attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
+    attn_accum_mq_h, dequant_rows, exp_sub_sum, swiglu, KX_INT8_PREFILL,
     KX_GEMM_PACKED, KX_BF16_ACT,
 };
