@@ -80,7 +80,7 @@ int cli_generate(const llm_args *a)
 
     llm_err err = { { 0 } };
     double t0 = llm_now_sec();
-    /* Q4_K and Q6_K conversions wait for llm_backend_prepare, which knows what the backend takes */
+    /* K-quant (Q4_K, Q5_K, Q6_K) conversions wait for llm_backend_prepare, which knows what the backend takes */
     llm_model *m = llm_model_load_ex(model_path, llm_arg_str(a, "tokenizer"), LLM_LOAD_DEFER_KQ, &err);
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);

@@ -98,7 +98,7 @@ static long long mem_available(void)
 /* --kv-blocks auto on the CPU: room for every batch slot at a quarter of the
  * context (at least one full-context sequence) within 1 GiB, and never more
  * than half the memory available now. Where one full context does not fit in
- * that half (Llama 3.2 3B's 131,072 tokens take 15 GiB in f16), the pool is
+ * that half (Llama 3.2 3B's 131,072 tokens take 14 GiB in f16), the pool is
  * what fits and the scheduler's context limit comes down to it; --ctx-size
  * and --kv-blocks choose otherwise. Pages past the first blocks are taken only
  * when used (cpu/prefault.c). -1 with a message when not even 256 tokens fit. */
@@ -193,7 +193,7 @@ int cli_serve(const llm_args *a)
     }
 
     llm_err err = { { 0 } };
-    /* Q4_K and Q6_K conversions wait for llm_backend_prepare, which knows what the backend takes */
+    /* K-quant (Q4_K, Q5_K, Q6_K) conversions wait for llm_backend_prepare, which knows what the backend takes */
     llm_model *m = llm_model_load_ex(model_path, llm_arg_str(a, "tokenizer"), LLM_LOAD_DEFER_KQ, &err);
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);

@@ -452,6 +452,36 @@ static void test_quantize(const cpu_kernels *k)
     ok(worst <= 0.5 + 1e-3, "%s quantize_act error within half a step (%.3g)", k->name, worst);
 }
 
+/* f32 -> f16 (the f16 KV cache's writes): llm_f32_to_fp16's values for normals, halfway cases, subnormals,
+ * overflow, infinities; NaN stays NaN. */
+static void test_f32_to_f16(const cpu_kernels *k)
+{
+    enum { N = 4099 };
+    float *x = malloc(N * sizeof(float));
+    uint16_t *y = malloc(N * sizeof(uint16_t));
+    for (int i = 0; i < N; i++) {
+        float scale = i % 5 == 0 ? 1e-6f : i % 5 == 1 ? 6e-5f : i % 5 == 2 ? 70000.0f : 1.0f;
+        x[i] = frand() * scale;
+    }
+    x[3] = 1.0f + 1.0f / 2048.0f;  /* halfway between two halves: to even */
+    x[4] = 1.0f + 3.0f / 2048.0f;
+    x[6] = 65519.0f;               /* rounds down to 65504 */
+    x[7] = 65520.0f;               /* rounds up: inf */
+    x[8] = INFINITY;
+    x[9] = -INFINITY;
+    x[11] = 5.9604645e-08f;        /* the smallest subnormal half */
+    x[12] = NAN;
+    k->f32_to_f16(x, y, N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        uint16_t want = llm_f32_to_fp16(x[i]);
+        bad += isnan(x[i]) ? !((y[i] & 0x7c00) == 0x7c00 && (y[i] & 0x3ff) != 0) : y[i] != want;
+    }
+    ok(bad == 0, "%s f32_to_f16 == llm_f32_to_fp16 (rounding, subnormals, overflow, inf; NaN stays NaN): %d differ",
+       k->name, bad);
+    free(x); free(y);
+}
+
 static void test_vec(const cpu_kernels *k)
 {
     double worst = 0.0;
@@ -636,6 +666,7 @@ int main(void)
         test_quantize(k);
         test_dequant(k);
         test_vec(k);
+        test_f32_to_f16(k);
         test_attn_swiglu(k);
     }
     ok(cpu_kernels_avx512() != NULL && strcmp(cpu_kernels_avx512()->name, "avx512") == 0, "avx512 table is linked");

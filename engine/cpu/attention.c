@@ -1,11 +1,13 @@
-/* Grouped-query attention over the paged KV cache. Work items are (tile,
- * query head): a tile is up to CPU_ATT_TILE consecutive tokens of one
- * sequence at consecutive positions (a prefill chunk; a decode token is a
- * tile of one). Within a tile each KV block is read once for all its queries
- * while it sits in L1, instead of once per query from L2/L3: at 1000 prompt
- * tokens that traffic was most of prefill's time. Each query still runs the
- * same kernel calls in the same order as alone, so its bits do not depend on
- * the tiling. */
+/* Grouped-query attention over the paged KV cache (f32 or f16). Work items
+ * are (tile, query heads): a tile is up to CPU_ATT_TILE consecutive tokens of
+ * one sequence at consecutive positions (a prefill chunk; a decode token is a
+ * tile of one), with one query head, or in decode a GQA group's heads. Within
+ * an item each KV block is read once for all its queries while it sits in
+ * L1, instead of once per query from L2/L3: at 1000 prompt tokens that
+ * traffic was most of prefill's time; over blocks every query sees whole, the
+ * several-query kernels (kernels.h, *_mq) share each vector load among them.
+ * Each query still runs the single-query kernels' operations in their order,
+ * so its bits do not depend on the tiling or the grouping. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>

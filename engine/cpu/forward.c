@@ -203,10 +203,15 @@ static void qkv_post(void *ctx, int ith, int nth)
         cpu_rope_apply(&st->rope, c->rope_layout, q, c->n_heads, pos);
         cpu_rope_apply(&st->rope, c->rope_layout, k, c->n_kv_heads, pos);
         size_t slot = cpu_kv_slot(st, &p->b->seqs[p->b->seq[t]], pos);
-        size_t at = (layer_off + slot * st->kv_dim) * st->kv_es;
-        llm_row_from_f32(st->kv16 ? LLM_F16 : LLM_F32, k, (char *)st->kcache + at, (size_t)st->kv_dim);
-        llm_row_from_f32(st->kv16 ? LLM_F16 : LLM_F32, st->v + (size_t)t * st->kv_dim, (char *)st->vcache + at,
-                         (size_t)st->kv_dim);
+        size_t at = layer_off + slot * st->kv_dim;
+        const float *v = st->v + (size_t)t * st->kv_dim;
+        if (st->kv16) {
+            st->kern->f32_to_f16(k, (uint16_t *)st->kcache + at, st->kv_dim);
+            st->kern->f32_to_f16(v, (uint16_t *)st->vcache + at, st->kv_dim);
+        } else {
+            memcpy((float *)st->kcache + at, k, (size_t)st->kv_dim * sizeof(float));
+            memcpy((float *)st->vcache + at, v, (size_t)st->kv_dim * sizeof(float));
+        }
     }
 }
 

@@ -102,6 +102,9 @@ typedef struct {
     /* Widen nr rows of K elements (rows ws bytes apart) of a Q8_0/Q4_0/F16/BF16
      * matrix into floats, rows K floats apart. */
     void  (*dequant_rows)(llm_dtype t, const void *w, size_t ws, int nr, int K, float *out);
+    /* y[i] = x[i] as IEEE half, rounded to nearest even (llm_f32_to_fp16's values; NaN stays NaN): the f16 KV
+     * cache's writes */
+    void  (*f32_to_f16)(const float *x, uint16_t *y, int n);
     /* x[i] = exp(x[i] - mx); returns the sum (softmax numerators) */
     float (*exp_sub_sum)(float *x, int n, float mx);
     /* g[i] = silu(g[i]) * u[i] */

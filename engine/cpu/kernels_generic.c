@@ -199,6 +199,12 @@ static void attn_accum_mq_h(const float *const *a, int nq, const uint16_t *v, si
         attn_accum_h(a[j], v, stride, n, hd, out[j]);
 }
 
+static void f32_to_f16(const float *x, uint16_t *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = llm_f32_to_fp16(x[i]);
+}
+
 static void swiglu(float *g, const float *u, int n)
 {
     for (int i = 0; i < n; i++)
@@ -224,7 +230,7 @@ static float exp_sub_sum(float *x, int n, float mx)
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
-    attn_accum_mq_h, dequant_rows, exp_sub_sum, swiglu, 0, NULL, 0,
+    attn_accum_mq_h, dequant_rows, f32_to_f16, exp_sub_sum, swiglu, 0, NULL, 0,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

@@ -1054,6 +1054,15 @@ KX_INLINE __m256 kx_exp256(__m256 x)
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
+static void f32_to_f16(const float *x, uint16_t *y, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        y[i] = llm_f32_to_fp16(x[i]);
+}
+
 static float exp_sub_sum(float *x, int n, float mx)
 {
     __m256 acc = _mm256_setzero_ps(), m = _mm256_set1_ps(mx);
@@ -1135,6 +1144,6 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
-    attn_accum_mq_h, dequant_rows, exp_sub_sum, swiglu, KX_INT8_PREFILL,
+    attn_accum_mq_h, dequant_rows, f32_to_f16, exp_sub_sum, swiglu, KX_INT8_PREFILL,
     KX_GEMM_PACKED, KX_BF16_ACT,
 };

@@ -10,10 +10,10 @@
  * memory: llm_cpu_prepare_model packs those before serve forks its worker, so
  * that no copy-on-write page is ever duplicated. Q4_K, Q5_K and Q6_K ones
  * are packed from the file's blocks into CPU_PK_Q4_M (5 bits a weight),
- * CPU_PK_Q5_M (6) and CPU_PK_Q6 (7), replacing their Q8_0 conversion where one was made (the
- * classifier's: only layer matrices are deferred); the others in place (16 stored rows occupy the bytes of one
- * packed group). Unprepared, they run as stored. LLM_CPU_REPACK=0 keeps the
- * stored layout. */
+ * CPU_PK_Q5_M (6) and CPU_PK_Q6 (7): their conversion was deferred
+ * (LLM_LOAD_DEFER_KQ), or its Q8_0 copy is replaced; the others in place
+ * (16 stored rows occupy the bytes of one packed group). Unprepared, they
+ * run as stored. LLM_CPU_REPACK=0 keeps the stored layout. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
