@@ -263,6 +263,47 @@ static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
     }
 }
 
+/* A random K-quant source of nr rows of K for tw in format f (Q4_M: Q4_K blocks, Q5_M: Q5_K, Q6: Q6_K),
+ * and into *worst the largest difference between the file's values (gguf_quants.c) and what the packed
+ * format means (packed_row_ref), relative to each sub-block's range. */
+static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int K, int nr, double *worst)
+{
+    size_t bytes = f == CPU_PK_Q4_M ? 144 : f == CPU_PK_Q5_M ? 176 : 210, n = (size_t)(K / 256) * (size_t)nr;
+    uint8_t *src = malloc(n * bytes);
+    if (f == CPU_PK_Q4_M)
+        random_q4_K(src, n);
+    else if (f == CPU_PK_Q5_M)
+        random_q5_K(src, n);
+    else
+        random_q6_K(src, n);
+    tw->src = src;
+    tw->src_type = f == CPU_PK_Q4_M ? GGML_Q4_K : f == CPU_PK_Q5_M ? GGML_Q5_K : GGML_Q6_K;
+    float *fq = malloc((size_t)K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
+    for (int r = 0; r < nr; r++) {
+        gguf_qtype_to_f32(tw->src_type, src + (size_t)r * (K / 256) * bytes, fq, (size_t)K);
+        packed_row_ref(tw, f, r, row);
+        for (int e = 0; e < K; e++) {
+            const uint8_t *sb = src + ((size_t)r * (K / 256) + (size_t)e / 256) * bytes;
+            double range;
+            if (f == CPU_PK_Q6) {
+                int q;
+                float scale;
+                q6_K_elem(sb, e % 256, &q, &scale);
+                range = 32.0 * fabs(scale) + 1e-30;
+            } else {
+                float scale, min;
+                gguf_q4_K_sub(sb, e % 256 / 32, &scale, &min, NULL); /* Q5_K shares Q4_K's header */
+                range = (f == CPU_PK_Q5_M ? 31.0 : 15.0) * fabs(scale) + fabs(min);
+            }
+            double rel = fabs((double)fq[e] - row[e]) / range;
+            *worst = rel > *worst ? rel : *worst;
+        }
+    }
+    free(fq);
+    free(row);
+    return src;
+}
+
 /* Packed Q8_0 / Q4_0 / Q4_M (repack.c + gemm_packed): against the double
  * reference over row tails (groups of 8) and token tails (pairs, a lone
  * token), with accumulate; and each token alone gives the bits it gets in a
@@ -292,64 +333,8 @@ static void test_gemm_packed(const cpu_kernels *k)
                     cpu_q8_act *xq = malloc((size_t)nt * xs);
                     float *y = malloc((size_t)nt * ldy * sizeof(float)), *y0 = malloc((size_t)nt * ldy * sizeof(float));
                     llm_tensor tw = { .type = t, .ne = { K, nr }, .data = w };
-                    if (f == CPU_PK_Q4_M) {
-                        size_t n = (size_t)(K / 256) * (size_t)nr;
-                        src = malloc(n * 144);
-                        random_q4_K(src, n);
-                        tw.src = src;
-                        tw.src_type = GGML_Q4_K;
-                        float *fq = malloc((size_t)K * sizeof(float));
-                        for (int r = 0; r < nr; r++) { /* the file's values vs the packed ones */
-                            gguf_qtype_to_f32(GGML_Q4_K, src + (size_t)r * (K / 256) * 144, fq, (size_t)K);
-                            packed_row_ref(&tw, f, r, row);
-                            for (int e = 0; e < K; e++) { /* relative to the sub-block's range */
-                                float scale, min;
-                                uint8_t q[32];
-                                gguf_q4_K_sub(src + ((size_t)r * (K / 256) + (size_t)e / 256) * 144, e % 256 / 32,
-                                              &scale, &min, q);
-                                double rel = fabs((double)fq[e] - row[e]) / (15.0 * fabs(scale) + fabs(min));
-                                worst_src = rel > worst_src ? rel : worst_src;
-                            }
-                        }
-                        free(fq);
-                    } else if (f == CPU_PK_Q5_M) {
-                        size_t n = (size_t)(K / 256) * (size_t)nr;
-                        src = malloc(n * 176);
-                        random_q5_K(src, n);
-                        tw.src = src;
-                        tw.src_type = GGML_Q5_K;
-                        float *fq = malloc((size_t)K * sizeof(float));
-                        for (int r = 0; r < nr; r++) { /* the file's values (gguf_quants.c) vs the packed ones */
-                            gguf_qtype_to_f32(GGML_Q5_K, src + (size_t)r * (K / 256) * 176, fq, (size_t)K);
-                            packed_row_ref(&tw, f, r, row);
-                            for (int e = 0; e < K; e++) {
-                                float scale, min;
-                                gguf_q4_K_sub(src + ((size_t)r * (K / 256) + (size_t)e / 256) * 176, e % 256 / 32,
-                                              &scale, &min, NULL);
-                                double rel = fabs((double)fq[e] - row[e]) / (31.0 * fabs(scale) + fabs(min));
-                                worst_src = rel > worst_src ? rel : worst_src;
-                            }
-                        }
-                        free(fq);
-                    } else if (f == CPU_PK_Q6) {
-                        size_t n = (size_t)(K / 256) * (size_t)nr;
-                        src = malloc(n * 210);
-                        random_q6_K(src, n);
-                        tw.src = src;
-                        tw.src_type = GGML_Q6_K;
-                        float *fq = malloc((size_t)K * sizeof(float));
-                        for (int r = 0; r < nr; r++) { /* the file's values (gguf_quants.c) vs the packed ones */
-                            gguf_qtype_to_f32(GGML_Q6_K, src + (size_t)r * (K / 256) * 210, fq, (size_t)K);
-                            packed_row_ref(&tw, f, r, row);
-                            for (int e = 0; e < K; e++) { /* relative to the group's range */
-                                int q;
-                                float scale;
-                                q6_K_elem(src + ((size_t)r * (K / 256) + (size_t)e / 256) * 210, e % 256, &q, &scale);
-                                double rel = fabs((double)fq[e] - row[e]) / (32.0 * fabs(scale) + 1e-30);
-                                worst_src = rel > worst_src ? rel : worst_src;
-                            }
-                        }
-                        free(fq);
+                    if (f >= CPU_PK_Q4_M) {
+                        src = kquant_source(&tw, f, K, nr, &worst_src);
                     } else {
                         for (int r = 0; r < nr; r++) {
                             for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);

@@ -76,19 +76,24 @@ static void pack_stored(const llm_tensor *t, const uint8_t *rows, size_t n, uint
     }
 }
 
-/* CPU_PK_Q4_M from n rows of Q4_K blocks (zero rows past those). */
-static void pack_q4_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst)
+/* CPU_PK_Q4_M (five 0) from n rows of Q4_K blocks, or CPU_PK_Q5_M (five 1)
+ * from Q5_K ones (zero rows past those). Both have Q4_K's header (d, dmin,
+ * 12 bytes of 6-bit scales and mins); Q5_K's nibbles are at +48 instead of
+ * +16, after qh[32], whose bit g of byte l is the fifth bit of element l of
+ * sub-block g. */
+static void pack_q45_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst, int five)
 {
+    uint32_t qt = five ? GGML_Q5_K : GGML_Q4_K;
     int nb = (int)(t->ne[0] / LLM_QK);
-    size_t rb = gguf_qtype_row_bytes(GGML_Q4_K, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q4_M);
-    size_t sbb = gguf_qtype_row_bytes(GGML_Q4_K, LLM_QK_K);
+    size_t rb = gguf_qtype_row_bytes(qt, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(five ? CPU_PK_Q5_M : CPU_PK_Q4_M);
+    size_t sbb = gguf_qtype_row_bytes(qt, LLM_QK_K);
     for (int b = 0; b < nb; b++) {
         uint8_t *o = dst + (size_t)b * bb;
         int g = b % 8;
         if (n < CPU_PK_ROWS)
             memset(o, 0, bb);
         for (size_t r = 0; r < n; r++) {
-            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * sbb, *qs = sb + 16 + 32 * (g / 2);
+            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * sbb, *qs = sb + (five ? 48 : 16) + 32 * (g / 2);
             float scale, min;
             gguf_q4_K_sub(sb, g, &scale, &min, NULL);
             uint16_t d = llm_f32_to_fp16(scale), m = llm_f32_to_fp16(min);
@@ -103,38 +108,16 @@ static void pack_q4_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_
                           : (w0 & 0x0F0F0F0Fu) | ((w1 & 0x0F0F0F0Fu) << 4);
                 memcpy(o + 64 + 64 * k + 4 * r, &v, 4);
             }
-        }
-    }
-}
-
-/* CPU_PK_Q5_M from n rows of Q5_K blocks (zero rows past those): Q4_K's
- * scales, mins and nibbles (at +48 instead of +16), and the fifth bit of
- * element l of sub-block g in bit g of qh[l] (+16). */
-static void pack_q5_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst)
-{
-    int nb = (int)(t->ne[0] / LLM_QK);
-    size_t rb = gguf_qtype_row_bytes(GGML_Q5_K, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q5_M);
-    size_t sbb = gguf_qtype_row_bytes(GGML_Q5_K, LLM_QK_K);
-    for (int b = 0; b < nb; b++) {
-        uint8_t *o = dst + (size_t)b * bb;
-        int g = b % 8;
-        if (n < CPU_PK_ROWS)
-            memset(o, 0, bb);
-        for (size_t r = 0; r < n; r++) {
-            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * sbb, *qh = sb + 16, *qs = sb + 48 + 32 * (g / 2);
-            float scale, min;
-            gguf_q4_K_sub(sb, g, &scale, &min, NULL); /* the header is Q4_K's */
-            uint16_t d = llm_f32_to_fp16(scale), m = llm_f32_to_fp16(min);
-            memcpy(o + 2 * r, &d, 2);
-            memcpy(o + 32 + 2 * r, &m, 2);
-            for (int k = 0; k < 4; k++)
-                for (int e = 0; e < 4; e++) {
-                    int l0 = 4 * k + e, l1 = 16 + 4 * k + e;
-                    int q0 = g % 2 ? qs[l0] >> 4 : qs[l0] & 0xF, q1 = g % 2 ? qs[l1] >> 4 : qs[l1] & 0xF;
-                    o[64 + 64 * k + 4 * r + (size_t)e] = (uint8_t)(q0 | q1 << 4);
-                    uint8_t *fb = o + 64 + 256 + 4 * r + (size_t)e;
-                    *fb = (uint8_t)((k == 0 ? 0 : *fb) | ((qh[l0] >> g) & 1) << k | ((qh[l1] >> g) & 1) << (4 + k));
-                }
+            if (!five)
+                continue;
+            /* fifth bits: byte e holds element 4k+e's in bit k and 16+4k+e's in bit 4+k */
+            const uint8_t *qh = sb + 16;
+            for (int e = 0; e < 4; e++) {
+                uint8_t fb = 0;
+                for (int k = 0; k < 4; k++)
+                    fb |= (uint8_t)(((qh[4 * k + e] >> g) & 1) << k | ((qh[16 + 4 * k + e] >> g) & 1) << (4 + k));
+                o[64 + 256 + 4 * r + (size_t)e] = fb;
+            }
         }
     }
 }
@@ -181,14 +164,15 @@ static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst
 {
     size_t r0 = g * CPU_PK_ROWS, rows = (size_t)t->ne[1];
     size_t n = rows - r0 < CPU_PK_ROWS ? rows - r0 : CPU_PK_ROWS;
-    if (f == CPU_PK_Q4_M)
-        pack_q4_K(t, (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(GGML_Q4_K, (uint64_t)t->ne[0]), n, dst);
-    else if (f == CPU_PK_Q6)
-        pack_q6_K(t, (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(GGML_Q6_K, (uint64_t)t->ne[0]), n, dst);
-    else if (f == CPU_PK_Q5_M)
-        pack_q5_K(t, (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(GGML_Q5_K, (uint64_t)t->ne[0]), n, dst);
-    else
+    if (f == CPU_PK_Q4_M || f == CPU_PK_Q5_M || f == CPU_PK_Q6) { /* from the file's blocks */
+        const uint8_t *src = (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(t->src_type, (uint64_t)t->ne[0]);
+        if (f == CPU_PK_Q6)
+            pack_q6_K(t, src, n, dst);
+        else
+            pack_q45_K(t, src, n, dst, f == CPU_PK_Q5_M);
+    } else {
         pack_stored(t, (const uint8_t *)t->data + r0 * llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]), n, dst);
+    }
 }
 
 void cpu_pack_matrix(const llm_tensor *t, cpu_pk_fmt f, uint8_t *dst)
