@@ -488,7 +488,7 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
 #pragma GCC unroll 12
         for (int j = 0; j < RT; j++)
             a[j] = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
-        if (f == CPU_PK_Q6 && RT <= 4) { /* small tiles (decode): both halves in one pass, two accumulators */
+        if (f == CPU_PK_Q6) { /* two halves of 16 elements, each with its own scale: two accumulators */
             __m512i s1[PT];
 #pragma GCC unroll 12
             for (int j = 0; j < RT; j++) {
@@ -513,36 +513,10 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
             __m512 d0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
             __m512 d1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
 #pragma GCC unroll 12
-            for (int j = 0; j < RT; j++) { /* the same two multiply-adds, in the same order, as below */
+            for (int j = 0; j < RT; j++) { /* the low half, then the high one, for every tile size */
                 __m512 dx = _mm512_set1_ps(a[j]->d);
                 c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(d0, dx), c[j]);
                 c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[j]), _mm512_mul_ps(d1, dx), c[j]);
-            }
-            continue;
-        }
-        if (f == CPU_PK_Q6) { /* two halves of 16 elements, each with its own scale */
-#pragma GCC unroll 2
-            for (int half = 0; half < 2; half++) {
-#pragma GCC unroll 12
-                for (int j = 0; j < RT; j++)
-                    s[j] = _mm512_set1_epi32(-32 * (half ? a[j]->isum - a[j]->isum_lo : a[j]->isum_lo));
-#pragma GCC unroll 4
-                for (int k = 0; k < 4; k++) {
-                    __m512i raw = _mm512_loadu_si512((const void *)(blk + hb + 64 * k));
-                    __m512i h = _mm512_loadu_si512((const void *)(blk + hb + 256 + 64 * (k / 2)));
-                    h = half ? (k % 2 ? _mm512_srli_epi16(h, 2) : _mm512_slli_epi16(h, 2))
-                             : (k % 2 ? h : _mm512_slli_epi16(h, 4));
-                    __m512i q = half ? _mm512_srli_epi16(raw, 4) : raw;
-                    __m512i w = _mm512_or_si512(_mm512_and_si512(q, _mm512_set1_epi8(0x0f)),
-                                                _mm512_and_si512(h, _mm512_set1_epi8(0x30)));
-#pragma GCC unroll 12
-                    for (int j = 0; j < RT; j++)
-                        s[j] = kx_dpbusd_bcast(s[j], w, a[j]->qs + 16 * half + 4 * k);
-                }
-                __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32 * half)));
-#pragma GCC unroll 12
-                for (int j = 0; j < RT; j++)
-                    c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(dw, _mm512_set1_ps(a[j]->d)), c[j]);
             }
             continue;
         }
@@ -595,9 +569,10 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
     }
 }
 
-/* Token tiles for kx_gemm_p: 12 (12 integer + 12 float accumulators), then 4, then 1. */
+/* Token tiles for kx_gemm_p: 12 (12 integer + 12 float accumulators; Q6 8: 16 + 8, both halves in one
+ * pass), then 4, then 1. */
 #define KX_PTILE kx_ptile
-#define KX_P_T1(f) 12
+#define KX_P_T1(f) ((f) == CPU_PK_Q6 ? 8 : 12)
 #define KX_P_T2(f) 4
 #endif
 
