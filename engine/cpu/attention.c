@@ -81,13 +81,8 @@ static void att_worker(void *ctx, int ith, int nth)
             }
         }
         for (int r = 0; r < rows; r++) {
-            float *sc = scores + (size_t)r * c->seq_len, mx = -INFINITY;
-            int i = r % nt, pos = pos0 + i;
-            for (int p = 0; p <= pos; p++)
-                mx = sc[p] > mx ? sc[p] : mx;
-            float inv = 1.0f / k->exp_sub_sum(sc, pos + 1, mx);
-            for (int p = 0; p <= pos; p++)
-                sc[p] *= inv;
+            int i = r % nt;
+            k->softmax(scores + (size_t)r * c->seq_len, pos0 + i + 1);
             memset(st->att + (size_t)(t0 + i) * st->q_dim + (size_t)(h0 + r / nt) * hd, 0, (size_t)hd * sizeof(float));
         }
         for (int blk = 0; blk < nblk; blk++) {

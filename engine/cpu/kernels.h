@@ -105,8 +105,8 @@ typedef struct {
     /* y[i] = x[i] as IEEE half, rounded to nearest even (llm_f32_to_fp16's values; NaN stays NaN): the f16 KV
      * cache's writes */
     void  (*f32_to_f16)(const float *x, uint16_t *y, int n);
-    /* x[i] = exp(x[i] - mx); returns the sum (softmax numerators) */
-    float (*exp_sub_sum)(float *x, int n, float mx);
+    /* x = softmax(x) over n values: exp(x[i] - max) times 1 / their sum */
+    void  (*softmax)(float *x, int n);
     /* g[i] = silu(g[i]) * u[i] */
     void  (*swiglu)(float *g, const float *u, int n);
     /* 1: Q8_0/Q4_0 products of many tokens that are not packed (the classifier,

@@ -217,20 +217,24 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
         llm_row_to_f32(t, (const uint8_t *)w + (size_t)r * ws, out + (size_t)r * K, (size_t)K);
 }
 
-static float exp_sub_sum(float *x, int n, float mx)
+static void softmax(float *x, int n)
 {
-    float sum = 0.0f;
+    float mx = -INFINITY, sum = 0.0f;
+    for (int i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
     for (int i = 0; i < n; i++) {
         x[i] = expf(x[i] - mx);
         sum += x[i];
     }
-    return sum;
+    float inv = 1.0f / sum;
+    for (int i = 0; i < n; i++)
+        x[i] *= inv;
 }
 
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
-    attn_accum_mq_h, dequant_rows, f32_to_f16, exp_sub_sum, swiglu, 0, NULL, 0,
+    attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, 0, NULL, 0,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

@@ -1038,11 +1038,22 @@ static void f32_to_f16(const float *x, uint16_t *y, int n)
         y[i] = llm_f32_to_fp16(x[i]);
 }
 
-static float exp_sub_sum(float *x, int n, float mx)
+/* x = softmax(x): the maximum, exp(x - max) with its sum, then times 1 / sum (max_ps skips NaN as the
+ * scalar comparison does, so the maximum is the same value). */
+static void softmax(float *x, int n)
 {
-    __m256 acc = _mm256_setzero_ps(), m = _mm256_set1_ps(mx);
+    __m256 m8 = _mm256_set1_ps(-INFINITY);
     int i = 0;
-    for (; i + 8 <= n; i += 8) {
+    for (; i + 8 <= n; i += 8)
+        m8 = _mm256_max_ps(_mm256_loadu_ps(x + i), m8);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    float mx = _mm_cvtss_f32(h);
+    for (; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    __m256 acc = _mm256_setzero_ps(), m = _mm256_set1_ps(mx);
+    for (i = 0; i + 8 <= n; i += 8) {
         __m256 e = kx_exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
         _mm256_storeu_ps(x + i, e);
         acc = _mm256_add_ps(acc, e);
@@ -1052,7 +1063,12 @@ static float exp_sub_sum(float *x, int n, float mx)
         x[i] = expf(x[i] - mx);
         sum += x[i];
     }
-    return sum;
+    float inv = 1.0f / sum;
+    __m256 iv = _mm256_set1_ps(inv);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), iv));
+    for (; i < n; i++)
+        x[i] *= inv;
 }
 
 static void swiglu(float *g, const float *u, int n)
@@ -1119,6 +1135,6 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
-    attn_accum_mq_h, dequant_rows, f32_to_f16, exp_sub_sum, swiglu, KX_INT8_PREFILL,
+    attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, KX_INT8_PREFILL,
     KX_GEMM_PACKED, KX_BF16_ACT,
 };
