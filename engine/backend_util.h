@@ -110,17 +110,17 @@ static inline const llm_tensor *llm_classifier(const llm_model *m)
     return m->cfg.tied_embeddings || m->output.data == NULL ? &m->tok_embd : &m->output;
 }
 
-/* A model a backend can run: a sane configuration and every weight checked as above. */
-/* 1 when every matrix of m is F32. */
+/* 1 when every layer matrix of m and its embedding are F32. */
 static inline int llm_model_all_f32(const llm_model *m)
 {
     if (m->tok_embd.type != LLM_F32)
         return 0;
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        const llm_layer *L = &m->layers[l];
-        if (L->wq.type != LLM_F32 || L->wk.type != LLM_F32 || L->wv.type != LLM_F32 || L->wo.type != LLM_F32 ||
-            L->w_gate.type != LLM_F32 || L->w_up.type != LLM_F32 || L->w_down.type != LLM_F32)
-            return 0;
+        llm_tensor *mats[LLM_LAYER_MATS];
+        llm_layer_mats(&m->layers[l], mats);
+        for (int i = 0; i < LLM_LAYER_MATS; i++)
+            if (mats[i]->type != LLM_F32)
+                return 0;
     }
     return 1;
 }
@@ -139,6 +139,7 @@ static inline int llm_kv_f16(const llm_model *m, int kv_dtype)
     return kv_dtype == LLM_KV_F16 || (kv_dtype == LLM_KV_AUTO && !llm_model_all_f32(m));
 }
 
+/* A model a backend can run: a sane configuration and every weight checked as above. */
 static inline int llm_model_check(const llm_model *m, const char *who, llm_err *err)
 {
     const llm_config *c = &m->cfg;

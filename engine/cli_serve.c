@@ -113,17 +113,17 @@ static int cpu_kv_auto(const llm_model *m, llm_backend_opts *bo, int max_batch)
     long long cap = (1LL << 30) / per_token;
     if (want > cap)
         want = cap > c->seq_len ? cap : c->seq_len;
-    long long avail = mem_available() / 2 / per_token, bs = bo->block_size;
+    long long mem = mem_available(), avail = mem / 2 / per_token, bs = bo->block_size;
     int limited = avail > 0 && want > avail;
     if (limited) {
         if (avail < 256) {
             fprintf(stderr, "error: %lld MiB of memory available: not enough for a KV cache of 256 tokens "
-                    "(%lld KiB a token); give --kv-blocks to insist\n", mem_available() >> 20, per_token >> 10);
+                    "(%lld KiB a token); give --kv-blocks to insist\n", mem >> 20, per_token >> 10);
             return -1;
         }
         fprintf(stderr, "serve: the model's context of %d tokens needs %lld MiB of KV cache, more than half the "
                 "%lld MiB available: the pool and the context are %lld tokens (--ctx-size, --kv-blocks)\n",
-                c->seq_len, (long long)c->seq_len * per_token >> 20, mem_available() >> 20, avail / bs * bs);
+                c->seq_len, (long long)c->seq_len * per_token >> 20, mem >> 20, avail / bs * bs);
         want = avail;
     }
     /* whole blocks: within the limit where memory sets it, else at least want tokens */

@@ -95,6 +95,17 @@ typedef struct llm_model {
     void  **owned;  int n_owned;    /* small converted tensors (norms to F32), layer array, ... */
 } llm_model;
 
+/* Every matrix of m: each layer's seven (llm_layer_mats), then the embedding and the classifier slot
+ * (m->output, absent when tied), as a NULL-free array of llm_model_n_mats(m) pointers in mats. */
+static inline int llm_model_n_mats(const llm_model *m) { return m->cfg.n_layers * LLM_LAYER_MATS + 2; }
+static inline void llm_model_mats(llm_model *m, llm_tensor **mats)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        llm_layer_mats(&m->layers[l], mats + l * LLM_LAYER_MATS);
+    mats[m->cfg.n_layers * LLM_LAYER_MATS] = &m->tok_embd;
+    mats[m->cfg.n_layers * LLM_LAYER_MATS + 1] = &m->output;
+}
+
 /* Load by sniffing the path: a directory (Hugging Face: config.json + safetensors),
  * a GGUF file (magic), or a llama2.c checkpoint (then tokenizer_path, or
  * tokenizer.bin / tok<N>.bin beside it). tokenizer_path overrides the model's own.

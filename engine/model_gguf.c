@@ -262,21 +262,14 @@ llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err)
     return m;
 }
 
-/* The matrices whose conversion LLM_LOAD_DEFER_KQ may defer: every layer's, the embedding, the classifier. */
-static int deferrable(const llm_model *m, llm_tensor **out)
-{
-    int n = 0;
-    for (int l = 0; l < m->cfg.n_layers; l++, n += LLM_LAYER_MATS)
-        llm_layer_mats(&m->layers[l], out + n);
-    out[n++] = (llm_tensor *)(uintptr_t)&m->tok_embd;
-    out[n++] = (llm_tensor *)(uintptr_t)&m->output;
-    return n;
-}
-
 int llm_model_has_deferred(const llm_model *m)
 {
-    llm_tensor **t = malloc(((size_t)m->cfg.n_layers * LLM_LAYER_MATS + 2) * sizeof(*t));
-    int n = t != NULL ? deferrable(m, t) : 0, any = t == NULL; /* no memory: say so, creating fails later */
+    /* the matrices whose conversion LLM_LOAD_DEFER_KQ may defer: all of them */
+    int n = llm_model_n_mats(m), any = 0;
+    llm_tensor **t = malloc((size_t)n * sizeof(*t));
+    if (t == NULL)
+        return 1; /* no memory: say so, creating fails later */
+    llm_model_mats((llm_model *)(uintptr_t)m, t);
     for (int i = 0; i < n && !any; i++)
         any = t[i]->data == NULL && t[i]->src != NULL;
     free(t);
@@ -286,12 +279,13 @@ int llm_model_has_deferred(const llm_model *m)
 int llm_model_finish_deferred(llm_model *m, llm_err *err)
 {
     m->defer_kq = 0; /* requantize converts from here on */
-    llm_tensor **t = malloc(((size_t)m->cfg.n_layers * LLM_LAYER_MATS + 2) * sizeof(*t));
+    int n = llm_model_n_mats(m), rc = 0;
+    llm_tensor **t = malloc((size_t)n * sizeof(*t));
     if (t == NULL) {
         llm_seterr(err, "%s: out of memory", m->path);
         return -1;
     }
-    int n = deferrable(m, t), rc = 0;
+    llm_model_mats(m, t);
     for (int i = 0; i < n && rc == 0; i++) {
         if (t[i]->data != NULL || t[i]->src == NULL)
             continue;

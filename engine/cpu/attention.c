@@ -48,8 +48,8 @@ static void att_worker(void *ctx, int ith, int nth)
         int pos0 = j->b->pos[t0], nblk = (pos0 + nt - 1) / bs + 1;
         const llm_seq_view *s = &j->b->seqs[j->b->seq[t0]];
         size_t koff = (size_t)(h0 / group) * hd; /* the item's heads share one KV head */
-        const float *qr[CPU_ATT_TILE], *ar[CPU_ATT_TILE];
-        float *sr[CPU_ATT_TILE], *orow[CPU_ATT_TILE];
+        const float *qr[CPU_ATT_TILE];
+        float *sr[CPU_ATT_TILE], *orow[CPU_ATT_TILE]; /* per score row: its query, its block's scores, its output */
         for (int r = 0; r < rows; r++) {
             size_t at = (size_t)(t0 + r % nt) * st->q_dim + (size_t)(h0 + r / nt) * hd;
             qr[r] = st->q + at;
@@ -72,24 +72,23 @@ static void att_worker(void *ctx, int ith, int nth)
                 int i = r % nt, n = pos0 + i - blk * bs + 1;
                 if (n <= 0)
                     continue;
-                const float *q = st->q + (size_t)(t0 + i) * st->q_dim + (size_t)(h0 + r / nt) * hd;
                 float *out = scores + (size_t)r * c->seq_len + blk * bs;
                 if (st->kv16)
-                    k->attn_scores_h(q, kh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
+                    k->attn_scores_h(qr[r], kh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
                 else
-                    k->attn_scores(q, kc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
+                    k->attn_scores(qr[r], kc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
             }
         }
         for (int r = 0; r < rows; r++) {
-            int i = r % nt;
-            k->softmax(scores + (size_t)r * c->seq_len, pos0 + i + 1);
-            memset(st->att + (size_t)(t0 + i) * st->q_dim + (size_t)(h0 + r / nt) * hd, 0, (size_t)hd * sizeof(float));
+            k->softmax(scores + (size_t)r * c->seq_len, pos0 + r % nt + 1);
+            memset(orow[r], 0, (size_t)hd * sizeof(float));
         }
         for (int blk = 0; blk < nblk; blk++) {
             size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
             if (pos0 - blk * bs + 1 >= bs) {
                 for (int r = 0; r < rows; r++)
-                    ar[r] = scores + (size_t)r * c->seq_len + blk * bs;
+                    sr[r] = scores + (size_t)r * c->seq_len + blk * bs;
+                const float *const *ar = (const float *const *)sr;
                 if (st->kv16)
                     k->attn_accum_mq_h(ar, rows, vh + base, (size_t)st->kv_dim, bs, hd, orow);
                 else
@@ -100,12 +99,11 @@ static void att_worker(void *ctx, int ith, int nth)
                 int i = r % nt, n = pos0 + i - blk * bs + 1;
                 if (n <= 0)
                     continue;
-                float *out = st->att + (size_t)(t0 + i) * st->q_dim + (size_t)(h0 + r / nt) * hd;
                 const float *a = scores + (size_t)r * c->seq_len + blk * bs;
                 if (st->kv16)
-                    k->attn_accum_h(a, vh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, out);
+                    k->attn_accum_h(a, vh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, orow[r]);
                 else
-                    k->attn_accum(a, vc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, out);
+                    k->attn_accum(a, vc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, orow[r]);
             }
         }
     }

@@ -394,14 +394,11 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
     cpu_threadpool *pool = NULL;
     /* Every layer matrix, then the embedding and the classifier (the classifier is packed; a tied
      * embedding is the same bytes, so its lookups then read the packed rows). */
-    int n_slots = m->cfg.n_layers * CPU_PK_MATS + 2;
+    int n_slots = llm_model_n_mats(m);
     llm_tensor **slots = calloc((size_t)n_slots, sizeof(*slots));
     if (slots == NULL || (j->it = calloc((size_t)n_slots, sizeof(*j->it))) == NULL)
         goto oom;
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        llm_layer_mats(&m->layers[l], slots + l * CPU_PK_MATS);
-    slots[n_slots - 2] = &m->tok_embd;
-    slots[n_slots - 1] = &m->output;
+    llm_model_mats(m, slots);
     llm_tensor *cls = (llm_tensor *)(uintptr_t)llm_classifier(m);
     for (int si = 0; si < n_slots; si++) {
         llm_tensor *t = slots[si];
