@@ -2,6 +2,7 @@
  * continuation goes to stdout, timing figures to stderr. */
 #include "backend.h"
 #include "cli.h"
+#include "json_mode.h"
 #include "model.h"
 #include "sampler.h"
 #include "tokenizer.h"
@@ -41,11 +42,42 @@ static int parse_ids(const char *s, int vocab, int32_t **out)
     return (int)n;
 }
 
+/* "13=-100,42=2.5" -> biases (malloc'd): ids below vocab, |bias| <= 100. Returns count, -1 when malformed. */
+static int parse_bias(const char *s, int vocab, llm_logit_bias **out)
+{
+    int n = 0;
+    for (const char *c = s; *c; c++)
+        n += *c == ',';
+    llm_logit_bias *b = malloc(((size_t)n + 1) * sizeof(*b));
+    if (b == NULL)
+        return -1;
+    n = 0;
+    while (*s != '\0') {
+        char *end;
+        errno = 0;
+        long id = strtol(s, &end, 10);
+        if (end == s || errno != 0 || id < 0 || id >= vocab || *end != '=')
+            break;
+        s = end + 1;
+        float v = strtof(s, &end);
+        if (end == s || !(v >= -LLM_SAMPLING_MAX_BIAS && v <= LLM_SAMPLING_MAX_BIAS) || (*end != ',' && *end != '\0'))
+            break;
+        b[n++] = (llm_logit_bias){ (int32_t)id, v };
+        s = *end == ',' ? end + 1 : end;
+    }
+    if (*s != '\0' || n == 0) {
+        free(b);
+        return -1;
+    }
+    *out = b;
+    return n;
+}
+
 static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=",
-    "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", NULL,
+    "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "logit-bias=", "json", NULL,
 };
 
 int cli_generate(const llm_args *a)
@@ -60,6 +92,7 @@ int cli_generate(const llm_args *a)
     }
     int max_tokens = (int)llm_arg_long(a, "max-tokens", 128, 0, 1 << 24);
     int ignore_eos = llm_arg_flag(a, "ignore-eos"), output_ids = llm_arg_flag(a, "output-ids");
+    int json = llm_arg_flag(a, "json");
     int chunk = (int)llm_arg_long(a, "batch", 512, 1, 1 << 16);
 
     llm_sampling_params sp;
@@ -92,7 +125,10 @@ int cli_generate(const llm_args *a)
     float *logits = NULL;
     llm_backend *be = NULL;
     llm_sampler *smp = NULL;
-    int n_prompt;
+    llm_logit_bias *bias = NULL;
+    int n_prompt, n_bias = 0;
+    llm_json_vocab *jv = NULL; /* --json: the output is one JSON object (json_mode.h) */
+    llm_json_state js;
     llm_backend_opts bo = { 0 };
     if (llm_context_opts(a, m, &bo) != 0)
         goto out;
@@ -115,6 +151,18 @@ int cli_generate(const llm_args *a)
     }
     if (n_prompt == 0) {
         fprintf(stderr, "error: empty prompt\n");
+        goto out;
+    }
+    if (json && (m->tok == NULL || (jv = llm_json_vocab_new(m->tok)) == NULL)) {
+        fprintf(stderr, "error: --json needs the model's tokenizer%s\n", m->tok != NULL ? " (out of memory)" : "");
+        goto out;
+    }
+    if (json)
+        llm_json_init(&js, 1);
+    if (llm_arg_str(a, "logit-bias") != NULL &&
+        (n_bias = parse_bias(llm_arg_str(a, "logit-bias"), c->vocab_size, &bias)) < 0) {
+        fprintf(stderr, "error: --logit-bias must be a comma-separated list of ID=BIAS, ids below %d, biases "
+                "-100..100\n", c->vocab_size);
         goto out;
     }
     if (n_prompt + max_tokens > c->seq_len) {
@@ -152,7 +200,8 @@ int cli_generate(const llm_args *a)
     uint8_t *want = calloc((size_t)chunk, 1);
     logits = malloc((size_t)c->vocab_size * sizeof(float));
     smp = llm_sampler_new(&sp, c->vocab_size);
-    if (table == NULL || pos == NULL || seq == NULL || want == NULL || logits == NULL || smp == NULL) {
+    if (table == NULL || pos == NULL || seq == NULL || want == NULL || logits == NULL || smp == NULL ||
+        llm_sampler_set_bias(smp, bias, n_bias) != 0) {
         fprintf(stderr, "error: out of memory\n");
         free(table); free(pos); free(seq); free(want);
         goto out;
@@ -188,6 +237,8 @@ int cli_generate(const llm_args *a)
     char text[1024];
     int n_gen = 0;
     while (step_ok && n_gen < max_tokens) {
+        if (jv != NULL && llm_json_mask(jv, &js, logits, c->vocab_size) == 0)
+            break; /* no token can continue the JSON text */
         int32_t next = llm_sampler_sample(smp, logits, NULL);
         int stop = 0;
         for (int i = 0; i < n_eog && !ignore_eos; i++)
@@ -204,6 +255,8 @@ int cli_generate(const llm_args *a)
         fflush(stdout);
         if (++n_gen == max_tokens)
             break; /* no need to run the model for a token nobody samples */
+        if (jv != NULL && (llm_json_accept(jv, &js, next) != 0 || llm_json_done(&js)))
+            break; /* the object is closed */
         int32_t p = n_prompt + n_gen - 1;
         uint8_t w = 1;
         int32_t s0 = 0;
@@ -233,6 +286,8 @@ out:
     llm_backend_free(be);
     free(logits);
     free(ids);
+    free(bias);
+    llm_json_vocab_free(jv);
     llm_model_free(m);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* Token sampler: penalties, logprobs, greedy / temperature / top-k / top-p /
+/* Token sampler: logit bias, penalties, logprobs, greedy / temperature / top-k / top-p /
  * min-p, seeded xoshiro256** draws.  Semantics and order: see sampler.h. */
 #include "sampler.h"
 
@@ -29,6 +29,8 @@ struct llm_sampler {
     int32_t *ring;
     int      ring_len, ring_head, ring_cap, window;
     cand    *cand;   /* vocab-sized scratch */
+    llm_logit_bias *bias; /* ascending ids, distinct */
+    int      n_bias;
 };
 
 /* ---- PRNG: xoshiro256** seeded through splitmix64 ---- */
@@ -159,7 +161,52 @@ void llm_sampler_free(llm_sampler *s)
     free(s->seen_pos);
     free(s->ring);
     free(s->cand);
+    free(s->bias);
     free(s);
+}
+
+typedef struct { llm_logit_bias b; int at; } bias_at;
+
+static int cmp_bias_at(const void *x, const void *y)
+{
+    const bias_at *a = x, *b = y;
+    if (a->b.id != b->b.id)
+        return (a->b.id > b->b.id) - (a->b.id < b->b.id);
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+int llm_sampler_set_bias(llm_sampler *s, const llm_logit_bias *b, int n)
+{
+    if (s == NULL || n < 0 || (n > 0 && b == NULL))
+        return -1;
+    for (int i = 0; i < n; i++) /* written as !(in range) so NaN fails */
+        if (b[i].id < 0 || b[i].id >= s->vocab ||
+            !(b[i].bias >= -LLM_SAMPLING_MAX_BIAS && b[i].bias <= LLM_SAMPLING_MAX_BIAS))
+            return -1;
+    if (n == 0) {
+        free(s->bias);
+        s->bias = NULL;
+        s->n_bias = 0;
+        return 0;
+    }
+    bias_at *t = malloc((size_t)n * sizeof(*t));
+    if (t == NULL)
+        return -1;
+    for (int i = 0; i < n; i++)
+        t[i] = (bias_at){ b[i], i };
+    qsort(t, (size_t)n, sizeof(*t), cmp_bias_at);
+    int m = 0;
+    for (int i = 0; i < n; i++) { /* one entry an id, its last */
+        if (m > 0 && t[m - 1].b.id == t[i].b.id)
+            m--;
+        t[m++] = t[i];
+    }
+    for (int i = 0; i < m; i++) /* in place: an llm_logit_bias is no larger than a bias_at */
+        ((llm_logit_bias *)t)[i] = t[i].b;
+    free(s->bias);
+    s->bias = (llm_logit_bias *)t;
+    s->n_bias = m;
+    return 0;
 }
 
 static void count_add(llm_sampler *s, int32_t id, int d)
@@ -211,10 +258,12 @@ void llm_sampler_accept(llm_sampler *s, int32_t id, int is_prompt)
 
 /* ---- shared steps ---- */
 
-/* Penalties over the window, then NaN -> -inf, +inf -> FLT_MAX. */
+/* Logit biases, penalties over the window, then NaN -> -inf, +inf -> FLT_MAX. */
 static void apply_penalties(llm_sampler *s, float *logits)
 {
     const llm_sampling_params *p = &s->p;
+    for (int i = 0; i < s->n_bias; i++)
+        logits[s->bias[i].id] += s->bias[i].bias;
     if (p->repetition_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f) {
         for (int i = 0; i < s->n_seen; i++) {
             int32_t id = s->seen[i];
@@ -509,8 +558,8 @@ int llm_sampler_plain_greedy(const llm_sampler *s)
     if (s == NULL)
         return 0;
     const llm_sampling_params *p = &s->p;
-    return greedy(s) && p->n_logprobs == 0 && p->repetition_penalty == 1.0f && p->presence_penalty == 0.0f &&
-           p->frequency_penalty == 0.0f;
+    return greedy(s) && s->n_bias == 0 && p->n_logprobs == 0 && p->repetition_penalty == 1.0f &&
+           p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f;
 }
 
 int llm_sampler_distribution(llm_sampler *s, float *logits, int32_t *ids, float *probs, int cap)
@@ -540,40 +589,49 @@ int llm_sampler_distribution(llm_sampler *s, float *logits, int32_t *ids, float 
 
 /* ---- sampling on a device ---- */
 
-int llm_sampler_penalty_pairs(const llm_sampler *s)
+static int penalty_pairs(const llm_sampler *s)
 {
-    if (s == NULL)
-        return 0;
     const llm_sampling_params *p = &s->p;
     return p->repetition_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f
                ? s->n_seen : 0;
+}
+
+int llm_sampler_device_pairs(const llm_sampler *s)
+{
+    return s == NULL ? 0 : penalty_pairs(s) + s->n_bias;
 }
 
 int llm_sampler_device_row(const llm_sampler *s, llm_sampling_row *r, int32_t *pen, int pen_cap)
 {
     if (s == NULL || r == NULL)
         return -1;
-    int np = llm_sampler_penalty_pairs(s);
-    if (np > pen_cap || (np > 0 && pen == NULL))
+    int np = penalty_pairs(s), nb = s->n_bias;
+    if (np + nb > pen_cap || (np + nb > 0 && pen == NULL))
         return -1;
     r->p = s->p;
     if (greedy(s))
         r->p.temperature = 0.0f;
     r->pen_n = np;
+    r->bias_n = nb;
     for (int i = 0; i < np; i++) {
         pen[2 * i] = s->seen[i];
         pen[2 * i + 1] = s->count[s->seen[i]];
     }
+    for (int i = 0; i < nb; i++) {
+        pen[2 * (np + i)] = s->bias[i].id;
+        memcpy(&pen[2 * (np + i) + 1], &s->bias[i].bias, sizeof(float));
+    }
     uint64_t peek[4];
     memcpy(peek, s->rng, sizeof peek);
     r->u = greedy(s) ? 0.0 : rng_uniform(peek);
-    return np;
+    return np + nb;
 }
 
 int32_t llm_sampler_sample_row(const llm_sampling_row *r, const int32_t *pen, float *logits, int vocab,
                                llm_sample_result *res)
 {
-    if (r == NULL || logits == NULL || vocab <= 0 || r->pen_n < 0 || (r->pen_n > 0 && pen == NULL))
+    if (r == NULL || logits == NULL || vocab <= 0 || r->pen_n < 0 || r->bias_n < 0 ||
+        (r->pen_n + r->bias_n > 0 && pen == NULL))
         return -1;
     llm_sampler *s = llm_sampler_new(&r->p, vocab); /* NULL when a parameter is out of range */
     if (s == NULL)
@@ -586,6 +644,19 @@ int32_t llm_sampler_sample_row(const llm_sampling_row *r, const int32_t *pen, fl
         s->count[id] = c;
         s->seen_pos[id] = s->n_seen;
         s->seen[s->n_seen++] = id;
+    }
+    /* the biases as pairs of id and float bits; a device ignores ids outside the vocabulary, as here */
+    const int32_t *bp = pp + 2 * (size_t)r->pen_n;
+    s->bias = r->bias_n > 0 ? malloc((size_t)r->bias_n * sizeof(llm_logit_bias)) : NULL;
+    if (r->bias_n > 0 && s->bias == NULL) {
+        llm_sampler_free(s);
+        return -1;
+    }
+    for (int i = 0; i < r->bias_n; i++) {
+        llm_logit_bias b = { bp[2 * i], 0.0f };
+        memcpy(&b.bias, &bp[2 * i + 1], sizeof(float));
+        if (b.id >= 0 && b.id < vocab)
+            s->bias[s->n_bias++] = b;
     }
     int32_t id = sample_with(s, logits, &r->u, res);
     llm_sampler_free(s);

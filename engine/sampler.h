@@ -1,8 +1,10 @@
-/* Token sampling: greedy, temperature, top-k, top-p, min-p, repetition /
+/* Token sampling: logit bias, greedy, temperature, top-k, top-p, min-p, repetition /
  * presence / frequency penalties, per-request seed, top-n logprobs.
  *
  * Order of operations in llm_sampler_sample (the HF / vLLM order):
- *   1. penalties on the raw logits, for every token id seen inside the penalty
+ *   0. logit bias (OpenAI's logit_bias): logit[id] += bias for each (id, bias)
+ *      the request set (llm_sampler_set_bias).
+ *   1. penalties on the biased logits, for every token id seen inside the penalty
  *      window (count = its occurrences there):
  *        repetition (CTRL): logit > 0 ? logit / r : logit * r
  *        then logit -= frequency * count + presence * (count > 0)   (OpenAI)
@@ -73,6 +75,13 @@ typedef struct llm_sampler llm_sampler;
 
 llm_sampler *llm_sampler_new(const llm_sampling_params *p, int vocab_size);
 void         llm_sampler_free(llm_sampler *s);
+/* OpenAI's logit_bias: a value added to a token's logit before everything else (step 0 above). */
+typedef struct { int32_t id; float bias; } llm_logit_bias;
+#define LLM_SAMPLING_MAX_BIAS 100.0f /* |bias| at most this (OpenAI: -100 bans a token, 100 forces it) */
+
+/* Set s's logit biases (replacing any set before): ids in [0, vocab), |bias| <= LLM_SAMPLING_MAX_BIAS; an id
+ * given twice keeps its last bias. 0, or -1 with s unchanged for a bad entry, NULL or no memory. */
+int          llm_sampler_set_bias(llm_sampler *s, const llm_logit_bias *b, int n);
 /* Record a token as part of the context (prompt tokens and every generated token).
  * Ids outside [0, vocab) are ignored. */
 void         llm_sampler_accept(llm_sampler *s, int32_t id, int is_prompt);
@@ -80,8 +89,8 @@ void         llm_sampler_accept(llm_sampler *s, int32_t id, int is_prompt);
  * Deterministic for a given seed and history.  -1 if s or logits is NULL. */
 int32_t      llm_sampler_sample(llm_sampler *s, float *logits, llm_sample_result *res /* may be NULL */);
 
-/* 1 when llm_sampler_sample is a plain argmax of the cleaned logits: greedy, no penalties and no top-n
- * logprobs; the chosen token's logprob is then log-softmax(logits)[argmax] (what a backend's on-device
+/* 1 when llm_sampler_sample is a plain argmax of the cleaned logits: greedy, no logit bias, no penalties
+ * and no top-n logprobs; the chosen token's logprob is then log-softmax(logits)[argmax] (what a backend's on-device
  * argmax returns, see llm_argmax_out in backend.h). 0 otherwise or for NULL. */
 int          llm_sampler_plain_greedy(const llm_sampler *s);
 
@@ -102,19 +111,20 @@ typedef struct {
     llm_sampling_params p;        /* the request's, temperature 0 when the call is greedy (also for temperatures
                                    * whose inverse is not finite); seed and penalty_last_n are not used */
     int32_t pen_off, pen_n;       /* pairs pen[2 * pen_off ...]: id, count; set pen_off yourself */
+    int32_t bias_n;               /* then bias_n pairs pen[2 * (pen_off + pen_n) ...]: id, the bias's float bits */
     int32_t row;                  /* the logits row (set by the caller) */
     double  u;                    /* the next draw of the request's PRNG, [0, 1) (0 when greedy) */
 } llm_sampling_row;
 
-/* Penalty pairs a device call needs now (0 when no penalty is set). */
-int          llm_sampler_penalty_pairs(const llm_sampler *s);
+/* Pairs a device call needs now: the penalty window's (0 when no penalty is set) plus the logit biases. */
+int          llm_sampler_device_pairs(const llm_sampler *s);
 /* Fill r (all but pen_off and row) and up to pen_cap pairs; the PRNG is not advanced.
  * Returns the pairs written, -1 when pen_cap is too small or s / r is NULL. */
 int          llm_sampler_device_row(const llm_sampler *s, llm_sampling_row *r, int32_t *pen, int pen_cap);
 /* The device made the draw llm_sampler_device_row peeked: advance the PRNG (nothing when greedy). */
 void         llm_sampler_device_commit(llm_sampler *s);
 /* The call a device makes for r, made here (a reference for devices, and what a backend without a device
- * sampler could run): pairs pen[2 * r->pen_off ...] as the penalty window, r->u as the draw; logits
+ * sampler could run): pairs pen[2 * r->pen_off ...] as the penalty window and the biases, r->u as the draw; logits
  * modified in place as by llm_sampler_sample. -1 for NULL arguments or parameters out of range. */
 int32_t      llm_sampler_sample_row(const llm_sampling_row *r, const int32_t *pen, float *logits, int vocab,
                                     llm_sample_result *res);

@@ -20,6 +20,8 @@ typedef struct {
     int      prompt_len;       /* tokens treated as prompt (registered in the prefix cache) */
     llm_kv_seq   kv;
     llm_sampler *smp;
+    int      json;             /* JSON mode: tokens masked by json_st (json_mode.h) */
+    llm_json_state json_st;
     int      cancelled;
     int      n_cached, n_preempted;
     uint64_t t_submit, t_admit, t_first, t_last;
@@ -358,6 +360,21 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         llm_seterr(err, "at most %d stop token ids", LLM_SCHED_MAX_STOP);
         return -1;
     }
+    if (q->json && s->cfg.json_vocab == NULL) {
+        llm_seterr(err, "JSON mode needs the model's tokenizer, which this engine does not have");
+        return -1;
+    }
+    if (q->n_bias < 0 || (q->n_bias > 0 && q->bias == NULL)) {
+        llm_seterr(err, "logit bias: %d entries", q->n_bias);
+        return -1;
+    }
+    for (int i = 0; i < q->n_bias; i++)
+        if (q->bias[i].id < 0 || q->bias[i].id >= s->vocab ||
+            !(q->bias[i].bias >= -LLM_SAMPLING_MAX_BIAS && q->bias[i].bias <= LLM_SAMPLING_MAX_BIAS)) {
+            llm_seterr(err, "logit bias %g for token %d: token ids are 0..%d, biases -%g..%g", (double)q->bias[i].bias,
+                       q->bias[i].id, s->vocab - 1, (double)LLM_SAMPLING_MAX_BIAS, (double)LLM_SAMPLING_MAX_BIAS);
+            return -1;
+        }
     char msg[256];
     if (llm_sampling_validate(&q->sampling, msg, sizeof(msg)) != 0) {
         llm_seterr(err, "%s", msg);
@@ -379,7 +396,7 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     r->cap = cap < s->ctx_limit ? (int)cap : s->ctx_limit;
     r->tokens = malloc((size_t)r->cap * sizeof(int32_t));
     r->smp = llm_sampler_new(&q->sampling, s->vocab);
-    if (r->tokens == NULL || r->smp == NULL) {
+    if (r->tokens == NULL || r->smp == NULL || llm_sampler_set_bias(r->smp, q->bias, q->n_bias) != 0) {
         llm_sampler_free(r->smp);
         free(r->tokens);
         free(r);
@@ -392,6 +409,9 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     memcpy(r->tokens, q->prompt, (size_t)q->n_prompt * sizeof(int32_t));
     r->n_tokens = r->n_prompt = r->prompt_len = q->n_prompt;
     r->max_tokens = q->max_tokens;
+    r->json = q->json != 0;
+    if (r->json)
+        llm_json_init(&r->json_st, 1);
     if (q->n_stop > 0)
         memcpy(r->stop, q->stop_ids, (size_t)q->n_stop * sizeof(int32_t));
     r->n_stop = q->n_stop;
@@ -735,12 +755,15 @@ static int device_prepare(llm_sched *s, llm_device_out *dv)
         s->dv_mode[i] = LLM_ROW_LOGITS;
         if (!s->b_want[i])
             continue;
-        llm_sampler *smp = s->b_reqs[s->b_seq[i]]->smp;
+        const sreq *rq = s->b_reqs[s->b_seq[i]];
+        llm_sampler *smp = rq->smp;
         s->dv_sidx[row] = -1;
-        if (llm_sampler_plain_greedy(smp)) {
+        if (rq->json) {
+            /* JSON mode masks the row's logits on the host: it comes back whole */
+        } else if (llm_sampler_plain_greedy(smp)) {
             s->dv_mode[i] = LLM_ROW_ARGMAX;
         } else if (s->be->device_sampling) {
-            int need = llm_sampler_penalty_pairs(smp);
+            int need = llm_sampler_device_pairs(smp);
             if (np + need > s->dv_pen_cap) {
                 int cap = (np + need) * 2 > 1024 ? (np + need) * 2 : 1024;
                 int32_t *p = realloc(s->dv_pen, (size_t)cap * 2 * sizeof(int32_t));
@@ -754,7 +777,7 @@ static int device_prepare(llm_sched *s, llm_device_out *dv)
                 llm_sampler_device_row(smp, sr, s->dv_pen + 2 * (size_t)np, s->dv_pen_cap - np) >= 0) {
                 sr->pen_off = np;
                 sr->row = row;
-                np += sr->pen_n;
+                np += sr->pen_n + sr->bias_n;
                 s->dv_sidx[row] = ns++;
                 s->dv_mode[i] = LLM_ROW_SAMPLE;
             }
@@ -778,7 +801,7 @@ static int device_prepare(llm_sched *s, llm_device_out *dv)
 /* The token of logits row `row` of request r, from the device's results or by sampling its logits. */
 static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_result *res)
 {
-    if (use_dv && llm_sampler_plain_greedy(r->smp)) { /* the row's logits were not copied back */
+    if (use_dv && !r->json && llm_sampler_plain_greedy(r->smp)) { /* the row's logits were not copied back */
         res->id = s->dv_ids[row];
         res->logprob = s->dv_lp[row];
         res->n_top = 0;
@@ -794,7 +817,10 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
         llm_sampler_device_commit(r->smp);
         return res->id;
     }
-    return llm_sampler_sample(r->smp, s->logits + (size_t)row * (size_t)s->vocab, res);
+    float *lg = s->logits + (size_t)row * (size_t)s->vocab;
+    if (r->json && llm_json_mask(s->cfg.json_vocab, &r->json_st, lg, s->vocab) == 0)
+        return -1; /* no token can continue the JSON text */
+    return llm_sampler_sample(r->smp, lg, res);
 }
 
 int llm_sched_step(llm_sched *s)
@@ -851,6 +877,11 @@ int llm_sched_step(llm_sched *s)
         llm_sample_result res;
         int32_t t = row_token(s, r, use_dv, row, &res);
         row++;
+        if (t < 0) { /* JSON mode with no token left (never with a vocabulary that has single bytes) */
+            running_remove(s, r);
+            finish(s, r, -1, NULL, LLM_SCHED_FINISH_STOP, 0);
+            continue;
+        }
         llm_sampler_accept(r->smp, t, 0);
         r->tokens[r->n_tokens++] = t;
         r->n_gen++;
@@ -859,7 +890,9 @@ int llm_sched_step(llm_sched *s)
         if (r->t_first == 0)
             r->t_first = t1;
         llm_sched_finish fin = LLM_SCHED_FINISH_NONE;
-        if (is_stop(r, t))
+        if (r->json)
+            (void)llm_json_accept(s->cfg.json_vocab, &r->json_st, t); /* the mask let only such tokens through */
+        if (is_stop(r, t) || (r->json && llm_json_done(&r->json_st)))
             fin = LLM_SCHED_FINISH_STOP;
         else if (r->n_gen >= r->max_tokens || r->n_tokens >= s->ctx_limit)
             fin = LLM_SCHED_FINISH_LENGTH;

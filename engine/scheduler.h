@@ -57,6 +57,7 @@
 #define LLM_SCHEDULER_H
 
 #include "backend.h"
+#include "json_mode.h"
 #include "kv_cache.h"
 #include "sampler.h"
 
@@ -112,6 +113,8 @@ typedef struct {
     /* Optional back-pressure: 0 = the request cannot take a token now (skipped this step). */
     int  (*can_emit)(void *ctx, uint64_t id, void *user);
     void *cb_ctx;
+    /* The vocabulary's bytes for JSON-mode requests (json_mode.h); NULL: such requests are refused. */
+    const llm_json_vocab *json_vocab;
     /* Optional clock (monotonic ns) for tests; NULL = CLOCK_MONOTONIC. */
     uint64_t (*now_ns)(void *ctx);
 } llm_sched_config;
@@ -122,6 +125,10 @@ typedef struct {
     const int32_t      *prompt;    /* copied */
     int                 n_prompt;
     llm_sampling_params sampling;
+    const llm_logit_bias *bias;      /* copied; n_bias entries (llm_sampler_set_bias) */
+    int                 n_bias;
+    int                 json;        /* 1: JSON mode, the output is one JSON object (json_mode.h); it ends
+                                      * ("stop") when the object closes, end-of-generation is masked */
     int                 max_tokens;  /* >= 1 */
     const int32_t      *stop_ids;    /* copied; eog ids go here unless ignore_eos */
     int                 n_stop;      /* 0..LLM_SCHED_MAX_STOP */

@@ -93,6 +93,14 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.sampling.penalty_last_n = p->penalty_last_n;
     r.sampling.seed = p->seed;
     r.sampling.n_logprobs = p->n_logprobs;
+    /* the slot is untrusted memory: a count beyond the array reaches the scheduler as -1, which it refuses */
+    llm_logit_bias bias[LLM_SHM_MAX_BIAS];
+    uint32_t nb = p->n_bias;
+    for (uint32_t i = 0; i < nb && i < LLM_SHM_MAX_BIAS; i++)
+        bias[i] = (llm_logit_bias){ p->bias[i].id, p->bias[i].bias };
+    r.bias = bias;
+    r.n_bias = nb <= LLM_SHM_MAX_BIAS ? (int)nb : -1;
+    r.json = (p->flags & LLM_PARAM_JSON) != 0;
     r.max_tokens = p->max_tokens;
     r.stop_ids = p->stop_ids;
     r.n_stop = (int)(p->n_stop <= LLM_SCHED_MAX_STOP ? p->n_stop : LLM_SCHED_MAX_STOP);
@@ -193,8 +201,17 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     sc.on_output = on_output;
     sc.can_emit = can_emit;
     sc.cb_ctx = &c;
+    /* JSON mode's token bytes; without a tokenizer such requests are refused */
+    llm_json_vocab *jv = m->tok != NULL ? llm_json_vocab_new(m->tok) : NULL;
+    if (m->tok != NULL && jv == NULL) {
+        llm_seterr(err, "out of memory");
+        free(c.slots);
+        return -1;
+    }
+    sc.json_vocab = jv;
     llm_sched *sched = llm_sched_create(b, &sc, err);
     if (sched == NULL) {
+        llm_json_vocab_free(jv);
         free(c.slots);
         return -1;
     }
@@ -218,6 +235,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     if (c.srv == NULL) {
         llm_seterr(err, "cannot create segment '%s': %s", o->shm_name, msg);
         llm_sched_destroy(sched);
+        llm_json_vocab_free(jv);
         free(c.slots);
         return -1;
     }
@@ -283,6 +301,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     fprintf(stderr, "serve: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" : "drained");
     llm_server_destroy(c.srv);
     llm_sched_destroy(sched);
+    llm_json_vocab_free(jv);
     free(c.slots);
     return rc;
 }

@@ -142,6 +142,7 @@ static inline void cu_ldmatrix_x4_trans(uint32_t *r, const void *row) { cu_emu_l
 template <typename T> static inline T __ldg(const T *p) { return *p; }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int min(int a, int b) { return a < b ? a : b; }
 static inline int max(int a, int b) { return a > b ? a : b; }
 /* c + the dot product of a's and b's four signed bytes */

@@ -1,6 +1,7 @@
 /* Sampling on the device: one block per sampled row of logits runs the whole of engine/sampler.c's
  * llm_sampler_sample on the row st->logits already holds (sampler.h gives the definition both follow):
- * penalties from (id, count) pairs, NaN / inf cleaning, log-softmax of the chosen token and the top-n,
+ * logit biases from (id, float bits) pairs, penalties from (id, count) pairs, NaN / inf cleaning,
+ * log-softmax of the chosen token and the top-n,
  * greedy or temperature + top-k + min-p + top-p + the draw with the u the host peeked from the request's
  * PRNG. Only ids, logprobs and top-n lists go back to the host instead of 128K floats a row.
  *
@@ -253,7 +254,14 @@ __global__ void __launch_bounds__(SB) sample_kernel(float *logits, int vocab, co
     float *row = logits + (size_t)r.row * vocab;
     int tid = threadIdx.x;
 
-    /* 1. penalties (the pairs' ids are distinct: no two threads write one logit) */
+    /* 0. logit biases, then 1. penalties (each list's ids are distinct: no two threads write one logit) */
+    const int32_t *bp = pen + 2 * (size_t)(r.pen_off + r.pen_n);
+    for (int j = tid; j < r.bias_n; j += SB) {
+        int id = bp[2 * j];
+        if (id >= 0 && id < vocab)
+            row[id] += __int_as_float(bp[2 * j + 1]);
+    }
+    __syncthreads();
     for (int j = tid; j < r.pen_n; j += SB) {
         int id = pen[2 * (r.pen_off + j)], cnt = pen[2 * (r.pen_off + j) + 1];
         if (id < 0 || id >= vocab)
@@ -429,7 +437,8 @@ int cuda_sample_check(const llm_batch *b, const llm_device_out *dv, llm_err *err
             !(r->p.presence_penalty >= -2.0f && r->p.presence_penalty <= 2.0f) ||
             !(r->p.frequency_penalty >= -2.0f && r->p.frequency_penalty <= 2.0f) ||
             r->p.n_logprobs < 0 || r->p.n_logprobs > LLM_SAMPLING_MAX_LOGPROBS || !(r->u >= 0.0 && r->u < 1.0) ||
-            r->pen_off < 0 || r->pen_n < 0 || r->pen_off > dv->n_pen - r->pen_n) {
+            r->pen_off < 0 || r->pen_n < 0 || r->bias_n < 0 || r->pen_off > dv->n_pen - r->pen_n ||
+            r->bias_n > dv->n_pen - r->pen_off - r->pen_n) {
             llm_err_set(err, "cuda backend: sampled row %d: parameters or penalty pairs out of range", r->row);
             return -1;
         }

@@ -43,6 +43,8 @@ void llm_api_req_free(llm_api_req *r)
     cJSON_Delete(r->root);
     free(r->ids);
     free(r->msgs);
+    free(r->bias_ids);
+    free(r->bias);
     memset(r, 0, sizeof *r);
 }
 
@@ -282,6 +284,85 @@ too_long:
     return -1;
 }
 
+/* A token id as an object key: decimal digits only, at most INT32_MAX. */
+static int key_token_id(const char *k, int32_t *out)
+{
+    long long v = 0;
+    if (k == NULL || *k == '\0')
+        return -1;
+    for (const char *c = k; *c; c++) {
+        if (*c < '0' || *c > '9' || c - k >= 10)
+            return -1;
+        v = v * 10 + (*c - '0');
+    }
+    if (v > 2147483647LL)
+        return -1;
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int parse_logit_bias(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *o = field(root, "logit_bias"), *x;
+    if (!o) return 0;
+    if (!cJSON_IsObject(o)) {
+        llm_api_seterr(e, 400, "logit_bias", "invalid_type", "'logit_bias' must be an object mapping token ids to biases");
+        return -1;
+    }
+    int cnt = cJSON_GetArraySize(o);
+    if (cnt == 0) return 0;
+    if (cnt > LLM_API_MAX_BIAS) {
+        llm_api_seterr(e, 400, "logit_bias", "invalid_value", "'logit_bias' has %d entries; at most %d are allowed",
+                       cnt, LLM_API_MAX_BIAS);
+        return -1;
+    }
+    r->bias_ids = malloc((size_t)cnt * sizeof *r->bias_ids);
+    r->bias = malloc((size_t)cnt * sizeof *r->bias);
+    if (!r->bias_ids || !r->bias) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+    cJSON_ArrayForEach(x, o) {
+        int32_t id;
+        if (key_token_id(x->string, &id)) {
+            llm_api_seterr(e, 400, "logit_bias", "invalid_value",
+                           "'logit_bias' keys must be token ids (non-negative integers), got \"%.40s\"", x->string);
+            return -1;
+        }
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < -LLM_API_BIAS_LIMIT ||
+            x->valuedouble > LLM_API_BIAS_LIMIT) {
+            llm_api_seterr(e, 400, "logit_bias", "invalid_value",
+                           "'logit_bias' values must be numbers between %g and %g (token %d)",
+                           -LLM_API_BIAS_LIMIT, LLM_API_BIAS_LIMIT, (int)id);
+            return -1;
+        }
+        r->bias_ids[r->n_bias] = id;
+        r->bias[r->n_bias++] = (float)x->valuedouble;
+    }
+    return 0;
+}
+
+/* response_format: {"type": "text"} or {"type": "json_object"} (JSON mode). */
+static int parse_response_format(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *o = field(root, "response_format");
+    if (!o) return 0;
+    const char *type = NULL;
+    if (!cJSON_IsObject(o) || get_str(o, "type", &type, e) != 1) {
+        llm_api_seterr(e, 400, "response_format", "invalid_type",
+                       "'response_format' must be an object with a 'type': \"text\" or \"json_object\"");
+        return -1;
+    }
+    if (!strcmp(type, "json_object")) {
+        r->json = 1;
+        return 0;
+    }
+    if (!strcmp(type, "text")) return 0;
+    llm_api_seterr(e, 400, "response_format", "invalid_value",
+                   !strcmp(type, "json_schema")
+                       ? "response_format type \"json_schema\" is not supported; \"json_object\" constrains the "
+                         "output to a JSON object"
+                       : "response_format type must be \"text\" or \"json_object\", got \"%.40s\"", type);
+    return -1;
+}
+
 static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     long long iv;
@@ -346,7 +427,8 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if ((rc = get_bool(root, "ignore_eos", &b, e)) < 0) return -1;
     if (rc) r->ignore_eos = b;
     if (get_str(root, "user", &r->user, e) < 0) return -1;
-    return 0;
+    if (parse_response_format(root, r, e)) return -1;
+    return parse_logit_bias(root, r, e);
 }
 
 int llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *r, llm_api_err *e)

@@ -13,6 +13,8 @@
 
 #define LLM_API_MAX_N        8
 #define LLM_API_MAX_LOGPROBS 20
+#define LLM_API_MAX_BIAS     1024  /* logit_bias entries (OpenAI allows 300) */
+#define LLM_API_BIAS_LIMIT   100.0 /* |bias| at most this, as OpenAI */
 
 typedef enum {
     LLM_API_COMPLETIONS = 1, /* POST /v1/completions */
@@ -66,7 +68,12 @@ typedef struct {
     int          stream;
     int          include_usage;
     int          ignore_eos;
+    int          json;        /* response_format {"type": "json_object"}: JSON mode */
     const char  *user;
+    /* logit_bias: {"<token id>": bias}, in the body's order (a repeated id: the last one counts) */
+    int32_t     *bias_ids;    /* malloc'd; ids not yet checked against the vocabulary */
+    float       *bias;        /* malloc'd */
+    int          n_bias;
 } llm_api_req;
 
 /* Parses and validates a body. Unknown fields are ignored; null means absent.

@@ -4,6 +4,10 @@
 #include "ngx_http_llm_module.h"
 #include "ngx_http_llm_format.h"
 
+#if LLM_API_MAX_BIAS > LLM_SHM_MAX_BIAS
+#error "a request's logit_bias entries must fit in a slot"
+#endif
+
 typedef struct {
     llm_req          h;
     unsigned         started:1, done:1;
@@ -429,6 +433,17 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     p.n_logprobs = ctx->q.logprobs ? ctx->q.top_logprobs : 0;
     if ((uint32_t)p.n_logprobs > m->hdr->caps.max_top) p.n_logprobs = (int32_t)m->hdr->caps.max_top;
     ctx->n_eog = llm_tok_eog_ids(ctx->tok, ctx->eog, LLM_SHM_MAX_EOG);
+    for (int i = 0; i < ctx->q.n_bias; i++) {
+        if ((uint32_t)ctx->q.bias_ids[i] >= m->hdr->model.vocab_size) {
+            free(ids);
+            return ngx_http_llm_error(r, 400, "logit_bias", "invalid_value",
+                                      "logit_bias: token id %D is outside this model's vocabulary of %uD tokens",
+                                      ctx->q.bias_ids[i], m->hdr->model.vocab_size);
+        }
+        p.bias[i] = (llm_shm_bias){ ctx->q.bias_ids[i], ctx->q.bias[i] };
+    }
+    p.n_bias = (uint32_t)ctx->q.n_bias;
+    if (ctx->q.json) p.flags |= LLM_PARAM_JSON;
     if (ctx->q.ignore_eos) p.flags |= LLM_PARAM_IGNORE_EOS;
     else {
         for (int i = 0; i < ctx->n_eog && i < LLM_SHM_MAX_STOP; i++) p.stop_ids[i] = ctx->eog[i];
@@ -441,6 +456,10 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     for (int i = 0; i < ctx->n; i++) {
         ngx_http_llm_seq_t *s = &ctx->seq[i];
         llm_detok_init(&s->detok, ctx->tok);
+        /* A completion continues its prompt: prompt + text is the whole text, so a first token's leading
+         * space stays (" there", not "there"; SentencePiece drops it only at the start of a text). A chat
+         * message starts a text of its own. */
+        if (ctx->q.kind == LLM_API_COMPLETIONS) s->detok.at_start = 0;
         if (llm_stop_init(&s->stop, ctx->q.stop, ctx->q.stop_len, ctx->q.n_stop)) {
             free(ids);
             return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");

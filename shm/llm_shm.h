@@ -14,11 +14,12 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  2u
+#define LLM_SHM_VERSION  3u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
 #define LLM_SHM_MAX_TOP  20   /* top-n logprobs per token, upper bound */
+#define LLM_SHM_MAX_BIAS 1024 /* logit biases per request */
 #define LLM_SHM_MAX_SLOTS   (1u << 16)
 #define LLM_SHM_MAX_WAITERS (1u << 15)
 
@@ -86,7 +87,14 @@ typedef struct {
     uint32_t tok_kind;             /* 1 SentencePiece BPE, 2 byte-level BPE (engine/tokenizer.h) */
 } llm_shm_model;
 
-/* Sampling parameters as they travel; fixed-width so the layout never changes with the compiler. */
+/* OpenAI's logit_bias entry: bias added to token id's logit before sampling. */
+typedef struct {
+    int32_t id;
+    float   bias;
+} llm_shm_bias;
+
+/* Sampling parameters as they travel; fixed-width so the layout never changes with the compiler.
+ * bias[] comes last: a client copies only its first n_bias entries into a slot. */
 typedef struct {
     float    temperature;          /* 0 = greedy */
     int32_t  top_k;                /* 0 = off */
@@ -102,8 +110,13 @@ typedef struct {
     uint32_t n_stop;
     int32_t  stop_ids[LLM_SHM_MAX_STOP];
     uint32_t flags;                /* LLM_PARAM_* */
+    uint32_t n_bias;               /* 0..LLM_SHM_MAX_BIAS */
+    llm_shm_bias bias[LLM_SHM_MAX_BIAS];
 } llm_shm_params;
+/* Bytes of p a copy must take (the used part of bias[]); n_bias is checked by the caller. */
+#define LLM_SHM_PARAMS_USED(p) (offsetof(llm_shm_params, bias) + (size_t)(p)->n_bias * sizeof(llm_shm_bias))
 #define LLM_PARAM_IGNORE_EOS 1u
+#define LLM_PARAM_JSON       2u /* JSON mode: the output is one JSON object (engine/json_mode.h) */
 
 void llm_shm_params_defaults(llm_shm_params *p); /* greedy, max_tokens 16 */
 

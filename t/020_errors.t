@@ -793,7 +793,7 @@ POST /v1/completions
 {"prompt": "Once upon", "max_tokens": 8, "best_of_the_rest": [1, {"x": null}], "logit_bias": {}}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon"
+"text":" Once upon"
 
 === TEST 45: null means absent
 --- main_config

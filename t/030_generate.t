@@ -22,7 +22,7 @@ POST /v1/completions
 {"prompt": "Once upon a time"}
 --- error_code: 200
 --- response_body_like chomp
-^\{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":"Once upon a time","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10\}\}$
+^\{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" Once upon a time","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10\}\}$
 
 === TEST 2: max_tokens cuts with finish_reason length
 --- main_config
@@ -39,7 +39,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 2}
 --- error_code: 200
 --- response_body_like chomp
-"choices":\[\{"index":0,"text":"Once upon","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7\}
+"choices":\[\{"index":0,"text":" Once upon","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7\}
 
 === TEST 3: llm_default_max_tokens applies when max_tokens is absent
 --- main_config
@@ -57,7 +57,7 @@ POST /v1/completions
 {"prompt": "Once upon a time"}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon a","logprobs":null,"finish_reason":"length"
+"text":" Once upon a","logprobs":null,"finish_reason":"length"
 
 === TEST 4: a stop string cuts the text before it
 --- main_config
@@ -74,7 +74,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "stop": " a"}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon","logprobs":null,"finish_reason":"stop"
+"text":" Once upon","logprobs":null,"finish_reason":"stop"
 
 === TEST 5: the earliest of several stop strings wins
 --- main_config
@@ -91,7 +91,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "stop": ["time", "pon"]}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once u","logprobs":null,"finish_reason":"stop"
+"text":" Once u","logprobs":null,"finish_reason":"stop"
 
 === TEST 6: n=2 gives two independent choices
 --- main_config
@@ -108,7 +108,7 @@ POST /v1/completions
 {"prompt": "Once upon", "n": 2}
 --- error_code: 200
 --- response_body_like chomp
-"choices":\[\{"index":0,"text":"Once upon","logprobs":null,"finish_reason":"stop"\},\{"index":1,"text":"Once upon","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":3,"completion_tokens":6,"total_tokens":9\}
+"choices":\[\{"index":0,"text":" Once upon","logprobs":null,"finish_reason":"stop"\},\{"index":1,"text":" Once upon","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":3,"completion_tokens":6,"total_tokens":9\}
 
 === TEST 7: a prompt of token ids
 --- main_config
@@ -125,7 +125,7 @@ POST /v1/completions
 {"prompt": [1, 403, 407]}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":3,
+"text":" Once upon","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":3,
 
 === TEST 8: a nested token-id prompt
 --- main_config
@@ -142,7 +142,7 @@ POST /v1/completions
 {"prompt": [[1, 403, 407]]}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon"
+"text":" Once upon"
 
 === TEST 9: a prompt in a one-element list
 --- main_config
@@ -159,7 +159,7 @@ POST /v1/completions
 {"prompt": ["Once upon"]}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon"
+"text":" Once upon"
 
 === TEST 10: max_tokens is clamped to the context left
 --- main_config
@@ -193,7 +193,7 @@ POST /v1/completions
 {"prompt": "café ✓ ok"}
 --- error_code: 200
 --- response_body_like chomp
-"text":"café ✓ ok","logprobs":null,"finish_reason":"stop"
+"text":" café ✓ ok","logprobs":null,"finish_reason":"stop"
 
 === TEST 12: ignore_eos generates past EOS up to max_tokens
 --- main_config
@@ -210,7 +210,7 @@ POST /v1/completions
 {"prompt": "Once", "ignore_eos": true, "max_tokens": 4}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":2,"completion_tokens":4,
+"text":" Once","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":2,"completion_tokens":4,
 
 === TEST 13: sampling parameters, seed and user are accepted
 --- main_config
@@ -227,7 +227,7 @@ POST /v1/completions
 {"prompt": "Once upon", "temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "presence_penalty": 0.5, "frequency_penalty": 0.5, "repetition_penalty": 1.1, "seed": 42, "user": "u1"}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon"
+"text":" Once upon"
 
 === TEST 14: completions logprobs: tokens, token_logprobs, top_logprobs, text_offset
 --- main_config
@@ -244,7 +244,7 @@ POST /v1/completions
 {"prompt": "Once upon", "logprobs": 2, "max_tokens": 2}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon","logprobs":\{"tokens":\[" Once"," upon"\],"token_logprobs":\[-0.5,-0.5\],"top_logprobs":\[\{"<unk>":-0.5,"<s>":-1.5\},\{"<unk>":-0.5,"<s>":-1.5\}\],"text_offset":\[0,4\]\},"finish_reason":"length"
+"text":" Once upon","logprobs":\{"tokens":\[" Once"," upon"\],"token_logprobs":\[-0.5,-0.5\],"top_logprobs":\[\{"<unk>":-0.5,"<s>":-1.5\},\{"<unk>":-0.5,"<s>":-1.5\}\],"text_offset":\[0,5\]\},"finish_reason":"length"
 
 === TEST 15: stream: one event per token, a final finish_reason, then [DONE]
 --- main_config
@@ -264,7 +264,7 @@ POST /v1/completions
 Content-Type: text/event-stream
 Cache-Control: no-cache
 --- response_body_like chomp
-^data: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":"Once","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" upon","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" a","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" time","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":"","logprobs":null,"finish_reason":"stop"\}\]\}\n\ndata: \[DONE\]\n\n$
+^data: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" Once","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" upon","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" a","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":" time","logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":"","logprobs":null,"finish_reason":"stop"\}\]\}\n\ndata: \[DONE\]\n\n$
 
 === TEST 16: stream_options.include_usage adds a usage chunk before [DONE]
 --- main_config
@@ -298,7 +298,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "stream": true, "stop": "on a"}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once".*"text":" up".*"finish_reason":"stop"\}\]\}\n\ndata: \[DONE\]\n\n$
+"text":" Once".*"text":" up".*"finish_reason":"stop"\}\]\}\n\ndata: \[DONE\]\n\n$
 
 === TEST 18: stream n=2 ends both choices
 --- main_config

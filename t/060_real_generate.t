@@ -434,3 +434,122 @@ GET /metrics
 --- error_code: 200
 --- response_body_like chomp
 llm_engine_up 1\n.*llm_requests_submitted_total [1-9]\d*\n.*llm_requests_finished_total [1-9]\d*\n.*llm_generation_tokens_total [1-9]\d*\n
+
+=== TEST 26: logit_bias -100 bans the greedy first token (",", id 432): the next best follows
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0, "logit_bias": {"432": -100}}
+--- error_code: 200
+--- response_body_like chomp
+"text":" there was a little girl named","logprobs":null,"finish_reason":"length"
+
+=== TEST 27: a seeded sample with logit biases and a presence penalty: `llm-engine generate --logit-bias`'s text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0.8, "presence_penalty": 0.5, "seed": 7, "logit_bias": {"432": -100, "261": 1.5, "376": -2.25, "298": 0.75}}
+--- error_code: 200
+--- response_body_like eval
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_BIASED}\E","logprobs":null,"finish_reason":"length"\}\]/
+
+=== TEST 28: a logit_bias token id outside the vocabulary is refused with the vocabulary's size
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"7": 1, "512": -100}}
+--- error_code: 400
+--- response_body_like chomp
+"message":"logit_bias: token id 512 is outside this model's vocabulary of 512 tokens","type":"invalid_request_error","param":"logit_bias","code":"invalid_value"
+
+=== TEST 29: JSON mode (response_format json_object): `llm-engine generate --json`'s object, ended as "stop" when it closes
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 400, "temperature": 0.8, "seed": 2, "logit_bias": {"128": 8, "436": 2, "13": -100, "410": -100, "35": -100, "12": -100, "16": -100}, "response_format": {"type": "json_object"}}
+--- error_code: 200
+--- response_body_like eval
+do { my $t = $ENV{TEST_NGINX_REF_JSON}; $t =~ s/(["\\])/\\$1/g; $t =~ s/\n/\\n/g; $t =~ s/\r/\\r/g; $t =~ s/\t/\\t/g; qr/"text":"\Q$t\E","logprobs":null,"finish_reason":"stop"\}\],"usage"/ }
+
+=== TEST 30: JSON mode in a chat: the message is one object, the request ends as "stop" when it closes
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Tell me a story as JSON"}], "max_tokens": 400, "temperature": 0.8, "seed": 3, "logit_bias": {"128": 10, "436": 5, "13": -100}, "response_format": {"type": "json_object"}}
+--- error_code: 200
+--- response_body_like chomp
+"content":" *\{ *\\".*\\" *\}[ \\nrt]*"\},"logprobs":null,"finish_reason":"stop"
+
+=== TEST 31: response_format json_schema is refused, saying what is supported
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}}
+--- error_code: 400
+--- response_body_like chomp
+"message":"response_format type \\"json_schema\\" is not supported; \\"json_object\\" constrains the output to a JSON object","type":"invalid_request_error","param":"response_format"
+
+=== TEST 32: a response_format that is not an object with a type is refused
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "hi", "response_format": "json"}
+--- error_code: 400
+--- response_body_like chomp
+"param":"response_format","code":"invalid_type"

@@ -4,7 +4,7 @@
 # on-device argmax and every other request is sampled on the device (kernels/cuda_sample.cu); the answers
 # must be the CPU backend's: the greedy texts of `llm-engine generate`, the seeded samples of t/060, and a
 # seeded sample through top-k, top-p, min-p and a frequency penalty ($TEST_NGINX_REF_FILTERED, from
-# `generate` on the CPU).
+# `generate` on the CPU), and one with logit biases ($TEST_NGINX_REF_BIASED).
 use Test::Nginx::Socket 'no_plan';
 
 no_shuffle();
@@ -98,6 +98,57 @@ POST /v1/completions
 --- error_code: 200
 --- response_body_like eval
 qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_FILTERED}\E","logprobs":null,"finish_reason":"length"\}\]/
+
+=== TEST 5b: a seeded sample with logit biases and a presence penalty, on the device: the CPU's text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0.8, "presence_penalty": 0.5, "seed": 7, "logit_bias": {"432": -100, "261": 1.5, "376": -2.25, "298": 0.75}}
+--- error_code: 200
+--- response_body_like eval
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_BIASED}\E","logprobs":null,"finish_reason":"length"\}\]/
+
+=== TEST 5c: greedy with a logit bias goes to the device sampler (not the plain argmax): the ban holds
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0, "logit_bias": {"432": -100}}
+--- error_code: 200
+--- response_body_like chomp
+"text":" there was a little girl named","logprobs":null,"finish_reason":"length"
+
+=== TEST 5d: JSON mode: its rows come back as logits for the host's mask while the device samples the rest; the CPU's object
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 400, "temperature": 0.8, "seed": 2, "logit_bias": {"128": 8, "436": 2, "13": -100, "410": -100, "35": -100, "12": -100, "16": -100}, "response_format": {"type": "json_object"}}
+--- error_code: 200
+--- response_body_like eval
+do { my $t = $ENV{TEST_NGINX_REF_JSON}; $t =~ s/(["\\])/\\$1/g; $t =~ s/\n/\\n/g; $t =~ s/\r/\\r/g; $t =~ s/\t/\\t/g; qr/"text":"\Q$t\E","logprobs":null,"finish_reason":"stop"\}\],"usage"/ }
 
 === TEST 6: logprobs and top alternatives computed on the device: t/060's values
 --- main_config

@@ -100,8 +100,21 @@ TEST_NGINX_REF_CHAT=$(greedy --prompt "[INST] Once upon a time [/INST]" --max-to
 # A seeded sample through every filter and a penalty (t/067 asks the emulated CUDA engine for it).
 TEST_NGINX_REF_FILTERED=$("$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
     --max-tokens 24 --temperature 0.8 --top-k 40 --top-p 0.9 --min-p 0.02 --frequency-penalty 0.5 --seed 7 2>/dev/null)
-export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED
-[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] ||
+# A seeded sample with logit biases (a ban, raises, a cut) and a presence penalty (t/060 on the CPU, t/067 on the device).
+TEST_NGINX_REF_BIASED=$("$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
+    --max-tokens 24 --temperature 0.8 --presence-penalty 0.5 --seed 7 --logit-bias 432=-100,261=1.5,376=-2.25,298=0.75 \
+    2>/dev/null)
+# JSON mode (`--json`) with biases toward '}' and '"' and against whitespace tokens, so that this story model
+# closes its object soon (23 tokens: the emulated CUDA engine of t/067 is slow): the text exactly (the x keeps a
+# last newline of the text from $(...), the %? drops generate's own).
+TEST_NGINX_REF_JSON=$("$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
+    --max-tokens 400 --temperature 0.8 --seed 2 --logit-bias 128=8,436=2,13=-100,410=-100,35=-100,12=-100,16=-100 \
+    --json 2>/dev/null; echo x)
+TEST_NGINX_REF_JSON=${TEST_NGINX_REF_JSON%x}
+TEST_NGINX_REF_JSON=${TEST_NGINX_REF_JSON%?}
+export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
+    [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 
 [ $# -gt 0 ] || set -- t/

@@ -127,6 +127,62 @@ int main(void)
         bad(LLM_API_COMPLETIONS, body, "stop", "overlong stop string");
     }
 
+    /* logit_bias */
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"logit_bias\":{\"13\":-100,\"0\":2.5,\"13\":1}}",
+                 &r, &e), 0, "logit_bias parses");
+    ok(r.n_bias == 3 && r.bias_ids[0] == 13 && r.bias[0] == -100.0f && r.bias_ids[1] == 0 && r.bias[1] == 2.5f &&
+       r.bias_ids[2] == 13 && r.bias[2] == 1.0f, "logit_bias entries in the body's order, a repeated id kept (the "
+       "sampler keeps its last)");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":null}", &r, &e), 0, "logit_bias null");
+    ok(r.n_bias == 0 && r.bias == NULL, "null logit_bias: none");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{}}", &r, &e), 0, "logit_bias {}");
+    llm_api_req_free(&r);
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":[1]}", "logit_bias", "logit_bias array");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{\"a\":1}}", "logit_bias", "logit_bias key not an id");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{\"-1\":1}}", "logit_bias", "logit_bias negative id");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{\"1.5\":1}}", "logit_bias", "logit_bias id 1.5");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{\"\":1}}", "logit_bias", "logit_bias empty key");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{\"2147483648\":1}}", "logit_bias", "logit_bias id > INT32_MAX");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{\"5\":100.5}}", "logit_bias", "logit_bias 100.5");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"logit_bias\":{\"5\":\"1\"}}", "logit_bias", "logit_bias string value");
+    {
+        size_t cap = 64 + (LLM_API_MAX_BIAS + 1) * 12;
+        char *body = malloc(cap);
+        size_t at = (size_t)snprintf(body, cap, "{\"prompt\":\"x\",\"logit_bias\":{");
+        for (int i = 0; i <= LLM_API_MAX_BIAS; i++)
+            at += (size_t)snprintf(body + at, cap - at, "%s\"%d\":1", i ? "," : "", i);
+        snprintf(body + at, cap - at, "}}");
+        bad(LLM_API_COMPLETIONS, body, "logit_bias", "logit_bias with one entry too many");
+        at = (size_t)snprintf(body, cap, "{\"prompt\":\"x\",\"logit_bias\":{");
+        for (int i = 0; i < LLM_API_MAX_BIAS; i++)
+            at += (size_t)snprintf(body + at, cap - at, "%s\"%d\":1", i ? "," : "", i);
+        snprintf(body + at, cap - at, "}}");
+        is_int(parse(LLM_API_COMPLETIONS, body, &r, &e), 0, "logit_bias with the most entries allowed");
+        is_int(r.n_bias, LLM_API_MAX_BIAS, "... all kept");
+        llm_api_req_free(&r);
+        free(body);
+    }
+
+    /* response_format */
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_object\"}}",
+                 &r, &e), 0, "response_format json_object parses");
+    ok(r.json == 1, "json_object: JSON mode");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"response_format\":{\"type\":\"text\"}}", &r, &e), 0,
+           "response_format text parses");
+    ok(r.json == 0, "text: no JSON mode");
+    llm_api_req_free(&r);
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_schema\"}}",
+        "response_format", "response_format json_schema (not supported)");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"yaml\"}}",
+        "response_format", "response_format of an unknown type");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{}}", "response_format",
+        "response_format without a type");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":\"json\"}", "response_format",
+        "response_format as a string");
+
     /* error JSON */
     llm_api_seterr(&e, 429, NULL, "queue_full", "full %d", 1);
     char *js = llm_api_error_json(&e);

@@ -1,7 +1,7 @@
 /* Sampler: validation, greedy, seeded determinism, each filter's effect on a
  * crafted distribution, large-vocab filters against a full-sort reference,
  * sampling frequencies (fixed seed, so deterministic), penalties and their
- * windows, logprobs. */
+ * windows, logit bias, logprobs. */
 #include "tap.h"
 #include "sampler.h"
 
@@ -616,7 +616,7 @@ static void test_device_row(void)
         llm_sampler_accept(a, seq[i], i < 2);
     int32_t pen[20];
     llm_sampling_row r;
-    is_int(llm_sampler_penalty_pairs(a), 3, "3 distinct tokens in the penalty window");
+    is_int(llm_sampler_device_pairs(a), 3, "3 distinct tokens in the penalty window");
     is_int(llm_sampler_device_row(a, &r, pen, 2), -1, "too small a pair buffer is refused");
     is_int(llm_sampler_device_row(a, &r, pen, 20), 3, "3 pairs written");
     int c3 = 0, c4 = 0, c9 = 0;
@@ -668,6 +668,109 @@ static void test_device_row(void)
     llm_sampler_free(a);
 }
 
+static void test_logit_bias(void)
+{
+    enum { V = 8 };
+    float base[V] = { 1.0f, 3.0f, 2.0f, 0.5f, 2.5f, -1.0f, 0.0f, 2.9f }, l[V];
+    llm_sampling_params p = params(0.0f);
+    llm_sampler *s = mk(p, V);
+    ok(llm_sampler_plain_greedy(s), "greedy without a bias is a plain argmax");
+    llm_logit_bias bad[][1] = { { { -1, 1.0f } }, { { V, 1.0f } }, { { 2, 100.5f } }, { { 2, -101.0f } },
+                                { { 2, NAN } } };
+    int refused = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        refused &= llm_sampler_set_bias(s, bad[i], 1) == -1;
+    ok(refused, "set_bias refuses ids outside the vocabulary, |bias| > 100 and NaN");
+    ok(llm_sampler_plain_greedy(s), "a refused bias leaves the sampler as it was");
+    is_int(llm_sampler_set_bias(s, NULL, 1), -1, "set_bias: entries announced but missing");
+
+    llm_logit_bias ban[] = { { 1, -100.0f } };
+    is_int(llm_sampler_set_bias(s, ban, 1), 0, "set_bias takes a valid entry");
+    ok(!llm_sampler_plain_greedy(s), "greedy with a bias is not a plain argmax (it goes to the sampling call)");
+    memcpy(l, base, sizeof l);
+    is_int(llm_sampler_sample(s, l, NULL), 7, "-100 bans the best token: greedy takes the next (2.9)");
+    ok(l[1] == 3.0f - 100.0f, "the bias is added to the logit (%g)", (double)l[1]);
+
+    /* an id given twice: the last counts; biases are set anew by each call */
+    llm_logit_bias twice[] = { { 5, 10.0f }, { 3, 2.0f }, { 5, 0.25f } };
+    llm_sampler_set_bias(s, twice, 3);
+    memcpy(l, base, sizeof l);
+    is_int(llm_sampler_sample(s, l, NULL), 1, "the earlier bias list is gone; id 5's last bias (0.25) counts");
+    ok(l[5] == -0.75f && l[3] == 2.5f, "ids 5 and 3 biased once each (%g, %g)", (double)l[5], (double)l[3]);
+    llm_logit_bias boost[] = { { 6, 3.5f } };
+    llm_sampler_set_bias(s, boost, 1);
+    memcpy(l, base, sizeof l);
+    is_int(llm_sampler_sample(s, l, NULL), 6, "+3.5 lifts token 6 (0 -> 3.5) over the best (3)");
+    is_int(llm_sampler_set_bias(s, NULL, 0), 0, "an empty list clears the biases");
+    ok(llm_sampler_plain_greedy(s), "... and greedy is a plain argmax again");
+    llm_sampler_free(s);
+
+    /* before the penalties (sampler.h's order), and the logprobs are those of the biased distribution */
+    p = params(0.0f);
+    p.repetition_penalty = 2.0f;
+    p.n_logprobs = 2;
+    s = mk(p, V);
+    llm_sampler_accept(s, 2, 0);
+    llm_logit_bias b2[] = { { 2, -3.0f }, { 4, 1.0f } };
+    llm_sampler_set_bias(s, b2, 2);
+    memcpy(l, base, sizeof l);
+    llm_sample_result r;
+    is_int(llm_sampler_sample(s, l, &r), 4, "biased 4 (3.5) wins");
+    ok(l[2] == -2.0f, "token 2: biased first (2 - 3 = -1), then the repetition penalty on a negative logit "
+       "(x2 = -2): got %g", (double)l[2]);
+    double z = 0.0;
+    for (int i = 0; i < V; i++)
+        z += exp((double)l[i]);
+    ok(near(r.logprob, 3.5 - log(z), 1e-5) && r.top[0].id == 4 && r.top[1].id == 1,
+       "logprobs of the biased, penalised logits (%f)", r.logprob);
+    llm_sampler_free(s);
+
+    /* the device call carries the biases after the penalty pairs, as float bits; sample_row reproduces it */
+    p = params(0.7f);
+    p.seed = 11;
+    p.frequency_penalty = 0.4f;
+    p.top_p = 0.9f;
+    p.n_logprobs = 3;
+    llm_sampler *a = mk(p, V), *b = mk(p, V);
+    for (int i = 0; i < 4; i++) {
+        llm_sampler_accept(a, (int32_t)(i * 3 % V), 0);
+        llm_sampler_accept(b, (int32_t)(i * 3 % V), 0);
+    }
+    llm_logit_bias b3[] = { { 7, -2.0f }, { 0, 1.5f }, { 7, 0.5f } };
+    llm_sampler_set_bias(a, b3, 3);
+    llm_sampler_set_bias(b, b3, 3);
+    int np = llm_sampler_device_pairs(a);
+    int32_t pen[32];
+    llm_sampling_row row;
+    is_int(llm_sampler_device_row(a, &row, pen, np - 1), -1, "device_row: a buffer one pair short is refused");
+    int got_np = llm_sampler_device_row(a, &row, pen, 32);
+    float b7;
+    memcpy(&b7, &pen[2 * (row.pen_n + 1) + 1], sizeof b7);
+    ok(got_np == np && row.pen_n == 4 && row.bias_n == 2 && pen[2 * row.pen_n] == 0 &&
+       pen[2 * (row.pen_n + 1)] == 7 && b7 == 0.5f,
+       "device_row: 4 penalty pairs, then 2 bias pairs in id order (0, 7 with its last bias 0.5)");
+    int same = 1;
+    for (int step = 0; step < 40; step++) {
+        float x[V], y[V];
+        for (int i = 0; i < V; i++)
+            x[i] = y[i] = base[i] + (float)((step * 5 + i * 3) % 7) * 0.3f;
+        row.pen_off = 0;
+        np = llm_sampler_device_row(a, &row, pen, 32);
+        llm_sample_result ra, rb;
+        int32_t got = llm_sampler_sample_row(&row, pen, x, V, &ra);
+        llm_sampler_device_commit(a);
+        int32_t want = llm_sampler_sample(b, y, &rb);
+        same &= got == want && ra.logprob == rb.logprob && ra.n_top == rb.n_top && ra.top[0].id == rb.top[0].id;
+        llm_sampler_accept(a, want, 0);
+        llm_sampler_accept(b, want, 0);
+    }
+    ok(same, "40 steps: sample_row from the device pairs makes the sampler's call (ids, logprobs, top-n)");
+    row.bias_n = -1;
+    is_int(llm_sampler_sample_row(&row, pen, l, V, NULL), -1, "sample_row: a negative bias count is refused");
+    llm_sampler_free(a);
+    llm_sampler_free(b);
+}
+
 int main(void)
 {
     test_validate();
@@ -678,5 +781,6 @@ int main(void)
     test_frequencies();
     test_penalties();
     test_device_row();
+    test_logit_bias();
     return done_testing();
 }

@@ -9,7 +9,9 @@
  * with logprobs, greedy with penalties, seeded sampling plain / with filters
  * and top logprobs / with penalties) must give identical tokens, logprobs and
  * top logprobs in the three runs, exactly the plain-greedy requests' rows may
- * come back as ARGMAX and every other row as SAMPLE. Also checks
+ * come back as ARGMAX and every other row as SAMPLE. Requests 7-11 carry logit
+ * biases (a ban, small raises and cuts) and 13-17 one +100 bias (bias_of), which
+ * the device rows get as pairs after the penalty pairs. Also checks
  * llm_sampler_plain_greedy. */
 #include "backend.h"
 #include "model.h"
@@ -154,6 +156,24 @@ static void spec(int i, llm_sampling_params *sp, int32_t *prompt, int *n_prompt,
     *max_tokens = 8 + i % MAXG < MAXG ? 8 + i % MAXG : MAXG;
 }
 
+/* Request i's logit biases (none for plain-greedy kinds, so that they stay plain). */
+static int bias_of(int i, llm_logit_bias *b)
+{
+    if (i % KINDS == 0)
+        return 0;
+    if (i >= 7 && i <= 11) {
+        b[0] = (llm_logit_bias){ (int32_t)(i * 7 % VOCAB), -100.0f };
+        b[1] = (llm_logit_bias){ (int32_t)((i * 11 + 3) % VOCAB), 1.75f };
+        b[2] = (llm_logit_bias){ (int32_t)((i * 5 + 1) % VOCAB), -0.5f };
+        return 3;
+    }
+    if (i >= 13) {
+        b[0] = (llm_logit_bias){ (int32_t)(i * 7 % VOCAB), 100.0f };
+        return 1;
+    }
+    return 0;
+}
+
 /* mode 0: plain forward; 1: forward_device (argmax rows); 2: forward_device with device_sampling. */
 static int run(int mode, result *res, long *flagged, long *sampled, long *plain_tokens)
 {
@@ -189,6 +209,9 @@ static int run(int mode, result *res, long *flagged, long *sampled, long *plain_
         rq.id = (uint64_t)i;
         rq.prompt = prompt;
         spec(i, &rq.sampling, prompt, &rq.n_prompt, &rq.max_tokens);
+        llm_logit_bias bias[4];
+        rq.bias = bias;
+        rq.n_bias = bias_of(i, bias);
         if (llm_sched_submit(s, &rq, &err) != 0) {
             diag("submit: %s", err.msg);
             return -1;
@@ -271,6 +294,17 @@ int main(void)
         }
         ok(same, "run %d: identical tokens, logprobs and top logprobs with the device rows' logits poisoned", m);
     }
+    int banned_absent = 1, forced = 1;
+    for (int i = 0; i < NREQ; i++) {
+        llm_logit_bias b[4];
+        int nb = bias_of(i, b);
+        for (int k = 0; k < res[0][i].n && nb > 0; k++) {
+            banned_absent &= b[0].bias > 0.0f || res[0][i].tok[k] != b[0].id;
+            forced &= b[0].bias < 0.0f || res[0][i].tok[k] == b[0].id;
+        }
+    }
+    ok(banned_absent, "a token biased by -100 never comes out");
+    ok(forced && res[0][13].n > 0, "a token biased by +100 is every token of its request (greedy, sampled, penalised)");
     ok(pl[0] > 0 && res[0][0].n > 0, "plain-greedy requests generated tokens (%ld of %ld)", pl[0], all);
     is_int((int)fl[1], (int)pl[1], "argmax run: exactly the plain-greedy requests' rows came back as ids");
     is_int((int)sa[1], 0, "argmax run: no row sampled on the device without device_sampling");

@@ -699,6 +699,19 @@ static void test_backpressure_and_errors(void)
     rq.stop_ids = toks;
     is_int(llm_sched_submit(s, &rq, &err), -1, "too many stop ids refused");
     rq.n_stop = 0;
+    llm_logit_bias lb[2] = { { 3, -100.0f }, { 64, 1.0f } };
+    rq.bias = lb;
+    rq.n_bias = 2;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "logit bias for a token outside the vocabulary refused");
+    ok(strstr(err.msg, "logit bias") != NULL, "message: %s", err.msg);
+    lb[1] = (llm_logit_bias){ 4, -100.5f };
+    is_int(llm_sched_submit(s, &rq, &err), -1, "logit bias below -100 refused");
+    rq.n_bias = -1;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "negative logit bias count refused");
+    rq.n_bias = 1;
+    rq.bias = NULL;
+    is_int(llm_sched_submit(s, &rq, &err), -1, "logit bias count without entries refused");
+    rq.n_bias = 0;
 
     /* backend failure: the batch's requests end with ERROR, blocks freed */
     ((fake_impl *)e.be.impl)->fail = 1;

@@ -52,6 +52,7 @@ static void fill(std::vector<float> &l, int pattern)
 typedef struct {
     const char *name;
     llm_sampling_params p;
+    int bias; /* 1: logit biases on every row (the best token banned, others raised, one id given twice) */
 } pcase;
 
 static llm_sampling_params P(float t, int k, float tp, float mp, float rep, float pres, float freq, int last_n,
@@ -85,19 +86,21 @@ int main(int argc, char **argv)
     }
     long ids_same = 0, ids_all = 0;
     const pcase cases[] = {
-        { "greedy + 5 logprobs", P(0.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 5) },
-        { "temperature 1 (whole vocabulary)", P(1.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0) },
-        { "temperature 2", P(2.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0) },
-        { "temperature 0.7, top_k 40", P(0.7f, 40, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0) },
-        { "top_k 1", P(1.0f, 1, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0) },
-        { "top_p 0.9", P(1.0f, 0, 0.9f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0) },
-        { "top_p 0.3", P(1.3f, 0, 0.3f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0) },
-        { "min_p 0.05", P(1.0f, 0, 1.0f, 0.05f, 1.0f, 0.0f, 0.0f, -1, 0) },
-        { "top_k 50 + top_p 0.95 + min_p 0.02 + 20 logprobs", P(0.9f, 50, 0.95f, 0.02f, 1.0f, 0.0f, 0.0f, -1, 20) },
-        { "top_p 0.8 + min_p 0.3 (min_p inside the nucleus)", P(1.0f, 0, 0.8f, 0.3f, 1.0f, 0.0f, 0.0f, -1, 0) },
+        { "greedy + 5 logprobs", P(0.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 5), 0 },
+        { "temperature 1 (whole vocabulary)", P(1.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0), 0 },
+        { "temperature 2", P(2.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0), 0 },
+        { "temperature 0.7, top_k 40", P(0.7f, 40, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0), 0 },
+        { "top_k 1", P(1.0f, 1, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0), 0 },
+        { "top_p 0.9", P(1.0f, 0, 0.9f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0), 0 },
+        { "top_p 0.3", P(1.3f, 0, 0.3f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 0), 0 },
+        { "min_p 0.05", P(1.0f, 0, 1.0f, 0.05f, 1.0f, 0.0f, 0.0f, -1, 0), 0 },
+        { "top_k 50 + top_p 0.95 + min_p 0.02 + 20 logprobs", P(0.9f, 50, 0.95f, 0.02f, 1.0f, 0.0f, 0.0f, -1, 20), 0 },
+        { "top_p 0.8 + min_p 0.3 (min_p inside the nucleus)", P(1.0f, 0, 0.8f, 0.3f, 1.0f, 0.0f, 0.0f, -1, 0), 0 },
         { "penalties (rep 1.3, presence 0.4, frequency 0.6, window all) + 3 logprobs",
-          P(0.8f, 0, 1.0f, 0.0f, 1.3f, 0.4f, 0.6f, 0, 3) },
-        { "greedy with penalties (rep 1.5, presence -1, window 32)", P(0.0f, 0, 1.0f, 0.0f, 1.5f, -1.0f, 0.0f, 32, 0) },
+          P(0.8f, 0, 1.0f, 0.0f, 1.3f, 0.4f, 0.6f, 0, 3), 0 },
+        { "greedy with penalties (rep 1.5, presence -1, window 32)", P(0.0f, 0, 1.0f, 0.0f, 1.5f, -1.0f, 0.0f, 32, 0), 0 },
+        { "greedy + logit bias + 4 logprobs", P(0.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, -1, 4), 1 },
+        { "logit bias + penalties (rep 1.2, frequency 0.5) + top_p 0.9", P(0.9f, 0, 0.9f, 0.0f, 1.2f, 0.0f, 0.5f, 0, 2), 1 },
     };
     const int vocabs[] = { 512, 128256 };
     enum { ROWS = 24, HIST = 200 };
@@ -122,7 +125,21 @@ int main(int argc, char **argv)
                     smp[r] = llm_sampler_new(&p, v);
                     for (int h = 0; h < HIST; h++) /* history: the penalties' window; a few ids repeat */
                         llm_sampler_accept(smp[r], (int32_t)(pow(rnd(), 3.0) * v), h < HIST / 2);
-                    int np = llm_sampler_penalty_pairs(smp[r]);
+                    if (cases[ci].bias) {
+                        int best = 0;
+                        for (int i = 1; i < v; i++)
+                            best = l[i] > l[best] ? i : best;
+                        llm_logit_bias b[8];
+                        b[0] = { best, -100.0f };
+                        for (int j = 1; j < 7; j++)
+                            b[j] = { (int32_t)(rnd() * v), (float)(rnd() * 30.0 - 10.0) };
+                        b[7] = { b[3].id, 7.25f }; /* given twice: the last counts */
+                        if (llm_sampler_set_bias(smp[r], b, 8) != 0) {
+                            printf("set_bias failed\n");
+                            return 1;
+                        }
+                    }
+                    int np = llm_sampler_device_pairs(smp[r]);
                     size_t at = pen.size() / 2;
                     pen.resize(pen.size() + 2 * (size_t)np);
                     if (llm_sampler_device_row(smp[r], &rows[r], pen.data() + 2 * at, np) != np) {

@@ -126,3 +126,21 @@ test('errors arrive as the SDK typed errors', async () => {
     await assert.rejects(client.completions.create({ model, prompt: PROMPT, n: 100 }),
         (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
 });
+
+test('logit_bias as the SDK sends it: -100 on the greedy first token (",", 432 in stories260K) changes the text', async () => {
+    assert.equal(refCompletion.slice(0, 1), ',');
+    const r = await client.completions.create({ model, prompt: PROMPT, max_tokens: 8, temperature: 0,
+        logit_bias: { 432: -100 } });
+    assert.equal(r.choices[0].text, ' there was a little girl named');
+});
+
+test('response_format json_object: chat content that JSON.parse reads as an object, finish_reason stop', async () => {
+    // stories260K writes stories: biases toward '}' and '"', against newlines, so that it closes in time.
+    const r = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 400, temperature: 0.8,
+        seed: 2, logit_bias: { 128: 10, 436: 5, 13: -100 }, response_format: { type: 'json_object' } });
+    const content = r.choices[0].message.content;
+    assert.equal(r.choices[0].finish_reason, 'stop', content);
+    const v = JSON.parse(content);
+    assert.equal(typeof v, 'object');
+    assert.ok(v !== null && !Array.isArray(v), content);
+});

@@ -1,0 +1,340 @@
+/* JSON mode: a byte-level JSON recogniser and the vocabulary mask built on it (json_mode.h). */
+#include "json_mode.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    J_VALUE,     /* a value must come (top level, after ':' or after ',' in an array) */
+    J_ARR_FIRST, /* after '[': a value or ']' */
+    J_OBJ_FIRST, /* after '{': a key or '}' */
+    J_OBJ_KEY,   /* after ',' in an object: a key */
+    J_COLON,     /* after a key */
+    J_AFTER,     /* after a value inside a container: ',' or the container's closing bracket */
+    J_DONE,      /* the top-level value is complete: whitespace only */
+    J_STR,       /* inside a string (key says whether it is an object key) */
+    J_STR_ESC,   /* after '\' */
+    J_STR_U,     /* in \uXXXX, sub hex digits read */
+    J_NUM,       /* inside a number, sub one of N_* */
+    J_LIT,       /* inside true / false / null: sub = literal << 4 | bytes matched */
+};
+
+enum { N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
+
+static const char *const literal[3] = { "true", "false", "null" };
+
+void llm_json_init(llm_json_state *s, int top_object)
+{
+    memset(s, 0, sizeof(*s));
+    s->st = J_VALUE;
+    s->top_object = top_object != 0;
+}
+
+int llm_json_done(const llm_json_state *s) { return s->st == J_DONE; }
+
+static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
+static int is_hex(uint8_t c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+static void value_done(llm_json_state *s) { s->st = s->depth == 0 ? J_DONE : J_AFTER; }
+
+static int top_is_obj(const llm_json_state *s) { return (int)((s->is_obj >> (s->depth - 1)) & 1u); }
+
+static int open_container(llm_json_state *s, int obj)
+{
+    if (s->depth >= LLM_JSON_MAX_DEPTH)
+        return -1;
+    if (obj)
+        s->is_obj |= 1ull << s->depth;
+    else
+        s->is_obj &= ~(1ull << s->depth);
+    s->depth++;
+    s->st = obj ? J_OBJ_FIRST : J_ARR_FIRST;
+    return 0;
+}
+
+static int close_container(llm_json_state *s)
+{
+    s->depth--;
+    value_done(s);
+    return 0;
+}
+
+static int begin_value(llm_json_state *s, uint8_t c)
+{
+    if (s->depth == 0 && s->top_object && c != '{')
+        return -1;
+    switch (c) {
+    case '{': return open_container(s, 1);
+    case '[': return open_container(s, 0);
+    case '"': s->st = J_STR; s->key = 0; return 0;
+    case '-': s->st = J_NUM; s->sub = N_MINUS; return 0;
+    case 't': s->st = J_LIT; s->sub = 0 << 4 | 1; return 0;
+    case 'f': s->st = J_LIT; s->sub = 1 << 4 | 1; return 0;
+    case 'n': s->st = J_LIT; s->sub = 2 << 4 | 1; return 0;
+    default:
+        if (!is_digit(c))
+            return -1;
+        s->st = J_NUM;
+        s->sub = c == '0' ? N_ZERO : N_INT;
+        return 0;
+    }
+}
+
+/* 1: c continues the number; 0: the number is complete and c belongs to what follows; -1: invalid. */
+static int number_step(llm_json_state *s, uint8_t c)
+{
+    int e = c == 'e' || c == 'E';
+    switch (s->sub) {
+    case N_MINUS:
+        if (!is_digit(c))
+            return -1;
+        s->sub = c == '0' ? N_ZERO : N_INT;
+        return 1;
+    case N_ZERO:
+    case N_INT:
+        if (is_digit(c))
+            return s->sub == N_ZERO ? -1 : 1; /* no leading zeros */
+        if (c == '.' || e) {
+            s->sub = c == '.' ? N_DOT : N_E;
+            return 1;
+        }
+        return 0;
+    case N_DOT:
+        if (!is_digit(c))
+            return -1;
+        s->sub = N_FRAC;
+        return 1;
+    case N_FRAC:
+        if (is_digit(c))
+            return 1;
+        if (e) {
+            s->sub = N_E;
+            return 1;
+        }
+        return 0;
+    case N_E:
+        if (c == '+' || c == '-') {
+            s->sub = N_ESIGN;
+            return 1;
+        }
+        /* fall through */
+    case N_ESIGN:
+        if (!is_digit(c))
+            return -1;
+        s->sub = N_EXP;
+        return 1;
+    default: /* N_EXP */
+        return is_digit(c) ? 1 : 0;
+    }
+}
+
+static int step(llm_json_state *s, uint8_t c)
+{
+    switch (s->st) {
+    case J_STR:
+        if (c == '"') {
+            if (s->key)
+                s->st = J_COLON;
+            else
+                value_done(s);
+        } else if (c == '\\') {
+            s->st = J_STR_ESC;
+        } else if (c < 0x20) {
+            return -1; /* control characters must be escaped */
+        }
+        return 0;
+    case J_STR_ESC:
+        if (c == 'u') {
+            s->st = J_STR_U;
+            s->sub = 0;
+            return 0;
+        }
+        if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' && c != 't')
+            return -1;
+        s->st = J_STR;
+        return 0;
+    case J_STR_U:
+        if (!is_hex(c))
+            return -1;
+        if (++s->sub == 4)
+            s->st = J_STR;
+        return 0;
+    case J_LIT: {
+        const char *w = literal[s->sub >> 4];
+        int pos = s->sub & 15;
+        if (c != (uint8_t)w[pos])
+            return -1;
+        if (w[++pos] == '\0')
+            value_done(s);
+        else
+            s->sub = (uint8_t)((s->sub & 0xf0) | pos);
+        return 0;
+    }
+    case J_NUM: {
+        int r = number_step(s, c);
+        if (r != 0)
+            return r > 0 ? 0 : -1;
+        value_done(s); /* the number ended before c: c is structural */
+        break;
+    }
+    default:
+        break;
+    }
+    if (is_ws(c)) {
+        if (s->ws >= LLM_JSON_MAX_WS)
+            return -1;
+        s->ws++;
+        return 0;
+    }
+    s->ws = 0;
+    switch (s->st) {
+    case J_COLON:
+        if (c != ':')
+            return -1;
+        s->st = J_VALUE;
+        return 0;
+    case J_OBJ_FIRST:
+        if (c == '}')
+            return close_container(s);
+        /* fall through */
+    case J_OBJ_KEY:
+        if (c != '"')
+            return -1;
+        s->st = J_STR;
+        s->key = 1;
+        return 0;
+    case J_AFTER:
+        if (c == ',') {
+            s->st = top_is_obj(s) ? J_OBJ_KEY : J_VALUE;
+            return 0;
+        }
+        if (c == (top_is_obj(s) ? '}' : ']'))
+            return close_container(s);
+        return -1;
+    case J_ARR_FIRST:
+        if (c == ']')
+            return close_container(s);
+        return begin_value(s, c);
+    case J_VALUE:
+        return begin_value(s, c);
+    default: /* J_DONE */
+        return -1;
+    }
+}
+
+int llm_json_feed(llm_json_state *s, const char *p, size_t n)
+{
+    llm_json_state t = *s;
+    for (size_t i = 0; i < n; i++)
+        if (step(&t, (uint8_t)p[i]) != 0)
+            return -1;
+    *s = t;
+    return 0;
+}
+
+/* ---- the vocabulary ---- */
+
+struct llm_json_vocab {
+    int       n;
+    uint32_t *off, *len;
+    char     *bytes;
+    uint8_t  *plain; /* 1: no '"', '\\' or control byte, so the token continues any string as it is */
+};
+
+llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
+{
+    llm_json_vocab *v = calloc(1, sizeof(*v));
+    if (v == NULL || t == NULL) {
+        free(v);
+        return NULL;
+    }
+    v->n = llm_tok_vocab_size(t);
+    v->off = calloc((size_t)v->n + 1, sizeof(uint32_t));
+    v->len = calloc((size_t)v->n + 1, sizeof(uint32_t));
+    size_t total = 0;
+    for (int id = 0; id < v->n; id++) {
+        const char *p;
+        size_t k;
+        if (!llm_tok_is_special(t, id) && llm_tok_piece(t, id, &p, &k) == 0)
+            total += k;
+    }
+    v->bytes = malloc(total + 1);
+    v->plain = calloc((size_t)v->n + 1, 1);
+    if (v->off == NULL || v->len == NULL || v->bytes == NULL || v->plain == NULL || total > UINT32_MAX) {
+        llm_json_vocab_free(v);
+        return NULL;
+    }
+    size_t at = 0;
+    for (int id = 0; id < v->n; id++) {
+        const char *p;
+        size_t k;
+        v->off[id] = (uint32_t)at;
+        if (llm_tok_is_special(t, id) || llm_tok_piece(t, id, &p, &k) != 0)
+            continue; /* control tokens: length 0, never allowed */
+        memcpy(v->bytes + at, p, k);
+        v->len[id] = (uint32_t)k;
+        at += k;
+        v->plain[id] = k > 0;
+        for (size_t i = 0; i < k; i++)
+            if ((uint8_t)p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
+                v->plain[id] = 0;
+    }
+    return v;
+}
+
+void llm_json_vocab_free(llm_json_vocab *v)
+{
+    if (v == NULL)
+        return;
+    free(v->off);
+    free(v->len);
+    free(v->bytes);
+    free(v->plain);
+    free(v);
+}
+
+int llm_json_vocab_size(const llm_json_vocab *v) { return v != NULL ? v->n : 0; }
+
+const char *llm_json_token_bytes(const llm_json_vocab *v, int32_t id, size_t *len)
+{
+    if (v == NULL || id < 0 || id >= v->n || v->len[id] == 0) {
+        *len = 0;
+        return NULL;
+    }
+    *len = v->len[id];
+    return v->bytes + v->off[id];
+}
+
+int llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logits, int n_logits)
+{
+    /* the bytes that may come next: most states allow a handful, so most tokens fail on their first byte */
+    uint8_t first[256];
+    for (int c = 0; c < 256; c++) {
+        llm_json_state t = *s;
+        first[c] = step(&t, (uint8_t)c) == 0;
+    }
+    int left = 0, in_string = s->st == J_STR;
+    for (int id = 0; id < n_logits; id++) {
+        if (in_string && id < v->n && v->plain[id]) { /* most of the vocabulary inside a string */
+            left++;
+            continue;
+        }
+        size_t k;
+        const char *p = llm_json_token_bytes(v, id, &k);
+        llm_json_state t = *s;
+        if (p == NULL || !first[(uint8_t)p[0]] || llm_json_feed(&t, p, k) != 0)
+            logits[id] = -INFINITY;
+        else
+            left++;
+    }
+    return left;
+}
+
+int llm_json_accept(const llm_json_vocab *v, llm_json_state *s, int32_t id)
+{
+    size_t k;
+    const char *p = llm_json_token_bytes(v, id, &k);
+    return p == NULL ? -1 : llm_json_feed(s, p, k);
+}

@@ -1,0 +1,55 @@
+/* JSON mode (OpenAI's response_format {"type": "json_object"}): constrained decoding that lets a request
+ * generate only a JSON object (RFC 8259).
+ *
+ * A byte-level recogniser of one JSON value (llm_json_state, a few dozen bytes, copied freely) says whether
+ * a byte string can continue what was generated so far; each step, every token of the vocabulary whose
+ * bytes (llm_tok_piece) cannot continue it gets logit -inf before sampling (llm_json_mask), so the request's
+ * sampling parameters then act on the tokens that keep the text valid. Control tokens (end-of-generation
+ * included) are never allowed: the request ends, finish reason "stop", the moment the top-level object is
+ * closed (llm_json_done).
+ *
+ * Limits: nesting at most LLM_JSON_MAX_DEPTH deep; at most LLM_JSON_MAX_WS whitespace bytes in a row
+ * between tokens (a model held to a grammar can otherwise emit whitespace forever, llama.cpp's JSON grammar
+ * bounds it too); string bytes >= 0x80 are taken as they come (UTF-8 is not validated: an invalid
+ * sequence reaches the client as U+FFFD, still inside a valid string). */
+#ifndef LLM_JSON_MODE_H
+#define LLM_JSON_MODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
+
+#define LLM_JSON_MAX_DEPTH 64
+#define LLM_JSON_MAX_WS    32
+
+typedef struct {
+    uint8_t  st, sub;      /* syntactic state, and the state inside a string / number / literal */
+    uint8_t  key;          /* the string being read is an object key */
+    uint8_t  depth, ws;    /* open containers; whitespace bytes in a row */
+    uint8_t  top_object;   /* the top-level value must be an object */
+    uint64_t is_obj;       /* bit d: container d is an object (else an array) */
+} llm_json_state;
+
+/* A fresh state before the first byte: top_object 1 asks for an object, 0 for any JSON value. */
+void llm_json_init(llm_json_state *s, int top_object);
+/* Feed n bytes: 0 when they continue a valid JSON text (s moves on), -1 when one cannot (s unchanged). */
+int  llm_json_feed(llm_json_state *s, const char *p, size_t n);
+/* 1 once the top-level value is complete (only whitespace may follow; a number never completes alone). */
+int  llm_json_done(const llm_json_state *s);
+
+/* Each token's bytes once, for masking: built from a tokenizer at start. */
+typedef struct llm_json_vocab llm_json_vocab;
+llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t); /* NULL: no memory */
+void            llm_json_vocab_free(llm_json_vocab *v);
+int             llm_json_vocab_size(const llm_json_vocab *v);
+/* The bytes token id adds (NULL and 0 for control tokens, which JSON mode never allows). */
+const char     *llm_json_token_bytes(const llm_json_vocab *v, int32_t id, size_t *len);
+
+/* Set logits[id] = -inf for every token that cannot continue s (n_logits entries; ids past the vocabulary
+ * are masked too). Returns the number of tokens left. */
+int  llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logits, int n_logits);
+/* Advance s by token id's bytes: 0, or -1 when the token cannot continue s (s unchanged). */
+int  llm_json_accept(const llm_json_vocab *v, llm_json_state *s, int32_t id);
+
+#endif
