@@ -45,6 +45,12 @@ void llm_api_req_free(llm_api_req *r)
     free(r->msgs);
     free(r->bias_ids);
     free(r->bias);
+    if (r->batch_ids)
+        for (int i = 0; i < r->n_prompts; i++) free(r->batch_ids[i]);
+    free(r->batch_ids);
+    free(r->batch_n_ids);
+    free(r->batch);
+    free(r->batch_len);
     memset(r, 0, sizeof *r);
 }
 
@@ -136,29 +142,66 @@ static int get_ids(const cJSON *a, const char *name, int32_t **out, size_t *n, l
     return 1;
 }
 
+/* A list of several prompts: all strings, or all non-empty arrays of token ids. */
+static int parse_batch(const cJSON *p, int cnt, llm_api_req *r, llm_api_err *e)
+{
+    int strings = cJSON_IsString(cJSON_GetArrayItem(p, 0));
+    if (strings) {
+        r->batch = calloc((size_t)cnt, sizeof *r->batch);
+        r->batch_len = calloc((size_t)cnt, sizeof *r->batch_len);
+    } else {
+        r->batch_ids = calloc((size_t)cnt, sizeof *r->batch_ids);
+        r->batch_n_ids = calloc((size_t)cnt, sizeof *r->batch_n_ids);
+    }
+    if (strings ? !r->batch || !r->batch_len : !r->batch_ids || !r->batch_n_ids) {
+        llm_api_seterr(e, 500, NULL, NULL, "out of memory");
+        return -1;
+    }
+    r->n_prompts = cnt;
+    int i = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, p) {
+        if (strings ? !cJSON_IsString(x) : !cJSON_IsArray(x)) {
+            llm_api_seterr(e, 400, "prompt", "invalid_type",
+                           "'prompt' as a list holds strings or arrays of token ids, not both (prompt %d)", i);
+            return -1;
+        }
+        if (strings) {
+            r->batch[i] = x->valuestring;
+            r->batch_len[i] = strlen(x->valuestring);
+        } else {
+            if (cJSON_GetArraySize(x) == 0) {
+                llm_api_seterr(e, 400, "prompt", "invalid_value", "prompt %d of the list is empty", i);
+                return -1;
+            }
+            if (get_ids(x, "prompt", &r->batch_ids[i], &r->batch_n_ids[i], e) < 0) return -1;
+        }
+        i++;
+    }
+    return 0;
+}
+
 static int parse_prompt(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     const cJSON *p = field(root, "prompt");
+    r->n_prompts = 1;
     if (!p) { llm_api_seterr(e, 400, "prompt", "missing_required_parameter", "'prompt' is required"); return -1; }
     if (cJSON_IsString(p)) { r->prompt = p->valuestring; r->prompt_len = strlen(p->valuestring); return 0; }
     if (cJSON_IsArray(p)) {
         int cnt = cJSON_GetArraySize(p);
         if (cnt == 0) { llm_api_seterr(e, 400, "prompt", "invalid_value", "'prompt' must not be empty"); return -1; }
         const cJSON *first = cJSON_GetArrayItem(p, 0);
-        if (cJSON_IsString(first)) {
-            if (cnt > 1) {
-                llm_api_seterr(e, 400, "prompt", "invalid_value",
-                               "batched prompts are not supported: send one prompt per request (use 'n' for several completions)");
+        if (cJSON_IsString(first) || cJSON_IsArray(first)) { /* one prompt in a list, or several (batched) */
+            if (cnt > LLM_API_MAX_CHOICES) {
+                llm_api_seterr(e, 400, "prompt", "invalid_value", "%d prompts in one request; at most %d", cnt,
+                               LLM_API_MAX_CHOICES);
                 return -1;
             }
-            r->prompt = first->valuestring;
-            r->prompt_len = strlen(first->valuestring);
-            return 0;
-        }
-        if (cJSON_IsArray(first)) {
-            if (cnt > 1) {
-                llm_api_seterr(e, 400, "prompt", "invalid_value", "batched prompts are not supported: send one prompt per request");
-                return -1;
+            if (cnt > 1) return parse_batch(p, cnt, r, e);
+            if (cJSON_IsString(first)) {
+                r->prompt = first->valuestring;
+                r->prompt_len = strlen(first->valuestring);
+                return 0;
             }
             p = first;
             if (cJSON_GetArraySize(p) == 0) { llm_api_seterr(e, 400, "prompt", "invalid_value", "'prompt' must not be empty"); return -1; }
@@ -167,6 +210,24 @@ static int parse_prompt(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     llm_api_seterr(e, 400, "prompt", "invalid_type", "'prompt' must be a string or an array of token ids");
     return -1;
+}
+
+void llm_api_prompt_at(const llm_api_req *r, int i, llm_api_req *one)
+{
+    *one = *r;
+    one->n_prompts = 1;
+    one->batch = NULL;
+    one->batch_len = NULL;
+    one->batch_ids = NULL;
+    one->batch_n_ids = NULL;
+    if (r->n_prompts <= 1) return;
+    if (r->batch) {
+        one->prompt = r->batch[i];
+        one->prompt_len = r->batch_len[i];
+    } else {
+        one->ids = r->batch_ids[i];
+        one->n_ids = r->batch_n_ids[i];
+    }
 }
 
 /* content: a string, or an array of {"type":"text","text":...} parts (joined). */
@@ -394,6 +455,11 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (rc) { r->has_seed = 1; r->seed = (uint64_t)iv; }
     if ((rc = get_int(root, "n", 1, LLM_API_MAX_N, &iv, e)) < 0) return -1;
     if (rc) r->n = (int)iv;
+    if (r->n_prompts * r->n > LLM_API_MAX_CHOICES) {
+        llm_api_seterr(e, 400, "n", "invalid_value", "%d prompts x n = %d choices; at most %d in one request",
+                       r->n_prompts, r->n_prompts * r->n, LLM_API_MAX_CHOICES);
+        return -1;
+    }
 
     if (r->kind == LLM_API_CHAT) {
         if (get_bool(root, "logprobs", &r->logprobs, e) < 0) return -1;
@@ -439,6 +505,7 @@ int llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *
     r->top_p = 1.0;
     r->repetition_penalty = 1.0;
     r->n = 1;
+    r->n_prompts = 1;
     r->add_special = 1;
     r->add_generation_prompt = 1;
 

@@ -12,6 +12,7 @@
 #include "stop_strings.h"
 
 #define LLM_API_MAX_N        8
+#define LLM_API_MAX_CHOICES  64    /* completions: prompts x n in one request */
 #define LLM_API_MAX_LOGPROBS 20
 #define LLM_API_MAX_BIAS     1024  /* logit_bias entries (OpenAI allows 300) */
 #define LLM_API_BIAS_LIMIT   100.0 /* |bias| at most this, as OpenAI */
@@ -45,6 +46,13 @@ typedef struct {
     size_t       prompt_len;
     int32_t     *ids;         /* malloc'd; completions with a token-id prompt, detokenize */
     size_t       n_ids;
+    /* completions with a list of prompts (OpenAI's batched form): n_prompts > 1 and prompt / ids unset;
+     * each one a text (batch[i], batch_len[i]) or token ids (batch_ids[i], batch_n_ids[i]) */
+    int          n_prompts;   /* 1 for one prompt */
+    const char **batch;       /* malloc'd, or NULL */
+    size_t      *batch_len;
+    int32_t    **batch_ids;   /* malloc'd, each malloc'd; or NULL */
+    size_t      *batch_n_ids;
     llm_chat_msg *msgs;       /* malloc'd */
     size_t       n_msgs;
     int          add_special; /* tokenize: add BOS (default 1) */
@@ -75,6 +83,9 @@ typedef struct {
     float       *bias;        /* malloc'd */
     int          n_bias;
 } llm_api_req;
+
+/* Prompt i of a completions request as a one-prompt view of r (for encoding): prompt / ids set, no batch. */
+void llm_api_prompt_at(const llm_api_req *r, int i, llm_api_req *one);
 
 /* Parses and validates a body. Unknown fields are ignored; null means absent.
  * Returns 0, or -1 with e filled (status 400). Free with llm_api_req_free in both cases. */

@@ -29,8 +29,8 @@ typedef struct {
     llm_tokenizer         *tok;
     int32_t                eog[LLM_SHM_MAX_EOG];
     int                    n_eog;
-    int                    n, n_done;
-    ngx_http_llm_seq_t     seq[LLM_API_MAX_N];
+    int                    n, n_done;    /* choices: prompts x n */
+    ngx_http_llm_seq_t    *seq;          /* [n], from the request pool */
     uint32_t               n_prompt;
     ngx_http_llm_resp_t    resp;      /* id, model, created, kind */
     ngx_msec_t             start;
@@ -272,7 +272,8 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
             return NGX_ERROR;
         return ngx_http_llm_emit(ctx, "data: [DONE]\n\n", 14, 1);
     }
-    ngx_http_llm_choice_t ch[LLM_API_MAX_N];
+    ngx_http_llm_choice_t *ch = ngx_palloc(ctx->r->pool, (size_t)ctx->n * sizeof *ch);
+    if (ch == NULL) return NGX_ERROR;
     for (int i = 0; i < ctx->n; i++) {
         ch[i].text = ctx->seq[i].text.data ? ctx->seq[i].text.data : "";
         ch[i].len = ctx->seq[i].text.len;
@@ -379,47 +380,69 @@ static int ngx_http_llm_start_err(int rc, llm_api_err *e)
     }
 }
 
-ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
+/* ---------------- prompts ---------------- */
+
+typedef struct {
+    int      n;
+    int32_t **ids;   /* [n], each malloc'd */
+    size_t  *n_ids;
+} ngx_http_llm_prompts_t;
+
+static void ngx_http_llm_prompts_free(ngx_http_llm_prompts_t *pr)
+{
+    for (int i = 0; pr->ids && i < pr->n; i++) free(pr->ids[i]);
+    free(pr->ids);
+    free(pr->n_ids);
+    pr->ids = NULL;
+    pr->n_ids = NULL;
+}
+
+/* Token ids of every prompt, each checked against the engine's context. NGX_OK; NGX_DECLINED with e set
+ * (a 4xx/5xx to send); NGX_ERROR (no memory). */
+static ngx_int_t ngx_http_llm_prompts_encode(ngx_http_request_t *r, ngx_http_llm_ctx_t *ctx, int np,
+                                             ngx_http_llm_prompts_t *pr, llm_api_err *e)
+{
+    pr->n = np;
+    pr->ids = calloc((size_t)np, sizeof *pr->ids);
+    pr->n_ids = calloc((size_t)np, sizeof *pr->n_ids);
+    if (pr->ids == NULL || pr->n_ids == NULL) { ngx_http_llm_prompts_free(pr); return NGX_ERROR; }
+    for (int i = 0; i < np; i++) {
+        llm_api_req one;
+        llm_api_prompt_at(&ctx->q, i, &one);
+        if (ngx_http_llm_encode_prompt(r, &one, &pr->ids[i], &pr->n_ids[i], e)) {
+            if (np > 1) {
+                size_t l = ngx_strlen(e->message);
+                ngx_snprintf((u_char *)e->message + l, sizeof e->message - l - 1, " (prompt %d)%Z", i);
+            }
+            ngx_http_llm_prompts_free(pr);
+            return NGX_DECLINED;
+        }
+    }
+    if (ngx_http_llm_engine_ready(ctx->eng, e) != LLM_SHM_OK) { ngx_http_llm_prompts_free(pr); return NGX_DECLINED; }
+    const llm_shm_map *m = llm_client_map(ctx->eng->client);
+    uint32_t ctx_len = m->hdr->model.ctx_len;
+    for (int i = 0; i < np; i++)
+        if (pr->n_ids[i] >= ctx_len || pr->n_ids[i] > m->hdr->caps.max_prompt) {
+            char which[32] = "";
+            if (np > 1) ngx_snprintf((u_char *)which, sizeof which, " %d%Z", i);
+            llm_api_seterr(e, 400, ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt", "context_length_exceeded",
+                           "the prompt%s is %zu tokens; this model's context length is %u tokens "
+                           "(and a request may hold at most %u prompt tokens)",
+                           which, pr->n_ids[i], ctx_len, m->hdr->caps.max_prompt);
+            ngx_http_llm_prompts_free(pr);
+            return NGX_DECLINED;
+        }
+    return NGX_OK;
+}
+
+/* Starts every choice in the engine and arms the request's timer. */
+static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *ctx, const ngx_http_llm_prompts_t *pr,
+                                    int max_tokens, llm_api_err *e)
 {
     ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
-    llm_api_err e;
-
-    ngx_http_llm_ctx_t *ctx = ngx_pcalloc(r->pool, sizeof(*ctx));
-    ngx_pool_cleanup_t *cln = ctx ? ngx_pool_cleanup_add(r->pool, 0) : NULL;
-    if (cln == NULL) { llm_api_req_free(q); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
-    ctx->r = r;
-    ctx->q = *q;           /* ctx owns the request from here; the cleanup frees it */
-    ctx->eng = ngx_http_llm_engine(r);
-    ctx->tok = lcf->tok->tok;
-    ctx->n = ctx->q.n;
-    ctx->finished = 1;     /* until the engine has it, an early return is not an abort */
-    cln->handler = ngx_http_llm_cleanup;
-    cln->data = ctx;
-    ngx_http_set_ctx(r, ctx, ngx_http_llm_module);
-
-    ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
-    int max_tokens = ctx->q.max_tokens ? ctx->q.max_tokens : (int)dflt;
-    if (max_tokens > lcf->max_tokens)
-        return ngx_http_llm_error(r, 400, "max_tokens", "invalid_value",
-                                  "max_tokens is %d; this server allows at most %i", max_tokens, lcf->max_tokens);
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    if (ngx_http_llm_encode_prompt(r, &ctx->q, &ids, &n_ids, &e)) return ngx_http_llm_send_error(r, &e);
-    if (ngx_http_llm_engine_ready(ctx->eng, &e) != LLM_SHM_OK) { free(ids); return ngx_http_llm_send_error(r, &e); }
-
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     uint32_t ctx_len = m->hdr->model.ctx_len;
-    if (n_ids >= ctx_len || n_ids > m->hdr->caps.max_prompt) {
-        free(ids);
-        return ngx_http_llm_error(r, 400, ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt", "context_length_exceeded",
-                                  "the prompt is %uz tokens; this model's context length is %uD tokens "
-                                  "(and a request may hold at most %uD prompt tokens)",
-                                  n_ids, ctx_len, m->hdr->caps.max_prompt);
-    }
-    if ((uint32_t)max_tokens > ctx_len - n_ids) max_tokens = (int)(ctx_len - n_ids); /* finishes with "length" */
-    ctx->n_prompt = (uint32_t)n_ids;
-
     llm_shm_params p;
     llm_shm_params_defaults(&p);
     p.temperature = (float)ctx->q.temperature;
@@ -429,13 +452,13 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     p.repetition_penalty = (float)ctx->q.repetition_penalty;
     p.presence_penalty = (float)ctx->q.presence_penalty;
     p.frequency_penalty = (float)ctx->q.frequency_penalty;
-    p.max_tokens = max_tokens;
     p.n_logprobs = ctx->q.logprobs ? ctx->q.top_logprobs : 0;
     if ((uint32_t)p.n_logprobs > m->hdr->caps.max_top) p.n_logprobs = (int32_t)m->hdr->caps.max_top;
+    ctx->n_prompt = 0;
+    for (int i = 0; i < pr->n; i++) ctx->n_prompt += (uint32_t)pr->n_ids[i];
     ctx->n_eog = llm_tok_eog_ids(ctx->tok, ctx->eog, LLM_SHM_MAX_EOG);
     for (int i = 0; i < ctx->q.n_bias; i++) {
         if ((uint32_t)ctx->q.bias_ids[i] >= m->hdr->model.vocab_size) {
-            free(ids);
             return ngx_http_llm_error(r, 400, "logit_bias", "invalid_value",
                                       "logit_bias: token id %D is outside this model's vocabulary of %uD tokens",
                                       ctx->q.bias_ids[i], m->hdr->model.vocab_size);
@@ -461,20 +484,19 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
          * message starts a text of its own. */
         if (ctx->q.kind == LLM_API_COMPLETIONS) s->detok.at_start = 0;
         if (llm_stop_init(&s->stop, ctx->q.stop, ctx->q.stop_len, ctx->q.n_stop)) {
-            free(ids);
             return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
         }
         p.seed = ctx->q.has_seed ? ctx->q.seed + (uint64_t)i
                                  : ((uint64_t)ngx_random() << 32) ^ (uint64_t)ngx_random() ^ tag;
-        int rc = llm_client_start(ctx->eng->client, ids, (uint32_t)n_ids, &p, tag, &s->h);
+        int pi = i / ctx->q.n;
+        p.max_tokens = ngx_min(max_tokens, (int)(ctx_len - pr->n_ids[pi])); /* the context: "length" */
+        int rc = llm_client_start(ctx->eng->client, pr->ids[pi], (uint32_t)pr->n_ids[pi], &p, tag, &s->h);
         if (rc != LLM_SHM_OK) {
-            free(ids);
-            ngx_http_llm_start_err(rc, &e);
-            return ngx_http_llm_send_error(r, &e); /* the cleanup releases the started ones */
+            ngx_http_llm_start_err(rc, e);
+            return ngx_http_llm_send_error(r, e); /* the cleanup releases the started ones */
         }
         s->started = 1;
     }
-    free(ids);
     ngx_snprintf((u_char *)ctx->resp.id, sizeof ctx->resp.id, "%s-%016xL%Z",
                  ctx->q.kind == LLM_API_CHAT ? "chatcmpl" : "cmpl", tag ^ ((uint64_t)ngx_time() << 20));
     ctx->finished = 0;
@@ -499,4 +521,38 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     /* Read (and arm the wake-up) from the event loop, not from inside this handler. */
     ngx_post_event(ctx->eng->conn->read, &ngx_posted_events);
     return NGX_DONE;
+}
+
+ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    llm_api_err e;
+
+    ngx_http_llm_ctx_t *ctx = ngx_pcalloc(r->pool, sizeof(*ctx));
+    ngx_pool_cleanup_t *cln = ctx ? ngx_pool_cleanup_add(r->pool, 0) : NULL;
+    if (cln == NULL) { llm_api_req_free(q); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+    ctx->r = r;
+    ctx->q = *q;           /* ctx owns the request from here; the cleanup frees it */
+    ctx->eng = ngx_http_llm_engine(r);
+    ctx->tok = lcf->tok->tok;
+    ctx->finished = 1;     /* until the engine has it, an early return is not an abort */
+    cln->handler = ngx_http_llm_cleanup;
+    cln->data = ctx;
+    ngx_http_set_ctx(r, ctx, ngx_http_llm_module);
+    int np = ctx->q.n_prompts > 1 ? ctx->q.n_prompts : 1, n = np * ctx->q.n;
+    ctx->seq = ngx_pcalloc(r->pool, (size_t)n * sizeof *ctx->seq);
+    if (ctx->seq == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ctx->n = n;            /* choice i: prompt i / q.n (OpenAI's order for a list of prompts) */
+
+    ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
+    int max_tokens = ctx->q.max_tokens ? ctx->q.max_tokens : (int)dflt;
+    if (max_tokens > lcf->max_tokens)
+        return ngx_http_llm_error(r, 400, "max_tokens", "invalid_value",
+                                  "max_tokens is %d; this server allows at most %i", max_tokens, lcf->max_tokens);
+    ngx_http_llm_prompts_t pr;
+    ngx_int_t rc = ngx_http_llm_prompts_encode(r, ctx, np, &pr, &e);
+    if (rc != NGX_OK) return rc == NGX_DECLINED ? ngx_http_llm_send_error(r, &e) : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    rc = ngx_http_llm_start(r, ctx, &pr, max_tokens, &e);
+    ngx_http_llm_prompts_free(&pr);
+    return rc;
 }

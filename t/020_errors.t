@@ -115,7 +115,7 @@ POST /v1/completions
 --- response_body_like chomp
 "param":"prompt","code":"invalid_value"
 
-=== TEST 7: batched string prompts are 400
+=== TEST 7: a list of prompts holding a number is 400
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -128,10 +128,10 @@ location / {
 }
 --- request
 POST /v1/completions
-{"prompt": ["a", "b"]}
+{"prompt": ["a", 5]}
 --- error_code: 400
 --- response_body_like chomp
-batched prompts are not supported
+'prompt' as a list holds strings or arrays of token ids, not both \(prompt 1\)
 
 === TEST 8: token-id prompt with a float is 400
 --- main_config

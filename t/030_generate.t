@@ -510,3 +510,105 @@ POST /v1/completions
 --- error_code: 200
 --- response_body_like chomp
 data: \{"error":\{"message":"the request timed out \(llm_request_timeout\)","type":"timeout_error","param":null,"code":"timeout"\}\}\n\ndata: \[DONE\]\n\n$
+
+=== TEST 30: a list of prompts: one choice per prompt and n, in OpenAI's order (prompt i, then its n)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": ["Once upon", "a time"], "n": 2}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"text":" Once upon","logprobs":null,"finish_reason":"stop"\},\{"index":1,"text":" Once upon","logprobs":null,"finish_reason":"stop"\},\{"index":2,"text":" a time","logprobs":null,"finish_reason":"stop"\},\{"index":3,"text":" a time","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":6,"completion_tokens":12,"total_tokens":18\}
+
+=== TEST 31: a list of token-id prompts
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": [[1, 403, 407], [1, 261, 378]]}
+--- error_code: 200
+--- response_body_like chomp
+"choices":\[\{"index":0,"text":" Once upon","logprobs":null,"finish_reason":"stop"\},\{"index":1,"text":" a time","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":6,
+
+=== TEST 32: a streamed list of prompts: each event names its choice, each choice finishes, then [DONE]
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": ["Once upon", "a time"], "stream": true}
+--- error_code: 200
+--- response_body_like chomp
+(?s)"choices":\[\{"index":0,"text":" Once".*"choices":\[\{"index":1,"text":" a".*"index":0,"text":"","logprobs":null,"finish_reason":"stop".*"index":1,"text":"","logprobs":null,"finish_reason":"stop"\}\]\}\n\ndata: \[DONE\]\n\n$
+
+=== TEST 33: a list mixing texts and token ids is refused
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": ["Once upon", [1, 2]]}
+--- error_code: 400
+--- response_body_like chomp
+"param":"prompt","code":"invalid_type"
+
+=== TEST 34: more than 64 choices (9 prompts x n 8) are refused
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": ["a", "b", "c", "d", "e", "f", "g", "h", "i"], "n": 8}
+--- error_code: 400
+--- response_body_like chomp
+"message":"9 prompts x n = 72 choices; at most 64 in one request","type":"invalid_request_error","param":"n"
+
+=== TEST 35: a token id outside the vocabulary names its prompt
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": [[1, 2], [1, 99999]]}
+--- error_code: 400
+--- response_body_like chomp
+"message":"token id 99999 at index 1 is outside the vocabulary \(size 512\) \(prompt 1\)"

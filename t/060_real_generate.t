@@ -553,3 +553,20 @@ POST /v1/completions
 --- error_code: 400
 --- response_body_like chomp
 "param":"response_format","code":"invalid_type"
+
+=== TEST 33: a list of two prompts, greedy: each choice is `llm-engine generate`'s text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": ["Once upon a time", "Once upon a time"], "max_tokens": 40, "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":10,"completion_tokens":80,"total_tokens":90\}/

@@ -83,7 +83,7 @@ int main(void)
 
     bad(LLM_API_COMPLETIONS, "{}", "prompt", "missing prompt");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":[]}", "prompt", "empty prompt list");
-    bad(LLM_API_COMPLETIONS, "{\"prompt\":[\"a\",\"b\"]}", "prompt", "batched prompts");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[\"a\",true]}", "prompt", "a list of prompts holding a boolean");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":[1,-1]}", "prompt", "negative token id");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":true}", "prompt", "bool prompt");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"temperature\":2.1}", "temperature", "temperature > 2");
@@ -163,6 +163,41 @@ int main(void)
         is_int(r.n_bias, LLM_API_MAX_BIAS, "... all kept");
         llm_api_req_free(&r);
         free(body);
+    }
+
+    /* a list of prompts */
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":[\"a\",\"bc\",\"\"],\"n\":2}", &r, &e), 0, "a list of texts parses");
+    ok(r.n_prompts == 3 && r.batch && !strcmp(r.batch[1], "bc") && r.batch_len[1] == 2 && r.batch_len[2] == 0 &&
+       r.prompt == NULL && r.ids == NULL, "three text prompts");
+    llm_api_req one;
+    llm_api_prompt_at(&r, 1, &one);
+    ok(one.n_prompts == 1 && one.batch == NULL && !strcmp(one.prompt, "bc") && one.prompt_len == 2 && one.n == 2,
+       "prompt_at: a one-prompt view with the request's other fields");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":[[1,2],[3]]}", &r, &e), 0, "a list of token-id prompts parses");
+    ok(r.n_prompts == 2 && r.batch_ids && r.batch_n_ids[0] == 2 && r.batch_ids[1][0] == 3, "two id prompts");
+    llm_api_prompt_at(&r, 0, &one);
+    ok(one.ids == r.batch_ids[0] && one.n_ids == 2 && one.prompt == NULL, "prompt_at: ids of prompt 0");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":[[7,8]]}", &r, &e), 0, "a list of one id prompt");
+    ok(r.n_prompts == 1 && r.n_ids == 2 && r.batch_ids == NULL, "... is one prompt");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", &r, &e), 0, "chat");
+    ok(r.n_prompts == 1, "a chat request is one prompt");
+    llm_api_req_free(&r);
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[\"a\",[1]]}", "prompt", "texts and ids mixed");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[[1],\"a\"]}", "prompt", "ids and texts mixed");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[[1],[]]}", "prompt", "an empty id prompt in a list");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[[1],[-1]]}", "prompt", "a negative id in a list");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"],\"n\":8}", "n",
+        "9 prompts x n 8 = 72 choices");
+    {
+        char body[64 + (LLM_API_MAX_CHOICES + 1) * 4];
+        size_t at = (size_t)snprintf(body, sizeof body, "{\"prompt\":[");
+        for (int i = 0; i <= LLM_API_MAX_CHOICES; i++)
+            at += (size_t)snprintf(body + at, sizeof body - at, "%s\"x\"", i ? "," : "");
+        snprintf(body + at, sizeof body - at, "]}");
+        bad(LLM_API_COMPLETIONS, body, "prompt", "65 prompts");
     }
 
     /* response_format */

@@ -144,3 +144,9 @@ test('response_format json_object: chat content that JSON.parse reads as an obje
     assert.equal(typeof v, 'object');
     assert.ok(v !== null && !Array.isArray(v), content);
 });
+
+test('a list of prompts: one choice per prompt, in order', async () => {
+    const r = await client.completions.create({ model, prompt: [PROMPT, PROMPT], max_tokens: COMPLETION_TOKENS,
+        temperature: 0 });
+    assert.deepEqual(r.choices.map((c) => [c.index, c.text]), [[0, refCompletion], [1, refCompletion]]);
+});
