@@ -250,7 +250,7 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
         wr(&w, "# HELP llm_http_responses_total Responses sent by the nginx module, by status.\n"
                "# TYPE llm_http_responses_total counter\n");
         struct { const char *s; ngx_atomic_t v; } st[] = {
-            { "2xx", c->status_2xx }, { "400", c->status_400 }, { "404", c->status_404 }, { "405", c->status_405 },
+            { "2xx", c->status_2xx }, { "400", c->status_400 }, { "401", c->status_401 }, { "404", c->status_404 }, { "405", c->status_405 },
             { "413", c->status_413 }, { "429", c->status_429 }, { "503", c->status_503 }, { "504", c->status_504 },
             { "5xx", c->status_5xx },
         };

@@ -56,6 +56,9 @@ static ngx_command_t ngx_http_llm_commands[] = {
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_llm_loc_conf_t, max_body), NULL },
+    { ngx_string("llm_api_key"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
+      ngx_http_llm_api_key_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
     { ngx_string("llm_chat_template"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_http_llm_chat_template_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
@@ -128,6 +131,7 @@ static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf)
     lcf->queue_timeout = NGX_CONF_UNSET_MSEC;
     lcf->max_body = NGX_CONF_UNSET_SIZE;
     lcf->chat_format = NGX_CONF_UNSET_UINT;
+    lcf->api_keys = NGX_CONF_UNSET_PTR;
     return lcf;
 }
 
@@ -194,6 +198,7 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
     ngx_conf_merge_msec_value(conf->queue_timeout, prev->queue_timeout, 60000);
     ngx_conf_merge_size_value(conf->max_body, prev->max_body, 1024 * 1024);
     ngx_conf_merge_uint_value(conf->chat_format, prev->chat_format, 0);
+    ngx_conf_merge_ptr_value(conf->api_keys, prev->api_keys, NULL);
 
     if (conf->max_tokens < 1 || (conf->default_max_tokens != NGX_CONF_UNSET &&
                                  (conf->default_max_tokens < 1 || conf->default_max_tokens > conf->max_tokens))) {
@@ -482,6 +487,8 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     ngx_uint_t h = lcf->handler;
     if (h == NGX_LLM_AUTO) h = ngx_http_llm_route(r, &model_id);
     if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->requests[h], 1);
+    ngx_int_t krc = ngx_http_llm_check_api_key(r, h);
+    if (krc != NGX_OK) return krc;
 
     switch (h) {
     case NGX_LLM_OFF:

@@ -47,7 +47,7 @@ typedef struct {
 /* Module counters in an nginx shared zone, summed over workers, for /metrics. */
 typedef struct {
     ngx_atomic_t requests[NGX_LLM_METRICS + 1];
-    ngx_atomic_t status_2xx, status_400, status_404, status_405, status_413, status_429,
+    ngx_atomic_t status_2xx, status_400, status_401, status_404, status_405, status_413, status_429,
                  status_503, status_504, status_5xx;
     ngx_atomic_t streams, client_aborts, prompt_tokens, completion_tokens;
 } ngx_http_llm_counters_t;
@@ -74,6 +74,7 @@ typedef struct {
     ngx_msec_t             queue_timeout;
     size_t                 max_body;
     ngx_uint_t             chat_format;  /* 0 = from the tokenizer */
+    ngx_array_t           *api_keys;     /* llm_api_key: ngx_str_t; NULL = no check */
 } ngx_http_llm_loc_conf_t;
 
 extern ngx_module_t ngx_http_llm_module;
@@ -87,6 +88,11 @@ ngx_int_t ngx_http_llm_error(ngx_http_request_t *r, int status, const char *para
 ngx_int_t ngx_http_llm_send_text(ngx_http_request_t *r, ngx_uint_t status, const char *ctype,
                                  u_char *data, size_t len);
 void      ngx_http_llm_count_status(ngx_http_request_t *r, ngx_uint_t status);
+
+/* API keys (ngx_http_llm_auth.c) */
+char     *ngx_http_llm_api_key_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+/* NGX_OK when endpoint h may go on (no key asked, or the right one); else the 401 (or an error) sent. */
+ngx_int_t ngx_http_llm_check_api_key(ngx_http_request_t *r, ngx_uint_t h);
 
 /* module helpers (ngx_http_llm_module.c) */
 ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);

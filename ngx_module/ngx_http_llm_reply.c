@@ -6,7 +6,7 @@ void ngx_http_llm_count_status(ngx_http_request_t *r, ngx_uint_t status)
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
     ngx_http_llm_counters_t *c = mcf->counters;
     if (c == NULL) return;
-    ngx_atomic_t *a = status < 300 ? &c->status_2xx : status == 400 ? &c->status_400 : status == 404 ? &c->status_404
+    ngx_atomic_t *a = status < 300 ? &c->status_2xx : status == 400 ? &c->status_400 : status == 401 ? &c->status_401 : status == 404 ? &c->status_404
                     : status == 405 ? &c->status_405 : status == 413 ? &c->status_413 : status == 429 ? &c->status_429
                     : status == 503 ? &c->status_503 : status == 504 ? &c->status_504 : &c->status_5xx;
     (void)ngx_atomic_fetch_add(a, 1);

@@ -810,3 +810,210 @@ POST /v1/completions
 --- error_code: 200
 --- response_body_like chomp
 "finish_reason":"stop"
+
+=== TEST 46: llm_api_key: no Authorization header is 401 in OpenAI's shape, with WWW-Authenticate
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first "sk second";
+}
+location /open/ {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key off;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon"}
+--- error_code: 401
+--- response_headers
+WWW-Authenticate: Bearer
+--- response_body_like chomp
+^\{"error":\{"message":"missing API key: send \\"Authorization: Bearer <key>\\"","type":"invalid_request_error","param":null,"code":"invalid_api_key"\}\}$
+
+=== TEST 47: llm_api_key: a wrong key is 401
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first "sk second";
+}
+location /open/ {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key off;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon"}
+--- more_headers
+Authorization: Bearer sk-firs
+--- error_code: 401
+--- response_body_like chomp
+"message":"incorrect API key"
+
+=== TEST 48: llm_api_key: another scheme is 401
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first "sk second";
+}
+location /open/ {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key off;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon"}
+--- more_headers
+Authorization: Basic c2stZmlyc3Q=
+--- error_code: 401
+--- response_body_like chomp
+"message":"the Authorization header must be \\"Bearer <key>\\""
+
+=== TEST 49: llm_api_key: the first key is let through (scheme in any case)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first "sk second";
+}
+location /open/ {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key off;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon"}
+--- more_headers
+Authorization: bearer sk-first
+--- error_code: 200
+--- response_body_like chomp
+"text":" Once upon"
+
+=== TEST 50: llm_api_key: the second key is let through
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first "sk second";
+}
+location /open/ {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key off;
+}
+--- request
+GET /v1/models
+--- more_headers
+Authorization: Bearer sk second
+--- error_code: 200
+--- response_body_like chomp
+"object":"list"
+
+=== TEST 51: llm_api_key: /v1/models needs the key too
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first "sk second";
+}
+location /open/ {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key off;
+}
+--- request
+GET /v1/models
+--- error_code: 401
+--- response_body_like chomp
+"code":"invalid_api_key"
+
+=== TEST 52: llm_api_key: /health is open (load balancers probe it)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first "sk second";
+}
+location /open/ {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key off;
+}
+--- request
+GET /health
+--- error_code: 200
+--- response_body_like chomp
+"status":"ok"
+
+=== TEST 53: llm_api_key off in a nested location: no check there
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first "sk second";
+}
+location /open/ {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key off;
+}
+--- request
+POST /open/v1/completions
+{"prompt": "Once upon"}
+--- error_code: 200
+--- response_body_like chomp
+"text":" Once upon"
