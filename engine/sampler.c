@@ -499,9 +499,8 @@ static int greedy(const llm_sampler *s)
 }
 
 /* Log-softmax of the penalised logits: chosen token's logprob and the top n. */
-static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id, llm_sample_result *res)
+static void logprobs_of(const float *logits, int v, int n_top, int32_t id, llm_sample_result *res)
 {
-    int v = s->vocab;
     float maxl = max_value(logits, v);
     double z = 0.0;
     for (int i = 0; i < v; i++)
@@ -510,7 +509,7 @@ static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id,
     res->id = id;
     res->logprob = (float)(logits[id] - lse);
 
-    int want = s->p.n_logprobs < v ? s->p.n_logprobs : v, n = 0;
+    int want = n_top < v ? n_top : v, n = 0;
     llm_token_logprob *top = res->top;
     for (int i = 0; i < v && want > 0; i++) {
         float l = logits[i];
@@ -526,6 +525,25 @@ static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id,
     for (int i = 0; i < n; i++)
         top[i].logprob = (float)(top[i].logprob - lse);
     res->n_top = n;
+}
+
+static void fill_logprobs(const llm_sampler *s, const float *logits, int32_t id, llm_sample_result *res)
+{
+    logprobs_of(logits, s->vocab, s->p.n_logprobs, id, res);
+}
+
+int llm_token_logprobs(float *logits, int vocab, int32_t id, int n_top, llm_sample_result *res)
+{
+    if (logits == NULL || res == NULL || vocab <= 0 || id < 0 || id >= vocab || n_top < 0 ||
+        n_top > LLM_SAMPLING_MAX_LOGPROBS)
+        return -1;
+    for (int i = 0; i < vocab; i++) { /* as the sampler cleans a row */
+        float x = logits[i];
+        x = x != x ? -INFINITY : x;
+        logits[i] = x > FLT_MAX ? FLT_MAX : x;
+    }
+    logprobs_of(logits, vocab, n_top, id, res);
+    return 0;
 }
 
 /* ---- public sampling ---- */

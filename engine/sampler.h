@@ -73,6 +73,11 @@ typedef struct {
 
 typedef struct llm_sampler llm_sampler;
 
+/* The log-softmax of a row of raw model logits (NaN counts as -inf, +inf as FLT_MAX; logits cleaned in
+ * place) at token id, and the n_top best (ties: lower id): what a prompt token's logprob is (no penalty,
+ * bias or temperature). 0, or -1 for bad arguments. */
+int          llm_token_logprobs(float *logits, int vocab, int32_t id, int n_top, llm_sample_result *res);
+
 llm_sampler *llm_sampler_new(const llm_sampling_params *p, int vocab_size);
 void         llm_sampler_free(llm_sampler *s);
 /* OpenAI's logit_bias: a value added to a token's logit before everything else (step 0 above). */

@@ -6,6 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Logits rows a step may spend on prompt logprobs (each a vocabulary of floats: 32 MiB at 128K). */
+#define PLP_ROWS 64
+
 typedef struct {
     uint64_t id;
     void    *user;
@@ -20,6 +23,9 @@ typedef struct {
     int      prompt_len;       /* tokens treated as prompt (registered in the prefix cache) */
     llm_kv_seq   kv;
     llm_sampler *smp;
+    int      plp;              /* prompt logprobs wanted */
+    int      plp_next;         /* the next prompt position whose logprob goes out (from 1) */
+    int      n_top_lp;         /* alternatives with each */
     int      json;             /* JSON mode: tokens masked by json_st (json_mode.h) */
     llm_json_state json_st;
     int      cancelled;
@@ -48,6 +54,8 @@ struct llm_sched {
     sreq   **b_reqs;           /* [seq index] */
     int      b_n, b_nseq, budget;
     float   *logits;
+    int      logit_rows;       /* rows logits holds: one a sequence, plus PLP_ROWS once prompt logprobs came */
+    int      plp_room, b_plp;  /* this step: prompt-logprob rows left, and taken */
     /* output queue (ring) when there is no callback */
     llm_sched_output *outq;
     size_t oq_head, oq_n, oq_cap;
@@ -144,6 +152,7 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
     s->b_views = calloc(ns, sizeof(llm_seq_view));
     s->b_reqs = calloc(ns, sizeof(sreq *));
     s->logits = malloc(ns * (size_t)s->vocab * sizeof(float));
+    s->logit_rows = (int)ns;
     if (s->kv == NULL || s->running == NULL || s->b_tok == NULL || s->b_pos == NULL || s->b_seq == NULL ||
         s->b_want == NULL || s->b_views == NULL || s->b_reqs == NULL || s->logits == NULL) {
         llm_sched_destroy(s);
@@ -273,11 +282,12 @@ static void running_remove(llm_sched *s, sreq *r)
 
 /* ---------------------------------------------------------------- outputs */
 
-static void emit(llm_sched *s, const sreq *r, int32_t token, const llm_sample_result *res,
-                 llm_sched_finish fin, int error)
+static void emit_out(llm_sched *s, const sreq *r, int32_t token, const llm_sample_result *res,
+                     llm_sched_finish fin, int error, int prompt)
 {
     llm_sched_output o;
     memset(&o, 0, sizeof(o));
+    o.prompt = prompt;
     o.id = r->id;
     o.user = r->user;
     o.token = token;
@@ -313,6 +323,12 @@ static void emit(llm_sched *s, const sreq *r, int32_t token, const llm_sample_re
     }
     s->outq[(s->oq_head + s->oq_n) % s->oq_cap] = o;
     s->oq_n++;
+}
+
+static void emit(llm_sched *s, const sreq *r, int32_t token, const llm_sample_result *res,
+                 llm_sched_finish fin, int error)
+{
+    emit_out(s, r, token, res, fin, error, 0);
 }
 
 int llm_sched_next_output(llm_sched *s, llm_sched_output *out)
@@ -359,6 +375,15 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     if (q->n_stop < 0 || q->n_stop > LLM_SCHED_MAX_STOP || (q->n_stop > 0 && q->stop_ids == NULL)) {
         llm_seterr(err, "at most %d stop token ids", LLM_SCHED_MAX_STOP);
         return -1;
+    }
+    if (q->prompt_logprobs && s->logit_rows < s->cap_batch + PLP_ROWS) {
+        float *l = realloc(s->logits, (size_t)(s->cap_batch + PLP_ROWS) * (size_t)s->vocab * sizeof(float));
+        if (l == NULL) {
+            llm_seterr(err, "scheduler: out of memory for prompt logprobs");
+            return -1;
+        }
+        s->logits = l;
+        s->logit_rows = s->cap_batch + PLP_ROWS;
     }
     if (q->json && s->cfg.json_vocab == NULL) {
         llm_seterr(err, "JSON mode needs the model's tokenizer, which this engine does not have");
@@ -410,6 +435,9 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     r->n_tokens = r->n_prompt = r->prompt_len = q->n_prompt;
     r->max_tokens = q->max_tokens;
     r->json = q->json != 0;
+    r->plp = q->prompt_logprobs != 0;
+    r->plp_next = 1;
+    r->n_top_lp = q->sampling.n_logprobs;
     if (r->json)
         llm_json_init(&r->json_st, 1);
     if (q->n_stop > 0)
@@ -486,6 +514,35 @@ static sreq *youngest_unplaced(llm_sched *s)
     return NULL;
 }
 
+/* Prompt positions in [from, from + n) whose logits r still needs for its prompt logprobs (position q
+ * gives token q + 1's). */
+static int plp_rows(const sreq *r, int from, int n)
+{
+    if (!r->plp)
+        return 0;
+    int lo = from > r->plp_next - 1 ? from : r->plp_next - 1;
+    int hi = from + n < r->n_prompt - 1 ? from + n : r->n_prompt - 1;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* n cut so that r's prompt-logprob rows fit this step's rows and its client's stream (one entry kept for
+ * the sampled token); 0 when none fits. */
+static int plp_clamp(llm_sched *s, const sreq *r, int from, int n)
+{
+    if (!r->plp || plp_rows(r, from, n) == 0)
+        return n;
+    int room = s->plp_room;
+    if (s->cfg.emit_room != NULL) {
+        int e = s->cfg.emit_room(s->cfg.cb_ctx, r->id, r->user) - 1;
+        room = e < room ? e : room;
+    }
+    room = room > 0 ? room : 0;
+    int lo = from > r->plp_next - 1 ? from : r->plp_next - 1;
+    if (plp_rows(r, from, n) > room)
+        n = lo + room - from;
+    return n;
+}
+
 static void add_chunk(llm_sched *s, sreq *r, int n)
 {
     int si = s->b_nseq++;
@@ -497,8 +554,11 @@ static void add_chunk(llm_sched *s, sreq *r, int n)
         s->b_tok[t] = r->tokens[p];
         s->b_pos[t] = p;
         s->b_seq[t] = si;
-        s->b_want[t] = (k == n - 1 && p == r->n_tokens - 1);
+        s->b_want[t] = (k == n - 1 && p == r->n_tokens - 1) || (r->plp && p < r->n_prompt - 1 && p >= r->plp_next - 1);
     }
+    int rows = plp_rows(r, r->n_computed, n);
+    s->plp_room -= rows;
+    s->b_plp += rows;
     r->placed = 1;
     r->chunk = n;
     s->budget -= n;
@@ -519,6 +579,8 @@ static int place(llm_sched *s, sreq *r, int must_all, int may_preempt)
             return PLACE_SKIP;  /* its output has no room: it would sample now */
         n--;                     /* compute all but the sampling token */
     }
+    if ((n = plp_clamp(s, r, r->n_computed, n)) <= 0)
+        return PLACE_SKIP;
     int need_min = must_all ? n : 1;
     for (;;) {
         long fits = (long)(r->kv.n_blocks + llm_kv_available(s->kv)) * s->bs - r->n_computed;
@@ -657,18 +719,20 @@ static void admit(llm_sched *s, uint64_t now)
     int mb = eff_batch(s);
     while (s->n_waiting > 0 && s->n_running < mb && s->budget > 0) {
         sreq *r = s->waiting[0];
-        int hits_cached;
-        int m = llm_kv_peek_prefix(s->kv, r->tokens, r->n_tokens - 1, &hits_cached);
+        int hits_cached = 0;
+        int m = r->plp ? 0 : llm_kv_peek_prefix(s->kv, r->tokens, r->n_tokens - 1, &hits_cached);
         int n = r->n_tokens - m < s->budget ? r->n_tokens - m : s->budget;
         long blocks = (long)llm_kv_available(s->kv) - hits_cached - spare_blocks(s);
         if (blocks * s->bs < n)
             n = blocks > 0 ? (int)(blocks * s->bs) : 0;
         if (n > 0 && m + n == r->n_tokens && s->cfg.can_emit != NULL && !s->cfg.can_emit(s->cfg.cb_ctx, r->id, r->user))
             n--; /* no room for its first token yet: prefill all but the last token */
+        if (n > 0)
+            n = plp_clamp(s, r, m, n);
         if (n <= 0)
             break; /* the head does not fit: it is not overtaken */
         waiting_remove_at(s, 0);
-        int got = llm_kv_seq_match_prefix(s->kv, &r->kv, r->tokens, r->n_tokens - 1);
+        int got = r->plp ? 0 : llm_kv_seq_match_prefix(s->kv, &r->kv, r->tokens, r->n_tokens - 1);
         if (got < 0 || llm_kv_seq_reserve(s->kv, &r->kv, got + n) != 0) {
             finish(s, r, -1, NULL, LLM_SCHED_FINISH_ERROR, LLM_SCHED_E_NOMEM);
             continue;
@@ -687,6 +751,8 @@ static void build_batch(llm_sched *s, uint64_t now)
 {
     s->b_n = s->b_nseq = 0;
     s->budget = eff_tokens(s);
+    s->plp_room = s->logit_rows - s->cap_batch;
+    s->b_plp = 0;
     uint64_t preempted_before = s->st.preemptions;
     for (int i = 0; i < s->n_running; i++)
         s->running[i]->placed = 0;
@@ -798,6 +864,22 @@ static int device_prepare(llm_sched *s, llm_device_out *dv)
     return any;
 }
 
+/* r's prompt-logprob rows of this step, from logits row `row` on: one output each (prompt = 1). Returns
+ * the row after them. */
+static int prompt_logprobs_out(llm_sched *s, sreq *r, int from, int row)
+{
+    int n = plp_rows(r, from, r->chunk);
+    int q = from > r->plp_next - 1 ? from : r->plp_next - 1;
+    for (int k = 0; k < n; k++, q++, row++) {
+        llm_sample_result res;
+        int32_t id = r->tokens[q + 1];
+        if (llm_token_logprobs(s->logits + (size_t)row * (size_t)s->vocab, s->vocab, id, r->n_top_lp, &res) == 0)
+            emit_out(s, r, id, &res, LLM_SCHED_FINISH_NONE, 0, 1);
+        r->plp_next = q + 2;
+    }
+    return row;
+}
+
 /* The token of logits row `row` of request r, from the device's results or by sampling its logits. */
 static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_result *res)
 {
@@ -837,7 +919,7 @@ int llm_sched_step(llm_sched *s)
     llm_batch batch = { s->b_n, s->b_tok, s->b_pos, s->b_seq, s->b_want, s->b_nseq, s->b_views };
     llm_err err = { { 0 } };
     llm_device_out dv;
-    int use_dv = device_prepare(s, &dv);
+    int use_dv = s->b_plp == 0 && device_prepare(s, &dv); /* prompt-logprob rows: every row comes back */
     int rc = use_dv ? s->be->forward_device(s->be, &batch, &dv, s->logits, &err)
                     : s->be->ops->forward(s->be, &batch, s->logits, &err);
     uint64_t t1 = clock_ns(s);
@@ -867,6 +949,7 @@ int llm_sched_step(llm_sched *s)
     for (int i = 0; i < s->b_nseq; i++) {
         sreq *r = s->b_reqs[i];
         int from = r->n_computed;
+        row = prompt_logprobs_out(s, r, from, row);
         r->n_computed += r->chunk;
         if (from < r->prompt_len)
             s->st.tokens_in += (uint64_t)((r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len) - from);

@@ -89,6 +89,7 @@ typedef struct {
     float             logprob;    /* of token under the model (penalised, before temperature) */
     int               n_top;
     llm_token_logprob top[LLM_SAMPLING_MAX_LOGPROBS];
+    int               prompt;     /* 1: token is a prompt token and logprob its prompt logprob, not output */
     llm_sched_finish  finish;
     int               error;      /* llm_sched_error when finish == ERROR */
     /* request figures (filled on every record; timings are final on the last) */
@@ -112,6 +113,8 @@ typedef struct {
     void (*on_output)(void *ctx, const llm_sched_output *o);
     /* Optional back-pressure: 0 = the request cannot take a token now (skipped this step). */
     int  (*can_emit)(void *ctx, uint64_t id, void *user);
+    /* Optional: how many outputs the request can take now (prompt logprobs are held to it). */
+    int  (*emit_room)(void *ctx, uint64_t id, void *user);
     void *cb_ctx;
     /* The vocabulary's bytes for JSON-mode requests (json_mode.h); NULL: such requests are refused. */
     const llm_json_vocab *json_vocab;
@@ -127,6 +130,9 @@ typedef struct {
     llm_sampling_params sampling;
     const llm_logit_bias *bias;      /* copied; n_bias entries (llm_sampler_set_bias) */
     int                 n_bias;
+    int                 prompt_logprobs; /* 1: first the logprob (and sampling.n_logprobs alternatives) of
+                                      * each prompt token from the second on, as outputs with prompt = 1, from
+                                      * the raw logits; such a request does not use the prefix cache */
     int                 json;        /* 1: JSON mode, the output is one JSON object (json_mode.h); it ends
                                       * ("stop") when the object closes, end-of-generation is masked */
     int                 max_tokens;  /* >= 1 */

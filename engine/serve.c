@@ -41,6 +41,14 @@ static int can_emit(void *ctx, uint64_t id, void *user)
     return llm_server_stream_space(c->srv, (uint32_t)id) > 0;
 }
 
+static int emit_room(void *ctx, uint64_t id, void *user)
+{
+    serve_ctx *c = ctx;
+    (void)user;
+    uint32_t n = llm_server_stream_space(c->srv, (uint32_t)id);
+    return n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
 static void on_output(void *ctx, const llm_sched_output *o)
 {
     serve_ctx *c = ctx;
@@ -56,7 +64,7 @@ static void on_output(void *ctx, const llm_sched_output *o)
         /* llm_server_push / llm_server_finish / the pop count tokens and finishes
          * in the metrics block and fill the TTFT, TPOT and queue-time histograms
          * (from the slot's submit time, which includes the ring hop). */
-        llm_server_push(c->srv, slot, o->token, o->logprob, top, (uint32_t)n_top);
+        llm_server_push_ex(c->srv, slot, o->token, o->logprob, top, (uint32_t)n_top, o->prompt ? LLM_ENTRY_PROMPT : 0);
     }
     if (o->finish == LLM_SCHED_FINISH_NONE)
         return;
@@ -101,6 +109,7 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.bias = bias;
     r.n_bias = nb <= LLM_SHM_MAX_BIAS ? (int)nb : -1;
     r.json = (p->flags & LLM_PARAM_JSON) != 0;
+    r.prompt_logprobs = (p->flags & LLM_PARAM_PROMPT_LOGPROBS) != 0;
     r.max_tokens = p->max_tokens;
     r.stop_ids = p->stop_ids;
     r.n_stop = (int)(p->n_stop <= LLM_SCHED_MAX_STOP ? p->n_stop : LLM_SCHED_MAX_STOP);
@@ -200,6 +209,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     llm_sched_config sc = o->sched;
     sc.on_output = on_output;
     sc.can_emit = can_emit;
+    sc.emit_room = emit_room;
     sc.cb_ctx = &c;
     /* JSON mode's token bytes; without a tokenizer such requests are refused */
     llm_json_vocab *jv = m->tok != NULL ? llm_json_vocab_new(m->tok) : NULL;

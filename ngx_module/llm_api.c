@@ -429,9 +429,11 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     long long iv;
     int rc, b;
 
-    /* max_completion_tokens is the chat API's newer name; either is accepted. */
-    if ((rc = get_int(root, "max_tokens", 1, 1e9, &iv, e)) < 0) return -1;
+    /* max_completion_tokens is the chat API's newer name; either is accepted. 0 only with echo. */
+    if (r->kind == LLM_API_COMPLETIONS && get_bool(root, "echo", &r->echo, e) < 0) return -1;
+    if ((rc = get_int(root, "max_tokens", r->echo ? 0 : 1, 1e9, &iv, e)) < 0) return -1;
     if (rc) r->max_tokens = (int)iv;
+    if (rc && iv == 0) r->echo_only = 1;
     if ((rc = get_int(root, "max_completion_tokens", 1, 1e9, &iv, e)) < 0) return -1;
     if (rc) r->max_tokens = (int)iv;
 

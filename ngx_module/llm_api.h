@@ -77,6 +77,9 @@ typedef struct {
     int          include_usage;
     int          ignore_eos;
     int          json;        /* response_format {"type": "json_object"}: JSON mode */
+    int          echo;        /* completions: the prompt comes back before the completion (with logprobs: its
+                               * tokens' logprobs too) */
+    int          echo_only;   /* max_tokens 0 with echo: the prompt (and its logprobs) and nothing generated */
     const char  *user;
     /* logit_bias: {"<token id>": bias}, in the body's order (a repeated id: the last one counts) */
     int32_t     *bias_ids;    /* malloc'd; ids not yet checked against the vocabulary */

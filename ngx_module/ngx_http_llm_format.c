@@ -186,6 +186,23 @@ cJSON *ngx_http_llm_logprob_entry(const ngx_http_llm_resp_t *r, const llm_tokeni
     return e;
 }
 
+cJSON *ngx_http_llm_logprob_entry_null(const ngx_http_llm_resp_t *r, const llm_tokenizer *tok, int32_t id,
+                                       size_t text_off)
+{
+    (void)r;
+    cJSON *e = cJSON_CreateObject();
+    if (e == NULL) return NULL;
+    const char *s;
+    size_t len;
+    piece(tok, id, &s, &len);
+    add_text(e, "token", s, len);
+    cJSON_AddNullToObject(e, "logprob");
+    cJSON_AddItemToObject(e, "bytes", bytes_array(s, len));
+    cJSON_AddNullToObject(e, "top_logprobs");
+    cJSON_AddNumberToObject(e, "text_offset", (double)text_off);
+    return e;
+}
+
 cJSON *ngx_http_llm_logprobs_new(const ngx_http_llm_resp_t *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -213,6 +230,11 @@ void ngx_http_llm_logprobs_add(const ngx_http_llm_resp_t *r, cJSON *lp, cJSON *e
     cJSON_AddItemToArray(cJSON_GetObjectItem(lp, "tokens"), cJSON_DetachItemFromObject(e, "token"));
     cJSON_AddItemToArray(cJSON_GetObjectItem(lp, "token_logprobs"), cJSON_DetachItemFromObject(e, "logprob"));
     cJSON_AddItemToArray(cJSON_GetObjectItem(lp, "text_offset"), cJSON_DetachItemFromObject(e, "text_offset"));
+    if (cJSON_IsNull(cJSON_GetObjectItem(e, "top_logprobs"))) { /* a first prompt token: nothing to condition on */
+        cJSON_AddItemToArray(cJSON_GetObjectItem(lp, "top_logprobs"), cJSON_CreateNull());
+        cJSON_Delete(e);
+        return;
+    }
     cJSON *map = cJSON_CreateObject(), *t;
     cJSON_ArrayForEach(t, cJSON_GetObjectItem(e, "top_logprobs")) {
         const cJSON *tok = cJSON_GetObjectItem(t, "token"), *l = cJSON_GetObjectItem(t, "logprob");

@@ -45,6 +45,9 @@ cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, uint32_t prompt_to
  * (chat: {"content":[...]}, completions: tokens / token_logprobs / top_logprobs / text_offset). */
 cJSON *ngx_http_llm_logprob_entry(const ngx_http_llm_resp_t *r, const llm_tokenizer *tok,
                                   const llm_shm_token *tk, int top_n, size_t text_off);
+/* The same for a prompt's first token (echo): logprob and top_logprobs null. */
+cJSON *ngx_http_llm_logprob_entry_null(const ngx_http_llm_resp_t *r, const llm_tokenizer *tok, int32_t id,
+                                       size_t text_off);
 cJSON *ngx_http_llm_logprobs_new(const ngx_http_llm_resp_t *r);
 void   ngx_http_llm_logprobs_add(const ngx_http_llm_resp_t *r, cJSON *lp, cJSON *entry); /* takes entry */
 cJSON *ngx_http_llm_logprobs_wrap(const ngx_http_llm_resp_t *r, cJSON *entry);      /* new + add */

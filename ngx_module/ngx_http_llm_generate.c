@@ -13,6 +13,8 @@ typedef struct {
     unsigned         started:1, done:1;
     const char      *finish;      /* "stop" / "length" once done */
     llm_detok        detok;
+    llm_detok        pdetok;      /* echo: the prompt's text */
+    unsigned         echo_open:1; /* echo: prompt text may be held in pdetok */
     llm_stop_matcher stop;
     uint32_t         n_gen;
     ngx_http_llm_text_t text;     /* whole text (non-streaming) */
@@ -192,10 +194,58 @@ static int ngx_http_llm_out(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_
     return ngx_http_llm_text_append(&s->text, t, len);
 }
 
+/* A logprobs entry of choice i: collected for the response (NULL back), or wrapped for its stream chunk. */
+static cJSON *ngx_http_llm_lp_take(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *s, cJSON *entry)
+{
+    if (ctx->q.stream) return ngx_http_llm_logprobs_wrap(&ctx->resp, entry);
+    if (s->lp == NULL) s->lp = ngx_http_llm_logprobs_new(&ctx->resp);
+    ngx_http_llm_logprobs_add(&ctx->resp, s->lp, entry);
+    return NULL;
+}
+
+/* echo: one prompt token of choice i, its text and (with logprobs) its entry: tk NULL for the first
+ * token, whose logprob is null. */
+static int ngx_http_llm_echo_token(ngx_http_llm_ctx_t *ctx, int i, int32_t id, const llm_shm_token *tk)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[i];
+    char piece[1024];
+    size_t n = llm_detok_push(&s->pdetok, id, piece, sizeof piece);
+    cJSON *lp = NULL;
+    if (ctx->q.logprobs)
+        lp = ngx_http_llm_lp_take(ctx, s, tk ? ngx_http_llm_logprob_entry(&ctx->resp, ctx->tok, tk, ctx->q.top_logprobs,
+                                                                          s->text_off)
+                                             : ngx_http_llm_logprob_entry_null(&ctx->resp, ctx->tok, id, s->text_off));
+    s->text_off += n;
+    s->echo_open = 1;
+    return ngx_http_llm_out(ctx, i, piece, n, lp);
+}
+
+/* echo: the prompt is over; what its text held back goes out. */
+static int ngx_http_llm_echo_close(ngx_http_llm_ctx_t *ctx, int i)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[i];
+    if (!s->echo_open) return 0;
+    s->echo_open = 0;
+    char tail[64];
+    size_t n = llm_detok_flush(&s->pdetok, tail, sizeof tail);
+    s->text_off += n;
+    return ngx_http_llm_out(ctx, i, tail, n, NULL);
+}
+
 /* Takes one token of choice i. Returns -1 on an output failure. */
 static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_token *tk)
 {
     ngx_http_llm_seq_t *s = &ctx->seq[i];
+    if (tk->flags & LLM_ENTRY_PROMPT) return ctx->q.echo ? ngx_http_llm_echo_token(ctx, i, tk->id, tk) : 0;
+    if (ngx_http_llm_echo_close(ctx, i)) return -1;
+    if (ctx->q.echo_only) { /* max_tokens 0: the prompt was all; the token the engine made is dropped */
+        s->finish = "length";
+        s->done = 1;
+        ctx->n_done++;
+        llm_client_release(ctx->eng->client, s->h);
+        s->started = 0;
+        return 0;
+    }
     s->n_gen++;
     if (!ctx->q.ignore_eos && ngx_http_llm_is_eog(ctx, tk->id)) {
         s->finish = "stop"; /* the engine ends the request right after */
@@ -208,16 +258,9 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
     int hit = llm_stop_push(&s->stop, piece, n, &out, &olen);
     if (hit < 0) return -1;
     cJSON *lp = NULL;
-    if (ctx->q.logprobs) {
-        lp = ngx_http_llm_logprob_entry(&ctx->resp, ctx->tok, tk, ctx->q.top_logprobs, s->text_off);
-        if (!ctx->q.stream) {  /* collect; the stream sends it with the chunk */
-            if (s->lp == NULL) s->lp = ngx_http_llm_logprobs_new(&ctx->resp);
-            ngx_http_llm_logprobs_add(&ctx->resp, s->lp, lp);
-            lp = NULL;
-        } else {
-            lp = ngx_http_llm_logprobs_wrap(&ctx->resp, lp);
-        }
-    }
+    if (ctx->q.logprobs)
+        lp = ngx_http_llm_lp_take(ctx, s, ngx_http_llm_logprob_entry(&ctx->resp, ctx->tok, tk, ctx->q.top_logprobs,
+                                                                     s->text_off));
     s->text_off += olen;
     if (ngx_http_llm_out(ctx, i, out, olen, lp)) return -1;
     if (hit) {
@@ -234,6 +277,7 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
 static int ngx_http_llm_seq_end(ngx_http_llm_ctx_t *ctx, int i, const llm_req_status *st)
 {
     ngx_http_llm_seq_t *s = &ctx->seq[i];
+    if (ngx_http_llm_echo_close(ctx, i)) return -1;
     char tail[64];
     size_t n = llm_detok_flush(&s->detok, tail, sizeof tail);
     const char *out;
@@ -467,6 +511,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     }
     p.n_bias = (uint32_t)ctx->q.n_bias;
     if (ctx->q.json) p.flags |= LLM_PARAM_JSON;
+    if (ctx->q.echo && ctx->q.logprobs) p.flags |= LLM_PARAM_PROMPT_LOGPROBS;
     if (ctx->q.ignore_eos) p.flags |= LLM_PARAM_IGNORE_EOS;
     else {
         for (int i = 0; i < ctx->n_eog && i < LLM_SHM_MAX_STOP; i++) p.stop_ids[i] = ctx->eog[i];
@@ -479,6 +524,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     for (int i = 0; i < ctx->n; i++) {
         ngx_http_llm_seq_t *s = &ctx->seq[i];
         llm_detok_init(&s->detok, ctx->tok);
+        llm_detok_init(&s->pdetok, ctx->tok);
         /* A completion continues its prompt: prompt + text is the whole text, so a first token's leading
          * space stays (" there", not "there"; SentencePiece drops it only at the start of a text). A chat
          * message starts a text of its own. */
@@ -504,6 +550,15 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     if (ctx->q.stream) {
         if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->streams, 1);
         if (ngx_http_llm_send_stream_header(ctx) != NGX_OK) return NGX_ERROR;
+    }
+    /* echo: the prompt's text now; with logprobs only its first token (null logprob), the engine sends
+     * the others' */
+    for (int i = 0; ctx->q.echo && i < ctx->n; i++) {
+        const int32_t *ids = pr->ids[i / ctx->q.n];
+        size_t n = ctx->q.logprobs ? 1 : pr->n_ids[i / ctx->q.n];
+        for (size_t k = 0; k < n; k++)
+            if (ngx_http_llm_echo_token(ctx, i, ids[k], NULL)) return NGX_ERROR;
+        if (!ctx->q.logprobs && ngx_http_llm_echo_close(ctx, i)) return NGX_ERROR;
     }
     ctx->start = ngx_current_msec;
     ctx->queue_timeout = lcf->queue_timeout;
@@ -545,7 +600,7 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     ctx->n = n;            /* choice i: prompt i / q.n (OpenAI's order for a list of prompts) */
 
     ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
-    int max_tokens = ctx->q.max_tokens ? ctx->q.max_tokens : (int)dflt;
+    int max_tokens = ctx->q.echo_only ? 1 : ctx->q.max_tokens ? ctx->q.max_tokens : (int)dflt;
     if (max_tokens > lcf->max_tokens)
         return ngx_http_llm_error(r, 400, "max_tokens", "invalid_value",
                                   "max_tokens is %d; this server allows at most %i", max_tokens, lcf->max_tokens);

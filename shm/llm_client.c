@@ -400,6 +400,7 @@ int llm_client_read(llm_client *c, llm_req r, llm_shm_token *out, int max, llm_r
         out[n].id = e->id;
         out[n].logprob = e->logprob;
         out[n].n_top = e->n_top <= max_top ? e->n_top : max_top;
+        out[n].flags = e->flags;
         if (out[n].n_top)
             memcpy(out[n].top, e + 1, out[n].n_top * sizeof out[n].top[0]);
         n++;

@@ -382,6 +382,12 @@ uint32_t llm_server_stream_space(llm_server *s, uint32_t slot)
 int llm_server_push(llm_server *s, uint32_t slot, int32_t id, float logprob, const llm_shm_logprob *top,
                     uint32_t n_top)
 {
+    return llm_server_push_ex(s, slot, id, logprob, top, n_top, 0);
+}
+
+int llm_server_push_ex(llm_server *s, uint32_t slot, int32_t id, float logprob, const llm_shm_logprob *top,
+                       uint32_t n_top, uint32_t flags)
+{
     llm_shm_slot *sl = slot_at(s, slot);
     if (!sl)
         return LLM_SHM_E_INVAL;
@@ -398,22 +404,27 @@ int llm_server_push(llm_server *s, uint32_t slot, int32_t id, float logprob, con
     e->id = id;
     e->logprob = logprob;
     e->n_top = nt;
+    e->flags = flags;
     if (nt)
         memcpy(e + 1, top, nt * sizeof *top);
     atomic_store_explicit(&sl->stream_head, hd + 1, memory_order_release);
 
     llm_shm_metrics *m = s->map.metrics;
     uint64_t now = llm_shm_now_ns();
-    if (sl->n_generated == 0) {
+    if (flags & LLM_ENTRY_PROMPT) {
+        /* not a generated token */
+    } else if (sl->n_generated == 0) {
         sl->first_ns = now;
         if (now > sl->submit_ns)
             llm_hist_observe(&m->ttft, now - sl->submit_ns);
     } else if (now > sl->last_ns) {
         llm_hist_observe(&m->tpot, now - sl->last_ns);
     }
-    sl->last_ns = now;
-    sl->n_generated++;
-    atomic_fetch_add_explicit(&m->tokens_out, 1, memory_order_relaxed);
+    if (!(flags & LLM_ENTRY_PROMPT)) {
+        sl->last_ns = now;
+        sl->n_generated++;
+        atomic_fetch_add_explicit(&m->tokens_out, 1, memory_order_relaxed);
+    }
     if (!(w & LLM_SLOT_DETACHED))
         notify(s, LLM_SLOT_OWNER(w));
     return 0;

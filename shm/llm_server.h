@@ -54,6 +54,10 @@ uint32_t llm_server_stream_space(llm_server *s, uint32_t slot);
  * reads), or LLM_SHM_E_INVAL for a slot not RUNNING. */
 int  llm_server_push(llm_server *s, uint32_t slot, int32_t id, float logprob,
                      const llm_shm_logprob *top, uint32_t n_top);
+/* The same with entry flags (LLM_ENTRY_*): an LLM_ENTRY_PROMPT entry is not a generated token (no
+ * count, no latency figures). */
+int  llm_server_push_ex(llm_server *s, uint32_t slot, int32_t id, float logprob,
+                        const llm_shm_logprob *top, uint32_t n_top, uint32_t flags);
 /* End a RUNNING request. error is kept for LLM_FINISH_ERROR. A slot the client let go is freed. */
 int  llm_server_finish(llm_server *s, uint32_t slot, llm_finish_reason why, int32_t error);
 

@@ -117,6 +117,7 @@ typedef struct {
 #define LLM_SHM_PARAMS_USED(p) (offsetof(llm_shm_params, bias) + (size_t)(p)->n_bias * sizeof(llm_shm_bias))
 #define LLM_PARAM_IGNORE_EOS 1u
 #define LLM_PARAM_JSON       2u /* JSON mode: the output is one JSON object (engine/json_mode.h) */
+#define LLM_PARAM_PROMPT_LOGPROBS 4u /* the prompt tokens' logprobs (and n_logprobs alternatives) first */
 
 void llm_shm_params_defaults(llm_shm_params *p); /* greedy, max_tokens 16 */
 
@@ -127,6 +128,7 @@ typedef struct {
     int32_t         id;
     float           logprob;
     uint32_t        n_top;
+    uint32_t        flags;        /* LLM_ENTRY_* */
     llm_shm_logprob top[LLM_SHM_MAX_TOP];
 } llm_shm_token;
 
@@ -263,8 +265,11 @@ typedef struct {
     int32_t  id;
     float    logprob;
     uint32_t n_top;
-    uint32_t pad_;
+    uint32_t flags;   /* LLM_ENTRY_* */
 } llm_shm_entry;
+/* A prompt token's logprob (LLM_PARAM_PROMPT_LOGPROBS): these come first, in prompt order from the
+ * second prompt token on, and are not generated tokens. */
+#define LLM_ENTRY_PROMPT 1u
 
 /* ---- a mapped segment, as either side sees it ---- */
 typedef struct {

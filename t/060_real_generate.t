@@ -570,3 +570,71 @@ POST /v1/completions
 --- error_code: 200
 --- response_body_like eval
 qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":10,"completion_tokens":80,"total_tokens":90\}/
+
+=== TEST 34: echo: the prompt's text, then the greedy completion
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0, "echo": true}
+--- error_code: 200
+--- response_body_like chomp
+"text":"Once upon a time, there was a little girl named Lily","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":10,"total_tokens":15\}
+
+=== TEST 35: echo with logprobs and max_tokens 0: the prompt tokens' logprobs (the first null); "," as when it is generated (TEST 21)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": [1, 403, 407, 261, 378, 432], "max_tokens": 0, "echo": true, "logprobs": 2}
+--- error_code: 200
+--- response_body_like chomp
+"text":"Once upon a time,","logprobs":\{"tokens":\["<s>"," Once"," upon"," a"," time",","\],"token_logprobs":\[null,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-0\.03\d*\],"top_logprobs":\[null,\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{",":-0\.03\d*," there":-3\.5\d*\}\],"text_offset":\[0,0,4,9,11,16\]\},"finish_reason":"length"\}\],"usage":\{"prompt_tokens":6,"completion_tokens":0,"total_tokens":6\}
+
+=== TEST 36: streamed echo with logprobs: the prompt's tokens come first, one chunk each, then the completion's
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 2, "temperature": 0, "echo": true, "logprobs": 0, "stream": true}
+--- error_code: 200
+--- response_body_like chomp
+^data: \{[^\n]*"text":"","logprobs":\{"tokens":\["<s>"\],"token_logprobs":\[null\],"top_logprobs":\[null\],"text_offset":\[0\]\}[^\n]*\n\ndata: \{[^\n]*"text":"Once","logprobs":\{"tokens":\[" Once"\][^\n]*\n\ndata: \{[^\n]*"text":" upon"[^\n]*\n\ndata: \{[^\n]*"text":" a"[^\n]*\n\ndata: \{[^\n]*"text":" time"[^\n]*\n\ndata: \{[^\n]*"text":",","logprobs":\{"tokens":\[","\],"token_logprobs":\[-0\.03\d*\][^\n]*\n\ndata: \{[^\n]*"text":" there"[^\n]*\n\ndata: \{[^\n]*"finish_reason":"length"\}\]\}\n\ndata: \[DONE\]\n\n$
+
+=== TEST 37: max_tokens 0 without echo is refused
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 0}
+--- error_code: 400
+--- response_body_like chomp
+"message":"'max_tokens' must be between 1 and 1000000000, got 0","type":"invalid_request_error","param":"max_tokens"

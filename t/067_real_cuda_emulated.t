@@ -150,6 +150,23 @@ POST /v1/completions
 --- response_body_like eval
 do { my $t = $ENV{TEST_NGINX_REF_JSON}; $t =~ s/(["\\])/\\$1/g; $t =~ s/\n/\\n/g; $t =~ s/\r/\\r/g; $t =~ s/\t/\\t/g; qr/"text":"\Q$t\E","logprobs":null,"finish_reason":"stop"\}\],"usage"/ }
 
+=== TEST 5e: echo with prompt logprobs: the prompt's logits from the device's prefill, the CPU's values
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": [1, 403, 407, 261, 378, 432], "max_tokens": 0, "echo": true, "logprobs": 2}
+--- error_code: 200
+--- response_body_like chomp
+"text":"Once upon a time,","logprobs":\{"tokens":\["<s>"," Once"," upon"," a"," time",","\],"token_logprobs":\[null,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-0\.03\d*\],"top_logprobs":\[null,\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{",":-0\.03\d*," there":-3\.5\d*\}\],"text_offset":\[0,0,4,9,11,16\]\},"finish_reason":"length"\}\],"usage":\{"prompt_tokens":6,"completion_tokens":0,"total_tokens":6\}
+
 === TEST 6: logprobs and top alternatives computed on the device: t/060's values
 --- main_config
 load_module $TEST_NGINX_MODULE;

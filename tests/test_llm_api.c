@@ -200,6 +200,21 @@ int main(void)
         bad(LLM_API_COMPLETIONS, body, "prompt", "65 prompts");
     }
 
+    /* echo */
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"echo\":true,\"max_tokens\":0,\"logprobs\":1}", &r, &e), 0,
+           "echo with max_tokens 0 parses");
+    ok(r.echo && r.echo_only && r.logprobs && r.top_logprobs == 1, "echo, nothing generated, logprobs");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"echo\":true,\"max_tokens\":3}", &r, &e), 0, "echo parses");
+    ok(r.echo && !r.echo_only && r.max_tokens == 3, "echo, then 3 tokens");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"echo\":true}", &r, &e), 0,
+           "chat: echo is not a chat parameter (ignored)");
+    ok(!r.echo, "... and not set");
+    llm_api_req_free(&r);
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":0}", "max_tokens", "max_tokens 0 without echo");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"echo\":1}", "echo", "echo as a number");
+
     /* response_format */
     is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_object\"}}",
                  &r, &e), 0, "response_format json_object parses");

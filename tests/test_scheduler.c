@@ -905,6 +905,124 @@ static void test_real_model(void)
     llm_model_free(m);
 }
 
+/* Prompt logprobs: a 150-token prompt (more rows than a step spends on them, so it spans steps), a short
+ * one, and a request without them sharing the long one's prefix, under a tight token budget and KV pool
+ * (chunks, preemption). Each prompt logprob must be the log-softmax of the whole prompt's one-pass logits
+ * at that position (a fresh fake backend, one forward), once each, in order, before any generated token;
+ * the generated tokens must be those of the same requests without prompt logprobs. */
+#define PLP_LONG 150
+typedef struct {
+    int     n_prompt_out, order_ok, gen;
+    int32_t tok[PLP_LONG], gtok[16];
+    float   lp[PLP_LONG];
+    int32_t top0[PLP_LONG];
+} plp_result;
+
+static void plp_run(int with_plp, const req_spec *q, int n, plp_result *out, llm_sched_stats *st)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 256, 21, 8);
+    llm_sched_config cfg = { 0 };
+    cfg.max_batch_size = 3;
+    cfg.max_batched_tokens = 40;
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(&e.be, &cfg, &err);
+    memset(out, 0, (size_t)n * sizeof(*out));
+    for (int i = 0; i < n; i++) {
+        llm_sched_request rq = { 0 };
+        rq.id = (uint64_t)i;
+        rq.prompt = q[i].prompt;
+        rq.n_prompt = q[i].n_prompt;
+        rq.sampling = q[i].sp;
+        rq.max_tokens = q[i].max_tokens;
+        rq.prompt_logprobs = with_plp && i < 2;
+        out[i].order_ok = 1;
+        if (llm_sched_submit(s, &rq, &err) != 0)
+            diag("submit: %s", err.msg);
+    }
+    int guard = 0, more = 1;
+    while (more && guard++ < 10000) {
+        more = llm_sched_step(s) > 0;
+        llm_sched_output o;
+        while (llm_sched_next_output(s, &o)) {
+            plp_result *r = &out[o.id];
+            if (o.prompt) {
+                r->order_ok &= r->gen == 0 && r->n_prompt_out < PLP_LONG;
+                if (r->n_prompt_out < PLP_LONG) {
+                    r->tok[r->n_prompt_out] = o.token;
+                    r->lp[r->n_prompt_out] = o.logprob;
+                    r->top0[r->n_prompt_out] = o.n_top > 0 ? o.top[0].id : -1;
+                    r->n_prompt_out++;
+                }
+            } else if (o.token >= 0 && r->gen < 16) {
+                r->gtok[r->gen++] = o.token;
+            }
+        }
+    }
+    llm_sched_get_stats(s, st);
+    llm_sched_destroy(s);
+    fake_env_free(&e);
+}
+
+static void test_prompt_logprobs(void)
+{
+    static req_spec q[3];
+    memset(q, 0, sizeof(q));
+    const int lens[3] = { PLP_LONG, 20, 60 };
+    for (int i = 0; i < 3; i++) {
+        llm_sampling_defaults(&q[i].sp);
+        q[i].sp.temperature = i == 1 ? 0.8f : 0.0f;
+        q[i].sp.seed = 7;
+        q[i].sp.n_logprobs = 2;
+        q[i].max_tokens = 6;
+        q[i].n_prompt = lens[i];
+        for (int k = 0; k < lens[i]; k++)
+            q[i].prompt[k] = (int32_t)((k * 13 + i * (k > 40)) % 64); /* 2 shares 0's first 41 tokens */
+    }
+    static plp_result with[3], without[3];
+    llm_sched_stats st, st0;
+    plp_run(1, q, 3, with, &st);
+    plp_run(0, q, 3, without, &st0);
+    ok(st.preemptions > 0, "the tight pool preempted requests (%llu)", (unsigned long long)st.preemptions);
+    for (int i = 0; i < 2; i++) {
+        /* the reference: the whole prompt in one forward on a fresh backend */
+        fake_env e;
+        fake_env_init(&e, 64, 256, 26, 8);
+        int n = q[i].n_prompt;
+        int32_t pos[PLP_LONG], seq[PLP_LONG] = { 0 }, blocks[32];
+        uint8_t want[PLP_LONG];
+        for (int k = 0; k < n; k++) {
+            pos[k] = k;
+            want[k] = 1;
+        }
+        for (int b = 0; b < 32; b++)
+            blocks[b] = b < 26 ? b : -1;
+        llm_seq_view view = { blocks, (n + 7) / 8 };
+        llm_batch b = { n, q[i].prompt, pos, seq, want, 1, &view };
+        float *lg = malloc((size_t)n * 64 * sizeof(float));
+        llm_err err = { { 0 } };
+        int same = e.be.ops->forward(&e.be, &b, lg, &err) == 0 && with[i].n_prompt_out == n - 1;
+        for (int k = 0; same && k < n - 1; k++) {
+            llm_sample_result res;
+            llm_token_logprobs(lg + (size_t)k * 64, 64, q[i].prompt[k + 1], 2, &res);
+            same &= with[i].tok[k] == q[i].prompt[k + 1] && with[i].lp[k] == res.logprob &&
+                    with[i].top0[k] == res.top[0].id;
+        }
+        ok(same && with[i].order_ok, "request %d: %d prompt logprobs, each once, in order, before the output, "
+           "equal to one forward over the whole prompt", i, with[i].n_prompt_out);
+        ok(with[i].gen == without[i].gen && memcmp(with[i].gtok, without[i].gtok, sizeof with[i].gtok) == 0,
+           "request %d: the same %d generated tokens as without prompt logprobs", i, with[i].gen);
+        free(lg);
+        fake_env_free(&e);
+    }
+    ok(with[2].n_prompt_out == 0 && with[2].gen == without[2].gen &&
+       memcmp(with[2].gtok, without[2].gtok, sizeof with[2].gtok) == 0,
+       "a request without them: no prompt outputs, the same tokens");
+    ok(st.cached_tokens < st0.cached_tokens || st0.cached_tokens == 0,
+       "prompt-logprob requests take nothing from the prefix cache (%llu cached tokens against %llu)",
+       (unsigned long long)st.cached_tokens, (unsigned long long)st0.cached_tokens);
+}
+
 int main(void)
 {
     test_batching_independence();
@@ -914,6 +1032,7 @@ int main(void)
     test_hold();
     test_backpressure_and_errors();
     test_oom_self_heal();
+    test_prompt_logprobs();
     test_real_model();
     return done_testing();
 }

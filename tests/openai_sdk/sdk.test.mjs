@@ -150,3 +150,13 @@ test('a list of prompts: one choice per prompt, in order', async () => {
         temperature: 0 });
     assert.deepEqual(r.choices.map((c) => [c.index, c.text]), [[0, refCompletion], [1, refCompletion]]);
 });
+
+test('echo with logprobs and max_tokens 0: the prompt scored, its first token null', async () => {
+    const r = await client.completions.create({ model, prompt: PROMPT, max_tokens: 0, echo: true, logprobs: 1 });
+    const c = r.choices[0];
+    assert.equal(c.text, PROMPT);
+    assert.equal(c.logprobs.token_logprobs[0], null);
+    assert.ok(c.logprobs.token_logprobs.slice(1).every((x) => typeof x === 'number' && x <= 0), JSON.stringify(c.logprobs));
+    assert.equal(c.logprobs.tokens.length, r.usage.prompt_tokens);
+    assert.equal(r.usage.completion_tokens, 0);
+});
