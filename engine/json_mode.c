@@ -240,8 +240,15 @@ struct llm_json_vocab {
     int       n;
     uint32_t *off, *len;
     char     *bytes;
-    uint8_t  *plain; /* 1: no '"', '\\' or control byte, so the token continues any string as it is */
+    uint32_t *info;  /* a token's first bytes, packed (I_*): one load decides most tokens */
+    int32_t  *cand;  /* llm_json_mask's scratch: tokens to feed */
 };
+
+/* info: first byte | first byte after the leading whitespace << 8 | leading whitespace bytes (at most 255)
+ * << 16 | I_PLAIN (no '"', '\\' or control byte: it continues any string as it is) | I_ALLWS (whitespace
+ * only). A control token (never allowed) has first byte 0, which no state takes. */
+#define I_PLAIN (1u << 24)
+#define I_ALLWS (1u << 25)
 
 llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
 {
@@ -261,8 +268,10 @@ llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
             total += k;
     }
     v->bytes = malloc(total + 1);
-    v->plain = calloc((size_t)v->n + 1, 1);
-    if (v->off == NULL || v->len == NULL || v->bytes == NULL || v->plain == NULL || total > UINT32_MAX) {
+    v->info = calloc((size_t)v->n + 1, sizeof(uint32_t));
+    v->cand = malloc(((size_t)v->n + 1) * sizeof(int32_t));
+    if (v->off == NULL || v->len == NULL || v->bytes == NULL || v->info == NULL || v->cand == NULL ||
+        total > UINT32_MAX) {
         llm_json_vocab_free(v);
         return NULL;
     }
@@ -276,10 +285,17 @@ llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
         memcpy(v->bytes + at, p, k);
         v->len[id] = (uint32_t)k;
         at += k;
-        v->plain[id] = k > 0;
+        if (k == 0)
+            continue;
+        uint32_t plain = I_PLAIN;
         for (size_t i = 0; i < k; i++)
             if ((uint8_t)p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
-                v->plain[id] = 0;
+                plain = 0;
+        size_t w = 0;
+        while (w < k && is_ws((uint8_t)p[w]))
+            w++;
+        v->info[id] = (uint8_t)p[0] | (uint32_t)(w < k ? (uint8_t)p[w] : 0) << 8 | (uint32_t)(w < 255 ? w : 255) << 16 |
+                      plain | (w == k ? I_ALLWS : 0);
     }
     return v;
 }
@@ -291,7 +307,8 @@ void llm_json_vocab_free(llm_json_vocab *v)
     free(v->off);
     free(v->len);
     free(v->bytes);
-    free(v->plain);
+    free(v->info);
+    free(v->cand);
     free(v);
 }
 
@@ -309,26 +326,57 @@ const char *llm_json_token_bytes(const llm_json_vocab *v, int32_t id, size_t *le
 
 int llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logits, int n_logits)
 {
-    /* the bytes that may come next: most states allow a handful, so most tokens fail on their first byte */
-    uint8_t first[256];
+    /* The bytes that may come next (most states allow a handful), and, where a whitespace byte leads to a
+     * state between tokens of structure (whitespace then keeps it as it is: after '{', after a value, at
+     * the end of a number), the bytes that may follow a token's leading whitespace. A first pass decides
+     * every token from its packed first bytes without a branch: refused, or kept as a candidate; inside a
+     * string, tokens with no quote, backslash or control byte are taken as they are. The candidates (a
+     * few thousand at most outside strings) are then fed to a copy of the state. */
+    uint8_t first[256], after_ws[256];
     for (int c = 0; c < 256; c++) {
         llm_json_state t = *s;
         first[c] = step(&t, (uint8_t)c) == 0;
     }
-    int left = 0, in_string = s->st == J_STR;
-    for (int id = 0; id < n_logits; id++) {
-        if (in_string && id < v->n && v->plain[id]) { /* most of the vocabulary inside a string */
-            left++;
-            continue;
+    llm_json_state sw = *s;
+    unsigned ws_short = step(&sw, ' ') == 0 && sw.st <= J_DONE;
+    for (int c = 0; c < 256; c++) {
+        llm_json_state t = sw;
+        after_ws[c] = ws_short && step(&t, (uint8_t)c) == 0;
+    }
+    unsigned budget = LLM_JSON_MAX_WS + 1 - sw.ws; /* leading whitespace bytes a token may have */
+    int n = n_logits < v->n ? n_logits : v->n, m = 0, left = 0;
+    int32_t *cand = v->cand;
+    if (s->st == J_STR) {
+        for (int id = 0; id < n; id++) {
+            uint32_t x = v->info[id];
+            unsigned plain = (x & I_PLAIN) != 0, maybe = (plain ^ 1u) & first[x & 255];
+            cand[m] = id;
+            m += (int)maybe;
+            left += (int)plain;
+            logits[id] = plain | maybe ? logits[id] : -INFINITY;
         }
-        size_t k;
-        const char *p = llm_json_token_bytes(v, id, &k);
+    } else {
+        for (int id = 0; id < n; id++) {
+            uint32_t x = v->info[id];
+            unsigned w = (x >> 16) & 255;
+            unsigned ok = first[x & 255];
+            if (ws_short) /* structural after whitespace: its budget, then the byte after it */
+                ok &= (w == 0) | ((w <= budget) & (((x & I_ALLWS) != 0) | after_ws[(x >> 8) & 255]));
+            cand[m] = id;
+            m += (int)ok;
+            logits[id] = ok ? logits[id] : -INFINITY;
+        }
+    }
+    for (int j = 0; j < m; j++) {
+        int id = cand[j];
         llm_json_state t = *s;
-        if (p == NULL || !first[(uint8_t)p[0]] || llm_json_feed(&t, p, k) != 0)
+        if (llm_json_feed(&t, v->bytes + v->off[id], v->len[id]) != 0)
             logits[id] = -INFINITY;
         else
             left++;
     }
+    for (int id = n; id < n_logits; id++) /* past the tokenizer's vocabulary (a padded embedding) */
+        logits[id] = -INFINITY;
     return left;
 }
 

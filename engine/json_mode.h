@@ -47,7 +47,8 @@ int             llm_json_vocab_size(const llm_json_vocab *v);
 const char     *llm_json_token_bytes(const llm_json_vocab *v, int32_t id, size_t *len);
 
 /* Set logits[id] = -inf for every token that cannot continue s (n_logits entries; ids past the vocabulary
- * are masked too). Returns the number of tokens left. */
+ * are masked too). Returns the number of tokens left. Works in scratch memory of v: one call at a time
+ * per vocabulary (the scheduler and generate each hold their own). */
 int  llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logits, int n_logits);
 /* Advance s by token id's bytes: 0, or -1 when the token cannot continue s (s unchanged). */
 int  llm_json_accept(const llm_json_vocab *v, llm_json_state *s, int32_t id);

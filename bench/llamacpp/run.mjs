@@ -5,7 +5,11 @@
 //
 //   node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3)
 //        --max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup]
-//        [--flash-attn auto|on|off] [--kv-type f16|f32] [--probs K]
+//        [--flash-attn auto|on|off] [--kv-type f16|f32] [--probs K] [--grammar json]
+//
+// --grammar json: generation under llama.cpp's own JSON grammar (grammars/json.gbnf through
+// node-llama-cpp's LlamaGrammar.getFor), llama.cpp's counterpart of ngx_llm's JSON mode; it ends at the
+// end-of-generation token the grammar allows once the object closes (with --stop-at-eos).
 //
 // Greedy decoding (temperature 0: node-llama-cpp then builds a chain holding
 // only llama.cpp's greedy sampler, no top-k/top-p/penalties).  --prompt
@@ -33,11 +37,11 @@
 // Diagnostics go to stderr; exit status 2 for usage errors, 1 for failures.
 
 import { existsSync } from "node:fs";
-import { getLlama, LlamaLogLevel } from "node-llama-cpp";
+import { getLlama, LlamaGrammarEvaluationState, LlamaLogLevel } from "node-llama-cpp";
 
 const USAGE = "usage: node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3) " +
     "--max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup] [--flash-attn auto|on|off] [--kv-type f16|f32] " +
-    "[--probs K]";
+    "[--probs K] [--grammar json]";
 
 function fail(msg, code = 2) {
     process.stderr.write(`error: ${msg}\n${code === 2 ? USAGE + "\n" : ""}`);
@@ -46,7 +50,8 @@ function fail(msg, code = 2) {
 
 function parseArgs(argv) {
     const flags = new Set(["json", "stop-at-eos", "no-warmup", "help"]);
-    const valued = new Set(["model", "prompt", "prompt-tokens", "max-tokens", "threads", "flash-attn", "kv-type", "probs"]);
+    const valued = new Set(["model", "prompt", "prompt-tokens", "max-tokens", "threads", "flash-attn", "kv-type", "probs",
+        "grammar"]);
     const a = {};
     for (let i = 0; i < argv.length; i++) {
         const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
@@ -90,6 +95,7 @@ if (!["auto", "on", "off"].includes(flashAttn)) fail(`--flash-attn must be auto,
 const kvType = (args["kv-type"] ?? "f16").toLowerCase();
 if (!["f16", "f32"].includes(kvType)) fail(`--kv-type must be f16 or f32 (got '${kvType}')`);
 if (!existsSync(args.model)) fail(`model file '${args.model}' not found`, 1);
+if (args.grammar !== undefined && args.grammar !== "json") fail(`--grammar must be json (got '${args.grammar}')`);
 
 let promptTokens = null;
 if (args["prompt-tokens"] !== undefined) {
@@ -185,7 +191,9 @@ const run = await withContext(async (ctx) => {
     let eosAt = -1;
     const t0 = performance.now();
     let tFirst = t0, tLast = t0;
-    const gen = ctx.getSequence().evaluate(promptTokens, { temperature: 0, yieldEogToken: true });
+    const grammarEvaluationState = args.grammar === undefined ? undefined
+        : new LlamaGrammarEvaluationState({ model, grammar: await llama.getGrammarFor(args.grammar) });
+    const gen = ctx.getSequence().evaluate(promptTokens, { temperature: 0, yieldEogToken: true, grammarEvaluationState });
     for await (const tok of gen) {
         tLast = performance.now();
         if (ids.length === 0) tFirst = tLast;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# JSON mode's cost in decoding, ours beside llama.cpp's (node-llama-cpp@3.21.1's CPU build): the same
+# Llama-3.2-1B-shaped GGUF (Llama 3's 128,256-token vocabulary, random weights; DTYPE q8_0), 2 threads, the
+# same prompt, NGEN greedy tokens (64) plain and held to JSON (ours: `generate --json`, the mask of
+# engine/json_mode.c; llama.cpp: its JSON grammar, grammars/json.gbnf, `run.mjs --grammar json`). Decode
+# tokens/s from wall time around the token loop on both sides (llama.cpp's own "eval" counter leaves its
+# sampling, where the grammar runs, out), best of REPS alternating runs (3), and each engine's
+# JSON/plain ratio. A run that closes its object early stops there; the token counts are printed.
+#
+#   bash bench/json_mode_vs_llamacpp.sh          # DTYPE=q8_0 NGEN=64 REPS=3 THREADS=2
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REPS=${REPS:-3}
+THREADS=${THREADS:-2}
+DTYPE=${DTYPE:-q8_0}
+NGEN=${NGEN:-64}
+MODELS=${MODELS:-bench/models}
+PRESET=llama-3.2-1b
+
+make -s engine
+[ -d bench/llamacpp/node_modules/node-llama-cpp ] || npm ci --prefix bench/llamacpp --no-audit --no-fund >/dev/null
+mkdir -p "$MODELS"
+model="$MODELS/$PRESET-$DTYPE.gguf"
+[ -f "$model" ] || build/llm-engine gen-model --preset "$PRESET" --dtype "$DTYPE" --out "$model" --seed 1 2>/dev/null
+PROMPT='Describe a cat as a JSON object with a name, an age and a list of toys:'
+
+best() { sort -g | tail -n 1; }
+
+ours() { # extra args; prints "tokens/s tokens"
+    err=$(build/llm-engine generate --model "$model" --prompt "$PROMPT" --max-tokens "$NGEN" --threads "$THREADS" \
+          --ignore-eos --output-ids "$@" 2>&1 >/dev/null)
+    awk '/^generated:/ { print $(NF-1), $2 }' <<<"$err"
+}
+theirs() { # extra args; prints "tokens/s tokens"
+    js=$(node bench/llamacpp/run.mjs --model "$model" --prompt "$PROMPT" --max-tokens "$NGEN" --threads "$THREADS" \
+         --json "$@" 2>/dev/null | tail -n 1)
+    node -e 'const j = JSON.parse(process.argv[1]); console.log(j.decode_tps_wall, j.n_gen)' "$js"
+}
+
+op=(); oj=(); lp=(); lj=(); on=0; ln=0
+for _ in $(seq "$REPS"); do
+    r=$(ours); op+=("${r% *}")
+    r=$(ours --json); oj+=("${r% *}"); on=${r#* }
+    r=$(theirs); lp+=("${r% *}")
+    r=$(theirs --grammar json --stop-at-eos); lj+=("${r% *}"); ln=${r#* }
+done
+OP=$(printf '%s\n' "${op[@]}" | best); OJ=$(printf '%s\n' "${oj[@]}" | best)
+LP=$(printf '%s\n' "${lp[@]}" | best); LJ=$(printf '%s\n' "${lj[@]}" | best)
+echo "llama-3.2-1b shape, $DTYPE, $THREADS threads, decode tokens/s (wall), best of $REPS"
+printf '%-10s | %10s %12s %10s | %s\n' engine plain "JSON mode" JSON/plain "JSON-mode tokens generated"
+div() { awk -v a="$1" -v b="$2" 'BEGIN { print a / b }'; }
+printf '%-10s | %10.2f %12.2f %9.2fx | %s\n' ours "$OP" "$OJ" "$(div "$OJ" "$OP")" "$on"
+printf '%-10s | %10.2f %12.2f %9.2fx | %s\n' llama.cpp "$LP" "$LJ" "$(div "$LJ" "$LP")" "$ln"
+printf '%-10s | %9.2fx %11.2fx\n' "ours/l.cpp" "$(div "$OP" "$LP")" "$(div "$OJ" "$LJ")"
