@@ -233,6 +233,39 @@ int main(void)
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":\"json\"}", "response_format",
         "response_format as a string");
 
+    /* mutations of full bodies: every parse ends in 0 or a 400 (ASan/UBSan in make san catch the rest) */
+    {
+        static const char *const seeds[] = {
+            "{\"prompt\":[\"Once\",\"upon\"],\"n\":2,\"echo\":true,\"logprobs\":3,\"max_tokens\":0,"
+            "\"logit_bias\":{\"13\":-100,\"7\":2.5},\"stop\":[\"a\",\"b\"],\"seed\":4}",
+            "{\"prompt\":[[1,2,3],[4,5]],\"response_format\":{\"type\":\"json_object\"},\"stream\":true,"
+            "\"stream_options\":{\"include_usage\":true},\"temperature\":0.5,\"top_p\":0.9}",
+            "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":"
+            "[{\"type\":\"text\",\"text\":\"x\"}]}],\"logprobs\":true,\"top_logprobs\":2,"
+            "\"response_format\":{\"type\":\"text\"},\"logit_bias\":{\"0\":1}}",
+        };
+        uint64_t x = 0x1234567u;
+        int sane = 1, runs = 0;
+        for (int k = 0; k < 3000; k++) {
+            const char *seed = seeds[k % 3];
+            size_t n = strlen(seed);
+            char buf[512];
+            memcpy(buf, seed, n);
+            for (int j = 0; j < 1 + k % 4; j++) {
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                size_t at = (size_t)(x >> 33) % n;
+                buf[at] = "{}[]\",:0123456789-.eEtruefalsn \\x"[(x >> 20) % 34];
+            }
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            size_t len = k % 5 == 0 ? (size_t)(x >> 33) % n : n; /* some truncated */
+            int rc = llm_api_parse(k % 3 == 2 ? LLM_API_CHAT : LLM_API_COMPLETIONS, buf, len, &r, &e);
+            sane &= rc == 0 || (rc == -1 && (e.status == 400 || e.status == 500));
+            llm_api_req_free(&r);
+            runs++;
+        }
+        ok(sane, "%d mutated bodies: each parsed or refused with a 400", runs);
+    }
+
     /* error JSON */
     llm_api_seterr(&e, 429, NULL, "queue_full", "full %d", 1);
     char *js = llm_api_error_json(&e);
