@@ -1017,3 +1017,57 @@ POST /open/v1/completions
 --- error_code: 200
 --- response_body_like chomp
 "text":" Once upon"
+
+=== TEST 54: nginx.conf.example's CORS block: the preflight is answered by nginx before the module
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first;
+    if ($request_method = OPTIONS) {
+        add_header Access-Control-Allow-Origin "https://app.example.com";
+        add_header Access-Control-Allow-Headers "Authorization, Content-Type";
+        add_header Access-Control-Allow-Methods "GET, POST, OPTIONS";
+        add_header Access-Control-Max-Age 86400;
+        return 204;
+    }
+    add_header Access-Control-Allow-Origin "https://app.example.com" always;
+}
+--- request
+OPTIONS /v1/chat/completions
+--- error_code: 204
+--- response_headers
+Access-Control-Allow-Origin: https://app.example.com
+Access-Control-Allow-Headers: Authorization, Content-Type
+Access-Control-Allow-Methods: GET, POST, OPTIONS
+--- response_body_like chomp
+^$
+
+=== TEST 55: nginx.conf.example's CORS block: an answer (a 401 here) carries Access-Control-Allow-Origin
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first;
+    if ($request_method = OPTIONS) {
+        add_header Access-Control-Allow-Origin "https://app.example.com";
+        return 204;
+    }
+    add_header Access-Control-Allow-Origin "https://app.example.com" always;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon"}
+--- error_code: 401
+--- response_headers
+Access-Control-Allow-Origin: https://app.example.com
+--- response_body_like chomp
+"code":"invalid_api_key"
