@@ -455,6 +455,8 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     if ((rc = get_int(root, "seed", -9.2e18, 9.2e18, &iv, e)) < 0) return -1;
     if (rc) { r->has_seed = 1; r->seed = (uint64_t)iv; }
+    if ((rc = get_int(root, "priority", -LLM_API_MAX_PRIORITY, LLM_API_MAX_PRIORITY, &iv, e)) < 0) return -1;
+    if (rc) { r->has_priority = 1; r->priority = (int)iv; }
     if ((rc = get_int(root, "n", 1, LLM_API_MAX_N, &iv, e)) < 0) return -1;
     if (rc) r->n = (int)iv;
     if (r->n_prompts * r->n > LLM_API_MAX_CHOICES) {

@@ -16,6 +16,7 @@
 #define LLM_API_MAX_LOGPROBS 20
 #define LLM_API_MAX_BIAS     1024  /* logit_bias entries (OpenAI allows 300) */
 #define LLM_API_BIAS_LIMIT   100.0 /* |bias| at most this, as OpenAI */
+#define LLM_API_MAX_PRIORITY 1000000
 
 typedef enum {
     LLM_API_COMPLETIONS = 1, /* POST /v1/completions */
@@ -77,6 +78,8 @@ typedef struct {
     int          include_usage;
     int          ignore_eos;
     int          json;        /* response_format {"type": "json_object"}: JSON mode */
+    int          has_priority;
+    int          priority;    /* lower first (vLLM's sense); llm_priority is the lowest a request gets */
     int          echo;        /* completions: the prompt comes back before the completion (with logprobs: its
                                * tokens' logprobs too) */
     int          echo_only;   /* max_tokens 0 with echo: the prompt (and its logprobs) and nothing generated */

@@ -511,6 +511,9 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     }
     p.n_bias = (uint32_t)ctx->q.n_bias;
     if (ctx->q.json) p.flags |= LLM_PARAM_JSON;
+    /* a request may ask to wait longer than its location says, not to go ahead of it */
+    p.priority = (int32_t)lcf->priority;
+    if (ctx->q.has_priority && ctx->q.priority > p.priority) p.priority = ctx->q.priority;
     if (ctx->q.echo && ctx->q.logprobs) p.flags |= LLM_PARAM_PROMPT_LOGPROBS;
     if (ctx->q.ignore_eos) p.flags |= LLM_PARAM_IGNORE_EOS;
     else {

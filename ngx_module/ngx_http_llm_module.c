@@ -9,6 +9,7 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
 static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_llm_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_llm_priority_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_http_llm_postconf(ngx_conf_t *cf);
 static ngx_int_t ngx_http_llm_init_process(ngx_cycle_t *cycle);
 static void ngx_http_llm_exit_process(ngx_cycle_t *cycle);
@@ -56,6 +57,9 @@ static ngx_command_t ngx_http_llm_commands[] = {
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_conf_set_size_slot, NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_llm_loc_conf_t, max_body), NULL },
+    { ngx_string("llm_priority"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_http_llm_priority_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
     { ngx_string("llm_api_key"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
       ngx_http_llm_api_key_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
@@ -132,6 +136,7 @@ static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf)
     lcf->max_body = NGX_CONF_UNSET_SIZE;
     lcf->chat_format = NGX_CONF_UNSET_UINT;
     lcf->api_keys = NGX_CONF_UNSET_PTR;
+    lcf->priority = NGX_CONF_UNSET;
     return lcf;
 }
 
@@ -199,6 +204,7 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
     ngx_conf_merge_size_value(conf->max_body, prev->max_body, 1024 * 1024);
     ngx_conf_merge_uint_value(conf->chat_format, prev->chat_format, 0);
     ngx_conf_merge_ptr_value(conf->api_keys, prev->api_keys, NULL);
+    ngx_conf_merge_value(conf->priority, prev->priority, 0);
 
     if (conf->max_tokens < 1 || (conf->default_max_tokens != NGX_CONF_UNSET &&
                                  (conf->default_max_tokens < 1 || conf->default_max_tokens > conf->max_tokens))) {
@@ -255,6 +261,20 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *ngx_http_llm_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     return ngx_http_llm_set_handler(cf, conf, NGX_LLM_METRICS);
+}
+
+/* llm_priority N: a signed number (ngx_conf_set_num_slot takes none below 0). */
+static char *ngx_http_llm_priority_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    (void)cmd;
+    ngx_http_llm_loc_conf_t *lcf = conf;
+    ngx_str_t *v = cf->args->elts;
+    if (lcf->priority != NGX_CONF_UNSET) return "is duplicate";
+    int neg = v[1].len > 1 && v[1].data[0] == '-';
+    ngx_int_t n = ngx_atoi(v[1].data + neg, v[1].len - (size_t)neg);
+    if (n == NGX_ERROR || n > LLM_API_MAX_PRIORITY) return "takes a whole number between -1000000 and 1000000";
+    lcf->priority = neg ? -n : n;
+    return NGX_CONF_OK;
 }
 
 static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)

@@ -75,6 +75,7 @@ typedef struct {
     size_t                 max_body;
     ngx_uint_t             chat_format;  /* 0 = from the tokenizer */
     ngx_array_t           *api_keys;     /* llm_api_key: ngx_str_t; NULL = no check */
+    ngx_int_t              priority;     /* llm_priority: requests' queue priority here, lower first */
 } ngx_http_llm_loc_conf_t;
 
 extern ngx_module_t ngx_http_llm_module;

@@ -638,3 +638,38 @@ POST /v1/completions
 --- error_code: 400
 --- response_body_like chomp
 "message":"'max_tokens' must be between 1 and 1000000000, got 0","type":"invalid_request_error","param":"max_tokens"
+
+=== TEST 38: llm_priority and a request's priority (vLLM's: lower first; here it may only wait longer): served
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_priority -5;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0, "priority": -100}
+--- error_code: 200
+--- response_body_like chomp
+"text":", there was a little girl named Lily","logprobs":null,"finish_reason":"length"
+
+=== TEST 39: a priority out of range is refused
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "priority": 5000000}
+--- error_code: 400
+--- response_body_like chomp
+"param":"priority","code":"invalid_value"

@@ -200,6 +200,16 @@ int main(void)
         bad(LLM_API_COMPLETIONS, body, "prompt", "65 prompts");
     }
 
+    /* priority (vLLM's: lower first) */
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"priority\":-3}", &r, &e), 0, "priority parses");
+    ok(r.has_priority && r.priority == -3, "priority -3");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\"}", &r, &e), 0, "no priority");
+    ok(!r.has_priority, "... not set");
+    llm_api_req_free(&r);
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"priority\":1.5}", "priority", "priority 1.5");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"priority\":2000000}", "priority", "priority 2e6");
+
     /* echo */
     is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"echo\":true,\"max_tokens\":0,\"logprobs\":1}", &r, &e), 0,
            "echo with max_tokens 0 parses");
