@@ -2,6 +2,7 @@
 #include "scheduler.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,7 @@ typedef struct {
     int      plp;              /* prompt logprobs wanted */
     int      plp_next;         /* the next prompt position whose logprob goes out (from 1) */
     int      n_top_lp;         /* alternatives with each */
+    int      min_tokens;       /* stop ids masked until this many were generated */
     int      json;             /* JSON mode: tokens masked by json_st (json_mode.h) */
     llm_json_state json_st;
     int      cancelled;
@@ -368,6 +370,10 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
             llm_seterr(err, "prompt token %d at index %d is outside the vocabulary of %d", q->prompt[i], i, s->vocab);
             return -1;
         }
+    if (q->min_tokens < 0) {
+        llm_seterr(err, "min_tokens must be at least 0 (got %d)", q->min_tokens);
+        return -1;
+    }
     if (q->max_tokens < 1) {
         llm_seterr(err, "max_tokens must be at least 1 (got %d)", q->max_tokens);
         return -1;
@@ -435,6 +441,7 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     r->n_tokens = r->n_prompt = r->prompt_len = q->n_prompt;
     r->max_tokens = q->max_tokens;
     r->json = q->json != 0;
+    r->min_tokens = q->min_tokens;
     r->plp = q->prompt_logprobs != 0;
     r->plp_next = 1;
     r->n_top_lp = q->sampling.n_logprobs;
@@ -786,6 +793,12 @@ static int is_stop(const sreq *r, int32_t t)
     return 0;
 }
 
+/* A request whose next row the host masks (JSON mode; stop ids under min_tokens): its logits come back. */
+static int host_masked(const sreq *r)
+{
+    return r->json || (r->n_gen < r->min_tokens && r->n_stop > 0);
+}
+
 /* Rows that need not come back as logits (at batch 256 x 128K vocab that is 128 MiB a step not copied, and
  * no 128K-wide pass on the host per request): a plain argmax (llm_sampler_plain_greedy) when the backend
  * offers forward_device, any other sampling call when it also offers device_sampling (the device gets the
@@ -824,8 +837,8 @@ static int device_prepare(llm_sched *s, llm_device_out *dv)
         const sreq *rq = s->b_reqs[s->b_seq[i]];
         llm_sampler *smp = rq->smp;
         s->dv_sidx[row] = -1;
-        if (rq->json) {
-            /* JSON mode masks the row's logits on the host: it comes back whole */
+        if (host_masked(rq)) {
+            /* JSON mode or min_tokens masks the row's logits on the host: it comes back whole */
         } else if (llm_sampler_plain_greedy(smp)) {
             s->dv_mode[i] = LLM_ROW_ARGMAX;
         } else if (s->be->device_sampling) {
@@ -883,7 +896,7 @@ static int prompt_logprobs_out(llm_sched *s, sreq *r, int from, int row)
 /* The token of logits row `row` of request r, from the device's results or by sampling its logits. */
 static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_result *res)
 {
-    if (use_dv && !r->json && llm_sampler_plain_greedy(r->smp)) { /* the row's logits were not copied back */
+    if (use_dv && !host_masked(r) && llm_sampler_plain_greedy(r->smp)) { /* the row's logits were not copied back */
         res->id = s->dv_ids[row];
         res->logprob = s->dv_lp[row];
         res->n_top = 0;
@@ -900,6 +913,10 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
         return res->id;
     }
     float *lg = s->logits + (size_t)row * (size_t)s->vocab;
+    if (r->n_gen < r->min_tokens) /* no stop id before min_tokens */
+        for (int i = 0; i < r->n_stop; i++)
+            if (r->stop[i] >= 0 && r->stop[i] < s->vocab)
+                lg[r->stop[i]] = -INFINITY;
     if (r->json && llm_json_mask(s->cfg.json_vocab, &r->json_st, lg, s->vocab) == 0)
         return -1; /* no token can continue the JSON text */
     return llm_sampler_sample(r->smp, lg, res);

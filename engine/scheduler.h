@@ -136,6 +136,7 @@ typedef struct {
     int                 json;        /* 1: JSON mode, the output is one JSON object (json_mode.h); it ends
                                       * ("stop") when the object closes, end-of-generation is masked */
     int                 max_tokens;  /* >= 1 */
+    int                 min_tokens;  /* the stop ids cannot be generated before this many tokens (vLLM's) */
     const int32_t      *stop_ids;    /* copied; eog ids go here unless ignore_eos */
     int                 n_stop;      /* 0..LLM_SCHED_MAX_STOP */
     int                 priority;    /* higher first; equal: FIFO */

@@ -112,6 +112,7 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.priority = p->priority > -INT32_MAX ? -p->priority : INT32_MAX; /* the scheduler takes higher first */
     r.prompt_logprobs = (p->flags & LLM_PARAM_PROMPT_LOGPROBS) != 0;
     r.max_tokens = p->max_tokens;
+    r.min_tokens = p->min_tokens > 0 ? p->min_tokens : 0;
     r.stop_ids = p->stop_ids;
     r.n_stop = (int)(p->n_stop <= LLM_SCHED_MAX_STOP ? p->n_stop : LLM_SCHED_MAX_STOP);
     /* A full queue gets its own code (the client may retry: 429); the

@@ -17,6 +17,7 @@
 #define LLM_API_MAX_BIAS     1024  /* logit_bias entries (OpenAI allows 300) */
 #define LLM_API_BIAS_LIMIT   100.0 /* |bias| at most this, as OpenAI */
 #define LLM_API_MAX_PRIORITY 1000000
+#define LLM_API_MAX_STOP_IDS 8     /* stop_token_ids (beside the model's end-of-generation ids) */
 
 typedef enum {
     LLM_API_COMPLETIONS = 1, /* POST /v1/completions */
@@ -78,6 +79,9 @@ typedef struct {
     int          include_usage;
     int          ignore_eos;
     int          json;        /* response_format {"type": "json_object"}: JSON mode */
+    int          min_tokens;  /* vLLM's: no end-of-generation or stop token id before this many */
+    int32_t      stop_token_ids[LLM_API_MAX_STOP_IDS]; /* vLLM's: token ids that end the generation */
+    int          n_stop_token_ids;
     int          has_priority;
     int          priority;    /* lower first (vLLM's sense); llm_priority is the lowest a request gets */
     int          echo;        /* completions: the prompt comes back before the completion (with logprobs: its

@@ -182,6 +182,13 @@ static int ngx_http_llm_is_eog(ngx_http_llm_ctx_t *ctx, int32_t id)
     return 0;
 }
 
+/* A token that ends the choice without text: end-of-generation (unless ignore_eos) or a stop_token_ids id. */
+static int ngx_http_llm_is_stop_token(ngx_http_llm_ctx_t *ctx, int32_t id)
+{
+    for (int i = 0; i < ctx->q.n_stop_token_ids; i++) if (ctx->q.stop_token_ids[i] == id) return 1;
+    return !ctx->q.ignore_eos && ngx_http_llm_is_eog(ctx, id);
+}
+
 /* Appends text to a choice: to the stream as a chunk, or to its text buffer. */
 static int ngx_http_llm_out(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len, cJSON *lp)
 {
@@ -247,7 +254,7 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
         return 0;
     }
     s->n_gen++;
-    if (!ctx->q.ignore_eos && ngx_http_llm_is_eog(ctx, tk->id)) {
+    if (ngx_http_llm_is_stop_token(ctx, tk->id)) {
         s->finish = "stop"; /* the engine ends the request right after */
         return 0;
     }
@@ -516,10 +523,16 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     if (ctx->q.has_priority && ctx->q.priority > p.priority) p.priority = ctx->q.priority;
     if (ctx->q.echo && ctx->q.logprobs) p.flags |= LLM_PARAM_PROMPT_LOGPROBS;
     if (ctx->q.ignore_eos) p.flags |= LLM_PARAM_IGNORE_EOS;
-    else {
-        for (int i = 0; i < ctx->n_eog && i < LLM_SHM_MAX_STOP; i++) p.stop_ids[i] = ctx->eog[i];
-        p.n_stop = (uint32_t)ngx_min(ctx->n_eog, LLM_SHM_MAX_STOP);
+    else
+        for (int i = 0; i < ctx->n_eog && p.n_stop < LLM_SHM_MAX_STOP; i++) p.stop_ids[p.n_stop++] = ctx->eog[i];
+    for (int i = 0; i < ctx->q.n_stop_token_ids && p.n_stop < LLM_SHM_MAX_STOP; i++) {
+        if ((uint32_t)ctx->q.stop_token_ids[i] >= m->hdr->model.vocab_size)
+            return ngx_http_llm_error(r, 400, "stop_token_ids", "invalid_value",
+                                      "stop_token_ids: token id %D is outside this model's vocabulary of %uD tokens",
+                                      ctx->q.stop_token_ids[i], m->hdr->model.vocab_size);
+        p.stop_ids[p.n_stop++] = ctx->q.stop_token_ids[i];
     }
+    p.min_tokens = ctx->q.min_tokens;
 
     ngx_http_llm_resp_init(&ctx->resp, ctx->q.kind, ngx_http_llm_model_id(r, ctx->resp.model, sizeof ctx->resp.model));
     static uint64_t serial;
@@ -607,6 +620,9 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     if (max_tokens > lcf->max_tokens)
         return ngx_http_llm_error(r, 400, "max_tokens", "invalid_value",
                                   "max_tokens is %d; this server allows at most %i", max_tokens, lcf->max_tokens);
+    if (ctx->q.min_tokens > max_tokens && !ctx->q.echo_only)
+        return ngx_http_llm_error(r, 400, "min_tokens", "invalid_value",
+                                  "min_tokens (%d) is more than max_tokens (%d)", ctx->q.min_tokens, max_tokens);
     ngx_http_llm_prompts_t pr;
     ngx_int_t rc = ngx_http_llm_prompts_encode(r, ctx, np, &pr, &e);
     if (rc != NGX_OK) return rc == NGX_DECLINED ? ngx_http_llm_send_error(r, &e) : NGX_HTTP_INTERNAL_SERVER_ERROR;

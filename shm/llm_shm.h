@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  4u
+#define LLM_SHM_VERSION  5u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
@@ -111,6 +111,7 @@ typedef struct {
     int32_t  stop_ids[LLM_SHM_MAX_STOP];
     uint32_t flags;                /* LLM_PARAM_* */
     int32_t  priority;             /* queue order: lower first (vLLM's sense), equal: arrival */
+    int32_t  min_tokens;           /* stop_ids cannot be generated before this many tokens */
     uint32_t n_bias;               /* 0..LLM_SHM_MAX_BIAS */
     llm_shm_bias bias[LLM_SHM_MAX_BIAS];
 } llm_shm_params;

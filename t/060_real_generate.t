@@ -673,3 +673,54 @@ POST /v1/completions
 --- error_code: 400
 --- response_body_like chomp
 "param":"priority","code":"invalid_value"
+
+=== TEST 40: stop_token_ids: the greedy first token (",", 432) ends the completion at once, without its text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "stop_token_ids": [432]}
+--- error_code: 200
+--- response_body_like chomp
+"text":"","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6\}
+
+=== TEST 41: min_tokens 1 with that stop id: the first token cannot be ","; the next "," ends it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 60, "temperature": 0, "stop_token_ids": [432], "min_tokens": 1}
+--- error_code: 200
+--- response_body_like chomp
+"text":" there was a little girl named Lily\. [^,"]+","logprobs":null,"finish_reason":"stop"
+
+=== TEST 42: min_tokens above max_tokens is refused
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 4, "min_tokens": 5}
+--- error_code: 400
+--- response_body_like chomp
+"message":"min_tokens \(5\) is more than max_tokens \(4\)","type":"invalid_request_error","param":"min_tokens"

@@ -167,6 +167,23 @@ POST /v1/completions
 --- response_body_like chomp
 "text":"Once upon a time,","logprobs":\{"tokens":\["<s>"," Once"," upon"," a"," time",","\],"token_logprobs":\[null,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-0\.03\d*\],"top_logprobs":\[null,\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{",":-0\.03\d*," there":-3\.5\d*\}\],"text_offset":\[0,0,4,9,11,16\]\},"finish_reason":"length"\}\],"usage":\{"prompt_tokens":6,"completion_tokens":0,"total_tokens":6\}
 
+=== TEST 5f: min_tokens on a greedy request: its rows come back for the host's mask, then the device's argmax; the CPU's text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 60, "temperature": 0, "stop_token_ids": [432], "min_tokens": 1}
+--- error_code: 200
+--- response_body_like chomp
+"text":" there was a little girl named Lily\. [^,"]+","logprobs":null,"finish_reason":"stop"
+
 === TEST 6: logprobs and top alternatives computed on the device: t/060's values
 --- main_config
 load_module $TEST_NGINX_MODULE;

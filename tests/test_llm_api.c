@@ -200,6 +200,17 @@ int main(void)
         bad(LLM_API_COMPLETIONS, body, "prompt", "65 prompts");
     }
 
+    /* min_tokens, stop_token_ids (vLLM's) */
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"min_tokens\":3,\"stop_token_ids\":[5,9]}", &r, &e), 0,
+           "min_tokens and stop_token_ids parse");
+    ok(r.min_tokens == 3 && r.n_stop_token_ids == 2 && r.stop_token_ids[1] == 9, "min_tokens 3, stop ids 5 and 9");
+    llm_api_req_free(&r);
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"min_tokens\":-1}", "min_tokens", "min_tokens -1");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"stop_token_ids\":5}", "stop_token_ids", "stop_token_ids not a list");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"stop_token_ids\":[-5]}", "stop_token_ids", "a negative stop token id");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"stop_token_ids\":[1,2,3,4,5,6,7,8,9]}", "stop_token_ids",
+        "9 stop token ids");
+
     /* priority (vLLM's: lower first) */
     is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"priority\":-3}", &r, &e), 0, "priority parses");
     ok(r.has_priority && r.priority == -3, "priority -3");

@@ -1023,6 +1023,72 @@ static void test_prompt_logprobs(void)
        (unsigned long long)st.cached_tokens, (unsigned long long)st0.cached_tokens);
 }
 
+/* min_tokens: the stop ids cannot be generated before it. The greedy first token of a request is made its
+ * stop id: without min_tokens it ends the request at once; with min_tokens 3 the first 3 tokens avoid it
+ * and the request goes on. */
+static void test_min_tokens(void)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 256, 64, 4);
+    llm_err err = { { 0 } };
+    int32_t prompt[6] = { 1, 9, 17, 33, 2, 40 }, stop[1];
+    int toks[3][8], n[3], fin[3];
+    for (int run = 0; run < 3; run++) {
+        llm_sched *s = llm_sched_create(&e.be, NULL, &err);
+        llm_sched_request rq = { 0 };
+        rq.id = 1;
+        rq.prompt = prompt;
+        rq.n_prompt = 6;
+        llm_sampling_defaults(&rq.sampling);
+        rq.sampling.temperature = 0;
+        rq.max_tokens = 8;
+        if (run > 0) {
+            rq.stop_ids = stop;
+            rq.n_stop = 1;
+            rq.min_tokens = run == 2 ? 3 : 0;
+        }
+        llm_sched_submit(s, &rq, &err);
+        n[run] = 0;
+        fin[run] = -1;
+        while (llm_sched_step(s) == 1) {
+            llm_sched_output o;
+            while (llm_sched_next_output(s, &o)) {
+                if (o.token >= 0 && n[run] < 8)
+                    toks[run][n[run]++] = o.token;
+                if (o.finish != LLM_SCHED_FINISH_NONE)
+                    fin[run] = o.finish;
+            }
+        }
+        llm_sched_output o;
+        while (llm_sched_next_output(s, &o)) {
+            if (o.token >= 0 && n[run] < 8)
+                toks[run][n[run]++] = o.token;
+            if (o.finish != LLM_SCHED_FINISH_NONE)
+                fin[run] = o.finish;
+        }
+        llm_sched_destroy(s);
+        if (run == 0)
+            stop[0] = toks[0][0];
+    }
+    ok(n[1] == 1 && fin[1] == LLM_SCHED_FINISH_STOP, "the greedy first token as a stop id ends the request at once");
+    int avoided = n[2] >= 3;
+    for (int i = 0; i < 3 && i < n[2]; i++)
+        avoided &= toks[2][i] != stop[0];
+    ok(avoided && toks[2][0] != toks[0][0], "min_tokens 3: the first 3 tokens avoid the stop id (%d tokens, %s)", n[2],
+       fin[2] == LLM_SCHED_FINISH_STOP ? "then it stopped" : "to max_tokens");
+    llm_sched_request bad = { 0 };
+    bad.id = 2;
+    bad.prompt = prompt;
+    bad.n_prompt = 6;
+    llm_sampling_defaults(&bad.sampling);
+    bad.max_tokens = 4;
+    bad.min_tokens = -1;
+    llm_sched *s = llm_sched_create(&e.be, NULL, &err);
+    is_int(llm_sched_submit(s, &bad, &err), -1, "a negative min_tokens is refused");
+    llm_sched_destroy(s);
+    fake_env_free(&e);
+}
+
 int main(void)
 {
     test_batching_independence();
@@ -1033,6 +1099,7 @@ int main(void)
     test_backpressure_and_errors();
     test_oom_self_heal();
     test_prompt_logprobs();
+    test_min_tokens();
     test_real_model();
     return done_testing();
 }
