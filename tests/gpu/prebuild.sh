@@ -74,6 +74,9 @@ done
 # What only the build needed stays behind: a carry holds 64 MiB in all (objects and nginx's source tree are
 # ~16 MB; gpu_env.sh rebuilds only missing final targets, never from objects).
 rm -rf "$B/obj" "$B/nginx-src" "$B"/serve-* "$B/t"
+# Host debug info is half the programs' size (-g): the device session reads logs, not core dumps.
+strip --strip-debug "$B/llm-engine" "$B/libllm.a" "$B/libllm_cuda.so" "$B/ngx_http_llm_module.so" "$B/serve_load" \
+    "$B"/tests/gpu/* "$B"/bench/* 2>/dev/null || true
 du -sh "$B"
 kb=$(du -sk "$B" | cut -f1)
 [ "$kb" -le $((62 * 1024)) ] || echo "warning: $B is $((kb / 1024)) MiB: over what a device call can carry (64 MiB)"
