@@ -400,6 +400,40 @@ static int parse_logit_bias(const cJSON *root, llm_api_req *r, llm_api_err *e)
     return 0;
 }
 
+/* What this server does not do, refused rather than ignored (a client would take the answer for one that
+ * honoured it): function calling, insertion, best_of. Empty lists, "none" and best_of 1 are fine. */
+static int refuse_unsupported(const cJSON *root, const llm_api_req *r, llm_api_err *e)
+{
+    static const char *const lists[] = { "tools", "functions" };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        const cJSON *v = field(root, lists[i]);
+        if (v && (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > 0)) {
+            llm_api_seterr(e, 400, lists[i], "unsupported_parameter",
+                           "'%s' (function calling) is not supported by this server", lists[i]);
+            return -1;
+        }
+    }
+    const cJSON *tc = field(root, "tool_choice");
+    if (tc && !(cJSON_IsString(tc) && (!strcmp(tc->valuestring, "none") || !strcmp(tc->valuestring, "auto")))) {
+        llm_api_seterr(e, 400, "tool_choice", "unsupported_parameter",
+                       "'tool_choice' other than \"none\" or \"auto\" asks for function calling, which this server "
+                       "does not support");
+        return -1;
+    }
+    const cJSON *sfx = field(root, "suffix");
+    if (r->kind == LLM_API_COMPLETIONS && sfx && !(cJSON_IsString(sfx) && sfx->valuestring[0] == '\0')) {
+        llm_api_seterr(e, 400, "suffix", "unsupported_parameter", "'suffix' (insertion) is not supported by this server");
+        return -1;
+    }
+    const cJSON *bo = field(root, "best_of");
+    if (bo && !(cJSON_IsNumber(bo) && (bo->valuedouble == 1 || bo->valuedouble == r->n))) {
+        llm_api_seterr(e, 400, "best_of", "unsupported_parameter",
+                       "'best_of' above 'n' is not supported by this server: ask for 'n' choices and pick");
+        return -1;
+    }
+    return 0;
+}
+
 /* response_format: {"type": "text"} or {"type": "json_object"} (JSON mode). */
 static int parse_response_format(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
@@ -518,6 +552,7 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (rc) r->ignore_eos = b;
     if (get_str(root, "user", &r->user, e) < 0) return -1;
     if (parse_response_format(root, r, e)) return -1;
+    if (refuse_unsupported(root, r, e)) return -1;
     return parse_logit_bias(root, r, e);
 }
 

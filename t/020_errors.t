@@ -1071,3 +1071,20 @@ POST /v1/completions
 Access-Control-Allow-Origin: https://app.example.com
 --- response_body_like chomp
 "code":"invalid_api_key"
+
+=== TEST 56: function calling is refused with a clear 400, not ignored
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "weather?"}], "tools": [{"type": "function", "function": {"name": "get_weather"}}]}
+--- error_code: 400
+--- response_body_like chomp
+"message":"'tools' \(function calling\) is not supported by this server","type":"invalid_request_error","param":"tools","code":"unsupported_parameter"

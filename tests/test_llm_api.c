@@ -200,6 +200,21 @@ int main(void)
         bad(LLM_API_COMPLETIONS, body, "prompt", "65 prompts");
     }
 
+    /* refused rather than ignored */
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\"}]}", "tools", "tools");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"functions\":[{\"name\":\"f\"}]}", "functions",
+        "functions");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tool_choice\":\"required\"}", "tool_choice",
+        "tool_choice required");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"suffix\":\"end\"}", "suffix", "suffix");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"best_of\":3}", "best_of", "best_of 3");
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[],\"tool_choice\":\"none\"}", &r, &e),
+           0, "empty tools and tool_choice none are fine");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"suffix\":\"\",\"best_of\":2,\"n\":2}", &r, &e), 0,
+           "an empty suffix and best_of = n are fine");
+    llm_api_req_free(&r);
+
     /* min_tokens, stop_token_ids (vLLM's) */
     is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"min_tokens\":3,\"stop_token_ids\":[5,9]}", &r, &e), 0,
            "min_tokens and stop_token_ids parse");
