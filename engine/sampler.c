@@ -258,6 +258,16 @@ void llm_sampler_accept(llm_sampler *s, int32_t id, int is_prompt)
 
 /* ---- shared steps ---- */
 
+/* NaN -> -inf, +inf -> FLT_MAX (branch-free so it vectorises). */
+static void clean_row(float *logits, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float x = logits[i];
+        x = x != x ? -INFINITY : x;
+        logits[i] = x > FLT_MAX ? FLT_MAX : x;
+    }
+}
+
 /* Logit biases, penalties over the window, then NaN -> -inf, +inf -> FLT_MAX. */
 static void apply_penalties(llm_sampler *s, float *logits)
 {
@@ -274,11 +284,7 @@ static void apply_penalties(llm_sampler *s, float *logits)
             logits[id] = l;
         }
     }
-    for (int i = 0; i < s->vocab; i++) { /* branch-free so it vectorises */
-        float x = logits[i];
-        x = x != x ? -INFINITY : x;
-        logits[i] = x > FLT_MAX ? FLT_MAX : x;
-    }
+    clean_row(logits, s->vocab);
 }
 
 /* Largest value; eight independent lanes so the loop is not one long
@@ -537,11 +543,7 @@ int llm_token_logprobs(float *logits, int vocab, int32_t id, int n_top, llm_samp
     if (logits == NULL || res == NULL || vocab <= 0 || id < 0 || id >= vocab || n_top < 0 ||
         n_top > LLM_SAMPLING_MAX_LOGPROBS)
         return -1;
-    for (int i = 0; i < vocab; i++) { /* as the sampler cleans a row */
-        float x = logits[i];
-        x = x != x ? -INFINITY : x;
-        logits[i] = x > FLT_MAX ? FLT_MAX : x;
-    }
+    clean_row(logits, vocab);
     logprobs_of(logits, vocab, n_top, id, res);
     return 0;
 }

@@ -400,6 +400,28 @@ static int parse_logit_bias(const cJSON *root, llm_api_req *r, llm_api_err *e)
     return 0;
 }
 
+/* vLLM's stop_token_ids: at most LLM_API_MAX_STOP_IDS ids (checked against the vocabulary later). */
+static int parse_stop_token_ids(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *a = field(root, "stop_token_ids");
+    if (!a) return 0;
+    if (!cJSON_IsArray(a)) {
+        llm_api_seterr(e, 400, "stop_token_ids", "invalid_type", "'stop_token_ids' must be an array of token ids");
+        return -1;
+    }
+    if (cJSON_GetArraySize(a) > LLM_API_MAX_STOP_IDS) {
+        llm_api_seterr(e, 400, "stop_token_ids", "invalid_value", "at most %d stop_token_ids", LLM_API_MAX_STOP_IDS);
+        return -1;
+    }
+    int32_t *ids;
+    size_t n;
+    if (get_ids(a, "stop_token_ids", &ids, &n, e) < 0) return -1;
+    memcpy(r->stop_token_ids, ids, n * sizeof *ids);
+    r->n_stop_token_ids = (int)n;
+    free(ids);
+    return 0;
+}
+
 /* What this server does not do, refused rather than ignored (a client would take the answer for one that
  * honoured it): function calling, insertion, best_of. Empty lists, "none" and best_of 1 are fine. */
 static int refuse_unsupported(const cJSON *root, const llm_api_req *r, llm_api_err *e)
@@ -491,24 +513,7 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (rc) { r->has_seed = 1; r->seed = (uint64_t)iv; }
     if ((rc = get_int(root, "min_tokens", 0, 1e9, &iv, e)) < 0) return -1;
     if (rc) r->min_tokens = (int)iv;
-    const cJSON *sti = field(root, "stop_token_ids");
-    if (sti) {
-        int32_t *ids = NULL;
-        size_t n = 0;
-        if (!cJSON_IsArray(sti) || get_ids(sti, "stop_token_ids", &ids, &n, e) < 0) {
-            if (!cJSON_IsArray(sti))
-                llm_api_seterr(e, 400, "stop_token_ids", "invalid_type", "'stop_token_ids' must be an array of token ids");
-            return -1;
-        }
-        if (n > LLM_API_MAX_STOP_IDS) {
-            free(ids);
-            llm_api_seterr(e, 400, "stop_token_ids", "invalid_value", "at most %d stop_token_ids", LLM_API_MAX_STOP_IDS);
-            return -1;
-        }
-        memcpy(r->stop_token_ids, ids, n * sizeof *ids);
-        r->n_stop_token_ids = (int)n;
-        free(ids);
-    }
+    if (parse_stop_token_ids(root, r, e)) return -1;
     if ((rc = get_int(root, "priority", -LLM_API_MAX_PRIORITY, LLM_API_MAX_PRIORITY, &iv, e)) < 0) return -1;
     if (rc) { r->has_priority = 1; r->priority = (int)iv; }
     if ((rc = get_int(root, "n", 1, LLM_API_MAX_N, &iv, e)) < 0) return -1;
