@@ -1,8 +1,12 @@
-/* JSON mode's per-step cost (engine/json_mode.c): one llm_json_mask call over a whole vocabulary (Llama 3's
- * 128,256 tokens by default) in the states a JSON object goes through, beside the plain way to the same
- * mask (every token's bytes fed to a copy of the state, no first-byte table, no whitespace or plain-string
- * shortcuts), which must leave the same tokens (checked: the run fails if they differ). Median of reps
- * calls, one thread. A step of a JSON-mode request costs one mask on the host.
+/* Constrained decoding's per-step cost: one mask over a whole vocabulary (Llama 3's 128,256 tokens by
+ * default) in the states an output goes through, beside the plain way to the same mask (every token's
+ * bytes fed to a copy of the state, no first-byte table, no whitespace or plain-string shortcuts), which
+ * must leave the same tokens (checked: the run fails if they differ). Median of reps calls, one thread.
+ * A step of a constrained request costs one mask on the host.
+ *   Table 1, JSON mode: JSON mode's own recogniser (engine/json_mode.c) and the same constraint as the
+ *   schema {"type": "object"} (engine/json_schema*.c, what the server runs; its output starts with the
+ *   object, so "before the object" leaves fewer tokens there), each checked against its plain way.
+ *   Table 2, a JSON Schema with required and optional properties, an enum, lengths and a nested array.
  * Build: make build/libllm.a && cc -O2 -std=c11 -D_GNU_SOURCE -Iengine -Ishm bench/json_mask_bench.c
  *          build/libllm.a -lcjson -lpcre2-8 -lhiredis -lpthread -lm -o build/json_mask_bench
  * Run:   build/json_mask_bench [tokenizer=../shared/tokenizers/llama3/tokenizer.json] [reps=31] */
@@ -12,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "json_mode.h"
+#include "json_schema.h"
 
 static double now_ms(void)
 {
@@ -42,6 +46,37 @@ static int plain_mask(const llm_json_vocab *v, const llm_json_state *s, float *l
     }
     return left;
 }
+
+static int plain_schema_mask(const llm_json_vocab *v, const llm_schema *sc, const char *prefix, float *logits, int n)
+{
+    int left = 0;
+    for (int id = 0; id < n; id++) {
+        size_t k;
+        const char *p = llm_json_token_bytes(v, id, &k);
+        llm_schema_state *t = llm_schema_state_new(sc);
+        llm_schema_feed(t, prefix, strlen(prefix));
+        if (p == NULL || llm_schema_feed(t, p, k) != 0)
+            logits[id] = -INFINITY;
+        else
+            left++;
+        llm_schema_state_free(t);
+    }
+    return left;
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof(double), cmp_d);
+    return t[n / 2];
+}
+
+static const char *const PERSON =
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":40},"
+    "\"age\":{\"type\":\"integer\"},\"email\":{\"type\":\"string\"},"
+    "\"role\":{\"enum\":[\"admin\",\"editor\",\"viewer\"]},"
+    "\"pets\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"kind\":{\"type\":\"string\"},"
+    "\"age\":{\"type\":\"number\"}},\"required\":[\"kind\"]},\"maxItems\":8}},"
+    "\"required\":[\"name\",\"age\",\"role\"]}";
 
 int main(int argc, char **argv)
 {
@@ -74,31 +109,88 @@ int main(int argc, char **argv)
         { "after a value", "{\"n\": 12," },
         { "in an array", "{\"a\": [1, " },
     };
+    char msg[256];
+    llm_schema *obj = llm_schema_parse("{\"type\":\"object\"}", 17, msg, sizeof msg);
+    llm_schema *person = llm_schema_parse(PERSON, strlen(PERSON), msg, sizeof msg);
+    double *tc = malloc((size_t)reps * sizeof(double));
+    float *c = malloc((size_t)n * sizeof(float));
+    if (obj == NULL || person == NULL || tc == NULL || c == NULL) {
+        fprintf(stderr, "json_mask_bench: %s\n", obj == NULL || person == NULL ? msg : "out of memory");
+        return 1;
+    }
     printf("JSON mode mask, %d tokens (%s), one thread, median of %d calls\n", n, path, reps);
-    printf("%-20s %8s %12s %14s %8s\n", "state", "left", "mask ms", "plain way ms", "ratio");
+    printf("%-20s %8s %10s %12s %14s\n", "state", "left", "JSON ms", "schema ms", "plain way ms");
     int bad = 0;
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
         llm_json_state s;
         llm_json_init(&s, 1);
         llm_json_feed(&s, states[i].text, strlen(states[i].text));
-        int la = 0, lb = 0;
+        llm_schema_state *ss = llm_schema_state_new(obj);
+        llm_schema_feed(ss, states[i].text, strlen(states[i].text));
+        int la = 0, lb = 0, lc = 0;
         for (int r = 0; r < reps; r++) {
             memset(a, 0, (size_t)n * sizeof(float));
             memset(b, 0, (size_t)n * sizeof(float));
+            memset(c, 0, (size_t)n * sizeof(float));
             double t0 = now_ms();
             la = llm_json_mask(v, &s, a, n);
             double t1 = now_ms();
-            lb = plain_mask(v, &s, b, n);
+            lc = llm_schema_mask(ss, v, c, n);
             double t2 = now_ms();
+            lb = plain_mask(v, &s, b, n);
+            double t3 = now_ms();
             ta[r] = t1 - t0;
-            tb[r] = t2 - t1;
+            tc[r] = t2 - t1;
+            tb[r] = t3 - t2;
         }
         bad |= la != lb || memcmp(a, b, (size_t)n * sizeof(float)) != 0;
-        qsort(ta, (size_t)reps, sizeof(double), cmp_d);
-        qsort(tb, (size_t)reps, sizeof(double), cmp_d);
-        printf("%-20s %8d %12.3f %14.3f %7.1fx\n", states[i].name, la, ta[reps / 2], tb[reps / 2],
-               tb[reps / 2] / ta[reps / 2]);
+        /* the schema's own plain way (its root takes no leading whitespace, JSON mode's recogniser does) */
+        memset(b, 0, (size_t)n * sizeof(float));
+        bad |= plain_schema_mask(v, obj, states[i].text, b, n) != lc || memcmp(c, b, (size_t)n * sizeof(float)) != 0;
+        printf("%-20s %8d %10.3f %12.3f %14.3f\n", states[i].name, la, median(ta, reps), median(tc, reps),
+               median(tb, reps));
+        llm_schema_state_free(ss);
     }
+    static const struct { const char *name, *text; } pstates[] = {
+        { "before the object", "" },
+        { "after '{'", "{" },
+        { "in a key", "{\"na" },
+        { "in a string value", "{\"name\": \"some text" },
+        { "in a number", "{\"name\": \"x\", \"age\": 12" },
+        { "in an enum", "{\"name\": \"x\", \"age\": 12, \"role\": \"ed" },
+        { "after a value", "{\"name\": \"x\", \"age\": 12, \"role\": \"editor\"" },
+        { "in an array", "{\"name\": \"x\", \"age\": 12, \"role\": \"editor\", \"pets\": [{\"kind\": \"cat\"}, " },
+    };
+    int reps2 = reps < 5 ? reps : 5; /* the plain way builds a state per token */
+    printf("\nJSON Schema mask (a person: 5 properties, an enum, a maxLength, an array of objects)\n");
+    printf("%-20s %8s %12s %14s\n", "state", "left", "schema ms", "plain way ms");
+    for (size_t i = 0; i < sizeof pstates / sizeof pstates[0]; i++) {
+        llm_schema_state *ss = llm_schema_state_new(person);
+        if (llm_schema_feed(ss, pstates[i].text, strlen(pstates[i].text)) != 0) {
+            fprintf(stderr, "json_mask_bench: the person schema refuses %s\n", pstates[i].text);
+            return 1;
+        }
+        int lb = 0, lc = 0;
+        for (int r = 0; r < reps; r++) {
+            memset(c, 0, (size_t)n * sizeof(float));
+            double t0 = now_ms();
+            lc = llm_schema_mask(ss, v, c, n);
+            tc[r] = now_ms() - t0;
+        }
+        for (int r = 0; r < reps2; r++) {
+            memset(b, 0, (size_t)n * sizeof(float));
+            double t0 = now_ms();
+            lb = plain_schema_mask(v, person, pstates[i].text, b, n);
+            tb[r] = now_ms() - t0;
+        }
+        bad |= lb != lc || memcmp(b, c, (size_t)n * sizeof(float)) != 0;
+        printf("%-20s %8d %12.3f %14.3f\n", pstates[i].name, lc, median(tc, reps), median(tb, reps2));
+        llm_schema_state_free(ss);
+    }
+    llm_schema_free(obj);
+    llm_schema_free(person);
+    free(tc);
+    free(c);
     if (bad)
         fprintf(stderr, "json_mask_bench: the mask and the plain way left different tokens\n");
     llm_json_vocab_free(v);

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# JSON mode's cost in decoding, ours beside llama.cpp's (node-llama-cpp@3.21.1's CPU build): the same
+# Constrained decoding's cost, ours beside llama.cpp's (node-llama-cpp@3.21.1's CPU build): the same
 # Llama-3.2-1B-shaped GGUF (Llama 3's 128,256-token vocabulary, random weights; DTYPE q8_0), 2 threads, the
-# same prompt, NGEN greedy tokens (64) plain and held to JSON (ours: `generate --json`, the mask of
-# engine/json_mode.c; llama.cpp: its JSON grammar, grammars/json.gbnf, `run.mjs --grammar json`). Decode
-# tokens/s from wall time around the token loop on both sides (llama.cpp's own "eval" counter leaves its
-# sampling, where the grammar runs, out), best of REPS alternating runs (3), and each engine's
-# JSON/plain ratio. A run that closes its object early stops there; the token counts are printed.
+# same prompt, NGEN greedy tokens (64) plain, held to JSON (ours: `generate --json`; llama.cpp: its JSON
+# grammar, grammars/json.gbnf, `run.mjs --grammar json`) and held to a JSON Schema (SCHEMA,
+# bench/data/cat_schema.json: ours `generate --json-schema`, engine/json_schema*.c; llama.cpp: the grammar
+# node-llama-cpp builds from the same schema, `run.mjs --json-schema`). Decode tokens/s from wall time
+# around the token loop on both sides (llama.cpp's own "eval" counter leaves its sampling, where the grammar
+# runs, out), best of REPS alternating runs (3), and each engine's constrained/plain ratios. A run that
+# completes its value early stops there; the token counts are printed.
 #
 #   bash bench/json_mode_vs_llamacpp.sh          # DTYPE=q8_0 NGEN=64 REPS=3 THREADS=2
 set -euo pipefail
@@ -16,6 +18,7 @@ THREADS=${THREADS:-2}
 DTYPE=${DTYPE:-q8_0}
 NGEN=${NGEN:-64}
 MODELS=${MODELS:-bench/models}
+SCHEMA=${SCHEMA:-bench/data/cat_schema.json}
 PRESET=llama-3.2-1b
 
 make -s engine
@@ -38,18 +41,23 @@ theirs() { # extra args; prints "tokens/s tokens"
     node -e 'const j = JSON.parse(process.argv[1]); console.log(j.decode_tps_wall, j.n_gen)' "$js"
 }
 
-op=(); oj=(); lp=(); lj=(); on=0; ln=0
+op=(); oj=(); os=(); lp=(); lj=(); ls=(); on=0; ln=0; osn=0; lsn=0
 for _ in $(seq "$REPS"); do
     r=$(ours); op+=("${r% *}")
     r=$(ours --json); oj+=("${r% *}"); on=${r#* }
+    r=$(ours --json-schema "$SCHEMA"); os+=("${r% *}"); osn=${r#* }
     r=$(theirs); lp+=("${r% *}")
     r=$(theirs --grammar json --stop-at-eos); lj+=("${r% *}"); ln=${r#* }
+    r=$(theirs --json-schema "$SCHEMA" --stop-at-eos); ls+=("${r% *}"); lsn=${r#* }
 done
-OP=$(printf '%s\n' "${op[@]}" | best); OJ=$(printf '%s\n' "${oj[@]}" | best)
-LP=$(printf '%s\n' "${lp[@]}" | best); LJ=$(printf '%s\n' "${lj[@]}" | best)
-echo "llama-3.2-1b shape, $DTYPE, $THREADS threads, decode tokens/s (wall), best of $REPS"
-printf '%-10s | %10s %12s %10s | %s\n' engine plain "JSON mode" JSON/plain "JSON-mode tokens generated"
+OP=$(printf '%s\n' "${op[@]}" | best); OJ=$(printf '%s\n' "${oj[@]}" | best); OS=$(printf '%s\n' "${os[@]}" | best)
+LP=$(printf '%s\n' "${lp[@]}" | best); LJ=$(printf '%s\n' "${lj[@]}" | best); LS=$(printf '%s\n' "${ls[@]}" | best)
+echo "llama-3.2-1b shape, $DTYPE, $THREADS threads, decode tokens/s (wall), best of $REPS; schema $SCHEMA"
+printf '%-10s | %10s %12s %12s %10s %12s | %s\n' engine plain "JSON mode" "JSON Schema" JSON/plain Schema/plain \
+    "tokens generated (JSON, schema)"
 div() { awk -v a="$1" -v b="$2" 'BEGIN { print a / b }'; }
-printf '%-10s | %10.2f %12.2f %9.2fx | %s\n' ours "$OP" "$OJ" "$(div "$OJ" "$OP")" "$on"
-printf '%-10s | %10.2f %12.2f %9.2fx | %s\n' llama.cpp "$LP" "$LJ" "$(div "$LJ" "$LP")" "$ln"
-printf '%-10s | %9.2fx %11.2fx\n' "ours/l.cpp" "$(div "$OP" "$LP")" "$(div "$OJ" "$LJ")"
+printf '%-10s | %10.2f %12.2f %12.2f %9.2fx %11.2fx | %s, %s\n' ours "$OP" "$OJ" "$OS" "$(div "$OJ" "$OP")" \
+    "$(div "$OS" "$OP")" "$on" "$osn"
+printf '%-10s | %10.2f %12.2f %12.2f %9.2fx %11.2fx | %s, %s\n' llama.cpp "$LP" "$LJ" "$LS" "$(div "$LJ" "$LP")" \
+    "$(div "$LS" "$LP")" "$ln" "$lsn"
+printf '%-10s | %9.2fx %11.2fx %11.2fx\n' "ours/l.cpp" "$(div "$OP" "$LP")" "$(div "$OJ" "$LJ")" "$(div "$OS" "$LS")"

@@ -2,7 +2,8 @@
  * continuation goes to stdout, timing figures to stderr. */
 #include "backend.h"
 #include "cli.h"
-#include "json_mode.h"
+#include "json_file.h"
+#include "json_schema.h"
 #include "model.h"
 #include "sampler.h"
 #include "tokenizer.h"
@@ -77,7 +78,7 @@ static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=",
-    "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "logit-bias=", "json", NULL,
+    "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "logit-bias=", "json", "json-schema=", NULL,
 };
 
 int cli_generate(const llm_args *a)
@@ -93,6 +94,11 @@ int cli_generate(const llm_args *a)
     int max_tokens = (int)llm_arg_long(a, "max-tokens", 128, 0, 1 << 24);
     int ignore_eos = llm_arg_flag(a, "ignore-eos"), output_ids = llm_arg_flag(a, "output-ids");
     int json = llm_arg_flag(a, "json");
+    const char *schema_path = llm_arg_str(a, "json-schema");
+    if (json && schema_path != NULL) {
+        fprintf(stderr, "error: --json and --json-schema: give one\n");
+        return 2;
+    }
     int chunk = (int)llm_arg_long(a, "batch", 512, 1, 1 << 16);
 
     llm_sampling_params sp;
@@ -127,8 +133,10 @@ int cli_generate(const llm_args *a)
     llm_sampler *smp = NULL;
     llm_logit_bias *bias = NULL;
     int n_prompt, n_bias = 0;
-    llm_json_vocab *jv = NULL; /* --json: the output is one JSON object (json_mode.h) */
-    llm_json_state js;
+    /* --json / --json-schema: the output is one JSON object / one value the schema accepts (json_schema.h) */
+    llm_json_vocab *jv = NULL;
+    llm_schema *schema = NULL;
+    llm_schema_state *con = NULL;
     llm_backend_opts bo = { 0 };
     if (llm_context_opts(a, m, &bo) != 0)
         goto out;
@@ -153,12 +161,22 @@ int cli_generate(const llm_args *a)
         fprintf(stderr, "error: empty prompt\n");
         goto out;
     }
-    if (json && (m->tok == NULL || (jv = llm_json_vocab_new(m->tok)) == NULL)) {
-        fprintf(stderr, "error: --json needs the model's tokenizer%s\n", m->tok != NULL ? " (out of memory)" : "");
-        goto out;
+    if (json || schema_path != NULL) {
+        char why[256] = "out of memory";
+        cJSON *doc = schema_path != NULL ? llm_json_read_file(schema_path, &err) : cJSON_Parse("{\"type\":\"object\"}");
+        if (doc != NULL)
+            schema = llm_schema_compile(doc, why, sizeof why);
+        cJSON_Delete(doc);
+        if (schema == NULL) {
+            fprintf(stderr, "error: %s\n", doc == NULL && schema_path != NULL ? err.msg : why);
+            goto out;
+        }
+        if (m->tok == NULL || (jv = llm_json_vocab_new(m->tok)) == NULL || (con = llm_schema_state_new(schema)) == NULL) {
+            fprintf(stderr, "error: --%s needs the model's tokenizer%s\n", json ? "json" : "json-schema",
+                    m->tok != NULL ? " (out of memory)" : "");
+            goto out;
+        }
     }
-    if (json)
-        llm_json_init(&js, 1);
     if (llm_arg_str(a, "logit-bias") != NULL &&
         (n_bias = parse_bias(llm_arg_str(a, "logit-bias"), c->vocab_size, &bias)) < 0) {
         fprintf(stderr, "error: --logit-bias must be a comma-separated list of ID=BIAS, ids below %d, biases "
@@ -237,7 +255,7 @@ int cli_generate(const llm_args *a)
     char text[1024];
     int n_gen = 0;
     while (step_ok && n_gen < max_tokens) {
-        if (jv != NULL && llm_json_mask(jv, &js, logits, c->vocab_size) == 0)
+        if (con != NULL && llm_schema_mask(con, jv, logits, c->vocab_size) == 0)
             break; /* no token can continue the JSON text */
         int32_t next = llm_sampler_sample(smp, logits, NULL);
         int stop = 0;
@@ -255,8 +273,8 @@ int cli_generate(const llm_args *a)
         fflush(stdout);
         if (++n_gen == max_tokens)
             break; /* no need to run the model for a token nobody samples */
-        if (jv != NULL && (llm_json_accept(jv, &js, next) != 0 || llm_json_done(&js)))
-            break; /* the object is closed */
+        if (con != NULL && (llm_schema_accept(con, jv, next) != 0 || llm_schema_done(con)))
+            break; /* the value is whole */
         int32_t p = n_prompt + n_gen - 1;
         uint8_t w = 1;
         int32_t s0 = 0;
@@ -287,6 +305,8 @@ out:
     free(logits);
     free(ids);
     free(bias);
+    llm_schema_state_free(con);
+    llm_schema_free(schema);
     llm_json_vocab_free(jv);
     llm_model_free(m);
     return rc;

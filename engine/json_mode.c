@@ -69,7 +69,7 @@ static int begin_value(llm_json_state *s, uint8_t c)
     case '{': return open_container(s, 1);
     case '[': return open_container(s, 0);
     case '"': s->st = J_STR; s->key = 0; return 0;
-    case '-': s->st = J_NUM; s->sub = N_MINUS; return 0;
+    case '-': s->st = J_NUM; s->sub = N_MINUS; s->digits = 0; return 0;
     case 't': s->st = J_LIT; s->sub = 0 << 4 | 1; return 0;
     case 'f': s->st = J_LIT; s->sub = 1 << 4 | 1; return 0;
     case 'n': s->st = J_LIT; s->sub = 2 << 4 | 1; return 0;
@@ -78,8 +78,15 @@ static int begin_value(llm_json_state *s, uint8_t c)
             return -1;
         s->st = J_NUM;
         s->sub = c == '0' ? N_ZERO : N_INT;
+        s->digits = 1;
         return 0;
     }
+}
+
+/* A digit more in the part of the number being read: 1, or -1 past LLM_JSON_MAX_DIGITS. */
+static int digit(llm_json_state *s)
+{
+    return ++s->digits <= LLM_JSON_MAX_DIGITS ? 1 : -1;
 }
 
 /* 1: c continues the number; 0: the number is complete and c belongs to what follows; -1: invalid. */
@@ -91,13 +98,14 @@ static int number_step(llm_json_state *s, uint8_t c)
         if (!is_digit(c))
             return -1;
         s->sub = c == '0' ? N_ZERO : N_INT;
-        return 1;
+        return digit(s);
     case N_ZERO:
     case N_INT:
         if (is_digit(c))
-            return s->sub == N_ZERO ? -1 : 1; /* no leading zeros */
+            return s->sub == N_ZERO ? -1 : digit(s); /* no leading zeros */
         if (c == '.' || e) {
             s->sub = c == '.' ? N_DOT : N_E;
+            s->digits = 0;
             return 1;
         }
         return 0;
@@ -105,12 +113,13 @@ static int number_step(llm_json_state *s, uint8_t c)
         if (!is_digit(c))
             return -1;
         s->sub = N_FRAC;
-        return 1;
+        return digit(s);
     case N_FRAC:
         if (is_digit(c))
-            return 1;
+            return digit(s);
         if (e) {
             s->sub = N_E;
+            s->digits = 0;
             return 1;
         }
         return 0;
@@ -124,9 +133,9 @@ static int number_step(llm_json_state *s, uint8_t c)
         if (!is_digit(c))
             return -1;
         s->sub = N_EXP;
-        return 1;
+        return digit(s);
     default: /* N_EXP */
-        return is_digit(c) ? 1 : 0;
+        return is_digit(c) ? digit(s) : 0;
     }
 }
 
@@ -224,6 +233,20 @@ static int step(llm_json_state *s, uint8_t c)
     }
 }
 
+int llm_json_step(llm_json_state *s, uint8_t c) { return step(s, c); }
+
+int llm_json_can_end(const llm_json_state *s)
+{
+    if (s->st == J_DONE)
+        return 1;
+    return s->st == J_NUM && s->depth == 0 &&
+           (s->sub == N_ZERO || s->sub == N_INT || s->sub == N_FRAC || s->sub == N_EXP);
+}
+
+int llm_json_in_string(const llm_json_state *s) { return s->st == J_STR; }
+
+int llm_json_between_tokens(const llm_json_state *s) { return s->st <= J_DONE; }
+
 int llm_json_feed(llm_json_state *s, const char *p, size_t n)
 {
     llm_json_state t = *s;
@@ -241,6 +264,7 @@ struct llm_json_vocab {
     uint32_t *off, *len;
     char     *bytes;
     uint32_t *info;  /* a token's first bytes, packed (I_*): one load decides most tokens */
+    uint8_t  *cps;   /* a token's code points (255: that many or more) */
     int32_t  *cand;  /* llm_json_mask's scratch: tokens to feed */
 };
 
@@ -269,8 +293,9 @@ llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
     }
     v->bytes = malloc(total + 1);
     v->info = calloc((size_t)v->n + 1, sizeof(uint32_t));
+    v->cps = calloc((size_t)v->n + 1, 1);
     v->cand = malloc(((size_t)v->n + 1) * sizeof(int32_t));
-    if (v->off == NULL || v->len == NULL || v->bytes == NULL || v->info == NULL || v->cand == NULL ||
+    if (v->off == NULL || v->len == NULL || v->bytes == NULL || v->info == NULL || v->cps == NULL || v->cand == NULL ||
         total > UINT32_MAX) {
         llm_json_vocab_free(v);
         return NULL;
@@ -287,10 +312,13 @@ llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
         at += k;
         if (k == 0)
             continue;
-        uint32_t plain = I_PLAIN;
-        for (size_t i = 0; i < k; i++)
+        uint32_t plain = I_PLAIN, cps = 0;
+        for (size_t i = 0; i < k; i++) {
             if ((uint8_t)p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
                 plain = 0;
+            cps += ((uint8_t)p[i] & 0xc0) != 0x80;
+        }
+        v->cps[id] = (uint8_t)(cps < 255 ? cps : 255);
         size_t w = 0;
         while (w < k && is_ws((uint8_t)p[w]))
             w++;
@@ -308,6 +336,7 @@ void llm_json_vocab_free(llm_json_vocab *v)
     free(v->len);
     free(v->bytes);
     free(v->info);
+    free(v->cps);
     free(v->cand);
     free(v);
 }
@@ -324,36 +353,28 @@ const char *llm_json_token_bytes(const llm_json_vocab *v, int32_t id, size_t *le
     return v->bytes + v->off[id];
 }
 
-int llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logits, int n_logits)
+int llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, float *logits, int n_logits)
 {
-    /* The bytes that may come next (most states allow a handful), and, where a whitespace byte leads to a
-     * state between tokens of structure (whitespace then keeps it as it is: after '{', after a value, at
-     * the end of a number), the bytes that may follow a token's leading whitespace. A first pass decides
-     * every token from its packed first bytes without a branch: refused, or kept as a candidate; inside a
-     * string, tokens with no quote, backslash or control byte are taken as they are. The candidates (a
-     * few thousand at most outside strings) are then fed to a copy of the state. */
-    uint8_t first[256], after_ws[256];
-    for (int c = 0; c < 256; c++) {
-        llm_json_state t = *s;
-        first[c] = step(&t, (uint8_t)c) == 0;
-    }
-    llm_json_state sw = *s;
-    unsigned ws_short = step(&sw, ' ') == 0 && sw.st <= J_DONE;
-    for (int c = 0; c < 256; c++) {
-        llm_json_state t = sw;
-        after_ws[c] = ws_short && step(&t, (uint8_t)c) == 0;
-    }
-    unsigned budget = LLM_JSON_MAX_WS + 1 - sw.ws; /* leading whitespace bytes a token may have */
+    /* A first pass decides every token from its packed first bytes without a branch: refused, or kept as
+     * a candidate; where whitespace leads to a state between tokens of structure (after '{', after a
+     * value, at the end of a number), a token's leading whitespace is checked against its budget and the
+     * byte after it against after_ws; inside a string, tokens with no quote, backslash or control byte are
+     * taken as they are if they fit the string's room (and when every reading is in a string, refused
+     * if not). The candidates (a few thousand at most outside strings) then go to fits. */
+    const uint8_t *first = mt->first, *after_ws = mt->after_ws;
+    unsigned ws_short = mt->ws_short != 0, budget = mt->ws_budget;
     int n = n_logits < v->n ? n_logits : v->n, m = 0, left = 0;
     int32_t *cand = v->cand;
-    if (s->st == J_STR) {
+    if (mt->in_string) {
+        unsigned room = mt->string_room, all = mt->all_in_string != 0;
         for (int id = 0; id < n; id++) {
             uint32_t x = v->info[id];
-            unsigned plain = (x & I_PLAIN) != 0, maybe = (plain ^ 1u) & first[x & 255];
+            unsigned plain = (x & I_PLAIN) != 0, fit = plain & (v->cps[id] <= room);
+            unsigned maybe = (plain ? (fit ^ 1u) & (all ^ 1u) : first[x & 255]);
             cand[m] = id;
             m += (int)maybe;
-            left += (int)plain;
-            logits[id] = plain | maybe ? logits[id] : -INFINITY;
+            left += (int)fit;
+            logits[id] = fit | maybe ? logits[id] : -INFINITY;
         }
     } else {
         for (int id = 0; id < n; id++) {
@@ -369,8 +390,7 @@ int llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logit
     }
     for (int j = 0; j < m; j++) {
         int id = cand[j];
-        llm_json_state t = *s;
-        if (llm_json_feed(&t, v->bytes + v->off[id], v->len[id]) != 0)
+        if (mt->fits(mt->ctx, v->bytes + v->off[id], v->len[id]) != 0)
             logits[id] = -INFINITY;
         else
             left++;
@@ -378,6 +398,33 @@ int llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logit
     for (int id = n; id < n_logits; id++) /* past the tokenizer's vocabulary (a padded embedding) */
         logits[id] = -INFINITY;
     return left;
+}
+
+static int json_fits(const void *ctx, const char *p, size_t n)
+{
+    llm_json_state t = *(const llm_json_state *)ctx;
+    return llm_json_feed(&t, p, n);
+}
+
+int llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logits, int n_logits)
+{
+    llm_json_mask_tables mt;
+    for (int c = 0; c < 256; c++) {
+        llm_json_state t = *s;
+        mt.first[c] = step(&t, (uint8_t)c) == 0;
+    }
+    llm_json_state sw = *s;
+    mt.ws_short = step(&sw, ' ') == 0 && sw.st <= J_DONE;
+    for (int c = 0; c < 256; c++) {
+        llm_json_state t = sw;
+        mt.after_ws[c] = mt.ws_short && step(&t, (uint8_t)c) == 0;
+    }
+    mt.ws_budget = LLM_JSON_MAX_WS + 1 - sw.ws; /* leading whitespace bytes a token may have */
+    mt.in_string = mt.all_in_string = s->st == J_STR;
+    mt.string_room = UINT32_MAX;
+    mt.fits = json_fits;
+    mt.ctx = s;
+    return llm_json_mask_with(v, &mt, logits, n_logits);
 }
 
 int llm_json_accept(const llm_json_vocab *v, llm_json_state *s, int32_t id)

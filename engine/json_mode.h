@@ -9,8 +9,8 @@
  * closed (llm_json_done).
  *
  * Limits: nesting at most LLM_JSON_MAX_DEPTH deep; at most LLM_JSON_MAX_WS whitespace bytes in a row
- * between tokens (a model held to a grammar can otherwise emit whitespace forever, llama.cpp's JSON grammar
- * bounds it too); string bytes >= 0x80 are taken as they come (UTF-8 is not validated: an invalid
+ * between tokens and LLM_JSON_MAX_DIGITS digits in a number's integer part, fraction or exponent (a model
+ * held to a grammar can otherwise emit whitespace or digits forever; llama.cpp's JSON grammar bounds both); string bytes >= 0x80 are taken as they come (UTF-8 is not validated: an invalid
  * sequence reaches the client as U+FFFD, still inside a valid string). */
 #ifndef LLM_JSON_MODE_H
 #define LLM_JSON_MODE_H
@@ -22,12 +22,14 @@
 
 #define LLM_JSON_MAX_DEPTH 64
 #define LLM_JSON_MAX_WS    32
+#define LLM_JSON_MAX_DIGITS 16
 
 typedef struct {
     uint8_t  st, sub;      /* syntactic state, and the state inside a string / number / literal */
     uint8_t  key;          /* the string being read is an object key */
     uint8_t  depth, ws;    /* open containers; whitespace bytes in a row */
     uint8_t  top_object;   /* the top-level value must be an object */
+    uint8_t  digits;       /* digits in the number part being read */
     uint64_t is_obj;       /* bit d: container d is an object (else an array) */
 } llm_json_state;
 
@@ -37,6 +39,14 @@ void llm_json_init(llm_json_state *s, int top_object);
 int  llm_json_feed(llm_json_state *s, const char *p, size_t n);
 /* 1 once the top-level value is complete (only whitespace may follow; a number never completes alone). */
 int  llm_json_done(const llm_json_state *s);
+/* One byte: 0, or -1 when it cannot continue the text (s is then left in an unspecified state: step a copy). */
+int  llm_json_step(llm_json_state *s, uint8_t c);
+/* The text read is a whole value if it stops here: done, or a top-level number that may still grow. */
+int  llm_json_can_end(const llm_json_state *s);
+/* Inside a string's characters (not an escape): any byte >= 0x20 but '"' and '\\' continues it. */
+int  llm_json_in_string(const llm_json_state *s);
+/* Between tokens of structure (whitespace leaves the state as it is but for the whitespace count). */
+int  llm_json_between_tokens(const llm_json_state *s);
 
 /* Each token's bytes once, for masking: built from a tokenizer at start. */
 typedef struct llm_json_vocab llm_json_vocab;
@@ -50,6 +60,23 @@ const char     *llm_json_token_bytes(const llm_json_vocab *v, int32_t id, size_t
  * are masked too). Returns the number of tokens left. Works in scratch memory of v: one call at a time
  * per vocabulary (the scheduler and generate each hold their own). */
 int  llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logits, int n_logits);
+/* The mask as any byte-level recogniser can use it (JSON Schema's too, json_schema.h). The recogniser
+ * gives, for the state it masks for: first[c], whether byte c may come next; ws_short, whether a
+ * whitespace byte leads to a state between tokens of structure, and if so after_ws[c] (byte c may follow
+ * that whitespace) and ws_budget (whitespace bytes a token may lead with); in_string, whether tokens with
+ * no '"', '\\' or control byte continue the text as they are when they have at most string_room code
+ * points (all_in_string: and only then); and fits(ctx, bytes, n), the exact test for the candidates these
+ * tables leave. The tables only ever pass tokens over to fits: they must never
+ * refuse a token fits would take. */
+typedef struct {
+    uint8_t  first[256], after_ws[256];
+    int      ws_short, in_string, all_in_string;
+    unsigned ws_budget, string_room;
+    int    (*fits)(const void *ctx, const char *p, size_t n);
+    const void *ctx;
+} llm_json_mask_tables;
+int  llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, float *logits, int n_logits);
+
 /* Advance s by token id's bytes: 0, or -1 when the token cannot continue s (s unchanged). */
 int  llm_json_accept(const llm_json_vocab *v, llm_json_state *s, int32_t id);
 

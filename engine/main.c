@@ -13,7 +13,7 @@ static void usage(FILE *f)
         "  generate   --model PATH [--tokenizer PATH] (--prompt TEXT | --prompt-ids 1,2,3) --max-tokens N\n"
         "             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repeat-penalty R]\n"
         "             [--presence-penalty P] [--frequency-penalty F] [--logit-bias ID=B,...] [--seed S]\n"
-        "             [--json] [--threads N] [--ignore-eos] [--output-ids] [--backend cpu]\n"
+        "             [--json | --json-schema FILE] [--threads N] [--ignore-eos] [--output-ids] [--backend cpu]\n"
         "  tokenize   (--model PATH | --tokenizer PATH) --text TEXT [--bos] [--special]\n"
         "  info       --model PATH\n"
         "  serve      --model PATH --shm NAME [--tokenizer PATH] [--max-batch-size 32]\n"

@@ -28,8 +28,8 @@ typedef struct {
     int      plp_next;         /* the next prompt position whose logprob goes out (from 1) */
     int      n_top_lp;         /* alternatives with each */
     int      min_tokens;       /* stop ids masked until this many were generated */
-    int      json;             /* JSON mode: tokens masked by json_st (json_mode.h) */
-    llm_json_state json_st;
+    llm_schema       *schema;  /* JSON mode or a JSON Schema: tokens masked by con (json_schema.h) */
+    llm_schema_state *con;
     int      cancelled;
     int      n_cached, n_preempted;
     uint64_t t_submit, t_admit, t_first, t_last;
@@ -167,6 +167,8 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
 static void req_free(llm_sched *s, sreq *r)
 {
     llm_kv_seq_release(s->kv, &r->kv);
+    llm_schema_state_free(r->con);
+    llm_schema_free(r->schema);
     llm_sampler_free(r->smp);
     free(r->tokens);
     free(r);
@@ -391,8 +393,9 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         s->logits = l;
         s->logit_rows = s->cap_batch + PLP_ROWS;
     }
-    if (q->json && s->cfg.json_vocab == NULL) {
-        llm_seterr(err, "JSON mode needs the model's tokenizer, which this engine does not have");
+    if ((q->json || q->schema != NULL) && s->cfg.json_vocab == NULL) {
+        llm_seterr(err, "%s needs the model's tokenizer, which this engine does not have",
+                   q->schema != NULL ? "a JSON Schema" : "JSON mode");
         return -1;
     }
     if (q->n_bias < 0 || (q->n_bias > 0 && q->bias == NULL)) {
@@ -419,18 +422,33 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         llm_seterr(err, "queue full (%d requests waiting)", s->n_waiting);
         return -1;
     }
+    llm_schema *schema = NULL;
+    if (q->json || q->schema != NULL) { /* JSON mode is the schema of any object */
+        static const char any_object[] = "{\"type\":\"object\"}";
+        char msg[256];
+        schema = q->schema != NULL ? llm_schema_parse(q->schema, q->schema_len, msg, sizeof msg)
+                                   : llm_schema_parse(any_object, sizeof any_object - 1, msg, sizeof msg);
+        if (schema == NULL) {
+            llm_seterr(err, "%s", msg);
+            return -1;
+        }
+    }
     sreq *r = calloc(1, sizeof(*r));
-    if (r == NULL)
+    if (r == NULL) {
+        llm_schema_free(schema);
         goto oom;
+    }
+    r->schema = schema;
     /* room for every token the request can hold, so appending never fails */
     long cap = (long)q->n_prompt + q->max_tokens;
     r->cap = cap < s->ctx_limit ? (int)cap : s->ctx_limit;
     r->tokens = malloc((size_t)r->cap * sizeof(int32_t));
     r->smp = llm_sampler_new(&q->sampling, s->vocab);
-    if (r->tokens == NULL || r->smp == NULL || llm_sampler_set_bias(r->smp, q->bias, q->n_bias) != 0) {
-        llm_sampler_free(r->smp);
-        free(r->tokens);
-        free(r);
+    if (schema != NULL)
+        r->con = llm_schema_state_new(schema);
+    if (r->tokens == NULL || r->smp == NULL || llm_sampler_set_bias(r->smp, q->bias, q->n_bias) != 0 ||
+        (schema != NULL && r->con == NULL)) {
+        req_free(s, r);
         goto oom;
     }
     r->id = q->id;
@@ -440,13 +458,10 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     memcpy(r->tokens, q->prompt, (size_t)q->n_prompt * sizeof(int32_t));
     r->n_tokens = r->n_prompt = r->prompt_len = q->n_prompt;
     r->max_tokens = q->max_tokens;
-    r->json = q->json != 0;
     r->min_tokens = q->min_tokens;
     r->plp = q->prompt_logprobs != 0;
     r->plp_next = 1;
     r->n_top_lp = q->sampling.n_logprobs;
-    if (r->json)
-        llm_json_init(&r->json_st, 1);
     if (q->n_stop > 0)
         memcpy(r->stop, q->stop_ids, (size_t)q->n_stop * sizeof(int32_t));
     r->n_stop = q->n_stop;
@@ -793,10 +808,11 @@ static int is_stop(const sreq *r, int32_t t)
     return 0;
 }
 
-/* A request whose next row the host masks (JSON mode; stop ids under min_tokens): its logits come back. */
+/* A request whose next row the host masks (JSON mode, a schema; stop ids under min_tokens): its logits
+ * come back. */
 static int host_masked(const sreq *r)
 {
-    return r->json || (r->n_gen < r->min_tokens && r->n_stop > 0);
+    return r->con != NULL || (r->n_gen < r->min_tokens && r->n_stop > 0);
 }
 
 /* Rows that need not come back as logits (at batch 256 x 128K vocab that is 128 MiB a step not copied, and
@@ -917,7 +933,7 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
         for (int i = 0; i < r->n_stop; i++)
             if (r->stop[i] >= 0 && r->stop[i] < s->vocab)
                 lg[r->stop[i]] = -INFINITY;
-    if (r->json && llm_json_mask(s->cfg.json_vocab, &r->json_st, lg, s->vocab) == 0)
+    if (r->con != NULL && llm_schema_mask(r->con, s->cfg.json_vocab, lg, s->vocab) == 0)
         return -1; /* no token can continue the JSON text */
     return llm_sampler_sample(r->smp, lg, res);
 }
@@ -977,7 +993,7 @@ int llm_sched_step(llm_sched *s)
         llm_sample_result res;
         int32_t t = row_token(s, r, use_dv, row, &res);
         row++;
-        if (t < 0) { /* JSON mode with no token left (never with a vocabulary that has single bytes) */
+        if (t < 0) { /* JSON with no token left (never with a vocabulary that has single bytes) */
             running_remove(s, r);
             finish(s, r, -1, NULL, LLM_SCHED_FINISH_STOP, 0);
             continue;
@@ -990,9 +1006,9 @@ int llm_sched_step(llm_sched *s)
         if (r->t_first == 0)
             r->t_first = t1;
         llm_sched_finish fin = LLM_SCHED_FINISH_NONE;
-        if (r->json)
-            (void)llm_json_accept(s->cfg.json_vocab, &r->json_st, t); /* the mask let only such tokens through */
-        if (is_stop(r, t) || (r->json && llm_json_done(&r->json_st)))
+        if (r->con != NULL)
+            (void)llm_schema_accept(r->con, s->cfg.json_vocab, t); /* the mask let only such tokens through */
+        if (is_stop(r, t) || (r->con != NULL && llm_schema_done(r->con)))
             fin = LLM_SCHED_FINISH_STOP;
         else if (r->n_gen >= r->max_tokens || r->n_tokens >= s->ctx_limit)
             fin = LLM_SCHED_FINISH_LENGTH;

@@ -57,7 +57,7 @@
 #define LLM_SCHEDULER_H
 
 #include "backend.h"
-#include "json_mode.h"
+#include "json_schema.h"
 #include "kv_cache.h"
 #include "sampler.h"
 
@@ -116,7 +116,8 @@ typedef struct {
     /* Optional: how many outputs the request can take now (prompt logprobs are held to it). */
     int  (*emit_room)(void *ctx, uint64_t id, void *user);
     void *cb_ctx;
-    /* The vocabulary's bytes for JSON-mode requests (json_mode.h); NULL: such requests are refused. */
+    /* The vocabulary's bytes for JSON-mode and JSON Schema requests (json_mode.h); NULL: such requests
+     * are refused. */
     const llm_json_vocab *json_vocab;
     /* Optional clock (monotonic ns) for tests; NULL = CLOCK_MONOTONIC. */
     uint64_t (*now_ns)(void *ctx);
@@ -135,6 +136,10 @@ typedef struct {
                                       * the raw logits; such a request does not use the prefix cache */
     int                 json;        /* 1: JSON mode, the output is one JSON object (json_mode.h); it ends
                                       * ("stop") when the object closes, end-of-generation is masked */
+    const char         *schema;      /* JSON Schema text (json_schema.h), schema_len bytes, or NULL: the
+                                      * output is one value it accepts, ending ("stop") when it is whole;
+                                      * compiled at submit (a schema it refuses: submit fails) */
+    size_t              schema_len;
     int                 max_tokens;  /* >= 1 */
     int                 min_tokens;  /* the stop ids cannot be generated before this many tokens (vLLM's) */
     const int32_t      *stop_ids;    /* copied; eog ids go here unless ignore_eos */

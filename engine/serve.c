@@ -109,6 +109,9 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.bias = bias;
     r.n_bias = nb <= LLM_SHM_MAX_BIAS ? (int)nb : -1;
     r.json = (p->flags & LLM_PARAM_JSON) != 0;
+    uint32_t schema_len = 0;
+    r.schema = llm_server_schema(c->srv, slot, &schema_len); /* compiled (and checked) by the scheduler */
+    r.schema_len = schema_len;
     r.priority = p->priority > -INT32_MAX ? -p->priority : INT32_MAX; /* the scheduler takes higher first */
     r.prompt_logprobs = (p->flags & LLM_PARAM_PROMPT_LOGPROBS) != 0;
     r.max_tokens = p->max_tokens;

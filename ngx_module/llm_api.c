@@ -1,5 +1,6 @@
 /* Request parsing and validation for the OpenAI-compatible endpoints. */
 #include "llm_api.h"
+#include "json_schema.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -44,6 +45,7 @@ void llm_api_req_free(llm_api_req *r)
     free(r->ids);
     free(r->msgs);
     free(r->bias_ids);
+    cJSON_free(r->schema);
     free(r->bias);
     if (r->batch_ids)
         for (int i = 0; i < r->n_prompts; i++) free(r->batch_ids[i]);
@@ -456,15 +458,55 @@ static int refuse_unsupported(const cJSON *root, const llm_api_req *r, llm_api_e
     return 0;
 }
 
-/* response_format: {"type": "text"} or {"type": "json_object"} (JSON mode). */
+/* A JSON Schema (a cJSON value) for constrained output: compiled to check it, kept as compact text. */
+static int take_schema(const cJSON *schema, const char *param, llm_api_req *r, llm_api_err *e)
+{
+    char why[256];
+    llm_schema *sc = llm_schema_compile(schema, why, sizeof why);
+    if (sc == NULL) {
+        llm_api_seterr(e, 400, param, "invalid_schema", "%s", why);
+        return -1;
+    }
+    llm_schema_free(sc);
+    r->schema = cJSON_PrintUnformatted(schema);
+    if (r->schema == NULL) {
+        llm_api_seterr(e, 500, NULL, NULL, "out of memory");
+        return -1;
+    }
+    r->schema_len = strlen(r->schema);
+    if (r->schema_len > LLM_SCHEMA_MAX_TEXT) {
+        llm_api_seterr(e, 400, param, "invalid_schema", "the schema takes more than %d bytes", LLM_SCHEMA_MAX_TEXT);
+        return -1;
+    }
+    return 0;
+}
+
+/* response_format: {"type": "text"}, {"type": "json_object"} (JSON mode) or {"type": "json_schema",
+ * "json_schema": {"name", "schema", "strict", "description"}} (without a schema: JSON mode); vLLM's
+ * guided_json (a schema, or its text). */
 static int parse_response_format(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
-    const cJSON *o = field(root, "response_format");
+    const cJSON *o = field(root, "response_format"), *g = field(root, "guided_json");
+    if (o && g) {
+        llm_api_seterr(e, 400, "guided_json", "invalid_value", "give 'response_format' or 'guided_json', not both");
+        return -1;
+    }
+    if (g) {
+        if (!cJSON_IsString(g)) return take_schema(g, "guided_json", r, e);
+        cJSON *doc = cJSON_Parse(g->valuestring);
+        if (doc == NULL) {
+            llm_api_seterr(e, 400, "guided_json", "invalid_schema", "'guided_json' is a string that is not JSON");
+            return -1;
+        }
+        int rc = take_schema(doc, "guided_json", r, e);
+        cJSON_Delete(doc);
+        return rc;
+    }
     if (!o) return 0;
     const char *type = NULL;
     if (!cJSON_IsObject(o) || get_str(o, "type", &type, e) != 1) {
         llm_api_seterr(e, 400, "response_format", "invalid_type",
-                       "'response_format' must be an object with a 'type': \"text\" or \"json_object\"");
+                       "'response_format' must be an object with a 'type': \"text\", \"json_object\" or \"json_schema\"");
         return -1;
     }
     if (!strcmp(type, "json_object")) {
@@ -472,12 +514,27 @@ static int parse_response_format(const cJSON *root, llm_api_req *r, llm_api_err 
         return 0;
     }
     if (!strcmp(type, "text")) return 0;
-    llm_api_seterr(e, 400, "response_format", "invalid_value",
-                   !strcmp(type, "json_schema")
-                       ? "response_format type \"json_schema\" is not supported; \"json_object\" constrains the "
-                         "output to a JSON object"
-                       : "response_format type must be \"text\" or \"json_object\", got \"%.40s\"", type);
-    return -1;
+    if (strcmp(type, "json_schema") != 0) {
+        llm_api_seterr(e, 400, "response_format", "invalid_value",
+                       "response_format type must be \"text\", \"json_object\" or \"json_schema\", got \"%.40s\"", type);
+        return -1;
+    }
+    const cJSON *js = field(o, "json_schema");
+    if (!cJSON_IsObject(js)) {
+        llm_api_seterr(e, 400, "response_format", "invalid_value",
+                       "response_format type \"json_schema\" needs a 'json_schema' object with the 'schema'");
+        return -1;
+    }
+    const cJSON *name = field(js, "name"), *schema = field(js, "schema");
+    if (name && !cJSON_IsString(name)) {
+        llm_api_seterr(e, 400, "response_format", "invalid_type", "'json_schema.name' must be a string");
+        return -1;
+    }
+    if (!schema) { /* no schema: any JSON object, as JSON mode */
+        r->json = 1;
+        return 0;
+    }
+    return take_schema(schema, "response_format", r, e);
 }
 
 static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)

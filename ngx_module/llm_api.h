@@ -79,6 +79,9 @@ typedef struct {
     int          include_usage;
     int          ignore_eos;
     int          json;        /* response_format {"type": "json_object"}: JSON mode */
+    char        *schema;      /* response_format {"type": "json_schema"} or vLLM's guided_json: the schema,
+                               * checked by compiling it (json_schema.h) and printed compactly; malloc'd */
+    size_t       schema_len;
     int          min_tokens;  /* vLLM's: no end-of-generation or stop token id before this many */
     int32_t      stop_token_ids[LLM_API_MAX_STOP_IDS]; /* vLLM's: token ids that end the generation */
     int          n_stop_token_ids;

@@ -423,7 +423,8 @@ static int ngx_http_llm_start_err(int rc, llm_api_err *e)
         llm_api_seterr(e, 429, NULL, "queue_full", "the engine's queue is full; retry later (%s)", llm_shm_strerror(rc));
         return 429;
     case LLM_SHM_E_TOO_LONG:
-        llm_api_seterr(e, 400, "prompt", "context_length_exceeded", "the prompt is longer than the engine accepts");
+        llm_api_seterr(e, 400, "prompt", "context_length_exceeded",
+                       "the prompt (with the JSON Schema, if any) is longer than the engine accepts");
         return 400;
     default:
         llm_api_seterr(e, 503, NULL, "engine_unavailable", "the engine is not available: %s", llm_shm_strerror(rc));
@@ -552,7 +553,8 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
                                  : ((uint64_t)ngx_random() << 32) ^ (uint64_t)ngx_random() ^ tag;
         int pi = i / ctx->q.n;
         p.max_tokens = ngx_min(max_tokens, (int)(ctx_len - pr->n_ids[pi])); /* the context: "length" */
-        int rc = llm_client_start(ctx->eng->client, pr->ids[pi], (uint32_t)pr->n_ids[pi], &p, tag, &s->h);
+        int rc = llm_client_start_schema(ctx->eng->client, pr->ids[pi], (uint32_t)pr->n_ids[pi], &p, ctx->q.schema,
+                                         (uint32_t)ctx->q.schema_len, tag, &s->h);
         if (rc != LLM_SHM_OK) {
             ngx_http_llm_start_err(rc, e);
             return ngx_http_llm_send_error(r, e); /* the cleanup releases the started ones */

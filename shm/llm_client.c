@@ -321,7 +321,23 @@ int llm_client_fill(llm_client *c, llm_req r, const int32_t *ids, uint32_t n, co
     memcpy(llm_shm_prompt_of(&c->map, sl), ids, (size_t)n * sizeof *ids);
     sl->n_prompt = n;
     memcpy(&sl->params, p, LLM_SHM_PARAMS_USED(p));
+    sl->params.schema_len = 0; /* only llm_client_fill_schema sets it */
     sl->tag = tag;
+    return LLM_SHM_OK;
+}
+
+int llm_client_fill_schema(llm_client *c, llm_req r, const char *text, uint32_t len)
+{
+    llm_shm_slot *sl;
+    int rc = lookup(c, r, &sl);
+    if (rc != LLM_SHM_OK)
+        return rc;
+    if (LLM_SLOT_STATE(atomic_load(&sl->word)) != LLM_SLOT_RESERVED || sl->n_prompt == 0 || text == NULL || len == 0)
+        return LLM_SHM_E_INVAL;
+    if (LLM_SHM_PROMPT_WORDS(sl->n_prompt, len) > c->map.hdr->caps.max_prompt)
+        return LLM_SHM_E_TOO_LONG;
+    memcpy(llm_shm_prompt_of(&c->map, sl) + sl->n_prompt, text, len);
+    sl->params.schema_len = len;
     return LLM_SHM_OK;
 }
 
@@ -361,11 +377,19 @@ int llm_client_submit(llm_client *c, llm_req r)
 int llm_client_start(llm_client *c, const int32_t *ids, uint32_t n, const llm_shm_params *p, uint64_t tag,
                      llm_req *out)
 {
+    return llm_client_start_schema(c, ids, n, p, NULL, 0, tag, out);
+}
+
+int llm_client_start_schema(llm_client *c, const int32_t *ids, uint32_t n, const llm_shm_params *p,
+                            const char *schema, uint32_t schema_len, uint64_t tag, llm_req *out)
+{
     llm_req r;
     int rc = llm_client_reserve(c, &r);
     if (rc != LLM_SHM_OK)
         return rc;
     rc = llm_client_fill(c, r, ids, n, p, tag);
+    if (rc == LLM_SHM_OK && schema != NULL && schema_len > 0)
+        rc = llm_client_fill_schema(c, r, schema, schema_len);
     if (rc == LLM_SHM_OK)
         rc = llm_client_submit(c, r);
     if (rc != LLM_SHM_OK) {

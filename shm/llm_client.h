@@ -51,10 +51,16 @@ void        llm_client_set_stale_ns(llm_client *c, uint64_t ns); /* default 1 s 
 int llm_client_reserve(llm_client *c, llm_req *out);         /* NO_SLOT, NOT_READY, ... */
 int llm_client_fill(llm_client *c, llm_req r, const int32_t *ids, uint32_t n, const llm_shm_params *p,
                     uint64_t tag);                            /* TOO_LONG, INVAL */
+/* After fill: the request's output must match this JSON Schema (its text, len bytes, travels after the
+ * prompt ids): TOO_LONG when both do not fit the slot's prompt area. */
+int llm_client_fill_schema(llm_client *c, llm_req r, const char *text, uint32_t len);
 int llm_client_submit(llm_client *c, llm_req r);             /* RING_FULL (slot stays reserved) */
 /* All three; on failure nothing stays reserved. */
 int llm_client_start(llm_client *c, const int32_t *ids, uint32_t n, const llm_shm_params *p, uint64_t tag,
                      llm_req *out);
+/* The same with a JSON Schema's text (schema NULL or len 0: none). */
+int llm_client_start_schema(llm_client *c, const int32_t *ids, uint32_t n, const llm_shm_params *p,
+                            const char *schema, uint32_t schema_len, uint64_t tag, llm_req *out);
 
 /* Take up to max tokens that are ready (never waits). Returns the count (>= 0) or an
  * error (ENGINE_GONE, INVAL). st (may be NULL) says whether the request is complete. */

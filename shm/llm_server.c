@@ -313,8 +313,8 @@ int llm_server_pop(llm_server *s, uint32_t *slot)
                 end_unrun(s, sl, w, LLM_SLOT_CANCELLED, LLM_FINISH_CANCELLED, 0);
                 break;
             }
-            if (sl->n_prompt == 0 || sl->n_prompt > h->caps.max_prompt || sl->params.max_tokens <= 0 ||
-                sl->params.n_stop > LLM_SHM_MAX_STOP) {
+            if (sl->n_prompt == 0 || LLM_SHM_PROMPT_WORDS(sl->n_prompt, sl->params.schema_len) > h->caps.max_prompt ||
+                sl->params.max_tokens <= 0 || sl->params.n_stop > LLM_SHM_MAX_STOP) {
                 end_unrun(s, sl, w, LLM_SLOT_FAILED, LLM_FINISH_ERROR, LLM_SHM_E_INVAL);
                 break;
             }
@@ -350,6 +350,17 @@ const llm_shm_params *llm_server_params(llm_server *s, uint32_t slot)
 {
     llm_shm_slot *sl = slot_at(s, slot);
     return sl ? &sl->params : NULL;
+}
+
+const char *llm_server_schema(llm_server *s, uint32_t slot, uint32_t *len)
+{
+    llm_shm_slot *sl = slot_at(s, slot);
+    *len = 0;
+    if (sl == NULL || sl->params.schema_len == 0 ||
+        LLM_SHM_PROMPT_WORDS(sl->n_prompt, sl->params.schema_len) > s->map.hdr->caps.max_prompt)
+        return NULL;
+    *len = sl->params.schema_len;
+    return (const char *)(llm_shm_prompt_of(&s->map, sl) + sl->n_prompt);
 }
 
 uint64_t llm_server_tag(llm_server *s, uint32_t slot)

@@ -44,6 +44,8 @@ int  llm_server_pop(llm_server *s, uint32_t *slot);
 
 const int32_t        *llm_server_prompt(llm_server *s, uint32_t slot, uint32_t *n);
 const llm_shm_params *llm_server_params(llm_server *s, uint32_t slot);
+/* The request's JSON Schema text (llm_client_fill_schema), or NULL with *len 0 when it has none. */
+const char           *llm_server_schema(llm_server *s, uint32_t slot, uint32_t *len);
 uint64_t              llm_server_tag(llm_server *s, uint32_t slot);
 /* The client cancelled, let go, or died: stop generating and call llm_server_finish. */
 int  llm_server_cancelled(llm_server *s, uint32_t slot);

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  5u
+#define LLM_SHM_VERSION  6u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
@@ -112,6 +112,7 @@ typedef struct {
     uint32_t flags;                /* LLM_PARAM_* */
     int32_t  priority;             /* queue order: lower first (vLLM's sense), equal: arrival */
     int32_t  min_tokens;           /* stop_ids cannot be generated before this many tokens */
+    uint32_t schema_len;           /* bytes of JSON Schema text after the prompt ids in the prompt area */
     uint32_t n_bias;               /* 0..LLM_SHM_MAX_BIAS */
     llm_shm_bias bias[LLM_SHM_MAX_BIAS];
 } llm_shm_params;
@@ -119,6 +120,8 @@ typedef struct {
 #define LLM_SHM_PARAMS_USED(p) (offsetof(llm_shm_params, bias) + (size_t)(p)->n_bias * sizeof(llm_shm_bias))
 #define LLM_PARAM_IGNORE_EOS 1u
 #define LLM_PARAM_JSON       2u /* JSON mode: the output is one JSON object (engine/json_mode.h) */
+/* The prompt area's int32 words a prompt of n ids and schema_len bytes of schema text take. */
+#define LLM_SHM_PROMPT_WORDS(n, schema_len) ((uint64_t)(n) + ((uint64_t)(schema_len) + 3) / 4)
 #define LLM_PARAM_PROMPT_LOGPROBS 4u /* the prompt tokens' logprobs (and n_logprobs alternatives) first */
 
 void llm_shm_params_defaults(llm_shm_params *p); /* greedy, max_tokens 16 */

@@ -520,7 +520,24 @@ POST /v1/chat/completions
 --- response_body_like chomp
 "content":" *\{ *\\".*\\" *\}[ \\nrt]*"\},"logprobs":null,"finish_reason":"stop"
 
-=== TEST 31: response_format json_schema is refused, saying what is supported
+=== TEST 31: response_format json_schema: `llm-engine generate --json-schema`'s value (tests/data/story_schema.json), ended as "stop"
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 200, "temperature": 0.8, "seed": 2, "logit_bias": {"13": -100, "410": -100, "35": -100, "12": -100, "16": -100}, "response_format": {"type": "json_schema", "json_schema": {"name": "story", "strict": true, "schema": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer"}, "happy": {"type": "boolean"}, "friends": {"type": "array", "items": {"type": "string", "maxLength": 10}, "maxItems": 2}}, "required": ["name", "age", "happy"]}}}}
+--- error_code: 200
+--- response_body_like eval
+do { my $t = $ENV{TEST_NGINX_REF_SCHEMA}; $t =~ s/(["\\])/\\$1/g; qr/"text":"\Q$t\E","logprobs":null,"finish_reason":"stop"\}\],"usage"/ }
+
+=== TEST 31a: vLLM's guided_json in a chat: the message is the schema's value (an enum), "stop"
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -532,10 +549,27 @@ location / {
 }
 --- request
 POST /v1/chat/completions
-{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}}
+{"messages": [{"role": "user", "content": "Is the sky blue?"}], "max_tokens": 50, "temperature": 0.8, "seed": 4, "guided_json": {"enum": ["yes", "no", "maybe"]}}
+--- error_code: 200
+--- response_body_like chomp
+"content":"\\"(yes|no|maybe)\\""\},"logprobs":null,"finish_reason":"stop"
+
+=== TEST 31b: a schema with a keyword the server cannot follow is a 400 that names it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}}}}
 --- error_code: 400
 --- response_body_like chomp
-"message":"response_format type \\"json_schema\\" is not supported; \\"json_object\\" constrains the output to a JSON object","type":"invalid_request_error","param":"response_format"
+"message":"schema: 'format' is not supported","type":"invalid_request_error","param":"response_format","code":"invalid_schema"
 
 === TEST 32: a response_format that is not an object with a type is refused
 --- main_config

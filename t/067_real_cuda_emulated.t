@@ -150,6 +150,23 @@ POST /v1/completions
 --- response_body_like eval
 do { my $t = $ENV{TEST_NGINX_REF_JSON}; $t =~ s/(["\\])/\\$1/g; $t =~ s/\n/\\n/g; $t =~ s/\r/\\r/g; $t =~ s/\t/\\t/g; qr/"text":"\Q$t\E","logprobs":null,"finish_reason":"stop"\}\],"usage"/ }
 
+=== TEST 5d2: a JSON Schema: host-masked rows beside device-sampled ones, the CPU's value (tests/data/story_schema.json)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 200, "temperature": 0.8, "seed": 2, "logit_bias": {"13": -100, "410": -100, "35": -100, "12": -100, "16": -100}, "response_format": {"type": "json_schema", "json_schema": {"name": "story", "schema": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer"}, "happy": {"type": "boolean"}, "friends": {"type": "array", "items": {"type": "string", "maxLength": 10}, "maxItems": 2}}, "required": ["name", "age", "happy"]}}}}
+--- error_code: 200
+--- response_body_like eval
+do { my $t = $ENV{TEST_NGINX_REF_SCHEMA}; $t =~ s/(["\\])/\\$1/g; qr/"text":"\Q$t\E","logprobs":null,"finish_reason":"stop"\}\],"usage"/ }
+
 === TEST 5e: echo with prompt logprobs: the prompt's logits from the device's prefill, the CPU's values
 --- main_config
 load_module $TEST_NGINX_MODULE;

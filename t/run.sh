@@ -112,9 +112,14 @@ TEST_NGINX_REF_JSON=$("$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --t
     --json 2>/dev/null; echo x)
 TEST_NGINX_REF_JSON=${TEST_NGINX_REF_JSON%x}
 TEST_NGINX_REF_JSON=${TEST_NGINX_REF_JSON%?}
-export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON
+# A JSON Schema (tests/data/story_schema.json, which t/060 and t/067 send inline), whitespace tokens banned.
+TEST_NGINX_REF_SCHEMA=$("$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
+    --max-tokens 200 --temperature 0.8 --seed 2 --logit-bias 13=-100,410=-100,35=-100,12=-100,16=-100 \
+    --json-schema tests/data/story_schema.json 2>/dev/null)
+export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON \
+    TEST_NGINX_REF_SCHEMA
 [ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
-    [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] ||
+    [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] && [ -n "$TEST_NGINX_REF_SCHEMA" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 
 [ $# -gt 0 ] || set -- t/

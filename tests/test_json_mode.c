@@ -109,6 +109,12 @@ static void test_recogniser(void)
     ok(llm_json_feed(&s, ws, LLM_JSON_MAX_WS) == 0 && llm_json_feed(&s, " ", 1) != 0 && feed_str(&s, "{") == 0 &&
        llm_json_feed(&s, ws, LLM_JSON_MAX_WS) == 0 && feed_str(&s, "}") == 0,
        "whitespace: %d bytes in a row, not one more; the count starts again after each token", LLM_JSON_MAX_WS);
+    /* digits: 16 in each part of a number, not one more */
+    ok(accepts("{\"n\":-1234567890123456.1234567890123456e+1234567890123456}", 1, 1),
+       "a number with %d digits in its integer part, fraction and exponent", LLM_JSON_MAX_DIGITS);
+    ok(refuses("{\"n\":12345678901234567}", 1) && refuses("{\"n\":1.12345678901234567}", 1) &&
+       refuses("{\"n\":1e12345678901234567}", 1) && refuses("[-12345678901234567]", 0),
+       "... %d digits in any part are refused", LLM_JSON_MAX_DIGITS + 1);
     llm_json_init(&s, 1);
     ok(feed_str(&s, "{\"") == 0 && llm_json_feed(&s, ws, sizeof ws - 1) == 0, "inside a string spaces are text");
 }

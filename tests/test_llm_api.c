@@ -261,7 +261,41 @@ int main(void)
     ok(r.json == 0, "text: no JSON mode");
     llm_api_req_free(&r);
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_schema\"}}",
-        "response_format", "response_format json_schema (not supported)");
+        "response_format", "response_format json_schema without its json_schema object");
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_schema\","
+                               "\"json_schema\":{\"name\":\"p\",\"strict\":true,\"schema\":{\"type\":\"object\", "
+                               "\"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"]}}}}", &r, &e), 0,
+           "response_format json_schema parses");
+    ok(r.json == 0 && r.schema != NULL &&
+       !strcmp(r.schema, "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]}") &&
+       r.schema_len == strlen(r.schema), "... the schema kept as compact text: %s", r.schema ? r.schema : "(none)");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_schema\","
+                               "\"json_schema\":{\"name\":\"any\"}}}", &r, &e), 0,
+           "response_format json_schema without a schema parses");
+    ok(r.json == 1 && r.schema == NULL, "... as JSON mode");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_json\":{\"enum\":[\"a\",\"b\"]}}", &r, &e), 0,
+           "guided_json (vLLM) as an object parses");
+    ok(r.schema != NULL && !strcmp(r.schema, "{\"enum\":[\"a\",\"b\"]}"), "... kept");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_json\":\"{\\\"type\\\": \\\"string\\\"}\"}", &r, &e), 0,
+           "guided_json as a string parses");
+    ok(r.schema != NULL && !strcmp(r.schema, "{\"type\":\"string\"}"), "... kept: %s", r.schema ? r.schema : "(none)");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_schema\","
+                               "\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}", &r, &e), -1,
+           "a schema with a keyword the recogniser cannot follow is refused");
+    ok(e.status == 400 && !strcmp(e.param, "response_format") && !strcmp(e.code, "invalid_schema") &&
+       strstr(e.message, "'pattern' is not supported") != NULL, "... a 400 that says which: %s (%s)", e.message, e.code);
+    llm_api_req_free(&r);
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_schema\","
+                      "\"json_schema\":{\"name\":7,\"schema\":{}}}}", "response_format", "a json_schema name that is not a string");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_json\":\"{\"}", "guided_json", "guided_json text that is not JSON");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_json\":{},\"response_format\":{\"type\":\"text\"}}",
+        "guided_json", "guided_json and response_format together");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_json\":{\"$ref\":\"#/$defs/x\"}}", "guided_json",
+        "a $ref to nothing");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"yaml\"}}",
         "response_format", "response_format of an unknown type");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{}}", "response_format",
@@ -279,11 +313,16 @@ int main(void)
             "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":"
             "[{\"type\":\"text\",\"text\":\"x\"}]}],\"logprobs\":true,\"top_logprobs\":2,"
             "\"response_format\":{\"type\":\"text\"},\"logit_bias\":{\"0\":1}}",
+            "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\","
+            "\"json_schema\":{\"name\":\"p\",\"schema\":{\"$defs\":{\"t\":{\"type\":[\"string\",\"null\"],\"maxLength\":3}},"
+            "\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/$defs/t\"},\"b\":{\"enum\":[1,\"x\",[2]]},"
+            "\"c\":{\"type\":\"array\",\"items\":{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"integer\"}]},\"minItems\":1}},"
+            "\"required\":[\"a\",\"c\"]}}}}",
         };
         uint64_t x = 0x1234567u;
         int sane = 1, runs = 0;
         for (int k = 0; k < 3000; k++) {
-            const char *seed = seeds[k % 3];
+            const char *seed = seeds[k % 4];
             size_t n = strlen(seed);
             char buf[512];
             memcpy(buf, seed, n);
@@ -294,7 +333,7 @@ int main(void)
             }
             x = x * 6364136223846793005ULL + 1442695040888963407ULL;
             size_t len = k % 5 == 0 ? (size_t)(x >> 33) % n : n; /* some truncated */
-            int rc = llm_api_parse(k % 3 == 2 ? LLM_API_CHAT : LLM_API_COMPLETIONS, buf, len, &r, &e);
+            int rc = llm_api_parse(k % 4 >= 2 ? LLM_API_CHAT : LLM_API_COMPLETIONS, buf, len, &r, &e);
             sane &= rc == 0 || (rc == -1 && (e.status == 400 || e.status == 500));
             llm_api_req_free(&r);
             runs++;

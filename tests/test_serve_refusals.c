@@ -6,11 +6,59 @@
  *   engine queue full      -> request FAILED at once, error LLM_SHM_E_QUEUE_FULL
  *   KV pool contended      -> requests wait or are preempted, then complete
  *                             exactly as alone (not refused, not stuck)
+ *   JSON Schema too long   -> llm_client_start_schema: LLM_SHM_E_TOO_LONG
+ *   a schema the engine refuses (a client that skipped the module's check)
+ *                          -> request FAILED at once, error LLM_SHM_E_INVAL
  * (A full submission ring cannot happen with serve: the ring has at least as
  * many cells as there are slots, so NO_SLOT comes first; tests/test_shm.c
  * covers RING_FULL.) */
 #include "serve_harness.h"
 #include "tap.h"
+#include "tokenizer.h"
+
+#include <cjson/cJSON.h>
+
+/* One request with a JSON Schema, read to its end: the finish reason (error in *error) and its text.
+ * Whitespace tokens get bias -100: this story model would rather fill its tokens with them. */
+static int run_schema(llm_client *c, const char *schema, const llm_tokenizer *tok, char *text, size_t cap, int *error)
+{
+    h_request q;
+    h_prompt(&q, 6, 77);
+    h_params(&q, 48, 0.8f, 5);
+    for (int id = 0; tok != NULL && id < llm_tok_vocab_size(tok) && q.p.n_bias < LLM_SHM_MAX_BIAS; id++) {
+        const char *p;
+        size_t n;
+        if (llm_tok_piece(tok, id, &p, &n) == 0 && n > 0 && strspn(p, " \n\t\r") >= n)
+            q.p.bias[q.p.n_bias++] = (llm_shm_bias){ id, -100.0f };
+    }
+    llm_req r;
+    *error = 0;
+    text[0] = '\0';
+    int rc = llm_client_start_schema(c, q.prompt, (uint32_t)q.n_prompt, &q.p, schema, (uint32_t)strlen(schema), 0, &r);
+    if (rc != LLM_SHM_OK)
+        return rc;
+    llm_req_status st;
+    size_t len = 0;
+    double t0 = h_now();
+    int k;
+    do {
+        llm_shm_token t[16];
+        k = llm_client_read(c, r, t, 16, &st);
+        for (int i = 0; i < k; i++) {
+            const char *p;
+            size_t n;
+            if (llm_tok_piece(tok, t[i].id, &p, &n) == 0 && len + n < cap) {
+                memcpy(text + len, p, n);
+                text[len += n] = '\0';
+            }
+        }
+        if (k == 0 && !st.done)
+            llm_client_wait(c, 20);
+    } while (k >= 0 && !st.done && h_now() - t0 < 60.0 && !h_engine_died());
+    llm_client_release(c, r);
+    *error = st.error;
+    return k < 0 ? k : st.done ? (int)st.finish : -100;
+}
 
 int main(int argc, char **argv)
 {
@@ -97,6 +145,35 @@ int main(int argc, char **argv)
     ok(LLM_SHM_E_QUEUE_FULL != LLM_SHM_E_NO_SLOT && LLM_SHM_E_QUEUE_FULL != LLM_SHM_E_TOO_LONG &&
            LLM_SHM_E_QUEUE_FULL != LLM_SHM_E_NOT_READY && LLM_SHM_E_QUEUE_FULL != LLM_SHM_E_INVAL,
        "the codes are distinct");
+
+    /* JSON Schemas in the slot: one that does not fit the prompt area with the prompt, one the engine
+     * refuses (the module would have answered 400), one it follows. */
+    char schema[512], text[256];
+    int error = 0;
+    snprintf(schema, sizeof schema, "{\"enum\":[\"%0*d\"]}", 63 * 4, 0);
+    h_request sq;
+    h_prompt(&sq, 6, 3);
+    h_params(&sq, 8, 0.0f, 0);
+    is_int(llm_client_start_schema(c, sq.prompt, 6, &sq.p, schema, (uint32_t)strlen(schema), 0, &r), LLM_SHM_E_TOO_LONG,
+           "a schema that does not fit the slot beside the prompt: TOO_LONG at once");
+    is_int(run_schema(c, "{\"type\":\"string\",\"pattern\":\"a\"}", NULL, text, sizeof text, &error), LLM_FINISH_ERROR,
+           "a schema the engine refuses: the request fails");
+    is_int(error, LLM_SHM_E_INVAL, "... with INVAL, nothing generated");
+    llm_err terr = { { 0 } };
+    llm_tokenizer *tok = llm_tok_load("../shared/models/stories260K/tok512.bin", &terr);
+    ok(tok != NULL, "stories260K tokenizer %s", terr.msg);
+    int fin = tok != NULL ? run_schema(c, "{\"enum\":[\"yes\",\"no\",7]}", tok, text, sizeof text, &error) : -1;
+    ok(fin == LLM_FINISH_STOP && (!strcmp(text, "\"yes\"") || !strcmp(text, "\"no\"") || !strcmp(text, "7")),
+       "a schema the engine follows: one of its values, then stop (finish %d): %s", fin, text);
+    fin = tok != NULL ? run_schema(c, "{\"type\":\"array\",\"items\":{\"type\":\"boolean\"},\"minItems\":2,\"maxItems\":2}",
+                                   tok, text, sizeof text, &error)
+                      : -1;
+    cJSON *arr = cJSON_Parse(text);
+    ok(fin == LLM_FINISH_STOP && cJSON_GetArraySize(arr) == 2 && cJSON_IsBool(cJSON_GetArrayItem(arr, 0)) &&
+           cJSON_IsBool(cJSON_GetArrayItem(arr, 1)),
+       "an array of two booleans, then stop (finish %d): %s", fin, text);
+    cJSON_Delete(arr);
+    llm_tok_free(tok);
 
     /* KV contention: two 40-token prompts with 20 tokens each cannot share a
      * 64-token pool; both complete, each exactly as alone. */

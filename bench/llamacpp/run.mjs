@@ -5,11 +5,14 @@
 //
 //   node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3)
 //        --max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup]
-//        [--flash-attn auto|on|off] [--kv-type f16|f32] [--probs K] [--grammar json]
+//        [--flash-attn auto|on|off] [--kv-type f16|f32] [--probs K] [--grammar json | --json-schema FILE]
 //
 // --grammar json: generation under llama.cpp's own JSON grammar (grammars/json.gbnf through
 // node-llama-cpp's LlamaGrammar.getFor), llama.cpp's counterpart of ngx_llm's JSON mode; it ends at the
 // end-of-generation token the grammar allows once the object closes (with --stop-at-eos).
+// --json-schema FILE: under the grammar node-llama-cpp builds from that JSON Schema
+// (llama.createGrammarForJsonSchema, llama.cpp's grammar sampler), the counterpart of response_format
+// json_schema.
 //
 // Greedy decoding (temperature 0: node-llama-cpp then builds a chain holding
 // only llama.cpp's greedy sampler, no top-k/top-p/penalties).  --prompt
@@ -36,12 +39,12 @@
 //   {"ids":[...],"prefill_tps":..,"decode_tps":..,"n_prompt":..,"n_gen":..,...}
 // Diagnostics go to stderr; exit status 2 for usage errors, 1 for failures.
 
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { getLlama, LlamaGrammarEvaluationState, LlamaLogLevel } from "node-llama-cpp";
 
 const USAGE = "usage: node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3) " +
     "--max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup] [--flash-attn auto|on|off] [--kv-type f16|f32] " +
-    "[--probs K] [--grammar json]";
+    "[--probs K] [--grammar json | --json-schema FILE]";
 
 function fail(msg, code = 2) {
     process.stderr.write(`error: ${msg}\n${code === 2 ? USAGE + "\n" : ""}`);
@@ -51,7 +54,7 @@ function fail(msg, code = 2) {
 function parseArgs(argv) {
     const flags = new Set(["json", "stop-at-eos", "no-warmup", "help"]);
     const valued = new Set(["model", "prompt", "prompt-tokens", "max-tokens", "threads", "flash-attn", "kv-type", "probs",
-        "grammar"]);
+        "grammar", "json-schema"]);
     const a = {};
     for (let i = 0; i < argv.length; i++) {
         const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
@@ -96,6 +99,15 @@ const kvType = (args["kv-type"] ?? "f16").toLowerCase();
 if (!["f16", "f32"].includes(kvType)) fail(`--kv-type must be f16 or f32 (got '${kvType}')`);
 if (!existsSync(args.model)) fail(`model file '${args.model}' not found`, 1);
 if (args.grammar !== undefined && args.grammar !== "json") fail(`--grammar must be json (got '${args.grammar}')`);
+if (args.grammar !== undefined && args["json-schema"] !== undefined) fail("--grammar and --json-schema: give one");
+let jsonSchema;
+if (args["json-schema"] !== undefined) {
+    try {
+        jsonSchema = JSON.parse(readFileSync(args["json-schema"], "utf8"));
+    } catch (e) {
+        fail(`--json-schema ${args["json-schema"]}: ${e.message}`, 1);
+    }
+}
 
 let promptTokens = null;
 if (args["prompt-tokens"] !== undefined) {
@@ -191,8 +203,10 @@ const run = await withContext(async (ctx) => {
     let eosAt = -1;
     const t0 = performance.now();
     let tFirst = t0, tLast = t0;
-    const grammarEvaluationState = args.grammar === undefined ? undefined
-        : new LlamaGrammarEvaluationState({ model, grammar: await llama.getGrammarFor(args.grammar) });
+    const grammar = args.grammar !== undefined ? await llama.getGrammarFor(args.grammar)
+        : jsonSchema !== undefined ? await llama.createGrammarForJsonSchema(jsonSchema) : undefined;
+    const grammarEvaluationState = grammar === undefined ? undefined
+        : new LlamaGrammarEvaluationState({ model, grammar });
     const gen = ctx.getSequence().evaluate(promptTokens, { temperature: 0, yieldEogToken: true, grammarEvaluationState });
     for await (const tok of gen) {
         tLast = performance.now();

@@ -145,6 +145,26 @@ test('response_format json_object: chat content that JSON.parse reads as an obje
     assert.ok(v !== null && !Array.isArray(v), content);
 });
 
+test('response_format json_schema (structured outputs): an object with the schema\'s properties, in order', async () => {
+    const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer' },
+        happy: { type: 'boolean' } }, required: ['name', 'age', 'happy'], additionalProperties: false };
+    const r = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 200, temperature: 0.8,
+        seed: 5, logit_bias: { 13: -100, 410: -100, 35: -100, 12: -100, 16: -100 },
+        response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema } } });
+    const content = r.choices[0].message.content;
+    assert.equal(r.choices[0].finish_reason, 'stop', content);
+    const v = JSON.parse(content);
+    assert.deepEqual(Object.keys(v), ['name', 'age', 'happy'], content);
+    assert.ok(typeof v.name === 'string' && [...v.name].length <= 12, content);
+    assert.ok(Number.isInteger(v.age) && typeof v.happy === 'boolean', content);
+});
+
+test('a schema keyword the server cannot follow: a 400 naming it', async () => {
+    await assert.rejects(client.chat.completions.create({ model, messages: MESSAGES, response_format: {
+        type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } } }),
+    (e) => e.status === 400 && /'pattern' is not supported/.test(e.message));
+});
+
 test('a list of prompts: one choice per prompt, in order', async () => {
     const r = await client.completions.create({ model, prompt: [PROMPT, PROMPT], max_tokens: COMPLETION_TOKENS,
         temperature: 0 });

@@ -1,0 +1,565 @@
+/* Reading output against a compiled JSON Schema (json_schema.h), and the vocabulary mask built on it.
+ *
+ * A reading ("thread") is a stack of frames, one a value being read: the root, then the object, array or
+ * scalar inside it, and so on. A byte goes to the top frame, which takes it, refuses it, or says its value
+ * ended (with that byte, or before it: a number or an enum value that another byte could have grown; the
+ * byte then goes to the frame below), or asks for a child value to be opened for it. Opening an anyOf
+ * forks the thread, one a alternative; a thread that refuses a byte is dropped; the output is valid while
+ * one thread lives. Free-form values (SK_ANY) and numbers are read by JSON mode's recogniser inside their
+ * frame. */
+#include "json_schema_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_NODE 0xffffu
+
+typedef struct {
+    uint16_t node;  /* NO_NODE: the root frame */
+    uint8_t  ph;    /* phase (P_*) */
+    uint8_t  sub;   /* string: \u digits read */
+    union {
+        struct {
+            uint32_t a;  /* object: the first property that may still come; array: items; string: code
+                          * points; enum: the first candidate */
+            uint32_t b;  /* object: bytes of the key matched, then the key's property; enum: the last */
+            uint64_t m;  /* object: properties whose key still matches; enum: bytes matched */
+        } g;
+        llm_json_state js; /* SK_ANY, SK_NUMBER, SK_INTEGER */
+    } u;
+} sframe;
+
+typedef struct {
+    uint8_t depth, ws;  /* frames; whitespace bytes in a row between tokens of structure */
+    uint8_t dead;
+    sframe  f[LLM_SCHEMA_MAX_DEPTH];
+} sthread;
+
+typedef struct {
+    int     n;
+    sthread t[LLM_SCHEMA_MAX_ALT];
+} sset;
+
+struct llm_schema_state {
+    const llm_schema *sc;
+    sset  cur;
+    sset *scratch, *scratch_ws; /* working copies for feed and the mask */
+};
+
+enum {
+    P_OPEN,        /* nothing read: the value's first byte comes */
+    P_FIRST,       /* object / array: after '{' or '[' */
+    P_KEY,         /* object: inside a key */
+    P_COLON,       /* object: after a key */
+    P_VALUE,       /* object: after ':' */
+    P_AFTER,       /* object / array: after a value */
+    P_NEXT,        /* object / array: after ',' */
+    P_IN, P_ESC, P_HEX, /* string */
+    P_BODY,        /* number, any value, enum: inside */
+    P_DONE,        /* root: the value is complete */
+};
+
+enum { R_TAKE, R_FAIL, R_END, R_PASS, R_PUSH };
+
+static int is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static int ws_take(sthread *t)
+{
+    if (t->ws >= LLM_JSON_MAX_WS)
+        return R_FAIL;
+    t->ws++;
+    return R_TAKE;
+}
+
+/* Properties of an object from index `from` on (relative) that a key may name now: each one up to and
+ * including the first required one. */
+static uint64_t key_candidates(const llm_schema *sc, const llm_schema_node *nd, uint32_t from)
+{
+    uint64_t m = 0;
+    for (uint32_t i = from; i < nd->n; i++) {
+        m |= 1ull << i;
+        if (sc->props[nd->first + i].required)
+            break;
+    }
+    return m;
+}
+
+static int required_left(const llm_schema *sc, const llm_schema_node *nd, uint32_t from)
+{
+    if (nd->kind != SK_OBJECT)
+        return 0;
+    for (uint32_t i = from; i < nd->n; i++)
+        if (sc->props[nd->first + i].required)
+            return 1;
+    return 0;
+}
+
+static int step_object(const llm_schema *sc, sthread *t, sframe *f, const llm_schema_node *nd, uint8_t c,
+                       uint32_t *child)
+{
+    switch (f->ph) {
+    case P_OPEN:
+        if (c != '{')
+            return R_FAIL;
+        f->ph = P_FIRST;
+        f->u.g.a = 0;
+        return R_TAKE;
+    case P_FIRST:
+    case P_NEXT:
+        if (is_ws(c))
+            return ws_take(t);
+        if (c == '}' && f->ph == P_FIRST && !required_left(sc, nd, f->u.g.a))
+            return R_END;
+        if (c != '"')
+            return R_FAIL;
+        if (nd->kind == SK_MAP) {
+            f->ph = P_COLON;
+            *child = sc->any_string;
+            return R_PUSH;
+        }
+        f->u.g.m = key_candidates(sc, nd, f->u.g.a);
+        if (f->u.g.m == 0)
+            return R_FAIL;
+        f->ph = P_KEY;
+        f->u.g.b = 1; /* the opening quote */
+        return R_TAKE;
+    case P_KEY: {
+        uint64_t m = f->u.g.m, nm = 0;
+        uint32_t pos = f->u.g.b, done = UINT32_MAX;
+        for (uint32_t i = 0; m != 0; i++, m >>= 1) {
+            const llm_schema_prop *p = &sc->props[nd->first + i];
+            if ((m & 1) && pos < p->len && (uint8_t)sc->bytes[p->off + pos] == c) {
+                nm |= 1ull << i;
+                if (pos + 1 == p->len)
+                    done = i;
+            }
+        }
+        if (nm == 0)
+            return R_FAIL;
+        if (done != UINT32_MAX) { /* the closing quote: only this key can end here */
+            f->ph = P_COLON;
+            f->u.g.a = done + 1;
+            f->u.g.b = done;
+            return R_TAKE;
+        }
+        f->u.g.m = nm;
+        f->u.g.b = pos + 1;
+        return R_TAKE;
+    }
+    case P_COLON:
+        if (is_ws(c))
+            return ws_take(t);
+        if (c != ':')
+            return R_FAIL;
+        f->ph = P_VALUE;
+        return R_TAKE;
+    case P_VALUE:
+        if (is_ws(c))
+            return ws_take(t);
+        f->ph = P_AFTER;
+        *child = nd->kind == SK_MAP ? nd->item : sc->props[nd->first + f->u.g.b].node;
+        return R_PUSH;
+    case P_AFTER:
+        if (is_ws(c))
+            return ws_take(t);
+        if (c == ',' && (nd->kind == SK_MAP || f->u.g.a < nd->n)) {
+            f->ph = P_NEXT;
+            return R_TAKE;
+        }
+        if (c == '}' && !required_left(sc, nd, f->u.g.a))
+            return R_END;
+        return R_FAIL;
+    default:
+        return R_FAIL;
+    }
+}
+
+static int step_array(sthread *t, sframe *f, const llm_schema_node *nd, uint8_t c, uint32_t *child)
+{
+    switch (f->ph) {
+    case P_OPEN:
+        if (c != '[')
+            return R_FAIL;
+        f->ph = P_FIRST;
+        f->u.g.a = 0;
+        return R_TAKE;
+    case P_FIRST:
+    case P_NEXT:
+        if (is_ws(c))
+            return ws_take(t);
+        if (c == ']' && f->ph == P_FIRST && nd->min == 0)
+            return R_END;
+        if (nd->max >= 0 && f->u.g.a >= nd->max)
+            return R_FAIL;
+        f->u.g.a++;
+        f->ph = P_AFTER;
+        *child = nd->item;
+        return R_PUSH;
+    case P_AFTER:
+        if (is_ws(c))
+            return ws_take(t);
+        if (c == ',' && (nd->max < 0 || f->u.g.a < nd->max)) {
+            f->ph = P_NEXT;
+            return R_TAKE;
+        }
+        if (c == ']' && f->u.g.a >= nd->min)
+            return R_END;
+        return R_FAIL;
+    default:
+        return R_FAIL;
+    }
+}
+
+static int is_hex(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+static int step_string(sframe *f, const llm_schema_node *nd, uint8_t c)
+{
+    switch (f->ph) {
+    case P_OPEN:
+        if (c != '"')
+            return R_FAIL;
+        f->ph = P_IN;
+        f->u.g.a = 0;
+        return R_TAKE;
+    case P_IN:
+        if (c == '"')
+            return f->u.g.a >= nd->min ? R_END : R_FAIL;
+        if (c < 0x20)
+            return R_FAIL;
+        if ((c & 0xc0) != 0x80) { /* a code point (or an escape) starts */
+            if (nd->max >= 0 && f->u.g.a >= nd->max)
+                return R_FAIL;
+            f->u.g.a++;
+        }
+        if (c == '\\')
+            f->ph = P_ESC;
+        return R_TAKE;
+    case P_ESC:
+        if (c == 'u') {
+            f->ph = P_HEX;
+            f->sub = 0;
+            return R_TAKE;
+        }
+        if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' && c != 't')
+            return R_FAIL;
+        f->ph = P_IN;
+        return R_TAKE;
+    default: /* P_HEX */
+        if (!is_hex(c))
+            return R_FAIL;
+        if (++f->sub == 4)
+            f->ph = P_IN;
+        return R_TAKE;
+    }
+}
+
+/* A number or a free-form value, by JSON mode's recogniser. */
+static int step_json(sframe *f, const llm_schema_node *nd, uint8_t c)
+{
+    if (nd->kind != SK_ANY) {
+        if (f->ph == P_OPEN && c != '-' && !(c >= '0' && c <= '9'))
+            return R_FAIL;
+        if (nd->kind == SK_INTEGER && (c == '.' || c == 'e' || c == 'E'))
+            return R_FAIL;
+    }
+    f->ph = P_BODY;
+    llm_json_state t = f->u.js;
+    if (llm_json_step(&t, c) == 0) {
+        if (llm_json_done(&t))
+            return R_END;
+        f->u.js = t;
+        return R_TAKE;
+    }
+    return llm_json_can_end(&f->u.js) ? R_PASS : R_FAIL;
+}
+
+/* An enum: the candidates consts[a..b] share the a..b prefix of m bytes read so far. */
+static int step_const(const llm_schema *sc, sframe *f, uint8_t c)
+{
+    uint32_t lo = f->u.g.a, hi = f->u.g.b, pos = (uint32_t)f->u.g.m, nlo = UINT32_MAX, nhi = 0;
+    for (uint32_t i = lo; i <= hi; i++) {
+        const llm_schema_text *x = &sc->consts[i];
+        if (pos < x->len && (uint8_t)sc->bytes[x->off + pos] == c) {
+            if (nlo == UINT32_MAX)
+                nlo = i;
+            nhi = i;
+        }
+    }
+    if (nlo == UINT32_MAX) /* a candidate read whole sorts first in the range */
+        return sc->consts[lo].len == pos && f->ph == P_BODY ? R_PASS : R_FAIL;
+    f->ph = P_BODY;
+    f->u.g.a = nlo;
+    f->u.g.b = nhi;
+    f->u.g.m = pos + 1;
+    return nlo == nhi && sc->consts[nlo].len == pos + 1 ? R_END : R_TAKE;
+}
+
+static int frame_step(const llm_schema *sc, sthread *t, sframe *f, uint8_t c, uint32_t *child)
+{
+    if (f->node == NO_NODE) { /* the root: one value, starting at once (whitespace only after it) */
+        if (f->ph != P_OPEN)
+            return is_ws(c) ? ws_take(t) : R_FAIL;
+        f->ph = P_DONE;
+        *child = sc->root;
+        return R_PUSH;
+    }
+    const llm_schema_node *nd = &sc->nodes[f->node];
+    switch (nd->kind) {
+    case SK_OBJECT:
+    case SK_MAP:
+        return step_object(sc, t, f, nd, c, child);
+    case SK_ARRAY:
+        return step_array(t, f, nd, c, child);
+    case SK_STRING:
+        return step_string(f, nd, c);
+    case SK_CONST:
+        return step_const(sc, f, c);
+    default: /* SK_ANY, SK_NUMBER, SK_INTEGER */
+        return step_json(f, nd, c);
+    }
+}
+
+static void push_frame(const llm_schema *sc, sthread *t, uint32_t node)
+{
+    const llm_schema_node *nd = &sc->nodes[node];
+    sframe *f = &t->f[t->depth++];
+    memset(f, 0, sizeof(*f));
+    f->node = (uint16_t)node;
+    f->ph = P_OPEN;
+    if (nd->kind == SK_CONST) {
+        f->u.g.a = nd->first;
+        f->u.g.b = nd->first + nd->n - 1;
+    } else if (nd->kind == SK_ANY || nd->kind == SK_NUMBER || nd->kind == SK_INTEGER) {
+        llm_json_init(&f->u.js, nd->top_object);
+    }
+}
+
+static int advance(const llm_schema *sc, sset *s, sthread *t, uint8_t c);
+
+/* Open node for byte c on thread t: forks for an anyOf (into free places of s). 1 if t lives. */
+static int open_value(const llm_schema *sc, sset *s, sthread *t, uint32_t node, uint8_t c)
+{
+    while (sc->nodes[node].kind == SK_REF) /* the compiler refused $ref cycles */
+        node = sc->nodes[node].item;
+    const llm_schema_node *nd = &sc->nodes[node];
+    if (nd->kind == SK_ANYOF) {
+        /* alternatives after the first go to copies of t (as many as there is room for) */
+        for (uint32_t k = 1; k < nd->n && s->n < LLM_SCHEMA_MAX_ALT; k++) {
+            sthread *u = &s->t[s->n++];
+            memcpy(u, t, offsetof(sthread, f) + (size_t)t->depth * sizeof(sframe));
+            if (!open_value(sc, s, u, sc->alts[nd->first + k], c))
+                u->dead = 1;
+        }
+        return open_value(sc, s, t, sc->alts[nd->first], c);
+    }
+    if (t->depth >= LLM_SCHEMA_MAX_DEPTH)
+        return 0;
+    push_frame(sc, t, node);
+    return advance(sc, s, t, c);
+}
+
+/* Byte c to thread t: 1 if it takes it. */
+static int advance(const llm_schema *sc, sset *s, sthread *t, uint8_t c)
+{
+    if (!is_ws(c))
+        t->ws = 0;
+    for (;;) {
+        uint32_t child = 0;
+        int r = frame_step(sc, t, &t->f[t->depth - 1], c, &child);
+        switch (r) {
+        case R_TAKE:
+            return 1;
+        case R_END:
+            t->depth--;
+            return 1;
+        case R_PASS:
+            t->depth--;
+            continue;
+        case R_PUSH:
+            return open_value(sc, s, t, child, c);
+        default:
+            return 0;
+        }
+    }
+}
+
+/* Byte c to every thread of s; 0 if one lives (the dead are dropped), -1 if none. */
+static int feed_byte(const llm_schema *sc, sset *s, uint8_t c)
+{
+    int n0 = s->n;
+    for (int i = 0; i < n0; i++)
+        if (!advance(sc, s, &s->t[i], c))
+            s->t[i].dead = 1;
+    int w = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (s->t[i].dead)
+            continue;
+        if (w != i)
+            memcpy(&s->t[w], &s->t[i], offsetof(sthread, f) + (size_t)s->t[i].depth * sizeof(sframe));
+        w++;
+    }
+    s->n = w;
+    return w > 0 ? 0 : -1;
+}
+
+static void set_copy(sset *dst, const sset *src)
+{
+    dst->n = src->n;
+    for (int i = 0; i < src->n; i++)
+        memcpy(&dst->t[i], &src->t[i], offsetof(sthread, f) + (size_t)src->t[i].depth * sizeof(sframe));
+}
+
+static int feed_set(const llm_schema *sc, sset *s, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (feed_byte(sc, s, (uint8_t)p[i]) != 0)
+            return -1;
+    return 0;
+}
+
+llm_schema_state *llm_schema_state_new(const llm_schema *sc)
+{
+    llm_schema_state *s = calloc(1, sizeof(*s));
+    if (s == NULL || (s->scratch = malloc(sizeof(sset))) == NULL || (s->scratch_ws = malloc(sizeof(sset))) == NULL) {
+        llm_schema_state_free(s);
+        return NULL;
+    }
+    s->sc = sc;
+    s->cur.n = 1;
+    s->cur.t[0].depth = 1;
+    s->cur.t[0].f[0].node = NO_NODE;
+    s->cur.t[0].f[0].ph = P_OPEN;
+    return s;
+}
+
+void llm_schema_state_free(llm_schema_state *s)
+{
+    if (s == NULL)
+        return;
+    free(s->scratch);
+    free(s->scratch_ws);
+    free(s);
+}
+
+int llm_schema_feed(llm_schema_state *s, const char *p, size_t n)
+{
+    set_copy(s->scratch, &s->cur);
+    if (feed_set(s->sc, s->scratch, p, n) != 0)
+        return -1;
+    set_copy(&s->cur, s->scratch);
+    return 0;
+}
+
+int llm_schema_done(const llm_schema_state *s)
+{
+    for (int i = 0; i < s->cur.n; i++)
+        if (s->cur.t[i].depth == 1 && s->cur.t[i].f[0].ph == P_DONE)
+            return 1;
+    return 0;
+}
+
+int llm_schema_accept(llm_schema_state *s, const llm_json_vocab *v, int32_t id)
+{
+    size_t k;
+    const char *p = llm_json_token_bytes(v, id, &k);
+    return p == NULL ? -1 : llm_schema_feed(s, p, k);
+}
+
+/* ---- the mask ---- */
+
+/* Whitespace leaves the thread where it is (but for the count): the top frame sits between tokens. */
+static int between_tokens(const llm_schema *sc, const sthread *t)
+{
+    const sframe *f = &t->f[t->depth - 1];
+    if (f->node == NO_NODE)
+        return 1;
+    switch (sc->nodes[f->node].kind) {
+    case SK_OBJECT:
+    case SK_MAP:
+        return f->ph != P_OPEN && f->ph != P_KEY;
+    case SK_ARRAY:
+        return f->ph != P_OPEN;
+    case SK_ANY:
+        return f->ph == P_BODY && llm_json_between_tokens(&f->u.js);
+    default:
+        return 0;
+    }
+}
+
+/* Whitespace bytes in a row so far at thread t's place. */
+static unsigned ws_run(const llm_schema *sc, const sthread *t)
+{
+    const sframe *f = &t->f[t->depth - 1];
+    return f->node != NO_NODE && sc->nodes[f->node].kind == SK_ANY ? f->u.js.ws : t->ws;
+}
+
+/* Inside a string any plain byte (>= 0x20, no quote or backslash) continues it while there is room: 1
+ * with the code points left in *room, or 0 when thread t is not in a string's characters. */
+static int in_plain_string(const llm_schema *sc, const sthread *t, unsigned *room)
+{
+    const sframe *f = &t->f[t->depth - 1];
+    if (f->node == NO_NODE)
+        return 0;
+    const llm_schema_node *nd = &sc->nodes[f->node];
+    *room = UINT32_MAX;
+    if (nd->kind == SK_ANY)
+        return f->ph == P_BODY && llm_json_in_string(&f->u.js);
+    if (nd->kind != SK_STRING || f->ph != P_IN)
+        return 0;
+    if (nd->max >= 0)
+        *room = (unsigned)(nd->max - (int64_t)f->u.g.a);
+    return 1;
+}
+
+typedef struct {
+    const llm_schema *sc;
+    const sset       *from;
+    sset             *work;
+} fit_ctx;
+
+static int schema_fits(const void *ctx, const char *p, size_t n)
+{
+    const fit_ctx *x = ctx;
+    set_copy(x->work, x->from);
+    return feed_set(x->sc, x->work, p, n);
+}
+
+int llm_schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, int n_logits)
+{
+    const llm_schema *sc = s->sc;
+    sset *w = s->scratch;
+    llm_json_mask_tables mt;
+    memset(&mt, 0, sizeof(mt));
+    for (int c = 0; c < 256; c++) {
+        set_copy(w, &s->cur);
+        mt.first[c] = feed_byte(sc, w, (uint8_t)c) == 0;
+    }
+    /* one whitespace byte: if it leaves every reading between tokens, the byte after a token's leading
+     * whitespace decides as after one (the readings' whitespace budgets aside: the largest one counts) */
+    sset *sw = s->scratch_ws;
+    set_copy(sw, &s->cur);
+    mt.ws_short = feed_byte(sc, sw, ' ') == 0;
+    for (int i = 0; mt.ws_short && i < sw->n; i++) {
+        unsigned run = ws_run(sc, &sw->t[i]);
+        mt.ws_short = between_tokens(sc, &sw->t[i]);
+        if (run <= LLM_JSON_MAX_WS && LLM_JSON_MAX_WS + 1 - run > mt.ws_budget)
+            mt.ws_budget = LLM_JSON_MAX_WS + 1 - run;
+    }
+    for (int c = 0; mt.ws_short && c < 256; c++) {
+        set_copy(w, sw);
+        mt.after_ws[c] = feed_byte(sc, w, (uint8_t)c) == 0;
+    }
+    mt.all_in_string = 1;
+    for (int i = 0; i < s->cur.n; i++) {
+        unsigned room = 0;
+        int in = in_plain_string(sc, &s->cur.t[i], &room);
+        mt.in_string |= in;
+        mt.all_in_string &= in;
+        if (in && room > mt.string_room)
+            mt.string_room = room;
+    }
+    fit_ctx x = { sc, &s->cur, w };
+    mt.fits = schema_fits;
+    mt.ctx = &x;
+    return llm_json_mask_with(v, &mt, logits, n_logits);
+}

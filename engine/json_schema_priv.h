@@ -1,0 +1,53 @@
+/* A compiled JSON Schema, as json_schema.c builds it and json_schema_match.c reads it. */
+#ifndef LLM_JSON_SCHEMA_PRIV_H
+#define LLM_JSON_SCHEMA_PRIV_H
+
+#include "json_schema.h"
+
+enum {
+    SK_ANY,     /* any JSON value (top_object: any object), read by JSON mode's recogniser */
+    SK_OBJECT,  /* props[first .. first+n): in order, required ones present, no others */
+    SK_MAP,     /* an object of any keys, each value node item */
+    SK_ARRAY,   /* items node item, between min and max of them (max -1: no bound) */
+    SK_STRING,  /* min..max code points (max -1: no bound) */
+    SK_NUMBER,
+    SK_INTEGER,
+    SK_CONST,   /* one of consts[first .. first+n): JSON texts, sorted bytewise, shorter first */
+    SK_ANYOF,   /* one of the nodes alts[first .. first+n) */
+    SK_REF,     /* the node item (a $ref being compiled when it was met) */
+};
+
+typedef struct {
+    uint8_t  kind;
+    uint8_t  top_object;
+    uint32_t first, n;
+    uint32_t item;
+    int64_t  min, max;
+} llm_schema_node;
+
+typedef struct {
+    uint32_t off, len;  /* the key as JSON text, quotes included, in bytes[] */
+    uint32_t node;
+    uint8_t  required;
+} llm_schema_prop;
+
+typedef struct {
+    uint32_t off, len;  /* in bytes[] */
+} llm_schema_text;
+
+struct llm_schema {
+    llm_schema_node *nodes;
+    uint32_t         n_nodes, cap_nodes;
+    llm_schema_prop *props;
+    uint32_t         n_props, cap_props;
+    llm_schema_text *consts;
+    uint32_t         n_consts, cap_consts;
+    uint32_t        *alts;
+    uint32_t         n_alts, cap_alts;
+    char            *bytes;
+    size_t           n_bytes, cap_bytes;
+    uint32_t         root;
+    uint32_t         any_string; /* a map's keys */
+};
+
+#endif
