@@ -94,23 +94,61 @@ static int role_ok(const char *r)
     return 1;
 }
 
-static int render_llama3(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o)
+static int header(llm_chat_out *o, const char *role)
+{
+    return sp(o, "<|start_header_id|>") | tx(o, role) | sp(o, "<|end_header_id|>") | tx(o, "\n\n");
+}
+
+static int is_tool_role(const char *role) { return !strcmp(role, "tool") || !strcmp(role, "ipython"); }
+
+/* Llama 3.1's tool prompt (see chat_template.h): the system turn and the first user turn, which carry the
+ * tools. *used: the messages they took. */
+static int render_llama3_tools(const llm_chat_msg *m, size_t n, const llm_chat_tools *t, llm_chat_out *o,
+                               size_t *used, llm_err *err)
+{
+    size_t i = 0;
+    const char *sys = "";
+    if (n > 0 && !strcmp(m[0].role, "system")) sys = m[i++].content;
+    if (i == n || strcmp(m[i].role, "user") != 0) {
+        llm_seterr(err, "with tools, the first message after the system message must be the user's");
+        return -2;
+    }
+    int rc = header(o, "system");
+    rc |= tx(o, "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: ");
+    rc |= tx(o, t->date);
+    rc |= tx(o, "\n\n");
+    rc |= tx_trim(o, sys);
+    rc |= sp(o, "<|eot_id|>");
+    rc |= header(o, "user");
+    rc |= tx(o, "Given the following functions, please respond with a JSON for a function call with its proper "
+                "arguments that best answers the given prompt.\n\nRespond in the format {\"name\": function name, "
+                "\"parameters\": dictionary of argument name and its value}.Do not use variables.\n\n");
+    rc |= tx(o, t->defs);
+    rc |= tx_trim(o, m[i++].content);
+    rc |= sp(o, "<|eot_id|>");
+    *used = i;
+    return rc;
+}
+
+static int render_llama3(const llm_chat_msg *m, size_t n, const llm_chat_tools *tools, int gen, llm_chat_out *o,
+                         llm_err *err)
 {
     int rc = sp(o, "<|begin_of_text|>");
-    for (size_t i = 0; i < n && !rc; i++) {
-        rc |= sp(o, "<|start_header_id|>");
-        rc |= tx(o, m[i].role);
-        rc |= sp(o, "<|end_header_id|>");
-        rc |= tx(o, "\n\n");
-        rc |= tx_trim(o, m[i].content);
+    size_t i = 0;
+    if (tools != NULL && !rc)
+        rc = render_llama3_tools(m, n, tools, o, &i, err);
+    for (; i < n && !rc; i++) {
+        if (is_tool_role(m[i].role)) { /* a tool's result, as it came */
+            rc |= header(o, "ipython");
+            rc |= tx(o, m[i].content);
+        } else {
+            rc |= header(o, m[i].role);
+            rc |= tx_trim(o, m[i].content);
+        }
         rc |= sp(o, "<|eot_id|>");
     }
-    if (gen && !rc) {
-        rc |= sp(o, "<|start_header_id|>");
-        rc |= tx(o, "assistant");
-        rc |= sp(o, "<|end_header_id|>");
-        rc |= tx(o, "\n\n");
-    }
+    if (gen && !rc)
+        rc |= header(o, "assistant");
     return rc;
 }
 
@@ -183,15 +221,25 @@ static int render_llama2(const llm_chat_msg *m, size_t n, llm_chat_out *o, llm_e
 int llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int gen,
                     llm_chat_out *out, llm_err *err)
 {
+    return llm_chat_render_tools(f, msgs, n, NULL, gen, out, err);
+}
+
+int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
+                          int gen, llm_chat_out *out, llm_err *err)
+{
     memset(out, 0, sizeof *out);
     if (n == 0) { llm_seterr(err, "messages must not be empty"); return -1; }
     for (size_t i = 0; i < n; i++) {
         if (!role_ok(msgs[i].role)) { llm_seterr(err, "message %zu has an empty or invalid role", i); return -1; }
         if (!msgs[i].content) { llm_seterr(err, "message %zu has no content", i); return -1; }
     }
+    if (tools != NULL && f != LLM_CHAT_LLAMA3) {
+        llm_seterr(err, "function calling needs the Llama 3 chat format; this model's is %s", llm_chat_format_name(f));
+        return -1;
+    }
     int rc;
     switch (f) {
-    case LLM_CHAT_LLAMA3: rc = render_llama3(msgs, n, gen, out); break;
+    case LLM_CHAT_LLAMA3: rc = render_llama3(msgs, n, tools, gen, out, err); break;
     case LLM_CHAT_CHATML: rc = render_chatml(msgs, n, gen, out); break;
     case LLM_CHAT_LLAMA2: rc = render_llama2(msgs, n, out, err); break;
     default: llm_seterr(err, "unknown chat format %d", (int)f); return -1;

@@ -42,12 +42,27 @@ const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", 
 /* "llama3" / "llama2" / "chatml" -> format; 0 if unknown. */
 llm_chat_format llm_chat_format_from_name(const char *name);
 
+/* Function calling in the Llama 3 format (Llama 3.1 / 3.2's tool prompt, "JSON based tool calling"): a
+ * system turn that opens "Environment: ipython", the knowledge and today's dates, then the system message;
+ * the tools (defs: each tool's JSON as the template prints it, tojson(indent=4), followed by "\n\n")
+ * with the instruction to answer with {"name": ..., "parameters": ...} go in the first user message;
+ * "tool" (or "ipython") messages become ipython turns. The caller renders assistant tool calls as that
+ * JSON in their content. */
+typedef struct {
+    const char *defs;
+    const char *date;  /* "2 Dec 2026" */
+} llm_chat_tools;
+
 /* Renders n messages. add_generation_prompt opens an assistant turn at the end.
  * Llama 2 requires system? then alternating user/assistant; other formats accept
  * any role names that are non-empty and free of control characters.
  * Returns 0, or -1 with a message in err (bad role order, empty list, no memory). */
 int  llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int add_generation_prompt,
                      llm_chat_out *out, llm_err *err);
+/* The same with tools (NULL: none). Only the Llama 3 format has a tool prompt (-1 for the others); the
+ * first message after an optional system message must be the user's. */
+int  llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
+                           int add_generation_prompt, llm_chat_out *out, llm_err *err);
 void llm_chat_out_free(llm_chat_out *out);
 /* The segments concatenated into one malloc'd string (for display and tests). */
 char *llm_chat_out_join(const llm_chat_out *out);

@@ -17,6 +17,10 @@ static const preset presets[] = {
     { "tiny", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
                 .vocab_size = 512, .seq_len = 512, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
                 .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0 },
+    /* the tiny shape with Llama 3's tokenizer and chat template: tests of what is Llama 3's (tools) */
+    { "tiny-llama3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f, .norm_eps = 1e-5f,
+                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1 },
     { "stories110m", { .dim = 768, .hidden_dim = 2048, .n_layers = 12, .n_heads = 12, .n_kv_heads = 12,
                        .head_dim = 64, .vocab_size = 32000, .seq_len = 1024, .rope_theta = 10000.0f,
                        .norm_eps = 1e-5f, .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0 },
@@ -86,7 +90,7 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
         if (strcmp(presets[i].name, name) == 0)
             p = &presets[i];
     if (p == NULL) {
-        llm_seterr(err, "unknown preset '%s' (tiny, stories110m, llama-3.2-1b, llama-3.2-3b)", name);
+        llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype)) {

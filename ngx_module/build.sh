@@ -23,5 +23,10 @@ if [ ! -f "$STAMP" ] || [ "$REPO/config" -nt "$STAMP" ] || [ "$SRC/conf_flags" -
     ls "$REPO"/ngx_module/*.c "$REPO"/engine/tokenizer*.c "$REPO"/engine/detok.c "$REPO"/shm/*.c 2>/dev/null | tr '\n' ' ' > "$STAMP"
 fi
 make -s -C "$NS" -f objs/Makefile modules -j"$(nproc 2>/dev/null || echo 2)"
-cp "$NS/objs/ngx_http_llm_module.so" "$BUILD/ngx_http_llm_module.so"
+# Replaced by a rename, never rewritten in place: a running nginx (another `make serve` port) has the old
+# file mapped, and rewriting it under it crashes its workers.
+if ! cmp -s "$NS/objs/ngx_http_llm_module.so" "$BUILD/ngx_http_llm_module.so"; then
+    cp "$NS/objs/ngx_http_llm_module.so" "$BUILD/.ngx_http_llm_module.so.new"
+    mv -f "$BUILD/.ngx_http_llm_module.so.new" "$BUILD/ngx_http_llm_module.so"
+fi
 echo "built $BUILD/ngx_http_llm_module.so"

@@ -1,6 +1,7 @@
 /* Request parsing and validation for the OpenAI-compatible endpoints. */
 #include "llm_api.h"
 #include "json_schema.h"
+#include "llm_tools.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -46,6 +47,7 @@ void llm_api_req_free(llm_api_req *r)
     free(r->msgs);
     free(r->bias_ids);
     cJSON_free(r->schema);
+    free(r->tool_defs);
     free(r->bias);
     if (r->batch_ids)
         for (int i = 0; i < r->n_prompts; i++) free(r->batch_ids[i]);
@@ -298,12 +300,26 @@ static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
         }
         const char *rs = role->valuestring;
         if (!strcmp(rs, "developer")) rs = "system"; /* OpenAI's newer name for the system role */
-        else if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant")) {
+        else if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool")) {
             llm_api_seterr(e, 400, "messages", "invalid_value",
-                           "messages[%zu].role must be one of system, developer, user, assistant", i);
+                           "messages[%zu].role must be one of system, developer, user, assistant, tool", i);
             return -1;
         }
         r->msgs[i].role = rs;
+        cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+        if (!strcmp(rs, "assistant") && calls && !cJSON_IsNull(calls)) {
+            /* the call as the model wrote it, kept alive with the tree as the message's content */
+            char *text = llm_tools_history_call(calls, i, e);
+            if (text == NULL) return -1;
+            cJSON *s = cJSON_CreateString(text);
+            free(text);
+            if (s == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+            if (cJSON_GetObjectItemCaseSensitive(m, "content")) cJSON_ReplaceItemInObjectCaseSensitive(m, "content", s);
+            else cJSON_AddItemToObject(m, "content", s);
+            r->msgs[i].content = s->valuestring;
+            i++;
+            continue;
+        }
         if (message_text(m, i, &r->msgs[i].content, e)) return -1;
         i++;
     }
@@ -425,23 +441,25 @@ static int parse_stop_token_ids(const cJSON *root, llm_api_req *r, llm_api_err *
 }
 
 /* What this server does not do, refused rather than ignored (a client would take the answer for one that
- * honoured it): function calling, insertion, best_of. Empty lists, "none" and best_of 1 are fine. */
+ * honoured it): the legacy functions (tools replace them), function calling on completions, insertion,
+ * best_of. Empty lists, "none" and best_of 1 are fine. */
 static int refuse_unsupported(const cJSON *root, const llm_api_req *r, llm_api_err *e)
 {
-    static const char *const lists[] = { "tools", "functions" };
-    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-        const cJSON *v = field(root, lists[i]);
-        if (v && (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > 0)) {
-            llm_api_seterr(e, 400, lists[i], "unsupported_parameter",
-                           "'%s' (function calling) is not supported by this server", lists[i]);
-            return -1;
-        }
+    const cJSON *fs = field(root, "functions");
+    if (fs && (!cJSON_IsArray(fs) || cJSON_GetArraySize(fs) > 0)) {
+        llm_api_seterr(e, 400, "functions", "unsupported_parameter",
+                       "'functions' (the legacy form of function calling) is not supported: give 'tools'");
+        return -1;
     }
-    const cJSON *tc = field(root, "tool_choice");
-    if (tc && !(cJSON_IsString(tc) && (!strcmp(tc->valuestring, "none") || !strcmp(tc->valuestring, "auto")))) {
-        llm_api_seterr(e, 400, "tool_choice", "unsupported_parameter",
-                       "'tool_choice' other than \"none\" or \"auto\" asks for function calling, which this server "
-                       "does not support");
+    const cJSON *fc = field(root, "function_call");
+    if (fc && !(cJSON_IsString(fc) && (!strcmp(fc->valuestring, "none") || !strcmp(fc->valuestring, "auto")))) {
+        llm_api_seterr(e, 400, "function_call", "unsupported_parameter",
+                       "'function_call' (the legacy form of function calling) is not supported: give 'tool_choice'");
+        return -1;
+    }
+    const cJSON *tools = field(root, "tools");
+    if (r->kind == LLM_API_COMPLETIONS && tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0)) {
+        llm_api_seterr(e, 400, "tools", "unsupported_parameter", "'tools' (function calling) is for /v1/chat/completions");
         return -1;
     }
     const cJSON *sfx = field(root, "suffix");
@@ -655,12 +673,14 @@ int llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *
     case LLM_API_CHAT:
         if (parse_messages(root, r, e)) return -1;
         if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0) return -1;
-        return parse_sampling(root, r, e);
+        if (parse_sampling(root, r, e)) return -1;
+        return llm_tools_parse(root, r, e);
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */
         if (field(root, "messages")) {
             if (parse_messages(root, r, e)) return -1;
             if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0) return -1;
+            if (llm_tools_parse(root, r, e)) return -1; /* the prompt a chat with these tools would get */
         } else {
             const char *p = NULL;
             int rc = get_str(root, "prompt", &p, e);

@@ -80,8 +80,13 @@ typedef struct {
     int          ignore_eos;
     int          json;        /* response_format {"type": "json_object"}: JSON mode */
     char        *schema;      /* response_format {"type": "json_schema"} or vLLM's guided_json: the schema,
-                               * checked by compiling it (json_schema.h) and printed compactly; malloc'd */
+                               * checked by compiling it (json_schema.h) and printed compactly; or the
+                               * calls' schema of tool_choice required / named (llm_tools.h); cJSON_free */
     size_t       schema_len;
+    /* function calling (chat, llm_tools.h) */
+    int          tool_mode;   /* LLM_TOOLS_*: OFF without tools or with tool_choice "none" */
+    const cJSON *tools;       /* the request's tools (in root), when tool_mode is not OFF */
+    char        *tool_defs;   /* the tools as the Llama 3 prompt lists them; malloc'd */
     int          min_tokens;  /* vLLM's: no end-of-generation or stop token id before this many */
     int32_t      stop_token_ids[LLM_API_MAX_STOP_IDS]; /* vLLM's: token ids that end the generation */
     int          n_stop_token_ids;

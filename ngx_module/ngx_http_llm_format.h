@@ -26,11 +26,19 @@ typedef struct {
 
 void ngx_http_llm_resp_init(ngx_http_llm_resp_t *r, llm_api_kind kind, const char *model);
 
+/* A tool call (function calling): the message's tool_calls[0]. */
+typedef struct {
+    const char *id;         /* "call_..." */
+    const char *name;
+    const char *args;       /* JSON text */
+} ngx_http_llm_call_t;
+
 typedef struct {
     const char *text;
     size_t      len;
-    const char *finish;     /* "stop" / "length" */
+    const char *finish;     /* "stop" / "length" / "tool_calls" */
     cJSON      *logprobs;   /* taken by ngx_http_llm_response, or NULL */
+    const ngx_http_llm_call_t *call; /* chat: the answer is this call (content null), or NULL */
 } ngx_http_llm_choice_t;
 
 /* Whole (non-streaming) response. */
@@ -39,6 +47,8 @@ cJSON *ngx_http_llm_response(const ngx_http_llm_resp_t *r, ngx_http_llm_choice_t
 /* One stream chunk for choice i: text, or (role) the chat role opener, or a finish reason. Takes lp. */
 cJSON *ngx_http_llm_chunk(const ngx_http_llm_resp_t *r, int i, const char *text, size_t len, int role,
                           cJSON *lp, const char *finish);
+/* The stream chunk of choice i's tool call, whole (the SDKs join deltas; one is a whole call). */
+cJSON *ngx_http_llm_call_chunk(const ngx_http_llm_resp_t *r, int i, const ngx_http_llm_call_t *call);
 cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, uint32_t prompt_tokens, uint32_t completion_tokens);
 
 /* Logprobs: one entry per token, collected into the response's shape

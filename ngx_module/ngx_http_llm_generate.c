@@ -3,6 +3,7 @@
  * response, or Server-Sent Events as tokens arrive. */
 #include "ngx_http_llm_module.h"
 #include "ngx_http_llm_format.h"
+#include "llm_tools.h"
 
 #if LLM_API_MAX_BIAS > LLM_SHM_MAX_BIAS
 #error "a request's logit_bias entries must fit in a slot"
@@ -20,6 +21,9 @@ typedef struct {
     ngx_http_llm_text_t text;     /* whole text (non-streaming) */
     cJSON           *lp;          /* logprobs being collected (non-streaming), or NULL */
     size_t           text_off;    /* completions logprobs text_offset */
+    unsigned         hold:1;      /* function calling, streamed: the text is held while it may be a call */
+    ngx_http_llm_call_t call;     /* the answer read as a tool call (name and args malloc'd), or name NULL */
+    char             call_id[32];
 } ngx_http_llm_seq_t;
 
 typedef struct {
@@ -60,6 +64,9 @@ static void ngx_http_llm_cleanup(void *data)
         llm_stop_free(&s->stop);
         free(s->text.data);
         cJSON_Delete(s->lp);
+        free((char *)s->call.name);
+        free((char *)s->call.args);
+        s->call.name = s->call.args = NULL;
     }
     llm_api_req_free(&ctx->q);
 }
@@ -189,10 +196,31 @@ static int ngx_http_llm_is_stop_token(ngx_http_llm_ctx_t *ctx, int32_t id)
     return !ctx->q.ignore_eos && ngx_http_llm_is_eog(ctx, id);
 }
 
+/* Function calling, streamed: the text is held while it may be a call. With tool_choice "auto" the
+ * first byte that is neither whitespace nor '{' says it is not: what was held goes out, and the rest
+ * streams as it comes. */
+static int ngx_http_llm_hold(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[i];
+    if (ngx_http_llm_text_append(&s->text, t, len)) return -1;
+    if (ctx->q.tool_mode != LLM_TOOLS_AUTO) return 0;
+    size_t k = 0;
+    while (k < s->text.len && strchr(" \t\r\n", s->text.data[k]) != NULL) k++;
+    if (k == s->text.len || s->text.data[k] == '{') return 0;
+    s->hold = 0;
+    cJSON *chunk = ngx_http_llm_chunk(&ctx->resp, i, s->text.data, s->text.len, 0, NULL, NULL);
+    s->text.len = 0;
+    return ngx_http_llm_emit_event(ctx, chunk) == NGX_ERROR ? -1 : 0;
+}
+
 /* Appends text to a choice: to the stream as a chunk, or to its text buffer. */
 static int ngx_http_llm_out(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len, cJSON *lp)
 {
     ngx_http_llm_seq_t *s = &ctx->seq[i];
+    if (ctx->q.stream && s->hold) {
+        cJSON_Delete(lp); /* logprobs are refused with streamed tools */
+        return ngx_http_llm_hold(ctx, i, t, len);
+    }
     if (ctx->q.stream) {
         if (len == 0 && lp == NULL) return 0;
         return ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, t, len, 0, lp, NULL)) == NGX_ERROR ? -1 : 0;
@@ -239,6 +267,29 @@ static int ngx_http_llm_echo_close(ngx_http_llm_ctx_t *ctx, int i)
     return ngx_http_llm_out(ctx, i, tail, n, NULL);
 }
 
+/* Function calling: a choice's answer is over; read it as a tool call (finish "tool_calls"), and when
+ * streamed send the call, or the text held back as content. */
+static int ngx_http_llm_tool_end(ngx_http_llm_ctx_t *ctx, int i)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[i];
+    if (ctx->q.tool_mode == LLM_TOOLS_OFF) return 0;
+    char *name, *args;
+    if (llm_tools_output(&ctx->q, s->text.data, s->text.len, &name, &args)) {
+        ngx_snprintf((u_char *)s->call_id, sizeof s->call_id, "call_%08xD%08xD%08xD%Z", (uint32_t)ngx_random(),
+                     (uint32_t)ngx_random(), (uint32_t)ngx_random());
+        s->call.id = s->call_id;
+        s->call.name = name;
+        s->call.args = args;
+        s->finish = "tool_calls";
+    }
+    if (!ctx->q.stream || !s->hold) return 0;
+    s->hold = 0;
+    cJSON *chunk = s->call.name ? ngx_http_llm_call_chunk(&ctx->resp, i, &s->call)
+                                : ngx_http_llm_chunk(&ctx->resp, i, s->text.data ? s->text.data : "", s->text.len, 0, NULL,
+                                                     NULL);
+    return ngx_http_llm_emit_event(ctx, chunk) == NGX_ERROR ? -1 : 0;
+}
+
 /* Takes one token of choice i. Returns -1 on an output failure. */
 static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_token *tk)
 {
@@ -276,6 +327,7 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
         ctx->n_done++;
         llm_client_release(ctx->eng->client, s->h); /* cancels the rest of the generation */
         s->started = 0;
+        return ngx_http_llm_tool_end(ctx, i);
     }
     return 0;
 }
@@ -302,7 +354,7 @@ static int ngx_http_llm_seq_end(ngx_http_llm_ctx_t *ctx, int i, const llm_req_st
     s->started = 0;
     s->done = 1;
     ctx->n_done++;
-    return 0;
+    return ngx_http_llm_tool_end(ctx, i);
 }
 
 static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
@@ -329,6 +381,7 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
         ch[i].text = ctx->seq[i].text.data ? ctx->seq[i].text.data : "";
         ch[i].len = ctx->seq[i].text.len;
         ch[i].finish = ctx->seq[i].finish;
+        ch[i].call = ctx->seq[i].call.name ? &ctx->seq[i].call : NULL;
         ch[i].logprobs = ctx->seq[i].lp;
         ctx->seq[i].lp = NULL; /* the response takes it */
     }
@@ -546,6 +599,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
          * space stays (" there", not "there"; SentencePiece drops it only at the start of a text). A chat
          * message starts a text of its own. */
         if (ctx->q.kind == LLM_API_COMPLETIONS) s->detok.at_start = 0;
+        s->hold = ctx->q.stream && ctx->q.tool_mode != LLM_TOOLS_OFF;
         if (llm_stop_init(&s->stop, ctx->q.stop, ctx->q.stop_len, ctx->q.n_stop)) {
             return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
         }

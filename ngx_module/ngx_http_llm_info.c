@@ -1,6 +1,7 @@
 /* Endpoints that need no generation: /health, /v1/models, /tokenize,
  * /detokenize, /metrics; and prompt encoding (text or chat template). */
 #include "ngx_http_llm_module.h"
+#include "llm_tools.h"
 #include "ngx_http_llm_format.h"
 
 static llm_tokenizer *ngx_http_llm_tok(ngx_http_request_t *r)
@@ -119,7 +120,15 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         llm_chat_format f = lcf->chat_format ? (llm_chat_format)lcf->chat_format : lcf->tok->chat;
         llm_chat_out out;
         llm_err err = { "" };
-        if (llm_chat_render(f, q->msgs, q->n_msgs, q->add_generation_prompt, &out, &err)) {
+        /* function calling: the tools in the prompt, with today's date as Llama 3.2's template writes it */
+        char date[32];
+        time_t now = ngx_time();
+        struct tm tm;
+        ngx_libc_localtime(now, &tm);
+        strftime(date, sizeof date, "%d %b %Y", &tm);
+        llm_chat_tools tools = { q->tool_defs, date };
+        if (llm_chat_render_tools(f, q->msgs, q->n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL,
+                                  q->add_generation_prompt, &out, &err)) {
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);
             return -1;
         }

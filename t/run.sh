@@ -4,8 +4,8 @@
 # Starts what the tests need: two echo engines (t/echo_engine.c, the real shm
 # protocol with a deterministic token source) named ngxtest and ngxtest_small,
 # and two real engines (`llm-engine serve`, t/06x-08x) under names unique to
-# this run, exported as $TEST_NGINX_REAL_ENGINE (stories260K) and
-# $TEST_NGINX_CANCEL_ENGINE, and a third on the CUDA backend under the CPU
+# this run, exported as $TEST_NGINX_REAL_ENGINE (stories260K),
+# $TEST_NGINX_CANCEL_ENGINE and $TEST_NGINX_LLAMA3_ENGINE (a tiny random model with Llama 3's tokenizer), and a third on the CUDA backend under the CPU
 # emulation of CUDA ($TEST_NGINX_CUDA_ENGINE, stories260K, t/067). The second one only serves the cancellation test,
 # so its cancelled counter counts nothing else, and it runs a random
 # stories110M-shaped model ($TEST_NGINX_CANCEL_MODEL, made once by gen-model):
@@ -81,6 +81,14 @@ export TEST_NGINX_CANCEL_MODEL="$BUILD/t/stories110m-q8_0.gguf"
         --out "$TEST_NGINX_CANCEL_MODEL" > /dev/null
 start_real "$TEST_NGINX_REAL_ENGINE" "$TEST_NGINX_SPM_MODEL"
 start_real "$TEST_NGINX_CANCEL_ENGINE" "$TEST_NGINX_CANCEL_MODEL"
+# A tiny random model with Llama 3's tokenizer and chat template (t/085: function calling, which needs the
+# Llama 3 format, and whose prompt stories260K's 512-token context cannot hold).
+export TEST_NGINX_LLAMA3_ENGINE="ngxllama3$$"
+export TEST_NGINX_LLAMA3_MODEL="$BUILD/t/tiny-llama3-q8_0.gguf"
+[ -s "$TEST_NGINX_LLAMA3_MODEL" ] ||
+    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-llama3 --dtype q8_0 --seed 3 \
+        --out "$TEST_NGINX_LLAMA3_MODEL" > /dev/null
+start_real "$TEST_NGINX_LLAMA3_ENGINE" "$TEST_NGINX_LLAMA3_MODEL" --kv-blocks 256
 # The CUDA backend, run by the CPU emulation of CUDA (kernels/cuda_emu.*; no GPU here), serving stories260K
 # for t/067: `serve --backend cuda` end to end (decode graphs, on-device argmax and sampling). A small KV pool:
 # the emulated device's memory is host memory, and an automatic pool would take 90% of its 16 GiB.

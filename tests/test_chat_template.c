@@ -110,5 +110,41 @@ int main(void)
     is_int(llm_chat_format_from_name("chatml"), LLM_CHAT_CHATML, "name -> format");
     is_int(llm_chat_format_from_name("jinja"), 0, "unknown name");
     ok(!strcmp(llm_chat_format_name(LLM_CHAT_LLAMA2), "llama2"), "format -> name");
+    /* Llama 3.1's tool prompt (function calling): the system turn with the ipython environment and the
+     * dates, the tools and the instruction in the first user turn, a call as the assistant wrote it, and
+     * its result as an ipython turn */
+    {
+        const llm_chat_msg tm[] = {
+            { "system", " Be brief. " },
+            { "user", " Weather in Oslo? " },
+            { "assistant", "{\"name\": \"w\", \"parameters\": {\"c\": \"Oslo\"}}" },
+            { "tool", " sunny " },
+        };
+        llm_chat_tools tools = { "{\n    \"name\": \"w\"\n}\n\n", "02 Dec 2026" };
+        llm_chat_out o;
+        char *s = NULL;
+        if (llm_chat_render_tools(LLM_CHAT_LLAMA3, tm, 4, &tools, 1, &o, &err) == 0) {
+            s = llm_chat_out_join(&o);
+            llm_chat_out_free(&o);
+        }
+        ok(s && !strcmp(s,
+           "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\n"
+           "Cutting Knowledge Date: December 2023\nToday Date: 02 Dec 2026\n\nBe brief.<|eot_id|>"
+           "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for a "
+           "function call with its proper arguments that best answers the given prompt.\n\nRespond in the format "
+           "{\"name\": function name, \"parameters\": dictionary of argument name and its value}.Do not use variables."
+           "\n\n{\n    \"name\": \"w\"\n}\n\nWeather in Oslo?<|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"w\", \"parameters\": {\"c\": \"Oslo\"}}<|eot_id|>"
+           "<|start_header_id|>ipython<|end_header_id|>\n\n sunny <|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\n"),
+           "llama3 with tools: Llama 3.1's tool prompt:\n%s", s ? s : err.msg);
+        free(s);
+        ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, tm + 2, 2, &tools, 1, &o, &err) != 0 &&
+           strstr(err.msg, "first message after the system message must be the user's"),
+           "with tools the conversation must start with the user: %s", err.msg);
+        ok(llm_chat_render_tools(LLM_CHAT_CHATML, tm, 2, &tools, 1, &o, &err) != 0 &&
+           strstr(err.msg, "needs the Llama 3 chat format; this model's is chatml"), "no tool prompt but Llama 3's: %s",
+           err.msg);
+    }
     return done_testing();
 }

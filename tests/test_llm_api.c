@@ -2,6 +2,7 @@
  * defaults, every parameter, every 400 path, error JSON shape. */
 #include "tap.h"
 #include "../ngx_module/llm_api.c"
+#include "../ngx_module/llm_tools.c"
 
 static int parse(llm_api_kind k, const char *body, llm_api_req *r, llm_api_err *e)
 {
@@ -111,7 +112,7 @@ int main(void)
     bad(LLM_API_CHAT, "{\"messages\":{}}", "messages", "messages object");
     bad(LLM_API_CHAT, "{\"messages\":[1]}", "messages", "message not an object");
     bad(LLM_API_CHAT, "{\"messages\":[{\"content\":\"x\"}]}", "messages", "message without role");
-    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "messages", "unsupported role");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"function\",\"content\":\"x\"}]}", "messages", "unsupported role");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages", "numeric content");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}]}", "messages", "text part without text");
     bad(LLM_API_TOKENIZE, "{}", "prompt", "tokenize without prompt");
@@ -200,12 +201,113 @@ int main(void)
         bad(LLM_API_COMPLETIONS, body, "prompt", "65 prompts");
     }
 
-    /* refused rather than ignored */
-    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\"}]}", "tools", "tools");
+    /* function calling */
+    {
+        static const char *const tools =
+            "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather \\\"now\\\"\","
+            "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\"}},"
+            "\"required\":[\"city\"]}}},{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]";
+        char body[2048];
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);
+        is_int(parse(LLM_API_CHAT, body, &r, &e), 0, "tools parse");
+        ok(r.tool_mode == LLM_TOOLS_AUTO && r.tools != NULL && r.schema == NULL, "... tool_choice auto by default, no schema");
+        ok(r.tool_defs && !strcmp(r.tool_defs,
+           "{\n    \"type\": \"function\",\n    \"function\": {\n        \"name\": \"get_weather\",\n"
+           "        \"description\": \"Weather \\\"now\\\"\",\n        \"parameters\": {\n            \"type\": \"object\",\n"
+           "            \"properties\": {\n                \"city\": {\n                    \"type\": \"string\"\n                },\n"
+           "                \"days\": {\n                    \"type\": \"integer\"\n                }\n            },\n"
+           "            \"required\": [\n                \"city\"\n            ]\n        }\n    }\n}\n\n"
+           "{\n    \"type\": \"function\",\n    \"function\": {\n        \"name\": \"now\"\n    }\n}\n\n"),
+           "... listed as json.dumps(indent=4) prints them, a blank line after each:\n%s", r.tool_defs ? r.tool_defs : "");
+        char *name, *args;
+        ok(llm_tools_output(&r, " {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}\n", strlen(" {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}\n"), &name, &args) == 1 &&
+           !strcmp(name, "get_weather") && !strcmp(args, "{\"city\":\"Oslo\"}"), "an answer that is a call is read as one");
+        free(name);
+        free(args);
+        ok(llm_tools_output(&r, "{\"name\":\"now\"}", strlen("{\"name\":\"now\"}"), &name, &args) == 1 && !strcmp(args, "{}"),
+           "... with no parameters: {}");
+        free(name);
+        free(args);
+        ok(llm_tools_output(&r, "{\"name\":\"other\",\"parameters\":{}}", strlen("{\"name\":\"other\",\"parameters\":{}}"), &name, &args) == 0 &&
+           llm_tools_output(&r, "It is sunny.", strlen("It is sunny."), &name, &args) == 0 &&
+           llm_tools_output(&r, "{\"name\":\"now\",\"parameters\":3}", strlen("{\"name\":\"now\",\"parameters\":3}"), &name, &args) == 0 &&
+           llm_tools_output(&r, "{\"name\":\"now\"", strlen("{\"name\":\"now\""), &name, &args) == 0 && name == NULL,
+           "... an unknown tool, text, parameters that are not an object, a cut call: not calls");
+        llm_api_req_free(&r);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":\"required\"}", tools);
+        is_int(parse(LLM_API_CHAT, body, &r, &e), 0, "tool_choice required parses");
+        ok(r.tool_mode == LLM_TOOLS_REQUIRED && r.schema != NULL &&
+           !strcmp(r.schema, "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},"
+                             "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"days\":"
+                             "{\"type\":\"integer\"}},\"required\":[\"city\"]}},\"required\":[\"name\",\"parameters\"]},"
+                             "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"now\"},\"parameters\":{\"type\":\"object\"}},"
+                             "\"required\":[\"name\",\"parameters\"]}]}"),
+           "... the answer held to either call: %s", r.schema ? r.schema : "");
+        llm_api_req_free(&r);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,"
+                 "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"now\"}}}", tools);
+        is_int(parse(LLM_API_CHAT, body, &r, &e), 0, "a named tool_choice parses");
+        ok(r.tool_mode == LLM_TOOLS_NAMED && r.schema != NULL &&
+           !strcmp(r.schema, "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"now\"},\"parameters\":"
+                             "{\"type\":\"object\"}},\"required\":[\"name\",\"parameters\"]}"),
+           "... the answer held to that call: %s", r.schema ? r.schema : "");
+        llm_api_req_free(&r);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":\"none\"}", tools);
+        is_int(parse(LLM_API_CHAT, body, &r, &e), 0, "tool_choice none parses");
+        ok(r.tool_mode == LLM_TOOLS_OFF && r.tool_defs == NULL, "... the tools stay out");
+        llm_api_req_free(&r);
+        /* a conversation with a call and its result */
+        is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"assistant\","
+                                   "\"content\":null,\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":"
+                                   "{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Oslo\\\",\\\"days\\\":2}\"}}]},"
+                                   "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"sunny\"}]}", &r, &e), 0,
+               "a conversation with a tool call and its result parses");
+        ok(r.n_msgs == 3 && !strcmp(r.msgs[1].role, "assistant") &&
+           !strcmp(r.msgs[1].content, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"days\": 2}}") &&
+           !strcmp(r.msgs[2].role, "tool") && !strcmp(r.msgs[2].content, "sunny"),
+           "... the call as the model writes one: %s", r.n_msgs > 1 ? r.msgs[1].content : "");
+        llm_api_req_free(&r);
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"},{\"role\":\"assistant\",\"tool_calls\":[{\"function\":"
+                          "{\"name\":\"a\",\"arguments\":\"{}\"}},{\"function\":{\"name\":\"b\",\"arguments\":\"{}\"}}]}]}",
+            "messages", "two calls in one assistant message");
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"},{\"role\":\"assistant\",\"tool_calls\":[{\"function\":"
+                          "{\"name\":\"a\",\"arguments\":\"[1\"}}]}]}", "messages", "call arguments that are not a JSON object");
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\"}],%s,\"tool_choice\":{\"type\":\"function\","
+                 "\"function\":{\"name\":\"nope\"}}}", tools);
+        bad(LLM_API_CHAT, body, "tool_choice", "a named tool that is not among the tools");
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\"}],%s,\"tool_choice\":\"required\","
+                 "\"response_format\":{\"type\":\"json_object\"}}", tools);
+        bad(LLM_API_CHAT, body, "tool_choice", "a required call with a response_format");
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\","
+                          "\"parameters\":{\"type\":\"object\",\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"date\"}}}}}],"
+                          "\"tool_choice\":\"required\"}", "tools", "a required call whose parameters the server cannot hold to");
+        is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\",\"function\":"
+                                   "{\"name\":\"a\",\"parameters\":{\"type\":\"string\",\"format\":\"date\"}}}]}", &r, &e), 0,
+               "... with tool_choice auto the same parameters are only shown to the model");
+        llm_api_req_free(&r);
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}]}",
+            "tools", "a tool name with a space");
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\"}},"
+                          "{\"type\":\"function\",\"function\":{\"name\":\"a\"}}]}", "tools", "two tools with one name");
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\"}]}", "tools", "a tool without a function");
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[],\"parallel_tool_calls\":1}", "parallel_tool_calls",
+            "parallel_tool_calls as a number");
+        bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\"}}]}", "tools",
+            "tools on completions");
+        cJSON *v = cJSON_Parse("{\"a\":[1,2.5,-3e-07,\"\\u00e9\\n\\u0001\"],\"b\":{},\"c\":[],\"d\":null,\"e\":true}");
+        char *d1 = llm_tools_dumps(v, -1), *d2 = llm_tools_dumps(v, 2);
+        ok(d1 && !strcmp(d1, "{\"a\": [1, 2.5, -3e-07, \"\xc3\xa9\\n\\u0001\"], \"b\": {}, \"c\": [], \"d\": null, \"e\": true}"),
+           "json.dumps on one line: %s", d1 ? d1 : "");
+        ok(d2 && !strcmp(d2, "{\n  \"a\": [\n    1,\n    2.5,\n    -3e-07,\n    \"\xc3\xa9\\n\\u0001\"\n  ],\n  \"b\": {},\n  \"c\": [],\n"
+                             "  \"d\": null,\n  \"e\": true\n}"), "json.dumps with an indent:\n%s", d2 ? d2 : "");
+        free(d1);
+        free(d2);
+        cJSON_Delete(v);
+    }
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"functions\":[{\"name\":\"f\"}]}", "functions",
         "functions");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tool_choice\":\"required\"}", "tool_choice",
-        "tool_choice required");
+        "tool_choice required without tools");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"suffix\":\"end\"}", "suffix", "suffix");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"best_of\":3}", "best_of", "best_of 3");
     is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[],\"tool_choice\":\"none\"}", &r, &e),

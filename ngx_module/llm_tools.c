@@ -1,0 +1,380 @@
+/* Function calling: tools into the request, tool calls out of the answer (llm_tools.h). */
+#include "llm_tools.h"
+#include "json_schema.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- json.dumps ---- */
+
+typedef struct {
+    char  *p;
+    size_t len, cap;
+    int    oom;
+} buf_t;
+
+static void put(buf_t *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (q == NULL) { b->oom = 1; return; }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void puts_(buf_t *b, const char *s) { put(b, s, strlen(s)); }
+
+static void put_string(buf_t *b, const char *s)
+{
+    put(b, "\"", 1);
+    for (const unsigned char *u = (const unsigned char *)s; *u; u++) {
+        char esc[8];
+        switch (*u) {
+        case '"': puts_(b, "\\\""); break;
+        case '\\': puts_(b, "\\\\"); break;
+        case '\n': puts_(b, "\\n"); break;
+        case '\r': puts_(b, "\\r"); break;
+        case '\t': puts_(b, "\\t"); break;
+        case '\b': puts_(b, "\\b"); break;
+        case '\f': puts_(b, "\\f"); break;
+        default:
+            if (*u < 0x20) {
+                snprintf(esc, sizeof esc, "\\u%04x", *u);
+                puts_(b, esc);
+            } else {
+                put(b, (const char *)u, 1);
+            }
+        }
+    }
+    put(b, "\"", 1);
+}
+
+/* Python prints an integral number as an integer (cJSON keeps no int / float difference) and a float as
+ * its shortest round-trip form. */
+static void put_number(buf_t *b, double x)
+{
+    char s[40];
+    if (x == floor(x) && fabs(x) < 1e16) {
+        snprintf(s, sizeof s, "%.0f", x);
+    } else {
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(s, sizeof s, "%.*g", prec, x);
+            if (strtod(s, NULL) == x) break;
+        }
+    }
+    puts_(b, s);
+}
+
+static void newline(buf_t *b, int indent, int level)
+{
+    put(b, "\n", 1);
+    for (int i = 0; i < indent * level; i++) put(b, " ", 1);
+}
+
+static void dump(buf_t *b, const cJSON *v, int indent, int level)
+{
+    if (cJSON_IsNull(v)) { puts_(b, "null"); return; }
+    if (cJSON_IsTrue(v)) { puts_(b, "true"); return; }
+    if (cJSON_IsFalse(v)) { puts_(b, "false"); return; }
+    if (cJSON_IsNumber(v)) { put_number(b, v->valuedouble); return; }
+    if (cJSON_IsString(v)) { put_string(b, v->valuestring); return; }
+    int obj = cJSON_IsObject(v);
+    if (!obj && !cJSON_IsArray(v)) { puts_(b, "null"); return; }
+    if (v->child == NULL) { puts_(b, obj ? "{}" : "[]"); return; }
+    put(b, obj ? "{" : "[", 1);
+    for (const cJSON *c = v->child; c != NULL; c = c->next) {
+        if (indent >= 0) newline(b, indent, level + 1);
+        if (obj) {
+            put_string(b, c->string);
+            puts_(b, ": ");
+        }
+        dump(b, c, indent, level + 1);
+        if (c->next != NULL) puts_(b, indent >= 0 ? "," : ", ");
+    }
+    if (indent >= 0) newline(b, indent, level);
+    put(b, obj ? "}" : "]", 1);
+}
+
+char *llm_tools_dumps(const cJSON *v, int indent)
+{
+    buf_t b = { NULL, 0, 0, 0 };
+    dump(&b, v, indent, 0);
+    if (b.oom || b.p == NULL) { free(b.p); return NULL; }
+    return b.p;
+}
+
+/* ---- the request ---- */
+
+static const cJSON *opt_field(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return (v && !cJSON_IsNull(v)) ? v : NULL;
+}
+
+static int name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64) return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+            return 0;
+    return 1;
+}
+
+static const char *tool_name(const cJSON *tool)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tool, "function"), "name")->valuestring;
+}
+
+/* Each tool {"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}. */
+static int check_tools(const cJSON *tools, llm_api_err *e)
+{
+    if (!cJSON_IsArray(tools)) {
+        llm_api_seterr(e, 400, "tools", "invalid_type", "'tools' must be an array of {\"type\": \"function\", \"function\": {...}}");
+        return -1;
+    }
+    int n = cJSON_GetArraySize(tools), i = 0;
+    if (n > LLM_API_MAX_TOOLS) {
+        llm_api_seterr(e, 400, "tools", "invalid_value", "at most %d tools", LLM_API_MAX_TOOLS);
+        return -1;
+    }
+    for (const cJSON *t = tools->child; t != NULL; t = t->next, i++) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *params = opt_field(fn, "parameters"), *desc = opt_field(fn, "description");
+        if (!cJSON_IsObject(t) || !cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 || !cJSON_IsObject(fn)) {
+            llm_api_seterr(e, 400, "tools", "invalid_value", "tools[%d] must be {\"type\": \"function\", \"function\": {...}}", i);
+            return -1;
+        }
+        if (!cJSON_IsString(name) || !name_ok(name->valuestring)) {
+            llm_api_seterr(e, 400, "tools", "invalid_value",
+                           "tools[%d].function.name must be 1 to 64 letters, digits, '_' or '-'", i);
+            return -1;
+        }
+        if ((params && !cJSON_IsObject(params)) || (desc && !cJSON_IsString(desc))) {
+            llm_api_seterr(e, 400, "tools", "invalid_type",
+                           "tools[%d].function: 'parameters' must be a JSON Schema object, 'description' a string", i);
+            return -1;
+        }
+        for (const cJSON *u = tools->child; u != t; u = u->next)
+            if (!strcmp(tool_name(u), name->valuestring)) {
+                llm_api_seterr(e, 400, "tools", "invalid_value", "two tools are named '%.64s'", name->valuestring);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* {"type": "object", "properties": {"name": {"const": N}, "parameters": P}, "required": [...]} for a tool. */
+static cJSON *call_schema(const cJSON *tool)
+{
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
+    const cJSON *params = opt_field(fn, "parameters");
+    cJSON *s = cJSON_CreateObject(), *props = cJSON_CreateObject(), *name = cJSON_CreateObject();
+    cJSON *p = params ? cJSON_Duplicate(params, 1) : cJSON_CreateObject();
+    cJSON *req = cJSON_CreateArray();
+    if (!s || !props || !name || !p || !req) {
+        cJSON_Delete(s); cJSON_Delete(props); cJSON_Delete(name); cJSON_Delete(p); cJSON_Delete(req);
+        return NULL;
+    }
+    if (!params) cJSON_AddStringToObject(p, "type", "object");
+    cJSON_AddStringToObject(s, "type", "object");
+    cJSON_AddStringToObject(name, "const", tool_name(tool));
+    cJSON_AddItemToObject(props, "name", name);
+    cJSON_AddItemToObject(props, "parameters", p);
+    cJSON_AddItemToObject(s, "properties", props);
+    cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+    cJSON_AddItemToArray(req, cJSON_CreateString("parameters"));
+    cJSON_AddItemToObject(s, "required", req);
+    return s;
+}
+
+/* tool_choice required / named: the answer's schema, one call of the tool(s), into r->schema. */
+static int hold_to_calls(const cJSON *tools, const char *only, llm_api_req *r, llm_api_err *e)
+{
+    cJSON *any = cJSON_CreateArray(), *one = NULL;
+    int i = 0, rc = 0;
+    for (const cJSON *t = tools->child; t != NULL && any != NULL && rc == 0; t = t->next, i++) {
+        if (only != NULL && strcmp(tool_name(t), only) != 0) continue;
+        cJSON *s = call_schema(t);
+        char why[256];
+        llm_schema *sc = s ? llm_schema_compile(s, why, sizeof why) : NULL;
+        if (sc == NULL) {
+            if (s) llm_api_seterr(e, 400, "tools", "invalid_schema", "tools[%d].function.parameters: %s (tool_choice "
+                                  "\"required\" or a named function holds the call to it)", i, why);
+            else llm_api_seterr(e, 500, NULL, NULL, "out of memory");
+            rc = -1;
+        }
+        llm_schema_free(sc);
+        if (s) cJSON_AddItemToArray(any, s);
+    }
+    cJSON *schema = any;
+    if (rc == 0 && any != NULL && cJSON_GetArraySize(any) == 1) { /* one call: its object itself */
+        one = cJSON_DetachItemFromArray(any, 0);
+        schema = one;
+    } else if (rc == 0 && any != NULL) {
+        schema = cJSON_CreateObject();
+        if (schema) { cJSON_AddItemToObject(schema, "anyOf", any); any = NULL; }
+    }
+    if (rc == 0) {
+        r->schema = schema ? cJSON_PrintUnformatted(schema) : NULL;
+        if (r->schema == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); rc = -1; }
+        else r->schema_len = strlen(r->schema);
+    }
+    if (schema != any) cJSON_Delete(schema);
+    cJSON_Delete(any);
+    return rc;
+}
+
+/* Each tool as the Llama 3.1 template lists it: tojson(indent=4), then a blank line. */
+static char *tool_defs(const cJSON *tools)
+{
+    buf_t b = { NULL, 0, 0, 0 };
+    for (const cJSON *t = tools->child; t != NULL; t = t->next) {
+        char *s = llm_tools_dumps(t, 4);
+        if (s == NULL) { b.oom = 1; break; }
+        puts_(&b, s);
+        puts_(&b, "\n\n");
+        free(s);
+    }
+    if (b.oom) { free(b.p); return NULL; }
+    return b.p ? b.p : strdup("");
+}
+
+int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *tools = opt_field(root, "tools"), *tc = opt_field(root, "tool_choice"), *ptc = opt_field(root, "parallel_tool_calls");
+    if (tools && check_tools(tools, e)) return -1;
+    if (ptc && !cJSON_IsBool(ptc)) {
+        llm_api_seterr(e, 400, "parallel_tool_calls", "invalid_type", "'parallel_tool_calls' must be a boolean");
+        return -1;
+    }
+    int have = tools && cJSON_GetArraySize(tools) > 0;
+    int mode = have ? LLM_TOOLS_AUTO : LLM_TOOLS_OFF;
+    const char *only = NULL;
+    if (cJSON_IsString(tc)) {
+        const char *c = tc->valuestring;
+        if (!strcmp(c, "none")) mode = LLM_TOOLS_OFF;
+        else if (!strcmp(c, "required") && have) mode = LLM_TOOLS_REQUIRED;
+        else if (!strcmp(c, "auto")) ;
+        else {
+            llm_api_seterr(e, 400, "tool_choice", "invalid_value", !strcmp(c, "required")
+                           ? "tool_choice \"required\" needs 'tools'"
+                           : "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                             "\"function\": {\"name\": ...}}");
+            return -1;
+        }
+    } else if (tc) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *t = have && cJSON_IsString(name) ? tools->child : NULL;
+        while (t != NULL && strcmp(tool_name(t), name->valuestring) != 0) t = t->next;
+        if (t == NULL) {
+            llm_api_seterr(e, 400, "tool_choice", "invalid_value",
+                           "tool_choice must name one of the 'tools' as {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            return -1;
+        }
+        mode = LLM_TOOLS_NAMED;
+        only = name->valuestring;
+    }
+    r->tool_mode = mode;
+    if (mode == LLM_TOOLS_OFF) return 0;
+    if (r->stream && r->logprobs) {
+        llm_api_seterr(e, 400, "logprobs", "unsupported_parameter",
+                       "logprobs are not streamed with tools (a call is sent whole); ask without stream");
+        return -1;
+    }
+    r->tools = tools;
+    if ((mode == LLM_TOOLS_REQUIRED || mode == LLM_TOOLS_NAMED) && (r->schema != NULL || r->json)) {
+        llm_api_seterr(e, 400, "tool_choice", "invalid_value",
+                       "a required or named tool call holds the answer to the call; it cannot take a response_format "
+                       "or guided_json as well");
+        return -1;
+    }
+    if ((mode == LLM_TOOLS_REQUIRED || mode == LLM_TOOLS_NAMED) && hold_to_calls(tools, only, r, e)) return -1;
+    r->tool_defs = tool_defs(tools);
+    if (r->tool_defs == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+    return 0;
+}
+
+char *llm_tools_history_call(const cJSON *tool_calls, size_t i, llm_api_err *e)
+{
+    if (!cJSON_IsArray(tool_calls) || cJSON_GetArraySize(tool_calls) != 1) {
+        llm_api_seterr(e, 400, "messages", "invalid_value",
+                       "messages[%zu].tool_calls: one call a message (the Llama 3 format has no parallel calls)", i);
+        return NULL;
+    }
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool_calls->child, "function");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+    if (!cJSON_IsString(name) || (args && !cJSON_IsString(args) && !cJSON_IsObject(args))) {
+        llm_api_seterr(e, 400, "messages", "invalid_value",
+                       "messages[%zu].tool_calls[0] must be {\"type\": \"function\", \"function\": {\"name\": ..., "
+                       "\"arguments\": \"<JSON text>\"}}", i);
+        return NULL;
+    }
+    /* the template prints the arguments as an object ("parameters": {...}), as vLLM hands them to it */
+    cJSON *parsed = cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : NULL;
+    const cJSON *a = cJSON_IsString(args) ? parsed : args;
+    if (cJSON_IsString(args) && !cJSON_IsObject(parsed)) {
+        cJSON_Delete(parsed);
+        llm_api_seterr(e, 400, "messages", "invalid_value", "messages[%zu].tool_calls[0].function.arguments is not a "
+                       "JSON object", i);
+        return NULL;
+    }
+    cJSON *call = cJSON_CreateObject();
+    cJSON *acopy = a ? cJSON_Duplicate(a, 1) : cJSON_CreateObject();
+    char *s = NULL;
+    if (call && acopy) {
+        cJSON_AddStringToObject(call, "name", name->valuestring);
+        cJSON_AddItemToObject(call, "parameters", acopy);
+        acopy = NULL;
+        s = llm_tools_dumps(call, -1);
+    }
+    cJSON_Delete(acopy);
+    cJSON_Delete(call);
+    cJSON_Delete(parsed);
+    if (s == NULL) llm_api_seterr(e, 500, NULL, NULL, "out of memory");
+    return s;
+}
+
+int llm_tools_output(const llm_api_req *r, const char *text, size_t len, char **name, char **args)
+{
+    *name = *args = NULL;
+    if (r->tools == NULL) return 0;
+    while (len > 0 && strchr(" \t\r\n", text[0]) != NULL) { text++; len--; }
+    if (len == 0 || text[0] != '{') return 0;
+    cJSON *v = cJSON_ParseWithLength(text, len);
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(v, "name");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(v, "parameters");
+    if (p == NULL) p = cJSON_GetObjectItemCaseSensitive(v, "arguments");
+    const cJSON *t = cJSON_IsString(n) ? r->tools->child : NULL;
+    while (t != NULL && strcmp(tool_name(t), n->valuestring) != 0) t = t->next;
+    int ok = t != NULL && (p == NULL || cJSON_IsObject(p));
+    if (ok) {
+        cJSON *empty = p ? NULL : cJSON_CreateObject();
+        char *a = cJSON_PrintUnformatted(p ? p : empty);
+        *name = strdup(n->valuestring);
+        *args = a ? strdup(a) : NULL;
+        cJSON_free(a);
+        cJSON_Delete(empty);
+        if (*name == NULL || *args == NULL) {
+            free(*name);
+            free(*args);
+            *name = *args = NULL;
+            ok = 0;
+        }
+    }
+    cJSON_Delete(v);
+    return ok;
+}
