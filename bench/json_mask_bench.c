@@ -6,7 +6,8 @@
  *   Table 1, JSON mode: JSON mode's own recogniser (engine/json_mode.c) and the same constraint as the
  *   schema {"type": "object"} (engine/json_schema*.c, what the server runs; its output starts with the
  *   object, so "before the object" leaves fewer tokens there), each checked against its plain way.
- *   Table 2, a JSON Schema with required and optional properties, an enum, lengths and a nested array.
+ *   Table 2, a JSON Schema with required and optional properties, an enum, a length, a format (a pattern)
+ *   and a nested array.
  * Build: make build/libllm.a && cc -O2 -std=c11 -D_GNU_SOURCE -Iengine -Ishm bench/json_mask_bench.c
  *          build/libllm.a -lcjson -lpcre2-8 -lhiredis -lpthread -lm -o build/json_mask_bench
  * Run:   build/json_mask_bench [tokenizer=../shared/tokenizers/llama3/tokenizer.json] [reps=31] */
@@ -72,7 +73,7 @@ static double median(double *t, int n)
 
 static const char *const PERSON =
     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":40},"
-    "\"age\":{\"type\":\"integer\"},\"email\":{\"type\":\"string\"},"
+    "\"age\":{\"type\":\"integer\"},\"email\":{\"type\":\"string\",\"format\":\"email\"},"
     "\"role\":{\"enum\":[\"admin\",\"editor\",\"viewer\"]},"
     "\"pets\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"kind\":{\"type\":\"string\"},"
     "\"age\":{\"type\":\"number\"}},\"required\":[\"kind\"]},\"maxItems\":8}},"
@@ -157,12 +158,13 @@ int main(int argc, char **argv)
         { "in a key", "{\"na" },
         { "in a string value", "{\"name\": \"some text" },
         { "in a number", "{\"name\": \"x\", \"age\": 12" },
+        { "in an e-mail format", "{\"name\": \"x\", \"age\": 12, \"email\": \"jo" },
         { "in an enum", "{\"name\": \"x\", \"age\": 12, \"role\": \"ed" },
         { "after a value", "{\"name\": \"x\", \"age\": 12, \"role\": \"editor\"" },
         { "in an array", "{\"name\": \"x\", \"age\": 12, \"role\": \"editor\", \"pets\": [{\"kind\": \"cat\"}, " },
     };
     int reps2 = reps < 5 ? reps : 5; /* the plain way builds a state per token */
-    printf("\nJSON Schema mask (a person: 5 properties, an enum, a maxLength, an array of objects)\n");
+    printf("\nJSON Schema mask (a person: 5 properties, an enum, a maxLength, an e-mail format, an array of objects)\n");
     printf("%-20s %8s %12s %14s\n", "state", "left", "schema ms", "plain way ms");
     for (size_t i = 0; i < sizeof pstates / sizeof pstates[0]; i++) {
         llm_schema_state *ss = llm_schema_state_new(person);

@@ -365,7 +365,22 @@ int llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
     unsigned ws_short = mt->ws_short != 0, budget = mt->ws_budget;
     int n = n_logits < v->n ? n_logits : v->n, m = 0, left = 0;
     int32_t *cand = v->cand;
-    if (mt->in_string) {
+    if (mt->in_string && mt->plain_fits != NULL) { /* a pattern decides plain tokens (every reading in it) */
+        for (int id = 0; id < n; id++) {
+            uint32_t x = v->info[id];
+            int ok;
+            if (x & I_PLAIN) {
+                ok = mt->plain_fits(mt->plain_ctx, v->bytes + v->off[id], v->len[id]);
+                left += ok;
+            } else {
+                ok = first[x & 255];
+                cand[m] = id;
+                m += ok;
+            }
+            if (!ok)
+                logits[id] = -INFINITY;
+        }
+    } else if (mt->in_string) {
         unsigned room = mt->string_room, all = mt->all_in_string != 0;
         for (int id = 0; id < n; id++) {
             uint32_t x = v->info[id];
@@ -422,6 +437,7 @@ int llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logit
     mt.ws_budget = LLM_JSON_MAX_WS + 1 - sw.ws; /* leading whitespace bytes a token may have */
     mt.in_string = mt.all_in_string = s->st == J_STR;
     mt.string_room = UINT32_MAX;
+    mt.plain_fits = NULL;
     mt.fits = json_fits;
     mt.ctx = s;
     return llm_json_mask_with(v, &mt, logits, n_logits);

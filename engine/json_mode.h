@@ -65,8 +65,9 @@ int  llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logi
  * whitespace byte leads to a state between tokens of structure, and if so after_ws[c] (byte c may follow
  * that whitespace) and ws_budget (whitespace bytes a token may lead with); in_string, whether tokens with
  * no '"', '\\' or control byte continue the text as they are when they have at most string_room code
- * points (all_in_string: and only then); and fits(ctx, bytes, n), the exact test for the candidates these
- * tables leave. The tables only ever pass tokens over to fits: they must never
+ * points (all_in_string: and only then), or, with plain_fits, when plain_fits(plain_ctx, bytes, n) says so
+ * (a string held to a pattern); and fits(ctx, bytes, n), the exact test for the candidates these tables
+ * leave. The tables only ever pass tokens over to fits: they must never
  * refuse a token fits would take. */
 typedef struct {
     uint8_t  first[256], after_ws[256];
@@ -74,6 +75,8 @@ typedef struct {
     unsigned ws_budget, string_room;
     int    (*fits)(const void *ctx, const char *p, size_t n);
     const void *ctx;
+    int    (*plain_fits)(const void *plain_ctx, const char *p, size_t n); /* 1: fits; NULL: string_room */
+    const void *plain_ctx;
 } llm_json_mask_tables;
 int  llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, float *logits, int n_logits);
 

@@ -25,8 +25,8 @@ typedef struct {
 
 /* Keywords that constrain values in ways the recogniser does not follow: refused, never ignored. */
 static const char *const refused[] = {
-    "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    "prefixItems", "contains", "minContains", "maxContains", "uniqueItems", "additionalItems",
+    "multipleOf",
+    "contains", "minContains", "maxContains", "uniqueItems",
     "unevaluatedItems", "patternProperties", "propertyNames", "minProperties", "maxProperties",
     "unevaluatedProperties", "dependentRequired", "dependentSchemas", "dependencies", "if", "then", "else",
     "not", "$dynamicRef", "$recursiveRef",
@@ -35,7 +35,21 @@ static const char *const refused[] = {
 /* The keywords this compiler reads (beside the annotations it skips). */
 static const char *const value_keys[] = {
     "type", "enum", "const", "properties", "required", "additionalProperties", "items", "minItems",
-    "maxItems", "minLength", "maxLength", "anyOf", "oneOf", "allOf", "nullable",
+    "maxItems", "minLength", "maxLength", "anyOf", "oneOf", "allOf", "nullable", "pattern", "format",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "prefixItems", "additionalItems",
+};
+
+/* String formats followed, as the patterns that say them (RFC 3339 date / time / date-time, RFC 4122
+ * UUID, an e-mail address of the usual shape (RFC 5321 allows more), dotted IPv4). Other formats are
+ * annotations, as JSON Schema 2020-12 treats every format by default. */
+static const struct { const char *name, *re; } formats[] = {
+    { "date", "^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])$" },
+    { "time", "^([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d{1,9})?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$" },
+    { "date-time", "^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)"
+                   "(\\.\\d{1,9})?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$" },
+    { "uuid", "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$" },
+    { "email", "^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$" },
+    { "ipv4", "^((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)$" },
 };
 
 static int fail(compiler *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -74,6 +88,7 @@ static int new_node(compiler *c, uint32_t *out)
         return fail(c, "schema: out of memory");
     memset(&sc->nodes[sc->n_nodes], 0, sizeof(llm_schema_node));
     sc->nodes[sc->n_nodes].max = -1;
+    sc->nodes[sc->n_nodes].pattern = -1;
     *out = sc->n_nodes++;
     return 0;
 }
@@ -330,6 +345,77 @@ static int compile_object(compiler *c, const cJSON *js, uint32_t idx)
     return 0;
 }
 
+/* minimum / maximum / exclusiveMinimum / exclusiveMaximum (numbers; draft 4's boolean exclusive* too). */
+static int number_bounds(compiler *c, const cJSON *js, int kind, uint32_t idx)
+{
+    static const char *const keys[4] = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum" };
+    const cJSON *v[4];
+    uint8_t b = 0;
+    double lo = 0, hi = 0;
+    for (int i = 0; i < 4; i++) {
+        v[i] = cJSON_GetObjectItemCaseSensitive(js, keys[i]);
+        if (v[i] != NULL && !cJSON_IsNumber(v[i]) && !(i >= 2 && cJSON_IsBool(v[i])))
+            return fail(c, "schema: '%s' must be a number", keys[i]);
+    }
+    if (cJSON_IsNumber(v[0])) { b |= B_LO; lo = v[0]->valuedouble; }
+    if (cJSON_IsNumber(v[1])) { b |= B_HI; hi = v[1]->valuedouble; }
+    if (cJSON_IsTrue(v[2]) && (b & B_LO)) b |= B_LO_EX;
+    if (cJSON_IsTrue(v[3]) && (b & B_HI)) b |= B_HI_EX;
+    if (cJSON_IsNumber(v[2]) && (!(b & B_LO) || v[2]->valuedouble >= lo)) { b |= B_LO | B_LO_EX; lo = v[2]->valuedouble; }
+    if (cJSON_IsNumber(v[3]) && (!(b & B_HI) || v[3]->valuedouble <= hi)) { b |= B_HI | B_HI_EX; hi = v[3]->valuedouble; }
+    const double big = 9e15; /* what 16 digits reach, with room */
+    if (((b & B_LO) && lo > big) || ((b & B_HI) && hi < -big))
+        return fail(c, "schema: a number bound beyond what 16 digits write");
+    if ((b & B_LO) && (b & B_HI) && (lo > hi || (lo == hi && (b & (B_LO_EX | B_HI_EX)))))
+        return fail(c, "schema: minimum above maximum accepts nothing");
+    if (kind == SK_INTEGER && (b & B_LO) && (b & B_HI) &&
+        ((b & B_HI_EX) ? ceil(hi) - 1 : floor(hi)) < ((b & B_LO_EX) ? floor(lo) + 1 : ceil(lo)))
+        return fail(c, "schema: no integer between minimum and maximum");
+    llm_schema_node *nd = &c->sc->nodes[idx];
+    nd->kind = (uint8_t)kind;
+    nd->bounds = b;
+    nd->lo = lo;
+    nd->hi = hi;
+    return 0;
+}
+
+/* A string's pattern or (known) format as a regex in regexes[]: *out its index, or -1 when none. */
+static int string_pattern(compiler *c, const cJSON *js, int has_length, int32_t *out)
+{
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(js, "pattern");
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(js, "format");
+    const char *src = NULL;
+    *out = -1;
+    if (pat != NULL && !cJSON_IsString(pat))
+        return fail(c, "schema: 'pattern' must be a string");
+    if (fmt != NULL && !cJSON_IsString(fmt))
+        return fail(c, "schema: 'format' must be a string");
+    if (fmt != NULL)
+        for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+            if (!strcmp(fmt->valuestring, formats[i].name))
+                src = formats[i].re;
+    if (pat != NULL && src != NULL)
+        return fail(c, "schema: 'pattern' and 'format' %s together are not supported", fmt->valuestring);
+    if (pat != NULL)
+        src = pat->valuestring;
+    if (src == NULL)
+        return 0;
+    if (has_length) /* a length the pattern cannot reach would leave the output no way to go on */
+        return fail(c, "schema: '%s' together with minLength / maxLength is not supported", pat ? "pattern" : "format");
+    char why[160];
+    llm_regex *re = llm_regex_compile(src, why, sizeof why);
+    if (re == NULL)
+        return fail(c, "schema: %s", why);
+    llm_schema *sc = c->sc;
+    if (grow((void **)&sc->regexes, &sc->cap_regexes, sc->n_regexes + 1, sizeof(llm_regex *)) != 0) {
+        llm_regex_free(re);
+        return fail(c, "schema: out of memory");
+    }
+    *out = (int32_t)sc->n_regexes;
+    sc->regexes[sc->n_regexes++] = re;
+    return 0;
+}
+
 static int compile_typed(compiler *c, const cJSON *js, const char *type, uint32_t idx)
 {
     llm_schema_node *nd = &c->sc->nodes[idx];
@@ -337,18 +423,44 @@ static int compile_typed(compiler *c, const cJSON *js, const char *type, uint32_
         return compile_object(c, js, idx);
     if (!strcmp(type, "array")) {
         const cJSON *items = cJSON_GetObjectItemCaseSensitive(js, "items");
+        const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(js, "prefixItems");
         int64_t lo, hi;
         if (count_key(c, js, "minItems", 0, &lo) != 0 || count_key(c, js, "maxItems", -1, &hi) != 0)
             return -1;
         if (hi >= 0 && lo > hi)
             return fail(c, "schema: minItems %lld above maxItems %lld", (long long)lo, (long long)hi);
+        if (prefix == NULL && cJSON_IsArray(items)) { /* draft 7's tuple: items as a list, additionalItems after */
+            prefix = items;
+            items = cJSON_GetObjectItemCaseSensitive(js, "additionalItems");
+        }
+        if (prefix != NULL && !cJSON_IsArray(prefix))
+            return fail(c, "schema: 'prefixItems' must be an array of schemas");
         if (items != NULL && !cJSON_IsObject(items) && !cJSON_IsBool(items))
-            return fail(c, "schema: 'items' must be a schema (tuples, 'items' as a list, are not supported)");
-        uint32_t item;
-        if (cJSON_IsFalse(items)) {
-            if (lo > 0)
-                return fail(c, "schema: 'items' false with minItems above 0 accepts nothing");
-            hi = 0;
+            return fail(c, "schema: 'items' must be a schema");
+        int k = prefix != NULL ? cJSON_GetArraySize(prefix) : 0;
+        if (k > LLM_SCHEMA_MAX_PROPS)
+            return fail(c, "schema: a tuple of more than %d items", LLM_SCHEMA_MAX_PROPS);
+        uint32_t item, first = c->sc->n_alts;
+        if (k > 0) { /* the tuple's nodes, in alts[first .. first + k) */
+            uint32_t *kid = malloc((size_t)k * sizeof(uint32_t));
+            int i = 0, rc = kid == NULL ? fail(c, "schema: out of memory") : 0;
+            for (const cJSON *p = prefix->child; p != NULL && rc == 0; p = p->next)
+                rc = compile_new(c, p, &kid[i++]);
+            if (rc == 0 && grow((void **)&c->sc->alts, &c->sc->cap_alts, c->sc->n_alts + (uint32_t)k, sizeof(uint32_t)) != 0)
+                rc = fail(c, "schema: out of memory");
+            if (rc == 0) {
+                first = c->sc->n_alts;
+                memcpy(c->sc->alts + first, kid, (size_t)k * sizeof(uint32_t));
+                c->sc->n_alts += (uint32_t)k;
+            }
+            free(kid);
+            if (rc != 0)
+                return -1;
+        }
+        if (cJSON_IsFalse(items)) { /* nothing after the tuple */
+            if (lo > k)
+                return fail(c, "schema: minItems %lld above the %d items the array may have", (long long)lo, k);
+            hi = hi >= 0 && hi < k ? hi : k;
             items = NULL;
         }
         if (items != NULL ? compile_new(c, items, &item) != 0 : new_node(c, &item) != 0)
@@ -356,6 +468,8 @@ static int compile_typed(compiler *c, const cJSON *js, const char *type, uint32_
         nd = &c->sc->nodes[idx];
         nd->kind = SK_ARRAY;
         nd->item = item;
+        nd->first = first;
+        nd->n = (uint32_t)k;
         nd->min = lo;
         nd->max = hi;
         return 0;
@@ -366,16 +480,18 @@ static int compile_typed(compiler *c, const cJSON *js, const char *type, uint32_
             return -1;
         if (hi >= 0 && lo > hi)
             return fail(c, "schema: minLength %lld above maxLength %lld", (long long)lo, (long long)hi);
+        int32_t pattern = -1;
+        if (string_pattern(c, js, lo != 0 || hi >= 0, &pattern) != 0)
+            return -1;
         nd = &c->sc->nodes[idx];
         nd->kind = SK_STRING;
         nd->min = lo;
         nd->max = hi;
+        nd->pattern = pattern;
         return 0;
     }
-    if (!strcmp(type, "number") || !strcmp(type, "integer")) {
-        nd->kind = type[0] == 'n' ? SK_NUMBER : SK_INTEGER;
-        return 0;
-    }
+    if (!strcmp(type, "number") || !strcmp(type, "integer"))
+        return number_bounds(c, js, type[0] == 'n' ? SK_NUMBER : SK_INTEGER, idx);
     if (!strcmp(type, "boolean"))
         return literal_node(c, idx, "false", "true");
     if (!strcmp(type, "null"))
@@ -553,13 +669,13 @@ static int compile_into(compiler *c, const cJSON *js, uint32_t idx)
                                     : fail(c, "schema: 'type' must be a type name or a list of them");
     /* no type: what the keywords describe */
     static const char *const obj_keys[] = { "properties", "required", "additionalProperties" };
-    static const char *const arr_keys[] = { "items", "minItems", "maxItems" };
-    static const char *const str_keys[] = { "minLength", "maxLength" };
+    static const char *const arr_keys[] = { "items", "minItems", "maxItems", "prefixItems" };
+    static const char *const str_keys[] = { "minLength", "maxLength", "pattern" };
     if (has_any(js, obj_keys, 3, NULL))
         return compile_typed(c, js, "object", idx);
-    if (has_any(js, arr_keys, 3, NULL))
+    if (has_any(js, arr_keys, 4, NULL))
         return compile_typed(c, js, "array", idx);
-    if (has_any(js, str_keys, 2, NULL))
+    if (has_any(js, str_keys, 3, NULL))
         return compile_typed(c, js, "string", idx);
     return 0; /* SK_ANY */
 }
@@ -593,6 +709,9 @@ void llm_schema_free(llm_schema *sc)
     free(sc->consts);
     free(sc->alts);
     free(sc->bytes);
+    for (uint32_t i = 0; i < sc->n_regexes; i++)
+        llm_regex_free(sc->regexes[i]);
+    free(sc->regexes);
     free(sc);
 }
 

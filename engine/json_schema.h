@@ -9,8 +9,10 @@
  * What a schema may say (anything else that constrains a value is refused with a message naming it, so a
  * request never gets output its schema does not describe):
  *   type (a name or a list of names), enum, const, properties, required, additionalProperties, items,
- *   minItems, maxItems, minLength, maxLength, anyOf, oneOf (read as anyOf), allOf of one schema,
- *   $ref to "#" or "#/..." inside the schema ($defs, definitions; recursion allowed), nullable.
+ *   prefixItems (and draft 7's items as a list with additionalItems), minItems, maxItems, minLength, maxLength, pattern (json_regex.h), format (date, time, date-time, uuid,
+ *   email, ipv4 followed; the others are annotations, as JSON Schema 2020-12 has every format by default),
+ *   minimum, maximum, exclusiveMinimum, exclusiveMaximum, anyOf, oneOf (read as anyOf), allOf of one
+ *   schema, $ref to "#" or "#/..." inside the schema ($defs, definitions; recursion allowed), nullable.
  *   Annotations (title, description, default, examples, $schema, $id, ...) are ignored.
  * How the output is laid out:
  *   - an object with properties gets them in the schema's order: every required one, the optional ones
@@ -20,7 +22,11 @@
  *   - enum and const values as cJSON prints them unformatted (1, not 1.0; no whitespace);
  *   - the value starts with the output's first byte (no leading whitespace, as llama.cpp's grammars);
  *     between tokens of structure at most LLM_JSON_MAX_WS whitespace bytes in a row;
- *   - string lengths count code points, an escape as one.
+ *   - string lengths count code points, an escape as one; a string held to a pattern or format has its
+ *     characters as they are (no \u escapes), and no minLength / maxLength beside the pattern;
+ *   - a number with bounds is written without an exponent, at most 16 digits before the point and 18 in
+ *     all; each digit is taken only if a value within the bounds can still follow, so the output never
+ *     paints itself into a corner.
  * Limits: LLM_SCHEMA_MAX_NODES nodes, LLM_SCHEMA_MAX_PROPS properties an object, LLM_SCHEMA_MAX_ENUM enum
  * values, values nested LLM_SCHEMA_MAX_DEPTH deep (free-form parts: JSON mode's limit again), and
  * LLM_SCHEMA_MAX_ALT readings of the output followed at once (anyOf alternatives that the bytes so far do

@@ -9,6 +9,7 @@
  * frame. */
 #include "json_schema_priv.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,7 @@ enum {
     P_IN, P_ESC, P_HEX, /* string */
     P_BODY,        /* number, any value, enum: inside */
     P_DONE,        /* root: the value is complete */
+    P_SIGN, P_INT, P_DOT, P_FRAC, /* a number with bounds: after '-', in the integer part, after '.', after */
 };
 
 enum { R_TAKE, R_FAIL, R_END, R_PASS, R_PUSH };
@@ -174,7 +176,8 @@ static int step_object(const llm_schema *sc, sthread *t, sframe *f, const llm_sc
     }
 }
 
-static int step_array(sthread *t, sframe *f, const llm_schema_node *nd, uint8_t c, uint32_t *child)
+static int step_array(const llm_schema *sc, sthread *t, sframe *f, const llm_schema_node *nd, uint8_t c,
+                      uint32_t *child)
 {
     switch (f->ph) {
     case P_OPEN:
@@ -191,9 +194,9 @@ static int step_array(sthread *t, sframe *f, const llm_schema_node *nd, uint8_t 
             return R_END;
         if (nd->max >= 0 && f->u.g.a >= nd->max)
             return R_FAIL;
+        *child = f->u.g.a < nd->n ? sc->alts[nd->first + f->u.g.a] : nd->item; /* a tuple's place, or items */
         f->u.g.a++;
         f->ph = P_AFTER;
-        *child = nd->item;
         return R_PUSH;
     case P_AFTER:
         if (is_ws(c))
@@ -212,8 +215,56 @@ static int step_array(sthread *t, sframe *f, const llm_schema_node *nd, uint8_t 
 
 static int is_hex(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
-static int step_string(sframe *f, const llm_schema_node *nd, uint8_t c)
+/* JSON's one-character escapes and the bytes they stand for */
+static const char esc_chr[] = "\"\\/bfnrt", esc_val[] = "\"\\/\b\f\n\r\t";
+
+/* A string held to a regex: the value's bytes (escapes decoded; \u escapes refused: characters come as
+ * they are) go through the DFA (state in b), the closing quote only in an accepting state. */
+static int step_pattern(const llm_schema *sc, sframe *f, const llm_schema_node *nd, uint8_t c)
 {
+    const llm_regex *re = sc->regexes[nd->pattern];
+    int st = (int)f->u.g.b;
+    switch (f->ph) {
+    case P_OPEN:
+        if (c != '"')
+            return R_FAIL;
+        f->ph = P_IN;
+        f->u.g.b = (uint32_t)llm_regex_start(re);
+        return R_TAKE;
+    case P_IN:
+        if (c == '"')
+            return llm_regex_accepts(re, st) ? R_END : R_FAIL;
+        if (c == '\\') { /* only when an escaped character can go on */
+            for (const char *v = esc_val; *v; v++)
+                if (llm_regex_step(re, st, (uint8_t)*v) >= 0) {
+                    f->ph = P_ESC;
+                    return R_TAKE;
+                }
+            return R_FAIL;
+        }
+        if (c < 0x20)
+            return R_FAIL;
+        break;
+    default: { /* P_ESC */
+        const char *e = c != 0 ? strchr(esc_chr, c) : NULL;
+        if (e == NULL)
+            return R_FAIL;
+        c = (uint8_t)esc_val[e - esc_chr];
+        f->ph = P_IN;
+        break;
+    }
+    }
+    st = llm_regex_step(re, st, c);
+    if (st < 0)
+        return R_FAIL;
+    f->u.g.b = (uint32_t)st;
+    return R_TAKE;
+}
+
+static int step_string(const llm_schema *sc, sframe *f, const llm_schema_node *nd, uint8_t c)
+{
+    if (nd->pattern >= 0)
+        return step_pattern(sc, f, nd, c);
     switch (f->ph) {
     case P_OPEN:
         if (c != '"')
@@ -251,6 +302,133 @@ static int step_string(sframe *f, const llm_schema_node *nd, uint8_t c)
             f->ph = P_IN;
         return R_TAKE;
     }
+}
+
+/* ---- numbers with bounds ----
+ * Read as -?(0|[1-9]d*)(.d+)? (no exponent), at most 16 digits before the point and 18 in all, the digits
+ * so far in g.m and (sign, digit counts) in g.a. After every byte the values the text can still become
+ * must meet the bounds, so a prefix is only taken when some value in range completes it; the value ends
+ * (a byte that is not part of it) only inside the bounds. */
+#define N_NEG  (1u << 16)
+#define N_ZERO (1u << 17)
+#define N_INTD(a)  ((a) & 255u)
+#define N_FRACD(a) (((a) >> 8) & 255u)
+
+static long double pow10l_(int n)
+{
+    long double p = 1;
+    while (n-- > 0)
+        p *= 10;
+    return p;
+}
+
+/* Some x of [x0, x1] (ends open as said) meets nd's bounds. integer: integers only (ends closed). */
+static int meets(const llm_schema_node *nd, long double x0, long double x1, int open0, int open1, int integer)
+{
+    long double lo = nd->lo, hi = nd->hi;
+    if (integer) {
+        long double ilo = (nd->bounds & B_LO_EX) ? floorl(lo) + 1 : ceill(lo);
+        long double ihi = (nd->bounds & B_HI_EX) ? ceill(hi) - 1 : floorl(hi);
+        return (!(nd->bounds & B_HI) || x0 <= ihi) && (!(nd->bounds & B_LO) || x1 >= ilo);
+    }
+    int up = !(nd->bounds & B_HI) || ((open0 || (nd->bounds & B_HI_EX)) ? x0 < hi : x0 <= hi);
+    int down = !(nd->bounds & B_LO) || ((open1 || (nd->bounds & B_LO_EX)) ? x1 > lo : x1 >= lo);
+    return up && down;
+}
+
+/* The same for a magnitude interval [m0, m1) (closed when exact) of a signed number. */
+static int meets_signed(const llm_schema_node *nd, int neg, long double m0, long double m1, int exact, int integer)
+{
+    if (integer)
+        return neg ? meets(nd, -m1, -m0, 0, 0, 1) : meets(nd, m0, m1, 0, 0, 1);
+    return neg ? meets(nd, -m1, -m0, !exact, 0, 0) : meets(nd, m0, m1, 0, !exact, 0);
+}
+
+/* Whether the text read so far can still end as a value within the bounds. */
+static int bounded_feasible(const llm_schema_node *nd, const sframe *f)
+{
+    int integer = nd->kind == SK_INTEGER, neg = (f->u.g.a & N_NEG) != 0;
+    unsigned k = N_INTD(f->u.g.a), fd = N_FRACD(f->u.g.a);
+    long double m = (long double)f->u.g.m;
+    switch (f->ph) {
+    case P_SIGN: /* -0 up to -(10^16 - 1) */
+        return meets_signed(nd, 1, 0, integer ? 1e16L - 1 : 1e16L, integer, integer);
+    case P_INT:
+        if (f->u.g.a & N_ZERO) /* 0, or 0.x */
+            return meets_signed(nd, neg, 0, integer ? 0 : 1, integer, integer);
+        for (unsigned j = 0; k + j <= 16; j++) { /* j more digits, then maybe a fraction */
+            long double p = pow10l_((int)j);
+            if (meets_signed(nd, neg, m * p, integer ? (m + 1) * p - 1 : (m + 1) * p, integer, integer))
+                return 1;
+        }
+        return 0;
+    default: { /* P_DOT, P_FRAC: the integer part is fixed */
+        long double scale = pow10l_((int)fd), v = m / scale;
+        int more = k + fd < 18 && fd < 16;
+        return meets_signed(nd, neg, v, more ? v + 1 / scale : v, !more, 0);
+    }
+    }
+}
+
+static int bounded_value_ok(const llm_schema_node *nd, const sframe *f)
+{
+    long double v = (long double)f->u.g.m / pow10l_((int)N_FRACD(f->u.g.a));
+    if (f->u.g.a & N_NEG)
+        v = -v;
+    return meets(nd, v, v, 0, 0, 0);
+}
+
+static int step_bounded(const llm_schema_node *nd, sframe *f, uint8_t c)
+{
+    int digit = c >= '0' && c <= '9';
+    unsigned a = f->u.g.a;
+    switch (f->ph) {
+    case P_OPEN:
+        if (c == '-') {
+            f->ph = P_SIGN;
+            f->u.g.a = N_NEG;
+            f->u.g.m = 0;
+            return bounded_feasible(nd, f) ? R_TAKE : R_FAIL;
+        }
+        a = 0;
+        /* fall through */
+    case P_SIGN:
+        if (!digit)
+            return R_FAIL;
+        f->ph = P_INT;
+        f->u.g.m = (uint64_t)(c - '0');
+        f->u.g.a = (a & N_NEG) | (c == '0' ? N_ZERO : 0) | 1u;
+        break;
+    case P_INT:
+        if (digit) {
+            if ((a & N_ZERO) || N_INTD(a) >= 16)
+                return R_FAIL;
+            f->u.g.m = f->u.g.m * 10 + (uint64_t)(c - '0');
+            f->u.g.a = a + 1;
+            break;
+        }
+        if (c == '.' && nd->kind == SK_NUMBER) {
+            f->ph = P_DOT;
+            break;
+        }
+        return bounded_value_ok(nd, f) ? R_PASS : R_FAIL;
+    case P_DOT:
+    case P_FRAC:
+        if (digit) {
+            if (N_FRACD(a) >= 16 || N_INTD(a) + N_FRACD(a) >= 18)
+                return R_FAIL;
+            f->ph = P_FRAC;
+            f->u.g.m = f->u.g.m * 10 + (uint64_t)(c - '0');
+            f->u.g.a = a + (1u << 8);
+            break;
+        }
+        if (f->ph == P_DOT)
+            return R_FAIL;
+        return bounded_value_ok(nd, f) ? R_PASS : R_FAIL;
+    default:
+        return R_FAIL;
+    }
+    return bounded_feasible(nd, f) ? R_TAKE : R_FAIL;
 }
 
 /* A number or a free-form value, by JSON mode's recogniser. */
@@ -309,13 +487,13 @@ static int frame_step(const llm_schema *sc, sthread *t, sframe *f, uint8_t c, ui
     case SK_MAP:
         return step_object(sc, t, f, nd, c, child);
     case SK_ARRAY:
-        return step_array(t, f, nd, c, child);
+        return step_array(sc, t, f, nd, c, child);
     case SK_STRING:
-        return step_string(f, nd, c);
+        return step_string(sc, f, nd, c);
     case SK_CONST:
         return step_const(sc, f, c);
     default: /* SK_ANY, SK_NUMBER, SK_INTEGER */
-        return step_json(f, nd, c);
+        return nd->bounds ? step_bounded(nd, f, c) : step_json(f, nd, c);
     }
 }
 
@@ -329,7 +507,7 @@ static void push_frame(const llm_schema *sc, sthread *t, uint32_t node)
     if (nd->kind == SK_CONST) {
         f->u.g.a = nd->first;
         f->u.g.b = nd->first + nd->n - 1;
-    } else if (nd->kind == SK_ANY || nd->kind == SK_NUMBER || nd->kind == SK_INTEGER) {
+    } else if ((nd->kind == SK_ANY || nd->kind == SK_NUMBER || nd->kind == SK_INTEGER) && !nd->bounds) {
         llm_json_init(&f->u.js, nd->top_object);
     }
 }
@@ -504,7 +682,7 @@ static int in_plain_string(const llm_schema *sc, const sthread *t, unsigned *roo
     *room = UINT32_MAX;
     if (nd->kind == SK_ANY)
         return f->ph == P_BODY && llm_json_in_string(&f->u.js);
-    if (nd->kind != SK_STRING || f->ph != P_IN)
+    if (nd->kind != SK_STRING || f->ph != P_IN || nd->pattern >= 0)
         return 0;
     if (nd->max >= 0)
         *room = (unsigned)(nd->max - (int64_t)f->u.g.a);
@@ -522,6 +700,21 @@ static int schema_fits(const void *ctx, const char *p, size_t n)
     const fit_ctx *x = ctx;
     set_copy(x->work, x->from);
     return feed_set(x->sc, x->work, p, n);
+}
+
+typedef struct {
+    const llm_regex *re;
+    int              state;
+} pattern_ctx;
+
+/* A plain token (no quote, backslash or control byte) inside a pattern string: its bytes are the value's. */
+static int pattern_fits(const void *ctx, const char *p, size_t n)
+{
+    const pattern_ctx *pc = ctx;
+    int st = pc->state;
+    for (size_t i = 0; i < n && st >= 0; i++)
+        st = llm_regex_step(pc->re, st, (uint8_t)p[i]);
+    return st >= 0;
 }
 
 int llm_schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, int n_logits)
@@ -557,6 +750,17 @@ int llm_schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *l
         mt.all_in_string &= in;
         if (in && room > mt.string_room)
             mt.string_room = room;
+    }
+    /* one reading, inside a string held to a pattern: plain tokens go through the pattern's DFA alone */
+    pattern_ctx pc = { NULL, 0 };
+    const sframe *top = &s->cur.t[0].f[s->cur.t[0].depth - 1];
+    if (s->cur.n == 1 && top->node != NO_NODE && sc->nodes[top->node].kind == SK_STRING &&
+        sc->nodes[top->node].pattern >= 0 && top->ph == P_IN) {
+        pc.re = sc->regexes[sc->nodes[top->node].pattern];
+        pc.state = (int)top->u.g.b;
+        mt.in_string = mt.all_in_string = 1;
+        mt.plain_fits = pattern_fits;
+        mt.plain_ctx = &pc;
     }
     fit_ctx x = { sc, &s->cur, w };
     mt.fits = schema_fits;

@@ -2,14 +2,16 @@
 #ifndef LLM_JSON_SCHEMA_PRIV_H
 #define LLM_JSON_SCHEMA_PRIV_H
 
+#include "json_regex.h"
 #include "json_schema.h"
 
 enum {
     SK_ANY,     /* any JSON value (top_object: any object), read by JSON mode's recogniser */
     SK_OBJECT,  /* props[first .. first+n): in order, required ones present, no others */
     SK_MAP,     /* an object of any keys, each value node item */
-    SK_ARRAY,   /* items node item, between min and max of them (max -1: no bound) */
-    SK_STRING,  /* min..max code points (max -1: no bound) */
+    SK_ARRAY,   /* between min and max items (max -1: no bound): the first n of nodes alts[first ..]
+                 * (a tuple, prefixItems), the others of node item */
+    SK_STRING,  /* min..max code points (max -1: no bound); or a value regexes[pattern] matches */
     SK_NUMBER,
     SK_INTEGER,
     SK_CONST,   /* one of consts[first .. first+n): JSON texts, sorted bytewise, shorter first */
@@ -23,7 +25,12 @@ typedef struct {
     uint32_t first, n;
     uint32_t item;
     int64_t  min, max;
+    int32_t  pattern;   /* SK_STRING: index into regexes, or -1 */
+    uint8_t  bounds;    /* SK_NUMBER, SK_INTEGER: B_* of lo and hi */
+    double   lo, hi;
 } llm_schema_node;
+
+enum { B_LO = 1, B_HI = 2, B_LO_EX = 4, B_HI_EX = 8 }; /* a bound; exclusive */
 
 typedef struct {
     uint32_t off, len;  /* the key as JSON text, quotes included, in bytes[] */
@@ -46,6 +53,8 @@ struct llm_schema {
     uint32_t         n_alts, cap_alts;
     char            *bytes;
     size_t           n_bytes, cap_bytes;
+    llm_regex      **regexes;   /* patterns and formats */
+    uint32_t         n_regexes, cap_regexes;
     uint32_t         root;
     uint32_t         any_string; /* a map's keys */
 };

@@ -554,6 +554,23 @@ POST /v1/chat/completions
 --- response_body_like chomp
 "content":"\\"(yes|no|maybe)\\""\},"logprobs":null,"finish_reason":"stop"
 
+=== TEST 31a2: a format and bounds: a date, and an integer the digits of which stay within its range
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0.9, "seed": 6, "logit_bias": {"13": -100, "410": -100, "35": -100, "12": -100, "16": -100}, "guided_json": {"type": "array", "prefixItems": [{"type": "string", "format": "date"}, {"type": "integer", "minimum": 18, "maximum": 120}], "items": false, "minItems": 2}}
+--- error_code: 200
+--- response_body_like chomp
+"text":"\[ *\\"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\\" *, *(1[89]|[2-9]\d|1[01]\d|120) *\]","logprobs":null,"finish_reason":"stop"
+
 === TEST 31b: a schema with a keyword the server cannot follow is a 400 that names it
 --- main_config
 load_module $TEST_NGINX_MODULE;
@@ -566,10 +583,10 @@ location / {
 }
 --- request
 POST /v1/chat/completions
-{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}}}}
+{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 5}}}}}}
 --- error_code: 400
 --- response_body_like chomp
-"message":"schema: 'format' is not supported","type":"invalid_request_error","param":"response_format","code":"invalid_schema"
+"message":"schema: 'multipleOf' is not supported","type":"invalid_request_error","param":"response_format","code":"invalid_schema"
 
 === TEST 32: a response_format that is not an object with a type is refused
 --- main_config

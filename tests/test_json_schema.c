@@ -1,10 +1,15 @@
-/* JSON Schema constrained decoding (engine/json_schema.c, json_schema_match.c): what the compiler refuses;
- * texts each schema accepts (whole, byte by byte, split anywhere) and refuses; the vocabulary mask
- * against feeding every token (Llama 3 and stories260K vocabularies); and random walks through the mask
- * whose outputs a validator written here, independently of the recogniser, checks against the schema. */
+/* JSON Schema constrained decoding (engine/json_schema.c, json_schema_match.c, json_regex.c): what the
+ * compiler refuses; texts each schema accepts (whole, byte by byte, split anywhere) and refuses; the
+ * vocabulary mask against feeding every token (Llama 3 and stories260K vocabularies); and random walks
+ * through the mask whose outputs a validator written here, independently of the recogniser (patterns
+ * and formats by PCRE2), checks against the schema. */
+#include "json_regex.h"
 #include "json_schema.h"
 #include "tap.h"
 #include "tokenizer.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -42,6 +47,36 @@ static const char *const S_MISC =
     "\"required\":[\"scores\",\"note\",\"misc\",\"free\"]}";
 static const char *const S_ENUM = "{\"enum\":[1,12,123,\"x\",null,true,{\"a\":[1]}]}";
 static const char *const S_INTS = "{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":4}";
+static const char *const S_FMT =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"d\":{\"type\":\"string\",\"format\":\"date\"},"
+    "\"code\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3}$\"},"
+    "\"t\":{\"type\":\"string\",\"format\":\"date-time\"},"
+    "\"u\":{\"type\":\"string\",\"format\":\"uuid\"},"
+    "\"e\":{\"type\":\"string\",\"format\":\"email\"},"
+    "\"ip\":{\"type\":\"string\",\"format\":\"ipv4\"},"
+    "\"tag\":{\"type\":\"string\",\"pattern\":\"x.y\"},"
+    "\"host\":{\"type\":\"string\",\"format\":\"hostname\",\"maxLength\":8}},"
+    "\"required\":[\"d\",\"code\"]}";
+/* for the random walks: every string anchored at both ends, so a walk ends */
+static const char *const S_FMT_WALK =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"d\":{\"type\":\"string\",\"format\":\"date\"},"
+    "\"code\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3}$\"},"
+    "\"t\":{\"type\":\"string\",\"format\":\"date-time\"},"
+    "\"u\":{\"type\":\"string\",\"format\":\"uuid\"},"
+    "\"ip\":{\"type\":\"string\",\"format\":\"ipv4\"}},"
+    "\"required\":[\"d\",\"code\"]}";
+
+static const char *const S_NUM =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"age\":{\"type\":\"integer\",\"minimum\":18,\"maximum\":120},"
+    "\"temp\":{\"type\":\"number\",\"exclusiveMinimum\":-5.5,\"maximum\":40},"
+    "\"neg\":{\"type\":\"integer\",\"maximum\":-3},"
+    "\"frac\":{\"type\":\"number\",\"minimum\":0.25,\"exclusiveMaximum\":0.5},"
+    "\"old\":{\"type\":\"number\",\"minimum\":2,\"exclusiveMinimum\":true},"
+    "\"big\":{\"type\":\"integer\",\"minimum\":1000000}},"
+    "\"required\":[\"age\",\"temp\"]}";
 
 static llm_schema *compile(const char *text)
 {
@@ -86,10 +121,20 @@ static int refuses(const llm_schema *sc, const char *text)
 static void test_compile_refusals(void)
 {
     static const struct { const char *schema, *why; } bad[] = {
-        { "{\"type\":\"string\",\"pattern\":\"^a\"}", "'pattern' is not supported" },
-        { "{\"type\":\"string\",\"format\":\"date\"}", "'format' is not supported" },
-        { "{\"type\":\"integer\",\"minimum\":0}", "'minimum' is not supported" },
-        { "{\"type\":\"array\",\"prefixItems\":[{}]}", "'prefixItems' is not supported" },
+        { "{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "lookaround" },
+        { "{\"type\":\"string\",\"pattern\":\"a\\\\1\"}", "\\1 is not supported" },
+        { "{\"type\":\"string\",\"pattern\":\"^[^\\\\x00-\\\\x7f]$\"}", "\\x is not supported" },
+        { "{\"type\":\"string\",\"format\":\"date\",\"maxLength\":3}", "'format' together with minLength" },
+        { "{\"type\":\"string\",\"pattern\":\"a\",\"format\":\"uuid\"}", "'pattern' and 'format' uuid together" },
+        { "{\"type\":\"string\",\"pattern\":\"^a{2}b{3,1}$\"}", "n above m" },
+        { "{\"type\":\"integer\",\"multipleOf\":3}", "'multipleOf' is not supported" },
+        { "{\"type\":\"number\",\"minimum\":3,\"maximum\":2}", "minimum above maximum" },
+        { "{\"type\":\"number\",\"minimum\":2,\"exclusiveMaximum\":2}", "minimum above maximum" },
+        { "{\"type\":\"integer\",\"exclusiveMinimum\":1,\"exclusiveMaximum\":2}", "no integer between" },
+        { "{\"type\":\"integer\",\"minimum\":1e17}", "beyond what 16 digits write" },
+        { "{\"type\":\"integer\",\"minimum\":\"1\"}", "'minimum' must be a number" },
+        { "{\"type\":\"array\",\"contains\":{}}", "'contains' is not supported" },
+        { "{\"type\":\"array\",\"prefixItems\":[{}],\"items\":false,\"minItems\":2}", "minItems 2 above the 1 items" },
         { "{\"not\":{}}", "'not' is not supported" },
         { "{\"$ref\":\"#/$defs/none\"}", "points at nothing" },
         { "{\"$ref\":\"http://x/y.json\"}", "only references inside the schema" },
@@ -105,7 +150,8 @@ static void test_compile_refusals(void)
         { "{\"type\":\"string\",\"anyOf\":[{}]}", "anyOf beside other keywords" },
         { "{\"allOf\":[{},{}]}", "allOf is supported with one schema only" },
         { "{\"type\":\"integer\",\"enum\":[\"a\"]}", "no value of the enum" },
-        { "{\"type\":\"array\",\"items\":[{}]}", "tuples" },
+        { "{\"type\":\"array\",\"items\":3}", "'items' must be a schema" },
+        { "{\"type\":\"array\",\"prefixItems\":{}}", "'prefixItems' must be an array" },
         { "[1]", "must be an object or a boolean" },
         { "{\"type\":", "not valid JSON" },
     };
@@ -207,6 +253,77 @@ static void test_texts(void)
     static const char *const ints_good[] = { "[1,2]", "[ -1 , 0 , 3 , 40 ]", NULL };
     static const char *const ints_bad[] = { "[1]", "[1,2,3,4,5]", "[1,2.0]", "{}", NULL };
     check_texts("array of integers", S_INTS, ints_good, ints_bad);
+    static const char *const fmt_good[] = {
+        "{\"d\":\"2026-12-02\",\"code\":\"AB-123\"}",
+        "{\"d\":\"2024-02-29\",\"code\":\"ZZ-000\",\"t\":\"2026-12-02T03:04:05.25+01:00\",\"u\":"
+        "\"123e4567-E89B-12d3-a456-426614174000\",\"e\":\"a.b+c@mail.example.org\",\"ip\":\"192.168.0.255\","
+        "\"tag\":\"--x-y--\",\"host\":\"anything\"}",
+        NULL,
+    };
+    static const char *const fmt_bad[] = {
+        "{\"d\":\"2026-13-02\",\"code\":\"AB-123\"}", "{\"d\":\"2026-12-32\",\"code\":\"AB-123\"}",
+        "{\"d\":\"2026-12-02\",\"code\":\"ab-123\"}", "{\"d\":\"2026-12-02\",\"code\":\"AB-1234\"}",
+        "{\"d\":\"2026-12-02\",\"code\":\"AB-12\"}", "{\"d\":\"2026-12-02\",\"code\":\"AB-123\",\"t\":\"2026-12-02 03:04:05Z\"}",
+        "{\"d\":\"2026-12-02\",\"code\":\"AB-123\",\"u\":\"123e4567e89b12d3a456426614174000\"}",
+        "{\"d\":\"2026-12-02\",\"code\":\"AB-123\",\"ip\":\"256.1.1.1\"}",
+        "{\"d\":\"2026-12-02\",\"code\":\"AB-123\",\"e\":\"no-at-sign\"}",
+        "{\"d\":\"2026-12-02\",\"code\":\"AB-123\",\"tag\":\"xy\"}",
+        "{\"d\":\"2026-12-02\",\"code\":\"AB-123\",\"tag\":\"x\\ny\"}", /* '.' takes no line terminator */
+        "{\"d\":\"2026-12-02\",\"code\":\"A\\u0042-123\"}", /* characters come as they are in a pattern string */
+        "{\"d\":\"2026-12-02\",\"code\":\"AB-123\",\"host\":\"123456789\"}",
+        NULL,
+    };
+    check_texts("patterns and formats", S_FMT, fmt_good, fmt_bad);
+    static const char *const num_good[] = {
+        "{\"age\":18,\"temp\":-5.4}", "{\"age\":120,\"temp\":40,\"neg\":-3,\"frac\":0.25,\"old\":2.5,\"big\":1000000}",
+        "{\"age\":99,\"temp\":0,\"neg\":-1234567890123456,\"frac\":0.4999,\"old\":2.0000001,\"big\":9999999999999999}",
+        "{\"age\":20,\"temp\":-0.5}", NULL,
+    };
+    static const char *const num_bad[] = {
+        "{\"age\":17,\"temp\":0}", "{\"age\":121,\"temp\":0}", "{\"age\":1200,\"temp\":0}", "{\"age\":18.5,\"temp\":0}",
+        "{\"age\":18,\"temp\":-5.5}", "{\"age\":18,\"temp\":40.01}", "{\"age\":18,\"temp\":0,\"neg\":-2}",
+        "{\"age\":18,\"temp\":0,\"neg\":0}", "{\"age\":18,\"temp\":0,\"frac\":0.5}", "{\"age\":18,\"temp\":0,\"frac\":0.2}",
+        "{\"age\":18,\"temp\":0,\"old\":2}", "{\"age\":018,\"temp\":0}", "{\"age\":18,\"temp\":1e1}",
+        "{\"age\":18,\"temp\":0,\"big\":999999}", "{\"age\":18,\"temp\":0,\"big\":12345678901234567}",
+        "{\"age\":-18,\"temp\":0}", "{\"age\":18,\"temp\":3.}", NULL,
+    };
+    check_texts("number bounds", S_NUM, num_good, num_bad);
+    static const char *const tup_good[] = { "[1,\"ab\"]", "[ -3 , \"\" ]", NULL };
+    static const char *const tup_bad[] = { "[1]", "[\"a\",1]", "[1,\"a\",2]", "[1,\"abcd\"]", "[]", NULL };
+    check_texts("a tuple (prefixItems, items false)",
+                "{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":3}],"
+                "\"items\":false,\"minItems\":2}", tup_good, tup_bad);
+    static const char *const t7_good[] = { "[true,1,2]", "[]", "[false]", NULL };
+    static const char *const t7_bad[] = { "[1]", "[true,\"x\"]", "[true,false]", NULL };
+    check_texts("a draft-7 tuple (items as a list, additionalItems)",
+                "{\"items\":[{\"type\":\"boolean\"}],\"additionalItems\":{\"type\":\"integer\"}}", t7_good, t7_bad);
+    /* a number is refused at the first byte after which no value in range can come (no dead ends) */
+    static const char *const num_dead[] = {
+        "{\"age\":121", "{\"age\":13", "{\"age\":-", "{\"age\":0", "{\"age\":18,\"temp\":40.1",
+        "{\"age\":18,\"temp\":-5.5", "{\"age\":18,\"temp\":-6", "{\"age\":18,\"temp\":0,\"frac\":0.5",
+        "{\"age\":18,\"temp\":0,\"frac\":1", "{\"age\":18,\"temp\":0,\"neg\":0", "{\"age\":18,\"temp\":0,\"neg\":1",
+        "{\"age\":18,\"temp\":0,\"big\":0", NULL,
+    };
+    static const char *const num_live[] = {
+        "{\"age\":1", "{\"age\":12", "{\"age\":9", "{\"age\":18,\"temp\":40.", "{\"age\":18,\"temp\":-5.4",
+        "{\"age\":18,\"temp\":-5.", "{\"age\":18,\"temp\":0,\"frac\":0.", "{\"age\":18,\"temp\":0,\"neg\":-",
+        "{\"age\":18,\"temp\":0,\"big\":1", NULL,
+    };
+    llm_schema *nsc = compile(S_NUM);
+    for (int i = 0; nsc && num_dead[i]; i++) {
+        llm_schema_state *st = llm_schema_state_new(nsc);
+        size_t n = strlen(num_dead[i]);
+        ok(llm_schema_feed(st, num_dead[i], n - 1) == 0 && llm_schema_feed(st, num_dead[i] + n - 1, 1) != 0,
+           "number bounds: the last byte of %s is refused at once", num_dead[i]);
+        llm_schema_state_free(st);
+    }
+    for (int i = 0; nsc && num_live[i]; i++) {
+        llm_schema_state *st = llm_schema_state_new(nsc);
+        ok(llm_schema_feed(st, num_live[i], strlen(num_live[i])) == 0, "number bounds: %s can still end in range",
+           num_live[i]);
+        llm_schema_state_free(st);
+    }
+    llm_schema_free(nsc);
     static const char *const obj_good[] = { "{}", "{\"a\":[1,{\"b\":\"c\"}]}", NULL };
     static const char *const obj_bad[] = { "[]", "1 ", "\"x\"", NULL };
     check_texts("JSON mode's schema", "{\"type\":\"object\"}", obj_good, obj_bad);
@@ -216,11 +333,11 @@ static void test_texts(void)
  * (ASan and UBSan in make san watch). */
 static void test_mutations(void)
 {
-    const char *seeds[] = { S_PERSON, S_PETS, S_TREE, S_MISC, S_ENUM, S_INTS };
+    const char *seeds[] = { S_PERSON, S_PETS, S_TREE, S_MISC, S_ENUM, S_INTS, S_FMT, S_NUM };
     uint64_t x = 0x2545f4914f6cdd1dull;
     int runs = 0, compiled = 0, sane = 1;
     for (int k = 0; k < 3000; k++) {
-        const char *seed = seeds[k % 6];
+        const char *seed = seeds[k % 8];
         size_t n = strlen(seed);
         char buf[1024];
         memcpy(buf, seed, n);
@@ -308,6 +425,47 @@ static size_t code_points(const char *p)
 
 static int valid(const cJSON *v, const cJSON *s);
 
+/* PCRE2's verdict on a whole string (JSON Schema patterns are searches; the formats' are anchored). */
+static int pcre_match(const char *re, const char *s)
+{
+    int code;
+    PCRE2_SIZE off;
+    pcre2_code *c = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off, NULL);
+    if (c == NULL)
+        return 0;
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(c, NULL);
+    int rc = pcre2_match(c, (PCRE2_SPTR)s, strlen(s), 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    pcre2_code_free(c);
+    return rc >= 0;
+}
+
+static int valid_format(const char *f, const char *s)
+{
+    static const struct { const char *name, *re; } fm[] = {
+        { "date", "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$" },
+        { "date-time", "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)"
+                       "(\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$" },
+        { "uuid", "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" },
+        { "email", "^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$" },
+        { "ipv4", "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$" },
+    };
+    for (size_t i = 0; i < sizeof fm / sizeof fm[0]; i++)
+        if (!strcmp(f, fm[i].name)) {
+            if (!strcmp(f, "uuid")) { /* case-insensitive */
+                char low[64];
+                size_t n = strlen(s);
+                if (n >= sizeof low)
+                    return 0;
+                for (size_t k = 0; k <= n; k++)
+                    low[k] = (char)(s[k] >= 'A' && s[k] <= 'F' ? s[k] + 32 : s[k]);
+                return pcre_match(fm[i].re, low);
+            }
+            return pcre_match(fm[i].re, s);
+        }
+    return 1; /* an annotation */
+}
+
 static int valid_type(const cJSON *v, const char *t)
 {
     if (!strcmp(t, "integer"))
@@ -349,9 +507,23 @@ static int valid(const cJSON *v, const cJSON *s)
             return 0;
     }
     if (cJSON_IsString(v)) {
+        if ((x = cJSON_GetObjectItemCaseSensitive(s, "pattern")) != NULL && !pcre_match(x->valuestring, v->valuestring))
+            return 0;
+        if ((x = cJSON_GetObjectItemCaseSensitive(s, "format")) != NULL && !valid_format(x->valuestring, v->valuestring))
+            return 0;
         size_t n = code_points(v->valuestring);
         if ((x = cJSON_GetObjectItemCaseSensitive(s, "minLength")) && n < (size_t)x->valueint) return 0;
         if ((x = cJSON_GetObjectItemCaseSensitive(s, "maxLength")) && n > (size_t)x->valueint) return 0;
+    }
+    if (cJSON_IsNumber(v)) {
+        const cJSON *mn = cJSON_GetObjectItemCaseSensitive(s, "minimum"), *mx = cJSON_GetObjectItemCaseSensitive(s, "maximum");
+        const cJSON *emn = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMinimum");
+        const cJSON *emx = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMaximum");
+        double d = v->valuedouble;
+        if (cJSON_IsNumber(mn) && (cJSON_IsTrue(emn) ? d <= mn->valuedouble : d < mn->valuedouble)) return 0;
+        if (cJSON_IsNumber(mx) && (cJSON_IsTrue(emx) ? d >= mx->valuedouble : d > mx->valuedouble)) return 0;
+        if (cJSON_IsNumber(emn) && d <= emn->valuedouble) return 0;
+        if (cJSON_IsNumber(emx) && d >= emx->valuedouble) return 0;
     }
     if (cJSON_IsArray(v)) {
         int n = cJSON_GetArraySize(v);
@@ -386,7 +558,8 @@ static int valid(const cJSON *v, const cJSON *s)
 }
 
 /* Random walks through the mask: structural tokens half the time so values end. Each finished output must
- * parse and be valid. Returns the walks that finished. */
+ * parse and be valid, and no walk may reach a state with no token left (a dead end counts as invalid).
+ * Returns the walks that finished. */
 static int walks(const char *name, const llm_json_vocab *v, const char *schema_text, int count, int *invalid)
 {
     llm_schema *sc = compile(schema_text);
@@ -404,8 +577,11 @@ static int walks(const char *name, const llm_json_vocab *v, const char *schema_t
         for (int step = 0; step < 400 && s && !llm_schema_done(s); step++) {
             for (int i = 0; i < n; i++)
                 lg[i] = 0.0f;
-            if (llm_schema_mask(s, v, lg, n) == 0)
+            if (llm_schema_mask(s, v, lg, n) == 0) {
+                if ((*invalid)++ == 0)
+                    diag("%s: a dead end after %.*s", name, (int)len, out);
                 break;
+            }
             int na = 0, ns = 0;
             for (int id = 0; id < n; id++) {
                 if (lg[id] != 0.0f)
@@ -425,6 +601,8 @@ static int walks(const char *name, const llm_json_vocab *v, const char *schema_t
             memcpy(out + len, p, k);
             len += k;
         }
+        if (getenv("WALK_DEBUG"))
+            diag("%s: walk %d: %.*s", name, w, (int)len, out);
         if (s != NULL && llm_schema_done(s)) {
             finished++;
             cJSON *got = cJSON_ParseWithLength(out, len);
@@ -453,8 +631,9 @@ int main(void)
     static const char *const files[] = { TOK_JSON, TOK512 }, *const names[] = { "Llama 3", "stories260K" };
     static const struct { const char *name, *schema; } schemas[] = {
         { "person", NULL }, { "pets", NULL }, { "tree", NULL }, { "misc", NULL }, { "enum", NULL }, { "ints", NULL },
+        { "formats", NULL }, { "bounds", NULL },
     };
-    const char *texts[] = { S_PERSON, S_PETS, S_TREE, S_MISC, S_ENUM, S_INTS };
+    const char *texts[] = { S_PERSON, S_PETS, S_TREE, S_MISC, S_ENUM, S_INTS, S_FMT_WALK, S_NUM };
     static const char *const prefixes[][4] = {
         { "", "{\"name\":\"12345678901", "{\"name\":\"Jo\",\"age\":4", "{\"name\":\"J\", \"age\":1, \"tags\":[\"b" },
         { "{", "{\"pets\": [", "{\"pets\":[{\"kind\":\"", "{\"pets\":[{\"kind\":\"dog\"," },
@@ -462,6 +641,8 @@ int main(void)
         { "{\"scores\":{", "{\"scores\":{\"k\":1},\"note\":", "{\"scores\":{},\"note\":null,\"misc\":{\"a\":[", "{\"scores\":{},\"note\":\"" },
         { "", "1", "{\"a\":", "12" },
         { "[", "[1", "[1, 2", "[1,2,3,4" },
+        { "{\"d\":\"20", "{\"d\":\"2026-1", "{\"d\":\"2026-12-02\",\"code\":\"A", "{\"d\":\"2026-12-02\",\"code\":\"AB-123\",\"u\":\"12" },
+        { "{\"age\":", "{\"age\":1", "{\"age\":19,\"temp\":-5.", "{\"age\":19,\"temp\":3,\"frac\":0.4" },
     };
     for (int f = 0; f < 2; f++) {
         llm_err err = { { 0 } };

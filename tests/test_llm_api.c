@@ -279,10 +279,10 @@ int main(void)
                  "\"response_format\":{\"type\":\"json_object\"}}", tools);
         bad(LLM_API_CHAT, body, "tool_choice", "a required call with a response_format");
         bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\","
-                          "\"parameters\":{\"type\":\"object\",\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"date\"}}}}}],"
+                          "\"parameters\":{\"type\":\"object\",\"properties\":{\"d\":{\"type\":\"integer\",\"multipleOf\":2}}}}}],"
                           "\"tool_choice\":\"required\"}", "tools", "a required call whose parameters the server cannot hold to");
         is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\",\"function\":"
-                                   "{\"name\":\"a\",\"parameters\":{\"type\":\"string\",\"format\":\"date\"}}}]}", &r, &e), 0,
+                                   "{\"name\":\"a\",\"parameters\":{\"type\":\"integer\",\"multipleOf\":2}}}]}", &r, &e), 0,
                "... with tool_choice auto the same parameters are only shown to the model");
         llm_api_req_free(&r);
         bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}]}",
@@ -386,10 +386,10 @@ int main(void)
     ok(r.schema != NULL && !strcmp(r.schema, "{\"type\":\"string\"}"), "... kept: %s", r.schema ? r.schema : "(none)");
     llm_api_req_free(&r);
     is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_schema\","
-                               "\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}", &r, &e), -1,
+                               "\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"integer\",\"multipleOf\":2}}}}", &r, &e), -1,
            "a schema with a keyword the recogniser cannot follow is refused");
     ok(e.status == 400 && !strcmp(e.param, "response_format") && !strcmp(e.code, "invalid_schema") &&
-       strstr(e.message, "'pattern' is not supported") != NULL, "... a 400 that says which: %s (%s)", e.message, e.code);
+       strstr(e.message, "'multipleOf' is not supported") != NULL, "... a 400 that says which: %s (%s)", e.message, e.code);
     llm_api_req_free(&r);
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":{\"type\":\"json_schema\","
                       "\"json_schema\":{\"name\":7,\"schema\":{}}}}", "response_format", "a json_schema name that is not a string");

@@ -47,7 +47,7 @@ static int run_schema(llm_client *c, const char *schema, const llm_tokenizer *to
         for (int i = 0; i < k; i++) {
             const char *p;
             size_t n;
-            if (llm_tok_piece(tok, t[i].id, &p, &n) == 0 && len + n < cap) {
+            if (tok != NULL && llm_tok_piece(tok, t[i].id, &p, &n) == 0 && len + n < cap) {
                 memcpy(text + len, p, n);
                 text[len += n] = '\0';
             }
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
     h_params(&sq, 8, 0.0f, 0);
     is_int(llm_client_start_schema(c, sq.prompt, 6, &sq.p, schema, (uint32_t)strlen(schema), 0, &r), LLM_SHM_E_TOO_LONG,
            "a schema that does not fit the slot beside the prompt: TOO_LONG at once");
-    is_int(run_schema(c, "{\"type\":\"string\",\"pattern\":\"a\"}", NULL, text, sizeof text, &error), LLM_FINISH_ERROR,
+    is_int(run_schema(c, "{\"type\":\"integer\",\"multipleOf\":3}", NULL, text, sizeof text, &error), LLM_FINISH_ERROR,
            "a schema the engine refuses: the request fails");
     is_int(error, LLM_SHM_E_INVAL, "... with INVAL, nothing generated");
     llm_err terr = { { 0 } };

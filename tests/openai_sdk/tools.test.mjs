@@ -67,7 +67,7 @@ test('runTools: the SDK calls our function with the arguments it parsed, then th
 
 test('a tool whose parameters the server cannot hold a call to: the SDK gets a 400 naming it', async () => {
     const bad = { type: 'function', function: { name: 'd', parameters: { type: 'object',
-        properties: { day: { type: 'string', format: 'date' } } } } };
+        properties: { day: { type: 'integer', multipleOf: 7 } } } } };
     await assert.rejects(client.chat.completions.create({ model, messages: MESSAGES, tools: [bad], tool_choice: 'required' }),
-        (e) => e.status === 400 && /'format' is not supported/.test(e.message));
+        (e) => e.status === 400 && /'multipleOf' is not supported/.test(e.message));
 });
