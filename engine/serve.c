@@ -53,6 +53,7 @@ static void on_output(void *ctx, const llm_sched_output *o)
 {
     serve_ctx *c = ctx;
     uint32_t slot = (uint32_t)o->id;
+    llm_server_set_cached(c->srv, slot, o->n_cached > 0 ? (uint32_t)o->n_cached : 0);
     if (o->token >= 0) {
         llm_shm_logprob top[LLM_SHM_MAX_TOP];
         int n_top = o->n_top < LLM_SHM_MAX_TOP ? o->n_top : LLM_SHM_MAX_TOP;

@@ -101,17 +101,21 @@ static cJSON *tool_calls(const ngx_http_llm_call_t *call, int with_index)
     return a;
 }
 
-static cJSON *usage(uint32_t p, uint32_t c)
+static cJSON *usage(const ngx_http_llm_usage_t *n)
 {
     cJSON *u = cJSON_CreateObject();
-    cJSON_AddNumberToObject(u, "prompt_tokens", p);
-    cJSON_AddNumberToObject(u, "completion_tokens", c);
-    cJSON_AddNumberToObject(u, "total_tokens", (double)p + c);
+    cJSON_AddNumberToObject(u, "prompt_tokens", n->prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", n->completion);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)n->prompt + n->completion);
+    if (n->cached > 0) {
+        cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+        if (d) cJSON_AddNumberToObject(d, "cached_tokens", n->cached);
+    }
     return u;
 }
 
 cJSON *ngx_http_llm_response(const ngx_http_llm_resp_t *r, ngx_http_llm_choice_t *ch, int n,
-                             uint32_t prompt_tokens, uint32_t completion_tokens)
+                             const ngx_http_llm_usage_t *u)
 {
     cJSON *o = envelope(r, 0), *a = o ? cJSON_AddArrayToObject(o, "choices") : NULL;
     for (int i = 0; i < n; i++) {
@@ -136,7 +140,7 @@ cJSON *ngx_http_llm_response(const ngx_http_llm_resp_t *r, ngx_http_llm_choice_t
         cJSON_AddStringToObject(c, "finish_reason", ch[i].finish ? ch[i].finish : "stop");
         cJSON_AddItemToArray(a, c);
     }
-    if (o) cJSON_AddItemToObject(o, "usage", usage(prompt_tokens, completion_tokens));
+    if (o) cJSON_AddItemToObject(o, "usage", usage(u));
     return o;
 }
 
@@ -172,12 +176,12 @@ cJSON *ngx_http_llm_call_chunk(const ngx_http_llm_resp_t *r, int i, const ngx_ht
     return o;
 }
 
-cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, uint32_t prompt_tokens, uint32_t completion_tokens)
+cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, const ngx_http_llm_usage_t *u)
 {
     cJSON *o = envelope(r, 1);
     if (o == NULL) return NULL;
     cJSON_AddArrayToObject(o, "choices");
-    cJSON_AddItemToObject(o, "usage", usage(prompt_tokens, completion_tokens));
+    cJSON_AddItemToObject(o, "usage", usage(u));
     return o;
 }
 

@@ -41,15 +41,21 @@ typedef struct {
     const ngx_http_llm_call_t *call; /* chat: the answer is this call (content null), or NULL */
 } ngx_http_llm_choice_t;
 
+/* Token counts: usage {"prompt_tokens", "completion_tokens", "total_tokens"}, with
+ * "prompt_tokens_details": {"cached_tokens"} when the prefix cache served some of the prompt. */
+typedef struct {
+    uint32_t prompt, completion, cached;
+} ngx_http_llm_usage_t;
+
 /* Whole (non-streaming) response. */
 cJSON *ngx_http_llm_response(const ngx_http_llm_resp_t *r, ngx_http_llm_choice_t *ch, int n,
-                             uint32_t prompt_tokens, uint32_t completion_tokens);
+                             const ngx_http_llm_usage_t *u);
 /* One stream chunk for choice i: text, or (role) the chat role opener, or a finish reason. Takes lp. */
 cJSON *ngx_http_llm_chunk(const ngx_http_llm_resp_t *r, int i, const char *text, size_t len, int role,
                           cJSON *lp, const char *finish);
 /* The stream chunk of choice i's tool call, whole (the SDKs join deltas; one is a whole call). */
 cJSON *ngx_http_llm_call_chunk(const ngx_http_llm_resp_t *r, int i, const ngx_http_llm_call_t *call);
-cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, uint32_t prompt_tokens, uint32_t completion_tokens);
+cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, const ngx_http_llm_usage_t *u);
 
 /* Logprobs: one entry per token, collected into the response's shape
  * (chat: {"content":[...]}, completions: tokens / token_logprobs / top_logprobs / text_offset). */

@@ -22,6 +22,7 @@ typedef struct {
     cJSON           *lp;          /* logprobs being collected (non-streaming), or NULL */
     size_t           text_off;    /* completions logprobs text_offset */
     unsigned         hold:1;      /* function calling, streamed: the text is held while it may be a call */
+    uint32_t         n_cached;    /* prompt tokens the engine's prefix cache served */
     ngx_http_llm_call_t call;     /* the answer read as a tool call (name and args malloc'd), or name NULL */
     char             call_id[32];
 } ngx_http_llm_seq_t;
@@ -362,6 +363,9 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(ctx->r, ngx_http_llm_module);
     uint32_t gen = 0;
     for (int i = 0; i < ctx->n; i++) gen += ctx->seq[i].n_gen;
+    /* a prompt counts once however many choices it has: its first choice's cache hits */
+    ngx_http_llm_usage_t u = { ctx->n_prompt, gen, 0 };
+    for (int i = 0; i < ctx->n; i += ctx->q.n) u.cached += ctx->seq[i].n_cached;
     if (mcf->counters) {
         (void)ngx_atomic_fetch_add(&mcf->counters->prompt_tokens, ctx->n_prompt);
         (void)ngx_atomic_fetch_add(&mcf->counters->completion_tokens, gen);
@@ -371,7 +375,7 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
             if (ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, "", 0, 0, NULL, ctx->seq[i].finish))
                 == NGX_ERROR) return NGX_ERROR;
         if (ctx->q.include_usage &&
-            ngx_http_llm_emit_event(ctx, ngx_http_llm_usage_chunk(&ctx->resp, ctx->n_prompt, gen)) == NGX_ERROR)
+            ngx_http_llm_emit_event(ctx, ngx_http_llm_usage_chunk(&ctx->resp, &u)) == NGX_ERROR)
             return NGX_ERROR;
         return ngx_http_llm_emit(ctx, "data: [DONE]\n\n", 14, 1);
     }
@@ -385,7 +389,7 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
         ch[i].logprobs = ctx->seq[i].lp;
         ctx->seq[i].lp = NULL; /* the response takes it */
     }
-    return ngx_http_llm_send_cjson(ctx->r, 200, ngx_http_llm_response(&ctx->resp, ch, ctx->n, ctx->n_prompt, gen));
+    return ngx_http_llm_send_cjson(ctx->r, 200, ngx_http_llm_response(&ctx->resp, ch, ctx->n, &u));
 }
 
 /* Reads what the engine has for one request; finalizes it when complete. Returns 1 if still running. */
@@ -405,6 +409,7 @@ static int ngx_http_llm_step(ngx_http_llm_ctx_t *ctx)
                 return 0;
             }
             if (k > 0) ctx->got_token = 1;
+            if (k > 0 || st.done) s->n_cached = st.n_cached;
             for (int j = 0; j < k && !s->done; j++)
                 if (ngx_http_llm_token(ctx, i, &tk[j])) { ngx_http_llm_done(ctx, NGX_ERROR); return 0; }
             if (s->done) break;

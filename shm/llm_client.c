@@ -438,11 +438,14 @@ int llm_client_read(llm_client *c, llm_req r, llm_shm_token *out, int max, llm_r
             st->finish = (llm_finish_reason)sl->finish;
             st->error = sl->error;
             st->n_generated = sl->n_generated;
+            st->n_cached = sl->n_cached;
         }
         return n;
     }
-    if (st)
+    if (st) {
         st->n_generated = (uint32_t)hd;
+        st->n_cached = sl->n_cached;
+    }
     if (n == 0 && (c->dead || engine_gone(c, 0))) {
         c->dead = 1;
         return LLM_SHM_E_ENGINE_GONE;

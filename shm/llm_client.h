@@ -27,6 +27,7 @@ typedef struct {
     llm_finish_reason finish;      /* valid when done */
     int32_t           error;       /* engine error code when finish == LLM_FINISH_ERROR */
     uint32_t          n_generated; /* tokens the engine produced so far */
+    uint32_t          n_cached;    /* prompt tokens its prefix cache served (valid once a token came) */
 } llm_req_status;
 
 /* Creates the client and its wake-up socket; attaching is lazy (the engine may not be up). */

@@ -325,6 +325,7 @@ int llm_server_pop(llm_server *s, uint32_t *slot)
             sl->start_ns = now;
             sl->first_ns = sl->last_ns = 0;
             sl->n_generated = 0;
+            sl->n_cached = 0;
             if (now > sl->submit_ns)
                 llm_hist_observe(&m->queue_time, now - sl->submit_ns);
             atomic_fetch_add(&m->running, 1);
@@ -350,6 +351,13 @@ const llm_shm_params *llm_server_params(llm_server *s, uint32_t slot)
 {
     llm_shm_slot *sl = slot_at(s, slot);
     return sl ? &sl->params : NULL;
+}
+
+void llm_server_set_cached(llm_server *s, uint32_t slot, uint32_t n)
+{
+    llm_shm_slot *sl = slot_at(s, slot);
+    if (sl != NULL)
+        sl->n_cached = n; /* published to the client by the next push's release */
 }
 
 const char *llm_server_schema(llm_server *s, uint32_t slot, uint32_t *len)

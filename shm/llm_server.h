@@ -60,6 +60,8 @@ int  llm_server_push(llm_server *s, uint32_t slot, int32_t id, float logprob,
  * count, no latency figures). */
 int  llm_server_push_ex(llm_server *s, uint32_t slot, int32_t id, float logprob,
                         const llm_shm_logprob *top, uint32_t n_top, uint32_t flags);
+/* The prompt tokens the prefix cache served the request in slot (call before pushing its tokens). */
+void llm_server_set_cached(llm_server *s, uint32_t slot, uint32_t n);
 /* End a RUNNING request. error is kept for LLM_FINISH_ERROR. A slot the client let go is freed. */
 int  llm_server_finish(llm_server *s, uint32_t slot, llm_finish_reason why, int32_t error);
 

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  6u
+#define LLM_SHM_VERSION  7u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
@@ -235,7 +235,7 @@ typedef struct {
     uint32_t         finish;      /* llm_finish_reason, valid once terminal */
     int32_t          error;       /* engine error code for FAILED */
     uint32_t         n_generated;
-    uint32_t         pad_;
+    uint32_t         n_cached;    /* prompt tokens the engine's prefix cache served (set before the first token) */
     /* token stream: the engine pushes at head, the client takes at tail */
     LLM_ALIGNED _Atomic uint64_t stream_head;
     LLM_ALIGNED _Atomic uint64_t stream_tail;

@@ -25,7 +25,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0}
 --- error_code: 200
 --- response_body_like eval
-qr/^\{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":40,"total_tokens":45\}\}$/
+qr/^\{"id":"cmpl-[0-9a-f]{16}","object":"text_completion","created":\d+,"model":"stories","choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":40,"total_tokens":45(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}\}$/
 
 === TEST 2: greedy chat completion equals generate on the llama2-rendered prompt
 --- main_config
@@ -42,7 +42,7 @@ POST /v1/chat/completions
 {"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 20, "temperature": 0}
 --- error_code: 200
 --- response_body_like eval
-qr/^\{"id":"chatcmpl-[0-9a-f]{16}","object":"chat.completion","created":\d+,"model":"stories","choices":\[\{"index":0,"message":\{"role":"assistant","content":"\Q$ENV{TEST_NGINX_REF_CHAT}\E"\},"logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":20,"completion_tokens":20,"total_tokens":40\}\}$/
+qr/^\{"id":"chatcmpl-[0-9a-f]{16}","object":"chat.completion","created":\d+,"model":"stories","choices":\[\{"index":0,"message":\{"role":"assistant","content":"\Q$ENV{TEST_NGINX_REF_CHAT}\E"\},"logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":20,"completion_tokens":20,"total_tokens":40(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}\}$/
 
 === TEST 3: the known-good stories260K greedy continuation (models/README.md)
 --- main_config
@@ -59,7 +59,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0}
 --- error_code: 200
 --- response_body_like chomp
-"text":", there was a little girl named Lily","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":10,"total_tokens":15\}
+"text":", there was a little girl named Lily","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":10,"total_tokens":15(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}
 
 === TEST 4: a prompt of token ids (with BOS) gives the same greedy text
 --- main_config
@@ -76,7 +76,7 @@ POST /v1/completions
 {"prompt": [1, 403, 407, 261, 378], "max_tokens": 40, "temperature": 0}
 --- error_code: 200
 --- response_body_like eval
-qr/"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":40,"total_tokens":45\}/
+qr/"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":40,"total_tokens":45(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}/
 
 === TEST 5: greedy is the default when temperature is 0 whatever the seed
 --- main_config
@@ -110,7 +110,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 1, "temperature": 0}
 --- error_code: 200
 --- response_body_like chomp
-"choices":\[\{"index":0,"text":",","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6\}\}$
+"choices":\[\{"index":0,"text":",","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}\}$
 
 === TEST 7: llm_default_max_tokens applies when the request has no max_tokens
 --- main_config
@@ -128,7 +128,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "temperature": 0}
 --- error_code: 200
 --- response_body_like chomp
-"text":", there was a","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9\}
+"text":", there was a","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}
 
 === TEST 8: a stop string ends the text before it with finish_reason stop
 --- main_config
@@ -230,7 +230,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "n": 2}
 --- error_code: 200
 --- response_body_like eval
-qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":80,"total_tokens":85\}/
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":80,"total_tokens":85(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}/
 
 === TEST 14: n=8 sampled choices, indexed 0..7, all cut by length
 --- main_config
@@ -247,7 +247,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1, "seed": 5, "n": 8}
 --- error_code: 200
 --- response_body_like eval
-qr/"choices":\[\{"index":0,[^{}]*"finish_reason":"length"\}(?:,\{"index":[1-7],"text":"[^"]*","logprobs":null,"finish_reason":"length"\}){7}\],"usage":\{"prompt_tokens":5,"completion_tokens":64,"total_tokens":69\}\}$/
+qr/"choices":\[\{"index":0,[^{}]*"finish_reason":"length"\}(?:,\{"index":[1-7],"text":"[^"]*","logprobs":null,"finish_reason":"length"\}){7}\],"usage":\{"prompt_tokens":5,"completion_tokens":64,"total_tokens":69(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}\}$/
 
 === TEST 15: n=3 in chat
 --- main_config
@@ -264,7 +264,7 @@ POST /v1/chat/completions
 {"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 4, "temperature": 0, "n": 3}
 --- error_code: 200
 --- response_body_like chomp
-"choices":\[\{"index":0,"message":\{"role":"assistant","content":"\. Every"\},"logprobs":null,"finish_reason":"length"\},\{"index":1,"message":\{"role":"assistant","content":"\. Every"\},"logprobs":null,"finish_reason":"length"\},\{"index":2,"message":\{"role":"assistant","content":"\. Every"\},"logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":20,"completion_tokens":12,"total_tokens":32\}
+"choices":\[\{"index":0,"message":\{"role":"assistant","content":"\. Every"\},"logprobs":null,"finish_reason":"length"\},\{"index":1,"message":\{"role":"assistant","content":"\. Every"\},"logprobs":null,"finish_reason":"length"\},\{"index":2,"message":\{"role":"assistant","content":"\. Every"\},"logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":20,"completion_tokens":12,"total_tokens":32(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}
 
 === TEST 16: a seed reproduces its sample (seed 42)
 --- main_config
@@ -620,7 +620,7 @@ POST /v1/completions
 {"prompt": ["Once upon a time", "Once upon a time"], "max_tokens": 40, "temperature": 0}
 --- error_code: 200
 --- response_body_like eval
-qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":10,"completion_tokens":80,"total_tokens":90\}/
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\},\{"index":1,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":10,"completion_tokens":80,"total_tokens":90(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}/
 
 === TEST 34: echo: the prompt's text, then the greedy completion
 --- main_config
@@ -637,7 +637,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0, "echo": true}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon a time, there was a little girl named Lily","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":10,"total_tokens":15\}
+"text":"Once upon a time, there was a little girl named Lily","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":10,"total_tokens":15(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}
 
 === TEST 35: echo with logprobs and max_tokens 0: the prompt tokens' logprobs (the first null); "," as when it is generated (TEST 21)
 --- main_config
@@ -654,7 +654,7 @@ POST /v1/completions
 {"prompt": [1, 403, 407, 261, 378, 432], "max_tokens": 0, "echo": true, "logprobs": 2}
 --- error_code: 200
 --- response_body_like chomp
-"text":"Once upon a time,","logprobs":\{"tokens":\["<s>"," Once"," upon"," a"," time",","\],"token_logprobs":\[null,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-0\.03\d*\],"top_logprobs":\[null,\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{",":-0\.03\d*," there":-3\.5\d*\}\],"text_offset":\[0,0,4,9,11,16\]\},"finish_reason":"length"\}\],"usage":\{"prompt_tokens":6,"completion_tokens":0,"total_tokens":6\}
+"text":"Once upon a time,","logprobs":\{"tokens":\["<s>"," Once"," upon"," a"," time",","\],"token_logprobs":\[null,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-\d+\.\d+(?:e-?\d+)?,-0\.03\d*\],"top_logprobs":\[null,\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{[^{}]*\},\{",":-0\.03\d*," there":-3\.5\d*\}\],"text_offset":\[0,0,4,9,11,16\]\},"finish_reason":"length"\}\],"usage":\{"prompt_tokens":6,"completion_tokens":0,"total_tokens":6(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}
 
 === TEST 36: streamed echo with logprobs: the prompt's tokens come first, one chunk each, then the completion's
 --- main_config
@@ -740,7 +740,7 @@ POST /v1/completions
 {"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "stop_token_ids": [432]}
 --- error_code: 200
 --- response_body_like chomp
-"text":"","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6\}
+"text":"","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6(,"prompt_tokens_details":\{"cached_tokens":\d+\})?\}
 
 === TEST 41: min_tokens 1 with that stop id: the first token cannot be ","; the next "," ends it
 --- main_config
@@ -775,3 +775,37 @@ POST /v1/completions
 --- error_code: 400
 --- response_body_like chomp
 "message":"min_tokens \(5\) is more than max_tokens \(4\)","type":"invalid_request_error","param":"min_tokens"
+
+=== TEST 43: a prompt the engine has not seen: no prompt_tokens_details in usage
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "The small brown dog ran all the way to the big red barn to look at the cows", "max_tokens": 2, "temperature": 0}
+--- error_code: 200
+--- response_body_like chomp
+"usage":\{"prompt_tokens":(\d+),"completion_tokens":2,"total_tokens":\d+\}\}$
+
+=== TEST 44: the same prompt again: the prefix cache served its full blocks, usage.prompt_tokens_details.cached_tokens says how many
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "The small brown dog ran all the way to the big red barn to look at the cows", "max_tokens": 2, "temperature": 0, "stream": true, "stream_options": {"include_usage": true}}
+--- error_code: 200
+--- response_body_like chomp
+"usage":\{"prompt_tokens":\d+,"completion_tokens":2,"total_tokens":\d+,"prompt_tokens_details":\{"cached_tokens":(16|32|48)\}\}\}\n\ndata: \[DONE\]

@@ -165,6 +165,14 @@ test('a schema keyword the server cannot follow: a 400 naming it', async () => {
     (e) => e.status === 400 && /'uniqueItems' is not supported/.test(e.message));
 });
 
+test('usage.prompt_tokens_details.cached_tokens: a repeated prompt is served from the prefix cache', async () => {
+    const messages = [{ role: 'user', content: 'Tell me about the cat that sat on the warm mat in the sun' }];
+    await client.chat.completions.create({ model, messages, max_tokens: 2, temperature: 0 });
+    const r = await client.chat.completions.create({ model, messages, max_tokens: 2, temperature: 0 });
+    const cached = r.usage.prompt_tokens_details?.cached_tokens;
+    assert.ok(cached > 0 && cached % 16 === 0 && cached < r.usage.prompt_tokens, JSON.stringify(r.usage));
+});
+
 test('a list of prompts: one choice per prompt, in order', async () => {
     const r = await client.completions.create({ model, prompt: [PROMPT, PROMPT], max_tokens: COMPLETION_TOKENS,
         temperature: 0 });
