@@ -31,6 +31,7 @@ typedef struct {
     int         failed;
     node      **all;      /* every node, for freeing */
     int         n_all, cap_all;
+    int         depth;    /* groups open */
 } parser;
 
 static void fail(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -240,6 +241,10 @@ static node *parse_atom(parser *ps)
     int c = (unsigned char)*ps->p;
     if (c == '(') {
         ps->p++;
+        if (++ps->depth > LLM_REGEX_MAX_DEPTH) {
+            fail(ps, "pattern: groups more than %d deep", LLM_REGEX_MAX_DEPTH);
+            return NULL;
+        }
         if (ps->p[0] == '?') {
             if (ps->p[1] != ':') {
                 fail(ps, "pattern: lookaround and named groups are not supported");
@@ -251,6 +256,7 @@ static node *parse_atom(parser *ps)
         if (!ps->failed && *ps->p != ')')
             fail(ps, "pattern: a group without its ')'");
         ps->p++;
+        ps->depth--;
         return n;
     }
     if (c == '[') {
@@ -691,8 +697,12 @@ void llm_regex_free(llm_regex *re)
 llm_regex *llm_regex_compile(const char *src, char *err, size_t cap)
 {
     char dummy[8];
-    parser ps = { NULL, err ? err : dummy, err ? cap : sizeof dummy, 0, NULL, 0, 0 };
+    parser ps = { NULL, err ? err : dummy, err ? cap : sizeof dummy, 0, NULL, 0, 0, 0 };
     size_t len = strlen(src);
+    if (len > LLM_REGEX_MAX_LEN) {
+        fail(&ps, "pattern: more than %d bytes", LLM_REGEX_MAX_LEN);
+        return NULL;
+    }
     int anchored_start = len > 0 && src[0] == '^';
     int anchored_end = len > 0 && src[len - 1] == '$' && (len < 2 || src[len - 2] != '\\');
     char *body = malloc(len + 1);

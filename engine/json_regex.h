@@ -10,15 +10,18 @@
  * one): negated classes and \D \W \S match ASCII characters only; '.' matches any character but line
  * terminators; and control characters a JSON string can only hold as \u escapes (all but \b \t \n \f
  * \r) are never taken, since the recogniser has the model write characters as they are.
- * Limits: LLM_REGEX_MAX_NFA automaton states before, LLM_REGEX_MAX_DFA after determinisation. */
+ * Limits: LLM_REGEX_MAX_LEN bytes, groups LLM_REGEX_MAX_DEPTH deep, LLM_REGEX_MAX_NFA automaton states
+ * before and LLM_REGEX_MAX_DFA after determinisation. */
 #ifndef LLM_JSON_REGEX_H
 #define LLM_JSON_REGEX_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define LLM_REGEX_MAX_NFA 4096
-#define LLM_REGEX_MAX_DFA 2048
+#define LLM_REGEX_MAX_NFA   4096
+#define LLM_REGEX_MAX_DFA   2048
+#define LLM_REGEX_MAX_LEN   1024 /* bytes of pattern (the compiler recurses over it) */
+#define LLM_REGEX_MAX_DEPTH 32   /* groups inside groups */
 
 typedef struct llm_regex llm_regex;
 

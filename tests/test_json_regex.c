@@ -97,12 +97,22 @@ int main(void)
         { "[z-a]", "backwards" }, { "\\x41", "\\x is not supported" }, { "\\u0041", "\\u is not supported" },
         { "^\\v$", "\\v is not supported" }, { "^[^\\s\\S]$", "matches nothing" }, { "((a{200}){200})", "automaton states" },
         { "\\q", "\\q is not supported" },
+        { "((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))", "groups more than 32 deep" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char err[200] = "";
         llm_regex *re = llm_regex_compile(bad[i].re, err, sizeof err);
         ok(re == NULL && strstr(err, bad[i].why) != NULL, "refused %s: %s", bad[i].re, err);
         llm_regex_free(re);
+    }
+    {
+        char longp[1100];
+        memset(longp, 'a', sizeof longp - 1);
+        longp[sizeof longp - 1] = '\0';
+        char e2[200] = "";
+        llm_regex *lr = llm_regex_compile(longp, e2, sizeof e2);
+        ok(lr == NULL && strstr(e2, "more than 1024 bytes"), "a pattern of 1,099 bytes is refused: %s", e2);
+        llm_regex_free(lr);
     }
     /* control bytes: a JSON string writes \t \n \r \b \f as escapes, others only as \u escapes, which the
      * recogniser does not take: a pattern that needs one matches nothing it can write */
