@@ -353,7 +353,10 @@ const char *llm_json_token_bytes(const llm_json_vocab *v, int32_t id, size_t *le
     return v->bytes + v->off[id];
 }
 
-int llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, float *logits, int n_logits)
+#define ALLOW(id, keep) (allow[(id) >> 6] |= (uint64_t)(keep) << ((id) & 63))
+
+int llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, uint64_t *allow, int n_logits,
+                       int32_t *cand)
 {
     /* A first pass decides every token from its packed first bytes without a branch: refused, or kept as
      * a candidate; where whitespace leads to a state between tokens of structure (after '{', after a
@@ -364,7 +367,7 @@ int llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
     const uint8_t *first = mt->first, *after_ws = mt->after_ws;
     unsigned ws_short = mt->ws_short != 0, budget = mt->ws_budget;
     int n = n_logits < v->n ? n_logits : v->n, m = 0, left = 0;
-    int32_t *cand = v->cand;
+    memset(allow, 0, (size_t)(n_logits + 63) / 64 * sizeof(uint64_t)); /* ids past the vocabulary stay 0 */
     if (mt->in_string && mt->plain_fits != NULL) { /* a pattern decides plain tokens (every reading in it) */
         for (int id = 0; id < n; id++) {
             uint32_t x = v->info[id];
@@ -377,8 +380,7 @@ int llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
                 cand[m] = id;
                 m += ok;
             }
-            if (!ok)
-                logits[id] = -INFINITY;
+            ALLOW(id, ok != 0);
         }
     } else if (mt->in_string) {
         unsigned room = mt->string_room, all = mt->all_in_string != 0;
@@ -389,7 +391,7 @@ int llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
             cand[m] = id;
             m += (int)maybe;
             left += (int)fit;
-            logits[id] = fit | maybe ? logits[id] : -INFINITY;
+            ALLOW(id, fit | maybe);
         }
     } else {
         for (int id = 0; id < n; id++) {
@@ -400,18 +402,50 @@ int llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
                 ok &= (w == 0) | ((w <= budget) & (((x & I_ALLWS) != 0) | after_ws[(x >> 8) & 255]));
             cand[m] = id;
             m += (int)ok;
-            logits[id] = ok ? logits[id] : -INFINITY;
+            ALLOW(id, ok);
         }
     }
     for (int j = 0; j < m; j++) {
         int id = cand[j];
         if (mt->fits(mt->ctx, v->bytes + v->off[id], v->len[id]) != 0)
-            logits[id] = -INFINITY;
+            allow[id >> 6] &= ~(1ull << (id & 63));
         else
             left++;
     }
-    for (int id = n; id < n_logits; id++) /* past the tokenizer's vocabulary (a padded embedding) */
-        logits[id] = -INFINITY;
+    return left;
+}
+
+void llm_json_mask_apply(const uint64_t *allow, float *logits, int n_logits)
+{
+    for (int w = 0; w < (n_logits + 63) / 64; w++) {
+        uint64_t x = allow[w];
+        if (x == ~0ull)
+            continue;
+        int end = w * 64 + 64 < n_logits ? w * 64 + 64 : n_logits;
+        for (int id = w * 64; id < end; id++)
+            if (!((x >> (id & 63)) & 1))
+                logits[id] = -INFINITY;
+    }
+}
+
+int32_t *llm_json_scratch_new(const llm_json_vocab *v)
+{
+    return malloc(((size_t)v->n + 1) * sizeof(int32_t));
+}
+
+int llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, float *logits, int n_logits)
+{
+    uint64_t stack_bits[2048]; /* 131,072 tokens: Llama 3's vocabulary fits */
+    uint64_t *allow = n_logits <= 2048 * 64 ? stack_bits : malloc((size_t)(n_logits + 63) / 64 * sizeof(uint64_t));
+    if (allow == NULL) { /* no memory: every token refused, as a vocabulary that nothing continues */
+        for (int id = 0; id < n_logits; id++)
+            logits[id] = -INFINITY;
+        return 0;
+    }
+    int left = llm_json_mask_bits(v, mt, allow, n_logits, v->cand);
+    llm_json_mask_apply(allow, logits, n_logits);
+    if (allow != stack_bits)
+        free(allow);
     return left;
 }
 

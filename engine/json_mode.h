@@ -79,6 +79,14 @@ typedef struct {
     const void *plain_ctx;
 } llm_json_mask_tables;
 int  llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, float *logits, int n_logits);
+/* The same as a bitmask: bit id of allow ((n_logits + 63) / 64 words) set when token id is left; the
+ * candidates go through cand, scratch of llm_json_scratch_new's size, so threads with their own scratch
+ * may mask at once (for different states). Returns the number left. */
+int  llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, uint64_t *allow, int n_logits,
+                        int32_t *cand);
+int32_t *llm_json_scratch_new(const llm_json_vocab *v); /* free() it; NULL: no memory */
+/* logits[id] = -inf where allow's bit id is clear. */
+void llm_json_mask_apply(const uint64_t *allow, float *logits, int n_logits);
 
 /* Advance s by token id's bytes: 0, or -1 when the token cannot continue s (s unchanged). */
 int  llm_json_accept(const llm_json_vocab *v, llm_json_state *s, int32_t id);

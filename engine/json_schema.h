@@ -67,6 +67,10 @@ int  llm_schema_done(const llm_schema_state *s);
 /* Set logits[id] = -inf for every token that cannot continue s; the number of tokens left. Uses v's
  * scratch memory (one call at a time per vocabulary). */
 int  llm_schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, int n_logits);
+/* The same as a bitmask (llm_json_mask_bits): with its own cand scratch, a thread may mask one state while
+ * other threads mask others. s is not changed. */
+int  llm_schema_mask_bits(const llm_schema_state *s, const llm_json_vocab *v, uint64_t *allow, int n_logits,
+                          int32_t *cand);
 /* Advance s by token id's bytes: 0, or -1 (s unchanged). */
 int  llm_schema_accept(llm_schema_state *s, const llm_json_vocab *v, int32_t id);
 

@@ -717,7 +717,9 @@ static int pattern_fits(const void *ctx, const char *p, size_t n)
     return st >= 0;
 }
 
-int llm_schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, int n_logits)
+/* The mask of s as logits (-inf) or, with allow, as bits (cand: the caller's scratch). */
+static int schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, uint64_t *allow,
+                       int n_logits, int32_t *cand)
 {
     const llm_schema *sc = s->sc;
     sset *w = s->scratch;
@@ -765,5 +767,16 @@ int llm_schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *l
     fit_ctx x = { sc, &s->cur, w };
     mt.fits = schema_fits;
     mt.ctx = &x;
-    return llm_json_mask_with(v, &mt, logits, n_logits);
+    return allow != NULL ? llm_json_mask_bits(v, &mt, allow, n_logits, cand) : llm_json_mask_with(v, &mt, logits, n_logits);
+}
+
+int llm_schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, int n_logits)
+{
+    return schema_mask(s, v, logits, NULL, n_logits, NULL);
+}
+
+int llm_schema_mask_bits(const llm_schema_state *s, const llm_json_vocab *v, uint64_t *allow, int n_logits,
+                         int32_t *cand)
+{
+    return schema_mask(s, v, NULL, allow, n_logits, cand);
 }

@@ -20,8 +20,8 @@ static void usage(FILE *f)
         "             [--preferred-batch-sizes 8,16] [--batch-timeout-ms 5] [--max-batched-tokens 2048]\n"
         "             [--kv-blocks auto|N] [--block-size 16] [--threads N] [--slots 256] [--stream-cap 1024]\n"
         "             [--max-waiting N] [--shm-mode 0600] [--backend cpu|cuda] [--device N]\n"
-        "             [--oom-recover-ms 1000] (supervision, Redis, tuning: see README)\n"
-        "  gen-model  (--preset tiny|stories110m|llama-3.2-1b|llama-3.2-3b | --from MODEL)\n"
+        "             [--oom-recover-ms 1000] [--mask-threads 2] (supervision, Redis, tuning: see README)\n"
+        "  gen-model  (--preset tiny|tiny-llama3|stories110m|llama-3.2-1b|llama-3.2-3b | --from MODEL)\n"
         "             --dtype f32|f16|bf16|q8_0|q4_0 --out FILE.gguf [--seed S]\n");
 }
 

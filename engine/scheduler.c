@@ -1,5 +1,6 @@
 /* Continuous batching over a paged KV cache: see scheduler.h for the policy. */
 #include "scheduler.h"
+#include "mask_pool.h"
 
 #include <stdio.h>
 #include <math.h>
@@ -30,6 +31,8 @@ typedef struct {
     int      min_tokens;       /* stop ids masked until this many were generated */
     llm_schema       *schema;  /* JSON mode or a JSON Schema: tokens masked by con (json_schema.h) */
     llm_schema_state *con;
+    uint64_t         *allow;   /* con's mask for this step, made by the mask pool (allow_ready) */
+    int               allow_ready, allow_left;
     int      cancelled;
     int      n_cached, n_preempted;
     uint64_t t_submit, t_admit, t_first, t_last;
@@ -58,6 +61,10 @@ struct llm_sched {
     float   *logits;
     int      logit_rows;       /* rows logits holds: one a sequence, plus PLP_ROWS once prompt logprobs came */
     int      plp_room, b_plp;  /* this step: prompt-logprob rows left, and taken */
+    llm_mask_pool *masks;      /* cfg.mask_threads helper threads, or NULL */
+    llm_mask_job  *m_jobs;     /* this step's masks, for m_reqs[] */
+    sreq         **m_reqs;
+    int            m_n;
     /* output queue (ring) when there is no callback */
     llm_sched_output *outq;
     size_t oq_head, oq_n, oq_cap;
@@ -161,12 +168,58 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
         llm_seterr(err, "scheduler: out of memory");
         return NULL;
     }
+    if (c.mask_threads < 0) {
+        llm_sched_destroy(s);
+        llm_seterr(err, "scheduler: mask_threads must be >= 0");
+        return NULL;
+    }
+    if (c.mask_threads > 0 && c.json_vocab != NULL) {
+        s->masks = llm_mask_pool_new(c.mask_threads, c.json_vocab, s->vocab);
+        s->m_jobs = calloc(ns, sizeof(llm_mask_job));
+        s->m_reqs = calloc(ns, sizeof(sreq *));
+        if (s->masks == NULL || s->m_jobs == NULL || s->m_reqs == NULL) {
+            llm_sched_destroy(s);
+            llm_seterr(err, "scheduler: could not start %d mask threads", c.mask_threads);
+            return NULL;
+        }
+    }
     return s;
+}
+
+/* Before the forward: the masks of the constrained requests that sample this step go to the mask pool. */
+static void masks_start(llm_sched *s)
+{
+    s->m_n = 0;
+    if (s->masks == NULL)
+        return;
+    for (int i = 0; i < s->b_nseq; i++) {
+        sreq *r = s->b_reqs[i];
+        if (r->con == NULL || r->n_computed + r->chunk < r->n_tokens)
+            continue; /* not constrained, or mid-prefill: nothing to sample yet */
+        r->allow_ready = 0;
+        s->m_jobs[s->m_n] = (llm_mask_job){ r->con, r->allow, 0 };
+        s->m_reqs[s->m_n++] = r;
+    }
+    llm_mask_pool_start(s->masks, s->m_jobs, s->m_n);
+}
+
+/* After it: the masks are ready for row_token. */
+static void masks_wait(llm_sched *s)
+{
+    if (s->masks == NULL)
+        return;
+    llm_mask_pool_wait(s->masks);
+    s->st.masks_pooled += (uint64_t)s->m_n;
+    for (int i = 0; i < s->m_n; i++) {
+        s->m_reqs[i]->allow_left = s->m_jobs[i].left;
+        s->m_reqs[i]->allow_ready = 1;
+    }
 }
 
 static void req_free(llm_sched *s, sreq *r)
 {
     llm_kv_seq_release(s->kv, &r->kv);
+    free(r->allow);
     llm_schema_state_free(r->con);
     llm_schema_free(r->schema);
     llm_sampler_free(r->smp);
@@ -178,6 +231,9 @@ void llm_sched_destroy(llm_sched *s)
 {
     if (s == NULL)
         return;
+    llm_mask_pool_free(s->masks); /* waits for masks in flight: they read requests freed below */
+    free(s->m_jobs);
+    free(s->m_reqs);
     for (int i = 0; i < s->n_running; i++)
         req_free(s, s->running[i]);
     for (int i = 0; i < s->n_waiting; i++)
@@ -444,10 +500,13 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     r->cap = cap < s->ctx_limit ? (int)cap : s->ctx_limit;
     r->tokens = malloc((size_t)r->cap * sizeof(int32_t));
     r->smp = llm_sampler_new(&q->sampling, s->vocab);
-    if (schema != NULL)
+    if (schema != NULL) {
         r->con = llm_schema_state_new(schema);
+        if (s->masks != NULL)
+            r->allow = malloc((size_t)(s->vocab + 63) / 64 * sizeof(uint64_t));
+    }
     if (r->tokens == NULL || r->smp == NULL || llm_sampler_set_bias(r->smp, q->bias, q->n_bias) != 0 ||
-        (schema != NULL && r->con == NULL)) {
+        (schema != NULL && (r->con == NULL || (s->masks != NULL && r->allow == NULL)))) {
         req_free(s, r);
         goto oom;
     }
@@ -933,8 +992,14 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
         for (int i = 0; i < r->n_stop; i++)
             if (r->stop[i] >= 0 && r->stop[i] < s->vocab)
                 lg[r->stop[i]] = -INFINITY;
-    if (r->con != NULL && llm_schema_mask(r->con, s->cfg.json_vocab, lg, s->vocab) == 0)
+    if (r->con != NULL && r->allow_ready) { /* made by the mask pool during the forward */
+        r->allow_ready = 0;
+        if (r->allow_left == 0)
+            return -1;
+        llm_json_mask_apply(r->allow, lg, s->vocab);
+    } else if (r->con != NULL && llm_schema_mask(r->con, s->cfg.json_vocab, lg, s->vocab) == 0) {
         return -1; /* no token can continue the JSON text */
+    }
     return llm_sampler_sample(r->smp, lg, res);
 }
 
@@ -953,8 +1018,10 @@ int llm_sched_step(llm_sched *s)
     llm_err err = { { 0 } };
     llm_device_out dv;
     int use_dv = s->b_plp == 0 && device_prepare(s, &dv); /* prompt-logprob rows: every row comes back */
+    masks_start(s); /* the constrained requests' masks, made while the forward runs */
     int rc = use_dv ? s->be->forward_device(s->be, &batch, &dv, s->logits, &err)
                     : s->be->ops->forward(s->be, &batch, s->logits, &err);
+    masks_wait(s);
     uint64_t t1 = clock_ns(s);
     s->st.steps++;
     s->st.last_batch_seqs = s->b_nseq;

@@ -119,6 +119,9 @@ typedef struct {
     /* The vocabulary's bytes for JSON-mode and JSON Schema requests (json_mode.h); NULL: such requests
      * are refused. */
     const llm_json_vocab *json_vocab;
+    /* Helper threads that make those requests' masks while the forward pass runs (mask_pool.h); 0: the
+     * scheduler thread makes each after the forward. */
+    int mask_threads;
     /* Optional clock (monotonic ns) for tests; NULL = CLOCK_MONOTONIC. */
     uint64_t (*now_ns)(void *ctx);
 } llm_sched_config;
@@ -155,6 +158,7 @@ typedef struct {
     uint64_t tokens_in;              /* prefill tokens computed (recompute included) */
     uint64_t tokens_out;             /* tokens generated */
     uint64_t cached_tokens;          /* prompt tokens served by the prefix cache */
+    uint64_t masks_pooled;           /* constrained rows whose mask the mask pool made during the forward */
     uint64_t preemptions;
     uint64_t finished[5];            /* by llm_sched_finish */
     int      max_step_tokens;        /* largest batch seen */

@@ -10,6 +10,8 @@
 #include "scheduler.h"
 #include "tap.h"
 
+#include <cjson/cJSON.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -834,6 +836,8 @@ static void test_oom_self_heal(void)
 
 /* ------------------------------------------------------------ real model */
 
+static void test_mask_pool(llm_backend *be, const llm_model *m);
+
 static void test_real_model(void)
 {
     const char *path = "../shared/models/stories260K/stories260K.gguf";
@@ -890,6 +894,7 @@ static void test_real_model(void)
     is_int(compare(got, alone, NREQ, "stories260K staggered"), 0, "staggered + chunked prefill + prefix cache = alone");
     diag("staggered: %llu cached prompt tokens, %llu steps", (unsigned long long)st.cached_tokens,
          (unsigned long long)st.steps);
+    test_mask_pool(be, m);
     llm_backend_free(be);
 
     /* tiny pool: preemption by recompute on the real model */
@@ -903,6 +908,127 @@ static void test_real_model(void)
         llm_backend_free(be);
     }
     llm_model_free(m);
+}
+
+/* Constrained requests (JSON mode and JSON Schemas: a pattern, bounds, an enum) sampled with seeds on the
+ * real model, 16 at once: the masks made by the mask pool during the forward (2 threads) and those made on
+ * the scheduler thread after it must give the same tokens, and each output must be the schema's. */
+#define CON_N 16
+typedef struct {
+    int32_t tok[80];
+    int     n, finish;
+} con_result;
+
+static void con_run(llm_backend *be, const llm_json_vocab *v, int mask_threads, con_result *out, uint64_t *pooled)
+{
+    static const char *const schemas[] = {
+        "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":3,\"maximum\":250},"
+        "\"c\":{\"type\":\"string\",\"pattern\":\"^[a-z]{2}[0-9]$\"},\"e\":{\"enum\":[\"yes\",\"no\"]}},"
+        "\"required\":[\"n\",\"c\",\"e\"]}",
+        "{\"type\":\"array\",\"items\":{\"type\":\"boolean\"},\"minItems\":1,\"maxItems\":3}",
+        NULL, /* JSON mode */
+    };
+    llm_sched_config cfg = { 0 };
+    cfg.json_vocab = v;
+    cfg.mask_threads = mask_threads;
+    cfg.max_batch_size = CON_N;
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(be, &cfg, &err);
+    memset(out, 0, CON_N * sizeof(*out));
+    if (s == NULL) {
+        diag("scheduler: %s", err.msg);
+        return;
+    }
+    int32_t prompt[4] = { 1, 403, 407, 261 };
+    /* this story model would rather write whitespace: banned, so values end within the budget */
+    static llm_logit_bias ws[64];
+    int n_ws = 0;
+    for (int id = 0; id < llm_json_vocab_size(v) && n_ws < 64; id++) {
+        size_t n;
+        const char *p = llm_json_token_bytes(v, id, &n);
+        if (p != NULL && n > 0 && strspn(p, " \n\t\r") >= n)
+            ws[n_ws++] = (llm_logit_bias){ id, -100.0f };
+    }
+    for (int i = 0; i < CON_N; i++) {
+        llm_sched_request rq = { 0 };
+        rq.id = (uint64_t)i;
+        rq.prompt = prompt;
+        rq.n_prompt = 4;
+        llm_sampling_defaults(&rq.sampling);
+        rq.sampling.temperature = 1.0f;
+        rq.sampling.seed = 100 + (uint64_t)i;
+        rq.max_tokens = 80;
+        rq.bias = ws;
+        rq.n_bias = n_ws;
+        const char *sch = schemas[i % 3];
+        rq.json = sch == NULL;
+        rq.schema = sch;
+        rq.schema_len = sch ? strlen(sch) : 0;
+        if (llm_sched_submit(s, &rq, &err) != 0)
+            diag("submit: %s", err.msg);
+    }
+    int guard = 0, more = 1;
+    while (more && guard++ < 10000) {
+        more = llm_sched_step(s) > 0;
+        llm_sched_output o;
+        while (llm_sched_next_output(s, &o)) {
+            con_result *r = &out[o.id];
+            if (o.token >= 0 && r->n < 80)
+                r->tok[r->n++] = o.token;
+            if (o.finish != LLM_SCHED_FINISH_NONE)
+                r->finish = (int)o.finish;
+        }
+    }
+    llm_sched_stats st;
+    llm_sched_get_stats(s, &st);
+    *pooled = st.masks_pooled;
+    llm_sched_destroy(s);
+}
+
+static void test_mask_pool(llm_backend *be, const llm_model *m)
+{
+    llm_json_vocab *v = llm_json_vocab_new(m->tok);
+    ok(v != NULL, "stories260K vocabulary for masks");
+    if (v == NULL)
+        return;
+    static con_result serial[CON_N], pooled[CON_N];
+    uint64_t by_pool0 = 0, by_pool2 = 0;
+    con_run(be, v, 0, serial, &by_pool0);
+    con_run(be, v, 2, pooled, &by_pool2);
+    ok(by_pool0 == 0 && by_pool2 > 0, "with 2 mask threads the pool made %llu masks (none without)",
+       (unsigned long long)by_pool2);
+    int same = 1, stopped = 0;
+    for (int i = 0; i < CON_N; i++) {
+        same &= serial[i].n == pooled[i].n && serial[i].finish == pooled[i].finish &&
+                memcmp(serial[i].tok, pooled[i].tok, (size_t)serial[i].n * sizeof(int32_t)) == 0;
+        stopped += serial[i].finish == LLM_SCHED_FINISH_STOP;
+    }
+    ok(same, "16 constrained requests: masks from the pool during the forward = masks after it (same tokens)");
+    ok(stopped > 0, "%d of 16 finished their value (stop) within 80 tokens", stopped);
+    /* each finished output is accepted whole by its schema again (and so was never outside it) */
+    int valid = 1;
+    for (int i = 0; i < CON_N; i++) {
+        if (pooled[i].finish != LLM_SCHED_FINISH_STOP)
+            continue;
+        char text[1024];
+        size_t len = 0;
+        for (int k = 0; k < pooled[i].n; k++) {
+            size_t n;
+            const char *p = llm_json_token_bytes(v, pooled[i].tok[k], &n);
+            if (p != NULL && len + n < sizeof text) {
+                memcpy(text + len, p, n);
+                len += n;
+            }
+        }
+        text[len] = '\0';
+        cJSON *j = cJSON_ParseWithLength(text, len);
+        valid &= j != NULL;
+        if (j == NULL)
+            diag("request %d: not JSON: %s", i, text);
+        cJSON_Delete(j);
+    }
+    ok(valid, "the finished outputs parse as JSON");
+    llm_json_vocab_free(v);
 }
 
 /* Prompt logprobs: a 150-token prompt (more rows than a step spends on them, so it spans steps), a short
