@@ -353,8 +353,6 @@ const char *llm_json_token_bytes(const llm_json_vocab *v, int32_t id, size_t *le
     return v->bytes + v->off[id];
 }
 
-#define ALLOW(id, keep) (allow[(id) >> 6] |= (uint64_t)(keep) << ((id) & 63))
-
 int llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, uint64_t *allow, int n_logits,
                        int32_t *cand)
 {
@@ -363,46 +361,59 @@ int llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
      * value, at the end of a number), a token's leading whitespace is checked against its budget and the
      * byte after it against after_ws; inside a string, tokens with no quote, backslash or control byte are
      * taken as they are if they fit the string's room (and when every reading is in a string, refused
-     * if not). The candidates (a few thousand at most outside strings) then go to fits. */
+     * if not). The candidates (a few thousand at most outside strings) then go to fits. The bits of 64
+     * tokens are gathered in a register and stored once. */
     const uint8_t *first = mt->first, *after_ws = mt->after_ws;
     unsigned ws_short = mt->ws_short != 0, budget = mt->ws_budget;
-    int n = n_logits < v->n ? n_logits : v->n, m = 0, left = 0;
-    memset(allow, 0, (size_t)(n_logits + 63) / 64 * sizeof(uint64_t)); /* ids past the vocabulary stay 0 */
+    int n = n_logits < v->n ? n_logits : v->n, m = 0, left = 0, words = (n_logits + 63) / 64;
+    unsigned room = mt->string_room, all = mt->all_in_string != 0;
+    /* one loop per kind of state; each gathers 64 tokens' bits in a register (ids past the vocabulary
+     * stay 0) */
     if (mt->in_string && mt->plain_fits != NULL) { /* a pattern decides plain tokens (every reading in it) */
-        for (int id = 0; id < n; id++) {
-            uint32_t x = v->info[id];
-            int ok;
-            if (x & I_PLAIN) {
-                ok = mt->plain_fits(mt->plain_ctx, v->bytes + v->off[id], v->len[id]);
-                left += ok;
-            } else {
-                ok = first[x & 255];
-                cand[m] = id;
-                m += ok;
+        for (int w = 0; w < words; w++) {
+            uint64_t bits = 0;
+            for (int id = w * 64, end = id + 64 < n ? id + 64 : n; id < end; id++) {
+                uint32_t x = v->info[id];
+                unsigned keep;
+                if (x & I_PLAIN) {
+                    keep = mt->plain_fits(mt->plain_ctx, v->bytes + v->off[id], v->len[id]) != 0;
+                    left += (int)keep;
+                } else {
+                    keep = first[x & 255];
+                    cand[m] = id;
+                    m += (int)keep;
+                }
+                bits |= (uint64_t)keep << (id & 63);
             }
-            ALLOW(id, ok != 0);
+            allow[w] = bits;
         }
     } else if (mt->in_string) {
-        unsigned room = mt->string_room, all = mt->all_in_string != 0;
-        for (int id = 0; id < n; id++) {
-            uint32_t x = v->info[id];
-            unsigned plain = (x & I_PLAIN) != 0, fit = plain & (v->cps[id] <= room);
-            unsigned maybe = (plain ? (fit ^ 1u) & (all ^ 1u) : first[x & 255]);
-            cand[m] = id;
-            m += (int)maybe;
-            left += (int)fit;
-            ALLOW(id, fit | maybe);
+        for (int w = 0; w < words; w++) {
+            uint64_t bits = 0;
+            for (int id = w * 64, end = id + 64 < n ? id + 64 : n; id < end; id++) {
+                uint32_t x = v->info[id];
+                unsigned plain = (x & I_PLAIN) != 0, fit = plain & (v->cps[id] <= room);
+                unsigned maybe = (plain ? (fit ^ 1u) & (all ^ 1u) : first[x & 255]);
+                cand[m] = id;
+                m += (int)maybe;
+                left += (int)fit;
+                bits |= (uint64_t)(fit | maybe) << (id & 63);
+            }
+            allow[w] = bits;
         }
     } else {
-        for (int id = 0; id < n; id++) {
-            uint32_t x = v->info[id];
-            unsigned w = (x >> 16) & 255;
-            unsigned ok = first[x & 255];
-            if (ws_short) /* structural after whitespace: its budget, then the byte after it */
-                ok &= (w == 0) | ((w <= budget) & (((x & I_ALLWS) != 0) | after_ws[(x >> 8) & 255]));
-            cand[m] = id;
-            m += (int)ok;
-            ALLOW(id, ok);
+        for (int w = 0; w < words; w++) {
+            uint64_t bits = 0;
+            for (int id = w * 64, end = id + 64 < n ? id + 64 : n; id < end; id++) {
+                uint32_t x = v->info[id];
+                unsigned ws = (x >> 16) & 255, keep = first[x & 255];
+                if (ws_short) /* structural after whitespace: its budget, then the byte after it */
+                    keep &= (ws == 0) | ((ws <= budget) & (((x & I_ALLWS) != 0) | after_ws[(x >> 8) & 255]));
+                cand[m] = id;
+                m += (int)keep;
+                bits |= (uint64_t)keep << (id & 63);
+            }
+            allow[w] = bits;
         }
     }
     for (int j = 0; j < m; j++) {
@@ -417,15 +428,21 @@ int llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
 
 void llm_json_mask_apply(const uint64_t *allow, float *logits, int n_logits)
 {
-    for (int w = 0; w < (n_logits + 63) / 64; w++) {
+    int full = n_logits / 64;
+    for (int w = 0; w < full; w++) {
         uint64_t x = allow[w];
-        if (x == ~0ull)
-            continue;
-        int end = w * 64 + 64 < n_logits ? w * 64 + 64 : n_logits;
-        for (int id = w * 64; id < end; id++)
-            if (!((x >> (id & 63)) & 1))
-                logits[id] = -INFINITY;
+        float *l = logits + (size_t)w * 64;
+        if (x == 0) { /* most words of a structural state: a plain store loop */
+            for (int k = 0; k < 64; k++)
+                l[k] = -INFINITY;
+        } else if (x != ~0ull) {
+            for (int k = 0; k < 64; k++)
+                l[k] = (x >> k) & 1 ? l[k] : -INFINITY;
+        }
     }
+    for (int id = full * 64; id < n_logits; id++)
+        if (!((allow[id >> 6] >> (id & 63)) & 1))
+            logits[id] = -INFINITY;
 }
 
 int32_t *llm_json_scratch_new(const llm_json_vocab *v)
