@@ -370,6 +370,17 @@ static node *parse_repeat(parser *ps)
     }
 }
 
+/* A binary node (T_CAT, T_ALT) over a and b. */
+static node *pair(parser *ps, int type, node *a, node *b)
+{
+    node *c = mk(ps, type);
+    if (c != NULL) {
+        c->a = a;
+        c->b = b;
+    }
+    return c;
+}
+
 static node *parse_cat(parser *ps)
 {
     node *n = mk(ps, T_EMPTY);
@@ -379,12 +390,8 @@ static node *parse_cat(parser *ps)
             return NULL;
         }
         node *b = parse_repeat(ps);
-        node *c = mk(ps, T_CAT);
-        if (c == NULL)
+        if ((n = pair(ps, T_CAT, n, b)) == NULL)
             return NULL;
-        c->a = n;
-        c->b = b;
-        n = c;
     }
     return n;
 }
@@ -394,12 +401,9 @@ static node *parse_alt(parser *ps)
     node *n = parse_cat(ps);
     while (!ps->failed && *ps->p == '|') {
         ps->p++;
-        node *b = parse_cat(ps), *c = mk(ps, T_ALT);
-        if (c == NULL)
+        node *b = parse_cat(ps);
+        if ((n = pair(ps, T_ALT, n, b)) == NULL)
             return NULL;
-        c->a = n;
-        c->b = b;
-        n = c;
     }
     return n;
 }

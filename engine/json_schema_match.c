@@ -96,16 +96,22 @@ static int required_left(const llm_schema *sc, const llm_schema_node *nd, uint32
     return 0;
 }
 
+/* An object's or array's first byte. */
+static int open_bracket(sframe *f, uint8_t c, uint8_t want)
+{
+    if (c != want)
+        return R_FAIL;
+    f->ph = P_FIRST;
+    f->u.g.a = 0;
+    return R_TAKE;
+}
+
 static int step_object(const llm_schema *sc, sthread *t, sframe *f, const llm_schema_node *nd, uint8_t c,
                        uint32_t *child)
 {
     switch (f->ph) {
     case P_OPEN:
-        if (c != '{')
-            return R_FAIL;
-        f->ph = P_FIRST;
-        f->u.g.a = 0;
-        return R_TAKE;
+        return open_bracket(f, c, '{');
     case P_FIRST:
     case P_NEXT:
         if (is_ws(c))
@@ -181,11 +187,7 @@ static int step_array(const llm_schema *sc, sthread *t, sframe *f, const llm_sch
 {
     switch (f->ph) {
     case P_OPEN:
-        if (c != '[')
-            return R_FAIL;
-        f->ph = P_FIRST;
-        f->u.g.a = 0;
-        return R_TAKE;
+        return open_bracket(f, c, '[');
     case P_FIRST:
     case P_NEXT:
         if (is_ws(c))
