@@ -7,7 +7,8 @@
  * Build: make build/libllm.a && cc -O2 -std=c11 -D_GNU_SOURCE -Iengine -Ishm bench/mask_pool_bench.c
  *          build/libllm.a -lcjson -lpcre2-8 -lhiredis -lpthread -lm -o build/mask_pool_bench
  * Run:   build/llm-engine gen-model --preset tiny-llama3 --dtype q8_0 --out build/tiny-llama3-q8_0.gguf
- *        build/mask_pool_bench [model=build/tiny-llama3-q8_0.gguf] [requests=16] [tokens=48] [reps=3] */
+ *        build/mask_pool_bench [model=build/tiny-llama3-q8_0.gguf] [requests=16] [tokens=48] [reps=3] [backend=cpu]
+ * (backend cuda: the CUDA backend, whose library the engine loads as `serve --backend cuda` does) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,7 @@ int main(int argc, char **argv)
 {
     const char *path = argc > 1 ? argv[1] : "build/tiny-llama3-q8_0.gguf";
     int n_req = argc > 2 ? atoi(argv[2]) : 16, n_tok = argc > 3 ? atoi(argv[3]) : 48, reps = argc > 4 ? atoi(argv[4]) : 3;
+    const char *backend = argc > 5 ? argv[5] : "cpu";
     if (n_req < 1 || n_req > 256 || n_tok < 1 || reps < 1) {
         fprintf(stderr, "usage: mask_pool_bench [model] [requests 1..256] [tokens] [reps]\n");
         return 2;
@@ -98,7 +100,7 @@ int main(int argc, char **argv)
     bo.threads = 1;
     bo.block_size = 16;
     bo.kv_blocks = n_req * ((8 + n_tok) / 16 + 2);
-    llm_backend *be = llm_backend_create("cpu", m, &bo, &err);
+    llm_backend *be = llm_backend_create(backend, m, &bo, &err);
     llm_json_vocab *v = llm_json_vocab_new(m->tok);
     int32_t *ref = malloc((size_t)n_req * (size_t)n_tok * sizeof(int32_t));
     int32_t *cur = malloc((size_t)n_req * (size_t)n_tok * sizeof(int32_t));
@@ -106,8 +108,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "mask_pool_bench: %s\n", be == NULL ? err.msg : "out of memory");
         return 1;
     }
-    printf("%d requests x up to %d tokens, %s (vocabulary %d), CPU backend 1 thread, best of %d\n", n_req, n_tok, path,
-           m->cfg.vocab_size, reps);
+    printf("%d requests x up to %d tokens, %s (vocabulary %d), %s backend (CPU: 1 thread), best of %d\n", n_req, n_tok,
+           path, m->cfg.vocab_size, backend, reps);
     printf("%-12s %14s %10s %12s %10s\n", "constraint", "mask threads", "tokens", "tokens/s", "vs 0");
     int bad = 0;
     for (int jm = 0; jm < 2; jm++) {
