@@ -369,7 +369,26 @@ int llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
     unsigned room = mt->string_room, all = mt->all_in_string != 0;
     /* one loop per kind of state; each gathers 64 tokens' bits in a register (ids past the vocabulary
      * stay 0) */
-    if (mt->in_string && mt->plain_fits != NULL) { /* a pattern decides plain tokens (every reading in it) */
+    if (mt->in_string && mt->plain_bits != NULL) { /* a pattern's kept verdicts on plain tokens */
+        const uint64_t *pb = mt->plain_bits;
+        for (int w = 0; w < words; w++) {
+            uint64_t bits = 0;
+            for (int id = w * 64, end = id + 64 < n ? id + 64 : n; id < end; id++) {
+                uint32_t x = v->info[id];
+                unsigned keep;
+                if (x & I_PLAIN) {
+                    keep = (unsigned)(pb[id >> 6] >> (id & 63)) & 1u;
+                    left += (int)keep;
+                } else {
+                    keep = first[x & 255];
+                    cand[m] = id;
+                    m += (int)keep;
+                }
+                bits |= (uint64_t)keep << (id & 63);
+            }
+            allow[w] = bits;
+        }
+    } else if (mt->in_string && mt->plain_fits != NULL) { /* a pattern decides plain tokens (every reading in it) */
         for (int w = 0; w < words; w++) {
             uint64_t bits = 0;
             for (int id = w * 64, end = id + 64 < n ? id + 64 : n; id < end; id++) {
@@ -424,6 +443,15 @@ int llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
             left++;
     }
     return left;
+}
+
+void llm_json_plain_bits(const llm_json_vocab *v, int (*fits)(const void *ctx, const char *p, size_t n),
+                         const void *ctx, uint64_t *bits)
+{
+    memset(bits, 0, (size_t)(v->n + 63) / 64 * sizeof(uint64_t));
+    for (int id = 0; id < v->n; id++)
+        if ((v->info[id] & I_PLAIN) && fits(ctx, v->bytes + v->off[id], v->len[id]))
+            bits[id >> 6] |= 1ull << (id & 63);
 }
 
 void llm_json_mask_apply(const uint64_t *allow, float *logits, int n_logits)
@@ -489,6 +517,7 @@ int llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logit
     mt.in_string = mt.all_in_string = s->st == J_STR;
     mt.string_room = UINT32_MAX;
     mt.plain_fits = NULL;
+    mt.plain_bits = NULL;
     mt.fits = json_fits;
     mt.ctx = s;
     return llm_json_mask_with(v, &mt, logits, n_logits);

@@ -77,6 +77,7 @@ typedef struct {
     const void *ctx;
     int    (*plain_fits)(const void *plain_ctx, const char *p, size_t n); /* 1: fits; NULL: string_room */
     const void *plain_ctx;
+    const uint64_t *plain_bits; /* instead of plain_fits: its verdicts, as llm_json_plain_bits made them */
 } llm_json_mask_tables;
 int  llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt, float *logits, int n_logits);
 /* The same as a bitmask: bit id of allow ((n_logits + 63) / 64 words) set when token id is left; the
@@ -85,6 +86,10 @@ int  llm_json_mask_with(const llm_json_vocab *v, const llm_json_mask_tables *mt,
 int  llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, uint64_t *allow, int n_logits,
                         int32_t *cand);
 int32_t *llm_json_scratch_new(const llm_json_vocab *v); /* free() it; NULL: no memory */
+/* fits's verdict on every plain token (no quote, backslash or control byte) as bits (others 0), for
+ * llm_json_mask_tables.plain_bits: a pattern state's verdicts, made once and kept. */
+void llm_json_plain_bits(const llm_json_vocab *v, int (*fits)(const void *ctx, const char *p, size_t n),
+                         const void *ctx, uint64_t *bits);
 /* logits[id] = -inf where allow's bit id is clear. */
 void llm_json_mask_apply(const uint64_t *allow, float *logits, int n_logits);
 

@@ -761,6 +761,8 @@ llm_regex *llm_regex_compile(const char *src, char *err, size_t cap)
 
 int llm_regex_start(const llm_regex *re) { return re->start; }
 
+int llm_regex_states(const llm_regex *re) { return re->n_states; }
+
 int llm_regex_step(const llm_regex *re, int state, uint8_t b)
 {
     return state < 0 ? -1 : re->next[(size_t)state * (size_t)re->n_classes + re->cls[b]];

@@ -29,6 +29,7 @@ typedef struct llm_regex llm_regex;
 llm_regex *llm_regex_compile(const char *src, char *err, size_t cap);
 void       llm_regex_free(llm_regex *re);
 int        llm_regex_start(const llm_regex *re);
+int        llm_regex_states(const llm_regex *re); /* DFA states: a state is 0 .. this - 1 */
 /* The state after byte b, or -1 when no string that goes on so can match. */
 int        llm_regex_step(const llm_regex *re, int state, uint8_t b);
 int        llm_regex_accepts(const llm_regex *re, int state);

@@ -709,8 +709,17 @@ void llm_schema_free(llm_schema *sc)
     free(sc->consts);
     free(sc->alts);
     free(sc->bytes);
-    for (uint32_t i = 0; i < sc->n_regexes; i++)
+    for (uint32_t i = 0; i < sc->n_regexes; i++) {
+        if (sc->memo != NULL && sc->memo->bits != NULL && sc->memo->bits[i] != NULL) {
+            for (int k = 0; k < LLM_SCHEMA_MEMO_STATES; k++)
+                free(sc->memo->bits[i][k]);
+            free(sc->memo->bits[i]);
+        }
         llm_regex_free(sc->regexes[i]);
+    }
+    if (sc->memo != NULL)
+        free(sc->memo->bits);
+    free(sc->memo);
     free(sc->regexes);
     free(sc);
 }
@@ -735,6 +744,14 @@ llm_schema *llm_schema_compile(const cJSON *s, char *err, size_t cap)
     if (rc == 0) {
         c.memo[c.n_memo++] = (memo_entry){ s, c.sc->root }; /* "$ref": "#" */
         rc = compile_into(&c, s, c.sc->root);
+    }
+    if (rc == 0 && c.sc->n_regexes > 0) { /* room for the mask's kept verdicts in pattern strings */
+        c.sc->memo = calloc(1, sizeof(llm_schema_memo));
+        if (c.sc->memo == NULL || (c.sc->memo->bits = calloc(c.sc->n_regexes, sizeof(uint64_t **))) == NULL)
+            rc = fail(&c, "schema: out of memory");
+        for (uint32_t i = 0; rc == 0 && i < c.sc->n_regexes; i++)
+            if ((c.sc->memo->bits[i] = calloc(LLM_SCHEMA_MEMO_STATES, sizeof(uint64_t *))) == NULL)
+                rc = fail(&c, "schema: out of memory");
     }
     if (rc == 0) {
         uint8_t *colour = calloc(c.sc->n_nodes, 1);

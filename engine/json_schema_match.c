@@ -760,11 +760,22 @@ static int schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float
     const sframe *top = &s->cur.t[0].f[s->cur.t[0].depth - 1];
     if (s->cur.n == 1 && top->node != NO_NODE && sc->nodes[top->node].kind == SK_STRING &&
         sc->nodes[top->node].pattern >= 0 && top->ph == P_IN) {
-        pc.re = sc->regexes[sc->nodes[top->node].pattern];
+        int rx = sc->nodes[top->node].pattern;
+        pc.re = sc->regexes[rx];
         pc.state = (int)top->u.g.b;
         mt.in_string = mt.all_in_string = 1;
         mt.plain_fits = pattern_fits;
         mt.plain_ctx = &pc;
+        /* a state met before: its verdicts were kept (the loop of an e-mail's local part, a date's digits) */
+        uint64_t **memo = sc->memo != NULL ? sc->memo->bits[rx] : NULL;
+        if (memo != NULL && pc.state < LLM_SCHEMA_MEMO_STATES) {
+            if (memo[pc.state] == NULL && sc->memo->used < LLM_SCHEMA_MEMO_MAX &&
+                (memo[pc.state] = malloc((size_t)(llm_json_vocab_size(v) + 63) / 64 * sizeof(uint64_t))) != NULL) {
+                llm_json_plain_bits(v, pattern_fits, &pc, memo[pc.state]);
+                sc->memo->used++;
+            }
+            mt.plain_bits = memo[pc.state];
+        }
     }
     fit_ctx x = { sc, &s->cur, w };
     mt.fits = schema_fits;

@@ -42,6 +42,16 @@ typedef struct {
     uint32_t off, len;  /* in bytes[] */
 } llm_schema_text;
 
+/* Per pattern and DFA state (the first LLM_SCHEMA_MEMO_STATES), the verdicts of the mask on plain tokens
+ * there, kept once made; at most LLM_SCHEMA_MEMO_MAX of them a schema. Written by the one thread that masks
+ * the request the schema belongs to (each request compiles its own). */
+#define LLM_SCHEMA_MEMO_STATES 32
+#define LLM_SCHEMA_MEMO_MAX    64
+typedef struct {
+    uint64_t ***bits;  /* [regex][state], NULL until made */
+    int         used;
+} llm_schema_memo;
+
 struct llm_schema {
     llm_schema_node *nodes;
     uint32_t         n_nodes, cap_nodes;
@@ -55,6 +65,7 @@ struct llm_schema {
     size_t           n_bytes, cap_bytes;
     llm_regex      **regexes;   /* patterns and formats */
     uint32_t         n_regexes, cap_regexes;
+    llm_schema_memo *memo;      /* the mask's kept verdicts in pattern strings (json_schema_match.c) */
     uint32_t         root;
     uint32_t         any_string; /* a map's keys */
 };
