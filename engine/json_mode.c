@@ -369,7 +369,8 @@ int llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
     unsigned room = mt->string_room, all = mt->all_in_string != 0;
     /* one loop per kind of state; each gathers 64 tokens' bits in a register (ids past the vocabulary
      * stay 0) */
-    if (mt->in_string && mt->plain_bits != NULL) { /* a pattern's kept verdicts on plain tokens */
+    if (mt->in_string && (mt->plain_bits != NULL || mt->plain_fits != NULL)) {
+        /* a pattern decides plain tokens (every reading in it): its kept verdicts, or asked one by one */
         const uint64_t *pb = mt->plain_bits;
         for (int w = 0; w < words; w++) {
             uint64_t bits = 0;
@@ -377,25 +378,8 @@ int llm_json_mask_bits(const llm_json_vocab *v, const llm_json_mask_tables *mt, 
                 uint32_t x = v->info[id];
                 unsigned keep;
                 if (x & I_PLAIN) {
-                    keep = (unsigned)(pb[id >> 6] >> (id & 63)) & 1u;
-                    left += (int)keep;
-                } else {
-                    keep = first[x & 255];
-                    cand[m] = id;
-                    m += (int)keep;
-                }
-                bits |= (uint64_t)keep << (id & 63);
-            }
-            allow[w] = bits;
-        }
-    } else if (mt->in_string && mt->plain_fits != NULL) { /* a pattern decides plain tokens (every reading in it) */
-        for (int w = 0; w < words; w++) {
-            uint64_t bits = 0;
-            for (int id = w * 64, end = id + 64 < n ? id + 64 : n; id < end; id++) {
-                uint32_t x = v->info[id];
-                unsigned keep;
-                if (x & I_PLAIN) {
-                    keep = mt->plain_fits(mt->plain_ctx, v->bytes + v->off[id], v->len[id]) != 0;
+                    keep = pb != NULL ? (unsigned)(pb[id >> 6] >> (id & 63)) & 1u
+                                      : mt->plain_fits(mt->plain_ctx, v->bytes + v->off[id], v->len[id]) != 0;
                     left += (int)keep;
                 } else {
                     keep = first[x & 255];
