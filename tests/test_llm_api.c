@@ -420,13 +420,18 @@ int main(void)
             "\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/$defs/t\"},\"b\":{\"enum\":[1,\"x\",[2]]},"
             "\"c\":{\"type\":\"array\",\"items\":{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"integer\"}]},\"minItems\":1}},"
             "\"required\":[\"a\",\"c\"]}}}}",
+            "{\"messages\":[{\"role\":\"user\",\"content\":\"w\"},{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+            "[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"x\\\":[1,2]}\"}}]},"
+            "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"}],\"tools\":[{\"type\":\"function\",\"function\":"
+            "{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\",\"items\":"
+            "{\"type\":\"integer\",\"minimum\":0}}},\"required\":[\"x\"]}}}],\"tool_choice\":\"required\"}",
         };
         uint64_t x = 0x1234567u;
         int sane = 1, runs = 0;
         for (int k = 0; k < 3000; k++) {
-            const char *seed = seeds[k % 4];
+            const char *seed = seeds[k % 5];
             size_t n = strlen(seed);
-            char buf[512];
+            char buf[1024];
             memcpy(buf, seed, n);
             for (int j = 0; j < 1 + k % 4; j++) {
                 x = x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -435,7 +440,7 @@ int main(void)
             }
             x = x * 6364136223846793005ULL + 1442695040888963407ULL;
             size_t len = k % 5 == 0 ? (size_t)(x >> 33) % n : n; /* some truncated */
-            int rc = llm_api_parse(k % 4 >= 2 ? LLM_API_CHAT : LLM_API_COMPLETIONS, buf, len, &r, &e);
+            int rc = llm_api_parse(k % 5 >= 2 ? LLM_API_CHAT : LLM_API_COMPLETIONS, buf, len, &r, &e);
             sane &= rc == 0 || (rc == -1 && (e.status == 400 || e.status == 500));
             llm_api_req_free(&r);
             runs++;
