@@ -112,7 +112,7 @@ int main(int argc, char **argv)
         { "in an array", "{\"a\": [1, " },
     };
     char msg[256];
-    llm_schema *obj = llm_schema_parse("{\"type\":\"object\"}", 17, msg, sizeof msg);
+    llm_schema *obj = llm_schema_parse(LLM_SCHEMA_JSON_OBJECT, strlen(LLM_SCHEMA_JSON_OBJECT), msg, sizeof msg);
     llm_schema *person = llm_schema_parse(PERSON, strlen(PERSON), msg, sizeof msg);
     double *tc = malloc((size_t)reps * sizeof(double));
     float *c = malloc((size_t)n * sizeof(float));

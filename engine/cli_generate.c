@@ -163,7 +163,7 @@ int cli_generate(const llm_args *a)
     }
     if (json || schema_path != NULL) {
         char why[256] = "out of memory";
-        cJSON *doc = schema_path != NULL ? llm_json_read_file(schema_path, &err) : cJSON_Parse("{\"type\":\"object\"}");
+        cJSON *doc = schema_path != NULL ? llm_json_read_file(schema_path, &err) : cJSON_Parse(LLM_SCHEMA_JSON_OBJECT);
         if (doc != NULL)
             schema = llm_schema_compile(doc, why, sizeof why);
         cJSON_Delete(doc);

@@ -49,6 +49,9 @@
 
 typedef struct llm_schema llm_schema;
 
+/* JSON mode's constraint as a schema: any JSON object. */
+#define LLM_SCHEMA_JSON_OBJECT "{\"type\":\"object\"}"
+
 /* Compile a schema (a cJSON object or boolean true). NULL with a message in err (a refused keyword, a bad
  * $ref, a limit, no memory). The schema does not keep s. */
 llm_schema *llm_schema_compile(const cJSON *s, char *err, size_t cap);

@@ -480,10 +480,10 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     }
     llm_schema *schema = NULL;
     if (q->json || q->schema != NULL) { /* JSON mode is the schema of any object */
-        static const char any_object[] = "{\"type\":\"object\"}";
         char msg[256];
         schema = q->schema != NULL ? llm_schema_parse(q->schema, q->schema_len, msg, sizeof msg)
-                                   : llm_schema_parse(any_object, sizeof any_object - 1, msg, sizeof msg);
+                                   : llm_schema_parse(LLM_SCHEMA_JSON_OBJECT, strlen(LLM_SCHEMA_JSON_OBJECT), msg,
+                                                      sizeof msg);
         if (schema == NULL) {
             llm_seterr(err, "%s", msg);
             return -1;

@@ -60,15 +60,16 @@ void llm_api_req_free(llm_api_req *r)
 
 /* ---- typed field getters: 0 absent/null, 1 present and valid, -1 error set ---- */
 
-static const cJSON *field(const cJSON *o, const char *name)
+const cJSON *llm_api_field(const cJSON *o, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
     return (v && !cJSON_IsNull(v)) ? v : NULL;
 }
 
+
 static int get_num(const cJSON *o, const char *name, double lo, double hi, double *out, llm_api_err *e)
 {
-    const cJSON *v = field(o, name);
+    const cJSON *v = llm_api_field(o, name);
     if (!v) return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
         llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be a number", name);
@@ -85,7 +86,7 @@ static int get_num(const cJSON *o, const char *name, double lo, double hi, doubl
 
 static int get_int(const cJSON *o, const char *name, double lo, double hi, long long *out, llm_api_err *e)
 {
-    const cJSON *v = field(o, name);
+    const cJSON *v = llm_api_field(o, name);
     if (!v) return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || floor(v->valuedouble) != v->valuedouble) {
         llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be an integer", name);
@@ -102,7 +103,7 @@ static int get_int(const cJSON *o, const char *name, double lo, double hi, long 
 
 static int get_bool(const cJSON *o, const char *name, int *out, llm_api_err *e)
 {
-    const cJSON *v = field(o, name);
+    const cJSON *v = llm_api_field(o, name);
     if (!v) return 0;
     if (!cJSON_IsBool(v)) {
         llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be a boolean", name);
@@ -114,7 +115,7 @@ static int get_bool(const cJSON *o, const char *name, int *out, llm_api_err *e)
 
 static int get_str(const cJSON *o, const char *name, const char **out, llm_api_err *e)
 {
-    const cJSON *v = field(o, name);
+    const cJSON *v = llm_api_field(o, name);
     if (!v) return 0;
     if (!cJSON_IsString(v)) {
         llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be a string", name);
@@ -187,7 +188,7 @@ static int parse_batch(const cJSON *p, int cnt, llm_api_req *r, llm_api_err *e)
 
 static int parse_prompt(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
-    const cJSON *p = field(root, "prompt");
+    const cJSON *p = llm_api_field(root, "prompt");
     r->n_prompts = 1;
     if (!p) { llm_api_seterr(e, 400, "prompt", "missing_required_parameter", "'prompt' is required"); return -1; }
     if (cJSON_IsString(p)) { r->prompt = p->valuestring; r->prompt_len = strlen(p->valuestring); return 0; }
@@ -329,7 +330,7 @@ static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
 
 static int parse_stop(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
-    const cJSON *s = field(root, "stop");
+    const cJSON *s = llm_api_field(root, "stop");
     if (!s) return 0;
     if (cJSON_IsString(s)) {
         if (strlen(s->valuestring) > LLM_STOP_MAX_LEN) goto too_long;
@@ -382,7 +383,7 @@ static int key_token_id(const char *k, int32_t *out)
 
 static int parse_logit_bias(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
-    const cJSON *o = field(root, "logit_bias"), *x;
+    const cJSON *o = llm_api_field(root, "logit_bias"), *x;
     if (!o) return 0;
     if (!cJSON_IsObject(o)) {
         llm_api_seterr(e, 400, "logit_bias", "invalid_type", "'logit_bias' must be an object mapping token ids to biases");
@@ -421,7 +422,7 @@ static int parse_logit_bias(const cJSON *root, llm_api_req *r, llm_api_err *e)
 /* vLLM's stop_token_ids: at most LLM_API_MAX_STOP_IDS ids (checked against the vocabulary later). */
 static int parse_stop_token_ids(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
-    const cJSON *a = field(root, "stop_token_ids");
+    const cJSON *a = llm_api_field(root, "stop_token_ids");
     if (!a) return 0;
     if (!cJSON_IsArray(a)) {
         llm_api_seterr(e, 400, "stop_token_ids", "invalid_type", "'stop_token_ids' must be an array of token ids");
@@ -445,29 +446,29 @@ static int parse_stop_token_ids(const cJSON *root, llm_api_req *r, llm_api_err *
  * best_of. Empty lists, "none" and best_of 1 are fine. */
 static int refuse_unsupported(const cJSON *root, const llm_api_req *r, llm_api_err *e)
 {
-    const cJSON *fs = field(root, "functions");
+    const cJSON *fs = llm_api_field(root, "functions");
     if (fs && (!cJSON_IsArray(fs) || cJSON_GetArraySize(fs) > 0)) {
         llm_api_seterr(e, 400, "functions", "unsupported_parameter",
                        "'functions' (the legacy form of function calling) is not supported: give 'tools'");
         return -1;
     }
-    const cJSON *fc = field(root, "function_call");
+    const cJSON *fc = llm_api_field(root, "function_call");
     if (fc && !(cJSON_IsString(fc) && (!strcmp(fc->valuestring, "none") || !strcmp(fc->valuestring, "auto")))) {
         llm_api_seterr(e, 400, "function_call", "unsupported_parameter",
                        "'function_call' (the legacy form of function calling) is not supported: give 'tool_choice'");
         return -1;
     }
-    const cJSON *tools = field(root, "tools");
+    const cJSON *tools = llm_api_field(root, "tools");
     if (r->kind == LLM_API_COMPLETIONS && tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0)) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "'tools' (function calling) is for /v1/chat/completions");
         return -1;
     }
-    const cJSON *sfx = field(root, "suffix");
+    const cJSON *sfx = llm_api_field(root, "suffix");
     if (r->kind == LLM_API_COMPLETIONS && sfx && !(cJSON_IsString(sfx) && sfx->valuestring[0] == '\0')) {
         llm_api_seterr(e, 400, "suffix", "unsupported_parameter", "'suffix' (insertion) is not supported by this server");
         return -1;
     }
-    const cJSON *bo = field(root, "best_of");
+    const cJSON *bo = llm_api_field(root, "best_of");
     if (bo && !(cJSON_IsNumber(bo) && (bo->valuedouble == 1 || bo->valuedouble == r->n))) {
         llm_api_seterr(e, 400, "best_of", "unsupported_parameter",
                        "'best_of' above 'n' is not supported by this server: ask for 'n' choices and pick");
@@ -504,7 +505,7 @@ static int take_schema(const cJSON *schema, const char *param, llm_api_req *r, l
  * guided_json (a schema, or its text). */
 static int parse_response_format(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
-    const cJSON *o = field(root, "response_format"), *g = field(root, "guided_json");
+    const cJSON *o = llm_api_field(root, "response_format"), *g = llm_api_field(root, "guided_json");
     if (o && g) {
         llm_api_seterr(e, 400, "guided_json", "invalid_value", "give 'response_format' or 'guided_json', not both");
         return -1;
@@ -537,13 +538,13 @@ static int parse_response_format(const cJSON *root, llm_api_req *r, llm_api_err 
                        "response_format type must be \"text\", \"json_object\" or \"json_schema\", got \"%.40s\"", type);
         return -1;
     }
-    const cJSON *js = field(o, "json_schema");
+    const cJSON *js = llm_api_field(o, "json_schema");
     if (!cJSON_IsObject(js)) {
         llm_api_seterr(e, 400, "response_format", "invalid_value",
                        "response_format type \"json_schema\" needs a 'json_schema' object with the 'schema'");
         return -1;
     }
-    const cJSON *name = field(js, "name"), *schema = field(js, "schema");
+    const cJSON *name = llm_api_field(js, "name"), *schema = llm_api_field(js, "schema");
     if (name && !cJSON_IsString(name)) {
         llm_api_seterr(e, 400, "response_format", "invalid_type", "'json_schema.name' must be a string");
         return -1;
@@ -570,7 +571,7 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
 
     if (get_num(root, "temperature", 0, 2, &r->temperature, e) < 0) return -1;
     if (get_num(root, "top_p", 0, 1, &r->top_p, e) < 0) return -1;
-    if (field(root, "top_p") && r->top_p <= 0) {
+    if (llm_api_field(root, "top_p") && r->top_p <= 0) {
         llm_api_seterr(e, 400, "top_p", "invalid_value", "'top_p' must be in (0, 1]");
         return -1;
     }
@@ -580,7 +581,7 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (get_num(root, "presence_penalty", -2, 2, &r->presence_penalty, e) < 0) return -1;
     if (get_num(root, "frequency_penalty", -2, 2, &r->frequency_penalty, e) < 0) return -1;
     if (get_num(root, "repetition_penalty", 0, 10, &r->repetition_penalty, e) < 0) return -1;
-    if (field(root, "repetition_penalty") && r->repetition_penalty <= 0) {
+    if (llm_api_field(root, "repetition_penalty") && r->repetition_penalty <= 0) {
         llm_api_seterr(e, 400, "repetition_penalty", "invalid_value", "'repetition_penalty' must be > 0");
         return -1;
     }
@@ -616,7 +617,7 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     if (parse_stop(root, r, e)) return -1;
     if (get_bool(root, "stream", &r->stream, e) < 0) return -1;
-    const cJSON *so = field(root, "stream_options");
+    const cJSON *so = llm_api_field(root, "stream_options");
     if (so) {
         if (!cJSON_IsObject(so)) {
             llm_api_seterr(e, 400, "stream_options", "invalid_type", "'stream_options' must be an object");
@@ -677,7 +678,7 @@ int llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *
         return llm_tools_parse(root, r, e);
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */
-        if (field(root, "messages")) {
+        if (llm_api_field(root, "messages")) {
             if (parse_messages(root, r, e)) return -1;
             if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0) return -1;
             if (llm_tools_parse(root, r, e)) return -1; /* the prompt a chat with these tools would get */
@@ -696,7 +697,7 @@ int llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *
         return 0;
     }
     case LLM_API_DETOKENIZE: {
-        const cJSON *t = field(root, "tokens");
+        const cJSON *t = llm_api_field(root, "tokens");
         if (!t) {
             llm_api_seterr(e, 400, "tokens", "missing_required_parameter", "'tokens' (an array of token ids) is required");
             return -1;

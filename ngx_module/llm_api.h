@@ -105,6 +105,9 @@ typedef struct {
 /* Prompt i of a completions request as a one-prompt view of r (for encoding): prompt / ids set, no batch. */
 void llm_api_prompt_at(const llm_api_req *r, int i, llm_api_req *one);
 
+/* o's member name, or NULL when absent or null (the parser's rule: null means absent). */
+const cJSON *llm_api_field(const cJSON *o, const char *name);
+
 /* Parses and validates a body. Unknown fields are ignored; null means absent.
  * Returns 0, or -1 with e filled (status 400). Free with llm_api_req_free in both cases. */
 int  llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *r, llm_api_err *e);

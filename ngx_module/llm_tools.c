@@ -1,6 +1,7 @@
 /* Function calling: tools into the request, tool calls out of the answer (llm_tools.h). */
 #include "llm_tools.h"
 #include "json_schema.h"
+#include "ngx_http_llm_format.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,26 +10,15 @@
 
 /* ---- json.dumps ---- */
 
+/* The module's text buffer; out of memory is sticky, checked once at the end. */
 typedef struct {
-    char  *p;
-    size_t len, cap;
-    int    oom;
+    ngx_http_llm_text_t t;
+    int                 oom;
 } buf_t;
 
 static void put(buf_t *b, const char *s, size_t n)
 {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (q == NULL) { b->oom = 1; return; }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
+    b->oom = b->oom || ngx_http_llm_text_append(&b->t, s, n) != 0;
 }
 
 static void puts_(buf_t *b, const char *s) { put(b, s, strlen(s)); }
@@ -106,19 +96,14 @@ static void dump(buf_t *b, const cJSON *v, int indent, int level)
 
 char *llm_tools_dumps(const cJSON *v, int indent)
 {
-    buf_t b = { NULL, 0, 0, 0 };
+    buf_t b = { { NULL, 0, 0 }, 0 };
     dump(&b, v, indent, 0);
-    if (b.oom || b.p == NULL) { free(b.p); return NULL; }
-    return b.p;
+    if (b.oom || b.t.data == NULL) { free(b.t.data); return NULL; }
+    return b.t.data;
 }
 
 /* ---- the request ---- */
 
-static const cJSON *opt_field(const cJSON *o, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    return (v && !cJSON_IsNull(v)) ? v : NULL;
-}
 
 static int name_ok(const char *s)
 {
@@ -151,7 +136,7 @@ static int check_tools(const cJSON *tools, llm_api_err *e)
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-        const cJSON *params = opt_field(fn, "parameters"), *desc = opt_field(fn, "description");
+        const cJSON *params = llm_api_field(fn, "parameters"), *desc = llm_api_field(fn, "description");
         if (!cJSON_IsObject(t) || !cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 || !cJSON_IsObject(fn)) {
             llm_api_seterr(e, 400, "tools", "invalid_value", "tools[%d] must be {\"type\": \"function\", \"function\": {...}}", i);
             return -1;
@@ -179,7 +164,7 @@ static int check_tools(const cJSON *tools, llm_api_err *e)
 static cJSON *call_schema(const cJSON *tool)
 {
     const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
-    const cJSON *params = opt_field(fn, "parameters");
+    const cJSON *params = llm_api_field(fn, "parameters");
     cJSON *s = cJSON_CreateObject(), *props = cJSON_CreateObject(), *name = cJSON_CreateObject();
     cJSON *p = params ? cJSON_Duplicate(params, 1) : cJSON_CreateObject();
     cJSON *req = cJSON_CreateArray();
@@ -239,7 +224,7 @@ static int hold_to_calls(const cJSON *tools, const char *only, llm_api_req *r, l
 /* Each tool as the Llama 3.1 template lists it: tojson(indent=4), then a blank line. */
 static char *tool_defs(const cJSON *tools)
 {
-    buf_t b = { NULL, 0, 0, 0 };
+    buf_t b = { { NULL, 0, 0 }, 0 };
     for (const cJSON *t = tools->child; t != NULL; t = t->next) {
         char *s = llm_tools_dumps(t, 4);
         if (s == NULL) { b.oom = 1; break; }
@@ -247,13 +232,13 @@ static char *tool_defs(const cJSON *tools)
         puts_(&b, "\n\n");
         free(s);
     }
-    if (b.oom) { free(b.p); return NULL; }
-    return b.p ? b.p : strdup("");
+    if (b.oom) { free(b.t.data); return NULL; }
+    return b.t.data ? b.t.data : strdup("");
 }
 
 int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
-    const cJSON *tools = opt_field(root, "tools"), *tc = opt_field(root, "tool_choice"), *ptc = opt_field(root, "parallel_tool_calls");
+    const cJSON *tools = llm_api_field(root, "tools"), *tc = llm_api_field(root, "tool_choice"), *ptc = llm_api_field(root, "parallel_tool_calls");
     if (tools && check_tools(tools, e)) return -1;
     if (ptc && !cJSON_IsBool(ptc)) {
         llm_api_seterr(e, 400, "parallel_tool_calls", "invalid_type", "'parallel_tool_calls' must be a boolean");
