@@ -168,6 +168,16 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
             llm_tensor_check(&L->w_up, "ffn_up", l, c->dim, c->hidden_dim, 0, who, err) ||
             llm_tensor_check(&L->w_down, "ffn_down", l, c->hidden_dim, c->dim, 0, who, err))
             return -1;
+        /* the optional vectors: all three biases or none, both q/k norms or neither */
+        if ((L->bq.data != NULL || L->bk.data != NULL || L->bv.data != NULL) &&
+            (llm_tensor_check(&L->bq, "attn_q.bias", l, qd, 1, 1, who, err) ||
+             llm_tensor_check(&L->bk, "attn_k.bias", l, kvd, 1, 1, who, err) ||
+             llm_tensor_check(&L->bv, "attn_v.bias", l, kvd, 1, 1, who, err)))
+            return -1;
+        if ((L->q_norm.data != NULL || L->k_norm.data != NULL) &&
+            (llm_tensor_check(&L->q_norm, "attn_q_norm", l, c->head_dim, 1, 1, who, err) ||
+             llm_tensor_check(&L->k_norm, "attn_k_norm", l, c->head_dim, 1, 1, who, err)))
+            return -1;
     }
     return 0;
 }

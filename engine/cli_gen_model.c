@@ -1,21 +1,30 @@
 /* llm-engine gen-model: a GGUF with random weights of a real model's shape
- * (--preset), or an existing model re-saved in another dtype (--from). */
+ * (--preset), or an existing model re-saved in another dtype (--from), as GGUF
+ * or (--format hf) as a Hugging Face directory. */
 #include "cli.h"
 #include "model.h"
 #include "model_gen.h"
 #include "model_write.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int cli_gen_model(const llm_args *a)
 {
-    static const char *const known[] = { "preset=", "from=", "tokenizer=", "dtype=", "out=", "seed=", NULL };
+    static const char *const known[] = { "preset=", "from=", "tokenizer=", "dtype=", "out=", "seed=", "format=",
+                                         NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
     const char *preset = llm_arg_str(a, "preset"), *from = llm_arg_str(a, "from");
     const char *dtype_s = llm_arg_str(a, "dtype"), *out = llm_arg_str(a, "out");
     if ((preset == NULL) == (from == NULL) || out == NULL) {
         fprintf(stderr, "error: gen-model needs one of --preset NAME / --from MODEL, and --out FILE.gguf\n");
+        return 2;
+    }
+    const char *format = llm_arg_str(a, "format");
+    int hf = format != NULL && strcmp(format, "hf") == 0;
+    if ((format != NULL && !hf && strcmp(format, "gguf") != 0) || (hf && from == NULL)) {
+        fprintf(stderr, "error: --format is gguf or hf (hf: with --from)\n");
         return 2;
     }
     llm_dtype dt = LLM_F32;
@@ -31,7 +40,7 @@ int cli_gen_model(const llm_args *a)
         rc = llm_model_generate(preset, dt, seed, out, llm_shared_dir(), &err);
     } else {
         llm_model *m = llm_model_load(from, llm_arg_str(a, "tokenizer"), &err);
-        rc = m != NULL ? llm_model_save_gguf(m, dt, out, &err) : -1;
+        rc = m == NULL ? -1 : hf ? llm_model_save_hf(m, dt, out, &err) : llm_model_save_gguf(m, dt, out, &err);
         llm_model_free(m);
     }
     if (rc != 0) {

@@ -21,8 +21,9 @@ static void usage(FILE *f)
         "             [--kv-blocks auto|N] [--block-size 16] [--threads N] [--slots 256] [--stream-cap 1024]\n"
         "             [--max-waiting N] [--shm-mode 0600] [--backend cpu|cuda] [--device N]\n"
         "             [--oom-recover-ms 1000] [--mask-threads 2] (supervision, Redis, tuning: see README)\n"
-        "  gen-model  (--preset tiny|tiny-llama3|stories110m|llama-3.2-1b|llama-3.2-3b | --from MODEL)\n"
-        "             --dtype f32|f16|bf16|q8_0|q4_0 --out FILE.gguf [--seed S]\n");
+        "  gen-model  (--preset tiny|tiny-llama3|stories110m|llama-3.2-1b|llama-3.2-3b|tiny-qwen2|tiny-qwen3|\n"
+        "                       qwen2.5-0.5b|qwen3-0.6b | --from MODEL [--format gguf|hf])\n"
+        "             --dtype f32|f16|bf16|q8_0|q4_0 --out FILE.gguf|DIR [--seed S]\n");
 }
 
 int main(int argc, char **argv)

@@ -227,6 +227,17 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
     return 0;
 }
 
+int llm_model_arch_ok(const char *arch)
+{
+    return strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0;
+}
+
+/* An optional per-layer vector (bias, q/k norm): absent, or F32 of length n. */
+static int check_optional(const llm_model *m, const llm_tensor *t, const char *what, int64_t n, llm_err *err)
+{
+    return t->data == NULL && t->src == NULL ? 0 : check_tensor(m, t, what, n, 1, 1, err);
+}
+
 static size_t tensor_bytes(const llm_tensor *t)
 {
     return llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]) * (size_t)t->ne[1];
@@ -294,6 +305,17 @@ int llm_model_validate(llm_model *m, llm_err *err)
         CHK(w_up, c->dim, c->hidden_dim, 0)
         CHK(w_down, c->hidden_dim, c->dim, 0)
 #undef CHK
+#define OPT(field, n)                                                          \
+        snprintf(w, sizeof(w), "layer %d " #field, l);                         \
+        if (check_optional(m, &L->field, w, n, err)) return -1;                \
+        wb += L->field.data != NULL ? tensor_bytes(&L->field) : 0;
+        OPT(bq, q) OPT(bk, kv) OPT(bv, kv) OPT(q_norm, c->head_dim) OPT(k_norm, c->head_dim)
+#undef OPT
+        if ((L->bq.data != NULL) != (L->bk.data != NULL) || (L->bk.data != NULL) != (L->bv.data != NULL) ||
+            (L->q_norm.data != NULL) != (L->k_norm.data != NULL)) {
+            llm_seterr(err, "%s: layer %d has some of the q/k/v biases or q/k norms but not all", m->path, l);
+            return -1;
+        }
     }
     m->weight_bytes = wb;
     if (c->bos_id >= c->vocab_size || c->eos_id >= c->vocab_size) {
@@ -346,6 +368,15 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         describe_tensor(f, "ffn_gate", &L->w_gate);
         describe_tensor(f, "ffn_up", &L->w_up);
         describe_tensor(f, "ffn_down", &L->w_down);
+        if (L->bq.data != NULL) {
+            describe_tensor(f, "attn_q.bias", &L->bq);
+            describe_tensor(f, "attn_k.bias", &L->bk);
+            describe_tensor(f, "attn_v.bias", &L->bv);
+        }
+        if (L->q_norm.data != NULL) {
+            describe_tensor(f, "attn_q_norm", &L->q_norm);
+            describe_tensor(f, "attn_k_norm", &L->k_norm);
+        }
     }
     describe_tensor(f, "output_norm", &m->out_norm);
     describe_tensor(f, c->tied_embeddings ? "output(tied)" : "output", &m->output);

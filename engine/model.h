@@ -56,6 +56,9 @@ typedef struct {
     llm_tensor ffn_norm;            /* F32, [dim] */
     llm_tensor w_gate, w_up;        /* [hidden x dim] */
     llm_tensor w_down;              /* [dim x hidden] */
+    /* Optional, F32 (data NULL when the architecture has none), applied to q and k before rope: */
+    llm_tensor bq, bk, bv;          /* Qwen 2: biases of the q, k, v projections, [q], [kv], [kv] */
+    llm_tensor q_norm, k_norm;      /* Qwen 3: RMSNorm of each q / k head, weights [head_dim] */
 } llm_layer;
 
 /* A layer's seven matrices, in this order: wq, wk, wv, wo, w_gate, w_up, w_down. */
@@ -77,7 +80,7 @@ typedef struct llm_model {
 
     struct llm_tokenizer *tok;      /* NULL when the model file carries none and none was given */
 
-    char   arch[32];                /* "llama" */
+    char   arch[32];                /* "llama", "qwen2", "qwen3" (llm_model_arch_ok) */
     char   name[128];
     char   format[16];              /* "gguf", "llama2c", "hf" */
     char   path[1024];
@@ -130,6 +133,10 @@ int llm_model_finish_deferred(llm_model *m, llm_err *err);
 int llm_model_has_deferred(const llm_model *m);
 llm_model *llm_model_load_llama2c(const char *path, llm_err *err);
 llm_model *llm_model_load_hf(const char *dir, llm_err *err);
+
+/* 1 for the architectures the loaders take: "llama" (Llama 1-3, Mistral, and the
+ * like), "qwen2" (q/k/v biases) and "qwen3" (per-head q/k RMSNorm). */
+int llm_model_arch_ok(const char *arch);
 
 /* Fill cfg-derived fields and check every tensor's type and shape against cfg. */
 int llm_model_validate(llm_model *m, llm_err *err);

@@ -1,4 +1,5 @@
-/* Random-weight model generator: llama-shaped GGUF files written tensor by tensor. */
+/* Random-weight model generator: GGUF files of a real model's shape (Llama, Qwen 2,
+ * Qwen 3) written tensor by tensor. */
 #include "model_gen.h"
 #include "model.h"
 #include "model_write.h"
@@ -11,29 +12,50 @@ typedef struct {
     const char *name;
     llm_config  cfg;
     int         llama3;  /* Llama 3 tokenizer + rope scaling; else the SPM stories tokenizer */
+    const char *arch;    /* NULL: "llama"; Qwen presets carry Llama 3's vocabulary with Qwen 2's pre-tokenizer */
+    /* Spread of the matrices, the embedding and the biases (0: 0.02, 0.02, 0.1). The tiny Qwen
+     * presets use 1/sqrt(dim) and 1: activations of order 1 and peaked next-token distributions,
+     * so that parity tests see every part of the layer in the logits. */
+    float       sd, emb_sd, bias_sd;
 } preset;
 
 static const preset presets[] = {
     { "tiny", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
                 .vocab_size = 512, .seq_len = 512, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
-                .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0 },
+                .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0, NULL, 0, 0, 0 },
     /* the tiny shape with Llama 3's tokenizer and chat template: tests of what is Llama 3's (tools) */
     { "tiny-llama3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
                        .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f, .norm_eps = 1e-5f,
-                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1 },
+                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0, 0, 0 },
     { "stories110m", { .dim = 768, .hidden_dim = 2048, .n_layers = 12, .n_heads = 12, .n_kv_heads = 12,
                        .head_dim = 64, .vocab_size = 32000, .seq_len = 1024, .rope_theta = 10000.0f,
-                       .norm_eps = 1e-5f, .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0 },
+                       .norm_eps = 1e-5f, .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0, NULL, 0, 0, 0 },
     { "llama-3.2-1b", { .dim = 2048, .hidden_dim = 8192, .n_layers = 16, .n_heads = 32, .n_kv_heads = 8,
                         .head_dim = 64, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
                         .norm_eps = 1e-5f, .rope_scaling = 1, .rope_factor = 32.0f, .rope_low_freq_factor = 1.0f,
                         .rope_high_freq_factor = 4.0f, .rope_orig_ctx = 8192, .tied_embeddings = 1,
-                        .bos_id = 128000, .eos_id = 128009 }, 1 },
+                        .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0, 0, 0 },
     { "llama-3.2-3b", { .dim = 3072, .hidden_dim = 8192, .n_layers = 28, .n_heads = 24, .n_kv_heads = 8,
                         .head_dim = 128, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
                         .norm_eps = 1e-5f, .rope_scaling = 1, .rope_factor = 32.0f, .rope_low_freq_factor = 1.0f,
                         .rope_high_freq_factor = 4.0f, .rope_orig_ctx = 8192, .tied_embeddings = 1,
-                        .bos_id = 128000, .eos_id = 128009 }, 1 },
+                        .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0, 0, 0 },
+    /* Qwen 2 (q/k/v biases) and Qwen 3 (q/k norms, head_dim not dim / heads), tiny, then the shapes of
+     * Qwen2.5-0.5B and Qwen3-0.6B with Llama 3's 128,256-token vocabulary instead of Qwen's 151,936 */
+    { "tiny-qwen2", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                      .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
+                      .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen2", 0.125f, 1.0f, 0.5f },
+    { "tiny-qwen3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
+                      .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
+                      .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3", 0.125f, 1.0f, 0 },
+    { "qwen2.5-0.5b", { .dim = 896, .hidden_dim = 4864, .n_layers = 24, .n_heads = 14, .n_kv_heads = 2,
+                        .head_dim = 64, .vocab_size = 128256, .seq_len = 32768, .rope_theta = 1000000.0f,
+                        .norm_eps = 1e-6f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen2",
+      0, 0, 0 },
+    { "qwen3-0.6b", { .dim = 1024, .hidden_dim = 3072, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8,
+                      .head_dim = 128, .vocab_size = 128256, .seq_len = 40960, .rope_theta = 1000000.0f,
+                      .norm_eps = 1e-6f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3",
+      0, 0, 0 },
 };
 
 /* One tensor's generator: values mean + sd * N(0,1), approximated by the sum of
@@ -90,7 +112,8 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
         if (strcmp(presets[i].name, name) == 0)
             p = &presets[i];
     if (p == NULL) {
-        llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b)", name);
+        llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
+                   "tiny-qwen2, tiny-qwen3, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype)) {
@@ -98,7 +121,11 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
         return -1;
     }
     const llm_config *c = &p->cfg;
-    int n_gen = 9 * c->n_layers + 2, k = 0, rc = -1;
+    const char *arch = p->arch != NULL ? p->arch : "llama";
+    int qwen2 = strcmp(arch, "qwen2") == 0, qwen3 = strcmp(arch, "qwen3") == 0;
+    float sd = p->sd > 0 ? p->sd : 0.02f, emb_sd = p->emb_sd > 0 ? p->emb_sd : 0.02f;
+    float bias_sd = p->bias_sd > 0 ? p->bias_sd : 0.1f;
+    int n_gen = 14 * c->n_layers + 2, k = 0, rc = -1;
     gen *g = calloc((size_t)n_gen, sizeof(gen));
     float *rf = malloc((size_t)c->head_dim / 2 * sizeof(float));
     gguf_writer *w = gguf_writer_new();
@@ -108,11 +135,11 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
     }
     char gname[64];
     snprintf(gname, sizeof(gname), "random %s", p->name);
-    llm_gguf_w_llama_meta(w, c, gname, dtype);
+    llm_gguf_w_meta(w, arch, c, gname, dtype);
     char path[1024];
     if (p->llama3) {
         snprintf(path, sizeof(path), "%s/tokenizers/llama3/tokenizer.json", shared_dir);
-        if (llm_gguf_w_bpe_from_hf(w, path, err) != 0)
+        if (llm_gguf_w_bpe_from_hf(w, path, p->arch != NULL ? "qwen2" : NULL, err) != 0)
             goto out;
     } else {
         snprintf(path, sizeof(path), "%s/models/stories260K/tok512.bin", shared_dir);
@@ -131,7 +158,7 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
         uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
         gguf_w_tensor_fill(w, nm, G->type, (c1) == 1 ? 1 : 2, ne_, gen_fill, G);            \
     } while (0)
-    ADD("token_embd.weight", c->dim, c->vocab_size, 0.0f, 0.02f);
+    ADD("token_embd.weight", c->dim, c->vocab_size, 0.0f, emb_sd);
     ADD("output_norm.weight", c->dim, 1, 1.0f, 0.05f);
     uint64_t nrf = (uint64_t)c->head_dim / 2;
     if (c->rope_scaling) {
@@ -143,15 +170,26 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
 #define T(suffix, ne0, ne1, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
         ADD(n, ne0, ne1, mean_, sd_);
         T("attn_norm", c->dim, 1, 1.0f, 0.05f)
-        T("attn_q", c->dim, q, 0.0f, 0.02f)
-        T("attn_k", c->dim, kv, 0.0f, 0.02f)
-        T("attn_v", c->dim, kv, 0.0f, 0.02f)
-        T("attn_output", q, c->dim, 0.0f, 0.02f)
+        T("attn_q", c->dim, q, 0.0f, sd)
+        T("attn_k", c->dim, kv, 0.0f, sd)
+        T("attn_v", c->dim, kv, 0.0f, sd)
+        T("attn_output", q, c->dim, 0.0f, sd)
         T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
-        T("ffn_gate", c->dim, c->hidden_dim, 0.0f, 0.02f)
-        T("ffn_up", c->dim, c->hidden_dim, 0.0f, 0.02f)
-        T("ffn_down", c->hidden_dim, c->dim, 0.0f, 0.02f)
+        T("ffn_gate", c->dim, c->hidden_dim, 0.0f, sd)
+        T("ffn_up", c->dim, c->hidden_dim, 0.0f, sd)
+        T("ffn_down", c->hidden_dim, c->dim, 0.0f, sd)
 #undef T
+#define V(name, ne0, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." name, l); ADD(n, ne0, 1, mean_, sd_);
+        if (qwen2) {
+            V("attn_q.bias", q, 0.0f, bias_sd)
+            V("attn_k.bias", kv, 0.0f, bias_sd)
+            V("attn_v.bias", kv, 0.0f, bias_sd)
+        }
+        if (qwen3) {
+            V("attn_q_norm.weight", c->head_dim, 1.0f, 0.05f)
+            V("attn_k_norm.weight", c->head_dim, 1.0f, 0.05f)
+        }
+#undef V
     }
 #undef ADD
     rc = gguf_writer_write(w, out_path, err);

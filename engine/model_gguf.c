@@ -1,4 +1,6 @@
-/* GGUF "llama" architecture loader: llama.* hyper-parameters, blk.N.* tensors. */
+/* GGUF loader for the "llama", "qwen2" and "qwen3" architectures: <arch>.*
+ * hyper-parameters, blk.N.* tensors (Qwen 2's q/k/v biases, Qwen 3's per-head
+ * q/k norms; both rotate NeoX-style, halves rather than pairs). */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -154,6 +156,14 @@ static int take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err *e
     return llm_model_norm_f32(m, dst, t.type, t.data, t.ne[0], name, err);
 }
 
+/* A per-layer vector (bias, q/k norm) as F32, or absent when optional. */
+static int take_vec(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err)
+{
+    if (gguf_find_tensor(m->gguf, name) == NULL && !required)
+        return 0;
+    return take_norm(m, name, dst, err);
+}
+
 static int load(llm_model *m, llm_err *err)
 {
     gguf_ctx *g = m->gguf;
@@ -162,21 +172,37 @@ static int load(llm_model *m, llm_err *err)
         llm_seterr(err, "%s: missing general.architecture", m->path);
         return -1;
     }
-    if (strcmp(arch, "llama") != 0) {
-        llm_seterr(err, "%s: unsupported architecture '%s' (only llama)", m->path, arch);
+    if (!llm_model_arch_ok(arch)) {
+        llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen3)", m->path, arch);
         return -1;
     }
+    snprintf(m->arch, sizeof(m->arch), "%s", arch);
+    int qwen3 = strcmp(arch, "qwen3") == 0;
+    /* Tensors no architecture here has: refused rather than left out of the sums. */
+    static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
+                                          "blk.0.ffn_down.bias", "blk.0.ffn_gate_inp.weight", "output.bias" };
+    for (size_t i = 0; i < sizeof(unused) / sizeof(unused[0]); i++)
+        if (gguf_find_tensor(g, unused[i]) != NULL) {
+            llm_seterr(err, "%s: tensor %s is not supported (architecture %s)", m->path, unused[i], arch);
+            return -1;
+        }
     gguf_get_str(g, "general.name", m->name, sizeof(m->name));
     llm_config *c = &m->cfg;
     int rope_dims = 0;
-    if (get_int(m, "llama.embedding_length", &c->dim, 0, 1, err) ||
-        get_int(m, "llama.block_count", &c->n_layers, 0, 1, err) ||
-        get_int(m, "llama.feed_forward_length", &c->hidden_dim, 0, 1, err) ||
-        get_int(m, "llama.attention.head_count", &c->n_heads, 0, 1, err) ||
-        get_int(m, "llama.attention.head_count_kv", &c->n_kv_heads, c->n_heads, 0, err) ||
-        get_int(m, "llama.context_length", &c->seq_len, 2048, 0, err) ||
-        get_int(m, "llama.attention.key_length", &c->head_dim, 0, 0, err) ||
-        get_int(m, "llama.rope.dimension_count", &rope_dims, 0, 0, err))
+    char k[7][96];
+    static const char *const keys[7] = { "embedding_length", "block_count", "feed_forward_length",
+                                         "attention.head_count", "attention.head_count_kv", "context_length",
+                                         "attention.key_length" };
+    for (int i = 0; i < 7; i++)
+        snprintf(k[i], sizeof(k[i]), "%s.%s", arch, keys[i]);
+    char rdk[96], thk[96], epk[96];
+    snprintf(rdk, sizeof(rdk), "%s.rope.dimension_count", arch);
+    snprintf(thk, sizeof(thk), "%s.rope.freq_base", arch);
+    snprintf(epk, sizeof(epk), "%s.attention.layer_norm_rms_epsilon", arch);
+    if (get_int(m, k[0], &c->dim, 0, 1, err) || get_int(m, k[1], &c->n_layers, 0, 1, err) ||
+        get_int(m, k[2], &c->hidden_dim, 0, 1, err) || get_int(m, k[3], &c->n_heads, 0, 1, err) ||
+        get_int(m, k[4], &c->n_kv_heads, c->n_heads, 0, err) || get_int(m, k[5], &c->seq_len, 2048, 0, err) ||
+        get_int(m, k[6], &c->head_dim, 0, 0, err) || get_int(m, rdk, &rope_dims, 0, 0, err))
         return -1;
     if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0) {
         llm_seterr(err, "%s: bad block_count %d / head_count %d", m->path, c->n_layers, c->n_heads);
@@ -190,10 +216,11 @@ static int load(llm_model *m, llm_err *err)
         return -1;
     }
     c->rope_theta = 10000.0f;
-    gguf_get_f32(g, "llama.rope.freq_base", &c->rope_theta);
+    gguf_get_f32(g, thk, &c->rope_theta);
     c->norm_eps = 1e-5f;
-    gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &c->norm_eps);
-    c->rope_layout = LLM_ROPE_ADJACENT;
+    gguf_get_f32(g, epk, &c->norm_eps);
+    /* llama.cpp's converter permutes a llama's q/k rows for pair rotation; Qwen's stay as trained (NeoX) */
+    c->rope_layout = strcmp(arch, "llama") == 0 ? LLM_ROPE_ADJACENT : LLM_ROPE_HALF;
     int64_t id;
     if (gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &id) == 0 && id < INT32_MAX)
         c->bos_id = (int)id;
@@ -227,6 +254,11 @@ static int load(llm_model *m, llm_err *err)
         T("ffn_gate", w_gate) T("ffn_up", w_up) T("ffn_down", w_down)
 #undef T
 #undef N
+#define V(suffix, field, required) snprintf(n, sizeof(n), "blk.%d." suffix, l); \
+        if (take_vec(m, n, &L->field, required, err)) return -1;
+        V("attn_q.bias", bq, 0) V("attn_k.bias", bk, 0) V("attn_v.bias", bv, 0)
+        V("attn_q_norm.weight", q_norm, qwen3) V("attn_k_norm.weight", k_norm, qwen3)
+#undef V
     }
     const gguf_tensor *rf = gguf_find_tensor(g, "rope_freqs.weight");
     if (rf != NULL) {

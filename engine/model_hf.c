@@ -57,8 +57,16 @@ static int parse_config(llm_model *m, const char *dir, llm_err *err)
     }
     llm_config *c = &m->cfg;
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "llama") != 0) {
-        llm_seterr(err, "%s: unsupported model_type '%s' (only llama)", path, mt->valuestring);
+    if (cJSON_IsString(mt) && !llm_model_arch_ok(mt->valuestring)) {
+        llm_seterr(err, "%s: unsupported model_type '%s' (llama, qwen2, qwen3)", path, mt->valuestring);
+        cJSON_Delete(root);
+        return -1;
+    }
+    if (cJSON_IsString(mt))
+        snprintf(m->arch, sizeof(m->arch), "%s", mt->valuestring);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "mlp_bias")) ||
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"))) {
+        llm_seterr(err, "%s: mlp_bias and use_sliding_window are not supported", path);
         cJSON_Delete(root);
         return -1;
     }
@@ -154,6 +162,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
     if (llm_model_own(m, m->layers, err) != 0)
         return -1;
+    int qwen2 = strcmp(m->arch, "qwen2") == 0, qwen3 = strcmp(m->arch, "qwen3") == 0;
     for (int l = 0; l < c->n_layers; l++) {
         llm_layer *L = &m->layers[l];
         char n[128];
@@ -167,6 +176,19 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         T("mlp.gate_proj", w_gate) T("mlp.up_proj", w_up) T("mlp.down_proj", w_down)
 #undef T
 #undef N
+        /* Qwen 2's q/k/v biases (Llama's attention_bias too), Qwen 3's q/k norms: optional here,
+         * validation asks for all of a kind or none; an o_proj bias would be left out, so it is refused */
+#define V(suffix, field, required) snprintf(n, sizeof(n), "model.layers.%d." suffix, l); \
+        if ((required || st_set_find(s, n) != NULL) && take_norm(m, s, n, &L->field, err)) return -1;
+        V("self_attn.q_proj.bias", bq, qwen2) V("self_attn.k_proj.bias", bk, qwen2)
+        V("self_attn.v_proj.bias", bv, qwen2)
+        V("self_attn.q_norm.weight", q_norm, qwen3) V("self_attn.k_norm.weight", k_norm, qwen3)
+#undef V
+        snprintf(n, sizeof(n), "model.layers.%d.self_attn.o_proj.bias", l);
+        if (st_set_find(s, n) != NULL) {
+            llm_seterr(err, "%s: tensor %s is not supported", m->path, n);
+            return -1;
+        }
     }
     return 0;
 }

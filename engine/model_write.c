@@ -43,25 +43,28 @@ static uint32_t file_type(llm_dtype t)
     return 0;
 }
 
-void llm_gguf_w_llama_meta(gguf_writer *w, const llm_config *c, const char *name, llm_dtype dtype)
+void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, const char *name, llm_dtype dtype)
 {
-    gguf_w_str(w, "general.architecture", "llama");
+    char k[96];
+#define KEY(suffix) (snprintf(k, sizeof(k), "%s." suffix, arch), k)
+    gguf_w_str(w, "general.architecture", arch);
     gguf_w_str(w, "general.name", name);
     gguf_w_u32(w, "general.file_type", file_type(dtype));
-    gguf_w_u32(w, "llama.context_length", (uint32_t)c->seq_len);
-    gguf_w_u32(w, "llama.embedding_length", (uint32_t)c->dim);
-    gguf_w_u32(w, "llama.block_count", (uint32_t)c->n_layers);
-    gguf_w_u32(w, "llama.feed_forward_length", (uint32_t)c->hidden_dim);
-    gguf_w_u32(w, "llama.attention.head_count", (uint32_t)c->n_heads);
-    gguf_w_u32(w, "llama.attention.head_count_kv", (uint32_t)c->n_kv_heads);
-    gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)c->head_dim);
+    gguf_w_u32(w, KEY("context_length"), (uint32_t)c->seq_len);
+    gguf_w_u32(w, KEY("embedding_length"), (uint32_t)c->dim);
+    gguf_w_u32(w, KEY("block_count"), (uint32_t)c->n_layers);
+    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)c->hidden_dim);
+    gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)c->n_heads);
+    gguf_w_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
+    gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
     if (c->head_dim * c->n_heads != c->dim) {
-        gguf_w_u32(w, "llama.attention.key_length", (uint32_t)c->head_dim);
-        gguf_w_u32(w, "llama.attention.value_length", (uint32_t)c->head_dim);
+        gguf_w_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim);
+        gguf_w_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim);
     }
-    gguf_w_f32(w, "llama.rope.freq_base", c->rope_theta);
-    gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", c->norm_eps);
-    gguf_w_u32(w, "llama.vocab_size", (uint32_t)c->vocab_size);
+    gguf_w_f32(w, KEY("rope.freq_base"), c->rope_theta);
+    gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
+    gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab_size);
+#undef KEY
 }
 
 /* ---------- tensor conversion while writing ---------- */
@@ -152,6 +155,27 @@ static void add_mat(gguf_writer *w, conv_list *l, const char *name, const llm_te
     gguf_w_tensor_fill(w, name, d, t->ne[1] == 1 ? 1 : 2, ne, conv_fill, c);
 }
 
+/* One row of n floats (a bias, a q/k norm) with its elements permuted as a matrix's rows would be. */
+static int conv_fill_vec(void *user, uint64_t row0, uint64_t n, void *dst, llm_err *err)
+{
+    (void)row0; (void)n; (void)err;
+    conv *c = user;
+    const float *s = c->src->data; /* vectors are F32 once loaded */
+    for (int64_t i = 0; i < c->src->ne[0]; i++)
+        c->tmp[i] = s[src_row(c, i)];
+    llm_row_from_f32(c->dst, c->tmp, dst, (size_t)c->src->ne[0]);
+    return 0;
+}
+
+static void add_vec(gguf_writer *w, conv_list *l, const char *name, const llm_tensor *t, int perm, int head_dim)
+{
+    conv *c = conv_add(l, t, LLM_F32, perm, head_dim);
+    if (c == NULL)
+        return;
+    uint64_t ne[1] = { (uint64_t)t->ne[0] };
+    gguf_w_tensor_fill(w, name, LLM_F32, 1, ne, conv_fill_vec, c);
+}
+
 static void copy_tokenizer_keys(gguf_writer *w, const gguf_ctx *g)
 {
     for (uint64_t i = 0; i < g->n_kv; i++) {
@@ -171,7 +195,7 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
     if (m->tok_path[0] != 0) {
         size_t n = strlen(m->tok_path);
         if (n > 5 && strcmp(m->tok_path + n - 5, ".json") == 0)
-            return llm_gguf_w_bpe_from_hf(w, m->tok_path, err);
+            return llm_gguf_w_bpe_from_hf(w, m->tok_path, NULL, err);
         if (n > 5 && strcmp(m->tok_path + n - 5, ".gguf") == 0) {
             gguf_ctx *g = gguf_open(m->tok_path, err);
             if (g == NULL)
@@ -186,7 +210,7 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
         char p[1100];
         snprintf(p, sizeof(p), "%s/tokenizer.json", m->path);
         if (access(p, R_OK) == 0)
-            return llm_gguf_w_bpe_from_hf(w, p, err);
+            return llm_gguf_w_bpe_from_hf(w, p, NULL, err);
     }
     return 0; /* no tokenizer known: weights only */
 }
@@ -196,7 +220,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     const llm_config *c = &m->cfg;
     gguf_writer *w = gguf_writer_new();
     conv_list l = { 0 };
-    l.cap = 9 * c->n_layers + 3;
+    l.cap = 14 * c->n_layers + 3;
     l.cv = calloc((size_t)l.cap, sizeof(conv));
     float *rf = NULL;
     int rc = -1;
@@ -204,10 +228,16 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         llm_seterr(err, "%s: out of memory", path);
         goto out;
     }
-    llm_gguf_w_llama_meta(w, c, m->name[0] ? m->name : "model", dtype);
+    llm_gguf_w_meta(w, m->arch, c, m->name[0] ? m->name : "model", dtype);
     if (write_tokenizer_meta(w, m, err) != 0)
         goto out;
-    int perm = c->rope_layout == LLM_ROPE_HALF ? 1 : 0, hd = c->head_dim;
+    /* a GGUF llama rotates pairs (the converter permutes q/k rows); Qwen GGUFs keep HF's halves */
+    int llama = strcmp(m->arch, "llama") == 0;
+    if (!llama && c->rope_layout != LLM_ROPE_HALF) {
+        llm_seterr(err, "%s: a %s model rotates halves; this one rotates pairs", path, m->arch);
+        goto out;
+    }
+    int perm = llama && c->rope_layout == LLM_ROPE_HALF ? 1 : 0, hd = c->head_dim;
     add_mat(w, &l, "token_embd.weight", &m->tok_embd, dtype, 0, hd);
     add_mat(w, &l, "output_norm.weight", &m->out_norm, dtype, 0, hd);
     if (!c->tied_embeddings)
@@ -233,6 +263,12 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         M("ffn_norm", ffn_norm, 0)
         M("ffn_gate", w_gate, 0) M("ffn_up", w_up, 0) M("ffn_down", w_down, 0)
 #undef M
+        /* biases follow their matrix's rows (the permutation too); norms act within a head */
+#define V(name, field, p) snprintf(n, sizeof(n), "blk.%d." name, i); \
+        if (L->field.data != NULL) add_vec(w, &l, n, &L->field, p, hd);
+        V("attn_q.bias", bq, perm) V("attn_k.bias", bk, perm) V("attn_v.bias", bv, 0)
+        V("attn_q_norm.weight", q_norm, 0) V("attn_k_norm.weight", k_norm, 0)
+#undef V
     }
     if (l.oom) {
         llm_seterr(err, "%s: out of memory", path);
@@ -265,8 +301,12 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     const llm_config *c = &m->cfg;
     cJSON *j = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
-    cJSON_AddStringToObject(j, "model_type", "llama");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(strcmp(m->arch, "qwen2") == 0   ? "Qwen2ForCausalLM"
+                                                  : strcmp(m->arch, "qwen3") == 0 ? "Qwen3ForCausalLM"
+                                                                                  : "LlamaForCausalLM"));
+    cJSON_AddStringToObject(j, "model_type", m->arch);
+    if (strcmp(m->arch, "qwen2") != 0) /* Qwen 2 always has the biases; the others say */
+        cJSON_AddBoolToObject(j, "attention_bias", m->layers[0].bq.data != NULL);
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
     cJSON_AddNumberToObject(j, "intermediate_size", c->hidden_dim);
     cJSON_AddNumberToObject(j, "num_hidden_layers", c->n_layers);
@@ -318,7 +358,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
     if (write_config(m, dir, dtype, err) != 0)
         return -1;
     const llm_config *c = &m->cfg;
-    int n = 9 * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
+    int n = 14 * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
     hf_entry *e = calloc((size_t)n, sizeof(*e));
     float *tmp = NULL;
     uint8_t *row = NULL;
@@ -345,6 +385,12 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         L_("post_attention_layernorm", ffn_norm, 0)
         L_("mlp.gate_proj", w_gate, 0) L_("mlp.up_proj", w_up, 0) L_("mlp.down_proj", w_down, 0)
 #undef L_
+#define V_(name, field, p) snprintf(nm, sizeof(nm), "model.layers.%d." name, i); \
+        if (L->field.data != NULL) ADD(nm, &L->field, p);
+        V_("self_attn.q_proj.bias", bq, perm) V_("self_attn.k_proj.bias", bk, perm)
+        V_("self_attn.v_proj.bias", bv, 0)
+        V_("self_attn.q_norm.weight", q_norm, 0) V_("self_attn.k_norm.weight", k_norm, 0)
+#undef V_
     }
 #undef ADD
     cJSON *j = cJSON_CreateObject();
@@ -386,7 +432,10 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         conv cv = { e[i].t, dtype, e[i].perm, c->head_dim, tmp };
         size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);
         for (int64_t r = 0; r < e[i].t->ne[1]; r++) {
-            conv_fill(&cv, (uint64_t)r, 1, row, err);
+            if (e[i].t->ne[1] == 1) /* a vector: a bias's elements move as its matrix's rows */
+                conv_fill_vec(&cv, 0, 1, row, err);
+            else
+                conv_fill(&cv, (uint64_t)r, 1, row, err);
             if (fwrite(row, 1, rb, f) != rb)
                 goto ioerr;
         }

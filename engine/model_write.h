@@ -13,13 +13,14 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
 /* dtype: f32, f16 or bf16. Q/K rows permuted to rotate-half layout when the source is adjacent. */
 int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_err *err);
 
-/* general.* and llama.* keys for cfg (file type from dtype). */
-void llm_gguf_w_llama_meta(gguf_writer *w, const llm_config *c, const char *name, llm_dtype dtype);
+/* general.* and <arch>.* keys for cfg (file type from dtype); arch "llama", "qwen2" or "qwen3". */
+void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, const char *name, llm_dtype dtype);
 /* SentencePiece "llama" tokenizer from a llama2.c tokenizer file; pads the vocabulary
  * to vocab_size with synthesized distinct pieces (lower scores) when the file has fewer. */
 int llm_gguf_w_spm_from_llama2c(gguf_writer *w, const char *tok_path, int vocab_size, llm_err *err);
-/* Byte-level BPE "gpt2"/"llama-bpe" tokenizer from tokenizer.json (+ tokenizer_config.json beside it). */
-int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, llm_err *err);
+/* Byte-level BPE ("gpt2") tokenizer from tokenizer.json (+ tokenizer_config.json beside it), with
+ * tokenizer.ggml.pre = pre, or (pre NULL) the name of the file's split regex ("llama-bpe", "qwen2", "gpt2"). */
+int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const char *pre, llm_err *err);
 /* Llama 3 rope scaling as llama.cpp's converter computes rope_freqs.weight (head_dim/2 divisors). */
 void llm_llama3_rope_freqs(const llm_config *c, float *out);
 

@@ -2,6 +2,7 @@
  * from llama2.c tokenizer files, byte-level BPE from Hugging Face tokenizer.json. */
 #include "json_file.h"
 #include "model_write.h"
+#include "tokenizer_priv.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -159,7 +160,7 @@ static int find_id(char **tok, int n, const char *text)
     return -1;
 }
 
-int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, llm_err *err)
+int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const char *pre, llm_err *err)
 {
     cJSON *root = llm_json_read_file(tokenizer_json, err), *cfg = NULL;
     if (root == NULL)
@@ -182,6 +183,17 @@ int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, llm_err *
         llm_seterr(err, "%s: needs model.vocab (object) and model.merges (array): not a BPE tokenizer.json",
                    tokenizer_json);
         goto out;
+    }
+    if (pre == NULL) { /* the name llama.cpp knows the file's split regex by */
+        const char *pattern = tok_hf_pretok_pattern(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"),
+                                                    tokenizer_json, err);
+        if (pattern == NULL)
+            goto out;
+        if ((pre = tok_pretok_name(pattern)) == NULL) {
+            llm_seterr(err, "%s: the pre-tokenizer's split regex is none GGUF names (llama-bpe, qwen2, gpt2)",
+                       tokenizer_json);
+            goto out;
+        }
     }
     for (const cJSON *e = vocab->child; e; e = e->next)
         if (cJSON_IsNumber(e) && e->valuedouble >= n && e->valuedouble < (1 << 24))
@@ -250,7 +262,7 @@ int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, llm_err *
     if (eos < 0)
         eos = find_id(tok, n, "<|end_of_text|>");
     gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_w_str(w, "tokenizer.ggml.pre", "llama-bpe");
+    gguf_w_str(w, "tokenizer.ggml.pre", pre);
     gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)tok, NULL, (uint64_t)n);
     gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, (uint64_t)n);
     gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)mg, NULL, (uint64_t)n_merges);

@@ -35,6 +35,14 @@ const char *tok_pretok_pattern(const char *name)
     return NULL;
 }
 
+const char *tok_pretok_name(const char *pattern)
+{
+    for (size_t i = 0; i < sizeof(pretok) / sizeof(pretok[0]); i++)
+        if (strcmp(pretok[i].pattern, pattern) == 0)
+            return pretok[i].name; /* gpt2 before default: same pattern */
+    return NULL;
+}
+
 int tok_compile_regex(llm_tokenizer *t, const char *pattern, llm_err *err)
 {
     int code;

@@ -19,8 +19,7 @@ static const char *token_text(const cJSON *v)
     return cJSON_IsString(c) ? c->valuestring : NULL;
 }
 
-/* The Split regex (if any) of the pre-tokenizer; checks the rest is byte-level. */
-static const char *pretok_pattern(const cJSON *pt, const char *path, llm_err *err)
+const char *tok_hf_pretok_pattern(const cJSON *pt, const char *path, llm_err *err)
 {
     const char *split = NULL;
     int byte_level = 0;
@@ -180,7 +179,7 @@ llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
         llm_seterr(err, "%s: normalizers are not supported", path);
         goto fail;
     }
-    const char *pattern = pretok_pattern(cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), path, err);
+    const char *pattern = tok_hf_pretok_pattern(cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), path, err);
     if (pattern == NULL)
         goto fail;
     long max_id = -1;

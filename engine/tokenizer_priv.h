@@ -72,6 +72,12 @@ int  tok_set_merges_capacity(llm_tokenizer *t, size_t n);
 int  tok_add_merge(llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen, int rank);
 /* Named pre-tokenizer patterns; NULL if unknown. */
 const char *tok_pretok_pattern(const char *name);
+/* The GGUF name (tokenizer.ggml.pre) of a known pattern; NULL if none. */
+const char *tok_pretok_name(const char *pattern);
+/* A tokenizer.json's pre_tokenizer: its split regex (a Split's, or ByteLevel's
+ * built-in GPT-2 one); NULL + err when it is not byte-level BPE. */
+struct cJSON;
+const char *tok_hf_pretok_pattern(const struct cJSON *pt, const char *path, llm_err *err);
 int  tok_compile_regex(llm_tokenizer *t, const char *pattern, llm_err *err);
 
 /* Rank of the merge a+b (result in *merged), -1 if none. */

@@ -616,12 +616,13 @@ static int norm_product(cu_state *st, const cu_matset *S, const float *norm, flo
 
 /* x -> RMSNorm -> QKV -> RoPE on q, k and v into the paged cache: one fused GEMV where the GEMV takes the
  * step; else the norm (writing the 16-bit activations when cuBLAS / the tensor-core GEMM reads them), the
- * product and rope_kv_kernel. */
+ * product, the biases and q/k norms of the models that have them (qkv_prep_kernel) and rope_kv_kernel. */
 static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L, int l, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
     const int n = sp->n;
-    if (st->mm.fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
+    int prep = L->bq != NULL || L->q_norm != NULL; /* Qwen: biases / q-k norms between product and rope */
+    if (!prep && st->mm.fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
         cuda_gemv_norm_qkv_rope(&st->mm, &L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv,
                                 st->qkv_ld, &sp->ti, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
                                 c->n_kv_heads, (int)c->rope_layout, &st->kv, l, st->block_size);
@@ -630,6 +631,9 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     if (norm_product(st, &L->qkv, L->attn_norm, st->qkv, st->qkv_ld, n, "qkv", err) != 0 ||
         stage_check(st, "norm + qkv", l, err))
         return -1;
+    if (prep)
+        cuda_qkv_prep(st->qkv, st->qkv_ld, n, L->bq, L->bk, L->bv, L->q_norm, L->k_norm, c->n_heads, c->n_kv_heads,
+                      c->head_dim, c->norm_eps, st->stream);
     cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
                        c->n_kv_heads, (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
     return stage_check(st, "rope + kv write", l, err);

@@ -144,6 +144,8 @@ typedef struct {
 
 typedef struct {
     const float *attn_norm, *ffn_norm;
+    /* Optional (NULL when the model has none): Qwen 2's q/k/v biases, Qwen 3's per-head q/k norms */
+    const float *bq, *bk, *bv, *q_norm, *k_norm;
     cu_matset qkv;           /* outputs [q | k | v] */
     cu_mat    wo;
     cu_matset gate_up;       /* outputs [gate | up] */
@@ -275,6 +277,11 @@ static inline void cu_emu_arg_check(const cu_tokinfo &t, int arg)
 }
 #endif
 
+/* Before the rope: [q | k | v] += biases (when bq), then each q and k head RMS-normalised with the
+ * weights q_norm / k_norm (when q_norm), n tokens of ld floats. */
+void cuda_qkv_prep(float *qkv, int ld, int n, const float *bq, const float *bk, const float *bv,
+                   const float *q_norm, const float *k_norm, int n_heads, int n_kv_heads, int head_dim, float eps,
+                   cudaStream_t st);
 void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const float *cos_t, const float *sin_t,
                         int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
                         int block_size, cudaStream_t st);

@@ -1311,6 +1311,43 @@ int cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, in
     return 0;
 }
 
+/* One token per block: biases added over the whole [q | k | v] row, then one warp per q / k head:
+ * x = x / rms(x) * w (Qwen 3's q_norm / k_norm, the same eps as the layer norms). */
+__global__ void __launch_bounds__(128) qkv_prep_kernel(float *qkv, int ld, const float *bq, const float *bk,
+                                                       const float *bv, const float *q_norm, const float *k_norm,
+                                                       int n_heads, int n_kv, int hd, float eps)
+{
+    CU_PDL_ENTRY();
+    float *row = qkv + (size_t)blockIdx.x * ld;
+    int q_dim = n_heads * hd, kv_dim = n_kv * hd;
+    if (bq != NULL) {
+        for (int i = threadIdx.x; i < q_dim + 2 * kv_dim; i += blockDim.x)
+            row[i] += i < q_dim ? bq[i] : i < q_dim + kv_dim ? bk[i - q_dim] : bv[i - q_dim - kv_dim];
+        __syncthreads();
+    }
+    if (q_norm == NULL)
+        return;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int h = warp; h < n_heads + n_kv; h += blockDim.x / 32) {
+        float *x = row + (size_t)h * hd; /* k heads follow the q heads */
+        const float *w = h < n_heads ? q_norm : k_norm;
+        float ss = 0.0f;
+        for (int i = lane; i < hd; i += 32)
+            ss += x[i] * x[i];
+        float r = 1.0f / sqrtf(warp_sum(ss) / (float)hd + eps);
+        for (int i = lane; i < hd; i += 32)
+            x[i] = x[i] * r * w[i];
+    }
+}
+
+void cuda_qkv_prep(float *qkv, int ld, int n, const float *bq, const float *bk, const float *bv,
+                   const float *q_norm, const float *k_norm, int n_heads, int n_kv_heads, int head_dim, float eps,
+                   cudaStream_t st)
+{
+    CU_LAUNCH(qkv_prep_kernel, n, 128, 0, st, qkv, ld, bq, bk, bv, q_norm, k_norm, n_heads, n_kv_heads, head_dim,
+              eps);
+}
+
 /* Rotate q (in place) and k (into the cache) of one token per block; copy v into the cache. */
 __global__ void rope_kv_kernel(float *qkv, int ld, cu_tokinfo ti, const float *cos_t, const float *sin_t, int half,
                                int n_heads, int n_kv, int layout, void *kc, void *vc, int kv16, int block_size)

@@ -291,6 +291,11 @@ int cuda_load_weights(cu_state *st, llm_err *err)
             upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0 ||
             upload_set(st, &u, &D->gate_up, gu, 2, err) != 0 || upload_mat(st, &u, &D->down, &L->w_down, err) != 0)
             goto out;
+        const llm_tensor *opt[5] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm };
+        const float **dst[5] = { &D->bq, &D->bk, &D->bv, &D->q_norm, &D->k_norm };
+        for (int i = 0; i < 5; i++)
+            if (opt[i]->data != NULL && (*dst[i] = upload_vec(st, &u, opt[i], err)) == NULL)
+                goto out;
     }
     for (int i = 0; i < 2; i++) {
         cudaError_t e = cudaStreamSynchronize(u.st[i]);

@@ -343,12 +343,110 @@ static void test_generate(void)
     unlink(p2);
 }
 
+/* Copy GGUF src to dst, leaving out tensor `drop`, with tensor `halve` at half its length (1-D) or rows,
+ * a zero tensor `add` (1-D, 64 floats) added, and general.architecture set to `arch` (NULL: kept). */
+static void rewrite(const char *src, const char *dst, const char *drop, const char *halve, const char *add,
+                    const char *arch)
+{
+    llm_err err = { { 0 } };
+    gguf_ctx *g = gguf_open(src, &err);
+    gguf_writer *w = gguf_writer_new();
+    static const float zeros[64];
+    for (uint64_t i = 0; g && i < g->n_kv; i++) {
+        if (arch != NULL && g->kv[i].key.len == 20 && memcmp(g->kv[i].key.ptr, "general.architecture", 20) == 0)
+            gguf_w_str(w, "general.architecture", arch);
+        else
+            gguf_w_kv_copy(w, &g->kv[i]);
+    }
+    for (uint64_t i = 0; g && i < g->n_tensors; i++) {
+        const gguf_tensor *t = &g->tensors[i];
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+        if (drop != NULL && strcmp(name, drop) == 0)
+            continue;
+        uint64_t ne[2] = { t->ne[0], t->ne[1] };
+        if (halve != NULL && strcmp(name, halve) == 0)
+            ne[t->n_dims - 1] /= 2;
+        gguf_w_tensor(w, name, t->type, t->n_dims, ne, t->data);
+    }
+    if (add != NULL) {
+        uint64_t ne[1] = { 64 };
+        gguf_w_tensor(w, add, LLM_F32, 1, ne, zeros);
+    }
+    gguf_writer_write(w, dst, &err);
+    gguf_writer_free(w);
+    gguf_close(g);
+}
+
+/* Qwen 2 (q/k/v biases) and Qwen 3 (q/k norms) files: what loads, what is refused, what survives a re-save. */
+static void test_qwen(void)
+{
+    llm_err err = { { 0 } };
+    char q2[512], q3[512], bad[512], back[512], hf[512];
+    snprintf(q2, sizeof(q2), "%s/q2.gguf", tmpdir);
+    snprintf(q3, sizeof(q3), "%s/q3.gguf", tmpdir);
+    snprintf(bad, sizeof(bad), "%s/bad.gguf", tmpdir);
+    snprintf(back, sizeof(back), "%s/back.gguf", tmpdir);
+    snprintf(hf, sizeof(hf), "%s/hf", tmpdir);
+    ok(llm_model_generate("tiny-qwen2", LLM_Q8_0, 3, q2, "../shared", &err) == 0 &&
+       llm_model_generate("tiny-qwen3", LLM_Q8_0, 3, q3, "../shared", &err) == 0, "gen tiny-qwen2/3: %s", err.msg);
+    llm_model *m2 = llm_model_load(q2, NULL, &err), *m3 = llm_model_load(q3, NULL, &err);
+    ok(m2 && !strcmp(m2->arch, "qwen2") && m2->cfg.rope_layout == LLM_ROPE_HALF && m2->layers[1].bv.data &&
+       m2->layers[1].bq.ne[0] == 64 && m2->layers[1].bk.ne[0] == 32 && !m2->layers[0].q_norm.data,
+       "qwen2: biases, rotate-half");
+    ok(m3 && !strcmp(m3->arch, "qwen3") && m3->cfg.head_dim == 32 && m3->cfg.n_heads * m3->cfg.head_dim == 128 &&
+       m3->layers[1].k_norm.ne[0] == 32 && !m3->layers[0].bq.data, "qwen3: q/k norms, head_dim 32 beside dim 64");
+    /* re-saved as GGUF and as a Hugging Face directory: the same vectors */
+    if (m2 && m3) {
+        ok(llm_model_save_gguf(m2, LLM_F32, back, &err) == 0, "qwen2 re-saved: %s", err.msg);
+        llm_model *b = llm_model_load(back, NULL, &err);
+        ok(b && !strcmp(b->arch, "qwen2") && !memcmp(b->layers[1].bk.data, m2->layers[1].bk.data, 32 * 4),
+           "qwen2 GGUF round trip keeps arch and biases");
+        llm_model_free(b);
+        ok(llm_model_save_hf(m3, LLM_F32, hf, &err) == 0, "qwen3 saved as HF: %s", err.msg);
+        b = llm_model_load(hf, NULL, &err);
+        ok(b && !strcmp(b->arch, "qwen3") && b->cfg.head_dim == 32 &&
+           !memcmp(b->layers[1].q_norm.data, m3->layers[1].q_norm.data, 32 * 4), "qwen3 HF round trip: %s",
+           b ? "ok" : err.msg);
+        llm_model_free(b);
+        char f[600];
+        snprintf(f, sizeof(f), "%s/config.json", hf); unlink(f);
+        snprintf(f, sizeof(f), "%s/model.safetensors", hf); unlink(f);
+        rmdir(hf);
+    }
+    llm_model_free(m2);
+    llm_model_free(m3);
+    /* broken ones */
+    static const struct {
+        const char *src_is_q3, *drop, *halve, *add, *arch, *want;
+    } cases[] = {
+        { NULL, "blk.1.attn_v.bias", NULL, NULL, NULL, "some of the q/k/v biases" },
+        { NULL, NULL, "blk.0.attn_q.bias", NULL, NULL, "layer 0 bq" },
+        { NULL, NULL, NULL, "blk.0.attn_output.bias", NULL, "blk.0.attn_output.bias is not supported" },
+        { "", "blk.0.attn_k_norm.weight", NULL, NULL, NULL, "missing tensor blk.0.attn_k_norm.weight" },
+        { "", NULL, "blk.1.attn_q_norm.weight", NULL, NULL, "layer 1 q_norm" },
+        { "", NULL, NULL, NULL, "gemma", "unsupported architecture 'gemma'" },
+        { "", NULL, NULL, NULL, "qwen2", "missing or non-integer metadata key qwen2.embedding_length" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        rewrite(cases[i].src_is_q3 ? q3 : q2, bad, cases[i].drop, cases[i].halve, cases[i].add, cases[i].arch);
+        llm_model *x = llm_model_load(bad, NULL, &err);
+        ok(x == NULL && strstr(err.msg, cases[i].want), "refused (%s): %s", cases[i].want, x ? "loaded" : err.msg);
+        llm_model_free(x);
+    }
+    unlink(bad);
+    unlink(back);
+    unlink(q2);
+    unlink(q3);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_model_%d", (int)getpid());
     mkdir(tmpdir, 0755);
     test_load_and_save();
     test_generate();
+    test_qwen();
     rmdir(tmpdir);
     return done_testing();
 }

@@ -260,7 +260,7 @@ int main(void)
     char path[] = "/tmp/llm_tok_testXXXXXX";
     int fd = mkstemp(path);
     gguf_writer *w = gguf_writer_new();
-    int wrote = fd >= 0 && w && llm_gguf_w_bpe_from_hf(w, TOK_JSON, &err) == 0 && gguf_writer_write(w, path, &err) == 0;
+    int wrote = fd >= 0 && w && llm_gguf_w_bpe_from_hf(w, TOK_JSON, NULL, &err) == 0 && gguf_writer_write(w, path, &err) == 0;
     gguf_writer_free(w);
     ok(wrote, "write the tokenizer as GGUF (%s)", wrote ? "ok" : err.msg);
     gguf_ctx *g = wrote ? gguf_open(path, &err) : NULL;

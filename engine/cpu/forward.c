@@ -2,6 +2,7 @@
  * cache), forward (one step over a batch of tokens from many sequences) and
  * destroy. Each layer is five parallel phases: norm+QKV+rope+cache write,
  * attention, output projection (+residual), norm+gate/up+SwiGLU, down (+residual). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -190,16 +191,49 @@ typedef struct {
     int layer;
 } qkv_post_ctx;
 
-/* After the QKV projections: rotate q and k, store k and v in the cache. */
+/* y += b over n floats (a projection's bias). */
+static void add_bias(float *y, const llm_tensor *b, int n)
+{
+    const float *w = b->data;
+    for (int i = 0; i < n; i++)
+        y[i] += w[i];
+}
+
+/* RMSNorm of each of n_heads heads of hd floats in place, weights w[hd] (Qwen 3's q/k norm). */
+static void head_norm(float *x, int n_heads, int hd, const llm_tensor *w, float eps)
+{
+    const float *g = w->data;
+    for (int h = 0; h < n_heads; h++, x += hd) {
+        float ss = 0.0f;
+        for (int i = 0; i < hd; i++)
+            ss += x[i] * x[i];
+        float r = 1.0f / sqrtf(ss / (float)hd + eps);
+        for (int i = 0; i < hd; i++)
+            x[i] = x[i] * r * g[i];
+    }
+}
+
+/* After the QKV projections: the biases and q/k norms the model has, rotate q
+ * and k, store k and v in the cache. */
 static void qkv_post(void *ctx, int ith, int nth)
 {
     qkv_post_ctx *p = ctx;
     cpu_state *st = p->st;
     const llm_config *c = &st->m->cfg;
+    const llm_layer *L = &st->m->layers[p->layer];
     size_t layer_off = (size_t)p->layer * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
     for (int t = ith; t < p->b->n_tokens; t += nth) {
         int pos = p->b->pos[t];
         float *q = st->q + (size_t)t * st->q_dim, *k = st->k + (size_t)t * st->kv_dim;
+        if (L->bq.data != NULL) {
+            add_bias(q, &L->bq, st->q_dim);
+            add_bias(k, &L->bk, st->kv_dim);
+            add_bias(st->v + (size_t)t * st->kv_dim, &L->bv, st->kv_dim);
+        }
+        if (L->q_norm.data != NULL) {
+            head_norm(q, c->n_heads, c->head_dim, &L->q_norm, c->norm_eps);
+            head_norm(k, c->n_kv_heads, c->head_dim, &L->k_norm, c->norm_eps);
+        }
         cpu_rope_apply(&st->rope, c->rope_layout, q, c->n_heads, pos);
         cpu_rope_apply(&st->rope, c->rope_layout, k, c->n_kv_heads, pos);
         size_t slot = cpu_kv_slot(st, &p->b->seqs[p->b->seq[t]], pos);

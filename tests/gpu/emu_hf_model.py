@@ -1,8 +1,9 @@
 """Writes a small random Llama-3-style Hugging Face directory (bf16 safetensors, pure Python: no numpy/torch)
 for emulated-CUDA vs CPU parity: rotate-half rope with llama3 scaling (original context 128, so the scaling
 matters at the tested positions), 3 query heads per kv head, head_dim 32, untied classifier.
-    python3 tests/gpu/emu_hf_model.py OUT_DIR [HEAD_DIM]
-HEAD_DIM (default 32) picks the attention kernels' per-lane width: 128 is Llama 3.2 3B's."""
+    python3 tests/gpu/emu_hf_model.py OUT_DIR [HEAD_DIM] [ARCH]
+HEAD_DIM (default 32) picks the attention kernels' per-lane width: 128 is Llama 3.2 3B's.
+ARCH (default llama): qwen2 adds q/k/v biases, qwen3 per-head q/k norms (both: rope theta 1e6, no scaling)."""
 import json, os, random, struct, sys
 from array import array
 
@@ -29,6 +30,10 @@ def main():
     c = dict(CFG)
     if len(sys.argv) > 2:
         c["head_dim"] = int(sys.argv[2])
+    arch = sys.argv[3] if len(sys.argv) > 3 else "llama"
+    if arch != "llama":
+        c.update({"architectures": [arch.capitalize() + "ForCausalLM"], "model_type": arch, "rope_theta": 1e6,
+                  "rope_scaling": None})
     D, F, H, KV, HD, V = c["hidden_size"], c["intermediate_size"], c["num_attention_heads"], \
         c["num_key_value_heads"], c["head_dim"], c["vocab_size"]
     tensors = [("model.embed_tokens.weight", [V, D], 0.5), ("model.norm.weight", [D], None),
@@ -40,12 +45,22 @@ def main():
                     (p + "self_attn.v_proj.weight", [KV * HD, D], 0.08), (p + "self_attn.o_proj.weight", [D, H * HD], 0.08),
                     (p + "mlp.gate_proj.weight", [F, D], 0.08), (p + "mlp.up_proj.weight", [F, D], 0.08),
                     (p + "mlp.down_proj.weight", [D, F], 0.06)]
+        if arch == "qwen2":
+            tensors += [(p + "self_attn.q_proj.bias", [H * HD], 1.0), (p + "self_attn.k_proj.bias", [KV * HD], 1.0),
+                        (p + "self_attn.v_proj.bias", [KV * HD], 1.0)]
+        if arch == "qwen3":  # weights well away from 1 (as trained ones are), so that each norm shows in the logits
+            tensors += [(p + "self_attn.q_norm.weight", [HD], "qk"), (p + "self_attn.k_norm.weight", [HD], "qk")]
     header, blobs, off = {}, [], 0
     for name, shape, sd in tensors:
         n = 1
         for s in shape:
             n *= s
-        vals = [1.0 + 0.2 * rnd.gauss(0, 1) for _ in range(n)] if sd is None else [sd * rnd.gauss(0, 1) for _ in range(n)]
+        if sd is None:
+            vals = [1.0 + 0.2 * rnd.gauss(0, 1) for _ in range(n)]
+        elif sd == "qk":
+            vals = [2.5 + 0.5 * rnd.gauss(0, 1) for _ in range(n)]
+        else:
+            vals = [sd * rnd.gauss(0, 1) for _ in range(n)]
         b = bf16(vals)
         header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [off, off + len(b)]}
         blobs.append(b)

@@ -13,7 +13,9 @@
 #  6. the matrix products of 2-130 tokens against a host reference (tensor-core weight GEMM and cuBLAS path)
 #     and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM);
 #  7. kernel tuning at start: every product path timed, parity with what it chose, its file; the prefill
-#     attention kernel timed on a head_dim-128 model.
+#     attention kernel timed on a head_dim-128 model;
+#  8. Qwen 2 (q/k/v biases) and Qwen 3 (per-head q/k norms) in F32: qkv_prep_kernel before the rope, prefill
+#     and decode (the fused norm+QKV+rope GEMV steps aside for them).
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -98,5 +100,13 @@ check "kernel tuning: prefill attention kernel timed, parity with the choice, re
     --chunk 8 --max-diff 1e-1 --min-top1 0.98 2>&1; }; a=\$(run) && b=\$(run) || { echo \"\$a\$b\"; exit 1; }
     echo \"\$a\" | grep 'tune prefill attention, 64 tokens, ms a step: wmma .*, mma .* -> ' &&
     echo \"\$b\" | grep 'read from.*prefill attention' && grep -q '^att_mma [01]\$' \"\$f\""
+for arch in qwen2 qwen3; do
+    python3 tests/gpu/emu_hf_model.py "$W/hf-$arch" 32 $arch >/dev/null &&
+        "$B/llm-engine" gen-model --from "$W/hf-$arch" --dtype f32 --out "$W/$arch-f32.gguf" >/dev/null 2>&1 || exit 1
+    # (F32 logits here differ from the CPU's by up to ~2e-2, Qwen 3's norms sharpening attention; the Llama
+    # model of the same shape's by ~3e-3; a bias or a norm left out moves them by 1.9-7)
+    check "$arch f32 vs the CPU backend (biases / q-k norms before the rope)" env LLM_CUDA_KV=f32 \
+        "$E/parity_logits" --model "$W/$arch-f32.gguf" --positions 32 --gen 4 --chunk 8 --max-diff 5e-2 --min-top1 1
+done
 echo "emulated CUDA, quick set: $fails failed"
 [ "$fails" -eq 0 ]

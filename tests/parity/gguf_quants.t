@@ -16,8 +16,9 @@ use strict;
 use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
-use JSON::PP;
-use List::Util qw(max sum);
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Parity qw(compare_llamacpp);
 
 my $B = $ENV{BUILD} // 'build';
 my ($engine, $ref, $pad, $dump) = ("$B/llm-engine", "$B/parity/ggml_ref", "$B/parity/pad_model",
@@ -30,16 +31,7 @@ plan skip_all => 'llama.cpp not installed (npm ci --prefix bench/llamacpp)' unle
 
 my $dir = tempdir(CLEANUP => 1);
 
-sub capture {
-    my @cmd = @_;
-    open my $save, '>&', \*STDERR or die $!;
-    open STDERR, '>', "$dir/stderr" or die $!;
-    open my $fh, '-|', @cmd or die "cannot run $cmd[0]: $!";
-    open STDERR, '>&', $save or die $!;
-    my $out = do { local $/; <$fh> };
-    close $fh;
-    return ($? >> 8, $out // '');
-}
+sub capture { return Parity::capture($dir, @_) }
 
 # 1. Block by block against ggml.
 my ($rc, $tap) = capture($ref, 'dequant', $libdir);
@@ -49,43 +41,11 @@ for my $line (split /\n/, $tap) {
     ok($1 eq 'ok', "dequantise: $2");
 }
 
-# 2. Whole models. Our softmax of each logits row against llama.cpp's top tokens.
+# 2. Whole models: our softmax of each logits row against llama.cpp's top tokens.
 sub compare {
     my ($label, $model, $ids, $vocab, $min_top1, $max_mean, $max_dp) = @_;
-    my $P = @$ids;
-    open my $fh, '>:raw', "$dir/ids.i32" or die $!;
-    print $fh pack('l<*', @$ids);
-    close $fh;
-    my ($rc1) = capture($dump, '--backend', 'cpu', '--model', $model, '--ids', "$dir/ids.i32",
-                        '--out', "$dir/ours.f32", '--decode', '0');
-    my ($rc2, $out) = capture('node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
-                              join(',', @$ids), '--max-tokens', '1', '--threads', '2', '--probs', '4');
-    my ($line) = grep { /^\{"probs"/ } split /\n/, $out;
-    unless (is($rc1, 0, "$label: our logits") && is($rc2, 0, "$label: llama.cpp's probabilities") && $line) {
-        diag(`tail -3 $dir/stderr`);
-        return;
-    }
-    my $probs = decode_json($line)->{probs};
-    open $fh, '<:raw', "$dir/ours.f32" or die $!;
-    my $raw = do { local $/; <$fh> };
-    close $fh;
-    my ($agree, $worst, $total) = (0, 0, 0);
-    for my $i (0 .. $P - 1) {
-        my @l = unpack('f<*', substr($raw, $i * $vocab * 4, $vocab * 4));
-        my $m = max(@l);
-        my $z = sum(map { exp($_ - $m) } @l);
-        my ($best) = sort { $l[$b] <=> $l[$a] || $a <=> $b } 0 .. $#l;
-        my ($top, $p) = @{ $probs->[$i] }[0, 1];
-        $agree++ if $best == $top;
-        my $dp = abs(exp($l[$top] - $m) / $z - $p);
-        $worst = $dp if $dp > $worst;
-        $total += $dp;
-    }
-    my $rate = $agree / $P;
-    ok($rate >= $min_top1, sprintf("%s: top-1 agreement with llama.cpp %d of %d (>= %.2f)", $label, $agree, $P, $min_top1));
-    ok($total / $P <= $max_mean && $worst <= $max_dp,
-       sprintf("%s: |p ours - p llama.cpp| of llama.cpp's top-1: mean %.4f (<= %g), max %.4f (<= %g)",
-               $label, $total / $P, $max_mean, $worst, $max_dp));
+    compare_llamacpp(dir => $dir, dump => $dump, label => $label, model => $model, ids => $ids, vocab => $vocab,
+                     min_top1 => $min_top1, max_mean => $max_mean, max_dp => $max_dp);
 }
 
 sub quantize {

@@ -1,0 +1,69 @@
+# Helpers the parity tests share: run a command with its stderr kept aside,
+# and compare our next-token distribution with llama.cpp's on the same GGUF.
+package Parity;
+use strict;
+use warnings;
+use Exporter 'import';
+use JSON::PP;
+use List::Util qw(max sum);
+use Test::More;
+
+our @EXPORT_OK = qw(capture compare_llamacpp);
+
+# (exit status, stdout) of a command; its stderr goes to $dir/stderr.
+sub capture {
+    my ($dir, @cmd) = @_;
+    open my $save, '>&', \*STDERR or die $!;
+    open STDERR, '>', "$dir/stderr" or die $!;
+    open my $fh, '-|', @cmd or die "cannot run $cmd[0]: $!";
+    open STDERR, '>&', $save or die $!;
+    my $out = do { local $/; <$fh> };
+    close $fh;
+    return ($? >> 8, $out // '');
+}
+
+# Teacher-forced over $ids: our logits (CPU backend, $dump = build/parity/logits_dump)
+# against llama.cpp's top tokens (bench/llamacpp/run.mjs --probs): the share of
+# positions whose top-1 agree (>= $min_top1) and |p ours - p llama.cpp| of
+# llama.cpp's top-1 (mean <= $max_mean, max <= $max_dp).
+sub compare_llamacpp {
+    my (%a) = @_;
+    my ($dir, $dump, $label, $model, $ids, $vocab) = @a{qw(dir dump label model ids vocab)};
+    my $P = @$ids;
+    open my $fh, '>:raw', "$dir/ids.i32" or die $!;
+    print $fh pack('l<*', @$ids);
+    close $fh;
+    my ($rc1) = capture($dir, $dump, '--backend', 'cpu', '--model', $model, '--ids', "$dir/ids.i32",
+                        '--out', "$dir/ours.f32", '--decode', $a{decode} // 0);
+    my $err1 = `tail -3 $dir/stderr`;
+    my ($rc2, $out) = capture($dir, 'node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
+                              join(',', @$ids), '--max-tokens', '1', '--threads', '2', '--probs', '4');
+    my ($line) = grep { /^\{"probs"/ } split /\n/, $out;
+    unless (is($rc1, 0, "$label: our logits") && is($rc2, 0, "$label: llama.cpp's probabilities") && $line) {
+        diag($err1, `tail -3 $dir/stderr`);
+        return;
+    }
+    my $probs = decode_json($line)->{probs};
+    open $fh, '<:raw', "$dir/ours.f32" or die $!;
+    my $raw = do { local $/; <$fh> };
+    close $fh;
+    my ($agree, $worst, $total) = (0, 0, 0);
+    for my $i (0 .. $P - 1) {
+        my @l = unpack('f<*', substr($raw, $i * $vocab * 4, $vocab * 4));
+        my $m = max(@l);
+        my $z = sum(map { exp($_ - $m) } @l);
+        my ($best) = sort { $l[$b] <=> $l[$a] || $a <=> $b } 0 .. $#l;
+        my ($top, $p) = @{ $probs->[$i] }[0, 1];
+        $agree++ if $best == $top;
+        my $dp = abs(exp($l[$top] - $m) / $z - $p);
+        $worst = $dp if $dp > $worst;
+        $total += $dp;
+    }
+    ok($agree / $P >= $a{min_top1},
+       sprintf("%s: top-1 agreement with llama.cpp %d of %d (>= %.2f)", $label, $agree, $P, $a{min_top1}));
+    ok($total / $P <= $a{max_mean} && $worst <= $a{max_dp},
+       sprintf("%s: |p ours - p llama.cpp| of llama.cpp's top-1: mean %.4f (<= %g), max %.4f (<= %g)",
+               $label, $total / $P, $a{max_mean}, $worst, $a{max_dp}));
+}
+
+1;
