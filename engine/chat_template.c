@@ -130,6 +130,13 @@ static int render_llama3_tools(const llm_chat_msg *m, size_t n, const llm_chat_t
     return rc;
 }
 
+/* {"name": "N", "<key>": ARGS}: a call as the templates print it (names need no escaping). */
+static int call_json(llm_chat_out *o, const llm_chat_call *c, const char *key)
+{
+    return tx(o, "{\"name\": \"") | tx(o, c->name) | tx(o, "\", \"") | tx(o, key) | tx(o, "\": ") | tx(o, c->args) |
+           tx(o, "}");
+}
+
 static int render_llama3(const llm_chat_msg *m, size_t n, const llm_chat_tools *tools, int gen, llm_chat_out *o,
                          llm_err *err)
 {
@@ -141,6 +148,13 @@ static int render_llama3(const llm_chat_msg *m, size_t n, const llm_chat_tools *
         if (is_tool_role(m[i].role)) { /* a tool's result, as it came */
             rc |= header(o, "ipython");
             rc |= tx(o, m[i].content);
+        } else if (m[i].n_calls > 0) { /* the call is the whole answer */
+            if (m[i].n_calls > 1) {
+                llm_seterr(err, "message %zu: the Llama 3 format has one tool call a message", i);
+                return -2;
+            }
+            rc |= header(o, m[i].role);
+            rc |= call_json(o, &m[i].calls[0], "parameters");
         } else {
             rc |= header(o, m[i].role);
             rc |= tx_trim(o, m[i].content);
@@ -152,20 +166,62 @@ static int render_llama3(const llm_chat_msg *m, size_t n, const llm_chat_tools *
     return rc;
 }
 
-static int render_chatml(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o)
+/* ChatML's tool prompt (see chat_template.h), in the system turn; *used: 1 if it took the system message. */
+static int render_chatml_tools(const llm_chat_msg *m, size_t n, const llm_chat_tools *t, llm_chat_out *o,
+                               size_t *used)
+{
+    int rc = sp(o, "<|im_start|>") | tx(o, "system\n");
+    *used = 0;
+    if (n > 0 && !strcmp(m[0].role, "system")) {
+        rc |= tx(o, m[0].content) | tx(o, "\n\n");
+        *used = 1;
+    }
+    rc |= tx(o, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided "
+                "with function signatures within <tools></tools> XML tags:\n<tools>");
+    rc |= tx(o, t->defs) | tx(o, "\n</tools>\n\nFor each function call, return a json object with function name and "
+                                "arguments within ");
+    rc |= sp(o, "<tool_call>") | sp(o, "</tool_call>") | tx(o, " XML tags:\n") | sp(o, "<tool_call>");
+    rc |= tx(o, "\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n") | sp(o, "</tool_call>");
+    return rc | sp(o, "<|im_end|>") | tx(o, "\n");
+}
+
+static int render_chatml(const llm_chat_msg *m, size_t n, const llm_chat_tools *tools, int gen, llm_chat_out *o)
 {
     int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
+    size_t i = 0;
+    if (tools != NULL)
+        rc = render_chatml_tools(m, n, tools, o, &i);
+    for (; i < n && !rc; i++) {
+        if (is_tool_role(m[i].role)) { /* results of one turn's calls: one user turn of <tool_response>s */
+            if (i == 0 || !is_tool_role(m[i - 1].role))
+                rc |= sp(o, "<|im_start|>") | tx(o, "user");
+            rc |= tx(o, "\n") | sp(o, "<tool_response>") | tx(o, "\n") | tx(o, m[i].content) | tx(o, "\n");
+            rc |= sp(o, "</tool_response>");
+            if (i + 1 == n || !is_tool_role(m[i + 1].role))
+                rc |= sp(o, "<|im_end|>") | tx(o, "\n");
+            continue;
+        }
         rc |= sp(o, "<|im_start|>");
         rc |= tx(o, m[i].role);
-        rc |= tx(o, "\n");
-        rc |= tx(o, m[i].content);
+        if (m[i].n_calls > 0) { /* Qwen's template: the content, then "\n<tool_call>..." for each call */
+            if (m[i].content[0])
+                rc |= tx(o, "\n") | tx(o, m[i].content);
+            for (size_t k = 0; k < m[i].n_calls; k++) {
+                rc |= tx(o, "\n") | sp(o, "<tool_call>") | tx(o, "\n") | call_json(o, &m[i].calls[k], "arguments");
+                rc |= tx(o, "\n") | sp(o, "</tool_call>");
+            }
+        } else {
+            rc |= tx(o, "\n");
+            rc |= tx(o, m[i].content);
+        }
         rc |= sp(o, "<|im_end|>");
         rc |= tx(o, "\n");
     }
     if (gen && !rc) {
         rc |= sp(o, "<|im_start|>");
         rc |= tx(o, "assistant\n");
+        if (tools != NULL && tools->open_call)
+            rc |= sp(o, "<tool_call>") | tx(o, "\n");
     }
     return rc;
 }
@@ -233,14 +289,17 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
         if (!role_ok(msgs[i].role)) { llm_seterr(err, "message %zu has an empty or invalid role", i); return -1; }
         if (!msgs[i].content) { llm_seterr(err, "message %zu has no content", i); return -1; }
     }
-    if (tools != NULL && f != LLM_CHAT_LLAMA3) {
-        llm_seterr(err, "function calling needs the Llama 3 chat format; this model's is %s", llm_chat_format_name(f));
+    int calls = 0;
+    for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0;
+    if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML) {
+        llm_seterr(err, "function calling needs the Llama 3 or ChatML chat format; this model's is %s",
+                   llm_chat_format_name(f));
         return -1;
     }
     int rc;
     switch (f) {
     case LLM_CHAT_LLAMA3: rc = render_llama3(msgs, n, tools, gen, out, err); break;
-    case LLM_CHAT_CHATML: rc = render_chatml(msgs, n, gen, out); break;
+    case LLM_CHAT_CHATML: rc = render_chatml(msgs, n, tools, gen, out); break;
     case LLM_CHAT_LLAMA2: rc = render_llama2(msgs, n, out, err); break;
     default: llm_seterr(err, "unknown chat format %d", (int)f); return -1;
     }

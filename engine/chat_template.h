@@ -19,9 +19,18 @@ typedef enum {
     LLM_CHAT_CHATML = 3, /* <|im_start|>role\ncontent<|im_end|>\n */
 } llm_chat_format;
 
+/* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')
+ * and its arguments as the text of a JSON object, as the template's tojson prints it. */
+typedef struct {
+    const char *name;
+    const char *args;
+} llm_chat_call;
+
 typedef struct {
     const char *role;    /* "system", "user", "assistant" (others allowed by Llama 3 / ChatML) */
     const char *content; /* UTF-8, NUL-terminated */
+    const llm_chat_call *calls; /* assistant: the tool calls it made (content may be ""), or NULL */
+    size_t      n_calls;
 } llm_chat_msg;
 
 typedef struct {
@@ -42,15 +51,23 @@ const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", 
 /* "llama3" / "llama2" / "chatml" -> format; 0 if unknown. */
 llm_chat_format llm_chat_format_from_name(const char *name);
 
-/* Function calling in the Llama 3 format (Llama 3.1 / 3.2's tool prompt, "JSON based tool calling"): a
- * system turn that opens "Environment: ipython", the knowledge and today's dates, then the system message;
- * the tools (defs: each tool's JSON as the template prints it, tojson(indent=4), followed by "\n\n")
- * with the instruction to answer with {"name": ..., "parameters": ...} go in the first user message;
- * "tool" (or "ipython") messages become ipython turns. The caller renders assistant tool calls as that
- * JSON in their content. */
+/* Function calling, in two formats:
+ * - Llama 3 (Llama 3.1 / 3.2's tool prompt, "JSON based tool calling"): a system turn that opens
+ *   "Environment: ipython", the knowledge and today's dates, then the system message; the tools (defs:
+ *   each tool's JSON as the template prints it, tojson(indent=4), followed by "\n\n") with the instruction
+ *   to answer with {"name": ..., "parameters": ...} go in the first user message; "tool" (or "ipython")
+ *   messages become ipython turns; an assistant message's call (one) is that JSON.
+ * - ChatML (Hermes 2 Pro, Qwen 2.5, Qwen 3): the system turn is the system message, then "# Tools" with
+ *   the tools inside <tools></tools> (defs: "\n" and each tool's one-line JSON) and the instruction to
+ *   answer each call as <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>; an assistant
+ *   message's calls are written so; "tool" messages go into user turns as <tool_response> blocks.
+ *   open_call: the generation prompt opens a <tool_call> (tool_choice required / named, whose answer is
+ *   then the call's JSON). The tags are control-token segments: one token where the vocabulary has them
+ *   (Qwen), text elsewhere. */
 typedef struct {
     const char *defs;
-    const char *date;  /* "2 Dec 2026" */
+    const char *date;  /* "2 Dec 2026" (Llama 3) */
+    int         open_call;
 } llm_chat_tools;
 
 /* Renders n messages. add_generation_prompt opens an assistant turn at the end.
@@ -59,8 +76,9 @@ typedef struct {
  * Returns 0, or -1 with a message in err (bad role order, empty list, no memory). */
 int  llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int add_generation_prompt,
                      llm_chat_out *out, llm_err *err);
-/* The same with tools (NULL: none). Only the Llama 3 format has a tool prompt (-1 for the others); the
- * first message after an optional system message must be the user's. */
+/* The same with tools (NULL: none). Only the Llama 3 and ChatML formats have a tool prompt (-1 for
+ * Llama 2); in Llama 3's the first message after an optional system message must be the user's, and an
+ * assistant message holds at most one call. */
 int  llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
                            int add_generation_prompt, llm_chat_out *out, llm_err *err);
 void llm_chat_out_free(llm_chat_out *out);

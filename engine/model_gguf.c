@@ -167,7 +167,7 @@ static int take_vec(llm_model *m, const char *name, llm_tensor *dst, int require
 static int load(llm_model *m, llm_err *err)
 {
     gguf_ctx *g = m->gguf;
-    char arch[64] = "";
+    char arch[sizeof m->arch] = "";
     if (gguf_get_str(g, "general.architecture", arch, sizeof(arch)) != 0) {
         llm_seterr(err, "%s: missing general.architecture", m->path);
         return -1;

@@ -44,6 +44,8 @@ void llm_api_req_free(llm_api_req *r)
 {
     cJSON_Delete(r->root);
     free(r->ids);
+    for (size_t i = 0; r->msgs != NULL && i < r->n_msgs; i++) llm_tools_calls_free((llm_chat_call *)r->msgs[i].calls,
+                                                                                  r->msgs[i].n_calls);
     free(r->msgs);
     free(r->bias_ids);
     cJSON_free(r->schema);
@@ -309,15 +311,16 @@ static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
         r->msgs[i].role = rs;
         cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
         if (!strcmp(rs, "assistant") && calls && !cJSON_IsNull(calls)) {
-            /* the call as the model wrote it, kept alive with the tree as the message's content */
-            char *text = llm_tools_history_call(calls, i, e);
-            if (text == NULL) return -1;
-            cJSON *s = cJSON_CreateString(text);
-            free(text);
-            if (s == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
-            if (cJSON_GetObjectItemCaseSensitive(m, "content")) cJSON_ReplaceItemInObjectCaseSensitive(m, "content", s);
-            else cJSON_AddItemToObject(m, "content", s);
-            r->msgs[i].content = s->valuestring;
+            /* the calls, which the chat template writes as the model did; the content (if any) beside them */
+            llm_chat_call *cl = NULL;
+            size_t ncl = 0;
+            if (llm_tools_history_calls(calls, i, r->chat_format, &cl, &ncl, e)) return -1;
+            r->msgs[i].calls = cl;
+            r->msgs[i].n_calls = ncl;
+            r->n_msgs = i + 1; /* so that llm_api_req_free frees the calls if a later message fails */
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+            if (c == NULL || cJSON_IsNull(c)) r->msgs[i].content = "";
+            else if (message_text(m, i, &r->msgs[i].content, e)) return -1;
             i++;
             continue;
         }
@@ -639,8 +642,16 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
 
 int llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *r, llm_api_err *e)
 {
+    return llm_api_parse_chat(kind, body, len, LLM_CHAT_LLAMA3, r, e);
+}
+
+int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat_format, llm_api_req *r,
+                       llm_api_err *e)
+{
     memset(r, 0, sizeof *r);
     r->kind = kind;
+    r->chat_format = chat_format;
+    r->parallel_calls = 1;
     r->temperature = 1.0;
     r->top_p = 1.0;
     r->repetition_penalty = 1.0;

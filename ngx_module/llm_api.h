@@ -84,9 +84,12 @@ typedef struct {
                                * calls' schema of tool_choice required / named (llm_tools.h); cJSON_free */
     size_t       schema_len;
     /* function calling (chat, llm_tools.h) */
+    int          chat_format; /* the model's chat format (llm_chat_format), given to llm_api_parse_chat: the
+                               * format tools and tool calls are written in */
+    int          parallel_calls; /* parallel_tool_calls (default 1): more than one call an answer (ChatML) */
     int          tool_mode;   /* LLM_TOOLS_*: OFF without tools or with tool_choice "none" */
     const cJSON *tools;       /* the request's tools (in root), when tool_mode is not OFF */
-    char        *tool_defs;   /* the tools as the Llama 3 prompt lists them; malloc'd */
+    char        *tool_defs;   /* the tools as the chat format's prompt lists them; malloc'd */
     int          min_tokens;  /* vLLM's: no end-of-generation or stop token id before this many */
     int32_t      stop_token_ids[LLM_API_MAX_STOP_IDS]; /* vLLM's: token ids that end the generation */
     int          n_stop_token_ids;
@@ -111,6 +114,10 @@ const cJSON *llm_api_field(const cJSON *o, const char *name);
 /* Parses and validates a body. Unknown fields are ignored; null means absent.
  * Returns 0, or -1 with e filled (status 400). Free with llm_api_req_free in both cases. */
 int  llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *r, llm_api_err *e);
+/* The same for a model whose chat format (llm_chat_format) is chat_format: tools and the tool calls of
+ * the history are written in it (llm_api_parse: Llama 3's). */
+int  llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat_format, llm_api_req *r,
+                        llm_api_err *e);
 void llm_api_req_free(llm_api_req *r);
 
 /* {"error":{"message","type","param","code"}} as a malloc'd string. */

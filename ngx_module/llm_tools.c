@@ -160,8 +160,14 @@ static int check_tools(const cJSON *tools, llm_api_err *e)
     return 0;
 }
 
-/* {"type": "object", "properties": {"name": {"const": N}, "parameters": P}, "required": [...]} for a tool. */
-static cJSON *call_schema(const cJSON *tool)
+/* The key of a call's arguments: Llama 3.1 writes "parameters", Hermes / Qwen "arguments". */
+static const char *args_key(const llm_api_req *r)
+{
+    return r->chat_format == LLM_CHAT_CHATML ? "arguments" : "parameters";
+}
+
+/* {"type": "object", "properties": {"name": {"const": N}, KEY: P}, "required": [...]} for a tool. */
+static cJSON *call_schema(const cJSON *tool, const char *key)
 {
     const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
     const cJSON *params = llm_api_field(fn, "parameters");
@@ -176,10 +182,10 @@ static cJSON *call_schema(const cJSON *tool)
     cJSON_AddStringToObject(s, "type", "object");
     cJSON_AddStringToObject(name, "const", tool_name(tool));
     cJSON_AddItemToObject(props, "name", name);
-    cJSON_AddItemToObject(props, "parameters", p);
+    cJSON_AddItemToObject(props, key, p);
     cJSON_AddItemToObject(s, "properties", props);
     cJSON_AddItemToArray(req, cJSON_CreateString("name"));
-    cJSON_AddItemToArray(req, cJSON_CreateString("parameters"));
+    cJSON_AddItemToArray(req, cJSON_CreateString(key));
     cJSON_AddItemToObject(s, "required", req);
     return s;
 }
@@ -191,7 +197,7 @@ static int hold_to_calls(const cJSON *tools, const char *only, llm_api_req *r, l
     int i = 0, rc = 0;
     for (const cJSON *t = tools->child; t != NULL && any != NULL && rc == 0; t = t->next, i++) {
         if (only != NULL && strcmp(tool_name(t), only) != 0) continue;
-        cJSON *s = call_schema(t);
+        cJSON *s = call_schema(t, args_key(r));
         char why[256];
         llm_schema *sc = s ? llm_schema_compile(s, why, sizeof why) : NULL;
         if (sc == NULL) {
@@ -221,15 +227,18 @@ static int hold_to_calls(const cJSON *tools, const char *only, llm_api_req *r, l
     return rc;
 }
 
-/* Each tool as the Llama 3.1 template lists it: tojson(indent=4), then a blank line. */
-static char *tool_defs(const cJSON *tools)
+/* Each tool as the template lists it: Llama 3.1's tojson(indent=4) then a blank line; ChatML's a newline
+ * then tojson on one line. */
+static char *tool_defs(const cJSON *tools, int chat_format)
 {
     buf_t b = { { NULL, 0, 0 }, 0 };
+    int chatml = chat_format == LLM_CHAT_CHATML;
     for (const cJSON *t = tools->child; t != NULL; t = t->next) {
-        char *s = llm_tools_dumps(t, 4);
+        char *s = llm_tools_dumps(t, chatml ? -1 : 4);
         if (s == NULL) { b.oom = 1; break; }
+        if (chatml) puts_(&b, "\n");
         puts_(&b, s);
-        puts_(&b, "\n\n");
+        if (!chatml) puts_(&b, "\n\n");
         free(s);
     }
     if (b.oom) { free(b.t.data); return NULL; }
@@ -244,6 +253,7 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
         llm_api_seterr(e, 400, "parallel_tool_calls", "invalid_type", "'parallel_tool_calls' must be a boolean");
         return -1;
     }
+    if (ptc) r->parallel_calls = cJSON_IsTrue(ptc);
     int have = tools && cJSON_GetArraySize(tools) > 0;
     int mode = have ? LLM_TOOLS_AUTO : LLM_TOOLS_OFF;
     const char *only = NULL;
@@ -274,6 +284,11 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     r->tool_mode = mode;
     if (mode == LLM_TOOLS_OFF) return 0;
+    if (r->chat_format != LLM_CHAT_LLAMA3 && r->chat_format != LLM_CHAT_CHATML) {
+        llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3 or "
+                       "ChatML (Hermes, Qwen) chat format; this one's is %s", llm_chat_format_name(r->chat_format));
+        return -1;
+    }
     if (r->stream && r->logprobs) {
         llm_api_seterr(e, 400, "logprobs", "unsupported_parameter",
                        "logprobs are not streamed with tools (a call is sent whole); ask without stream");
@@ -287,79 +302,161 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
         return -1;
     }
     if ((mode == LLM_TOOLS_REQUIRED || mode == LLM_TOOLS_NAMED) && hold_to_calls(tools, only, r, e)) return -1;
-    r->tool_defs = tool_defs(tools);
+    r->tool_defs = tool_defs(tools, r->chat_format);
     if (r->tool_defs == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
     return 0;
 }
 
-char *llm_tools_history_call(const cJSON *tool_calls, size_t i, llm_api_err *e)
+void llm_tools_calls_free(llm_chat_call *calls, size_t n)
 {
-    if (!cJSON_IsArray(tool_calls) || cJSON_GetArraySize(tool_calls) != 1) {
-        llm_api_seterr(e, 400, "messages", "invalid_value",
-                       "messages[%zu].tool_calls: one call a message (the Llama 3 format has no parallel calls)", i);
-        return NULL;
-    }
-    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool_calls->child, "function");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-    const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-    if (!cJSON_IsString(name) || (args && !cJSON_IsString(args) && !cJSON_IsObject(args))) {
-        llm_api_seterr(e, 400, "messages", "invalid_value",
-                       "messages[%zu].tool_calls[0] must be {\"type\": \"function\", \"function\": {\"name\": ..., "
-                       "\"arguments\": \"<JSON text>\"}}", i);
-        return NULL;
-    }
-    /* the template prints the arguments as an object ("parameters": {...}), as vLLM hands them to it */
-    cJSON *parsed = cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : NULL;
-    const cJSON *a = cJSON_IsString(args) ? parsed : args;
-    if (cJSON_IsString(args) && !cJSON_IsObject(parsed)) {
-        cJSON_Delete(parsed);
-        llm_api_seterr(e, 400, "messages", "invalid_value", "messages[%zu].tool_calls[0].function.arguments is not a "
-                       "JSON object", i);
-        return NULL;
-    }
-    cJSON *call = cJSON_CreateObject();
-    cJSON *acopy = a ? cJSON_Duplicate(a, 1) : cJSON_CreateObject();
-    char *s = NULL;
-    if (call && acopy) {
-        cJSON_AddStringToObject(call, "name", name->valuestring);
-        cJSON_AddItemToObject(call, "parameters", acopy);
-        acopy = NULL;
-        s = llm_tools_dumps(call, -1);
-    }
-    cJSON_Delete(acopy);
-    cJSON_Delete(call);
-    cJSON_Delete(parsed);
-    if (s == NULL) llm_api_seterr(e, 500, NULL, NULL, "out of memory");
-    return s;
+    for (size_t k = 0; calls != NULL && k < n; k++) free((char *)calls[k].args);
+    free(calls);
 }
 
-int llm_tools_output(const llm_api_req *r, const char *text, size_t len, char **name, char **args)
+int llm_tools_history_calls(const cJSON *tool_calls, size_t i, int chat_format, llm_chat_call **calls, size_t *n,
+                            llm_api_err *e)
 {
-    *name = *args = NULL;
-    if (r->tools == NULL) return 0;
-    while (len > 0 && strchr(" \t\r\n", text[0]) != NULL) { text++; len--; }
-    if (len == 0 || text[0] != '{') return 0;
-    cJSON *v = cJSON_ParseWithLength(text, len);
+    *calls = NULL;
+    *n = 0;
+    int cnt = cJSON_IsArray(tool_calls) ? cJSON_GetArraySize(tool_calls) : -1;
+    int most = chat_format == LLM_CHAT_CHATML ? LLM_TOOLS_MAX_CALLS : 1;
+    if (cnt < 1 || cnt > most) {
+        llm_api_seterr(e, 400, "messages", "invalid_value", most == 1
+                       ? "messages[%zu].tool_calls: one call a message (the Llama 3 format has no parallel calls)"
+                       : "messages[%zu].tool_calls: 1 to %d calls", i, most);
+        return -1;
+    }
+    llm_chat_call *cl = calloc((size_t)cnt, sizeof *cl);
+    if (cl == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+    size_t k = 0;
+    for (const cJSON *c = tool_calls->child; c != NULL; c = c->next, k++) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        if (!cJSON_IsString(name) || !name_ok(name->valuestring) || (args && !cJSON_IsString(args) && !cJSON_IsObject(args))) {
+            llm_api_seterr(e, 400, "messages", "invalid_value",
+                           "messages[%zu].tool_calls[%zu] must be {\"type\": \"function\", \"function\": {\"name\": ..., "
+                           "\"arguments\": \"<JSON text>\"}} with a name of letters, digits, '_' or '-'", i, k);
+            llm_tools_calls_free(cl, k);
+            return -1;
+        }
+        /* the templates print the arguments as an object, as vLLM hands them to them */
+        cJSON *parsed = cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : NULL;
+        const cJSON *a = cJSON_IsString(args) ? parsed : args;
+        if (cJSON_IsString(args) && !cJSON_IsObject(parsed)) {
+            cJSON_Delete(parsed);
+            llm_api_seterr(e, 400, "messages", "invalid_value", "messages[%zu].tool_calls[%zu].function.arguments is "
+                           "not a JSON object", i, k);
+            llm_tools_calls_free(cl, k);
+            return -1;
+        }
+        cJSON *empty = a ? NULL : cJSON_CreateObject();
+        cl[k].name = name->valuestring;
+        cl[k].args = llm_tools_dumps(a ? a : empty, -1);
+        cJSON_Delete(parsed);
+        cJSON_Delete(empty);
+        if (cl[k].args == NULL) {
+            llm_api_seterr(e, 500, NULL, NULL, "out of memory");
+            llm_tools_calls_free(cl, k);
+            return -1;
+        }
+    }
+    *calls = cl;
+    *n = k;
+    return 0;
+}
+
+void llm_tool_call_free(llm_tool_call *c)
+{
+    free(c->name);
+    free(c->args);
+    c->name = c->args = NULL;
+}
+
+static size_t skip_ws(const char *t, size_t len, size_t k)
+{
+    while (k < len && strchr(" \t\r\n", t[k]) != NULL) k++;
+    return k;
+}
+
+/* One call's JSON at text[0..len): {"name": one of r's tools, "parameters" / "arguments": object}. Returns
+ * the bytes it took (0: not a call) and the call in *c. */
+static size_t read_call(const llm_api_req *r, const char *text, size_t len, llm_tool_call *c)
+{
+    const char *end = NULL;
+    cJSON *v = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(v, "name");
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(v, "parameters");
     if (p == NULL) p = cJSON_GetObjectItemCaseSensitive(v, "arguments");
-    const cJSON *t = cJSON_IsString(n) ? r->tools->child : NULL;
+    const cJSON *t = cJSON_IsObject(v) && cJSON_IsString(n) ? r->tools->child : NULL;
     while (t != NULL && strcmp(tool_name(t), n->valuestring) != 0) t = t->next;
-    int ok = t != NULL && (p == NULL || cJSON_IsObject(p));
-    if (ok) {
+    size_t took = 0;
+    if (t != NULL && (p == NULL || cJSON_IsObject(p))) {
         cJSON *empty = p ? NULL : cJSON_CreateObject();
         char *a = cJSON_PrintUnformatted(p ? p : empty);
-        *name = strdup(n->valuestring);
-        *args = a ? strdup(a) : NULL;
+        c->name = strdup(n->valuestring);
+        c->args = a ? strdup(a) : NULL;
         cJSON_free(a);
         cJSON_Delete(empty);
-        if (*name == NULL || *args == NULL) {
-            free(*name);
-            free(*args);
-            *name = *args = NULL;
-            ok = 0;
-        }
+        if (c->name != NULL && c->args != NULL) took = (size_t)(end - text);
+        else llm_tool_call_free(c);
     }
     cJSON_Delete(v);
-    return ok;
+    return took;
+}
+
+static const char CALL_OPEN[] = "<tool_call>", CALL_CLOSE[] = "</tool_call>";
+
+static int at(const char *t, size_t len, size_t k, const char *tag)
+{
+    size_t n = strlen(tag);
+    return k + n <= len && memcmp(t + k, tag, n) == 0;
+}
+
+int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_tool_call *calls, size_t *content_len)
+{
+    *content_len = 0;
+    if (r->tools == NULL) return 0;
+    size_t k = skip_ws(text, len, 0);
+    if (r->chat_format != LLM_CHAT_CHATML || r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED) {
+        /* the whole answer is one call's JSON (ChatML: the prompt opened the <tool_call>) */
+        if (k == len || text[k] != '{') return 0;
+        size_t took = read_call(r, text + k, len - k, &calls[0]);
+        if (took == 0) return 0;
+        size_t j = skip_ws(text, len, k + took);
+        if (r->chat_format == LLM_CHAT_CHATML && at(text, len, j, CALL_CLOSE)) j = skip_ws(text, len, j + strlen(CALL_CLOSE));
+        if (j != len) { llm_tool_call_free(&calls[0]); return 0; }
+        return 1;
+    }
+    /* ChatML, auto: text, then <tool_call> JSON </tool_call> blocks to the end */
+    const char *first = NULL;
+    for (size_t j = 0; j + strlen(CALL_OPEN) <= len && first == NULL; j++)
+        if (at(text, len, j, CALL_OPEN)) first = text + j;
+    if (first == NULL) return 0;
+    size_t c0 = (size_t)(first - text), n = 0;
+    k = c0;
+    while (k < len) {
+        if (!at(text, len, k, CALL_OPEN) || n == LLM_TOOLS_MAX_CALLS) goto not_calls;
+        k = skip_ws(text, len, k + strlen(CALL_OPEN));
+        size_t took = read_call(r, text + k, len - k, &calls[n]);
+        if (took == 0) goto not_calls;
+        n++;
+        k = skip_ws(text, len, k + took);
+        if (at(text, len, k, CALL_CLOSE)) k = skip_ws(text, len, k + strlen(CALL_CLOSE));
+    }
+    while (!r->parallel_calls && n > 1) llm_tool_call_free(&calls[--n]); /* parallel_tool_calls false: the first */
+    while (c0 > 0 && strchr(" \t\r\n", text[c0 - 1]) != NULL) c0--;
+    *content_len = c0;
+    return (int)n;
+not_calls:
+    while (n > 0) llm_tool_call_free(&calls[--n]);
+    return 0;
+}
+
+int llm_tools_may_be_call(const llm_api_req *r, const char *text, size_t len)
+{
+    size_t k = skip_ws(text, len, 0), n = strlen(CALL_OPEN);
+    if (r->chat_format != LLM_CHAT_CHATML) return k == len || text[k] == '{';
+    size_t m = len - k < n ? len - k : n;
+    return memcmp(text + k, CALL_OPEN, m) == 0; /* "<tool" ... or "<tool_call>..." */
 }

@@ -1,9 +1,10 @@
-/* Function calling for the chat endpoint (OpenAI's tools / tool_choice) in Llama 3.1's JSON tool-call
- * format: the tools go into the prompt (engine/chat_template.h), the model answers a call as
- * {"name": ..., "parameters": {...}}, and such an answer goes back as a tool_calls message. With
- * tool_choice "required" or a named function the answer is held to the calls' JSON Schema
- * (engine/json_schema.h), so it is always a call; with "auto" the model chooses and the answer is read as
- * a call when it is one. Plain C + cJSON, like llm_api.c (no nginx headers). */
+/* Function calling for the chat endpoint (OpenAI's tools / tool_choice) in the model's chat format
+ * (engine/chat_template.h): Llama 3.1's JSON tool calls (the model answers one call as {"name": ...,
+ * "parameters": {...}}) or ChatML's Hermes / Qwen form (<tool_call>{"name": ..., "arguments": {...}}
+ * </tool_call>, several in an answer). The tools go into the prompt, and an answer that is a call (or, in
+ * ChatML, ends in calls) goes back as a tool_calls message. With tool_choice "required" or a named function
+ * the answer is held to the calls' JSON Schema (engine/json_schema.h), so it is always one call; with
+ * "auto" the model chooses. Plain C + cJSON, like llm_api.c (no nginx headers). */
 #ifndef LLM_TOOLS_H
 #define LLM_TOOLS_H
 
@@ -13,6 +14,7 @@
 #include "llm_api.h"
 
 #define LLM_API_MAX_TOOLS 64
+#define LLM_TOOLS_MAX_CALLS 8 /* calls read from one answer (ChatML; Llama 3 writes one) */
 
 enum {
     LLM_TOOLS_OFF = 0,  /* no tools, or tool_choice "none": the tools stay out of the prompt */
@@ -21,15 +23,31 @@ enum {
     LLM_TOOLS_NAMED,    /* the answer is a call of tool_choice's function */
 };
 
-/* tools, tool_choice and parallel_tool_calls of a chat body into r: tool_mode, tools, tool_defs, and for
- * required / named the calls' schema in r->schema. 0, or -1 with e (400). */
+/* A call read from an answer: name and arguments (compact JSON object text), malloc'd. */
+typedef struct {
+    char *name;
+    char *args;
+} llm_tool_call;
+
+/* tools, tool_choice and parallel_tool_calls of a chat body into r (in r->chat_format: Llama 3 or ChatML,
+ * else a 400): tool_mode, tools, tool_defs, parallel_calls, and for required / named the calls' schema in
+ * r->schema. 0, or -1 with e (400). */
 int   llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e);
-/* An assistant message's tool_calls (message i) as the text the model wrote for them: malloc'd, or NULL
- * with e. Llama 3.1 writes one call a turn. */
-char *llm_tools_history_call(const cJSON *tool_calls, size_t i, llm_api_err *e);
-/* A generated text read as a call of one of r's tools (whitespace around it allowed; "arguments" taken for
- * "parameters"): 1 with *name and *args (compact JSON) malloc'd, else 0. */
-int   llm_tools_output(const llm_api_req *r, const char *text, size_t len, char **name, char **args);
+/* An assistant message's tool_calls (message i) as the chat template takes them: *calls malloc'd (names
+ * point into the tree, arguments malloc'd as tojson prints them; llm_tools_calls_free), or -1 with e.
+ * Llama 3 takes one call a message. */
+int   llm_tools_history_calls(const cJSON *tool_calls, size_t i, int chat_format, llm_chat_call **calls, size_t *n,
+                              llm_api_err *e);
+void  llm_tools_calls_free(llm_chat_call *calls, size_t n);
+/* A generated text read as calls of r's tools: the number of calls (at most LLM_TOOLS_MAX_CALLS; 0: the
+ * text is plain content), each in calls[] (llm_tool_call_free each), and *content_len the bytes of text
+ * before the first call (ChatML: text may precede the calls; whitespace before them left out). Llama 3
+ * (and a ChatML answer that tool_choice opened inside a call): the whole text, around whitespace, is one
+ * call's JSON ("arguments" taken for "parameters" and the other way round). */
+int   llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_tool_call *calls, size_t *content_len);
+void  llm_tool_call_free(llm_tool_call *c);
+/* ChatML, tool_choice auto, streamed: 1 while text (so far) may still turn out to be calls. */
+int   llm_tools_may_be_call(const llm_api_req *r, const char *text, size_t len);
 /* Python's json.dumps(v, ensure_ascii=False, indent=indent), as chat templates' tojson prints (indent < 0:
  * one line with ", " and ": "). malloc'd, or NULL. */
 char *llm_tools_dumps(const cJSON *v, int indent);

@@ -86,18 +86,21 @@ static cJSON *envelope(const ngx_http_llm_resp_t *r, int chunk)
     return o;
 }
 
-/* [{"index"?, "id", "type": "function", "function": {"name", "arguments"}}] */
-static cJSON *tool_calls(const ngx_http_llm_call_t *call, int with_index)
+/* [{"index"?, "id", "type": "function", "function": {"name", "arguments"}}, ...] */
+static cJSON *tool_calls(const ngx_http_llm_call_t *calls, int n, int with_index)
 {
-    cJSON *a = cJSON_CreateArray(), *t = cJSON_CreateObject();
-    if (a == NULL || t == NULL) { cJSON_Delete(a); cJSON_Delete(t); return NULL; }
-    if (with_index) cJSON_AddNumberToObject(t, "index", 0);
-    cJSON_AddStringToObject(t, "id", call->id);
-    cJSON_AddStringToObject(t, "type", "function");
-    cJSON *f = cJSON_AddObjectToObject(t, "function");
-    cJSON_AddStringToObject(f, "name", call->name);
-    cJSON_AddStringToObject(f, "arguments", call->args);
-    cJSON_AddItemToArray(a, t);
+    cJSON *a = cJSON_CreateArray();
+    for (int k = 0; k < n && a != NULL; k++) {
+        cJSON *t = cJSON_CreateObject();
+        if (t == NULL) { cJSON_Delete(a); return NULL; }
+        if (with_index) cJSON_AddNumberToObject(t, "index", k);
+        cJSON_AddStringToObject(t, "id", calls[k].id);
+        cJSON_AddStringToObject(t, "type", "function");
+        cJSON *f = cJSON_AddObjectToObject(t, "function");
+        cJSON_AddStringToObject(f, "name", calls[k].name);
+        cJSON_AddStringToObject(f, "arguments", calls[k].args);
+        cJSON_AddItemToArray(a, t);
+    }
     return a;
 }
 
@@ -125,9 +128,10 @@ cJSON *ngx_http_llm_response(const ngx_http_llm_resp_t *r, ngx_http_llm_choice_t
         if (r->kind == LLM_API_CHAT) {
             cJSON *m = cJSON_AddObjectToObject(c, "message");
             cJSON_AddStringToObject(m, "role", "assistant");
-            if (ch[i].call) {
-                cJSON_AddNullToObject(m, "content");
-                cJSON_AddItemToObject(m, "tool_calls", tool_calls(ch[i].call, 0));
+            if (ch[i].n_calls > 0) {
+                if (ch[i].len > 0) add_text(m, "content", ch[i].text, ch[i].len);
+                else cJSON_AddNullToObject(m, "content");
+                cJSON_AddItemToObject(m, "tool_calls", tool_calls(ch[i].calls, ch[i].n_calls, 0));
             } else {
                 add_text(m, "content", ch[i].text, ch[i].len);
             }
@@ -163,13 +167,13 @@ cJSON *ngx_http_llm_chunk(const ngx_http_llm_resp_t *r, int i, const char *text,
     return o;
 }
 
-cJSON *ngx_http_llm_call_chunk(const ngx_http_llm_resp_t *r, int i, const ngx_http_llm_call_t *call)
+cJSON *ngx_http_llm_call_chunk(const ngx_http_llm_resp_t *r, int i, const ngx_http_llm_call_t *calls, int n)
 {
     cJSON *o = envelope(r, 1), *a = o ? cJSON_AddArrayToObject(o, "choices") : NULL, *c = cJSON_CreateObject();
     if (a == NULL || c == NULL) { cJSON_Delete(o); cJSON_Delete(c); return NULL; }
     cJSON_AddNumberToObject(c, "index", i);
     cJSON *d = cJSON_AddObjectToObject(c, "delta");
-    cJSON_AddItemToObject(d, "tool_calls", tool_calls(call, 1));
+    cJSON_AddItemToObject(d, "tool_calls", tool_calls(calls, n, 1));
     cJSON_AddNullToObject(c, "logprobs");
     cJSON_AddNullToObject(c, "finish_reason");
     cJSON_AddItemToArray(a, c);

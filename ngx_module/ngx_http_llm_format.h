@@ -26,19 +26,20 @@ typedef struct {
 
 void ngx_http_llm_resp_init(ngx_http_llm_resp_t *r, llm_api_kind kind, const char *model);
 
-/* A tool call (function calling): the message's tool_calls[0]. */
+/* A tool call (function calling): one of the message's tool_calls. */
 typedef struct {
-    const char *id;         /* "call_..." */
+    char        id[32];     /* "call_..." */
     const char *name;
     const char *args;       /* JSON text */
 } ngx_http_llm_call_t;
 
 typedef struct {
-    const char *text;
+    const char *text;       /* with calls: the content before them (len 0: content null) */
     size_t      len;
     const char *finish;     /* "stop" / "length" / "tool_calls" */
     cJSON      *logprobs;   /* taken by ngx_http_llm_response, or NULL */
-    const ngx_http_llm_call_t *call; /* chat: the answer is this call (content null), or NULL */
+    const ngx_http_llm_call_t *calls; /* chat: the answer's tool calls, or NULL */
+    int         n_calls;
 } ngx_http_llm_choice_t;
 
 /* Token counts: usage {"prompt_tokens", "completion_tokens", "total_tokens"}, with
@@ -53,8 +54,8 @@ cJSON *ngx_http_llm_response(const ngx_http_llm_resp_t *r, ngx_http_llm_choice_t
 /* One stream chunk for choice i: text, or (role) the chat role opener, or a finish reason. Takes lp. */
 cJSON *ngx_http_llm_chunk(const ngx_http_llm_resp_t *r, int i, const char *text, size_t len, int role,
                           cJSON *lp, const char *finish);
-/* The stream chunk of choice i's tool call, whole (the SDKs join deltas; one is a whole call). */
-cJSON *ngx_http_llm_call_chunk(const ngx_http_llm_resp_t *r, int i, const ngx_http_llm_call_t *call);
+/* The stream chunk of choice i's tool calls, each whole (the SDKs join deltas; one is a whole call). */
+cJSON *ngx_http_llm_call_chunk(const ngx_http_llm_resp_t *r, int i, const ngx_http_llm_call_t *calls, int n);
 cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, const ngx_http_llm_usage_t *u);
 
 /* Logprobs: one entry per token, collected into the response's shape

@@ -23,8 +23,9 @@ typedef struct {
     size_t           text_off;    /* completions logprobs text_offset */
     unsigned         hold:1;      /* function calling, streamed: the text is held while it may be a call */
     uint32_t         n_cached;    /* prompt tokens the engine's prefix cache served */
-    ngx_http_llm_call_t call;     /* the answer read as a tool call (name and args malloc'd), or name NULL */
-    char             call_id[32];
+    ngx_http_llm_call_t calls[LLM_TOOLS_MAX_CALLS]; /* the answer read as tool calls (name, args malloc'd) */
+    int              n_calls;
+    size_t           content_len; /* with calls: the text before them */
 } ngx_http_llm_seq_t;
 
 typedef struct {
@@ -65,9 +66,11 @@ static void ngx_http_llm_cleanup(void *data)
         llm_stop_free(&s->stop);
         free(s->text.data);
         cJSON_Delete(s->lp);
-        free((char *)s->call.name);
-        free((char *)s->call.args);
-        s->call.name = s->call.args = NULL;
+        for (int k = 0; k < s->n_calls; k++) {
+            free((char *)s->calls[k].name);
+            free((char *)s->calls[k].args);
+        }
+        s->n_calls = 0;
     }
     llm_api_req_free(&ctx->q);
 }
@@ -198,16 +201,13 @@ static int ngx_http_llm_is_stop_token(ngx_http_llm_ctx_t *ctx, int32_t id)
 }
 
 /* Function calling, streamed: the text is held while it may be a call. With tool_choice "auto" the
- * first byte that is neither whitespace nor '{' says it is not: what was held goes out, and the rest
- * streams as it comes. */
+ * first bytes that cannot start one (Llama 3: neither whitespace nor '{'; ChatML: not "<tool_call>") say it
+ * is not: what was held goes out, and the rest streams as it comes. */
 static int ngx_http_llm_hold(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len)
 {
     ngx_http_llm_seq_t *s = &ctx->seq[i];
     if (ngx_http_llm_text_append(&s->text, t, len)) return -1;
-    if (ctx->q.tool_mode != LLM_TOOLS_AUTO) return 0;
-    size_t k = 0;
-    while (k < s->text.len && strchr(" \t\r\n", s->text.data[k]) != NULL) k++;
-    if (k == s->text.len || s->text.data[k] == '{') return 0;
+    if (ctx->q.tool_mode != LLM_TOOLS_AUTO || llm_tools_may_be_call(&ctx->q, s->text.data, s->text.len)) return 0;
     s->hold = 0;
     cJSON *chunk = ngx_http_llm_chunk(&ctx->resp, i, s->text.data, s->text.len, 0, NULL, NULL);
     s->text.len = 0;
@@ -268,26 +268,27 @@ static int ngx_http_llm_echo_close(ngx_http_llm_ctx_t *ctx, int i)
     return ngx_http_llm_out(ctx, i, tail, n, NULL);
 }
 
-/* Function calling: a choice's answer is over; read it as a tool call (finish "tool_calls"), and when
- * streamed send the call, or the text held back as content. */
+/* Function calling: a choice's answer is over; read it as tool calls (finish "tool_calls"), and when
+ * streamed send the calls, or the text held back as content. */
 static int ngx_http_llm_tool_end(ngx_http_llm_ctx_t *ctx, int i)
 {
     ngx_http_llm_seq_t *s = &ctx->seq[i];
     if (ctx->q.tool_mode == LLM_TOOLS_OFF) return 0;
-    char *name, *args;
-    if (llm_tools_output(&ctx->q, s->text.data, s->text.len, &name, &args)) {
-        ngx_snprintf((u_char *)s->call_id, sizeof s->call_id, "call_%08xD%08xD%08xD%Z", (uint32_t)ngx_random(),
-                     (uint32_t)ngx_random(), (uint32_t)ngx_random());
-        s->call.id = s->call_id;
-        s->call.name = name;
-        s->call.args = args;
-        s->finish = "tool_calls";
+    llm_tool_call got[LLM_TOOLS_MAX_CALLS];
+    int n = llm_tools_output(&ctx->q, s->text.data, s->text.len, got, &s->content_len);
+    for (int k = 0; k < n; k++) {
+        ngx_snprintf((u_char *)s->calls[k].id, sizeof s->calls[k].id, "call_%08xD%08xD%08xD%Z",
+                     (uint32_t)ngx_random(), (uint32_t)ngx_random(), (uint32_t)ngx_random());
+        s->calls[k].name = got[k].name;
+        s->calls[k].args = got[k].args;
     }
+    s->n_calls = n;
+    if (n > 0) s->finish = "tool_calls";
     if (!ctx->q.stream || !s->hold) return 0;
     s->hold = 0;
-    cJSON *chunk = s->call.name ? ngx_http_llm_call_chunk(&ctx->resp, i, &s->call)
-                                : ngx_http_llm_chunk(&ctx->resp, i, s->text.data ? s->text.data : "", s->text.len, 0, NULL,
-                                                     NULL);
+    cJSON *chunk = n > 0 ? ngx_http_llm_call_chunk(&ctx->resp, i, s->calls, n)
+                         : ngx_http_llm_chunk(&ctx->resp, i, s->text.data ? s->text.data : "", s->text.len, 0, NULL,
+                                              NULL);
     return ngx_http_llm_emit_event(ctx, chunk) == NGX_ERROR ? -1 : 0;
 }
 
@@ -383,9 +384,10 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
     if (ch == NULL) return NGX_ERROR;
     for (int i = 0; i < ctx->n; i++) {
         ch[i].text = ctx->seq[i].text.data ? ctx->seq[i].text.data : "";
-        ch[i].len = ctx->seq[i].text.len;
+        ch[i].n_calls = ctx->seq[i].n_calls;
+        ch[i].calls = ch[i].n_calls > 0 ? ctx->seq[i].calls : NULL;
+        ch[i].len = ch[i].n_calls > 0 ? ctx->seq[i].content_len : ctx->seq[i].text.len;
         ch[i].finish = ctx->seq[i].finish;
-        ch[i].call = ctx->seq[i].call.name ? &ctx->seq[i].call : NULL;
         ch[i].logprobs = ctx->seq[i].lp;
         ctx->seq[i].lp = NULL; /* the response takes it */
     }

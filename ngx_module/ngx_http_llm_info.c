@@ -126,7 +126,8 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         struct tm tm;
         ngx_libc_localtime(now, &tm);
         strftime(date, sizeof date, "%d %b %Y", &tm);
-        llm_chat_tools tools = { q->tool_defs, date };
+        llm_chat_tools tools = { q->tool_defs, date,
+                                 q->tool_mode == LLM_TOOLS_REQUIRED || q->tool_mode == LLM_TOOLS_NAMED };
         if (llm_chat_render_tools(f, q->msgs, q->n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL,
                                   q->add_generation_prompt, &out, &err)) {
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);

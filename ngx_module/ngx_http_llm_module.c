@@ -484,7 +484,10 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
                       : h == NGX_LLM_TOKENIZE ? LLM_API_TOKENIZE : LLM_API_DETOKENIZE;
     llm_api_req q;
     llm_api_err e;
-    if (llm_api_parse(kind, (const char *)body, len, &q, &e) != 0 || ngx_http_llm_check_model(r, q.model, &e)) {
+    llm_chat_format chat = lcf->chat_format ? (llm_chat_format)lcf->chat_format
+                         : lcf->tok ? lcf->tok->chat : LLM_CHAT_LLAMA3;
+    if (llm_api_parse_chat(kind, (const char *)body, len, chat, &q, &e) != 0 ||
+        ngx_http_llm_check_model(r, q.model, &e)) {
         llm_api_req_free(&q);
         ngx_http_finalize_request(r, ngx_http_llm_send_error(r, &e));
         return;

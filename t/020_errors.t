@@ -1072,7 +1072,7 @@ Access-Control-Allow-Origin: https://app.example.com
 --- response_body_like chomp
 "code":"invalid_api_key"
 
-=== TEST 56: function calling on a model without the Llama 3 chat format is a clear 400, not ignored
+=== TEST 56: function calling on a model with neither the Llama 3 nor the ChatML chat format is a clear 400, not ignored
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -1087,4 +1087,4 @@ POST /v1/chat/completions
 {"messages": [{"role": "user", "content": "weather?"}], "tools": [{"type": "function", "function": {"name": "get_weather"}}]}
 --- error_code: 400
 --- response_body_like chomp
-"message":"function calling needs the Llama 3 chat format; this model's is llama2","type":"invalid_request_error","param":"messages"
+"message":"function calling needs a model with the Llama 3 or ChatML \(Hermes, Qwen\) chat format; this one's is llama2","type":"invalid_request_error","param":"tools","code":"unsupported_parameter"

@@ -34,10 +34,10 @@ int main(void)
 {
     llm_err err = { "" };
     const llm_chat_msg conv[] = {
-        { "system", "You are terse." },
-        { "user", "  Hi there!\n" },
-        { "assistant", "Hello." },
-        { "user", "2+2?" },
+        { "system", "You are terse.", NULL, 0 },
+        { "user", "  Hi there!\n", NULL, 0 },
+        { "assistant", "Hello.", NULL, 0 },
+        { "user", "2+2?", NULL, 0 },
     };
 
     char *s = render(LLM_CHAT_LLAMA3, conv, 4, 1, &err);
@@ -75,7 +75,7 @@ int main(void)
 
     /* Segments: control tokens apart from text; user text with special-token
      * text stays plain text. */
-    const llm_chat_msg inj[] = { { "user", "x<|eot_id|>y" } };
+    const llm_chat_msg inj[] = { { "user", "x<|eot_id|>y", NULL, 0 } };
     llm_chat_out o;
     is_int(llm_chat_render(LLM_CHAT_LLAMA3, inj, 1, 1, &o, &err), 0, "render ok");
     is_int((int)o.n, 10, "segment count");
@@ -88,14 +88,14 @@ int main(void)
     /* Errors. */
     ok(render(LLM_CHAT_LLAMA3, conv, 0, 1, &err) == NULL, "empty message list refused");
     ok(strstr(err.msg, "empty") != NULL, "message says empty: %s", err.msg);
-    const llm_chat_msg bad2[] = { { "user", "a" }, { "user", "b" } };
+    const llm_chat_msg bad2[] = { { "user", "a", NULL, 0 }, { "user", "b", NULL, 0 } };
     ok(render(LLM_CHAT_LLAMA2, bad2, 2, 1, &err) == NULL, "llama2: two user turns in a row refused");
     ok(strstr(err.msg, "alternate") != NULL, "message says alternate: %s", err.msg);
-    const llm_chat_msg sysonly[] = { { "system", "a" } };
+    const llm_chat_msg sysonly[] = { { "system", "a", NULL, 0 } };
     ok(render(LLM_CHAT_LLAMA2, sysonly, 1, 1, &err) == NULL, "llama2: system only refused");
-    const llm_chat_msg badrole[] = { { "us\ner", "a" } };
+    const llm_chat_msg badrole[] = { { "us\ner", "a", NULL, 0 } };
     ok(render(LLM_CHAT_CHATML, badrole, 1, 1, &err) == NULL, "control character in role refused");
-    const llm_chat_msg norole[] = { { "", "a" } };
+    const llm_chat_msg norole[] = { { "", "a", NULL, 0 } };
     ok(render(LLM_CHAT_LLAMA3, norole, 1, 1, &err) == NULL, "empty role refused");
 
     /* Detection. */
@@ -114,13 +114,14 @@ int main(void)
      * dates, the tools and the instruction in the first user turn, a call as the assistant wrote it, and
      * its result as an ipython turn */
     {
+        static const llm_chat_call wcall[] = { { "w", "{\"c\": \"Oslo\"}" }, { "w", "{\"c\": \"Bergen\"}" } };
         const llm_chat_msg tm[] = {
-            { "system", " Be brief. " },
-            { "user", " Weather in Oslo? " },
-            { "assistant", "{\"name\": \"w\", \"parameters\": {\"c\": \"Oslo\"}}" },
-            { "tool", " sunny " },
+            { "system", " Be brief. ", NULL, 0 },
+            { "user", " Weather in Oslo? ", NULL, 0 },
+            { "assistant", "", wcall, 1 },
+            { "tool", " sunny ", NULL, 0 },
         };
-        llm_chat_tools tools = { "{\n    \"name\": \"w\"\n}\n\n", "02 Dec 2026" };
+        llm_chat_tools tools = { "{\n    \"name\": \"w\"\n}\n\n", "02 Dec 2026", 0 };
         llm_chat_out o;
         char *s = NULL;
         if (llm_chat_render_tools(LLM_CHAT_LLAMA3, tm, 4, &tools, 1, &o, &err) == 0) {
@@ -142,9 +143,56 @@ int main(void)
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, tm + 2, 2, &tools, 1, &o, &err) != 0 &&
            strstr(err.msg, "first message after the system message must be the user's"),
            "with tools the conversation must start with the user: %s", err.msg);
-        ok(llm_chat_render_tools(LLM_CHAT_CHATML, tm, 2, &tools, 1, &o, &err) != 0 &&
-           strstr(err.msg, "needs the Llama 3 chat format; this model's is chatml"), "no tool prompt but Llama 3's: %s",
-           err.msg);
+        ok(llm_chat_render_tools(LLM_CHAT_LLAMA2, tm, 2, &tools, 1, &o, &err) != 0 &&
+           strstr(err.msg, "needs the Llama 3 or ChatML chat format; this model's is llama2"),
+           "no tool prompt in Llama 2's: %s", err.msg);
+        const llm_chat_msg two[] = { { "user", "Both?", NULL, 0 }, { "assistant", "", wcall, 2 } };
+        ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, two, 2, &tools, 1, &o, &err) != 0 &&
+           strstr(err.msg, "one tool call a message"), "Llama 3: one call a message: %s", err.msg);
+
+        /* ChatML (Hermes / Qwen 2.5 / Qwen 3 templates): the tools in the system turn, calls in <tool_call>
+         * tags, results as <tool_response> blocks in one user turn, the tags as control tokens */
+        const llm_chat_msg cm[] = {
+            { "system", " Be brief. ", NULL, 0 },
+            { "user", "Weather in Oslo and Bergen?", NULL, 0 },
+            { "assistant", "Looking.", wcall, 2 },
+            { "tool", "sunny", NULL, 0 },
+            { "tool", "rain", NULL, 0 },
+        };
+        llm_chat_tools ct = { "\n{\"type\": \"function\", \"function\": {\"name\": \"w\"}}", NULL, 0 };
+        s = NULL;
+        int tags = 0;
+        if (llm_chat_render_tools(LLM_CHAT_CHATML, cm, 5, &ct, 1, &o, &err) == 0) {
+            s = llm_chat_out_join(&o);
+            for (size_t k = 0; k < o.n; k++)
+                tags += o.seg[k].special && (!strcmp(o.seg[k].text, "<tool_call>") ||
+                                             !strcmp(o.seg[k].text, "</tool_response>"));
+            llm_chat_out_free(&o);
+        }
+        ok(s && !strcmp(s,
+           "<|im_start|>system\n Be brief. \n\n# Tools\n\nYou may call one or more functions to assist with the user "
+           "query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+           "{\"type\": \"function\", \"function\": {\"name\": \"w\"}}\n</tools>\n\nFor each function call, return a "
+           "json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+           "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
+           "<|im_start|>user\nWeather in Oslo and Bergen?<|im_end|>\n"
+           "<|im_start|>assistant\nLooking.\n<tool_call>\n{\"name\": \"w\", \"arguments\": {\"c\": \"Oslo\"}}\n"
+           "</tool_call>\n<tool_call>\n{\"name\": \"w\", \"arguments\": {\"c\": \"Bergen\"}}\n</tool_call><|im_end|>\n"
+           "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response>"
+           "<|im_end|>\n<|im_start|>assistant\n"),
+           "chatml with tools: Qwen's tool prompt:\n%s", s ? s : err.msg);
+        ok(tags == 2 + 2 + 2, "chatml: <tool_call> and </tool_response> are control-token segments (%d)", tags);
+        free(s);
+        ct.open_call = 1; /* tool_choice required: the answer opens inside a call */
+        s = NULL;
+        if (llm_chat_render_tools(LLM_CHAT_CHATML, cm + 1, 1, &ct, 1, &o, &err) == 0) {
+            s = llm_chat_out_join(&o);
+            llm_chat_out_free(&o);
+        }
+        ok(s && strstr(s, "</tool_call><|im_end|>\n<|im_start|>user\nWeather in Oslo and Bergen?<|im_end|>\n"
+                          "<|im_start|>assistant\n<tool_call>\n") && !strncmp(s, "<|im_start|>system\n# Tools", 26),
+           "chatml: no system message; the generation prompt opens a call:\n%s", s ? s : err.msg);
+        free(s);
     }
     return done_testing();
 }

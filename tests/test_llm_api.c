@@ -220,20 +220,21 @@ int main(void)
            "            \"required\": [\n                \"city\"\n            ]\n        }\n    }\n}\n\n"
            "{\n    \"type\": \"function\",\n    \"function\": {\n        \"name\": \"now\"\n    }\n}\n\n"),
            "... listed as json.dumps(indent=4) prints them, a blank line after each:\n%s", r.tool_defs ? r.tool_defs : "");
-        char *name, *args;
-        ok(llm_tools_output(&r, " {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}\n", strlen(" {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}\n"), &name, &args) == 1 &&
-           !strcmp(name, "get_weather") && !strcmp(args, "{\"city\":\"Oslo\"}"), "an answer that is a call is read as one");
-        free(name);
-        free(args);
-        ok(llm_tools_output(&r, "{\"name\":\"now\"}", strlen("{\"name\":\"now\"}"), &name, &args) == 1 && !strcmp(args, "{}"),
-           "... with no parameters: {}");
-        free(name);
-        free(args);
-        ok(llm_tools_output(&r, "{\"name\":\"other\",\"parameters\":{}}", strlen("{\"name\":\"other\",\"parameters\":{}}"), &name, &args) == 0 &&
-           llm_tools_output(&r, "It is sunny.", strlen("It is sunny."), &name, &args) == 0 &&
-           llm_tools_output(&r, "{\"name\":\"now\",\"parameters\":3}", strlen("{\"name\":\"now\",\"parameters\":3}"), &name, &args) == 0 &&
-           llm_tools_output(&r, "{\"name\":\"now\"", strlen("{\"name\":\"now\""), &name, &args) == 0 && name == NULL,
-           "... an unknown tool, text, parameters that are not an object, a cut call: not calls");
+        llm_tool_call c[LLM_TOOLS_MAX_CALLS];
+        size_t cl = 99;
+#define OUT(text) llm_tools_output(&r, text, strlen(text), c, &cl)
+        ok(OUT(" {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}\n") == 1 && cl == 0 &&
+           !strcmp(c[0].name, "get_weather") && !strcmp(c[0].args, "{\"city\":\"Oslo\"}"), "an answer that is a call is read as one");
+        llm_tool_call_free(&c[0]);
+        ok(OUT("{\"name\":\"now\"}") == 1 && !strcmp(c[0].args, "{}"), "... with no parameters: {}");
+        llm_tool_call_free(&c[0]);
+        ok(OUT("{\"name\":\"other\",\"parameters\":{}}") == 0 && OUT("It is sunny.") == 0 &&
+           OUT("{\"name\":\"now\",\"parameters\":3}") == 0 && OUT("{\"name\":\"now\"") == 0 &&
+           OUT("{\"name\":\"now\"} and more") == 0 && OUT("<tool_call>{\"name\":\"now\"}</tool_call>") == 0,
+           "... an unknown tool, text, parameters that are not an object, a cut call, a call and text, "
+           "ChatML's tags: not calls (Llama 3)");
+        ok(llm_tools_may_be_call(&r, " {\"na", 5) && !llm_tools_may_be_call(&r, " It", 3),
+           "Llama 3, streamed: held while it may be a call");
         llm_api_req_free(&r);
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":\"required\"}", tools);
         is_int(parse(LLM_API_CHAT, body, &r, &e), 0, "tool_choice required parses");
@@ -263,11 +264,65 @@ int main(void)
                                    "{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Oslo\\\",\\\"days\\\":2}\"}}]},"
                                    "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"sunny\"}]}", &r, &e), 0,
                "a conversation with a tool call and its result parses");
-        ok(r.n_msgs == 3 && !strcmp(r.msgs[1].role, "assistant") &&
-           !strcmp(r.msgs[1].content, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"days\": 2}}") &&
+        ok(r.n_msgs == 3 && !strcmp(r.msgs[1].role, "assistant") && !strcmp(r.msgs[1].content, "") &&
+           r.msgs[1].n_calls == 1 && !strcmp(r.msgs[1].calls[0].name, "get_weather") &&
+           !strcmp(r.msgs[1].calls[0].args, "{\"city\": \"Oslo\", \"days\": 2}") &&
            !strcmp(r.msgs[2].role, "tool") && !strcmp(r.msgs[2].content, "sunny"),
-           "... the call as the model writes one: %s", r.n_msgs > 1 ? r.msgs[1].content : "");
+           "... the call's name and arguments as tojson prints them: %s", r.n_msgs > 1 && r.msgs[1].n_calls ?
+           r.msgs[1].calls[0].args : "");
         llm_api_req_free(&r);
+
+        /* ChatML (Hermes / Qwen): the tools one per line, "arguments", several calls an answer */
+        llm_api_req q;
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_CHATML, &q, &e), 0, "chatml: tools parse");
+        ok(q.tool_defs && !strncmp(q.tool_defs, "\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+                                              "\"description\": ", 68) && strchr(q.tool_defs + 1, '\n') != NULL,
+           "chatml: each tool on a line of its own as tojson prints it:%s", q.tool_defs ? q.tool_defs : "");
+#define QOUT(text) llm_tools_output(&q, text, strlen(text), c, &cl)
+        const char *two = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n"
+                          "</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n";
+        int n2 = QOUT(two);
+        ok(n2 == 2 && cl == 12 && !strcmp(c[0].name, "get_weather") && !strcmp(c[0].args, "{\"city\":\"Oslo\"}") &&
+           !strcmp(c[1].name, "now") && !strcmp(c[1].args, "{}"), "chatml: content, then two calls (%d, content %zu)",
+           n2, cl);
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        ok(QOUT("<tool_call>{\"name\":\"now\"}") == 1 && cl == 0, "chatml: a call whose closing tag never came");
+        llm_tool_call_free(&c[0]);
+        ok(QOUT("{\"name\":\"now\"}") == 0 && QOUT("<tool_call>{\"name\":\"now\"}</tool_call> then text") == 0 &&
+           QOUT("<tool_call>{\"name\":\"nope\"}</tool_call>") == 0 && QOUT("<tool_call>{\"name\":\"now\"}</tool_call>"
+           "<tool_call>{\"name\":\"now\",\"arguments\":[]}</tool_call>") == 0,
+           "chatml: bare JSON, text after the calls, an unknown tool, a bad second call: not calls");
+        ok(llm_tools_may_be_call(&q, " <too", 5) && llm_tools_may_be_call(&q, "<tool_call>\n{\"x", 14) &&
+           !llm_tools_may_be_call(&q, "Hi", 2) && !llm_tools_may_be_call(&q, "{", 1),
+           "chatml, streamed: held while it may open with <tool_call>");
+        llm_api_req_free(&q);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,"
+                 "\"parallel_tool_calls\":false}", tools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_CHATML, &q, &e), 0, "chatml: one call");
+        n2 = QOUT(two);
+        ok(n2 == 1 && !strcmp(c[0].name, "get_weather"), "chatml: parallel_tool_calls false keeps the first call");
+        if (n2 == 1) llm_tool_call_free(&c[0]);
+        llm_api_req_free(&q);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":"
+                 "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}}", tools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_CHATML, &q, &e), 0, "chatml: named");
+        ok(q.schema && strstr(q.schema, "\"arguments\":{\"type\":\"object\"}") &&
+           QOUT("{\"name\": \"now\", \"arguments\": {}}\n") == 1, "chatml named: held to {name, arguments}, the "
+           "answer (opened inside the call by the prompt) read as the call: %s", q.schema ? q.schema : "");
+        llm_tool_call_free(&c[0]);
+        llm_api_req_free(&q);
+        const char *hist = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"assistant\",\"content\":"
+                           "\"Both.\",\"tool_calls\":[{\"function\":{\"name\":\"a\",\"arguments\":\"{}\"}},{\"function\":"
+                           "{\"name\":\"b\",\"arguments\":{\"x\":1}}}]}]}";
+        is_int(llm_api_parse_chat(LLM_API_CHAT, hist, strlen(hist), LLM_CHAT_CHATML, &q, &e), 0,
+               "chatml: a history message with two calls and content");
+        ok(q.n_msgs == 2 && q.msgs[1].n_calls == 2 && !strcmp(q.msgs[1].content, "Both.") &&
+           !strcmp(q.msgs[1].calls[1].args, "{\"x\": 1}"), "... kept, arguments as tojson prints them");
+        llm_api_req_free(&q);
+        ok(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_LLAMA2, &q, &e) == -1 && e.status == 400 &&
+           strstr(e.message, "Llama 3 or ChatML"), "tools on a Llama 2 model: 400 (%s)", e.message);
+        llm_api_req_free(&q);
         bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"},{\"role\":\"assistant\",\"tool_calls\":[{\"function\":"
                           "{\"name\":\"a\",\"arguments\":\"{}\"}},{\"function\":{\"name\":\"b\",\"arguments\":\"{}\"}}]}]}",
             "messages", "two calls in one assistant message");
