@@ -10,7 +10,8 @@
 #  3. decode steps through CUDA Graphs and the on-device argmax (parity part 4), replays checked; the
 #     scheduler over both backends (tests/gpu/sched_parity.c), greedy requests identical; the device sampler
 #     against engine/sampler.c (tests/gpu/sample_check.cc); the tensor-core weight GEMM against a host
-#     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64).
+#     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64); Qwen 2 and
+#     Qwen 3 layers (biases, q/k norms) against the CPU.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
 # Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
 set -u -o pipefail
@@ -90,6 +91,14 @@ if python3 tests/gpu/emu_hf_model.py "$WORK/hf128" 128 >/dev/null; then
     run att_mma env LLM_CUDA_ATT_TC=2 LLM_CUDA_GEMV_MAX=64 "$B/tests/gpu/parity_logits" \
         --model "$WORK/hf128-f32.gguf" --positions 256 --gen 8 --chunk 128 --max-diff 1e-2 --min-top1 0.98
 fi
+# Qwen 2 (q/k/v biases) and Qwen 3 (per-head q/k norms): qkv_prep_kernel before the rope, F32 against the CPU,
+# prefill and decode (the fused norm+QKV+rope GEMV steps aside for them), and decode through graphs.
+for arch in qwen2 qwen3; do
+    python3 tests/gpu/emu_hf_model.py "$WORK/hf-$arch" 32 $arch >/dev/null &&
+        "$B/llm-engine" gen-model --from "$WORK/hf-$arch" --dtype f32 --out "$WORK/$arch-f32.gguf" >/dev/null 2>&1 &&
+        run "${arch}_f32" env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$WORK/$arch-f32.gguf" \
+            --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 5e-2 --min-top1 0.98
+done
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"
