@@ -311,6 +311,11 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     return 0;
 }
 
+int llm_chat_no_think(llm_chat_out *out)
+{
+    return sp(out, "<think>") | tx(out, "\n\n") | sp(out, "</think>") | tx(out, "\n\n");
+}
+
 char *llm_chat_out_join(const llm_chat_out *out)
 {
     size_t len = 0;

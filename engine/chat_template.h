@@ -81,6 +81,9 @@ int  llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int 
  * assistant message holds at most one call. */
 int  llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
                            int add_generation_prompt, llm_chat_out *out, llm_err *err);
+/* Qwen 3's generation prompt with enable_thinking false: an empty <think></think> block after it, so that
+ * the model answers at once. 0, or -1 (no memory). */
+int  llm_chat_no_think(llm_chat_out *out);
 void llm_chat_out_free(llm_chat_out *out);
 /* The segments concatenated into one malloc'd string (for display and tests). */
 char *llm_chat_out_join(const llm_chat_out *out);

@@ -215,6 +215,14 @@ static int load(llm_model *m, llm_err *err)
                    rope_dims, c->head_dim);
         return -1;
     }
+    /* rope scalings other than Llama 3's (a rope_freqs tensor) change every position's angles: refused
+     * rather than run unscaled */
+    char rsk[96], rst[32] = "";
+    snprintf(rsk, sizeof(rsk), "%s.rope.scaling.type", arch);
+    if (gguf_get_str(g, rsk, rst, sizeof(rst)) == 0 && rst[0] != 0 && strcmp(rst, "none") != 0) {
+        llm_seterr(err, "%s: rope scaling '%s' (%s) is not supported", m->path, rst, rsk);
+        return -1;
+    }
     c->rope_theta = 10000.0f;
     gguf_get_f32(g, thk, &c->rope_theta);
     c->norm_eps = 1e-5f;

@@ -331,6 +331,27 @@ static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
     return 0;
 }
 
+/* vLLM's chat_template_kwargs: the variables a Jinja template would get. enable_thinking (Qwen 3) is the
+ * one the built-in templates read; others are accepted and have no effect, as with a template that does not
+ * use them. */
+static int parse_template_kwargs(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *k = llm_api_field(root, "chat_template_kwargs");
+    if (!k) return 0;
+    if (!cJSON_IsObject(k)) {
+        llm_api_seterr(e, 400, "chat_template_kwargs", "invalid_type", "'chat_template_kwargs' must be an object");
+        return -1;
+    }
+    const cJSON *t = llm_api_field(k, "enable_thinking");
+    if (t && !cJSON_IsBool(t)) {
+        llm_api_seterr(e, 400, "chat_template_kwargs", "invalid_type", "'chat_template_kwargs.enable_thinking' must be "
+                       "a boolean");
+        return -1;
+    }
+    if (t) r->enable_thinking = cJSON_IsTrue(t);
+    return 0;
+}
+
 static int parse_stop(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     const cJSON *s = llm_api_field(root, "stop");
@@ -652,6 +673,7 @@ int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat
     r->kind = kind;
     r->chat_format = chat_format;
     r->parallel_calls = 1;
+    r->enable_thinking = 1;
     r->temperature = 1.0;
     r->top_p = 1.0;
     r->repetition_penalty = 1.0;
@@ -685,6 +707,7 @@ int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat
     case LLM_API_CHAT:
         if (parse_messages(root, r, e)) return -1;
         if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0) return -1;
+        if (parse_template_kwargs(root, r, e)) return -1;
         if (parse_sampling(root, r, e)) return -1;
         return llm_tools_parse(root, r, e);
     case LLM_API_TOKENIZE: {
@@ -692,6 +715,7 @@ int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat
         if (llm_api_field(root, "messages")) {
             if (parse_messages(root, r, e)) return -1;
             if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0) return -1;
+            if (parse_template_kwargs(root, r, e)) return -1;
             if (llm_tools_parse(root, r, e)) return -1; /* the prompt a chat with these tools would get */
         } else {
             const char *p = NULL;

@@ -135,6 +135,8 @@ cJSON *ngx_http_llm_response(const ngx_http_llm_resp_t *r, ngx_http_llm_choice_t
             } else {
                 add_text(m, "content", ch[i].text, ch[i].len);
             }
+            if (ch[i].think && ch[i].reasoning_len > 0) add_text(m, "reasoning_content", ch[i].reasoning, ch[i].reasoning_len);
+            else if (ch[i].think) cJSON_AddNullToObject(m, "reasoning_content");
         } else {
             add_text(c, "text", ch[i].text, ch[i].len);
         }
@@ -174,6 +176,19 @@ cJSON *ngx_http_llm_call_chunk(const ngx_http_llm_resp_t *r, int i, const ngx_ht
     cJSON_AddNumberToObject(c, "index", i);
     cJSON *d = cJSON_AddObjectToObject(c, "delta");
     cJSON_AddItemToObject(d, "tool_calls", tool_calls(calls, n, 1));
+    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddNullToObject(c, "finish_reason");
+    cJSON_AddItemToArray(a, c);
+    return o;
+}
+
+cJSON *ngx_http_llm_reasoning_chunk(const ngx_http_llm_resp_t *r, int i, const char *text, size_t len)
+{
+    cJSON *o = envelope(r, 1), *a = o ? cJSON_AddArrayToObject(o, "choices") : NULL, *c = cJSON_CreateObject();
+    if (a == NULL || c == NULL) { cJSON_Delete(o); cJSON_Delete(c); return NULL; }
+    cJSON_AddNumberToObject(c, "index", i);
+    cJSON *d = cJSON_AddObjectToObject(c, "delta");
+    add_text(d, "reasoning_content", text, len);
     cJSON_AddNullToObject(c, "logprobs");
     cJSON_AddNullToObject(c, "finish_reason");
     cJSON_AddItemToArray(a, c);

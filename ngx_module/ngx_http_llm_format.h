@@ -40,6 +40,9 @@ typedef struct {
     cJSON      *logprobs;   /* taken by ngx_http_llm_response, or NULL */
     const ngx_http_llm_call_t *calls; /* chat: the answer's tool calls, or NULL */
     int         n_calls;
+    int         think;      /* chat with a reasoning model: message.reasoning_content (null when none) */
+    const char *reasoning;
+    size_t      reasoning_len;
 } ngx_http_llm_choice_t;
 
 /* Token counts: usage {"prompt_tokens", "completion_tokens", "total_tokens"}, with
@@ -56,6 +59,8 @@ cJSON *ngx_http_llm_chunk(const ngx_http_llm_resp_t *r, int i, const char *text,
                           cJSON *lp, const char *finish);
 /* The stream chunk of choice i's tool calls, each whole (the SDKs join deltas; one is a whole call). */
 cJSON *ngx_http_llm_call_chunk(const ngx_http_llm_resp_t *r, int i, const ngx_http_llm_call_t *calls, int n);
+/* A stream chunk of choice i's reasoning: delta.reasoning_content. */
+cJSON *ngx_http_llm_reasoning_chunk(const ngx_http_llm_resp_t *r, int i, const char *text, size_t len);
 cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, const ngx_http_llm_usage_t *u);
 
 /* Logprobs: one entry per token, collected into the response's shape

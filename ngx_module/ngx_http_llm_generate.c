@@ -3,6 +3,7 @@
  * response, or Server-Sent Events as tokens arrive. */
 #include "ngx_http_llm_module.h"
 #include "ngx_http_llm_format.h"
+#include "llm_reasoning.h"
 #include "llm_tools.h"
 
 #if LLM_API_MAX_BIAS > LLM_SHM_MAX_BIAS
@@ -26,6 +27,8 @@ typedef struct {
     ngx_http_llm_call_t calls[LLM_TOOLS_MAX_CALLS]; /* the answer read as tool calls (name, args malloc'd) */
     int              n_calls;
     size_t           content_len; /* with calls: the text before them */
+    llm_think        think;       /* a reasoning model's answer: where it is in <think> */
+    ngx_http_llm_text_t reasoning; /* its reasoning (non-streaming) */
 } ngx_http_llm_seq_t;
 
 typedef struct {
@@ -65,6 +68,7 @@ static void ngx_http_llm_cleanup(void *data)
         s->started = 0;
         llm_stop_free(&s->stop);
         free(s->text.data);
+        free(s->reasoning.data);
         cJSON_Delete(s->lp);
         for (int k = 0; k < s->n_calls; k++) {
             free((char *)s->calls[k].name);
@@ -230,6 +234,42 @@ static int ngx_http_llm_out(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_
     return ngx_http_llm_text_append(&s->text, t, len);
 }
 
+/* The reasoning filter's sink: reasoning to its stream chunk or buffer, content on to ngx_http_llm_out. */
+typedef struct {
+    ngx_http_llm_ctx_t *ctx;
+    int                 i;
+    cJSON              *lp;  /* the token's logprobs, sent with its first content (or alone at the end) */
+} ngx_http_llm_think_sink_t;
+
+static int ngx_http_llm_think_emit(void *user, int reasoning, const char *t, size_t len)
+{
+    ngx_http_llm_think_sink_t *k = user;
+    ngx_http_llm_seq_t *s = &k->ctx->seq[k->i];
+    if (!reasoning) {
+        cJSON *lp = k->lp;
+        k->lp = NULL;
+        return ngx_http_llm_out(k->ctx, k->i, t, len, lp);
+    }
+    if (!k->ctx->q.stream) return ngx_http_llm_text_append(&s->reasoning, t, len);
+    cJSON *chunk = ngx_http_llm_reasoning_chunk(&k->ctx->resp, k->i, t, len);
+    return ngx_http_llm_emit_event(k->ctx, chunk) == NGX_ERROR ? -1 : 0;
+}
+
+/* Generated text of choice i: through the <think> splitter for a reasoning model's chat, else as it is.
+ * end: the answer is over (what the splitter holds goes out). */
+static int ngx_http_llm_out_gen(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len, cJSON *lp, int end)
+{
+    if (!ctx->q.think) return ngx_http_llm_out(ctx, i, t, len, lp);
+    ngx_http_llm_think_sink_t k = { ctx, i, lp };
+    int rc = llm_think_feed(&ctx->seq[i].think, t, len, ngx_http_llm_think_emit, &k);
+    if (rc == 0 && end) rc = llm_think_end(&ctx->seq[i].think, ngx_http_llm_think_emit, &k);
+    if (k.lp != NULL) { /* no content came with this token */
+        if (rc == 0) rc = ngx_http_llm_out(ctx, i, "", 0, k.lp);
+        else cJSON_Delete(k.lp);
+    }
+    return rc;
+}
+
 /* A logprobs entry of choice i: collected for the response (NULL back), or wrapped for its stream chunk. */
 static cJSON *ngx_http_llm_lp_take(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *s, cJSON *entry)
 {
@@ -322,7 +362,7 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
         lp = ngx_http_llm_lp_take(ctx, s, ngx_http_llm_logprob_entry(&ctx->resp, ctx->tok, tk, ctx->q.top_logprobs,
                                                                      s->text_off));
     s->text_off += olen;
-    if (ngx_http_llm_out(ctx, i, out, olen, lp)) return -1;
+    if (ngx_http_llm_out_gen(ctx, i, out, olen, lp, hit)) return -1;
     if (hit) {
         s->finish = "stop";
         s->done = 1;
@@ -344,10 +384,10 @@ static int ngx_http_llm_seq_end(ngx_http_llm_ctx_t *ctx, int i, const llm_req_st
     const char *out;
     size_t olen;
     int hit = llm_stop_push(&s->stop, tail, n, &out, &olen);
-    if (hit < 0 || ngx_http_llm_out(ctx, i, out, olen, NULL)) return -1;
+    if (hit < 0 || ngx_http_llm_out_gen(ctx, i, out, olen, NULL, hit)) return -1;
     if (!hit) {
         llm_stop_flush(&s->stop, &out, &olen);
-        if (ngx_http_llm_out(ctx, i, out, olen, NULL)) return -1;
+        if (ngx_http_llm_out_gen(ctx, i, out, olen, NULL, 1)) return -1;
     }
     if (hit || st->finish == LLM_FINISH_STOP) s->finish = "stop";
     else if (st->finish == LLM_FINISH_LENGTH) s->finish = "length";
@@ -388,6 +428,9 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
         ch[i].calls = ch[i].n_calls > 0 ? ctx->seq[i].calls : NULL;
         ch[i].len = ch[i].n_calls > 0 ? ctx->seq[i].content_len : ctx->seq[i].text.len;
         ch[i].finish = ctx->seq[i].finish;
+        ch[i].think = ctx->q.think;
+        ch[i].reasoning = ctx->seq[i].reasoning.data;
+        ch[i].reasoning_len = ctx->seq[i].reasoning.len;
         ch[i].logprobs = ctx->seq[i].lp;
         ctx->seq[i].lp = NULL; /* the response takes it */
     }

@@ -133,6 +133,13 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);
             return -1;
         }
+        /* Qwen 3's enable_thinking false (a call the prompt opened is answered at once anyway) */
+        if (q->think && !q->enable_thinking && q->add_generation_prompt && !tools.open_call &&
+            llm_chat_no_think(&out)) {
+            llm_chat_out_free(&out);
+            llm_api_seterr(e, 500, NULL, NULL, "out of memory");
+            return -1;
+        }
         /* Control tokens the vocabulary lacks (ChatML markers on a Llama 2 model) become
          * text, merged with the text around them so it is encoded as one piece. */
         ngx_http_llm_text_t pend = { NULL, 0, 0 };

@@ -163,6 +163,7 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     n->path = *path;
     n->tok = tok;
     n->chat = llm_chat_detect(llm_tok_chat_template(tok), (int)llm_tok_kind_of(tok));
+    n->think = llm_tok_chat_template(tok) != NULL && strstr(llm_tok_chat_template(tok), "<think>") != NULL;
     return n;
 }
 
@@ -492,6 +493,8 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
         ngx_http_finalize_request(r, ngx_http_llm_send_error(r, &e));
         return;
     }
+    /* a reasoning model's chat answers: <think> split off into reasoning_content */
+    q.think = (kind == LLM_API_CHAT || (kind == LLM_API_TOKENIZE && q.msgs)) && lcf->tok && lcf->tok->think;
     ngx_int_t rc;
     switch (h) {
     case NGX_LLM_TOKENIZE:   rc = ngx_http_llm_tokenize(r, &q); llm_api_req_free(&q); break;

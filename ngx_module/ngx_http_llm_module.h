@@ -42,6 +42,7 @@ typedef struct {
     ngx_str_t      path;
     llm_tokenizer *tok;
     llm_chat_format chat;       /* detected from the tokenizer's metadata */
+    unsigned       think:1;     /* its chat template writes <think> (Qwen 3): answers open with reasoning */
 } ngx_http_llm_tok_t;
 
 /* Module counters in an nginx shared zone, summed over workers, for /metrics. */

@@ -89,6 +89,31 @@ export TEST_NGINX_LLAMA3_MODEL="$BUILD/t/tiny-llama3-q8_0.gguf"
     LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-llama3 --dtype q8_0 --seed 3 \
         --out "$TEST_NGINX_LLAMA3_MODEL" > /dev/null
 start_real "$TEST_NGINX_LLAMA3_ENGINE" "$TEST_NGINX_LLAMA3_MODEL" --kv-blocks 256
+# The text side of a Qwen 3-style reasoning model for t/087, over that engine: Llama 3's vocabulary with two
+# reserved tokens named <think> and </think> (not special, so printed, as Qwen's are) and a ChatML chat
+# template that writes <think> (what marks a reasoning model); the workers tokenize with it.
+THINK_DIR="$BUILD/t/think-tokenizer"
+mkdir -p "$THINK_DIR"
+python3 - "$SHARED/tokenizers/llama3" "$THINK_DIR" <<'PY' || { echo "t/run.sh: writing $THINK_DIR failed" >&2; exit 1; }
+import json, sys
+src, dst = sys.argv[1], sys.argv[2]
+names = {"128011": "<think>", "128012": "</think>"}
+t = json.load(open(src + "/tokenizer.json"))
+for a in t["added_tokens"]:
+    if str(a["id"]) in names:
+        a["content"], a["special"] = names[str(a["id"])], False
+json.dump(t, open(dst + "/tokenizer.json", "w"))
+c = json.load(open(src + "/tokenizer_config.json"))
+for i, n in names.items():
+    if i in c.get("added_tokens_decoder", {}):
+        c["added_tokens_decoder"][i].update({"content": n, "special": False})
+c["chat_template"] = ("{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
+                      "{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- if "
+                      "enable_thinking is defined and enable_thinking is false %}{{ '<think>\\n\\n</think>\\n\\n' }}"
+                      "{%- endif %}{%- endif %}")
+json.dump(c, open(dst + "/tokenizer_config.json", "w"))
+PY
+export TEST_NGINX_THINK_TOKENIZER="$THINK_DIR/tokenizer.json"
 # The CUDA backend, run by the CPU emulation of CUDA (kernels/cuda_emu.*; no GPU here), serving stories260K
 # for t/067: `serve --backend cuda` end to end (decode graphs, on-device argmax and sampling). A small KV pool:
 # the emulated device's memory is host memory, and an automatic pool would take 90% of its 16 GiB.

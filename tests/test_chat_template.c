@@ -194,5 +194,18 @@ int main(void)
            "chatml: no system message; the generation prompt opens a call:\n%s", s ? s : err.msg);
         free(s);
     }
+    {   /* Qwen 3's enable_thinking false: an empty think block opens the answer */
+        const llm_chat_msg m[] = { { "user", "Hi", NULL, 0 } };
+        llm_chat_out o;
+        char *s = NULL;
+        if (llm_chat_render(LLM_CHAT_CHATML, m, 1, 1, &o, &err) == 0 && llm_chat_no_think(&o) == 0) {
+            s = llm_chat_out_join(&o);
+            ok(o.n > 2 && o.seg[o.n - 2].special && !strcmp(o.seg[o.n - 2].text, "</think>"), "... tags as control tokens");
+            llm_chat_out_free(&o);
+        }
+        ok(s && !strcmp(s, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+           "chatml with enable_thinking false: %s", s ? s : err.msg);
+        free(s);
+    }
     return done_testing();
 }

@@ -320,6 +320,19 @@ int main(void)
         ok(q.n_msgs == 2 && q.msgs[1].n_calls == 2 && !strcmp(q.msgs[1].content, "Both.") &&
            !strcmp(q.msgs[1].calls[1].args, "{\"x\": 1}"), "... kept, arguments as tojson prints them");
         llm_api_req_free(&q);
+        /* chat_template_kwargs: enable_thinking (Qwen 3) read, other variables accepted */
+        const char *kw = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":"
+                         "{\"enable_thinking\":false,\"custom\":1}}";
+        is_int(llm_api_parse_chat(LLM_API_CHAT, kw, strlen(kw), LLM_CHAT_CHATML, &q, &e), 0, "chat_template_kwargs parse");
+        ok(q.enable_thinking == 0, "... enable_thinking false read");
+        llm_api_req_free(&q);
+        is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", &q, &e), 0, "no kwargs");
+        ok(q.enable_thinking == 1, "... thinking on by default");
+        llm_api_req_free(&q);
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"chat_template_kwargs\":[]}", "chat_template_kwargs",
+            "chat_template_kwargs not an object");
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}}",
+            "chat_template_kwargs", "enable_thinking not a boolean");
         ok(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_LLAMA2, &q, &e) == -1 && e.status == 400 &&
            strstr(e.message, "Llama 3 or ChatML"), "tools on a Llama 2 model: 400 (%s)", e.message);
         llm_api_req_free(&q);

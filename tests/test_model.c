@@ -344,7 +344,8 @@ static void test_generate(void)
 }
 
 /* Copy GGUF src to dst, leaving out tensor `drop`, with tensor `halve` at half its length (1-D) or rows,
- * a zero tensor `add` (1-D, 64 floats) added, and general.architecture set to `arch` (NULL: kept). */
+ * a zero tensor `add` (1-D, 64 floats) added (or, "key=value", a string key), and general.architecture set
+ * to `arch` (NULL: kept). */
 static void rewrite(const char *src, const char *dst, const char *drop, const char *halve, const char *add,
                     const char *arch)
 {
@@ -357,6 +358,12 @@ static void rewrite(const char *src, const char *dst, const char *drop, const ch
             gguf_w_str(w, "general.architecture", arch);
         else
             gguf_w_kv_copy(w, &g->kv[i]);
+    }
+    if (add != NULL && strchr(add, '=') != NULL) { /* "key=value": a string key instead of a tensor */
+        char key[96];
+        snprintf(key, sizeof(key), "%.*s", (int)(strchr(add, '=') - add), add);
+        gguf_w_str(w, key, strchr(add, '=') + 1);
+        add = NULL;
     }
     for (uint64_t i = 0; g && i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
@@ -427,6 +434,8 @@ static void test_qwen(void)
         { "", NULL, "blk.1.attn_q_norm.weight", NULL, NULL, "layer 1 q_norm" },
         { "", NULL, NULL, NULL, "gemma", "unsupported architecture 'gemma'" },
         { "", NULL, NULL, NULL, "qwen2", "missing or non-integer metadata key qwen2.embedding_length" },
+        { NULL, NULL, NULL, "qwen2.rope.scaling.type=yarn", NULL, "rope scaling 'yarn' (qwen2.rope.scaling.type) is "
+          "not supported" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         rewrite(cases[i].src_is_q3 ? q3 : q2, bad, cases[i].drop, cases[i].halve, cases[i].add, cases[i].arch);

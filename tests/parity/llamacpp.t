@@ -6,6 +6,9 @@ use strict;
 use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Parity;
 
 my $engine = 'build/llm-engine';
 my $harness = 'bench/llamacpp/run.mjs';
@@ -18,16 +21,7 @@ my $dir = tempdir(CLEANUP => 1);
 my $prompt = '1,403,407,261,378';
 my $n = 100;
 
-sub capture {
-    my @cmd = @_;
-    open my $save, '>&', \*STDERR or die $!;
-    open STDERR, '>', '/dev/null' or die $!;   # timing figures and llama.cpp logs
-    open my $fh, '-|', @cmd or die "cannot run $cmd[0]: $!";
-    open STDERR, '>&', $save or die $!;
-    my $out = do { local $/; <$fh> };
-    close $fh;
-    return ($? >> 8, $out // '');
-}
+sub capture { return Parity::capture($dir, @_) }   # stderr (timing figures, llama.cpp logs) into $dir/stderr
 
 sub ours {
     my ($model) = @_;

@@ -1,0 +1,93 @@
+/* The <think> splitter (llm_reasoning.h): a byte-level state machine that holds at most one tag. What a
+ * feed gives out is gathered per kind, so that a piece becomes one reasoning and one content run at most. */
+#include "llm_reasoning.h"
+
+#include <string.h>
+
+static const char OPEN[] = "<think>", CLOSE[] = "</think>";
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+typedef struct {
+    llm_think_emit emit;
+    void          *user;
+    int            kind;      /* of what buf holds */
+    char           buf[1024];
+    size_t         n;
+} gather;
+
+static int flush(gather *g)
+{
+    int rc = g->n > 0 ? g->emit(g->user, g->kind, g->buf, g->n) : 0;
+    g->n = 0;
+    return rc;
+}
+
+static int put(gather *g, int kind, const char *s, size_t n)
+{
+    int rc = 0;
+    if (g->n > 0 && g->kind != kind && (rc = flush(g)) != 0) return rc;
+    g->kind = kind;
+    while (n > 0) {
+        size_t k = sizeof g->buf - g->n < n ? sizeof g->buf - g->n : n;
+        memcpy(g->buf + g->n, s, k);
+        g->n += k, s += k, n -= k;
+        if (g->n == sizeof g->buf && (rc = flush(g)) != 0) return rc;
+    }
+    return 0;
+}
+
+int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit, void *user)
+{
+    gather g = { emit, user, 0, { 0 }, 0 };
+    int rc = 0;
+    for (size_t i = 0; i < len && rc == 0; i++) {
+        char c = s[i];
+        switch (t->state) {
+        case LLM_THINK_START: /* "<think>" from the first byte, or content */
+            if (c == OPEN[t->n_held]) {
+                t->held[t->n_held++] = c;
+                if (t->n_held == sizeof OPEN - 1) { t->n_held = 0; t->state = LLM_THINK_LEAD; }
+                break;
+            }
+            t->state = LLM_THINK_OUT;
+            rc = put(&g, 0, t->held, t->n_held);
+            t->n_held = 0;
+            if (rc == 0) rc = put(&g, 0, &c, 1);
+            break;
+        case LLM_THINK_LEAD: /* the whitespace after <think> */
+            if (is_ws(c)) break;
+            t->state = LLM_THINK_IN;
+            /* fall through */
+        case LLM_THINK_IN:
+            if (t->n_held > 0 && c != CLOSE[t->n_held]) { /* not the tag after all: its bytes were reasoning */
+                rc = put(&g, 1, t->held, t->n_held);
+                t->n_held = 0;
+            }
+            if (c == CLOSE[t->n_held]) {
+                t->held[t->n_held++] = c;
+                if (t->n_held == sizeof CLOSE - 1) { t->n_held = 0; t->state = LLM_THINK_AFTER; }
+            } else if (rc == 0) {
+                rc = put(&g, 1, &c, 1);
+            }
+            break;
+        case LLM_THINK_AFTER: /* the whitespace after </think> */
+            if (is_ws(c)) break;
+            t->state = LLM_THINK_OUT;
+            rc = put(&g, 0, &c, 1);
+            break;
+        default: /* content */
+            rc = put(&g, 0, &c, 1);
+        }
+    }
+    return rc != 0 ? rc : flush(&g);
+}
+
+int llm_think_end(llm_think *t, llm_think_emit emit, void *user)
+{
+    int rc = 0;
+    if (t->n_held > 0)
+        rc = emit(user, t->state == LLM_THINK_IN, t->held, t->n_held);
+    t->n_held = 0;
+    return rc;
+}

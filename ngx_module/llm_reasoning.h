@@ -1,0 +1,27 @@
+/* Reasoning models (Qwen 3 and other chat templates that write <think>...</think>): an answer opens with
+ * the model's reasoning inside <think> tags. It is split off, as vLLM's reasoning parsers and DeepSeek's API
+ * do, into message.reasoning_content (streamed: delta.reasoning_content); what follows </think> (after its
+ * whitespace) is the content. The text is fed as it comes, in pieces of any size: a tag split across pieces
+ * is held until it is whole or cannot be one. Plain C (no nginx headers). */
+#ifndef LLM_REASONING_H
+#define LLM_REASONING_H
+
+#include <stddef.h>
+
+enum { LLM_THINK_START = 0, LLM_THINK_LEAD, LLM_THINK_IN, LLM_THINK_AFTER, LLM_THINK_OUT };
+
+typedef struct {
+    int    state;     /* LLM_THINK_*: before <think>, its leading whitespace, inside, after </think>, content */
+    char   held[16];  /* the first bytes of a tag */
+    size_t n_held;
+} llm_think;
+
+/* Receives a run of reasoning (reasoning 1) or content (0) bytes; nonzero stops the feed with that value. */
+typedef int (*llm_think_emit)(void *user, int reasoning, const char *s, size_t n);
+
+/* Feeds len bytes. An answer that does not open with "<think>" is all content. 0, or emit's nonzero. */
+int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit, void *user);
+/* The answer is over: held bytes go out as what they were part of. */
+int llm_think_end(llm_think *t, llm_think_emit emit, void *user);
+
+#endif

@@ -1,0 +1,115 @@
+# Reasoning models (Qwen 3: a chat template that writes <think>): the answer's <think>...</think> part comes
+# back as message.reasoning_content (streamed: delta.reasoning_content), the rest as content; vLLM's
+# chat_template_kwargs {"enable_thinking": false} puts Qwen 3's empty think block into the prompt. The
+# REAL tiny Llama 3 engine of t/085 serves the ids; the workers tokenize with $TEST_NGINX_THINK_TOKENIZER
+# (t/run.sh: Llama 3's vocabulary with reserved tokens 128011 / 128012 named <think> / </think>). Logit
+# biases and a frequency penalty make the random model write only those two tokens, greedily:
+# <think> <think> </think> </think> <think> <think> </think> </think>.
+use Test::Nginx::Socket 'no_plan';
+
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: reasoning_content holds what follows <think> up to the first </think>, content what follows that
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Think"}], "max_tokens": 8, "temperature": 0, "logit_bias": {"128011": 100, "128012": 99}, "frequency_penalty": 1}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"</think><think><think></think></think>","reasoning_content":"<think>"\},"logprobs":null,"finish_reason":"length"
+
+=== TEST 2: streamed: the reasoning as delta.reasoning_content, then the content as delta.content, token by token
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Think"}], "max_tokens": 8, "temperature": 0, "logit_bias": {"128011": 100, "128012": 99}, "frequency_penalty": 1, "stream": true}
+--- error_code: 200
+--- response_body_like eval
+qr/"delta":\{"role":"assistant","content":""\}.*\n\ndata: [^\n]*"delta":\{"reasoning_content":"<think>"\}[^\n]*\n\ndata: [^\n]*"delta":\{"content":"<\/think>"\}[^\n]*\n\ndata: [^\n]*"delta":\{"content":"<think>"\}[^\n]*\n\ndata: [^\n]*"delta":\{"content":"<think>"\}[^\n]*\n\ndata: [^\n]*"delta":\{"content":"<\/think>"\}[^\n]*\n\ndata: [^\n]*"delta":\{"content":"<\/think>"\}[^\n]*\n\ndata: [^\n]*"finish_reason":"length"[^\n]*\n\ndata: \[DONE\]\n\n\z/s
+
+=== TEST 3: an answer that does not open with <think> is all content, reasoning_content null
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6, "temperature": 0, "logit_bias": {"128011": -100}}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"[^"]+","reasoning_content":null\},"logprobs":null,"finish_reason":"length"
+
+=== TEST 4a: the chat prompt (ChatML markers as text in this vocabulary): 23 tokens
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Think"}]}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[27,91,318,5011,91,29,882,198,39787,27,91,318,6345,91,397,27,91,318,5011,91,29,78191,198\],"count":23,"max_model_len"
+
+=== TEST 4b: chat_template_kwargs enable_thinking false: Qwen 3's empty block after it, <think>, two newlines, </think>, two newlines: 4 more tokens
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Think"}], "chat_template_kwargs": {"enable_thinking": false}}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[27,91,318,5011,91,29,882,198,39787,27,91,318,6345,91,397,27,91,318,5011,91,29,78191,198,128011,271,128012,271\],"count":27,"max_model_len"
+
+=== TEST 5: chat_template_kwargs must be an object
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": "no thinking"}
+--- error_code: 400
+--- response_body_like chomp
+"param":"chat_template_kwargs","code":"invalid_type"

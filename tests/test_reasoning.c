@@ -1,0 +1,93 @@
+/* The <think> splitter (ngx_module/llm_reasoning.c): reasoning and content out of answers fed whole, byte
+ * by byte and in every two-piece split, tags split anywhere, false starts, answers cut short. */
+#include "tap.h"
+#include "../ngx_module/llm_reasoning.c"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    char r[4096], c[4096];
+    size_t rn, cn;
+    int emits, last_kind;
+} sink;
+
+static int collect(void *user, int reasoning, const char *s, size_t n)
+{
+    sink *k = user;
+    if (n == 0) return 7; /* never called empty */
+    char *d = reasoning ? k->r + k->rn : k->c + k->cn;
+    memcpy(d, s, n);
+    *(reasoning ? &k->rn : &k->cn) += n;
+    k->emits++;
+    k->last_kind = reasoning;
+    return 0;
+}
+
+/* The answer split at cut points: the pieces fed one by one. */
+static int split(const char *a, const size_t *cuts, int n_cuts, sink *k)
+{
+    llm_think t = { 0 };
+    memset(k, 0, sizeof *k);
+    size_t at = 0, len = strlen(a);
+    for (int i = 0; i <= n_cuts; i++) {
+        size_t end = i < n_cuts ? cuts[i] : len;
+        if (llm_think_feed(&t, a + at, end - at, collect, k)) return -1;
+        at = end;
+    }
+    if (llm_think_end(&t, collect, k)) return -1;
+    k->r[k->rn] = 0;
+    k->c[k->cn] = 0;
+    return 0;
+}
+
+static void check(const char *answer, const char *reasoning, const char *content, const char *what)
+{
+    sink k;
+    size_t len = strlen(answer);
+    int ok_whole = split(answer, NULL, 0, &k) == 0 && !strcmp(k.r, reasoning) && !strcmp(k.c, content);
+    ok(ok_whole, "%s, whole: [%s] [%s]", what, k.r, k.c);
+    int bad = 0;
+    for (size_t cut = 0; cut <= len; cut++) { /* every two-piece split */
+        size_t c1[1] = { cut };
+        if (split(answer, c1, 1, &k) != 0 || strcmp(k.r, reasoning) || strcmp(k.c, content)) bad++;
+    }
+    size_t bytes[256];
+    for (size_t i = 0; i < len && i < 256; i++) bytes[i] = i + 1;
+    if (len > 0 && (split(answer, bytes, (int)(len < 256 ? len - 1 : 255), &k) != 0 || strcmp(k.r, reasoning) ||
+                    strcmp(k.c, content)))
+        bad++;
+    ok(bad == 0, "%s: split anywhere, byte by byte (%d wrong)", what, bad);
+}
+
+int main(void)
+{
+    check("<think>\nThe user greets me.\n</think>\n\nHello!", "The user greets me.\n", "Hello!", "Qwen 3's shape");
+    check("Hello <think>x</think>", "", "Hello <think>x</think>", "no <think> first: all content");
+    check("<think>a < b and </thin k> is not it</think>ok", "a < b and </thin k> is not it", "ok", "false starts");
+    check("<think>x <</think>y", "x <", "y", "a '<' just before the tag");
+    check("<think>x </</think>y", "x </", "y", "a broken tag then the tag");
+    check("<think>still thinking", "still thinking", "", "cut short inside: all reasoning");
+    check("<think>still </thi", "still </thi", "", "cut short inside a tag: its bytes are reasoning");
+    check("<thi", "", "<thi", "cut short in the opening tag: content");
+    check("<thinker>", "", "<thinker>", "not the tag");
+    check("<think></think>", "", "", "empty");
+    check("<think>\n\n</think>\n\n", "", "", "empty, as enable_thinking false writes it");
+    check("", "", "", "nothing");
+    check("{\"a\": 1}", "", "{\"a\": 1}", "JSON");
+    llm_think t = { 0 };
+    sink k = { 0 };
+    ok(llm_think_feed(&t, "", 0, collect, &k) == 0 && k.emits == 0, "an empty piece emits nothing");
+    /* a piece gives one run of each kind at most, however its tags fell (a stream chunk each) */
+    ok(llm_think_feed(&t, "<think>", 7, collect, &k) == 0 && k.emits == 0, "the opening tag alone: nothing");
+    ok(llm_think_feed(&t, "<think>", 7, collect, &k) == 0 && k.emits == 1 && k.rn == 7, "a false '<' and the rest: one run");
+    ok(llm_think_feed(&t, "a</think>\n\nb", 12, collect, &k) == 0 && k.emits == 3 && k.cn == 1,
+       "reasoning, the tag, content: two runs (%d in all)", k.emits);
+    char big[3000];
+    memset(big, 'x', sizeof big);
+    llm_think t2 = { 0 };
+    sink k2 = { 0 };
+    ok(llm_think_feed(&t2, big, sizeof big, collect, &k2) == 0 && k2.cn == sizeof big, "a piece larger than the "
+       "gathering buffer: all of it");
+    return done_testing();
+}
