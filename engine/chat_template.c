@@ -311,6 +311,23 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     return 0;
 }
 
+char *llm_chat_default_system(const char *tmpl)
+{
+    static const char open[] = "<|im_start|>system\\n"; /* as the Jinja source spells it: a backslash, an n */
+    for (const char *p = tmpl ? strstr(tmpl, open) : NULL; p != NULL; p = strstr(p + 1, open)) {
+        const char *a = p + sizeof open - 1, *b = strstr(a, "<|im_end|>");
+        if (b == NULL || b == a) continue;
+        size_t n = (size_t)(b - a);
+        if (memchr(a, '\'', n) || memchr(a, '"', n) || memchr(a, '{', n) || memchr(a, '\\', n)) continue;
+        char *s = malloc(n + 1); /* a literal: no quote (no "' + messages..."), no Jinja, no escapes */
+        if (s == NULL) return NULL;
+        memcpy(s, a, n);
+        s[n] = 0;
+        return s;
+    }
+    return NULL;
+}
+
 int llm_chat_no_think(llm_chat_out *out)
 {
     return sp(out, "<think>") | tx(out, "\n\n") | sp(out, "</think>") | tx(out, "\n\n");

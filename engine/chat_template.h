@@ -81,6 +81,10 @@ int  llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int 
  * assistant message holds at most one call. */
 int  llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
                            int add_generation_prompt, llm_chat_out *out, llm_err *err);
+/* The system message a ChatML template writes when the conversation has none (Qwen 2.5's "You are Qwen,
+ * created by Alibaba Cloud. ..."): the literal text of its '<|im_start|>system\n...<|im_end|>' string, malloc'd,
+ * or NULL when the template has no such literal (or is NULL). */
+char *llm_chat_default_system(const char *template_text);
 /* Qwen 3's generation prompt with enable_thinking false: an empty <think></think> block after it, so that
  * the model answers at once. 0, or -1 (no memory). */
 int  llm_chat_no_think(llm_chat_out *out);

@@ -120,6 +120,17 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         llm_chat_format f = lcf->chat_format ? (llm_chat_format)lcf->chat_format : lcf->tok->chat;
         llm_chat_out out;
         llm_err err = { "" };
+        /* a ChatML template's own system message (Qwen 2.5's) when the conversation has none, as it renders */
+        const llm_chat_msg *msgs = q->msgs;
+        size_t n_msgs = q->n_msgs;
+        if (f == LLM_CHAT_CHATML && lcf->tok->default_system && (n_msgs == 0 || strcmp(msgs[0].role, "system"))) {
+            llm_chat_msg *m = ngx_palloc(r->pool, (n_msgs + 1) * sizeof *m);
+            if (m == NULL) goto oom;
+            m[0] = (llm_chat_msg){ "system", lcf->tok->default_system, NULL, 0 };
+            ngx_memcpy(m + 1, msgs, n_msgs * sizeof *m);
+            msgs = m;
+            n_msgs++;
+        }
         /* function calling: the tools in the prompt, with today's date as Llama 3.2's template writes it */
         char date[32];
         time_t now = ngx_time();
@@ -128,7 +139,7 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         strftime(date, sizeof date, "%d %b %Y", &tm);
         llm_chat_tools tools = { q->tool_defs, date,
                                  q->tool_mode == LLM_TOOLS_REQUIRED || q->tool_mode == LLM_TOOLS_NAMED };
-        if (llm_chat_render_tools(f, q->msgs, q->n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL,
+        if (llm_chat_render_tools(f, msgs, n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL,
                                   q->add_generation_prompt, &out, &err)) {
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);
             return -1;

@@ -164,6 +164,14 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     n->tok = tok;
     n->chat = llm_chat_detect(llm_tok_chat_template(tok), (int)llm_tok_kind_of(tok));
     n->think = llm_tok_chat_template(tok) != NULL && strstr(llm_tok_chat_template(tok), "<think>") != NULL;
+    char *ds = llm_chat_default_system(llm_tok_chat_template(tok));
+    n->default_system = NULL;
+    if (ds != NULL) {
+        size_t dl = strlen(ds) + 1;
+        char *p = ngx_pnalloc(cf->pool, dl);
+        if (p != NULL) { ngx_memcpy(p, ds, dl); n->default_system = p; }
+        free(ds);
+    }
     return n;
 }
 

@@ -63,7 +63,7 @@ POST /v1/chat/completions
 --- response_body_like chomp
 "message":\{"role":"assistant","content":"[^"]+","reasoning_content":null\},"logprobs":null,"finish_reason":"length"
 
-=== TEST 4a: the chat prompt (ChatML markers as text in this vocabulary): 23 tokens
+=== TEST 4a: the chat prompt (ChatML markers as text in this vocabulary), with the template's own system message (Qwen 2.5's) first: 52 tokens
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -78,7 +78,7 @@ POST /tokenize
 {"messages": [{"role": "user", "content": "Think"}]}
 --- error_code: 200
 --- response_body_like chomp
-"tokens":\[27,91,318,5011,91,29,882,198,39787,27,91,318,6345,91,397,27,91,318,5011,91,29,78191,198\],"count":23,"max_model_len"
+"tokens":\[27,91,318,5011,91,29,9125,198,2675,527,1229,17378,11,3549,555,55464,15161,13,1472,527,264,11190,18328,16134,91,318,6345,91,397,27,91,318,5011,91,29,882,198,39787,27,91,318,6345,91,397,27,91,318,5011,91,29,78191,198\],"count":52,"max_model_len"
 
 === TEST 4b: chat_template_kwargs enable_thinking false: Qwen 3's empty block after it, <think>, two newlines, </think>, two newlines: 4 more tokens
 --- main_config
@@ -95,7 +95,24 @@ POST /tokenize
 {"messages": [{"role": "user", "content": "Think"}], "chat_template_kwargs": {"enable_thinking": false}}
 --- error_code: 200
 --- response_body_like chomp
-"tokens":\[27,91,318,5011,91,29,882,198,39787,27,91,318,6345,91,397,27,91,318,5011,91,29,78191,198,128011,271,128012,271\],"count":27,"max_model_len"
+"tokens":\[27,91,318,5011,91,29,9125,198,2675,527,1229,17378,11,3549,555,55464,15161,13,1472,527,264,11190,18328,16134,91,318,6345,91,397,27,91,318,5011,91,29,882,198,39787,27,91,318,6345,91,397,27,91,318,5011,91,29,78191,198,128011,271,128012,271\],"count":56,"max_model_len"
+
+=== TEST 4c: a conversation with a system message of its own gets no other
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Think"}]}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[27,91,318,5011,91,29,9125,198,3513,10015,16134,91,318,6345,91,397,27,91,318,5011,91,29,882,198,39787,27,91,318,6345,91,397,27,91,318,5011,91,29,78191,198\],"count":\d+,
 
 === TEST 5: chat_template_kwargs must be an object
 --- main_config

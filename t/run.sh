@@ -91,7 +91,8 @@ export TEST_NGINX_LLAMA3_MODEL="$BUILD/t/tiny-llama3-q8_0.gguf"
 start_real "$TEST_NGINX_LLAMA3_ENGINE" "$TEST_NGINX_LLAMA3_MODEL" --kv-blocks 256
 # The text side of a Qwen 3-style reasoning model for t/087, over that engine: Llama 3's vocabulary with two
 # reserved tokens named <think> and </think> (not special, so printed, as Qwen's are) and a ChatML chat
-# template that writes <think> (what marks a reasoning model); the workers tokenize with it.
+# template that writes <think> (what marks a reasoning model) and, as Qwen 2.5's does, a system message of its
+# own when the conversation has none; the workers tokenize with it.
 THINK_DIR="$BUILD/t/think-tokenizer"
 mkdir -p "$THINK_DIR"
 python3 - "$SHARED/tokenizers/llama3" "$THINK_DIR" <<'PY' || { echo "t/run.sh: writing $THINK_DIR failed" >&2; exit 1; }
@@ -107,7 +108,9 @@ c = json.load(open(src + "/tokenizer_config.json"))
 for i, n in names.items():
     if i in c.get("added_tokens_decoder", {}):
         c["added_tokens_decoder"][i].update({"content": n, "special": False})
-c["chat_template"] = ("{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
+c["chat_template"] = ("{%- if messages[0].role != 'system' %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba "
+                      "Cloud. You are a helpful assistant.<|im_end|>\\n' }}{%- endif %}"
+                      "{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
                       "{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- if "
                       "enable_thinking is defined and enable_thinking is false %}{{ '<think>\\n\\n</think>\\n\\n' }}"
                       "{%- endif %}{%- endif %}")

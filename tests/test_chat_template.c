@@ -194,6 +194,18 @@ int main(void)
            "chatml: no system message; the generation prompt opens a call:\n%s", s ? s : err.msg);
         free(s);
     }
+    {   /* the default system message of a ChatML template (Qwen 2.5's), from the Jinja source */
+        const char *qwen25 = "{%- if messages[0]['role'] == 'system' %}\n        {{- '<|im_start|>system\\n' + "
+                             "messages[0]['content'] + '<|im_end|>\\n' }}\n    {%- else %}\n        {{- "
+                             "'<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+                             "<|im_end|>\\n' }}\n    {%- endif %}";
+        char *d = llm_chat_default_system(qwen25);
+        ok(d && !strcmp(d, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."),
+           "Qwen 2.5's default system message: %s", d ? d : "(none)");
+        free(d);
+        d = llm_chat_default_system("{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}");
+        ok(d == NULL && llm_chat_default_system(NULL) == NULL, "no literal, no template: none");
+    }
     {   /* Qwen 3's enable_thinking false: an empty think block opens the answer */
         const llm_chat_msg m[] = { { "user", "Hi", NULL, 0 } };
         llm_chat_out o;
