@@ -57,13 +57,21 @@ static int parse_config(llm_model *m, const char *dir, llm_err *err)
     }
     llm_config *c = &m->cfg;
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (cJSON_IsString(mt) && !llm_model_arch_ok(mt->valuestring)) {
-        llm_seterr(err, "%s: unsupported model_type '%s' (llama, qwen2, qwen3)", path, mt->valuestring);
+    /* Mistral's is Llama's graph; only its sliding window (v0.1's 4096) differs, refused below */
+    int mistral = cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0;
+    if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
+        llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, qwen2, qwen3)", path, mt->valuestring);
         cJSON_Delete(root);
         return -1;
     }
     if (cJSON_IsString(mt))
-        snprintf(m->arch, sizeof(m->arch), "%s", mt->valuestring);
+        snprintf(m->arch, sizeof(m->arch), "%s", mistral ? "llama" : mt->valuestring);
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+    if (mistral && sw != NULL && !cJSON_IsNull(sw)) {
+        llm_seterr(err, "%s: a sliding attention window (sliding_window) is not supported", path);
+        cJSON_Delete(root);
+        return -1;
+    }
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "mlp_bias")) ||
         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"))) {
         llm_seterr(err, "%s: mlp_bias and use_sliding_window are not supported", path);

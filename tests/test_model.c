@@ -421,6 +421,30 @@ static void test_qwen(void)
         snprintf(f, sizeof(f), "%s/model.safetensors", hf); unlink(f);
         rmdir(hf);
     }
+    /* a Mistral Hugging Face directory is a Llama one; with a sliding window it is refused */
+    if (m2 != NULL && llm_model_save_hf(m2, LLM_F32, hf, &err) == 0) {
+        char f[600];
+        snprintf(f, sizeof(f), "%s/config.json", hf);
+        for (int sw = 0; sw < 2; sw++) {
+            FILE *c = fopen(f, "w");
+            fprintf(c, "{\"model_type\": \"mistral\", \"hidden_size\": 64, \"intermediate_size\": 172, "
+                       "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+                       "\"vocab_size\": 128256, \"tie_word_embeddings\": true, \"sliding_window\": %s}",
+                    sw ? "4096" : "null");
+            fclose(c);
+            llm_model *x = llm_model_load(hf, NULL, &err);
+            if (sw == 0)
+                ok(x && !strcmp(x->arch, "llama") && x->cfg.rope_layout == LLM_ROPE_HALF, "mistral: loads as llama: %s",
+                   x ? "ok" : err.msg);
+            else
+                ok(x == NULL && strstr(err.msg, "sliding_window"), "mistral with a sliding window: %s", err.msg);
+            llm_model_free(x);
+        }
+        unlink(f);
+        snprintf(f, sizeof(f), "%s/model.safetensors", hf);
+        unlink(f);
+        rmdir(hf);
+    }
     llm_model_free(m2);
     llm_model_free(m3);
     /* broken ones */
