@@ -458,5 +458,5 @@ int llm_tools_may_be_call(const llm_api_req *r, const char *text, size_t len)
     size_t k = skip_ws(text, len, 0), n = strlen(CALL_OPEN);
     if (r->chat_format != LLM_CHAT_CHATML) return k == len || text[k] == '{';
     size_t m = len - k < n ? len - k : n;
-    return memcmp(text + k, CALL_OPEN, m) == 0; /* "<tool" ... or "<tool_call>..." */
+    return m == 0 || memcmp(text + k, CALL_OPEN, m) == 0; /* "<tool" ... or "<tool_call>..." */
 }

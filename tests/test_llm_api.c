@@ -294,7 +294,8 @@ int main(void)
            "<tool_call>{\"name\":\"now\",\"arguments\":[]}</tool_call>") == 0,
            "chatml: bare JSON, text after the calls, an unknown tool, a bad second call: not calls");
         ok(llm_tools_may_be_call(&q, " <too", 5) && llm_tools_may_be_call(&q, "<tool_call>\n{\"x", 14) &&
-           !llm_tools_may_be_call(&q, "Hi", 2) && !llm_tools_may_be_call(&q, "{", 1),
+           !llm_tools_may_be_call(&q, "Hi", 2) && !llm_tools_may_be_call(&q, "{", 1) &&
+           llm_tools_may_be_call(&q, NULL, 0) && llm_tools_may_be_call(&q, "\n", 1),
            "chatml, streamed: held while it may open with <tool_call>");
         llm_api_req_free(&q);
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,"
