@@ -453,6 +453,16 @@ not_calls:
     return 0;
 }
 
+size_t llm_tools_content_end(const char *text, size_t len, size_t sent)
+{
+    size_t n = strlen(CALL_OPEN);
+    for (size_t j = sent; j < len; j++) {
+        size_t m = len - j < n ? len - j : n;
+        if (memcmp(text + j, CALL_OPEN, m) == 0) return j; /* the tag, or what may become it, starts here */
+    }
+    return len;
+}
+
 int llm_tools_may_be_call(const llm_api_req *r, const char *text, size_t len)
 {
     size_t k = skip_ws(text, len, 0), n = strlen(CALL_OPEN);

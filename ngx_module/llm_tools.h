@@ -46,8 +46,11 @@ void  llm_tools_calls_free(llm_chat_call *calls, size_t n);
  * call's JSON ("arguments" taken for "parameters" and the other way round). */
 int   llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_tool_call *calls, size_t *content_len);
 void  llm_tool_call_free(llm_tool_call *c);
-/* ChatML, tool_choice auto, streamed: 1 while text (so far) may still turn out to be calls. */
+/* Llama 3, tool_choice auto, streamed: 1 while text (so far) may still turn out to be a call. */
 int   llm_tools_may_be_call(const llm_api_req *r, const char *text, size_t len);
+/* ChatML, tool_choice auto, streamed: how far text[0..len) can go out as content, from sent on: up to a
+ * "<tool_call>" (found at or after sent), or to the end less a tail that may begin one. */
+size_t llm_tools_content_end(const char *text, size_t len, size_t sent);
 /* Python's json.dumps(v, ensure_ascii=False, indent=indent), as chat templates' tojson prints (indent < 0:
  * one line with ", " and ": "). malloc'd, or NULL. */
 char *llm_tools_dumps(const cJSON *v, int indent);

@@ -27,6 +27,8 @@ typedef struct {
     ngx_http_llm_call_t calls[LLM_TOOLS_MAX_CALLS]; /* the answer read as tool calls (name, args malloc'd) */
     int              n_calls;
     size_t           content_len; /* with calls: the text before them */
+    size_t           sent;        /* ChatML, streamed: bytes of text already sent as content (the rest may be
+                                   * calls) */
     llm_think        think;       /* a reasoning model's answer: where it is in <think> */
     ngx_http_llm_text_t reasoning; /* its reasoning (non-streaming) */
 } ngx_http_llm_seq_t;
@@ -204,13 +206,21 @@ static int ngx_http_llm_is_stop_token(ngx_http_llm_ctx_t *ctx, int32_t id)
     return !ctx->q.ignore_eos && ngx_http_llm_is_eog(ctx, id);
 }
 
-/* Function calling, streamed: the text is held while it may be a call. With tool_choice "auto" the
- * first bytes that cannot start one (Llama 3: neither whitespace nor '{'; ChatML: not "<tool_call>") say it
- * is not: what was held goes out, and the rest streams as it comes. */
+/* Function calling, streamed: the text is held while it may be a call. With tool_choice "auto" in Llama 3's
+ * format the first byte that is neither whitespace nor '{' says it is not: what was held goes out, and the
+ * rest streams as it comes. In ChatML, text streams as content up to a "<tool_call>" (held back while it
+ * may be one), and from there on is held: the calls go out at the end. */
 static int ngx_http_llm_hold(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len)
 {
     ngx_http_llm_seq_t *s = &ctx->seq[i];
     if (ngx_http_llm_text_append(&s->text, t, len)) return -1;
+    if (ctx->q.tool_mode == LLM_TOOLS_AUTO && ctx->q.chat_format == LLM_CHAT_CHATML) {
+        size_t safe = llm_tools_content_end(s->text.data, s->text.len, s->sent);
+        if (safe == s->sent) return 0;
+        cJSON *chunk = ngx_http_llm_chunk(&ctx->resp, i, s->text.data + s->sent, safe - s->sent, 0, NULL, NULL);
+        s->sent = safe;
+        return ngx_http_llm_emit_event(ctx, chunk) == NGX_ERROR ? -1 : 0;
+    }
     if (ctx->q.tool_mode != LLM_TOOLS_AUTO || llm_tools_may_be_call(&ctx->q, s->text.data, s->text.len)) return 0;
     s->hold = 0;
     cJSON *chunk = ngx_http_llm_chunk(&ctx->resp, i, s->text.data, s->text.len, 0, NULL, NULL);
@@ -315,7 +325,9 @@ static int ngx_http_llm_tool_end(ngx_http_llm_ctx_t *ctx, int i)
     ngx_http_llm_seq_t *s = &ctx->seq[i];
     if (ctx->q.tool_mode == LLM_TOOLS_OFF) return 0;
     llm_tool_call got[LLM_TOOLS_MAX_CALLS];
-    int n = llm_tools_output(&ctx->q, s->text.data, s->text.len, got, &s->content_len);
+    /* streamed ChatML: what was sent was content; the calls are read from the rest */
+    const char *rest = s->text.data ? s->text.data + s->sent : NULL;
+    int n = llm_tools_output(&ctx->q, rest, s->text.len - s->sent, got, &s->content_len);
     for (int k = 0; k < n; k++) {
         ngx_snprintf((u_char *)s->calls[k].id, sizeof s->calls[k].id, "call_%08xD%08xD%08xD%Z",
                      (uint32_t)ngx_random(), (uint32_t)ngx_random(), (uint32_t)ngx_random());
@@ -326,9 +338,9 @@ static int ngx_http_llm_tool_end(ngx_http_llm_ctx_t *ctx, int i)
     if (n > 0) s->finish = "tool_calls";
     if (!ctx->q.stream || !s->hold) return 0;
     s->hold = 0;
+    if (n == 0 && s->text.len == s->sent) return 0; /* all of it went out as content */
     cJSON *chunk = n > 0 ? ngx_http_llm_call_chunk(&ctx->resp, i, s->calls, n)
-                         : ngx_http_llm_chunk(&ctx->resp, i, s->text.data ? s->text.data : "", s->text.len, 0, NULL,
-                                              NULL);
+                         : ngx_http_llm_chunk(&ctx->resp, i, rest, s->text.len - s->sent, 0, NULL, NULL);
     return ngx_http_llm_emit_event(ctx, chunk) == NGX_ERROR ? -1 : 0;
 }
 

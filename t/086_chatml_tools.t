@@ -64,6 +64,24 @@ POST /v1/chat/completions
 --- response_body_like chomp
 "message":\{"role":"assistant","content":"[^"]+"\},"logprobs":null,"finish_reason":"length"
 
+=== TEST 3b: "auto", streamed: text streams as content as it comes (held back only where a <tool_call> may begin)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_LLAMA3_MODEL;
+    llm_model_name tiny;
+    llm_chat_template chatml;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8, "temperature": 0, "stream": true, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}]}
+--- error_code: 200
+--- response_body_like eval
+qr/"delta":\{"content":"[^"]+"\}.*"delta":\{"content":"[^"]+"\}.*"finish_reason":"length".*data: \[DONE\]\n\n\z/s
+
 === TEST 4: a history with two parallel calls and their two results (one user turn of <tool_response>s) is served
 --- main_config
 load_module $TEST_NGINX_MODULE;

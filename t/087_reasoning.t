@@ -2,7 +2,8 @@
 # back as message.reasoning_content (streamed: delta.reasoning_content), the rest as content; vLLM's
 # chat_template_kwargs {"enable_thinking": false} puts Qwen 3's empty think block into the prompt. The
 # REAL tiny Llama 3 engine of t/085 serves the ids; the workers tokenize with $TEST_NGINX_THINK_TOKENIZER
-# (t/run.sh: Llama 3's vocabulary with reserved tokens 128011 / 128012 named <think> / </think>). Logit
+# (t/run.sh: Llama 3's vocabulary with reserved tokens 128011 / 128012 / 128013 named <think> / </think> /
+# <tool_call>). Logit
 # biases and a frequency penalty make the random model write only those two tokens, greedily:
 # <think> <think> </think> </think> <think> <think> </think> </think>.
 use Test::Nginx::Socket 'no_plan';
@@ -130,3 +131,37 @@ POST /v1/chat/completions
 --- error_code: 400
 --- response_body_like chomp
 "param":"chat_template_kwargs","code":"invalid_type"
+
+=== TEST 6: ChatML tools, auto, streamed: from a <tool_call> on the text is held; not a call, it goes out whole at the end
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Call"}], "max_tokens": 3, "temperature": 0, "logit_bias": {"128013": 100}, "stream": true, "tools": [{"type": "function", "function": {"name": "now"}}]}
+--- error_code: 200
+--- response_body_like eval
+qr/"delta":\{"role":"assistant","content":""\}[^\n]*\n\ndata: [^\n]*"delta":\{"content":"<tool_call><tool_call><tool_call>"\}[^\n]*\n\ndata: [^\n]*"finish_reason":"length"[^\n]*\n\ndata: \[DONE\]\n\n\z/
+
+=== TEST 7: the same, whole: the text is the content, no tool_calls
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Call"}], "max_tokens": 3, "temperature": 0, "logit_bias": {"128013": 100}, "tools": [{"type": "function", "function": {"name": "now"}}]}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"<tool_call><tool_call><tool_call>","reasoning_content":null\},"logprobs":null,"finish_reason":"length"

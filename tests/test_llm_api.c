@@ -297,6 +297,11 @@ int main(void)
            !llm_tools_may_be_call(&q, "Hi", 2) && !llm_tools_may_be_call(&q, "{", 1) &&
            llm_tools_may_be_call(&q, NULL, 0) && llm_tools_may_be_call(&q, "\n", 1),
            "chatml, streamed: held while it may open with <tool_call>");
+        ok(llm_tools_content_end("Let me see. <tool_call>\n{", 25, 0) == 12 &&
+           llm_tools_content_end("Let me see. <tool_call>\n{", 25, 12) == 12 &&
+           llm_tools_content_end("Let me see. <too", 16, 3) == 12 && llm_tools_content_end("a <tools> b", 11, 0) == 11 &&
+           llm_tools_content_end("abc", 3, 3) == 3 && llm_tools_content_end("x<", 2, 0) == 1,
+           "chatml, streamed: content goes out up to a <tool_call> or what may begin one");
         llm_api_req_free(&q);
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,"
                  "\"parallel_tool_calls\":false}", tools);
