@@ -68,7 +68,7 @@ static int begin_value(llm_json_state *s, uint8_t c)
     switch (c) {
     case '{': return open_container(s, 1);
     case '[': return open_container(s, 0);
-    case '"': s->st = J_STR; s->key = 0; return 0;
+    case '"': s->st = J_STR; s->key = 0; s->sub = 0; return 0;
     case '-': s->st = J_NUM; s->sub = N_MINUS; s->digits = 0; return 0;
     case 't': s->st = J_LIT; s->sub = 0 << 4 | 1; return 0;
     case 'f': s->st = J_LIT; s->sub = 1 << 4 | 1; return 0;
@@ -142,7 +142,9 @@ static int number_step(llm_json_state *s, uint8_t c)
 static int step(llm_json_state *s, uint8_t c)
 {
     switch (s->st) {
-    case J_STR:
+    case J_STR: /* sub: the UTF-8 character being read (llm_utf8_step) */
+        if (s->sub != 0 || c >= 0x80)
+            return llm_utf8_step(&s->sub, c);
         if (c == '"') {
             if (s->key)
                 s->st = J_COLON;
@@ -163,12 +165,15 @@ static int step(llm_json_state *s, uint8_t c)
         if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' && c != 't')
             return -1;
         s->st = J_STR;
+        s->sub = 0;
         return 0;
     case J_STR_U:
         if (!is_hex(c))
             return -1;
-        if (++s->sub == 4)
+        if (++s->sub == 4) {
             s->st = J_STR;
+            s->sub = 0;
+        }
         return 0;
     case J_LIT: {
         const char *w = literal[s->sub >> 4];
@@ -213,6 +218,7 @@ static int step(llm_json_state *s, uint8_t c)
             return -1;
         s->st = J_STR;
         s->key = 1;
+        s->sub = 0;
         return 0;
     case J_AFTER:
         if (c == ',') {
@@ -243,7 +249,7 @@ int llm_json_can_end(const llm_json_state *s)
            (s->sub == N_ZERO || s->sub == N_INT || s->sub == N_FRAC || s->sub == N_EXP);
 }
 
-int llm_json_in_string(const llm_json_state *s) { return s->st == J_STR; }
+int llm_json_in_string(const llm_json_state *s) { return s->st == J_STR && s->sub == 0; }
 
 int llm_json_between_tokens(const llm_json_state *s) { return s->st <= J_DONE; }
 
@@ -269,8 +275,8 @@ struct llm_json_vocab {
 };
 
 /* info: first byte | first byte after the leading whitespace << 8 | leading whitespace bytes (at most 255)
- * << 16 | I_PLAIN (no '"', '\\' or control byte: it continues any string as it is) | I_ALLWS (whitespace
- * only). A control token (never allowed) has first byte 0, which no state takes. */
+ * << 16 | I_PLAIN (whole UTF-8 characters, none of them '"', '\\' or a control byte: it continues any
+ * string between characters as it is) | I_ALLWS (whitespace only). A control token (never allowed) has first byte 0, which no state takes. */
 #define I_PLAIN (1u << 24)
 #define I_ALLWS (1u << 25)
 
@@ -313,11 +319,14 @@ llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
         if (k == 0)
             continue;
         uint32_t plain = I_PLAIN, cps = 0;
+        uint8_t u = 0;
         for (size_t i = 0; i < k; i++) {
-            if ((uint8_t)p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
+            if ((uint8_t)p[i] < 0x20 || p[i] == '"' || p[i] == '\\' || llm_utf8_step(&u, (uint8_t)p[i]) != 0)
                 plain = 0;
             cps += ((uint8_t)p[i] & 0xc0) != 0x80;
         }
+        if (u != 0)
+            plain = 0; /* ends inside a character: the recogniser reads it byte by byte */
         v->cps[id] = (uint8_t)(cps < 255 ? cps : 255);
         size_t w = 0;
         while (w < k && is_ws((uint8_t)p[w]))
@@ -498,7 +507,7 @@ int llm_json_mask(const llm_json_vocab *v, const llm_json_state *s, float *logit
         mt.after_ws[c] = mt.ws_short && step(&t, (uint8_t)c) == 0;
     }
     mt.ws_budget = LLM_JSON_MAX_WS + 1 - sw.ws; /* leading whitespace bytes a token may have */
-    mt.in_string = mt.all_in_string = s->st == J_STR;
+    mt.in_string = mt.all_in_string = llm_json_in_string(s);
     mt.string_room = UINT32_MAX;
     mt.plain_fits = NULL;
     mt.plain_bits = NULL;

@@ -33,6 +33,29 @@ typedef struct {
     uint64_t is_obj;       /* bit d: container d is an object (else an array) */
 } llm_json_state;
 
+/* Well-formed UTF-8 inside a string (RFC 3629: no overlongs, surrogates or code points past U+10FFFF), one
+ * byte at a time. *u is 0 between characters, else the continuation bytes still due (bits 0-1) and, for the
+ * first of them, the lead byte's narrower range (bits 2-4: E0, ED, F0, F4). 0: c is taken, -1: it cannot
+ * come here. */
+static inline int llm_utf8_step(uint8_t *u, uint8_t c)
+{
+    static const uint8_t lo[5] = { 0x80, 0xa0, 0x80, 0x90, 0x80 }, hi[5] = { 0xbf, 0xbf, 0x9f, 0xbf, 0x8f };
+    if (*u != 0) {
+        unsigned k = *u >> 2;
+        if (c < lo[k] || c > hi[k])
+            return -1;
+        *u = (uint8_t)((*u & 3) - 1);
+        return 0;
+    }
+    if (c < 0x80)
+        return 0;
+    if (c < 0xc2 || c > 0xf4)
+        return -1; /* a continuation byte with no lead, an overlong lead, past U+10FFFF */
+    *u = c < 0xe0 ? 1 : c < 0xf0 ? (uint8_t)(2 | (c == 0xe0 ? 1 << 2 : c == 0xed ? 2 << 2 : 0))
+                                 : (uint8_t)(3 | (c == 0xf0 ? 3 << 2 : c == 0xf4 ? 4 << 2 : 0));
+    return 0;
+}
+
 /* A fresh state before the first byte: top_object 1 asks for an object, 0 for any JSON value. */
 void llm_json_init(llm_json_state *s, int top_object);
 /* Feed n bytes: 0 when they continue a valid JSON text (s moves on), -1 when one cannot (s unchanged). */

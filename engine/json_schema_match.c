@@ -273,16 +273,28 @@ static int step_string(const llm_schema *sc, sframe *f, const llm_schema_node *n
             return R_FAIL;
         f->ph = P_IN;
         f->u.g.a = 0;
+        f->u.g.b = 0; /* the UTF-8 character being read (llm_utf8_step) */
         return R_TAKE;
     case P_IN:
+        if (f->u.g.b != 0) { /* a character's continuation bytes */
+            uint8_t u = (uint8_t)f->u.g.b;
+            if (llm_utf8_step(&u, c) != 0)
+                return R_FAIL;
+            f->u.g.b = u;
+            return R_TAKE;
+        }
         if (c == '"')
             return f->u.g.a >= nd->min ? R_END : R_FAIL;
         if (c < 0x20)
             return R_FAIL;
-        if ((c & 0xc0) != 0x80) { /* a code point (or an escape) starts */
-            if (nd->max >= 0 && f->u.g.a >= nd->max)
+        {
+            uint8_t u = 0;
+            if (llm_utf8_step(&u, c) != 0) /* a continuation byte with no lead, a lead no character has */
+                return R_FAIL;
+            if (nd->max >= 0 && f->u.g.a >= nd->max) /* a code point (or an escape) starts */
                 return R_FAIL;
             f->u.g.a++;
+            f->u.g.b = u;
         }
         if (c == '\\')
             f->ph = P_ESC;
@@ -684,8 +696,8 @@ static int in_plain_string(const llm_schema *sc, const sthread *t, unsigned *roo
     *room = UINT32_MAX;
     if (nd->kind == SK_ANY)
         return f->ph == P_BODY && llm_json_in_string(&f->u.js);
-    if (nd->kind != SK_STRING || f->ph != P_IN || nd->pattern >= 0)
-        return 0;
+    if (nd->kind != SK_STRING || f->ph != P_IN || nd->pattern >= 0 || f->u.g.b != 0)
+        return 0; /* (inside a character: tokens go byte by byte) */
     if (nd->max >= 0)
         *room = (unsigned)(nd->max - (int64_t)f->u.g.a);
     return 1;

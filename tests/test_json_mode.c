@@ -182,9 +182,26 @@ static void walk(const char *name, const llm_json_vocab *v, int n)
     free(lg);
 }
 
+/* Strings hold well-formed UTF-8 only (RFC 8259 texts are UTF-8): a byte that cannot continue the
+ * character so far is refused, so a mask never lets a model run on in continuation bytes. */
+static void test_utf8(void)
+{
+    static const char *const good[] = { "{\"a\":\"\xc3\xa9\xe2\x9c\x93\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf\xed\x9f\xbf\"}",
+                                        "{\"\xe4\xbd\xa0\":\"\xe0\xa0\x80\xf0\x90\x80\x80\"}" };
+    static const char *const bad[] = { "{\"a\":\"\x80\"}", "{\"a\":\"\xc3\"}", "{\"a\":\"\xc3\xa9\xa9\"}",
+                                       "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\xe0\x9f\xbf\"}", "{\"a\":\"\xed\xa0\x80\"}",
+                                       "{\"a\":\"\xf0\x8f\xbf\xbf\"}", "{\"a\":\"\xf4\x90\x80\x80\"}", "{\"a\":\"\xf5\x80\"}",
+                                       "{\"\xff\":1}", "{\"a\":\"\xe2\x9c\"}" };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ok(accepts(good[i], 1, 1), "UTF-8 accepted: text %zu", i);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ok(refuses(bad[i], 1), "ill-formed UTF-8 refused: text %zu", i);
+}
+
 int main(void)
 {
     test_recogniser();
+    test_utf8();
     static const char *const prefixes[] = { "", "{", "{\"", "{\"k\"", "{\"k\":", "{\"k\":-1", "{\"k\":[tr",
                                             "{\"k\":\"\\", "{\"k\":\"\\u0" };
     static const char *const files[] = { TOK_JSON, TOK512 }, *const names[] = { "Llama 3", "stories260K" };

@@ -186,6 +186,23 @@ static void check_texts(const char *name, const char *schema, const char *const 
     llm_schema_free(sc);
 }
 
+/* Strings hold well-formed UTF-8 only, and maxLength counts characters: once a string is full only its
+ * closing quote comes, never a continuation byte (which used to be taken without end). */
+static void test_utf8_strings(void)
+{
+    llm_schema *sc = compile("{\"type\":\"string\",\"maxLength\":2}");
+    ok(sc && accepts(sc, "\"\xc3\xa9\xf0\x9f\x98\x80\"") && accepts(sc, "\"a\xe2\x9c\x93\""),
+       "maxLength 2: two characters of 2 and 4 bytes, of 1 and 3");
+    ok(sc && refuses(sc, "\"ab\x80\"") && refuses(sc, "\"\x80\"") && refuses(sc, "\"\xc3\xa9\xa9\"") &&
+       refuses(sc, "\"\xe2\x9c\"") && refuses(sc, "\"\xed\xa0\x80\"") && refuses(sc, "\"\xc0\xaf\""),
+       "continuation bytes with no lead, cut characters, surrogates, overlongs: refused");
+    llm_schema_free(sc);
+    sc = compile("{\"type\":\"object\"}"); /* JSON mode's schema: any value inside */
+    ok(sc && accepts(sc, "{\"k\":[\"\xc3\xa9\"]}") && refuses(sc, "{\"k\":[\"\xc3\xa9\xa9\"]}"),
+       "any value: the same rule");
+    llm_schema_free(sc);
+}
+
 static void test_texts(void)
 {
     static const char *const person_good[] = {
@@ -626,6 +643,7 @@ static int walks(const char *name, const llm_json_vocab *v, const char *schema_t
 int main(void)
 {
     test_compile_refusals();
+    test_utf8_strings();
     test_texts();
     test_mutations();
     static const char *const files[] = { TOK_JSON, TOK512 }, *const names[] = { "Llama 3", "stories260K" };
