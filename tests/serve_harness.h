@@ -116,7 +116,10 @@ static int h_engine_wait_ready(llm_client *c, pid_t pid)
     while (h_now() - t0 < 60.0) {
         if (pid == h_engine_pid && h_engine_died())
             return -1;
-        if (llm_client_attach(c) == LLM_SHM_OK)
+        /* attached is not enough: a slow start (ASan) can leave the header up but the engine still STARTING,
+         * when reservations are refused */
+        if (llm_client_attach(c) == LLM_SHM_OK &&
+            atomic_load(&llm_client_map(c)->hdr->state) == LLM_ENGINE_READY)
             return 0;
         h_sleep_ms(20);
     }
