@@ -263,11 +263,11 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         M("ffn_norm", ffn_norm, 0)
         M("ffn_gate", w_gate, 0) M("ffn_up", w_up, 0) M("ffn_down", w_down, 0)
 #undef M
-        /* biases follow their matrix's rows (the permutation too); norms act within a head */
+        /* biases follow their matrix's rows, a q/k norm's weights a head's (the permutation too) */
 #define V(name, field, p) snprintf(n, sizeof(n), "blk.%d." name, i); \
         if (L->field.data != NULL) add_vec(w, &l, n, &L->field, p, hd);
         V("attn_q.bias", bq, perm) V("attn_k.bias", bk, perm) V("attn_v.bias", bv, 0)
-        V("attn_q_norm.weight", q_norm, 0) V("attn_k_norm.weight", k_norm, 0)
+        V("attn_q_norm.weight", q_norm, perm) V("attn_k_norm.weight", k_norm, perm)
 #undef V
     }
     if (l.oom) {
@@ -389,7 +389,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         if (L->field.data != NULL) ADD(nm, &L->field, p);
         V_("self_attn.q_proj.bias", bq, perm) V_("self_attn.k_proj.bias", bk, perm)
         V_("self_attn.v_proj.bias", bv, 0)
-        V_("self_attn.q_norm.weight", q_norm, 0) V_("self_attn.k_norm.weight", k_norm, 0)
+        V_("self_attn.q_norm.weight", q_norm, perm) V_("self_attn.k_norm.weight", k_norm, perm)
 #undef V_
     }
 #undef ADD
