@@ -88,7 +88,8 @@ typedef struct {
                                * format tools and tool calls are written in */
     int          parallel_calls; /* parallel_tool_calls (default 1): more than one call an answer (ChatML) */
     int          enable_thinking; /* chat_template_kwargs.enable_thinking (default 1): Qwen 3's switch */
-    int          think;       /* set by the module: the model reasons in <think> tags (llm_reasoning.h) */
+    int          think;       /* set by the module: split the answer's <think> part off (the model reasons in
+                               * <think> tags and llm_reasoning is on; llm_reasoning.h) */
     int          tool_mode;   /* LLM_TOOLS_*: OFF without tools or with tool_choice "none" */
     const cJSON *tools;       /* the request's tools (in root), when tool_mode is not OFF */
     char        *tool_defs;   /* the tools as the chat format's prompt lists them; malloc'd */

@@ -144,8 +144,9 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);
             return -1;
         }
-        /* Qwen 3's enable_thinking false (a call the prompt opened is answered at once anyway) */
-        if (q->think && !q->enable_thinking && q->add_generation_prompt && !tools.open_call &&
+        /* Qwen 3's enable_thinking false (a call the prompt opened is answered at once anyway), whether or not
+         * llm_reasoning splits the answers */
+        if (lcf->tok->think && !q->enable_thinking && q->add_generation_prompt && !tools.open_call &&
             llm_chat_no_think(&out)) {
             llm_chat_out_free(&out);
             llm_api_seterr(e, 500, NULL, NULL, "out of memory");

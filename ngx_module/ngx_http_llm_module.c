@@ -63,6 +63,10 @@ static ngx_command_t ngx_http_llm_commands[] = {
     { ngx_string("llm_api_key"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
       ngx_http_llm_api_key_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
+    { ngx_string("llm_reasoning"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, reasoning), NULL },
     { ngx_string("llm_chat_template"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_http_llm_chat_template_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
@@ -137,6 +141,7 @@ static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf)
     lcf->chat_format = NGX_CONF_UNSET_UINT;
     lcf->api_keys = NGX_CONF_UNSET_PTR;
     lcf->priority = NGX_CONF_UNSET;
+    lcf->reasoning = NGX_CONF_UNSET;
     return lcf;
 }
 
@@ -214,6 +219,7 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
     ngx_conf_merge_uint_value(conf->chat_format, prev->chat_format, 0);
     ngx_conf_merge_ptr_value(conf->api_keys, prev->api_keys, NULL);
     ngx_conf_merge_value(conf->priority, prev->priority, 0);
+    ngx_conf_merge_value(conf->reasoning, prev->reasoning, 1);
 
     if (conf->max_tokens < 1 || (conf->default_max_tokens != NGX_CONF_UNSET &&
                                  (conf->default_max_tokens < 1 || conf->default_max_tokens > conf->max_tokens))) {
@@ -502,7 +508,8 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
         return;
     }
     /* a reasoning model's chat answers: <think> split off into reasoning_content */
-    q.think = (kind == LLM_API_CHAT || (kind == LLM_API_TOKENIZE && q.msgs)) && lcf->tok && lcf->tok->think;
+    q.think = (kind == LLM_API_CHAT || (kind == LLM_API_TOKENIZE && q.msgs)) && lcf->tok && lcf->tok->think &&
+              lcf->reasoning;
     ngx_int_t rc;
     switch (h) {
     case NGX_LLM_TOKENIZE:   rc = ngx_http_llm_tokenize(r, &q); llm_api_req_free(&q); break;

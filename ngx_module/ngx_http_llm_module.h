@@ -78,6 +78,7 @@ typedef struct {
     ngx_uint_t             chat_format;  /* 0 = from the tokenizer */
     ngx_array_t           *api_keys;     /* llm_api_key: ngx_str_t; NULL = no check */
     ngx_int_t              priority;     /* llm_priority: requests' queue priority here, lower first */
+    ngx_flag_t             reasoning;    /* llm_reasoning: split <think> off reasoning models' answers */
 } ngx_http_llm_loc_conf_t;
 
 extern ngx_module_t ngx_http_llm_module;

@@ -165,3 +165,21 @@ POST /v1/chat/completions
 --- error_code: 200
 --- response_body_like chomp
 "message":\{"role":"assistant","content":"<tool_call><tool_call><tool_call>","reasoning_content":null\},"logprobs":null,"finish_reason":"length"
+
+=== TEST 8: llm_reasoning off: the answer as the model wrote it, tags and all, in content
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_reasoning off;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Think"}], "max_tokens": 8, "temperature": 0, "logit_bias": {"128011": 100, "128012": 99}, "frequency_penalty": 1}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"<think><think></think></think><think><think></think></think>"\},"logprobs":null,"finish_reason":"length"
