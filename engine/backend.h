@@ -20,10 +20,14 @@ typedef struct {
     const int32_t *tokens;      /* [n_tokens] */
     const int32_t *pos;         /* [n_tokens] position within its sequence */
     const int32_t *seq;         /* [n_tokens] index into seqs */
-    const uint8_t *want_logits; /* [n_tokens] 1 = return this token's logits */
+    const uint8_t *want_logits; /* [n_tokens] 1 = return this token's logits; LLM_WANT_HIDDEN = its hidden
+                                 * state after the final norm instead (an embedding: dim floats at the start
+                                 * of its row of the output, the rest of the row not written) */
     int            n_seqs;
     const llm_seq_view *seqs;   /* must cover every position written this step */
 } llm_batch;
+
+#define LLM_WANT_HIDDEN 2
 
 typedef struct {
     int threads;     /* CPU threads (0 = all cores) */

@@ -29,11 +29,14 @@ int         llm_context_opts(const llm_args *a, llm_model *m, llm_backend_opts *
 /* Directory holding the project's shared files (../shared beside the repo). */
 const char *llm_shared_dir(void);
 double      llm_now_sec(void);
+/* "1,2,3" -> ids below vocab (malloc'd). Returns the count, -1 on a malformed list. */
+int         llm_parse_ids(const char *s, int vocab, int32_t **out);
 
 int cli_generate(const llm_args *a);
 int cli_tokenize(const llm_args *a);
 int cli_info(const llm_args *a);
 int cli_gen_model(const llm_args *a);
 int cli_serve(const llm_args *a);
+int cli_embed(const llm_args *a);
 
 #endif

@@ -158,3 +158,33 @@ double llm_now_sec(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+/* "1,2,3" -> ids (malloc'd). Returns count, -1 on a malformed list. */
+int llm_parse_ids(const char *s, int vocab, int32_t **out)
+{
+    size_t cap = 16, n = 0;
+    int32_t *ids = malloc(cap * sizeof(*ids));
+    if (ids == NULL)
+        return -1;
+    while (*s != '\0') {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (end == s || errno != 0 || v < 0 || v >= vocab || (*end != ',' && *end != '\0')) {
+            free(ids);
+            return -1;
+        }
+        if (n == cap) {
+            int32_t *nids = realloc(ids, (cap *= 2) * sizeof(*ids));
+            if (nids == NULL) {
+                free(ids);
+                return -1;
+            }
+            ids = nids;
+        }
+        ids[n++] = (int32_t)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    *out = ids;
+    return (int)n;
+}

@@ -12,7 +12,7 @@
 int cli_gen_model(const llm_args *a)
 {
     static const char *const known[] = { "preset=", "from=", "tokenizer=", "dtype=", "out=", "seed=", "format=",
-                                         NULL };
+                                         "pooling=", NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
     const char *preset = llm_arg_str(a, "preset"), *from = llm_arg_str(a, "from");
@@ -40,6 +40,15 @@ int cli_gen_model(const llm_args *a)
         rc = llm_model_generate(preset, dt, seed, out, llm_shared_dir(), &err);
     } else {
         llm_model *m = llm_model_load(from, llm_arg_str(a, "tokenizer"), &err);
+        const char *pool = llm_arg_str(a, "pooling"); /* the pooling an embedding model declares */
+        if (m != NULL && pool != NULL) {
+            if (strcmp(pool, "mean") != 0 && strcmp(pool, "last") != 0) {
+                fprintf(stderr, "error: --pooling is mean or last\n");
+                llm_model_free(m);
+                return 2;
+            }
+            m->pooling = strcmp(pool, "mean") == 0 ? LLM_POOL_MEAN : LLM_POOL_LAST;
+        }
         rc = m == NULL ? -1 : hf ? llm_model_save_hf(m, dt, out, &err) : llm_model_save_gguf(m, dt, out, &err);
         llm_model_free(m);
     }

@@ -13,36 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "1,2,3" -> ids (malloc'd). Returns count, -1 on a malformed list. */
-static int parse_ids(const char *s, int vocab, int32_t **out)
-{
-    size_t cap = 16, n = 0;
-    int32_t *ids = malloc(cap * sizeof(*ids));
-    if (ids == NULL)
-        return -1;
-    while (*s != '\0') {
-        char *end;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (end == s || errno != 0 || v < 0 || v >= vocab || (*end != ',' && *end != '\0')) {
-            free(ids);
-            return -1;
-        }
-        if (n == cap) {
-            int32_t *nids = realloc(ids, (cap *= 2) * sizeof(*ids));
-            if (nids == NULL) {
-                free(ids);
-                return -1;
-            }
-            ids = nids;
-        }
-        ids[n++] = (int32_t)v;
-        s = *end == ',' ? end + 1 : end;
-    }
-    *out = ids;
-    return (int)n;
-}
-
 /* "13=-100,42=2.5" -> biases (malloc'd): ids below vocab, |bias| <= 100. Returns count, -1 when malformed. */
 static int parse_bias(const char *s, int vocab, llm_logit_bias **out)
 {
@@ -141,7 +111,7 @@ int cli_generate(const llm_args *a)
     if (llm_context_opts(a, m, &bo) != 0)
         goto out;
     if (prompt_ids != NULL) {
-        n_prompt = parse_ids(prompt_ids, c->vocab_size, &ids);
+        n_prompt = llm_parse_ids(prompt_ids, c->vocab_size, &ids);
         if (n_prompt < 0) {
             fprintf(stderr, "error: --prompt-ids must be a comma-separated list of ids below %d\n", c->vocab_size);
             goto out;

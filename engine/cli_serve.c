@@ -140,7 +140,7 @@ int cli_serve(const llm_args *a)
         "shm-mode=", "max-waiting=", "stream-cap=", "no-supervise", "pid-file=", "redis=", "max-restarts=",
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
-        "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", "mask-threads=", NULL,
+        "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", "mask-threads=", "pooling=", NULL,
     };
     if (llm_args_check(a, known) != 0)
         return 2;
@@ -204,6 +204,15 @@ int cli_serve(const llm_args *a)
         llm_model_free(m);
         return 2;
     }
+    /* /v1/embeddings: --pooling, else what the model declares, else the last token's (decoder models) */
+    const char *pool = llm_arg_str(a, "pooling");
+    if (pool != NULL && strcmp(pool, "mean") != 0 && strcmp(pool, "last") != 0) {
+        fprintf(stderr, "error: --pooling is last or mean (got '%s')\n", pool);
+        llm_model_free(m);
+        return 2;
+    }
+    o.pooling = (pool != NULL ? strcmp(pool, "mean") == 0 : m->pooling == LLM_POOL_MEAN) ? LLM_SCHED_EMBED_MEAN
+                                                                                        : LLM_SCHED_EMBED_LAST;
     const char *backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
     if (bo.kv_blocks == 0 && strcmp(backend, "cpu") == 0 && cpu_kv_auto(m, &bo, sc->max_batch_size) != 0) {
         llm_model_free(m);

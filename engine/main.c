@@ -14,13 +14,15 @@ static void usage(FILE *f)
         "             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repeat-penalty R]\n"
         "             [--presence-penalty P] [--frequency-penalty F] [--logit-bias ID=B,...] [--seed S]\n"
         "             [--json | --json-schema FILE] [--threads N] [--ignore-eos] [--output-ids] [--backend cpu]\n"
+        "  embed      --model PATH [--tokenizer PATH] (--prompt TEXT | --prompt-ids 1,2,3 | --input-file FILE)\n"
+        "             [--pooling last|mean] [--no-normalize] [--max-batch-size 32] [--threads N] [--backend cpu]\n"
         "  tokenize   (--model PATH | --tokenizer PATH) --text TEXT [--bos] [--special]\n"
         "  info       --model PATH\n"
         "  serve      --model PATH --shm NAME [--tokenizer PATH] [--max-batch-size 32]\n"
         "             [--preferred-batch-sizes 8,16] [--batch-timeout-ms 5] [--max-batched-tokens 2048]\n"
         "             [--kv-blocks auto|N] [--block-size 16] [--threads N] [--slots 256] [--stream-cap 1024]\n"
         "             [--max-waiting N] [--shm-mode 0600] [--backend cpu|cuda] [--device N]\n"
-        "             [--oom-recover-ms 1000] [--mask-threads 2] (supervision, Redis, tuning: see README)\n"
+        "             [--oom-recover-ms 1000] [--mask-threads 2] [--pooling last|mean] (supervision, Redis, tuning: see README)\n"
         "  gen-model  (--preset tiny|tiny-llama3|stories110m|llama-3.2-1b|llama-3.2-3b|tiny-qwen2|tiny-qwen3|\n"
         "                       qwen2.5-0.5b|qwen3-0.6b | --from MODEL [--format gguf|hf])\n"
         "             --dtype f32|f16|bf16|q8_0|q4_0 --out FILE.gguf|DIR [--seed S]\n");
@@ -36,6 +38,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "generate") == 0)
         return cli_generate(&a);
+    if (strcmp(cmd, "embed") == 0)
+        return cli_embed(&a);
     if (strcmp(cmd, "tokenize") == 0)
         return cli_tokenize(&a);
     if (strcmp(cmd, "info") == 0)

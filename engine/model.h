@@ -69,6 +69,8 @@ static inline void llm_layer_mats(llm_layer *L, llm_tensor *mats[LLM_LAYER_MATS]
     mats[4] = &L->w_gate, mats[5] = &L->w_up, mats[6] = &L->w_down;
 }
 
+enum { LLM_POOL_NONE = 0, LLM_POOL_MEAN = 1, LLM_POOL_CLS = 2, LLM_POOL_LAST = 3 };
+
 typedef struct llm_model {
     llm_config  cfg;
     llm_tensor  tok_embd;           /* [vocab x dim], any dtype */
@@ -81,6 +83,8 @@ typedef struct llm_model {
     struct llm_tokenizer *tok;      /* NULL when the model file carries none and none was given */
 
     char   arch[32];                /* "llama", "qwen2", "qwen3" (llm_model_arch_ok) */
+    int    pooling;                 /* how the model pools embeddings, llama.cpp's numbers (GGUF
+                                     * <arch>.pooling_type): LLM_POOL_NONE (not said), _MEAN, _CLS, _LAST */
     char   name[128];
     char   format[16];              /* "gguf", "llama2c", "hf" */
     char   path[1024];

@@ -223,6 +223,11 @@ static int load(llm_model *m, llm_err *err)
         llm_seterr(err, "%s: rope scaling '%s' (%s) is not supported", m->path, rst, rsk);
         return -1;
     }
+    char plk[96];
+    uint32_t pooling = 0;
+    snprintf(plk, sizeof(plk), "%s.pooling_type", arch);
+    if (gguf_get_u32(g, plk, &pooling) == 0 && pooling <= LLM_POOL_LAST)
+        m->pooling = (int)pooling; /* an embedding model's (others: RANK, 4, is a reranker's head) */
     c->rope_theta = 10000.0f;
     gguf_get_f32(g, thk, &c->rope_theta);
     c->norm_eps = 1e-5f;

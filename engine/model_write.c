@@ -229,6 +229,11 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         goto out;
     }
     llm_gguf_w_meta(w, m->arch, c, m->name[0] ? m->name : "model", dtype);
+    if (m->pooling != LLM_POOL_NONE) {
+        char key[64];
+        snprintf(key, sizeof(key), "%s.pooling_type", m->arch);
+        gguf_w_u32(w, key, (uint32_t)m->pooling);
+    }
     if (write_tokenizer_meta(w, m, err) != 0)
         goto out;
     /* a GGUF llama rotates pairs (the converter permutes q/k rows); Qwen GGUFs keep HF's halves */

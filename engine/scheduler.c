@@ -8,7 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-/* Logits rows a step may spend on prompt logprobs (each a vocabulary of floats: 32 MiB at 128K). */
+/* Logits rows a step may spend on prompt logprobs and mean-pooled embeddings (each a vocabulary of
+ * floats: 32 MiB at 128K). */
 #define PLP_ROWS 64
 
 typedef struct {
@@ -28,6 +29,9 @@ typedef struct {
     int      plp;              /* prompt logprobs wanted */
     int      plp_next;         /* the next prompt position whose logprob goes out (from 1) */
     int      n_top_lp;         /* alternatives with each */
+    int      embed;            /* LLM_SCHED_EMBED_*: hidden rows pooled into emb, nothing generated */
+    float   *emb;              /* [dim] the pooled sum so far */
+    int      emb_n;            /* rows summed into it */
     int      min_tokens;       /* stop ids masked until this many were generated */
     llm_schema       *schema;  /* JSON mode or a JSON Schema: tokens masked by con (json_schema.h) */
     llm_schema_state *con;
@@ -60,7 +64,9 @@ struct llm_sched {
     int      b_n, b_nseq, budget;
     float   *logits;
     int      logit_rows;       /* rows logits holds: one a sequence, plus PLP_ROWS once prompt logprobs came */
-    int      plp_room, b_plp;  /* this step: prompt-logprob rows left, and taken */
+    int      plp_room, b_plp;  /* this step: rows left for prompt logprobs and mean pooling, and taken */
+    float  **emb_done;         /* embeddings handed out this step (llm_sched_output.embedding), freed at the next */
+    int      n_emb_done, cap_emb_done;
     llm_mask_pool *masks;      /* cfg.mask_threads helper threads, or NULL */
     llm_mask_job  *m_jobs;     /* this step's masks, for m_reqs[] */
     sreq         **m_reqs;
@@ -216,9 +222,17 @@ static void masks_wait(llm_sched *s)
     }
 }
 
+static void emb_done_free(llm_sched *s)
+{
+    for (int i = 0; i < s->n_emb_done; i++)
+        free(s->emb_done[i]);
+    s->n_emb_done = 0;
+}
+
 static void req_free(llm_sched *s, sreq *r)
 {
     llm_kv_seq_release(s->kv, &r->kv);
+    free(r->emb);
     free(r->allow);
     llm_schema_state_free(r->con);
     llm_schema_free(r->schema);
@@ -257,6 +271,8 @@ void llm_sched_destroy(llm_sched *s)
     free(s->dv_rows);
     free(s->dv_top);
     free(s->outq);
+    emb_done_free(s);
+    free(s->emb_done);
     free(s);
 }
 
@@ -358,6 +374,10 @@ static void emit_out(llm_sched *s, const sreq *r, int32_t token, const llm_sampl
     }
     o.finish = fin;
     o.error = error;
+    if (r->embed && fin == LLM_SCHED_FINISH_STOP && r->emb != NULL) {
+        o.embedding = r->emb;
+        o.n_embd = s->be->model->cfg.dim;
+    }
     o.n_prompt = r->n_prompt;
     o.n_generated = r->n_gen;
     o.n_cached = r->n_cached;
@@ -408,6 +428,21 @@ static void finish(llm_sched *s, sreq *r, int32_t token, const llm_sample_result
     s->st.finished[fin]++;
     llm_kv_seq_release(s->kv, &r->kv);
     emit(s, r, token, res, fin, error);
+    if (r->embed && fin == LLM_SCHED_FINISH_STOP && r->emb != NULL) {
+        /* the output points at it until the next step (a queued output is read after this call) */
+        if (s->n_emb_done == s->cap_emb_done) {
+            int cap = s->cap_emb_done > 0 ? 2 * s->cap_emb_done : 16;
+            float **d = realloc(s->emb_done, (size_t)cap * sizeof(*d));
+            if (d != NULL) {
+                s->emb_done = d;
+                s->cap_emb_done = cap;
+            }
+        }
+        if (s->n_emb_done < s->cap_emb_done) {
+            s->emb_done[s->n_emb_done++] = r->emb;
+            r->emb = NULL;
+        } /* else (out of memory) freed now: only a queued output's pointer goes stale */
+    }
     req_free(s, r);
 }
 
@@ -440,7 +475,20 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         llm_seterr(err, "at most %d stop token ids", LLM_SCHED_MAX_STOP);
         return -1;
     }
-    if (q->prompt_logprobs && s->logit_rows < s->cap_batch + PLP_ROWS) {
+    if (q->embed < LLM_SCHED_EMBED_NONE || q->embed > LLM_SCHED_EMBED_MEAN) {
+        llm_seterr(err, "embed: pooling %d is none of LLM_SCHED_EMBED_*", q->embed);
+        return -1;
+    }
+    if (q->embed && q->prompt_logprobs) {
+        llm_seterr(err, "an embedding request has no prompt logprobs");
+        return -1;
+    }
+    if (q->embed && s->be->model->cfg.dim > s->vocab) {
+        llm_seterr(err, "embeddings: the hidden size (%d) is larger than the vocabulary (%d), whose rows carry it",
+                   s->be->model->cfg.dim, s->vocab);
+        return -1;
+    }
+    if ((q->prompt_logprobs || q->embed == LLM_SCHED_EMBED_MEAN) && s->logit_rows < s->cap_batch + PLP_ROWS) {
         float *l = realloc(s->logits, (size_t)(s->cap_batch + PLP_ROWS) * (size_t)s->vocab * sizeof(float));
         if (l == NULL) {
             llm_seterr(err, "scheduler: out of memory for prompt logprobs");
@@ -495,6 +543,11 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         goto oom;
     }
     r->schema = schema;
+    r->embed = q->embed;
+    if (r->embed && (r->emb = calloc((size_t)s->be->model->cfg.dim, sizeof(float))) == NULL) {
+        req_free(s, r);
+        goto oom;
+    }
     /* room for every token the request can hold, so appending never fails */
     long cap = (long)q->n_prompt + q->max_tokens;
     r->cap = cap < s->ctx_limit ? (int)cap : s->ctx_limit;
@@ -579,6 +632,10 @@ static void preempt(llm_sched *s, sreq *r)
     r->n_computed = 0;
     r->prompt_len = r->n_tokens;
     r->n_preempted++;
+    if (r->emb != NULL) { /* recomputed from the start: so is its sum */
+        memset(r->emb, 0, (size_t)s->be->model->cfg.dim * sizeof(float));
+        r->emb_n = 0;
+    }
     s->st.preemptions++;
     if (waiting_insert(s, r) != 0) {
         s->st.finished[LLM_SCHED_FINISH_ERROR]++;
@@ -595,13 +652,14 @@ static sreq *youngest_unplaced(llm_sched *s)
     return NULL;
 }
 
-/* Prompt positions in [from, from + n) whose logits r still needs for its prompt logprobs (position q
- * gives token q + 1's). */
+/* Rows r takes in [from, from + n) beside its last token's: the prompt positions whose logits it still
+ * needs for its prompt logprobs (position q gives token q + 1's), or whose hidden states it sums (mean
+ * pooling). */
 static int plp_rows(const sreq *r, int from, int n)
 {
-    if (!r->plp)
+    if (!r->plp && r->embed != LLM_SCHED_EMBED_MEAN)
         return 0;
-    int lo = from > r->plp_next - 1 ? from : r->plp_next - 1;
+    int lo = r->plp && from < r->plp_next - 1 ? r->plp_next - 1 : from;
     int hi = from + n < r->n_prompt - 1 ? from + n : r->n_prompt - 1;
     return hi > lo ? hi - lo : 0;
 }
@@ -610,15 +668,15 @@ static int plp_rows(const sreq *r, int from, int n)
  * the sampled token); 0 when none fits. */
 static int plp_clamp(llm_sched *s, const sreq *r, int from, int n)
 {
-    if (!r->plp || plp_rows(r, from, n) == 0)
+    if (plp_rows(r, from, n) == 0)
         return n;
     int room = s->plp_room;
-    if (s->cfg.emit_room != NULL) {
+    if (r->plp && s->cfg.emit_room != NULL) {
         int e = s->cfg.emit_room(s->cfg.cb_ctx, r->id, r->user) - 1;
         room = e < room ? e : room;
     }
     room = room > 0 ? room : 0;
-    int lo = from > r->plp_next - 1 ? from : r->plp_next - 1;
+    int lo = r->plp && from < r->plp_next - 1 ? r->plp_next - 1 : from;
     if (plp_rows(r, from, n) > room)
         n = lo + room - from;
     return n;
@@ -636,6 +694,8 @@ static void add_chunk(llm_sched *s, sreq *r, int n)
         s->b_pos[t] = p;
         s->b_seq[t] = si;
         s->b_want[t] = (k == n - 1 && p == r->n_tokens - 1) || (r->plp && p < r->n_prompt - 1 && p >= r->plp_next - 1);
+        if (r->embed && (r->embed == LLM_SCHED_EMBED_MEAN || s->b_want[t]))
+            s->b_want[t] = LLM_WANT_HIDDEN;
     }
     int rows = plp_rows(r, r->n_computed, n);
     s->plp_room -= rows;
@@ -801,7 +861,8 @@ static void admit(llm_sched *s, uint64_t now)
     while (s->n_waiting > 0 && s->n_running < mb && s->budget > 0) {
         sreq *r = s->waiting[0];
         int hits_cached = 0;
-        int m = r->plp ? 0 : llm_kv_peek_prefix(s->kv, r->tokens, r->n_tokens - 1, &hits_cached);
+        int whole = r->plp || r->embed == LLM_SCHED_EMBED_MEAN; /* every position computed */
+        int m = whole ? 0 : llm_kv_peek_prefix(s->kv, r->tokens, r->n_tokens - 1, &hits_cached);
         int n = r->n_tokens - m < s->budget ? r->n_tokens - m : s->budget;
         long blocks = (long)llm_kv_available(s->kv) - hits_cached - spare_blocks(s);
         if (blocks * s->bs < n)
@@ -813,7 +874,7 @@ static void admit(llm_sched *s, uint64_t now)
         if (n <= 0)
             break; /* the head does not fit: it is not overtaken */
         waiting_remove_at(s, 0);
-        int got = r->plp ? 0 : llm_kv_seq_match_prefix(s->kv, &r->kv, r->tokens, r->n_tokens - 1);
+        int got = whole ? 0 : llm_kv_seq_match_prefix(s->kv, &r->kv, r->tokens, r->n_tokens - 1);
         if (got < 0 || llm_kv_seq_reserve(s->kv, &r->kv, got + n) != 0) {
             finish(s, r, -1, NULL, LLM_SCHED_FINISH_ERROR, LLM_SCHED_E_NOMEM);
             continue;
@@ -867,11 +928,11 @@ static int is_stop(const sreq *r, int32_t t)
     return 0;
 }
 
-/* A request whose next row the host masks (JSON mode, a schema; stop ids under min_tokens): its logits
- * come back. */
+/* A request whose next row the host masks (JSON mode, a schema; stop ids under min_tokens), or an
+ * embedding's: its row comes back. */
 static int host_masked(const sreq *r)
 {
-    return r->con != NULL || (r->n_gen < r->min_tokens && r->n_stop > 0);
+    return r->con != NULL || r->embed || (r->n_gen < r->min_tokens && r->n_stop > 0);
 }
 
 /* Rows that need not come back as logits (at batch 256 x 128K vocab that is 128 MiB a step not copied, and
@@ -956,6 +1017,8 @@ static int device_prepare(llm_sched *s, llm_device_out *dv)
  * the row after them. */
 static int prompt_logprobs_out(llm_sched *s, sreq *r, int from, int row)
 {
+    if (!r->plp)
+        return row;
     int n = plp_rows(r, from, r->chunk);
     int q = from > r->plp_next - 1 ? from : r->plp_next - 1;
     for (int k = 0; k < n; k++, q++, row++) {
@@ -966,6 +1029,34 @@ static int prompt_logprobs_out(llm_sched *s, sreq *r, int from, int row)
         r->plp_next = q + 2;
     }
     return row;
+}
+
+/* Adds n hidden rows (the start of logits rows row, row + 1, ...) to r's pooled sum. Returns the row after them. */
+static int embed_add(llm_sched *s, sreq *r, int row, int n)
+{
+    int dim = s->be->model->cfg.dim;
+    for (int k = 0; k < n; k++, row++) {
+        const float *h = s->logits + (size_t)row * (size_t)s->vocab;
+        for (int i = 0; i < dim; i++)
+            r->emb[i] += h[i];
+        r->emb_n++;
+    }
+    return row;
+}
+
+/* r's prompt is computed, its last row is `row`: its pooled hidden state goes out with its end. */
+static void embed_finish(llm_sched *s, sreq *r, int row)
+{
+    int dim = s->be->model->cfg.dim;
+    if (r->embed == LLM_SCHED_EMBED_LAST) {
+        memcpy(r->emb, s->logits + (size_t)row * (size_t)s->vocab, (size_t)dim * sizeof(float));
+    } else {
+        embed_add(s, r, row, 1);
+        for (int i = 0; i < dim; i++)
+            r->emb[i] /= (float)r->emb_n;
+    }
+    running_remove(s, r);
+    finish(s, r, -1, NULL, LLM_SCHED_FINISH_STOP, 0);
 }
 
 /* The token of logits row `row` of request r, from the device's results or by sampling its logits. */
@@ -1006,6 +1097,7 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
 int llm_sched_step(llm_sched *s)
 {
     uint64_t t0 = clock_ns(s);
+    emb_done_free(s); /* the last step's outputs were read */
     process_cancels(s);
     mem_recover(s, t0);
     build_batch(s, t0);
@@ -1050,12 +1142,18 @@ int llm_sched_step(llm_sched *s)
         sreq *r = s->b_reqs[i];
         int from = r->n_computed;
         row = prompt_logprobs_out(s, r, from, row);
+        if (r->embed == LLM_SCHED_EMBED_MEAN)
+            row = embed_add(s, r, row, plp_rows(r, from, r->chunk));
         r->n_computed += r->chunk;
         if (from < r->prompt_len)
             s->st.tokens_in += (uint64_t)((r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len) - from);
         llm_kv_seq_commit(s->kv, &r->kv, r->tokens, r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len);
         if (r->n_computed < r->n_tokens)
             continue; /* mid-prefill: nothing to sample yet */
+        if (r->embed) {
+            embed_finish(s, r, row++);
+            continue;
+        }
 
         llm_sample_result res;
         int32_t t = row_token(s, r, use_dv, row, &res);

@@ -90,6 +90,10 @@ typedef struct {
     int               n_top;
     llm_token_logprob top[LLM_SAMPLING_MAX_LOGPROBS];
     int               prompt;     /* 1: token is a prompt token and logprob its prompt logprob, not output */
+    const float      *embedding;  /* an embedding request's last record (token -1, STOP): its pooled hidden
+                                   * state, n_embd floats (not normalised); valid until the next
+                                   * llm_sched_step or llm_sched_destroy. NULL otherwise */
+    int               n_embd;
     llm_sched_finish  finish;
     int               error;      /* llm_sched_error when finish == ERROR */
     /* request figures (filled on every record; timings are final on the last) */
@@ -148,7 +152,16 @@ typedef struct {
     const int32_t      *stop_ids;    /* copied; eog ids go here unless ignore_eos */
     int                 n_stop;      /* 0..LLM_SCHED_MAX_STOP */
     int                 priority;    /* higher first; equal: FIFO */
+    int                 embed;       /* LLM_SCHED_EMBED_*: no token is generated; the prompt's hidden states
+                                      * after the final norm, pooled, come back in the last output (its
+                                      * embedding); max_tokens, sampling and stop ids are not used */
 } llm_sched_request;
+
+/* Pooling of an embedding request: the last prompt token's hidden state (decoder embedding models:
+ * Qwen3-Embedding, e5-mistral, gte-Qwen2), or the mean over the prompt's tokens (such a request does not use
+ * the prefix cache: every position is computed; a step spends at most 64 rows on it, as on prompt
+ * logprobs). */
+enum { LLM_SCHED_EMBED_NONE = 0, LLM_SCHED_EMBED_LAST = 1, LLM_SCHED_EMBED_MEAN = 2 };
 
 typedef struct {
     int      running, waiting;       /* now */

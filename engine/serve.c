@@ -31,6 +31,7 @@ typedef struct {
     int              n_slots;
     int              live;
     int              max_waiting; /* scheduler queue bound, 0 = none */
+    int              pooling;     /* of embedding requests */
     uint64_t         oom_shrinks, oom_recoveries; /* last seen, for the log */
 } serve_ctx;
 
@@ -54,6 +55,8 @@ static void on_output(void *ctx, const llm_sched_output *o)
     serve_ctx *c = ctx;
     uint32_t slot = (uint32_t)o->id;
     llm_server_set_cached(c->srv, slot, o->n_cached > 0 ? (uint32_t)o->n_cached : 0);
+    if (o->embedding != NULL)
+        (void)llm_server_put_result(c->srv, slot, o->embedding, (uint32_t)o->n_embd); /* too large: no result */
     if (o->token >= 0) {
         llm_shm_logprob top[LLM_SHM_MAX_TOP];
         int n_top = o->n_top < LLM_SHM_MAX_TOP ? o->n_top : LLM_SHM_MAX_TOP;
@@ -115,6 +118,7 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.schema_len = schema_len;
     r.priority = p->priority > -INT32_MAX ? -p->priority : INT32_MAX; /* the scheduler takes higher first */
     r.prompt_logprobs = (p->flags & LLM_PARAM_PROMPT_LOGPROBS) != 0;
+    r.embed = (p->flags & LLM_PARAM_EMBED) ? c->pooling : LLM_SCHED_EMBED_NONE;
     r.max_tokens = p->max_tokens;
     r.min_tokens = p->min_tokens > 0 ? p->min_tokens : 0;
     r.stop_ids = p->stop_ids;
@@ -206,6 +210,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     memset(&c, 0, sizeof(c));
     c.n_slots = o->n_slots;
     c.max_waiting = o->sched.max_waiting;
+    c.pooling = o->pooling == LLM_SCHED_EMBED_MEAN ? LLM_SCHED_EMBED_MEAN : LLM_SCHED_EMBED_LAST;
     c.slots = calloc((size_t)o->n_slots, sizeof(*c.slots));
     if (c.slots == NULL) {
         llm_seterr(err, "out of memory");
@@ -246,6 +251,8 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     cfg.caps.n_waiters = 1024;
     model_description(m, &cfg.model);
     cfg.model.ctx_len = (uint32_t)llm_sched_context_limit(sched);
+    cfg.model.n_embd = (uint32_t)m->cfg.dim;
+    cfg.model.pooling = (uint32_t)c.pooling;
     char msg[256];
     c.srv = llm_server_create(&cfg, msg, sizeof(msg));
     if (c.srv == NULL) {

@@ -14,6 +14,7 @@ typedef struct {
     int         n_slots;         /* concurrent requests the segment holds */
     int         stream_cap;      /* token stream entries per slot (power of two) */
     llm_sched_config sched;      /* batching policy */
+    int         pooling;         /* embeddings (LLM_PARAM_EMBED): LLM_SCHED_EMBED_LAST or _MEAN */
 } llm_serve_opts;
 
 /* Serves until SIGTERM (stop taking requests, finish the running ones, then

@@ -33,6 +33,9 @@ int   llm_tok_is_special(const llm_tokenizer *t, int32_t id); /* control tokens 
 int   llm_tok_find(const llm_tokenizer *t, const char *text); /* exact token text -> id, -1 if none */
 /* Whether the model's metadata asks for BOS in front of prompts (addition). */
 int   llm_tok_add_bos(const llm_tokenizer *t);
+/* Whether it asks for EOS after them (tokenizer.ggml.add_eos_token, add_eos_token): the embeddings endpoint
+ * appends it to text inputs, as llama.cpp's server does (an embedding model pooling the last token). */
+int   llm_tok_add_eos(const llm_tokenizer *t);
 /* Chat template text from the model's metadata (tokenizer.chat_template / tokenizer_config.json), or NULL. */
 const char *llm_tok_chat_template(const llm_tokenizer *t);
 

@@ -107,6 +107,7 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
     t->unk = unk;
     int flag;
     t->add_bos = gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag) == 0 ? flag : (bos >= 0);
+    t->add_eos = gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag) == 0 ? flag : 0;
     t->add_space_prefix = gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &flag) == 0 ? flag : 1;
     const gguf_kv *tmpl = gguf_find_kv(g, "tokenizer.chat_template");
     if (tmpl != NULL && tmpl->type == GGUF_TYPE_STRING && tmpl->strs != NULL) {

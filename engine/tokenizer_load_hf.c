@@ -98,6 +98,8 @@ static int load_config(llm_tokenizer *t, const char *json_path, llm_err *err)
             eos = token_text(v);
         if (cJSON_IsBool(v = cJSON_GetObjectItemCaseSensitive(c, "add_bos_token")))
             t->add_bos = cJSON_IsTrue(v);
+        if (cJSON_IsBool(v = cJSON_GetObjectItemCaseSensitive(c, "add_eos_token")))
+            t->add_eos = cJSON_IsTrue(v);
         v = cJSON_GetObjectItemCaseSensitive(c, "chat_template");
         if (cJSON_IsArray(v)) { /* [{name, template}]: "default", else the first */
             const cJSON *pick = NULL, *e;

@@ -48,6 +48,7 @@ struct llm_tokenizer {
     int32_t  byte_id[256]; /* SPM: <0xNN> tokens; BPE: single-byte tokens; -1 none */
     int      bos, eos, unk;
     int      add_bos;         /* metadata says BOS belongs in front */
+    int      add_eos;         /* metadata says EOS belongs at the end (embedding models: Qwen3-Embedding) */
     int      add_space_prefix; /* SPM dummy prefix */
     char    *chat_template;
     /* byte-level BPE */

@@ -757,6 +757,23 @@ int cuda_copy_out(cu_state *st, const llm_batch *b, const llm_device_out *am, in
     return 0;
 }
 
+/* Rows that want their hidden state (LLM_WANT_HIDDEN): the final norm's output for row w is row w of st->xn
+ * (the classifier's input); it goes over the start of the row's logits, after them in stream order. */
+static int copy_hidden(cu_state *st, const llm_batch *b, float *logits, cudaError_t *e)
+{
+    const llm_config *c = &st->m->cfg;
+    for (int i = 0, row = 0; i < b->n_tokens; i++) {
+        if (!b->want_logits[i])
+            continue;
+        if (b->want_logits[i] == LLM_WANT_HIDDEN &&
+            (*e = cudaMemcpyAsync(logits + (size_t)row * c->vocab_size, st->xn + (size_t)row * c->dim,
+                                  (size_t)c->dim * 4, cudaMemcpyDeviceToHost, st->stream)) != cudaSuccess)
+            return -1;
+        row++;
+    }
+    return 0;
+}
+
 /* Any step, launch by launch. */
 static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err)
 {
@@ -782,9 +799,18 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
         toff[s] = (int)n_tab;
         n_tab += (size_t)need[s];
     }
-    int nw = 0;
-    for (int i = 0; i < n; i++)
+    int nw = 0, nh = 0;
+    for (int i = 0; i < n; i++) {
         nw += b->want_logits[i] != 0;
+        nh += b->want_logits[i] == LLM_WANT_HIDDEN;
+    }
+    if (nh > 0 && c->dim > c->vocab_size) {
+        free(need);
+        free(toff);
+        llm_err_set(err, "cuda backend: hidden rows wanted, but the hidden size (%d) is larger than a row of "
+                    "logits (%d)", c->dim, c->vocab_size);
+        return -1;
+    }
     if (nw > 0 && logits == NULL) {
         free(need);
         free(toff);
@@ -874,7 +900,7 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     sp.argmax = am != NULL;
     if (cuda_enqueue_step(st, &sp, err) != 0)
         return -1;
-    if (nw > 0 && cuda_copy_out(st, b, am, nw, logits, &e) != 0) {
+    if (nw > 0 && (cuda_copy_out(st, b, am, nw, logits, &e) != 0 || copy_hidden(st, b, logits, &e) != 0)) {
         llm_err_set(err, "cuda backend: logits copy: %s", cudaGetErrorString(e));
         return -1;
     }

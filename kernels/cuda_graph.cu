@@ -91,7 +91,7 @@ static int bucket_of(const llm_batch *b)
     if (n > bucket_size[CU_GRAPH_BUCKETS - 1])
         return -1;
     for (int i = 0; i < n; i++)
-        if (!b->want_logits[i])
+        if (b->want_logits[i] != 1) /* every token samples (hidden rows: eager steps copy them) */
             return -1;
     uint8_t *seen = (uint8_t *)calloc((size_t)b->n_seqs, 1);
     if (seen == NULL)

@@ -149,8 +149,9 @@ static int get_ids(const cJSON *a, const char *name, int32_t **out, size_t *n, l
     return 1;
 }
 
-/* A list of several prompts: all strings, or all non-empty arrays of token ids. */
-static int parse_batch(const cJSON *p, int cnt, llm_api_req *r, llm_api_err *e)
+/* A list of several prompts (the request's field `name`: prompt, input): all strings, or all non-empty arrays
+ * of token ids. */
+static int parse_batch(const cJSON *p, const char *name, int cnt, llm_api_req *r, llm_api_err *e)
 {
     int strings = cJSON_IsString(cJSON_GetArrayItem(p, 0));
     if (strings) {
@@ -169,8 +170,8 @@ static int parse_batch(const cJSON *p, int cnt, llm_api_req *r, llm_api_err *e)
     const cJSON *x;
     cJSON_ArrayForEach(x, p) {
         if (strings ? !cJSON_IsString(x) : !cJSON_IsArray(x)) {
-            llm_api_seterr(e, 400, "prompt", "invalid_type",
-                           "'prompt' as a list holds strings or arrays of token ids, not both (prompt %d)", i);
+            llm_api_seterr(e, 400, name, "invalid_type",
+                           "'%s' as a list holds strings or arrays of token ids, not both (%s %d)", name, name, i);
             return -1;
         }
         if (strings) {
@@ -178,45 +179,74 @@ static int parse_batch(const cJSON *p, int cnt, llm_api_req *r, llm_api_err *e)
             r->batch_len[i] = strlen(x->valuestring);
         } else {
             if (cJSON_GetArraySize(x) == 0) {
-                llm_api_seterr(e, 400, "prompt", "invalid_value", "prompt %d of the list is empty", i);
+                llm_api_seterr(e, 400, name, "invalid_value", "%s %d of the list is empty", name, i);
                 return -1;
             }
-            if (get_ids(x, "prompt", &r->batch_ids[i], &r->batch_n_ids[i], e) < 0) return -1;
+            if (get_ids(x, name, &r->batch_ids[i], &r->batch_n_ids[i], e) < 0) return -1;
         }
         i++;
     }
     return 0;
 }
 
-static int parse_prompt(const cJSON *root, llm_api_req *r, llm_api_err *e)
+/* The prompt(s) in field `name`: a string, token ids, or a list of either (at most max). */
+static int parse_prompt(const cJSON *root, const char *name, int max, llm_api_req *r, llm_api_err *e)
 {
-    const cJSON *p = llm_api_field(root, "prompt");
+    const cJSON *p = llm_api_field(root, name);
     r->n_prompts = 1;
-    if (!p) { llm_api_seterr(e, 400, "prompt", "missing_required_parameter", "'prompt' is required"); return -1; }
+    if (!p) { llm_api_seterr(e, 400, name, "missing_required_parameter", "'%s' is required", name); return -1; }
     if (cJSON_IsString(p)) { r->prompt = p->valuestring; r->prompt_len = strlen(p->valuestring); return 0; }
     if (cJSON_IsArray(p)) {
         int cnt = cJSON_GetArraySize(p);
-        if (cnt == 0) { llm_api_seterr(e, 400, "prompt", "invalid_value", "'prompt' must not be empty"); return -1; }
+        if (cnt == 0) { llm_api_seterr(e, 400, name, "invalid_value", "'%s' must not be empty", name); return -1; }
         const cJSON *first = cJSON_GetArrayItem(p, 0);
         if (cJSON_IsString(first) || cJSON_IsArray(first)) { /* one prompt in a list, or several (batched) */
-            if (cnt > LLM_API_MAX_CHOICES) {
-                llm_api_seterr(e, 400, "prompt", "invalid_value", "%d prompts in one request; at most %d", cnt,
-                               LLM_API_MAX_CHOICES);
+            if (cnt > max) {
+                llm_api_seterr(e, 400, name, "invalid_value", "%d %ss in one request; at most %d", cnt, name, max);
                 return -1;
             }
-            if (cnt > 1) return parse_batch(p, cnt, r, e);
+            if (cnt > 1) return parse_batch(p, name, cnt, r, e);
             if (cJSON_IsString(first)) {
                 r->prompt = first->valuestring;
                 r->prompt_len = strlen(first->valuestring);
                 return 0;
             }
             p = first;
-            if (cJSON_GetArraySize(p) == 0) { llm_api_seterr(e, 400, "prompt", "invalid_value", "'prompt' must not be empty"); return -1; }
+            if (cJSON_GetArraySize(p) == 0) {
+                llm_api_seterr(e, 400, name, "invalid_value", "'%s' must not be empty", name);
+                return -1;
+            }
         }
-        return get_ids(p, "prompt", &r->ids, &r->n_ids, e) < 0 ? -1 : 0;
+        return get_ids(p, name, &r->ids, &r->n_ids, e) < 0 ? -1 : 0;
     }
-    llm_api_seterr(e, 400, "prompt", "invalid_type", "'prompt' must be a string or an array of token ids");
+    llm_api_seterr(e, 400, name, "invalid_type", "'%s' must be a string or an array of token ids", name);
     return -1;
+}
+
+/* POST /v1/embeddings: input, encoding_format, dimensions, user (OpenAI's). */
+static int parse_embeddings(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    if (parse_prompt(root, "input", LLM_API_MAX_INPUTS, r, e)) return -1;
+    for (int i = 0; r->batch && i < r->n_prompts; i++)
+        if (r->batch_len[i] == 0) {
+            llm_api_seterr(e, 400, "input", "invalid_value", "input %d is an empty string", i);
+            return -1;
+        }
+    if (r->prompt && r->prompt_len == 0) {
+        llm_api_seterr(e, 400, "input", "invalid_value", "'input' must not be an empty string");
+        return -1;
+    }
+    const char *fmt = NULL;
+    if (get_str(root, "encoding_format", &fmt, e) < 0) return -1;
+    if (fmt && strcmp(fmt, "float") != 0 && strcmp(fmt, "base64") != 0) {
+        llm_api_seterr(e, 400, "encoding_format", "invalid_value", "'encoding_format' is \"float\" or \"base64\"");
+        return -1;
+    }
+    r->base64 = fmt && strcmp(fmt, "base64") == 0;
+    long long d = 0;
+    if (get_int(root, "dimensions", 1, 1 << 20, &d, e) < 0) return -1;
+    r->dimensions = (int)d;
+    return get_str(root, "user", &r->user, e) < 0 ? -1 : 0;
 }
 
 void llm_api_prompt_at(const llm_api_req *r, int i, llm_api_req *one)
@@ -702,7 +732,7 @@ int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat
 
     switch (kind) {
     case LLM_API_COMPLETIONS:
-        if (parse_prompt(root, r, e)) return -1;
+        if (parse_prompt(root, "prompt", LLM_API_MAX_CHOICES, r, e)) return -1;
         return parse_sampling(root, r, e);
     case LLM_API_CHAT:
         if (parse_messages(root, r, e)) return -1;
@@ -731,6 +761,8 @@ int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat
         if (get_bool(root, "add_special_tokens", &r->add_special, e) < 0) return -1;
         return 0;
     }
+    case LLM_API_EMBEDDINGS:
+        return parse_embeddings(root, r, e);
     case LLM_API_DETOKENIZE: {
         const cJSON *t = llm_api_field(root, "tokens");
         if (!t) {

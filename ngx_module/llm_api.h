@@ -24,7 +24,10 @@ typedef enum {
     LLM_API_CHAT        = 2, /* POST /v1/chat/completions */
     LLM_API_TOKENIZE    = 3, /* POST /tokenize */
     LLM_API_DETOKENIZE  = 4, /* POST /detokenize */
+    LLM_API_EMBEDDINGS  = 5, /* POST /v1/embeddings */
 } llm_api_kind;
+
+#define LLM_API_MAX_INPUTS 2048 /* embeddings: inputs in one request (OpenAI's limit) */
 
 /* A 4xx/5xx answer: HTTP status + OpenAI error object. */
 typedef struct {
@@ -43,7 +46,8 @@ typedef struct {
     cJSON       *root;        /* owns every string below */
     const char  *model;       /* NULL if absent */
 
-    /* prompt: completions (text or ids), chat (messages), tokenize (text or messages) */
+    /* prompt: completions (text or ids), chat (messages), tokenize (text or messages), embeddings (input: the
+     * same shapes as a completion's prompt) */
     const char  *prompt;      /* NULL if ids or messages */
     size_t       prompt_len;
     int32_t     *ids;         /* malloc'd; completions with a token-id prompt, detokenize */
@@ -102,6 +106,9 @@ typedef struct {
                                * tokens' logprobs too) */
     int          echo_only;   /* max_tokens 0 with echo: the prompt (and its logprobs) and nothing generated */
     const char  *user;
+    /* embeddings */
+    int          base64;      /* encoding_format "base64": each vector as base64 of little-endian float32 */
+    int          dimensions;  /* 0, or the leading dimensions kept (then normalised again; Matryoshka models) */
     /* logit_bias: {"<token id>": bias}, in the body's order (a repeated id: the last one counts) */
     int32_t     *bias_ids;    /* malloc'd; ids not yet checked against the vocabulary */
     float       *bias;        /* malloc'd */

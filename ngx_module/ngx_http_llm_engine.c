@@ -12,7 +12,13 @@ static void ngx_http_llm_progress_all(ngx_http_llm_engine_t *eng)
         ngx_queue_init(&eng->active);
     }
     ngx_http_llm_gen_progress(&work);
-    /* gen_progress puts unfinished requests back on eng->active. */
+    /* gen_progress puts unfinished requests back on eng->active; embed_progress on eng->embeds. */
+    ngx_queue_init(&work);
+    if (!ngx_queue_empty(&eng->embeds)) {
+        ngx_queue_add(&work, &eng->embeds);
+        ngx_queue_init(&eng->embeds);
+    }
+    ngx_http_llm_embed_progress(&work);
 }
 
 static void ngx_http_llm_wake(ngx_event_t *rev)
@@ -23,7 +29,7 @@ static void ngx_http_llm_wake(ngx_event_t *rev)
     ngx_http_llm_progress_all(eng);
     /* Tokens that landed while we read would send no wake-up (we were not
      * waiting): come back on the next loop iteration, after other connections. */
-    if (!ngx_queue_empty(&eng->active) && llm_client_arm(eng->client)) {
+    if ((!ngx_queue_empty(&eng->active) || !ngx_queue_empty(&eng->embeds)) && llm_client_arm(eng->client)) {
         ngx_post_event(rev, &ngx_posted_next_events);
     }
     if (ngx_handle_read_event(rev, 0) != NGX_OK)
@@ -33,8 +39,9 @@ static void ngx_http_llm_wake(ngx_event_t *rev)
 static void ngx_http_llm_check(ngx_event_t *ev)
 {
     ngx_http_llm_engine_t *eng = ev->data;
-    if (!ngx_queue_empty(&eng->active)) {
-        /* An engine that died without a successor is only noticed here. */
+    if (!ngx_queue_empty(&eng->active) || !ngx_queue_empty(&eng->embeds)) {
+        /* An engine that died without a successor is only noticed here (and embeddings waiting for a slot
+         * start here). */
         (void)llm_client_check(eng->client);
         ngx_http_llm_progress_all(eng);
     }
@@ -46,6 +53,7 @@ ngx_int_t ngx_http_llm_engine_init_process(ngx_cycle_t *cycle, ngx_http_llm_engi
     char name[LLM_SHM_MAX_NAME], err[256];
     ngx_cpystrn((u_char *)name, eng->name.data, ngx_min(sizeof name, eng->name.len + 1));
     ngx_queue_init(&eng->active);
+    ngx_queue_init(&eng->embeds);
     eng->log = cycle->log;
     eng->client = llm_client_new(name, err, sizeof err);
     if (eng->client == NULL) {

@@ -530,7 +530,7 @@ static void ngx_http_llm_write_handler(ngx_http_request_t *r)
 
 /* ---------------- start ---------------- */
 
-static int ngx_http_llm_start_err(int rc, llm_api_err *e)
+int ngx_http_llm_start_err(int rc, llm_api_err *e)
 {
     switch (rc) {
     case LLM_SHM_E_NO_SLOT:

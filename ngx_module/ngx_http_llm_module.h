@@ -25,6 +25,8 @@ enum {
     NGX_LLM_DETOKENIZE,
     NGX_LLM_HEALTH,
     NGX_LLM_METRICS,
+    NGX_LLM_EMBEDDINGS,
+    NGX_LLM_N_HANDLERS
 };
 
 /* One engine segment a worker talks to (per worker after fork). */
@@ -34,6 +36,7 @@ typedef struct {
     ngx_connection_t *conn;     /* wake-up fd in the event loop */
     ngx_event_t       check;    /* liveness timer */
     ngx_queue_t       active;   /* ngx_http_llm_ctx_t waiting for tokens */
+    ngx_queue_t       embeds;   /* embeddings requests waiting for their vectors (ngx_http_llm_embed.c) */
     ngx_log_t        *log;
 } ngx_http_llm_engine_t;
 
@@ -48,7 +51,7 @@ typedef struct {
 
 /* Module counters in an nginx shared zone, summed over workers, for /metrics. */
 typedef struct {
-    ngx_atomic_t requests[NGX_LLM_METRICS + 1];
+    ngx_atomic_t requests[NGX_LLM_N_HANDLERS];
     ngx_atomic_t status_2xx, status_400, status_401, status_404, status_405, status_413, status_429,
                  status_503, status_504, status_5xx;
     ngx_atomic_t streams, client_aborts, prompt_tokens, completion_tokens;
@@ -114,6 +117,8 @@ ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q);
 ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q);
 /* Takes ownership of q on every path. Returns NGX_DONE when it goes on asynchronously. */
 ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q);
+/* POST /v1/embeddings (ngx_http_llm_embed.c); the same contract. */
+ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q);
 
 /* Encodes a prompt: text (add_bos) or chat messages (template) -> malloc'd ids. */
 int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **ids, size_t *n, llm_api_err *e);
@@ -128,5 +133,8 @@ ngx_int_t ngx_http_llm_engine_init_process(ngx_cycle_t *cycle, ngx_http_llm_engi
 void      ngx_http_llm_engine_exit_process(ngx_http_llm_engine_t *eng);
 /* Called for every active request when the engine may have new tokens (ngx_http_llm_generate.c). */
 void      ngx_http_llm_gen_progress(ngx_queue_t *q);
+void      ngx_http_llm_embed_progress(ngx_queue_t *q);  /* the same for eng->embeds (ngx_http_llm_embed.c) */
+/* The engine's answer to a failed start (shm error rc) as an API error; returns its status. */
+int       ngx_http_llm_start_err(int rc, llm_api_err *e);
 
 #endif

@@ -453,6 +453,23 @@ int llm_client_read(llm_client *c, llm_req r, llm_shm_token *out, int max, llm_r
     return n;
 }
 
+int llm_client_result(llm_client *c, llm_req r, float *out, uint32_t max)
+{
+    llm_shm_slot *sl;
+    int rc = lookup(c, r, &sl);
+    if (rc != LLM_SHM_OK)
+        return rc;
+    uint32_t w = atomic_load_explicit(&sl->word, memory_order_acquire);
+    if (LLM_SLOT_OWNER(w) != c->waiter || LLM_SLOT_STATE(w) != LLM_SLOT_FINISHED)
+        return LLM_SHM_E_INVAL;
+    uint32_t n = sl->n_result; /* the engine's word: held to the area and to max */
+    if (n > LLM_SHM_RESULT_MAX(c->map.hdr))
+        return LLM_SHM_E_BADSEG;
+    n = n < max ? n : max;
+    memcpy(out, llm_shm_result_of(c->map.hdr, sl), (size_t)n * sizeof(float));
+    return (int)n;
+}
+
 int llm_client_cancel(llm_client *c, llm_req r)
 {
     llm_shm_slot *sl;

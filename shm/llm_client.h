@@ -66,6 +66,9 @@ int llm_client_start_schema(llm_client *c, const int32_t *ids, uint32_t n, const
 /* Take up to max tokens that are ready (never waits). Returns the count (>= 0) or an
  * error (ENGINE_GONE, INVAL). st (may be NULL) says whether the request is complete. */
 int llm_client_read(llm_client *c, llm_req r, llm_shm_token *out, int max, llm_req_status *st);
+/* An embedding's result (LLM_PARAM_EMBED) once the request finished: up to max floats into out; returns how
+ * many (0 when it has none), or an error (INVAL: not finished, or a stale handle). */
+int llm_client_result(llm_client *c, llm_req r, float *out, uint32_t max);
 /* Ask the engine to stop the request; it ends with LLM_FINISH_CANCELLED (or as it was). */
 int llm_client_cancel(llm_client *c, llm_req r);
 /* Done with the handle. An unfinished request is cancelled and the engine frees its slot. */

@@ -326,6 +326,7 @@ int llm_server_pop(llm_server *s, uint32_t *slot)
             sl->first_ns = sl->last_ns = 0;
             sl->n_generated = 0;
             sl->n_cached = 0;
+            sl->n_result = 0;
             if (now > sl->submit_ns)
                 llm_hist_observe(&m->queue_time, now - sl->submit_ns);
             atomic_fetch_add(&m->running, 1);
@@ -446,6 +447,17 @@ int llm_server_push_ex(llm_server *s, uint32_t slot, int32_t id, float logprob, 
     }
     if (!(w & LLM_SLOT_DETACHED))
         notify(s, LLM_SLOT_OWNER(w));
+    return 0;
+}
+
+int llm_server_put_result(llm_server *s, uint32_t slot, const float *v, uint32_t n)
+{
+    llm_shm_slot *sl = slot_at(s, slot);
+    if (!sl || LLM_SLOT_STATE(atomic_load(&sl->word)) != LLM_SLOT_RUNNING || n > LLM_SHM_RESULT_MAX(s->map.hdr) ||
+        atomic_load(&sl->stream_head) != 0)
+        return LLM_SHM_E_INVAL; /* the area holds tokens already (not an embedding), or n does not fit */
+    memcpy(llm_shm_result_of(s->map.hdr, sl), v, (size_t)n * sizeof(float));
+    sl->n_result = n; /* published by llm_server_finish's CAS (seq_cst) */
     return 0;
 }
 

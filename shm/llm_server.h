@@ -62,6 +62,9 @@ int  llm_server_push_ex(llm_server *s, uint32_t slot, int32_t id, float logprob,
                         const llm_shm_logprob *top, uint32_t n_top, uint32_t flags);
 /* The prompt tokens the prefix cache served the request in slot (call before pushing its tokens). */
 void llm_server_set_cached(llm_server *s, uint32_t slot, uint32_t n);
+/* An embedding's result (LLM_PARAM_EMBED): n floats (at most LLM_SHM_RESULT_MAX) into the slot's stream
+ * area, before llm_server_finish publishes them. 0, or LLM_SHM_E_INVAL (slot not RUNNING, n too large). */
+int  llm_server_put_result(llm_server *s, uint32_t slot, const float *v, uint32_t n);
 /* End a RUNNING request. error is kept for LLM_FINISH_ERROR. A slot the client let go is freed. */
 int  llm_server_finish(llm_server *s, uint32_t slot, llm_finish_reason why, int32_t error);
 

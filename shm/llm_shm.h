@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  7u
+#define LLM_SHM_VERSION  8u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
@@ -85,6 +85,8 @@ typedef struct {
     uint32_t n_eog;
     int32_t  eog_ids[LLM_SHM_MAX_EOG];
     uint32_t tok_kind;             /* 1 SentencePiece BPE, 2 byte-level BPE (engine/tokenizer.h) */
+    uint32_t n_embd;               /* floats in an embedding (LLM_PARAM_EMBED): the hidden size */
+    uint32_t pooling;              /* the engine's pooling of embeddings: 1 last token, 2 mean */
 } llm_shm_model;
 
 /* OpenAI's logit_bias entry: bias added to token id's logit before sampling. */
@@ -123,6 +125,10 @@ typedef struct {
 /* The prompt area's int32 words a prompt of n ids and schema_len bytes of schema text take. */
 #define LLM_SHM_PROMPT_WORDS(n, schema_len) ((uint64_t)(n) + ((uint64_t)(schema_len) + 3) / 4)
 #define LLM_PARAM_PROMPT_LOGPROBS 4u /* the prompt tokens' logprobs (and n_logprobs alternatives) first */
+/* An embedding: nothing is generated; the prompt's hidden state, pooled as the engine pools
+ * (llm_shm_model.pooling), is left in the slot's token-stream area, which it does not otherwise use, when it
+ * finishes (llm_shm_slot.n_result floats, at most LLM_SHM_RESULT_MAX(hdr); llm_client_result). */
+#define LLM_PARAM_EMBED 8u
 
 void llm_shm_params_defaults(llm_shm_params *p); /* greedy, max_tokens 16 */
 
@@ -236,6 +242,7 @@ typedef struct {
     int32_t          error;       /* engine error code for FAILED */
     uint32_t         n_generated;
     uint32_t         n_cached;    /* prompt tokens the engine's prefix cache served (set before the first token) */
+    uint32_t         n_result;    /* LLM_PARAM_EMBED: floats of the result in the stream area (set before FINISHED) */
     /* token stream: the engine pushes at head, the client takes at tail */
     LLM_ALIGNED _Atomic uint64_t stream_head;
     LLM_ALIGNED _Atomic uint64_t stream_tail;
@@ -275,6 +282,13 @@ typedef struct {
 /* A prompt token's logprob (LLM_PARAM_PROMPT_LOGPROBS): these come first, in prompt order from the
  * second prompt token on, and are not generated tokens. */
 #define LLM_ENTRY_PROMPT 1u
+
+/* Floats an embedding's result may hold: the token-stream area of a slot. */
+#define LLM_SHM_RESULT_MAX(hdr) ((hdr)->caps.stream_cap * (hdr)->entry_size / sizeof(float))
+static inline float *llm_shm_result_of(const llm_shm_header *h, void *slot)
+{
+    return (float *)((unsigned char *)slot + h->off_stream);
+}
 
 /* ---- a mapped segment, as either side sees it ---- */
 typedef struct {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_util.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_features.h"
 #include "tap.h"
@@ -247,6 +248,81 @@ static void test_mixed_sequences(void)
     ok(worst < 1e-5, "sparse want_logits rows match (rel diff %.2g)", worst);
     llm_backend_free(b);
     free(alone); free(mixed);
+    release(&tm);
+}
+
+/* LLM_WANT_HIDDEN rows (embeddings) beside logits rows, on stories260K (dim 64, vocabulary 512): the
+ * logits rows are what they are alone, and a hidden row is the classifier's input: the final norm's output,
+ * so the classifier applied to it gives that token's logits. A model whose hidden size is larger than its
+ * vocabulary has no room for it in a row: refused. */
+static void test_hidden_rows(void)
+{
+    llm_err err;
+    llm_model *m = llm_model_load("../shared/models/stories260K/stories260K.gguf", NULL, &err);
+    if (m == NULL) {
+        ok(0, "load stories260K: %s", err.msg);
+        return;
+    }
+    const llm_config *c = &m->cfg;
+    const llm_tensor *W = llm_classifier(m);
+    ok(W->type == LLM_F32 && c->dim <= c->vocab_size, "stories260K: F32 classifier, dim <= vocab");
+    int na = 14, V = c->vocab_size;
+    float *alone = malloc((size_t)na * V * sizeof(float)), *out = malloc((size_t)na * V * sizeof(float));
+    int32_t pos[32], seq[32], table[4] = { 3, 0, 2, 1 };
+    uint8_t want[32];
+    llm_seq_view v = { table, 4 };
+    for (int i = 0; i < na; i++) {
+        pos[i] = i;
+        seq[i] = 0;
+        want[i] = 1;
+    }
+    llm_backend_opts o = { .threads = 2, .kv_blocks = 4, .block_size = 16 };
+    llm_backend *b = llm_backend_create("cpu", m, &o, &err);
+    llm_batch bt = { na, prompt_a, pos, seq, want, 1, &v };
+    ok(b != NULL && b->ops->forward(b, &bt, alone, &err) == 0, "every row's logits");
+    llm_backend_free(b);
+    for (int i = 0; i < na; i++)
+        want[i] = i % 3 == 0 ? 0 : i % 3 == 1 ? LLM_WANT_HIDDEN : 1;
+    want[na - 1] = LLM_WANT_HIDDEN;
+    b = llm_backend_create("cpu", m, &o, &err);
+    ok(b != NULL && b->ops->forward(b, &bt, out, &err) == 0, "hidden and logits rows in one batch");
+    double worst_l = 0.0, worst_h = 0.0;
+    int nh = 0;
+    for (int i = 0, k = 0; i < na; i++) {
+        if (!want[i]) continue;
+        const float *row = out + (size_t)(k++) * V, *ref = alone + (size_t)i * V;
+        if (want[i] == 1) {
+            double d = max_rel_diff(row, ref, (size_t)V);
+            worst_l = d > worst_l ? d : worst_l;
+            continue;
+        }
+        nh++;
+        float *lg = malloc((size_t)V * sizeof(float));
+        for (int t = 0; t < V; t++) {
+            double acc = 0.0;
+            for (int j = 0; j < c->dim; j++) acc += (double)((const float *)W->data)[(size_t)t * c->dim + j] * row[j];
+            lg[t] = (float)acc;
+        }
+        double d = max_rel_diff(lg, ref, (size_t)V);
+        worst_h = d > worst_h ? d : worst_h;
+        free(lg);
+    }
+    ok(nh == 5, "five hidden rows");
+    ok(worst_l < 1e-5, "logits rows among hidden rows match (rel diff %.2g)", worst_l);
+    ok(worst_h < 1e-4, "classifier x hidden row == that token's logits (rel diff %.2g)", worst_h);
+    llm_backend_free(b);
+    llm_model_free(m);
+    free(alone); free(out);
+
+    test_model tm; /* dim 64, vocabulary 50 */
+    build(&tm, LLM_F32, 7, NULL);
+    b = make_backend(&tm.m, 2);
+    float *lg = malloc((size_t)na * VOCAB * sizeof(float));
+    llm_batch bt2 = { na, prompt_a, pos, seq, want, 1, views };
+    ok(b->ops->forward(b, &bt2, lg, &err) == -1 && strstr(err.msg, "hidden") != NULL,
+       "hidden rows refused when dim > vocabulary: %s", err.msg);
+    free(lg);
+    llm_backend_free(b);
     release(&tm);
 }
 
@@ -600,6 +676,7 @@ int main(void)
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         test_prefill_vs_decode(types[i]);
     test_mixed_sequences();
+    test_hidden_rows();
     test_half_layout();
     test_threads_and_isas(LLM_F32);
     test_threads_and_isas(LLM_Q4_0);

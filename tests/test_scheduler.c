@@ -106,8 +106,9 @@ static int fake_forward(llm_backend *b, const llm_batch *bt, float *logits, llm_
         for (int p = 0; p <= pos; p++)
             acc = mix(acc ^ f->kvv[fake_slot(b, v, p)]);
         float *lg = logits + (size_t)row++ * vocab;
-        for (int i = 0; i < vocab; i++)
-            lg[i] = (float)((mix(acc + (uint64_t)i) >> 11) * 0x1.0p-53 * 8.0 - 4.0);
+        for (int i = 0; i < vocab; i++) /* a hidden row (LLM_WANT_HIDDEN) is told apart: 100 above */
+            lg[i] = (float)((mix(acc + (uint64_t)i) >> 11) * 0x1.0p-53 * 8.0 - 4.0) +
+                    (bt->want_logits[t] == LLM_WANT_HIDDEN ? 100.0f : 0.0f);
     }
     return 0;
 }
@@ -1149,6 +1150,150 @@ static void test_prompt_logprobs(void)
        (unsigned long long)st.cached_tokens, (unsigned long long)st0.cached_tokens);
 }
 
+/* Embedding requests (LLM_SCHED_EMBED_*) among generating ones, through a pool tight enough to preempt and
+ * chunks of at most 40 tokens: each comes back as one record (token -1, STOP) whose embedding is the first dim
+ * floats of the last prompt row (LAST) or their mean over every prompt row (MEAN), as one forward over the
+ * whole prompt gives them; the generating requests' tokens are what they are without them. */
+#define EMB_DIM 8
+typedef struct {
+    int   records, token, finish, gen, n_embd;
+    float emb[EMB_DIM];
+    int32_t gtok[16];
+} emb_result;
+
+static void emb_run(int with_embed, const req_spec *q, const int *pooling, int n, emb_result *out,
+                    llm_sched_stats *st)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 256, 21, 8);
+    e.model.cfg.dim = EMB_DIM;
+    llm_sched_config cfg = { 0 };
+    cfg.max_batch_size = 3;
+    cfg.max_batched_tokens = 40;
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(&e.be, &cfg, &err);
+    memset(out, 0, (size_t)n * sizeof(*out));
+    for (int i = 0; i < n; i++) {
+        if (!with_embed && pooling[i])
+            continue;
+        llm_sched_request rq = { 0 };
+        rq.id = (uint64_t)i;
+        rq.prompt = q[i].prompt;
+        rq.n_prompt = q[i].n_prompt;
+        rq.sampling = q[i].sp;
+        rq.max_tokens = q[i].max_tokens;
+        rq.embed = pooling[i];
+        if (llm_sched_submit(s, &rq, &err) != 0)
+            diag("submit: %s", err.msg);
+    }
+    int guard = 0, more = 1;
+    while (more && guard++ < 10000) {
+        more = llm_sched_step(s) > 0;
+        llm_sched_output o;
+        while (llm_sched_next_output(s, &o)) {
+            emb_result *r = &out[o.id];
+            r->records++;
+            r->token = o.token;
+            r->finish = o.finish;
+            if (o.token >= 0 && r->gen < 16)
+                r->gtok[r->gen++] = o.token;
+            if (o.embedding != NULL) {
+                r->n_embd = o.n_embd;
+                memcpy(r->emb, o.embedding, sizeof r->emb);
+            }
+        }
+    }
+    llm_sched_get_stats(s, st);
+    llm_sched_destroy(s);
+    fake_env_free(&e);
+}
+
+static void test_embeddings(void)
+{
+    static req_spec q[4];
+    memset(q, 0, sizeof(q));
+    /* two generating requests first: their decodes preempt the mean-pooled one while it is mid-prefill */
+    const int lens[4] = { 60, 30, PLP_LONG, 50 };
+    const int pooling[4] = { 0, 0, LLM_SCHED_EMBED_MEAN, LLM_SCHED_EMBED_LAST };
+    for (int i = 0; i < 4; i++) {
+        llm_sampling_defaults(&q[i].sp);
+        q[i].sp.temperature = i == 1 ? 0.8f : 0.0f;
+        q[i].sp.seed = 7;
+        q[i].max_tokens = 16;
+        q[i].n_prompt = lens[i];
+        for (int k = 0; k < lens[i]; k++)
+            q[i].prompt[k] = (int32_t)((k * 13 + i * (k > 40)) % 64); /* 0 and 3 share 2's first 41 tokens */
+    }
+    static emb_result with[4], without[4];
+    llm_sched_stats st, st0;
+    emb_run(1, q, pooling, 4, with, &st);
+    emb_run(0, q, pooling, 4, without, &st0);
+    ok(st.preemptions > 0, "embeddings: the tight pool preempted requests (%llu)", (unsigned long long)st.preemptions);
+    for (int i = 2; i < 4; i++) {
+        fake_env e;
+        fake_env_init(&e, 64, 256, 26, 8);
+        int n = q[i].n_prompt;
+        int32_t pos[PLP_LONG], seq[PLP_LONG] = { 0 }, blocks[32];
+        uint8_t want[PLP_LONG];
+        for (int k = 0; k < n; k++) {
+            pos[k] = k;
+            want[k] = 1;
+        }
+        for (int b = 0; b < 32; b++)
+            blocks[b] = b < 26 ? b : -1;
+        llm_seq_view view = { blocks, (n + 7) / 8 };
+        llm_batch b = { n, q[i].prompt, pos, seq, want, 1, &view };
+        float *lg = malloc((size_t)n * 64 * sizeof(float)), ref[EMB_DIM] = { 0 };
+        llm_err err = { { 0 } };
+        int rc = e.be.ops->forward(&e.be, &b, lg, &err);
+        for (int k = pooling[i] == LLM_SCHED_EMBED_MEAN ? 0 : n - 1; k < n; k++)
+            for (int j = 0; j < EMB_DIM; j++)
+                ref[j] += lg[(size_t)k * 64 + j] + 100.0f; /* the fake's hidden rows */
+        double worst = 0.0;
+        for (int j = 0; j < EMB_DIM; j++) {
+            if (pooling[i] == LLM_SCHED_EMBED_MEAN)
+                ref[j] /= (float)n;
+            double d = fabs((double)ref[j] - with[i].emb[j]);
+            worst = d > worst ? d : worst;
+        }
+        ok(rc == 0 && with[i].records == 1 && with[i].token == -1 && with[i].finish == LLM_SCHED_FINISH_STOP &&
+           with[i].gen == 0 && with[i].n_embd == EMB_DIM && worst < 1e-5,
+           "request %d (%s pooling, %d tokens): one record, no token, STOP, the embedding of one forward over the "
+           "prompt (max diff %.2g)", i, i == 2 ? "mean" : "last", n, worst);
+        free(lg);
+        fake_env_free(&e);
+    }
+    int same = 1;
+    for (int i = 0; i < 2; i++)
+        same &= with[i].gen == without[i].gen && memcmp(with[i].gtok, without[i].gtok, sizeof with[i].gtok) == 0 &&
+                with[i].n_embd == 0;
+    ok(same, "generating requests beside them: the same tokens, no embedding");
+    ok(st.tokens_out == st0.tokens_out, "embeddings generate nothing (%llu tokens out, %llu without them)",
+       (unsigned long long)st.tokens_out, (unsigned long long)st0.tokens_out);
+
+    /* refused: a pooling that is none of them, with prompt logprobs, a hidden size above the vocabulary */
+    fake_env e;
+    fake_env_init(&e, 64, 256, 21, 8);
+    e.model.cfg.dim = EMB_DIM;
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(&e.be, NULL, &err);
+    llm_sched_request rq = { 0 };
+    rq.prompt = q[3].prompt;
+    rq.n_prompt = 5;
+    llm_sampling_defaults(&rq.sampling);
+    rq.max_tokens = 1;
+    rq.embed = 3;
+    ok(llm_sched_submit(s, &rq, &err) == -1, "pooling 3 refused: %s", err.msg);
+    rq.embed = LLM_SCHED_EMBED_LAST;
+    rq.prompt_logprobs = 1;
+    ok(llm_sched_submit(s, &rq, &err) == -1, "embedding with prompt logprobs refused: %s", err.msg);
+    rq.prompt_logprobs = 0;
+    e.model.cfg.dim = 65;
+    ok(llm_sched_submit(s, &rq, &err) == -1, "hidden size above the vocabulary refused: %s", err.msg);
+    llm_sched_destroy(s);
+    fake_env_free(&e);
+}
+
 /* min_tokens: the stop ids cannot be generated before it. The greedy first token of a request is made its
  * stop id: without min_tokens it ends the request at once; with min_tokens 3 the first 3 tokens avoid it
  * and the request goes on. */
@@ -1220,6 +1365,7 @@ int main(void)
     test_backpressure_and_errors();
     test_oom_self_heal();
     test_prompt_logprobs();
+    test_embeddings();
     test_min_tokens();
     test_real_model();
     return done_testing();

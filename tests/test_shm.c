@@ -530,12 +530,60 @@ static void test_dead_owner(void)
     llm_server_destroy(s);
 }
 
+/* An embedding's result (LLM_PARAM_EMBED) travels back in the slot's stream area: put before the finish,
+ * read once finished, refused before that, beyond the area, or when tokens were streamed. */
+static void test_result(void)
+{
+    llm_server *s = server(2, 2, 32, 8); /* stream area: 8 entries of 16 + 4 * 8 bytes = 96 floats */
+    llm_client *c = llm_client_new(g_name, err, sizeof err);
+    int32_t prompt[3] = { 1, 10, 11 };
+    llm_shm_params p;
+    llm_shm_params_defaults(&p);
+    p.flags = LLM_PARAM_EMBED;
+    llm_req r;
+    uint32_t slot;
+    float v[100], got[100];
+    for (int i = 0; i < 100; i++) v[i] = 0.5f * (float)i - 3.0f;
+    ok(LLM_SHM_RESULT_MAX(llm_client_map(c) ? llm_client_map(c)->hdr : llm_server_map(s)->hdr) == 96,
+       "a result holds up to 96 floats here");
+    is_int(llm_client_start(c, prompt, 3, &p, 1, &r), 0, "embedding request submitted");
+    is_int(llm_server_pop(s, &slot), 1, "popped");
+    ok((llm_server_params(s, slot)->flags & LLM_PARAM_EMBED) != 0, "the flag arrives");
+    is_int(llm_client_result(c, r, got, 100), LLM_SHM_E_INVAL, "no result before the end");
+    is_int(llm_server_put_result(s, slot, v, 97), LLM_SHM_E_INVAL, "97 floats do not fit");
+    is_int(llm_server_put_result(s, slot, v, 96), 0, "96 do");
+    is_int(llm_server_finish(s, slot, LLM_FINISH_STOP, 0), 0, "finished");
+    llm_shm_token tk[2];
+    llm_req_status st;
+    is_int(llm_client_read(c, r, tk, 2, &st), 0, "no tokens");
+    ok(st.done && st.finish == LLM_FINISH_STOP, "done");
+    memset(got, 0, sizeof got);
+    is_int(llm_client_result(c, r, got, 100), 96, "96 floats back");
+    ok(memcmp(got, v, 96 * sizeof(float)) == 0, "the engine's floats");
+    is_int(llm_client_result(c, r, got, 10), 10, "at most max");
+    llm_client_release(c, r);
+
+    p.flags = 0; /* a request that streamed a token has no result */
+    is_int(llm_client_start(c, prompt, 3, &p, 2, &r), 0, "plain request");
+    is_int(llm_server_pop(s, &slot), 1, "popped");
+    is_int(llm_server_push(s, slot, 5, -0.1f, NULL, 0), 0, "a token");
+    is_int(llm_server_put_result(s, slot, v, 4), LLM_SHM_E_INVAL, "no result over streamed tokens");
+    is_int(llm_server_finish(s, slot, LLM_FINISH_STOP, 0), 0, "finished");
+    is_int(llm_client_read(c, r, tk, 2, &st), 1, "its token");
+    is_int(llm_client_result(c, r, got, 100), 0, "no result");
+    llm_client_release(c, r);
+    ok(all_free(s), "every slot free again");
+    llm_client_free(c);
+    llm_server_destroy(s);
+}
+
 int main(void)
 {
     snprintf(g_name, sizeof g_name, "test-shm-%d", (int)getpid());
     test_layout();
     test_ring();
     test_life_cycle();
+    test_result();
     test_ring_full_and_cancel();
     test_mpsc();
     test_generation();

@@ -33,6 +33,8 @@ typedef struct {
     /* per-step scratch, grown to the largest batch seen */
     int cap;
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
+    float *hid;                    /* [hid_cap][dim] hidden rows wanted as such (LLM_WANT_HIDDEN) */
+    int hid_cap;
     cpu_q8_act *qact;
     uint16_t *xbf;                 /* activations as bf16 (kernels.h: bf16_act) */
     float *scores;                 /* [nth][CPU_ATT_TILE][seq_len] attention weights */

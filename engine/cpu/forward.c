@@ -61,6 +61,19 @@ static int ensure_scratch(cpu_state *st, int n)
     return 0;
 }
 
+/* Room for n hidden rows (embeddings). */
+static int ensure_hidden(cpu_state *st, int n)
+{
+    if (n <= st->hid_cap)
+        return 0;
+    float *h = realloc(st->hid, (size_t)n * (size_t)st->m->cfg.dim * sizeof(float));
+    if (h == NULL)
+        return -1;
+    st->hid = h;
+    st->hid_cap = n;
+    return 0;
+}
+
 /* ensure_scratch for n tokens, with every page touched now rather than in the first step. */
 static int prefault_scratch(cpu_state *st, int n)
 {
@@ -90,6 +103,7 @@ static void cpu_destroy(llm_backend *b)
         return;
     cpu_pool_destroy(st->pool);
     free_scratch(st);
+    free(st->hid);
     cpu_rope_free(&st->rope);
     free(st->kcache);
     free(st->vcache);
@@ -304,25 +318,62 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         cpu_matmul(st, &md);
     }
 
-    /* Gather the rows that want logits (in batch order), then norm + classifier. */
-    int nw = 0;
+    /* Gather the rows that want logits (in batch order), then norm + classifier. Rows that want their
+     * hidden state (LLM_WANT_HIDDEN) are normed into st->hid and take no part in the classifier. */
+    int nw = 0, nh = 0, nrows = 0;
     for (int t = 0; t < n; t++)
-        if (b->want_logits[t]) {
-            if (nw != t)
-                memmove(st->x + (size_t)nw * c->dim, st->x + (size_t)t * c->dim, (size_t)c->dim * sizeof(float));
-            nw++;
+        nh += b->want_logits[t] == LLM_WANT_HIDDEN;
+    if (nh > 0 && c->dim > c->vocab_size) {
+        llm_seterr(err, "cpu backend: hidden rows wanted, but the hidden size (%d) is larger than a row of logits "
+                   "(%d)", c->dim, c->vocab_size);
+        return -1;
+    }
+    if (nh > 0 && ensure_hidden(st, nh) != 0) {
+        llm_seterr(err, "cpu backend: out of memory for %d hidden rows", nh);
+        return LLM_BACKEND_NOMEM;
+    }
+    nh = 0;
+    for (int t = 0; t < n; t++) {
+        if (!b->want_logits[t])
+            continue;
+        nrows++;
+        if (b->want_logits[t] == LLM_WANT_HIDDEN) {
+            float *h = st->hid + (size_t)nh++ * c->dim;
+            memcpy(h, st->x + (size_t)t * c->dim, (size_t)c->dim * sizeof(float));
+            head_norm(h, 1, c->dim, &m->out_norm, c->norm_eps);
+            continue;
         }
-    if (nw == 0)
+        if (nw != t)
+            memmove(st->x + (size_t)nw * c->dim, st->x + (size_t)t * c->dim, (size_t)c->dim * sizeof(float));
+        nw++;
+    }
+    if (nrows == 0)
         return 0;
     if (logits == NULL) {
         llm_seterr(err, "cpu backend: logits requested but no output buffer given");
         return -1;
     }
-    cpu_mm_out out = { classifier(m), logits, (size_t)c->vocab_size, 0,
-                       st->packed_cls.data != NULL ? &st->packed_cls : NULL };
-    cpu_mm mc = { .x = st->x, .xs = (size_t)c->dim, .n = nw, .K = c->dim, .norm = m->out_norm.data,
-                  .xn = st->xb, .eps = c->norm_eps, .outs = &out, .n_outs = 1 };
-    cpu_matmul(st, &mc);
+    if (nw > 0) {
+        cpu_mm_out out = { classifier(m), logits, (size_t)c->vocab_size, 0,
+                           st->packed_cls.data != NULL ? &st->packed_cls : NULL };
+        cpu_mm mc = { .x = st->x, .xs = (size_t)c->dim, .n = nw, .K = c->dim, .norm = m->out_norm.data,
+                      .xn = st->xb, .eps = c->norm_eps, .outs = &out, .n_outs = 1 };
+        cpu_matmul(st, &mc);
+    }
+    if (nh > 0) /* logits rows 0 .. nw-1 spread to their places (from the back: a row only moves up), then
+                 * the hidden rows into theirs */
+        for (int t = n - 1, row = nrows - 1, lw = nw - 1; t >= 0; t--) {
+            if (!b->want_logits[t])
+                continue;
+            float *dst = logits + (size_t)row-- * c->vocab_size;
+            if (b->want_logits[t] == LLM_WANT_HIDDEN) {
+                memcpy(dst, st->hid + (size_t)--nh * c->dim, (size_t)c->dim * sizeof(float));
+            } else {
+                if (dst != logits + (size_t)lw * c->vocab_size)
+                    memmove(dst, logits + (size_t)lw * c->vocab_size, (size_t)c->vocab_size * sizeof(float));
+                lw--;
+            }
+        }
     return 0;
 }
 

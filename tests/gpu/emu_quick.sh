@@ -15,7 +15,8 @@
 #  7. kernel tuning at start: every product path timed, parity with what it chose, its file; the prefill
 #     attention kernel timed on a head_dim-128 model;
 #  8. Qwen 2 (q/k/v biases) and Qwen 3 (per-head q/k norms) in F32: qkv_prep_kernel before the rope, prefill
-#     and decode (the fused norm+QKV+rope GEMV steps aside for them).
+#     and decode (the fused norm+QKV+rope GEMV steps aside for them);
+#  9. embeddings, last-token and mean pooling, against the CPU backend (tests/gpu/embed_check.sh).
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -108,5 +109,7 @@ for arch in qwen2 qwen3; do
     check "$arch f32 vs the CPU backend (biases / q-k norms before the rope)" env LLM_CUDA_KV=f32 \
         "$E/parity_logits" --model "$W/$arch-f32.gguf" --positions 32 --gen 4 --chunk 8 --max-diff 5e-2 --min-top1 1
 done
+check "embeddings (last and mean pooling) vs the CPU backend" env LLM_CUDA_KV=f32 tests/gpu/embed_check.sh \
+    "$B/llm-engine" ../shared/models/stories260K/stories260K.gguf 1e-4
 echo "emulated CUDA, quick set: $fails failed"
 [ "$fails" -eq 0 ]

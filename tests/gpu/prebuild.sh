@@ -51,7 +51,8 @@ cj=$(ldconfig -p | awk '/libcjson\.so\.1 .*x86-64/ && !f {print $NF; f = 1}') # 
 if [ -n "$cj" ]; then cp -L "$cj" "$B/lib/"; fi
 # ../shared does not travel to the GPU machine: take the small files the GPU scripts read.
 mkdir -p "$B/shared/models/stories260K" "$B/shared/peers"
-cp ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin "$B/shared/models/stories260K/"
+cp ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin \
+    ../shared/models/stories260K/stories260K.gguf "$B/shared/models/stories260K/"
 cp ../shared/peers/torch_cudagraph_decode.py "$B/shared/peers/"
 # the Llama 3 tokenizer: gen-model --preset llama-3.2-3b writes it into the GGUF (gpu_env.sh sets LLM_SHARED_DIR)
 mkdir -p "$B/shared/tokenizers/llama3"

@@ -11,7 +11,7 @@
 #     scheduler over both backends (tests/gpu/sched_parity.c), greedy requests identical; the device sampler
 #     against engine/sampler.c (tests/gpu/sample_check.cc); the tensor-core weight GEMM against a host
 #     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64); Qwen 2 and
-#     Qwen 3 layers (biases, q/k norms) against the CPU.
+#     Qwen 3 layers (biases, q/k norms) against the CPU; embeddings (tests/gpu/embed_check.sh) against the CPU.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
 # Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
 set -u -o pipefail
@@ -102,6 +102,9 @@ done
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"
+
+# Embeddings (the final norm's output rows copied from the device, pooled by the scheduler) against the CPU's.
+run stories_embeddings env LLM_CUDA_KV=f32 tests/gpu/embed_check.sh "$B/llm-engine" "$SH/models/stories260K/stories260K.gguf" 1e-3
 
 # Memory errors and shared-memory races in the kernels (short runs: the tools slow kernels a lot).
 if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then

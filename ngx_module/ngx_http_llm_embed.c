@@ -1,0 +1,308 @@
+/* POST /v1/embeddings: each input -> token ids -> the engine (an LLM_PARAM_EMBED request: the prompt's
+ * hidden state after the final norm, pooled as the engine pools) -> the vector, cut to `dimensions` and
+ * made unit length -> OpenAI's list of embeddings. Inputs go to the engine a window at a time, so a request
+ * of OpenAI's 2,048 inputs never needs more slots than the window. */
+#include "ngx_http_llm_module.h"
+
+#include <math.h>
+
+#define NGX_LLM_EMBED_WINDOW 32 /* inputs of one request in the engine at once */
+
+typedef struct {
+    llm_req   h;
+    unsigned  started:1, done:1;
+    float    *vec;                /* n_embd floats once done (malloc'd) */
+} ngx_http_llm_emb_item_t;
+
+typedef struct {
+    ngx_http_request_t      *r;
+    ngx_http_llm_engine_t   *eng;
+    ngx_queue_t              queue;
+    unsigned                 queued:1, finished:1;
+    llm_api_req              q;
+    int                      n, n_started, n_done, in_flight;
+    int32_t                **ids;  /* [n] each malloc'd */
+    size_t                  *n_ids;
+    ngx_http_llm_emb_item_t *item;
+    uint32_t                 n_embd, n_prompt;
+    llm_shm_params           p;
+    uint64_t                 tag;
+    char                     model[256];
+    ngx_event_t              timer;
+} ngx_http_llm_emb_ctx_t;
+
+static void ngx_http_llm_emb_cleanup(void *data)
+{
+    ngx_http_llm_emb_ctx_t *ctx = data;
+    if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
+    if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
+    if (!ctx->finished) {
+        ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(ctx->r, ngx_http_llm_module);
+        if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->client_aborts, 1);
+        ngx_log_error(NGX_LOG_INFO, ctx->r->connection->log, 0,
+                      "llm: client went away before its embeddings were ready; cancelling them in the engine");
+    }
+    for (int i = 0; ctx->item && i < ctx->n; i++) {
+        /* releasing an unfinished request cancels it in the engine */
+        if (ctx->item[i].started && ctx->eng->client) llm_client_release(ctx->eng->client, ctx->item[i].h);
+        ctx->item[i].started = 0;
+        free(ctx->item[i].vec);
+    }
+    for (int i = 0; ctx->ids && i < ctx->n; i++) free(ctx->ids[i]);
+    free(ctx->ids);
+    free(ctx->n_ids);
+    llm_api_req_free(&ctx->q);
+}
+
+/* Ends the request with rc (a status, or what a send returned); ctx must not be touched afterwards. */
+static void ngx_http_llm_emb_done(ngx_http_llm_emb_ctx_t *ctx, ngx_int_t rc)
+{
+    ngx_http_request_t *r = ctx->r;
+    ngx_connection_t *c = r->connection;
+    ctx->finished = 1;
+    if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
+    if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+static void ngx_http_llm_emb_fail(ngx_http_llm_emb_ctx_t *ctx, int status, const char *code, const char *msg)
+{
+    ngx_http_llm_emb_done(ctx, ngx_http_llm_error(ctx->r, status, NULL, code, "%s", msg));
+}
+
+/* ---------------- the response ---------------- */
+
+static u_char *ngx_http_llm_emb_floats(u_char *p, const float *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char num[32];
+        /* %.9g: a float read back is the same float */
+        int l = snprintf(num, sizeof num, "%s%.9g", i ? "," : "", (double)v[i]);
+        p = ngx_cpymem(p, num, (size_t)l);
+    }
+    return p;
+}
+
+/* {"object":"list","data":[{"object":"embedding","index":i,"embedding":[...] or "<base64>"}],"model",...,
+ * "usage":{"prompt_tokens","total_tokens"}}, each vector cut to `dimensions` and of unit length. */
+static ngx_int_t ngx_http_llm_emb_respond(ngx_http_llm_emb_ctx_t *ctx)
+{
+    ngx_http_request_t *r = ctx->r;
+    int d = ctx->q.dimensions ? ctx->q.dimensions : (int)ctx->n_embd;
+    size_t per = ctx->q.base64 ? ((size_t)d * 4 + 2) / 3 * 4 + 2 : (size_t)d * 17;
+    size_t cap = 256 + 2 * ngx_strlen(ctx->model) + (size_t)ctx->n * (per + 64);
+    u_char *buf = ngx_pnalloc(r->pool, cap), *p = buf;
+    float *v = ngx_palloc(r->pool, (size_t)d * sizeof(float));
+    if (buf == NULL || v == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
+    p = ngx_cpymem(p, "{\"object\":\"list\",\"data\":[", 25);
+    for (int i = 0; i < ctx->n; i++) {
+        double ss = 0.0;
+        for (int k = 0; k < d; k++) ss += (double)ctx->item[i].vec[k] * ctx->item[i].vec[k];
+        float s = ss > 0.0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
+        for (int k = 0; k < d; k++) v[k] = ctx->item[i].vec[k] * s;
+        p = ngx_sprintf(p, "%s{\"object\":\"embedding\",\"index\":%d,\"embedding\":", i ? "," : "", i);
+        if (ctx->q.base64) { /* little-endian float32 bytes, as OpenAI's */
+            ngx_str_t src = { (size_t)d * sizeof(float), (u_char *)v }, dst = { 0, p + 1 };
+            *p = '"';
+            ngx_encode_base64(&dst, &src);
+            p += 1 + dst.len;
+            *p++ = '"';
+        } else {
+            *p++ = '[';
+            p = ngx_http_llm_emb_floats(p, v, d);
+            *p++ = ']';
+        }
+        *p++ = '}';
+    }
+    cJSON *model = cJSON_CreateString(ctx->model);
+    char *ms = model ? cJSON_PrintUnformatted(model) : NULL;
+    cJSON_Delete(model);
+    if (ms == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
+    p = ngx_sprintf(p, "],\"model\":%s,\"usage\":{\"prompt_tokens\":%uD,\"total_tokens\":%uD}}\n", ms,
+                    ctx->n_prompt, ctx->n_prompt);
+    cJSON_free(ms);
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->prompt_tokens, ctx->n_prompt);
+    return ngx_http_llm_send_text(r, 200, "application/json", buf, (size_t)(p - buf));
+}
+
+/* ---------------- the engine ---------------- */
+
+/* Starts inputs while the window has room. 0; 1 when the engine has no slot now (tried again at the next
+ * wake-up or within a second); -1 with e filled (nothing of this request in the engine: a full queue is a
+ * 429 then). */
+static int ngx_http_llm_emb_start_more(ngx_http_llm_emb_ctx_t *ctx, llm_api_err *e)
+{
+    while (ctx->n_started < ctx->n && ctx->in_flight < NGX_LLM_EMBED_WINDOW) {
+        ngx_http_llm_emb_item_t *it = &ctx->item[ctx->n_started];
+        int rc = llm_client_start(ctx->eng->client, ctx->ids[ctx->n_started], (uint32_t)ctx->n_ids[ctx->n_started],
+                                  &ctx->p, ctx->tag, &it->h);
+        if ((rc == LLM_SHM_E_NO_SLOT || rc == LLM_SHM_E_RING_FULL) && ctx->in_flight > 0) return 1;
+        if (rc != LLM_SHM_OK) {
+            ngx_http_llm_start_err(rc, e);
+            return -1;
+        }
+        it->started = 1;
+        ctx->n_started++;
+        ctx->in_flight++;
+    }
+    return 0;
+}
+
+/* Takes what the engine finished; answers when every input is done. 1 while it goes on. */
+static int ngx_http_llm_emb_step(ngx_http_llm_emb_ctx_t *ctx)
+{
+    llm_client *c = ctx->eng->client;
+    for (int i = 0; i < ctx->n_started; i++) {
+        ngx_http_llm_emb_item_t *it = &ctx->item[i];
+        if (it->done) continue;
+        llm_shm_token tk[1];
+        llm_req_status st;
+        int k = llm_client_read(c, it->h, tk, 1, &st);
+        if (k < 0) {
+            ngx_http_llm_emb_fail(ctx, 503, "engine_restarted", k == LLM_SHM_E_ENGINE_GONE
+                                  ? "the engine stopped or restarted during the request" : llm_shm_strerror(k));
+            return 0;
+        }
+        if (!st.done) continue;
+        if (st.finish == LLM_FINISH_ERROR && st.error == LLM_SHM_E_QUEUE_FULL) {
+            ngx_http_llm_emb_fail(ctx, 429, "queue_full", "the engine's request queue is full; retry later");
+            return 0;
+        }
+        it->vec = malloc(ctx->n_embd * sizeof(float));
+        int got = st.finish == LLM_FINISH_STOP && it->vec ? llm_client_result(c, it->h, it->vec, ctx->n_embd) : -1;
+        if (got != (int)ctx->n_embd) {
+            char m[160];
+            ngx_snprintf((u_char *)m, sizeof m, "the engine gave no embedding for input %d (finish %d, code %d)%Z",
+                         i, (int)st.finish, (int)st.error);
+            ngx_http_llm_emb_fail(ctx, 503, "engine_error", m);
+            return 0;
+        }
+        llm_client_release(c, it->h); /* its slot goes to the next input */
+        it->started = 0;
+        it->done = 1;
+        ctx->n_done++;
+        ctx->in_flight--;
+    }
+    if (ctx->n_done == ctx->n) {
+        ngx_http_llm_emb_done(ctx, ngx_http_llm_emb_respond(ctx));
+        return 0;
+    }
+    llm_api_err e;
+    if (ngx_http_llm_emb_start_more(ctx, &e) >= 0) return 1;
+    ngx_http_llm_emb_done(ctx, ngx_http_llm_send_error(ctx->r, &e));
+    return 0;
+}
+
+void ngx_http_llm_embed_progress(ngx_queue_t *work)
+{
+    while (!ngx_queue_empty(work)) {
+        ngx_queue_t *qn = ngx_queue_head(work);
+        ngx_queue_remove(qn);
+        ngx_http_llm_emb_ctx_t *ctx = ngx_queue_data(qn, ngx_http_llm_emb_ctx_t, queue);
+        ctx->queued = 0;
+        if (ngx_http_llm_emb_step(ctx)) {
+            ngx_queue_insert_tail(&ctx->eng->embeds, &ctx->queue);
+            ctx->queued = 1;
+        }
+    }
+}
+
+static void ngx_http_llm_emb_timeout(ngx_event_t *ev)
+{
+    ngx_http_llm_emb_fail(ev->data, 504, "timeout", "the request timed out (llm_request_timeout)");
+}
+
+/* ---------------- start ---------------- */
+
+/* Token ids of every input (text: BOS as the tokenizer says, EOS where it asks for one), each checked
+ * against the engine's context. NGX_OK, or NGX_DECLINED with e set. */
+static ngx_int_t ngx_http_llm_emb_encode(ngx_http_llm_emb_ctx_t *ctx, llm_tokenizer *tok, llm_api_err *e)
+{
+    const llm_shm_map *m = llm_client_map(ctx->eng->client);
+    uint32_t ctx_len = m->hdr->model.ctx_len;
+    int eos = llm_tok_add_eos(tok) ? llm_tok_eos(tok) : -1;
+    for (int i = 0; i < ctx->n; i++) {
+        llm_api_req one;
+        llm_api_prompt_at(&ctx->q, i, &one);
+        int text = one.ids == NULL;
+        one.kind = LLM_API_COMPLETIONS; /* a text as a completion's prompt is encoded */
+        if (ngx_http_llm_encode_prompt(ctx->r, &one, &ctx->ids[i], &ctx->n_ids[i], e)) {
+            size_t l = ngx_strlen(e->message);
+            if (ctx->n > 1) ngx_snprintf((u_char *)e->message + l, sizeof e->message - l - 1, " (input %d)%Z", i);
+            ngx_cpystrn((u_char *)e->param, (u_char *)"input", sizeof e->param);
+            return NGX_DECLINED;
+        }
+        if (text && eos >= 0) {
+            int32_t *ids = realloc(ctx->ids[i], (ctx->n_ids[i] + 1) * sizeof *ids);
+            if (ids == NULL) {
+                llm_api_seterr(e, 500, NULL, NULL, "out of memory");
+                return NGX_DECLINED;
+            }
+            ctx->ids[i] = ids;
+            ids[ctx->n_ids[i]++] = eos;
+        }
+        if (ctx->n_ids[i] >= ctx_len || ctx->n_ids[i] > m->hdr->caps.max_prompt) {
+            llm_api_seterr(e, 400, "input", "context_length_exceeded",
+                           "input %d is %zu tokens; this model's context length is %u tokens", i, ctx->n_ids[i],
+                           ctx_len);
+            return NGX_DECLINED;
+        }
+        ctx->n_prompt += (uint32_t)ctx->n_ids[i];
+    }
+    return NGX_OK;
+}
+
+ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    llm_api_err e;
+    ngx_http_llm_emb_ctx_t *ctx = ngx_pcalloc(r->pool, sizeof(*ctx));
+    ngx_pool_cleanup_t *cln = ctx ? ngx_pool_cleanup_add(r->pool, 0) : NULL;
+    if (cln == NULL) { llm_api_req_free(q); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+    ctx->r = r;
+    ctx->q = *q; /* ctx owns the request from here; the cleanup frees it */
+    ctx->eng = ngx_http_llm_engine(r);
+    ctx->finished = 1; /* until the engine has it, an early return is not an abort */
+    ctx->n = ctx->q.n_prompts > 1 ? ctx->q.n_prompts : 1;
+    cln->handler = ngx_http_llm_emb_cleanup;
+    cln->data = ctx;
+    ctx->item = ngx_pcalloc(r->pool, (size_t)ctx->n * sizeof *ctx->item);
+    ctx->ids = calloc((size_t)ctx->n, sizeof *ctx->ids);
+    ctx->n_ids = calloc((size_t)ctx->n, sizeof *ctx->n_ids);
+    if (ctx->item == NULL || ctx->ids == NULL || ctx->n_ids == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (lcf->tok == NULL || lcf->tok->tok == NULL)
+        return ngx_http_llm_error(r, 500, NULL, NULL, "no tokenizer configured (llm_model_path)");
+    if (ngx_http_llm_engine_ready(ctx->eng, &e) != LLM_SHM_OK) return ngx_http_llm_send_error(r, &e);
+    const llm_shm_map *m = llm_client_map(ctx->eng->client);
+    ctx->n_embd = m->hdr->model.n_embd;
+    if (ctx->n_embd == 0 || ctx->n_embd > LLM_SHM_RESULT_MAX(m->hdr))
+        return ngx_http_llm_error(r, 500, NULL, "embeddings_unavailable",
+                                  "an embedding of %uD floats does not fit the engine's result area of %uz floats "
+                                  "(serve --stream-cap)", ctx->n_embd, (size_t)LLM_SHM_RESULT_MAX(m->hdr));
+    if (ctx->q.dimensions > (int)ctx->n_embd)
+        return ngx_http_llm_error(r, 400, "dimensions", "invalid_value",
+                                  "dimensions is %d; this model's embeddings have %uD", ctx->q.dimensions,
+                                  ctx->n_embd);
+    if (ngx_http_llm_emb_encode(ctx, lcf->tok->tok, &e) != NGX_OK) return ngx_http_llm_send_error(r, &e);
+    llm_shm_params_defaults(&ctx->p);
+    ctx->p.flags = LLM_PARAM_EMBED;
+    ctx->p.max_tokens = 1;
+    ctx->p.priority = (int32_t)lcf->priority;
+    static uint64_t serial;
+    ctx->tag = ((uint64_t)ngx_pid << 40) ^ ++serial ^ (1ull << 39);
+    ngx_http_llm_model_id(r, ctx->model, sizeof ctx->model);
+    if (ngx_http_llm_emb_start_more(ctx, &e) < 0) return ngx_http_llm_send_error(r, &e);
+    ctx->finished = 0;
+    ctx->timer.handler = ngx_http_llm_emb_timeout;
+    ctx->timer.data = ctx;
+    ctx->timer.log = r->connection->log;
+    ngx_add_timer(&ctx->timer, lcf->request_timeout);
+    /* a client that goes away finalizes the request; the cleanup cancels what the engine still holds */
+    r->read_event_handler = ngx_http_test_reading;
+    ngx_queue_insert_tail(&ctx->eng->embeds, &ctx->queue);
+    ctx->queued = 1;
+    ngx_post_event(ctx->eng->conn->read, &ngx_posted_events);
+    return NGX_DONE;
+}
