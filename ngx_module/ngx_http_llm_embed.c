@@ -277,7 +277,10 @@ ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q)
     if (ngx_http_llm_engine_ready(ctx->eng, &e) != LLM_SHM_OK) return ngx_http_llm_send_error(r, &e);
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     ctx->n_embd = m->hdr->model.n_embd;
-    if (ctx->n_embd == 0 || ctx->n_embd > LLM_SHM_RESULT_MAX(m->hdr))
+    if (ctx->n_embd == 0) /* an engine that says nothing of a hidden size (t/echo_engine.c) */
+        return ngx_http_llm_error(r, 400, NULL, "embeddings_unsupported", "the engine \"%V\" serves no embeddings",
+                                  &ctx->eng->name);
+    if (ctx->n_embd > LLM_SHM_RESULT_MAX(m->hdr))
         return ngx_http_llm_error(r, 500, NULL, "embeddings_unavailable",
                                   "an embedding of %uD floats does not fit the engine's result area of %uz floats "
                                   "(serve --stream-cap)", ctx->n_embd, (size_t)LLM_SHM_RESULT_MAX(m->hdr));

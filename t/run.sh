@@ -152,9 +152,14 @@ TEST_NGINX_REF_JSON=${TEST_NGINX_REF_JSON%?}
 TEST_NGINX_REF_SCHEMA=$("$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
     --max-tokens 200 --temperature 0.8 --seed 2 --logit-bias 13=-100,410=-100,35=-100,12=-100,16=-100 \
     --json-schema tests/data/story_schema.json 2>/dev/null)
+# The embedding of "Once upon a time" (last-token pooling, unit length) as `llm-engine embed` prints it: t/088
+# wants the same floats from POST /v1/embeddings on the real engine (one thread, the same sums).
+TEST_NGINX_REF_EMBED=$("$LLM_ENGINE" embed --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
+    2>/dev/null)
+export TEST_NGINX_REF_EMBED
 export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON \
     TEST_NGINX_REF_SCHEMA
-[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
     [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] && [ -n "$TEST_NGINX_REF_SCHEMA" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 

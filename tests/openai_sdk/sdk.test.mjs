@@ -188,3 +188,32 @@ test('echo with logprobs and max_tokens 0: the prompt scored, its first token nu
     assert.equal(c.logprobs.tokens.length, r.usage.prompt_tokens);
     assert.equal(r.usage.completion_tokens, 0);
 });
+
+// The SDK asks for base64 when no encoding_format is given and decodes it to numbers itself; the vectors must
+// be llm-engine embed's (the same floats: the engine pools, the server makes them unit length).
+function embed(text, extra = []) {
+    const out = execFileSync(engine, ['embed', '--model', modelPath, '--prompt', text, ...extra],
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return JSON.parse(out);
+}
+
+test('embeddings.create (base64 under the hood): llm-engine embed\'s vector, unit length', async () => {
+    const r = await client.embeddings.create({ model, input: [PROMPT, 'A cat sat on the mat'] });
+    assert.equal(r.object, 'list');
+    assert.deepEqual(r.data.map((d) => d.index), [0, 1]);
+    const ref = embed(PROMPT);
+    const v = r.data[0].embedding;
+    assert.equal(v.length, ref.length);
+    assert.ok(v.every((x, i) => Math.abs(x - ref[i]) < 1e-6), 'the engine\'s vector');
+    const norm = Math.sqrt(r.data[1].embedding.reduce((s, x) => s + x * x, 0));
+    assert.ok(Math.abs(norm - 1) < 1e-5, `unit length (${norm})`);
+    assert.equal(r.usage.prompt_tokens, r.usage.total_tokens);
+});
+
+test('embeddings.create with dimensions and encoding_format float', async () => {
+    const r = await client.embeddings.create({ model, input: PROMPT, dimensions: 8, encoding_format: 'float' });
+    const v = r.data[0].embedding;
+    assert.equal(v.length, 8);
+    const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+    assert.ok(Math.abs(norm - 1) < 1e-6, `unit length (${norm})`);
+});
