@@ -5,6 +5,7 @@
 #include "model.h"
 #include "model_gen.h"
 #include "model_write.h"
+#include "tokenizer.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 int cli_gen_model(const llm_args *a)
 {
     static const char *const known[] = { "preset=", "from=", "tokenizer=", "dtype=", "out=", "seed=", "format=",
-                                         "pooling=", NULL };
+                                         "pooling=", "add-eos", NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
     const char *preset = llm_arg_str(a, "preset"), *from = llm_arg_str(a, "from");
@@ -48,6 +49,14 @@ int cli_gen_model(const llm_args *a)
                 return 2;
             }
             m->pooling = strcmp(pool, "mean") == 0 ? LLM_POOL_MEAN : LLM_POOL_LAST;
+        }
+        if (m != NULL && llm_arg_flag(a, "add-eos")) { /* its texts end in EOS (an embedding model's last token) */
+            if (m->tok == NULL || llm_tok_eos(m->tok) < 0) {
+                fprintf(stderr, "error: --add-eos: %s has no tokenizer with an EOS token\n", from);
+                llm_model_free(m);
+                return 2;
+            }
+            llm_tok_set_add_eos(m->tok, 1);
         }
         rc = m == NULL ? -1 : hf ? llm_model_save_hf(m, dt, out, &err) : llm_model_save_gguf(m, dt, out, &err);
         llm_model_free(m);

@@ -16,6 +16,7 @@ static void usage(FILE *f)
         "             [--json | --json-schema FILE] [--threads N] [--ignore-eos] [--output-ids] [--backend cpu]\n"
         "  embed      --model PATH [--tokenizer PATH] (--prompt TEXT | --prompt-ids 1,2,3 | --input-file FILE)\n"
         "             [--pooling last|mean] [--no-normalize] [--max-batch-size 32] [--threads N] [--backend cpu]\n"
+        "             [--warmup]\n"
         "  tokenize   (--model PATH | --tokenizer PATH) --text TEXT [--bos] [--special]\n"
         "  info       --model PATH\n"
         "  serve      --model PATH --shm NAME [--tokenizer PATH] [--max-batch-size 32]\n"

@@ -1,6 +1,7 @@
 /* Re-save a loaded model as GGUF (llama.cpp layout) or as a Hugging Face directory. */
 #include "model_write.h"
 #include "gguf.h"
+#include "tokenizer.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -176,11 +177,15 @@ static void add_vec(gguf_writer *w, conv_list *l, const char *name, const llm_te
     gguf_w_tensor_fill(w, name, LLM_F32, 1, ne, conv_fill_vec, c);
 }
 
+/* Every tokenizer.* key but add_eos_token, which the caller writes from the loaded tokenizer (gen-model
+ * --add-eos may have changed it). */
 static void copy_tokenizer_keys(gguf_writer *w, const gguf_ctx *g)
 {
+    static const char add_eos[] = "tokenizer.ggml.add_eos_token";
     for (uint64_t i = 0; i < g->n_kv; i++) {
         const gguf_kv *kv = &g->kv[i];
-        if (kv->key.len > 10 && memcmp(kv->key.ptr, "tokenizer.", 10) == 0)
+        if (kv->key.len > 10 && memcmp(kv->key.ptr, "tokenizer.", 10) == 0 &&
+            !(kv->key.len == sizeof(add_eos) - 1 && memcmp(kv->key.ptr, add_eos, kv->key.len) == 0))
             gguf_w_kv_copy(w, kv);
     }
 }
@@ -190,6 +195,7 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
 {
     if (strcmp(m->format, "gguf") == 0 && m->gguf != NULL && m->tok_path[0] == 0) {
         copy_tokenizer_keys(w, m->gguf);
+        gguf_w_bool(w, "tokenizer.ggml.add_eos_token", m->tok != NULL && llm_tok_add_eos(m->tok));
         return 0;
     }
     if (m->tok_path[0] != 0) {
@@ -202,6 +208,7 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
                 return -1;
             copy_tokenizer_keys(w, g);
             gguf_close(g);
+            gguf_w_bool(w, "tokenizer.ggml.add_eos_token", m->tok != NULL && llm_tok_add_eos(m->tok));
             return 0;
         }
         return llm_gguf_w_spm_from_llama2c(w, m->tok_path, m->cfg.vocab_size, err);

@@ -382,6 +382,7 @@ int llm_tok_bos(const llm_tokenizer *t) { return t->bos; }
 int llm_tok_eos(const llm_tokenizer *t) { return t->eos; }
 int llm_tok_add_bos(const llm_tokenizer *t) { return t->add_bos; }
 int llm_tok_add_eos(const llm_tokenizer *t) { return t->add_eos && t->eos >= 0; }
+void llm_tok_set_add_eos(llm_tokenizer *t, int on) { t->add_eos = on != 0; }
 const char *llm_tok_chat_template(const llm_tokenizer *t) { return t->chat_template; }
 
 int llm_tok_is_special(const llm_tokenizer *t, int32_t id)

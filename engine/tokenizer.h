@@ -36,6 +36,7 @@ int   llm_tok_add_bos(const llm_tokenizer *t);
 /* Whether it asks for EOS after them (tokenizer.ggml.add_eos_token, add_eos_token): the embeddings endpoint
  * appends it to text inputs, as llama.cpp's server does (an embedding model pooling the last token). */
 int   llm_tok_add_eos(const llm_tokenizer *t);
+void  llm_tok_set_add_eos(llm_tokenizer *t, int on); /* gen-model --add-eos: an embedding model's GGUF */
 /* Chat template text from the model's metadata (tokenizer.chat_template / tokenizer_config.json), or NULL. */
 const char *llm_tok_chat_template(const llm_tokenizer *t);
 

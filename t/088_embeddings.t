@@ -61,6 +61,23 @@ POST /v1/embeddings
 --- response_body_like eval
 qr/"embedding":\[(-?[0-9.e+-]+),(-?[0-9.e+-]+),(-?[0-9.e+-]+),(-?[0-9.e+-]+)\](?(?{ abs($1*$1 + $2*$2 + $3*$3 + $4*$4 - 1) < 1e-6 })|(*FAIL))/
 
+=== TEST 3b: a model whose tokenizer asks for EOS after a text (add_eos_token): it is appended, as llm-engine embed does
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_EOS_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/embeddings
+{"input": "Once upon a time"}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"object":"list","data":\[\{"object":"embedding","index":0,"embedding":\Q$ENV{TEST_NGINX_REF_EMBED_EOS}\E\}\],"model":"stories","usage":\{"prompt_tokens":6,"total_tokens":6\}\}$/
+
 === TEST 4: base64: the 64 float32s (256 bytes) as one string; cut to 4 dimensions, 16 bytes
 --- main_config
 load_module $TEST_NGINX_MODULE;

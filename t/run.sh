@@ -156,10 +156,15 @@ TEST_NGINX_REF_SCHEMA=$("$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" -
 # wants the same floats from POST /v1/embeddings on the real engine (one thread, the same sums).
 TEST_NGINX_REF_EMBED=$("$LLM_ENGINE" embed --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
     2>/dev/null)
-export TEST_NGINX_REF_EMBED
+# stories260K re-saved with tokenizer.ggml.add_eos_token (Qwen3-Embedding's GGUF has it): its texts end in EOS
+export TEST_NGINX_EOS_MODEL="$BUILD/t/stories260K-add-eos.gguf"
+"$LLM_ENGINE" gen-model --from "$TEST_NGINX_SPM_MODEL" --dtype f32 --add-eos --out "$TEST_NGINX_EOS_MODEL" >/dev/null 2>&1
+TEST_NGINX_REF_EMBED_EOS=$("$LLM_ENGINE" embed --model "$TEST_NGINX_EOS_MODEL" --threads 1 --prompt "Once upon a time" \
+    2>/dev/null)
+export TEST_NGINX_REF_EMBED TEST_NGINX_REF_EMBED_EOS
 export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON \
     TEST_NGINX_REF_SCHEMA
-[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
     [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] && [ -n "$TEST_NGINX_REF_SCHEMA" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 
