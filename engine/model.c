@@ -352,6 +352,10 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         fprintf(f, ", rope_freqs tensor");
     fprintf(f, "\nnorm eps %g, embeddings %s, bos %d, eos %d\n", c->norm_eps, c->tied_embeddings ? "tied" : "separate",
             c->bos_id, c->eos_id);
+    if (m->pooling != LLM_POOL_NONE) {
+        static const char *const pools[] = { "none", "mean", "cls", "last" };
+        fprintf(f, "embeddings pooling: %s (what the model declares)\n", pools[m->pooling]);
+    }
     if (m->n_converted)
         fprintf(f, "converted at load: %d tensors of type %s re-quantised to q8_0\n", m->n_converted,
                 m->converted_from);
@@ -381,9 +385,10 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     describe_tensor(f, "output_norm", &m->out_norm);
     describe_tensor(f, c->tied_embeddings ? "output(tied)" : "output", &m->output);
     if (m->tok != NULL)
-        fprintf(f, "tokenizer: %s, vocab %d, bos %d, eos %d\n",
+        fprintf(f, "tokenizer: %s, vocab %d, bos %d, eos %d%s\n",
                 llm_tok_kind_of(m->tok) == LLM_TOK_SPM ? "sentencepiece (llama)" : "byte-level BPE (gpt2)",
-                llm_tok_vocab_size(m->tok), llm_tok_bos(m->tok), llm_tok_eos(m->tok));
+                llm_tok_vocab_size(m->tok), llm_tok_bos(m->tok), llm_tok_eos(m->tok),
+                llm_tok_add_eos(m->tok) ? ", eos appended to texts" : "");
     else
         fprintf(f, "tokenizer: none\n");
 }

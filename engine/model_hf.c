@@ -201,13 +201,35 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     return 0;
 }
 
+/* A sentence-transformers embedding model's pooling (1_Pooling/config.json: Qwen3-Embedding, gte-Qwen2,
+ * e5-mistral ship one), if it has one. 0, or -1 when the file is there but unreadable. */
+static int parse_pooling(llm_model *m, const char *dir, llm_err *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/1_Pooling/config.json", dir);
+    if (access(path, R_OK) != 0)
+        return 0;
+    cJSON *root = llm_json_read_file(path, err);
+    if (root == NULL)
+        return -1;
+    static const struct { const char *key; int pool; } modes[] = {
+        { "pooling_mode_lasttoken", LLM_POOL_LAST }, { "pooling_mode_mean_tokens", LLM_POOL_MEAN },
+        { "pooling_mode_cls_token", LLM_POOL_CLS },
+    };
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, modes[i].key)) && m->pooling == LLM_POOL_NONE)
+            m->pooling = modes[i].pool;
+    cJSON_Delete(root);
+    return 0;
+}
+
 llm_model *llm_model_load_hf(const char *dir, llm_err *err)
 {
     llm_model *m = llm_model_alloc("hf", dir, err);
     if (m == NULL)
         return NULL;
     st_set *s = NULL;
-    if (parse_config(m, dir, err) != 0 || (s = st_set_open_dir(dir, err)) == NULL)
+    if (parse_config(m, dir, err) != 0 || parse_pooling(m, dir, err) != 0 || (s = st_set_open_dir(dir, err)) == NULL)
         goto fail;
     m->file_bytes = s->total_bytes;
     /* The model keeps the mappings; the parsed headers go. */

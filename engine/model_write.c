@@ -357,6 +357,31 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     return rc;
 }
 
+/* An embedding model's pooling as sentence-transformers writes it (1_Pooling/config.json); nothing without. */
+static int write_pooling(const llm_model *m, const char *dir, llm_err *err)
+{
+    if (m->pooling == LLM_POOL_NONE)
+        return 0;
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/1_Pooling", dir);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        llm_seterr(err, "%s: cannot create directory: %s", path, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/1_Pooling/config.json", dir);
+    FILE *f = fopen(path, "w");
+    int rc = f != NULL && fprintf(f, "{\"word_embedding_dimension\": %d, \"pooling_mode_cls_token\": %s, "
+                                  "\"pooling_mode_mean_tokens\": %s, \"pooling_mode_lasttoken\": %s}\n", m->cfg.dim,
+                                  m->pooling == LLM_POOL_CLS ? "true" : "false",
+                                  m->pooling == LLM_POOL_MEAN ? "true" : "false",
+                                  m->pooling == LLM_POOL_LAST ? "true" : "false") > 0 ? 0 : -1;
+    if (f != NULL && fclose(f) != 0)
+        rc = -1;
+    if (rc != 0)
+        llm_seterr(err, "%s: cannot write: %s", path, strerror(errno));
+    return rc;
+}
+
 int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_err *err)
 {
     if (dtype != LLM_F32 && dtype != LLM_F16 && dtype != LLM_BF16) {
@@ -367,7 +392,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         llm_seterr(err, "%s: cannot create directory: %s", dir, strerror(errno));
         return -1;
     }
-    if (write_config(m, dir, dtype, err) != 0)
+    if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0)
         return -1;
     const llm_config *c = &m->cfg;
     int n = 14 * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;

@@ -410,13 +410,37 @@ static void test_qwen(void)
         ok(b && !strcmp(b->arch, "qwen2") && !memcmp(b->layers[1].bk.data, m2->layers[1].bk.data, 32 * 4),
            "qwen2 GGUF round trip keeps arch and biases");
         llm_model_free(b);
+        m3->pooling = LLM_POOL_LAST; /* an embedding model: its pooling travels both ways */
         ok(llm_model_save_hf(m3, LLM_F32, hf, &err) == 0, "qwen3 saved as HF: %s", err.msg);
         b = llm_model_load(hf, NULL, &err);
         ok(b && !strcmp(b->arch, "qwen3") && b->cfg.head_dim == 32 &&
            !memcmp(b->layers[1].q_norm.data, m3->layers[1].q_norm.data, 32 * 4), "qwen3 HF round trip: %s",
            b ? "ok" : err.msg);
+        ok(b && b->pooling == LLM_POOL_LAST, "pooling through 1_Pooling/config.json (sentence-transformers)");
+        if (b != NULL) {
+            ok(llm_model_save_gguf(b, LLM_F32, back, &err) == 0, "and on to GGUF: %s", err.msg);
+            llm_model *g = llm_model_load(back, NULL, &err);
+            ok(g && g->pooling == LLM_POOL_LAST, "pooling through qwen3.pooling_type");
+            llm_model_free(g);
+        }
         llm_model_free(b);
+        m3->pooling = LLM_POOL_NONE;
         char f[600];
+        snprintf(f, sizeof(f), "%s/1_Pooling/config.json", hf);
+        FILE *pc = fopen(f, "w");
+        fputs("{\"pooling_mode_mean_tokens\": true}", pc);
+        fclose(pc);
+        b = llm_model_load(hf, NULL, &err);
+        ok(b && b->pooling == LLM_POOL_MEAN, "a sentence-transformers mean-pooling config read");
+        llm_model_free(b);
+        pc = fopen(f, "w");
+        fputs("{\"pooling_mode_mean_tokens\": tru", pc);
+        fclose(pc);
+        b = llm_model_load(hf, NULL, &err);
+        ok(b == NULL && strstr(err.msg, "1_Pooling/config.json"), "a broken pooling config: %s", err.msg);
+        llm_model_free(b);
+        unlink(f);
+        snprintf(f, sizeof(f), "%s/1_Pooling", hf); rmdir(f);
         snprintf(f, sizeof(f), "%s/config.json", hf); unlink(f);
         snprintf(f, sizeof(f), "%s/model.safetensors", hf); unlink(f);
         rmdir(hf);
