@@ -35,6 +35,8 @@ typedef struct {
     int      min_tokens;       /* stop ids masked until this many were generated */
     llm_schema       *schema;  /* JSON mode or a JSON Schema: tokens masked by con (json_schema.h) */
     llm_schema_state *con;
+    int32_t  reason_start, reason_end; /* a reasoning model's <think> / </think> (-1: none) */
+    int      thinking;         /* it opened with reason_start and has not written reason_end: no mask yet */
     uint64_t         *allow;   /* con's mask for this step, made by the mask pool (allow_ready) */
     int               allow_ready, allow_left;
     int      cancelled;
@@ -200,8 +202,8 @@ static void masks_start(llm_sched *s)
         return;
     for (int i = 0; i < s->b_nseq; i++) {
         sreq *r = s->b_reqs[i];
-        if (r->con == NULL || r->n_computed + r->chunk < r->n_tokens)
-            continue; /* not constrained, or mid-prefill: nothing to sample yet */
+        if (r->con == NULL || r->thinking || r->n_computed + r->chunk < r->n_tokens)
+            continue; /* not constrained (yet), or mid-prefill: nothing to sample yet */
         r->allow_ready = 0;
         s->m_jobs[s->m_n] = (llm_mask_job){ r->con, r->allow, 0 };
         s->m_reqs[s->m_n++] = r;
@@ -479,6 +481,13 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         llm_seterr(err, "embed: pooling %d is none of LLM_SCHED_EMBED_*", q->embed);
         return -1;
     }
+    if (q->reasoning && (q->json || q->schema != NULL) &&
+        (q->reason_start < 0 || q->reason_start >= s->vocab || q->reason_end < 0 || q->reason_end >= s->vocab ||
+         q->reason_start == q->reason_end)) {
+        llm_seterr(err, "reasoning tokens %d / %d: two different ids below %d", q->reason_start, q->reason_end,
+                   s->vocab);
+        return -1;
+    }
     if (q->embed && q->prompt_logprobs) {
         llm_seterr(err, "an embedding request has no prompt logprobs");
         return -1;
@@ -544,6 +553,8 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     }
     r->schema = schema;
     r->embed = q->embed;
+    r->reason_start = schema != NULL && q->reasoning ? q->reason_start : -1;
+    r->reason_end = schema != NULL && q->reasoning ? q->reason_end : -1;
     if (r->embed && (r->emb = calloc((size_t)s->be->model->cfg.dim, sizeof(float))) == NULL) {
         req_free(s, r);
         goto oom;
@@ -932,7 +943,7 @@ static int is_stop(const sreq *r, int32_t t)
  * embedding's: its row comes back. */
 static int host_masked(const sreq *r)
 {
-    return r->con != NULL || r->embed || (r->n_gen < r->min_tokens && r->n_stop > 0);
+    return (r->con != NULL && !r->thinking) || r->embed || (r->n_gen < r->min_tokens && r->n_stop > 0);
 }
 
 /* Rows that need not come back as logits (at batch 256 x 128K vocab that is 128 MiB a step not copied, and
@@ -1083,14 +1094,21 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
         for (int i = 0; i < r->n_stop; i++)
             if (r->stop[i] >= 0 && r->stop[i] < s->vocab)
                 lg[r->stop[i]] = -INFINITY;
-    if (r->con != NULL && r->allow_ready) { /* made by the mask pool during the forward */
+    /* a reasoning model's first token may open its thinking instead (reason_start kept through the mask) */
+    int open = r->con != NULL && !r->thinking && r->n_gen == 0 && r->reason_start >= 0;
+    float keep = open ? lg[r->reason_start] : 0.0f;
+    if (r->con != NULL && r->thinking) {
+        /* thinking: nothing masked until reason_end */
+    } else if (r->con != NULL && r->allow_ready) { /* made by the mask pool during the forward */
         r->allow_ready = 0;
-        if (r->allow_left == 0)
+        if (r->allow_left == 0 && !open)
             return -1;
         llm_json_mask_apply(r->allow, lg, s->vocab);
-    } else if (r->con != NULL && llm_schema_mask(r->con, s->cfg.json_vocab, lg, s->vocab) == 0) {
+    } else if (r->con != NULL && llm_schema_mask(r->con, s->cfg.json_vocab, lg, s->vocab) == 0 && !open) {
         return -1; /* no token can continue the JSON text */
     }
+    if (open)
+        lg[r->reason_start] = keep;
     return llm_sampler_sample(r->smp, lg, res);
 }
 
@@ -1171,9 +1189,13 @@ int llm_sched_step(llm_sched *s)
         if (r->t_first == 0)
             r->t_first = t1;
         llm_sched_finish fin = LLM_SCHED_FINISH_NONE;
-        if (r->con != NULL)
+        if (r->con != NULL && r->thinking)
+            r->thinking = t != r->reason_end;
+        else if (r->con != NULL && r->n_gen == 1 && r->reason_start >= 0 && t == r->reason_start)
+            r->thinking = 1; /* it thinks first: the mask waits for reason_end */
+        else if (r->con != NULL)
             (void)llm_schema_accept(r->con, s->cfg.json_vocab, t); /* the mask let only such tokens through */
-        if (is_stop(r, t) || (r->con != NULL && llm_schema_done(r->con)))
+        if (is_stop(r, t) || (r->con != NULL && !r->thinking && llm_schema_done(r->con)))
             fin = LLM_SCHED_FINISH_STOP;
         else if (r->n_gen >= r->max_tokens || r->n_tokens >= s->ctx_limit)
             fin = LLM_SCHED_FINISH_LENGTH;

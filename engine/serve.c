@@ -119,6 +119,9 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.priority = p->priority > -INT32_MAX ? -p->priority : INT32_MAX; /* the scheduler takes higher first */
     r.prompt_logprobs = (p->flags & LLM_PARAM_PROMPT_LOGPROBS) != 0;
     r.embed = (p->flags & LLM_PARAM_EMBED) ? c->pooling : LLM_SCHED_EMBED_NONE;
+    r.reasoning = (p->flags & LLM_PARAM_REASONING) != 0; /* ids checked against the vocabulary by the scheduler */
+    r.reason_start = p->reason_start;
+    r.reason_end = p->reason_end;
     r.max_tokens = p->max_tokens;
     r.min_tokens = p->min_tokens > 0 ? p->min_tokens : 0;
     r.stop_ids = p->stop_ids;

@@ -169,6 +169,9 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     n->tok = tok;
     n->chat = llm_chat_detect(llm_tok_chat_template(tok), (int)llm_tok_kind_of(tok));
     n->think = llm_tok_chat_template(tok) != NULL && strstr(llm_tok_chat_template(tok), "<think>") != NULL;
+    /* the tags as single tokens (Qwen 3's): a JSON answer's mask then waits for the thinking to end */
+    n->think_start = n->think ? llm_tok_find(tok, "<think>") : -1;
+    n->think_end = n->think ? llm_tok_find(tok, "</think>") : -1;
     char *ds = llm_chat_default_system(llm_tok_chat_template(tok));
     n->default_system = NULL;
     if (ds != NULL) {

@@ -46,6 +46,7 @@ typedef struct {
     llm_tokenizer *tok;
     llm_chat_format chat;       /* detected from the tokenizer's metadata */
     unsigned       think:1;     /* its chat template writes <think> (Qwen 3): answers open with reasoning */
+    int32_t        think_start, think_end; /* <think> / </think> as single tokens, or -1 */
     const char    *default_system; /* ChatML: the system message its template writes when none is given, or NULL */
 } ngx_http_llm_tok_t;
 

@@ -115,6 +115,7 @@ typedef struct {
     int32_t  priority;             /* queue order: lower first (vLLM's sense), equal: arrival */
     int32_t  min_tokens;           /* stop_ids cannot be generated before this many tokens */
     uint32_t schema_len;           /* bytes of JSON Schema text after the prompt ids in the prompt area */
+    int32_t  reason_start, reason_end; /* LLM_PARAM_REASONING: a reasoning model's <think> / </think> ids */
     uint32_t n_bias;               /* 0..LLM_SHM_MAX_BIAS */
     llm_shm_bias bias[LLM_SHM_MAX_BIAS];
 } llm_shm_params;
@@ -129,6 +130,9 @@ typedef struct {
  * (llm_shm_model.pooling), is left in the slot's token-stream area, which it does not otherwise use, when it
  * finishes (llm_shm_slot.n_result floats, at most LLM_SHM_RESULT_MAX(hdr); llm_client_result). */
 #define LLM_PARAM_EMBED 8u
+/* A reasoning model's JSON mode / JSON Schema request: the answer may open with reason_start, and then the
+ * mask holds only after reason_end (the model thinks first, as vLLM's reasoning parsers let it). */
+#define LLM_PARAM_REASONING 16u
 
 void llm_shm_params_defaults(llm_shm_params *p); /* greedy, max_tokens 16 */
 

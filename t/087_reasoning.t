@@ -183,3 +183,40 @@ POST /v1/chat/completions
 --- error_code: 200
 --- response_body_like chomp
 "message":\{"role":"assistant","content":"<think><think></think></think><think><think></think></think>"\},"logprobs":null,"finish_reason":"length"
+
+=== TEST 9: JSON mode on a reasoning model: it thinks first (unmasked), the object comes after </think>
+Token 1 may be <think> beside what the mask allows (the bias picks it); tokens 2-3 are unmasked (<think>,
+then </think>: the penalty keeps them apart); from there on JSON mode holds ('}' and '"' raised so the random
+model closes its object). Without the deferral the biased tags could not be written at all.
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "JSON"}], "max_tokens": 80, "temperature": 0, "logit_bias": {"128011": 100, "128012": 99, "92": 12, "1": 6}, "frequency_penalty": 1, "response_format": {"type": "json_object"}}
+--- error_code: 200
+--- response_body_like eval
+qr/"message":\{"role":"assistant","content":"\{\\n\}","reasoning_content":"<think>"\},"logprobs":null,"finish_reason":"stop"/
+
+=== TEST 10: the same with enable_thinking false: the prompt closed the thinking, the mask holds from the first token
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "JSON"}], "max_tokens": 80, "temperature": 0, "logit_bias": {"128011": 100, "128012": 99, "92": 12, "1": 6}, "frequency_penalty": 1, "response_format": {"type": "json_object"}, "chat_template_kwargs": {"enable_thinking": false}}
+--- error_code: 200
+--- response_body_like eval
+qr/"message":\{"role":"assistant","content":"(\\[tnr]| )*\{(\\[tnr]| )*\}","reasoning_content":null\},"logprobs":null,"finish_reason":"stop"/

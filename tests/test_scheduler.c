@@ -986,6 +986,95 @@ static void con_run(llm_backend *be, const llm_json_vocab *v, int mask_threads, 
     llm_sched_destroy(s);
 }
 
+/* One greedy request on the real model, whitespace tokens banned; JSON mode when json, a reasoning model's
+ * <think> / </think> when rs >= 0. Returns the tokens it wrote. */
+static int reason_run(llm_backend *be, const llm_json_vocab *v, int mask_threads, const int32_t *prompt, int np,
+                      int json, int32_t rs, int32_t re, const llm_logit_bias *bias, int n_bias, int32_t *tok,
+                      int *finish)
+{
+    llm_sched_config cfg = { 0 };
+    cfg.json_vocab = v;
+    cfg.mask_threads = mask_threads;
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(be, &cfg, &err);
+    if (s == NULL)
+        return 0;
+    llm_sched_request rq = { 0 };
+    rq.prompt = prompt;
+    rq.n_prompt = np;
+    llm_sampling_defaults(&rq.sampling);
+    rq.max_tokens = 60;
+    rq.bias = bias;
+    rq.n_bias = n_bias;
+    rq.json = json;
+    rq.reasoning = rs >= 0;
+    rq.reason_start = rs;
+    rq.reason_end = re;
+    int n = 0;
+    if (llm_sched_submit(s, &rq, &err) != 0)
+        diag("submit: %s", err.msg);
+    for (int guard = 0, more = 1; more && guard < 1000; guard++) {
+        more = llm_sched_step(s) > 0;
+        llm_sched_output o;
+        while (llm_sched_next_output(s, &o)) {
+            if (o.token >= 0 && n < 60)
+                tok[n++] = o.token;
+            if (o.finish != LLM_SCHED_FINISH_NONE)
+                *finish = (int)o.finish;
+        }
+    }
+    llm_sched_destroy(s);
+    return n;
+}
+
+/* Every token after the first `skip` continues one JSON object (JSON mode's recogniser); 1 if so. */
+static int json_after(const llm_json_vocab *v, const int32_t *tok, int n, int skip)
+{
+    llm_schema *sc = llm_schema_parse(LLM_SCHEMA_JSON_OBJECT, strlen(LLM_SCHEMA_JSON_OBJECT), NULL, 0);
+    llm_schema_state *st = sc ? llm_schema_state_new(sc) : NULL;
+    int good = st != NULL && n > skip;
+    for (int k = skip; good && k < n; k++)
+        good = llm_schema_accept(st, v, tok[k]) == 0;
+    llm_schema_state_free(st);
+    llm_schema_free(sc);
+    return good;
+}
+
+/* JSON mode on a reasoning model: the first token may open its thinking (reason_start); until reason_end the
+ * output is the model's own, then the mask holds. Stand-ins on stories260K: its greedy 1st and 4th tokens
+ * after "Once upon a time" as <think> and </think>. The tokens are the plain greedy ones up to </think>,
+ * then one JSON object (none of the plain greedy text's); with a reason_start the model does not want,
+ * JSON mode's own tokens from the first. With and without the mask pool. */
+static void test_reasoning_json(llm_backend *be, const llm_json_vocab *v)
+{
+    int32_t prompt[5] = { 1, 403, 407, 261, 378 }, g[60], b[60], d[60], e[60];
+    static llm_logit_bias ws[65];
+    int n_ws = 0, fin = 0;
+    for (int id = 0; id < llm_json_vocab_size(v) && n_ws < 64; id++) {
+        size_t n;
+        const char *p = llm_json_token_bytes(v, id, &n);
+        if (p != NULL && n > 0 && strspn(p, " \n\t\r") >= n)
+            ws[n_ws++] = (llm_logit_bias){ id, -100.0f };
+    }
+    int ng = reason_run(be, v, 0, prompt, 5, 0, -1, -1, ws, n_ws, g, &fin);
+    ok(ng >= 6 && !json_after(v, g, ng, 4), "plain greedy: %d tokens, not JSON after its 4th", ng);
+    if (ng < 6)
+        return;
+    int fe = 0, ne = reason_run(be, v, 0, prompt, 5, 1, -1, -1, ws, n_ws, e, &fe);
+    ok(ne > 0 && json_after(v, e, ne, 0) && memcmp(e, g, 4 * sizeof(int32_t)) != 0,
+       "JSON mode alone: JSON from the first token");
+    ws[n_ws] = (llm_logit_bias){ 77, -100.0f }; /* a <think> it does not want */
+    for (int mt = 0; mt <= 2; mt += 2) {
+        int fb = 0, nb = reason_run(be, v, mt, prompt, 5, 1, g[0], g[3], ws, n_ws, b, &fb);
+        ok(nb > 4 && memcmp(b, g, 4 * sizeof(int32_t)) == 0 && json_after(v, b, nb, 4),
+           "mask threads %d: thinking is the model's own (4 tokens), then %d tokens of one JSON object (%s)", mt,
+           nb - 4, fb == LLM_SCHED_FINISH_STOP ? "stop" : "length");
+        int fd = 0, nd = reason_run(be, v, mt, prompt, 5, 1, 77, g[3], ws, n_ws + 1, d, &fd);
+        ok(nd == ne && memcmp(d, e, (size_t)ne * sizeof(int32_t)) == 0 && fd == fe,
+           "mask threads %d: an answer that does not open with <think> is held from its first token", mt);
+    }
+}
+
 static void test_mask_pool(llm_backend *be, const llm_model *m)
 {
     llm_json_vocab *v = llm_json_vocab_new(m->tok);
@@ -1029,6 +1118,7 @@ static void test_mask_pool(llm_backend *be, const llm_model *m)
         cJSON_Delete(j);
     }
     ok(valid, "the finished outputs parse as JSON");
+    test_reasoning_json(be, v);
     llm_json_vocab_free(v);
 }
 
