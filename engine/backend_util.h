@@ -11,16 +11,35 @@
 #include "backend.h"
 #include "model.h"
 
+/* YaRN's dimension (of head_dim) that turns n_rot times over the original context (llama.cpp's and Hugging
+ * Face's find_correction_dim). */
+static inline double llm_yarn_corr_dim(const llm_config *c, double n_rot)
+{
+    return c->head_dim * log(c->rope_orig_ctx / (n_rot * 6.283185307179586)) / (2.0 * log((double)c->rope_theta));
+}
+
 /* Frequency i of head_dim/2 after Llama 3 scaling (Hugging Face's
- * _compute_llama3_parameters) or llama.cpp's rope_freqs divisors. */
+ * _compute_llama3_parameters), llama.cpp's rope_freqs divisors, YaRN (_compute_yarn_parameters: frequencies
+ * below the correction range interpolated by 1/factor, above it kept, a linear ramp between) or linear
+ * scaling. */
 static inline double llm_rope_freq(const llm_model *m, int i)
 {
     const llm_config *c = &m->cfg;
     double freq = pow((double)c->rope_theta, -2.0 * i / (double)c->head_dim);
     if (m->rope_freqs != NULL)
         return freq / (double)m->rope_freqs[i];
-    if (!c->rope_scaling)
+    if (c->rope_scaling == LLM_ROPE_SCALING_NONE)
         return freq;
+    if (c->rope_scaling == LLM_ROPE_SCALING_LINEAR)
+        return freq / c->rope_factor;
+    if (c->rope_scaling == LLM_ROPE_SCALING_YARN) {
+        double lo = floor(llm_yarn_corr_dim(c, c->yarn_beta_fast)), hi = ceil(llm_yarn_corr_dim(c, c->yarn_beta_slow));
+        lo = lo > 0 ? lo : 0;
+        hi = hi < c->head_dim - 1 ? hi : c->head_dim - 1;
+        double y = (i - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);
+        double keep = 1.0 - (y < 0 ? 0 : y > 1 ? 1 : y); /* 1: extrapolated (as trained), 0: interpolated */
+        return freq / c->rope_factor * (1.0 - keep) + freq * keep;
+    }
     double factor = c->rope_factor, lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
     double old_ctx = c->rope_orig_ctx;
     double low_wavelen = old_ctx / lo, high_wavelen = old_ctx / hi;
@@ -31,6 +50,13 @@ static inline double llm_rope_freq(const llm_model *m, int i)
         return freq / factor;
     double smooth = (old_ctx / wavelen - lo) / (hi - lo);
     return (1.0 - smooth) * freq / factor + smooth * freq;
+}
+
+/* What the rope's cos and sin are multiplied by: YaRN's attention factor (1 + 0.1 ln factor, or the model's
+ * own), 1 otherwise. */
+static inline double llm_rope_mscale(const llm_model *m)
+{
+    return m->cfg.rope_scaling == LLM_ROPE_SCALING_YARN && m->rope_freqs == NULL ? m->cfg.rope_mscale : 1.0;
 }
 
 /* A batch a backend may run: tokens in the vocabulary, sequences named, positions in the context and

@@ -7,13 +7,15 @@
 #include "model_write.h"
 #include "tokenizer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 int cli_gen_model(const llm_args *a)
 {
     static const char *const known[] = { "preset=", "from=", "tokenizer=", "dtype=", "out=", "seed=", "format=",
-                                         "pooling=", "add-eos", NULL };
+                                         "pooling=", "add-eos", "rope-scaling=", "rope-factor=", "rope-orig-ctx=",
+                                         NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
     const char *preset = llm_arg_str(a, "preset"), *from = llm_arg_str(a, "from");
@@ -49,6 +51,21 @@ int cli_gen_model(const llm_args *a)
                 return 2;
             }
             m->pooling = strcmp(pool, "mean") == 0 ? LLM_POOL_MEAN : LLM_POOL_LAST;
+        }
+        const char *rs = llm_arg_str(a, "rope-scaling"); /* a long-context variant: YaRN or linear */
+        if (m != NULL && rs != NULL) {
+            llm_config *c = &m->cfg;
+            if (strcmp(rs, "yarn") != 0 && strcmp(rs, "linear") != 0) {
+                fprintf(stderr, "error: --rope-scaling is yarn or linear\n");
+                llm_model_free(m);
+                return 2;
+            }
+            c->rope_scaling = rs[0] == 'y' ? LLM_ROPE_SCALING_YARN : LLM_ROPE_SCALING_LINEAR;
+            c->rope_factor = (float)llm_arg_double(a, "rope-factor", 4.0, 1.0, 1024.0);
+            c->rope_orig_ctx = (int)llm_arg_long(a, "rope-orig-ctx", c->seq_len, 1, 1 << 24);
+            c->rope_mscale = 0.1f * logf(c->rope_factor) + 1.0f;
+            c->yarn_beta_fast = 32.0f;
+            c->yarn_beta_slow = 1.0f;
         }
         if (m != NULL && llm_arg_flag(a, "add-eos")) { /* its texts end in EOS (an embedding model's last token) */
             if (m->tok == NULL || llm_tok_eos(m->tok) < 0) {

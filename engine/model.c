@@ -345,9 +345,14 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
             c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size, c->seq_len);
     fprintf(f, "rope: theta %g, layout %s", c->rope_theta, c->rope_layout == LLM_ROPE_HALF ? "half (rotate_half)"
                                                                                           : "adjacent pairs");
-    if (c->rope_scaling)
+    if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3)
         fprintf(f, ", llama3 scaling factor %g low %g high %g orig ctx %d", c->rope_factor, c->rope_low_freq_factor,
                 c->rope_high_freq_factor, c->rope_orig_ctx);
+    else if (c->rope_scaling == LLM_ROPE_SCALING_YARN)
+        fprintf(f, ", yarn scaling factor %g orig ctx %d attention factor %g beta %g/%g", c->rope_factor,
+                c->rope_orig_ctx, c->rope_mscale, c->yarn_beta_fast, c->yarn_beta_slow);
+    else if (c->rope_scaling == LLM_ROPE_SCALING_LINEAR)
+        fprintf(f, ", linear scaling factor %g", c->rope_factor);
     if (m->rope_freqs != NULL)
         fprintf(f, ", rope_freqs tensor");
     fprintf(f, "\nnorm eps %g, embeddings %s, bos %d, eos %d\n", c->norm_eps, c->tied_embeddings ? "tied" : "separate",

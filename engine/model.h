@@ -30,6 +30,8 @@ typedef enum {
     LLM_ROPE_HALF     = 1, /* rotate (i, i + d/2): Hugging Face rotate_half / NeoX */
 } llm_rope_layout;
 
+enum { LLM_ROPE_SCALING_NONE = 0, LLM_ROPE_SCALING_LLAMA3 = 1, LLM_ROPE_SCALING_YARN = 2, LLM_ROPE_SCALING_LINEAR = 3 };
+
 typedef struct {
     int   dim;          /* embedding width */
     int   hidden_dim;   /* FFN width */
@@ -42,10 +44,13 @@ typedef struct {
     float rope_theta;
     float norm_eps;
     llm_rope_layout rope_layout;
-    /* Llama 3 rope scaling (rope_type "llama3"); rope_scaling == 0 means none. */
+    /* Rope scaling (LLM_ROPE_SCALING_*): Llama 3's (factor, low / high frequency factors, original context),
+     * YaRN (factor, original context, beta fast / slow, and rope_mscale: what cos and sin are multiplied by),
+     * linear (every frequency / factor). */
     int   rope_scaling;
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int   rope_orig_ctx;
+    float rope_mscale, yarn_beta_fast, yarn_beta_slow;
     int   tied_embeddings; /* classifier shares tok_embd */
     int   bos_id, eos_id;  /* -1 when unknown */
 } llm_config;

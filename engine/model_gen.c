@@ -161,7 +161,7 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
     ADD("token_embd.weight", c->dim, c->vocab_size, 0.0f, emb_sd);
     ADD("output_norm.weight", c->dim, 1, 1.0f, 0.05f);
     uint64_t nrf = (uint64_t)c->head_dim / 2;
-    if (c->rope_scaling) {
+    if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3) {
         llm_llama3_rope_freqs(c, rf);
         gguf_w_tensor(w, "rope_freqs.weight", LLM_F32, 1, &nrf, rf);
     }

@@ -8,6 +8,7 @@
 #include "tokenizer.h"
 
 #include <pthread.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -164,6 +165,58 @@ static int take_vec(llm_model *m, const char *name, llm_tensor *dst, int require
     return take_norm(m, name, dst, err);
 }
 
+/* <arch>.rope.scaling.*: YaRN (factor, original_context_length, attn_factor multiplying its 1 + 0.1 ln factor,
+ * yarn_beta_fast / slow) and linear (factor; or the older <arch>.rope.scale_linear), as llama.cpp reads them.
+ * Llama 3's comes as a rope_freqs tensor. Others change every position's angles in ways not implemented
+ * (longrope, a yarn_log_multiplier): refused rather than run unscaled. */
+static int rope_scaling_keys(llm_model *m, const gguf_ctx *g, const char *arch, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    char k[128], type[32] = "";
+    float f = 0.0f, lin = 0.0f;
+#define KEY(name) (snprintf(k, sizeof(k), "%s.rope." name, arch), k)
+    gguf_get_str(g, KEY("scaling.type"), type, sizeof(type));
+    gguf_get_f32(g, KEY("scaling.factor"), &f);
+    if (gguf_get_f32(g, KEY("scale_linear"), &lin) == 0 && lin != 1.0f && lin > 0.0f && type[0] == 0) {
+        strcpy(type, "linear");
+        f = lin;
+    }
+    if (type[0] == 0 || strcmp(type, "none") == 0)
+        return 0;
+    int yarn = strcmp(type, "yarn") == 0;
+    if (!yarn && strcmp(type, "linear") != 0) {
+        llm_seterr(err, "%s: rope scaling '%s' (%s.rope.scaling.type) is not supported (yarn, linear)", m->path, type,
+                   arch);
+        return -1;
+    }
+    float attn = 1.0f, log_mul = 0.0f;
+    uint32_t orig = 0;
+    c->yarn_beta_fast = 32.0f;
+    c->yarn_beta_slow = 1.0f;
+    gguf_get_f32(g, KEY("scaling.attn_factor"), &attn);
+    gguf_get_f32(g, KEY("scaling.yarn_beta_fast"), &c->yarn_beta_fast);
+    gguf_get_f32(g, KEY("scaling.yarn_beta_slow"), &c->yarn_beta_slow);
+    gguf_get_f32(g, KEY("scaling.yarn_log_multiplier"), &log_mul);
+    if (gguf_get_u32(g, KEY("scaling.original_context_length"), &orig) != 0 || orig == 0)
+        orig = (uint32_t)c->seq_len;
+#undef KEY
+    if (log_mul != 0.0f) {
+        llm_seterr(err, "%s: rope scaling with a yarn_log_multiplier is not supported", m->path);
+        return -1;
+    }
+    if (!(f >= 1.0f && attn > 0.0f && c->yarn_beta_fast > c->yarn_beta_slow && c->yarn_beta_slow > 0.0f) ||
+        orig > (1u << 24)) {
+        llm_seterr(err, "%s: bad %s rope scaling values (factor %g, attn_factor %g)", m->path, type, (double)f,
+                   (double)attn);
+        return -1;
+    }
+    c->rope_scaling = yarn ? LLM_ROPE_SCALING_YARN : LLM_ROPE_SCALING_LINEAR;
+    c->rope_factor = f;
+    c->rope_orig_ctx = (int)orig;
+    c->rope_mscale = attn * (f > 1.0f ? 0.1f * logf(f) + 1.0f : 1.0f); /* llama.cpp's attn_factor multiplies it */
+    return 0;
+}
+
 static int load(llm_model *m, llm_err *err)
 {
     gguf_ctx *g = m->gguf;
@@ -215,14 +268,8 @@ static int load(llm_model *m, llm_err *err)
                    rope_dims, c->head_dim);
         return -1;
     }
-    /* rope scalings other than Llama 3's (a rope_freqs tensor) change every position's angles: refused
-     * rather than run unscaled */
-    char rsk[96], rst[32] = "";
-    snprintf(rsk, sizeof(rsk), "%s.rope.scaling.type", arch);
-    if (gguf_get_str(g, rsk, rst, sizeof(rst)) == 0 && rst[0] != 0 && strcmp(rst, "none") != 0) {
-        llm_seterr(err, "%s: rope scaling '%s' (%s) is not supported", m->path, rst, rsk);
+    if (rope_scaling_keys(m, g, arch, err) != 0)
         return -1;
-    }
     char plk[96];
     uint32_t pooling = 0;
     snprintf(plk, sizeof(plk), "%s.pooling_type", arch);

@@ -98,8 +98,30 @@ static int parse_config(llm_model *m, const char *dir, llm_err *err)
         const cJSON *ty = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
         if (!cJSON_IsString(ty))
             ty = cJSON_GetObjectItemCaseSensitive(rs, "type");
-        if (cJSON_IsString(ty) && strcmp(ty->valuestring, "llama3") == 0) {
-            c->rope_scaling = 1;
+        if (cJSON_IsString(ty) && (strcmp(ty->valuestring, "yarn") == 0 || strcmp(ty->valuestring, "linear") == 0)) {
+            int yarn = ty->valuestring[0] == 'y';
+            c->rope_scaling = yarn ? LLM_ROPE_SCALING_YARN : LLM_ROPE_SCALING_LINEAR;
+            c->rope_factor = cfg_float(rs, "factor", 0.0f);
+            /* Hugging Face's attention_factor replaces YaRN's 1 + 0.1 ln factor */
+            c->rope_mscale = cfg_float(rs, "attention_factor", c->rope_factor > 1 ? 0.1f * logf(c->rope_factor) + 1 : 1);
+            c->yarn_beta_fast = cfg_float(rs, "beta_fast", 32.0f);
+            c->yarn_beta_slow = cfg_float(rs, "beta_slow", 1.0f);
+            rc = cfg_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx, c->seq_len, 0, path, err);
+            if (rc == 0 && (cJSON_GetObjectItemCaseSensitive(rs, "mscale") != NULL ||
+                            cJSON_GetObjectItemCaseSensitive(rs, "mscale_all_dim") != NULL ||
+                            cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(rs, "truncate")))) {
+                llm_seterr(err, "%s: rope_scaling mscale / mscale_all_dim / truncate (DeepSeek's YaRN) are not "
+                           "supported", path);
+                rc = -1;
+            }
+            if (rc == 0 && !(c->rope_factor >= 1 && c->rope_orig_ctx > 0 && c->rope_mscale > 0 &&
+                             c->yarn_beta_fast > c->yarn_beta_slow && c->yarn_beta_slow > 0)) {
+                llm_seterr(err, "%s: bad %s rope_scaling values (factor %g)", path, ty->valuestring,
+                           (double)c->rope_factor);
+                rc = -1;
+            }
+        } else if (cJSON_IsString(ty) && strcmp(ty->valuestring, "llama3") == 0) {
+            c->rope_scaling = LLM_ROPE_SCALING_LLAMA3;
             c->rope_factor = cfg_float(rs, "factor", 8.0f);
             c->rope_low_freq_factor = cfg_float(rs, "low_freq_factor", 1.0f);
             c->rope_high_freq_factor = cfg_float(rs, "high_freq_factor", 4.0f);
@@ -110,7 +132,7 @@ static int parse_config(llm_model *m, const char *dir, llm_err *err)
                 rc = -1;
             }
         } else if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "default") != 0) {
-            llm_seterr(err, "%s: unsupported rope_scaling type '%s' (only llama3)", path,
+            llm_seterr(err, "%s: unsupported rope_scaling type '%s' (llama3, yarn, linear)", path,
                        cJSON_IsString(ty) ? ty->valuestring : "?");
             rc = -1;
         }

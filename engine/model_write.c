@@ -65,6 +65,21 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
     gguf_w_f32(w, KEY("rope.freq_base"), c->rope_theta);
     gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
     gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab_size);
+    if (c->rope_scaling == LLM_ROPE_SCALING_YARN || c->rope_scaling == LLM_ROPE_SCALING_LINEAR) {
+        int yarn = c->rope_scaling == LLM_ROPE_SCALING_YARN;
+        gguf_w_str(w, KEY("rope.scaling.type"), yarn ? "yarn" : "linear");
+        gguf_w_f32(w, KEY("rope.scaling.factor"), c->rope_factor);
+        gguf_w_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)c->rope_orig_ctx);
+        if (yarn) { /* llama.cpp's attn_factor multiplies 1 + 0.1 ln factor */
+            float base = c->rope_factor > 1.0f ? 0.1f * logf(c->rope_factor) + 1.0f : 1.0f;
+            if (fabsf(c->rope_mscale / base - 1.0f) > 1e-6f)
+                gguf_w_f32(w, KEY("rope.scaling.attn_factor"), c->rope_mscale / base);
+            if (c->yarn_beta_fast != 32.0f || c->yarn_beta_slow != 1.0f) {
+                gguf_w_f32(w, KEY("rope.scaling.yarn_beta_fast"), c->yarn_beta_fast);
+                gguf_w_f32(w, KEY("rope.scaling.yarn_beta_slow"), c->yarn_beta_slow);
+            }
+        }
+    }
 #undef KEY
 }
 
@@ -257,7 +272,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     uint64_t nrf = (uint64_t)hd / 2;
     if (m->rope_freqs != NULL) {
         gguf_w_tensor(w, "rope_freqs.weight", LLM_F32, 1, &nrf, m->rope_freqs);
-    } else if (c->rope_scaling) {
+    } else if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3) {
         if ((rf = malloc(nrf * sizeof(float))) == NULL) {
             llm_seterr(err, "%s: out of memory", path);
             goto out;
@@ -335,7 +350,18 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     if (c->eos_id >= 0)
         cJSON_AddNumberToObject(j, "eos_token_id", c->eos_id);
     cJSON_AddStringToObject(j, "torch_dtype", dtype == LLM_F32 ? "float32" : dtype == LLM_F16 ? "float16" : "bfloat16");
-    if (c->rope_scaling) {
+    if (c->rope_scaling == LLM_ROPE_SCALING_YARN || c->rope_scaling == LLM_ROPE_SCALING_LINEAR) {
+        cJSON *rs = cJSON_AddObjectToObject(j, "rope_scaling");
+        int yarn = c->rope_scaling == LLM_ROPE_SCALING_YARN;
+        cJSON_AddStringToObject(rs, "rope_type", yarn ? "yarn" : "linear");
+        cJSON_AddNumberToObject(rs, "factor", c->rope_factor);
+        if (yarn) {
+            cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->rope_orig_ctx);
+            cJSON_AddNumberToObject(rs, "attention_factor", c->rope_mscale);
+            cJSON_AddNumberToObject(rs, "beta_fast", c->yarn_beta_fast);
+            cJSON_AddNumberToObject(rs, "beta_slow", c->yarn_beta_slow);
+        }
+    } else if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3) {
         cJSON *rs = cJSON_AddObjectToObject(j, "rope_scaling");
         cJSON_AddStringToObject(rs, "rope_type", "llama3");
         cJSON_AddNumberToObject(rs, "factor", c->rope_factor);

@@ -235,11 +235,12 @@ static int upload_rope(cu_state *st, llm_err *err)
     }
     for (int i = 0; i < half; i++)
         freq[i] = llm_rope_freq(st->m, i);
+    double ms = llm_rope_mscale(st->m);
     for (int p = 0; p < c->seq_len; p++)
         for (int i = 0; i < half; i++) {
             double a = p * freq[i];
-            cs[(size_t)p * half + i] = (float)cos(a);
-            cs[n + (size_t)p * half + i] = (float)sin(a);
+            cs[(size_t)p * half + i] = (float)(cos(a) * ms);
+            cs[n + (size_t)p * half + i] = (float)(sin(a) * ms);
         }
     free(freq);
     float *d = (float *)dev_alloc(st, 2 * n * sizeof(float), err);

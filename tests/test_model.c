@@ -2,6 +2,7 @@
  * load to the same config and weights; GGUF (f16/q8_0) and HF re-saves reload;
  * the tiny random preset loads; broken models give clear errors. */
 #include "gguf.h"
+#include "backend_util.h"
 #include "model.h"
 #include "model_gen.h"
 #include "model_write.h"
@@ -181,10 +182,23 @@ static void test_load_and_save(void)
     llm_model_free(hf);
     cf = fopen(cfgp, "w");
     fprintf(cf, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_hidden_layers\": 5, "
+                "\"num_attention_heads\": 8, \"vocab_size\": 512, \"rope_scaling\": {\"type\": \"longrope\"}}");
+    fclose(cf);
+    hf = llm_model_load(path, NULL, &err);
+    ok(hf == NULL && strstr(err.msg, "longrope"), "unsupported rope scaling: %s", err.msg);
+    cf = fopen(cfgp, "w");
+    fprintf(cf, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_hidden_layers\": 5, "
                 "\"num_attention_heads\": 8, \"vocab_size\": 512, \"rope_scaling\": {\"type\": \"yarn\"}}");
     fclose(cf);
     hf = llm_model_load(path, NULL, &err);
-    ok(hf == NULL && strstr(err.msg, "yarn"), "unsupported rope scaling: %s", err.msg);
+    ok(hf == NULL && strstr(err.msg, "bad yarn rope_scaling values"), "yarn without a factor: %s", err.msg);
+    cf = fopen(cfgp, "w");
+    fprintf(cf, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_hidden_layers\": 5, "
+                "\"num_attention_heads\": 8, \"vocab_size\": 512, \"rope_scaling\": {\"type\": \"yarn\", "
+                "\"factor\": 4.0, \"mscale\": 0.707, \"mscale_all_dim\": 0.707}}");
+    fclose(cf);
+    hf = llm_model_load(path, NULL, &err);
+    ok(hf == NULL && strstr(err.msg, "DeepSeek"), "DeepSeek's YaRN refused: %s", err.msg);
     cf = fopen(cfgp, "w");
     fputs(saved, cf);
     fclose(cf);
@@ -445,6 +459,55 @@ static void test_qwen(void)
         snprintf(f, sizeof(f), "%s/model.safetensors", hf); unlink(f);
         rmdir(hf);
     }
+    /* YaRN and linear rope scaling: through GGUF (llama.cpp's keys) and Hugging Face (rope_scaling) and back,
+     * the frequencies as transformers' _compute_yarn_parameters makes them, cos / sin scaled by 1 + 0.1 ln 4 */
+    if (m2 != NULL) {
+        llm_config *c = &m2->cfg;
+        c->rope_scaling = LLM_ROPE_SCALING_YARN;
+        c->rope_factor = 4.0f;
+        c->rope_orig_ctx = 256;
+        c->rope_mscale = 0.1f * logf(4.0f) + 1.0f;
+        c->yarn_beta_fast = 32.0f;
+        c->yarn_beta_slow = 1.0f;
+        int hd = c->head_dim, same = 1;
+        double base = c->rope_theta, lo = floor(hd * log(256 / (32 * 2 * M_PI)) / (2 * log(base)));
+        double hi = ceil(hd * log(256 / (1 * 2 * M_PI)) / (2 * log(base)));
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > hd - 1 ? hd - 1 : hi;
+        for (int i = 0; i < hd / 2; i++) {
+            double extrap = 1.0 / pow(base, 2.0 * i / hd), interp = extrap / 4.0;
+            double ramp = (i - lo) / (hi == lo ? 0.001 : hi - lo);
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            double want = interp * ramp + extrap * (1 - ramp);
+            same &= fabs(llm_rope_freq(m2, i) - want) <= 1e-12 * want;
+        }
+        ok(same && fabs(llm_rope_mscale(m2) - 1.1386294) < 1e-6, "yarn: frequencies and attention factor as "
+           "transformers makes them (correction range %g..%g of %d)", lo, hi, hd);
+        ok(llm_model_save_gguf(m2, LLM_F32, back, &err) == 0, "yarn re-saved: %s", err.msg);
+        llm_model *b = llm_model_load(back, NULL, &err);
+        ok(b && b->cfg.rope_scaling == LLM_ROPE_SCALING_YARN && b->cfg.rope_factor == 4.0f &&
+           b->cfg.rope_orig_ctx == 256 && fabsf(b->cfg.rope_mscale - c->rope_mscale) < 1e-6f,
+           "yarn through GGUF (rope.scaling.type / factor / original_context_length)");
+        llm_model_free(b);
+        ok(llm_model_save_hf(m2, LLM_F32, hf, &err) == 0, "yarn saved as HF: %s", err.msg);
+        b = llm_model_load(hf, NULL, &err);
+        ok(b && b->cfg.rope_scaling == LLM_ROPE_SCALING_YARN && b->cfg.rope_factor == 4.0f &&
+           b->cfg.rope_orig_ctx == 256 && fabsf(b->cfg.rope_mscale - c->rope_mscale) < 1e-6f,
+           "yarn through config.json rope_scaling: %s", b ? "ok" : err.msg);
+        llm_model_free(b);
+        c->rope_scaling = LLM_ROPE_SCALING_LINEAR;
+        ok(llm_rope_freq(m2, 3) == pow(base, -6.0 / hd) / 4.0 && llm_rope_mscale(m2) == 1.0,
+           "linear: every frequency / factor");
+        ok(llm_model_save_gguf(m2, LLM_F32, back, &err) == 0, "linear re-saved: %s", err.msg);
+        b = llm_model_load(back, NULL, &err);
+        ok(b && b->cfg.rope_scaling == LLM_ROPE_SCALING_LINEAR && b->cfg.rope_factor == 4.0f, "linear through GGUF");
+        llm_model_free(b);
+        c->rope_scaling = LLM_ROPE_SCALING_NONE;
+        char f[600];
+        snprintf(f, sizeof(f), "%s/config.json", hf); unlink(f);
+        snprintf(f, sizeof(f), "%s/model.safetensors", hf); unlink(f);
+        rmdir(hf);
+    }
     /* a Mistral Hugging Face directory is a Llama one; with a sliding window it is refused */
     if (m2 != NULL && llm_model_save_hf(m2, LLM_F32, hf, &err) == 0) {
         char f[600];
@@ -482,8 +545,8 @@ static void test_qwen(void)
         { "", NULL, "blk.1.attn_q_norm.weight", NULL, NULL, "layer 1 q_norm" },
         { "", NULL, NULL, NULL, "gemma", "unsupported architecture 'gemma'" },
         { "", NULL, NULL, NULL, "qwen2", "missing or non-integer metadata key qwen2.embedding_length" },
-        { NULL, NULL, NULL, "qwen2.rope.scaling.type=yarn", NULL, "rope scaling 'yarn' (qwen2.rope.scaling.type) is "
-          "not supported" },
+        { NULL, NULL, NULL, "qwen2.rope.scaling.type=longrope", NULL, "rope scaling 'longrope' (qwen2.rope.scaling.type) "
+          "is not supported" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         rewrite(cases[i].src_is_q3 ? q3 : q2, bad, cases[i].drop, cases[i].halve, cases[i].add, cases[i].arch);

@@ -20,11 +20,12 @@ int cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos)
     }
     for (int i = 0; i < half; i++)
         freq[i] = llm_rope_freq(m, i);
+    double ms = llm_rope_mscale(m);
     for (int p = 0; p < n_pos; p++)
         for (int i = 0; i < half; i++) {
             double a = p * freq[i];
-            r->cos[(size_t)p * half + i] = (float)cos(a);
-            r->sin[(size_t)p * half + i] = (float)sin(a);
+            r->cos[(size_t)p * half + i] = (float)(cos(a) * ms);
+            r->sin[(size_t)p * half + i] = (float)(sin(a) * ms);
         }
     free(freq);
     return 0;

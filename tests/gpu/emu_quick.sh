@@ -16,7 +16,8 @@
 #     attention kernel timed on a head_dim-128 model;
 #  8. Qwen 2 (q/k/v biases) and Qwen 3 (per-head q/k norms) in F32: qkv_prep_kernel before the rope, prefill
 #     and decode (the fused norm+QKV+rope GEMV steps aside for them);
-#  9. embeddings, last-token and mean pooling, against the CPU backend (tests/gpu/embed_check.sh).
+#  9. embeddings, last-token and mean pooling, against the CPU backend (tests/gpu/embed_check.sh); YaRN rope
+#     scaling on the Qwen 2 model.
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -109,6 +110,11 @@ for arch in qwen2 qwen3; do
     check "$arch f32 vs the CPU backend (biases / q-k norms before the rope)" env LLM_CUDA_KV=f32 \
         "$E/parity_logits" --model "$W/$arch-f32.gguf" --positions 32 --gen 4 --chunk 8 --max-diff 5e-2 --min-top1 1
 done
+# YaRN rope scaling (the tables both backends build from llm_rope_freq / llm_rope_mscale) on the Qwen 2 model
+"$B/llm-engine" gen-model --from "$W/qwen2-f32.gguf" --dtype f32 --rope-scaling yarn --rope-factor 4 \
+    --rope-orig-ctx 16 --out "$W/qwen2-yarn.gguf" >/dev/null 2>&1 || exit 1
+check "qwen2 with YaRN rope scaling vs the CPU backend" env LLM_CUDA_KV=f32 "$E/parity_logits" \
+    --model "$W/qwen2-yarn.gguf" --positions 32 --gen 4 --chunk 8 --max-diff 5e-2 --min-top1 1
 check "embeddings (last and mean pooling) vs the CPU backend" env LLM_CUDA_KV=f32 tests/gpu/embed_check.sh \
     "$B/llm-engine" ../shared/models/stories260K/stories260K.gguf 1e-4
 echo "emulated CUDA, quick set: $fails failed"

@@ -99,6 +99,11 @@ for arch in qwen2 qwen3; do
         run "${arch}_f32" env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$WORK/$arch-f32.gguf" \
             --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 5e-2 --min-top1 0.98
 done
+# YaRN rope scaling: the rope tables with its frequencies and attention factor.
+[ -f "$WORK/qwen2-f32.gguf" ] && "$B/llm-engine" gen-model --from "$WORK/qwen2-f32.gguf" --dtype f32 --rope-scaling yarn \
+    --rope-factor 4 --rope-orig-ctx 32 --out "$WORK/qwen2-yarn.gguf" >/dev/null 2>&1 &&
+    run qwen2_yarn env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$WORK/qwen2-yarn.gguf" \
+        --positions 128 --gen 16 --chunk 32 --max-diff 5e-2 --min-top1 0.98
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"
