@@ -45,7 +45,7 @@ static int parse_bias(const char *s, int vocab, llm_logit_bias **out)
 }
 
 static const char *const known[] = {
-    "model=", "tokenizer=", "prompt=", "prompt-ids=", "max-tokens=", "temperature=", "top-p=",
+    "model=", "tokenizer=", "prompt=", "prompt-ids=", "suffix=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=",
     "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "logit-bias=", "json", "json-schema=", NULL,
@@ -121,7 +121,17 @@ int cli_generate(const llm_args *a)
             fprintf(stderr, "error: %s carries no tokenizer; give one with --tokenizer\n", model_path);
             goto out;
         }
-        n_prompt = llm_tok_encode(m->tok, prompt, strlen(prompt), LLM_TOK_ADD_BOS, &ids);
+        const char *suffix = llm_arg_str(a, "suffix"); /* fill in the middle: prompt, then suffix, then the middle */
+        if (suffix != NULL && suffix[0] != 0) {
+            int32_t fim[3];
+            if (llm_tok_fim_ids(m->tok, fim) != 0) {
+                fprintf(stderr, "error: --suffix: %s has no fill-in-the-middle tokens\n", model_path);
+                goto out;
+            }
+            n_prompt = llm_tok_encode_fim(m->tok, prompt, strlen(prompt), suffix, strlen(suffix), &ids);
+        } else {
+            n_prompt = llm_tok_encode(m->tok, prompt, strlen(prompt), LLM_TOK_ADD_BOS, &ids);
+        }
         if (n_prompt < 0) {
             fprintf(stderr, "error: out of memory tokenizing the prompt\n");
             goto out;

@@ -64,6 +64,7 @@ llm_tokenizer *tok_new(llm_tok_kind kind, int n_vocab)
     t->score = calloc((size_t)n_vocab, sizeof(float));
     t->type = malloc((size_t)n_vocab);
     t->bos = t->eos = t->unk = -1;
+    t->fim[0] = t->fim[1] = t->fim[2] = -1;
     t->add_space_prefix = 1;
     if (t->text_off == NULL || t->text_len == NULL || t->raw_off == NULL || t->raw_len == NULL || t->score == NULL ||
         t->type == NULL) {
@@ -382,6 +383,51 @@ int llm_tok_bos(const llm_tokenizer *t) { return t->bos; }
 int llm_tok_eos(const llm_tokenizer *t) { return t->eos; }
 int llm_tok_add_bos(const llm_tokenizer *t) { return t->add_bos; }
 int llm_tok_add_eos(const llm_tokenizer *t) { return t->add_eos && t->eos >= 0; }
+
+int llm_tok_fim_ids(const llm_tokenizer *t, int32_t ids[3])
+{
+    static const char *const names[][3] = { { "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>" },
+                                            { "<fim_prefix>", "<fim_suffix>", "<fim_middle>" } };
+    if (t->fim[0] >= 0 && t->fim[1] >= 0 && t->fim[2] >= 0) {
+        memcpy(ids, t->fim, 3 * sizeof(int32_t));
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+        for (int i = 0; i < 3; i++)
+            ids[i] = llm_tok_find(t, names[k][i]);
+        if (ids[0] >= 0 && ids[1] >= 0 && ids[2] >= 0)
+            return 0;
+    }
+    return -1;
+}
+
+int llm_tok_encode_fim(const llm_tokenizer *t, const char *prefix, size_t plen, const char *suffix, size_t slen,
+                       int32_t **out)
+{
+    int32_t fim[3], *p = NULL, *s = NULL;
+    *out = NULL;
+    if (llm_tok_fim_ids(t, fim) != 0)
+        return -1;
+    int np = llm_tok_encode(t, prefix, plen, 0, &p), ns = np < 0 ? -1 : llm_tok_encode(t, suffix, slen, 0, &s);
+    int bos = t->add_bos && t->bos >= 0, n = -1;
+    int32_t *ids = ns >= 0 ? malloc(((size_t)np + (size_t)ns + 4) * sizeof(int32_t)) : NULL;
+    if (ids != NULL) {
+        n = 0;
+        if (bos)
+            ids[n++] = t->bos;
+        ids[n++] = fim[0];
+        memcpy(ids + n, p, (size_t)np * sizeof(int32_t));
+        n += np;
+        ids[n++] = fim[1];
+        memcpy(ids + n, s, (size_t)ns * sizeof(int32_t));
+        n += ns;
+        ids[n++] = fim[2];
+        *out = ids;
+    }
+    free(p);
+    free(s);
+    return n;
+}
 void llm_tok_set_add_eos(llm_tokenizer *t, int on) { t->add_eos = on != 0; }
 const char *llm_tok_chat_template(const llm_tokenizer *t) { return t->chat_template; }
 

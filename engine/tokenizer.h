@@ -37,6 +37,15 @@ int   llm_tok_add_bos(const llm_tokenizer *t);
  * appends it to text inputs, as llama.cpp's server does (an embedding model pooling the last token). */
 int   llm_tok_add_eos(const llm_tokenizer *t);
 void  llm_tok_set_add_eos(llm_tokenizer *t, int on); /* gen-model --add-eos: an embedding model's GGUF */
+/* Fill-in-the-middle (code models): the prefix, suffix and middle token ids from the metadata
+ * (tokenizer.ggml.fim_pre/suf/mid_token_id, or the older prefix/suffix/middle_token_id), else by their text
+ * (<|fim_prefix|> ... as Qwen 2.5-Coder, <fim_prefix> ... as StarCoder). 0 when the model has all three. */
+int   llm_tok_fim_ids(const llm_tokenizer *t, int32_t ids[3]);
+/* The prompt a code model completes between prefix and suffix, in the PSM order its training used:
+ * [BOS where it asks] <prefix id> prefix <suffix id> suffix <middle id>. The count (ids malloc'd), or -1
+ * (no FIM tokens, out of memory). */
+int   llm_tok_encode_fim(const llm_tokenizer *t, const char *prefix, size_t plen, const char *suffix, size_t slen,
+                         int32_t **out);
 /* Chat template text from the model's metadata (tokenizer.chat_template / tokenizer_config.json), or NULL. */
 const char *llm_tok_chat_template(const llm_tokenizer *t);
 

@@ -107,6 +107,16 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
     t->unk = unk;
     int flag;
     t->add_bos = gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag) == 0 ? flag : (bos >= 0);
+    static const char *const fim_keys[2][3] = {
+        { "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.fim_mid_token_id" },
+        { "tokenizer.ggml.prefix_token_id", "tokenizer.ggml.suffix_token_id", "tokenizer.ggml.middle_token_id" },
+    };
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 3; i++) {
+            int64_t id;
+            if (t->fim[i] < 0 && gguf_get_i64(g, fim_keys[k][i], &id) == 0 && id >= 0 && id < n)
+                t->fim[i] = (int32_t)id;
+        }
     t->add_eos = gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag) == 0 ? flag : 0;
     t->add_space_prefix = gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &flag) == 0 ? flag : 1;
     const gguf_kv *tmpl = gguf_find_kv(g, "tokenizer.chat_template");

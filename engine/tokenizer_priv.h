@@ -50,6 +50,7 @@ struct llm_tokenizer {
     int      add_bos;         /* metadata says BOS belongs in front */
     int      add_eos;         /* metadata says EOS belongs at the end (embedding models: Qwen3-Embedding) */
     int      add_space_prefix; /* SPM dummy prefix */
+    int32_t  fim[3];          /* fill-in-the-middle prefix / suffix / middle ids from the metadata, or -1 */
     char    *chat_template;
     /* byte-level BPE */
     tok_mergemap merges;

@@ -498,6 +498,28 @@ static int parse_stop_token_ids(const cJSON *root, llm_api_req *r, llm_api_err *
 /* What this server does not do, refused rather than ignored (a client would take the answer for one that
  * honoured it): the legacy functions (tools replace them), function calling on completions, insertion,
  * best_of. Empty lists, "none" and best_of 1 are fine. */
+/* completions' suffix: insertion, through the model's fill-in-the-middle tokens (the module encodes it). */
+static int parse_suffix(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *sfx = llm_api_field(root, "suffix");
+    if (r->kind == LLM_API_COMPLETIONS && sfx) { /* insertion: the model's fill-in-the-middle tokens (the module) */
+        if (!cJSON_IsString(sfx)) {
+            llm_api_seterr(e, 400, "suffix", "invalid_type", "'suffix' must be a string");
+            return -1;
+        }
+        if (sfx->valuestring[0] != '\0') {
+            if (r->ids || r->batch_ids || r->echo) {
+                llm_api_seterr(e, 400, "suffix", "invalid_value", "'suffix' goes with a text prompt (not token ids), "
+                               "without 'echo'");
+                return -1;
+            }
+            r->suffix = sfx->valuestring;
+            r->suffix_len = strlen(sfx->valuestring);
+        }
+    }
+    return 0;
+}
+
 static int refuse_unsupported(const cJSON *root, const llm_api_req *r, llm_api_err *e)
 {
     const cJSON *fs = llm_api_field(root, "functions");
@@ -515,11 +537,6 @@ static int refuse_unsupported(const cJSON *root, const llm_api_req *r, llm_api_e
     const cJSON *tools = llm_api_field(root, "tools");
     if (r->kind == LLM_API_COMPLETIONS && tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0)) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "'tools' (function calling) is for /v1/chat/completions");
-        return -1;
-    }
-    const cJSON *sfx = llm_api_field(root, "suffix");
-    if (r->kind == LLM_API_COMPLETIONS && sfx && !(cJSON_IsString(sfx) && sfx->valuestring[0] == '\0')) {
-        llm_api_seterr(e, 400, "suffix", "unsupported_parameter", "'suffix' (insertion) is not supported by this server");
         return -1;
     }
     const cJSON *bo = llm_api_field(root, "best_of");
@@ -687,7 +704,7 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (rc) r->ignore_eos = b;
     if (get_str(root, "user", &r->user, e) < 0) return -1;
     if (parse_response_format(root, r, e)) return -1;
-    if (refuse_unsupported(root, r, e)) return -1;
+    if (refuse_unsupported(root, r, e) || parse_suffix(root, r, e)) return -1;
     return parse_logit_bias(root, r, e);
 }
 

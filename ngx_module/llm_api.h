@@ -106,6 +106,9 @@ typedef struct {
                                * tokens' logprobs too) */
     int          echo_only;   /* max_tokens 0 with echo: the prompt (and its logprobs) and nothing generated */
     const char  *user;
+    /* completions: fill-in-the-middle (a code model completes between prompt and suffix) */
+    const char  *suffix;      /* NULL: none (an empty suffix is none) */
+    size_t       suffix_len;
     /* embeddings */
     int          base64;      /* encoding_format "base64": each vector as base64 of little-endian float32 */
     int          dimensions;  /* 0, or the leading dimensions kept (then normalised again; Matryoshka models) */

@@ -176,6 +176,18 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         if (bad) goto oom;
         return 0;
     }
+    if (q->suffix) { /* fill in the middle */
+        int32_t fim[3];
+        if (llm_tok_fim_ids(tok, fim) != 0) {
+            llm_api_seterr(e, 400, "suffix", "invalid_value",
+                           "'suffix': this model has no fill-in-the-middle tokens (<|fim_prefix|> ...)");
+            return -1;
+        }
+        int k = llm_tok_encode_fim(tok, q->prompt ? q->prompt : "", q->prompt_len, q->suffix, q->suffix_len, ids);
+        if (k < 0) goto oom;
+        *n = (size_t)k;
+        return 0;
+    }
     if (encode_text(tok, q->prompt ? q->prompt : "", q->prompt_len, q->add_special ? LLM_TOK_ADD_BOS : 0, ids, n, &cap))
         goto oom;
     return 0;

@@ -303,10 +303,10 @@ location / {
     llm_model_path $TEST_NGINX_SPM_MODEL;
 }
 --- request
-GET /v1/embeddings
+GET /v1/audio/speech
 --- error_code: 404
 --- response_body_like chomp
-^\{"error":\{"message":"no such endpoint: /v1/embeddings","type":"not_found_error","param":null,"code":"not_found"\}\}$
+^\{"error":\{"message":"no such endpoint: /v1/audio/speech","type":"not_found_error","param":null,"code":"not_found"\}\}$
 
 === TEST 20: GET on a POST endpoint is 405 with Allow
 --- main_config

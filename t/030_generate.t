@@ -612,3 +612,39 @@ POST /v1/completions
 --- error_code: 400
 --- response_body_like chomp
 "message":"token id 99999 at index 1 is outside the vocabulary \(size 512\) \(prompt 1\)"
+
+=== TEST 36: suffix (fill in the middle): the prompt is <|fim_prefix|> prompt <|fim_suffix|> suffix <|fim_middle|>
+The echo engine answers with the prompt's 18 tokens, so the text shows what the model was given (BOS first, not
+printed).
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_max_tokens 32;
+}
+--- request
+POST /v1/completions
+{"prompt": "def add(a, b):", "suffix": "print(add(1, 2))", "max_tokens": 18}
+--- error_code: 200
+--- response_body_like eval
+qr/"text":"<\|fim_prefix\|>def add\(a, b\):<\|fim_suffix\|>print\(add\(1, 2\)\)<\|fim_middle\|>","logprobs":null,"finish_reason":"length"\}\],"usage":\{"prompt_tokens":18,/
+
+=== TEST 37: suffix on a model without fill-in-the-middle tokens is a 400 that says so
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_max_tokens 32;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once", "suffix": "the end"}
+--- error_code: 400
+--- response_body_like eval
+qr/"message":"'suffix': this model has no fill-in-the-middle tokens \(<\|fim_prefix\|> ...\)","type":"invalid_request_error","param":"suffix"/

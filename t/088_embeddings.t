@@ -106,7 +106,7 @@ location / {
     llm_model_name stories;
 }
 --- request eval
-"POST /v1/embeddings\n{\"input\": [" . join(",", map { "\"story $_ about a dog\"" } 0 .. 99) . "]}"
+"POST /v1/embeddings\n{\"input\": [" . CORE::join(",", map { "\"story $_ about a dog\"" } 0 .. 99) . "]}"
 --- error_code: 200
 --- response_body_like eval
 qr/^\{"object":"list","data":\[(?:\{"object":"embedding","index":(\d+),"embedding":\[[^\]]+\]\},?(?(?{ $^N == ($main::k = ($^N == 0 ? 0 : $main::k + 1)) })|(*FAIL))){100}\],"model":"stories","usage"/
@@ -266,7 +266,7 @@ location / {
     llm_model_name stories;
 }
 --- request eval
-"POST /v1/embeddings\n{\"input\": [" . join(",", ("\"a\"") x 2049) . "]}"
+"POST /v1/embeddings\n{\"input\": [" . CORE::join(",", ("\"a\"") x 2049) . "]}"
 --- error_code: 400
 --- response_body_like eval
 qr/2049 inputs in one request; at most 2048/

@@ -90,7 +90,8 @@ export TEST_NGINX_LLAMA3_MODEL="$BUILD/t/tiny-llama3-q8_0.gguf"
         --out "$TEST_NGINX_LLAMA3_MODEL" > /dev/null
 start_real "$TEST_NGINX_LLAMA3_ENGINE" "$TEST_NGINX_LLAMA3_MODEL" --kv-blocks 256
 # The text side of a Qwen 3-style reasoning model for t/087, over that engine: Llama 3's vocabulary with
-# reserved tokens named <think>, </think> and <tool_call> (not special, so printed, as Qwen's are) and a ChatML chat
+# reserved tokens named <think>, </think> and <tool_call> (and, for t/030's fill in the middle, Qwen 2.5-Coder's
+# <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>) (not special, so printed, as Qwen's are) and a ChatML chat
 # template that writes <think> (what marks a reasoning model) and, as Qwen 2.5's does, a system message of its
 # own when the conversation has none; the workers tokenize with it.
 THINK_DIR="$BUILD/t/think-tokenizer"
@@ -98,7 +99,8 @@ mkdir -p "$THINK_DIR"
 python3 - "$SHARED/tokenizers/llama3" "$THINK_DIR" <<'PY' || { echo "t/run.sh: writing $THINK_DIR failed" >&2; exit 1; }
 import json, sys
 src, dst = sys.argv[1], sys.argv[2]
-names = {"128011": "<think>", "128012": "</think>", "128013": "<tool_call>"}
+names = {"128011": "<think>", "128012": "</think>", "128013": "<tool_call>",
+         "128014": "<|fim_prefix|>", "128015": "<|fim_suffix|>", "128016": "<|fim_middle|>"}
 t = json.load(open(src + "/tokenizer.json"))
 for a in t["added_tokens"]:
     if str(a["id"]) in names:

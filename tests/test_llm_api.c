@@ -383,13 +383,20 @@ int main(void)
         "functions");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tool_choice\":\"required\"}", "tool_choice",
         "tool_choice required without tools");
-    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"suffix\":\"end\"}", "suffix", "suffix");
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":[\"x\",\"y\"],\"suffix\":\"end\"}", &r, &e), 0,
+           "suffix (fill in the middle) with text prompts");
+    ok(r.suffix && !strcmp(r.suffix, "end") && r.suffix_len == 3, "suffix kept");
+    llm_api_req_free(&r);
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":[1,2],\"suffix\":\"end\"}", "suffix", "suffix with token ids");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"suffix\":\"end\",\"echo\":true}", "suffix", "suffix with echo");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"suffix\":5}", "suffix", "suffix not a string");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"best_of\":3}", "best_of", "best_of 3");
     is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"tools\":[],\"tool_choice\":\"none\"}", &r, &e),
            0, "empty tools and tool_choice none are fine");
     llm_api_req_free(&r);
     is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"suffix\":\"\",\"best_of\":2,\"n\":2}", &r, &e), 0,
            "an empty suffix and best_of = n are fine");
+    ok(r.suffix == NULL, "an empty suffix is none");
     llm_api_req_free(&r);
 
     /* min_tokens, stop_token_ids (vLLM's) */

@@ -228,6 +228,72 @@ static void timing(const llm_tokenizer *t, const cJSON *vec)
     free(buf);
 }
 
+/* Fill in the middle: the ids from GGUF keys, or by text from a tokenizer.json whose reserved tokens are named
+ * as Qwen 2.5-Coder's; the prompt is [BOS] <prefix> prefix <suffix> suffix <middle>; a vocabulary without them
+ * has none. */
+static void check_fim(llm_tokenizer *plain)
+{
+    int32_t fim[3], *ids = NULL, *p = NULL, *q = NULL;
+    llm_err err = { { 0 } };
+    ok(llm_tok_fim_ids(plain, fim) == -1 && llm_tok_encode_fim(plain, "a", 1, "b", 1, &ids) == -1,
+       "Llama 3's vocabulary has no fill-in-the-middle tokens");
+    char path[] = "/tmp/llm_tok_fimXXXXXX";
+    int fd = mkstemp(path);
+    gguf_writer *w = gguf_writer_new();
+    int wrote = fd >= 0 && w && llm_gguf_w_bpe_from_hf(w, TOK_JSON, NULL, &err) == 0;
+    if (wrote) {
+        gguf_w_u32(w, "tokenizer.ggml.fim_pre_token_id", 128014);
+        gguf_w_u32(w, "tokenizer.ggml.fim_suf_token_id", 128015);
+        gguf_w_u32(w, "tokenizer.ggml.fim_mid_token_id", 128016);
+        wrote = gguf_writer_write(w, path, &err) == 0;
+    }
+    gguf_writer_free(w);
+    gguf_ctx *g = wrote ? gguf_open(path, &err) : NULL;
+    llm_tokenizer *tg = g ? llm_tok_load_gguf(g, &err) : NULL;
+    ok(tg && llm_tok_fim_ids(tg, fim) == 0 && fim[0] == 128014 && fim[1] == 128015 && fim[2] == 128016,
+       "ids from tokenizer.ggml.fim_pre/suf/mid_token_id");
+    const char *pre = "def add(a, b):\n    ", *suf = "\n\nprint(add(1, 2))\n";
+    int n = tg ? llm_tok_encode_fim(tg, pre, strlen(pre), suf, strlen(suf), &ids) : -1;
+    int np = llm_tok_encode(plain, pre, strlen(pre), 0, &p), nq = llm_tok_encode(plain, suf, strlen(suf), 0, &q);
+    ok(n == np + nq + 4 && ids[0] == 128000 && ids[1] == 128014 && !memcmp(ids + 2, p, (size_t)np * 4) &&
+       ids[2 + np] == 128015 && !memcmp(ids + 3 + np, q, (size_t)nq * 4) && ids[n - 1] == 128016,
+       "[BOS] <prefix> prefix <suffix> suffix <middle> (%d ids)", n);
+    free(ids);
+    llm_tok_free(tg);
+    gguf_close(g);
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
+    /* by text: a tokenizer.json with the reserved tokens named <|fim_prefix|> ... */
+    cJSON *j = read_json(TOK_JSON);
+    const cJSON *a;
+    static const char *const names[3] = { "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>" };
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(j, "added_tokens")) {
+        int id = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(a, "id"));
+        if (id >= 128014 && id <= 128016)
+            cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)a, "content", cJSON_CreateString(names[id - 128014]));
+    }
+    char dir[] = "/tmp/llm_tok_fimdirXXXXXX", tj[64];
+    char *txt = j && mkdtemp(dir) ? cJSON_PrintUnformatted(j) : NULL;
+    snprintf(tj, sizeof(tj), "%s/tokenizer.json", dir);
+    FILE *f = txt ? fopen(tj, "w") : NULL;
+    if (f != NULL) {
+        fputs(txt, f);
+        fclose(f);
+    }
+    free(txt);
+    cJSON_Delete(j);
+    llm_tokenizer *th = f ? llm_tok_load_hf(tj, &err) : NULL;
+    ok(th && llm_tok_fim_ids(th, fim) == 0 && fim[0] == 128014 && fim[2] == 128016, "ids by their text: %s",
+       th ? "found" : err.msg);
+    llm_tok_free(th);
+    unlink(tj);
+    rmdir(dir);
+    free(p);
+    free(q);
+}
+
 int main(void)
 {
     cJSON *vec = read_json(VECTORS);
@@ -254,6 +320,7 @@ int main(void)
     check_special(t);
     check_invalid_utf8(t);
     check_stream(t);
+    check_fim(t);
     timing(t, vec);
 
     /* The same vocabulary as GGUF metadata (tokenizer.ggml.model gpt2, pre llama-bpe). */
