@@ -1181,6 +1181,32 @@ static void plp_run(int with_plp, const req_spec *q, int n, plp_result *out, llm
     fake_env_free(&e);
 }
 
+/* The reference of the prompt tests: every row of one forward over the whole prompt (n <= PLP_LONG tokens)
+ * on a fresh fake backend (malloc'd, n x 64 floats), or NULL. */
+static float *whole_prompt_rows(const int32_t *prompt, int n)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 256, 26, 8);
+    int32_t pos[PLP_LONG], seq[PLP_LONG] = { 0 }, blocks[32];
+    uint8_t want[PLP_LONG];
+    for (int k = 0; k < n; k++) {
+        pos[k] = k;
+        want[k] = 1;
+    }
+    for (int b = 0; b < 32; b++)
+        blocks[b] = b < 26 ? b : -1;
+    llm_seq_view view = { blocks, (n + 7) / 8 };
+    llm_batch b = { n, prompt, pos, seq, want, 1, &view };
+    float *lg = malloc((size_t)n * 64 * sizeof(float));
+    llm_err err = { { 0 } };
+    if (lg != NULL && e.be.ops->forward(&e.be, &b, lg, &err) != 0) {
+        free(lg);
+        lg = NULL;
+    }
+    fake_env_free(&e);
+    return lg;
+}
+
 static void test_prompt_logprobs(void)
 {
     static req_spec q[3];
@@ -1203,22 +1229,9 @@ static void test_prompt_logprobs(void)
     ok(st.preemptions > 0, "the tight pool preempted requests (%llu)", (unsigned long long)st.preemptions);
     for (int i = 0; i < 2; i++) {
         /* the reference: the whole prompt in one forward on a fresh backend */
-        fake_env e;
-        fake_env_init(&e, 64, 256, 26, 8);
         int n = q[i].n_prompt;
-        int32_t pos[PLP_LONG], seq[PLP_LONG] = { 0 }, blocks[32];
-        uint8_t want[PLP_LONG];
-        for (int k = 0; k < n; k++) {
-            pos[k] = k;
-            want[k] = 1;
-        }
-        for (int b = 0; b < 32; b++)
-            blocks[b] = b < 26 ? b : -1;
-        llm_seq_view view = { blocks, (n + 7) / 8 };
-        llm_batch b = { n, q[i].prompt, pos, seq, want, 1, &view };
-        float *lg = malloc((size_t)n * 64 * sizeof(float));
-        llm_err err = { { 0 } };
-        int same = e.be.ops->forward(&e.be, &b, lg, &err) == 0 && with[i].n_prompt_out == n - 1;
+        float *lg = whole_prompt_rows(q[i].prompt, n);
+        int same = lg != NULL && with[i].n_prompt_out == n - 1;
         for (int k = 0; same && k < n - 1; k++) {
             llm_sample_result res;
             llm_token_logprobs(lg + (size_t)k * 64, 64, q[i].prompt[k + 1], 2, &res);
@@ -1230,7 +1243,6 @@ static void test_prompt_logprobs(void)
         ok(with[i].gen == without[i].gen && memcmp(with[i].gtok, without[i].gtok, sizeof with[i].gtok) == 0,
            "request %d: the same %d generated tokens as without prompt logprobs", i, with[i].gen);
         free(lg);
-        fake_env_free(&e);
     }
     ok(with[2].n_prompt_out == 0 && with[2].gen == without[2].gen &&
        memcmp(with[2].gtok, without[2].gtok, sizeof with[2].gtok) == 0,
@@ -1320,23 +1332,10 @@ static void test_embeddings(void)
     emb_run(0, q, pooling, 4, without, &st0);
     ok(st.preemptions > 0, "embeddings: the tight pool preempted requests (%llu)", (unsigned long long)st.preemptions);
     for (int i = 2; i < 4; i++) {
-        fake_env e;
-        fake_env_init(&e, 64, 256, 26, 8);
         int n = q[i].n_prompt;
-        int32_t pos[PLP_LONG], seq[PLP_LONG] = { 0 }, blocks[32];
-        uint8_t want[PLP_LONG];
-        for (int k = 0; k < n; k++) {
-            pos[k] = k;
-            want[k] = 1;
-        }
-        for (int b = 0; b < 32; b++)
-            blocks[b] = b < 26 ? b : -1;
-        llm_seq_view view = { blocks, (n + 7) / 8 };
-        llm_batch b = { n, q[i].prompt, pos, seq, want, 1, &view };
-        float *lg = malloc((size_t)n * 64 * sizeof(float)), ref[EMB_DIM] = { 0 };
-        llm_err err = { { 0 } };
-        int rc = e.be.ops->forward(&e.be, &b, lg, &err);
-        for (int k = pooling[i] == LLM_SCHED_EMBED_MEAN ? 0 : n - 1; k < n; k++)
+        float *lg = whole_prompt_rows(q[i].prompt, n), ref[EMB_DIM] = { 0 };
+        int rc = lg != NULL ? 0 : -1;
+        for (int k = pooling[i] == LLM_SCHED_EMBED_MEAN ? 0 : n - 1; rc == 0 && k < n; k++)
             for (int j = 0; j < EMB_DIM; j++)
                 ref[j] += lg[(size_t)k * 64 + j] + 100.0f; /* the fake's hidden rows */
         double worst = 0.0;
@@ -1351,7 +1350,6 @@ static void test_embeddings(void)
            "request %d (%s pooling, %d tokens): one record, no token, STOP, the embedding of one forward over the "
            "prompt (max diff %.2g)", i, i == 2 ? "mean" : "last", n, worst);
         free(lg);
-        fake_env_free(&e);
     }
     int same = 1;
     for (int i = 0; i < 2; i++)
