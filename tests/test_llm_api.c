@@ -507,11 +507,14 @@ int main(void)
             "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"}],\"tools\":[{\"type\":\"function\",\"function\":"
             "{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"array\",\"items\":"
             "{\"type\":\"integer\",\"minimum\":0}}},\"required\":[\"x\"]}}}],\"tool_choice\":\"required\"}",
+            "{\"input\":[\"a cat\",\"a dog\"],\"encoding_format\":\"base64\",\"dimensions\":8,\"user\":\"u\"}",
+            "{\"input\":[[1,2,3],[4,5]],\"model\":\"m\",\"encoding_format\":\"float\"}",
+            "{\"prompt\":\"def f(\",\"suffix\":\"return x\",\"max_tokens\":8,\"stop\":[\"\\n\"]}",
         };
         uint64_t x = 0x1234567u;
         int sane = 1, runs = 0;
-        for (int k = 0; k < 3000; k++) {
-            const char *seed = seeds[k % 5];
+        for (int k = 0; k < 4800; k++) {
+            const char *seed = seeds[k % 8];
             size_t n = strlen(seed);
             char buf[1024];
             memcpy(buf, seed, n);
@@ -522,7 +525,9 @@ int main(void)
             }
             x = x * 6364136223846793005ULL + 1442695040888963407ULL;
             size_t len = k % 5 == 0 ? (size_t)(x >> 33) % n : n; /* some truncated */
-            int rc = llm_api_parse(k % 5 >= 2 ? LLM_API_CHAT : LLM_API_COMPLETIONS, buf, len, &r, &e);
+            int kind = k % 8 == 5 || k % 8 == 6 ? LLM_API_EMBEDDINGS
+                     : k % 8 >= 2 && k % 8 <= 4 ? LLM_API_CHAT : LLM_API_COMPLETIONS;
+            int rc = llm_api_parse((llm_api_kind)kind, buf, len, &r, &e);
             sane &= rc == 0 || (rc == -1 && (e.status == 400 || e.status == 500));
             llm_api_req_free(&r);
             runs++;
