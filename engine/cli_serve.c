@@ -140,7 +140,7 @@ int cli_serve(const llm_args *a)
         "shm-mode=", "max-waiting=", "stream-cap=", "no-supervise", "pid-file=", "redis=", "max-restarts=",
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
-        "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", "mask-threads=", "pooling=", NULL,
+        "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", "mask-threads=", "pooling=", "spec-ngram=", NULL,
     };
     if (llm_args_check(a, known) != 0)
         return 2;
@@ -167,6 +167,7 @@ int cli_serve(const llm_args *a)
     sc->max_waiting = (int)llm_arg_long(a, "max-waiting", 0, 0, 1 << 20);
     sc->oom_recover_ms = (int)llm_arg_long(a, "oom-recover-ms", 1000, 1, 3600000);
     sc->mask_threads = (int)llm_arg_long(a, "mask-threads", 2, 0, 64);
+    sc->spec_tokens = (int)llm_arg_long(a, "spec-ngram", 0, 0, LLM_SCHED_MAX_SPEC);
     const char *pref = llm_arg_str(a, "preferred-batch-sizes");
     if (pref != NULL) {
         sc->n_preferred = parse_sizes(pref, sc->preferred_batch_sizes, LLM_SCHED_MAX_PREFERRED);

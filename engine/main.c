@@ -23,7 +23,7 @@ static void usage(FILE *f)
         "             [--preferred-batch-sizes 8,16] [--batch-timeout-ms 5] [--max-batched-tokens 2048]\n"
         "             [--kv-blocks auto|N] [--block-size 16] [--threads N] [--slots 256] [--stream-cap 1024]\n"
         "             [--max-waiting N] [--shm-mode 0600] [--backend cpu|cuda] [--device N]\n"
-        "             [--oom-recover-ms 1000] [--mask-threads 2] [--pooling last|mean] (supervision, Redis, tuning: see README)\n"
+        "             [--oom-recover-ms 1000] [--mask-threads 2] [--pooling last|mean] [--spec-ngram K] (supervision, Redis, tuning: see README)\n"
         "  gen-model  (--preset tiny|tiny-llama3|stories110m|llama-3.2-1b|llama-3.2-3b|tiny-qwen2|tiny-qwen3|\n"
         "                       qwen2.5-0.5b|qwen3-0.6b | --from MODEL [--format gguf|hf])\n"
         "             --dtype f32|f16|bf16|q8_0|q4_0 --out FILE.gguf|DIR [--seed S]\n");

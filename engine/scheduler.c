@@ -44,6 +44,9 @@ typedef struct {
     uint64_t t_submit, t_admit, t_first, t_last;
     /* this step */
     int      placed, chunk;
+    int      n_draft;          /* drafted tokens in the chunk (in tokens[] past n_tokens), n-gram speculation */
+    int      spec_skip, spec_miss; /* decodes left without drafts, and drafts rejected whole in a row: a text
+                                    * that does not repeat itself stops costing draft rows (backoff 1, 3, 7, 15) */
 } sreq;
 
 enum { PLACE_OK, PLACE_SKIP, PLACE_SELF_PREEMPTED };
@@ -129,9 +132,11 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
         return NULL;
     }
     if (c.max_batch_size < 1 || c.max_batched_tokens < 1 || c.batch_timeout_ms < 0 || c.max_waiting < 0 ||
-        c.n_preferred < 0 || c.n_preferred > LLM_SCHED_MAX_PREFERRED) {
+        c.n_preferred < 0 || c.n_preferred > LLM_SCHED_MAX_PREFERRED || c.spec_tokens < 0 ||
+        c.spec_tokens > LLM_SCHED_MAX_SPEC) {
         llm_seterr(err, "scheduler: max_batch_size and max_batched_tokens must be >= 1, batch_timeout_ms and "
-                        "max_waiting >= 0, at most %d preferred batch sizes", LLM_SCHED_MAX_PREFERRED);
+                        "max_waiting >= 0, at most %d preferred batch sizes, spec_tokens 0..%d", LLM_SCHED_MAX_PREFERRED,
+                   LLM_SCHED_MAX_SPEC);
         return NULL;
     }
     for (int i = 0; i < c.n_preferred; i++)
@@ -168,8 +173,9 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
     s->b_want = malloc(nt);
     s->b_views = calloc(ns, sizeof(llm_seq_view));
     s->b_reqs = calloc(ns, sizeof(sreq *));
-    s->logits = malloc(ns * (size_t)s->vocab * sizeof(float));
-    s->logit_rows = (int)ns;
+    /* rows: one a sequence, plus the drafts of the requests that may speculate */
+    s->logit_rows = (int)ns + (c.spec_tokens > 0 ? LLM_SCHED_SPEC_SEQS * c.spec_tokens : 0);
+    s->logits = malloc((size_t)s->logit_rows * (size_t)s->vocab * sizeof(float));
     if (s->kv == NULL || s->running == NULL || s->b_tok == NULL || s->b_pos == NULL || s->b_seq == NULL ||
         s->b_want == NULL || s->b_views == NULL || s->b_reqs == NULL || s->logits == NULL) {
         llm_sched_destroy(s);
@@ -704,7 +710,8 @@ static void add_chunk(llm_sched *s, sreq *r, int n)
         s->b_tok[t] = r->tokens[p];
         s->b_pos[t] = p;
         s->b_seq[t] = si;
-        s->b_want[t] = (k == n - 1 && p == r->n_tokens - 1) || (r->plp && p < r->n_prompt - 1 && p >= r->plp_next - 1);
+        s->b_want[t] = (k == n - 1 && p == r->n_tokens - 1) || (r->plp && p < r->n_prompt - 1 && p >= r->plp_next - 1) ||
+                       (r->n_draft > 0 && p >= r->n_tokens - 1); /* a speculating decode: every row is checked */
         if (r->embed && (r->embed == LLM_SCHED_EMBED_MEAN || s->b_want[t]))
             s->b_want[t] = LLM_WANT_HIDDEN;
     }
@@ -714,6 +721,49 @@ static void add_chunk(llm_sched *s, sreq *r, int n)
     r->placed = 1;
     r->chunk = n;
     s->budget -= n;
+}
+
+static int host_masked(const sreq *r);
+
+/* N-gram speculation: drafts for r (a decode), written past its last token (tokens[n_tokens..]): what
+ * followed the latest earlier occurrence of its last 3, 2 or 1 tokens, at most cfg.spec_tokens and `room` (KV
+ * positions free without preempting) and what the step's budget, the logits rows, the output room, the
+ * request's tokens and the context leave. Returns how many (0: none), with the rows taken. */
+static int spec_draft(llm_sched *s, sreq *r, int room)
+{
+    int k = s->cfg.spec_tokens;
+    if (k == 0 || s->n_running > LLM_SCHED_SPEC_SEQS || host_masked(r) || r->plp || r->embed ||
+        !llm_sampler_plain_greedy(r->smp))
+        return 0;
+    if (r->spec_skip > 0) {
+        r->spec_skip--;
+        return 0;
+    }
+    int L = r->n_tokens;
+    int lim[6] = { room, s->budget - 1, s->plp_room, r->cap - L, r->max_tokens - r->n_gen - 1, s->ctx_limit - L };
+    if (s->cfg.emit_room != NULL)
+        lim[5] = lim[5] < s->cfg.emit_room(s->cfg.cb_ctx, r->id, r->user) - 1
+                     ? lim[5] : s->cfg.emit_room(s->cfg.cb_ctx, r->id, r->user) - 1;
+    for (int i = 0; i < 6; i++)
+        k = lim[i] < k ? lim[i] : k;
+    if (k <= 0)
+        return 0;
+    const int32_t *t = r->tokens;
+    for (int n = 3; n >= 1; n--) {
+        if (L <= n)
+            continue;
+        for (int i = L - n - 1; i >= 0; i--) { /* the latest earlier occurrence of the last n tokens */
+            if (memcmp(t + i, t + L - n, (size_t)n * sizeof(int32_t)) != 0)
+                continue;
+            int d = L - (i + n) < k ? L - (i + n) : k;
+            memmove(r->tokens + L, t + i + n, (size_t)d * sizeof(int32_t));
+            r->n_draft = d;
+            s->plp_room -= d;
+            s->st.spec_drafted += (uint64_t)d;
+            return d;
+        }
+    }
+    return 0;
 }
 
 /* Place up to `want` of a running request's pending tokens. must_all: all or
@@ -748,8 +798,20 @@ static int place(llm_sched *s, sreq *r, int must_all, int may_preempt)
         if (v == r)
             return PLACE_SELF_PREEMPTED;
     }
-    if (llm_kv_seq_reserve(s->kv, &r->kv, r->n_computed + n) != 0)
-        return PLACE_SKIP; /* out of memory for the table */
+    r->n_draft = 0;
+    if (must_all && n == 1 && pending == 1) /* a decode: drafts ride along where they fit without preempting */
+        n += spec_draft(s, r, (int)((long)(r->kv.n_blocks + llm_kv_available(s->kv)) * s->bs - r->n_computed) - 1);
+    if (llm_kv_seq_reserve(s->kv, &r->kv, r->n_computed + n) != 0) {
+        if (n == 1 + r->n_draft && r->n_draft > 0 && llm_kv_seq_reserve(s->kv, &r->kv, r->n_computed + 1) == 0) {
+            s->plp_room += r->n_draft; /* drafts dropped: only the decode */
+            s->st.spec_drafted -= (uint64_t)r->n_draft;
+            r->n_draft = 0;
+            n = 1;
+        } else {
+            r->n_draft = 0;
+            return PLACE_SKIP; /* out of memory for the table */
+        }
+    }
     add_chunk(s, r, n);
     return PLACE_OK;
 }
@@ -1112,6 +1174,42 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
     return llm_sampler_sample(r->smp, lg, res);
 }
 
+/* r takes token t (sampled at time t1): appended, emitted; the request ends after a stop id, a whole JSON
+ * value, max_tokens or a full context (t < 0: no token could continue its JSON). 1 when it ended. */
+static int take_token(llm_sched *s, sreq *r, int32_t t, const llm_sample_result *res, uint64_t t1)
+{
+    if (t < 0) { /* JSON with no token left (never with a vocabulary that has single bytes) */
+        running_remove(s, r);
+        finish(s, r, -1, NULL, LLM_SCHED_FINISH_STOP, 0);
+        return 1;
+    }
+    llm_sampler_accept(r->smp, t, 0);
+    r->tokens[r->n_tokens++] = t;
+    r->n_gen++;
+    s->st.tokens_out++;
+    r->t_last = t1;
+    if (r->t_first == 0)
+        r->t_first = t1;
+    llm_sched_finish fin = LLM_SCHED_FINISH_NONE;
+    if (r->con != NULL && r->thinking)
+        r->thinking = t != r->reason_end;
+    else if (r->con != NULL && r->n_gen == 1 && r->reason_start >= 0 && t == r->reason_start)
+        r->thinking = 1; /* it thinks first: the mask waits for reason_end */
+    else if (r->con != NULL)
+        (void)llm_schema_accept(r->con, s->cfg.json_vocab, t); /* the mask let only such tokens through */
+    if (is_stop(r, t) || (r->con != NULL && !r->thinking && llm_schema_done(r->con)))
+        fin = LLM_SCHED_FINISH_STOP;
+    else if (r->n_gen >= r->max_tokens || r->n_tokens >= s->ctx_limit)
+        fin = LLM_SCHED_FINISH_LENGTH;
+    if (fin == LLM_SCHED_FINISH_NONE) {
+        emit(s, r, t, res, fin, 0);
+        return 0;
+    }
+    running_remove(s, r);
+    finish(s, r, t, res, fin, 0);
+    return 1;
+}
+
 int llm_sched_step(llm_sched *s)
 {
     uint64_t t0 = clock_ns(s);
@@ -1138,6 +1236,8 @@ int llm_sched_step(llm_sched *s)
     s->st.last_batch_tokens = s->b_n;
     if (s->b_n > s->st.max_step_tokens)
         s->st.max_step_tokens = s->b_n;
+    for (int i = 0; rc != 0 && i < s->b_nseq; i++)
+        s->b_reqs[i]->n_draft = 0; /* nothing was computed: drafts are made again */
     if (rc == LLM_BACKEND_NOMEM && mem_shrink(s, s->b_n, s->b_nseq, t1) == 0) {
         snprintf(s->errmsg, sizeof(s->errmsg), "backend out of memory at a step of %d tokens (%d sequences): %.400s; "
                  "steps now capped at %d tokens, %d sequences", s->b_n, s->b_nseq, err.msg, s->mem_tokens,
@@ -1162,7 +1262,9 @@ int llm_sched_step(llm_sched *s)
         row = prompt_logprobs_out(s, r, from, row);
         if (r->embed == LLM_SCHED_EMBED_MEAN)
             row = embed_add(s, r, row, plp_rows(r, from, r->chunk));
-        r->n_computed += r->chunk;
+        int nd = r->n_draft; /* drafts: computed, but not the request's tokens unless confirmed below */
+        r->n_draft = 0;
+        r->n_computed += r->chunk - nd;
         if (from < r->prompt_len)
             s->st.tokens_in += (uint64_t)((r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len) - from);
         llm_kv_seq_commit(s->kv, &r->kv, r->tokens, r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len);
@@ -1172,39 +1274,23 @@ int llm_sched_step(llm_sched *s)
             embed_finish(s, r, row++);
             continue;
         }
-
-        llm_sample_result res;
-        int32_t t = row_token(s, r, use_dv, row, &res);
-        row++;
-        if (t < 0) { /* JSON with no token left (never with a vocabulary that has single bytes) */
-            running_remove(s, r);
-            finish(s, r, -1, NULL, LLM_SCHED_FINISH_STOP, 0);
-            continue;
+        /* the token after the last computed one; then, while it is the next draft, the next one's */
+        int end = row + 1 + nd, confirmed = 0, ended = 0;
+        for (int j = 0; j <= nd; j++) {
+            llm_sample_result res;
+            int32_t t = row_token(s, r, use_dv, row++, &res);
+            int32_t draft = j < nd ? r->tokens[r->n_tokens] : -1; /* overwritten by the token taken */
+            if ((ended = take_token(s, r, t, &res, t1)) || j == nd || t != draft)
+                break; /* (an ended request is freed) */
+            r->n_computed++; /* the draft was this token: its KV entry, computed this step, stands */
+            confirmed++;
         }
-        llm_sampler_accept(r->smp, t, 0);
-        r->tokens[r->n_tokens++] = t;
-        r->n_gen++;
-        s->st.tokens_out++;
-        r->t_last = t1;
-        if (r->t_first == 0)
-            r->t_first = t1;
-        llm_sched_finish fin = LLM_SCHED_FINISH_NONE;
-        if (r->con != NULL && r->thinking)
-            r->thinking = t != r->reason_end;
-        else if (r->con != NULL && r->n_gen == 1 && r->reason_start >= 0 && t == r->reason_start)
-            r->thinking = 1; /* it thinks first: the mask waits for reason_end */
-        else if (r->con != NULL)
-            (void)llm_schema_accept(r->con, s->cfg.json_vocab, t); /* the mask let only such tokens through */
-        if (is_stop(r, t) || (r->con != NULL && !r->thinking && llm_schema_done(r->con)))
-            fin = LLM_SCHED_FINISH_STOP;
-        else if (r->n_gen >= r->max_tokens || r->n_tokens >= s->ctx_limit)
-            fin = LLM_SCHED_FINISH_LENGTH;
-        if (fin == LLM_SCHED_FINISH_NONE) {
-            emit(s, r, t, &res, fin, 0);
-        } else {
-            running_remove(s, r);
-            finish(s, r, t, &res, fin, 0);
+        s->st.spec_accepted += (uint64_t)confirmed;
+        if (nd > 0 && !ended) { /* no draft confirmed: back off; one confirmed: draft every step again */
+            r->spec_miss = confirmed > 0 ? 0 : r->spec_miss < 4 ? r->spec_miss + 1 : 4;
+            r->spec_skip = (1 << r->spec_miss) - 1;
         }
+        row = end;
     }
     uint64_t t2 = clock_ns(s);
     s->st.last_step_ms = ms_between(t0, t2);

@@ -63,6 +63,8 @@
 
 #define LLM_SCHED_MAX_PREFERRED 16
 #define LLM_SCHED_MAX_STOP      16
+#define LLM_SCHED_SPEC_SEQS     8   /* speculation only while at most this many requests run */
+#define LLM_SCHED_MAX_SPEC      16  /* spec_tokens at most */
 
 /* Values match shm's llm_finish_reason. */
 typedef enum {
@@ -126,6 +128,13 @@ typedef struct {
     /* Helper threads that make those requests' masks while the forward pass runs (mask_pool.h); 0: the
      * scheduler thread makes each after the forward. */
     int mask_threads;
+    /* N-gram speculation (prompt lookup): a plain greedy request in decode gets up to spec_tokens drafted
+     * tokens a step, the ones that followed the latest earlier occurrence of its last 1-3 tokens in its own
+     * prompt and output; the step computes them with its token, and each draft the model's own greedy choice
+     * confirms is kept (a step then emits several tokens; the output is the same as without). Only while at
+     * most LLM_SCHED_SPEC_SEQS requests run; drafts never preempt and fit the KV pool, the token budget and
+     * the output room. 0 = off. */
+    int spec_tokens;
     /* Optional clock (monotonic ns) for tests; NULL = CLOCK_MONOTONIC. */
     uint64_t (*now_ns)(void *ctx);
 } llm_sched_config;
@@ -177,6 +186,7 @@ typedef struct {
     uint64_t tokens_out;             /* tokens generated */
     uint64_t cached_tokens;          /* prompt tokens served by the prefix cache */
     uint64_t masks_pooled;           /* constrained rows whose mask the mask pool made during the forward */
+    uint64_t spec_drafted, spec_accepted; /* n-gram speculation: tokens drafted, and confirmed */
     uint64_t preemptions;
     uint64_t finished[5];            /* by llm_sched_finish */
     int      max_step_tokens;        /* largest batch seen */

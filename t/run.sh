@@ -79,7 +79,8 @@ export TEST_NGINX_CANCEL_MODEL="$BUILD/t/stories110m-q8_0.gguf"
 [ -s "$TEST_NGINX_CANCEL_MODEL" ] ||
     LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset stories110m --dtype q8_0 --seed 7 \
         --out "$TEST_NGINX_CANCEL_MODEL" > /dev/null
-start_real "$TEST_NGINX_REAL_ENGINE" "$TEST_NGINX_SPM_MODEL"
+# with n-gram speculation: every greedy answer below must still be `llm-engine generate`'s, token for token
+start_real "$TEST_NGINX_REAL_ENGINE" "$TEST_NGINX_SPM_MODEL" --spec-ngram 4
 start_real "$TEST_NGINX_CANCEL_ENGINE" "$TEST_NGINX_CANCEL_MODEL"
 # A tiny random model with Llama 3's tokenizer and chat template (t/085: function calling, which needs the
 # Llama 3 format, and whose prompt stories260K's 512-token context cannot hold).

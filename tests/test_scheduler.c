@@ -896,6 +896,40 @@ static void test_real_model(void)
     diag("staggered: %llu cached prompt tokens, %llu steps", (unsigned long long)st.cached_tokens,
          (unsigned long long)st.steps);
     test_mask_pool(be, m);
+
+    /* n-gram speculation: 8 requests of 60 tokens (greedy ones speculate: stories260K repeats itself, so drafts
+     * are confirmed), the same tokens and logprobs as each alone without it; seeded ones beside them too */
+    static req_spec sp8[8];
+    static result alone8[8], got8[8];
+    memcpy(sp8, specs, sizeof(sp8));
+    for (int i = 0; i < 8; i++) {
+        sp8[i].max_tokens = MAXGEN - 4;
+        sp8[i].n_stop = 0;
+        if (i % 4 != 3) {
+            llm_sampling_defaults(&sp8[i].sp);
+            sp8[i].sp.temperature = 0;
+        }
+    }
+    run_alone(be, &cfg, sp8, 8, alone8);
+    llm_sched_config spec = { 0 };
+    spec.max_batch_size = 8;
+    spec.max_batched_tokens = 64;
+    spec.spec_tokens = 4;
+    is_int(run_all(be, &spec, sp8, 8, 2, got8, &st), 0, "speculation: 8 requests, 2 arriving a step: ran to idle");
+    is_int(compare(got8, alone8, 8, "speculation"), 0, "with n-gram speculation = alone without it");
+    ok(st.spec_accepted > 0 && st.spec_accepted <= st.spec_drafted && st.steps < st.tokens_out,
+       "%llu of %llu drafted tokens confirmed: %llu tokens out in %llu steps", (unsigned long long)st.spec_accepted,
+       (unsigned long long)st.spec_drafted, (unsigned long long)st.tokens_out, (unsigned long long)st.steps);
+    static req_spec greedy6[6];
+    for (int i = 0, k = 0; i < 8; i++)
+        if (i % 4 != 3)
+            greedy6[k++] = sp8[i];
+    llm_sched_stats st0;
+    run_all(be, &spec, greedy6, 6, 0, got8, &st);
+    spec.spec_tokens = 0;
+    run_all(be, &spec, greedy6, 6, 0, got8, &st0);
+    ok(st.steps < st0.steps, "6 greedy requests: fewer steps than without (%llu against %llu)",
+       (unsigned long long)st.steps, (unsigned long long)st0.steps);
     llm_backend_free(be);
 
     /* tiny pool: preemption by recompute on the real model */
@@ -906,6 +940,11 @@ static void test_real_model(void)
         is_int(run_all(be, &small, specs, 24, 0, got, &st), 0, "stories260K tiny pool, 24 requests: ran to idle");
         is_int(compare(got, alone, 24, "stories260K tiny pool"), 0, "with preemption = alone");
         ok(st.preemptions > 0, "%llu preemptions", (unsigned long long)st.preemptions);
+        llm_sched_config spec = small;
+        spec.max_batch_size = 8;
+        spec.spec_tokens = 8;
+        is_int(run_all(be, &spec, specs, 8, 0, got, &st), 0, "tiny pool with speculation: ran to idle");
+        is_int(compare(got, alone, 8, "tiny pool, speculation"), 0, "with speculation and preemption = alone");
         llm_backend_free(be);
     }
     llm_model_free(m);
