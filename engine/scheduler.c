@@ -732,8 +732,8 @@ static int host_masked(const sreq *r);
 static int spec_draft(llm_sched *s, sreq *r, int room)
 {
     int k = s->cfg.spec_tokens;
-    if (k == 0 || s->n_running > LLM_SCHED_SPEC_SEQS || host_masked(r) || r->plp || r->embed ||
-        !llm_sampler_plain_greedy(r->smp))
+    if (k == 0 || s->n_running > LLM_SCHED_SPEC_SEQS || host_masked(r) || r->con != NULL || r->plp || r->embed ||
+        !llm_sampler_plain_greedy(r->smp)) /* (a thinking JSON request would need its mask mid-step) */
         return 0;
     if (r->spec_skip > 0) {
         r->spec_skip--;
