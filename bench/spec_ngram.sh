@@ -8,6 +8,7 @@
 # runs REPS times, alternating; the best run of each is reported.
 #
 #   bash bench/spec_ngram.sh            # PRESET=stories110m DTYPES="q8_0 f16" K=4 NGEN=256 REPS=3
+#   MODEL=../shared/models/stories260K/stories260K.gguf bash bench/spec_ngram.sh   # a trained model's own text
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,8 +49,8 @@ best() { sort -g | tail -n 1; }
 printf '%-5s | %12s %12s %12s | %9s %9s | %s\n' dtype "plain" "spec K=$K" "llama.cpp" "spec/plain" "spec/lcpp" "drafts confirmed"
 printf '%s\n' "------+----------------------------------------+---------------------+------------------"
 for dt in $DTYPES; do
-    model="$MODELS/$PRESET-$dt.gguf"
-    [ -f "$model" ] || build/llm-engine gen-model --preset "$PRESET" --dtype "$dt" --out "$model" --seed 1 2>/dev/null
+    model=${MODEL:-$MODELS/$PRESET-$dt.gguf}
+    [ -n "${MODEL:-}" ] || [ -f "$model" ] || build/llm-engine gen-model --preset "$PRESET" --dtype "$dt" --out "$model" --seed 1 2>/dev/null
     p=(); s=(); l=(); same=yes; conf=
     for _ in $(seq "$REPS"); do
         read -r tp hp np <<<"$(served "$model" 0)"
@@ -65,4 +66,4 @@ for dt in $DTYPES; do
     printf '%-5s | %12.1f %12.1f %12.1f | %8.2fx %8.2fx | %s; same ids: %s\n' "$dt" "$bp" "$bs" "$bl" \
         "$(echo "$bs / $bp" | bc -l)" "$(echo "$bs / $bl" | bc -l)" "$conf" "$same"
 done
-echo "(decode tokens/s, one greedy request of $NGEN tokens, $PRESET shape, $THREADS threads, best of $REPS)"
+echo "(decode tokens/s, one greedy request of $NGEN tokens, ${MODEL:-$PRESET shape}, $THREADS threads, best of $REPS)"

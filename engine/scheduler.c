@@ -726,7 +726,8 @@ static void add_chunk(llm_sched *s, sreq *r, int n)
 static int host_masked(const sreq *r);
 
 /* N-gram speculation: drafts for r (a decode), written past its last token (tokens[n_tokens..]): what
- * followed the latest earlier occurrence of its last 3, 2 or 1 tokens, at most cfg.spec_tokens and `room` (KV
+ * followed the latest earlier occurrence of its last 3 or 2 tokens (copied on through the drafts themselves,
+ * so a loop shorter than the drafts repeats), at most cfg.spec_tokens and `room` (KV
  * positions free without preempting) and what the step's budget, the logits rows, the output room, the
  * request's tokens and the context leave. Returns how many (0: none), with the rows taken. */
 static int spec_draft(llm_sched *s, sreq *r, int room)
@@ -748,19 +749,19 @@ static int spec_draft(llm_sched *s, sreq *r, int room)
         k = lim[i] < k ? lim[i] : k;
     if (k <= 0)
         return 0;
-    const int32_t *t = r->tokens;
-    for (int n = 3; n >= 1; n--) {
+    int32_t *t = r->tokens;
+    for (int n = 3; n >= 2; n--) { /* (one token alone predicts too little to pay for its rows) */
         if (L <= n)
             continue;
         for (int i = L - n - 1; i >= 0; i--) { /* the latest earlier occurrence of the last n tokens */
             if (memcmp(t + i, t + L - n, (size_t)n * sizeof(int32_t)) != 0)
                 continue;
-            int d = L - (i + n) < k ? L - (i + n) : k;
-            memmove(r->tokens + L, t + i + n, (size_t)d * sizeof(int32_t));
-            r->n_draft = d;
-            s->plp_room -= d;
-            s->st.spec_drafted += (uint64_t)d;
-            return d;
+            for (int j = 0; j < k; j++) /* what followed it; in a loop shorter than k, the loop again */
+                t[L + j] = t[i + n + j];
+            r->n_draft = k;
+            s->plp_room -= k;
+            s->st.spec_drafted += (uint64_t)k;
+            return k;
         }
     }
     return 0;

@@ -129,7 +129,7 @@ typedef struct {
      * scheduler thread makes each after the forward. */
     int mask_threads;
     /* N-gram speculation (prompt lookup): a plain greedy request in decode gets up to spec_tokens drafted
-     * tokens a step, the ones that followed the latest earlier occurrence of its last 1-3 tokens in its own
+     * tokens a step, the ones that followed the latest earlier occurrence of its last 2-3 tokens in its own
      * prompt and output; the step computes them with its token, and each draft the model's own greedy choice
      * confirms is kept (a step then emits several tokens; the output is the same as without). Only while at
      * most LLM_SCHED_SPEC_SEQS requests run; drafts never preempt and fit the KV pool, the token budget and
