@@ -46,7 +46,8 @@ typedef struct {
     int      placed, chunk;
     int      n_draft;          /* drafted tokens in the chunk (in tokens[] past n_tokens), n-gram speculation */
     int      spec_skip, spec_miss; /* decodes left without drafts, and drafts rejected whole in a row: a text
-                                    * that does not repeat itself stops costing draft rows (backoff 1, 3, 7, 15) */
+                                    * that does not repeat itself stops costing draft rows (back-off: 1, 3, 7,
+                                    * 15 decodes) */
 } sreq;
 
 enum { PLACE_OK, PLACE_SKIP, PLACE_SELF_PREEMPTED };
@@ -435,21 +436,22 @@ static void finish(llm_sched *s, sreq *r, int32_t token, const llm_sample_result
 {
     s->st.finished[fin]++;
     llm_kv_seq_release(s->kv, &r->kv);
+    if (r->embed && fin == LLM_SCHED_FINISH_STOP && r->emb != NULL && s->n_emb_done == s->cap_emb_done) {
+        /* the output points at the embedding until the next step (a queued output is read after this call) */
+        int cap = s->cap_emb_done > 0 ? 2 * s->cap_emb_done : 16;
+        float **d = realloc(s->emb_done, (size_t)cap * sizeof(*d));
+        if (d != NULL) {
+            s->emb_done = d;
+            s->cap_emb_done = cap;
+        } else { /* out of memory: the output goes without it (the client is told there is none) */
+            free(r->emb);
+            r->emb = NULL;
+        }
+    }
     emit(s, r, token, res, fin, error);
     if (r->embed && fin == LLM_SCHED_FINISH_STOP && r->emb != NULL) {
-        /* the output points at it until the next step (a queued output is read after this call) */
-        if (s->n_emb_done == s->cap_emb_done) {
-            int cap = s->cap_emb_done > 0 ? 2 * s->cap_emb_done : 16;
-            float **d = realloc(s->emb_done, (size_t)cap * sizeof(*d));
-            if (d != NULL) {
-                s->emb_done = d;
-                s->cap_emb_done = cap;
-            }
-        }
-        if (s->n_emb_done < s->cap_emb_done) {
-            s->emb_done[s->n_emb_done++] = r->emb;
-            r->emb = NULL;
-        } /* else (out of memory) freed now: only a queued output's pointer goes stale */
+        s->emb_done[s->n_emb_done++] = r->emb;
+        r->emb = NULL;
     }
     req_free(s, r);
 }

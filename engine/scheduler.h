@@ -40,6 +40,10 @@
  *      or the KV pool's if smaller) is full (LENGTH).
  * A prompt is matched against the prefix cache at admission up to its last
  * token, which is always computed (its logits are needed).
+ * An embedding request (embed) generates nothing: its rows are the hidden
+ * states after the final norm (LLM_WANT_HIDDEN), pooled, and it ends with
+ * its prompt. With spec_tokens, a plain greedy decode carries drafts (n-gram
+ * speculation, below) and may take several tokens in one step.
  *
  * Out of memory (self-healing): when the backend's forward reports
  * LLM_BACKEND_NOMEM (scratch for a batch this large could not be allocated;

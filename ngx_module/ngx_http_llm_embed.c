@@ -91,7 +91,7 @@ static ngx_int_t ngx_http_llm_emb_respond(ngx_http_llm_emb_ctx_t *ctx)
     ngx_http_request_t *r = ctx->r;
     int d = ctx->q.dimensions ? ctx->q.dimensions : (int)ctx->n_embd;
     size_t per = ctx->q.base64 ? ((size_t)d * 4 + 2) / 3 * 4 + 2 : (size_t)d * 17;
-    size_t cap = 256 + 2 * ngx_strlen(ctx->model) + (size_t)ctx->n * (per + 64);
+    size_t cap = 256 + 6 * ngx_strlen(ctx->model) + (size_t)ctx->n * (per + 64); /* \uXXXX at worst */
     u_char *buf = ngx_pnalloc(r->pool, cap), *p = buf;
     float *v = ngx_palloc(r->pool, (size_t)d * sizeof(float));
     if (buf == NULL || v == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
