@@ -21,7 +21,7 @@
  *   3. with --oom-sweep G, requests of G tokens, one run for each device allocation a
  *      run makes after init, that allocation refused: every run must finish with the
  *      same greedy tokens (the refusal surfaced as LLM_BACKEND_NOMEM, or absorbed).
- *   sched_parity --model PATH [--gen 24] [--max-lp-diff 1e-3] [--min-sampled 0] [--oom 0|1 [--oom-sweep G]]
+ *   sched_parity --model PATH [--gen 24] [--max-lp-diff 1e-3] [--min-sampled 0] [--oom 0|1 [--oom-sweep G]] [--spec K]
  *   (LLM_CUDA_LIB: the backend) */
 #include <dlfcn.h>
 #include <math.h>
@@ -83,6 +83,7 @@ static void take(result *res, const llm_sched_output *o)
 /* What a run submits: nreq requests of gen tokens, steps of at most step_tokens tokens. */
 typedef struct {
     int gen, nreq, step_tokens;
+    int spec;   /* n-gram speculation drafts a step (scheduler spec_tokens), 0 = off */
 } workload;
 
 static int run(llm_backend *be, int vocab, const workload *w, result *res, llm_sched_stats *stats)
@@ -91,6 +92,7 @@ static int run(llm_backend *be, int vocab, const workload *w, result *res, llm_s
     llm_sched_config cfg = { 0 };
     cfg.max_batch_size = 16;
     cfg.max_batched_tokens = w->step_tokens; /* prompts are chunked: mixed steps before the decode-only ones */
+    cfg.spec_tokens = w->spec; /* drafts: several rows of one sequence in a step, argmaxed on the device */
     cfg.oom_recover_ms = 20; /* after a step ran out of memory, back to full steps soon (emulated steps are slow) */
     llm_sched *s = llm_sched_create(be, &cfg, &err);
     if (s == NULL) {
@@ -326,16 +328,18 @@ int main(int argc, char **argv)
     const char *path = arg(argc, argv, "--model", NULL);
     if (path == NULL) {
         fprintf(stderr, "usage: sched_parity --model PATH [--gen 24] [--max-lp-diff 1e-3] [--min-sampled 0] "
-                "[--oom 0|1 [--oom-sweep G]]\n");
+                "[--oom 0|1 [--oom-sweep G]] [--spec K]\n");
         return 2;
     }
-    workload w = { atoi(arg(argc, argv, "--gen", "24")), NREQ, 64 };
+    workload w = { atoi(arg(argc, argv, "--gen", "24")), NREQ, 64, atoi(arg(argc, argv, "--spec", "0")) };
+    if (w.spec > 0) /* speculation runs while at most LLM_SCHED_SPEC_SEQS requests do */
+        w.nreq = LLM_SCHED_SPEC_SEQS;
     double max_lp = atof(arg(argc, argv, "--max-lp-diff", "1e-3"));
     int min_sampled = atoi(arg(argc, argv, "--min-sampled", "0"));
     int oom = atoi(arg(argc, argv, "--oom", "0"));
     /* The sweep: 8 requests (one of each kind), steps of 16 tokens, so that the decode graphs' buffers grow
      * in the graph path, not already in the prefill steps. */
-    workload sweep = { atoi(arg(argc, argv, "--oom-sweep", "0")), 8, 16 };
+    workload sweep = { atoi(arg(argc, argv, "--oom-sweep", "0")), 8, 16, 0 };
     if (w.gen < 1 || w.gen > MAXG)
         w.gen = w.gen < 1 ? 1 : MAXG;
     if (sweep.gen < 0 || sweep.gen > MAXG)
@@ -362,12 +366,17 @@ int main(int argc, char **argv)
     }
     size_t used_init = oom && fails == 0 && gpu != NULL ? e.used() : 0, peak = 0;
     static result rc[NREQ], rg[NREQ];
+    llm_sched_stats st = { 0 };
     if (fails > 0 || cpu == NULL || gpu == NULL || gpu->forward_device == NULL ||
-        run(cpu, m->cfg.vocab_size, &w, rc, NULL) != 0 || run(gpu, m->cfg.vocab_size, &w, rg, NULL) != 0) {
+        run(cpu, m->cfg.vocab_size, &w, rc, NULL) != 0 || run(gpu, m->cfg.vocab_size, &w, rg, &st) != 0) {
         fprintf(stderr, "error: %s\n", gpu != NULL && gpu->forward_device == NULL ? "no forward_device" : err.msg);
         fails++;
     } else {
-        fails += compare("", rc, rg, &w, max_lp, min_sampled);
+        fails += compare(w.spec ? " with n-gram speculation" : "", rc, rg, &w, max_lp, min_sampled);
+        if (w.spec)
+            printf("  speculation on the device: %llu of %llu drafted tokens confirmed, %llu tokens in %llu steps\n",
+                   (unsigned long long)st.spec_accepted, (unsigned long long)st.spec_drafted,
+                   (unsigned long long)st.tokens_out, (unsigned long long)st.steps);
         peak = oom ? e.peak() : 0;
     }
     llm_backend_free(gpu);
