@@ -17,8 +17,8 @@ typedef struct {
 typedef struct {
     ngx_http_request_t      *r;
     ngx_http_llm_engine_t   *eng;
-    ngx_queue_t              queue;
-    unsigned                 queued:1, finished:1;
+    ngx_http_llm_pending_t   pend;  /* on the engine's active queue while it waits */
+    unsigned                 finished:1;
     llm_api_req              q;
     int                      n, n_started, n_done, in_flight;
     int32_t                **ids;  /* [n] each malloc'd */
@@ -29,12 +29,13 @@ typedef struct {
     uint64_t                 tag;
     char                     model[256];
     ngx_event_t              timer;
+    ngx_msec_t               start, request_timeout;
 } ngx_http_llm_emb_ctx_t;
 
 static void ngx_http_llm_emb_cleanup(void *data)
 {
     ngx_http_llm_emb_ctx_t *ctx = data;
-    if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
+    ngx_http_llm_pending_remove(&ctx->pend);
     if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
     if (!ctx->finished) {
         ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(ctx->r, ngx_http_llm_module);
@@ -60,7 +61,7 @@ static void ngx_http_llm_emb_done(ngx_http_llm_emb_ctx_t *ctx, ngx_int_t rc)
     ngx_http_request_t *r = ctx->r;
     ngx_connection_t *c = r->connection;
     ctx->finished = 1;
-    if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
+    ngx_http_llm_pending_remove(&ctx->pend);
     if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
     ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);
@@ -151,8 +152,9 @@ static int ngx_http_llm_emb_start_more(ngx_http_llm_emb_ctx_t *ctx, llm_api_err 
 }
 
 /* Takes what the engine finished; answers when every input is done. 1 while it goes on. */
-static int ngx_http_llm_emb_step(ngx_http_llm_emb_ctx_t *ctx)
+static int ngx_http_llm_emb_step(void *data)
 {
+    ngx_http_llm_emb_ctx_t *ctx = data;
     llm_client *c = ctx->eng->client;
     for (int i = 0; i < ctx->n_started; i++) {
         ngx_http_llm_emb_item_t *it = &ctx->item[i];
@@ -195,23 +197,18 @@ static int ngx_http_llm_emb_step(ngx_http_llm_emb_ctx_t *ctx)
     return 0;
 }
 
-void ngx_http_llm_embed_progress(ngx_queue_t *work)
-{
-    while (!ngx_queue_empty(work)) {
-        ngx_queue_t *qn = ngx_queue_head(work);
-        ngx_queue_remove(qn);
-        ngx_http_llm_emb_ctx_t *ctx = ngx_queue_data(qn, ngx_http_llm_emb_ctx_t, queue);
-        ctx->queued = 0;
-        if (ngx_http_llm_emb_step(ctx)) {
-            ngx_queue_insert_tail(&ctx->eng->embeds, &ctx->queue);
-            ctx->queued = 1;
-        }
-    }
-}
-
+/* llm_queue_timeout until the first input is done (the engine took the request), llm_request_timeout in all. */
 static void ngx_http_llm_emb_timeout(ngx_event_t *ev)
 {
-    ngx_http_llm_emb_fail(ev->data, 504, "timeout", "the request timed out (llm_request_timeout)");
+    ngx_http_llm_emb_ctx_t *ctx = ev->data;
+    ngx_msec_t elapsed = ngx_current_msec - ctx->start;
+    if (ctx->n_done > 0 && elapsed < ctx->request_timeout) {
+        ngx_add_timer(&ctx->timer, ctx->request_timeout - elapsed);
+        return;
+    }
+    ngx_http_llm_emb_fail(ctx, 504, "timeout", ctx->n_done > 0 ? "the request timed out (llm_request_timeout)"
+                                                            : "the request timed out waiting for the engine "
+                                                              "(llm_queue_timeout)");
 }
 
 /* ---------------- start ---------------- */
@@ -301,11 +298,13 @@ ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q)
     ctx->timer.handler = ngx_http_llm_emb_timeout;
     ctx->timer.data = ctx;
     ctx->timer.log = r->connection->log;
-    ngx_add_timer(&ctx->timer, lcf->request_timeout);
+    ctx->start = ngx_current_msec;
+    ctx->request_timeout = lcf->request_timeout;
+    ngx_add_timer(&ctx->timer, ngx_min(lcf->queue_timeout, lcf->request_timeout));
     /* a client that goes away finalizes the request; the cleanup cancels what the engine still holds */
     r->read_event_handler = ngx_http_test_reading;
-    ngx_queue_insert_tail(&ctx->eng->embeds, &ctx->queue);
-    ctx->queued = 1;
-    ngx_post_event(ctx->eng->conn->read, &ngx_posted_events);
+    ctx->pend.step = ngx_http_llm_emb_step;
+    ctx->pend.ctx = ctx;
+    ngx_http_llm_pending_add(ctx->eng, &ctx->pend);
     return NGX_DONE;
 }

@@ -2,6 +2,22 @@
  * read event; a one-second timer notices an engine that died silently. */
 #include "ngx_http_llm_module.h"
 
+void ngx_http_llm_pending_add(ngx_http_llm_engine_t *eng, ngx_http_llm_pending_t *p)
+{
+    ngx_queue_insert_tail(&eng->active, &p->queue);
+    p->queued = 1;
+    /* Read (and arm the wake-up) from the event loop, not from inside the caller's handler. */
+    ngx_post_event(eng->conn->read, &ngx_posted_events);
+}
+
+void ngx_http_llm_pending_remove(ngx_http_llm_pending_t *p)
+{
+    if (p->queued) {
+        ngx_queue_remove(&p->queue);
+        p->queued = 0;
+    }
+}
+
 static void ngx_http_llm_progress_all(ngx_http_llm_engine_t *eng)
 {
     /* Requests may finish (and leave the queue) while we walk it: take them out first. */
@@ -11,14 +27,16 @@ static void ngx_http_llm_progress_all(ngx_http_llm_engine_t *eng)
         ngx_queue_add(&work, &eng->active);
         ngx_queue_init(&eng->active);
     }
-    ngx_http_llm_gen_progress(&work);
-    /* gen_progress puts unfinished requests back on eng->active; embed_progress on eng->embeds. */
-    ngx_queue_init(&work);
-    if (!ngx_queue_empty(&eng->embeds)) {
-        ngx_queue_add(&work, &eng->embeds);
-        ngx_queue_init(&eng->embeds);
+    while (!ngx_queue_empty(&work)) {
+        ngx_queue_t *qn = ngx_queue_head(&work);
+        ngx_queue_remove(qn);
+        ngx_http_llm_pending_t *p = ngx_queue_data(qn, ngx_http_llm_pending_t, queue);
+        p->queued = 0;
+        if (p->step(p->ctx)) { /* unfinished: back on the queue */
+            ngx_queue_insert_tail(&eng->active, &p->queue);
+            p->queued = 1;
+        }
     }
-    ngx_http_llm_embed_progress(&work);
 }
 
 static void ngx_http_llm_wake(ngx_event_t *rev)
@@ -29,7 +47,7 @@ static void ngx_http_llm_wake(ngx_event_t *rev)
     ngx_http_llm_progress_all(eng);
     /* Tokens that landed while we read would send no wake-up (we were not
      * waiting): come back on the next loop iteration, after other connections. */
-    if ((!ngx_queue_empty(&eng->active) || !ngx_queue_empty(&eng->embeds)) && llm_client_arm(eng->client)) {
+    if (!ngx_queue_empty(&eng->active) && llm_client_arm(eng->client)) {
         ngx_post_event(rev, &ngx_posted_next_events);
     }
     if (ngx_handle_read_event(rev, 0) != NGX_OK)
@@ -39,7 +57,7 @@ static void ngx_http_llm_wake(ngx_event_t *rev)
 static void ngx_http_llm_check(ngx_event_t *ev)
 {
     ngx_http_llm_engine_t *eng = ev->data;
-    if (!ngx_queue_empty(&eng->active) || !ngx_queue_empty(&eng->embeds)) {
+    if (!ngx_queue_empty(&eng->active)) {
         /* An engine that died without a successor is only noticed here (and embeddings waiting for a slot
          * start here). */
         (void)llm_client_check(eng->client);
@@ -53,7 +71,6 @@ ngx_int_t ngx_http_llm_engine_init_process(ngx_cycle_t *cycle, ngx_http_llm_engi
     char name[LLM_SHM_MAX_NAME], err[256];
     ngx_cpystrn((u_char *)name, eng->name.data, ngx_min(sizeof name, eng->name.len + 1));
     ngx_queue_init(&eng->active);
-    ngx_queue_init(&eng->embeds);
     eng->log = cycle->log;
     eng->client = llm_client_new(name, err, sizeof err);
     if (eng->client == NULL) {

@@ -36,8 +36,8 @@ typedef struct {
 typedef struct {
     ngx_http_request_t    *r;
     ngx_http_llm_engine_t *eng;
-    ngx_queue_t            queue;
-    unsigned               queued:1, header_sent:1, finished:1, got_token:1;
+    ngx_http_llm_pending_t pend;         /* on the engine's active queue while it waits */
+    unsigned               header_sent:1, finished:1, got_token:1;
     llm_api_req            q;
     llm_tokenizer         *tok;
     int32_t                eog[LLM_SHM_MAX_EOG];
@@ -56,7 +56,7 @@ static void ngx_http_llm_cleanup(void *data)
 {
     ngx_http_llm_ctx_t *ctx = data;
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(ctx->r, ngx_http_llm_module);
-    if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
+    ngx_http_llm_pending_remove(&ctx->pend);
     if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
     if (!ctx->finished) {
         if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->client_aborts, 1);
@@ -165,7 +165,7 @@ static void ngx_http_llm_done(ngx_http_llm_ctx_t *ctx, ngx_int_t rc)
     ngx_connection_t *c = r->connection;
     /* A failed write to a client that went away is an abort too (logged, counted). */
     ctx->finished = !(rc == NGX_ERROR && c->error);
-    if (ctx->queued) { ngx_queue_remove(&ctx->queue); ctx->queued = 0; }
+    ngx_http_llm_pending_remove(&ctx->pend);
     if (ctx->timer.timer_set) ngx_del_timer(&ctx->timer);
     ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);
@@ -450,8 +450,9 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
 }
 
 /* Reads what the engine has for one request; finalizes it when complete. Returns 1 if still running. */
-static int ngx_http_llm_step(ngx_http_llm_ctx_t *ctx)
+static int ngx_http_llm_step(void *data)
 {
+    ngx_http_llm_ctx_t *ctx = data;
     llm_client *c = ctx->eng->client;
     for (int i = 0; i < ctx->n; i++) {
         ngx_http_llm_seq_t *s = &ctx->seq[i];
@@ -492,20 +493,6 @@ static int ngx_http_llm_step(ngx_http_llm_ctx_t *ctx)
     if (ctx->n_done < ctx->n) return 1;
     ngx_http_llm_done(ctx, ngx_http_llm_complete(ctx));
     return 0;
-}
-
-void ngx_http_llm_gen_progress(ngx_queue_t *work)
-{
-    while (!ngx_queue_empty(work)) {
-        ngx_queue_t *qn = ngx_queue_head(work);
-        ngx_queue_remove(qn);
-        ngx_http_llm_ctx_t *ctx = ngx_queue_data(qn, ngx_http_llm_ctx_t, queue);
-        ctx->queued = 0;
-        if (ngx_http_llm_step(ctx)) {
-            ngx_queue_insert_tail(&ctx->eng->active, &ctx->queue);
-            ctx->queued = 1;
-        }
-    }
 }
 
 static void ngx_http_llm_timeout(ngx_event_t *ev)
@@ -714,10 +701,9 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     /* A client that goes away finalizes the request; the cleanup cancels it in the engine. */
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_llm_write_handler;
-    ngx_queue_insert_tail(&ctx->eng->active, &ctx->queue);
-    ctx->queued = 1;
-    /* Read (and arm the wake-up) from the event loop, not from inside this handler. */
-    ngx_post_event(ctx->eng->conn->read, &ngx_posted_events);
+    ctx->pend.step = ngx_http_llm_step;
+    ctx->pend.ctx = ctx;
+    ngx_http_llm_pending_add(ctx->eng, &ctx->pend);
     return NGX_DONE;
 }
 

@@ -29,14 +29,23 @@ enum {
     NGX_LLM_N_HANDLERS
 };
 
+/* A request waiting on the engine: on its engine's active queue, stepped at each wake-up (and by the
+ * one-second check) by its own step function, which returns 1 while it goes on (it is put back on the queue)
+ * and 0 once it has finalized the request. */
+typedef struct {
+    ngx_queue_t queue;
+    int       (*step)(void *ctx);
+    void       *ctx;
+    unsigned    queued:1;
+} ngx_http_llm_pending_t;
+
 /* One engine segment a worker talks to (per worker after fork). */
 typedef struct {
     ngx_str_t         name;
     llm_client       *client;   /* created in init_process */
     ngx_connection_t *conn;     /* wake-up fd in the event loop */
     ngx_event_t       check;    /* liveness timer */
-    ngx_queue_t       active;   /* ngx_http_llm_ctx_t waiting for tokens */
-    ngx_queue_t       embeds;   /* embeddings requests waiting for their vectors (ngx_http_llm_embed.c) */
+    ngx_queue_t       active;   /* ngx_http_llm_pending_t of the requests waiting on the engine */
     ngx_log_t        *log;
 } ngx_http_llm_engine_t;
 
@@ -132,9 +141,9 @@ ngx_int_t ngx_http_llm_status_init_process(ngx_cycle_t *cycle); /* starts the sa
 /* engine glue (ngx_http_llm_engine.c) */
 ngx_int_t ngx_http_llm_engine_init_process(ngx_cycle_t *cycle, ngx_http_llm_engine_t *eng);
 void      ngx_http_llm_engine_exit_process(ngx_http_llm_engine_t *eng);
-/* Called for every active request when the engine may have new tokens (ngx_http_llm_generate.c). */
-void      ngx_http_llm_gen_progress(ngx_queue_t *q);
-void      ngx_http_llm_embed_progress(ngx_queue_t *q);  /* the same for eng->embeds (ngx_http_llm_embed.c) */
+/* Queue p (a request waiting on eng) and have it stepped from the event loop, not from the caller. */
+void      ngx_http_llm_pending_add(ngx_http_llm_engine_t *eng, ngx_http_llm_pending_t *p);
+void      ngx_http_llm_pending_remove(ngx_http_llm_pending_t *p);
 /* The engine's answer to a failed start (shm error rc) as an API error; returns its status. */
 int       ngx_http_llm_start_err(int rc, llm_api_err *e);
 

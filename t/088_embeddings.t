@@ -352,3 +352,37 @@ GET /metrics
 --- error_code: 200
 --- response_body_like eval
 qr/llm_http_requests_total\{endpoint="embeddings"\} \d+/
+
+=== TEST 22: a request longer than llm_request_timeout: 504, and what the engine still holds of it is cancelled
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_request_timeout 100ms;
+}
+--- request eval
+"POST /v1/embeddings\n{\"input\": [" . CORE::join(",", map { "\"" . ("the dog ran to the park $_ " x 12) . "\"" } 1 .. 2048) . "]}"
+--- error_code: 504
+--- response_body_like eval
+qr/"message":"the request timed out (waiting for the engine \(llm_queue_timeout\)|\(llm_request_timeout\))","type":"[a-z_]+","param":null,"code":"timeout"/
+
+=== TEST 23: after it, the engine serves the next request at once
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/embeddings
+{"input": "Once upon a time"}
+--- error_code: 200
+--- response_body_like eval
+qr/"embedding":\Q$ENV{TEST_NGINX_REF_EMBED}\E/
