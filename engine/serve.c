@@ -155,6 +155,8 @@ static void publish_gauges(serve_ctx *c, const llm_sched *sched)
     atomic_store_explicit(&c->met->kv_blocks_free, st.kv.free + st.kv.cached, memory_order_relaxed);
     atomic_store_explicit(&c->met->queue_depth, st.waiting, memory_order_relaxed);
     atomic_store_explicit(&c->met->preemptions, st.preemptions, memory_order_relaxed);
+    atomic_store_explicit(&c->met->spec_drafted, st.spec_drafted, memory_order_relaxed);
+    atomic_store_explicit(&c->met->spec_accepted, st.spec_accepted, memory_order_relaxed);
     atomic_store_explicit(&c->met->mem_cap_tokens, st.mem_cap_tokens, memory_order_relaxed);
     atomic_store_explicit(&c->met->mem_cap_batch, st.mem_cap_batch, memory_order_relaxed);
     if (st.oom_shrinks != c->oom_shrinks || st.oom_recoveries != c->oom_recoveries) {

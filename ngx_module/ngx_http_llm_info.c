@@ -333,6 +333,8 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
         GAU("llm_kv_blocks_free", kv_blocks_free, "KV-cache blocks free.");
         GAU("llm_queue_depth", queue_depth, "Requests waiting in the engine for the batch.");
         CTR("llm_preemptions_total", preemptions, "Running requests preempted (KV pool full or memory cap).");
+        CTR("llm_spec_draft_tokens_total", spec_drafted, "Tokens drafted by n-gram speculation (serve --spec-ngram).");
+        CTR("llm_spec_accepted_tokens_total", spec_accepted, "Drafted tokens the model confirmed (kept).");
         CTR("llm_oom_shrinks_total", oom_shrinks, "Engine steps the backend had no memory for (steps capped smaller).");
         CTR("llm_oom_recoveries_total", oom_recoveries, "Memory caps lifted after load fell.");
         GAU("llm_mem_cap_tokens", mem_cap_tokens, "Tokens per step under the memory cap (0 = no cap).");

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  8u
+#define LLM_SHM_VERSION  9u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
@@ -194,6 +194,7 @@ typedef struct {
     _Atomic uint64_t preemptions;       /* running requests sent back to the queue (KV pool full) */
     _Atomic uint64_t oom_shrinks;       /* steps the backend had no memory for: steps capped smaller */
     _Atomic uint64_t oom_recoveries;    /* memory caps lifted again after load fell */
+    _Atomic uint64_t spec_drafted, spec_accepted; /* n-gram speculation: tokens drafted, and confirmed */
     _Atomic int64_t  mem_cap_tokens, mem_cap_batch; /* memory cap in force (0 = none) */
     _Atomic int64_t  waiters;           /* registered clients */
     _Atomic uint64_t notifies_sent, doorbell_wakes;

@@ -809,3 +809,19 @@ POST /v1/completions
 --- error_code: 200
 --- response_body_like chomp
 "usage":\{"prompt_tokens":\d+,"completion_tokens":2,"total_tokens":\d+,"prompt_tokens_details":\{"cached_tokens":(16|32|48)\}\}\}\n\ndata: \[DONE\]
+
+=== TEST 45: the engine serves with n-gram speculation (t/run.sh): /metrics counts its drafts and the confirmed ones
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+GET /metrics
+--- error_code: 200
+--- response_body_like eval
+qr/\nllm_spec_draft_tokens_total [1-9]\d*\n.*\nllm_spec_accepted_tokens_total \d+\n/s
