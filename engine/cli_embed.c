@@ -133,6 +133,24 @@ static void on_output(void *ctx, const llm_sched_output *o)
     memcpy(r->vec[o->id], o->embedding, (size_t)r->n_embd * sizeof(float));
 }
 
+/* Input i as an embedding request of the scheduler (id i). 0, or -1 with the reason printed. */
+static int submit(llm_sched *s, const inputs *in, int i, int pooling)
+{
+    llm_sched_request q = { 0 };
+    q.id = (uint64_t)i;
+    q.prompt = in->ids[i];
+    q.n_prompt = in->n_ids[i];
+    llm_sampling_defaults(&q.sampling);
+    q.max_tokens = 1;
+    q.embed = pooling;
+    llm_err err = { { 0 } };
+    if (llm_sched_submit(s, &q, &err) != 0) {
+        fprintf(stderr, "error: input %d: %s\n", i, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_embed(const llm_args *a)
 {
     static const char *const known[] = { "model=", "tokenizer=", "prompt=", "prompt-ids=", "input-file=",
@@ -203,17 +221,8 @@ int cli_embed(const llm_args *a)
     if ((res.vec = calloc((size_t)in.n, sizeof(*res.vec))) == NULL)
         goto out;
     if (llm_arg_flag(a, "warmup")) { /* the first input once, off the clock: weights paged in, scratch grown */
-        llm_sched_request q = { 0 };
-        q.id = 0;
-        q.prompt = in.ids[0];
-        q.n_prompt = in.n_ids[0];
-        llm_sampling_defaults(&q.sampling);
-        q.max_tokens = 1;
-        q.embed = pooling;
-        if (llm_sched_submit(s, &q, &err) != 0) {
-            fprintf(stderr, "error: input 0: %s\n", err.msg);
+        if (submit(s, &in, 0, pooling) != 0)
             goto out;
-        }
         while (res.done < 1 && llm_sched_step(s) >= 0)
             ;
         free(res.vec[0]);
@@ -221,19 +230,9 @@ int cli_embed(const llm_args *a)
         res.done = res.failed = 0;
     }
     double t0 = llm_now_sec();
-    for (int i = 0; i < in.n; i++) {
-        llm_sched_request q = { 0 };
-        q.id = (uint64_t)i;
-        q.prompt = in.ids[i];
-        q.n_prompt = in.n_ids[i];
-        llm_sampling_defaults(&q.sampling);
-        q.max_tokens = 1;
-        q.embed = pooling;
-        if (llm_sched_submit(s, &q, &err) != 0) {
-            fprintf(stderr, "error: input %d: %s\n", i, err.msg);
+    for (int i = 0; i < in.n; i++)
+        if (submit(s, &in, i, pooling) != 0)
             goto out;
-        }
-    }
     while (res.done < in.n) {
         if (llm_sched_step(s) < 0) {
             fprintf(stderr, "error: %s\n", llm_sched_last_error(s));

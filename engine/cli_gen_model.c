@@ -63,7 +63,7 @@ int cli_gen_model(const llm_args *a)
             c->rope_scaling = rs[0] == 'y' ? LLM_ROPE_SCALING_YARN : LLM_ROPE_SCALING_LINEAR;
             c->rope_factor = (float)llm_arg_double(a, "rope-factor", 4.0, 1.0, 1024.0);
             c->rope_orig_ctx = (int)llm_arg_long(a, "rope-orig-ctx", c->seq_len, 1, 1 << 24);
-            c->rope_mscale = 0.1f * logf(c->rope_factor) + 1.0f;
+            c->rope_mscale = llm_yarn_mscale(c->rope_factor);
             c->yarn_beta_fast = 32.0f;
             c->yarn_beta_slow = 1.0f;
         }

@@ -6,6 +6,8 @@
 
 #include "common.h"
 
+#include <math.h>
+
 struct llm_tokenizer;
 struct gguf_ctx;
 
@@ -31,6 +33,12 @@ typedef enum {
 } llm_rope_layout;
 
 enum { LLM_ROPE_SCALING_NONE = 0, LLM_ROPE_SCALING_LLAMA3 = 1, LLM_ROPE_SCALING_YARN = 2, LLM_ROPE_SCALING_LINEAR = 3 };
+
+/* YaRN's attention factor for a scaling factor, when the model gives none of its own: 1 + 0.1 ln factor. */
+static inline float llm_yarn_mscale(float factor)
+{
+    return factor > 1.0f ? 0.1f * logf(factor) + 1.0f : 1.0f;
+}
 
 typedef struct {
     int   dim;          /* embedding width */

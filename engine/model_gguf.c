@@ -167,8 +167,8 @@ static int take_vec(llm_model *m, const char *name, llm_tensor *dst, int require
 
 /* <arch>.rope.scaling.*: YaRN (factor, original_context_length, attn_factor multiplying its 1 + 0.1 ln factor,
  * yarn_beta_fast / slow) and linear (factor; or the older <arch>.rope.scale_linear), as llama.cpp reads them.
- * Llama 3's comes as a rope_freqs tensor. Others change every position's angles in ways not implemented
- * (longrope, a yarn_log_multiplier): refused rather than run unscaled. */
+ * Llama 3's comes as a rope_freqs tensor. The other kinds (longrope, DeepSeek's yarn_log_multiplier) are
+ * refused with an error naming them: run unscaled, their angles would be wrong at every position. */
 static int rope_scaling_keys(llm_model *m, const gguf_ctx *g, const char *arch, llm_err *err)
 {
     llm_config *c = &m->cfg;
@@ -213,7 +213,7 @@ static int rope_scaling_keys(llm_model *m, const gguf_ctx *g, const char *arch, 
     c->rope_scaling = yarn ? LLM_ROPE_SCALING_YARN : LLM_ROPE_SCALING_LINEAR;
     c->rope_factor = f;
     c->rope_orig_ctx = (int)orig;
-    c->rope_mscale = attn * (f > 1.0f ? 0.1f * logf(f) + 1.0f : 1.0f); /* llama.cpp's attn_factor multiplies it */
+    c->rope_mscale = attn * llm_yarn_mscale(f); /* llama.cpp's attn_factor multiplies it */
     return 0;
 }
 

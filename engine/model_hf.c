@@ -103,7 +103,7 @@ static int parse_config(llm_model *m, const char *dir, llm_err *err)
             c->rope_scaling = yarn ? LLM_ROPE_SCALING_YARN : LLM_ROPE_SCALING_LINEAR;
             c->rope_factor = cfg_float(rs, "factor", 0.0f);
             /* Hugging Face's attention_factor replaces YaRN's 1 + 0.1 ln factor */
-            c->rope_mscale = cfg_float(rs, "attention_factor", c->rope_factor > 1 ? 0.1f * logf(c->rope_factor) + 1 : 1);
+            c->rope_mscale = cfg_float(rs, "attention_factor", llm_yarn_mscale(c->rope_factor));
             c->yarn_beta_fast = cfg_float(rs, "beta_fast", 32.0f);
             c->yarn_beta_slow = cfg_float(rs, "beta_slow", 1.0f);
             rc = cfg_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx, c->seq_len, 0, path, err);

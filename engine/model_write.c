@@ -71,7 +71,7 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
         gguf_w_f32(w, KEY("rope.scaling.factor"), c->rope_factor);
         gguf_w_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)c->rope_orig_ctx);
         if (yarn) { /* llama.cpp's attn_factor multiplies 1 + 0.1 ln factor */
-            float base = c->rope_factor > 1.0f ? 0.1f * logf(c->rope_factor) + 1.0f : 1.0f;
+            float base = llm_yarn_mscale(c->rope_factor);
             if (fabsf(c->rope_mscale / base - 1.0f) > 1e-6f)
                 gguf_w_f32(w, KEY("rope.scaling.attn_factor"), c->rope_mscale / base);
             if (c->yarn_beta_fast != 32.0f || c->yarn_beta_slow != 1.0f) {

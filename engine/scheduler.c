@@ -743,11 +743,9 @@ static int spec_draft(llm_sched *s, sreq *r, int room)
         return 0;
     }
     int L = r->n_tokens;
-    int lim[6] = { room, s->budget - 1, s->plp_room, r->cap - L, r->max_tokens - r->n_gen - 1, s->ctx_limit - L };
-    if (s->cfg.emit_room != NULL)
-        lim[5] = lim[5] < s->cfg.emit_room(s->cfg.cb_ctx, r->id, r->user) - 1
-                     ? lim[5] : s->cfg.emit_room(s->cfg.cb_ctx, r->id, r->user) - 1;
-    for (int i = 0; i < 6; i++)
+    int lim[7] = { room, s->budget - 1, s->plp_room, r->cap - L, r->max_tokens - r->n_gen - 1, s->ctx_limit - L,
+                   s->cfg.emit_room != NULL ? s->cfg.emit_room(s->cfg.cb_ctx, r->id, r->user) - 1 : k };
+    for (int i = 0; i < 7; i++)
         k = lim[i] < k ? lim[i] : k;
     if (k <= 0)
         return 0;
