@@ -2,6 +2,7 @@
 #include "llm_api.h"
 #include "json_schema.h"
 #include "llm_tools.h"
+#include "llm_responses.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -43,6 +44,7 @@ char *llm_api_error_json(const llm_api_err *e)
 void llm_api_req_free(llm_api_req *r)
 {
     cJSON_Delete(r->root);
+    cJSON_Delete(r->body);
     free(r->ids);
     for (size_t i = 0; r->msgs != NULL && i < r->n_msgs; i++) llm_tools_calls_free((llm_chat_call *)r->msgs[i].calls,
                                                                                   r->msgs[i].n_calls);
@@ -746,17 +748,28 @@ int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat
     }
     cJSON *root = r->root;
     if (get_str(root, "model", &r->model, e) < 0) return -1;
+    if (kind == LLM_API_RESPONSES) { /* from here on the chat body it means */
+        cJSON *chat = llm_responses_to_chat(root, e);
+        if (chat == NULL) return -1;
+        r->body = root;
+        r->root = root = chat;
+        r->kind = kind = LLM_API_CHAT;
+        r->responses = 1;
+    }
 
     switch (kind) {
     case LLM_API_COMPLETIONS:
         if (parse_prompt(root, "prompt", LLM_API_MAX_CHOICES, r, e)) return -1;
         return parse_sampling(root, r, e);
     case LLM_API_CHAT:
-        if (parse_messages(root, r, e)) return -1;
-        if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0) return -1;
-        if (parse_template_kwargs(root, r, e)) return -1;
-        if (parse_sampling(root, r, e)) return -1;
-        return llm_tools_parse(root, r, e);
+        if (parse_messages(root, r, e) || get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0 ||
+            parse_template_kwargs(root, r, e) || parse_sampling(root, r, e) || llm_tools_parse(root, r, e)) {
+            if (r->responses) llm_responses_param(e);
+            return -1;
+        }
+        return 0;
+    case LLM_API_RESPONSES:
+        break; /* parsed as LLM_API_CHAT */
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */
         if (llm_api_field(root, "messages")) {

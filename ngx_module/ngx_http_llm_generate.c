@@ -3,6 +3,7 @@
  * response, or Server-Sent Events as tokens arrive. */
 #include "ngx_http_llm_module.h"
 #include "ngx_http_llm_format.h"
+#include "ngx_http_llm_responses_out.h"
 #include "llm_reasoning.h"
 #include "llm_tools.h"
 
@@ -31,6 +32,7 @@ typedef struct {
                                    * calls) */
     llm_think        think;       /* a reasoning model's answer: where it is in <think> */
     ngx_http_llm_text_t reasoning; /* its reasoning (non-streaming) */
+    uint32_t         n_reasoning; /* tokens of it (the Responses API's usage counts them) */
 } ngx_http_llm_seq_t;
 
 typedef struct {
@@ -46,6 +48,7 @@ typedef struct {
     ngx_http_llm_seq_t    *seq;          /* [n], from the request pool */
     uint32_t               n_prompt;
     ngx_http_llm_resp_t    resp;      /* id, model, created, kind */
+    ngx_http_llm_rs_t      rs;        /* POST /v1/responses (q.responses): its output items and events */
     ngx_msec_t             start;
     ngx_msec_t             queue_timeout, request_timeout;
     ngx_event_t            timer;
@@ -78,6 +81,7 @@ static void ngx_http_llm_cleanup(void *data)
         }
         s->n_calls = 0;
     }
+    ngx_http_llm_rs_free(&ctx->rs);
     llm_api_req_free(&ctx->q);
 }
 
@@ -130,6 +134,64 @@ static ngx_int_t ngx_http_llm_emit_event(ngx_http_llm_ctx_t *ctx, cJSON *obj)
     return rc;
 }
 
+/* The Responses API's events: "event: <type>\ndata: <json>\n\n" each. Takes ev. */
+static ngx_int_t ngx_http_llm_emit_typed(ngx_http_llm_ctx_t *ctx, cJSON *ev)
+{
+    ngx_int_t rc = ev ? NGX_OK : NGX_ERROR;
+    for (cJSON *o = ev ? ev->child : NULL; o != NULL && rc == NGX_OK; o = o->next) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
+        char *js = cJSON_PrintUnformatted(o);
+        if (js == NULL || !cJSON_IsString(t)) { cJSON_free(js); rc = NGX_ERROR; break; }
+        size_t tl = strlen(t->valuestring), l = strlen(js);
+        char *buf = malloc(tl + l + 16);
+        if (buf != NULL) {
+            size_t n = (size_t)(ngx_sprintf((u_char *)buf, "event: %s\ndata: %s\n\n", t->valuestring, js) - (u_char *)buf);
+            rc = ngx_http_llm_emit(ctx, buf, n, 0);
+        } else {
+            rc = NGX_ERROR;
+        }
+        free(buf);
+        cJSON_free(js);
+    }
+    cJSON_Delete(ev);
+    return rc;
+}
+
+/* Streamed output of choice i, in the request's API: chat / completions chunks or the Responses API's events.
+ * Each returns 0, or -1 on an output failure. Text (lp: its logprobs, taken): */
+static int ngx_http_llm_stream_text(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len, cJSON *lp)
+{
+    if (ctx->q.responses) {
+        cJSON *ev = cJSON_CreateArray();
+        if (ev == NULL) { cJSON_Delete(lp); return -1; }
+        if (ngx_http_llm_rs_text(&ctx->rs, ev, 0, t, len, lp)) { cJSON_Delete(ev); return -1; }
+        return ngx_http_llm_emit_typed(ctx, ev) == NGX_ERROR ? -1 : 0;
+    }
+    return ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, t, len, 0, lp, NULL)) == NGX_ERROR ? -1 : 0;
+}
+
+/* A reasoning model's reasoning: */
+static int ngx_http_llm_stream_reasoning(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len)
+{
+    if (ctx->q.responses) {
+        cJSON *ev = cJSON_CreateArray();
+        if (ev == NULL || ngx_http_llm_rs_text(&ctx->rs, ev, 1, t, len, NULL)) { cJSON_Delete(ev); return -1; }
+        return ngx_http_llm_emit_typed(ctx, ev) == NGX_ERROR ? -1 : 0;
+    }
+    return ngx_http_llm_emit_event(ctx, ngx_http_llm_reasoning_chunk(&ctx->resp, i, t, len)) == NGX_ERROR ? -1 : 0;
+}
+
+/* Tool calls, each whole: */
+static int ngx_http_llm_stream_calls(ngx_http_llm_ctx_t *ctx, int i, const ngx_http_llm_call_t *calls, int n)
+{
+    if (ctx->q.responses) {
+        cJSON *ev = cJSON_CreateArray();
+        if (ev == NULL || ngx_http_llm_rs_calls(&ctx->rs, ev, calls, n)) { cJSON_Delete(ev); return -1; }
+        return ngx_http_llm_emit_typed(ctx, ev) == NGX_ERROR ? -1 : 0;
+    }
+    return ngx_http_llm_emit_event(ctx, ngx_http_llm_call_chunk(&ctx->resp, i, calls, n)) == NGX_ERROR ? -1 : 0;
+}
+
 static ngx_int_t ngx_http_llm_send_stream_header(ngx_http_llm_ctx_t *ctx)
 {
     ngx_http_request_t *r = ctx->r;
@@ -151,6 +213,11 @@ static ngx_int_t ngx_http_llm_send_stream_header(ngx_http_llm_ctx_t *ctx)
     ctx->header_sent = 1;
     ngx_int_t rc = ngx_http_send_header(r);
     if (rc == NGX_ERROR || rc > NGX_OK) return NGX_ERROR;
+    if (ctx->q.responses) { /* response.created, response.in_progress */
+        cJSON *ev = cJSON_CreateArray();
+        if (ev == NULL || ngx_http_llm_rs_begin(&ctx->rs, ev)) { cJSON_Delete(ev); return NGX_ERROR; }
+        return ngx_http_llm_emit_typed(ctx, ev);
+    }
     if (ctx->resp.kind == LLM_API_CHAT)  /* the first chunk of each choice carries the role */
         for (int i = 0; i < ctx->n; i++)
             if (ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, "", 0, 1, NULL, NULL)) == NGX_ERROR)
@@ -180,8 +247,15 @@ static void ngx_http_llm_fail(ngx_http_llm_ctx_t *ctx, int status, const char *c
         ngx_http_llm_done(ctx, ngx_http_llm_send_error(ctx->r, &e));
         return;
     }
-    char *s = llm_api_error_json(&e);
     ngx_int_t rc = NGX_ERROR;
+    if (ctx->q.responses) { /* an "error" event, then response.failed; the stream has no [DONE] */
+        cJSON *ev = cJSON_CreateArray();
+        if (ev != NULL && ngx_http_llm_rs_error(&ctx->rs, ev, code, msg) != 0) { cJSON_Delete(ev); ev = NULL; }
+        if (ev != NULL && ngx_http_llm_emit_typed(ctx, ev) != NGX_ERROR) rc = ngx_http_llm_emit(ctx, NULL, 0, 1);
+        ngx_http_llm_done(ctx, rc == NGX_ERROR ? NGX_ERROR : NGX_OK);
+        return;
+    }
+    char *s = llm_api_error_json(&e);
     if (s) {
         cJSON *o = cJSON_Parse(s);
         cJSON_free(s);
@@ -215,17 +289,16 @@ static int ngx_http_llm_hold(ngx_http_llm_ctx_t *ctx, int i, const char *t, size
     ngx_http_llm_seq_t *s = &ctx->seq[i];
     if (ngx_http_llm_text_append(&s->text, t, len)) return -1;
     if (ctx->q.tool_mode == LLM_TOOLS_AUTO && ctx->q.chat_format == LLM_CHAT_CHATML) {
-        size_t safe = llm_tools_content_end(s->text.data, s->text.len, s->sent);
+        size_t safe = llm_tools_content_end(s->text.data, s->text.len, s->sent), from = s->sent;
         if (safe == s->sent) return 0;
-        cJSON *chunk = ngx_http_llm_chunk(&ctx->resp, i, s->text.data + s->sent, safe - s->sent, 0, NULL, NULL);
         s->sent = safe;
-        return ngx_http_llm_emit_event(ctx, chunk) == NGX_ERROR ? -1 : 0;
+        return ngx_http_llm_stream_text(ctx, i, s->text.data + from, safe - from, NULL);
     }
     if (ctx->q.tool_mode != LLM_TOOLS_AUTO || llm_tools_may_be_call(&ctx->q, s->text.data, s->text.len)) return 0;
     s->hold = 0;
-    cJSON *chunk = ngx_http_llm_chunk(&ctx->resp, i, s->text.data, s->text.len, 0, NULL, NULL);
+    size_t held = s->text.len;
     s->text.len = 0;
-    return ngx_http_llm_emit_event(ctx, chunk) == NGX_ERROR ? -1 : 0;
+    return ngx_http_llm_stream_text(ctx, i, s->text.data, held, NULL);
 }
 
 /* Appends text to a choice: to the stream as a chunk, or to its text buffer. */
@@ -238,7 +311,7 @@ static int ngx_http_llm_out(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_
     }
     if (ctx->q.stream) {
         if (len == 0 && lp == NULL) return 0;
-        return ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, t, len, 0, lp, NULL)) == NGX_ERROR ? -1 : 0;
+        return ngx_http_llm_stream_text(ctx, i, t, len, lp);
     }
     cJSON_Delete(lp);
     return ngx_http_llm_text_append(&s->text, t, len);
@@ -261,8 +334,7 @@ static int ngx_http_llm_think_emit(void *user, int reasoning, const char *t, siz
         return ngx_http_llm_out(k->ctx, k->i, t, len, lp);
     }
     if (!k->ctx->q.stream) return ngx_http_llm_text_append(&s->reasoning, t, len);
-    cJSON *chunk = ngx_http_llm_reasoning_chunk(&k->ctx->resp, k->i, t, len);
-    return ngx_http_llm_emit_event(k->ctx, chunk) == NGX_ERROR ? -1 : 0;
+    return ngx_http_llm_stream_reasoning(k->ctx, k->i, t, len);
 }
 
 /* Generated text of choice i: through the <think> splitter for a reasoning model's chat, else as it is.
@@ -339,9 +411,8 @@ static int ngx_http_llm_tool_end(ngx_http_llm_ctx_t *ctx, int i)
     if (!ctx->q.stream || !s->hold) return 0;
     s->hold = 0;
     if (n == 0 && s->text.len == s->sent) return 0; /* all of it went out as content */
-    cJSON *chunk = n > 0 ? ngx_http_llm_call_chunk(&ctx->resp, i, s->calls, n)
-                         : ngx_http_llm_chunk(&ctx->resp, i, rest, s->text.len - s->sent, 0, NULL, NULL);
-    return ngx_http_llm_emit_event(ctx, chunk) == NGX_ERROR ? -1 : 0;
+    return n > 0 ? ngx_http_llm_stream_calls(ctx, i, s->calls, n)
+                 : ngx_http_llm_stream_text(ctx, i, rest, s->text.len - s->sent, NULL);
 }
 
 /* Takes one token of choice i. Returns -1 on an output failure. */
@@ -374,7 +445,11 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
         lp = ngx_http_llm_lp_take(ctx, s, ngx_http_llm_logprob_entry(&ctx->resp, ctx->tok, tk, ctx->q.top_logprobs,
                                                                      s->text_off));
     s->text_off += olen;
+    int before = s->think.state;
     if (ngx_http_llm_out_gen(ctx, i, out, olen, lp, hit)) return -1;
+    /* a token of the reasoning: from <think> to </think> */
+    if (ctx->q.think && (before == LLM_THINK_LEAD || before == LLM_THINK_IN || s->think.state == LLM_THINK_LEAD ||
+                         s->think.state == LLM_THINK_IN)) s->n_reasoning++;
     if (hit) {
         s->finish = "stop";
         s->done = 1;
@@ -411,6 +486,30 @@ static int ngx_http_llm_seq_end(ngx_http_llm_ctx_t *ctx, int i, const llm_req_st
     return ngx_http_llm_tool_end(ctx, i);
 }
 
+/* The Responses API's end: response.completed (streamed), or the whole response object built from the answer. */
+static ngx_int_t ngx_http_llm_responses_complete(ngx_http_llm_ctx_t *ctx, const ngx_http_llm_usage_t *cu)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[0];
+    ngx_http_llm_rs_usage_t u = { cu->prompt, cu->completion, cu->cached, s->n_reasoning };
+    if (ctx->q.stream) {
+        cJSON *ev = cJSON_CreateArray();
+        if (ev == NULL || ngx_http_llm_rs_end(&ctx->rs, ev, s->finish, &u, NULL)) { cJSON_Delete(ev); return NGX_ERROR; }
+        if (ngx_http_llm_emit_typed(ctx, ev) == NGX_ERROR) return NGX_ERROR;
+        return ngx_http_llm_emit(ctx, NULL, 0, 1);
+    }
+    cJSON *lp = s->lp, *out = NULL;
+    s->lp = NULL;
+    int rc = 0;
+    if (s->reasoning.len > 0) rc = ngx_http_llm_rs_text(&ctx->rs, NULL, 1, s->reasoning.data, s->reasoning.len, NULL);
+    size_t len = s->n_calls > 0 ? s->content_len : s->text.len;
+    if (rc == 0 && (len > 0 || lp != NULL)) rc = ngx_http_llm_rs_text(&ctx->rs, NULL, 0, s->text.data, len, lp);
+    else cJSON_Delete(lp);
+    if (rc == 0 && s->n_calls > 0) rc = ngx_http_llm_rs_calls(&ctx->rs, NULL, s->calls, s->n_calls);
+    if (rc == 0) rc = ngx_http_llm_rs_end(&ctx->rs, NULL, s->finish, &u, &out);
+    if (rc != 0) return NGX_ERROR;
+    return ngx_http_llm_send_cjson(ctx->r, 200, out);
+}
+
 static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
 {
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(ctx->r, ngx_http_llm_module);
@@ -423,6 +522,7 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
         (void)ngx_atomic_fetch_add(&mcf->counters->prompt_tokens, ctx->n_prompt);
         (void)ngx_atomic_fetch_add(&mcf->counters->completion_tokens, gen);
     }
+    if (ctx->q.responses) return ngx_http_llm_responses_complete(ctx, &u);
     if (ctx->q.stream) {
         for (int i = 0; i < ctx->n; i++)
             if (ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, "", 0, 0, NULL, ctx->seq[i].finish))
@@ -579,7 +679,8 @@ static ngx_int_t ngx_http_llm_prompts_encode(ngx_http_request_t *r, ngx_http_llm
         if (pr->n_ids[i] >= ctx_len || pr->n_ids[i] > m->hdr->caps.max_prompt) {
             char which[32] = "";
             if (np > 1) ngx_snprintf((u_char *)which, sizeof which, " %d%Z", i);
-            llm_api_seterr(e, 400, ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt", "context_length_exceeded",
+            llm_api_seterr(e, 400, ctx->q.responses ? "input" : ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt",
+                           "context_length_exceeded",
                            "the prompt%s is %zu tokens; this model's context length is %u tokens "
                            "(and a request may hold at most %u prompt tokens)",
                            which, pr->n_ids[i], ctx_len, m->hdr->caps.max_prompt);
@@ -673,8 +774,11 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         }
         s->started = 1;
     }
-    ngx_snprintf((u_char *)ctx->resp.id, sizeof ctx->resp.id, "%s-%016xL%Z",
-                 ctx->q.kind == LLM_API_CHAT ? "chatcmpl" : "cmpl", tag ^ ((uint64_t)ngx_time() << 20));
+    ngx_snprintf((u_char *)ctx->resp.id, sizeof ctx->resp.id, "%s%016xL%Z",
+                 ctx->q.responses ? "resp_" : ctx->q.kind == LLM_API_CHAT ? "chatcmpl-" : "cmpl-",
+                 tag ^ ((uint64_t)ngx_time() << 20));
+    if (ctx->q.responses && ngx_http_llm_rs_init(&ctx->rs, &ctx->resp, ctx->q.body, ctx->q.logprobs))
+        return NGX_ERROR;
     ctx->finished = 0;
 
     if (ctx->q.stream) {
@@ -730,9 +834,11 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
 
     ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
     int max_tokens = ctx->q.echo_only ? 1 : ctx->q.max_tokens ? ctx->q.max_tokens : (int)dflt;
-    if (max_tokens > lcf->max_tokens)
-        return ngx_http_llm_error(r, 400, "max_tokens", "invalid_value",
-                                  "max_tokens is %d; this server allows at most %i", max_tokens, lcf->max_tokens);
+    if (max_tokens > lcf->max_tokens) {
+        const char *name = ctx->q.responses ? "max_output_tokens" : "max_tokens";
+        return ngx_http_llm_error(r, 400, name, "invalid_value", "%s is %d; this server allows at most %i", name,
+                                  max_tokens, lcf->max_tokens);
+    }
     if (ctx->q.min_tokens > max_tokens && !ctx->q.echo_only)
         return ngx_http_llm_error(r, 400, "min_tokens", "invalid_value",
                                   "min_tokens (%d) is more than max_tokens (%d)", ctx->q.min_tokens, max_tokens);

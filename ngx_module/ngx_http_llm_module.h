@@ -26,6 +26,7 @@ enum {
     NGX_LLM_HEALTH,
     NGX_LLM_METRICS,
     NGX_LLM_EMBEDDINGS,
+    NGX_LLM_RESPONSES,        /* OpenAI's Responses API (POST /v1/responses) */
     NGX_LLM_N_HANDLERS
 };
 

@@ -217,3 +217,45 @@ test('embeddings.create with dimensions and encoding_format float', async () => 
     const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
     assert.ok(Math.abs(norm - 1) < 1e-6, `unit length (${norm})`);
 });
+
+test('responses.create: output_text (the SDK joins the message\'s text) equals llm-engine generate', async () => {
+    const r = await client.responses.create({ model, input: PROMPT, max_output_tokens: CHAT_TOKENS, temperature: 0 });
+    assert.equal(r.object, 'response');
+    assert.match(r.id, /^resp_[0-9a-f]{16}$/);
+    assert.equal(r.output_text, refChat);
+    assert.equal(r.status, 'incomplete');
+    assert.equal(r.incomplete_details.reason, 'max_output_tokens');
+    assert.equal(r.usage.output_tokens, CHAT_TOKENS);
+    assert.equal(r.output[0].type, 'message');
+});
+
+test('responses.create stream: output_text.delta events join to the same text; the SDK\'s stream helper agrees', async () => {
+    const stream = await client.responses.create({ model, input: MESSAGES, max_output_tokens: CHAT_TOKENS, temperature: 0,
+        stream: true });
+    let text = '', last = -1, completed = null;
+    for await (const ev of stream) {
+        assert.equal(ev.sequence_number, last + 1, 'events numbered in order');
+        last = ev.sequence_number;
+        if (ev.type === 'response.output_text.delta') text += ev.delta;
+        if (ev.type === 'response.incomplete' || ev.type === 'response.completed') completed = ev.response;
+    }
+    assert.equal(text, refChat);
+    assert.equal(completed.output[0].content[0].text, refChat);
+    const helper = client.responses.stream({ model, input: PROMPT, max_output_tokens: CHAT_TOKENS, temperature: 0 });
+    const final = await helper.finalResponse(); // built from the events (the SDK adds no output_text here)
+    assert.equal(final.output[0].content[0].text, refChat);
+});
+
+test('responses.create: text.format json_schema gives the schema\'s object; previous_response_id is a typed 400', async () => {
+    // as the chat test above: the same prompt, seed and biases against whitespace tokens
+    const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer' },
+        happy: { type: 'boolean' } }, required: ['name', 'age', 'happy'], additionalProperties: false };
+    const r = await client.responses.create({ model, input: PROMPT, max_output_tokens: 200, temperature: 0.8, seed: 5,
+        logit_bias: { 13: -100, 410: -100, 35: -100, 12: -100, 16: -100 },
+        text: { format: { type: 'json_schema', name: 'person', strict: true, schema } } });
+    assert.equal(r.status, 'completed', JSON.stringify(r.output));
+    const v = JSON.parse(r.output_text);
+    assert.deepEqual(Object.keys(v), ['name', 'age', 'happy'], r.output_text);
+    await assert.rejects(client.responses.create({ model, input: 'Hi', previous_response_id: 'resp_0' }),
+        (e) => e instanceof OpenAI.BadRequestError && e.param === 'previous_response_id');
+});

@@ -71,3 +71,34 @@ test('a tool whose parameters the server cannot hold a call to: the SDK gets a 4
     await assert.rejects(client.chat.completions.create({ model, messages: MESSAGES, tools: [bad], tool_choice: 'required' }),
         (e) => e.status === 400 && /'multipleOf' is not supported/.test(e.message));
 });
+
+test('responses.create with a required tool: a function_call item; its output goes back as input items', async () => {
+    const tools = [{ type: 'function', ...WEATHER.function }, { type: 'function', ...NOW.function }];
+    const input = [{ role: 'user', content: 'What is the weather in Oslo?' }];
+    const r = await client.responses.create({ model, input, tools, tool_choice: 'required', max_output_tokens: 300,
+        temperature: 0.8, seed: 7 });
+    assert.equal(r.status, 'completed', JSON.stringify(r.output));
+    const call = r.output.find((o) => o.type === 'function_call');
+    assert.ok(call, JSON.stringify(r.output));
+    assert.match(call.call_id, /^call_[0-9a-f]{24}$/);
+    assert.ok(['get_weather', 'now'].includes(call.name), call.name);
+    JSON.parse(call.arguments);
+    // the Responses way of going on: the output items back as input, then the call's output
+    const next = await client.responses.create({ model, tools, max_output_tokens: 4, temperature: 0,
+        input: [...input, ...r.output, { type: 'function_call_output', call_id: call.call_id, output: 'sunny' }] });
+    assert.ok(['completed', 'incomplete'].includes(next.status));
+    assert.ok(next.usage.input_tokens > r.usage.input_tokens);
+});
+
+test('responses.stream with a named tool: the SDK\'s helper assembles the function_call item', async () => {
+    const tools = [{ type: 'function', ...WEATHER.function }];
+    const stream = client.responses.stream({ model, input: 'Weather in Oslo?', tools,
+        tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 300, temperature: 0.8, seed: 9 });
+    let argsDone = null;
+    stream.on('response.function_call_arguments.done', (ev) => { argsDone = ev.arguments; });
+    const final = await stream.finalResponse();
+    const call = final.output.find((o) => o.type === 'function_call');
+    assert.equal(call.name, 'get_weather');
+    assert.equal(call.arguments, argsDone);
+    assert.equal(typeof JSON.parse(call.arguments).city, 'string');
+});
