@@ -5,10 +5,13 @@
 # random weights, whose greedy output falls into loops: the case speculation is for (output that repeats
 # itself or its prompt: code edits, extraction, quoting); text that does not repeat gets ~1.0x (drafts back
 # off after misses). The ids with and without speculation must be identical (the script checks). Each side
-# runs REPS times, alternating; the best run of each is reported.
+# runs REPS times, alternating; the best run of each is reported. TEMP > 0: a sampled request (seed SEED; the
+# ids with and without must still be identical: a draft stands only where the request's own draw agrees);
+# llama.cpp stays greedy (its sampling chain costs it little beside a forward pass).
 #
 #   bash bench/spec_ngram.sh            # PRESET=stories110m DTYPES="q8_0 f16" K=4 NGEN=256 REPS=3
 #   MODEL=../shared/models/stories260K/stories260K.gguf bash bench/spec_ngram.sh   # a trained model's own text
+#   TEMP=0.7 SEED=5 bash bench/spec_ngram.sh                                        # a sampled request
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +21,8 @@ DTYPES=${DTYPES:-"q8_0 f16"}
 PRESET=${PRESET:-stories110m}
 K=${K:-4}
 NGEN=${NGEN:-256}
+TEMP=${TEMP:-0}
+SEED=${SEED:-5}
 PROMPT=${PROMPT:-"Once upon a time, there was a little robot who lived in a small town by the sea."}
 MODELS=${MODELS:-bench/models}
 
@@ -37,8 +42,8 @@ served() { # model spec_tokens
     PID=$!
     for _ in $(seq 600); do grep -q 'ready on' "$W/serve.log" && break; sleep 0.05; done
     local js
-    js=$(build/llm-client --shm "$name" --model "$1" --prompt "$PROMPT" --max-tokens "$NGEN" --temperature 0 \
-         --ignore-eos | tail -n 1)
+    js=$(build/llm-client --shm "$name" --model "$1" --prompt "$PROMPT" --max-tokens "$NGEN" --temperature "$TEMP" \
+         --seed "$SEED" --ignore-eos | tail -n 1)
     kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
     grep 'n-gram speculation' "$W/serve.log" | sed 's/^serve: //' > "$W/spec.txt" || true
     node -e 'const o = JSON.parse(process.argv[1]); const h = require("crypto").createHash("md5")
@@ -66,4 +71,4 @@ for dt in $DTYPES; do
     printf '%-5s | %12.1f %12.1f %12.1f | %8.2fx %8.2fx | %s; same ids: %s\n' "$dt" "$bp" "$bs" "$bl" \
         "$(echo "$bs / $bp" | bc -l)" "$(echo "$bs / $bl" | bc -l)" "$conf" "$same"
 done
-echo "(decode tokens/s, one greedy request of $NGEN tokens, ${MODEL:-$PRESET shape}, $THREADS threads, best of $REPS)"
+echo "(decode tokens/s, one request of $NGEN tokens at temperature $TEMP (llama.cpp: greedy), ${MODEL:-$PRESET shape}, $THREADS threads, best of $REPS)"

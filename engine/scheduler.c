@@ -731,13 +731,15 @@ static int host_masked(const sreq *r);
  * followed the latest earlier occurrence of its last 3 or 2 tokens (copied on through the drafts themselves,
  * so a loop shorter than the drafts repeats), at most cfg.spec_tokens and `room` (KV
  * positions free without preempting) and what the step's budget, the logits rows, the output room, the
- * request's tokens and the context leave. Returns how many (0: none), with the rows taken. */
+ * request's tokens and the context leave. Returns how many (0: none), with the rows taken.
+ * A draft stands when the token the request takes at its position (row_token, in order: a sampled request's
+ * draws and penalties advance exactly as without drafts) is the draft, so the output is the same token for
+ * token, greedy or sampled. */
 static int spec_draft(llm_sched *s, sreq *r, int room)
 {
     int k = s->cfg.spec_tokens;
-    if (k == 0 || s->n_running > LLM_SCHED_SPEC_SEQS || host_masked(r) || r->con != NULL || r->plp || r->embed ||
-        !llm_sampler_plain_greedy(r->smp)) /* (a thinking JSON request would need its mask mid-step) */
-        return 0;
+    if (k == 0 || s->n_running > LLM_SCHED_SPEC_SEQS || host_masked(r) || r->con != NULL || r->plp || r->embed)
+        return 0; /* (a thinking JSON request would need its mask mid-step) */
     if (r->spec_skip > 0) {
         r->spec_skip--;
         return 0;
@@ -1051,6 +1053,9 @@ static int device_prepare(llm_sched *s, llm_device_out *dv)
             /* JSON mode or min_tokens masks the row's logits on the host: it comes back whole */
         } else if (llm_sampler_plain_greedy(smp)) {
             s->dv_mode[i] = LLM_ROW_ARGMAX;
+        } else if (rq->n_draft > 0) {
+            /* a sampled request's drafts: each row's draw follows the one before it (and its token's penalty),
+             * so the rows come back whole and are drawn on the host in turn */
         } else if (s->be->device_sampling) {
             int need = llm_sampler_device_pairs(smp);
             if (np + need > s->dv_pen_cap) {

@@ -132,10 +132,12 @@ typedef struct {
     /* Helper threads that make those requests' masks while the forward pass runs (mask_pool.h); 0: the
      * scheduler thread makes each after the forward. */
     int mask_threads;
-    /* N-gram speculation (prompt lookup): a plain greedy request in decode gets up to spec_tokens drafted
+    /* N-gram speculation (prompt lookup): a request in decode (greedy or sampled; not JSON-masked, not
+     * min_tokens) gets up to spec_tokens drafted
      * tokens a step, the ones that followed the latest earlier occurrence of its last 2-3 tokens in its own
-     * prompt and output; the step computes them with its token, and each draft the model's own greedy choice
-     * confirms is kept (a step then emits several tokens; the output is the same as without). Only while at
+     * prompt and output; the step computes them with its token, and each draft the request's own choice at
+     * that position confirms (its argmax, or its draw: the same PRNG state and penalties as without drafts) is
+     * kept (a step then emits several tokens; the output is the same as without). Only while at
      * most LLM_SCHED_SPEC_SEQS requests run; drafts never preempt and fit the KV pool, the token budget and
      * the output room. 0 = off. */
     int spec_tokens;

@@ -930,6 +930,26 @@ static void test_real_model(void)
     run_all(be, &spec, greedy6, 6, 0, got8, &st0);
     ok(st.steps < st0.steps, "6 greedy requests: fewer steps than without (%llu against %llu)",
        (unsigned long long)st.steps, (unsigned long long)st0.steps);
+    /* sampled requests speculate too: each draft stands when the request's own draw at its position (the same
+     * PRNG state and penalties as without drafts) is the draft; low temperatures, penalties, top-p, logprobs */
+    static req_spec samp8[8];
+    for (int i = 0; i < 8; i++) {
+        samp8[i] = sp8[i];
+        llm_sampling_defaults(&samp8[i].sp);
+        samp8[i].sp.temperature = 0.2f + 0.1f * (float)(i % 4);
+        samp8[i].sp.seed = 77 + (uint64_t)i;
+        samp8[i].sp.top_p = i % 3 == 0 ? 0.9f : 1.0f;
+        samp8[i].sp.top_k = i % 3 == 1 ? 20 : 0;
+        samp8[i].sp.presence_penalty = i % 4 == 2 ? 0.3f : 0.0f;
+        samp8[i].sp.repetition_penalty = i % 4 == 3 ? 1.1f : 1.0f;
+        samp8[i].sp.n_logprobs = i % 2 ? 2 : 0;
+    }
+    run_alone(be, &cfg, samp8, 8, alone8);
+    spec.spec_tokens = 4;
+    is_int(run_all(be, &spec, samp8, 8, 2, got8, &st), 0, "speculation, 8 sampled requests: ran to idle");
+    is_int(compare(got8, alone8, 8, "sampled speculation"), 0, "sampled, with n-gram speculation = alone without it");
+    ok(st.spec_accepted > 0 && st.spec_accepted <= st.spec_drafted, "sampled: %llu of %llu drafted tokens confirmed",
+       (unsigned long long)st.spec_accepted, (unsigned long long)st.spec_drafted);
     llm_backend_free(be);
 
     /* tiny pool: preemption by recompute on the real model */
