@@ -3,6 +3,7 @@
 #include "json_schema.h"
 #include "llm_tools.h"
 #include "llm_responses.h"
+#include "llm_messages.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -748,13 +749,13 @@ int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat
     }
     cJSON *root = r->root;
     if (get_str(root, "model", &r->model, e) < 0) return -1;
-    if (kind == LLM_API_RESPONSES) { /* from here on the chat body it means */
-        cJSON *chat = llm_responses_to_chat(root, e);
+    if (kind == LLM_API_RESPONSES || kind == LLM_API_MESSAGES) { /* from here on the chat body it means */
+        cJSON *chat = kind == LLM_API_RESPONSES ? llm_responses_to_chat(root, e) : llm_messages_to_chat(root, e);
         if (chat == NULL) return -1;
         r->body = root;
         r->root = root = chat;
+        r->api = kind;
         r->kind = kind = LLM_API_CHAT;
-        r->responses = 1;
     }
 
     switch (kind) {
@@ -764,11 +765,13 @@ int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat
     case LLM_API_CHAT:
         if (parse_messages(root, r, e) || get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0 ||
             parse_template_kwargs(root, r, e) || parse_sampling(root, r, e) || llm_tools_parse(root, r, e)) {
-            if (r->responses) llm_responses_param(e);
+            if (r->api == LLM_API_RESPONSES) llm_responses_param(e);
+            if (r->api == LLM_API_MESSAGES) llm_messages_param(e);
             return -1;
         }
         return 0;
     case LLM_API_RESPONSES:
+    case LLM_API_MESSAGES:
         break; /* parsed as LLM_API_CHAT */
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */

@@ -26,7 +26,8 @@ typedef enum {
     LLM_API_DETOKENIZE  = 4, /* POST /detokenize */
     LLM_API_EMBEDDINGS  = 5, /* POST /v1/embeddings */
     LLM_API_RESPONSES   = 6, /* POST /v1/responses: parsed as the chat body it means (llm_responses.h); the
-                              * request's kind is then LLM_API_CHAT with responses set */
+                              * request's kind is then LLM_API_CHAT, its api LLM_API_RESPONSES */
+    LLM_API_MESSAGES    = 7, /* POST /v1/messages (Anthropic's): the same way (llm_messages.h) */
 } llm_api_kind;
 
 #define LLM_API_MAX_INPUTS 2048 /* embeddings: inputs in one request (OpenAI's limit) */
@@ -46,8 +47,9 @@ void llm_api_seterr(llm_api_err *e, int status, const char *param, const char *c
 typedef struct {
     llm_api_kind kind;
     cJSON       *root;        /* owns every string below */
-    int          responses;   /* a Responses API request (POST /v1/responses): root is the chat body made of
-                               * it, and body the request's own, whose fields the response echoes */
+    int          api;         /* LLM_API_RESPONSES or LLM_API_MESSAGES: a body of that API, parsed as the chat
+                               * body it means (root), body the request's own (the Responses API's response
+                               * echoes its fields); 0 for the others */
     cJSON       *body;
     const char  *model;       /* NULL if absent */
 

@@ -1,5 +1,6 @@
 /* Responses API bodies -> chat-completions bodies (see llm_responses.h). */
 #include "llm_responses.h"
+#include "llm_chat_body.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,40 +13,22 @@ static const char *const same_fields[] = {
     "min_tokens", "stop_token_ids", "chat_template_kwargs", "guided_json", "top_logprobs",
 };
 
-static int oom(llm_api_err *e)
-{
-    llm_api_seterr(e, 500, NULL, NULL, "out of memory");
-    return -1;
-}
-
-static const char *type_of(const cJSON *o)
-{
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
-    return cJSON_IsString(t) ? t->valuestring : NULL;
-}
-
-static cJSON *new_string(const char *s, llm_api_err *e)
-{
-    cJSON *o = cJSON_CreateString(s);
-    if (o == NULL) oom(e);
-    return o;
-}
-
 /* A content of text parts as one string: a string, or parts input_text / output_text / text (their "text")
  * and refusal (its "refusal"). Returns a new cJSON string, or NULL with e set. */
 static cJSON *content_text(const cJSON *c, const char *where, llm_api_err *e)
 {
-    if (c == NULL || cJSON_IsNull(c)) return new_string("", e);
-    if (cJSON_IsString(c)) return new_string(c->valuestring, e);
+    const char *one[1] = { c == NULL || cJSON_IsNull(c) ? "" : cJSON_IsString(c) ? c->valuestring : NULL };
+    if (one[0] != NULL) return llm_cb_join(one, 1, e);
     if (!cJSON_IsArray(c)) {
         llm_api_seterr(e, 400, "input", "invalid_type", "%s must be a string or an array of text parts", where);
         return NULL;
     }
-    size_t len = 0;
+    int n = cJSON_GetArraySize(c), k = 0;
+    const char **texts = malloc((size_t)(n > 0 ? n : 1) * sizeof *texts);
+    if (texts == NULL) { llm_cb_oom(e); return NULL; }
     const cJSON *p;
-    int k = 0;
     cJSON_ArrayForEach(p, c) {
-        const char *t = type_of(p);
+        const char *t = llm_cb_type(p);
         const char *field = t && !strcmp(t, "refusal") ? "refusal" : "text";
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(p, field);
         if (t == NULL || (strcmp(t, "input_text") && strcmp(t, "output_text") && strcmp(t, "text") &&
@@ -53,32 +36,14 @@ static cJSON *content_text(const cJSON *c, const char *where, llm_api_err *e)
             llm_api_seterr(e, 400, "input", "invalid_value",
                            "%s[%d]: only text parts ({\"type\": \"input_text\", \"text\": ...}) are supported%s%.32s",
                            where, k, t ? "; got " : "", t ? t : "");
+            free(texts);
             return NULL;
         }
-        len += strlen(x->valuestring);
-        k++;
+        texts[k++] = x->valuestring;
     }
-    char *s = malloc(len + 1), *at = s;
-    if (s == NULL) { oom(e); return NULL; }
-    cJSON_ArrayForEach(p, c) {
-        const char *t = type_of(p);
-        const char *x = cJSON_GetObjectItemCaseSensitive(p, strcmp(t, "refusal") ? "text" : "refusal")->valuestring;
-        size_t l = strlen(x);
-        memcpy(at, x, l);
-        at += l;
-    }
-    *at = 0;
-    cJSON *out = new_string(s, e);
-    free(s);
+    cJSON *out = llm_cb_join(texts, k, e);
+    free(texts);
     return out;
-}
-
-static cJSON *new_message(cJSON *msgs, const char *role)
-{
-    cJSON *m = cJSON_CreateObject();
-    if (m == NULL || cJSON_AddStringToObject(m, "role", role) == NULL) { cJSON_Delete(m); return NULL; }
-    cJSON_AddItemToArray(msgs, m);
-    return m;
 }
 
 static const char *req_str(const cJSON *o, const char *name, const char *where, int k, llm_api_err *e)
@@ -96,20 +61,10 @@ static int add_function_call(cJSON *msgs, const cJSON *it, int k, llm_api_err *e
     const char *call_id = req_str(it, "call_id", "input", k, e), *name = call_id ? req_str(it, "name", "input", k, e) : NULL;
     const char *args = name ? req_str(it, "arguments", "input", k, e) : NULL;
     if (args == NULL) return -1;
-    cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
-    const cJSON *role = cJSON_GetObjectItemCaseSensitive(last, "role");
-    cJSON *m = last;
-    if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant")) {
-        if ((m = new_message(msgs, "assistant")) == NULL || cJSON_AddNullToObject(m, "content") == NULL) return oom(e);
-    }
-    cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
-    if (calls == NULL && (calls = cJSON_AddArrayToObject(m, "tool_calls")) == NULL) return oom(e);
-    cJSON *c = cJSON_CreateObject(), *f = c ? cJSON_AddObjectToObject(c, "function") : NULL;
-    if (f == NULL) { cJSON_Delete(c); return oom(e); }
-    cJSON_AddItemToArray(calls, c);
-    if (!cJSON_AddStringToObject(c, "id", call_id) || !cJSON_AddStringToObject(c, "type", "function") ||
-        !cJSON_AddStringToObject(f, "name", name) || !cJSON_AddStringToObject(f, "arguments", args)) return oom(e);
-    return 0;
+    cJSON *m = llm_cb_last(msgs, "assistant");
+    if (m == NULL && ((m = llm_cb_message(msgs, "assistant")) == NULL || cJSON_AddNullToObject(m, "content") == NULL))
+        return llm_cb_oom(e);
+    return llm_cb_call(m, call_id, name, args, e);
 }
 
 /* input -> messages (after the instructions' system message, if any). */
@@ -120,8 +75,8 @@ static int add_input(cJSON *msgs, const cJSON *input, llm_api_err *e)
         return -1;
     }
     if (cJSON_IsString(input)) {
-        cJSON *m = new_message(msgs, "user");
-        return m && cJSON_AddStringToObject(m, "content", input->valuestring) ? 0 : oom(e);
+        cJSON *m = llm_cb_message(msgs, "user");
+        return m && cJSON_AddStringToObject(m, "content", input->valuestring) ? 0 : llm_cb_oom(e);
     }
     if (!cJSON_IsArray(input)) {
         llm_api_seterr(e, 400, "input", "invalid_type", "'input' must be a string or an array of items");
@@ -138,7 +93,7 @@ static int add_input(cJSON *msgs, const cJSON *input, llm_api_err *e)
             llm_api_seterr(e, 400, "input", "invalid_type", "input[%d] must be an object", k);
             return -1;
         }
-        const char *t = type_of(it);
+        const char *t = llm_cb_type(it);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role");
         if (t == NULL && cJSON_GetObjectItemCaseSensitive(it, "type") != NULL) {
             llm_api_seterr(e, 400, "input", "invalid_type", "input[%d].type must be a string", k);
@@ -159,8 +114,8 @@ static int add_input(cJSON *msgs, const cJSON *input, llm_api_err *e)
             snprintf(where, sizeof where, "input[%d].content", k);
             cJSON *text = content_text(cJSON_GetObjectItemCaseSensitive(it, "content"), where, e);
             if (text == NULL) return -1;
-            cJSON *m = new_message(msgs, r);
-            if (m == NULL) { cJSON_Delete(text); return oom(e); }
+            cJSON *m = llm_cb_message(msgs, r);
+            if (m == NULL) { cJSON_Delete(text); return llm_cb_oom(e); }
             cJSON_AddItemToObject(m, "content", text);
         } else if (!strcmp(t, "function_call")) {
             if (add_function_call(msgs, it, k, e)) return -1;
@@ -175,10 +130,7 @@ static int add_input(cJSON *msgs, const cJSON *input, llm_api_err *e)
                 return -1;
             }
             cJSON *text = content_text(out, where, e);
-            if (text == NULL) return -1;
-            cJSON *m = new_message(msgs, "tool");
-            if (m == NULL || !cJSON_AddStringToObject(m, "tool_call_id", call_id)) { cJSON_Delete(text); return oom(e); }
-            cJSON_AddItemToObject(m, "content", text);
+            if (text == NULL || llm_cb_tool_result(msgs, call_id, text, e)) return -1;
         } else if (strcmp(t, "reasoning") != 0) {
             /* reasoning items are left out, as chat templates leave earlier turns' reasoning out */
             llm_api_seterr(e, 400, "input", "invalid_value",
@@ -200,29 +152,18 @@ static int add_tools(cJSON *chat, const cJSON *tools, llm_api_err *e)
         return -1;
     }
     cJSON *out = cJSON_AddArrayToObject(chat, "tools");
-    if (out == NULL) return oom(e);
+    if (out == NULL) return llm_cb_oom(e);
     const cJSON *t;
     int k = 0;
     cJSON_ArrayForEach(t, tools) {
-        const char *type = type_of(t);
+        const char *type = llm_cb_type(t);
         if (!cJSON_IsObject(t) || type == NULL || strcmp(type, "function")) {
             llm_api_seterr(e, 400, "tools", "invalid_value", "tools[%d]: only function tools ({\"type\": \"function\", "
                            "\"name\": ..., \"parameters\": ...}) are supported%s%.40s", k, type ? "; got " : "",
                            type ? type : "");
             return -1;
         }
-        cJSON *c = cJSON_CreateObject(), *f = c ? cJSON_CreateObject() : NULL;
-        if (f == NULL) { cJSON_Delete(c); return oom(e); }
-        cJSON_AddItemToArray(out, c);
-        cJSON_AddStringToObject(c, "type", "function");
-        cJSON_AddItemToObject(c, "function", f);
-        static const char *const keys[] = { "name", "description", "parameters", "strict" };
-        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, keys[i]);
-            cJSON *d = v ? cJSON_Duplicate(v, 1) : NULL;
-            if (v && d == NULL) return oom(e);
-            if (d) cJSON_AddItemToObject(f, keys[i], d);
-        }
+        if (llm_cb_tool(out, t, "parameters", e)) return -1;
         k++;
     }
     return 0;
@@ -232,8 +173,8 @@ static int add_tools(cJSON *chat, const cJSON *tools, llm_api_err *e)
  * "function": {"name"}}. */
 static int add_tool_choice(cJSON *chat, const cJSON *tc, llm_api_err *e)
 {
-    if (cJSON_IsString(tc)) return cJSON_AddItemToObject(chat, "tool_choice", cJSON_Duplicate(tc, 0)) ? 0 : oom(e);
-    const char *type = type_of(tc);
+    if (cJSON_IsString(tc)) return llm_cb_put_copy(chat, "tool_choice", tc, e);
+    const char *type = llm_cb_type(tc);
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(tc, "name");
     if (type == NULL || strcmp(type, "function") || !cJSON_IsString(name)) {
         llm_api_seterr(e, 400, "tool_choice", "invalid_value", "'tool_choice' must be \"none\", \"auto\", \"required\" "
@@ -242,7 +183,7 @@ static int add_tool_choice(cJSON *chat, const cJSON *tc, llm_api_err *e)
     }
     cJSON *c = cJSON_AddObjectToObject(chat, "tool_choice"), *f = c ? cJSON_AddObjectToObject(c, "function") : NULL;
     if (f == NULL || !cJSON_AddStringToObject(c, "type", "function") ||
-        !cJSON_AddStringToObject(f, "name", name->valuestring)) return oom(e);
+        !cJSON_AddStringToObject(f, "name", name->valuestring)) return llm_cb_oom(e);
     return 0;
 }
 
@@ -256,24 +197,19 @@ static int add_text_format(cJSON *chat, const cJSON *text, llm_api_err *e)
     }
     const cJSON *f = llm_api_field(text, "format");
     if (f == NULL) return 0;
-    const char *type = type_of(f);
+    const char *type = llm_cb_type(f);
     if (type == NULL) {
         llm_api_seterr(e, 400, "text.format", "invalid_type",
                        "'text.format' must be an object with a 'type': \"text\", \"json_object\" or \"json_schema\"");
         return -1;
     }
     cJSON *rf = cJSON_AddObjectToObject(chat, "response_format");
-    if (rf == NULL || !cJSON_AddStringToObject(rf, "type", type)) return oom(e);
+    if (rf == NULL || !cJSON_AddStringToObject(rf, "type", type)) return llm_cb_oom(e);
     if (strcmp(type, "json_schema") != 0) return 0; /* llm_api.c checks the type */
     cJSON *js = cJSON_AddObjectToObject(rf, "json_schema");
-    if (js == NULL) return oom(e);
+    if (js == NULL) return llm_cb_oom(e);
     static const char *const keys[] = { "name", "schema", "strict", "description" };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, keys[i]);
-        cJSON *d = v ? cJSON_Duplicate(v, 1) : NULL;
-        if (v && d == NULL) return oom(e);
-        if (d) cJSON_AddItemToObject(js, keys[i], d);
-    }
+    if (llm_cb_copy(js, f, keys, sizeof keys / sizeof keys[0], e)) return -1;
     if (!cJSON_GetObjectItemCaseSensitive(js, "schema")) {
         llm_api_seterr(e, 400, "text.format", "invalid_value", "text.format type \"json_schema\" needs a 'schema'");
         return -1;
@@ -337,29 +273,19 @@ cJSON *llm_responses_to_chat(const cJSON *body, llm_api_err *e)
 {
     if (refuse(body, e)) return NULL;
     cJSON *chat = cJSON_CreateObject(), *msgs = chat ? cJSON_AddArrayToObject(chat, "messages") : NULL;
-    if (msgs == NULL) { cJSON_Delete(chat); oom(e); return NULL; }
-    for (size_t i = 0; i < sizeof same_fields / sizeof same_fields[0]; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, same_fields[i]);
-        cJSON *d = v ? cJSON_Duplicate(v, 1) : NULL;
-        if (v && d == NULL) goto fail_oom;
-        if (d) cJSON_AddItemToObject(chat, same_fields[i], d);
-    }
+    if (msgs == NULL) { cJSON_Delete(chat); llm_cb_oom(e); return NULL; }
+    if (llm_cb_copy(chat, body, same_fields, sizeof same_fields / sizeof same_fields[0], e)) goto fail;
     const cJSON *ins = llm_api_field(body, "instructions");
     if (ins) {
         if (!cJSON_IsString(ins)) {
             llm_api_seterr(e, 400, "instructions", "invalid_type", "'instructions' must be a string");
             goto fail;
         }
-        cJSON *m = new_message(msgs, "system");
+        cJSON *m = llm_cb_message(msgs, "system");
         if (m == NULL || !cJSON_AddStringToObject(m, "content", ins->valuestring)) goto fail_oom;
     }
     if (add_input(msgs, llm_api_field(body, "input"), e)) goto fail;
-    const cJSON *mot = llm_api_field(body, "max_output_tokens");
-    if (mot) {
-        cJSON *d = cJSON_Duplicate(mot, 0);
-        if (d == NULL) goto fail_oom;
-        cJSON_AddItemToObject(chat, "max_tokens", d);
-    }
+    if (llm_cb_put_copy(chat, "max_tokens", llm_api_field(body, "max_output_tokens"), e)) goto fail;
     const cJSON *v;
     if ((v = llm_api_field(body, "tools")) && add_tools(chat, v, e)) goto fail;
     if ((v = llm_api_field(body, "tool_choice")) && add_tool_choice(chat, v, e)) goto fail;
@@ -382,7 +308,7 @@ cJSON *llm_responses_to_chat(const cJSON *body, llm_api_err *e)
     }
     return chat;
 fail_oom:
-    oom(e);
+    llm_cb_oom(e);
 fail:
     cJSON_Delete(chat);
     return NULL;

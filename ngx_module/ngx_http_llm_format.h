@@ -51,6 +51,30 @@ typedef struct {
     uint32_t prompt, completion, cached;
 } ngx_http_llm_usage_t;
 
+/* How an answer ended, for the APIs whose answers are built as typed events (below). */
+typedef struct {
+    const char *finish;     /* "stop", "length" or "tool_calls" */
+    const char *stop_seq;   /* the stop string that ended it, or NULL */
+    uint32_t    input, output, cached, reasoning; /* token counts: prompt, generated, prompt from the prefix
+                                                   * cache, generated inside <think> */
+} ngx_http_llm_end_t;
+
+/* An API whose answer is built as typed events (the Responses API, ngx_http_llm_responses_out.h; Anthropic's
+ * Messages API, ngx_http_llm_messages_out.h): its builder's operations on the builder b. Each appends its
+ * events ({"type", ...}, sent as "event: <type>" / "data: <json>") to the array ev (NULL: none made, the
+ * builder only keeps the answer) and returns 0, or -1 out of memory.
+ *   begin: the stream opens;  text: reasoning (1) or answer text (0), lp a chat logprobs object or NULL (taken);
+ *   calls: the answer's tool calls;  end: the answer is over, *out (when out is not NULL) the whole response
+ *   object;  error: a failure mid-stream;  free: the builder's memory. */
+typedef struct {
+    int  (*begin)(void *b, cJSON *ev);
+    int  (*text)(void *b, cJSON *ev, int reasoning, const char *s, size_t len, cJSON *lp);
+    int  (*calls)(void *b, cJSON *ev, const ngx_http_llm_call_t *calls, int n);
+    int  (*end)(void *b, cJSON *ev, const ngx_http_llm_end_t *end, cJSON **out);
+    int  (*error)(void *b, cJSON *ev, const char *code, const char *type, const char *message);
+    void (*free)(void *b);
+} ngx_http_llm_typed_t;
+
 /* Whole (non-streaming) response. */
 cJSON *ngx_http_llm_response(const ngx_http_llm_resp_t *r, ngx_http_llm_choice_t *ch, int n,
                              const ngx_http_llm_usage_t *u);

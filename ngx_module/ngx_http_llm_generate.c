@@ -4,6 +4,7 @@
 #include "ngx_http_llm_module.h"
 #include "ngx_http_llm_format.h"
 #include "ngx_http_llm_responses_out.h"
+#include "ngx_http_llm_messages_out.h"
 #include "llm_reasoning.h"
 #include "llm_tools.h"
 
@@ -48,7 +49,11 @@ typedef struct {
     ngx_http_llm_seq_t    *seq;          /* [n], from the request pool */
     uint32_t               n_prompt;
     ngx_http_llm_resp_t    resp;      /* id, model, created, kind */
-    ngx_http_llm_rs_t      rs;        /* POST /v1/responses (q.responses): its output items and events */
+    /* the Responses API or Anthropic's Messages API (q.api): the answer built as typed events */
+    const ngx_http_llm_typed_t *typed; /* its builder's operations, or NULL */
+    void                  *tb;        /* its builder: &rs or &ms */
+    ngx_http_llm_rs_t      rs;
+    ngx_http_llm_ms_t      ms;
     ngx_msec_t             start;
     ngx_msec_t             queue_timeout, request_timeout;
     ngx_event_t            timer;
@@ -81,7 +86,8 @@ static void ngx_http_llm_cleanup(void *data)
         }
         s->n_calls = 0;
     }
-    ngx_http_llm_rs_free(&ctx->rs);
+    if (ctx->typed) ctx->typed->free(ctx->tb);
+    ctx->typed = NULL;
     llm_api_req_free(&ctx->q);
 }
 
@@ -134,7 +140,7 @@ static ngx_int_t ngx_http_llm_emit_event(ngx_http_llm_ctx_t *ctx, cJSON *obj)
     return rc;
 }
 
-/* The Responses API's events: "event: <type>\ndata: <json>\n\n" each. Takes ev. */
+/* Typed events (the Responses and Messages APIs): "event: <type>\ndata: <json>\n\n" each. Takes ev. */
 static ngx_int_t ngx_http_llm_emit_typed(ngx_http_llm_ctx_t *ctx, cJSON *ev)
 {
     ngx_int_t rc = ev ? NGX_OK : NGX_ERROR;
@@ -157,14 +163,14 @@ static ngx_int_t ngx_http_llm_emit_typed(ngx_http_llm_ctx_t *ctx, cJSON *ev)
     return rc;
 }
 
-/* Streamed output of choice i, in the request's API: chat / completions chunks or the Responses API's events.
+/* Streamed output of choice i, in the request's API: chat / completions chunks or typed events.
  * Each returns 0, or -1 on an output failure. Text (lp: its logprobs, taken): */
 static int ngx_http_llm_stream_text(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len, cJSON *lp)
 {
-    if (ctx->q.responses) {
+    if (ctx->typed) {
         cJSON *ev = cJSON_CreateArray();
         if (ev == NULL) { cJSON_Delete(lp); return -1; }
-        if (ngx_http_llm_rs_text(&ctx->rs, ev, 0, t, len, lp)) { cJSON_Delete(ev); return -1; }
+        if (ctx->typed->text(ctx->tb, ev, 0, t, len, lp)) { cJSON_Delete(ev); return -1; }
         return ngx_http_llm_emit_typed(ctx, ev) == NGX_ERROR ? -1 : 0;
     }
     return ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, t, len, 0, lp, NULL)) == NGX_ERROR ? -1 : 0;
@@ -173,9 +179,9 @@ static int ngx_http_llm_stream_text(ngx_http_llm_ctx_t *ctx, int i, const char *
 /* A reasoning model's reasoning: */
 static int ngx_http_llm_stream_reasoning(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len)
 {
-    if (ctx->q.responses) {
+    if (ctx->typed) {
         cJSON *ev = cJSON_CreateArray();
-        if (ev == NULL || ngx_http_llm_rs_text(&ctx->rs, ev, 1, t, len, NULL)) { cJSON_Delete(ev); return -1; }
+        if (ev == NULL || ctx->typed->text(ctx->tb, ev, 1, t, len, NULL)) { cJSON_Delete(ev); return -1; }
         return ngx_http_llm_emit_typed(ctx, ev) == NGX_ERROR ? -1 : 0;
     }
     return ngx_http_llm_emit_event(ctx, ngx_http_llm_reasoning_chunk(&ctx->resp, i, t, len)) == NGX_ERROR ? -1 : 0;
@@ -184,9 +190,9 @@ static int ngx_http_llm_stream_reasoning(ngx_http_llm_ctx_t *ctx, int i, const c
 /* Tool calls, each whole: */
 static int ngx_http_llm_stream_calls(ngx_http_llm_ctx_t *ctx, int i, const ngx_http_llm_call_t *calls, int n)
 {
-    if (ctx->q.responses) {
+    if (ctx->typed) {
         cJSON *ev = cJSON_CreateArray();
-        if (ev == NULL || ngx_http_llm_rs_calls(&ctx->rs, ev, calls, n)) { cJSON_Delete(ev); return -1; }
+        if (ev == NULL || ctx->typed->calls(ctx->tb, ev, calls, n)) { cJSON_Delete(ev); return -1; }
         return ngx_http_llm_emit_typed(ctx, ev) == NGX_ERROR ? -1 : 0;
     }
     return ngx_http_llm_emit_event(ctx, ngx_http_llm_call_chunk(&ctx->resp, i, calls, n)) == NGX_ERROR ? -1 : 0;
@@ -213,9 +219,9 @@ static ngx_int_t ngx_http_llm_send_stream_header(ngx_http_llm_ctx_t *ctx)
     ctx->header_sent = 1;
     ngx_int_t rc = ngx_http_send_header(r);
     if (rc == NGX_ERROR || rc > NGX_OK) return NGX_ERROR;
-    if (ctx->q.responses) { /* response.created, response.in_progress */
+    if (ctx->typed) { /* response.created, response.in_progress; message_start */
         cJSON *ev = cJSON_CreateArray();
-        if (ev == NULL || ngx_http_llm_rs_begin(&ctx->rs, ev)) { cJSON_Delete(ev); return NGX_ERROR; }
+        if (ev == NULL || ctx->typed->begin(ctx->tb, ev)) { cJSON_Delete(ev); return NGX_ERROR; }
         return ngx_http_llm_emit_typed(ctx, ev);
     }
     if (ctx->resp.kind == LLM_API_CHAT)  /* the first chunk of each choice carries the role */
@@ -248,9 +254,9 @@ static void ngx_http_llm_fail(ngx_http_llm_ctx_t *ctx, int status, const char *c
         return;
     }
     ngx_int_t rc = NGX_ERROR;
-    if (ctx->q.responses) { /* an "error" event, then response.failed; the stream has no [DONE] */
+    if (ctx->typed) { /* an "error" event (Responses: then response.failed); these streams have no [DONE] */
         cJSON *ev = cJSON_CreateArray();
-        if (ev != NULL && ngx_http_llm_rs_error(&ctx->rs, ev, code, msg) != 0) { cJSON_Delete(ev); ev = NULL; }
+        if (ev != NULL && ctx->typed->error(ctx->tb, ev, code, e.type, msg) != 0) { cJSON_Delete(ev); ev = NULL; }
         if (ev != NULL && ngx_http_llm_emit_typed(ctx, ev) != NGX_ERROR) rc = ngx_http_llm_emit(ctx, NULL, 0, 1);
         ngx_http_llm_done(ctx, rc == NGX_ERROR ? NGX_ERROR : NGX_OK);
         return;
@@ -486,26 +492,28 @@ static int ngx_http_llm_seq_end(ngx_http_llm_ctx_t *ctx, int i, const llm_req_st
     return ngx_http_llm_tool_end(ctx, i);
 }
 
-/* The Responses API's end: response.completed (streamed), or the whole response object built from the answer. */
-static ngx_int_t ngx_http_llm_responses_complete(ngx_http_llm_ctx_t *ctx, const ngx_http_llm_usage_t *cu)
+/* A typed API's end: its last events (streamed), or the whole response built from the answer. */
+static ngx_int_t ngx_http_llm_typed_complete(ngx_http_llm_ctx_t *ctx, const ngx_http_llm_usage_t *cu)
 {
     ngx_http_llm_seq_t *s = &ctx->seq[0];
-    ngx_http_llm_rs_usage_t u = { cu->prompt, cu->completion, cu->cached, s->n_reasoning };
+    const ngx_http_llm_typed_t *ty = ctx->typed;
+    ngx_http_llm_end_t u = { s->finish, s->stop.which >= 0 ? s->stop.stop[s->stop.which] : NULL, cu->prompt,
+                             cu->completion, cu->cached, s->n_reasoning };
     if (ctx->q.stream) {
         cJSON *ev = cJSON_CreateArray();
-        if (ev == NULL || ngx_http_llm_rs_end(&ctx->rs, ev, s->finish, &u, NULL)) { cJSON_Delete(ev); return NGX_ERROR; }
+        if (ev == NULL || ty->end(ctx->tb, ev, &u, NULL)) { cJSON_Delete(ev); return NGX_ERROR; }
         if (ngx_http_llm_emit_typed(ctx, ev) == NGX_ERROR) return NGX_ERROR;
         return ngx_http_llm_emit(ctx, NULL, 0, 1);
     }
     cJSON *lp = s->lp, *out = NULL;
     s->lp = NULL;
     int rc = 0;
-    if (s->reasoning.len > 0) rc = ngx_http_llm_rs_text(&ctx->rs, NULL, 1, s->reasoning.data, s->reasoning.len, NULL);
+    if (s->reasoning.len > 0) rc = ty->text(ctx->tb, NULL, 1, s->reasoning.data, s->reasoning.len, NULL);
     size_t len = s->n_calls > 0 ? s->content_len : s->text.len;
-    if (rc == 0 && (len > 0 || lp != NULL)) rc = ngx_http_llm_rs_text(&ctx->rs, NULL, 0, s->text.data, len, lp);
+    if (rc == 0 && (len > 0 || lp != NULL)) rc = ty->text(ctx->tb, NULL, 0, s->text.data, len, lp);
     else cJSON_Delete(lp);
-    if (rc == 0 && s->n_calls > 0) rc = ngx_http_llm_rs_calls(&ctx->rs, NULL, s->calls, s->n_calls);
-    if (rc == 0) rc = ngx_http_llm_rs_end(&ctx->rs, NULL, s->finish, &u, &out);
+    if (rc == 0 && s->n_calls > 0) rc = ty->calls(ctx->tb, NULL, s->calls, s->n_calls);
+    if (rc == 0) rc = ty->end(ctx->tb, NULL, &u, &out);
     if (rc != 0) return NGX_ERROR;
     return ngx_http_llm_send_cjson(ctx->r, 200, out);
 }
@@ -522,7 +530,7 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
         (void)ngx_atomic_fetch_add(&mcf->counters->prompt_tokens, ctx->n_prompt);
         (void)ngx_atomic_fetch_add(&mcf->counters->completion_tokens, gen);
     }
-    if (ctx->q.responses) return ngx_http_llm_responses_complete(ctx, &u);
+    if (ctx->typed) return ngx_http_llm_typed_complete(ctx, &u);
     if (ctx->q.stream) {
         for (int i = 0; i < ctx->n; i++)
             if (ngx_http_llm_emit_event(ctx, ngx_http_llm_chunk(&ctx->resp, i, "", 0, 0, NULL, ctx->seq[i].finish))
@@ -679,7 +687,7 @@ static ngx_int_t ngx_http_llm_prompts_encode(ngx_http_request_t *r, ngx_http_llm
         if (pr->n_ids[i] >= ctx_len || pr->n_ids[i] > m->hdr->caps.max_prompt) {
             char which[32] = "";
             if (np > 1) ngx_snprintf((u_char *)which, sizeof which, " %d%Z", i);
-            llm_api_seterr(e, 400, ctx->q.responses ? "input" : ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt",
+            llm_api_seterr(e, 400, ctx->q.api == LLM_API_RESPONSES ? "input" : ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt",
                            "context_length_exceeded",
                            "the prompt%s is %zu tokens; this model's context length is %u tokens "
                            "(and a request may hold at most %u prompt tokens)",
@@ -775,10 +783,17 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         s->started = 1;
     }
     ngx_snprintf((u_char *)ctx->resp.id, sizeof ctx->resp.id, "%s%016xL%Z",
-                 ctx->q.responses ? "resp_" : ctx->q.kind == LLM_API_CHAT ? "chatcmpl-" : "cmpl-",
-                 tag ^ ((uint64_t)ngx_time() << 20));
-    if (ctx->q.responses && ngx_http_llm_rs_init(&ctx->rs, &ctx->resp, ctx->q.body, ctx->q.logprobs))
-        return NGX_ERROR;
+                 ctx->q.api == LLM_API_RESPONSES ? "resp_" : ctx->q.api == LLM_API_MESSAGES ? "msg_"
+                 : ctx->q.kind == LLM_API_CHAT ? "chatcmpl-" : "cmpl-", tag ^ ((uint64_t)ngx_time() << 20));
+    if (ctx->q.api == LLM_API_RESPONSES) {
+        if (ngx_http_llm_rs_init(&ctx->rs, &ctx->resp, ctx->q.body, ctx->q.logprobs)) return NGX_ERROR;
+        ctx->typed = &ngx_http_llm_rs_typed;
+        ctx->tb = &ctx->rs;
+    } else if (ctx->q.api == LLM_API_MESSAGES) {
+        if (ngx_http_llm_ms_init(&ctx->ms, &ctx->resp, ctx->n_prompt)) return NGX_ERROR;
+        ctx->typed = &ngx_http_llm_ms_typed;
+        ctx->tb = &ctx->ms;
+    }
     ctx->finished = 0;
 
     if (ctx->q.stream) {
@@ -835,7 +850,7 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
     int max_tokens = ctx->q.echo_only ? 1 : ctx->q.max_tokens ? ctx->q.max_tokens : (int)dflt;
     if (max_tokens > lcf->max_tokens) {
-        const char *name = ctx->q.responses ? "max_output_tokens" : "max_tokens";
+        const char *name = ctx->q.api == LLM_API_RESPONSES ? "max_output_tokens" : "max_tokens";
         return ngx_http_llm_error(r, 400, name, "invalid_value", "%s is %d; this server allows at most %i", name,
                                   max_tokens, lcf->max_tokens);
     }

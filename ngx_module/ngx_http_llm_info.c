@@ -283,7 +283,8 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
     ngx_http_llm_counters_t *c = mcf->counters;
     if (c) {
         static const char *ep[] = { "other", "auto", "completions", "chat", "models", "tokenize", "detokenize",
-                                    "health", "metrics", "embeddings", "responses" };
+                                    "health", "metrics", "embeddings", "responses",
+                                    "messages" };
         wr(&w, "# HELP llm_http_requests_total Requests seen by the nginx module, by endpoint.\n"
                "# TYPE llm_http_requests_total counter\n");
         for (int i = 0; i < NGX_LLM_N_HANDLERS; i++)

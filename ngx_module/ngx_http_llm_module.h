@@ -27,6 +27,7 @@ enum {
     NGX_LLM_METRICS,
     NGX_LLM_EMBEDDINGS,
     NGX_LLM_RESPONSES,        /* OpenAI's Responses API (POST /v1/responses) */
+    NGX_LLM_MESSAGES,         /* Anthropic's Messages API (POST /v1/messages) */
     NGX_LLM_N_HANDLERS
 };
 
@@ -113,6 +114,8 @@ char     *ngx_http_llm_api_key_directive(ngx_conf_t *cf, ngx_command_t *cmd, voi
 ngx_int_t ngx_http_llm_check_api_key(ngx_http_request_t *r, ngx_uint_t h);
 
 /* module helpers (ngx_http_llm_module.c) */
+/* The endpoint r is served by (NGX_LLM_*): the location's llm_api, or where its URI routes under auto. */
+ngx_uint_t ngx_http_llm_endpoint(ngx_http_request_t *r);
 ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);
 const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap);
 /* 0 ok; else a status with e filled (unknown model -> 404). */

@@ -1,5 +1,6 @@
 /* Sending whole responses: JSON bodies, OpenAI-shaped errors, plain text. */
 #include "ngx_http_llm_module.h"
+#include "ngx_http_llm_messages_out.h"
 
 void ngx_http_llm_count_status(ngx_http_request_t *r, ngx_uint_t status)
 {
@@ -63,7 +64,8 @@ ngx_int_t ngx_http_llm_send_error(ngx_http_request_t *r, const llm_api_err *e)
             ngx_str_set(&h->value, "1");
         }
     }
-    char *s = llm_api_error_json(e);
+    /* Anthropic's clients read {"type": "error", "error": {"type", "message"}} */
+    char *s = ngx_http_llm_endpoint(r) == NGX_LLM_MESSAGES ? ngx_http_llm_ms_error_json(e) : llm_api_error_json(e);
     if (s == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     ngx_int_t rc = ngx_http_llm_send_json(r, (ngx_uint_t)e->status, s, strlen(s));
     cJSON_free(s);

@@ -167,7 +167,7 @@ static void rs_echo(cJSON *o, const cJSON *req, const char *name, cJSON *dflt)
     rs_put(o, name, dflt);
 }
 
-static cJSON *rs_usage(const ngx_http_llm_rs_usage_t *u)
+static cJSON *rs_usage(const ngx_http_llm_end_t *u)
 {
     cJSON *o = cJSON_CreateObject();
     if (o == NULL) return NULL;
@@ -182,7 +182,7 @@ static cJSON *rs_usage(const ngx_http_llm_rs_usage_t *u)
 }
 
 /* The response object as it stands: status in_progress, completed, incomplete or failed. */
-static cJSON *rs_response(const ngx_http_llm_rs_t *rs, const char *status, const ngx_http_llm_rs_usage_t *u,
+static cJSON *rs_response(const ngx_http_llm_rs_t *rs, const char *status, const ngx_http_llm_end_t *u,
                        const char *err_code, const char *err_msg)
 {
     cJSON *o = cJSON_CreateObject();
@@ -304,10 +304,9 @@ int ngx_http_llm_rs_calls(ngx_http_llm_rs_t *rs, cJSON *ev, const ngx_http_llm_c
     return 0;
 }
 
-int ngx_http_llm_rs_end(ngx_http_llm_rs_t *rs, cJSON *ev, const char *finish, const ngx_http_llm_rs_usage_t *u,
-                        cJSON **out)
+int ngx_http_llm_rs_end(ngx_http_llm_rs_t *rs, cJSON *ev, const ngx_http_llm_end_t *u, cJSON **out)
 {
-    int cut = finish != NULL && !strcmp(finish, "length");
+    int cut = u->finish != NULL && !strcmp(u->finish, "length");
     const char *status = cut ? "incomplete" : "completed";
     if (cJSON_GetArraySize(rs->output) == 0 && rs->open == RS_NONE && open_new(rs, ev, RS_MESSAGE)) return -1;
     if (close_item(rs, ev, status)) return -1;
@@ -337,3 +336,19 @@ int ngx_http_llm_rs_error(ngx_http_llm_rs_t *rs, cJSON *ev, const char *code, co
     rs_put(o, "response", o ? rs_response(rs, "failed", NULL, code, message) : NULL);
     return 0;
 }
+
+static int op_begin(void *b, cJSON *ev) { return ngx_http_llm_rs_begin(b, ev); }
+static int op_text(void *b, cJSON *ev, int reasoning, const char *s, size_t len, cJSON *lp)
+{
+    return ngx_http_llm_rs_text(b, ev, reasoning, s, len, lp);
+}
+static int op_calls(void *b, cJSON *ev, const ngx_http_llm_call_t *calls, int n) { return ngx_http_llm_rs_calls(b, ev, calls, n); }
+static int op_end(void *b, cJSON *ev, const ngx_http_llm_end_t *end, cJSON **out) { return ngx_http_llm_rs_end(b, ev, end, out); }
+static int op_error(void *b, cJSON *ev, const char *code, const char *type, const char *message)
+{
+    (void)type;
+    return ngx_http_llm_rs_error(b, ev, code, message);
+}
+static void op_free(void *b) { ngx_http_llm_rs_free(b); }
+
+const ngx_http_llm_typed_t ngx_http_llm_rs_typed = { op_begin, op_text, op_calls, op_end, op_error, op_free };

@@ -25,11 +25,6 @@ typedef struct {
     cJSON       *output;    /* the items done */
 } ngx_http_llm_rs_t;
 
-/* Token counts of a response's usage. */
-typedef struct {
-    uint32_t input, output, cached, reasoning;
-} ngx_http_llm_rs_usage_t;
-
 /* 0, or -1 out of memory. */
 int  ngx_http_llm_rs_init(ngx_http_llm_rs_t *rs, const ngx_http_llm_resp_t *resp, const cJSON *req, int logprobs);
 void ngx_http_llm_rs_free(ngx_http_llm_rs_t *rs);
@@ -43,11 +38,13 @@ int ngx_http_llm_rs_begin(ngx_http_llm_rs_t *rs, cJSON *ev);
 int ngx_http_llm_rs_text(ngx_http_llm_rs_t *rs, cJSON *ev, int reasoning, const char *s, size_t len, cJSON *lp);
 /* The answer's tool calls, each a function_call item. */
 int ngx_http_llm_rs_calls(ngx_http_llm_rs_t *rs, cJSON *ev, const ngx_http_llm_call_t *calls, int n);
-/* The answer is over (finish: "stop", "length" or "tool_calls"): the open item closes, then response.completed
- * (or response.incomplete after max_output_tokens). *out, when out is not NULL: the whole response object. */
-int ngx_http_llm_rs_end(ngx_http_llm_rs_t *rs, cJSON *ev, const char *finish, const ngx_http_llm_rs_usage_t *u,
-                        cJSON **out);
+/* The answer is over: the open item closes, then response.completed (or response.incomplete after
+ * max_output_tokens). *out, when out is not NULL: the whole response object. */
+int ngx_http_llm_rs_end(ngx_http_llm_rs_t *rs, cJSON *ev, const ngx_http_llm_end_t *end, cJSON **out);
 /* A failure mid-stream: an "error" event, then response.failed. */
 int ngx_http_llm_rs_error(ngx_http_llm_rs_t *rs, cJSON *ev, const char *code, const char *message);
+
+/* The builder as ngx_http_llm_typed_t operations (b: an ngx_http_llm_rs_t made by ngx_http_llm_rs_init). */
+extern const ngx_http_llm_typed_t ngx_http_llm_rs_typed;
 
 #endif

@@ -3,7 +3,9 @@
 #include "tap.h"
 #include "../ngx_module/llm_api.c"
 #include "../ngx_module/llm_tools.c"
+#include "../ngx_module/llm_chat_body.c"
 #include "../ngx_module/llm_responses.c"
+#include "../ngx_module/llm_messages.c"
 #include "../ngx_module/ngx_http_llm_format.c"
 
 static int parse(llm_api_kind k, const char *body, llm_api_req *r, llm_api_err *e)

@@ -5,7 +5,9 @@
 #include "tap.h"
 #include "../ngx_module/llm_api.c"
 #include "../ngx_module/llm_tools.c"
+#include "../ngx_module/llm_chat_body.c"
 #include "../ngx_module/llm_responses.c"
+#include "../ngx_module/llm_messages.c"
 #include "../ngx_module/ngx_http_llm_format.c"
 #include "../ngx_module/ngx_http_llm_responses_out.c"
 
@@ -62,7 +64,7 @@ static void test_requests(void)
     llm_api_err e;
 
     is_int(parse("{\"input\":\"Hi\"}", &r, &e), 0, "a string input parses");
-    ok(r.responses && r.kind == LLM_API_CHAT && r.n_msgs == 1 && !strcmp(r.msgs[0].role, "user") &&
+    ok(r.api == LLM_API_RESPONSES && r.kind == LLM_API_CHAT && r.n_msgs == 1 && !strcmp(r.msgs[0].role, "user") &&
        !strcmp(r.msgs[0].content, "Hi") && r.n == 1 && r.max_tokens == 0, "it is one user message (kind chat, n 1)");
     ok(r.body != NULL && cJSON_IsString(cJSON_GetObjectItem(r.body, "input")), "the Responses body is kept for the echo");
     llm_api_req_free(&r);
@@ -224,7 +226,9 @@ static void test_output(void)
     cJSON *req = cJSON_Parse("{\"input\":\"x\",\"instructions\":\"Be brief.\",\"max_output_tokens\":9,"
                              "\"metadata\":{\"k\":\"v\"},\"temperature\":0.2,\"tools\":[{\"type\":\"function\",\"name\":\"now\"}],"
                              "\"reasoning\":{\"effort\":\"low\"}}");
-    ngx_http_llm_rs_usage_t u = { 12, 9, 4, 3 };
+    ngx_http_llm_end_t u = { "length", NULL, 12, 9, 4, 3 }, calls_end = u, stop_end = u;
+    calls_end.finish = "tool_calls";
+    stop_end.finish = "stop";
     char ty[2048];
 
     /* streamed: reasoning, then text with logprobs, cut by max_output_tokens */
@@ -238,7 +242,7 @@ static void test_output(void)
     rc |= ngx_http_llm_rs_text(&rs, ev, 0, "Hel", 3, cJSON_Parse("{\"content\":[{\"token\":\"Hel\",\"logprob\":-0.5}]}"));
     rc |= ngx_http_llm_rs_text(&rs, ev, 0, "lo", 2, cJSON_Parse("{\"content\":[{\"token\":\"lo\",\"logprob\":-0.25}]}"));
     cJSON *whole = NULL;
-    rc |= ngx_http_llm_rs_end(&rs, ev, "length", &u, &whole);
+    rc |= ngx_http_llm_rs_end(&rs, ev, &u, &whole);
     is_int(rc, 0, "the stream's events made");
     types(ev, ty, sizeof ty);
     ok(!strcmp(ty, "created in_progress output_item.added content_part.added reasoning_text.delta reasoning_text.delta "
@@ -299,7 +303,7 @@ static void test_output(void)
     cJSON *again = NULL;
     rc = ngx_http_llm_rs_text(&one, NULL, 1, "I should answer.", 16, NULL);
     rc |= ngx_http_llm_rs_text(&one, NULL, 0, "Hello", 5, lp);
-    rc |= ngx_http_llm_rs_end(&one, NULL, "length", &u, &again);
+    rc |= ngx_http_llm_rs_end(&one, NULL, &u, &again);
     s = cJSON_PrintUnformatted(whole);
     s2 = again ? cJSON_PrintUnformatted(again) : strdup("");
     ok(rc == 0 && !strcmp(s, s2), "made whole (no events) it is the streamed one's response");
@@ -316,7 +320,7 @@ static void test_output(void)
     rc = ngx_http_llm_rs_begin(&rs, ev);
     rc |= ngx_http_llm_rs_text(&rs, ev, 0, "Checking.", 9, NULL);
     rc |= ngx_http_llm_rs_calls(&rs, ev, CALLS, 2);
-    rc |= ngx_http_llm_rs_end(&rs, ev, "tool_calls", &u, &whole);
+    rc |= ngx_http_llm_rs_end(&rs, ev, &calls_end, &whole);
     types(ev, ty, sizeof ty);
     ok(rc == 0 && !strcmp(ty, "created in_progress output_item.added content_part.added output_text.delta output_text.done "
                               "content_part.done output_item.done output_item.added function_call_arguments.delta "
@@ -350,7 +354,7 @@ static void test_output(void)
     /* an empty answer still has its message; a failure mid-stream */
     ngx_http_llm_rs_init(&rs, &resp, NULL, 0);
     ev = cJSON_CreateArray();
-    rc = ngx_http_llm_rs_end(&rs, ev, "stop", &u, NULL);
+    rc = ngx_http_llm_rs_end(&rs, ev, &stop_end, NULL);
     types(ev, ty, sizeof ty);
     ok(rc == 0 && !strcmp(ty, "output_item.added content_part.added output_text.done content_part.done output_item.done completed"),
        "an empty answer is an empty message: %s", ty);

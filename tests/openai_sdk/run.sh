@@ -29,4 +29,4 @@ make -C "$REPO" --no-print-directory BUILD="$BUILD" MODEL="$TMODEL" serve PORT="
 cd "$HERE"
 NGX_LLM_BASE_URL="http://127.0.0.1:$PORT/v1" NGX_LLM_ENGINE="$REPO/$BUILD/llm-engine" \
     NGX_LLM_MODEL="$(cd "$REPO" && realpath "$MODEL")" NGX_LLM_TOOLS_URL="http://127.0.0.1:$TPORT/v1" \
-    node --test sdk.test.mjs tools.test.mjs
+    node --test sdk.test.mjs tools.test.mjs anthropic.test.mjs

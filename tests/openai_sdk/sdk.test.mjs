@@ -8,6 +8,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import OpenAI from 'openai';
+import { reference } from './reference.mjs';
 
 const baseURL = process.env.NGX_LLM_BASE_URL;
 const engine = process.env.NGX_LLM_ENGINE;
@@ -17,26 +18,11 @@ if (!baseURL || !engine || !modelPath) {
 }
 
 const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60_000 });
+const { generate, tokenize } = reference(baseURL, engine, modelPath);
 const PROMPT = 'Once upon a time';
 const MESSAGES = [{ role: 'user', content: PROMPT }];
 const COMPLETION_TOKENS = 40;
 const CHAT_TOKENS = 20;
-
-// Greedy text from `llm-engine generate` for these prompt token ids (BOS included).
-function generate(ids, maxTokens) {
-    const out = execFileSync(engine, ['generate', '--model', modelPath, '--prompt-ids', ids.join(','),
-        '--max-tokens', String(maxTokens), '--temperature', '0'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    return out.replace(/\n$/, ''); // generate ends its output with one newline
-}
-
-// The server's own prompt tokens (its /tokenize renders the chat template the same way).
-async function tokenize(body) {
-    const res = await fetch(new URL('../tokenize', baseURL + '/'), {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-    });
-    assert.equal(res.status, 200, 'POST /tokenize');
-    return (await res.json()).tokens;
-}
 
 let model, refCompletion, refChat;
 before(async () => {

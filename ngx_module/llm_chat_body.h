@@ -1,0 +1,34 @@
+/* Building a chat-completions body (cJSON) out of another API's body: what the Responses API (llm_responses.c)
+ * and Anthropic's Messages API (llm_messages.c) translators share. Each returns 0, or -1 with e set. Plain C +
+ * cJSON (no nginx headers). */
+#ifndef LLM_CHAT_BODY_H
+#define LLM_CHAT_BODY_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include "llm_api.h"
+
+/* o's "type" when it is a string, else NULL. */
+const char *llm_cb_type(const cJSON *o);
+/* e = 500 out of memory; returns -1. */
+int    llm_cb_oom(llm_api_err *e);
+/* A new {"role": role} at the end of msgs, or NULL (out of memory). */
+cJSON *llm_cb_message(cJSON *msgs, const char *role);
+/* The last message of msgs when its role is `role`, else NULL. */
+cJSON *llm_cb_last(cJSON *msgs, const char *role);
+/* dst[names[i]] = a copy of src[names[i]] for each one src has. */
+int    llm_cb_copy(cJSON *dst, const cJSON *src, const char *const *names, size_t n, llm_api_err *e);
+/* dst[as] = a copy of v (v may be NULL: nothing). */
+int    llm_cb_put_copy(cJSON *dst, const char *as, const cJSON *v, llm_api_err *e);
+/* A tool call {"id", "type": "function", "function": {"name", "arguments"}} added to the assistant message m. */
+int    llm_cb_call(cJSON *m, const char *id, const char *name, const char *args, llm_api_err *e);
+/* A tool's result: {"role": "tool", "tool_call_id": id, "content": text} at the end of msgs; text is taken. */
+int    llm_cb_tool_result(cJSON *msgs, const char *id, cJSON *text, llm_api_err *e);
+/* A chat tool {"type": "function", "function": {"name", "description", "parameters"}} from a flat tool t:
+ * its name, description and (under `schema_key`) parameters; strict copied when present. */
+int    llm_cb_tool(cJSON *tools, const cJSON *t, const char *schema_key, llm_api_err *e);
+/* texts[0..n) joined, as a new cJSON string, or NULL (e: out of memory). */
+cJSON *llm_cb_join(const char *const *texts, int n, llm_api_err *e);
+
+#endif
