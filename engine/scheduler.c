@@ -98,6 +98,8 @@ struct llm_sched {
     llm_sampling_row  *dv_rows;
     llm_token_logprob *dv_top;
     int      dv_pen_cap;
+    int      dv_cap;           /* rows the arrays above hold (logit_rows when made: drafts make more rows than
+                                * sequences) */
 };
 
 static uint64_t clock_ns(const llm_sched *s)
@@ -250,6 +252,8 @@ static void req_free(llm_sched *s, sreq *r)
     free(r);
 }
 
+static void dv_free(llm_sched *s);
+
 void llm_sched_destroy(llm_sched *s)
 {
     if (s == NULL)
@@ -271,14 +275,8 @@ void llm_sched_destroy(llm_sched *s)
     free(s->b_views);
     free(s->b_reqs);
     free(s->logits);
-    free(s->dv_mode);
-    free(s->dv_ids);
-    free(s->dv_ntop);
-    free(s->dv_sidx);
+    dv_free(s);
     free(s->dv_pen);
-    free(s->dv_lp);
-    free(s->dv_rows);
-    free(s->dv_top);
     free(s->outq);
     emb_done_free(s);
     free(s->emb_done);
@@ -1016,12 +1014,26 @@ static int host_masked(const sreq *r)
  * offers forward_device, any other sampling call when it also offers device_sampling (the device gets the
  * parameters, the penalty pairs and the draw the request's PRNG would make). Rows whose pairs do not fit in
  * memory stay logits rows. 1 when this step uses it (dv filled). */
+static void dv_free(llm_sched *s)
+{
+    free(s->dv_mode); free(s->dv_ids); free(s->dv_ntop); free(s->dv_sidx);
+    free(s->dv_lp); free(s->dv_rows); free(s->dv_top);
+    s->dv_mode = NULL;
+    s->dv_ids = s->dv_ntop = s->dv_sidx = NULL;
+    s->dv_lp = NULL;
+    s->dv_rows = NULL;
+    s->dv_top = NULL;
+    s->dv_cap = 0;
+}
+
 static int device_prepare(llm_sched *s, llm_device_out *dv)
 {
     if (s->be->forward_device == NULL)
         return 0;
+    if (s->dv_mode != NULL && s->dv_cap < s->logit_rows)
+        dv_free(s); /* the logits rows grew: made again below */
     if (s->dv_mode == NULL) {
-        size_t nb = (size_t)s->cap_batch;
+        size_t nb = (size_t)s->logit_rows; /* indexed by row (and sampled rows are at most that many) */
         s->dv_mode = malloc((size_t)s->cap_tokens);
         s->dv_ids = malloc(nb * sizeof(int32_t));
         s->dv_ntop = malloc(nb * sizeof(int32_t));
@@ -1031,15 +1043,10 @@ static int device_prepare(llm_sched *s, llm_device_out *dv)
         s->dv_top = malloc(nb * LLM_SAMPLING_MAX_LOGPROBS * sizeof(llm_token_logprob));
         if (s->dv_mode == NULL || s->dv_ids == NULL || s->dv_ntop == NULL || s->dv_sidx == NULL ||
             s->dv_lp == NULL || s->dv_rows == NULL || s->dv_top == NULL) {
-            free(s->dv_mode); free(s->dv_ids); free(s->dv_ntop); free(s->dv_sidx);
-            free(s->dv_lp); free(s->dv_rows); free(s->dv_top);
-            s->dv_mode = NULL;
-            s->dv_ids = s->dv_ntop = s->dv_sidx = NULL;
-            s->dv_lp = NULL;
-            s->dv_rows = NULL;
-            s->dv_top = NULL;
+            dv_free(s);
             return 0; /* plain forward this step; tried again next step */
         }
+        s->dv_cap = s->logit_rows;
     }
     int any = 0, row = 0, ns = 0, np = 0;
     for (int i = 0; i < s->b_n; i++) {

@@ -108,7 +108,8 @@ done
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"
 
-# N-gram speculation: several rows of one sequence in a step, argmaxed on the device; greedy as on the CPU.
+# N-gram speculation: several rows of one sequence in a step, argmaxed on the device (greedy) or drawn in turn on
+# the host (sampled); greedy as on the CPU.
 run stories_spec env LLM_CUDA_KV=f32 "$B/tests/gpu/sched_parity" --model "$S260" --gen 64 --max-lp-diff 1e-4 --spec 4
 # Embeddings (the final norm's output rows copied from the device, pooled by the scheduler) against the CPU's.
 run stories_embeddings env LLM_CUDA_KV=f32 tests/gpu/embed_check.sh "$B/llm-engine" "$SH/models/stories260K/stories260K.gguf" 1e-3
