@@ -204,6 +204,15 @@ ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q)
     size_t n;
     llm_api_err e;
     if (ngx_http_llm_encode_prompt(r, q, &ids, &n, &e)) return ngx_http_llm_send_error(r, &e);
+    if (q->api == LLM_API_MESSAGES) { /* Anthropic's count_tokens: the prompt's tokens, tools and system included */
+        free(ids);
+        cJSON *o = cJSON_CreateObject();
+        if (o == NULL || !cJSON_AddNumberToObject(o, "input_tokens", (double)n)) {
+            cJSON_Delete(o);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return ngx_http_llm_send_cjson(r, 200, o);
+    }
     ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
     if (eng->client) (void)llm_client_attach(eng->client); /* for max_model_len; absence is fine */
     cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "tokens");
@@ -284,7 +293,7 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
     if (c) {
         static const char *ep[] = { "other", "auto", "completions", "chat", "models", "tokenize", "detokenize",
                                     "health", "metrics", "embeddings", "responses",
-                                    "messages" };
+                                    "messages", "count_tokens" };
         wr(&w, "# HELP llm_http_requests_total Requests seen by the nginx module, by endpoint.\n"
                "# TYPE llm_http_requests_total counter\n");
         for (int i = 0; i < NGX_LLM_N_HANDLERS; i++)

@@ -28,6 +28,7 @@ enum {
     NGX_LLM_EMBEDDINGS,
     NGX_LLM_RESPONSES,        /* OpenAI's Responses API (POST /v1/responses) */
     NGX_LLM_MESSAGES,         /* Anthropic's Messages API (POST /v1/messages) */
+    NGX_LLM_COUNT_TOKENS,     /* its POST /v1/messages/count_tokens */
     NGX_LLM_N_HANDLERS
 };
 

@@ -65,7 +65,8 @@ ngx_int_t ngx_http_llm_send_error(ngx_http_request_t *r, const llm_api_err *e)
         }
     }
     /* Anthropic's clients read {"type": "error", "error": {"type", "message"}} */
-    char *s = ngx_http_llm_endpoint(r) == NGX_LLM_MESSAGES ? ngx_http_llm_ms_error_json(e) : llm_api_error_json(e);
+    ngx_uint_t h = ngx_http_llm_endpoint(r);
+    char *s = h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? ngx_http_llm_ms_error_json(e) : llm_api_error_json(e);
     if (s == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     ngx_int_t rc = ngx_http_llm_send_json(r, (ngx_uint_t)e->status, s, strlen(s));
     cJSON_free(s);

@@ -297,3 +297,54 @@ GET /metrics
 --- error_code: 200
 --- response_body_like eval
 qr/llm_http_requests_total\{endpoint="messages"\} \d+/
+
+=== TEST 18: count_tokens: the prompt's tokens, as the chat prompt counts them (t/060 TEST 2: 20)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/messages/count_tokens
+{"model": "stories", "messages": [{"role": "user", "content": "Once upon a time"}]}
+--- error_code: 200
+--- response_body
+{"input_tokens":20}
+
+=== TEST 19: count_tokens with tools, a system prompt and tool results: t/089 TEST 4a's 304
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/messages/count_tokens
+{"system": "Be brief.", "messages": [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Oslo"}}, {"type": "tool_use", "id": "c2", "name": "now", "input": {}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "rain"}, {"type": "tool_result", "tool_use_id": "c2", "content": "noon"}]}], "tools": [{"name": "get_weather", "description": "The weather in a city", "input_schema": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}, {"name": "now", "input_schema": {"type": "object", "properties": {}, "additionalProperties": false}}]}
+--- error_code: 200
+--- response_body
+{"input_tokens":304}
+
+=== TEST 20: count_tokens errors in Anthropic's shape
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/messages/count_tokens
+{"messages": [{"role": "user", "content": [{"type": "document"}]}]}
+--- error_code: 400
+--- response_body_like chomp
+^\{"type":"error","error":\{"type":"invalid_request_error","message":"messages\[0\]\.content\[0\]: blocks of this type are not supported: document"\}\}$
