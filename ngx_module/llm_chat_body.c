@@ -82,6 +82,30 @@ int llm_cb_tool(cJSON *tools, const cJSON *t, const char *schema_key, llm_api_er
     return llm_cb_put_copy(f, "strict", cJSON_GetObjectItemCaseSensitive(t, "strict"), e);
 }
 
+int llm_cb_tools(cJSON *chat, const cJSON *tools, const char *type, int type_optional, const char *schema_key,
+                 const char *kind, const char *shape, llm_api_err *e)
+{
+    if (!cJSON_IsArray(tools)) {
+        llm_api_seterr(e, 400, "tools", "invalid_type", "'tools' must be an array of %s", shape);
+        return -1;
+    }
+    cJSON *out = cJSON_AddArrayToObject(chat, "tools");
+    if (out == NULL) return llm_cb_oom(e);
+    const cJSON *t;
+    int k = 0;
+    cJSON_ArrayForEach(t, tools) {
+        const char *ty = llm_cb_type(t);
+        if (!cJSON_IsObject(t) || (ty == NULL ? !type_optional : strcmp(ty, type) != 0)) {
+            llm_api_seterr(e, 400, "tools", "invalid_value", "tools[%d]: only %s tools (%s) are supported%s%.40s", k, kind,
+                           shape, ty ? "; got " : "", ty ? ty : "");
+            return -1;
+        }
+        if (llm_cb_tool(out, t, schema_key, e)) return -1;
+        k++;
+    }
+    return 0;
+}
+
 cJSON *llm_cb_join(const char *const *texts, int n, llm_api_err *e)
 {
     size_t len = 0;

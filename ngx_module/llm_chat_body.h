@@ -28,6 +28,10 @@ int    llm_cb_tool_result(cJSON *msgs, const char *id, cJSON *text, llm_api_err 
 /* A chat tool {"type": "function", "function": {"name", "description", "parameters"}} from a flat tool t:
  * its name, description and (under `schema_key`) parameters; strict copied when present. */
 int    llm_cb_tool(cJSON *tools, const cJSON *t, const char *schema_key, llm_api_err *e);
+/* chat["tools"] from an array of flat tools, each through llm_cb_tool: a tool's "type" must be `type` (or absent,
+ * when type_optional); else a 400 naming tools, which says only `kind` tools (`shape`) are supported. */
+int    llm_cb_tools(cJSON *chat, const cJSON *tools, const char *type, int type_optional, const char *schema_key,
+                    const char *kind, const char *shape, llm_api_err *e);
 /* texts[0..n) joined, as a new cJSON string, or NULL (e: out of memory). */
 cJSON *llm_cb_join(const char *const *texts, int n, llm_api_err *e);
 

@@ -152,29 +152,6 @@ static int m_add_messages(cJSON *msgs, const cJSON *a, llm_api_err *e)
     return 0;
 }
 
-/* tools: [{"name", "description", "input_schema"}] (type absent or "custom"); server tools are refused. */
-static int m_add_tools(cJSON *chat, const cJSON *tools, llm_api_err *e)
-{
-    if (!cJSON_IsArray(tools)) {
-        llm_api_seterr(e, 400, "tools", "invalid_type", "'tools' must be an array of {\"name\", \"input_schema\"}");
-        return -1;
-    }
-    cJSON *out = cJSON_AddArrayToObject(chat, "tools");
-    if (out == NULL) return llm_cb_oom(e);
-    const cJSON *t;
-    int k = 0;
-    cJSON_ArrayForEach(t, tools) {
-        const char *type = llm_cb_type(t);
-        if (!cJSON_IsObject(t) || (type != NULL && strcmp(type, "custom"))) {
-            llm_api_seterr(e, 400, "tools", "invalid_value", "tools[%d]: only client tools ({\"name\", \"description\", "
-                           "\"input_schema\"}) are supported%s%.40s", k, type ? "; got " : "", type ? type : "");
-            return -1;
-        }
-        if (llm_cb_tool(out, t, "input_schema", e)) return -1;
-        k++;
-    }
-    return 0;
-}
 
 /* tool_choice {"type": "auto" | "any" | "tool" (with "name") | "none", "disable_parallel_tool_use"}. */
 static int m_add_tool_choice(cJSON *chat, const cJSON *tc, llm_api_err *e)
@@ -219,7 +196,10 @@ cJSON *llm_messages_to_chat(const cJSON *body, llm_api_err *e)
     }
     if (m_add_messages(msgs, llm_api_field(body, "messages"), e)) goto fail;
     if (llm_cb_put_copy(chat, "stop", llm_api_field(body, "stop_sequences"), e)) goto fail;
-    if ((v = llm_api_field(body, "tools")) && m_add_tools(chat, v, e)) goto fail;
+    /* tools: [{"name", "description", "input_schema"}] (type absent or "custom"); server tools are refused */
+    if ((v = llm_api_field(body, "tools")) &&
+        llm_cb_tools(chat, v, "custom", 1, "input_schema", "client", "{\"name\", \"description\", \"input_schema\"}", e))
+        goto fail;
     if ((v = llm_api_field(body, "tool_choice")) && m_add_tool_choice(chat, v, e)) goto fail;
     if ((v = llm_api_field(body, "thinking"))) {
         const char *t = llm_cb_type(v);

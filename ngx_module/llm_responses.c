@@ -144,30 +144,6 @@ static int add_input(cJSON *msgs, const cJSON *input, llm_api_err *e)
     return 0;
 }
 
-/* tools: [{"type": "function", "name", "description"?, "parameters"?, "strict"?}] -> the chat shape. */
-static int add_tools(cJSON *chat, const cJSON *tools, llm_api_err *e)
-{
-    if (!cJSON_IsArray(tools)) {
-        llm_api_seterr(e, 400, "tools", "invalid_type", "'tools' must be an array of {\"type\": \"function\", \"name\": ...}");
-        return -1;
-    }
-    cJSON *out = cJSON_AddArrayToObject(chat, "tools");
-    if (out == NULL) return llm_cb_oom(e);
-    const cJSON *t;
-    int k = 0;
-    cJSON_ArrayForEach(t, tools) {
-        const char *type = llm_cb_type(t);
-        if (!cJSON_IsObject(t) || type == NULL || strcmp(type, "function")) {
-            llm_api_seterr(e, 400, "tools", "invalid_value", "tools[%d]: only function tools ({\"type\": \"function\", "
-                           "\"name\": ..., \"parameters\": ...}) are supported%s%.40s", k, type ? "; got " : "",
-                           type ? type : "");
-            return -1;
-        }
-        if (llm_cb_tool(out, t, "parameters", e)) return -1;
-        k++;
-    }
-    return 0;
-}
 
 /* tool_choice: "none" / "auto" / "required", or {"type": "function", "name"} -> {"type": "function",
  * "function": {"name"}}. */
@@ -287,7 +263,11 @@ cJSON *llm_responses_to_chat(const cJSON *body, llm_api_err *e)
     if (add_input(msgs, llm_api_field(body, "input"), e)) goto fail;
     if (llm_cb_put_copy(chat, "max_tokens", llm_api_field(body, "max_output_tokens"), e)) goto fail;
     const cJSON *v;
-    if ((v = llm_api_field(body, "tools")) && add_tools(chat, v, e)) goto fail;
+    /* tools: [{"type": "function", "name", "description"?, "parameters"?, "strict"?}]; hosted tools are refused */
+    if ((v = llm_api_field(body, "tools")) &&
+        llm_cb_tools(chat, v, "function", 0, "parameters", "function",
+                     "{\"type\": \"function\", \"name\": ..., \"parameters\": ...}", e))
+        goto fail;
     if ((v = llm_api_field(body, "tool_choice")) && add_tool_choice(chat, v, e)) goto fail;
     if ((v = llm_api_field(body, "text")) && add_text_format(chat, v, e)) goto fail;
     int lp = wants_logprobs(body, e);

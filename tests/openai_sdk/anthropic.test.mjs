@@ -95,3 +95,8 @@ test('tool use streamed: the SDK assembles the input from input_json_delta', asy
     assert.equal(use.name, 'get_weather');
     assert.equal(typeof use.input.city, 'string');
 });
+
+test('messages.countTokens: the prompt tokens of the body, as the server would take it', async () => {
+    const r = await client.messages.countTokens({ model, messages: MESSAGES });
+    assert.equal(r.input_tokens, (await tokenize({ messages: MESSAGES })).length);
+});
