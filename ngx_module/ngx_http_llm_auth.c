@@ -1,5 +1,6 @@
 /* API keys (llm_api_key): "Authorization: Bearer <key>" on every endpoint but /health and /metrics, as
- * OpenAI's API and vLLM's --api-key ask for it; a missing or wrong key is a 401 in OpenAI's error shape. */
+ * OpenAI's API and vLLM's --api-key ask for it, or "x-api-key: <key>", as Anthropic's API and SDKs send it; a
+ * missing or wrong key is a 401 in the endpoint's error shape. */
 #include "ngx_http_llm_module.h"
 
 char *ngx_http_llm_api_key_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -32,23 +33,42 @@ static int ngx_http_llm_key_equal(const ngx_str_t *a, const u_char *b, size_t le
     return d == 0;
 }
 
+static int ngx_http_llm_key_ok(const ngx_array_t *keys, const u_char *p, size_t len)
+{
+    int ok = 0;
+    ngx_str_t *k = keys->elts;
+    for (ngx_uint_t i = 0; i < keys->nelts; i++) ok |= ngx_http_llm_key_equal(&k[i], p, len);
+    return ok;
+}
+
+/* The request's x-api-key header, or NULL. */
+static ngx_table_elt_t *ngx_http_llm_x_api_key(ngx_http_request_t *r)
+{
+    for (ngx_list_part_t *part = &r->headers_in.headers.part; part != NULL; part = part->next) {
+        ngx_table_elt_t *h = part->elts;
+        for (ngx_uint_t i = 0; i < part->nelts; i++)
+            if (h[i].key.len == 9 && ngx_strncasecmp(h[i].key.data, (u_char *)"x-api-key", 9) == 0) return &h[i];
+    }
+    return NULL;
+}
+
 ngx_int_t ngx_http_llm_check_api_key(ngx_http_request_t *r, ngx_uint_t h)
 {
     ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
     if (lcf->api_keys == NULL || lcf->api_keys->nelts == 0 || h == NGX_LLM_HEALTH || h == NGX_LLM_METRICS ||
         h == NGX_LLM_OFF)
         return NGX_OK;
-    ngx_table_elt_t *a = r->headers_in.authorization;
-    const char *why = "missing API key: send \"Authorization: Bearer <key>\"";
-    if (a != NULL) {
+    ngx_table_elt_t *a = r->headers_in.authorization, *x = a == NULL ? ngx_http_llm_x_api_key(r) : NULL;
+    const char *why = "missing API key: send \"Authorization: Bearer <key>\" (or \"x-api-key: <key>\")";
+    if (x != NULL) {
+        if (ngx_http_llm_key_ok(lcf->api_keys, x->value.data, x->value.len)) return NGX_OK;
+        why = "incorrect API key";
+    } else if (a != NULL) {
         u_char *p = a->value.data, *end = p + a->value.len;
         if (a->value.len > 7 && ngx_strncasecmp(p, (u_char *)"bearer ", 7) == 0) {
             p += 7;
             while (p < end && *p == ' ') p++;
-            int ok = 0;
-            ngx_str_t *k = lcf->api_keys->elts;
-            for (ngx_uint_t i = 0; i < lcf->api_keys->nelts; i++) ok |= ngx_http_llm_key_equal(&k[i], p, (size_t)(end - p));
-            if (ok) return NGX_OK;
+            if (ngx_http_llm_key_ok(lcf->api_keys, p, (size_t)(end - p))) return NGX_OK;
             why = "incorrect API key";
         } else {
             why = "the Authorization header must be \"Bearer <key>\"";

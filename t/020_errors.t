@@ -836,7 +836,7 @@ POST /v1/completions
 --- response_headers
 WWW-Authenticate: Bearer
 --- response_body_like chomp
-^\{"error":\{"message":"missing API key: send \\"Authorization: Bearer <key>\\"","type":"invalid_request_error","param":null,"code":"invalid_api_key"\}\}$
+^\{"error":\{"message":"missing API key: send \\"Authorization: Bearer <key>\\" \(or \\"x-api-key: <key>\\"\)","type":"invalid_request_error","param":null,"code":"invalid_api_key"\}\}$
 
 === TEST 47: llm_api_key: a wrong key is 401
 --- main_config

@@ -348,3 +348,44 @@ POST /v1/messages/count_tokens
 --- error_code: 400
 --- response_body_like chomp
 ^\{"type":"error","error":\{"type":"invalid_request_error","message":"messages\[0\]\.content\[0\]: blocks of this type are not supported: document"\}\}$
+
+=== TEST 21: llm_api_key: Anthropic's SDKs send the key as x-api-key
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first "sk second";
+}
+--- more_headers
+x-api-key: sk second
+anthropic-version: 2023-06-01
+--- request
+POST /v1/messages
+{"max_tokens": 20, "messages": [{"role": "user", "content": "Once upon a time"}], "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/"text":"\Q$ENV{TEST_NGINX_REF_CHAT}\E"/
+
+=== TEST 22: a wrong x-api-key: 401, authentication_error in Anthropic's shape
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_api_key sk-first;
+}
+--- more_headers
+x-api-key: sk-wrong
+--- request
+POST /v1/messages
+{"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}]}
+--- error_code: 401
+--- response_body_like chomp
+^\{"type":"error","error":\{"type":"authentication_error","message":"incorrect API key"\}\}$
