@@ -719,6 +719,12 @@ int llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *
 int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat_format, llm_api_req *r,
                        llm_api_err *e)
 {
+    return llm_api_parse_with_history(kind, body, len, chat_format, NULL, NULL, r, e);
+}
+
+int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, int chat_format,
+                               llm_api_history_fn history, void *data, llm_api_req *r, llm_api_err *e)
+{
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->chat_format = chat_format;
@@ -750,7 +756,17 @@ int llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat
     cJSON *root = r->root;
     if (get_str(root, "model", &r->model, e) < 0) return -1;
     if (kind == LLM_API_RESPONSES || kind == LLM_API_MESSAGES) { /* from here on the chat body it means */
-        cJSON *chat = kind == LLM_API_RESPONSES ? llm_responses_to_chat(root, e) : llm_messages_to_chat(root, e);
+        cJSON *past = NULL; /* the Responses API: the conversation before previous_response_id */
+        const cJSON *prev = kind == LLM_API_RESPONSES ? llm_api_field(root, "previous_response_id") : NULL;
+        if (prev != NULL && history != NULL) {
+            if (!cJSON_IsString(prev)) {
+                llm_api_seterr(e, 400, "previous_response_id", "invalid_type", "'previous_response_id' must be a string");
+                return -1;
+            }
+            if ((past = history(data, prev->valuestring, e)) == NULL) return -1;
+        }
+        cJSON *chat = kind == LLM_API_RESPONSES ? llm_responses_to_chat(root, past, e) : llm_messages_to_chat(root, e);
+        cJSON_Delete(past);
         if (chat == NULL) return -1;
         r->body = root;
         r->root = root = chat;

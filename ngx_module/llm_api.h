@@ -131,6 +131,10 @@ void llm_api_prompt_at(const llm_api_req *r, int i, llm_api_req *one);
 /* o's member name, or NULL when absent or null (the parser's rule: null means absent). */
 const cJSON *llm_api_field(const cJSON *o, const char *name);
 
+/* The Responses API's previous_response_id: the conversation up to that response as input items (a new cJSON
+ * array), or NULL with e set. The module gives one when it keeps responses (llm_responses_store). */
+typedef cJSON *(*llm_api_history_fn)(void *data, const char *id, llm_api_err *e);
+
 /* Parses and validates a body. Unknown fields are ignored; null means absent.
  * Returns 0, or -1 with e filled (status 400). Free with llm_api_req_free in both cases. */
 int  llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req *r, llm_api_err *e);
@@ -138,6 +142,9 @@ int  llm_api_parse(llm_api_kind kind, const char *body, size_t len, llm_api_req 
  * the history are written in it (llm_api_parse: Llama 3's). */
 int  llm_api_parse_chat(llm_api_kind kind, const char *body, size_t len, int chat_format, llm_api_req *r,
                         llm_api_err *e);
+/* The same, a Responses API body's previous_response_id resolved by history(data, ...) (NULL: refused). */
+int  llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, int chat_format,
+                                llm_api_history_fn history, void *data, llm_api_req *r, llm_api_err *e);
 void llm_api_req_free(llm_api_req *r);
 
 /* {"error":{"message","type","param","code"}} as a malloc'd string. */

@@ -67,7 +67,9 @@ static int add_function_call(cJSON *msgs, const cJSON *it, int k, llm_api_err *e
     return llm_cb_call(m, call_id, name, args, e);
 }
 
-/* input -> messages (after the instructions' system message, if any). */
+static int add_items(cJSON *msgs, const cJSON *items, llm_api_err *e);
+
+/* input -> messages (after the instructions' system message and the stored conversation, if any). */
 static int add_input(cJSON *msgs, const cJSON *input, llm_api_err *e)
 {
     if (input == NULL) {
@@ -86,6 +88,12 @@ static int add_input(cJSON *msgs, const cJSON *input, llm_api_err *e)
         llm_api_seterr(e, 400, "input", "invalid_value", "at most %d input items", LLM_RESPONSES_MAX_ITEMS);
         return -1;
     }
+    return add_items(msgs, input, e);
+}
+
+/* Input items (messages, function calls and their outputs, reasoning) -> messages. */
+static int add_items(cJSON *msgs, const cJSON *input, llm_api_err *e)
+{
     const cJSON *it;
     int k = 0;
     cJSON_ArrayForEach(it, input) {
@@ -194,10 +202,10 @@ static int add_text_format(cJSON *chat, const cJSON *text, llm_api_err *e)
 }
 
 /* What this server cannot do with a Responses body: a 400 naming the field. */
-static int refuse(const cJSON *body, llm_api_err *e)
+static int refuse(const cJSON *body, const cJSON *past, llm_api_err *e)
 {
     static const char *const stored[] = { "previous_response_id", "conversation", "prompt" };
-    for (size_t i = 0; i < sizeof stored / sizeof stored[0]; i++)
+    for (size_t i = past != NULL; i < sizeof stored / sizeof stored[0]; i++)
         if (llm_api_field(body, stored[i])) {
             llm_api_seterr(e, 400, stored[i], "unsupported_parameter",
                            "'%s' needs responses kept by the server; this one keeps none: send the whole "
@@ -245,9 +253,9 @@ static int wants_logprobs(const cJSON *body, llm_api_err *e)
     return want || (cJSON_IsNumber(top) && top->valuedouble >= 1);
 }
 
-cJSON *llm_responses_to_chat(const cJSON *body, llm_api_err *e)
+cJSON *llm_responses_to_chat(const cJSON *body, const cJSON *past, llm_api_err *e)
 {
-    if (refuse(body, e)) return NULL;
+    if (refuse(body, past, e)) return NULL;
     cJSON *chat = cJSON_CreateObject(), *msgs = chat ? cJSON_AddArrayToObject(chat, "messages") : NULL;
     if (msgs == NULL) { cJSON_Delete(chat); llm_cb_oom(e); return NULL; }
     if (llm_cb_copy(chat, body, same_fields, sizeof same_fields / sizeof same_fields[0], e)) goto fail;
@@ -260,6 +268,8 @@ cJSON *llm_responses_to_chat(const cJSON *body, llm_api_err *e)
         cJSON *m = llm_cb_message(msgs, "system");
         if (m == NULL || !cJSON_AddStringToObject(m, "content", ins->valuestring)) goto fail_oom;
     }
+    /* the stored conversation (its turns' instructions are not carried over, as OpenAI's are not) */
+    if (past != NULL && add_items(msgs, past, e)) goto fail;
     if (add_input(msgs, llm_api_field(body, "input"), e)) goto fail;
     if (llm_cb_put_copy(chat, "max_tokens", llm_api_field(body, "max_output_tokens"), e)) goto fail;
     const cJSON *v;

@@ -5,8 +5,8 @@
  *   flat function tools ({"type": "function", "name", "parameters"}) -> chat tools, tool_choice likewise,
  *   text.format -> response_format, include "message.output_text.logprobs" / top_logprobs -> logprobs,
  *   reasoning.effort "none" -> chat_template_kwargs.enable_thinking false.
- * The server keeps no responses, so previous_response_id, conversation and background are refused (send the
- * whole conversation in input, as with store: false). Plain C + cJSON (no nginx headers). */
+ * previous_response_id is the module's to resolve (llm_responses_store: ngx_http_llm_store.c); conversation
+ * objects and background responses are refused. Plain C + cJSON (no nginx headers). */
 #ifndef LLM_RESPONSES_H
 #define LLM_RESPONSES_H
 
@@ -16,8 +16,10 @@
 
 #define LLM_RESPONSES_MAX_ITEMS 1024 /* input items */
 
-/* The chat body for Responses body `body` (a new tree; body is not changed), or NULL with e set (400). */
-cJSON *llm_responses_to_chat(const cJSON *body, llm_api_err *e);
+/* The chat body for Responses body `body` (a new tree; body is not changed), or NULL with e set (400). past:
+ * the conversation before previous_response_id as input items (they go before the body's input), or NULL:
+ * then previous_response_id is refused. */
+cJSON *llm_responses_to_chat(const cJSON *body, const cJSON *past, llm_api_err *e);
 
 /* An error found in the chat body names the field as the Responses body has it (messages -> input, ...). */
 void   llm_responses_param(llm_api_err *e);

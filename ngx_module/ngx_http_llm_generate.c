@@ -54,6 +54,7 @@ typedef struct {
     void                  *tb;        /* its builder: &rs or &ms */
     ngx_http_llm_rs_t      rs;
     ngx_http_llm_ms_t      ms;
+    unsigned               store:1;   /* the Responses API: keep the response (llm_responses_store) */
     ngx_msec_t             start;
     ngx_msec_t             queue_timeout, request_timeout;
     ngx_event_t            timer;
@@ -492,6 +493,39 @@ static int ngx_http_llm_seq_end(ngx_http_llm_ctx_t *ctx, int i, const llm_req_st
     return ngx_http_llm_tool_end(ctx, i);
 }
 
+/* The Responses API with llm_responses_store: keeps response `out` (taken; NULL: nothing) with this turn's
+ * items, the request's input (a string as its user message) then the output. A response too large for the
+ * zone is left out (logged); the answer goes on either way. */
+static void ngx_http_llm_keep(ngx_http_llm_ctx_t *ctx, cJSON *out)
+{
+    if (out == NULL) return;
+    const cJSON *in = llm_api_field(ctx->q.body, "input"), *prev = llm_api_field(ctx->q.body, "previous_response_id");
+    cJSON *items = cJSON_IsArray(in) ? cJSON_Duplicate(in, 1) : cJSON_CreateArray(), *o;
+    if (items != NULL && cJSON_IsString(in)) {
+        cJSON *m = cJSON_CreateObject(), *parts = m ? cJSON_AddArrayToObject(m, "content") : NULL;
+        cJSON *part = parts ? cJSON_CreateObject() : NULL;
+        if (part != NULL) {
+            cJSON_AddItemToArray(parts, part);
+            cJSON_AddStringToObject(part, "type", "input_text");
+            cJSON_AddStringToObject(part, "text", in->valuestring);
+            cJSON_AddStringToObject(m, "type", "message");
+            cJSON_AddStringToObject(m, "role", "user");
+            cJSON_AddItemToArray(items, m);
+        } else {
+            cJSON_Delete(m);
+        }
+    }
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(out, "output"))
+        if (items != NULL) cJSON_AddItemToArray(items, cJSON_Duplicate(o, 1));
+    char *it = items ? cJSON_PrintUnformatted(items) : NULL, *resp = cJSON_PrintUnformatted(out);
+    if (it != NULL && resp != NULL)
+        (void)ngx_http_llm_store_put(ctx->r, ctx->resp.id, cJSON_IsString(prev) ? prev->valuestring : NULL, it, resp);
+    cJSON_free(it);
+    cJSON_free(resp);
+    cJSON_Delete(items);
+    cJSON_Delete(out);
+}
+
 /* A typed API's end: its last events (streamed), or the whole response built from the answer. */
 static ngx_int_t ngx_http_llm_typed_complete(ngx_http_llm_ctx_t *ctx, const ngx_http_llm_usage_t *cu)
 {
@@ -499,13 +533,15 @@ static ngx_int_t ngx_http_llm_typed_complete(ngx_http_llm_ctx_t *ctx, const ngx_
     const ngx_http_llm_typed_t *ty = ctx->typed;
     ngx_http_llm_end_t u = { s->finish, s->stop.which >= 0 ? s->stop.stop[s->stop.which] : NULL, cu->prompt,
                              cu->completion, cu->cached, s->n_reasoning };
+    cJSON *out = NULL;
     if (ctx->q.stream) {
         cJSON *ev = cJSON_CreateArray();
-        if (ev == NULL || ty->end(ctx->tb, ev, &u, NULL)) { cJSON_Delete(ev); return NGX_ERROR; }
+        if (ev == NULL || ty->end(ctx->tb, ev, &u, ctx->store ? &out : NULL)) { cJSON_Delete(ev); return NGX_ERROR; }
+        ngx_http_llm_keep(ctx, out); /* before the last byte: a client may ask for it as soon as it has it */
         if (ngx_http_llm_emit_typed(ctx, ev) == NGX_ERROR) return NGX_ERROR;
         return ngx_http_llm_emit(ctx, NULL, 0, 1);
     }
-    cJSON *lp = s->lp, *out = NULL;
+    cJSON *lp = s->lp;
     s->lp = NULL;
     int rc = 0;
     if (s->reasoning.len > 0) rc = ty->text(ctx->tb, NULL, 1, s->reasoning.data, s->reasoning.len, NULL);
@@ -515,6 +551,10 @@ static ngx_int_t ngx_http_llm_typed_complete(ngx_http_llm_ctx_t *ctx, const ngx_
     if (rc == 0 && s->n_calls > 0) rc = ty->calls(ctx->tb, NULL, s->calls, s->n_calls);
     if (rc == 0) rc = ty->end(ctx->tb, NULL, &u, &out);
     if (rc != 0) return NGX_ERROR;
+    if (ctx->store) {
+        cJSON *copy = cJSON_Duplicate(out, 1);
+        ngx_http_llm_keep(ctx, copy);
+    }
     return ngx_http_llm_send_cjson(ctx->r, 200, out);
 }
 
@@ -786,7 +826,8 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
                  ctx->q.api == LLM_API_RESPONSES ? "resp_" : ctx->q.api == LLM_API_MESSAGES ? "msg_"
                  : ctx->q.kind == LLM_API_CHAT ? "chatcmpl-" : "cmpl-", tag ^ ((uint64_t)ngx_time() << 20));
     if (ctx->q.api == LLM_API_RESPONSES) {
-        if (ngx_http_llm_rs_init(&ctx->rs, &ctx->resp, ctx->q.body, ctx->q.logprobs)) return NGX_ERROR;
+        ctx->store = ngx_http_llm_store_on(r) && !cJSON_IsFalse(llm_api_field(ctx->q.body, "store"));
+        if (ngx_http_llm_rs_init(&ctx->rs, &ctx->resp, ctx->q.body, ctx->q.logprobs, ctx->store)) return NGX_ERROR;
         ctx->typed = &ngx_http_llm_rs_typed;
         ctx->tb = &ctx->rs;
     } else if (ctx->q.api == LLM_API_MESSAGES) {

@@ -224,6 +224,32 @@ ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q)
     return ngx_http_llm_send_cjson(r, 200, o);
 }
 
+ngx_int_t ngx_http_llm_response_item(ngx_http_request_t *r, ngx_str_t *id)
+{
+    if (!ngx_http_llm_store_on(r))
+        return ngx_http_llm_error(r, NGX_HTTP_NOT_FOUND, NULL, "not_found",
+                                  "this server keeps no responses (llm_responses_store is off)");
+    if (r->method == NGX_HTTP_DELETE) {
+        if (!ngx_http_llm_store_delete(r, id->data, id->len))
+            return ngx_http_llm_error(r, NGX_HTTP_NOT_FOUND, NULL, "not_found", "response '%V' not found", id);
+        cJSON *o = cJSON_CreateObject();
+        if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        char *s = ngx_pnalloc(r->pool, id->len + 1);
+        if (s == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+        ngx_memcpy(s, id->data, id->len);
+        s[id->len] = 0;
+        cJSON_AddStringToObject(o, "id", s);
+        cJSON_AddStringToObject(o, "object", "response");
+        cJSON_AddTrueToObject(o, "deleted");
+        return ngx_http_llm_send_cjson(r, 200, o);
+    }
+    char *s = ngx_http_llm_store_get(r, id->data, id->len);
+    if (s == NULL) return ngx_http_llm_error(r, NGX_HTTP_NOT_FOUND, NULL, "not_found", "response '%V' not found", id);
+    ngx_int_t rc = ngx_http_llm_send_json(r, 200, s, ngx_strlen(s));
+    free(s);
+    return rc;
+}
+
 ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q)
 {
     llm_tokenizer *tok = ngx_http_llm_tok(r);
@@ -293,7 +319,7 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
     if (c) {
         static const char *ep[] = { "other", "auto", "completions", "chat", "models", "tokenize", "detokenize",
                                     "health", "metrics", "embeddings", "responses",
-                                    "messages", "count_tokens" };
+                                    "messages", "count_tokens", "response_item" };
         wr(&w, "# HELP llm_http_requests_total Requests seen by the nginx module, by endpoint.\n"
                "# TYPE llm_http_requests_total counter\n");
         for (int i = 0; i < NGX_LLM_N_HANDLERS; i++)

@@ -67,6 +67,9 @@ static ngx_command_t ngx_http_llm_commands[] = {
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
       ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_llm_loc_conf_t, reasoning), NULL },
+    { ngx_string("llm_responses_store"),
+      NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+      ngx_http_llm_store_directive, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL },
     { ngx_string("llm_chat_template"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_http_llm_chat_template_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
@@ -429,12 +432,17 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
         size_t tl = ngx_strlen(routes[i].tail);
         if (len >= tl && ngx_strncmp(u->data + len - tl, routes[i].tail, tl) == 0) return routes[i].h;
     }
-    /* /v1/models/<id> */
-    u_char *p = ngx_strnstr(u->data, "/v1/models/", len);
-    if (p) {
-        model_id->data = p + 11;
+    /* /v1/models/<id>, /v1/responses/<id> (the id in model_id) */
+    static const struct { const char *dir; ngx_uint_t h; } items[] = {
+        { "/v1/models/", NGX_LLM_MODELS }, { "/v1/responses/", NGX_LLM_RESPONSE_ITEM },
+    };
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        size_t dl = ngx_strlen(items[i].dir);
+        u_char *p = ngx_strnstr(u->data, (char *)items[i].dir, len);
+        if (p == NULL) continue;
+        model_id->data = p + dl;
         model_id->len = (size_t)(u->data + len - model_id->data);
-        if (model_id->len && !ngx_strlchr(model_id->data, model_id->data + model_id->len, '/')) return NGX_LLM_MODELS;
+        if (model_id->len && !ngx_strlchr(model_id->data, model_id->data + model_id->len, '/')) return items[i].h;
     }
     return NGX_LLM_OFF;
 }
@@ -516,7 +524,8 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
     llm_api_err e;
     llm_chat_format chat = lcf->chat_format ? (llm_chat_format)lcf->chat_format
                          : lcf->tok ? lcf->tok->chat : LLM_CHAT_LLAMA3;
-    if (llm_api_parse_chat(kind, (const char *)body, len, chat, &q, &e) != 0 ||
+    /* the Responses API's previous_response_id: the conversation from the store (ngx_http_llm_store.c) */
+    if (llm_api_parse_with_history(kind, (const char *)body, len, chat, ngx_http_llm_store_history, r, &q, &e) != 0 ||
         ngx_http_llm_check_model(r, q.model, &e)) {
         llm_api_req_free(&q);
         ngx_http_finalize_request(r, ngx_http_llm_send_error(r, &e));
@@ -552,6 +561,11 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     case NGX_LLM_OFF:
         ngx_http_discard_request_body(r);
         return ngx_http_llm_error(r, NGX_HTTP_NOT_FOUND, NULL, "not_found", "no such endpoint: %V", &r->uri);
+    case NGX_LLM_RESPONSE_ITEM:
+        if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_DELETE)))
+            return ngx_http_llm_method_not_allowed(r, "GET, HEAD, DELETE");
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_llm_response_item(r, &model_id);
     case NGX_LLM_MODELS:
     case NGX_LLM_HEALTH:
     case NGX_LLM_METRICS:

@@ -138,9 +138,11 @@ static int open_new(ngx_http_llm_rs_t *rs, cJSON *ev, int kind)
     return 0;
 }
 
-int ngx_http_llm_rs_init(ngx_http_llm_rs_t *rs, const ngx_http_llm_resp_t *resp, const cJSON *req, int logprobs)
+int ngx_http_llm_rs_init(ngx_http_llm_rs_t *rs, const ngx_http_llm_resp_t *resp, const cJSON *req, int logprobs,
+                         int stored)
 {
     memset(rs, 0, sizeof *rs);
+    rs->stored = stored;
     rs->resp = resp;
     rs->req = req;
     rs->logprobs = logprobs;
@@ -212,12 +214,12 @@ static cJSON *rs_response(const ngx_http_llm_rs_t *rs, const char *status, const
     cJSON_AddStringToObject(o, "model", rs->resp->model);
     rs_put(o, "output", cJSON_Duplicate(rs->output, 1));
     rs_echo(o, req, "parallel_tool_calls", cJSON_CreateTrue());
-    cJSON_AddNullToObject(o, "previous_response_id");
+    rs_echo(o, req, "previous_response_id", cJSON_CreateNull());
     cJSON *r = cJSON_AddObjectToObject(o, "reasoning");
     const cJSON *effort = llm_api_field(llm_api_field(req, "reasoning"), "effort");
     rs_put(r, "effort", effort ? cJSON_Duplicate(effort, 0) : cJSON_CreateNull());
     cJSON_AddNullToObject(r, "summary");
-    cJSON_AddFalseToObject(o, "store"); /* nothing is kept */
+    cJSON_AddBoolToObject(o, "store", rs->stored);
     rs_echo(o, req, "temperature", cJSON_CreateNumber(1));
     cJSON *text = cJSON_CreateObject(), *f = cJSON_AddObjectToObject(text, "format");
     cJSON_AddStringToObject(f, "type", "text");

@@ -22,11 +22,13 @@ typedef struct {
     ngx_http_llm_text_t text; /* the open item's text so far */
     cJSON       *lp;        /* the open message's logprobs entries, or NULL (no logprobs asked) */
     int          logprobs;  /* the message's text carries logprobs */
+    int          stored;    /* the response is kept (llm_responses_store): its "store" */
     cJSON       *output;    /* the items done */
 } ngx_http_llm_rs_t;
 
-/* 0, or -1 out of memory. */
-int  ngx_http_llm_rs_init(ngx_http_llm_rs_t *rs, const ngx_http_llm_resp_t *resp, const cJSON *req, int logprobs);
+/* 0, or -1 out of memory. stored: the response will be kept. */
+int  ngx_http_llm_rs_init(ngx_http_llm_rs_t *rs, const ngx_http_llm_resp_t *resp, const cJSON *req, int logprobs,
+                          int stored);
 void ngx_http_llm_rs_free(ngx_http_llm_rs_t *rs);
 
 /* Each appends its events ({"type", "sequence_number", ...}) to the array ev (NULL: none are made) and returns

@@ -213,7 +213,7 @@ POST /v1/responses
 {"input": "Hi", "previous_response_id": "resp_123"}
 --- error_code: 400
 --- response_body_like chomp
-^\{"error":\{"message":"'previous_response_id' needs responses kept by the server; this one keeps none: send the whole conversation in 'input'","type":"invalid_request_error","param":"previous_response_id","code":"unsupported_parameter"\}\}$
+^\{"error":\{"message":"'previous_response_id' needs responses kept by the server; this one keeps none \(llm_responses_store is off\): send the whole conversation in 'input'","type":"invalid_request_error","param":"previous_response_id","code":"unsupported_parameter"\}\}$
 
 === TEST 12: no input
 --- main_config
@@ -317,7 +317,7 @@ GET /v1/responses
 --- response_body_like chomp
 "code":"method_not_allowed"
 
-=== TEST 18: GET /v1/responses/<id>: no such endpoint (nothing is kept)
+=== TEST 18: GET /v1/responses/<id> without llm_responses_store: 404, nothing is kept
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -382,3 +382,78 @@ GET /metrics
 --- error_code: 200
 --- response_body_like eval
 qr/llm_http_requests_total\{endpoint="responses"\} \d+/
+
+=== TEST 22: llm_responses_store on: an unknown previous_response_id is a 400 that says so
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+llm_responses_store 1m;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/responses
+{"input": "Hi", "previous_response_id": "resp_0123456789abcdef"}
+--- error_code: 400
+--- response_body_like chomp
+^\{"error":\{"message":"previous response with id 'resp_0123456789abcdef' not found \(never stored, deleted, or dropped from a full llm_responses_store\)","type":"invalid_request_error","param":"previous_response_id","code":"previous_response_not_found"\}\}$
+
+=== TEST 23: llm_responses_store on: a response says store true (store false: not kept, and says so)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+llm_responses_store 1m;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/responses
+{"input": "Once upon a time", "max_output_tokens": 4, "temperature": 0}
+--- error_code: 200
+--- response_body_like chomp
+"previous_response_id":null,.*"store":true,
+
+=== TEST 24: GET /v1/responses/<id> of an id never stored: 404
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+llm_responses_store 1m;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+DELETE /v1/responses/resp_nothere
+--- error_code: 404
+--- response_body_like chomp
+^\{"error":\{"message":"response 'resp_nothere' not found","type":"not_found_error","param":null,"code":"not_found"\}\}$
+
+=== TEST 25: POST /v1/responses/<id>: 405
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+llm_responses_store 1m;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/responses/resp_x
+{}
+--- error_code: 405
+--- response_body_like chomp
+"message":"method POST is not allowed here \(use GET, HEAD, DELETE\)"

@@ -138,6 +138,26 @@ static void test_requests(void)
     ok(r.stream, "streamed");
     llm_api_req_free(&r);
 
+    /* previous_response_id: the stored conversation (the module's) goes after the instructions, before the input */
+    {
+        cJSON *body = cJSON_Parse("{\"instructions\":\"S\",\"input\":\"C\",\"previous_response_id\":\"resp_1\"}");
+        cJSON *past = cJSON_Parse("[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\","
+                                  "\"text\":\"A\"}]},{\"id\":\"rs_1\",\"type\":\"reasoning\",\"summary\":[]},{\"id\":"
+                                  "\"msg_1\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":"
+                                  "[{\"type\":\"output_text\",\"text\":\"B\",\"annotations\":[],\"logprobs\":[]}]}]");
+        cJSON *chat = llm_responses_to_chat(body, past, &e);
+        char *s = chat ? cJSON_PrintUnformatted(cJSON_GetObjectItem(chat, "messages")) : NULL;
+        ok(s && !strcmp(s, "[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\",\"content\":\"A\"},{\"role\":"
+                          "\"assistant\",\"content\":\"B\"},{\"role\":\"user\",\"content\":\"C\"}]"),
+           "stored items (their own output as written back) between the instructions and the input: %s", s ? s : "NULL");
+        free(s);
+        cJSON_Delete(chat);
+        ok(llm_responses_to_chat(body, NULL, &e) == NULL && !strcmp(e.param, "previous_response_id"),
+           "without a store previous_response_id is refused");
+        cJSON_Delete(body);
+        cJSON_Delete(past);
+    }
+
     bad("{}", "input", "no input");
     bad("{\"input\":7}", "input", "a number as input");
     bad("{\"input\":[]}", "input", "an empty input (no messages)");
@@ -233,7 +253,7 @@ static void test_output(void)
 
     /* streamed: reasoning, then text with logprobs, cut by max_output_tokens */
     ngx_http_llm_rs_t rs;
-    is_int(ngx_http_llm_rs_init(&rs, &resp, req, 1), 0, "builder ready");
+    is_int(ngx_http_llm_rs_init(&rs, &resp, req, 1, 0), 0, "builder ready");
     cJSON *ev = cJSON_CreateArray();
     int rc = ngx_http_llm_rs_begin(&rs, ev);
     rc |= ngx_http_llm_rs_text(&rs, ev, 1, "I should ", 9, NULL);
@@ -298,7 +318,7 @@ static void test_output(void)
 
     /* the same answer without events: the same response object */
     ngx_http_llm_rs_t one;
-    ngx_http_llm_rs_init(&one, &resp, req, 1);
+    ngx_http_llm_rs_init(&one, &resp, req, 1, 0);
     cJSON *lp = cJSON_Parse("{\"content\":[{\"token\":\"Hel\",\"logprob\":-0.5},{\"token\":\"lo\",\"logprob\":-0.25}]}");
     cJSON *again = NULL;
     rc = ngx_http_llm_rs_text(&one, NULL, 1, "I should answer.", 16, NULL);
@@ -315,7 +335,7 @@ static void test_output(void)
     ngx_http_llm_rs_free(&rs);
 
     /* text, then tool calls */
-    ngx_http_llm_rs_init(&rs, &resp, NULL, 0);
+    ngx_http_llm_rs_init(&rs, &resp, NULL, 0, 0);
     ev = cJSON_CreateArray();
     rc = ngx_http_llm_rs_begin(&rs, ev);
     rc |= ngx_http_llm_rs_text(&rs, ev, 0, "Checking.", 9, NULL);
@@ -352,7 +372,7 @@ static void test_output(void)
     ngx_http_llm_rs_free(&rs);
 
     /* an empty answer still has its message; a failure mid-stream */
-    ngx_http_llm_rs_init(&rs, &resp, NULL, 0);
+    ngx_http_llm_rs_init(&rs, &resp, NULL, 0, 0);
     ev = cJSON_CreateArray();
     rc = ngx_http_llm_rs_end(&rs, ev, &stop_end, NULL);
     types(ev, ty, sizeof ty);
@@ -360,7 +380,7 @@ static void test_output(void)
        "an empty answer is an empty message: %s", ty);
     cJSON_Delete(ev);
     ngx_http_llm_rs_free(&rs);
-    ngx_http_llm_rs_init(&rs, &resp, NULL, 0);
+    ngx_http_llm_rs_init(&rs, &resp, NULL, 0, 0);
     ev = cJSON_CreateArray();
     rc = ngx_http_llm_rs_begin(&rs, ev);
     rc |= ngx_http_llm_rs_text(&rs, ev, 0, "Hi", 2, NULL);
@@ -375,7 +395,7 @@ static void test_output(void)
     ngx_http_llm_rs_free(&rs);
 
     /* invalid UTF-8 in a delta is replaced, never sent raw */
-    ngx_http_llm_rs_init(&rs, &resp, NULL, 0);
+    ngx_http_llm_rs_init(&rs, &resp, NULL, 0, 0);
     ev = cJSON_CreateArray();
     ngx_http_llm_rs_text(&rs, ev, 0, "a\xff", 2, NULL);
     s = print_at(cJSON_GetArrayItem(ev, 2), "delta", NULL);

@@ -245,3 +245,27 @@ test('responses.create: text.format json_schema gives the schema\'s object; prev
     await assert.rejects(client.responses.create({ model, input: 'Hi', previous_response_id: 'resp_0' }),
         (e) => e instanceof OpenAI.BadRequestError && e.param === 'previous_response_id');
 });
+
+test('responses kept (llm_responses_store in make serve\'s config): retrieve, previous_response_id, delete', async () => {
+    const r1 = await client.responses.create({ model, input: PROMPT, max_output_tokens: 8, temperature: 0 });
+    assert.equal(r1.store, true);
+    const got = await client.responses.retrieve(r1.id);
+    assert.equal(got.id, r1.id);
+    assert.equal(got.output[0].content[0].text, r1.output_text);
+    // the next turn: the stored conversation goes before the new input, as the same chat would have it
+    const r2 = await client.responses.create({ model, input: 'And then', previous_response_id: r1.id,
+        max_output_tokens: 8, temperature: 0 });
+    assert.equal(r2.previous_response_id, r1.id);
+    const chat = await tokenize({ messages: [...MESSAGES, { role: 'assistant', content: r1.output_text },
+        { role: 'user', content: 'And then' }] });
+    assert.equal(r2.usage.input_tokens, chat.length);
+    const del = await client.responses.delete(r1.id);
+    assert.equal(del?.deleted ?? true, true); // (the SDK may return nothing for a DELETE)
+    await assert.rejects(client.responses.retrieve(r1.id), (e) => e instanceof OpenAI.NotFoundError);
+    // r2's conversation started at r1, which is gone
+    await assert.rejects(client.responses.create({ model, input: 'x', previous_response_id: r2.id, max_output_tokens: 2 }),
+        (e) => e instanceof OpenAI.BadRequestError && e.code === 'previous_response_not_found');
+    const r3 = await client.responses.create({ model, input: PROMPT, max_output_tokens: 2, store: false });
+    assert.equal(r3.store, false);
+    await assert.rejects(client.responses.retrieve(r3.id), (e) => e instanceof OpenAI.NotFoundError);
+});
