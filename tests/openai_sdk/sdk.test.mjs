@@ -259,13 +259,20 @@ test('responses kept (llm_responses_store in make serve\'s config): retrieve, pr
     const chat = await tokenize({ messages: [...MESSAGES, { role: 'assistant', content: r1.output_text },
         { role: 'user', content: 'And then' }] });
     assert.equal(r2.usage.input_tokens, chat.length);
+    // a third turn: the chain back to r1, oldest first
+    const r3 = await client.responses.create({ model, input: 'The end', previous_response_id: r2.id,
+        max_output_tokens: 4, temperature: 0 });
+    const chat3 = await tokenize({ messages: [...MESSAGES, { role: 'assistant', content: r1.output_text },
+        { role: 'user', content: 'And then' }, { role: 'assistant', content: r2.output_text }, { role: 'user', content: 'The end' }] });
+    assert.equal(r3.usage.input_tokens, chat3.length);
+    assert.equal(r3.output_text, generate(chat3, 4)); // the same prompt, in the same order: the same greedy text
     const del = await client.responses.delete(r1.id);
     assert.equal(del?.deleted ?? true, true); // (the SDK may return nothing for a DELETE)
     await assert.rejects(client.responses.retrieve(r1.id), (e) => e instanceof OpenAI.NotFoundError);
     // r2's conversation started at r1, which is gone
     await assert.rejects(client.responses.create({ model, input: 'x', previous_response_id: r2.id, max_output_tokens: 2 }),
         (e) => e instanceof OpenAI.BadRequestError && e.code === 'previous_response_not_found');
-    const r3 = await client.responses.create({ model, input: PROMPT, max_output_tokens: 2, store: false });
-    assert.equal(r3.store, false);
-    await assert.rejects(client.responses.retrieve(r3.id), (e) => e instanceof OpenAI.NotFoundError);
+    const r4 = await client.responses.create({ model, input: PROMPT, max_output_tokens: 2, store: false });
+    assert.equal(r4.store, false);
+    await assert.rejects(client.responses.retrieve(r4.id), (e) => e instanceof OpenAI.NotFoundError);
 });
