@@ -60,9 +60,16 @@ ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *want)
     ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
     if (eng->client) (void)llm_client_attach(eng->client); /* for max_model_len; absence is fine */
     if (want) {
-        if (want->len != strlen(id) || ngx_strncmp(want->data, id, want->len) != 0)
+        int alias = want->len > 0 && !(want->len == 1 && want->data[0] == '*') &&
+                    ngx_http_llm_model_alias(r, want->data, want->len);
+        if (!alias && (want->len != strlen(id) || ngx_strncmp(want->data, id, want->len) != 0))
             return ngx_http_llm_error(r, 404, "model", "model_not_found", "The model '%V' does not exist", want);
-        return ngx_http_llm_send_cjson(r, 200, ngx_http_llm_model_obj(r, id));
+        if (!alias) return ngx_http_llm_send_cjson(r, 200, ngx_http_llm_model_obj(r, id));
+        char *name = ngx_pnalloc(r->pool, want->len + 1);
+        if (name == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        ngx_memcpy(name, want->data, want->len);
+        name[want->len] = 0;
+        return ngx_http_llm_send_cjson(r, 200, ngx_http_llm_model_obj(r, name));
     }
     cJSON *o = cJSON_CreateObject();
     if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -71,6 +78,17 @@ ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *want)
     cJSON *m = ngx_http_llm_model_obj(r, id);
     if (data == NULL || m == NULL) { cJSON_Delete(m); cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
     cJSON_AddItemToArray(data, m);
+    /* the aliases, each as a model of its own ("*" is not a name) */
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    ngx_str_t *a = lcf->model_aliases ? lcf->model_aliases->elts : NULL;
+    for (ngx_uint_t i = 0; a != NULL && i < lcf->model_aliases->nelts; i++) {
+        if (a[i].len == 1 && a[i].data[0] == '*') continue;
+        char *name = ngx_pnalloc(r->pool, a[i].len + 1);
+        if (name == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+        ngx_memcpy(name, a[i].data, a[i].len);
+        name[a[i].len] = 0;
+        cJSON_AddItemToArray(data, ngx_http_llm_model_obj(r, name));
+    }
     return ngx_http_llm_send_cjson(r, 200, o);
 }
 

@@ -10,6 +10,7 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_llm_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_llm_priority_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_llm_model_alias_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_http_llm_postconf(ngx_conf_t *cf);
 static ngx_int_t ngx_http_llm_init_process(ngx_cycle_t *cycle);
 static void ngx_http_llm_exit_process(ngx_cycle_t *cycle);
@@ -37,6 +38,9 @@ static ngx_command_t ngx_http_llm_commands[] = {
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_llm_loc_conf_t, model_name), NULL },
+    { ngx_string("llm_model_alias"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
+      ngx_http_llm_model_alias_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
     { ngx_string("llm_default_max_tokens"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET,
@@ -143,6 +147,7 @@ static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf)
     lcf->max_body = NGX_CONF_UNSET_SIZE;
     lcf->chat_format = NGX_CONF_UNSET_UINT;
     lcf->api_keys = NGX_CONF_UNSET_PTR;
+    lcf->model_aliases = NGX_CONF_UNSET_PTR;
     lcf->priority = NGX_CONF_UNSET;
     lcf->reasoning = NGX_CONF_UNSET;
     return lcf;
@@ -216,6 +221,7 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
     ngx_conf_merge_str_value(conf->engine_name, prev->engine_name, "default");
     ngx_conf_merge_str_value(conf->model_path, prev->model_path, "");
     ngx_conf_merge_str_value(conf->model_name, prev->model_name, "");
+    ngx_conf_merge_ptr_value(conf->model_aliases, prev->model_aliases, NULL);
     /* Left unset (not 256) so a location lowering llm_max_tokens lowers the default with it. */
     ngx_conf_merge_value(conf->default_max_tokens, prev->default_max_tokens, NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->max_tokens, prev->max_tokens, 4096);
@@ -286,6 +292,24 @@ static char *ngx_http_llm_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd, 
 }
 
 /* llm_priority N: a signed number (ngx_conf_set_num_slot takes none below 0). */
+/* llm_model_alias NAME ...: every name (repeated directives add more). */
+static char *ngx_http_llm_model_alias_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    (void)cmd;
+    ngx_http_llm_loc_conf_t *lcf = conf;
+    ngx_str_t *v = cf->args->elts;
+    if (lcf->model_aliases == NGX_CONF_UNSET_PTR &&
+        (lcf->model_aliases = ngx_array_create(cf->pool, cf->args->nelts - 1, sizeof(ngx_str_t))) == NULL)
+        return NGX_CONF_ERROR;
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        if (v[i].len == 0) return "takes non-empty names";
+        ngx_str_t *a = ngx_array_push(lcf->model_aliases);
+        if (a == NULL) return NGX_CONF_ERROR;
+        *a = v[i];
+    }
+    return NGX_CONF_OK;
+}
+
 static char *ngx_http_llm_priority_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     (void)cmd;
@@ -389,12 +413,22 @@ const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap)
     return buf;
 }
 
+int ngx_http_llm_model_alias(ngx_http_request_t *r, const u_char *name, size_t len)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    ngx_str_t *a = lcf->model_aliases ? lcf->model_aliases->elts : NULL;
+    for (ngx_uint_t i = 0; a != NULL && i < lcf->model_aliases->nelts; i++)
+        if ((a[i].len == 1 && a[i].data[0] == '*') || (a[i].len == len && ngx_strncmp(a[i].data, name, len) == 0))
+            return 1;
+    return 0;
+}
+
 int ngx_http_llm_check_model(ngx_http_request_t *r, const char *model, llm_api_err *e)
 {
     char buf[256];
     if (model == NULL) return 0;
     const char *id = ngx_http_llm_model_id(r, buf, sizeof buf);
-    if (strcmp(model, id) == 0) return 0;
+    if (strcmp(model, id) == 0 || ngx_http_llm_model_alias(r, (const u_char *)model, strlen(model))) return 0;
     llm_api_seterr(e, 404, "model", "model_not_found", "The model '%s' does not exist (this server serves '%s')",
                    model, id);
     return 404;

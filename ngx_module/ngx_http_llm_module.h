@@ -88,6 +88,7 @@ typedef struct {
     ngx_str_t              model_path;
     ngx_http_llm_tok_t    *tok;
     ngx_str_t              model_name;
+    ngx_array_t           *model_aliases; /* llm_model_alias: more names requests may give (ngx_str_t; "*": any) */
     ngx_int_t              default_max_tokens;
     ngx_int_t              max_tokens;
     ngx_msec_t             request_timeout;
@@ -121,7 +122,9 @@ ngx_int_t ngx_http_llm_check_api_key(ngx_http_request_t *r, ngx_uint_t h);
 ngx_uint_t ngx_http_llm_endpoint(ngx_http_request_t *r);
 ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);
 const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap);
-/* 0 ok; else a status with e filled (unknown model -> 404). */
+/* 1 when name is one of the location's llm_model_alias names (or it has "*"). */
+int ngx_http_llm_model_alias(ngx_http_request_t *r, const u_char *name, size_t len);
+/* 0 ok (the model id or an alias); else a status with e filled (unknown model -> 404). */
 int ngx_http_llm_check_model(ngx_http_request_t *r, const char *model, llm_api_err *e);
 /* Attach if needed; LLM_SHM_OK or an error code (e filled with 503). */
 int ngx_http_llm_engine_ready(ngx_http_llm_engine_t *eng, llm_api_err *e);

@@ -403,3 +403,37 @@ POST /detokenize
 --- error_code: 200
 --- response_body
 {"prompt":"� do�"}
+
+=== TEST 30: llm_model_alias: more names the location answers to, listed after the model ("*" is not listed)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_model_alias gpt-4o-mini * claude-sonnet-4-5;
+}
+--- request
+GET /v1/models
+--- error_code: 200
+--- response_body_like chomp
+^\{"object":"list","data":\[\{"id":"stories",[^}]*\},\{"id":"gpt-4o-mini","object":"model",[^}]*\},\{"id":"claude-sonnet-4-5","object":"model",[^}]*\}\]\}$
+
+=== TEST 31: GET /v1/models/<alias>
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_model_alias gpt-4o-mini;
+}
+--- request
+GET /v1/models/gpt-4o-mini
+--- error_code: 200
+--- response_body_like chomp
+^\{"id":"gpt-4o-mini","object":"model",

@@ -648,3 +648,57 @@ POST /v1/completions
 --- error_code: 400
 --- response_body_like eval
 qr/"message":"'suffix': this model has no fill-in-the-middle tokens \(<\|fim_prefix\|> ...\)","type":"invalid_request_error","param":"suffix"/
+
+=== TEST 38: a request naming an llm_model_alias is served
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_model_alias gpt-4o-mini;
+}
+--- request
+POST /v1/chat/completions
+{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Once"}], "max_tokens": 3}
+--- error_code: 200
+--- response_body_like chomp
+"object":"chat.completion"
+
+=== TEST 39: llm_model_alias *: any model name is served (clients that send their own, such as Claude clients)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_model_alias *;
+}
+--- request
+POST /v1/messages
+{"model": "claude-3-5-haiku-20241022", "messages": [{"role": "user", "content": "Once"}], "max_tokens": 3}
+--- error_code: 200
+--- response_body_like chomp
+"type":"message"
+
+=== TEST 40: an alias list without the name sent: still a 404
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_model_alias gpt-4o-mini;
+}
+--- request
+POST /v1/chat/completions
+{"model": "gpt-4o", "messages": [{"role": "user", "content": "Once"}], "max_tokens": 3}
+--- error_code: 404
+--- response_body_like chomp
+"code":"model_not_found"
