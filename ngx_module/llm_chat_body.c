@@ -106,6 +106,36 @@ int llm_cb_tools(cJSON *chat, const cJSON *tools, const char *type, int type_opt
     return 0;
 }
 
+cJSON *llm_cb_text_parts(const cJSON *c, const char *const *types, int n_types, int *bad, const char **bad_type,
+                         llm_api_err *e)
+{
+    *bad = -2;
+    *bad_type = NULL;
+    const char *one[1] = { c == NULL || cJSON_IsNull(c) ? "" : cJSON_IsString(c) ? c->valuestring : NULL };
+    if (one[0] != NULL) return llm_cb_join(one, 1, e);
+    if (!cJSON_IsArray(c)) { *bad = -1; return NULL; }
+    int n = cJSON_GetArraySize(c), k = 0;
+    const char **texts = malloc((size_t)(n > 0 ? n : 1) * sizeof *texts);
+    if (texts == NULL) { llm_cb_oom(e); return NULL; }
+    const cJSON *p;
+    cJSON_ArrayForEach(p, c) {
+        const char *t = llm_cb_type(p);
+        int known = 0;
+        for (int i = 0; t != NULL && i < n_types; i++) known |= !strcmp(t, types[i]);
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(p, t && !strcmp(t, "refusal") ? "refusal" : "text");
+        if (!known || !cJSON_IsString(x)) {
+            free(texts);
+            *bad = k;
+            *bad_type = t;
+            return NULL;
+        }
+        texts[k++] = x->valuestring;
+    }
+    cJSON *out = llm_cb_join(texts, k, e);
+    free(texts);
+    return out;
+}
+
 cJSON *llm_cb_join(const char *const *texts, int n, llm_api_err *e)
 {
     size_t len = 0;

@@ -32,6 +32,12 @@ int    llm_cb_tool(cJSON *tools, const cJSON *t, const char *schema_key, llm_api
  * when type_optional); else a 400 naming tools, which says only `kind` tools (`shape`) are supported. */
 int    llm_cb_tools(cJSON *chat, const cJSON *tools, const char *type, int type_optional, const char *schema_key,
                     const char *kind, const char *shape, llm_api_err *e);
+/* A content of text parts as one new cJSON string: a string (null or absent: ""), or an array of parts, each
+ * an object whose "type" is one of types[0..n_types) and whose text is its member "text" ("refusal" for a part
+ * of type "refusal"). NULL when it is not: *bad is the index of the part refused (-1: c is neither a string
+ * nor an array) and *bad_type its type (or NULL), for the caller's 400; or out of memory (*bad -2, e set). */
+cJSON *llm_cb_text_parts(const cJSON *c, const char *const *types, int n_types, int *bad, const char **bad_type,
+                         llm_api_err *e);
 /* texts[0..n) joined, as a new cJSON string, or NULL (e: out of memory). */
 cJSON *llm_cb_join(const char *const *texts, int n, llm_api_err *e);
 

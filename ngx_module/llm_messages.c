@@ -25,28 +25,13 @@ static int m_bad(llm_api_err *e, const char *param, const char *code, const char
 /* Text blocks ({"type": "text", "text"}) or a string, joined: a new cJSON string, or NULL with e. */
 static cJSON *m_text_of(const cJSON *c, int i, int k, llm_api_err *e)
 {
-    const char *one[1] = { c == NULL || cJSON_IsNull(c) ? "" : cJSON_IsString(c) ? c->valuestring : NULL };
-    if (one[0] != NULL) return llm_cb_join(one, 1, e);
-    if (!cJSON_IsArray(c)) {
-        m_bad(e, "messages", "invalid_type", "must be a string or an array of text blocks", i, k, NULL);
-        return NULL;
-    }
-    int n = cJSON_GetArraySize(c), j = 0;
-    const char **texts = malloc((size_t)(n > 0 ? n : 1) * sizeof *texts);
-    if (texts == NULL) { llm_cb_oom(e); return NULL; }
-    const cJSON *b;
-    cJSON_ArrayForEach(b, c) {
-        const char *t = llm_cb_type(b);
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(b, "text");
-        if (t == NULL || strcmp(t, "text") || !cJSON_IsString(x)) {
-            free(texts);
-            m_bad(e, "messages", "invalid_value", "only text blocks are supported inside it; got ", i, k, t ? t : "?");
-            return NULL;
-        }
-        texts[j++] = x->valuestring;
-    }
-    cJSON *out = llm_cb_join(texts, j, e);
-    free(texts);
+    static const char *const types[] = { "text" };
+    int bad;
+    const char *t;
+    cJSON *out = llm_cb_text_parts(c, types, 1, &bad, &t, e);
+    if (out == NULL && bad == -1) m_bad(e, "messages", "invalid_type", "must be a string or an array of text blocks", i, k, NULL);
+    else if (out == NULL && bad >= 0)
+        m_bad(e, "messages", "invalid_value", "only text blocks are supported inside it; got ", i, k, t ? t : "?");
     return out;
 }
 

@@ -17,32 +17,16 @@ static const char *const same_fields[] = {
  * and refusal (its "refusal"). Returns a new cJSON string, or NULL with e set. */
 static cJSON *content_text(const cJSON *c, const char *where, llm_api_err *e)
 {
-    const char *one[1] = { c == NULL || cJSON_IsNull(c) ? "" : cJSON_IsString(c) ? c->valuestring : NULL };
-    if (one[0] != NULL) return llm_cb_join(one, 1, e);
-    if (!cJSON_IsArray(c)) {
+    static const char *const types[] = { "input_text", "output_text", "text", "refusal" };
+    int bad;
+    const char *t;
+    cJSON *out = llm_cb_text_parts(c, types, 4, &bad, &t, e);
+    if (out == NULL && bad == -1)
         llm_api_seterr(e, 400, "input", "invalid_type", "%s must be a string or an array of text parts", where);
-        return NULL;
-    }
-    int n = cJSON_GetArraySize(c), k = 0;
-    const char **texts = malloc((size_t)(n > 0 ? n : 1) * sizeof *texts);
-    if (texts == NULL) { llm_cb_oom(e); return NULL; }
-    const cJSON *p;
-    cJSON_ArrayForEach(p, c) {
-        const char *t = llm_cb_type(p);
-        const char *field = t && !strcmp(t, "refusal") ? "refusal" : "text";
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(p, field);
-        if (t == NULL || (strcmp(t, "input_text") && strcmp(t, "output_text") && strcmp(t, "text") &&
-                          strcmp(t, "refusal")) || !cJSON_IsString(x)) {
-            llm_api_seterr(e, 400, "input", "invalid_value",
-                           "%s[%d]: only text parts ({\"type\": \"input_text\", \"text\": ...}) are supported%s%.32s",
-                           where, k, t ? "; got " : "", t ? t : "");
-            free(texts);
-            return NULL;
-        }
-        texts[k++] = x->valuestring;
-    }
-    cJSON *out = llm_cb_join(texts, k, e);
-    free(texts);
+    else if (out == NULL && bad >= 0)
+        llm_api_seterr(e, 400, "input", "invalid_value",
+                       "%s[%d]: only text parts ({\"type\": \"input_text\", \"text\": ...}) are supported%s%.32s",
+                       where, bad, t ? "; got " : "", t ? t : "");
     return out;
 }
 
