@@ -7,6 +7,7 @@
 #include "../ngx_module/llm_responses.c"
 #include "../ngx_module/llm_messages.c"
 #include "../ngx_module/ngx_http_llm_format.c"
+#include "api_mutate.h"
 
 static int parse(llm_api_kind k, const char *body, llm_api_req *r, llm_api_err *e)
 {
@@ -23,6 +24,13 @@ static void bad(llm_api_kind k, const char *body, const char *param, const char 
     ok(rc == -1 && e.status == 400 && !strcmp(e.param, param), "%s -> 400 param '%s' (got %d '%s': %s)",
        what, param, e.status, e.param, e.message);
     llm_api_req_free(&r);
+}
+
+/* The kind of mutated body k (api_mutate.h): its seed's. */
+static llm_api_kind api_kind(int k, int seed)
+{
+    (void)k;
+    return seed == 5 || seed == 6 ? LLM_API_EMBEDDINGS : seed >= 2 && seed <= 4 ? LLM_API_CHAT : LLM_API_COMPLETIONS;
 }
 
 int main(void)
@@ -514,28 +522,8 @@ int main(void)
             "{\"input\":[[1,2,3],[4,5]],\"model\":\"m\",\"encoding_format\":\"float\"}",
             "{\"prompt\":\"def f(\",\"suffix\":\"return x\",\"max_tokens\":8,\"stop\":[\"\\n\"]}",
         };
-        uint64_t x = 0x1234567u;
-        int sane = 1, runs = 0;
-        for (int k = 0; k < 4800; k++) {
-            const char *seed = seeds[k % 8];
-            size_t n = strlen(seed);
-            char buf[1024];
-            memcpy(buf, seed, n);
-            for (int j = 0; j < 1 + k % 4; j++) {
-                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-                size_t at = (size_t)(x >> 33) % n;
-                buf[at] = "{}[]\",:0123456789-.eEtruefalsn \\x"[(x >> 20) % 34];
-            }
-            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-            size_t len = k % 5 == 0 ? (size_t)(x >> 33) % n : n; /* some truncated */
-            int kind = k % 8 == 5 || k % 8 == 6 ? LLM_API_EMBEDDINGS
-                     : k % 8 >= 2 && k % 8 <= 4 ? LLM_API_CHAT : LLM_API_COMPLETIONS;
-            int rc = llm_api_parse((llm_api_kind)kind, buf, len, &r, &e);
-            sane &= rc == 0 || (rc == -1 && (e.status == 400 || e.status == 500));
-            llm_api_req_free(&r);
-            runs++;
-        }
-        ok(sane, "%d mutated bodies: each parsed or refused with a 400", runs);
+        ok(api_mutate(seeds, 8, 4800, 0x1234567u, api_kind, LLM_CHAT_LLAMA3),
+           "4800 mutated bodies: each parsed or refused with a 400");
     }
 
     /* error JSON */

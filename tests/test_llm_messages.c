@@ -10,6 +10,7 @@
 #include "../ngx_module/llm_messages.c"
 #include "../ngx_module/ngx_http_llm_format.c"
 #include "../ngx_module/ngx_http_llm_messages_out.c"
+#include "api_mutate.h"
 
 static int parse(const char *body, llm_api_req *r, llm_api_err *e)
 {
@@ -247,7 +248,9 @@ static void test_output(void)
     cJSON_free(s);
 }
 
-/* Mutations of whole bodies: every parse ends in 0 or a 400 (ASan / UBSan in make san catch the rest). */
+static llm_api_kind messages_kind(int k, int seed) { (void)k; (void)seed; return LLM_API_MESSAGES; }
+
+/* Mutations of whole bodies (api_mutate.h). */
 static void test_mutations(void)
 {
     static const char *const seed =
@@ -256,26 +259,8 @@ static void test_mutations(void)
         "\"input\":{\"a\":[1]}}]},{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":"
         "\"ok\",\"is_error\":false}]}],\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],\"tool_choice\":"
         "{\"type\":\"any\"},\"thinking\":{\"type\":\"disabled\"}}";
-    uint64_t x = 0x51ed2701u;
-    int sane = 1, runs = 0;
-    size_t n = strlen(seed);
-    for (int k = 0; k < 3000; k++) {
-        char buf[1024];
-        memcpy(buf, seed, n);
-        for (int j = 0; j < 1 + k % 4; j++) {
-            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-            buf[(size_t)(x >> 33) % n] = "{}[]\",:0123456789-.eEtruefalsn \\x"[(x >> 20) % 34];
-        }
-        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        size_t len = k % 5 == 0 ? (size_t)(x >> 33) % n : n;
-        llm_api_req r;
-        llm_api_err e;
-        int rc = llm_api_parse_chat(LLM_API_MESSAGES, buf, len, LLM_CHAT_CHATML, &r, &e);
-        sane &= rc == 0 || (rc == -1 && (e.status == 400 || e.status == 500));
-        llm_api_req_free(&r);
-        runs++;
-    }
-    ok(sane, "%d mutated bodies: each parsed or refused with a 400", runs);
+    ok(api_mutate(&seed, 1, 3000, 0x51ed2701u, messages_kind, LLM_CHAT_CHATML),
+       "3000 mutated bodies: each parsed or refused with a 400");
 }
 
 int main(void)

@@ -10,6 +10,7 @@
 #include "../ngx_module/llm_messages.c"
 #include "../ngx_module/ngx_http_llm_format.c"
 #include "../ngx_module/ngx_http_llm_responses_out.c"
+#include "api_mutate.h"
 
 static int parse(const char *body, llm_api_req *r, llm_api_err *e)
 {
@@ -200,7 +201,9 @@ static void test_requests(void)
     bad("{\"input\":", "", "malformed JSON");
 }
 
-/* Mutations of whole bodies: every parse ends in 0 or a 400 (ASan / UBSan in make san catch the rest). */
+static llm_api_kind responses_kind(int k, int seed) { (void)k; (void)seed; return LLM_API_RESPONSES; }
+
+/* Mutations of whole bodies (api_mutate.h). */
 static void test_mutations(void)
 {
     static const char *const seeds[] = {
@@ -212,27 +215,8 @@ static void test_mutations(void)
         "\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}}},\"include\":[\"message.output_text.logprobs\"],"
         "\"top_logprobs\":2,\"reasoning\":{\"effort\":\"none\"},\"max_output_tokens\":9,\"stream\":true}",
     };
-    uint64_t x = 0x9e3779b9u;
-    int sane = 1, runs = 0;
-    for (int k = 0; k < 3000; k++) {
-        const char *seed = seeds[k % 2];
-        size_t n = strlen(seed);
-        char buf[1024];
-        memcpy(buf, seed, n);
-        for (int j = 0; j < 1 + k % 4; j++) {
-            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-            buf[(size_t)(x >> 33) % n] = "{}[]\",:0123456789-.eEtruefalsn \\x"[(x >> 20) % 34];
-        }
-        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        size_t len = k % 5 == 0 ? (size_t)(x >> 33) % n : n; /* some truncated */
-        llm_api_req r;
-        llm_api_err e;
-        int rc = llm_api_parse_chat(LLM_API_RESPONSES, buf, len, LLM_CHAT_CHATML, &r, &e);
-        sane &= rc == 0 || (rc == -1 && (e.status == 400 || e.status == 500));
-        llm_api_req_free(&r);
-        runs++;
-    }
-    ok(sane, "%d mutated bodies: each parsed or refused with a 400", runs);
+    ok(api_mutate(seeds, 2, 3000, 0x9e3779b9u, responses_kind, LLM_CHAT_CHATML),
+       "3000 mutated bodies: each parsed or refused with a 400");
 }
 
 static const ngx_http_llm_call_t CALLS[2] = { { "call_1", "get_weather", "{\"city\":\"Oslo\"}" },
