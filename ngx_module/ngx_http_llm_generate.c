@@ -501,6 +501,7 @@ static void ngx_http_llm_keep(ngx_http_llm_ctx_t *ctx, cJSON *out)
     if (out == NULL) return;
     const cJSON *in = llm_api_field(ctx->q.body, "input"), *prev = llm_api_field(ctx->q.body, "previous_response_id");
     cJSON *items = cJSON_IsArray(in) ? cJSON_Duplicate(in, 1) : cJSON_CreateArray(), *o;
+    int k = 0;
     if (items != NULL && cJSON_IsString(in)) {
         cJSON *m = cJSON_CreateObject(), *parts = m ? cJSON_AddArrayToObject(m, "content") : NULL;
         cJSON *part = parts ? cJSON_CreateObject() : NULL;
@@ -515,11 +516,30 @@ static void ngx_http_llm_keep(ngx_http_llm_ctx_t *ctx, cJSON *out)
             cJSON_Delete(m);
         }
     }
+    /* input items as OpenAI lists them (input_items): an id where they have none (its pages go by id), a
+     * message's type and its text as parts */
+    cJSON_ArrayForEach(o, items) {
+        char iid[96];
+        ngx_snprintf((u_char *)iid, sizeof iid, "item_%s_%d%Z", ctx->resp.id + 5, k++);
+        if (!cJSON_IsObject(o)) continue;
+        if (cJSON_GetObjectItemCaseSensitive(o, "id") == NULL) cJSON_AddStringToObject(o, "id", iid);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(o, "role"), *c = cJSON_GetObjectItemCaseSensitive(o, "content");
+        if (!cJSON_IsString(role)) continue;
+        if (cJSON_GetObjectItemCaseSensitive(o, "type") == NULL) cJSON_AddStringToObject(o, "type", "message");
+        if (!cJSON_IsString(c)) continue;
+        cJSON *parts = cJSON_CreateArray(), *part = parts ? cJSON_CreateObject() : NULL;
+        if (part == NULL) { cJSON_Delete(parts); continue; }
+        cJSON_AddItemToArray(parts, part);
+        cJSON_AddStringToObject(part, "type", strcmp(role->valuestring, "assistant") ? "input_text" : "output_text");
+        cJSON_AddStringToObject(part, "text", c->valuestring);
+        cJSON_ReplaceItemInObjectCaseSensitive(o, "content", parts);
+    }
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(out, "output"))
         if (items != NULL) cJSON_AddItemToArray(items, cJSON_Duplicate(o, 1));
     char *it = items ? cJSON_PrintUnformatted(items) : NULL, *resp = cJSON_PrintUnformatted(out);
     if (it != NULL && resp != NULL)
-        (void)ngx_http_llm_store_put(ctx->r, ctx->resp.id, cJSON_IsString(prev) ? prev->valuestring : NULL, it, resp);
+        (void)ngx_http_llm_store_put(ctx->r, ctx->resp.id, cJSON_IsString(prev) ? prev->valuestring : NULL, it,
+                                     (uint32_t)k, resp);
     cJSON_free(it);
     cJSON_free(resp);
     cJSON_Delete(items);

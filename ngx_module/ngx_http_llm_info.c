@@ -268,6 +268,57 @@ ngx_int_t ngx_http_llm_response_item(ngx_http_request_t *r, ngx_str_t *id)
     return rc;
 }
 
+/* GET /v1/responses/<id>/input_items[?order=asc|desc&limit=N&after=ITEM]: a kept response's input items, a page
+ * of OpenAI's list (newest first by default, 20 a page, at most 100). */
+ngx_int_t ngx_http_llm_response_inputs(ngx_http_request_t *r, ngx_str_t *id)
+{
+    if (!ngx_http_llm_store_on(r))
+        return ngx_http_llm_error(r, NGX_HTTP_NOT_FOUND, NULL, "not_found",
+                                  "this server keeps no responses (llm_responses_store is off)");
+    ngx_str_t v;
+    int desc = 1;
+    ngx_int_t limit = 20;
+    if (ngx_http_arg(r, (u_char *)"order", 5, &v) == NGX_OK) {
+        if (v.len == 3 && ngx_strncmp(v.data, "asc", 3) == 0) desc = 0;
+        else if (!(v.len == 4 && ngx_strncmp(v.data, "desc", 4) == 0))
+            return ngx_http_llm_error(r, 400, "order", "invalid_value", "order must be asc or desc");
+    }
+    if (ngx_http_arg(r, (u_char *)"limit", 5, &v) == NGX_OK &&
+        ((limit = ngx_atoi(v.data, v.len)) == NGX_ERROR || limit < 1 || limit > 100))
+        return ngx_http_llm_error(r, 400, "limit", "invalid_value", "limit must be 1 to 100");
+    ngx_str_t after = ngx_null_string;
+    (void)ngx_http_arg(r, (u_char *)"after", 5, &after);
+    cJSON *items = ngx_http_llm_store_input_items(r, id->data, id->len);
+    if (items == NULL) return ngx_http_llm_error(r, NGX_HTTP_NOT_FOUND, NULL, "not_found", "response '%V' not found", id);
+    int n = cJSON_GetArraySize(items), from = 0, found = after.len == 0;
+    cJSON *o = cJSON_CreateObject(), *data = o ? cJSON_AddArrayToObject(o, "data") : NULL;
+    if (data == NULL) { cJSON_Delete(o); cJSON_Delete(items); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+    for (int i = 0; i < n && !found; i++) { /* the page starts after the item named by after */
+        const cJSON *iid = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(items, desc ? n - 1 - i : i), "id");
+        if (cJSON_IsString(iid) && strlen(iid->valuestring) == after.len &&
+            ngx_strncmp(iid->valuestring, after.data, after.len) == 0) {
+            found = 1;
+            from = i + 1;
+        }
+    }
+    if (!found) {
+        cJSON_Delete(o);
+        cJSON_Delete(items);
+        return ngx_http_llm_error(r, 400, "after", "invalid_value", "no input item '%V' in response '%V'", &after, id);
+    }
+    int end = from + (int)limit < n ? from + (int)limit : n;
+    for (int i = from; i < end; i++)
+        cJSON_AddItemToArray(data, cJSON_Duplicate(cJSON_GetArrayItem(items, desc ? n - 1 - i : i), 1));
+    cJSON_Delete(items);
+    cJSON_AddStringToObject(o, "object", "list");
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(data, 0), "id");
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(data, end - from - 1), "id");
+    if (cJSON_IsString(f)) cJSON_AddStringToObject(o, "first_id", f->valuestring); else cJSON_AddNullToObject(o, "first_id");
+    if (cJSON_IsString(l)) cJSON_AddStringToObject(o, "last_id", l->valuestring); else cJSON_AddNullToObject(o, "last_id");
+    cJSON_AddBoolToObject(o, "has_more", end < n);
+    return ngx_http_llm_send_cjson(r, 200, o);
+}
+
 ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q)
 {
     llm_tokenizer *tok = ngx_http_llm_tok(r);
@@ -337,7 +388,8 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
     if (c) {
         static const char *ep[] = { "other", "auto", "completions", "chat", "models", "tokenize", "detokenize",
                                     "health", "metrics", "embeddings", "responses",
-                                    "messages", "count_tokens", "response_item" };
+                                    "messages", "count_tokens", "response_item",
+                                    "response_input_items" };
         wr(&w, "# HELP llm_http_requests_total Requests seen by the nginx module, by endpoint.\n"
                "# TYPE llm_http_requests_total counter\n");
         for (int i = 0; i < NGX_LLM_N_HANDLERS; i++)

@@ -466,6 +466,16 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
         size_t tl = ngx_strlen(routes[i].tail);
         if (len >= tl && ngx_strncmp(u->data + len - tl, routes[i].tail, tl) == 0) return routes[i].h;
     }
+    /* /v1/responses/<id>/input_items (the id in model_id) */
+    static const char inputs[] = "/input_items";
+    u_char *ri = ngx_strnstr(u->data, "/v1/responses/", len);
+    if (ri != NULL && len > sizeof inputs - 1 &&
+        ngx_strncmp(u->data + len - (sizeof inputs - 1), inputs, sizeof inputs - 1) == 0 &&
+        u->data + len - (sizeof inputs - 1) > ri + 14) {
+        model_id->data = ri + 14;
+        model_id->len = (size_t)(u->data + len - (sizeof inputs - 1) - model_id->data);
+        if (!ngx_strlchr(model_id->data, model_id->data + model_id->len, '/')) return NGX_LLM_RESPONSE_INPUTS;
+    }
     /* /v1/models/<id>, /v1/responses/<id> (the id in model_id) */
     static const struct { const char *dir; ngx_uint_t h; } items[] = {
         { "/v1/models/", NGX_LLM_MODELS }, { "/v1/responses/", NGX_LLM_RESPONSE_ITEM },
@@ -595,6 +605,10 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     case NGX_LLM_OFF:
         ngx_http_discard_request_body(r);
         return ngx_http_llm_error(r, NGX_HTTP_NOT_FOUND, NULL, "not_found", "no such endpoint: %V", &r->uri);
+    case NGX_LLM_RESPONSE_INPUTS:
+        if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return ngx_http_llm_method_not_allowed(r, "GET, HEAD");
+        if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return ngx_http_llm_response_inputs(r, &model_id);
     case NGX_LLM_RESPONSE_ITEM:
         if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_DELETE)))
             return ngx_http_llm_method_not_allowed(r, "GET, HEAD, DELETE");

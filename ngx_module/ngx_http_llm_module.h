@@ -30,6 +30,7 @@ enum {
     NGX_LLM_MESSAGES,         /* Anthropic's Messages API (POST /v1/messages) */
     NGX_LLM_COUNT_TOKENS,     /* its POST /v1/messages/count_tokens */
     NGX_LLM_RESPONSE_ITEM,    /* GET / DELETE /v1/responses/<id>: a stored response (llm_responses_store) */
+    NGX_LLM_RESPONSE_INPUTS,  /* GET /v1/responses/<id>/input_items */
     NGX_LLM_N_HANDLERS
 };
 
@@ -146,18 +147,21 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
 /* llm_responses_store: stored responses of the Responses API (ngx_http_llm_store.c) */
 char     *ngx_http_llm_store_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 int       ngx_http_llm_store_on(ngx_http_request_t *r);
-/* Keeps response id: prev (the previous_response_id, or NULL), this turn's items (input then output, a JSON
- * array's text) and the response object's JSON. NGX_OK, or NGX_DECLINED (off, or too large to keep). */
+/* Keeps response id: prev (the previous_response_id, or NULL), this turn's items (n_input input items then the
+ * output's, a JSON array's text) and the response object's JSON. NGX_OK, or NGX_DECLINED (off, or too large). */
 ngx_int_t ngx_http_llm_store_put(ngx_http_request_t *r, const char *id, const char *prev, const char *items,
-                                 const char *response);
+                                 uint32_t n_input, const char *response);
+/* A kept response's input items (a new array, oldest first), or NULL when it is not kept. */
+cJSON    *ngx_http_llm_store_input_items(ngx_http_request_t *r, const u_char *id, size_t len);
 /* The response's JSON (malloc'd), or NULL when it is not stored. */
 char     *ngx_http_llm_store_get(ngx_http_request_t *r, const u_char *id, size_t len);
 /* 1 when it was stored (and is now dropped), else 0. */
 int       ngx_http_llm_store_delete(ngx_http_request_t *r, const u_char *id, size_t len);
 /* llm_api_history_fn for a request (data: the ngx_http_request_t): the conversation up to response id. */
 cJSON    *ngx_http_llm_store_history(void *data, const char *id, llm_api_err *e);
-/* GET / DELETE /v1/responses/<id> (ngx_http_llm_info.c) */
+/* GET / DELETE /v1/responses/<id>, GET /v1/responses/<id>/input_items (ngx_http_llm_info.c) */
 ngx_int_t ngx_http_llm_response_item(ngx_http_request_t *r, ngx_str_t *id);
+ngx_int_t ngx_http_llm_response_inputs(ngx_http_request_t *r, ngx_str_t *id);
 
 /* llm_status: the dashboard's JSON with a shared one-second history (ngx_http_llm_status.c) */
 char     *ngx_http_llm_status_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);

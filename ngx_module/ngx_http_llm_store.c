@@ -26,6 +26,7 @@ typedef struct {
     ngx_queue_t       lru;
     u_short           id_len, prev_len;
     uint32_t          items_len, response_len;
+    uint32_t          n_input;  /* the first n_input items are the request's input, the rest its output */
     u_char            data[1];
 } ngx_http_llm_stored_t;
 
@@ -117,7 +118,7 @@ static void ngx_http_llm_store_drop(ngx_http_llm_store_ctx_t *ctx, ngx_http_llm_
 }
 
 ngx_int_t ngx_http_llm_store_put(ngx_http_request_t *r, const char *id, const char *prev, const char *items,
-                                 const char *response)
+                                 uint32_t n_input, const char *response)
 {
     ngx_http_llm_store_ctx_t *ctx = ngx_http_llm_store_ctx(r);
     if (ctx == NULL) return NGX_DECLINED;
@@ -139,6 +140,7 @@ ngx_int_t ngx_http_llm_store_put(ngx_http_request_t *r, const char *id, const ch
     st->prev_len = (u_short)pl;
     st->items_len = (uint32_t)tl;
     st->response_len = (uint32_t)rl;
+    st->n_input = n_input;
     u_char *p = ngx_cpymem(st->data, id, il);
     p = ngx_cpymem(p, prev ? prev : "", pl);
     p = ngx_cpymem(p, items, tl);
@@ -165,6 +167,26 @@ char *ngx_http_llm_store_get(ngx_http_request_t *r, const u_char *id, size_t len
     }
     ngx_shmtx_unlock(&ctx->shpool->mutex);
     return out;
+}
+
+cJSON *ngx_http_llm_store_input_items(ngx_http_request_t *r, const u_char *id, size_t len)
+{
+    ngx_http_llm_store_ctx_t *ctx = ngx_http_llm_store_ctx(r);
+    if (ctx == NULL) return NULL;
+    char *items = NULL;
+    uint32_t n_input = 0;
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+    ngx_http_llm_stored_t *st = ngx_http_llm_store_find(ctx, id, len);
+    if (st != NULL && (items = malloc(st->items_len + 1)) != NULL) {
+        ngx_memcpy(items, st->data + st->id_len + st->prev_len, st->items_len);
+        items[st->items_len] = 0;
+        n_input = st->n_input;
+    }
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+    cJSON *all = items ? cJSON_Parse(items) : NULL;
+    free(items);
+    while (all != NULL && cJSON_GetArraySize(all) > (int)n_input) cJSON_DeleteItemFromArray(all, (int)n_input);
+    return all;
 }
 
 int ngx_http_llm_store_delete(ngx_http_request_t *r, const u_char *id, size_t len)

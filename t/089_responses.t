@@ -457,3 +457,39 @@ POST /v1/responses/resp_x
 --- error_code: 405
 --- response_body_like chomp
 "message":"method POST is not allowed here \(use GET, HEAD, DELETE\)"
+
+=== TEST 26: GET /v1/responses/<id>/input_items of an id never kept: 404
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+llm_responses_store 1m;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+GET /v1/responses/resp_nothere/input_items
+--- error_code: 404
+--- response_body_like chomp
+"message":"response 'resp_nothere' not found"
+
+=== TEST 27: input_items: a bad order or limit is a 400
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+llm_responses_store 1m;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+GET /v1/responses/resp_x/input_items?limit=500
+--- error_code: 400
+--- response_body_like chomp
+"message":"limit must be 1 to 100","type":"invalid_request_error","param":"limit"

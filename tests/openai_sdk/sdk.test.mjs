@@ -266,6 +266,20 @@ test('responses kept (llm_responses_store in make serve\'s config): retrieve, pr
         { role: 'user', content: 'And then' }, { role: 'assistant', content: r2.output_text }, { role: 'user', content: 'The end' }] });
     assert.equal(r3.usage.input_tokens, chat3.length);
     assert.equal(r3.output_text, generate(chat3, 4)); // the same prompt, in the same order: the same greedy text
+    // r2's input items: its one message (a string input is kept as a user message)
+    const inputs = [];
+    for await (const item of client.responses.inputItems.list(r2.id)) inputs.push(item);
+    assert.equal(inputs.length, 1);
+    assert.equal(inputs[0].role, 'user');
+    assert.equal(inputs[0].content[0].text, 'And then');
+    // three input items, one a page: the SDK follows the pages (newest first by default, then asc)
+    const items = ['a', 'b', 'c'].map((t, i) => ({ role: i % 2 ? 'assistant' : 'user', content: t })); // (llama2: alternating)
+    const r5 = await client.responses.create({ model, input: items, max_output_tokens: 1 });
+    const seen = [];
+    for await (const item of client.responses.inputItems.list(r5.id, { limit: 1 })) seen.push(item.content[0].text);
+    assert.deepEqual(seen, ['c', 'b', 'a']);
+    const asc = await client.responses.inputItems.list(r5.id, { order: 'asc' });
+    assert.deepEqual(asc.data.map((i) => i.content[0].text), ['a', 'b', 'c']);
     const del = await client.responses.delete(r1.id);
     assert.equal(del?.deleted ?? true, true); // (the SDK may return nothing for a DELETE)
     await assert.rejects(client.responses.retrieve(r1.id), (e) => e instanceof OpenAI.NotFoundError);
