@@ -152,19 +152,28 @@ ngx_int_t ngx_http_llm_store_put(ngx_http_request_t *r, const char *id, const ch
     return NGX_OK;
 }
 
+/* A record's items (response 0) or response JSON (1) copied out (malloc'd, NUL-ended), the record now the most
+ * recently used; NULL out of memory. The zone is locked. */
+static char *ngx_http_llm_store_copy(ngx_http_llm_store_ctx_t *ctx, ngx_http_llm_stored_t *st, int response)
+{
+    size_t off = st->id_len + st->prev_len + (response ? st->items_len : 0);
+    size_t len = response ? st->response_len : st->items_len;
+    char *out = malloc(len + 1);
+    if (out == NULL) return NULL;
+    ngx_memcpy(out, st->data + off, len);
+    out[len] = 0;
+    ngx_queue_remove(&st->lru);
+    ngx_queue_insert_head(&ctx->sh->lru, &st->lru);
+    return out;
+}
+
 char *ngx_http_llm_store_get(ngx_http_request_t *r, const u_char *id, size_t len)
 {
     ngx_http_llm_store_ctx_t *ctx = ngx_http_llm_store_ctx(r);
     if (ctx == NULL) return NULL;
-    char *out = NULL;
     ngx_shmtx_lock(&ctx->shpool->mutex);
     ngx_http_llm_stored_t *st = ngx_http_llm_store_find(ctx, id, len);
-    if (st != NULL && (out = malloc(st->response_len + 1)) != NULL) {
-        ngx_memcpy(out, st->data + st->id_len + st->prev_len + st->items_len, st->response_len);
-        out[st->response_len] = 0;
-        ngx_queue_remove(&st->lru);
-        ngx_queue_insert_head(&ctx->sh->lru, &st->lru);
-    }
+    char *out = st != NULL ? ngx_http_llm_store_copy(ctx, st, 1) : NULL;
     ngx_shmtx_unlock(&ctx->shpool->mutex);
     return out;
 }
@@ -173,15 +182,10 @@ cJSON *ngx_http_llm_store_input_items(ngx_http_request_t *r, const u_char *id, s
 {
     ngx_http_llm_store_ctx_t *ctx = ngx_http_llm_store_ctx(r);
     if (ctx == NULL) return NULL;
-    char *items = NULL;
-    uint32_t n_input = 0;
     ngx_shmtx_lock(&ctx->shpool->mutex);
     ngx_http_llm_stored_t *st = ngx_http_llm_store_find(ctx, id, len);
-    if (st != NULL && (items = malloc(st->items_len + 1)) != NULL) {
-        ngx_memcpy(items, st->data + st->id_len + st->prev_len, st->items_len);
-        items[st->items_len] = 0;
-        n_input = st->n_input;
-    }
+    char *items = st != NULL ? ngx_http_llm_store_copy(ctx, st, 0) : NULL;
+    uint32_t n_input = st != NULL ? st->n_input : 0;
     ngx_shmtx_unlock(&ctx->shpool->mutex);
     cJSON *all = items ? cJSON_Parse(items) : NULL;
     free(items);
@@ -221,11 +225,7 @@ cJSON *ngx_http_llm_store_history(void *data, const char *id, llm_api_err *e)
     while (!missing && !oom && cl > 0 && n < NGX_LLM_STORE_MAX_CHAIN) {
         ngx_http_llm_stored_t *st = ngx_http_llm_store_find(ctx, cur, cl);
         if (st == NULL) { missing = 1; break; }
-        if ((turns[n] = malloc(st->items_len + 1)) == NULL) { oom = 1; break; }
-        ngx_memcpy(turns[n], st->data + st->id_len + st->prev_len, st->items_len);
-        turns[n++][st->items_len] = 0;
-        ngx_queue_remove(&st->lru);
-        ngx_queue_insert_head(&ctx->sh->lru, &st->lru);
+        if ((turns[n++] = ngx_http_llm_store_copy(ctx, st, 0)) == NULL) { n--; oom = 1; break; }
         cl = st->prev_len;
         ngx_memcpy(cur, st->data + st->id_len, cl);
     }
