@@ -252,7 +252,18 @@ static void req_free(llm_sched *s, sreq *r)
     free(r);
 }
 
-static void dv_free(llm_sched *s);
+/* The device-output arrays (device_prepare), gone: made again when next needed. */
+static void dv_free(llm_sched *s)
+{
+    free(s->dv_mode); free(s->dv_ids); free(s->dv_ntop); free(s->dv_sidx);
+    free(s->dv_lp); free(s->dv_rows); free(s->dv_top);
+    s->dv_mode = NULL;
+    s->dv_ids = s->dv_ntop = s->dv_sidx = NULL;
+    s->dv_lp = NULL;
+    s->dv_rows = NULL;
+    s->dv_top = NULL;
+    s->dv_cap = 0;
+}
 
 void llm_sched_destroy(llm_sched *s)
 {
@@ -1014,18 +1025,6 @@ static int host_masked(const sreq *r)
  * offers forward_device, any other sampling call when it also offers device_sampling (the device gets the
  * parameters, the penalty pairs and the draw the request's PRNG would make). Rows whose pairs do not fit in
  * memory stay logits rows. 1 when this step uses it (dv filled). */
-static void dv_free(llm_sched *s)
-{
-    free(s->dv_mode); free(s->dv_ids); free(s->dv_ntop); free(s->dv_sidx);
-    free(s->dv_lp); free(s->dv_rows); free(s->dv_top);
-    s->dv_mode = NULL;
-    s->dv_ids = s->dv_ntop = s->dv_sidx = NULL;
-    s->dv_lp = NULL;
-    s->dv_rows = NULL;
-    s->dv_top = NULL;
-    s->dv_cap = 0;
-}
-
 static int device_prepare(llm_sched *s, llm_device_out *dv)
 {
     if (s->be->forward_device == NULL)

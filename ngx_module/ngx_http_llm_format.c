@@ -67,11 +67,18 @@ char *ngx_http_llm_utf8_clean(const char *s, size_t len)
     return o;
 }
 
+cJSON *ngx_http_llm_clean_string(const char *s, size_t len)
+{
+    char *c = ngx_http_llm_utf8_clean(s ? s : "", s ? len : 0);
+    cJSON *o = cJSON_CreateString(c ? c : "");
+    free(c);
+    return o;
+}
+
 static void add_text(cJSON *o, const char *name, const char *s, size_t len)
 {
-    char *c = ngx_http_llm_utf8_clean(s, len);
-    cJSON_AddStringToObject(o, name, c ? c : "");
-    free(c);
+    cJSON *v = ngx_http_llm_clean_string(s, len);
+    if (v != NULL && !cJSON_AddItemToObject(o, name, v)) cJSON_Delete(v);
 }
 
 static cJSON *envelope(const ngx_http_llm_resp_t *r, int chunk)

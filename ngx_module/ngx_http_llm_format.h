@@ -100,5 +100,7 @@ cJSON *ngx_http_llm_logprobs_wrap(const ngx_http_llm_resp_t *r, cJSON *entry);  
 
 /* Copies s into a NUL-terminated string of valid UTF-8 (invalid bytes -> U+FFFD); malloc'd. */
 char *ngx_http_llm_utf8_clean(const char *s, size_t len);
+/* The same as a cJSON string (s may be NULL when len is 0); NULL out of memory. */
+cJSON *ngx_http_llm_clean_string(const char *s, size_t len);
 
 #endif

@@ -502,19 +502,12 @@ static void ngx_http_llm_keep(ngx_http_llm_ctx_t *ctx, cJSON *out)
     const cJSON *in = llm_api_field(ctx->q.body, "input"), *prev = llm_api_field(ctx->q.body, "previous_response_id");
     cJSON *items = cJSON_IsArray(in) ? cJSON_Duplicate(in, 1) : cJSON_CreateArray(), *o;
     int k = 0;
-    if (items != NULL && cJSON_IsString(in)) {
-        cJSON *m = cJSON_CreateObject(), *parts = m ? cJSON_AddArrayToObject(m, "content") : NULL;
-        cJSON *part = parts ? cJSON_CreateObject() : NULL;
-        if (part != NULL) {
-            cJSON_AddItemToArray(parts, part);
-            cJSON_AddStringToObject(part, "type", "input_text");
-            cJSON_AddStringToObject(part, "text", in->valuestring);
-            cJSON_AddStringToObject(m, "type", "message");
-            cJSON_AddStringToObject(m, "role", "user");
+    if (items != NULL && cJSON_IsString(in)) { /* its user message; made a typed message below */
+        cJSON *m = cJSON_CreateObject();
+        if (m != NULL && cJSON_AddStringToObject(m, "role", "user") && cJSON_AddStringToObject(m, "content", in->valuestring))
             cJSON_AddItemToArray(items, m);
-        } else {
+        else
             cJSON_Delete(m);
-        }
     }
     /* input items as OpenAI lists them (input_items): an id where they have none (its pages go by id), a
      * message's type and its text as parts */

@@ -39,6 +39,14 @@ static uint32_t ngx_http_llm_ctx_len(ngx_http_request_t *r)
     return m ? m->hdr->model.ctx_len : 0;
 }
 
+/* s as a NUL-terminated string in the request's pool, or NULL. */
+static char *ngx_http_llm_cstr(ngx_http_request_t *r, const ngx_str_t *s)
+{
+    char *c = ngx_pnalloc(r->pool, s->len + 1);
+    if (c != NULL) *(char *)ngx_cpymem(c, s->data, s->len) = 0;
+    return c;
+}
+
 static cJSON *ngx_http_llm_model_obj(ngx_http_request_t *r, const char *id)
 {
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
@@ -65,10 +73,8 @@ ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *want)
         if (!alias && (want->len != strlen(id) || ngx_strncmp(want->data, id, want->len) != 0))
             return ngx_http_llm_error(r, 404, "model", "model_not_found", "The model '%V' does not exist", want);
         if (!alias) return ngx_http_llm_send_cjson(r, 200, ngx_http_llm_model_obj(r, id));
-        char *name = ngx_pnalloc(r->pool, want->len + 1);
+        char *name = ngx_http_llm_cstr(r, want);
         if (name == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        ngx_memcpy(name, want->data, want->len);
-        name[want->len] = 0;
         return ngx_http_llm_send_cjson(r, 200, ngx_http_llm_model_obj(r, name));
     }
     cJSON *o = cJSON_CreateObject();
@@ -83,10 +89,8 @@ ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *want)
     ngx_str_t *a = lcf->model_aliases ? lcf->model_aliases->elts : NULL;
     for (ngx_uint_t i = 0; a != NULL && i < lcf->model_aliases->nelts; i++) {
         if (a[i].len == 1 && a[i].data[0] == '*') continue;
-        char *name = ngx_pnalloc(r->pool, a[i].len + 1);
+        char *name = ngx_http_llm_cstr(r, &a[i]);
         if (name == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
-        ngx_memcpy(name, a[i].data, a[i].len);
-        name[a[i].len] = 0;
         cJSON_AddItemToArray(data, ngx_http_llm_model_obj(r, name));
     }
     return ngx_http_llm_send_cjson(r, 200, o);
@@ -252,10 +256,8 @@ ngx_int_t ngx_http_llm_response_item(ngx_http_request_t *r, ngx_str_t *id)
             return ngx_http_llm_error(r, NGX_HTTP_NOT_FOUND, NULL, "not_found", "response '%V' not found", id);
         cJSON *o = cJSON_CreateObject();
         if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        char *s = ngx_pnalloc(r->pool, id->len + 1);
+        char *s = ngx_http_llm_cstr(r, id);
         if (s == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
-        ngx_memcpy(s, id->data, id->len);
-        s[id->len] = 0;
         cJSON_AddStringToObject(o, "id", s);
         cJSON_AddStringToObject(o, "object", "response");
         cJSON_AddTrueToObject(o, "deleted");

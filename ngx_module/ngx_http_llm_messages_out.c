@@ -7,14 +7,6 @@
 
 enum { MS_NONE = 0, MS_THINKING, MS_TEXT };
 
-static cJSON *ms_clean(const char *s, size_t len)
-{
-    char *c = ngx_http_llm_utf8_clean(s ? s : "", s ? len : 0);
-    cJSON *o = cJSON_CreateString(c ? c : "");
-    free(c);
-    return o;
-}
-
 /* A new event {"type": type} at the end of ev; NULL when ev is NULL or out of memory. */
 static cJSON *ms_event(cJSON *ev, const char *type)
 {
@@ -48,7 +40,7 @@ static cJSON *open_block(const ngx_http_llm_ms_t *ms, int whole)
     int thinking = ms->open == MS_THINKING;
     cJSON_AddStringToObject(b, "type", thinking ? "thinking" : "text");
     cJSON_AddItemToObject(b, thinking ? "thinking" : "text",
-                          whole ? ms_clean(ms->text.data, ms->text.len) : cJSON_CreateString(""));
+                          whole ? ngx_http_llm_clean_string(ms->text.data, ms->text.len) : cJSON_CreateString(""));
     if (thinking) cJSON_AddStringToObject(b, "signature", ""); /* nothing to sign: the thinking is the model's text */
     return b;
 }
@@ -140,7 +132,7 @@ static int ms_text(void *b, cJSON *ev, int reasoning, const char *s, size_t len,
         cJSON_AddNumberToObject(o, "index", ms->n_blocks - 1);
         cJSON *d = cJSON_AddObjectToObject(o, "delta");
         cJSON_AddStringToObject(d, "type", reasoning ? "thinking_delta" : "text_delta");
-        cJSON_AddItemToObject(d, reasoning ? "thinking" : "text", ms_clean(s, len));
+        cJSON_AddItemToObject(d, reasoning ? "thinking" : "text", ngx_http_llm_clean_string(s, len));
     }
     return 0;
 }

@@ -13,14 +13,6 @@ static void rs_put(cJSON *o, const char *name, cJSON *item)
     if (o == NULL || item == NULL || !cJSON_AddItemToObject(o, name, item)) cJSON_Delete(item);
 }
 
-static cJSON *clean_string(const char *s, size_t len)
-{
-    char *c = ngx_http_llm_utf8_clean(s, len);
-    cJSON *o = cJSON_CreateString(c ? c : "");
-    free(c);
-    return o;
-}
-
 /* A new event of this type in ev, numbered; NULL when ev is NULL (nothing to make) or out of memory. */
 static cJSON *rs_event(ngx_http_llm_rs_t *rs, cJSON *ev, const char *type)
 {
@@ -53,7 +45,7 @@ static cJSON *rs_part(const ngx_http_llm_rs_t *rs, int whole)
     cJSON *p = cJSON_CreateObject();
     if (p == NULL) return NULL;
     cJSON_AddStringToObject(p, "type", rs->open == RS_REASONING ? "reasoning_text" : "output_text");
-    rs_put(p, "text", whole ? clean_string(rs->text.data ? rs->text.data : "", rs->text.len) : cJSON_CreateString(""));
+    rs_put(p, "text", whole ? ngx_http_llm_clean_string(rs->text.data, rs->text.len) : cJSON_CreateString(""));
     if (rs->open == RS_MESSAGE) {
         cJSON_AddArrayToObject(p, "annotations");
         rs_put(p, "logprobs", whole && rs->lp ? cJSON_Duplicate(rs->lp, 1) : cJSON_CreateArray());
@@ -99,7 +91,7 @@ static int close_item(ngx_http_llm_rs_t *rs, cJSON *ev, const char *status)
         EVENT(o, item_event(rs, ev, "response.output_text.done", 0));
         rs_put(o, "logprobs", rs->lp ? cJSON_Duplicate(rs->lp, 1) : cJSON_CreateArray());
     }
-    rs_put(o, "text", o ? clean_string(rs->text.data ? rs->text.data : "", rs->text.len) : NULL);
+    rs_put(o, "text", o ? ngx_http_llm_clean_string(rs->text.data, rs->text.len) : NULL);
     EVENT(o, item_event(rs, ev, "response.content_part.done", 0));
     rs_put(o, "part", o ? rs_part(rs, 1) : NULL);
     cJSON *it = open_item(rs, status);
@@ -259,7 +251,7 @@ int ngx_http_llm_rs_text(ngx_http_llm_rs_t *rs, cJSON *ev, int reasoning, const 
     if (ngx_http_llm_text_append(&rs->text, s, len)) { cJSON_Delete(entries); return -1; }
     cJSON *o = item_event(rs, ev, reasoning ? "response.reasoning_text.delta" : "response.output_text.delta", 0);
     if (o == NULL && ev != NULL) { cJSON_Delete(entries); return -1; }
-    rs_put(o, "delta", o ? clean_string(s, len) : NULL);
+    rs_put(o, "delta", o ? ngx_http_llm_clean_string(s, len) : NULL);
     if (!reasoning) rs_put(o, "logprobs", entries ? cJSON_Duplicate(entries, 1) : cJSON_CreateArray());
     cJSON *en;
     while (entries && rs->lp && (en = cJSON_DetachItemFromArray(entries, 0)) != NULL) cJSON_AddItemToArray(rs->lp, en);
