@@ -1,6 +1,7 @@
 /* Chat template rendering into special / plain segments (see chat_template.h).
- * The three formats follow the Jinja templates that ship with the models:
- * Llama 3 (Meta-Llama-3-*-Instruct), Llama 2 (Llama-2-*-chat) and ChatML. */
+ * The four formats follow the Jinja templates that ship with the models:
+ * Llama 3 (Meta-Llama-3-*-Instruct), Llama 2 (Llama-2-*-chat), ChatML and
+ * Gemma (gemma-2-*-it, gemma-3-*-it). */
 #include "chat_template.h"
 
 #include <stdlib.h>
@@ -9,6 +10,8 @@
 llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
 {
     if (tmpl) {
+        /* Gemma's marker first: a Gemma template that also spells another format's markers is still Gemma's */
+        if (strstr(tmpl, "<start_of_turn>")) return LLM_CHAT_GEMMA;
         if (strstr(tmpl, "<|start_header_id|>")) return LLM_CHAT_LLAMA3;
         if (strstr(tmpl, "<|im_start|>")) return LLM_CHAT_CHATML;
         if (strstr(tmpl, "[INST]")) return LLM_CHAT_LLAMA2;
@@ -22,6 +25,7 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_LLAMA3: return "llama3";
     case LLM_CHAT_LLAMA2: return "llama2";
     case LLM_CHAT_CHATML: return "chatml";
+    case LLM_CHAT_GEMMA: return "gemma";
     }
     return "unknown";
 }
@@ -32,6 +36,7 @@ llm_chat_format llm_chat_format_from_name(const char *name)
     if (!strcmp(name, "llama3")) return LLM_CHAT_LLAMA3;
     if (!strcmp(name, "llama2")) return LLM_CHAT_LLAMA2;
     if (!strcmp(name, "chatml")) return LLM_CHAT_CHATML;
+    if (!strcmp(name, "gemma")) return LLM_CHAT_GEMMA;
     return 0;
 }
 
@@ -274,6 +279,41 @@ static int render_llama2(const llm_chat_msg *m, size_t n, llm_chat_out *o, llm_e
     return rc;
 }
 
+/* Gemma (gemma-3-*-it's template; Gemma 2's is the same but refuses a system message): <bos>, then per message
+ * <start_of_turn>role\n, the content trimmed, <end_of_turn>\n, with "assistant" written "model". A leading
+ * system message is no turn: its text (as it is: the template does not trim it) and "\n\n" open the first user
+ * turn (first_user_prefix). The template raises "Conversation roles must alternate user/assistant/user/
+ * assistant/..." on any other order; other roles would only be turns the model never saw, so they are refused. */
+static int render_gemma(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o, llm_err *err)
+{
+    const char *sys = NULL;
+    size_t i0 = 0;
+    if (n && !strcmp(m[0].role, "system")) { sys = m[0].content; i0 = 1; }
+    if (i0 == n) { llm_seterr(err, "gemma chat format needs at least one user message"); return -2; }
+    for (size_t i = i0; i < n; i++) {
+        int user = (i - i0) % 2 == 0;
+        if (user ? strcmp(m[i].role, "user") != 0 : strcmp(m[i].role, "assistant") && strcmp(m[i].role, "model")) {
+            llm_seterr(err, "gemma chat format: message %zu has role '%s', expected '%s' "
+                       "(roles must alternate user/assistant after an optional system message)",
+                       i, m[i].role, user ? "user" : "assistant");
+            return -2;
+        }
+    }
+    int rc = sp(o, "<bos>");
+    for (size_t i = i0; i < n && !rc; i++) {
+        rc |= sp(o, "<start_of_turn>");
+        rc |= tx(o, (i - i0) % 2 == 0 ? "user\n" : "model\n");
+        if (i == i0 && sys)
+            rc |= tx(o, sys) | tx(o, "\n\n");
+        rc |= tx_trim(o, m[i].content);
+        rc |= sp(o, "<end_of_turn>");
+        rc |= tx(o, "\n");
+    }
+    if (gen && !rc)
+        rc |= sp(o, "<start_of_turn>") | tx(o, "model\n");
+    return rc;
+}
+
 int llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int gen,
                     llm_chat_out *out, llm_err *err)
 {
@@ -301,6 +341,7 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     case LLM_CHAT_LLAMA3: rc = render_llama3(msgs, n, tools, gen, out, err); break;
     case LLM_CHAT_CHATML: rc = render_chatml(msgs, n, tools, gen, out); break;
     case LLM_CHAT_LLAMA2: rc = render_llama2(msgs, n, out, err); break;
+    case LLM_CHAT_GEMMA: rc = render_gemma(msgs, n, gen, out, err); break;
     default: llm_seterr(err, "unknown chat format %d", (int)f); return -1;
     }
     if (rc) {

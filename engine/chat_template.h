@@ -1,7 +1,7 @@
-/* Chat templates: Llama 3, Llama 2 and ChatML, picked from the model's chat
- * template text (tokenizer.chat_template / tokenizer_config.json) or, when the
- * model has none, from the tokenizer kind. Pure text code (no tokenizer calls),
- * shared by the NGINX module and the engine CLI.
+/* Chat templates: Llama 3, Llama 2, ChatML and Gemma, picked from the model's
+ * chat template text (tokenizer.chat_template / tokenizer_config.json) or, when
+ * the model has none, from the tokenizer kind. Pure text code (no tokenizer
+ * calls), shared by the NGINX module and the engine CLI.
  *
  * A rendering is a list of segments: control-token text (to be mapped to one
  * token id with llm_tok_find) and plain text (to be encoded WITHOUT turning any
@@ -17,6 +17,7 @@ typedef enum {
     LLM_CHAT_LLAMA3 = 1, /* <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> */
     LLM_CHAT_LLAMA2 = 2, /* <s>[INST] <<SYS>>\n..\n<</SYS>>\n\nuser [/INST] answer </s> */
     LLM_CHAT_CHATML = 3, /* <|im_start|>role\ncontent<|im_end|>\n */
+    LLM_CHAT_GEMMA  = 4, /* <bos><start_of_turn>user\ncontent<end_of_turn>\n<start_of_turn>model\n */
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')
@@ -47,8 +48,8 @@ typedef struct {
 /* Picks the format from the template text (NULL allowed), falling back on the
  * tokenizer kind (1 SentencePiece -> Llama 2, 2 byte-level BPE -> Llama 3). */
 llm_chat_format llm_chat_detect(const char *template_text, int tok_kind);
-const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", "chatml" */
-/* "llama3" / "llama2" / "chatml" -> format; 0 if unknown. */
+const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", "chatml", "gemma" */
+/* "llama3" / "llama2" / "chatml" / "gemma" -> format; 0 if unknown. */
 llm_chat_format llm_chat_format_from_name(const char *name);
 
 /* Function calling, in two formats:
@@ -71,13 +72,13 @@ typedef struct {
 } llm_chat_tools;
 
 /* Renders n messages. add_generation_prompt opens an assistant turn at the end.
- * Llama 2 requires system? then alternating user/assistant; other formats accept
- * any role names that are non-empty and free of control characters.
+ * Llama 2 and Gemma require system? then alternating user/assistant (Gemma also takes "model" for
+ * "assistant"); other formats accept any role names that are non-empty and free of control characters.
  * Returns 0, or -1 with a message in err (bad role order, empty list, no memory). */
 int  llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int add_generation_prompt,
                      llm_chat_out *out, llm_err *err);
 /* The same with tools (NULL: none). Only the Llama 3 and ChatML formats have a tool prompt (-1 for
- * Llama 2); in Llama 3's the first message after an optional system message must be the user's, and an
+ * Llama 2 and Gemma); in Llama 3's the first message after an optional system message must be the user's, and an
  * assistant message holds at most one call. */
 int  llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
                            int add_generation_prompt, llm_chat_out *out, llm_err *err);

@@ -450,9 +450,11 @@ int llm_tok_eog_ids(const llm_tokenizer *t, int32_t *out, int cap)
     int nc = 0;
     if (t->eos >= 0)
         cand[nc++] = t->eos;
+    /* by name whatever the type, as llama.cpp does: a Gemma GGUF may have <end_of_turn> as a user-defined (or,
+     * from older converters, normal) token, and generation must still end there */
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         int id = llm_tok_find(t, names[i]);
-        if (id >= 0 && t->type[id] == TOK_CONTROL)
+        if (id >= 0 && (t->type[id] == TOK_CONTROL || t->type[id] == TOK_USER || t->type[id] == TOK_NORMAL))
             cand[nc++] = id;
     }
     for (int i = 0; i < nc && n < cap; i++) {

@@ -1,6 +1,9 @@
-/* Hugging Face tokenizer.json (byte-level BPE: model.type "BPE" with a ByteLevel
- * pre-tokenizer, optionally behind a Split regex), plus tokenizer_config.json
- * beside it for the chat template, BOS/EOS and add_bos_token. */
+/* Hugging Face tokenizer.json, model.type "BPE" in two kinds: byte-level BPE
+ * (a ByteLevel pre-tokenizer, optionally behind a Split regex: Llama 3, Qwen)
+ * and SentencePiece-style BPE (a normalizer that writes spaces as '▁', no
+ * pre-tokenizer, <0xNN> byte-fallback tokens: Gemma, Llama 2). Plus
+ * tokenizer_config.json beside it for the chat template, BOS/EOS and
+ * add_bos_token. */
 #include "json_file.h"
 #include "tokenizer_priv.h"
 
@@ -74,6 +77,61 @@ const char *tok_hf_pretok_pattern(const cJSON *pt, const char *path, llm_err *er
     return split;
 }
 
+/* A normalizer step of SentencePiece-style BPE: Replace " " -> "▁" (*replace), or Prepend "▁" (*prepend: the
+ * dummy prefix, Llama 2's; Gemma has none). 0, or -1 for any other. */
+static int spm_norm_step(const cJSON *n, int *replace, int *prepend)
+{
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(n, "type");
+    const char *ty = cJSON_IsString(type) ? type->valuestring : "";
+    if (strcmp(ty, "Replace") == 0) {
+        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "String");
+        const cJSON *to = cJSON_GetObjectItemCaseSensitive(n, "content");
+        if (!cJSON_IsString(pat) || !cJSON_IsString(to) || strcmp(pat->valuestring, " ") != 0 ||
+            strcmp(to->valuestring, "\xe2\x96\x81") != 0)
+            return -1;
+        *replace = 1;
+        return 0;
+    }
+    if (strcmp(ty, "Prepend") == 0) {
+        const cJSON *pre = cJSON_GetObjectItemCaseSensitive(n, "prepend");
+        if (!cJSON_IsString(pre) || strcmp(pre->valuestring, "\xe2\x96\x81") != 0)
+            return -1;
+        *prepend = 1;
+        return 0;
+    }
+    return -1;
+}
+
+/* Whether the file is SentencePiece-style BPE: 1 (*prefix: a dummy prefix), 0 (no normalizer: byte-level BPE
+ * decides), -1 + err (a normalizer or pre-tokenizer this code would not follow). */
+static int spm_style(const cJSON *j, int *prefix, const char *path, llm_err *err)
+{
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer");
+    int replace = 0, prepend = 0, bad = 0;
+    if (norm == NULL || cJSON_IsNull(norm))
+        return 0;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(norm, "type"), *list, *n;
+    if (cJSON_IsString(type) && strcmp(type->valuestring, "Sequence") == 0 &&
+        cJSON_IsArray(list = cJSON_GetObjectItemCaseSensitive(norm, "normalizers"))) {
+        cJSON_ArrayForEach(n, list)
+            bad |= spm_norm_step(n, &replace, &prepend);
+    } else {
+        bad = spm_norm_step(norm, &replace, &prepend);
+    }
+    if (bad || !replace) {
+        llm_seterr(err, "%s: unsupported normalizer (only SentencePiece's: Replace \" \" with \"\xe2\x96\x81\", "
+                        "and optionally Prepend \"\xe2\x96\x81\")", path);
+        return -1;
+    }
+    if (pre != NULL && !cJSON_IsNull(pre)) {
+        llm_seterr(err, "%s: a SentencePiece-style tokenizer with a pre-tokenizer is not supported", path);
+        return -1;
+    }
+    *prefix = prepend;
+    return 1;
+}
+
 static int load_config(llm_tokenizer *t, const char *json_path, llm_err *err)
 {
     const char *slash = strrchr(json_path, '/');
@@ -88,7 +146,8 @@ static int load_config(llm_tokenizer *t, const char *json_path, llm_err *err)
     llm_err ignore;
     cJSON *c = llm_json_read_file(p, &ignore);
     free(p);
-    const char *bos = "<|begin_of_text|>", *eos = "<|end_of_text|>";
+    const char *bos = t->kind == LLM_TOK_SPM ? "<s>" : "<|begin_of_text|>";
+    const char *eos = t->kind == LLM_TOK_SPM ? "</s>" : "<|end_of_text|>";
     t->add_bos = -1;
     if (c != NULL) {
         const cJSON *v;
@@ -170,19 +229,21 @@ llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(j, "normalizer");
+    const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     const cJSON *e;
+    const char *pattern = NULL;
+    int prefix = 0, byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
     if (!cJSON_IsString(mtype) || strcmp(mtype->valuestring, "BPE") != 0 || !cJSON_IsObject(vocab) ||
         !cJSON_IsArray(merges)) {
         llm_seterr(err, "%s: model is not a BPE model with vocab and merges", path);
         goto fail;
     }
-    if (norm != NULL && !cJSON_IsNull(norm)) {
-        llm_seterr(err, "%s: normalizers are not supported", path);
+    int spm = spm_style(j, &prefix, path, err);
+    if (spm < 0)
         goto fail;
-    }
-    const char *pattern = tok_hf_pretok_pattern(cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), path, err);
-    if (pattern == NULL)
+    if (!spm)
+        pattern = tok_hf_pretok_pattern(cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), path, err);
+    if (!spm && pattern == NULL)
         goto fail;
     long max_id = -1;
     cJSON_ArrayForEach(e, vocab) {
@@ -203,12 +264,20 @@ llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
         if (id->valueint > max_id)
             max_id = id->valueint;
     }
-    if (max_id < 0 || (t = tok_new(LLM_TOK_BPE, (int)max_id + 1)) == NULL) {
+    if (max_id < 0 || (t = tok_new(spm ? LLM_TOK_SPM : LLM_TOK_BPE, (int)max_id + 1)) == NULL) {
         llm_seterr(err, "%s: empty vocabulary or out of memory", path);
         goto fail;
     }
     cJSON_ArrayForEach(e, vocab) {
-        if (tok_set(t, e->valueint, e->string, strlen(e->string), 0.0f, TOK_NORMAL)) {
+        size_t len = strlen(e->string);
+        int ty = TOK_NORMAL;
+        if (spm && cJSON_IsString(unk) && strcmp(e->string, unk->valuestring) == 0) {
+            ty = TOK_UNKNOWN; /* what a byte without a <0xNN> token becomes */
+            t->unk = e->valueint;
+        } else if (spm && byte_fallback && len == 6 && memcmp(e->string, "<0x", 3) == 0 && e->string[5] == '>') {
+            ty = TOK_BYTE;
+        }
+        if (tok_set(t, e->valueint, e->string, len, 0.0f, ty)) {
             llm_seterr(err, "%s: out of memory", path);
             goto fail;
         }
@@ -223,7 +292,13 @@ llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
         }
     }
     t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
-    if (tok_finish(t, err) || tok_compile_regex(t, pattern, err) || load_merges(t, merges, path, err) ||
+    if (spm)
+        t->add_space_prefix = prefix;
+    if (spm && t->ignore_merges) { /* a whole fragment taken as one token: not what SentencePiece does */
+        llm_seterr(err, "%s: ignore_merges with a SentencePiece-style tokenizer is not supported", path);
+        goto fail;
+    }
+    if (tok_finish(t, err) || (!spm && tok_compile_regex(t, pattern, err)) || load_merges(t, merges, path, err) ||
         load_config(t, path, err))
         goto fail;
     cJSON_Delete(j);

@@ -4,7 +4,10 @@
  * repeatedly merge the adjacent pair whose concatenation is the highest-scoring
  * token (leftmost on ties) until no pair is a token. Invalid UTF-8 bytes are
  * byte tokens too (llama2.c would glue a stray continuation byte onto the
- * previous character; SentencePiece does not, and neither do we). */
+ * previous character; SentencePiece does not, and neither do we).
+ * A tokenizer.json of this kind (Gemma, Llama 2: model BPE with byte_fallback
+ * behind a normalizer that writes spaces as '▁') has merges instead of scores:
+ * the same symbols then merge by merge rank, as Hugging Face's BPE does. */
 #include "tokenizer_priv.h"
 
 #include <stdlib.h>
@@ -43,7 +46,7 @@ int tok_spm_encode(const llm_tokenizer *t, const char *s, size_t len, int prefix
         i += c;
     }
     if (rc == 0)
-        rc = tok_work_merge(t, &w, work, 1, out);
+        rc = tok_work_merge(t, &w, work, t->merges.keys == NULL, out);
     tok_work_free(&w);
     free(work);
     return rc;
