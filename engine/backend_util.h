@@ -204,8 +204,31 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
             (llm_tensor_check(&L->q_norm, "attn_q_norm", l, c->head_dim, 1, 1, who, err) ||
              llm_tensor_check(&L->k_norm, "attn_k_norm", l, c->head_dim, 1, 1, who, err)))
             return -1;
+        if ((L->post_attn_norm.data != NULL || L->post_ffn_norm.data != NULL) &&
+            (llm_tensor_check(&L->post_attn_norm, "post_attention_norm", l, c->dim, 1, 1, who, err) ||
+             llm_tensor_check(&L->post_ffn_norm, "post_ffw_norm", l, c->dim, 1, 1, who, err)))
+            return -1;
+    }
+    if ((c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH) || c->swa_window < 0) {
+        snprintf(err->msg, sizeof(err->msg), "%s: unknown activation %d or window %d", who, c->act, c->swa_window);
+        return -1;
     }
     return 0;
+}
+
+/* Frequency i of a sliding-window layer (Gemma 3's local layers: their own base, never scaled). */
+static inline double llm_rope_freq_swa(const llm_model *m, int i)
+{
+    const llm_config *c = &m->cfg;
+    if (c->rope_theta_swa <= 0.0f)
+        return llm_rope_freq(m, i);
+    return pow((double)c->rope_theta_swa, -2.0 * i / (double)c->head_dim);
+}
+
+/* GELU, tanh approximation (Hugging Face's gelu_pytorch_tanh, ggml's gelu). */
+static inline float llm_gelu_tanh(float x)
+{
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
 #endif

@@ -25,6 +25,7 @@ static void usage(FILE *f)
         "             [--max-waiting N] [--shm-mode 0600] [--backend cpu|cuda] [--device N]\n"
         "             [--oom-recover-ms 1000] [--mask-threads 2] [--pooling last|mean] [--spec-ngram K] (supervision, Redis, tuning: see README)\n"
         "  gen-model  (--preset tiny|tiny-llama3|stories110m|llama-3.2-1b|llama-3.2-3b|tiny-qwen2|tiny-qwen3|\n"
+        "             tiny-gemma3|tiny-gemma2|gemma-3-1b|\n"
         "                       qwen2.5-0.5b|qwen3-0.6b | --from MODEL [--format gguf|hf])\n"
         "             --dtype f32|f16|bf16|q8_0|q4_0 --out FILE.gguf|DIR [--seed S]\n");
 }

@@ -229,7 +229,11 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 
 int llm_model_arch_ok(const char *arch)
 {
-    return strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0;
+    static const char *const ok[] = { "llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3" };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (strcmp(arch, ok[i]) == 0)
+            return 1;
+    return 0;
 }
 
 /* An optional per-layer vector (bias, q/k norm): absent, or F32 of length n. */
@@ -310,14 +314,27 @@ int llm_model_validate(llm_model *m, llm_err *err)
         if (check_optional(m, &L->field, w, n, err)) return -1;                \
         wb += L->field.data != NULL ? tensor_bytes(&L->field) : 0;
         OPT(bq, q) OPT(bk, kv) OPT(bv, kv) OPT(q_norm, c->head_dim) OPT(k_norm, c->head_dim)
+        OPT(post_attn_norm, c->dim) OPT(post_ffn_norm, c->dim)
 #undef OPT
         if ((L->bq.data != NULL) != (L->bk.data != NULL) || (L->bk.data != NULL) != (L->bv.data != NULL) ||
-            (L->q_norm.data != NULL) != (L->k_norm.data != NULL)) {
-            llm_seterr(err, "%s: layer %d has some of the q/k/v biases or q/k norms but not all", m->path, l);
+            (L->q_norm.data != NULL) != (L->k_norm.data != NULL) ||
+            (L->post_attn_norm.data != NULL) != (L->post_ffn_norm.data != NULL)) {
+            llm_seterr(err, "%s: layer %d has some of the q/k/v biases, q/k norms or post norms but not all", m->path,
+                       l);
             return -1;
         }
     }
     m->weight_bytes = wb;
+    if (c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH) {
+        llm_seterr(err, "%s: unknown activation %d", m->path, c->act);
+        return -1;
+    }
+    if (!(c->embd_scale >= 0.0f) || !(c->attn_scale >= 0.0f) || c->swa_window < 0 || !(c->rope_theta_swa >= 0.0f) ||
+        !(c->attn_softcap >= 0.0f) || !(c->final_softcap >= 0.0f)) {
+        llm_seterr(err, "%s: bad Gemma settings (embedding scale, attention scale, window, rope base, soft caps)",
+                   m->path);
+        return -1;
+    }
     if (c->bos_id >= c->vocab_size || c->eos_id >= c->vocab_size) {
         llm_seterr(err, "%s: bos/eos id (%d/%d) outside the vocabulary of %d", m->path, c->bos_id, c->eos_id,
                    c->vocab_size);
@@ -357,6 +374,19 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         fprintf(f, ", rope_freqs tensor");
     fprintf(f, "\nnorm eps %g, embeddings %s, bos %d, eos %d\n", c->norm_eps, c->tied_embeddings ? "tied" : "separate",
             c->bos_id, c->eos_id);
+    if (c->act == LLM_ACT_GELU_TANH || c->embd_scale > 0.0f || c->attn_scale > 0.0f) {
+        int n_swa = 0;
+        for (int l = 0; m->layers != NULL && l < c->n_layers; l++)
+            n_swa += m->layers[l].swa;
+        fprintf(f, "ffn %s, embedding scale %g, attention scale %g", c->act == LLM_ACT_GELU_TANH ? "geglu" : "swiglu",
+                (double)c->embd_scale, (double)llm_attn_scale(c));
+        if (n_swa > 0)
+            fprintf(f, ", sliding window %d on %d of %d layers (rope theta there %g)", c->swa_window, n_swa,
+                    c->n_layers, (double)(c->rope_theta_swa > 0.0f ? c->rope_theta_swa : c->rope_theta));
+        if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
+            fprintf(f, ", soft caps: attention %g, logits %g", (double)c->attn_softcap, (double)c->final_softcap);
+        fprintf(f, "\n");
+    }
     if (m->pooling != LLM_POOL_NONE) {
         static const char *const pools[] = { "none", "mean", "cls", "last" };
         fprintf(f, "embeddings pooling: %s (what the model declares)\n", pools[m->pooling]);
@@ -385,6 +415,10 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         if (L->q_norm.data != NULL) {
             describe_tensor(f, "attn_q_norm", &L->q_norm);
             describe_tensor(f, "attn_k_norm", &L->k_norm);
+        }
+        if (L->post_attn_norm.data != NULL) {
+            describe_tensor(f, "post_attn_norm", &L->post_attn_norm);
+            describe_tensor(f, "post_ffw_norm", &L->post_ffn_norm);
         }
     }
     describe_tensor(f, "output_norm", &m->out_norm);

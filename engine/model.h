@@ -61,7 +61,23 @@ typedef struct {
     float rope_mscale, yarn_beta_fast, yarn_beta_slow;
     int   tied_embeddings; /* classifier shares tok_embd */
     int   bos_id, eos_id;  /* -1 when unknown */
+    /* Gemma 2 / 3 (0 for the others, which then run as before): */
+    int   act;             /* the FFN's gate activation: LLM_ACT_SILU (SwiGLU) or LLM_ACT_GELU_TANH (GeGLU) */
+    float embd_scale;      /* the embedding row is multiplied by it (Gemma: sqrt(dim)); 0: not scaled */
+    float attn_scale;      /* scores are q.k * attn_scale (Gemma: query_pre_attn_scalar^-1/2); 0: head_dim^-1/2 */
+    int   swa_window;      /* a sliding-window layer (llm_layer.swa) sees its last swa_window positions */
+    float rope_theta_swa;  /* rope base of the sliding-window layers, unscaled (Gemma 3: 10000); 0: as the others */
+    float attn_softcap;    /* Gemma 2: scores become cap * tanh(score / cap); 0: none */
+    float final_softcap;   /* Gemma 2: logits become cap * tanh(logit / cap); 0: none */
 } llm_config;
+
+enum { LLM_ACT_SILU = 0, LLM_ACT_GELU_TANH = 1 };
+
+/* The attention's score scale. */
+static inline float llm_attn_scale(const llm_config *c)
+{
+    return c->attn_scale > 0.0f ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim);
+}
 
 typedef struct {
     llm_tensor attn_norm;           /* F32, [dim] */
@@ -71,7 +87,10 @@ typedef struct {
     llm_tensor w_down;              /* [dim x hidden] */
     /* Optional, F32 (data NULL when the architecture has none), applied to q and k before rope: */
     llm_tensor bq, bk, bv;          /* Qwen 2: biases of the q, k, v projections, [q], [kv], [kv] */
-    llm_tensor q_norm, k_norm;      /* Qwen 3: RMSNorm of each q / k head, weights [head_dim] */
+    llm_tensor q_norm, k_norm;      /* Qwen 3, Gemma 3: RMSNorm of each q / k head, weights [head_dim] */
+    /* Gemma 2 / 3: RMSNorm of the attention's and of the FFN's output before each residual add, [dim] */
+    llm_tensor post_attn_norm, post_ffn_norm;
+    int        swa;                 /* 1: a sliding-window layer (cfg.swa_window, cfg.rope_theta_swa) */
 } llm_layer;
 
 /* A layer's seven matrices, in this order: wq, wk, wv, wo, w_gate, w_up, w_down. */
@@ -95,7 +114,7 @@ typedef struct llm_model {
 
     struct llm_tokenizer *tok;      /* NULL when the model file carries none and none was given */
 
-    char   arch[32];                /* "llama", "qwen2", "qwen3" (llm_model_arch_ok) */
+    char   arch[32];                /* "llama", "qwen2", "qwen3", "gemma2", "gemma3" (llm_model_arch_ok) */
     int    pooling;                 /* how the model pools embeddings, llama.cpp's numbers (GGUF
                                      * <arch>.pooling_type): LLM_POOL_NONE (not said), _MEAN, _CLS, _LAST */
     char   name[128];

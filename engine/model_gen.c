@@ -1,5 +1,5 @@
 /* Random-weight model generator: GGUF files of a real model's shape (Llama, Qwen 2,
- * Qwen 3) written tensor by tensor. */
+ * Qwen 3, Gemma 2 / 3) written tensor by tensor. */
 #include "model_gen.h"
 #include "model.h"
 #include "model_write.h"
@@ -17,45 +17,63 @@ typedef struct {
      * presets use 1/sqrt(dim) and 1: activations of order 1 and peaked next-token distributions,
      * so that parity tests see every part of the layer in the logits. */
     float       sd, emb_sd, bias_sd;
+    float       post_norm; /* Gemma 2 / 3's post norms' mean (0: 1): the tiny ones' blocks then outweigh the
+                            * embedding in the residual, as a trained model's do */
 } preset;
 
 static const preset presets[] = {
     { "tiny", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
                 .vocab_size = 512, .seq_len = 512, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
-                .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0, NULL, 0, 0, 0 },
+                .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0, NULL, 0, 0, 0, 0 },
     /* the tiny shape with Llama 3's tokenizer and chat template: tests of what is Llama 3's (tools) */
     { "tiny-llama3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
                        .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f, .norm_eps = 1e-5f,
-                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0, 0, 0 },
+                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0, 0, 0, 0 },
     { "stories110m", { .dim = 768, .hidden_dim = 2048, .n_layers = 12, .n_heads = 12, .n_kv_heads = 12,
                        .head_dim = 64, .vocab_size = 32000, .seq_len = 1024, .rope_theta = 10000.0f,
-                       .norm_eps = 1e-5f, .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0, NULL, 0, 0, 0 },
+                       .norm_eps = 1e-5f, .tied_embeddings = 1, .bos_id = 1, .eos_id = 2 }, 0, NULL, 0, 0, 0, 0 },
     { "llama-3.2-1b", { .dim = 2048, .hidden_dim = 8192, .n_layers = 16, .n_heads = 32, .n_kv_heads = 8,
                         .head_dim = 64, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
                         .norm_eps = 1e-5f, .rope_scaling = 1, .rope_factor = 32.0f, .rope_low_freq_factor = 1.0f,
                         .rope_high_freq_factor = 4.0f, .rope_orig_ctx = 8192, .tied_embeddings = 1,
-                        .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0, 0, 0 },
+                        .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0, 0, 0, 0 },
     { "llama-3.2-3b", { .dim = 3072, .hidden_dim = 8192, .n_layers = 28, .n_heads = 24, .n_kv_heads = 8,
                         .head_dim = 128, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
                         .norm_eps = 1e-5f, .rope_scaling = 1, .rope_factor = 32.0f, .rope_low_freq_factor = 1.0f,
                         .rope_high_freq_factor = 4.0f, .rope_orig_ctx = 8192, .tied_embeddings = 1,
-                        .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0, 0, 0 },
+                        .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0, 0, 0, 0 },
     /* Qwen 2 (q/k/v biases) and Qwen 3 (q/k norms, head_dim not dim / heads), tiny, then the shapes of
      * Qwen2.5-0.5B and Qwen3-0.6B with Llama 3's 128,256-token vocabulary instead of Qwen's 151,936 */
     { "tiny-qwen2", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
-                      .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen2", 0.125f, 1.0f, 0.5f },
+                      .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen2", 0.125f, 1.0f, 0.5f, 0 },
     { "tiny-qwen3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
-                      .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3", 0.125f, 1.0f, 0 },
+                      .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3", 0.125f, 1.0f, 0, 0 },
+    /* Gemma 3 (q/k norms, norms after attention and FFN, GeGLU, a sliding window of 16 on five layers of six
+     * with their own rope base) and Gemma 2 (the window on every other layer, soft caps low enough to bind on
+     * these scores, where Gemma 2's 50 and 30 would barely touch them), tiny; then Gemma 3
+     * 1B's shape, all with Llama 3's vocabulary instead of Gemma's 262,144 */
+    { "tiny-gemma3", { .dim = 64, .hidden_dim = 192, .n_layers = 6, .n_heads = 4, .n_kv_heads = 1, .head_dim = 32,
+                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
+                       .swa_window = 16, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "gemma3",
+      0.125f, 1.0f, 0, 4.0f },
+    { "tiny-gemma2", { .dim = 64, .hidden_dim = 192, .n_layers = 4, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
+                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f, .norm_eps = 1e-6f,
+                       .swa_window = 16, .attn_softcap = 2.0f, .final_softcap = 30.0f, .tied_embeddings = 1,
+                       .bos_id = 128000, .eos_id = 128009 }, 1, "gemma2", 0.125f, 1.0f, 0, 4.0f },
+    { "gemma-3-1b", { .dim = 1152, .hidden_dim = 6912, .n_layers = 26, .n_heads = 4, .n_kv_heads = 1,
+                      .head_dim = 256, .vocab_size = 128256, .seq_len = 32768, .rope_theta = 1000000.0f,
+                      .norm_eps = 1e-6f, .swa_window = 512, .tied_embeddings = 1, .bos_id = 128000,
+                      .eos_id = 128009 }, 1, "gemma3", 0, 0, 0, 0 },
     { "qwen2.5-0.5b", { .dim = 896, .hidden_dim = 4864, .n_layers = 24, .n_heads = 14, .n_kv_heads = 2,
                         .head_dim = 64, .vocab_size = 128256, .seq_len = 32768, .rope_theta = 1000000.0f,
                         .norm_eps = 1e-6f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen2",
-      0, 0, 0 },
+      0, 0, 0, 0 },
     { "qwen3-0.6b", { .dim = 1024, .hidden_dim = 3072, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8,
                       .head_dim = 128, .vocab_size = 128256, .seq_len = 40960, .rope_theta = 1000000.0f,
                       .norm_eps = 1e-6f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3",
-      0, 0, 0 },
+      0, 0, 0, 0 },
 };
 
 /* One tensor's generator: values mean + sd * N(0,1), approximated by the sum of
@@ -113,7 +131,7 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
             p = &presets[i];
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
-                   "tiny-qwen2, tiny-qwen3, qwen2.5-0.5b, qwen3-0.6b)", name);
+                   "tiny-qwen2, tiny-qwen3, tiny-gemma3, tiny-gemma2, gemma-3-1b, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype)) {
@@ -123,9 +141,10 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
     const llm_config *c = &p->cfg;
     const char *arch = p->arch != NULL ? p->arch : "llama";
     int qwen2 = strcmp(arch, "qwen2") == 0, qwen3 = strcmp(arch, "qwen3") == 0;
+    int gemma23 = strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
     float sd = p->sd > 0 ? p->sd : 0.02f, emb_sd = p->emb_sd > 0 ? p->emb_sd : 0.02f;
-    float bias_sd = p->bias_sd > 0 ? p->bias_sd : 0.1f;
-    int n_gen = 14 * c->n_layers + 2, k = 0, rc = -1;
+    float bias_sd = p->bias_sd > 0 ? p->bias_sd : 0.1f, post_norm = p->post_norm > 0 ? p->post_norm : 1.0f;
+    int n_gen = 16 * c->n_layers + 2, k = 0, rc = -1;
     gen *g = calloc((size_t)n_gen, sizeof(gen));
     float *rf = malloc((size_t)c->head_dim / 2 * sizeof(float));
     gguf_writer *w = gguf_writer_new();
@@ -139,7 +158,7 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
     char path[1024];
     if (p->llama3) {
         snprintf(path, sizeof(path), "%s/tokenizers/llama3/tokenizer.json", shared_dir);
-        if (llm_gguf_w_bpe_from_hf(w, path, p->arch != NULL ? "qwen2" : NULL, err) != 0)
+        if (llm_gguf_w_bpe_from_hf(w, path, qwen2 || qwen3 ? "qwen2" : NULL, err) != 0)
             goto out;
     } else {
         snprintf(path, sizeof(path), "%s/models/stories260K/tok512.bin", shared_dir);
@@ -185,9 +204,13 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
             V("attn_k.bias", kv, 0.0f, bias_sd)
             V("attn_v.bias", kv, 0.0f, bias_sd)
         }
-        if (qwen3) {
+        if (qwen3 || gemma3) {
             V("attn_q_norm.weight", c->head_dim, 1.0f, 0.05f)
             V("attn_k_norm.weight", c->head_dim, 1.0f, 0.05f)
+        }
+        if (gemma23) { /* (Gemma's 1 + w, as the converter stores it) */
+            V("post_attention_norm.weight", c->dim, post_norm, 0.05f)
+            V("post_ffw_norm.weight", c->dim, post_norm, 0.05f)
         }
 #undef V
     }

@@ -1,6 +1,7 @@
-/* GGUF loader for the "llama", "qwen2" and "qwen3" architectures: <arch>.*
- * hyper-parameters, blk.N.* tensors (Qwen 2's q/k/v biases, Qwen 3's per-head
- * q/k norms; both rotate NeoX-style, halves rather than pairs). */
+/* GGUF loader for the "llama", "qwen2", "qwen3", "gemma", "gemma2" and "gemma3"
+ * architectures: <arch>.* hyper-parameters, blk.N.* tensors (Qwen 2's q/k/v
+ * biases, Qwen 3's and Gemma 3's per-head q/k norms, Gemma 2 / 3's norms after
+ * attention and FFN; all but llama rotate NeoX-style, halves rather than pairs). */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -217,6 +218,46 @@ static int rope_scaling_keys(llm_model *m, const gguf_ctx *g, const char *arch, 
     return 0;
 }
 
+/* What Gemma's architectures differ in, as llama.cpp reads and hard-codes it: the embedding scaled by
+ * sqrt(dim), GeGLU, scores scaled by query_pre_attn_scalar^-1/2 (head_dim; the 27B models' dim / heads, which
+ * llama.cpp tells by their layer count), Gemma 2's sliding window on every other layer and its soft caps,
+ * Gemma 3's on five layers of six with rope base 10000 there. The norms' weights come with Gemma's 1 + w
+ * already added by the converter. */
+static int gemma_keys(llm_model *m, const gguf_ctx *g, const char *arch, int gemma2, int gemma3, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    char k[96];
+    c->act = LLM_ACT_GELU_TANH;
+    c->embd_scale = sqrtf((float)c->dim);
+    int big = (gemma2 && c->n_layers == 46) || (gemma3 && c->n_layers == 62);
+    if (big && c->dim % c->n_heads == 0)
+        c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
+    if (!gemma2 && !gemma3)
+        return 0;
+    uint32_t win = gemma2 ? 4096 : 0;
+    snprintf(k, sizeof(k), "%s.attention.sliding_window", arch);
+    if ((gguf_get_u32(g, k, &win) != 0 && gemma3) || win == 0 || win > (1u << 30)) {
+        llm_seterr(err, "%s: missing or bad %s", m->path, k);
+        return -1;
+    }
+    c->swa_window = (int)win;
+    if (gemma3)
+        c->rope_theta_swa = 10000.0f;
+    if (gemma2) {
+        c->attn_softcap = 50.0f;
+        c->final_softcap = 30.0f;
+        snprintf(k, sizeof(k), "%s.attn_logit_softcapping", arch);
+        gguf_get_f32(g, k, &c->attn_softcap);
+        snprintf(k, sizeof(k), "%s.final_logit_softcapping", arch);
+        gguf_get_f32(g, k, &c->final_softcap);
+        if (!(c->attn_softcap >= 0.0f) || !(c->final_softcap >= 0.0f)) {
+            llm_seterr(err, "%s: bad soft-capping values", m->path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int load(llm_model *m, llm_err *err)
 {
     gguf_ctx *g = m->gguf;
@@ -226,11 +267,13 @@ static int load(llm_model *m, llm_err *err)
         return -1;
     }
     if (!llm_model_arch_ok(arch)) {
-        llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen3)", m->path, arch);
+        llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen3, gemma, gemma2, gemma3)", m->path,
+                   arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
-    int qwen3 = strcmp(arch, "qwen3") == 0;
+    int qwen3 = strcmp(arch, "qwen3") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
+    int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "blk.0.ffn_gate_inp.weight", "output.bias" };
@@ -268,7 +311,7 @@ static int load(llm_model *m, llm_err *err)
                    rope_dims, c->head_dim);
         return -1;
     }
-    if (rope_scaling_keys(m, g, arch, err) != 0)
+    if (rope_scaling_keys(m, g, arch, err) != 0 || (gemma && gemma_keys(m, g, arch, gemma2, gemma3, err) != 0))
         return -1;
     char plk[96];
     uint32_t pooling = 0;
@@ -317,8 +360,11 @@ static int load(llm_model *m, llm_err *err)
 #define V(suffix, field, required) snprintf(n, sizeof(n), "blk.%d." suffix, l); \
         if (take_vec(m, n, &L->field, required, err)) return -1;
         V("attn_q.bias", bq, 0) V("attn_k.bias", bk, 0) V("attn_v.bias", bv, 0)
-        V("attn_q_norm.weight", q_norm, qwen3) V("attn_k_norm.weight", k_norm, qwen3)
+        V("attn_q_norm.weight", q_norm, qwen3 || gemma3) V("attn_k_norm.weight", k_norm, qwen3 || gemma3)
+        V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3)
+        V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3)
 #undef V
+        L->swa = c->swa_window > 0 && (gemma2 ? l % 2 == 0 : l % 6 < 5);
     }
     const gguf_tensor *rf = gguf_find_tensor(g, "rope_freqs.weight");
     if (rf != NULL) {

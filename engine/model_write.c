@@ -65,6 +65,12 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
     gguf_w_f32(w, KEY("rope.freq_base"), c->rope_theta);
     gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
     gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab_size);
+    if (c->swa_window > 0)
+        gguf_w_u32(w, KEY("attention.sliding_window"), (uint32_t)c->swa_window);
+    if (strcmp(arch, "gemma2") == 0) {
+        gguf_w_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap);
+        gguf_w_f32(w, KEY("final_logit_softcapping"), c->final_softcap);
+    }
     if (c->rope_scaling == LLM_ROPE_SCALING_YARN || c->rope_scaling == LLM_ROPE_SCALING_LINEAR) {
         int yarn = c->rope_scaling == LLM_ROPE_SCALING_YARN;
         gguf_w_str(w, KEY("rope.scaling.type"), yarn ? "yarn" : "linear");

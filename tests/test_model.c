@@ -543,7 +543,7 @@ static void test_qwen(void)
         { NULL, NULL, NULL, "blk.0.attn_output.bias", NULL, "blk.0.attn_output.bias is not supported" },
         { "", "blk.0.attn_k_norm.weight", NULL, NULL, NULL, "missing tensor blk.0.attn_k_norm.weight" },
         { "", NULL, "blk.1.attn_q_norm.weight", NULL, NULL, "layer 1 q_norm" },
-        { "", NULL, NULL, NULL, "gemma", "unsupported architecture 'gemma'" },
+        { "", NULL, NULL, NULL, "phi3", "unsupported architecture 'phi3'" },
         { "", NULL, NULL, NULL, "qwen2", "missing or non-integer metadata key qwen2.embedding_length" },
         { NULL, NULL, NULL, "qwen2.rope.scaling.type=longrope", NULL, "rope scaling 'longrope' (qwen2.rope.scaling.type) "
           "is not supported" },

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "backend_util.h"
 #include "cpu/cpu_backend.h"
 
 typedef struct {
@@ -36,8 +37,10 @@ static void att_worker(void *ctx, int ith, int nth)
     const float *kc = (const float *)st->kcache + layer_off, *vc = (const float *)st->vcache + layer_off;
     const uint16_t *kh = (const uint16_t *)st->kcache + layer_off, *vh = (const uint16_t *)st->vcache + layer_off;
     float *scores = st->scores + (size_t)ith * CPU_ATT_TILE * (size_t)c->seq_len;
-    float scale = 1.0f / sqrtf((float)hd);
+    float scale = llm_attn_scale(c), cap = c->attn_softcap;
     int bs = st->block_size;
+    /* a sliding-window layer: query position p sees p - win + 1 .. p (Gemma 2 / 3) */
+    int win = st->m->layers[j->layer].swa ? c->swa_window : 0;
 
     for (;;) {
         int item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
@@ -46,6 +49,8 @@ static void att_worker(void *ctx, int ith, int nth)
         int t0 = st->att_tiles[item / per_tile], h0 = item % per_tile * nh;
         int nt = st->att_tiles[item / per_tile + 1] - t0, rows = nt * nh; /* score row r: head h0 + r / nt */
         int pos0 = j->b->pos[t0], nblk = (pos0 + nt - 1) / bs + 1;
+        /* the first block any of the tile's queries sees (its first query's window starts first) */
+        int blk0 = win > 0 && pos0 - win + 1 > 0 ? (pos0 - win + 1) / bs : 0;
         const llm_seq_view *s = &j->b->seqs[j->b->seq[t0]];
         size_t koff = (size_t)(h0 / group) * hd; /* the item's heads share one KV head */
         const float *qr[CPU_ATT_TILE];
@@ -57,7 +62,7 @@ static void att_worker(void *ctx, int ith, int nth)
         }
         /* Scores block by block (positions within a KV block are contiguous), all queries per block; a block
          * every query sees whole goes to the several-query kernels. */
-        for (int blk = 0; blk < nblk; blk++) {
+        for (int blk = blk0; blk < nblk; blk++) {
             size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
             if (pos0 - blk * bs + 1 >= bs) {
                 for (int r = 0; r < rows; r++)
@@ -80,10 +85,19 @@ static void att_worker(void *ctx, int ith, int nth)
             }
         }
         for (int r = 0; r < rows; r++) {
-            k->softmax(scores + (size_t)r * c->seq_len, pos0 + r % nt + 1);
+            int p = pos0 + r % nt, from = blk0 * bs, lo = win > 0 && p - win + 1 > from ? p - win + 1 : from;
+            float *sc = scores + (size_t)r * c->seq_len;
+            if (cap > 0.0f) /* Gemma 2's soft cap, on the scaled scores */
+                for (int i = lo; i <= p; i++)
+                    sc[i] = cap * tanhf(sc[i] / cap);
+            for (int i = from; i < lo; i++) /* before the window, in a block the tile reads */
+                sc[i] = -INFINITY;
+            k->softmax(sc + from, p + 1 - from);
+            for (int i = from; i < lo; i++)
+                sc[i] = 0.0f; /* exactly: the vector exp stops at e^-87 */
             memset(orow[r], 0, (size_t)hd * sizeof(float));
         }
-        for (int blk = 0; blk < nblk; blk++) {
+        for (int blk = blk0; blk < nblk; blk++) {
             size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
             if (pos0 - blk * bs + 1 >= bs) {
                 for (int r = 0; r < rows; r++)

@@ -30,6 +30,7 @@ typedef struct {
     int kv16;
     size_t kv_es;                  /* bytes per cached element: 2 or 4 */
     cpu_rope rope;
+    cpu_rope rope_swa;             /* sliding-window layers' (cfg.rope_theta_swa), when the model has one */
     /* per-step scratch, grown to the largest batch seen */
     int cap;
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
@@ -56,8 +57,9 @@ static inline void cpu_layer_mats(const llm_layer *L, const llm_tensor *mats[CPU
 
 /* ---- rope.c ---- */
 /* Tables for positions [0, n_pos): the model's theta, Llama 3 scaling or its
- * rope_freqs divisors. -1 on allocation failure. */
-int  cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos);
+ * rope_freqs divisors; swa: the sliding-window layers' (llm_rope_freq_swa).
+ * -1 on allocation failure. */
+int  cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos, int swa);
 void cpu_rope_free(cpu_rope *r);
 /* Rotate n_heads heads of head_dim floats in place for position pos. */
 void cpu_rope_apply(const cpu_rope *r, llm_rope_layout layout, float *v, int n_heads, int pos);
@@ -86,6 +88,7 @@ typedef struct {
     const cpu_mm_out *outs;
     int n_outs;
     int swiglu;            /* outs = {gate, up}: afterwards gate <- silu(gate) * up */
+    int gelu;              /* with swiglu: gelu_tanh(gate) * up instead (GeGLU) */
     /* runs after all rows are done (after a barrier), on every thread */
     void (*post)(void *ctx, int ith, int nth);
     void *post_ctx;

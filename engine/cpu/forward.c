@@ -105,6 +105,7 @@ static void cpu_destroy(llm_backend *b)
     free_scratch(st);
     free(st->hid);
     cpu_rope_free(&st->rope);
+    cpu_rope_free(&st->rope_swa);
     free(st->kcache);
     free(st->vcache);
     free(st->scores);
@@ -168,7 +169,8 @@ static int cpu_init(llm_backend *b, llm_err *err)
     st->wbuf_floats = (size_t)CPU_MM_CHUNK_ROWS * (size_t)widest;
     st->wbuf = malloc((size_t)st->nth * st->wbuf_floats * sizeof(float));
     if (st->kcache == NULL || st->vcache == NULL || st->scores == NULL || st->wbuf == NULL ||
-        cpu_rope_init(&st->rope, m, c->seq_len) != 0) {
+        cpu_rope_init(&st->rope, m, c->seq_len, 0) != 0 ||
+        (c->rope_theta_swa > 0.0f && cpu_rope_init(&st->rope_swa, m, c->seq_len, 1) != 0)) {
         llm_seterr(err, "cpu backend: out of memory for a KV cache of %d blocks of %d tokens (%zu MiB)",
                    st->kv_blocks, st->block_size, 2 * cache * st->kv_es >> 20);
         cpu_destroy(b);
@@ -248,8 +250,9 @@ static void qkv_post(void *ctx, int ith, int nth)
             head_norm(q, c->n_heads, c->head_dim, &L->q_norm, c->norm_eps);
             head_norm(k, c->n_kv_heads, c->head_dim, &L->k_norm, c->norm_eps);
         }
-        cpu_rope_apply(&st->rope, c->rope_layout, q, c->n_heads, pos);
-        cpu_rope_apply(&st->rope, c->rope_layout, k, c->n_kv_heads, pos);
+        const cpu_rope *rope = L->swa && st->rope_swa.cos != NULL ? &st->rope_swa : &st->rope;
+        cpu_rope_apply(rope, c->rope_layout, q, c->n_heads, pos);
+        cpu_rope_apply(rope, c->rope_layout, k, c->n_kv_heads, pos);
         size_t slot = cpu_kv_slot(st, &p->b->seqs[p->b->seq[t]], pos);
         size_t at = layer_off + slot * st->kv_dim;
         const float *v = st->v + (size_t)t * st->kv_dim;
@@ -261,6 +264,41 @@ static void qkv_post(void *ctx, int ith, int nth)
             memcpy((float *)st->vcache + at, v, (size_t)st->kv_dim * sizeof(float));
         }
     }
+}
+
+/* Gemma 2 / 3's norm after attention and after the FFN: x += rmsnorm(y) * w, y the block's output (tokens
+ * split over threads, after the projection's barrier). */
+typedef struct {
+    cpu_state *st;
+    const float *w;
+    int n;
+} post_norm_ctx;
+
+static void post_norm_add(void *ctx, int ith, int nth)
+{
+    post_norm_ctx *p = ctx;
+    cpu_state *st = p->st;
+    int dim = st->m->cfg.dim;
+    for (int t = ith; t < p->n; t += nth) {
+        const float *y = st->xb + (size_t)t * dim;
+        float *x = st->x + (size_t)t * dim;
+        float r = 1.0f / sqrtf(st->kern->dot_f32(y, y, dim) / (float)dim + st->m->cfg.norm_eps);
+        for (int i = 0; i < dim; i++)
+            x[i] += y[i] * r * p->w[i];
+    }
+}
+
+/* The output projection of a block (wo, w_down) over n rows of x: added to the residual st->x, or, where the
+ * layer has a post norm, written to st->xb and added normed. */
+static void project_out(cpu_state *st, const llm_tensor *w, const cpu_pk_mat *packed, const float *x, int K, int n,
+                        const llm_tensor *post_norm)
+{
+    int dim = st->m->cfg.dim, post = post_norm->data != NULL;
+    post_norm_ctx pn = { st, post_norm->data, n };
+    cpu_mm_out o = { w, post ? st->xb : st->x, (size_t)dim, !post, packed };
+    cpu_mm mm = { .x = x, .xs = (size_t)K, .n = n, .K = K, .outs = &o, .n_outs = 1,
+                  .post = post ? post_norm_add : NULL, .post_ctx = &pn };
+    cpu_matmul(st, &mm);
 }
 
 static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
@@ -283,6 +321,9 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         else
             llm_row_to_f32(m->tok_embd.type, (const uint8_t *)m->tok_embd.data + (size_t)b->tokens[t] * erow,
                            st->x + (size_t)t * c->dim, (size_t)c->dim);
+        if (c->embd_scale > 0.0f) /* Gemma: sqrt(dim) */
+            for (int i = 0; i < c->dim; i++)
+                st->x[(size_t)t * c->dim + i] *= c->embd_scale;
     }
 
     for (int l = 0; l < c->n_layers; l++) {
@@ -300,22 +341,18 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
 
         cpu_attention(st, b, l);
 
-        cpu_mm_out wo = { &L->wo, st->x, (size_t)c->dim, 1, cpu_packed(st, l, CPU_W_O) };
-        cpu_mm mo = { .x = st->att, .xs = (size_t)st->q_dim, .n = n, .K = st->q_dim, .outs = &wo, .n_outs = 1 };
-        cpu_matmul(st, &mo);
+        project_out(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm);
 
         cpu_mm_out gu[2] = {
             { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE) },
             { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP) },
         };
         cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->ffn_norm.data,
-                      .xn = st->xb, .eps = c->norm_eps, .outs = gu, .n_outs = 2, .swiglu = 1 };
+                      .xn = st->xb, .eps = c->norm_eps, .outs = gu, .n_outs = 2, .swiglu = 1,
+                      .gelu = c->act == LLM_ACT_GELU_TANH };
         cpu_matmul(st, &mf);
 
-        cpu_mm_out wd = { &L->w_down, st->x, (size_t)c->dim, 1, cpu_packed(st, l, CPU_W_DOWN) };
-        cpu_mm md = { .x = st->hb, .xs = (size_t)c->hidden_dim, .n = n, .K = c->hidden_dim, .outs = &wd,
-                      .n_outs = 1 };
-        cpu_matmul(st, &md);
+        project_out(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, c->hidden_dim, n, &L->post_ffn_norm);
     }
 
     /* Gather the rows that want logits (in batch order), then norm + classifier. Rows that want their
@@ -359,6 +396,9 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         cpu_mm mc = { .x = st->x, .xs = (size_t)c->dim, .n = nw, .K = c->dim, .norm = m->out_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .outs = &out, .n_outs = 1 };
         cpu_matmul(st, &mc);
+        if (c->final_softcap > 0.0f) /* Gemma 2 */
+            for (size_t i = 0; i < (size_t)nw * c->vocab_size; i++)
+                logits[i] = c->final_softcap * tanhf(logits[i] / c->final_softcap);
     }
     if (nh > 0) /* logits rows 0 .. nw-1 spread to their places (from the back: a row only moves up), then
                  * the hidden rows into theirs */

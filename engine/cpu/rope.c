@@ -5,7 +5,7 @@
 #include "backend_util.h"
 #include "cpu/cpu_backend.h"
 
-int cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos)
+int cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos, int swa)
 {
     int half = m->cfg.head_dim / 2;
     r->half_dim = half;
@@ -19,8 +19,8 @@ int cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos)
         return -1;
     }
     for (int i = 0; i < half; i++)
-        freq[i] = llm_rope_freq(m, i);
-    double ms = llm_rope_mscale(m);
+        freq[i] = swa ? llm_rope_freq_swa(m, i) : llm_rope_freq(m, i);
+    double ms = swa && m->cfg.rope_theta_swa > 0.0f ? 1.0 : llm_rope_mscale(m);
     for (int p = 0; p < n_pos; p++)
         for (int i = 0; i < half; i++) {
             double a = p * freq[i];

@@ -1,0 +1,83 @@
+#!/usr/bin/env perl
+# Gemma 3 (per-head q/k norms, norms after attention and after the FFN,
+# GeGLU, the embedding scaled by sqrt(dim), a sliding window on five layers of
+# six with their own rope base) and Gemma 2 (the window on every other layer,
+# soft caps on the attention scores and on the logits): GGUF files of those
+# architectures written by `gen-model --preset tiny-gemma3|tiny-gemma2`
+# (window 16, over a text of 44 tokens, so most positions see only part of
+# it) load in llama.cpp (node-llama-cpp 3.21.1) and in our engine, and
+#  1. teacher-forced over the text, our next-token distribution (CPU backend)
+#     matches llama.cpp's on the same file (F32, and Q8_0 where both round),
+#     with the whole text as prefill chunks and with its last 30 tokens decoded
+#     one by one (the paged cache's decode path);
+#  2. greedy ids are llama.cpp's.
+use strict;
+use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Parity qw(compare_llamacpp);
+
+my $B = $ENV{BUILD} // 'build';
+my ($engine, $dump) = ("$B/llm-engine", "$B/parity/logits_dump");
+plan skip_all => "$engine, $dump not built (make parity builds them)" unless -x $engine && -x $dump;
+plan skip_all => 'llama.cpp harness not installed (npm ci --prefix bench/llamacpp)'
+    unless -d 'bench/llamacpp/node_modules/node-llama-cpp';
+plan skip_all => '../shared/tokenizers/llama3 missing' unless -f '../shared/tokenizers/llama3/tokenizer.json';
+
+my $dir = tempdir(CLEANUP => 1);
+sub capture { return Parity::capture($dir, @_) }
+
+my $text = 'In 2024 the little robot counted 1234567 stars, then 89 more; "Why?" asked Lily, and it said: '
+         . 'because the sky over the old harbour was clear for 3 nights.';
+my $n = 40;
+
+sub ours_ids {
+    my ($model, $ids, @extra) = @_;
+    my ($rc, $out) = capture($engine, 'generate', '--model', $model, '--prompt-ids', join(',', @$ids),
+                             '--max-tokens', $n, '--threads', '2', '--ignore-eos', '--output-ids', @extra);
+    return ($rc, [ split ' ', $out ]);
+}
+
+sub llamacpp_ids {
+    my ($model, $ids) = @_;
+    my (undef, $out) = capture('node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
+                               join(',', @$ids), '--max-tokens', $n, '--threads', '1', '--json', '--no-warmup');
+    my ($line) = grep { /^\{/ } split /\n/, $out;
+    return [ defined $line && $line =~ /"ids":\[([0-9,]*)\]/ ? split(/,/, $1) : () ];
+}
+
+for my $arch (qw(gemma3 gemma2)) {
+    my %f;
+    for my $dt (qw(f32 q8_0)) {
+        $f{$dt} = "$dir/tiny-$arch-$dt.gguf";
+        my ($rc) = capture($engine, 'gen-model', '--preset', "tiny-$arch", '--dtype', $dt, '--out', $f{$dt},
+                           '--seed', '11');
+        is($rc, 0, "gen-model --preset tiny-$arch --dtype $dt");
+    }
+    my ($rc, $info) = capture($engine, 'info', '--model', $f{f32});
+    like($info, qr/^architecture: $arch\b/m, "$arch: info names the architecture");
+    like($info, qr/post_ffw_norm/, "$arch: info lists the post norms");
+    like($info, $arch eq 'gemma3' ? qr/sliding window 16 on 5 of 6 layers \(rope theta there 10000\)/
+                                  : qr/sliding window 16 on 2 of 4 layers.*soft caps: attention 2, logits 30/,
+         "$arch: info shows the window" . ($arch eq 'gemma2' ? ' and the soft caps' : ''));
+
+    my ($rct, $tok) = capture($engine, 'tokenize', '--model', $f{f32}, '--text', $text, '--bos');
+    my @ids = $tok =~ /(\d+)/g;
+    ok($rct == 0 && @ids > 40, "$arch: the text is " . scalar(@ids) . " tokens (window 16)");
+
+    # 1. Next-token distributions, teacher-forced: the whole text in one step, then token by token.
+    compare_llamacpp(dir => $dir, dump => $dump, label => "$arch f32", model => $f{f32}, ids => \@ids,
+                     vocab => 128256, min_top1 => 0.97, max_mean => 0.002, max_dp => 0.02);
+    compare_llamacpp(dir => $dir, dump => $dump, label => "$arch f32 decode", model => $f{f32}, ids => \@ids,
+                     vocab => 128256, min_top1 => 0.97, max_mean => 0.002, max_dp => 0.02, decode => 30);
+    compare_llamacpp(dir => $dir, dump => $dump, label => "$arch q8_0", model => $f{q8_0}, ids => \@ids,
+                     vocab => 128256, min_top1 => 0.9, max_mean => 0.02, max_dp => 0.2);
+
+    # 2. Greedy ids.
+    my ($rc1, $a) = ours_ids($f{f32}, \@ids);
+    ok($rc1 == 0 && @$a == $n, "$arch: we generate $n ids");
+    is_deeply($a, llamacpp_ids($f{f32}, \@ids), "$arch: the same $n greedy ids as llama.cpp");
+}
+done_testing();
