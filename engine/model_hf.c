@@ -43,7 +43,70 @@ static float cfg_float(const cJSON *root, const char *key, float def)
     return cJSON_IsNumber(j) ? (float)j->valuedouble : def;
 }
 
-static int parse_config(llm_model *m, const char *dir, llm_err *err)
+static int rope_scaling_cfg(llm_config *c, const cJSON *rs, const char *path, llm_err *err);
+
+/* Gemma's settings (model_type gemma, gemma2, gemma3_text / gemma3's text_config): GeGLU, the embedding
+ * scaled by sqrt(hidden_size) (rounded to the embedding's type when that is 16-bit, as transformers computes
+ * it in the model's dtype: see load_tensors), query_pre_attn_scalar, the sliding window on the layers
+ * layer_types says (else Gemma 2's even layers, Gemma 3's five of six), its rope base, the soft caps. */
+static int gemma_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_activation");
+    if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu_pytorch_tanh") != 0 &&
+        strcmp(act->valuestring, "gelu") != 0) {
+        llm_seterr(err, "%s: hidden_activation '%s' is not supported (gelu_pytorch_tanh)", path, act->valuestring);
+        return -1;
+    }
+    c->act = LLM_ACT_GELU_TANH;
+    c->embd_scale = sqrtf((float)c->dim);
+    float qs = cfg_float(root, "query_pre_attn_scalar", 0.0f);
+    if (qs > 0.0f)
+        c->attn_scale = 1.0f / sqrtf(qs);
+    if (strcmp(m->arch, "gemma") == 0)
+        return 0;
+    int gemma2 = strcmp(m->arch, "gemma2") == 0, win = 0;
+    if (cfg_int(root, "sliding_window", &win, gemma2 ? 4096 : 0, !gemma2, path, err) != 0)
+        return -1;
+    c->swa_window = win;
+    if (!gemma2)
+        c->rope_theta_swa = cfg_float(root, "rope_local_base_freq", 10000.0f);
+    const cJSON *cap = cJSON_GetObjectItemCaseSensitive(root, "attn_logit_softcapping");
+    c->attn_softcap = cJSON_IsNumber(cap) ? (float)cap->valuedouble : 0.0f;
+    cap = cJSON_GetObjectItemCaseSensitive(root, "final_logit_softcapping");
+    c->final_softcap = cJSON_IsNumber(cap) ? (float)cap->valuedouble : 0.0f;
+    if (win <= 0 || !(c->attn_softcap >= 0.0f) || !(c->final_softcap >= 0.0f)) {
+        llm_seterr(err, "%s: bad sliding_window or soft caps", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Which layers of a Gemma 2 / 3 slide (layer_types, sliding_window_pattern, or each one's default). */
+static int gemma_layers(llm_model *m, const cJSON *root, const char *path, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    int pattern = strcmp(m->arch, "gemma2") == 0 ? 2 : 6;
+    cfg_int(root, "sliding_window_pattern", &pattern, pattern, 0, path, err);
+    if (lt != NULL && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers)) {
+        llm_seterr(err, "%s: layer_types must list the %d layers", path, c->n_layers);
+        return -1;
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        const cJSON *t = lt != NULL ? cJSON_GetArrayItem(lt, l) : NULL;
+        if (t != NULL && (!cJSON_IsString(t) || (strcmp(t->valuestring, "sliding_attention") != 0 &&
+                                                 strcmp(t->valuestring, "full_attention") != 0))) {
+            llm_seterr(err, "%s: layer_types[%d] is not sliding_attention or full_attention", path, l);
+            return -1;
+        }
+        m->layers[l].swa = t != NULL ? strcmp(t->valuestring, "sliding_attention") == 0
+                                     : pattern > 0 && l % pattern < pattern - 1;
+    }
+    return 0;
+}
+
+static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/config.json", dir);
@@ -57,10 +120,25 @@ static int parse_config(llm_model *m, const char *dir, llm_err *err)
     }
     llm_config *c = &m->cfg;
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    /* Gemma 3 4B and up (Gemma3ForConditionalGeneration): the language model's config is text_config and its
+     * tensors are under language_model; the vision tower is left out */
+    cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "gemma3") == 0 && cJSON_IsObject(tc)) {
+        cJSON_DetachItemViaPointer(root, tc);
+        cJSON_Delete(root);
+        root = tc;
+        mt = NULL;
+        snprintf(m->arch, sizeof(m->arch), "gemma3");
+    }
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "gemma3_text") == 0) {
+        snprintf(m->arch, sizeof(m->arch), "gemma3");
+        mt = NULL;
+    }
     /* Mistral's is Llama's graph; only its sliding window (v0.1's 4096) differs, refused below */
     int mistral = cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0;
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
-        llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, qwen2, qwen3)", path, mt->valuestring);
+        llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
+                   "gemma3)", path, mt->valuestring);
         cJSON_Delete(root);
         return -1;
     }
@@ -91,10 +169,28 @@ static int parse_config(llm_model *m, const char *dir, llm_err *err)
     c->rope_theta = cfg_float(root, "rope_theta", 10000.0f);
     c->norm_eps = cfg_float(root, "rms_norm_eps", 1e-5f);
     c->rope_layout = LLM_ROPE_HALF;
+    int gemma = strncmp(m->arch, "gemma", 5) == 0;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
-    c->tied_embeddings = cJSON_IsTrue(tie);
+    c->tied_embeddings = cJSON_IsTrue(tie) || (gemma && tie == NULL); /* Gemma's configs tie by default */
+    if (rc == 0 && gemma)
+        rc = gemma_config(m, root, path, err);
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-    if (rc == 0 && cJSON_IsObject(rs)) {
+    if (rc == 0 && cJSON_IsObject(rs))
+        rc = rope_scaling_cfg(c, rs, path, err);
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
+    snprintf(m->name, sizeof(m->name), "%s", cJSON_IsString(nm) ? nm->valuestring : "hf model");
+    if (rc == 0 && gemma) {
+        *text_cfg = root; /* for gemma_layers, once the layers exist */
+        return 0;
+    }
+    cJSON_Delete(root);
+    return rc ? -1 : 0;
+}
+
+static int rope_scaling_cfg(llm_config *c, const cJSON *rs, const char *path, llm_err *err)
+{
+    int rc = 0;
+    {
         const cJSON *ty = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
         if (!cJSON_IsString(ty))
             ty = cJSON_GetObjectItemCaseSensitive(rs, "type");
@@ -137,15 +233,26 @@ static int parse_config(llm_model *m, const char *dir, llm_err *err)
             rc = -1;
         }
     }
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
-    snprintf(m->name, sizeof(m->name), "%s", cJSON_IsString(nm) ? nm->valuestring : "hf model");
-    cJSON_Delete(root);
     return rc ? -1 : 0;
+}
+
+/* Where the language model's tensors are: "model." (…ForCausalLM), or under Gemma 3's multimodal model
+ * ("language_model.model." as saved by transformers before 4.52, "model.language_model." after). */
+static char prefix[32] = "model.";
+
+static const st_tensor *find(const st_set *s, const char *name)
+{
+    char full[192];
+    if (strncmp(name, "model.", 6) == 0 && strcmp(prefix, "model.") != 0) {
+        snprintf(full, sizeof(full), "%s%s", prefix, name + 6);
+        name = full;
+    }
+    return st_set_find(s, name);
 }
 
 static int take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err)
 {
-    const st_tensor *t = st_set_find(s, name);
+    const st_tensor *t = find(s, name);
     if (t == NULL) {
         if (required)
             llm_seterr(err, "%s: missing tensor %s", m->path, name);
@@ -175,7 +282,14 @@ static int take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor
         llm_seterr(err, "%s: norm tensor %s must be 1-D", m->path, name);
         return -1;
     }
-    return llm_model_norm_f32(m, dst, t.type, t.data, t.ne[0], name, err);
+    if (llm_model_norm_f32(m, dst, t.type, t.data, t.ne[0], name, err) != 0)
+        return -1;
+    if (strncmp(m->arch, "gemma", 5) == 0 && strstr(name, "norm") != NULL) { /* Gemma's norms scale by 1 + w */
+        float *w = (float *)(uintptr_t)dst->data;
+        for (int64_t i = 0; i < dst->ne[0]; i++)
+            w[i] += 1.0f;
+    }
+    return 0;
 }
 
 static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
@@ -185,6 +299,14 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         llm_seterr(err, "%s: bad num_hidden_layers %d", m->path, c->n_layers);
         return -1;
     }
+    snprintf(prefix, sizeof(prefix), "model.");
+    static const char *const under[] = { "language_model.model.", "model.language_model." };
+    for (size_t i = 0; i < 2 && st_set_find(s, "model.embed_tokens.weight") == NULL; i++) {
+        char n[96];
+        snprintf(n, sizeof(n), "%sembed_tokens.weight", under[i]);
+        if (st_set_find(s, n) != NULL)
+            snprintf(prefix, sizeof(prefix), "%s", under[i]);
+    }
     if (take(m, s, "model.embed_tokens.weight", &m->tok_embd, 1, err) ||
         take_norm(m, s, "model.norm.weight", &m->out_norm, err) ||
         (!c->tied_embeddings && take(m, s, "lm_head.weight", &m->output, 1, err)))
@@ -193,6 +315,13 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     if (llm_model_own(m, m->layers, err) != 0)
         return -1;
     int qwen2 = strcmp(m->arch, "qwen2") == 0, qwen3 = strcmp(m->arch, "qwen3") == 0;
+    int gemma3 = strcmp(m->arch, "gemma3") == 0, gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0;
+    if (c->embd_scale > 0.0f && (m->tok_embd.type == LLM_BF16 || m->tok_embd.type == LLM_F16)) {
+        /* transformers multiplies by sqrt(hidden_size) as a tensor of the model's dtype */
+        uint16_t h;
+        llm_row_from_f32(m->tok_embd.type, &c->embd_scale, &h, 1);
+        llm_row_to_f32(m->tok_embd.type, &h, &c->embd_scale, 1);
+    }
     for (int l = 0; l < c->n_layers; l++) {
         llm_layer *L = &m->layers[l];
         char n[128];
@@ -202,20 +331,26 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         if (take_norm(m, s, n, &L->field, err)) return -1;
         N("input_layernorm", attn_norm)
         T("self_attn.q_proj", wq) T("self_attn.k_proj", wk) T("self_attn.v_proj", wv) T("self_attn.o_proj", wo)
-        N("post_attention_layernorm", ffn_norm)
+        if (gemma23) { /* Gemma 2 / 3: post_attention_layernorm is the norm after attention, not before the FFN */
+            N("post_attention_layernorm", post_attn_norm)
+            N("pre_feedforward_layernorm", ffn_norm)
+            N("post_feedforward_layernorm", post_ffn_norm)
+        } else {
+            N("post_attention_layernorm", ffn_norm)
+        }
         T("mlp.gate_proj", w_gate) T("mlp.up_proj", w_up) T("mlp.down_proj", w_down)
 #undef T
 #undef N
         /* Qwen 2's q/k/v biases (Llama's attention_bias too), Qwen 3's q/k norms: optional here,
          * validation asks for all of a kind or none; an o_proj bias would be left out, so it is refused */
 #define V(suffix, field, required) snprintf(n, sizeof(n), "model.layers.%d." suffix, l); \
-        if ((required || st_set_find(s, n) != NULL) && take_norm(m, s, n, &L->field, err)) return -1;
+        if ((required || find(s, n) != NULL) && take_norm(m, s, n, &L->field, err)) return -1;
         V("self_attn.q_proj.bias", bq, qwen2) V("self_attn.k_proj.bias", bk, qwen2)
         V("self_attn.v_proj.bias", bv, qwen2)
-        V("self_attn.q_norm.weight", q_norm, qwen3) V("self_attn.k_norm.weight", k_norm, qwen3)
+        V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3) V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3)
 #undef V
         snprintf(n, sizeof(n), "model.layers.%d.self_attn.o_proj.bias", l);
-        if (st_set_find(s, n) != NULL) {
+        if (find(s, n) != NULL) {
             llm_seterr(err, "%s: tensor %s is not supported", m->path, n);
             return -1;
         }
@@ -251,7 +386,9 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     if (m == NULL)
         return NULL;
     st_set *s = NULL;
-    if (parse_config(m, dir, err) != 0 || parse_pooling(m, dir, err) != 0 || (s = st_set_open_dir(dir, err)) == NULL)
+    cJSON *text_cfg = NULL; /* a Gemma's config, read again for its layers */
+    if (parse_config(m, dir, &text_cfg, err) != 0 || parse_pooling(m, dir, err) != 0 ||
+        (s = st_set_open_dir(dir, err)) == NULL)
         goto fail;
     m->file_bytes = s->total_bytes;
     /* The model keeps the mappings; the parsed headers go. */
@@ -262,8 +399,11 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
         }
         s->files[i]->owns_map = 0;
     }
-    if (load_tensors(m, s, err) != 0 || llm_model_validate(m, err) != 0)
+    if (load_tensors(m, s, err) != 0 || (text_cfg != NULL && gemma_layers(m, text_cfg, m->path, err) != 0) ||
+        llm_model_validate(m, err) != 0)
         goto fail;
+    cJSON_Delete(text_cfg);
+    text_cfg = NULL;
     st_set_close(s);
     s = NULL;
     char path[PATH_MAX];
@@ -272,6 +412,7 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
         goto fail;
     return m;
 fail:
+    cJSON_Delete(text_cfg);
     st_set_close(s);
     llm_model_free(m);
     return NULL;

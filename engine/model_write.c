@@ -97,6 +97,7 @@ typedef struct {
     int perm;        /* 0 none, 1 half->adjacent (to GGUF), 2 adjacent->half (to HF) */
     int head_dim;
     float *tmp;      /* ne[0] floats */
+    float add;       /* added to a vector's elements (Gemma's norms: 1 + w in memory and GGUF, w in HF) */
 } conv;
 
 static int64_t src_row(const conv *c, int64_t r)
@@ -184,7 +185,7 @@ static int conv_fill_vec(void *user, uint64_t row0, uint64_t n, void *dst, llm_e
     conv *c = user;
     const float *s = c->src->data; /* vectors are F32 once loaded */
     for (int64_t i = 0; i < c->src->ne[0]; i++)
-        c->tmp[i] = s[src_row(c, i)];
+        c->tmp[i] = s[src_row(c, i)] + c->add;
     llm_row_from_f32(c->dst, c->tmp, dst, (size_t)c->src->ne[0]);
     return 0;
 }
@@ -248,7 +249,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     const llm_config *c = &m->cfg;
     gguf_writer *w = gguf_writer_new();
     conv_list l = { 0 };
-    l.cap = 14 * c->n_layers + 3;
+    l.cap = 16 * c->n_layers + 3;
     l.cv = calloc((size_t)l.cap, sizeof(conv));
     float *rf = NULL;
     int rc = -1;
@@ -301,6 +302,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         if (L->field.data != NULL) add_vec(w, &l, n, &L->field, p, hd);
         V("attn_q.bias", bq, perm) V("attn_k.bias", bk, perm) V("attn_v.bias", bv, 0)
         V("attn_q_norm.weight", q_norm, perm) V("attn_k_norm.weight", k_norm, perm)
+        V("post_attention_norm.weight", post_attn_norm, 0) V("post_ffw_norm.weight", post_ffn_norm, 0)
 #undef V
     }
     if (l.oom) {
@@ -321,6 +323,7 @@ typedef struct {
     char name[96];
     const llm_tensor *t;
     int perm;
+    float add;
     uint64_t off, nbytes;
 } hf_entry;
 
@@ -334,12 +337,36 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     const llm_config *c = &m->cfg;
     cJSON *j = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString(strcmp(m->arch, "qwen2") == 0   ? "Qwen2ForCausalLM"
-                                                  : strcmp(m->arch, "qwen3") == 0 ? "Qwen3ForCausalLM"
-                                                                                  : "LlamaForCausalLM"));
-    cJSON_AddStringToObject(j, "model_type", m->arch);
+    static const char *const names[][3] = {
+        { "qwen2", "Qwen2ForCausalLM", "qwen2" }, { "qwen3", "Qwen3ForCausalLM", "qwen3" },
+        { "gemma", "GemmaForCausalLM", "gemma" }, { "gemma2", "Gemma2ForCausalLM", "gemma2" },
+        { "gemma3", "Gemma3ForCausalLM", "gemma3_text" }, { "llama", "LlamaForCausalLM", "llama" },
+    };
+    size_t a = 0;
+    while (a + 1 < sizeof(names) / sizeof(names[0]) && strcmp(m->arch, names[a][0]) != 0)
+        a++;
+    cJSON_AddItemToArray(arch, cJSON_CreateString(names[a][1]));
+    cJSON_AddStringToObject(j, "model_type", names[a][2]);
     if (strcmp(m->arch, "qwen2") != 0) /* Qwen 2 always has the biases; the others say */
         cJSON_AddBoolToObject(j, "attention_bias", m->layers[0].bq.data != NULL);
+    if (strncmp(m->arch, "gemma", 5) == 0) {
+        cJSON_AddStringToObject(j, "hidden_activation", "gelu_pytorch_tanh");
+        float s = llm_attn_scale(c);
+        cJSON_AddNumberToObject(j, "query_pre_attn_scalar", (double)lroundf(1.0f / (s * s)));
+        if (c->swa_window > 0) {
+            cJSON_AddNumberToObject(j, "sliding_window", c->swa_window);
+            cJSON *lt = cJSON_AddArrayToObject(j, "layer_types");
+            for (int l = 0; l < c->n_layers; l++)
+                cJSON_AddItemToArray(lt, cJSON_CreateString(m->layers[l].swa ? "sliding_attention"
+                                                                              : "full_attention"));
+        }
+        if (c->rope_theta_swa > 0.0f)
+            cJSON_AddNumberToObject(j, "rope_local_base_freq", c->rope_theta_swa);
+        if (c->attn_softcap > 0.0f)
+            cJSON_AddNumberToObject(j, "attn_logit_softcapping", c->attn_softcap);
+        if (c->final_softcap > 0.0f)
+            cJSON_AddNumberToObject(j, "final_logit_softcapping", c->final_softcap);
+    }
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
     cJSON_AddNumberToObject(j, "intermediate_size", c->hidden_dim);
     cJSON_AddNumberToObject(j, "num_hidden_layers", c->n_layers);
@@ -427,7 +454,9 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
     if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0)
         return -1;
     const llm_config *c = &m->cfg;
-    int n = 14 * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
+    int n = 16 * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
+    int gemma = strncmp(m->arch, "gemma", 5) == 0, gemma23 = gemma && m->layers[0].post_attn_norm.data != NULL;
+    float nadd = gemma ? -1.0f : 0.0f; /* Gemma's norms are stored as w, scaling by 1 + w */
     hf_entry *e = calloc((size_t)n, sizeof(*e));
     float *tmp = NULL;
     uint8_t *row = NULL;
@@ -439,7 +468,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
     if (e == NULL)
         goto oom;
 #define ADD(nm, tensor, p) do { snprintf(e[k].name, sizeof(e[k].name), "%s", nm); e[k].t = (tensor); \
-        e[k].perm = (p); k++; } while (0)
+        e[k].perm = (p); e[k].add = strstr(e[k].name, "norm") != NULL ? nadd : 0.0f; k++; } while (0)
     ADD("model.embed_tokens.weight", &m->tok_embd, 0);
     ADD("model.norm.weight", &m->out_norm, 0);
     if (!c->tied_embeddings)
@@ -451,7 +480,13 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         L_("input_layernorm", attn_norm, 0)
         L_("self_attn.q_proj", wq, perm) L_("self_attn.k_proj", wk, perm)
         L_("self_attn.v_proj", wv, 0) L_("self_attn.o_proj", wo, 0)
-        L_("post_attention_layernorm", ffn_norm, 0)
+        if (gemma23) {
+            L_("post_attention_layernorm", post_attn_norm, 0)
+            L_("pre_feedforward_layernorm", ffn_norm, 0)
+            L_("post_feedforward_layernorm", post_ffn_norm, 0)
+        } else {
+            L_("post_attention_layernorm", ffn_norm, 0)
+        }
         L_("mlp.gate_proj", w_gate, 0) L_("mlp.up_proj", w_up, 0) L_("mlp.down_proj", w_down, 0)
 #undef L_
 #define V_(name, field, p) snprintf(nm, sizeof(nm), "model.layers.%d." name, i); \
@@ -498,7 +533,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         if (fputc(' ', f) == EOF)
             goto ioerr;
     for (int i = 0; i < k; i++) {
-        conv cv = { e[i].t, dtype, e[i].perm, c->head_dim, tmp };
+        conv cv = { e[i].t, dtype, e[i].perm, c->head_dim, tmp, e[i].add };
         size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);
         for (int64_t r = 0; r < e[i].t->ne[1]; r++) {
             if (e[i].t->ne[1] == 1) /* a vector: a bias's elements move as its matrix's rows */
