@@ -9,6 +9,8 @@
 #include "safetensors.h"
 #include "tap.h"
 
+#include <cjson/cJSON.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -560,6 +562,101 @@ static void test_qwen(void)
     unlink(q3);
 }
 
+/* Replace config.json's member key (a JSON text) in HF directory dir, or drop it (json NULL). */
+static void edit_config(const char *dir, const char *key, const char *json)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    FILE *f = fopen(path, "r");
+    char buf[8192] = "";
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, key);
+    if (json != NULL)
+        cJSON_AddItemToObject(j, key, cJSON_Parse(json));
+    char *t = cJSON_Print(j);
+    f = fopen(path, "w");
+    if (f && t) fputs(t, f);
+    if (f) fclose(f);
+    free(t);
+    cJSON_Delete(j);
+}
+
+/* Gemma 3 and Gemma 2 files: their settings as loaded, kept through a re-save as HF, and the refusals. */
+static void test_gemma(void)
+{
+    llm_err err = { { 0 } };
+    char g3[512], g2[512], bad[512], hf[512];
+    snprintf(g3, sizeof(g3), "%s/g3.gguf", tmpdir);
+    snprintf(g2, sizeof(g2), "%s/g2.gguf", tmpdir);
+    snprintf(bad, sizeof(bad), "%s/bad.gguf", tmpdir);
+    snprintf(hf, sizeof(hf), "%s/hfg", tmpdir);
+    ok(llm_model_generate("tiny-gemma3", LLM_Q8_0, 3, g3, "../shared", &err) == 0 &&
+       llm_model_generate("tiny-gemma2", LLM_Q8_0, 3, g2, "../shared", &err) == 0, "gen tiny-gemma3/2: %s", err.msg);
+    llm_model *m3 = llm_model_load(g3, NULL, &err), *m2 = llm_model_load(g2, NULL, &err);
+    ok(m3 && m3->cfg.act == LLM_ACT_GELU_TANH && m3->cfg.embd_scale == 8.0f && m3->cfg.swa_window == 16 &&
+       m3->cfg.rope_theta_swa == 10000.0f && m3->cfg.attn_softcap == 0.0f && m3->layers[0].q_norm.data &&
+       m3->layers[5].post_ffn_norm.data && m3->cfg.rope_layout == LLM_ROPE_HALF,
+       "gemma3: GeGLU, embedding scale, window, local rope base, q/k and post norms");
+    int pat3 = 0, pat2 = 0;
+    for (int l = 0; m3 && l < 6; l++) pat3 |= m3->layers[l].swa << l;
+    for (int l = 0; m2 && l < 4; l++) pat2 |= m2->layers[l].swa << l;
+    ok(pat3 == 0x1f && pat2 == 0x5, "sliding layers: gemma3 0-4 of 6 (%#x), gemma2 the even ones (%#x)", pat3, pat2);
+    ok(m2 && m2->cfg.attn_softcap == 2.0f && m2->cfg.final_softcap == 30.0f && !m2->layers[0].q_norm.data &&
+       m2->cfg.rope_theta_swa == 0.0f, "gemma2: soft caps, no q/k norms, one rope base");
+    /* through a Hugging Face directory: the same settings and norms (1 + w in memory, w in the file) */
+    if (m3) {
+        ok(llm_model_save_hf(m3, LLM_F32, hf, &err) == 0, "gemma3 saved as HF: %s", err.msg);
+        llm_model *h = llm_model_load(hf, NULL, &err);
+        int same = h && h->cfg.swa_window == 16 && h->cfg.embd_scale == 8.0f && h->cfg.rope_theta_swa == 10000.0f &&
+                   !strcmp(h->arch, "gemma3") && h->layers[4].swa && !h->layers[5].swa;
+        for (int l = 0; same && l < 6; l++)
+            same = fabsf(((const float *)h->layers[l].post_attn_norm.data)[3] -
+                         ((const float *)m3->layers[l].post_attn_norm.data)[3]) < 1e-6f &&
+                   fabsf(((const float *)h->layers[l].q_norm.data)[7] - ((const float *)m3->layers[l].q_norm.data)[7]) <
+                       1e-6f;
+        ok(same, "gemma3 from HF: the same settings, sliding layers and norm weights: %s", h ? "" : err.msg);
+        llm_model_free(h);
+        /* what a Hugging Face config may say wrong */
+        static const struct { const char *key, *json, *want; } cases[] = {
+            { "layer_types", "[\"sliding_attention\"]", "layer_types must list the 6 layers" },
+            { "layer_types", "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]", "layer_types[0] is not" },
+            { "hidden_activation", "\"silu\"", "hidden_activation 'silu' is not supported" },
+            { "sliding_window", "0", "bad sliding_window" },
+            { "sliding_window", NULL, "config.json lacks sliding_window" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            ok(llm_model_save_hf(m3, LLM_F32, hf, &err) == 0, "re-saved");
+            edit_config(hf, cases[i].key, cases[i].json);
+            llm_model *x = llm_model_load(hf, NULL, &err);
+            ok(x == NULL && strstr(err.msg, cases[i].want), "HF refused (%s): %s", cases[i].want, x ? "loaded" : err.msg);
+            llm_model_free(x);
+        }
+        char f[600];
+        snprintf(f, sizeof(f), "%s/config.json", hf);
+        unlink(f);
+        snprintf(f, sizeof(f), "%s/model.safetensors", hf);
+        unlink(f);
+        rmdir(hf);
+    }
+    /* a GGUF without one of a Gemma 3 layer's norms, or the window key under another architecture's name */
+    rewrite(g3, bad, "blk.2.post_ffw_norm.weight", NULL, NULL, NULL);
+    llm_model *x = llm_model_load(bad, NULL, &err);
+    ok(x == NULL && strstr(err.msg, "missing tensor blk.2.post_ffw_norm.weight"), "no post_ffw_norm: %s", x ? "loaded" : err.msg);
+    llm_model_free(x);
+    rewrite(g3, bad, "blk.0.attn_q_norm.weight", NULL, NULL, NULL);
+    x = llm_model_load(bad, NULL, &err);
+    ok(x == NULL && strstr(err.msg, "missing tensor blk.0.attn_q_norm.weight"), "no q norm: %s", x ? "loaded" : err.msg);
+    llm_model_free(x);
+    llm_model_free(m3);
+    llm_model_free(m2);
+    unlink(bad);
+    unlink(g3);
+    unlink(g2);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_model_%d", (int)getpid());
@@ -567,6 +664,7 @@ int main(void)
     test_load_and_save();
     test_generate();
     test_qwen();
+    test_gemma();
     rmdir(tmpdir);
     return done_testing();
 }
