@@ -225,10 +225,5 @@ static inline double llm_rope_freq_swa(const llm_model *m, int i)
     return pow((double)c->rope_theta_swa, -2.0 * i / (double)c->head_dim);
 }
 
-/* GELU, tanh approximation (Hugging Face's gelu_pytorch_tanh, ggml's gelu). */
-static inline float llm_gelu_tanh(float x)
-{
-    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-}
 
 #endif

@@ -3,6 +3,7 @@
 #ifndef LLM_COMMON_H
 #define LLM_COMMON_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,5 +54,11 @@ uint16_t llm_f32_to_bf16(float f);   /* round to nearest even */
 void llm_row_to_f32(llm_dtype t, const void *src, float *dst, size_t n);
 /* Quantise / convert n floats into type t (reference, scalar). */
 void llm_row_from_f32(llm_dtype t, const float *src, void *dst, size_t n);
+
+/* GELU, tanh approximation (Hugging Face's gelu_pytorch_tanh, ggml's gelu): Gemma's FFN activation. */
+static inline float llm_gelu_tanh(float x)
+{
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
 
 #endif

@@ -109,6 +109,8 @@ typedef struct {
     void  (*softmax)(float *x, int n);
     /* g[i] = silu(g[i]) * u[i] */
     void  (*swiglu)(float *g, const float *u, int n);
+    /* g[i] = gelu_tanh(g[i]) * u[i] (Gemma's GeGLU), computed as x * sigmoid(2y): 0.5 (1 + tanh y) is that */
+    void  (*geglu)(float *g, const float *u, int n);
     /* 1: Q8_0/Q4_0 products of many tokens that are not packed (the classifier,
      * converted K-quants, LLM_CPU_REPACK=0) stay on the integer kernels, so a
      * token's bits do not depend on the batch (the VNNI tables); 0: widen

@@ -1085,6 +1085,21 @@ static void swiglu(float *g, const float *u, int n)
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+static void geglu(float *g, const float *u, int n)
+{
+    int i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f), c = _mm256_set1_ps(-2.0f * 0.7978845608028654f);
+    const __m256 a = _mm256_set1_ps(0.044715f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256 y = _mm256_mul_ps(c, _mm256_fmadd_ps(_mm256_mul_ps(a, x), _mm256_mul_ps(x, x), x)); /* -2y */
+        __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, kx_exp256(y)));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; i++)
+        g[i] = llm_gelu_tanh(g[i]) * u[i];
+}
+
 static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, float *out)
 {
     for (int r = 0; r < nr; r++) {
@@ -1135,6 +1150,6 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
-    attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, KX_INT8_PREFILL,
+    attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, geglu, KX_INT8_PREFILL,
     KX_GEMM_PACKED, KX_BF16_ACT,
 };

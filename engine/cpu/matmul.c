@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdatomic.h>
 
-#include "backend_util.h"
 #include "cpu/cpu_backend.h"
 
 #define CHUNK_ROWS CPU_MM_CHUNK_ROWS
@@ -87,13 +86,6 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     }
 }
 
-/* g <- gelu_tanh(g) * u (Gemma's GeGLU; its cost is small beside the two matrices' rows) */
-static void geglu(float *g, const float *u, int n)
-{
-    for (int i = 0; i < n; i++)
-        g[i] = llm_gelu_tanh(g[i]) * u[i];
-}
-
 static void mm_worker(void *ctx, int ith, int nth)
 {
     mm_job *j = ctx;
@@ -134,7 +126,7 @@ static void mm_worker(void *ctx, int ith, int nth)
             const cpu_mm_out *up = &mm->outs[1];
             run_rows(j, up, r0, r1, ith);
             for (int t = 0; t < mm->n; t++)
-                (mm->gelu ? geglu : st->kern->swiglu)(out->y + (size_t)t * out->ldy + r0,
+                (mm->gelu ? st->kern->geglu : st->kern->swiglu)(out->y + (size_t)t * out->ldy + r0,
                                                       up->y + (size_t)t * up->ldy + r0, r1 - r0);
         }
     }
