@@ -333,6 +333,8 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
             p.head_dim = sh.head_dim;
             p.block_size = bs;
             p.scale = 1.0f / sqrtf((float)sh.head_dim);
+            p.window = 0;
+            p.softcap = 0.0f;
             p.q_tile = 1;
             p.tc = 0;
             p.mma = 0;
@@ -389,6 +391,8 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
         p.head_dim = sh.head_dim;
         p.block_size = bs;
         p.scale = 1.0f / sqrtf((float)sh.head_dim);
+        p.window = 0;
+        p.softcap = 0.0f;
         p.q_tile = qt;
         p.tc = tc;
         p.mma = kern == 2;
@@ -424,7 +428,7 @@ static void bench_small_kernels(const shape &sh)
     float *w = dev_f32((size_t)sh.dim, 1.0f);
     for (int n : { 1, 256 }) {
         double a = time_us([&] { cuda_rmsnorm(x, sh.dim, w, y, sh.dim, n, sh.dim, 1e-5f, NULL, S); });
-        double b = time_us([&] { cuda_swiglu(x, 2 * sh.hidden, y, sh.hidden, n, S); });
+        double b = time_us([&] { cuda_swiglu(x, 2 * sh.hidden, y, sh.hidden, n, 0, S); });
         printf("n %3d: rmsnorm %.1f us, swiglu %.1f us\n", n, a, b);
     }
     cudaFree(x);

@@ -5,12 +5,17 @@
  * tiles of 32 positions through shared memory (read once for all its queries:
  * GQA and prefill reuse) and keeps an online softmax per query row. Splits
  * write partial (max, sum, unnormalised output); a second kernel merges them
- * (flash-decoding). Causality: row r sees positions p <= pos(token of r).
+ * (flash-decoding). Causality: row r sees positions p <= pos(token of r); in a sliding-window layer
+ * (plan.window = W > 0, Gemma 2 / 3) only pos - W + 1 <= p as well: every kernel starts at the tile
+ * holding the item's earliest window start, a split wholly before it returns at once, and the merge reads
+ * only the splits from the one holding the token's window start. Gemma 2's soft cap (plan.softcap) maps
+ * each visible score, after the scale, to cap * tanh(s / cap) before the max and the softmax.
  *
  * Shared memory (floats), R = q_tile * group rows, hd = head_dim:
  *   qs[R][hd] | ks[32][hd+1] | vs[32][hd] | sc[R][32] | m[R] | l[R] | corr[R] | acc[R][hd] | rpos[R] (int)
  * ks rows are padded by one float so lanes reading different keys hit
  * different banks. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +58,8 @@ typedef struct {
     int            n_heads, n_kv, hd, group, block_size, q_tile, chunk, n_splits;
     float          scale;
     float         *out;         /* decode kernel with one split: the final output, written directly (no merge) */
+    int            win;         /* sliding window (0: none): position p sees pos - win + 1 .. pos */
+    float          cap;         /* soft cap of the scaled scores (0: none) */
 } att_args;
 #ifdef CU_EMULATE
 static inline void cu_emu_arg_check(const att_args &a, int arg)
@@ -66,6 +73,36 @@ static inline void cu_emu_arg_check(const att_args &a, int arg)
 __device__ __forceinline__ size_t kv_slot(const int32_t *table, int p, int block_size)
 {
     return (size_t)table[p / block_size] * block_size + (size_t)(p % block_size);
+}
+
+/* Whether the query at position pos sees position p (causal; within the window when there is one). */
+__device__ __forceinline__ bool att_sees(int p, int pos, int win)
+{
+    return p <= pos && (win <= 0 || p > pos - win);
+}
+
+/* A visible score after the scale: soft-capped when the model says so (Gemma 2). */
+__device__ __forceinline__ float att_cap(float s, float cap)
+{
+    return cap > 0.0f ? cap * tanhf(s / cap) : s;
+}
+
+/* The first position any query of item `it` sees: its earliest token's window start (0 without a window).
+ * The same value in every thread of a block (read before any barrier). */
+__device__ __forceinline__ int att_item_lo(const att_args &a, const cu_att_item &it)
+{
+    if (a.win <= 0)
+        return 0;
+    int lo = INT_MAX;
+    for (int i = 0; i < it.nq; i++)
+        lo = min(lo, a.ti.pos[it.t0 + i] - a.win + 1);
+    return max(lo, 0);
+}
+
+/* Where a split's tile walk starts: p_begin, or the tile (of kt positions from p_begin) holding lo. */
+__device__ __forceinline__ int att_first(int p_begin, int lo, int kt)
+{
+    return lo > p_begin ? p_begin + (lo - p_begin) / kt * kt : p_begin;
 }
 
 template <typename C> __device__ __forceinline__ float cache_ld(const C *p, size_t i);
@@ -82,7 +119,9 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
     const int p_begin = split * a.chunk;
     if (p_begin >= it.n_pos)
         return; /* uniform over the block, before any barrier */
-    const int p_end = min(p_begin + a.chunk, it.n_pos);
+    const int p_end = min(p_begin + a.chunk, it.n_pos), lo = att_item_lo(a, it);
+    if (p_end <= lo)
+        return; /* the split lies wholly before every query's window (the merge does not read it) */
     const int R = it.nq * a.group, RT = a.q_tile * a.group;
     const int kv_dim = a.n_kv * hd;
     float *qs = smem;
@@ -112,7 +151,7 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
     }
     __syncthreads();
 
-    for (int p0 = p_begin; p0 < p_end; p0 += ATT_KT) {
+    for (int p0 = att_first(p_begin, lo, ATT_KT); p0 < p_end; p0 += ATT_KT) {
         for (int idx = tid; idx < ATT_KT * hd; idx += ATT_THREADS) {
             int j = idx / hd, d = idx % hd, p = p0 + j;
             float kv = 0.0f, vv = 0.0f;
@@ -129,12 +168,12 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
         for (int idx = tid; idx < R * ATT_KT; idx += ATT_THREADS) {
             int r = idx / ATT_KT, j = idx % ATT_KT, p = p0 + j;
             float s = -INFINITY;
-            if (p < p_end && p <= rpos[r]) {
+            if (p < p_end && att_sees(p, rpos[r], a.win)) {
                 const float *qr = qs + (size_t)r * hd, *kr = ks + j * (hd + 1);
                 float dot = 0.0f;
                 for (int d = 0; d < hd; d++)
                     dot += qr[d] * kr[d];
-                s = dot * a.scale;
+                s = att_cap(dot * a.scale, a.cap);
             }
             sc[idx] = s;
         }
@@ -292,7 +331,9 @@ __global__ void __launch_bounds__(TC_THREADS) attention_tc_kernel(att_args a)
     const int p_begin = split * a.chunk;
     if (p_begin >= it.n_pos)
         return; /* uniform over the block, before any barrier */
-    const int p_end = min(p_begin + a.chunk, it.n_pos);
+    const int p_end = min(p_begin + a.chunk, it.n_pos), lo = att_item_lo(a, it);
+    if (p_end <= lo)
+        return; /* wholly before every query's window */
     const int R = it.nq * a.group, RP = (R + 15) & ~15, RT = tc_rows(a.q_tile, a.group);
     const int ldh = hd + 8, lds = TC_KT + 4, ldp = TC_KT + 8, ldo = hd + 4;
     __half *qh = (__half *)smem;
@@ -327,7 +368,7 @@ __global__ void __launch_bounds__(TC_THREADS) attention_tc_kernel(att_args a)
     __syncthreads();
 
     const int n_rt = RP / 16, n_kt = TC_KT / 16, n_dt = hd / 16;
-    for (int p0 = p_begin; p0 < p_end; p0 += TC_KT) {
+    for (int p0 = att_first(p_begin, lo, TC_KT); p0 < p_end; p0 += TC_KT) {
         tc_kv<C>::load(a, kc, vc, table, g, p0, p_end, kh, vh, ldh);
         __syncthreads();
         /* S = Q K^T, one 16x16 tile per warp at a time */
@@ -357,7 +398,8 @@ __global__ void __launch_bounds__(TC_THREADS) attention_tc_kernel(att_args a)
 #pragma unroll
             for (int u = 0; u < TC_KT / 32; u++) {
                 int j = lane + 32 * u, p = p0 + j;
-                s[u] = (p < p_end && p <= rpos[r]) ? sc[(size_t)r * lds + j] : -INFINITY;
+                s[u] = (p < p_end && att_sees(p, rpos[r], a.win)) ? att_cap(sc[(size_t)r * lds + j], a.cap)
+                                                                   : -INFINITY;
                 mt = fmaxf(mt, s[u]);
             }
 #pragma unroll
@@ -470,14 +512,17 @@ __global__ void __launch_bounds__(MA_THREADS) attention_mma_kernel(att_args a)
     const int p_begin = split * a.chunk;
     if (p_begin >= it.n_pos)
         return; /* uniform over the block, before any barrier */
-    const int p_end = min(p_begin + a.chunk, it.n_pos);
+    const int p_end = min(p_begin + a.chunk, it.n_pos), lo = att_item_lo(a, it);
+    if (p_end <= lo)
+        return; /* wholly before every query's window */
+    const int p_first = att_first(p_begin, lo, MA_KT);
     const int R = it.nq * a.group;
     __half *qs = (__half *)smem, *kbuf = qs + TC_MAX_ROWS * LD, *vbuf = kbuf + 2 * MA_KT * LD;
     const __half *kc = (const __half *)a.kc, *vc = (const __half *)a.vc;
     const int32_t *table = a.ti.tables + a.ti.tab[it.t0];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
 
-    ma_issue_kv<HD>(a, kc, vc, table, gk, p_begin, p_end, kbuf, vbuf);
+    ma_issue_kv<HD>(a, kc, vc, table, gk, p_first, p_end, kbuf, vbuf);
     CU_CP_COMMIT();
     /* Row r = (token it.t0 + r / group, query head gk * group + r % group), scaled, as half; rows past R: 0 */
     for (int idx = threadIdx.x; idx < TC_MAX_ROWS * HD; idx += MA_THREADS) {
@@ -514,7 +559,7 @@ __global__ void __launch_bounds__(MA_THREADS) attention_mma_kernel(att_args a)
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
 
     int buf = 0;
-    for (int p0 = p_begin; p0 < p_end; p0 += MA_KT, buf ^= 1) {
+    for (int p0 = p_first; p0 < p_end; p0 += MA_KT, buf ^= 1) {
         if (p0 + MA_KT < p_end) /* the next tile into the other buffer (its last reader passed the barrier below) */
             ma_issue_kv<HD>(a, kc, vc, table, gk, p0 + MA_KT, p_end, kbuf + (buf ^ 1) * MA_KT * LD,
                             vbuf + (buf ^ 1) * MA_KT * LD);
@@ -547,8 +592,8 @@ __global__ void __launch_bounds__(MA_THREADS) attention_mma_kernel(att_args a)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     int p = p0 + 8 * j + 2 * t + e;
-                    s[j][e] = p < p_end && p <= pos0 ? s[j][e] : -INFINITY;
-                    s[j][2 + e] = p < p_end && p <= pos1 ? s[j][2 + e] : -INFINITY;
+                    s[j][e] = p < p_end && att_sees(p, pos0, a.win) ? att_cap(s[j][e], a.cap) : -INFINITY;
+                    s[j][2 + e] = p < p_end && att_sees(p, pos1, a.win) ? att_cap(s[j][2 + e], a.cap) : -INFINITY;
                     mt0 = fmaxf(mt0, s[j][e]);
                     mt1 = fmaxf(mt1, s[j][2 + e]);
                 }
@@ -697,7 +742,10 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
     const int p_begin = split * a.chunk;
     if (p_begin >= it.n_pos)
         return; /* uniform over the block, before the barrier */
-    const int p_end = min(p_begin + a.chunk, it.n_pos);
+    const int p_end = min(p_begin + a.chunk, it.n_pos), lo = att_item_lo(a, it);
+    if (p_end <= lo)
+        return; /* wholly before the token's window (the merge does not read this split) */
+    const int p_start = max(p_begin, lo); /* one token: its window is the one range lo .. pos */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, t = it.t0;
     const size_t kv_dim = (size_t)a.n_kv * HD;
     const int32_t *table = a.ti.tables + a.ti.tab[t];
@@ -715,7 +763,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
             acc[g][i] = 0.0f;
         }
     }
-    for (int p0 = p_begin + warp; p0 < p_end; p0 += DEC_WARPS * DEC_U) {
+    for (int p0 = p_start + warp; p0 < p_end; p0 += DEC_WARPS * DEC_U) {
         float k[DEC_U][DPL], v[DEC_U][DPL];
 #pragma unroll
         for (int u = 0; u < DEC_U; u++) {
@@ -738,7 +786,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
 #pragma unroll
                 for (int i = 0; i < DPL; i++)
                     s += q[g][i] * k[u][i];
-                s = warp_allsum(s);
+                s = att_cap(warp_allsum(s), a.cap);
                 float mn = fmaxf(m[g], s);
                 float cr = expf(m[g] - mn); /* m = -inf (first position) gives 0 */
                 float pe = expf(s - mn);
@@ -810,25 +858,26 @@ static int attention_decode_launch(const cu_att_plan *p, const att_args &a, cuda
     return attention_decode_launch_g<C, 8>(p, a, st);
 }
 
-/* out[t][h*hd + d] = merge of the splits that cover positions 0..pos(t). */
+/* out[t][h*hd + d] = merge of the splits that cover positions 0..pos(t) (with a window: from the split holding
+ * pos(t) - win + 1; the kernels skip the splits before it). */
 __global__ void attention_merge_kernel(const float *ws, cu_tokinfo ti, float *out, int n_heads, int hd, int chunk,
-                                       int n_splits)
+                                       int n_splits, int win)
 {
     CU_PDL_ENTRY();
     int t = blockIdx.x / n_heads, h = blockIdx.x % n_heads;
-    int ns = ti.pos[t] / chunk + 1;
+    int pos = ti.pos[t], ns = pos / chunk + 1, s0 = win > 0 && pos - win + 1 > 0 ? (pos - win + 1) / chunk : 0;
     const float *w = ws + ((size_t)t * n_heads + h) * n_splits * (size_t)(hd + 2);
     float M = -INFINITY;
-    for (int s = 0; s < ns; s++)
+    for (int s = s0; s < ns; s++)
         M = fmaxf(M, w[(size_t)s * (hd + 2) + hd]);
     float den = 0.0f;
-    for (int s = 0; s < ns; s++) {
+    for (int s = s0; s < ns; s++) {
         const float *ws_s = w + (size_t)s * (hd + 2);
         den += expf(ws_s[hd] - M) * ws_s[hd + 1];
     }
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float num = 0.0f;
-        for (int s = 0; s < ns; s++) {
+        for (int s = s0; s < ns; s++) {
             const float *ws_s = w + (size_t)s * (hd + 2);
             num += expf(ws_s[hd] - M) * ws_s[d];
         }
@@ -889,6 +938,8 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
     a.chunk = p->chunk;
     a.n_splits = p->n_splits;
     a.scale = p->scale;
+    a.win = p->window;
+    a.cap = p->softcap;
     /* decode steps: the register kernel where the shape allows (LLM_CUDA_ATT_DECODE=0: never) */
     static int dec_env = -1;
     if (dec_env < 0) {
@@ -925,5 +976,5 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
         return;
     int mthreads = p->head_dim < 256 ? p->head_dim : 256;
     CU_LAUNCH(attention_merge_kernel, (unsigned)(n_tokens * p->n_heads), mthreads, 0, st, ws, *ti, out, p->n_heads,
-              p->head_dim, p->chunk, p->n_splits);
+              p->head_dim, p->chunk, p->n_splits, p->window);
 }

@@ -621,11 +621,14 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
 {
     const llm_config *c = &st->m->cfg;
     const int n = sp->n;
-    int prep = L->bq != NULL || L->q_norm != NULL; /* Qwen: biases / q-k norms between product and rope */
+    /* Qwen, Gemma 3: biases / q-k norms between product and rope */
+    int prep = L->bq != NULL || L->q_norm != NULL;
+    /* Gemma 3's sliding-window layers rotate with their own tables (the same ones for every other model) */
+    const float *cos_t = L->swa ? st->rope_cos_swa : st->rope_cos, *sin_t = L->swa ? st->rope_sin_swa : st->rope_sin;
     if (!prep && st->mm.fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
         cuda_gemv_norm_qkv_rope(&st->mm, &L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv,
-                                st->qkv_ld, &sp->ti, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
-                                c->n_kv_heads, (int)c->rope_layout, &st->kv, l, st->block_size);
+                                st->qkv_ld, &sp->ti, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
+                                (int)c->rope_layout, &st->kv, l, st->block_size);
         return stage_check(st, "norm + qkv", l, err);
     }
     if (norm_product(st, &L->qkv, L->attn_norm, st->qkv, st->qkv_ld, n, "qkv", err) != 0 ||
@@ -634,20 +637,37 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     if (prep)
         cuda_qkv_prep(st->qkv, st->qkv_ld, n, L->bq, L->bk, L->bv, L->q_norm, L->k_norm, c->n_heads, c->n_kv_heads,
                       c->head_dim, c->norm_eps, st->stream);
-    cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, st->rope_cos, st->rope_sin, c->head_dim / 2, c->n_heads,
-                       c->n_kv_heads, (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
+    cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
+                       (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
     return stage_check(st, "rope + kv write", l, err);
 }
 
-/* x += Wdown · SwiGLU(gate|up · RMSNorm(x)): the norm, product and SwiGLU as one fused GEMV where the GEMV
- * takes the step; else the norm and the SwiGLU write 16-bit activations for cuBLAS / the tensor-core GEMM. */
+/* The output projection of a block (wo, w_down) of n rows, added to the residual x: accumulated into x by the
+ * product itself, or, where the layer has a norm after the block (Gemma 2 / 3), written to st->xn (free between
+ * the norms that fill it) and added normed, x += RMSNorm(W·in) * post (cuda_rmsnorm_add). */
+static int project_out(cu_state *st, const cu_mat *W, const float *in, int ldin, int n, const float *post,
+                       llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
+    if (cuda_matmul(&st->mm, W, in, ldin, post != NULL ? st->xn : st->x, c->dim, n, post == NULL, err->msg,
+                    sizeof(err->msg)))
+        return -1;
+    if (post != NULL)
+        cuda_rmsnorm_add(st->xn, post, st->x, n, c->dim, c->norm_eps, st->stream);
+    return 0;
+}
+
+/* x += Wdown · SwiGLU(gate|up · RMSNorm(x)) (GeGLU for Gemma): the norm, product and SwiGLU as one fused GEMV
+ * where the GEMV takes the step; else the norm and the SwiGLU write 16-bit activations for cuBLAS / the
+ * tensor-core GEMM. */
 static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
+    const int gelu = c->act == LLM_ACT_GELU_TANH;
     int down16 = 0; /* the SwiGLU wrote the down projection's 16-bit activations */
     if (st->mm.fuse && L->gate_up.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
         cuda_gemv_norm_swiglu(&st->mm, &L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h,
-                              c->hidden_dim);
+                              c->hidden_dim, gelu);
         if (stage_check(st, "norm + gate/up", l, err))
             return -1;
     } else {
@@ -655,14 +675,13 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
             stage_check(st, "norm + gate/up", l, err))
             return -1;
         down16 = cuda_mm_act16(&st->mm, &L->down, n);
-        if (down16 ? cuda_swiglu_act16(&st->mm, &L->down, st->gu, st->gu_ld, n) != 0
-                   : (cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, st->stream), 0))
+        if (down16 ? cuda_swiglu_act16(&st->mm, &L->down, st->gu, st->gu_ld, n, gelu) != 0
+                   : (cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, gelu, st->stream), 0))
             return act16_fail(st, err, "swiglu");
         if (stage_check(st, "swiglu", l, err))
             return -1;
     }
-    if (cuda_matmul(&st->mm, &L->down, down16 ? NULL : st->h, c->hidden_dim, st->x, c->dim, n, 1, err->msg,
-                    sizeof(err->msg)))
+    if (project_out(st, &L->down, down16 ? NULL : st->h, c->hidden_dim, n, L->post_ffn_norm, err) != 0)
         return -1;
     return stage_check(st, "down", l, err);
 }
@@ -686,17 +705,20 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         st->n_ev = 1;
     }
     const long launches0 = cu_launches;
-    cuda_embed(&st->tok_embd, sp->d_tok, st->x, n, s);
+    cuda_embed(&st->tok_embd, sp->d_tok, st->x, n, c->embd_scale, s);
     if (stage_check(st, "embedding", -1, err))
         return -1;
     for (int l = 0; l < c->n_layers; l++) {
         const cu_layer *L = &st->layers[l];
         if (layer_attention_in(st, sp, L, l, err) != 0)
             return -1;
-        cuda_attention(&sp->plan, sp->d_items, st->qkv, st->qkv_ld, &sp->ti, &st->kv, l, st->ws, st->att, n, s);
+        cu_att_plan plan = sp->plan; /* per layer: Gemma's sliding window and soft cap */
+        plan.window = L->swa ? c->swa_window : 0;
+        plan.softcap = c->attn_softcap;
+        cuda_attention(&plan, sp->d_items, st->qkv, st->qkv_ld, &sp->ti, &st->kv, l, st->ws, st->att, n, s);
         if (stage_check(st, "attention", l, err))
             return -1;
-        if (cuda_matmul(&st->mm, &L->wo, st->att, st->q_dim, st->x, c->dim, n, 1, err->msg, sizeof(err->msg)))
+        if (project_out(st, &L->wo, st->att, st->q_dim, n, L->post_attn_norm, err) != 0)
             return -1;
         if (stage_check(st, "output projection", l, err))
             return -1;
@@ -708,6 +730,8 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         if (cuda_matmul(&st->mm, &st->output, st->xn, c->dim, st->logits, c->vocab_size, sp->nw, 0, err->msg,
                         sizeof(err->msg)))
             return -1;
+        if (c->final_softcap > 0.0f) /* Gemma 2: capped before the argmax, the sampler and the copies out */
+            cuda_softcap(st->logits, c->vocab_size, c->vocab_size, sp->nw, c->final_softcap, s);
         if (sp->argmax)
             cuda_argmax(st->logits, c->vocab_size, sp->nw, st->am_ids, st->am_lp, s);
         if (stage_check(st, "classifier", -1, err))
@@ -849,7 +873,9 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     plan->n_kv_heads = c->n_kv_heads;
     plan->head_dim = c->head_dim;
     plan->block_size = bs;
-    plan->scale = 1.0f / sqrtf((float)c->head_dim);
+    plan->scale = llm_attn_scale(c);
+    plan->window = 0; /* per layer: cuda_enqueue_step */
+    plan->softcap = 0.0f;
     int n_items = 0, q_tile = 1, max_npos = 1;
     for (int i = 0; i < n; i++) {
         cu_att_item *cur = n_items > 0 ? &h_items[n_items - 1] : NULL;

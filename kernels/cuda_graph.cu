@@ -114,7 +114,9 @@ static int graph_plan(const cu_state *st, int B, int max_npos, cu_att_plan *p)
     p->n_kv_heads = c->n_kv_heads;
     p->head_dim = c->head_dim;
     p->block_size = st->block_size;
-    p->scale = 1.0f / sqrtf((float)c->head_dim);
+    p->scale = llm_attn_scale(c);
+    p->window = 0; /* per layer: cuda_enqueue_step */
+    p->softcap = 0.0f;
     p->q_tile = 1;
     p->tc = 0; /* decode only: never the tensor-core prefill kernels */
     p->mma = 0;

@@ -144,8 +144,10 @@ typedef struct {
 
 typedef struct {
     const float *attn_norm, *ffn_norm;
-    /* Optional (NULL when the model has none): Qwen 2's q/k/v biases, Qwen 3's per-head q/k norms */
-    const float *bq, *bk, *bv, *q_norm, *k_norm;
+    /* Optional (NULL when the model has none): Qwen 2's q/k/v biases, Qwen 3's / Gemma 3's per-head q/k norms,
+     * Gemma 2 / 3's norms of the attention's and the FFN's outputs before the residual adds */
+    const float *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm, *post_ffn_norm;
+    int       swa;           /* a sliding-window layer (cfg.swa_window; its rope tables: rope_*_swa) */
     cu_matset qkv;           /* outputs [q | k | v] */
     cu_mat    wo;
     cu_matset gate_up;       /* outputs [gate | up] */
@@ -209,7 +211,7 @@ void cuda_matmul_release(cu_mm_ctx *c);
  * 16-bit type), growing the scratch first. 0, or -1 out of device memory (c->nomem set). */
 int  cuda_mm_act16(const cu_mm_ctx *c, const cu_mat *W, int n);
 int  cuda_rmsnorm_act16(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, const float *w, int n, float eps);
-int  cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, int n);
+int  cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, int n, int gelu);
 /* Tokens one GEMV launch takes at most (larger n on the GEMV path is split). */
 #define CU_GEMV_MAX_TOKENS 8
 /* cuda_matmul's choice: 1 when n tokens take the GEMV path for W. */
@@ -224,7 +226,7 @@ typedef struct cu_tokinfo cu_tokinfo;
 typedef struct cu_kv cu_kv;
 int  cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx);
 void cuda_gemv_norm_swiglu(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, int n, const float *norm,
-                           float eps, float *h, int ldh);
+                           float eps, float *h, int ldh, int gelu);
 void cuda_gemv_norm_qkv_rope(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, int n, const float *norm,
                              float eps, float *qkv, int ld, const cu_tokinfo *ti, const float *cos_t,
                              const float *sin_t, int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv,
@@ -247,10 +249,16 @@ int    cuda_mm_use_tc(const cu_mm_ctx *c, const cu_mat *W, int n);
 /* Per row of logits [rows][vocab]: ids[r] = argmax as the CPU sampler's greedy (NaN as -inf, +inf as
  * FLT_MAX, ties: lowest id) and lps[r] = its log-softmax. */
 void cuda_argmax(const float *logits, int vocab, int rows, int32_t *ids, float *lps, cudaStream_t st);
-void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, cudaStream_t st);
+/* x = row tokens[t] of E, times scale when scale > 0 (Gemma: sqrt(dim)). */
+void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, float scale, cudaStream_t st);
 void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
                   const int32_t *rows, cudaStream_t st);
-void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, cudaStream_t st);
+/* x[t] += y[t] / rms(y[t]) * w for n rows of dim (Gemma 2 / 3's norms after attention and FFN). */
+void cuda_rmsnorm_add(const float *y, const float *w, float *x, int n, int dim, float eps, cudaStream_t st);
+/* h = silu(gate) * up, or with gelu: gelu_tanh(gate) * up (GeGLU, llm_gelu_tanh). */
+void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, int gelu, cudaStream_t st);
+/* x[i] = cap * tanh(x[i] / cap) for n rows of `cols` floats, ld apart (Gemma 2's final logit soft cap). */
+void cuda_softcap(float *x, int ld, int cols, int n, float cap, cudaStream_t st);
 /* KV cache element type: 0 = f32, 1 = f16. */
 typedef struct cu_kv {
     int    kv16;
@@ -301,6 +309,10 @@ typedef struct {
     int   n_items;
     int   tc;                  /* 1: attention_tc_kernel (tensor cores; q_tile > 1, head_dim % 16 == 0) */
     int   mma;                 /* with tc: attention_mma_kernel instead (st->att_mma) */
+    /* Per layer (cuda_enqueue_step sets them; 0: none): the query at position p sees only p - window + 1 .. p
+     * (a sliding-window layer), and scores s (already scaled) become softcap * tanh(s / softcap) */
+    int   window;
+    float softcap;
 } cu_att_plan;
 
 /* Largest q_tile whose shared memory fits `smem_max` bytes (0 if none). */
@@ -381,6 +393,7 @@ typedef struct {
     const float *out_norm;
     cu_layer *layers;
     float  *rope_cos, *rope_sin;     /* [seq_len][head_dim/2] */
+    float  *rope_cos_swa, *rope_sin_swa; /* the sliding-window layers' (cfg.rope_theta_swa), else the above */
     void  **allocs; int n_allocs, cap_allocs;  /* every weight allocation, freed at destroy */
     size_t  weight_bytes;
     cu_kv   kv;

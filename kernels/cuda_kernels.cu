@@ -14,6 +14,14 @@
 #define GEMV_WARPS 4
 
 __device__ __forceinline__ float bf16_f(uint32_t h) { return __uint_as_float(h << 16); }
+/* The FFN's gate activation times up: SwiGLU silu(g) * u, or Gemma's GeGLU gelu_tanh(g) * u (as llm_gelu_tanh,
+ * engine/common.h, computes it; the CPU's vector kernels use the equal g * sigmoid(2y), y the tanh's argument). */
+__device__ __forceinline__ float cu_glu(float g, float u, int gelu)
+{
+    if (gelu)
+        return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+    return g / (1.0f + expf(-g)) * u;
+}
 __device__ __forceinline__ float f16_f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 
 /* One element W[r][k] in any layout (slow path: embedding, dequant, odd shapes). */
@@ -220,7 +228,8 @@ gemv_scalar_kernel(cu_mat W, const float *__restrict__ x, int ldx, float *y, int
  * as the dot products, the norm weight multiplies x element by element, and 1/rms scales the two sums at
  * the end (no normalised copy of x, no RMSNorm launch). The epilogue then does what used to be a kernel of
  * its own:
- *  GF_SWIGLU  rows j (gate) and hidden + j (up) of the fused gate|up matrix: h[j] = silu(gate) * up;
+ *  GF_SWIGLU  rows j (gate) and hidden + j (up) of the fused gate|up matrix: h[j] = silu(gate) * up
+ *             (with gelu: gelu_tanh(gate) * up, Gemma's GeGLU);
  *  GF_ROPE_KV a RoPE pair of one q or k head (or two v rows) of the fused QKV matrix: q rotated into the
  *             qkv buffer (the attention reads it there), k rotated and v written into the paged KV cache.
  * Per decode layer: 5 launches fewer (2 RMSNorm, RoPE + KV write, SwiGLU... and their round trips). */
@@ -237,6 +246,7 @@ typedef struct {
     int          half, q_dim, kv_dim, layout, kv16, block_size;
     void        *kc, *vc;    /* this layer's K and V cache */
     int          accumulate; /* GF_PLAIN: out += instead of = */
+    int          gelu;       /* GF_SWIGLU: GeGLU instead of SwiGLU */
 } cu_gemv_fuse;
 #ifdef CU_EMULATE
 static inline void cu_emu_arg_check(const cu_gemv_fuse &f, int arg)
@@ -281,7 +291,7 @@ __device__ __forceinline__ void fused_store(const cu_gemv_fuse &f, int t, int p,
         return;
     }
     if (EPI == GF_SWIGLU) {
-        f.out[(size_t)t * f.ldo + p] = sa / (1.0f + expf(-sa)) * sb;
+        f.out[(size_t)t * f.ldo + p] = cu_glu(sa, sb, f.gelu);
         return;
     }
     int pos = f.ti.pos[t];
@@ -578,10 +588,11 @@ static cu_gemv_fuse fuse_base(const float *norm, float eps, float *out, int ldo)
 }
 
 void cuda_gemv_norm_swiglu(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, int n, const float *norm,
-                           float eps, float *h, int ldh)
+                           float eps, float *h, int ldh, int gelu)
 {
     cu_gemv_fuse f = fuse_base(norm, eps, h, ldh);
     f.hidden = W->rows / 2;
+    f.gelu = gelu;
     gemv_fused<GF_SWIGLU>(c, W, x, ldx, n, f);
 }
 
@@ -1140,17 +1151,19 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
 }
 
 /* ---- element-wise ---- */
-__global__ void embed_kernel(cu_mat E, const int32_t *tokens, float *x)
+__global__ void embed_kernel(cu_mat E, const int32_t *tokens, float *x, float scale)
 {
     CU_PDL_ENTRY();
     int t = blockIdx.x, tok = tokens[t];
-    for (int k = threadIdx.x; k < E.cols; k += blockDim.x)
-        x[(size_t)t * E.cols + k] = mat_elem(E, tok, k);
+    for (int k = threadIdx.x; k < E.cols; k += blockDim.x) {
+        float v = mat_elem(E, tok, k);
+        x[(size_t)t * E.cols + k] = scale > 0.0f ? v * scale : v;
+    }
 }
 
-void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, cudaStream_t st)
+void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, float scale, cudaStream_t st)
 {
-    CU_LAUNCH(embed_kernel, n, 256, 0, st, *E, tokens, x);
+    CU_LAUNCH(embed_kernel, n, 256, 0, st, *E, tokens, x, scale);
 }
 
 /* Sum over the block (256 threads); every thread gets the total. */
@@ -1256,21 +1269,59 @@ void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, in
     CU_LAUNCH(rmsnorm_kernel<float>, n, 256, 0, st, x, ldx, w, y, ldy, dim, eps, rows);
 }
 
+/* x[i] += y[i] / rms(y[i]) * w, a block per row: rmsnorm_kernel's formula, added to the residual (Gemma 2 / 3's
+ * norm after attention and after the FFN, as engine/cpu/forward.c's post_norm_add). */
+__global__ void __launch_bounds__(256) rmsnorm_add_kernel(const float *y, const float *w, float *x, int dim, float eps)
+{
+    CU_PDL_ENTRY();
+    __shared__ float red[9];
+    const float *yr = y + (size_t)blockIdx.x * dim;
+    float *xr = x + (size_t)blockIdx.x * dim;
+    float ss = 0.0f;
+    for (int k = threadIdx.x; k < dim; k += blockDim.x)
+        ss += yr[k] * yr[k];
+    ss = block_sum_256(ss, red);
+    float s = 1.0f / sqrtf(ss / (float)dim + eps);
+    for (int k = threadIdx.x; k < dim; k += blockDim.x)
+        xr[k] += yr[k] * s * w[k];
+}
+
+void cuda_rmsnorm_add(const float *y, const float *w, float *x, int n, int dim, float eps, cudaStream_t st)
+{
+    CU_LAUNCH(rmsnorm_add_kernel, n, 256, 0, st, y, w, x, dim, eps);
+}
+
+/* Gemma 2's final logit soft cap, in place over n rows (before the argmax, the sampler and the copies out). */
+__global__ void softcap_kernel(float *x, int ld, int cols, int n, float cap)
+{
+    CU_PDL_ENTRY();
+    size_t total = (size_t)n * (size_t)cols;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        float *p = x + i / (size_t)cols * (size_t)ld + i % (size_t)cols;
+        *p = cap * tanhf(*p / cap);
+    }
+}
+
+void cuda_softcap(float *x, int ld, int cols, int n, float cap, cudaStream_t st)
+{
+    CU_LAUNCH(softcap_kernel, grid_for((size_t)n * cols), 256, 0, st, x, ld, cols, n, cap);
+}
+
 template <typename OT>
-__global__ void swiglu_kernel(const float *gu, int ld, OT *h, int hidden, int n)
+__global__ void swiglu_kernel(const float *gu, int ld, OT *h, int hidden, int n, int gelu)
 {
     CU_PDL_ENTRY();
     size_t total = (size_t)n * (size_t)hidden;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
         size_t t = i / (size_t)hidden, j = i % (size_t)hidden;
         float g = gu[t * (size_t)ld + j], u = gu[t * (size_t)ld + (size_t)hidden + j];
-        out_store(h + i, g / (1.0f + expf(-g)) * u);
+        out_store(h + i, cu_glu(g, u, gelu));
     }
 }
 
-void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, cudaStream_t st)
+void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, int gelu, cudaStream_t st)
 {
-    CU_LAUNCH(swiglu_kernel<float>, grid_for((size_t)n * hidden), 256, 0, st, gu, ld, h, hidden, n);
+    CU_LAUNCH(swiglu_kernel<float>, grid_for((size_t)n * hidden), 256, 0, st, gu, ld, h, hidden, n, gelu);
 }
 
 /* ---- products whose activations the producer writes in 16 bits ----
@@ -1297,7 +1348,7 @@ int cuda_rmsnorm_act16(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, c
     return 0;
 }
 
-int cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, int n)
+int cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, int n, int gelu)
 {
     if (cuda_matmul_reserve(c, W, n) != 0 || c->act16 == NULL) {
         c->nomem = 1;
@@ -1305,9 +1356,10 @@ int cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, in
     }
     unsigned g = grid_for((size_t)n * W->cols);
     if (W->type == LLM_F16)
-        CU_LAUNCH(swiglu_kernel<__half>, g, 256, 0, c->stream, gu, ld, (__half *)c->act16, W->cols, n);
+        CU_LAUNCH(swiglu_kernel<__half>, g, 256, 0, c->stream, gu, ld, (__half *)c->act16, W->cols, n, gelu);
     else
-        CU_LAUNCH(swiglu_kernel<__nv_bfloat16>, g, 256, 0, c->stream, gu, ld, (__nv_bfloat16 *)c->act16, W->cols, n);
+        CU_LAUNCH(swiglu_kernel<__nv_bfloat16>, g, 256, 0, c->stream, gu, ld, (__nv_bfloat16 *)c->act16, W->cols, n,
+                  gelu);
     return 0;
 }
 

@@ -220,7 +220,9 @@ static const float *upload_vec(cu_state *st, uploader *u, const llm_tensor *t, l
     return (const float *)M.w;
 }
 
-static int upload_rope(cu_state *st, llm_err *err)
+/* Rope tables [seq_len][head_dim/2] of cos and sin: the model's (llm_rope_freq, llm_rope_mscale), or with swa
+ * the sliding-window layers' (llm_rope_freq_swa, unscaled), as engine/cpu/rope.c builds them. */
+static int upload_rope(cu_state *st, int swa, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
     int half = c->head_dim / 2;
@@ -234,8 +236,8 @@ static int upload_rope(cu_state *st, llm_err *err)
         return -1;
     }
     for (int i = 0; i < half; i++)
-        freq[i] = llm_rope_freq(st->m, i);
-    double ms = llm_rope_mscale(st->m);
+        freq[i] = swa ? llm_rope_freq_swa(st->m, i) : llm_rope_freq(st->m, i);
+    double ms = swa ? 1.0 : llm_rope_mscale(st->m);
     for (int p = 0; p < c->seq_len; p++)
         for (int i = 0; i < half; i++) {
             double a = p * freq[i];
@@ -250,8 +252,8 @@ static int upload_rope(cu_state *st, llm_err *err)
         return -1;
     if (e != cudaSuccess)
         return fail(err, "rope table upload", e);
-    st->rope_cos = d;
-    st->rope_sin = d + n;
+    *(swa ? &st->rope_cos_swa : &st->rope_cos) = d;
+    *(swa ? &st->rope_sin_swa : &st->rope_sin) = d + n;
     return 0;
 }
 
@@ -292,11 +294,14 @@ int cuda_load_weights(cu_state *st, llm_err *err)
             upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0 ||
             upload_set(st, &u, &D->gate_up, gu, 2, err) != 0 || upload_mat(st, &u, &D->down, &L->w_down, err) != 0)
             goto out;
-        const llm_tensor *opt[5] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm };
-        const float **dst[5] = { &D->bq, &D->bk, &D->bv, &D->q_norm, &D->k_norm };
-        for (int i = 0; i < 5; i++)
+        const llm_tensor *opt[7] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm, &L->post_attn_norm,
+                                     &L->post_ffn_norm };
+        const float **dst[7] = { &D->bq, &D->bk, &D->bv, &D->q_norm, &D->k_norm, &D->post_attn_norm,
+                                 &D->post_ffn_norm };
+        for (int i = 0; i < 7; i++)
             if (opt[i]->data != NULL && (*dst[i] = upload_vec(st, &u, opt[i], err)) == NULL)
                 goto out;
+        D->swa = L->swa;
     }
     for (int i = 0; i < 2; i++) {
         cudaError_t e = cudaStreamSynchronize(u.st[i]);
@@ -310,7 +315,14 @@ int cuda_load_weights(cu_state *st, llm_err *err)
         fprintf(stderr, "cuda: uploaded %.2f GB of weights in %.2f s (%.2f GB/s)\n", (double)u.bytes / 1e9, dt,
                 dt > 0 ? (double)u.bytes / 1e9 / dt : 0.0);
     }
-    rc = upload_rope(st, err);
+    rc = upload_rope(st, 0, err);
+    /* Gemma 3's sliding-window layers rotate with their own base; elsewhere they share the tables above. */
+    if (rc == 0 && c->rope_theta_swa > 0.0f)
+        rc = upload_rope(st, 1, err);
+    else if (rc == 0) {
+        st->rope_cos_swa = st->rope_cos;
+        st->rope_sin_swa = st->rope_sin;
+    }
 out:
     up_free(&u);
     return rc;

@@ -18,7 +18,11 @@
 #     and decode (the fused norm+QKV+rope GEMV steps aside for them);
 #  9. embeddings, last-token and mean pooling, against the CPU backend (tests/gpu/embed_check.sh); YaRN rope
 #     scaling on the Qwen 2 model; n-gram speculation over the scheduler (greedy drafts checked on the device,
-#     sampled ones drawn in turn on the host: both as on the CPU).
+#     sampled ones drawn in turn on the host: both as on the CPU);
+# 10. Gemma 3 and Gemma 2 (gen-model --preset tiny-gemma3 / tiny-gemma2: GeGLU, embedding scale, norms after
+#     attention and FFN, a window of 16 on some layers, Gemma 3's second rope base, Gemma 2's soft caps) over
+#     texts longer than the window: prefill (wmma, mma.sync, scalar kernels), decode (register and tiled
+#     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV).
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -120,5 +124,28 @@ check "n-gram speculation: drafts argmaxed on the device (greedy) or drawn in tu
     env LLM_CUDA_KV=f32 "$E/sched_parity" --model "$S260" --gen 64 --max-lp-diff 1e-4 --min-sampled 4 --spec 4
 check "embeddings (last and mean pooling) vs the CPU backend" env LLM_CUDA_KV=f32 tests/gpu/embed_check.sh \
     "$B/llm-engine" ../shared/models/stories260K/stories260K.gguf 1e-4
+# Gemma: the presets have Llama 3's 128,256-token vocabulary, whose classifier GEMV takes ~3 s a step here, so
+# both backends run them with its first 512 rows (parity_logits --vocab 512). Window 16 over 40-100 positions
+# (chunks of 20 / 50), decode to position 28 (greedy) and 115 (mixed batch), 251 (graph part, 64 SMs: splits
+# wholly before a window skipped). F32 logits differ from the CPU's by up to ~1.6e-2 with the tensor-core
+# prefill kernels (half Q/K/P; the scalar kernels: 2.5e-5), bf16 by up to ~0.2 (as tiny-qwen3 bf16: 0.13).
+for f in gemma3-f32 gemma2-f32 gemma2-bf16; do
+    "$B/llm-engine" gen-model --preset tiny-${f%-*} --dtype ${f#*-} --out "$W/$f.gguf" >/dev/null 2>&1 || exit 1
+done
+check "gemma3 f32 vs the CPU backend: rope base of the window layers, q/k norms; prefill, mixed batch, decode" \
+    env LLM_CUDA_KV=f32 "$E/parity_logits" --model "$W/gemma3-f32.gguf" --vocab 512 --positions 40 --gen 24 \
+    --chunk 20 --max-diff 5e-2 --min-top1 1
+check "gemma2 f32 vs the CPU backend: soft caps; decode through graphs (on-device argmax), many splits" \
+    env LLM_CUDA_KV=f32 CU_EMU_SMS=64 "$E/parity_logits" --model "$W/gemma2-f32.gguf" --vocab 512 --positions 100 \
+    --gen 24 --chunk 50 --mixed 0 --graph-cycles 1 --max-diff 5e-2 --min-top1 1
+# The scalar kernels (prefill and decode), with a score scale other than 1/sqrt(head_dim) (query_pre_attn_scalar)
+check "gemma2 f32, scalar attention kernels, attention scale 0.125" env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 \
+    LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/gemma2-f32.gguf" --vocab 512 --attn-scale 0.125 \
+    --positions 40 --gen 24 --chunk 20 --mixed 0 --max-diff 1e-4 --min-top1 1
+# bf16: 16-bit activations (GeGLU into them), f16 KV, the mma.sync prefill kernel on 1 SM (a split walks
+# several tiles and starts at the one holding its window)
+check "gemma2 bf16, mma.sync prefill attention, f16 kv" env LLM_CUDA_ATT_TC=2 CU_EMU_SMS=1 "$E/parity_logits" \
+    --model "$W/gemma2-bf16.gguf" --vocab 512 --positions 100 --gen 24 --chunk 50 --mixed 0 --max-diff 0.3 \
+    --min-top1 0.98
 echo "emulated CUDA, quick set: $fails failed"
 [ "$fails" -eq 0 ]

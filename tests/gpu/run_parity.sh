@@ -11,7 +11,9 @@
 #     scheduler over both backends (tests/gpu/sched_parity.c), greedy requests identical; the device sampler
 #     against engine/sampler.c (tests/gpu/sample_check.cc); the tensor-core weight GEMM against a host
 #     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64); Qwen 2 and
-#     Qwen 3 layers (biases, q/k norms) against the CPU; embeddings (tests/gpu/embed_check.sh) against the CPU.
+#     Qwen 3 layers (biases, q/k norms) against the CPU; Gemma 3 and Gemma 2 (tiny presets: GeGLU, norms after
+#     attention and FFN, sliding window, soft caps) against the CPU; embeddings (tests/gpu/embed_check.sh)
+#     against the CPU.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
 # Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
 set -u -o pipefail
@@ -104,6 +106,17 @@ done
     --rope-factor 4 --rope-orig-ctx 32 --out "$WORK/qwen2-yarn.gguf" >/dev/null 2>&1 &&
     run qwen2_yarn env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$WORK/qwen2-yarn.gguf" \
         --positions 128 --gen 16 --chunk 32 --max-diff 5e-2 --min-top1 0.98
+# Gemma 3 and Gemma 2 (gen-model presets, window 16 on some layers, Gemma 3's second rope base, Gemma 2's soft
+# caps): prefill, decode and graphs over 128 positions against the CPU (under the emulation: make test-emu); bf16
+# through the mma.sync prefill kernel (f16 KV, 16-bit GeGLU activations).
+for arch in gemma3 gemma2; do
+    "$B/llm-engine" gen-model --preset tiny-$arch --dtype f32 --out "$WORK/$arch-f32.gguf" >/dev/null 2>&1 &&
+        run "${arch}_f32" env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$WORK/$arch-f32.gguf" \
+            --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 5e-2 --min-top1 0.98
+done
+"$B/llm-engine" gen-model --preset tiny-gemma2 --dtype bf16 --out "$WORK/gemma2-bf16.gguf" >/dev/null 2>&1 &&
+    run gemma2_bf16_mma env LLM_CUDA_ATT_TC=2 "$B/tests/gpu/parity_logits" --model "$WORK/gemma2-bf16.gguf" \
+        --positions 128 --gen 16 --chunk 64 --max-diff 0.3 --min-top1 0.98
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"
