@@ -22,7 +22,7 @@ use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Parity qw(compare_llamacpp);
+use Parity qw(compare_llamacpp greedy_ours greedy_llamacpp);
 use JSON::PP;
 
 my $B = $ENV{BUILD} // 'build';
@@ -39,20 +39,8 @@ my $text = 'In 2024 the little robot counted 1234567 stars, then 89 more; "Why?"
          . 'because the sky over the old harbour was clear for 3 nights.';
 my $n = 40;
 
-sub ours_ids {
-    my ($model, $ids, @extra) = @_;
-    my ($rc, $out) = capture($engine, 'generate', '--model', $model, '--prompt-ids', join(',', @$ids),
-                             '--max-tokens', $n, '--threads', '2', '--ignore-eos', '--output-ids', @extra);
-    return ($rc, [ split ' ', $out ]);
-}
-
-sub llamacpp_ids {
-    my ($model, $ids) = @_;
-    my (undef, $out) = capture('node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
-                               join(',', @$ids), '--max-tokens', $n, '--threads', '1', '--json', '--no-warmup');
-    my ($line) = grep { /^\{/ } split /\n/, $out;
-    return [ defined $line && $line =~ /"ids":\[([0-9,]*)\]/ ? split(/,/, $1) : () ];
-}
+sub ours_ids { return greedy_ours($dir, $engine, $n, @_) }
+sub llamacpp_ids { return greedy_llamacpp($dir, $n, @_) }
 
 for my $arch (qw(gemma3 gemma2)) {
     my %f;

@@ -16,7 +16,7 @@ use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Parity qw(compare_llamacpp);
+use Parity qw(compare_llamacpp greedy_ours greedy_llamacpp);
 
 my $B = $ENV{BUILD} // 'build';
 my ($engine, $dump) = ("$B/llm-engine", "$B/parity/logits_dump");
@@ -33,20 +33,8 @@ my $text = 'In 2024 the little robot counted 1234567 stars, then 89 more; "Why?"
 my $n = 40;
 
 # Greedy ids after the prompt ids (the Hugging Face directories we write carry no tokenizer).
-sub ours_ids {
-    my ($model, $ids, @extra) = @_;
-    my ($rc, $out) = capture($engine, 'generate', '--model', $model, '--prompt-ids', join(',', @$ids),
-                             '--max-tokens', $n, '--threads', '2', '--ignore-eos', '--output-ids', @extra);
-    return ($rc, [ split ' ', $out ]);
-}
-
-sub llamacpp_ids {
-    my ($model, $ids) = @_;
-    my (undef, $out) = capture('node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
-                               join(',', @$ids), '--max-tokens', $n, '--threads', '1', '--json', '--no-warmup');
-    my ($line) = grep { /^\{/ } split /\n/, $out;
-    return [ defined $line && $line =~ /"ids":\[([0-9,]*)\]/ ? split(/,/, $1) : () ];
-}
+sub ours_ids { return greedy_ours($dir, $engine, $n, @_) }
+sub llamacpp_ids { return greedy_llamacpp($dir, $n, @_) }
 
 for my $arch (qw(qwen2 qwen3)) {
     my %f;

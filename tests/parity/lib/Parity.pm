@@ -8,7 +8,7 @@ use JSON::PP;
 use List::Util qw(max sum);
 use Test::More;
 
-our @EXPORT_OK = qw(capture compare_llamacpp);
+our @EXPORT_OK = qw(capture compare_llamacpp greedy_ours greedy_llamacpp);
 
 # (exit status, stdout) of a command; its stderr goes to $dir/stderr.
 sub capture {
@@ -20,6 +20,23 @@ sub capture {
     my $out = do { local $/; <$fh> };
     close $fh;
     return ($? >> 8, $out // '');
+}
+
+# (exit status, [ids]): $n greedy ids our engine generates after the prompt ids $ids (2 threads, EOS ignored).
+sub greedy_ours {
+    my ($dir, $engine, $n, $model, $ids, @extra) = @_;
+    my ($rc, $out) = capture($dir, $engine, 'generate', '--model', $model, '--prompt-ids', join(',', @$ids),
+                             '--max-tokens', $n, '--threads', '2', '--ignore-eos', '--output-ids', @extra);
+    return ($rc, [ split ' ', $out ]);
+}
+
+# [ids]: the same from llama.cpp (bench/llamacpp/run.mjs), empty when it failed.
+sub greedy_llamacpp {
+    my ($dir, $n, $model, $ids) = @_;
+    my (undef, $out) = capture($dir, 'node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
+                               join(',', @$ids), '--max-tokens', $n, '--threads', '1', '--json', '--no-warmup');
+    my ($line) = grep { /^\{/ } split /\n/, $out;
+    return [ defined $line && $line =~ /"ids":\[([0-9,]*)\]/ ? split(/,/, $1) : () ];
 }
 
 # Teacher-forced over $ids: our logits (CPU backend, $dump = build/parity/logits_dump)
