@@ -236,18 +236,18 @@ static int rope_scaling_cfg(llm_config *c, const cJSON *rs, const char *path, ll
     return rc ? -1 : 0;
 }
 
-/* Where the language model's tensors are: "model." (…ForCausalLM), or under Gemma 3's multimodal model
- * ("language_model.model." as saved by transformers before 4.52, "model.language_model." after). */
-static char prefix[32] = "model.";
-
+/* A language-model tensor by its "model." name, or under Gemma 3's multimodal model ("language_model.model."
+ * as transformers saved it before 4.52, "model.language_model." after). */
 static const st_tensor *find(const st_set *s, const char *name)
 {
-    char full[192];
-    if (strncmp(name, "model.", 6) == 0 && strcmp(prefix, "model.") != 0) {
-        snprintf(full, sizeof(full), "%s%s", prefix, name + 6);
-        name = full;
+    static const char *const under[] = { "language_model.model.", "model.language_model." };
+    const st_tensor *t = st_set_find(s, name);
+    for (size_t i = 0; t == NULL && strncmp(name, "model.", 6) == 0 && i < 2; i++) {
+        char full[192];
+        snprintf(full, sizeof(full), "%s%s", under[i], name + 6);
+        t = st_set_find(s, full);
     }
-    return st_set_find(s, name);
+    return t;
 }
 
 static int take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err)
@@ -298,14 +298,6 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     if (c->n_layers <= 0 || c->n_layers > 4096) {
         llm_seterr(err, "%s: bad num_hidden_layers %d", m->path, c->n_layers);
         return -1;
-    }
-    snprintf(prefix, sizeof(prefix), "model.");
-    static const char *const under[] = { "language_model.model.", "model.language_model." };
-    for (size_t i = 0; i < 2 && st_set_find(s, "model.embed_tokens.weight") == NULL; i++) {
-        char n[96];
-        snprintf(n, sizeof(n), "%sembed_tokens.weight", under[i]);
-        if (st_set_find(s, n) != NULL)
-            snprintf(prefix, sizeof(prefix), "%s", under[i]);
     }
     if (take(m, s, "model.embed_tokens.weight", &m->tok_embd, 1, err) ||
         take_norm(m, s, "model.norm.weight", &m->out_norm, err) ||
