@@ -142,9 +142,9 @@ static inline int llm_model_all_f32(const llm_model *m)
     if (m->tok_embd.type != LLM_F32)
         return 0;
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        llm_tensor *mats[LLM_LAYER_MATS];
-        llm_layer_mats(&m->layers[l], mats);
-        for (int i = 0; i < LLM_LAYER_MATS; i++)
+        llm_tensor *mats[LLM_LAYER_MATS_MAX];
+        llm_layer_mats(&m->layers[l], &m->cfg, mats);
+        for (int i = 0; i < llm_layer_n_mats(&m->cfg); i++)
             if (mats[i]->type != LLM_F32)
                 return 0;
     }
@@ -189,11 +189,29 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
             llm_tensor_check(&L->wk, "attn_k", l, c->dim, kvd, 0, who, err) ||
             llm_tensor_check(&L->wv, "attn_v", l, c->dim, kvd, 0, who, err) ||
             llm_tensor_check(&L->wo, "attn_output", l, qd, c->dim, 0, who, err) ||
-            llm_tensor_check(&L->ffn_norm, "ffn_norm", l, c->dim, 1, 1, who, err) ||
-            llm_tensor_check(&L->w_gate, "ffn_gate", l, c->dim, c->hidden_dim, 0, who, err) ||
-            llm_tensor_check(&L->w_up, "ffn_up", l, c->dim, c->hidden_dim, 0, who, err) ||
-            llm_tensor_check(&L->w_down, "ffn_down", l, c->hidden_dim, c->dim, 0, who, err))
+            llm_tensor_check(&L->ffn_norm, "ffn_norm", l, c->dim, 1, 1, who, err))
             return -1;
+        if (c->n_expert == 0 &&
+            (llm_tensor_check(&L->w_gate, "ffn_gate", l, c->dim, c->hidden_dim, 0, who, err) ||
+             llm_tensor_check(&L->w_up, "ffn_up", l, c->dim, c->hidden_dim, 0, who, err) ||
+             llm_tensor_check(&L->w_down, "ffn_down", l, c->hidden_dim, c->dim, 0, who, err)))
+            return -1;
+        if (c->n_expert > 0) {
+            if (L->experts == NULL || c->n_expert_used < 1 || c->n_expert_used > c->n_expert ||
+                c->n_expert > LLM_MAX_EXPERTS) {
+                snprintf(err->msg, sizeof(err->msg), "%s: layer %d: bad experts (%d, %d used)", who, l, c->n_expert,
+                         c->n_expert_used);
+                return -1;
+            }
+            if (llm_tensor_check(&L->ffn_gate_inp, "ffn_gate_inp", l, c->dim, c->n_expert, 0, who, err))
+                return -1;
+            for (int i = 0; i < 3 * c->n_expert; i++)
+                if (llm_tensor_check(&L->experts[i], i % 3 == 0 ? "ffn_gate_exps" : i % 3 == 1 ? "ffn_up_exps"
+                                                                                                : "ffn_down_exps",
+                                     l, i % 3 < 2 ? c->dim : c->expert_ff, i % 3 < 2 ? c->expert_ff : c->dim, 0, who,
+                                     err))
+                    return -1;
+        }
         /* the optional vectors: all three biases or none, both q/k norms or neither */
         if ((L->bq.data != NULL || L->bk.data != NULL || L->bv.data != NULL) &&
             (llm_tensor_check(&L->bq, "attn_q.bias", l, qd, 1, 1, who, err) ||

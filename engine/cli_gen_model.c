@@ -15,7 +15,7 @@ int cli_gen_model(const llm_args *a)
 {
     static const char *const known[] = { "preset=", "from=", "tokenizer=", "dtype=", "out=", "seed=", "format=",
                                          "pooling=", "add-eos", "rope-scaling=", "rope-factor=", "rope-orig-ctx=",
-                                         NULL };
+                                         "layers=", NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
     const char *preset = llm_arg_str(a, "preset"), *from = llm_arg_str(a, "from");
@@ -40,7 +40,8 @@ int cli_gen_model(const llm_args *a)
     double t0 = llm_now_sec();
     int rc;
     if (preset != NULL) {
-        rc = llm_model_generate(preset, dt, seed, out, llm_shared_dir(), &err);
+        int layers = (int)llm_arg_long(a, "layers", 0, 0, 4096); /* 0: the preset's */
+        rc = llm_model_generate_layers(preset, dt, seed, layers, out, llm_shared_dir(), &err);
     } else {
         llm_model *m = llm_model_load(from, llm_arg_str(a, "tokenizer"), &err);
         const char *pool = llm_arg_str(a, "pooling"); /* the pooling an embedding model declares */

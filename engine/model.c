@@ -62,9 +62,9 @@ int llm_model_cpu_packed(const llm_model *m, int by_fmt[LLM_CPU_PK_KINDS])
 {
     int n = 0, count[LLM_CPU_PK_KINDS + 1] = { 0 };
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        llm_tensor *mats[LLM_LAYER_MATS];
-        llm_layer_mats(&m->layers[l], mats);
-        for (int i = 0; i < LLM_LAYER_MATS; i++)
+        llm_tensor *mats[LLM_LAYER_MATS_MAX];
+        llm_layer_mats(&m->layers[l], &m->cfg, mats);
+        for (int i = 0; i < llm_layer_n_mats(&m->cfg); i++)
             if (mats[i]->cpu_packed) {
                 n++;
                 count[mats[i]->cpu_packed]++;
@@ -229,7 +229,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 
 int llm_model_arch_ok(const char *arch)
 {
-    static const char *const ok[] = { "llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3" };
+    static const char *const ok[] = { "llama", "qwen2", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
             return 1;
@@ -255,6 +255,12 @@ int llm_model_validate(llm_model *m, llm_err *err)
         c->vocab_size > (1 << 24)) {
         llm_seterr(err, "%s: bad config: dim %d, hidden %d, layers %d, heads %d, vocab %d", m->path, c->dim,
                    c->hidden_dim, c->n_layers, c->n_heads, c->vocab_size);
+        return -1;
+    }
+    if (c->n_expert != 0 && (c->n_expert < 2 || c->n_expert > LLM_MAX_EXPERTS || c->n_expert_used < 1 ||
+                             c->n_expert_used > c->n_expert || c->expert_ff <= 0 || c->expert_ff > (1 << 22))) {
+        llm_seterr(err, "%s: bad mixture of experts: %d experts, %d used per token, width %d (2 to %d experts)",
+                   m->path, c->n_expert, c->n_expert_used, c->expert_ff, LLM_MAX_EXPERTS);
         return -1;
     }
     if (c->n_kv_heads <= 0)
@@ -305,9 +311,30 @@ int llm_model_validate(llm_model *m, llm_err *err)
         CHK(wv, c->dim, kv, 0)
         CHK(wo, q, c->dim, 0)
         CHK(ffn_norm, c->dim, 1, 1)
-        CHK(w_gate, c->dim, c->hidden_dim, 0)
-        CHK(w_up, c->dim, c->hidden_dim, 0)
-        CHK(w_down, c->hidden_dim, c->dim, 0)
+        if (c->n_expert == 0) {
+            CHK(w_gate, c->dim, c->hidden_dim, 0)
+            CHK(w_up, c->dim, c->hidden_dim, 0)
+            CHK(w_down, c->hidden_dim, c->dim, 0)
+        } else {
+            CHK(ffn_gate_inp, c->dim, c->n_expert, 0)
+            if (L->post_ffn_norm.data != NULL) {
+                llm_seterr(err, "%s: layer %d: a norm after a mixture of experts is not supported", m->path, l);
+                return -1;
+            }
+            if (L->w_gate.data != NULL || L->w_gate.src != NULL || L->experts == NULL) {
+                llm_seterr(err, "%s: layer %d: a mixture-of-experts layer with a dense FFN (a shared expert) is not "
+                           "supported", m->path, l);
+                return -1;
+            }
+            for (int e = 0; e < c->n_expert; e++)
+                for (int i = 0; i < 3; i++) {
+                    snprintf(w, sizeof(w), "layer %d expert %d %s", l, e, i == 0 ? "gate" : i == 1 ? "up" : "down");
+                    const llm_tensor *t = &L->experts[3 * e + i];
+                    if (check_tensor(m, t, w, i < 2 ? c->dim : c->expert_ff, i < 2 ? c->expert_ff : c->dim, 0, err))
+                        return -1;
+                    wb += tensor_bytes(t);
+                }
+        }
 #undef CHK
 #define OPT(field, n)                                                          \
         snprintf(w, sizeof(w), "layer %d " #field, l);                         \
@@ -387,6 +414,9 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
             fprintf(f, ", soft caps: attention %g, logits %g", (double)c->attn_softcap, (double)c->final_softcap);
         fprintf(f, "\n");
     }
+    if (c->n_expert > 0)
+        fprintf(f, "mixture of experts: %d experts of width %d, %d per token, weights %s\n", c->n_expert, c->expert_ff,
+                c->n_expert_used, c->moe_norm_topk ? "renormalised over those chosen" : "as routed");
     if (m->pooling != LLM_POOL_NONE) {
         static const char *const pools[] = { "none", "mean", "cls", "last" };
         fprintf(f, "embeddings pooling: %s (what the model declares)\n", pools[m->pooling]);
@@ -404,9 +434,16 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         describe_tensor(f, "attn_v", &L->wv);
         describe_tensor(f, "attn_output", &L->wo);
         describe_tensor(f, "ffn_norm", &L->ffn_norm);
-        describe_tensor(f, "ffn_gate", &L->w_gate);
-        describe_tensor(f, "ffn_up", &L->w_up);
-        describe_tensor(f, "ffn_down", &L->w_down);
+        if (c->n_expert == 0) {
+            describe_tensor(f, "ffn_gate", &L->w_gate);
+            describe_tensor(f, "ffn_up", &L->w_up);
+            describe_tensor(f, "ffn_down", &L->w_down);
+        } else if (L->experts != NULL) {
+            describe_tensor(f, "ffn_gate_inp", &L->ffn_gate_inp);
+            describe_tensor(f, "expert gate", &L->experts[0]);
+            describe_tensor(f, "expert up", &L->experts[1]);
+            describe_tensor(f, "expert down", &L->experts[2]);
+        }
         if (L->bq.data != NULL) {
             describe_tensor(f, "attn_q.bias", &L->bq);
             describe_tensor(f, "attn_k.bias", &L->bk);

@@ -69,7 +69,13 @@ typedef struct {
     float rope_theta_swa;  /* rope base of the sliding-window layers, unscaled (Gemma 3: 10000); 0: as the others */
     float attn_softcap;    /* Gemma 2: scores become cap * tanh(score / cap); 0: none */
     float final_softcap;   /* Gemma 2: logits become cap * tanh(logit / cap); 0: none */
+    /* Mixture of experts (Qwen 3 MoE, Mixtral; 0 for dense models): every layer's FFN is n_expert SwiGLU
+     * experts of width expert_ff, each token's n_expert_used highest-routed ones weighted by their softmax
+     * probabilities (renormalised over those chosen when moe_norm_topk). hidden_dim is then unused. */
+    int   n_expert, n_expert_used, expert_ff, moe_norm_topk;
 } llm_config;
+
+#define LLM_MAX_EXPERTS 256
 
 enum { LLM_ACT_SILU = 0, LLM_ACT_GELU_TANH = 1 };
 
@@ -91,14 +97,30 @@ typedef struct {
     /* Gemma 2 / 3: RMSNorm of the attention's and of the FFN's output before each residual add, [dim] */
     llm_tensor post_attn_norm, post_ffn_norm;
     int        swa;                 /* 1: a sliding-window layer (cfg.swa_window, cfg.rope_theta_swa) */
+    /* Mixture of experts (cfg.n_expert > 0; w_gate, w_up, w_down are then absent: no data, no src): */
+    llm_tensor ffn_gate_inp;        /* the router, [n_expert x dim] */
+    llm_tensor *experts;            /* [n_expert][3]: expert e's gate, up [expert_ff x dim] and down [dim x expert_ff] */
 } llm_layer;
 
-/* A layer's seven matrices, in this order: wq, wk, wv, wo, w_gate, w_up, w_down. */
-enum { LLM_LAYER_MATS = 7 };
-static inline void llm_layer_mats(llm_layer *L, llm_tensor *mats[LLM_LAYER_MATS])
+/* A layer's matrices, in this order: wq, wk, wv, wo, w_gate, w_up, w_down (the dense layer's seven), then
+ * with experts the router and each expert's gate, up, down. Absent ones (a MoE layer's dense FFN) are in the
+ * list with neither data nor src. */
+enum { LLM_LAYER_MATS = 7, LLM_MAT_ROUTER = 7, LLM_LAYER_MATS_MAX = 8 + 3 * LLM_MAX_EXPERTS };
+static inline int llm_layer_n_mats(const llm_config *c)
+{
+    return LLM_LAYER_MATS + (c->n_expert > 0 ? 1 + 3 * c->n_expert : 0);
+}
+/* Index in that list of expert e's gate (which 0), up (1) or down (2). */
+static inline int llm_mat_expert(int e, int which) { return LLM_MAT_ROUTER + 1 + 3 * e + which; }
+static inline void llm_layer_mats(llm_layer *L, const llm_config *c, llm_tensor **mats)
 {
     mats[0] = &L->wq, mats[1] = &L->wk, mats[2] = &L->wv, mats[3] = &L->wo;
     mats[4] = &L->w_gate, mats[5] = &L->w_up, mats[6] = &L->w_down;
+    if (c->n_expert > 0) {
+        mats[LLM_MAT_ROUTER] = &L->ffn_gate_inp;
+        for (int i = 0; i < 3 * c->n_expert; i++)
+            mats[LLM_MAT_ROUTER + 1 + i] = &L->experts[i];
+    }
 }
 
 enum { LLM_POOL_NONE = 0, LLM_POOL_MEAN = 1, LLM_POOL_CLS = 2, LLM_POOL_LAST = 3 };
@@ -134,15 +156,19 @@ typedef struct llm_model {
     void  **owned;  int n_owned;    /* small converted tensors (norms to F32), layer array, ... */
 } llm_model;
 
-/* Every matrix of m: each layer's seven (llm_layer_mats), then the embedding and the classifier slot
+/* Every matrix of m: each layer's (llm_layer_mats), then the embedding and the classifier slot
  * (m->output, absent when tied), as a NULL-free array of llm_model_n_mats(m) pointers in mats. */
-static inline int llm_model_n_mats(const llm_model *m) { return m->cfg.n_layers * LLM_LAYER_MATS + 2; }
+static inline int llm_model_n_mats(const llm_model *m)
+{
+    return m->cfg.n_layers * llm_layer_n_mats(&m->cfg) + 2;
+}
 static inline void llm_model_mats(llm_model *m, llm_tensor **mats)
 {
+    int per = llm_layer_n_mats(&m->cfg);
     for (int l = 0; l < m->cfg.n_layers; l++)
-        llm_layer_mats(&m->layers[l], mats + l * LLM_LAYER_MATS);
-    mats[m->cfg.n_layers * LLM_LAYER_MATS] = &m->tok_embd;
-    mats[m->cfg.n_layers * LLM_LAYER_MATS + 1] = &m->output;
+        llm_layer_mats(&m->layers[l], &m->cfg, mats + l * per);
+    mats[m->cfg.n_layers * per] = &m->tok_embd;
+    mats[m->cfg.n_layers * per + 1] = &m->output;
 }
 
 /* Load by sniffing the path: a directory (Hugging Face: config.json + safetensors),

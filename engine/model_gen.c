@@ -1,5 +1,5 @@
 /* Random-weight model generator: GGUF files of a real model's shape (Llama, Qwen 2,
- * Qwen 3, Gemma 2 / 3) written tensor by tensor. */
+ * Qwen 3, Qwen 3 MoE, Mixtral, Gemma 2 / 3) written tensor by tensor. */
 #include "model_gen.h"
 #include "model.h"
 #include "model_write.h"
@@ -66,6 +66,23 @@ static const preset presets[] = {
                       .head_dim = 256, .vocab_size = 128256, .seq_len = 32768, .rope_theta = 1000000.0f,
                       .norm_eps = 1e-6f, .swa_window = 512, .tied_embeddings = 1, .bos_id = 128000,
                       .eos_id = 128009 }, 1, "gemma3", 0, 0, 0, 0 },
+    /* Mixture of experts: Qwen 3 MoE (q/k norms, 8 experts of width 64, 2 per token) and a Mixtral-style
+     * llama (4 experts as wide as its feed_forward_length, 2 per token), tiny; then Qwen3-30B-A3B's shape
+     * (48 layers, 128 experts of 768, 8 per token; 30.5 B weights) */
+    { "tiny-qwen3moe", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                         .head_dim = 32, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f,
+                         .norm_eps = 1e-6f, .n_expert = 8, .n_expert_used = 2, .expert_ff = 64, .moe_norm_topk = 1,
+                         .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3moe", 0.125f, 1.0f,
+      0, 0 },
+    { "tiny-mixtral", { .dim = 64, .hidden_dim = 96, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                        .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-5f,
+                        .n_expert = 4, .n_expert_used = 2, .expert_ff = 96, .moe_norm_topk = 1,
+                        .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0.125f, 1.0f, 0, 0 },
+    { "qwen3-30b-a3b", { .dim = 2048, .hidden_dim = 6144, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
+                         .head_dim = 128, .vocab_size = 128256, .seq_len = 40960, .rope_theta = 1000000.0f,
+                         .norm_eps = 1e-6f, .n_expert = 128, .n_expert_used = 8, .expert_ff = 768,
+                         .moe_norm_topk = 1, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1,
+      "qwen3moe", 0, 0, 0, 0 },
     { "qwen2.5-0.5b", { .dim = 896, .hidden_dim = 4864, .n_layers = 24, .n_heads = 14, .n_kv_heads = 2,
                         .head_dim = 64, .vocab_size = 128256, .seq_len = 32768, .rope_theta = 1000000.0f,
                         .norm_eps = 1e-6f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen2",
@@ -125,22 +142,36 @@ static uint64_t mix(uint64_t x)
 int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const char *out_path,
                        const char *shared_dir, llm_err *err)
 {
+    return llm_model_generate_layers(name, dtype, seed, 0, out_path, shared_dir, err);
+}
+
+int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, int n_layers, const char *out_path,
+                              const char *shared_dir, llm_err *err)
+{
     const preset *p = NULL;
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
         if (strcmp(presets[i].name, name) == 0)
             p = &presets[i];
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
-                   "tiny-qwen2, tiny-qwen3, tiny-gemma3, tiny-gemma2, gemma-3-1b, qwen2.5-0.5b, qwen3-0.6b)", name);
+                   "tiny-qwen2, tiny-qwen3, tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-mixtral, "
+                   "qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype)) {
         llm_seterr(err, "unsupported dtype %d", (int)dtype);
         return -1;
     }
-    const llm_config *c = &p->cfg;
+    llm_config cfg = p->cfg;
+    const llm_config *c = &cfg;
+    if (n_layers < 0 || n_layers > 4096) {
+        llm_seterr(err, "bad layer count %d", n_layers);
+        return -1;
+    }
+    if (n_layers > 0) /* fewer (or more) layers of the same shape: a benchmark's cut of a model too big here */
+        cfg.n_layers = n_layers;
     const char *arch = p->arch != NULL ? p->arch : "llama";
-    int qwen2 = strcmp(arch, "qwen2") == 0, qwen3 = strcmp(arch, "qwen3") == 0;
+    int qwen2 = strcmp(arch, "qwen2") == 0, qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0;
     int gemma23 = strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
     float sd = p->sd > 0 ? p->sd : 0.02f, emb_sd = p->emb_sd > 0 ? p->emb_sd : 0.02f;
     float bias_sd = p->bias_sd > 0 ? p->bias_sd : 0.1f, post_norm = p->post_norm > 0 ? p->post_norm : 1.0f;
@@ -177,6 +208,17 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
         uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
         gguf_w_tensor_fill(w, nm, G->type, (c1) == 1 ? 1 : 2, ne_, gen_fill, G);            \
     } while (0)
+    /* A 3-D tensor (ne2 matrices; ne2 1: a matrix) of type ty (f16 where rows cannot be ty). */
+#define ADD3(nm, c0, c1, c2, mean_, sd_, ty) do {                                        \
+        gen *G = &g[k++];                                                                     \
+        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
+        G->ne0 = (c0);                                                                        \
+        G->type = llm_dtype_row_bytes((ty), (uint64_t)(c0)) ? (ty) : LLM_F16;                 \
+        G->tmp = malloc((size_t)(c0) * sizeof(float));                                        \
+        if (G->tmp == NULL) { llm_seterr(err, "out of memory"); goto out; }                  \
+        uint64_t ne_[3] = { (uint64_t)(c0), (uint64_t)(c1), (uint64_t)(c2) };                 \
+        gguf_w_tensor_fill(w, nm, G->type, (c2) == 1 ? 2 : 3, ne_, gen_fill, G);            \
+    } while (0)
     ADD("token_embd.weight", c->dim, c->vocab_size, 0.0f, emb_sd);
     ADD("output_norm.weight", c->dim, 1, 1.0f, 0.05f);
     uint64_t nrf = (uint64_t)c->head_dim / 2;
@@ -194,9 +236,20 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
         T("attn_v", c->dim, kv, 0.0f, sd)
         T("attn_output", q, c->dim, 0.0f, sd)
         T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
-        T("ffn_gate", c->dim, c->hidden_dim, 0.0f, sd)
-        T("ffn_up", c->dim, c->hidden_dim, 0.0f, sd)
-        T("ffn_down", c->hidden_dim, c->dim, 0.0f, sd)
+        if (c->n_expert == 0) {
+            T("ffn_gate", c->dim, c->hidden_dim, 0.0f, sd)
+            T("ffn_up", c->dim, c->hidden_dim, 0.0f, sd)
+            T("ffn_down", c->hidden_dim, c->dim, 0.0f, sd)
+        } else { /* the router in F32 (as llama.cpp's converter keeps it), the experts [n_expert][rows][cols] */
+            snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.weight", l);
+            ADD3(n, c->dim, c->n_expert, 1, 0.0f, sd, LLM_F32);
+            snprintf(n, sizeof(n), "blk.%d.ffn_gate_exps.weight", l);
+            ADD3(n, c->dim, c->expert_ff, c->n_expert, 0.0f, sd, dtype);
+            snprintf(n, sizeof(n), "blk.%d.ffn_up_exps.weight", l);
+            ADD3(n, c->dim, c->expert_ff, c->n_expert, 0.0f, sd, dtype);
+            snprintf(n, sizeof(n), "blk.%d.ffn_down_exps.weight", l);
+            ADD3(n, c->expert_ff, c->dim, c->n_expert, 0.0f, sd, dtype);
+        }
 #undef T
 #define V(name, ne0, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." name, l); ADD(n, ne0, 1, mean_, sd_);
         if (qwen2) {
@@ -215,6 +268,7 @@ int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const c
 #undef V
     }
 #undef ADD
+#undef ADD3
     rc = gguf_writer_write(w, out_path, err);
 out:
     if (g != NULL)

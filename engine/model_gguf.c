@@ -1,7 +1,9 @@
-/* GGUF loader for the "llama", "qwen2", "qwen3", "gemma", "gemma2" and "gemma3"
- * architectures: <arch>.* hyper-parameters, blk.N.* tensors (Qwen 2's q/k/v
- * biases, Qwen 3's and Gemma 3's per-head q/k norms, Gemma 2 / 3's norms after
- * attention and FFN; all but llama rotate NeoX-style, halves rather than pairs). */
+/* GGUF loader for the "llama", "qwen2", "qwen3", "qwen3moe", "gemma", "gemma2"
+ * and "gemma3" architectures: <arch>.* hyper-parameters, blk.N.* tensors (Qwen
+ * 2's q/k/v biases, Qwen 3's and Gemma 3's per-head q/k norms, Gemma 2 / 3's
+ * norms after attention and FFN, the experts of Qwen 3 MoE and of llama files
+ * with an expert_count (Mixtral); all but llama rotate NeoX-style, halves
+ * rather than pairs). */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -146,6 +148,95 @@ static int take(llm_model *m, const char *name, llm_tensor *dst, int required, l
     return 0;
 }
 
+/* Expert e's [ne1 x ne0] matrix of a 3-D tensor [ne2 experts][ne1][ne0], as a 2-D tensor of its own. */
+static gguf_tensor expert_slice(const gguf_tensor *t, uint64_t e)
+{
+    gguf_tensor v = *t;
+    size_t bytes = gguf_qtype_row_bytes(t->type, t->ne[0]) * (size_t)t->ne[1];
+    v.data = (const uint8_t *)t->data + e * bytes;
+    v.nbytes = bytes;
+    v.n_dims = 2;
+    v.ne[2] = 1;
+    return v;
+}
+
+/* A MoE layer's experts: blk.N.ffn_{gate,up,down}_exps ([n_expert][rows][cols] each) as n_expert matrices of
+ * each kind in L->experts (gate, up, down per expert). */
+static int take_experts(llm_model *m, int l, llm_layer *L, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    static const char *const kinds[3] = { "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps" };
+    L->experts = calloc((size_t)c->n_expert * 3, sizeof(llm_tensor));
+    if (llm_model_own(m, L->experts, err) != 0)
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        char n[96];
+        snprintf(n, sizeof(n), "blk.%d.%s.weight", l, kinds[i]);
+        const gguf_tensor *t = gguf_find_tensor(m->gguf, n);
+        if (t == NULL) {
+            snprintf(n, sizeof(n), "blk.%d.ffn_gate.0.weight", l);
+            if (gguf_find_tensor(m->gguf, n) != NULL)
+                llm_seterr(err, "%s: experts stored one tensor each (%s: an old Mixtral conversion) are not "
+                           "supported; convert the model again with a current llama.cpp", m->path, n);
+            else
+                llm_seterr(err, "%s: missing tensor blk.%d.%s.weight", m->path, l, kinds[i]);
+            return -1;
+        }
+        uint64_t rows = i < 2 ? (uint64_t)c->expert_ff : (uint64_t)c->dim;
+        uint64_t cols = i < 2 ? (uint64_t)c->dim : (uint64_t)c->expert_ff;
+        if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != (uint64_t)c->n_expert || t->ne[3] != 1) {
+            llm_seterr(err, "%s: tensor %s is [%llu x %llu x %llu], the config needs [%d experts x %llu x %llu]",
+                       m->path, n, (unsigned long long)t->ne[2], (unsigned long long)t->ne[1],
+                       (unsigned long long)t->ne[0], c->n_expert, (unsigned long long)rows, (unsigned long long)cols);
+            return -1;
+        }
+        for (int e = 0; e < c->n_expert; e++) {
+            gguf_tensor v = expert_slice(t, (uint64_t)e);
+            llm_tensor *dst = &L->experts[3 * e + i];
+            dst->ne[0] = (int64_t)cols;
+            dst->ne[1] = (int64_t)rows;
+            if (gguf_qtype_converted(t->type)) {
+                if (requantize(m, &v, dst, err) != 0)
+                    return -1;
+            } else {
+                dst->type = (llm_dtype)t->type;
+                dst->data = v.data;
+            }
+        }
+    }
+    return 0;
+}
+
+/* <arch>.expert_count and the like (Qwen 3 MoE; llama with experts: Mixtral), as llama.cpp reads them. */
+static int moe_keys(llm_model *m, const char *arch, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    char k[96];
+    snprintf(k, sizeof(k), "%s.expert_count", arch);
+    if (get_int(m, k, &c->n_expert, 0, 0, err) != 0)
+        return -1;
+    if (c->n_expert == 0) {
+        if (strcmp(arch, "qwen3moe") == 0) {
+            llm_seterr(err, "%s: missing %s", m->path, k);
+            return -1;
+        }
+        return 0;
+    }
+    snprintf(k, sizeof(k), "%s.expert_used_count", arch);
+    if (get_int(m, k, &c->n_expert_used, 0, 1, err) != 0)
+        return -1;
+    snprintf(k, sizeof(k), "%s.expert_feed_forward_length", arch);
+    if (get_int(m, k, &c->expert_ff, c->hidden_dim, 0, err) != 0)
+        return -1;
+    c->moe_norm_topk = 1; /* Mixtral and Qwen 3 MoE both renormalise (llama.cpp: norm_w) */
+    if (c->n_expert < 2 || c->n_expert > LLM_MAX_EXPERTS || c->n_expert_used < 1 || c->n_expert_used > c->n_expert) {
+        llm_seterr(err, "%s: bad mixture of experts: %d experts, %d used per token (2 to %d experts)", m->path,
+                   c->n_expert, c->n_expert_used, LLM_MAX_EXPERTS);
+        return -1;
+    }
+    return 0;
+}
+
 static int take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err *err)
 {
     llm_tensor t = { 0 };
@@ -267,16 +358,17 @@ static int load(llm_model *m, llm_err *err)
         return -1;
     }
     if (!llm_model_arch_ok(arch)) {
-        llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen3, gemma, gemma2, gemma3)", m->path,
+        llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3)",
+                   m->path,
                    arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
-    int qwen3 = strcmp(arch, "qwen3") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
+    int qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
     int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
-                                          "blk.0.ffn_down.bias", "blk.0.ffn_gate_inp.weight", "output.bias" };
+                                          "blk.0.ffn_down.bias", "blk.0.ffn_gate_shexp.weight", "output.bias" };
     for (size_t i = 0; i < sizeof(unused) / sizeof(unused[0]); i++)
         if (gguf_find_tensor(g, unused[i]) != NULL) {
             llm_seterr(err, "%s: tensor %s is not supported (architecture %s)", m->path, unused[i], arch);
@@ -311,8 +403,13 @@ static int load(llm_model *m, llm_err *err)
                    rope_dims, c->head_dim);
         return -1;
     }
-    if (rope_scaling_keys(m, g, arch, err) != 0 || (gemma && gemma_keys(m, g, arch, gemma2, gemma3, err) != 0))
+    if (rope_scaling_keys(m, g, arch, err) != 0 || (gemma && gemma_keys(m, g, arch, gemma2, gemma3, err) != 0) ||
+        moe_keys(m, arch, err) != 0)
         return -1;
+    if (c->n_expert == 0 && gguf_find_tensor(g, "blk.0.ffn_gate_inp.weight") != NULL) {
+        llm_seterr(err, "%s: tensor blk.0.ffn_gate_inp.weight (a router) without %s.expert_count", m->path, arch);
+        return -1;
+    }
     char plk[96];
     uint32_t pooling = 0;
     snprintf(plk, sizeof(plk), "%s.pooling_type", arch);
@@ -354,7 +451,13 @@ static int load(llm_model *m, llm_err *err)
         N("attn_norm", attn_norm)
         T("attn_q", wq) T("attn_k", wk) T("attn_v", wv) T("attn_output", wo)
         N("ffn_norm", ffn_norm)
-        T("ffn_gate", w_gate) T("ffn_up", w_up) T("ffn_down", w_down)
+        if (c->n_expert == 0) {
+            T("ffn_gate", w_gate) T("ffn_up", w_up) T("ffn_down", w_down)
+        } else {
+            T("ffn_gate_inp", ffn_gate_inp)
+            if (take_experts(m, l, L, err) != 0)
+                return -1;
+        }
 #undef T
 #undef N
 #define V(suffix, field, required) snprintf(n, sizeof(n), "blk.%d." suffix, l); \
@@ -431,10 +534,19 @@ int llm_model_finish_deferred(llm_model *m, llm_err *err)
         llm_tensor done = *t[i];
         /* the file's tensor again, for requantize (its name for errors) */
         const gguf_tensor *gt = NULL;
-        for (uint64_t k = 0; k < m->gguf->n_tensors && gt == NULL; k++)
-            if (m->gguf->tensors[k].data == src)
-                gt = &m->gguf->tensors[k];
-        if (gt == NULL) {
+        for (uint64_t k = 0; k < m->gguf->n_tensors && gt == NULL; k++) {
+            const gguf_tensor *f = &m->gguf->tensors[k];
+            if ((const uint8_t *)src >= (const uint8_t *)f->data &&
+                (const uint8_t *)src < (const uint8_t *)f->data + f->nbytes)
+                gt = f;
+        }
+        gguf_tensor part; /* an expert's matrix of a 3-D tensor: its slice */
+        if (gt != NULL && gt->ne[2] > 1) {
+            size_t bytes = gguf_qtype_row_bytes(gt->type, gt->ne[0]) * (size_t)gt->ne[1];
+            part = expert_slice(gt, (uint64_t)((const uint8_t *)src - (const uint8_t *)gt->data) / bytes);
+            gt = part.data == src ? &part : NULL;
+        }
+        if (gt == NULL || gt->data != src) {
             llm_seterr(err, "%s: a deferred tensor is not in the file", m->path);
             rc = -1;
         } else if ((rc = requantize(m, gt, &done, err)) == 0) {

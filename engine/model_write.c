@@ -67,6 +67,12 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
     gguf_w_u32(w, KEY("vocab_size"), (uint32_t)c->vocab_size);
     if (c->swa_window > 0)
         gguf_w_u32(w, KEY("attention.sliding_window"), (uint32_t)c->swa_window);
+    if (c->n_expert > 0) {
+        gguf_w_u32(w, KEY("expert_count"), (uint32_t)c->n_expert);
+        gguf_w_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used);
+        if (strcmp(arch, "llama") != 0) /* a llama's experts are feed_forward_length wide */
+            gguf_w_u32(w, KEY("expert_feed_forward_length"), (uint32_t)c->expert_ff);
+    }
     if (strcmp(arch, "gemma2") == 0) {
         gguf_w_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap);
         gguf_w_f32(w, KEY("final_logit_softcapping"), c->final_softcap);

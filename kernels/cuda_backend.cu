@@ -23,6 +23,11 @@
 
 static int check_model(const llm_model *m, llm_err *err)
 {
+    if (m->cfg.n_expert > 0) { /* the router's data-dependent choice has no device path yet */
+        snprintf(err->msg, sizeof(err->msg), "cuda backend: mixture-of-experts models (%s, %d experts) run on the "
+                 "cpu backend only (--backend cpu)", m->arch, m->cfg.n_expert);
+        return -1;
+    }
     return llm_model_check(m, "cuda backend", err);
 }
 

@@ -42,17 +42,26 @@ typedef struct {
     int *att_tiles;                /* [cap + 1] first token of each attention tile (attention.c) */
     float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats */
     size_t wbuf_floats;            /* CPU_MM_CHUNK_ROWS * widest K */
-    cpu_pk_mat *packed;            /* [n_layers][CPU_PK_MATS] packed matrices (data NULL: as stored) */
+    /* mixture of experts (moe.c): a pass's router logits, each token's choices, and the chosen experts'
+     * rows (a token's activations once per expert it goes to), grown to moe_cap rows */
+    int moe_cap;
+    float *moe_logits;             /* [tokens][n_expert] */
+    int *moe_pos;                  /* [tokens * n_expert_used]: the row of each (token, choice) */
+    float *moe_w;                  /* [tokens * n_expert_used]: its weight */
+    float *moe_x, *moe_g, *moe_u, *moe_y; /* [rows][dim], [rows][expert_ff] x 2, [rows][dim] */
+    cpu_pk_mat *packed;            /* [n_layers][llm_layer_n_mats] packed matrices (data NULL: as stored) */
     cpu_pk_mat packed_cls;         /* the classifier packed (data NULL: as stored) */
     uint8_t *packed_arena;         /* where the packed copies live */
 } cpu_state;
 
 /* A matrix in a packed format (kernels.h: CPU_PK_*). */
-/* A layer's seven matrices, in llm_layer_mats' order (prefault.c touches them, repack.c packs them). */
-enum { CPU_W_Q, CPU_W_K, CPU_W_V, CPU_W_O, CPU_W_GATE, CPU_W_UP, CPU_W_DOWN, CPU_PK_MATS = LLM_LAYER_MATS };
-static inline void cpu_layer_mats(const llm_layer *L, const llm_tensor *mats[CPU_PK_MATS])
+/* A layer's matrices, in llm_layer_mats' order (prefault.c touches them, repack.c packs them): the seven
+ * dense ones, then a MoE layer's router and experts (llm_mat_expert). */
+enum { CPU_W_Q, CPU_W_K, CPU_W_V, CPU_W_O, CPU_W_GATE, CPU_W_UP, CPU_W_DOWN };
+static inline int cpu_layer_mats(const llm_model *m, int l, const llm_tensor *mats[LLM_LAYER_MATS_MAX])
 {
-    llm_layer_mats((llm_layer *)(uintptr_t)L, (llm_tensor **)mats); /* read-only here */
+    llm_layer_mats(&m->layers[l], &m->cfg, (llm_tensor **)mats); /* read-only here */
+    return llm_layer_n_mats(&m->cfg);
 }
 
 /* ---- rope.c ---- */
@@ -70,12 +79,14 @@ void cpu_rope_apply(const cpu_rope *r, llm_rope_layout layout, float *v, int n_h
  * per chunk and multiplied with the float GEMM (faster and exact activations);
  * below it (decode), integer dot products against Q8 activations stream them. */
 #define CPU_MM_WIDEN_MIN_TOKENS 12
+#define CPU_MM_MAX_OUTS (2 * LLM_MAX_EXPERTS) /* outputs of one cpu_matmul (an expert's gate and up each) */
 typedef struct {
     const llm_tensor *w;
     float *y;          /* y[t*ldy + row] */
     size_t ldy;
     int accumulate;    /* y += W x instead of y = W x */
     const cpu_pk_mat *packed; /* w packed for kern->gemm_packed (repack.c), or NULL */
+    int t0, nt;        /* nt > 0: only activation rows [t0, t0 + nt) (an expert's tokens); 0: all n */
 } cpu_mm_out;
 
 typedef struct {
@@ -87,7 +98,7 @@ typedef struct {
     float eps;
     const cpu_mm_out *outs;
     int n_outs;
-    int swiglu;            /* outs = {gate, up}: afterwards gate <- silu(gate) * up */
+    int swiglu;            /* outs = {gate, up} pairs: afterwards gate <- silu(gate) * up */
     int gelu;              /* with swiglu: gelu_tanh(gate) * up instead (GeGLU) */
     /* runs after all rows are done (after a barrier), on every thread */
     void (*post)(void *ctx, int ith, int nth);
@@ -112,12 +123,24 @@ void cpu_pk_row_to_f32(cpu_pk_fmt f, const uint8_t *P, int K, size_t row, float 
  * CPU_PK_Q4_M from its Q4_K source (t->src). */
 size_t cpu_packed_bytes(const llm_tensor *t, cpu_pk_fmt f);
 void   cpu_pack_matrix(const llm_tensor *t, cpu_pk_fmt f, uint8_t *dst);
-/* Matrix mat (CPU_W_*) of a layer as packed, or NULL. */
+/* Matrix mat (CPU_W_*, LLM_MAT_ROUTER, llm_mat_expert) of a layer as packed, or NULL. */
 static inline const cpu_pk_mat *cpu_packed(const cpu_state *st, int layer, int mat)
 {
-    const cpu_pk_mat *p = st->packed != NULL ? &st->packed[layer * CPU_PK_MATS + mat] : NULL;
+    const cpu_pk_mat *p = st->packed != NULL ? &st->packed[layer * llm_layer_n_mats(&st->m->cfg) + mat] : NULL;
     return p != NULL && p->data != NULL ? p : NULL;
 }
+
+/* ---- moe.c ---- */
+/* Tokens per pass of the mixture-of-experts FFN: at most this many rows of expert activations at a time. */
+#define CPU_MOE_ROWS 4096
+static inline int cpu_moe_pass_tokens(const llm_config *c)
+{
+    int p = CPU_MOE_ROWS / (c->n_expert_used > 0 ? c->n_expert_used : 1);
+    return p > 0 ? p : 1;
+}
+/* x[t] += the experts' FFN of rmsnorm(x[t]) for the n tokens of st->x (layer l's router and experts). */
+int  cpu_moe_ffn(cpu_state *st, int l, int n);
+void cpu_moe_free(cpu_state *st);
 
 /* ---- prefault.c ---- */
 /* Bring every weight page into the process and zero the KV cache and thread

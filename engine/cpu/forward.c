@@ -1,7 +1,8 @@
 /* The CPU backend: init (kernel choice, thread pool, rope tables, paged KV
  * cache), forward (one step over a batch of tokens from many sequences) and
  * destroy. Each layer is five parallel phases: norm+QKV+rope+cache write,
- * attention, output projection (+residual), norm+gate/up+SwiGLU, down (+residual). */
+ * attention, output projection (+residual), norm+gate/up+SwiGLU, down (+residual);
+ * a mixture-of-experts layer's FFN is moe.c's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +33,33 @@ static void free_scratch(cpu_state *st)
     st->cap = 0;
 }
 
+/* The widest row a matmul reads (its K), and how many activation rows a step of n tokens quantises: n, or a
+ * mixture-of-experts pass's rows (a token's once per expert it goes to). */
+static int widest_k(const cpu_state *st)
+{
+    const llm_config *c = &st->m->cfg;
+    int w = c->dim > st->q_dim ? c->dim : st->q_dim;
+    w = w > c->hidden_dim ? w : c->hidden_dim;
+    return w > c->expert_ff ? w : c->expert_ff;
+}
+
+static size_t act_rows(const llm_config *c, int n)
+{
+    if (c->n_expert == 0)
+        return (size_t)n;
+    int p = n < cpu_moe_pass_tokens(c) ? n : cpu_moe_pass_tokens(c);
+    size_t r = (size_t)p * (size_t)c->n_expert_used;
+    return r > (size_t)n ? r : (size_t)n;
+}
+
 static int ensure_scratch(cpu_state *st, int n)
 {
     if (n <= st->cap)
         return 0;
     const llm_config *c = &st->m->cfg;
     free_scratch(st);
-    size_t N = (size_t)n;
-    int widest = c->dim > st->q_dim ? c->dim : st->q_dim;
-    widest = widest > c->hidden_dim ? widest : c->hidden_dim;
+    size_t N = (size_t)n, A = act_rows(c, n);
+    int widest = widest_k(st);
     st->x   = malloc(N * c->dim * sizeof(float));
     st->xb  = malloc(N * widest * sizeof(float));
     st->q   = malloc(N * st->q_dim * sizeof(float));
@@ -49,9 +68,9 @@ static int ensure_scratch(cpu_state *st, int n)
     st->att = malloc(N * st->q_dim * sizeof(float));
     st->hb  = malloc(N * c->hidden_dim * sizeof(float));
     st->hb2 = malloc(N * c->hidden_dim * sizeof(float));
-    st->qact = malloc(N * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
+    st->qact = malloc(A * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
     st->att_tiles = malloc((N + 1) * sizeof(int));
-    st->xbf = malloc(N * widest * sizeof(uint16_t));
+    st->xbf = malloc(A * widest * sizeof(uint16_t));
     if (!st->x || !st->xb || !st->q || !st->k || !st->v || !st->att || !st->hb || !st->hb2 || !st->qact ||
         !st->att_tiles || !st->xbf) {
         free_scratch(st);
@@ -80,9 +99,8 @@ static int prefault_scratch(cpu_state *st, int n)
     if (ensure_scratch(st, n) != 0)
         return -1;
     const llm_config *c = &st->m->cfg;
-    size_t N = (size_t)n;
-    int widest = c->dim > st->q_dim ? c->dim : st->q_dim;
-    widest = widest > c->hidden_dim ? widest : c->hidden_dim;
+    size_t N = (size_t)n, A = act_rows(c, n);
+    int widest = widest_k(st);
     memset(st->x, 0, N * c->dim * sizeof(float));
     memset(st->xb, 0, N * widest * sizeof(float));
     memset(st->q, 0, N * st->q_dim * sizeof(float));
@@ -91,8 +109,8 @@ static int prefault_scratch(cpu_state *st, int n)
     memset(st->v, 0, N * st->kv_dim * sizeof(float));
     memset(st->hb, 0, N * c->hidden_dim * sizeof(float));
     memset(st->hb2, 0, N * c->hidden_dim * sizeof(float));
-    memset(st->qact, 0, N * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
-    memset(st->xbf, 0, N * widest * sizeof(uint16_t));
+    memset(st->qact, 0, A * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
+    memset(st->xbf, 0, A * widest * sizeof(uint16_t));
     return 0;
 }
 
@@ -110,6 +128,7 @@ static void cpu_destroy(llm_backend *b)
     free(st->vcache);
     free(st->scores);
     free(st->wbuf);
+    cpu_moe_free(st);
     cpu_repack_free(st);
     free(st);
     b->impl = NULL;
@@ -164,9 +183,7 @@ static int cpu_init(llm_backend *b, llm_err *err)
     st->vcache = cpu_alloc_huge(cache * st->kv_es);
     /* (pages untouched past what a tile's positions use: long contexts commit only what they need) */
     st->scores = malloc((size_t)st->nth * CPU_ATT_TILE * (size_t)c->seq_len * sizeof(float));
-    int widest = c->dim > st->q_dim ? c->dim : st->q_dim;
-    widest = widest > c->hidden_dim ? widest : c->hidden_dim;
-    st->wbuf_floats = (size_t)CPU_MM_CHUNK_ROWS * (size_t)widest;
+    st->wbuf_floats = (size_t)CPU_MM_CHUNK_ROWS * (size_t)widest_k(st);
     st->wbuf = malloc((size_t)st->nth * st->wbuf_floats * sizeof(float));
     if (st->kcache == NULL || st->vcache == NULL || st->scores == NULL || st->wbuf == NULL ||
         cpu_rope_init(&st->rope, m, c->seq_len, 0) != 0 ||
@@ -295,7 +312,7 @@ static void project_out(cpu_state *st, const llm_tensor *w, const cpu_pk_mat *pa
 {
     int dim = st->m->cfg.dim, post = post_norm->data != NULL;
     post_norm_ctx pn = { st, post_norm->data, n };
-    cpu_mm_out o = { w, post ? st->xb : st->x, (size_t)dim, !post, packed };
+    cpu_mm_out o = { w, post ? st->xb : st->x, (size_t)dim, !post, packed, 0, 0 };
     cpu_mm mm = { .x = x, .xs = (size_t)K, .n = n, .K = K, .outs = &o, .n_outs = 1,
                   .post = post ? post_norm_add : NULL, .post_ctx = &pn };
     cpu_matmul(st, &mm);
@@ -330,9 +347,9 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         const llm_layer *L = &m->layers[l];
         qkv_post_ctx pc = { st, b, l };
         cpu_mm_out qkv[3] = {
-            { &L->wq, st->q, (size_t)st->q_dim, 0, cpu_packed(st, l, CPU_W_Q) },
-            { &L->wk, st->k, (size_t)st->kv_dim, 0, cpu_packed(st, l, CPU_W_K) },
-            { &L->wv, st->v, (size_t)st->kv_dim, 0, cpu_packed(st, l, CPU_W_V) },
+            { &L->wq, st->q, (size_t)st->q_dim, 0, cpu_packed(st, l, CPU_W_Q), 0, 0 },
+            { &L->wk, st->k, (size_t)st->kv_dim, 0, cpu_packed(st, l, CPU_W_K), 0, 0 },
+            { &L->wv, st->v, (size_t)st->kv_dim, 0, cpu_packed(st, l, CPU_W_V), 0, 0 },
         };
         cpu_mm mm = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->attn_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .outs = qkv, .n_outs = 3,
@@ -343,9 +360,17 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
 
         project_out(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm);
 
+        if (c->n_expert > 0) {
+            if (cpu_moe_ffn(st, l, n) != 0) {
+                llm_seterr(err, "cpu backend: out of memory for the experts of a batch of %d tokens", n);
+                return LLM_BACKEND_NOMEM;
+            }
+            continue;
+        }
+
         cpu_mm_out gu[2] = {
-            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE) },
-            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP) },
+            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },
+            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
         };
         cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->ffn_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .outs = gu, .n_outs = 2, .swiglu = 1,
@@ -392,7 +417,7 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
     }
     if (nw > 0) {
         cpu_mm_out out = { classifier(m), logits, (size_t)c->vocab_size, 0,
-                           st->packed_cls.data != NULL ? &st->packed_cls : NULL };
+                           st->packed_cls.data != NULL ? &st->packed_cls : NULL, 0, 0 };
         cpu_mm mc = { .x = st->x, .xs = (size_t)c->dim, .n = nw, .K = c->dim, .norm = m->out_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .outs = &out, .n_outs = 1 };
         cpu_matmul(st, &mc);

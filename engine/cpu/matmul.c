@@ -20,7 +20,8 @@ typedef struct {
     int need_bf16;     /* activations rounded to bf16 too (bf16_act) */
     const float *xf;   /* float activations (x or its normalised copy) */
     size_t xfs;
-    int chunks[5];     /* prefix sums of chunk counts per output */
+    int n_units;       /* outputs scheduled: each output, or with swiglu each (gate, up) pair */
+    int chunks[CPU_MM_MAX_OUTS + 1]; /* prefix sums of chunk counts per unit */
     _Atomic int next;
 } mm_job;
 
@@ -44,9 +45,17 @@ static int widen(const cpu_kernels *k, llm_dtype t, int n)
            !bf16_act(k, t);
 }
 
+/* The activation rows an output reads: [*t0, *t0 + return). */
+static int out_rows(const cpu_mm *mm, const cpu_mm_out *o, int *t0)
+{
+    *t0 = o->nt > 0 ? o->t0 : 0;
+    return o->nt > 0 ? o->nt : mm->n;
+}
+
 static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
 {
     const cpu_mm *mm = j->mm;
+    int tb, n = out_rows(mm, o, &tb);
     const cpu_kernels *k = j->st->kern;
     llm_dtype t = o->w->type;
     size_t ws = llm_dtype_row_bytes(t, (uint64_t)mm->K);
@@ -56,7 +65,7 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     /* r0 is a multiple of CHUNK_ROWS, so of CPU_PK_ROWS */
     const uint8_t *packed = o->packed == NULL ? NULL
         : o->packed->data + (size_t)(r0 / CPU_PK_ROWS) * (size_t)(mm->K / LLM_QK) * cpu_pk_block_bytes(o->packed->fmt);
-    if (packed == NULL && widen(k, t, mm->n)) {
+    if (packed == NULL && widen(k, t, n)) {
         float *buf = j->st->wbuf + (size_t)ith * j->st->wbuf_floats;
         k->dequant_rows(t, w, ws, r1 - r0, mm->K, buf);
         w = (const uint8_t *)buf;
@@ -75,8 +84,8 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     }
     cpu_gemm_fn gemm = cpu_gemm_for(k, t);
     /* (Splitting K as well measured slower: the tiles' reductions dominate.) */
-    for (int t0 = 0; t0 < mm->n; t0 += TOKEN_BLOCK) {
-        int nt = mm->n - t0 < TOKEN_BLOCK ? mm->n - t0 : TOKEN_BLOCK;
+    for (int t0 = tb; t0 < tb + n; t0 += TOKEN_BLOCK) {
+        int nt = tb + n - t0 < TOKEN_BLOCK ? tb + n - t0 : TOKEN_BLOCK;
         const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * xs;
         float *yt = o->y + (size_t)t0 * o->ldy + r0;
         if (packed != NULL)
@@ -109,23 +118,29 @@ static void mm_worker(void *ctx, int ith, int nth)
         cpu_pool_barrier(st->pool);
     }
 
-    int total = j->chunks[mm->n_outs];
+    int total = j->chunks[j->n_units];
     for (;;) {
         int c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
         if (c >= total)
             break;
-        int o = 0;
-        while (c >= j->chunks[o + 1])
-            o++;
-        const cpu_mm_out *out = &mm->outs[o];
+        int lo = 0, hi = j->n_units - 1; /* the unit u with chunks[u] <= c < chunks[u + 1] */
+        while (lo < hi) {
+            int mid = (lo + hi + 1) / 2;
+            if (j->chunks[mid] <= c)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        const cpu_mm_out *out = &mm->outs[mm->swiglu ? 2 * lo : lo];
         int rows = (int)out->w->ne[1];
-        int r0 = (c - j->chunks[o]) * CHUNK_ROWS;
+        int r0 = (c - j->chunks[lo]) * CHUNK_ROWS;
         int r1 = r0 + CHUNK_ROWS < rows ? r0 + CHUNK_ROWS : rows;
         run_rows(j, out, r0, r1, ith);
         if (mm->swiglu) {
-            const cpu_mm_out *up = &mm->outs[1];
+            const cpu_mm_out *up = out + 1;
             run_rows(j, up, r0, r1, ith);
-            for (int t = 0; t < mm->n; t++)
+            int tb, n = out_rows(mm, out, &tb);
+            for (int t = tb; t < tb + n; t++)
                 (mm->gelu ? st->kern->geglu : st->kern->swiglu)(out->y + (size_t)t * out->ldy + r0,
                                                       up->y + (size_t)t * up->ldy + r0, r1 - r0);
         }
@@ -141,14 +156,18 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm)
     mm_job j = { .st = st, .mm = mm };
     j.xf = mm->norm != NULL ? mm->xn : mm->x;
     j.xfs = mm->norm != NULL ? (size_t)mm->K : mm->xs;
-    int n_sched = mm->swiglu ? 1 : mm->n_outs; /* swiglu: a chunk does gate and up rows */
+    j.n_units = mm->swiglu ? mm->n_outs / 2 : mm->n_outs; /* swiglu: a chunk does gate and up rows */
     j.chunks[0] = 0;
     for (int o = 0; o < mm->n_outs; o++) {
-        j.need_bf16 |= mm->outs[o].packed == NULL && bf16_act(st->kern, mm->outs[o].w->type);
-        j.need_q8 |= mm->outs[o].packed != NULL ||
-                     (cpu_dtype_wants_q8(mm->outs[o].w->type) && !widen(st->kern, mm->outs[o].w->type, mm->n));
-        int rows = (int)mm->outs[o].w->ne[1];
-        j.chunks[o + 1] = j.chunks[o] + (o < n_sched ? (rows + CHUNK_ROWS - 1) / CHUNK_ROWS : 0);
+        const cpu_mm_out *out = &mm->outs[o];
+        int tb, n = out_rows(mm, out, &tb);
+        j.need_bf16 |= out->packed == NULL && bf16_act(st->kern, out->w->type);
+        j.need_q8 |= out->packed != NULL ||
+                     (cpu_dtype_wants_q8(out->w->type) && !widen(st->kern, out->w->type, n));
+        if (!mm->swiglu || o % 2 == 0) {
+            int u = mm->swiglu ? o / 2 : o, rows = (int)out->w->ne[1];
+            j.chunks[u + 1] = j.chunks[u] + (rows + CHUNK_ROWS - 1) / CHUNK_ROWS;
+        }
     }
     atomic_init(&j.next, 0);
     cpu_pool_run(st->pool, mm_worker, &j);

@@ -16,7 +16,7 @@
 #endif
 
 typedef struct {
-    const llm_tensor *t[1024];
+    const llm_tensor *t[1024 + 2]; /* + the embedding and the classifier after the last flush */
     int n;
     cpu_state *st;
 } prefault_job;
@@ -91,9 +91,9 @@ void cpu_prefault_weights(cpu_state *st)
     if (j == NULL)
         return; /* only an optimisation */
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        const llm_tensor *mats[CPU_PK_MATS];
-        cpu_layer_mats(&m->layers[l], mats);
-        for (int i = 0; i < CPU_PK_MATS; i++) {
+        const llm_tensor *mats[LLM_LAYER_MATS_MAX];
+        int nm = cpu_layer_mats(m, l, mats);
+        for (int i = 0; i < nm; i++) {
             if (j->n == 1024) { /* flush in groups */
                 cpu_pool_run(st->pool, prefault_worker, j);
                 j->n = 0;

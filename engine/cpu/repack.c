@@ -246,7 +246,8 @@ int cpu_repack_weights(cpu_state *st)
         return 0;
     const llm_model *m = st->m;
     int n_layers = m->cfg.n_layers;
-    st->packed = calloc((size_t)n_layers * CPU_PK_MATS, sizeof(*st->packed));
+    int per = llm_layer_n_mats(&m->cfg);
+    st->packed = calloc((size_t)n_layers * (size_t)per, sizeof(*st->packed));
     repack_job *j = calloc(1, sizeof(*j));
     if (st->packed == NULL || j == NULL) {
         free(j);
@@ -256,11 +257,11 @@ int cpu_repack_weights(cpu_state *st)
     for (int pass = 0; pass < 2; pass++) {
         size_t off = 0;
         for (int l = 0; l < n_layers; l++) {
-            const llm_tensor *mats[CPU_PK_MATS];
-            cpu_layer_mats(&m->layers[l], mats);
-            for (int i = 0; i < CPU_PK_MATS; i++) {
+            const llm_tensor *mats[LLM_LAYER_MATS_MAX];
+            cpu_layer_mats(m, l, mats);
+            for (int i = 0; i < per; i++) {
                 const llm_tensor *t = mats[i];
-                cpu_pk_mat *pm = &st->packed[l * CPU_PK_MATS + i];
+                cpu_pk_mat *pm = &st->packed[l * per + i];
                 if (t->cpu_packed) { /* packed by llm_cpu_prepare_model */
                     pm->data = t->data;
                     pm->fmt = (cpu_pk_fmt)(t->cpu_packed - 1);
