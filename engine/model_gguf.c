@@ -228,7 +228,12 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     snprintf(k, sizeof(k), "%s.expert_feed_forward_length", arch);
     if (get_int(m, k, &c->expert_ff, c->hidden_dim, 0, err) != 0)
         return -1;
-    c->moe_norm_topk = 1; /* Mixtral and Qwen 3 MoE both renormalise (llama.cpp: norm_w) */
+    /* Mixtral and Qwen 3 MoE renormalise the chosen experts' weights (llama.cpp hard-codes it for both);
+     * our writer says expert_weights_norm false for a Qwen 3 MoE whose config.json had norm_topk_prob false */
+    int norm = 1;
+    snprintf(k, sizeof(k), "%s.expert_weights_norm", arch);
+    gguf_get_bool(m->gguf, k, &norm);
+    c->moe_norm_topk = norm;
     if (c->n_expert < 2 || c->n_expert > LLM_MAX_EXPERTS || c->n_expert_used < 1 || c->n_expert_used > c->n_expert) {
         llm_seterr(err, "%s: bad mixture of experts: %d experts, %d used per token (2 to %d experts)", m->path,
                    c->n_expert, c->n_expert_used, LLM_MAX_EXPERTS);

@@ -106,6 +106,29 @@ static int gemma_layers(llm_model *m, const cJSON *root, const char *path, llm_e
     return 0;
 }
 
+/* Qwen 3 MoE's experts (num_experts of moe_intermediate_size, num_experts_per_tok, norm_topk_prob; every layer
+ * sparse) or Mixtral's (num_local_experts as wide as intermediate_size, always renormalised). */
+static int moe_config(llm_model *m, const cJSON *root, int mixtral, const char *path, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    int step = 1;
+    const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
+    if (cfg_int(root, mixtral ? "num_local_experts" : "num_experts", &c->n_expert, 0, 1, path, err) ||
+        cfg_int(root, "num_experts_per_tok", &c->n_expert_used, 0, 1, path, err) ||
+        cfg_int(root, "moe_intermediate_size", &c->expert_ff, c->hidden_dim, !mixtral, path, err) ||
+        cfg_int(root, "decoder_sparse_step", &step, 1, 0, path, err))
+        return -1;
+    if (mixtral)
+        c->expert_ff = c->hidden_dim;
+    c->moe_norm_topk = mixtral || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob"));
+    if (step != 1 || (cJSON_IsArray(dense) && cJSON_GetArraySize(dense) > 0)) {
+        llm_seterr(err, "%s: dense layers among the experts (decoder_sparse_step, mlp_only_layers) are not supported",
+                   path);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err *err)
 {
     char path[PATH_MAX];
@@ -134,11 +157,17 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         snprintf(m->arch, sizeof(m->arch), "gemma3");
         mt = NULL;
     }
-    /* Mistral's is Llama's graph; only its sliding window (v0.1's 4096) differs, refused below */
-    int mistral = cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0;
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "qwen3_moe") == 0) {
+        snprintf(m->arch, sizeof(m->arch), "qwen3moe");
+        mt = NULL;
+    }
+    /* Mistral's is Llama's graph; only its sliding window (v0.1's 4096) differs, refused below. Mixtral is a
+     * llama with experts. */
+    int mixtral = cJSON_IsString(mt) && strcmp(mt->valuestring, "mixtral") == 0;
+    int mistral = mixtral || (cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0);
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
-        llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
-                   "gemma3)", path, mt->valuestring);
+        llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, "
+                   "gemma2, gemma3_text, gemma3)", path, mt->valuestring);
         cJSON_Delete(root);
         return -1;
     }
@@ -174,6 +203,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     c->tied_embeddings = cJSON_IsTrue(tie) || (gemma && tie == NULL); /* Gemma's configs tie by default */
     if (rc == 0 && gemma)
         rc = gemma_config(m, root, path, err);
+    if (rc == 0 && (mixtral || strcmp(m->arch, "qwen3moe") == 0))
+        rc = moe_config(m, root, mixtral, path, err);
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
     if (rc == 0 && cJSON_IsObject(rs))
         rc = rope_scaling_cfg(c, rs, path, err);
@@ -292,6 +323,29 @@ static int take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor
     return 0;
 }
 
+/* A MoE layer's router and experts, one tensor each: Qwen 3 MoE's mlp.gate and mlp.experts.E.{gate,up,down}_proj,
+ * or Mixtral's block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}. */
+static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err)
+{
+    int qwen = strcmp(m->arch, "qwen3moe") == 0;
+    const char *moe = qwen ? "mlp" : "block_sparse_moe";
+    static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
+    char n[160];
+    snprintf(n, sizeof(n), "model.layers.%d.%s.gate.weight", l, moe);
+    if (take(m, s, n, &L->ffn_gate_inp, 1, err) != 0)
+        return -1;
+    L->experts = calloc((size_t)m->cfg.n_expert * 3, sizeof(llm_tensor));
+    if (llm_model_own(m, L->experts, err) != 0)
+        return -1;
+    for (int e = 0; e < m->cfg.n_expert; e++)
+        for (int w = 0; w < 3; w++) {
+            snprintf(n, sizeof(n), "model.layers.%d.%s.experts.%d.%s.weight", l, moe, e, qwen ? qn[w] : mn[w]);
+            if (take(m, s, n, &L->experts[3 * e + w], 1, err) != 0)
+                return -1;
+        }
+    return 0;
+}
+
 static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
 {
     llm_config *c = &m->cfg;
@@ -306,7 +360,8 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
     if (llm_model_own(m, m->layers, err) != 0)
         return -1;
-    int qwen2 = strcmp(m->arch, "qwen2") == 0, qwen3 = strcmp(m->arch, "qwen3") == 0;
+    int qwen2 = strcmp(m->arch, "qwen2") == 0;
+    int qwen3 = strcmp(m->arch, "qwen3") == 0 || strcmp(m->arch, "qwen3moe") == 0;
     int gemma3 = strcmp(m->arch, "gemma3") == 0, gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0;
     if (c->embd_scale > 0.0f && (m->tok_embd.type == LLM_BF16 || m->tok_embd.type == LLM_F16)) {
         /* transformers multiplies by sqrt(hidden_size) as a tensor of the model's dtype */
@@ -330,7 +385,11 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         } else {
             N("post_attention_layernorm", ffn_norm)
         }
-        T("mlp.gate_proj", w_gate) T("mlp.up_proj", w_up) T("mlp.down_proj", w_down)
+        if (c->n_expert == 0) {
+            T("mlp.gate_proj", w_gate) T("mlp.up_proj", w_up) T("mlp.down_proj", w_down)
+        } else if (take_experts(m, s, l, L, err) != 0) {
+            return -1;
+        }
 #undef T
 #undef N
         /* Qwen 2's q/k/v biases (Llama's attention_bias too), Qwen 3's q/k norms: optional here,

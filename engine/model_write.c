@@ -72,6 +72,8 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
         gguf_w_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used);
         if (strcmp(arch, "llama") != 0) /* a llama's experts are feed_forward_length wide */
             gguf_w_u32(w, KEY("expert_feed_forward_length"), (uint32_t)c->expert_ff);
+        if (!c->moe_norm_topk) /* (llama.cpp renormalises Qwen 3 MoE's and Mixtral's whatever this says) */
+            gguf_w_bool(w, KEY("expert_weights_norm"), 0);
     }
     if (strcmp(arch, "gemma2") == 0) {
         gguf_w_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap);
@@ -104,6 +106,8 @@ typedef struct {
     int head_dim;
     float *tmp;      /* ne[0] floats */
     float add;       /* added to a vector's elements (Gemma's norms: 1 + w in memory and GGUF, w in HF) */
+    int n_exp;       /* > 0: src is expert 0's matrix of a kind in a layer's experts (llm_layer.experts, 3 apart),
+                      * written as one [n_exp][rows][cols] tensor */
 } conv;
 
 static int64_t src_row(const conv *c, int64_t r)
@@ -121,14 +125,21 @@ static int conv_fill(void *user, uint64_t row0, uint64_t n, void *dst, llm_err *
     (void)err;
     conv *c = user;
     size_t n0 = (size_t)c->src->ne[0];
-    size_t sb = llm_dtype_row_bytes(c->src->type, n0), db = llm_dtype_row_bytes(c->dst, n0);
+    size_t db = llm_dtype_row_bytes(c->dst, n0);
     for (uint64_t i = 0; i < n; i++) {
-        const uint8_t *s = (const uint8_t *)c->src->data + (size_t)src_row(c, (int64_t)(row0 + i)) * sb;
+        const llm_tensor *t = c->src;
+        int64_t r = (int64_t)(row0 + i);
+        if (c->n_exp > 0) { /* row r of the 3-D tensor: expert r / rows's row r % rows */
+            t += 3 * (r / c->src->ne[1]);
+            r %= c->src->ne[1];
+        }
+        size_t sb = llm_dtype_row_bytes(t->type, n0);
+        const uint8_t *s = (const uint8_t *)t->data + (size_t)src_row(c, r) * sb;
         uint8_t *d = (uint8_t *)dst + i * db;
-        if (c->src->type == c->dst) {
+        if (t->type == c->dst) {
             memcpy(d, s, sb);
         } else {
-            llm_row_to_f32(c->src->type, s, c->tmp, n0);
+            llm_row_to_f32(t->type, s, c->tmp, n0);
             llm_row_from_f32(c->dst, c->tmp, d, n0);
         }
     }
@@ -149,7 +160,7 @@ static conv *conv_add(conv_list *l, const llm_tensor *t, llm_dtype dst, int perm
         return NULL;
     }
     conv *c = &l->cv[l->n];
-    c->src = t; c->dst = dst; c->perm = perm; c->head_dim = head_dim;
+    c->src = t; c->dst = dst; c->perm = perm; c->head_dim = head_dim; c->n_exp = 0;
     c->tmp = malloc((size_t)t->ne[0] * sizeof(float));
     if (c->tmp == NULL) {
         l->oom = 1;
@@ -182,6 +193,19 @@ static void add_mat(gguf_writer *w, conv_list *l, const char *name, const llm_te
         return;
     uint64_t ne[2] = { (uint64_t)t->ne[0], (uint64_t)t->ne[1] };
     gguf_w_tensor_fill(w, name, d, t->ne[1] == 1 ? 1 : 2, ne, conv_fill, c);
+}
+
+/* A layer's experts of one kind (which: 0 gate, 1 up, 2 down) as one 3-D tensor, llama.cpp's ffn_*_exps. */
+static void add_experts(gguf_writer *w, conv_list *l, const char *name, const llm_layer *L, int n_exp, int which,
+                        llm_dtype dt)
+{
+    const llm_tensor *t = &L->experts[which];
+    conv *c = conv_add(l, t, mat_type(dt, t->ne[0]), 0, 0);
+    if (c == NULL)
+        return;
+    c->n_exp = n_exp;
+    uint64_t ne[3] = { (uint64_t)t->ne[0], (uint64_t)t->ne[1], (uint64_t)n_exp };
+    gguf_w_tensor_fill(w, name, c->dst, 3, ne, conv_fill, c);
 }
 
 /* One row of n floats (a bias, a q/k norm) with its elements permuted as a matrix's rows would be. */
@@ -301,7 +325,17 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         M("attn_norm", attn_norm, 0)
         M("attn_q", wq, perm) M("attn_k", wk, perm) M("attn_v", wv, 0) M("attn_output", wo, 0)
         M("ffn_norm", ffn_norm, 0)
-        M("ffn_gate", w_gate, 0) M("ffn_up", w_up, 0) M("ffn_down", w_down, 0)
+        if (c->n_expert == 0) {
+            M("ffn_gate", w_gate, 0) M("ffn_up", w_up, 0) M("ffn_down", w_down, 0)
+        } else { /* the router stays F32, as llama.cpp's converter keeps it */
+            snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.weight", i);
+            add_mat(w, &l, n, &L->ffn_gate_inp, LLM_F32, 0, hd);
+            static const char *const kinds[3] = { "gate", "up", "down" };
+            for (int k = 0; k < 3; k++) {
+                snprintf(n, sizeof(n), "blk.%d.ffn_%s_exps.weight", i, kinds[k]);
+                add_experts(w, &l, n, L, c->n_expert, k, dtype);
+            }
+        }
 #undef M
         /* biases follow their matrix's rows, a q/k norm's weights a head's (the permutation too) */
 #define V(name, field, p) snprintf(n, sizeof(n), "blk.%d." name, i); \
@@ -345,11 +379,13 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
     static const char *const names[][3] = {
         { "qwen2", "Qwen2ForCausalLM", "qwen2" }, { "qwen3", "Qwen3ForCausalLM", "qwen3" },
+        { "qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe" }, { "mixtral", "MixtralForCausalLM", "mixtral" },
         { "gemma", "GemmaForCausalLM", "gemma" }, { "gemma2", "Gemma2ForCausalLM", "gemma2" },
         { "gemma3", "Gemma3ForCausalLM", "gemma3_text" }, { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
-    while (a + 1 < sizeof(names) / sizeof(names[0]) && strcmp(m->arch, names[a][0]) != 0)
+    const char *an = strcmp(m->arch, "llama") == 0 && c->n_expert > 0 ? "mixtral" : m->arch;
+    while (a + 1 < sizeof(names) / sizeof(names[0]) && strcmp(an, names[a][0]) != 0)
         a++;
     cJSON_AddItemToArray(arch, cJSON_CreateString(names[a][1]));
     cJSON_AddStringToObject(j, "model_type", names[a][2]);
@@ -375,6 +411,15 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     }
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
     cJSON_AddNumberToObject(j, "intermediate_size", c->hidden_dim);
+    if (c->n_expert > 0 && strcmp(an, "qwen3moe") == 0) {
+        cJSON_AddNumberToObject(j, "num_experts", c->n_expert);
+        cJSON_AddNumberToObject(j, "moe_intermediate_size", c->expert_ff);
+        cJSON_AddBoolToObject(j, "norm_topk_prob", c->moe_norm_topk);
+    } else if (c->n_expert > 0) { /* Mixtral: experts as wide as intermediate_size, always renormalised */
+        cJSON_AddNumberToObject(j, "num_local_experts", c->n_expert);
+    }
+    if (c->n_expert > 0)
+        cJSON_AddNumberToObject(j, "num_experts_per_tok", c->n_expert_used);
     cJSON_AddNumberToObject(j, "num_hidden_layers", c->n_layers);
     cJSON_AddNumberToObject(j, "num_attention_heads", c->n_heads);
     cJSON_AddNumberToObject(j, "num_key_value_heads", c->n_kv_heads);
@@ -460,7 +505,13 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
     if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0)
         return -1;
     const llm_config *c = &m->cfg;
-    int n = 16 * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
+    if (c->n_expert > 0 && strcmp(m->arch, "llama") == 0 && (c->expert_ff != c->hidden_dim || !c->moe_norm_topk)) {
+        llm_seterr(err, "%s: a Mixtral's experts are intermediate_size wide and renormalised; this model's are not",
+                   dir);
+        return -1;
+    }
+    int n = (16 + 3 * c->n_expert + 1) * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
+    int qwen_moe = strcmp(m->arch, "qwen3moe") == 0;
     int gemma = strncmp(m->arch, "gemma", 5) == 0, gemma23 = gemma && m->layers[0].post_attn_norm.data != NULL;
     float nadd = gemma ? -1.0f : 0.0f; /* Gemma's norms are stored as w, scaling by 1 + w */
     hf_entry *e = calloc((size_t)n, sizeof(*e));
@@ -493,7 +544,20 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         } else {
             L_("post_attention_layernorm", ffn_norm, 0)
         }
-        L_("mlp.gate_proj", w_gate, 0) L_("mlp.up_proj", w_up, 0) L_("mlp.down_proj", w_down, 0)
+        if (c->n_expert == 0) {
+            L_("mlp.gate_proj", w_gate, 0) L_("mlp.up_proj", w_up, 0) L_("mlp.down_proj", w_down, 0)
+        } else { /* Qwen 3 MoE's names, or Mixtral's (w1 gate, w3 up, w2 down) */
+            const char *moe = qwen_moe ? "mlp" : "block_sparse_moe";
+            static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
+            snprintf(nm, sizeof(nm), "model.layers.%d.%s.gate.weight", i, moe);
+            ADD(nm, &L->ffn_gate_inp, 0);
+            for (int x = 0; x < c->n_expert; x++)
+                for (int w = 0; w < 3; w++) {
+                    snprintf(nm, sizeof(nm), "model.layers.%d.%s.experts.%d.%s.weight", i, moe, x,
+                             qwen_moe ? qn[w] : mn[w]);
+                    ADD(nm, &L->experts[3 * x + w], 0);
+                }
+        }
 #undef L_
 #define V_(name, field, p) snprintf(nm, sizeof(nm), "model.layers.%d." name, i); \
         if (L->field.data != NULL) ADD(nm, &L->field, p);
@@ -539,7 +603,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         if (fputc(' ', f) == EOF)
             goto ioerr;
     for (int i = 0; i < k; i++) {
-        conv cv = { e[i].t, dtype, e[i].perm, c->head_dim, tmp, e[i].add };
+        conv cv = { e[i].t, dtype, e[i].perm, c->head_dim, tmp, e[i].add, 0 };
         size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);
         for (int64_t r = 0; r < e[i].t->ne[1]; r++) {
             if (e[i].t->ne[1] == 1) /* a vector: a bias's elements move as its matrix's rows */

@@ -66,6 +66,28 @@ for my $preset (sort keys %arch) {
     my ($rc1, $a) = ours_ids($f{f32}, \@ids);
     ok($rc1 == 0 && @$a == $n, "$preset: we generate $n ids");
     is_deeply($a, llamacpp_ids($f{f32}, \@ids), "$preset: the same $n greedy ids as llama.cpp");
+
+    # 3. Hugging Face directory (one tensor per expert) and back.
+    my $hf = "$dir/hf-$preset";
+    ($rc) = capture($engine, 'gen-model', '--from', $f{f32}, '--dtype', 'f32', '--format', 'hf', '--out', $hf);
+    is($rc, 0, "$preset: re-saved as a Hugging Face directory");
+    my $cfg = decode_json(slurp("$hf/config.json"));
+    is($cfg->{model_type}, $mt, "$preset: config.json says model_type $mt");
+    is($cfg->{num_experts_per_tok}, $nu, "$preset: and num_experts_per_tok $nu");
+    my $st = slurp("$hf/model.safetensors");
+    my $hdr = decode_json(substr($st, 8, unpack('Q<', substr($st, 0, 8))));
+    my $last = $ne - 1;
+    ok(exists $hdr->{$mt eq 'mixtral' ? "model.layers.1.block_sparse_moe.experts.$last.w2.weight"
+                                      : "model.layers.1.mlp.experts.$last.down_proj.weight"},
+       "$preset: each expert is a tensor of its own, named as transformers names it");
+    my ($rc3, $c) = ours_ids($hf, \@ids);
+    is_deeply($c, $a, "$preset: the Hugging Face directory gives the same ids") or diag(`tail -3 $dir/stderr`);
+    my $back = "$dir/back-$preset.gguf";
+    ($rc) = capture($engine, 'gen-model', '--from', $hf, '--dtype', 'f32', '--out', $back,
+                    '--tokenizer', '../shared/tokenizers/llama3/tokenizer.json');
+    my ($rc4, $d) = ours_ids($back, \@ids);
+    is_deeply($d, $a, "$preset: and again as GGUF") or diag(`tail -3 $dir/stderr`);
+    is_deeply(llamacpp_ids($back, \@ids), $a, "$preset: llama.cpp reads that GGUF to the same ids");
 }
 
 sub slurp {
