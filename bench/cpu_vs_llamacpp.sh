@@ -10,6 +10,8 @@
 #   DTYPES="q4_K_M q6_K" bash bench/cpu_vs_llamacpp.sh
 #   PRESET=llama-3.2-1b DTYPES="q4_K_M q8_0" NGEN=32 REPS=2 bash bench/cpu_vs_llamacpp.sh
 #   PROMPT_LEN=1000 NGEN=16 bash bench/cpu_vs_llamacpp.sh   # long-prompt prefill
+#   PRESET=qwen3-30b-a3b LAYERS=8 DTYPES="q8_0 q4_K_M" bash bench/cpu_vs_llamacpp.sh
+#       # a mixture of experts; LAYERS cuts a model too big for this machine to its first N layers
 # Types gen-model does not write (q4_K_M, q5_K_M, q6_K, q4_1, ...) are made by
 # llama.cpp's own quantiser from the F32 file (build/parity/ggml_ref); our
 # engine converts them to Q8_0 at load (engine/gguf_quants.h), llama.cpp runs
@@ -23,6 +25,7 @@ DTYPES=${DTYPES:-"f16 q8_0 q4_0"}
 NGEN=${NGEN:-128}
 PROMPT_LEN=${PROMPT_LEN:-128}
 PRESET=${PRESET:-stories110m}
+LAYERS=${LAYERS:-0}
 MODELS=${MODELS:-bench/models}
 
 make -s engine build/parity/ggml_ref
@@ -37,14 +40,18 @@ best() { sort -g | tail -n 1; }
 
 printf '%-6s | %14s %14s %7s | %14s %14s %7s\n' dtype "prefill ours" "llama.cpp" ratio "decode ours" "llama.cpp" ratio
 printf '%s\n' "-------+----------------------------------------+---------------------------------------"
+NAME=$PRESET
+[ "$LAYERS" = 0 ] || NAME="$PRESET-${LAYERS}l"
 for dt in $DTYPES; do
-    model="$MODELS/$PRESET-$dt.gguf"
+    model="$MODELS/$NAME-$dt.gguf"
     case $dt in
     f32|f16|bf16|q8_0|q4_0)
-        [ -f "$model" ] || build/llm-engine gen-model --preset "$PRESET" --dtype "$dt" --out "$model" --seed 1 2>/dev/null ;;
+        [ -f "$model" ] || build/llm-engine gen-model --preset "$PRESET" --layers "$LAYERS" --dtype "$dt" \
+                               --out "$model" --seed 1 2>/dev/null ;;
     *)
-        f32="$MODELS/$PRESET-f32.gguf"
-        [ -f "$f32" ] || build/llm-engine gen-model --preset "$PRESET" --dtype f32 --out "$f32" --seed 1 2>/dev/null
+        f32="$MODELS/$NAME-f32.gguf"
+        [ -f "$f32" ] || build/llm-engine gen-model --preset "$PRESET" --layers "$LAYERS" --dtype f32 --out "$f32" \
+                             --seed 1 2>/dev/null
         [ -f "$model" ] || build/parity/ggml_ref quantize "$LLAMA_LIBS" "$f32" "$model" "$dt" >/dev/null 2>&1 ;;
     esac
     op=(); od=(); lp=(); ld=()
@@ -63,4 +70,4 @@ for dt in $DTYPES; do
     awk -v dt="$dt" -v p1="$p1" -v p2="$p2" -v d1="$d1" -v d2="$d2" 'BEGIN {
         printf "%-6s | %14.1f %14.1f %6.2fx | %14.1f %14.1f %6.2fx\n", dt, p1, p2, p1 / p2, d1, d2, d1 / d2 }'
 done
-echo "($PRESET shape; tokens/s, best of $REPS runs each, $THREADS threads, $PROMPT_LEN-token prompt, $NGEN generated; $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+echo "($PRESET shape$([ "$LAYERS" = 0 ] || echo ", first $LAYERS layers"); tokens/s, best of $REPS runs each, $THREADS threads, $PROMPT_LEN-token prompt, $NGEN generated; $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"

@@ -229,7 +229,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 
 int llm_model_arch_ok(const char *arch)
 {
-    static const char *const ok[] = { "llama", "qwen2", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3" };
+    static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
             return 1;
@@ -321,10 +321,15 @@ int llm_model_validate(llm_model *m, llm_err *err)
                 llm_seterr(err, "%s: layer %d: a norm after a mixture of experts is not supported", m->path, l);
                 return -1;
             }
-            if (L->w_gate.data != NULL || L->w_gate.src != NULL || L->experts == NULL) {
-                llm_seterr(err, "%s: layer %d: a mixture-of-experts layer with a dense FFN (a shared expert) is not "
-                           "supported", m->path, l);
+            if (L->experts == NULL) {
+                llm_seterr(err, "%s: layer %d: a mixture of experts without experts", m->path, l);
                 return -1;
+            }
+            if (L->w_gate.data != NULL || L->w_gate.src != NULL || L->shexp_gate.data != NULL) { /* shared expert */
+                CHK(w_gate, c->dim, c->hidden_dim, 0)
+                CHK(w_up, c->dim, c->hidden_dim, 0)
+                CHK(w_down, c->hidden_dim, c->dim, 0)
+                CHK(shexp_gate, c->dim, 1, 1)
             }
             for (int e = 0; e < c->n_expert; e++)
                 for (int i = 0; i < 3; i++) {
@@ -415,8 +420,9 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         fprintf(f, "\n");
     }
     if (c->n_expert > 0)
-        fprintf(f, "mixture of experts: %d experts of width %d, %d per token, weights %s\n", c->n_expert, c->expert_ff,
-                c->n_expert_used, c->moe_norm_topk ? "renormalised over those chosen" : "as routed");
+        fprintf(f, "mixture of experts: %d experts of width %d, %d per token, weights %s%s\n", c->n_expert,
+                c->expert_ff, c->n_expert_used, c->moe_norm_topk ? "renormalised over those chosen" : "as routed",
+                m->layers != NULL && m->layers[0].shexp_gate.data != NULL ? ", and a shared expert" : "");
     if (m->pooling != LLM_POOL_NONE) {
         static const char *const pools[] = { "none", "mean", "cls", "last" };
         fprintf(f, "embeddings pooling: %s (what the model declares)\n", pools[m->pooling]);

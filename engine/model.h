@@ -69,9 +69,10 @@ typedef struct {
     float rope_theta_swa;  /* rope base of the sliding-window layers, unscaled (Gemma 3: 10000); 0: as the others */
     float attn_softcap;    /* Gemma 2: scores become cap * tanh(score / cap); 0: none */
     float final_softcap;   /* Gemma 2: logits become cap * tanh(logit / cap); 0: none */
-    /* Mixture of experts (Qwen 3 MoE, Mixtral; 0 for dense models): every layer's FFN is n_expert SwiGLU
-     * experts of width expert_ff, each token's n_expert_used highest-routed ones weighted by their softmax
-     * probabilities (renormalised over those chosen when moe_norm_topk). hidden_dim is then unused. */
+    /* Mixture of experts (Qwen 3 MoE, Qwen 2 MoE, Mixtral; 0 for dense models): every layer's FFN is n_expert
+     * SwiGLU experts of width expert_ff, each token's n_expert_used highest-routed ones weighted by their
+     * softmax probabilities (renormalised over those chosen when moe_norm_topk); hidden_dim is then the
+     * shared expert's width (Qwen 2 MoE), or unused. */
     int   n_expert, n_expert_used, expert_ff, moe_norm_topk;
 } llm_config;
 
@@ -97,8 +98,10 @@ typedef struct {
     /* Gemma 2 / 3: RMSNorm of the attention's and of the FFN's output before each residual add, [dim] */
     llm_tensor post_attn_norm, post_ffn_norm;
     int        swa;                 /* 1: a sliding-window layer (cfg.swa_window, cfg.rope_theta_swa) */
-    /* Mixture of experts (cfg.n_expert > 0; w_gate, w_up, w_down are then absent: no data, no src): */
+    /* Mixture of experts (cfg.n_expert > 0; w_gate, w_up, w_down are then absent, no data and no src, or
+     * Qwen 2 MoE's shared expert, hidden_dim wide, its output scaled by sigmoid(x . shexp_gate)): */
     llm_tensor ffn_gate_inp;        /* the router, [n_expert x dim] */
+    llm_tensor shexp_gate;          /* F32 [dim], with a shared expert */
     llm_tensor *experts;            /* [n_expert][3]: expert e's gate, up [expert_ff x dim] and down [dim x expert_ff] */
 } llm_layer;
 

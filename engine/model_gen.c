@@ -67,17 +67,25 @@ static const preset presets[] = {
                       .norm_eps = 1e-6f, .swa_window = 512, .tied_embeddings = 1, .bos_id = 128000,
                       .eos_id = 128009 }, 1, "gemma3", 0, 0, 0, 0 },
     /* Mixture of experts: Qwen 3 MoE (q/k norms, 8 experts of width 64, 2 per token) and a Mixtral-style
-     * llama (4 experts as wide as its feed_forward_length, 2 per token), tiny; then Qwen3-30B-A3B's shape
+     * llama (4 experts as wide as its feed_forward_length, 2 per token; 256 wide, so that llama.cpp's
+     * quantiser makes K-quants of it), tiny; then Qwen3-30B-A3B's shape
      * (48 layers, 128 experts of 768, 8 per token; 30.5 B weights) */
     { "tiny-qwen3moe", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
                          .head_dim = 32, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f,
                          .norm_eps = 1e-6f, .n_expert = 8, .n_expert_used = 2, .expert_ff = 64, .moe_norm_topk = 1,
-                         .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3moe", 0.125f, 1.0f,
+                         .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3moe", 0.2f, 0.5f,
       0, 0 },
-    { "tiny-mixtral", { .dim = 64, .hidden_dim = 96, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
-                        .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-5f,
-                        .n_expert = 4, .n_expert_used = 2, .expert_ff = 96, .moe_norm_topk = 1,
-                        .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0.125f, 1.0f, 0, 0 },
+    /* Qwen 2 MoE: q/k/v biases, 8 experts of 64, 2 per token, not renormalised, a shared expert of 128, and
+     * a classifier of its own (llama.cpp's qwen2moe requires one) */
+    { "tiny-qwen2moe", { .dim = 64, .hidden_dim = 128, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                         .head_dim = 16, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f,
+                         .norm_eps = 1e-6f, .n_expert = 8, .n_expert_used = 2, .expert_ff = 64,
+                         .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen2moe", 0.2f, 0.5f,
+      0.5f, 0 },
+    { "tiny-mixtral", { .dim = 256, .hidden_dim = 256, .n_layers = 2, .n_heads = 8, .n_kv_heads = 4,
+                        .head_dim = 32, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f,
+                        .norm_eps = 1e-5f, .n_expert = 4, .n_expert_used = 2, .expert_ff = 256, .moe_norm_topk = 1,
+                        .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0.125f, 0.5f, 0, 0 },
     { "qwen3-30b-a3b", { .dim = 2048, .hidden_dim = 6144, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
                          .head_dim = 128, .vocab_size = 128256, .seq_len = 40960, .rope_theta = 1000000.0f,
                          .norm_eps = 1e-6f, .n_expert = 128, .n_expert_used = 8, .expert_ff = 768,
@@ -154,8 +162,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             p = &presets[i];
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
-                   "tiny-qwen2, tiny-qwen3, tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-mixtral, "
-                   "qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
+                   "tiny-qwen2, tiny-qwen3, tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, "
+                   "tiny-mixtral, qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype)) {
@@ -171,11 +179,11 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     if (n_layers > 0) /* fewer (or more) layers of the same shape: a benchmark's cut of a model too big here */
         cfg.n_layers = n_layers;
     const char *arch = p->arch != NULL ? p->arch : "llama";
-    int qwen2 = strcmp(arch, "qwen2") == 0, qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0;
+    int qwen2 = strncmp(arch, "qwen2", 5) == 0, qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0;
     int gemma23 = strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
     float sd = p->sd > 0 ? p->sd : 0.02f, emb_sd = p->emb_sd > 0 ? p->emb_sd : 0.02f;
     float bias_sd = p->bias_sd > 0 ? p->bias_sd : 0.1f, post_norm = p->post_norm > 0 ? p->post_norm : 1.0f;
-    int n_gen = 16 * c->n_layers + 2, k = 0, rc = -1;
+    int n_gen = 24 * c->n_layers + 2, k = 0, rc = -1; /* at most 17 tensors a layer (Qwen 2 MoE) */
     gen *g = calloc((size_t)n_gen, sizeof(gen));
     float *rf = malloc((size_t)c->head_dim / 2 * sizeof(float));
     gguf_writer *w = gguf_writer_new();
@@ -217,10 +225,12 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         G->tmp = malloc((size_t)(c0) * sizeof(float));                                        \
         if (G->tmp == NULL) { llm_seterr(err, "out of memory"); goto out; }                  \
         uint64_t ne_[3] = { (uint64_t)(c0), (uint64_t)(c1), (uint64_t)(c2) };                 \
-        gguf_w_tensor_fill(w, nm, G->type, (c2) == 1 ? 2 : 3, ne_, gen_fill, G);            \
+        gguf_w_tensor_fill(w, nm, G->type, (c2) > 1 ? 3 : (c1) > 1 ? 2 : 1, ne_, gen_fill, G);  \
     } while (0)
     ADD("token_embd.weight", c->dim, c->vocab_size, 0.0f, emb_sd);
     ADD("output_norm.weight", c->dim, 1, 1.0f, 0.05f);
+    if (!c->tied_embeddings) /* a classifier of its own */
+        ADD("output.weight", c->dim, c->vocab_size, 0.0f, emb_sd);
     uint64_t nrf = (uint64_t)c->head_dim / 2;
     if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3) {
         llm_llama3_rope_freqs(c, rf);
@@ -249,6 +259,13 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             ADD3(n, c->dim, c->expert_ff, c->n_expert, 0.0f, sd, dtype);
             snprintf(n, sizeof(n), "blk.%d.ffn_down_exps.weight", l);
             ADD3(n, c->expert_ff, c->dim, c->n_expert, 0.0f, sd, dtype);
+            if (strcmp(arch, "qwen2moe") == 0) { /* the shared expert, hidden_dim wide, and its gate */
+                snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp_shexp.weight", l);
+                ADD3(n, c->dim, 1, 1, 0.0f, sd, LLM_F32);
+                T("ffn_gate_shexp", c->dim, c->hidden_dim, 0.0f, sd)
+                T("ffn_up_shexp", c->dim, c->hidden_dim, 0.0f, sd)
+                T("ffn_down_shexp", c->hidden_dim, c->dim, 0.0f, sd)
+            }
         }
 #undef T
 #define V(name, ne0, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." name, l); ADD(n, ne0, 1, mean_, sd_);

@@ -1,9 +1,10 @@
-/* GGUF loader for the "llama", "qwen2", "qwen3", "qwen3moe", "gemma", "gemma2"
- * and "gemma3" architectures: <arch>.* hyper-parameters, blk.N.* tensors (Qwen
- * 2's q/k/v biases, Qwen 3's and Gemma 3's per-head q/k norms, Gemma 2 / 3's
- * norms after attention and FFN, the experts of Qwen 3 MoE and of llama files
- * with an expert_count (Mixtral); all but llama rotate NeoX-style, halves
- * rather than pairs). */
+/* GGUF loader for the "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe",
+ * "gemma", "gemma2" and "gemma3" architectures: <arch>.* hyper-parameters,
+ * blk.N.* tensors (Qwen 2's q/k/v biases, Qwen 3's and Gemma 3's per-head q/k
+ * norms, Gemma 2 / 3's norms after attention and FFN, the experts of Qwen 2 /
+ * 3 MoE (Qwen 2's with a shared expert) and of llama files with an
+ * expert_count (Mixtral); all but llama rotate NeoX-style, halves rather than
+ * pairs). */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -215,8 +216,9 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     snprintf(k, sizeof(k), "%s.expert_count", arch);
     if (get_int(m, k, &c->n_expert, 0, 0, err) != 0)
         return -1;
+    int qwen2moe = strcmp(arch, "qwen2moe") == 0;
     if (c->n_expert == 0) {
-        if (strcmp(arch, "qwen3moe") == 0) {
+        if (qwen2moe || strcmp(arch, "qwen3moe") == 0) {
             llm_seterr(err, "%s: missing %s", m->path, k);
             return -1;
         }
@@ -228,9 +230,12 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     snprintf(k, sizeof(k), "%s.expert_feed_forward_length", arch);
     if (get_int(m, k, &c->expert_ff, c->hidden_dim, 0, err) != 0)
         return -1;
-    /* Mixtral and Qwen 3 MoE renormalise the chosen experts' weights (llama.cpp hard-codes it for both);
-     * our writer says expert_weights_norm false for a Qwen 3 MoE whose config.json had norm_topk_prob false */
-    int norm = 1;
+    snprintf(k, sizeof(k), "%s.expert_shared_feed_forward_length", arch); /* Qwen 2 MoE's shared expert */
+    if (get_int(m, k, &c->hidden_dim, c->hidden_dim, 0, err) != 0)
+        return -1;
+    /* Mixtral and Qwen 3 MoE renormalise the chosen experts' weights, Qwen 2 MoE does not (llama.cpp hard-codes
+     * both); our writer says expert_weights_norm where a config.json's norm_topk_prob said otherwise */
+    int norm = !qwen2moe;
     snprintf(k, sizeof(k), "%s.expert_weights_norm", arch);
     gguf_get_bool(m->gguf, k, &norm);
     c->moe_norm_topk = norm;
@@ -363,7 +368,8 @@ static int load(llm_model *m, llm_err *err)
         return -1;
     }
     if (!llm_model_arch_ok(arch)) {
-        llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3)",
+        llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
+                   "gemma3)",
                    m->path,
                    arch);
         return -1;
@@ -373,7 +379,7 @@ static int load(llm_model *m, llm_err *err)
     int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
-                                          "blk.0.ffn_down.bias", "blk.0.ffn_gate_shexp.weight", "output.bias" };
+                                          "blk.0.ffn_down.bias", "output.bias" };
     for (size_t i = 0; i < sizeof(unused) / sizeof(unused[0]); i++)
         if (gguf_find_tensor(g, unused[i]) != NULL) {
             llm_seterr(err, "%s: tensor %s is not supported (architecture %s)", m->path, unused[i], arch);
@@ -411,6 +417,14 @@ static int load(llm_model *m, llm_err *err)
     if (rope_scaling_keys(m, g, arch, err) != 0 || (gemma && gemma_keys(m, g, arch, gemma2, gemma3, err) != 0) ||
         moe_keys(m, arch, err) != 0)
         return -1;
+    uint32_t win = 0; /* a llama with a window on every layer: what our writer saves of Mistral 7B v0.1's */
+    if (strcmp(arch, "llama") == 0 && gguf_get_u32(g, "llama.attention.sliding_window", &win) == 0) {
+        if (win == 0 || win > (1u << 30)) {
+            llm_seterr(err, "%s: bad llama.attention.sliding_window", m->path);
+            return -1;
+        }
+        c->swa_window = (int)win;
+    }
     if (c->n_expert == 0 && gguf_find_tensor(g, "blk.0.ffn_gate_inp.weight") != NULL) {
         llm_seterr(err, "%s: tensor blk.0.ffn_gate_inp.weight (a router) without %s.expert_count", m->path, arch);
         return -1;
@@ -462,6 +476,12 @@ static int load(llm_model *m, llm_err *err)
             T("ffn_gate_inp", ffn_gate_inp)
             if (take_experts(m, l, L, err) != 0)
                 return -1;
+            snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp_shexp.weight", l);
+            if (gguf_find_tensor(g, n) != NULL) { /* Qwen 2 MoE's shared expert */
+                if (take_vec(m, n, &L->shexp_gate, 1, err) != 0)
+                    return -1;
+                T("ffn_gate_shexp", w_gate) T("ffn_up_shexp", w_up) T("ffn_down_shexp", w_down)
+            }
         }
 #undef T
 #undef N
@@ -472,7 +492,7 @@ static int load(llm_model *m, llm_err *err)
         V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3)
         V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3)
 #undef V
-        L->swa = c->swa_window > 0 && (gemma2 ? l % 2 == 0 : l % 6 < 5);
+        L->swa = c->swa_window > 0 && (!gemma ? 1 : gemma2 ? l % 2 == 0 : l % 6 < 5);
     }
     const gguf_tensor *rf = gguf_find_tensor(g, "rope_freqs.weight");
     if (rf != NULL) {

@@ -106,8 +106,9 @@ static int gemma_layers(llm_model *m, const cJSON *root, const char *path, llm_e
     return 0;
 }
 
-/* Qwen 3 MoE's experts (num_experts of moe_intermediate_size, num_experts_per_tok, norm_topk_prob; every layer
- * sparse) or Mixtral's (num_local_experts as wide as intermediate_size, always renormalised). */
+/* Qwen 2 / 3 MoE's experts (num_experts of moe_intermediate_size, num_experts_per_tok, norm_topk_prob, Qwen 2's
+ * shared expert of shared_expert_intermediate_size, its width kept as hidden_dim; every layer sparse) or
+ * Mixtral's (num_local_experts as wide as intermediate_size, always renormalised). */
 static int moe_config(llm_model *m, const cJSON *root, int mixtral, const char *path, llm_err *err)
 {
     llm_config *c = &m->cfg;
@@ -120,6 +121,9 @@ static int moe_config(llm_model *m, const cJSON *root, int mixtral, const char *
         return -1;
     if (mixtral)
         c->expert_ff = c->hidden_dim;
+    if (strcmp(m->arch, "qwen2moe") == 0 &&
+        cfg_int(root, "shared_expert_intermediate_size", &c->hidden_dim, 0, 1, path, err) != 0)
+        return -1;
     c->moe_norm_topk = mixtral || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob"));
     if (step != 1 || (cJSON_IsArray(dense) && cJSON_GetArraySize(dense) > 0)) {
         llm_seterr(err, "%s: dense layers among the experts (decoder_sparse_step, mlp_only_layers) are not supported",
@@ -157,8 +161,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         snprintf(m->arch, sizeof(m->arch), "gemma3");
         mt = NULL;
     }
-    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "qwen3_moe") == 0) {
-        snprintf(m->arch, sizeof(m->arch), "qwen3moe");
+    if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "qwen3_moe") == 0 || strcmp(mt->valuestring, "qwen2_moe") == 0)) {
+        snprintf(m->arch, sizeof(m->arch), "%s", mt->valuestring[4] == '3' ? "qwen3moe" : "qwen2moe");
         mt = NULL;
     }
     /* Mistral's is Llama's graph; only its sliding window (v0.1's 4096) differs, refused below. Mixtral is a
@@ -166,18 +170,22 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     int mixtral = cJSON_IsString(mt) && strcmp(mt->valuestring, "mixtral") == 0;
     int mistral = mixtral || (cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0);
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
-        llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, "
-                   "gemma2, gemma3_text, gemma3)", path, mt->valuestring);
+        llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
+                   "gemma, gemma2, gemma3_text, gemma3)", path, mt->valuestring);
         cJSON_Delete(root);
         return -1;
     }
     if (cJSON_IsString(mt))
         snprintf(m->arch, sizeof(m->arch), "%s", mistral ? "llama" : mt->valuestring);
+    /* Mistral 7B v0.1's window (4096) on every layer; null in the later ones and in Mixtral's */
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
     if (mistral && sw != NULL && !cJSON_IsNull(sw)) {
-        llm_seterr(err, "%s: a sliding attention window (sliding_window) is not supported", path);
-        cJSON_Delete(root);
-        return -1;
+        if (!cJSON_IsNumber(sw) || sw->valuedouble < 1 || sw->valuedouble > (double)(1 << 30)) {
+            llm_seterr(err, "%s: bad sliding_window", path);
+            cJSON_Delete(root);
+            return -1;
+        }
+        c->swa_window = (int)sw->valuedouble;
     }
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "mlp_bias")) ||
         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"))) {
@@ -203,7 +211,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     c->tied_embeddings = cJSON_IsTrue(tie) || (gemma && tie == NULL); /* Gemma's configs tie by default */
     if (rc == 0 && gemma)
         rc = gemma_config(m, root, path, err);
-    if (rc == 0 && (mixtral || strcmp(m->arch, "qwen3moe") == 0))
+    if (rc == 0 && (mixtral || strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0))
         rc = moe_config(m, root, mixtral, path, err);
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
     if (rc == 0 && cJSON_IsObject(rs))
@@ -327,7 +335,7 @@ static int take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor
  * or Mixtral's block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}. */
 static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err)
 {
-    int qwen = strcmp(m->arch, "qwen3moe") == 0;
+    int qwen = strncmp(m->arch, "qwen", 4) == 0;
     const char *moe = qwen ? "mlp" : "block_sparse_moe";
     static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
     char n[160];
@@ -343,6 +351,18 @@ static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_
             if (take(m, s, n, &L->experts[3 * e + w], 1, err) != 0)
                 return -1;
         }
+    snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_expert_gate.weight", l);
+    if (strcmp(m->arch, "qwen2moe") == 0 && m->cfg.hidden_dim > 0) { /* Qwen 2 MoE's shared expert */
+        if (take_norm(m, s, n, &L->shexp_gate, err) != 0)
+            return -1;
+        static const char *const sn[3] = { "gate_proj", "up_proj", "down_proj" };
+        llm_tensor *dst[3] = { &L->w_gate, &L->w_up, &L->w_down };
+        for (int w = 0; w < 3; w++) {
+            snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_expert.%s.weight", l, sn[w]);
+            if (take(m, s, n, dst[w], 1, err) != 0)
+                return -1;
+        }
+    }
     return 0;
 }
 
@@ -360,7 +380,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
     if (llm_model_own(m, m->layers, err) != 0)
         return -1;
-    int qwen2 = strcmp(m->arch, "qwen2") == 0;
+    int qwen2 = strncmp(m->arch, "qwen2", 5) == 0;
     int qwen3 = strcmp(m->arch, "qwen3") == 0 || strcmp(m->arch, "qwen3moe") == 0;
     int gemma3 = strcmp(m->arch, "gemma3") == 0, gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0;
     if (c->embd_scale > 0.0f && (m->tok_embd.type == LLM_BF16 || m->tok_embd.type == LLM_F16)) {
@@ -400,6 +420,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         V("self_attn.v_proj.bias", bv, qwen2)
         V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3) V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3)
 #undef V
+        L->swa = strcmp(m->arch, "llama") == 0 && c->swa_window > 0; /* Mistral's window: every layer */
         snprintf(n, sizeof(n), "model.layers.%d.self_attn.o_proj.bias", l);
         if (find(s, n) != NULL) {
             llm_seterr(err, "%s: tensor %s is not supported", m->path, n);

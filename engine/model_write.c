@@ -72,8 +72,11 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
         gguf_w_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used);
         if (strcmp(arch, "llama") != 0) /* a llama's experts are feed_forward_length wide */
             gguf_w_u32(w, KEY("expert_feed_forward_length"), (uint32_t)c->expert_ff);
-        if (!c->moe_norm_topk) /* (llama.cpp renormalises Qwen 3 MoE's and Mixtral's whatever this says) */
-            gguf_w_bool(w, KEY("expert_weights_norm"), 0);
+        int qwen2moe = strcmp(arch, "qwen2moe") == 0;
+        if (qwen2moe) /* its shared expert */
+            gguf_w_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)c->hidden_dim);
+        if (c->moe_norm_topk == qwen2moe) /* not the architecture's way (which llama.cpp keeps whatever this says) */
+            gguf_w_bool(w, KEY("expert_weights_norm"), c->moe_norm_topk);
     }
     if (strcmp(arch, "gemma2") == 0) {
         gguf_w_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap);
@@ -279,7 +282,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     const llm_config *c = &m->cfg;
     gguf_writer *w = gguf_writer_new();
     conv_list l = { 0 };
-    l.cap = 16 * c->n_layers + 3;
+    l.cap = 24 * c->n_layers + 3; /* at most 17 tensors a layer (Qwen 2 MoE) */
     l.cv = calloc((size_t)l.cap, sizeof(conv));
     float *rf = NULL;
     int rc = -1;
@@ -335,6 +338,11 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
                 snprintf(n, sizeof(n), "blk.%d.ffn_%s_exps.weight", i, kinds[k]);
                 add_experts(w, &l, n, L, c->n_expert, k, dtype);
             }
+            if (L->shexp_gate.data != NULL) { /* Qwen 2 MoE's shared expert */
+                snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp_shexp.weight", i);
+                add_vec(w, &l, n, &L->shexp_gate, 0, hd);
+                M("ffn_gate_shexp", w_gate, 0) M("ffn_up_shexp", w_up, 0) M("ffn_down_shexp", w_down, 0)
+            }
         }
 #undef M
         /* biases follow their matrix's rows, a q/k norm's weights a head's (the permutation too) */
@@ -380,16 +388,18 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     static const char *const names[][3] = {
         { "qwen2", "Qwen2ForCausalLM", "qwen2" }, { "qwen3", "Qwen3ForCausalLM", "qwen3" },
         { "qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe" }, { "mixtral", "MixtralForCausalLM", "mixtral" },
+        { "qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe" }, { "mistral", "MistralForCausalLM", "mistral" },
         { "gemma", "GemmaForCausalLM", "gemma" }, { "gemma2", "Gemma2ForCausalLM", "gemma2" },
         { "gemma3", "Gemma3ForCausalLM", "gemma3_text" }, { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
-    const char *an = strcmp(m->arch, "llama") == 0 && c->n_expert > 0 ? "mixtral" : m->arch;
+    int llama = strcmp(m->arch, "llama") == 0;
+    const char *an = llama && c->n_expert > 0 ? "mixtral" : llama && c->swa_window > 0 ? "mistral" : m->arch;
     while (a + 1 < sizeof(names) / sizeof(names[0]) && strcmp(an, names[a][0]) != 0)
         a++;
     cJSON_AddItemToArray(arch, cJSON_CreateString(names[a][1]));
     cJSON_AddStringToObject(j, "model_type", names[a][2]);
-    if (strcmp(m->arch, "qwen2") != 0) /* Qwen 2 always has the biases; the others say */
+    if (strncmp(m->arch, "qwen2", 5) != 0) /* Qwen 2 (and its MoE) always has the biases; the others say */
         cJSON_AddBoolToObject(j, "attention_bias", m->layers[0].bq.data != NULL);
     if (strncmp(m->arch, "gemma", 5) == 0) {
         cJSON_AddStringToObject(j, "hidden_activation", "gelu_pytorch_tanh");
@@ -409,12 +419,17 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         if (c->final_softcap > 0.0f)
             cJSON_AddNumberToObject(j, "final_logit_softcapping", c->final_softcap);
     }
+    if (llama && c->swa_window > 0) /* Mistral 7B v0.1's window */
+        cJSON_AddNumberToObject(j, "sliding_window", c->swa_window);
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
     cJSON_AddNumberToObject(j, "intermediate_size", c->hidden_dim);
-    if (c->n_expert > 0 && strcmp(an, "qwen3moe") == 0) {
+    if (c->n_expert > 0 && strncmp(an, "qwen", 4) == 0) {
         cJSON_AddNumberToObject(j, "num_experts", c->n_expert);
         cJSON_AddNumberToObject(j, "moe_intermediate_size", c->expert_ff);
         cJSON_AddBoolToObject(j, "norm_topk_prob", c->moe_norm_topk);
+        if (strcmp(an, "qwen2moe") == 0)
+            cJSON_AddNumberToObject(j, "shared_expert_intermediate_size",
+                                    m->layers[0].shexp_gate.data != NULL ? c->hidden_dim : 0);
     } else if (c->n_expert > 0) { /* Mixtral: experts as wide as intermediate_size, always renormalised */
         cJSON_AddNumberToObject(j, "num_local_experts", c->n_expert);
     }
@@ -511,7 +526,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         return -1;
     }
     int n = (16 + 3 * c->n_expert + 1) * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
-    int qwen_moe = strcmp(m->arch, "qwen3moe") == 0;
+    int qwen_moe = strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0;
     int gemma = strncmp(m->arch, "gemma", 5) == 0, gemma23 = gemma && m->layers[0].post_attn_norm.data != NULL;
     float nadd = gemma ? -1.0f : 0.0f; /* Gemma's norms are stored as w, scaling by 1 + w */
     hf_entry *e = calloc((size_t)n, sizeof(*e));
@@ -557,6 +572,10 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
                              qwen_moe ? qn[w] : mn[w]);
                     ADD(nm, &L->experts[3 * x + w], 0);
                 }
+            if (L->shexp_gate.data != NULL) { /* Qwen 2 MoE's shared expert */
+                L_("mlp.shared_expert.gate_proj", w_gate, 0) L_("mlp.shared_expert.up_proj", w_up, 0)
+                L_("mlp.shared_expert.down_proj", w_down, 0) L_("mlp.shared_expert_gate", shexp_gate, 0)
+            }
         }
 #undef L_
 #define V_(name, field, p) snprintf(nm, sizeof(nm), "model.layers.%d." name, i); \
@@ -580,7 +599,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         cJSON *o = cJSON_AddObjectToObject(j, e[i].name);
         cJSON_AddStringToObject(o, "dtype", st_dtype(dtype));
         cJSON *sh = cJSON_AddArrayToObject(o, "shape");
-        if (t->ne[1] > 1)
+        if (t->ne[1] > 1 || strstr(e[i].name, "shared_expert_gate") != NULL) /* (a Linear(dim, 1): [1, dim]) */
             cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[1]));
         cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[0]));
         cJSON *of = cJSON_AddArrayToObject(o, "data_offsets");

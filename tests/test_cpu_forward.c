@@ -545,15 +545,15 @@ static void test_prepare_in_place(llm_dtype t)
     run_prefill(b, prompt_a, n, 0, ref);
     llm_backend_free(b);
 
-    void *owned[LAYERS * CPU_PK_MATS];
+    void *owned[LAYERS * LLM_LAYER_MATS];
     for (int l = 0; l < LAYERS; l++) {
-        const llm_tensor *mats[CPU_PK_MATS];
-        cpu_layer_mats(&tm.m.layers[l], mats);
-        for (int i = 0; i < CPU_PK_MATS; i++)
-            owned[l * CPU_PK_MATS + i] = (void *)(uintptr_t)mats[i]->data;
+        const llm_tensor *mats[LLM_LAYER_MATS_MAX];
+        int nm = cpu_layer_mats(&tm.m, l, mats);
+        for (int i = 0; i < nm; i++)
+            owned[l * LLM_LAYER_MATS + i] = (void *)(uintptr_t)mats[i]->data;
     }
     tm.m.owned = owned;
-    tm.m.n_owned = LAYERS * CPU_PK_MATS;
+    tm.m.n_owned = LAYERS * LLM_LAYER_MATS;
     b = make_backend(&tm.m, 2); /* owned, not prepared: as stored */
     run_prefill(b, prompt_a, n, 0, got);
     llm_backend_free(b);
@@ -563,7 +563,7 @@ static void test_prepare_in_place(llm_dtype t)
     llm_backend_opts o = { .threads = 3 };
     int rc = llm_backend_prepare("cpu", &tm.m, &o, &err);
     ok(rc == 0, "%s: llm_backend_prepare(cpu)", llm_dtype_name(t));
-    ok(llm_model_cpu_packed(&tm.m, NULL) == (on ? LAYERS * CPU_PK_MATS : 0), "%s: converted matrices %s in place", llm_dtype_name(t),
+    ok(llm_model_cpu_packed(&tm.m, NULL) == (on ? LAYERS * LLM_LAYER_MATS : 0), "%s: converted matrices %s in place", llm_dtype_name(t),
        on ? "packed" : "left as stored (no packed kernels here)");
     ok(llm_backend_prepare("cpu", &tm.m, &o, &err) == 0, "%s: a second prepare changes nothing",
        llm_dtype_name(t));

@@ -298,7 +298,7 @@ static void test_generate(void)
             snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
             if (strcmp(name, "blk.1.ffn_up.weight") == 0 && mode == 0)
                 continue;
-            uint64_t ne[2] = { t->ne[0], t->ne[1] };
+            uint64_t ne[4] = { t->ne[0], t->ne[1], t->ne[2], t->ne[3] };
             if (strcmp(name, "blk.0.attn_k.weight") == 0 && mode == 1)
                 ne[1] /= 2; /* half the rows */
             gguf_w_tensor(w, name, t->type, t->n_dims, ne, t->data);
@@ -387,7 +387,7 @@ static void rewrite(const char *src, const char *dst, const char *drop, const ch
         snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
         if (drop != NULL && strcmp(name, drop) == 0)
             continue;
-        uint64_t ne[2] = { t->ne[0], t->ne[1] };
+        uint64_t ne[4] = { t->ne[0], t->ne[1], t->ne[2], t->ne[3] };
         if (halve != NULL && strcmp(name, halve) == 0)
             ne[t->n_dims - 1] /= 2;
         gguf_w_tensor(w, name, t->type, t->n_dims, ne, t->data);
@@ -510,7 +510,8 @@ static void test_qwen(void)
         snprintf(f, sizeof(f), "%s/model.safetensors", hf); unlink(f);
         rmdir(hf);
     }
-    /* a Mistral Hugging Face directory is a Llama one; with a sliding window it is refused */
+    /* a Mistral Hugging Face directory is a Llama one; v0.1's sliding window slides on every layer, and a
+     * re-save keeps it (as mistral in HF, as llama.attention.sliding_window in GGUF) */
     if (m2 != NULL && llm_model_save_hf(m2, LLM_F32, hf, &err) == 0) {
         char f[600];
         snprintf(f, sizeof(f), "%s/config.json", hf);
@@ -526,7 +527,26 @@ static void test_qwen(void)
                 ok(x && !strcmp(x->arch, "llama") && x->cfg.rope_layout == LLM_ROPE_HALF, "mistral: loads as llama: %s",
                    x ? "ok" : err.msg);
             else
-                ok(x == NULL && strstr(err.msg, "sliding_window"), "mistral with a sliding window: %s", err.msg);
+                ok(x && x->cfg.swa_window == 4096 && x->layers[0].swa && x->layers[1].swa &&
+                   x->cfg.rope_theta_swa == 0.0f, "mistral with a sliding window: 4096 on both layers: %s",
+                   x ? "ok" : err.msg);
+            if (sw == 1 && x != NULL) {
+                char g[700], h2[600];
+                snprintf(g, sizeof(g), "%s/sw.gguf", tmpdir);
+                snprintf(h2, sizeof(h2), "%s/sw-hf", tmpdir);
+                llm_model *y = llm_model_save_gguf(x, LLM_F32, g, &err) == 0 ? llm_model_load(g, NULL, &err) : NULL;
+                ok(y && y->cfg.swa_window == 4096 && y->layers[1].swa, "the window through GGUF: %s",
+                   y ? "ok" : err.msg);
+                llm_model_free(y);
+                y = llm_model_save_hf(x, LLM_F32, h2, &err) == 0 ? llm_model_load(h2, NULL, &err) : NULL;
+                ok(y && y->cfg.swa_window == 4096 && y->layers[1].swa, "and through HF (model_type mistral): %s",
+                   y ? "ok" : err.msg);
+                llm_model_free(y);
+                unlink(g);
+                snprintf(g, sizeof(g), "%s/config.json", h2); unlink(g);
+                snprintf(g, sizeof(g), "%s/model.safetensors", h2); unlink(g);
+                rmdir(h2);
+            }
             llm_model_free(x);
         }
         unlink(f);
@@ -657,6 +677,75 @@ static void test_gemma(void)
     unlink(g2);
 }
 
+/* Qwen 3 MoE's experts as loaded, kept through a Hugging Face directory, and what a file may get wrong. */
+static void test_moe(void)
+{
+    llm_err err = { { 0 } };
+    char q[512], bad[512], hf[512];
+    snprintf(q, sizeof(q), "%s/q3m.gguf", tmpdir);
+    snprintf(bad, sizeof(bad), "%s/bad.gguf", tmpdir);
+    snprintf(hf, sizeof(hf), "%s/hfm", tmpdir);
+    ok(llm_model_generate("tiny-qwen3moe", LLM_Q8_0, 4, q, "../shared", &err) == 0, "gen tiny-qwen3moe: %s", err.msg);
+    llm_model *m = llm_model_load(q, NULL, &err);
+    ok(m && !strcmp(m->arch, "qwen3moe") && m->cfg.n_expert == 8 && m->cfg.n_expert_used == 2 &&
+       m->cfg.expert_ff == 64 && m->cfg.moe_norm_topk && m->layers[0].q_norm.data && m->layers[1].experts &&
+       m->layers[1].experts[23].type == LLM_Q8_0 && m->layers[1].experts[23].ne[1] == 64,
+       "qwen3moe: 8 experts of 64, 2 per token, q/k norms: %s", m ? "" : err.msg);
+    if (m) {
+        ok(llm_model_save_hf(m, LLM_F32, hf, &err) == 0, "saved as HF: %s", err.msg);
+        llm_model *h = llm_model_load(hf, NULL, &err);
+        float a[64], b[64];
+        if (h) {
+            llm_row_to_f32(LLM_Q8_0, m->layers[1].experts[3 * 6 + 2].data, a, 64);
+            llm_row_to_f32(h->layers[1].experts[3 * 6 + 2].type, h->layers[1].experts[3 * 6 + 2].data, b, 64);
+        }
+        ok(h && !strcmp(h->arch, "qwen3moe") && h->cfg.n_expert == 8 && h->cfg.n_expert_used == 2 &&
+           h->cfg.expert_ff == 64 && h->cfg.moe_norm_topk && !memcmp(a, b, sizeof(a)),
+           "from HF: the same experts (expert 6's down matrix, row 0): %s", h ? "" : err.msg);
+        llm_model_free(h);
+        static const struct { const char *key, *json, *want; } cases[] = {
+            { "num_experts_per_tok", "9", "bad mixture of experts" },
+            { "mlp_only_layers", "[0]", "dense layers among the experts" },
+            { "num_experts", NULL, "config.json lacks num_experts" },
+            { "norm_topk_prob", "false", NULL },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            llm_model_save_hf(m, LLM_F32, hf, &err);
+            edit_config(hf, cases[i].key, cases[i].json);
+            llm_model *x = llm_model_load(hf, NULL, &err);
+            if (cases[i].want)
+                ok(x == NULL && strstr(err.msg, cases[i].want), "HF refused (%s): %s", cases[i].want,
+                   x ? "loaded" : err.msg);
+            else /* kept, and said so in a GGUF re-save (expert_weights_norm) */
+                ok(x && !x->cfg.moe_norm_topk && llm_model_save_gguf(x, LLM_F32, bad, &err) == 0 &&
+                   (llm_model_free(x), x = llm_model_load(bad, NULL, &err)) && !x->cfg.moe_norm_topk,
+                   "norm_topk_prob false is kept, through GGUF too: %s", x ? "" : err.msg);
+            llm_model_free(x);
+        }
+        char f[600];
+        snprintf(f, sizeof(f), "%s/config.json", hf);
+        unlink(f);
+        snprintf(f, sizeof(f), "%s/model.safetensors", hf);
+        unlink(f);
+        rmdir(hf);
+    }
+    static const struct { const char *drop, *halve, *arch, *want; } files[] = {
+        { "blk.1.ffn_down_exps.weight", NULL, NULL, "missing tensor blk.1.ffn_down_exps.weight" },
+        { NULL, "blk.0.ffn_up_exps.weight", NULL, "the config needs [8 experts x 64 x 64]" },
+        { NULL, "blk.1.ffn_gate_inp.weight", NULL, "ffn_gate_inp" },
+    };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        rewrite(q, bad, files[i].drop, files[i].halve, NULL, files[i].arch);
+        llm_model *x = llm_model_load(bad, NULL, &err);
+        ok(x == NULL && strstr(err.msg, files[i].want), "GGUF refused (%s): %s", files[i].want,
+           x ? "loaded" : err.msg);
+        llm_model_free(x);
+    }
+    llm_model_free(m);
+    unlink(bad);
+    unlink(q);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_model_%d", (int)getpid());
@@ -665,6 +754,7 @@ int main(void)
     test_generate();
     test_qwen();
     test_gemma();
+    test_moe();
     rmdir(tmpdir);
     return done_testing();
 }

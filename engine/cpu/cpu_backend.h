@@ -49,6 +49,7 @@ typedef struct {
     int *moe_pos;                  /* [tokens * n_expert_used]: the row of each (token, choice) */
     float *moe_w;                  /* [tokens * n_expert_used]: its weight */
     float *moe_x, *moe_g, *moe_u, *moe_y; /* [rows][dim], [rows][expert_ff] x 2, [rows][dim] */
+    float *moe_s;                  /* [tokens][dim]: a shared expert's output (Qwen 2 MoE) */
     cpu_pk_mat *packed;            /* [n_layers][llm_layer_n_mats] packed matrices (data NULL: as stored) */
     cpu_pk_mat packed_cls;         /* the classifier packed (data NULL: as stored) */
     uint8_t *packed_arena;         /* where the packed copies live */

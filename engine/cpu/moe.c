@@ -1,11 +1,13 @@
-/* The mixture-of-experts FFN (Qwen 3 MoE, Mixtral) on the CPU. Per pass of
+/* The mixture-of-experts FFN (Qwen 3 MoE, Qwen 2 MoE, Mixtral) on the CPU. Per pass of
  * tokens: the router's logits (the FFN norm fused in), each token's
  * n_expert_used best experts, the tokens' normed rows gathered by expert so
  * that each expert's rows are contiguous, one parallel matmul over every
  * chosen expert's gate and up (SwiGLU), one over their down projections, then
  * each token's rows weighted and added to the residual. An expert's weight
  * rows are read once per pass however many of the pass's tokens chose it, and
- * the experts no token chose are not read at all. */
+ * the experts no token chose are not read at all. Qwen 2 MoE's shared expert
+ * runs on every token of the pass as a dense FFN (two more matmuls), its
+ * output scaled by sigmoid(x . shexp_gate). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +17,8 @@
 void cpu_moe_free(cpu_state *st)
 {
     free(st->moe_logits); free(st->moe_pos); free(st->moe_w);
-    free(st->moe_x); free(st->moe_g); free(st->moe_u); free(st->moe_y);
-    st->moe_logits = st->moe_w = st->moe_x = st->moe_g = st->moe_u = st->moe_y = NULL;
+    free(st->moe_x); free(st->moe_g); free(st->moe_u); free(st->moe_y); free(st->moe_s);
+    st->moe_logits = st->moe_w = st->moe_x = st->moe_g = st->moe_u = st->moe_y = st->moe_s = NULL;
     st->moe_pos = NULL;
     st->moe_cap = 0;
 }
@@ -35,7 +37,9 @@ static int ensure_moe(cpu_state *st, int tokens)
     st->moe_g = malloc(R * (size_t)c->expert_ff * sizeof(float));
     st->moe_u = malloc(R * (size_t)c->expert_ff * sizeof(float));
     st->moe_y = malloc(R * (size_t)c->dim * sizeof(float));
-    if (!st->moe_logits || !st->moe_pos || !st->moe_w || !st->moe_x || !st->moe_g || !st->moe_u || !st->moe_y) {
+    st->moe_s = st->m->layers[0].shexp_gate.data != NULL ? malloc(T * (size_t)c->dim * sizeof(float)) : NULL;
+    if (!st->moe_logits || !st->moe_pos || !st->moe_w || !st->moe_x || !st->moe_g || !st->moe_u || !st->moe_y ||
+        (st->m->layers[0].shexp_gate.data != NULL && !st->moe_s)) {
         cpu_moe_free(st);
         return -1;
     }
@@ -94,6 +98,7 @@ static void route(cpu_state *st, int n, int *off, int *count)
 typedef struct {
     cpu_state *st;
     int t0, n;
+    const float *shexp_gate; /* with a shared expert: its gate's weights (its output in st->moe_s) */
 } combine_ctx;
 
 /* After the down projections (every thread, tokens split): x[t] += sum of its experts' rows, weighted. */
@@ -110,7 +115,29 @@ static void combine(void *ctx, int ith, int nth)
             for (int i = 0; i < dim; i++)
                 x[i] += w * y[i];
         }
+        if (p->shexp_gate != NULL) {
+            const float *xn = st->xb + (size_t)t * dim, *s = st->moe_s + (size_t)t * dim;
+            float g = 1.0f / (1.0f + expf(-st->kern->dot_f32(xn, p->shexp_gate, dim)));
+            for (int i = 0; i < dim; i++)
+                x[i] += g * s[i];
+        }
     }
+}
+
+/* Qwen 2 MoE's shared expert over the pass's np normed rows (st->xb): a dense SwiGLU FFN into st->moe_s. */
+static void shared_expert(cpu_state *st, int l, int np)
+{
+    const llm_config *c = &st->m->cfg;
+    const llm_layer *L = &st->m->layers[l];
+    cpu_mm_out gu[2] = {
+        { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },
+        { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
+    };
+    cpu_mm mg = { .x = st->xb, .xs = (size_t)c->dim, .n = np, .K = c->dim, .outs = gu, .n_outs = 2, .swiglu = 1 };
+    cpu_matmul(st, &mg);
+    cpu_mm_out dn = { &L->w_down, st->moe_s, (size_t)c->dim, 0, cpu_packed(st, l, CPU_W_DOWN), 0, 0 };
+    cpu_mm md = { .x = st->hb, .xs = (size_t)c->hidden_dim, .n = np, .K = c->hidden_dim, .outs = &dn, .n_outs = 1 };
+    cpu_matmul(st, &md);
 }
 
 int cpu_moe_ffn(cpu_state *st, int l, int n)
@@ -131,6 +158,8 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
 
         int off[LLM_MAX_EXPERTS + 1], count[LLM_MAX_EXPERTS], na = 0;
         route(st, np, off, count);
+        if (L->shexp_gate.data != NULL)
+            shared_expert(st, l, np);
         cpu_mm_out gu[CPU_MM_MAX_OUTS], dn[LLM_MAX_EXPERTS];
         for (int e = 0; e < c->n_expert; e++) {
             if (count[e] == 0)
@@ -147,7 +176,7 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
         cpu_mm mg = { .x = st->moe_x, .xs = (size_t)dim, .n = rows, .K = dim, .outs = gu, .n_outs = 2 * na,
                       .swiglu = 1, .gelu = c->act == LLM_ACT_GELU_TANH };
         cpu_matmul(st, &mg);
-        combine_ctx cc = { st, t0, np };
+        combine_ctx cc = { st, t0, np, L->shexp_gate.data };
         cpu_mm md = { .x = st->moe_g, .xs = (size_t)ff, .n = rows, .K = ff, .outs = dn, .n_outs = na,
                       .post = combine, .post_ctx = &cc };
         cpu_matmul(st, &md);

@@ -1,0 +1,142 @@
+/* The CPU backend's mixture-of-experts FFN (engine/cpu/moe.c) on gen-model's
+ * tiny-qwen3moe (8 experts, 2 per token): a long prompt in one step (several
+ * passes of CPU_MOE_ROWS rows) == the same prompt in chunks == token by token
+ * at the end; thread counts agree; the loader's view of the experts; the
+ * same on tiny-qwen2moe (a shared expert); the CUDA backend's refusal. The agreement with llama.cpp is
+ * tests/parity/moe.t's. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cpu/cpu_backend.h"
+#include "model.h"
+#include "model_gen.h"
+#include "tap.h"
+
+enum { BLOCK = 16 };
+
+static int32_t *table;
+static llm_seq_view view;
+
+static llm_backend *make_backend(const llm_model *m, int threads, int n_pos)
+{
+    llm_err err = { { 0 } };
+    llm_backend_opts o = { .threads = threads, .kv_blocks = n_pos / BLOCK + 1, .block_size = BLOCK };
+    llm_backend *b = llm_backend_create("cpu", m, &o, &err);
+    if (b == NULL)
+        diag("backend: %s", err.msg);
+    return b;
+}
+
+/* Positions [p0, p0 + n) of toks in one step; the logits of the last one into out. */
+static int step(llm_backend *b, const int32_t *toks, int p0, int n, float *out)
+{
+    int32_t *pos = malloc((size_t)n * sizeof(int32_t)), *seq = calloc((size_t)n, sizeof(int32_t));
+    uint8_t *want = calloc((size_t)n, 1);
+    for (int i = 0; i < n; i++)
+        pos[i] = p0 + i;
+    want[n - 1] = 1;
+    llm_batch bt = { n, toks + p0, pos, seq, want, 1, &view };
+    llm_err err = { { 0 } };
+    int rc = b->ops->forward(b, &bt, out, &err);
+    if (rc != 0)
+        diag("forward: %s", err.msg);
+    free(pos); free(seq); free(want);
+    return rc;
+}
+
+static double max_rel_diff(const float *a, const float *b, size_t n)
+{
+    double mx = 0.0, scale = 1e-6;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        mx = d > mx ? d : mx;
+        scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
+    }
+    return mx / scale;
+}
+
+static void test_moe(const char *preset, llm_dtype t, const char *dir)
+{
+    llm_err err = { { 0 } };
+    char path[600];
+    int shared = strcmp(preset, "tiny-qwen2moe") == 0;
+    snprintf(path, sizeof(path), "%s/moe-%s.gguf", dir, llm_dtype_name(t));
+    ok(llm_model_generate(preset, t, 9, path, "../shared", &err) == 0, "gen %s %s: %s", preset,
+       llm_dtype_name(t), err.msg);
+    llm_model *m = llm_model_load(path, NULL, &err);
+    ok(m != NULL, "it loads: %s", m ? "" : err.msg);
+    if (m == NULL)
+        return;
+    const llm_config *c = &m->cfg;
+    size_t eb = llm_dtype_row_bytes(m->layers[1].experts[0].type, 64) * 64;
+    ok(c->n_expert == 8 && c->n_expert_used == 2 && c->expert_ff == 64 && c->moe_norm_topk == !shared &&
+       (m->layers[1].w_gate.data != NULL) == shared && (m->layers[1].shexp_gate.data != NULL) == shared &&
+       m->layers[1].ffn_gate_inp.type == LLM_F32 &&
+       (const uint8_t *)m->layers[1].experts[3 * 5 + 2].data - (const uint8_t *)m->layers[1].experts[2].data ==
+           (ptrdiff_t)(5 * eb),
+       "%s %s: 8 experts of 64, 2 per token, %s; an F32 router; expert 5's down matrix is the 3-D tensor's sixth",
+       preset, llm_dtype_name(t), shared ? "a shared expert, not renormalised" : "renormalised");
+
+    /* More tokens than one pass takes (cpu_moe_pass_tokens), in one step, in chunks, and the last few one by
+     * one: the last token's logits agree. */
+    int pass = cpu_moe_pass_tokens(c), n = pass + 300, V = c->vocab_size;
+    int32_t *toks = malloc((size_t)n * sizeof(int32_t));
+    for (int i = 0; i < n; i++)
+        toks[i] = i == 0 ? c->bos_id : 300 + (i * 37) % 5000;
+    table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
+    for (int i = 0; i <= n / BLOCK; i++)
+        table[i] = n / BLOCK - i; /* not in order */
+    view = (llm_seq_view){ table, n / BLOCK + 1 };
+    float *one = malloc((size_t)V * sizeof(float)), *chunked = malloc((size_t)V * sizeof(float));
+    float *tail = malloc((size_t)V * sizeof(float));
+    llm_backend *b = make_backend(m, 2, n);
+    ok(b && step(b, toks, 0, n, one) == 0, "%s: %d tokens in one step (passes of %d)", llm_dtype_name(t), n, pass);
+    llm_backend_free(b);
+    b = make_backend(m, 3, n);
+    int rc = 0;
+    for (int p0 = 0; p0 < n - 4 && rc == 0; p0 += 700)
+        rc = step(b, toks, p0, (n - 4 - p0 < 700 ? n - 4 - p0 : 700), chunked);
+    for (int p = n - 4; p < n && rc == 0; p++)
+        rc = step(b, toks, p, 1, tail);
+    ok(rc == 0, "%s: in chunks of 700 on 3 threads, then the last 4 one by one", llm_dtype_name(t));
+    llm_backend_free(b);
+    /* Q8_0: a single token's experts multiply Q8 activations, a long step's float ones (or int8 on
+     * CPUs with packed kernels): equal up to that rounding */
+    float lo = one[0], hi = one[0];
+    for (int i = 1; i < V; i++) {
+        lo = one[i] < lo ? one[i] : lo;
+        hi = one[i] > hi ? one[i] : hi;
+    }
+    ok(isfinite(lo) && isfinite(hi) && hi - lo > 1.0f, "%s: the logits spread over [%.2f, %.2f]", llm_dtype_name(t),
+       lo, hi);
+    double d = max_rel_diff(tail, one, (size_t)V), tol = t == LLM_F32 ? 1e-4 : 5e-2;
+    ok(d < tol, "%s: the last token's logits agree (rel diff %.2g < %g)", llm_dtype_name(t), d, tol);
+
+    /* The CUDA backend (where built) says it cannot, rather than running without the experts. */
+    llm_backend_opts o = { .threads = 1 };
+    llm_backend *cu = llm_backend_create("cuda", m, &o, &err);
+    ok(cu == NULL && (strstr(err.msg, "mixture-of-experts") || strstr(err.msg, "cuda")),
+       "%s: --backend cuda refuses it: %s", llm_dtype_name(t), err.msg);
+    llm_backend_free(cu);
+    free(one); free(chunked); free(tail); free(toks); free(table);
+    llm_model_free(m);
+    unlink(path);
+}
+
+int main(void)
+{
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/test_cpu_moe_%d", (int)getpid());
+    mkdir(dir, 0755);
+    test_moe("tiny-qwen3moe", LLM_F32, dir);
+    test_moe("tiny-qwen3moe", LLM_Q8_0, dir);
+    test_moe("tiny-qwen2moe", LLM_Q8_0, dir);
+    rmdir(dir);
+    return done_testing();
+}
