@@ -53,7 +53,7 @@ void llm_model_replace_owned(llm_model *m, const void *old, void *p)
     for (int i = 0; i < m->n_owned; i++)
         if (m->owned[i] == old) {
             free(m->owned[i]);
-            m->owned[i] = p;
+            m->owned[i] = p != NULL ? p : m->owned[--m->n_owned]; /* NULL: out of the list */
             return;
         }
 }

@@ -315,13 +315,17 @@ int cpu_repack_weights(cpu_state *st)
 }
 
 /* llm_cpu_prepare_model's work list: each matrix packed into dst (Q4_M, a
- * new buffer) or in place (dst NULL: each thread packs a group into its own
+ * new buffer, carved from one arena on huge pages: a mixture of experts'
+ * thousands of matrices of a few MiB each would otherwise fault in 4 KiB at a
+ * time) or in place (dst NULL: each thread packs a group into its own
  * scratch, then copies it back over the rows it came from). */
 typedef struct {
     llm_tensor *t;
     const void *id;     /* its data, or its source while its conversion is deferred (model.h) */
     cpu_pk_fmt  fmt;
     uint8_t    *dst;
+    size_t      off;    /* new: dst's offset in the arena of the new buffers */
+    int         new_buf;
 } prep_item;
 
 typedef struct {
@@ -393,6 +397,8 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
         return 0;
     prep_job job = { 0 }, *j = &job;
     cpu_threadpool *pool = NULL;
+    uint8_t *arena = NULL;
+    size_t arena_bytes = 0;
     /* Every layer matrix, then the embedding and the classifier (the classifier is packed; a tied
      * embedding is the same bytes, so its lookups then read the packed rows). */
     int n_slots = llm_model_n_mats(m);
@@ -412,8 +418,9 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
         int nf = native_fmt(t);
         if (nf >= 0) {
             it->fmt = (cpu_pk_fmt)nf;
-            if ((it->dst = cpu_alloc_huge(cpu_packed_bytes(t, it->fmt))) == NULL)
-                goto oom;
+            it->off = arena_bytes;
+            it->new_buf = 1;
+            arena_bytes += (cpu_packed_bytes(t, it->fmt) + 63) / 64 * 64;
         } else if (deferred) { /* llm_model_finish_deferred converts it */
             continue;
         } else if (t->ne[1] % CPU_PK_ROWS == 0) { /* in place needs whole groups; else it stays as stored */
@@ -427,6 +434,13 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
         it->id = ident(t);
         j->n++;
     }
+    if (arena_bytes > 0) {
+        if ((arena = cpu_alloc_huge(arena_bytes)) == NULL)
+            goto oom;
+        for (int i = 0; i < j->n; i++)
+            if (j->it[i].new_buf)
+                j->it[i].dst = arena + j->it[i].off;
+    }
     if (j->n > 0) {
         int nth = o != NULL && o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
         nth = nth < 1 ? 1 : nth;
@@ -438,17 +452,19 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
         cpu_pool_destroy(pool);
         pool = NULL;
     }
+    if (arena != NULL) {
+        uint8_t *a = arena;
+        arena = NULL;
+        if (llm_model_own(m, a, err) != 0) /* frees it */
+            goto fail;
+    }
     /* Every layer tensor over those bytes (aliases included) now reads the packed format. */
     for (int i = 0; i < j->n; i++) {
         prep_item *it = &j->it[i];
         const void *now = it->t->data;
         if (it->dst != NULL) {
-            if (it->t->data != NULL) {
-                llm_model_replace_owned(m, it->t->data, it->dst); /* frees the Q8_0 conversion */
-            } else if (llm_model_own(m, it->dst, err) != 0) { /* frees dst */
-                it->dst = NULL;
-                goto fail;
-            }
+            if (it->t->data != NULL)
+                llm_model_replace_owned(m, it->t->data, NULL); /* frees the Q8_0 conversion */
             now = it->dst;
             it->dst = NULL;
         }
@@ -466,8 +482,7 @@ oom:
     llm_seterr(err, "cpu backend: out of memory (or threads) packing the converted weights");
 fail:
     cpu_pool_destroy(pool);
-    for (int i = 0; j->it != NULL && i <= j->n && i < n_slots; i++)
-        free(j->it[i].dst);
+    free(arena);
     free(slots);
     free(j->scratch);
     free(j->it);
