@@ -22,7 +22,7 @@ use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Parity qw(compare_llamacpp greedy_ours greedy_llamacpp);
+use Parity qw(compare_llamacpp greedy_ours greedy_llamacpp hf_round_trip slurp);
 use JSON::PP;
 
 my $B = $ENV{BUILD} // 'build';
@@ -78,22 +78,15 @@ for my $arch (qw(gemma3 gemma2)) {
     is_deeply($a, llamacpp_ids($f{f32}, \@ids), "$arch: the same $n greedy ids as llama.cpp");
 
     # 3. Hugging Face directory and back.
-    my $hf = "$dir/hf-$arch";
-    ($rc) = capture($engine, 'gen-model', '--from', $f{f32}, '--dtype', 'f32', '--format', 'hf', '--out', $hf);
-    is($rc, 0, "$arch: re-saved as a Hugging Face directory");
-    my $cfg = decode_json(slurp("$hf/config.json"));
     my $mt = $arch eq 'gemma3' ? 'gemma3_text' : $arch;
-    is($cfg->{model_type}, $mt, "$arch: config.json says model_type $mt");
-    is(scalar(grep { $_ eq 'sliding_attention' } @{ $cfg->{layer_types} }), $arch eq 'gemma3' ? 5 : 2,
-       "$arch: layer_types lists the sliding layers");
-    my ($rc3, $c) = ours_ids($hf, \@ids);
-    is_deeply($c, $a, "$arch: the Hugging Face directory gives the same ids") or diag(`tail -3 $dir/stderr`);
-    my $back = "$dir/back-$arch.gguf";
-    ($rc) = capture($engine, 'gen-model', '--from', $hf, '--dtype', 'f32', '--out', $back,
-                    '--tokenizer', '../shared/tokenizers/llama3/tokenizer.json');
-    my ($rc4, $d) = ours_ids($back, \@ids);
-    is_deeply($d, $a, "$arch: and again as GGUF") or diag(`tail -3 $dir/stderr`);
-    is_deeply(llamacpp_ids($back, \@ids), $a, "$arch: llama.cpp reads that GGUF to the same ids");
+    my $hf = hf_round_trip(dir => $dir, engine => $engine, label => $arch, model => $f{f32}, ids => \@ids,
+                           want => $a, check => sub {
+        my $cfg = decode_json(slurp("$_[0]/config.json"));
+        is($cfg->{model_type}, $mt, "$arch: config.json says model_type $mt");
+        is(scalar(grep { $_ eq 'sliding_attention' } @{ $cfg->{layer_types} }), $arch eq 'gemma3' ? 5 : 2,
+           "$arch: layer_types lists the sliding layers");
+    });
+    my $cfg = decode_json(slurp("$hf/config.json"));
     next unless $arch eq 'gemma3';
     # Gemma3ForConditionalGeneration's layout: the text model's config nested, its tensors renamed.
     my $mm = "$dir/mm-$arch";
@@ -114,12 +107,5 @@ for my $arch (qw(gemma3 gemma2)) {
     my ($rc5, $e) = ours_ids($mm, \@ids);
     is_deeply($e, $a, "$arch: the multimodal layout (text_config, language_model.model.*) gives the same ids")
         or diag(`tail -3 $dir/stderr`);
-}
-
-sub slurp {
-    my ($p) = @_;
-    open my $fh, '<:raw', $p or die "$p: $!";
-    local $/;
-    return <$fh>;
 }
 done_testing();

@@ -16,7 +16,7 @@ use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Parity qw(compare_llamacpp greedy_ours greedy_llamacpp);
+use Parity qw(hf_round_trip slurp compare_llamacpp greedy_ours greedy_llamacpp);
 
 my $B = $ENV{BUILD} // 'build';
 my ($engine, $dump) = ("$B/llm-engine", "$B/parity/logits_dump");
@@ -72,18 +72,9 @@ for my $arch (qw(qwen2 qwen3)) {
     is_deeply($a, llamacpp_ids($f{f32}, \@ids), "$arch: the same $n greedy ids as llama.cpp");
 
     # 4. Hugging Face directory and back.
-    my $hf = "$dir/hf-$arch";
-    ($rc) = capture($engine, 'gen-model', '--from', $f{f32}, '--dtype', 'f32', '--format', 'hf', '--out', $hf);
-    is($rc, 0, "$arch: re-saved as a Hugging Face directory");
-    my $cfg = do { local $/; open my $fh, '<', "$hf/config.json" or die $!; <$fh> };
-    like($cfg, qr/"model_type":\s*"$arch"/, "$arch: config.json says model_type $arch");
-    my ($rc3, $c) = ours_ids($hf, \@ids);
-    is_deeply($c, $a, "$arch: the Hugging Face directory gives the same ids") or diag(`tail -3 $dir/stderr`);
-    my $back = "$dir/back-$arch.gguf";
-    ($rc) = capture($engine, 'gen-model', '--from', $hf, '--dtype', 'f32', '--out', $back,
-                    '--tokenizer', '../shared/tokenizers/llama3/tokenizer.json');
-    my ($rc4, $d) = ours_ids($back, \@ids);
-    is_deeply($d, $a, "$arch: and again as GGUF") or diag(`tail -3 $dir/stderr`);
-    is_deeply(llamacpp_ids($back, \@ids), $a, "$arch: llama.cpp reads that GGUF to the same ids");
+    hf_round_trip(dir => $dir, engine => $engine, label => $arch, model => $f{f32}, ids => \@ids, want => $a,
+                  check => sub {
+        like(slurp("$_[0]/config.json"), qr/"model_type":\s*"$arch"/, "$arch: config.json says model_type $arch");
+    });
 }
 done_testing();

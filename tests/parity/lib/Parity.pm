@@ -8,7 +8,7 @@ use JSON::PP;
 use List::Util qw(max sum);
 use Test::More;
 
-our @EXPORT_OK = qw(capture compare_llamacpp greedy_ours greedy_llamacpp);
+our @EXPORT_OK = qw(capture compare_llamacpp greedy_ours greedy_llamacpp hf_round_trip slurp);
 
 # (exit status, stdout) of a command; its stderr goes to $dir/stderr.
 sub capture {
@@ -30,13 +30,49 @@ sub greedy_ours {
     return ($rc, [ split ' ', $out ]);
 }
 
-# [ids]: the same from llama.cpp (bench/llamacpp/run.mjs), empty when it failed.
+# [ids]: the same from llama.cpp (bench/llamacpp/run.mjs), empty when it failed. $exact: its KV cache in F32
+# and no flash attention (compare_llamacpp's exact; ours then with --kv-cache-dtype f32).
 sub greedy_llamacpp {
-    my ($dir, $n, $model, $ids) = @_;
+    my ($dir, $n, $model, $ids, $exact) = @_;
     my (undef, $out) = capture($dir, 'node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
-                               join(',', @$ids), '--max-tokens', $n, '--threads', '1', '--json', '--no-warmup');
+                               join(',', @$ids), '--max-tokens', $n, '--threads', '1', '--json', '--no-warmup',
+                               $exact ? ('--kv-type', 'f32', '--flash-attn', 'off') : ());
     my ($line) = grep { /^\{/ } split /\n/, $out;
     return [ defined $line && $line =~ /"ids":\[([0-9,]*)\]/ ? split(/,/, $1) : () ];
+}
+
+# A file's bytes.
+sub slurp {
+    my ($p) = @_;
+    open my $fh, '<:raw', $p or die "$p: $!";
+    local $/;
+    return <$fh>;
+}
+
+# $model re-saved as a Hugging Face directory ($dir/hf-$label, F32; returned) and that back as GGUF: our
+# greedy ids from each, and llama.cpp's from the GGUF, are $want (ids after the prompt $ids). $check, if
+# given, runs on the directory (its config.json, its tensors) before that. exact => 1: both sides keep the
+# KV cache in F32 (and llama.cpp leaves flash attention off).
+sub hf_round_trip {
+    my (%a) = @_;
+    my ($dir, $engine, $label, $ids, $want) = @a{qw(dir engine label ids want)};
+    my $n = @$want;
+    my @kv = $a{exact} ? ('--kv-cache-dtype', 'f32') : ();
+    my $hf = "$dir/hf-$label";
+    my ($rc) = capture($dir, $engine, 'gen-model', '--from', $a{model}, '--dtype', 'f32', '--format', 'hf',
+                       '--out', $hf);
+    is($rc, 0, "$label: re-saved as a Hugging Face directory");
+    $a{check}->($hf) if $a{check};
+    my (undef, $c) = greedy_ours($dir, $engine, $n, $hf, $ids, @kv);
+    is_deeply($c, $want, "$label: the Hugging Face directory gives the same ids") or diag(`tail -3 $dir/stderr`);
+    my $back = "$dir/back-$label.gguf";
+    capture($dir, $engine, 'gen-model', '--from', $hf, '--dtype', 'f32', '--out', $back,
+            '--tokenizer', '../shared/tokenizers/llama3/tokenizer.json');
+    my (undef, $d) = greedy_ours($dir, $engine, $n, $back, $ids, @kv);
+    is_deeply($d, $want, "$label: and again as GGUF") or diag(`tail -3 $dir/stderr`);
+    is_deeply(greedy_llamacpp($dir, $n, $back, $ids, $a{exact}), $want,
+              "$label: llama.cpp reads that GGUF to the same ids");
+    return $hf;
 }
 
 # Teacher-forced over $ids: our logits (CPU backend, $dump = build/parity/logits_dump)
