@@ -8,7 +8,7 @@
 llm_model *llm_model_alloc(const char *format, const char *path, llm_err *err);
 /* Record memory the model frees (NULL p: allocation failed -> -1 + err). */
 int  llm_model_own(llm_model *m, void *p, llm_err *err);
-/* Frees owned buffer old and owns p in its place. */
+/* Frees owned buffer old and owns p in its place (p NULL: old just leaves the list). */
 void llm_model_replace_owned(llm_model *m, const void *old, void *p);
 int  llm_model_add_map(llm_model *m, void *base, size_t size, llm_err *err);
 /* Convert a norm vector of n elements to owned F32 into *dst. */
