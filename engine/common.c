@@ -69,7 +69,6 @@ size_t llm_dtype_row_bytes(llm_dtype t, uint64_t n)
     return (size_t)(n / be) * bb;
 }
 
-
 float llm_bf16_to_f32(uint16_t h)
 {
     uint32_t bits = (uint32_t)h << 16;
