@@ -127,6 +127,19 @@ oom:
     return -1;
 }
 
+/* GGUF tensor (or view) t as the [rows x cols] llm_tensor dst: used in place, or converted where our kernels
+ * do not take its type. */
+static int use(llm_model *m, const gguf_tensor *t, int64_t cols, int64_t rows, llm_tensor *dst, llm_err *err)
+{
+    dst->ne[0] = cols;
+    dst->ne[1] = rows;
+    if (gguf_qtype_converted(t->type))
+        return requantize(m, t, dst, err);
+    dst->type = (llm_dtype)t->type;
+    dst->data = t->data;
+    return 0;
+}
+
 /* A 1-D or 2-D GGUF tensor as an llm_tensor (NULL data when absent and optional). */
 static int take(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err)
 {
@@ -140,13 +153,7 @@ static int take(llm_model *m, const char *name, llm_tensor *dst, int required, l
         llm_seterr(err, "%s: tensor %s must be 1-D or 2-D", m->path, name);
         return -1;
     }
-    dst->ne[0] = (int64_t)t->ne[0];
-    dst->ne[1] = (int64_t)t->ne[1];
-    if (gguf_qtype_converted(t->type))
-        return requantize(m, t, dst, err);
-    dst->type = (llm_dtype)t->type;
-    dst->data = t->data;
-    return 0;
+    return use(m, t, (int64_t)t->ne[0], (int64_t)t->ne[1], dst, err);
 }
 
 /* Expert e's [ne1 x ne0] matrix of a 3-D tensor [ne2 experts][ne1][ne0], as a 2-D tensor of its own. */
@@ -193,16 +200,8 @@ static int take_experts(llm_model *m, int l, llm_layer *L, llm_err *err)
         }
         for (int e = 0; e < c->n_expert; e++) {
             gguf_tensor v = expert_slice(t, (uint64_t)e);
-            llm_tensor *dst = &L->experts[3 * e + i];
-            dst->ne[0] = (int64_t)cols;
-            dst->ne[1] = (int64_t)rows;
-            if (gguf_qtype_converted(t->type)) {
-                if (requantize(m, &v, dst, err) != 0)
-                    return -1;
-            } else {
-                dst->type = (llm_dtype)t->type;
-                dst->data = v.data;
-            }
+            if (use(m, &v, (int64_t)cols, (int64_t)rows, &L->experts[3 * e + i], err) != 0)
+                return -1;
         }
     }
     return 0;
@@ -369,9 +368,7 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3)",
-                   m->path,
-                   arch);
+                   "gemma3)", m->path, arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
