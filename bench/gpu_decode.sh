@@ -21,6 +21,10 @@ BATCHES=${BATCHES:-1,8,32,128,256}
 # A dry run of this script anywhere (e.g. under the CPU emulation of CUDA: LLM_CUDA_LIB=...emu.so PRESET=tiny
 # PROMPT=8 STEPS=2 PREFILL=1x16 BATCHES=1,8 PEER=0 PEER_HF=0) takes these; the figures need the defaults.
 PRESET=${PRESET:-llama-3.2-3b}
+# LAYERS=N: the preset's first N layers only (gen-model --layers), e.g. PRESET=qwen3-30b-a3b LAYERS=24 PEER=0
+# PEER_HF=0 (a mixture of experts: the peers are dense Llama models, so they have nothing to run beside it)
+LAYERS=${LAYERS:-}
+TAG=$PRESET${LAYERS:+-L$LAYERS}
 PROMPT=${PROMPT:-128}
 STEPS=${STEPS:-32}
 PREFILL=${PREFILL:-1x2048,8x512}
@@ -28,19 +32,20 @@ mkdir -p "$WORK" "$RES"
 . tests/gpu/gpu_env.sh
 
 for dt in $DTYPES; do
-    model="$WORK/$PRESET-$dt.gguf"
+    model="$WORK/$TAG-$dt.gguf"
     if [ ! -f "$model" ]; then
-        "$B/llm-engine" gen-model --preset "$PRESET" --dtype "$dt" --out "$model" || { echo "error: gen-model $dt"; continue; }
+        "$B/llm-engine" gen-model --preset "$PRESET" ${LAYERS:+--layers "$LAYERS"} --dtype "$dt" --out "$model" ||
+            { echo "error: gen-model $dt"; continue; }
     fi
-    echo "== $PRESET $dt"
+    echo "== $TAG $dt"
     main_rows() {
         "$B/bench/gpu_decode_bench" --model "$model" --batches "$BATCHES" --argmax 1 --prompt "$PROMPT" \
             --steps "$STEPS" --prefill "$PREFILL" 2>&1 | tee -a "$RES/gpu_decode_$dt.txt"
     }
     : >"$RES/gpu_decode_$dt.txt"
     # The kernel tuning is new on the device: should it fail, the rows still come, with the built-in choice.
-    LLM_CUDA_TUNE_FILE="$WORK/tune-$PRESET-$dt.txt" main_rows ||
-        { echo "== $PRESET $dt again without the kernel tuning (LLM_CUDA_TUNE=0)"; LLM_CUDA_TUNE=0 main_rows; }
+    LLM_CUDA_TUNE_FILE="$WORK/tune-$TAG-$dt.txt" main_rows ||
+        { echo "== $TAG $dt again without the kernel tuning (LLM_CUDA_TUNE=0)"; LLM_CUDA_TUNE=0 main_rows; }
 done
 
 # The peers right after our main rows (same run, same machine state), before the optional experiments.
@@ -62,8 +67,8 @@ fi
 
 # Decode rows of the preset in dtype $1 under the environment $2 ("VAR=value ..."), batches $3, into file $4.
 decode_rows() {
-    [ -f "$WORK/$PRESET-$1.gguf" ] || return 0
-    env $2 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-$1.gguf" --batches "$3" --argmax 1 --prompt "$PROMPT" \
+    [ -f "$WORK/$TAG-$1.gguf" ] || return 0
+    env $2 "$B/bench/gpu_decode_bench" --model "$WORK/$TAG-$1.gguf" --batches "$3" --argmax 1 --prompt "$PROMPT" \
         --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/$4"
 }
 
@@ -73,12 +78,12 @@ decode_rows() {
 # (LLM_CUDA_TC_GEMM=0: dequantise + cuBLAS, as before). TC=0 skips them.
 if [ "${TC:-1}" = 1 ]; then
     for dt in $DTYPES; do
-        echo "== $PRESET $dt, tensor-core weight GEMM (LLM_CUDA_TC_GEMM=256)"
+        echo "== $TAG $dt, tensor-core weight GEMM (LLM_CUDA_TC_GEMM=256)"
         decode_rows "$dt" LLM_CUDA_TC_GEMM=256 8,32,128,256 "gpu_decode_${dt}_tc_gemm.txt"
     done
     for dt in $DTYPES; do
         [ "$dt" = bf16 ] && continue
-        echo "== $PRESET $dt, no tensor-core weight GEMM (LLM_CUDA_TC_GEMM=0: dequantise + cuBLAS)"
+        echo "== $TAG $dt, no tensor-core weight GEMM (LLM_CUDA_TC_GEMM=0: dequantise + cuBLAS)"
         decode_rows "$dt" LLM_CUDA_TC_GEMM=0 8,32,128 "gpu_decode_${dt}_no_tc_gemm.txt"
     done
 fi
@@ -87,7 +92,7 @@ fi
 # and with the tensor-core weight GEMM; off by default until these rows say. PDL=0 skips them.
 if [ "${PDL:-1}" = 1 ]; then
     for dt in $DTYPES; do
-        echo "== $PRESET $dt, programmatic dependent launch (LLM_CUDA_PDL=1), then with LLM_CUDA_TC_GEMM=256"
+        echo "== $TAG $dt, programmatic dependent launch (LLM_CUDA_PDL=1), then with LLM_CUDA_TC_GEMM=256"
         decode_rows "$dt" LLM_CUDA_PDL=1 1,32 "gpu_decode_${dt}_pdl.txt"
         decode_rows "$dt" "LLM_CUDA_PDL=1 LLM_CUDA_TC_GEMM=256" 32,128 "gpu_decode_${dt}_pdl_tc.txt" | grep "^decode"
     done
@@ -97,7 +102,7 @@ fi
 # show what folding them into the QKV and gate|up GEMVs buys; FUSE=0 skips this.
 if [ "${FUSE:-1}" = 1 ]; then
     for dt in $DTYPES; do
-        echo "== $PRESET $dt, decode GEMVs unfused (LLM_CUDA_FUSE=0)"
+        echo "== $TAG $dt, decode GEMVs unfused (LLM_CUDA_FUSE=0)"
         decode_rows "$dt" LLM_CUDA_FUSE=0 1,4 "gpu_decode_${dt}_unfused.txt"
     done
 fi
@@ -105,42 +110,42 @@ fi
 # Decode with every row's logits copied to the host (the engine's plain forward, as `generate` and
 # requests that need the whole row use it); the main rows above keep the argmax on the device, as the
 # server runs greedy requests and as the peer does.
-if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${LOGITS:-1}" = 1 ]; then
-    echo "== $PRESET bf16, every row's logits copied to the host (--argmax 0)"
-    LLM_CUDA_TUNE_FILE="$WORK/tune-$PRESET-bf16.txt" "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32,128,256 --argmax 0 \
+if [ -f "$WORK/$TAG-bf16.gguf" ] && [ "${LOGITS:-1}" = 1 ]; then
+    echo "== $TAG bf16, every row's logits copied to the host (--argmax 0)"
+    LLM_CUDA_TUNE_FILE="$WORK/tune-$TAG-bf16.txt" "$B/bench/gpu_decode_bench" --model "$WORK/$TAG-bf16.gguf" --batches 1,32,128,256 --argmax 0 \
         --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_logits.txt"
 fi
 
 # Q8_0 / Q4_0 GEMVs on int8 activations (dp4a) instead of float ones: off by default until this row says.
 if [ "${DP4A:-1}" = 1 ]; then
     for dt in q8_0 q4_0; do
-        echo "== $PRESET $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
+        echo "== $TAG $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
         decode_rows "$dt" LLM_CUDA_GEMV_DP4A=1 1,2,4,8 "gpu_decode_${dt}_dp4a.txt"
     done
 fi
 
 # The same decode steps launched kernel by kernel, to show what the CUDA Graphs buy.
-if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
-    echo "== $PRESET bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"
-    LLM_CUDA_GRAPHS=0 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32 --argmax 1 \
+if [ -f "$WORK/$TAG-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
+    echo "== $TAG bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"
+    LLM_CUDA_GRAPHS=0 "$B/bench/gpu_decode_bench" --model "$WORK/$TAG-bf16.gguf" --batches 1,32 --argmax 1 \
         --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_nographs.txt"
 fi
 
 # One-token GEMV shapes in the model (LLM_CUDA_GEMV_SHAPE=RxU: R rows per warp, U loads in flight; the
 # default kernel is about 1x4), batch 1 bf16 through graphs with on-device argmax; SHAPES="" skips it.
-if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ -n "${SHAPES-1x8 1x12 2x4 4x2}" ]; then
-    echo "== $PRESET bf16, batch 1, GEMV shapes (LLM_CUDA_GEMV_SHAPE)"
+if [ -f "$WORK/$TAG-bf16.gguf" ] && [ -n "${SHAPES-1x8 1x12 2x4 4x2}" ]; then
+    echo "== $TAG bf16, batch 1, GEMV shapes (LLM_CUDA_GEMV_SHAPE)"
     for shp in ${SHAPES-1x8 1x12 2x4 4x2}; do
         echo "-- $shp"
-        LLM_CUDA_GEMV_SHAPE=$shp "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1 \
+        LLM_CUDA_GEMV_SHAPE=$shp "$B/bench/gpu_decode_bench" --model "$WORK/$TAG-bf16.gguf" --batches 1 \
             --argmax 1 --prompt "$PROMPT" --steps $((2 * STEPS)) --prefill "" 2>&1 | grep "^decode"
     done | tee "$RES/gpu_decode_bf16_gemv_shapes.txt"
-    if [ -f "$WORK/$PRESET-q4_0.gguf" ]; then
-        echo "== $PRESET q4_0, batch 1, int8-activation GEMV shapes (LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_SHAPE)"
+    if [ -f "$WORK/$TAG-q4_0.gguf" ]; then
+        echo "== $TAG q4_0, batch 1, int8-activation GEMV shapes (LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_SHAPE)"
         for shp in ${SHAPES-1x8 1x12 2x4 4x2}; do
             echo "-- $shp"
             LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_SHAPE=$shp "$B/bench/gpu_decode_bench" \
-                --model "$WORK/$PRESET-q4_0.gguf" --batches 1 --argmax 1 --prompt "$PROMPT" --steps $((2 * STEPS)) --prefill "" 2>&1 |
+                --model "$WORK/$TAG-q4_0.gguf" --batches 1 --argmax 1 --prompt "$PROMPT" --steps $((2 * STEPS)) --prefill "" 2>&1 |
                 grep "^decode"
         done | tee "$RES/gpu_decode_q4_0_dp4a_shapes.txt"
     fi
@@ -148,29 +153,29 @@ fi
 
 # Decode with every row sampled on the device (temperature 0.8, top-p 0.95, 5 logprobs: kernels/cuda_sample.cu),
 # as the server runs sampled requests since the device sampler exists; compare with the argmax rows above.
-if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${SAMPLE:-1}" = 1 ]; then
-    echo "== $PRESET bf16, sampled on the device (--sample 1)"
-    LLM_CUDA_TUNE_FILE="$WORK/tune-$PRESET-bf16.txt" "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 1,32,128,256 --sample 1 \
+if [ -f "$WORK/$TAG-bf16.gguf" ] && [ "${SAMPLE:-1}" = 1 ]; then
+    echo "== $TAG bf16, sampled on the device (--sample 1)"
+    LLM_CUDA_TUNE_FILE="$WORK/tune-$TAG-bf16.txt" "$B/bench/gpu_decode_bench" --model "$WORK/$TAG-bf16.gguf" --batches 1,32,128,256 --sample 1 \
         --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_sample.txt"
 fi
 
 # Decode attention through the tiled (prefill-shaped) kernel instead of the register kernel: what it buys.
-if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
-    echo "== $PRESET bf16, decode attention through the tiled kernel (LLM_CUDA_ATT_DECODE=0)"
-    LLM_CUDA_ATT_DECODE=0 LLM_CUDA_TUNE_FILE="$WORK/tune-$PRESET-bf16.txt" "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches 32,256 \
+if [ -f "$WORK/$TAG-bf16.gguf" ] && [ "${ATT_TILED:-1}" = 1 ]; then
+    echo "== $TAG bf16, decode attention through the tiled kernel (LLM_CUDA_ATT_DECODE=0)"
+    LLM_CUDA_ATT_DECODE=0 LLM_CUDA_TUNE_FILE="$WORK/tune-$TAG-bf16.txt" "$B/bench/gpu_decode_bench" --model "$WORK/$TAG-bf16.gguf" --batches 32,256 \
         --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_tiled_attention.txt"
 fi
 
 # Prefill attention through the mma.sync kernel (S and P in registers, LLM_CUDA_ATT_TC=2) instead of the wmma one.
-if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${ATT_MMA:-1}" = 1 ]; then
-    echo "== $PRESET bf16, prefill with the mma.sync attention (LLM_CUDA_ATT_TC=2)"
-    LLM_CUDA_ATT_TC=2 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches "" \
+if [ -f "$WORK/$TAG-bf16.gguf" ] && [ "${ATT_MMA:-1}" = 1 ]; then
+    echo "== $TAG bf16, prefill with the mma.sync attention (LLM_CUDA_ATT_TC=2)"
+    LLM_CUDA_ATT_TC=2 "$B/bench/gpu_decode_bench" --model "$WORK/$TAG-bf16.gguf" --batches "" \
         --prompt "$PROMPT" --steps "$STEPS" --prefill "$PREFILL" 2>&1 | tee "$RES/gpu_decode_bf16_mma_prefill_attention.txt"
 fi
 
 # Prefill attention through the scalar tiled kernel instead of the tensor-core one (attention_tc_kernel).
-if [ -f "$WORK/$PRESET-bf16.gguf" ] && [ "${ATT_SCALAR:-1}" = 1 ]; then
-    echo "== $PRESET bf16, prefill 1x2048 with the scalar attention (LLM_CUDA_ATT_TC=0)"
-    LLM_CUDA_ATT_TC=0 "$B/bench/gpu_decode_bench" --model "$WORK/$PRESET-bf16.gguf" --batches "" \
+if [ -f "$WORK/$TAG-bf16.gguf" ] && [ "${ATT_SCALAR:-1}" = 1 ]; then
+    echo "== $TAG bf16, prefill 1x2048 with the scalar attention (LLM_CUDA_ATT_TC=0)"
+    LLM_CUDA_ATT_TC=0 "$B/bench/gpu_decode_bench" --model "$WORK/$TAG-bf16.gguf" --batches "" \
         --prompt "$PROMPT" --steps "$STEPS" --prefill "${PREFILL%%,*}" 2>&1 | tee "$RES/gpu_decode_bf16_scalar_prefill_attention.txt"
 fi

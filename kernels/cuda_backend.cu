@@ -23,12 +23,25 @@
 
 static int check_model(const llm_model *m, llm_err *err)
 {
-    if (m->cfg.n_expert > 0) { /* the router's data-dependent choice has no device path yet */
-        snprintf(err->msg, sizeof(err->msg), "cuda backend: mixture-of-experts models (%s, %d experts) run on the "
-                 "cpu backend only (--backend cpu)", m->arch, m->cfg.n_expert);
+    const llm_config *c = &m->cfg;
+    if (llm_model_check(m, "cuda backend", err) != 0)
+        return -1;
+    if (c->n_expert > 0 && c->n_expert_used > 32) { /* cuda_moe_route: a lane per choice */
+        snprintf(err->msg, sizeof(err->msg), "cuda backend: %d experts per token (at most 32 here; --backend cpu "
+                 "takes more)", c->n_expert_used);
         return -1;
     }
-    return llm_model_check(m, "cuda backend", err);
+    for (int l = 0; l < c->n_layers && c->n_expert > 0; l++)
+        for (int e = 0; e < c->n_expert; e++) {
+            const llm_tensor *x = &m->layers[l].experts[3 * e], *x0 = &m->layers[l].experts[0];
+            if (x[0].type != x0[0].type || x[1].type != x0[0].type || x[2].type != x0[2].type) {
+                snprintf(err->msg, sizeof(err->msg), "cuda backend: layer %d: expert %d's weight types differ "
+                         "(the experts' gate and up must share one type, their down one type): convert the model "
+                         "with --dtype", l, e);
+                return -1;
+            }
+        }
+    return 0;
 }
 
 typedef struct {
@@ -38,7 +51,9 @@ typedef struct {
 static void free_scratch(cu_state *st)
 {
     cudaFree(st->x); cudaFree(st->xn); cudaFree(st->qkv); cudaFree(st->att); cudaFree(st->gu); cudaFree(st->h);
-    st->x = st->xn = st->qkv = st->att = st->gu = st->h = NULL;
+    cudaFree(st->moe_f); cudaFree(st->moe_i);
+    st->x = st->xn = st->qkv = st->att = st->gu = st->h = st->moe_f = NULL;
+    st->moe_i = NULL;
     st->cap = 0;
 }
 
@@ -97,12 +112,36 @@ static void cu_destroy(llm_backend *b)
     b->impl = NULL;
 }
 
+/* The mixture-of-experts scratch of n tokens (cu_state.moe_f, moe_i; 0 for a dense model): the float
+ * buffers in the order moe_carve cuts them, each rounded up to 64 floats (16-byte loads, 16-byte rows). */
+#define MOE_ALIGN(f) (((f) + 63) / 64 * 64)
+static size_t moe_carve(const llm_config *c, size_t n, float *base, float **out)
+{
+    if (c->n_expert == 0)
+        return 0;
+    size_t k = (size_t)c->n_expert_used, R = n * k, ff = (size_t)c->expert_ff, dim = (size_t)c->dim;
+    const size_t sizes[9] = { n * (size_t)c->n_expert, R, n, R * ff, R * dim, n * dim, R * 2 * ff,
+                              (R * dim + 1) / 2, (R * ff + 1) / 2 };
+    size_t off = 0;
+    for (int i = 0; i < 9; i++) {
+        if (out != NULL)
+            out[i] = base + off;
+        off += MOE_ALIGN(sizes[i]);
+    }
+    return off;
+}
+static size_t moe_floats(const llm_config *c, size_t n) { return moe_carve(c, n, NULL, NULL); }
+static size_t moe_ints(const llm_config *c, size_t n)
+{
+    return c->n_expert == 0 ? 0 : n * 3 * (size_t)c->n_expert_used + (size_t)c->n_expert + 1;
+}
+
 static size_t scratch_floats(const cu_state *st, int n)
 {
     const llm_config *c = &st->m->cfg;
     size_t per = (size_t)c->dim * 2 + (size_t)st->qkv_ld + (size_t)st->q_dim + (size_t)st->gu_ld +
                  (size_t)c->hidden_dim;
-    return per * (size_t)n;
+    return (per + moe_floats(c, 1) + moe_ints(c, 1)) * (size_t)n;
 }
 
 /* The KV pool: opts.kv_blocks when that fits in free device memory, else (or when 0) what
@@ -363,6 +402,10 @@ static int cu_init(llm_backend *b, llm_err *err)
     st->mm.tc_max = tc != NULL ? atoi(tc) : 0;
     st->mm.tc_max_q = tc != NULL ? atoi(tc) : 64;
     st->mm.sms = st->n_sms;
+    /* Mixture-of-experts steps of at least LLM_CUDA_MOE_TC=N tokens take the grouped tensor-core GEMM (0:
+     * never); by default those with 8 rows an expert on average (not measured on a GPU yet) */
+    const char *mt = getenv("LLM_CUDA_MOE_TC");
+    st->moe_tc = mt != NULL && atoi(mt) >= 0 ? atoi(mt) : -1;
     const char *dp = getenv("LLM_CUDA_GEMV_DP4A");
     st->mm.dp4a = dp != NULL && strcmp(dp, "1") == 0; /* needs the buffers alloc_dp4a makes after the load */
     st->tune.def = cuda_knobs_get(st);
@@ -461,10 +504,30 @@ int cuda_ensure_scratch(cu_state *st, int n)
         cudaMalloc(&st->qkv, N * st->qkv_ld * 4) != cudaSuccess ||
         cudaMalloc(&st->att, N * st->q_dim * 4) != cudaSuccess ||
         cudaMalloc(&st->gu, N * st->gu_ld * 4) != cudaSuccess ||
-        cudaMalloc(&st->h, N * c->hidden_dim * 4) != cudaSuccess) {
+        cudaMalloc(&st->h, N * c->hidden_dim * 4) != cudaSuccess ||
+        (c->n_expert > 0 && (cudaMalloc(&st->moe_f, moe_floats(c, N) * 4) != cudaSuccess ||
+                             cudaMalloc(&st->moe_i, moe_ints(c, N) * 4) != cudaSuccess))) {
         cudaGetLastError();
         free_scratch(st);
         return -1;
+    }
+    if (c->n_expert > 0) {
+        size_t k = (size_t)c->n_expert_used;
+        float *b[9];
+        moe_carve(c, N, st->moe_f, b);
+        st->moe_rl = b[0];
+        st->moe_w = b[1];
+        st->moe_sg = b[2];
+        st->moe_h = b[3];
+        st->moe_o = b[4];
+        st->moe_sh = b[5];
+        st->moe_gu = b[6];
+        st->moe_x16 = b[7];
+        st->moe_h16 = b[8];
+        st->moe_ids = st->moe_i;
+        st->moe_pos = st->moe_ids + N * k;
+        st->moe_tok = st->moe_pos + N * k;
+        st->moe_off = st->moe_tok + N * k;
     }
     st->cap = n;
     return 0;
@@ -691,6 +754,49 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     return stage_check(st, "down", l, err);
 }
 
+/* The mixture-of-experts FFN (cuda_moe.cu): x += the token's chosen experts, weighted (+ Qwen 2 MoE's shared
+ * expert, gated), with the routing on the device. */
+static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
+    const int E = c->n_expert, k = c->n_expert_used, gelu = c->act == LLM_ACT_GELU_TANH;
+    cudaStream_t s = st->stream;
+    cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
+    if (cuda_matmul(&st->mm, &L->router, st->xn, c->dim, st->moe_rl, E, n, 0, err->msg, sizeof(err->msg)) != 0 ||
+        stage_check(st, "norm + router", l, err))
+        return -1;
+    if (L->shexp_gate != NULL) { /* the shared expert, dense, into moe_sh */
+        if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
+            return -1;
+        cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, gelu, s);
+        if (cuda_matmul(&st->mm, &L->down, st->h, c->hidden_dim, st->moe_sh, c->dim, n, 0, err->msg,
+                        sizeof(err->msg)) != 0 || stage_check(st, "shared expert", l, err))
+            return -1;
+    }
+    cuda_moe_route(st->moe_rl, n, E, k, c->moe_norm_topk, st->xn, c->dim, L->shexp_gate, st->moe_ids, st->moe_w,
+                   st->moe_sg, s);
+    cuda_moe_sort(st->moe_ids, n, k, E, st->moe_off, st->moe_tok, st->moe_pos, s);
+    if (stage_check(st, "route", l, err))
+        return -1;
+    int tc = st->moe_tc < 0 ? n * k >= 8 * E : st->moe_tc > 0 && n >= st->moe_tc;
+    if (tc && cuda_moe_tc_ok(L->exp0)) {
+        cuda_moe_tc(L->exp0, L->experts, E, st->moe_off, st->moe_tok, n * k, st->xn, c->dim, st->moe_x16,
+                    st->moe_gu, st->moe_h16, st->moe_o, gelu, s);
+        if (stage_check(st, "experts (tensor cores)", l, err))
+            return -1;
+    } else {
+        cuda_moe_gate_up(L->exp0, L->experts, E, st->moe_off, st->moe_tok, st->xn, c->dim, st->moe_h, gelu, s);
+        if (stage_check(st, "experts gate/up", l, err))
+            return -1;
+        cuda_moe_down(L->exp0, L->experts, E, st->moe_off, st->moe_h, st->moe_o, s);
+        if (stage_check(st, "experts down", l, err))
+            return -1;
+    }
+    cuda_moe_combine(st->x, n, c->dim, k, st->moe_o, st->moe_pos, st->moe_w,
+                     L->shexp_gate != NULL ? st->moe_sh : NULL, st->moe_sg, s);
+    return stage_check(st, "combine", l, err);
+}
+
 int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
@@ -727,7 +833,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
             return -1;
         if (stage_check(st, "output projection", l, err))
             return -1;
-        if (layer_ffn(st, L, l, n, err) != 0)
+        if ((c->n_expert > 0 ? layer_moe(st, L, l, n, err) : layer_ffn(st, L, l, n, err)) != 0)
             return -1;
     }
     if (sp->nw > 0) {

@@ -167,7 +167,8 @@ static int reserve(cu_state *st, int B, const cu_att_plan *p)
         for (int i = 0; i < L->gate_up.n; i++)
             if (cuda_matmul_reserve(&st->mm, &L->gate_up.m[i], B) != 0)
                 return -1;
-        if (cuda_matmul_reserve(&st->mm, &L->wo, B) != 0 || cuda_matmul_reserve(&st->mm, &L->down, B) != 0)
+        if (cuda_matmul_reserve(&st->mm, &L->wo, B) != 0 || cuda_matmul_reserve(&st->mm, &L->down, B) != 0 ||
+            cuda_matmul_reserve(&st->mm, &L->router, B) != 0) /* (absent ones are zero: F32, nothing to reserve) */
             return -1;
     }
     return 0;

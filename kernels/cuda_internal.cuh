@@ -152,6 +152,13 @@ typedef struct {
     cu_mat    wo;
     cu_matset gate_up;       /* outputs [gate | up] */
     cu_mat    down;
+    /* Mixture of experts (cfg.n_expert > 0; gate_up and down are then Qwen 2 MoE's shared expert, or absent):
+     * the router, every expert's gate, up and down on the device ([n_expert][3], for the kernels) and expert
+     * 0's here (their types and shapes, which every expert of the layer shares), the shared expert's gate */
+    cu_mat        router;
+    const cu_mat *experts;
+    cu_mat        exp0[3];
+    const float  *shexp_gate;
 } cu_layer;
 
 /* ---- kernels (cuda_kernels.cu) ---- */
@@ -243,6 +250,19 @@ int    cuda_tcgemm_splits(const cu_mat *W, int n, int sms);
 size_t cuda_tcgemm_scratch(const cu_mat *W, int n, int sms);
 void   cuda_tcgemm(const cu_mat *W, const void *xa, int n, float *y, int ldy, int accumulate, float *part, int sms,
                    cudaStream_t st);
+/* The same over the rows of several matrices (a MoE layer's experts, cuda_moe.cu): expert e's rows
+ * off[e] .. off[e+1] of xa (16-bit, rows of W.cols) times mats[3 e + which] into those rows of y, for E
+ * experts whose offsets are on the device (the launch does not depend on them: one block per group of 64 of
+ * an expert's rows, the grid sized for `rows` = off[E] at most). `host` is expert 0's gate, up, down (the
+ * types and shapes every expert shares; cuda_tcgemm_ok must hold for host[which]). No K split. */
+typedef struct {
+    const cu_mat  *mats;   /* NULL: an ordinary product */
+    int            which;
+    const int32_t *off;
+    int            E;
+} cu_tg_group;
+void   cuda_tcgemm_grouped(const cu_mat *host, const cu_tg_group *G, const void *xa, int rows, float *y, int ldy,
+                           cudaStream_t st);
 /* cuda_matmul's choice: 1 when n tokens take the tensor-core GEMM for W. */
 int    cuda_mm_use_tc(const cu_mm_ctx *c, const cu_mat *W, int n);
 
@@ -294,6 +314,33 @@ void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const f
                         int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
                         int block_size, cudaStream_t st);
 
+/* ---- mixture of experts (cuda_moe.cu; the steps as engine/cpu/moe.c computes them) ----
+ * route: per token of logits [n][E], its k experts of highest logit (ties: the lower index) into ids [n][k]
+ *   and their softmax probabilities (renormalised over the k when norm_topk) into wts [n][k]; with shexp_gate,
+ *   sg[t] = sigmoid(xn[t] . shexp_gate). k <= 32, E <= LLM_MAX_EXPERTS.
+ * sort: the n*k choices grouped by expert (off [E+1]), tokens in order within one: row p of the groups holds
+ *   token tok[p], choice i went to row pos[i].
+ * gate_up: h[p] = GLU(gate_e . xn[tok[p]], up_e . xn[tok[p]]) for every row p of every expert e ([n*k][ff]).
+ * down: o[p] = down_e . h[p] ([n*k][dim]).
+ * combine: x[t] += sum_j wts[t][j] o[pos[t*k + j]] (+ sg[t] sh[t] with a shared expert, sh [n][dim]).
+ * `host` is the layer's exp0, `mats` its experts on the device. */
+void cuda_moe_route(const float *logits, int n, int E, int k, int norm_topk, const float *xn, int dim,
+                    const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st);
+void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,
+                   cudaStream_t st);
+void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const int32_t *tok,
+                      const float *xn, int dim, float *h, int gelu, cudaStream_t st);
+void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const float *h, float *o,
+                   cudaStream_t st);
+void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
+                      const float *sh, const float *sg, cudaStream_t st);
+/* gate_up + down on the tensor cores (cuda_tcgemm_grouped) for `rows` (= n*k) rows: xn gathered into x16
+ * (16 bits, [rows][dim]), gate|up into gu ([rows][2 ff]), GLU into h16 ([rows][ff]), down into o. Where
+ * cuda_moe_tc_ok(host). */
+int  cuda_moe_tc_ok(const cu_mat *host);
+void cuda_moe_tc(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const int32_t *tok, int rows,
+                 const float *xn, int dim, void *x16, float *gu, void *h16, float *o, int gelu, cudaStream_t st);
+
 /* ---- attention (cuda_attention.cu) ---- */
 typedef struct {
     int t0, nq;                /* tokens t0 .. t0+nq-1, one sequence */
@@ -338,7 +385,7 @@ void   cuda_attention(const cu_att_plan *p, const cu_att_item *items, const floa
 /* ---- decode-step CUDA graphs (cuda_graph.cu) ---- */
 #define CU_GRAPH_BUCKETS 9         /* batch sizes 1, 2, 4, ..., 256 */
 #define CU_GRAPH_CLASSES 26        /* attention split classes: max position <= 64 << class */
-#define CU_MAX_STAGES 12           /* named stages of a step, for LLM_CUDA_SYNC timing */
+#define CU_MAX_STAGES 16           /* named stages of a step, for LLM_CUDA_SYNC timing */
 #define CU_MAX_EVENTS 1024         /* stage events of one step (LLM_CUDA_EVENTS): 9 a layer + 3 */
 typedef struct {
     cudaGraphExec_t exec;
@@ -408,6 +455,17 @@ typedef struct {
     /* per-step scratch, grown to the largest batch seen */
     int     cap;
     float  *x, *xn, *qkv, *att, *gu, *h, *logits;
+    /* ... and a mixture of experts' (cuda_moe_*): router logits [cap][E], choice weights [cap][k], shared
+     * gates [cap], hidden [cap*k][expert_ff], expert outputs [cap*k][dim], shared expert's [cap][dim] in
+     * moe_f (each 64-float aligned); ids, pos, tok [cap*k] and off [E+1] in moe_i */
+    float  *moe_f, *moe_rl, *moe_w, *moe_sg, *moe_h, *moe_o, *moe_sh;
+    int32_t *moe_i, *moe_ids, *moe_pos, *moe_tok, *moe_off;
+    /* ... the tensor-core path's: gate|up [cap*k][2 expert_ff], 16-bit activations [cap*k][dim] and hidden
+     * [cap*k][expert_ff]; it takes steps of at least moe_tc tokens (LLM_CUDA_MOE_TC; default: 8 rows an
+     * expert on average, n * k >= 8 E; 0: never) */
+    float  *moe_gu;
+    void   *moe_x16, *moe_h16;
+    int     moe_tc;
     float  *ws; size_t ws_floats;
     int32_t *dint; size_t dint_cap;  /* per-step ints on the device */
     int32_t *hint; size_t hint_cap;  /* their pinned host copy */

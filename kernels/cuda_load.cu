@@ -220,6 +220,34 @@ static const float *upload_vec(cu_state *st, uploader *u, const llm_tensor *t, l
     return (const float *)M.w;
 }
 
+/* A mixture of experts' router, experts (each its own device matrix; their descriptions copied to the device
+ * for the kernels, expert 0's kept in D->exp0) and Qwen 2 MoE's shared expert gate. */
+static int upload_experts(cu_state *st, uploader *u, const llm_layer *L, cu_layer *D, llm_err *err)
+{
+    int n = 3 * st->m->cfg.n_expert;
+    cu_mat *h = (cu_mat *)calloc((size_t)n, sizeof(cu_mat));
+    if (h == NULL) {
+        llm_err_set(err, "cuda backend: out of host memory");
+        return -1;
+    }
+    int rc = upload_mat(st, u, &D->router, &L->ffn_gate_inp, err);
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = upload_mat(st, u, &h[i], &L->experts[i], err);
+    if (rc == 0 && L->shexp_gate.data != NULL && (D->shexp_gate = upload_vec(st, u, &L->shexp_gate, err)) == NULL)
+        rc = -1;
+    cu_mat *d = rc == 0 ? (cu_mat *)dev_alloc(st, (size_t)n * sizeof(cu_mat), err) : NULL;
+    if (d != NULL) {
+        cudaError_t e = cudaMemcpy(d, h, (size_t)n * sizeof(cu_mat), cudaMemcpyHostToDevice);
+        if (e != cudaSuccess)
+            rc = fail(err, "expert table upload", e);
+        memcpy(D->exp0, h, sizeof(D->exp0));
+        D->experts = d;
+    } else
+        rc = -1;
+    free(h);
+    return rc;
+}
+
 /* Rope tables [seq_len][head_dim/2] of cos and sin: the model's (llm_rope_freq, llm_rope_mscale), or with swa
  * the sliding-window layers' (llm_rope_freq_swa, unscaled), as engine/cpu/rope.c builds them. */
 static int upload_rope(cu_state *st, int swa, llm_err *err)
@@ -291,8 +319,13 @@ int cuda_load_weights(cu_state *st, llm_err *err)
         const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
         if ((D->attn_norm = upload_vec(st, &u, &L->attn_norm, err)) == NULL ||
             (D->ffn_norm = upload_vec(st, &u, &L->ffn_norm, err)) == NULL ||
-            upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0 ||
-            upload_set(st, &u, &D->gate_up, gu, 2, err) != 0 || upload_mat(st, &u, &D->down, &L->w_down, err) != 0)
+            upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0)
+            goto out;
+        /* the dense FFN, or a mixture of experts' shared expert where it has one */
+        if ((c->n_expert == 0 || L->w_gate.data != NULL) &&
+            (upload_set(st, &u, &D->gate_up, gu, 2, err) != 0 || upload_mat(st, &u, &D->down, &L->w_down, err) != 0))
+            goto out;
+        if (c->n_expert > 0 && upload_experts(st, &u, L, D, err) != 0)
             goto out;
         const llm_tensor *opt[7] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm, &L->post_attn_norm,
                                      &L->post_ffn_norm };

@@ -176,9 +176,17 @@ template <int T, int NT> struct tg_smem {
     static_assert(tg_w<T>::RAW % 128 == 0 && X % 128 == 0, "stages must keep wmma tiles 32-byte aligned");
 };
 
+#ifdef CU_EMULATE
+static inline void cu_emu_arg_check(const cu_tg_group &g, int arg)
+{
+    cu_emu_check_dev_ptrs({ g.mats, g.off }, arg);
+}
+#endif
+
 template <int T, typename HT, int NT>
 __global__ void __launch_bounds__(TG_THREADS)
-tg_kernel(cu_mat W, const uint16_t *__restrict__ xa, int n, float *y, int ldy, int accumulate, float *part)
+tg_kernel(cu_mat W, const uint16_t *__restrict__ xa, int n, float *y, int ldy, int accumulate, float *part,
+          cu_tg_group G)
 {
     using namespace nvcuda;
     typedef tg_smem<T, NT> L;
@@ -189,7 +197,27 @@ tg_kernel(cu_mat W, const uint16_t *__restrict__ xa, int n, float *y, int ldy, i
     const int warp = threadIdx.x >> 5;
     /* blockIdx.x (dispatched fastest): the token group, then y: the K split, z: the row block; so the blocks
      * that read the same weight tile run side by side and all but the first find it in L2 */
-    const int r0 = blockIdx.z * TG_M, split = blockIdx.y, S = gridDim.y, t0 = blockIdx.x * TG_NMAX;
+    const int r0 = blockIdx.z * TG_M, split = blockIdx.y, S = gridDim.y;
+    int t0 = blockIdx.x * TG_NMAX;
+    if (G.mats != NULL) {
+        /* Grouped: token group blockIdx.x counts through every expert's groups in turn; the rows of expert e
+         * are off[e] .. off[e+1] of xa and y (written by earlier kernels: read after the wait) */
+        CU_PDL_ENTRY();
+        int j = blockIdx.x, e = 0;
+        for (; e < G.E; e++) {
+            int groups = (G.off[e + 1] - G.off[e] + TG_NMAX - 1) / TG_NMAX;
+            if (j < groups)
+                break;
+            j -= groups;
+        }
+        if (e == G.E)
+            return; /* past the last expert's groups: the whole block */
+        W = G.mats[3 * e + G.which];
+        xa += (size_t)G.off[e] * W.cols;
+        y += (size_t)G.off[e] * ldy;
+        n = G.off[e + 1] - G.off[e];
+        t0 = j * TG_NMAX;
+    }
     const int K = W.cols, ns = K / TG_BK, s0 = split * ns / S, nst = (split + 1) * ns / S - s0;
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[NT];
@@ -304,7 +332,9 @@ static void tg_launch_nt(const cu_mat *W, const uint16_t *xa, int n, float *y, i
                          cudaStream_t st)
 {
     dim3 grid((unsigned)((n + TG_NMAX - 1) / TG_NMAX), (unsigned)S, (unsigned)((W->rows + TG_M - 1) / TG_M));
-    CU_LAUNCH((tg_kernel<T, HT, NT>), grid, TG_THREADS, (tg_smem<T, NT>::BYTES), st, *W, xa, n, y, ldy, acc, part);
+    cu_tg_group none = {};
+    CU_LAUNCH((tg_kernel<T, HT, NT>), grid, TG_THREADS, (tg_smem<T, NT>::BYTES), st, *W, xa, n, y, ldy, acc, part,
+              none);
 }
 
 template <int T, typename HT>
@@ -355,4 +385,23 @@ void cuda_tcgemm(const cu_mat *W, const void *xa, int n, float *y, int ldy, int 
         CU_LAUNCH(tg_reduce_kernel, blocks < 4096 ? blocks : 4096, 256, 0, st, part, S, n, W->rows, y, ldy,
                   accumulate);
     }
+}
+
+void cuda_tcgemm_grouped(const cu_mat *host, const cu_tg_group *G, const void *xa, int rows, float *y, int ldy,
+                         cudaStream_t st)
+{
+    const cu_mat *W = &host[G->which];
+    /* every expert's token groups: sum of ceil(rows_e / 64) <= rows / 64 + E; the blocks past them return */
+    dim3 grid((unsigned)((rows + TG_NMAX - 1) / TG_NMAX + G->E), 1, (unsigned)((W->rows + TG_M - 1) / TG_M));
+    const uint16_t *x = (const uint16_t *)xa;
+#define TG_GROUPED(T, HT) \
+    CU_LAUNCH((tg_kernel<T, HT, 4>), grid, TG_THREADS, (tg_smem<T, 4>::BYTES), st, *W, x, 0, y, ldy, 0, \
+              (float *)NULL, *G)
+    switch (W->type) {
+    case LLM_F16:  TG_GROUPED(LLM_F16, __half); break;
+    case LLM_BF16: TG_GROUPED(LLM_BF16, __nv_bfloat16); break;
+    case LLM_Q8_0: TG_GROUPED(LLM_Q8_0, __nv_bfloat16); break;
+    default:       TG_GROUPED(LLM_Q4_0, __nv_bfloat16); break;
+    }
+#undef TG_GROUPED
 }

@@ -10,8 +10,8 @@
 #     decode GEMVs (the launch count per step says so);
 #  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too; then
 #     the CUDA side out of device memory (an oversized KV pool, a capped device): the same tokens;
-#  6. the matrix products of 2-130 tokens against a host reference (tensor-core weight GEMM and cuBLAS path)
-#     and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM);
+#  6. the matrix products of 2-130 tokens against a host reference (tensor-core weight GEMM and cuBLAS path;
+#     the grouped one of a mixture of experts) and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM);
 #  7. kernel tuning at start: every product path timed, parity with what it chose, its file; the prefill
 #     attention kernel timed on a head_dim-128 model;
 #  8. Qwen 2 (q/k/v biases) and Qwen 3 (per-head q/k norms) in F32: qkv_prep_kernel before the rope, prefill
@@ -22,7 +22,10 @@
 # 10. Gemma 3 and Gemma 2 (gen-model --preset tiny-gemma3 / tiny-gemma2: GeGLU, embedding scale, norms after
 #     attention and FFN, a window of 16 on some layers, Gemma 3's second rope base, Gemma 2's soft caps) over
 #     texts longer than the window: prefill (wmma, mma.sync, scalar kernels), decode (register and tiled
-#     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV).
+#     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV);
+# 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral): routing and experts on
+#     the device, prefill, mixed batches, decode through graphs; quantised experts against the dequantised copy;
+#     the experts on the grouped tensor-core GEMM.
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -147,5 +150,35 @@ check "gemma2 f32, scalar attention kernels, attention scale 0.125" env LLM_CUDA
 check "gemma2 bf16, mma.sync prefill attention, f16 kv" env LLM_CUDA_ATT_TC=2 CU_EMU_SMS=1 "$E/parity_logits" \
     --model "$W/gemma2-bf16.gguf" --vocab 512 --positions 100 --gen 24 --chunk 50 --mixed 0 --max-diff 0.3 \
     --min-top1 0.98
+# Mixtures of experts (kernels/cuda_moe.cu: routing, sorting, the experts' products and the combine on the
+# device). F32 with the scalar attention kernels: the CPU's arithmetic, so a tight bound (measured 1.5e-5 to
+# 2.4e-4); a dropped renormalisation or shared-expert gate moves logits by far more. Qwen 2 MoE's quantised
+# experts and shared expert on every product path as a GEMV, against the CPU on the file's dequantised F32 copy
+# (the CPU's int8 activations, and the 16-bit ones of cuBLAS, flip near-tied expert choices: 0.25-7 apart).
+for f in qwen3moe-f32 qwen2moe-q4_0 mixtral-q8_0; do
+    "$B/llm-engine" gen-model --preset tiny-${f%-*} --dtype ${f#*-} --out "$W/$f.gguf" >/dev/null 2>&1 || exit 1
+done
+for f in qwen2moe-q4_0 mixtral-q8_0; do
+    "$B/llm-engine" gen-model --from "$W/$f.gguf" --dtype f32 --out "$W/$f-deq.gguf" >/dev/null 2>&1 || exit 1
+done
+check "qwen3moe f32 vs the CPU backend: device routing and experts; prefill, mixed batch, decode" \
+    env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/qwen3moe-f32.gguf" \
+    --vocab 512 --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1
+check "qwen3moe f32: decode through graphs (on-device argmax)" env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 \
+    LLM_CUDA_ATT_DECODE=0 CU_EMU_SMS=64 "$E/parity_logits" --model "$W/qwen3moe-f32.gguf" --vocab 512 --gen 4 \
+    --only-graph 1 --graph-cycles 1 --max-diff 1e-3 --min-top1 1
+for f in qwen2moe-q4_0 mixtral-q8_0; do
+    check "$f (shared expert / 4 of 256-wide experts) vs the CPU on its dequantised copy" env LLM_CUDA_KV=f32 \
+        LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 \
+        LLM_CUDA_MOE_TC=0 "$E/parity_logits" --model "$W/$f.gguf" --cpu-model "$W/$f-deq.gguf" --vocab 512 \
+        --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 --min-top1 1
+done
+# The experts on the grouped tensor-core GEMM (cuda_moe_tc; LLM_CUDA_MOE_TC=1: every step, decode graphs too;
+# the kernel itself is exact against a host reference in tcgemm_check above): bf16, 16-bit activations.
+"$B/llm-engine" gen-model --preset tiny-qwen3moe --dtype bf16 --out "$W/qwen3moe-bf16.gguf" >/dev/null 2>&1 || exit 1
+check "qwen3moe bf16, experts on the tensor cores (grouped GEMM), graphs" bash -c "out=\$(LLM_CUDA_STATS=1 \
+    LLM_CUDA_MOE_TC=1 LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 '$E/parity_logits' \
+    --model '$W/qwen3moe-bf16.gguf' --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 0.3 --min-top1 0.98 \
+    2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] && echo \"\$out\" | grep -q 'replays'"
 echo "emulated CUDA, quick set: $fails failed"
 [ "$fails" -eq 0 ]

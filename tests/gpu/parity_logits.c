@@ -19,7 +19,9 @@
  * takes ~3 s, and the tiny presets with that vocabulary (tiny-gemma3, ...) are
  * otherwise the same model. --attn-scale S: attention scores scaled by S
  * instead of the model's (llm_config.attn_scale, as Gemma's
- * query_pre_attn_scalar sets it), on both backends. */
+ * query_pre_attn_scalar sets it), on both backends. --cpu-model PATH: the
+ * CPU backend runs that file (the same model in other weight types, e.g.
+ * the dequantised F32 copy of a quantised --model). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,26 +254,12 @@ static const char *arg(int argc, char **argv, const char *name, const char *def)
     return def;
 }
 
-int main(int argc, char **argv)
+/* A model with the command line's --vocab and --attn-scale applied. */
+static llm_model *load(const char *path, int argc, char **argv, llm_err *err)
 {
-    const char *path = arg(argc, argv, "--model", NULL);
-    if (path == NULL) {
-        fprintf(stderr, "usage: parity_logits --model PATH [--positions 512] [--gen 200] [--chunk 128] "
-                        "[--max-diff 0.01] [--min-top1 0.99] [--mixed 0] [--only-graph 1] [--graph-cycles N] "
-                        "[--vocab N] [--attn-scale S]\n");
-        return 2;
-    }
-    int P = atoi(arg(argc, argv, "--positions", "512")), gen = atoi(arg(argc, argv, "--gen", "200"));
-    int chunk = atoi(arg(argc, argv, "--chunk", "128"));
-    double max_diff = atof(arg(argc, argv, "--max-diff", "0.01")), min_top1 = atof(arg(argc, argv, "--min-top1", "0.99"));
-    int graph_cycles = atoi(arg(argc, argv, "--graph-cycles", "0")), only_graph = atoi(arg(argc, argv, "--only-graph", "0"));
-    int mixed = atoi(arg(argc, argv, "--mixed", "1"));
-    llm_err err = { { 0 } };
-    llm_model *m = llm_model_load(path, NULL, &err);
-    if (m == NULL) {
-        fprintf(stderr, "error: %s\n", err.msg);
-        return 1;
-    }
+    llm_model *m = llm_model_load(path, NULL, err);
+    if (m == NULL)
+        return NULL;
     int nv = atoi(arg(argc, argv, "--vocab", "0"));
     if (nv >= 512 && nv < m->cfg.vocab_size) { /* the tensors are views: their first nv rows (prompt ids < 512) */
         llm_config *c = &m->cfg;
@@ -284,6 +272,41 @@ int main(int argc, char **argv)
     }
     if (atof(arg(argc, argv, "--attn-scale", "0")) > 0)
         m->cfg.attn_scale = (float)atof(arg(argc, argv, "--attn-scale", "0"));
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = arg(argc, argv, "--model", NULL);
+    if (path == NULL) {
+        fprintf(stderr, "usage: parity_logits --model PATH [--positions 512] [--gen 200] [--chunk 128] "
+                        "[--max-diff 0.01] [--min-top1 0.99] [--mixed 0] [--only-graph 1] [--graph-cycles N] "
+                        "[--vocab N] [--attn-scale S] [--cpu-model PATH]\n");
+        return 2;
+    }
+    int P = atoi(arg(argc, argv, "--positions", "512")), gen = atoi(arg(argc, argv, "--gen", "200"));
+    int chunk = atoi(arg(argc, argv, "--chunk", "128"));
+    double max_diff = atof(arg(argc, argv, "--max-diff", "0.01")), min_top1 = atof(arg(argc, argv, "--min-top1", "0.99"));
+    int graph_cycles = atoi(arg(argc, argv, "--graph-cycles", "0")), only_graph = atoi(arg(argc, argv, "--only-graph", "0"));
+    int mixed = atoi(arg(argc, argv, "--mixed", "1"));
+    llm_err err = { { 0 } };
+    llm_model *m = load(path, argc, argv, &err);
+    if (m == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    /* --cpu-model: the CPU backend runs this file instead (the same model in other weight types: e.g. the
+     * dequantised copy of a quantised one, which takes the CPU's int8 activations out of the comparison) */
+    const char *cpu_path = arg(argc, argv, "--cpu-model", NULL);
+    llm_model *mc = cpu_path != NULL ? load(cpu_path, argc, argv, &err) : m;
+    if (mc == NULL || mc->cfg.dim != m->cfg.dim || mc->cfg.n_layers != m->cfg.n_layers ||
+        mc->cfg.vocab_size != m->cfg.vocab_size) {
+        fprintf(stderr, "error: %s\n", mc == NULL ? err.msg : "--cpu-model is not the same shape as --model");
+        if (mc != NULL)
+            llm_model_free(mc);
+        llm_model_free(m);
+        return 1;
+    }
     int V = m->cfg.vocab_size, ctx = m->cfg.seq_len;
     if (P > ctx)
         P = ctx;
@@ -296,11 +319,13 @@ int main(int argc, char **argv)
     o.kv_dtype = llm_kv_dtype_parse(getenv("LLM_CUDA_KV")); /* the same cache type on both sides */
     if (o.kv_dtype < 0)
         o.kv_dtype = LLM_KV_AUTO;
-    llm_backend *cpu = llm_backend_create("cpu", m, &o, &err);
+    llm_backend *cpu = llm_backend_create("cpu", mc, &o, &err);
     llm_backend *gpu = cpu != NULL ? make_cuda(m, &o, &err) : NULL;
     if (cpu == NULL || gpu == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
         llm_backend_free(cpu);
+        if (mc != m)
+            llm_model_free(mc);
         llm_model_free(m);
         return 1;
     }
@@ -431,6 +456,8 @@ part4:
     free(tab_c); free(tab_g); free(ids_c); free(ids_g); free(lc); free(lgp); free(pos); free(seq); free(want);
     llm_backend_free(gpu);
     llm_backend_free(cpu);
+    if (mc != m)
+        llm_model_free(mc);
     llm_model_free(m);
     printf("%s\n", fails == 0 ? "PASS" : "FAIL");
     return fails == 0 ? 0 : 1;

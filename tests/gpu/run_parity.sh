@@ -13,7 +13,7 @@
 #     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64); Qwen 2 and
 #     Qwen 3 layers (biases, q/k norms) against the CPU; Gemma 3 and Gemma 2 (tiny presets: GeGLU, norms after
 #     attention and FFN, sliding window, soft caps) against the CPU; embeddings (tests/gpu/embed_check.sh)
-#     against the CPU.
+#     against the CPU; mixtures of experts (tiny-qwen3moe F32, tiny-qwen2moe Q8_0) against the CPU.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
 # Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
 set -u -o pipefail
@@ -117,6 +117,19 @@ done
 "$B/llm-engine" gen-model --preset tiny-gemma2 --dtype bf16 --out "$WORK/gemma2-bf16.gguf" >/dev/null 2>&1 &&
     run gemma2_bf16_mma env LLM_CUDA_ATT_TC=2 "$B/tests/gpu/parity_logits" --model "$WORK/gemma2-bf16.gguf" \
         --positions 128 --gen 16 --chunk 64 --max-diff 0.3 --min-top1 0.98
+# Mixtures of experts (kernels/cuda_moe.cu: routing and experts on the device): tiny-qwen3moe F32 with the
+# scalar attention kernels against the CPU (prefill, mixed batch, graphs); tiny-qwen2moe (a shared expert) Q8_0
+# against the CPU on its dequantised copy, every product on the GEMV (under the emulation: 1.5e-5 to 1.6e-4).
+"$B/llm-engine" gen-model --preset tiny-qwen3moe --dtype f32 --out "$WORK/qwen3moe-f32.gguf" >/dev/null 2>&1 &&
+    run moe_f32 env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$B/tests/gpu/parity_logits" \
+        --model "$WORK/qwen3moe-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 1e-3 \
+        --min-top1 1
+"$B/llm-engine" gen-model --preset tiny-qwen2moe --dtype q8_0 --out "$WORK/qwen2moe-q8_0.gguf" >/dev/null 2>&1 &&
+    "$B/llm-engine" gen-model --from "$WORK/qwen2moe-q8_0.gguf" --dtype f32 --out "$WORK/qwen2moe-deq.gguf" \
+        >/dev/null 2>&1 &&
+    run moe_q8 env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
+        LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$WORK/qwen2moe-q8_0.gguf" \
+        --cpu-model "$WORK/qwen2moe-deq.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 1e-3 --min-top1 1
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"

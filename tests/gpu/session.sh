@@ -11,7 +11,8 @@
 #     under the load generator;
 #  4. the random-3B Hugging Face parity (transformers).
 # PARTS picks others and their order: parity bench profile serve parity_hf sanitize (with compute-sanitizer)
-# kernels (bench/gpu_kernels_bench: every kernel alone, GB/s or TFLOP/s per matrix shape and dtype).
+# kernels (bench/gpu_kernels_bench: every kernel alone, GB/s or TFLOP/s per matrix shape and dtype) moe (the
+# Qwen3-30B-A3B shape's first MOE_LAYERS=16 layers in bf16 and q8_0 through bench/gpu_decode.sh, no peer).
 # Every part's output is in $OUT/<part>.log; $OUT/session.txt has one line per part (status, seconds).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -55,6 +56,9 @@ for p in ${PARTS:-parity bench serve parity_hf}; do
     sanitize)  part sanitize 200 env OUT="$RES/sanitize" tests/gpu/run_parity.sh --skip-hf ;;
     kernels)   part kernels 120 env LD_LIBRARY_PATH="${BUILD:-build-gpu}/lib:${LD_LIBRARY_PATH:-}" \
                    "${BUILD:-build-gpu}/bench/gpu_kernels_bench" ;;
+    moe)       part moe 240 env OUT="$RES/moe" PRESET=qwen3-30b-a3b LAYERS=${MOE_LAYERS:-16} DTYPES="bf16 q8_0" \
+                   BATCHES=1,8,32,128 PEER=0 PEER_HF=0 TC=0 PDL=0 FUSE=0 DP4A=0 SHAPES= GRAPHS_OFF=0 LOGITS=0 SAMPLE=0 \
+                   bench/gpu_decode.sh ;;
     *)         echo "unknown part $p" ;;
     esac
 done

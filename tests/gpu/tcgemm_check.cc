@@ -5,7 +5,8 @@
  * 2 to 130 tokens (one to three 64-token groups, partial 16-token tiles) and y = W x or y += W x.
  * The reference is exact: activations are multiples of 1/64 (the same in bf16 and f16), weights are the
  * values the device sees (16-bit, or d * q rounded to bf16), sums in double; a product passes when every
- * output is within 2e-5 of the sum of |w x| (float accumulation over K <= 512) of the reference.
+ * output is within 2e-5 of the sum of |w x| (float accumulation over K <= 512) of the reference. Then the
+ * grouped product of a mixture of experts' matrices (cuda_tcgemm_grouped), every type, the same way.
  * Under the CPU emulation of CUDA (make test-emu) and on a GPU (tests/gpu/run_parity.sh).
  *   tcgemm_check [--quick 1]   (--quick: 4 token counts instead of 8, 2 SM counts instead of 3; "PASS" / "FAIL" at the end, exit status
  *                               1 on a failure) */
@@ -105,6 +106,97 @@ static const char *tname(int t)
     return t == LLM_BF16 ? "bf16" : t == LLM_F16 ? "f16" : t == LLM_Q8_0 ? "q8_0" : "q4_0";
 }
 
+static cu_mat dev_mat(const host_mat &h)
+{
+    cu_mat W;
+    memset(&W, 0, sizeof W);
+    W.type = h.type;
+    W.rows = h.rows;
+    W.cols = h.cols;
+    W.row_bytes = h.w.size() / (size_t)h.rows;
+    W.w = up(h.w.data(), h.w.size());
+    W.scales = h.scales.empty() ? NULL : (const uint16_t *)up(h.scales.data(), h.scales.size() * 2);
+    return W;
+}
+
+/* The grouped product of a MoE layer's experts (cuda_tcgemm_grouped): 5 experts of 3 matrices each, 0, 1,
+ * 70, 17 and 130 rows (none, one, two and three 64-row groups, partial tiles), matrix 1 and matrix 2 of each,
+ * every weight type; each row of y must be its expert's matrix times its row of x (16-bit, exact), the
+ * stride's padding untouched. Returns the failures. */
+static int grouped_check(cudaStream_t st)
+{
+    const int E = 5, counts[E] = { 0, 1, 70, 17, 130 }, R = 80, K = 128, ldy = R + 3;
+    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0 };
+    int off[E + 1] = { 0 };
+    for (int e = 0; e < E; e++)
+        off[e + 1] = off[e] + counts[e];
+    const int rows = off[E];
+    int fails = 0;
+    for (int type : types) {
+        std::vector<host_mat> h;
+        std::vector<cu_mat> d;
+        for (int i = 0; i < 3 * E; i++) {
+            h.push_back(make(type, R, K));
+            d.push_back(dev_mat(h.back()));
+        }
+        std::vector<uint16_t> x16((size_t)rows * K);
+        std::vector<float> x(x16.size()), y0((size_t)rows * ldy, 7.0f), y(y0.size());
+        for (size_t i = 0; i < x.size(); i++) {
+            x[i] = (float)((int)(rnd32() % 257) - 128) / 64.0f;
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            /* exact in both: bf16's top half, or the same value as a half */
+            x16[i] = type == LLM_F16 ? (uint16_t)(x[i] == 0.0f ? 0 : ((u >> 16) & 0x8000u) |
+                                                  ((((u >> 23) & 255) - 112) << 10) | ((u >> 13) & 1023))
+                                     : (uint16_t)(u >> 16);
+        }
+        cu_mat *dm = (cu_mat *)up(d.data(), d.size() * sizeof(cu_mat));
+        int32_t *doff = (int32_t *)up(off, sizeof off);
+        void *dx = up(x16.data(), x16.size() * 2);
+        float *dy = (float *)up(y0.data(), y0.size() * 4);
+        for (int which = 1; which <= 2; which++) {
+            cu_tg_group G = { dm, which, doff, E };
+            cudaMemcpy(dy, y0.data(), y0.size() * 4, cudaMemcpyHostToDevice);
+            cuda_tcgemm_grouped(d.data(), &G, dx, rows, dy, ldy, st);
+            cudaError_t e = cudaStreamSynchronize(st);
+            cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost);
+            int bad = e != cudaSuccess;
+            double worst = 0.0;
+            for (int ex = 0; ex < E && !bad; ex++)
+                for (int p = off[ex]; p < off[ex + 1]; p++) {
+                    const host_mat &W = h[3 * ex + which];
+                    for (int r = 0; r < ldy; r++) {
+                        if (r >= R) {
+                            bad |= y[(size_t)p * ldy + r] != 7.0f;
+                            continue;
+                        }
+                        double sum = 0.0, mag = 0.0;
+                        for (int k = 0; k < K; k++) {
+                            double v = (double)W.val[(size_t)r * K + k] * x[(size_t)p * K + k];
+                            sum += v;
+                            mag += fabs(v);
+                        }
+                        double dd = fabs(y[(size_t)p * ldy + r] - sum), lim = 2e-5 * mag + 1e-6;
+                        worst = dd / lim > worst ? dd / lim : worst;
+                        bad |= !(dd <= lim);
+                    }
+                }
+            printf("%-4s grouped: 5 experts of %dx%d, rows 0/1/70/17/130, matrix %d: worst |diff| / limit %.3f%s\n",
+                   tname(type), R, K, which, worst, bad ? "  <-- FAIL" : "");
+            fails += bad;
+        }
+        for (auto &m : d) {
+            cudaFree((void *)m.w);
+            cudaFree((void *)m.scales);
+        }
+        cudaFree(dm);
+        cudaFree(doff);
+        cudaFree(dx);
+        cudaFree(dy);
+    }
+    return fails;
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc > 2 && strcmp(argv[1], "--quick") == 0 && atoi(argv[2]) != 0;
@@ -195,8 +287,11 @@ int main(int argc, char **argv)
             cudaFree((void *)W.w);
             cudaFree((void *)W.scales);
         }
+    int gfailed = grouped_check(mm.stream);
+    cases += 8; /* 4 types x 2 matrices */
     printf("%d products, %d failed (the lines above: every failure, and one passing case per shape)\n%s\n", cases,
-           failed, failed ? "FAIL" : "PASS");
+           failed + gfailed, failed + gfailed ? "FAIL" : "PASS");
+    failed += gfailed;
     cublasDestroy(mm.blas);
     cudaFree(mm.act16);
     cudaFree(mm.deq);

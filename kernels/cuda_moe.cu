@@ -1,0 +1,311 @@
+/* The mixture-of-experts FFN on the device (Qwen 3 MoE, Qwen 2 MoE, Mixtral), as engine/cpu/moe.c computes
+ * it, with no host round trip (so decode steps still go through CUDA Graphs):
+ *  1. route: per token, the softmax over the router's logits, the k experts of highest logit (ties: the lower
+ *     index) and their probabilities, renormalised over the k when the model says so; with a shared expert,
+ *     its gate sigmoid(xn . shexp_gate);
+ *  2. sort: the n*k (token, choice) rows grouped by expert, tokens in order within an expert (one block; the
+ *     rows' order is the CPU's);
+ *  3. gate/up: per active expert, its gate and up rows against its tokens' normed activations, SwiGLU (or
+ *     GeGLU) as the epilogue, into the row's hidden activations;
+ *  4. down: per active expert, its down rows against those;
+ *  5. combine: each token's k rows weighted and added to the residual (and the shared expert's output times
+ *     its gate), in the CPU's order.
+ * Steps 3 and 4 are grids of (row blocks, experts): the blocks of an expert no token chose return at once, so
+ * a decode step reads only the chosen experts' weights, each once per 8 of its tokens. Steps with many rows
+ * per expert take the tensor-core weight GEMM instead (cuda_tcgemm_grouped: 64 rows of an expert a block),
+ * on the activations gathered in expert order and rounded to 16 bits. */
+#include <math.h>
+
+#include "cuda_wload.cuh"
+
+#define MOE_NT 8 /* a warp's tokens per pass over its weight row */
+
+/* One warp per token: lanes hold experts lane, lane + 32, ... (at most LLM_MAX_EXPERTS). */
+__global__ void __launch_bounds__(128)
+moe_route_kernel(const float *logits, int n, int E, int k, int norm_topk, const float *xn, int dim,
+                 const float *shexp_gate, int32_t *ids, float *wts, float *sg)
+{
+    CU_PDL_ENTRY();
+    int lane = threadIdx.x & 31, t = blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (t >= n)
+        return; /* whole warp */
+    const float *lg = logits + (size_t)t * E;
+    float mx = -INFINITY;
+    for (int e = lane; e < E; e += 32)
+        mx = fmaxf(mx, lg[e]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float sum = 0.0f;
+    for (int e = lane; e < E; e += 32)
+        sum += expf(lg[e] - mx);
+    sum = warp_sum(sum);
+    unsigned taken = 0; /* bit i: expert lane + 32 i chosen already */
+    float sel_sum = 0.0f, my_w = 0.0f;
+    int my_id = 0;
+    for (int j = 0; j < k; j++) {
+        float bv = -INFINITY;
+        int be = -1;
+        for (int e = lane, i = 0; e < E; e += 32, i++)
+            if (!(taken >> i & 1u) && (be < 0 || lg[e] > bv)) {
+                bv = lg[e];
+                be = e;
+            }
+        /* the warp's best: highest logit, then lowest index (be < 0: the lane has none left) */
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+            int oe = (int)__shfl_xor_sync(0xffffffffu, (float)be, o);
+            if (oe >= 0 && (be < 0 || ov > bv || (ov == bv && oe < be))) {
+                bv = ov;
+                be = oe;
+            }
+        }
+        if ((be & 31) == lane)
+            taken |= 1u << (be >> 5);
+        float w = expf(bv - mx) / sum;
+        sel_sum += w;
+        if (lane == j) {
+            my_id = be;
+            my_w = w;
+        }
+    }
+    if (lane < k) {
+        ids[(size_t)t * k + lane] = my_id;
+        wts[(size_t)t * k + lane] = norm_topk ? my_w / sel_sum : my_w;
+    }
+    if (shexp_gate != NULL) {
+        float d = 0.0f;
+        for (int i = lane; i < dim; i += 32)
+            d += xn[(size_t)t * dim + i] * shexp_gate[i];
+        d = warp_sum(d);
+        if (lane == 0)
+            sg[t] = 1.0f / (1.0f + expf(-d));
+    }
+}
+
+/* One block: off[e] .. off[e+1] are expert e's rows; row p holds token tok[p]; choice i (= t*k + j) went to
+ * row pos[i]. A thread per expert counts, then places its choices in token order (no atomics: the same rows
+ * on every run, the CPU's). */
+__global__ void __launch_bounds__(256)
+moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_t *tok, int32_t *pos)
+{
+    CU_PDL_ENTRY();
+    __shared__ int start[LLM_MAX_EXPERTS + 1];
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        int c = 0;
+        for (int i = 0; i < rows; i++)
+            c += ids[i] == e;
+        start[e] = c;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int s = 0;
+        for (int e = 0; e < E; e++) {
+            int c = start[e];
+            start[e] = s;
+            s += c;
+        }
+        start[E] = s;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e <= E; e += blockDim.x)
+        off[e] = start[e];
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        int p = start[e];
+        for (int i = 0; i < rows; i++)
+            if (ids[i] == e) {
+                tok[p] = i / k;
+                pos[i] = p++;
+            }
+    }
+}
+
+/* Expert e = blockIdx.y, its rows off[e] .. off[e+1]; a warp per output row r of matrix `which` (0 gate,
+ * 1 up, 2 down) of mats[3e + which]: y[p][r] = W[r] . x[tok[p]] (x[p] when tok is NULL). With GLU, `which`
+ * is the gate and the warp computes up's row r too: y[p][r] = glu(gate, up). Rows in passes of MOE_NT. */
+template <int T, int GLU>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+moe_mm_kernel(const cu_mat *mats, int which, const int32_t *off, const int32_t *tok, const float *x, int ldx,
+              int vec, float *y, int ldy, int gelu)
+{
+    CU_PDL_ENTRY();
+    const int e = blockIdx.y, p0 = off[e], p1 = off[e + 1];
+    if (p0 == p1)
+        return; /* an expert no token chose: the whole block */
+    const cu_mat W = mats[3 * e + which];
+    int lane = threadIdx.x & 31, r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    if (r >= W.rows)
+        return; /* whole warp */
+    cu_mat U = W;
+    if (GLU)
+        U = mats[3 * e + which + 1];
+    constexpr int E = wchunk<T>::E;
+    const uint8_t *rw = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
+    const uint8_t *ru = (const uint8_t *)U.w + (size_t)r * U.row_bytes;
+    const int nchunks = vec ? W.cols / E : 0;
+    for (int p = p0; p < p1; p += MOE_NT) {
+        const int nt = p1 - p < MOE_NT ? p1 - p : MOE_NT;
+        const float *xr[MOE_NT];
+#pragma unroll
+        for (int t = 0; t < MOE_NT; t++) {
+            int q = p + (t < nt ? t : nt - 1);
+            xr[t] = x + (size_t)(tok != NULL ? tok[q] : q) * ldx;
+        }
+        float ag[MOE_NT], au[MOE_NT];
+#pragma unroll
+        for (int t = 0; t < MOE_NT; t++)
+            ag[t] = au[t] = 0.0f;
+        for (int c = lane; c < nchunks; c += 32) {
+            float wg[E], wu[E];
+            wchunk<T>::load(W, rw, r, c, wg);
+            if (GLU)
+                wchunk<T>::load(U, ru, r, c, wu);
+#pragma unroll
+            for (int t = 0; t < MOE_NT; t++) {
+                if (t >= nt)
+                    break;
+                const float4 *xp = (const float4 *)(xr[t] + (size_t)c * E);
+#pragma unroll
+                for (int i = 0; i < E / 4; i++) {
+                    float4 xv = __ldg(xp + i);
+                    ag[t] += wg[4 * i] * xv.x + wg[4 * i + 1] * xv.y + wg[4 * i + 2] * xv.z + wg[4 * i + 3] * xv.w;
+                    if (GLU)
+                        au[t] += wu[4 * i] * xv.x + wu[4 * i + 1] * xv.y + wu[4 * i + 2] * xv.z +
+                                 wu[4 * i + 3] * xv.w;
+                }
+            }
+        }
+        /* rows whose chunks are not 16-byte aligned, element by element */
+        for (int kk = nchunks * E + lane; kk < W.cols; kk += 32) {
+            float g = mat_elem(W, r, kk), u = GLU ? mat_elem(U, r, kk) : 0.0f;
+#pragma unroll
+            for (int t = 0; t < MOE_NT; t++)
+                if (t < nt) {
+                    ag[t] += g * xr[t][kk];
+                    au[t] += u * xr[t][kk];
+                }
+        }
+#pragma unroll
+        for (int t = 0; t < MOE_NT; t++) {
+            float g = warp_sum(ag[t]), u = GLU ? warp_sum(au[t]) : 0.0f;
+            if (lane == 0 && t < nt)
+                y[(size_t)(p + t) * ldy + r] = GLU ? cu_glu(g, u, gelu) : g;
+        }
+    }
+}
+
+/* x[t] += sum_j wts[t][j] * o[pos[t][j]], then + sg[t] * sh[t] with a shared expert: the CPU's order. */
+__global__ void __launch_bounds__(256)
+moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos, const float *wts, const float *sh,
+                   const float *sg)
+{
+    CU_PDL_ENTRY();
+    const int t = blockIdx.x;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float v = x[(size_t)t * dim + i];
+        for (int j = 0; j < k; j++)
+            v += wts[(size_t)t * k + j] * o[(size_t)pos[(size_t)t * k + j] * dim + i];
+        if (sh != NULL)
+            v += sg[t] * sh[(size_t)t * dim + i];
+        x[(size_t)t * dim + i] = v;
+    }
+}
+
+template <typename HT> __device__ __forceinline__ HT moe_to16(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 moe_to16<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half moe_to16<__half>(float v) { return __float2half_rn(v); }
+
+/* For the tensor-core path: row p of x16 = x[tok[p]] in 16 bits (blockIdx.x = p). */
+template <typename HT>
+__global__ void __launch_bounds__(256) moe_gather16_kernel(const float *x, int dim, const int32_t *tok, HT *x16)
+{
+    CU_PDL_ENTRY();
+    const int p = blockIdx.x;
+    const float *src = x + (size_t)tok[p] * dim;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x)
+        x16[(size_t)p * dim + i] = moe_to16<HT>(src[i]);
+}
+
+/* h16[p] = GLU(gu[p][0 .. ff), gu[p][ff .. 2 ff)) in 16 bits (blockIdx.x = p). */
+template <typename HT>
+__global__ void __launch_bounds__(256) moe_glu16_kernel(const float *gu, int ff, int gelu, HT *h16)
+{
+    CU_PDL_ENTRY();
+    const int p = blockIdx.x;
+    for (int i = threadIdx.x; i < ff; i += blockDim.x)
+        h16[(size_t)p * ff + i] = moe_to16<HT>(cu_glu(gu[(size_t)p * 2 * ff + i], gu[(size_t)p * 2 * ff + ff + i], gelu));
+}
+
+int cuda_moe_tc_ok(const cu_mat *host)
+{
+    return cuda_tcgemm_ok(&host[0]) && cuda_tcgemm_ok(&host[1]) && cuda_tcgemm_ok(&host[2]);
+}
+
+void cuda_moe_tc(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const int32_t *tok, int rows,
+                 const float *xn, int dim, void *x16, float *gu, void *h16, float *o, int gelu, cudaStream_t st)
+{
+    const int ff = host[0].rows;
+    if (host[0].type == LLM_F16)
+        CU_LAUNCH(moe_gather16_kernel<__half>, (unsigned)rows, 256, 0, st, xn, dim, tok, (__half *)x16);
+    else
+        CU_LAUNCH(moe_gather16_kernel<__nv_bfloat16>, (unsigned)rows, 256, 0, st, xn, dim, tok,
+                  (__nv_bfloat16 *)x16);
+    cu_tg_group G = { mats, 0, off, E };
+    cuda_tcgemm_grouped(host, &G, x16, rows, gu, 2 * ff, st);
+    G.which = 1;
+    cuda_tcgemm_grouped(host, &G, x16, rows, gu + ff, 2 * ff, st);
+    if (host[2].type == LLM_F16)
+        CU_LAUNCH(moe_glu16_kernel<__half>, (unsigned)rows, 256, 0, st, gu, ff, gelu, (__half *)h16);
+    else
+        CU_LAUNCH(moe_glu16_kernel<__nv_bfloat16>, (unsigned)rows, 256, 0, st, gu, ff, gelu, (__nv_bfloat16 *)h16);
+    G.which = 2;
+    cuda_tcgemm_grouped(host, &G, h16, rows, o, host[2].rows, st);
+}
+
+void cuda_moe_route(const float *logits, int n, int E, int k, int norm_topk, const float *xn, int dim,
+                    const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st)
+{
+    CU_LAUNCH(moe_route_kernel, (unsigned)((n + 3) / 4), 128, 0, st, logits, n, E, k, norm_topk, xn, dim, shexp_gate,
+              ids, wts, sg);
+}
+
+void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,
+                   cudaStream_t st)
+{
+    CU_LAUNCH(moe_sort_kernel, 1, 256, 0, st, ids, n * k, k, E, off, tok, pos);
+}
+
+template <int GLU>
+static void mm_launch(const cu_mat *host, const cu_mat *mats, int which, int E, const int32_t *off,
+                      const int32_t *tok, const float *x, int ldx, float *y, int ldy, int gelu, cudaStream_t st)
+{
+    const cu_mat *W = &host[which];
+    dim3 grid((unsigned)((W->rows + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)E), block(GEMV_WARPS * 32);
+    int vec = cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0 && (!GLU || cuda_gemv_ok(&host[which + 1], ldx));
+    switch (W->type) {
+    case LLM_F32:  CU_LAUNCH((moe_mm_kernel<LLM_F32, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    case LLM_F16:  CU_LAUNCH((moe_mm_kernel<LLM_F16, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    case LLM_BF16: CU_LAUNCH((moe_mm_kernel<LLM_BF16, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    case LLM_Q8_0: CU_LAUNCH((moe_mm_kernel<LLM_Q8_0, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    default:       CU_LAUNCH((moe_mm_kernel<LLM_Q4_0, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    }
+}
+
+void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const int32_t *tok,
+                      const float *xn, int dim, float *h, int gelu, cudaStream_t st)
+{
+    mm_launch<1>(host, mats, 0, E, off, tok, xn, dim, h, host[0].rows, gelu, st);
+}
+
+void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const float *h, float *o,
+                   cudaStream_t st)
+{
+    mm_launch<0>(host, mats, 2, E, off, NULL, h, host[2].cols, o, host[2].rows, 0, st);
+}
+
+void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
+                      const float *sh, const float *sg, cudaStream_t st)
+{
+    CU_LAUNCH(moe_combine_kernel, (unsigned)n, 256, 0, st, x, dim, k, o, pos, wts, sh, sg);
+}

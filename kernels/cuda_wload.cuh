@@ -1,0 +1,120 @@
+/* Device helpers shared by the GEMVs (cuda_kernels.cu) and the experts' products (cuda_moe.cu): 16-bit
+ * conversions, the FFN's gate activation, one element of a weight matrix in any layout, 16-byte chunks of a
+ * weight row dequantised to floats (wchunk<T>::load), a warp's sum. Static: every .cu file that includes it
+ * has its own copy (the emulation links them all into one library). */
+#ifndef LLM_CUDA_WLOAD_CUH
+#define LLM_CUDA_WLOAD_CUH
+
+#include "cuda_internal.cuh"
+
+#define GEMV_WARPS 4
+
+static __device__ __forceinline__ float bf16_f(uint32_t h) { return __uint_as_float(h << 16); }
+/* The FFN's gate activation times up: SwiGLU silu(g) * u, or Gemma's GeGLU gelu_tanh(g) * u (as llm_gelu_tanh,
+ * engine/common.h, computes it; the CPU's vector kernels use the equal g * sigmoid(2y), y the tanh's argument). */
+static __device__ __forceinline__ float cu_glu(float g, float u, int gelu)
+{
+    if (gelu)
+        return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+    return g / (1.0f + expf(-g)) * u;
+}
+static __device__ __forceinline__ float f16_f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+
+/* One element W[r][k] in any layout (slow path: embedding, dequant, odd shapes). */
+static __device__ float mat_elem(const cu_mat &W, int r, int k)
+{
+    size_t i = (size_t)r * (size_t)W.cols + (size_t)k;
+    switch (W.type) {
+    case LLM_F32:  return ((const float *)W.w)[i];
+    case LLM_F16:  return f16_f(((const uint16_t *)W.w)[i]);
+    case LLM_BF16: return bf16_f(((const uint16_t *)W.w)[i]);
+    case LLM_Q8_0: {
+        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + k / LLM_QK]);
+        return d * (float)((const int8_t *)W.w)[i];
+    }
+    case LLM_Q4_0: {
+        const uint8_t *blk = (const uint8_t *)W.w + (size_t)r * W.row_bytes + (size_t)(k / LLM_QK) * 16;
+        int j = k % LLM_QK;
+        int q = j < 16 ? (blk[j] & 15) : (blk[j - 16] >> 4);
+        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + k / LLM_QK]);
+        return d * (float)(q - 8);
+    }
+    default: return 0.0f;
+    }
+}
+
+/* ---- GEMV: one warp per weight row, each lane loads 16 bytes of the row per
+ * step (E elements), dequantises and multiplies with NT tokens' activations. */
+template <int T> struct wchunk;
+
+template <> struct wchunk<LLM_F32> {
+    enum { E = 4 };
+    static __device__ __forceinline__ void load(const cu_mat &, const uint8_t *row, int, int c, float *w)
+    {
+        float4 v = __ldg((const float4 *)(row + (size_t)c * 16));
+        w[0] = v.x; w[1] = v.y; w[2] = v.z; w[3] = v.w;
+    }
+};
+template <> struct wchunk<LLM_F16> {
+    enum { E = 8 };
+    static __device__ __forceinline__ void load(const cu_mat &, const uint8_t *row, int, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            w[2 * i]     = f16_f((uint16_t)(u[i] & 0xffffu));
+            w[2 * i + 1] = f16_f((uint16_t)(u[i] >> 16));
+        }
+    }
+};
+template <> struct wchunk<LLM_BF16> {
+    enum { E = 8 };
+    static __device__ __forceinline__ void load(const cu_mat &, const uint8_t *row, int, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            w[2 * i]     = __uint_as_float(u[i] << 16);
+            w[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+        }
+    }
+};
+template <> struct wchunk<LLM_Q8_0> {
+    enum { E = 16 }; /* half a block */
+    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + c / 2]);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 16; i++)
+            w[i] = d * (float)(int8_t)((u[i / 4] >> (8 * (i % 4))) & 0xffu);
+    }
+};
+template <> struct wchunk<LLM_Q4_0> {
+    enum { E = 32 }; /* one block */
+    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + c]);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
+            w[i]      = d * (float)((int)(b & 15u) - 8);
+            w[i + 16] = d * (float)((int)(b >> 4) - 8);
+        }
+    }
+};
+
+static __device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+#endif
