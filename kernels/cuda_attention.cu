@@ -704,6 +704,18 @@ template <> struct kv_row<__half, 4> {
         }
     }
 };
+template <> struct kv_row<__half, 8> { /* head_dim 256 (Gemma 2 / 3): one 16-byte load a lane */
+    static __device__ __forceinline__ void ld(const __half *p, float *o)
+    {
+        uint4 u = __ldg((const uint4 *)p);
+        const unsigned w[4] = { u.x, u.y, u.z, u.w };
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            o[2 * i] = __half2float(__ushort_as_half((unsigned short)(w[i] & 0xffffu)));
+            o[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(w[i] >> 16)));
+        }
+    }
+};
 template <int DPL> struct kv_row<float, DPL> {
     static __device__ __forceinline__ void ld(const float *p, float *o)
     {
@@ -845,6 +857,7 @@ static int attention_decode_launch_g(const cu_att_plan *p, const att_args &a, cu
     case 32:  CU_LAUNCH((attention_decode_kernel<C, 1, GM>), grid, DEC_WARPS * 32, 0, st, a); return 1;
     case 64:  CU_LAUNCH((attention_decode_kernel<C, 2, GM>), grid, DEC_WARPS * 32, 0, st, a); return 1;
     case 128: CU_LAUNCH((attention_decode_kernel<C, 4, GM>), grid, DEC_WARPS * 32, 0, st, a); return 1;
+    case 256: CU_LAUNCH((attention_decode_kernel<C, 8, GM>), grid, DEC_WARPS * 32, 0, st, a); return 1;
     default:  return 0; /* other head sizes: the tiled kernel */
     }
 }

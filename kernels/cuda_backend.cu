@@ -140,7 +140,7 @@ static size_t scratch_floats(const cu_state *st, int n)
 {
     const llm_config *c = &st->m->cfg;
     size_t per = (size_t)c->dim * 2 + (size_t)st->qkv_ld + (size_t)st->q_dim + (size_t)st->gu_ld +
-                 (size_t)c->hidden_dim;
+                 (size_t)st->gu_ld / 2;
     return (per + moe_floats(c, 1) + moe_ints(c, 1)) * (size_t)n;
 }
 
@@ -327,7 +327,9 @@ static int cu_init(llm_backend *b, llm_err *err)
     st->q_dim = c->n_heads * c->head_dim;
     st->kv_dim = c->n_kv_heads * c->head_dim;
     st->qkv_ld = st->q_dim + 2 * st->kv_dim;
-    st->gu_ld = 2 * c->hidden_dim;
+    /* gate|up rows of the dense FFN (or Qwen 2 MoE's shared expert); a mixture of experts without a shared
+     * expert has none, and its hidden_dim (the file's dense width) sizes nothing: 1 keeps the buffers real */
+    st->gu_ld = 2 * (c->n_expert == 0 || m->layers[0].w_gate.data != NULL ? c->hidden_dim : 1);
 
     cudaDeviceProp prop;
     if ((e = cudaGetDeviceProperties(&prop, st->device)) != cudaSuccess ||
@@ -504,7 +506,7 @@ int cuda_ensure_scratch(cu_state *st, int n)
         cudaMalloc(&st->qkv, N * st->qkv_ld * 4) != cudaSuccess ||
         cudaMalloc(&st->att, N * st->q_dim * 4) != cudaSuccess ||
         cudaMalloc(&st->gu, N * st->gu_ld * 4) != cudaSuccess ||
-        cudaMalloc(&st->h, N * c->hidden_dim * 4) != cudaSuccess ||
+        cudaMalloc(&st->h, N * (st->gu_ld / 2) * 4) != cudaSuccess ||
         (c->n_expert > 0 && (cudaMalloc(&st->moe_f, moe_floats(c, N) * 4) != cudaSuccess ||
                              cudaMalloc(&st->moe_i, moe_ints(c, N) * 4) != cudaSuccess))) {
         cudaGetLastError();

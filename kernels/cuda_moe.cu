@@ -4,7 +4,7 @@
  *     index) and their probabilities, renormalised over the k when the model says so; with a shared expert,
  *     its gate sigmoid(xn . shexp_gate);
  *  2. sort: the n*k (token, choice) rows grouped by expert, tokens in order within an expert (one block; the
- *     rows' order is the CPU's);
+ *     rows' order is the CPU's, though the results would not depend on it);
  *  3. gate/up: per active expert, its gate and up rows against its tokens' normed activations, SwiGLU (or
  *     GeGLU) as the epilogue, into the row's hidden activations;
  *  4. down: per active expert, its down rows against those;
@@ -85,35 +85,40 @@ moe_route_kernel(const float *logits, int n, int E, int k, int norm_topk, const 
 }
 
 /* One block: off[e] .. off[e+1] are expert e's rows; row p holds token tok[p]; choice i (= t*k + j) went to
- * row pos[i]. A thread per expert counts, then places its choices in token order (no atomics: the same rows
- * on every run, the CPU's). */
-__global__ void __launch_bounds__(256)
+ * row pos[i]. S = blockDim / E threads per expert (at least 1) each take a slice of the choices in order:
+ * count their expert's, then (after a scan over (expert, slice) in that order) place them, so an expert's
+ * rows come out in token order, the CPU's, the same on every run (no atomics). */
+#define MOE_SORT_THREADS 1024
+__global__ void __launch_bounds__(MOE_SORT_THREADS)
 moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_t *tok, int32_t *pos)
 {
     CU_PDL_ENTRY();
-    __shared__ int start[LLM_MAX_EXPERTS + 1];
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    __shared__ int start[MOE_SORT_THREADS + 1]; /* per (expert, slice), then their running sum */
+    const int S = blockDim.x / E > 1 ? blockDim.x / E : 1;
+    for (int u = threadIdx.x; u < E * S; u += blockDim.x) {
+        const int e = u / S, q = u % S, i0 = (int)((long)rows * q / S), i1 = (int)((long)rows * (q + 1) / S);
         int c = 0;
-        for (int i = 0; i < rows; i++)
+        for (int i = i0; i < i1; i++)
             c += ids[i] == e;
-        start[e] = c;
+        start[u] = c;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        int s = 0;
-        for (int e = 0; e < E; e++) {
-            int c = start[e];
-            start[e] = s;
-            s += c;
+        int sum = 0;
+        for (int u = 0; u < E * S; u++) {
+            int c = start[u];
+            start[u] = sum;
+            sum += c;
         }
-        start[E] = s;
+        start[E * S] = sum;
     }
     __syncthreads();
     for (int e = threadIdx.x; e <= E; e += blockDim.x)
-        off[e] = start[e];
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-        int p = start[e];
-        for (int i = 0; i < rows; i++)
+        off[e] = start[e * S];
+    for (int u = threadIdx.x; u < E * S; u += blockDim.x) {
+        const int e = u / S, q = u % S, i0 = (int)((long)rows * q / S), i1 = (int)((long)rows * (q + 1) / S);
+        int p = start[u];
+        for (int i = i0; i < i1; i++)
             if (ids[i] == e) {
                 tok[p] = i / k;
                 pos[i] = p++;
@@ -273,7 +278,8 @@ void cuda_moe_route(const float *logits, int n, int E, int k, int norm_topk, con
 void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,
                    cudaStream_t st)
 {
-    CU_LAUNCH(moe_sort_kernel, 1, 256, 0, st, ids, n * k, k, E, off, tok, pos);
+    /* E <= LLM_MAX_EXPERTS (256) <= MOE_SORT_THREADS: every expert has a slice at least */
+    CU_LAUNCH(moe_sort_kernel, 1, MOE_SORT_THREADS, 0, st, ids, n * k, k, E, off, tok, pos);
 }
 
 template <int GLU>

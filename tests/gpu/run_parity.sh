@@ -117,6 +117,10 @@ done
 "$B/llm-engine" gen-model --preset tiny-gemma2 --dtype bf16 --out "$WORK/gemma2-bf16.gguf" >/dev/null 2>&1 &&
     run gemma2_bf16_mma env LLM_CUDA_ATT_TC=2 "$B/tests/gpu/parity_logits" --model "$WORK/gemma2-bf16.gguf" \
         --positions 128 --gen 16 --chunk 64 --max-diff 0.3 --min-top1 0.98
+# head_dim 256 (Gemma 2 / 3's) through the register decode kernel, f16 KV, graphs
+python3 tests/gpu/emu_hf_model.py "$WORK/hf256" 256 >/dev/null &&
+    run hd256 env "$B/tests/gpu/parity_logits" --model "$WORK/hf256" --positions 128 --gen 16 --chunk 32 \
+        --graph-cycles 3 --max-diff 1e-1 --min-top1 0.98
 # Mixtures of experts (kernels/cuda_moe.cu: routing and experts on the device): tiny-qwen3moe F32 with the
 # scalar attention kernels against the CPU (prefill, mixed batch, graphs); tiny-qwen2moe (a shared expert) Q8_0
 # against the CPU on its dequantised copy, every product on the GEMV (under the emulation: 1.5e-5 to 1.6e-4).
