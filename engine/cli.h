@@ -26,6 +26,9 @@ int         llm_kernel_tune_opts(const llm_args *a, llm_backend_opts *o);
  * output; at most the model's context, which it lowers) into m's config; -1 with a message on a bad
  * value. */
 int         llm_context_opts(const llm_args *a, llm_model *m, llm_backend_opts *o);
+/* --lora PATH [--lora-scale S]: a LoRA adapter merged into m's weights (lora.h), before the backend prepares
+ * it; -1 with a message when it cannot be. */
+int         llm_lora_opts(const llm_args *a, llm_model *m);
 /* Directory holding the project's shared files (../shared beside the repo). */
 const char *llm_shared_dir(void);
 double      llm_now_sec(void);

@@ -1,6 +1,7 @@
 /* Argument parsing shared by the subcommands: "--name value" and "--flag". */
 #include "backend_util.h"
 #include "cli.h"
+#include "lora.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -92,6 +93,25 @@ int llm_context_opts(const llm_args *a, llm_model *m, llm_backend_opts *o)
     }
     if (n > 0)
         m->cfg.seq_len = (int)n;
+    return 0;
+}
+
+int llm_lora_opts(const llm_args *a, llm_model *m)
+{
+    const char *path = llm_arg_str(a, "lora");
+    if (path == NULL) {
+        if (llm_arg_str(a, "lora-scale") != NULL) {
+            fprintf(stderr, "error: --lora-scale needs --lora\n");
+            return -1;
+        }
+        return 0;
+    }
+    float scale = (float)llm_arg_double(a, "lora-scale", 1.0, -100.0, 100.0);
+    llm_err err = { { 0 } };
+    if (llm_lora_apply(m, path, scale, &err) != 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return -1;
+    }
     return 0;
 }
 

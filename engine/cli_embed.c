@@ -157,7 +157,7 @@ int cli_embed(const llm_args *a)
                                          "pooling=", "no-normalize", "backend=", "device=", "threads=",
                                          "max-batch-size=", "max-batched-tokens=", "kv-blocks=", "ctx-size=",
                                          "kv-cache-dtype=", "gpu-memory-fraction=", "kernel-tune=",
-                                         "kernel-tune-file=", "warmup", NULL };
+                                         "kernel-tune-file=", "warmup", "lora=", "lora-scale=", NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
     const char *model_path = llm_arg_str(a, "model"), *pool = llm_arg_str(a, "pooling");
@@ -175,6 +175,10 @@ int cli_embed(const llm_args *a)
     llm_model *m = llm_model_load(model_path, llm_arg_str(a, "tokenizer"), &err);
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    if (llm_lora_opts(a, m) != 0) {
+        llm_model_free(m);
         return 1;
     }
     int rc = 1, pooling = (pool != NULL ? strcmp(pool, "mean") == 0 : m->pooling == LLM_POOL_MEAN)

@@ -15,7 +15,7 @@ int cli_gen_model(const llm_args *a)
 {
     static const char *const known[] = { "preset=", "from=", "tokenizer=", "dtype=", "out=", "seed=", "format=",
                                          "pooling=", "add-eos", "rope-scaling=", "rope-factor=", "rope-orig-ctx=",
-                                         "layers=", NULL };
+                                         "layers=", "lora=", "lora-scale=", NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
     const char *preset = llm_arg_str(a, "preset"), *from = llm_arg_str(a, "from");
@@ -44,6 +44,10 @@ int cli_gen_model(const llm_args *a)
         rc = llm_model_generate_layers(preset, dt, seed, layers, out, llm_shared_dir(), &err);
     } else {
         llm_model *m = llm_model_load(from, llm_arg_str(a, "tokenizer"), &err);
+        if (m != NULL && llm_lora_opts(a, m) != 0) { /* a merged copy: --lora ADAPTER --out merged.gguf */
+            llm_model_free(m);
+            return 1;
+        }
         const char *pool = llm_arg_str(a, "pooling"); /* the pooling an embedding model declares */
         if (m != NULL && pool != NULL) {
             if (strcmp(pool, "mean") != 0 && strcmp(pool, "last") != 0) {

@@ -48,7 +48,8 @@ static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "suffix=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=",
-    "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "logit-bias=", "json", "json-schema=", NULL,
+    "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "logit-bias=", "json",
+    "json-schema=", NULL,
 };
 
 int cli_generate(const llm_args *a)
@@ -93,6 +94,10 @@ int cli_generate(const llm_args *a)
     llm_model *m = llm_model_load_ex(model_path, llm_arg_str(a, "tokenizer"), LLM_LOAD_DEFER_KQ, &err);
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    if (llm_lora_opts(a, m) != 0) {
+        llm_model_free(m);
         return 1;
     }
     const llm_config *c = &m->cfg;

@@ -140,7 +140,8 @@ int cli_serve(const llm_args *a)
         "shm-mode=", "max-waiting=", "stream-cap=", "no-supervise", "pid-file=", "redis=", "max-restarts=",
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
-        "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", "mask-threads=", "pooling=", "spec-ngram=", NULL,
+        "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "mask-threads=", "pooling=",
+        "spec-ngram=", NULL,
     };
     if (llm_args_check(a, known) != 0)
         return 2;
@@ -204,6 +205,10 @@ int cli_serve(const llm_args *a)
     if (llm_context_opts(a, m, &bo) != 0) {
         llm_model_free(m);
         return 2;
+    }
+    if (llm_lora_opts(a, m) != 0) {
+        llm_model_free(m);
+        return 1;
     }
     /* /v1/embeddings: --pooling, else what the model declares, else the last token's (decoder models) */
     const char *pool = llm_arg_str(a, "pooling");

@@ -9,13 +9,12 @@
 #include "model_priv.h"
 #include "gguf.h"
 #include "gguf_quants.h"
+#include "parallel.h"
 #include "tokenizer.h"
 
-#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 static int get_int(llm_model *m, const char *key, int *out, int def, int required, llm_err *err)
 {
@@ -92,26 +91,14 @@ static int requantize(llm_model *m, const gguf_tensor *t, llm_tensor *dst, llm_e
     uint8_t *out = dst_row != 0 && rows <= SIZE_MAX / dst_row ? malloc(rows * dst_row) : NULL;
     if (llm_model_own(m, out, err) != 0)
         goto oom;
-    enum { MAX_THREADS = 32 };
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t n = cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (size_t)cpus;
-    if (n > rows / 16 + 1)
-        n = rows / 16 + 1;
-    requant_job jobs[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    int started[MAX_THREADS] = { 0 }, oom = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t n = (size_t)llm_parallel_jobs(rows, 16);
+    requant_job jobs[LLM_PARALLEL_MAX];
+    int oom = 0;
+    for (size_t i = 0; i < n; i++)
         jobs[i] = (requant_job){ t, out, rows * i / n, rows * (i + 1) / n, 0 };
-        started[i] = i > 0 && pthread_create(&tid[i], NULL, requant_rows, &jobs[i]) == 0;
-    }
-    for (size_t i = 0; i < n; i++)       /* rows of threads that did not start run here */
-        if (!started[i])
-            requant_rows(&jobs[i]);
-    for (size_t i = 0; i < n; i++) {
-        if (started[i])
-            pthread_join(tid[i], NULL);
+    llm_parallel_run((int)n, requant_rows, jobs, sizeof(jobs[0]));
+    for (size_t i = 0; i < n; i++)
         oom |= jobs[i].oom;
-    }
     if (oom)
         goto oom;
     if (!dst->src) /* not counted yet (a deferred one was, at load) */

@@ -5,7 +5,8 @@
 # protocol with a deterministic token source) named ngxtest and ngxtest_small,
 # and two real engines (`llm-engine serve`, t/06x-08x) under names unique to
 # this run, exported as $TEST_NGINX_REAL_ENGINE (stories260K),
-# $TEST_NGINX_CANCEL_ENGINE and $TEST_NGINX_LLAMA3_ENGINE (a tiny random model with Llama 3's tokenizer), and a third on the CUDA backend under the CPU
+# $TEST_NGINX_CANCEL_ENGINE, $TEST_NGINX_LLAMA3_ENGINE (a tiny random model with Llama 3's tokenizer) and
+# $TEST_NGINX_LORA_ENGINE (stories260K with a LoRA adapter merged), and one on the CUDA backend under the CPU
 # emulation of CUDA ($TEST_NGINX_CUDA_ENGINE, stories260K, t/067). The second one only serves the cancellation test,
 # so its cancelled counter counts nothing else, and it runs a random
 # stories110M-shaped model ($TEST_NGINX_CANCEL_MODEL, made once by gen-model):
@@ -90,6 +91,12 @@ export TEST_NGINX_LLAMA3_MODEL="$BUILD/t/tiny-llama3-q8_0.gguf"
     LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-llama3 --dtype q8_0 --seed 3 \
         --out "$TEST_NGINX_LLAMA3_MODEL" > /dev/null
 start_real "$TEST_NGINX_LLAMA3_ENGINE" "$TEST_NGINX_LLAMA3_MODEL" --kv-blocks 256
+# stories260K with a random LoRA adapter (tests/parity/make_lora.py) merged at start (t/092)
+export TEST_NGINX_LORA_ENGINE="ngxlora$$"
+TEST_NGINX_LORA="$BUILD/t/lora-adapter"
+python3 tests/parity/make_lora.py "$TEST_NGINX_LORA" 64 172 5 8 4 4 8 ||
+    { echo "t/run.sh: writing the LoRA adapter failed" >&2; exit 1; }
+start_real "$TEST_NGINX_LORA_ENGINE" "$TEST_NGINX_SPM_MODEL" --lora "$TEST_NGINX_LORA.gguf" --lora-scale 0.5
 # The text side of a Qwen 3-style reasoning model for t/087, over that engine: Llama 3's vocabulary with
 # reserved tokens named <think>, </think> and <tool_call> (and, for t/030's fill in the middle, Qwen 2.5-Coder's
 # <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>) (not special, so printed, as Qwen's are) and a ChatML chat
@@ -155,6 +162,11 @@ TEST_NGINX_REF_JSON=${TEST_NGINX_REF_JSON%?}
 TEST_NGINX_REF_SCHEMA=$("$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
     --max-tokens 200 --temperature 0.8 --seed 2 --logit-bias 13=-100,410=-100,35=-100,12=-100,16=-100 \
     --json-schema tests/data/story_schema.json 2>/dev/null)
+# The adapted model's greedy text (t/092), and the PEFT directory of the same adapter must give it too
+TEST_NGINX_REF_LORA=$(greedy --prompt "Once upon a time" --max-tokens 40 --lora "$TEST_NGINX_LORA.gguf" --lora-scale 0.5)
+[ "$(greedy --prompt "Once upon a time" --max-tokens 40 --lora "${TEST_NGINX_LORA}_peft" --lora-scale 0.5)" = \
+    "$TEST_NGINX_REF_LORA" ] || { echo "t/run.sh: the PEFT adapter's text is not the GGUF adapter's" >&2; exit 1; }
+export TEST_NGINX_REF_LORA
 # The embedding of "Once upon a time" (last-token pooling, unit length) as `llm-engine embed` prints it: t/088
 # wants the same floats from POST /v1/embeddings on the real engine (one thread, the same sums).
 TEST_NGINX_REF_EMBED=$("$LLM_ENGINE" embed --model "$TEST_NGINX_SPM_MODEL" --threads 1 --prompt "Once upon a time" \
@@ -167,7 +179,7 @@ TEST_NGINX_REF_EMBED_EOS=$("$LLM_ENGINE" embed --model "$TEST_NGINX_EOS_MODEL" -
 export TEST_NGINX_REF_EMBED TEST_NGINX_REF_EMBED_EOS
 export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON \
     TEST_NGINX_REF_SCHEMA
-[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_LORA" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
     [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] && [ -n "$TEST_NGINX_REF_SCHEMA" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 

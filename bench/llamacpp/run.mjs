@@ -6,6 +6,7 @@
 //   node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3)
 //        --max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup]
 //        [--flash-attn auto|on|off] [--kv-type f16|f32] [--probs K] [--grammar json | --json-schema FILE]
+//        [--lora ADAPTER.gguf [--lora-scale S]]
 //
 // --grammar json: generation under llama.cpp's own JSON grammar (grammars/json.gbnf through
 // node-llama-cpp's LlamaGrammar.getFor), llama.cpp's counterpart of ngx_llm's JSON mode; it ends at the
@@ -44,7 +45,7 @@ import { getLlama, LlamaGrammarEvaluationState, LlamaLogLevel } from "node-llama
 
 const USAGE = "usage: node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3) " +
     "--max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup] [--flash-attn auto|on|off] [--kv-type f16|f32] " +
-    "[--probs K] [--grammar json | --json-schema FILE]";
+    "[--probs K] [--grammar json | --json-schema FILE] [--lora ADAPTER.gguf [--lora-scale S]]";
 
 function fail(msg, code = 2) {
     process.stderr.write(`error: ${msg}\n${code === 2 ? USAGE + "\n" : ""}`);
@@ -54,7 +55,7 @@ function fail(msg, code = 2) {
 function parseArgs(argv) {
     const flags = new Set(["json", "stop-at-eos", "no-warmup", "help"]);
     const valued = new Set(["model", "prompt", "prompt-tokens", "max-tokens", "threads", "flash-attn", "kv-type", "probs",
-        "grammar", "json-schema"]);
+        "grammar", "json-schema", "lora", "lora-scale"]);
     const a = {};
     for (let i = 0; i < argv.length; i++) {
         const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
@@ -161,6 +162,8 @@ const ctxOptions = {
     experimentalKvCacheValueType: kvType.toUpperCase(),
     performanceTracking: true,
 };
+if (args.lora !== undefined)   // a LoRA adapter (GGUF) applied by llama.cpp at run time, scaled
+    ctxOptions.lora = { adapters: [{ filePath: args.lora, scale: Number(args["lora-scale"] ?? 1) }] };
 
 async function withContext(fn) {
     const ctx = await model.createContext(ctxOptions)

@@ -2,13 +2,14 @@
  * implementations (tests/gpu/hf_parity.py): reads int32 ids from --ids, runs
  * positions 0..P-D-1 as prefill chunks of --chunk and the last --decode D
  * positions one token per step (both code paths), and writes P rows of
- * vocab_size float32 logits to --out. */
+ * vocab_size float32 logits to --out. --lora: a LoRA adapter merged first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "backend_cuda_loader.h"
+#include "lora.h"
 #include "model.h"
 
 static const char *arg(int argc, char **argv, const char *name, const char *def)
@@ -26,7 +27,7 @@ int main(int argc, char **argv)
     int D = atoi(arg(argc, argv, "--decode", "16")), chunk = atoi(arg(argc, argv, "--chunk", "0"));
     if (model == NULL || ids_path == NULL || out_path == NULL) {
         fprintf(stderr, "usage: logits_dump --model PATH --ids FILE.i32 --out FILE.f32 [--decode 16] [--chunk N] "
-                        "[--backend cuda|cpu]\n");
+                        "[--backend cuda|cpu] [--lora ADAPTER [--lora-scale S]]\n");
         return 2;
     }
     FILE *f = fopen(ids_path, "rb");
@@ -48,6 +49,11 @@ int main(int argc, char **argv)
 
     llm_err err = { { 0 } };
     llm_model *m = llm_model_load_ex(model, NULL, LLM_LOAD_DEFER_KQ, &err); /* as generate and serve */
+    const char *lora = arg(argc, argv, "--lora", NULL); /* a LoRA adapter merged in, as --lora does */
+    if (m != NULL && lora != NULL && llm_lora_apply(m, lora, (float)atof(arg(argc, argv, "--lora-scale", "1")), &err)) {
+        llm_model_free(m);
+        m = NULL;
+    }
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;

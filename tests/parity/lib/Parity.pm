@@ -81,6 +81,8 @@ sub hf_round_trip {
 # llama.cpp's top-1 (mean <= $max_mean, max <= $max_dp). exact => 1: llama.cpp's KV cache in F32 and its
 # attention without the flash kernel (by default both round keys, values and scores to F16, which our F32
 # models keep exact: on models whose activations are large that alone moves probabilities by ~0.002).
+# lora => ADAPTER.gguf (lora_scale => S): llama.cpp applies that adapter at run time and we merge it (or
+# lora_ours => another file of the same adapter, e.g. its PEFT directory).
 sub compare_llamacpp {
     my (%a) = @_;
     my ($dir, $dump, $label, $model, $ids, $vocab) = @a{qw(dir dump label model ids vocab)};
@@ -88,12 +90,14 @@ sub compare_llamacpp {
     open my $fh, '>:raw', "$dir/ids.i32" or die $!;
     print $fh pack('l<*', @$ids);
     close $fh;
+    my @lora_ours = $a{lora} ? ('--lora', $a{lora_ours} // $a{lora}, '--lora-scale', $a{lora_scale} // 1) : ();
+    my @lora_ref = $a{lora} ? ('--lora', $a{lora}, '--lora-scale', $a{lora_scale} // 1) : ();
     my ($rc1) = capture($dir, $dump, '--backend', 'cpu', '--model', $model, '--ids', "$dir/ids.i32",
-                        '--out', "$dir/ours.f32", '--decode', $a{decode} // 0);
+                        '--out', "$dir/ours.f32", '--decode', $a{decode} // 0, @lora_ours);
     my $err1 = `tail -3 $dir/stderr`;
     my ($rc2, $out) = capture($dir, 'node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
                               join(',', @$ids), '--max-tokens', '1', '--threads', '2', '--probs', '4',
-                              $a{exact} ? ('--kv-type', 'f32', '--flash-attn', 'off') : ());
+                              $a{exact} ? ('--kv-type', 'f32', '--flash-attn', 'off') : (), @lora_ref);
     my ($line) = grep { /^\{"probs"/ } split /\n/, $out;
     unless (is($rc1, 0, "$label: our logits") && is($rc2, 0, "$label: llama.cpp's probabilities") && $line) {
         diag($err1, `tail -3 $dir/stderr`);
