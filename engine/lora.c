@@ -240,12 +240,17 @@ static int open_adapter(adapter *ad, const char *path, llm_err *err)
         const cJSON *fifo = cJSON_GetObjectItemCaseSensitive(cfg, "fan_in_fan_out");
         const cJSON *pt = cJSON_GetObjectItemCaseSensitive(cfg, "peft_type");
         const cJSON *save = cJSON_GetObjectItemCaseSensitive(cfg, "modules_to_save");
+        const cJSON *apat = cJSON_GetObjectItemCaseSensitive(cfg, "alpha_pattern");
+        const cJSON *dora = cJSON_GetObjectItemCaseSensitive(cfg, "use_dora");
         const char *bad = !cJSON_IsNumber(r) || r->valuedouble < 1 ? "\"r\" is missing or not a positive number"
                           : alpha != NULL && !cJSON_IsNumber(alpha) ? "\"lora_alpha\" is not a number"
                           : cJSON_IsTrue(fifo) ? "fan_in_fan_out adapters are not supported"
                           : cJSON_IsString(pt) && strcmp(pt->valuestring, "LORA") != 0 ? "peft_type is not LORA"
                           : cJSON_IsArray(save) && cJSON_GetArraySize(save) > 0
                               ? "modules_to_save (whole modules trained beside the adapter) is not supported"
+                          : cJSON_IsTrue(dora) ? "DoRA adapters (use_dora) are not supported"
+                          /* (a rank_pattern needs nothing: each pair's own rank divides alpha) */
+                          : cJSON_IsObject(apat) && cJSON_GetArraySize(apat) > 0 ? "alpha_pattern is not supported"
                               : NULL;
         if (bad == NULL) {
             ad->alpha = (float)(cJSON_IsNumber(alpha) ? alpha->valuedouble : r->valuedouble);

@@ -9,7 +9,7 @@
 #     as from the GGUF, and the same greedy text; merged into a GGUF by gen-model --lora, which llama.cpp
 #     reads without the adapter to the same greedy ids;
 #  3. an adapter of only some matrices (q, v); Q8_0 and Q4_0 bases (merged matrices re-quantised to Q8_0);
-#     and refusals: an adapter for another shape, a file that is
+#     and refusals (a DoRA adapter among them): an adapter for another shape, a file that is
 #     not an adapter, an adapter of a matrix the model lacks (a layer past its last).
 use strict;
 use warnings;
@@ -102,6 +102,17 @@ my @bad = (["$dir/wide.gguf", qr/the adapter is \d+x\d+, the model's matrix/, 'a
            ["$dir/nope.gguf", qr/no such adapter/, 'a missing adapter']);
 ($rc) = run('python3', 'tests/parity/make_lora.py', "$dir/deep", 64, 172, 6, 8, 4);
 push @bad, ["$dir/deep.gguf", qr/tensors adapt nothing this model has/, 'an adapter for 6 layers on a 5-layer model'];
+# a PEFT DoRA adapter (magnitude vectors beside A and B): refused by its config
+mkdir "$dir/dora";
+{
+    my $cfg = slurp("$dir/ad_peft/adapter_config.json");
+    $cfg =~ s/\}\s*$/, "use_dora": true}/;
+    open my $o, '>', "$dir/dora/adapter_config.json" or die $!;
+    print $o $cfg;
+    close $o;
+    link "$dir/ad_peft/adapter_model.safetensors", "$dir/dora/adapter_model.safetensors" or die $!;
+}
+push @bad, ["$dir/dora", qr/DoRA adapters \(use_dora\) are not supported/, 'a DoRA adapter'];
 for my $b (@bad) {
     my ($path, $re, $what) = @$b;
     ($rc, $out) = run($engine, 'generate', '--model', $S, '--lora', $path, '--prompt', 'Hi', '--max-tokens', 4);
