@@ -147,10 +147,11 @@ static void *merge_rows(void *arg)
     const llm_tensor *w = j->w;
     const lora_pair *p = j->p;
     int cols = p->in;
-    int deferred = w->data == NULL;
-    uint32_t ty = deferred ? w->src_type : (uint32_t)w->type;
+    /* a matrix converted at load (or whose conversion waits) is read from the file's own data: one rounding */
+    int from_file = w->src != NULL;
+    uint32_t ty = from_file ? w->src_type : (uint32_t)w->type;
     size_t rb = gguf_qtype_row_bytes(ty, (uint64_t)cols);
-    const uint8_t *src = deferred ? w->src : w->data;
+    const uint8_t *src = from_file ? w->src : w->data;
     float *restrict row = malloc((size_t)cols * sizeof(float));
     if (row == NULL) {
         j->oom = 1;

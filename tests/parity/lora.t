@@ -8,7 +8,8 @@
 #  2. the same adapter as a PEFT directory (Hugging Face's q/k row order, permuted at load): the same logits
 #     as from the GGUF, and the same greedy text; merged into a GGUF by gen-model --lora, which llama.cpp
 #     reads without the adapter to the same greedy ids;
-#  3. an adapter of only some matrices (q, v); Q8_0 and Q4_0 bases (merged matrices re-quantised to Q8_0);
+#  3. an adapter of only some matrices (q, v); Q8_0, Q4_0 and (widened) Q4_K_M bases (merged matrices
+#     re-quantised to Q8_0, a K-quant one from the file's blocks);
 #     and refusals (a DoRA adapter among them): an adapter for another shape, a file that is
 #     not an adapter, an adapter of a matrix the model lacks (a layer past its last).
 use strict;
@@ -61,6 +62,21 @@ for my $dt (qw(q8_0 q4_0)) {
     compare_llamacpp(dir => $dir, dump => $dump, label => "adapter gguf on a $dt base", model => "$dir/s260-$dt.gguf",
                      ids => \@ids, vocab => $V, lora => "$dir/ad.gguf", min_top1 => 0.9, max_mean => 0.02,
                      max_dp => 0.2);
+}
+
+# a K-quant base (stories260K widened to 256-wide rows by build/parity/pad_model, Q4_K_M by llama.cpp's quantiser,
+# as tests/parity/gguf_quants.t makes it): the adapted matrices are merged from the file's own K-quant blocks
+my ($ref, $pad) = ("$B/parity/ggml_ref", "$B/parity/pad_model");
+my $libdir = 'bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64';
+SKIP: {
+    skip "$ref / $pad not built", 4 unless -x $ref && -x $pad;
+    ($rc) = run($pad, $S, "$dir/wide.gguf");
+    my ($rcq) = run($ref, 'quantize', $libdir, "$dir/wide.gguf", "$dir/wide-q4_K_M.gguf", 'q4_K_M');
+    my ($rca) = run('python3', 'tests/parity/make_lora.py', "$dir/wad", 256, 256, 5, 8, 4, 4, 8, 'all', 8);
+    ok($rc == 0 && $rcq == 0 && $rca == 0, 'widened stories260K in q4_K_M, and an adapter of its shape');
+    compare_llamacpp(dir => $dir, dump => $dump, label => 'adapter gguf on a q4_K_M base', ids => \@ids,
+                     model => "$dir/wide-q4_K_M.gguf", vocab => $V, lora => "$dir/wad.gguf", min_top1 => 0.9,
+                     max_mean => 0.03, max_dp => 0.2);
 }
 
 # the adapter matters: without it our logits are far from the adapted ones

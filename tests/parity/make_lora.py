@@ -5,8 +5,9 @@ tests/parity/lora.t):
                 writes it for a "llama" model: the q and k rows of lora_b permuted to llama.cpp's rope pairs;
   OUT_peft/     a PEFT directory (adapter_config.json, adapter_model.safetensors, F32) of the same adapter in
                 Hugging Face's row order.
-    python3 tests/parity/make_lora.py OUT DIM HIDDEN LAYERS HEADS KV_HEADS [RANK] [ALPHA] [MODULES]
-MODULES (default q,k,v,o,gate,up,down): the matrices adapted, in every layer."""
+    python3 tests/parity/make_lora.py OUT DIM HIDDEN LAYERS HEADS KV_HEADS [RANK] [ALPHA] [MODULES] [HEAD_DIM]
+MODULES (default, or "all": q,k,v,o,gate,up,down): the matrices adapted, in every layer; HEAD_DIM (default
+DIM / HEADS)."""
 import json, os, random, struct, sys
 
 NAMES = {"q": ("attn_q", "self_attn.q_proj"), "k": ("attn_k", "self_attn.k_proj"),
@@ -70,8 +71,8 @@ def main():
     dim, hidden, layers, heads, kv = (int(x) for x in sys.argv[2:7])
     r = int(sys.argv[7]) if len(sys.argv) > 7 else 4
     alpha = float(sys.argv[8]) if len(sys.argv) > 8 else 8.0
-    mods = sys.argv[9].split(",") if len(sys.argv) > 9 else list(NAMES)
-    hd = dim // heads
+    mods = sys.argv[9].split(",") if len(sys.argv) > 9 and sys.argv[9] != "all" else list(NAMES)
+    hd = int(sys.argv[10]) if len(sys.argv) > 10 else dim // heads
     shapes = {"q": (heads * hd, dim), "k": (kv * hd, dim), "v": (kv * hd, dim), "o": (dim, heads * hd),
               "gate": (hidden, dim), "up": (hidden, dim), "down": (dim, hidden)}
     rnd = random.Random(11)
