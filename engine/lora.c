@@ -1,6 +1,6 @@
 /* LoRA adapters merged into the weights at load (lora.h). Why merge rather than run the adapter beside the
  * weights: one adapter for the whole server is the common case (a fine-tune shipped as an adapter), and a
- * merged model runs every kernel, backend and batch size at the base model's speed with no code of its own;
+ * merged model runs every kernel, backend and batch size with no code of its own and no work per token;
  * per-request adapters would need the low-rank product in every backend's forward pass. */
 #include <math.h>
 #include <stdio.h>
