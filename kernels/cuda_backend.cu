@@ -133,7 +133,7 @@ static size_t moe_carve(const llm_config *c, size_t n, float *base, float **out)
 static size_t moe_floats(const llm_config *c, size_t n) { return moe_carve(c, n, NULL, NULL); }
 static size_t moe_ints(const llm_config *c, size_t n)
 {
-    return c->n_expert == 0 ? 0 : n * 3 * (size_t)c->n_expert_used + (size_t)c->n_expert + 1;
+    return c->n_expert == 0 ? 0 : n * 3 * (size_t)c->n_expert_used + 2 * (size_t)c->n_expert + 2;
 }
 
 static size_t scratch_floats(const cu_state *st, int n)
@@ -787,10 +787,11 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
         if (stage_check(st, "experts (tensor cores)", l, err))
             return -1;
     } else {
-        cuda_moe_gate_up(L->exp0, L->experts, E, st->moe_off, st->moe_tok, st->xn, c->dim, st->moe_h, gelu, s);
+        cuda_moe_gate_up(L->exp0, L->experts, E, n * k, st->moe_off, st->moe_tok, st->xn, c->dim, st->moe_h, gelu,
+                         s);
         if (stage_check(st, "experts gate/up", l, err))
             return -1;
-        cuda_moe_down(L->exp0, L->experts, E, st->moe_off, st->moe_h, st->moe_o, s);
+        cuda_moe_down(L->exp0, L->experts, E, n * k, st->moe_off, st->moe_h, st->moe_o, s);
         if (stage_check(st, "experts down", l, err))
             return -1;
     }

@@ -318,8 +318,10 @@ void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const f
  * route: per token of logits [n][E], its k experts of highest logit (ties: the lower index) into ids [n][k]
  *   and their softmax probabilities (renormalised over the k when norm_topk) into wts [n][k]; with shexp_gate,
  *   sg[t] = sigmoid(xn[t] . shexp_gate). k <= 32, E <= LLM_MAX_EXPERTS.
- * sort: the n*k choices grouped by expert (off [E+1]), tokens in order within one: row p of the groups holds
- *   token tok[p], choice i went to row pos[i].
+ * sort: the n*k choices grouped by expert (offsets off[0 .. E]), tokens in order within one: row p of the
+ *   groups holds token tok[p], choice i went to row pos[i]; then off[E + 1] = how many experts were chosen and
+ *   off[E + 2 ...] their ids (off holds 2 E + 2).
+ * gate_up, down: `rows` = n*k.
  * gate_up: h[p] = GLU(gate_e . xn[tok[p]], up_e . xn[tok[p]]) for every row p of every expert e ([n*k][ff]).
  * down: o[p] = down_e . h[p] ([n*k][dim]).
  * combine: x[t] += sum_j wts[t][j] o[pos[t*k + j]] (+ sg[t] sh[t] with a shared expert, sh [n][dim]).
@@ -328,10 +330,10 @@ void cuda_moe_route(const float *logits, int n, int E, int k, int norm_topk, con
                     const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st);
 void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,
                    cudaStream_t st);
-void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const int32_t *tok,
-                      const float *xn, int dim, float *h, int gelu, cudaStream_t st);
-void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const float *h, float *o,
-                   cudaStream_t st);
+void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off,
+                      const int32_t *tok, const float *xn, int dim, float *h, int gelu, cudaStream_t st);
+void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off, const float *h,
+                   float *o, cudaStream_t st);
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
                       const float *sh, const float *sg, cudaStream_t st);
 /* gate_up + down on the tensor cores (cuda_tcgemm_grouped) for `rows` (= n*k) rows: xn gathered into x16
@@ -457,7 +459,7 @@ typedef struct {
     float  *x, *xn, *qkv, *att, *gu, *h, *logits;
     /* ... and a mixture of experts' (cuda_moe_*): router logits [cap][E], choice weights [cap][k], shared
      * gates [cap], hidden [cap*k][expert_ff], expert outputs [cap*k][dim], shared expert's [cap][dim] in
-     * moe_f (each 64-float aligned); ids, pos, tok [cap*k] and off [E+1] in moe_i */
+     * moe_f (each 64-float aligned); ids, pos, tok [cap*k] and off [2E+2] in moe_i */
     float  *moe_f, *moe_rl, *moe_w, *moe_sg, *moe_h, *moe_o, *moe_sh;
     int32_t *moe_i, *moe_ids, *moe_pos, *moe_tok, *moe_off;
     /* ... the tensor-core path's: gate|up [cap*k][2 expert_ff], 16-bit activations [cap*k][dim] and hidden

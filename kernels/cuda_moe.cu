@@ -10,8 +10,9 @@
  *  4. down: per active expert, its down rows against those;
  *  5. combine: each token's k rows weighted and added to the residual (and the shared expert's output times
  *     its gate), in the CPU's order.
- * Steps 3 and 4 are grids of (row blocks, experts): the blocks of an expert no token chose return at once, so
- * a decode step reads only the chosen experts' weights, each once per 8 of its tokens. Steps with many rows
+ * Steps 3 and 4 are grids of (row blocks, chosen experts), the experts listed by the sort on the device (the
+ * grid has a row for as many as could be chosen, min(E, n*k); the rows past those chosen return at once), so a
+ * decode step reads only the chosen experts' weights, each once per 8 of its tokens. Steps with many rows
  * per expert take the tensor-core weight GEMM instead (cuda_tcgemm_grouped: 64 rows of an expert a block),
  * on the activations gathered in expert order and rounded to 16 bits. */
 #include <math.h>
@@ -115,6 +116,13 @@ moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_
     __syncthreads();
     for (int e = threadIdx.x; e <= E; e += blockDim.x)
         off[e] = start[e * S];
+    if (threadIdx.x == 0) { /* the experts chosen at all: their count, then their ids (the products' grids) */
+        int na = 0;
+        for (int e = 0; e < E; e++)
+            if (start[(e + 1) * S] > start[e * S])
+                off[E + 2 + na++] = e;
+        off[E + 1] = na;
+    }
     for (int u = threadIdx.x; u < E * S; u += blockDim.x) {
         const int e = u / S, q = u % S, i0 = (int)((long)rows * q / S), i1 = (int)((long)rows * (q + 1) / S);
         int p = start[u];
@@ -126,18 +134,19 @@ moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_
     }
 }
 
-/* Expert e = blockIdx.y, its rows off[e] .. off[e+1]; a warp per output row r of matrix `which` (0 gate,
- * 1 up, 2 down) of mats[3e + which]: y[p][r] = W[r] . x[tok[p]] (x[p] when tok is NULL). With GLU, `which`
- * is the gate and the warp computes up's row r too: y[p][r] = glu(gate, up). Rows in passes of MOE_NT. */
+/* Expert e = the blockIdx.y-th chosen one (off[n_exp + 2 + y]; blocks past their count, off[n_exp + 1],
+ * return), its rows off[e] .. off[e+1]; a warp per output row r of matrix `which` (0 gate, 1 up, 2 down) of
+ * mats[3e + which]: y[p][r] = W[r] . x[tok[p]] (x[p] when tok is NULL). With GLU, `which` is the gate and the
+ * warp computes up's row r too: y[p][r] = glu(gate, up). Rows in passes of MOE_NT. */
 template <int T, int GLU>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
-moe_mm_kernel(const cu_mat *mats, int which, const int32_t *off, const int32_t *tok, const float *x, int ldx,
-              int vec, float *y, int ldy, int gelu)
+moe_mm_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, const int32_t *tok, const float *x,
+              int ldx, int vec, float *y, int ldy, int gelu)
 {
     CU_PDL_ENTRY();
-    const int e = blockIdx.y, p0 = off[e], p1 = off[e + 1];
-    if (p0 == p1)
-        return; /* an expert no token chose: the whole block */
+    if ((int)blockIdx.y >= off[n_exp + 1])
+        return; /* fewer experts chosen than the grid has rows for: the whole block */
+    const int e = off[n_exp + 2 + blockIdx.y], p0 = off[e], p1 = off[e + 1];
     const cu_mat W = mats[3 * e + which];
     int lane = threadIdx.x & 31, r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     if (r >= W.rows)
@@ -283,31 +292,33 @@ void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_
 }
 
 template <int GLU>
-static void mm_launch(const cu_mat *host, const cu_mat *mats, int which, int E, const int32_t *off,
+static void mm_launch(const cu_mat *host, const cu_mat *mats, int which, int E, int rows, const int32_t *off,
                       const int32_t *tok, const float *x, int ldx, float *y, int ldy, int gelu, cudaStream_t st)
 {
     const cu_mat *W = &host[which];
-    dim3 grid((unsigned)((W->rows + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)E), block(GEMV_WARPS * 32);
+    /* a row of blocks per chosen expert: at most E, at most one per (token, choice) row */
+    dim3 grid((unsigned)((W->rows + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)(rows < E ? rows : E));
+    dim3 block(GEMV_WARPS * 32);
     int vec = cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0 && (!GLU || cuda_gemv_ok(&host[which + 1], ldx));
     switch (W->type) {
-    case LLM_F32:  CU_LAUNCH((moe_mm_kernel<LLM_F32, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    case LLM_F16:  CU_LAUNCH((moe_mm_kernel<LLM_F16, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    case LLM_BF16: CU_LAUNCH((moe_mm_kernel<LLM_BF16, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    case LLM_Q8_0: CU_LAUNCH((moe_mm_kernel<LLM_Q8_0, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    default:       CU_LAUNCH((moe_mm_kernel<LLM_Q4_0, GLU>), grid, block, 0, st, mats, which, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    case LLM_F32:  CU_LAUNCH((moe_mm_kernel<LLM_F32, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    case LLM_F16:  CU_LAUNCH((moe_mm_kernel<LLM_F16, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    case LLM_BF16: CU_LAUNCH((moe_mm_kernel<LLM_BF16, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    case LLM_Q8_0: CU_LAUNCH((moe_mm_kernel<LLM_Q8_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    default:       CU_LAUNCH((moe_mm_kernel<LLM_Q4_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     }
 }
 
-void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const int32_t *tok,
-                      const float *xn, int dim, float *h, int gelu, cudaStream_t st)
+void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off,
+                      const int32_t *tok, const float *xn, int dim, float *h, int gelu, cudaStream_t st)
 {
-    mm_launch<1>(host, mats, 0, E, off, tok, xn, dim, h, host[0].rows, gelu, st);
+    mm_launch<1>(host, mats, 0, E, rows, off, tok, xn, dim, h, host[0].rows, gelu, st);
 }
 
-void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const float *h, float *o,
-                   cudaStream_t st)
+void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off, const float *h,
+                   float *o, cudaStream_t st)
 {
-    mm_launch<0>(host, mats, 2, E, off, NULL, h, host[2].cols, o, host[2].rows, 0, st);
+    mm_launch<0>(host, mats, 2, E, rows, off, NULL, h, host[2].cols, o, host[2].rows, 0, st);
 }
 
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
