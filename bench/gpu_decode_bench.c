@@ -41,10 +41,12 @@ static const char *arg(int argc, char **argv, const char *name, const char *def)
  * reads all of them; a mixture of experts its other weights and, per layer, the experts its tokens chose:
  * E (1 - (1 - k/E)^B) of them on average if the router spread tokens uniformly (a model of the routing, not
  * a measurement: a real router's favourites make it fewer). */
-static double step_floor_ms(const llm_model *m, int B)
+static double step_floor_ms(const llm_model *m, const llm_backend *be, int B)
 {
     const llm_config *c = &m->cfg;
-    double wb = (double)m->weight_bytes;
+    /* the bytes the backend holds (a Q4_K file's matrices take 5 bits a weight on the device, not the loaded
+     * Q8_0 copy's 8.5); the experts' share scaled alike */
+    double wb = (double)(be->weight_bytes ? be->weight_bytes : m->weight_bytes), held = wb / (double)m->weight_bytes;
     if (c->n_expert > 0) {
         double exp_bytes = 0.0;
         for (int l = 0; l < c->n_layers; l++)
@@ -53,7 +55,7 @@ static double step_floor_ms(const llm_model *m, int B)
                 exp_bytes += (double)llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]) * (double)t->ne[1];
             }
         double chosen = c->n_expert * (1.0 - pow(1.0 - (double)c->n_expert_used / c->n_expert, B));
-        wb -= exp_bytes * (1.0 - chosen / c->n_expert);
+        wb -= held * exp_bytes * (1.0 - chosen / c->n_expert);
     }
     return wb / 4.2e12 * 1e3;
 }
@@ -227,7 +229,7 @@ int main(int argc, char **argv)
             b.tables[s * b.bpseq + k] = next++;
         b.views[s] = (llm_seq_view){ b.tables + s * b.bpseq, nblk };
     }
-    double wb = (double)m->weight_bytes, floor_ms = step_floor_ms(m, 1);
+    double wb = (double)(b.be->weight_bytes ? b.be->weight_bytes : m->weight_bytes), floor_ms = step_floor_ms(m, b.be, 1);
     printf("model: %s, %s, %.2f GB of weights; load %.2f s (+ kernel tuning %.2f s); bandwidth floor per step "
            "%.3f ms (%.0f tok/s at batch 1); decode steps return %s\n", path, b.be->ops->name, wb / 1e9,
            t_load - b.be->tune_s, b.be->tune_s, floor_ms, 1e3 / floor_ms,
@@ -273,7 +275,7 @@ int main(int argc, char **argv)
         }
         qsort(ts, (size_t)steps, sizeof(double), cmp_d);
         double med = ts[steps / 2];
-        double fl = step_floor_ms(m, B);
+        double fl = step_floor_ms(m, b.be, B);
         printf("decode batch %3d (context %d..%d): %.3f ms/step, %.0f tokens/s (floor %.3f ms: %.0f%% of it)\n", B,
                prompt + 3, prompt + 3 + steps, med * 1e3, B / med, fl, 100.0 * fl / (med * 1e3));
     }

@@ -109,6 +109,8 @@ struct llm_backend {
                           llm_err *err);
     int device_sampling;  /* 1: forward_device takes LLM_ROW_SAMPLE rows (else ARGMAX only) */
     double tune_s;        /* seconds init spent on kernel tuning (CUDA; 0 when it did not run) */
+    size_t weight_bytes;  /* bytes of weights as the backend holds them (CUDA: on the device, with scales;
+                           * 0: as the model's, llm_model.weight_bytes) */
 };
 
 /* Before the first backend of this name is created on m, and before a fork

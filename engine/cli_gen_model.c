@@ -5,6 +5,7 @@
 #include "model.h"
 #include "model_gen.h"
 #include "model_write.h"
+#include "gguf_quants.h"
 #include "tokenizer.h"
 
 #include <math.h>
@@ -31,8 +32,15 @@ int cli_gen_model(const llm_args *a)
         return 2;
     }
     llm_dtype dt = LLM_F32;
-    if (dtype_s != NULL && llm_dtype_from_name(dtype_s, &dt) != 0) {
-        fprintf(stderr, "error: --dtype must be one of f32, f16, bf16, q8_0, q4_0 (got '%s')\n", dtype_s);
+    int q4k = dtype_s != NULL && strcasecmp(dtype_s, "q4_K") == 0; /* GGUF's Q4_K, every matrix it fits */
+    if (q4k)
+        dt = (llm_dtype)GGML_Q4_K;
+    if (dtype_s != NULL && !q4k && llm_dtype_from_name(dtype_s, &dt) != 0) {
+        fprintf(stderr, "error: --dtype must be one of f32, f16, bf16, q8_0, q4_0, q4_K (got '%s')\n", dtype_s);
+        return 2;
+    }
+    if (q4k && hf) {
+        fprintf(stderr, "error: --format hf takes f32, f16 or bf16\n");
         return 2;
     }
     uint64_t seed = (uint64_t)llm_arg_long(a, "seed", 1, 0, (long)(~0UL >> 1));
@@ -87,6 +95,6 @@ int cli_gen_model(const llm_args *a)
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    fprintf(stderr, "wrote %s (%s) in %.2f s\n", out, llm_dtype_name(dt), llm_now_sec() - t0);
+    fprintf(stderr, "wrote %s (%s) in %.2f s\n", out, gguf_qtype_name((uint32_t)dt), llm_now_sec() - t0);
     return 0;
 }

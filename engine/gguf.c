@@ -728,7 +728,7 @@ static void add_tensor(gguf_writer *w, const char *name, llm_dtype type, uint32_
 {
     if (w->bad || w->oom)
         return;
-    if (n_dims == 0 || n_dims > GGUF_MAX_DIMS || !llm_dtype_valid(type)) {
+    if (n_dims == 0 || n_dims > GGUF_MAX_DIMS || !(llm_dtype_valid(type) || (uint32_t)type == GGML_Q4_K)) {
         w->bad = 1;
         snprintf(w->bad_msg, sizeof(w->bad_msg), "tensor '%s': bad type or dimension count", name);
         return;
@@ -737,11 +737,11 @@ static void add_tensor(gguf_writer *w, const char *name, llm_dtype type, uint32_
     t.type = type; t.n_dims = n_dims; t.data = data; t.fill = fill; t.user = user;
     for (int d = 0; d < 4; d++)
         t.ne[d] = d < (int)n_dims ? ne[d] : 1;
-    t.nbytes = llm_dtype_row_bytes(type, t.ne[0]);
+    t.nbytes = gguf_qtype_row_bytes((uint32_t)type, t.ne[0]);
     if (t.nbytes == 0) {
         w->bad = 1;
         snprintf(w->bad_msg, sizeof(w->bad_msg), "tensor '%s': row length %llu is not a multiple of the %s block",
-                 name, (unsigned long long)t.ne[0], llm_dtype_name(type));
+                 name, (unsigned long long)t.ne[0], gguf_qtype_name((uint32_t)type));
         return;
     }
     t.nbytes *= t.ne[1] * t.ne[2] * t.ne[3];

@@ -131,20 +131,6 @@ static void block_q3_K(const uint8_t *b, float *y)
     }
 }
 
-/* The 8 6-bit (scale, min) pairs of Q4_K / Q5_K in 12 bytes: pairs 0-3 are the
- * low 6 bits of bytes 0-3 / 4-7; pairs 4-7 take their low 4 bits from the
- * nibbles of bytes 8-11 and their high 2 from the top bits of bytes 0-3 / 4-7. */
-static void scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
-{
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *mn = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
-        *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
-}
-
 /* Q4_K / Q5_K: 8 groups of 32; each 64 elements read 32 bytes of nibbles,
  * the low nibbles for the first group, the high ones for the second. Q5_K's
  * fifth bit for group g is bit g of qh[l]. x = d * scale * q - dmin * min. */
@@ -165,17 +151,6 @@ static void block_q45_K(const uint8_t *b, float *y, int five)
             }
         }
     }
-}
-
-void gguf_q4_K_sub(const void *blk, int g, float *scale, float *min, uint8_t q[32])
-{
-    const uint8_t *b = blk, *qs = b + 16 + 32 * (g / 2);
-    int sc, mn;
-    scale_min_k4(g, b + 4, &sc, &mn);
-    *scale = half_at(b) * (float)sc;
-    *min = half_at(b + 2) * (float)mn;
-    for (int l = 0; q != NULL && l < 32; l++)
-        q[l] = (uint8_t)(g % 2 ? qs[l] >> 4 : qs[l] & 0xF);
 }
 
 /* Q6_K: per half super-block (128 elements), 64 bytes of ql and 32 of qh:
@@ -218,4 +193,79 @@ void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
         case GGML_Q6_K: block_q6_K(b, dst); break;
         }
     }
+}
+
+/* ---------- writing Q4_K (gen-model --dtype q4_K) ----------
+ * Per sub-block of 32: the range [min(0, min x), max x] over 15 steps (scale) and its offset m = -min(0, min x);
+ * the super-block's 8 scales and 8 mins as 6-bit multiples of d = max scale / 63 and dmin = max m / 63 (fp16);
+ * then each element's nibble against the stored (rounded) scale and min, so the nibbles fit what a reader
+ * reconstructs: x ~ d sc q - dmin mn. A plain min/max fit, not llama.cpp's search over candidate scales
+ * (its rounding error is a little larger: tests/parity/gguf_quants.t measures both). */
+static int nearest_int(float v) { return (int)lrintf(v); }
+
+static void quantize_block_q4_K(const float *x, uint8_t *b)
+{
+    float scale[8], mins[8], max_scale = 0.0f, max_min = 0.0f;
+    for (int g = 0; g < 8; g++) {
+        const float *v = x + 32 * g;
+        float lo = 0.0f, hi = v[0];
+        for (int l = 0; l < 32; l++) {
+            lo = v[l] < lo ? v[l] : lo;
+            hi = v[l] > hi ? v[l] : hi;
+        }
+        scale[g] = hi > lo ? (hi - lo) / 15.0f : 0.0f;
+        mins[g] = -lo;
+        max_scale = scale[g] > max_scale ? scale[g] : max_scale;
+        max_min = mins[g] > max_min ? mins[g] : max_min;
+    }
+    uint16_t dh = llm_f32_to_fp16(max_scale / 63.0f), mh = llm_f32_to_fp16(max_min / 63.0f);
+    float d = llm_fp16_to_f32(dh), dmin = llm_fp16_to_f32(mh);
+    uint8_t sc[8], mn[8];
+    for (int g = 0; g < 8; g++) {
+        int s = d > 0.0f ? nearest_int(scale[g] / d) : 0, m = dmin > 0.0f ? nearest_int(mins[g] / dmin) : 0;
+        sc[g] = (uint8_t)(s < 0 ? 0 : s > 63 ? 63 : s);
+        mn[g] = (uint8_t)(m < 0 ? 0 : m > 63 ? 63 : m);
+    }
+    memset(b, 0, 144);
+    b[0] = (uint8_t)(dh & 0xff);
+    b[1] = (uint8_t)(dh >> 8);
+    b[2] = (uint8_t)(mh & 0xff);
+    b[3] = (uint8_t)(mh >> 8);
+    uint8_t *s = b + 4; /* scale_min_k4's layout, inverted */
+    for (int j = 0; j < 4; j++) {
+        s[j] = (uint8_t)((sc[j] & 63) | (sc[j + 4] >> 4) << 6);
+        s[j + 4] = (uint8_t)((mn[j] & 63) | (mn[j + 4] >> 4) << 6);
+        s[j + 8] = (uint8_t)((sc[j + 4] & 15) | (mn[j + 4] & 15) << 4);
+    }
+    for (int g = 0; g < 8; g++) {
+        float es = d * (float)sc[g], em = dmin * (float)mn[g];
+        uint8_t *qs = b + 16 + 32 * (g / 2);
+        for (int l = 0; l < 32; l++) {
+            int q = es > 0.0f ? nearest_int((x[32 * g + l] + em) / es) : 0;
+            q = q < 0 ? 0 : q > 15 ? 15 : q;
+            qs[l] |= (uint8_t)(g % 2 ? q << 4 : q);
+        }
+    }
+}
+
+void gguf_quantize_q4_K(const float *x, void *dst, size_t n)
+{
+    uint8_t *b = dst;
+    for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += 144)
+        quantize_block_q4_K(x + i, b);
+}
+
+uint32_t gguf_write_type(uint32_t want, uint64_t ne0)
+{
+    if (want == GGML_Q4_K && ne0 % LLM_QK_K != 0)
+        want = LLM_Q8_0; /* rows narrower than a super-block: the nearest block type */
+    return gguf_qtype_row_bytes(want, ne0) != 0 ? want : LLM_F16;
+}
+
+void gguf_row_from_f32(uint32_t t, const float *x, void *dst, size_t n)
+{
+    if (t == GGML_Q4_K)
+        gguf_quantize_q4_K(x, dst, n);
+    else
+        llm_row_from_f32((llm_dtype)t, x, dst, n);
 }

@@ -36,9 +36,41 @@ const char *gguf_qtype_name(uint32_t t);           /* "q4_K", ...; "unknown" */
 size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);
 /* Dequantise n elements (a multiple of the block) of any known type. */
 void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n);
+/* n floats (a multiple of 256) as Q4_K super-blocks (144 bytes each) into dst: gen-model --dtype q4_K. */
+void        gguf_quantize_q4_K(const float *x, void *dst, size_t n);
+/* The type a writer gives a matrix with rows of ne0 elements when asked for want (an llm_dtype or GGML_Q4_K):
+ * want where its blocks fit the row, else Q8_0 for Q4_K rows, else F16. */
+uint32_t    gguf_write_type(uint32_t want, uint64_t ne0);
+/* A row of n floats in type t (an llm_dtype or GGML_Q4_K). */
+void        gguf_row_from_f32(uint32_t t, const float *x, void *dst, size_t n);
+
+/* The 8 6-bit (scale, min) pairs of Q4_K / Q5_K in 12 bytes: pairs 0-3 are the
+ * low 6 bits of bytes 0-3 / 4-7; pairs 4-7 take their low 4 bits from the
+ * nibbles of bytes 8-11 and their high 2 from the top bits of bytes 0-3 / 4-7. */
+static inline void scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
+        *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
 /* Sub-block g (0..7) of a Q4_K super-block: its elements are scale * q[i] - min
  * (q may be NULL: scale and min only). Its nibbles are the low (g even) or
- * high (g odd) halves of the block's bytes 16 + 32 * (g / 2) .. + 31. */
-void        gguf_q4_K_sub(const void *blk, int g, float *scale, float *min, uint8_t q[32]);
+ * high (g odd) halves of the block's bytes 16 + 32 * (g / 2) .. + 31. Inline:
+ * the CUDA library (its own shared object) repacks Q4_K with it too. */
+static inline void gguf_q4_K_sub(const void *blk, int g, float *scale, float *min, uint8_t q[32])
+{
+    const uint8_t *b = (const uint8_t *)blk, *qs = b + 16 + 32 * (g / 2);
+    int sc, mn;
+    scale_min_k4(g, b + 4, &sc, &mn);
+    *scale = llm_fp16_to_f32((uint16_t)(b[0] | b[1] << 8)) * (float)sc;
+    *min = llm_fp16_to_f32((uint16_t)(b[2] | b[3] << 8)) * (float)mn;
+    for (int l = 0; q != NULL && l < 32; l++)
+        q[l] = (uint8_t)(g % 2 ? qs[l] >> 4 : qs[l] & 0xF);
+}
 
 #endif

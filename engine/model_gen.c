@@ -4,6 +4,7 @@
 #include "model.h"
 #include "model_write.h"
 #include "gguf.h"
+#include "gguf_quants.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,7 +124,7 @@ static int gen_fill(void *user, uint64_t row0, uint64_t n, void *dst, llm_err *e
 {
     (void)row0; (void)err;
     gen *g = user;
-    size_t rb = llm_dtype_row_bytes(g->type, (uint64_t)g->ne0);
+    size_t rb = gguf_qtype_row_bytes(g->type, (uint64_t)g->ne0);
     /* sum of 4 U(0,65535): mean 131070, sd 65536 * sqrt(4/12) */
     const float scale = g->sd * 1.7320508f / 65536.0f, off = g->mean - 131070.0f * scale;
     for (uint64_t r = 0; r < n; r++) {
@@ -133,7 +134,7 @@ static int gen_fill(void *user, uint64_t row0, uint64_t n, void *dst, llm_err *e
                            (uint32_t)((x >> 32) & 0xffff) + (uint32_t)(x >> 48);
             g->tmp[i] = (float)sum * scale + off;
         }
-        llm_row_from_f32(g->type, g->tmp, (uint8_t *)dst + r * rb, (size_t)g->ne0);
+        gguf_row_from_f32(g->type, g->tmp, (uint8_t *)dst + r * rb, (size_t)g->ne0);
     }
     return 0;
 }
@@ -166,7 +167,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "tiny-mixtral, qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
-    if (!llm_dtype_valid(dtype)) {
+    if (!llm_dtype_valid(dtype) && (uint32_t)dtype != GGML_Q4_K) {
         llm_seterr(err, "unsupported dtype %d", (int)dtype);
         return -1;
     }
@@ -210,7 +211,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         gen *G = &g[k++];                                                                     \
         G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
         G->ne0 = (c0);                                                                        \
-        G->type = (c1) == 1 ? LLM_F32 : llm_dtype_row_bytes(dtype, (uint64_t)(c0)) ? dtype : LLM_F16; \
+        G->type = (c1) == 1 ? LLM_F32 : (llm_dtype)gguf_write_type(dtype, (uint64_t)(c0));     \
         G->tmp = malloc((size_t)(c0) * sizeof(float));                                        \
         if (G->tmp == NULL) { llm_seterr(err, "out of memory"); goto out; }                  \
         uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
@@ -221,7 +222,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         gen *G = &g[k++];                                                                     \
         G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
         G->ne0 = (c0);                                                                        \
-        G->type = llm_dtype_row_bytes((ty), (uint64_t)(c0)) ? (ty) : LLM_F16;                 \
+        G->type = (llm_dtype)gguf_write_type((ty), (uint64_t)(c0));                           \
         G->tmp = malloc((size_t)(c0) * sizeof(float));                                        \
         if (G->tmp == NULL) { llm_seterr(err, "out of memory"); goto out; }                  \
         uint64_t ne_[3] = { (uint64_t)(c0), (uint64_t)(c1), (uint64_t)(c2) };                 \

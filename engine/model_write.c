@@ -1,4 +1,5 @@
 /* Re-save a loaded model as GGUF (llama.cpp layout) or as a Hugging Face directory. */
+#include "gguf_quants.h"
 #include "model_write.h"
 #include "gguf.h"
 #include "tokenizer.h"
@@ -34,12 +35,13 @@ void llm_llama3_rope_freqs(const llm_config *c, float *out)
 
 static uint32_t file_type(llm_dtype t)
 {
-    switch (t) {
+    switch ((uint32_t)t) {
     case LLM_F32: return 0;
     case LLM_F16: return 1;
     case LLM_Q4_0: return 2;
     case LLM_Q8_0: return 7;
     case LLM_BF16: return 32;
+    case GGML_Q4_K: return 14; /* llama.cpp's "mostly Q4_K_S" */
     }
     return 0;
 }
@@ -128,7 +130,7 @@ static int conv_fill(void *user, uint64_t row0, uint64_t n, void *dst, llm_err *
     (void)err;
     conv *c = user;
     size_t n0 = (size_t)c->src->ne[0];
-    size_t db = llm_dtype_row_bytes(c->dst, n0);
+    size_t db = gguf_qtype_row_bytes(c->dst, n0);
     for (uint64_t i = 0; i < n; i++) {
         const llm_tensor *t = c->src;
         int64_t r = (int64_t)(row0 + i);
@@ -137,13 +139,26 @@ static int conv_fill(void *user, uint64_t row0, uint64_t n, void *dst, llm_err *
             r %= c->src->ne[1];
         }
         size_t sb = llm_dtype_row_bytes(t->type, n0);
-        const uint8_t *s = (const uint8_t *)t->data + (size_t)src_row(c, r) * sb;
         uint8_t *d = (uint8_t *)dst + i * db;
+        if (t->src != NULL && t->type != c->dst) {
+            /* converted at load (K-quants, Q4_1, Q5_*): from the file's own blocks, rounded once (copied when
+             * they are what is asked for) */
+            size_t fb = gguf_qtype_row_bytes(t->src_type, n0);
+            const uint8_t *f = (const uint8_t *)t->src + (size_t)src_row(c, r) * fb;
+            if (t->src_type == (uint32_t)c->dst) {
+                memcpy(d, f, fb);
+            } else {
+                gguf_qtype_to_f32(t->src_type, f, c->tmp, n0);
+                gguf_row_from_f32(c->dst, c->tmp, d, n0);
+            }
+            continue;
+        }
+        const uint8_t *s = (const uint8_t *)t->data + (size_t)src_row(c, r) * sb;
         if (t->type == c->dst) {
             memcpy(d, s, sb);
         } else {
             llm_row_to_f32(t->type, s, c->tmp, n0);
-            llm_row_from_f32(c->dst, c->tmp, d, n0);
+            gguf_row_from_f32(c->dst, c->tmp, d, n0);
         }
     }
     return 0;
@@ -180,10 +195,10 @@ static void conv_free(conv_list *l)
     free(l->cv);
 }
 
-/* Quantised types need rows that are a multiple of 32; others fall back to f16. */
+/* Quantised types need rows that are a multiple of their block (Q4_K: 256, else Q8_0); others fall back to f16. */
 static llm_dtype mat_type(llm_dtype want, int64_t ne0)
 {
-    return llm_dtype_row_bytes(want, (uint64_t)ne0) != 0 ? want : LLM_F16;
+    return (llm_dtype)gguf_write_type((uint32_t)want, (uint64_t)ne0);
 }
 
 static void add_mat(gguf_writer *w, conv_list *l, const char *name, const llm_tensor *t, llm_dtype dt, int perm,

@@ -120,10 +120,11 @@ static size_t moe_carve(const llm_config *c, size_t n, float *base, float **out)
     if (c->n_expert == 0)
         return 0;
     size_t k = (size_t)c->n_expert_used, R = n * k, ff = (size_t)c->expert_ff, dim = (size_t)c->dim;
-    const size_t sizes[9] = { n * (size_t)c->n_expert, R, n, R * ff, R * dim, n * dim, R * 2 * ff,
-                              (R * dim + 1) / 2, (R * ff + 1) / 2 };
+    const size_t wide = dim > ff ? dim : ff; /* the int8 activations: bytes, then a float pair per 32 */
+    const size_t sizes[11] = { n * (size_t)c->n_expert, R, n, R * ff, R * dim, n * dim, R * 2 * ff,
+                               (R * dim + 1) / 2, (R * ff + 1) / 2, (R * wide + 3) / 4, R * wide / 32 * 2 };
     size_t off = 0;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 11; i++) {
         if (out != NULL)
             out[i] = base + off;
         off += MOE_ALIGN(sizes[i]);
@@ -250,8 +251,7 @@ static void alloc_dp4a(cu_state *st, int tune)
 {
     int q = 0;
     for (int l = 0; l < st->m->cfg.n_layers && !q; l++)
-        q = st->layers[l].down.type == LLM_Q8_0 || st->layers[l].down.type == LLM_Q4_0 ||
-            st->layers[l].wo.type == LLM_Q8_0 || st->layers[l].wo.type == LLM_Q4_0;
+        q = cu_type_q(st->layers[l].down.type) || cu_type_q(st->layers[l].wo.type);
     if (!st->mm.dp4a && !(tune && q))
         return;
     const llm_config *cf = &st->m->cfg;
@@ -460,6 +460,7 @@ static int cu_init(llm_backend *b, llm_err *err)
         b->tune_s = st->tune.seconds;
     }
     b->forward_device = cu_forward_device;
+    b->weight_bytes = st->weight_bytes;
     const char *ds = getenv("LLM_CUDA_SAMPLE"); /* 0: sampled requests' logits go to the host sampler */
     b->device_sampling = !(ds != NULL && strcmp(ds, "0") == 0);
     return 0;
@@ -515,7 +516,7 @@ int cuda_ensure_scratch(cu_state *st, int n)
     }
     if (c->n_expert > 0) {
         size_t k = (size_t)c->n_expert_used;
-        float *b[9];
+        float *b[11];
         moe_carve(c, N, st->moe_f, b);
         st->moe_rl = b[0];
         st->moe_w = b[1];
@@ -526,6 +527,8 @@ int cuda_ensure_scratch(cu_state *st, int n)
         st->moe_gu = b[6];
         st->moe_x16 = b[7];
         st->moe_h16 = b[8];
+        st->moe_q.xq = (int8_t *)b[9];
+        st->moe_q.xds = b[10];
         st->moe_ids = st->moe_i;
         st->moe_pos = st->moe_ids + N * k;
         st->moe_tok = st->moe_pos + N * k;
@@ -787,11 +790,13 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
         if (stage_check(st, "experts (tensor cores)", l, err))
             return -1;
     } else {
-        cuda_moe_gate_up(L->exp0, L->experts, E, n * k, st->moe_off, st->moe_tok, st->xn, c->dim, st->moe_h, gelu,
+        /* quantised experts on int8 activations when the dense GEMVs are (dp4a: the tuning's or the env's) */
+        const cu_moe_i8 *q = st->mm.dp4a && cuda_moe_i8_ok(L->exp0) ? &st->moe_q : NULL;
+        cuda_moe_gate_up(L->exp0, L->experts, E, n, k, st->moe_off, st->moe_tok, st->xn, c->dim, q, st->moe_h, gelu,
                          s);
         if (stage_check(st, "experts gate/up", l, err))
             return -1;
-        cuda_moe_down(L->exp0, L->experts, E, n * k, st->moe_off, st->moe_h, st->moe_o, s);
+        cuda_moe_down(L->exp0, L->experts, E, n * k, st->moe_off, st->moe_h, q, st->moe_o, s);
         if (stage_check(st, "experts down", l, err))
             return -1;
     }

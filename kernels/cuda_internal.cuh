@@ -129,11 +129,19 @@ static inline void llm_err_set(llm_err *err, const char *fmt, ...)
     va_end(ap);
 }
 
+/* A device-only weight type (GGUF's id for Q4_K, the file type it comes from): 4-bit quants in Q4_0's order
+ * [rows][cols/2] and a pair of fp16 (d, m) per 32-block, w = d * q - m: a Q4_K sub-block with its 6-bit scale
+ * and min folded into fp16 values, as the CPU backend's Q4_M packing does (5 bits a weight, not Q8_0's 8.5). */
+#define CU_Q4_M 12
+/* Block-quantised types (fp16 scales beside the quants) and their scales per 32-block. */
+static inline __host__ __device__ int cu_type_q(int t) { return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M; }
+static inline __host__ __device__ int cu_type_nsc(int t) { return t == CU_Q4_M ? 2 : 1; }
+
 typedef struct {
-    int            type;     /* llm_dtype */
+    int            type;     /* llm_dtype, or CU_Q4_M */
     int            rows, cols;
     const void    *w;        /* see the layout above */
-    const uint16_t *scales;  /* fp16 bits, Q8_0 / Q4_0 only */
+    const uint16_t *scales;  /* fp16 bits, block types only: [rows][cols/32][cu_type_nsc] */
     size_t         row_bytes;/* bytes of one row of w */
 } cu_mat;
 
@@ -277,6 +285,13 @@ void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, in
 void cuda_rmsnorm_add(const float *y, const float *w, float *x, int n, int dim, float eps, cudaStream_t st);
 /* h = silu(gate) * up, or with gelu: gelu_tanh(gate) * up (GeGLU, llm_gelu_tanh). */
 void cuda_swiglu(const float *gu, int ld, float *h, int hidden, int n, int gelu, cudaStream_t st);
+/* GLU(gate, up) of n rows [gate | up] (row stride ld) into h [n][hidden] in f16 (f16) or bf16. */
+void cuda_glu16(const float *gu, int ld, void *h, int hidden, int n, int gelu, int f16, cudaStream_t st);
+/* Activations [n][ldx] floats to int8 [n][K] per 32-block as the CPU backend does: quants into xq, (d, d * sum q)
+ * float pairs into xds [n][K / 32]. */
+void cuda_quant_act(const float *x, int ldx, int K, int n, int8_t *xq, void *xds, cudaStream_t st);
+/* Rows of x (row stride ldx; row t is x[rows[t]] where rows is given) to [n][K] bf16 (bf16) or f16. */
+void cuda_to_half(const float *x, int ldx, const int32_t *rows, void *out, int K, int n, int bf16, cudaStream_t st);
 /* x[i] = cap * tanh(x[i] / cap) for n rows of `cols` floats, ld apart (Gemma 2's final logit soft cap). */
 void cuda_softcap(float *x, int ld, int cols, int n, float cap, cudaStream_t st);
 /* KV cache element type: 0 = f32, 1 = f16. */
@@ -321,19 +336,23 @@ void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const f
  * sort: the n*k choices grouped by expert (offsets off[0 .. E]), tokens in order within one: row p of the
  *   groups holds token tok[p], choice i went to row pos[i]; then off[E + 1] = how many experts were chosen and
  *   off[E + 2 ...] their ids (off holds 2 E + 2).
- * gate_up, down: `rows` = n*k.
  * gate_up: h[p] = GLU(gate_e . xn[tok[p]], up_e . xn[tok[p]]) for every row p of every expert e ([n*k][ff]).
- * down: o[p] = down_e . h[p] ([n*k][dim]).
+ * down: o[p] = down_e . h[p] ([n*k][dim]), `rows` = n*k.
+ * With q (where cuda_moe_i8_ok(host)): on int8 activations (dp4a), which gate_up / down first quantise into
+ *   q's buffers (xq: [n*k][max(dim, ff)] bytes; xds: a (d, d * sum q) float pair per 32 of those).
  * combine: x[t] += sum_j wts[t][j] o[pos[t*k + j]] (+ sg[t] sh[t] with a shared expert, sh [n][dim]).
  * `host` is the layer's exp0, `mats` its experts on the device. */
 void cuda_moe_route(const float *logits, int n, int E, int k, int norm_topk, const float *xn, int dim,
                     const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st);
 void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,
                    cudaStream_t st);
-void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off,
-                      const int32_t *tok, const float *xn, int dim, float *h, int gelu, cudaStream_t st);
+typedef struct { int8_t *xq; void *xds; } cu_moe_i8;
+int  cuda_moe_i8_ok(const cu_mat *host);
+void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int n, int k, const int32_t *off,
+                      const int32_t *tok, const float *xn, int dim, const cu_moe_i8 *q, float *h, int gelu,
+                      cudaStream_t st);
 void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off, const float *h,
-                   float *o, cudaStream_t st);
+                   const cu_moe_i8 *q, float *o, cudaStream_t st);
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
                       const float *sh, const float *sg, cudaStream_t st);
 /* gate_up + down on the tensor cores (cuda_tcgemm_grouped) for `rows` (= n*k) rows: xn gathered into x16
@@ -467,6 +486,8 @@ typedef struct {
      * expert on average, n * k >= 8 E; 0: never) */
     float  *moe_gu;
     void   *moe_x16, *moe_h16;
+    /* the int8 copies of the experts' activations when dp4a is on (cu_moe_i8; carved from moe_f) */
+    cu_moe_i8 moe_q;
     int     moe_tc;
     float  *ws; size_t ws_floats;
     int32_t *dint; size_t dint_cap;  /* per-step ints on the device */

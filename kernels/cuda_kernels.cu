@@ -350,52 +350,23 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
 #pragma unroll
     for (int t = 0; t < NT; t++)
         acc[0][t] = acc[1][t] = 0.0f;
-    const uint16_t *sa_sc = W.scales + (size_t)ra * nb, *sb_sc = W.scales + (size_t)rb * nb;
-    if (T == LLM_Q8_0) { /* a chunk is half a block: 16 int8 weights */
+    const uint16_t *sa_sc = W.scales + (size_t)ra * nb * cu_type_nsc(T), *sb_sc = W.scales + (size_t)rb * nb * cu_type_nsc(T);
+    constexpr int PB = qchunk<T>::PER_BLOCK, X = qchunk<T>::X;
 #pragma unroll 2
-        for (int c = lane; c < 2 * nb; c += 32) {
-            uint4 wa = __ldg((const uint4 *)(wa_row + (size_t)c * 16));
-            uint4 wb = __ldg((const uint4 *)(wb_row + (size_t)c * 16));
-            float da = f16_f(sa_sc[c / 2]), db = f16_f(sb_sc[c / 2]);
+    for (int c = lane; c < PB * nb; c += 32) {
+        uint4 wa = __ldg((const uint4 *)(wa_row + (size_t)c * 16));
+        uint4 wb = __ldg((const uint4 *)(wb_row + (size_t)c * 16));
+        const float2 da = qscale<T>(sa_sc, c / PB), db = qscale<T>(sb_sc, c / PB);
 #pragma unroll
-            for (int t = 0; t < NT; t++) {
-                uint4 xv = *(const uint4 *)(xq + (size_t)t * K + (size_t)c * 16);
-                int ia = __dp4a((int)wa.x, (int)xv.x, 0), ib = __dp4a((int)wb.x, (int)xv.x, 0);
-                ia = __dp4a((int)wa.y, (int)xv.y, ia);
-                ib = __dp4a((int)wb.y, (int)xv.y, ib);
-                ia = __dp4a((int)wa.z, (int)xv.z, ia);
-                ib = __dp4a((int)wb.z, (int)xv.z, ib);
-                ia = __dp4a((int)wa.w, (int)xv.w, ia);
-                ib = __dp4a((int)wb.w, (int)xv.w, ib);
-                float dx = xds[(size_t)t * nb + c / 2].x;
-                acc[0][t] += da * dx * (float)ia;
-                acc[1][t] += db * dx * (float)ib;
-            }
-        }
-    } else { /* Q4_0, a chunk is a block: byte j holds element j (low nibble) and j + 16 (high) */
-#pragma unroll 2
-        for (int c = lane; c < nb; c += 32) {
-            uint4 wa = __ldg((const uint4 *)(wa_row + (size_t)c * 16));
-            uint4 wb = __ldg((const uint4 *)(wb_row + (size_t)c * 16));
-            float da = f16_f(sa_sc[c]), db = f16_f(sb_sc[c]);
-            const unsigned qa[4] = { wa.x, wa.y, wa.z, wa.w }, qb[4] = { wb.x, wb.y, wb.z, wb.w };
+        for (int t = 0; t < NT; t++) {
+            const uint4 *xp = (const uint4 *)(xq + (size_t)t * K + (size_t)c * 16 * X); /* shared memory */
+            uint4 xv[X];
 #pragma unroll
-            for (int t = 0; t < NT; t++) {
-                const uint4 *xp = (const uint4 *)(xq + (size_t)t * K + (size_t)c * LLM_QK);
-                uint4 xa = xp[0], xb = xp[1];
-                const unsigned lo[4] = { xa.x, xa.y, xa.z, xa.w }, hi[4] = { xb.x, xb.y, xb.z, xb.w };
-                int ia = 0, ib = 0;
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    ia = __dp4a((int)(qa[i] & 0x0f0f0f0fu), (int)lo[i], ia);
-                    ia = __dp4a((int)((qa[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], ia);
-                    ib = __dp4a((int)(qb[i] & 0x0f0f0f0fu), (int)lo[i], ib);
-                    ib = __dp4a((int)((qb[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], ib);
-                }
-                float2 ds = xds[(size_t)t * nb + c];
-                acc[0][t] += da * (ds.x * (float)ia - 8.0f * ds.y);
-                acc[1][t] += db * (ds.x * (float)ib - 8.0f * ds.y);
-            }
+            for (int i = 0; i < X; i++)
+                xv[i] = xp[i];
+            const float2 ds = xds[(size_t)t * nb + c / PB];
+            acc[0][t] += qchunk<T>::scale(da, ds, qchunk<T>::dotv(wa, xv));
+            acc[1][t] += qchunk<T>::scale(db, ds, qchunk<T>::dotv(wb, xv));
         }
     }
 #pragma unroll
@@ -412,7 +383,7 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
 static int fused_i8_ok(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
     int nt = n < CU_GEMV_MAX_TOKENS ? n : CU_GEMV_MAX_TOKENS;
-    return c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && W->cols % LLM_QK == 0 &&
+    return c->dp4a && cu_type_q(W->type) && W->cols % LLM_QK == 0 &&
            W->rows % 2 == 0 && fi8_smem(nt, W->cols) <= 48 * 1024;
 }
 
@@ -420,22 +391,24 @@ int cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx)
 {
     if (!cuda_mm_use_gemv(c, W, n) || c->shape_r > 0 || !cuda_gemv_ok(W, ldx) || W->rows % 2 != 0)
         return 0;
-    if (c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0))
+    if (c->dp4a && cu_type_q(W->type))
         return fused_i8_ok(c, W, n);
-    int e = W->type == LLM_F32 ? 4 : W->type == LLM_Q8_0 ? 16 : W->type == LLM_Q4_0 ? 32 : 8;
-    return (W->type == LLM_F32 || W->type == LLM_F16 || W->type == LLM_BF16 || W->type == LLM_Q8_0 ||
-            W->type == LLM_Q4_0) && W->cols % e == 0;
+    int e = W->type == LLM_F32 ? 4 : W->type == LLM_Q8_0 ? 16 : W->type == LLM_Q4_0 || W->type == CU_Q4_M ? 32 : 8;
+    return (W->type == LLM_F32 || W->type == LLM_F16 || W->type == LLM_BF16 || cu_type_q(W->type)) &&
+           W->cols % e == 0;
 }
 
 template <int EPI, int NT>
 static void gemv_fused_nt(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, const cu_gemv_fuse *f)
 {
     cudaStream_t st = c->stream;
-    if (c->dp4a && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0)) { /* cuda_gemv_fused_ok: fused_i8_ok */
+    if (c->dp4a && cu_type_q(W->type)) { /* cuda_gemv_fused_ok: fused_i8_ok */
         dim3 grid((unsigned)((W->rows / 2 + FI8_WARPS - 1) / FI8_WARPS)), block(FI8_WARPS * 32);
         size_t sm = fi8_smem(NT, W->cols);
         if (W->type == LLM_Q8_0)
             CU_LAUNCH((gemv_fused_i8_kernel<LLM_Q8_0, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
+        else if (W->type == CU_Q4_M)
+            CU_LAUNCH((gemv_fused_i8_kernel<CU_Q4_M, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
         else
             CU_LAUNCH((gemv_fused_i8_kernel<LLM_Q4_0, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
         return;
@@ -446,6 +419,7 @@ static void gemv_fused_nt(const cu_mm_ctx *c, const cu_mat *W, const float *x, i
     case LLM_F16:  CU_LAUNCH((gemv_fused_kernel<LLM_F16, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
     case LLM_BF16: CU_LAUNCH((gemv_fused_kernel<LLM_BF16, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
     case LLM_Q8_0: CU_LAUNCH((gemv_fused_kernel<LLM_Q8_0, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
+    case CU_Q4_M:  CU_LAUNCH((gemv_fused_kernel<CU_Q4_M, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
     default:       CU_LAUNCH((gemv_fused_kernel<LLM_Q4_0, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
     }
 }
@@ -640,6 +614,7 @@ static void gemv_launch(const cu_mat *W, const float *x, int ldx, float *y, int 
         case LLM_BF16: k = gemv_vec_kernel<LLM_BF16, NT>; break;
         case LLM_Q8_0: k = gemv_vec_kernel<LLM_Q8_0, NT>; break;
         case LLM_Q4_0: k = gemv_vec_kernel<LLM_Q4_0, NT>; break;
+        case CU_Q4_M:  k = gemv_vec_kernel<CU_Q4_M, NT>; break;
         default: break;
         }
     }
@@ -686,47 +661,19 @@ gemv_dp4a_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__restri
         return;
     const int K = W.cols, nb = K / LLM_QK;
     const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
-    const uint16_t *sc = W.scales + (size_t)r * nb;
+    const uint16_t *sc = W.scales + (size_t)r * nb * cu_type_nsc(T);
     float acc[NT];
 #pragma unroll
     for (int t = 0; t < NT; t++)
         acc[t] = 0.0f;
-    if (T == LLM_Q8_0) { /* a chunk is half a block: 16 int8 weights */
+    constexpr int PB = qchunk<T>::PER_BLOCK;
 #pragma unroll 4
-        for (int c = lane; c < 2 * nb; c += 32) {
-            uint4 w = __ldg((const uint4 *)(row + (size_t)c * 16));
-            float dw = f16_f(sc[c / 2]);
+    for (int c = lane; c < PB * nb; c += 32) {
+        uint4 w = __ldg((const uint4 *)(row + (size_t)c * 16));
+        const float2 dw = qscale<T>(sc, c / PB);
 #pragma unroll
-            for (int t = 0; t < NT; t++) {
-                uint4 xv = __ldg((const uint4 *)(xq + (size_t)t * K + (size_t)c * 16));
-                int si = __dp4a((int)w.x, (int)xv.x, 0);
-                si = __dp4a((int)w.y, (int)xv.y, si);
-                si = __dp4a((int)w.z, (int)xv.z, si);
-                si = __dp4a((int)w.w, (int)xv.w, si);
-                acc[t] += dw * xds[(size_t)t * nb + c / 2].x * (float)si;
-            }
-        }
-    } else { /* Q4_0, a chunk is a block: byte j holds element j (low nibble) and j + 16 (high) */
-#pragma unroll 4
-        for (int c = lane; c < nb; c += 32) {
-            uint4 w = __ldg((const uint4 *)(row + (size_t)c * 16));
-            float dw = f16_f(sc[c]);
-            const unsigned wv[4] = { w.x, w.y, w.z, w.w };
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                const uint4 *xp = (const uint4 *)(xq + (size_t)t * K + (size_t)c * LLM_QK);
-                uint4 xa = __ldg(xp), xb = __ldg(xp + 1);
-                const unsigned lo[4] = { xa.x, xa.y, xa.z, xa.w }, hi[4] = { xb.x, xb.y, xb.z, xb.w };
-                int si = 0;
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    si = __dp4a((int)(wv[i] & 0x0f0f0f0fu), (int)lo[i], si);
-                    si = __dp4a((int)((wv[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], si);
-                }
-                float2 ds = xds[(size_t)t * nb + c];
-                acc[t] += dw * (ds.x * (float)si - 8.0f * ds.y);
-            }
-        }
+        for (int t = 0; t < NT; t++)
+            acc[t] += qchunk<T>::scale(dw, xds[(size_t)t * nb + c / PB], qdot<T>(w, xq + (size_t)t * K, c));
     }
     gemv_store<NT>(acc, y, ldy, r, accumulate, lane);
 }
@@ -738,6 +685,8 @@ static void gemv_dp4a_launch(const cu_mm_ctx *c, const cu_mat *W, float *y, int 
     const float2 *xds = (const float2 *)c->xds;
     if (W->type == LLM_Q8_0)
         CU_LAUNCH((gemv_dp4a_kernel<LLM_Q8_0, NT>), grid, block, 0, c->stream, *W, c->xq, xds, y, ldy, acc);
+    else if (W->type == CU_Q4_M)
+        CU_LAUNCH((gemv_dp4a_kernel<CU_Q4_M, NT>), grid, block, 0, c->stream, *W, c->xq, xds, y, ldy, acc);
     else
         CU_LAUNCH((gemv_dp4a_kernel<LLM_Q4_0, NT>), grid, block, 0, c->stream, *W, c->xq, xds, y, ldy, acc);
 }
@@ -753,57 +702,39 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
     int lane = threadIdx.x & 31, r0 = (blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) * R;
     if (r0 >= W.rows)
         return;
-    const int nb = W.cols / LLM_QK, nch = T == LLM_Q8_0 ? 2 * nb : nb;
+    const int nb = W.cols / LLM_QK, nch = qchunk<T>::PER_BLOCK * nb;
     float acc[R];
 #pragma unroll
     for (int j = 0; j < R; j++)
         acc[j] = 0.0f;
     for (int c0 = lane; c0 < nch; c0 += 32 * U) {
         uint4 wv[R][U];
-        float dw[R][U];
+        float2 dw[R][U];
 #pragma unroll
         for (int j = 0; j < R; j++)
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 int c = c0 + 32 * u, r = shape_row(W, r0 + j);
                 const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
-                int blk = T == LLM_Q8_0 ? c / 2 : c;
+                int blk = c / qchunk<T>::PER_BLOCK;
                 wv[j][u] = c < nch ? __ldg((const uint4 *)(row + (size_t)c * 16)) : make_uint4(0u, 0u, 0u, 0u);
-                dw[j][u] = c < nch ? f16_f(W.scales[(size_t)r * nb + blk]) : 0.0f;
+                dw[j][u] = c < nch ? qscale<T>(W.scales + (size_t)r * nb * cu_type_nsc(T), blk) : make_float2(0.0f, 0.0f);
             }
 #pragma unroll
         for (int u = 0; u < U; u++) {
             int c = c0 + 32 * u;
             if (c >= nch)
                 break;
-            if (T == LLM_Q8_0) {
-                uint4 xv = __ldg((const uint4 *)(xq + (size_t)c * 16));
-                float dx = xds[c / 2].x;
+            constexpr int X = qchunk<T>::X;
+            const uint4 *xp = (const uint4 *)(xq + (size_t)c * 16 * X);
+            uint4 xv[X];
 #pragma unroll
-                for (int j = 0; j < R; j++) {
-                    int si = __dp4a((int)wv[j][u].x, (int)xv.x, 0);
-                    si = __dp4a((int)wv[j][u].y, (int)xv.y, si);
-                    si = __dp4a((int)wv[j][u].z, (int)xv.z, si);
-                    si = __dp4a((int)wv[j][u].w, (int)xv.w, si);
-                    acc[j] += dw[j][u] * dx * (float)si;
-                }
-            } else {
-                const uint4 *xp = (const uint4 *)(xq + (size_t)c * LLM_QK);
-                uint4 xa = __ldg(xp), xb = __ldg(xp + 1);
-                float2 ds = xds[c];
-                const unsigned lo[4] = { xa.x, xa.y, xa.z, xa.w }, hi[4] = { xb.x, xb.y, xb.z, xb.w };
+            for (int i = 0; i < X; i++)
+                xv[i] = __ldg(xp + i);
+            const float2 ds = xds[c / qchunk<T>::PER_BLOCK];
 #pragma unroll
-                for (int j = 0; j < R; j++) {
-                    const unsigned wq[4] = { wv[j][u].x, wv[j][u].y, wv[j][u].z, wv[j][u].w };
-                    int si = 0;
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        si = __dp4a((int)(wq[i] & 0x0f0f0f0fu), (int)lo[i], si);
-                        si = __dp4a((int)((wq[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], si);
-                    }
-                    acc[j] += dw[j][u] * (ds.x * (float)si - 8.0f * ds.y);
-                }
-            }
+            for (int j = 0; j < R; j++)
+                acc[j] += qchunk<T>::scale(dw[j][u], ds, qchunk<T>::dotv(wv[j][u], xv));
         }
     }
     shape_store<R>(acc, y, r0, W.rows, accumulate, lane);
@@ -813,6 +744,8 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
 static int gemv_dp4a_shape(const cu_mm_ctx *c, const cu_mat *W, float *y, int acc)
 {
     int r = c->shape_r, u = c->shape_u, q8 = W->type == LLM_Q8_0;
+    if (W->type == CU_Q4_M)
+        return 0; /* the shapes are for Q8_0 / Q4_0: the default kernel takes it */
     dim3 block(GEMV_WARPS * 32);
     const float2 *xds = (const float2 *)c->xds;
 #define DSHAPE(R_, U_)                                                                                          \
@@ -834,8 +767,14 @@ static int gemv_dp4a_shape(const cu_mm_ctx *c, const cu_mat *W, float *y, int ac
 /* 1 when W goes through the int8 GEMV (dp4a on, a block type, rows and buffers that fit). */
 static int dp4a_ok(const cu_mm_ctx *c, const cu_mat *W, int ldx)
 {
-    return c->dp4a && c->xq != NULL && (W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && W->cols % LLM_QK == 0 &&
-           W->cols <= c->xq_k && cuda_gemv_ok(W, ldx);
+    return c->dp4a && c->xq != NULL && cu_type_q(W->type) && W->cols % LLM_QK == 0 && W->cols <= c->xq_k &&
+           cuda_gemv_ok(W, ldx);
+}
+
+void cuda_quant_act(const float *x, int ldx, int K, int n, int8_t *xq, void *xds, cudaStream_t st)
+{
+    size_t warps = (size_t)n * (size_t)(K / LLM_QK);
+    CU_LAUNCH(quant_act_kernel, (unsigned)((warps + 7) / 8), 256, 0, st, x, ldx, K, n, xq, (float2 *)xds);
 }
 
 static void gemv_dp4a(const cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y, int ldy, int n,
@@ -843,9 +782,7 @@ static void gemv_dp4a(const cu_mm_ctx *c, const cu_mat *W, const float *x, int l
 {
     for (int t0 = 0; t0 < n; t0 += CU_GEMV_MAX_TOKENS) {
         int nt = n - t0 < CU_GEMV_MAX_TOKENS ? n - t0 : CU_GEMV_MAX_TOKENS;
-        int warps = nt * (W->cols / LLM_QK);
-        CU_LAUNCH(quant_act_kernel, (unsigned)((warps + 7) / 8), 256, 0, c->stream, x + (size_t)t0 * ldx, ldx,
-                  W->cols, nt, c->xq, (float2 *)c->xds);
+        cuda_quant_act(x + (size_t)t0 * ldx, ldx, W->cols, nt, c->xq, c->xds, c->stream);
         float *ys = y + (size_t)t0 * ldy;
         if (nt == 1 && c->shape_r > 0 && gemv_dp4a_shape(c, W, ys, accumulate))
             continue;
@@ -854,11 +791,12 @@ static void gemv_dp4a(const cu_mm_ctx *c, const cu_mat *W, const float *x, int l
 }
 
 /* ---- cuBLAS path ---- */
-/* Activations [n][ldx] floats to [n][K] bf16/f16: a row of blocks per token (no division per element). */
-__global__ void to_half_kernel(const float *x, int ldx, void *out, int K, int bf16)
+/* Activations [n][ldx] floats to [n][K] bf16/f16: a row of blocks per token (no division per element). Row t
+ * of the output is x's row rows[t] where rows is given (the experts' gathered tokens, cuda_moe.cu), else t. */
+__global__ void to_half_kernel(const float *x, int ldx, const int32_t *rows, void *out, int K, int bf16)
 {
     CU_PDL_ENTRY();
-    const float *xr = x + (size_t)blockIdx.y * ldx;
+    const float *xr = x + (size_t)(rows != NULL ? rows[blockIdx.y] : (int32_t)blockIdx.y) * ldx;
     size_t o = (size_t)blockIdx.y * K;
     for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < K; k += gridDim.x * blockDim.x) {
         if (bf16)
@@ -868,13 +806,17 @@ __global__ void to_half_kernel(const float *x, int ldx, void *out, int K, int bf
     }
 }
 
-static void to_half(const float *x, int ldx, void *out, int K, int n, int bf16, cudaStream_t st)
+void cuda_to_half(const float *x, int ldx, const int32_t *rows, void *out, int K, int n, int bf16, cudaStream_t st)
 {
     int bx = (K + 255) / 256;
     for (int t0 = 0; t0 < n; t0 += 65535) { /* grid.y limit */
         int nt = n - t0 < 65535 ? n - t0 : 65535;
-        CU_LAUNCH(to_half_kernel, dim3((unsigned)(bx < 16 ? bx : 16), (unsigned)nt), 256, 0, st,
-                  x + (size_t)t0 * ldx, ldx, (char *)out + (size_t)t0 * K * 2, K, bf16);
+        if (rows != NULL)
+            CU_LAUNCH(to_half_kernel, dim3((unsigned)(bx < 16 ? bx : 16), (unsigned)nt), 256, 0, st, x, ldx,
+                      rows + t0, (char *)out + (size_t)t0 * K * 2, K, bf16);
+        else
+            CU_LAUNCH(to_half_kernel, dim3((unsigned)(bx < 16 ? bx : 16), (unsigned)nt), 256, 0, st,
+                      x + (size_t)t0 * ldx, ldx, (const int32_t *)NULL, (char *)out + (size_t)t0 * K * 2, K, bf16);
     }
 }
 
@@ -884,19 +826,30 @@ __global__ void dequant_bf16_kernel(cu_mat W, __nv_bfloat16 *out)
 {
     CU_PDL_ENTRY();
     const int per_row = (int)(W.row_bytes / 16), nb = W.cols / LLM_QK, q8 = W.type == LLM_Q8_0;
+    const int q4m = W.type == CU_Q4_M;
     const size_t total = (size_t)W.rows * (size_t)per_row;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
         int r = (int)(i / (size_t)per_row), c = (int)(i % (size_t)per_row);
         uint4 v = __ldg((const uint4 *)((const uint8_t *)W.w + (size_t)r * W.row_bytes) + c);
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
         int blk = q8 ? c / 2 : c;
-        float d = f16_f(W.scales[(size_t)r * nb + blk]);
+        float d, m = 0.0f;
+        if (q4m) {
+            const float2 dm = cu_q4m_dm(W.scales + ((size_t)r * nb + blk) * 2);
+            d = dm.x;
+            m = dm.y;
+        } else {
+            d = f16_f(W.scales[(size_t)r * nb + blk]);
+        }
         __nv_bfloat16 *o = out + (size_t)r * W.cols + (size_t)c * (q8 ? 16 : 32);
 #pragma unroll
         for (int e = 0; e < 16; e++) {
             uint32_t b = (u[e / 4] >> (8 * (e % 4))) & 0xffu;
             if (q8) {
                 o[e] = __float2bfloat16_rn(d * (float)(int8_t)b);
+            } else if (q4m) { /* as mat_elem */
+                o[e] = __float2bfloat16_rn(d * (float)(b & 15u) - m);
+                o[e + 16] = __float2bfloat16_rn(d * (float)(b >> 4) - m);
             } else {
                 o[e] = __float2bfloat16_rn(d * (float)((int)(b & 15u) - 8));
                 o[e + 16] = __float2bfloat16_rn(d * (float)((int)(b >> 4) - 8));
@@ -945,14 +898,14 @@ int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
     if (W->type == LLM_Q8_0)
         return n <= c->gemv_max_q8;
-    if (W->type == LLM_Q4_0)
+    if (W->type == LLM_Q4_0 || W->type == CU_Q4_M)
         return n <= c->gemv_max_q4;
     return n <= (W->type == LLM_F32 ? CU_GEMV_MAX_TOKENS : c->gemv_max);
 }
 
 int cuda_mm_use_tc(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
-    int q = W->type == LLM_Q8_0 || W->type == LLM_Q4_0;
+    int q = cu_type_q(W->type);
     return n <= (q ? c->tc_max_q : c->tc_max) && !cuda_mm_use_gemv(c, W, n) && cuda_tcgemm_ok(W);
 }
 
@@ -966,7 +919,7 @@ int cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n)
                grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)W->cols * 2, c->stream, &c->gen) != 0
                    ? -1 : 0;
     size_t R = (size_t)W->rows, K = (size_t)W->cols;
-    if ((W->type == LLM_Q8_0 || W->type == LLM_Q4_0) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
+    if (cu_type_q(W->type) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
         return -1;
     return grow(&c->act16, &c->act16_bytes, (size_t)n * K * 2, c->stream, &c->gen);
 }
@@ -997,7 +950,7 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
             return -1;
         }
         if (x != NULL)
-            to_half(x, ldx, c->act16, K, n, W->type != LLM_F16, c->stream);
+            cuda_to_half(x, ldx, NULL, c->act16, K, n, W->type != LLM_F16, c->stream);
         cuda_tcgemm(W, c->act16, n, y, ldy, accumulate, c->tc_part, c->sms, c->stream);
         return 0;
     }
@@ -1012,7 +965,7 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
         int bf16 = W->type != LLM_F16;
         cudaDataType_t ht = bf16 ? CUDA_R_16BF : CUDA_R_16F;
         const void *A = W->w;
-        if (W->type == LLM_Q8_0 || W->type == LLM_Q4_0) {
+        if (cu_type_q(W->type)) {
             if (grow(&c->deq, &c->deq_bytes, (size_t)R * (size_t)K * 2, c->stream, &c->gen) != 0) {
                 snprintf(msg, msg_len, "cuda backend: out of device memory for a %dx%d dequantised matrix", R, K);
                 return -1;
@@ -1027,7 +980,7 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
             return -1;
         }
         if (x != NULL)
-            to_half(x, ldx, c->act16, K, n, bf16, c->stream);
+            cuda_to_half(x, ldx, NULL, c->act16, K, n, bf16, c->stream);
         s = cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, R, n, K, &one, A, ht, K, c->act16, ht, K, beta, y,
                          CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
@@ -1238,18 +1191,22 @@ int cuda_rmsnorm_act16(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, c
     return 0;
 }
 
+void cuda_glu16(const float *gu, int ld, void *h, int hidden, int n, int gelu, int f16, cudaStream_t st)
+{
+    unsigned g = grid_for((size_t)n * hidden);
+    if (f16)
+        CU_LAUNCH(swiglu_kernel<__half>, g, 256, 0, st, gu, ld, (__half *)h, hidden, n, gelu);
+    else
+        CU_LAUNCH(swiglu_kernel<__nv_bfloat16>, g, 256, 0, st, gu, ld, (__nv_bfloat16 *)h, hidden, n, gelu);
+}
+
 int cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, int n, int gelu)
 {
     if (cuda_matmul_reserve(c, W, n) != 0 || c->act16 == NULL) {
         c->nomem = 1;
         return -1;
     }
-    unsigned g = grid_for((size_t)n * W->cols);
-    if (W->type == LLM_F16)
-        CU_LAUNCH(swiglu_kernel<__half>, g, 256, 0, c->stream, gu, ld, (__half *)c->act16, W->cols, n, gelu);
-    else
-        CU_LAUNCH(swiglu_kernel<__nv_bfloat16>, g, 256, 0, c->stream, gu, ld, (__nv_bfloat16 *)c->act16, W->cols, n,
-                  gelu);
+    cuda_glu16(gu, ld, c->act16, W->cols, n, gelu, W->type == LLM_F16, c->stream);
     return 0;
 }
 

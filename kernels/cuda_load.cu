@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cuda_internal.cuh"
+#include "gguf_quants.h"
 
 #define STAGE_BYTES ((size_t)64 << 20)
 
@@ -18,6 +19,7 @@ typedef struct {
     cudaEvent_t  ev[2];
     int          used[2], cur;
     size_t       bytes;
+    int          n_q4m;     /* matrices uploaded as CU_Q4_M */
 } uploader;
 
 static int fail(llm_err *err, const char *what, cudaError_t e)
@@ -111,7 +113,8 @@ static size_t dev_row_bytes(int type, int cols)
     case LLM_F16:
     case LLM_BF16: return (size_t)cols * 2;
     case LLM_Q8_0: return (size_t)cols;
-    case LLM_Q4_0: return (size_t)cols / 2;
+    case LLM_Q4_0:
+    case CU_Q4_M:  return (size_t)cols / 2;
     default:       return 0;
     }
 }
@@ -126,26 +129,76 @@ static int mat_alloc(cu_state *st, cu_mat *M, int type, int rows, int cols, llm_
     M->scales = NULL;
     if ((M->w = dev_alloc(st, M->row_bytes * (size_t)rows, err)) == NULL)
         return -1;
-    if (type == LLM_Q8_0 || type == LLM_Q4_0) {
-        M->scales = (const uint16_t *)dev_alloc(st, (size_t)rows * (size_t)(cols / LLM_QK) * 2, err);
+    if (cu_type_q(type)) {
+        M->scales = (const uint16_t *)dev_alloc(st, (size_t)rows * (size_t)(cols / LLM_QK) * 2 * cu_type_nsc(type),
+                                                err);
         if (M->scales == NULL)
             return -1;
     }
     return 0;
 }
 
-/* Copy tensor src into rows [row0, row0 + src rows) of M. */
+/* The device type of matrix t: CU_Q4_M where the model kept a GGUF Q4_K tensor's own blocks (t->src: the
+ * layer matrices the loader converted to Q8_0, which the CPU backend packs natively instead), unless
+ * LLM_CUDA_Q4K=q8_0 asks for the Q8_0 copy; else its type. */
+static int dev_type(const llm_tensor *t)
+{
+    static int q8 = -1;
+    if (q8 < 0) {
+        const char *e = getenv("LLM_CUDA_Q4K");
+        q8 = e != NULL && strcmp(e, "q8_0") == 0;
+    }
+    return !q8 && t->src != NULL && t->src_type == GGML_Q4_K && t->ne[0] % LLM_QK_K == 0 ? CU_Q4_M : (int)t->type;
+}
+
+/* nr rows of Q4_K super-blocks (cols elements a row) to CU_Q4_M: quants [nr][cols/2] into qs, (d, m) fp16
+ * pairs [nr][cols/32][2] into sc; a sub-block's 6-bit scale and min times the super-block's d / dmin, rounded
+ * to fp16 once (engine/cpu/repack.c's Q4_M does the same). */
+#define Q4K_BYTES 144 /* a Q4_K super-block: fp16 d and dmin, 12 bytes of 6-bit scales and mins, 128 of nibbles */
+static void q4k_to_q4m(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc)
+{
+    const size_t sbb = Q4K_BYTES, srow = sbb * (size_t)(cols / LLM_QK_K);
+    const int nb = cols / LLM_QK;
+    for (int i = 0; i < nr; i++)
+        for (int b = 0; b < nb; b++) {
+            float scale, min;
+            uint8_t q[LLM_QK];
+            gguf_q4_K_sub(s + (size_t)i * srow + (size_t)(b / 8) * sbb, b % 8, &scale, &min, q);
+            sc[((size_t)i * nb + b) * 2] = llm_f32_to_fp16(scale);
+            sc[((size_t)i * nb + b) * 2 + 1] = llm_f32_to_fp16(min);
+            uint8_t *o = qs + (size_t)i * (size_t)(cols / 2) + (size_t)b * 16;
+            for (int j = 0; j < 16; j++)
+                o[j] = (uint8_t)(q[j] | q[j + 16] << 4);
+        }
+}
+
+/* Copy tensor src into rows [row0, row0 + src rows) of M (from its file blocks for CU_Q4_M). */
 static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor *src, llm_err *err)
 {
     int rows = (int)src->ne[1], cols = M->cols, type = M->type;
     size_t drow = M->row_bytes;
-    const uint8_t *s = (const uint8_t *)src->data;
-    if (drow == 0 || drow + (size_t)(cols / LLM_QK) * 2 > STAGE_BYTES) {
+    const uint8_t *s = (const uint8_t *)(type == CU_Q4_M ? src->src : src->data);
+    if (drow == 0 || drow + (size_t)(cols / LLM_QK) * 4 > STAGE_BYTES) {
         llm_err_set(err, "cuda backend: a row of %d elements does not fit the %zu MiB staging buffer", cols,
                     STAGE_BYTES >> 20);
         return -1;
     }
-    if (type != LLM_Q8_0 && type != LLM_Q4_0) {
+    if (type == CU_Q4_M) {
+        const int nb = cols / LLM_QK;
+        int per = (int)(STAGE_BYTES / (drow + (size_t)nb * 4));
+        for (int r = 0; r < rows; r += per) {
+            int nr = rows - r < per ? rows - r : per;
+            uint8_t *pin = up_next(u);
+            q4k_to_q4m(s + (size_t)r * Q4K_BYTES * (size_t)(cols / LLM_QK_K), nr, cols, pin,
+                       (uint16_t *)(pin + (size_t)nr * drow));
+            if (up_send(u, (uint8_t *)M->w + (size_t)(row0 + r) * drow, (size_t)nr * drow,
+                        (uint8_t *)M->scales + (size_t)(row0 + r) * nb * 4, (size_t)nr * drow, (size_t)nr * nb * 4,
+                        err))
+                return -1;
+        }
+        return 0;
+    }
+    if (!cu_type_q(type)) {
         int per = (int)(STAGE_BYTES / drow);
         for (int r = 0; r < rows; r += per) {
             int nr = rows - r < per ? rows - r : per;
@@ -183,8 +236,9 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
 
 static int upload_mat(cu_state *st, uploader *u, cu_mat *M, const llm_tensor *t, llm_err *err)
 {
-    if (mat_alloc(st, M, (int)t->type, (int)t->ne[1], (int)t->ne[0], err) != 0)
+    if (mat_alloc(st, M, dev_type(t), (int)t->ne[1], (int)t->ne[0], err) != 0)
         return -1;
+    u->n_q4m += M->type == CU_Q4_M;
     return upload_rows(u, M, 0, t, err);
 }
 
@@ -193,7 +247,7 @@ static int upload_set(cu_state *st, uploader *u, cu_matset *S, const llm_tensor 
 {
     int same = 1, rows = 0;
     for (int i = 0; i < n; i++) {
-        same &= t[i]->type == t[0]->type;
+        same &= dev_type(t[i]) == dev_type(t[0]);
         rows += (int)t[i]->ne[1];
     }
     if (!same) {
@@ -204,8 +258,9 @@ static int upload_set(cu_state *st, uploader *u, cu_matset *S, const llm_tensor 
         return 0;
     }
     S->n = 1;
-    if (mat_alloc(st, &S->m[0], (int)t[0]->type, rows, (int)t[0]->ne[0], err) != 0)
+    if (mat_alloc(st, &S->m[0], dev_type(t[0]), rows, (int)t[0]->ne[0], err) != 0)
         return -1;
+    u->n_q4m += S->m[0].type == CU_Q4_M ? n : 0;
     for (int i = 0, r0 = 0; i < n; r0 += (int)t[i]->ne[1], i++)
         if (upload_rows(u, &S->m[0], r0, t[i], err) != 0)
             return -1;
@@ -347,6 +402,8 @@ int cuda_load_weights(cu_state *st, llm_err *err)
         double dt = now_sec() - t0;
         fprintf(stderr, "cuda: uploaded %.2f GB of weights in %.2f s (%.2f GB/s)\n", (double)u.bytes / 1e9, dt,
                 dt > 0 ? (double)u.bytes / 1e9 / dt : 0.0);
+        if (u.n_q4m > 0)
+            fprintf(stderr, "cuda: %d q4_K matrices from their own blocks, at 5 bits a weight (q4_m)\n", u.n_q4m);
     }
     rc = upload_rope(st, 0, err);
     /* Gemma 3's sliding-window layers rotate with their own base; elsewhere they share the tables above. */

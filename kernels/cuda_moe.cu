@@ -209,6 +209,70 @@ moe_mm_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, cons
     }
 }
 
+/* moe_mm_kernel on int8 activations (LLM_CUDA_GEMV_DP4A=1, Q8_0 / Q4_0 experts): the same grid, warps and
+ * passes; row a of the activations (a = tok[p], or p) is xq[a][0 .. K) with (d, d * sum q) per 32-block in
+ * xds[a], as cuda_quant_act writes it: the CPU backend's arithmetic, and 1 byte read per element, not 4. */
+template <int T, int GLU>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, const int32_t *tok,
+                 const int8_t *__restrict__ xq, const float2 *__restrict__ xds, float *y, int ldy, int gelu)
+{
+    CU_PDL_ENTRY();
+    if ((int)blockIdx.y >= off[n_exp + 1])
+        return; /* fewer experts chosen than the grid has rows for: the whole block */
+    const int e = off[n_exp + 2 + blockIdx.y], p0 = off[e], p1 = off[e + 1];
+    const cu_mat W = mats[3 * e + which];
+    int lane = threadIdx.x & 31, r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    if (r >= W.rows)
+        return; /* whole warp */
+    cu_mat U = W;
+    if (GLU)
+        U = mats[3 * e + which + 1];
+    constexpr int PB = qchunk<T>::PER_BLOCK;
+    const int K = W.cols, nb = K / LLM_QK;
+    const uint8_t *rw = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
+    const uint8_t *ru = (const uint8_t *)U.w + (size_t)r * U.row_bytes;
+    const uint16_t *sw = W.scales + (size_t)r * nb * cu_type_nsc(T), *su = U.scales + (size_t)r * nb * cu_type_nsc(T);
+    for (int p = p0; p < p1; p += MOE_NT) {
+        const int nt = p1 - p < MOE_NT ? p1 - p : MOE_NT;
+        const int8_t *xr[MOE_NT];
+        const float2 *dr[MOE_NT];
+#pragma unroll
+        for (int t = 0; t < MOE_NT; t++) {
+            int q = p + (t < nt ? t : nt - 1), a = tok != NULL ? tok[q] : q;
+            xr[t] = xq + (size_t)a * K;
+            dr[t] = xds + (size_t)a * nb;
+        }
+        float ag[MOE_NT], au[MOE_NT];
+#pragma unroll
+        for (int t = 0; t < MOE_NT; t++)
+            ag[t] = au[t] = 0.0f;
+        for (int c = lane; c < PB * nb; c += 32) {
+            uint4 wg = __ldg((const uint4 *)(rw + (size_t)c * 16)), wu = wg;
+            float2 dg = qscale<T>(sw, c / PB), du = dg;
+            if (GLU) {
+                wu = __ldg((const uint4 *)(ru + (size_t)c * 16));
+                du = qscale<T>(su, c / PB);
+            }
+#pragma unroll
+            for (int t = 0; t < MOE_NT; t++) {
+                if (t >= nt)
+                    break;
+                const float2 ds = dr[t][c / PB];
+                ag[t] += qchunk<T>::scale(dg, ds, qdot<T>(wg, xr[t], c));
+                if (GLU)
+                    au[t] += qchunk<T>::scale(du, ds, qdot<T>(wu, xr[t], c));
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < MOE_NT; t++) {
+            float g = warp_sum(ag[t]), u = GLU ? warp_sum(au[t]) : 0.0f;
+            if (lane == 0 && t < nt)
+                y[(size_t)(p + t) * ldy + r] = GLU ? cu_glu(g, u, gelu) : g;
+        }
+    }
+}
+
 /* x[t] += sum_j wts[t][j] * o[pos[t][j]], then + sg[t] * sh[t] with a shared expert: the CPU's order. */
 __global__ void __launch_bounds__(256)
 moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos, const float *wts, const float *sh,
@@ -226,31 +290,6 @@ moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos,
     }
 }
 
-template <typename HT> __device__ __forceinline__ HT moe_to16(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 moe_to16<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half moe_to16<__half>(float v) { return __float2half_rn(v); }
-
-/* For the tensor-core path: row p of x16 = x[tok[p]] in 16 bits (blockIdx.x = p). */
-template <typename HT>
-__global__ void __launch_bounds__(256) moe_gather16_kernel(const float *x, int dim, const int32_t *tok, HT *x16)
-{
-    CU_PDL_ENTRY();
-    const int p = blockIdx.x;
-    const float *src = x + (size_t)tok[p] * dim;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x)
-        x16[(size_t)p * dim + i] = moe_to16<HT>(src[i]);
-}
-
-/* h16[p] = GLU(gu[p][0 .. ff), gu[p][ff .. 2 ff)) in 16 bits (blockIdx.x = p). */
-template <typename HT>
-__global__ void __launch_bounds__(256) moe_glu16_kernel(const float *gu, int ff, int gelu, HT *h16)
-{
-    CU_PDL_ENTRY();
-    const int p = blockIdx.x;
-    for (int i = threadIdx.x; i < ff; i += blockDim.x)
-        h16[(size_t)p * ff + i] = moe_to16<HT>(cu_glu(gu[(size_t)p * 2 * ff + i], gu[(size_t)p * 2 * ff + ff + i], gelu));
-}
-
 int cuda_moe_tc_ok(const cu_mat *host)
 {
     return cuda_tcgemm_ok(&host[0]) && cuda_tcgemm_ok(&host[1]) && cuda_tcgemm_ok(&host[2]);
@@ -260,19 +299,13 @@ void cuda_moe_tc(const cu_mat *host, const cu_mat *mats, int E, const int32_t *o
                  const float *xn, int dim, void *x16, float *gu, void *h16, float *o, int gelu, cudaStream_t st)
 {
     const int ff = host[0].rows;
-    if (host[0].type == LLM_F16)
-        CU_LAUNCH(moe_gather16_kernel<__half>, (unsigned)rows, 256, 0, st, xn, dim, tok, (__half *)x16);
-    else
-        CU_LAUNCH(moe_gather16_kernel<__nv_bfloat16>, (unsigned)rows, 256, 0, st, xn, dim, tok,
-                  (__nv_bfloat16 *)x16);
+    /* x16 = the gathered tokens' normed rows, h16 = GLU(gate, up), both in the weights' 16-bit type */
+    cuda_to_half(xn, dim, tok, x16, dim, rows, host[0].type != LLM_F16, st);
     cu_tg_group G = { mats, 0, off, E };
     cuda_tcgemm_grouped(host, &G, x16, rows, gu, 2 * ff, st);
     G.which = 1;
     cuda_tcgemm_grouped(host, &G, x16, rows, gu + ff, 2 * ff, st);
-    if (host[2].type == LLM_F16)
-        CU_LAUNCH(moe_glu16_kernel<__half>, (unsigned)rows, 256, 0, st, gu, ff, gelu, (__half *)h16);
-    else
-        CU_LAUNCH(moe_glu16_kernel<__nv_bfloat16>, (unsigned)rows, 256, 0, st, gu, ff, gelu, (__nv_bfloat16 *)h16);
+    cuda_glu16(gu, 2 * ff, h16, ff, rows, gelu, host[2].type == LLM_F16, st);
     G.which = 2;
     cuda_tcgemm_grouped(host, &G, h16, rows, o, host[2].rows, st);
 }
@@ -293,32 +326,64 @@ void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_
 
 template <int GLU>
 static void mm_launch(const cu_mat *host, const cu_mat *mats, int which, int E, int rows, const int32_t *off,
-                      const int32_t *tok, const float *x, int ldx, float *y, int ldy, int gelu, cudaStream_t st)
+                      const int32_t *tok, const float *x, int ldx, const cu_moe_i8 *q, float *y, int ldy, int gelu,
+                      cudaStream_t st)
 {
     const cu_mat *W = &host[which];
     /* a row of blocks per chosen expert: at most E, at most one per (token, choice) row */
     dim3 grid((unsigned)((W->rows + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)(rows < E ? rows : E));
     dim3 block(GEMV_WARPS * 32);
+    if (q != NULL) {
+        const float2 *xds = (const float2 *)q->xds;
+        if (W->type == LLM_Q8_0)
+            CU_LAUNCH((moe_mm_i8_kernel<LLM_Q8_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, q->xq, xds,
+                      y, ldy, gelu);
+        else if (W->type == CU_Q4_M)
+            CU_LAUNCH((moe_mm_i8_kernel<CU_Q4_M, GLU>), grid, block, 0, st, mats, which, E, off, tok, q->xq, xds,
+                      y, ldy, gelu);
+        else
+            CU_LAUNCH((moe_mm_i8_kernel<LLM_Q4_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, q->xq, xds,
+                      y, ldy, gelu);
+        return;
+    }
     int vec = cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0 && (!GLU || cuda_gemv_ok(&host[which + 1], ldx));
     switch (W->type) {
     case LLM_F32:  CU_LAUNCH((moe_mm_kernel<LLM_F32, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     case LLM_F16:  CU_LAUNCH((moe_mm_kernel<LLM_F16, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     case LLM_BF16: CU_LAUNCH((moe_mm_kernel<LLM_BF16, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     case LLM_Q8_0: CU_LAUNCH((moe_mm_kernel<LLM_Q8_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    case CU_Q4_M:  CU_LAUNCH((moe_mm_kernel<CU_Q4_M, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     default:       CU_LAUNCH((moe_mm_kernel<LLM_Q4_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     }
 }
 
-void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off,
-                      const int32_t *tok, const float *xn, int dim, float *h, int gelu, cudaStream_t st)
+static int quant_block_type(const cu_mat *W)
 {
-    mm_launch<1>(host, mats, 0, E, rows, off, tok, xn, dim, h, host[0].rows, gelu, st);
+    return cu_type_q(W->type) && W->cols % LLM_QK == 0 &&
+           (W->row_bytes & 15) == 0 && ((uintptr_t)W->w & 15) == 0;
+}
+
+int cuda_moe_i8_ok(const cu_mat *host)
+{
+    return quant_block_type(&host[0]) && quant_block_type(&host[1]) && quant_block_type(&host[2]) &&
+           host[0].type == host[1].type;
+}
+
+void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int n, int k, const int32_t *off,
+                      const int32_t *tok, const float *xn, int dim, const cu_moe_i8 *q, float *h, int gelu,
+                      cudaStream_t st)
+{
+    if (q != NULL) /* the n tokens' normed rows, once; the experts' rows read them through tok */
+        cuda_quant_act(xn, dim, dim, n, q->xq, q->xds, st);
+    mm_launch<1>(host, mats, 0, E, n * k, off, tok, xn, dim, q, h, host[0].rows, gelu, st);
 }
 
 void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off, const float *h,
-                   float *o, cudaStream_t st)
+                   const cu_moe_i8 *q, float *o, cudaStream_t st)
 {
-    mm_launch<0>(host, mats, 2, E, rows, off, NULL, h, host[2].cols, o, host[2].rows, 0, st);
+    if (q != NULL)
+        cuda_quant_act(h, host[2].cols, host[2].cols, rows, q->xq, q->xds, st);
+    mm_launch<0>(host, mats, 2, E, rows, off, NULL, h, host[2].cols, q, o, host[2].rows, 0, st);
 }
 
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,

@@ -149,6 +149,42 @@ template <> struct tg_w<LLM_Q4_0> { /* 64 rows x 2 blocks of 16 bytes = 128 x 16
     }
 };
 
+/* CU_Q4_M: Q4_0's quants and order, a (d, m) pair per block (8 bytes of scales a row, two copies by threads
+ * 0-127), w = d * q - m. */
+template <> struct tg_w<CU_Q4_M> {
+    enum { LQ = 48, RAW = TG_M * LQ + TG_M * 8, QUANT = 1 };
+    static __device__ __forceinline__ void issue(const cu_mat &W, int r0, int k0, uint8_t *raw)
+    {
+        int row = threadIdx.x >> 1, b = threadIdx.x & 1, r = r0 + row;
+        bool ok = r < W.rows;
+        const uint8_t *src = (const uint8_t *)W.w + (ok ? (size_t)r * W.row_bytes + (size_t)(k0 / LLM_QK + b) * 16 : 0);
+        cu_cp_async<16>(raw + row * LQ + b * 16, src, ok);
+        /* threadIdx.x < 128 = 2 * TG_M: (row, b) as above, block k0 / 32 + b of the row */
+        const uint16_t *ssrc = W.scales + (ok ? ((size_t)r * (W.cols / LLM_QK) + k0 / LLM_QK + b) * 2 : 0);
+        cu_cp_async<4>((uint16_t *)(raw + TG_M * LQ) + 4 * row + 2 * b, ssrc, ok);
+    }
+    static __device__ __forceinline__ void dequant(const uint8_t *raw, __nv_bfloat16 *Wd)
+    {
+        const uint16_t *sc = (const uint16_t *)(raw + TG_M * LQ);
+        int row = threadIdx.x >> 1, b = threadIdx.x & 1;
+        uint4 v = *(const uint4 *)(raw + row * LQ + b * 16);
+        float d = tg_f16(sc[4 * row + 2 * b]), m = tg_f16(sc[4 * row + 2 * b + 1]);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+        uint32_t lo[8], hi[8];
+#pragma unroll
+        for (int e = 0; e < 16; e += 2) {
+            uint32_t q0 = (u[e / 4] >> (8 * (e % 4))) & 0xffu, q1 = (u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu;
+            lo[e / 2] = tg_pack(d * (float)(q0 & 15u) - m, d * (float)(q1 & 15u) - m);
+            hi[e / 2] = tg_pack(d * (float)(q0 >> 4) - m, d * (float)(q1 >> 4) - m);
+        }
+        uint4 *p = (uint4 *)(Wd + row * TG_LD + b * LLM_QK);
+        p[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+        p[1] = make_uint4(lo[4], lo[5], lo[6], lo[7]);
+        p[2] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        p[3] = make_uint4(hi[4], hi[5], hi[6], hi[7]);
+    }
+};
+
 /* The activation tile of one stage: NT * 16 token rows x 64 columns of the 16-bit x, 8 x 16 bytes a row
  * (tokens past n: zeros). */
 template <int NT>
@@ -304,7 +340,7 @@ __global__ void tg_reduce_kernel(const float *part, int S, int n, int R, float *
 
 int cuda_tcgemm_ok(const cu_mat *W)
 {
-    int q = W->type == LLM_Q8_0 || W->type == LLM_Q4_0;
+    int q = cu_type_q(W->type);
     return tg_ready && (W->type == LLM_BF16 || W->type == LLM_F16 || q) && W->cols % TG_BK == 0 &&
            W->row_bytes % 16 == 0 && ((uintptr_t)W->w & 15) == 0 && (!q || ((uintptr_t)W->scales & 3) == 0);
 }
@@ -315,7 +351,7 @@ int cuda_tcgemm_splits(const cu_mat *W, int n, int sms)
     /* Blocks a SM, for ~27 KB or more of weights in flight per SM (Little's law at ~4 TB/s and ~1 us over
      * 132 SMs): a block has TG_STAGES - 1 stages in flight, 9 KB each for 16-bit weights, 4.3 KB for
      * Q8_0, 2.3 KB for Q4_0. Shared memory lets 3-4 blocks share a SM. */
-    int cover = W->type == LLM_Q4_0 ? 4 : W->type == LLM_Q8_0 ? 3 : 2;
+    int cover = W->type == LLM_Q4_0 || W->type == CU_Q4_M ? 4 : W->type == LLM_Q8_0 ? 3 : 2;
     int s = (cover * (sms > 0 ? sms : 1) + blocks - 1) / blocks;
     int cap = stages / 2 < 16 ? stages / 2 : 16;              /* >= 2 stages a split (prefetch) */
     return s > cap ? (cap > 1 ? cap : 1) : s;
@@ -363,7 +399,8 @@ template <int T, typename HT> static int tg_allow(void)
 int cuda_tcgemm_prepare(void)
 {
     tg_ready = !(tg_allow<LLM_F16, __half>() || tg_allow<LLM_BF16, __nv_bfloat16>() ||
-                 tg_allow<LLM_Q8_0, __nv_bfloat16>() || tg_allow<LLM_Q4_0, __nv_bfloat16>());
+                 tg_allow<LLM_Q8_0, __nv_bfloat16>() || tg_allow<LLM_Q4_0, __nv_bfloat16>() ||
+                 tg_allow<CU_Q4_M, __nv_bfloat16>());
     if (!tg_ready)
         (void)cudaGetLastError(); /* not sticky; leave no error for the next check */
     return tg_ready ? 0 : -1;
@@ -378,6 +415,7 @@ void cuda_tcgemm(const cu_mat *W, const void *xa, int n, float *y, int ldy, int 
     case LLM_F16:  tg_launch<LLM_F16, __half>(W, x, n, y, ldy, accumulate, part, S, st); break;
     case LLM_BF16: tg_launch<LLM_BF16, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st); break;
     case LLM_Q8_0: tg_launch<LLM_Q8_0, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st); break;
+    case CU_Q4_M:  tg_launch<CU_Q4_M, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st); break;
     default:       tg_launch<LLM_Q4_0, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st); break;
     }
     if (S > 1) {
@@ -401,6 +439,7 @@ void cuda_tcgemm_grouped(const cu_mat *host, const cu_tg_group *G, const void *x
     case LLM_F16:  TG_GROUPED(LLM_F16, __half); break;
     case LLM_BF16: TG_GROUPED(LLM_BF16, __nv_bfloat16); break;
     case LLM_Q8_0: TG_GROUPED(LLM_Q8_0, __nv_bfloat16); break;
+    case CU_Q4_M:  TG_GROUPED(CU_Q4_M, __nv_bfloat16); break;
     default:       TG_GROUPED(LLM_Q4_0, __nv_bfloat16); break;
     }
 #undef TG_GROUPED

@@ -1,6 +1,7 @@
 /* Device helpers shared by the GEMVs (cuda_kernels.cu) and the experts' products (cuda_moe.cu): 16-bit
  * conversions, the FFN's gate activation, one element of a weight matrix in any layout, 16-byte chunks of a
- * weight row dequantised to floats (wchunk<T>::load), a warp's sum. Static: every .cu file that includes it
+ * weight row dequantised to floats (wchunk<T>::load) or multiplied with int8 activations (qchunk<T>), a warp's
+ * sum. Static: every .cu file that includes it
  * has its own copy (the emulation links them all into one library). */
 #ifndef LLM_CUDA_WLOAD_CUH
 #define LLM_CUDA_WLOAD_CUH
@@ -20,6 +21,12 @@ static __device__ __forceinline__ float cu_glu(float g, float u, int gelu)
 }
 static __device__ __forceinline__ float f16_f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 
+/* A CU_Q4_M block's (d, m) from its two fp16 scales. */
+static __device__ __forceinline__ float2 cu_q4m_dm(const uint16_t *p)
+{
+    return make_float2(f16_f(p[0]), f16_f(p[1]));
+}
+
 /* One element W[r][k] in any layout (slow path: embedding, dequant, odd shapes). */
 static __device__ float mat_elem(const cu_mat &W, int r, int k)
 {
@@ -32,12 +39,15 @@ static __device__ float mat_elem(const cu_mat &W, int r, int k)
         float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + k / LLM_QK]);
         return d * (float)((const int8_t *)W.w)[i];
     }
-    case LLM_Q4_0: {
+    case LLM_Q4_0:
+    case CU_Q4_M: {
         const uint8_t *blk = (const uint8_t *)W.w + (size_t)r * W.row_bytes + (size_t)(k / LLM_QK) * 16;
         int j = k % LLM_QK;
         int q = j < 16 ? (blk[j] & 15) : (blk[j - 16] >> 4);
-        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + k / LLM_QK]);
-        return d * (float)(q - 8);
+        size_t b = (size_t)r * (W.cols / LLM_QK) + k / LLM_QK;
+        if (W.type == CU_Q4_M)
+            return f16_f(W.scales[2 * b]) * (float)q - f16_f(W.scales[2 * b + 1]);
+        return f16_f(W.scales[b]) * (float)(q - 8);
     }
     default: return 0.0f;
     }
@@ -105,6 +115,89 @@ template <> struct wchunk<LLM_Q4_0> {
             uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
             w[i]      = d * (float)((int)(b & 15u) - 8);
             w[i + 16] = d * (float)((int)(b >> 4) - 8);
+        }
+    }
+};
+
+/* ---- int8 activations (dp4a): chunk c of a Q8_0 row is half a block (16 weights), of a Q4_0 row a block (32
+ * weights in 16 bytes). dotv: chunk c's 16 weight bytes w against the X 16-byte words of the activations' quants
+ * that chunk covers (quantised per 32-block as the CPU backend does), an integer; dot: the same with the words
+ * read from global memory at xq (the row's start); scale: that integer times the weight block's scale dw and
+ * the activation block's (d, d * sum q) ds, in float. */
+template <int T> struct qchunk;
+template <> struct qchunk<LLM_Q8_0> {
+    enum { PER_BLOCK = 2, X = 1 };
+    static __device__ __forceinline__ int dotv(uint4 w, const uint4 *xv)
+    {
+        int si = __dp4a((int)w.x, (int)xv[0].x, 0);
+        si = __dp4a((int)w.y, (int)xv[0].y, si);
+        si = __dp4a((int)w.z, (int)xv[0].z, si);
+        return __dp4a((int)w.w, (int)xv[0].w, si);
+    }
+    static __device__ __forceinline__ float scale(float2 dw, float2 ds, int si) { return dw.x * ds.x * (float)si; }
+};
+/* byte j of a 4-bit block holds element j (low nibble) and j + 16 (high): Q4_0's order */
+static __device__ __forceinline__ int nibble_dot(uint4 w, const uint4 *xv)
+{
+    const unsigned wv[4] = { w.x, w.y, w.z, w.w };
+    const unsigned lo[4] = { xv[0].x, xv[0].y, xv[0].z, xv[0].w }, hi[4] = { xv[1].x, xv[1].y, xv[1].z, xv[1].w };
+    int si = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        si = __dp4a((int)(wv[i] & 0x0f0f0f0fu), (int)lo[i], si);
+        si = __dp4a((int)((wv[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], si);
+    }
+    return si;
+}
+template <> struct qchunk<LLM_Q4_0> {
+    enum { PER_BLOCK = 1, X = 2 };
+    static __device__ __forceinline__ int dotv(uint4 w, const uint4 *xv) { return nibble_dot(w, xv); }
+    /* the nibbles are offset by 8: scale takes 8 * sum x out */
+    static __device__ __forceinline__ float scale(float2 dw, float2 ds, int si)
+    {
+        return dw.x * (ds.x * (float)si - 8.0f * ds.y);
+    }
+};
+/* w = d * q - m: d dx sum(q xq) - m (dx sum xq) */
+template <> struct qchunk<CU_Q4_M> {
+    enum { PER_BLOCK = 1, X = 2 };
+    static __device__ __forceinline__ int dotv(uint4 w, const uint4 *xv) { return nibble_dot(w, xv); }
+    static __device__ __forceinline__ float scale(float2 dw, float2 ds, int si)
+    {
+        return dw.x * ds.x * (float)si - dw.y * ds.y;
+    }
+};
+/* The weight block's scales as qchunk<T>::scale takes them: (d, 0), or (d, m) for CU_Q4_M; sc is the row's
+ * scales (W.scales + r * nb * cu_type_nsc(T)), blk the block. */
+template <int T> static __device__ __forceinline__ float2 qscale(const uint16_t *sc, int blk)
+{
+    if (T == CU_Q4_M)
+        return cu_q4m_dm(sc + (size_t)blk * 2);
+    return make_float2(f16_f(sc[blk]), 0.0f);
+}
+template <int T> static __device__ __forceinline__ int qdot(uint4 w, const int8_t *xq, int c)
+{
+    constexpr int X = qchunk<T>::X;
+    const uint4 *xp = (const uint4 *)(xq + (size_t)c * 16 * X);
+    uint4 xv[X];
+#pragma unroll
+    for (int i = 0; i < X; i++)
+        xv[i] = __ldg(xp + i);
+    return qchunk<T>::dotv(w, xv);
+}
+
+template <> struct wchunk<CU_Q4_M> {
+    enum { E = 32 }; /* one block: Q4_0's nibble order, w = d * q - m */
+    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        const float2 dm = cu_q4m_dm(W.scales + ((size_t)r * (W.cols / LLM_QK) + c) * 2);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
+            w[i]      = dm.x * (float)(b & 15u) - dm.y;
+            w[i + 16] = dm.x * (float)(b >> 4) - dm.y;
         }
     }
 };

@@ -3,7 +3,8 @@ for emulated-CUDA vs CPU parity: rotate-half rope with llama3 scaling (original 
 matters at the tested positions), 3 query heads per kv head, head_dim 32, untied classifier.
     python3 tests/gpu/emu_hf_model.py OUT_DIR [HEAD_DIM] [ARCH]
 HEAD_DIM (default 32) picks the attention kernels' per-lane width: 128 is Llama 3.2 3B's.
-ARCH (default llama): qwen2 adds q/k/v biases, qwen3 per-head q/k norms (both: rope theta 1e6, no scaling)."""
+ARCH (default llama): qwen2 adds q/k/v biases, qwen3 per-head q/k norms (both: rope theta 1e6, no scaling);
+k256 is llama with every matrix 256 or 512 columns wide (8 heads of 32, FFN 512), for K-quant files."""
 import json, os, random, struct, sys
 from array import array
 
@@ -31,6 +32,9 @@ def main():
     if len(sys.argv) > 2:
         c["head_dim"] = int(sys.argv[2])
     arch = sys.argv[3] if len(sys.argv) > 3 else "llama"
+    if arch == "k256":  # every matrix 256 (or 512) columns wide: all of them take GGUF K-quants
+        c.update({"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 8})
+        arch = "llama"
     if arch != "llama":
         c.update({"architectures": [arch.capitalize() + "ForCausalLM"], "model_type": arch, "rope_theta": 1e6,
                   "rope_scaling": None})

@@ -26,7 +26,9 @@
 #     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral): routing and experts on
 #     the device, prefill, mixed batches, decode through graphs; quantised experts against the dequantised copy;
-#     the experts on the grouped tensor-core GEMM.
+#     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
+# 12. GGUF Q4_K matrices uploaded from their own blocks as CU_Q4_M (5 bits a weight): float GEMVs, graphs,
+#     int8 GEMVs against the CPU's packed Q4_K.
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -178,6 +180,18 @@ for f in qwen2moe-q4_0 mixtral-q8_0; do
         LLM_CUDA_MOE_TC=0 "$E/parity_logits" --model "$W/$f.gguf" --cpu-model "$W/$f-deq.gguf" --vocab 512 \
         --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 --min-top1 1
 done
+# On int8 activations (LLM_CUDA_GEMV_DP4A=1: the dense GEMVs and the experts' products, moe_mm_i8_kernel) the
+# device computes what the CPU computes on the same quantised file: a tight bound where the float GEMVs differ
+# by 0.25-7 (above). Qwen 2 MoE's experts in Q4_0 and Q8_0 (tiny-mixtral's random weights are too near their
+# ties for this: one activation rounded the other way at position 0 already moves its logits by 1e-4, 0.2 by
+# position 4, on either path); the Q8_0 model's mixed batch drifts the same way (0.12), so its logits only.
+"$B/llm-engine" gen-model --preset tiny-qwen2moe --dtype q8_0 --out "$W/qwen2moe-q8_0.gguf" >/dev/null 2>&1 || exit 1
+for f in qwen2moe-q4_0 qwen2moe-q8_0; do
+    check "$f on int8 activations (dp4a experts) vs the CPU on the same file" env LLM_CUDA_KV=f32 \
+        LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 \
+        LLM_CUDA_TC_GEMM=0 LLM_CUDA_MOE_TC=0 "$E/parity_logits" --model "$W/$f.gguf" --vocab 512 --positions 40 \
+        --gen 8 --chunk 20 --mixed $([ "$f" = qwen2moe-q4_0 ] && echo 1 || echo 0) --max-diff 1e-3 --min-top1 1
+done
 # The experts on the grouped tensor-core GEMM (cuda_moe_tc; LLM_CUDA_MOE_TC=1: every step, decode graphs too;
 # the kernel itself is exact against a host reference in tcgemm_check above): bf16, 16-bit activations.
 "$B/llm-engine" gen-model --preset tiny-qwen3moe --dtype bf16 --out "$W/qwen3moe-bf16.gguf" >/dev/null 2>&1 || exit 1
@@ -185,5 +199,42 @@ check "qwen3moe bf16, experts on the tensor cores (grouped GEMM), graphs" bash -
     LLM_CUDA_MOE_TC=1 LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 '$E/parity_logits' \
     --model '$W/qwen3moe-bf16.gguf' --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 0.3 --min-top1 0.98 \
     2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] && echo \"\$out\" | grep -q 'replays'"
+# GGUF Q4_K matrices on the device from their own blocks (CU_Q4_M: 4-bit quants, fp16 (d, m) a block, 5 bits a
+# weight) instead of a Q8_0 copy. Files from llama.cpp's quantiser (bench/llamacpp), every layer matrix in
+# Q4_K (q4_K_M-layers: --pure, embedding and output in q8_0). On k256 (every matrix 256 or 512 wide, so no
+# fallback types) against the CPU on the file's exact values (gen-model converts from the file's blocks): the
+# float GEMVs measured 0.021 where the Q8_0 copy gives 0.25; then decode through graphs. On stories260K widened
+# to 256 (trained weights, far from ties): the int8 (dp4a) GEMVs against the CPU on the same file, which packs
+# the same blocks into the same values where it has the kernels (otherwise it runs the Q8_0 copy: skipped).
+# The tensor-core GEMM and cuBLAS paths on Q4_M: tcgemm_check above (exact).
+LLAMA_LIBDIR=bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+if [ -d "$LLAMA_LIBDIR" ]; then
+    make -s BUILD="$B" "$B/parity/pad_model" "$B/parity/ggml_ref" || exit 1
+    { python3 tests/gpu/emu_hf_model.py "$W/k256" 32 k256 &&
+      "$B/llm-engine" gen-model --from "$W/k256" --dtype f32 --out "$W/k256-f32.gguf" &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-q4k.gguf" q4_K_M-layers &&
+      "$B/llm-engine" gen-model --from "$W/k256-q4k.gguf" --dtype f32 --out "$W/k256-q4k-f32.gguf" &&
+      "$B/parity/pad_model" "$S260" "$W/wide.gguf" &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q4k.gguf" q4_K_M-layers; } \
+        >"$W/q4k.log" 2>&1 || { cat "$W/q4k.log"; exit 1; }
+    Q4K_ENV="LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0"
+    check "q4_K file: its matrices as q4_m (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
+        $Q4K_ENV '$E/parity_logits' --model '$W/k256-q4k.gguf' --cpu-model '$W/k256-q4k-f32.gguf' --positions 40 \
+        --gen 8 --chunk 20 --max-diff 0.06 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
+        echo \"\$out\" | grep -q 'cuda: 14 q4_K matrices from their own blocks'"
+    check "q4_K file as q4_m: decode through graphs (on-device argmax)" env $Q4K_ENV CU_EMU_SMS=64 \
+        "$E/parity_logits" --model "$W/k256-q4k.gguf" --cpu-model "$W/k256-q4k-f32.gguf" --gen 4 --only-graph 1 \
+        --graph-cycles 1 --max-diff 0.06 --min-top1 1
+    prep=$("$B/llm-engine" generate --model "$W/wide-q4k.gguf" --prompt-ids 1 --max-tokens 1 --threads 2 2>&1)
+    if [[ $prep == *'of them q4_K'* ]]; then
+        check "q4_m on int8 activations (dp4a) vs the CPU's packed q4_K, same file" env $Q4K_ENV LLM_CUDA_GEMV_DP4A=1 \
+            "$E/parity_logits" --model "$W/wide-q4k.gguf" --cpu-model "$W/wide-q4k.gguf" --positions 16 --gen 4 \
+            --chunk 1 --mixed 0 --max-diff 1e-3 --min-top1 1
+    else
+        echo "== SKIP q4_m dp4a vs the CPU: this CPU runs q4_K as q8_0 (no packed kernels)"
+    fi
+else
+    echo "== SKIP q4_K files: no llama.cpp libraries in $LLAMA_LIBDIR (npm ci --prefix bench/llamacpp)"
+fi
 echo "emulated CUDA, quick set: $fails failed"
 [ "$fails" -eq 0 ]

@@ -21,7 +21,8 @@
  * instead of the model's (llm_config.attn_scale, as Gemma's
  * query_pre_attn_scalar sets it), on both backends. --cpu-model PATH: the
  * CPU backend runs that file (the same model in other weight types, e.g.
- * the dequantised F32 copy of a quantised --model). */
+ * the dequantised F32 copy of a quantised --model; or the same file, which
+ * the CPU then prepares as `generate` does: K-quants packed where it can). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,7 +320,10 @@ int main(int argc, char **argv)
     o.kv_dtype = llm_kv_dtype_parse(getenv("LLM_CUDA_KV")); /* the same cache type on both sides */
     if (o.kv_dtype < 0)
         o.kv_dtype = LLM_KV_AUTO;
-    llm_backend *cpu = llm_backend_create("cpu", mc, &o, &err);
+    /* a --cpu-model of its own is prepared as `generate --backend cpu` prepares it (K-quant matrices packed
+     * from their blocks where this CPU has the kernels); --model's, shared with CUDA, stays as loaded */
+    llm_backend *cpu = mc == m || llm_backend_prepare("cpu", mc, &o, &err) == 0 ? llm_backend_create("cpu", mc, &o, &err)
+                                                                              : NULL;
     llm_backend *gpu = cpu != NULL ? make_cuda(m, &o, &err) : NULL;
     if (cpu == NULL || gpu == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);

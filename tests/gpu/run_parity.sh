@@ -13,7 +13,8 @@
 #     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64); Qwen 2 and
 #     Qwen 3 layers (biases, q/k norms) against the CPU; Gemma 3 and Gemma 2 (tiny presets: GeGLU, norms after
 #     attention and FFN, sliding window, soft caps) against the CPU; embeddings (tests/gpu/embed_check.sh)
-#     against the CPU; mixtures of experts (tiny-qwen3moe F32, tiny-qwen2moe Q8_0) against the CPU.
+#     against the CPU; mixtures of experts (tiny-qwen3moe F32, tiny-qwen2moe Q8_0) against the CPU; GGUF
+#     Q4_K files (llama.cpp's quantiser, made by prebuild.sh) as CU_Q4_M against the CPU.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
 # Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
 set -u -o pipefail
@@ -134,6 +135,26 @@ python3 tests/gpu/emu_hf_model.py "$WORK/hf256" 256 >/dev/null &&
     run moe_q8 env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
         LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$WORK/qwen2moe-q8_0.gguf" \
         --cpu-model "$WORK/qwen2moe-deq.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 1e-3 --min-top1 1
+# GGUF Q4_K matrices from their own blocks (CU_Q4_M), files made by llama.cpp's quantiser on the development
+# machine (tests/gpu/prebuild.sh: shared/models/q4k): the float GEMVs and graphs against the CPU on the file's
+# exact values (under the emulation 0.021 / 0.020; the Q8_0 copy 0.25), every path at the tuning's choice, and
+# the int8 GEMVs against the CPU's packed Q4_K where this CPU packs it.
+Q4K=$B/shared/models/q4k
+if [ -f "$Q4K/k256-q4k.gguf" ]; then
+    run q4k_gemv env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
+        LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$Q4K/k256-q4k.gguf" \
+        --cpu-model "$Q4K/k256-q4k-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 0.06 \
+        --min-top1 1
+    run q4k_default env "$B/tests/gpu/parity_logits" --model "$Q4K/k256-q4k.gguf" \
+        --cpu-model "$Q4K/k256-q4k-f32.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 0.15 --min-top1 0.98
+    prep=$("$B/llm-engine" generate --model "$Q4K/wide-q4k.gguf" --prompt-ids 1 --max-tokens 1 2>&1)
+    if [[ $prep == *'of them q4_K'* ]]; then
+        run q4k_dp4a env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
+            LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_GEMV_DP4A=1 "$B/tests/gpu/parity_logits" \
+            --model "$Q4K/wide-q4k.gguf" --cpu-model "$Q4K/wide-q4k.gguf" --positions 16 --gen 4 --chunk 1 \
+            --mixed 0 --max-diff 1e-3 --min-top1 1
+    fi
+fi
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"

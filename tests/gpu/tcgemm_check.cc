@@ -1,6 +1,6 @@
 /* The matrix products of more than one token against a host reference, through cuda_matmul: the
  * tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM) and the cuBLAS path (with its
- * dequantisation kernel for Q8_0 / Q4_0), for BF16 / F16 / Q8_0 / Q4_0 weights, row counts that are and are
+ * dequantisation kernel for Q8_0 / Q4_0 / Q4_M), for BF16 / F16 / Q8_0 / Q4_0 / CU_Q4_M (from Q4_K) weights, row counts that are and are
  * not multiples of the 64-row block, K split over 1 to 16 blocks (the SM count the split is sized for),
  * 2 to 130 tokens (one to three 64-token groups, partial 16-token tiles) and y = W x or y += W x.
  * The reference is exact: activations are multiples of 1/64 (the same in bf16 and f16), weights are the
@@ -64,9 +64,9 @@ static host_mat make(int type, int R, int K)
         }
         return m;
     }
-    m.scales.resize((size_t)R * nb);
+    m.scales.resize((size_t)R * nb * cu_type_nsc(type));
     for (auto &s : m.scales)
-        s = (uint16_t)(0x1c00u | (rnd32() & 0x83ffu)); /* |d| in [2^-8, 2^-7) */
+        s = (uint16_t)(0x1c00u | (rnd32() & 0x83ffu)); /* |d| in [2^-8, 2^-7); CU_Q4_M's m too */
     if (type == LLM_Q8_0) {
         m.w.resize((size_t)R * K);
         for (size_t i = 0; i < m.w.size(); i++)
@@ -76,7 +76,7 @@ static host_mat make(int type, int R, int K)
                 float d = f16_to_f(m.scales[(size_t)r * nb + k / LLM_QK]);
                 m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(d * (float)(int8_t)m.w[(size_t)r * K + k]));
             }
-    } else {
+    } else { /* Q4_0: d (q - 8); CU_Q4_M: d q - m, (d, m) a pair of fp16 per block */
         m.w.resize((size_t)R * K / 2);
         for (size_t i = 0; i < m.w.size(); i++)
             m.w[i] = (uint8_t)rnd32();
@@ -84,8 +84,10 @@ static host_mat make(int type, int R, int K)
             for (int k = 0; k < K; k++) {
                 const uint8_t *blk = m.w.data() + (size_t)r * K / 2 + (size_t)(k / LLM_QK) * 16;
                 int j = k % LLM_QK, q = j < 16 ? (blk[j] & 15) : (blk[j - 16] >> 4);
-                float d = f16_to_f(m.scales[(size_t)r * nb + k / LLM_QK]);
-                m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(d * (float)(q - 8)));
+                size_t b = (size_t)r * nb + k / LLM_QK;
+                float v = type == CU_Q4_M ? f16_to_f(m.scales[2 * b]) * (float)q - f16_to_f(m.scales[2 * b + 1])
+                                          : f16_to_f(m.scales[b]) * (float)(q - 8);
+                m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(v));
             }
     }
     return m;
@@ -103,7 +105,7 @@ static void *up(const void *p, size_t n)
 
 static const char *tname(int t)
 {
-    return t == LLM_BF16 ? "bf16" : t == LLM_F16 ? "f16" : t == LLM_Q8_0 ? "q8_0" : "q4_0";
+    return t == LLM_BF16 ? "bf16" : t == LLM_F16 ? "f16" : t == LLM_Q8_0 ? "q8_0" : t == CU_Q4_M ? "q4_m" : "q4_0";
 }
 
 static cu_mat dev_mat(const host_mat &h)
@@ -126,7 +128,7 @@ static cu_mat dev_mat(const host_mat &h)
 static int grouped_check(cudaStream_t st)
 {
     const int E = 5, counts[E] = { 0, 1, 70, 17, 130 }, R = 80, K = 128, ldy = R + 3;
-    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0 };
+    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M };
     int off[E + 1] = { 0 };
     for (int e = 0; e < E; e++)
         off[e + 1] = off[e] + counts[e];
@@ -213,7 +215,7 @@ int main(int argc, char **argv)
     }
     mm.gemv_max = mm.gemv_max_q8 = mm.gemv_max_q4 = 1;
     struct { int R, K; } shapes[] = { { 80, 128 }, { 200, 64 }, { 48, 512 }, { 16, 1024 } };
-    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0 };
+    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M };
     const int ns_all[] = { 2, 9, 16, 17, 40, 64, 65, 130 }, ns_quick[] = { 2, 17, 64, 130 };
     const int *ns = quick ? ns_quick : ns_all, n_ns = quick ? 4 : 8;
     const int sms_list[] = { 1, 8, 132 };
@@ -288,7 +290,7 @@ int main(int argc, char **argv)
             cudaFree((void *)W.scales);
         }
     int gfailed = grouped_check(mm.stream);
-    cases += 8; /* 4 types x 2 matrices */
+    cases += 10; /* 5 types x 2 matrices */
     printf("%d products, %d failed (the lines above: every failure, and one passing case per shape)\n%s\n", cases,
            failed + gfailed, failed + gfailed ? "FAIL" : "PASS");
     failed += gfailed;

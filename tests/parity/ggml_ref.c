@@ -8,7 +8,9 @@
  *       ggml (dequantize_row_*) and by gguf_qtype_to_f32; the values must agree.
  *   ggml_ref quantize LIBDIR IN.gguf OUT.gguf FTYPE
  *       llama.cpp's model quantiser (llama_model_quantize), FTYPE a llama_ftype
- *       name (q4_K_M, q6_K, ...), to make test files the way users get them. */
+ *       name (q4_K_M, q6_K, ...), to make test files the way users get them;
+ *       FTYPE-layers (q4_K_M-layers): every layer matrix in its main type
+ *       (llama-quantize --pure), the token embedding and output in q8_0. */
 #include "gguf_quants.h"
 
 #include <dlfcn.h>
@@ -129,6 +131,25 @@ static int dequant(const char *dir)
         snprintf(what, sizeof(what), "rms error vs the original floats: file %.3g, loaded as q8_0 %.3g (x%.4f)",
                  sqrt(err_file / (ROWS * COLS)), sqrt(err_loaded / (ROWS * COLS)), ratio);
         ok(ratio <= 1.06, "%s: %s", name, what);
+        if (types[t] == GGML_Q4_K) {
+            /* Our own Q4_K writer (gen-model --dtype q4_K) on the same rows: ggml reads its blocks as we do,
+             * and its rounding error against ggml's quantiser's (a search over scales; ours fits min/max) */
+            double fmt = 0, err_ours = 0;
+            for (int r = 0; r < ROWS; r++) {
+                gguf_quantize_q4_K(src + (size_t)r * COLS, q, COLS);
+                ref_fn(q, ref, COLS);
+                gguf_qtype_to_f32(GGML_Q4_K, q, ours, COLS);
+                double d = rel_diff(ours, ref, COLS);
+                fmt = isnan(d) || isnan(fmt) ? NAN : fmax(fmt, d);
+                for (int c = 0; c < COLS; c++)
+                    err_ours += (ours[c] - src[r * COLS + c]) * (ours[c] - src[r * COLS + c]);
+            }
+            snprintf(what, sizeof(what), "max |ours - ggml| / max |ggml| = %.3g", fmt);
+            ok(fmt <= 1e-6, "%s written by gen-model, read by ggml: %s", name, what);
+            snprintf(what, sizeof(what), "rms error %.3g, ggml's quantiser %.3g (x%.3f)",
+                     sqrt(err_ours / (ROWS * COLS)), sqrt(err_file / (ROWS * COLS)), sqrt(err_ours / err_file));
+            ok(sqrt(err_ours / err_file) <= 1.2, "%s written by gen-model: %s", name, what);
+        }
         /* Random block bytes (every bit pattern of quants, scales and high bits), finite fp16 scales. */
         worst = 0;
         for (int r = 0; r < ROWS; r++) {
@@ -165,8 +186,16 @@ static const struct { const char *name; int ftype; } ftypes[] = {
     { "q5_K_M", 17 }, { "q6_K", 18 },
 };
 
-static int quantize(const char *dir, const char *in, const char *out, const char *ftype_name)
+static int quantize(const char *dir, const char *in, const char *out, const char *ftype_arg)
 {
+    /* FTYPE-layers: every layer matrix in the file type's main type (llama-quantize --pure), the token
+     * embedding and the output in q8_0 (--token-embedding-type / --output-tensor-type q8_0) */
+    char ftype_name[64];
+    snprintf(ftype_name, sizeof(ftype_name), "%s", ftype_arg);
+    char *dash = strstr(ftype_name, "-layers");
+    int pure = dash != NULL && dash[7] == '\0';
+    if (pure)
+        *dash = '\0';
     int ftype = -1;
     for (size_t i = 0; i < sizeof(ftypes) / sizeof(ftypes[0]); i++)
         if (strcasecmp(ftypes[i].name, ftype_name) == 0)
@@ -196,6 +225,22 @@ static int quantize(const char *dir, const char *in, const char *out, const char
     int32_t nthread = 2;
     memcpy(p.b, &nthread, 4);
     memcpy(p.b + 4, &ftype, 4);
+    if (pure) {
+        /* then: int32 output_tensor_type and token_embedding_type (both GGML_TYPE_COUNT by default), bools
+         * allow_requantize (0), quantize_output_tensor (1), only_copy (0), pure (0): set pure only when the
+         * defaults show that layout */
+        int32_t ot, et;
+        memcpy(&ot, p.b + 8, 4);
+        memcpy(&et, p.b + 12, 4);
+        if (ot != et || ot < 30 || ot > 100 || p.b[16] != 0 || p.b[17] != 1 || p.b[18] != 0 || p.b[19] != 0) {
+            fprintf(stderr, "ggml_ref: this libllama's quantize parameters are not laid out as expected: no -layers\n");
+            return 1;
+        }
+        const int32_t q8_0 = 8; /* ggml_type */
+        memcpy(p.b + 8, &q8_0, 4);
+        memcpy(p.b + 12, &q8_0, 4);
+        p.b[19] = 1;
+    }
     return quant(in, out, &p) != 0;
 }
 

@@ -12,6 +12,7 @@
 #     measured on the unquantised file as the baseline. Q4_K_M runs both ways
 #     on CPUs with the packed kernels: Q4_K from its own blocks (5 bits a
 #     weight) and, with LLM_CPU_REPACK=0, converted to Q8_0.
+#  3. Our own Q4_K writer (gen-model --dtype q4_K) against llama.cpp on its file.
 use strict;
 use warnings;
 use Test::More;
@@ -98,4 +99,13 @@ for my $c ([ 'q8_0', [] ], [ 'q4_1', ['q4_1'] ], [ 'q5_0', ['q5_0'] ], [ 'q5_1',
         compare("$c->[0] as q8_0 (LLM_CPU_REPACK=0)", $f, \@seq, 512, 0.95, 0.02, 0.1);
     }
 }
+# 3. Our own Q4_K writer (gen-model --dtype q4_K: every matrix whose rows take 256-element blocks, the others
+#    q8_0; its blocks are read by ggml as by us, part 1): llama.cpp runs the file as we do, within the bounds
+#    of its own files above.
+my $genq = "$dir/wide-gen-q4_K.gguf";
+($rc) = capture($engine, 'gen-model', '--from', $wide, '--dtype', 'q4_K', '--out', $genq);
+is($rc, 0, 'gen-model --dtype q4_K writes the widened model');
+my (undef, $geninfo) = capture($engine, 'info', '--model', $genq);
+like($geninfo, qr/^converted at load: \d+ tensors of type q4_K re-quantised/m, 'its layer matrices are q4_K');
+compare('q4_K by gen-model', $genq, \@seq, 512, 0.95, 0.02, 0.1);
 done_testing();
