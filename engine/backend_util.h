@@ -102,13 +102,15 @@ static inline int llm_batch_check(const llm_batch *b, const llm_config *c, int b
     return 0;
 }
 
-/* A weight a backend can run: present, of a known type, of the expected shape (cols x rows), F32 where
- * f32_only (norms), and a whole number of blocks per row for the block types. */
+/* A weight a backend can run: present (its data, or only its file blocks where llm_backend_prepare left a
+ * Q4_K matrix for the CUDA upload: llm_backend_create lets no other backend see that), of a known type, of
+ * the expected shape (cols x rows), F32 where f32_only (norms), and a whole number of blocks per row for
+ * the block types. */
 static inline int llm_tensor_check(const llm_tensor *t, const char *what, int layer, int64_t cols, int64_t rows,
                                    int f32_only, const char *who, llm_err *err)
 {
     int ty = (int)t->type;
-    if (t->data == NULL || !(ty == LLM_F32 || ty == LLM_F16 || ty == LLM_BF16 || ty == LLM_Q8_0 || ty == LLM_Q4_0)) {
+    if ((t->data == NULL && t->src == NULL) || !(ty == LLM_F32 || ty == LLM_F16 || ty == LLM_BF16 || ty == LLM_Q8_0 || ty == LLM_Q4_0)) {
         snprintf(err->msg, sizeof(err->msg), "%s: tensor %s (layer %d) is missing or has an unknown type", who,
                  what, layer);
         return -1;

@@ -512,7 +512,7 @@ llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err)
     return m;
 }
 
-int llm_model_has_deferred(const llm_model *m)
+int llm_model_has_deferred_except(const llm_model *m, uint32_t keep)
 {
     /* the matrices whose conversion LLM_LOAD_DEFER_KQ may defer: all of them */
     int n = llm_model_n_mats(m), any = 0;
@@ -521,12 +521,16 @@ int llm_model_has_deferred(const llm_model *m)
         return 1; /* no memory: say so, creating fails later */
     llm_model_mats((llm_model *)(uintptr_t)m, t);
     for (int i = 0; i < n && !any; i++)
-        any = t[i]->data == NULL && t[i]->src != NULL;
+        any = t[i]->data == NULL && t[i]->src != NULL && (keep == 0 || t[i]->src_type != keep);
     free(t);
     return any;
 }
 
-int llm_model_finish_deferred(llm_model *m, llm_err *err)
+int llm_model_has_deferred(const llm_model *m) { return llm_model_has_deferred_except(m, 0); }
+
+int llm_model_finish_deferred(llm_model *m, llm_err *err) { return llm_model_finish_deferred_except(m, 0, err); }
+
+int llm_model_finish_deferred_except(llm_model *m, uint32_t keep, llm_err *err)
 {
     m->defer_kq = 0; /* requantize converts from here on */
     int n = llm_model_n_mats(m), rc = 0;
@@ -537,7 +541,7 @@ int llm_model_finish_deferred(llm_model *m, llm_err *err)
     }
     llm_model_mats(m, t);
     for (int i = 0; i < n && rc == 0; i++) {
-        if (t[i]->data != NULL || t[i]->src == NULL)
+        if (t[i]->data != NULL || t[i]->src == NULL || (keep != 0 && t[i]->src_type == keep))
             continue;
         const void *src = t[i]->src;
         llm_tensor done = *t[i];

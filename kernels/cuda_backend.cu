@@ -329,7 +329,7 @@ static int cu_init(llm_backend *b, llm_err *err)
     st->qkv_ld = st->q_dim + 2 * st->kv_dim;
     /* gate|up rows of the dense FFN (or Qwen 2 MoE's shared expert); a mixture of experts without a shared
      * expert has none, and its hidden_dim (the file's dense width) sizes nothing: 1 keeps the buffers real */
-    st->gu_ld = 2 * (c->n_expert == 0 || m->layers[0].w_gate.data != NULL ? c->hidden_dim : 1);
+    st->gu_ld = 2 * (c->n_expert == 0 || cu_has_mat(&m->layers[0].w_gate) ? c->hidden_dim : 1);
 
     cudaDeviceProp prop;
     if ((e = cudaGetDeviceProperties(&prop, st->device)) != cudaSuccess ||

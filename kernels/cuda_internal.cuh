@@ -133,6 +133,8 @@ static inline void llm_err_set(llm_err *err, const char *fmt, ...)
  * [rows][cols/2] and a pair of fp16 (d, m) per 32-block, w = d * q - m: a Q4_K sub-block with its 6-bit scale
  * and min folded into fp16 values, as the CPU backend's Q4_M packing does (5 bits a weight, not Q8_0's 8.5). */
 #define CU_Q4_M 12
+/* A matrix the model has: data, or (a Q4_K one llm_backend_prepare left for the upload) its file blocks. */
+static inline int cu_has_mat(const llm_tensor *t) { return t->data != NULL || t->src != NULL; }
 /* Block-quantised types (fp16 scales beside the quants) and their scales per 32-block. */
 static inline __host__ __device__ int cu_type_q(int t) { return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M; }
 static inline __host__ __device__ int cu_type_nsc(int t) { return t == CU_Q4_M ? 2 : 1; }

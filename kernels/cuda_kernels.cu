@@ -725,12 +725,8 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
             int c = c0 + 32 * u;
             if (c >= nch)
                 break;
-            constexpr int X = qchunk<T>::X;
-            const uint4 *xp = (const uint4 *)(xq + (size_t)c * 16 * X);
-            uint4 xv[X];
-#pragma unroll
-            for (int i = 0; i < X; i++)
-                xv[i] = __ldg(xp + i);
+            uint4 xv[qchunk<T>::X];
+            qload<T>(xq, c, xv);
             const float2 ds = xds[c / qchunk<T>::PER_BLOCK];
 #pragma unroll
             for (int j = 0; j < R; j++)

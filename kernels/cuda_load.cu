@@ -377,7 +377,7 @@ int cuda_load_weights(cu_state *st, llm_err *err)
             upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0)
             goto out;
         /* the dense FFN, or a mixture of experts' shared expert where it has one */
-        if ((c->n_expert == 0 || L->w_gate.data != NULL) &&
+        if ((c->n_expert == 0 || cu_has_mat(&L->w_gate)) &&
             (upload_set(st, &u, &D->gate_up, gu, 2, err) != 0 || upload_mat(st, &u, &D->down, &L->w_down, err) != 0))
             goto out;
         if (c->n_expert > 0 && upload_experts(st, &u, L, D, err) != 0)

@@ -134,26 +134,41 @@ moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_
     }
 }
 
-/* Expert e = the blockIdx.y-th chosen one (off[n_exp + 2 + y]; blocks past their count, off[n_exp + 1],
- * return), its rows off[e] .. off[e+1]; a warp per output row r of matrix `which` (0 gate, 1 up, 2 down) of
- * mats[3e + which]: y[p][r] = W[r] . x[tok[p]] (x[p] when tok is NULL). With GLU, `which` is the gate and the
- * warp computes up's row r too: y[p][r] = glu(gate, up). Rows in passes of MOE_NT. */
+/* The block's expert e = the blockIdx.y-th chosen one (off[n_exp + 2 + y]), its rows p0 .. p1 = off[e] ..
+ * off[e+1], and the warp's output row r of matrix `which` W = mats[3e + which] (U: the next one, up, with
+ * GLU; else W). false where there is nothing to do: blocks past the chosen count (off[n_exp + 1]), warps past
+ * the matrix's rows (whole blocks / warps, as nothing after it synchronises). */
+template <int GLU>
+static __device__ __forceinline__ bool moe_warp_row(const cu_mat *mats, int which, int n_exp, const int32_t *off,
+                                                    cu_mat &W, cu_mat &U, int &r, int &p0, int &p1)
+{
+    if ((int)blockIdx.y >= off[n_exp + 1])
+        return false;
+    const int e = off[n_exp + 2 + blockIdx.y];
+    p0 = off[e];
+    p1 = off[e + 1];
+    W = mats[3 * e + which];
+    r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    if (r >= W.rows)
+        return false;
+    U = GLU ? mats[3 * e + which + 1] : W;
+    return true;
+}
+
+/* A warp per output row r of the block's expert's matrix (moe_warp_row): y[p][r] = W[r] . x[tok[p]] (x[p]
+ * when tok is NULL) for its rows p; with GLU `which` is the gate and the warp computes up's row r too:
+ * y[p][r] = glu(gate, up). Rows in passes of MOE_NT. */
 template <int T, int GLU>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 moe_mm_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, const int32_t *tok, const float *x,
               int ldx, int vec, float *y, int ldy, int gelu)
 {
     CU_PDL_ENTRY();
-    if ((int)blockIdx.y >= off[n_exp + 1])
-        return; /* fewer experts chosen than the grid has rows for: the whole block */
-    const int e = off[n_exp + 2 + blockIdx.y], p0 = off[e], p1 = off[e + 1];
-    const cu_mat W = mats[3 * e + which];
-    int lane = threadIdx.x & 31, r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
-    if (r >= W.rows)
-        return; /* whole warp */
-    cu_mat U = W;
-    if (GLU)
-        U = mats[3 * e + which + 1];
+    cu_mat W, U;
+    int r, p0, p1;
+    if (!moe_warp_row<GLU>(mats, which, n_exp, off, W, U, r, p0, p1))
+        return;
+    const int lane = threadIdx.x & 31;
     constexpr int E = wchunk<T>::E;
     const uint8_t *rw = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
     const uint8_t *ru = (const uint8_t *)U.w + (size_t)r * U.row_bytes;
@@ -218,16 +233,11 @@ moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, c
                  const int8_t *__restrict__ xq, const float2 *__restrict__ xds, float *y, int ldy, int gelu)
 {
     CU_PDL_ENTRY();
-    if ((int)blockIdx.y >= off[n_exp + 1])
-        return; /* fewer experts chosen than the grid has rows for: the whole block */
-    const int e = off[n_exp + 2 + blockIdx.y], p0 = off[e], p1 = off[e + 1];
-    const cu_mat W = mats[3 * e + which];
-    int lane = threadIdx.x & 31, r = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
-    if (r >= W.rows)
-        return; /* whole warp */
-    cu_mat U = W;
-    if (GLU)
-        U = mats[3 * e + which + 1];
+    cu_mat W, U;
+    int r, p0, p1;
+    if (!moe_warp_row<GLU>(mats, which, n_exp, off, W, U, r, p0, p1))
+        return;
+    const int lane = threadIdx.x & 31;
     constexpr int PB = qchunk<T>::PER_BLOCK;
     const int K = W.cols, nb = K / LLM_QK;
     const uint8_t *rw = (const uint8_t *)W.w + (size_t)r * W.row_bytes;

@@ -117,49 +117,21 @@ template <> struct tg_w<LLM_Q8_0> { /* 64 rows x 64 int8 = 256 x 16 bytes (half 
     }
 };
 
-template <> struct tg_w<LLM_Q4_0> { /* 64 rows x 2 blocks of 16 bytes = 128 x 16 bytes, 1 per thread */
-    enum { LQ = 48, RAW = TG_M * LQ + TG_M * 4, QUANT = 1 };
+/* Q4_0 (MIN 0: w = d (q - 8), a scale a block: tg_issue_scales) and CU_Q4_M (MIN 1: w = d q - m, a (d, m) pair
+ * a block, 8 bytes a row, two copies by threads 0-127): 64 rows x 2 blocks of 16 bytes = 128 x 16 bytes, 1 per
+ * thread. d q - 8 d is d (q - 8) exactly (an fp16 d times a 4-bit q fits a float). */
+template <int MIN> struct tg_w4 {
+    enum { LQ = 48, RAW = TG_M * LQ + TG_M * 4 * (1 + MIN), QUANT = 1 };
     static __device__ __forceinline__ void issue(const cu_mat &W, int r0, int k0, uint8_t *raw)
     {
         int row = threadIdx.x >> 1, b = threadIdx.x & 1, r = r0 + row;
         bool ok = r < W.rows;
         const uint8_t *src = (const uint8_t *)W.w + (ok ? (size_t)r * W.row_bytes + (size_t)(k0 / LLM_QK + b) * 16 : 0);
         cu_cp_async<16>(raw + row * LQ + b * 16, src, ok);
-        tg_issue_scales(W, r0, k0, (uint16_t *)(raw + TG_M * LQ));
-    }
-    static __device__ __forceinline__ void dequant(const uint8_t *raw, __nv_bfloat16 *Wd)
-    {
-        const uint16_t *sc = (const uint16_t *)(raw + TG_M * LQ);
-        int row = threadIdx.x >> 1, b = threadIdx.x & 1;
-        uint4 v = *(const uint4 *)(raw + row * LQ + b * 16);
-        float d = tg_f16(sc[2 * row + b]);
-        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
-        uint32_t lo[8], hi[8]; /* byte e: element e (low nibble) and e + 16 (high) */
-#pragma unroll
-        for (int e = 0; e < 16; e += 2) {
-            uint32_t q0 = (u[e / 4] >> (8 * (e % 4))) & 0xffu, q1 = (u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu;
-            lo[e / 2] = tg_pack(d * (float)((int)(q0 & 15u) - 8), d * (float)((int)(q1 & 15u) - 8));
-            hi[e / 2] = tg_pack(d * (float)((int)(q0 >> 4) - 8), d * (float)((int)(q1 >> 4) - 8));
+        if (!MIN) {
+            tg_issue_scales(W, r0, k0, (uint16_t *)(raw + TG_M * LQ));
+            return;
         }
-        uint4 *p = (uint4 *)(Wd + row * TG_LD + b * LLM_QK);
-        p[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-        p[1] = make_uint4(lo[4], lo[5], lo[6], lo[7]);
-        p[2] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-        p[3] = make_uint4(hi[4], hi[5], hi[6], hi[7]);
-    }
-};
-
-/* CU_Q4_M: Q4_0's quants and order, a (d, m) pair per block (8 bytes of scales a row, two copies by threads
- * 0-127), w = d * q - m. */
-template <> struct tg_w<CU_Q4_M> {
-    enum { LQ = 48, RAW = TG_M * LQ + TG_M * 8, QUANT = 1 };
-    static __device__ __forceinline__ void issue(const cu_mat &W, int r0, int k0, uint8_t *raw)
-    {
-        int row = threadIdx.x >> 1, b = threadIdx.x & 1, r = r0 + row;
-        bool ok = r < W.rows;
-        const uint8_t *src = (const uint8_t *)W.w + (ok ? (size_t)r * W.row_bytes + (size_t)(k0 / LLM_QK + b) * 16 : 0);
-        cu_cp_async<16>(raw + row * LQ + b * 16, src, ok);
-        /* threadIdx.x < 128 = 2 * TG_M: (row, b) as above, block k0 / 32 + b of the row */
         const uint16_t *ssrc = W.scales + (ok ? ((size_t)r * (W.cols / LLM_QK) + k0 / LLM_QK + b) * 2 : 0);
         cu_cp_async<4>((uint16_t *)(raw + TG_M * LQ) + 4 * row + 2 * b, ssrc, ok);
     }
@@ -168,9 +140,10 @@ template <> struct tg_w<CU_Q4_M> {
         const uint16_t *sc = (const uint16_t *)(raw + TG_M * LQ);
         int row = threadIdx.x >> 1, b = threadIdx.x & 1;
         uint4 v = *(const uint4 *)(raw + row * LQ + b * 16);
-        float d = tg_f16(sc[4 * row + 2 * b]), m = tg_f16(sc[4 * row + 2 * b + 1]);
+        float d = MIN ? tg_f16(sc[4 * row + 2 * b]) : tg_f16(sc[2 * row + b]);
+        float m = MIN ? tg_f16(sc[4 * row + 2 * b + 1]) : 8.0f * d;
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
-        uint32_t lo[8], hi[8];
+        uint32_t lo[8], hi[8]; /* byte e: element e (low nibble) and e + 16 (high) */
 #pragma unroll
         for (int e = 0; e < 16; e += 2) {
             uint32_t q0 = (u[e / 4] >> (8 * (e % 4))) & 0xffu, q1 = (u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu;
@@ -184,6 +157,8 @@ template <> struct tg_w<CU_Q4_M> {
         p[3] = make_uint4(hi[4], hi[5], hi[6], hi[7]);
     }
 };
+template <> struct tg_w<LLM_Q4_0> : tg_w4<0> {};
+template <> struct tg_w<CU_Q4_M> : tg_w4<1> {};
 
 /* The activation tile of one stage: NT * 16 token rows x 64 columns of the 16-bit x, 8 x 16 bytes a row
  * (tokens past n: zeros). */

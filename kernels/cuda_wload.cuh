@@ -175,14 +175,18 @@ template <int T> static __device__ __forceinline__ float2 qscale(const uint16_t 
         return cu_q4m_dm(sc + (size_t)blk * 2);
     return make_float2(f16_f(sc[blk]), 0.0f);
 }
+/* The X words of activation quants chunk c covers, from global memory at xq (the row's start). */
+template <int T> static __device__ __forceinline__ void qload(const int8_t *xq, int c, uint4 *xv)
+{
+    const uint4 *xp = (const uint4 *)(xq + (size_t)c * 16 * qchunk<T>::X);
+#pragma unroll
+    for (int i = 0; i < qchunk<T>::X; i++)
+        xv[i] = __ldg(xp + i);
+}
 template <int T> static __device__ __forceinline__ int qdot(uint4 w, const int8_t *xq, int c)
 {
-    constexpr int X = qchunk<T>::X;
-    const uint4 *xp = (const uint4 *)(xq + (size_t)c * 16 * X);
-    uint4 xv[X];
-#pragma unroll
-    for (int i = 0; i < X; i++)
-        xv[i] = __ldg(xp + i);
+    uint4 xv[qchunk<T>::X];
+    qload<T>(xq, c, xv);
     return qchunk<T>::dotv(w, xv);
 }
 

@@ -227,6 +227,16 @@ if [ -d "$LLAMA_LIBDIR" ]; then
         --graph-cycles 1 --max-diff 0.06 --min-top1 1
     prep=$("$B/llm-engine" generate --model "$W/wide-q4k.gguf" --prompt-ids 1 --max-tokens 1 --threads 2 2>&1)
     if [[ $prep == *'of them q4_K'* ]]; then
+        # The CLI: llm_backend_prepare leaves the Q4_K matrices to the upload (no Q8_0 copy made); the greedy
+        # ids are those of the CPU, which packs the same values.
+        check "generate --backend cuda on a q4_K file: its matrices from their blocks, the CPU's greedy ids" bash -c "
+            g=\$('$B/llm-engine' generate --backend cuda --model '$W/wide-q4k.gguf' --prompt-ids 1,403,407 \
+                --max-tokens 8 --output-ids --ignore-eos 2>'$W/q4k-cuda.err'); grep -v '^cuda: tune' '$W/q4k-cuda.err'
+            c=\$('$B/llm-engine' generate --model '$W/wide-q4k.gguf' --prompt-ids 1,403,407 --max-tokens 8 \
+                --output-ids --ignore-eos --threads 2 2>/dev/null)
+            echo \"cuda: \$g\"; echo \"cpu:  \$c\"
+            grep -q '^cuda: 30 q4_K matrices from their own blocks' '$W/q4k-cuda.err' && [ -n \"\$c\" ] &&
+                [ \"\$g\" = \"\$c\" ]"
         check "q4_m on int8 activations (dp4a) vs the CPU's packed q4_K, same file" env $Q4K_ENV LLM_CUDA_GEMV_DP4A=1 \
             "$E/parity_logits" --model "$W/wide-q4k.gguf" --cpu-model "$W/wide-q4k.gguf" --positions 16 --gen 4 \
             --chunk 1 --mixed 0 --max-diff 1e-3 --min-top1 1
