@@ -9,12 +9,15 @@
 #include "cpu/kernels.h"
 #include "gguf_quants.h"
 
-/* The deferred type a backend uploads from the file's blocks itself (0: none): the CUDA backend's Q4_K
- * (kernels/cuda_load.cu, CU_Q4_M) unless LLM_CUDA_Q4K=q8_0 asks for the Q8_0 copy. */
-static uint32_t kept_type(const char *name)
+/* The deferred types a backend uploads from the file's blocks itself (a mask of ggml type ids; 0: none): the
+ * CUDA backend's Q4_K and Q6_K (kernels/cuda_load.cu: CU_Q4_M, CU_Q6) unless LLM_CUDA_KQ=q8_0 asks for the
+ * Q8_0 copies. */
+static uint32_t kept_types(const char *name)
 {
-    const char *e = getenv("LLM_CUDA_Q4K");
-    return strcmp(name, "cuda") == 0 && !(e != NULL && strcmp(e, "q8_0") == 0) ? GGML_Q4_K : 0;
+    const char *e = getenv("LLM_CUDA_KQ");
+    if (strcmp(name, "cuda") != 0 || (e != NULL && strcmp(e, "q8_0") == 0))
+        return 0;
+    return 1u << GGML_Q4_K | 1u << GGML_Q6_K;
 }
 
 int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *o, llm_err *err)
@@ -24,7 +27,7 @@ int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *
     int cpu = strcmp(name, "cpu") == 0;
     if (cpu && llm_cpu_prepare_model(m, o, err) != 0) /* takes the deferred Q4_K it can */
         return -1;
-    uint32_t keep = kept_type(name);
+    uint32_t keep = kept_types(name);
     if (llm_model_has_deferred_except(m, keep)) { /* the rest become Q8_0, then packed in place on the CPU */
         if (llm_model_finish_deferred_except(m, keep, err) != 0 || (cpu && llm_cpu_prepare_model(m, o, err) != 0))
             return -1;
@@ -48,7 +51,7 @@ llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_
         llm_seterr(err, "backend: no %s given", name == NULL ? "backend name" : "model");
         return NULL;
     }
-    if (llm_model_has_deferred_except(m, kept_type(name))) {
+    if (llm_model_has_deferred_except(m, kept_types(name))) {
         llm_seterr(err, "backend: %s was loaded with conversions deferred; llm_backend_prepare it first", m->path);
         return NULL;
     }

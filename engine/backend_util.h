@@ -103,7 +103,7 @@ static inline int llm_batch_check(const llm_batch *b, const llm_config *c, int b
 }
 
 /* A weight a backend can run: present (its data, or only its file blocks where llm_backend_prepare left a
- * Q4_K matrix for the CUDA upload: llm_backend_create lets no other backend see that), of a known type, of
+ * Q4_K / Q6_K matrix for the CUDA upload: llm_backend_create lets no other backend see that), of a known type, of
  * the expected shape (cols x rows), F32 where f32_only (norms), and a whole number of blocks per row for
  * the block types. */
 static inline int llm_tensor_check(const llm_tensor *t, const char *what, int layer, int64_t cols, int64_t rows,

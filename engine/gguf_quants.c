@@ -199,8 +199,9 @@ void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
  * Per sub-block of 32: the range [min(0, min x), max x] over 15 steps (scale) and its offset m = -min(0, min x);
  * the super-block's 8 scales and 8 mins as 6-bit multiples of d = max scale / 63 and dmin = max m / 63 (fp16);
  * then each element's nibble against the stored (rounded) scale and min, so the nibbles fit what a reader
- * reconstructs: x ~ d sc q - dmin mn. A plain min/max fit, not llama.cpp's search over candidate scales
- * (its rounding error is a little larger: tests/parity/gguf_quants.t measures both). */
+ * reconstructs: x ~ d sc q - dmin mn. The sub-block's range, refined by least squares (the scale and min that
+ * best fit its nibbles, then the nibbles again), not llama.cpp's weighted search over candidate scales
+ * (tests/parity/gguf_quants.t measures the rounding error of both). */
 static int nearest_int(float v) { return (int)lrintf(v); }
 
 static void quantize_block_q4_K(const float *x, uint8_t *b)
@@ -213,8 +214,33 @@ static void quantize_block_q4_K(const float *x, uint8_t *b)
             lo = v[l] < lo ? v[l] : lo;
             hi = v[l] > hi ? v[l] : hi;
         }
-        scale[g] = hi > lo ? (hi - lo) / 15.0f : 0.0f;
-        mins[g] = -lo;
+        float sc = hi > lo ? (hi - lo) / 15.0f : 0.0f, m = -lo;
+        /* then least squares: the scale and min that best fit these nibbles, and the nibbles again */
+        for (int it = 0; it < 3 && sc > 0.0f; it++) {
+            float sq = 0.0f, sqq = 0.0f, sx = 0.0f, sqx = 0.0f;
+            for (int l = 0; l < 32; l++) {
+                int q = nearest_int((v[l] + m) / sc);
+                float fq = (float)(q < 0 ? 0 : q > 15 ? 15 : q);
+                sq += fq;
+                sqq += fq * fq;
+                sx += v[l];
+                sqx += fq * v[l];
+            }
+            float det = 32.0f * sqq - sq * sq;
+            if (det <= 0.0f)
+                break;
+            float ns = (32.0f * sqx - sq * sx) / det, nm = -(sqq * sx - sq * sqx) / det;
+            if (nm < 0.0f) { /* Q4_K's min is not negative: the best scale with none */
+                nm = 0.0f;
+                ns = sqq > 0.0f ? sqx / sqq : 0.0f;
+            }
+            if (!(ns > 0.0f))
+                break;
+            sc = ns;
+            m = nm;
+        }
+        scale[g] = sc;
+        mins[g] = m;
         max_scale = scale[g] > max_scale ? scale[g] : max_scale;
         max_min = mins[g] > max_min ? mins[g] : max_min;
     }

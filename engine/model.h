@@ -194,11 +194,11 @@ llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err);
 /* Converts to Q8_0 the layer matrices whose conversion LLM_LOAD_DEFER_KQ
  * deferred and nothing else took (data still NULL). 0 ok, -1 + err. */
 int llm_model_finish_deferred(llm_model *m, llm_err *err);
-/* The same, leaving those whose file type is keep (a ggml type id; 0: none) as they are: the CUDA backend
- * uploads Q4_K matrices from their blocks and has no use for their Q8_0 copy. */
+/* The same, leaving those whose file type is in keep (a mask of ggml type ids, 1u << id; 0: none) as they
+ * are: the CUDA backend uploads Q4_K and Q6_K matrices from their blocks and has no use for a Q8_0 copy. */
 int llm_model_finish_deferred_except(llm_model *m, uint32_t keep, llm_err *err);
-/* 1 while some layer matrix has neither data nor a packed form (deferred); _except: one of a type other
- * than keep. */
+/* 1 while some layer matrix has neither data nor a packed form (deferred); _except: one of a type not in
+ * the mask keep. */
 int llm_model_has_deferred(const llm_model *m);
 int llm_model_has_deferred_except(const llm_model *m, uint32_t keep);
 llm_model *llm_model_load_llama2c(const char *path, llm_err *err);

@@ -521,7 +521,7 @@ int llm_model_has_deferred_except(const llm_model *m, uint32_t keep)
         return 1; /* no memory: say so, creating fails later */
     llm_model_mats((llm_model *)(uintptr_t)m, t);
     for (int i = 0; i < n && !any; i++)
-        any = t[i]->data == NULL && t[i]->src != NULL && (keep == 0 || t[i]->src_type != keep);
+        any = t[i]->data == NULL && t[i]->src != NULL && !(t[i]->src_type < 32 && (keep >> t[i]->src_type & 1u));
     free(t);
     return any;
 }
@@ -541,7 +541,7 @@ int llm_model_finish_deferred_except(llm_model *m, uint32_t keep, llm_err *err)
     }
     llm_model_mats(m, t);
     for (int i = 0; i < n && rc == 0; i++) {
-        if (t[i]->data != NULL || t[i]->src == NULL || (keep != 0 && t[i]->src_type == keep))
+        if (t[i]->data != NULL || t[i]->src == NULL || (t[i]->src_type < 32 && (keep >> t[i]->src_type & 1u)))
             continue;
         const void *src = t[i]->src;
         llm_tensor done = *t[i];

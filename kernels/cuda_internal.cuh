@@ -133,14 +133,23 @@ static inline void llm_err_set(llm_err *err, const char *fmt, ...)
  * [rows][cols/2] and a pair of fp16 (d, m) per 32-block, w = d * q - m: a Q4_K sub-block with its 6-bit scale
  * and min folded into fp16 values, as the CPU backend's Q4_M packing does (5 bits a weight, not Q8_0's 8.5). */
 #define CU_Q4_M 12
-/* A matrix the model has: data, or (a Q4_K one llm_backend_prepare left for the upload) its file blocks. */
+/* A matrix the model has: data, or (a Q4_K / Q6_K one llm_backend_prepare left for the upload) its blocks. */
 static inline int cu_has_mat(const llm_tensor *t) { return t->data != NULL || t->src != NULL; }
-/* Block-quantised types (fp16 scales beside the quants) and their scales per 32-block. */
+/* Another (GGUF's id for Q6_K): 6-bit quants q, w = d (q - 32) with an fp16 d per 16 weights (a Q6_K group's
+ * int8 scale folded in, as the CPU's Q6 packing does), 7 bits a weight: the low nibbles in Q4_0's order
+ * [rows][cols/2] (byte j of a 32-block: elements j and j + 16, so each nibble half is one group of 16), and in
+ * `scales` 6 uint16 a block: d0, d1, then two 32-bit words of the high 2 bits, elements 0-15 and 16-31
+ * (bits 2i, 2i+1: element i of the half). The float GEMVs and cuBLAS (dequantised) take it; the int8 GEMVs
+ * and the tensor-core GEMM leave it to those. */
+#define CU_Q6 14
+/* Block-quantised types with the int8 (dp4a) and tensor-core paths; with the float-only CU_Q6: every block
+ * type (cuBLAS dequantises them); their uint16 scale words per 32-block. */
 static inline __host__ __device__ int cu_type_q(int t) { return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M; }
-static inline __host__ __device__ int cu_type_nsc(int t) { return t == CU_Q4_M ? 2 : 1; }
+static inline __host__ __device__ int cu_type_blk(int t) { return cu_type_q(t) || t == CU_Q6; }
+static inline __host__ __device__ int cu_type_nsc(int t) { return t == CU_Q4_M ? 2 : t == CU_Q6 ? 6 : 1; }
 
 typedef struct {
-    int            type;     /* llm_dtype, or CU_Q4_M */
+    int            type;     /* llm_dtype, CU_Q4_M or CU_Q6 */
     int            rows, cols;
     const void    *w;        /* see the layout above */
     const uint16_t *scales;  /* fp16 bits, block types only: [rows][cols/32][cu_type_nsc] */

@@ -393,8 +393,8 @@ int cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx)
         return 0;
     if (c->dp4a && cu_type_q(W->type))
         return fused_i8_ok(c, W, n);
-    int e = W->type == LLM_F32 ? 4 : W->type == LLM_Q8_0 ? 16 : W->type == LLM_Q4_0 || W->type == CU_Q4_M ? 32 : 8;
-    return (W->type == LLM_F32 || W->type == LLM_F16 || W->type == LLM_BF16 || cu_type_q(W->type)) &&
+    int e = W->type == LLM_F32 ? 4 : W->type == LLM_Q8_0 ? 16 : cu_type_blk(W->type) ? 32 : 8;
+    return (W->type == LLM_F32 || W->type == LLM_F16 || W->type == LLM_BF16 || cu_type_blk(W->type)) &&
            W->cols % e == 0;
 }
 
@@ -420,6 +420,7 @@ static void gemv_fused_nt(const cu_mm_ctx *c, const cu_mat *W, const float *x, i
     case LLM_BF16: CU_LAUNCH((gemv_fused_kernel<LLM_BF16, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
     case LLM_Q8_0: CU_LAUNCH((gemv_fused_kernel<LLM_Q8_0, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
     case CU_Q4_M:  CU_LAUNCH((gemv_fused_kernel<CU_Q4_M, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
+    case CU_Q6:    CU_LAUNCH((gemv_fused_kernel<CU_Q6, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
     default:       CU_LAUNCH((gemv_fused_kernel<LLM_Q4_0, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
     }
 }
@@ -615,6 +616,7 @@ static void gemv_launch(const cu_mat *W, const float *x, int ldx, float *y, int 
         case LLM_Q8_0: k = gemv_vec_kernel<LLM_Q8_0, NT>; break;
         case LLM_Q4_0: k = gemv_vec_kernel<LLM_Q4_0, NT>; break;
         case CU_Q4_M:  k = gemv_vec_kernel<CU_Q4_M, NT>; break;
+        case CU_Q6:    k = gemv_vec_kernel<CU_Q6, NT>; break;
         default: break;
         }
     }
@@ -816,41 +818,23 @@ void cuda_to_half(const float *x, int ldx, const int32_t *rows, void *out, int K
     }
 }
 
-/* Q8_0 / Q4_0 rows to bf16 [rows][cols], one thread per 16 bytes of quants (16 or 32 elements): the same
- * d * q in float, rounded once, as mat_elem. */
+/* Block-type rows to bf16 [rows][cols] for cuBLAS, one thread per 16 bytes of quants (a wchunk: 16 or 32
+ * elements): the values the GEMVs compute with, rounded once. */
+template <int T>
 __global__ void dequant_bf16_kernel(cu_mat W, __nv_bfloat16 *out)
 {
     CU_PDL_ENTRY();
-    const int per_row = (int)(W.row_bytes / 16), nb = W.cols / LLM_QK, q8 = W.type == LLM_Q8_0;
-    const int q4m = W.type == CU_Q4_M;
+    constexpr int E = wchunk<T>::E;
+    const int per_row = W.cols / E;
     const size_t total = (size_t)W.rows * (size_t)per_row;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
         int r = (int)(i / (size_t)per_row), c = (int)(i % (size_t)per_row);
-        uint4 v = __ldg((const uint4 *)((const uint8_t *)W.w + (size_t)r * W.row_bytes) + c);
-        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
-        int blk = q8 ? c / 2 : c;
-        float d, m = 0.0f;
-        if (q4m) {
-            const float2 dm = cu_q4m_dm(W.scales + ((size_t)r * nb + blk) * 2);
-            d = dm.x;
-            m = dm.y;
-        } else {
-            d = f16_f(W.scales[(size_t)r * nb + blk]);
-        }
-        __nv_bfloat16 *o = out + (size_t)r * W.cols + (size_t)c * (q8 ? 16 : 32);
+        float w[E];
+        wchunk<T>::load(W, (const uint8_t *)W.w + (size_t)r * W.row_bytes, r, c, w);
+        __nv_bfloat16 *o = out + (size_t)r * W.cols + (size_t)c * E;
 #pragma unroll
-        for (int e = 0; e < 16; e++) {
-            uint32_t b = (u[e / 4] >> (8 * (e % 4))) & 0xffu;
-            if (q8) {
-                o[e] = __float2bfloat16_rn(d * (float)(int8_t)b);
-            } else if (q4m) { /* as mat_elem */
-                o[e] = __float2bfloat16_rn(d * (float)(b & 15u) - m);
-                o[e + 16] = __float2bfloat16_rn(d * (float)(b >> 4) - m);
-            } else {
-                o[e] = __float2bfloat16_rn(d * (float)((int)(b & 15u) - 8));
-                o[e + 16] = __float2bfloat16_rn(d * (float)((int)(b >> 4) - 8));
-            }
-        }
+        for (int e = 0; e < E; e++)
+            o[e] = __float2bfloat16_rn(w[e]);
     }
 }
 
@@ -892,7 +876,7 @@ void cuda_matmul_release(cu_mm_ctx *c)
 
 int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
-    if (W->type == LLM_Q8_0)
+    if (W->type == LLM_Q8_0 || W->type == CU_Q6)
         return n <= c->gemv_max_q8;
     if (W->type == LLM_Q4_0 || W->type == CU_Q4_M)
         return n <= c->gemv_max_q4;
@@ -915,7 +899,7 @@ int cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n)
                grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)W->cols * 2, c->stream, &c->gen) != 0
                    ? -1 : 0;
     size_t R = (size_t)W->rows, K = (size_t)W->cols;
-    if (cu_type_q(W->type) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
+    if (cu_type_blk(W->type) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
         return -1;
     return grow(&c->act16, &c->act16_bytes, (size_t)n * K * 2, c->stream, &c->gen);
 }
@@ -961,13 +945,19 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
         int bf16 = W->type != LLM_F16;
         cudaDataType_t ht = bf16 ? CUDA_R_16BF : CUDA_R_16F;
         const void *A = W->w;
-        if (cu_type_q(W->type)) {
+        if (cu_type_blk(W->type)) {
             if (grow(&c->deq, &c->deq_bytes, (size_t)R * (size_t)K * 2, c->stream, &c->gen) != 0) {
                 snprintf(msg, msg_len, "cuda backend: out of device memory for a %dx%d dequantised matrix", R, K);
                 return -1;
             }
-            CU_LAUNCH(dequant_bf16_kernel, grid_for((size_t)R * W->row_bytes / 16), 256, 0, c->stream, *W,
-                      (__nv_bfloat16 *)c->deq);
+            unsigned g = grid_for((size_t)R * W->row_bytes / 16);
+            __nv_bfloat16 *deq = (__nv_bfloat16 *)c->deq;
+            switch (W->type) {
+            case LLM_Q8_0: CU_LAUNCH(dequant_bf16_kernel<LLM_Q8_0>, g, 256, 0, c->stream, *W, deq); break;
+            case LLM_Q4_0: CU_LAUNCH(dequant_bf16_kernel<LLM_Q4_0>, g, 256, 0, c->stream, *W, deq); break;
+            case CU_Q4_M:  CU_LAUNCH(dequant_bf16_kernel<CU_Q4_M>, g, 256, 0, c->stream, *W, deq); break;
+            default:       CU_LAUNCH(dequant_bf16_kernel<CU_Q6>, g, 256, 0, c->stream, *W, deq); break;
+            }
             A = c->deq;
         }
         if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream, &c->gen) != 0) {

@@ -19,7 +19,7 @@ typedef struct {
     cudaEvent_t  ev[2];
     int          used[2], cur;
     size_t       bytes;
-    int          n_q4m;     /* matrices uploaded as CU_Q4_M */
+    int          n_q4m, n_q6; /* matrices uploaded as CU_Q4_M, CU_Q6 */
 } uploader;
 
 static int fail(llm_err *err, const char *what, cudaError_t e)
@@ -114,7 +114,8 @@ static size_t dev_row_bytes(int type, int cols)
     case LLM_BF16: return (size_t)cols * 2;
     case LLM_Q8_0: return (size_t)cols;
     case LLM_Q4_0:
-    case CU_Q4_M:  return (size_t)cols / 2;
+    case CU_Q4_M:
+    case CU_Q6:    return (size_t)cols / 2;
     default:       return 0;
     }
 }
@@ -129,7 +130,7 @@ static int mat_alloc(cu_state *st, cu_mat *M, int type, int rows, int cols, llm_
     M->scales = NULL;
     if ((M->w = dev_alloc(st, M->row_bytes * (size_t)rows, err)) == NULL)
         return -1;
-    if (cu_type_q(type)) {
+    if (cu_type_blk(type)) {
         M->scales = (const uint16_t *)dev_alloc(st, (size_t)rows * (size_t)(cols / LLM_QK) * 2 * cu_type_nsc(type),
                                                 err);
         if (M->scales == NULL)
@@ -138,17 +139,19 @@ static int mat_alloc(cu_state *st, cu_mat *M, int type, int rows, int cols, llm_
     return 0;
 }
 
-/* The device type of matrix t: CU_Q4_M where the model kept a GGUF Q4_K tensor's own blocks (t->src: the
- * layer matrices the loader converted to Q8_0, which the CPU backend packs natively instead), unless
- * LLM_CUDA_Q4K=q8_0 asks for the Q8_0 copy; else its type. */
+/* The device type of matrix t: CU_Q4_M / CU_Q6 where the model kept a GGUF Q4_K / Q6_K tensor's own blocks
+ * (t->src: matrices the loader converts to Q8_0 for the other kernels), unless LLM_CUDA_KQ=q8_0 asks for the
+ * Q8_0 copy; else its type. */
 static int dev_type(const llm_tensor *t)
 {
     static int q8 = -1;
     if (q8 < 0) {
-        const char *e = getenv("LLM_CUDA_Q4K");
+        const char *e = getenv("LLM_CUDA_KQ");
         q8 = e != NULL && strcmp(e, "q8_0") == 0;
     }
-    return !q8 && t->src != NULL && t->src_type == GGML_Q4_K && t->ne[0] % LLM_QK_K == 0 ? CU_Q4_M : (int)t->type;
+    if (q8 || t->src == NULL || t->ne[0] % LLM_QK_K != 0)
+        return (int)t->type;
+    return t->src_type == GGML_Q4_K ? CU_Q4_M : t->src_type == GGML_Q6_K ? CU_Q6 : (int)t->type;
 }
 
 /* nr rows of Q4_K super-blocks (cols elements a row) to CU_Q4_M: quants [nr][cols/2] into qs, (d, m) fp16
@@ -172,28 +175,68 @@ static void q4k_to_q4m(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t
         }
 }
 
-/* Copy tensor src into rows [row0, row0 + src rows) of M (from its file blocks for CU_Q4_M). */
+#define Q6K_BYTES 210 /* a Q6_K super-block: 128 bytes of low nibbles, 64 of high 2 bits, 16 int8 scales, fp16 d */
+/* nr rows of Q6_K super-blocks to CU_Q6 (cuda_internal.cuh): nibbles [nr][cols/2] into qs, 6 words a block
+ * into sc. 32-block g of a super-block is its half g / 4's elements with k = g % 4 (gguf_quants.c's
+ * block_q6_K); their groups of 16 take the int8 scales 2k and 2k + 1 of that half, times d, rounded to fp16
+ * once (engine/cpu/repack.c's Q6 does the same). */
+static void q6k_to_q6(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc)
+{
+    const size_t srow = Q6K_BYTES * (size_t)(cols / LLM_QK_K);
+    const int nb = cols / LLM_QK;
+    for (int i = 0; i < nr; i++)
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *sb = s + (size_t)i * srow + (size_t)(b / 8) * Q6K_BYTES;
+            const int g = b % 8, half = g / 4, k = g % 4;
+            const uint8_t *ql = sb + 64 * half, *qh = sb + 128 + 32 * half;
+            const int8_t *gs = (const int8_t *)(sb + 192) + 8 * half + 2 * k;
+            const float d = llm_fp16_to_f32((uint16_t)(sb[208] | sb[209] << 8));
+            uint16_t *o = sc + ((size_t)i * nb + b) * 6;
+            o[0] = llm_f32_to_fp16(d * (float)gs[0]);
+            o[1] = llm_f32_to_fp16(d * (float)gs[1]);
+            uint32_t hw[2] = { 0, 0 };
+            uint8_t *q4 = qs + (size_t)i * (size_t)(cols / 2) + (size_t)b * 16;
+            for (int l = 0; l < LLM_QK; l++) {
+                int lo = (ql[l + 32 * (k % 2)] >> (4 * (k / 2))) & 0xF, hi = (qh[l] >> (2 * k)) & 3;
+                if (l < 16)
+                    q4[l] = (uint8_t)lo;
+                else
+                    q4[l - 16] |= (uint8_t)(lo << 4);
+                hw[l / 16] |= (uint32_t)hi << (2 * (l % 16));
+            }
+            o[2] = (uint16_t)(hw[0] & 0xffffu);
+            o[3] = (uint16_t)(hw[0] >> 16);
+            o[4] = (uint16_t)(hw[1] & 0xffffu);
+            o[5] = (uint16_t)(hw[1] >> 16);
+        }
+}
+
+/* Copy tensor src into rows [row0, row0 + src rows) of M (from its file blocks for CU_Q4_M / CU_Q6). */
 static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor *src, llm_err *err)
 {
     int rows = (int)src->ne[1], cols = M->cols, type = M->type;
     size_t drow = M->row_bytes;
-    const uint8_t *s = (const uint8_t *)(type == CU_Q4_M ? src->src : src->data);
-    if (drow == 0 || drow + (size_t)(cols / LLM_QK) * 4 > STAGE_BYTES) {
+    const uint8_t *s = (const uint8_t *)(type == CU_Q4_M || type == CU_Q6 ? src->src : src->data);
+    if (drow == 0 || drow + (size_t)(cols / LLM_QK) * 12 > STAGE_BYTES) {
         llm_err_set(err, "cuda backend: a row of %d elements does not fit the %zu MiB staging buffer", cols,
                     STAGE_BYTES >> 20);
         return -1;
     }
-    if (type == CU_Q4_M) {
+    if (type == CU_Q4_M || type == CU_Q6) { /* repacked from the file's super-blocks */
         const int nb = cols / LLM_QK;
-        int per = (int)(STAGE_BYTES / (drow + (size_t)nb * 4));
+        const size_t scb = (size_t)nb * 2 * cu_type_nsc(type); /* scale bytes a row */
+        const size_t srow = (type == CU_Q4_M ? Q4K_BYTES : Q6K_BYTES) * (size_t)(cols / LLM_QK_K);
+        int per = (int)(STAGE_BYTES / (drow + scb));
         for (int r = 0; r < rows; r += per) {
             int nr = rows - r < per ? rows - r : per;
             uint8_t *pin = up_next(u);
-            q4k_to_q4m(s + (size_t)r * Q4K_BYTES * (size_t)(cols / LLM_QK_K), nr, cols, pin,
-                       (uint16_t *)(pin + (size_t)nr * drow));
+            uint16_t *sc = (uint16_t *)(pin + (size_t)nr * drow);
+            if (type == CU_Q4_M)
+                q4k_to_q4m(s + (size_t)r * srow, nr, cols, pin, sc);
+            else
+                q6k_to_q6(s + (size_t)r * srow, nr, cols, pin, sc);
             if (up_send(u, (uint8_t *)M->w + (size_t)(row0 + r) * drow, (size_t)nr * drow,
-                        (uint8_t *)M->scales + (size_t)(row0 + r) * nb * 4, (size_t)nr * drow, (size_t)nr * nb * 4,
-                        err))
+                        (uint8_t *)M->scales + (size_t)(row0 + r) * scb, (size_t)nr * drow, (size_t)nr * scb, err))
                 return -1;
         }
         return 0;
@@ -239,6 +282,7 @@ static int upload_mat(cu_state *st, uploader *u, cu_mat *M, const llm_tensor *t,
     if (mat_alloc(st, M, dev_type(t), (int)t->ne[1], (int)t->ne[0], err) != 0)
         return -1;
     u->n_q4m += M->type == CU_Q4_M;
+    u->n_q6 += M->type == CU_Q6;
     return upload_rows(u, M, 0, t, err);
 }
 
@@ -261,6 +305,7 @@ static int upload_set(cu_state *st, uploader *u, cu_matset *S, const llm_tensor 
     if (mat_alloc(st, &S->m[0], dev_type(t[0]), rows, (int)t[0]->ne[0], err) != 0)
         return -1;
     u->n_q4m += S->m[0].type == CU_Q4_M ? n : 0;
+    u->n_q6 += S->m[0].type == CU_Q6 ? n : 0;
     for (int i = 0, r0 = 0; i < n; r0 += (int)t[i]->ne[1], i++)
         if (upload_rows(u, &S->m[0], r0, t[i], err) != 0)
             return -1;
@@ -404,6 +449,8 @@ int cuda_load_weights(cu_state *st, llm_err *err)
                 dt > 0 ? (double)u.bytes / 1e9 / dt : 0.0);
         if (u.n_q4m > 0)
             fprintf(stderr, "cuda: %d q4_K matrices from their own blocks, at 5 bits a weight (q4_m)\n", u.n_q4m);
+        if (u.n_q6 > 0)
+            fprintf(stderr, "cuda: %d q6_K matrices from their own blocks, at 7 bits a weight (q6)\n", u.n_q6);
     }
     rc = upload_rope(st, 0, err);
     /* Gemma 3's sliding-window layers rotate with their own base; elsewhere they share the tables above. */

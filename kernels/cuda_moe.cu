@@ -363,6 +363,7 @@ static void mm_launch(const cu_mat *host, const cu_mat *mats, int which, int E, 
     case LLM_BF16: CU_LAUNCH((moe_mm_kernel<LLM_BF16, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     case LLM_Q8_0: CU_LAUNCH((moe_mm_kernel<LLM_Q8_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     case CU_Q4_M:  CU_LAUNCH((moe_mm_kernel<CU_Q4_M, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
+    case CU_Q6:    CU_LAUNCH((moe_mm_kernel<CU_Q6, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     default:       CU_LAUNCH((moe_mm_kernel<LLM_Q4_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
     }
 }

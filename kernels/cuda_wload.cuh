@@ -27,6 +27,16 @@ static __device__ __forceinline__ float2 cu_q4m_dm(const uint16_t *p)
     return make_float2(f16_f(p[0]), f16_f(p[1]));
 }
 
+/* Element i (0-31) of a CU_Q6 block: its nibble bytes nb (16), its 6 scale words sc. */
+static __device__ __forceinline__ float cu_q6_elem(const uint8_t *nb, const uint16_t *sc, int i)
+{
+    int h = i >> 4, j = i & 15;
+    int lo = h ? nb[j] >> 4 : nb[j] & 15;
+    uint32_t hw = (uint32_t)sc[2 + 2 * h] | (uint32_t)sc[3 + 2 * h] << 16;
+    int q = lo | (int)((hw >> (2 * j)) & 3u) << 4;
+    return f16_f(sc[h]) * (float)(q - 32);
+}
+
 /* One element W[r][k] in any layout (slow path: embedding, dequant, odd shapes). */
 static __device__ float mat_elem(const cu_mat &W, int r, int k)
 {
@@ -48,6 +58,11 @@ static __device__ float mat_elem(const cu_mat &W, int r, int k)
         if (W.type == CU_Q4_M)
             return f16_f(W.scales[2 * b]) * (float)q - f16_f(W.scales[2 * b + 1]);
         return f16_f(W.scales[b]) * (float)(q - 8);
+    }
+    case CU_Q6: {
+        size_t b = (size_t)r * (W.cols / LLM_QK) + k / LLM_QK;
+        return cu_q6_elem((const uint8_t *)W.w + (size_t)r * W.row_bytes + (size_t)(k / LLM_QK) * 16,
+                          W.scales + b * 6, k % LLM_QK);
     }
     default: return 0.0f;
     }
@@ -202,6 +217,24 @@ template <> struct wchunk<CU_Q4_M> {
             uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
             w[i]      = dm.x * (float)(b & 15u) - dm.y;
             w[i + 16] = dm.x * (float)(b >> 4) - dm.y;
+        }
+    }
+};
+
+template <> struct wchunk<CU_Q6> {
+    enum { E = 32 }; /* one block: nibbles from the row, the high bits and the two scales from `scales` */
+    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        const uint32_t *s = (const uint32_t *)(W.scales + ((size_t)r * (W.cols / LLM_QK) + c) * 6);
+        const uint32_t ds = __ldg(s), h0 = __ldg(s + 1), h1 = __ldg(s + 2);
+        const float d0 = f16_f((uint16_t)(ds & 0xffffu)), d1 = f16_f((uint16_t)(ds >> 16));
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
+            w[i]      = d0 * (float)((int)((b & 15u) | ((h0 >> (2 * i)) & 3u) << 4) - 32);
+            w[i + 16] = d1 * (float)((int)((b >> 4) | ((h1 >> (2 * i)) & 3u) << 4) - 32);
         }
     }
 };

@@ -65,6 +65,8 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     "$B/llm-engine" gen-model --from "$Q/k256" --dtype f32 --out "$Q/k256-f32.gguf" >/dev/null 2>&1
     "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$Q/k256-f32.gguf" "$Q/k256-q4k.gguf" q4_K_M-layers >/dev/null 2>&1
     "$B/llm-engine" gen-model --from "$Q/k256-q4k.gguf" --dtype f32 --out "$Q/k256-q4k-f32.gguf" >/dev/null 2>&1
+    "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$Q/k256-f32.gguf" "$Q/k256-q6k.gguf" q6_K-layers >/dev/null 2>&1
+    "$B/llm-engine" gen-model --from "$Q/k256-q6k.gguf" --dtype f32 --out "$Q/k256-q6k-f32.gguf" >/dev/null 2>&1
     "$B/parity/pad_model" ../shared/models/stories260K/stories260K.bin "$Q/wide.gguf" >/dev/null 2>&1
     "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$Q/wide.gguf" "$Q/wide-q4k.gguf" q4_K_M-layers >/dev/null 2>&1
     rm -rf "$Q/k256" "$Q/k256-f32.gguf" "$Q/wide.gguf"

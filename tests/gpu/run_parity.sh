@@ -135,15 +135,20 @@ python3 tests/gpu/emu_hf_model.py "$WORK/hf256" 256 >/dev/null &&
     run moe_q8 env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
         LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$WORK/qwen2moe-q8_0.gguf" \
         --cpu-model "$WORK/qwen2moe-deq.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 1e-3 --min-top1 1
-# GGUF Q4_K matrices from their own blocks (CU_Q4_M), files made by llama.cpp's quantiser on the development
-# machine (tests/gpu/prebuild.sh: shared/models/q4k): the float GEMVs and graphs against the CPU on the file's
-# exact values (under the emulation 0.021 / 0.020; the Q8_0 copy 0.25), every path at the tuning's choice, and
-# the int8 GEMVs against the CPU's packed Q4_K where this CPU packs it.
+# GGUF Q4_K / Q6_K matrices from their own blocks (CU_Q4_M / CU_Q6), files made by llama.cpp's quantiser on
+# the development machine (tests/gpu/prebuild.sh: shared/models/q4k): the float GEMVs and graphs against the
+# CPU on the file's exact values (under the emulation Q4_K 0.021 / 0.020, Q6_K 0.0066 / 0.0052; the Q8_0
+# copies 0.25 / 0.16), every path at the tuning's choice, and the int8 GEMVs against the CPU's packed Q4_K
+# where this CPU packs it.
 Q4K=$B/shared/models/q4k
 if [ -f "$Q4K/k256-q4k.gguf" ]; then
     run q4k_gemv env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
         LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$Q4K/k256-q4k.gguf" \
         --cpu-model "$Q4K/k256-q4k-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 0.06 \
+        --min-top1 1
+    run q6k_gemv env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
+        LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$Q4K/k256-q6k.gguf" \
+        --cpu-model "$Q4K/k256-q6k-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 0.03 \
         --min-top1 1
     run q4k_default env "$B/tests/gpu/parity_logits" --model "$Q4K/k256-q4k.gguf" \
         --cpu-model "$Q4K/k256-q4k-f32.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 0.15 --min-top1 0.98
