@@ -22,6 +22,8 @@ export LLM_CUDA_LIB="${LLM_CUDA_LIB:-$PWD/$B/libllm_cuda.so}" # preset: a dry ru
 SH=../shared
 [ -d "$SH/models" ] || SH=shared
 [ -d "$SH/models" ] || SH="$B/shared"
-# gen-model --preset llama-3.2-* reads the Llama 3 tokenizer from here
+# gen-model --preset llama-3.2-* reads the Llama 3 tokenizer from here (prebuild.sh carries it gzipped)
 export LLM_SHARED_DIR="$(cd "$SH" && pwd)"
+tj="$SH/tokenizers/llama3/tokenizer.json"
+if [ ! -f "$tj" ] && [ -f "$tj.gz" ]; then gunzip -c "$tj.gz" >"$tj"; fi
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv,noheader || true

@@ -54,8 +54,8 @@ mkdir -p "$B/shared/models/stories260K" "$B/shared/peers"
 cp ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin \
     ../shared/models/stories260K/stories260K.gguf "$B/shared/models/stories260K/"
 cp ../shared/peers/torch_cudagraph_decode.py "$B/shared/peers/"
-# GGUF Q4_K test files for run_parity.sh's q4k cases, by llama.cpp's quantiser (bench/llamacpp; none on the GPU
-# machine): as tests/gpu/emu_quick.sh part 12 makes them
+# GGUF Q4_K / Q6_K test files for run_parity.sh's q4k cases, by llama.cpp's quantiser (bench/llamacpp; none on
+# the GPU machine): as tests/gpu/emu_quick.sh part 12 makes them (their f32 copies are made there: gen-model)
 LLAMA_LIBDIR=bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 if [ -d "$LLAMA_LIBDIR" ]; then
     Q=$B/shared/models/q4k
@@ -64,17 +64,16 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     python3 tests/gpu/emu_hf_model.py "$Q/k256" 32 k256 >/dev/null
     "$B/llm-engine" gen-model --from "$Q/k256" --dtype f32 --out "$Q/k256-f32.gguf" >/dev/null 2>&1
     "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$Q/k256-f32.gguf" "$Q/k256-q4k.gguf" q4_K_M-layers >/dev/null 2>&1
-    "$B/llm-engine" gen-model --from "$Q/k256-q4k.gguf" --dtype f32 --out "$Q/k256-q4k-f32.gguf" >/dev/null 2>&1
     "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$Q/k256-f32.gguf" "$Q/k256-q6k.gguf" q6_K-layers >/dev/null 2>&1
-    "$B/llm-engine" gen-model --from "$Q/k256-q6k.gguf" --dtype f32 --out "$Q/k256-q6k-f32.gguf" >/dev/null 2>&1
     "$B/parity/pad_model" ../shared/models/stories260K/stories260K.bin "$Q/wide.gguf" >/dev/null 2>&1
     "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$Q/wide.gguf" "$Q/wide-q4k.gguf" q4_K_M-layers >/dev/null 2>&1
     rm -rf "$Q/k256" "$Q/k256-f32.gguf" "$Q/wide.gguf"
 fi
 # the Llama 3 tokenizer: gen-model --preset llama-3.2-3b writes it into the GGUF (gpu_env.sh sets LLM_SHARED_DIR)
 mkdir -p "$B/shared/tokenizers/llama3"
-cp ../shared/tokenizers/llama3/tokenizer.json ../shared/tokenizers/llama3/tokenizer_config.json \
-    "$B/shared/tokenizers/llama3/"
+# (tokenizer.json gzipped: 9 MB -> 2.3 MB of the carry's 64 MiB; gpu_env.sh unpacks it on the GPU machine)
+cp ../shared/tokenizers/llama3/tokenizer_config.json "$B/shared/tokenizers/llama3/"
+gzip -9 -c ../shared/tokenizers/llama3/tokenizer.json >"$B/shared/tokenizers/llama3/tokenizer.json.gz"
 # For serve_gpu.sh: the module, the load generator and Debian's nginx (the build the module is compiled
 # against) with every library it and the module load, and the dynamic loader to start it with, so that
 # it runs whatever C library the GPU machine has.

@@ -141,17 +141,19 @@ python3 tests/gpu/emu_hf_model.py "$WORK/hf256" 256 >/dev/null &&
 # copies 0.25 / 0.16), every path at the tuning's choice, and the int8 GEMVs against the CPU's packed Q4_K
 # where this CPU packs it.
 Q4K=$B/shared/models/q4k
-if [ -f "$Q4K/k256-q4k.gguf" ]; then
+if [ -f "$Q4K/k256-q4k.gguf" ] && [ -f "$Q4K/k256-q6k.gguf" ] &&
+    "$B/llm-engine" gen-model --from "$Q4K/k256-q4k.gguf" --dtype f32 --out "$WORK/k256-q4k-f32.gguf" >/dev/null 2>&1 &&
+    "$B/llm-engine" gen-model --from "$Q4K/k256-q6k.gguf" --dtype f32 --out "$WORK/k256-q6k-f32.gguf" >/dev/null 2>&1; then
     run q4k_gemv env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
         LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$Q4K/k256-q4k.gguf" \
-        --cpu-model "$Q4K/k256-q4k-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 0.06 \
+        --cpu-model "$WORK/k256-q4k-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 0.06 \
         --min-top1 1
     run q6k_gemv env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
         LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$Q4K/k256-q6k.gguf" \
-        --cpu-model "$Q4K/k256-q6k-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 0.03 \
+        --cpu-model "$WORK/k256-q6k-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 0.03 \
         --min-top1 1
     run q4k_default env "$B/tests/gpu/parity_logits" --model "$Q4K/k256-q4k.gguf" \
-        --cpu-model "$Q4K/k256-q4k-f32.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 0.15 --min-top1 0.98
+        --cpu-model "$WORK/k256-q4k-f32.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 0.15 --min-top1 0.98
     prep=$("$B/llm-engine" generate --model "$Q4K/wide-q4k.gguf" --prompt-ids 1 --max-tokens 1 2>&1)
     if [[ $prep == *'of them q4_K'* ]]; then
         run q4k_dp4a env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
