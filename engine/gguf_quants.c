@@ -202,8 +202,6 @@ void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
  * reconstructs: x ~ d sc q - dmin mn. The sub-block's range, refined by least squares (the scale and min that
  * best fit its nibbles, then the nibbles again), not llama.cpp's weighted search over candidate scales
  * (tests/parity/gguf_quants.t measures the rounding error of both). */
-static int nearest_int(float v) { return (int)lrintf(v); }
-
 static void quantize_block_q4_K(const float *x, uint8_t *b)
 {
     float scale[8], mins[8], max_scale = 0.0f, max_min = 0.0f;
@@ -219,7 +217,7 @@ static void quantize_block_q4_K(const float *x, uint8_t *b)
         for (int it = 0; it < 3 && sc > 0.0f; it++) {
             float sq = 0.0f, sqq = 0.0f, sx = 0.0f, sqx = 0.0f;
             for (int l = 0; l < 32; l++) {
-                int q = nearest_int((v[l] + m) / sc);
+                int q = (int)lrintf((v[l] + m) / sc);
                 float fq = (float)(q < 0 ? 0 : q > 15 ? 15 : q);
                 sq += fq;
                 sqq += fq * fq;
@@ -248,7 +246,7 @@ static void quantize_block_q4_K(const float *x, uint8_t *b)
     float d = llm_fp16_to_f32(dh), dmin = llm_fp16_to_f32(mh);
     uint8_t sc[8], mn[8];
     for (int g = 0; g < 8; g++) {
-        int s = d > 0.0f ? nearest_int(scale[g] / d) : 0, m = dmin > 0.0f ? nearest_int(mins[g] / dmin) : 0;
+        int s = d > 0.0f ? (int)lrintf(scale[g] / d) : 0, m = dmin > 0.0f ? (int)lrintf(mins[g] / dmin) : 0;
         sc[g] = (uint8_t)(s < 0 ? 0 : s > 63 ? 63 : s);
         mn[g] = (uint8_t)(m < 0 ? 0 : m > 63 ? 63 : m);
     }
@@ -267,7 +265,7 @@ static void quantize_block_q4_K(const float *x, uint8_t *b)
         float es = d * (float)sc[g], em = dmin * (float)mn[g];
         uint8_t *qs = b + 16 + 32 * (g / 2);
         for (int l = 0; l < 32; l++) {
-            int q = es > 0.0f ? nearest_int((x[32 * g + l] + em) / es) : 0;
+            int q = es > 0.0f ? (int)lrintf((x[32 * g + l] + em) / es) : 0;
             q = q < 0 ? 0 : q > 15 ? 15 : q;
             qs[l] |= (uint8_t)(g % 2 ? q << 4 : q);
         }

@@ -526,10 +526,6 @@ int llm_model_has_deferred_except(const llm_model *m, uint32_t keep)
     return any;
 }
 
-int llm_model_has_deferred(const llm_model *m) { return llm_model_has_deferred_except(m, 0); }
-
-int llm_model_finish_deferred(llm_model *m, llm_err *err) { return llm_model_finish_deferred_except(m, 0, err); }
-
 int llm_model_finish_deferred_except(llm_model *m, uint32_t keep, llm_err *err)
 {
     m->defer_kq = 0; /* requantize converts from here on */

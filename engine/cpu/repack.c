@@ -421,7 +421,7 @@ int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)
             it->off = arena_bytes;
             it->new_buf = 1;
             arena_bytes += (cpu_packed_bytes(t, it->fmt) + 63) / 64 * 64;
-        } else if (deferred) { /* llm_model_finish_deferred converts it */
+        } else if (deferred) { /* llm_model_finish_deferred_except converts it */
             continue;
         } else if (t->ne[1] % CPU_PK_ROWS == 0) { /* in place needs whole groups; else it stays as stored */
             it->fmt = cpu_pk_fmt_of(t->type);
