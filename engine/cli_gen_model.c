@@ -32,14 +32,15 @@ int cli_gen_model(const llm_args *a)
         return 2;
     }
     llm_dtype dt = LLM_F32;
-    int q4k = dtype_s != NULL && strcasecmp(dtype_s, "q4_K") == 0; /* GGUF's Q4_K, every matrix it fits */
-    if (q4k)
-        dt = (llm_dtype)GGML_Q4_K;
-    if (dtype_s != NULL && !q4k && llm_dtype_from_name(dtype_s, &dt) != 0) {
-        fprintf(stderr, "error: --dtype must be one of f32, f16, bf16, q8_0, q4_0, q4_K (got '%s')\n", dtype_s);
+    /* GGUF's Q4_K / Q5_K, every matrix they fit */
+    int kq = dtype_s != NULL && (strcasecmp(dtype_s, "q4_K") == 0 || strcasecmp(dtype_s, "q5_K") == 0);
+    if (kq)
+        dt = (llm_dtype)(strcasecmp(dtype_s, "q4_K") == 0 ? GGML_Q4_K : GGML_Q5_K);
+    if (dtype_s != NULL && !kq && llm_dtype_from_name(dtype_s, &dt) != 0) {
+        fprintf(stderr, "error: --dtype must be one of f32, f16, bf16, q8_0, q4_0, q4_K, q5_K (got '%s')\n", dtype_s);
         return 2;
     }
-    if (q4k && hf) {
+    if (kq && hf) {
         fprintf(stderr, "error: --format hf takes f32, f16 or bf16\n");
         return 2;
     }

@@ -91,7 +91,7 @@ void gguf_w_str(gguf_writer *w, const char *key, const char *v);
 void gguf_w_arr(gguf_writer *w, const char *key, gguf_type elem_type, const void *elems, uint64_t n);
 void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *strs, const size_t *lens, uint64_t n);
 /* Tensor: ne[0] contiguous; data must hold gguf_qtype_row_bytes(type, ne[0]) * ne[1] * ne[2] * ne[3] bytes.
- * type: an llm_dtype, or GGML_Q4_K (gguf_quants.h: what gen-model --dtype q4_K writes). */
+ * type: an llm_dtype, or GGML_Q4_K / GGML_Q5_K (gguf_quants.h: what gen-model --dtype q4_K / q5_K writes). */
 void gguf_w_tensor(gguf_writer *w, const char *name, llm_dtype type, uint32_t n_dims, const uint64_t *ne, const void *data);
 /* Additions (model files helper): */
 /* Copy one metadata entry from a reader (any type, nested arrays included). */

@@ -195,15 +195,17 @@ void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
     }
 }
 
-/* ---------- writing Q4_K (gen-model --dtype q4_K) ----------
- * Per sub-block of 32: the range [min(0, min x), max x] over 15 steps (scale) and its offset m = -min(0, min x);
+/* ---------- writing Q4_K / Q5_K (gen-model --dtype q4_K / q5_K) ----------
+ * Per sub-block of 32: the range [min(0, min x), max x] over 15 steps (31 for Q5_K: scale) and its offset
+ * m = -min(0, min x);
  * the super-block's 8 scales and 8 mins as 6-bit multiples of d = max scale / 63 and dmin = max m / 63 (fp16);
  * then each element's nibble against the stored (rounded) scale and min, so the nibbles fit what a reader
  * reconstructs: x ~ d sc q - dmin mn. The sub-block's range, refined by least squares (the scale and min that
  * best fit its nibbles, then the nibbles again), not llama.cpp's weighted search over candidate scales
  * (tests/parity/gguf_quants.t measures the rounding error of both). */
-static void quantize_block_q4_K(const float *x, uint8_t *b)
+static void quantize_block_q45_K(const float *x, uint8_t *b, int five)
 {
+    const int top = five ? 31 : 15;
     float scale[8], mins[8], max_scale = 0.0f, max_min = 0.0f;
     for (int g = 0; g < 8; g++) {
         const float *v = x + 32 * g;
@@ -212,13 +214,13 @@ static void quantize_block_q4_K(const float *x, uint8_t *b)
             lo = v[l] < lo ? v[l] : lo;
             hi = v[l] > hi ? v[l] : hi;
         }
-        float sc = hi > lo ? (hi - lo) / 15.0f : 0.0f, m = -lo;
+        float sc = hi > lo ? (hi - lo) / (float)top : 0.0f, m = -lo;
         /* then least squares: the scale and min that best fit these nibbles, and the nibbles again */
         for (int it = 0; it < 3 && sc > 0.0f; it++) {
             float sq = 0.0f, sqq = 0.0f, sx = 0.0f, sqx = 0.0f;
             for (int l = 0; l < 32; l++) {
                 int q = (int)lrintf((v[l] + m) / sc);
-                float fq = (float)(q < 0 ? 0 : q > 15 ? 15 : q);
+                float fq = (float)(q < 0 ? 0 : q > top ? top : q);
                 sq += fq;
                 sqq += fq * fq;
                 sx += v[l];
@@ -250,7 +252,7 @@ static void quantize_block_q4_K(const float *x, uint8_t *b)
         sc[g] = (uint8_t)(s < 0 ? 0 : s > 63 ? 63 : s);
         mn[g] = (uint8_t)(m < 0 ? 0 : m > 63 ? 63 : m);
     }
-    memset(b, 0, 144);
+    memset(b, 0, five ? 176 : 144);
     b[0] = (uint8_t)(dh & 0xff);
     b[1] = (uint8_t)(dh >> 8);
     b[2] = (uint8_t)(mh & 0xff);
@@ -261,35 +263,39 @@ static void quantize_block_q4_K(const float *x, uint8_t *b)
         s[j + 4] = (uint8_t)((mn[j] & 63) | (mn[j + 4] >> 4) << 6);
         s[j + 8] = (uint8_t)((sc[j + 4] & 15) | (mn[j + 4] & 15) << 4);
     }
+    /* Q5_K: the fifth bit of element l of sub-block g is bit g of qh[l] (b + 16), the nibbles after them */
+    uint8_t *qh = b + 16, *nib = b + (five ? 48 : 16);
     for (int g = 0; g < 8; g++) {
         float es = d * (float)sc[g], em = dmin * (float)mn[g];
-        uint8_t *qs = b + 16 + 32 * (g / 2);
+        uint8_t *qs = nib + 32 * (g / 2);
         for (int l = 0; l < 32; l++) {
             int q = es > 0.0f ? (int)lrintf((x[32 * g + l] + em) / es) : 0;
-            q = q < 0 ? 0 : q > 15 ? 15 : q;
-            qs[l] |= (uint8_t)(g % 2 ? q << 4 : q);
+            q = q < 0 ? 0 : q > top ? top : q;
+            qs[l] |= (uint8_t)(g % 2 ? (q & 15) << 4 : q & 15);
+            if (five)
+                qh[l] |= (uint8_t)((q >> 4) << g);
         }
     }
 }
 
-void gguf_quantize_q4_K(const float *x, void *dst, size_t n)
+void gguf_quantize_q45_K(const float *x, void *dst, size_t n, int five)
 {
     uint8_t *b = dst;
-    for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += 144)
-        quantize_block_q4_K(x + i, b);
+    for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += five ? 176 : 144)
+        quantize_block_q45_K(x + i, b, five);
 }
 
 uint32_t gguf_write_type(uint32_t want, uint64_t ne0)
 {
-    if (want == GGML_Q4_K && ne0 % LLM_QK_K != 0)
+    if ((want == GGML_Q4_K || want == GGML_Q5_K) && ne0 % LLM_QK_K != 0)
         want = LLM_Q8_0; /* rows narrower than a super-block: the nearest block type */
     return gguf_qtype_row_bytes(want, ne0) != 0 ? want : LLM_F16;
 }
 
 void gguf_row_from_f32(uint32_t t, const float *x, void *dst, size_t n)
 {
-    if (t == GGML_Q4_K)
-        gguf_quantize_q4_K(x, dst, n);
+    if (t == GGML_Q4_K || t == GGML_Q5_K)
+        gguf_quantize_q45_K(x, dst, n, t == GGML_Q5_K);
     else
         llm_row_from_f32((llm_dtype)t, x, dst, n);
 }

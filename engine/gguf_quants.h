@@ -36,12 +36,13 @@ const char *gguf_qtype_name(uint32_t t);           /* "q4_K", ...; "unknown" */
 size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);
 /* Dequantise n elements (a multiple of the block) of any known type. */
 void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n);
-/* n floats (a multiple of 256) as Q4_K super-blocks (144 bytes each) into dst: gen-model --dtype q4_K. */
-void        gguf_quantize_q4_K(const float *x, void *dst, size_t n);
-/* The type a writer gives a matrix with rows of ne0 elements when asked for want (an llm_dtype or GGML_Q4_K):
- * want where its blocks fit the row, else Q8_0 for Q4_K rows, else F16. */
+/* n floats (a multiple of 256) as Q4_K (five 0: 144 bytes each) or Q5_K (five 1: 176 bytes) super-blocks
+ * into dst: gen-model --dtype q4_K / q5_K. */
+void        gguf_quantize_q45_K(const float *x, void *dst, size_t n, int five);
+/* The type a writer gives a matrix with rows of ne0 elements when asked for want (an llm_dtype, GGML_Q4_K or
+ * GGML_Q5_K): want where its blocks fit the row, else Q8_0 for K-quant rows, else F16. */
 uint32_t    gguf_write_type(uint32_t want, uint64_t ne0);
-/* A row of n floats in type t (an llm_dtype or GGML_Q4_K). */
+/* A row of n floats in type t (an llm_dtype, GGML_Q4_K or GGML_Q5_K). */
 void        gguf_row_from_f32(uint32_t t, const float *x, void *dst, size_t n);
 
 /* The 8 6-bit (scale, min) pairs of Q4_K / Q5_K in 12 bytes: pairs 0-3 are the

@@ -167,7 +167,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "tiny-mixtral, qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
-    if (!llm_dtype_valid(dtype) && (uint32_t)dtype != GGML_Q4_K) {
+    if (!llm_dtype_valid(dtype) && (uint32_t)dtype != GGML_Q4_K && (uint32_t)dtype != GGML_Q5_K) {
         llm_seterr(err, "unsupported dtype %d", (int)dtype);
         return -1;
     }

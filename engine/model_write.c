@@ -42,6 +42,7 @@ static uint32_t file_type(llm_dtype t)
     case LLM_Q8_0: return 7;
     case LLM_BF16: return 32;
     case GGML_Q4_K: return 14; /* llama.cpp's "mostly Q4_K_S" */
+    case GGML_Q5_K: return 16; /* "mostly Q5_K_S" */
     }
     return 0;
 }
@@ -195,7 +196,7 @@ static void conv_free(conv_list *l)
     free(l->cv);
 }
 
-/* Quantised types need rows that are a multiple of their block (Q4_K: 256, else Q8_0); others fall back to f16. */
+/* Quantised types need rows that are a multiple of their block (Q4_K / Q5_K: 256, else Q8_0); others fall back to f16. */
 static llm_dtype mat_type(llm_dtype want, int64_t ne0)
 {
     return (llm_dtype)gguf_write_type((uint32_t)want, (uint64_t)ne0);

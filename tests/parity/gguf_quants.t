@@ -12,7 +12,7 @@
 #     measured on the unquantised file as the baseline. Q4_K_M runs both ways
 #     on CPUs with the packed kernels: Q4_K from its own blocks (5 bits a
 #     weight) and, with LLM_CPU_REPACK=0, converted to Q8_0.
-#  3. Our own Q4_K writer (gen-model --dtype q4_K) against llama.cpp on its file.
+#  3. Our own Q4_K and Q5_K writers (gen-model --dtype q4_K / q5_K) against llama.cpp on their files.
 use strict;
 use warnings;
 use Test::More;
@@ -108,4 +108,11 @@ is($rc, 0, 'gen-model --dtype q4_K writes the widened model');
 my (undef, $geninfo) = capture($engine, 'info', '--model', $genq);
 like($geninfo, qr/^converted at load: \d+ tensors of type q4_K re-quantised/m, 'its layer matrices are q4_K');
 compare('q4_K by gen-model', $genq, \@seq, 512, 0.95, 0.02, 0.1);
+# and Q5_K (gen-model --dtype q5_K, the same fit over 31 steps): the Q4_K bounds hold with a bit to spare
+my $genq5 = "$dir/wide-gen-q5_K.gguf";
+($rc) = capture($engine, 'gen-model', '--from', $wide, '--dtype', 'q5_K', '--out', $genq5);
+is($rc, 0, 'gen-model --dtype q5_K writes the widened model');
+(undef, $geninfo) = capture($engine, 'info', '--model', $genq5);
+like($geninfo, qr/^converted at load: \d+ tensors of type q5_K re-quantised/m, 'its layer matrices are q5_K');
+compare('q5_K by gen-model', $genq5, \@seq, 512, 0.95, 0.02, 0.1);
 done_testing();
