@@ -123,7 +123,7 @@ void cu_emu_cp_commit(void);
 void cu_emu_cp_wait(int n);
 template <int BYTES> static inline void cu_cp_async(void *dst, const void *src, bool valid)
 {
-    static_assert(BYTES == 4 || BYTES == 16, "cp.async copies 4 or 16 bytes here");
+    static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
     cu_emu_cp_async(dst, src, BYTES, valid);
 }
 /* mma.sync m16n8k16 (f16 in, f32 accumulate) with PTX's per-lane register layout (cuda_internal.cuh):

@@ -22,6 +22,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <type_traits>
 #include <utility>
 /* Programmatic dependent launch (LLM_CUDA_PDL=1, Hopper): kernels are launched with the attribute that lets
  * the next kernel in the stream be scheduled before this one has finished, so its blocks fill the SMs the
@@ -34,17 +35,20 @@
         asm volatile("griddepcontrol.wait;" ::: "memory");        \
         asm volatile("griddepcontrol.launch_dependents;" :::);    \
     } while (0)
-/* Asynchronous global -> shared copies (cp.async, sm_80+): BYTES (4 or 16) from src to dst, or zeros when
+/* Asynchronous global -> shared copies (cp.async, sm_80+): BYTES (4, 8 or 16) from src to dst, or zeros when
  * !valid (src is then not read). A thread's copies form a group at CU_CP_COMMIT(); CU_CP_WAIT(n) returns
  * once at most n of its committed groups are still in flight. Another thread sees the data only after its
  * issuer's wait and a __syncthreads(). */
 template <int BYTES>
 __device__ __forceinline__ void cu_cp_async(void *dst, const void *src, bool valid)
 {
-    static_assert(BYTES == 4 || BYTES == 16, "cp.async copies 4 or 16 bytes here");
+    static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
     unsigned s = (unsigned)__cvta_generic_to_shared(dst);
     if (BYTES == 16) /* .cg: through L2 only, the weights are read once */
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(valid ? 16 : 0)
+                     : "memory");
+    else if (BYTES == 8)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(s), "l"(src), "r"(valid ? 8 : 0)
                      : "memory");
     else
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(valid ? 4 : 0)
@@ -142,14 +146,46 @@ static inline int cu_has_mat(const llm_tensor *t) { return t->data != NULL || t-
  * (bits 2i, 2i+1: element i of the half). The float GEMVs and cuBLAS (dequantised) take it; the int8 GEMVs
  * and the tensor-core GEMM leave it to those. */
 #define CU_Q6 14
+/* And (GGUF's id for Q5_K) CU_Q4_M with a fifth bit: q = nibble + 16 * bit (0-31), w = d * q - m, 6 bits a
+ * weight: the nibbles as CU_Q4_M's, and in `scales` 4 uint16 a block: d, m, then one 32-bit word of the fifth
+ * bits (bit i: element i), as the CPU's Q5_M packing folds a Q5_K sub-block. */
+#define CU_Q5_M 13
 /* Block-quantised types with the int8 (dp4a) and tensor-core paths; with the float-only CU_Q6: every block
  * type (cuBLAS dequantises them); their uint16 scale words per 32-block. */
-static inline __host__ __device__ int cu_type_q(int t) { return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M; }
+static inline __host__ __device__ int cu_type_q(int t)
+{
+    return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M || t == CU_Q5_M;
+}
 static inline __host__ __device__ int cu_type_blk(int t) { return cu_type_q(t) || t == CU_Q6; }
-static inline __host__ __device__ int cu_type_nsc(int t) { return t == CU_Q4_M ? 2 : t == CU_Q6 ? 6 : 1; }
+static inline __host__ __device__ int cu_type_nsc(int t)
+{
+    return t == CU_Q4_M ? 2 : t == CU_Q5_M ? 4 : t == CU_Q6 ? 6 : 1;
+}
+/* f(std::integral_constant<int, T>()) for a matrix of type t: the int8 / tensor-core types (cu_type_q) in
+ * with_qtype, every type a GEMV kernel takes in with_wtype (so a new type is one more case here, not one at
+ * every launch). */
+template <typename F> static void with_qtype(int t, F f)
+{
+    switch (t) {
+    case LLM_Q8_0: f(std::integral_constant<int, LLM_Q8_0>()); break;
+    case CU_Q4_M:  f(std::integral_constant<int, CU_Q4_M>()); break;
+    case CU_Q5_M:  f(std::integral_constant<int, CU_Q5_M>()); break;
+    default:       f(std::integral_constant<int, LLM_Q4_0>()); break;
+    }
+}
+template <typename F> static void with_wtype(int t, F f)
+{
+    switch (t) {
+    case LLM_F32:  f(std::integral_constant<int, LLM_F32>()); break;
+    case LLM_F16:  f(std::integral_constant<int, LLM_F16>()); break;
+    case LLM_BF16: f(std::integral_constant<int, LLM_BF16>()); break;
+    case CU_Q6:    f(std::integral_constant<int, CU_Q6>()); break;
+    default:       with_qtype(t, f); break;
+    }
+}
 
 typedef struct {
-    int            type;     /* llm_dtype, CU_Q4_M or CU_Q6 */
+    int            type;     /* llm_dtype, CU_Q4_M, CU_Q5_M or CU_Q6 */
     int            rows, cols;
     const void    *w;        /* see the layout above */
     const uint16_t *scales;  /* fp16 bits, block types only: [rows][cols/32][cu_type_nsc] */

@@ -356,7 +356,7 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
     for (int c = lane; c < PB * nb; c += 32) {
         uint4 wa = __ldg((const uint4 *)(wa_row + (size_t)c * 16));
         uint4 wb = __ldg((const uint4 *)(wb_row + (size_t)c * 16));
-        const float2 da = qscale<T>(sa_sc, c / PB), db = qscale<T>(sb_sc, c / PB);
+        const cu_qsc da = qscale<T>(sa_sc, c / PB), db = qscale<T>(sb_sc, c / PB);
 #pragma unroll
         for (int t = 0; t < NT; t++) {
             const uint4 *xp = (const uint4 *)(xq + (size_t)t * K + (size_t)c * 16 * X); /* shared memory */
@@ -365,8 +365,8 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
             for (int i = 0; i < X; i++)
                 xv[i] = xp[i];
             const float2 ds = xds[(size_t)t * nb + c / PB];
-            acc[0][t] += qchunk<T>::scale(da, ds, qchunk<T>::dotv(wa, xv));
-            acc[1][t] += qchunk<T>::scale(db, ds, qchunk<T>::dotv(wb, xv));
+            acc[0][t] += qchunk<T>::scale(da, ds, qchunk<T>::dotv(wa, da, xv));
+            acc[1][t] += qchunk<T>::scale(db, ds, qchunk<T>::dotv(wb, db, xv));
         }
     }
 #pragma unroll
@@ -405,24 +405,15 @@ static void gemv_fused_nt(const cu_mm_ctx *c, const cu_mat *W, const float *x, i
     if (c->dp4a && cu_type_q(W->type)) { /* cuda_gemv_fused_ok: fused_i8_ok */
         dim3 grid((unsigned)((W->rows / 2 + FI8_WARPS - 1) / FI8_WARPS)), block(FI8_WARPS * 32);
         size_t sm = fi8_smem(NT, W->cols);
-        if (W->type == LLM_Q8_0)
-            CU_LAUNCH((gemv_fused_i8_kernel<LLM_Q8_0, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
-        else if (W->type == CU_Q4_M)
-            CU_LAUNCH((gemv_fused_i8_kernel<CU_Q4_M, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
-        else
-            CU_LAUNCH((gemv_fused_i8_kernel<LLM_Q4_0, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
+        with_qtype(W->type, [&](auto T) {
+            CU_LAUNCH((gemv_fused_i8_kernel<decltype(T)::value, NT, EPI>), grid, block, sm, st, *W, x, ldx, *f);
+        });
         return;
     }
     dim3 grid((unsigned)((W->rows / 2 + GEMV_WARPS - 1) / GEMV_WARPS)), block(GEMV_WARPS * 32);
-    switch (W->type) {
-    case LLM_F32:  CU_LAUNCH((gemv_fused_kernel<LLM_F32, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
-    case LLM_F16:  CU_LAUNCH((gemv_fused_kernel<LLM_F16, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
-    case LLM_BF16: CU_LAUNCH((gemv_fused_kernel<LLM_BF16, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
-    case LLM_Q8_0: CU_LAUNCH((gemv_fused_kernel<LLM_Q8_0, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
-    case CU_Q4_M:  CU_LAUNCH((gemv_fused_kernel<CU_Q4_M, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
-    case CU_Q6:    CU_LAUNCH((gemv_fused_kernel<CU_Q6, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
-    default:       CU_LAUNCH((gemv_fused_kernel<LLM_Q4_0, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f); break;
-    }
+    with_wtype(W->type, [&](auto T) {
+        CU_LAUNCH((gemv_fused_kernel<decltype(T)::value, NT, EPI>), grid, block, 0, st, *W, x, ldx, *f);
+    });
 }
 
 template <int EPI>
@@ -608,18 +599,8 @@ static void gemv_launch(const cu_mat *W, const float *x, int ldx, float *y, int 
 {
     dim3 grid((unsigned)((W->rows + GEMV_WARPS - 1) / GEMV_WARPS)), block(GEMV_WARPS * 32);
     void (*k)(cu_mat, const float *, int, float *, int, int) = gemv_scalar_kernel<NT>;
-    if (cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0) {
-        switch (W->type) {
-        case LLM_F32:  k = gemv_vec_kernel<LLM_F32, NT>; break;
-        case LLM_F16:  k = gemv_vec_kernel<LLM_F16, NT>; break;
-        case LLM_BF16: k = gemv_vec_kernel<LLM_BF16, NT>; break;
-        case LLM_Q8_0: k = gemv_vec_kernel<LLM_Q8_0, NT>; break;
-        case LLM_Q4_0: k = gemv_vec_kernel<LLM_Q4_0, NT>; break;
-        case CU_Q4_M:  k = gemv_vec_kernel<CU_Q4_M, NT>; break;
-        case CU_Q6:    k = gemv_vec_kernel<CU_Q6, NT>; break;
-        default: break;
-        }
-    }
+    if (cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0)
+        with_wtype(W->type, [&](auto T) { k = gemv_vec_kernel<decltype(T)::value, NT>; });
     CU_LAUNCH(k, grid, block, 0, st, *W, x, ldx, y, ldy, acc);
 }
 
@@ -672,10 +653,10 @@ gemv_dp4a_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__restri
 #pragma unroll 4
     for (int c = lane; c < PB * nb; c += 32) {
         uint4 w = __ldg((const uint4 *)(row + (size_t)c * 16));
-        const float2 dw = qscale<T>(sc, c / PB);
+        const cu_qsc dw = qscale<T>(sc, c / PB);
 #pragma unroll
         for (int t = 0; t < NT; t++)
-            acc[t] += qchunk<T>::scale(dw, xds[(size_t)t * nb + c / PB], qdot<T>(w, xq + (size_t)t * K, c));
+            acc[t] += qchunk<T>::scale(dw, xds[(size_t)t * nb + c / PB], qdot<T>(w, dw, xq + (size_t)t * K, c));
     }
     gemv_store<NT>(acc, y, ldy, r, accumulate, lane);
 }
@@ -685,12 +666,9 @@ static void gemv_dp4a_launch(const cu_mm_ctx *c, const cu_mat *W, float *y, int 
 {
     dim3 grid((unsigned)((W->rows + GEMV_WARPS - 1) / GEMV_WARPS)), block(GEMV_WARPS * 32);
     const float2 *xds = (const float2 *)c->xds;
-    if (W->type == LLM_Q8_0)
-        CU_LAUNCH((gemv_dp4a_kernel<LLM_Q8_0, NT>), grid, block, 0, c->stream, *W, c->xq, xds, y, ldy, acc);
-    else if (W->type == CU_Q4_M)
-        CU_LAUNCH((gemv_dp4a_kernel<CU_Q4_M, NT>), grid, block, 0, c->stream, *W, c->xq, xds, y, ldy, acc);
-    else
-        CU_LAUNCH((gemv_dp4a_kernel<LLM_Q4_0, NT>), grid, block, 0, c->stream, *W, c->xq, xds, y, ldy, acc);
+    with_qtype(W->type, [&](auto T) {
+        CU_LAUNCH((gemv_dp4a_kernel<decltype(T)::value, NT>), grid, block, 0, c->stream, *W, c->xq, xds, y, ldy, acc);
+    });
 }
 
 /* One token on int8 activations in another shape of work (LLM_CUDA_GEMV_SHAPE=RxU with LLM_CUDA_GEMV_DP4A=1):
@@ -711,7 +689,7 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
         acc[j] = 0.0f;
     for (int c0 = lane; c0 < nch; c0 += 32 * U) {
         uint4 wv[R][U];
-        float2 dw[R][U];
+        cu_qsc dw[R][U];
 #pragma unroll
         for (int j = 0; j < R; j++)
 #pragma unroll
@@ -720,7 +698,7 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
                 const uint8_t *row = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
                 int blk = c / qchunk<T>::PER_BLOCK;
                 wv[j][u] = c < nch ? __ldg((const uint4 *)(row + (size_t)c * 16)) : make_uint4(0u, 0u, 0u, 0u);
-                dw[j][u] = c < nch ? qscale<T>(W.scales + (size_t)r * nb * cu_type_nsc(T), blk) : make_float2(0.0f, 0.0f);
+                dw[j][u] = qscale<T>(W.scales + (size_t)r * nb * cu_type_nsc(T), c < nch ? blk : 0);
             }
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -732,7 +710,7 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
             const float2 ds = xds[c / qchunk<T>::PER_BLOCK];
 #pragma unroll
             for (int j = 0; j < R; j++)
-                acc[j] += qchunk<T>::scale(dw[j][u], ds, qchunk<T>::dotv(wv[j][u], xv));
+                acc[j] += qchunk<T>::scale(dw[j][u], ds, qchunk<T>::dotv(wv[j][u], dw[j][u], xv));
         }
     }
     shape_store<R>(acc, y, r0, W.rows, accumulate, lane);
@@ -742,8 +720,8 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
 static int gemv_dp4a_shape(const cu_mm_ctx *c, const cu_mat *W, float *y, int acc)
 {
     int r = c->shape_r, u = c->shape_u, q8 = W->type == LLM_Q8_0;
-    if (W->type == CU_Q4_M)
-        return 0; /* the shapes are for Q8_0 / Q4_0: the default kernel takes it */
+    if (W->type != LLM_Q8_0 && W->type != LLM_Q4_0)
+        return 0; /* the shapes are for Q8_0 / Q4_0: the default kernel takes the others */
     dim3 block(GEMV_WARPS * 32);
     const float2 *xds = (const float2 *)c->xds;
 #define DSHAPE(R_, U_)                                                                                          \
@@ -878,7 +856,7 @@ int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
     if (W->type == LLM_Q8_0 || W->type == CU_Q6)
         return n <= c->gemv_max_q8;
-    if (W->type == LLM_Q4_0 || W->type == CU_Q4_M)
+    if (W->type == LLM_Q4_0 || W->type == CU_Q4_M || W->type == CU_Q5_M)
         return n <= c->gemv_max_q4;
     return n <= (W->type == LLM_F32 ? CU_GEMV_MAX_TOKENS : c->gemv_max);
 }
@@ -952,12 +930,12 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
             }
             unsigned g = grid_for((size_t)R * W->row_bytes / 16);
             __nv_bfloat16 *deq = (__nv_bfloat16 *)c->deq;
-            switch (W->type) {
-            case LLM_Q8_0: CU_LAUNCH(dequant_bf16_kernel<LLM_Q8_0>, g, 256, 0, c->stream, *W, deq); break;
-            case LLM_Q4_0: CU_LAUNCH(dequant_bf16_kernel<LLM_Q4_0>, g, 256, 0, c->stream, *W, deq); break;
-            case CU_Q4_M:  CU_LAUNCH(dequant_bf16_kernel<CU_Q4_M>, g, 256, 0, c->stream, *W, deq); break;
-            default:       CU_LAUNCH(dequant_bf16_kernel<CU_Q6>, g, 256, 0, c->stream, *W, deq); break;
-            }
+            if (W->type == CU_Q6)
+                CU_LAUNCH(dequant_bf16_kernel<CU_Q6>, g, 256, 0, c->stream, *W, deq);
+            else
+                with_qtype(W->type, [&](auto T) {
+                    CU_LAUNCH(dequant_bf16_kernel<decltype(T)::value>, g, 256, 0, c->stream, *W, deq);
+                });
             A = c->deq;
         }
         if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream, &c->gen) != 0) {

@@ -19,7 +19,7 @@ typedef struct {
     cudaEvent_t  ev[2];
     int          used[2], cur;
     size_t       bytes;
-    int          n_q4m, n_q6; /* matrices uploaded as CU_Q4_M, CU_Q6 */
+    int          n_kq[3];     /* matrices uploaded from K-quant blocks: as CU_Q4_M, CU_Q5_M, CU_Q6 (kq_index) */
 } uploader;
 
 static int fail(llm_err *err, const char *what, cudaError_t e)
@@ -115,6 +115,7 @@ static size_t dev_row_bytes(int type, int cols)
     case LLM_Q8_0: return (size_t)cols;
     case LLM_Q4_0:
     case CU_Q4_M:
+    case CU_Q5_M:
     case CU_Q6:    return (size_t)cols / 2;
     default:       return 0;
     }
@@ -139,7 +140,8 @@ static int mat_alloc(cu_state *st, cu_mat *M, int type, int rows, int cols, llm_
     return 0;
 }
 
-/* The device type of matrix t: CU_Q4_M / CU_Q6 where the model kept a GGUF Q4_K / Q6_K tensor's own blocks
+/* The device type of matrix t: CU_Q4_M / CU_Q5_M / CU_Q6 where the model kept a GGUF Q4_K / Q5_K / Q6_K
+ * tensor's own blocks
  * (t->src: matrices the loader converts to Q8_0 for the other kernels), unless LLM_CUDA_KQ=q8_0 asks for the
  * Q8_0 copy; else its type. */
 static int dev_type(const llm_tensor *t)
@@ -151,27 +153,68 @@ static int dev_type(const llm_tensor *t)
     }
     if (q8 || t->src == NULL || t->ne[0] % LLM_QK_K != 0)
         return (int)t->type;
-    return t->src_type == GGML_Q4_K ? CU_Q4_M : t->src_type == GGML_Q6_K ? CU_Q6 : (int)t->type;
+    switch (t->src_type) {
+    case GGML_Q4_K: return CU_Q4_M;
+    case GGML_Q5_K: return CU_Q5_M;
+    case GGML_Q6_K: return CU_Q6;
+    default:        return (int)t->type;
+    }
 }
 
-/* nr rows of Q4_K super-blocks (cols elements a row) to CU_Q4_M: quants [nr][cols/2] into qs, (d, m) fp16
- * pairs [nr][cols/32][2] into sc; a sub-block's 6-bit scale and min times the super-block's d / dmin, rounded
- * to fp16 once (engine/cpu/repack.c's Q4_M does the same). */
-#define Q4K_BYTES 144 /* a Q4_K super-block: fp16 d and dmin, 12 bytes of 6-bit scales and mins, 128 of nibbles */
-static void q4k_to_q4m(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc)
+/* The K-quant device types: their index in uploader.n_kq (-1: another type), the file type, bits a weight. */
+static const struct {
+    int         type;
+    const char *file, *dev;
+    int         bits;
+} kq_types[3] = { { CU_Q4_M, "q4_K", "q4_m", 5 }, { CU_Q5_M, "q5_K", "q5_m", 6 }, { CU_Q6, "q6_K", "q6", 7 } };
+static int kq_index(int type)
 {
-    const size_t sbb = Q4K_BYTES, srow = sbb * (size_t)(cols / LLM_QK_K);
-    const int nb = cols / LLM_QK;
+    for (int i = 0; i < 3; i++)
+        if (kq_types[i].type == type)
+            return i;
+    return -1;
+}
+static void kq_count(uploader *u, int type, int n)
+{
+    int i = kq_index(type);
+    if (i >= 0)
+        u->n_kq[i] += n;
+}
+
+/* nr rows of Q4_K (five 0) or Q5_K (five 1) super-blocks (cols elements a row) to CU_Q4_M / CU_Q5_M: quants'
+ * low 4 bits [nr][cols/2] into qs; (d, m) fp16 pairs, for CU_Q5_M then the fifth bits' 32-bit word, into sc
+ * ([nr][cols/32][2 or 4]); a sub-block's 6-bit scale and min times the super-block's d / dmin, rounded to
+ * fp16 once (engine/cpu/repack.c's Q4_M / Q5_M do the same). Q5_K: Q4_K's header, 32 bytes of fifth bits
+ * (bit g of byte l: element l of sub-block g), then the nibbles. */
+#define Q4K_BYTES 144 /* a Q4_K super-block: fp16 d and dmin, 12 bytes of 6-bit scales and mins, 128 of nibbles */
+#define Q5K_BYTES 176
+static void q45k_to_q4m(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc, int five)
+{
+    const size_t sbb = five ? Q5K_BYTES : Q4K_BYTES, srow = sbb * (size_t)(cols / LLM_QK_K);
+    const int nb = cols / LLM_QK, nsc = five ? 4 : 2;
     for (int i = 0; i < nr; i++)
         for (int b = 0; b < nb; b++) {
+            const uint8_t *sb = s + (size_t)i * srow + (size_t)(b / 8) * sbb, *nib = sb + (five ? 48 : 16);
+            const int g = b % 8;
             float scale, min;
+            gguf_q4_K_sub(sb, g, &scale, &min, NULL);
+            uint16_t *o = sc + ((size_t)i * nb + b) * (size_t)nsc;
+            o[0] = llm_f32_to_fp16(scale);
+            o[1] = llm_f32_to_fp16(min);
             uint8_t q[LLM_QK];
-            gguf_q4_K_sub(s + (size_t)i * srow + (size_t)(b / 8) * sbb, b % 8, &scale, &min, q);
-            sc[((size_t)i * nb + b) * 2] = llm_f32_to_fp16(scale);
-            sc[((size_t)i * nb + b) * 2 + 1] = llm_f32_to_fp16(min);
-            uint8_t *o = qs + (size_t)i * (size_t)(cols / 2) + (size_t)b * 16;
+            uint32_t h = 0;
+            for (int l = 0; l < LLM_QK; l++) {
+                uint8_t v = nib[32 * (g / 2) + l];
+                q[l] = (uint8_t)(g % 2 ? v >> 4 : v & 0xF);
+                h |= five ? (uint32_t)((sb[16 + l] >> g) & 1) << l : 0u;
+            }
+            if (five) {
+                o[2] = (uint16_t)(h & 0xffffu);
+                o[3] = (uint16_t)(h >> 16);
+            }
+            uint8_t *d = qs + (size_t)i * (size_t)(cols / 2) + (size_t)b * 16;
             for (int j = 0; j < 16; j++)
-                o[j] = (uint8_t)(q[j] | q[j + 16] << 4);
+                d[j] = (uint8_t)(q[j] | q[j + 16] << 4);
         }
 }
 
@@ -211,30 +254,32 @@ static void q6k_to_q6(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t 
         }
 }
 
-/* Copy tensor src into rows [row0, row0 + src rows) of M (from its file blocks for CU_Q4_M / CU_Q6). */
+/* Copy tensor src into rows [row0, row0 + src rows) of M (from its file blocks for the K-quant types). */
 static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor *src, llm_err *err)
 {
     int rows = (int)src->ne[1], cols = M->cols, type = M->type;
     size_t drow = M->row_bytes;
-    const uint8_t *s = (const uint8_t *)(type == CU_Q4_M || type == CU_Q6 ? src->src : src->data);
+    const int kq = kq_index(type) >= 0;
+    const uint8_t *s = (const uint8_t *)(kq ? src->src : src->data);
     if (drow == 0 || drow + (size_t)(cols / LLM_QK) * 12 > STAGE_BYTES) {
         llm_err_set(err, "cuda backend: a row of %d elements does not fit the %zu MiB staging buffer", cols,
                     STAGE_BYTES >> 20);
         return -1;
     }
-    if (type == CU_Q4_M || type == CU_Q6) { /* repacked from the file's super-blocks */
+    if (kq) { /* repacked from the file's super-blocks */
         const int nb = cols / LLM_QK;
         const size_t scb = (size_t)nb * 2 * cu_type_nsc(type); /* scale bytes a row */
-        const size_t srow = (type == CU_Q4_M ? Q4K_BYTES : Q6K_BYTES) * (size_t)(cols / LLM_QK_K);
+        const size_t sbb = type == CU_Q4_M ? Q4K_BYTES : type == CU_Q5_M ? Q5K_BYTES : Q6K_BYTES;
+        const size_t srow = sbb * (size_t)(cols / LLM_QK_K);
         int per = (int)(STAGE_BYTES / (drow + scb));
         for (int r = 0; r < rows; r += per) {
             int nr = rows - r < per ? rows - r : per;
             uint8_t *pin = up_next(u);
             uint16_t *sc = (uint16_t *)(pin + (size_t)nr * drow);
-            if (type == CU_Q4_M)
-                q4k_to_q4m(s + (size_t)r * srow, nr, cols, pin, sc);
-            else
+            if (type == CU_Q6)
                 q6k_to_q6(s + (size_t)r * srow, nr, cols, pin, sc);
+            else
+                q45k_to_q4m(s + (size_t)r * srow, nr, cols, pin, sc, type == CU_Q5_M);
             if (up_send(u, (uint8_t *)M->w + (size_t)(row0 + r) * drow, (size_t)nr * drow,
                         (uint8_t *)M->scales + (size_t)(row0 + r) * scb, (size_t)nr * drow, (size_t)nr * scb, err))
                 return -1;
@@ -281,8 +326,7 @@ static int upload_mat(cu_state *st, uploader *u, cu_mat *M, const llm_tensor *t,
 {
     if (mat_alloc(st, M, dev_type(t), (int)t->ne[1], (int)t->ne[0], err) != 0)
         return -1;
-    u->n_q4m += M->type == CU_Q4_M;
-    u->n_q6 += M->type == CU_Q6;
+    kq_count(u, M->type, 1);
     return upload_rows(u, M, 0, t, err);
 }
 
@@ -304,8 +348,7 @@ static int upload_set(cu_state *st, uploader *u, cu_matset *S, const llm_tensor 
     S->n = 1;
     if (mat_alloc(st, &S->m[0], dev_type(t[0]), rows, (int)t[0]->ne[0], err) != 0)
         return -1;
-    u->n_q4m += S->m[0].type == CU_Q4_M ? n : 0;
-    u->n_q6 += S->m[0].type == CU_Q6 ? n : 0;
+    kq_count(u, S->m[0].type, n);
     for (int i = 0, r0 = 0; i < n; r0 += (int)t[i]->ne[1], i++)
         if (upload_rows(u, &S->m[0], r0, t[i], err) != 0)
             return -1;
@@ -447,10 +490,10 @@ int cuda_load_weights(cu_state *st, llm_err *err)
         double dt = now_sec() - t0;
         fprintf(stderr, "cuda: uploaded %.2f GB of weights in %.2f s (%.2f GB/s)\n", (double)u.bytes / 1e9, dt,
                 dt > 0 ? (double)u.bytes / 1e9 / dt : 0.0);
-        if (u.n_q4m > 0)
-            fprintf(stderr, "cuda: %d q4_K matrices from their own blocks, at 5 bits a weight (q4_m)\n", u.n_q4m);
-        if (u.n_q6 > 0)
-            fprintf(stderr, "cuda: %d q6_K matrices from their own blocks, at 7 bits a weight (q6)\n", u.n_q6);
+        for (int i = 0; i < 3; i++)
+            if (u.n_kq[i] > 0)
+                fprintf(stderr, "cuda: %d %s matrices from their own blocks, at %d bits a weight (%s)\n", u.n_kq[i],
+                        kq_types[i].file, kq_types[i].bits, kq_types[i].dev);
     }
     rc = upload_rope(st, 0, err);
     /* Gemma 3's sliding-window layers rotate with their own base; elsewhere they share the tables above. */

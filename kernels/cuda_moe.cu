@@ -224,7 +224,7 @@ moe_mm_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, cons
     }
 }
 
-/* moe_mm_kernel on int8 activations (LLM_CUDA_GEMV_DP4A=1, Q8_0 / Q4_0 experts): the same grid, warps and
+/* moe_mm_kernel on int8 activations (LLM_CUDA_GEMV_DP4A=1, experts of a cu_type_q type): the same grid, warps and
  * passes; row a of the activations (a = tok[p], or p) is xq[a][0 .. K) with (d, d * sum q) per 32-block in
  * xds[a], as cuda_quant_act writes it: the CPU backend's arithmetic, and 1 byte read per element, not 4. */
 template <int T, int GLU>
@@ -259,7 +259,7 @@ moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, c
             ag[t] = au[t] = 0.0f;
         for (int c = lane; c < PB * nb; c += 32) {
             uint4 wg = __ldg((const uint4 *)(rw + (size_t)c * 16)), wu = wg;
-            float2 dg = qscale<T>(sw, c / PB), du = dg;
+            cu_qsc dg = qscale<T>(sw, c / PB), du = dg;
             if (GLU) {
                 wu = __ldg((const uint4 *)(ru + (size_t)c * 16));
                 du = qscale<T>(su, c / PB);
@@ -269,9 +269,9 @@ moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, c
                 if (t >= nt)
                     break;
                 const float2 ds = dr[t][c / PB];
-                ag[t] += qchunk<T>::scale(dg, ds, qdot<T>(wg, xr[t], c));
+                ag[t] += qchunk<T>::scale(dg, ds, qdot<T>(wg, dg, xr[t], c));
                 if (GLU)
-                    au[t] += qchunk<T>::scale(du, ds, qdot<T>(wu, xr[t], c));
+                    au[t] += qchunk<T>::scale(du, ds, qdot<T>(wu, du, xr[t], c));
             }
         }
 #pragma unroll
@@ -345,27 +345,17 @@ static void mm_launch(const cu_mat *host, const cu_mat *mats, int which, int E, 
     dim3 block(GEMV_WARPS * 32);
     if (q != NULL) {
         const float2 *xds = (const float2 *)q->xds;
-        if (W->type == LLM_Q8_0)
-            CU_LAUNCH((moe_mm_i8_kernel<LLM_Q8_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, q->xq, xds,
-                      y, ldy, gelu);
-        else if (W->type == CU_Q4_M)
-            CU_LAUNCH((moe_mm_i8_kernel<CU_Q4_M, GLU>), grid, block, 0, st, mats, which, E, off, tok, q->xq, xds,
-                      y, ldy, gelu);
-        else
-            CU_LAUNCH((moe_mm_i8_kernel<LLM_Q4_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, q->xq, xds,
-                      y, ldy, gelu);
+        with_qtype(W->type, [&](auto T) {
+            CU_LAUNCH((moe_mm_i8_kernel<decltype(T)::value, GLU>), grid, block, 0, st, mats, which, E, off, tok,
+                      q->xq, xds, y, ldy, gelu);
+        });
         return;
     }
     int vec = cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0 && (!GLU || cuda_gemv_ok(&host[which + 1], ldx));
-    switch (W->type) {
-    case LLM_F32:  CU_LAUNCH((moe_mm_kernel<LLM_F32, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    case LLM_F16:  CU_LAUNCH((moe_mm_kernel<LLM_F16, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    case LLM_BF16: CU_LAUNCH((moe_mm_kernel<LLM_BF16, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    case LLM_Q8_0: CU_LAUNCH((moe_mm_kernel<LLM_Q8_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    case CU_Q4_M:  CU_LAUNCH((moe_mm_kernel<CU_Q4_M, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    case CU_Q6:    CU_LAUNCH((moe_mm_kernel<CU_Q6, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    default:       CU_LAUNCH((moe_mm_kernel<LLM_Q4_0, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx, vec, y, ldy, gelu); break;
-    }
+    with_wtype(W->type, [&](auto T) {
+        CU_LAUNCH((moe_mm_kernel<decltype(T)::value, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx,
+                  vec, y, ldy, gelu);
+    });
 }
 
 static int quant_block_type(const cu_mat *W)

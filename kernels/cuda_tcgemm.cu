@@ -117,38 +117,42 @@ template <> struct tg_w<LLM_Q8_0> { /* 64 rows x 64 int8 = 256 x 16 bytes (half 
     }
 };
 
-/* Q4_0 (MIN 0: w = d (q - 8), a scale a block: tg_issue_scales) and CU_Q4_M (MIN 1: w = d q - m, a (d, m) pair
- * a block, 8 bytes a row, two copies by threads 0-127): 64 rows x 2 blocks of 16 bytes = 128 x 16 bytes, 1 per
- * thread. d q - 8 d is d (q - 8) exactly (an fp16 d times a 4-bit q fits a float). */
-template <int MIN> struct tg_w4 {
-    enum { LQ = 48, RAW = TG_M * LQ + TG_M * 4 * (1 + MIN), QUANT = 1 };
+/* Q4_0 (NSC 1: w = d (q - 8), a scale a block: tg_issue_scales), CU_Q4_M (NSC 2: w = d q - m, a (d, m) pair
+ * a block) and CU_Q5_M (NSC 4: q with a fifth bit, (d, m, bits) a block): 64 rows x 2 blocks of 16 bytes =
+ * 128 x 16 bytes, 1 per thread; CU_Q4_M / CU_Q5_M's scale words also one copy per thread (4 / 8 bytes).
+ * d q - 8 d is d (q - 8) exactly (an fp16 d times a 4-bit q fits a float). */
+template <int NSC> struct tg_w4 {
+    enum { LQ = 48, RAW = TG_M * LQ + TG_M * 4 * NSC, QUANT = 1 };
     static __device__ __forceinline__ void issue(const cu_mat &W, int r0, int k0, uint8_t *raw)
     {
         int row = threadIdx.x >> 1, b = threadIdx.x & 1, r = r0 + row;
         bool ok = r < W.rows;
         const uint8_t *src = (const uint8_t *)W.w + (ok ? (size_t)r * W.row_bytes + (size_t)(k0 / LLM_QK + b) * 16 : 0);
         cu_cp_async<16>(raw + row * LQ + b * 16, src, ok);
-        if (!MIN) {
+        if constexpr (NSC == 1) {
             tg_issue_scales(W, r0, k0, (uint16_t *)(raw + TG_M * LQ));
-            return;
+        } else {
+            const uint16_t *ssrc = W.scales + (ok ? ((size_t)r * (W.cols / LLM_QK) + k0 / LLM_QK + b) * NSC : 0);
+            cu_cp_async<2 * NSC>((uint16_t *)(raw + TG_M * LQ) + 2 * NSC * row + NSC * b, ssrc, ok);
         }
-        const uint16_t *ssrc = W.scales + (ok ? ((size_t)r * (W.cols / LLM_QK) + k0 / LLM_QK + b) * 2 : 0);
-        cu_cp_async<4>((uint16_t *)(raw + TG_M * LQ) + 4 * row + 2 * b, ssrc, ok);
     }
     static __device__ __forceinline__ void dequant(const uint8_t *raw, __nv_bfloat16 *Wd)
     {
         const uint16_t *sc = (const uint16_t *)(raw + TG_M * LQ);
         int row = threadIdx.x >> 1, b = threadIdx.x & 1;
         uint4 v = *(const uint4 *)(raw + row * LQ + b * 16);
-        float d = MIN ? tg_f16(sc[4 * row + 2 * b]) : tg_f16(sc[2 * row + b]);
-        float m = MIN ? tg_f16(sc[4 * row + 2 * b + 1]) : 8.0f * d;
+        const uint16_t *s = sc + (NSC == 1 ? 2 * row + b : 2 * NSC * row + NSC * b);
+        float d = tg_f16(s[0]);
+        float m = NSC > 1 ? tg_f16(s[1]) : 8.0f * d;
+        uint32_t h = NSC == 4 ? (uint32_t)s[2] | (uint32_t)s[3] << 16 : 0u; /* fifth bits: element i at bit i */
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
         uint32_t lo[8], hi[8]; /* byte e: element e (low nibble) and e + 16 (high) */
 #pragma unroll
         for (int e = 0; e < 16; e += 2) {
             uint32_t q0 = (u[e / 4] >> (8 * (e % 4))) & 0xffu, q1 = (u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu;
-            lo[e / 2] = tg_pack(d * (float)(q0 & 15u) - m, d * (float)(q1 & 15u) - m);
-            hi[e / 2] = tg_pack(d * (float)(q0 >> 4) - m, d * (float)(q1 >> 4) - m);
+            uint32_t f0 = (h >> e) & 1u, f1 = (h >> (e + 1)) & 1u, g0 = (h >> (16 + e)) & 1u, g1 = (h >> (17 + e)) & 1u;
+            lo[e / 2] = tg_pack(d * (float)((q0 & 15u) | f0 << 4) - m, d * (float)((q1 & 15u) | f1 << 4) - m);
+            hi[e / 2] = tg_pack(d * (float)((q0 >> 4) | g0 << 4) - m, d * (float)((q1 >> 4) | g1 << 4) - m);
         }
         uint4 *p = (uint4 *)(Wd + row * TG_LD + b * LLM_QK);
         p[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
@@ -157,8 +161,9 @@ template <int MIN> struct tg_w4 {
         p[3] = make_uint4(hi[4], hi[5], hi[6], hi[7]);
     }
 };
-template <> struct tg_w<LLM_Q4_0> : tg_w4<0> {};
-template <> struct tg_w<CU_Q4_M> : tg_w4<1> {};
+template <> struct tg_w<LLM_Q4_0> : tg_w4<1> {};
+template <> struct tg_w<CU_Q4_M> : tg_w4<2> {};
+template <> struct tg_w<CU_Q5_M> : tg_w4<4> {};
 
 /* The activation tile of one stage: NT * 16 token rows x 64 columns of the 16-bit x, 8 x 16 bytes a row
  * (tokens past n: zeros). */
@@ -326,7 +331,7 @@ int cuda_tcgemm_splits(const cu_mat *W, int n, int sms)
     /* Blocks a SM, for ~27 KB or more of weights in flight per SM (Little's law at ~4 TB/s and ~1 us over
      * 132 SMs): a block has TG_STAGES - 1 stages in flight, 9 KB each for 16-bit weights, 4.3 KB for
      * Q8_0, 2.3 KB for Q4_0. Shared memory lets 3-4 blocks share a SM. */
-    int cover = W->type == LLM_Q4_0 || W->type == CU_Q4_M ? 4 : W->type == LLM_Q8_0 ? 3 : 2;
+    int cover = W->type == LLM_Q8_0 ? 3 : cu_type_q(W->type) ? 4 : 2;
     int s = (cover * (sms > 0 ? sms : 1) + blocks - 1) / blocks;
     int cap = stages / 2 < 16 ? stages / 2 : 16;              /* >= 2 stages a split (prefetch) */
     return s > cap ? (cap > 1 ? cap : 1) : s;
@@ -375,7 +380,7 @@ int cuda_tcgemm_prepare(void)
 {
     tg_ready = !(tg_allow<LLM_F16, __half>() || tg_allow<LLM_BF16, __nv_bfloat16>() ||
                  tg_allow<LLM_Q8_0, __nv_bfloat16>() || tg_allow<LLM_Q4_0, __nv_bfloat16>() ||
-                 tg_allow<CU_Q4_M, __nv_bfloat16>());
+                 tg_allow<CU_Q4_M, __nv_bfloat16>() || tg_allow<CU_Q5_M, __nv_bfloat16>());
     if (!tg_ready)
         (void)cudaGetLastError(); /* not sticky; leave no error for the next check */
     return tg_ready ? 0 : -1;
@@ -389,9 +394,11 @@ void cuda_tcgemm(const cu_mat *W, const void *xa, int n, float *y, int ldy, int 
     switch (W->type) {
     case LLM_F16:  tg_launch<LLM_F16, __half>(W, x, n, y, ldy, accumulate, part, S, st); break;
     case LLM_BF16: tg_launch<LLM_BF16, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st); break;
-    case LLM_Q8_0: tg_launch<LLM_Q8_0, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st); break;
-    case CU_Q4_M:  tg_launch<CU_Q4_M, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st); break;
-    default:       tg_launch<LLM_Q4_0, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st); break;
+    default:
+        with_qtype(W->type, [&](auto T) {
+            tg_launch<decltype(T)::value, __nv_bfloat16>(W, x, n, y, ldy, accumulate, part, S, st);
+        });
+        break;
     }
     if (S > 1) {
         int total = n * W->rows, blocks = (total + 255) / 256;
@@ -413,9 +420,7 @@ void cuda_tcgemm_grouped(const cu_mat *host, const cu_tg_group *G, const void *x
     switch (W->type) {
     case LLM_F16:  TG_GROUPED(LLM_F16, __half); break;
     case LLM_BF16: TG_GROUPED(LLM_BF16, __nv_bfloat16); break;
-    case LLM_Q8_0: TG_GROUPED(LLM_Q8_0, __nv_bfloat16); break;
-    case CU_Q4_M:  TG_GROUPED(CU_Q4_M, __nv_bfloat16); break;
-    default:       TG_GROUPED(LLM_Q4_0, __nv_bfloat16); break;
+    default:       with_qtype(W->type, [&](auto T) { TG_GROUPED(decltype(T)::value, __nv_bfloat16); }); break;
     }
 #undef TG_GROUPED
 }

@@ -27,6 +27,14 @@ static __device__ __forceinline__ float2 cu_q4m_dm(const uint16_t *p)
     return make_float2(f16_f(p[0]), f16_f(p[1]));
 }
 
+/* A CU_Q5_M block's (d, m) and fifth bits from its 4 scale words (8-byte aligned). */
+static __device__ __forceinline__ void cu_q5m_scales(const uint16_t *p, float2 &dm, uint32_t &h)
+{
+    const uint2 v = __ldg((const uint2 *)p);
+    dm = make_float2(f16_f((uint16_t)(v.x & 0xffffu)), f16_f((uint16_t)(v.x >> 16)));
+    h = v.y;
+}
+
 /* Element i (0-31) of a CU_Q6 block: its nibble bytes nb (16), its 6 scale words sc. */
 static __device__ __forceinline__ float cu_q6_elem(const uint8_t *nb, const uint16_t *sc, int i)
 {
@@ -50,11 +58,17 @@ static __device__ float mat_elem(const cu_mat &W, int r, int k)
         return d * (float)((const int8_t *)W.w)[i];
     }
     case LLM_Q4_0:
-    case CU_Q4_M: {
+    case CU_Q4_M:
+    case CU_Q5_M: {
         const uint8_t *blk = (const uint8_t *)W.w + (size_t)r * W.row_bytes + (size_t)(k / LLM_QK) * 16;
         int j = k % LLM_QK;
         int q = j < 16 ? (blk[j] & 15) : (blk[j - 16] >> 4);
         size_t b = (size_t)r * (W.cols / LLM_QK) + k / LLM_QK;
+        if (W.type == CU_Q5_M) {
+            const uint16_t *sc = W.scales + 4 * b;
+            uint32_t h = (uint32_t)sc[2] | (uint32_t)sc[3] << 16;
+            return f16_f(sc[0]) * (float)(q | (int)((h >> j) & 1u) << 4) - f16_f(sc[1]);
+        }
         if (W.type == CU_Q4_M)
             return f16_f(W.scales[2 * b]) * (float)q - f16_f(W.scales[2 * b + 1]);
         return f16_f(W.scales[b]) * (float)(q - 8);
@@ -135,60 +149,92 @@ template <> struct wchunk<LLM_Q4_0> {
 };
 
 /* ---- int8 activations (dp4a): chunk c of a Q8_0 row is half a block (16 weights), of a Q4_0 row a block (32
- * weights in 16 bytes). dotv: chunk c's 16 weight bytes w against the X 16-byte words of the activations' quants
- * that chunk covers (quantised per 32-block as the CPU backend does), an integer; dot: the same with the words
- * read from global memory at xq (the row's start); scale: that integer times the weight block's scale dw and
- * the activation block's (d, d * sum q) ds, in float. */
+ * weights in 16 bytes). dotv: chunk c's 16 weight bytes w (with its block's scales s: CU_Q5_M's fifth bits)
+ * against the X 16-byte words of the activations' quants that chunk covers (quantised per 32-block as the CPU
+ * backend does), an integer; qdot: the same with the words read from global memory at xq (the row's start);
+ * scale: that integer times the weight block's scales s and the activation block's (d, d * sum q) ds, in
+ * float. */
+struct cu_qsc {
+    float    d, m; /* the block's scale, and min (CU_Q4_M, CU_Q5_M) */
+    uint32_t h;    /* CU_Q5_M's fifth bits */
+};
 template <int T> struct qchunk;
 template <> struct qchunk<LLM_Q8_0> {
     enum { PER_BLOCK = 2, X = 1 };
-    static __device__ __forceinline__ int dotv(uint4 w, const uint4 *xv)
+    static __device__ __forceinline__ int dotv(uint4 w, const cu_qsc &, const uint4 *xv)
     {
         int si = __dp4a((int)w.x, (int)xv[0].x, 0);
         si = __dp4a((int)w.y, (int)xv[0].y, si);
         si = __dp4a((int)w.z, (int)xv[0].z, si);
         return __dp4a((int)w.w, (int)xv[0].w, si);
     }
-    static __device__ __forceinline__ float scale(float2 dw, float2 ds, int si) { return dw.x * ds.x * (float)si; }
+    static __device__ __forceinline__ float scale(const cu_qsc &s, float2 ds, int si) { return s.d * ds.x * (float)si; }
 };
-/* byte j of a 4-bit block holds element j (low nibble) and j + 16 (high): Q4_0's order */
-static __device__ __forceinline__ int nibble_dot(uint4 w, const uint4 *xv)
+/* Bits 0-3 of v to bit 0 of bytes 0-3 (shifted copies that do not overlap, so the product carries nothing). */
+static __device__ __forceinline__ uint32_t bits_to_bytes(uint32_t v) { return (v * 0x00204081u) & 0x01010101u; }
+/* byte j of a 4-bit block holds element j (low nibble) and j + 16 (high): Q4_0's order; FIVE: plus 16 where
+ * bit i of h (element i's fifth bit) is set */
+template <int FIVE> static __device__ __forceinline__ int nibble_dot(uint4 w, uint32_t h, const uint4 *xv)
 {
     const unsigned wv[4] = { w.x, w.y, w.z, w.w };
     const unsigned lo[4] = { xv[0].x, xv[0].y, xv[0].z, xv[0].w }, hi[4] = { xv[1].x, xv[1].y, xv[1].z, xv[1].w };
     int si = 0;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        si = __dp4a((int)(wv[i] & 0x0f0f0f0fu), (int)lo[i], si);
-        si = __dp4a((int)((wv[i] >> 4) & 0x0f0f0f0fu), (int)hi[i], si);
+        uint32_t a = wv[i] & 0x0f0f0f0fu, b = (wv[i] >> 4) & 0x0f0f0f0fu;
+        if (FIVE) {
+            a |= bits_to_bytes((h >> (4 * i)) & 15u) << 4;
+            b |= bits_to_bytes((h >> (16 + 4 * i)) & 15u) << 4;
+        }
+        si = __dp4a((int)a, (int)lo[i], si);
+        si = __dp4a((int)b, (int)hi[i], si);
     }
     return si;
 }
 template <> struct qchunk<LLM_Q4_0> {
     enum { PER_BLOCK = 1, X = 2 };
-    static __device__ __forceinline__ int dotv(uint4 w, const uint4 *xv) { return nibble_dot(w, xv); }
+    static __device__ __forceinline__ int dotv(uint4 w, const cu_qsc &, const uint4 *xv)
+    {
+        return nibble_dot<0>(w, 0u, xv);
+    }
     /* the nibbles are offset by 8: scale takes 8 * sum x out */
-    static __device__ __forceinline__ float scale(float2 dw, float2 ds, int si)
+    static __device__ __forceinline__ float scale(const cu_qsc &s, float2 ds, int si)
     {
-        return dw.x * (ds.x * (float)si - 8.0f * ds.y);
+        return s.d * (ds.x * (float)si - 8.0f * ds.y);
     }
 };
-/* w = d * q - m: d dx sum(q xq) - m (dx sum xq) */
-template <> struct qchunk<CU_Q4_M> {
+/* w = d * q - m: d dx sum(q xq) - m (dx sum xq); CU_Q5_M's q has a fifth bit */
+template <int FIVE> struct qchunk_min {
     enum { PER_BLOCK = 1, X = 2 };
-    static __device__ __forceinline__ int dotv(uint4 w, const uint4 *xv) { return nibble_dot(w, xv); }
-    static __device__ __forceinline__ float scale(float2 dw, float2 ds, int si)
+    static __device__ __forceinline__ int dotv(uint4 w, const cu_qsc &s, const uint4 *xv)
     {
-        return dw.x * ds.x * (float)si - dw.y * ds.y;
+        return nibble_dot<FIVE>(w, s.h, xv);
+    }
+    static __device__ __forceinline__ float scale(const cu_qsc &s, float2 ds, int si)
+    {
+        return s.d * ds.x * (float)si - s.m * ds.y;
     }
 };
-/* The weight block's scales as qchunk<T>::scale takes them: (d, 0), or (d, m) for CU_Q4_M; sc is the row's
- * scales (W.scales + r * nb * cu_type_nsc(T)), blk the block. */
-template <int T> static __device__ __forceinline__ float2 qscale(const uint16_t *sc, int blk)
+template <> struct qchunk<CU_Q4_M> : qchunk_min<0> {};
+template <> struct qchunk<CU_Q5_M> : qchunk_min<1> {};
+/* The weight block's scales as qchunk<T> takes them: (d, 0, 0), (d, m, 0) for CU_Q4_M, (d, m, h) for CU_Q5_M;
+ * sc is the row's scales (W.scales + r * nb * cu_type_nsc(T)), blk the block. */
+template <int T> static __device__ __forceinline__ cu_qsc qscale(const uint16_t *sc, int blk)
 {
-    if (T == CU_Q4_M)
-        return cu_q4m_dm(sc + (size_t)blk * 2);
-    return make_float2(f16_f(sc[blk]), 0.0f);
+    cu_qsc s = { 0.0f, 0.0f, 0u };
+    if (T == CU_Q5_M) {
+        float2 dm;
+        cu_q5m_scales(sc + (size_t)blk * 4, dm, s.h);
+        s.d = dm.x;
+        s.m = dm.y;
+    } else if (T == CU_Q4_M) {
+        const float2 dm = cu_q4m_dm(sc + (size_t)blk * 2);
+        s.d = dm.x;
+        s.m = dm.y;
+    } else {
+        s.d = f16_f(sc[blk]);
+    }
+    return s;
 }
 /* The X words of activation quants chunk c covers, from global memory at xq (the row's start). */
 template <int T> static __device__ __forceinline__ void qload(const int8_t *xq, int c, uint4 *xv)
@@ -198,28 +244,37 @@ template <int T> static __device__ __forceinline__ void qload(const int8_t *xq, 
     for (int i = 0; i < qchunk<T>::X; i++)
         xv[i] = __ldg(xp + i);
 }
-template <int T> static __device__ __forceinline__ int qdot(uint4 w, const int8_t *xq, int c)
+template <int T> static __device__ __forceinline__ int qdot(uint4 w, const cu_qsc &s, const int8_t *xq, int c)
 {
     uint4 xv[qchunk<T>::X];
     qload<T>(xq, c, xv);
-    return qchunk<T>::dotv(w, xv);
+    return qchunk<T>::dotv(w, s, xv);
 }
 
-template <> struct wchunk<CU_Q4_M> {
-    enum { E = 32 }; /* one block: Q4_0's nibble order, w = d * q - m */
+/* one block: Q4_0's nibble order, w = d * q - m; FIVE (CU_Q5_M): q's fifth bits from the block's scale words */
+template <int FIVE> struct wchunk_min {
+    enum { E = 32 };
     static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
     {
         uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
-        const float2 dm = cu_q4m_dm(W.scales + ((size_t)r * (W.cols / LLM_QK) + c) * 2);
+        const size_t b = (size_t)r * (W.cols / LLM_QK) + c;
+        float2 dm;
+        uint32_t h = 0;
+        if (FIVE)
+            cu_q5m_scales(W.scales + b * 4, dm, h);
+        else
+            dm = cu_q4m_dm(W.scales + b * 2);
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
 #pragma unroll
         for (int i = 0; i < 16; i++) {
-            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
-            w[i]      = dm.x * (float)(b & 15u) - dm.y;
-            w[i + 16] = dm.x * (float)(b >> 4) - dm.y;
+            uint32_t q = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
+            w[i]      = dm.x * (float)((q & 15u) | ((h >> i) & 1u) << 4) - dm.y;
+            w[i + 16] = dm.x * (float)((q >> 4) | ((h >> (16 + i)) & 1u) << 4) - dm.y;
         }
     }
 };
+template <> struct wchunk<CU_Q4_M> : wchunk_min<0> {};
+template <> struct wchunk<CU_Q5_M> : wchunk_min<1> {};
 
 template <> struct wchunk<CU_Q6> {
     enum { E = 32 }; /* one block: nibbles from the row, the high bits and the two scales from `scales` */

@@ -27,8 +27,9 @@
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral): routing and experts on
 #     the device, prefill, mixed batches, decode through graphs; quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
-# 12. GGUF Q4_K / Q6_K matrices uploaded from their own blocks as CU_Q4_M / CU_Q6 (5 / 7 bits a weight): float
-#     GEMVs, graphs, int8 GEMVs against the CPU's packed Q4_K, the CLI on a Q4_K_M file.
+# 12. GGUF Q4_K / Q5_K / Q6_K matrices uploaded from their own blocks as CU_Q4_M / CU_Q5_M / CU_Q6 (5 / 6 / 7
+#     bits a weight): float GEMVs, graphs, int8 GEMVs against the CPU's packed Q4_K / Q5_K, the CLI on Q4_K_M
+#     and Q5_K_M files.
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -199,15 +200,16 @@ check "qwen3moe bf16, experts on the tensor cores (grouped GEMM), graphs" bash -
     LLM_CUDA_MOE_TC=1 LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 '$E/parity_logits' \
     --model '$W/qwen3moe-bf16.gguf' --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 0.3 --min-top1 0.98 \
     2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] && echo \"\$out\" | grep -q 'replays'"
-# GGUF Q4_K and Q6_K matrices on the device from their own blocks (CU_Q4_M: 4-bit quants, fp16 (d, m) a block,
-# 5 bits a weight; CU_Q6: 6-bit quants, an fp16 scale per 16, 7 bits) instead of a Q8_0 copy (8.5). Files from llama.cpp's quantiser (bench/llamacpp), every layer matrix in
-# Q4_K (q4_K_M-layers: --pure, embedding and output in q8_0). On k256 (every matrix 256 or 512 wide, so no
+# GGUF Q4_K, Q5_K and Q6_K matrices on the device from their own blocks (CU_Q4_M: 4-bit quants, fp16 (d, m) a
+# block, 5 bits a weight; CU_Q5_M: the same with a fifth bit, 6; CU_Q6: 6-bit quants, an fp16 scale per 16, 7
+# bits) instead of a Q8_0 copy (8.5). Files from llama.cpp's quantiser (bench/llamacpp), every layer matrix in
+# one type (q4_K_M-layers: --pure, embedding and output in q8_0). On k256 (every matrix 256 or 512 wide, so no
 # fallback types) against the CPU on the file's exact values (gen-model converts from the file's blocks): the
-# float GEMVs measured 0.021 (Q4_K) and 0.0066 (Q6_K) where the Q8_0 copies give 0.25 and 0.16; then decode
-# through graphs. On stories260K widened
-# to 256 (trained weights, far from ties): the int8 (dp4a) GEMVs against the CPU on the same file, which packs
-# the same blocks into the same values where it has the kernels (otherwise it runs the Q8_0 copy: skipped).
-# The tensor-core GEMM and cuBLAS paths on Q4_M: tcgemm_check above (exact).
+# float GEMVs measured 0.021 (Q4_K), 0.022 (Q5_K) and 0.0066 (Q6_K) where the Q8_0 copies give 0.25, 0.15 and
+# 0.16 (the fp16 rounding of the folded scales, not the bits, sets the first two); then decode through graphs.
+# On stories260K widened to 256 (trained weights, far from ties): the int8 (dp4a) GEMVs against the CPU on the
+# same file, which packs the same blocks into the same values where it has the kernels (otherwise it runs the
+# Q8_0 copy: skipped). The tensor-core GEMM and cuBLAS paths on Q4_M / Q5_M: tcgemm_check above (exact).
 LLAMA_LIBDIR=bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 if [ -d "$LLAMA_LIBDIR" ]; then
     make -s BUILD="$B" "$B/parity/pad_model" "$B/parity/ggml_ref" || exit 1
@@ -217,9 +219,13 @@ if [ -d "$LLAMA_LIBDIR" ]; then
       "$B/llm-engine" gen-model --from "$W/k256-q4k.gguf" --dtype f32 --out "$W/k256-q4k-f32.gguf" &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-q6k.gguf" q6_K-layers &&
       "$B/llm-engine" gen-model --from "$W/k256-q6k.gguf" --dtype f32 --out "$W/k256-q6k-f32.gguf" &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-q5k.gguf" q5_K_M-layers &&
+      "$B/llm-engine" gen-model --from "$W/k256-q5k.gguf" --dtype f32 --out "$W/k256-q5k-f32.gguf" &&
       "$B/parity/pad_model" "$S260" "$W/wide.gguf" &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q4k.gguf" q4_K_M-layers &&
-      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q4_K_M.gguf" q4_K_M; } \
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q4_K_M.gguf" q4_K_M &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q5k.gguf" q5_K_M-layers &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q5_K_M.gguf" q5_K_M; } \
         >"$W/q4k.log" 2>&1 || { cat "$W/q4k.log"; exit 1; }
     Q4K_ENV="LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0"
     check "q4_K file: its matrices as q4_m (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
@@ -230,29 +236,36 @@ if [ -d "$LLAMA_LIBDIR" ]; then
         $Q4K_ENV '$E/parity_logits' --model '$W/k256-q6k.gguf' --cpu-model '$W/k256-q6k-f32.gguf' --positions 40 \
         --gen 8 --chunk 20 --max-diff 0.03 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
         echo \"\$out\" | grep -q 'cuda: 14 q6_K matrices from their own blocks'"
+    check "q5_K file: its matrices as q5_m (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
+        $Q4K_ENV '$E/parity_logits' --model '$W/k256-q5k.gguf' --cpu-model '$W/k256-q5k-f32.gguf' --positions 40 \
+        --gen 8 --chunk 20 --max-diff 0.06 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
+        echo \"\$out\" | grep -q 'cuda: 14 q5_K matrices from their own blocks'"
     check "q4_K file as q4_m: decode through graphs (on-device argmax)" env $Q4K_ENV CU_EMU_SMS=64 \
         "$E/parity_logits" --model "$W/k256-q4k.gguf" --cpu-model "$W/k256-q4k-f32.gguf" --gen 4 --only-graph 1 \
         --graph-cycles 1 --max-diff 0.06 --min-top1 1
-    prep=$("$B/llm-engine" generate --model "$W/wide-q4k.gguf" --prompt-ids 1 --max-tokens 1 --threads 2 2>&1)
-    if [[ $prep == *'of them q4_K'* ]]; then
-        # The CLI on llama.cpp's own Q4_K_M mixture (Q4_K, Q6_K, Q5_0 where rows are narrow): llm_backend_prepare
-        # leaves the Q4_K and Q6_K matrices to the upload (no Q8_0 copy made); the greedy ids are those of the
-        # CPU, which packs the same values.
-        check "generate --backend cuda on a q4_K_M file: q4_K and q6_K from their blocks, the CPU's greedy ids" bash -c "
-            g=\$('$B/llm-engine' generate --backend cuda --model '$W/wide-q4_K_M.gguf' --prompt-ids 1,403,407 \
-                --max-tokens 12 --output-ids --ignore-eos 2>'$W/q4k-cuda.err'); grep -v '^cuda: tune' '$W/q4k-cuda.err'
-            c=\$('$B/llm-engine' generate --model '$W/wide-q4_K_M.gguf' --prompt-ids 1,403,407 --max-tokens 12 \
-                --output-ids --ignore-eos --threads 2 2>/dev/null)
-            echo \"cuda: \$g\"; echo \"cpu:  \$c\"
-            grep -q '^cuda: 26 q4_K matrices from their own blocks' '$W/q4k-cuda.err' &&
-                grep -q '^cuda: 5 q6_K matrices from their own blocks' '$W/q4k-cuda.err' && [ -n \"\$c\" ] &&
-                [ \"\$g\" = \"\$c\" ]"
-        check "q4_m on int8 activations (dp4a) vs the CPU's packed q4_K, same file" env $Q4K_ENV LLM_CUDA_GEMV_DP4A=1 \
-            "$E/parity_logits" --model "$W/wide-q4k.gguf" --cpu-model "$W/wide-q4k.gguf" --positions 16 --gen 4 \
-            --chunk 1 --mixed 0 --max-diff 1e-3 --min-top1 1
-    else
-        echo "== SKIP q4_m dp4a vs the CPU: this CPU runs q4_K as q8_0 (no packed kernels)"
-    fi
+    # The CLI on llama.cpp's own Q4_K_M / Q5_K_M mixtures (Q4_K or Q5_K, Q6_K, Q5_0 / Q5_1 where rows are
+    # narrow): llm_backend_prepare leaves the K-quant matrices to the upload (no Q8_0 copy made); the greedy ids
+    # are those of the CPU, which packs the same values. Then the int8 GEMVs against the CPU's packed blocks.
+    for k in 4 5; do
+        prep=$("$B/llm-engine" generate --model "$W/wide-q${k}k.gguf" --prompt-ids 1 --max-tokens 1 --threads 2 2>&1)
+        if [[ $k == 4 && $prep != *' 0 of them q4_K'* ]] || [[ $k == 5 && $prep != *' 0 q5_K at 6'* ]] &&
+            [[ $prep == *'packed for the cpu'* ]]; then
+            check "generate --backend cuda on a q${k}_K_M file: q${k}_K and q6_K from their blocks, the CPU's greedy ids" bash -c "
+                g=\$('$B/llm-engine' generate --backend cuda --model '$W/wide-q${k}_K_M.gguf' --prompt-ids 1,403,407 \
+                    --max-tokens 12 --output-ids --ignore-eos 2>'$W/q${k}k-cuda.err'); grep -v '^cuda: tune' '$W/q${k}k-cuda.err'
+                c=\$('$B/llm-engine' generate --model '$W/wide-q${k}_K_M.gguf' --prompt-ids 1,403,407 --max-tokens 12 \
+                    --output-ids --ignore-eos --threads 2 2>/dev/null)
+                echo \"cuda: \$g\"; echo \"cpu:  \$c\"
+                grep -q '^cuda: 26 q${k}_K matrices from their own blocks' '$W/q${k}k-cuda.err' &&
+                    grep -q '^cuda: 5 q6_K matrices from their own blocks' '$W/q${k}k-cuda.err' && [ -n \"\$c\" ] &&
+                    [ \"\$g\" = \"\$c\" ]"
+            check "q${k}_m on int8 activations (dp4a) vs the CPU's packed q${k}_K, same file" env $Q4K_ENV \
+                LLM_CUDA_GEMV_DP4A=1 "$E/parity_logits" --model "$W/wide-q${k}k.gguf" --cpu-model "$W/wide-q${k}k.gguf" \
+                --positions 16 --gen 4 --chunk 1 --mixed 0 --max-diff 1e-3 --min-top1 1
+        else
+            echo "== SKIP q${k}_m dp4a vs the CPU: this CPU runs q${k}_K as q8_0 (no packed kernels)"
+        fi
+    done
 else
     echo "== SKIP q4_K files: no llama.cpp libraries in $LLAMA_LIBDIR (npm ci --prefix bench/llamacpp)"
 fi

@@ -54,7 +54,7 @@ mkdir -p "$B/shared/models/stories260K" "$B/shared/peers"
 cp ../shared/models/stories260K/stories260K.bin ../shared/models/stories260K/tok512.bin \
     ../shared/models/stories260K/stories260K.gguf "$B/shared/models/stories260K/"
 cp ../shared/peers/torch_cudagraph_decode.py "$B/shared/peers/"
-# GGUF Q4_K / Q6_K test files for run_parity.sh's q4k cases, by llama.cpp's quantiser (bench/llamacpp; none on
+# GGUF Q4_K / Q5_K / Q6_K test files for run_parity.sh's q4k / q5k cases, by llama.cpp's quantiser (bench/llamacpp; none on
 # the GPU machine): as tests/gpu/emu_quick.sh part 12 makes them (their f32 copies are made there: gen-model)
 LLAMA_LIBDIR=bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 if [ -d "$LLAMA_LIBDIR" ]; then
@@ -67,6 +67,7 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$Q/k256-f32.gguf" "$Q/k256-q6k.gguf" q6_K-layers >/dev/null 2>&1
     "$B/parity/pad_model" ../shared/models/stories260K/stories260K.bin "$Q/wide.gguf" >/dev/null 2>&1
     "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$Q/wide.gguf" "$Q/wide-q4k.gguf" q4_K_M-layers >/dev/null 2>&1
+    "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$Q/wide.gguf" "$Q/wide-q5k.gguf" q5_K_M-layers >/dev/null 2>&1
     rm -rf "$Q/k256" "$Q/k256-f32.gguf" "$Q/wide.gguf"
 fi
 # the Llama 3 tokenizer: gen-model --preset llama-3.2-3b writes it into the GGUF (gpu_env.sh sets LLM_SHARED_DIR)

@@ -162,6 +162,25 @@ if [ -f "$Q4K/k256-q4k.gguf" ] && [ -f "$Q4K/k256-q6k.gguf" ] &&
             --mixed 0 --max-diff 1e-3 --min-top1 1
     fi
 fi
+# Q5_K (CU_Q5_M) on llama.cpp's q5_K_M-layers file of the widened stories260K: the float GEMVs and graphs
+# against the CPU on the file's exact values (emulation 0.064 / 0.053; the Q8_0 copy 0.30), every path at the
+# tuning's choice (emulation 0.13), the int8 GEMVs against the CPU's packed Q5_K (emulation 5.7e-6).
+if [ -f "$Q4K/wide-q5k.gguf" ] &&
+    "$B/llm-engine" gen-model --from "$Q4K/wide-q5k.gguf" --dtype f32 --out "$WORK/wide-q5k-f32.gguf" >/dev/null 2>&1; then
+    run q5k_gemv env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
+        LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$Q4K/wide-q5k.gguf" \
+        --cpu-model "$WORK/wide-q5k-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 0.15 \
+        --min-top1 1
+    run q5k_default env "$B/tests/gpu/parity_logits" --model "$Q4K/wide-q5k.gguf" \
+        --cpu-model "$WORK/wide-q5k-f32.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 0.3 --min-top1 0.98
+    prep=$("$B/llm-engine" generate --model "$Q4K/wide-q5k.gguf" --prompt-ids 1 --max-tokens 1 2>&1)
+    if [[ $prep == *'packed for the cpu'* && $prep != *' 0 q5_K at 6'* ]]; then
+        run q5k_dp4a env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
+            LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_GEMV_DP4A=1 "$B/tests/gpu/parity_logits" \
+            --model "$Q4K/wide-q5k.gguf" --cpu-model "$Q4K/wide-q5k.gguf" --positions 16 --gen 4 --chunk 1 \
+            --mixed 0 --max-diff 1e-3 --min-top1 1
+    fi
+fi
 # The end-to-end CLI on the CUDA backend: the README's known-good greedy text.
 run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 'Once upon a time' --max-tokens 40 \
     --backend cuda | tee /dev/stderr | grep -q 'there was a little girl named Lily'"

@@ -1,7 +1,7 @@
 /* The matrix products of more than one token against a host reference, through cuda_matmul: the
  * tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM) and the cuBLAS path (with its
- * dequantisation kernel for the block types), for BF16 / F16 / Q8_0 / Q4_0 / CU_Q4_M (from Q4_K) / CU_Q6
- * (from Q6_K; cuBLAS only) weights, row counts that are and are
+ * dequantisation kernel for the block types), for BF16 / F16 / Q8_0 / Q4_0 / CU_Q4_M (from Q4_K) / CU_Q5_M
+ * (from Q5_K) / CU_Q6 (from Q6_K; cuBLAS only) weights, row counts that are and are
  * not multiples of the 64-row block, K split over 1 to 16 blocks (the SM count the split is sized for),
  * 2 to 130 tokens (one to three 64-token groups, partial 16-token tiles) and y = W x or y += W x.
  * The reference is exact: activations are multiples of 1/64 (the same in bf16 and f16), weights are the
@@ -66,8 +66,10 @@ static host_mat make(int type, int R, int K)
         return m;
     }
     m.scales.resize((size_t)R * nb * cu_type_nsc(type));
-    for (size_t i = 0; i < m.scales.size(); i++) /* |d| in [2^-8, 2^-7) (CU_Q4_M's m too); CU_Q6's high bits */
-        m.scales[i] = type == CU_Q6 && i % 6 >= 2 ? (uint16_t)rnd32() : (uint16_t)(0x1c00u | (rnd32() & 0x83ffu));
+    for (size_t i = 0; i < m.scales.size(); i++) { /* |d| in [2^-8, 2^-7) (m too); CU_Q5_M / CU_Q6's high bits */
+        bool bits = (type == CU_Q6 && i % 6 >= 2) || (type == CU_Q5_M && i % 4 >= 2);
+        m.scales[i] = bits ? (uint16_t)rnd32() : (uint16_t)(0x1c00u | (rnd32() & 0x83ffu));
+    }
     if (type == LLM_Q8_0) {
         m.w.resize((size_t)R * K);
         for (size_t i = 0; i < m.w.size(); i++)
@@ -77,7 +79,7 @@ static host_mat make(int type, int R, int K)
                 float d = f16_to_f(m.scales[(size_t)r * nb + k / LLM_QK]);
                 m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(d * (float)(int8_t)m.w[(size_t)r * K + k]));
             }
-    } else { /* Q4_0: d (q - 8); CU_Q4_M: d q - m, (d, m) a pair of fp16 per block */
+    } else { /* Q4_0: d (q - 8); CU_Q4_M: d q - m, (d, m) a pair of fp16 per block; CU_Q5_M: q + 16 * bit */
         m.w.resize((size_t)R * K / 2);
         for (size_t i = 0; i < m.w.size(); i++)
             m.w[i] = (uint8_t)rnd32();
@@ -88,6 +90,11 @@ static host_mat make(int type, int R, int K)
                 size_t b = (size_t)r * nb + k / LLM_QK;
                 float v = type == CU_Q4_M ? f16_to_f(m.scales[2 * b]) * (float)q - f16_to_f(m.scales[2 * b + 1])
                                           : f16_to_f(m.scales[b]) * (float)(q - 8);
+                if (type == CU_Q5_M) { /* (d, m), then the fifth bits' word: element j at bit j */
+                    const uint16_t *w5 = m.scales.data() + b * 4;
+                    uint32_t h = (uint32_t)w5[2] | (uint32_t)w5[3] << 16;
+                    v = f16_to_f(w5[0]) * (float)(q | (int)((h >> j) & 1u) << 4) - f16_to_f(w5[1]);
+                }
                 if (type == CU_Q6) { /* the nibble, then 2 high bits from the block's words 2-5 */
                     const uint16_t *w6 = m.scales.data() + b * 6;
                     uint32_t hw = (uint32_t)w6[2 + 2 * (j / 16)] | (uint32_t)w6[3 + 2 * (j / 16)] << 16;
@@ -112,7 +119,7 @@ static void *up(const void *p, size_t n)
 static const char *tname(int t)
 {
     return t == LLM_BF16 ? "bf16" : t == LLM_F16 ? "f16" : t == LLM_Q8_0 ? "q8_0" : t == CU_Q4_M ? "q4_m"
-                                                                               : t == CU_Q6 ? "q6" : "q4_0";
+           : t == CU_Q5_M ? "q5_m" : t == CU_Q6 ? "q6" : "q4_0";
 }
 
 static cu_mat dev_mat(const host_mat &h)
@@ -135,7 +142,7 @@ static cu_mat dev_mat(const host_mat &h)
 static int grouped_check(cudaStream_t st)
 {
     const int E = 5, counts[E] = { 0, 1, 70, 17, 130 }, R = 80, K = 128, ldy = R + 3;
-    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M };
+    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M };
     int off[E + 1] = { 0 };
     for (int e = 0; e < E; e++)
         off[e + 1] = off[e] + counts[e];
@@ -223,7 +230,7 @@ int main(int argc, char **argv)
     mm.gemv_max = mm.gemv_max_q8 = mm.gemv_max_q4 = 1;
     struct { int R, K; } shapes[] = { { 80, 128 }, { 200, 64 }, { 48, 512 }, { 16, 1024 } };
     /* CU_Q6 has no tensor-core path: its "tc" rows are cuBLAS too (cuda_mm_use_tc declines it) */
-    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q6 };
+    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6 };
     const int ns_all[] = { 2, 9, 16, 17, 40, 64, 65, 130 }, ns_quick[] = { 2, 17, 64, 130 };
     const int *ns = quick ? ns_quick : ns_all, n_ns = quick ? 4 : 8;
     const int sms_list[] = { 1, 8, 132 };
