@@ -142,34 +142,35 @@ static inline int cu_has_mat(const llm_tensor *t) { return t->data != NULL || t-
 /* Another (GGUF's id for Q6_K): 6-bit quants q, w = d (q - 32) with an fp16 d per 16 weights (a Q6_K group's
  * int8 scale folded in, as the CPU's Q6 packing does), 7 bits a weight: the low nibbles in Q4_0's order
  * [rows][cols/2] (byte j of a 32-block: elements j and j + 16, so each nibble half is one group of 16), and in
- * `scales` 6 uint16 a block: d0, d1, then two 32-bit words of the high 2 bits, elements 0-15 and 16-31
- * (bits 2i, 2i+1: element i of the half). The float GEMVs and cuBLAS (dequantised) take it; the int8 GEMVs
- * and the tensor-core GEMM leave it to those. */
+ * `scales` 6 uint16 a block: d0, d1, then two 32-bit words of the high 2 bits, elements 0-15 and 16-31;
+ * element j of a half (j = 4 i + k) at bits 8 k + 2 i and up, so (word >> 2 i) & 0x03030303 puts the high
+ * bits of elements 4i .. 4i+3 in bytes 0-3, beside the nibble bytes the int8 and tensor-core paths read. */
 #define CU_Q6 14
 /* And (GGUF's id for Q5_K) CU_Q4_M with a fifth bit: q = nibble + 16 * bit (0-31), w = d * q - m, 6 bits a
  * weight: the nibbles as CU_Q4_M's, and in `scales` 4 uint16 a block: d, m, then one 32-bit word of the fifth
  * bits (bit i: element i), as the CPU's Q5_M packing folds a Q5_K sub-block. */
 #define CU_Q5_M 13
-/* Block-quantised types with the int8 (dp4a) and tensor-core paths; with the float-only CU_Q6: every block
- * type (cuBLAS dequantises them); their uint16 scale words per 32-block. */
+/* The block-quantised types (every path takes them: float and int8 GEMVs, tensor-core GEMM, cuBLAS on a
+ * dequantised copy); their uint16 scale words per 32-block. */
 static inline __host__ __device__ int cu_type_q(int t)
 {
-    return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M || t == CU_Q5_M;
+    return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M || t == CU_Q5_M || t == CU_Q6;
 }
-static inline __host__ __device__ int cu_type_blk(int t) { return cu_type_q(t) || t == CU_Q6; }
 static inline __host__ __device__ int cu_type_nsc(int t)
 {
     return t == CU_Q4_M ? 2 : t == CU_Q5_M ? 4 : t == CU_Q6 ? 6 : 1;
 }
-/* f(std::integral_constant<int, T>()) for a matrix of type t: the int8 / tensor-core types (cu_type_q) in
- * with_qtype, every type a GEMV kernel takes in with_wtype (so a new type is one more case here, not one at
- * every launch). */
+/* Bits 2i, 2i+1 of element j = 4i + k of a CU_Q6 half's high-bit word h (see above). */
+static inline __host__ __device__ int cu_q6_hi(uint32_t h, int j) { return (int)((h >> (8 * (j % 4) + 2 * (j / 4))) & 3u); }
+/* f(std::integral_constant<int, T>()) for a matrix of type t: the block types (cu_type_q) in with_qtype, every
+ * type a GEMV kernel takes in with_wtype (so a new type is one more case here, not one at every launch). */
 template <typename F> static void with_qtype(int t, F f)
 {
     switch (t) {
     case LLM_Q8_0: f(std::integral_constant<int, LLM_Q8_0>()); break;
     case CU_Q4_M:  f(std::integral_constant<int, CU_Q4_M>()); break;
     case CU_Q5_M:  f(std::integral_constant<int, CU_Q5_M>()); break;
+    case CU_Q6:    f(std::integral_constant<int, CU_Q6>()); break;
     default:       f(std::integral_constant<int, LLM_Q4_0>()); break;
     }
 }
@@ -179,7 +180,6 @@ template <typename F> static void with_wtype(int t, F f)
     case LLM_F32:  f(std::integral_constant<int, LLM_F32>()); break;
     case LLM_F16:  f(std::integral_constant<int, LLM_F16>()); break;
     case LLM_BF16: f(std::integral_constant<int, LLM_BF16>()); break;
-    case CU_Q6:    f(std::integral_constant<int, CU_Q6>()); break;
     default:       with_qtype(t, f); break;
     }
 }

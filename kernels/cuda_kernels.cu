@@ -365,8 +365,8 @@ gemv_fused_i8_kernel(cu_mat W, const float *__restrict__ x, int ldx, cu_gemv_fus
             for (int i = 0; i < X; i++)
                 xv[i] = xp[i];
             const float2 ds = xds[(size_t)t * nb + c / PB];
-            acc[0][t] += qchunk<T>::scale(da, ds, qchunk<T>::dotv(wa, da, xv));
-            acc[1][t] += qchunk<T>::scale(db, ds, qchunk<T>::dotv(wb, db, xv));
+            acc[0][t] += qchunk<T>::dot(wa, da, xv, ds);
+            acc[1][t] += qchunk<T>::dot(wb, db, xv, ds);
         }
     }
 #pragma unroll
@@ -393,8 +393,8 @@ int cuda_gemv_fused_ok(const cu_mm_ctx *c, const cu_mat *W, int n, int ldx)
         return 0;
     if (c->dp4a && cu_type_q(W->type))
         return fused_i8_ok(c, W, n);
-    int e = W->type == LLM_F32 ? 4 : W->type == LLM_Q8_0 ? 16 : cu_type_blk(W->type) ? 32 : 8;
-    return (W->type == LLM_F32 || W->type == LLM_F16 || W->type == LLM_BF16 || cu_type_blk(W->type)) &&
+    int e = W->type == LLM_F32 ? 4 : W->type == LLM_Q8_0 ? 16 : cu_type_q(W->type) ? 32 : 8;
+    return (W->type == LLM_F32 || W->type == LLM_F16 || W->type == LLM_BF16 || cu_type_q(W->type)) &&
            W->cols % e == 0;
 }
 
@@ -656,7 +656,7 @@ gemv_dp4a_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__restri
         const cu_qsc dw = qscale<T>(sc, c / PB);
 #pragma unroll
         for (int t = 0; t < NT; t++)
-            acc[t] += qchunk<T>::scale(dw, xds[(size_t)t * nb + c / PB], qdot<T>(w, dw, xq + (size_t)t * K, c));
+            acc[t] += qdot<T>(w, dw, xq + (size_t)t * K, c, xds[(size_t)t * nb + c / PB]);
     }
     gemv_store<NT>(acc, y, ldy, r, accumulate, lane);
 }
@@ -710,7 +710,7 @@ gemv_dp4a_shape_kernel(cu_mat W, const int8_t *__restrict__ xq, const float2 *__
             const float2 ds = xds[c / qchunk<T>::PER_BLOCK];
 #pragma unroll
             for (int j = 0; j < R; j++)
-                acc[j] += qchunk<T>::scale(dw[j][u], ds, qchunk<T>::dotv(wv[j][u], dw[j][u], xv));
+                acc[j] += qchunk<T>::dot(wv[j][u], dw[j][u], xv, ds);
         }
     }
     shape_store<R>(acc, y, r0, W.rows, accumulate, lane);
@@ -877,7 +877,7 @@ int cuda_matmul_reserve(cu_mm_ctx *c, const cu_mat *W, int n)
                grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)W->cols * 2, c->stream, &c->gen) != 0
                    ? -1 : 0;
     size_t R = (size_t)W->rows, K = (size_t)W->cols;
-    if (cu_type_blk(W->type) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
+    if (cu_type_q(W->type) && grow(&c->deq, &c->deq_bytes, R * K * 2, c->stream, &c->gen))
         return -1;
     return grow(&c->act16, &c->act16_bytes, (size_t)n * K * 2, c->stream, &c->gen);
 }
@@ -923,19 +923,16 @@ int cuda_matmul(cu_mm_ctx *c, const cu_mat *W, const float *x, int ldx, float *y
         int bf16 = W->type != LLM_F16;
         cudaDataType_t ht = bf16 ? CUDA_R_16BF : CUDA_R_16F;
         const void *A = W->w;
-        if (cu_type_blk(W->type)) {
+        if (cu_type_q(W->type)) {
             if (grow(&c->deq, &c->deq_bytes, (size_t)R * (size_t)K * 2, c->stream, &c->gen) != 0) {
                 snprintf(msg, msg_len, "cuda backend: out of device memory for a %dx%d dequantised matrix", R, K);
                 return -1;
             }
             unsigned g = grid_for((size_t)R * W->row_bytes / 16);
             __nv_bfloat16 *deq = (__nv_bfloat16 *)c->deq;
-            if (W->type == CU_Q6)
-                CU_LAUNCH(dequant_bf16_kernel<CU_Q6>, g, 256, 0, c->stream, *W, deq);
-            else
-                with_qtype(W->type, [&](auto T) {
-                    CU_LAUNCH(dequant_bf16_kernel<decltype(T)::value>, g, 256, 0, c->stream, *W, deq);
-                });
+            with_qtype(W->type, [&](auto T) {
+                CU_LAUNCH(dequant_bf16_kernel<decltype(T)::value>, g, 256, 0, c->stream, *W, deq);
+            });
             A = c->deq;
         }
         if (grow(&c->act16, &c->act16_bytes, (size_t)n * (size_t)K * 2, c->stream, &c->gen) != 0) {

@@ -131,7 +131,7 @@ static int mat_alloc(cu_state *st, cu_mat *M, int type, int rows, int cols, llm_
     M->scales = NULL;
     if ((M->w = dev_alloc(st, M->row_bytes * (size_t)rows, err)) == NULL)
         return -1;
-    if (cu_type_blk(type)) {
+    if (cu_type_q(type)) {
         M->scales = (const uint16_t *)dev_alloc(st, (size_t)rows * (size_t)(cols / LLM_QK) * 2 * cu_type_nsc(type),
                                                 err);
         if (M->scales == NULL)
@@ -245,7 +245,7 @@ static void q6k_to_q6(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t 
                     q4[l] = (uint8_t)lo;
                 else
                     q4[l - 16] |= (uint8_t)(lo << 4);
-                hw[l / 16] |= (uint32_t)hi << (2 * (l % 16));
+                hw[l / 16] |= (uint32_t)hi << (8 * (l % 4) + 2 * (l % 16 / 4)); /* cu_q6_hi's order */
             }
             o[2] = (uint16_t)(hw[0] & 0xffffu);
             o[3] = (uint16_t)(hw[0] >> 16);

@@ -269,9 +269,9 @@ moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, c
                 if (t >= nt)
                     break;
                 const float2 ds = dr[t][c / PB];
-                ag[t] += qchunk<T>::scale(dg, ds, qdot<T>(wg, dg, xr[t], c));
+                ag[t] += qdot<T>(wg, dg, xr[t], c, ds);
                 if (GLU)
-                    au[t] += qchunk<T>::scale(du, ds, qdot<T>(wu, du, xr[t], c));
+                    au[t] += qdot<T>(wu, du, xr[t], c, ds);
             }
         }
 #pragma unroll

@@ -117,10 +117,12 @@ template <> struct tg_w<LLM_Q8_0> { /* 64 rows x 64 int8 = 256 x 16 bytes (half 
     }
 };
 
-/* Q4_0 (NSC 1: w = d (q - 8), a scale a block: tg_issue_scales), CU_Q4_M (NSC 2: w = d q - m, a (d, m) pair
- * a block) and CU_Q5_M (NSC 4: q with a fifth bit, (d, m, bits) a block): 64 rows x 2 blocks of 16 bytes =
- * 128 x 16 bytes, 1 per thread; CU_Q4_M / CU_Q5_M's scale words also one copy per thread (4 / 8 bytes).
- * d q - 8 d is d (q - 8) exactly (an fp16 d times a 4-bit q fits a float). */
+/* The nibble types: Q4_0 (NSC 1: w = d (q - 8), a scale a block: tg_issue_scales), CU_Q4_M (NSC 2: w = d q -
+ * m, a (d, m) pair a block), CU_Q5_M (NSC 4: q with a fifth bit, (d, m, bits) a block) and CU_Q6 (NSC 6: q with
+ * 2 high bits, w = d (q - 32), a d per half, (d0, d1, bits, bits)): 64 rows x 2 blocks of 16 bytes = 128 x 16
+ * bytes, 1 per thread; the other types' scale words by the same thread (4 or 8 bytes, one copy; CU_Q6's 12,
+ * 4-byte aligned, three). d q - m is d (q - 8) or d (q - 32) exactly (an fp16 d times a 6-bit q fits a
+ * float's mantissa). */
 template <int NSC> struct tg_w4 {
     enum { LQ = 48, RAW = TG_M * LQ + TG_M * 4 * NSC, QUANT = 1 };
     static __device__ __forceinline__ void issue(const cu_mat &W, int r0, int k0, uint8_t *raw)
@@ -133,7 +135,14 @@ template <int NSC> struct tg_w4 {
             tg_issue_scales(W, r0, k0, (uint16_t *)(raw + TG_M * LQ));
         } else {
             const uint16_t *ssrc = W.scales + (ok ? ((size_t)r * (W.cols / LLM_QK) + k0 / LLM_QK + b) * NSC : 0);
-            cu_cp_async<2 * NSC>((uint16_t *)(raw + TG_M * LQ) + 2 * NSC * row + NSC * b, ssrc, ok);
+            uint16_t *sdst = (uint16_t *)(raw + TG_M * LQ) + 2 * NSC * row + NSC * b;
+            if constexpr (NSC == 6) {
+#pragma unroll
+                for (int i = 0; i < 3; i++)
+                    cu_cp_async<4>(sdst + 2 * i, ssrc + 2 * i, ok);
+            } else {
+                cu_cp_async<2 * NSC>(sdst, ssrc, ok);
+            }
         }
     }
     static __device__ __forceinline__ void dequant(const uint8_t *raw, __nv_bfloat16 *Wd)
@@ -142,17 +151,30 @@ template <int NSC> struct tg_w4 {
         int row = threadIdx.x >> 1, b = threadIdx.x & 1;
         uint4 v = *(const uint4 *)(raw + row * LQ + b * 16);
         const uint16_t *s = sc + (NSC == 1 ? 2 * row + b : 2 * NSC * row + NSC * b);
-        float d = tg_f16(s[0]);
-        float m = NSC > 1 ? tg_f16(s[1]) : 8.0f * d;
-        uint32_t h = NSC == 4 ? (uint32_t)s[2] | (uint32_t)s[3] << 16 : 0u; /* fifth bits: element i at bit i */
+        /* the scale and offset of elements 0-15 (d, m) and 16-31 (dh, mh); the high bits above each nibble */
+        const float d = tg_f16(s[0]), dh = NSC == 6 ? tg_f16(s[1]) : d;
+        const float m = NSC == 1 ? 8.0f * d : NSC == 6 ? 32.0f * d : tg_f16(s[1]), mh = NSC == 6 ? 32.0f * dh : m;
+        const uint32_t h0 = NSC >= 4 ? (uint32_t)s[2] | (uint32_t)s[3] << 16 : 0u;
+        const uint32_t h1 = NSC == 6 ? (uint32_t)s[4] | (uint32_t)s[5] << 16 : 0u;
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
         uint32_t lo[8], hi[8]; /* byte e: element e (low nibble) and e + 16 (high) */
 #pragma unroll
         for (int e = 0; e < 16; e += 2) {
             uint32_t q0 = (u[e / 4] >> (8 * (e % 4))) & 0xffu, q1 = (u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu;
-            uint32_t f0 = (h >> e) & 1u, f1 = (h >> (e + 1)) & 1u, g0 = (h >> (16 + e)) & 1u, g1 = (h >> (17 + e)) & 1u;
-            lo[e / 2] = tg_pack(d * (float)((q0 & 15u) | f0 << 4) - m, d * (float)((q1 & 15u) | f1 << 4) - m);
-            hi[e / 2] = tg_pack(d * (float)((q0 >> 4) | g0 << 4) - m, d * (float)((q1 >> 4) | g1 << 4) - m);
+            uint32_t a0 = q0 & 15u, a1 = q1 & 15u, b0 = q0 >> 4, b1 = q1 >> 4;
+            if (NSC == 4) { /* fifth bits: element i at bit i */
+                a0 |= ((h0 >> e) & 1u) << 4;
+                a1 |= ((h0 >> (e + 1)) & 1u) << 4;
+                b0 |= ((h0 >> (16 + e)) & 1u) << 4;
+                b1 |= ((h0 >> (17 + e)) & 1u) << 4;
+            } else if (NSC == 6) {
+                a0 |= (uint32_t)cu_q6_hi(h0, e) << 4;
+                a1 |= (uint32_t)cu_q6_hi(h0, e + 1) << 4;
+                b0 |= (uint32_t)cu_q6_hi(h1, e) << 4;
+                b1 |= (uint32_t)cu_q6_hi(h1, e + 1) << 4;
+            }
+            lo[e / 2] = tg_pack(d * (float)a0 - m, d * (float)a1 - m);
+            hi[e / 2] = tg_pack(dh * (float)b0 - mh, dh * (float)b1 - mh);
         }
         uint4 *p = (uint4 *)(Wd + row * TG_LD + b * LLM_QK);
         p[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
@@ -164,6 +186,7 @@ template <int NSC> struct tg_w4 {
 template <> struct tg_w<LLM_Q4_0> : tg_w4<1> {};
 template <> struct tg_w<CU_Q4_M> : tg_w4<2> {};
 template <> struct tg_w<CU_Q5_M> : tg_w4<4> {};
+template <> struct tg_w<CU_Q6> : tg_w4<6> {};
 
 /* The activation tile of one stage: NT * 16 token rows x 64 columns of the 16-bit x, 8 x 16 bytes a row
  * (tokens past n: zeros). */
@@ -380,7 +403,8 @@ int cuda_tcgemm_prepare(void)
 {
     tg_ready = !(tg_allow<LLM_F16, __half>() || tg_allow<LLM_BF16, __nv_bfloat16>() ||
                  tg_allow<LLM_Q8_0, __nv_bfloat16>() || tg_allow<LLM_Q4_0, __nv_bfloat16>() ||
-                 tg_allow<CU_Q4_M, __nv_bfloat16>() || tg_allow<CU_Q5_M, __nv_bfloat16>());
+                 tg_allow<CU_Q4_M, __nv_bfloat16>() || tg_allow<CU_Q5_M, __nv_bfloat16>() ||
+                 tg_allow<CU_Q6, __nv_bfloat16>());
     if (!tg_ready)
         (void)cudaGetLastError(); /* not sticky; leave no error for the next check */
     return tg_ready ? 0 : -1;

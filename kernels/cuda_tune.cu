@@ -61,7 +61,7 @@ enum { CL_HALF = 1, CL_Q = 2 };
 static int mat_class(const cu_mat *W)
 {
     return W->type == LLM_F16 || W->type == LLM_BF16 ? CL_HALF
-           : cu_type_blk(W->type) ? CL_Q : 0;
+           : cu_type_q(W->type) ? CL_Q : 0;
 }
 
 /* Which weight classes the model's products use. */

@@ -41,7 +41,7 @@ static __device__ __forceinline__ float cu_q6_elem(const uint8_t *nb, const uint
     int h = i >> 4, j = i & 15;
     int lo = h ? nb[j] >> 4 : nb[j] & 15;
     uint32_t hw = (uint32_t)sc[2 + 2 * h] | (uint32_t)sc[3 + 2 * h] << 16;
-    int q = lo | (int)((hw >> (2 * j)) & 3u) << 4;
+    int q = lo | cu_q6_hi(hw, j) << 4;
     return f16_f(sc[h]) * (float)(q - 32);
 }
 
@@ -148,89 +148,96 @@ template <> struct wchunk<LLM_Q4_0> {
     }
 };
 
-/* ---- int8 activations (dp4a): chunk c of a Q8_0 row is half a block (16 weights), of a Q4_0 row a block (32
- * weights in 16 bytes). dotv: chunk c's 16 weight bytes w (with its block's scales s: CU_Q5_M's fifth bits)
- * against the X 16-byte words of the activations' quants that chunk covers (quantised per 32-block as the CPU
- * backend does), an integer; qdot: the same with the words read from global memory at xq (the row's start);
- * scale: that integer times the weight block's scales s and the activation block's (d, d * sum q) ds, in
- * float. */
+/* ---- int8 activations (dp4a): chunk c of a Q8_0 row is half a block (16 weights), of the 4-bit-nibble types
+ * (Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6) a block (32 weights in 16 bytes). dot: chunk c's 16 weight bytes w, with its
+ * block's scales s (qscale), against the X 16-byte words xv of the activations' quants that chunk covers
+ * (quantised per 32-block as the CPU backend does, with (d, d * sum q) ds), in integers, then scaled to a
+ * float; qdot: the same with the words read from global memory at xq (the row's start). */
 struct cu_qsc {
-    float    d, m; /* the block's scale, and min (CU_Q4_M, CU_Q5_M) */
-    uint32_t h;    /* CU_Q5_M's fifth bits */
+    float    d, e;   /* the block's scale; its min (CU_Q4_M, CU_Q5_M) or its second half's scale (CU_Q6) */
+    uint32_t h0, h1; /* CU_Q5_M's fifth bits (h0); CU_Q6's high 2 bits, elements 0-15 (h0) and 16-31 (h1) */
 };
 template <int T> struct qchunk;
 template <> struct qchunk<LLM_Q8_0> {
     enum { PER_BLOCK = 2, X = 1 };
-    static __device__ __forceinline__ int dotv(uint4 w, const cu_qsc &, const uint4 *xv)
+    static __device__ __forceinline__ float dot(uint4 w, const cu_qsc &s, const uint4 *xv, float2 ds)
     {
         int si = __dp4a((int)w.x, (int)xv[0].x, 0);
         si = __dp4a((int)w.y, (int)xv[0].y, si);
         si = __dp4a((int)w.z, (int)xv[0].z, si);
-        return __dp4a((int)w.w, (int)xv[0].w, si);
+        si = __dp4a((int)w.w, (int)xv[0].w, si);
+        return s.d * ds.x * (float)si;
     }
-    static __device__ __forceinline__ float scale(const cu_qsc &s, float2 ds, int si) { return s.d * ds.x * (float)si; }
 };
 /* Bits 0-3 of v to bit 0 of bytes 0-3 (shifted copies that do not overlap, so the product carries nothing). */
 static __device__ __forceinline__ uint32_t bits_to_bytes(uint32_t v) { return (v * 0x00204081u) & 0x01010101u; }
-/* byte j of a 4-bit block holds element j (low nibble) and j + 16 (high): Q4_0's order; FIVE: plus 16 where
- * bit i of h (element i's fifth bit) is set */
-template <int FIVE> static __device__ __forceinline__ int nibble_dot(uint4 w, uint32_t h, const uint4 *xv)
+/* Word i of a nibble block (byte j: element j in the low nibble, j + 16 in the high one: Q4_0's order) as the
+ * int8 quants of elements 4i .. 4i+3 (a) and 16+4i .. (b): CU_Q5_M's fifth bits added as 16, CU_Q6's high 2
+ * bits as 16 and 32 and then 32 taken off (signed bytes; each byte's top bit set first keeps its borrow in). */
+template <int T> static __device__ __forceinline__ void nib_bytes(uint32_t w, const cu_qsc &s, int i, uint32_t &a,
+                                                                   uint32_t &b)
 {
-    const unsigned wv[4] = { w.x, w.y, w.z, w.w };
-    const unsigned lo[4] = { xv[0].x, xv[0].y, xv[0].z, xv[0].w }, hi[4] = { xv[1].x, xv[1].y, xv[1].z, xv[1].w };
-    int si = 0;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        uint32_t a = wv[i] & 0x0f0f0f0fu, b = (wv[i] >> 4) & 0x0f0f0f0fu;
-        if (FIVE) {
-            a |= bits_to_bytes((h >> (4 * i)) & 15u) << 4;
-            b |= bits_to_bytes((h >> (16 + 4 * i)) & 15u) << 4;
-        }
-        si = __dp4a((int)a, (int)lo[i], si);
-        si = __dp4a((int)b, (int)hi[i], si);
+    a = w & 0x0f0f0f0fu;
+    b = (w >> 4) & 0x0f0f0f0fu;
+    if (T == CU_Q5_M) {
+        a |= bits_to_bytes((s.h0 >> (4 * i)) & 15u) << 4;
+        b |= bits_to_bytes((s.h0 >> (16 + 4 * i)) & 15u) << 4;
+    } else if (T == CU_Q6) {
+        a = ((a | ((s.h0 >> (2 * i)) & 0x03030303u) << 4 | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
+        b = ((b | ((s.h1 >> (2 * i)) & 0x03030303u) << 4 | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
     }
-    return si;
 }
-template <> struct qchunk<LLM_Q4_0> {
+/* Q4_0: d (dx sum(q xq) - 8 dx sum xq); CU_Q4_M / CU_Q5_M (w = d q - m): d dx sum(q xq) - m dx sum xq; CU_Q6:
+ * dx (d0 sum over the first 16 + d1 sum over the second) of (q - 32) xq. */
+template <int T> struct qchunk_nib {
     enum { PER_BLOCK = 1, X = 2 };
-    static __device__ __forceinline__ int dotv(uint4 w, const cu_qsc &, const uint4 *xv)
+    static __device__ __forceinline__ float dot(uint4 w, const cu_qsc &s, const uint4 *xv, float2 ds)
     {
-        return nibble_dot<0>(w, 0u, xv);
-    }
-    /* the nibbles are offset by 8: scale takes 8 * sum x out */
-    static __device__ __forceinline__ float scale(const cu_qsc &s, float2 ds, int si)
-    {
-        return s.d * (ds.x * (float)si - 8.0f * ds.y);
+        const unsigned wv[4] = { w.x, w.y, w.z, w.w };
+        const unsigned lo[4] = { xv[0].x, xv[0].y, xv[0].z, xv[0].w }, hi[4] = { xv[1].x, xv[1].y, xv[1].z, xv[1].w };
+        int sa = 0, sb = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            uint32_t a, b;
+            nib_bytes<T>(wv[i], s, i, a, b);
+            sa = __dp4a((int)a, (int)lo[i], sa);
+            if (T == CU_Q6)
+                sb = __dp4a((int)b, (int)hi[i], sb);
+            else
+                sa = __dp4a((int)b, (int)hi[i], sa);
+        }
+        if (T == CU_Q6)
+            return ds.x * (s.d * (float)sa + s.e * (float)sb);
+        if (T == LLM_Q4_0)
+            return s.d * (ds.x * (float)sa - 8.0f * ds.y);
+        return s.d * ds.x * (float)sa - s.e * ds.y;
     }
 };
-/* w = d * q - m: d dx sum(q xq) - m (dx sum xq); CU_Q5_M's q has a fifth bit */
-template <int FIVE> struct qchunk_min {
-    enum { PER_BLOCK = 1, X = 2 };
-    static __device__ __forceinline__ int dotv(uint4 w, const cu_qsc &s, const uint4 *xv)
-    {
-        return nibble_dot<FIVE>(w, s.h, xv);
-    }
-    static __device__ __forceinline__ float scale(const cu_qsc &s, float2 ds, int si)
-    {
-        return s.d * ds.x * (float)si - s.m * ds.y;
-    }
-};
-template <> struct qchunk<CU_Q4_M> : qchunk_min<0> {};
-template <> struct qchunk<CU_Q5_M> : qchunk_min<1> {};
-/* The weight block's scales as qchunk<T> takes them: (d, 0, 0), (d, m, 0) for CU_Q4_M, (d, m, h) for CU_Q5_M;
- * sc is the row's scales (W.scales + r * nb * cu_type_nsc(T)), blk the block. */
+template <> struct qchunk<LLM_Q4_0> : qchunk_nib<LLM_Q4_0> {};
+template <> struct qchunk<CU_Q4_M> : qchunk_nib<CU_Q4_M> {};
+template <> struct qchunk<CU_Q5_M> : qchunk_nib<CU_Q5_M> {};
+template <> struct qchunk<CU_Q6> : qchunk_nib<CU_Q6> {};
+/* The weight block's scales as qchunk<T> takes them (cu_qsc); sc is the row's scales (W.scales + r * nb *
+ * cu_type_nsc(T)), blk the block. */
 template <int T> static __device__ __forceinline__ cu_qsc qscale(const uint16_t *sc, int blk)
 {
-    cu_qsc s = { 0.0f, 0.0f, 0u };
+    cu_qsc s = { 0.0f, 0.0f, 0u, 0u };
     if (T == CU_Q5_M) {
         float2 dm;
-        cu_q5m_scales(sc + (size_t)blk * 4, dm, s.h);
+        cu_q5m_scales(sc + (size_t)blk * 4, dm, s.h0);
         s.d = dm.x;
-        s.m = dm.y;
+        s.e = dm.y;
     } else if (T == CU_Q4_M) {
         const float2 dm = cu_q4m_dm(sc + (size_t)blk * 2);
         s.d = dm.x;
-        s.m = dm.y;
+        s.e = dm.y;
+    } else if (T == CU_Q6) { /* 12 bytes a block: 4-byte aligned */
+        const uint32_t *p = (const uint32_t *)(sc + (size_t)blk * 6);
+        const uint32_t de = __ldg(p);
+        s.d = f16_f((uint16_t)(de & 0xffffu));
+        s.e = f16_f((uint16_t)(de >> 16));
+        s.h0 = __ldg(p + 1);
+        s.h1 = __ldg(p + 2);
     } else {
         s.d = f16_f(sc[blk]);
     }
@@ -244,11 +251,12 @@ template <int T> static __device__ __forceinline__ void qload(const int8_t *xq, 
     for (int i = 0; i < qchunk<T>::X; i++)
         xv[i] = __ldg(xp + i);
 }
-template <int T> static __device__ __forceinline__ int qdot(uint4 w, const cu_qsc &s, const int8_t *xq, int c)
+template <int T>
+static __device__ __forceinline__ float qdot(uint4 w, const cu_qsc &s, const int8_t *xq, int c, float2 ds)
 {
     uint4 xv[qchunk<T>::X];
     qload<T>(xq, c, xv);
-    return qchunk<T>::dotv(w, s, xv);
+    return qchunk<T>::dot(w, s, xv, ds);
 }
 
 /* one block: Q4_0's nibble order, w = d * q - m; FIVE (CU_Q5_M): q's fifth bits from the block's scale words */
@@ -288,8 +296,8 @@ template <> struct wchunk<CU_Q6> {
 #pragma unroll
         for (int i = 0; i < 16; i++) {
             uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
-            w[i]      = d0 * (float)((int)((b & 15u) | ((h0 >> (2 * i)) & 3u) << 4) - 32);
-            w[i + 16] = d1 * (float)((int)((b >> 4) | ((h1 >> (2 * i)) & 3u) << 4) - 32);
+            w[i]      = d0 * (float)((int)(b & 15u) + (cu_q6_hi(h0, i) << 4) - 32);
+            w[i + 16] = d1 * (float)((int)(b >> 4) + (cu_q6_hi(h1, i) << 4) - 32);
         }
     }
 };

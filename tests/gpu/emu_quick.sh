@@ -225,7 +225,8 @@ if [ -d "$LLAMA_LIBDIR" ]; then
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q4k.gguf" q4_K_M-layers &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q4_K_M.gguf" q4_K_M &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q5k.gguf" q5_K_M-layers &&
-      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q5_K_M.gguf" q5_K_M; } \
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q5_K_M.gguf" q5_K_M &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q6k.gguf" q6_K-layers; } \
         >"$W/q4k.log" 2>&1 || { cat "$W/q4k.log"; exit 1; }
     Q4K_ENV="LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0"
     check "q4_K file: its matrices as q4_m (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
@@ -246,11 +247,14 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     # The CLI on llama.cpp's own Q4_K_M / Q5_K_M mixtures (Q4_K or Q5_K, Q6_K, Q5_0 / Q5_1 where rows are
     # narrow): llm_backend_prepare leaves the K-quant matrices to the upload (no Q8_0 copy made); the greedy ids
     # are those of the CPU, which packs the same values. Then the int8 GEMVs against the CPU's packed blocks.
-    for k in 4 5; do
+    for k in 4 5 6; do
         prep=$("$B/llm-engine" generate --model "$W/wide-q${k}k.gguf" --prompt-ids 1 --max-tokens 1 --threads 2 2>&1)
-        if [[ $k == 4 && $prep != *' 0 of them q4_K'* ]] || [[ $k == 5 && $prep != *' 0 q5_K at 6'* ]] &&
-            [[ $prep == *'packed for the cpu'* ]]; then
-            check "generate --backend cuda on a q${k}_K_M file: q${k}_K and q6_K from their blocks, the CPU's greedy ids" bash -c "
+        if [[ $prep != *'packed for the cpu'* || ($k == 4 && $prep == *' 0 of them q4_K'*) ||
+              ($k == 5 && $prep == *' 0 q5_K at 6'*) || ($k == 6 && $prep == *' 0 q6_K at 7'*) ]]; then
+            echo "== SKIP q${k} dp4a vs the CPU: this CPU runs q${k}_K as q8_0 (no packed kernels)"
+            continue
+        fi
+        [ $k = 6 ] || check "generate --backend cuda on a q${k}_K_M file: q${k}_K and q6_K from their blocks, the CPU's greedy ids" bash -c "
                 g=\$('$B/llm-engine' generate --backend cuda --model '$W/wide-q${k}_K_M.gguf' --prompt-ids 1,403,407 \
                     --max-tokens 12 --output-ids --ignore-eos 2>'$W/q${k}k-cuda.err'); grep -v '^cuda: tune' '$W/q${k}k-cuda.err'
                 c=\$('$B/llm-engine' generate --model '$W/wide-q${k}_K_M.gguf' --prompt-ids 1,403,407 --max-tokens 12 \
@@ -259,12 +263,9 @@ if [ -d "$LLAMA_LIBDIR" ]; then
                 grep -q '^cuda: 26 q${k}_K matrices from their own blocks' '$W/q${k}k-cuda.err' &&
                     grep -q '^cuda: 5 q6_K matrices from their own blocks' '$W/q${k}k-cuda.err' && [ -n \"\$c\" ] &&
                     [ \"\$g\" = \"\$c\" ]"
-            check "q${k}_m on int8 activations (dp4a) vs the CPU's packed q${k}_K, same file" env $Q4K_ENV \
-                LLM_CUDA_GEMV_DP4A=1 "$E/parity_logits" --model "$W/wide-q${k}k.gguf" --cpu-model "$W/wide-q${k}k.gguf" \
-                --positions 16 --gen 4 --chunk 1 --mixed 0 --max-diff 1e-3 --min-top1 1
-        else
-            echo "== SKIP q${k}_m dp4a vs the CPU: this CPU runs q${k}_K as q8_0 (no packed kernels)"
-        fi
+        check "q${k}_K on int8 activations (dp4a) vs the CPU's packed q${k}_K, same file" env $Q4K_ENV \
+            LLM_CUDA_GEMV_DP4A=1 "$E/parity_logits" --model "$W/wide-q${k}k.gguf" --cpu-model "$W/wide-q${k}k.gguf" \
+            --positions 16 --gen 4 --chunk 1 --mixed 0 --max-diff 1e-3 --min-top1 1
     done
 else
     echo "== SKIP q4_K files: no llama.cpp libraries in $LLAMA_LIBDIR (npm ci --prefix bench/llamacpp)"

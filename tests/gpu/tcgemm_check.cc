@@ -1,7 +1,7 @@
 /* The matrix products of more than one token against a host reference, through cuda_matmul: the
  * tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM) and the cuBLAS path (with its
  * dequantisation kernel for the block types), for BF16 / F16 / Q8_0 / Q4_0 / CU_Q4_M (from Q4_K) / CU_Q5_M
- * (from Q5_K) / CU_Q6 (from Q6_K; cuBLAS only) weights, row counts that are and are
+ * (from Q5_K) / CU_Q6 (from Q6_K) weights, row counts that are and are
  * not multiples of the 64-row block, K split over 1 to 16 blocks (the SM count the split is sized for),
  * 2 to 130 tokens (one to three 64-token groups, partial 16-token tiles) and y = W x or y += W x.
  * The reference is exact: activations are multiples of 1/64 (the same in bf16 and f16), weights are the
@@ -98,7 +98,7 @@ static host_mat make(int type, int R, int K)
                 if (type == CU_Q6) { /* the nibble, then 2 high bits from the block's words 2-5 */
                     const uint16_t *w6 = m.scales.data() + b * 6;
                     uint32_t hw = (uint32_t)w6[2 + 2 * (j / 16)] | (uint32_t)w6[3 + 2 * (j / 16)] << 16;
-                    v = f16_to_f(w6[j / 16]) * (float)((q | (int)((hw >> (2 * (j % 16))) & 3u) << 4) - 32);
+                    v = f16_to_f(w6[j / 16]) * (float)((q | cu_q6_hi(hw, j % 16) << 4) - 32);
                 }
                 m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(v));
             }
@@ -142,7 +142,7 @@ static cu_mat dev_mat(const host_mat &h)
 static int grouped_check(cudaStream_t st)
 {
     const int E = 5, counts[E] = { 0, 1, 70, 17, 130 }, R = 80, K = 128, ldy = R + 3;
-    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M };
+    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6 };
     int off[E + 1] = { 0 };
     for (int e = 0; e < E; e++)
         off[e + 1] = off[e] + counts[e];
@@ -229,7 +229,6 @@ int main(int argc, char **argv)
     }
     mm.gemv_max = mm.gemv_max_q8 = mm.gemv_max_q4 = 1;
     struct { int R, K; } shapes[] = { { 80, 128 }, { 200, 64 }, { 48, 512 }, { 16, 1024 } };
-    /* CU_Q6 has no tensor-core path: its "tc" rows are cuBLAS too (cuda_mm_use_tc declines it) */
     const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6 };
     const int ns_all[] = { 2, 9, 16, 17, 40, 64, 65, 130 }, ns_quick[] = { 2, 17, 64, 130 };
     const int *ns = quick ? ns_quick : ns_all, n_ns = quick ? 4 : 8;
