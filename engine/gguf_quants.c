@@ -19,6 +19,8 @@ static const qtype_info qtypes[] = {
     { GGML_Q4_K, "q4_K", LLM_QK_K, 144 },  /* d, dmin; 12 bytes of 6-bit scales and mins; 128 bytes of nibbles */
     { GGML_Q5_K, "q5_K", LLM_QK_K, 176 },  /* as q4_K + 32 bytes of 5th bits before the nibbles */
     { GGML_Q6_K, "q6_K", LLM_QK_K, 210 },  /* 128 bytes of low nibbles; 64 of high 2 bits; 16 int8 scales; d */
+    { GGML_IQ4_NL, "iq4_nl", 32, 18 },     /* d; 16 bytes of nibbles indexing iq4_values */
+    { GGML_IQ4_XS, "iq4_xs", LLM_QK_K, 136 }, /* d; 2 + 4 bytes of 6-bit sub-block scales; 128 of nibbles */
 };
 
 static const qtype_info *info(uint32_t t)
@@ -173,6 +175,28 @@ static void block_q6_K(const uint8_t *b, float *y)
     }
 }
 
+/* IQ4_NL / IQ4_XS: a nibble indexes a fixed non-uniform table of 16 int8 levels (denser near zero, where
+ * most weights are), times the block's scale; element j < 16 of a 32-block is the low nibble of qs[j],
+ * j + 16 the high one. IQ4_XS: 8 sub-blocks of 32 in a super-block, each scale d * (s - 32) with s 6 bits:
+ * its low 4 from scales_l (byte ib / 2, nibble ib % 2), its high 2 from the 16-bit scales_h (bits 2 ib). */
+static const int8_t iq4_values[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+static void block_iq4_32(const uint8_t *qs, float d, float *y)
+{
+    for (int j = 0; j < 16; j++) {
+        y[j] = d * (float)iq4_values[qs[j] & 0xF];
+        y[j + 16] = d * (float)iq4_values[qs[j] >> 4];
+    }
+}
+static void block_iq4_xs(const uint8_t *b, float *y)
+{
+    float d = half_at(b);
+    unsigned sh = (unsigned)(b[2] | b[3] << 8);
+    for (int ib = 0; ib < 8; ib++) {
+        int s = ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (int)((sh >> (2 * ib)) & 3) << 4;
+        block_iq4_32(b + 8 + 16 * ib, d * (float)(s - 32), y + 32 * ib);
+    }
+}
+
 void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
 {
     const qtype_info *q = info(t);
@@ -191,6 +215,8 @@ void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
         case GGML_Q4_K: block_q45_K(b, dst, 0); break;
         case GGML_Q5_K: block_q45_K(b, dst, 1); break;
         case GGML_Q6_K: block_q6_K(b, dst); break;
+        case GGML_IQ4_NL: block_iq4_32(b + 2, half_at(b), dst); break;
+        case GGML_IQ4_XS: block_iq4_xs(b, dst); break;
         }
     }
 }

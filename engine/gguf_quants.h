@@ -1,6 +1,8 @@
 /* GGUF weight types the engine reads but does not compute with: llama.cpp's
- * older Q4_1 / Q5_0 / Q5_1 and the K-quants Q2_K .. Q6_K (the types of the
- * Q4_K_M, Q5_K_M, Q6_K ... files most people download). Their block layouts
+ * older Q4_1 / Q5_0 / Q5_1, the K-quants Q2_K .. Q6_K (the types of the
+ * Q4_K_M, Q5_K_M, Q6_K ... files most people download) and the two 4-bit
+ * i-quants IQ4_NL / IQ4_XS (a non-uniform level table; the other i-quants,
+ * with their large lattice codebooks, are refused). Their block layouts
  * are ggml's; the loader dequantises each row and re-quantises it to Q8_0
  * (model_gguf.c), so every backend sees only the types in common.h. The
  * exceptions: Q4_K and Q6_K matrices, which the CPU backend packs from their
@@ -23,6 +25,7 @@
 enum {
     GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7,
     GGML_Q2_K = 10, GGML_Q3_K = 11, GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14,
+    GGML_IQ4_NL = 20, GGML_IQ4_XS = 23,
 };
 
 #define LLM_QK_K 256 /* elements per K-quant super-block */

@@ -49,6 +49,7 @@ static float next_unit(void) { return (float)(next_u32() & 0xffffff) / 16777216.
 static const struct { uint32_t type; int off[2]; } scale_at[] = {
     { GGML_Q4_1, { 0, 2 } }, { GGML_Q5_0, { 0, -1 } }, { GGML_Q5_1, { 0, 2 } }, { GGML_Q2_K, { 80, 82 } },
     { GGML_Q3_K, { 108, -1 } }, { GGML_Q4_K, { 0, 2 } }, { GGML_Q5_K, { 0, 2 } }, { GGML_Q6_K, { 208, -1 } },
+    { GGML_IQ4_NL, { 0, -1 } }, { GGML_IQ4_XS, { 0, -1 } },
 };
 
 static int tests_run, tests_failed;
@@ -83,8 +84,8 @@ static int dequant(const char *dir)
     if (base == NULL)
         return 1;
     quantize_chunk_fn qchunk = (quantize_chunk_fn)dlsym(base, "ggml_quantize_chunk");
-    static const uint32_t types[] = { GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_Q2_K,
-                                      GGML_Q3_K, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K };
+    static const uint32_t types[] = { GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_Q2_K, GGML_Q3_K,
+                                      GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_IQ4_NL, GGML_IQ4_XS };
     enum { ROWS = 64, COLS = 1024 };
     float *src = malloc(sizeof(float) * ROWS * COLS), *ref = malloc(sizeof(float) * COLS),
           *ours = malloc(sizeof(float) * COLS);
@@ -156,7 +157,7 @@ static int dequant(const char *dir)
         for (int r = 0; r < ROWS; r++) {
             for (size_t i = 0; i < row; i++)
                 q[i] = (uint8_t)next_u32();
-            size_t be = types[t] >= GGML_Q2_K ? LLM_QK_K : 32, bb = row / (COLS / be);
+            size_t be = gguf_qtype_row_bytes(types[t], 32) != 0 ? 32 : LLM_QK_K, bb = row / (COLS / be);
             for (size_t s = 0; s < sizeof(scale_at) / sizeof(scale_at[0]); s++) {
                 if (scale_at[s].type != types[t])
                     continue;
@@ -184,7 +185,7 @@ static int dequant(const char *dir)
 static const struct { const char *name; int ftype; } ftypes[] = {
     { "q4_1", 3 }, { "q8_0", 7 }, { "q5_0", 8 }, { "q5_1", 9 }, { "q2_K", 10 }, { "q3_K_S", 11 },
     { "q3_K_M", 12 }, { "q3_K_L", 13 }, { "q4_K_S", 14 }, { "q4_K_M", 15 }, { "q5_K_S", 16 },
-    { "q5_K_M", 17 }, { "q6_K", 18 },
+    { "q5_K_M", 17 }, { "q6_K", 18 }, { "iq4_nl", 25 }, { "iq4_xs", 30 },
 };
 
 static int quantize(const char *dir, const char *in, const char *out, const char *ftype_arg)

@@ -1,6 +1,7 @@
 #!/usr/bin/env perl
-# GGUF files in the types we convert at load (q4_1, q5_0, q5_1 and the
-# K-quants q2_K .. q6_K; engine/gguf_quants.h), made the way users get them:
+# GGUF files in the types we convert at load (q4_1, q5_0, q5_1, the
+# K-quants q2_K .. q6_K and the i-quants iq4_nl / iq4_xs;
+# engine/gguf_quants.h), made the way users get them:
 # by llama.cpp's own quantiser (llama_model_quantize from node-llama-cpp's
 # libllama, through build/parity/ggml_ref).
 #  1. ggml's dequantisers and ours give the same values, block for block, and
@@ -76,7 +77,8 @@ is(scalar @seq, 128, 'a 128-token sequence');
 compare('f32 (baseline)', $wide, \@seq, 512, 0.97, 0.005, 0.002);
 # q8_0 is computed natively on both sides: the baseline for quantised weights.
 for my $c ([ 'q8_0', [] ], [ 'q4_1', ['q4_1'] ], [ 'q5_0', ['q5_0'] ], [ 'q5_1', ['q5_1'] ], [ 'q2_K', ['q2_K'] ],
-           [ 'q3_K_M', ['q3_K'] ], [ 'q4_K_M', [ 'q4_K', 'q6_K' ] ], [ 'q5_K_M', [ 'q5_K', 'q6_K' ] ], [ 'q6_K', ['q6_K'] ]) {
+           [ 'q3_K_M', ['q3_K'] ], [ 'q4_K_M', [ 'q4_K', 'q6_K' ] ], [ 'q5_K_M', [ 'q5_K', 'q6_K' ] ], [ 'q6_K', ['q6_K'] ],
+           [ 'iq4_nl', ['iq4_nl'] ], [ 'iq4_xs', ['iq4_xs'] ]) {
     my $f = quantize($wide, @$c) or next;
     compare($c->[0], $f, \@seq, 512, 0.95, 0.02, 0.1);
     next unless $c->[0] eq 'q4_K_M' || $c->[0] eq 'q5_K_M' || $c->[0] eq 'q6_K';
