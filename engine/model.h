@@ -180,11 +180,12 @@ static inline void llm_model_mats(llm_model *m, llm_tensor **mats)
  * Norm vectors are converted to F32 at load; matrices stay mapped as stored. */
 llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err *err);
 /* As llm_model_load, with flags:
- * LLM_LOAD_DEFER_KQ  GGUF layer matrices in Q4_K and Q6_K are not converted
- *   to Q8_0 at load but left to llm_backend_prepare (data NULL, src set),
- *   which the caller must call before creating a backend: the CPU backend
- *   packs them from the file's blocks (5 and 7 bits a weight) rather than from
- *   a Q8_0 copy it would throw away; any other backend converts them then. */
+ * LLM_LOAD_DEFER_KQ  GGUF layer matrices in Q4_K, Q5_K, Q6_K, IQ4_NL and
+ *   IQ4_XS are not converted to Q8_0 at load but left to llm_backend_prepare
+ *   (data NULL, src set), which the caller must call before creating a
+ *   backend: the CPU backend packs the K-quants from the file's blocks (5-7
+ *   bits a weight) rather than from a Q8_0 copy it would throw away, the CUDA
+ *   backend uploads all five from their blocks; the rest are converted then. */
 #define LLM_LOAD_DEFER_KQ 1u
 llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsigned flags, llm_err *err);
 void       llm_model_free(llm_model *m);
@@ -194,8 +195,8 @@ llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err);
 /* Converts to Q8_0 the layer matrices whose conversion LLM_LOAD_DEFER_KQ
  * deferred and nothing else took (data still NULL), except those whose file
  * type is in keep (a mask of ggml type ids, 1u << id; 0: none): the CUDA
- * backend uploads Q4_K and Q6_K matrices from their blocks and has no use for
- * a Q8_0 copy. 0 ok, -1 + err. */
+ * backend uploads the K-quant and IQ4 matrices from their blocks and has no
+ * use for a Q8_0 copy. 0 ok, -1 + err. */
 int llm_model_finish_deferred_except(llm_model *m, uint32_t keep, llm_err *err);
 /* 1 while some layer matrix of a type not in keep has neither data nor a
  * packed form (deferred). */

@@ -152,6 +152,20 @@ static inline int __dp4a(int a, int b, int c)
         c += (int)(int8_t)(a >> (8 * i)) * (int)(int8_t)(b >> (8 * i));
     return c;
 }
+/* byte i of the result: byte (s >> 4i) & 7 of the 8 bytes {y, x} (x the low four), or with bit 3 of that
+ * selector nibble set, that byte's sign bit in all 8 bits (PTX prmt's default mode) */
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
+{
+    uint64_t v = (uint64_t)y << 32 | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned sel = (s >> (4 * i)) & 15u, b = (unsigned)(v >> (8 * (sel & 7u))) & 0xffu;
+        if (sel & 8u)
+            b = (b & 0x80u) ? 0xffu : 0u;
+        r |= b << (8 * i);
+    }
+    return r;
+}
 static inline __half __ushort_as_half(uint16_t b) { __half h; h.b = b; return h; }
 static inline unsigned short __half_as_ushort(__half h) { return h.b; }
 float  __half2float(__half h);

@@ -150,18 +150,36 @@ static inline int cu_has_mat(const llm_tensor *t) { return t->data != NULL || t-
  * weight: the nibbles as CU_Q4_M's, and in `scales` 4 uint16 a block: d, m, then one 32-bit word of the fifth
  * bits (bit i: element i), as the CPU's Q5_M packing folds a Q5_K sub-block. */
 #define CU_Q5_M 13
+/* And (GGUF's id for IQ4_NL) the 4-bit i-quants, IQ4_NL and IQ4_XS: Q4_0's nibbles and an fp16 d per 32-block
+ * (IQ4_XS's 6-bit sub-block scale folded in), w = d * iq4 level(q), the levels a fixed table of 16 int8
+ * values (iq4_bytes below); 4.5 bits a weight. */
+#define CU_IQ4 20
 /* The block-quantised types (every path takes them: float and int8 GEMVs, tensor-core GEMM, cuBLAS on a
  * dequantised copy); their uint16 scale words per 32-block. */
 static inline __host__ __device__ int cu_type_q(int t)
 {
-    return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M || t == CU_Q5_M || t == CU_Q6;
+    return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M || t == CU_Q5_M || t == CU_Q6 || t == CU_IQ4;
 }
-static inline __host__ __device__ int cu_type_nsc(int t)
+static inline constexpr __host__ __device__ int cu_type_nsc(int t)
 {
     return t == CU_Q4_M ? 2 : t == CU_Q5_M ? 4 : t == CU_Q6 ? 6 : 1;
 }
 /* Bits 2i, 2i+1 of element j = 4i + k of a CU_Q6 half's high-bit word h (see above). */
 static inline __host__ __device__ int cu_q6_hi(uint32_t h, int j) { return (int)((h >> (8 * (j % 4) + 2 * (j / 4))) & 3u); }
+/* The IQ4 levels of the 4 bytes of a (each 0-15), as 4 int8 bytes: two byte permutes pick from the table's
+ * halves by the low 3 bits, bit 3 chooses between them. */
+static __device__ __forceinline__ uint32_t iq4_bytes(uint32_t a)
+{
+    /* -127 -104 -83 -65 | -49 -35 -22 -10 | 1 13 25 38 | 53 69 89 113, little-endian */
+    const uint32_t t0 = 0xBFAD9881u, t1 = 0xF6EADDCFu, t2 = 0x26190D01u, t3 = 0x71594535u;
+    const uint32_t t = a & 0x07070707u;
+    const uint32_t sel = (t & 0x7u) | ((t >> 4) & 0x70u) | ((t >> 8) & 0x700u) | ((t >> 12) & 0x7000u);
+    const uint32_t lo = __byte_perm(t0, t1, sel), hi = __byte_perm(t2, t3, sel);
+    const uint32_t m = ((a >> 3) & 0x01010101u) * 0xffu;
+    return (hi & m) | (lo & ~m);
+}
+static __device__ __forceinline__ int iq4_level(int q) { return (int)(int8_t)(iq4_bytes((uint32_t)q) & 0xffu); }
+
 /* f(std::integral_constant<int, T>()) for a matrix of type t: the block types (cu_type_q) in with_qtype, every
  * type a GEMV kernel takes in with_wtype (so a new type is one more case here, not one at every launch). */
 template <typename F> static void with_qtype(int t, F f)
@@ -171,6 +189,7 @@ template <typename F> static void with_qtype(int t, F f)
     case CU_Q4_M:  f(std::integral_constant<int, CU_Q4_M>()); break;
     case CU_Q5_M:  f(std::integral_constant<int, CU_Q5_M>()); break;
     case CU_Q6:    f(std::integral_constant<int, CU_Q6>()); break;
+    case CU_IQ4:   f(std::integral_constant<int, CU_IQ4>()); break;
     default:       f(std::integral_constant<int, LLM_Q4_0>()); break;
     }
 }
@@ -185,7 +204,7 @@ template <typename F> static void with_wtype(int t, F f)
 }
 
 typedef struct {
-    int            type;     /* llm_dtype, CU_Q4_M, CU_Q5_M or CU_Q6 */
+    int            type;     /* llm_dtype, CU_Q4_M, CU_Q5_M, CU_Q6 or CU_IQ4 */
     int            rows, cols;
     const void    *w;        /* see the layout above */
     const uint16_t *scales;  /* fp16 bits, block types only: [rows][cols/32][cu_type_nsc] */

@@ -19,7 +19,7 @@ typedef struct {
     cudaEvent_t  ev[2];
     int          used[2], cur;
     size_t       bytes;
-    int          n_kq[3];     /* matrices uploaded from K-quant blocks: as CU_Q4_M, CU_Q5_M, CU_Q6 (kq_index) */
+    int          n_kq[4];     /* matrices uploaded from file blocks: CU_Q4_M, CU_Q5_M, CU_Q6, CU_IQ4 (kq_index) */
 } uploader;
 
 static int fail(llm_err *err, const char *what, cudaError_t e)
@@ -114,6 +114,7 @@ static size_t dev_row_bytes(int type, int cols)
     case LLM_BF16: return (size_t)cols * 2;
     case LLM_Q8_0: return (size_t)cols;
     case LLM_Q4_0:
+    case CU_IQ4:
     case CU_Q4_M:
     case CU_Q5_M:
     case CU_Q6:    return (size_t)cols / 2;
@@ -140,10 +141,9 @@ static int mat_alloc(cu_state *st, cu_mat *M, int type, int rows, int cols, llm_
     return 0;
 }
 
-/* The device type of matrix t: CU_Q4_M / CU_Q5_M / CU_Q6 where the model kept a GGUF Q4_K / Q5_K / Q6_K
- * tensor's own blocks
- * (t->src: matrices the loader converts to Q8_0 for the other kernels), unless LLM_CUDA_KQ=q8_0 asks for the
- * Q8_0 copy; else its type. */
+/* The device type of matrix t: CU_Q4_M / CU_Q5_M / CU_Q6 / CU_IQ4 where the model kept a GGUF Q4_K / Q5_K /
+ * Q6_K / IQ4_NL or IQ4_XS tensor's own blocks (t->src: matrices the loader converts to Q8_0 for the other
+ * kernels), unless LLM_CUDA_KQ=q8_0 asks for the Q8_0 copy; else its type. */
 static int dev_type(const llm_tensor *t)
 {
     static int q8 = -1;
@@ -151,9 +151,11 @@ static int dev_type(const llm_tensor *t)
         const char *e = getenv("LLM_CUDA_KQ");
         q8 = e != NULL && strcmp(e, "q8_0") == 0;
     }
-    if (q8 || t->src == NULL || t->ne[0] % LLM_QK_K != 0)
+    if (q8 || t->src == NULL || t->ne[0] % (t->src_type == GGML_IQ4_NL ? LLM_QK : LLM_QK_K) != 0)
         return (int)t->type;
     switch (t->src_type) {
+    case GGML_IQ4_NL:
+    case GGML_IQ4_XS: return CU_IQ4;
     case GGML_Q4_K: return CU_Q4_M;
     case GGML_Q5_K: return CU_Q5_M;
     case GGML_Q6_K: return CU_Q6;
@@ -161,15 +163,17 @@ static int dev_type(const llm_tensor *t)
     }
 }
 
-/* The K-quant device types: their index in uploader.n_kq (-1: another type), the file type, bits a weight. */
+/* The device types made from file blocks: their index in uploader.n_kq (-1: another type), the file types,
+ * bits a weight. */
+#define N_KQ 4
 static const struct {
     int         type;
-    const char *file, *dev;
-    int         bits;
-} kq_types[3] = { { CU_Q4_M, "q4_K", "q4_m", 5 }, { CU_Q5_M, "q5_K", "q5_m", 6 }, { CU_Q6, "q6_K", "q6", 7 } };
+    const char *file, *dev, *bits;
+} kq_types[N_KQ] = { { CU_Q4_M, "q4_K", "q4_m", "5" }, { CU_Q5_M, "q5_K", "q5_m", "6" }, { CU_Q6, "q6_K", "q6", "7" },
+                     { CU_IQ4, "iq4_nl / iq4_xs", "iq4", "4.5" } };
 static int kq_index(int type)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_KQ; i++)
         if (kq_types[i].type == type)
             return i;
     return -1;
@@ -254,7 +258,48 @@ static void q6k_to_q6(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t 
         }
 }
 
-/* Copy tensor src into rows [row0, row0 + src rows) of M (from its file blocks for the K-quant types). */
+/* nr rows of IQ4_NL (xs 0: blocks of 32, fp16 d then 16 bytes of nibbles) or IQ4_XS (xs 1: super-blocks of
+ * 256, fp16 d, 16-bit scales_h, 4 bytes scales_l, 128 of nibbles) to CU_IQ4: the nibbles as they are (ggml's
+ * order is Q4_0's) into qs, an fp16 d a 32-block into sc (IQ4_XS: d times its 6-bit scale - 32, rounded once). */
+#define IQ4NL_BYTES 18
+#define IQ4XS_BYTES 136
+static void iq4_to_dev(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc, int xs)
+{
+    const int nb = cols / LLM_QK;
+    const size_t srow = xs ? IQ4XS_BYTES * (size_t)(cols / LLM_QK_K) : IQ4NL_BYTES * (size_t)nb;
+    for (int i = 0; i < nr; i++)
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *row = s + (size_t)i * srow, *nib;
+            uint16_t d;
+            if (xs) {
+                const uint8_t *sb = row + (size_t)(b / 8) * IQ4XS_BYTES;
+                const int g = b % 8, sh = sb[2] | sb[3] << 8;
+                const int ls = ((sb[4 + g / 2] >> (4 * (g % 2))) & 0xF) | ((sh >> (2 * g)) & 3) << 4;
+                d = llm_f32_to_fp16(llm_fp16_to_f32((uint16_t)(sb[0] | sb[1] << 8)) * (float)(ls - 32));
+                nib = sb + 8 + 16 * g;
+            } else {
+                const uint8_t *blk = row + (size_t)b * IQ4NL_BYTES;
+                d = (uint16_t)(blk[0] | blk[1] << 8);
+                nib = blk + 2;
+            }
+            sc[(size_t)i * nb + b] = d;
+            memcpy(qs + (size_t)i * (size_t)(cols / 2) + (size_t)b * 16, nib, 16);
+        }
+}
+
+/* Bytes of a row of cols elements in file type t (one of those kq_types come from). */
+static size_t src_row_bytes(uint32_t t, int cols)
+{
+    switch (t) {
+    case GGML_IQ4_NL: return IQ4NL_BYTES * (size_t)(cols / LLM_QK);
+    case GGML_IQ4_XS: return IQ4XS_BYTES * (size_t)(cols / LLM_QK_K);
+    case GGML_Q4_K:   return Q4K_BYTES * (size_t)(cols / LLM_QK_K);
+    case GGML_Q5_K:   return Q5K_BYTES * (size_t)(cols / LLM_QK_K);
+    default:          return Q6K_BYTES * (size_t)(cols / LLM_QK_K);
+    }
+}
+
+/* Copy tensor src into rows [row0, row0 + src rows) of M (from its file blocks for the kq_types). */
 static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor *src, llm_err *err)
 {
     int rows = (int)src->ne[1], cols = M->cols, type = M->type;
@@ -269,8 +314,7 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
     if (kq) { /* repacked from the file's super-blocks */
         const int nb = cols / LLM_QK;
         const size_t scb = (size_t)nb * 2 * cu_type_nsc(type); /* scale bytes a row */
-        const size_t sbb = type == CU_Q4_M ? Q4K_BYTES : type == CU_Q5_M ? Q5K_BYTES : Q6K_BYTES;
-        const size_t srow = sbb * (size_t)(cols / LLM_QK_K);
+        const size_t srow = src_row_bytes(src->src_type, cols);
         int per = (int)(STAGE_BYTES / (drow + scb));
         for (int r = 0; r < rows; r += per) {
             int nr = rows - r < per ? rows - r : per;
@@ -278,6 +322,8 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
             uint16_t *sc = (uint16_t *)(pin + (size_t)nr * drow);
             if (type == CU_Q6)
                 q6k_to_q6(s + (size_t)r * srow, nr, cols, pin, sc);
+            else if (type == CU_IQ4)
+                iq4_to_dev(s + (size_t)r * srow, nr, cols, pin, sc, src->src_type == GGML_IQ4_XS);
             else
                 q45k_to_q4m(s + (size_t)r * srow, nr, cols, pin, sc, type == CU_Q5_M);
             if (up_send(u, (uint8_t *)M->w + (size_t)(row0 + r) * drow, (size_t)nr * drow,
@@ -490,9 +536,9 @@ int cuda_load_weights(cu_state *st, llm_err *err)
         double dt = now_sec() - t0;
         fprintf(stderr, "cuda: uploaded %.2f GB of weights in %.2f s (%.2f GB/s)\n", (double)u.bytes / 1e9, dt,
                 dt > 0 ? (double)u.bytes / 1e9 / dt : 0.0);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < N_KQ; i++)
             if (u.n_kq[i] > 0)
-                fprintf(stderr, "cuda: %d %s matrices from their own blocks, at %d bits a weight (%s)\n", u.n_kq[i],
+                fprintf(stderr, "cuda: %d %s matrices from their own blocks, at %s bits a weight (%s)\n", u.n_kq[i],
                         kq_types[i].file, kq_types[i].bits, kq_types[i].dev);
     }
     rc = upload_rope(st, 0, err);

@@ -117,14 +117,14 @@ template <> struct tg_w<LLM_Q8_0> { /* 64 rows x 64 int8 = 256 x 16 bytes (half 
     }
 };
 
-/* The nibble types: Q4_0 (NSC 1: w = d (q - 8), a scale a block: tg_issue_scales), CU_Q4_M (NSC 2: w = d q -
- * m, a (d, m) pair a block), CU_Q5_M (NSC 4: q with a fifth bit, (d, m, bits) a block) and CU_Q6 (NSC 6: q with
- * 2 high bits, w = d (q - 32), a d per half, (d0, d1, bits, bits)): 64 rows x 2 blocks of 16 bytes = 128 x 16
- * bytes, 1 per thread; the other types' scale words by the same thread (4 or 8 bytes, one copy; CU_Q6's 12,
- * 4-byte aligned, three). d q - m is d (q - 8) or d (q - 32) exactly (an fp16 d times a 6-bit q fits a
- * float's mantissa). */
-template <int NSC> struct tg_w4 {
-    enum { LQ = 48, RAW = TG_M * LQ + TG_M * 4 * NSC, QUANT = 1 };
+/* The nibble types, NSC scale words a block: Q4_0 (1: w = d (q - 8), a scale a block: tg_issue_scales), CU_IQ4
+ * (1: w = d level(q)), CU_Q4_M (2: w = d q - m, a (d, m) pair a block), CU_Q5_M (4: q with a fifth bit, (d, m,
+ * bits) a block) and CU_Q6 (6: q with 2 high bits, w = d (q - 32), a d per half, (d0, d1, bits, bits)): 64 rows
+ * x 2 blocks of 16 bytes = 128 x 16 bytes, 1 per thread; the other types' scale words by the same thread (4 or
+ * 8 bytes, one copy; CU_Q6's 12, 4-byte aligned, three). d q - m is d (q - 8) or d (q - 32) exactly (an fp16 d
+ * times a 6-bit q fits a float's mantissa). */
+template <int T> struct tg_w4 {
+    enum { NSC = cu_type_nsc(T), LQ = 48, RAW = TG_M * LQ + TG_M * 4 * NSC, QUANT = 1 };
     static __device__ __forceinline__ void issue(const cu_mat &W, int r0, int k0, uint8_t *raw)
     {
         int row = threadIdx.x >> 1, b = threadIdx.x & 1, r = r0 + row;
@@ -153,25 +153,39 @@ template <int NSC> struct tg_w4 {
         const uint16_t *s = sc + (NSC == 1 ? 2 * row + b : 2 * NSC * row + NSC * b);
         /* the scale and offset of elements 0-15 (d, m) and 16-31 (dh, mh); the high bits above each nibble */
         const float d = tg_f16(s[0]), dh = NSC == 6 ? tg_f16(s[1]) : d;
-        const float m = NSC == 1 ? 8.0f * d : NSC == 6 ? 32.0f * d : tg_f16(s[1]), mh = NSC == 6 ? 32.0f * dh : m;
+        const float m = T == LLM_Q4_0 ? 8.0f * d : T == CU_IQ4 ? 0.0f : NSC == 6 ? 32.0f * d : tg_f16(s[1]);
+        const float mh = NSC == 6 ? 32.0f * dh : m;
         const uint32_t h0 = NSC >= 4 ? (uint32_t)s[2] | (uint32_t)s[3] << 16 : 0u;
         const uint32_t h1 = NSC == 6 ? (uint32_t)s[4] | (uint32_t)s[5] << 16 : 0u;
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+        uint32_t la[4] = { 0u, 0u, 0u, 0u }, lb[4] = { 0u, 0u, 0u, 0u }; /* CU_IQ4: the nibbles' levels */
+        if (T == CU_IQ4) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                la[i] = iq4_bytes(u[i] & 0x0f0f0f0fu);
+                lb[i] = iq4_bytes((u[i] >> 4) & 0x0f0f0f0fu);
+            }
+        }
         uint32_t lo[8], hi[8]; /* byte e: element e (low nibble) and e + 16 (high) */
 #pragma unroll
         for (int e = 0; e < 16; e += 2) {
             uint32_t q0 = (u[e / 4] >> (8 * (e % 4))) & 0xffu, q1 = (u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu;
-            uint32_t a0 = q0 & 15u, a1 = q1 & 15u, b0 = q0 >> 4, b1 = q1 >> 4;
-            if (NSC == 4) { /* fifth bits: element i at bit i */
-                a0 |= ((h0 >> e) & 1u) << 4;
-                a1 |= ((h0 >> (e + 1)) & 1u) << 4;
-                b0 |= ((h0 >> (16 + e)) & 1u) << 4;
-                b1 |= ((h0 >> (17 + e)) & 1u) << 4;
+            int a0 = (int)(q0 & 15u), a1 = (int)(q1 & 15u), b0 = (int)(q0 >> 4), b1 = (int)(q1 >> 4);
+            if (T == CU_IQ4) {
+                a0 = (int8_t)((la[e / 4] >> (8 * (e % 4))) & 0xffu);
+                a1 = (int8_t)((la[e / 4] >> (8 * (e % 4) + 8)) & 0xffu);
+                b0 = (int8_t)((lb[e / 4] >> (8 * (e % 4))) & 0xffu);
+                b1 = (int8_t)((lb[e / 4] >> (8 * (e % 4) + 8)) & 0xffu);
+            } else if (NSC == 4) { /* fifth bits: element i at bit i */
+                a0 |= (int)((h0 >> e) & 1u) << 4;
+                a1 |= (int)((h0 >> (e + 1)) & 1u) << 4;
+                b0 |= (int)((h0 >> (16 + e)) & 1u) << 4;
+                b1 |= (int)((h0 >> (17 + e)) & 1u) << 4;
             } else if (NSC == 6) {
-                a0 |= (uint32_t)cu_q6_hi(h0, e) << 4;
-                a1 |= (uint32_t)cu_q6_hi(h0, e + 1) << 4;
-                b0 |= (uint32_t)cu_q6_hi(h1, e) << 4;
-                b1 |= (uint32_t)cu_q6_hi(h1, e + 1) << 4;
+                a0 |= cu_q6_hi(h0, e) << 4;
+                a1 |= cu_q6_hi(h0, e + 1) << 4;
+                b0 |= cu_q6_hi(h1, e) << 4;
+                b1 |= cu_q6_hi(h1, e + 1) << 4;
             }
             lo[e / 2] = tg_pack(d * (float)a0 - m, d * (float)a1 - m);
             hi[e / 2] = tg_pack(dh * (float)b0 - mh, dh * (float)b1 - mh);
@@ -183,10 +197,11 @@ template <int NSC> struct tg_w4 {
         p[3] = make_uint4(hi[4], hi[5], hi[6], hi[7]);
     }
 };
-template <> struct tg_w<LLM_Q4_0> : tg_w4<1> {};
-template <> struct tg_w<CU_Q4_M> : tg_w4<2> {};
-template <> struct tg_w<CU_Q5_M> : tg_w4<4> {};
-template <> struct tg_w<CU_Q6> : tg_w4<6> {};
+template <> struct tg_w<LLM_Q4_0> : tg_w4<LLM_Q4_0> {};
+template <> struct tg_w<CU_IQ4> : tg_w4<CU_IQ4> {};
+template <> struct tg_w<CU_Q4_M> : tg_w4<CU_Q4_M> {};
+template <> struct tg_w<CU_Q5_M> : tg_w4<CU_Q5_M> {};
+template <> struct tg_w<CU_Q6> : tg_w4<CU_Q6> {};
 
 /* The activation tile of one stage: NT * 16 token rows x 64 columns of the 16-bit x, 8 x 16 bytes a row
  * (tokens past n: zeros). */
@@ -404,7 +419,7 @@ int cuda_tcgemm_prepare(void)
     tg_ready = !(tg_allow<LLM_F16, __half>() || tg_allow<LLM_BF16, __nv_bfloat16>() ||
                  tg_allow<LLM_Q8_0, __nv_bfloat16>() || tg_allow<LLM_Q4_0, __nv_bfloat16>() ||
                  tg_allow<CU_Q4_M, __nv_bfloat16>() || tg_allow<CU_Q5_M, __nv_bfloat16>() ||
-                 tg_allow<CU_Q6, __nv_bfloat16>());
+                 tg_allow<CU_Q6, __nv_bfloat16>() || tg_allow<CU_IQ4, __nv_bfloat16>());
     if (!tg_ready)
         (void)cudaGetLastError(); /* not sticky; leave no error for the next check */
     return tg_ready ? 0 : -1;

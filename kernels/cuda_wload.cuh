@@ -58,6 +58,7 @@ static __device__ float mat_elem(const cu_mat &W, int r, int k)
         return d * (float)((const int8_t *)W.w)[i];
     }
     case LLM_Q4_0:
+    case CU_IQ4:
     case CU_Q4_M:
     case CU_Q5_M: {
         const uint8_t *blk = (const uint8_t *)W.w + (size_t)r * W.row_bytes + (size_t)(k / LLM_QK) * 16;
@@ -71,6 +72,8 @@ static __device__ float mat_elem(const cu_mat &W, int r, int k)
         }
         if (W.type == CU_Q4_M)
             return f16_f(W.scales[2 * b]) * (float)q - f16_f(W.scales[2 * b + 1]);
+        if (W.type == CU_IQ4)
+            return f16_f(W.scales[b]) * (float)iq4_level(q);
         return f16_f(W.scales[b]) * (float)(q - 8);
     }
     case CU_Q6: {
@@ -132,6 +135,24 @@ template <> struct wchunk<LLM_Q8_0> {
             w[i] = d * (float)(int8_t)((u[i / 4] >> (8 * (i % 4))) & 0xffu);
     }
 };
+template <> struct wchunk<CU_IQ4> {
+    enum { E = 32 }; /* one block: Q4_0's nibble order, the levels by iq4_bytes */
+    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + c]);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = iq4_bytes(u[i] & 0x0f0f0f0fu), b = iq4_bytes((u[i] >> 4) & 0x0f0f0f0fu);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                w[4 * i + k]      = d * (float)(int8_t)((a >> (8 * k)) & 0xffu);
+                w[16 + 4 * i + k] = d * (float)(int8_t)((b >> (8 * k)) & 0xffu);
+            }
+        }
+    }
+};
 template <> struct wchunk<LLM_Q4_0> {
     enum { E = 32 }; /* one block */
     static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
@@ -185,10 +206,13 @@ template <int T> static __device__ __forceinline__ void nib_bytes(uint32_t w, co
     } else if (T == CU_Q6) {
         a = ((a | ((s.h0 >> (2 * i)) & 0x03030303u) << 4 | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
         b = ((b | ((s.h1 >> (2 * i)) & 0x03030303u) << 4 | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
+    } else if (T == CU_IQ4) {
+        a = iq4_bytes(a);
+        b = iq4_bytes(b);
     }
 }
 /* Q4_0: d (dx sum(q xq) - 8 dx sum xq); CU_Q4_M / CU_Q5_M (w = d q - m): d dx sum(q xq) - m dx sum xq; CU_Q6:
- * dx (d0 sum over the first 16 + d1 sum over the second) of (q - 32) xq. */
+ * dx (d0 sum over the first 16 + d1 sum over the second) of (q - 32) xq; CU_IQ4: d dx sum(level xq). */
 template <int T> struct qchunk_nib {
     enum { PER_BLOCK = 1, X = 2 };
     static __device__ __forceinline__ float dot(uint4 w, const cu_qsc &s, const uint4 *xv, float2 ds)
@@ -210,6 +234,8 @@ template <int T> struct qchunk_nib {
             return ds.x * (s.d * (float)sa + s.e * (float)sb);
         if (T == LLM_Q4_0)
             return s.d * (ds.x * (float)sa - 8.0f * ds.y);
+        if (T == CU_IQ4)
+            return s.d * ds.x * (float)sa;
         return s.d * ds.x * (float)sa - s.e * ds.y;
     }
 };
@@ -217,6 +243,7 @@ template <> struct qchunk<LLM_Q4_0> : qchunk_nib<LLM_Q4_0> {};
 template <> struct qchunk<CU_Q4_M> : qchunk_nib<CU_Q4_M> {};
 template <> struct qchunk<CU_Q5_M> : qchunk_nib<CU_Q5_M> {};
 template <> struct qchunk<CU_Q6> : qchunk_nib<CU_Q6> {};
+template <> struct qchunk<CU_IQ4> : qchunk_nib<CU_IQ4> {};
 /* The weight block's scales as qchunk<T> takes them (cu_qsc); sc is the row's scales (W.scales + r * nb *
  * cu_type_nsc(T)), blk the block. */
 template <int T> static __device__ __forceinline__ cu_qsc qscale(const uint16_t *sc, int blk)

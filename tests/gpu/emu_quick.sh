@@ -12,7 +12,7 @@
 #  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too; then
 #     the CUDA side out of device memory (an oversized KV pool, a capped device): the same tokens;
 #  6. the matrix products of 2-130 tokens against a host reference (tensor-core weight GEMM and cuBLAS path;
-#     the grouped one of a mixture of experts) and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM);
+#     the grouped one of a mixture of experts; the int8 GEMVs of 1-8 tokens) and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM);
 #  7. kernel tuning at start: every product path timed, parity with what it chose, its file; the prefill
 #     attention kernel timed on a head_dim-128 model;
 #  8. Qwen 2 (q/k/v biases) and Qwen 3 (per-head q/k norms) in F32: qkv_prep_kernel before the rope, prefill
@@ -27,9 +27,10 @@
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral): routing and experts on
 #     the device, prefill, mixed batches, decode through graphs; quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
-# 12. GGUF Q4_K / Q5_K / Q6_K matrices uploaded from their own blocks as CU_Q4_M / CU_Q5_M / CU_Q6 (5 / 6 / 7
-#     bits a weight): float GEMVs, graphs, int8 GEMVs against the CPU's packed Q4_K / Q5_K, the CLI on Q4_K_M
-#     and Q5_K_M files.
+# 12. GGUF Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS matrices uploaded from their own blocks as CU_Q4_M / CU_Q5_M /
+#     CU_Q6 / CU_IQ4 (5 / 6 / 7 / 4.5 bits a weight): float GEMVs, graphs, int8 GEMVs against the CPU's packed
+#     Q4_K / Q5_K / Q6_K, the CLI on Q4_K_M, Q5_K_M and IQ4_XS files (the int8 GEMVs of every block type are
+#     checked exactly in tcgemm_check, part 6).
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -226,7 +227,12 @@ if [ -d "$LLAMA_LIBDIR" ]; then
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q4_K_M.gguf" q4_K_M &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q5k.gguf" q5_K_M-layers &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q5_K_M.gguf" q5_K_M &&
-      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q6k.gguf" q6_K-layers; } \
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q6k.gguf" q6_K-layers &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-iq4_xs.gguf" iq4_xs-layers &&
+      "$B/llm-engine" gen-model --from "$W/k256-iq4_xs.gguf" --dtype f32 --out "$W/k256-iq4_xs-f32.gguf" &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-iq4_nl.gguf" iq4_nl-layers &&
+      "$B/llm-engine" gen-model --from "$W/k256-iq4_nl.gguf" --dtype f32 --out "$W/k256-iq4_nl-f32.gguf" &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-IQ4_XS.gguf" iq4_xs; } \
         >"$W/q4k.log" 2>&1 || { cat "$W/q4k.log"; exit 1; }
     Q4K_ENV="LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0"
     check "q4_K file: its matrices as q4_m (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
@@ -241,6 +247,24 @@ if [ -d "$LLAMA_LIBDIR" ]; then
         $Q4K_ENV '$E/parity_logits' --model '$W/k256-q5k.gguf' --cpu-model '$W/k256-q5k-f32.gguf' --positions 40 \
         --gen 8 --chunk 20 --max-diff 0.06 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
         echo \"\$out\" | grep -q 'cuda: 14 q5_K matrices from their own blocks'"
+    # IQ4_XS / IQ4_NL (CU_IQ4: Q4_0's nibbles through a level table, an fp16 scale a block): IQ4_NL's values
+    # are exact on the device (measured 5e-6 where the Q8_0 copy gives 0.017), IQ4_XS's folded scales round
+    # once (0.0053; the copy 0.024); llama.cpp's IQ4_XS mixture (IQ4_NL where rows are narrow) through the CLI.
+    check "iq4_xs file: its matrices as iq4 (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
+        $Q4K_ENV '$E/parity_logits' --model '$W/k256-iq4_xs.gguf' --cpu-model '$W/k256-iq4_xs-f32.gguf' --positions 40 \
+        --gen 8 --chunk 20 --max-diff 0.015 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
+        echo \"\$out\" | grep -q 'cuda: 14 iq4_nl / iq4_xs matrices from their own blocks'"
+    check "iq4_nl file: its matrices as iq4 (float GEMVs) vs the CPU on the file's exact values" env $Q4K_ENV \
+        "$E/parity_logits" --model "$W/k256-iq4_nl.gguf" --cpu-model "$W/k256-iq4_nl-f32.gguf" --positions 40 \
+        --gen 8 --chunk 20 --max-diff 1e-3 --min-top1 1 --mixed 0
+    check "generate --backend cuda on an iq4_xs file: iq4 from its blocks, the CPU's greedy ids" bash -c "
+        g=\$('$B/llm-engine' generate --backend cuda --model '$W/wide-IQ4_XS.gguf' --prompt-ids 1,403,407 \
+            --max-tokens 12 --output-ids --ignore-eos 2>'$W/iq4-cuda.err'); grep -v '^cuda: tune' '$W/iq4-cuda.err'
+        c=\$('$B/llm-engine' generate --model '$W/wide-IQ4_XS.gguf' --prompt-ids 1,403,407 --max-tokens 12 \
+            --output-ids --ignore-eos --threads 2 2>/dev/null)
+        echo \"cuda: \$g\"; echo \"cpu:  \$c\"
+        grep -q '^cuda: 35 iq4_nl / iq4_xs matrices from their own blocks' '$W/iq4-cuda.err' && [ -n \"\$c\" ] &&
+            [ \"\$g\" = \"\$c\" ]"
     check "q4_K file as q4_m: decode through graphs (on-device argmax)" env $Q4K_ENV CU_EMU_SMS=64 \
         "$E/parity_logits" --model "$W/k256-q4k.gguf" --cpu-model "$W/k256-q4k-f32.gguf" --gen 4 --only-graph 1 \
         --graph-cycles 1 --max-diff 0.06 --min-top1 1

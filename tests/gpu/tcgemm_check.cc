@@ -1,13 +1,14 @@
 /* The matrix products of more than one token against a host reference, through cuda_matmul: the
  * tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM) and the cuBLAS path (with its
  * dequantisation kernel for the block types), for BF16 / F16 / Q8_0 / Q4_0 / CU_Q4_M (from Q4_K) / CU_Q5_M
- * (from Q5_K) / CU_Q6 (from Q6_K) weights, row counts that are and are
+ * (from Q5_K) / CU_Q6 (from Q6_K) / CU_IQ4 (from IQ4_NL / IQ4_XS) weights, row counts that are and are
  * not multiples of the 64-row block, K split over 1 to 16 blocks (the SM count the split is sized for),
  * 2 to 130 tokens (one to three 64-token groups, partial 16-token tiles) and y = W x or y += W x.
  * The reference is exact: activations are multiples of 1/64 (the same in bf16 and f16), weights are the
  * values the device sees (16-bit, or d * q rounded to bf16), sums in double; a product passes when every
  * output is within 2e-5 of the sum of |w x| (float accumulation over K <= 512) of the reference. Then the
- * grouped product of a mixture of experts' matrices (cuda_tcgemm_grouped), every type, the same way.
+ * grouped product of a mixture of experts' matrices (cuda_tcgemm_grouped), every type, the same way; and the
+ * int8-activation GEMV of 1-8 tokens (dp4a_check) for every block type.
  * Under the CPU emulation of CUDA (make test-emu) and on a GPU (tests/gpu/run_parity.sh).
  *   tcgemm_check [--quick 1]   (--quick: 4 token counts instead of 8, 2 SM counts instead of 3; "PASS" / "FAIL" at the end, exit status
  *                               1 on a failure) */
@@ -43,7 +44,8 @@ struct host_mat {
     int type, rows, cols;
     std::vector<uint8_t> w;
     std::vector<uint16_t> scales;
-    std::vector<float> val; /* W[r][k] as the device computes with it */
+    std::vector<float> val; /* W[r][k] as the device computes with it (16-bit paths: rounded to bf16) */
+    std::vector<float> ex;  /* W[r][k] as stored (the int8 GEMVs compute with these) */
 };
 
 static host_mat make(int type, int R, int K)
@@ -53,6 +55,7 @@ static host_mat make(int type, int R, int K)
     m.rows = R;
     m.cols = K;
     m.val.resize((size_t)R * K);
+    m.ex.resize((size_t)R * K);
     int nb = K / LLM_QK;
     if (type == LLM_BF16 || type == LLM_F16) {
         m.w.resize((size_t)R * K * 2);
@@ -77,7 +80,8 @@ static host_mat make(int type, int R, int K)
         for (int r = 0; r < R; r++)
             for (int k = 0; k < K; k++) {
                 float d = f16_to_f(m.scales[(size_t)r * nb + k / LLM_QK]);
-                m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(d * (float)(int8_t)m.w[(size_t)r * K + k]));
+                m.ex[(size_t)r * K + k] = d * (float)(int8_t)m.w[(size_t)r * K + k];
+                m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(m.ex[(size_t)r * K + k]));
             }
     } else { /* Q4_0: d (q - 8); CU_Q4_M: d q - m, (d, m) a pair of fp16 per block; CU_Q5_M: q + 16 * bit */
         m.w.resize((size_t)R * K / 2);
@@ -90,6 +94,10 @@ static host_mat make(int type, int R, int K)
                 size_t b = (size_t)r * nb + k / LLM_QK;
                 float v = type == CU_Q4_M ? f16_to_f(m.scales[2 * b]) * (float)q - f16_to_f(m.scales[2 * b + 1])
                                           : f16_to_f(m.scales[b]) * (float)(q - 8);
+                if (type == CU_IQ4) { /* d times the level table's entry q (ggml's kvalues_iq4nl) */
+                    static const int lv[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+                    v = f16_to_f(m.scales[b]) * (float)lv[q];
+                }
                 if (type == CU_Q5_M) { /* (d, m), then the fifth bits' word: element j at bit j */
                     const uint16_t *w5 = m.scales.data() + b * 4;
                     uint32_t h = (uint32_t)w5[2] | (uint32_t)w5[3] << 16;
@@ -100,6 +108,7 @@ static host_mat make(int type, int R, int K)
                     uint32_t hw = (uint32_t)w6[2 + 2 * (j / 16)] | (uint32_t)w6[3 + 2 * (j / 16)] << 16;
                     v = f16_to_f(w6[j / 16]) * (float)((q | cu_q6_hi(hw, j % 16) << 4) - 32);
                 }
+                m.ex[(size_t)r * K + k] = v;
                 m.val[(size_t)r * K + k] = bf16_to_f(f_to_bf16(v));
             }
     }
@@ -119,7 +128,7 @@ static void *up(const void *p, size_t n)
 static const char *tname(int t)
 {
     return t == LLM_BF16 ? "bf16" : t == LLM_F16 ? "f16" : t == LLM_Q8_0 ? "q8_0" : t == CU_Q4_M ? "q4_m"
-           : t == CU_Q5_M ? "q5_m" : t == CU_Q6 ? "q6" : "q4_0";
+           : t == CU_Q5_M ? "q5_m" : t == CU_Q6 ? "q6" : t == CU_IQ4 ? "iq4" : "q4_0";
 }
 
 static cu_mat dev_mat(const host_mat &h)
@@ -139,10 +148,12 @@ static cu_mat dev_mat(const host_mat &h)
  * 70, 17 and 130 rows (none, one, two and three 64-row groups, partial tiles), matrix 1 and matrix 2 of each,
  * every weight type; each row of y must be its expert's matrix times its row of x (16-bit, exact), the
  * stride's padding untouched. Returns the failures. */
+static const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6, CU_IQ4 };
+static const int n_types = (int)(sizeof(types) / sizeof(types[0]));
+
 static int grouped_check(cudaStream_t st)
 {
     const int E = 5, counts[E] = { 0, 1, 70, 17, 130 }, R = 80, K = 128, ldy = R + 3;
-    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6 };
     int off[E + 1] = { 0 };
     for (int e = 0; e < E; e++)
         off[e + 1] = off[e] + counts[e];
@@ -213,6 +224,76 @@ static int grouped_check(cudaStream_t st)
     return fails;
 }
 
+/* The int8-activation GEMVs (LLM_CUDA_GEMV_DP4A: gemv_dp4a_kernel, 1-8 tokens) for every block type against
+ * the stored weights times the activations quantised as the device quantises them (per 32: d = max|x| / 127,
+ * q = rint(x / d)), sums in double: the integer dot products are exact, so only the float scaling rounds.
+ * Returns the failures, counts the products in *cases. */
+static int dp4a_check(cu_mm_ctx *mm, int R, int K, int *cases)
+{
+    int failed = 0;
+    if (cudaMalloc((void **)&mm->xq, (size_t)CU_GEMV_MAX_TOKENS * K) != cudaSuccess ||
+        cudaMalloc((void **)&mm->xds, (size_t)CU_GEMV_MAX_TOKENS * (K / LLM_QK) * 2 * sizeof(float)) != cudaSuccess)
+        return 1;
+    mm->xq_k = K;
+    mm->dp4a = 1;
+    mm->gemv_max_q8 = mm->gemv_max_q4 = CU_GEMV_MAX_TOKENS;
+    for (int type : types) {
+        if (!cu_type_q(type))
+            continue;
+        host_mat h = make(type, R, K);
+        cu_mat W = dev_mat(h);
+        for (int n : { 1, 3, CU_GEMV_MAX_TOKENS }) {
+            const int ldx = K + 4, ldy = R + 3;
+            std::vector<float> x((size_t)n * ldx), xd((size_t)n * K), y((size_t)n * ldy, 0.0f);
+            for (auto &v : x)
+                v = (float)((int)(rnd32() % 2001) - 1000) / 377.0f;
+            for (int t = 0; t < n; t++)
+                for (int b = 0; b < K / LLM_QK; b++) { /* quant_block's arithmetic */
+                    const float *xb = &x[(size_t)t * ldx + (size_t)b * LLM_QK];
+                    float amax = 0.0f;
+                    for (int i = 0; i < LLM_QK; i++)
+                        amax = fmaxf(amax, fabsf(xb[i]));
+                    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+                    for (int i = 0; i < LLM_QK; i++)
+                        xd[(size_t)t * K + (size_t)b * LLM_QK + i] = d * rintf(xb[i] * id);
+                }
+            float *dx = (float *)up(x.data(), x.size() * 4), *dy = (float *)up(y.data(), y.size() * 4);
+            char msg[256] = "";
+            int rc = cuda_matmul(mm, &W, dx, ldx, dy, ldy, n, 0, msg, sizeof msg);
+            int bad = rc != 0 || cudaStreamSynchronize(mm->stream) != cudaSuccess;
+            cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost);
+            double worst = 0.0;
+            for (int t = 0; t < n && !bad; t++)
+                for (int r = 0; r < R; r++) {
+                    double sum = 0.0, mag = 0.0;
+                    for (int k = 0; k < K; k++) {
+                        double p = (double)h.ex[(size_t)r * K + k] * xd[(size_t)t * K + k];
+                        sum += p;
+                        mag += fabs(p);
+                    }
+                    double dd = fabs(y[(size_t)t * ldy + r] - sum), lim = 2e-5 * mag + 1e-6;
+                    worst = dd / lim > worst ? dd / lim : worst;
+                    bad |= !(dd <= lim);
+                }
+            if (bad || n == 3)
+                printf("%-4s %3dx%-3d n=%d  int8 GEMV (dp4a): worst |diff| / limit %.3f%s\n", tname(type), R, K, n,
+                       worst, bad ? "  <-- FAIL" : "");
+            (*cases)++;
+            failed += bad;
+            cudaFree(dx);
+            cudaFree(dy);
+        }
+        cudaFree((void *)W.w);
+        cudaFree((void *)W.scales);
+    }
+    cudaFree(mm->xq);
+    cudaFree(mm->xds);
+    mm->xq = NULL;
+    mm->xds = NULL;
+    mm->dp4a = 0;
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc > 2 && strcmp(argv[1], "--quick") == 0 && atoi(argv[2]) != 0;
@@ -229,7 +310,6 @@ int main(int argc, char **argv)
     }
     mm.gemv_max = mm.gemv_max_q8 = mm.gemv_max_q4 = 1;
     struct { int R, K; } shapes[] = { { 80, 128 }, { 200, 64 }, { 48, 512 }, { 16, 1024 } };
-    const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6 };
     const int ns_all[] = { 2, 9, 16, 17, 40, 64, 65, 130 }, ns_quick[] = { 2, 17, 64, 130 };
     const int *ns = quick ? ns_quick : ns_all, n_ns = quick ? 4 : 8;
     const int sms_list[] = { 1, 8, 132 };
@@ -304,7 +384,10 @@ int main(int argc, char **argv)
             cudaFree((void *)W.scales);
         }
     int gfailed = grouped_check(mm.stream);
-    cases += 10; /* 5 types x 2 matrices */
+    cases += 2 * n_types;
+    int dcases = 0, dfailed = dp4a_check(&mm, shapes[2].R, shapes[2].K, &dcases) + dp4a_check(&mm, 64, 96, &dcases);
+    cases += dcases;
+    gfailed += dfailed;
     printf("%d products, %d failed (the lines above: every failure, and one passing case per shape)\n%s\n", cases,
            failed + gfailed, failed + gfailed ? "FAIL" : "PASS");
     failed += gfailed;
