@@ -10,14 +10,15 @@
 #include "gguf_quants.h"
 
 /* The deferred types a backend uploads from the file's blocks itself (a mask of ggml type ids; 0: none): the
- * CUDA backend's Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS (kernels/cuda_load.cu: CU_Q4_M, CU_Q5_M, CU_Q6, CU_IQ4)
- * unless LLM_CUDA_KQ=q8_0 asks for the Q8_0 copies. */
+ * CUDA backend's K-quants Q4_K / Q5_K / Q6_K, IQ4_NL / IQ4_XS and Q4_1 / Q5_0 / Q5_1 (kernels/cuda_load.cu:
+ * kq_types) unless LLM_CUDA_KQ=q8_0 asks for the Q8_0 copies. */
 static uint32_t kept_types(const char *name)
 {
     const char *e = getenv("LLM_CUDA_KQ");
     if (strcmp(name, "cuda") != 0 || (e != NULL && strcmp(e, "q8_0") == 0))
         return 0;
-    return 1u << GGML_Q4_K | 1u << GGML_Q5_K | 1u << GGML_Q6_K | 1u << GGML_IQ4_NL | 1u << GGML_IQ4_XS;
+    return 1u << GGML_Q4_K | 1u << GGML_Q5_K | 1u << GGML_Q6_K | 1u << GGML_IQ4_NL | 1u << GGML_IQ4_XS |
+           1u << GGML_Q4_1 | 1u << GGML_Q5_0 | 1u << GGML_Q5_1;
 }
 
 int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *o, llm_err *err)

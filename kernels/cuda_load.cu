@@ -19,7 +19,7 @@ typedef struct {
     cudaEvent_t  ev[2];
     int          used[2], cur;
     size_t       bytes;
-    int          n_kq[4];     /* matrices uploaded from file blocks: CU_Q4_M, CU_Q5_M, CU_Q6, CU_IQ4 (kq_index) */
+    int          n_kq[8];     /* matrices uploaded from file blocks, by kq_types entry */
 } uploader;
 
 static int fail(llm_err *err, const char *what, cudaError_t e)
@@ -141,48 +141,45 @@ static int mat_alloc(cu_state *st, cu_mat *M, int type, int rows, int cols, llm_
     return 0;
 }
 
-/* The device type of matrix t: CU_Q4_M / CU_Q5_M / CU_Q6 / CU_IQ4 where the model kept a GGUF Q4_K / Q5_K /
- * Q6_K / IQ4_NL or IQ4_XS tensor's own blocks (t->src: matrices the loader converts to Q8_0 for the other
- * kernels), unless LLM_CUDA_KQ=q8_0 asks for the Q8_0 copy; else its type. */
-static int dev_type(const llm_tensor *t)
+/* The GGUF types uploaded from the file's own blocks (t->src: matrices the loader would convert to Q8_0 for
+ * the other backends): the device type each becomes, its block (elements, bytes), its names and the bits a
+ * weight it takes on the device. */
+static const struct {
+    uint32_t    src;
+    int         dev, qk, bytes;
+    const char *file, *dev_name, *bits;
+} kq_types[] = {
+    { GGML_Q4_K, CU_Q4_M, LLM_QK_K, 144, "q4_K", "q4_m", "5" },
+    { GGML_Q5_K, CU_Q5_M, LLM_QK_K, 176, "q5_K", "q5_m", "6" },
+    { GGML_Q6_K, CU_Q6, LLM_QK_K, 210, "q6_K", "q6", "7" },
+    { GGML_IQ4_XS, CU_IQ4, LLM_QK_K, 136, "iq4_xs", "iq4", "4.5" },
+    { GGML_IQ4_NL, CU_IQ4, LLM_QK, 18, "iq4_nl", "iq4", "4.5" },
+    { GGML_Q4_1, CU_Q4_M, LLM_QK, 20, "q4_1", "q4_m", "5" },
+    { GGML_Q5_0, CU_Q5_M, LLM_QK, 22, "q5_0", "q5_m", "6" },
+    { GGML_Q5_1, CU_Q5_M, LLM_QK, 24, "q5_1", "q5_m", "6" },
+};
+#define N_KQ ((int)(sizeof(kq_types) / sizeof(kq_types[0])))
+
+/* kq_types' entry for matrix t: the file type of blocks it kept, when its rows take them and LLM_CUDA_KQ=q8_0
+ * does not ask for the Q8_0 copy; else -1. */
+static int kq_find(const llm_tensor *t)
 {
     static int q8 = -1;
     if (q8 < 0) {
         const char *e = getenv("LLM_CUDA_KQ");
         q8 = e != NULL && strcmp(e, "q8_0") == 0;
     }
-    if (q8 || t->src == NULL || t->ne[0] % (t->src_type == GGML_IQ4_NL ? LLM_QK : LLM_QK_K) != 0)
-        return (int)t->type;
-    switch (t->src_type) {
-    case GGML_IQ4_NL:
-    case GGML_IQ4_XS: return CU_IQ4;
-    case GGML_Q4_K: return CU_Q4_M;
-    case GGML_Q5_K: return CU_Q5_M;
-    case GGML_Q6_K: return CU_Q6;
-    default:        return (int)t->type;
-    }
-}
-
-/* The device types made from file blocks: their index in uploader.n_kq (-1: another type), the file types,
- * bits a weight. */
-#define N_KQ 4
-static const struct {
-    int         type;
-    const char *file, *dev, *bits;
-} kq_types[N_KQ] = { { CU_Q4_M, "q4_K", "q4_m", "5" }, { CU_Q5_M, "q5_K", "q5_m", "6" }, { CU_Q6, "q6_K", "q6", "7" },
-                     { CU_IQ4, "iq4_nl / iq4_xs", "iq4", "4.5" } };
-static int kq_index(int type)
-{
-    for (int i = 0; i < N_KQ; i++)
-        if (kq_types[i].type == type)
-            return i;
+    for (int i = 0; i < N_KQ && !q8 && t->src != NULL; i++)
+        if (kq_types[i].src == t->src_type)
+            return t->ne[0] % kq_types[i].qk == 0 ? i : -1;
     return -1;
 }
-static void kq_count(uploader *u, int type, int n)
+
+/* The device type of matrix t: kq_types' for the blocks it kept, else its type. */
+static int dev_type(const llm_tensor *t)
 {
-    int i = kq_index(type);
-    if (i >= 0)
-        u->n_kq[i] += n;
+    int i = kq_find(t);
+    return i >= 0 ? kq_types[i].dev : (int)t->type;
 }
 
 /* nr rows of Q4_K (five 0) or Q5_K (five 1) super-blocks (cols elements a row) to CU_Q4_M / CU_Q5_M: quants'
@@ -191,7 +188,7 @@ static void kq_count(uploader *u, int type, int n)
  * fp16 once (engine/cpu/repack.c's Q4_M / Q5_M do the same). Q5_K: Q4_K's header, 32 bytes of fifth bits
  * (bit g of byte l: element l of sub-block g), then the nibbles. */
 #define Q4K_BYTES 144 /* a Q4_K super-block: fp16 d and dmin, 12 bytes of 6-bit scales and mins, 128 of nibbles */
-#define Q5K_BYTES 176
+#define Q5K_BYTES 176 /* a Q5_K one: the same and 32 bytes of fifth bits before the nibbles */
 static void q45k_to_q4m(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc, int five)
 {
     const size_t sbb = five ? Q5K_BYTES : Q4K_BYTES, srow = sbb * (size_t)(cols / LLM_QK_K);
@@ -287,16 +284,28 @@ static void iq4_to_dev(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t
         }
 }
 
-/* Bytes of a row of cols elements in file type t (one of those kq_types come from). */
-static size_t src_row_bytes(uint32_t t, int cols)
+/* nr rows of Q4_1 (d, m, 16 bytes of nibbles; w = d q + m), Q5_0 (d, 32 fifth bits, nibbles; w = d (q - 16))
+ * or Q5_1 (d, m, fifth bits, nibbles; w = d q + m) blocks to CU_Q4_M / CU_Q5_M, exactly: the nibbles as they
+ * are (ggml's order is Q4_0's), the min as -m or 16 d (a power of two: exact), Q5's fifth bits as they are
+ * (bit j: element j, CU_Q5_M's order). */
+static void q451_to_dev(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc, uint32_t t)
 {
-    switch (t) {
-    case GGML_IQ4_NL: return IQ4NL_BYTES * (size_t)(cols / LLM_QK);
-    case GGML_IQ4_XS: return IQ4XS_BYTES * (size_t)(cols / LLM_QK_K);
-    case GGML_Q4_K:   return Q4K_BYTES * (size_t)(cols / LLM_QK_K);
-    case GGML_Q5_K:   return Q5K_BYTES * (size_t)(cols / LLM_QK_K);
-    default:          return Q6K_BYTES * (size_t)(cols / LLM_QK_K);
-    }
+    const int nb = cols / LLM_QK, five = t != GGML_Q4_1, nsc = five ? 4 : 2, min = t != GGML_Q5_0;
+    const size_t bb = t == GGML_Q4_1 ? 20 : t == GGML_Q5_0 ? 22 : 24;
+    for (int i = 0; i < nr; i++)
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *blk = s + ((size_t)i * nb + b) * bb;
+            uint16_t *o = sc + ((size_t)i * nb + b) * (size_t)nsc;
+            const uint16_t d = (uint16_t)(blk[0] | blk[1] << 8);
+            o[0] = d;
+            o[1] = min ? (uint16_t)((blk[2] | blk[3] << 8) ^ 0x8000) : llm_f32_to_fp16(16.0f * llm_fp16_to_f32(d));
+            const uint8_t *h = blk + (min ? 4 : 2);
+            if (five) {
+                o[2] = (uint16_t)(h[0] | h[1] << 8);
+                o[3] = (uint16_t)(h[2] | h[3] << 8);
+            }
+            memcpy(qs + (size_t)i * (size_t)(cols / 2) + (size_t)b * 16, five ? h + 4 : blk + 4, 16);
+        }
 }
 
 /* Copy tensor src into rows [row0, row0 + src rows) of M (from its file blocks for the kq_types). */
@@ -304,7 +313,7 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
 {
     int rows = (int)src->ne[1], cols = M->cols, type = M->type;
     size_t drow = M->row_bytes;
-    const int kq = kq_index(type) >= 0;
+    const int k = kq_find(src), kq = k >= 0;
     const uint8_t *s = (const uint8_t *)(kq ? src->src : src->data);
     if (drow == 0 || drow + (size_t)(cols / LLM_QK) * 12 > STAGE_BYTES) {
         llm_err_set(err, "cuda backend: a row of %d elements does not fit the %zu MiB staging buffer", cols,
@@ -314,18 +323,23 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
     if (kq) { /* repacked from the file's super-blocks */
         const int nb = cols / LLM_QK;
         const size_t scb = (size_t)nb * 2 * cu_type_nsc(type); /* scale bytes a row */
-        const size_t srow = src_row_bytes(src->src_type, cols);
+        const uint32_t ft = kq_types[k].src;
+        const size_t srow = (size_t)kq_types[k].bytes * (size_t)(cols / kq_types[k].qk);
         int per = (int)(STAGE_BYTES / (drow + scb));
+        u->n_kq[k]++;
         for (int r = 0; r < rows; r += per) {
             int nr = rows - r < per ? rows - r : per;
             uint8_t *pin = up_next(u);
             uint16_t *sc = (uint16_t *)(pin + (size_t)nr * drow);
-            if (type == CU_Q6)
-                q6k_to_q6(s + (size_t)r * srow, nr, cols, pin, sc);
-            else if (type == CU_IQ4)
-                iq4_to_dev(s + (size_t)r * srow, nr, cols, pin, sc, src->src_type == GGML_IQ4_XS);
+            const uint8_t *sr = s + (size_t)r * srow;
+            if (ft == GGML_Q6_K)
+                q6k_to_q6(sr, nr, cols, pin, sc);
+            else if (ft == GGML_IQ4_XS || ft == GGML_IQ4_NL)
+                iq4_to_dev(sr, nr, cols, pin, sc, ft == GGML_IQ4_XS);
+            else if (ft == GGML_Q4_K || ft == GGML_Q5_K)
+                q45k_to_q4m(sr, nr, cols, pin, sc, ft == GGML_Q5_K);
             else
-                q45k_to_q4m(s + (size_t)r * srow, nr, cols, pin, sc, type == CU_Q5_M);
+                q451_to_dev(sr, nr, cols, pin, sc, ft);
             if (up_send(u, (uint8_t *)M->w + (size_t)(row0 + r) * drow, (size_t)nr * drow,
                         (uint8_t *)M->scales + (size_t)(row0 + r) * scb, (size_t)nr * drow, (size_t)nr * scb, err))
                 return -1;
@@ -372,7 +386,6 @@ static int upload_mat(cu_state *st, uploader *u, cu_mat *M, const llm_tensor *t,
 {
     if (mat_alloc(st, M, dev_type(t), (int)t->ne[1], (int)t->ne[0], err) != 0)
         return -1;
-    kq_count(u, M->type, 1);
     return upload_rows(u, M, 0, t, err);
 }
 
@@ -394,7 +407,6 @@ static int upload_set(cu_state *st, uploader *u, cu_matset *S, const llm_tensor 
     S->n = 1;
     if (mat_alloc(st, &S->m[0], dev_type(t[0]), rows, (int)t[0]->ne[0], err) != 0)
         return -1;
-    kq_count(u, S->m[0].type, n);
     for (int i = 0, r0 = 0; i < n; r0 += (int)t[i]->ne[1], i++)
         if (upload_rows(u, &S->m[0], r0, t[i], err) != 0)
             return -1;
@@ -539,7 +551,7 @@ int cuda_load_weights(cu_state *st, llm_err *err)
         for (int i = 0; i < N_KQ; i++)
             if (u.n_kq[i] > 0)
                 fprintf(stderr, "cuda: %d %s matrices from their own blocks, at %s bits a weight (%s)\n", u.n_kq[i],
-                        kq_types[i].file, kq_types[i].bits, kq_types[i].dev);
+                        kq_types[i].file, kq_types[i].bits, kq_types[i].dev_name);
     }
     rc = upload_rope(st, 0, err);
     /* Gemma 3's sliding-window layers rotate with their own base; elsewhere they share the tables above. */

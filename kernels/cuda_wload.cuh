@@ -135,8 +135,9 @@ template <> struct wchunk<LLM_Q8_0> {
             w[i] = d * (float)(int8_t)((u[i / 4] >> (8 * (i % 4))) & 0xffu);
     }
 };
-template <> struct wchunk<CU_IQ4> {
-    enum { E = 32 }; /* one block: Q4_0's nibble order, the levels by iq4_bytes */
+/* one block, Q4_0's nibble order: w = d (q - 8), or for CU_IQ4 d level(q) (four levels at once: iq4_bytes) */
+template <int T> struct wchunk_d4 {
+    enum { E = 32 };
     static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
     {
         uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
@@ -144,30 +145,22 @@ template <> struct wchunk<CU_IQ4> {
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const uint32_t a = iq4_bytes(u[i] & 0x0f0f0f0fu), b = iq4_bytes((u[i] >> 4) & 0x0f0f0f0fu);
+            uint32_t a = u[i] & 0x0f0f0f0fu, b = (u[i] >> 4) & 0x0f0f0f0fu;
+            if (T == CU_IQ4) {
+                a = iq4_bytes(a);
+                b = iq4_bytes(b);
+            }
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                w[4 * i + k]      = d * (float)(int8_t)((a >> (8 * k)) & 0xffu);
-                w[16 + 4 * i + k] = d * (float)(int8_t)((b >> (8 * k)) & 0xffu);
+                const int qa = (int)((a >> (8 * k)) & 0xffu), qb = (int)((b >> (8 * k)) & 0xffu);
+                w[4 * i + k]      = d * (float)(T == CU_IQ4 ? (int)(int8_t)qa : qa - 8);
+                w[16 + 4 * i + k] = d * (float)(T == CU_IQ4 ? (int)(int8_t)qb : qb - 8);
             }
         }
     }
 };
-template <> struct wchunk<LLM_Q4_0> {
-    enum { E = 32 }; /* one block */
-    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
-    {
-        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
-        float d = f16_f(W.scales[(size_t)r * (W.cols / LLM_QK) + c]);
-        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
-#pragma unroll
-        for (int i = 0; i < 16; i++) {
-            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
-            w[i]      = d * (float)((int)(b & 15u) - 8);
-            w[i + 16] = d * (float)((int)(b >> 4) - 8);
-        }
-    }
-};
+template <> struct wchunk<LLM_Q4_0> : wchunk_d4<LLM_Q4_0> {};
+template <> struct wchunk<CU_IQ4> : wchunk_d4<CU_IQ4> {};
 
 /* ---- int8 activations (dp4a): chunk c of a Q8_0 row is half a block (16 weights), of the 4-bit-nibble types
  * (Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6) a block (32 weights in 16 bytes). dot: chunk c's 16 weight bytes w, with its

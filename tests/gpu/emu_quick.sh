@@ -27,8 +27,8 @@
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral): routing and experts on
 #     the device, prefill, mixed batches, decode through graphs; quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
-# 12. GGUF Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS matrices uploaded from their own blocks as CU_Q4_M / CU_Q5_M /
-#     CU_Q6 / CU_IQ4 (5 / 6 / 7 / 4.5 bits a weight): float GEMVs, graphs, int8 GEMVs against the CPU's packed
+# 12. GGUF Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS / Q4_1 / Q5_0 / Q5_1 matrices uploaded from their own blocks
+#     as CU_Q4_M / CU_Q5_M / CU_Q6 / CU_IQ4 (4.5-7 bits a weight): float GEMVs, graphs, int8 GEMVs against the CPU's packed
 #     Q4_K / Q5_K / Q6_K, the CLI on Q4_K_M, Q5_K_M and IQ4_XS files (the int8 GEMVs of every block type are
 #     checked exactly in tcgemm_check, part 6).
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
@@ -232,44 +232,44 @@ if [ -d "$LLAMA_LIBDIR" ]; then
       "$B/llm-engine" gen-model --from "$W/k256-iq4_xs.gguf" --dtype f32 --out "$W/k256-iq4_xs-f32.gguf" &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-iq4_nl.gguf" iq4_nl-layers &&
       "$B/llm-engine" gen-model --from "$W/k256-iq4_nl.gguf" --dtype f32 --out "$W/k256-iq4_nl-f32.gguf" &&
-      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-IQ4_XS.gguf" iq4_xs; } \
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-IQ4_XS.gguf" iq4_xs &&
+      for f in q4_1 q5_0 q5_1; do
+          "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-$f.gguf" $f-layers &&
+              "$B/llm-engine" gen-model --from "$W/k256-$f.gguf" --dtype f32 --out "$W/k256-$f-f32.gguf" || exit 1
+      done; } \
         >"$W/q4k.log" 2>&1 || { cat "$W/q4k.log"; exit 1; }
     Q4K_ENV="LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0"
-    check "q4_K file: its matrices as q4_m (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
-        $Q4K_ENV '$E/parity_logits' --model '$W/k256-q4k.gguf' --cpu-model '$W/k256-q4k-f32.gguf' --positions 40 \
-        --gen 8 --chunk 20 --max-diff 0.06 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
-        echo \"\$out\" | grep -q 'cuda: 14 q4_K matrices from their own blocks'"
-    check "q6_K file: its matrices as q6 (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
-        $Q4K_ENV '$E/parity_logits' --model '$W/k256-q6k.gguf' --cpu-model '$W/k256-q6k-f32.gguf' --positions 40 \
-        --gen 8 --chunk 20 --max-diff 0.03 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
-        echo \"\$out\" | grep -q 'cuda: 14 q6_K matrices from their own blocks'"
-    check "q5_K file: its matrices as q5_m (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
-        $Q4K_ENV '$E/parity_logits' --model '$W/k256-q5k.gguf' --cpu-model '$W/k256-q5k-f32.gguf' --positions 40 \
-        --gen 8 --chunk 20 --max-diff 0.06 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
-        echo \"\$out\" | grep -q 'cuda: 14 q5_K matrices from their own blocks'"
+    # file type, file (k256-*.gguf, and its f32 copy *-f32.gguf), bound
+    kq_float() {
+        check "$1 file: its matrices from their blocks (float GEMVs) vs the CPU on the file's exact values" bash -c "
+            out=\$(env $Q4K_ENV '$E/parity_logits' --model '$W/$2.gguf' --cpu-model '$W/$2-f32.gguf' --positions 40 \
+                --gen 8 --chunk 20 --max-diff $3 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"
+            [ \$rc -eq 0 ] && echo \"\$out\" | grep -q '^cuda: 14 $1 matrices from their own blocks'"
+    }
+    kq_float q4_K k256-q4k 0.06
+    kq_float q6_K k256-q6k 0.03
+    kq_float q5_K k256-q5k 0.06
     # IQ4_XS / IQ4_NL (CU_IQ4: Q4_0's nibbles through a level table, an fp16 scale a block): IQ4_NL's values
     # are exact on the device (measured 5e-6 where the Q8_0 copy gives 0.017), IQ4_XS's folded scales round
     # once (0.0053; the copy 0.024); llama.cpp's IQ4_XS mixture (IQ4_NL where rows are narrow) through the CLI.
-    check "iq4_xs file: its matrices as iq4 (float GEMVs) vs the CPU on the file's exact values" bash -c "out=\$(env \
-        $Q4K_ENV '$E/parity_logits' --model '$W/k256-iq4_xs.gguf' --cpu-model '$W/k256-iq4_xs-f32.gguf' --positions 40 \
-        --gen 8 --chunk 20 --max-diff 0.015 --min-top1 1 --mixed 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] &&
-        echo \"\$out\" | grep -q 'cuda: 14 iq4_nl / iq4_xs matrices from their own blocks'"
-    check "iq4_nl file: its matrices as iq4 (float GEMVs) vs the CPU on the file's exact values" env $Q4K_ENV \
-        "$E/parity_logits" --model "$W/k256-iq4_nl.gguf" --cpu-model "$W/k256-iq4_nl-f32.gguf" --positions 40 \
-        --gen 8 --chunk 20 --max-diff 1e-3 --min-top1 1 --mixed 0
+    kq_float iq4_xs k256-iq4_xs 0.015
+    kq_float iq4_nl k256-iq4_nl 1e-3
+    # Q4_1 / Q5_0 / Q5_1 (the narrow rows of K-quant files) go up exactly as CU_Q4_M / CU_Q5_M: 5e-6 to 7e-6
+    for f in q4_1 q5_0 q5_1; do kq_float $f k256-$f 1e-3; done
     check "generate --backend cuda on an iq4_xs file: iq4 from its blocks, the CPU's greedy ids" bash -c "
         g=\$('$B/llm-engine' generate --backend cuda --model '$W/wide-IQ4_XS.gguf' --prompt-ids 1,403,407 \
             --max-tokens 12 --output-ids --ignore-eos 2>'$W/iq4-cuda.err'); grep -v '^cuda: tune' '$W/iq4-cuda.err'
         c=\$('$B/llm-engine' generate --model '$W/wide-IQ4_XS.gguf' --prompt-ids 1,403,407 --max-tokens 12 \
             --output-ids --ignore-eos --threads 2 2>/dev/null)
         echo \"cuda: \$g\"; echo \"cpu:  \$c\"
-        grep -q '^cuda: 35 iq4_nl / iq4_xs matrices from their own blocks' '$W/iq4-cuda.err' && [ -n \"\$c\" ] &&
+        grep -q '^cuda: 30 iq4_xs matrices from their own blocks' '$W/iq4-cuda.err' &&
+            grep -q '^cuda: 5 iq4_nl matrices from their own blocks' '$W/iq4-cuda.err' && [ -n \"\$c\" ] &&
             [ \"\$g\" = \"\$c\" ]"
     check "q4_K file as q4_m: decode through graphs (on-device argmax)" env $Q4K_ENV CU_EMU_SMS=64 \
         "$E/parity_logits" --model "$W/k256-q4k.gguf" --cpu-model "$W/k256-q4k-f32.gguf" --gen 4 --only-graph 1 \
         --graph-cycles 1 --max-diff 0.06 --min-top1 1
     # The CLI on llama.cpp's own Q4_K_M / Q5_K_M mixtures (Q4_K or Q5_K, Q6_K, Q5_0 / Q5_1 where rows are
-    # narrow): llm_backend_prepare leaves the K-quant matrices to the upload (no Q8_0 copy made); the greedy ids
+    # narrow): llm_backend_prepare leaves every matrix to the upload (no Q8_0 copy made); the greedy ids
     # are those of the CPU, which packs the same values. Then the int8 GEMVs against the CPU's packed blocks.
     for k in 4 5 6; do
         prep=$("$B/llm-engine" generate --model "$W/wide-q${k}k.gguf" --prompt-ids 1 --max-tokens 1 --threads 2 2>&1)
@@ -285,7 +285,8 @@ if [ -d "$LLAMA_LIBDIR" ]; then
                     --output-ids --ignore-eos --threads 2 2>/dev/null)
                 echo \"cuda: \$g\"; echo \"cpu:  \$c\"
                 grep -q '^cuda: 26 q${k}_K matrices from their own blocks' '$W/q${k}k-cuda.err' &&
-                    grep -q '^cuda: 5 q6_K matrices from their own blocks' '$W/q${k}k-cuda.err' && [ -n \"\$c\" ] &&
+                    grep -q '^cuda: 5 q6_K matrices from their own blocks' '$W/q${k}k-cuda.err' &&
+                    grep -q '^cuda: 5 q5_[01] matrices from their own blocks' '$W/q${k}k-cuda.err' && [ -n \"\$c\" ] &&
                     [ \"\$g\" = \"\$c\" ]"
         check "q${k}_K on int8 activations (dp4a) vs the CPU's packed q${k}_K, same file" env $Q4K_ENV \
             LLM_CUDA_GEMV_DP4A=1 "$E/parity_logits" --model "$W/wide-q${k}k.gguf" --cpu-model "$W/wide-q${k}k.gguf" \
