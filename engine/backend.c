@@ -11,14 +11,16 @@
 
 /* The deferred types a backend uploads from the file's blocks itself (a mask of ggml type ids; 0: none): the
  * CUDA backend's K-quants Q4_K / Q5_K / Q6_K, IQ4_NL / IQ4_XS and Q4_1 / Q5_0 / Q5_1 (kernels/cuda_load.cu:
- * kq_types) unless LLM_CUDA_KQ=q8_0 asks for the Q8_0 copies. */
+ * kq_types), those of them LLM_CUDA_KQ lists when it is set (q8_0: none, Q8_0 copies). */
 static uint32_t kept_types(const char *name)
 {
-    const char *e = getenv("LLM_CUDA_KQ");
-    if (strcmp(name, "cuda") != 0 || (e != NULL && strcmp(e, "q8_0") == 0))
-        return 0;
-    return 1u << GGML_Q4_K | 1u << GGML_Q5_K | 1u << GGML_Q6_K | 1u << GGML_IQ4_NL | 1u << GGML_IQ4_XS |
-           1u << GGML_Q4_1 | 1u << GGML_Q5_0 | 1u << GGML_Q5_1;
+    static const uint32_t kq[] = { GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_IQ4_NL, GGML_IQ4_XS,
+                                   GGML_Q4_1, GGML_Q5_0, GGML_Q5_1 };
+    uint32_t keep = 0;
+    for (size_t i = 0; i < sizeof(kq) / sizeof(kq[0]) && strcmp(name, "cuda") == 0; i++)
+        if (gguf_type_listed(getenv("LLM_CUDA_KQ"), gguf_qtype_name(kq[i])))
+            keep |= 1u << kq[i];
+    return keep;
 }
 
 int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *o, llm_err *err)

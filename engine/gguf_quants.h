@@ -19,6 +19,8 @@
 #ifndef LLM_GGUF_QUANTS_H
 #define LLM_GGUF_QUANTS_H
 
+#include <strings.h>
+
 #include "common.h"
 
 /* ggml type ids of the read-only types. */
@@ -75,6 +77,23 @@ static inline void gguf_q4_K_sub(const void *blk, int g, float *scale, float *mi
     *min = llm_fp16_to_f32((uint16_t)(b[2] | b[3] << 8)) * (float)mn;
     for (int l = 0; q != NULL && l < 32; l++)
         q[l] = (uint8_t)(g % 2 ? qs[l] >> 4 : qs[l] & 0xF);
+}
+
+/* 1 when name is one of the comma-separated names in list (letter case aside), or list is NULL: the
+ * LLM_CUDA_KQ list of file types the CUDA backend takes from their blocks. Inline for the CUDA library. */
+static inline int gguf_type_listed(const char *list, const char *name)
+{
+    if (list == NULL)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncasecmp(p, name, n) == 0)
+            return 1;
+        p += len + (e != NULL);
+    }
+    return 0;
 }
 
 #endif

@@ -160,18 +160,14 @@ static const struct {
 };
 #define N_KQ ((int)(sizeof(kq_types) / sizeof(kq_types[0])))
 
-/* kq_types' entry for matrix t: the file type of blocks it kept, when its rows take them and LLM_CUDA_KQ=q8_0
- * does not ask for the Q8_0 copy; else -1. */
+/* kq_types' entry for matrix t: the file type of blocks it kept, when its rows take them and LLM_CUDA_KQ (a
+ * list of file types; q8_0: none) does not leave it out (engine/backend.c keeps the same ones); else -1. */
 static int kq_find(const llm_tensor *t)
 {
-    static int q8 = -1;
-    if (q8 < 0) {
-        const char *e = getenv("LLM_CUDA_KQ");
-        q8 = e != NULL && strcmp(e, "q8_0") == 0;
-    }
-    for (int i = 0; i < N_KQ && !q8 && t->src != NULL; i++)
+    for (int i = 0; i < N_KQ && t->src != NULL; i++)
         if (kq_types[i].src == t->src_type)
-            return t->ne[0] % kq_types[i].qk == 0 ? i : -1;
+            return t->ne[0] % kq_types[i].qk == 0 && gguf_type_listed(getenv("LLM_CUDA_KQ"), kq_types[i].file)
+                       ? i : -1;
     return -1;
 }
 

@@ -288,8 +288,9 @@ if [ -d "$LLAMA_LIBDIR" ]; then
                     grep -q '^cuda: 5 q6_K matrices from their own blocks' '$W/q${k}k-cuda.err' &&
                     grep -q '^cuda: 5 q5_[01] matrices from their own blocks' '$W/q${k}k-cuda.err' && [ -n \"\$c\" ] &&
                     [ \"\$g\" = \"\$c\" ]"
+        # (LLM_CUDA_KQ: only that type from its blocks: the narrow rows' Q5_0 / Q5_1 go to both sides as Q8_0)
         check "q${k}_K on int8 activations (dp4a) vs the CPU's packed q${k}_K, same file" env $Q4K_ENV \
-            LLM_CUDA_GEMV_DP4A=1 "$E/parity_logits" --model "$W/wide-q${k}k.gguf" --cpu-model "$W/wide-q${k}k.gguf" \
+            LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_KQ=q${k}_K "$E/parity_logits" --model "$W/wide-q${k}k.gguf" --cpu-model "$W/wide-q${k}k.gguf" \
             --positions 16 --gen 4 --chunk 1 --mixed 0 --max-diff 1e-3 --min-top1 1
     done
 else

@@ -157,7 +157,7 @@ if [ -f "$Q4K/k256-q4k.gguf" ] && [ -f "$Q4K/k256-q6k.gguf" ] &&
     prep=$("$B/llm-engine" generate --model "$Q4K/wide-q4k.gguf" --prompt-ids 1 --max-tokens 1 2>&1)
     if [[ $prep == *'of them q4_K'* ]]; then
         run q4k_dp4a env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
-            LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_GEMV_DP4A=1 "$B/tests/gpu/parity_logits" \
+            LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_KQ=q4_K "$B/tests/gpu/parity_logits" \
             --model "$Q4K/wide-q4k.gguf" --cpu-model "$Q4K/wide-q4k.gguf" --positions 16 --gen 4 --chunk 1 \
             --mixed 0 --max-diff 1e-3 --min-top1 1
     fi
@@ -176,7 +176,7 @@ if [ -f "$Q4K/wide-q5k.gguf" ] &&
     prep=$("$B/llm-engine" generate --model "$Q4K/wide-q5k.gguf" --prompt-ids 1 --max-tokens 1 2>&1)
     if [[ $prep == *'packed for the cpu'* && $prep != *' 0 q5_K at 6'* ]]; then
         run q5k_dp4a env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
-            LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_GEMV_DP4A=1 "$B/tests/gpu/parity_logits" \
+            LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_KQ=q5_K "$B/tests/gpu/parity_logits" \
             --model "$Q4K/wide-q5k.gguf" --cpu-model "$Q4K/wide-q5k.gguf" --positions 16 --gen 4 --chunk 1 \
             --mixed 0 --max-diff 1e-3 --min-top1 1
     fi
