@@ -256,15 +256,21 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     kq_float iq4_nl k256-iq4_nl 1e-3
     # Q4_1 / Q5_0 / Q5_1 (the narrow rows of K-quant files) go up exactly as CU_Q4_M / CU_Q5_M: 5e-6 to 7e-6
     for f in q4_1 q5_0 q5_1; do kq_float $f k256-$f 1e-3; done
-    check "generate --backend cuda on an iq4_xs file: iq4 from its blocks, the CPU's greedy ids" bash -c "
-        g=\$('$B/llm-engine' generate --backend cuda --model '$W/wide-IQ4_XS.gguf' --prompt-ids 1,403,407 \
-            --max-tokens 12 --output-ids --ignore-eos 2>'$W/iq4-cuda.err'); grep -v '^cuda: tune' '$W/iq4-cuda.err'
-        c=\$('$B/llm-engine' generate --model '$W/wide-IQ4_XS.gguf' --prompt-ids 1,403,407 --max-tokens 12 \
-            --output-ids --ignore-eos --threads 2 2>/dev/null)
-        echo \"cuda: \$g\"; echo \"cpu:  \$c\"
-        grep -q '^cuda: 30 iq4_xs matrices from their own blocks' '$W/iq4-cuda.err' &&
-            grep -q '^cuda: 5 iq4_nl matrices from their own blocks' '$W/iq4-cuda.err' && [ -n \"\$c\" ] &&
-            [ \"\$g\" = \"\$c\" ]"
+    # what, file (in $W), then "N type" for each line the CUDA load must print ("cuda: N type matrices from their
+    # own blocks"): the CLI's greedy ids on the CUDA backend and on the CPU
+    cli_ids() {
+        local what=$1 file=$2 want="" l
+        shift 2
+        for l in "$@"; do want="$want grep -q '^cuda: $l matrices from their own blocks' '$W/cli-cuda.err' &&"; done
+        check "generate --backend cuda on $what: from their blocks, the CPU's greedy ids" bash -c "
+            g=\$('$B/llm-engine' generate --backend cuda --model '$W/$file' --prompt-ids 1,403,407 --max-tokens 12 \
+                --output-ids --ignore-eos 2>'$W/cli-cuda.err'); grep -v '^cuda: tune' '$W/cli-cuda.err'
+            c=\$('$B/llm-engine' generate --model '$W/$file' --prompt-ids 1,403,407 --max-tokens 12 --output-ids \
+                --ignore-eos --threads 2 2>/dev/null)
+            echo \"cuda: \$g\"; echo \"cpu:  \$c\"
+            $want [ -n \"\$c\" ] && [ \"\$g\" = \"\$c\" ]"
+    }
+    cli_ids "an iq4_xs file" wide-IQ4_XS.gguf "30 iq4_xs" "5 iq4_nl"
     check "q4_K file as q4_m: decode through graphs (on-device argmax)" env $Q4K_ENV CU_EMU_SMS=64 \
         "$E/parity_logits" --model "$W/k256-q4k.gguf" --cpu-model "$W/k256-q4k-f32.gguf" --gen 4 --only-graph 1 \
         --graph-cycles 1 --max-diff 0.06 --min-top1 1
@@ -278,16 +284,7 @@ if [ -d "$LLAMA_LIBDIR" ]; then
             echo "== SKIP q${k} dp4a vs the CPU: this CPU runs q${k}_K as q8_0 (no packed kernels)"
             continue
         fi
-        [ $k = 6 ] || check "generate --backend cuda on a q${k}_K_M file: q${k}_K and q6_K from their blocks, the CPU's greedy ids" bash -c "
-                g=\$('$B/llm-engine' generate --backend cuda --model '$W/wide-q${k}_K_M.gguf' --prompt-ids 1,403,407 \
-                    --max-tokens 12 --output-ids --ignore-eos 2>'$W/q${k}k-cuda.err'); grep -v '^cuda: tune' '$W/q${k}k-cuda.err'
-                c=\$('$B/llm-engine' generate --model '$W/wide-q${k}_K_M.gguf' --prompt-ids 1,403,407 --max-tokens 12 \
-                    --output-ids --ignore-eos --threads 2 2>/dev/null)
-                echo \"cuda: \$g\"; echo \"cpu:  \$c\"
-                grep -q '^cuda: 26 q${k}_K matrices from their own blocks' '$W/q${k}k-cuda.err' &&
-                    grep -q '^cuda: 5 q6_K matrices from their own blocks' '$W/q${k}k-cuda.err' &&
-                    grep -q '^cuda: 5 q5_[01] matrices from their own blocks' '$W/q${k}k-cuda.err' && [ -n \"\$c\" ] &&
-                    [ \"\$g\" = \"\$c\" ]"
+        [ $k = 6 ] || cli_ids "a q${k}_K_M file" "wide-q${k}_K_M.gguf" "26 q${k}_K" "5 q6_K" "5 q5_[01]"
         # (LLM_CUDA_KQ: only that type from its blocks: the narrow rows' Q5_0 / Q5_1 go to both sides as Q8_0)
         check "q${k}_K on int8 activations (dp4a) vs the CPU's packed q${k}_K, same file" env $Q4K_ENV \
             LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_KQ=q${k}_K "$E/parity_logits" --model "$W/wide-q${k}k.gguf" --cpu-model "$W/wide-q${k}k.gguf" \
