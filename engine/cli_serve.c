@@ -196,7 +196,7 @@ int cli_serve(const llm_args *a)
     }
 
     llm_err err = { { 0 } };
-    /* K-quant (Q4_K, Q5_K, Q6_K) conversions wait for llm_backend_prepare, which knows what the backend takes */
+    /* conversions of the types a backend may take from their blocks wait for llm_backend_prepare (model.h) */
     llm_model *m = llm_model_load_ex(model_path, llm_arg_str(a, "tokenizer"), LLM_LOAD_DEFER_KQ, &err);
     if (m == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);

@@ -5,17 +5,18 @@
  * with their large lattice codebooks, are refused). Their block layouts
  * are ggml's; the loader dequantises each row and re-quantises it to Q8_0
  * (model_gguf.c), so every backend sees only the types in common.h. The
- * exceptions: Q4_K and Q6_K matrices, which the CPU backend packs from their
- * blocks (cpu/repack.c, CPU_PK_Q4_M and CPU_PK_Q6); layer matrices of those
- * types are not converted at all when the loader is told to defer them
- * (LLM_LOAD_DEFER_KQ).
+ * exceptions, whose layer matrices are not converted at all when the loader
+ * is told to defer them (LLM_LOAD_DEFER_KQ): Q4_K, Q5_K and Q6_K, which the
+ * CPU backend packs from their blocks (cpu/repack.c, CPU_PK_Q4_M, _Q5_M,
+ * CPU_PK_Q6), and all but Q2_K / Q3_K on the CUDA backend, which uploads
+ * them from their blocks (kernels/cuda_load.cu, kq_types).
  *
  * Why Q8_0 and not a kernel per type: one conversion at load makes every such
  * file work on the CPU and CUDA backends alike; Q8_0 keeps 8 bits per weight
  * where the source has 2-6, so the re-quantisation adds at most 1/254 of a
  * 32-block's largest weight (a few percent of the source's own step). The
  * cost: memory and bandwidth of Q8_0 (8.5 bits per weight) instead of the
- * file's 2.6-6.6. */
+ * file's 2.6-6.6, which is why the common types above went native. */
 #ifndef LLM_GGUF_QUANTS_H
 #define LLM_GGUF_QUANTS_H
 

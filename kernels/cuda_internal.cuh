@@ -165,7 +165,10 @@ static inline constexpr __host__ __device__ int cu_type_nsc(int t)
     return t == CU_Q4_M ? 2 : t == CU_Q5_M ? 4 : t == CU_Q6 ? 6 : 1;
 }
 /* Bits 2i, 2i+1 of element j = 4i + k of a CU_Q6 half's high-bit word h (see above). */
-static inline __host__ __device__ int cu_q6_hi(uint32_t h, int j) { return (int)((h >> (8 * (j % 4) + 2 * (j / 4))) & 3u); }
+static inline __host__ __device__ int cu_q6_hi(uint32_t h, int j)
+{
+    return (int)((h >> (8 * (j % 4) + 2 * (j / 4))) & 3u);
+}
 /* The IQ4 levels of the 4 bytes of a (each 0-15), as 4 int8 bytes: two byte permutes pick from the table's
  * halves by the low 3 bits, bit 3 chooses between them. */
 static __device__ __forceinline__ uint32_t iq4_bytes(uint32_t a)

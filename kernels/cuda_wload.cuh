@@ -163,7 +163,7 @@ template <> struct wchunk<LLM_Q4_0> : wchunk_d4<LLM_Q4_0> {};
 template <> struct wchunk<CU_IQ4> : wchunk_d4<CU_IQ4> {};
 
 /* ---- int8 activations (dp4a): chunk c of a Q8_0 row is half a block (16 weights), of the 4-bit-nibble types
- * (Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6) a block (32 weights in 16 bytes). dot: chunk c's 16 weight bytes w, with its
+ * (Q4_0, CU_IQ4, CU_Q4_M, CU_Q5_M, CU_Q6) a block (32 weights in 16 bytes). dot: chunk c's 16 weight bytes w, with its
  * block's scales s (qscale), against the X 16-byte words xv of the activations' quants that chunk covers
  * (quantised per 32-block as the CPU backend does, with (d, d * sum q) ds), in integers, then scaled to a
  * float; qdot: the same with the words read from global memory at xq (the row's start). */

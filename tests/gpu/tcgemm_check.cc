@@ -95,7 +95,8 @@ static host_mat make(int type, int R, int K)
                 float v = type == CU_Q4_M ? f16_to_f(m.scales[2 * b]) * (float)q - f16_to_f(m.scales[2 * b + 1])
                                           : f16_to_f(m.scales[b]) * (float)(q - 8);
                 if (type == CU_IQ4) { /* d times the level table's entry q (ggml's kvalues_iq4nl) */
-                    static const int lv[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+                    static const int lv[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
+                                                1,    13,   25,  38,  53,  69,  89,  113 };
                     v = f16_to_f(m.scales[b]) * (float)lv[q];
                 }
                 if (type == CU_Q5_M) { /* (d, m), then the fifth bits' word: element j at bit j */
