@@ -10,11 +10,11 @@
 #include "gguf_quants.h"
 
 /* The deferred types a backend uploads from the file's blocks itself (a mask of ggml type ids; 0: none): the
- * CUDA backend's K-quants Q4_K / Q5_K / Q6_K, IQ4_NL / IQ4_XS and Q4_1 / Q5_0 / Q5_1 (kernels/cuda_load.cu:
- * kq_types), those of them LLM_CUDA_KQ lists when it is set (q8_0: none, Q8_0 copies). */
+ * CUDA backend's K-quants Q3_K / Q4_K / Q5_K / Q6_K, IQ4_NL / IQ4_XS and Q4_1 / Q5_0 / Q5_1
+ * (kernels/cuda_load.cu: kq_types), those of them LLM_CUDA_KQ lists when it is set (q8_0: none, Q8_0 copies). */
 static uint32_t kept_types(const char *name)
 {
-    static const uint32_t kq[] = { GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_IQ4_NL, GGML_IQ4_XS,
+    static const uint32_t kq[] = { GGML_Q3_K, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_IQ4_NL, GGML_IQ4_XS,
                                    GGML_Q4_1, GGML_Q5_0, GGML_Q5_1 };
     uint32_t keep = 0;
     for (size_t i = 0; i < sizeof(kq) / sizeof(kq[0]) && strcmp(name, "cuda") == 0; i++)
@@ -43,7 +43,7 @@ void llm_backend_prepare_report(const llm_model *m, void *FILE_stream)
     int by[LLM_CPU_PK_KINDS], n = llm_model_cpu_packed(m, by);
     if (n > 0)
         fprintf((FILE *)FILE_stream, "prepare: %d converted matrices packed for the cpu kernels; %d of them q4_K, "
-                "kept at 5 bits a weight, %d q5_K at 6, %d q6_K at 7\n", n, by[CPU_PK_Q4_M], by[CPU_PK_Q5_M],
+                "kept at 5 bits a weight, %d q5_K at 6, %d q6_K or q3_K at 7\n", n, by[CPU_PK_Q4_M], by[CPU_PK_Q5_M],
                 by[CPU_PK_Q6]);
 }
 

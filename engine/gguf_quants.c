@@ -1,6 +1,8 @@
 /* Read-only GGUF weight types: sizes, names and row dequantisers (ggml's block
  * layouts; see gguf_quants.h). Blocks are read byte by byte with little-endian
  * 16-bit scales, so no alignment is assumed. */
+#include <string.h>
+
 #include "gguf_quants.h"
 
 typedef struct {
@@ -110,27 +112,11 @@ static void block_q2_K(const uint8_t *b, float *y)
  * byte 8 + i % 4. */
 static void block_q3_K(const uint8_t *b, float *y)
 {
-    const uint8_t *hm = b, *q = b + 32, *s = b + 96;
+    int8_t v[LLM_QK_K], scale[16];
+    gguf_q3_K_ints(b, v, scale);
     float d = half_at(b + 108);
-    int scale[16];
-    for (int i = 0; i < 16; i++) {
-        int lo = (s[i % 8] >> (4 * (i / 8))) & 0xF;
-        int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
-        scale[i] = (lo | hi << 4) - 32;
-    }
-    int g = 0, bit = 0;
-    for (int half = 0; half < 2; half++, q += 32) {
-        for (int shift = 0; shift < 8; shift += 2, bit++) {
-            for (int part = 0; part < 2; part++, g++) {
-                float dl = d * (float)scale[g];
-                for (int l = 0; l < 16; l++) {
-                    int e = l + 16 * part;
-                    int v = ((q[e] >> shift) & 3) - ((hm[e] >> bit) & 1 ? 0 : 4);
-                    *y++ = dl * (float)v;
-                }
-            }
-        }
-    }
+    for (int i = 0; i < LLM_QK_K; i++)
+        y[i] = d * (float)scale[i / 16] * (float)v[i];
 }
 
 /* Q4_K / Q5_K: 8 groups of 32; each 64 elements read 32 bytes of nibbles,

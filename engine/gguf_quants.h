@@ -6,10 +6,11 @@
  * are ggml's; the loader dequantises each row and re-quantises it to Q8_0
  * (model_gguf.c), so every backend sees only the types in common.h. The
  * exceptions, whose layer matrices are not converted at all when the loader
- * is told to defer them (LLM_LOAD_DEFER_KQ): Q4_K, Q5_K and Q6_K, which the
- * CPU backend packs from their blocks (cpu/repack.c, CPU_PK_Q4_M, _Q5_M,
- * CPU_PK_Q6), and all but Q2_K / Q3_K on the CUDA backend, which uploads
- * them from their blocks (kernels/cuda_load.cu, kq_types).
+ * is told to defer them (LLM_LOAD_DEFER_KQ): Q4_K, Q5_K, Q6_K and Q3_K
+ * (as the Q6_K of its values), which the CPU backend packs from their blocks
+ * (cpu/repack.c, CPU_PK_Q4_M, _Q5_M, CPU_PK_Q6), and all but Q2_K on the
+ * CUDA backend, which uploads them from their blocks (kernels/cuda_load.cu,
+ * kq_types).
  *
  * Why Q8_0 and not a kernel per type: one conversion at load makes every such
  * file work on the CPU and CUDA backends alike; Q8_0 keeps 8 bits per weight
@@ -20,6 +21,7 @@
 #ifndef LLM_GGUF_QUANTS_H
 #define LLM_GGUF_QUANTS_H
 
+#include <string.h>
 #include <strings.h>
 
 #include "common.h"
@@ -95,6 +97,47 @@ static inline int gguf_type_listed(const char *list, const char *name)
         p += len + (e != NULL);
     }
     return 0;
+}
+
+/* A Q3_K super-block's 256 quants (-4..3) and 16 scales (-32..31), in element order: scale g is elements
+ * 16g .. 16g + 15's. hmask (32 bytes): bit p of byte l is element 32p + l's third bit (clear: subtract 4);
+ * qs (64): element 128h + 32k + l's 2 bits at 2k of byte 32h + l; scale g's low 4 bits are nibble g / 8 of
+ * byte 96 + g % 8, its high 2 bits 2 (g / 4) of byte 104 + g % 4; fp16 d at 108. */
+static inline void gguf_q3_K_ints(const uint8_t *b, int8_t *v, int8_t *scale)
+{
+    const uint8_t *hm = b, *q = b + 32, *s = b + 96;
+    for (int i = 0; i < 16; i++) {
+        int lo = (s[i % 8] >> (4 * (i / 8))) & 0xF;
+        int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+        scale[i] = (int8_t)((lo | hi << 4) - 32);
+    }
+    int bit = 0;
+    for (int half = 0; half < 2; half++, q += 32)
+        for (int shift = 0; shift < 8; shift += 2, bit++)
+            for (int e = 0; e < 32; e++)
+                *v++ = (int8_t)(((q[e] >> shift) & 3) - ((hm[e] >> bit) & 1 ? 0 : 4));
+}
+
+/* One Q3_K super-block (110 bytes) as the Q6_K one (210) of exactly the same values: its 3-bit quants + 32,
+ * its 6-bit scales - 32 as Q6_K's int8 ones, the same d. The backends that pack Q6_K from its blocks take
+ * Q3_K this way (7 bits a weight, exact, instead of 8.5 and a re-rounding through Q8_0). Inline for the
+ * CUDA library. */
+static inline void gguf_q3_K_to_q6_K(const uint8_t *src, uint8_t *dst)
+{
+    int8_t v[LLM_QK_K], scale[16];
+    gguf_q3_K_ints(src, v, scale);
+    uint8_t *ql = dst, *qh = dst + 128;
+    memset(dst, 0, 192);
+    memcpy(dst + 192, scale, 16);
+    dst[208] = src[108];
+    dst[209] = src[109];
+    /* block_q6_K's order: element 128 half + 32 k + l is nibble k / 2 of ql[64 half + 32 (k % 2) + l] and
+     * bits 2k of qh[32 half + l], its scale 8 half + 2 k + l / 16 (= element / 16, as Q3_K's) */
+    for (int i = 0; i < LLM_QK_K; i++) {
+        int half = i / 128, k = i % 128 / 32, l = i % 32, q = v[i] + 32;
+        ql[64 * half + 32 * (k % 2) + l] |= (uint8_t)((q & 0xF) << (4 * (k / 2)));
+        qh[32 * half + l] |= (uint8_t)((q >> 4) << (2 * k));
+    }
 }
 
 #endif

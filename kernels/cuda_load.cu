@@ -19,7 +19,8 @@ typedef struct {
     cudaEvent_t  ev[2];
     int          used[2], cur;
     size_t       bytes;
-    int          n_kq[8];     /* matrices uploaded from file blocks, by kq_types entry */
+    int          n_kq[16];    /* matrices uploaded from file blocks, by kq_types entry */
+    unsigned     kq_on;       /* the kq_types entries LLM_CUDA_KQ leaves in (bit i: entry i) */
 } uploader;
 
 static int fail(llm_err *err, const char *what, cudaError_t e)
@@ -149,6 +150,7 @@ static const struct {
     int         dev, qk, bytes;
     const char *file, *dev_name, *bits;
 } kq_types[] = {
+    { GGML_Q3_K, CU_Q6, LLM_QK_K, 110, "q3_K", "q6", "7" }, /* as the Q6_K of its values */
     { GGML_Q4_K, CU_Q4_M, LLM_QK_K, 144, "q4_K", "q4_m", "5" },
     { GGML_Q5_K, CU_Q5_M, LLM_QK_K, 176, "q5_K", "q5_m", "6" },
     { GGML_Q6_K, CU_Q6, LLM_QK_K, 210, "q6_K", "q6", "7" },
@@ -159,35 +161,47 @@ static const struct {
     { GGML_Q5_1, CU_Q5_M, LLM_QK, 24, "q5_1", "q5_m", "6" },
 };
 #define N_KQ ((int)(sizeof(kq_types) / sizeof(kq_types[0])))
+static_assert(N_KQ <= (int)(sizeof(((uploader *)0)->n_kq) / sizeof(int)), "uploader.n_kq: one per kq_types entry");
 
-/* kq_types' entry for matrix t: the file type of blocks it kept, when its rows take them and LLM_CUDA_KQ (a
- * list of file types; q8_0: none) does not leave it out (engine/backend.c keeps the same ones); else -1. */
-static int kq_find(const llm_tensor *t)
+/* The kq_types entries LLM_CUDA_KQ (a list of file types; q8_0: none) leaves in: all when unset
+ * (engine/backend.c keeps the same ones). */
+static unsigned kq_listed(void)
+{
+    const char *list = getenv("LLM_CUDA_KQ");
+    unsigned on = 0;
+    for (int i = 0; i < N_KQ; i++)
+        on |= gguf_type_listed(list, kq_types[i].file) ? 1u << i : 0u;
+    return on;
+}
+
+/* kq_types' entry for matrix t: the file type of blocks it kept, when its rows take them and the entry is on;
+ * else -1. */
+static int kq_find(const uploader *u, const llm_tensor *t)
 {
     for (int i = 0; i < N_KQ && t->src != NULL; i++)
         if (kq_types[i].src == t->src_type)
-            return t->ne[0] % kq_types[i].qk == 0 && gguf_type_listed(getenv("LLM_CUDA_KQ"), kq_types[i].file)
-                       ? i : -1;
+            return t->ne[0] % kq_types[i].qk == 0 && (u->kq_on >> i & 1u) ? i : -1;
     return -1;
 }
 
 /* The device type of matrix t: kq_types' for the blocks it kept, else its type. */
-static int dev_type(const llm_tensor *t)
+static int dev_type(const uploader *u, const llm_tensor *t)
 {
-    int i = kq_find(t);
+    int i = kq_find(u, t);
     return i >= 0 ? kq_types[i].dev : (int)t->type;
 }
 
-/* nr rows of Q4_K (five 0) or Q5_K (five 1) super-blocks (cols elements a row) to CU_Q4_M / CU_Q5_M: quants'
- * low 4 bits [nr][cols/2] into qs; (d, m) fp16 pairs, for CU_Q5_M then the fifth bits' 32-bit word, into sc
- * ([nr][cols/32][2 or 4]); a sub-block's 6-bit scale and min times the super-block's d / dmin, rounded to
- * fp16 once (engine/cpu/repack.c's Q4_M / Q5_M do the same). Q5_K: Q4_K's header, 32 bytes of fifth bits
- * (bit g of byte l: element l of sub-block g), then the nibbles. */
-#define Q4K_BYTES 144 /* a Q4_K super-block: fp16 d and dmin, 12 bytes of 6-bit scales and mins, 128 of nibbles */
-#define Q5K_BYTES 176 /* a Q5_K one: the same and 32 bytes of fifth bits before the nibbles */
-static void q45k_to_q4m(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc, int five)
+/* The converters below: nr rows (cols elements each) of the file's blocks, sbb bytes each (kq_types' bytes),
+ * at s to a device type's quants [nr][cols/2] (qs) and its cu_type_nsc scale words a 32-block (sc). */
+
+/* Q4_K (five 0) or Q5_K (five 1) super-blocks to CU_Q4_M / CU_Q5_M: quants' low 4 bits; (d, m) fp16 pairs,
+ * for CU_Q5_M then the fifth bits' 32-bit word; a sub-block's 6-bit scale and min times the super-block's
+ * d / dmin, rounded to fp16 once (engine/cpu/repack.c's Q4_M / Q5_M do the same). Q4_K: fp16 d and dmin, 12
+ * bytes of 6-bit scales and mins, 128 of nibbles; Q5_K: the same with 32 bytes of fifth bits (bit g of byte
+ * l: element l of sub-block g) before the nibbles. */
+static void q45k_to_q4m(const uint8_t *s, size_t sbb, int nr, int cols, uint8_t *qs, uint16_t *sc, int five)
 {
-    const size_t sbb = five ? Q5K_BYTES : Q4K_BYTES, srow = sbb * (size_t)(cols / LLM_QK_K);
+    const size_t srow = sbb * (size_t)(cols / LLM_QK_K);
     const int nb = cols / LLM_QK, nsc = five ? 4 : 2;
     for (int i = 0; i < nr; i++)
         for (int b = 0; b < nb; b++) {
@@ -215,19 +229,23 @@ static void q45k_to_q4m(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_
         }
 }
 
-#define Q6K_BYTES 210 /* a Q6_K super-block: 128 bytes of low nibbles, 64 of high 2 bits, 16 int8 scales, fp16 d */
-/* nr rows of Q6_K super-blocks to CU_Q6 (cuda_internal.cuh): nibbles [nr][cols/2] into qs, 6 words a block
- * into sc. 32-block g of a super-block is its half g / 4's elements with k = g % 4 (gguf_quants.c's
+/* Q6_K super-blocks (128 bytes of low nibbles, 64 of high 2 bits, 16 int8 scales, fp16 d), or Q3_K ones (q3
+ * 1: each made the Q6_K of its values first, gguf_q3_K_to_q6_K), to CU_Q6 (cuda_internal.cuh): 6 words a
+ * block. 32-block g of a super-block is its half g / 4's elements with k = g % 4 (gguf_quants.c's
  * block_q6_K); their groups of 16 take the int8 scales 2k and 2k + 1 of that half, times d, rounded to fp16
  * once (engine/cpu/repack.c's Q6 does the same). */
-static void q6k_to_q6(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc)
+static void q6k_to_q6(const uint8_t *s, size_t sbb, int nr, int cols, uint8_t *qs, uint16_t *sc, int q3)
 {
-    const size_t srow = Q6K_BYTES * (size_t)(cols / LLM_QK_K);
+    const size_t srow = sbb * (size_t)(cols / LLM_QK_K);
     const int nb = cols / LLM_QK;
+    uint8_t q6[210]; /* the current super-block as Q6_K, from Q3_K */
     for (int i = 0; i < nr; i++)
         for (int b = 0; b < nb; b++) {
-            const uint8_t *sb = s + (size_t)i * srow + (size_t)(b / 8) * Q6K_BYTES;
+            const uint8_t *sb = s + (size_t)i * srow + (size_t)(b / 8) * sbb;
             const int g = b % 8, half = g / 4, k = g % 4;
+            if (q3 && g == 0)
+                gguf_q3_K_to_q6_K(sb, q6);
+            sb = q3 ? q6 : sb;
             const uint8_t *ql = sb + 64 * half, *qh = sb + 128 + 32 * half;
             const int8_t *gs = (const int8_t *)(sb + 192) + 8 * half + 2 * k;
             const float d = llm_fp16_to_f32((uint16_t)(sb[208] | sb[209] << 8));
@@ -251,27 +269,25 @@ static void q6k_to_q6(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t 
         }
 }
 
-/* nr rows of IQ4_NL (xs 0: blocks of 32, fp16 d then 16 bytes of nibbles) or IQ4_XS (xs 1: super-blocks of
- * 256, fp16 d, 16-bit scales_h, 4 bytes scales_l, 128 of nibbles) to CU_IQ4: the nibbles as they are (ggml's
- * order is Q4_0's) into qs, an fp16 d a 32-block into sc (IQ4_XS: d times its 6-bit scale - 32, rounded once). */
-#define IQ4NL_BYTES 18
-#define IQ4XS_BYTES 136
-static void iq4_to_dev(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc, int xs)
+/* IQ4_NL (xs 0: blocks of 32, fp16 d then 16 bytes of nibbles) or IQ4_XS (xs 1: super-blocks of 256, fp16 d,
+ * 16-bit scales_h, 4 bytes scales_l, 128 of nibbles) to CU_IQ4: the nibbles as they are (ggml's order is
+ * Q4_0's), an fp16 d a 32-block (IQ4_XS: d times its 6-bit scale - 32, rounded once). */
+static void iq4_to_dev(const uint8_t *s, size_t bb, int nr, int cols, uint8_t *qs, uint16_t *sc, int xs)
 {
     const int nb = cols / LLM_QK;
-    const size_t srow = xs ? IQ4XS_BYTES * (size_t)(cols / LLM_QK_K) : IQ4NL_BYTES * (size_t)nb;
+    const size_t srow = bb * (size_t)(cols / (xs ? LLM_QK_K : LLM_QK));
     for (int i = 0; i < nr; i++)
         for (int b = 0; b < nb; b++) {
             const uint8_t *row = s + (size_t)i * srow, *nib;
             uint16_t d;
             if (xs) {
-                const uint8_t *sb = row + (size_t)(b / 8) * IQ4XS_BYTES;
+                const uint8_t *sb = row + (size_t)(b / 8) * bb;
                 const int g = b % 8, sh = sb[2] | sb[3] << 8;
                 const int ls = ((sb[4 + g / 2] >> (4 * (g % 2))) & 0xF) | ((sh >> (2 * g)) & 3) << 4;
                 d = llm_f32_to_fp16(llm_fp16_to_f32((uint16_t)(sb[0] | sb[1] << 8)) * (float)(ls - 32));
                 nib = sb + 8 + 16 * g;
             } else {
-                const uint8_t *blk = row + (size_t)b * IQ4NL_BYTES;
+                const uint8_t *blk = row + (size_t)b * bb;
                 d = (uint16_t)(blk[0] | blk[1] << 8);
                 nib = blk + 2;
             }
@@ -280,14 +296,13 @@ static void iq4_to_dev(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t
         }
 }
 
-/* nr rows of Q4_1 (d, m, 16 bytes of nibbles; w = d q + m), Q5_0 (d, 32 fifth bits, nibbles; w = d (q - 16))
- * or Q5_1 (d, m, fifth bits, nibbles; w = d q + m) blocks to CU_Q4_M / CU_Q5_M, exactly: the nibbles as they
- * are (ggml's order is Q4_0's), the min as -m or 16 d (a power of two: exact), Q5's fifth bits as they are
- * (bit j: element j, CU_Q5_M's order). */
-static void q451_to_dev(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc, uint32_t t)
+/* Q4_1 (d, m, 16 bytes of nibbles; w = d q + m), Q5_0 (d, 32 fifth bits, nibbles; w = d (q - 16)) or Q5_1
+ * (d, m, fifth bits, nibbles; w = d q + m) blocks to CU_Q4_M / CU_Q5_M, exactly: the nibbles as they are
+ * (ggml's order is Q4_0's), the min as -m or 16 d (a power of two: exact), Q5's fifth bits as they are (bit
+ * j: element j, CU_Q5_M's order). */
+static void q451_to_dev(const uint8_t *s, size_t bb, int nr, int cols, uint8_t *qs, uint16_t *sc, uint32_t t)
 {
     const int nb = cols / LLM_QK, five = t != GGML_Q4_1, nsc = five ? 4 : 2, min = t != GGML_Q5_0;
-    const size_t bb = t == GGML_Q4_1 ? 20 : t == GGML_Q5_0 ? 22 : 24;
     for (int i = 0; i < nr; i++)
         for (int b = 0; b < nb; b++) {
             const uint8_t *blk = s + ((size_t)i * nb + b) * bb;
@@ -309,7 +324,7 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
 {
     int rows = (int)src->ne[1], cols = M->cols, type = M->type;
     size_t drow = M->row_bytes;
-    const int k = kq_find(src), kq = k >= 0;
+    const int k = kq_find(u, src), kq = k >= 0;
     const uint8_t *s = (const uint8_t *)(kq ? src->src : src->data);
     if (drow == 0 || drow + (size_t)(cols / LLM_QK) * 12 > STAGE_BYTES) {
         llm_err_set(err, "cuda backend: a row of %d elements does not fit the %zu MiB staging buffer", cols,
@@ -320,7 +335,7 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
         const int nb = cols / LLM_QK;
         const size_t scb = (size_t)nb * 2 * cu_type_nsc(type); /* scale bytes a row */
         const uint32_t ft = kq_types[k].src;
-        const size_t srow = (size_t)kq_types[k].bytes * (size_t)(cols / kq_types[k].qk);
+        const size_t bb = (size_t)kq_types[k].bytes, srow = bb * (size_t)(cols / kq_types[k].qk);
         int per = (int)(STAGE_BYTES / (drow + scb));
         u->n_kq[k]++;
         for (int r = 0; r < rows; r += per) {
@@ -328,14 +343,14 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
             uint8_t *pin = up_next(u);
             uint16_t *sc = (uint16_t *)(pin + (size_t)nr * drow);
             const uint8_t *sr = s + (size_t)r * srow;
-            if (ft == GGML_Q6_K)
-                q6k_to_q6(sr, nr, cols, pin, sc);
+            if (ft == GGML_Q6_K || ft == GGML_Q3_K)
+                q6k_to_q6(sr, bb, nr, cols, pin, sc, ft == GGML_Q3_K);
             else if (ft == GGML_IQ4_XS || ft == GGML_IQ4_NL)
-                iq4_to_dev(sr, nr, cols, pin, sc, ft == GGML_IQ4_XS);
+                iq4_to_dev(sr, bb, nr, cols, pin, sc, ft == GGML_IQ4_XS);
             else if (ft == GGML_Q4_K || ft == GGML_Q5_K)
-                q45k_to_q4m(sr, nr, cols, pin, sc, ft == GGML_Q5_K);
+                q45k_to_q4m(sr, bb, nr, cols, pin, sc, ft == GGML_Q5_K);
             else
-                q451_to_dev(sr, nr, cols, pin, sc, ft);
+                q451_to_dev(sr, bb, nr, cols, pin, sc, ft);
             if (up_send(u, (uint8_t *)M->w + (size_t)(row0 + r) * drow, (size_t)nr * drow,
                         (uint8_t *)M->scales + (size_t)(row0 + r) * scb, (size_t)nr * drow, (size_t)nr * scb, err))
                 return -1;
@@ -380,7 +395,7 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
 
 static int upload_mat(cu_state *st, uploader *u, cu_mat *M, const llm_tensor *t, llm_err *err)
 {
-    if (mat_alloc(st, M, dev_type(t), (int)t->ne[1], (int)t->ne[0], err) != 0)
+    if (mat_alloc(st, M, dev_type(u, t), (int)t->ne[1], (int)t->ne[0], err) != 0)
         return -1;
     return upload_rows(u, M, 0, t, err);
 }
@@ -390,7 +405,7 @@ static int upload_set(cu_state *st, uploader *u, cu_matset *S, const llm_tensor 
 {
     int same = 1, rows = 0;
     for (int i = 0; i < n; i++) {
-        same &= dev_type(t[i]) == dev_type(t[0]);
+        same &= dev_type(u, t[i]) == dev_type(u, t[0]);
         rows += (int)t[i]->ne[1];
     }
     if (!same) {
@@ -401,7 +416,7 @@ static int upload_set(cu_state *st, uploader *u, cu_matset *S, const llm_tensor 
         return 0;
     }
     S->n = 1;
-    if (mat_alloc(st, &S->m[0], dev_type(t[0]), rows, (int)t[0]->ne[0], err) != 0)
+    if (mat_alloc(st, &S->m[0], dev_type(u, t[0]), rows, (int)t[0]->ne[0], err) != 0)
         return -1;
     for (int i = 0, r0 = 0; i < n; r0 += (int)t[i]->ne[1], i++)
         if (upload_rows(u, &S->m[0], r0, t[i], err) != 0)
@@ -497,6 +512,7 @@ int cuda_load_weights(cu_state *st, llm_err *err)
     double t0 = now_sec();
     if (up_init(&u, err) != 0)
         return -1;
+    u.kq_on = kq_listed();
     int rc = -1;
     st->layers = (cu_layer *)calloc((size_t)c->n_layers, sizeof(cu_layer));
     if (st->layers == NULL) {

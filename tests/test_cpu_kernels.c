@@ -213,12 +213,46 @@ static void q6_K_elem(const uint8_t *sb, int e, int *q, float *scale)
     *scale = llm_fp16_to_f32((uint16_t)(sb[208] | sb[209] << 8)) * (float)(int8_t)sb[192 + 8 * half + 2 * k + l / 16];
 }
 
+/* n random Q3_K super-blocks (any hmask, 2-bit quants and 6-bit scales, d small). */
+static void random_q3_K(uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 110) {
+        for (int k = 0; k < 108; k++)
+            b[k] = (uint8_t)(frand() * 128.0f + 128.0f);
+        uint16_t d = llm_f32_to_fp16(0.0001f + 0.0004f * fabsf(frand()));
+        memcpy(b + 108, &d, 2);
+    }
+}
+
+/* Element e (< 256) of a Q3_K super-block as its quant q (-4..3) and group scale d * (sc - 32), written out
+ * from ggml's layout (hmask: 32 bytes, qs: 64, scales: 12, d: fp16) rather than taken from gguf_quants.c:
+ * pass p = e / 32 over the half's qs bytes (shift 2 (p % 4)) and hmask bit p; 6-bit scale g = e / 16 has its
+ * low 4 bits in nibble g / 8 of byte g % 8 and its high 2 at bits 2 (g / 4) of byte 8 + g % 4. */
+static void q3_K_elem(const uint8_t *sb, int e, int *q, float *scale)
+{
+    int p = e / 32, l = e % 32, g = e / 16;
+    int lo = (sb[32 + 32 * (e / 128) + l] >> (2 * (p % 4))) & 3, hm = (sb[l] >> p) & 1;
+    *q = lo - (hm ? 0 : 4);
+    int sc = ((sb[96 + g % 8] >> (4 * (g / 8))) & 0xF) | ((sb[104 + g % 4] >> (2 * (g / 4))) & 3) << 4;
+    *scale = llm_fp16_to_f32((uint16_t)(sb[108] | sb[109] << 8)) * (float)(sc - 32);
+}
+
 /* Row r of a matrix in format f as the packed weights mean it: Q8_0/Q4_0 its
  * rows; Q4_M the Q4_K sub-blocks with scale and min rounded to fp16; Q6 the
- * Q6_K groups with d * scale rounded to fp16. */
+ * Q6_K (or Q3_K) groups with d * scale rounded to fp16. */
 static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
 {
     int K = (int)t->ne[0];
+    if (f == CPU_PK_Q6 && t->src_type == GGML_Q3_K) {
+        const uint8_t *row = (const uint8_t *)t->src + (size_t)r * (size_t)(K / 256) * 110;
+        for (int e = 0; e < K; e++) {
+            int q;
+            float scale;
+            q3_K_elem(row + (size_t)(e / 256) * 110, e % 256, &q, &scale);
+            out[e] = llm_fp16_to_f32(llm_f32_to_fp16(scale)) * (float)q;
+        }
+        return;
+    }
     if (f == CPU_PK_Q6) {
         const uint8_t *row = (const uint8_t *)t->src + (size_t)r * (size_t)(K / 256) * 210;
         for (int e = 0; e < K; e++) {
@@ -263,21 +297,24 @@ static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
     }
 }
 
-/* A random K-quant source of nr rows of K for tw in format f (Q4_M: Q4_K blocks, Q5_M: Q5_K, Q6: Q6_K),
- * and into *worst the largest difference between the file's values (gguf_quants.c) and what the packed
- * format means (packed_row_ref), relative to each sub-block's range. */
-static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int K, int nr, double *worst)
+/* A random K-quant source of nr rows of K for tw in format f (Q4_M: Q4_K blocks, Q5_M: Q5_K, Q6: Q6_K or, q3,
+ * Q3_K), and into *worst the largest difference between the file's values (gguf_quants.c) and what the
+ * packed format means (packed_row_ref), relative to each sub-block's range. */
+static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int q3, int K, int nr, double *worst)
 {
-    size_t bytes = f == CPU_PK_Q4_M ? 144 : f == CPU_PK_Q5_M ? 176 : 210, n = (size_t)(K / 256) * (size_t)nr;
+    size_t bytes = f == CPU_PK_Q4_M ? 144 : f == CPU_PK_Q5_M ? 176 : q3 ? 110 : 210;
+    size_t n = (size_t)(K / 256) * (size_t)nr;
     uint8_t *src = malloc(n * bytes);
     if (f == CPU_PK_Q4_M)
         random_q4_K(src, n);
     else if (f == CPU_PK_Q5_M)
         random_q5_K(src, n);
+    else if (q3)
+        random_q3_K(src, n);
     else
         random_q6_K(src, n);
     tw->src = src;
-    tw->src_type = f == CPU_PK_Q4_M ? GGML_Q4_K : f == CPU_PK_Q5_M ? GGML_Q5_K : GGML_Q6_K;
+    tw->src_type = f == CPU_PK_Q4_M ? GGML_Q4_K : f == CPU_PK_Q5_M ? GGML_Q5_K : q3 ? GGML_Q3_K : GGML_Q6_K;
     float *fq = malloc((size_t)K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
     for (int r = 0; r < nr; r++) {
         gguf_qtype_to_f32(tw->src_type, src + (size_t)r * (K / 256) * bytes, fq, (size_t)K);
@@ -288,8 +325,8 @@ static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int K, int nr, doubl
             if (f == CPU_PK_Q6) {
                 int q;
                 float scale;
-                q6_K_elem(sb, e % 256, &q, &scale);
-                range = 32.0 * fabs(scale) + 1e-30;
+                (q3 ? q3_K_elem : q6_K_elem)(sb, e % 256, &q, &scale);
+                range = (q3 ? 4.0 : 32.0) * fabs(scale) + 1e-30;
             } else {
                 float scale, min;
                 gguf_q4_K_sub(sb, e % 256 / 32, &scale, &min, NULL); /* Q5_K shares Q4_K's header */
@@ -304,19 +341,22 @@ static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int K, int nr, doubl
     return src;
 }
 
-/* Packed Q8_0 / Q4_0 / Q4_M (repack.c + gemm_packed): against the double
- * reference over row tails (groups of 8) and token tails (pairs, a lone
- * token), with accumulate; and each token alone gives the bits it gets in a
- * batch. Q4_M is also held to the Q4_K file's own values (gguf_quants.c):
- * only the fp16 rounding of scale and min apart. */
+/* Packed Q8_0 / Q4_0 / Q4_M / Q6 / Q5_M (repack.c + gemm_packed), Q6 also from
+ * Q3_K blocks: against the double reference over row tails (groups of 8) and
+ * token tails (pairs, a lone token), with accumulate; and each token alone
+ * gives the bits it gets in a batch. The K-quant ones are also held to the
+ * file's own values (gguf_quants.c): only the fp16 rounding of the folded
+ * scales apart. */
 static void test_gemm_packed(const cpu_kernels *k)
 {
     if (k->gemm_packed == NULL)
         return;
     const int Ks[] = { 32, 96, 256, 512 }, nrs[] = { 1, 7, 8, 9, 16, 17, 37 }, nts[] = { 1, 2, 3, 6, 7, 13 };
-    static const char *const names[] = { "q8_0", "q4_0", "q4_M (from q4_K)", "q6 (from q6_K)", "q5_M (from q5_K)" };
-    for (int fi = 0; fi < 5; fi++) {
-        cpu_pk_fmt f = (cpu_pk_fmt)fi;
+    static const char *const names[] = { "q8_0", "q4_0", "q4_M (from q4_K)", "q6 (from q6_K)", "q5_M (from q5_K)",
+                                         "q6 (from q3_K)" };
+    for (int fi = 0; fi < 6; fi++) {
+        const int q3 = fi == 5;
+        cpu_pk_fmt f = q3 ? CPU_PK_Q6 : (cpu_pk_fmt)fi;
         llm_dtype t = f == CPU_PK_Q4_0 ? LLM_Q4_0 : LLM_Q8_0;
         double worst = 0.0, worst_src = 0.0;
         int same = 1, rows_back = 1;
@@ -334,7 +374,7 @@ static void test_gemm_packed(const cpu_kernels *k)
                     float *y = malloc((size_t)nt * ldy * sizeof(float)), *y0 = malloc((size_t)nt * ldy * sizeof(float));
                     llm_tensor tw = { .type = t, .ne = { K, nr }, .data = w };
                     if (f >= CPU_PK_Q4_M) {
-                        src = kquant_source(&tw, f, K, nr, &worst_src);
+                        src = kquant_source(&tw, f, q3, K, nr, &worst_src);
                     } else {
                         for (int r = 0; r < nr; r++) {
                             for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);
@@ -385,7 +425,8 @@ static void test_gemm_packed(const cpu_kernels *k)
         if (f >= CPU_PK_Q4_M)
             ok(worst_src <= 4.9e-4, "%s packed %s: weights within fp16 rounding (2^-11) of the %s file's "
                "(worst %.2g of the sub-block's range)",
-               k->name, names[fi], f == CPU_PK_Q6 ? "Q6_K" : f == CPU_PK_Q5_M ? "Q5_K" : "Q4_K", worst_src);
+               k->name, names[fi], q3 ? "Q3_K" : f == CPU_PK_Q6 ? "Q6_K" : f == CPU_PK_Q5_M ? "Q5_K" : "Q4_K",
+               worst_src);
     }
 }
 

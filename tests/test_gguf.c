@@ -1,6 +1,8 @@
 /* GGUF writer + reader: every metadata type and tensor type round-trips;
- * malformed files (bad magic/version, truncation, bad tensors, absurd counts) fail cleanly. */
+ * malformed files (bad magic/version, truncation, bad tensors, absurd counts) fail cleanly;
+ * Q3_K blocks made Q6_K keep their values bit for bit. */
 #include "gguf.h"
+#include "gguf_quants.h"
 #include "tap.h"
 
 #include <math.h>
@@ -298,12 +300,46 @@ static void test_malformed(void)
     free(f);
 }
 
+/* gguf_q3_K_to_q6_K on random Q3_K super-blocks (every byte pattern of quants, hmask and scales; d of both
+ * signs, tiny and large): the Q6_K block dequantises to the same floats, bit for bit. */
+static void test_q3_K_as_q6_K(void)
+{
+    enum { N = 512 };
+    uint8_t *q3 = malloc((size_t)N * 110), *q6 = malloc((size_t)N * 210);
+    float *a = malloc((size_t)N * 256 * sizeof(float)), *b = malloc((size_t)N * 256 * sizeof(float));
+    uint32_t x = 12345;
+    for (size_t i = 0; i < (size_t)N * 110; i++) {
+        x = x * 1103515245u + 12345u;
+        q3[i] = (uint8_t)(x >> 16);
+    }
+    const float ds[] = { 1e-4f, -3e-3f, 0.5f, -7.0f, 6e-8f };
+    for (int i = 0; i < N; i++) {
+        uint16_t d = llm_f32_to_fp16(ds[i % 5] * (1.0f + (float)(i % 7) / 8.0f));
+        memcpy(q3 + (size_t)i * 110 + 108, &d, 2);
+        gguf_q3_K_to_q6_K(q3 + (size_t)i * 110, q6 + (size_t)i * 210);
+    }
+    gguf_qtype_to_f32(GGML_Q3_K, q3, a, (size_t)N * 256);
+    gguf_qtype_to_f32(GGML_Q6_K, q6, b, (size_t)N * 256);
+    size_t diff = 0, zero = 0;
+    for (size_t i = 0; i < (size_t)N * 256; i++) {
+        diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+        zero += a[i] == 0.0f;
+    }
+    ok(diff == 0 && zero < (size_t)N * 256 / 4, "q3_K as q6_K: %d super-blocks, %zu of %d values differ", N, diff,
+       N * 256);
+    free(q3);
+    free(q6);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     snprintf(tmp_path, sizeof(tmp_path), "/tmp/test_gguf_%d.gguf", (int)getpid());
     test_roundtrip(0);
     test_roundtrip(64);
     test_malformed();
+    test_q3_K_as_q6_K();
     unlink(tmp_path);
     return done_testing();
 }

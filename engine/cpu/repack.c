@@ -10,7 +10,8 @@
  * memory: llm_cpu_prepare_model packs those before serve forks its worker, so
  * that no copy-on-write page is ever duplicated. Q4_K, Q5_K and Q6_K ones
  * are packed from the file's blocks into CPU_PK_Q4_M (5 bits a weight),
- * CPU_PK_Q5_M (6) and CPU_PK_Q6 (7): their conversion was deferred
+ * CPU_PK_Q5_M (6) and CPU_PK_Q6 (7; Q3_K's too, as the Q6_K of its values):
+ * their conversion was deferred
  * (LLM_LOAD_DEFER_KQ), or its Q8_0 copy is replaced; the others in place
  * (16 stored rows occupy the bytes of one packed group). Unprepared, they
  * run as stored. LLM_CPU_REPACK=0 keeps the stored layout. */
@@ -122,23 +123,28 @@ static void pack_q45_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8
     }
 }
 
-/* CPU_PK_Q6 from n rows of Q6_K blocks (zero rows past those). Block b is
+/* CPU_PK_Q6 from n rows of Q6_K blocks, or of Q3_K ones (q3 1: each super-block
+ * made Q6_K first, gguf_q3_K_to_q6_K), zero rows past those. Block b is
  * elements 32g.. of super-block b / 8 (g = b % 8): in its half g / 4, those
  * with k' = g % 4 in gguf_quants.c's block_q6_K; their groups of 16 take the
  * int8 scales 2k' and 2k'+1 of that half. */
-static void pack_q6_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst)
+static void pack_q6_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst, int q3)
 {
     int nb = (int)(t->ne[0] / LLM_QK);
-    size_t rb = gguf_qtype_row_bytes(GGML_Q6_K, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q6);
-    size_t sbb = gguf_qtype_row_bytes(GGML_Q6_K, LLM_QK_K);
+    uint32_t ft = q3 ? GGML_Q3_K : GGML_Q6_K;
+    size_t rb = gguf_qtype_row_bytes(ft, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q6);
+    size_t sbb = gguf_qtype_row_bytes(ft, LLM_QK_K);
+    uint8_t q6[CPU_PK_ROWS][210]; /* the group's current super-blocks as Q6_K, from Q3_K */
     for (int b = 0; b < nb; b++) {
         uint8_t *o = dst + (size_t)b * bb;
         int g = b % 8, half = g / 4, kq = g % 4;
         if (n < CPU_PK_ROWS)
             memset(o, 0, bb);
         memset(o + 64 + 256, 0, 128); /* the high bits are or-ed in below */
+        for (size_t r = 0; r < n && q3 && g == 0; r++)
+            gguf_q3_K_to_q6_K(rows + r * rb + (size_t)(b / 8) * sbb, q6[r]);
         for (size_t r = 0; r < n; r++) {
-            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * sbb;
+            const uint8_t *sb = q3 ? q6[r] : rows + r * rb + (size_t)(b / 8) * sbb;
             const uint8_t *ql = sb + 64 * half, *qh = sb + 128 + 32 * half;
             const int8_t *sc = (const int8_t *)(sb + 192) + 8 * half + 2 * kq;
             float d = llm_fp16_to_f32((uint16_t)(sb[208] | sb[209] << 8));
@@ -158,7 +164,7 @@ static void pack_q6_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_
     }
 }
 
-/* Group g of t in format f into dst: Q4_M / Q5_M / Q6 from the file's Q4_K / Q5_K / Q6_K blocks (t->src),
+/* Group g of t in format f into dst: Q4_M / Q5_M / Q6 from the file's Q4_K / Q5_K / Q6_K or Q3_K blocks (t->src),
  * the others from t's rows. */
 static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst)
 {
@@ -167,7 +173,7 @@ static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst
     if (f == CPU_PK_Q4_M || f == CPU_PK_Q5_M || f == CPU_PK_Q6) { /* from the file's blocks */
         const uint8_t *src = (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(t->src_type, (uint64_t)t->ne[0]);
         if (f == CPU_PK_Q6)
-            pack_q6_K(t, src, n, dst);
+            pack_q6_K(t, src, n, dst, t->src_type == GGML_Q3_K);
         else
             pack_q45_K(t, src, n, dst, f == CPU_PK_Q5_M);
     } else {
@@ -370,22 +376,26 @@ static int listed(const prep_job *j, const void *id)
 /* The packed format t's file blocks go to (-1: none): a Q4_K / Q5_K source
  * whose sub-block scales and mins fit fp16 (d * 63 and dmin * 63, 6-bit
  * factors, finite and in range in every super-block) to Q4_M / Q5_M; a Q6_K
- * source whose d * 128 (int8 scales) does to Q6. */
+ * source whose d * 128 (int8 scales) does, or a Q3_K one whose d * 32 does
+ * (as the Q6_K of its values, gguf_q3_K_to_q6_K), to Q6. */
 static int native_fmt(const llm_tensor *t)
 {
-    if (t->src == NULL || (t->src_type != GGML_Q4_K && t->src_type != GGML_Q5_K && t->src_type != GGML_Q6_K) ||
+    uint32_t ft = t->src_type;
+    if (t->src == NULL || (ft != GGML_Q4_K && ft != GGML_Q5_K && ft != GGML_Q6_K && ft != GGML_Q3_K) ||
         t->ne[0] % LLM_QK_K != 0)
         return -1;
-    int q4 = t->src_type != GGML_Q6_K; /* Q4_K and Q5_K share the header */
-    size_t n = (size_t)(t->ne[0] / LLM_QK_K) * (size_t)t->ne[1], bb = gguf_qtype_row_bytes(t->src_type, LLM_QK_K);
+    int q4 = ft == GGML_Q4_K || ft == GGML_Q5_K; /* they share the header */
+    size_t n = (size_t)(t->ne[0] / LLM_QK_K) * (size_t)t->ne[1], bb = gguf_qtype_row_bytes(ft, LLM_QK_K);
+    const size_t d_at = q4 ? 0 : bb - 2;           /* Q6_K and Q3_K end with d */
+    const float most = q4 ? 63.0f : ft == GGML_Q6_K ? 128.0f : 32.0f;
     for (size_t i = 0; i < n; i++) {
-        const uint8_t *b = (const uint8_t *)t->src + i * bb + (q4 ? 0 : 208);
+        const uint8_t *b = (const uint8_t *)t->src + i * bb + d_at;
         float d = llm_fp16_to_f32((uint16_t)(b[0] | b[1] << 8));
         float dmin = q4 ? llm_fp16_to_f32((uint16_t)(b[2] | b[3] << 8)) : 0.0f;
-        if (!(fabsf(d) * (q4 ? 63.0f : 128.0f) <= 65504.0f) || !(fabsf(dmin) * 63.0f <= 65504.0f))
+        if (!(fabsf(d) * most <= 65504.0f) || !(fabsf(dmin) * 63.0f <= 65504.0f))
             return -1;
     }
-    return t->src_type == GGML_Q4_K ? CPU_PK_Q4_M : t->src_type == GGML_Q5_K ? CPU_PK_Q5_M : CPU_PK_Q6;
+    return ft == GGML_Q4_K ? CPU_PK_Q4_M : ft == GGML_Q5_K ? CPU_PK_Q5_M : CPU_PK_Q6;
 }
 
 int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)

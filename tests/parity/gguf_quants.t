@@ -12,7 +12,8 @@
 #     the largest difference in llama.cpp's top-1 probability. The same is
 #     measured on the unquantised file as the baseline. Q4_K_M runs both ways
 #     on CPUs with the packed kernels: Q4_K from its own blocks (5 bits a
-#     weight) and, with LLM_CPU_REPACK=0, converted to Q8_0.
+#     weight) and, with LLM_CPU_REPACK=0, converted to Q8_0; so do Q5_K_M,
+#     Q6_K and Q3_K_M (Q3_K packed as the Q6_K of its values).
 #  3. Our own Q4_K and Q5_K writers (gen-model --dtype q4_K / q5_K) against llama.cpp on their files.
 use strict;
 use warnings;
@@ -81,10 +82,11 @@ for my $c ([ 'q8_0', [] ], [ 'q4_1', ['q4_1'] ], [ 'q5_0', ['q5_0'] ], [ 'q5_1',
            [ 'iq4_nl', ['iq4_nl'] ], [ 'iq4_xs', ['iq4_xs'] ]) {
     my $f = quantize($wide, @$c) or next;
     compare($c->[0], $f, \@seq, 512, 0.95, 0.02, 0.1);
-    next unless $c->[0] eq 'q4_K_M' || $c->[0] eq 'q5_K_M' || $c->[0] eq 'q6_K';
+    next unless $c->[0] =~ /^q[3-6]_K/;
     # On CPUs with the packed kernels, Q4_K, Q5_K and Q6_K matrices skip
     # Q8_0 and run from their own blocks (CPU_PK_Q4_M, CPU_PK_Q5_M,
-    # CPU_PK_Q6); LLM_CPU_REPACK=0 keeps the Q8_0 path.
+    # CPU_PK_Q6), Q3_K as the Q6_K of its values (CPU_PK_Q6, exact);
+    # LLM_CPU_REPACK=0 keeps the Q8_0 path.
     my (undef, $gen) = capture($engine, 'generate', '--model', $f, '--prompt-ids', '1', '--max-tokens', '1',
                                '--threads', '2');
     my ($q4k, $q5k, $q6k) = `cat $dir/stderr` =~ /^prepare: \d+ converted matrices .*; (\d+) of them q4_K.*, (\d+) q5_K.*, (\d+) q6_K/m;
@@ -92,6 +94,9 @@ for my $c ([ 'q8_0', [] ], [ 'q4_1', ['q4_1'] ], [ 'q5_0', ['q5_0'] ], [ 'q5_1',
         skip 'no packed kernels on this CPU (no VNNI)', 2 unless defined $q4k;
         if ($c->[0] eq 'q4_K_M') {
             ok($q4k > 0 && $q6k > 0 && $q5k == 0, "q4_K_M: $q4k q4_K and $q6k q6_K matrices packed from their blocks");
+        } elsif ($c->[0] eq 'q3_K_M') {
+            # its one Q6_K tensor is the (tied) classifier: the other Q6 ones are its Q3_K matrices
+            ok($q6k > 1, "q3_K_M: $q6k q3_K / q6_K matrices packed from their blocks (and $q4k q4_K, $q5k q5_K)");
         } elsif ($c->[0] eq 'q5_K_M') {
             ok($q5k > 0 && $q6k > 0 && $q4k == 0, "q5_K_M: $q5k q5_K and $q6k q6_K matrices packed from their blocks");
         } else {
