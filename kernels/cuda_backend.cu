@@ -300,6 +300,7 @@ static int cu_init(llm_backend *b, llm_err *err)
     }
     if (b->opts.block_size == 0)
         b->opts.block_size = 16;
+    const int load_threads = b->opts.threads; /* the weights' staging on the host; the steps use one */
     b->opts.threads = 1;
 
     cu_impl *im = (cu_impl *)calloc(1, sizeof(*im));
@@ -427,7 +428,7 @@ static int cu_init(llm_backend *b, llm_err *err)
     fprintf(stderr, "cuda: %s, %d SMs, %.1f GiB\n", prop.name, prop.multiProcessorCount,
             (double)prop.totalGlobalMem / (double)(1u << 30));
     int tune = tune_wanted(b, st, hand);
-    if (cuda_load_weights(st, err) != 0 || alloc_kv(b, st, err) != 0) {
+    if (cuda_load_weights(st, load_threads, err) != 0 || alloc_kv(b, st, err) != 0) {
         cu_destroy(b);
         return -1;
     }

@@ -657,7 +657,7 @@ int      cuda_tune_run(cu_state *st, int max_batch, int reps, const char *file, 
 
 /* Upload the model's weights (repacked as described above) and the rope
  * tables. 0, or -1 with err filled (allocations made are in st->allocs). */
-int  cuda_load_weights(cu_state *st, llm_err *err);
+int  cuda_load_weights(cu_state *st, int threads, llm_err *err); /* threads: host threads staging (0: all cores) */
 void cuda_free_weights(cu_state *st);
 
 #endif
