@@ -3,7 +3,7 @@
  * repacking of quantised blocks) overlap the DMA of the previous chunk.
  * Quantised blocks are split into quants and scales on the host while staging
  * (layout in cuda_internal.cuh), each chunk's rows shared among the load
- * threads (the repacking of K-quant blocks costs ~2 ns a weight on one core:
+ * threads (the repacking of K-quant blocks costs 1-2 ns a weight on one core:
  * seconds for a 3B model, where the copy takes a tenth of one). Also builds
  * the rope cos/sin tables. */
 #include <math.h>
@@ -228,8 +228,9 @@ static int dev_type(const uploader *u, const llm_tensor *t)
     return i >= 0 ? kq_types[i].dev : (int)t->type;
 }
 
-/* The converters below: nr rows (cols elements each) of the file's blocks, sbb bytes each (kq_types' bytes),
- * at s to a device type's quants [nr][cols/2] (qs) and its cu_type_nsc scale words a 32-block (sc). */
+/* The converters below: nr rows (cols elements each) of the file's blocks at s, of kq_types' bytes each (the
+ * parameter sbb or bb), to a device type's quants [nr][cols/2] (qs) and its
+ * cu_type_nsc scale words a 32-block (sc). */
 
 /* Q4_K (five 0) or Q5_K (five 1) super-blocks to CU_Q4_M / CU_Q5_M: quants' low 4 bits; (d, m) fp16 pairs,
  * for CU_Q5_M then the fifth bits' 32-bit word; a sub-block's 6-bit scale and min times the super-block's

@@ -191,14 +191,15 @@ static void random_q5_K(uint8_t *b, size_t n)
     }
 }
 
-/* n random Q6_K super-blocks (any 6-bit quants and int8 scales, d small). */
-static void random_q6_K(uint8_t *b, size_t n)
+/* n random super-blocks of bb bytes that end with their fp16 d, as Q6_K (210) and Q3_K (110) do: any
+ * quants and scales, d small. */
+static void random_d_last(uint8_t *b, size_t n, size_t bb)
 {
-    for (size_t i = 0; i < n; i++, b += 210) {
-        for (int k = 0; k < 208; k++)
+    for (size_t i = 0; i < n; i++, b += bb) {
+        for (size_t k = 0; k < bb - 2; k++)
             b[k] = (uint8_t)(frand() * 128.0f + 128.0f);
         uint16_t d = llm_f32_to_fp16(0.0001f + 0.0004f * fabsf(frand()));
-        memcpy(b + 208, &d, 2);
+        memcpy(b + bb - 2, &d, 2);
     }
 }
 
@@ -211,17 +212,6 @@ static void q6_K_elem(const uint8_t *sb, int e, int *q, float *scale)
     int hi = (sb[128 + 32 * half + l] >> (2 * k)) & 3;
     *q = lo | hi << 4;
     *scale = llm_fp16_to_f32((uint16_t)(sb[208] | sb[209] << 8)) * (float)(int8_t)sb[192 + 8 * half + 2 * k + l / 16];
-}
-
-/* n random Q3_K super-blocks (any hmask, 2-bit quants and 6-bit scales, d small). */
-static void random_q3_K(uint8_t *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++, b += 110) {
-        for (int k = 0; k < 108; k++)
-            b[k] = (uint8_t)(frand() * 128.0f + 128.0f);
-        uint16_t d = llm_f32_to_fp16(0.0001f + 0.0004f * fabsf(frand()));
-        memcpy(b + 108, &d, 2);
-    }
 }
 
 /* Element e (< 256) of a Q3_K super-block as its quant q (-4..3) and group scale d * (sc - 32), written out
@@ -309,10 +299,8 @@ static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int q3, int K, int n
         random_q4_K(src, n);
     else if (f == CPU_PK_Q5_M)
         random_q5_K(src, n);
-    else if (q3)
-        random_q3_K(src, n);
     else
-        random_q6_K(src, n);
+        random_d_last(src, n, bytes); /* Q3_K or Q6_K */
     tw->src = src;
     tw->src_type = f == CPU_PK_Q4_M ? GGML_Q4_K : f == CPU_PK_Q5_M ? GGML_Q5_K : q3 ? GGML_Q3_K : GGML_Q6_K;
     float *fq = malloc((size_t)K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
