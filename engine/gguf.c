@@ -730,7 +730,7 @@ static void add_tensor(gguf_writer *w, const char *name, llm_dtype type, uint32_
     if (w->bad || w->oom)
         return;
     if (n_dims == 0 || n_dims > GGUF_MAX_DIMS ||
-        !(llm_dtype_valid(type) || (uint32_t)type == GGML_Q4_K || (uint32_t)type == GGML_Q5_K)) {
+        !(llm_dtype_valid(type) || gguf_kq_written((uint32_t)type))) {
         w->bad = 1;
         snprintf(w->bad_msg, sizeof(w->bad_msg), "tensor '%s': bad type or dimension count", name);
         return;

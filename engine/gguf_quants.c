@@ -297,9 +297,82 @@ void gguf_quantize_q45_K(const float *x, void *dst, size_t n, int five)
         quantize_block_q45_K(x + i, b, five);
 }
 
+/* The scale s of a group of 16 whose quants q = round(x / s) in -4..3 fit x best: for candidates that map
+ * the largest-magnitude element m to -t (t from 3 to 4.5: the sign of s puts m on the side with 4 steps),
+ * the least-squares scale of those quants, sum(x q) / sum(q q), kept where its squared error, sum(x x) -
+ * sum(x q)^2 / sum(q q), is the smallest. */
+static float q3_group_scale(const float *x)
+{
+    float m = 0.0f;
+    for (int l = 0; l < 16; l++)
+        m = fabsf(x[l]) > fabsf(m) ? x[l] : m;
+    float best = 0.0f, best_fit = 0.0f; /* the largest sum(x q)^2 / sum(q q): the smallest error */
+    for (int k = 0; k <= 15 && m != 0.0f; k++) {
+        float is = -(3.0f + 0.1f * (float)k) / m, sxq = 0.0f, sqq = 0.0f;
+        for (int l = 0; l < 16; l++) { /* |x is| <= 4.5: rounded half away from zero without a libm call */
+            float f = x[l] * is;
+            int v = (int)(f + (f < 0.0f ? -0.5f : 0.5f));
+            v = v < -4 ? -4 : v > 3 ? 3 : v;
+            sxq += x[l] * (float)v;
+            sqq += (float)(v * v);
+        }
+        if (sqq > 0.0f && sxq * sxq / sqq > best_fit) {
+            best_fit = sxq * sxq / sqq;
+            best = sxq / sqq;
+        }
+    }
+    return best;
+}
+
+/* One Q3_K super-block from 256 floats: each group of 16's scale (q3_group_scale) as a 6-bit signed multiple
+ * (-32..31) of d (fp16: the largest positive scale / 31 or negative one / 32, whichever is larger), then
+ * each quant against the stored scale, so that x ~ d sc q; the bits in gguf_q3_K_ints' layout. */
+static void quantize_block_q3_K(const float *x, uint8_t *b)
+{
+    float s[16], d = 0.0f;
+    for (int g = 0; g < 16; g++) {
+        s[g] = q3_group_scale(x + 16 * g);
+        d = fmaxf(d, s[g] > 0.0f ? s[g] / 31.0f : -s[g] / 32.0f);
+    }
+    uint16_t dh = llm_f32_to_fp16(d);
+    d = llm_fp16_to_f32(dh);
+    memset(b, 0, 110);
+    uint8_t *hm = b, *qs = b + 32, *sb = b + 96;
+    for (int g = 0; g < 16; g++) {
+        int sc = d > 0.0f ? (int)lrintf(s[g] / d) : 0;
+        sc = sc < -32 ? -32 : sc > 31 ? 31 : sc;
+        sb[g % 8] |= (uint8_t)(((sc + 32) & 0xF) << (4 * (g / 8)));
+        sb[8 + g % 4] |= (uint8_t)(((sc + 32) >> 4) << (2 * (g / 4)));
+        float es = d * (float)sc;
+        for (int l = 0; l < 16; l++) {
+            int e = 16 * g + l, v = es != 0.0f ? (int)lrintf(x[e] / es) : 0;
+            v = v < -4 ? -4 : v > 3 ? 3 : v;
+            /* element 128h + 32k + j: 2 bits at 2k of qs[32h + j], its third bit (set: q >= 0) bit 4h + k of
+             * hmask[j]; the 2 bits hold q, or q + 4 where that bit is clear */
+            int h = e / 128, k = e % 128 / 32, j = e % 32;
+            qs[32 * h + j] |= (uint8_t)((v & 3) << (2 * k));
+            hm[j] |= (uint8_t)((v >= 0) << (4 * h + k));
+        }
+    }
+    b[108] = (uint8_t)(dh & 0xff);
+    b[109] = (uint8_t)(dh >> 8);
+}
+
+void gguf_quantize_q3_K(const float *x, void *dst, size_t n)
+{
+    uint8_t *b = dst;
+    for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += 110)
+        quantize_block_q3_K(x + i, b);
+}
+
+int gguf_kq_written(uint32_t t)
+{
+    return t == GGML_Q3_K || t == GGML_Q4_K || t == GGML_Q5_K;
+}
+
 uint32_t gguf_write_type(uint32_t want, uint64_t ne0)
 {
-    if ((want == GGML_Q4_K || want == GGML_Q5_K) && ne0 % LLM_QK_K != 0)
+    if (gguf_kq_written(want) && ne0 % LLM_QK_K != 0)
         want = LLM_Q8_0; /* rows narrower than a super-block: the nearest block type */
     return gguf_qtype_row_bytes(want, ne0) != 0 ? want : LLM_F16;
 }
@@ -308,6 +381,8 @@ void gguf_row_from_f32(uint32_t t, const float *x, void *dst, size_t n)
 {
     if (t == GGML_Q4_K || t == GGML_Q5_K)
         gguf_quantize_q45_K(x, dst, n, t == GGML_Q5_K);
+    else if (t == GGML_Q3_K)
+        gguf_quantize_q3_K(x, dst, n);
     else
         llm_row_from_f32((llm_dtype)t, x, dst, n);
 }

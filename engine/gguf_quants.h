@@ -47,10 +47,14 @@ void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
 /* n floats (a multiple of 256) as Q4_K (five 0: 144 bytes each) or Q5_K (five 1: 176 bytes) super-blocks
  * into dst: gen-model --dtype q4_K / q5_K. */
 void        gguf_quantize_q45_K(const float *x, void *dst, size_t n, int five);
-/* The type a writer gives a matrix with rows of ne0 elements when asked for want (an llm_dtype, GGML_Q4_K or
- * GGML_Q5_K): want where its blocks fit the row, else Q8_0 for K-quant rows, else F16. */
+/* n floats (a multiple of 256) as Q3_K super-blocks (110 bytes each) into dst: gen-model --dtype q3_K. */
+void        gguf_quantize_q3_K(const float *x, void *dst, size_t n);
+/* 1 for the K-quant types the writers produce: GGML_Q3_K, GGML_Q4_K, GGML_Q5_K. */
+int         gguf_kq_written(uint32_t t);
+/* The type a writer gives a matrix with rows of ne0 elements when asked for want (an llm_dtype or a
+ * gguf_kq_written type): want where its blocks fit the row, else Q8_0 for K-quant rows, else F16. */
 uint32_t    gguf_write_type(uint32_t want, uint64_t ne0);
-/* A row of n floats in type t (an llm_dtype, GGML_Q4_K or GGML_Q5_K). */
+/* A row of n floats in type t (an llm_dtype or a gguf_kq_written type). */
 void        gguf_row_from_f32(uint32_t t, const float *x, void *dst, size_t n);
 
 /* The 8 6-bit (scale, min) pairs of Q4_K / Q5_K in 12 bytes: pairs 0-3 are the

@@ -132,13 +132,13 @@ static int dequant(const char *dir)
         snprintf(what, sizeof(what), "rms error vs the original floats: file %.3g, loaded as q8_0 %.3g (x%.4f)",
                  sqrt(err_file / (ROWS * COLS)), sqrt(err_loaded / (ROWS * COLS)), ratio);
         ok(ratio <= 1.06, "%s: %s", name, what);
-        if (types[t] == GGML_Q4_K || types[t] == GGML_Q5_K) {
-            /* Our own Q4_K / Q5_K writer (gen-model --dtype q4_K / q5_K) on the same rows: ggml reads its blocks
-             * as we do, and its rounding error against ggml's quantiser's (a weighted search; ours a
-             * least-squares fit) */
+        if (gguf_kq_written(types[t])) {
+            /* Our own Q3_K / Q4_K / Q5_K writer (gen-model --dtype q3_K / q4_K / q5_K) on the same rows: ggml
+             * reads its blocks as we do, and its rounding error against ggml's quantiser's (a weighted search;
+             * ours a least-squares fit) */
             double fmt = 0, err_ours = 0;
             for (int r = 0; r < ROWS; r++) {
-                gguf_quantize_q45_K(src + (size_t)r * COLS, q, COLS, types[t] == GGML_Q5_K);
+                gguf_row_from_f32(types[t], src + (size_t)r * COLS, q, COLS);
                 ref_fn(q, ref, COLS);
                 gguf_qtype_to_f32(types[t], q, ours, COLS);
                 double d = rel_diff(ours, ref, COLS);

@@ -14,7 +14,8 @@
 #     on CPUs with the packed kernels: Q4_K from its own blocks (5 bits a
 #     weight) and, with LLM_CPU_REPACK=0, converted to Q8_0; so do Q5_K_M,
 #     Q6_K and Q3_K_M (Q3_K packed as the Q6_K of its values).
-#  3. Our own Q4_K and Q5_K writers (gen-model --dtype q4_K / q5_K) against llama.cpp on their files.
+#  3. Our own Q3_K, Q4_K and Q5_K writers (gen-model --dtype q3_K / q4_K / q5_K) against llama.cpp on their
+#     files.
 use strict;
 use warnings;
 use Test::More;
@@ -106,20 +107,16 @@ for my $c ([ 'q8_0', [] ], [ 'q4_1', ['q4_1'] ], [ 'q5_0', ['q5_0'] ], [ 'q5_1',
         compare("$c->[0] as q8_0 (LLM_CPU_REPACK=0)", $f, \@seq, 512, 0.95, 0.02, 0.1);
     }
 }
-# 3. Our own Q4_K writer (gen-model --dtype q4_K: every matrix whose rows take 256-element blocks, the others
-#    q8_0; its blocks are read by ggml as by us, part 1): llama.cpp runs the file as we do, within the bounds
-#    of its own files above.
-my $genq = "$dir/wide-gen-q4_K.gguf";
-($rc) = capture($engine, 'gen-model', '--from', $wide, '--dtype', 'q4_K', '--out', $genq);
-is($rc, 0, 'gen-model --dtype q4_K writes the widened model');
-my (undef, $geninfo) = capture($engine, 'info', '--model', $genq);
-like($geninfo, qr/^converted at load: \d+ tensors of type q4_K re-quantised/m, 'its layer matrices are q4_K');
-compare('q4_K by gen-model', $genq, \@seq, 512, 0.95, 0.02, 0.1);
-# and Q5_K (gen-model --dtype q5_K, the same fit over 31 steps): the Q4_K bounds hold with a bit to spare
-my $genq5 = "$dir/wide-gen-q5_K.gguf";
-($rc) = capture($engine, 'gen-model', '--from', $wide, '--dtype', 'q5_K', '--out', $genq5);
-is($rc, 0, 'gen-model --dtype q5_K writes the widened model');
-(undef, $geninfo) = capture($engine, 'info', '--model', $genq5);
-like($geninfo, qr/^converted at load: \d+ tensors of type q5_K re-quantised/m, 'its layer matrices are q5_K');
-compare('q5_K by gen-model', $genq5, \@seq, 512, 0.95, 0.02, 0.1);
+# 3. Our own writers (gen-model --dtype q4_K / q5_K / q3_K: every matrix whose rows take 256-element blocks,
+#    the others q8_0; their blocks are read by ggml as by us, part 1): llama.cpp runs each file as we do,
+#    within the bounds of its own files above. Q4_K: a least-squares fit of scale and min per 32; Q5_K the
+#    same over 31 steps; Q3_K a least-squares scale per 16 among 16 candidates.
+for my $k (qw(q4_K q5_K q3_K)) {
+    my $gen = "$dir/wide-gen-$k.gguf";
+    ($rc) = capture($engine, 'gen-model', '--from', $wide, '--dtype', $k, '--out', $gen);
+    is($rc, 0, "gen-model --dtype $k writes the widened model");
+    my (undef, $geninfo) = capture($engine, 'info', '--model', $gen);
+    like($geninfo, qr/^converted at load: \d+ tensors of type $k re-quantised/m, "its layer matrices are $k");
+    compare("$k by gen-model", $gen, \@seq, 512, 0.95, 0.02, 0.1);
+}
 done_testing();
