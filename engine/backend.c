@@ -10,16 +10,15 @@
 #include "gguf_quants.h"
 
 /* The deferred types a backend uploads from the file's blocks itself (a mask of ggml type ids; 0: none): the
- * CUDA backend's K-quants Q3_K / Q4_K / Q5_K / Q6_K, IQ4_NL / IQ4_XS and Q4_1 / Q5_0 / Q5_1
- * (kernels/cuda_load.cu: kq_types), those of them LLM_CUDA_KQ lists when it is set (q8_0: none, Q8_0 copies). */
+ * CUDA backend takes every deferred one (gguf_qtype_deferred; kernels/cuda_load.cu: kq_types), those of them
+ * LLM_CUDA_KQ lists when it is set (q8_0: none, Q8_0 copies). */
 static uint32_t kept_types(const char *name)
 {
-    static const uint32_t kq[] = { GGML_Q3_K, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_IQ4_NL, GGML_IQ4_XS,
-                                   GGML_Q4_1, GGML_Q5_0, GGML_Q5_1 };
+    const char *list = getenv("LLM_CUDA_KQ");
     uint32_t keep = 0;
-    for (size_t i = 0; i < sizeof(kq) / sizeof(kq[0]) && strcmp(name, "cuda") == 0; i++)
-        if (gguf_type_listed(getenv("LLM_CUDA_KQ"), gguf_qtype_name(kq[i])))
-            keep |= 1u << kq[i];
+    for (uint32_t t = 0; t < 32 && strcmp(name, "cuda") == 0; t++)
+        if (gguf_qtype_deferred(t) && gguf_type_listed(list, gguf_qtype_name(t)))
+            keep |= 1u << t;
     return keep;
 }
 

@@ -34,6 +34,7 @@ static const qtype_info *info(uint32_t t)
 }
 
 int gguf_qtype_converted(uint32_t t) { return info(t) != NULL; }
+int gguf_qtype_deferred(uint32_t t) { return info(t) != NULL && t != GGML_Q2_K; }
 int gguf_qtype_known(uint32_t t) { return llm_dtype_valid(t) || info(t) != NULL; }
 
 const char *gguf_qtype_name(uint32_t t)

@@ -39,6 +39,9 @@ enum {
 int         gguf_qtype_known(uint32_t t);
 /* 1 for a read-only type above (converted at load). */
 int         gguf_qtype_converted(uint32_t t);
+/* 1 for a converted type whose conversion LLM_LOAD_DEFER_KQ defers (model.h): all but Q2_K, the types a
+ * backend may take from their blocks (the CUDA backend takes them all: kernels/cuda_load.cu, kq_types). */
+int         gguf_qtype_deferred(uint32_t t);
 const char *gguf_qtype_name(uint32_t t);           /* "q4_K", ...; "unknown" */
 /* Bytes of a row of n elements; 0 if t is unknown or n not a multiple of its block. */
 size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);

@@ -12,11 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <system_error>
-#include <thread>
-
 #include "cuda_internal.cuh"
 #include "gguf_quants.h"
+#include "parallel.h"
 
 #define STAGE_BYTES ((size_t)64 << 20)
 
@@ -31,33 +29,25 @@ typedef struct {
     int          threads;     /* host threads that stage a chunk */
 } uploader;
 
-#define LOAD_THREADS_MAX 32
 #define LOAD_ROWS_MIN 64 /* rows a thread at least: fewer are not worth a thread */
 
-/* f(r0, r1) over rows [0, n), split among up to u->threads threads (the caller's one of them). A thread that
- * cannot be started leaves its rows to the caller. */
+/* f(r0, r1) over rows [0, n), split among up to u->threads threads (llm_parallel_run: the caller's one of
+ * them; a thread that cannot be started leaves its rows to the caller). */
 template <class F> static void par_rows(const uploader *u, int n, F f)
 {
-    int t = u->threads < n / LOAD_ROWS_MIN ? u->threads : n / LOAD_ROWS_MIN;
-    if (t <= 1) {
-        f(0, n);
-        return;
-    }
-    std::thread th[LOAD_THREADS_MAX];
-    bool started[LOAD_THREADS_MAX] = { false };
-    for (int i = 1; i < t; i++) {
-        int r0 = (int)((long)n * i / t), r1 = (int)((long)n * (i + 1) / t);
-        try {
-            th[i] = std::thread(f, r0, r1);
-            started[i] = true;
-        } catch (const std::system_error &) {
-            f(r0, r1);
-        }
-    }
-    f(0, (int)((long)n / t));
-    for (int i = 1; i < t; i++)
-        if (started[i])
-            th[i].join();
+    struct job {
+        F  *f;
+        int r0, r1;
+    } jobs[LLM_PARALLEL_MAX];
+    int t = n / LOAD_ROWS_MIN < u->threads ? n / LOAD_ROWS_MIN : u->threads;
+    t = t < 1 ? 1 : t;
+    for (int i = 0; i < t; i++)
+        jobs[i] = { &f, (int)((long)n * i / t), (int)((long)n * (i + 1) / t) };
+    llm_parallel_run(t, [](void *a) -> void * {
+        const job *j = (const job *)a;
+        (*j->f)(j->r0, j->r1);
+        return NULL;
+    }, jobs, sizeof(job));
 }
 
 static int fail(llm_err *err, const char *what, cudaError_t e)
@@ -564,7 +554,7 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
     }
-    u.threads = threads < LOAD_THREADS_MAX ? threads : LOAD_THREADS_MAX;
+    u.threads = threads < LLM_PARALLEL_MAX ? threads : LLM_PARALLEL_MAX;
     int rc = -1;
     st->layers = (cu_layer *)calloc((size_t)c->n_layers, sizeof(cu_layer));
     if (st->layers == NULL) {
