@@ -545,7 +545,7 @@ POST /v1/completions
 --- response_body_like chomp
 "choices":\[\{"index":0,"text":" Once upon","logprobs":null,"finish_reason":"stop"\},\{"index":1,"text":" a time","logprobs":null,"finish_reason":"stop"\}\],"usage":\{"prompt_tokens":6,
 
-=== TEST 32: a streamed list of prompts: each event names its choice, each choice finishes, then [DONE]
+=== TEST 32: a streamed list of prompts: each event names its choice, each choice finishes, then [DONE] (the choices' events interleave in any order)
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -560,7 +560,7 @@ POST /v1/completions
 {"prompt": ["Once upon", "a time"], "stream": true}
 --- error_code: 200
 --- response_body_like chomp
-(?s)"choices":\[\{"index":0,"text":" Once".*"choices":\[\{"index":1,"text":" a".*"index":0,"text":"","logprobs":null,"finish_reason":"stop".*"index":1,"text":"","logprobs":null,"finish_reason":"stop"\}\]\}\n\ndata: \[DONE\]\n\n$
+(?s)^(?=.*"choices":\[\{"index":0,"text":" Once".*"choices":\[\{"index":0,"text":"","logprobs":null,"finish_reason":"stop"\}\]\})(?=.*"choices":\[\{"index":1,"text":" a".*"choices":\[\{"index":1,"text":"","logprobs":null,"finish_reason":"stop"\}\]\}).*"finish_reason":"stop"\}\]\}\n\ndata: \[DONE\]\n\n$
 
 === TEST 33: a list mixing texts and token ids is refused
 --- main_config
