@@ -12,7 +12,7 @@
 # hand run without it.
 # q4_K / q5_K: the preset written by gen-model in GGUF's Q4_K / Q5_K (every matrix; what most downloaded files
 # hold), whose matrices the backend keeps at 5 / 6 bits a weight (CU_Q4_M / CU_Q5_M) where q4_0 takes 4.5 and
-# q8_0 8.5; DTYPES may add q3_K (kept at 7 bits as the Q6_K of its values, CU_Q6).
+# q8_0 8.5; DTYPES may add q3_K (kept at 5 bits as CU_Q3).
 #   bench/gpu_decode.sh            env: DTYPES="bf16 q8_0 q4_0 q4_K q5_K" BATCHES=1,8,32,128,256 BUILD=build-gpu
 set -u -o pipefail
 cd "$(dirname "$0")/.."

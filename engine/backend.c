@@ -10,14 +10,14 @@
 #include "gguf_quants.h"
 
 /* The deferred types a backend uploads from the file's blocks itself (a mask of ggml type ids; 0: none): the
- * CUDA backend takes every deferred one (gguf_qtype_deferred; kernels/cuda_load.cu: kq_types), those of them
+ * CUDA backend takes every one (gguf_qtype_converted; kernels/cuda_load.cu: kq_types), those of them
  * LLM_CUDA_KQ lists when it is set (q8_0: none, Q8_0 copies). */
 static uint32_t kept_types(const char *name)
 {
     const char *list = getenv("LLM_CUDA_KQ");
     uint32_t keep = 0;
     for (uint32_t t = 0; t < 32 && strcmp(name, "cuda") == 0; t++)
-        if (gguf_qtype_deferred(t) && gguf_type_listed(list, gguf_qtype_name(t)))
+        if (gguf_qtype_converted(t) && gguf_type_listed(list, gguf_qtype_name(t)))
             keep |= 1u << t;
     return keep;
 }
@@ -42,8 +42,8 @@ void llm_backend_prepare_report(const llm_model *m, void *FILE_stream)
     int by[LLM_CPU_PK_KINDS], n = llm_model_cpu_packed(m, by);
     if (n > 0)
         fprintf((FILE *)FILE_stream, "prepare: %d converted matrices packed for the cpu kernels; %d of them q4_K, "
-                "kept at 5 bits a weight, %d q5_K at 6, %d q6_K or q3_K at 7\n", n, by[CPU_PK_Q4_M], by[CPU_PK_Q5_M],
-                by[CPU_PK_Q6]);
+                "kept at 5 bits a weight, %d q5_K at 6, %d q6_K at 7, %d q3_K at 5, %d q2_K at 6\n", n, by[CPU_PK_Q4_M],
+                by[CPU_PK_Q5_M], by[CPU_PK_Q6], by[CPU_PK_Q3], by[CPU_PK_Q2_M]);
 }
 
 llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err)

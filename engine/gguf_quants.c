@@ -34,7 +34,6 @@ static const qtype_info *info(uint32_t t)
 }
 
 int gguf_qtype_converted(uint32_t t) { return info(t) != NULL; }
-int gguf_qtype_deferred(uint32_t t) { return info(t) != NULL && t != GGML_Q2_K; }
 int gguf_qtype_known(uint32_t t) { return llm_dtype_valid(t) || info(t) != NULL; }
 
 const char *gguf_qtype_name(uint32_t t)
@@ -86,23 +85,17 @@ static void block_q5(const uint8_t *b, float *y, int with_min)
     }
 }
 
-/* Q2_K: 16 groups of 16; group g's byte scales[g] holds its scale (low 4 bits)
- * and min (high 4). Each half super-block (128 elements) reads 32 bytes of qs
- * four times, 2 bits at a time; the first 16 bytes feed one group, the next 16
- * the following one. x = d * scale * q - dmin * min. */
+/* Q2_K: 16 groups of 16, their quants as gguf_q2_K_ints reads them; group g's
+ * byte scales[g] holds its scale (low 4 bits) and min (high 4).
+ * x = d * scale * q - dmin * min. */
 static void block_q2_K(const uint8_t *b, float *y)
 {
-    const uint8_t *sc = b, *q = b + 16;
+    uint8_t q[LLM_QK_K];
+    gguf_q2_K_ints(b, q);
     float d = half_at(b + 80), dmin = half_at(b + 82);
-    int g = 0;
-    for (int half = 0; half < 2; half++, q += 32) {
-        for (int shift = 0; shift < 8; shift += 2) {
-            for (int part = 0; part < 2; part++, g++) {
-                float dl = d * (float)(sc[g] & 0xF), ml = dmin * (float)(sc[g] >> 4);
-                for (int l = 0; l < 16; l++)
-                    *y++ = dl * (float)((q[l + 16 * part] >> shift) & 3) - ml;
-            }
-        }
+    for (int i = 0; i < LLM_QK_K; i++) {
+        float dl = d * (float)(b[i / 16] & 0xF), ml = dmin * (float)(b[i / 16] >> 4);
+        y[i] = dl * (float)q[i] - ml;
     }
 }
 

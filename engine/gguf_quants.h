@@ -6,11 +6,10 @@
  * are ggml's; the loader dequantises each row and re-quantises it to Q8_0
  * (model_gguf.c), so every backend sees only the types in common.h. The
  * exceptions, whose layer matrices are not converted at all when the loader
- * is told to defer them (LLM_LOAD_DEFER_KQ): Q4_K, Q5_K, Q6_K and Q3_K
- * (as the Q6_K of its values), which the CPU backend packs from their blocks
- * (cpu/repack.c, CPU_PK_Q4_M, _Q5_M, CPU_PK_Q6), and all but Q2_K on the
- * CUDA backend, which uploads them from their blocks (kernels/cuda_load.cu,
- * kq_types).
+ * is told to defer them (LLM_LOAD_DEFER_KQ): Q2_K .. Q6_K, which the CPU
+ * backend packs from their blocks (cpu/repack.c, CPU_PK_Q2_M, _Q3, _Q4_M,
+ * _Q5_M, _Q6), and all of them on the CUDA backend, which uploads them from
+ * their blocks (kernels/cuda_load.cu, kq_types).
  *
  * Why Q8_0 and not a kernel per type: one conversion at load makes every such
  * file work on the CPU and CUDA backends alike; Q8_0 keeps 8 bits per weight
@@ -37,11 +36,9 @@ enum {
 
 /* 1 for a type the loader can read: those of common.h and the ones above. */
 int         gguf_qtype_known(uint32_t t);
-/* 1 for a read-only type above (converted at load). */
+/* 1 for a read-only type above (converted at load, or with LLM_LOAD_DEFER_KQ (model.h) left to the backend,
+ * which may take it from its blocks: the CUDA backend takes them all, kernels/cuda_load.cu's kq_types). */
 int         gguf_qtype_converted(uint32_t t);
-/* 1 for a converted type whose conversion LLM_LOAD_DEFER_KQ defers (model.h): all but Q2_K, the types a
- * backend may take from their blocks (the CUDA backend takes them all: kernels/cuda_load.cu, kq_types). */
-int         gguf_qtype_deferred(uint32_t t);
 const char *gguf_qtype_name(uint32_t t);           /* "q4_K", ...; "unknown" */
 /* Bytes of a row of n elements; 0 if t is unknown or n not a multiple of its block. */
 size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);
@@ -125,25 +122,43 @@ static inline void gguf_q3_K_ints(const uint8_t *b, int8_t *v, int8_t *scale)
                 *v++ = (int8_t)(((q[e] >> shift) & 3) - ((hm[e] >> bit) & 1 ? 0 : 4));
 }
 
-/* One Q3_K super-block (110 bytes) as the Q6_K one (210) of exactly the same values: its 3-bit quants + 32,
- * its 6-bit scales - 32 as Q6_K's int8 ones, the same d. The backends that pack Q6_K from its blocks take
- * Q3_K this way (7 bits a weight, exact, instead of 8.5 and a re-rounding through Q8_0). Inline for the
- * CUDA library. */
-static inline void gguf_q3_K_to_q6_K(const uint8_t *src, uint8_t *dst)
+/* A Q2_K super-block's 256 quants (0..3) in element order, its qs (32 bytes at 16) laid out as Q3_K's above;
+ * byte g of its first 16 holds group g's (elements 16g .. 16g + 15) 4-bit scale (low) and min (high); fp16 d
+ * at 80, dmin at 82: an element is d scale q - dmin min. */
+static inline void gguf_q2_K_ints(const uint8_t *b, uint8_t *v)
 {
+    const uint8_t *q = b + 16;
+    for (int half = 0; half < 2; half++, q += 32)
+        for (int shift = 0; shift < 8; shift += 2)
+            for (int e = 0; e < 32; e++)
+                *v++ = (uint8_t)((q[e] >> shift) & 3);
+}
+
+/* A Q2_K (q2 1) or Q3_K super-block as the backends' formats hold it (CPU_PK_Q2_M / CPU_PK_Q3, cpu/kernels.h;
+ * CU_Q2_M / CU_Q3, kernels/cuda_internal.cuh), quants in nibbles with an fp16 (d, m) per group of 16, w = d q - m:
+ * q its 256 quants as 0..7 (Q2_K's as they are, Q3_K's signed ones + 4); dm[g] group g's d and m as fp16 bits.
+ * Q2_K: d scale and dmin min, each rounded once; Q3_K: d (scale - 32) rounded once and m = 4 times that
+ * (exact), so d q - m is exactly that d times the file's quant. Inline for the CUDA library. */
+static inline void gguf_q23_K_fold(const uint8_t *sb, int q2, uint8_t *q, uint16_t dm[16][2])
+{
+    if (q2) {
+        gguf_q2_K_ints(sb, q);
+        const float d = llm_fp16_to_f32((uint16_t)(sb[80] | sb[81] << 8));
+        const float dmin = llm_fp16_to_f32((uint16_t)(sb[82] | sb[83] << 8));
+        for (int g = 0; g < 16; g++) {
+            dm[g][0] = llm_f32_to_fp16(d * (float)(sb[g] & 0xF));
+            dm[g][1] = llm_f32_to_fp16(dmin * (float)(sb[g] >> 4));
+        }
+        return;
+    }
     int8_t v[LLM_QK_K], scale[16];
-    gguf_q3_K_ints(src, v, scale);
-    uint8_t *ql = dst, *qh = dst + 128;
-    memset(dst, 0, 192);
-    memcpy(dst + 192, scale, 16);
-    dst[208] = src[108];
-    dst[209] = src[109];
-    /* block_q6_K's order: element 128 half + 32 k + l is nibble k / 2 of ql[64 half + 32 (k % 2) + l] and
-     * bits 2k of qh[32 half + l], its scale 8 half + 2 k + l / 16 (= element / 16, as Q3_K's) */
-    for (int i = 0; i < LLM_QK_K; i++) {
-        int half = i / 128, k = i % 128 / 32, l = i % 32, q = v[i] + 32;
-        ql[64 * half + 32 * (k % 2) + l] |= (uint8_t)((q & 0xF) << (4 * (k / 2)));
-        qh[32 * half + l] |= (uint8_t)((q >> 4) << (2 * k));
+    gguf_q3_K_ints(sb, v, scale);
+    const float d = llm_fp16_to_f32((uint16_t)(sb[108] | sb[109] << 8));
+    for (int e = 0; e < LLM_QK_K; e++)
+        q[e] = (uint8_t)(v[e] + 4);
+    for (int g = 0; g < 16; g++) {
+        dm[g][0] = llm_f32_to_fp16(d * (float)scale[g]);
+        dm[g][1] = llm_f32_to_fp16(4.0f * llm_fp16_to_f32(dm[g][0]));
     }
 }
 

@@ -180,12 +180,12 @@ static inline void llm_model_mats(llm_model *m, llm_tensor **mats)
  * Norm vectors are converted to F32 at load; matrices stay mapped as stored. */
 llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err *err);
 /* As llm_model_load, with flags:
- * LLM_LOAD_DEFER_KQ  GGUF layer matrices in Q3_K, Q4_K, Q5_K, Q6_K,
+ * LLM_LOAD_DEFER_KQ  GGUF layer matrices in Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
  *   IQ4_NL, IQ4_XS, Q4_1, Q5_0 and Q5_1 are not converted to Q8_0 at load
  *   but left to llm_backend_prepare (data NULL, src set), which the caller
  *   must call before creating a backend: the CPU backend packs the K-quants
  *   from the file's blocks (5-7 bits a weight) rather than from a Q8_0 copy
- *   it would throw away, the CUDA backend uploads all nine from their
+ *   it would throw away, the CUDA backend uploads all ten from their
  *   blocks; the rest are converted then. */
 #define LLM_LOAD_DEFER_KQ 1u
 llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsigned flags, llm_err *err);

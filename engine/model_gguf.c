@@ -78,7 +78,7 @@ static void note_converted(llm_model *m, uint32_t type)
 
 static int requantize(llm_model *m, const gguf_tensor *t, llm_tensor *dst, llm_err *err)
 {
-    if (m->defer_kq && gguf_qtype_deferred(t->type)) { /* see model.h */
+    if (m->defer_kq && gguf_qtype_converted(t->type)) { /* see model.h */
         note_converted(m, t->type);
         dst->type = LLM_Q8_0; /* what it becomes unless a backend takes the blocks */
         dst->data = NULL;

@@ -41,6 +41,12 @@ struct alignas(16) uint4 { unsigned x, y, z, w; };
 struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(8) float2 { float x, y; };
 static inline float2 make_float2(float x, float y) { float2 v; v.x = x; v.y = y; return v; }
+static inline float4 make_float4(float x, float y, float z, float w)
+{
+    float4 v;
+    v.x = x; v.y = y; v.z = z; v.w = w;
+    return v;
+}
 static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w)
 {
     uint4 v;

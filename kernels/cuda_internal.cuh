@@ -154,15 +154,25 @@ static inline int cu_has_mat(const llm_tensor *t) { return t->data != NULL || t-
  * (IQ4_XS's 6-bit sub-block scale folded in), w = d * iq4 level(q), the levels a fixed table of 16 int8
  * values (iq4_bytes below); 4.5 bits a weight. */
 #define CU_IQ4 20
+/* And (GGUF's id for Q2_K) the 2-bit K-quants: q (0-3) in Q4_0's nibbles (each nibble half of a 32-block is one
+ * of Q2_K's groups of 16), w = d q - m with an fp16 (d, m) per group: in `scales` 4 uint16 a block, d0, d1, m0,
+ * m1, the super-block's d and dmin times the group's 4-bit scale and min, each rounded to fp16 once
+ * (gguf_q23_K_fold). 6 bits a weight (Q8_0's copy: 8.5). */
+#define CU_Q2_M 10
+/* And (GGUF's id for Q3_K) the 3-bit K-quants: q (0-7: the signed quant + 4) in Q4_0's nibbles, w = d (q - 4)
+ * with an fp16 d per group of 16: in `scales` 2 uint16 a block, d0, d1, the super-block's d times the group's
+ * 6-bit scale - 32, rounded once (gguf_q23_K_fold). 5 bits a weight (Q8_0's copy: 8.5). */
+#define CU_Q3 11
 /* The block-quantised types (every path takes them: float and int8 GEMVs, tensor-core GEMM, cuBLAS on a
  * dequantised copy); their uint16 scale words per 32-block. */
 static inline __host__ __device__ int cu_type_q(int t)
 {
-    return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M || t == CU_Q5_M || t == CU_Q6 || t == CU_IQ4;
+    return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M || t == CU_Q5_M || t == CU_Q6 || t == CU_IQ4 ||
+           t == CU_Q2_M || t == CU_Q3;
 }
 static inline constexpr __host__ __device__ int cu_type_nsc(int t)
 {
-    return t == CU_Q4_M ? 2 : t == CU_Q5_M ? 4 : t == CU_Q6 ? 6 : 1;
+    return t == CU_Q4_M || t == CU_Q3 ? 2 : t == CU_Q5_M || t == CU_Q2_M ? 4 : t == CU_Q6 ? 6 : 1;
 }
 /* Bits 2i, 2i+1 of element j = 4i + k of a CU_Q6 half's high-bit word h (see above). */
 static inline __host__ __device__ int cu_q6_hi(uint32_t h, int j)
@@ -193,6 +203,8 @@ template <typename F> static void with_qtype(int t, F f)
     case CU_Q5_M:  f(std::integral_constant<int, CU_Q5_M>()); break;
     case CU_Q6:    f(std::integral_constant<int, CU_Q6>()); break;
     case CU_IQ4:   f(std::integral_constant<int, CU_IQ4>()); break;
+    case CU_Q2_M:  f(std::integral_constant<int, CU_Q2_M>()); break;
+    case CU_Q3:    f(std::integral_constant<int, CU_Q3>()); break;
     default:       f(std::integral_constant<int, LLM_Q4_0>()); break;
     }
 }
@@ -207,7 +219,7 @@ template <typename F> static void with_wtype(int t, F f)
 }
 
 typedef struct {
-    int            type;     /* llm_dtype, CU_Q4_M, CU_Q5_M, CU_Q6 or CU_IQ4 */
+    int            type;     /* llm_dtype, or a CU_* type above */
     int            rows, cols;
     const void    *w;        /* see the layout above */
     const uint16_t *scales;  /* fp16 bits, block types only: [rows][cols/32][cu_type_nsc] */

@@ -856,7 +856,8 @@ int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
     if (W->type == LLM_Q8_0 || W->type == CU_Q6)
         return n <= c->gemv_max_q8;
-    if (W->type == LLM_Q4_0 || W->type == CU_Q4_M || W->type == CU_Q5_M || W->type == CU_IQ4)
+    if (W->type == LLM_Q4_0 || W->type == CU_Q4_M || W->type == CU_Q5_M || W->type == CU_IQ4 || W->type == CU_Q2_M ||
+        W->type == CU_Q3)
         return n <= c->gemv_max_q4;
     return n <= (W->type == LLM_F32 ? CU_GEMV_MAX_TOKENS : c->gemv_max);
 }

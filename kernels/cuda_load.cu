@@ -145,7 +145,9 @@ static size_t dev_row_bytes(int type, int cols)
     case CU_IQ4:
     case CU_Q4_M:
     case CU_Q5_M:
-    case CU_Q6:    return (size_t)cols / 2;
+    case CU_Q6:
+    case CU_Q2_M:
+    case CU_Q3:    return (size_t)cols / 2;
     default:       return 0;
     }
 }
@@ -177,7 +179,8 @@ static const struct {
     int         dev, qk, bytes;
     const char *file, *dev_name, *bits;
 } kq_types[] = {
-    { GGML_Q3_K, CU_Q6, LLM_QK_K, 110, "q3_K", "q6", "7" }, /* as the Q6_K of its values */
+    { GGML_Q2_K, CU_Q2_M, LLM_QK_K, 84, "q2_K", "q2_m", "6" },
+    { GGML_Q3_K, CU_Q3, LLM_QK_K, 110, "q3_K", "q3", "5" },
     { GGML_Q4_K, CU_Q4_M, LLM_QK_K, 144, "q4_K", "q4_m", "5" },
     { GGML_Q5_K, CU_Q5_M, LLM_QK_K, 176, "q5_K", "q5_m", "6" },
     { GGML_Q6_K, CU_Q6, LLM_QK_K, 210, "q6_K", "q6", "7" },
@@ -257,23 +260,18 @@ static void q45k_to_q4m(const uint8_t *s, size_t sbb, int nr, int cols, uint8_t 
         }
 }
 
-/* Q6_K super-blocks (128 bytes of low nibbles, 64 of high 2 bits, 16 int8 scales, fp16 d), or Q3_K ones (q3
- * 1: each made the Q6_K of its values first, gguf_q3_K_to_q6_K), to CU_Q6 (cuda_internal.cuh): 6 words a
- * block. 32-block g of a super-block is its half g / 4's elements with k = g % 4 (gguf_quants.c's
- * block_q6_K); their groups of 16 take the int8 scales 2k and 2k + 1 of that half, times d, rounded to fp16
- * once (engine/cpu/repack.c's Q6 does the same). */
-static void q6k_to_q6(const uint8_t *s, size_t sbb, int nr, int cols, uint8_t *qs, uint16_t *sc, int q3)
+/* Q6_K super-blocks (128 bytes of low nibbles, 64 of high 2 bits, 16 int8 scales, fp16 d) to CU_Q6
+ * (cuda_internal.cuh): 6 words a block. 32-block g of a super-block is its half g / 4's elements with k = g % 4
+ * (gguf_quants.c's block_q6_K); their groups of 16 take the int8 scales 2k and 2k + 1 of that half, times d,
+ * rounded to fp16 once (engine/cpu/repack.c's Q6 does the same). */
+static void q6k_to_q6(const uint8_t *s, size_t sbb, int nr, int cols, uint8_t *qs, uint16_t *sc)
 {
     const size_t srow = sbb * (size_t)(cols / LLM_QK_K);
     const int nb = cols / LLM_QK;
-    uint8_t q6[210]; /* the current super-block as Q6_K, from Q3_K */
     for (int i = 0; i < nr; i++)
         for (int b = 0; b < nb; b++) {
             const uint8_t *sb = s + (size_t)i * srow + (size_t)(b / 8) * sbb;
             const int g = b % 8, half = g / 4, k = g % 4;
-            if (q3 && g == 0)
-                gguf_q3_K_to_q6_K(sb, q6);
-            sb = q3 ? q6 : sb;
             const uint8_t *ql = sb + 64 * half, *qh = sb + 128 + 32 * half;
             const int8_t *gs = (const int8_t *)(sb + 192) + 8 * half + 2 * k;
             const float d = llm_fp16_to_f32((uint16_t)(sb[208] | sb[209] << 8));
@@ -294,6 +292,33 @@ static void q6k_to_q6(const uint8_t *s, size_t sbb, int nr, int cols, uint8_t *q
             o[3] = (uint16_t)(hw[0] >> 16);
             o[4] = (uint16_t)(hw[1] & 0xffffu);
             o[5] = (uint16_t)(hw[1] >> 16);
+        }
+}
+
+/* Q2_K super-blocks (q2 1) to CU_Q2_M, or Q3_K ones to CU_Q3 (cuda_internal.cuh): each super-block folded once
+ * (gguf_q23_K_fold: its quants as 0..7, its 16 groups' fp16 (d, m); CU_Q3 keeps the d, its m being 4 d), then
+ * 32-block g takes groups 2g and 2g + 1 as its halves. */
+static void q23k_to_q3m(const uint8_t *s, size_t sbb, int nr, int cols, uint8_t *qs, uint16_t *sc, int q2)
+{
+    const size_t srow = sbb * (size_t)(cols / LLM_QK_K);
+    const int nb = cols / LLM_QK;
+    uint8_t q[LLM_QK_K];
+    uint16_t dm[16][2];
+    for (int i = 0; i < nr; i++)
+        for (int b = 0; b < nb; b++) {
+            const int g = b % 8;
+            if (g == 0)
+                gguf_q23_K_fold(s + (size_t)i * srow + (size_t)(b / 8) * sbb, q2, q, dm);
+            uint16_t *o = sc + ((size_t)i * nb + b) * (q2 ? 4 : 2);
+            o[0] = dm[2 * g][0];
+            o[1] = dm[2 * g + 1][0];
+            if (q2) {
+                o[2] = dm[2 * g][1];
+                o[3] = dm[2 * g + 1][1];
+            }
+            uint8_t *d4 = qs + (size_t)i * (size_t)(cols / 2) + (size_t)b * 16;
+            for (int j = 0; j < 16; j++)
+                d4[j] = (uint8_t)(q[32 * g + j] | q[32 * g + 16 + j] << 4);
         }
 }
 
@@ -375,8 +400,10 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
                 const uint8_t *sr = s + (size_t)(r + r0) * srow;
                 uint8_t *q = pin + (size_t)r0 * drow;
                 uint16_t *w = sc + (size_t)r0 * nsw;
-                if (ft == GGML_Q6_K || ft == GGML_Q3_K)
-                    q6k_to_q6(sr, bb, r1 - r0, cols, q, w, ft == GGML_Q3_K);
+                if (ft == GGML_Q6_K)
+                    q6k_to_q6(sr, bb, r1 - r0, cols, q, w);
+                else if (ft == GGML_Q2_K || ft == GGML_Q3_K)
+                    q23k_to_q3m(sr, bb, r1 - r0, cols, q, w, ft == GGML_Q2_K);
                 else if (ft == GGML_IQ4_XS || ft == GGML_IQ4_NL)
                     iq4_to_dev(sr, bb, r1 - r0, cols, q, w, ft == GGML_IQ4_XS);
                 else if (ft == GGML_Q4_K || ft == GGML_Q5_K)

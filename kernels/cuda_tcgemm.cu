@@ -119,7 +119,8 @@ template <> struct tg_w<LLM_Q8_0> { /* 64 rows x 64 int8 = 256 x 16 bytes (half 
 
 /* The nibble types, NSC scale words a block: Q4_0 (1: w = d (q - 8), a scale a block: tg_issue_scales), CU_IQ4
  * (1: w = d level(q)), CU_Q4_M (2: w = d q - m, a (d, m) pair a block), CU_Q5_M (4: q with a fifth bit, (d, m,
- * bits) a block) and CU_Q6 (6: q with 2 high bits, w = d (q - 32), a d per half, (d0, d1, bits, bits)): 64 rows
+ * bits) a block), CU_Q2_M (4: w = d q - m, a (d, m) per half, (d0, d1, m0, m1)), CU_Q3 (2: w = d (q - 4), a d
+ * per half) and CU_Q6 (6: q with 2 high bits, w = d (q - 32), a d per half, (d0, d1, bits, bits)): 64 rows
  * x 2 blocks of 16 bytes = 128 x 16 bytes, 1 per thread; the other types' scale words by the same thread (4 or
  * 8 bytes, one copy; CU_Q6's 12, 4-byte aligned, three). d q - m is d (q - 8) or d (q - 32) exactly (an fp16 d
  * times a 6-bit q fits a float's mantissa). */
@@ -152,10 +153,12 @@ template <int T> struct tg_w4 {
         uint4 v = *(const uint4 *)(raw + row * LQ + b * 16);
         const uint16_t *s = sc + (NSC == 1 ? 2 * row + b : 2 * NSC * row + NSC * b);
         /* the scale and offset of elements 0-15 (d, m) and 16-31 (dh, mh); the high bits above each nibble */
-        const float d = tg_f16(s[0]), dh = NSC == 6 ? tg_f16(s[1]) : d;
-        const float m = T == LLM_Q4_0 ? 8.0f * d : T == CU_IQ4 ? 0.0f : NSC == 6 ? 32.0f * d : tg_f16(s[1]);
-        const float mh = NSC == 6 ? 32.0f * dh : m;
-        const uint32_t h0 = NSC >= 4 ? (uint32_t)s[2] | (uint32_t)s[3] << 16 : 0u;
+        const bool halves = NSC == 6 || T == CU_Q2_M || T == CU_Q3;
+        const float d = tg_f16(s[0]), dh = halves ? tg_f16(s[1]) : d;
+        const float m = T == LLM_Q4_0 ? 8.0f * d : T == CU_IQ4 ? 0.0f : NSC == 6 ? 32.0f * d : T == CU_Q3 ? 4.0f * d
+                        : T == CU_Q2_M ? tg_f16(s[2]) : tg_f16(s[1]);
+        const float mh = NSC == 6 ? 32.0f * dh : T == CU_Q3 ? 4.0f * dh : T == CU_Q2_M ? tg_f16(s[3]) : m;
+        const uint32_t h0 = T == CU_Q5_M || NSC == 6 ? (uint32_t)s[2] | (uint32_t)s[3] << 16 : 0u;
         const uint32_t h1 = NSC == 6 ? (uint32_t)s[4] | (uint32_t)s[5] << 16 : 0u;
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
         uint32_t la[4] = { 0u, 0u, 0u, 0u }, lb[4] = { 0u, 0u, 0u, 0u }; /* CU_IQ4: the nibbles' levels */
@@ -176,7 +179,7 @@ template <int T> struct tg_w4 {
                 a1 = (int8_t)((la[e / 4] >> (8 * (e % 4) + 8)) & 0xffu);
                 b0 = (int8_t)((lb[e / 4] >> (8 * (e % 4))) & 0xffu);
                 b1 = (int8_t)((lb[e / 4] >> (8 * (e % 4) + 8)) & 0xffu);
-            } else if (NSC == 4) { /* fifth bits: element i at bit i */
+            } else if (T == CU_Q5_M) { /* fifth bits: element i at bit i */
                 a0 |= (int)((h0 >> e) & 1u) << 4;
                 a1 |= (int)((h0 >> (e + 1)) & 1u) << 4;
                 b0 |= (int)((h0 >> (16 + e)) & 1u) << 4;
@@ -202,6 +205,8 @@ template <> struct tg_w<CU_IQ4> : tg_w4<CU_IQ4> {};
 template <> struct tg_w<CU_Q4_M> : tg_w4<CU_Q4_M> {};
 template <> struct tg_w<CU_Q5_M> : tg_w4<CU_Q5_M> {};
 template <> struct tg_w<CU_Q6> : tg_w4<CU_Q6> {};
+template <> struct tg_w<CU_Q2_M> : tg_w4<CU_Q2_M> {};
+template <> struct tg_w<CU_Q3> : tg_w4<CU_Q3> {};
 
 /* The activation tile of one stage: NT * 16 token rows x 64 columns of the 16-bit x, 8 x 16 bytes a row
  * (tokens past n: zeros). */
@@ -419,7 +424,8 @@ int cuda_tcgemm_prepare(void)
     tg_ready = !(tg_allow<LLM_F16, __half>() || tg_allow<LLM_BF16, __nv_bfloat16>() ||
                  tg_allow<LLM_Q8_0, __nv_bfloat16>() || tg_allow<LLM_Q4_0, __nv_bfloat16>() ||
                  tg_allow<CU_Q4_M, __nv_bfloat16>() || tg_allow<CU_Q5_M, __nv_bfloat16>() ||
-                 tg_allow<CU_Q6, __nv_bfloat16>() || tg_allow<CU_IQ4, __nv_bfloat16>());
+                 tg_allow<CU_Q6, __nv_bfloat16>() || tg_allow<CU_IQ4, __nv_bfloat16>() ||
+                 tg_allow<CU_Q2_M, __nv_bfloat16>() || tg_allow<CU_Q3, __nv_bfloat16>());
     if (!tg_ready)
         (void)cudaGetLastError(); /* not sticky; leave no error for the next check */
     return tg_ready ? 0 : -1;

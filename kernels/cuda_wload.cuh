@@ -35,6 +35,14 @@ static __device__ __forceinline__ void cu_q5m_scales(const uint16_t *p, float2 &
     h = v.y;
 }
 
+/* A CU_Q2_M block's 4 scale words (8-byte aligned): (d0, d1, m0, m1). */
+static __device__ __forceinline__ float4 cu_q3m_scales(const uint16_t *p)
+{
+    const uint2 v = __ldg((const uint2 *)p);
+    return make_float4(f16_f((uint16_t)(v.x & 0xffffu)), f16_f((uint16_t)(v.x >> 16)),
+                       f16_f((uint16_t)(v.y & 0xffffu)), f16_f((uint16_t)(v.y >> 16)));
+}
+
 /* Element i (0-31) of a CU_Q6 block: its nibble bytes nb (16), its 6 scale words sc. */
 static __device__ __forceinline__ float cu_q6_elem(const uint8_t *nb, const uint16_t *sc, int i)
 {
@@ -60,7 +68,9 @@ static __device__ float mat_elem(const cu_mat &W, int r, int k)
     case LLM_Q4_0:
     case CU_IQ4:
     case CU_Q4_M:
-    case CU_Q5_M: {
+    case CU_Q5_M:
+    case CU_Q2_M:
+    case CU_Q3: {
         const uint8_t *blk = (const uint8_t *)W.w + (size_t)r * W.row_bytes + (size_t)(k / LLM_QK) * 16;
         int j = k % LLM_QK;
         int q = j < 16 ? (blk[j] & 15) : (blk[j - 16] >> 4);
@@ -72,6 +82,10 @@ static __device__ float mat_elem(const cu_mat &W, int r, int k)
         }
         if (W.type == CU_Q4_M)
             return f16_f(W.scales[2 * b]) * (float)q - f16_f(W.scales[2 * b + 1]);
+        if (W.type == CU_Q2_M)
+            return f16_f(W.scales[4 * b + j / 16]) * (float)q - f16_f(W.scales[4 * b + 2 + j / 16]);
+        if (W.type == CU_Q3)
+            return f16_f(W.scales[2 * b + j / 16]) * (float)(q - 4);
         if (W.type == CU_IQ4)
             return f16_f(W.scales[b]) * (float)iq4_level(q);
         return f16_f(W.scales[b]) * (float)(q - 8);
@@ -163,13 +177,15 @@ template <> struct wchunk<LLM_Q4_0> : wchunk_d4<LLM_Q4_0> {};
 template <> struct wchunk<CU_IQ4> : wchunk_d4<CU_IQ4> {};
 
 /* ---- int8 activations (dp4a): chunk c of a Q8_0 row is half a block (16 weights), of the 4-bit-nibble types
- * (Q4_0, CU_IQ4, CU_Q4_M, CU_Q5_M, CU_Q6) a block (32 weights in 16 bytes). dot: chunk c's 16 weight bytes w, with its
+ * (Q4_0, CU_IQ4, CU_Q4_M, CU_Q5_M, CU_Q6, CU_Q2_M, CU_Q3) a block (32 weights in 16 bytes). dot: chunk c's 16 weight bytes w, with its
  * block's scales s (qscale), against the X 16-byte words xv of the activations' quants that chunk covers
  * (quantised per 32-block as the CPU backend does, with (d, d * sum q) ds), in integers, then scaled to a
  * float; qdot: the same with the words read from global memory at xq (the row's start). */
 struct cu_qsc {
-    float    d, e;   /* the block's scale; its min (CU_Q4_M, CU_Q5_M) or its second half's scale (CU_Q6) */
+    float    d, e;   /* the block's scale; its min (CU_Q4_M, CU_Q5_M) or its second half's scale (CU_Q6, CU_Q2_M,
+                      * CU_Q3) */
     uint32_t h0, h1; /* CU_Q5_M's fifth bits (h0); CU_Q6's high 2 bits, elements 0-15 (h0) and 16-31 (h1) */
+    float    m0, m1; /* CU_Q2_M's mins of elements 0-15 and 16-31 */
 };
 template <int T> struct qchunk;
 template <> struct qchunk<LLM_Q8_0> {
@@ -187,7 +203,8 @@ template <> struct qchunk<LLM_Q8_0> {
 static __device__ __forceinline__ uint32_t bits_to_bytes(uint32_t v) { return (v * 0x00204081u) & 0x01010101u; }
 /* Word i of a nibble block (byte j: element j in the low nibble, j + 16 in the high one: Q4_0's order) as the
  * int8 quants of elements 4i .. 4i+3 (a) and 16+4i .. (b): CU_Q5_M's fifth bits added as 16, CU_Q6's high 2
- * bits as 16 and 32 and then 32 taken off (signed bytes; each byte's top bit set first keeps its borrow in). */
+ * bits as 16 and 32 and then 32 taken off, CU_Q3's 4 taken off (signed bytes; each byte's top bit set first
+ * keeps its borrow in). */
 template <int T> static __device__ __forceinline__ void nib_bytes(uint32_t w, const cu_qsc &s, int i, uint32_t &a,
                                                                    uint32_t &b)
 {
@@ -199,32 +216,44 @@ template <int T> static __device__ __forceinline__ void nib_bytes(uint32_t w, co
     } else if (T == CU_Q6) {
         a = ((a | ((s.h0 >> (2 * i)) & 0x03030303u) << 4 | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
         b = ((b | ((s.h1 >> (2 * i)) & 0x03030303u) << 4 | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
+    } else if (T == CU_Q3) { /* q - 4, the same way */
+        a = ((a | 0x80808080u) - 0x04040404u) ^ 0x80808080u;
+        b = ((b | 0x80808080u) - 0x04040404u) ^ 0x80808080u;
     } else if (T == CU_IQ4) {
         a = iq4_bytes(a);
         b = iq4_bytes(b);
     }
 }
 /* Q4_0: d (dx sum(q xq) - 8 dx sum xq); CU_Q4_M / CU_Q5_M (w = d q - m): d dx sum(q xq) - m dx sum xq; CU_Q6:
- * dx (d0 sum over the first 16 + d1 sum over the second) of (q - 32) xq; CU_IQ4: d dx sum(level xq). */
+ * dx (d0 sum over the first 16 + d1 sum over the second) of (q - 32) xq, CU_Q3 the same of (q - 4) xq; CU_IQ4: d
+ * dx sum(level xq); CU_Q2_M:
+ * dx (d0 sum(q xq) over the first 16 + d1 over the second) - m0 dx sum xq over the first 16 (a dp4a with ones)
+ * - m1 (dx sum xq - that). */
 template <int T> struct qchunk_nib {
     enum { PER_BLOCK = 1, X = 2 };
     static __device__ __forceinline__ float dot(uint4 w, const cu_qsc &s, const uint4 *xv, float2 ds)
     {
         const unsigned wv[4] = { w.x, w.y, w.z, w.w };
         const unsigned lo[4] = { xv[0].x, xv[0].y, xv[0].z, xv[0].w }, hi[4] = { xv[1].x, xv[1].y, xv[1].z, xv[1].w };
-        int sa = 0, sb = 0;
+        int sa = 0, sb = 0, xl = 0;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             uint32_t a, b;
             nib_bytes<T>(wv[i], s, i, a, b);
             sa = __dp4a((int)a, (int)lo[i], sa);
-            if (T == CU_Q6)
+            if (T == CU_Q6 || T == CU_Q2_M || T == CU_Q3)
                 sb = __dp4a((int)b, (int)hi[i], sb);
             else
                 sa = __dp4a((int)b, (int)hi[i], sa);
+            if (T == CU_Q2_M)
+                xl = __dp4a(0x01010101, (int)lo[i], xl);
         }
-        if (T == CU_Q6)
+        if (T == CU_Q6 || T == CU_Q3)
             return ds.x * (s.d * (float)sa + s.e * (float)sb);
+        if (T == CU_Q2_M) {
+            const float xs0 = ds.x * (float)xl;
+            return ds.x * (s.d * (float)sa + s.e * (float)sb) - s.m0 * xs0 - s.m1 * (ds.y - xs0);
+        }
         if (T == LLM_Q4_0)
             return s.d * (ds.x * (float)sa - 8.0f * ds.y);
         if (T == CU_IQ4)
@@ -237,12 +266,24 @@ template <> struct qchunk<CU_Q4_M> : qchunk_nib<CU_Q4_M> {};
 template <> struct qchunk<CU_Q5_M> : qchunk_nib<CU_Q5_M> {};
 template <> struct qchunk<CU_Q6> : qchunk_nib<CU_Q6> {};
 template <> struct qchunk<CU_IQ4> : qchunk_nib<CU_IQ4> {};
+template <> struct qchunk<CU_Q2_M> : qchunk_nib<CU_Q2_M> {};
+template <> struct qchunk<CU_Q3> : qchunk_nib<CU_Q3> {};
 /* The weight block's scales as qchunk<T> takes them (cu_qsc); sc is the row's scales (W.scales + r * nb *
  * cu_type_nsc(T)), blk the block. */
 template <int T> static __device__ __forceinline__ cu_qsc qscale(const uint16_t *sc, int blk)
 {
-    cu_qsc s = { 0.0f, 0.0f, 0u, 0u };
-    if (T == CU_Q5_M) {
+    cu_qsc s = { 0.0f, 0.0f, 0u, 0u, 0.0f, 0.0f };
+    if (T == CU_Q2_M) {
+        const float4 v = cu_q3m_scales(sc + (size_t)blk * 4);
+        s.d = v.x;
+        s.e = v.y;
+        s.m0 = v.z;
+        s.m1 = v.w;
+    } else if (T == CU_Q3) { /* 4 bytes a block: (d0, d1) */
+        const uint32_t de = __ldg((const uint32_t *)(sc + (size_t)blk * 2));
+        s.d = f16_f((uint16_t)(de & 0xffffu));
+        s.e = f16_f((uint16_t)(de >> 16));
+    } else if (T == CU_Q5_M) {
         float2 dm;
         cu_q5m_scales(sc + (size_t)blk * 4, dm, s.h0);
         s.d = dm.x;
@@ -318,6 +359,39 @@ template <> struct wchunk<CU_Q6> {
             uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
             w[i]      = d0 * (float)((int)(b & 15u) + (cu_q6_hi(h0, i) << 4) - 32);
             w[i + 16] = d1 * (float)((int)(b >> 4) + (cu_q6_hi(h1, i) << 4) - 32);
+        }
+    }
+};
+
+template <> struct wchunk<CU_Q2_M> {
+    enum { E = 32 }; /* one block: nibbles from the row, (d, m) of each half from `scales` */
+    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        const float4 s = cu_q3m_scales(W.scales + ((size_t)r * (W.cols / LLM_QK) + c) * 4);
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
+            w[i]      = s.x * (float)(b & 15u) - s.z;
+            w[i + 16] = s.y * (float)(b >> 4) - s.w;
+        }
+    }
+};
+
+template <> struct wchunk<CU_Q3> {
+    enum { E = 32 }; /* one block: nibbles from the row, the d of each half from `scales` */
+    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
+    {
+        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
+        const uint32_t ds = __ldg((const uint32_t *)(W.scales + ((size_t)r * (W.cols / LLM_QK) + c) * 2));
+        const float d0 = f16_f((uint16_t)(ds & 0xffffu)), d1 = f16_f((uint16_t)(ds >> 16));
+        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
+            w[i]      = d0 * (float)((int)(b & 15u) - 4);
+            w[i + 16] = d1 * (float)((int)(b >> 4) - 4);
         }
     }
 };

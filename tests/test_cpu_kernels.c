@@ -203,6 +203,29 @@ static void random_d_last(uint8_t *b, size_t n, size_t bb)
     }
 }
 
+/* n random Q2_K super-blocks (any 4-bit scales, mins and quants; d, dmin small). */
+static void random_q2_K(uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 84) {
+        for (int k = 0; k < 80; k++)
+            b[k] = (uint8_t)(frand() * 128.0f + 128.0f);
+        uint16_t d = llm_f32_to_fp16(0.0005f + 0.002f * fabsf(frand())), dm = llm_f32_to_fp16(0.002f * fabsf(frand()));
+        memcpy(b + 80, &d, 2);
+        memcpy(b + 82, &dm, 2);
+    }
+}
+
+/* Element e (< 256) of a Q2_K super-block as its quant q (0..3), group scale d * sc and min dmin * m, written
+ * out from ggml's layout (scales: 16 bytes, scale low nibble and min high; qs: 64; d, dmin: fp16) rather than
+ * taken from gguf_quants.h: pass p = e % 128 / 32 over its half's 32 qs bytes at shift 2p. */
+static void q2_K_elem(const uint8_t *sb, int e, int *q, float *scale, float *min)
+{
+    int g = e / 16, p = e % 128 / 32, l = e % 32;
+    *q = (sb[16 + 32 * (e / 128) + l] >> (2 * p)) & 3;
+    *scale = llm_fp16_to_f32((uint16_t)(sb[80] | sb[81] << 8)) * (float)(sb[g] & 0xF);
+    *min = llm_fp16_to_f32((uint16_t)(sb[82] | sb[83] << 8)) * (float)(sb[g] >> 4);
+}
+
 /* Element e (< 256) of a Q6_K super-block as its quant q (0..63) and group scale d * sc, written out from
  * ggml's layout (ql: 128 bytes, qh: 64, scales: 16 int8, d: fp16) rather than taken from repack.c. */
 static void q6_K_elem(const uint8_t *sb, int e, int *q, float *scale)
@@ -229,17 +252,28 @@ static void q3_K_elem(const uint8_t *sb, int e, int *q, float *scale)
 
 /* Row r of a matrix in format f as the packed weights mean it: Q8_0/Q4_0 its
  * rows; Q4_M the Q4_K sub-blocks with scale and min rounded to fp16; Q6 the
- * Q6_K (or Q3_K) groups with d * scale rounded to fp16. */
+ * Q6_K groups with d * scale rounded to fp16; Q3 the Q3_K groups the same
+ * way; Q2_M the Q2_K ones with scale and min rounded to fp16. */
 static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
 {
     int K = (int)t->ne[0];
-    if (f == CPU_PK_Q6 && t->src_type == GGML_Q3_K) {
+    if (f == CPU_PK_Q3) {
         const uint8_t *row = (const uint8_t *)t->src + (size_t)r * (size_t)(K / 256) * 110;
         for (int e = 0; e < K; e++) {
             int q;
             float scale;
             q3_K_elem(row + (size_t)(e / 256) * 110, e % 256, &q, &scale);
             out[e] = llm_fp16_to_f32(llm_f32_to_fp16(scale)) * (float)q;
+        }
+        return;
+    }
+    if (f == CPU_PK_Q2_M) {
+        const uint8_t *row = (const uint8_t *)t->src + (size_t)r * (size_t)(K / 256) * 84;
+        for (int e = 0; e < K; e++) {
+            int q;
+            float scale, min;
+            q2_K_elem(row + (size_t)(e / 256) * 84, e % 256, &q, &scale, &min);
+            out[e] = llm_fp16_to_f32(llm_f32_to_fp16(scale)) * (float)q - llm_fp16_to_f32(llm_f32_to_fp16(min));
         }
         return;
     }
@@ -287,22 +321,26 @@ static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
     }
 }
 
-/* A random K-quant source of nr rows of K for tw in format f (Q4_M: Q4_K blocks, Q5_M: Q5_K, Q6: Q6_K or, q3,
- * Q3_K), and into *worst the largest difference between the file's values (gguf_quants.c) and what the
- * packed format means (packed_row_ref), relative to each sub-block's range. */
-static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int q3, int K, int nr, double *worst)
+/* A random K-quant source of nr rows of K for tw in format f (Q4_M: Q4_K blocks, Q5_M: Q5_K, Q6: Q6_K, Q2_M:
+ * Q2_K, Q3: Q3_K), and into *worst the largest difference between the file's values (gguf_quants.c) and
+ * what the packed format means (packed_row_ref), relative to each sub-block's range. */
+static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int K, int nr, double *worst)
 {
-    size_t bytes = f == CPU_PK_Q4_M ? 144 : f == CPU_PK_Q5_M ? 176 : q3 ? 110 : 210;
+    const int q2 = f == CPU_PK_Q2_M, q3 = f == CPU_PK_Q3;
+    size_t bytes = f == CPU_PK_Q4_M ? 144 : f == CPU_PK_Q5_M ? 176 : q2 ? 84 : q3 ? 110 : 210;
     size_t n = (size_t)(K / 256) * (size_t)nr;
     uint8_t *src = malloc(n * bytes);
     if (f == CPU_PK_Q4_M)
         random_q4_K(src, n);
     else if (f == CPU_PK_Q5_M)
         random_q5_K(src, n);
+    else if (q2)
+        random_q2_K(src, n);
     else
         random_d_last(src, n, bytes); /* Q3_K or Q6_K */
     tw->src = src;
-    tw->src_type = f == CPU_PK_Q4_M ? GGML_Q4_K : f == CPU_PK_Q5_M ? GGML_Q5_K : q3 ? GGML_Q3_K : GGML_Q6_K;
+    tw->src_type = f == CPU_PK_Q4_M ? GGML_Q4_K : f == CPU_PK_Q5_M ? GGML_Q5_K : q2 ? GGML_Q2_K : q3 ? GGML_Q3_K
+                                                                                                  : GGML_Q6_K;
     float *fq = malloc((size_t)K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
     for (int r = 0; r < nr; r++) {
         gguf_qtype_to_f32(tw->src_type, src + (size_t)r * (K / 256) * bytes, fq, (size_t)K);
@@ -310,7 +348,12 @@ static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int q3, int K, int n
         for (int e = 0; e < K; e++) {
             const uint8_t *sb = src + ((size_t)r * (K / 256) + (size_t)e / 256) * bytes;
             double range;
-            if (f == CPU_PK_Q6) {
+            if (q2) {
+                int q;
+                float scale, min;
+                q2_K_elem(sb, e % 256, &q, &scale, &min);
+                range = 3.0 * fabs(scale) + fabs(min) + 1e-30;
+            } else if (f == CPU_PK_Q6 || q3) {
                 int q;
                 float scale;
                 (q3 ? q3_K_elem : q6_K_elem)(sb, e % 256, &q, &scale);
@@ -329,8 +372,8 @@ static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int q3, int K, int n
     return src;
 }
 
-/* Packed Q8_0 / Q4_0 / Q4_M / Q6 / Q5_M (repack.c + gemm_packed), Q6 also from
- * Q3_K blocks: against the double reference over row tails (groups of 8) and
+/* Packed Q8_0 / Q4_0 / Q4_M / Q6 / Q5_M / Q2_M / Q3 (repack.c + gemm_packed):
+ * against the double reference over row tails (groups of 8) and
  * token tails (pairs, a lone token), with accumulate; and each token alone
  * gives the bits it gets in a batch. The K-quant ones are also held to the
  * file's own values (gguf_quants.c): only the fp16 rounding of the folded
@@ -341,10 +384,9 @@ static void test_gemm_packed(const cpu_kernels *k)
         return;
     const int Ks[] = { 32, 96, 256, 512 }, nrs[] = { 1, 7, 8, 9, 16, 17, 37 }, nts[] = { 1, 2, 3, 6, 7, 13 };
     static const char *const names[] = { "q8_0", "q4_0", "q4_M (from q4_K)", "q6 (from q6_K)", "q5_M (from q5_K)",
-                                         "q6 (from q3_K)" };
-    for (int fi = 0; fi < 6; fi++) {
-        const int q3 = fi == 5;
-        cpu_pk_fmt f = q3 ? CPU_PK_Q6 : (cpu_pk_fmt)fi;
+                                         "q2_M (from q2_K)", "q3 (from q3_K)" };
+    for (int fi = 0; fi < 7; fi++) {
+        cpu_pk_fmt f = (cpu_pk_fmt)fi;
         llm_dtype t = f == CPU_PK_Q4_0 ? LLM_Q4_0 : LLM_Q8_0;
         double worst = 0.0, worst_src = 0.0;
         int same = 1, rows_back = 1;
@@ -362,7 +404,7 @@ static void test_gemm_packed(const cpu_kernels *k)
                     float *y = malloc((size_t)nt * ldy * sizeof(float)), *y0 = malloc((size_t)nt * ldy * sizeof(float));
                     llm_tensor tw = { .type = t, .ne = { K, nr }, .data = w };
                     if (f >= CPU_PK_Q4_M) {
-                        src = kquant_source(&tw, f, q3, K, nr, &worst_src);
+                        src = kquant_source(&tw, f, K, nr, &worst_src);
                     } else {
                         for (int r = 0; r < nr; r++) {
                             for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);
@@ -377,10 +419,12 @@ static void test_gemm_packed(const cpu_kernels *k)
                     }
                     uint8_t *p = malloc(cpu_packed_bytes(&tw, f));
                     cpu_pack_matrix(&tw, f, p);
-                    for (int r = 0; r < nr; r++) { /* rows read back (embedding lookups) */
+                    for (int r = 0; r < nr; r++) { /* rows read back (embedding lookups): equal values (Q3's
+                                                      * d (q - 4) gives +0 where d times a zero quant may be -0) */
                         float back[512];
                         cpu_pk_row_to_f32(f, p, K, (size_t)r, back);
-                        rows_back &= memcmp(back, wd + (size_t)r * K, (size_t)K * sizeof(float)) == 0;
+                        for (int e = 0; e < K; e++)
+                            rows_back &= back[e] == wd[(size_t)r * K + e];
                     }
                     for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
                     k->gemm_packed(f, K, p, nr, xq, xs, nt, y, ldy, accumulate);
@@ -413,7 +457,8 @@ static void test_gemm_packed(const cpu_kernels *k)
         if (f >= CPU_PK_Q4_M)
             ok(worst_src <= 4.9e-4, "%s packed %s: weights within fp16 rounding (2^-11) of the %s file's "
                "(worst %.2g of the sub-block's range)",
-               k->name, names[fi], q3 ? "Q3_K" : f == CPU_PK_Q6 ? "Q6_K" : f == CPU_PK_Q5_M ? "Q5_K" : "Q4_K",
+               k->name, names[fi], f == CPU_PK_Q2_M ? "Q2_K" : f == CPU_PK_Q3 ? "Q3_K" : f == CPU_PK_Q6 ? "Q6_K"
+                                 : f == CPU_PK_Q5_M ? "Q5_K" : "Q4_K",
                worst_src);
     }
 }

@@ -300,37 +300,57 @@ static void test_malformed(void)
     free(f);
 }
 
-/* gguf_q3_K_to_q6_K on random Q3_K super-blocks (every byte pattern of quants, hmask and scales; d of both
- * signs, tiny and large): the Q6_K block dequantises to the same floats, bit for bit. */
-static void test_q3_K_as_q6_K(void)
+/* gguf_q23_K_fold on random Q2_K and Q3_K super-blocks (every byte pattern of quants, scales and mins; d of
+ * both signs, small and large): every d q - m within the fp16 rounding of its folded scale and min (2^-11 of
+ * the group's range) of ggml's value (gguf_qtype_to_f32), and for Q3_K exactly (fp16 d) times the file's
+ * quant, the min 4 d taking the + 4 off with no rounding. */
+static void test_q23_K_fold(void)
 {
     enum { N = 512 };
-    uint8_t *q3 = malloc((size_t)N * 110), *q6 = malloc((size_t)N * 210);
-    float *a = malloc((size_t)N * 256 * sizeof(float)), *b = malloc((size_t)N * 256 * sizeof(float));
-    uint32_t x = 12345;
-    for (size_t i = 0; i < (size_t)N * 110; i++) {
-        x = x * 1103515245u + 12345u;
-        q3[i] = (uint8_t)(x >> 16);
+    const float ds[] = { 1e-4f, -3e-3f, 0.5f, -7.0f, 2e-4f }; /* folded scales stay normal fp16 numbers */
+    for (int q2 = 0; q2 < 2; q2++) {
+        const size_t bb = q2 ? 84 : 110, d_at = q2 ? 80 : 108;
+        uint8_t *src = malloc((size_t)N * bb);
+        float *want = malloc((size_t)N * 256 * sizeof(float));
+        uint32_t x = 12345;
+        for (size_t i = 0; i < (size_t)N * bb; i++) {
+            x = x * 1103515245u + 12345u;
+            src[i] = (uint8_t)(x >> 16);
+        }
+        for (int i = 0; i < N; i++) {
+            uint16_t d = llm_f32_to_fp16(ds[i % 5] * (1.0f + (float)(i % 7) / 8.0f));
+            uint16_t dmin = llm_f32_to_fp16(ds[(i + 2) % 5] * (1.0f + (float)(i % 3) / 4.0f));
+            memcpy(src + (size_t)i * bb + d_at, &d, 2);
+            if (q2)
+                memcpy(src + (size_t)i * bb + 82, &dmin, 2);
+        }
+        gguf_qtype_to_f32(q2 ? GGML_Q2_K : GGML_Q3_K, src, want, (size_t)N * 256);
+        double worst = 0.0;
+        size_t inexact = 0, zero = 0;
+        for (int i = 0; i < N; i++) {
+            uint8_t q[256];
+            uint16_t dm[16][2];
+            gguf_q23_K_fold(src + (size_t)i * bb, q2, q, dm);
+            for (int e = 0; e < 256; e++) {
+                float d = llm_fp16_to_f32(dm[e / 16][0]), m = llm_fp16_to_f32(dm[e / 16][1]);
+                float got = d * (float)q[e] - m, w = want[(size_t)i * 256 + e];
+                /* the group's range: its largest |value| in the file, scale and min as ggml applies them */
+                double range = q2 ? 3.0 * fabs(d) + fabs(m) : 4.0 * fabs(d);
+                double err = fabs((double)got - (double)w) / (range > 0.0 ? range : 1.0);
+                worst = err > worst ? err : worst;
+                if (!q2 && got != d * (float)((int)q[e] - 4))
+                    inexact++;
+                zero += w == 0.0f;
+                if (q[e] > (q2 ? 3 : 7))
+                    worst = 1.0;
+            }
+        }
+        ok(worst <= 4.9e-4 && inexact == 0 && zero < (size_t)N * 256 / 4,
+           "%s folded to 3-bit quants with an fp16 (d, m) per 16: %d super-blocks, worst %.2g of a group's range, "
+           "%zu values not d times the file's quant", q2 ? "q2_K" : "q3_K", N, worst, inexact);
+        free(src);
+        free(want);
     }
-    const float ds[] = { 1e-4f, -3e-3f, 0.5f, -7.0f, 6e-8f };
-    for (int i = 0; i < N; i++) {
-        uint16_t d = llm_f32_to_fp16(ds[i % 5] * (1.0f + (float)(i % 7) / 8.0f));
-        memcpy(q3 + (size_t)i * 110 + 108, &d, 2);
-        gguf_q3_K_to_q6_K(q3 + (size_t)i * 110, q6 + (size_t)i * 210);
-    }
-    gguf_qtype_to_f32(GGML_Q3_K, q3, a, (size_t)N * 256);
-    gguf_qtype_to_f32(GGML_Q6_K, q6, b, (size_t)N * 256);
-    size_t diff = 0, zero = 0;
-    for (size_t i = 0; i < (size_t)N * 256; i++) {
-        diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
-        zero += a[i] == 0.0f;
-    }
-    ok(diff == 0 && zero < (size_t)N * 256 / 4, "q3_K as q6_K: %d super-blocks, %zu of %d values differ", N, diff,
-       N * 256);
-    free(q3);
-    free(q6);
-    free(a);
-    free(b);
 }
 
 int main(void)
@@ -339,7 +359,7 @@ int main(void)
     test_roundtrip(0);
     test_roundtrip(64);
     test_malformed();
-    test_q3_K_as_q6_K();
+    test_q23_K_fold();
     unlink(tmp_path);
     return done_testing();
 }

@@ -15,7 +15,7 @@ typedef struct {
     float   d;
     float   s;
     int16_t isum;     /* sum(qs): the packed VNNI kernels take their offset off with it */
-    int16_t isum_lo;  /* sum(qs[0..15]): the same for CPU_PK_Q6's two halves */
+    int16_t isum_lo;  /* sum(qs[0..15]): the same for the two halves of CPU_PK_Q6, _Q2_M, _Q3 */
     int8_t  qs[LLM_QK];
 } cpu_q8_act; /* 44 bytes */
 
@@ -58,10 +58,24 @@ typedef void (*cpu_gemm_fn)(int K, const void *W, size_t w_stride, int nr,
  *                of fifth bits: byte 4r+e holds those of elements 4k+e in
  *                bit k and 16+4k+e in bit 4+k, k = 0..3. An element is
  *                d * q - m, q in 0..31. llama.cpp's Q5_K (the bulk of Q5_K_M
- *                files) at 6 bits a weight instead of 8.5. */
-typedef enum { CPU_PK_Q8_0, CPU_PK_Q4_0, CPU_PK_Q4_M, CPU_PK_Q6, CPU_PK_Q5_M } cpu_pk_fmt;
+ *                files) at 6 bits a weight instead of 8.5.
+ *   CPU_PK_Q2_M  d0[16], d1[16], m0[16], m1[16], fp16 (128 bytes): the scales
+ *                and mins of elements 0..15 and 16..31; nibbles q as Q4_0's.
+ *                An element is d * q - m, q in 0..3. llama.cpp's Q2_K (the
+ *                bulk of Q2_K files), whose groups of 16 carry a 4-bit scale
+ *                and min, folded as gguf_q23_K_fold does, at 6 bits a weight
+ *                instead of 8.5.
+ *   CPU_PK_Q3    d0[16] then d1[16], fp16 (64 bytes): the scales of elements
+ *                0..15 and 16..31; nibbles q as Q4_0's. An element is
+ *                d * (q - 4), q in 0..7. llama.cpp's Q3_K (the bulk of Q3_K_*
+ *                files), whose groups of 16 carry a 6-bit scale, folded the
+ *                same way, at 5 bits a weight instead of 8.5. */
+typedef enum { CPU_PK_Q8_0, CPU_PK_Q4_0, CPU_PK_Q4_M, CPU_PK_Q6, CPU_PK_Q5_M, CPU_PK_Q2_M, CPU_PK_Q3 } cpu_pk_fmt;
 #define CPU_PK_ROWS 16
-static inline size_t cpu_pk_head_bytes(cpu_pk_fmt f) { return f == CPU_PK_Q8_0 || f == CPU_PK_Q4_0 ? 32 : 64; }
+static inline size_t cpu_pk_head_bytes(cpu_pk_fmt f)
+{
+    return f == CPU_PK_Q8_0 || f == CPU_PK_Q4_0 ? 32 : f == CPU_PK_Q2_M ? 128 : 64;
+}
 static inline size_t cpu_pk_block_bytes(cpu_pk_fmt f)
 {
     return cpu_pk_head_bytes(f) + (f == CPU_PK_Q8_0 ? 512 : f == CPU_PK_Q6 ? 384 : f == CPU_PK_Q5_M ? 320 : 256);

@@ -488,22 +488,28 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
 #pragma GCC unroll 12
         for (int j = 0; j < RT; j++)
             a[j] = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
-        if (f == CPU_PK_Q6) { /* two halves of 16 elements, each with its own scale: two accumulators */
+        if (f == CPU_PK_Q6 || f == CPU_PK_Q2_M || f == CPU_PK_Q3) { /* two halves of 16 elements, each with
+                                                     * its own scale: two accumulators (Q6: q - 32 with 2 high
+                                                     * bits; Q3: q - 4; Q2_M: each half's min taken off after the
+                                                     * block as m * dx * isum) */
+            const int o6 = f == CPU_PK_Q6 ? -32 : f == CPU_PK_Q3 ? -4 : 0;
             __m512i s1[PT];
 #pragma GCC unroll 12
             for (int j = 0; j < RT; j++) {
-                s[j] = _mm512_set1_epi32(-32 * a[j]->isum_lo);
-                s1[j] = _mm512_set1_epi32(-32 * (a[j]->isum - a[j]->isum_lo));
+                s[j] = _mm512_set1_epi32(o6 * a[j]->isum_lo);
+                s1[j] = _mm512_set1_epi32(o6 * (a[j]->isum - a[j]->isum_lo));
             }
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 __m512i raw = _mm512_loadu_si512((const void *)(blk + hb + 64 * k));
-                __m512i h = _mm512_loadu_si512((const void *)(blk + hb + 256 + 64 * (k / 2)));
-                __m512i h0 = k % 2 ? h : _mm512_slli_epi16(h, 4), h1 = k % 2 ? _mm512_srli_epi16(h, 2) : _mm512_slli_epi16(h, 2);
-                __m512i w0 = _mm512_or_si512(_mm512_and_si512(raw, _mm512_set1_epi8(0x0f)),
-                                             _mm512_and_si512(h0, _mm512_set1_epi8(0x30)));
-                __m512i w1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f)),
-                                             _mm512_and_si512(h1, _mm512_set1_epi8(0x30)));
+                __m512i w0 = _mm512_and_si512(raw, _mm512_set1_epi8(0x0f));
+                __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f));
+                if (f == CPU_PK_Q6) {
+                    __m512i h = _mm512_loadu_si512((const void *)(blk + hb + 256 + 64 * (k / 2)));
+                    __m512i h0 = k % 2 ? h : _mm512_slli_epi16(h, 4), h1 = k % 2 ? _mm512_srli_epi16(h, 2) : _mm512_slli_epi16(h, 2);
+                    w0 = _mm512_or_si512(w0, _mm512_and_si512(h0, _mm512_set1_epi8(0x30)));
+                    w1 = _mm512_or_si512(w1, _mm512_and_si512(h1, _mm512_set1_epi8(0x30)));
+                }
 #pragma GCC unroll 12
                 for (int j = 0; j < RT; j++) {
                     s[j] = kx_dpbusd_bcast(s[j], w0, a[j]->qs + 4 * k);
@@ -517,6 +523,15 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
                 __m512 dx = _mm512_set1_ps(a[j]->d);
                 c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(d0, dx), c[j]);
                 c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[j]), _mm512_mul_ps(d1, dx), c[j]);
+            }
+            if (f == CPU_PK_Q2_M) { /* - m0 * dx * sum(xq[0..15]) - m1 * dx * sum(xq[16..31]) */
+                __m512 m0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 64)));
+                __m512 m1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 96)));
+#pragma GCC unroll 12
+                for (int j = 0; j < RT; j++) {
+                    c[j] = _mm512_fmadd_ps(m0, _mm512_set1_ps(-a[j]->d * (float)a[j]->isum_lo), c[j]);
+                    c[j] = _mm512_fmadd_ps(m1, _mm512_set1_ps(-a[j]->d * (float)(a[j]->isum - a[j]->isum_lo)), c[j]);
+                }
             }
             continue;
         }
@@ -569,10 +584,10 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
     }
 }
 
-/* Token tiles for kx_gemm_p: 12 (12 integer + 12 float accumulators; Q6 8: 16 + 8, both halves in one
- * pass), then 4, then 1. */
+/* Token tiles for kx_gemm_p: 12 (12 integer + 12 float accumulators; Q6, Q2_M and Q3 8: 16 + 8, both
+ * halves in one pass), then 4, then 1. */
 #define KX_PTILE kx_ptile
-#define KX_P_T1(f) ((f) == CPU_PK_Q6 ? 8 : 12)
+#define KX_P_T1(f) ((f) == CPU_PK_Q6 || (f) == CPU_PK_Q2_M || (f) == CPU_PK_Q3 ? 8 : 12)
 #define KX_P_T2(f) 4
 #endif
 
@@ -607,24 +622,28 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
 #pragma GCC unroll 3
         for (int j = 0; j < RT; j++)
             a[j] = (const cpu_q8_act *)(X + (size_t)j * xs) + b;
-        if (f == CPU_PK_Q6) { /* kx_ptile's Q6 lane math, 8 lanes a register */
+        if (f == CPU_PK_Q6 || f == CPU_PK_Q2_M || f == CPU_PK_Q3) { /* kx_ptile's two-half lane math, 8 lanes
+                                                                     * a register */
+            const int o6 = f == CPU_PK_Q6 ? -32 : f == CPU_PK_Q3 ? -4 : 0;
 #pragma GCC unroll 2
             for (int half = 0; half < 2; half++) {
 #pragma GCC unroll 3
                 for (int j = 0; j < RT; j++)
-                    s[j][0] = s[j][1] = _mm256_set1_epi32(-32 * (half ? a[j]->isum - a[j]->isum_lo : a[j]->isum_lo));
+                    s[j][0] = s[j][1] = _mm256_set1_epi32(o6 * (half ? a[j]->isum - a[j]->isum_lo : a[j]->isum_lo));
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; k++) {
                     __m256i w[2];
 #pragma GCC unroll 2
                     for (int v = 0; v < 2; v++) {
                         __m256i raw = _mm256_loadu_si256((const __m256i *)(blk + hb + 64 * k + 32 * v));
-                        __m256i h = _mm256_loadu_si256((const __m256i *)(blk + hb + 256 + 64 * (k / 2) + 32 * v));
-                        h = half ? (k % 2 ? _mm256_srli_epi16(h, 2) : _mm256_slli_epi16(h, 2))
-                                 : (k % 2 ? h : _mm256_slli_epi16(h, 4));
                         __m256i q = half ? _mm256_srli_epi16(raw, 4) : raw;
-                        w[v] = _mm256_or_si256(_mm256_and_si256(q, _mm256_set1_epi8(0x0f)),
-                                               _mm256_and_si256(h, _mm256_set1_epi8(0x30)));
+                        w[v] = _mm256_and_si256(q, _mm256_set1_epi8(0x0f));
+                        if (f == CPU_PK_Q6) {
+                            __m256i h = _mm256_loadu_si256((const __m256i *)(blk + hb + 256 + 64 * (k / 2) + 32 * v));
+                            h = half ? (k % 2 ? _mm256_srli_epi16(h, 2) : _mm256_slli_epi16(h, 2))
+                                     : (k % 2 ? h : _mm256_slli_epi16(h, 4));
+                            w[v] = _mm256_or_si256(w[v], _mm256_and_si256(h, _mm256_set1_epi8(0x30)));
+                        }
                     }
 #pragma GCC unroll 3
                     for (int j = 0; j < RT; j++) {
@@ -640,6 +659,16 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
                     __m256 dx = _mm256_set1_ps(a[j]->d);
                     c[j][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][0]), _mm256_mul_ps(dw0, dx), c[j][0]);
                     c[j][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][1]), _mm256_mul_ps(dw1, dx), c[j][1]);
+                }
+                if (f == CPU_PK_Q2_M) { /* this half's min: - m * dx * its sum(xq) */
+                    __m256 mw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 64 + 32 * half)));
+                    __m256 mw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 64 + 32 * half + 16)));
+#pragma GCC unroll 3
+                    for (int j = 0; j < RT; j++) {
+                        __m256 mx = _mm256_set1_ps(-a[j]->d * (float)(half ? a[j]->isum - a[j]->isum_lo : a[j]->isum_lo));
+                        c[j][0] = _mm256_fmadd_ps(mw0, mx, c[j][0]);
+                        c[j][1] = _mm256_fmadd_ps(mw1, mx, c[j][1]);
+                    }
                 }
             }
             continue;
@@ -714,10 +743,10 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
     }
 }
 
-/* Token tiles for kx_gemm_p: Q4_0/Q4_M 2 (4 integer + 4 float accumulators + 4 weight registers in 16
- * ymm), Q8_0 and Q6 3 (6 + 6 accumulators + 2 weight registers), then 1. */
+/* Token tiles for kx_gemm_p: Q4_0/Q4_M/Q5_M 2 (4 integer + 4 float accumulators + 4 weight registers in 16
+ * ymm), Q8_0, Q6, Q2_M and Q3 3 (6 + 6 accumulators + 2 weight registers), then 1. */
 #define KX_PTILE kx_ptile8
-#define KX_P_T1(f) ((f) != CPU_PK_Q8_0 && (f) != CPU_PK_Q6 ? 2 : 3)
+#define KX_P_T1(f) ((f) == CPU_PK_Q8_0 || (f) == CPU_PK_Q6 || (f) == CPU_PK_Q2_M || (f) == CPU_PK_Q3 ? 3 : 2)
 #define KX_P_T2(f) KX_P_T1(f)
 #endif
 
@@ -752,6 +781,8 @@ static void gemm_packed(cpu_pk_fmt f, int K, const void *P, int nr, const void *
     case CPU_PK_Q4_M: kx_gemm_p(CPU_PK_Q4_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     case CPU_PK_Q6:   kx_gemm_p(CPU_PK_Q6, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     case CPU_PK_Q5_M: kx_gemm_p(CPU_PK_Q5_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q2_M: kx_gemm_p(CPU_PK_Q2_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_Q3:   kx_gemm_p(CPU_PK_Q3, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     }
 }
 #define KX_GEMM_PACKED gemm_packed

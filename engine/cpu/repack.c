@@ -8,9 +8,9 @@
  * classifier are read from there; the page cache may drop the rest).
  * Matrices the loader converted (K-quants, model_gguf.c) are already in
  * memory: llm_cpu_prepare_model packs those before serve forks its worker, so
- * that no copy-on-write page is ever duplicated. Q4_K, Q5_K and Q6_K ones
- * are packed from the file's blocks into CPU_PK_Q4_M (5 bits a weight),
- * CPU_PK_Q5_M (6) and CPU_PK_Q6 (7; Q3_K's too, as the Q6_K of its values):
+ * that no copy-on-write page is ever duplicated. Q4_K, Q5_K, Q6_K, Q2_K and
+ * Q3_K ones are packed from the file's blocks into CPU_PK_Q4_M (5 bits a
+ * weight), CPU_PK_Q5_M (6), CPU_PK_Q6 (7), CPU_PK_Q2_M (6) and CPU_PK_Q3 (5):
  * their conversion was deferred
  * (LLM_LOAD_DEFER_KQ), or its Q8_0 copy is replaced; the others in place
  * (16 stored rows occupy the bytes of one packed group). Unprepared, they
@@ -27,7 +27,7 @@
 #include "gguf_quants.h"
 #include "model_priv.h"
 
-_Static_assert(CPU_PK_Q5_M < LLM_CPU_PK_KINDS, "llm_model_cpu_packed counts every format");
+_Static_assert(CPU_PK_Q3 < LLM_CPU_PK_KINDS, "llm_model_cpu_packed counts every format");
 
 typedef struct {
     int n;
@@ -123,28 +123,23 @@ static void pack_q45_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8
     }
 }
 
-/* CPU_PK_Q6 from n rows of Q6_K blocks, or of Q3_K ones (q3 1: each super-block
- * made Q6_K first, gguf_q3_K_to_q6_K), zero rows past those. Block b is
+/* CPU_PK_Q6 from n rows of Q6_K blocks, zero rows past those. Block b is
  * elements 32g.. of super-block b / 8 (g = b % 8): in its half g / 4, those
  * with k' = g % 4 in gguf_quants.c's block_q6_K; their groups of 16 take the
  * int8 scales 2k' and 2k'+1 of that half. */
-static void pack_q6_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst, int q3)
+static void pack_q6_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst)
 {
     int nb = (int)(t->ne[0] / LLM_QK);
-    uint32_t ft = q3 ? GGML_Q3_K : GGML_Q6_K;
-    size_t rb = gguf_qtype_row_bytes(ft, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q6);
-    size_t sbb = gguf_qtype_row_bytes(ft, LLM_QK_K);
-    uint8_t q6[CPU_PK_ROWS][210]; /* the group's current super-blocks as Q6_K, from Q3_K */
+    size_t rb = gguf_qtype_row_bytes(GGML_Q6_K, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_Q6);
+    size_t sbb = gguf_qtype_row_bytes(GGML_Q6_K, LLM_QK_K);
     for (int b = 0; b < nb; b++) {
         uint8_t *o = dst + (size_t)b * bb;
         int g = b % 8, half = g / 4, kq = g % 4;
         if (n < CPU_PK_ROWS)
             memset(o, 0, bb);
         memset(o + 64 + 256, 0, 128); /* the high bits are or-ed in below */
-        for (size_t r = 0; r < n && q3 && g == 0; r++)
-            gguf_q3_K_to_q6_K(rows + r * rb + (size_t)(b / 8) * sbb, q6[r]);
         for (size_t r = 0; r < n; r++) {
-            const uint8_t *sb = q3 ? q6[r] : rows + r * rb + (size_t)(b / 8) * sbb;
+            const uint8_t *sb = rows + r * rb + (size_t)(b / 8) * sbb;
             const uint8_t *ql = sb + 64 * half, *qh = sb + 128 + 32 * half;
             const int8_t *sc = (const int8_t *)(sb + 192) + 8 * half + 2 * kq;
             float d = llm_fp16_to_f32((uint16_t)(sb[208] | sb[209] << 8));
@@ -164,16 +159,51 @@ static void pack_q6_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_
     }
 }
 
-/* Group g of t in format f into dst: Q4_M / Q5_M / Q6 from the file's Q4_K / Q5_K / Q6_K or Q3_K blocks (t->src),
- * the others from t's rows. */
+/* CPU_PK_Q2_M from n rows of Q2_K blocks (q2 1), or CPU_PK_Q3 from Q3_K ones, zero rows past those: each
+ * row's super-block folded once (gguf_q23_K_fold: quants 0..7, an fp16 (d, m) per group of 16; Q3 keeps the
+ * d, its m being 4 d), then block b = 32g.. of it takes groups 2g and 2g + 1 as its halves. */
+static void pack_q23_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8_t *dst, int q2)
+{
+    int nb = (int)(t->ne[0] / LLM_QK);
+    uint32_t ft = q2 ? GGML_Q2_K : GGML_Q3_K;
+    cpu_pk_fmt f = q2 ? CPU_PK_Q2_M : CPU_PK_Q3;
+    size_t rb = gguf_qtype_row_bytes(ft, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(f), hb = cpu_pk_head_bytes(f);
+    size_t sbb = gguf_qtype_row_bytes(ft, LLM_QK_K);
+    uint8_t q[CPU_PK_ROWS][LLM_QK_K];
+    uint16_t dm[CPU_PK_ROWS][16][2];
+    for (int b = 0; b < nb; b++) {
+        uint8_t *o = dst + (size_t)b * bb;
+        int g = b % 8;
+        if (n < CPU_PK_ROWS)
+            memset(o, 0, bb);
+        for (size_t r = 0; r < n; r++) {
+            if (g == 0)
+                gguf_q23_K_fold(rows + r * rb + (size_t)(b / 8) * sbb, q2, q[r], dm[r]);
+            for (int h = 0; h < 2; h++) {
+                memcpy(o + 32 * h + 2 * r, &dm[r][2 * g + h][0], 2);
+                if (q2)
+                    memcpy(o + 64 + 32 * h + 2 * r, &dm[r][2 * g + h][1], 2);
+            }
+            const uint8_t *qb = q[r] + 32 * g;
+            for (int k = 0; k < 4; k++) /* byte e of step k: element 4k+e low, 16+4k+e high (Q4_0's order) */
+                for (int e = 0; e < 4; e++)
+                    o[hb + 64 * k + 4 * r + (size_t)e] = (uint8_t)(qb[4 * k + e] | qb[16 + 4 * k + e] << 4);
+        }
+    }
+}
+
+/* Group g of t in format f into dst: Q4_M / Q5_M / Q6 / Q2_M / Q3 from the file's Q4_K / Q5_K / Q6_K / Q2_K /
+ * Q3_K blocks (t->src), the others from t's rows. */
 static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst)
 {
     size_t r0 = g * CPU_PK_ROWS, rows = (size_t)t->ne[1];
     size_t n = rows - r0 < CPU_PK_ROWS ? rows - r0 : CPU_PK_ROWS;
-    if (f == CPU_PK_Q4_M || f == CPU_PK_Q5_M || f == CPU_PK_Q6) { /* from the file's blocks */
+    if (f >= CPU_PK_Q4_M) { /* from the file's blocks */
         const uint8_t *src = (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(t->src_type, (uint64_t)t->ne[0]);
         if (f == CPU_PK_Q6)
-            pack_q6_K(t, src, n, dst, t->src_type == GGML_Q3_K);
+            pack_q6_K(t, src, n, dst);
+        else if (f == CPU_PK_Q2_M || f == CPU_PK_Q3)
+            pack_q23_K(t, src, n, dst, f == CPU_PK_Q2_M);
         else
             pack_q45_K(t, src, n, dst, f == CPU_PK_Q5_M);
     } else {
@@ -195,9 +225,30 @@ void cpu_pk_row_to_f32(cpu_pk_fmt f, const uint8_t *P, int K, size_t row, float 
     for (int b = 0; b < K / LLM_QK; b++, g += bb, out += LLM_QK) {
         uint16_t dh, mh = 0;
         memcpy(&dh, g + 2 * r, 2);
-        if (cpu_pk_head_bytes(f) == 64)
+        if (cpu_pk_head_bytes(f) >= 64)
             memcpy(&mh, g + 32 + 2 * r, 2);
         float d = llm_fp16_to_f32(dh), mn = llm_fp16_to_f32(mh);
+        if (f == CPU_PK_Q2_M) { /* mh is the second half's scale; the mins follow */
+            uint16_t m0, m1;
+            memcpy(&m0, g + 64 + 2 * r, 2);
+            memcpy(&m1, g + 96 + 2 * r, 2);
+            for (int k = 0; k < 4; k++)
+                for (int e = 0; e < 4; e++) {
+                    uint8_t v = g[hb + 64 * (size_t)k + 4 * r + (size_t)e];
+                    out[4 * k + e] = d * (float)(v & 15) - llm_fp16_to_f32(m0);
+                    out[16 + 4 * k + e] = mn * (float)(v >> 4) - llm_fp16_to_f32(m1);
+                }
+            continue;
+        }
+        if (f == CPU_PK_Q3) { /* mh is the second half's scale */
+            for (int k = 0; k < 4; k++)
+                for (int e = 0; e < 4; e++) {
+                    uint8_t v = g[hb + 64 * (size_t)k + 4 * r + (size_t)e];
+                    out[4 * k + e] = d * (float)((v & 15) - 4);
+                    out[16 + 4 * k + e] = mn * (float)((v >> 4) - 4);
+                }
+            continue;
+        }
         if (f == CPU_PK_Q6) { /* mh is the second half's scale */
             for (int k = 0; k < 4; k++)
                 for (int e = 0; e < 4; e++) {
@@ -373,29 +424,30 @@ static int listed(const prep_job *j, const void *id)
     return 0;
 }
 
-/* The packed format t's file blocks go to (-1: none): a Q4_K / Q5_K source
- * whose sub-block scales and mins fit fp16 (d * 63 and dmin * 63, 6-bit
- * factors, finite and in range in every super-block) to Q4_M / Q5_M; a Q6_K
- * source whose d * 128 (int8 scales) does, or a Q3_K one whose d * 32 does
- * (as the Q6_K of its values, gguf_q3_K_to_q6_K), to Q6. */
+/* The packed format t's file blocks go to (-1: none), when the folded scales and mins fit fp16 (finite and
+ * in range in every super-block): Q4_K / Q5_K (d and dmin times 6-bit factors, 63) to Q4_M / Q5_M; Q6_K (d
+ * times int8 scales, 128) to Q6; Q3_K (d times 6-bit scales - 32: 32) to Q3; Q2_K (d and dmin times 4-bit
+ * factors, 15) to Q2_M. */
 static int native_fmt(const llm_tensor *t)
 {
     uint32_t ft = t->src_type;
-    if (t->src == NULL || (ft != GGML_Q4_K && ft != GGML_Q5_K && ft != GGML_Q6_K && ft != GGML_Q3_K) ||
-        t->ne[0] % LLM_QK_K != 0)
+    if (t->src == NULL || (ft != GGML_Q4_K && ft != GGML_Q5_K && ft != GGML_Q6_K && ft != GGML_Q3_K &&
+                           ft != GGML_Q2_K) || t->ne[0] % LLM_QK_K != 0)
         return -1;
-    int q4 = ft == GGML_Q4_K || ft == GGML_Q5_K; /* they share the header */
+    int q4 = ft == GGML_Q4_K || ft == GGML_Q5_K, mins = q4 || ft == GGML_Q2_K;
     size_t n = (size_t)(t->ne[0] / LLM_QK_K) * (size_t)t->ne[1], bb = gguf_qtype_row_bytes(ft, LLM_QK_K);
-    const size_t d_at = q4 ? 0 : bb - 2;           /* Q6_K and Q3_K end with d */
-    const float most = q4 ? 63.0f : ft == GGML_Q6_K ? 128.0f : 32.0f;
+    /* where d (and dmin after it) sit: Q4_K / Q5_K first, Q2_K at 80, Q6_K and Q3_K last */
+    const size_t d_at = q4 ? 0 : ft == GGML_Q2_K ? 80 : bb - 2;
+    const float most = q4 ? 63.0f : ft == GGML_Q2_K ? 15.0f : ft == GGML_Q3_K ? 32.0f : 128.0f;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *b = (const uint8_t *)t->src + i * bb + d_at;
         float d = llm_fp16_to_f32((uint16_t)(b[0] | b[1] << 8));
-        float dmin = q4 ? llm_fp16_to_f32((uint16_t)(b[2] | b[3] << 8)) : 0.0f;
-        if (!(fabsf(d) * most <= 65504.0f) || !(fabsf(dmin) * 63.0f <= 65504.0f))
+        float dmin = mins ? llm_fp16_to_f32((uint16_t)(b[2] | b[3] << 8)) : 0.0f;
+        if (!(fabsf(d) * most <= 65504.0f) || !(fabsf(dmin) * most <= 65504.0f))
             return -1;
     }
-    return ft == GGML_Q4_K ? CPU_PK_Q4_M : ft == GGML_Q5_K ? CPU_PK_Q5_M : CPU_PK_Q6;
+    return ft == GGML_Q4_K ? CPU_PK_Q4_M : ft == GGML_Q5_K ? CPU_PK_Q5_M : ft == GGML_Q6_K ? CPU_PK_Q6
+         : ft == GGML_Q2_K ? CPU_PK_Q2_M : CPU_PK_Q3;
 }
 
 int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err)

@@ -27,10 +27,11 @@
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral): routing and experts on
 #     the device, prefill, mixed batches, decode through graphs; quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
-# 12. GGUF Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS / Q4_1 / Q5_0 / Q5_1 matrices uploaded from their own
-#     blocks as CU_Q4_M / CU_Q5_M / CU_Q6 / CU_IQ4 (4.5-7 bits a weight): float GEMVs, graphs, int8 GEMVs against
-#     the CPU's packed Q3_K / Q4_K / Q5_K / Q6_K, the CLI on Q3_K_M, Q4_K_M, Q5_K_M and IQ4_XS files (the int8
-#     GEMVs of every block type are checked exactly in tcgemm_check, part 6).
+# 12. GGUF Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS / Q4_1 / Q5_0 / Q5_1 matrices uploaded from their
+#     own blocks as CU_Q2_M / CU_Q3 / CU_Q4_M / CU_Q5_M / CU_Q6 / CU_IQ4 (4.5-7 bits a weight): float GEMVs,
+#     graphs, int8 GEMVs against the CPU's packed Q2_K / Q3_K / Q4_K / Q5_K / Q6_K, the CLI on Q2_K, Q3_K_M,
+#     Q4_K_M, Q5_K_M and IQ4_XS files (the int8 GEMVs of every block type are checked exactly in tcgemm_check,
+#     part 6).
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -224,6 +225,8 @@ if [ -d "$LLAMA_LIBDIR" ]; then
       "$B/llm-engine" gen-model --from "$W/k256-q5k.gguf" --dtype f32 --out "$W/k256-q5k-f32.gguf" &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-q3k.gguf" q3_K_M-layers &&
       "$B/llm-engine" gen-model --from "$W/k256-q3k.gguf" --dtype f32 --out "$W/k256-q3k-f32.gguf" &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-q2k.gguf" q2_K-layers &&
+      "$B/llm-engine" gen-model --from "$W/k256-q2k.gguf" --dtype f32 --out "$W/k256-q2k-f32.gguf" &&
       "$B/parity/pad_model" "$S260" "$W/wide.gguf" &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q4k.gguf" q4_K_M-layers &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q4_K_M.gguf" q4_K_M &&
@@ -232,6 +235,7 @@ if [ -d "$LLAMA_LIBDIR" ]; then
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q6k.gguf" q6_K-layers &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q3k.gguf" q3_K_M-layers &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q3_K_M.gguf" q3_K_M &&
+      "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/wide.gguf" "$W/wide-q2_K.gguf" q2_K &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-iq4_xs.gguf" iq4_xs-layers &&
       "$B/llm-engine" gen-model --from "$W/k256-iq4_xs.gguf" --dtype f32 --out "$W/k256-iq4_xs-f32.gguf" &&
       "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/k256-f32.gguf" "$W/k256-iq4_nl.gguf" iq4_nl-layers &&
@@ -253,9 +257,11 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     kq_float q4_K k256-q4k 0.06
     kq_float q6_K k256-q6k 0.03
     kq_float q5_K k256-q5k 0.06
-    # Q3_K as CU_Q6 (the Q6_K of its values, gguf_q3_K_to_q6_K: 7 bits a weight where the Q8_0 copy takes 8.5
-    # and re-rounds; only the folded scales' fp16 rounding apart)
+    # Q3_K as CU_Q3 (3-bit quants in nibbles, an fp16 d per 16: 5 bits a weight) and Q2_K as CU_Q2_M (2-bit
+    # quants in nibbles, an fp16 (d, m) per 16: 6 bits) where the Q8_0 copy takes 8.5 and re-rounds; only the
+    # folded scales' fp16 rounding apart
     kq_float q3_K k256-q3k 0.03
+    kq_float q2_K k256-q2k 0.03
     # IQ4_XS / IQ4_NL (CU_IQ4: Q4_0's nibbles through a level table, an fp16 scale a block): IQ4_NL's values
     # are exact on the device (measured 5e-6 where the Q8_0 copy gives 0.017), IQ4_XS's folded scales round
     # once (0.0053; the copy 0.024); llama.cpp's IQ4_XS mixture (IQ4_NL where rows are narrow) through the CLI.
@@ -284,18 +290,26 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     # The CLI on llama.cpp's own Q4_K_M / Q5_K_M mixtures (Q4_K or Q5_K, Q6_K, Q5_0 / Q5_1 where rows are
     # narrow): llm_backend_prepare leaves every matrix to the upload (no Q8_0 copy made); the greedy ids
     # are those of the CPU, which packs the same values. Then the int8 GEMVs against the CPU's packed blocks.
-    for k in 3 4 5 6; do
-        prep=$("$B/llm-engine" generate --model "$W/wide-q${k}k.gguf" --prompt-ids 1 --max-tokens 1 --threads 2 2>&1)
+    for k in 2 3 4 5 6; do
+        # (Q2_K: llama.cpp's own Q2_K mixture, which keeps Q3_K and Q6_K in some matrices, all from their blocks
+        # on both sides. Its one-type file (q2_K-layers) puts one activation on a rounding boundary at the
+        # third position, where the CPU's and the device's float sums round it to neighbouring int8 values:
+        # 0.2 in the logits from there on, while the first two positions agree within 2e-6.)
+        f=wide-q${k}k.gguf kq=q${k}_K
+        [ $k = 2 ] && f=wide-q2_K.gguf kq=q2_K,q3_K,q6_K
+        prep=$("$B/llm-engine" generate --model "$W/$f" --prompt-ids 1 --max-tokens 1 --threads 2 2>&1)
         if [[ $prep != *'packed for the cpu'* || ($k == 4 && $prep == *' 0 of them q4_K'*) ||
-              ($k == 5 && $prep == *' 0 q5_K at 6'*) || ($k =~ [36] && $prep == *' 0 q6_K or q3_K at 7'*) ]]; then
+              ($k == 5 && $prep == *' 0 q5_K at 6'*) || ($k == 6 && $prep == *' 0 q6_K at 7'*) ||
+              ($k == 3 && $prep == *' 0 q3_K at 5'*) || ($k == 2 && $prep == *' 0 q2_K at 6'*) ]]; then
             echo "== SKIP q${k} dp4a vs the CPU: this CPU runs q${k}_K as q8_0 (no packed kernels)"
             continue
         fi
+        [ $k = 2 ] && cli_ids "a q2_K file" "wide-q2_K.gguf" "20 q2_K" "10 q3_K" "1 q6_K"
         [ $k = 3 ] && cli_ids "a q3_K_M file" "wide-q3_K_M.gguf" "20 q3_K" "8 q4_K" "2 q5_K" "1 q6_K" "5 q5_0"
-        [ $k = 3 ] || [ $k = 6 ] || cli_ids "a q${k}_K_M file" "wide-q${k}_K_M.gguf" "26 q${k}_K" "5 q6_K" "5 q5_[01]"
+        [[ $k == [236] ]] || cli_ids "a q${k}_K_M file" "wide-q${k}_K_M.gguf" "26 q${k}_K" "5 q6_K" "5 q5_[01]"
         # (LLM_CUDA_KQ: only that type from its blocks: the narrow rows' Q5_0 / Q5_1 go to both sides as Q8_0)
         check "q${k}_K on int8 activations (dp4a) vs the CPU's packed q${k}_K, same file" env $Q4K_ENV \
-            LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_KQ=q${k}_K "$E/parity_logits" --model "$W/wide-q${k}k.gguf" --cpu-model "$W/wide-q${k}k.gguf" \
+            LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_KQ=$kq "$E/parity_logits" --model "$W/$f" --cpu-model "$W/$f" \
             --positions 16 --gen 4 --chunk 1 --mixed 0 --max-diff 1e-3 --min-top1 1
     done
 else

@@ -1,7 +1,7 @@
 /* The matrix products of more than one token against a host reference, through cuda_matmul: the
  * tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM) and the cuBLAS path (with its
  * dequantisation kernel for the block types), for BF16 / F16 / Q8_0 / Q4_0 / CU_Q4_M (from Q4_K) / CU_Q5_M
- * (from Q5_K) / CU_Q6 (from Q6_K) / CU_IQ4 (from IQ4_NL / IQ4_XS) weights, row counts that are and are
+ * (from Q5_K) / CU_Q6 (from Q6_K) / CU_IQ4 (from IQ4_NL / IQ4_XS) / CU_Q2_M (from Q2_K) / CU_Q3 (from Q3_K) weights, row counts that are and are
  * not multiples of the 64-row block, K split over 1 to 16 blocks (the SM count the split is sized for),
  * 2 to 130 tokens (one to three 64-token groups, partial 16-token tiles) and y = W x or y += W x.
  * The reference is exact: activations are multiples of 1/64 (the same in bf16 and f16), weights are the
@@ -104,6 +104,12 @@ static host_mat make(int type, int R, int K)
                     uint32_t h = (uint32_t)w5[2] | (uint32_t)w5[3] << 16;
                     v = f16_to_f(w5[0]) * (float)(q | (int)((h >> j) & 1u) << 4) - f16_to_f(w5[1]);
                 }
+                if (type == CU_Q2_M) { /* (d0, d1, m0, m1): the nibble's half picks its (d, m) */
+                    const uint16_t *w3 = m.scales.data() + b * 4;
+                    v = f16_to_f(w3[j / 16]) * (float)q - f16_to_f(w3[2 + j / 16]);
+                }
+                if (type == CU_Q3) /* (d0, d1): the nibble's half picks its d */
+                    v = f16_to_f(m.scales[b * 2 + j / 16]) * (float)(q - 4);
                 if (type == CU_Q6) { /* the nibble, then 2 high bits from the block's words 2-5 */
                     const uint16_t *w6 = m.scales.data() + b * 6;
                     uint32_t hw = (uint32_t)w6[2 + 2 * (j / 16)] | (uint32_t)w6[3 + 2 * (j / 16)] << 16;
@@ -129,7 +135,7 @@ static void *up(const void *p, size_t n)
 static const char *tname(int t)
 {
     return t == LLM_BF16 ? "bf16" : t == LLM_F16 ? "f16" : t == LLM_Q8_0 ? "q8_0" : t == CU_Q4_M ? "q4_m"
-           : t == CU_Q5_M ? "q5_m" : t == CU_Q6 ? "q6" : t == CU_IQ4 ? "iq4" : "q4_0";
+           : t == CU_Q5_M ? "q5_m" : t == CU_Q6 ? "q6" : t == CU_IQ4 ? "iq4" : t == CU_Q2_M ? "q2_m" : t == CU_Q3 ? "q3" : "q4_0";
 }
 
 static cu_mat dev_mat(const host_mat &h)
@@ -149,7 +155,7 @@ static cu_mat dev_mat(const host_mat &h)
  * 70, 17 and 130 rows (none, one, two and three 64-row groups, partial tiles), matrix 1 and matrix 2 of each,
  * every weight type; each row of y must be its expert's matrix times its row of x (16-bit, exact), the
  * stride's padding untouched. Returns the failures. */
-static const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6, CU_IQ4 };
+static const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6, CU_IQ4, CU_Q2_M, CU_Q3 };
 static const int n_types = (int)(sizeof(types) / sizeof(types[0]));
 
 static int grouped_check(cudaStream_t st)

@@ -13,7 +13,8 @@
 #     measured on the unquantised file as the baseline. Q4_K_M runs both ways
 #     on CPUs with the packed kernels: Q4_K from its own blocks (5 bits a
 #     weight) and, with LLM_CPU_REPACK=0, converted to Q8_0; so do Q5_K_M,
-#     Q6_K and Q3_K_M (Q3_K packed as the Q6_K of its values).
+#     Q6_K, Q3_K_M and Q2_K (Q3_K and Q2_K packed as quants in nibbles with a
+#     scale, and for Q2_K a min, per 16).
 #  3. Our own Q3_K, Q4_K and Q5_K writers (gen-model --dtype q3_K / q4_K / q5_K) against llama.cpp on their
 #     files.
 use strict;
@@ -83,21 +84,24 @@ for my $c ([ 'q8_0', [] ], [ 'q4_1', ['q4_1'] ], [ 'q5_0', ['q5_0'] ], [ 'q5_1',
            [ 'iq4_nl', ['iq4_nl'] ], [ 'iq4_xs', ['iq4_xs'] ]) {
     my $f = quantize($wide, @$c) or next;
     compare($c->[0], $f, \@seq, 512, 0.95, 0.02, 0.1);
-    next unless $c->[0] =~ /^q[3-6]_K/;
+    next unless $c->[0] =~ /^q[2-6]_K/;
     # On CPUs with the packed kernels, Q4_K, Q5_K and Q6_K matrices skip
     # Q8_0 and run from their own blocks (CPU_PK_Q4_M, CPU_PK_Q5_M,
-    # CPU_PK_Q6), Q3_K as the Q6_K of its values (CPU_PK_Q6, exact);
-    # LLM_CPU_REPACK=0 keeps the Q8_0 path.
+    # CPU_PK_Q6), Q3_K as 3-bit quants with a scale per 16 (CPU_PK_Q3), Q2_K
+    # as 2-bit ones with a scale and min per 16 (CPU_PK_Q2_M); LLM_CPU_REPACK=0
+    # keeps the Q8_0 path.
     my (undef, $gen) = capture($engine, 'generate', '--model', $f, '--prompt-ids', '1', '--max-tokens', '1',
                                '--threads', '2');
-    my ($q4k, $q5k, $q6k) = `cat $dir/stderr` =~ /^prepare: \d+ converted matrices .*; (\d+) of them q4_K.*, (\d+) q5_K.*, (\d+) q6_K/m;
+    my ($q4k, $q5k, $q6k, $q3k, $q2k) = `cat $dir/stderr` =~ /^prepare: \d+ converted matrices .*; (\d+) of them q4_K.*, (\d+) q5_K.*, (\d+) q6_K.*, (\d+) q3_K.*, (\d+) q2_K/m;
     SKIP: {
         skip 'no packed kernels on this CPU (no VNNI)', 2 unless defined $q4k;
         if ($c->[0] eq 'q4_K_M') {
-            ok($q4k > 0 && $q6k > 0 && $q5k == 0, "q4_K_M: $q4k q4_K and $q6k q6_K matrices packed from their blocks");
+            ok($q4k > 0 && $q6k > 0 && $q5k == 0 && $q3k == 0, "q4_K_M: $q4k q4_K and $q6k q6_K matrices packed from their blocks");
         } elsif ($c->[0] eq 'q3_K_M') {
-            # its one Q6_K tensor is the (tied) classifier: the other Q6 ones are its Q3_K matrices
-            ok($q6k > 1, "q3_K_M: $q6k q3_K / q6_K matrices packed from their blocks (and $q4k q4_K, $q5k q5_K)");
+            ok($q3k > 0 && $q2k == 0, "q3_K_M: $q3k q3_K matrices packed from their blocks (and $q4k q4_K, $q5k q5_K, $q6k q6_K)");
+        } elsif ($c->[0] eq 'q2_K') {
+            # llama.cpp's Q2_K mixture keeps Q3_K and Q6_K in some matrices
+            ok($q2k > 0 && $q3k > 0, "q2_K: $q2k q2_K and $q3k q3_K matrices packed from their blocks (and $q6k q6_K)");
         } elsif ($c->[0] eq 'q5_K_M') {
             ok($q5k > 0 && $q6k > 0 && $q4k == 0, "q5_K_M: $q5k q5_K and $q6k q6_K matrices packed from their blocks");
         } else {
