@@ -35,12 +35,21 @@ static __device__ __forceinline__ void cu_q5m_scales(const uint16_t *p, float2 &
     h = v.y;
 }
 
+/* The two fp16 values of a 32-bit word, low half first. */
+static __device__ __forceinline__ float2 f16x2_f(uint32_t v)
+{
+    return make_float2(f16_f((uint16_t)(v & 0xffffu)), f16_f((uint16_t)(v >> 16)));
+}
+
+/* A CU_Q3 block's 2 scale words (4-byte aligned): (d0, d1). */
+static __device__ __forceinline__ float2 cu_q3_scales(const uint16_t *p) { return f16x2_f(__ldg((const uint32_t *)p)); }
+
 /* A CU_Q2_M block's 4 scale words (8-byte aligned): (d0, d1, m0, m1). */
-static __device__ __forceinline__ float4 cu_q3m_scales(const uint16_t *p)
+static __device__ __forceinline__ float4 cu_q2m_scales(const uint16_t *p)
 {
     const uint2 v = __ldg((const uint2 *)p);
-    return make_float4(f16_f((uint16_t)(v.x & 0xffffu)), f16_f((uint16_t)(v.x >> 16)),
-                       f16_f((uint16_t)(v.y & 0xffffu)), f16_f((uint16_t)(v.y >> 16)));
+    const float2 d = f16x2_f(v.x), m = f16x2_f(v.y);
+    return make_float4(d.x, d.y, m.x, m.y);
 }
 
 /* Element i (0-31) of a CU_Q6 block: its nibble bytes nb (16), its 6 scale words sc. */
@@ -177,8 +186,9 @@ template <> struct wchunk<LLM_Q4_0> : wchunk_d4<LLM_Q4_0> {};
 template <> struct wchunk<CU_IQ4> : wchunk_d4<CU_IQ4> {};
 
 /* ---- int8 activations (dp4a): chunk c of a Q8_0 row is half a block (16 weights), of the 4-bit-nibble types
- * (Q4_0, CU_IQ4, CU_Q4_M, CU_Q5_M, CU_Q6, CU_Q2_M, CU_Q3) a block (32 weights in 16 bytes). dot: chunk c's 16 weight bytes w, with its
- * block's scales s (qscale), against the X 16-byte words xv of the activations' quants that chunk covers
+ * (Q4_0, CU_IQ4, CU_Q4_M, CU_Q5_M, CU_Q6, CU_Q2_M, CU_Q3) a block (32 weights in 16 bytes). dot: chunk c's 16
+ * weight bytes w, with its block's scales s (qscale), against the X 16-byte words xv of the activations' quants
+ * that chunk covers
  * (quantised per 32-block as the CPU backend does, with (d, d * sum q) ds), in integers, then scaled to a
  * float; qdot: the same with the words read from global memory at xq (the row's start). */
 struct cu_qsc {
@@ -225,10 +235,9 @@ template <int T> static __device__ __forceinline__ void nib_bytes(uint32_t w, co
     }
 }
 /* Q4_0: d (dx sum(q xq) - 8 dx sum xq); CU_Q4_M / CU_Q5_M (w = d q - m): d dx sum(q xq) - m dx sum xq; CU_Q6:
- * dx (d0 sum over the first 16 + d1 sum over the second) of (q - 32) xq, CU_Q3 the same of (q - 4) xq; CU_IQ4: d
- * dx sum(level xq); CU_Q2_M:
- * dx (d0 sum(q xq) over the first 16 + d1 over the second) - m0 dx sum xq over the first 16 (a dp4a with ones)
- * - m1 (dx sum xq - that). */
+ * dx (d0 sum over the first 16 + d1 sum over the second) of (q - 32) xq, CU_Q3 the same of (q - 4) xq; CU_IQ4:
+ * d dx sum(level xq); CU_Q2_M: dx (d0 sum(q xq) over the first 16 + d1 over the second) - m0 dx sum xq over the
+ * first 16 (a dp4a with ones) - m1 (dx sum xq - that). */
 template <int T> struct qchunk_nib {
     enum { PER_BLOCK = 1, X = 2 };
     static __device__ __forceinline__ float dot(uint4 w, const cu_qsc &s, const uint4 *xv, float2 ds)
@@ -274,15 +283,15 @@ template <int T> static __device__ __forceinline__ cu_qsc qscale(const uint16_t 
 {
     cu_qsc s = { 0.0f, 0.0f, 0u, 0u, 0.0f, 0.0f };
     if (T == CU_Q2_M) {
-        const float4 v = cu_q3m_scales(sc + (size_t)blk * 4);
+        const float4 v = cu_q2m_scales(sc + (size_t)blk * 4);
         s.d = v.x;
         s.e = v.y;
         s.m0 = v.z;
         s.m1 = v.w;
-    } else if (T == CU_Q3) { /* 4 bytes a block: (d0, d1) */
-        const uint32_t de = __ldg((const uint32_t *)(sc + (size_t)blk * 2));
-        s.d = f16_f((uint16_t)(de & 0xffffu));
-        s.e = f16_f((uint16_t)(de >> 16));
+    } else if (T == CU_Q3) {
+        const float2 de = cu_q3_scales(sc + (size_t)blk * 2);
+        s.d = de.x;
+        s.e = de.y;
     } else if (T == CU_Q5_M) {
         float2 dm;
         cu_q5m_scales(sc + (size_t)blk * 4, dm, s.h0);
@@ -294,9 +303,9 @@ template <int T> static __device__ __forceinline__ cu_qsc qscale(const uint16_t 
         s.e = dm.y;
     } else if (T == CU_Q6) { /* 12 bytes a block: 4-byte aligned */
         const uint32_t *p = (const uint32_t *)(sc + (size_t)blk * 6);
-        const uint32_t de = __ldg(p);
-        s.d = f16_f((uint16_t)(de & 0xffffu));
-        s.e = f16_f((uint16_t)(de >> 16));
+        const float2 de = f16x2_f(__ldg(p));
+        s.d = de.x;
+        s.e = de.y;
         s.h0 = __ldg(p + 1);
         s.h1 = __ldg(p + 2);
     } else {
@@ -363,38 +372,32 @@ template <> struct wchunk<CU_Q6> {
     }
 };
 
-template <> struct wchunk<CU_Q2_M> {
-    enum { E = 32 }; /* one block: nibbles from the row, (d, m) of each half from `scales` */
+/* one block: nibbles from the row, each half's d and, for CU_Q2_M, its m from `scales` (CU_Q3's m is 4 d: d q -
+ * 4 d is d (q - 4) exactly) */
+template <int T> struct wchunk_halves {
+    enum { E = 32 };
     static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
     {
         uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
-        const float4 s = cu_q3m_scales(W.scales + ((size_t)r * (W.cols / LLM_QK) + c) * 4);
+        const size_t b = (size_t)r * (W.cols / LLM_QK) + c;
+        float4 s;
+        if (T == CU_Q2_M) {
+            s = cu_q2m_scales(W.scales + b * 4);
+        } else {
+            const float2 d = cu_q3_scales(W.scales + b * 2);
+            s = make_float4(d.x, d.y, 4.0f * d.x, 4.0f * d.y);
+        }
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
 #pragma unroll
         for (int i = 0; i < 16; i++) {
-            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
-            w[i]      = s.x * (float)(b & 15u) - s.z;
-            w[i + 16] = s.y * (float)(b >> 4) - s.w;
+            uint32_t q = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
+            w[i]      = s.x * (float)(q & 15u) - s.z;
+            w[i + 16] = s.y * (float)(q >> 4) - s.w;
         }
     }
 };
-
-template <> struct wchunk<CU_Q3> {
-    enum { E = 32 }; /* one block: nibbles from the row, the d of each half from `scales` */
-    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
-    {
-        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
-        const uint32_t ds = __ldg((const uint32_t *)(W.scales + ((size_t)r * (W.cols / LLM_QK) + c) * 2));
-        const float d0 = f16_f((uint16_t)(ds & 0xffffu)), d1 = f16_f((uint16_t)(ds >> 16));
-        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
-#pragma unroll
-        for (int i = 0; i < 16; i++) {
-            uint32_t b = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
-            w[i]      = d0 * (float)((int)(b & 15u) - 4);
-            w[i + 16] = d1 * (float)((int)(b >> 4) - 4);
-        }
-    }
-};
+template <> struct wchunk<CU_Q2_M> : wchunk_halves<CU_Q2_M> {};
+template <> struct wchunk<CU_Q3> : wchunk_halves<CU_Q3> {};
 
 static __device__ __forceinline__ float warp_sum(float v)
 {

@@ -420,7 +420,7 @@ static void test_gemm_packed(const cpu_kernels *k)
                     uint8_t *p = malloc(cpu_packed_bytes(&tw, f));
                     cpu_pack_matrix(&tw, f, p);
                     for (int r = 0; r < nr; r++) { /* rows read back (embedding lookups): equal values (Q3's
-                                                      * d (q - 4) gives +0 where d times a zero quant may be -0) */
+                                                      * d q - 4 d gives +0 where d times a zero quant may be -0) */
                         float back[512];
                         cpu_pk_row_to_f32(f, p, K, (size_t)r, back);
                         for (int e = 0; e < K; e++)

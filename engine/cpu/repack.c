@@ -228,24 +228,21 @@ void cpu_pk_row_to_f32(cpu_pk_fmt f, const uint8_t *P, int K, size_t row, float 
         if (cpu_pk_head_bytes(f) >= 64)
             memcpy(&mh, g + 32 + 2 * r, 2);
         float d = llm_fp16_to_f32(dh), mn = llm_fp16_to_f32(mh);
-        if (f == CPU_PK_Q2_M) { /* mh is the second half's scale; the mins follow */
-            uint16_t m0, m1;
-            memcpy(&m0, g + 64 + 2 * r, 2);
-            memcpy(&m1, g + 96 + 2 * r, 2);
+        if (f == CPU_PK_Q2_M || f == CPU_PK_Q3) { /* mh is the second half's scale; Q2_M's mins follow, Q3's
+                                                   * are 4 d (d q - 4 d is d (q - 4) exactly) */
+            float m0 = 4.0f * d, m1 = 4.0f * mn;
+            if (f == CPU_PK_Q2_M) {
+                uint16_t h0, h1;
+                memcpy(&h0, g + 64 + 2 * r, 2);
+                memcpy(&h1, g + 96 + 2 * r, 2);
+                m0 = llm_fp16_to_f32(h0);
+                m1 = llm_fp16_to_f32(h1);
+            }
             for (int k = 0; k < 4; k++)
                 for (int e = 0; e < 4; e++) {
                     uint8_t v = g[hb + 64 * (size_t)k + 4 * r + (size_t)e];
-                    out[4 * k + e] = d * (float)(v & 15) - llm_fp16_to_f32(m0);
-                    out[16 + 4 * k + e] = mn * (float)(v >> 4) - llm_fp16_to_f32(m1);
-                }
-            continue;
-        }
-        if (f == CPU_PK_Q3) { /* mh is the second half's scale */
-            for (int k = 0; k < 4; k++)
-                for (int e = 0; e < 4; e++) {
-                    uint8_t v = g[hb + 64 * (size_t)k + 4 * r + (size_t)e];
-                    out[4 * k + e] = d * (float)((v & 15) - 4);
-                    out[16 + 4 * k + e] = mn * (float)((v >> 4) - 4);
+                    out[4 * k + e] = d * (float)(v & 15) - m0;
+                    out[16 + 4 * k + e] = mn * (float)(v >> 4) - m1;
                 }
             continue;
         }
