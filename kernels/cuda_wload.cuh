@@ -329,30 +329,43 @@ static __device__ __forceinline__ float qdot(uint4 w, const cu_qsc &s, const int
     return qchunk<T>::dot(w, s, xv, ds);
 }
 
-/* one block: Q4_0's nibble order, w = d * q - m; FIVE (CU_Q5_M): q's fifth bits from the block's scale words */
-template <int FIVE> struct wchunk_min {
+/* one block: Q4_0's nibble order, w = d q - m with a (d, m) per half of 16 from the block's scale words: CU_Q4_M
+ * and CU_Q5_M one pair for both halves (CU_Q5_M: q's fifth bits too), CU_Q2_M a pair each, CU_Q3 a d each and
+ * m = 4 d (d q - 4 d is d (q - 4) exactly) */
+template <int T> struct wchunk_dm {
     enum { E = 32 };
     static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
     {
         uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
         const size_t b = (size_t)r * (W.cols / LLM_QK) + c;
-        float2 dm;
+        float4 s; /* d0, d1, m0, m1 */
         uint32_t h = 0;
-        if (FIVE)
-            cu_q5m_scales(W.scales + b * 4, dm, h);
-        else
-            dm = cu_q4m_dm(W.scales + b * 2);
+        if (T == CU_Q2_M) {
+            s = cu_q2m_scales(W.scales + b * 4);
+        } else if (T == CU_Q3) {
+            const float2 d = cu_q3_scales(W.scales + b * 2);
+            s = make_float4(d.x, d.y, 4.0f * d.x, 4.0f * d.y);
+        } else {
+            float2 dm;
+            if (T == CU_Q5_M)
+                cu_q5m_scales(W.scales + b * 4, dm, h);
+            else
+                dm = cu_q4m_dm(W.scales + b * 2);
+            s = make_float4(dm.x, dm.x, dm.y, dm.y);
+        }
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
 #pragma unroll
         for (int i = 0; i < 16; i++) {
             uint32_t q = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
-            w[i]      = dm.x * (float)((q & 15u) | ((h >> i) & 1u) << 4) - dm.y;
-            w[i + 16] = dm.x * (float)((q >> 4) | ((h >> (16 + i)) & 1u) << 4) - dm.y;
+            w[i]      = s.x * (float)((q & 15u) | ((h >> i) & 1u) << 4) - s.z;
+            w[i + 16] = s.y * (float)((q >> 4) | ((h >> (16 + i)) & 1u) << 4) - s.w;
         }
     }
 };
-template <> struct wchunk<CU_Q4_M> : wchunk_min<0> {};
-template <> struct wchunk<CU_Q5_M> : wchunk_min<1> {};
+template <> struct wchunk<CU_Q4_M> : wchunk_dm<CU_Q4_M> {};
+template <> struct wchunk<CU_Q5_M> : wchunk_dm<CU_Q5_M> {};
+template <> struct wchunk<CU_Q2_M> : wchunk_dm<CU_Q2_M> {};
+template <> struct wchunk<CU_Q3> : wchunk_dm<CU_Q3> {};
 
 template <> struct wchunk<CU_Q6> {
     enum { E = 32 }; /* one block: nibbles from the row, the high bits and the two scales from `scales` */
@@ -371,33 +384,6 @@ template <> struct wchunk<CU_Q6> {
         }
     }
 };
-
-/* one block: nibbles from the row, each half's d and, for CU_Q2_M, its m from `scales` (CU_Q3's m is 4 d: d q -
- * 4 d is d (q - 4) exactly) */
-template <int T> struct wchunk_halves {
-    enum { E = 32 };
-    static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
-    {
-        uint4 v = __ldg((const uint4 *)(row + (size_t)c * 16));
-        const size_t b = (size_t)r * (W.cols / LLM_QK) + c;
-        float4 s;
-        if (T == CU_Q2_M) {
-            s = cu_q2m_scales(W.scales + b * 4);
-        } else {
-            const float2 d = cu_q3_scales(W.scales + b * 2);
-            s = make_float4(d.x, d.y, 4.0f * d.x, 4.0f * d.y);
-        }
-        const uint32_t u[4] = { v.x, v.y, v.z, v.w };
-#pragma unroll
-        for (int i = 0; i < 16; i++) {
-            uint32_t q = (u[i / 4] >> (8 * (i % 4))) & 0xffu;
-            w[i]      = s.x * (float)(q & 15u) - s.z;
-            w[i + 16] = s.y * (float)(q >> 4) - s.w;
-        }
-    }
-};
-template <> struct wchunk<CU_Q2_M> : wchunk_halves<CU_Q2_M> {};
-template <> struct wchunk<CU_Q3> : wchunk_halves<CU_Q3> {};
 
 static __device__ __forceinline__ float warp_sum(float v)
 {
