@@ -16,8 +16,9 @@ typedef struct {
     float   s;
     int16_t isum;     /* sum(qs): the packed VNNI kernels take their offset off with it */
     int16_t isum_lo;  /* sum(qs[0..15]): the same for the two halves of CPU_PK_Q6, _Q2_M, _Q3 */
+    float   fsum_lo, fsum_hi; /* isum_lo and isum - isum_lo as floats: CPU_PK_Q2_M's mins, as memory operands */
     int8_t  qs[LLM_QK];
-} cpu_q8_act; /* 44 bytes */
+} cpu_q8_act; /* 52 bytes */
 
 /* Y[t*ldy + r] = dot(row r of W, activation t)  (accumulate: +=) for r < nr,
  * t < nt. Weight rows are w_stride bytes apart; activations x_stride bytes apart

@@ -124,6 +124,8 @@ static void quantize_act(const float *x, cpu_q8_act *y, int K)
         y[b].s = d * (float)sum;
         y[b].isum = (int16_t)sum;
         y[b].isum_lo = (int16_t)lo;
+        y[b].fsum_lo = (float)lo;
+        y[b].fsum_hi = (float)(sum - lo);
     }
 }
 

@@ -516,22 +516,24 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
                     s1[j] = kx_dpbusd_bcast(s1[j], w1, a[j]->qs + 16 + 4 * k);
                 }
             }
+            /* dx (d0 s0 + d1 s1 - m0 sum(xq[0..15]) - m1 sum(xq[16..31])): the activation's numbers as
+             * broadcast memory operands, nothing computed per token outside the vector units */
             __m512 d0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
             __m512 d1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
-#pragma GCC unroll 12
-            for (int j = 0; j < RT; j++) { /* the low half, then the high one, for every tile size */
-                __m512 dx = _mm512_set1_ps(a[j]->d);
-                c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(d0, dx), c[j]);
-                c[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[j]), _mm512_mul_ps(d1, dx), c[j]);
+            __m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
+            if (f == CPU_PK_Q2_M) {
+                m0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 64)));
+                m1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 96)));
             }
-            if (f == CPU_PK_Q2_M) { /* - m0 * dx * sum(xq[0..15]) - m1 * dx * sum(xq[16..31]) */
-                __m512 m0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 64)));
-                __m512 m1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 96)));
 #pragma GCC unroll 12
-                for (int j = 0; j < RT; j++) {
-                    c[j] = _mm512_fmadd_ps(m0, _mm512_set1_ps(-a[j]->d * (float)a[j]->isum_lo), c[j]);
-                    c[j] = _mm512_fmadd_ps(m1, _mm512_set1_ps(-a[j]->d * (float)(a[j]->isum - a[j]->isum_lo)), c[j]);
+            for (int j = 0; j < RT; j++) {
+                __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s[j]), d0);
+                t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[j]), d1, t);
+                if (f == CPU_PK_Q2_M) {
+                    t = _mm512_fnmadd_ps(m0, _mm512_set1_ps(a[j]->fsum_lo), t);
+                    t = _mm512_fnmadd_ps(m1, _mm512_set1_ps(a[j]->fsum_hi), t);
                 }
+                c[j] = _mm512_fmadd_ps(t, _mm512_set1_ps(a[j]->d), c[j]);
             }
             continue;
         }
@@ -571,8 +573,8 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
         if (f == CPU_PK_Q4_M || f == CPU_PK_Q5_M) { /* - m * dx * sum(xq) */
             __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
 #pragma GCC unroll 12
-            for (int j = 0; j < RT; j++)
-                c[j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(-a[j]->d * (float)a[j]->isum), c[j]);
+            for (int j = 0; j < RT; j++) /* d * isum is s: the same product */
+                c[j] = _mm512_fnmadd_ps(mw, _mm512_set1_ps(a[j]->s), c[j]);
         }
     }
     __mmask16 m = rows >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rows) - 1);
@@ -625,6 +627,7 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
         if (f == CPU_PK_Q6 || f == CPU_PK_Q2_M || f == CPU_PK_Q3) { /* kx_ptile's two-half lane math, 8 lanes
                                                                      * a register */
             const int o6 = f == CPU_PK_Q6 ? -32 : f == CPU_PK_Q3 ? -4 : 0;
+            __m256 t[PT][2];
 #pragma GCC unroll 2
             for (int half = 0; half < 2; half++) {
 #pragma GCC unroll 3
@@ -652,24 +655,34 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
                         s[j][1] = _mm256_dpbusd_avx_epi32(s[j][1], w[1], x);
                     }
                 }
+                /* t = d0 s0 + d1 s1 (- m0 sum(xq[0..15]) - m1 sum(xq[16..31]) for Q2_M), then dx t: kx_ptile's
+                 * lane math, operation for operation */
                 __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32 * half)));
                 __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32 * half + 16)));
 #pragma GCC unroll 3
                 for (int j = 0; j < RT; j++) {
-                    __m256 dx = _mm256_set1_ps(a[j]->d);
-                    c[j][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][0]), _mm256_mul_ps(dw0, dx), c[j][0]);
-                    c[j][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j][1]), _mm256_mul_ps(dw1, dx), c[j][1]);
+                    __m256 x0 = _mm256_cvtepi32_ps(s[j][0]), x1 = _mm256_cvtepi32_ps(s[j][1]);
+                    t[j][0] = half ? _mm256_fmadd_ps(x0, dw0, t[j][0]) : _mm256_mul_ps(x0, dw0);
+                    t[j][1] = half ? _mm256_fmadd_ps(x1, dw1, t[j][1]) : _mm256_mul_ps(x1, dw1);
                 }
-                if (f == CPU_PK_Q2_M) { /* this half's min: - m * dx * its sum(xq) */
-                    __m256 mw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 64 + 32 * half)));
-                    __m256 mw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 64 + 32 * half + 16)));
+            }
+            if (f == CPU_PK_Q2_M) {
+                __m256 mw[4];
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++)
+                    mw[v] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 64 + 16 * v)));
 #pragma GCC unroll 3
-                    for (int j = 0; j < RT; j++) {
-                        __m256 mx = _mm256_set1_ps(-a[j]->d * (float)(half ? a[j]->isum - a[j]->isum_lo : a[j]->isum_lo));
-                        c[j][0] = _mm256_fmadd_ps(mw0, mx, c[j][0]);
-                        c[j][1] = _mm256_fmadd_ps(mw1, mx, c[j][1]);
-                    }
+                for (int j = 0; j < RT; j++) {
+                    __m256 lo = _mm256_set1_ps(a[j]->fsum_lo), hi = _mm256_set1_ps(a[j]->fsum_hi);
+                    t[j][0] = _mm256_fnmadd_ps(mw[2], hi, _mm256_fnmadd_ps(mw[0], lo, t[j][0]));
+                    t[j][1] = _mm256_fnmadd_ps(mw[3], hi, _mm256_fnmadd_ps(mw[1], lo, t[j][1]));
                 }
+            }
+#pragma GCC unroll 3
+            for (int j = 0; j < RT; j++) {
+                __m256 dx = _mm256_set1_ps(a[j]->d);
+                c[j][0] = _mm256_fmadd_ps(t[j][0], dx, c[j][0]);
+                c[j][1] = _mm256_fmadd_ps(t[j][1], dx, c[j][1]);
             }
             continue;
         }
@@ -727,9 +740,9 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
             __m256 mw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 48)));
 #pragma GCC unroll 3
             for (int j = 0; j < RT; j++) {
-                __m256 mx = _mm256_set1_ps(-a[j]->d * (float)a[j]->isum);
-                c[j][0] = _mm256_fmadd_ps(mw0, mx, c[j][0]);
-                c[j][1] = _mm256_fmadd_ps(mw1, mx, c[j][1]);
+                __m256 sx = _mm256_set1_ps(a[j]->s); /* d * isum */
+                c[j][0] = _mm256_fnmadd_ps(mw0, sx, c[j][0]);
+                c[j][1] = _mm256_fnmadd_ps(mw1, sx, c[j][1]);
             }
         }
     }
@@ -847,6 +860,8 @@ static void quantize_act(const float *x, cpu_q8_act *y, int K)
         y[b].s = d * (float)_mm_cvtsi128_si32(s4);
         y[b].isum = (int16_t)_mm_cvtsi128_si32(s4);
         y[b].isum_lo = (int16_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(s8, 1));
+        y[b].fsum_lo = (float)y[b].isum_lo;
+        y[b].fsum_hi = (float)(y[b].isum - y[b].isum_lo);
     }
 }
 
