@@ -12,7 +12,7 @@
 # hand run without it.
 # q4_K / q5_K: the preset written by gen-model in GGUF's Q4_K / Q5_K (every matrix; what most downloaded files
 # hold), whose matrices the backend keeps at 5 / 6 bits a weight (CU_Q4_M / CU_Q5_M) where q4_0 takes 4.5 and
-# q8_0 8.5; DTYPES may add q3_K (kept at 5 bits as CU_Q3).
+# q8_0 8.5; DTYPES may add q3_K and q2_K (gen-model writes them too; kept at 5 and 6 bits as CU_Q3 and CU_Q2_M).
 #   bench/gpu_decode.sh            env: DTYPES="bf16 q8_0 q4_0 q4_K q5_K" BATCHES=1,8,32,128,256 BUILD=build-gpu
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -119,10 +119,10 @@ if [ -f "$WORK/$TAG-bf16.gguf" ] && [ "${LOGITS:-1}" = 1 ]; then
         --prompt "$PROMPT" --steps "$STEPS" --prefill "" 2>&1 | tee "$RES/gpu_decode_bf16_logits.txt"
 fi
 
-# Q8_0 / Q4_0 / Q4_K (CU_Q4_M) / Q5_K (CU_Q5_M) GEMVs on int8 activations (dp4a) instead of float ones: off by
-# default until this row says.
+# Q8_0 / Q4_0 / Q4_K (CU_Q4_M) / Q5_K (CU_Q5_M) / Q3_K (CU_Q3) / Q2_K (CU_Q2_M) GEMVs on int8 activations
+# (dp4a) instead of float ones, for the dtypes this run wrote: off by default until this row says.
 if [ "${DP4A:-1}" = 1 ]; then
-    for dt in q8_0 q4_0 q4_K q5_K; do
+    for dt in q8_0 q4_0 q4_K q5_K q3_K q2_K; do
         [ -f "$WORK/$TAG-$dt.gguf" ] || continue
         echo "== $TAG $dt, int8-activation GEMV (LLM_CUDA_GEMV_DP4A=1)"
         decode_rows "$dt" LLM_CUDA_GEMV_DP4A=1 1,2,4,8 "gpu_decode_${dt}_dp4a.txt"

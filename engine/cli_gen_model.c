@@ -32,8 +32,8 @@ int cli_gen_model(const llm_args *a)
         return 2;
     }
     llm_dtype dt = LLM_F32;
-    /* GGUF's Q3_K / Q4_K / Q5_K, every matrix they fit */
-    static const uint32_t kqs[] = { GGML_Q3_K, GGML_Q4_K, GGML_Q5_K };
+    /* GGUF's Q2_K / Q3_K / Q4_K / Q5_K, every matrix they fit */
+    static const uint32_t kqs[] = { GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K };
     int kq = 0;
     for (size_t i = 0; i < sizeof(kqs) / sizeof(kqs[0]) && dtype_s != NULL; i++)
         if (strcasecmp(dtype_s, gguf_qtype_name(kqs[i])) == 0) {
@@ -41,7 +41,7 @@ int cli_gen_model(const llm_args *a)
             kq = 1;
         }
     if (dtype_s != NULL && !kq && llm_dtype_from_name(dtype_s, &dt) != 0) {
-        fprintf(stderr, "error: --dtype must be one of f32, f16, bf16, q8_0, q4_0, q3_K, q4_K, q5_K (got '%s')\n",
+        fprintf(stderr, "error: --dtype must be one of f32, f16, bf16, q8_0, q4_0, q2_K, q3_K, q4_K, q5_K (got '%s')\n",
                 dtype_s);
         return 2;
     }

@@ -201,52 +201,85 @@ void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
     }
 }
 
-/* ---------- writing Q4_K / Q5_K (gen-model --dtype q4_K / q5_K) ----------
- * Per sub-block of 32: the range [min(0, min x), max x] over 15 steps (31 for Q5_K: scale) and its offset
- * m = -min(0, min x);
- * the super-block's 8 scales and 8 mins as 6-bit multiples of d = max scale / 63 and dmin = max m / 63 (fp16);
- * then each element's nibble against the stored (rounded) scale and min, so the nibbles fit what a reader
- * reconstructs: x ~ d sc q - dmin mn. The sub-block's range, refined by least squares (the scale and min that
- * best fit its nibbles, then the nibbles again), not llama.cpp's weighted search over candidate scales
- * (tests/parity/gguf_quants.t measures the rounding error of both). */
+/* ---------- writing Q2_K / Q4_K / Q5_K (gen-model --dtype q2_K / q4_K / q5_K) ---------- */
+
+/* One least-squares step for a group of n floats v (sum sx, sum of squares sxx) quantised as x ~ sc q - m, q
+ * in 0..top: the quants against *sc, *m (rounded half up; clamped), then the scale and min >= 0 that best fit
+ * v with those quants into *sc, *m. Returns that fit's squared error (sxx - sc sum(q v) + m sx, the normal
+ * equations' residual), or -1 where no fit is possible (all quants alike; *sc, *m kept). */
+static float fit_step(const float *v, int n, int top, float sx, float sxx, float *sc, float *m)
+{
+    float sq = 0.0f, sqq = 0.0f, sqx = 0.0f, is = 1.0f / *sc;
+    for (int l = 0; l < n; l++) {
+        int q = (int)((v[l] + *m) * is + 0.5f);
+        float fq = (float)(q < 0 ? 0 : q > top ? top : q);
+        sq += fq;
+        sqq += fq * fq;
+        sqx += fq * v[l];
+    }
+    float det = (float)n * sqq - sq * sq;
+    if (det <= 0.0f)
+        return -1.0f;
+    float ns = ((float)n * sqx - sq * sx) / det, nm = -(sqq * sx - sq * sqx) / det;
+    if (nm < 0.0f) { /* the K-quants' min is not negative: the best scale with none */
+        nm = 0.0f;
+        ns = sqq > 0.0f ? sqx / sqq : 0.0f;
+    }
+    if (!(ns > 0.0f))
+        return -1.0f;
+    *sc = ns;
+    *m = nm;
+    return (float)((double)sxx - (double)ns * sqx + (double)nm * sx);
+}
+
+/* The scale sc and offset m >= 0 of a group of n floats whose quants q in 0..top fit x ~ sc q - m: the range
+ * [min(0, min x), max x] over top steps, refined by three least-squares steps. With cands > 1 (Q2_K: four
+ * levels, where an outlier costs the rest of the group much) the range goes over cands step counts evenly
+ * from top - 0.5 to top + 0.5 instead, which lets the ends be clipped: each candidate takes one step, the
+ * one of least squared error the other two (Q2_K's rounding error: 4 candidates 8.7% below ggml's weighted
+ * search on tests/parity/ggml_ref.c's rows, 11 of them 8.9%, one 6.9%). */
+static void fit_scale_min(const float *v, int n, int top, int cands, float *sc_out, float *m_out)
+{
+    float lo = 0.0f, hi = v[0], sx = 0.0f, sxx = 0.0f;
+    for (int l = 0; l < n; l++) {
+        lo = v[l] < lo ? v[l] : lo;
+        hi = v[l] > hi ? v[l] : hi;
+        sx += v[l];
+        sxx += v[l] * v[l];
+    }
+    float sc = hi > lo ? (hi - lo) / (float)top : 0.0f, m = -lo;
+    if (cands > 1 && sc > 0.0f) {
+        float best = INFINITY, bsc = sc, bm = m;
+        for (int c = 0; c < cands; c++) {
+            float csc = (hi - lo) / ((float)top - 0.5f + (float)c / (float)(cands - 1)), cm = -lo;
+            float err = fit_step(v, n, top, sx, sxx, &csc, &cm);
+            if (err >= 0.0f && err < best) {
+                best = err;
+                bsc = csc;
+                bm = cm;
+            }
+        }
+        sc = bsc;
+        m = bm;
+    }
+    for (int it = cands > 1 ? 1 : 0; it < 3 && sc > 0.0f; it++)
+        if (fit_step(v, n, top, sx, sxx, &sc, &m) < 0.0f)
+            break;
+    *sc_out = sc;
+    *m_out = m;
+}
+
+/* Q4_K / Q5_K: per sub-block of 32 fit_scale_min over 15 steps (31 for Q5_K); the super-block's 8 scales and
+ * 8 mins as 6-bit multiples of d = max scale / 63 and dmin = max m / 63 (fp16); then each element's nibble
+ * against the stored (rounded) scale and min, so the nibbles fit what a reader reconstructs: x ~ d sc q -
+ * dmin mn. Not llama.cpp's weighted search over candidate scales (tests/parity/gguf_quants.t measures the
+ * rounding error of both). */
 static void quantize_block_q45_K(const float *x, uint8_t *b, int five)
 {
     const int top = five ? 31 : 15;
     float scale[8], mins[8], max_scale = 0.0f, max_min = 0.0f;
     for (int g = 0; g < 8; g++) {
-        const float *v = x + 32 * g;
-        float lo = 0.0f, hi = v[0];
-        for (int l = 0; l < 32; l++) {
-            lo = v[l] < lo ? v[l] : lo;
-            hi = v[l] > hi ? v[l] : hi;
-        }
-        float sc = hi > lo ? (hi - lo) / (float)top : 0.0f, m = -lo;
-        /* then least squares: the scale and min that best fit these nibbles, and the nibbles again */
-        for (int it = 0; it < 3 && sc > 0.0f; it++) {
-            float sq = 0.0f, sqq = 0.0f, sx = 0.0f, sqx = 0.0f;
-            for (int l = 0; l < 32; l++) {
-                int q = (int)lrintf((v[l] + m) / sc);
-                float fq = (float)(q < 0 ? 0 : q > top ? top : q);
-                sq += fq;
-                sqq += fq * fq;
-                sx += v[l];
-                sqx += fq * v[l];
-            }
-            float det = 32.0f * sqq - sq * sq;
-            if (det <= 0.0f)
-                break;
-            float ns = (32.0f * sqx - sq * sx) / det, nm = -(sqq * sx - sq * sqx) / det;
-            if (nm < 0.0f) { /* Q4_K's min is not negative: the best scale with none */
-                nm = 0.0f;
-                ns = sqq > 0.0f ? sqx / sqq : 0.0f;
-            }
-            if (!(ns > 0.0f))
-                break;
-            sc = ns;
-            m = nm;
-        }
-        scale[g] = sc;
-        mins[g] = m;
+        fit_scale_min(x + 32 * g, 32, top, 1, &scale[g], &mins[g]);
         max_scale = scale[g] > max_scale ? scale[g] : max_scale;
         max_min = mins[g] > max_min ? mins[g] : max_min;
     }
@@ -289,6 +322,46 @@ void gguf_quantize_q45_K(const float *x, void *dst, size_t n, int five)
     uint8_t *b = dst;
     for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += five ? 176 : 144)
         quantize_block_q45_K(x + i, b, five);
+}
+
+/* One Q2_K super-block from 256 floats: each group of 16's fit_scale_min over 3 steps (16 candidates), the
+ * 16 scales and 16 mins as 4-bit multiples of d = max scale / 15 and dmin = max m / 15 (fp16), then each
+ * quant against the stored scale and min, so that x ~ d sc q - dmin mn; the bits in gguf_q2_K_ints' layout. */
+static void quantize_block_q2_K(const float *x, uint8_t *b)
+{
+    float scale[16], mins[16], max_scale = 0.0f, max_min = 0.0f;
+    for (int g = 0; g < 16; g++) {
+        fit_scale_min(x + 16 * g, 16, 3, 4, &scale[g], &mins[g]);
+        max_scale = fmaxf(max_scale, scale[g]);
+        max_min = fmaxf(max_min, mins[g]);
+    }
+    uint16_t dh = llm_f32_to_fp16(max_scale / 15.0f), mh = llm_f32_to_fp16(max_min / 15.0f);
+    float d = llm_fp16_to_f32(dh), dmin = llm_fp16_to_f32(mh);
+    memset(b, 0, 84);
+    for (int g = 0; g < 16; g++) {
+        int sc = d > 0.0f ? (int)lrintf(scale[g] / d) : 0, mn = dmin > 0.0f ? (int)lrintf(mins[g] / dmin) : 0;
+        sc = sc < 0 ? 0 : sc > 15 ? 15 : sc;
+        mn = mn < 0 ? 0 : mn > 15 ? 15 : mn;
+        b[g] = (uint8_t)(sc | mn << 4);
+        float es = d * (float)sc, em = dmin * (float)mn;
+        for (int l = 0; l < 16; l++) {
+            int e = 16 * g + l, q = es > 0.0f ? (int)lrintf((x[e] + em) / es) : 0;
+            q = q < 0 ? 0 : q > 3 ? 3 : q;
+            /* element 128h + 32k + j: 2 bits at 2k of qs[32h + j] (qs at 16) */
+            b[16 + 32 * (e / 128) + e % 32] |= (uint8_t)(q << (2 * (e % 128 / 32)));
+        }
+    }
+    b[80] = (uint8_t)(dh & 0xff);
+    b[81] = (uint8_t)(dh >> 8);
+    b[82] = (uint8_t)(mh & 0xff);
+    b[83] = (uint8_t)(mh >> 8);
+}
+
+void gguf_quantize_q2_K(const float *x, void *dst, size_t n)
+{
+    uint8_t *b = dst;
+    for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += 84)
+        quantize_block_q2_K(x + i, b);
 }
 
 /* The scale s of a group of 16 whose quants q = round(x / s) in -4..3 fit x best: for candidates that map
@@ -361,7 +434,7 @@ void gguf_quantize_q3_K(const float *x, void *dst, size_t n)
 
 int gguf_kq_written(uint32_t t)
 {
-    return t == GGML_Q3_K || t == GGML_Q4_K || t == GGML_Q5_K;
+    return t == GGML_Q2_K || t == GGML_Q3_K || t == GGML_Q4_K || t == GGML_Q5_K;
 }
 
 uint32_t gguf_write_type(uint32_t want, uint64_t ne0)
@@ -377,6 +450,8 @@ void gguf_row_from_f32(uint32_t t, const float *x, void *dst, size_t n)
         gguf_quantize_q45_K(x, dst, n, t == GGML_Q5_K);
     else if (t == GGML_Q3_K)
         gguf_quantize_q3_K(x, dst, n);
+    else if (t == GGML_Q2_K)
+        gguf_quantize_q2_K(x, dst, n);
     else
         llm_row_from_f32((llm_dtype)t, x, dst, n);
 }

@@ -49,7 +49,9 @@ void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
 void        gguf_quantize_q45_K(const float *x, void *dst, size_t n, int five);
 /* n floats (a multiple of 256) as Q3_K super-blocks (110 bytes each) into dst: gen-model --dtype q3_K. */
 void        gguf_quantize_q3_K(const float *x, void *dst, size_t n);
-/* 1 for the K-quant types the writers produce: GGML_Q3_K, GGML_Q4_K, GGML_Q5_K. */
+/* n floats (a multiple of 256) as Q2_K super-blocks (84 bytes each) into dst: gen-model --dtype q2_K. */
+void        gguf_quantize_q2_K(const float *x, void *dst, size_t n);
+/* 1 for the K-quant types the writers produce: GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K. */
 int         gguf_kq_written(uint32_t t);
 /* The type a writer gives a matrix with rows of ne0 elements when asked for want (an llm_dtype or a
  * gguf_kq_written type): want where its blocks fit the row, else Q8_0 for K-quant rows, else F16. */

@@ -42,6 +42,7 @@ static uint32_t file_type(llm_dtype t)
     case LLM_Q4_0: return 2;
     case LLM_Q8_0: return 7;
     case LLM_BF16: return 32;
+    case GGML_Q2_K: return 10; /* llama.cpp's "mostly Q2_K" */
     case GGML_Q3_K: return 11; /* llama.cpp's "mostly Q3_K_S" */
     case GGML_Q4_K: return 14; /* "mostly Q4_K_S" */
     case GGML_Q5_K: return 16; /* "mostly Q5_K_S" */

@@ -14,7 +14,7 @@
 # kernels (bench/gpu_kernels_bench: every kernel alone, GB/s or TFLOP/s per matrix shape and dtype) moe (the
 # Qwen3-30B-A3B shape's first MOE_LAYERS=16 layers in bf16 and q8_0 through bench/gpu_decode.sh, no peer) q4k
 # (the 3B preset written in GGUF Q4_K and Q5_K by gen-model: its matrices on the device as CU_Q4_M / CU_Q5_M, 5 /
-# 6 bits a weight; the main rows and the dp4a rows only).
+# 6 bits a weight; the main rows and the dp4a rows only; KQ_DTYPES="q3_K q2_K" takes those instead, CU_Q3 / CU_Q2_M).
 # Every part's output is in $OUT/<part>.log; $OUT/session.txt has one line per part (status, seconds).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -51,7 +51,7 @@ for p in ${PARTS:-parity bench serve parity_hf}; do
     case $p in
     parity)    part parity 120 env SANITIZE=0 OUT="$RES/parity" tests/gpu/run_parity.sh --skip-hf ;;
     bench)     part bench 320 env OUT="$RES/bench" DTYPES="bf16 q8_0 q4_0" bench/gpu_decode.sh ;;
-    q4k)       part q4k 240 env OUT="$RES/q4k" DTYPES="q4_K q5_K" PEER=0 PEER_HF=0 TC=0 PDL=0 FUSE=0 SHAPES= GRAPHS_OFF=0 \
+    q4k)       part q4k 240 env OUT="$RES/q4k" DTYPES="${KQ_DTYPES:-q4_K q5_K}" PEER=0 PEER_HF=0 TC=0 PDL=0 FUSE=0 SHAPES= GRAPHS_OFF=0 \
                    LOGITS=0 SAMPLE=0 bench/gpu_decode.sh ;;
     profile)   part profile 240 env OUT="$RES/profile" tests/gpu/profile.sh ;;
     serve)     part serve 150 env MODEL=/tmp/llm_gpu_bench/llama-3.2-3b-bf16.gguf WORK=/tmp/llm_serve_gpu \

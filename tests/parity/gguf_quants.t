@@ -15,7 +15,7 @@
 #     weight) and, with LLM_CPU_REPACK=0, converted to Q8_0; so do Q5_K_M,
 #     Q6_K, Q3_K_M and Q2_K (Q3_K and Q2_K packed as quants in nibbles with a
 #     scale, and for Q2_K a min, per 16).
-#  3. Our own Q3_K, Q4_K and Q5_K writers (gen-model --dtype q3_K / q4_K / q5_K) against llama.cpp on their
+#  3. Our own Q2_K, Q3_K, Q4_K and Q5_K writers (gen-model --dtype q2_K / q3_K / q4_K / q5_K) against llama.cpp on their
 #     files.
 use strict;
 use warnings;
@@ -111,16 +111,21 @@ for my $c ([ 'q8_0', [] ], [ 'q4_1', ['q4_1'] ], [ 'q5_0', ['q5_0'] ], [ 'q5_1',
         compare("$c->[0] as q8_0 (LLM_CPU_REPACK=0)", $f, \@seq, 512, 0.95, 0.02, 0.1);
     }
 }
-# 3. Our own writers (gen-model --dtype q4_K / q5_K / q3_K: every matrix whose rows take 256-element blocks,
-#    the others q8_0; their blocks are read by ggml as by us, part 1): llama.cpp runs each file as we do,
-#    within the bounds of its own files above. Q4_K: a least-squares fit of scale and min per 32; Q5_K the
-#    same over 31 steps; Q3_K a least-squares scale per 16 among 16 candidates.
-for my $k (qw(q4_K q5_K q3_K)) {
+# 3. Our own writers (gen-model --dtype q4_K / q5_K / q3_K / q2_K: every matrix whose rows take 256-element
+#    blocks, the others q8_0; their blocks are read by ggml as by us, part 1): llama.cpp runs each file as we
+#    do, within the bounds of its own files above. Q4_K: a least-squares fit of scale and min per 32; Q5_K the
+#    same over 31 steps; Q3_K a least-squares scale per 16 among 16 candidates; Q2_K a least-squares scale
+#    and min per 16 among 16 candidate ranges.
+for my $k (qw(q4_K q5_K q3_K q2_K)) {
     my $gen = "$dir/wide-gen-$k.gguf";
     ($rc) = capture($engine, 'gen-model', '--from', $wide, '--dtype', $k, '--out', $gen);
     is($rc, 0, "gen-model --dtype $k writes the widened model");
     my (undef, $geninfo) = capture($engine, 'info', '--model', $gen);
     like($geninfo, qr/^converted at load: \d+ tensors of type $k re-quantised/m, "its layer matrices are $k");
-    compare("$k by gen-model", $gen, \@seq, 512, 0.95, 0.02, 0.1);
+    # Q2_K on every matrix (llama.cpp's own Q2_K mixture keeps the output and attn_v wider) flattens the
+    # distributions so that the two sides' activation roundings move them more: the largest |dp| is 0.07-0.10
+    # on the packed kernels, through the Q8_0 copy and on AVX2 alike, so its bounds are looser.
+    my ($mean, $max) = $k eq 'q2_K' ? (0.03, 0.15) : (0.02, 0.1);
+    compare("$k by gen-model", $gen, \@seq, 512, 0.95, $mean, $max);
 }
 done_testing();
