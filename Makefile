@@ -22,6 +22,7 @@ AVX512_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2
 VNNI_FLAGS   = $(AVX512_FLAGS) -mavx512vnni
 AVXVNNI_FLAGS = $(AVX2_FLAGS) -mavxvnni
 BF16_FLAGS   = $(VNNI_FLAGS) -mavx512bf16
+AMX_FLAGS    = $(BF16_FLAGS) -mamx-tile -mamx-bf16
 
 ENGINE_MAIN = engine/main.c $(wildcard engine/cli_*.c) engine/llm_client_main.c
 ENGINE_SRC  = $(filter-out $(ENGINE_MAIN),$(wildcard engine/*.c engine/cpu/*.c shm/*.c))
@@ -41,6 +42,7 @@ $(BUILD)/obj/%_avx512.o:     KFLAGS = $(AVX512_FLAGS)
 $(BUILD)/obj/%_avx2vnni.o:   KFLAGS = $(AVXVNNI_FLAGS)
 $(BUILD)/obj/%_avx512vnni.o: KFLAGS = $(VNNI_FLAGS)
 $(BUILD)/obj/%_avx512bf16.o: KFLAGS = $(BF16_FLAGS)
+$(BUILD)/obj/%_avx512amx.o:  KFLAGS = $(AMX_FLAGS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(KFLAGS) -MMD -c $< -o $@

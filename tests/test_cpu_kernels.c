@@ -140,6 +140,84 @@ static void test_bf16_batch_invariant(const cpu_kernels *k)
     free(w); free(xb); free(row); free(y);
 }
 
+/* BF16 on AMX tiles (gemm_bf16_tiled, the avx512amx table): activations in the tile layout
+ * (cpu_bf16_act_store, cpu_bf16_act_pad), whole 16-row tiles, pairs of them, the rows past the last tile and
+ * partial token groups, accumulating or not, against double sums of the same bf16 values; then every token of
+ * a 40-token call against that token alone in its own buffer, bit for bit. */
+static void test_bf16_tiled(const cpu_kernels *k)
+{
+    if (k->gemm_bf16_tiled == NULL)
+        return;
+    const int Ks[] = { 32, 96, 800 }, nrs[] = { 1, 13, 16, 37, 64, 70 }, nts[] = { 1, 5, 16, 17, 33, 40 };
+    double worst = 0.0;
+    int n_case = 0;
+    for (size_t a = 0; a < sizeof(Ks) / sizeof(Ks[0]); a++)
+        for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
+            for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
+                int K = Ks[a], nr = nrs[b], nt = nts[c], acc = (int)((a + b + c) & 1);
+                int ng = (nt + CPU_BF16_TILE_T - 1) / CPU_BF16_TILE_T;
+                size_t rb = (size_t)K * 2, ldy = (size_t)nr + 3;
+                uint16_t *w = malloc(rb * (size_t)nr), *X = malloc((size_t)ng * CPU_BF16_TILE_T * rb);
+                float *x = malloc((size_t)nt * K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
+                float *y = malloc((size_t)nt * ldy * sizeof(float)), *y0 = malloc((size_t)nt * ldy * sizeof(float));
+                for (int r = 0; r < nr; r++) {
+                    for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);
+                    llm_row_from_f32(LLM_BF16, row, w + (size_t)r * K, (size_t)K);
+                }
+                memset(X, 0xff, (size_t)ng * CPU_BF16_TILE_T * rb); /* NaNs where the padding must go */
+                for (int t = 0; t < nt; t++) {
+                    for (int e = 0; e < K; e++) x[(size_t)t * K + e] = frand() * (e % 5 == 0 ? 4.0f : 1.0f);
+                    cpu_bf16_act_store(1, K, x + (size_t)t * K, t, X);
+                }
+                cpu_bf16_act_pad(K, nt, X);
+                for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
+                k->gemm_bf16_tiled(K, w, rb, nr, X, rb, nt, y, ldy, acc);
+                for (int t = 0; t < nt; t++) {
+                    for (int r = 0; r < nr; r++) {
+                        double s = acc ? y0[(size_t)t * ldy + r] : 0.0, mag = 1e-30 + fabs(s);
+                        for (int e = 0; e < K; e++) {
+                            double p = (double)llm_bf16_to_f32(w[(size_t)r * K + e]) *
+                                       llm_bf16_to_f32(llm_f32_to_bf16(x[(size_t)t * K + e]));
+                            s += p;
+                            mag += fabs(p);
+                        }
+                        double err = fabs(s - y[(size_t)t * ldy + r]) / mag;
+                        worst = err > worst || err != err ? err : worst;
+                    }
+                    for (size_t r = (size_t)nr; r < ldy; r++) /* padding untouched */
+                        if (y[(size_t)t * ldy + r] != y0[(size_t)t * ldy + r]) worst = 1e9;
+                }
+                n_case++;
+                free(w); free(X); free(x); free(row); free(y); free(y0);
+            }
+    ok(worst < 1e-5, "%s bf16 on AMX tiles: %d cases (K, rows, tokens), worst relative error %.2g", k->name, n_case,
+       worst);
+
+    enum { K = 160, NR = 53, NT = 40 };
+    uint16_t *w = malloc((size_t)NR * K * 2), *X = malloc((size_t)48 * K * 2), *X1 = malloc((size_t)16 * K * 2);
+    float *row = malloc(K * sizeof(float)), *y = malloc((size_t)NT * NR * sizeof(float)), one[NR];
+    for (int r = 0; r < NR; r++) {
+        for (int e = 0; e < K; e++) row[e] = frand();
+        llm_row_from_f32(LLM_BF16, row, w + (size_t)r * K, K);
+    }
+    float *xs = malloc((size_t)NT * K * sizeof(float));
+    for (int t = 0; t < NT; t++) {
+        for (int e = 0; e < K; e++) xs[(size_t)t * K + e] = frand() * 3.0f;
+        cpu_bf16_act_store(1, K, xs + (size_t)t * K, t, X);
+    }
+    cpu_bf16_act_pad(K, NT, X);
+    k->gemm_bf16_tiled(K, w, (size_t)K * 2, NR, X, (size_t)K * 2, NT, y, NR, 0);
+    int same = 1;
+    for (int t = 0; t < NT; t++) {
+        cpu_bf16_act_store(1, K, xs + (size_t)t * K, 0, X1);
+        cpu_bf16_act_pad(K, 1, X1);
+        k->gemm_bf16_tiled(K, w, (size_t)K * 2, NR, X1, (size_t)K * 2, 1, one, NR, 0);
+        same &= memcmp(one, y + (size_t)t * NR, sizeof(one)) == 0;
+    }
+    ok(same, "%s bf16 on AMX tiles: each of %d tokens in one call gives the bits of that token alone", k->name, NT);
+    free(w); free(X); free(X1); free(row); free(y); free(xs);
+}
+
 static void test_gemm_batch_invariant(const cpu_kernels *k)
 {
     enum { K = 256, NR = 37, NT = 13 };
@@ -734,6 +812,7 @@ int main(void)
         test_gemm(k);
         test_gemm_batch_invariant(k);
         test_bf16_batch_invariant(k);
+        test_bf16_tiled(k);
         test_gemm_packed(k);
         test_quantize(k);
         test_dequant(k);

@@ -1,15 +1,27 @@
 /* Runtime ISA detection and kernel table choice. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cpu/cpu_features.h"
 
 static const char *const isa_names[CPU_ISA_COUNT] = { "generic", "avx2", "avx512", "avx2vnni", "avx512vnni",
-                                                               "avx512bf16" };
+                                                               "avx512bf16", "avx512amx" };
 
 const char *cpu_isa_name(cpu_isa isa)
 {
     return isa >= 0 && isa < CPU_ISA_COUNT ? isa_names[isa] : "?";
+}
+
+/* Linux hands out the AMX tile state (8 KiB of registers a thread) only to a process that asks for it
+ * (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA), once, for all its threads and children. */
+static int amx_permitted(void)
+{
+    static int permitted = -1;
+    if (permitted < 0)
+        permitted = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+    return permitted;
 }
 
 int cpu_isa_supported(cpu_isa isa)
@@ -31,6 +43,9 @@ int cpu_isa_supported(cpu_isa isa)
         return cpu_isa_supported(CPU_ISA_AVX512) && __builtin_cpu_supports("avx512vnni");
     case CPU_ISA_AVX512BF16:
         return cpu_isa_supported(CPU_ISA_AVX512VNNI) && __builtin_cpu_supports("avx512bf16");
+    case CPU_ISA_AVX512AMX:
+        return cpu_isa_supported(CPU_ISA_AVX512BF16) && __builtin_cpu_supports("amx-tile") &&
+               __builtin_cpu_supports("amx-bf16") && amx_permitted();
     default:
         return 0;
     }
@@ -45,6 +60,7 @@ const cpu_kernels *cpu_kernels_for(cpu_isa isa)
     case CPU_ISA_AVX2VNNI: return cpu_kernels_avx2vnni();
     case CPU_ISA_AVX512VNNI: return cpu_kernels_avx512vnni();
     case CPU_ISA_AVX512BF16: return cpu_kernels_avx512bf16();
+    case CPU_ISA_AVX512AMX: return cpu_kernels_avx512amx();
     default:              return NULL;
     }
 }
@@ -62,7 +78,7 @@ const cpu_kernels *cpu_kernels_select(llm_err *err)
             }
             return cpu_kernels_for((cpu_isa)i);
         }
-        llm_seterr(err, "LLM_CPU_ISA=%s is not one of generic, avx2, avx512, avx2vnni, avx512vnni, avx512bf16", env);
+        llm_seterr(err, "LLM_CPU_ISA=%s is not one of generic, avx2, avx512, avx2vnni, avx512vnni, avx512bf16, avx512amx", env);
         return NULL;
     }
     for (int i = CPU_ISA_COUNT - 1; i > 0; i--)

@@ -52,6 +52,12 @@ static size_t act_rows(const llm_config *c, int n)
     return r > (size_t)n ? r : (size_t)n;
 }
 
+/* Rows of st->xbf for A activation rows: whole groups of the tile layout (kernels.h). */
+static size_t xbf_rows(size_t A)
+{
+    return (A + CPU_BF16_TILE_T - 1) / CPU_BF16_TILE_T * CPU_BF16_TILE_T;
+}
+
 static int ensure_scratch(cpu_state *st, int n)
 {
     if (n <= st->cap)
@@ -70,7 +76,7 @@ static int ensure_scratch(cpu_state *st, int n)
     st->hb2 = malloc(N * c->hidden_dim * sizeof(float));
     st->qact = malloc(A * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
     st->att_tiles = malloc((N + 1) * sizeof(int));
-    st->xbf = malloc(A * widest * sizeof(uint16_t));
+    st->xbf = malloc(xbf_rows(A) * widest * sizeof(uint16_t));
     if (!st->x || !st->xb || !st->q || !st->k || !st->v || !st->att || !st->hb || !st->hb2 || !st->qact ||
         !st->att_tiles || !st->xbf) {
         free_scratch(st);
@@ -110,7 +116,7 @@ static int prefault_scratch(cpu_state *st, int n)
     memset(st->hb, 0, N * c->hidden_dim * sizeof(float));
     memset(st->hb2, 0, N * c->hidden_dim * sizeof(float));
     memset(st->qact, 0, A * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
-    memset(st->xbf, 0, A * widest * sizeof(uint16_t));
+    memset(st->xbf, 0, xbf_rows(A) * widest * sizeof(uint16_t));
     return 0;
 }
 

@@ -139,7 +139,18 @@ typedef struct {
      * product) and runs on bf16 dot products, for any number of tokens;
      * 0: as floats. */
     int   bf16_act;
+    /* BF16 weights x bf16 activations on AMX tiles (the avx512amx table; NULL elsewhere): K a multiple of 32,
+     * the activations in the tile layout below (cpu_bf16_act_store), the first token at the start of a group;
+     * any number of tokens and rows. Every (row, token) pair is one chain over K whatever the batch, as on
+     * gemm_bf16, so a token gets the same bits alone or in a batch. */
+    cpu_gemm_fn gemm_bf16_tiled;
 } cpu_kernels;
+
+/* The tile layout of bf16 activations for gemm_bf16_tiled (AMX's second operand: rows of 16 32-bit pairs):
+ * tokens in groups of CPU_BF16_TILE_T, a group K/2 rows of 16 pairs, row p column c holding token 16 g + c's
+ * elements 2p (low half) and 2p + 1; a group takes the bytes of 16 rows of K bf16, so token t's group starts
+ * where row t would (t a multiple of 16), and a buffer holds whole groups. */
+#define CPU_BF16_TILE_T 16
 
 /* Kernel tables per instruction set; each returns the same static table. */
 const cpu_kernels *cpu_kernels_generic(void);
@@ -148,6 +159,14 @@ const cpu_kernels *cpu_kernels_avx512(void);
 const cpu_kernels *cpu_kernels_avx512vnni(void);
 const cpu_kernels *cpu_kernels_avx2vnni(void);
 const cpu_kernels *cpu_kernels_avx512bf16(void);
+const cpu_kernels *cpu_kernels_avx512amx(void);
+
+/* Activation row x (K floats) of token t as bf16 (llm_f32_to_bf16) into X: at row t (tiled 0) or in the tile
+ * layout (tiled 1: K a multiple of 32). */
+void cpu_bf16_act_store(int tiled, int K, const float *x, int t, uint16_t *X);
+/* Tile layout: zero the columns of tokens n .. the end of n - 1's group (what gemm_bf16_tiled reads past the
+ * last token). */
+void cpu_bf16_act_pad(int K, int n, uint16_t *X);
 
 /* The gemm for a weight type, NULL for an unknown one. */
 cpu_gemm_fn cpu_gemm_for(const cpu_kernels *k, llm_dtype t);

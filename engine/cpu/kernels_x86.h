@@ -253,6 +253,120 @@ static void gemm_bf16(int K, const void *W, size_t ws, int nr, const void *X, si
 #define KX_BF16_ACT 0
 #endif
 
+#ifdef KX_AMX
+/* ---- BF16 on AMX tiles (Sapphire Rapids and later): tdpbf16ps multiplies a 16 x 32 bf16 tile by a 32 x 16
+ * one into 16 x 16 fp32, 8192 products an instruction where vdpbf16ps does 32. The weights are the first
+ * operand as they lie (16 rows of 64 bytes, the row stride apart), the activations the second, in the tile
+ * layout matmul.c writes (kernels.h); tiles 0-3 accumulate 32 rows x 32 tokens over the whole of K, 4-5 hold
+ * the weight rows, 6-7 the token groups. A result element depends on its row and token only, so a token gets
+ * the same bits alone (its group padded with zeros) or in a batch. */
+typedef struct {
+    uint8_t  palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t  rows[16];
+} kx_tilecfg;
+
+/* An accumulator tile (16 weight rows x 16 tokens) out: Y[t][i] (+)= c[i][t] for the first nt tokens. */
+KX_INLINE void kx_amx_out(int tile, float *Y, size_t ldy, int nt, int acc)
+{
+    float c[16 * 16];
+    switch (tile) { /* the tile number is an immediate */
+    case 0: _tile_stored(0, c, 64); break;
+    case 1: _tile_stored(1, c, 64); break;
+    case 2: _tile_stored(2, c, 64); break;
+    default: _tile_stored(3, c, 64); break;
+    }
+    const __m512i col = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                           _mm512_set1_epi32(16));
+    for (int t = 0; t < nt && t < 16; t++) { /* token t's 16 rows: column t of c */
+        __m512 v = _mm512_i32gather_ps(col, c + t, 4);
+        float *y = Y + (size_t)t * ldy;
+        _mm512_storeu_ps(y, acc ? _mm512_add_ps(_mm512_loadu_ps(y), v) : v);
+    }
+}
+
+/* RM (1, 2) tiles of 16 weight rows at W times RN (1, 2) token groups at X (gs bytes apart), nt tokens. */
+KX_INLINE void kx_amx_tile(int K, const uint8_t *W, size_t ws, const uint8_t *X, size_t gs, float *Y, size_t ldy,
+                           int nt, int acc, const int RM, const int RN)
+{
+    _tile_zero(0);
+    if (RN > 1)
+        _tile_zero(1);
+    if (RM > 1)
+        _tile_zero(2);
+    if (RM > 1 && RN > 1)
+        _tile_zero(3);
+    for (int k = 0; k < K; k += 32) {
+        _tile_loadd(4, W + 2 * (size_t)k, (long)ws);
+        if (RM > 1)
+            _tile_loadd(5, W + 16 * ws + 2 * (size_t)k, (long)ws);
+        _tile_loadd(6, X + 32 * (size_t)k, 64); /* a group's rows of 16 pairs for elements k .. k + 31 */
+        if (RN > 1)
+            _tile_loadd(7, X + gs + 32 * (size_t)k, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if (RN > 1)
+            _tile_dpbf16ps(1, 4, 7);
+        if (RM > 1)
+            _tile_dpbf16ps(2, 5, 6);
+        if (RM > 1 && RN > 1)
+            _tile_dpbf16ps(3, 5, 7);
+    }
+    kx_amx_out(0, Y, ldy, nt, acc);
+    if (RN > 1)
+        kx_amx_out(1, Y + 16 * ldy, ldy, nt - 16, acc);
+    if (RM > 1)
+        kx_amx_out(2, Y + 16, ldy, nt, acc);
+    if (RM > 1 && RN > 1)
+        kx_amx_out(3, Y + 16 * ldy + 16, ldy, nt - 16, acc);
+}
+
+static void gemm_bf16_tiled(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt, float *Y,
+                            size_t ldy, int acc)
+{
+    const uint8_t *w = W, *x = X;
+    const size_t gs = CPU_BF16_TILE_T * xs; /* bytes of a token group */
+    const int nr16 = nr / 16 * 16;
+    kx_tilecfg cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    _tile_loadconfig(&cfg);
+    for (int r = 0; r < nr16; r += 32)
+        for (int t = 0; t < nt; t += 32) {
+            const uint8_t *wr = w + (size_t)r * ws, *xt = x + (size_t)t * xs;
+            float *y = Y + (size_t)t * ldy + r;
+            int n = nt - t < 32 ? nt - t : 32, two_m = nr16 - r >= 32, two_n = n > 16;
+            if (two_m && two_n)
+                kx_amx_tile(K, wr, ws, xt, gs, y, ldy, n, acc, 2, 2);
+            else if (two_m)
+                kx_amx_tile(K, wr, ws, xt, gs, y, ldy, n, acc, 2, 1);
+            else if (two_n)
+                kx_amx_tile(K, wr, ws, xt, gs, y, ldy, n, acc, 1, 2);
+            else
+                kx_amx_tile(K, wr, ws, xt, gs, y, ldy, n, acc, 1, 1);
+        }
+    _tile_release();
+    /* the last nr % 16 rows: each (row, token) a float chain over K read from the tile layout */
+    for (int r = nr16; r < nr; r++)
+        for (int t = 0; t < nt; t++) {
+            const uint32_t *g = (const uint32_t *)(const void *)(x + (size_t)(t - t % 16) * xs) + t % 16;
+            const uint8_t *wr = w + (size_t)r * ws;
+            float s = 0.0f;
+            for (int p = 0; p < K / 2; p++) {
+                uint32_t pr = g[(size_t)p * 16];
+                s += kx_bf16f(wr + 4 * (size_t)p) * kx_bf16f((const uint8_t *)&pr) +
+                     kx_bf16f(wr + 4 * (size_t)p + 2) * kx_bf16f((const uint8_t *)&pr + 2);
+            }
+            float *y = Y + (size_t)t * ldy + r;
+            *y = acc ? *y + s : s;
+        }
+}
+#define KX_GEMM_BF16_TILED gemm_bf16_tiled
+#endif
+
 /* ---- quantised weights x Q8 activations (256-bit integer dot products) ---- */
 
 /* Q8_0 x Q8: the sign trick (|w| as unsigned times x with w's sign) feeds
@@ -1193,9 +1307,12 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
 #ifndef KX_GEMM_PACKED
 #define KX_GEMM_PACKED NULL
 #endif
+#ifndef KX_GEMM_BF16_TILED
+#define KX_GEMM_BF16_TILED NULL
+#endif
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
     attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, geglu, KX_INT8_PREFILL,
-    KX_GEMM_PACKED, KX_BF16_ACT,
+    KX_GEMM_PACKED, KX_BF16_ACT, KX_GEMM_BF16_TILED,
 };

@@ -12,12 +12,14 @@
 #ifndef TOKEN_BLOCK
 #define TOKEN_BLOCK  24  /* tokens per kernel call: a multiple of every tile width; their Q8 activations stay in L1 */
 #endif
+#define TILED_TOKEN_BLOCK 32 /* gemm_bf16_tiled's: two groups of CPU_BF16_TILE_T, so calls start at a group */
 
 typedef struct {
     cpu_state *st;
     const cpu_mm *mm;
     int need_q8;
     int need_bf16;     /* activations rounded to bf16 too (bf16_act) */
+    int tiled;         /* ... in the tile layout, for gemm_bf16_tiled (kernels.h) */
     const float *xf;   /* float activations (x or its normalised copy) */
     size_t xfs;
     int n_units;       /* outputs scheduled: each output, or with swiglu each (gate, up) pair */
@@ -82,10 +84,12 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
         x = j->xf;
         xs = j->xfs * sizeof(float);
     }
-    cpu_gemm_fn gemm = cpu_gemm_for(k, t);
+    int tiled = j->tiled && t == LLM_BF16;
+    cpu_gemm_fn gemm = tiled ? k->gemm_bf16_tiled : cpu_gemm_for(k, t);
+    const int block = tiled ? TILED_TOKEN_BLOCK : TOKEN_BLOCK;
     /* (Splitting K as well measured slower: the tiles' reductions dominate.) */
-    for (int t0 = tb; t0 < tb + n; t0 += TOKEN_BLOCK) {
-        int nt = tb + n - t0 < TOKEN_BLOCK ? tb + n - t0 : TOKEN_BLOCK;
+    for (int t0 = tb; t0 < tb + n; t0 += block) {
+        int nt = tb + n - t0 < block ? tb + n - t0 : block;
         const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * xs;
         float *yt = o->y + (size_t)t0 * o->ldy + r0;
         if (packed != NULL)
@@ -103,17 +107,23 @@ static void mm_worker(void *ctx, int ith, int nth)
     int nb = mm->K / LLM_QK;
 
     if (mm->norm != NULL || j->need_q8 || j->need_bf16) {
-        for (int t = ith; t < mm->n; t += nth) {
-            const float *xr = mm->x + (size_t)t * mm->xs;
-            if (mm->norm != NULL) {
-                float *xn = mm->xn + (size_t)t * mm->K;
-                rmsnorm_row(st->kern, xr, mm->norm, xn, mm->K, mm->eps);
-                xr = xn;
+        /* a thread takes a token at a time, or a whole group of the tile layout (whose rows it interleaves) */
+        const int step = j->tiled ? CPU_BF16_TILE_T : 1;
+        for (int u = ith * step; u < mm->n; u += nth * step) {
+            for (int t = u; t < u + step && t < mm->n; t++) {
+                const float *xr = mm->x + (size_t)t * mm->xs;
+                if (mm->norm != NULL) {
+                    float *xn = mm->xn + (size_t)t * mm->K;
+                    rmsnorm_row(st->kern, xr, mm->norm, xn, mm->K, mm->eps);
+                    xr = xn;
+                }
+                if (j->need_q8)
+                    st->kern->quantize_act(xr, st->qact + (size_t)t * nb, mm->K);
+                if (j->need_bf16)
+                    cpu_bf16_act_store(j->tiled, mm->K, xr, t, st->xbf);
             }
-            if (j->need_q8)
-                st->kern->quantize_act(xr, st->qact + (size_t)t * nb, mm->K);
-            if (j->need_bf16)
-                llm_row_from_f32(LLM_BF16, xr, st->xbf + (size_t)t * mm->K, (size_t)mm->K);
+            if (j->tiled && u + step >= mm->n)
+                cpu_bf16_act_pad(mm->K, mm->n, st->xbf);
         }
         cpu_pool_barrier(st->pool);
     }
@@ -169,6 +179,34 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm)
             j.chunks[u + 1] = j.chunks[u] + (rows + CHUNK_ROWS - 1) / CHUNK_ROWS;
         }
     }
+    /* The tile layout where the table has AMX and every output reads all rows from the first (an expert's
+     * rows start anywhere: its products keep the row layout, so a matrix always takes the same kernel). */
+    j.tiled = j.need_bf16 && st->kern->gemm_bf16_tiled != NULL && mm->K % 32 == 0;
+    for (int o = 0; o < mm->n_outs; o++)
+        j.tiled &= mm->outs[o].nt == 0;
     atomic_init(&j.next, 0);
     cpu_pool_run(st->pool, mm_worker, &j);
+}
+
+void cpu_bf16_act_store(int tiled, int K, const float *x, int t, uint16_t *X)
+{
+    if (!tiled) {
+        llm_row_from_f32(LLM_BF16, x, X + (size_t)t * (size_t)K, (size_t)K);
+        return;
+    }
+    uint32_t *g = (uint32_t *)(void *)(X + (size_t)(t - t % CPU_BF16_TILE_T) * (size_t)K) + t % CPU_BF16_TILE_T;
+    for (int p = 0; p < K / 2; p++)
+        g[(size_t)p * CPU_BF16_TILE_T] = (uint32_t)llm_f32_to_bf16(x[2 * p]) |
+                                         (uint32_t)llm_f32_to_bf16(x[2 * p + 1]) << 16;
+}
+
+void cpu_bf16_act_pad(int K, int n, uint16_t *X)
+{
+    int c0 = n % CPU_BF16_TILE_T;
+    if (c0 == 0)
+        return;
+    uint32_t *g = (uint32_t *)(void *)(X + (size_t)(n - c0) * (size_t)K);
+    for (int p = 0; p < K / 2; p++)
+        for (int c = c0; c < CPU_BF16_TILE_T; c++)
+            g[(size_t)p * CPU_BF16_TILE_T + c] = 0;
 }
