@@ -169,7 +169,7 @@ static void test_bf16_tiled(const cpu_kernels *k)
                     for (int e = 0; e < K; e++) x[(size_t)t * K + e] = frand() * (e % 5 == 0 ? 4.0f : 1.0f);
                     cpu_bf16_act_store(1, K, x + (size_t)t * K, t, X);
                 }
-                cpu_bf16_act_pad(K, nt, X);
+                cpu_bf16_act_pad(0, K, nt, X);
                 for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
                 k->gemm_bf16_tiled(K, w, rb, nr, X, rb, nt, y, ldy, acc);
                 for (int t = 0; t < nt; t++) {
@@ -205,17 +205,70 @@ static void test_bf16_tiled(const cpu_kernels *k)
         for (int e = 0; e < K; e++) xs[(size_t)t * K + e] = frand() * 3.0f;
         cpu_bf16_act_store(1, K, xs + (size_t)t * K, t, X);
     }
-    cpu_bf16_act_pad(K, NT, X);
+    cpu_bf16_act_pad(0, K, NT, X);
     k->gemm_bf16_tiled(K, w, (size_t)K * 2, NR, X, (size_t)K * 2, NT, y, NR, 0);
     int same = 1;
     for (int t = 0; t < NT; t++) {
         cpu_bf16_act_store(1, K, xs + (size_t)t * K, 0, X1);
-        cpu_bf16_act_pad(K, 1, X1);
+        cpu_bf16_act_pad(0, K, 1, X1);
         k->gemm_bf16_tiled(K, w, (size_t)K * 2, NR, X1, (size_t)K * 2, 1, one, NR, 0);
         same &= memcmp(one, y + (size_t)t * NR, sizeof(one)) == 0;
     }
     ok(same, "%s bf16 on AMX tiles: each of %d tokens in one call gives the bits of that token alone", k->name, NT);
     free(w); free(X); free(X1); free(row); free(y); free(xs);
+}
+
+/* F16 on AMX tiles (gemm_f16_tiled): activations in the split tile layout; every shape as above against double
+ * sums of the f16 weights times the float activations (the split keeps 16 bits of each activation: within
+ * 2^-15 of the float product, where rounding them to bf16 would be 2^-9 off). */
+static void test_f16_tiled(const cpu_kernels *k)
+{
+    if (k->gemm_f16_tiled == NULL)
+        return;
+    const int Ks[] = { 32, 96, 800 }, nrs[] = { 1, 13, 16, 37, 64, 70 }, nts[] = { 1, 5, 16, 17, 33, 40 };
+    double worst = 0.0;
+    int n_case = 0;
+    for (size_t a = 0; a < sizeof(Ks) / sizeof(Ks[0]); a++)
+        for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
+            for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
+                int K = Ks[a], nr = nrs[b], nt = nts[c], acc = (int)((a + b + c) & 1);
+                int ng = (nt + CPU_BF16_TILE_T - 1) / CPU_BF16_TILE_T;
+                size_t rb = (size_t)K * 2, ldy = (size_t)nr + 3;
+                uint16_t *w = malloc(rb * (size_t)nr), *X = malloc((size_t)ng * CPU_BF16_TILE_T * 2 * rb);
+                uint16_t *scratch = malloc(2 * rb * (size_t)nr);
+                float *x = malloc((size_t)nt * K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
+                float *y = malloc((size_t)nt * ldy * sizeof(float)), *y0 = malloc((size_t)nt * ldy * sizeof(float));
+                for (int r = 0; r < nr; r++) {
+                    for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);
+                    llm_row_from_f32(LLM_F16, row, w + (size_t)r * K, (size_t)K);
+                }
+                memset(X, 0xff, (size_t)ng * CPU_BF16_TILE_T * 2 * rb);
+                for (int t = 0; t < nt; t++) {
+                    for (int e = 0; e < K; e++) x[(size_t)t * K + e] = frand() * (e % 5 == 0 ? 4.0f : 1.0f);
+                    cpu_bf16_act_store_split(K, x + (size_t)t * K, t, X);
+                }
+                cpu_bf16_act_pad(1, K, nt, X);
+                for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
+                k->gemm_f16_tiled(K, w, rb, nr, X, (size_t)K * sizeof(float), nt, y, ldy, acc, scratch);
+                for (int t = 0; t < nt; t++) {
+                    for (int r = 0; r < nr; r++) {
+                        double s = acc ? y0[(size_t)t * ldy + r] : 0.0, mag = 1e-30 + fabs(s);
+                        for (int e = 0; e < K; e++) {
+                            double p = (double)llm_fp16_to_f32(w[(size_t)r * K + e]) * x[(size_t)t * K + e];
+                            s += p;
+                            mag += fabs(p);
+                        }
+                        double err = fabs(s - y[(size_t)t * ldy + r]) / mag;
+                        worst = err > worst || err != err ? err : worst;
+                    }
+                    for (size_t r = (size_t)nr; r < ldy; r++)
+                        if (y[(size_t)t * ldy + r] != y0[(size_t)t * ldy + r]) worst = 1e9;
+                }
+                n_case++;
+                free(w); free(X); free(scratch); free(x); free(row); free(y); free(y0);
+            }
+    ok(worst < 3e-5, "%s f16 on AMX tiles (split activations): %d cases (K, rows, tokens), worst relative error %.2g",
+       k->name, n_case, worst);
 }
 
 static void test_gemm_batch_invariant(const cpu_kernels *k)
@@ -813,6 +866,7 @@ int main(void)
         test_gemm_batch_invariant(k);
         test_bf16_batch_invariant(k);
         test_bf16_tiled(k);
+        test_f16_tiled(k);
         test_gemm_packed(k);
         test_quantize(k);
         test_dequant(k);

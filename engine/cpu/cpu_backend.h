@@ -38,9 +38,10 @@ typedef struct {
     int hid_cap;
     cpu_q8_act *qact;
     uint16_t *xbf;                 /* activations as bf16 (kernels.h: bf16_act) */
+    uint16_t *xsplit;              /* activations as bf16 hi + lo (kernels.h: gemm_f16_tiled; NULL without it) */
     float *scores;                 /* [nth][CPU_ATT_TILE][seq_len] attention weights */
     int *att_tiles;                /* [cap + 1] first token of each attention tile (attention.c) */
-    float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats */
+    float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats (or split, gemm_f16_tiled) */
     size_t wbuf_floats;            /* CPU_MM_CHUNK_ROWS * widest K */
     /* mixture of experts (moe.c): a pass's router logits, each token's choices, and the chosen experts'
      * rows (a token's activations once per expert it goes to), grown to moe_cap rows */

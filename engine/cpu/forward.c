@@ -25,11 +25,12 @@ static int check_model(const llm_model *m, llm_err *err)
 static void free_scratch(cpu_state *st)
 {
     free(st->x); free(st->xb); free(st->q); free(st->k); free(st->v);
-    free(st->att); free(st->hb); free(st->hb2); free(st->qact); free(st->att_tiles); free(st->xbf);
+    free(st->att); free(st->hb); free(st->hb2); free(st->qact); free(st->att_tiles); free(st->xbf); free(st->xsplit);
     st->x = st->xb = st->q = st->k = st->v = st->att = st->hb = st->hb2 = NULL;
     st->qact = NULL;
     st->att_tiles = NULL;
     st->xbf = NULL;
+    st->xsplit = NULL;
     st->cap = 0;
 }
 
@@ -77,8 +78,9 @@ static int ensure_scratch(cpu_state *st, int n)
     st->qact = malloc(A * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
     st->att_tiles = malloc((N + 1) * sizeof(int));
     st->xbf = malloc(xbf_rows(A) * widest * sizeof(uint16_t));
+    st->xsplit = st->kern->gemm_f16_tiled != NULL ? malloc(xbf_rows(N) * widest * sizeof(float)) : NULL;
     if (!st->x || !st->xb || !st->q || !st->k || !st->v || !st->att || !st->hb || !st->hb2 || !st->qact ||
-        !st->att_tiles || !st->xbf) {
+        !st->att_tiles || !st->xbf || (st->kern->gemm_f16_tiled != NULL && !st->xsplit)) {
         free_scratch(st);
         return -1;
     }
@@ -117,6 +119,8 @@ static int prefault_scratch(cpu_state *st, int n)
     memset(st->hb2, 0, N * c->hidden_dim * sizeof(float));
     memset(st->qact, 0, A * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
     memset(st->xbf, 0, xbf_rows(A) * widest * sizeof(uint16_t));
+    if (st->xsplit != NULL)
+        memset(st->xsplit, 0, xbf_rows(N) * widest * sizeof(float));
     return 0;
 }
 

@@ -144,6 +144,13 @@ typedef struct {
      * any number of tokens and rows. Every (row, token) pair is one chain over K whatever the batch, as on
      * gemm_bf16, so a token gets the same bits alone or in a batch. */
     cpu_gemm_fn gemm_bf16_tiled;
+    /* F16 weights on AMX tiles for products of many tokens (the avx512amx table; NULL elsewhere): each weight
+     * is exactly the sum of two bf16 (hi + lo), each activation nearly (16 bits of mantissa: the split tile
+     * layout below, cpu_bf16_act_store_split), and hi hi + hi lo + lo hi are summed in fp32: the products of
+     * the f16 weights with activations finer than f16's. K a multiple of 32, all nt tokens in one call (the
+     * weights are split once per call, into scratch: 2 nr K uint16_t), the first token at a group. */
+    void (*gemm_f16_tiled)(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt, float *Y,
+                           size_t ldy, int acc, uint16_t *scratch);
 } cpu_kernels;
 
 /* The tile layout of bf16 activations for gemm_bf16_tiled (AMX's second operand: rows of 16 32-bit pairs):
@@ -151,6 +158,9 @@ typedef struct {
  * elements 2p (low half) and 2p + 1; a group takes the bytes of 16 rows of K bf16, so token t's group starts
  * where row t would (t a multiple of 16), and a buffer holds whole groups. */
 #define CPU_BF16_TILE_T 16
+/* The split tile layout: x = hi + lo, hi = x rounded to bf16 and lo = the rest rounded; a group of 16 tokens is
+ * its hi values in the tile layout, then its lo values: the bytes of 16 rows of K floats, so token t's group
+ * starts where row t of K floats would. */
 
 /* Kernel tables per instruction set; each returns the same static table. */
 const cpu_kernels *cpu_kernels_generic(void);
@@ -164,9 +174,11 @@ const cpu_kernels *cpu_kernels_avx512amx(void);
 /* Activation row x (K floats) of token t as bf16 (llm_f32_to_bf16) into X: at row t (tiled 0) or in the tile
  * layout (tiled 1: K a multiple of 32). */
 void cpu_bf16_act_store(int tiled, int K, const float *x, int t, uint16_t *X);
-/* Tile layout: zero the columns of tokens n .. the end of n - 1's group (what gemm_bf16_tiled reads past the
- * last token). */
-void cpu_bf16_act_pad(int K, int n, uint16_t *X);
+/* The same in the split tile layout (K a multiple of 32). */
+void cpu_bf16_act_store_split(int K, const float *x, int t, uint16_t *X);
+/* Tile layout (split 0) or split tile layout (1): zero the columns of tokens n .. the end of n - 1's group
+ * (what the tiled kernels read past the last token). */
+void cpu_bf16_act_pad(int split, int K, int n, uint16_t *X);
 
 /* The gemm for a weight type, NULL for an unknown one. */
 cpu_gemm_fn cpu_gemm_for(const cpu_kernels *k, llm_dtype t);

@@ -365,6 +365,99 @@ static void gemm_bf16_tiled(int K, const void *W, size_t ws, int nr, const void 
         }
 }
 #define KX_GEMM_BF16_TILED gemm_bf16_tiled
+
+/* F16 weights x split activations (kernels.h: gemm_f16_tiled): each 16-row tile's weights split once per call
+ * into bf16 hi and lo rows (w - hi is exact in bf16: f16 has 3 bits more), then for each token group
+ * C += Whi Xhi + Whi Xlo + Wlo Xhi over K, in that order, for two row tiles at a time: tiles 0-1 accumulate,
+ * 2-5 hold the weights' hi and lo, 6-7 the group's hi and lo. */
+KX_INLINE void kx_amx_split_rows(int K, const uint8_t *W, size_t ws, int nr, uint16_t *hi, uint16_t *lo)
+{
+    for (int r = 0; r < nr; r++)
+        for (int e = 0; e < K; e += 16) {
+            __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(W + (size_t)r * ws + 2 * (size_t)e)));
+            __m256bh h = _mm512_cvtneps_pbh(w);
+            __m256bh l = _mm512_cvtneps_pbh(_mm512_sub_ps(w, _mm512_cvtpbh_ps(h)));
+            _mm256_storeu_si256((__m256i *)(hi + (size_t)r * K + e), (__m256i)h);
+            _mm256_storeu_si256((__m256i *)(lo + (size_t)r * K + e), (__m256i)l);
+        }
+}
+
+KX_INLINE void kx_amx_split_tile(int K, const uint16_t *hi, const uint16_t *lo, const uint8_t *X, float *Y,
+                                 size_t ldy, int nt, int acc, const int RM)
+{
+    const size_t ws = 2 * (size_t)K, xlo = 32 * (size_t)K; /* a group's lo rows: after its 16 x K hi values */
+    const uint8_t *h = (const uint8_t *)hi, *l = (const uint8_t *)lo;
+    _tile_zero(0);
+    if (RM > 1)
+        _tile_zero(1);
+    for (int k = 0; k < K; k += 32) {
+        _tile_loadd(2, h + 2 * (size_t)k, (long)ws);
+        _tile_loadd(3, l + 2 * (size_t)k, (long)ws);
+        if (RM > 1) {
+            _tile_loadd(4, h + 16 * ws + 2 * (size_t)k, (long)ws);
+            _tile_loadd(5, l + 16 * ws + 2 * (size_t)k, (long)ws);
+        }
+        _tile_loadd(6, X + 32 * (size_t)k, 64);
+        _tile_loadd(7, X + xlo + 32 * (size_t)k, 64);
+        _tile_dpbf16ps(0, 2, 6);
+        _tile_dpbf16ps(0, 2, 7);
+        _tile_dpbf16ps(0, 3, 6);
+        if (RM > 1) {
+            _tile_dpbf16ps(1, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(1, 5, 6);
+        }
+    }
+    kx_amx_out(0, Y, ldy, nt, acc);
+    if (RM > 1)
+        kx_amx_out(1, Y + 16, ldy, nt, acc);
+}
+
+static void gemm_f16_tiled(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt, float *Y,
+                           size_t ldy, int acc, uint16_t *scratch)
+{
+    const uint8_t *w = W, *x = X;
+    const int nr16 = nr / 16 * 16;
+    uint16_t *hi = scratch, *lo = scratch + (size_t)nr16 * K;
+    kx_amx_split_rows(K, w, ws, nr16, hi, lo);
+    kx_tilecfg cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    _tile_loadconfig(&cfg);
+    for (int r = 0; r < nr16; r += 32)
+        for (int t = 0; t < nt; t += 16) {
+            const size_t off = (size_t)r * K;
+            int n = nt - t < 16 ? nt - t : 16;
+            if (nr16 - r >= 32)
+                kx_amx_split_tile(K, hi + off, lo + off, x + (size_t)t * xs, Y + (size_t)t * ldy + r, ldy, n, acc, 2);
+            else
+                kx_amx_split_tile(K, hi + off, lo + off, x + (size_t)t * xs, Y + (size_t)t * ldy + r, ldy, n, acc, 1);
+        }
+    _tile_release();
+    /* the last nr % 16 rows: float chains of w (hi + lo of x) */
+    for (int r = nr16; r < nr; r++)
+        for (int t = 0; t < nt; t++) {
+            const uint32_t *gh = (const uint32_t *)(const void *)(x + (size_t)(t - t % 16) * xs) + t % 16;
+            const uint32_t *gl = gh + 8 * (size_t)K;
+            float s = 0.0f;
+            for (int p = 0; p < K / 2; p++) {
+                uint32_t ph = gh[(size_t)p * 16], pl = gl[(size_t)p * 16];
+                for (int e = 0; e < 2; e++) {
+                    float xv = kx_bf16f((const uint8_t *)&ph + 2 * e) + kx_bf16f((const uint8_t *)&pl + 2 * e);
+                    uint16_t wh;
+                    memcpy(&wh, w + (size_t)r * ws + 2 * (size_t)(2 * p + e), 2);
+                    s += _cvtsh_ss(wh) * xv;
+                }
+            }
+            float *y = Y + (size_t)t * ldy + r;
+            *y = acc ? *y + s : s;
+        }
+}
+#define KX_GEMM_F16_TILED gemm_f16_tiled
 #endif
 
 /* ---- quantised weights x Q8 activations (256-bit integer dot products) ---- */
@@ -1310,9 +1403,12 @@ static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, f
 #ifndef KX_GEMM_BF16_TILED
 #define KX_GEMM_BF16_TILED NULL
 #endif
+#ifndef KX_GEMM_F16_TILED
+#define KX_GEMM_F16_TILED NULL
+#endif
 static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
     attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, geglu, KX_INT8_PREFILL,
-    KX_GEMM_PACKED, KX_BF16_ACT, KX_GEMM_BF16_TILED,
+    KX_GEMM_PACKED, KX_BF16_ACT, KX_GEMM_BF16_TILED, KX_GEMM_F16_TILED,
 };

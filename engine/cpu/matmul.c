@@ -20,6 +20,7 @@ typedef struct {
     int need_q8;
     int need_bf16;     /* activations rounded to bf16 too (bf16_act) */
     int tiled;         /* ... in the tile layout, for gemm_bf16_tiled (kernels.h) */
+    int split;         /* F16 weights on gemm_f16_tiled: activations in the split tile layout (st->xsplit) */
     const float *xf;   /* float activations (x or its normalised copy) */
     size_t xfs;
     int n_units;       /* outputs scheduled: each output, or with swiglu each (gate, up) pair */
@@ -67,6 +68,11 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     /* r0 is a multiple of CHUNK_ROWS, so of CPU_PK_ROWS */
     const uint8_t *packed = o->packed == NULL ? NULL
         : o->packed->data + (size_t)(r0 / CPU_PK_ROWS) * (size_t)(mm->K / LLM_QK) * cpu_pk_block_bytes(o->packed->fmt);
+    if (packed == NULL && t == LLM_F16 && j->split) { /* all tokens in one call: the weights split once */
+        k->gemm_f16_tiled(mm->K, w, ws, r1 - r0, j->st->xsplit, (size_t)mm->K * sizeof(float), n,
+                          o->y + r0, o->ldy, o->accumulate, (uint16_t *)(j->st->wbuf + (size_t)ith * j->st->wbuf_floats));
+        return;
+    }
     if (packed == NULL && widen(k, t, n)) {
         float *buf = j->st->wbuf + (size_t)ith * j->st->wbuf_floats;
         k->dequant_rows(t, w, ws, r1 - r0, mm->K, buf);
@@ -106,9 +112,9 @@ static void mm_worker(void *ctx, int ith, int nth)
     cpu_state *st = j->st;
     int nb = mm->K / LLM_QK;
 
-    if (mm->norm != NULL || j->need_q8 || j->need_bf16) {
-        /* a thread takes a token at a time, or a whole group of the tile layout (whose rows it interleaves) */
-        const int step = j->tiled ? CPU_BF16_TILE_T : 1;
+    if (mm->norm != NULL || j->need_q8 || j->need_bf16 || j->split) {
+        /* a thread takes a token at a time, or a whole group of the tile layouts (whose rows it interleaves) */
+        const int step = j->tiled || j->split ? CPU_BF16_TILE_T : 1;
         for (int u = ith * step; u < mm->n; u += nth * step) {
             for (int t = u; t < u + step && t < mm->n; t++) {
                 const float *xr = mm->x + (size_t)t * mm->xs;
@@ -121,9 +127,13 @@ static void mm_worker(void *ctx, int ith, int nth)
                     st->kern->quantize_act(xr, st->qact + (size_t)t * nb, mm->K);
                 if (j->need_bf16)
                     cpu_bf16_act_store(j->tiled, mm->K, xr, t, st->xbf);
+                if (j->split)
+                    cpu_bf16_act_store_split(mm->K, xr, t, st->xsplit);
             }
             if (j->tiled && u + step >= mm->n)
-                cpu_bf16_act_pad(mm->K, mm->n, st->xbf);
+                cpu_bf16_act_pad(0, mm->K, mm->n, st->xbf);
+            if (j->split && u + step >= mm->n)
+                cpu_bf16_act_pad(1, mm->K, mm->n, st->xsplit);
         }
         cpu_pool_barrier(st->pool);
     }
@@ -181,9 +191,15 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm)
     }
     /* The tile layout where the table has AMX and every output reads all rows from the first (an expert's
      * rows start anywhere: its products keep the row layout, so a matrix always takes the same kernel). */
-    j.tiled = j.need_bf16 && st->kern->gemm_bf16_tiled != NULL && mm->K % 32 == 0;
-    for (int o = 0; o < mm->n_outs; o++)
-        j.tiled &= mm->outs[o].nt == 0;
+    int whole = mm->K % 32 == 0;
+    for (int o = 0; o < mm->n_outs; o++) {
+        whole &= mm->outs[o].nt == 0;
+        j.split |= mm->outs[o].packed == NULL && mm->outs[o].w->type == LLM_F16;
+    }
+    j.tiled = j.need_bf16 && st->kern->gemm_bf16_tiled != NULL && whole;
+    /* F16 products of many tokens (those widened to floats otherwise) on AMX tiles; not decode, where
+     * splitting every weight per token cost 3x the step (measured) */
+    j.split &= st->kern->gemm_f16_tiled != NULL && whole && widen(st->kern, LLM_F16, mm->n);
     atomic_init(&j.next, 0);
     cpu_pool_run(st->pool, mm_worker, &j);
 }
@@ -200,13 +216,29 @@ void cpu_bf16_act_store(int tiled, int K, const float *x, int t, uint16_t *X)
                                          (uint32_t)llm_f32_to_bf16(x[2 * p + 1]) << 16;
 }
 
-void cpu_bf16_act_pad(int K, int n, uint16_t *X)
+void cpu_bf16_act_store_split(int K, const float *x, int t, uint16_t *X)
+{
+    uint32_t *hi = (uint32_t *)(void *)(X + (size_t)(t - t % CPU_BF16_TILE_T) * 2 * (size_t)K) + t % CPU_BF16_TILE_T;
+    uint32_t *lo = hi + (size_t)CPU_BF16_TILE_T * (size_t)K / 2;
+    for (int p = 0; p < K / 2; p++) {
+        uint16_t h0 = llm_f32_to_bf16(x[2 * p]), h1 = llm_f32_to_bf16(x[2 * p + 1]);
+        uint16_t l0 = llm_f32_to_bf16(x[2 * p] - llm_bf16_to_f32(h0));
+        uint16_t l1 = llm_f32_to_bf16(x[2 * p + 1] - llm_bf16_to_f32(h1));
+        hi[(size_t)p * CPU_BF16_TILE_T] = (uint32_t)h0 | (uint32_t)h1 << 16;
+        lo[(size_t)p * CPU_BF16_TILE_T] = (uint32_t)l0 | (uint32_t)l1 << 16;
+    }
+}
+
+void cpu_bf16_act_pad(int split, int K, int n, uint16_t *X)
 {
     int c0 = n % CPU_BF16_TILE_T;
     if (c0 == 0)
         return;
-    uint32_t *g = (uint32_t *)(void *)(X + (size_t)(n - c0) * (size_t)K);
-    for (int p = 0; p < K / 2; p++)
-        for (int c = c0; c < CPU_BF16_TILE_T; c++)
-            g[(size_t)p * CPU_BF16_TILE_T + c] = 0;
+    for (int part = 0; part <= split; part++) { /* hi (or the plain tile layout), then lo */
+        uint32_t *g = (uint32_t *)(void *)(X + (size_t)(n - c0) * (size_t)(split ? 2 : 1) * (size_t)K) +
+                      (size_t)part * CPU_BF16_TILE_T * (size_t)K / 2;
+        for (int p = 0; p < K / 2; p++)
+            for (int c = c0; c < CPU_BF16_TILE_T; c++)
+                g[(size_t)p * CPU_BF16_TILE_T + c] = 0;
+    }
 }
