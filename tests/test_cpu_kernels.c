@@ -140,58 +140,79 @@ static void test_bf16_batch_invariant(const cpu_kernels *k)
     free(w); free(xb); free(row); free(y);
 }
 
-/* BF16 on AMX tiles (gemm_bf16_tiled, the avx512amx table): activations in the tile layout
- * (cpu_bf16_act_store, cpu_bf16_act_pad), whole 16-row tiles, pairs of them, the rows past the last tile and
- * partial token groups, accumulating or not, against double sums of the same bf16 values; then every token of
- * a 40-token call against that token alone in its own buffer, bit for bit. */
-static void test_bf16_tiled(const cpu_kernels *k)
+/* One product on AMX tiles (the avx512amx table): nr x K weights of type t (BF16: gemm_bf16_tiled over the tile
+ * layout; F16: gemm_f16_tiled over the split one) times nt activations, accumulating or not, against double
+ * sums of the weights times the activations the kernel sees (BF16: rounded to bf16; F16: the floats, of which
+ * the split keeps 16 bits: within 2^-15, where rounding them to bf16 would be 2^-9 off); the worst error
+ * relative to sum |w x|, 1e9 when the output's padding was written. */
+static double tiled_case(const cpu_kernels *k, llm_dtype t, int K, int nr, int nt, int acc)
 {
-    if (k->gemm_bf16_tiled == NULL)
+    int f16 = t == LLM_F16, ng = (nt + CPU_BF16_TILE_T - 1) / CPU_BF16_TILE_T;
+    size_t rb = (size_t)K * 2, xs = f16 ? (size_t)K * sizeof(float) : rb, ldy = (size_t)nr + 3;
+    uint16_t *w = malloc(rb * (size_t)nr), *X = malloc((size_t)ng * CPU_BF16_TILE_T * xs);
+    uint16_t *scratch = malloc(2 * rb * (size_t)nr);
+    float *x = malloc((size_t)nt * K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
+    float *y = malloc((size_t)nt * ldy * sizeof(float)), *y0 = malloc((size_t)nt * ldy * sizeof(float));
+    for (int r = 0; r < nr; r++) {
+        for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);
+        llm_row_from_f32(t, row, w + (size_t)r * K, (size_t)K);
+    }
+    memset(X, 0xff, (size_t)ng * CPU_BF16_TILE_T * xs); /* NaNs where the padding must go */
+    for (int j = 0; j < nt; j++) {
+        for (int e = 0; e < K; e++) x[(size_t)j * K + e] = frand() * (e % 5 == 0 ? 4.0f : 1.0f);
+        if (f16)
+            cpu_bf16_act_store_split(K, x + (size_t)j * K, j, X);
+        else
+            cpu_bf16_act_store(1, K, x + (size_t)j * K, j, X);
+    }
+    cpu_bf16_act_pad(f16, K, nt, X);
+    for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
+    if (f16)
+        k->gemm_f16_tiled(K, w, rb, nr, X, xs, nt, y, ldy, acc, scratch);
+    else
+        k->gemm_bf16_tiled(K, w, rb, nr, X, xs, nt, y, ldy, acc);
+    double worst = 0.0;
+    for (int j = 0; j < nt; j++) {
+        for (int r = 0; r < nr; r++) {
+            double s = acc ? y0[(size_t)j * ldy + r] : 0.0, mag = 1e-30 + fabs(s);
+            for (int e = 0; e < K; e++) {
+                uint16_t wv = w[(size_t)r * K + e];
+                float xv = x[(size_t)j * K + e];
+                double p = (double)(f16 ? llm_fp16_to_f32(wv) : llm_bf16_to_f32(wv)) *
+                           (f16 ? xv : llm_bf16_to_f32(llm_f32_to_bf16(xv)));
+                s += p;
+                mag += fabs(p);
+            }
+            double err = fabs(s - y[(size_t)j * ldy + r]) / mag;
+            worst = err > worst || err != err ? err : worst;
+        }
+        for (size_t r = (size_t)nr; r < ldy; r++) /* padding untouched */
+            if (y[(size_t)j * ldy + r] != y0[(size_t)j * ldy + r]) worst = 1e9;
+    }
+    free(w); free(X); free(scratch); free(x); free(row); free(y); free(y0);
+    return worst;
+}
+
+/* BF16 and F16 on AMX tiles: whole 16-row tiles, pairs of them, the rows past the last tile and partial token
+ * groups; then (BF16, which decode takes too) every token of a 40-token call against that token alone in its
+ * own buffer, bit for bit. */
+static void test_tiled(const cpu_kernels *k)
+{
+    if (k->gemm_bf16_tiled == NULL || k->gemm_f16_tiled == NULL)
         return;
     const int Ks[] = { 32, 96, 800 }, nrs[] = { 1, 13, 16, 37, 64, 70 }, nts[] = { 1, 5, 16, 17, 33, 40 };
-    double worst = 0.0;
-    int n_case = 0;
-    for (size_t a = 0; a < sizeof(Ks) / sizeof(Ks[0]); a++)
-        for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
-            for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
-                int K = Ks[a], nr = nrs[b], nt = nts[c], acc = (int)((a + b + c) & 1);
-                int ng = (nt + CPU_BF16_TILE_T - 1) / CPU_BF16_TILE_T;
-                size_t rb = (size_t)K * 2, ldy = (size_t)nr + 3;
-                uint16_t *w = malloc(rb * (size_t)nr), *X = malloc((size_t)ng * CPU_BF16_TILE_T * rb);
-                float *x = malloc((size_t)nt * K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
-                float *y = malloc((size_t)nt * ldy * sizeof(float)), *y0 = malloc((size_t)nt * ldy * sizeof(float));
-                for (int r = 0; r < nr; r++) {
-                    for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);
-                    llm_row_from_f32(LLM_BF16, row, w + (size_t)r * K, (size_t)K);
+    for (int f16 = 0; f16 < 2; f16++) {
+        double worst = 0.0;
+        int n_case = 0;
+        for (size_t a = 0; a < sizeof(Ks) / sizeof(Ks[0]); a++)
+            for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
+                for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++, n_case++) {
+                    double e = tiled_case(k, f16 ? LLM_F16 : LLM_BF16, Ks[a], nrs[b], nts[c], (int)((a + b + c) & 1));
+                    worst = e > worst || e != e ? e : worst;
                 }
-                memset(X, 0xff, (size_t)ng * CPU_BF16_TILE_T * rb); /* NaNs where the padding must go */
-                for (int t = 0; t < nt; t++) {
-                    for (int e = 0; e < K; e++) x[(size_t)t * K + e] = frand() * (e % 5 == 0 ? 4.0f : 1.0f);
-                    cpu_bf16_act_store(1, K, x + (size_t)t * K, t, X);
-                }
-                cpu_bf16_act_pad(0, K, nt, X);
-                for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
-                k->gemm_bf16_tiled(K, w, rb, nr, X, rb, nt, y, ldy, acc);
-                for (int t = 0; t < nt; t++) {
-                    for (int r = 0; r < nr; r++) {
-                        double s = acc ? y0[(size_t)t * ldy + r] : 0.0, mag = 1e-30 + fabs(s);
-                        for (int e = 0; e < K; e++) {
-                            double p = (double)llm_bf16_to_f32(w[(size_t)r * K + e]) *
-                                       llm_bf16_to_f32(llm_f32_to_bf16(x[(size_t)t * K + e]));
-                            s += p;
-                            mag += fabs(p);
-                        }
-                        double err = fabs(s - y[(size_t)t * ldy + r]) / mag;
-                        worst = err > worst || err != err ? err : worst;
-                    }
-                    for (size_t r = (size_t)nr; r < ldy; r++) /* padding untouched */
-                        if (y[(size_t)t * ldy + r] != y0[(size_t)t * ldy + r]) worst = 1e9;
-                }
-                n_case++;
-                free(w); free(X); free(x); free(row); free(y); free(y0);
-            }
-    ok(worst < 1e-5, "%s bf16 on AMX tiles: %d cases (K, rows, tokens), worst relative error %.2g", k->name, n_case,
-       worst);
+        ok(worst < (f16 ? 3e-5 : 1e-5), "%s %s on AMX tiles%s: %d cases (K, rows, tokens), worst relative error %.2g",
+           k->name, f16 ? "f16" : "bf16", f16 ? " (split activations)" : "", n_case, worst);
+    }
 
     enum { K = 160, NR = 53, NT = 40 };
     uint16_t *w = malloc((size_t)NR * K * 2), *X = malloc((size_t)48 * K * 2), *X1 = malloc((size_t)16 * K * 2);
@@ -216,59 +237,6 @@ static void test_bf16_tiled(const cpu_kernels *k)
     }
     ok(same, "%s bf16 on AMX tiles: each of %d tokens in one call gives the bits of that token alone", k->name, NT);
     free(w); free(X); free(X1); free(row); free(y); free(xs);
-}
-
-/* F16 on AMX tiles (gemm_f16_tiled): activations in the split tile layout; every shape as above against double
- * sums of the f16 weights times the float activations (the split keeps 16 bits of each activation: within
- * 2^-15 of the float product, where rounding them to bf16 would be 2^-9 off). */
-static void test_f16_tiled(const cpu_kernels *k)
-{
-    if (k->gemm_f16_tiled == NULL)
-        return;
-    const int Ks[] = { 32, 96, 800 }, nrs[] = { 1, 13, 16, 37, 64, 70 }, nts[] = { 1, 5, 16, 17, 33, 40 };
-    double worst = 0.0;
-    int n_case = 0;
-    for (size_t a = 0; a < sizeof(Ks) / sizeof(Ks[0]); a++)
-        for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
-            for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
-                int K = Ks[a], nr = nrs[b], nt = nts[c], acc = (int)((a + b + c) & 1);
-                int ng = (nt + CPU_BF16_TILE_T - 1) / CPU_BF16_TILE_T;
-                size_t rb = (size_t)K * 2, ldy = (size_t)nr + 3;
-                uint16_t *w = malloc(rb * (size_t)nr), *X = malloc((size_t)ng * CPU_BF16_TILE_T * 2 * rb);
-                uint16_t *scratch = malloc(2 * rb * (size_t)nr);
-                float *x = malloc((size_t)nt * K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
-                float *y = malloc((size_t)nt * ldy * sizeof(float)), *y0 = malloc((size_t)nt * ldy * sizeof(float));
-                for (int r = 0; r < nr; r++) {
-                    for (int e = 0; e < K; e++) row[e] = frand() * (e % 7 == 0 ? 3.0f : 1.0f);
-                    llm_row_from_f32(LLM_F16, row, w + (size_t)r * K, (size_t)K);
-                }
-                memset(X, 0xff, (size_t)ng * CPU_BF16_TILE_T * 2 * rb);
-                for (int t = 0; t < nt; t++) {
-                    for (int e = 0; e < K; e++) x[(size_t)t * K + e] = frand() * (e % 5 == 0 ? 4.0f : 1.0f);
-                    cpu_bf16_act_store_split(K, x + (size_t)t * K, t, X);
-                }
-                cpu_bf16_act_pad(1, K, nt, X);
-                for (size_t i = 0; i < (size_t)nt * ldy; i++) y[i] = y0[i] = frand();
-                k->gemm_f16_tiled(K, w, rb, nr, X, (size_t)K * sizeof(float), nt, y, ldy, acc, scratch);
-                for (int t = 0; t < nt; t++) {
-                    for (int r = 0; r < nr; r++) {
-                        double s = acc ? y0[(size_t)t * ldy + r] : 0.0, mag = 1e-30 + fabs(s);
-                        for (int e = 0; e < K; e++) {
-                            double p = (double)llm_fp16_to_f32(w[(size_t)r * K + e]) * x[(size_t)t * K + e];
-                            s += p;
-                            mag += fabs(p);
-                        }
-                        double err = fabs(s - y[(size_t)t * ldy + r]) / mag;
-                        worst = err > worst || err != err ? err : worst;
-                    }
-                    for (size_t r = (size_t)nr; r < ldy; r++)
-                        if (y[(size_t)t * ldy + r] != y0[(size_t)t * ldy + r]) worst = 1e9;
-                }
-                n_case++;
-                free(w); free(X); free(scratch); free(x); free(row); free(y); free(y0);
-            }
-    ok(worst < 3e-5, "%s f16 on AMX tiles (split activations): %d cases (K, rows, tokens), worst relative error %.2g",
-       k->name, n_case, worst);
 }
 
 static void test_gemm_batch_invariant(const cpu_kernels *k)
@@ -865,8 +833,7 @@ int main(void)
         test_gemm(k);
         test_gemm_batch_invariant(k);
         test_bf16_batch_invariant(k);
-        test_bf16_tiled(k);
-        test_f16_tiled(k);
+        test_tiled(k);
         test_gemm_packed(k);
         test_quantize(k);
         test_dequant(k);

@@ -266,6 +266,19 @@ typedef struct {
     uint8_t  rows[16];
 } kx_tilecfg;
 
+/* Tiles 0-7 as 16 rows of 64 bytes (this thread's tile state, until _tile_release). */
+KX_INLINE void kx_amx_config(void)
+{
+    kx_tilecfg cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    _tile_loadconfig(&cfg);
+}
+
 /* An accumulator tile (16 weight rows x 16 tokens) out: Y[t][i] (+)= c[i][t] for the first nt tokens. */
 KX_INLINE void kx_amx_out(int tile, float *Y, size_t ldy, int nt, int acc)
 {
@@ -326,14 +339,7 @@ static void gemm_bf16_tiled(int K, const void *W, size_t ws, int nr, const void 
     const uint8_t *w = W, *x = X;
     const size_t gs = CPU_BF16_TILE_T * xs; /* bytes of a token group */
     const int nr16 = nr / 16 * 16;
-    kx_tilecfg cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) {
-        cfg.colsb[i] = 64;
-        cfg.rows[i] = 16;
-    }
-    _tile_loadconfig(&cfg);
+    kx_amx_config();
     for (int r = 0; r < nr16; r += 32)
         for (int t = 0; t < nt; t += 32) {
             const uint8_t *wr = w + (size_t)r * ws, *xt = x + (size_t)t * xs;
@@ -420,14 +426,7 @@ static void gemm_f16_tiled(int K, const void *W, size_t ws, int nr, const void *
     const int nr16 = nr / 16 * 16;
     uint16_t *hi = scratch, *lo = scratch + (size_t)nr16 * K;
     kx_amx_split_rows(K, w, ws, nr16, hi, lo);
-    kx_tilecfg cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) {
-        cfg.colsb[i] = 64;
-        cfg.rows[i] = 16;
-    }
-    _tile_loadconfig(&cfg);
+    kx_amx_config();
     for (int r = 0; r < nr16; r += 32)
         for (int t = 0; t < nt; t += 16) {
             const size_t off = (size_t)r * K;
