@@ -77,10 +77,12 @@ check "stories260K f32 vs the CPU backend" env LLM_CUDA_KV=f32 "$E/parity_logits
     --gen 8 --chunk 8 --max-diff 1e-4 --min-top1 1
 check "head_dim 128: decode and tensor-core prefill attention, f16 kv" "$E/parity_logits" --model "$W/hf128" \
     --positions 40 --gen 4 --chunk 8 --max-diff 1e-1 --min-top1 0.98
-# head_dim 256 (Gemma 2 / 3's): the register decode kernel with 8 dimensions a lane (16-byte f16 row loads), graphs
+# head_dim 256 (Gemma 2 / 3's): the register decode kernel with 8 dimensions a lane (16-byte f16 row loads), graphs.
+# Top-1 over the graph part's 43 rows: one near tie apart is 0.977 (the CPU's BF16 products on AMX tiles sum in
+# another order than on vdpbf16ps and move it, the logits 0.0165 apart either way), so 0.95 there.
 python3 tests/gpu/emu_hf_model.py "$W/hf256" 256 >/dev/null || exit 1
 check "head_dim 256: register decode attention, f16 kv, graphs" env CU_EMU_SMS=64 "$E/parity_logits" \
-    --model "$W/hf256" --positions 24 --gen 4 --chunk 8 --graph-cycles 1 --max-diff 1e-1 --min-top1 0.98
+    --model "$W/hf256" --positions 24 --gen 4 --chunk 8 --graph-cycles 1 --max-diff 1e-1 --min-top1 0.95
 # The mma.sync prefill attention (LLM_CUDA_ATT_TC=2): 1 SM, so a split walks several K/V tiles (both buffers).
 check "head_dim 128: mma.sync prefill attention, f16 kv, long splits" env LLM_CUDA_ATT_TC=2 CU_EMU_SMS=1 \
     "$E/parity_logits" --model "$W/hf128" --positions 200 --gen 4 --chunk 100 --max-diff 1e-1 --min-top1 0.98
