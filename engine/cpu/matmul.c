@@ -204,6 +204,17 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm)
     cpu_pool_run(st->pool, mm_worker, &j);
 }
 
+/* The tile layouts' writers round a chunk of the row at a time with llm_row_from_f32 (whose loop vectorises)
+ * and then scatter its pairs into the token's column. */
+#define ACT_CHUNK 256
+
+/* Pairs of the bf16 values h (n of them) into column c of the rows from p0 on, 16 pairs a row apart. */
+static void scatter_pairs(const uint16_t *h, int n, uint32_t *col, int p0)
+{
+    for (int i = 0; i < n / 2; i++)
+        col[(size_t)(p0 + i) * CPU_BF16_TILE_T] = (uint32_t)h[2 * i] | (uint32_t)h[2 * i + 1] << 16;
+}
+
 void cpu_bf16_act_store(int tiled, int K, const float *x, int t, uint16_t *X)
 {
     if (!tiled) {
@@ -211,21 +222,32 @@ void cpu_bf16_act_store(int tiled, int K, const float *x, int t, uint16_t *X)
         return;
     }
     uint32_t *g = (uint32_t *)(void *)(X + (size_t)(t - t % CPU_BF16_TILE_T) * (size_t)K) + t % CPU_BF16_TILE_T;
-    for (int p = 0; p < K / 2; p++)
-        g[(size_t)p * CPU_BF16_TILE_T] = (uint32_t)llm_f32_to_bf16(x[2 * p]) |
-                                         (uint32_t)llm_f32_to_bf16(x[2 * p + 1]) << 16;
+    uint16_t h[ACT_CHUNK];
+    for (int e = 0; e < K; e += ACT_CHUNK) {
+        int n = K - e < ACT_CHUNK ? K - e : ACT_CHUNK;
+        llm_row_from_f32(LLM_BF16, x + e, h, (size_t)n);
+        scatter_pairs(h, n, g, e / 2);
+    }
 }
 
 void cpu_bf16_act_store_split(int K, const float *x, int t, uint16_t *X)
 {
     uint32_t *hi = (uint32_t *)(void *)(X + (size_t)(t - t % CPU_BF16_TILE_T) * 2 * (size_t)K) + t % CPU_BF16_TILE_T;
     uint32_t *lo = hi + (size_t)CPU_BF16_TILE_T * (size_t)K / 2;
-    for (int p = 0; p < K / 2; p++) {
-        uint16_t h0 = llm_f32_to_bf16(x[2 * p]), h1 = llm_f32_to_bf16(x[2 * p + 1]);
-        uint16_t l0 = llm_f32_to_bf16(x[2 * p] - llm_bf16_to_f32(h0));
-        uint16_t l1 = llm_f32_to_bf16(x[2 * p + 1] - llm_bf16_to_f32(h1));
-        hi[(size_t)p * CPU_BF16_TILE_T] = (uint32_t)h0 | (uint32_t)h1 << 16;
-        lo[(size_t)p * CPU_BF16_TILE_T] = (uint32_t)l0 | (uint32_t)l1 << 16;
+    uint16_t h[ACT_CHUNK], l[ACT_CHUNK];
+    float rest[ACT_CHUNK];
+    for (int e = 0; e < K; e += ACT_CHUNK) {
+        int n = K - e < ACT_CHUNK ? K - e : ACT_CHUNK;
+        llm_row_from_f32(LLM_BF16, x + e, h, (size_t)n);
+        for (int i = 0; i < n; i++) { /* x - hi, exactly (hi's bits widened: the low 16 zero) */
+            uint32_t u = (uint32_t)h[i] << 16;
+            float hf;
+            memcpy(&hf, &u, 4);
+            rest[i] = x[e + i] - hf;
+        }
+        llm_row_from_f32(LLM_BF16, rest, l, (size_t)n);
+        scatter_pairs(h, n, hi, e / 2);
+        scatter_pairs(l, n, lo, e / 2);
     }
 }
 
