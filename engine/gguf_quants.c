@@ -203,6 +203,13 @@ void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
 
 /* ---------- writing Q2_K / Q4_K / Q5_K (gen-model --dtype q2_K / q4_K / q5_K) ---------- */
 
+/* fp16 bits h at p, little-endian (half_at's inverse) */
+static void put_half(uint8_t *p, uint16_t h)
+{
+    p[0] = (uint8_t)(h & 0xff);
+    p[1] = (uint8_t)(h >> 8);
+}
+
 /* One least-squares step for a group of n floats v (sum sx, sum of squares sxx) quantised as x ~ sc q - m, q
  * in 0..top: the quants against *sc, *m (rounded half up; clamped), then the scale and min >= 0 that best fit
  * v with those quants into *sc, *m. Returns that fit's squared error (sxx - sc sum(q v) + m sx, the normal
@@ -292,10 +299,8 @@ static void quantize_block_q45_K(const float *x, uint8_t *b, int five)
         mn[g] = (uint8_t)(m < 0 ? 0 : m > 63 ? 63 : m);
     }
     memset(b, 0, five ? 176 : 144);
-    b[0] = (uint8_t)(dh & 0xff);
-    b[1] = (uint8_t)(dh >> 8);
-    b[2] = (uint8_t)(mh & 0xff);
-    b[3] = (uint8_t)(mh >> 8);
+    put_half(b, dh);
+    put_half(b + 2, mh);
     uint8_t *s = b + 4; /* scale_min_k4's layout, inverted */
     for (int j = 0; j < 4; j++) {
         s[j] = (uint8_t)((sc[j] & 63) | (sc[j + 4] >> 4) << 6);
@@ -315,13 +320,6 @@ static void quantize_block_q45_K(const float *x, uint8_t *b, int five)
                 qh[l] |= (uint8_t)((q >> 4) << g);
         }
     }
-}
-
-void gguf_quantize_q45_K(const float *x, void *dst, size_t n, int five)
-{
-    uint8_t *b = dst;
-    for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += five ? 176 : 144)
-        quantize_block_q45_K(x + i, b, five);
 }
 
 /* One Q2_K super-block from 256 floats: each group of 16's fit_scale_min over 3 steps (16 candidates), the
@@ -351,17 +349,8 @@ static void quantize_block_q2_K(const float *x, uint8_t *b)
             b[16 + 32 * (e / 128) + e % 32] |= (uint8_t)(q << (2 * (e % 128 / 32)));
         }
     }
-    b[80] = (uint8_t)(dh & 0xff);
-    b[81] = (uint8_t)(dh >> 8);
-    b[82] = (uint8_t)(mh & 0xff);
-    b[83] = (uint8_t)(mh >> 8);
-}
-
-void gguf_quantize_q2_K(const float *x, void *dst, size_t n)
-{
-    uint8_t *b = dst;
-    for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += 84)
-        quantize_block_q2_K(x + i, b);
+    put_half(b + 80, dh);
+    put_half(b + 82, mh);
 }
 
 /* The scale s of a group of 16 whose quants q = round(x / s) in -4..3 fit x best: for candidates that map
@@ -421,16 +410,9 @@ static void quantize_block_q3_K(const float *x, uint8_t *b)
             hm[j] |= (uint8_t)((v >= 0) << (4 * h + k));
         }
     }
-    b[108] = (uint8_t)(dh & 0xff);
-    b[109] = (uint8_t)(dh >> 8);
+    put_half(b + 108, dh);
 }
 
-void gguf_quantize_q3_K(const float *x, void *dst, size_t n)
-{
-    uint8_t *b = dst;
-    for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += 110)
-        quantize_block_q3_K(x + i, b);
-}
 
 int gguf_kq_written(uint32_t t)
 {
@@ -446,12 +428,18 @@ uint32_t gguf_write_type(uint32_t want, uint64_t ne0)
 
 void gguf_row_from_f32(uint32_t t, const float *x, void *dst, size_t n)
 {
-    if (t == GGML_Q4_K || t == GGML_Q5_K)
-        gguf_quantize_q45_K(x, dst, n, t == GGML_Q5_K);
-    else if (t == GGML_Q3_K)
-        gguf_quantize_q3_K(x, dst, n);
-    else if (t == GGML_Q2_K)
-        gguf_quantize_q2_K(x, dst, n);
-    else
+    if (!gguf_kq_written(t)) {
         llm_row_from_f32((llm_dtype)t, x, dst, n);
+        return;
+    }
+    uint8_t *b = dst;
+    const size_t bb = gguf_qtype_row_bytes(t, LLM_QK_K);
+    for (size_t i = 0; i + LLM_QK_K <= n; i += LLM_QK_K, b += bb) { /* one super-block at a time */
+        if (t == GGML_Q2_K)
+            quantize_block_q2_K(x + i, b);
+        else if (t == GGML_Q3_K)
+            quantize_block_q3_K(x + i, b);
+        else
+            quantize_block_q45_K(x + i, b, t == GGML_Q5_K);
+    }
 }

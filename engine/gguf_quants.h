@@ -44,13 +44,6 @@ const char *gguf_qtype_name(uint32_t t);           /* "q4_K", ...; "unknown" */
 size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);
 /* Dequantise n elements (a multiple of the block) of any known type. */
 void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n);
-/* n floats (a multiple of 256) as Q4_K (five 0: 144 bytes each) or Q5_K (five 1: 176 bytes) super-blocks
- * into dst: gen-model --dtype q4_K / q5_K. */
-void        gguf_quantize_q45_K(const float *x, void *dst, size_t n, int five);
-/* n floats (a multiple of 256) as Q3_K super-blocks (110 bytes each) into dst: gen-model --dtype q3_K. */
-void        gguf_quantize_q3_K(const float *x, void *dst, size_t n);
-/* n floats (a multiple of 256) as Q2_K super-blocks (84 bytes each) into dst: gen-model --dtype q2_K. */
-void        gguf_quantize_q2_K(const float *x, void *dst, size_t n);
 /* 1 for the K-quant types the writers produce: GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K. */
 int         gguf_kq_written(uint32_t t);
 /* The type a writer gives a matrix with rows of ne0 elements when asked for want (an llm_dtype or a
