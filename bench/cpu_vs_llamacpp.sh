@@ -12,6 +12,8 @@
 #   PROMPT_LEN=1000 NGEN=16 bash bench/cpu_vs_llamacpp.sh   # long-prompt prefill
 #   PRESET=qwen3-30b-a3b LAYERS=8 DTYPES="q8_0 q4_K_M" bash bench/cpu_vs_llamacpp.sh
 #       # a mixture of experts; LAYERS cuts a model too big for this machine to its first N layers
+#   KV=q8_0 PROMPT_LEN=1000 NGEN=64 DTYPES=q8_0 bash bench/cpu_vs_llamacpp.sh
+#       # both KV caches in q8_0 (--kv-cache-dtype / llama.cpp's -ctk -ctv); default: both f16
 # Types gen-model does not write (q4_K_M, q5_K_M, q6_K, q4_1, ...) are made by
 # llama.cpp's own quantiser from the F32 file (build/parity/ggml_ref); our
 # engine converts them to Q8_0 at load (engine/gguf_quants.h), llama.cpp runs
@@ -27,6 +29,7 @@ PROMPT_LEN=${PROMPT_LEN:-128}
 PRESET=${PRESET:-stories110m}
 LAYERS=${LAYERS:-0}
 MODELS=${MODELS:-bench/models}
+KV=${KV:-f16}
 
 make -s engine build/parity/ggml_ref
 LLAMA_LIBS=bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
@@ -57,11 +60,11 @@ for dt in $DTYPES; do
     op=(); od=(); lp=(); ld=()
     for _ in $(seq "$REPS"); do
         err=$(build/llm-engine generate --model "$model" --prompt-ids "$PROMPT" --max-tokens "$NGEN" \
-              --threads "$THREADS" --ignore-eos --output-ids 2>&1 >/dev/null)
+              --threads "$THREADS" --ignore-eos --output-ids --kv-cache-dtype "$KV" 2>&1 >/dev/null)
         op+=("$(awk '/^prompt:/ { print $(NF-1) }' <<<"$err")")
         od+=("$(awk '/^generated:/ { print $(NF-1) }' <<<"$err")")
         js=$(node bench/llamacpp/run.mjs --model "$model" --prompt-tokens "$PROMPT" --max-tokens "$NGEN" \
-             --threads "$THREADS" --json 2>/dev/null | tail -n 1)
+             --threads "$THREADS" --kv-type "$KV" --json 2>/dev/null | tail -n 1)
         lp+=("$(node -e 'console.log(JSON.parse(process.argv[1]).prefill_tps)' "$js")")
         ld+=("$(node -e 'console.log(JSON.parse(process.argv[1]).decode_tps)' "$js")")
     done
@@ -70,4 +73,4 @@ for dt in $DTYPES; do
     awk -v dt="$dt" -v p1="$p1" -v p2="$p2" -v d1="$d1" -v d2="$d2" 'BEGIN {
         printf "%-6s | %14.1f %14.1f %6.2fx | %14.1f %14.1f %6.2fx\n", dt, p1, p2, p1 / p2, d1, d2, d1 / d2 }'
 done
-echo "($PRESET shape$([ "$LAYERS" = 0 ] || echo ", first $LAYERS layers"); tokens/s, best of $REPS runs each, $THREADS threads, $PROMPT_LEN-token prompt, $NGEN generated; $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+echo "($PRESET shape$([ "$LAYERS" = 0 ] || echo ", first $LAYERS layers"); tokens/s, best of $REPS runs each, $THREADS threads, $PROMPT_LEN-token prompt, $NGEN generated, $KV KV caches; $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"

@@ -49,13 +49,16 @@ typedef struct {
      * llama.cpp allocates its compute buffers with the context (0: they grow at the first step that needs
      * more, which then pays the page faults). */
     int         scratch_tokens;
-    /* Element type of the KV cache: LLM_KV_AUTO, LLM_KV_F32 or LLM_KV_F16 (llm_kv_f16 in backend_util.h). */
+    /* Element type of the KV cache: LLM_KV_AUTO, LLM_KV_F32, LLM_KV_F16 (llm_kv_f16 in backend_util.h) or
+     * LLM_KV_Q8_0 (CPU backend). */
     int         kv_dtype;
 } llm_backend_opts;
 
 /* KV cache element types (llm_backend_opts.kv_dtype). AUTO is f16, as llama.cpp's and vLLM's default, except
- * for a model whose matrices are all F32 (a reference model, kept bit for bit with its f32 outputs). */
-enum { LLM_KV_AUTO = 0, LLM_KV_F32 = 1, LLM_KV_F16 = 2 };
+ * for a model whose matrices are all F32 (a reference model, kept bit for bit with its f32 outputs). Q8_0 is
+ * int8 with a float scale per group of llm_kv_q8_group(head_dim) elements (1.125 bytes an element at 32): the
+ * CPU backend's, for twice the context or sequences of f16 in the same memory. */
+enum { LLM_KV_AUTO = 0, LLM_KV_F32 = 1, LLM_KV_F16 = 2, LLM_KV_Q8_0 = 3 };
 
 typedef struct llm_backend llm_backend;
 

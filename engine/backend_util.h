@@ -153,18 +153,39 @@ static inline int llm_model_all_f32(const llm_model *m)
     return 1;
 }
 
-/* "auto", "f32", "f16" (NULL: auto) -> LLM_KV_*; -1 for anything else. */
+/* "auto", "f32", "f16", "q8_0" (NULL: auto) -> LLM_KV_*; -1 for anything else. */
 static inline int llm_kv_dtype_parse(const char *s)
 {
     if (s == NULL || strcmp(s, "auto") == 0)
         return LLM_KV_AUTO;
-    return strcmp(s, "f32") == 0 ? LLM_KV_F32 : strcmp(s, "f16") == 0 ? LLM_KV_F16 : -1;
+    return strcmp(s, "f32") == 0 ? LLM_KV_F32 : strcmp(s, "f16") == 0 ? LLM_KV_F16 : strcmp(s, "q8_0") == 0 ? LLM_KV_Q8_0 : -1;
 }
+
+/* A Q8_0 KV cache's elements per scale: 32 (llama.cpp's q8_0 block), or for a head_dim that 32 does not divide
+ * the largest power of two that does (a scale never spans two heads). */
+static inline int llm_kv_q8_group(int head_dim)
+{
+    int g = 32;
+    while (head_dim % g != 0)
+        g /= 2;
+    return g;
+}
+
 
 /* 1: a KV cache asked for as kv_dtype (LLM_KV_*) on m holds f16, 0: f32. */
 static inline int llm_kv_f16(const llm_model *m, int kv_dtype)
 {
     return kv_dtype == LLM_KV_F16 || (kv_dtype == LLM_KV_AUTO && !llm_model_all_f32(m));
+}
+
+/* Bytes a token takes in a KV cache of type kv_dtype on m (K and V, every layer). */
+static inline long long llm_kv_token_bytes(const llm_model *m, int kv_dtype)
+{
+    const llm_config *c = &m->cfg;
+    long long n = 2LL * c->n_layers * c->n_kv_heads * c->head_dim;
+    if (kv_dtype == LLM_KV_Q8_0)
+        return n + n / llm_kv_q8_group(c->head_dim) * (long long)sizeof(float);
+    return n * (llm_kv_f16(m, kv_dtype) ? 2 : 4);
 }
 
 /* A model a backend can run: a sane configuration and every weight checked as above. */

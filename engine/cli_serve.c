@@ -105,8 +105,7 @@ static long long mem_available(void)
 static int cpu_kv_auto(const llm_model *m, llm_backend_opts *bo, int max_batch)
 {
     const llm_config *c = &m->cfg;
-    long long es = llm_kv_f16(m, bo->kv_dtype) ? 2 : 4;
-    long long per_token = 2LL * c->n_layers * c->n_kv_heads * c->head_dim * es;
+    long long per_token = llm_kv_token_bytes(m, bo->kv_dtype);
     long long want = (long long)max_batch * (c->seq_len / 4 > 256 ? c->seq_len / 4 : 256);
     if (want < c->seq_len)
         want = c->seq_len;

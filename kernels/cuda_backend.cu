@@ -283,6 +283,11 @@ static int cu_init(llm_backend *b, llm_err *err)
                     "outside [0, 1]");
         return -1;
     }
+    if (b->opts.kv_dtype == LLM_KV_Q8_0) { /* the attention kernels read f16 or f32 */
+        llm_err_set(err, "cuda backend: --kv-cache-dtype q8_0 is the CPU backend's; on CUDA the KV cache is f16 "
+                    "(auto) or f32");
+        return -1;
+    }
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {

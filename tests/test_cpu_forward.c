@@ -675,6 +675,45 @@ static void test_kv_f16(void)
     release(&tq);
 }
 
+/* The Q8_0 KV cache (head_dim 16: one scale per head row): logits within its rounding of the f32 cache's, the
+ * same top token at all but near ties; batched prefill == token-by-token decode and 2 threads == 3, bit for
+ * bit (the rows are read back as the same floats either way). */
+static void test_kv_q8(void)
+{
+    test_model tm;
+    build(&tm, LLM_Q8_0, 13, NULL);
+    llm_err err;
+    int n = (int)(sizeof(prompt_a) / sizeof(prompt_a[0]));
+    size_t sz = (size_t)n * VOCAB, bytes = sz * sizeof(float);
+    float *l32 = malloc(bytes), *lq = malloc(bytes), *ld = malloc(bytes), *l3 = malloc(bytes);
+    llm_backend_opts o = { .threads = 2, .kv_blocks = 40, .block_size = 4, .kv_dtype = LLM_KV_F32 };
+    llm_backend *bf = llm_backend_create("cpu", &tm.m, &o, &err);
+    o.kv_dtype = LLM_KV_Q8_0;
+    llm_backend *bq = llm_backend_create("cpu", &tm.m, &o, &err), *bd = llm_backend_create("cpu", &tm.m, &o, &err);
+    o.threads = 3;
+    llm_backend *b3 = llm_backend_create("cpu", &tm.m, &o, &err);
+    ok(bq != NULL && bq->opts.kv_dtype == LLM_KV_Q8_0, "q8_0 KV cache: created");
+    ok(bf && bq && bd && b3 && run_prefill(bf, prompt_a, n, 0, l32) == 0 && run_prefill(bq, prompt_a, n, 0, lq) == 0 &&
+       run_decode(bd, prompt_a, n, 0, ld) == 0 && run_decode(b3, prompt_a, n, 0, l3) == 0, "q8_0 KV cache runs");
+    double d = max_rel_diff(lq, l32, sz);
+    ok(d > 0 && d < 5e-2, "q8_0 KV cache: logits within its rounding of the f32 cache's (rel diff %.2g)", d);
+    int same_top = 0;
+    for (int t = 0; t < n; t++) {
+        int a = 0, b = 0;
+        for (int v = 1; v < VOCAB; v++) {
+            a = lq[(size_t)t * VOCAB + v] > lq[(size_t)t * VOCAB + a] ? v : a;
+            b = l32[(size_t)t * VOCAB + v] > l32[(size_t)t * VOCAB + b] ? v : b;
+        }
+        same_top += a == b;
+    }
+    ok(same_top >= n - 2, "q8_0 KV cache: the f32 cache's top token at %d of %d positions", same_top, n);
+    ok(memcmp(lq, ld, bytes) == 0, "q8_0 KV cache: batched prefill == token-by-token decode, bit for bit");
+    ok(memcmp(ld, l3, bytes) == 0, "q8_0 KV cache: 2 threads == 3, bit for bit");
+    llm_backend_free(bf); llm_backend_free(bq); llm_backend_free(bd); llm_backend_free(b3);
+    free(l32); free(lq); free(ld); free(l3);
+    release(&tm);
+}
+
 int main(void)
 {
     init_tables();
@@ -691,6 +730,7 @@ int main(void)
     test_prepare_in_place(LLM_Q4_0);
     test_scratch_at_init();
     test_kv_f16();
+    test_kv_q8();
     test_gqa_grouped_decode();
     test_rope_scaling();
     test_errors();

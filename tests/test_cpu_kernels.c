@@ -641,6 +641,42 @@ static void test_f32_to_f16(const cpu_kernels *k)
     free(x); free(y);
 }
 
+/* The Q8_0 KV cache's rows: every table writes the generic table's bytes and scales (so a cache means the
+ * same whichever table wrote it), within half a step of x per element; all-zero groups give zeros; and the
+ * rows come back as d q exactly, for groups of 32, 16 and 8 (head_dims 128, 80 and 8). */
+static void test_kv_q8(const cpu_kernels *k)
+{
+    enum { N = 640 };
+    const cpu_kernels *g = cpu_kernels_generic();
+    float x[N], back[N], d[N / 8], dg[N / 8];
+    int8_t q[N], qg[N];
+    int same = 1, exact = 1, zeros = 1;
+    double worst = 0.0;
+    for (int gs = 32; gs >= 8; gs /= 2) {
+        for (int i = 0; i < N; i++)
+            x[i] = frand() * (i % 97 == 0 ? 40.0f : 1.0f);
+        for (int i = 0; i < gs; i++)
+            x[2 * gs + i] = 0.0f; /* one all-zero group */
+        k->kv_q8_quant(x, q, d, gs, N);
+        g->kv_q8_quant(x, qg, dg, gs, N);
+        same &= memcmp(q, qg, sizeof(q)) == 0 && memcmp(d, dg, (size_t)(N / gs) * sizeof(float)) == 0;
+        k->kv_q8_dequant(q, d, gs, N, back);
+        for (int i = 0; i < N; i++) {
+            exact &= back[i] == d[i / gs] * (float)q[i];
+            if (d[i / gs] > 0.0f) {
+                double e = fabs((double)back[i] - x[i]) / d[i / gs];
+                worst = e > worst ? e : worst;
+            }
+        }
+        zeros &= d[2] == 0.0f;
+        for (int i = 0; i < gs; i++)
+            zeros &= q[2 * gs + i] == 0 && back[2 * gs + i] == 0.0f;
+    }
+    ok(same, "%s kv_q8_quant: the generic table's quants and scales, groups of 32, 16, 8", k->name);
+    ok(exact && zeros, "%s kv_q8_dequant: d q exactly; an all-zero group stays zeros", k->name);
+    ok(worst <= 0.5 + 1e-3, "%s kv_q8 round trip within half a step (%.3g)", k->name, worst);
+}
+
 static void test_vec(const cpu_kernels *k)
 {
     double worst = 0.0;
@@ -840,6 +876,7 @@ int main(void)
         test_dequant(k);
         test_vec(k);
         test_f32_to_f16(k);
+        test_kv_q8(k);
         test_attn_swiglu(k);
     }
     ok(cpu_kernels_avx512() != NULL && strcmp(cpu_kernels_avx512()->name, "avx512") == 0, "avx512 table is linked");

@@ -5,7 +5,7 @@
 //
 //   node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3)
 //        --max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup]
-//        [--flash-attn auto|on|off] [--kv-type f16|f32] [--probs K] [--grammar json | --json-schema FILE]
+//        [--flash-attn auto|on|off] [--kv-type f16|f32|q8_0] [--probs K] [--grammar json | --json-schema FILE]
 //        [--lora ADAPTER.gguf [--lora-scale S]]
 //
 // --grammar json: generation under llama.cpp's own JSON grammar (grammars/json.gbnf through
@@ -44,7 +44,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { getLlama, LlamaGrammarEvaluationState, LlamaLogLevel } from "node-llama-cpp";
 
 const USAGE = "usage: node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3) " +
-    "--max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup] [--flash-attn auto|on|off] [--kv-type f16|f32] " +
+    "--max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup] [--flash-attn auto|on|off] [--kv-type f16|f32|q8_0] " +
     "[--probs K] [--grammar json | --json-schema FILE] [--lora ADAPTER.gguf [--lora-scale S]]";
 
 function fail(msg, code = 2) {
@@ -97,7 +97,7 @@ const threads = posInt(args.threads, "threads", 1);
 const flashAttn = args["flash-attn"] ?? "auto";
 if (!["auto", "on", "off"].includes(flashAttn)) fail(`--flash-attn must be auto, on or off (got '${flashAttn}')`);
 const kvType = (args["kv-type"] ?? "f16").toLowerCase();
-if (!["f16", "f32"].includes(kvType)) fail(`--kv-type must be f16 or f32 (got '${kvType}')`);
+if (!["f16", "f32", "q8_0"].includes(kvType)) fail(`--kv-type must be f16, f32 or q8_0 (got '${kvType}')`);
 if (!existsSync(args.model)) fail(`model file '${args.model}' not found`, 1);
 if (args.grammar !== undefined && args.grammar !== "json") fail(`--grammar must be json (got '${args.grammar}')`);
 if (args.grammar !== undefined && args["json-schema"] !== undefined) fail("--grammar and --json-schema: give one");

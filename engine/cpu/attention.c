@@ -1,4 +1,4 @@
-/* Grouped-query attention over the paged KV cache (f32 or f16). Work items
+/* Grouped-query attention over the paged KV cache (f32, f16, or Q8_0 read through floats). Work items
  * are (tile, query heads): a tile is up to CPU_ATT_TILE consecutive tokens of
  * one sequence at consecutive positions (a prefill chunk; a decode token is a
  * tile of one), with one query head, or in decode a GQA group's heads. Within
@@ -24,6 +24,26 @@ typedef struct {
     _Atomic int next;
 } att_job;
 
+/* Rows of block blk any of a tile's nt queries from position pos0 reads: up to its last query's position. */
+static int rows_read(int pos0, int nt, int blk, int bs)
+{
+    int n = pos0 + nt - blk * bs;
+    return n < bs ? n : bs;
+}
+
+/* A Q8_0 cache's rows: n rows of one KV head from element base on (kv_dim apart) as floats into out (hd apart),
+ * which the float kernels then read: each row is read once per work item, as from an f32 / f16 cache. */
+static const float *dequant_block(const cpu_state *st, const void *cache, const float *scale, size_t base, int n,
+                                  float *out)
+{
+    int hd = st->m->cfg.head_dim, g = st->kv_g;
+    for (int r = 0; r < n; r++) {
+        size_t at = base + (size_t)r * st->kv_dim;
+        st->kern->kv_q8_dequant((const int8_t *)cache + at, scale + at / (size_t)g, g, hd, out + (size_t)r * hd);
+    }
+    return out;
+}
+
 static void att_worker(void *ctx, int ith, int nth)
 {
     (void)nth;
@@ -37,6 +57,8 @@ static void att_worker(void *ctx, int ith, int nth)
     const float *kc = (const float *)st->kcache + layer_off, *vc = (const float *)st->vcache + layer_off;
     const uint16_t *kh = (const uint16_t *)st->kcache + layer_off, *vh = (const uint16_t *)st->vcache + layer_off;
     float *scores = st->scores + (size_t)ith * CPU_ATT_TILE * (size_t)c->seq_len;
+    float *kdq = st->kvq8 ? st->kvdq + (size_t)ith * 2 * (size_t)st->block_size * (size_t)hd : NULL;
+    float *vdq = st->kvq8 ? kdq + (size_t)st->block_size * (size_t)hd : NULL;
     float scale = llm_attn_scale(c), cap = c->attn_softcap;
     int bs = st->block_size;
     /* a sliding-window layer: query position p sees p - win + 1 .. p (Gemma 2 / 3) */
@@ -63,14 +85,19 @@ static void att_worker(void *ctx, int ith, int nth)
         /* Scores block by block (positions within a KV block are contiguous), all queries per block; a block
          * every query sees whole goes to the several-query kernels. */
         for (int blk = blk0; blk < nblk; blk++) {
-            size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
+            size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff, ks = st->kv_dim;
+            const float *kb = kc + base;
+            if (st->kvq8) {
+                kb = dequant_block(st, st->kcache, st->kscale, layer_off + base, rows_read(pos0, nt, blk, bs), kdq);
+                ks = (size_t)hd;
+            }
             if (pos0 - blk * bs + 1 >= bs) {
                 for (int r = 0; r < rows; r++)
                     sr[r] = scores + (size_t)r * c->seq_len + blk * bs;
                 if (st->kv16)
                     k->attn_scores_mq_h(qr, rows, kh + base, (size_t)st->kv_dim, bs, hd, scale, sr);
                 else
-                    k->attn_scores_mq(qr, rows, kc + base, (size_t)st->kv_dim, bs, hd, scale, sr);
+                    k->attn_scores_mq(qr, rows, kb, ks, bs, hd, scale, sr);
                 continue;
             }
             for (int r = 0; r < rows; r++) {
@@ -81,7 +108,7 @@ static void att_worker(void *ctx, int ith, int nth)
                 if (st->kv16)
                     k->attn_scores_h(qr[r], kh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
                 else
-                    k->attn_scores(qr[r], kc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, scale, out);
+                    k->attn_scores(qr[r], kb, ks, n < bs ? n : bs, hd, scale, out);
             }
         }
         for (int r = 0; r < rows; r++) {
@@ -98,7 +125,12 @@ static void att_worker(void *ctx, int ith, int nth)
             memset(orow[r], 0, (size_t)hd * sizeof(float));
         }
         for (int blk = blk0; blk < nblk; blk++) {
-            size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff;
+            size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff, vs = st->kv_dim;
+            const float *vb = vc + base;
+            if (st->kvq8) {
+                vb = dequant_block(st, st->vcache, st->vscale, layer_off + base, rows_read(pos0, nt, blk, bs), vdq);
+                vs = (size_t)hd;
+            }
             if (pos0 - blk * bs + 1 >= bs) {
                 for (int r = 0; r < rows; r++)
                     sr[r] = scores + (size_t)r * c->seq_len + blk * bs;
@@ -106,7 +138,7 @@ static void att_worker(void *ctx, int ith, int nth)
                 if (st->kv16)
                     k->attn_accum_mq_h(ar, rows, vh + base, (size_t)st->kv_dim, bs, hd, orow);
                 else
-                    k->attn_accum_mq(ar, rows, vc + base, (size_t)st->kv_dim, bs, hd, orow);
+                    k->attn_accum_mq(ar, rows, vb, vs, bs, hd, orow);
                 continue;
             }
             for (int r = 0; r < rows; r++) {
@@ -117,7 +149,7 @@ static void att_worker(void *ctx, int ith, int nth)
                 if (st->kv16)
                     k->attn_accum_h(a, vh + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, orow[r]);
                 else
-                    k->attn_accum(a, vc + base, (size_t)st->kv_dim, n < bs ? n : bs, hd, orow[r]);
+                    k->attn_accum(a, vb, vs, n < bs ? n : bs, hd, orow[r]);
             }
         }
     }

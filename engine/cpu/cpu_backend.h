@@ -25,10 +25,13 @@ typedef struct {
     cpu_threadpool    *pool;
     int nth;
     int kv_blocks, block_size, q_dim, kv_dim;
-    /* [n_layers][kv_blocks * block_size][kv_dim] of float, or of f16 (uint16_t) when kv16 */
+    /* [n_layers][kv_blocks * block_size][kv_dim] of float, or of f16 (uint16_t) when kv16, or of int8 when
+     * kvq8, then with a float scale per kv_g elements in kscale / vscale (element i's: [i / kv_g]) */
     void *kcache, *vcache;
-    int kv16;
-    size_t kv_es;                  /* bytes per cached element: 2 or 4 */
+    int kv16, kvq8, kv_g;
+    float *kscale, *vscale;
+    float *kvdq;                   /* kvq8: [nth][2][block_size * head_dim] a block's K and V rows as floats */
+    size_t kv_es;                  /* bytes per cached element: 1, 2 or 4 */
     cpu_rope rope;
     cpu_rope rope_swa;             /* sliding-window layers' (cfg.rope_theta_swa), when the model has one */
     /* per-step scratch, grown to the largest batch seen */

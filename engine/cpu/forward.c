@@ -136,6 +136,9 @@ static void cpu_destroy(llm_backend *b)
     cpu_rope_free(&st->rope_swa);
     free(st->kcache);
     free(st->vcache);
+    free(st->kscale);
+    free(st->vscale);
+    free(st->kvdq);
     free(st->scores);
     free(st->wbuf);
     cpu_moe_free(st);
@@ -184,22 +187,31 @@ static int cpu_init(llm_backend *b, llm_err *err)
     st->block_size = b->opts.block_size;
     st->q_dim = c->n_heads * c->head_dim;
     st->kv_dim = c->n_kv_heads * c->head_dim;
-    st->kv16 = llm_kv_f16(m, b->opts.kv_dtype);
-    st->kv_es = st->kv16 ? sizeof(uint16_t) : sizeof(float);
-    b->opts.kv_dtype = st->kv16 ? LLM_KV_F16 : LLM_KV_F32;
+    st->kvq8 = b->opts.kv_dtype == LLM_KV_Q8_0;
+    st->kv16 = !st->kvq8 && llm_kv_f16(m, b->opts.kv_dtype);
+    st->kv_es = st->kvq8 ? 1 : st->kv16 ? sizeof(uint16_t) : sizeof(float);
+    st->kv_g = llm_kv_q8_group(c->head_dim);
+    b->opts.kv_dtype = st->kvq8 ? LLM_KV_Q8_0 : st->kv16 ? LLM_KV_F16 : LLM_KV_F32;
     size_t cache = (size_t)c->n_layers * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
     /* the blocks allocated first are zeroed by cpu_prefault_weights, the rest fault in when first used */
     st->kcache = cpu_alloc_huge(cache * st->kv_es);
     st->vcache = cpu_alloc_huge(cache * st->kv_es);
+    if (st->kvq8) {
+        st->kscale = cpu_alloc_huge(cache / (size_t)st->kv_g * sizeof(float));
+        st->vscale = cpu_alloc_huge(cache / (size_t)st->kv_g * sizeof(float));
+        st->kvdq = malloc((size_t)st->nth * 2 * (size_t)st->block_size * (size_t)c->head_dim * sizeof(float));
+    }
     /* (pages untouched past what a tile's positions use: long contexts commit only what they need) */
     st->scores = malloc((size_t)st->nth * CPU_ATT_TILE * (size_t)c->seq_len * sizeof(float));
     st->wbuf_floats = (size_t)CPU_MM_CHUNK_ROWS * (size_t)widest_k(st);
     st->wbuf = malloc((size_t)st->nth * st->wbuf_floats * sizeof(float));
     if (st->kcache == NULL || st->vcache == NULL || st->scores == NULL || st->wbuf == NULL ||
+        (st->kvq8 && (st->kscale == NULL || st->vscale == NULL || st->kvdq == NULL)) ||
         cpu_rope_init(&st->rope, m, c->seq_len, 0) != 0 ||
         (c->rope_theta_swa > 0.0f && cpu_rope_init(&st->rope_swa, m, c->seq_len, 1) != 0)) {
         llm_seterr(err, "cpu backend: out of memory for a KV cache of %d blocks of %d tokens (%zu MiB)",
-                   st->kv_blocks, st->block_size, 2 * cache * st->kv_es >> 20);
+                   st->kv_blocks, st->block_size,
+                   (size_t)(llm_kv_token_bytes(m, b->opts.kv_dtype) * st->kv_blocks * st->block_size) >> 20);
         cpu_destroy(b);
         return -1;
     }
@@ -283,7 +295,10 @@ static void qkv_post(void *ctx, int ith, int nth)
         size_t slot = cpu_kv_slot(st, &p->b->seqs[p->b->seq[t]], pos);
         size_t at = layer_off + slot * st->kv_dim;
         const float *v = st->v + (size_t)t * st->kv_dim;
-        if (st->kv16) {
+        if (st->kvq8) {
+            st->kern->kv_q8_quant(k, (int8_t *)st->kcache + at, st->kscale + at / (size_t)st->kv_g, st->kv_g, st->kv_dim);
+            st->kern->kv_q8_quant(v, (int8_t *)st->vcache + at, st->vscale + at / (size_t)st->kv_g, st->kv_g, st->kv_dim);
+        } else if (st->kv16) {
             st->kern->f32_to_f16(k, (uint16_t *)st->kcache + at, st->kv_dim);
             st->kern->f32_to_f16(v, (uint16_t *)st->vcache + at, st->kv_dim);
         } else {

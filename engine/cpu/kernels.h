@@ -151,6 +151,12 @@ typedef struct {
      * weights are split once per call, into scratch: 2 nr K uint16_t), the first token at a group. */
     void (*gemm_f16_tiled)(int K, const void *W, size_t ws, int nr, const void *X, size_t xs, int nt, float *Y,
                            size_t ldy, int acc, uint16_t *scratch);
+    /* A row of a Q8_0 KV cache (LLM_KV_Q8_0), n floats, n a multiple of g: per group of g, d = max |x| / 127
+     * and q = x * (1 / d) rounded to nearest even (0 where the group is all zeros); the same bytes in every
+     * table. */
+    void (*kv_q8_quant)(const float *x, int8_t *q, float *d, int g, int n);
+    /* ... and back (attention.c): out[i] = d[i / g] * q[i] (exact: an int8 times a float, rounded once). */
+    void (*kv_q8_dequant)(const int8_t *q, const float *d, int g, int n, float *out);
 } cpu_kernels;
 
 /* The tile layout of bf16 activations for gemm_bf16_tiled (AMX's second operand: rows of 16 32-bit pairs):

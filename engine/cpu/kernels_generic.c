@@ -239,10 +239,29 @@ static void softmax(float *x, int n)
         x[i] *= inv;
 }
 
+static void kv_q8_quant(const float *x, int8_t *q, float *d, int g, int n)
+{
+    for (int i = 0; i < n; i += g) {
+        float amax = 0.0f;
+        for (int j = i; j < i + g; j++)
+            amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        float s = amax / 127.0f, inv = s > 0.0f ? 1.0f / s : 0.0f;
+        d[i / g] = s;
+        for (int j = i; j < i + g; j++)
+            q[j] = (int8_t)lrintf(x[j] * inv);
+    }
+}
+
+static void kv_q8_dequant(const int8_t *q, const float *d, int g, int n, float *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = d[i / g] * (float)q[i];
+}
+
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
-    attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, geglu, 0, NULL, 0, NULL, NULL,
+    attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, geglu, 0, NULL, 0, NULL, NULL, kv_q8_quant, kv_q8_dequant,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

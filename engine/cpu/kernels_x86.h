@@ -1281,6 +1281,64 @@ KX_INLINE __m256 kx_exp256(__m256 x)
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
+static void kv_q8_quant(const float *x, int8_t *q, float *d, int g, int n)
+{
+    for (int i = 0; i < n; i += g) {
+        float amax = 0.0f;
+        int j = i;
+        if (g % 8 == 0) {
+            __m256 m = _mm256_setzero_ps();
+            for (; j < i + g; j += 8) /* |x| by clearing the sign; max_ps keeps m where x is NaN, as below */
+                m = _mm256_max_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_loadu_ps(x + j)), m);
+            __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+            h = _mm_max_ss(h, _mm_movehdup_ps(h));
+            amax = _mm_cvtss_f32(h);
+        }
+        for (; j < i + g; j++)
+            amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        float s = amax / 127.0f, inv = s > 0.0f ? 1.0f / s : 0.0f;
+        d[i / g] = s;
+        j = i;
+        if (g % 8 == 0)
+            for (; j < i + g; j += 8) { /* cvtps rounds to nearest even as lrintf does; |q| <= 127 packs exactly */
+                __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + j), _mm256_set1_ps(inv)));
+                __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+                _mm_storel_epi64((__m128i *)(void *)(q + j), _mm_packs_epi16(w, w));
+            }
+        for (; j < i + g; j++)
+            q[j] = (int8_t)lrintf(x[j] * inv);
+    }
+}
+
+static void kv_q8_dequant(const int8_t *q, const float *d, int g, int n, float *out)
+{
+    if (g % 8 != 0) {
+        for (int i = 0; i < n; i++)
+            out[i] = d[i / g] * (float)q[i];
+        return;
+    }
+#if KX_VW == 16
+    if (g % 16 == 0) {
+        for (int i = 0; i < n; i += g) {
+            __m512 s = _mm512_set1_ps(d[i / g]);
+            for (int j = i; j < i + g; j += 16) {
+                __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(q + j)));
+                _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_cvtepi32_ps(v), s));
+            }
+        }
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i += g) {
+        __m256 s = _mm256_set1_ps(d[i / g]);
+        for (int j = i; j < i + g; j += 8) {
+            __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(q + j)));
+            _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_cvtepi32_ps(v), s));
+        }
+    }
+}
+
 static void f32_to_f16(const float *x, uint16_t *y, int n)
 {
     int i = 0;
@@ -1409,5 +1467,5 @@ static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
     attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, geglu, KX_INT8_PREFILL,
-    KX_GEMM_PACKED, KX_BF16_ACT, KX_GEMM_BF16_TILED, KX_GEMM_F16_TILED,
+    KX_GEMM_PACKED, KX_BF16_ACT, KX_GEMM_BF16_TILED, KX_GEMM_F16_TILED, kv_q8_quant, kv_q8_dequant,
 };

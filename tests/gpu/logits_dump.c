@@ -2,13 +2,14 @@
  * implementations (tests/gpu/hf_parity.py): reads int32 ids from --ids, runs
  * positions 0..P-D-1 as prefill chunks of --chunk and the last --decode D
  * positions one token per step (both code paths), and writes P rows of
- * vocab_size float32 logits to --out. --lora: a LoRA adapter merged first. */
+ * vocab_size float32 logits to --out. --lora: a LoRA adapter merged first; --kv-cache-dtype as the engine's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "backend_cuda_loader.h"
+#include "backend_util.h"
 #include "lora.h"
 #include "model.h"
 
@@ -27,7 +28,7 @@ int main(int argc, char **argv)
     int D = atoi(arg(argc, argv, "--decode", "16")), chunk = atoi(arg(argc, argv, "--chunk", "0"));
     if (model == NULL || ids_path == NULL || out_path == NULL) {
         fprintf(stderr, "usage: logits_dump --model PATH --ids FILE.i32 --out FILE.f32 [--decode 16] [--chunk N] "
-                        "[--backend cuda|cpu] [--lora ADAPTER [--lora-scale S]]\n");
+                        "[--backend cuda|cpu] [--kv-cache-dtype auto|f16|f32|q8_0] [--lora ADAPTER [--lora-scale S]]\n");
         return 2;
     }
     FILE *f = fopen(ids_path, "rb");
@@ -60,6 +61,12 @@ int main(int argc, char **argv)
     }
     int V = m->cfg.vocab_size, bs = 16;
     llm_backend_opts o = { 0 };
+    o.kv_dtype = llm_kv_dtype_parse(arg(argc, argv, "--kv-cache-dtype", "auto"));
+    if (o.kv_dtype < 0) {
+        fprintf(stderr, "error: --kv-cache-dtype must be auto, f16, f32 or q8_0\n");
+        llm_model_free(m);
+        return 2;
+    }
     o.block_size = bs;
     o.kv_blocks = (P + bs - 1) / bs + 1;
     llm_backend *b = NULL;

@@ -1,8 +1,9 @@
 #!/usr/bin/perl
 # The context and KV-cache options of generate and serve: --ctx-size lowers
 # the tokens a sequence may hold (prompt and output) below the model's, and
-# refuses more than the model's; --kv-cache-dtype picks f16 or f32 (auto: f16,
-# f32 for an all-F32 model such as stories260K) and refuses anything else.
+# refuses more than the model's; --kv-cache-dtype picks f16, f32 or q8_0 (auto: f16,
+# f32 for an all-F32 model such as stories260K) and refuses anything else; serve
+# with a q8_0 cache gives generate's tokens with one.
 use strict;
 use warnings;
 use File::Temp qw(tempdir);
@@ -30,8 +31,10 @@ like($err, qr/f32 KV cache/, 'stories260K (all F32): the KV cache is f32 by defa
 ok($rc == 0 && $err =~ /f16 KV cache/, '--kv-cache-dtype f16: an f16 KV cache') or diag($err);
 ($rc, $out, $err) = run_gen('--max-tokens', 4, '--ctx-size', 513);
 ok($rc != 0 && $err =~ /more than the model's context of 512/, "--ctx-size past the model's context: $err");
-($rc, $out, $err) = run_gen('--max-tokens', 4, '--kv-cache-dtype', 'q8_0');
-ok($rc != 0 && $err =~ /--kv-cache-dtype must be auto, f16 or f32/, "a bad --kv-cache-dtype: $err");
+($rc, $out, $err) = run_gen('--max-tokens', 4, '--kv-cache-dtype', 'q4_0');
+ok($rc != 0 && $err =~ /--kv-cache-dtype must be auto, f16, f32 or q8_0/, "a bad --kv-cache-dtype: $err");
+my $q8_ids = `$E generate --model $MODEL --prompt '$main::PROMPT' --max-tokens 40 --ignore-eos --threads 1 --output-ids --kv-cache-dtype q8_0 2>$dir/gen.err`;
+ok($? == 0 && slurp("$dir/gen.err") =~ /q8_0 KV cache/, '--kv-cache-dtype q8_0: a q8_0 KV cache') or diag(slurp("$dir/gen.err"));
 
 # serve: the context the segment announces, and a request that runs into it.
 my $name = "ctx-$$";
@@ -46,6 +49,19 @@ my ($gen) = $resp =~ /"ids":\[([\d,]*)\]/;
 my $n_gen = defined $gen ? scalar(split /,/, $gen) : -1;
 ok($resp =~ /"finish_reason":"length"/ && $n_prompt + $n_gen == 64,
    "max_tokens 200 stops at the context: $n_prompt prompt + $n_gen generated tokens");
+stop_engine($pid);
+is(segments($name), 0, 'segment removed');
+
+# serve over a q8_0 cache: the tokens generate gives over one (the same prompt, greedy)
+$name = "ctxq8-$$";
+$pid = spawn_cmd("$dir/serveq.out", "$dir/serveq.err", $E, 'serve', '--model', $MODEL, '--shm', $name,
+                 '--threads', 1, '--kv-cache-dtype', 'q8_0', '--pid-file', "$dir/serveq.pid");
+ok(defined wait_ready($name, 30), 'serve --kv-cache-dtype q8_0: READY') or BAIL_OUT(slurp("$dir/serveq.err"));
+$resp = `$BUILD/llm-client --shm $name --model $MODEL --prompt '$main::PROMPT' --max-tokens 40 --ignore-eos --timeout-ms 20000`;
+($gen) = $resp =~ /"ids":\[([\d,]*)\]/;
+my @want = $q8_ids =~ /(\d+)/g;
+ok(@want == 40 && join(',', split(/,/, $gen // '')) eq join(',', @want), 'serve over a q8_0 cache: generate\'s 40 tokens')
+    or diag("serve: ", $gen // 'none', "\ngenerate: @want");
 stop_engine($pid);
 is(segments($name), 0, 'segment removed');
 done_testing();

@@ -82,7 +82,9 @@ sub hf_round_trip {
 # attention without the flash kernel (by default both round keys, values and scores to F16, which our F32
 # models keep exact: on models whose activations are large that alone moves probabilities by ~0.002).
 # lora => ADAPTER.gguf (lora_scale => S): llama.cpp applies that adapter at run time and we merge it (or
-# lora_ours => another file of the same adapter, e.g. its PEFT directory).
+# lora_ours => another file of the same adapter, e.g. its PEFT directory). kv => q8_0 (or f16, f32): that KV
+# cache type on both sides (kv_ours / kv_ref: on one). Returns the top-1 agreement, the mean and the max |dp|
+# (nothing when a side failed).
 sub compare_llamacpp {
     my (%a) = @_;
     my ($dir, $dump, $label, $model, $ids, $vocab) = @a{qw(dir dump label model ids vocab)};
@@ -93,11 +95,13 @@ sub compare_llamacpp {
     my @lora_ours = $a{lora} ? ('--lora', $a{lora_ours} // $a{lora}, '--lora-scale', $a{lora_scale} // 1) : ();
     my @lora_ref = $a{lora} ? ('--lora', $a{lora}, '--lora-scale', $a{lora_scale} // 1) : ();
     my ($rc1) = capture($dir, $dump, '--backend', 'cpu', '--model', $model, '--ids', "$dir/ids.i32",
-                        '--out', "$dir/ours.f32", '--decode', $a{decode} // 0, @lora_ours);
+                        '--out', "$dir/ours.f32", '--decode', $a{decode} // 0, @lora_ours,
+                        ($a{kv_ours} // $a{kv}) ? ('--kv-cache-dtype', $a{kv_ours} // $a{kv}) : ());
     my $err1 = `tail -3 $dir/stderr`;
     my ($rc2, $out) = capture($dir, 'node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt-tokens',
                               join(',', @$ids), '--max-tokens', '1', '--threads', '2', '--probs', '4',
-                              $a{exact} ? ('--kv-type', 'f32', '--flash-attn', 'off') : (), @lora_ref);
+                              $a{exact} ? ('--kv-type', 'f32', '--flash-attn', 'off') : (),
+                              ($a{kv_ref} // $a{kv}) ? ('--kv-type', $a{kv_ref} // $a{kv}) : (), @lora_ref);
     my ($line) = grep { /^\{"probs"/ } split /\n/, $out;
     unless (is($rc1, 0, "$label: our logits") && is($rc2, 0, "$label: llama.cpp's probabilities") && $line) {
         diag($err1, `tail -3 $dir/stderr`);
@@ -124,6 +128,7 @@ sub compare_llamacpp {
     ok($total / $P <= $a{max_mean} && $worst <= $a{max_dp},
        sprintf("%s: |p ours - p llama.cpp| of llama.cpp's top-1: mean %.4f (<= %g), max %.4f (<= %g)",
                $label, $total / $P, $a{max_mean}, $worst, $a{max_dp}));
+    return ($agree / $P, $total / $P, $worst);
 }
 
 1;
