@@ -18,13 +18,9 @@ use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Parity qw(capture compare_llamacpp greedy_ours greedy_llamacpp slurp);
+use Parity qw(capture compare_llamacpp greedy_llamacpp greedy_ours harness slurp);
 
-my $B = $ENV{BUILD} // 'build';
-my ($engine, $dump) = ("$B/llm-engine", "$B/parity/logits_dump");
-plan skip_all => "$engine, $dump not built (make parity builds them)" unless -x $engine && -x $dump;
-plan skip_all => 'llama.cpp harness not installed (npm ci --prefix bench/llamacpp)'
-    unless -d 'bench/llamacpp/node_modules/node-llama-cpp';
+my ($B, $engine, $dump) = harness();
 my $S = '../shared/models/stories260K/stories260K.gguf';
 plan skip_all => "$S missing" unless -f $S;
 

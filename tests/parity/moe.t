@@ -20,16 +20,12 @@ use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Parity qw(compare_llamacpp greedy_ours greedy_llamacpp hf_round_trip slurp);
+use Parity qw(compare_llamacpp greedy_llamacpp greedy_ours harness hf_round_trip slurp);
 use JSON::PP;
 
-my $B = $ENV{BUILD} // 'build';
-my ($engine, $dump, $ref) = ("$B/llm-engine", "$B/parity/logits_dump", "$B/parity/ggml_ref");
+my ($B, $engine, $dump) = harness(tokenizer => 1);
+my $ref = "$B/parity/ggml_ref";
 my $libdir = 'bench/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64';
-plan skip_all => "$engine, $dump not built (make parity builds them)" unless -x $engine && -x $dump;
-plan skip_all => 'llama.cpp harness not installed (npm ci --prefix bench/llamacpp)'
-    unless -d 'bench/llamacpp/node_modules/node-llama-cpp';
-plan skip_all => '../shared/tokenizers/llama3 missing' unless -f '../shared/tokenizers/llama3/tokenizer.json';
 
 my $dir = tempdir(CLEANUP => 1);
 sub capture { return Parity::capture($dir, @_) }

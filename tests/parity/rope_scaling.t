@@ -10,14 +10,9 @@ use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Parity qw(capture compare_llamacpp);
+use Parity qw(capture compare_llamacpp harness);
 
-my $B = $ENV{BUILD} // 'build';
-my ($engine, $dump) = ("$B/llm-engine", "$B/parity/logits_dump");
-plan skip_all => "$engine, $dump not built (make parity builds them)" unless -x $engine && -x $dump;
-plan skip_all => 'llama.cpp harness not installed (npm ci --prefix bench/llamacpp)'
-    unless -d 'bench/llamacpp/node_modules/node-llama-cpp';
-plan skip_all => '../shared/tokenizers/llama3 missing' unless -f '../shared/tokenizers/llama3/tokenizer.json';
+my ($B, $engine, $dump) = harness(tokenizer => 1);
 
 my $dir = tempdir(CLEANUP => 1);
 my $text = 'In 2024 the little robot counted 1234567 stars, then 89 more; "Why?" asked Lily, and it said: '

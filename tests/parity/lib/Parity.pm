@@ -8,7 +8,21 @@ use JSON::PP;
 use List::Util qw(max sum);
 use Test::More;
 
-our @EXPORT_OK = qw(capture compare_llamacpp greedy_ours greedy_llamacpp hf_round_trip slurp);
+our @EXPORT_OK = qw(capture compare_llamacpp greedy_ours greedy_llamacpp harness hf_round_trip slurp);
+
+# ($BUILD, its llm-engine, its parity/logits_dump); the whole test is skipped where those, the llama.cpp
+# harness or (tokenizer => 1) the shared Llama 3 tokenizer are missing.
+sub harness {
+    my (%o) = @_;
+    my $B = $ENV{BUILD} // 'build';
+    my ($engine, $dump) = ("$B/llm-engine", "$B/parity/logits_dump");
+    plan(skip_all => "$engine, $dump not built (make parity builds them)") unless -x $engine && -x $dump;
+    plan(skip_all => 'llama.cpp harness not installed (npm ci --prefix bench/llamacpp)')
+        unless -d 'bench/llamacpp/node_modules/node-llama-cpp';
+    plan(skip_all => '../shared/tokenizers/llama3 missing')
+        if $o{tokenizer} && !-f '../shared/tokenizers/llama3/tokenizer.json';
+    return ($B, $engine, $dump);
+}
 
 # (exit status, stdout) of a command; its stderr goes to $dir/stderr.
 sub capture {
