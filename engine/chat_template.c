@@ -1,9 +1,11 @@
 /* Chat template rendering into special / plain segments (see chat_template.h).
- * The four formats follow the Jinja templates that ship with the models:
- * Llama 3 (Meta-Llama-3-*-Instruct), Llama 2 (Llama-2-*-chat), ChatML and
- * Gemma (gemma-2-*-it, gemma-3-*-it). */
+ * The formats follow the Jinja templates that ship with the models:
+ * Llama 3 (Meta-Llama-3-*-Instruct), Llama 2 (Llama-2-*-chat), ChatML,
+ * Gemma (gemma-2-*-it, gemma-3-*-it), Phi 3 (Phi-3-*-instruct, Phi-3.5) and
+ * Phi 4 (phi-4). */
 #include "chat_template.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +14,8 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
     if (tmpl) {
         /* Gemma's marker first: a Gemma template that also spells another format's markers is still Gemma's */
         if (strstr(tmpl, "<start_of_turn>")) return LLM_CHAT_GEMMA;
+        if (strstr(tmpl, "<|im_sep|>")) return LLM_CHAT_PHI4; /* before ChatML, whose markers it shares */
+        if (strstr(tmpl, "<|assistant|>") && strstr(tmpl, "<|end|>")) return LLM_CHAT_PHI3;
         if (strstr(tmpl, "<|start_header_id|>")) return LLM_CHAT_LLAMA3;
         if (strstr(tmpl, "<|im_start|>")) return LLM_CHAT_CHATML;
         if (strstr(tmpl, "[INST]")) return LLM_CHAT_LLAMA2;
@@ -26,6 +30,8 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_LLAMA2: return "llama2";
     case LLM_CHAT_CHATML: return "chatml";
     case LLM_CHAT_GEMMA: return "gemma";
+    case LLM_CHAT_PHI3: return "phi3";
+    case LLM_CHAT_PHI4: return "phi4";
     }
     return "unknown";
 }
@@ -37,6 +43,8 @@ llm_chat_format llm_chat_format_from_name(const char *name)
     if (!strcmp(name, "llama2")) return LLM_CHAT_LLAMA2;
     if (!strcmp(name, "chatml")) return LLM_CHAT_CHATML;
     if (!strcmp(name, "gemma")) return LLM_CHAT_GEMMA;
+    if (!strcmp(name, "phi3")) return LLM_CHAT_PHI3;
+    if (!strcmp(name, "phi4")) return LLM_CHAT_PHI4;
     return 0;
 }
 
@@ -314,6 +322,33 @@ static int render_gemma(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *
     return rc;
 }
 
+/* Phi 3 (Phi-3 / Phi-3.5 instruct: <|role|>\ncontent<|end|>\n) and Phi 4 (<|im_start|>role<|im_sep|>content
+ * <|im_end|>, no newlines): the models' templates render system, user and assistant turns in order and skip
+ * any other role silently; here another role is refused. */
+static int render_phi(const llm_chat_msg *m, size_t n, int gen, int phi4, llm_chat_out *o, llm_err *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(m[i].role, "system") && strcmp(m[i].role, "user") && strcmp(m[i].role, "assistant")) {
+            llm_seterr(err, "%s chat format: message %zu has role '%s' (system, user or assistant)",
+                       phi4 ? "phi4" : "phi3", i, m[i].role);
+            return -2;
+        }
+    int rc = 0;
+    char open[32];
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (phi4) {
+            rc |= sp(o, "<|im_start|>") | tx(o, m[i].role) | sp(o, "<|im_sep|>") | tx(o, m[i].content);
+            rc |= sp(o, "<|im_end|>");
+        } else {
+            snprintf(open, sizeof open, "<|%s|>", m[i].role);
+            rc |= sp(o, open) | tx(o, "\n") | tx(o, m[i].content) | sp(o, "<|end|>") | tx(o, "\n");
+        }
+    }
+    if (gen && !rc)
+        rc |= phi4 ? sp(o, "<|im_start|>") | tx(o, "assistant") | sp(o, "<|im_sep|>") : sp(o, "<|assistant|>") | tx(o, "\n");
+    return rc;
+}
+
 int llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int gen,
                     llm_chat_out *out, llm_err *err)
 {
@@ -342,6 +377,8 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     case LLM_CHAT_CHATML: rc = render_chatml(msgs, n, tools, gen, out); break;
     case LLM_CHAT_LLAMA2: rc = render_llama2(msgs, n, out, err); break;
     case LLM_CHAT_GEMMA: rc = render_gemma(msgs, n, gen, out, err); break;
+    case LLM_CHAT_PHI3: rc = render_phi(msgs, n, gen, 0, out, err); break;
+    case LLM_CHAT_PHI4: rc = render_phi(msgs, n, gen, 1, out, err); break;
     default: llm_seterr(err, "unknown chat format %d", (int)f); return -1;
     }
     if (rc) {

@@ -1,4 +1,4 @@
-/* Chat templates: Llama 3, Llama 2, ChatML and Gemma, picked from the model's
+/* Chat templates: Llama 3, Llama 2, ChatML, Gemma, Phi 3 and Phi 4, picked from the model's
  * chat template text (tokenizer.chat_template / tokenizer_config.json) or, when
  * the model has none, from the tokenizer kind. Pure text code (no tokenizer
  * calls), shared by the NGINX module and the engine CLI.
@@ -18,6 +18,8 @@ typedef enum {
     LLM_CHAT_LLAMA2 = 2, /* <s>[INST] <<SYS>>\n..\n<</SYS>>\n\nuser [/INST] answer </s> */
     LLM_CHAT_CHATML = 3, /* <|im_start|>role\ncontent<|im_end|>\n */
     LLM_CHAT_GEMMA  = 4, /* <bos><start_of_turn>user\ncontent<end_of_turn>\n<start_of_turn>model\n */
+    LLM_CHAT_PHI3   = 5, /* <|user|>\ncontent<|end|>\n<|assistant|>\n */
+    LLM_CHAT_PHI4   = 6, /* <|im_start|>user<|im_sep|>content<|im_end|><|im_start|>assistant<|im_sep|> */
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')

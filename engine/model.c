@@ -229,7 +229,8 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 
 int llm_model_arch_ok(const char *arch)
 {
-    static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3" };
+    static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
+                                      "phi3" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
             return 1;

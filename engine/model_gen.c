@@ -49,6 +49,10 @@ static const preset presets[] = {
     { "tiny-qwen2", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen2", 0.125f, 1.0f, 0.5f, 0 },
+    /* Phi 3 (q|k|v and gate|up each one fused matrix, an untied classifier), tiny */
+    { "tiny-phi3", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                     .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
+                     .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "phi3", 0.125f, 1.0f, 0, 0 },
     { "tiny-qwen3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3", 0.125f, 1.0f, 0, 0 },
@@ -195,7 +199,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             p = &presets[i];
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
-                   "tiny-qwen2, tiny-qwen3, tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, "
+                   "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, "
                    "tiny-mixtral, qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
@@ -214,6 +218,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     const char *arch = p->arch != NULL ? p->arch : "llama";
     int qwen2 = strncmp(arch, "qwen2", 5) == 0, qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0;
     int gemma23 = strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
+    int phi3 = strcmp(arch, "phi3") == 0;
     float sd = p->sd > 0 ? p->sd : 0.02f, emb_sd = p->emb_sd > 0 ? p->emb_sd : 0.02f;
     float bias_sd = p->bias_sd > 0 ? p->bias_sd : 0.1f, post_norm = p->post_norm > 0 ? p->post_norm : 1.0f;
     int n_gen = 24 * c->n_layers + 2, k = 0, rc = -1; /* at most 17 tensors a layer (Qwen 2 MoE) */
@@ -225,7 +230,9 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         goto out;
     }
     char gname[64];
-    snprintf(gname, sizeof(gname), "random %s", p->name);
+    /* (llama.cpp gives a model whose name holds "phi3" Phi 3's token attributes, by token text: "</s>", which
+     * Llama 3's vocabulary lacks) */
+    snprintf(gname, sizeof(gname), "random %s", phi3 ? "tiny Phi 3 shape" : p->name);
     llm_gguf_w_meta(w, arch, c, gname, dtype);
     char path[1024];
     if (p->llama3) {
@@ -270,12 +277,19 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
 #define T(suffix, ne0, ne1, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
         ADD(n, ne0, ne1, mean_, sd_);
         T("attn_norm", c->dim, 1, 1.0f, 0.05f)
-        T("attn_q", c->dim, q, 0.0f, sd)
-        T("attn_k", c->dim, kv, 0.0f, sd)
-        T("attn_v", c->dim, kv, 0.0f, sd)
+        if (phi3) {
+            T("attn_qkv", c->dim, q + 2 * kv, 0.0f, sd)
+        } else {
+            T("attn_q", c->dim, q, 0.0f, sd)
+            T("attn_k", c->dim, kv, 0.0f, sd)
+            T("attn_v", c->dim, kv, 0.0f, sd)
+        }
         T("attn_output", q, c->dim, 0.0f, sd)
         T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
-        if (c->n_expert == 0) {
+        if (phi3) {
+            T("ffn_up", c->dim, 2 * c->hidden_dim, 0.0f, sd)
+            T("ffn_down", c->hidden_dim, c->dim, 0.0f, sd)
+        } else if (c->n_expert == 0) {
             T("ffn_gate", c->dim, c->hidden_dim, 0.0f, sd)
             T("ffn_up", c->dim, c->hidden_dim, 0.0f, sd)
             T("ffn_down", c->hidden_dim, c->dim, 0.0f, sd)

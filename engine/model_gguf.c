@@ -143,6 +143,40 @@ static int take(llm_model *m, const char *name, llm_tensor *dst, int required, l
     return use(m, t, (int64_t)t->ne[0], (int64_t)t->ne[1], dst, err);
 }
 
+/* Phi 3's fused matrices as the three (attn_qkv: q, k, v) or two (ffn_up: gate, up) matrices they stack, by
+ * rows: views into the file (or converted each, as any matrix of a converted type). */
+static int take_fused(llm_model *m, int l, const char *suffix, const int64_t *rows, int n, llm_tensor *const *dst,
+                      llm_err *err)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "blk.%d.%s.weight", l, suffix);
+    const gguf_tensor *t = gguf_find_tensor(m->gguf, name);
+    int64_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += rows[i];
+    if (t == NULL) {
+        llm_seterr(err, "%s: missing tensor %s", m->path, name);
+        return -1;
+    }
+    if (t->ne[0] != (uint64_t)m->cfg.dim || t->ne[1] != (uint64_t)total || t->ne[2] != 1 || t->ne[3] != 1) {
+        llm_seterr(err, "%s: tensor %s is [%llu x %llu], the config needs [%lld x %d]", m->path, name,
+                   (unsigned long long)t->ne[1], (unsigned long long)t->ne[0], (long long)total, m->cfg.dim);
+        return -1;
+    }
+    size_t rb = gguf_qtype_row_bytes(t->type, t->ne[0]);
+    int64_t r0 = 0;
+    for (int i = 0; i < n; i++) {
+        gguf_tensor v = *t;
+        v.data = (const uint8_t *)t->data + (size_t)r0 * rb;
+        v.nbytes = (size_t)rows[i] * rb;
+        v.ne[1] = (uint64_t)rows[i];
+        if (use(m, &v, m->cfg.dim, rows[i], dst[i], err) != 0)
+            return -1;
+        r0 += rows[i];
+    }
+    return 0;
+}
+
 /* Expert e's [ne1 x ne0] matrix of a 3-D tensor [ne2 experts][ne1][ne0], as a 2-D tensor of its own. */
 static gguf_tensor expert_slice(const gguf_tensor *t, uint64_t e)
 {
@@ -355,12 +389,13 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3)", m->path, arch);
+                   "gemma3, phi3)", m->path, arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
     int qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
     int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
+    int phi3 = strcmp(arch, "phi3") == 0;
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "output.bias" };
@@ -409,6 +444,18 @@ static int load(llm_model *m, llm_err *err)
         }
         c->swa_window = (int)win;
     }
+    /* Phi 3's 128k variants scale their rope per frequency (LongRoPE: rope_factors_long / _short, switched at
+     * the original context); run unscaled their angles would be wrong at every position. Their
+     * phi3.attention.sliding_window is not applied, as llama.cpp does not (it disables Phi's window). */
+    if (phi3 && (gguf_find_tensor(g, "rope_factors_long.weight") != NULL ||
+                 gguf_find_tensor(g, "blk.0.rope_factors_long.weight") != NULL)) {
+        llm_seterr(err, "%s: LongRoPE scaling (rope_factors_long: a Phi 3 128k model) is not supported", m->path);
+        return -1;
+    }
+    if (phi3 && c->n_expert > 0) {
+        llm_seterr(err, "%s: a phi3 model with experts is not supported", m->path);
+        return -1;
+    }
     if (c->n_expert == 0 && gguf_find_tensor(g, "blk.0.ffn_gate_inp.weight") != NULL) {
         llm_seterr(err, "%s: tensor blk.0.ffn_gate_inp.weight (a router) without %s.expert_count", m->path, arch);
         return -1;
@@ -452,9 +499,20 @@ static int load(llm_model *m, llm_err *err)
 #define N(suffix, field) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
         if (take_norm(m, n, &L->field, err)) return -1;
         N("attn_norm", attn_norm)
-        T("attn_q", wq) T("attn_k", wk) T("attn_v", wv) T("attn_output", wo)
+        if (phi3) { /* q|k|v and gate|up stacked by rows */
+            int64_t qkv[3] = { (int64_t)c->n_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim,
+                               (int64_t)c->n_kv_heads * c->head_dim }, gu[2] = { c->hidden_dim, c->hidden_dim };
+            llm_tensor *qd[3] = { &L->wq, &L->wk, &L->wv }, *gd[2] = { &L->w_gate, &L->w_up };
+            if (take_fused(m, l, "attn_qkv", qkv, 3, qd, err) || take_fused(m, l, "ffn_up", gu, 2, gd, err))
+                return -1;
+            T("attn_output", wo)
+        } else {
+            T("attn_q", wq) T("attn_k", wk) T("attn_v", wv) T("attn_output", wo)
+        }
         N("ffn_norm", ffn_norm)
-        if (c->n_expert == 0) {
+        if (phi3) {
+            T("ffn_down", w_down)
+        } else if (c->n_expert == 0) {
             T("ffn_gate", w_gate) T("ffn_up", w_up) T("ffn_down", w_down)
         } else {
             T("ffn_gate_inp", ffn_gate_inp)

@@ -117,6 +117,8 @@ typedef struct {
     float add;       /* added to a vector's elements (Gemma's norms: 1 + w in memory and GGUF, w in HF) */
     int n_exp;       /* > 0: src is expert 0's matrix of a kind in a layer's experts (llm_layer.experts, 3 apart),
                       * written as one [n_exp][rows][cols] tensor */
+    const llm_tensor *part[3]; /* n_part > 0: these matrices stacked by rows, one tensor (Phi 3's attn_qkv, ffn_up) */
+    int n_part;
 } conv;
 
 static int64_t src_row(const conv *c, int64_t r)
@@ -140,6 +142,12 @@ static void conv_rows(const conv *c, uint64_t row0, uint64_t n, uint8_t *dst, fl
         if (c->n_exp > 0) { /* row r of the 3-D tensor: expert r / rows's row r % rows */
             t += 3 * (r / c->src->ne[1]);
             r %= c->src->ne[1];
+        }
+        for (int p = 0; p < c->n_part; p++) { /* row r of the stack: the part it falls in */
+            t = c->part[p];
+            if (r < t->ne[1])
+                break;
+            r -= t->ne[1];
         }
         size_t sb = llm_dtype_row_bytes(t->type, n0);
         uint8_t *d = dst + i * db;
@@ -218,7 +226,7 @@ static conv *conv_add(conv_list *l, const llm_tensor *t, llm_dtype dst, int perm
         return NULL;
     }
     conv *c = &l->cv[l->n];
-    c->src = t; c->dst = dst; c->perm = perm; c->head_dim = head_dim; c->n_exp = 0;
+    c->src = t; c->dst = dst; c->perm = perm; c->head_dim = head_dim; c->n_exp = 0; c->n_part = 0;
     c->tmp = malloc((size_t)t->ne[0] * sizeof(float));
     if (c->tmp == NULL) {
         l->oom = 1;
@@ -264,6 +272,22 @@ static void add_experts(gguf_writer *w, conv_list *l, const char *name, const ll
     c->n_exp = n_exp;
     uint64_t ne[3] = { (uint64_t)t->ne[0], (uint64_t)t->ne[1], (uint64_t)n_exp };
     gguf_w_tensor_fill(w, name, c->dst, 3, ne, conv_fill, c);
+}
+
+/* n matrices of the same width as one, their rows stacked in order (Phi 3's q|k|v and gate|up). */
+static void add_fused(gguf_writer *w, conv_list *l, const char *name, const llm_tensor *const *parts, int n,
+                      llm_dtype dt)
+{
+    conv *c = conv_add(l, parts[0], mat_type(dt, parts[0]->ne[0]), 0, 0);
+    if (c == NULL)
+        return;
+    uint64_t ne[2] = { (uint64_t)parts[0]->ne[0], 0 };
+    for (int i = 0; i < n; i++) {
+        c->part[i] = parts[i];
+        ne[1] += (uint64_t)parts[i]->ne[1];
+    }
+    c->n_part = n;
+    gguf_w_tensor_fill(w, name, c->dst, 2, ne, conv_fill, c);
 }
 
 /* One row of n floats (a bias, a q/k norm) with its elements permuted as a matrix's rows would be. */
@@ -359,7 +383,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         llm_seterr(err, "%s: a %s model rotates halves; this one rotates pairs", path, m->arch);
         goto out;
     }
-    int perm = llama && c->rope_layout == LLM_ROPE_HALF ? 1 : 0, hd = c->head_dim;
+    int perm = llama && c->rope_layout == LLM_ROPE_HALF ? 1 : 0, hd = c->head_dim, phi3 = strcmp(m->arch, "phi3") == 0;
     add_mat(w, &l, "token_embd.weight", &m->tok_embd, dtype, 0, hd);
     add_mat(w, &l, "output_norm.weight", &m->out_norm, dtype, 0, hd);
     if (!c->tied_embeddings)
@@ -381,11 +405,21 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
 #define M(suffix, field, p) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", i); \
         add_mat(w, &l, n, &L->field, dtype, p, hd);
         M("attn_norm", attn_norm, 0)
-        M("attn_q", wq, perm) M("attn_k", wk, perm) M("attn_v", wv, 0) M("attn_output", wo, 0)
-        M("ffn_norm", ffn_norm, 0)
-        if (c->n_expert == 0) {
+        if (phi3) { /* as llama.cpp's converter writes Phi 3: q|k|v and gate|up fused */
+            const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
+            snprintf(n, sizeof(n), "blk.%d.attn_qkv.weight", i);
+            add_fused(w, &l, n, qkv, 3, dtype);
+            M("attn_output", wo, 0) M("ffn_norm", ffn_norm, 0)
+            snprintf(n, sizeof(n), "blk.%d.ffn_up.weight", i);
+            add_fused(w, &l, n, gu, 2, dtype);
+            M("ffn_down", w_down, 0)
+        } else {
+            M("attn_q", wq, perm) M("attn_k", wk, perm) M("attn_v", wv, 0) M("attn_output", wo, 0)
+            M("ffn_norm", ffn_norm, 0)
+        }
+        if (c->n_expert == 0 && !phi3) {
             M("ffn_gate", w_gate, 0) M("ffn_up", w_up, 0) M("ffn_down", w_down, 0)
-        } else { /* the router stays F32, as llama.cpp's converter keeps it */
+        } else if (c->n_expert > 0) { /* the router stays F32, as llama.cpp's converter keeps it */
             snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.weight", i);
             add_mat(w, &l, n, &L->ffn_gate_inp, LLM_F32, 0, hd);
             static const char *const kinds[3] = { "gate", "up", "down" };
@@ -572,6 +606,10 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         llm_seterr(err, "%s: cannot create directory: %s", dir, strerror(errno));
         return -1;
     }
+    if (strcmp(m->arch, "phi3") == 0) {
+        llm_seterr(err, "%s: a phi3 model is saved as GGUF only (not --format hf)", dir);
+        return -1;
+    }
     if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0)
         return -1;
     const llm_config *c = &m->cfg;
@@ -677,7 +715,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         if (fputc(' ', f) == EOF)
             goto ioerr;
     for (int i = 0; i < k; i++) {
-        conv cv = { e[i].t, dtype, e[i].perm, c->head_dim, tmp, e[i].add, 0 };
+        conv cv = { e[i].t, dtype, e[i].perm, c->head_dim, tmp, e[i].add, 0, { NULL }, 0 };
         size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);
         for (int64_t r = 0; r < e[i].t->ne[1]; r++) {
             if (e[i].t->ne[1] == 1) /* a vector: a bias's elements move as its matrix's rows */

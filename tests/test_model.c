@@ -402,6 +402,42 @@ static void rewrite(const char *src, const char *dst, const char *drop, const ch
 }
 
 /* Qwen 2 (q/k/v biases) and Qwen 3 (q/k norms) files: what loads, what is refused, what survives a re-save. */
+/* Phi 3 (GGUF phi3): the fused q|k|v and gate|up matrices read as views of their rows; a fused matrix of the
+ * wrong height, a 128k model's LongRoPE factors and a Hugging Face re-save are refused. */
+static void test_phi3(void)
+{
+    llm_err err = { { 0 } };
+    char p3[512], bad[512], hf[512];
+    snprintf(p3, sizeof(p3), "%s/p3.gguf", tmpdir);
+    snprintf(bad, sizeof(bad), "%s/bad3.gguf", tmpdir);
+    snprintf(hf, sizeof(hf), "%s/hf3", tmpdir);
+    ok(llm_model_generate("tiny-phi3", LLM_Q8_0, 3, p3, "../shared", &err) == 0, "gen tiny-phi3: %s", err.msg);
+    llm_model *m = llm_model_load(p3, NULL, &err);
+    const gguf_tensor *qkv = m ? gguf_find_tensor(m->gguf, "blk.1.attn_qkv.weight") : NULL;
+    const gguf_tensor *up = m ? gguf_find_tensor(m->gguf, "blk.1.ffn_up.weight") : NULL;
+    size_t rb = qkv ? llm_dtype_row_bytes((llm_dtype)qkv->type, qkv->ne[0]) : 0;
+    ok(m && !strcmp(m->arch, "phi3") && m->cfg.rope_layout == LLM_ROPE_HALF && qkv && up && qkv->ne[1] == 128 &&
+       m->layers[1].wq.ne[1] == 64 && m->layers[1].wk.ne[1] == 32 && m->layers[1].wv.ne[1] == 32 &&
+       m->layers[1].wq.data == qkv->data && m->layers[1].wk.data == (const uint8_t *)qkv->data + 64 * rb &&
+       m->layers[1].wv.data == (const uint8_t *)qkv->data + 96 * rb &&
+       m->layers[1].w_gate.data == up->data && m->layers[1].w_up.data == (const uint8_t *)up->data + 192 * rb &&
+       m->layers[1].w_up.ne[1] == 192, "phi3: wq, wk, wv and w_gate, w_up are the fused matrices' rows, in place");
+    ok(m && llm_model_save_hf(m, LLM_F32, hf, &err) != 0 && strstr(err.msg, "GGUF only"), "phi3: no HF re-save: %s",
+       err.msg);
+    llm_model_free(m);
+    rewrite(p3, bad, NULL, "blk.0.attn_qkv.weight", NULL, NULL);
+    m = llm_model_load(bad, NULL, &err);
+    ok(m == NULL && strstr(err.msg, "blk.0.attn_qkv.weight is [64 x 64], the config needs [128 x 64]"),
+       "phi3: a fused matrix of the wrong height: %s", m ? "loaded" : err.msg);
+    llm_model_free(m);
+    rewrite(p3, bad, NULL, NULL, "rope_factors_long.weight", NULL);
+    m = llm_model_load(bad, NULL, &err);
+    ok(m == NULL && strstr(err.msg, "LongRoPE"), "phi3: LongRoPE refused: %s", m ? "loaded" : err.msg);
+    llm_model_free(m);
+    unlink(bad);
+    unlink(p3);
+}
+
 static void test_qwen(void)
 {
     llm_err err = { { 0 } };
@@ -565,7 +601,7 @@ static void test_qwen(void)
         { NULL, NULL, NULL, "blk.0.attn_output.bias", NULL, "blk.0.attn_output.bias is not supported" },
         { "", "blk.0.attn_k_norm.weight", NULL, NULL, NULL, "missing tensor blk.0.attn_k_norm.weight" },
         { "", NULL, "blk.1.attn_q_norm.weight", NULL, NULL, "layer 1 q_norm" },
-        { "", NULL, NULL, NULL, "phi3", "unsupported architecture 'phi3'" },
+        { "", NULL, NULL, NULL, "starcoder2", "unsupported architecture 'starcoder2'" },
         { "", NULL, NULL, NULL, "qwen2", "missing or non-integer metadata key qwen2.embedding_length" },
         { NULL, NULL, NULL, "qwen2.rope.scaling.type=longrope", NULL, "rope scaling 'longrope' (qwen2.rope.scaling.type) "
           "is not supported" },
@@ -753,6 +789,7 @@ int main(void)
     test_load_and_save();
     test_generate();
     test_qwen();
+    test_phi3();
     test_gemma();
     test_moe();
     rmdir(tmpdir);
