@@ -30,7 +30,8 @@ const char *tok_pretok_pattern(const char *name)
     for (size_t i = 0; i < sizeof(pretok) / sizeof(pretok[0]); i++)
         if (strcmp(pretok[i].name, name) == 0)
             return pretok[i].pattern;
-    if (strcmp(name, "llama3") == 0 || strcmp(name, "smaug-bpe") == 0)
+    /* llama.cpp splits these as Llama 3 does (dbrx: cl100k-style vocabularies, Phi-4's among them) */
+    if (strcmp(name, "llama3") == 0 || strcmp(name, "smaug-bpe") == 0 || strcmp(name, "dbrx") == 0)
         return pretok[0].pattern;
     return NULL;
 }

@@ -10,6 +10,7 @@
 
 #include "gguf.h"
 #include "tokenizer.h"
+#include "tokenizer_priv.h"
 
 #define TOK512 "../shared/models/stories260K/tok512.bin"
 #define GGUF260K "../shared/models/stories260K/stories260K.gguf"
@@ -425,8 +426,18 @@ static void check_bad_gguf(void)
     }
 }
 
+/* GGUF pre-tokenizer names llama.cpp splits as Llama 3 does (Phi-4's "dbrx", "smaug-bpe") take its pattern. */
+static void test_pretok_names(void)
+{
+    const char *l3 = tok_pretok_pattern("llama-bpe");
+    ok(l3 && tok_pretok_pattern("dbrx") == l3 && tok_pretok_pattern("smaug-bpe") == l3 &&
+       tok_pretok_pattern("llama3") == l3 && tok_pretok_pattern("qwen2") != l3 && tok_pretok_pattern("mystery") == NULL,
+       "pre-tokenizers dbrx, smaug-bpe, llama3: Llama 3's pattern; qwen2 its own; others none");
+}
+
 int main(void)
 {
+    test_pretok_names();
     ref_vocab ref;
     ok(ref_load(&ref, TOK512) == 0, "reference reads tok512.bin");
     llm_err err = { { 0 } };
