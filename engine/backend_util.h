@@ -28,6 +28,8 @@ static inline double llm_rope_freq(const llm_model *m, int i)
     double freq = pow((double)c->rope_theta, -2.0 * i / (double)c->head_dim);
     if (m->rope_freqs != NULL)
         return freq / (double)m->rope_freqs[i];
+    if (c->rope_scaling == LLM_ROPE_SCALING_LONGROPE) /* as llama.cpp: by the context the model runs with */
+        return freq / (double)(c->seq_len > c->rope_orig_ctx ? m->rope_long : m->rope_short)[i];
     if (c->rope_scaling == LLM_ROPE_SCALING_NONE)
         return freq;
     if (c->rope_scaling == LLM_ROPE_SCALING_LINEAR)
@@ -53,10 +55,12 @@ static inline double llm_rope_freq(const llm_model *m, int i)
 }
 
 /* What the rope's cos and sin are multiplied by: YaRN's attention factor (1 + 0.1 ln factor, or the model's
- * own), 1 otherwise. */
+ * own), LongRoPE's (the file's attn_factor, with either set of divisors), 1 otherwise. */
 static inline double llm_rope_mscale(const llm_model *m)
 {
-    return m->cfg.rope_scaling == LLM_ROPE_SCALING_YARN && m->rope_freqs == NULL ? m->cfg.rope_mscale : 1.0;
+    int r = m->cfg.rope_scaling;
+    return (r == LLM_ROPE_SCALING_YARN || r == LLM_ROPE_SCALING_LONGROPE) && m->rope_freqs == NULL ? m->cfg.rope_mscale
+                                                                                                    : 1.0;
 }
 
 /* A batch a backend may run: tokens in the vocabulary, sequences named, positions in the context and

@@ -79,6 +79,11 @@ int cli_gen_model(const llm_args *a)
                 llm_model_free(m);
                 return 2;
             }
+            if (c->rope_scaling != LLM_ROPE_SCALING_NONE || m->rope_freqs != NULL) {
+                fprintf(stderr, "error: --rope-scaling: %s already scales its rope\n", from);
+                llm_model_free(m);
+                return 2;
+            }
             c->rope_scaling = rs[0] == 'y' ? LLM_ROPE_SCALING_YARN : LLM_ROPE_SCALING_LINEAR;
             c->rope_factor = (float)llm_arg_double(a, "rope-factor", 4.0, 1.0, 1024.0);
             c->rope_orig_ctx = (int)llm_arg_long(a, "rope-orig-ctx", c->seq_len, 1, 1 << 24);

@@ -403,6 +403,9 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
                 c->rope_orig_ctx, c->rope_mscale, c->yarn_beta_fast, c->yarn_beta_slow);
     else if (c->rope_scaling == LLM_ROPE_SCALING_LINEAR)
         fprintf(f, ", linear scaling factor %g", c->rope_factor);
+    else if (c->rope_scaling == LLM_ROPE_SCALING_LONGROPE)
+        fprintf(f, ", longrope orig ctx %d attention factor %g (%s factors at context %d)", c->rope_orig_ctx,
+                c->rope_mscale, c->seq_len > c->rope_orig_ctx ? "long" : "short", c->seq_len);
     if (m->rope_freqs != NULL)
         fprintf(f, ", rope_freqs tensor");
     fprintf(f, "\nnorm eps %g, embeddings %s, bos %d, eos %d\n", c->norm_eps, c->tied_embeddings ? "tied" : "separate",

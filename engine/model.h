@@ -32,7 +32,8 @@ typedef enum {
     LLM_ROPE_HALF     = 1, /* rotate (i, i + d/2): Hugging Face rotate_half / NeoX */
 } llm_rope_layout;
 
-enum { LLM_ROPE_SCALING_NONE = 0, LLM_ROPE_SCALING_LLAMA3 = 1, LLM_ROPE_SCALING_YARN = 2, LLM_ROPE_SCALING_LINEAR = 3 };
+enum { LLM_ROPE_SCALING_NONE = 0, LLM_ROPE_SCALING_LLAMA3 = 1, LLM_ROPE_SCALING_YARN = 2, LLM_ROPE_SCALING_LINEAR = 3,
+       LLM_ROPE_SCALING_LONGROPE = 4 };
 
 /* YaRN's attention factor for a scaling factor, when the model gives none of its own: 1 + 0.1 ln factor. */
 static inline float llm_yarn_mscale(float factor)
@@ -54,7 +55,8 @@ typedef struct {
     llm_rope_layout rope_layout;
     /* Rope scaling (LLM_ROPE_SCALING_*): Llama 3's (factor, low / high frequency factors, original context),
      * YaRN (factor, original context, beta fast / slow, and rope_mscale: what cos and sin are multiplied by),
-     * linear (every frequency / factor). */
+     * linear (every frequency / factor), LongRoPE (Phi 3's 128k models: per-frequency divisors, llm_model's
+     * rope_long where the context is longer than rope_orig_ctx, else rope_short, and rope_mscale). */
     int   rope_scaling;
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int   rope_orig_ctx;
@@ -136,6 +138,8 @@ typedef struct llm_model {
     llm_layer  *layers;             /* n_layers */
     /* Per-frequency divisors from GGUF rope_freqs.weight (head_dim/2 floats), or NULL. */
     const float *rope_freqs;
+    /* LongRoPE's divisors (rope_factors_long / _short.weight, head_dim/2 floats each), or NULL. */
+    const float *rope_long, *rope_short;
 
     struct llm_tokenizer *tok;      /* NULL when the model file carries none and none was given */
 

@@ -53,6 +53,13 @@ static const preset presets[] = {
     { "tiny-phi3", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
                      .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
                      .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "phi3", 0.125f, 1.0f, 0, 0 },
+    /* ... with LongRoPE as Phi 3's 128k models carry it: a context of 512 over an original 32, so that the long
+     * factors apply (attention factor sqrt(1 + ln 16 / ln 32)) */
+    { "tiny-phi3-longrope", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                              .head_dim = 16, .vocab_size = 128256, .seq_len = 512, .rope_theta = 10000.0f,
+                              .norm_eps = 1e-5f, .rope_scaling = LLM_ROPE_SCALING_LONGROPE, .rope_orig_ctx = 32,
+                              .rope_mscale = 1.34164079f, .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 },
+      1, "phi3", 0.125f, 1.0f, 0, 0 },
     { "tiny-qwen3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3", 0.125f, 1.0f, 0, 0 },
@@ -199,7 +206,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             p = &presets[i];
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
-                   "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, "
+                   "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, "
                    "tiny-mixtral, qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
@@ -271,6 +278,15 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3) {
         llm_llama3_rope_freqs(c, rf);
         gguf_w_tensor(w, "rope_freqs.weight", LLM_F32, 1, &nrf, rf);
+    }
+    float lf[128], sf[128]; /* LongRoPE's divisors: long ones growing to 8 with the wavelength, short near 1 */
+    if (c->rope_scaling == LLM_ROPE_SCALING_LONGROPE && nrf <= 128) {
+        for (uint64_t i = 0; i < nrf; i++) {
+            lf[i] = 1.0f + 7.0f * (float)i / (float)(nrf > 1 ? nrf - 1 : 1);
+            sf[i] = 1.0f + 0.1f * (float)i / (float)(nrf > 1 ? nrf - 1 : 1);
+        }
+        gguf_w_tensor(w, "rope_factors_long.weight", LLM_F32, 1, &nrf, lf);
+        gguf_w_tensor(w, "rope_factors_short.weight", LLM_F32, 1, &nrf, sf);
     }
     for (int l = 0; l < c->n_layers; l++) {
         char n[64];

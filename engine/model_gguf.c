@@ -289,8 +289,9 @@ static int take_vec(llm_model *m, const char *name, llm_tensor *dst, int require
 
 /* <arch>.rope.scaling.*: YaRN (factor, original_context_length, attn_factor multiplying its 1 + 0.1 ln factor,
  * yarn_beta_fast / slow) and linear (factor; or the older <arch>.rope.scale_linear), as llama.cpp reads them.
- * Llama 3's comes as a rope_freqs tensor. The other kinds (longrope, DeepSeek's yarn_log_multiplier) are
- * refused with an error naming them: run unscaled, their angles would be wrong at every position. */
+ * Llama 3's comes as a rope_freqs tensor, LongRoPE as two factor tensors (longrope()). The other kinds (a
+ * longrope type without those tensors, DeepSeek's yarn_log_multiplier) are refused with an error naming them:
+ * run unscaled, their angles would be wrong at every position. */
 static int rope_scaling_keys(llm_model *m, const gguf_ctx *g, const char *arch, llm_err *err)
 {
     llm_config *c = &m->cfg;
@@ -305,6 +306,9 @@ static int rope_scaling_keys(llm_model *m, const gguf_ctx *g, const char *arch, 
     }
     if (type[0] == 0 || strcmp(type, "none") == 0)
         return 0;
+    if ((strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) &&
+        gguf_find_tensor(g, "rope_factors_long.weight") != NULL)
+        return 0; /* its factors are tensors: longrope() */
     int yarn = strcmp(type, "yarn") == 0;
     if (!yarn && strcmp(type, "linear") != 0) {
         llm_seterr(err, "%s: rope scaling '%s' (%s.rope.scaling.type) is not supported (yarn, linear)", m->path, type,
@@ -379,6 +383,57 @@ static int gemma_keys(llm_model *m, const gguf_ctx *g, const char *arch, int gem
     return 0;
 }
 
+/* LongRoPE (rope_factors_long / _short.weight, f32 [head_dim / 2] each; <arch>.rope.scaling.attn_factor and
+ * original_context_length), as llama.cpp's converter writes Phi 3's 128k models and llama.cpp runs them: the
+ * long divisors when the context is longer than the original one (llm_rope_freq), cos and sin times the
+ * attention factor at every position. A file with only one of the two, or with per-layer copies, is refused. */
+static int longrope(llm_model *m, const gguf_ctx *g, const char *arch, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    const gguf_tensor *lt = gguf_find_tensor(g, "rope_factors_long.weight");
+    const gguf_tensor *st = gguf_find_tensor(g, "rope_factors_short.weight");
+    if (lt == NULL && st == NULL) {
+        if (gguf_find_tensor(g, "blk.0.rope_factors_long.weight") != NULL) {
+            llm_seterr(err, "%s: per-layer rope_factors_long tensors are not supported", m->path);
+            return -1;
+        }
+        return 0;
+    }
+    const gguf_tensor *t[2] = { lt, st };
+    for (int i = 0; i < 2; i++)
+        if (t[i] == NULL || t[i]->type != LLM_F32 || t[i]->ne[0] != (uint64_t)(c->head_dim / 2) || t[i]->ne[1] != 1) {
+            llm_seterr(err, "%s: LongRoPE needs rope_factors_long and rope_factors_short, f32 [%d] each", m->path,
+                       c->head_dim / 2);
+            return -1;
+        }
+    if (c->rope_scaling != LLM_ROPE_SCALING_NONE || gguf_find_tensor(g, "rope_freqs.weight") != NULL) {
+        llm_seterr(err, "%s: LongRoPE factors with another rope scaling", m->path);
+        return -1;
+    }
+    char k[128];
+    float attn = 1.0f;
+    uint32_t orig = 0;
+    snprintf(k, sizeof(k), "%s.rope.scaling.attn_factor", arch);
+    gguf_get_f32(g, k, &attn);
+    snprintf(k, sizeof(k), "%s.rope.scaling.original_context_length", arch);
+    if (gguf_get_u32(g, k, &orig) != 0 || orig == 0)
+        orig = (uint32_t)c->seq_len;
+    const float *lf = lt->data, *sf = st->data;
+    int ok = attn > 0.0f && attn < 100.0f && orig <= (1u << 24);
+    for (int i = 0; i < c->head_dim / 2; i++)
+        ok &= lf[i] > 0.0f && lf[i] < 1e6f && sf[i] > 0.0f && sf[i] < 1e6f; /* NaN fails too */
+    if (!ok) {
+        llm_seterr(err, "%s: bad LongRoPE values (factors in (0, 1e6), attn_factor %g)", m->path, (double)attn);
+        return -1;
+    }
+    m->rope_long = lf;
+    m->rope_short = sf;
+    c->rope_scaling = LLM_ROPE_SCALING_LONGROPE;
+    c->rope_orig_ctx = (int)orig;
+    c->rope_mscale = attn;
+    return 0;
+}
+
 static int load(llm_model *m, llm_err *err)
 {
     gguf_ctx *g = m->gguf;
@@ -444,14 +499,10 @@ static int load(llm_model *m, llm_err *err)
         }
         c->swa_window = (int)win;
     }
-    /* Phi 3's 128k variants scale their rope per frequency (LongRoPE: rope_factors_long / _short, switched at
-     * the original context); run unscaled their angles would be wrong at every position. Their
-     * phi3.attention.sliding_window is not applied, as llama.cpp does not (it disables Phi's window). */
-    if (phi3 && (gguf_find_tensor(g, "rope_factors_long.weight") != NULL ||
-                 gguf_find_tensor(g, "blk.0.rope_factors_long.weight") != NULL)) {
-        llm_seterr(err, "%s: LongRoPE scaling (rope_factors_long: a Phi 3 128k model) is not supported", m->path);
+    /* Phi 3's 128k variants scale their rope per frequency (LongRoPE). phi3.attention.sliding_window is not
+     * applied, as llama.cpp does not (it disables Phi's window). */
+    if (longrope(m, g, arch, err) != 0)
         return -1;
-    }
     if (phi3 && c->n_expert > 0) {
         llm_seterr(err, "%s: a phi3 model with experts is not supported", m->path);
         return -1;

@@ -88,6 +88,10 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
         gguf_w_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap);
         gguf_w_f32(w, KEY("final_logit_softcapping"), c->final_softcap);
     }
+    if (c->rope_scaling == LLM_ROPE_SCALING_LONGROPE) { /* the factors are tensors (the caller's) */
+        gguf_w_f32(w, KEY("rope.scaling.attn_factor"), c->rope_mscale);
+        gguf_w_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)c->rope_orig_ctx);
+    }
     if (c->rope_scaling == LLM_ROPE_SCALING_YARN || c->rope_scaling == LLM_ROPE_SCALING_LINEAR) {
         int yarn = c->rope_scaling == LLM_ROPE_SCALING_YARN;
         gguf_w_str(w, KEY("rope.scaling.type"), yarn ? "yarn" : "linear");
@@ -389,6 +393,10 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     if (!c->tied_embeddings)
         add_mat(w, &l, "output.weight", &m->output, dtype, 0, hd);
     uint64_t nrf = (uint64_t)hd / 2;
+    if (m->rope_long != NULL) {
+        gguf_w_tensor(w, "rope_factors_long.weight", LLM_F32, 1, &nrf, m->rope_long);
+        gguf_w_tensor(w, "rope_factors_short.weight", LLM_F32, 1, &nrf, m->rope_short);
+    }
     if (m->rope_freqs != NULL) {
         gguf_w_tensor(w, "rope_freqs.weight", LLM_F32, 1, &nrf, m->rope_freqs);
     } else if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3) {

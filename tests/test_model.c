@@ -432,7 +432,24 @@ static void test_phi3(void)
     llm_model_free(m);
     rewrite(p3, bad, NULL, NULL, "rope_factors_long.weight", NULL);
     m = llm_model_load(bad, NULL, &err);
-    ok(m == NULL && strstr(err.msg, "LongRoPE"), "phi3: LongRoPE refused: %s", m ? "loaded" : err.msg);
+    ok(m == NULL && strstr(err.msg, "LongRoPE needs rope_factors_long and rope_factors_short"),
+       "phi3: LongRoPE factors of the wrong size, or one set only: %s", m ? "loaded" : err.msg);
+    llm_model_free(m);
+    /* LongRoPE: the long divisors where the context exceeds the original one, else the short ones; cos and sin
+     * times the attention factor either way */
+    ok(llm_model_generate("tiny-phi3-longrope", LLM_F32, 3, p3, "../shared", &err) == 0, "gen tiny-phi3-longrope: %s",
+       err.msg);
+    m = llm_model_load(p3, NULL, &err);
+    int picks = m != NULL && m->rope_long != NULL && m->rope_short != NULL &&
+                m->cfg.rope_scaling == LLM_ROPE_SCALING_LONGROPE && m->cfg.rope_orig_ctx == 32;
+    for (int ctx = 512; picks && ctx >= 32; ctx -= 480) {
+        m->cfg.seq_len = ctx;
+        const float *want = ctx > 32 ? m->rope_long : m->rope_short;
+        for (int i = 0; i < m->cfg.head_dim / 2; i++)
+            picks &= fabs(llm_rope_freq(m, i) * want[i] - pow(10000.0, -2.0 * i / m->cfg.head_dim)) < 1e-12 &&
+                     fabs(llm_rope_mscale(m) - 1.34164079) < 1e-6;
+    }
+    ok(picks, "phi3 LongRoPE: long factors at a context of 512, short at 32 (the original), attention factor 1.342");
     llm_model_free(m);
     unlink(bad);
     unlink(p3);

@@ -3,7 +3,7 @@
 # against llama.cpp (node-llama-cpp 3.21.1) on tiny files of that layout that `gen-model --preset tiny-phi3`
 # writes (Llama 3's vocabulary): teacher-forced next-token distributions in F32, F16, Q8_0 and Q4_0, the same
 # greedy ids, and `gen-model --from` writing the fused matrices back (llama.cpp reads the file; we give the
-# same ids as from the file written directly in that type).
+# same ids as from the file written directly in that type); LongRoPE (the 128k models) the same way.
 use strict;
 use warnings;
 use Test::More;
@@ -57,4 +57,21 @@ compare_llamacpp(dir => $dir, dump => $dump, label => 'phi3 re-saved q8_0', mode
 ($rc) = capture($dir, $engine, 'gen-model', '--from', $f{f32}, '--dtype', 'f32', '--format', 'hf', '--out',
                 "$dir/hf");
 ok($rc != 0 && `cat $dir/stderr` =~ /phi3 model is saved as GGUF only/, 'a Hugging Face directory is refused');
+
+# LongRoPE (Phi 3's 128k models): a context of 512 over an original 32, so both sides take the long factors
+# and the attention factor; measured: 54 of 54, |dp| < 1e-4 (taking the short factors instead: 17 of 54, mean
+# 0.37; leaving the attention factor out: 19 of 54, mean 0.31)
+my $lr = "$dir/longrope.gguf";
+($rc) = capture($dir, $engine, 'gen-model', '--preset', 'tiny-phi3-longrope', '--dtype', 'f32', '--out', $lr,
+                '--seed', '11');
+(undef, $info) = capture($dir, $engine, 'info', '--model', $lr);
+ok($rc == 0 && $info =~ /longrope orig ctx 32 attention factor 1\.3416\d* \(long factors at context 512\)/,
+   'gen-model --preset tiny-phi3-longrope: info shows the scaling');
+compare_llamacpp(dir => $dir, dump => $dump, label => 'phi3 LongRoPE f32', model => $lr, ids => \@ids,
+                 vocab => 128256, min_top1 => 0.97, max_mean => 0.002, max_dp => 0.02, exact => 1);
+my $lr2 = "$dir/longrope-re.gguf";
+($rc) = capture($dir, $engine, 'gen-model', '--from', $lr, '--dtype', 'f32', '--out', $lr2);
+(undef, $want) = greedy_ours($dir, $engine, $n, $lr, \@ids);
+(undef, $got) = greedy_ours($dir, $engine, $n, $lr2, \@ids);
+ok($rc == 0 && @$want == $n && "@$got" eq "@$want", 'LongRoPE re-saved: the same ids');
 done_testing();
