@@ -162,7 +162,10 @@ static inline int llm_kv_dtype_parse(const char *s)
 {
     if (s == NULL || strcmp(s, "auto") == 0)
         return LLM_KV_AUTO;
-    return strcmp(s, "f32") == 0 ? LLM_KV_F32 : strcmp(s, "f16") == 0 ? LLM_KV_F16 : strcmp(s, "q8_0") == 0 ? LLM_KV_Q8_0 : -1;
+    return strcmp(s, "f32") == 0    ? LLM_KV_F32
+           : strcmp(s, "f16") == 0  ? LLM_KV_F16
+           : strcmp(s, "q8_0") == 0 ? LLM_KV_Q8_0
+                                    : -1;
 }
 
 /* A Q8_0 KV cache's elements per scale: 32 (llama.cpp's q8_0 block), or for a head_dim that 32 does not divide

@@ -345,7 +345,8 @@ static int render_phi(const llm_chat_msg *m, size_t n, int gen, int phi4, llm_ch
         }
     }
     if (gen && !rc)
-        rc |= phi4 ? sp(o, "<|im_start|>") | tx(o, "assistant") | sp(o, "<|im_sep|>") : sp(o, "<|assistant|>") | tx(o, "\n");
+        rc |= phi4 ? sp(o, "<|im_start|>") | tx(o, "assistant") | sp(o, "<|im_sep|>")
+                   : sp(o, "<|assistant|>") | tx(o, "\n");
     return rc;
 }
 

@@ -83,7 +83,8 @@ int llm_context_opts(const llm_args *a, llm_model *m, llm_backend_opts *o)
 {
     o->kv_dtype = llm_kv_dtype_parse(llm_arg_str(a, "kv-cache-dtype"));
     if (o->kv_dtype < 0) {
-        fprintf(stderr, "error: --kv-cache-dtype must be auto, f16, f32 or q8_0, got '%s'\n", llm_arg_str(a, "kv-cache-dtype"));
+        fprintf(stderr, "error: --kv-cache-dtype must be auto, f16, f32 or q8_0, got '%s'\n",
+                llm_arg_str(a, "kv-cache-dtype"));
         return -1;
     }
     long n = llm_arg_long(a, "ctx-size", 0, 0, 1L << 30);

@@ -278,8 +278,9 @@ int cli_generate(const llm_args *a)
         goto out;
     }
     double pre = t_prefilled - t_loaded, dec = t_end - t_prefilled;
+    int kvt = be->opts.kv_dtype;
     fprintf(stderr, "load: %.3f s (%s, %s backend, %d threads, %s KV cache)\n", t_loaded - t0, m->format,
-            be->ops->name, be->opts.threads, be->opts.kv_dtype == LLM_KV_F16 ? "f16" : be->opts.kv_dtype == LLM_KV_Q8_0 ? "q8_0" : "f32");
+            be->ops->name, be->opts.threads, kvt == LLM_KV_F16 ? "f16" : kvt == LLM_KV_Q8_0 ? "q8_0" : "f32");
     fprintf(stderr, "prompt: %d tokens in %.3f s, %.2f tokens/s\n", n_prompt, pre, pre > 0 ? n_prompt / pre : 0.0);
     fprintf(stderr, "generated: %d tokens in %.3f s, %.2f tokens/s\n", n_gen, dec,
             dec > 0 && n_gen > 1 ? (n_gen - 1) / dec : 0.0);

@@ -206,8 +206,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             p = &presets[i];
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
-                   "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, "
-                   "tiny-mixtral, qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
+                   "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-gemma3, tiny-gemma2, gemma-3-1b, "
+                   "tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) {

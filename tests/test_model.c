@@ -403,7 +403,8 @@ static void rewrite(const char *src, const char *dst, const char *drop, const ch
 
 /* Qwen 2 (q/k/v biases) and Qwen 3 (q/k norms) files: what loads, what is refused, what survives a re-save. */
 /* Phi 3 (GGUF phi3): the fused q|k|v and gate|up matrices read as views of their rows; a fused matrix of the
- * wrong height, a 128k model's LongRoPE factors and a Hugging Face re-save are refused. */
+ * wrong height, LongRoPE factors of the wrong size and a Hugging Face re-save are refused; LongRoPE picks its
+ * factors by the context. */
 static void test_phi3(void)
 {
     llm_err err = { { 0 } };

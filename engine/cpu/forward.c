@@ -296,8 +296,9 @@ static void qkv_post(void *ctx, int ith, int nth)
         size_t at = layer_off + slot * st->kv_dim;
         const float *v = st->v + (size_t)t * st->kv_dim;
         if (st->kvq8) {
-            st->kern->kv_q8_quant(k, (int8_t *)st->kcache + at, st->kscale + at / (size_t)st->kv_g, st->kv_g, st->kv_dim);
-            st->kern->kv_q8_quant(v, (int8_t *)st->vcache + at, st->vscale + at / (size_t)st->kv_g, st->kv_g, st->kv_dim);
+            size_t sc = at / (size_t)st->kv_g;
+            st->kern->kv_q8_quant(k, (int8_t *)st->kcache + at, st->kscale + sc, st->kv_g, st->kv_dim);
+            st->kern->kv_q8_quant(v, (int8_t *)st->vcache + at, st->vscale + sc, st->kv_g, st->kv_dim);
         } else if (st->kv16) {
             st->kern->f32_to_f16(k, (uint16_t *)st->kcache + at, st->kv_dim);
             st->kern->f32_to_f16(v, (uint16_t *)st->vcache + at, st->kv_dim);
