@@ -1,8 +1,8 @@
 /* Chat template rendering into special / plain segments (see chat_template.h).
  * The formats follow the Jinja templates that ship with the models:
  * Llama 3 (Meta-Llama-3-*-Instruct), Llama 2 (Llama-2-*-chat), ChatML,
- * Gemma (gemma-2-*-it, gemma-3-*-it), Phi 3 (Phi-3-*-instruct, Phi-3.5) and
- * Phi 4 (phi-4). */
+ * Gemma (gemma-2-*-it, gemma-3-*-it), Phi 3 (Phi-3-*-instruct, Phi-3.5),
+ * Phi-4-mini and Phi 4 (phi-4). */
 #include "chat_template.h"
 
 #include <stdio.h>
@@ -15,6 +15,7 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
         /* Gemma's marker first: a Gemma template that also spells another format's markers is still Gemma's */
         if (strstr(tmpl, "<start_of_turn>")) return LLM_CHAT_GEMMA;
         if (strstr(tmpl, "<|im_sep|>")) return LLM_CHAT_PHI4; /* before ChatML, whose markers it shares */
+        if (strstr(tmpl, "<|end|>") && strstr(tmpl, "'<|' + message['role'] + '|>'")) return LLM_CHAT_PHI4_MINI;
         if (strstr(tmpl, "<|assistant|>") && strstr(tmpl, "<|end|>")) return LLM_CHAT_PHI3;
         if (strstr(tmpl, "<|start_header_id|>")) return LLM_CHAT_LLAMA3;
         if (strstr(tmpl, "<|im_start|>")) return LLM_CHAT_CHATML;
@@ -32,6 +33,7 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_GEMMA: return "gemma";
     case LLM_CHAT_PHI3: return "phi3";
     case LLM_CHAT_PHI4: return "phi4";
+    case LLM_CHAT_PHI4_MINI: return "phi4-mini";
     }
     return "unknown";
 }
@@ -45,6 +47,7 @@ llm_chat_format llm_chat_format_from_name(const char *name)
     if (!strcmp(name, "gemma")) return LLM_CHAT_GEMMA;
     if (!strcmp(name, "phi3")) return LLM_CHAT_PHI3;
     if (!strcmp(name, "phi4")) return LLM_CHAT_PHI4;
+    if (!strcmp(name, "phi4-mini")) return LLM_CHAT_PHI4_MINI;
     return 0;
 }
 
@@ -322,18 +325,19 @@ static int render_gemma(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *
     return rc;
 }
 
-/* Phi 3 (Phi-3 / Phi-3.5 instruct: <|role|>\ncontent<|end|>\n) and Phi 4 (<|im_start|>role<|im_sep|>content
- * <|im_end|>, no newlines): the models' templates render system, user and assistant turns in order and skip
- * any other role silently; here another role is refused. */
-static int render_phi(const llm_chat_msg *m, size_t n, int gen, int phi4, llm_chat_out *o, llm_err *err)
+/* Phi 3 (Phi-3 / Phi-3.5 instruct: <|role|>\ncontent<|end|>\n), Phi-4-mini (the same without the newlines)
+ * and Phi 4 (<|im_start|>role<|im_sep|>content<|im_end|>, no newlines): the models' templates render system,
+ * user and assistant turns in order and skip any other role silently; here another role is refused. */
+static int render_phi(const llm_chat_msg *m, size_t n, int gen, llm_chat_format f, llm_chat_out *o, llm_err *err)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(m[i].role, "system") && strcmp(m[i].role, "user") && strcmp(m[i].role, "assistant")) {
             llm_seterr(err, "%s chat format: message %zu has role '%s' (system, user or assistant)",
-                       phi4 ? "phi4" : "phi3", i, m[i].role);
+                       llm_chat_format_name(f), i, m[i].role);
             return -2;
         }
-    int rc = 0;
+    int rc = 0, phi4 = f == LLM_CHAT_PHI4;
+    const char *nl = f == LLM_CHAT_PHI3 ? "\n" : "";
     char open[32];
     for (size_t i = 0; i < n && !rc; i++) {
         if (phi4) {
@@ -341,12 +345,12 @@ static int render_phi(const llm_chat_msg *m, size_t n, int gen, int phi4, llm_ch
             rc |= sp(o, "<|im_end|>");
         } else {
             snprintf(open, sizeof open, "<|%s|>", m[i].role);
-            rc |= sp(o, open) | tx(o, "\n") | tx(o, m[i].content) | sp(o, "<|end|>") | tx(o, "\n");
+            rc |= sp(o, open) | tx(o, nl) | tx(o, m[i].content) | sp(o, "<|end|>") | tx(o, nl);
         }
     }
     if (gen && !rc)
         rc |= phi4 ? sp(o, "<|im_start|>") | tx(o, "assistant") | sp(o, "<|im_sep|>")
-                   : sp(o, "<|assistant|>") | tx(o, "\n");
+                   : sp(o, "<|assistant|>") | tx(o, nl);
     return rc;
 }
 
@@ -378,8 +382,9 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     case LLM_CHAT_CHATML: rc = render_chatml(msgs, n, tools, gen, out); break;
     case LLM_CHAT_LLAMA2: rc = render_llama2(msgs, n, out, err); break;
     case LLM_CHAT_GEMMA: rc = render_gemma(msgs, n, gen, out, err); break;
-    case LLM_CHAT_PHI3: rc = render_phi(msgs, n, gen, 0, out, err); break;
-    case LLM_CHAT_PHI4: rc = render_phi(msgs, n, gen, 1, out, err); break;
+    case LLM_CHAT_PHI3:
+    case LLM_CHAT_PHI4:
+    case LLM_CHAT_PHI4_MINI: rc = render_phi(msgs, n, gen, f, out, err); break;
     default: llm_seterr(err, "unknown chat format %d", (int)f); return -1;
     }
     if (rc) {

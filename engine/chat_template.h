@@ -20,6 +20,7 @@ typedef enum {
     LLM_CHAT_GEMMA  = 4, /* <bos><start_of_turn>user\ncontent<end_of_turn>\n<start_of_turn>model\n */
     LLM_CHAT_PHI3   = 5, /* <|user|>\ncontent<|end|>\n<|assistant|>\n */
     LLM_CHAT_PHI4   = 6, /* <|im_start|>user<|im_sep|>content<|im_end|><|im_start|>assistant<|im_sep|> */
+    LLM_CHAT_PHI4_MINI = 7, /* <|user|>content<|end|><|assistant|> (Phi 3's without the newlines) */
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')

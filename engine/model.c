@@ -408,6 +408,8 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
                 c->rope_mscale, c->seq_len > c->rope_orig_ctx ? "long" : "short", c->seq_len);
     if (m->rope_freqs != NULL)
         fprintf(f, ", rope_freqs tensor");
+    if (c->rope_dims > 0 && c->rope_dims != c->head_dim)
+        fprintf(f, ", rotating %d of %d dims", c->rope_dims, c->head_dim);
     fprintf(f, "\nnorm eps %g, embeddings %s, bos %d, eos %d\n", c->norm_eps, c->tied_embeddings ? "tied" : "separate",
             c->bos_id, c->eos_id);
     if (c->act == LLM_ACT_GELU_TANH || c->embd_scale > 0.0f || c->attn_scale > 0.0f) {

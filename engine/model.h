@@ -53,6 +53,10 @@ typedef struct {
     float rope_theta;
     float norm_eps;
     llm_rope_layout rope_layout;
+    /* Partial rotary (Phi-4-mini): the first rope_dims of a head rotate, the rest pass through (0: all). A
+     * rotate-half model's q / k rows are reordered at load (model_gguf.c) so that the rotated pairs
+     * lie at (i, i + head_dim / 2) as for a whole rotation, the passing dims paired with frequency 0. */
+    int   rope_dims;
     /* Rope scaling (LLM_ROPE_SCALING_*): Llama 3's (factor, low / high frequency factors, original context),
      * YaRN (factor, original context, beta fast / slow, and rope_mscale: what cos and sin are multiplied by),
      * linear (every frequency / factor), LongRoPE (Phi 3's 128k models: per-frequency divisors, llm_model's

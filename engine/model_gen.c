@@ -60,6 +60,13 @@ static const preset presets[] = {
                               .norm_eps = 1e-5f, .rope_scaling = LLM_ROPE_SCALING_LONGROPE, .rope_orig_ctx = 32,
                               .rope_mscale = 1.34164079f, .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 },
       1, "phi3", 0.125f, 1.0f, 0, 0 },
+    /* ... Phi-4-mini's way: 3/4 of each head rotating (12 of 16), LongRoPE, GPT-4o's pre-tokenizer (over Llama 3's
+     * vocabulary) */
+    { "tiny-phi4-mini", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                          .vocab_size = 128256, .seq_len = 512, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
+                          .rope_dims = 12, .rope_scaling = LLM_ROPE_SCALING_LONGROPE, .rope_orig_ctx = 32,
+                          .rope_mscale = 1.34164079f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 },
+      1, "phi3", 0.125f, 1.0f, 0, 0 },
     { "tiny-qwen3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3", 0.125f, 1.0f, 0, 0 },
@@ -206,7 +213,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             p = &presets[i];
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
-                   "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-gemma3, tiny-gemma2, gemma-3-1b, "
+                   "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-gemma3, tiny-gemma2, gemma-3-1b, "
                    "tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
@@ -244,7 +251,9 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     char path[1024];
     if (p->llama3) {
         snprintf(path, sizeof(path), "%s/tokenizers/llama3/tokenizer.json", shared_dir);
-        if (llm_gguf_w_bpe_from_hf(w, path, qwen2 || qwen3 ? "qwen2" : NULL, err) != 0)
+        /* Qwen's pre-tokenizer for the Qwen presets, GPT-4o's for the partial-rotary Phi (Phi-4-mini's) */
+        const char *pre = qwen2 || qwen3 ? "qwen2" : phi3 && c->rope_dims > 0 ? "gpt-4o" : NULL;
+        if (llm_gguf_w_bpe_from_hf(w, path, pre, err) != 0)
             goto out;
     } else {
         snprintf(path, sizeof(path), "%s/models/stories260K/tok512.bin", shared_dir);
@@ -280,6 +289,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         gguf_w_tensor(w, "rope_freqs.weight", LLM_F32, 1, &nrf, rf);
     }
     float lf[128], sf[128]; /* LongRoPE's divisors: long ones growing to 8 with the wavelength, short near 1 */
+    if (c->rope_dims > 0) /* one per rotating frequency */
+        nrf = (uint64_t)c->rope_dims / 2;
     if (c->rope_scaling == LLM_ROPE_SCALING_LONGROPE && nrf <= 128) {
         for (uint64_t i = 0; i < nrf; i++) {
             lf[i] = 1.0f + 7.0f * (float)i / (float)(nrf > 1 ? nrf - 1 : 1);

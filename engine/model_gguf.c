@@ -400,10 +400,11 @@ static int longrope(llm_model *m, const gguf_ctx *g, const char *arch, llm_err *
         return 0;
     }
     const gguf_tensor *t[2] = { lt, st };
+    int rot = (c->rope_dims > 0 ? c->rope_dims : c->head_dim) / 2; /* one factor per rotating frequency */
     for (int i = 0; i < 2; i++)
-        if (t[i] == NULL || t[i]->type != LLM_F32 || t[i]->ne[0] != (uint64_t)(c->head_dim / 2) || t[i]->ne[1] != 1) {
+        if (t[i] == NULL || t[i]->type != LLM_F32 || t[i]->ne[0] != (uint64_t)rot || t[i]->ne[1] != 1) {
             llm_seterr(err, "%s: LongRoPE needs rope_factors_long and rope_factors_short, f32 [%d] each", m->path,
-                       c->head_dim / 2);
+                       rot);
             return -1;
         }
     if (c->rope_scaling != LLM_ROPE_SCALING_NONE || gguf_find_tensor(g, "rope_freqs.weight") != NULL) {
@@ -420,7 +421,7 @@ static int longrope(llm_model *m, const gguf_ctx *g, const char *arch, llm_err *
         orig = (uint32_t)c->seq_len;
     const float *lf = lt->data, *sf = st->data;
     int ok = attn > 0.0f && attn < 100.0f && orig <= (1u << 24);
-    for (int i = 0; i < c->head_dim / 2; i++)
+    for (int i = 0; i < rot; i++)
         ok &= lf[i] > 0.0f && lf[i] < 1e6f && sf[i] > 0.0f && sf[i] < 1e6f; /* NaN fails too */
     if (!ok) {
         llm_seterr(err, "%s: bad LongRoPE values (factors in (0, 1e6), attn_factor %g)", m->path, (double)attn);
@@ -432,6 +433,77 @@ static int longrope(llm_model *m, const gguf_ctx *g, const char *arch, llm_err *
     c->rope_orig_ctx = (int)orig;
     c->rope_mscale = attn;
     return 0;
+}
+
+/* A partial rotary's head, reordered for the whole-rotation kernels (rotate-half layout): slot j of head_dim
+ * holds the file's dim partial_slot(j): the first rope_dims/2 rotated dims, then half the passing
+ * ones, then the other rope_dims/2 rotated dims (paired with the first), then the rest of the passing ones. */
+static int partial_slot(const llm_config *c, int j)
+{
+    int half = c->head_dim / 2, r = c->rope_dims / 2, pass = half - r;
+    if (j < r)
+        return j;
+    if (j < half)
+        return 2 * r + (j - r);
+    if (j < half + r)
+        return r + (j - half);
+    return 2 * r + pass + (j - half - r);
+}
+
+/* Rows of a matrix (or a vector's elements, rows of 1) reordered: row j of the result is row from[j % hd] of
+ * head j / hd, into memory the model owns; the file's blocks too where the matrix was converted at load. */
+static int reorder_heads(llm_model *m, llm_tensor *t, int hd, const int *from, llm_err *err)
+{
+    int vec = t->ne[1] == 1;
+    size_t rows = vec ? (size_t)t->ne[0] : (size_t)t->ne[1];
+    const void *have[2] = { t->data, t->src };
+    size_t rb[2] = { vec ? sizeof(float) : llm_dtype_row_bytes(t->type, (uint64_t)t->ne[0]),
+                     t->src != NULL ? gguf_qtype_row_bytes(t->src_type, (size_t)t->ne[0]) : 0 };
+    for (int k = 0; k < 2; k++) {
+        if (have[k] == NULL)
+            continue;
+        uint8_t *out = malloc(rows * rb[k]);
+        if (llm_model_own(m, out, err) != 0)
+            return -1;
+        for (size_t r = 0; r < rows; r++)
+            memcpy(out + r * rb[k], (const uint8_t *)have[k] + (r - r % (size_t)hd + (size_t)from[r % (size_t)hd]) *
+                   rb[k], rb[k]);
+        *(k == 0 ? &t->data : &t->src) = out;
+    }
+    return 0;
+}
+
+/* Partial rotary on rotate-half heads (Phi-4-mini: 96 of 128 dims rotate): each q and k head's rows (and
+ * biases, q/k norms) reordered by partial_slot, so the whole-rotation kernels of both backends pair
+ * them right and the passing dims meet identity entries of the rope tables (llm_rope_rotates); q.k is the
+ * same sum in another order. Costs a copy of wq and wk. */
+static int partial_rotary(llm_model *m, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    if (c->rope_dims <= 0 || c->rope_dims == c->head_dim)
+        return 0;
+    if (c->rope_layout != LLM_ROPE_HALF ||
+        (c->rope_scaling != LLM_ROPE_SCALING_NONE && c->rope_scaling != LLM_ROPE_SCALING_LONGROPE)) {
+        llm_seterr(err, "%s: partial rope with this layout or rope scaling is not supported", m->path);
+        return -1;
+    }
+    int *from = malloc((size_t)c->head_dim * sizeof(int));
+    if (from == NULL) {
+        llm_seterr(err, "%s: out of memory", m->path);
+        return -1;
+    }
+    for (int j = 0; j < c->head_dim; j++)
+        from[j] = partial_slot(c, j);
+    int rc = 0;
+    for (int l = 0; l < c->n_layers && rc == 0; l++) {
+        llm_layer *L = &m->layers[l];
+        llm_tensor *ts[6] = { &L->wq, &L->wk, &L->bq, &L->bk, &L->q_norm, &L->k_norm };
+        for (int i = 0; i < 6 && rc == 0; i++)
+            if (ts[i]->data != NULL || ts[i]->src != NULL)
+                rc = reorder_heads(m, ts[i], c->head_dim, from, err);
+    }
+    free(from);
+    return rc;
 }
 
 static int load(llm_model *m, llm_err *err)
@@ -483,10 +555,13 @@ static int load(llm_model *m, llm_err *err)
     }
     if (c->head_dim == 0 && c->dim % c->n_heads == 0)
         c->head_dim = c->dim / c->n_heads;
-    if (rope_dims != 0 && rope_dims != c->head_dim) {
-        llm_seterr(err, "%s: partial rope (rope.dimension_count %d, head_dim %d) is not supported", m->path,
-                   rope_dims, c->head_dim);
-        return -1;
+    if (rope_dims != 0 && rope_dims != c->head_dim) { /* Phi-4-mini's partial rotary (partial_rotary()) */
+        if (!phi3 || rope_dims < 2 || rope_dims > c->head_dim || rope_dims % 2 != 0) {
+            llm_seterr(err, "%s: partial rope (rope.dimension_count %d, head_dim %d) is not supported (phi3 only)",
+                       m->path, rope_dims, c->head_dim);
+            return -1;
+        }
+        c->rope_dims = rope_dims;
     }
     if (rope_scaling_keys(m, g, arch, err) != 0 || (gemma && gemma_keys(m, g, arch, gemma2, gemma3, err) != 0) ||
         moe_keys(m, arch, err) != 0)
@@ -596,7 +671,7 @@ static int load(llm_model *m, llm_err *err)
         }
         m->rope_freqs = rf->data;
     }
-    if (llm_model_validate(m, err) != 0)
+    if (partial_rotary(m, err) != 0 || llm_model_validate(m, err) != 0)
         return -1;
     if (gguf_find_kv(g, "tokenizer.ggml.model") != NULL) {
         m->tok = llm_tok_load_gguf(g, err);

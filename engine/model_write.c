@@ -63,7 +63,7 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
     gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)c->hidden_dim);
     gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)c->n_heads);
     gguf_w_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
-    gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
+    gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)(c->rope_dims > 0 ? c->rope_dims : c->head_dim));
     if (c->head_dim * c->n_heads != c->dim) {
         gguf_w_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim);
         gguf_w_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim);
@@ -371,6 +371,10 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     int rc = -1;
     if (w == NULL || l.cv == NULL) {
         llm_seterr(err, "%s: out of memory", path);
+        goto out;
+    }
+    if (c->rope_dims > 0 && c->rope_dims != c->head_dim) { /* its q / k rows are reordered in memory */
+        llm_seterr(err, "%s: re-saving a partial-rotary model is not supported", path);
         goto out;
     }
     llm_gguf_w_meta(w, m->arch, c, m->name[0] ? m->name : "model", dtype);

@@ -544,9 +544,9 @@ static int upload_rope(cu_state *st, int swa, llm_err *err)
     double ms = swa ? 1.0 : llm_rope_mscale(st->m);
     for (int p = 0; p < c->seq_len; p++)
         for (int i = 0; i < half; i++) {
-            double a = p * freq[i];
-            cs[(size_t)p * half + i] = (float)(cos(a) * ms);
-            cs[n + (size_t)p * half + i] = (float)(sin(a) * ms);
+            double a = p * freq[i], rot = llm_rope_rotates(c, i);
+            cs[(size_t)p * half + i] = (float)(rot ? cos(a) * ms : 1.0);
+            cs[n + (size_t)p * half + i] = (float)(rot ? sin(a) * ms : 0.0);
         }
     free(freq);
     float *d = (float *)dev_alloc(st, 2 * n * sizeof(float), err);

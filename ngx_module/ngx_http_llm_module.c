@@ -337,7 +337,8 @@ static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t 
     if (lcf->chat_format) return NGX_CONF_OK;
 bad:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "llm_chat_template \"%V\": expected auto, llama3, llama2, chatml, gemma, phi3 or phi4", &v[1]);
+                       "llm_chat_template \"%V\": expected auto, llama3, llama2, chatml, gemma, phi3, phi4-mini or phi4",
+                       &v[1]);
     return NGX_CONF_ERROR;
 }
 

@@ -334,7 +334,19 @@ int main(void)
         ok(render(LLM_CHAT_PHI3, tool, 2, 1, &err) == NULL && strstr(err.msg, "phi3 chat format: message 1 has role "
                                                                          "'tool'"), "phi3: another role is refused");
         ok(llm_chat_format_from_name("phi3") == LLM_CHAT_PHI3 && llm_chat_format_from_name("phi4") == LLM_CHAT_PHI4 &&
-           !strcmp(llm_chat_format_name(LLM_CHAT_PHI4), "phi4"), "phi3 / phi4: names");
+           !strcmp(llm_chat_format_name(LLM_CHAT_PHI4), "phi4") &&
+           llm_chat_format_from_name("phi4-mini") == LLM_CHAT_PHI4_MINI, "phi3 / phi4 / phi4-mini: names");
+        /* Phi-4-mini-instruct's template: Phi 3's markers without the newlines */
+        const char *p4m = "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and "
+                          "message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + "
+                          "'<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + "
+                          "message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if "
+                          "add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}";
+        is_int(llm_chat_detect(p4m, 2), LLM_CHAT_PHI4_MINI, "phi4-mini detected from Phi-4-mini's template");
+        s = render(LLM_CHAT_PHI4_MINI, conv, 4, 1, &err);
+        ok(s && !strcmp(s, "<|system|>You are terse.<|end|><|user|>  Hi there!\n<|end|><|assistant|>Hello.<|end|>"
+                           "<|user|>2+2?<|end|><|assistant|>"), "phi4-mini: %s", s ? s : err.msg);
+        free(s);
     }
     {   /* Qwen 3's enable_thinking false: an empty think block opens the answer */
         const llm_chat_msg m[] = { { "user", "Hi", NULL, 0 } };

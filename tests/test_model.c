@@ -452,6 +452,26 @@ static void test_phi3(void)
     }
     ok(picks, "phi3 LongRoPE: long factors at a context of 512, short at 32 (the original), attention factor 1.342");
     llm_model_free(m);
+    /* partial rotary (Phi-4-mini's way, 12 of 16): q / k rows reordered so that the rotated pairs lie at (i, i + 8),
+     * the passing dims at frequency 0 (identity rows of the tables) */
+    ok(llm_model_generate("tiny-phi4-mini", LLM_Q8_0, 3, p3, "../shared", &err) == 0, "gen tiny-phi4-mini: %s",
+       err.msg);
+    m = llm_model_load(p3, NULL, &err);
+    qkv = m ? gguf_find_tensor(m->gguf, "blk.0.attn_qkv.weight") : NULL;
+    rb = qkv ? llm_dtype_row_bytes((llm_dtype)qkv->type, qkv->ne[0]) : 0;
+    /* our slot -> the file's dim, head 1 of q and head 0 of k: 0-5 stay, 6-7 <- 12-13, 8-13 <- 6-11, 14-15 stay */
+    static const int want_from[16] = { 0, 1, 2, 3, 4, 5, 12, 13, 6, 7, 8, 9, 10, 11, 14, 15 };
+    int moved = m != NULL && qkv != NULL && m->cfg.rope_dims == 12 && m->layers[0].wq.data != qkv->data;
+    for (int j = 0; moved && j < 16; j++) {
+        const uint8_t *f = qkv->data;
+        moved &= !memcmp((const uint8_t *)m->layers[0].wq.data + (16 + j) * rb, f + (16 + want_from[j]) * rb, rb) &&
+                 !memcmp((const uint8_t *)m->layers[0].wk.data + j * rb, f + (64 + want_from[j]) * rb, rb) &&
+                 llm_rope_rotates(&m->cfg, j % 8) == (j % 8 < 6) && (j % 8 < 6 || llm_rope_freq(m, j % 8) == 0.0);
+    }
+    ok(moved, "phi4-mini: q / k rows reordered for 12 rotating dims of 16, the other 4 at frequency 0");
+    ok(m && llm_model_save_gguf(m, LLM_Q8_0, bad, &err) != 0 && strstr(err.msg, "partial-rotary"),
+       "phi4-mini: no re-save: %s", err.msg);
+    llm_model_free(m);
     unlink(bad);
     unlink(p3);
 }

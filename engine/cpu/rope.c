@@ -23,9 +23,9 @@ int cpu_rope_init(cpu_rope *r, const llm_model *m, int n_pos, int swa)
     double ms = swa && m->cfg.rope_theta_swa > 0.0f ? 1.0 : llm_rope_mscale(m);
     for (int p = 0; p < n_pos; p++)
         for (int i = 0; i < half; i++) {
-            double a = p * freq[i];
-            r->cos[(size_t)p * half + i] = (float)(cos(a) * ms);
-            r->sin[(size_t)p * half + i] = (float)(sin(a) * ms);
+            double a = p * freq[i], rot = llm_rope_rotates(&m->cfg, i);
+            r->cos[(size_t)p * half + i] = (float)(rot ? cos(a) * ms : 1.0);
+            r->sin[(size_t)p * half + i] = (float)(rot ? sin(a) * ms : 0.0);
         }
     free(freq);
     return 0;
