@@ -18,6 +18,13 @@ static inline double llm_yarn_corr_dim(const llm_config *c, double n_rot)
     return c->head_dim * log(c->rope_orig_ctx / (n_rot * 6.283185307179586)) / (2.0 * log((double)c->rope_theta));
 }
 
+/* 1 where frequency i of head_dim/2 rotates its pair; 0 past a partial rotary's dims, whose table entries are
+ * the identity (cos 1, sin 0, no attention factor): those dims pass through. */
+static inline int llm_rope_rotates(const llm_config *c, int i)
+{
+    return c->rope_dims <= 0 || 2 * i < c->rope_dims;
+}
+
 /* Frequency i of head_dim/2 after Llama 3 scaling (Hugging Face's
  * _compute_llama3_parameters), llama.cpp's rope_freqs divisors, YaRN (_compute_yarn_parameters: frequencies
  * below the correction range interpolated by 1/factor, above it kept, a linear ramp between) or linear
@@ -25,9 +32,9 @@ static inline double llm_yarn_corr_dim(const llm_config *c, double n_rot)
 static inline double llm_rope_freq(const llm_model *m, int i)
 {
     const llm_config *c = &m->cfg;
+    if (!llm_rope_rotates(c, i))
+        return 0.0; /* past a partial rotary's dims: they pass through */
     double nd = c->rope_dims > 0 ? c->rope_dims : c->head_dim;
-    if (2 * i >= nd)
-        return 0.0; /* past a partial rotary's dims: they pass through (llm_rope_rotates) */
     double freq = pow((double)c->rope_theta, -2.0 * i / nd);
     if (m->rope_freqs != NULL)
         return freq / (double)m->rope_freqs[i];
@@ -55,13 +62,6 @@ static inline double llm_rope_freq(const llm_model *m, int i)
         return freq / factor;
     double smooth = (old_ctx / wavelen - lo) / (hi - lo);
     return (1.0 - smooth) * freq / factor + smooth * freq;
-}
-
-/* 1 where frequency i of head_dim/2 rotates its pair; 0 past a partial rotary's dims, whose table entries are
- * the identity (cos 1, sin 0, no attention factor): those dims pass through. */
-static inline int llm_rope_rotates(const llm_config *c, int i)
-{
-    return c->rope_dims <= 0 || 2 * i < c->rope_dims;
 }
 
 /* What the rope's cos and sin are multiplied by: YaRN's attention factor (1 + 0.1 ln factor, or the model's

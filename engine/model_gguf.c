@@ -143,6 +143,20 @@ static int take(llm_model *m, const char *name, llm_tensor *dst, int required, l
     return use(m, t, (int64_t)t->ne[0], (int64_t)t->ne[1], dst, err);
 }
 
+/* Rows r0 .. r0 + n of a tensor (its matrices' rows counted on through the higher dimensions), as a 2-D
+ * tensor of its own: a view into the file. */
+static gguf_tensor rows_view(const gguf_tensor *t, uint64_t r0, uint64_t n)
+{
+    gguf_tensor v = *t;
+    size_t rb = gguf_qtype_row_bytes(t->type, t->ne[0]);
+    v.data = (const uint8_t *)t->data + r0 * rb;
+    v.nbytes = n * rb;
+    v.n_dims = 2;
+    v.ne[1] = n;
+    v.ne[2] = v.ne[3] = 1;
+    return v;
+}
+
 /* Phi 3's fused matrices as the three (attn_qkv: q, k, v) or two (ffn_up: gate, up) matrices they stack, by
  * rows: views into the file (or converted each, as any matrix of a converted type). */
 static int take_fused(llm_model *m, int l, const char *suffix, const int64_t *rows, int n, llm_tensor *const *dst,
@@ -163,13 +177,9 @@ static int take_fused(llm_model *m, int l, const char *suffix, const int64_t *ro
                    (unsigned long long)t->ne[1], (unsigned long long)t->ne[0], (long long)total, m->cfg.dim);
         return -1;
     }
-    size_t rb = gguf_qtype_row_bytes(t->type, t->ne[0]);
     int64_t r0 = 0;
     for (int i = 0; i < n; i++) {
-        gguf_tensor v = *t;
-        v.data = (const uint8_t *)t->data + (size_t)r0 * rb;
-        v.nbytes = (size_t)rows[i] * rb;
-        v.ne[1] = (uint64_t)rows[i];
+        gguf_tensor v = rows_view(t, (uint64_t)r0, (uint64_t)rows[i]);
         if (use(m, &v, m->cfg.dim, rows[i], dst[i], err) != 0)
             return -1;
         r0 += rows[i];
@@ -177,16 +187,10 @@ static int take_fused(llm_model *m, int l, const char *suffix, const int64_t *ro
     return 0;
 }
 
-/* Expert e's [ne1 x ne0] matrix of a 3-D tensor [ne2 experts][ne1][ne0], as a 2-D tensor of its own. */
+/* Expert e's [ne1 x ne0] matrix of a 3-D tensor [ne2 experts][ne1][ne0]. */
 static gguf_tensor expert_slice(const gguf_tensor *t, uint64_t e)
 {
-    gguf_tensor v = *t;
-    size_t bytes = gguf_qtype_row_bytes(t->type, t->ne[0]) * (size_t)t->ne[1];
-    v.data = (const uint8_t *)t->data + e * bytes;
-    v.nbytes = bytes;
-    v.n_dims = 2;
-    v.ne[2] = 1;
-    return v;
+    return rows_view(t, e * t->ne[1], t->ne[1]);
 }
 
 /* A MoE layer's experts: blk.N.ffn_{gate,up,down}_exps ([n_expert][rows][cols] each) as n_expert matrices of

@@ -43,6 +43,15 @@ KX_INLINE float kx_hsum256(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* The largest of 8 floats (max_ps's operand order, so a NaN lane is skipped as the scalar comparisons skip it). */
+KX_INLINE float kx_hmax256(__m256 m)
+{
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
 /* A Q4_0 block's 32 quants as 32 bytes (values 0..15) in element order: the
  * low nibbles hold elements 0..15, the high nibbles 16..31. */
 KX_INLINE __m256i kx_q4_nibbles(const uint8_t *qs)
@@ -1040,10 +1049,7 @@ static void quantize_act(const float *x, cpu_q8_act *y, int K)
         __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
         __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
                                  _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
-        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_max_ss(h, _mm_movehdup_ps(h));
-        float amax = _mm_cvtss_f32(h);
+        float amax = kx_hmax256(m);
         float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         __m256 s = _mm256_set1_ps(id);
         const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
@@ -1290,10 +1296,7 @@ static void kv_q8_quant(const float *x, int8_t *q, float *d, int g, int n)
             __m256 m = _mm256_setzero_ps();
             for (; j < i + g; j += 8) /* |x| by clearing the sign; max_ps keeps m where x is NaN, as below */
                 m = _mm256_max_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_loadu_ps(x + j)), m);
-            __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-            h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-            h = _mm_max_ss(h, _mm_movehdup_ps(h));
-            amax = _mm_cvtss_f32(h);
+            amax = kx_hmax256(m);
         }
         for (; j < i + g; j++)
             amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
@@ -1356,10 +1359,7 @@ static void softmax(float *x, int n)
     int i = 0;
     for (; i + 8 <= n; i += 8)
         m8 = _mm256_max_ps(_mm256_loadu_ps(x + i), m8);
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_movehdup_ps(h));
-    float mx = _mm_cvtss_f32(h);
+    float mx = kx_hmax256(m8);
     for (; i < n; i++)
         mx = x[i] > mx ? x[i] : mx;
     __m256 acc = _mm256_setzero_ps(), m = _mm256_set1_ps(mx);
