@@ -129,6 +129,16 @@ if [ "${DP4A:-1}" = 1 ]; then
     done
 fi
 
+# A q8_0 KV cache (LLM_CUDA_KV=q8_0: int8 + a float scale per 32, 1.125 bytes an element against f16's 2) on the
+# bf16 weights: decode and prefill 1x2048 beside the f16 rows above (the KV reads shrink; the fused
+# QKV+RoPE decode GEMV steps aside for the quantising rope_kv_q8_kernel). KVQ8=0 skips it.
+if [ -f "$WORK/$TAG-bf16.gguf" ] && [ "${KVQ8:-1}" = 1 ]; then
+    echo "== $TAG bf16, q8_0 KV cache (LLM_CUDA_KV=q8_0)"
+    LLM_CUDA_KV=q8_0 LLM_CUDA_TUNE_FILE="$WORK/tune-$TAG-bf16-kvq8.txt" "$B/bench/gpu_decode_bench" \
+        --model "$WORK/$TAG-bf16.gguf" --batches 1,32,128,256 --argmax 1 --prompt "$PROMPT" --steps "$STEPS" \
+        --prefill "${PREFILL%%,*}" 2>&1 | tee "$RES/gpu_decode_bf16_kv_q8.txt"
+fi
+
 # The same decode steps launched kernel by kernel, to show what the CUDA Graphs buy.
 if [ -f "$WORK/$TAG-bf16.gguf" ] && [ "${GRAPHS_OFF:-1}" = 1 ]; then
     echo "== $TAG bf16, CUDA Graphs off (LLM_CUDA_GRAPHS=0)"

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <type_traits>
 
 #include "cuda_internal.cuh"
 #ifndef CU_EMULATE
@@ -53,6 +54,8 @@ typedef struct {
     int            ld;
     cu_tokinfo     ti;
     const void    *kc, *vc;     /* this layer's cache */
+    const float   *ksc, *vsc;   /* q8_0 cache: its scales, one per qg elements of a row (else NULL) */
+    int            qg;
     const cu_att_item *items;
     float         *ws;          /* [n_tokens][n_heads][n_splits][hd + 2]: acc..., m, l */
     int            n_heads, n_kv, hd, group, block_size, q_tile, chunk, n_splits;
@@ -64,7 +67,7 @@ typedef struct {
 #ifdef CU_EMULATE
 static inline void cu_emu_arg_check(const att_args &a, int arg)
 {
-    cu_emu_check_dev_ptrs({ a.qkv, a.kc, a.vc, a.items, a.ws, a.out }, arg);
+    cu_emu_check_dev_ptrs({ a.qkv, a.kc, a.vc, a.ksc, a.vsc, a.items, a.ws, a.out }, arg);
     cu_emu_arg_check(a.ti, arg);
 }
 #endif
@@ -105,9 +108,21 @@ __device__ __forceinline__ int att_first(int p_begin, int lo, int kt)
     return lo > p_begin ? p_begin + (lo - p_begin) / kt * kt : p_begin;
 }
 
-template <typename C> __device__ __forceinline__ float cache_ld(const C *p, size_t i);
-template <> __device__ __forceinline__ float cache_ld<float>(const float *p, size_t i) { return p[i]; }
-template <> __device__ __forceinline__ float cache_ld<__half>(const __half *p, size_t i) { return __half2float(p[i]); }
+/* Element i of a cache as a float: f32, f16, or a q8_0 cache's int8 times its group's scale (sc[i / qg]; the
+ * CPU backend's kv_q8_dequant computes the same product). */
+template <typename C> __device__ __forceinline__ float cache_ld(const C *p, const float *sc, int qg, size_t i);
+template <> __device__ __forceinline__ float cache_ld<float>(const float *p, const float *, int, size_t i)
+{
+    return p[i];
+}
+template <> __device__ __forceinline__ float cache_ld<__half>(const __half *p, const float *, int, size_t i)
+{
+    return __half2float(p[i]);
+}
+template <> __device__ __forceinline__ float cache_ld<int8_t>(const int8_t *p, const float *sc, int qg, size_t i)
+{
+    return sc[i / (size_t)qg] * (float)p[i];
+}
 
 template <typename C>
 __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
@@ -158,8 +173,8 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
             if (p < p_end) {
                 size_t slot = kv_slot(table, p, a.block_size);
                 size_t o = slot * (size_t)kv_dim + (size_t)g * hd + d;
-                kv = cache_ld<C>(kc, o);
-                vv = cache_ld<C>(vc, o);
+                kv = cache_ld<C>(kc, a.ksc, a.qg, o);
+                vv = cache_ld<C>(vc, a.vsc, a.qg, o);
             }
             ks[j * (hd + 1) + d] = kv;
             vs[j * hd + d] = vv;
@@ -276,7 +291,27 @@ int cuda_att_tc_q_tile(int group, int head_dim, size_t smem_max)
 }
 
 /* K and V rows p0 .. p0+TC_KT-1 of kv head g into kh / vh as half (rows at or past p_end: zero). */
-template <typename C> struct tc_kv;
+template <typename C> struct tc_kv { /* f32 and q8_0 caches: element by element, rounded to half */
+    static __device__ __forceinline__ void load(const att_args &a, const C *kc, const C *vc,
+                                                const int32_t *table, int g, int p0, int p_end, __half *kh,
+                                                __half *vh, int ldh)
+    {
+        const int hd = a.hd;
+        const size_t kv_dim = (size_t)a.n_kv * hd;
+        for (int idx = threadIdx.x; idx < TC_KT * hd; idx += TC_THREADS) {
+            int j = idx / hd, d = idx % hd, p = p0 + j;
+            float kk = 0.0f, vv = 0.0f;
+            if (p < p_end) {
+                size_t slot = kv_slot(table, p, a.block_size);
+                size_t o = slot * kv_dim + (size_t)g * hd + d;
+                kk = cache_ld<C>(kc, a.ksc, a.qg, o);
+                vv = cache_ld<C>(vc, a.vsc, a.qg, o);
+            }
+            kh[(size_t)j * ldh + d] = __float2half_rn(kk);
+            vh[(size_t)j * ldh + d] = __float2half_rn(vv);
+        }
+    }
+};
 template <> struct tc_kv<__half> {
     static __device__ __forceinline__ void load(const att_args &a, const __half *kc, const __half *vc,
                                                 const int32_t *table, int g, int p0, int p_end, __half *kh,
@@ -295,27 +330,6 @@ template <> struct tc_kv<__half> {
             }
             *(uint4 *)(kh + (size_t)j * ldh + c * 8) = kk;
             *(uint4 *)(vh + (size_t)j * ldh + c * 8) = vv;
-        }
-    }
-};
-template <> struct tc_kv<float> {
-    static __device__ __forceinline__ void load(const att_args &a, const float *kc, const float *vc,
-                                                const int32_t *table, int g, int p0, int p_end, __half *kh,
-                                                __half *vh, int ldh)
-    {
-        const int hd = a.hd;
-        const size_t kv_dim = (size_t)a.n_kv * hd;
-        for (int idx = threadIdx.x; idx < TC_KT * hd; idx += TC_THREADS) {
-            int j = idx / hd, d = idx % hd, p = p0 + j;
-            float kk = 0.0f, vv = 0.0f;
-            if (p < p_end) {
-                size_t slot = kv_slot(table, p, a.block_size);
-                size_t o = slot * kv_dim + (size_t)g * hd + d;
-                kk = kc[o];
-                vv = vc[o];
-            }
-            kh[(size_t)j * ldh + d] = __float2half_rn(kk);
-            vh[(size_t)j * ldh + d] = __float2half_rn(vv);
         }
     }
 };
@@ -733,6 +747,37 @@ template <int DPL> struct kv_row<float, DPL> {
     }
 };
 
+/* q8_0: a lane's DPL int8s of a row (one 1-8 byte load), times its group's scale after the load
+ * (kv_scale; DPL <= 8 <= qg and both powers of two, so a lane's dims share one group). */
+template <int DPL> struct kv_row<int8_t, DPL> {
+    static __device__ __forceinline__ void ld(const int8_t *p, float *o)
+    {
+        if (DPL >= 4) {
+#pragma unroll
+            for (int w = 0; w < DPL / 4; w++) {
+                unsigned u = __ldg((const unsigned *)p + w);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    o[4 * w + i] = (float)(int8_t)(u >> (8 * i));
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < DPL; i++)
+                o[i] = (float)p[i];
+        }
+    }
+};
+template <typename C, int DPL>
+__device__ __forceinline__ void kv_scale(const float *sc, size_t i, float *o)
+{
+    if constexpr (std::is_same<C, int8_t>::value) {
+        const float d = __ldg(sc + i);
+#pragma unroll
+        for (int j = 0; j < DPL; j++)
+            o[j] = d * o[j];
+    }
+}
+
 __device__ __forceinline__ float warp_allsum(float v)
 {
 #pragma unroll
@@ -761,8 +806,9 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, t = it.t0;
     const size_t kv_dim = (size_t)a.n_kv * HD;
     const int32_t *table = a.ti.tables + a.ti.tab[t];
-    const C *kc = (const C *)a.kc + (size_t)g0 * HD + lane * DPL;
-    const C *vc = (const C *)a.vc + (size_t)g0 * HD + lane * DPL;
+    const size_t sc_off = (size_t)g0 * HD + (size_t)lane * DPL; /* this lane's first dim in a row */
+    const C *kc = (const C *)a.kc + sc_off;
+    const C *vc = (const C *)a.vc + sc_off;
 
     float q[GM][DPL], acc[GM][DPL], m[GM], l[GM];
 #pragma unroll
@@ -784,6 +830,8 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
                 size_t slot = kv_slot(table, p, a.block_size);
                 kv_row<C, DPL>::ld(kc + slot * kv_dim, k[u]);
                 kv_row<C, DPL>::ld(vc + slot * kv_dim, v[u]);
+                kv_scale<C, DPL>(a.ksc, (slot * kv_dim + sc_off) / (size_t)a.qg, k[u]);
+                kv_scale<C, DPL>(a.vsc, (slot * kv_dim + sc_off) / (size_t)a.qg, v[u]);
             }
         }
 #pragma unroll
@@ -907,6 +955,10 @@ int cuda_att_prepare(size_t smem_max)
         cudaFuncSetAttribute(attention_tc_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)smem_max) != cudaSuccess ||
         cudaFuncSetAttribute(attention_tc_kernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)smem_max) != cudaSuccess ||
+        cudaFuncSetAttribute(attention_kernel<int8_t>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)smem_max) != cudaSuccess ||
+        cudaFuncSetAttribute(attention_tc_kernel<int8_t>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)smem_max) != cudaSuccess)
         return -1;
     return 0;
@@ -933,13 +985,16 @@ int cuda_att_mma_prepare(int head_dim)
 void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float *qkv, int ld, const cu_tokinfo *ti,
                     const cu_kv *kv, int layer, float *ws, float *out, int n_tokens, cudaStream_t st)
 {
-    size_t es = kv->kv16 ? 2 : 4;
+    cu_kv_layer kl = cu_kv_at(kv, layer);
     att_args a;
     a.qkv = qkv;
     a.ld = ld;
     a.ti = *ti;
-    a.kc = (const char *)kv->k + (size_t)layer * kv->layer_elems * es;
-    a.vc = (const char *)kv->v + (size_t)layer * kv->layer_elems * es;
+    a.kc = kl.k;
+    a.vc = kl.v;
+    a.ksc = kl.ks;
+    a.vsc = kl.vs;
+    a.qg = kv->qg > 0 ? kv->qg : 1;
     a.items = items;
     a.ws = ws;
     a.n_heads = p->n_heads;
@@ -964,14 +1019,18 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
     if (dec_env && p->q_tile == 1 && a.group <= DEC_MAXG) {
         direct = p->n_splits == 1; /* every token's positions in one block: it finishes the softmax itself */
         a.out = direct ? out : NULL;
-        done = kv->kv16 ? attention_decode_launch<__half>(p, a, st) : attention_decode_launch<float>(p, a, st);
+        done = kv->q8     ? attention_decode_launch<int8_t>(p, a, st)
+               : kv->kv16 ? attention_decode_launch<__half>(p, a, st)
+                          : attention_decode_launch<float>(p, a, st);
         direct &= done;
     }
     if (!done && p->tc) {
         /* prefill / mixed steps: tensor cores (the host chose q_tile_max for this kernel's shared memory) */
         dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
         size_t smem = cuda_att_tc_smem(p->q_tile, a.group, p->head_dim);
-        void (*k)(att_args) = kv->kv16 ? attention_tc_kernel<__half> : attention_tc_kernel<float>;
+        void (*k)(att_args) = kv->q8     ? attention_tc_kernel<int8_t>
+                              : kv->kv16 ? attention_tc_kernel<__half>
+                                         : attention_tc_kernel<float>;
         if (p->mma) { /* LLM_CUDA_ATT_TC=2 or the tuner's choice */
             smem = cuda_att_mma_smem(p->head_dim);
             k = mma_kernel(p->head_dim);
@@ -982,7 +1041,8 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
     if (!done) {
         dim3 grid((unsigned)p->n_splits, (unsigned)p->n_kv_heads, (unsigned)p->n_items);
         size_t smem = cuda_att_smem(p->q_tile, a.group, p->head_dim);
-        void (*k)(att_args) = kv->kv16 ? attention_kernel<__half> : attention_kernel<float>;
+        void (*k)(att_args) = kv->q8 ? attention_kernel<int8_t> : kv->kv16 ? attention_kernel<__half>
+                                                                            : attention_kernel<float>;
         CU_LAUNCH(k, grid, ATT_THREADS, smem, st, a);
     }
     if (direct)

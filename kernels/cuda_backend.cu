@@ -103,6 +103,8 @@ static void cu_destroy(llm_backend *b)
     cudaFree(st->blas_ws);
     cudaFree(st->kv.k);
     cudaFree(st->kv.v);
+    cudaFree(st->kv.ks);
+    cudaFree(st->kv.vs);
     if (st->mm.blas != NULL)
         cublasDestroy(st->mm.blas);
     cuda_free_weights(st);
@@ -156,9 +158,17 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
         st->kv.kv16 = 0;
     else if (b->opts.kv_dtype == LLM_KV_AUTO && env != NULL && strcmp(env, "f16") == 0)
         st->kv.kv16 = 1;
-    b->opts.kv_dtype = st->kv.kv16 ? LLM_KV_F16 : LLM_KV_F32;
-    size_t es = st->kv.kv16 ? 2 : 4;
-    size_t per_block = (size_t)c->n_layers * (size_t)st->block_size * (size_t)st->kv_dim * es; /* K or V */
+    st->kv.q8 = b->opts.kv_dtype == LLM_KV_Q8_0 ||
+                (b->opts.kv_dtype == LLM_KV_AUTO && env != NULL && strcmp(env, "q8_0") == 0);
+    st->kv.qg = llm_kv_q8_group(c->head_dim);
+    if (st->kv.q8)
+        st->kv.kv16 = 0;
+    b->opts.kv_dtype = st->kv.q8 ? LLM_KV_Q8_0 : st->kv.kv16 ? LLM_KV_F16 : LLM_KV_F32;
+    size_t es = st->kv.q8 ? 1 : st->kv.kv16 ? 2 : 4;
+    size_t tok_elems = (size_t)c->n_layers * (size_t)st->block_size * (size_t)st->kv_dim;
+    size_t per_block_el = tok_elems * es;                                         /* K or V elements */
+    size_t per_block_sc = st->kv.q8 ? tok_elems / (size_t)st->kv.qg * sizeof(float) : 0; /* their scales */
+    size_t per_block = per_block_el + per_block_sc;
     long blocks = b->opts.kv_blocks;
     size_t free_b = 0, total_b = 0;
     cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
@@ -189,29 +199,41 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     }
     long asked = blocks;
     for (;;) {
-        size_t bytes = per_block * (size_t)(blocks + 1); /* + the padding tokens' scratch block */
-        cudaError_t e1 = cudaMalloc(&st->kv.k, bytes);
-        cudaError_t e2 = e1 == cudaSuccess ? cudaMalloc(&st->kv.v, bytes) : e1;
-        if (e1 == cudaSuccess && e2 == cudaSuccess)
+        size_t nb = (size_t)(blocks + 1); /* + the padding tokens' scratch block */
+        cudaError_t e1 = cudaMalloc(&st->kv.k, per_block_el * nb);
+        if (e1 == cudaSuccess)
+            e1 = cudaMalloc(&st->kv.v, per_block_el * nb);
+        if (e1 == cudaSuccess && st->kv.q8)
+            e1 = cudaMalloc((void **)&st->kv.ks, per_block_sc * nb);
+        if (e1 == cudaSuccess && st->kv.q8)
+            e1 = cudaMalloc((void **)&st->kv.vs, per_block_sc * nb);
+        if (e1 == cudaSuccess)
             break;
         cudaFree(st->kv.k);
+        cudaFree(st->kv.v);
+        cudaFree(st->kv.ks);
         st->kv.k = st->kv.v = NULL;
+        st->kv.ks = st->kv.vs = NULL;
         cudaGetLastError(); /* allocation failures are not sticky; clear it */
         long next = blocks * 9 / 10;
         if (next >= blocks)
             next = blocks - 1;
         if (next < 1) {
             llm_err_set(err, "cuda backend: cannot allocate a KV cache of even one block (%zu bytes): %s", per_block,
-                        cudaGetErrorString(e1 != cudaSuccess ? e1 : e2));
+                        cudaGetErrorString(e1));
             return -1;
         }
         blocks = next;
     }
     if (blocks < asked)
         fprintf(stderr, "cuda: KV pool shrunk from %ld to %ld blocks (device memory)\n", asked, blocks);
-    e = cudaMemset(st->kv.k, 0, per_block * (size_t)(blocks + 1));
+    e = cudaMemset(st->kv.k, 0, per_block_el * (size_t)(blocks + 1));
     if (e == cudaSuccess)
-        e = cudaMemset(st->kv.v, 0, per_block * (size_t)(blocks + 1));
+        e = cudaMemset(st->kv.v, 0, per_block_el * (size_t)(blocks + 1));
+    if (e == cudaSuccess && st->kv.q8)
+        e = cudaMemset(st->kv.ks, 0, per_block_sc * (size_t)(blocks + 1));
+    if (e == cudaSuccess && st->kv.q8)
+        e = cudaMemset(st->kv.vs, 0, per_block_sc * (size_t)(blocks + 1));
     if (e != cudaSuccess) {
         llm_err_set(err, "cuda backend: clearing the KV cache: %s", cudaGetErrorString(e));
         return -1;
@@ -221,7 +243,7 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     st->kv.layer_elems = (size_t)(blocks + 1) * (size_t)st->block_size * (size_t)st->kv_dim;
     b->opts.kv_blocks = (int)blocks;
     fprintf(stderr, "cuda: KV pool of %ld blocks x %d tokens (%.2f GiB, %s)\n", blocks, st->block_size,
-            2.0 * (double)(per_block * (size_t)blocks) / (double)(1u << 30), st->kv.kv16 ? "f16" : "f32");
+            2.0 * (double)(per_block * (size_t)blocks) / (double)(1u << 30), cu_kv_name(&st->kv));
     return 0;
 }
 
@@ -283,9 +305,10 @@ static int cu_init(llm_backend *b, llm_err *err)
                     "outside [0, 1]");
         return -1;
     }
-    if (b->opts.kv_dtype == LLM_KV_Q8_0) { /* the attention kernels read f16 or f32 */
-        llm_err_set(err, "cuda backend: --kv-cache-dtype q8_0 is the CPU backend's; on CUDA the KV cache is f16 "
-                    "(auto) or f32");
+    /* rope_kv_q8_kernel stages a token's k and v rows in shared memory (within the default 48 KiB) */
+    if (b->opts.kv_dtype == LLM_KV_Q8_0 && 8 * (size_t)c->n_kv_heads * (size_t)c->head_dim > 48 * 1024) {
+        llm_err_set(err, "cuda backend: a q8_0 KV cache needs n_kv_heads * head_dim <= 6144 (this model: %d)",
+                    c->n_kv_heads * c->head_dim);
         return -1;
     }
     int ndev = 0;
@@ -704,7 +727,9 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     int prep = L->bq != NULL || L->q_norm != NULL;
     /* Gemma 3's sliding-window layers rotate with their own tables (the same ones for every other model) */
     const float *cos_t = L->swa ? st->rope_cos_swa : st->rope_cos, *sin_t = L->swa ? st->rope_sin_swa : st->rope_sin;
-    if (!prep && st->mm.fuse && L->qkv.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
+    /* a q8_0 cache's scale spans 8-32 elements of a row, more than the fused GEMV's epilogue sees at once */
+    if (!prep && !st->kv.q8 && st->mm.fuse && L->qkv.n == 1 &&
+        cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
         cuda_gemv_norm_qkv_rope(&st->mm, &L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv,
                                 st->qkv_ld, &sp->ti, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
                                 (int)c->rope_layout, &st->kv, l, st->block_size);

@@ -375,12 +375,32 @@ void cuda_quant_act(const float *x, int ldx, int K, int n, int8_t *xq, void *xds
 void cuda_to_half(const float *x, int ldx, const int32_t *rows, void *out, int K, int n, int bf16, cudaStream_t st);
 /* x[i] = cap * tanh(x[i] / cap) for n rows of `cols` floats, ld apart (Gemma 2's final logit soft cap). */
 void cuda_softcap(float *x, int ld, int cols, int n, float cap, cudaStream_t st);
-/* KV cache element type: 0 = f32, 1 = f16. */
+/* The KV cache: f32, f16 (kv16) or q8_0 (q8: int8 elements, each group of qg = llm_kv_q8_group(head_dim)
+ * elements of a row with a float scale in ks / vs, as the CPU backend's q8_0 cache). */
 typedef struct cu_kv {
-    int    kv16;
+    int    kv16, q8, qg;
     void  *k, *v;              /* [n_layers][kv_blocks * block_size][kv_dim] */
+    float *ks, *vs;            /* q8: [n_layers][kv_blocks * block_size][kv_dim / qg] */
     size_t layer_elems;        /* kv_blocks * block_size * kv_dim */
 } cu_kv;
+
+static inline const char *cu_kv_name(const cu_kv *kv) { return kv->q8 ? "q8_0" : kv->kv16 ? "f16" : "f32"; }
+
+/* Layer l's K and V caches (and, for q8_0, their scales). */
+typedef struct cu_kv_layer {
+    void  *k, *v;
+    float *ks, *vs;
+} cu_kv_layer;
+static inline cu_kv_layer cu_kv_at(const cu_kv *kv, int l)
+{
+    size_t es = kv->q8 ? 1 : kv->kv16 ? 2 : 4, off = (size_t)l * kv->layer_elems;
+    cu_kv_layer r;
+    r.k = (char *)kv->k + off * es;
+    r.v = (char *)kv->v + off * es;
+    r.ks = kv->q8 ? kv->ks + off / (size_t)kv->qg : NULL;
+    r.vs = kv->q8 ? kv->vs + off / (size_t)kv->qg : NULL;
+    return r;
+}
 
 /* Per-step token description on the device. */
 typedef struct cu_tokinfo {

@@ -457,7 +457,7 @@ void cuda_gemv_norm_qkv_rope(const cu_mm_ctx *c, const cu_mat *W, const float *x
                              const float *sin_t, int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv,
                              int layer, int block_size)
 {
-    size_t es = kv->kv16 ? 2 : 4;
+    cu_kv_layer kl = cu_kv_at(kv, layer);
     cu_gemv_fuse f = fuse_base(norm, eps, qkv, ld);
     f.ti = *ti;
     f.cos_t = cos_t;
@@ -466,9 +466,9 @@ void cuda_gemv_norm_qkv_rope(const cu_mm_ctx *c, const cu_mat *W, const float *x
     f.q_dim = n_heads * 2 * half;
     f.kv_dim = n_kv_heads * 2 * half;
     f.layout = layout;
-    f.kc = (char *)kv->k + (size_t)layer * kv->layer_elems * es;
-    f.vc = (char *)kv->v + (size_t)layer * kv->layer_elems * es;
-    f.kv16 = kv->kv16;
+    f.kc = kl.k;
+    f.vc = kl.v;
+    f.kv16 = kv->kv16; /* not q8_0: its groups span more than the epilogue sees (the caller steps aside) */
     f.block_size = block_size;
     gemv_fused<GF_ROPE_KV>(c, W, x, ldx, n, f);
 }
@@ -1249,13 +1249,63 @@ __global__ void rope_kv_kernel(float *qkv, int ld, cu_tokinfo ti, const float *c
     }
 }
 
+/* rope_kv_kernel for a q8_0 cache: q rotated in place as there; the token's rotated k and its v staged in
+ * shared memory ([k | v], 2 * kv_dim floats), then quantised as the CPU backend's kv_q8_quant does, so both
+ * backends cache the same bits: per group of qg (8, 16 or 32) elements, scale s = max |x| / 127 and
+ * q = x * (1 / s) rounded to nearest even (0 for an all-zero group). A group is qg consecutive lanes of a
+ * warp (qg divides 32), its max a few shuffles. */
+__global__ void rope_kv_q8_kernel(float *qkv, int ld, cu_tokinfo ti, const float *cos_t, const float *sin_t,
+                                  int half, int n_heads, int n_kv, int layout, int8_t *kc, int8_t *vc, float *ks,
+                                  float *vs, int qg, int block_size)
+{
+    CU_PDL_ENTRY();
+    CU_DYN_SMEM(kvs);
+    int t = blockIdx.x, pos = ti.pos[t], hd = 2 * half, kv_dim = n_kv * hd;
+    const float *cs = cos_t + (size_t)pos * half, *sn = sin_t + (size_t)pos * half;
+    float *q = qkv + (size_t)t * ld, *k = q + (size_t)n_heads * hd, *v = k + kv_dim;
+    size_t slot = (size_t)ti.tables[ti.tab[t] + pos / block_size] * block_size + (size_t)(pos % block_size);
+    size_t cbase = slot * (size_t)kv_dim;
+    int total = (n_heads + n_kv) * half;
+    for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
+        int h = idx / half, i = idx % half;
+        int i0 = layout == LLM_ROPE_ADJACENT ? 2 * i : i;
+        int i1 = layout == LLM_ROPE_ADJACENT ? 2 * i + 1 : i + half;
+        float *b = h < n_heads ? q + (size_t)h * hd : k + (size_t)(h - n_heads) * hd;
+        float a0 = b[i0], a1 = b[i1];
+        float r0 = a0 * cs[i] - a1 * sn[i], r1 = a0 * sn[i] + a1 * cs[i];
+        float *o = h < n_heads ? b : kvs + (size_t)(h - n_heads) * hd;
+        o[i0] = r0;
+        o[i1] = r1;
+    }
+    for (int i = threadIdx.x; i < kv_dim; i += blockDim.x)
+        kvs[kv_dim + i] = v[i];
+    __syncthreads();
+    const int n2 = 2 * kv_dim, nr = (n2 + 31) & ~31; /* whole warps take part in the shuffles */
+    for (int e = threadIdx.x; e < nr; e += blockDim.x) {
+        float x = e < n2 ? kvs[e] : 0.0f, amax = fabsf(x);
+        for (int o = qg / 2; o > 0; o >>= 1)
+            amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        if (e >= n2)
+            continue;
+        float sc = amax / 127.0f, inv = sc > 0.0f ? 1.0f / sc : 0.0f;
+        int isv = e >= kv_dim, i = e - isv * kv_dim;
+        (isv ? vc : kc)[cbase + i] = (int8_t)rintf(x * inv);
+        if (i % qg == 0)
+            (isv ? vs : ks)[cbase / qg + i / qg] = sc;
+    }
+}
+
 void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const float *cos_t, const float *sin_t,
                         int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
                         int block_size, cudaStream_t st)
 {
-    size_t es = kv->kv16 ? 2 : 4;
-    void *kc = (char *)kv->k + (size_t)layer * kv->layer_elems * es;
-    void *vc = (char *)kv->v + (size_t)layer * kv->layer_elems * es;
-    CU_LAUNCH(rope_kv_kernel, n, 128, 0, st, qkv, ld, *ti, cos_t, sin_t, half, n_heads, n_kv_heads, layout, kc, vc,
-              kv->kv16, block_size);
+    cu_kv_layer kl = cu_kv_at(kv, layer);
+    if (kv->q8) {
+        size_t smem = 2 * (size_t)n_kv_heads * 2 * (size_t)half * sizeof(float);
+        CU_LAUNCH(rope_kv_q8_kernel, n, 128, smem, st, qkv, ld, *ti, cos_t, sin_t, half, n_heads, n_kv_heads,
+                  layout, (int8_t *)kl.k, (int8_t *)kl.v, kl.ks, kl.vs, kv->qg, block_size);
+        return;
+    }
+    CU_LAUNCH(rope_kv_kernel, n, 128, 0, st, qkv, ld, *ti, cos_t, sin_t, half, n_heads, n_kv_heads, layout, kl.k,
+              kl.v, kv->kv16, block_size);
 }

@@ -6,11 +6,13 @@
 #  2. stories260K F32 against the CPU backend: greedy ids, logits (GEMV path), a mixed multi-sequence batch;
 #  3. a Llama-3-style head_dim-128 model (tests/gpu/emu_hf_model.py): the decode attention kernel (one
 #     split: its direct output) and the tensor-core prefill attention, f16 KV (wmma; mma.sync over long splits);
-#     head_dim 256 through the decode kernel and graphs;
+#     head_dim 256 through the decode kernel and graphs; the same kernels over a q8_0 KV cache (int8 + scales,
+#     quantised as the CPU backend does);
 #  4. decode through CUDA Graphs (emulated capture and replay) with the on-device argmax, through the fused
 #     decode GEMVs (the launch count per step says so);
 #  5. the scheduler over both backends: greedy requests identical, sampled ones (on the device) too; then
-#     the CUDA side out of device memory (an oversized KV pool, a capped device): the same tokens;
+#     the CUDA side out of device memory (an oversized KV pool, a capped device): the same tokens; again over
+#     q8_0 caches;
 #  6. the matrix products of 2-130 tokens against a host reference (tensor-core weight GEMM and cuBLAS path;
 #     the grouped one of a mixture of experts; the int8 GEMVs of 1-8 tokens) and a q4_0 model through the tensor-core weight GEMM (LLM_CUDA_TC_GEMM);
 #  7. kernel tuning at start: every product path timed, parity with what it chose, its file; the prefill
@@ -77,12 +79,31 @@ check "stories260K f32 vs the CPU backend" env LLM_CUDA_KV=f32 "$E/parity_logits
     --gen 8 --chunk 8 --max-diff 1e-4 --min-top1 1
 check "head_dim 128: decode and tensor-core prefill attention, f16 kv" "$E/parity_logits" --model "$W/hf128" \
     --positions 40 --gen 4 --chunk 8 --max-diff 1e-1 --min-top1 0.98
+# The q8_0 KV cache (int8 + a float scale per group, quantised in rope_kv_q8_kernel as the CPU's kv_q8_quant):
+# both backends cache the same bits from the same k / v, so stories260K (head_dim 8: groups of 8, the scalar
+# kernels) agrees as tightly as over f32. Where the two backends' k differ in the last bits (another summation
+# order in the products), an element near a rounding edge of the int8 grid may round the other way: a step of
+# max|x| / 127 in one element, which moves logits by up to ~3e-3 on the head_dim-128 F32 model (a scale off by
+# one part in 127 moves them by 0.08), hence 1e-2 there: the register decode kernel (4 int8s a lane) and the
+# scalar prefill kernel; then the wmma prefill kernel (dequantised to half) and head_dim 256 (8 a lane) through
+# graphs, whose half rounding sets the bound as for f16.
+"$B/llm-engine" gen-model --from "$W/hf128" --dtype f32 --out "$W/hf128-f32.gguf" >/dev/null 2>&1 || exit 1
+check "q8_0 kv: stories260K f32 vs the CPU backend's q8_0 cache" env LLM_CUDA_KV=q8_0 "$E/parity_logits" \
+    --model "$S260" --positions 32 --gen 8 --chunk 8 --max-diff 1e-4 --min-top1 1
+check "q8_0 kv, head_dim 128 f32: register decode and scalar prefill attention" env LLM_CUDA_KV=q8_0 \
+    LLM_CUDA_ATT_TC=0 "$E/parity_logits" --model "$W/hf128-f32.gguf" --positions 40 --gen 4 --chunk 8 \
+    --max-diff 1e-2 --min-top1 1
+check "q8_0 kv, head_dim 128 f32: wmma prefill attention" env LLM_CUDA_KV=q8_0 "$E/parity_logits" \
+    --model "$W/hf128-f32.gguf" --positions 40 --gen 4 --chunk 8 --max-diff 5e-2 --min-top1 0.99
 # head_dim 256 (Gemma 2 / 3's): the register decode kernel with 8 dimensions a lane (16-byte f16 row loads), graphs.
 # Top-1 over the graph part's 43 rows: one near tie apart is 0.977 (the CPU's BF16 products on AMX tiles sum in
 # another order than on vdpbf16ps and move it, the logits 0.0165 apart either way), so 0.95 there.
 python3 tests/gpu/emu_hf_model.py "$W/hf256" 256 >/dev/null || exit 1
 check "head_dim 256: register decode attention, f16 kv, graphs" env CU_EMU_SMS=64 "$E/parity_logits" \
     --model "$W/hf256" --positions 24 --gen 4 --chunk 8 --graph-cycles 1 --max-diff 1e-1 --min-top1 0.95
+check "head_dim 256: register decode attention, q8_0 kv, graphs" env LLM_CUDA_KV=q8_0 CU_EMU_SMS=64 \
+    "$E/parity_logits" --model "$W/hf256" --positions 24 --gen 4 --chunk 8 --graph-cycles 1 --max-diff 1e-1 \
+    --min-top1 0.95
 # The mma.sync prefill attention (LLM_CUDA_ATT_TC=2): 1 SM, so a split walks several K/V tiles (both buffers).
 check "head_dim 128: mma.sync prefill attention, f16 kv, long splits" env LLM_CUDA_ATT_TC=2 CU_EMU_SMS=1 \
     "$E/parity_logits" --model "$W/hf128" --positions 200 --gen 4 --chunk 100 --max-diff 1e-1 --min-top1 0.98
@@ -96,6 +117,10 @@ check "decode through CUDA Graphs + on-device argmax, fused decode GEMVs" bash -
 # between init and the run's peak, so that a step's scratch is refused): same tokens, steps shrunk, nothing leaked.
 check "the scheduler over both backends (sampled requests on the device); out of device memory" env LLM_CUDA_KV=f32 \
     "$E/sched_parity" --model "$S260" --gen 12 --max-lp-diff 1e-4 --min-sampled 7 --oom 1
+# the same over q8_0 caches (out of memory: the four arrays allocated and shrunk together); the logprobs of
+# the sampled requests' 12 steps move by up to ~4e-3 where a k / v element rounds the other way (above)
+check "the scheduler over both backends, q8_0 KV caches; out of device memory" env LLM_CUDA_KV=q8_0 \
+    "$E/sched_parity" --model "$S260" --gen 12 --max-lp-diff 1e-2 --min-sampled 7 --oom 1
 # The fused decode GEMVs on int8 activations (dp4a: x normalised and quantised in shared memory): q4_0 one
 # token a step as the CPU computes it, in 34 launches a step (as the float path), not the unfused int8 70.
 "$B/llm-engine" gen-model --from ../shared/models/stories260K/stories260K.bin --dtype q4_0 \
