@@ -2,7 +2,8 @@
  * The formats follow the Jinja templates that ship with the models:
  * Llama 3 (Meta-Llama-3-*-Instruct), Llama 2 (Llama-2-*-chat), ChatML,
  * Gemma (gemma-2-*-it, gemma-3-*-it), Phi 3 (Phi-3-*-instruct, Phi-3.5),
- * Phi-4-mini and Phi 4 (phi-4). */
+ * Phi-4-mini and Phi 4 (phi-4), Granite 3 (granite-3.x-*-instruct), Mistral's (v1, v3, v3-tekken, v7, told
+ * apart by their templates' text as llama.cpp tells them apart). */
 #include "chat_template.h"
 
 #include <stdio.h>
@@ -18,8 +19,17 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
         if (strstr(tmpl, "<|end|>") && strstr(tmpl, "'<|' + message['role'] + '|>'")) return LLM_CHAT_PHI4_MINI;
         if (strstr(tmpl, "<|assistant|>") && strstr(tmpl, "<|end|>")) return LLM_CHAT_PHI3;
         if (strstr(tmpl, "<|start_header_id|>")) return LLM_CHAT_LLAMA3;
+        if (strstr(tmpl, "<|start_of_role|>")) return LLM_CHAT_GRANITE;
         if (strstr(tmpl, "<|im_start|>")) return LLM_CHAT_CHATML;
-        if (strstr(tmpl, "[INST]")) return LLM_CHAT_LLAMA2;
+        if (strstr(tmpl, "[INST]")) { /* Mistral's official templates, else Llama 2's */
+            if (strstr(tmpl, "[SYSTEM_PROMPT]")) return LLM_CHAT_MISTRAL_V7;
+            if (strstr(tmpl, "' [INST] ' + system_message") || strstr(tmpl, "[AVAILABLE_TOOLS]")) {
+                if (strstr(tmpl, " [INST]")) return LLM_CHAT_MISTRAL_V1;
+                if (strstr(tmpl, "\"[INST]\"")) return LLM_CHAT_MISTRAL_V3_TEKKEN;
+                return LLM_CHAT_MISTRAL_V3;
+            }
+            return LLM_CHAT_LLAMA2;
+        }
     }
     return tok_kind == 2 ? LLM_CHAT_LLAMA3 : LLM_CHAT_LLAMA2;
 }
@@ -34,6 +44,11 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_PHI3: return "phi3";
     case LLM_CHAT_PHI4: return "phi4";
     case LLM_CHAT_PHI4_MINI: return "phi4-mini";
+    case LLM_CHAT_GRANITE: return "granite";
+    case LLM_CHAT_MISTRAL_V1: return "mistral-v1";
+    case LLM_CHAT_MISTRAL_V3: return "mistral-v3";
+    case LLM_CHAT_MISTRAL_V3_TEKKEN: return "mistral-v3-tekken";
+    case LLM_CHAT_MISTRAL_V7: return "mistral-v7";
     }
     return "unknown";
 }
@@ -48,6 +63,11 @@ llm_chat_format llm_chat_format_from_name(const char *name)
     if (!strcmp(name, "phi3")) return LLM_CHAT_PHI3;
     if (!strcmp(name, "phi4")) return LLM_CHAT_PHI4;
     if (!strcmp(name, "phi4-mini")) return LLM_CHAT_PHI4_MINI;
+    if (!strcmp(name, "granite")) return LLM_CHAT_GRANITE;
+    if (!strcmp(name, "mistral-v1")) return LLM_CHAT_MISTRAL_V1;
+    if (!strcmp(name, "mistral-v3")) return LLM_CHAT_MISTRAL_V3;
+    if (!strcmp(name, "mistral-v3-tekken")) return LLM_CHAT_MISTRAL_V3_TEKKEN;
+    if (!strcmp(name, "mistral-v7")) return LLM_CHAT_MISTRAL_V7;
     return 0;
 }
 
@@ -354,6 +374,69 @@ static int render_phi(const llm_chat_msg *m, size_t n, int gen, llm_chat_format 
     return rc;
 }
 
+/* Granite 3: <|start_of_role|>role<|end_of_role|>content<|end_of_text|>\n per message, as it comes (its
+ * template neither trims nor reorders), then <|start_of_role|>assistant<|end_of_role|>. The template's default
+ * system turn (its knowledge cutoff and the date) is not written, as llama.cpp's built-in Granite format
+ * does not; a system message given is. */
+static int render_granite(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc |= sp(o, "<|start_of_role|>") | tx(o, m[i].role) | sp(o, "<|end_of_role|>") | tx(o, m[i].content);
+        rc |= sp(o, "<|end_of_text|>") | tx(o, "\n");
+    }
+    if (gen && !rc)
+        rc |= sp(o, "<|start_of_role|>") | tx(o, "assistant") | sp(o, "<|end_of_role|>");
+    return rc;
+}
+
+/* Mistral's formats as llama.cpp renders them (after Mistral's tokenization cookbook), behind <s>: v1, v3 and
+ * v3-tekken open a turn with [INST] (v1: " [INST] ", v3: "[INST] ", tekken: "[INST]"), a system message's text
+ * and "\n\n" go into it before the user's, the user's text closes it with [/INST] (v1: " [/INST]"), and an
+ * answer follows (after a space, but for tekken; v3 trims it) with </s>; v7 writes the system message as
+ * [SYSTEM_PROMPT] text[/SYSTEM_PROMPT] and each user message as [INST] text[/INST]. The generation prompt is
+ * implicit (a user turn ends with [/INST]). Roles other than system, user and assistant are refused (Mistral's
+ * tool roles are not rendered here). */
+static int render_mistral(const llm_chat_msg *m, size_t n, llm_chat_format f, llm_chat_out *o, llm_err *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(m[i].role, "system") && strcmp(m[i].role, "user") && strcmp(m[i].role, "assistant")) {
+            llm_seterr(err, "%s chat format: message %zu has role '%s' (system, user or assistant)",
+                       llm_chat_format_name(f), i, m[i].role);
+            return -2;
+        }
+    int rc = sp(o, "<s>");
+    if (f == LLM_CHAT_MISTRAL_V7) {
+        for (size_t i = 0; i < n && !rc; i++) {
+            if (!strcmp(m[i].role, "system"))
+                rc |= sp(o, "[SYSTEM_PROMPT]") | tx(o, " ") | tx(o, m[i].content) | sp(o, "[/SYSTEM_PROMPT]");
+            else if (!strcmp(m[i].role, "user"))
+                rc |= sp(o, "[INST]") | tx(o, " ") | tx(o, m[i].content) | sp(o, "[/INST]");
+            else
+                rc |= tx(o, " ") | tx(o, m[i].content) | sp(o, "</s>");
+        }
+        return rc;
+    }
+    const char *lead = f == LLM_CHAT_MISTRAL_V1 ? " " : "", *trail = f == LLM_CHAT_MISTRAL_V3_TEKKEN ? "" : " ";
+    int inside = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!inside) {
+            rc |= tx(o, lead) | sp(o, "[INST]") | tx(o, trail);
+            inside = 1;
+        }
+        if (!strcmp(m[i].role, "system")) {
+            rc |= tx(o, m[i].content) | tx(o, "\n\n");
+        } else if (!strcmp(m[i].role, "user")) {
+            rc |= tx(o, m[i].content) | tx(o, lead) | sp(o, "[/INST]");
+        } else {
+            rc |= tx(o, trail) | (f == LLM_CHAT_MISTRAL_V3 ? tx_trim(o, m[i].content) : tx(o, m[i].content));
+            rc |= sp(o, "</s>");
+            inside = 0;
+        }
+    }
+    return rc;
+}
+
 int llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int gen,
                     llm_chat_out *out, llm_err *err)
 {
@@ -385,6 +468,11 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     case LLM_CHAT_PHI3:
     case LLM_CHAT_PHI4:
     case LLM_CHAT_PHI4_MINI: rc = render_phi(msgs, n, gen, f, out, err); break;
+    case LLM_CHAT_GRANITE: rc = render_granite(msgs, n, gen, out); break;
+    case LLM_CHAT_MISTRAL_V1:
+    case LLM_CHAT_MISTRAL_V3:
+    case LLM_CHAT_MISTRAL_V3_TEKKEN:
+    case LLM_CHAT_MISTRAL_V7: rc = render_mistral(msgs, n, f, out, err); break;
     default: llm_seterr(err, "unknown chat format %d", (int)f); return -1;
     }
     if (rc) {

@@ -21,6 +21,14 @@ typedef enum {
     LLM_CHAT_PHI3   = 5, /* <|user|>\ncontent<|end|>\n<|assistant|>\n */
     LLM_CHAT_PHI4   = 6, /* <|im_start|>user<|im_sep|>content<|im_end|><|im_start|>assistant<|im_sep|> */
     LLM_CHAT_PHI4_MINI = 7, /* <|user|>content<|end|><|assistant|> (Phi 3's without the newlines) */
+    LLM_CHAT_GRANITE = 8, /* <|start_of_role|>user<|end_of_role|>content<|end_of_text|>\n (Granite 3) */
+    /* Mistral's (llama.cpp's names and renderings of them): v1 " [INST] sys\n\nuser [/INST] answer</s>" (7B v0.1 /
+     * v0.2), v3 "[INST] user[/INST] answer</s>" (7B v0.3, Mixtral 8x22B), v3-tekken the same without the spaces
+     * (Nemo), v7 "[SYSTEM_PROMPT] sys[/SYSTEM_PROMPT][INST] user[/INST] answer</s>" (Large 2411, Small 3) */
+    LLM_CHAT_MISTRAL_V1 = 9,
+    LLM_CHAT_MISTRAL_V3 = 10,
+    LLM_CHAT_MISTRAL_V3_TEKKEN = 11,
+    LLM_CHAT_MISTRAL_V7 = 12,
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')

@@ -279,7 +279,7 @@ static int open_adapter(adapter *ad, const char *path, llm_err *err)
         return -1;
     }
     gguf_get_str(ad->gguf, "general.architecture", arch, sizeof(arch));
-    ad->layout = strcmp(arch, "llama") == 0 ? LLM_ROPE_ADJACENT : LLM_ROPE_HALF; /* as llama.cpp converts */
+    ad->layout = llm_arch_llama_like(arch) ? LLM_ROPE_ADJACENT : LLM_ROPE_HALF; /* as llama.cpp converts */
     float alpha = 0.0f;
     ad->alpha = gguf_get_f32(ad->gguf, "adapter.lora.alpha", &alpha) == 0 && alpha > 0 ? alpha : 0.0f;
     return 0;

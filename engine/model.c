@@ -230,11 +230,16 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "phi3" };
+                                      "phi3", "smollm3", "granite" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
             return 1;
     return 0;
+}
+
+int llm_arch_llama_like(const char *arch)
+{
+    return strcmp(arch, "llama") == 0 || strcmp(arch, "smollm3") == 0 || strcmp(arch, "granite") == 0;
 }
 
 /* An optional per-layer vector (bias, q/k norm): absent, or F32 of length n. */
@@ -368,6 +373,12 @@ int llm_model_validate(llm_model *m, llm_err *err)
                    m->path);
         return -1;
     }
+    if (!(c->residual_scale >= 0.0f && c->residual_scale < 1e6f) ||
+        !(c->logit_scale >= 0.0f && c->logit_scale < 1e6f) || !(c->embd_scale < 1e6f) || !(c->attn_scale < 1e6f)) {
+        llm_seterr(err, "%s: bad Granite scales (residual %g, logit %g, embedding %g, attention %g)", m->path,
+                   (double)c->residual_scale, (double)c->logit_scale, (double)c->embd_scale, (double)c->attn_scale);
+        return -1;
+    }
     if (c->bos_id >= c->vocab_size || c->eos_id >= c->vocab_size) {
         llm_seterr(err, "%s: bos/eos id (%d/%d) outside the vocabulary of %d", m->path, c->bos_id, c->eos_id,
                    c->vocab_size);
@@ -412,6 +423,13 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         fprintf(f, ", rotating %d of %d dims", c->rope_dims, c->head_dim);
     fprintf(f, "\nnorm eps %g, embeddings %s, bos %d, eos %d\n", c->norm_eps, c->tied_embeddings ? "tied" : "separate",
             c->bos_id, c->eos_id);
+    int n_nope = 0;
+    for (int l = 0; m->layers != NULL && l < c->n_layers; l++)
+        n_nope += m->layers[l].nope;
+    if (n_nope > 0)
+        fprintf(f, "no rope (NoPE) on %d of %d layers\n", n_nope, c->n_layers);
+    if (c->residual_scale > 0.0f || c->logit_scale > 0.0f)
+        fprintf(f, "residual scale %g, logit scale %g\n", (double)c->residual_scale, (double)c->logit_scale);
     if (c->act == LLM_ACT_GELU_TANH || c->embd_scale > 0.0f || c->attn_scale > 0.0f) {
         int n_swa = 0;
         for (int l = 0; m->layers != NULL && l < c->n_layers; l++)

@@ -75,6 +75,9 @@ typedef struct {
     float rope_theta_swa;  /* rope base of the sliding-window layers, unscaled (Gemma 3: 10000); 0: as the others */
     float attn_softcap;    /* Gemma 2: scores become cap * tanh(score / cap); 0: none */
     float final_softcap;   /* Gemma 2: logits become cap * tanh(logit / cap); 0: none */
+    /* Granite (0 for the others): */
+    float residual_scale;  /* each block's output (attention, FFN) is multiplied by it before the residual add */
+    float logit_scale;     /* logits are multiplied by 1 / logit_scale */
     /* Mixture of experts (Qwen 3 MoE, Qwen 2 MoE, Mixtral; 0 for dense models): every layer's FFN is n_expert
      * SwiGLU experts of width expert_ff, each token's n_expert_used highest-routed ones weighted by their
      * softmax probabilities (renormalised over those chosen when moe_norm_topk); hidden_dim is then the
@@ -104,6 +107,7 @@ typedef struct {
     /* Gemma 2 / 3: RMSNorm of the attention's and of the FFN's output before each residual add, [dim] */
     llm_tensor post_attn_norm, post_ffn_norm;
     int        swa;                 /* 1: a sliding-window layer (cfg.swa_window, cfg.rope_theta_swa) */
+    int        nope;                /* 1: q and k are not rotated (SmolLM3: every fourth layer) */
     /* Mixture of experts (cfg.n_expert > 0; w_gate, w_up, w_down are then absent, no data and no src, or
      * Qwen 2 MoE's shared expert, hidden_dim wide, its output scaled by sigmoid(x . shexp_gate)): */
     llm_tensor ffn_gate_inp;        /* the router, [n_expert x dim] */
@@ -147,7 +151,7 @@ typedef struct llm_model {
 
     struct llm_tokenizer *tok;      /* NULL when the model file carries none and none was given */
 
-    char   arch[32];                /* "llama", "qwen2", "qwen3", "gemma2", "gemma3" (llm_model_arch_ok) */
+    char   arch[32];                /* "llama", "qwen2", "qwen3", "gemma2", "gemma3", ... (llm_model_arch_ok) */
     int    pooling;                 /* how the model pools embeddings, llama.cpp's numbers (GGUF
                                      * <arch>.pooling_type): LLM_POOL_NONE (not said), _MEAN, _CLS, _LAST */
     char   name[128];
@@ -214,8 +218,11 @@ llm_model *llm_model_load_llama2c(const char *path, llm_err *err);
 llm_model *llm_model_load_hf(const char *dir, llm_err *err);
 
 /* 1 for the architectures the loaders take: "llama" (Llama 1-3, Mistral, and the
- * like), "qwen2" (q/k/v biases) and "qwen3" (per-head q/k RMSNorm). */
+ * like), "qwen2" (q/k/v biases) and "qwen3" (per-head q/k RMSNorm), ... */
 int llm_model_arch_ok(const char *arch);
+/* 1 for the architectures llama.cpp converts as it does a llama (q / k rows permuted so that rope rotates
+ * adjacent pairs in the file): llama, smollm3 (Llama with NoPE layers), granite (Llama with scales). */
+int llm_arch_llama_like(const char *arch);
 
 /* Fill cfg-derived fields and check every tensor's type and shape against cfg. */
 int llm_model_validate(llm_model *m, llm_err *err);

@@ -1,5 +1,5 @@
 /* Random-weight model generator: GGUF files of a real model's shape (Llama, Qwen 2,
- * Qwen 3, Qwen 3 MoE, Mixtral, Gemma 2 / 3) written tensor by tensor. */
+ * Qwen 3, Qwen 3 MoE, Mixtral, Gemma 2 / 3, Phi 3, SmolLM3, Granite) written tensor by tensor. */
 #include "model_gen.h"
 #include "model.h"
 #include "model_write.h"
@@ -67,6 +67,18 @@ static const preset presets[] = {
                           .rope_dims = 12, .rope_scaling = LLM_ROPE_SCALING_LONGROPE, .rope_orig_ctx = 32,
                           .rope_mscale = 1.34164079f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 },
       1, "phi3", 0.125f, 1.0f, 0, 0 },
+    /* SmolLM3 (a llama whose every fourth layer has no rope: NoPE), tiny, 8 layers (2 without rope) */
+    { "tiny-smollm3", { .dim = 64, .hidden_dim = 192, .n_layers = 8, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                        .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f, .norm_eps = 1e-6f,
+                        .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "smollm3", 0.125f, 1.0f, 0,
+      0 },
+    /* Granite 3 (a llama with four scales: embedding, attention, residual, logits), tiny, with StarCoder's two-stage
+     * pre-tokenizer (refact) over Llama 3's vocabulary; scales far enough from 1 that leaving one out shows */
+    { "tiny-granite", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                        .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f, .norm_eps = 1e-6f,
+                        .embd_scale = 3.0f, .attn_scale = 0.4f, .residual_scale = 0.6f, .logit_scale = 0.5f,
+                        .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "granite", 0.125f, 0.33f, 0,
+      0 },
     { "tiny-qwen3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3", 0.125f, 1.0f, 0, 0 },
@@ -213,8 +225,9 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             p = &presets[i];
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
-                   "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-gemma3, tiny-gemma2, gemma-3-1b, "
-                   "tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, qwen2.5-0.5b, qwen3-0.6b)", name);
+                   "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
+                   "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
+                   "qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) {
@@ -252,7 +265,10 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     if (p->llama3) {
         snprintf(path, sizeof(path), "%s/tokenizers/llama3/tokenizer.json", shared_dir);
         /* Qwen's pre-tokenizer for the Qwen presets, GPT-4o's for the partial-rotary Phi (Phi-4-mini's) */
-        const char *pre = qwen2 || qwen3 ? "qwen2" : phi3 && c->rope_dims > 0 ? "gpt-4o" : NULL;
+        const char *pre = qwen2 || qwen3                ? "qwen2"
+                          : phi3 && c->rope_dims > 0       ? "gpt-4o"
+                          : strcmp(arch, "granite") == 0   ? "refact"
+                                                           : NULL;
         if (llm_gguf_w_bpe_from_hf(w, path, pre, err) != 0)
             goto out;
     } else {

@@ -1,10 +1,11 @@
 /* GGUF loader for the "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe",
- * "gemma", "gemma2" and "gemma3" architectures: <arch>.* hyper-parameters,
- * blk.N.* tensors (Qwen 2's q/k/v biases, Qwen 3's and Gemma 3's per-head q/k
- * norms, Gemma 2 / 3's norms after attention and FFN, the experts of Qwen 2 /
- * 3 MoE (Qwen 2's with a shared expert) and of llama files with an
- * expert_count (Mixtral); all but llama rotate NeoX-style, halves rather than
- * pairs). */
+ * "gemma", "gemma2", "gemma3", "phi3", "smollm3" and "granite" architectures:
+ * <arch>.* hyper-parameters, blk.N.* tensors (Qwen 2's q/k/v biases, Qwen 3's
+ * and Gemma 3's per-head q/k norms, Gemma 2 / 3's norms after attention and
+ * FFN, the experts of Qwen 2 / 3 MoE (Qwen 2's with a shared expert) and of
+ * llama files with an expert_count (Mixtral), Phi 3's fused matrices; SmolLM3
+ * and Granite are llamas with NoPE layers / four scales; all but those three
+ * rotate NeoX-style, halves rather than pairs). */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -347,6 +348,25 @@ static int rope_scaling_keys(llm_model *m, const gguf_ctx *g, const char *arch, 
     return 0;
 }
 
+/* Granite's four scales, all required as llama.cpp requires them (0: that one not applied): the embedding
+ * row times embedding_scale, scores times attention.scale (instead of head_dim^-1/2), each block's output
+ * times residual_scale before the residual add, the logits times 1 / logit_scale. */
+static int granite_keys(llm_model *m, const gguf_ctx *g, const char *arch, llm_err *err)
+{
+    static const char *const keys[4] = { "embedding_scale", "attention.scale", "residual_scale", "logit_scale" };
+    llm_config *c = &m->cfg;
+    float *dst[4] = { &c->embd_scale, &c->attn_scale, &c->residual_scale, &c->logit_scale };
+    for (int i = 0; i < 4; i++) {
+        char k[96];
+        snprintf(k, sizeof(k), "%s.%s", arch, keys[i]);
+        if (gguf_get_f32(g, k, dst[i]) != 0 || !(*dst[i] >= 0.0f && *dst[i] < 1e6f)) {
+            llm_seterr(err, "%s: missing or bad %s", m->path, k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* What Gemma's architectures differ in, as llama.cpp reads and hard-codes it: the embedding scaled by
  * sqrt(dim), GeGLU, scores scaled by query_pre_attn_scalar^-1/2 (head_dim; the 27B models' dim / heads, which
  * llama.cpp tells by their layer count), Gemma 2's sliding window on every other layer and its soft caps,
@@ -520,13 +540,14 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, phi3)", m->path, arch);
+                   "gemma3, phi3, smollm3, granite)", m->path, arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
     int qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
     int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
-    int phi3 = strcmp(arch, "phi3") == 0;
+    int phi3 = strcmp(arch, "phi3") == 0, smollm3 = strcmp(arch, "smollm3") == 0;
+    int granite = strcmp(arch, "granite") == 0;
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "output.bias" };
@@ -568,7 +589,7 @@ static int load(llm_model *m, llm_err *err)
         c->rope_dims = rope_dims;
     }
     if (rope_scaling_keys(m, g, arch, err) != 0 || (gemma && gemma_keys(m, g, arch, gemma2, gemma3, err) != 0) ||
-        moe_keys(m, arch, err) != 0)
+        (granite && granite_keys(m, g, arch, err) != 0) || moe_keys(m, arch, err) != 0)
         return -1;
     uint32_t win = 0; /* a llama with a window on every layer: what our writer saves of Mistral 7B v0.1's */
     if (strcmp(arch, "llama") == 0 && gguf_get_u32(g, "llama.attention.sliding_window", &win) == 0) {
@@ -582,8 +603,8 @@ static int load(llm_model *m, llm_err *err)
      * applied, as llama.cpp does not (it disables Phi's window). */
     if (longrope(m, g, arch, err) != 0)
         return -1;
-    if (phi3 && c->n_expert > 0) {
-        llm_seterr(err, "%s: a phi3 model with experts is not supported", m->path);
+    if ((phi3 || smollm3 || granite) && c->n_expert > 0) {
+        llm_seterr(err, "%s: a %s model with experts is not supported", m->path, arch);
         return -1;
     }
     if (c->n_expert == 0 && gguf_find_tensor(g, "blk.0.ffn_gate_inp.weight") != NULL) {
@@ -600,7 +621,7 @@ static int load(llm_model *m, llm_err *err)
     c->norm_eps = 1e-5f;
     gguf_get_f32(g, epk, &c->norm_eps);
     /* llama.cpp's converter permutes a llama's q/k rows for pair rotation; Qwen's stay as trained (NeoX) */
-    c->rope_layout = strcmp(arch, "llama") == 0 ? LLM_ROPE_ADJACENT : LLM_ROPE_HALF;
+    c->rope_layout = llm_arch_llama_like(arch) ? LLM_ROPE_ADJACENT : LLM_ROPE_HALF;
     int64_t id;
     if (gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &id) == 0 && id < INT32_MAX)
         c->bos_id = (int)id;
@@ -665,6 +686,7 @@ static int load(llm_model *m, llm_err *err)
         V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3)
 #undef V
         L->swa = c->swa_window > 0 && (!gemma ? 1 : gemma2 ? l % 2 == 0 : l % 6 < 5);
+        L->nope = smollm3 && (l + 1) % 4 == 0; /* llama.cpp's n_no_rope_layer_step, 4 (no GGUF key says it) */
     }
     const gguf_tensor *rf = gguf_find_tensor(g, "rope_freqs.weight");
     if (rf != NULL) {

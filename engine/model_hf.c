@@ -106,6 +106,31 @@ static int gemma_layers(llm_model *m, const cJSON *root, const char *path, llm_e
     return 0;
 }
 
+/* Which layers of a SmolLM3 rotate: no_rope_layers (1: rope, 0: none), else every no_rope_layer_interval-th
+ * layer (4) without. */
+static int smollm3_layers(llm_model *m, const cJSON *root, const char *path, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "no_rope_layers");
+    int every = 4;
+    if (cfg_int(root, "no_rope_layer_interval", &every, 4, 0, path, err) != 0)
+        return -1;
+    if ((nr != NULL && (!cJSON_IsArray(nr) || cJSON_GetArraySize(nr) != c->n_layers)) || every < 1) {
+        llm_seterr(err, "%s: no_rope_layers must list the %d layers (and no_rope_layer_interval be >= 1)", path,
+                   c->n_layers);
+        return -1;
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        const cJSON *v = nr != NULL ? cJSON_GetArrayItem(nr, l) : NULL;
+        if (v != NULL && (!cJSON_IsNumber(v) || (v->valuedouble != 0 && v->valuedouble != 1))) {
+            llm_seterr(err, "%s: no_rope_layers[%d] is not 0 or 1", path, l);
+            return -1;
+        }
+        m->layers[l].nope = v != NULL ? v->valuedouble == 0 : (l + 1) % every == 0;
+    }
+    return 0;
+}
+
 /* Qwen 2 / 3 MoE's experts (num_experts of moe_intermediate_size, num_experts_per_tok, norm_topk_prob, Qwen 2's
  * shared expert of shared_expert_intermediate_size, its width kept as hidden_dim; every layer sparse) or
  * Mixtral's (num_local_experts as wide as intermediate_size, always renormalised). */
@@ -171,7 +196,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     int mistral = mixtral || (cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0);
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-                   "gemma, gemma2, gemma3_text, gemma3)", path, mt->valuestring);
+                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite)", path, mt->valuestring);
         cJSON_Delete(root);
         return -1;
     }
@@ -211,6 +236,12 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     c->tied_embeddings = cJSON_IsTrue(tie) || (gemma && tie == NULL); /* Gemma's configs tie by default */
     if (rc == 0 && gemma)
         rc = gemma_config(m, root, path, err);
+    if (rc == 0 && strcmp(m->arch, "granite") == 0) { /* its four scales (as llama.cpp's converter reads them) */
+        c->embd_scale = cfg_float(root, "embedding_multiplier", 1.0f);
+        c->attn_scale = cfg_float(root, "attention_multiplier", 0.0f);
+        c->residual_scale = cfg_float(root, "residual_multiplier", 1.0f);
+        c->logit_scale = cfg_float(root, "logits_scaling", 1.0f);
+    }
     if (rc == 0 && (mixtral || strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0))
         rc = moe_config(m, root, mixtral, path, err);
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
@@ -218,8 +249,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         rc = rope_scaling_cfg(c, rs, path, err);
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
     snprintf(m->name, sizeof(m->name), "%s", cJSON_IsString(nm) ? nm->valuestring : "hf model");
-    if (rc == 0 && gemma) {
-        *text_cfg = root; /* for gemma_layers, once the layers exist */
+    if (rc == 0 && (gemma || strcmp(m->arch, "smollm3") == 0)) {
+        *text_cfg = root; /* for gemma_layers / smollm3_layers, once the layers exist */
         return 0;
     }
     cJSON_Delete(root);
@@ -458,7 +489,7 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     if (m == NULL)
         return NULL;
     st_set *s = NULL;
-    cJSON *text_cfg = NULL; /* a Gemma's config, read again for its layers */
+    cJSON *text_cfg = NULL; /* a Gemma's or SmolLM3's config, read again for its layers */
     if (parse_config(m, dir, &text_cfg, err) != 0 || parse_pooling(m, dir, err) != 0 ||
         (s = st_set_open_dir(dir, err)) == NULL)
         goto fail;
@@ -471,7 +502,10 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
         }
         s->files[i]->owns_map = 0;
     }
-    if (load_tensors(m, s, err) != 0 || (text_cfg != NULL && gemma_layers(m, text_cfg, m->path, err) != 0) ||
+    int smollm3 = strcmp(m->arch, "smollm3") == 0;
+    if (load_tensors(m, s, err) != 0 ||
+        (text_cfg != NULL && !smollm3 && gemma_layers(m, text_cfg, m->path, err) != 0) ||
+        (text_cfg != NULL && smollm3 && smollm3_layers(m, text_cfg, m->path, err) != 0) ||
         llm_model_validate(m, err) != 0)
         goto fail;
     cJSON_Delete(text_cfg);

@@ -84,6 +84,12 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
         if (c->moe_norm_topk == qwen2moe) /* not the architecture's way (which llama.cpp keeps whatever this says) */
             gguf_w_bool(w, KEY("expert_weights_norm"), c->moe_norm_topk);
     }
+    if (strcmp(arch, "granite") == 0) {
+        gguf_w_f32(w, KEY("embedding_scale"), c->embd_scale);
+        gguf_w_f32(w, KEY("attention.scale"), c->attn_scale);
+        gguf_w_f32(w, KEY("residual_scale"), c->residual_scale);
+        gguf_w_f32(w, KEY("logit_scale"), c->logit_scale);
+    }
     if (strcmp(arch, "gemma2") == 0) {
         gguf_w_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap);
         gguf_w_f32(w, KEY("final_logit_softcapping"), c->final_softcap);
@@ -385,8 +391,9 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     }
     if (write_tokenizer_meta(w, m, err) != 0)
         goto out;
-    /* a GGUF llama rotates pairs (the converter permutes q/k rows); Qwen GGUFs keep HF's halves */
-    int llama = strcmp(m->arch, "llama") == 0;
+    /* a GGUF llama (smollm3, granite) rotates pairs (the converter permutes q/k rows); Qwen GGUFs keep HF's
+     * halves */
+    int llama = llm_arch_llama_like(m->arch);
     if (!llama && c->rope_layout != LLM_ROPE_HALF) {
         llm_seterr(err, "%s: a %s model rotates halves; this one rotates pairs", path, m->arch);
         goto out;
@@ -491,7 +498,8 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe" }, { "mixtral", "MixtralForCausalLM", "mixtral" },
         { "qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe" }, { "mistral", "MistralForCausalLM", "mistral" },
         { "gemma", "GemmaForCausalLM", "gemma" }, { "gemma2", "Gemma2ForCausalLM", "gemma2" },
-        { "gemma3", "Gemma3ForCausalLM", "gemma3_text" }, { "llama", "LlamaForCausalLM", "llama" },
+        { "gemma3", "Gemma3ForCausalLM", "gemma3_text" }, { "smollm3", "SmolLM3ForCausalLM", "smollm3" },
+        { "granite", "GraniteForCausalLM", "granite" }, { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
     int llama = strcmp(m->arch, "llama") == 0;
@@ -522,6 +530,17 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     }
     if (llama && c->swa_window > 0) /* Mistral 7B v0.1's window */
         cJSON_AddNumberToObject(j, "sliding_window", c->swa_window);
+    if (strcmp(m->arch, "smollm3") == 0) {
+        cJSON *nr = cJSON_AddArrayToObject(j, "no_rope_layers");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(nr, cJSON_CreateNumber(m->layers[l].nope ? 0 : 1));
+    }
+    if (strcmp(m->arch, "granite") == 0) {
+        cJSON_AddNumberToObject(j, "embedding_multiplier", c->embd_scale);
+        cJSON_AddNumberToObject(j, "attention_multiplier", c->attn_scale);
+        cJSON_AddNumberToObject(j, "residual_multiplier", c->residual_scale);
+        cJSON_AddNumberToObject(j, "logits_scaling", c->logit_scale);
+    }
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
     cJSON_AddNumberToObject(j, "intermediate_size", c->hidden_dim);
     if (c->n_expert > 0 && strncmp(an, "qwen", 4) == 0) {

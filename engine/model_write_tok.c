@@ -190,8 +190,8 @@ int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const cha
         if (pattern == NULL)
             goto out;
         if ((pre = tok_pretok_name(pattern)) == NULL) {
-            llm_seterr(err, "%s: the pre-tokenizer's split regex is none GGUF names (llama-bpe, qwen2, gpt2)",
-                       tokenizer_json);
+            llm_seterr(err, "%s: the pre-tokenizer's split regex is none GGUF names (llama-bpe, qwen2, gpt2, "
+                       "gpt-4o, refact)", tokenizer_json);
             goto out;
         }
     }

@@ -374,6 +374,8 @@ void llm_tok_free(llm_tokenizer *t)
     free(t->chat_template);
     if (t->re != NULL)
         pcre2_code_free(t->re);
+    if (t->re_first != NULL)
+        pcre2_code_free(t->re_first);
     free(t);
 }
 

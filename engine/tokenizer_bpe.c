@@ -26,6 +26,11 @@ static const struct {
       "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
       "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
       "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" },
+    /* StarCoder's and Granite's (tokenizer.ggml.pre "refact"; tokenizer.json: Digits then ByteLevel): two
+     * stages, TOK_STAGE between them: every digit its own piece, then GPT-2's split within each piece
+     * (whose ends are then ends of text for its lookahead) */
+    { "refact",
+      "\\p{N}" TOK_STAGE "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+" },
     /* Qwen 2: like Llama 3 but single digits */
     { "qwen2",
       "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
@@ -40,6 +45,8 @@ const char *tok_pretok_pattern(const char *name)
     /* llama.cpp splits these as Llama 3 does (dbrx: cl100k-style vocabularies, Phi-4's among them) */
     if (strcmp(name, "llama3") == 0 || strcmp(name, "smaug-bpe") == 0 || strcmp(name, "dbrx") == 0)
         return pretok[0].pattern;
+    if (strcmp(name, "starcoder") == 0 || strcmp(name, "smollm") == 0) /* ... and these as refact */
+        return tok_pretok_pattern("refact");
     return NULL;
 }
 
@@ -51,20 +58,32 @@ const char *tok_pretok_name(const char *pattern)
     return NULL;
 }
 
-int tok_compile_regex(llm_tokenizer *t, const char *pattern, llm_err *err)
+static pcre2_code *compile_one(const char *pattern, size_t len, llm_err *err)
 {
     int code;
     PCRE2_SIZE at;
-    t->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
-                          &code, &at, NULL);
-    if (t->re == NULL) {
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code,
+                                   &at, NULL);
+    if (re == NULL) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof(msg));
         llm_seterr(err, "pre-tokenizer regex: %s at offset %zu", (const char *)msg, (size_t)at);
-        return -1;
+        return NULL;
     }
-    (void)pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* optional: the interpreter is the fallback */
-    return 0;
+    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* optional: the interpreter is the fallback */
+    return re;
+}
+
+int tok_compile_regex(llm_tokenizer *t, const char *pattern, llm_err *err)
+{
+    const char *stage = strstr(pattern, TOK_STAGE);
+    if (stage != NULL) { /* a first stage: its pieces are split again by the rest */
+        if ((t->re_first = compile_one(pattern, (size_t)(stage - pattern), err)) == NULL)
+            return -1;
+        pattern = stage + strlen(TOK_STAGE);
+    }
+    t->re = compile_one(pattern, PCRE2_ZERO_TERMINATED, err);
+    return t->re != NULL ? 0 : -1;
 }
 
 static int encode_word(const llm_tokenizer *t, tok_work *w, const char *s, size_t n, tok_vec *out)
@@ -85,18 +104,27 @@ static int encode_word(const llm_tokenizer *t, tok_work *w, const char *s, size_
     return tok_work_merge(t, w, s, 0, out);
 }
 
-int tok_bpe_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *out)
+/* The pieces of s[0..len) by t->re_first (stage 0, when the pre-tokenizer has two stages) or t->re: matches and
+ * the text between them, each encoded (or, from the first stage, split again by t->re). */
+static int split_encode(const llm_tokenizer *t, int stage, pcre2_match_data *md, tok_work *w, const char *s,
+                        size_t len, tok_vec *out);
+
+static int piece(const llm_tokenizer *t, int stage, pcre2_match_data *md, tok_work *w, const char *s, size_t n,
+                 tok_vec *out)
 {
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
-    if (md == NULL)
-        return -1;
-    tok_work w = { 0 };
+    return stage == 0 ? split_encode(t, 1, md, w, s, n, out) : encode_word(t, w, s, n, out);
+}
+
+static int split_encode(const llm_tokenizer *t, int stage, pcre2_match_data *md, tok_work *w, const char *s,
+                        size_t len, tok_vec *out)
+{
+    const pcre2_code *re = stage == 0 ? t->re_first : t->re;
     int rc = 0;
     size_t off = 0;
     while (off < len && rc == 0) {
-        int m = pcre2_match(t->re, (PCRE2_SPTR)s, len, off, 0, md, NULL);
+        int m = pcre2_match(re, (PCRE2_SPTR)s, len, off, 0, md, NULL);
         if (m < 0 && m != PCRE2_ERROR_NOMATCH) /* JIT stack or match limit: retry interpreted */
-            m = pcre2_match(t->re, (PCRE2_SPTR)s, len, off, PCRE2_NO_JIT, md, NULL);
+            m = pcre2_match(re, (PCRE2_SPTR)s, len, off, PCRE2_NO_JIT, md, NULL);
         size_t ms = len, me = len;
         if (m >= 0) {
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
@@ -106,22 +134,33 @@ int tok_bpe_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *o
             /* still failing (pathological input): take the rest one character at a time */
             int k = tok_utf8_len((const unsigned char *)s + off, len - off);
             ms = me = off + (k > 0 ? (size_t)k : 1);
-            rc = encode_word(t, &w, s + off, ms - off, out);
+            rc = piece(t, stage, md, w, s + off, ms - off, out);
             off = ms;
             continue;
         }
+        /* (the pieces are encoded after ms / me are read: a second stage reuses md) */
         if (ms > off)
-            rc = encode_word(t, &w, s + off, ms - off, out);
+            rc = piece(t, stage, md, w, s + off, ms - off, out);
         if (rc == 0 && me > ms)
-            rc = encode_word(t, &w, s + ms, me - ms, out);
+            rc = piece(t, stage, md, w, s + ms, me - ms, out);
         if (me == ms && ms < len) { /* empty match: step over one character as its own word */
             int k = tok_utf8_len((const unsigned char *)s + ms, len - ms);
             me = ms + (k > 0 ? (size_t)k : 1);
             if (rc == 0)
-                rc = encode_word(t, &w, s + ms, me - ms, out);
+                rc = piece(t, stage, md, w, s + ms, me - ms, out);
         }
         off = me;
     }
+    return rc;
+}
+
+int tok_bpe_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *out)
+{
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
+    if (md == NULL)
+        return -1;
+    tok_work w = { 0 };
+    int rc = split_encode(t, t->re_first != NULL ? 0 : 1, md, &w, s, len, out);
     tok_work_free(&w);
     pcre2_match_data_free(md);
     return rc;

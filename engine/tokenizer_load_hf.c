@@ -25,7 +25,7 @@ static const char *token_text(const cJSON *v)
 const char *tok_hf_pretok_pattern(const cJSON *pt, const char *path, llm_err *err)
 {
     const char *split = NULL;
-    int byte_level = 0;
+    int byte_level = 0, digits = 0;
     const cJSON *list = NULL, *one = pt;
     if (!cJSON_IsObject(pt)) {
         llm_seterr(err, "%s: no pre-tokenizer (byte-level BPE needs a ByteLevel one)", path);
@@ -54,6 +54,13 @@ const char *tok_hf_pretok_pattern(const cJSON *pt, const char *path, llm_err *er
                 split = tok_pretok_pattern("gpt2");
             }
             byte_level = 1;
+        } else if (strcmp(ty, "Digits") == 0) { /* StarCoder / Granite: each digit its own piece, first */
+            if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(one, "individual_digits")) || byte_level ||
+                split != NULL) {
+                llm_seterr(err, "%s: a Digits pre-tokenizer is supported first and with individual_digits", path);
+                return NULL;
+            }
+            digits = 1;
         } else if (strcmp(ty, "Split") == 0) {
             const cJSON *re = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(one, "pattern"), "Regex");
             const cJSON *beh = cJSON_GetObjectItemCaseSensitive(one, "behavior");
@@ -74,7 +81,11 @@ const char *tok_hf_pretok_pattern(const cJSON *pt, const char *path, llm_err *er
         llm_seterr(err, "%s: not a byte-level BPE tokenizer (no ByteLevel pre-tokenizer with a split pattern)", path);
         return NULL;
     }
-    return split;
+    if (digits && split != tok_pretok_pattern("gpt2")) {
+        llm_seterr(err, "%s: Digits before a Split regex is not supported (before ByteLevel's own: refact)", path);
+        return NULL;
+    }
+    return digits ? tok_pretok_pattern("refact") : split;
 }
 
 /* A normalizer step of SentencePiece-style BPE: Replace " " -> "▁" (*replace), or Prepend "▁" (*prepend: the

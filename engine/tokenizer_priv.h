@@ -55,6 +55,7 @@ struct llm_tokenizer {
     /* byte-level BPE */
     tok_mergemap merges;
     pcre2_code *re;
+    pcre2_code *re_first;     /* a two-stage pre-tokenizer's first split (refact: each digit), or NULL */
     int      ignore_merges;   /* a word that is itself a token skips the merges (HF) */
     /* tokens input is split on (control / user-defined), sorted by first
      * byte then longest first; spec_start/spec_count index them by first byte */
@@ -72,6 +73,8 @@ int  tok_finish(llm_tokenizer *t, llm_err *err);
 int  tok_set_merges_capacity(llm_tokenizer *t, size_t n);
 /* Add a merge "a b" (vocabulary spellings); -1 if a, b or a+b is not a token. */
 int  tok_add_merge(llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen, int rank);
+/* Between the two stages of a two-stage pre-tokenizer pattern (the first splits, the second splits each piece). */
+#define TOK_STAGE "\x1f"
 /* Named pre-tokenizer patterns; NULL if unknown. */
 const char *tok_pretok_pattern(const char *name);
 /* The GGUF name (tokenizer.ggml.pre) of a known pattern; NULL if none. */

@@ -727,6 +727,8 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     int prep = L->bq != NULL || L->q_norm != NULL;
     /* Gemma 3's sliding-window layers rotate with their own tables (the same ones for every other model) */
     const float *cos_t = L->swa ? st->rope_cos_swa : st->rope_cos, *sin_t = L->swa ? st->rope_sin_swa : st->rope_sin;
+    if (L->nope) /* SmolLM3's NoPE layers: no tables, the kernels then write q and k unrotated */
+        cos_t = sin_t = NULL;
     /* a q8_0 cache's scale spans 8-32 elements of a row, more than the fused GEMV's epilogue sees at once */
     if (!prep && !st->kv.q8 && st->mm.fuse && L->qkv.n == 1 &&
         cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
@@ -747,17 +749,20 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
 }
 
 /* The output projection of a block (wo, w_down) of n rows, added to the residual x: accumulated into x by the
- * product itself, or, where the layer has a norm after the block (Gemma 2 / 3), written to st->xn (free between
- * the norms that fill it) and added normed, x += RMSNorm(W·in) * post (cuda_rmsnorm_add). */
+ * product itself, or, where the layer has a norm after the block (Gemma 2 / 3) or the model a residual scale
+ * (Granite), written to st->xn (free between the norms that fill it) and added normed, x += RMSNorm(W·in) * post
+ * (cuda_rmsnorm_add), or scaled, x += W·in * residual_scale (cuda_add_scaled). */
 static int project_out(cu_state *st, const cu_mat *W, const float *in, int ldin, int n, const float *post,
                        llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
-    if (cuda_matmul(&st->mm, W, in, ldin, post != NULL ? st->xn : st->x, c->dim, n, post == NULL, err->msg,
-                    sizeof(err->msg)))
+    int aside = post != NULL || c->residual_scale > 0.0f;
+    if (cuda_matmul(&st->mm, W, in, ldin, aside ? st->xn : st->x, c->dim, n, !aside, err->msg, sizeof(err->msg)))
         return -1;
     if (post != NULL)
         cuda_rmsnorm_add(st->xn, post, st->x, n, c->dim, c->norm_eps, st->stream);
+    else if (aside)
+        cuda_add_scaled(st->xn, c->residual_scale, st->x, n, c->dim, st->stream);
     return 0;
 }
 
@@ -880,8 +885,10 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         if (cuda_matmul(&st->mm, &st->output, st->xn, c->dim, st->logits, c->vocab_size, sp->nw, 0, err->msg,
                         sizeof(err->msg)))
             return -1;
-        if (c->final_softcap > 0.0f) /* Gemma 2: capped before the argmax, the sampler and the copies out */
-            cuda_softcap(st->logits, c->vocab_size, c->vocab_size, sp->nw, c->final_softcap, s);
+        /* Gemma 2's cap, Granite's scale: before the argmax, the sampler and the copies out */
+        if (c->final_softcap > 0.0f || c->logit_scale > 0.0f)
+            cuda_logits_post(st->logits, c->vocab_size, c->vocab_size, sp->nw, c->final_softcap,
+                             c->logit_scale > 0.0f ? 1.0f / c->logit_scale : 1.0f, s);
         if (sp->argmax)
             cuda_argmax(st->logits, c->vocab_size, sp->nw, st->am_ids, st->am_lp, s);
         if (stage_check(st, "classifier", -1, err))

@@ -237,6 +237,7 @@ typedef struct {
      * Gemma 2 / 3's norms of the attention's and the FFN's outputs before the residual adds */
     const float *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm, *post_ffn_norm;
     int       swa;           /* a sliding-window layer (cfg.swa_window; its rope tables: rope_*_swa) */
+    int       nope;          /* SmolLM3: q and k not rotated (the rope kernels get no tables) */
     cu_matset qkv;           /* outputs [q | k | v] */
     cu_mat    wo;
     cu_matset gate_up;       /* outputs [gate | up] */
@@ -373,8 +374,11 @@ void cuda_glu16(const float *gu, int ld, void *h, int hidden, int n, int gelu, i
 void cuda_quant_act(const float *x, int ldx, int K, int n, int8_t *xq, void *xds, cudaStream_t st);
 /* Rows of x (row stride ldx; row t is x[rows[t]] where rows is given) to [n][K] bf16 (bf16) or f16. */
 void cuda_to_half(const float *x, int ldx, const int32_t *rows, void *out, int K, int n, int bf16, cudaStream_t st);
-/* x[i] = cap * tanh(x[i] / cap) for n rows of `cols` floats, ld apart (Gemma 2's final logit soft cap). */
-void cuda_softcap(float *x, int ld, int cols, int n, float cap, cudaStream_t st);
+/* x[i] = cap * tanh(x[i] / cap) when cap > 0 (Gemma 2's final logit soft cap), then x[i] *= mul when mul != 1
+ * (Granite's 1 / logit scale), for n rows of `cols` floats, ld apart. */
+void cuda_logits_post(float *x, int ld, int cols, int n, float cap, float mul, cudaStream_t st);
+/* x[t] += y[t] * s for n rows of dim (Granite's residual scale). */
+void cuda_add_scaled(const float *y, float s, float *x, int n, int dim, cudaStream_t st);
 /* The KV cache: f32, f16 (kv16) or q8_0 (q8: int8 elements, each group of qg = llm_kv_q8_group(head_dim)
  * elements of a row with a float scale in ks / vs, as the CPU backend's q8_0 cache). */
 typedef struct cu_kv {

@@ -192,9 +192,11 @@ __device__ __forceinline__ void fused_store(const cu_gemv_fuse &f, int t, int p,
     void *cache = f.vc;
     size_t ca = 0, cb = 0;
     if (ra < f.q_dim + f.kv_dim) { /* rotate as rope_kv_kernel */
-        float cs = f.cos_t[(size_t)pos * f.half + pi], sn = f.sin_t[(size_t)pos * f.half + pi];
-        va = sa * cs - sb * sn;
-        vb = sa * sn + sb * cs;
+        if (f.cos_t != NULL) { /* (none: a NoPE layer) */
+            float cs = f.cos_t[(size_t)pos * f.half + pi], sn = f.sin_t[(size_t)pos * f.half + pi];
+            va = sa * cs - sb * sn;
+            vb = sa * sn + sb * cs;
+        }
         if (ra < f.q_dim) {
             f.out[(size_t)t * f.ldo + ra] = va;
             f.out[(size_t)t * f.ldo + rb] = vb;
@@ -1096,20 +1098,37 @@ void cuda_rmsnorm_add(const float *y, const float *w, float *x, int n, int dim, 
     CU_LAUNCH(rmsnorm_add_kernel, n, 256, 0, st, y, w, x, dim, eps);
 }
 
-/* Gemma 2's final logit soft cap, in place over n rows (before the argmax, the sampler and the copies out). */
-__global__ void softcap_kernel(float *x, int ld, int cols, int n, float cap)
+/* Granite's scaled residual: x[t] += y[t] * s. */
+__global__ void add_scaled_kernel(const float *y, float s, float *x, int dim)
+{
+    CU_PDL_ENTRY();
+    const float *yr = y + (size_t)blockIdx.x * dim;
+    float *xr = x + (size_t)blockIdx.x * dim;
+    for (int k = threadIdx.x; k < dim; k += blockDim.x)
+        xr[k] += yr[k] * s;
+}
+
+void cuda_add_scaled(const float *y, float s, float *x, int n, int dim, cudaStream_t st)
+{
+    CU_LAUNCH(add_scaled_kernel, n, 256, 0, st, y, s, x, dim);
+}
+
+/* Gemma 2's final logit soft cap (cap > 0) and Granite's logit scale (mul), in place over n rows (before the
+ * argmax, the sampler and the copies out). */
+__global__ void logits_post_kernel(float *x, int ld, int cols, int n, float cap, float mul)
 {
     CU_PDL_ENTRY();
     size_t total = (size_t)n * (size_t)cols;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
         float *p = x + i / (size_t)cols * (size_t)ld + i % (size_t)cols;
-        *p = cap * tanhf(*p / cap);
+        float v = cap > 0.0f ? cap * tanhf(*p / cap) : *p;
+        *p = mul != 1.0f ? v * mul : v;
     }
 }
 
-void cuda_softcap(float *x, int ld, int cols, int n, float cap, cudaStream_t st)
+void cuda_logits_post(float *x, int ld, int cols, int n, float cap, float mul, cudaStream_t st)
 {
-    CU_LAUNCH(softcap_kernel, grid_for((size_t)n * cols), 256, 0, st, x, ld, cols, n, cap);
+    CU_LAUNCH(logits_post_kernel, grid_for((size_t)n * cols), 256, 0, st, x, ld, cols, n, cap, mul);
 }
 
 template <typename OT>
@@ -1215,7 +1234,8 @@ __global__ void rope_kv_kernel(float *qkv, int ld, cu_tokinfo ti, const float *c
 {
     CU_PDL_ENTRY();
     int t = blockIdx.x, pos = ti.pos[t], hd = 2 * half, kv_dim = n_kv * hd;
-    const float *cs = cos_t + (size_t)pos * half, *sn = sin_t + (size_t)pos * half;
+    const float *cs = cos_t != NULL ? cos_t + (size_t)pos * half : NULL; /* NULL: a NoPE layer */
+    const float *sn = sin_t != NULL ? sin_t + (size_t)pos * half : NULL;
     float *q = qkv + (size_t)t * ld, *k = q + (size_t)n_heads * hd, *v = k + kv_dim;
     size_t slot = (size_t)ti.tables[ti.tab[t] + pos / block_size] * block_size + (size_t)(pos % block_size);
     size_t cbase = slot * (size_t)kv_dim;
@@ -1226,7 +1246,7 @@ __global__ void rope_kv_kernel(float *qkv, int ld, cu_tokinfo ti, const float *c
         int i1 = layout == LLM_ROPE_ADJACENT ? 2 * i + 1 : i + half;
         float *b = h < n_heads ? q + (size_t)h * hd : k + (size_t)(h - n_heads) * hd;
         float a0 = b[i0], a1 = b[i1];
-        float r0 = a0 * cs[i] - a1 * sn[i], r1 = a0 * sn[i] + a1 * cs[i];
+        float r0 = cs != NULL ? a0 * cs[i] - a1 * sn[i] : a0, r1 = cs != NULL ? a0 * sn[i] + a1 * cs[i] : a1;
         if (h < n_heads) {
             b[i0] = r0;
             b[i1] = r1;
@@ -1261,7 +1281,8 @@ __global__ void rope_kv_q8_kernel(float *qkv, int ld, cu_tokinfo ti, const float
     CU_PDL_ENTRY();
     CU_DYN_SMEM(kvs);
     int t = blockIdx.x, pos = ti.pos[t], hd = 2 * half, kv_dim = n_kv * hd;
-    const float *cs = cos_t + (size_t)pos * half, *sn = sin_t + (size_t)pos * half;
+    const float *cs = cos_t != NULL ? cos_t + (size_t)pos * half : NULL; /* NULL: a NoPE layer */
+    const float *sn = sin_t != NULL ? sin_t + (size_t)pos * half : NULL;
     float *q = qkv + (size_t)t * ld, *k = q + (size_t)n_heads * hd, *v = k + kv_dim;
     size_t slot = (size_t)ti.tables[ti.tab[t] + pos / block_size] * block_size + (size_t)(pos % block_size);
     size_t cbase = slot * (size_t)kv_dim;
@@ -1272,7 +1293,7 @@ __global__ void rope_kv_q8_kernel(float *qkv, int ld, cu_tokinfo ti, const float
         int i1 = layout == LLM_ROPE_ADJACENT ? 2 * i + 1 : i + half;
         float *b = h < n_heads ? q + (size_t)h * hd : k + (size_t)(h - n_heads) * hd;
         float a0 = b[i0], a1 = b[i1];
-        float r0 = a0 * cs[i] - a1 * sn[i], r1 = a0 * sn[i] + a1 * cs[i];
+        float r0 = cs != NULL ? a0 * cs[i] - a1 * sn[i] : a0, r1 = cs != NULL ? a0 * sn[i] + a1 * cs[i] : a1;
         float *o = h < n_heads ? b : kvs + (size_t)(h - n_heads) * hd;
         o[i0] = r0;
         o[i1] = r1;

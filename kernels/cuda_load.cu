@@ -617,6 +617,7 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
             if (opt[i]->data != NULL && (*dst[i] = upload_vec(st, &u, opt[i], err)) == NULL)
                 goto out;
         D->swa = L->swa;
+        D->nope = L->nope;
     }
     for (int i = 0; i < 2; i++) {
         cudaError_t e = cudaStreamSynchronize(u.st[i]);

@@ -329,7 +329,7 @@ static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t 
     ngx_str_t *v = cf->args->elts;
     if (lcf->chat_format != NGX_CONF_UNSET_UINT) return "is duplicate";
     if (v[1].len == 4 && ngx_strncmp(v[1].data, "auto", 4) == 0) { lcf->chat_format = 0; return NGX_CONF_OK; }
-    char name[16];
+    char name[32];
     if (v[1].len >= sizeof name) goto bad;
     ngx_memcpy(name, v[1].data, v[1].len);
     name[v[1].len] = 0;
@@ -337,7 +337,8 @@ static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t 
     if (lcf->chat_format) return NGX_CONF_OK;
 bad:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "llm_chat_template \"%V\": expected auto, llama3, llama2, chatml, gemma, phi3, phi4-mini or phi4",
+                       "llm_chat_template \"%V\": expected auto, llama3, llama2, chatml, gemma, phi3, phi4-mini, phi4, "
+                       "granite, mistral-v1, mistral-v3, mistral-v3-tekken or mistral-v7",
                        &v[1]);
     return NGX_CONF_ERROR;
 }

@@ -702,3 +702,21 @@ POST /v1/chat/completions
 --- error_code: 404
 --- response_body_like chomp
 "code":"model_not_found"
+
+=== TEST 41: chat: llm_chat_template mistral-v3-tekken (Mistral Nemo's: no spaces inside the turn)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_chat_template mistral-v3-tekken;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "system", "content": "be"}, {"role": "user", "content": "hi"}]}
+--- error_code: 200
+--- response_body_like chomp
+"content":"\[INST\]be\\n\\nhi\[/INST\]"\}

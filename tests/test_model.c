@@ -372,7 +372,8 @@ static void rewrite(const char *src, const char *dst, const char *drop, const ch
     for (uint64_t i = 0; g && i < g->n_kv; i++) {
         if (arch != NULL && g->kv[i].key.len == 20 && memcmp(g->kv[i].key.ptr, "general.architecture", 20) == 0)
             gguf_w_str(w, "general.architecture", arch);
-        else
+        else if (drop == NULL || strncmp(drop, "kv:", 3) != 0 || g->kv[i].key.len != strlen(drop + 3) ||
+                 memcmp(g->kv[i].key.ptr, drop + 3, g->kv[i].key.len) != 0) /* "kv:KEY" drops that key */
             gguf_w_kv_copy(w, &g->kv[i]);
     }
     if (add != NULL && strchr(add, '=') != NULL) { /* "key=value": a string key instead of a tensor */
@@ -401,7 +402,41 @@ static void rewrite(const char *src, const char *dst, const char *drop, const ch
     gguf_close(g);
 }
 
-/* Qwen 2 (q/k/v biases) and Qwen 3 (q/k norms) files: what loads, what is refused, what survives a re-save. */
+/* SmolLM3's NoPE layers (every fourth) and Granite's scales, from GGUF and through a Hugging Face directory. */
+static void test_smollm3_granite(void)
+{
+    llm_err err = { { 0 } };
+    char f[512], bad[512], hf[512];
+    snprintf(f, sizeof(f), "%s/sm3.gguf", tmpdir);
+    snprintf(bad, sizeof(bad), "%s/bad-gr.gguf", tmpdir);
+    snprintf(hf, sizeof(hf), "%s/hf-sm3", tmpdir);
+    ok(llm_model_generate("tiny-smollm3", LLM_F32, 3, f, "../shared", &err) == 0, "gen tiny-smollm3: %s", err.msg);
+    llm_model *m = llm_model_load(f, NULL, &err);
+    int pattern = m != NULL && m->cfg.n_layers == 8 && m->cfg.rope_layout == LLM_ROPE_ADJACENT;
+    for (int l = 0; pattern && l < 8; l++)
+        pattern &= m->layers[l].nope == (l == 3 || l == 7);
+    ok(pattern, "smollm3: layers 3 and 7 without rope, pairs rotated (a llama's GGUF)");
+    ok(m && llm_model_save_hf(m, LLM_F32, hf, &err) == 0, "smollm3: saved as a Hugging Face directory: %s", err.msg);
+    llm_model_free(m);
+    m = llm_model_load(hf, NULL, &err);
+    pattern = m != NULL && !strcmp(m->arch, "smollm3") && m->cfg.rope_layout == LLM_ROPE_HALF;
+    for (int l = 0; pattern && l < 8; l++)
+        pattern &= m->layers[l].nope == (l == 3 || l == 7);
+    ok(pattern, "smollm3: read back from no_rope_layers: %s", m ? "the same layers" : err.msg);
+    llm_model_free(m);
+
+    ok(llm_model_generate("tiny-granite", LLM_F32, 3, f, "../shared", &err) == 0, "gen tiny-granite: %s", err.msg);
+    m = llm_model_load(f, NULL, &err);
+    ok(m && m->cfg.embd_scale == 3.0f && m->cfg.attn_scale == 0.4f && m->cfg.residual_scale == 0.6f &&
+       m->cfg.logit_scale == 0.5f && m->cfg.rope_layout == LLM_ROPE_ADJACENT, "granite: its four scales read");
+    llm_model_free(m);
+    rewrite(f, bad, "kv:granite.residual_scale", NULL, NULL, NULL);
+    m = llm_model_load(bad, NULL, &err);
+    ok(m == NULL && strstr(err.msg, "missing or bad granite.residual_scale"), "granite: a scale missing: %s",
+       m ? "loaded" : err.msg);
+    llm_model_free(m);
+}
+
 /* Phi 3 (GGUF phi3): the fused q|k|v and gate|up matrices read as views of their rows; a fused matrix of the
  * wrong height, LongRoPE factors of the wrong size and a Hugging Face re-save are refused; LongRoPE picks its
  * factors by the context. */
@@ -476,6 +511,7 @@ static void test_phi3(void)
     unlink(p3);
 }
 
+/* Qwen 2 (q/k/v biases) and Qwen 3 (q/k norms) files: what loads, what is refused, what survives a re-save. */
 static void test_qwen(void)
 {
     llm_err err = { { 0 } };
@@ -828,6 +864,7 @@ int main(void)
     test_generate();
     test_qwen();
     test_phi3();
+    test_smollm3_granite();
     test_gemma();
     test_moe();
     rmdir(tmpdir);

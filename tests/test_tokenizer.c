@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "gguf.h"
 #include "tokenizer.h"
 #include "tokenizer_priv.h"
@@ -433,6 +435,20 @@ static void test_pretok_names(void)
     ok(l3 && tok_pretok_pattern("dbrx") == l3 && tok_pretok_pattern("smaug-bpe") == l3 &&
        tok_pretok_pattern("llama3") == l3 && tok_pretok_pattern("qwen2") != l3 && tok_pretok_pattern("mystery") == NULL,
        "pre-tokenizers dbrx, smaug-bpe, llama3: Llama 3's pattern; qwen2 its own; others none");
+    const char *rf = tok_pretok_pattern("refact");
+    ok(rf && strstr(rf, TOK_STAGE) && tok_pretok_pattern("starcoder") == rf && tok_pretok_pattern("smollm") == rf &&
+       !strcmp(tok_pretok_name(rf), "refact"), "pre-tokenizers starcoder, smollm: refact's two stages");
+    /* a tokenizer.json's Digits(individual) before ByteLevel is refact's split; other uses of Digits refused */
+    cJSON *pt = cJSON_Parse("{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\",\"individual_digits\":"
+                            "true},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}]}");
+    cJSON *pt2 = cJSON_Parse("{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\",\"individual_digits\":"
+                             "false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}]}");
+    llm_err err = { { 0 } };
+    ok(tok_hf_pretok_pattern(pt, "t.json", &err) == rf, "tokenizer.json Digits + ByteLevel: refact");
+    ok(tok_hf_pretok_pattern(pt2, "t.json", &err) == NULL && strstr(err.msg, "individual_digits"),
+       "Digits without individual_digits refused: %s", err.msg);
+    cJSON_Delete(pt);
+    cJSON_Delete(pt2);
 }
 
 int main(void)

@@ -290,8 +290,10 @@ static void qkv_post(void *ctx, int ith, int nth)
             head_norm(k, c->n_kv_heads, c->head_dim, &L->k_norm, c->norm_eps);
         }
         const cpu_rope *rope = L->swa && st->rope_swa.cos != NULL ? &st->rope_swa : &st->rope;
-        cpu_rope_apply(rope, c->rope_layout, q, c->n_heads, pos);
-        cpu_rope_apply(rope, c->rope_layout, k, c->n_kv_heads, pos);
+        if (!L->nope) { /* SmolLM3's NoPE layers attend without positions */
+            cpu_rope_apply(rope, c->rope_layout, q, c->n_heads, pos);
+            cpu_rope_apply(rope, c->rope_layout, k, c->n_kv_heads, pos);
+        }
         size_t slot = cpu_kv_slot(st, &p->b->seqs[p->b->seq[t]], pos);
         size_t at = layer_off + slot * st->kv_dim;
         const float *v = st->v + (size_t)t * st->kv_dim;
@@ -309,11 +311,12 @@ static void qkv_post(void *ctx, int ith, int nth)
     }
 }
 
-/* Gemma 2 / 3's norm after attention and after the FFN: x += rmsnorm(y) * w, y the block's output (tokens
- * split over threads, after the projection's barrier). */
+/* Gemma 2 / 3's norm after attention and after the FFN: x += rmsnorm(y) * w, or Granite's scaled residual:
+ * x += y * s; y the block's output (tokens split over threads, after the projection's barrier). */
 typedef struct {
     cpu_state *st;
-    const float *w;
+    const float *w;  /* the norm's weights, or NULL: scale */
+    float s;
     int n;
 } post_norm_ctx;
 
@@ -325,6 +328,11 @@ static void post_norm_add(void *ctx, int ith, int nth)
     for (int t = ith; t < p->n; t += nth) {
         const float *y = st->xb + (size_t)t * dim;
         float *x = st->x + (size_t)t * dim;
+        if (p->w == NULL) {
+            for (int i = 0; i < dim; i++)
+                x[i] += y[i] * p->s;
+            continue;
+        }
         float r = 1.0f / sqrtf(st->kern->dot_f32(y, y, dim) / (float)dim + st->m->cfg.norm_eps);
         for (int i = 0; i < dim; i++)
             x[i] += y[i] * r * p->w[i];
@@ -332,12 +340,13 @@ static void post_norm_add(void *ctx, int ith, int nth)
 }
 
 /* The output projection of a block (wo, w_down) over n rows of x: added to the residual st->x, or, where the
- * layer has a post norm, written to st->xb and added normed. */
+ * layer has a post norm or the model a residual scale, written to st->xb and added normed / scaled. */
 static void project_out(cpu_state *st, const llm_tensor *w, const cpu_pk_mat *packed, const float *x, int K, int n,
                         const llm_tensor *post_norm)
 {
-    int dim = st->m->cfg.dim, post = post_norm->data != NULL;
-    post_norm_ctx pn = { st, post_norm->data, n };
+    float rs = st->m->cfg.residual_scale;
+    int dim = st->m->cfg.dim, post = post_norm->data != NULL || rs > 0.0f;
+    post_norm_ctx pn = { st, post_norm->data, rs, n };
     cpu_mm_out o = { w, post ? st->xb : st->x, (size_t)dim, !post, packed, 0, 0 };
     cpu_mm mm = { .x = x, .xs = (size_t)K, .n = n, .K = K, .outs = &o, .n_outs = 1,
                   .post = post ? post_norm_add : NULL, .post_ctx = &pn };
@@ -364,7 +373,7 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         else
             llm_row_to_f32(m->tok_embd.type, (const uint8_t *)m->tok_embd.data + (size_t)b->tokens[t] * erow,
                            st->x + (size_t)t * c->dim, (size_t)c->dim);
-        if (c->embd_scale > 0.0f) /* Gemma: sqrt(dim) */
+        if (c->embd_scale > 0.0f) /* Gemma: sqrt(dim); Granite: its embedding_scale */
             for (int i = 0; i < c->dim; i++)
                 st->x[(size_t)t * c->dim + i] *= c->embd_scale;
     }
@@ -450,6 +459,11 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         if (c->final_softcap > 0.0f) /* Gemma 2 */
             for (size_t i = 0; i < (size_t)nw * c->vocab_size; i++)
                 logits[i] = c->final_softcap * tanhf(logits[i] / c->final_softcap);
+        if (c->logit_scale > 0.0f) { /* Granite: as llama.cpp, times the reciprocal */
+            float inv = 1.0f / c->logit_scale;
+            for (size_t i = 0; i < (size_t)nw * c->vocab_size; i++)
+                logits[i] *= inv;
+        }
     }
     if (nh > 0) /* logits rows 0 .. nw-1 spread to their places (from the back: a row only moves up), then
                  * the hidden rows into theirs */

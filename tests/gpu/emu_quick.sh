@@ -26,6 +26,7 @@
 #     attention and FFN, a window of 16 on some layers, Gemma 3's second rope base, Gemma 2's soft caps) over
 #     texts longer than the window: prefill (wmma, mma.sync, scalar kernels), decode (register and tiled
 #     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV);
+# 10b. SmolLM3's NoPE layers and Granite's four scales (gen-model --preset tiny-smollm3 / tiny-granite);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral): routing and experts on
 #     the device, prefill, mixed batches, decode through graphs; quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
@@ -187,6 +188,19 @@ check "gemma2 f32, scalar attention kernels, attention scale 0.125" env LLM_CUDA
 check "gemma2 bf16, mma.sync prefill attention, f16 kv" env LLM_CUDA_ATT_TC=2 CU_EMU_SMS=1 "$E/parity_logits" \
     --model "$W/gemma2-bf16.gguf" --vocab 512 --positions 100 --gen 24 --chunk 50 --mixed 0 --max-diff 0.3 \
     --min-top1 0.98
+# SmolLM3 (every fourth layer without rope: the rope kernels and the fused QKV GEMV's epilogue get no tables)
+# and Granite (embedding, attention, residual and logit scales: the residual one through cuda_add_scaled, the
+# logit one in logits_post_kernel), F32 with the scalar attention kernels: within 3e-5 of the CPU (measured);
+# NoPE left out moves the logits by 4.1, the residual scale by 10, the logit scale by 18. Then through graphs.
+for p in smollm3 granite; do
+    "$B/llm-engine" gen-model --preset tiny-$p --dtype f32 --out "$W/$p-f32.gguf" >/dev/null 2>&1 || exit 1
+    check "$p f32 vs the CPU backend, scalar attention; prefill, mixed batch, decode" env LLM_CUDA_KV=f32 \
+        LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/$p-f32.gguf" --vocab 512 \
+        --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1
+    check "$p f32: tensor-core prefill, decode through graphs (on-device argmax)" env LLM_CUDA_KV=f32 CU_EMU_SMS=64 \
+        "$E/parity_logits" --model "$W/$p-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 --mixed 0 \
+        --graph-cycles 1 --max-diff 5e-2 --min-top1 1
+done
 # Mixtures of experts (kernels/cuda_moe.cu: routing, sorting, the experts' products and the combine on the
 # device). F32 with the scalar attention kernels: the CPU's arithmetic, so a tight bound (measured 1.5e-5 to
 # 2.4e-4); a dropped renormalisation or shared-expert gate moves logits by far more. Qwen 2 MoE's quantised
