@@ -121,14 +121,15 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
 typedef struct {
     const llm_tensor *src;
     llm_dtype dst;
-    int perm;        /* 0 none, 1 half->adjacent (to GGUF), 2 adjacent->half (to HF) */
-    int head_dim;
+    int perm;        /* 0 none, 1 half->adjacent (to GGUF), 2 adjacent->half (to HF), 3 a partial rotary's
+                      * reordered heads back to the file's order (rope_dims of head_dim rotating) */
+    int head_dim, rope_dims;
     float *tmp;      /* ne[0] floats */
     float add;       /* added to a vector's elements (Gemma's norms: 1 + w in memory and GGUF, w in HF) */
     int n_exp;       /* > 0: src is expert 0's matrix of a kind in a layer's experts (llm_layer.experts, 3 apart),
                       * written as one [n_exp][rows][cols] tensor */
     const llm_tensor *part[3]; /* n_part > 0: these matrices stacked by rows, one tensor (Phi 3's attn_qkv, ffn_up) */
-    int n_part;
+    int n_part, perm_parts;    /* ... perm applying to the first perm_parts of them (q and k of q|k|v) */
 } conv;
 
 static int64_t src_row(const conv *c, int64_t r)
@@ -138,6 +139,11 @@ static int64_t src_row(const conv *c, int64_t r)
     int64_t hd = c->head_dim, half = hd / 2, base = r - r % hd, p = r % hd;
     if (c->perm == 1) /* dst p = 2i + j reads HF row j*half + i */
         return base + (p % 2) * half + p / 2;
+    if (c->perm == 3) { /* the file's dim p from our slot: partial_slot's inverse (model_gguf.c) */
+        int64_t r2 = c->rope_dims / 2, pass = half - r2;
+        return base + (p < r2 ? p : p < 2 * r2 ? half + (p - r2) : p < 2 * r2 + pass ? r2 + (p - 2 * r2)
+                                                                                    : half + r2 + (p - 2 * r2 - pass));
+    }
     return base + 2 * (p % half) + p / half; /* dst p = j*half + i reads GGUF row 2i + j */
 }
 
@@ -153,19 +159,21 @@ static void conv_rows(const conv *c, uint64_t row0, uint64_t n, uint8_t *dst, fl
             t += 3 * (r / c->src->ne[1]);
             r %= c->src->ne[1];
         }
-        for (int p = 0; p < c->n_part; p++) { /* row r of the stack: the part it falls in */
-            t = c->part[p];
+        int pi = 0;
+        for (; pi < c->n_part; pi++) { /* row r of the stack: the part it falls in */
+            t = c->part[pi];
             if (r < t->ne[1])
                 break;
             r -= t->ne[1];
         }
+        int64_t sr = c->n_part > 0 && pi >= c->perm_parts ? r : src_row(c, r);
         size_t sb = llm_dtype_row_bytes(t->type, n0);
         uint8_t *d = dst + i * db;
         if (t->src != NULL && t->type != c->dst) {
             /* converted at load (K-quants, Q4_1, Q5_*): from the file's own blocks, rounded once (copied when
              * they are what is asked for) */
             size_t fb = gguf_qtype_row_bytes(t->src_type, n0);
-            const uint8_t *f = (const uint8_t *)t->src + (size_t)src_row(c, r) * fb;
+            const uint8_t *f = (const uint8_t *)t->src + (size_t)sr * fb;
             if (t->src_type == (uint32_t)c->dst) {
                 memcpy(d, f, fb);
             } else {
@@ -174,7 +182,7 @@ static void conv_rows(const conv *c, uint64_t row0, uint64_t n, uint8_t *dst, fl
             }
             continue;
         }
-        const uint8_t *s = (const uint8_t *)t->data + (size_t)src_row(c, r) * sb;
+        const uint8_t *s = (const uint8_t *)t->data + (size_t)sr * sb;
         if (t->type == c->dst) {
             memcpy(d, s, sb);
         } else {
@@ -237,6 +245,7 @@ static conv *conv_add(conv_list *l, const llm_tensor *t, llm_dtype dst, int perm
     }
     conv *c = &l->cv[l->n];
     c->src = t; c->dst = dst; c->perm = perm; c->head_dim = head_dim; c->n_exp = 0; c->n_part = 0;
+    c->rope_dims = 0; c->perm_parts = 0;
     c->tmp = malloc((size_t)t->ne[0] * sizeof(float));
     if (c->tmp == NULL) {
         l->oom = 1;
@@ -284,13 +293,16 @@ static void add_experts(gguf_writer *w, conv_list *l, const char *name, const ll
     gguf_w_tensor_fill(w, name, c->dst, 3, ne, conv_fill, c);
 }
 
-/* n matrices of the same width as one, their rows stacked in order (Phi 3's q|k|v and gate|up). */
+/* n matrices of the same width as one, their rows stacked in order (Phi 3's q|k|v and gate|up); a partial
+ * rotary's q and k heads (rope_dims > 0, the first two parts) back in the file's order. */
 static void add_fused(gguf_writer *w, conv_list *l, const char *name, const llm_tensor *const *parts, int n,
-                      llm_dtype dt)
+                      llm_dtype dt, int rope_dims, int head_dim)
 {
-    conv *c = conv_add(l, parts[0], mat_type(dt, parts[0]->ne[0]), 0, 0);
+    conv *c = conv_add(l, parts[0], mat_type(dt, parts[0]->ne[0]), rope_dims > 0 ? 3 : 0, head_dim);
     if (c == NULL)
         return;
+    c->rope_dims = rope_dims;
+    c->perm_parts = rope_dims > 0 ? 2 : 0;
     uint64_t ne[2] = { (uint64_t)parts[0]->ne[0], 0 };
     for (int i = 0; i < n; i++) {
         c->part[i] = parts[i];
@@ -379,8 +391,10 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         llm_seterr(err, "%s: out of memory", path);
         goto out;
     }
-    if (c->rope_dims > 0 && c->rope_dims != c->head_dim) { /* its q / k rows are reordered in memory */
-        llm_seterr(err, "%s: re-saving a partial-rotary model is not supported", path);
+    /* a partial rotary's q / k rows are reordered in memory: written back in the file's order (add_fused) */
+    int partial = c->rope_dims > 0 && c->rope_dims != c->head_dim ? c->rope_dims : 0;
+    if (partial && strcmp(m->arch, "phi3") != 0) {
+        llm_seterr(err, "%s: re-saving a partial-rotary %s model is not supported (phi3's)", path, m->arch);
         goto out;
     }
     llm_gguf_w_meta(w, m->arch, c, m->name[0] ? m->name : "model", dtype);
@@ -403,7 +417,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     add_mat(w, &l, "output_norm.weight", &m->out_norm, dtype, 0, hd);
     if (!c->tied_embeddings)
         add_mat(w, &l, "output.weight", &m->output, dtype, 0, hd);
-    uint64_t nrf = (uint64_t)hd / 2;
+    uint64_t nrf = (uint64_t)(c->rope_dims > 0 ? c->rope_dims : hd) / 2; /* one per rotating frequency */
     if (m->rope_long != NULL) {
         gguf_w_tensor(w, "rope_factors_long.weight", LLM_F32, 1, &nrf, m->rope_long);
         gguf_w_tensor(w, "rope_factors_short.weight", LLM_F32, 1, &nrf, m->rope_short);
@@ -427,10 +441,10 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         if (phi3) { /* as llama.cpp's converter writes Phi 3: q|k|v and gate|up fused */
             const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
             snprintf(n, sizeof(n), "blk.%d.attn_qkv.weight", i);
-            add_fused(w, &l, n, qkv, 3, dtype);
+            add_fused(w, &l, n, qkv, 3, dtype, partial, hd);
             M("attn_output", wo, 0) M("ffn_norm", ffn_norm, 0)
             snprintf(n, sizeof(n), "blk.%d.ffn_up.weight", i);
-            add_fused(w, &l, n, gu, 2, dtype);
+            add_fused(w, &l, n, gu, 2, dtype, 0, hd);
             M("ffn_down", w_down, 0)
         } else {
             M("attn_q", wq, perm) M("attn_k", wk, perm) M("attn_v", wv, 0) M("attn_output", wo, 0)
@@ -746,7 +760,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         if (fputc(' ', f) == EOF)
             goto ioerr;
     for (int i = 0; i < k; i++) {
-        conv cv = { e[i].t, dtype, e[i].perm, c->head_dim, tmp, e[i].add, 0, { NULL }, 0 };
+        conv cv = { .src = e[i].t, .dst = dtype, .perm = e[i].perm, .head_dim = c->head_dim, .tmp = tmp, .add = e[i].add };
         size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);
         for (int64_t r = 0; r < e[i].t->ne[1]; r++) {
             if (e[i].t->ne[1] == 1) /* a vector: a bias's elements move as its matrix's rows */
