@@ -79,6 +79,17 @@ static const preset presets[] = {
                         .embd_scale = 3.0f, .attn_scale = 0.4f, .residual_scale = 0.6f, .logit_scale = 0.5f,
                         .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "granite", 0.125f, 0.33f, 0,
       0 },
+    /* SmolLM3-3B's and Granite 3.3 2B's shapes (Llama 3's vocabulary instead of SmolLM3's 128,256 / Granite's
+     * 49,159; Granite's scales as in granite-3.3-2b-instruct) */
+    { "smollm3-3b", { .dim = 2048, .hidden_dim = 11008, .n_layers = 36, .n_heads = 16, .n_kv_heads = 4,
+                      .head_dim = 128, .vocab_size = 128256, .seq_len = 65536, .rope_theta = 5000000.0f,
+                      .norm_eps = 1e-6f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "smollm3",
+      0, 0, 0, 0 },
+    { "granite-3.3-2b", { .dim = 2048, .hidden_dim = 8192, .n_layers = 40, .n_heads = 32, .n_kv_heads = 8,
+                          .head_dim = 64, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 10000000.0f,
+                          .norm_eps = 1e-5f, .embd_scale = 12.0f, .attn_scale = 0.015625f, .residual_scale = 0.22f,
+                          .logit_scale = 8.0f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1,
+      "granite", 0, 0, 0, 0 },
     { "tiny-qwen3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3", 0.125f, 1.0f, 0, 0 },
@@ -226,6 +237,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
+                   "smollm3-3b, granite-3.3-2b, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;

@@ -1228,39 +1228,47 @@ void cuda_qkv_prep(float *qkv, int ld, int n, const float *bq, const float *bk, 
               eps);
 }
 
+/* One token's RoPE by a block's threads: q's heads rotated in place, k's into kout (f16 where kout16, else f32;
+ * [n_kv][hd]) with the tables' row of the token's position (cs / sn NULL: a NoPE layer, nothing rotated). */
+__device__ __forceinline__ void rope_token(float *q, const float *k, const float *cs, const float *sn, int half,
+                                           int n_heads, int n_kv, int layout, void *kout, int kout16)
+{
+    int hd = 2 * half, total = (n_heads + n_kv) * half;
+    for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
+        int h = idx / half, i = idx % half;
+        int i0 = layout == LLM_ROPE_ADJACENT ? 2 * i : i;
+        int i1 = layout == LLM_ROPE_ADJACENT ? 2 * i + 1 : i + half;
+        const float *b = h < n_heads ? q + (size_t)h * hd : k + (size_t)(h - n_heads) * hd;
+        float a0 = b[i0], a1 = b[i1];
+        float r0 = cs != NULL ? a0 * cs[i] - a1 * sn[i] : a0, r1 = cs != NULL ? a0 * sn[i] + a1 * cs[i] : a1;
+        if (h < n_heads) {
+            q[(size_t)h * hd + i0] = r0;
+            q[(size_t)h * hd + i1] = r1;
+            continue;
+        }
+        size_t o = (size_t)(h - n_heads) * hd;
+        if (kout16) {
+            ((__half *)kout)[o + i0] = __float2half_rn(r0);
+            ((__half *)kout)[o + i1] = __float2half_rn(r1);
+        } else {
+            ((float *)kout)[o + i0] = r0;
+            ((float *)kout)[o + i1] = r1;
+        }
+    }
+}
+
 /* Rotate q (in place) and k (into the cache) of one token per block; copy v into the cache. */
 __global__ void rope_kv_kernel(float *qkv, int ld, cu_tokinfo ti, const float *cos_t, const float *sin_t, int half,
                                int n_heads, int n_kv, int layout, void *kc, void *vc, int kv16, int block_size)
 {
     CU_PDL_ENTRY();
     int t = blockIdx.x, pos = ti.pos[t], hd = 2 * half, kv_dim = n_kv * hd;
-    const float *cs = cos_t != NULL ? cos_t + (size_t)pos * half : NULL; /* NULL: a NoPE layer */
-    const float *sn = sin_t != NULL ? sin_t + (size_t)pos * half : NULL;
     float *q = qkv + (size_t)t * ld, *k = q + (size_t)n_heads * hd, *v = k + kv_dim;
     size_t slot = (size_t)ti.tables[ti.tab[t] + pos / block_size] * block_size + (size_t)(pos % block_size);
     size_t cbase = slot * (size_t)kv_dim;
-    int total = (n_heads + n_kv) * half;
-    for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
-        int h = idx / half, i = idx % half;
-        int i0 = layout == LLM_ROPE_ADJACENT ? 2 * i : i;
-        int i1 = layout == LLM_ROPE_ADJACENT ? 2 * i + 1 : i + half;
-        float *b = h < n_heads ? q + (size_t)h * hd : k + (size_t)(h - n_heads) * hd;
-        float a0 = b[i0], a1 = b[i1];
-        float r0 = cs != NULL ? a0 * cs[i] - a1 * sn[i] : a0, r1 = cs != NULL ? a0 * sn[i] + a1 * cs[i] : a1;
-        if (h < n_heads) {
-            b[i0] = r0;
-            b[i1] = r1;
-        } else {
-            size_t o = cbase + (size_t)(h - n_heads) * hd;
-            if (kv16) {
-                ((__half *)kc)[o + i0] = __float2half_rn(r0);
-                ((__half *)kc)[o + i1] = __float2half_rn(r1);
-            } else {
-                ((float *)kc)[o + i0] = r0;
-                ((float *)kc)[o + i1] = r1;
-            }
-        }
-    }
+    const float *cs = cos_t != NULL ? cos_t + (size_t)pos * half : NULL; /* NULL: a NoPE layer */
+    rope_token(q, k, cs, cs != NULL ? sin_t + (size_t)pos * half : NULL, half, n_heads, n_kv, layout,
+               (char *)kc + cbase * (kv16 ? 2 : 4), kv16);
     for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
         if (kv16)
             ((__half *)vc)[cbase + i] = __float2half_rn(v[i]);
@@ -1281,23 +1289,11 @@ __global__ void rope_kv_q8_kernel(float *qkv, int ld, cu_tokinfo ti, const float
     CU_PDL_ENTRY();
     CU_DYN_SMEM(kvs);
     int t = blockIdx.x, pos = ti.pos[t], hd = 2 * half, kv_dim = n_kv * hd;
-    const float *cs = cos_t != NULL ? cos_t + (size_t)pos * half : NULL; /* NULL: a NoPE layer */
-    const float *sn = sin_t != NULL ? sin_t + (size_t)pos * half : NULL;
     float *q = qkv + (size_t)t * ld, *k = q + (size_t)n_heads * hd, *v = k + kv_dim;
     size_t slot = (size_t)ti.tables[ti.tab[t] + pos / block_size] * block_size + (size_t)(pos % block_size);
     size_t cbase = slot * (size_t)kv_dim;
-    int total = (n_heads + n_kv) * half;
-    for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
-        int h = idx / half, i = idx % half;
-        int i0 = layout == LLM_ROPE_ADJACENT ? 2 * i : i;
-        int i1 = layout == LLM_ROPE_ADJACENT ? 2 * i + 1 : i + half;
-        float *b = h < n_heads ? q + (size_t)h * hd : k + (size_t)(h - n_heads) * hd;
-        float a0 = b[i0], a1 = b[i1];
-        float r0 = cs != NULL ? a0 * cs[i] - a1 * sn[i] : a0, r1 = cs != NULL ? a0 * sn[i] + a1 * cs[i] : a1;
-        float *o = h < n_heads ? b : kvs + (size_t)(h - n_heads) * hd;
-        o[i0] = r0;
-        o[i1] = r1;
-    }
+    const float *cs = cos_t != NULL ? cos_t + (size_t)pos * half : NULL; /* NULL: a NoPE layer */
+    rope_token(q, k, cs, cs != NULL ? sin_t + (size_t)pos * half : NULL, half, n_heads, n_kv, layout, kvs, 0);
     for (int i = threadIdx.x; i < kv_dim; i += blockDim.x)
         kvs[kv_dim + i] = v[i];
     __syncthreads();
