@@ -90,6 +90,10 @@ static const preset presets[] = {
                           .norm_eps = 1e-5f, .embd_scale = 12.0f, .attn_scale = 0.015625f, .residual_scale = 0.22f,
                           .logit_scale = 8.0f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1,
       "granite", 0, 0, 0, 0 },
+    /* a Mistral-style llama with Mistral's Tekken pre-tokenizer over Llama 3's vocabulary (Nemo's split) */
+    { "tiny-tekken", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-5f,
+                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0.125f, 1.0f, 0, 0 },
     { "tiny-qwen3", { .dim = 64, .hidden_dim = 172, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
                       .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-6f,
                       .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3", 0.125f, 1.0f, 0, 0 },
@@ -237,7 +241,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     if (p == NULL) {
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
-                   "smollm3-3b, granite-3.3-2b, "
+                   "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "qwen2.5-0.5b, qwen3-0.6b)", name);
         return -1;
@@ -280,6 +284,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         const char *pre = qwen2 || qwen3                ? "qwen2"
                           : phi3 && c->rope_dims > 0       ? "gpt-4o"
                           : strcmp(arch, "granite") == 0   ? "refact"
+                          : strcmp(p->name, "tiny-tekken") == 0 ? "tekken"
                                                            : NULL;
         if (llm_gguf_w_bpe_from_hf(w, path, pre, err) != 0)
             goto out;

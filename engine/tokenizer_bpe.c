@@ -31,6 +31,13 @@ static const struct {
      * (whose ends are then ends of text for its lookahead) */
     { "refact",
       "\\p{N}" TOK_STAGE "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+" },
+    /* Mistral's Tekken (tokenizer.ggml.pre "tekken": Mistral Nemo, Small 3, Pixtral): GPT-4o's split without
+     * its contractions, digits one by one (tokenizer.json's regex; llama.cpp runs an ASCII approximation of
+     * its letter classes, which splits the same wherever the lowercase letters are ASCII) */
+    { "tekken",
+      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}|"
+      " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" },
     /* Qwen 2: like Llama 3 but single digits */
     { "qwen2",
       "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"

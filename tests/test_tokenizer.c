@@ -438,6 +438,9 @@ static void test_pretok_names(void)
     const char *rf = tok_pretok_pattern("refact");
     ok(rf && strstr(rf, TOK_STAGE) && tok_pretok_pattern("starcoder") == rf && tok_pretok_pattern("smollm") == rf &&
        !strcmp(tok_pretok_name(rf), "refact"), "pre-tokenizers starcoder, smollm: refact's two stages");
+    const char *tk = tok_pretok_pattern("tekken");
+    ok(tk && tk != tok_pretok_pattern("gpt-4o") && !strcmp(tok_pretok_name(tk), "tekken") && strstr(tk, "\\p{N}|"),
+       "pre-tokenizer tekken: its own pattern (digits one by one)");
     /* a tokenizer.json's Digits(individual) before ByteLevel is refact's split; other uses of Digits refused */
     cJSON *pt = cJSON_Parse("{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\",\"individual_digits\":"
                             "true},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}]}");
