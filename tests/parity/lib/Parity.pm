@@ -8,7 +8,8 @@ use JSON::PP;
 use List::Util qw(max sum);
 use Test::More;
 
-our @EXPORT_OK = qw(capture compare_llamacpp greedy_ours greedy_llamacpp harness hf_round_trip slurp);
+our @EXPORT_OK = qw(capture compare_llamacpp greedy_ours greedy_llamacpp harness hf_round_trip slurp
+                    token_counts);
 
 # ($BUILD, its llm-engine, its parity/logits_dump); the whole test is skipped where those, the llama.cpp
 # harness or (tokenizer => 1) the shared Llama 3 tokenizer are missing.
@@ -53,6 +54,18 @@ sub greedy_llamacpp {
                                $exact ? ('--kv-type', 'f32', '--flash-attn', 'off') : ());
     my ($line) = grep { /^\{/ } split /\n/, $out;
     return [ defined $line && $line =~ /"ids":\[([0-9,]*)\]/ ? split(/,/, $1) : () ];
+}
+
+# (ours, llama.cpp's): how many tokens each makes of $text with BOS (ours undef where tokenize failed, llama.cpp's
+# where it gave none): pre-tokenizer checks on files whose vocabulary both read.
+sub token_counts {
+    my ($dir, $engine, $model, $text) = @_;
+    my ($rc, $tok) = capture($dir, $engine, 'tokenize', '--model', $model, '--text', $text, '--bos');
+    my @ids = $tok =~ /(\d+)/g;
+    my (undef, $lc) = capture($dir, 'node', 'bench/llamacpp/run.mjs', '--model', $model, '--prompt', $text,
+                              '--max-tokens', '1', '--threads', '1', '--json', '--no-warmup');
+    my ($np) = $lc =~ /"n_prompt":(\d+)/;
+    return ($rc == 0 ? scalar(@ids) : undef, $np);
 }
 
 # A file's bytes.
