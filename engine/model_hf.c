@@ -238,7 +238,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         rc = gemma_config(m, root, path, err);
     if (rc == 0 && strcmp(m->arch, "granite") == 0) { /* its four scales (as llama.cpp's converter reads them) */
         c->embd_scale = cfg_float(root, "embedding_multiplier", 1.0f);
-        c->attn_scale = cfg_float(root, "attention_multiplier", 0.0f);
+        c->attn_scale = cfg_float(root, "attention_multiplier", 1.0f); /* GraniteConfig's defaults, all 1 */
         c->residual_scale = cfg_float(root, "residual_multiplier", 1.0f);
         c->logit_scale = cfg_float(root, "logits_scaling", 1.0f);
     }
