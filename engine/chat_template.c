@@ -55,19 +55,9 @@ const char *llm_chat_format_name(llm_chat_format f)
 
 llm_chat_format llm_chat_format_from_name(const char *name)
 {
-    if (!name) return 0;
-    if (!strcmp(name, "llama3")) return LLM_CHAT_LLAMA3;
-    if (!strcmp(name, "llama2")) return LLM_CHAT_LLAMA2;
-    if (!strcmp(name, "chatml")) return LLM_CHAT_CHATML;
-    if (!strcmp(name, "gemma")) return LLM_CHAT_GEMMA;
-    if (!strcmp(name, "phi3")) return LLM_CHAT_PHI3;
-    if (!strcmp(name, "phi4")) return LLM_CHAT_PHI4;
-    if (!strcmp(name, "phi4-mini")) return LLM_CHAT_PHI4_MINI;
-    if (!strcmp(name, "granite")) return LLM_CHAT_GRANITE;
-    if (!strcmp(name, "mistral-v1")) return LLM_CHAT_MISTRAL_V1;
-    if (!strcmp(name, "mistral-v3")) return LLM_CHAT_MISTRAL_V3;
-    if (!strcmp(name, "mistral-v3-tekken")) return LLM_CHAT_MISTRAL_V3_TEKKEN;
-    if (!strcmp(name, "mistral-v7")) return LLM_CHAT_MISTRAL_V7;
+    const char *known; /* the names llm_chat_format_name gives, formats 1, 2, ... until "unknown" */
+    for (int f = 1; name != NULL && strcmp(known = llm_chat_format_name((llm_chat_format)f), "unknown"); f++)
+        if (!strcmp(name, known)) return (llm_chat_format)f;
     return 0;
 }
 
@@ -345,17 +335,26 @@ static int render_gemma(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *
     return rc;
 }
 
-/* Phi 3 (Phi-3 / Phi-3.5 instruct: <|role|>\ncontent<|end|>\n), Phi-4-mini (the same without the newlines)
- * and Phi 4 (<|im_start|>role<|im_sep|>content<|im_end|>, no newlines): the models' templates render system,
- * user and assistant turns in order and skip any other role silently; here another role is refused. */
-static int render_phi(const llm_chat_msg *m, size_t n, int gen, llm_chat_format f, llm_chat_out *o, llm_err *err)
+/* 0 when every message's role is system, user or assistant; else -1 naming the first that is not (the formats
+ * whose templates know no other role). */
+static int roles_plain(const llm_chat_msg *m, size_t n, llm_chat_format f, llm_err *err)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(m[i].role, "system") && strcmp(m[i].role, "user") && strcmp(m[i].role, "assistant")) {
             llm_seterr(err, "%s chat format: message %zu has role '%s' (system, user or assistant)",
                        llm_chat_format_name(f), i, m[i].role);
-            return -2;
+            return -1;
         }
+    return 0;
+}
+
+/* Phi 3 (Phi-3 / Phi-3.5 instruct: <|role|>\ncontent<|end|>\n), Phi-4-mini (the same without the newlines)
+ * and Phi 4 (<|im_start|>role<|im_sep|>content<|im_end|>, no newlines): the models' templates render system,
+ * user and assistant turns in order and skip any other role silently; here another role is refused. */
+static int render_phi(const llm_chat_msg *m, size_t n, int gen, llm_chat_format f, llm_chat_out *o, llm_err *err)
+{
+    if (roles_plain(m, n, f, err) != 0)
+        return -2;
     int rc = 0, phi4 = f == LLM_CHAT_PHI4;
     const char *nl = f == LLM_CHAT_PHI3 ? "\n" : "";
     char open[32];
@@ -399,12 +398,8 @@ static int render_granite(const llm_chat_msg *m, size_t n, int gen, llm_chat_out
  * tool roles are not rendered here). */
 static int render_mistral(const llm_chat_msg *m, size_t n, llm_chat_format f, llm_chat_out *o, llm_err *err)
 {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(m[i].role, "system") && strcmp(m[i].role, "user") && strcmp(m[i].role, "assistant")) {
-            llm_seterr(err, "%s chat format: message %zu has role '%s' (system, user or assistant)",
-                       llm_chat_format_name(f), i, m[i].role);
-            return -2;
-        }
+    if (roles_plain(m, n, f, err) != 0)
+        return -2;
     int rc = sp(o, "<s>");
     if (f == LLM_CHAT_MISTRAL_V7) {
         for (size_t i = 0; i < n && !rc; i++) {

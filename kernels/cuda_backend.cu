@@ -164,7 +164,7 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     if (st->kv.q8)
         st->kv.kv16 = 0;
     b->opts.kv_dtype = st->kv.q8 ? LLM_KV_Q8_0 : st->kv.kv16 ? LLM_KV_F16 : LLM_KV_F32;
-    size_t es = st->kv.q8 ? 1 : st->kv.kv16 ? 2 : 4;
+    size_t es = cu_kv_es(&st->kv);
     size_t tok_elems = (size_t)c->n_layers * (size_t)st->block_size * (size_t)st->kv_dim;
     size_t per_block_el = tok_elems * es;                                         /* K or V elements */
     size_t per_block_sc = st->kv.q8 ? tok_elems / (size_t)st->kv.qg * sizeof(float) : 0; /* their scales */

@@ -389,6 +389,7 @@ typedef struct cu_kv {
 } cu_kv;
 
 static inline const char *cu_kv_name(const cu_kv *kv) { return kv->q8 ? "q8_0" : kv->kv16 ? "f16" : "f32"; }
+static inline size_t cu_kv_es(const cu_kv *kv) { return kv->q8 ? 1 : kv->kv16 ? 2 : 4; } /* bytes an element */
 
 /* Layer l's K and V caches (and, for q8_0, their scales). */
 typedef struct cu_kv_layer {
@@ -397,7 +398,7 @@ typedef struct cu_kv_layer {
 } cu_kv_layer;
 static inline cu_kv_layer cu_kv_at(const cu_kv *kv, int l)
 {
-    size_t es = kv->q8 ? 1 : kv->kv16 ? 2 : 4, off = (size_t)l * kv->layer_elems;
+    size_t es = cu_kv_es(kv), off = (size_t)l * kv->layer_elems;
     cu_kv_layer r;
     r.k = (char *)kv->k + off * es;
     r.v = (char *)kv->v + off * es;
