@@ -156,12 +156,17 @@ static int render_llama3_tools(const llm_chat_msg *m, size_t n, const llm_chat_t
     return rc;
 }
 
-/* {"name": "N", "<key>": ARGS}: a call as the templates print it (names need no escaping). */
-static int call_json(llm_chat_out *o, const llm_chat_call *c, const char *key)
+/* {"name": "N", "<key>": ARGS}: a call as the templates print it (names need no escaping); with id (Mistral's)
+ * {"name": "N", "arguments": ARGS, "id": "ID"}. */
+static int call_json_id(llm_chat_out *o, const llm_chat_call *c, const char *key, const char *id)
 {
-    return tx(o, "{\"name\": \"") | tx(o, c->name) | tx(o, "\", \"") | tx(o, key) | tx(o, "\": ") | tx(o, c->args) |
-           tx(o, "}");
+    int rc = tx(o, "{\"name\": \"") | tx(o, c->name) | tx(o, "\", \"") | tx(o, key) | tx(o, "\": ") | tx(o, c->args);
+    if (id != NULL)
+        rc |= tx(o, ", \"id\": \"") | tx(o, id) | tx(o, "\"");
+    return rc | tx(o, "}");
 }
+
+static int call_json(llm_chat_out *o, const llm_chat_call *c, const char *key) { return call_json_id(o, c, key, NULL); }
 
 static int render_llama3(const llm_chat_msg *m, size_t n, const llm_chat_tools *tools, int gen, llm_chat_out *o,
                          llm_err *err)
@@ -394,8 +399,8 @@ static int render_granite(const llm_chat_msg *m, size_t n, int gen, llm_chat_out
  * and "\n\n" go into it before the user's, the user's text closes it with [/INST] (v1: " [/INST]"), and an
  * answer follows (after a space, but for tekken; v3 trims it) with </s>; v7 writes the system message as
  * [SYSTEM_PROMPT] text[/SYSTEM_PROMPT] and each user message as [INST] text[/INST]. The generation prompt is
- * implicit (a user turn ends with [/INST]). Roles other than system, user and assistant are refused (Mistral's
- * tool roles are not rendered here). */
+ * implicit (a user turn ends with [/INST]). Roles other than system, user and assistant are refused here (a
+ * conversation with tools, calls or their results goes to render_mistral_tools). */
 static int render_mistral(const llm_chat_msg *m, size_t n, llm_chat_format f, llm_chat_out *o, llm_err *err)
 {
     if (roles_plain(m, n, f, err) != 0)
@@ -432,6 +437,93 @@ static int render_mistral(const llm_chat_msg *m, size_t n, llm_chat_format f, ll
     return rc;
 }
 
+/* Mistral's function calling (v3, v3-tekken, v7; see chat_template.h), after the templates of Mistral 7B v0.3,
+ * Nemo and Small 3.1. The last 9 characters of a call's id are the model's (the v3 templates take ids of
+ * exactly 9, Small 3.1's the last 9 of longer ones, as vLLM does). */
+static const char MISTRAL_PARALLEL_PROMPT[] =
+    "You are a helpful assistant that can call tools. If you call one or more tools, format them in a single JSON "
+    "array or objects, where each object is a tool call, not as separate objects outside of an array or multiple "
+    "arrays. Use the format [{\"name\": tool call name, \"arguments\": tool call arguments}, additional tool calls] "
+    "if you call more than one tool. If you call tools, do not attempt to interpret them or otherwise provide a "
+    "response until you receive a tool call result that you can interpret for the user.";
+
+static const char *mistral_id(const char *id, size_t i, llm_err *err)
+{
+    size_t len = id ? strlen(id) : 0;
+    if (len < 9) {
+        llm_seterr(err, "message %zu: Mistral's format needs each tool call's id (9 or more characters; the model "
+                   "sees the last 9)", i);
+        return NULL;
+    }
+    return id + len - 9;
+}
+
+static int render_mistral_tools(const llm_chat_msg *m, size_t n, llm_chat_format f, const llm_chat_tools *t,
+                                llm_chat_out *o, llm_err *err)
+{
+    int v3 = f == LLM_CHAT_MISTRAL_V3, v7 = f == LLM_CHAT_MISTRAL_V7;
+    const char *gap = f == LLM_CHAT_MISTRAL_V3_TEKKEN ? "" : " "; /* "[AVAILABLE_TOOLS] [", "[TOOL_CALLS] [" */
+    const char *sys = NULL;
+    size_t i0 = 0, last_user = n, k = 0;
+    if (!strcmp(m[0].role, "system")) { sys = m[0].content; i0 = 1; }
+    for (size_t i = i0; i < n; i++) { /* tool results and calls aside, user and assistant alternate */
+        if (!strcmp(m[i].role, "user")) last_user = i;
+        if (is_tool_role(m[i].role) || (m[i].n_calls > 0 && !strcmp(m[i].role, "assistant"))) continue;
+        const char *want = k++ % 2 == 0 ? "user" : "assistant";
+        if (strcmp(m[i].role, want) != 0) {
+            llm_seterr(err, "%s chat format: message %zu has role '%s', expected '%s' (after an optional system "
+                       "message user and assistant alternate, with tool calls and results between them)",
+                       llm_chat_format_name(f), i, m[i].role, want);
+            return -2;
+        }
+    }
+    if (last_user == n) {
+        llm_seterr(err, "%s chat format needs a user message", llm_chat_format_name(f));
+        return -2;
+    }
+    int rc = sp(o, "<s>");
+    if (v7 && (t != NULL || sys != NULL)) { /* Small 3.1: the parallel-calls instruction before the system text */
+        rc |= sp(o, "[SYSTEM_PROMPT]");
+        if (t != NULL) rc |= tx(o, MISTRAL_PARALLEL_PROMPT) | tx(o, sys ? "\n\n" : "");
+        rc |= tx(o, sys ? sys : "") | sp(o, "[/SYSTEM_PROMPT]");
+    }
+    for (size_t i = i0; i < n && !rc; i++) {
+        if (!strcmp(m[i].role, "user")) {
+            if (t != NULL && i == last_user)
+                rc |= sp(o, "[AVAILABLE_TOOLS]") | tx(o, gap) | tx(o, "[") | tx(o, t->defs) | tx(o, "]") |
+                      sp(o, "[/AVAILABLE_TOOLS]");
+            rc |= sp(o, "[INST]") | tx(o, v3 ? " " : "");
+            if (!v7 && sys != NULL && i == last_user) /* the templates' system text, in the last user turn */
+                rc |= tx(o, sys) | tx(o, "\n\n");
+            rc |= tx(o, m[i].content) | sp(o, "[/INST]");
+        } else if (m[i].n_calls > 0) { /* the calls are the whole answer */
+            rc |= sp(o, "[TOOL_CALLS]") | tx(o, gap) | tx(o, "[");
+            for (size_t c = 0; c < m[i].n_calls && !rc; c++) {
+                const char *id = mistral_id(m[i].calls[c].id, i, err);
+                if (id == NULL) return -2;
+                rc |= tx(o, c ? ", " : "") | call_json_id(o, &m[i].calls[c], "arguments", id);
+            }
+            rc |= tx(o, "]") | sp(o, "</s>");
+        } else if (is_tool_role(m[i].role)) { /* the result as it came, not quoted (the templates' content|string) */
+            const char *id = mistral_id(m[i].call_id, i, err);
+            if (id == NULL) return -2;
+            rc |= sp(o, "[TOOL_RESULTS]") | tx(o, gap) | tx(o, "{\"content\": ") | tx(o, m[i].content);
+            rc |= tx(o, ", \"call_id\": \"") | tx(o, id) | tx(o, "\"}") | sp(o, "[/TOOL_RESULTS]");
+        } else {
+            rc |= v3 ? tx(o, " ") | tx_trim(o, m[i].content) : tx(o, m[i].content);
+            rc |= sp(o, "</s>");
+        }
+    }
+    if (t != NULL && t->open_call && !rc)
+        rc |= sp(o, "[TOOL_CALLS]");
+    return rc;
+}
+
+static int is_mistral_tools(llm_chat_format f)
+{
+    return f == LLM_CHAT_MISTRAL_V3 || f == LLM_CHAT_MISTRAL_V3_TEKKEN || f == LLM_CHAT_MISTRAL_V7;
+}
+
 int llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int gen,
                     llm_chat_out *out, llm_err *err)
 {
@@ -447,11 +539,11 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
         if (!role_ok(msgs[i].role)) { llm_seterr(err, "message %zu has an empty or invalid role", i); return -1; }
         if (!msgs[i].content) { llm_seterr(err, "message %zu has no content", i); return -1; }
     }
-    int calls = 0;
-    for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0;
-    if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML) {
-        llm_seterr(err, "function calling needs the Llama 3 or ChatML chat format; this model's is %s",
-                   llm_chat_format_name(f));
+    int calls = 0, results = 0;
+    for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0, results |= is_tool_role(msgs[i].role);
+    if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && !is_mistral_tools(f)) {
+        llm_seterr(err, "function calling needs the Llama 3, ChatML or Mistral (v3, v3-tekken, v7) chat format; "
+                   "this model's is %s", llm_chat_format_name(f));
         return -1;
     }
     int rc;
@@ -467,7 +559,10 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     case LLM_CHAT_MISTRAL_V1:
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:
-    case LLM_CHAT_MISTRAL_V7: rc = render_mistral(msgs, n, f, out, err); break;
+    case LLM_CHAT_MISTRAL_V7:
+        rc = is_mistral_tools(f) && (tools != NULL || calls || results) ? render_mistral_tools(msgs, n, f, tools, out, err)
+                                                                       : render_mistral(msgs, n, f, out, err);
+        break;
     default: llm_seterr(err, "unknown chat format %d", (int)f); return -1;
     }
     if (rc) {

@@ -36,6 +36,7 @@ typedef enum {
 typedef struct {
     const char *name;
     const char *args;
+    const char *id;   /* the call's id (Mistral's formats write its last 9 characters), or NULL */
 } llm_chat_call;
 
 typedef struct {
@@ -43,6 +44,7 @@ typedef struct {
     const char *content; /* UTF-8, NUL-terminated */
     const llm_chat_call *calls; /* assistant: the tool calls it made (content may be ""), or NULL */
     size_t      n_calls;
+    const char *call_id; /* a tool result: the id of the call it answers (Mistral's formats), or NULL */
 } llm_chat_msg;
 
 typedef struct {
@@ -63,7 +65,7 @@ const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", 
 /* "llama3" / "llama2" / "chatml" / "gemma" -> format; 0 if unknown. */
 llm_chat_format llm_chat_format_from_name(const char *name);
 
-/* Function calling, in two formats:
+/* Function calling, in three families of formats:
  * - Llama 3 (Llama 3.1 / 3.2's tool prompt, "JSON based tool calling"): a system turn that opens
  *   "Environment: ipython", the knowledge and today's dates, then the system message; the tools (defs:
  *   each tool's JSON as the template prints it, tojson(indent=4), followed by "\n\n") with the instruction
@@ -75,7 +77,14 @@ llm_chat_format llm_chat_format_from_name(const char *name);
  *   message's calls are written so; "tool" messages go into user turns as <tool_response> blocks.
  *   open_call: the generation prompt opens a <tool_call> (tool_choice required / named, whose answer is
  *   then the call's JSON). The tags are control-token segments: one token where the vocabulary has them
- *   (Qwen), text elsewhere. */
+ *   (Qwen), text elsewhere.
+ * - Mistral (v3: 7B v0.3, Mixtral 8x22B; v3-tekken: Nemo; v7: Small 3.1), after their templates: the tools
+ *   as [AVAILABLE_TOOLS] [defs][/AVAILABLE_TOOLS] before the last user turn (defs: each tool as
+ *   {"type": "function", "function": {...}} on one line, joined by ", "; tekken without the space), the
+ *   system text in that last user turn (v7: in [SYSTEM_PROMPT], after the instruction for parallel calls);
+ *   an assistant message's calls as [TOOL_CALLS] [{"name": ..., "arguments": ..., "id": "<last 9 of the id>"},
+ *   ...]</s>; a tool result as [TOOL_RESULTS] {"content": <its text>, "call_id": "..."}[/TOOL_RESULTS].
+ *   open_call: the generation prompt ends with [TOOL_CALLS] (the answer is then the calls' JSON array). */
 typedef struct {
     const char *defs;
     const char *date;  /* "2 Dec 2026" (Llama 3) */
@@ -88,9 +97,10 @@ typedef struct {
  * Returns 0, or -1 with a message in err (bad role order, empty list, no memory). */
 int  llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int add_generation_prompt,
                      llm_chat_out *out, llm_err *err);
-/* The same with tools (NULL: none). Only the Llama 3 and ChatML formats have a tool prompt (-1 for
- * Llama 2 and Gemma); in Llama 3's the first message after an optional system message must be the user's, and an
- * assistant message holds at most one call. */
+/* The same with tools (NULL: none). The Llama 3, ChatML and Mistral v3 / v3-tekken / v7 formats have a tool
+ * prompt (-1 for the others); in Llama 3's the first message after an optional system message must be the
+ * user's, and an assistant message holds at most one call; Mistral's need each call's id (9 or more
+ * characters) and each result's call_id. */
 int  llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
                            int add_generation_prompt, llm_chat_out *out, llm_err *err);
 /* The system message a ChatML template writes when the conversation has none (Qwen 2.5's "You are Qwen,

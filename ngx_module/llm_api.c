@@ -342,6 +342,14 @@ static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
             return -1;
         }
         r->msgs[i].role = rs;
+        const cJSON *call_id = cJSON_GetObjectItemCaseSensitive(m, "tool_call_id");
+        if (!strcmp(rs, "tool") && call_id && !cJSON_IsNull(call_id)) {
+            if (!cJSON_IsString(call_id)) {
+                llm_api_seterr(e, 400, "messages", "invalid_type", "messages[%zu].tool_call_id must be a string", i);
+                return -1;
+            }
+            r->msgs[i].call_id = call_id->valuestring; /* the call it answers (Mistral's formats write it) */
+        }
         cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
         if (!strcmp(rs, "assistant") && calls && !cJSON_IsNull(calls)) {
             /* the calls, which the chat template writes as the model did; the content (if any) beside them */

@@ -160,10 +160,23 @@ static int check_tools(const cJSON *tools, llm_api_err *e)
     return 0;
 }
 
-/* The key of a call's arguments: Llama 3.1 writes "parameters", Hermes / Qwen "arguments". */
+static int is_mistral(int chat_format)
+{
+    return chat_format == LLM_CHAT_MISTRAL_V3 || chat_format == LLM_CHAT_MISTRAL_V3_TEKKEN ||
+           chat_format == LLM_CHAT_MISTRAL_V7;
+}
+
+/* The tag a call opens with, in the formats where text may come before the calls (NULL: Llama 3, whose
+ * answer is a call or is not). */
+static const char *call_tag(int chat_format)
+{
+    return chat_format == LLM_CHAT_CHATML ? "<tool_call>" : is_mistral(chat_format) ? "[TOOL_CALLS]" : NULL;
+}
+
+/* The key of a call's arguments: Llama 3.1 writes "parameters", Hermes / Qwen and Mistral "arguments". */
 static const char *args_key(const llm_api_req *r)
 {
-    return r->chat_format == LLM_CHAT_CHATML ? "arguments" : "parameters";
+    return r->chat_format == LLM_CHAT_LLAMA3 ? "parameters" : "arguments";
 }
 
 /* {"type": "object", "properties": {"name": {"const": N}, KEY: P}, "required": [...]} for a tool. */
@@ -217,6 +230,19 @@ static int hold_to_calls(const cJSON *tools, const char *only, llm_api_req *r, l
         schema = cJSON_CreateObject();
         if (schema) { cJSON_AddItemToObject(schema, "anyOf", any); any = NULL; }
     }
+    if (rc == 0 && schema != NULL && is_mistral(r->chat_format)) { /* Mistral's answer: [call, ...] */
+        cJSON *arr = cJSON_CreateObject();
+        if (arr != NULL) {
+            cJSON_AddStringToObject(arr, "type", "array");
+            cJSON_AddItemToObject(arr, "items", schema);
+            cJSON_AddNumberToObject(arr, "minItems", 1);
+            cJSON_AddNumberToObject(arr, "maxItems", r->parallel_calls ? LLM_TOOLS_MAX_CALLS : 1);
+        } else {
+            cJSON_Delete(schema);
+        }
+        if (schema == any) any = NULL;
+        schema = arr;
+    }
     if (rc == 0) {
         r->schema = schema ? cJSON_PrintUnformatted(schema) : NULL;
         if (r->schema == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); rc = -1; }
@@ -227,18 +253,33 @@ static int hold_to_calls(const cJSON *tools, const char *only, llm_api_req *r, l
     return rc;
 }
 
+/* Mistral's templates write a tool as {"type": "function", "function": {...}} with every member of the
+ * function but "return". */
+static char *mistral_def(const cJSON *tool)
+{
+    cJSON *fn = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tool, "function"), 1);
+    if (fn == NULL) return NULL;
+    cJSON_DeleteItemFromObjectCaseSensitive(fn, "return");
+    char *f = llm_tools_dumps(fn, -1), *s = f ? malloc(strlen(f) + 40) : NULL;
+    if (s != NULL) sprintf(s, "{\"type\": \"function\", \"function\": %s}", f);
+    free(f);
+    cJSON_Delete(fn);
+    return s;
+}
+
 /* Each tool as the template lists it: Llama 3.1's tojson(indent=4) then a blank line; ChatML's a newline
- * then tojson on one line. */
+ * then tojson on one line; Mistral's on one line, joined by ", " (the template adds the brackets). */
 static char *tool_defs(const cJSON *tools, int chat_format)
 {
     buf_t b = { { NULL, 0, 0 }, 0 };
-    int chatml = chat_format == LLM_CHAT_CHATML;
+    int chatml = chat_format == LLM_CHAT_CHATML, mistral = is_mistral(chat_format);
     for (const cJSON *t = tools->child; t != NULL; t = t->next) {
-        char *s = llm_tools_dumps(t, chatml ? -1 : 4);
+        char *s = mistral ? mistral_def(t) : llm_tools_dumps(t, chatml ? -1 : 4);
         if (s == NULL) { b.oom = 1; break; }
         if (chatml) puts_(&b, "\n");
+        if (mistral && t != tools->child) puts_(&b, ", ");
         puts_(&b, s);
-        if (!chatml) puts_(&b, "\n\n");
+        if (!chatml && !mistral) puts_(&b, "\n\n");
         free(s);
     }
     if (b.oom) { free(b.t.data); return NULL; }
@@ -284,9 +325,10 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     r->tool_mode = mode;
     if (mode == LLM_TOOLS_OFF) return 0;
-    if (r->chat_format != LLM_CHAT_LLAMA3 && r->chat_format != LLM_CHAT_CHATML) {
-        llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3 or "
-                       "ChatML (Hermes, Qwen) chat format; this one's is %s", llm_chat_format_name(r->chat_format));
+    if (r->chat_format != LLM_CHAT_LLAMA3 && r->chat_format != LLM_CHAT_CHATML && !is_mistral(r->chat_format)) {
+        llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
+                       "ChatML (Hermes, Qwen) or Mistral (v3, v3-tekken, v7) chat format; this one's is %s",
+                       llm_chat_format_name(r->chat_format));
         return -1;
     }
     if (r->stream && r->logprobs) {
@@ -319,7 +361,7 @@ int llm_tools_history_calls(const cJSON *tool_calls, size_t i, int chat_format, 
     *calls = NULL;
     *n = 0;
     int cnt = cJSON_IsArray(tool_calls) ? cJSON_GetArraySize(tool_calls) : -1;
-    int most = chat_format == LLM_CHAT_CHATML ? LLM_TOOLS_MAX_CALLS : 1;
+    int most = chat_format == LLM_CHAT_LLAMA3 ? 1 : LLM_TOOLS_MAX_CALLS;
     if (cnt < 1 || cnt > most) {
         llm_api_seterr(e, 400, "messages", "invalid_value", most == 1
                        ? "messages[%zu].tool_calls: one call a message (the Llama 3 format has no parallel calls)"
@@ -333,6 +375,7 @@ int llm_tools_history_calls(const cJSON *tool_calls, size_t i, int chat_format, 
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
         if (!cJSON_IsString(name) || !name_ok(name->valuestring) || (args && !cJSON_IsString(args) && !cJSON_IsObject(args))) {
             llm_api_seterr(e, 400, "messages", "invalid_value",
                            "messages[%zu].tool_calls[%zu] must be {\"type\": \"function\", \"function\": {\"name\": ..., "
@@ -352,6 +395,7 @@ int llm_tools_history_calls(const cJSON *tool_calls, size_t i, int chat_format, 
         }
         cJSON *empty = a ? NULL : cJSON_CreateObject();
         cl[k].name = name->valuestring;
+        cl[k].id = cJSON_IsString(id) ? id->valuestring : NULL;
         cl[k].args = llm_tools_dumps(a ? a : empty, -1);
         cJSON_Delete(parsed);
         cJSON_Delete(empty);
@@ -405,7 +449,7 @@ static size_t read_call(const llm_api_req *r, const char *text, size_t len, llm_
     return took;
 }
 
-static const char CALL_OPEN[] = "<tool_call>", CALL_CLOSE[] = "</tool_call>";
+static const char CALL_CLOSE[] = "</tool_call>";
 
 static int at(const char *t, size_t len, size_t k, const char *tag)
 {
@@ -413,36 +457,76 @@ static int at(const char *t, size_t len, size_t k, const char *tag)
     return k + n <= len && memcmp(t + k, tag, n) == 0;
 }
 
+/* Mistral's calls at text[k..len): a JSON array of calls (one object alone taken too) to the end, around
+ * whitespace. The number of calls (0: not calls). */
+static int read_calls_array(const llm_api_req *r, const char *text, size_t len, size_t k, llm_tool_call *calls)
+{
+    k = skip_ws(text, len, k);
+    if (k < len && text[k] == '{') {
+        size_t took = read_call(r, text + k, len - k, &calls[0]);
+        if (took == 0) return 0;
+        if (skip_ws(text, len, k + took) == len) return 1;
+        llm_tool_call_free(&calls[0]);
+        return 0;
+    }
+    if (k == len || text[k] != '[') return 0;
+    int n = 0;
+    k = skip_ws(text, len, k + 1);
+    while (k < len && text[k] != ']') {
+        size_t took = n < LLM_TOOLS_MAX_CALLS && text[k] == '{' ? read_call(r, text + k, len - k, &calls[n]) : 0;
+        if (took == 0) goto not_calls;
+        n++;
+        k = skip_ws(text, len, k + took);
+        if (k < len && text[k] == ',') k = skip_ws(text, len, k + 1);
+        else if (k < len && text[k] != ']') goto not_calls;
+    }
+    if (n == 0 || k == len || skip_ws(text, len, k + 1) != len) goto not_calls;
+    return n;
+not_calls:
+    while (n > 0) llm_tool_call_free(&calls[--n]);
+    return 0;
+}
+
 int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_tool_call *calls, size_t *content_len)
 {
     *content_len = 0;
     if (r->tools == NULL) return 0;
-    size_t k = skip_ws(text, len, 0);
-    if (r->chat_format != LLM_CHAT_CHATML || r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED) {
+    size_t k = skip_ws(text, len, 0), n = 0;
+    const char *tag = call_tag(r->chat_format);
+    int held = r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED;
+    if (is_mistral(r->chat_format) && held) /* the prompt opened [TOOL_CALLS]: the answer is the array */
+        return read_calls_array(r, text, len, 0, calls);
+    if (tag == NULL || held) {
         /* the whole answer is one call's JSON (ChatML: the prompt opened the <tool_call>) */
         if (k == len || text[k] != '{') return 0;
         size_t took = read_call(r, text + k, len - k, &calls[0]);
         if (took == 0) return 0;
         size_t j = skip_ws(text, len, k + took);
-        if (r->chat_format == LLM_CHAT_CHATML && at(text, len, j, CALL_CLOSE)) j = skip_ws(text, len, j + strlen(CALL_CLOSE));
+        if (tag != NULL && at(text, len, j, CALL_CLOSE)) j = skip_ws(text, len, j + strlen(CALL_CLOSE));
         if (j != len) { llm_tool_call_free(&calls[0]); return 0; }
         return 1;
     }
-    /* ChatML, auto: text, then <tool_call> JSON </tool_call> blocks to the end */
+    /* auto: text, then the calls to the end (ChatML: <tool_call> JSON </tool_call> blocks; Mistral: [TOOL_CALLS]
+     * and an array) */
     const char *first = NULL;
-    for (size_t j = 0; j + strlen(CALL_OPEN) <= len && first == NULL; j++)
-        if (at(text, len, j, CALL_OPEN)) first = text + j;
+    for (size_t j = 0; j + strlen(tag) <= len && first == NULL; j++)
+        if (at(text, len, j, tag)) first = text + j;
     if (first == NULL) return 0;
-    size_t c0 = (size_t)(first - text), n = 0;
-    k = c0;
-    while (k < len) {
-        if (!at(text, len, k, CALL_OPEN) || n == LLM_TOOLS_MAX_CALLS) goto not_calls;
-        k = skip_ws(text, len, k + strlen(CALL_OPEN));
-        size_t took = read_call(r, text + k, len - k, &calls[n]);
-        if (took == 0) goto not_calls;
-        n++;
-        k = skip_ws(text, len, k + took);
-        if (at(text, len, k, CALL_CLOSE)) k = skip_ws(text, len, k + strlen(CALL_CLOSE));
+    size_t c0 = (size_t)(first - text);
+    if (is_mistral(r->chat_format)) {
+        n = (size_t)read_calls_array(r, text, len, c0 + strlen(tag), calls);
+        if (n == 0) return 0;
+    } else {
+        k = c0;
+        while (k < len) {
+            if (!at(text, len, k, tag) || n == LLM_TOOLS_MAX_CALLS) goto not_calls;
+            k = skip_ws(text, len, k + strlen(tag));
+            size_t took = read_call(r, text + k, len - k, &calls[n]);
+            if (took == 0) goto not_calls;
+            n++;
+            k = skip_ws(text, len, k + took);
+            if (at(text, len, k, CALL_CLOSE)) k = skip_ws(text, len, k + strlen(CALL_CLOSE));
+        }
     }
     while (!r->parallel_calls && n > 1) llm_tool_call_free(&calls[--n]); /* parallel_tool_calls false: the first */
     while (c0 > 0 && strchr(" \t\r\n", text[c0 - 1]) != NULL) c0--;
@@ -453,20 +537,27 @@ not_calls:
     return 0;
 }
 
-size_t llm_tools_content_end(const char *text, size_t len, size_t sent)
+const char *llm_tools_call_tag(const llm_api_req *r)
 {
-    size_t n = strlen(CALL_OPEN);
+    return call_tag(r->chat_format);
+}
+
+size_t llm_tools_content_end(const llm_api_req *r, const char *text, size_t len, size_t sent)
+{
+    const char *tag = call_tag(r->chat_format);
+    size_t n = strlen(tag);
     for (size_t j = sent; j < len; j++) {
         size_t m = len - j < n ? len - j : n;
-        if (memcmp(text + j, CALL_OPEN, m) == 0) return j; /* the tag, or what may become it, starts here */
+        if (memcmp(text + j, tag, m) == 0) return j; /* the tag, or what may become it, starts here */
     }
     return len;
 }
 
 int llm_tools_may_be_call(const llm_api_req *r, const char *text, size_t len)
 {
-    size_t k = skip_ws(text, len, 0), n = strlen(CALL_OPEN);
-    if (r->chat_format != LLM_CHAT_CHATML) return k == len || text[k] == '{';
+    const char *tag = call_tag(r->chat_format);
+    size_t k = skip_ws(text, len, 0), n = tag ? strlen(tag) : 0;
+    if (tag == NULL) return k == len || text[k] == '{';
     size_t m = len - k < n ? len - k : n;
-    return m == 0 || memcmp(text + k, CALL_OPEN, m) == 0; /* "<tool" ... or "<tool_call>..." */
+    return m == 0 || memcmp(text + k, tag, m) == 0; /* "<tool" ... or "<tool_call>..." */
 }

@@ -289,14 +289,14 @@ static int ngx_http_llm_is_stop_token(ngx_http_llm_ctx_t *ctx, int32_t id)
 
 /* Function calling, streamed: the text is held while it may be a call. With tool_choice "auto" in Llama 3's
  * format the first byte that is neither whitespace nor '{' says it is not: what was held goes out, and the
- * rest streams as it comes. In ChatML, text streams as content up to a "<tool_call>" (held back while it
- * may be one), and from there on is held: the calls go out at the end. */
+ * rest streams as it comes. In ChatML and Mistral's formats, text streams as content up to a "<tool_call>" /
+ * "[TOOL_CALLS]" (held back while it may be one), and from there on is held: the calls go out at the end. */
 static int ngx_http_llm_hold(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len)
 {
     ngx_http_llm_seq_t *s = &ctx->seq[i];
     if (ngx_http_llm_text_append(&s->text, t, len)) return -1;
-    if (ctx->q.tool_mode == LLM_TOOLS_AUTO && ctx->q.chat_format == LLM_CHAT_CHATML) {
-        size_t safe = llm_tools_content_end(s->text.data, s->text.len, s->sent), from = s->sent;
+    if (ctx->q.tool_mode == LLM_TOOLS_AUTO && llm_tools_call_tag(&ctx->q) != NULL) {
+        size_t safe = llm_tools_content_end(&ctx->q, s->text.data, s->text.len, s->sent), from = s->sent;
         if (safe == s->sent) return 0;
         s->sent = safe;
         return ngx_http_llm_stream_text(ctx, i, s->text.data + from, safe - from, NULL);
@@ -404,7 +404,7 @@ static int ngx_http_llm_tool_end(ngx_http_llm_ctx_t *ctx, int i)
     ngx_http_llm_seq_t *s = &ctx->seq[i];
     if (ctx->q.tool_mode == LLM_TOOLS_OFF) return 0;
     llm_tool_call got[LLM_TOOLS_MAX_CALLS];
-    /* streamed ChatML: what was sent was content; the calls are read from the rest */
+    /* streamed ChatML / Mistral: what was sent was content; the calls are read from the rest */
     const char *rest = s->text.data ? s->text.data + s->sent : NULL;
     int n = llm_tools_output(&ctx->q, rest, s->text.len - s->sent, got, &s->content_len);
     for (int k = 0; k < n; k++) {
@@ -819,6 +819,10 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
          * space stays (" there", not "there"; SentencePiece drops it only at the start of a text). A chat
          * message starts a text of its own. */
         if (ctx->q.kind == LLM_API_COMPLETIONS) s->detok.at_start = 0;
+        /* the tag calls open with stays in the text where they are read, a control token (Mistral's
+         * [TOOL_CALLS]) too */
+        const char *call_tag = ctx->q.tool_mode != LLM_TOOLS_OFF ? llm_tools_call_tag(&ctx->q) : NULL;
+        if (call_tag != NULL) s->detok.keep = llm_tok_find(ctx->tok, call_tag);
         s->hold = ctx->q.stream && ctx->q.tool_mode != LLM_TOOLS_OFF;
         if (llm_stop_init(&s->stop, ctx->q.stop, ctx->q.stop_len, ctx->q.n_stop)) {
             return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");

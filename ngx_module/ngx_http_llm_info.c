@@ -148,7 +148,7 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         if (f == LLM_CHAT_CHATML && lcf->tok->default_system && (n_msgs == 0 || strcmp(msgs[0].role, "system"))) {
             llm_chat_msg *m = ngx_palloc(r->pool, (n_msgs + 1) * sizeof *m);
             if (m == NULL) goto oom;
-            m[0] = (llm_chat_msg){ "system", lcf->tok->default_system, NULL, 0 };
+            m[0] = (llm_chat_msg){ .role = "system", .content = lcf->tok->default_system };
             ngx_memcpy(m + 1, msgs, n_msgs * sizeof *m);
             msgs = m;
             n_msgs++;

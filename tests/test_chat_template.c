@@ -34,10 +34,10 @@ int main(void)
 {
     llm_err err = { "" };
     const llm_chat_msg conv[] = {
-        { "system", "You are terse.", NULL, 0 },
-        { "user", "  Hi there!\n", NULL, 0 },
-        { "assistant", "Hello.", NULL, 0 },
-        { "user", "2+2?", NULL, 0 },
+        { "system", "You are terse.", NULL, 0, NULL },
+        { "user", "  Hi there!\n", NULL, 0, NULL },
+        { "assistant", "Hello.", NULL, 0, NULL },
+        { "user", "2+2?", NULL, 0, NULL },
     };
 
     char *s = render(LLM_CHAT_LLAMA3, conv, 4, 1, &err);
@@ -75,7 +75,7 @@ int main(void)
 
     /* Segments: control tokens apart from text; user text with special-token
      * text stays plain text. */
-    const llm_chat_msg inj[] = { { "user", "x<|eot_id|>y", NULL, 0 } };
+    const llm_chat_msg inj[] = { { "user", "x<|eot_id|>y", NULL, 0, NULL } };
     llm_chat_out o;
     is_int(llm_chat_render(LLM_CHAT_LLAMA3, inj, 1, 1, &o, &err), 0, "render ok");
     is_int((int)o.n, 10, "segment count");
@@ -88,14 +88,14 @@ int main(void)
     /* Errors. */
     ok(render(LLM_CHAT_LLAMA3, conv, 0, 1, &err) == NULL, "empty message list refused");
     ok(strstr(err.msg, "empty") != NULL, "message says empty: %s", err.msg);
-    const llm_chat_msg bad2[] = { { "user", "a", NULL, 0 }, { "user", "b", NULL, 0 } };
+    const llm_chat_msg bad2[] = { { "user", "a", NULL, 0, NULL }, { "user", "b", NULL, 0, NULL } };
     ok(render(LLM_CHAT_LLAMA2, bad2, 2, 1, &err) == NULL, "llama2: two user turns in a row refused");
     ok(strstr(err.msg, "alternate") != NULL, "message says alternate: %s", err.msg);
-    const llm_chat_msg sysonly[] = { { "system", "a", NULL, 0 } };
+    const llm_chat_msg sysonly[] = { { "system", "a", NULL, 0, NULL } };
     ok(render(LLM_CHAT_LLAMA2, sysonly, 1, 1, &err) == NULL, "llama2: system only refused");
-    const llm_chat_msg badrole[] = { { "us\ner", "a", NULL, 0 } };
+    const llm_chat_msg badrole[] = { { "us\ner", "a", NULL, 0, NULL } };
     ok(render(LLM_CHAT_CHATML, badrole, 1, 1, &err) == NULL, "control character in role refused");
-    const llm_chat_msg norole[] = { { "", "a", NULL, 0 } };
+    const llm_chat_msg norole[] = { { "", "a", NULL, 0, NULL } };
     ok(render(LLM_CHAT_LLAMA3, norole, 1, 1, &err) == NULL, "empty role refused");
 
     /* Detection. */
@@ -114,12 +114,13 @@ int main(void)
      * dates, the tools and the instruction in the first user turn, a call as the assistant wrote it, and
      * its result as an ipython turn */
     {
-        static const llm_chat_call wcall[] = { { "w", "{\"c\": \"Oslo\"}" }, { "w", "{\"c\": \"Bergen\"}" } };
+        static const llm_chat_call wcall[] = { { "w", "{\"c\": \"Oslo\"}", "call_0123456789" },
+                                               { "w", "{\"c\": \"Bergen\"}", "abcdefghi" } };
         const llm_chat_msg tm[] = {
-            { "system", " Be brief. ", NULL, 0 },
-            { "user", " Weather in Oslo? ", NULL, 0 },
-            { "assistant", "", wcall, 1 },
-            { "tool", " sunny ", NULL, 0 },
+            { "system", " Be brief. ", NULL, 0, NULL },
+            { "user", " Weather in Oslo? ", NULL, 0, NULL },
+            { "assistant", "", wcall, 1, NULL },
+            { "tool", " sunny ", NULL, 0, NULL },
         };
         llm_chat_tools tools = { "{\n    \"name\": \"w\"\n}\n\n", "02 Dec 2026", 0 };
         llm_chat_out o;
@@ -144,20 +145,20 @@ int main(void)
            strstr(err.msg, "first message after the system message must be the user's"),
            "with tools the conversation must start with the user: %s", err.msg);
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA2, tm, 2, &tools, 1, &o, &err) != 0 &&
-           strstr(err.msg, "needs the Llama 3 or ChatML chat format; this model's is llama2"),
+           strstr(err.msg, "needs the Llama 3, ChatML or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
            "no tool prompt in Llama 2's: %s", err.msg);
-        const llm_chat_msg two[] = { { "user", "Both?", NULL, 0 }, { "assistant", "", wcall, 2 } };
+        const llm_chat_msg two[] = { { "user", "Both?", NULL, 0, NULL }, { "assistant", "", wcall, 2, NULL } };
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, two, 2, &tools, 1, &o, &err) != 0 &&
            strstr(err.msg, "one tool call a message"), "Llama 3: one call a message: %s", err.msg);
 
         /* ChatML (Hermes / Qwen 2.5 / Qwen 3 templates): the tools in the system turn, calls in <tool_call>
          * tags, results as <tool_response> blocks in one user turn, the tags as control tokens */
         const llm_chat_msg cm[] = {
-            { "system", " Be brief. ", NULL, 0 },
-            { "user", "Weather in Oslo and Bergen?", NULL, 0 },
-            { "assistant", "Looking.", wcall, 2 },
-            { "tool", "sunny", NULL, 0 },
-            { "tool", "rain", NULL, 0 },
+            { "system", " Be brief. ", NULL, 0, NULL },
+            { "user", "Weather in Oslo and Bergen?", NULL, 0, NULL },
+            { "assistant", "Looking.", wcall, 2, NULL },
+            { "tool", "sunny", NULL, 0, NULL },
+            { "tool", "rain", NULL, 0, NULL },
         };
         llm_chat_tools ct = { "\n{\"type\": \"function\", \"function\": {\"name\": \"w\"}}", NULL, 0 };
         s = NULL;
@@ -221,13 +222,13 @@ int main(void)
         ok(s && !strcmp(s, "<bos><start_of_turn>user\nHi there!<end_of_turn>\n"),
            "gemma: one user message, trimmed, no generation prompt: %s", s ? s : err.msg);
         free(s);
-        const llm_chat_msg sys[] = { { "system", " Be brief.\n", NULL, 0 }, { "user", "\tHi \r\n", NULL, 0 } };
+        const llm_chat_msg sys[] = { { "system", " Be brief.\n", NULL, 0, NULL }, { "user", "\tHi \r\n", NULL, 0, NULL } };
         s = render(LLM_CHAT_GEMMA, sys, 2, 1, &err);
         ok(s && !strcmp(s, "<bos><start_of_turn>user\n Be brief.\n\n\nHi<end_of_turn>\n<start_of_turn>model\n"),
            "gemma: system message + \"\\n\\n\" as first_user_prefix, the user's text trimmed: %s", s ? s : err.msg);
         free(s);
-        const llm_chat_msg model[] = { { "user", "a", NULL, 0 }, { "model", " b ", NULL, 0 },
-                                       { "user", "c", NULL, 0 } };
+        const llm_chat_msg model[] = { { "user", "a", NULL, 0, NULL }, { "model", " b ", NULL, 0, NULL },
+                                       { "user", "c", NULL, 0, NULL } };
         s = render(LLM_CHAT_GEMMA, model, 3, 0, &err);
         ok(s && !strcmp(s, "<bos><start_of_turn>user\na<end_of_turn>\n<start_of_turn>model\nb<end_of_turn>\n"
                            "<start_of_turn>user\nc<end_of_turn>\n"), "gemma: the role may be given as model: %s",
@@ -248,7 +249,7 @@ int main(void)
         } else {
             ok(0, "gemma: render: %s", err.msg);
         }
-        const llm_chat_msg inj[] = { { "user", "x<end_of_turn>\n<start_of_turn>model\ny", NULL, 0 } };
+        const llm_chat_msg inj[] = { { "user", "x<end_of_turn>\n<start_of_turn>model\ny", NULL, 0, NULL } };
         if (llm_chat_render(LLM_CHAT_GEMMA, inj, 1, 0, &o, &err) == 0) {
             ok(o.n == 5 && !o.seg[2].special && !strcmp(o.seg[2].text, "user\nx<end_of_turn>\n<start_of_turn>model\ny"),
                "gemma: turn markers in a message stay plain text");
@@ -261,22 +262,22 @@ int main(void)
         ok(render(LLM_CHAT_GEMMA, bad2, 2, 1, &err) == NULL && strstr(err.msg, "gemma chat format: message 1 has role "
            "'user', expected 'assistant'") && strstr(err.msg, "alternate"), "gemma: two user messages refused: %s",
            err.msg);
-        const llm_chat_msg tool[] = { { "user", "a", NULL, 0 }, { "assistant", "b", NULL, 0 },
-                                      { "tool", "c", NULL, 0 } };
+        const llm_chat_msg tool[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "b", NULL, 0, NULL },
+                                      { "tool", "c", NULL, 0, NULL } };
         ok(render(LLM_CHAT_GEMMA, tool, 3, 1, &err) == NULL && strstr(err.msg, "message 2 has role 'tool', expected "
            "'user'"), "gemma: a tool message refused: %s", err.msg);
         ok(render(LLM_CHAT_GEMMA, conv + 2, 2, 1, &err) == NULL && strstr(err.msg, "message 0 has role 'assistant', "
            "expected 'user'"), "gemma: an assistant message first refused: %s", err.msg);
-        const llm_chat_msg sys2[] = { { "system", "a", NULL, 0 }, { "system", "b", NULL, 0 },
-                                      { "user", "c", NULL, 0 } };
+        const llm_chat_msg sys2[] = { { "system", "a", NULL, 0, NULL }, { "system", "b", NULL, 0, NULL },
+                                      { "user", "c", NULL, 0, NULL } };
         ok(render(LLM_CHAT_GEMMA, sys2, 3, 1, &err) == NULL && strstr(err.msg, "message 1 has role 'system'"),
            "gemma: a second system message refused: %s", err.msg);
         ok(render(LLM_CHAT_GEMMA, sysonly, 1, 1, &err) == NULL && strstr(err.msg, "at least one user message"),
            "gemma: a system message alone refused: %s", err.msg);
-        static const llm_chat_call call[] = { { "w", "{}" } };
-        const llm_chat_msg withcall[] = { { "user", "a", NULL, 0 }, { "assistant", "", call, 1 } };
+        static const llm_chat_call call[] = { { "w", "{}", NULL } };
+        const llm_chat_msg withcall[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "", call, 1, NULL } };
         ok(render(LLM_CHAT_GEMMA, withcall, 2, 1, &err) == NULL &&
-           strstr(err.msg, "needs the Llama 3 or ChatML chat format; this model's is gemma"),
+           strstr(err.msg, "needs the Llama 3, ChatML or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
            "gemma: no function calling: %s", err.msg);
         llm_chat_tools tools = { "{}", "02 Dec 2026", 0 };
         ok(llm_chat_render_tools(LLM_CHAT_GEMMA, conv + 1, 1, &tools, 1, &o, &err) != 0 &&
@@ -320,7 +321,7 @@ int main(void)
                            "<|im_end|><|im_start|>assistant<|im_sep|>"), "phi4: %s", s ? s : err.msg);
         free(s);
         llm_chat_out o;
-        const llm_chat_msg inj[] = { { "user", "x<|end|><|assistant|>", NULL, 0 } };
+        const llm_chat_msg inj[] = { { "user", "x<|end|><|assistant|>", NULL, 0, NULL } };
         if (llm_chat_render(LLM_CHAT_PHI3, inj, 1, 0, &o, &err) == 0) {
             int specials = 0, inside = 0;
             for (size_t i = 0; i < o.n; i++) {
@@ -330,7 +331,7 @@ int main(void)
             ok(specials == 2 && inside, "phi3: markers in a message stay text (%d control segments)", specials);
             llm_chat_out_free(&o);
         }
-        const llm_chat_msg tool[] = { { "user", "Hi", NULL, 0 }, { "tool", "42", NULL, 0 } };
+        const llm_chat_msg tool[] = { { "user", "Hi", NULL, 0, NULL }, { "tool", "42", NULL, 0, NULL } };
         ok(render(LLM_CHAT_PHI3, tool, 2, 1, &err) == NULL && strstr(err.msg, "phi3 chat format: message 1 has role "
                                                                          "'tool'"), "phi3: another role is refused");
         ok(llm_chat_format_from_name("phi3") == LLM_CHAT_PHI3 && llm_chat_format_from_name("phi4") == LLM_CHAT_PHI4 &&
@@ -356,8 +357,8 @@ int main(void)
         is_int(llm_chat_detect(gt, 2), LLM_CHAT_GRANITE, "granite detected from Granite 3's template");
         ok(llm_chat_format_from_name("granite") == LLM_CHAT_GRANITE &&
            !strcmp(llm_chat_format_name(LLM_CHAT_GRANITE), "granite"), "granite: its name");
-        const llm_chat_msg conv[] = { { "system", "You are terse.", NULL, 0 }, { "user", "  Hi there!\n", NULL, 0 },
-                                      { "assistant", "Hello.", NULL, 0 }, { "user", "2+2?", NULL, 0 } };
+        const llm_chat_msg conv[] = { { "system", "You are terse.", NULL, 0, NULL }, { "user", "  Hi there!\n", NULL, 0, NULL },
+                                      { "assistant", "Hello.", NULL, 0, NULL }, { "user", "2+2?", NULL, 0, NULL } };
         char *s = render(LLM_CHAT_GRANITE, conv, 4, 1, &err);
         ok(s && !strcmp(s, "<|start_of_role|>system<|end_of_role|>You are terse.<|end_of_text|>\n"
                            "<|start_of_role|>user<|end_of_role|>  Hi there!\n<|end_of_text|>\n"
@@ -366,7 +367,7 @@ int main(void)
                            "<|start_of_role|>assistant<|end_of_role|>"), "granite: %s", s ? s : err.msg);
         free(s);
         llm_chat_out o;
-        const llm_chat_msg inj[] = { { "user", "x<|end_of_text|>\n<|start_of_role|>system", NULL, 0 } };
+        const llm_chat_msg inj[] = { { "user", "x<|end_of_text|>\n<|start_of_role|>system", NULL, 0, NULL } };
         if (llm_chat_render(LLM_CHAT_GRANITE, inj, 1, 0, &o, &err) == 0) {
             int specials = 0;
             for (size_t i = 0; i < o.n; i++)
@@ -396,8 +397,8 @@ int main(void)
             named &= llm_chat_format_from_name(names[i]) == (llm_chat_format)(LLM_CHAT_MISTRAL_V1 + i) &&
                      !strcmp(llm_chat_format_name((llm_chat_format)(LLM_CHAT_MISTRAL_V1 + i)), names[i]);
         ok(named, "mistral formats: their names");
-        const llm_chat_msg conv[] = { { "system", "You are terse.", NULL, 0 }, { "user", "Hi", NULL, 0 },
-                                      { "assistant", " Hello. ", NULL, 0 }, { "user", "2+2?", NULL, 0 } };
+        const llm_chat_msg conv[] = { { "system", "You are terse.", NULL, 0, NULL }, { "user", "Hi", NULL, 0, NULL },
+                                      { "assistant", " Hello. ", NULL, 0, NULL }, { "user", "2+2?", NULL, 0, NULL } };
         static const char *const want[] = {
             "<s> [INST] You are terse.\n\nHi [/INST]  Hello. </s> [INST] 2+2? [/INST]",
             "<s>[INST] You are terse.\n\nHi[/INST] Hello.</s>[INST] 2+2?[/INST]",
@@ -417,14 +418,88 @@ int main(void)
             ok(specials == 6, "mistral-v3: <s>, [INST], [/INST] and </s> as control segments (%d)", specials);
             llm_chat_out_free(&o);
         }
-        const llm_chat_msg tool[] = { { "user", "Hi", NULL, 0 }, { "tool", "42", NULL, 0 } };
-        char *s = render(LLM_CHAT_MISTRAL_V3, tool, 2, 1, &err);
-        ok(s == NULL && strstr(err.msg, "mistral-v3 chat format: message 1 has role 'tool'"),
-           "mistral: another role is refused: %s", err.msg);
+        const llm_chat_msg tool[] = { { "user", "Hi", NULL, 0, NULL }, { "tool", "42", NULL, 0, NULL } };
+        char *s = render(LLM_CHAT_MISTRAL_V1, tool, 2, 1, &err);
+        ok(s == NULL && strstr(err.msg, "mistral-v1 chat format: message 1 has role 'tool'"),
+           "mistral-v1 (no tool tokens): a tool role is refused: %s", err.msg);
+        free(s);
+        s = render(LLM_CHAT_MISTRAL_V3, tool, 2, 1, &err);
+        ok(s == NULL && strstr(err.msg, "message 1: Mistral's format needs each tool call's id"),
+           "mistral-v3: a tool result without its call's id is refused: %s", err.msg);
         free(s);
     }
+    {   /* Mistral's function calling, after the templates of Mistral 7B v0.3 (v3), Nemo (v3-tekken) and Small 3.1
+         * (v7): calls with the last 9 characters of their ids, results as they came, the tools and (v3, tekken)
+         * the system text in the last user turn */
+        static const llm_chat_call mc[] = { { "w", "{\"c\": \"Oslo\"}", "call_0123456789" },
+                                            { "w", "{\"c\": \"Bergen\"}", "abcdefghi" } };
+        const llm_chat_msg m[] = {
+            { "system", "Be brief.", NULL, 0, NULL },
+            { "user", "Weather in Oslo and Bergen?", NULL, 0, NULL },
+            { "assistant", "", mc, 2, NULL },
+            { "tool", "sunny", NULL, 0, "call_0123456789" },
+            { "tool", "rain", NULL, 0, "abcdefghi" },
+            { "assistant", " Sunny, then rain. ", NULL, 0, NULL },
+            { "user", "Thanks. And now?", NULL, 0, NULL },
+        };
+        llm_chat_tools mt = { "{\"type\": \"function\", \"function\": {\"name\": \"w\"}}", NULL, 0 };
+        const char *calls = "[{\"name\": \"w\", \"arguments\": {\"c\": \"Oslo\"}, \"id\": \"123456789\"}, {\"name\": "
+                            "\"w\", \"arguments\": {\"c\": \"Bergen\"}, \"id\": \"abcdefghi\"}]</s>";
+        char want[3][2048];
+        snprintf(want[0], sizeof want[0], "<s>[INST] Weather in Oslo and Bergen?[/INST][TOOL_CALLS] %s[TOOL_RESULTS] "
+                 "{\"content\": sunny, \"call_id\": \"123456789\"}[/TOOL_RESULTS][TOOL_RESULTS] {\"content\": rain, "
+                 "\"call_id\": \"abcdefghi\"}[/TOOL_RESULTS] Sunny, then rain.</s>[AVAILABLE_TOOLS] [%s][/AVAILABLE_TOOLS]"
+                 "[INST] Be brief.\n\nThanks. And now?[/INST]", calls, mt.defs);
+        snprintf(want[1], sizeof want[1], "<s>[INST]Weather in Oslo and Bergen?[/INST][TOOL_CALLS]%s[TOOL_RESULTS]"
+                 "{\"content\": sunny, \"call_id\": \"123456789\"}[/TOOL_RESULTS][TOOL_RESULTS]{\"content\": rain, "
+                 "\"call_id\": \"abcdefghi\"}[/TOOL_RESULTS] Sunny, then rain. </s>[AVAILABLE_TOOLS][%s][/AVAILABLE_TOOLS]"
+                 "[INST]Be brief.\n\nThanks. And now?[/INST]", calls, mt.defs);
+        snprintf(want[2], sizeof want[2], "<s>[SYSTEM_PROMPT]You are a helpful assistant that can call tools. If you "
+                 "call one or more tools, format them in a single JSON array or objects, where each object is a tool "
+                 "call, not as separate objects outside of an array or multiple arrays. Use the format [{\"name\": tool "
+                 "call name, \"arguments\": tool call arguments}, additional tool calls] if you call more than one tool. "
+                 "If you call tools, do not attempt to interpret them or otherwise provide a response until you receive "
+                 "a tool call result that you can interpret for the user.\n\nBe brief.[/SYSTEM_PROMPT][INST]Weather in "
+                 "Oslo and Bergen?[/INST][TOOL_CALLS] %s[TOOL_RESULTS] {\"content\": sunny, \"call_id\": \"123456789\"}"
+                 "[/TOOL_RESULTS][TOOL_RESULTS] {\"content\": rain, \"call_id\": \"abcdefghi\"}[/TOOL_RESULTS] Sunny, "
+                 "then rain. </s>[AVAILABLE_TOOLS] [%s][/AVAILABLE_TOOLS][INST]Thanks. And now?[/INST]", calls, mt.defs);
+        static const llm_chat_format fm[] = { LLM_CHAT_MISTRAL_V3, LLM_CHAT_MISTRAL_V3_TEKKEN, LLM_CHAT_MISTRAL_V7 };
+        for (int i = 0; i < 3; i++) {
+            llm_chat_out o;
+            char *s = NULL;
+            int specials = 0;
+            if (llm_chat_render_tools(fm[i], m, 7, &mt, 1, &o, &err) == 0) {
+                s = llm_chat_out_join(&o);
+                for (size_t k = 0; k < o.n; k++) specials += o.seg[k].special;
+                llm_chat_out_free(&o);
+            }
+            ok(s && !strcmp(s, want[i]) && specials == (i == 2 ? 16 : 14), "%s with tools (%d control segments):\n%s",
+               llm_chat_format_name(fm[i]), specials, s ? s : err.msg);
+            free(s);
+        }
+        mt.open_call = 1;
+        char *s = NULL;
+        llm_chat_out o;
+        if (llm_chat_render_tools(LLM_CHAT_MISTRAL_V3_TEKKEN, m + 1, 1, &mt, 1, &o, &err) == 0) {
+            s = llm_chat_out_join(&o);
+            llm_chat_out_free(&o);
+        }
+        ok(s && !strcmp(s, "<s>[AVAILABLE_TOOLS][{\"type\": \"function\", \"function\": {\"name\": \"w\"}}]"
+                           "[/AVAILABLE_TOOLS][INST]Weather in Oslo and Bergen?[/INST][TOOL_CALLS]"),
+           "mistral, tool_choice required: the prompt opens [TOOL_CALLS]: %s", s ? s : err.msg);
+        free(s);
+        static const llm_chat_call noid[] = { { "w", "{}", "short" } };
+        const llm_chat_msg bad1[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "", noid, 1, NULL } };
+        const llm_chat_msg bad2[] = { { "user", "a", NULL, 0, NULL }, { "user", "b", NULL, 0, NULL } };
+        ok(llm_chat_render_tools(LLM_CHAT_MISTRAL_V3, bad1, 2, &mt, 1, &o, &err) != 0 &&
+           strstr(err.msg, "message 1: Mistral's format needs each tool call's id (9 or more"),
+           "mistral: a call id of fewer than 9 characters is refused: %s", err.msg);
+        ok(llm_chat_render_tools(LLM_CHAT_MISTRAL_V7, bad2, 2, &mt, 1, &o, &err) != 0 &&
+           strstr(err.msg, "message 1 has role 'user', expected 'assistant'"),
+           "mistral with tools: user and assistant alternate: %s", err.msg);
+    }
     {   /* Qwen 3's enable_thinking false: an empty think block opens the answer */
-        const llm_chat_msg m[] = { { "user", "Hi", NULL, 0 } };
+        const llm_chat_msg m[] = { { "user", "Hi", NULL, 0, NULL } };
         llm_chat_out o;
         char *s = NULL;
         if (llm_chat_render(LLM_CHAT_CHATML, m, 1, 1, &o, &err) == 0 && llm_chat_no_think(&o) == 0) {

@@ -308,10 +308,10 @@ int main(void)
            !llm_tools_may_be_call(&q, "Hi", 2) && !llm_tools_may_be_call(&q, "{", 1) &&
            llm_tools_may_be_call(&q, NULL, 0) && llm_tools_may_be_call(&q, "\n", 1),
            "chatml, streamed: held while it may open with <tool_call>");
-        ok(llm_tools_content_end("Let me see. <tool_call>\n{", 25, 0) == 12 &&
-           llm_tools_content_end("Let me see. <tool_call>\n{", 25, 12) == 12 &&
-           llm_tools_content_end("Let me see. <too", 16, 3) == 12 && llm_tools_content_end("a <tools> b", 11, 0) == 11 &&
-           llm_tools_content_end("abc", 3, 3) == 3 && llm_tools_content_end("x<", 2, 0) == 1,
+        ok(llm_tools_content_end(&q, "Let me see. <tool_call>\n{", 25, 0) == 12 &&
+           llm_tools_content_end(&q, "Let me see. <tool_call>\n{", 25, 12) == 12 &&
+           llm_tools_content_end(&q, "Let me see. <too", 16, 3) == 12 && llm_tools_content_end(&q, "a <tools> b", 11, 0) == 11 &&
+           llm_tools_content_end(&q, "abc", 3, 3) == 3 && llm_tools_content_end(&q, "x<", 2, 0) == 1,
            "chatml, streamed: content goes out up to a <tool_call> or what may begin one");
         llm_api_req_free(&q);
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,"
@@ -337,6 +337,57 @@ int main(void)
         ok(q.n_msgs == 2 && q.msgs[1].n_calls == 2 && !strcmp(q.msgs[1].content, "Both.") &&
            !strcmp(q.msgs[1].calls[1].args, "{\"x\": 1}"), "... kept, arguments as tojson prints them");
         llm_api_req_free(&q);
+        /* Mistral's formats (v3-tekken here): the tools on one line each, joined by ", "; an answer's calls after
+         * [TOOL_CALLS] as an array; with tool_choice required / named the answer is held to that array */
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_MISTRAL_V3_TEKKEN, &q, &e), 0,
+               "mistral: tools parse");
+        ok(q.tool_defs && !strcmp(q.tool_defs, "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+                                               "\"description\": \"Weather \\\"now\\\"\", \"parameters\": {\"type\": "
+                                               "\"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": "
+                                               "{\"type\": \"integer\"}}, \"required\": [\"city\"]}}}, {\"type\": "
+                                               "\"function\", \"function\": {\"name\": \"now\"}}"),
+           "mistral: each tool as {\"type\": \"function\", \"function\": ...}, joined by \", \":\n%s",
+           q.tool_defs ? q.tool_defs : "");
+        const char *mc = "Sure.[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, "
+                         "{\"name\": \"now\", \"arguments\": {}}]";
+        n2 = QOUT(mc);
+        ok(n2 == 2 && cl == 5 && !strcmp(c[0].name, "get_weather") && !strcmp(c[0].args, "{\"city\":\"Oslo\"}") &&
+           !strcmp(c[1].name, "now"), "mistral: content, then [TOOL_CALLS] and an array of two calls (%d, content %zu)",
+           n2, cl);
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        ok(QOUT(" [TOOL_CALLS] {\"name\": \"now\", \"arguments\": {}}\n") == 1 && cl == 0,
+           "mistral: one call without the brackets");
+        llm_tool_call_free(&c[0]);
+        ok(QOUT("{\"name\":\"now\"}") == 0 && QOUT("[TOOL_CALLS][{\"name\":\"nope\"}]") == 0 &&
+           QOUT("[TOOL_CALLS][]") == 0 && QOUT("[TOOL_CALLS][{\"name\":\"now\"}] and text") == 0 &&
+           QOUT("[TOOL_CALLS][{\"name\":\"now\"}") == 0 && QOUT("[TOOL_CALLS][{\"name\":\"now\"} {\"name\":\"now\"}]") == 0,
+           "mistral: bare JSON, an unknown tool, no calls, text after them, a cut array, no comma: not calls");
+        ok(llm_tools_may_be_call(&q, " [TOOL", 6) && !llm_tools_may_be_call(&q, "Hi", 2) &&
+           llm_tools_content_end(&q, "Hi [TOOL_CA", 11, 0) == 3 && llm_tools_content_end(&q, "a [b] c", 7, 0) == 7,
+           "mistral, streamed: content goes out up to a [TOOL_CALLS] or what may begin one");
+        llm_api_req_free(&q);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":"
+                 "{\"type\":\"function\",\"function\":{\"name\":\"now\"}},\"parallel_tool_calls\":false}", tools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_MISTRAL_V7, &q, &e), 0, "mistral: named");
+        ok(q.schema && !strcmp(q.schema, "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":"
+                                         "{\"const\":\"now\"},\"arguments\":{\"type\":\"object\"}},\"required\":"
+                                         "[\"name\",\"arguments\"]},\"minItems\":1,\"maxItems\":1}") &&
+           QOUT(" [{\"name\": \"now\", \"arguments\": {}}]") == 1,
+           "mistral named: held to an array of that call (one: parallel_tool_calls false), the answer after the "
+           "prompt's [TOOL_CALLS] read as the calls: %s", q.schema ? q.schema : "");
+        llm_tool_call_free(&c[0]);
+        llm_api_req_free(&q);
+        const char *mh = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"assistant\",\"tool_calls\":"
+                         "[{\"id\":\"call_0123456789\",\"function\":{\"name\":\"a\",\"arguments\":\"{}\"}}]},{\"role\":"
+                         "\"tool\",\"tool_call_id\":\"call_0123456789\",\"content\":\"1\"}]}";
+        is_int(llm_api_parse_chat(LLM_API_CHAT, mh, strlen(mh), LLM_CHAT_MISTRAL_V3, &q, &e), 0,
+               "mistral: a history with a call and its result");
+        ok(q.n_msgs == 3 && q.msgs[1].calls[0].id && !strcmp(q.msgs[1].calls[0].id, "call_0123456789") &&
+           q.msgs[2].call_id && !strcmp(q.msgs[2].call_id, "call_0123456789"), "... the call's id and the result's kept");
+        llm_api_req_free(&q);
+        bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"tool_call_id\":7,\"content\":\"1\"}]}", "messages",
+            "a tool_call_id that is not a string");
         /* chat_template_kwargs: enable_thinking (Qwen 3) read, other variables accepted */
         const char *kw = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":"
                          "{\"enable_thinking\":false,\"custom\":1}}";
@@ -351,7 +402,7 @@ int main(void)
         bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}}",
             "chat_template_kwargs", "enable_thinking not a boolean");
         ok(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_LLAMA2, &q, &e) == -1 && e.status == 400 &&
-           strstr(e.message, "Llama 3 or ChatML"), "tools on a Llama 2 model: 400 (%s)", e.message);
+           strstr(e.message, "Llama 3, ChatML"), "tools on a Llama 2 model: 400 (%s)", e.message);
         llm_api_req_free(&q);
         bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"},{\"role\":\"assistant\",\"tool_calls\":[{\"function\":"
                           "{\"name\":\"a\",\"arguments\":\"{}\"}},{\"function\":{\"name\":\"b\",\"arguments\":\"{}\"}}]}]}",

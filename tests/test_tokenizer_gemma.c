@@ -278,10 +278,10 @@ static void check(const llm_tokenizer *t, const char *label, int eot_control)
 
     /* the chat format, tokenized as the NGINX module does it */
     const llm_chat_msg conv[] = {
-        { "system", "Be brief.", NULL, 0 },
-        { "user", " hello world\n", NULL, 0 },
-        { "assistant", "hello", NULL, 0 },
-        { "user", "<end_of_turn>", NULL, 0 },
+        { "system", "Be brief.", NULL, 0, NULL },
+        { "user", " hello world\n", NULL, 0, NULL },
+        { "assistant", "hello", NULL, 0, NULL },
+        { "user", "<end_of_turn>", NULL, 0, NULL },
     };
     llm_chat_out o;
     llm_err err = { { 0 } };

@@ -200,6 +200,17 @@ static void check_stream(const llm_tokenizer *t)
     len += llm_detok_flush(&d, out + len, sizeof(out) - len);
     ok(!partial && len == strlen(text) && memcmp(out, text, len) == 0, "streaming detok emits whole characters only");
     free(ids);
+    /* a control token's text is left out, but for the one kept (the tag function calls open with) */
+    int32_t tag = llm_tok_find(t, "<|start_header_id|>"), eot = llm_tok_find(t, "<|eot_id|>"), seq[3] = { 0, tag, eot };
+    for (int keep = 0; keep < 2; keep++) {
+        llm_detok_init(&d, t);
+        if (keep) d.keep = tag;
+        len = 0;
+        for (int i = 0; i < 3; i++) len += llm_detok_push(&d, seq[i], out + len, sizeof(out) - len);
+        out[len] = 0;
+        ok(!strcmp(out, keep ? "!<|start_header_id|>" : "!"), "detok: control tokens %s: '%s'",
+           keep ? "left out but the one kept" : "left out", out);
+    }
 }
 
 static void timing(const llm_tokenizer *t, const cJSON *vec)
