@@ -381,16 +381,46 @@ static int render_phi(const llm_chat_msg *m, size_t n, int gen, llm_chat_format 
 /* Granite 3: <|start_of_role|>role<|end_of_role|>content<|end_of_text|>\n per message, as it comes (its
  * template neither trims nor reorders), then <|start_of_role|>assistant<|end_of_role|>. The template's default
  * system turn (its knowledge cutoff and the date) is not written, as llama.cpp's built-in Granite format
- * does not; a system message given is. */
-static int render_granite(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o)
+ * does not; a system message given is. With tools (Granite 3.3's template): the default system turn with the
+ * tool instruction when no system message is given, then the available_tools turn; an assistant message's
+ * calls after its content as <|tool_call|> and a JSON list (how the model answers them). */
+static int granite_turn(llm_chat_out *o, const char *role, const char *content)
+{
+    return sp(o, "<|start_of_role|>") | tx(o, role) | sp(o, "<|end_of_role|>") | tx(o, content);
+}
+
+static int render_granite(const llm_chat_msg *m, size_t n, const llm_chat_tools *t, int gen, llm_chat_out *o)
 {
     int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        rc |= sp(o, "<|start_of_role|>") | tx(o, m[i].role) | sp(o, "<|end_of_role|>") | tx(o, m[i].content);
+    size_t i = 0;
+    if (t != NULL) {
+        if (strcmp(m[0].role, "system") != 0) {
+            rc |= granite_turn(o, "system", "Knowledge Cutoff Date: April 2024.\nToday's Date: ");
+            rc |= tx(o, t->date_long ? t->date_long : "") | tx(o, ".\nYou are Granite, developed by IBM. You are a "
+                "helpful assistant with access to the following tools. When a tool is required to answer the user's "
+                "query, respond only with ") | sp(o, "<|tool_call|>") | tx(o, " followed by a JSON list of tools used. "
+                "If a tool does not exist in the provided list of tools, notify the user that you do not have the "
+                "ability to fulfill the request.");
+        } else {
+            rc |= granite_turn(o, "system", m[i++].content);
+        }
+        rc |= sp(o, "<|end_of_text|>") | tx(o, "\n") | granite_turn(o, "available_tools", t->defs);
+        rc |= sp(o, "<|end_of_text|>") | tx(o, "\n");
+    }
+    for (; i < n && !rc; i++) {
+        rc |= granite_turn(o, m[i].role, m[i].content);
+        if (m[i].n_calls > 0) {
+            rc |= sp(o, "<|tool_call|>") | tx(o, "[");
+            for (size_t c = 0; c < m[i].n_calls; c++)
+                rc |= tx(o, c ? ", " : "") | call_json(o, &m[i].calls[c], "arguments");
+            rc |= tx(o, "]");
+        }
         rc |= sp(o, "<|end_of_text|>") | tx(o, "\n");
     }
     if (gen && !rc)
-        rc |= sp(o, "<|start_of_role|>") | tx(o, "assistant") | sp(o, "<|end_of_role|>");
+        rc |= granite_turn(o, "assistant", "");
+    if (t != NULL && t->open_call && !rc)
+        rc |= sp(o, "<|tool_call|>");
     return rc;
 }
 
@@ -541,9 +571,10 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     }
     int calls = 0, results = 0;
     for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0, results |= is_tool_role(msgs[i].role);
-    if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && !is_mistral_tools(f)) {
-        llm_seterr(err, "function calling needs the Llama 3, ChatML or Mistral (v3, v3-tekken, v7) chat format; "
-                   "this model's is %s", llm_chat_format_name(f));
+    if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && f != LLM_CHAT_GRANITE &&
+        !is_mistral_tools(f)) {
+        llm_seterr(err, "function calling needs the Llama 3, ChatML, Granite or Mistral (v3, v3-tekken, v7) chat "
+                   "format; this model's is %s", llm_chat_format_name(f));
         return -1;
     }
     int rc;
@@ -555,7 +586,7 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     case LLM_CHAT_PHI3:
     case LLM_CHAT_PHI4:
     case LLM_CHAT_PHI4_MINI: rc = render_phi(msgs, n, gen, f, out, err); break;
-    case LLM_CHAT_GRANITE: rc = render_granite(msgs, n, gen, out); break;
+    case LLM_CHAT_GRANITE: rc = render_granite(msgs, n, tools, gen, out); break;
     case LLM_CHAT_MISTRAL_V1:
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:

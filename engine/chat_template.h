@@ -1,4 +1,4 @@
-/* Chat templates: Llama 3, Llama 2, ChatML, Gemma, Phi 3 and Phi 4, picked from the model's
+/* Chat templates: Llama 3, Llama 2, ChatML, Gemma, Phi 3 and Phi 4, Granite, Mistral's, picked from the model's
  * chat template text (tokenizer.chat_template / tokenizer_config.json) or, when
  * the model has none, from the tokenizer kind. Pure text code (no tokenizer
  * calls), shared by the NGINX module and the engine CLI.
@@ -65,7 +65,7 @@ const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", 
 /* "llama3" / "llama2" / "chatml" / "gemma" -> format; 0 if unknown. */
 llm_chat_format llm_chat_format_from_name(const char *name);
 
-/* Function calling, in three families of formats:
+/* Function calling, in four families of formats:
  * - Llama 3 (Llama 3.1 / 3.2's tool prompt, "JSON based tool calling"): a system turn that opens
  *   "Environment: ipython", the knowledge and today's dates, then the system message; the tools (defs:
  *   each tool's JSON as the template prints it, tojson(indent=4), followed by "\n\n") with the instruction
@@ -84,11 +84,17 @@ llm_chat_format llm_chat_format_from_name(const char *name);
  *   system text in that last user turn (v7: in [SYSTEM_PROMPT], after the instruction for parallel calls);
  *   an assistant message's calls as [TOOL_CALLS] [{"name": ..., "arguments": ..., "id": "<last 9 of the id>"},
  *   ...]</s>; a tool result as [TOOL_RESULTS] {"content": <its text>, "call_id": "..."}[/TOOL_RESULTS].
- *   open_call: the generation prompt ends with [TOOL_CALLS] (the answer is then the calls' JSON array). */
+ *   open_call: the generation prompt ends with [TOOL_CALLS] (the answer is then the calls' JSON array).
+ * - Granite (3.3's template): without a system message, Granite's own system turn (the knowledge cutoff,
+ *   date_long and the instruction to answer with <|tool_call|> and a JSON list of calls); then an
+ *   available_tools turn with the tools (defs: the list as tojson(indent=4) prints it); an assistant
+ *   message's calls as <|tool_call|>[{"name": ..., "arguments": ...}, ...] after its content; tool results
+ *   as "tool" turns. open_call: the generation prompt ends with <|tool_call|>. */
 typedef struct {
     const char *defs;
     const char *date;  /* "2 Dec 2026" (Llama 3) */
     int         open_call;
+    const char *date_long; /* "December 02, 2026" (Granite) */
 } llm_chat_tools;
 
 /* Renders n messages. add_generation_prompt opens an assistant turn at the end.
@@ -97,8 +103,8 @@ typedef struct {
  * Returns 0, or -1 with a message in err (bad role order, empty list, no memory). */
 int  llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int add_generation_prompt,
                      llm_chat_out *out, llm_err *err);
-/* The same with tools (NULL: none). The Llama 3, ChatML and Mistral v3 / v3-tekken / v7 formats have a tool
- * prompt (-1 for the others); in Llama 3's the first message after an optional system message must be the
+/* The same with tools (NULL: none). The Llama 3, ChatML, Granite and Mistral v3 / v3-tekken / v7 formats have a
+ * tool prompt (-1 for the others); in Llama 3's the first message after an optional system message must be the
  * user's, and an assistant message holds at most one call; Mistral's need each call's id (9 or more
  * characters) and each result's call_id. */
 int  llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,

@@ -166,11 +166,20 @@ static int is_mistral(int chat_format)
            chat_format == LLM_CHAT_MISTRAL_V7;
 }
 
+/* Mistral's and Granite's answers: a tag, then a JSON array of calls. */
+static int calls_in_array(int chat_format)
+{
+    return is_mistral(chat_format) || chat_format == LLM_CHAT_GRANITE;
+}
+
 /* The tag a call opens with, in the formats where text may come before the calls (NULL: Llama 3, whose
  * answer is a call or is not). */
 static const char *call_tag(int chat_format)
 {
-    return chat_format == LLM_CHAT_CHATML ? "<tool_call>" : is_mistral(chat_format) ? "[TOOL_CALLS]" : NULL;
+    return chat_format == LLM_CHAT_CHATML    ? "<tool_call>"
+           : chat_format == LLM_CHAT_GRANITE ? "<|tool_call|>"
+           : is_mistral(chat_format)         ? "[TOOL_CALLS]"
+                                             : NULL;
 }
 
 /* The key of a call's arguments: Llama 3.1 writes "parameters", Hermes / Qwen and Mistral "arguments". */
@@ -230,7 +239,7 @@ static int hold_to_calls(const cJSON *tools, const char *only, llm_api_req *r, l
         schema = cJSON_CreateObject();
         if (schema) { cJSON_AddItemToObject(schema, "anyOf", any); any = NULL; }
     }
-    if (rc == 0 && schema != NULL && is_mistral(r->chat_format)) { /* Mistral's answer: [call, ...] */
+    if (rc == 0 && schema != NULL && calls_in_array(r->chat_format)) { /* the answer: [call, ...] */
         cJSON *arr = cJSON_CreateObject();
         if (arr != NULL) {
             cJSON_AddStringToObject(arr, "type", "array");
@@ -268,9 +277,11 @@ static char *mistral_def(const cJSON *tool)
 }
 
 /* Each tool as the template lists it: Llama 3.1's tojson(indent=4) then a blank line; ChatML's a newline
- * then tojson on one line; Mistral's on one line, joined by ", " (the template adds the brackets). */
+ * then tojson on one line; Mistral's on one line, joined by ", " (the template adds the brackets); Granite's
+ * the whole list as tojson(indent=4). */
 static char *tool_defs(const cJSON *tools, int chat_format)
 {
+    if (chat_format == LLM_CHAT_GRANITE) return llm_tools_dumps(tools, 4);
     buf_t b = { { NULL, 0, 0 }, 0 };
     int chatml = chat_format == LLM_CHAT_CHATML, mistral = is_mistral(chat_format);
     for (const cJSON *t = tools->child; t != NULL; t = t->next) {
@@ -325,9 +336,9 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     r->tool_mode = mode;
     if (mode == LLM_TOOLS_OFF) return 0;
-    if (r->chat_format != LLM_CHAT_LLAMA3 && r->chat_format != LLM_CHAT_CHATML && !is_mistral(r->chat_format)) {
+    if (r->chat_format != LLM_CHAT_LLAMA3 && r->chat_format != LLM_CHAT_CHATML && !calls_in_array(r->chat_format)) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
-                       "ChatML (Hermes, Qwen) or Mistral (v3, v3-tekken, v7) chat format; this one's is %s",
+                       "ChatML (Hermes, Qwen), Granite or Mistral (v3, v3-tekken, v7) chat format; this one's is %s",
                        llm_chat_format_name(r->chat_format));
         return -1;
     }
@@ -417,9 +428,12 @@ void llm_tool_call_free(llm_tool_call *c)
     c->name = c->args = NULL;
 }
 
+/* JSON's whitespace (a NUL byte in the text is not: strchr would find the terminator) */
+static int is_json_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
 static size_t skip_ws(const char *t, size_t len, size_t k)
 {
-    while (k < len && strchr(" \t\r\n", t[k]) != NULL) k++;
+    while (k < len && is_json_ws(t[k])) k++;
     return k;
 }
 
@@ -457,7 +471,7 @@ static int at(const char *t, size_t len, size_t k, const char *tag)
     return k + n <= len && memcmp(t + k, tag, n) == 0;
 }
 
-/* Mistral's calls at text[k..len): a JSON array of calls (one object alone taken too) to the end, around
+/* Mistral's and Granite's calls at text[k..len): a JSON array of calls (one object alone taken too) to the end, around
  * whitespace. The number of calls (0: not calls). */
 static int read_calls_array(const llm_api_req *r, const char *text, size_t len, size_t k, llm_tool_call *calls)
 {
@@ -494,7 +508,7 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
     size_t k = skip_ws(text, len, 0), n = 0;
     const char *tag = call_tag(r->chat_format);
     int held = r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED;
-    if (is_mistral(r->chat_format) && held) /* the prompt opened [TOOL_CALLS]: the answer is the array */
+    if (calls_in_array(r->chat_format) && held) /* the prompt opened the tag: the answer is the array */
         return read_calls_array(r, text, len, 0, calls);
     if (tag == NULL || held) {
         /* the whole answer is one call's JSON (ChatML: the prompt opened the <tool_call>) */
@@ -506,14 +520,14 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
         if (j != len) { llm_tool_call_free(&calls[0]); return 0; }
         return 1;
     }
-    /* auto: text, then the calls to the end (ChatML: <tool_call> JSON </tool_call> blocks; Mistral: [TOOL_CALLS]
-     * and an array) */
+    /* auto: text, then the calls to the end (ChatML: <tool_call> JSON </tool_call> blocks; Mistral, Granite:
+     * [TOOL_CALLS] / <|tool_call|> and an array) */
     const char *first = NULL;
     for (size_t j = 0; j + strlen(tag) <= len && first == NULL; j++)
         if (at(text, len, j, tag)) first = text + j;
     if (first == NULL) return 0;
     size_t c0 = (size_t)(first - text);
-    if (is_mistral(r->chat_format)) {
+    if (calls_in_array(r->chat_format)) {
         n = (size_t)read_calls_array(r, text, len, c0 + strlen(tag), calls);
         if (n == 0) return 0;
     } else {
@@ -529,7 +543,7 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
         }
     }
     while (!r->parallel_calls && n > 1) llm_tool_call_free(&calls[--n]); /* parallel_tool_calls false: the first */
-    while (c0 > 0 && strchr(" \t\r\n", text[c0 - 1]) != NULL) c0--;
+    while (c0 > 0 && is_json_ws(text[c0 - 1])) c0--;
     *content_len = c0;
     return (int)n;
 not_calls:

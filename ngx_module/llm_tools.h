@@ -1,10 +1,10 @@
 /* Function calling for the chat endpoint (OpenAI's tools / tool_choice) in the model's chat format
  * (engine/chat_template.h): Llama 3.1's JSON tool calls (the model answers one call as {"name": ...,
  * "parameters": {...}}), ChatML's Hermes / Qwen form (<tool_call>{"name": ..., "arguments": {...}}
- * </tool_call>, several in an answer) or Mistral's ([TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...];
- * [TOOL_CALLS] is a control token, which the module's detokenizer keeps in the text when tools are on). The
- * tools go into the prompt, and an answer that is a call (or, in ChatML and Mistral's formats, ends in calls)
- * goes back as a tool_calls message. With tool_choice "required" or a named function
+ * </tool_call>, several in an answer), Mistral's ([TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]) or
+ * Granite's (<|tool_call|>[...] likewise); [TOOL_CALLS] and <|tool_call|> are control tokens, which the
+ * module's detokenizer keeps in the text when tools are on. The tools go into the prompt, and an answer that
+ * is a call (or, in the tagged formats, ends in calls) goes back as a tool_calls message. With tool_choice "required" or a named function
  * the answer is held to the calls' JSON Schema (engine/json_schema.h), so it is always one call; with
  * "auto" the model chooses. Plain C + cJSON, like llm_api.c (no nginx headers). */
 #ifndef LLM_TOOLS_H
@@ -31,9 +31,9 @@ typedef struct {
     char *args;
 } llm_tool_call;
 
-/* tools, tool_choice and parallel_tool_calls of a chat body into r (in r->chat_format: Llama 3, ChatML or
- * Mistral v3 / v3-tekken / v7, else a 400): tool_mode, tools, tool_defs, parallel_calls, and for required / named the calls' schema in
- * r->schema. 0, or -1 with e (400). */
+/* tools, tool_choice and parallel_tool_calls of a chat body into r (in r->chat_format: Llama 3, ChatML,
+ * Granite or Mistral v3 / v3-tekken / v7, else a 400): tool_mode, tools, tool_defs, parallel_calls, and for
+ * required / named the calls' schema in r->schema. 0, or -1 with e (400). */
 int   llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e);
 /* An assistant message's tool_calls (message i) as the chat template takes them: *calls malloc'd (names and
  * ids point into the tree, arguments malloc'd as tojson prints them; llm_tools_calls_free), or -1 with e.
@@ -45,13 +45,14 @@ void  llm_tools_calls_free(llm_chat_call *calls, size_t n);
  * text is plain content), each in calls[] (llm_tool_call_free each), and *content_len the bytes of text
  * before the first call (ChatML and Mistral: text may precede the calls; whitespace before them left out).
  * Llama 3 (and a ChatML answer that tool_choice opened inside a call): the whole text, around whitespace, is
- * one call's JSON ("arguments" taken for "parameters" and the other way round); Mistral's, after
- * [TOOL_CALLS] (the prompt's with tool_choice required or named): a JSON array of calls (or one call). */
+ * one call's JSON ("arguments" taken for "parameters" and the other way round); Mistral's and Granite's,
+ * after the tag (the prompt's with tool_choice required or named): a JSON array of calls (or one call). */
 int   llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_tool_call *calls, size_t *content_len);
 void  llm_tool_call_free(llm_tool_call *c);
 /* tool_choice auto, streamed: 1 while text (so far) may still turn out to be a call. */
 int   llm_tools_may_be_call(const llm_api_req *r, const char *text, size_t len);
-/* The tag r's format opens calls with, which text may come before ("<tool_call>", "[TOOL_CALLS]"), or NULL. */
+/* The tag r's format opens calls with, which text may come before ("<tool_call>", "[TOOL_CALLS]",
+ * "<|tool_call|>"), or NULL. */
 const char *llm_tools_call_tag(const llm_api_req *r);
 /* A tagged format, tool_choice auto, streamed: how far text[0..len) can go out as content, from sent on: up
  * to the tag (found at or after sent), or to the end less a tail that may begin one. */

@@ -153,14 +153,16 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
             msgs = m;
             n_msgs++;
         }
-        /* function calling: the tools in the prompt, with today's date as Llama 3.2's template writes it */
-        char date[32];
+        /* function calling: the tools in the prompt, with today's date as Llama 3.2's and Granite 3.3's templates
+         * write it */
+        char date[32], date_long[48];
         time_t now = ngx_time();
         struct tm tm;
         ngx_libc_localtime(now, &tm);
         strftime(date, sizeof date, "%d %b %Y", &tm);
+        strftime(date_long, sizeof date_long, "%B %d, %Y", &tm);
         llm_chat_tools tools = { q->tool_defs, date,
-                                 q->tool_mode == LLM_TOOLS_REQUIRED || q->tool_mode == LLM_TOOLS_NAMED };
+                                 q->tool_mode == LLM_TOOLS_REQUIRED || q->tool_mode == LLM_TOOLS_NAMED, date_long };
         if (llm_chat_render_tools(f, msgs, n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL,
                                   q->add_generation_prompt, &out, &err)) {
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);

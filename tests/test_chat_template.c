@@ -122,7 +122,7 @@ int main(void)
             { "assistant", "", wcall, 1, NULL },
             { "tool", " sunny ", NULL, 0, NULL },
         };
-        llm_chat_tools tools = { "{\n    \"name\": \"w\"\n}\n\n", "02 Dec 2026", 0 };
+        llm_chat_tools tools = { "{\n    \"name\": \"w\"\n}\n\n", "02 Dec 2026", 0, NULL };
         llm_chat_out o;
         char *s = NULL;
         if (llm_chat_render_tools(LLM_CHAT_LLAMA3, tm, 4, &tools, 1, &o, &err) == 0) {
@@ -145,7 +145,7 @@ int main(void)
            strstr(err.msg, "first message after the system message must be the user's"),
            "with tools the conversation must start with the user: %s", err.msg);
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA2, tm, 2, &tools, 1, &o, &err) != 0 &&
-           strstr(err.msg, "needs the Llama 3, ChatML or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
+           strstr(err.msg, "needs the Llama 3, ChatML, Granite or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
            "no tool prompt in Llama 2's: %s", err.msg);
         const llm_chat_msg two[] = { { "user", "Both?", NULL, 0, NULL }, { "assistant", "", wcall, 2, NULL } };
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, two, 2, &tools, 1, &o, &err) != 0 &&
@@ -160,7 +160,7 @@ int main(void)
             { "tool", "sunny", NULL, 0, NULL },
             { "tool", "rain", NULL, 0, NULL },
         };
-        llm_chat_tools ct = { "\n{\"type\": \"function\", \"function\": {\"name\": \"w\"}}", NULL, 0 };
+        llm_chat_tools ct = { "\n{\"type\": \"function\", \"function\": {\"name\": \"w\"}}", NULL, 0, NULL };
         s = NULL;
         int tags = 0;
         if (llm_chat_render_tools(LLM_CHAT_CHATML, cm, 5, &ct, 1, &o, &err) == 0) {
@@ -277,9 +277,9 @@ int main(void)
         static const llm_chat_call call[] = { { "w", "{}", NULL } };
         const llm_chat_msg withcall[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "", call, 1, NULL } };
         ok(render(LLM_CHAT_GEMMA, withcall, 2, 1, &err) == NULL &&
-           strstr(err.msg, "needs the Llama 3, ChatML or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
+           strstr(err.msg, "needs the Llama 3, ChatML, Granite or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
            "gemma: no function calling: %s", err.msg);
-        llm_chat_tools tools = { "{}", "02 Dec 2026", 0 };
+        llm_chat_tools tools = { "{}", "02 Dec 2026", 0, NULL };
         ok(llm_chat_render_tools(LLM_CHAT_GEMMA, conv + 1, 1, &tools, 1, &o, &err) != 0 &&
            strstr(err.msg, "this model's is gemma"), "gemma: tools refused: %s", err.msg);
 
@@ -375,6 +375,45 @@ int main(void)
             ok(specials == 3, "granite: markers in a message stay text (%d control segments)", specials);
             llm_chat_out_free(&o);
         }
+        /* with tools (Granite 3.3's template): its system turn with the tool instruction, the available_tools
+         * turn, a call as the model answers it, the result as a tool turn */
+        static const llm_chat_call gc[] = { { "w", "{\"c\": \"Oslo\"}", NULL } };
+        const llm_chat_msg gm[] = { { "user", "Weather?", NULL, 0, NULL }, { "assistant", "", gc, 1, NULL },
+                                    { "tool", "sunny", NULL, 0, NULL } };
+        llm_chat_tools gtl = { "[\n    {\n        \"name\": \"w\"\n    }\n]", NULL, 0, "December 04, 2026" };
+        s = NULL;
+        int specials = 0;
+        if (llm_chat_render_tools(LLM_CHAT_GRANITE, gm, 3, &gtl, 1, &o, &err) == 0) {
+            s = llm_chat_out_join(&o);
+            for (size_t i = 0; i < o.n; i++) specials += o.seg[i].special;
+            llm_chat_out_free(&o);
+        }
+        ok(s && !strcmp(s, "<|start_of_role|>system<|end_of_role|>Knowledge Cutoff Date: April 2024.\nToday's Date: "
+                           "December 04, 2026.\nYou are Granite, developed by IBM. You are a helpful assistant with "
+                           "access to the following tools. When a tool is required to answer the user's query, respond "
+                           "only with <|tool_call|> followed by a JSON list of tools used. If a tool does not exist in the "
+                           "provided list of tools, notify the user that you do not have the ability to fulfill the "
+                           "request.<|end_of_text|>\n<|start_of_role|>available_tools<|end_of_role|>[\n    {\n        "
+                           "\"name\": \"w\"\n    }\n]<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Weather?"
+                           "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|><|tool_call|>[{\"name\": \"w\", "
+                           "\"arguments\": {\"c\": \"Oslo\"}}]<|end_of_text|>\n<|start_of_role|>tool<|end_of_role|>sunny"
+                           "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>") && specials == 19,
+           "granite with tools (%d control segments):\n%s", specials, s ? s : err.msg);
+        free(s);
+        s = NULL;
+        gtl.open_call = 1;
+        const llm_chat_msg gs[] = { { "system", "Be brief.", NULL, 0, NULL }, { "user", "Weather?", NULL, 0, NULL } };
+        if (llm_chat_render_tools(LLM_CHAT_GRANITE, gs, 2, &gtl, 1, &o, &err) == 0) {
+            s = llm_chat_out_join(&o);
+            llm_chat_out_free(&o);
+        }
+        ok(s && !strcmp(s, "<|start_of_role|>system<|end_of_role|>Be brief.<|end_of_text|>\n<|start_of_role|>"
+                           "available_tools<|end_of_role|>[\n    {\n        \"name\": \"w\"\n    }\n]<|end_of_text|>\n"
+                           "<|start_of_role|>user<|end_of_role|>Weather?<|end_of_text|>\n<|start_of_role|>assistant"
+                           "<|end_of_role|><|tool_call|>"),
+           "granite: a system message given replaces its system turn; tool_choice required opens <|tool_call|>:\n%s",
+           s ? s : err.msg);
+        free(s);
     }
     {   /* Mistral's formats, told apart by the markers llama.cpp looks for in the official templates (cut down
          * here to those markers and enough of their text), rendered as llama.cpp renders them */
@@ -442,7 +481,7 @@ int main(void)
             { "assistant", " Sunny, then rain. ", NULL, 0, NULL },
             { "user", "Thanks. And now?", NULL, 0, NULL },
         };
-        llm_chat_tools mt = { "{\"type\": \"function\", \"function\": {\"name\": \"w\"}}", NULL, 0 };
+        llm_chat_tools mt = { "{\"type\": \"function\", \"function\": {\"name\": \"w\"}}", NULL, 0, NULL };
         const char *calls = "[{\"name\": \"w\", \"arguments\": {\"c\": \"Oslo\"}, \"id\": \"123456789\"}, {\"name\": "
                             "\"w\", \"arguments\": {\"c\": \"Bergen\"}, \"id\": \"abcdefghi\"}]</s>";
         char want[3][2048];

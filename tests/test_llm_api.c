@@ -388,6 +388,54 @@ int main(void)
         llm_api_req_free(&q);
         bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"tool\",\"tool_call_id\":7,\"content\":\"1\"}]}", "messages",
             "a tool_call_id that is not a string");
+        /* Granite: the tools as one list, tojson(indent=4); the calls after <|tool_call|> as an array */
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_GRANITE, &q, &e), 0, "granite: tools parse");
+        ok(q.tool_defs && !strncmp(q.tool_defs, "[\n    {\n        \"type\": \"function\",\n        \"function\": {\n"
+                                              "            \"name\": \"get_weather\",", 84) &&
+           !strcmp(q.tool_defs + strlen(q.tool_defs) - 8, "\n    }\n]"),
+           "granite: the tools as one list, as tojson(indent=4) prints it:\n%s", q.tool_defs ? q.tool_defs : "");
+        n2 = QOUT("<|tool_call|>[{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": "
+                  "{\"city\": \"Oslo\"}}]");
+        ok(n2 == 2 && cl == 0 && !strcmp(c[1].args, "{\"city\":\"Oslo\"}"), "granite: <|tool_call|> and two calls");
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        ok(QOUT("[TOOL_CALLS][{\"name\":\"now\"}]") == 0 && llm_tools_content_end(&q, "Hi <|tool", 9, 0) == 3,
+           "granite: Mistral's tag is text; content held back where <|tool_call|> may begin");
+        llm_api_req_free(&q);
+        /* the answers are the model's text: cut and mangled ones (in buffers of their exact size, no NUL, so
+         * that ASan sees any read past them) read as calls or as content, never more than the maximum */
+        static const struct { int format; const char *answer; } fz[] = {
+            { LLM_CHAT_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}" },
+            { LLM_CHAT_CHATML, "Hm.\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n<tool_call>{\"name\": "
+                               "\"get_weather\", \"arguments\": {\"city\": \"B\"}}</tool_call>" },
+            { LLM_CHAT_MISTRAL_V3, "Ok.[TOOL_CALLS] [{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"now\", "
+                                   "\"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\"}}]" },
+            { LLM_CHAT_GRANITE, "<|tool_call|>[{\"name\": \"now\", \"arguments\": {}},{\"name\": \"now\"}]" },
+        };
+        static const char marks[] = "[]{},:\"\\ <|>";
+        uint64_t seed = 0x9E3779B97F4A7C15ULL;
+        int fuzz_ok = 1, fuzz_calls = 0;
+        for (size_t f = 0; f < sizeof fz / sizeof fz[0]; f++) {
+            snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);
+            if (llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), fz[f].format, &q, &e) != 0) { fuzz_ok = 0; break; }
+            size_t n = strlen(fz[f].answer);
+            for (int it = 0; it < 2000; it++) {
+                seed ^= seed >> 12; seed ^= seed << 25; seed ^= seed >> 27;
+                uint64_t x = seed * 0x2545F4914F6CDD1DULL;
+                size_t len = it % 3 == 0 ? (size_t)(x % (n + 1)) : n;
+                char *t = malloc(len ? len : 1);
+                memcpy(t, fz[f].answer, len);
+                if (it % 3 != 0 && len > 0) /* one byte changed, to a structural one or any */
+                    t[(x >> 8) % len] = it % 2 ? marks[(x >> 24) % (sizeof marks - 1)] : (char)(x >> 32);
+                int got = llm_tools_output(&q, t, len, c, &cl);
+                fuzz_ok &= got >= 0 && got <= LLM_TOOLS_MAX_CALLS && cl <= len;
+                fuzz_calls += got > 0;
+                for (int k = 0; k < got; k++) llm_tool_call_free(&c[k]);
+                free(t);
+            }
+            llm_api_req_free(&q);
+        }
+        ok(fuzz_ok && fuzz_calls > 0, "8000 cut and mangled answers in four formats read safely (%d as calls)", fuzz_calls);
         /* chat_template_kwargs: enable_thinking (Qwen 3) read, other variables accepted */
         const char *kw = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":"
                          "{\"enable_thinking\":false,\"custom\":1}}";

@@ -1,10 +1,11 @@
 # Function calling in Mistral's formats (v3: Mistral 7B v0.3, Mixtral 8x22B; v3-tekken: Nemo; v7: Small 3.1):
 # the tools as [AVAILABLE_TOOLS] before the last user turn, calls as [TOOL_CALLS] and a JSON array, results
-# as [TOOL_RESULTS] with the last 9 characters of the call's id, against the REAL engine: the tiny random
-# model of t/085 ($TEST_NGINX_LLAMA3_ENGINE) served with "llm_chat_template mistral-*" (its vocabulary has no
-# Mistral control tokens: the markers are text). The weights are random: what the server makes of the answers
-# is checked. (Reading [TOOL_CALLS] when it is a control token is tests/test_tokenizer_llama3's detok check
-# and tests/test_llm_api's.)
+# as [TOOL_RESULTS] with the last 9 characters of the call's id; and in Granite 3.3's (an available_tools
+# turn, calls as <|tool_call|> and a JSON array), against the REAL engine: the tiny random model of t/085
+# ($TEST_NGINX_LLAMA3_ENGINE) served with "llm_chat_template mistral-*" / "granite" (its vocabulary has no
+# Mistral or Granite control tokens: the markers are text). The weights are random: what the server makes of
+# the answers is checked. (Reading [TOOL_CALLS] when it is a control token is tests/test_tokenizer_llama3's
+# detok check and tests/test_llm_api's.)
 use Test::Nginx::Socket 'no_plan';
 
 no_shuffle();
@@ -12,7 +13,7 @@ run_tests();
 
 __DATA__
 
-=== TEST 1: tool_choice "required" (v3-tekken): the prompt opens [TOOL_CALLS], the answer is held to an array of calls and comes back as tool_calls
+=== TEST 1: tool_choice "required" (v3-tekken): the prompt opens [TOOL_CALLS], the answer is held to an array of calls (one: parallel_tool_calls false; the random weights would wander through 8) and comes back as tool_calls
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -25,7 +26,7 @@ location / {
 }
 --- request
 POST /v1/chat/completions
-{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 300, "temperature": 0.8, "seed": 3, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": "required"}
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 400, "temperature": 0.8, "seed": 3, "parallel_tool_calls": false, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": "required"}
 --- error_code: 200
 --- response_body_like chomp
 "message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"(get_weather","arguments":"\{\\"city\\":\\"[^"]*\\"\}"|now","arguments":"\{\}")\}\}.*\]\},"logprobs":null,"finish_reason":"tool_calls"
@@ -155,3 +156,57 @@ POST /v1/chat/completions
 --- error_code: 400
 --- response_body_like chomp
 Mistral \(v3, v3-tekken, v7\) chat format; this one's is mistral-v1
+
+=== TEST 8: Granite, tool_choice "required": the prompt opens <|tool_call|>, the answer is held to an array of one call
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_LLAMA3_MODEL;
+    llm_model_name tiny;
+    llm_chat_template granite;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 400, "temperature": 0.8, "seed": 3, "parallel_tool_calls": false, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": "required"}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"(get_weather|now)".*\]\},"logprobs":null,"finish_reason":"tool_calls"
+
+=== TEST 9: Granite, "auto": an answer without <|tool_call|> is content
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_LLAMA3_MODEL;
+    llm_model_name tiny;
+    llm_chat_template granite;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8, "temperature": 0, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}]}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"[^"]+"\},"logprobs":null,"finish_reason":"length"
+
+=== TEST 10: Granite, a history with a call and its result is served; the tool prompt (system turn, tools) is counted
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_LLAMA3_MODEL;
+    llm_model_name tiny;
+    llm_chat_template granite;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Weather in Oslo?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "sunny"}], "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}]}
+--- error_code: 200
+--- response_body_like chomp
+"count":(2\d\d|3\d\d),"max_model_len"
