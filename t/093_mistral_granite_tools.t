@@ -210,3 +210,57 @@ POST /tokenize
 --- error_code: 200
 --- response_body_like chomp
 "count":(2\d\d|3\d\d),"max_model_len"
+
+=== TEST 11: /v1/messages on a Mistral format: tool_choice any (no parallel use) is a tool_use block
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_LLAMA3_MODEL;
+    llm_model_name tiny;
+    llm_chat_template mistral-v7;
+}
+--- request
+POST /v1/messages
+{"max_tokens": 400, "messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "temperature": 0.8, "seed": 3, "tools": [{"name": "get_weather", "description": "The weather in a city", "input_schema": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}, {"name": "now", "input_schema": {"type": "object", "properties": {}, "additionalProperties": false}}], "tool_choice": {"type": "any", "disable_parallel_tool_use": true}}
+--- error_code: 200
+--- response_body_like eval
+qr/"content":\[\{"type":"tool_use","id":"toolu_[0-9a-f]{24}","name":"(get_weather","input":\{"city":"(?:[^"\\]|\\.)*"\}|now","input":\{\})\}\],"stop_reason":"tool_use"/
+
+=== TEST 12: /v1/messages on a Mistral format: a history of tool_use / tool_result blocks with Anthropic's ids is served
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_LLAMA3_MODEL;
+    llm_model_name tiny;
+    llm_chat_template mistral-v3-tekken;
+}
+--- request
+POST /v1/messages
+{"max_tokens": 3, "temperature": 0, "messages": [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01A09q90qw90lq917835lq9", "name": "get_weather", "input": {"city": "Oslo"}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01A09q90qw90lq917835lq9", "content": "rain"}]}], "tools": [{"name": "get_weather", "description": "The weather in a city", "input_schema": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}, {"name": "now", "input_schema": {"type": "object", "properties": {}, "additionalProperties": false}}]}
+--- error_code: 200
+--- response_body_like chomp
+"stop_reason":"max_tokens"
+
+=== TEST 13: /v1/responses on Granite: tool_choice required (one call) is a function_call item
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_LLAMA3_MODEL;
+    llm_model_name tiny;
+    llm_chat_template granite;
+}
+--- request
+POST /v1/responses
+{"input": "What is the weather in Oslo?", "max_output_tokens": 400, "temperature": 0.8, "seed": 3, "parallel_tool_calls": false, "tools": [{"type": "function", "name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}, {"type": "function", "name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}], "tool_choice": "required"}
+--- error_code: 200
+--- response_body_like eval
+qr/"status":"completed".*"output":\[\{"id":"fc_[0-9a-f]{16}_1","type":"function_call","status":"completed","call_id":"call_[0-9a-f]{24}","name":"(get_weather|now)"/s
