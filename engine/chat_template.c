@@ -389,18 +389,42 @@ static int granite_turn(llm_chat_out *o, const char *role, const char *content)
     return sp(o, "<|start_of_role|>") | tx(o, role) | sp(o, "<|end_of_role|>") | tx(o, content);
 }
 
+static const char GRANITE_OWN[] = "You are Granite, developed by IBM.";
+
+int llm_chat_granite_own_system(const char *tmpl)
+{
+    return tmpl != NULL && strstr(tmpl, "<|start_of_role|>") != NULL && strstr(tmpl, GRANITE_OWN) != NULL;
+}
+
+/* Granite's own system text for today (date_long), plain (tools 0) or with the tool instruction, whose
+ * <|tool_call|> is a control segment. */
+static int granite_system(llm_chat_out *o, const char *date_long, int tools)
+{
+    int rc = tx(o, "Knowledge Cutoff Date: April 2024.\nToday's Date: ") | tx(o, date_long ? date_long : "");
+    rc |= tx(o, ".\n") | tx(o, GRANITE_OWN);
+    if (!tools)
+        return rc | tx(o, " You are a helpful AI assistant.");
+    return rc | tx(o, " You are a helpful assistant with access to the following tools. When a tool is required to "
+                      "answer the user's query, respond only with ") | sp(o, "<|tool_call|>") |
+           tx(o, " followed by a JSON list of tools used. If a tool does not exist in the provided list of tools, "
+                 "notify the user that you do not have the ability to fulfill the request.");
+}
+
+char *llm_chat_granite_system_text(const char *date_long)
+{
+    llm_chat_out o = { NULL, 0, 0 };
+    char *s = granite_system(&o, date_long, 0) == 0 ? llm_chat_out_join(&o) : NULL;
+    llm_chat_out_free(&o);
+    return s;
+}
+
 static int render_granite(const llm_chat_msg *m, size_t n, const llm_chat_tools *t, int gen, llm_chat_out *o)
 {
     int rc = 0;
     size_t i = 0;
     if (t != NULL) {
         if (strcmp(m[0].role, "system") != 0) {
-            rc |= granite_turn(o, "system", "Knowledge Cutoff Date: April 2024.\nToday's Date: ");
-            rc |= tx(o, t->date_long ? t->date_long : "") | tx(o, ".\nYou are Granite, developed by IBM. You are a "
-                "helpful assistant with access to the following tools. When a tool is required to answer the user's "
-                "query, respond only with ") | sp(o, "<|tool_call|>") | tx(o, " followed by a JSON list of tools used. "
-                "If a tool does not exist in the provided list of tools, notify the user that you do not have the "
-                "ability to fulfill the request.");
+            rc |= granite_turn(o, "system", "") | granite_system(o, t->date_long, 1);
         } else {
             rc |= granite_turn(o, "system", m[i++].content);
         }

@@ -113,6 +113,12 @@ int  llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n
  * created by Alibaba Cloud. ..."): the literal text of its '<|im_start|>system\n...<|im_end|>' string, malloc'd,
  * or NULL when the template has no such literal (or is NULL). */
 char *llm_chat_default_system(const char *template_text);
+/* 1 when tmpl is a Granite 3.1+ template, which writes a system turn of its own when the conversation has
+ * none: llm_chat_granite_system_text(date_long) (malloc'd; NULL: no memory), "Knowledge Cutoff Date: April
+ * 2024.\nToday's Date: December 04, 2026.\nYou are Granite, developed by IBM. You are a helpful AI assistant."
+ * (with tools, llm_chat_render_tools writes the tool-instruction variant itself). */
+int   llm_chat_granite_own_system(const char *template_text);
+char *llm_chat_granite_system_text(const char *date_long);
 /* Qwen 3's generation prompt with enable_thinking false: an empty <think></think> block after it, so that
  * the model answers at once. 0, or -1 (no memory). */
 int  llm_chat_no_think(llm_chat_out *out);

@@ -142,19 +142,7 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         llm_chat_format f = lcf->chat_format ? (llm_chat_format)lcf->chat_format : lcf->tok->chat;
         llm_chat_out out;
         llm_err err = { "" };
-        /* a ChatML template's own system message (Qwen 2.5's) when the conversation has none, as it renders */
-        const llm_chat_msg *msgs = q->msgs;
-        size_t n_msgs = q->n_msgs;
-        if (f == LLM_CHAT_CHATML && lcf->tok->default_system && (n_msgs == 0 || strcmp(msgs[0].role, "system"))) {
-            llm_chat_msg *m = ngx_palloc(r->pool, (n_msgs + 1) * sizeof *m);
-            if (m == NULL) goto oom;
-            m[0] = (llm_chat_msg){ .role = "system", .content = lcf->tok->default_system };
-            ngx_memcpy(m + 1, msgs, n_msgs * sizeof *m);
-            msgs = m;
-            n_msgs++;
-        }
-        /* function calling: the tools in the prompt, with today's date as Llama 3.2's and Granite 3.3's templates
-         * write it */
+        /* the tools go into the prompt with today's date as Llama 3.2's and Granite 3.3's templates write it */
         char date[32], date_long[48];
         time_t now = ngx_time();
         struct tm tm;
@@ -163,6 +151,26 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         strftime(date_long, sizeof date_long, "%B %d, %Y", &tm);
         llm_chat_tools tools = { q->tool_defs, date,
                                  q->tool_mode == LLM_TOOLS_REQUIRED || q->tool_mode == LLM_TOOLS_NAMED, date_long };
+        /* a template's own system message when the conversation has none, as it renders: a ChatML template's
+         * (Qwen 2.5's), Granite's dated one (with tools Granite's tool turn is the renderer's) */
+        const llm_chat_msg *msgs = q->msgs;
+        size_t n_msgs = q->n_msgs;
+        const char *own = f == LLM_CHAT_CHATML ? lcf->tok->default_system : NULL;
+        char *granite = NULL;
+        if (f == LLM_CHAT_GRANITE && lcf->tok->granite_system && q->tool_mode == LLM_TOOLS_OFF &&
+            (own = granite = llm_chat_granite_system_text(date_long)) == NULL)
+            goto oom;
+        if (own != NULL && (n_msgs == 0 || strcmp(msgs[0].role, "system"))) {
+            llm_chat_msg *m = ngx_palloc(r->pool, (n_msgs + 1) * sizeof *m);
+            char *text = m ? ngx_pnalloc(r->pool, strlen(own) + 1) : NULL;
+            if (text == NULL) { free(granite); goto oom; }
+            ngx_memcpy(text, own, strlen(own) + 1);
+            m[0] = (llm_chat_msg){ .role = "system", .content = text };
+            ngx_memcpy(m + 1, msgs, n_msgs * sizeof *m);
+            msgs = m;
+            n_msgs++;
+        }
+        free(granite);
         if (llm_chat_render_tools(f, msgs, n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL,
                                   q->add_generation_prompt, &out, &err)) {
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);

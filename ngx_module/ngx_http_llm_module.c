@@ -180,6 +180,7 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     /* the tags as single tokens (Qwen 3's): a JSON answer's mask then waits for the thinking to end */
     n->think_start = n->think ? llm_tok_find(tok, "<think>") : -1;
     n->think_end = n->think ? llm_tok_find(tok, "</think>") : -1;
+    n->granite_system = llm_chat_granite_own_system(llm_tok_chat_template(tok));
     char *ds = llm_chat_default_system(llm_tok_chat_template(tok));
     n->default_system = NULL;
     if (ds != NULL) {

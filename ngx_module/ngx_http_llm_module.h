@@ -62,6 +62,7 @@ typedef struct {
     unsigned       think:1;     /* its chat template writes <think> (Qwen 3): answers open with reasoning */
     int32_t        think_start, think_end; /* <think> / </think> as single tokens, or -1 */
     const char    *default_system; /* ChatML: the system message its template writes when none is given, or NULL */
+    unsigned       granite_system:1; /* a Granite 3.1+ template: its own dated system turn when none is given */
 } ngx_http_llm_tok_t;
 
 /* Module counters in an nginx shared zone, summed over workers, for /metrics. */

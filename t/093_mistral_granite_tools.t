@@ -264,3 +264,71 @@ POST /v1/responses
 --- error_code: 200
 --- response_body_like eval
 qr/"status":"completed".*"output":\[\{"id":"fc_[0-9a-f]{16}_1","type":"function_call","status":"completed","call_id":"call_[0-9a-f]{24}","name":"(get_weather|now)"/s
+
+=== TEST 14: a Granite 3.3-style template (t/run.sh's granite tokenizer): its own dated system turn when the conversation has none
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_GRANITE_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Hi"}]}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[128011,9125,128012,81434,356,28540,2696,25,5936,220,2366,19,627,15724,596,2696,25,[^\]]*,2675,527,65594,11,8040,555,29022,13,1472,527,264,11190,15592,18328,13,128001,198,128011,882,128012,13347,128001,198,128011,78191,128012\],"count":[4-6]\d,"max_model_len"
+
+=== TEST 15: ... a system message given takes its place
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_GRANITE_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[128011,9125,128012,3513,10015,13,128001,198,128011,882,128012,13347,128001,198,128011,78191,128012\],"count":17,"max_model_len"
+
+=== TEST 16: ... with tools, its system turn with the tool instruction (<|tool_call|> one control token) and the available_tools turn
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_GRANITE_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}]}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[128011,9125,128012,81434,356,[^\]]*,6013,1193,449,220,128013,[^\]]*\],"count":(2\d\d),"max_model_len"
+
+=== TEST 17: ... tool_choice required: the prompt opens the <|tool_call|> control token, the answer is the array of one call
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_GRANITE_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 400, "temperature": 0.8, "seed": 3, "parallel_tool_calls": false, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": "required"}
+--- error_code: 200
+--- response_body_like chomp
+"finish_reason":"tool_calls"

@@ -127,6 +127,33 @@ c["chat_template"] = ("{%- if messages[0].role != 'system' %}{{- '<|im_start|>sy
 json.dump(c, open(dst + "/tokenizer_config.json", "w"))
 PY
 export TEST_NGINX_THINK_TOKENIZER="$THINK_DIR/tokenizer.json"
+# The text side of a Granite 3.3-style model for t/093, over the same engine: Llama 3's vocabulary with reserved
+# tokens named <|start_of_role|>, <|end_of_role|> and <|tool_call|> (control tokens, as Granite's are) and a
+# template, cut down from Granite 3.3's, that writes its own dated system turn when the conversation has none.
+GRANITE_DIR="$BUILD/t/granite-tokenizer"
+mkdir -p "$GRANITE_DIR"
+python3 - "$SHARED/tokenizers/llama3" "$GRANITE_DIR" <<'PY' || { echo "t/run.sh: writing $GRANITE_DIR failed" >&2; exit 1; }
+import json, sys
+src, dst = sys.argv[1], sys.argv[2]
+names = {"128011": "<|start_of_role|>", "128012": "<|end_of_role|>", "128013": "<|tool_call|>"}
+t = json.load(open(src + "/tokenizer.json"))
+for a in t["added_tokens"]:
+    if str(a["id"]) in names:
+        a["content"], a["special"] = names[str(a["id"])], True
+json.dump(t, open(dst + "/tokenizer.json", "w"))
+c = json.load(open(src + "/tokenizer_config.json"))
+for i, n in names.items():
+    if i in c.get("added_tokens_decoder", {}):
+        c["added_tokens_decoder"][i].update({"content": n, "special": True})
+c["chat_template"] = ("{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}"
+                      "{%- else %}{%- set system_message = \"Knowledge Cutoff Date: April 2024.\\nToday's Date: \" + "
+                      "strftime_now('%B %d, %Y') + \".\\nYou are Granite, developed by IBM.\" %}{%- endif %}"
+                      "{{- '<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\\n' }}"
+                      "{%- for message in loop_messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' "
+                      "+ message['content'] + '<|end_of_text|>\\n' }}{%- endfor %}")
+json.dump(c, open(dst + "/tokenizer_config.json", "w"))
+PY
+export TEST_NGINX_GRANITE_TOKENIZER="$GRANITE_DIR/tokenizer.json"
 # The CUDA backend, run by the CPU emulation of CUDA (kernels/cuda_emu.*; no GPU here), serving stories260K
 # for t/067: `serve --backend cuda` end to end (decode graphs, on-device argmax and sampling). A small KV pool:
 # the emulated device's memory is host memory, and an automatic pool would take 90% of its 16 GiB.

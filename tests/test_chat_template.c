@@ -357,6 +357,16 @@ int main(void)
         is_int(llm_chat_detect(gt, 2), LLM_CHAT_GRANITE, "granite detected from Granite 3's template");
         ok(llm_chat_format_from_name("granite") == LLM_CHAT_GRANITE &&
            !strcmp(llm_chat_format_name(LLM_CHAT_GRANITE), "granite"), "granite: its name");
+        const char *own = "{%- set system_message = \"Knowledge Cutoff Date: April 2024.\\nToday's Date: \" + "
+                          "strftime_now('%B %d, %Y') + \".\\nYou are Granite, developed by IBM.\" %}{{- "
+                          "'<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\\n' }}";
+        char *own_text = llm_chat_granite_system_text("December 04, 2026");
+        ok(llm_chat_granite_own_system(own) && !llm_chat_granite_own_system(gt) && !llm_chat_granite_own_system(NULL) &&
+           !llm_chat_granite_own_system("You are Granite, developed by IBM.") && own_text &&
+           !strcmp(own_text, "Knowledge Cutoff Date: April 2024.\nToday's Date: December 04, 2026.\nYou are Granite, "
+                       "developed by IBM. You are a helpful AI assistant."),
+           "granite: a 3.1+ template's own dated system turn told from its text: %s", own_text ? own_text : "");
+        free(own_text);
         const llm_chat_msg conv[] = { { "system", "You are terse.", NULL, 0, NULL }, { "user", "  Hi there!\n", NULL, 0, NULL },
                                       { "assistant", "Hello.", NULL, 0, NULL }, { "user", "2+2?", NULL, 0, NULL } };
         char *s = render(LLM_CHAT_GRANITE, conv, 4, 1, &err);
