@@ -3,7 +3,7 @@
  * Llama 3 (Meta-Llama-3-*-Instruct), Llama 2 (Llama-2-*-chat), ChatML,
  * Gemma (gemma-2-*-it, gemma-3-*-it), Phi 3 (Phi-3-*-instruct, Phi-3.5),
  * Phi-4-mini and Phi 4 (phi-4), Granite 3 (granite-3.x-*-instruct), Mistral's (v1, v3, v3-tekken, v7, told
- * apart by their templates' text as llama.cpp tells them apart). */
+ * apart by their templates' text as llama.cpp tells them apart), SmolLM3 (SmolLM3-3B). */
 #include "chat_template.h"
 
 #include <stdio.h>
@@ -16,6 +16,7 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
         /* Gemma's marker first: a Gemma template that also spells another format's markers is still Gemma's */
         if (strstr(tmpl, "<start_of_turn>")) return LLM_CHAT_GEMMA;
         if (strstr(tmpl, "<|im_sep|>")) return LLM_CHAT_PHI4; /* before ChatML, whose markers it shares */
+        if (strstr(tmpl, "<|im_start|>") && strstr(tmpl, "Reasoning Mode: ")) return LLM_CHAT_SMOLLM3; /* likewise */
         if (strstr(tmpl, "<|end|>") && strstr(tmpl, "'<|' + message['role'] + '|>'")) return LLM_CHAT_PHI4_MINI;
         if (strstr(tmpl, "<|assistant|>") && strstr(tmpl, "<|end|>")) return LLM_CHAT_PHI3;
         if (strstr(tmpl, "<|start_header_id|>")) return LLM_CHAT_LLAMA3;
@@ -49,6 +50,7 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_MISTRAL_V3: return "mistral-v3";
     case LLM_CHAT_MISTRAL_V3_TEKKEN: return "mistral-v3-tekken";
     case LLM_CHAT_MISTRAL_V7: return "mistral-v7";
+    case LLM_CHAT_SMOLLM3: return "smollm3";
     }
     return "unknown";
 }
@@ -491,6 +493,95 @@ static int render_mistral(const llm_chat_msg *m, size_t n, llm_chat_format f, ll
     return rc;
 }
 
+/* SmolLM3 (see chat_template.h): its template's system turn, then ChatML turns. */
+static const char SMOLLM3_THINK[] =
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an assistant involves "
+    "thoroughly exploring questions through a systematic thinking process before providing the final precise and "
+    "accurate solutions. This requires engaging in a comprehensive cycle of analysis, summarizing, exploration, "
+    "reassessment, reflection, backtracking, and iteration to develop well-considered thinking process. Please "
+    "structure your response into two main sections: Thought and Solution using the specified format: ";
+static const char SMOLLM3_THINK2[] =
+    " Solution section. In the Thought section, detail your reasoning process in steps. Each step should include "
+    "detailed considerations such as analysing questions, summarizing relevant findings, brainstorming new ideas, "
+    "verifying the accuracy of the current steps, refining any errors, and revisiting previous steps. In the "
+    "Solution section, based on various attempts, explorations, and reflections from the Thought section, "
+    "systematically present the final solution that you deem correct. The Solution section should be logical, "
+    "accurate, and concise and detail necessary steps needed to reach the conclusion.\n\n";
+
+/* s without every occurrence of the markers, then right-stripped (str.replace(...).rstrip()); malloc'd */
+static char *smollm3_strip(const char *s)
+{
+    static const char *const marks[] = { "/no_think", "/think", "/system_override" };
+    char *t = strdup(s);
+    if (t == NULL) return NULL;
+    for (size_t k = 0; k < 3; k++)
+        for (char *p; (p = strstr(t, marks[k])) != NULL;)
+            memmove(p, p + strlen(marks[k]), strlen(p + strlen(marks[k])) + 1);
+    size_t n = strlen(t);
+    while (n > 0 && is_ws(t[n - 1])) t[--n] = 0;
+    return t;
+}
+
+static int render_smollm3(const llm_chat_msg *m, size_t n, const llm_chat_tools *t, const llm_chat_vars *v, int gen,
+                          llm_chat_out *o)
+{
+    const char *sys = !strcmp(m[0].role, "system") ? m[0].content : NULL;
+    int think = !(v != NULL && v->no_think);
+    if (sys != NULL && strstr(sys, "/no_think")) think = 0;
+    else if (sys != NULL && strstr(sys, "/think")) think = 1;
+    char *custom = sys ? smollm3_strip(sys) : NULL;
+    if (sys != NULL && custom == NULL) return -1;
+    int rc = sp(o, "<|im_start|>") | tx(o, "system\n");
+    if (sys != NULL && strstr(sys, "/system_override")) {
+        rc |= tx(o, custom);
+    } else {
+        rc |= tx(o, "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: ");
+        rc |= tx(o, v && v->date_dmy ? v->date_dmy : "") | tx(o, "\nReasoning Mode: ");
+        rc |= tx(o, think ? "/think" : "/no_think") | tx(o, "\n\n## Custom Instructions\n\n");
+        if (custom != NULL && custom[0])
+            rc |= tx(o, custom) | tx(o, "\n\n");
+        else if (think)
+            rc |= tx(o, SMOLLM3_THINK) | sp(o, "<think>") | tx(o, " Thought section ") | sp(o, "</think>") |
+                  tx(o, SMOLLM3_THINK2);
+        else
+            rc |= tx(o, "You are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n");
+        rc |= tx(o, "## Tools\n\n### XML Tools\n\n");
+        if (t != NULL)
+            rc |= tx(o, "You may call one or more functions to assist with the user query.\n\nYou are provided with "
+                        "function signatures within <tools></tools> XML tags:\n\n<tools>\n") | tx(o, t->defs) |
+                  tx(o, "</tools>\n\nFor each function call, return a json object with function name and arguments "
+                        "within ") | sp(o, "<tool_call>") | sp(o, "</tool_call>") | tx(o, " XML tags.");
+        else
+            rc |= tx(o, "None");
+        rc |= tx(o, "\n\n### Python Tools\n\nNone\n\n");
+    }
+    free(custom);
+    rc |= sp(o, "<|im_end|>") | tx(o, "\n");
+    for (size_t i = 0; i < n && !rc; i++) {
+        int answer = !strcmp(m[i].role, "assistant");
+        if (!answer && strcmp(m[i].role, "user") != 0 && !is_tool_role(m[i].role))
+            continue; /* system messages are the system turn's; the template renders no other role */
+        rc |= sp(o, "<|im_start|>") | tx(o, answer ? "assistant\n" : "user\n");
+        if (answer && !think)
+            rc |= sp(o, "<think>") | tx(o, "\n\n") | sp(o, "</think>") | tx(o, "\n");
+        const char *c = m[i].content;
+        while (answer && *c == '\n') c++; /* content.lstrip("\n") */
+        rc |= tx(o, c);
+        for (size_t k = 0; answer && k < m[i].n_calls; k++)
+            rc |= tx(o, "\n") | sp(o, "<tool_call>") | tx(o, "\n") | call_json(o, &m[i].calls[k], "arguments") |
+                  tx(o, "\n") | sp(o, "</tool_call>");
+        rc |= sp(o, "<|im_end|>") | tx(o, "\n");
+    }
+    if (gen && !rc) {
+        rc |= sp(o, "<|im_start|>") | tx(o, "assistant\n");
+        if (!think)
+            rc |= sp(o, "<think>") | tx(o, "\n\n") | sp(o, "</think>") | tx(o, "\n");
+        if (t != NULL && t->open_call)
+            rc |= sp(o, "<tool_call>") | tx(o, "\n");
+    }
+    return rc;
+}
+
 /* Mistral's function calling (v3, v3-tekken, v7; see chat_template.h), after the templates of Mistral 7B v0.3,
  * Nemo and Small 3.1. The last 9 characters of a call's id are the model's (the v3 templates take ids of
  * exactly 9, Small 3.1's the last 9 of longer ones, as vLLM does). */
@@ -587,6 +678,12 @@ int llm_chat_render(llm_chat_format f, const llm_chat_msg *msgs, size_t n, int g
 int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
                           int gen, llm_chat_out *out, llm_err *err)
 {
+    return llm_chat_render_ex(f, msgs, n, tools, NULL, gen, out, err);
+}
+
+int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
+                       const llm_chat_vars *vars, int gen, llm_chat_out *out, llm_err *err)
+{
     memset(out, 0, sizeof *out);
     if (n == 0) { llm_seterr(err, "messages must not be empty"); return -1; }
     for (size_t i = 0; i < n; i++) {
@@ -595,16 +692,17 @@ int llm_chat_render_tools(llm_chat_format f, const llm_chat_msg *msgs, size_t n,
     }
     int calls = 0, results = 0;
     for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0, results |= is_tool_role(msgs[i].role);
-    if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && f != LLM_CHAT_GRANITE &&
-        !is_mistral_tools(f)) {
-        llm_seterr(err, "function calling needs the Llama 3, ChatML, Granite or Mistral (v3, v3-tekken, v7) chat "
-                   "format; this model's is %s", llm_chat_format_name(f));
+    if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && f != LLM_CHAT_SMOLLM3 &&
+        f != LLM_CHAT_GRANITE && !is_mistral_tools(f)) {
+        llm_seterr(err, "function calling needs the Llama 3, ChatML, SmolLM3, Granite or Mistral (v3, v3-tekken, v7) "
+                   "chat format; this model's is %s", llm_chat_format_name(f));
         return -1;
     }
     int rc;
     switch (f) {
     case LLM_CHAT_LLAMA3: rc = render_llama3(msgs, n, tools, gen, out, err); break;
     case LLM_CHAT_CHATML: rc = render_chatml(msgs, n, tools, gen, out); break;
+    case LLM_CHAT_SMOLLM3: rc = render_smollm3(msgs, n, tools, vars, gen, out); break;
     case LLM_CHAT_LLAMA2: rc = render_llama2(msgs, n, out, err); break;
     case LLM_CHAT_GEMMA: rc = render_gemma(msgs, n, gen, out, err); break;
     case LLM_CHAT_PHI3:

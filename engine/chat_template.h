@@ -29,6 +29,9 @@ typedef enum {
     LLM_CHAT_MISTRAL_V3 = 10,
     LLM_CHAT_MISTRAL_V3_TEKKEN = 11,
     LLM_CHAT_MISTRAL_V7 = 12,
+    /* SmolLM3's (ChatML turns behind a system turn of its own: "## Metadata" with the date and the reasoning
+     * mode, "## Custom Instructions", "## Tools"; see llm_chat_render_ex) */
+    LLM_CHAT_SMOLLM3 = 13,
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')
@@ -119,6 +122,22 @@ char *llm_chat_default_system(const char *template_text);
  * (with tools, llm_chat_render_tools writes the tool-instruction variant itself). */
 int   llm_chat_granite_own_system(const char *template_text);
 char *llm_chat_granite_system_text(const char *date_long);
+/* Variables some templates read besides the messages (NULL: their defaults). */
+typedef struct {
+    const char *date_dmy;  /* today as "04 December 2026" (SmolLM3) */
+    int         no_think;  /* chat_template_kwargs enable_thinking false (SmolLM3: "Reasoning Mode: /no_think") */
+} llm_chat_vars;
+
+/* llm_chat_render_tools with the template variables. SmolLM3's format, after its template: the system turn is
+ * always written: "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: <date_dmy>\nReasoning Mode:
+ * /think" (or /no_think: no_think, or "/no_think" in the system message; "/think" there turns it back), then
+ * "## Custom Instructions" with the system message (the mode markers taken out; without one, SmolLM's own
+ * text for the mode), then "## Tools" with the tools in XML (defs: each tool's one-line JSON then "\n") or
+ * None; a system message with "/system_override" is the whole system turn instead. Tool results are user
+ * turns; with /no_think each answer (and the generation prompt) opens with an empty think block; an
+ * assistant message's calls follow its content as <tool_call> blocks (Qwen's way; the template drops them). */
+int  llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, const llm_chat_tools *tools,
+                        const llm_chat_vars *vars, int add_generation_prompt, llm_chat_out *out, llm_err *err);
 /* Qwen 3's generation prompt with enable_thinking false: an empty <think></think> block after it, so that
  * the model answers at once. 0, or -1 (no memory). */
 int  llm_chat_no_think(llm_chat_out *out);

@@ -176,7 +176,7 @@ static int calls_in_array(int chat_format)
  * answer is a call or is not). */
 static const char *call_tag(int chat_format)
 {
-    return chat_format == LLM_CHAT_CHATML    ? "<tool_call>"
+    return chat_format == LLM_CHAT_CHATML || chat_format == LLM_CHAT_SMOLLM3 ? "<tool_call>"
            : chat_format == LLM_CHAT_GRANITE ? "<|tool_call|>"
            : is_mistral(chat_format)         ? "[TOOL_CALLS]"
                                              : NULL;
@@ -277,20 +277,21 @@ static char *mistral_def(const cJSON *tool)
 }
 
 /* Each tool as the template lists it: Llama 3.1's tojson(indent=4) then a blank line; ChatML's a newline
- * then tojson on one line; Mistral's on one line, joined by ", " (the template adds the brackets); Granite's
- * the whole list as tojson(indent=4). */
+ * then tojson on one line (SmolLM3's tojson then a newline); Mistral's on one line, joined by ", " (the
+ * template adds the brackets); Granite's the whole list as tojson(indent=4). */
 static char *tool_defs(const cJSON *tools, int chat_format)
 {
     if (chat_format == LLM_CHAT_GRANITE) return llm_tools_dumps(tools, 4);
     buf_t b = { { NULL, 0, 0 }, 0 };
-    int chatml = chat_format == LLM_CHAT_CHATML, mistral = is_mistral(chat_format);
+    int chatml = chat_format == LLM_CHAT_CHATML, smol = chat_format == LLM_CHAT_SMOLLM3, mistral = is_mistral(chat_format);
     for (const cJSON *t = tools->child; t != NULL; t = t->next) {
-        char *s = mistral ? mistral_def(t) : llm_tools_dumps(t, chatml ? -1 : 4);
+        char *s = mistral ? mistral_def(t) : llm_tools_dumps(t, chatml || smol ? -1 : 4);
         if (s == NULL) { b.oom = 1; break; }
         if (chatml) puts_(&b, "\n");
         if (mistral && t != tools->child) puts_(&b, ", ");
         puts_(&b, s);
-        if (!chatml && !mistral) puts_(&b, "\n\n");
+        if (smol) puts_(&b, "\n");
+        else if (!chatml && !mistral) puts_(&b, "\n\n");
         free(s);
     }
     if (b.oom) { free(b.t.data); return NULL; }
@@ -336,10 +337,10 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     r->tool_mode = mode;
     if (mode == LLM_TOOLS_OFF) return 0;
-    if (r->chat_format != LLM_CHAT_LLAMA3 && r->chat_format != LLM_CHAT_CHATML && !calls_in_array(r->chat_format)) {
+    if (call_tag(r->chat_format) == NULL && r->chat_format != LLM_CHAT_LLAMA3) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
-                       "ChatML (Hermes, Qwen), Granite or Mistral (v3, v3-tekken, v7) chat format; this one's is %s",
-                       llm_chat_format_name(r->chat_format));
+                       "ChatML (Hermes, Qwen), SmolLM3, Granite or Mistral (v3, v3-tekken, v7) chat format; this one's "
+                       "is %s", llm_chat_format_name(r->chat_format));
         return -1;
     }
     if (r->stream && r->logprobs) {

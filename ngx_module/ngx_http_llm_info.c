@@ -142,7 +142,8 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         llm_chat_format f = lcf->chat_format ? (llm_chat_format)lcf->chat_format : lcf->tok->chat;
         llm_chat_out out;
         llm_err err = { "" };
-        /* the tools go into the prompt with today's date as Llama 3.2's and Granite 3.3's templates write it */
+        /* the tools go into the prompt with today's date as Llama 3.2's and Granite 3.3's templates write it (and
+         * SmolLM3's its system turn) */
         char date[32], date_long[48];
         time_t now = ngx_time();
         struct tm tm;
@@ -171,15 +172,18 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
             n_msgs++;
         }
         free(granite);
-        if (llm_chat_render_tools(f, msgs, n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL,
-                                  q->add_generation_prompt, &out, &err)) {
+        char date_dmy[48];
+        strftime(date_dmy, sizeof date_dmy, "%d %B %Y", &tm);
+        llm_chat_vars vars = { date_dmy, !q->enable_thinking };
+        if (llm_chat_render_ex(f, msgs, n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL, &vars,
+                               q->add_generation_prompt, &out, &err)) {
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);
             return -1;
         }
         /* Qwen 3's enable_thinking false (a call the prompt opened is answered at once anyway), whether or not
          * llm_reasoning splits the answers */
         if (lcf->tok->think && !q->enable_thinking && q->add_generation_prompt && !tools.open_call &&
-            llm_chat_no_think(&out)) {
+            f != LLM_CHAT_SMOLLM3 && llm_chat_no_think(&out)) { /* (SmolLM3's template writes its own) */
             llm_chat_out_free(&out);
             llm_api_seterr(e, 500, NULL, NULL, "out of memory");
             return -1;

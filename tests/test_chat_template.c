@@ -145,7 +145,7 @@ int main(void)
            strstr(err.msg, "first message after the system message must be the user's"),
            "with tools the conversation must start with the user: %s", err.msg);
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA2, tm, 2, &tools, 1, &o, &err) != 0 &&
-           strstr(err.msg, "needs the Llama 3, ChatML, Granite or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
            "no tool prompt in Llama 2's: %s", err.msg);
         const llm_chat_msg two[] = { { "user", "Both?", NULL, 0, NULL }, { "assistant", "", wcall, 2, NULL } };
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, two, 2, &tools, 1, &o, &err) != 0 &&
@@ -277,7 +277,7 @@ int main(void)
         static const llm_chat_call call[] = { { "w", "{}", NULL } };
         const llm_chat_msg withcall[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "", call, 1, NULL } };
         ok(render(LLM_CHAT_GEMMA, withcall, 2, 1, &err) == NULL &&
-           strstr(err.msg, "needs the Llama 3, ChatML, Granite or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
            "gemma: no function calling: %s", err.msg);
         llm_chat_tools tools = { "{}", "02 Dec 2026", 0, NULL };
         ok(llm_chat_render_tools(LLM_CHAT_GEMMA, conv + 1, 1, &tools, 1, &o, &err) != 0 &&
@@ -546,6 +546,56 @@ int main(void)
         ok(llm_chat_render_tools(LLM_CHAT_MISTRAL_V7, bad2, 2, &mt, 1, &o, &err) != 0 &&
            strstr(err.msg, "message 1 has role 'user', expected 'assistant'"),
            "mistral with tools: user and assistant alternate: %s", err.msg);
+    }
+    {   /* SmolLM3 (SmolLM3-3B's template): its system turn with the metadata, the custom instructions (the mode
+         * markers taken out) or SmolLM's own, the tools in XML; /no_think empty think blocks */
+        const char *st = "{{- \"<|im_start|>system\\n\" -}}{{- \"## Metadata\\n\\n\" -}}{{- \"Reasoning Mode: \" + "
+                         "reasoning_mode + \"\\n\\n\" -}}";
+        is_int(llm_chat_detect(st, 2), LLM_CHAT_SMOLLM3, "smollm3 detected from SmolLM3's template");
+        ok(llm_chat_format_from_name("smollm3") == LLM_CHAT_SMOLLM3, "smollm3: its name");
+        const llm_chat_msg m[] = { { "system", "Be brief. /no_think  ", NULL, 0, NULL }, { "user", "Hi", NULL, 0, NULL },
+                                   { "assistant", "\nHello.", NULL, 0, NULL }, { "user", "2+2?", NULL, 0, NULL } };
+        llm_chat_vars v = { "04 December 2026", 0 };
+        llm_chat_out o;
+        char *s = NULL;
+        int specials = 0;
+        if (llm_chat_render_ex(LLM_CHAT_SMOLLM3, m, 4, NULL, &v, 1, &o, &err) == 0) {
+            s = llm_chat_out_join(&o);
+            for (size_t k = 0; k < o.n; k++) specials += o.seg[k].special;
+            llm_chat_out_free(&o);
+        }
+        ok(s && !strcmp(s, "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 04 December "
+                           "2026\nReasoning Mode: /no_think\n\n## Custom Instructions\n\nBe brief.\n\n## Tools\n\n### XML "
+                           "Tools\n\nNone\n\n### Python Tools\n\nNone\n\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+                           "<|im_start|>assistant\n<think>\n\n</think>\nHello.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n"
+                           "<|im_start|>assistant\n<think>\n\n</think>\n") && specials == 13,
+           "smollm3, /no_think in the system message (%d control segments):\n%s", specials, s ? s : err.msg);
+        free(s);
+        s = NULL;
+        llm_chat_tools t = { "{\"type\": \"function\", \"function\": {\"name\": \"w\"}}\n", NULL, 1, NULL };
+        if (llm_chat_render_ex(LLM_CHAT_SMOLLM3, m + 1, 1, &t, &v, 1, &o, &err) == 0) {
+            s = llm_chat_out_join(&o);
+            llm_chat_out_free(&o);
+        }
+        ok(s && !strncmp(s, "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 04 December "
+                            "2026\nReasoning Mode: /think\n\n## Custom Instructions\n\nYou are a helpful AI assistant named "
+                            "SmolLM, trained by Hugging Face. Your role", 215) &&
+           strstr(s, "format: <think> Thought section </think> Solution section. In the Thought") &&
+           strstr(s, "to reach the conclusion.\n\n## Tools\n\n### XML Tools\n\nYou may call one or more functions to "
+                     "assist with the user query.\n\nYou are provided with function signatures within <tools></tools> "
+                     "XML tags:\n\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"w\"}}\n</tools>\n\n"
+                     "For each function call, return a json object with function name and arguments within "
+                     "<tool_call></tool_call> XML tags.\n\n### Python Tools\n\nNone\n\n<|im_end|>\n<|im_start|>user\nHi"
+                     "<|im_end|>\n<|im_start|>assistant\n<tool_call>\n") && s[strlen(s) - 1] == '\n',
+           "smollm3, thinking (no system message: SmolLM's own instructions), tools in XML, tool_choice required:\n%s",
+           s ? s : err.msg);
+        free(s);
+        const llm_chat_msg ov[] = { { "system", "Only this. /system_override", NULL, 0, NULL },
+                                    { "user", "Hi", NULL, 0, NULL } };
+        s = render(LLM_CHAT_SMOLLM3, ov, 2, 1, &err);
+        ok(s && !strcmp(s, "<|im_start|>system\nOnly this.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>"
+                           "assistant\n"), "smollm3: /system_override is the whole system turn: %s", s ? s : err.msg);
+        free(s);
     }
     {   /* Qwen 3's enable_thinking false: an empty think block opens the answer */
         const llm_chat_msg m[] = { { "user", "Hi", NULL, 0, NULL } };

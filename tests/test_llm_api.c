@@ -402,6 +402,17 @@ int main(void)
         ok(QOUT("[TOOL_CALLS][{\"name\":\"now\"}]") == 0 && llm_tools_content_end(&q, "Hi <|tool", 9, 0) == 3,
            "granite: Mistral's tag is text; content held back where <|tool_call|> may begin");
         llm_api_req_free(&q);
+        /* SmolLM3: each tool's one-line JSON then a newline (its template's XML tools); calls as ChatML's */
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_SMOLLM3, &q, &e), 0, "smollm3: tools parse");
+        ok(q.tool_defs && !strncmp(q.tool_defs, "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"", 55) &&
+           strlen(q.tool_defs) > 60 && !strcmp(q.tool_defs + strlen(q.tool_defs) - 53,
+                                               "}}\n{\"type\": \"function\", \"function\": {\"name\": \"now\"}}\n"),
+           "smollm3: each tool on a line, a newline after it:\n%s", q.tool_defs ? q.tool_defs : "");
+        n2 = QOUT("Sure.\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>");
+        ok(n2 == 1 && cl == 5, "smollm3: content, then a <tool_call> block");
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        llm_api_req_free(&q);
         /* the answers are the model's text: cut and mangled ones (in buffers of their exact size, no NUL, so
          * that ASan sees any read past them) read as calls or as content, never more than the maximum */
         static const struct { int format; const char *answer; } fz[] = {
