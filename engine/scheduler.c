@@ -22,6 +22,8 @@ typedef struct {
     int      n_prompt, n_gen, max_tokens;
     int32_t  stop[LLM_SCHED_MAX_STOP];
     int      n_stop;
+    int32_t  score[LLM_SCHED_MAX_SCORE]; /* ids whose logprobs each output reports (scoring) */
+    int      n_score;
     int      n_computed;       /* tokens whose KV is in the cache */
     int      prompt_len;       /* tokens treated as prompt (registered in the prefix cache) */
     llm_kv_seq   kv;
@@ -494,6 +496,17 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         llm_seterr(err, "at most %d stop token ids", LLM_SCHED_MAX_STOP);
         return -1;
     }
+    if (q->n_score < 0 || q->n_score > LLM_SCHED_MAX_SCORE ||
+        (q->n_score > 0 && (q->score_ids == NULL || q->embed || q->json || q->schema != NULL || q->min_tokens > 0))) {
+        llm_seterr(err, "scoring: 0 to %d token ids, and not with an embedding, JSON or min_tokens",
+                   LLM_SCHED_MAX_SCORE);
+        return -1;
+    }
+    for (int i = 0; i < q->n_score; i++)
+        if (q->score_ids[i] < 0 || q->score_ids[i] >= s->vocab) {
+            llm_seterr(err, "scoring: token id %d is outside the vocabulary of %d", q->score_ids[i], s->vocab);
+            return -1;
+        }
     if (q->embed < LLM_SCHED_EMBED_NONE || q->embed > LLM_SCHED_EMBED_MEAN) {
         llm_seterr(err, "embed: pooling %d is none of LLM_SCHED_EMBED_*", q->embed);
         return -1;
@@ -605,6 +618,9 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     if (q->n_stop > 0)
         memcpy(r->stop, q->stop_ids, (size_t)q->n_stop * sizeof(int32_t));
     r->n_stop = q->n_stop;
+    if (q->n_score > 0)
+        memcpy(r->score, q->score_ids, (size_t)q->n_score * sizeof(int32_t));
+    r->n_score = q->n_score;
     for (int i = 0; i < q->n_prompt; i++)
         llm_sampler_accept(r->smp, q->prompt[i], 1);
     r->t_submit = clock_ns(s);
@@ -1013,11 +1029,11 @@ static int is_stop(const sreq *r, int32_t t)
     return 0;
 }
 
-/* A request whose next row the host masks (JSON mode, a schema; stop ids under min_tokens), or an
- * embedding's: its row comes back. */
+/* A request whose next row the host masks (JSON mode, a schema; stop ids under min_tokens), an embedding's or
+ * a scoring one's: its row comes back. */
 static int host_masked(const sreq *r)
 {
-    return (r->con != NULL && !r->thinking) || r->embed || (r->n_gen < r->min_tokens && r->n_stop > 0);
+    return (r->con != NULL && !r->thinking) || r->embed || r->n_score > 0 || (r->n_gen < r->min_tokens && r->n_stop > 0);
 }
 
 /* Rows that need not come back as logits (at batch 256 x 128K vocab that is 128 MiB a step not copied, and
@@ -1164,6 +1180,18 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
         return res->id;
     }
     float *lg = s->logits + (size_t)row * (size_t)s->vocab;
+    llm_token_logprob score[LLM_SCHED_MAX_SCORE]; /* from the raw row, before penalties and masks */
+    for (int k = 0; k < r->n_score; k++) {
+        llm_sample_result one;
+        score[k].id = r->score[k];
+        score[k].logprob = llm_token_logprobs(lg, s->vocab, r->score[k], 0, &one) == 0 ? one.logprob : -INFINITY;
+    }
+    if (r->n_score > 0) {
+        int32_t t = llm_sampler_sample(r->smp, lg, res);
+        res->n_top = r->n_score;
+        memcpy(res->top, score, (size_t)r->n_score * sizeof(score[0]));
+        return t;
+    }
     if (r->n_gen < r->min_tokens) /* no stop id before min_tokens */
         for (int i = 0; i < r->n_stop; i++)
             if (r->stop[i] >= 0 && r->stop[i] < s->vocab)

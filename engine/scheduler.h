@@ -67,6 +67,7 @@
 
 #define LLM_SCHED_MAX_PREFERRED 16
 #define LLM_SCHED_MAX_STOP      16
+#define LLM_SCHED_MAX_SCORE     4
 #define LLM_SCHED_SPEC_SEQS     8   /* speculation only while at most this many requests run */
 #define LLM_SCHED_MAX_SPEC      16  /* spec_tokens at most */
 
@@ -172,6 +173,11 @@ typedef struct {
                                       * masked until reason_end (</think>) has been generated (0: the mask holds
                                       * from the first token; without json or schema: not used) */
     int32_t             reason_start, reason_end;
+    const int32_t      *score_ids;   /* copied; n_score ids (0..LLM_SCHED_MAX_SCORE) whose logprobs each sampled
+                                      * token's output reports in its top[] (in this order, instead of the top
+                                      * sampling.n_logprobs), from the raw logits (before penalties and
+                                      * masks); the rows come back from a device backend (scoring, /v1/rerank) */
+    int                 n_score;
     int                 embed;       /* LLM_SCHED_EMBED_*: no token is generated; the prompt's hidden states
                                       * after the final norm, pooled, come back in the last output (its
                                       * embedding); max_tokens, sampling and stop ids are not used */

@@ -126,6 +126,8 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.min_tokens = p->min_tokens > 0 ? p->min_tokens : 0;
     r.stop_ids = p->stop_ids;
     r.n_stop = (int)(p->n_stop <= LLM_SCHED_MAX_STOP ? p->n_stop : LLM_SCHED_MAX_STOP);
+    r.score_ids = p->score_ids;
+    r.n_score = p->n_score <= LLM_SHM_MAX_SCORE && p->n_score <= LLM_SCHED_MAX_SCORE ? (int)p->n_score : -1;
     /* A full queue gets its own code (the client may retry: 429); the
      * scheduler's other refusals are malformed requests. */
     llm_sched_stats st;

@@ -316,7 +316,8 @@ int llm_client_fill(llm_client *c, llm_req r, const int32_t *ids, uint32_t n, co
     if (n > c->map.hdr->caps.max_prompt)
         return LLM_SHM_E_TOO_LONG;
     if (n == 0 || !ids || !p || p->max_tokens <= 0 || p->n_stop > LLM_SHM_MAX_STOP || p->n_logprobs < 0 ||
-        (uint32_t)p->n_logprobs > c->map.hdr->caps.max_top || p->n_bias > LLM_SHM_MAX_BIAS)
+        (uint32_t)p->n_logprobs > c->map.hdr->caps.max_top || p->n_bias > LLM_SHM_MAX_BIAS ||
+        p->n_score > LLM_SHM_MAX_SCORE || p->n_score > c->map.hdr->caps.max_top)
         return LLM_SHM_E_INVAL;
     memcpy(llm_shm_prompt_of(&c->map, sl), ids, (size_t)n * sizeof *ids);
     sl->n_prompt = n;

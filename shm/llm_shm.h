@@ -14,12 +14,13 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  9u
+#define LLM_SHM_VERSION  10u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
 #define LLM_SHM_MAX_TOP  20   /* top-n logprobs per token, upper bound */
 #define LLM_SHM_MAX_BIAS 1024 /* logit biases per request */
+#define LLM_SHM_MAX_SCORE 4   /* token ids a scoring request reports the logprobs of */
 #define LLM_SHM_MAX_SLOTS   (1u << 16)
 #define LLM_SHM_MAX_WAITERS (1u << 15)
 
@@ -116,6 +117,10 @@ typedef struct {
     int32_t  min_tokens;           /* stop_ids cannot be generated before this many tokens */
     uint32_t schema_len;           /* bytes of JSON Schema text after the prompt ids in the prompt area */
     int32_t  reason_start, reason_end; /* LLM_PARAM_REASONING: a reasoning model's <think> / </think> ids */
+    /* Scoring (/v1/rerank): the first generated token's entry reports, in its top[], the logprobs of these
+     * ids at that position (in this order, instead of the top n_logprobs); 0 = off. Needs max_top >= n_score. */
+    uint32_t n_score;              /* 0..LLM_SHM_MAX_SCORE */
+    int32_t  score_ids[LLM_SHM_MAX_SCORE];
     uint32_t n_bias;               /* 0..LLM_SHM_MAX_BIAS */
     llm_shm_bias bias[LLM_SHM_MAX_BIAS];
 } llm_shm_params;

@@ -1311,6 +1311,71 @@ static void test_prompt_logprobs(void)
        (unsigned long long)st.cached_tokens, (unsigned long long)st0.cached_tokens);
 }
 
+/* Scoring (score_ids, /v1/rerank): each generated token's output reports the logprobs of the given ids at
+ * its position, from the raw row (the prompt's last row for the first), as one forward over the whole prompt
+ * gives them; the tokens are those of the same request without scoring; bad ids are refused. */
+static void test_scoring(void)
+{
+    int32_t prompt[24];
+    for (int k = 0; k < 24; k++) prompt[k] = (int32_t)((k * 7 + 3) % 64);
+    static const int32_t ids[2] = { 5, 41 };
+    int32_t tok[2][4];
+    int ngen[2] = { 0, 0 }, scored = 0, tops = 1;
+    float first[2] = { 0, 0 };
+    for (int with = 0; with < 2; with++) {
+        fake_env e;
+        fake_env_init(&e, 64, 256, 21, 8);
+        llm_sched_config cfg = { 0 };
+        cfg.max_batched_tokens = 10; /* the prompt in chunks */
+        llm_err err = { { 0 } };
+        llm_sched *s = llm_sched_create(&e.be, &cfg, &err);
+        llm_sched_request rq = { 0 };
+        rq.prompt = prompt;
+        rq.n_prompt = 24;
+        llm_sampling_defaults(&rq.sampling);
+        rq.max_tokens = 3;
+        rq.score_ids = with ? ids : NULL;
+        rq.n_score = with ? 2 : 0;
+        if (llm_sched_submit(s, &rq, &err) != 0) diag("submit: %s", err.msg);
+        for (int guard = 0, more = 1; more && guard < 1000; guard++) {
+            more = llm_sched_step(s) > 0;
+            llm_sched_output o;
+            while (llm_sched_next_output(s, &o)) {
+                if (o.token < 0 || ngen[with] >= 4) continue;
+                if (with && ngen[with] == 0 && o.n_top == 2 && o.top[0].id == 5 && o.top[1].id == 41) {
+                    scored = 1;
+                    first[0] = o.top[0].logprob;
+                    first[1] = o.top[1].logprob;
+                }
+                tops &= !with || (o.n_top == 2 && o.top[0].id == 5);
+                tok[with][ngen[with]++] = o.token;
+            }
+        }
+        if (with) {
+            static const int32_t bad[1] = { 64 };
+            rq.score_ids = bad;
+            rq.n_score = 1;
+            ok(llm_sched_submit(s, &rq, &err) != 0 && strstr(err.msg, "outside the vocabulary"),
+               "scoring: an id outside the vocabulary is refused: %s", err.msg);
+            rq.score_ids = ids;
+            rq.json = 1;
+            ok(llm_sched_submit(s, &rq, &err) != 0, "scoring: not with JSON mode: %s", err.msg);
+        }
+        llm_sched_destroy(s);
+        fake_env_free(&e);
+    }
+    float *lg = whole_prompt_rows(prompt, 24);
+    llm_sample_result a, b;
+    int same = lg != NULL && llm_token_logprobs(lg + 23 * 64, 64, 5, 0, &a) == 0 &&
+               llm_token_logprobs(lg + 23 * 64, 64, 41, 0, &b) == 0 && a.logprob == first[0] && b.logprob == first[1];
+    ok(scored && same && tops, "scoring: the first token reports the logprobs of ids 5 and 41 at the prompt's last "
+       "position (%.6f, %.6f), as one forward over the prompt gives them; every token reports them", first[0],
+       first[1]);
+    ok(ngen[0] == 3 && ngen[1] == 3 && memcmp(tok[0], tok[1], 3 * sizeof(int32_t)) == 0,
+       "scoring: the same tokens as without it");
+    free(lg);
+}
+
 /* Embedding requests (LLM_SCHED_EMBED_*) among generating ones, through a pool tight enough to preempt and
  * chunks of at most 40 tokens: each comes back as one record (token -1, STOP) whose embedding is the first dim
  * floats of the last prompt row (LAST) or their mean over every prompt row (MEAN), as one forward over the
@@ -1512,6 +1577,7 @@ int main(void)
     test_backpressure_and_errors();
     test_oom_self_heal();
     test_prompt_logprobs();
+    test_scoring();
     test_embeddings();
     test_min_tokens();
     test_real_model();
