@@ -252,6 +252,43 @@ static int parse_embeddings(const cJSON *root, llm_api_req *r, llm_api_err *e)
     return get_str(root, "user", &r->user, e) < 0 ? -1 : 0;
 }
 
+/* POST /v1/rerank: query, documents (strings or {"text": ...}), top_n, return_documents, instruction. */
+static int parse_rerank(const cJSON *root, llm_api_req *r, llm_api_err *e)
+{
+    if (get_str(root, "query", &r->query, e) < 0) return -1;
+    if (r->query == NULL || r->query[0] == 0) {
+        llm_api_seterr(e, 400, "query", "missing_required_parameter", "'query' (a non-empty string) is required");
+        return -1;
+    }
+    const cJSON *d = llm_api_field(root, "documents"), *x;
+    int n = cJSON_IsArray(d) ? cJSON_GetArraySize(d) : -1;
+    if (n < 1 || n > LLM_API_MAX_DOCUMENTS) {
+        llm_api_seterr(e, 400, "documents", d ? "invalid_value" : "missing_required_parameter",
+                       "'documents' must be an array of 1 to %d strings or {\"text\": ...} objects", LLM_API_MAX_DOCUMENTS);
+        return -1;
+    }
+    r->batch = malloc((size_t)n * sizeof *r->batch);
+    r->batch_len = malloc((size_t)n * sizeof *r->batch_len);
+    if (r->batch == NULL || r->batch_len == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+    int i = 0;
+    cJSON_ArrayForEach(x, d) {
+        const cJSON *t = cJSON_IsObject(x) ? cJSON_GetObjectItemCaseSensitive(x, "text") : x;
+        if (!cJSON_IsString(t)) {
+            llm_api_seterr(e, 400, "documents", "invalid_type", "documents[%d] must be a string or {\"text\": ...}", i);
+            return -1;
+        }
+        r->batch[i] = t->valuestring;
+        r->batch_len[i++] = strlen(t->valuestring);
+    }
+    r->n_prompts = n;
+    long long top = 0;
+    if (get_int(root, "top_n", 1, 1e9, &top, e) < 0 || get_bool(root, "return_documents", &r->return_documents, e) < 0 ||
+        get_str(root, "instruction", &r->instruction, e) < 0)
+        return -1;
+    r->top_n = top > n ? n : (int)top;
+    return 0;
+}
+
 void llm_api_prompt_at(const llm_api_req *r, int i, llm_api_req *one)
 {
     *one = *r;
@@ -820,6 +857,9 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
     }
     case LLM_API_EMBEDDINGS:
         return parse_embeddings(root, r, e);
+    case LLM_API_RERANK:
+        r->return_documents = 1;
+        return parse_rerank(root, r, e);
     case LLM_API_DETOKENIZE: {
         const cJSON *t = llm_api_field(root, "tokens");
         if (!t) {

@@ -28,9 +28,11 @@ typedef enum {
     LLM_API_RESPONSES   = 6, /* POST /v1/responses: parsed as the chat body it means (llm_responses.h); the
                               * request's kind is then LLM_API_CHAT, its api LLM_API_RESPONSES */
     LLM_API_MESSAGES    = 7, /* POST /v1/messages (Anthropic's): the same way (llm_messages.h) */
+    LLM_API_RERANK      = 8, /* POST /v1/rerank: a query and documents (batch[], one a document) */
 } llm_api_kind;
 
 #define LLM_API_MAX_INPUTS 2048 /* embeddings: inputs in one request (OpenAI's limit) */
+#define LLM_API_MAX_DOCUMENTS 1024 /* rerank: documents in one request */
 
 /* A 4xx/5xx answer: HTTP status + OpenAI error object. */
 typedef struct {
@@ -119,6 +121,11 @@ typedef struct {
     /* embeddings */
     int          base64;      /* encoding_format "base64": each vector as base64 of little-endian float32 */
     int          dimensions;  /* 0, or the leading dimensions kept (then normalised again; Matryoshka models) */
+    /* rerank (Jina's, Cohere's, vLLM's shape): the query, the documents in batch[] (n_prompts of them) */
+    const char  *query;
+    const char  *instruction; /* Qwen3-Reranker's <Instruct> (NULL: its default) */
+    int          top_n;       /* 0: all */
+    int          return_documents; /* default 1 */
     /* logit_bias: {"<token id>": bias}, in the body's order (a repeated id: the last one counts) */
     int32_t     *bias_ids;    /* malloc'd; ids not yet checked against the vocabulary */
     float       *bias;        /* malloc'd */

@@ -1,7 +1,13 @@
 /* POST /v1/embeddings: each input -> token ids -> the engine (an LLM_PARAM_EMBED request: the prompt's
  * hidden state after the final norm, pooled as the engine pools) -> the vector, cut to `dimensions` and
- * made unit length -> OpenAI's list of embeddings. Inputs go to the engine a window at a time, so a request
- * of OpenAI's 2,048 inputs never needs more slots than the window. */
+ * made unit length -> OpenAI's list of embeddings.
+ * POST /v1/rerank: each document -> Qwen3-Reranker's judging prompt (a system instruction to answer "yes" or
+ * "no", then "<Instruct>: ...\n<Query>: ...\n<Document>: ..." as the user's turn, in the model's chat format,
+ * with the empty think block of a template that thinks) -> the engine (a scoring request: one token, the
+ * logprobs of "yes" and "no" at the answer's first position) -> relevance P(yes) / (P(yes) + P(no)) -> the
+ * documents by relevance (Jina's / Cohere's / vLLM's shape).
+ * Inputs go to the engine a window at a time, so a request of OpenAI's 2,048 inputs never needs more slots
+ * than the window. */
 #include "ngx_http_llm_module.h"
 
 #include <math.h>
@@ -10,15 +16,16 @@
 
 typedef struct {
     llm_req   h;
-    unsigned  started:1, done:1;
+    unsigned  started:1, done:1, scored:1;
     float    *vec;                /* n_embd floats once done (malloc'd) */
+    double    score;              /* rerank: the document's relevance */
 } ngx_http_llm_emb_item_t;
 
 typedef struct {
     ngx_http_request_t      *r;
     ngx_http_llm_engine_t   *eng;
     ngx_http_llm_pending_t   pend;  /* on the engine's active queue while it waits */
-    unsigned                 finished:1;
+    unsigned                 finished:1, rerank:1;
     llm_api_req              q;
     int                      n, n_started, n_done, in_flight;
     int32_t                **ids;  /* [n] each malloc'd */
@@ -40,8 +47,8 @@ static void ngx_http_llm_emb_cleanup(void *data)
     if (!ctx->finished) {
         ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(ctx->r, ngx_http_llm_module);
         if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->client_aborts, 1);
-        ngx_log_error(NGX_LOG_INFO, ctx->r->connection->log, 0,
-                      "llm: client went away before its embeddings were ready; cancelling them in the engine");
+        ngx_log_error(NGX_LOG_INFO, ctx->r->connection->log, 0, "llm: client went away before its %s were ready; "
+                      "cancelling them in the engine", ctx->rerank ? "document scores" : "embeddings");
     }
     for (int i = 0; ctx->item && i < ctx->n; i++) {
         /* releasing an unfinished request cancels it in the engine */
@@ -128,6 +135,46 @@ static ngx_int_t ngx_http_llm_emb_respond(ngx_http_llm_emb_ctx_t *ctx)
     return ngx_http_llm_send_text(r, 200, "application/json", buf, (size_t)(p - buf));
 }
 
+/* {"id", "model", "results": [{"index", "relevance_score", "document": {"text"}?}, ...] by relevance (ties: the
+ * documents' order), top_n of them, "usage"}. */
+static ngx_int_t ngx_http_llm_rerank_respond(ngx_http_llm_emb_ctx_t *ctx)
+{
+    ngx_http_request_t *r = ctx->r;
+    int *order = ngx_palloc(r->pool, (size_t)ctx->n * sizeof *order);
+    if (order == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
+    for (int i = 0; i < ctx->n; i++) { /* insertion by relevance, stable */
+        int k = i;
+        while (k > 0 && ctx->item[order[k - 1]].score < ctx->item[i].score) { order[k] = order[k - 1]; k--; }
+        order[k] = i;
+    }
+    char id[40];
+    ngx_snprintf((u_char *)id, sizeof id, "rerank-%016xL%Z", ctx->tag);
+    cJSON *o = cJSON_CreateObject();
+    cJSON *res = o && cJSON_AddStringToObject(o, "id", id) && cJSON_AddStringToObject(o, "model", ctx->model)
+                 ? cJSON_AddArrayToObject(o, "results") : NULL;
+    int top = ctx->q.top_n > 0 ? ctx->q.top_n : ctx->n, bad = res == NULL;
+    for (int j = 0; j < top && !bad; j++) {
+        const ngx_http_llm_emb_item_t *it = &ctx->item[order[j]];
+        cJSON *x = cJSON_CreateObject(), *d = NULL;
+        bad = x == NULL || !cJSON_AddNumberToObject(x, "index", order[j]) ||
+              !cJSON_AddNumberToObject(x, "relevance_score", it->score) ||
+              (ctx->q.return_documents && ((d = cJSON_AddObjectToObject(x, "document")) == NULL ||
+                                          !cJSON_AddStringToObject(d, "text", ctx->q.batch[order[j]])));
+        if (x != NULL) cJSON_AddItemToArray(res, x);
+    }
+    cJSON *u = o ? cJSON_CreateObject() : NULL;
+    if (bad || u == NULL || !cJSON_AddNumberToObject(u, "prompt_tokens", ctx->n_prompt) ||
+        !cJSON_AddNumberToObject(u, "total_tokens", ctx->n_prompt)) {
+        cJSON_Delete(o);
+        cJSON_Delete(u);
+        return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
+    }
+    cJSON_AddItemToObject(o, "usage", u);
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->prompt_tokens, ctx->n_prompt);
+    return ngx_http_llm_send_cjson(r, 200, o);
+}
+
 /* ---------------- the engine ---------------- */
 
 /* Starts inputs while the window has room. 0; 1 when the engine has no slot now (tried again at the next
@@ -167,13 +214,26 @@ static int ngx_http_llm_emb_step(void *data)
                                   ? "the engine stopped or restarted during the request" : llm_shm_strerror(k));
             return 0;
         }
+        if (k > 0 && ctx->rerank && !it->scored && tk[0].n_top == 2 && tk[0].top[0].id == ctx->p.score_ids[0] &&
+            tk[0].top[1].id == ctx->p.score_ids[1]) { /* P(yes) / (P(yes) + P(no)) */
+            it->score = 1.0 / (1.0 + exp((double)tk[0].top[1].logprob - (double)tk[0].top[0].logprob));
+            it->scored = 1;
+        }
         if (!st.done) continue;
         if (st.finish == LLM_FINISH_ERROR && st.error == LLM_SHM_E_QUEUE_FULL) {
             ngx_http_llm_emb_fail(ctx, 429, "queue_full", "the engine's request queue is full; retry later");
             return 0;
         }
-        it->vec = malloc(ctx->n_embd * sizeof(float));
-        int got = st.finish == LLM_FINISH_STOP && it->vec ? llm_client_result(c, it->h, it->vec, ctx->n_embd) : -1;
+        if (ctx->rerank && !it->scored) {
+            char m[160];
+            ngx_snprintf((u_char *)m, sizeof m, "the engine gave no score for document %d (finish %d, code %d)%Z",
+                         i, (int)st.finish, (int)st.error);
+            ngx_http_llm_emb_fail(ctx, 503, "engine_error", m);
+            return 0;
+        }
+        it->vec = ctx->rerank ? NULL : malloc(ctx->n_embd * sizeof(float));
+        int got = ctx->rerank ? (int)ctx->n_embd
+                  : st.finish == LLM_FINISH_STOP && it->vec ? llm_client_result(c, it->h, it->vec, ctx->n_embd) : -1;
         if (got != (int)ctx->n_embd) {
             char m[160];
             ngx_snprintf((u_char *)m, sizeof m, "the engine gave no embedding for input %d (finish %d, code %d)%Z",
@@ -188,7 +248,7 @@ static int ngx_http_llm_emb_step(void *data)
         ctx->in_flight--;
     }
     if (ctx->n_done == ctx->n) {
-        ngx_http_llm_emb_done(ctx, ngx_http_llm_emb_respond(ctx));
+        ngx_http_llm_emb_done(ctx, ctx->rerank ? ngx_http_llm_rerank_respond(ctx) : ngx_http_llm_emb_respond(ctx));
         return 0;
     }
     llm_api_err e;
@@ -213,22 +273,44 @@ static void ngx_http_llm_emb_timeout(ngx_event_t *ev)
 
 /* ---------------- start ---------------- */
 
-/* Token ids of every input (text: BOS as the tokenizer says, EOS where it asks for one), each checked
- * against the engine's context. NGX_OK, or NGX_DECLINED with e set. */
+static const char RERANK_SYSTEM[] = "Judge whether the Document meets the requirements based on the Query and the "
+                                    "Instruct provided. Note that the answer can only be \"yes\" or \"no\".";
+static const char RERANK_INSTRUCT[] = "Given a web search query, retrieve relevant passages that answer the query";
+
+/* Token ids of every input (text: BOS as the tokenizer says, EOS where it asks for one; rerank: a document's
+ * judging prompt), each checked against the engine's context. NGX_OK, or NGX_DECLINED with e set. */
 static ngx_int_t ngx_http_llm_emb_encode(ngx_http_llm_emb_ctx_t *ctx, llm_tokenizer *tok, llm_api_err *e)
 {
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     uint32_t ctx_len = m->hdr->model.ctx_len;
     int eos = llm_tok_add_eos(tok) ? llm_tok_eos(tok) : -1;
+    const char *what = ctx->rerank ? "document" : "input", *instr = ctx->q.instruction ? ctx->q.instruction
+                                                                                      : RERANK_INSTRUCT;
     for (int i = 0; i < ctx->n; i++) {
         llm_api_req one;
         llm_api_prompt_at(&ctx->q, i, &one);
-        int text = one.ids == NULL;
+        int text = one.ids == NULL && !ctx->rerank;
         one.kind = LLM_API_COMPLETIONS; /* a text as a completion's prompt is encoded */
+        llm_chat_msg judge[2] = { { .role = "system", .content = RERANK_SYSTEM }, { .role = "user" } };
+        if (ctx->rerank) { /* the judging prompt in the model's chat format, answered at once (no thinking) */
+            size_t len = strlen(instr) + strlen(ctx->q.query) + one.prompt_len + 48;
+            u_char *c = ngx_pnalloc(ctx->r->pool, len);
+            if (c == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return NGX_DECLINED; }
+            ngx_snprintf(c, len, "<Instruct>: %s\n<Query>: %s\n<Document>: %*s%Z", instr, ctx->q.query,
+                         one.prompt_len, one.prompt);
+            judge[1].content = (const char *)c;
+            one.kind = LLM_API_CHAT;
+            one.prompt = NULL;
+            one.msgs = judge;
+            one.n_msgs = 2;
+            one.add_generation_prompt = 1;
+            one.enable_thinking = 0;
+            one.tool_mode = 0;
+        }
         if (ngx_http_llm_encode_prompt(ctx->r, &one, &ctx->ids[i], &ctx->n_ids[i], e)) {
             size_t l = ngx_strlen(e->message);
-            if (ctx->n > 1) ngx_snprintf((u_char *)e->message + l, sizeof e->message - l - 1, " (input %d)%Z", i);
-            ngx_cpystrn((u_char *)e->param, (u_char *)"input", sizeof e->param);
+            if (ctx->n > 1) ngx_snprintf((u_char *)e->message + l, sizeof e->message - l - 1, " (%s %d)%Z", what, i);
+            ngx_cpystrn((u_char *)e->param, (u_char *)(ctx->rerank ? "documents" : "input"), sizeof e->param);
             return NGX_DECLINED;
         }
         if (text && eos >= 0) {
@@ -241,9 +323,9 @@ static ngx_int_t ngx_http_llm_emb_encode(ngx_http_llm_emb_ctx_t *ctx, llm_tokeni
             ids[ctx->n_ids[i]++] = eos;
         }
         if (ctx->n_ids[i] >= ctx_len || ctx->n_ids[i] > m->hdr->caps.max_prompt) {
-            llm_api_seterr(e, 400, "input", "context_length_exceeded",
-                           "input %d is %zu tokens; this model's context length is %u tokens", i, ctx->n_ids[i],
-                           ctx_len);
+            llm_api_seterr(e, 400, ctx->rerank ? "documents" : "input", "context_length_exceeded",
+                           "%s %d is %zu tokens%s; this model's context length is %u tokens", what, i, ctx->n_ids[i],
+                           ctx->rerank ? " with the query and the judging prompt" : "", ctx_len);
             return NGX_DECLINED;
         }
         ctx->n_prompt += (uint32_t)ctx->n_ids[i];
@@ -251,7 +333,7 @@ static ngx_int_t ngx_http_llm_emb_encode(ngx_http_llm_emb_ctx_t *ctx, llm_tokeni
     return NGX_OK;
 }
 
-ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q)
+static ngx_int_t ngx_http_llm_emb_start(ngx_http_request_t *r, llm_api_req *q, int rerank)
 {
     ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
     llm_api_err e;
@@ -262,6 +344,7 @@ ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q)
     ctx->q = *q; /* ctx owns the request from here; the cleanup frees it */
     ctx->eng = ngx_http_llm_engine(r);
     ctx->finished = 1; /* until the engine has it, an early return is not an abort */
+    ctx->rerank = rerank != 0;
     ctx->n = ctx->q.n_prompts > 1 ? ctx->q.n_prompts : 1;
     cln->handler = ngx_http_llm_emb_cleanup;
     cln->data = ctx;
@@ -273,6 +356,19 @@ ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q)
         return ngx_http_llm_error(r, 500, NULL, NULL, "no tokenizer configured (llm_model_path)");
     if (ngx_http_llm_engine_ready(ctx->eng, &e) != LLM_SHM_OK) return ngx_http_llm_send_error(r, &e);
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
+    llm_shm_params_defaults(&ctx->p);
+    if (rerank) {
+        int32_t yes = llm_tok_find(lcf->tok->tok, "yes"), no = llm_tok_find(lcf->tok->tok, "no");
+        if (yes < 0 || no < 0)
+            return ngx_http_llm_error(r, 400, NULL, "rerank_unsupported", "this model's vocabulary has no \"yes\" "
+                                      "and \"no\" tokens, which /v1/rerank scores (a Qwen3-Reranker-style model)");
+        if (m->hdr->caps.max_top < 2)
+            return ngx_http_llm_error(r, 500, NULL, "rerank_unavailable", "the engine reports no logprobs");
+        ctx->p.n_score = 2;
+        ctx->p.score_ids[0] = yes;
+        ctx->p.score_ids[1] = no;
+        goto encode;
+    }
     ctx->n_embd = m->hdr->model.n_embd;
     if (ctx->n_embd == 0) /* an engine that says nothing of a hidden size (t/echo_engine.c) */
         return ngx_http_llm_error(r, 400, NULL, "embeddings_unsupported", "the engine \"%V\" serves no embeddings",
@@ -285,9 +381,9 @@ ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q)
         return ngx_http_llm_error(r, 400, "dimensions", "invalid_value",
                                   "dimensions is %d; this model's embeddings have %uD", ctx->q.dimensions,
                                   ctx->n_embd);
-    if (ngx_http_llm_emb_encode(ctx, lcf->tok->tok, &e) != NGX_OK) return ngx_http_llm_send_error(r, &e);
-    llm_shm_params_defaults(&ctx->p);
     ctx->p.flags = LLM_PARAM_EMBED;
+encode:
+    if (ngx_http_llm_emb_encode(ctx, lcf->tok->tok, &e) != NGX_OK) return ngx_http_llm_send_error(r, &e);
     ctx->p.max_tokens = 1;
     ctx->p.priority = (int32_t)lcf->priority;
     static uint64_t serial;
@@ -308,3 +404,7 @@ ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q)
     ngx_http_llm_pending_add(ctx->eng, &ctx->pend);
     return NGX_DONE;
 }
+
+ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q) { return ngx_http_llm_emb_start(r, q, 0); }
+
+ngx_int_t ngx_http_llm_rerank(ngx_http_request_t *r, llm_api_req *q) { return ngx_http_llm_emb_start(r, q, 1); }

@@ -276,6 +276,7 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         { "models", NGX_LLM_MODELS }, { "tokenize", NGX_LLM_TOKENIZE }, { "detokenize", NGX_LLM_DETOKENIZE },
         { "health", NGX_LLM_HEALTH }, { "metrics", NGX_LLM_METRICS }, { "embeddings", NGX_LLM_EMBEDDINGS },
         { "responses", NGX_LLM_RESPONSES }, { "messages", NGX_LLM_MESSAGES }, { "count_tokens", NGX_LLM_COUNT_TOKENS },
+        { "rerank", NGX_LLM_RERANK },
     };
     ngx_str_t *v = cf->args->elts;
     if (cf->args->nelts == 1) return ngx_http_llm_set_handler(cf, conf, NGX_LLM_AUTO);
@@ -283,7 +284,8 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (v[1].len == ngx_strlen(kinds[i].name) && ngx_strncmp(v[1].data, kinds[i].name, v[1].len) == 0)
             return ngx_http_llm_set_handler(cf, conf, kinds[i].h);
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_api \"%V\": expected auto, completions, chat, responses, "
-                       "messages, count_tokens, embeddings, models, tokenize, detokenize, health or metrics", &v[1]);
+                       "messages, count_tokens, embeddings, rerank, models, tokenize, detokenize, health or metrics",
+                       &v[1]);
     return NGX_CONF_ERROR;
 }
 
@@ -462,6 +464,7 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
         { "/v1/messages", NGX_LLM_MESSAGES }, { "/v1/messages/count_tokens", NGX_LLM_COUNT_TOKENS },
         { "/v1/models", NGX_LLM_MODELS }, { "/tokenize", NGX_LLM_TOKENIZE },
         { "/detokenize", NGX_LLM_DETOKENIZE }, { "/health", NGX_LLM_HEALTH }, { "/metrics", NGX_LLM_METRICS },
+        { "/rerank", NGX_LLM_RERANK }, /* /v1/rerank, /v2/rerank (Cohere's) and /rerank alike */
     };
     ngx_str_t *u = &r->uri;
     size_t len = u->len;
@@ -566,6 +569,7 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
     }
     llm_api_kind kind = h == NGX_LLM_CHAT ? LLM_API_CHAT : h == NGX_LLM_COMPLETIONS ? LLM_API_COMPLETIONS
                       : h == NGX_LLM_EMBEDDINGS ? LLM_API_EMBEDDINGS : h == NGX_LLM_RESPONSES ? LLM_API_RESPONSES
+                      : h == NGX_LLM_RERANK ? LLM_API_RERANK
                       : h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? LLM_API_MESSAGES
                       : h == NGX_LLM_TOKENIZE ? LLM_API_TOKENIZE : LLM_API_DETOKENIZE;
     llm_api_req q;
@@ -588,6 +592,7 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
     case NGX_LLM_COUNT_TOKENS: rc = ngx_http_llm_tokenize(r, &q); llm_api_req_free(&q); break;
     case NGX_LLM_DETOKENIZE: rc = ngx_http_llm_detokenize(r, &q); llm_api_req_free(&q); break;
     case NGX_LLM_EMBEDDINGS: rc = ngx_http_llm_embeddings(r, &q); break; /* owns q */
+    case NGX_LLM_RERANK:     rc = ngx_http_llm_rerank(r, &q); break; /* owns q */
     default:                 rc = ngx_http_llm_generate(r, &q); break; /* owns q */
     }
     if (rc != NGX_DONE) ngx_http_finalize_request(r, rc);

@@ -31,6 +31,7 @@ enum {
     NGX_LLM_COUNT_TOKENS,     /* its POST /v1/messages/count_tokens */
     NGX_LLM_RESPONSE_ITEM,    /* GET / DELETE /v1/responses/<id>: a stored response (llm_responses_store) */
     NGX_LLM_RESPONSE_INPUTS,  /* GET /v1/responses/<id>/input_items */
+    NGX_LLM_RERANK,           /* POST /v1/rerank (also /rerank, /v2/rerank) */
     NGX_LLM_N_HANDLERS
 };
 
@@ -139,8 +140,9 @@ ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q);
 ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q);
 /* Takes ownership of q on every path. Returns NGX_DONE when it goes on asynchronously. */
 ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q);
-/* POST /v1/embeddings (ngx_http_llm_embed.c); the same contract. */
+/* POST /v1/embeddings and POST /v1/rerank (ngx_http_llm_embed.c); the same contract. */
 ngx_int_t ngx_http_llm_embeddings(ngx_http_request_t *r, llm_api_req *q);
+ngx_int_t ngx_http_llm_rerank(ngx_http_request_t *r, llm_api_req *q);
 
 /* Encodes a prompt: text (add_bos) or chat messages (template) -> malloc'd ids. */
 int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **ids, size_t *n, llm_api_err *e);

@@ -30,7 +30,8 @@ static void bad(llm_api_kind k, const char *body, const char *param, const char 
 static llm_api_kind api_kind(int k, int seed)
 {
     (void)k;
-    return seed == 5 || seed == 6 ? LLM_API_EMBEDDINGS : seed >= 2 && seed <= 4 ? LLM_API_CHAT : LLM_API_COMPLETIONS;
+    return seed == 8 ? LLM_API_RERANK : seed == 5 || seed == 6 ? LLM_API_EMBEDDINGS
+         : seed >= 2 && seed <= 4 ? LLM_API_CHAT : LLM_API_COMPLETIONS;
 }
 
 int main(void)
@@ -631,10 +632,28 @@ int main(void)
             "{\"input\":[\"a cat\",\"a dog\"],\"encoding_format\":\"base64\",\"dimensions\":8,\"user\":\"u\"}",
             "{\"input\":[[1,2,3],[4,5]],\"model\":\"m\",\"encoding_format\":\"float\"}",
             "{\"prompt\":\"def f(\",\"suffix\":\"return x\",\"max_tokens\":8,\"stop\":[\"\\n\"]}",
+            "{\"query\":\"q\",\"documents\":[\"a\",{\"text\":\"b\"}],\"top_n\":1,\"return_documents\":false,"
+            "\"instruction\":\"i\"}",
         };
-        ok(api_mutate(seeds, 8, 4800, 0x1234567u, api_kind, LLM_CHAT_LLAMA3),
-           "4800 mutated bodies: each parsed or refused with a 400");
+        ok(api_mutate(seeds, 9, 5400, 0x1234567u, api_kind, LLM_CHAT_LLAMA3),
+           "5400 mutated bodies: each parsed or refused with a 400");
     }
+
+    /* rerank: the query, documents as strings or {"text"}, top_n (cut to the documents), return_documents */
+    is_int(parse(LLM_API_RERANK, "{\"query\":\"q?\",\"documents\":[\"a\",{\"text\":\"bc\"}],\"top_n\":9,"
+                 "\"return_documents\":false,\"instruction\":\"Find it\"}", &r, &e), 0, "rerank parses");
+    ok(!strcmp(r.query, "q?") && r.n_prompts == 2 && !strcmp(r.batch[1], "bc") && r.batch_len[1] == 2 &&
+       r.top_n == 2 && !r.return_documents && !strcmp(r.instruction, "Find it"),
+       "rerank: query, two documents, top_n cut to 2, no documents back, the instruction");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_RERANK, "{\"query\":\"q\",\"documents\":[\"a\"]}", &r, &e), 0, "minimal rerank parses");
+    ok(r.top_n == 0 && r.return_documents && r.instruction == NULL, "rerank defaults: all, with the documents");
+    llm_api_req_free(&r);
+    bad(LLM_API_RERANK, "{\"documents\":[\"a\"]}", "query", "rerank without a query");
+    bad(LLM_API_RERANK, "{\"query\":\"\",\"documents\":[\"a\"]}", "query", "rerank with an empty query");
+    bad(LLM_API_RERANK, "{\"query\":\"q\",\"documents\":\"a\"}", "documents", "rerank documents not an array");
+    bad(LLM_API_RERANK, "{\"query\":\"q\",\"documents\":[{\"text\":1}]}", "documents", "a document without text");
+    bad(LLM_API_RERANK, "{\"query\":\"q\",\"documents\":[\"a\"],\"top_n\":0}", "top_n", "top_n 0");
 
     /* error JSON */
     llm_api_seterr(&e, 429, NULL, "queue_full", "full %d", 1);

@@ -4,7 +4,8 @@
 # npm ci when node_modules is missing or older than the lock, `make serve` on a
 # free port, `node --test`, `make stop` (also on failure). Function calling
 # (tools.test.mjs) needs the Llama 3 chat format: a second service on a tiny
-# random model with Llama 3's tokenizer (gen-model --preset tiny-llama3).
+# random model with Llama 3's tokenizer (gen-model --preset tiny-llama3), which /v1/rerank (rerank.test.mjs)
+# uses too.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -29,4 +30,4 @@ make -C "$REPO" --no-print-directory BUILD="$BUILD" MODEL="$TMODEL" serve PORT="
 cd "$HERE"
 NGX_LLM_BASE_URL="http://127.0.0.1:$PORT/v1" NGX_LLM_ENGINE="$REPO/$BUILD/llm-engine" \
     NGX_LLM_MODEL="$(cd "$REPO" && realpath "$MODEL")" NGX_LLM_TOOLS_URL="http://127.0.0.1:$TPORT/v1" \
-    node --test sdk.test.mjs tools.test.mjs anthropic.test.mjs
+    node --test sdk.test.mjs tools.test.mjs anthropic.test.mjs rerank.test.mjs
