@@ -97,63 +97,54 @@ TEST_NGINX_LORA="$BUILD/t/lora-adapter"
 python3 tests/parity/make_lora.py "$TEST_NGINX_LORA" 64 172 5 8 4 4 8 ||
     { echo "t/run.sh: writing the LoRA adapter failed" >&2; exit 1; }
 start_real "$TEST_NGINX_LORA_ENGINE" "$TEST_NGINX_SPM_MODEL" --lora "$TEST_NGINX_LORA.gguf" --lora-scale 0.5
-# The text side of a Qwen 3-style reasoning model for t/087, over that engine: Llama 3's vocabulary with
-# reserved tokens named <think>, </think> and <tool_call> (and, for t/030's fill in the middle, Qwen 2.5-Coder's
-# <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>) (not special, so printed, as Qwen's are) and a ChatML chat
-# template that writes <think> (what marks a reasoning model) and, as Qwen 2.5's does, a system message of its
-# own when the conversation has none; the workers tokenize with it.
-THINK_DIR="$BUILD/t/think-tokenizer"
-mkdir -p "$THINK_DIR"
-python3 - "$SHARED/tokenizers/llama3" "$THINK_DIR" <<'PY' || { echo "t/run.sh: writing $THINK_DIR failed" >&2; exit 1; }
+# Tokenizers over the engine's (Llama 3's vocabulary) that the workers load as other models' text sides: reserved
+# tokens renamed and a chat template of that model's kind.
+# - think (t/087, t/030): <think>, </think> and <tool_call> (and, for t/030's fill in the middle, Qwen
+#   2.5-Coder's <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>), not special, so printed, as Qwen's are, and a
+#   ChatML template that writes <think> (what marks a reasoning model) and, as Qwen 2.5's does, a system message
+#   of its own when the conversation has none.
+# - granite (t/093): <|start_of_role|>, <|end_of_role|> and <|tool_call|>, control tokens as Granite's are, and a
+#   template cut down from Granite 3.3's that writes its own dated system turn when the conversation has none.
+renamed_tokenizer() {
+    mkdir -p "$2"
+    python3 - "$SHARED/tokenizers/llama3" "$@" <<'PY' || { echo "t/run.sh: writing $2 failed" >&2; exit 1; }
 import json, sys
-src, dst = sys.argv[1], sys.argv[2]
-names = {"128011": "<think>", "128012": "</think>", "128013": "<tool_call>",
-         "128014": "<|fim_prefix|>", "128015": "<|fim_suffix|>", "128016": "<|fim_middle|>"}
+src, kind, dst = sys.argv[1], sys.argv[2], sys.argv[3]
+kinds = {
+    "think": ({"128011": "<think>", "128012": "</think>", "128013": "<tool_call>", "128014": "<|fim_prefix|>",
+               "128015": "<|fim_suffix|>", "128016": "<|fim_middle|>"}, False,
+              ("{%- if messages[0].role != 'system' %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba "
+               "Cloud. You are a helpful assistant.<|im_end|>\\n' }}{%- endif %}"
+               "{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
+               "{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- if "
+               "enable_thinking is defined and enable_thinking is false %}{{ '<think>\\n\\n</think>\\n\\n' }}"
+               "{%- endif %}{%- endif %}")),
+    "granite": ({"128011": "<|start_of_role|>", "128012": "<|end_of_role|>", "128013": "<|tool_call|>"}, True,
+                ("{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}"
+                 "{%- else %}{%- set system_message = \"Knowledge Cutoff Date: April 2024.\\nToday's Date: \" + "
+                 "strftime_now('%B %d, %Y') + \".\\nYou are Granite, developed by IBM.\" %}{%- endif %}"
+                 "{{- '<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\\n' }}"
+                 "{%- for message in loop_messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' "
+                 "+ message['content'] + '<|end_of_text|>\\n' }}{%- endfor %}")),
+}
+names, special, template = kinds[kind]
 t = json.load(open(src + "/tokenizer.json"))
 for a in t["added_tokens"]:
     if str(a["id"]) in names:
-        a["content"], a["special"] = names[str(a["id"])], False
+        a["content"], a["special"] = names[str(a["id"])], special
 json.dump(t, open(dst + "/tokenizer.json", "w"))
 c = json.load(open(src + "/tokenizer_config.json"))
 for i, n in names.items():
     if i in c.get("added_tokens_decoder", {}):
-        c["added_tokens_decoder"][i].update({"content": n, "special": False})
-c["chat_template"] = ("{%- if messages[0].role != 'system' %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba "
-                      "Cloud. You are a helpful assistant.<|im_end|>\\n' }}{%- endif %}"
-                      "{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
-                      "{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- if "
-                      "enable_thinking is defined and enable_thinking is false %}{{ '<think>\\n\\n</think>\\n\\n' }}"
-                      "{%- endif %}{%- endif %}")
+        c["added_tokens_decoder"][i].update({"content": n, "special": special})
+c["chat_template"] = template
 json.dump(c, open(dst + "/tokenizer_config.json", "w"))
 PY
-export TEST_NGINX_THINK_TOKENIZER="$THINK_DIR/tokenizer.json"
-# The text side of a Granite 3.3-style model for t/093, over the same engine: Llama 3's vocabulary with reserved
-# tokens named <|start_of_role|>, <|end_of_role|> and <|tool_call|> (control tokens, as Granite's are) and a
-# template, cut down from Granite 3.3's, that writes its own dated system turn when the conversation has none.
-GRANITE_DIR="$BUILD/t/granite-tokenizer"
-mkdir -p "$GRANITE_DIR"
-python3 - "$SHARED/tokenizers/llama3" "$GRANITE_DIR" <<'PY' || { echo "t/run.sh: writing $GRANITE_DIR failed" >&2; exit 1; }
-import json, sys
-src, dst = sys.argv[1], sys.argv[2]
-names = {"128011": "<|start_of_role|>", "128012": "<|end_of_role|>", "128013": "<|tool_call|>"}
-t = json.load(open(src + "/tokenizer.json"))
-for a in t["added_tokens"]:
-    if str(a["id"]) in names:
-        a["content"], a["special"] = names[str(a["id"])], True
-json.dump(t, open(dst + "/tokenizer.json", "w"))
-c = json.load(open(src + "/tokenizer_config.json"))
-for i, n in names.items():
-    if i in c.get("added_tokens_decoder", {}):
-        c["added_tokens_decoder"][i].update({"content": n, "special": True})
-c["chat_template"] = ("{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}"
-                      "{%- else %}{%- set system_message = \"Knowledge Cutoff Date: April 2024.\\nToday's Date: \" + "
-                      "strftime_now('%B %d, %Y') + \".\\nYou are Granite, developed by IBM.\" %}{%- endif %}"
-                      "{{- '<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\\n' }}"
-                      "{%- for message in loop_messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' "
-                      "+ message['content'] + '<|end_of_text|>\\n' }}{%- endfor %}")
-json.dump(c, open(dst + "/tokenizer_config.json", "w"))
-PY
-export TEST_NGINX_GRANITE_TOKENIZER="$GRANITE_DIR/tokenizer.json"
+}
+renamed_tokenizer think "$BUILD/t/think-tokenizer"
+export TEST_NGINX_THINK_TOKENIZER="$BUILD/t/think-tokenizer/tokenizer.json"
+renamed_tokenizer granite "$BUILD/t/granite-tokenizer"
+export TEST_NGINX_GRANITE_TOKENIZER="$BUILD/t/granite-tokenizer/tokenizer.json"
 # The CUDA backend, run by the CPU emulation of CUDA (kernels/cuda_emu.*; no GPU here), serving stories260K
 # for t/067: `serve --backend cuda` end to end (decode graphs, on-device argmax and sampling). A small KV pool:
 # the emulated device's memory is host memory, and an automatic pool would take 90% of its 16 GiB.

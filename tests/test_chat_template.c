@@ -7,13 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *render(llm_chat_format f, const llm_chat_msg *m, size_t n, int gen, llm_err *err)
+/* The rendering (with tools and template variables, either NULL) as one string, malloc'd, or NULL with err;
+ * *specials (when not NULL): its control-token segments. */
+static char *render_ex(llm_chat_format f, const llm_chat_msg *m, size_t n, const llm_chat_tools *t,
+                       const llm_chat_vars *v, int gen, int *specials, llm_err *err)
 {
     llm_chat_out o;
-    if (llm_chat_render(f, m, n, gen, &o, err)) return NULL;
+    if (llm_chat_render_ex(f, m, n, t, v, gen, &o, err)) return NULL;
     char *s = llm_chat_out_join(&o);
+    for (size_t i = 0; specials != NULL && i < o.n; i++) *specials += o.seg[i].special;
     llm_chat_out_free(&o);
     return s;
+}
+
+static char *render(llm_chat_format f, const llm_chat_msg *m, size_t n, int gen, llm_err *err)
+{
+    return render_ex(f, m, n, NULL, NULL, gen, NULL, err);
 }
 
 static char *slurp(const char *path)
@@ -124,11 +133,7 @@ int main(void)
         };
         llm_chat_tools tools = { "{\n    \"name\": \"w\"\n}\n\n", "02 Dec 2026", 0, NULL };
         llm_chat_out o;
-        char *s = NULL;
-        if (llm_chat_render_tools(LLM_CHAT_LLAMA3, tm, 4, &tools, 1, &o, &err) == 0) {
-            s = llm_chat_out_join(&o);
-            llm_chat_out_free(&o);
-        }
+        char *s = render_ex(LLM_CHAT_LLAMA3, tm, 4, &tools, NULL, 1, NULL, &err);
         ok(s && !strcmp(s,
            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\n"
            "Cutting Knowledge Date: December 2023\nToday Date: 02 Dec 2026\n\nBe brief.<|eot_id|>"
@@ -186,10 +191,7 @@ int main(void)
         free(s);
         ct.open_call = 1; /* tool_choice required: the answer opens inside a call */
         s = NULL;
-        if (llm_chat_render_tools(LLM_CHAT_CHATML, cm + 1, 1, &ct, 1, &o, &err) == 0) {
-            s = llm_chat_out_join(&o);
-            llm_chat_out_free(&o);
-        }
+        s = render_ex(LLM_CHAT_CHATML, cm + 1, 1, &ct, NULL, 1, NULL, &err);
         ok(s && strstr(s, "</tool_call><|im_end|>\n<|im_start|>user\nWeather in Oslo and Bergen?<|im_end|>\n"
                           "<|im_start|>assistant\n<tool_call>\n") && !strncmp(s, "<|im_start|>system\n# Tools", 26),
            "chatml: no system message; the generation prompt opens a call:\n%s", s ? s : err.msg);
@@ -393,11 +395,7 @@ int main(void)
         llm_chat_tools gtl = { "[\n    {\n        \"name\": \"w\"\n    }\n]", NULL, 0, "December 04, 2026" };
         s = NULL;
         int specials = 0;
-        if (llm_chat_render_tools(LLM_CHAT_GRANITE, gm, 3, &gtl, 1, &o, &err) == 0) {
-            s = llm_chat_out_join(&o);
-            for (size_t i = 0; i < o.n; i++) specials += o.seg[i].special;
-            llm_chat_out_free(&o);
-        }
+        s = render_ex(LLM_CHAT_GRANITE, gm, 3, &gtl, NULL, 1, &specials, &err);
         ok(s && !strcmp(s, "<|start_of_role|>system<|end_of_role|>Knowledge Cutoff Date: April 2024.\nToday's Date: "
                            "December 04, 2026.\nYou are Granite, developed by IBM. You are a helpful assistant with "
                            "access to the following tools. When a tool is required to answer the user's query, respond "
@@ -413,10 +411,7 @@ int main(void)
         s = NULL;
         gtl.open_call = 1;
         const llm_chat_msg gs[] = { { "system", "Be brief.", NULL, 0, NULL }, { "user", "Weather?", NULL, 0, NULL } };
-        if (llm_chat_render_tools(LLM_CHAT_GRANITE, gs, 2, &gtl, 1, &o, &err) == 0) {
-            s = llm_chat_out_join(&o);
-            llm_chat_out_free(&o);
-        }
+        s = render_ex(LLM_CHAT_GRANITE, gs, 2, &gtl, NULL, 1, NULL, &err);
         ok(s && !strcmp(s, "<|start_of_role|>system<|end_of_role|>Be brief.<|end_of_text|>\n<|start_of_role|>"
                            "available_tools<|end_of_role|>[\n    {\n        \"name\": \"w\"\n    }\n]<|end_of_text|>\n"
                            "<|start_of_role|>user<|end_of_role|>Weather?<|end_of_text|>\n<|start_of_role|>assistant"
@@ -514,14 +509,8 @@ int main(void)
                  "then rain. </s>[AVAILABLE_TOOLS] [%s][/AVAILABLE_TOOLS][INST]Thanks. And now?[/INST]", calls, mt.defs);
         static const llm_chat_format fm[] = { LLM_CHAT_MISTRAL_V3, LLM_CHAT_MISTRAL_V3_TEKKEN, LLM_CHAT_MISTRAL_V7 };
         for (int i = 0; i < 3; i++) {
-            llm_chat_out o;
-            char *s = NULL;
             int specials = 0;
-            if (llm_chat_render_tools(fm[i], m, 7, &mt, 1, &o, &err) == 0) {
-                s = llm_chat_out_join(&o);
-                for (size_t k = 0; k < o.n; k++) specials += o.seg[k].special;
-                llm_chat_out_free(&o);
-            }
+            char *s = render_ex(fm[i], m, 7, &mt, NULL, 1, &specials, &err);
             ok(s && !strcmp(s, want[i]) && specials == (i == 2 ? 16 : 14), "%s with tools (%d control segments):\n%s",
                llm_chat_format_name(fm[i]), specials, s ? s : err.msg);
             free(s);
@@ -529,10 +518,7 @@ int main(void)
         mt.open_call = 1;
         char *s = NULL;
         llm_chat_out o;
-        if (llm_chat_render_tools(LLM_CHAT_MISTRAL_V3_TEKKEN, m + 1, 1, &mt, 1, &o, &err) == 0) {
-            s = llm_chat_out_join(&o);
-            llm_chat_out_free(&o);
-        }
+        s = render_ex(LLM_CHAT_MISTRAL_V3_TEKKEN, m + 1, 1, &mt, NULL, 1, NULL, &err);
         ok(s && !strcmp(s, "<s>[AVAILABLE_TOOLS][{\"type\": \"function\", \"function\": {\"name\": \"w\"}}]"
                            "[/AVAILABLE_TOOLS][INST]Weather in Oslo and Bergen?[/INST][TOOL_CALLS]"),
            "mistral, tool_choice required: the prompt opens [TOOL_CALLS]: %s", s ? s : err.msg);
@@ -556,14 +542,8 @@ int main(void)
         const llm_chat_msg m[] = { { "system", "Be brief. /no_think  ", NULL, 0, NULL }, { "user", "Hi", NULL, 0, NULL },
                                    { "assistant", "\nHello.", NULL, 0, NULL }, { "user", "2+2?", NULL, 0, NULL } };
         llm_chat_vars v = { "04 December 2026", 0 };
-        llm_chat_out o;
-        char *s = NULL;
         int specials = 0;
-        if (llm_chat_render_ex(LLM_CHAT_SMOLLM3, m, 4, NULL, &v, 1, &o, &err) == 0) {
-            s = llm_chat_out_join(&o);
-            for (size_t k = 0; k < o.n; k++) specials += o.seg[k].special;
-            llm_chat_out_free(&o);
-        }
+        char *s = render_ex(LLM_CHAT_SMOLLM3, m, 4, NULL, &v, 1, &specials, &err);
         ok(s && !strcmp(s, "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 04 December "
                            "2026\nReasoning Mode: /no_think\n\n## Custom Instructions\n\nBe brief.\n\n## Tools\n\n### XML "
                            "Tools\n\nNone\n\n### Python Tools\n\nNone\n\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
@@ -573,10 +553,7 @@ int main(void)
         free(s);
         s = NULL;
         llm_chat_tools t = { "{\"type\": \"function\", \"function\": {\"name\": \"w\"}}\n", NULL, 1, NULL };
-        if (llm_chat_render_ex(LLM_CHAT_SMOLLM3, m + 1, 1, &t, &v, 1, &o, &err) == 0) {
-            s = llm_chat_out_join(&o);
-            llm_chat_out_free(&o);
-        }
+        s = render_ex(LLM_CHAT_SMOLLM3, m + 1, 1, &t, &v, 1, NULL, &err);
         ok(s && !strncmp(s, "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 04 December "
                             "2026\nReasoning Mode: /think\n\n## Custom Instructions\n\nYou are a helpful AI assistant named "
                             "SmolLM, trained by Hugging Face. Your role", 215) &&
