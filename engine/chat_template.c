@@ -713,8 +713,9 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:
     case LLM_CHAT_MISTRAL_V7:
-        rc = is_mistral_tools(f) && (tools != NULL || calls || results) ? render_mistral_tools(msgs, n, f, tools, out, err)
-                                                                       : render_mistral(msgs, n, f, out, err);
+        rc = is_mistral_tools(f) && (tools != NULL || calls || results)
+                 ? render_mistral_tools(msgs, n, f, tools, out, err)
+                 : render_mistral(msgs, n, f, out, err);
         break;
     default: llm_seterr(err, "unknown chat format %d", (int)f); return -1;
     }

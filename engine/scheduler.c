@@ -1033,7 +1033,8 @@ static int is_stop(const sreq *r, int32_t t)
  * a scoring one's: its row comes back. */
 static int host_masked(const sreq *r)
 {
-    return (r->con != NULL && !r->thinking) || r->embed || r->n_score > 0 || (r->n_gen < r->min_tokens && r->n_stop > 0);
+    return (r->con != NULL && !r->thinking) || r->embed || r->n_score > 0 ||
+           (r->n_gen < r->min_tokens && r->n_stop > 0);
 }
 
 /* Rows that need not come back as logits (at batch 256 x 128K vocab that is 128 MiB a step not copied, and

@@ -264,7 +264,8 @@ static int parse_rerank(const cJSON *root, llm_api_req *r, llm_api_err *e)
     int n = cJSON_IsArray(d) ? cJSON_GetArraySize(d) : -1;
     if (n < 1 || n > LLM_API_MAX_DOCUMENTS) {
         llm_api_seterr(e, 400, "documents", d ? "invalid_value" : "missing_required_parameter",
-                       "'documents' must be an array of 1 to %d strings or {\"text\": ...} objects", LLM_API_MAX_DOCUMENTS);
+                       "'documents' must be an array of 1 to %d strings or {\"text\": ...} objects",
+                       LLM_API_MAX_DOCUMENTS);
         return -1;
     }
     r->batch = malloc((size_t)n * sizeof *r->batch);
@@ -282,7 +283,8 @@ static int parse_rerank(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     r->n_prompts = n;
     long long top = 0;
-    if (get_int(root, "top_n", 1, 1e9, &top, e) < 0 || get_bool(root, "return_documents", &r->return_documents, e) < 0 ||
+    if (get_int(root, "top_n", 1, 1e9, &top, e) < 0 ||
+        get_bool(root, "return_documents", &r->return_documents, e) < 0 ||
         get_str(root, "instruction", &r->instruction, e) < 0)
         return -1;
     r->top_n = top > n ? n : (int)top;

@@ -283,7 +283,8 @@ static char *tool_defs(const cJSON *tools, int chat_format)
 {
     if (chat_format == LLM_CHAT_GRANITE) return llm_tools_dumps(tools, 4);
     buf_t b = { { NULL, 0, 0 }, 0 };
-    int chatml = chat_format == LLM_CHAT_CHATML, smol = chat_format == LLM_CHAT_SMOLLM3, mistral = is_mistral(chat_format);
+    int chatml = chat_format == LLM_CHAT_CHATML, smol = chat_format == LLM_CHAT_SMOLLM3;
+    int mistral = is_mistral(chat_format);
     for (const cJSON *t = tools->child; t != NULL; t = t->next) {
         char *s = mistral ? mistral_def(t) : llm_tools_dumps(t, chatml || smol ? -1 : 4);
         if (s == NULL) { b.oom = 1; break; }

@@ -4,9 +4,9 @@
  * </tool_call>, several in an answer), Mistral's ([TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]) or
  * Granite's (<|tool_call|>[...] likewise); [TOOL_CALLS] and <|tool_call|> are control tokens, which the
  * module's detokenizer keeps in the text when tools are on. The tools go into the prompt, and an answer that
- * is a call (or, in the tagged formats, ends in calls) goes back as a tool_calls message. With tool_choice "required" or a named function
- * the answer is held to the calls' JSON Schema (engine/json_schema.h), so it is always one call; with
- * "auto" the model chooses. Plain C + cJSON, like llm_api.c (no nginx headers). */
+ * is a call (or, in the tagged formats, ends in calls) goes back as a tool_calls message. With tool_choice
+ * "required" or a named function the answer is held to the calls' JSON Schema (engine/json_schema.h), so it is
+ * always well-formed calls; with "auto" the model chooses. Plain C + cJSON, like llm_api.c (no nginx headers). */
 #ifndef LLM_TOOLS_H
 #define LLM_TOOLS_H
 

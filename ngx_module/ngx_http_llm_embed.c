@@ -232,9 +232,9 @@ static int ngx_http_llm_emb_step(void *data)
             return 0;
         }
         it->vec = ctx->rerank ? NULL : malloc(ctx->n_embd * sizeof(float));
-        int got = ctx->rerank ? (int)ctx->n_embd
-                  : st.finish == LLM_FINISH_STOP && it->vec ? llm_client_result(c, it->h, it->vec, ctx->n_embd) : -1;
-        if (got != (int)ctx->n_embd) {
+        int got = !ctx->rerank && st.finish == LLM_FINISH_STOP && it->vec
+                  ? llm_client_result(c, it->h, it->vec, ctx->n_embd) : -1;
+        if (!ctx->rerank && got != (int)ctx->n_embd) {
             char m[160];
             ngx_snprintf((u_char *)m, sizeof m, "the engine gave no embedding for input %d (finish %d, code %d)%Z",
                          i, (int)st.finish, (int)st.error);
@@ -367,22 +367,21 @@ static ngx_int_t ngx_http_llm_emb_start(ngx_http_request_t *r, llm_api_req *q, i
         ctx->p.n_score = 2;
         ctx->p.score_ids[0] = yes;
         ctx->p.score_ids[1] = no;
-        goto encode;
+    } else {
+        ctx->n_embd = m->hdr->model.n_embd;
+        if (ctx->n_embd == 0) /* an engine that says nothing of a hidden size (t/echo_engine.c) */
+            return ngx_http_llm_error(r, 400, NULL, "embeddings_unsupported", "the engine \"%V\" serves no embeddings",
+                                      &ctx->eng->name);
+        if (ctx->n_embd > LLM_SHM_RESULT_MAX(m->hdr))
+            return ngx_http_llm_error(r, 500, NULL, "embeddings_unavailable",
+                                      "an embedding of %uD floats does not fit the engine's result area of %uz floats "
+                                      "(serve --stream-cap)", ctx->n_embd, (size_t)LLM_SHM_RESULT_MAX(m->hdr));
+        if (ctx->q.dimensions > (int)ctx->n_embd)
+            return ngx_http_llm_error(r, 400, "dimensions", "invalid_value",
+                                      "dimensions is %d; this model's embeddings have %uD", ctx->q.dimensions,
+                                      ctx->n_embd);
+        ctx->p.flags = LLM_PARAM_EMBED;
     }
-    ctx->n_embd = m->hdr->model.n_embd;
-    if (ctx->n_embd == 0) /* an engine that says nothing of a hidden size (t/echo_engine.c) */
-        return ngx_http_llm_error(r, 400, NULL, "embeddings_unsupported", "the engine \"%V\" serves no embeddings",
-                                  &ctx->eng->name);
-    if (ctx->n_embd > LLM_SHM_RESULT_MAX(m->hdr))
-        return ngx_http_llm_error(r, 500, NULL, "embeddings_unavailable",
-                                  "an embedding of %uD floats does not fit the engine's result area of %uz floats "
-                                  "(serve --stream-cap)", ctx->n_embd, (size_t)LLM_SHM_RESULT_MAX(m->hdr));
-    if (ctx->q.dimensions > (int)ctx->n_embd)
-        return ngx_http_llm_error(r, 400, "dimensions", "invalid_value",
-                                  "dimensions is %d; this model's embeddings have %uD", ctx->q.dimensions,
-                                  ctx->n_embd);
-    ctx->p.flags = LLM_PARAM_EMBED;
-encode:
     if (ngx_http_llm_emb_encode(ctx, lcf->tok->tok, &e) != NGX_OK) return ngx_http_llm_send_error(r, &e);
     ctx->p.max_tokens = 1;
     ctx->p.priority = (int32_t)lcf->priority;
