@@ -16,7 +16,7 @@ int cli_gen_model(const llm_args *a)
 {
     static const char *const known[] = { "preset=", "from=", "tokenizer=", "dtype=", "out=", "seed=", "format=",
                                          "pooling=", "add-eos", "rope-scaling=", "rope-factor=", "rope-orig-ctx=",
-                                         "layers=", "lora=", "lora-scale=", NULL };
+                                         "layers=", "lora=", "lora-scale=", "rank-head", NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
     const char *preset = llm_arg_str(a, "preset"), *from = llm_arg_str(a, "from");
@@ -98,6 +98,11 @@ int cli_gen_model(const llm_args *a)
                 return 2;
             }
             llm_tok_set_add_eos(m->tok, 1);
+        }
+        if (m != NULL && llm_arg_flag(a, "rank-head") && (hf || llm_model_rank_head(m, &err) != 0)) {
+            fprintf(stderr, "error: --rank-head: %s\n", hf ? "a GGUF's (not with --format hf)" : err.msg);
+            llm_model_free(m);
+            return 2;
         }
         rc = m == NULL ? -1 : hf ? llm_model_save_hf(m, dt, out, &err) : llm_model_save_gguf(m, dt, out, &err);
         llm_model_free(m);

@@ -430,6 +430,9 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         fprintf(f, "no rope (NoPE) on %d of %d layers\n", n_nope, c->n_layers);
     if (c->residual_scale > 0.0f || c->logit_scale > 0.0f)
         fprintf(f, "residual scale %g, logit scale %g\n", (double)c->residual_scale, (double)c->logit_scale);
+    if (m->n_cls > 0)
+        fprintf(f, "reranker: a classifier head of %d outputs (\"yes\", \"no\") on the last token, /v1/rerank's "
+                   "scores\n", m->n_cls);
     if (c->act == LLM_ACT_GELU_TANH || c->embd_scale > 0.0f || c->attn_scale > 0.0f) {
         int n_swa = 0;
         for (int l = 0; m->layers != NULL && l < c->n_layers; l++)

@@ -136,7 +136,8 @@ static inline void llm_layer_mats(llm_layer *L, const llm_config *c, llm_tensor 
     }
 }
 
-enum { LLM_POOL_NONE = 0, LLM_POOL_MEAN = 1, LLM_POOL_CLS = 2, LLM_POOL_LAST = 3 };
+enum { LLM_POOL_NONE = 0, LLM_POOL_MEAN = 1, LLM_POOL_CLS = 2, LLM_POOL_LAST = 3, LLM_POOL_RANK = 4 };
+#define LLM_MODEL_MAX_CLS 4
 
 typedef struct llm_model {
     llm_config  cfg;
@@ -154,6 +155,12 @@ typedef struct llm_model {
     char   arch[32];                /* "llama", "qwen2", "qwen3", "gemma2", "gemma3", ... (llm_model_arch_ok) */
     int    pooling;                 /* how the model pools embeddings, llama.cpp's numbers (GGUF
                                      * <arch>.pooling_type): LLM_POOL_NONE (not said), _MEAN, _CLS, _LAST */
+    /* A reranker's classifier head (GGUF pooling type rank and cls.output, as llama.cpp converts
+     * Qwen3-Reranker: the language-model head's "yes" and "no" rows, the head itself left out when it is
+     * not the embedding): n_cls rows of dim floats, applied to the last token's hidden state after the final
+     * norm; NULL when the model has none. */
+    const float *cls;
+    int    n_cls;
     char   name[128];
     char   format[16];              /* "gguf", "llama2c", "hf" */
     char   path[1024];

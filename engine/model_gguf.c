@@ -144,6 +144,41 @@ static int take(llm_model *m, const char *name, llm_tensor *dst, int required, l
     return use(m, t, (int64_t)t->ne[0], (int64_t)t->ne[1], dst, err);
 }
 
+/* A reranker's classifier head (llama.cpp's rank conversion: cls.output, a few rows of dim), as floats. Its
+ * rows are taken in the order of <arch>.classifier.output_labels, which must be "yes" then "no" when given
+ * (what Qwen3-Reranker's conversion writes; /v1/rerank scores P(yes) / (P(yes) + P(no))). */
+static int rank_head(llm_model *m, const gguf_ctx *g, const char *arch, llm_err *err)
+{
+    const gguf_tensor *t = gguf_find_tensor(g, "cls.output.weight");
+    if (t == NULL)
+        return 0; /* a rank model without that head: its logits serve */
+    if (t->ne[0] != (uint64_t)m->cfg.dim || t->ne[1] < 1 || t->ne[1] > LLM_MODEL_MAX_CLS || t->ne[2] != 1 ||
+        t->ne[3] != 1 || !gguf_qtype_known(t->type)) {
+        llm_seterr(err, "%s: cls.output.weight must be 1 to %d rows of %d (a known type)", m->path, LLM_MODEL_MAX_CLS,
+                   m->cfg.dim);
+        return -1;
+    }
+    char key[96];
+    snprintf(key, sizeof(key), "%s.classifier.output_labels", arch);
+    const gguf_kv *kv = gguf_find_kv(g, key);
+    static const char *const want[2] = { "yes", "no" };
+    for (uint64_t i = 0; kv != NULL && kv->type == GGUF_TYPE_ARRAY && kv->arr_type == GGUF_TYPE_STRING && i < 2; i++)
+        if (kv->arr_n != t->ne[1] || kv->strs[i].len != strlen(want[i]) ||
+            memcmp(kv->strs[i].ptr, want[i], kv->strs[i].len) != 0) {
+            llm_seterr(err, "%s: %s must be [\"yes\", \"no\"] (a Qwen3-Reranker-style head)", m->path, key);
+            return -1;
+        }
+    float *cls = malloc((size_t)t->ne[1] * (size_t)m->cfg.dim * sizeof(float));
+    if (llm_model_own(m, cls, err) != 0) /* (NULL: out of memory) */
+        return -1;
+    size_t rb = gguf_qtype_row_bytes(t->type, t->ne[0]);
+    for (uint64_t r = 0; r < t->ne[1]; r++)
+        gguf_qtype_to_f32(t->type, (const uint8_t *)t->data + r * rb, cls + r * (size_t)m->cfg.dim, (size_t)t->ne[0]);
+    m->cls = cls;
+    m->n_cls = (int)t->ne[1];
+    return 0;
+}
+
 /* Rows r0 .. r0 + n of a tensor (its matrices' rows counted on through the higher dimensions), as a 2-D
  * tensor of its own: a view into the file. */
 static gguf_tensor rows_view(const gguf_tensor *t, uint64_t r0, uint64_t n)
@@ -615,7 +650,9 @@ static int load(llm_model *m, llm_err *err)
     uint32_t pooling = 0;
     snprintf(plk, sizeof(plk), "%s.pooling_type", arch);
     if (gguf_get_u32(g, plk, &pooling) == 0 && pooling <= LLM_POOL_LAST)
-        m->pooling = (int)pooling; /* an embedding model's (others: RANK, 4, is a reranker's head) */
+        m->pooling = (int)pooling; /* an embedding model's (RANK: a reranker's head, below) */
+    if (pooling == LLM_POOL_RANK && rank_head(m, g, arch, err) != 0)
+        return -1;
     c->rope_theta = 10000.0f;
     gguf_get_f32(g, thk, &c->rope_theta);
     c->norm_eps = 1e-5f;

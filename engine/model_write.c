@@ -1,6 +1,7 @@
 /* Re-save a loaded model as GGUF (llama.cpp layout) or as a Hugging Face directory. */
 #include "gguf_quants.h"
 #include "parallel.h"
+#include "model_priv.h"
 #include "model_write.h"
 #include "gguf.h"
 #include "tokenizer.h"
@@ -378,6 +379,30 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
     return 0; /* no tokenizer known: weights only */
 }
 
+int llm_model_rank_head(llm_model *m, llm_err *err)
+{
+    int32_t id[2] = { m->tok ? llm_tok_find(m->tok, "yes") : -1, m->tok ? llm_tok_find(m->tok, "no") : -1 };
+    const llm_tensor *head = m->cfg.tied_embeddings ? &m->tok_embd : &m->output;
+    if (id[0] < 0 || id[1] < 0 || id[0] >= head->ne[1] || id[1] >= head->ne[1]) {
+        llm_seterr(err, "%s: a reranker's head needs a tokenizer with the tokens \"yes\" and \"no\"", m->path);
+        return -1;
+    }
+    if (!gguf_qtype_known((uint32_t)head->type) || head->data == NULL) {
+        llm_seterr(err, "%s: the language-model head cannot be read here", m->path);
+        return -1;
+    }
+    float *cls = malloc(2 * (size_t)m->cfg.dim * sizeof(float));
+    if (llm_model_own(m, cls, err) != 0)
+        return -1;
+    size_t rb = gguf_qtype_row_bytes((uint32_t)head->type, (uint64_t)m->cfg.dim);
+    for (int k = 0; k < 2; k++)
+        gguf_qtype_to_f32((uint32_t)head->type, (const uint8_t *)head->data + (size_t)id[k] * rb,
+                          cls + (size_t)k * (size_t)m->cfg.dim, (size_t)m->cfg.dim);
+    m->cls = cls;
+    m->n_cls = 2;
+    return 0;
+}
+
 int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, llm_err *err)
 {
     const llm_config *c = &m->cfg;
@@ -398,10 +423,19 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         goto out;
     }
     llm_gguf_w_meta(w, m->arch, c, m->name[0] ? m->name : "model", dtype);
-    if (m->pooling != LLM_POOL_NONE) {
+    if (m->pooling != LLM_POOL_NONE || m->n_cls > 0) {
         char key[64];
         snprintf(key, sizeof(key), "%s.pooling_type", m->arch);
-        gguf_w_u32(w, key, (uint32_t)m->pooling);
+        gguf_w_u32(w, key, m->n_cls > 0 ? LLM_POOL_RANK : (uint32_t)m->pooling);
+    }
+    if (m->n_cls == 2) { /* a reranker's head: its rows are "yes" and "no" (llm_model_rank_head) */
+        static const char *const labels[2] = { "yes", "no" };
+        static const size_t lens[2] = { 3, 2 };
+        char key[96];
+        snprintf(key, sizeof(key), "%s.classifier.output_labels", m->arch);
+        gguf_w_arr_str(w, key, labels, lens, 2);
+        uint64_t ne[2] = { (uint64_t)c->dim, 2 };
+        gguf_w_tensor(w, "cls.output.weight", LLM_F32, 2, ne, m->cls);
     }
     if (write_tokenizer_meta(w, m, err) != 0)
         goto out;
@@ -415,7 +449,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     int perm = llama && c->rope_layout == LLM_ROPE_HALF ? 1 : 0, hd = c->head_dim, phi3 = strcmp(m->arch, "phi3") == 0;
     add_mat(w, &l, "token_embd.weight", &m->tok_embd, dtype, 0, hd);
     add_mat(w, &l, "output_norm.weight", &m->out_norm, dtype, 0, hd);
-    if (!c->tied_embeddings)
+    if (!c->tied_embeddings && m->n_cls == 0) /* (a reranker's conversion leaves its head out: cls.output) */
         add_mat(w, &l, "output.weight", &m->output, dtype, 0, hd);
     uint64_t nrf = (uint64_t)(c->rope_dims > 0 ? c->rope_dims : hd) / 2; /* one per rotating frequency */
     if (m->rope_long != NULL) {

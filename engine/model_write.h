@@ -10,6 +10,11 @@
 /* Matrices (token_embd and output included) converted/quantised to dtype;
  * rows not a multiple of 32 fall back to f16 for q8_0/q4_0; norms stay f32. */
 int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, llm_err *err);
+/* A Qwen3-Reranker-style model as llama.cpp converts it for reranking: pooling type rank, the language-model
+ * head's "yes" and "no" rows as a classifier head (model cls, n_cls 2; the GGUF's cls.output and
+ * <arch>.classifier.output_labels), and the head itself left out of the file when it is not the embedding
+ * (llm_model_save_gguf). 0, or -1 with err (no tokenizer with single "yes" and "no" tokens). */
+int llm_model_rank_head(llm_model *m, llm_err *err);
 /* dtype: f32, f16 or bf16. Q/K rows permuted to rotate-half layout when the source is adjacent. */
 int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_err *err);
 

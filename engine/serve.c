@@ -22,6 +22,7 @@ static void on_signal(int sig)
 typedef struct {
     uint8_t live;
     uint8_t cancel_sent;
+    uint8_t rank;        /* its result is the classifier head's outputs (LLM_PARAM_RANK) */
 } slot_state;
 
 typedef struct {
@@ -32,6 +33,7 @@ typedef struct {
     int              live;
     int              max_waiting; /* scheduler queue bound, 0 = none */
     int              pooling;     /* of embedding requests */
+    const llm_model *model;       /* its classifier head (rank requests) */
     uint64_t         oom_shrinks, oom_recoveries; /* last seen, for the log */
 } serve_ctx;
 
@@ -55,8 +57,20 @@ static void on_output(void *ctx, const llm_sched_output *o)
     serve_ctx *c = ctx;
     uint32_t slot = (uint32_t)o->id;
     llm_server_set_cached(c->srv, slot, o->n_cached > 0 ? (uint32_t)o->n_cached : 0);
-    if (o->embedding != NULL)
+    if (o->embedding != NULL && slot < (uint32_t)c->n_slots && c->slots[slot].rank) {
+        /* a rank request: the classifier head's outputs on the last token's hidden state */
+        const llm_model *m = c->model;
+        float r[LLM_MODEL_MAX_CLS];
+        for (int k = 0; k < m->n_cls; k++) {
+            double acc = 0.0;
+            for (int i = 0; i < o->n_embd && i < m->cfg.dim; i++)
+                acc += (double)o->embedding[i] * m->cls[(size_t)k * (size_t)m->cfg.dim + (size_t)i];
+            r[k] = (float)acc;
+        }
+        (void)llm_server_put_result(c->srv, slot, r, (uint32_t)m->n_cls);
+    } else if (o->embedding != NULL) {
         (void)llm_server_put_result(c->srv, slot, o->embedding, (uint32_t)o->n_embd); /* too large: no result */
+    }
     if (o->token >= 0) {
         llm_shm_logprob top[LLM_SHM_MAX_TOP];
         int n_top = o->n_top < LLM_SHM_MAX_TOP ? o->n_top : LLM_SHM_MAX_TOP;
@@ -119,6 +133,15 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.priority = p->priority > -INT32_MAX ? -p->priority : INT32_MAX; /* the scheduler takes higher first */
     r.prompt_logprobs = (p->flags & LLM_PARAM_PROMPT_LOGPROBS) != 0;
     r.embed = (p->flags & LLM_PARAM_EMBED) ? c->pooling : LLM_SCHED_EMBED_NONE;
+    int rank = (p->flags & LLM_PARAM_EMBED) && (p->flags & LLM_PARAM_RANK);
+    if (rank && c->model->n_cls == 0) {
+        fprintf(stderr, "serve: request in slot %u refused: a rank request and the model has no classifier head\n",
+                slot);
+        llm_server_finish(c->srv, slot, LLM_FINISH_ERROR, LLM_SHM_E_INVAL);
+        return;
+    }
+    if (rank)
+        r.embed = LLM_SCHED_EMBED_LAST; /* the head applies to the last token's hidden state */
     r.reasoning = (p->flags & LLM_PARAM_REASONING) != 0; /* ids checked against the vocabulary by the scheduler */
     r.reason_start = p->reason_start;
     r.reason_end = p->reason_end;
@@ -144,6 +167,7 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     }
     c->slots[slot].live = 1;
     c->slots[slot].cancel_sent = 0;
+    c->slots[slot].rank = rank;
     c->live++;
 }
 
@@ -218,6 +242,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     c.n_slots = o->n_slots;
     c.max_waiting = o->sched.max_waiting;
     c.pooling = o->pooling == LLM_SCHED_EMBED_MEAN ? LLM_SCHED_EMBED_MEAN : LLM_SCHED_EMBED_LAST;
+    c.model = m;
     c.slots = calloc((size_t)o->n_slots, sizeof(*c.slots));
     if (c.slots == NULL) {
         llm_seterr(err, "out of memory");
@@ -260,6 +285,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     cfg.model.ctx_len = (uint32_t)llm_sched_context_limit(sched);
     cfg.model.n_embd = (uint32_t)m->cfg.dim;
     cfg.model.pooling = (uint32_t)c.pooling;
+    cfg.model.n_cls = (uint32_t)m->n_cls;
     char msg[256];
     c.srv = llm_server_create(&cfg, msg, sizeof(msg));
     if (c.srv == NULL) {

@@ -4,8 +4,9 @@
  * POST /v1/rerank: each document -> Qwen3-Reranker's judging prompt (a system instruction to answer "yes" or
  * "no", then "<Instruct>: ...\n<Query>: ...\n<Document>: ..." as the user's turn, in the model's chat format,
  * with the empty think block of a template that thinks) -> the engine (a scoring request: one token, the
- * logprobs of "yes" and "no" at the answer's first position) -> relevance P(yes) / (P(yes) + P(no)) -> the
- * documents by relevance (Jina's / Cohere's / vLLM's shape).
+ * logprobs of "yes" and "no" at the answer's first position; on a reranker GGUF with a classifier head, an
+ * embedding request whose result is that head's "yes" and "no" outputs) -> relevance P(yes) / (P(yes) + P(no))
+ * -> the documents by relevance (Jina's / Cohere's / vLLM's shape).
  * Inputs go to the engine a window at a time, so a request of OpenAI's 2,048 inputs never needs more slots
  * than the window. */
 #include "ngx_http_llm_module.h"
@@ -25,7 +26,7 @@ typedef struct {
     ngx_http_request_t      *r;
     ngx_http_llm_engine_t   *eng;
     ngx_http_llm_pending_t   pend;  /* on the engine's active queue while it waits */
-    unsigned                 finished:1, rerank:1;
+    unsigned                 finished:1, rerank:1, rank_head:1; /* rerank by the model's classifier head */
     llm_api_req              q;
     int                      n, n_started, n_done, in_flight;
     int32_t                **ids;  /* [n] each malloc'd */
@@ -214,7 +215,8 @@ static int ngx_http_llm_emb_step(void *data)
                                   ? "the engine stopped or restarted during the request" : llm_shm_strerror(k));
             return 0;
         }
-        if (k > 0 && ctx->rerank && !it->scored && tk[0].n_top == 2 && tk[0].top[0].id == ctx->p.score_ids[0] &&
+        if (k > 0 && ctx->rerank && !ctx->rank_head && !it->scored && tk[0].n_top == 2 &&
+            tk[0].top[0].id == ctx->p.score_ids[0] &&
             tk[0].top[1].id == ctx->p.score_ids[1]) { /* P(yes) / (P(yes) + P(no)) */
             it->score = 1.0 / (1.0 + exp((double)tk[0].top[1].logprob - (double)tk[0].top[0].logprob));
             it->scored = 1;
@@ -223,6 +225,12 @@ static int ngx_http_llm_emb_step(void *data)
         if (st.finish == LLM_FINISH_ERROR && st.error == LLM_SHM_E_QUEUE_FULL) {
             ngx_http_llm_emb_fail(ctx, 429, "queue_full", "the engine's request queue is full; retry later");
             return 0;
+        }
+        float head[2]; /* the classifier head's "yes" and "no" outputs, or its one output */
+        int nh = (int)ctx->n_embd;
+        if (ctx->rank_head && st.finish == LLM_FINISH_STOP && llm_client_result(c, it->h, head, (uint32_t)nh) == nh) {
+            it->score = 1.0 / (1.0 + exp(nh == 2 ? (double)head[1] - (double)head[0] : -(double)head[0]));
+            it->scored = 1;
         }
         if (ctx->rerank && !it->scored) {
             char m[160];
@@ -357,7 +365,7 @@ static ngx_int_t ngx_http_llm_emb_start(ngx_http_request_t *r, llm_api_req *q, i
     if (ngx_http_llm_engine_ready(ctx->eng, &e) != LLM_SHM_OK) return ngx_http_llm_send_error(r, &e);
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     llm_shm_params_defaults(&ctx->p);
-    if (rerank) {
+    if (rerank && (m->hdr->model.n_cls == 0 || m->hdr->model.n_cls > 2)) {
         int32_t yes = llm_tok_find(lcf->tok->tok, "yes"), no = llm_tok_find(lcf->tok->tok, "no");
         if (yes < 0 || no < 0)
             return ngx_http_llm_error(r, 400, NULL, "rerank_unsupported", "this model's vocabulary has no \"yes\" "
@@ -367,6 +375,10 @@ static ngx_int_t ngx_http_llm_emb_start(ngx_http_request_t *r, llm_api_req *q, i
         ctx->p.n_score = 2;
         ctx->p.score_ids[0] = yes;
         ctx->p.score_ids[1] = no;
+    } else if (rerank) { /* a reranker GGUF's classifier head ("yes", "no" rows, or one) on the last hidden state */
+        ctx->rank_head = 1;
+        ctx->n_embd = m->hdr->model.n_cls;
+        ctx->p.flags = LLM_PARAM_EMBED | LLM_PARAM_RANK;
     } else {
         ctx->n_embd = m->hdr->model.n_embd;
         if (ctx->n_embd == 0) /* an engine that says nothing of a hidden size (t/echo_engine.c) */

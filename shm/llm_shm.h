@@ -88,6 +88,7 @@ typedef struct {
     uint32_t tok_kind;             /* 1 SentencePiece BPE, 2 byte-level BPE (engine/tokenizer.h) */
     uint32_t n_embd;               /* floats in an embedding (LLM_PARAM_EMBED): the hidden size */
     uint32_t pooling;              /* the engine's pooling of embeddings: 1 last token, 2 mean */
+    uint32_t n_cls;                /* a reranker's classifier head: its outputs (LLM_PARAM_RANK), 0 = none */
 } llm_shm_model;
 
 /* OpenAI's logit_bias entry: bias added to token id's logit before sampling. */
@@ -138,6 +139,9 @@ typedef struct {
 /* A reasoning model's JSON mode / JSON Schema request: the answer may open with reason_start, and then the
  * mask holds only after reason_end (the model thinks first, as vLLM's reasoning parsers let it). */
 #define LLM_PARAM_REASONING 16u
+/* With LLM_PARAM_EMBED on a model with a classifier head (llm_shm_model.n_cls): the result is that head's
+ * n_cls outputs on the last token's hidden state (llama.cpp's rank pooling; /v1/rerank), not the embedding. */
+#define LLM_PARAM_RANK 32u
 
 void llm_shm_params_defaults(llm_shm_params *p); /* greedy, max_tokens 16 */
 

@@ -8,6 +8,7 @@
 #include "model_write.h"
 #include "safetensors.h"
 #include "tap.h"
+#include "tokenizer.h"
 
 #include <cjson/cJSON.h>
 
@@ -435,6 +436,44 @@ static void test_smollm3_granite(void)
     ok(m == NULL && strstr(err.msg, "missing or bad granite.residual_scale"), "granite: a scale missing: %s",
        m ? "loaded" : err.msg);
     llm_model_free(m);
+}
+
+/* A reranker as llama.cpp converts one (gen-model --rank-head): the classifier head's rows are the untied
+ * language-model head's "yes" and "no" rows, the head is left out of the file, pooling type rank; a head of
+ * the wrong width or labels in another order is refused. */
+static void test_rank_head(void)
+{
+    llm_err err = { { 0 } };
+    char f[512], r[512], bad[512];
+    snprintf(f, sizeof(f), "%s/phi.gguf", tmpdir);
+    snprintf(r, sizeof(r), "%s/phi-rank.gguf", tmpdir);
+    snprintf(bad, sizeof(bad), "%s/bad-rank.gguf", tmpdir);
+    ok(llm_model_generate("tiny-phi3", LLM_F32, 5, f, "../shared", &err) == 0, "gen tiny-phi3: %s", err.msg);
+    llm_model *m = llm_model_load(f, NULL, &err);
+    int yes = m && m->tok ? llm_tok_find(m->tok, "yes") : -1, no = m && m->tok ? llm_tok_find(m->tok, "no") : -1;
+    ok(m && !m->cfg.tied_embeddings && yes >= 0 && no >= 0 && llm_model_rank_head(m, &err) == 0 &&
+       llm_model_save_gguf(m, LLM_F32, r, &err) == 0, "rank head written: %s", err.msg);
+    llm_model *k = llm_model_load(r, NULL, &err);
+    int same = m && k && k->n_cls == 2 && k->cls != NULL && k->cfg.tied_embeddings;
+    const float *out = m ? (const float *)m->output.data : NULL;
+    for (int i = 0; same && i < m->cfg.dim; i++)
+        same &= k->cls[i] == out[(size_t)yes * m->cfg.dim + i] && k->cls[m->cfg.dim + i] == out[(size_t)no * m->cfg.dim + i];
+    ok(same, "rank head read back: the \"yes\" and \"no\" rows of the head, which the file leaves out: %s",
+       k ? "read" : err.msg);
+    llm_model_free(k);
+    llm_model_free(m);
+    rewrite(r, bad, NULL, "cls.output.weight", NULL, NULL); /* one row: fine (labels must then match it) */
+    k = llm_model_load(bad, NULL, &err);
+    ok(k == NULL && strstr(err.msg, "classifier.output_labels must be"), "one row against two labels: %s",
+       k ? "loaded" : err.msg);
+    llm_model_free(k);
+    rewrite(r, bad, "kv:phi3.classifier.output_labels", "cls.output.weight", NULL, NULL);
+    k = llm_model_load(bad, NULL, &err);
+    ok(k != NULL && k->n_cls == 1, "a one-row head without labels loads: %s", k ? "n_cls 1" : err.msg);
+    llm_model_free(k);
+    unlink(f);
+    unlink(r);
+    unlink(bad);
 }
 
 /* Phi 3 (GGUF phi3): the fused q|k|v and gate|up matrices read as views of their rows; a fused matrix of the
@@ -874,6 +913,7 @@ int main(void)
     test_qwen();
     test_phi3();
     test_smollm3_granite();
+    test_rank_head();
     test_gemma();
     test_moe();
     rmdir(tmpdir);

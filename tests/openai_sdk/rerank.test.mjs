@@ -3,7 +3,10 @@
 // prompt as a chat completion sees it (Qwen3-Reranker's system instruction and user turn, no thinking), read
 // here from that completion's logprobs with "yes" and "no" lifted to the top by logit_bias (a bias moves both
 // logprobs by the same amount's share, so their difference, and the score, stay the model's).
+// And a reranker GGUF as llama.cpp converts one (a "yes" / "no" classifier head, its language-model head left
+// out) scores as the model it came from does through its language-model head.
 //   NGX_LLM_TOOLS_URL  http://127.0.0.1:PORT/v1
+//   NGX_LLM_HEAD_URL, NGX_LLM_RANK_URL  a model with an untied head, and its rank conversion
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -48,4 +51,18 @@ test('each relevance_score is P(yes) / (P(yes) + P(no)) after the judging prompt
             `document ${res.index}: ${res.relevance_score} against ${want} from the chat completion`);
         assert.equal(res.document.text, docs[res.index]);
     }
+});
+
+test('a rank GGUF (classifier head, no language-model head) gives the scores of the model it came from', async () => {
+    const head = process.env.NGX_LLM_HEAD_URL, rank = process.env.NGX_LLM_RANK_URL;
+    if (!head || !rank) throw new Error('set NGX_LLM_HEAD_URL and NGX_LLM_RANK_URL (tests/openai_sdk/run.sh does)');
+    const body = { query: 'Which fruit is yellow?', documents: ['Bananas are yellow.', 'The sky is blue.', 'Lemons.'] };
+    const a = await post(`${head}/rerank`, body), b = await post(`${rank}/rerank`, body);
+    const score = (r) => Object.fromEntries(r.results.map((x) => [x.index, x.relevance_score]));
+    const sa = score(a), sb = score(b);
+    for (let i = 0; i < 3; i++)
+        assert.ok(Math.abs(sa[i] - sb[i]) < 1e-5, `document ${i}: ${sb[i]} by the classifier head, ${sa[i]} by the logits`);
+    assert.deepEqual(b.results.map((x) => x.index), a.results.map((x) => x.index));
+    // the control: the rank file's logits (its embedding as the head) would not give those scores
+    assert.ok(new Set([sa[0], sa[1], sa[2]]).size === 3, 'three different scores');
 });
