@@ -3,7 +3,8 @@
  * Llama 3 (Meta-Llama-3-*-Instruct), Llama 2 (Llama-2-*-chat), ChatML,
  * Gemma (gemma-2-*-it, gemma-3-*-it), Phi 3 (Phi-3-*-instruct, Phi-3.5),
  * Phi-4-mini and Phi 4 (phi-4), Granite 3 (granite-3.x-*-instruct), Mistral's (v1, v3, v3-tekken, v7, told
- * apart by their templates' text as llama.cpp tells them apart), SmolLM3 (SmolLM3-3B). */
+ * apart by their templates' text as llama.cpp tells them apart), SmolLM3 (SmolLM3-3B), DeepSeek V3 / R1 and
+ * R1's distills. */
 #include "chat_template.h"
 
 #include <stdio.h>
@@ -15,6 +16,8 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
     if (tmpl) {
         /* Gemma's marker first: a Gemma template that also spells another format's markers is still Gemma's */
         if (strstr(tmpl, "<start_of_turn>")) return LLM_CHAT_GEMMA;
+        if (strstr(tmpl, "<｜User｜>")) /* DeepSeek's; R1's generation prompt opens the reasoning */
+            return strstr(tmpl, "<｜Assistant｜><think>") ? LLM_CHAT_DEEPSEEK_R1 : LLM_CHAT_DEEPSEEK3;
         if (strstr(tmpl, "<|im_sep|>")) return LLM_CHAT_PHI4; /* before ChatML, whose markers it shares */
         if (strstr(tmpl, "<|im_start|>") && strstr(tmpl, "Reasoning Mode: ")) return LLM_CHAT_SMOLLM3; /* likewise */
         if (strstr(tmpl, "<|end|>") && strstr(tmpl, "'<|' + message['role'] + '|>'")) return LLM_CHAT_PHI4_MINI;
@@ -51,6 +54,8 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_MISTRAL_V3_TEKKEN: return "mistral-v3-tekken";
     case LLM_CHAT_MISTRAL_V7: return "mistral-v7";
     case LLM_CHAT_SMOLLM3: return "smollm3";
+    case LLM_CHAT_DEEPSEEK3: return "deepseek3";
+    case LLM_CHAT_DEEPSEEK_R1: return "deepseek-r1";
     }
     return "unknown";
 }
@@ -450,6 +455,37 @@ static int render_granite(const llm_chat_msg *m, size_t n, const llm_chat_tools 
     return rc;
 }
 
+/* DeepSeek V3 / R1 and R1's distills (see chat_template.h), after their template: the system text (the last
+ * system message's: the template keeps one) right after BOS, each user message behind <｜User｜>, each answer
+ * behind <｜Assistant｜> with <｜end▁of▁sentence｜> after it and its reasoning (up to its last </think>) left
+ * out. Other roles (the template's tool outputs) are refused. */
+static int render_deepseek(const llm_chat_msg *m, size_t n, int gen, llm_chat_format f, llm_chat_out *o,
+                           llm_err *err)
+{
+    if (roles_plain(m, n, f, err) != 0)
+        return -2;
+    const char *sys = "";
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(m[i].role, "system")) sys = m[i].content;
+    int rc = sp(o, "<｜begin▁of▁sentence｜>") | tx(o, sys);
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!strcmp(m[i].role, "user")) {
+            rc |= sp(o, "<｜User｜>") | tx(o, m[i].content);
+        } else if (!strcmp(m[i].role, "assistant")) {
+            const char *c = m[i].content;
+            for (const char *p = strstr(c, "</think>"); p != NULL; p = strstr(p + 1, "</think>"))
+                c = p + strlen("</think>");
+            rc |= sp(o, "<｜Assistant｜>") | tx(o, c) | sp(o, "<｜end▁of▁sentence｜>");
+        }
+    }
+    if (gen && !rc) {
+        rc |= sp(o, "<｜Assistant｜>");
+        if (f == LLM_CHAT_DEEPSEEK_R1)
+            rc |= sp(o, "<think>") | tx(o, "\n");
+    }
+    return rc;
+}
+
 /* Mistral's formats as llama.cpp renders them (after Mistral's tokenization cookbook), behind <s>: v1, v3 and
  * v3-tekken open a turn with [INST] (v1: " [INST] ", v3: "[INST] ", tekken: "[INST]"), a system message's text
  * and "\n\n" go into it before the user's, the user's text closes it with [/INST] (v1: " [/INST]"), and an
@@ -709,6 +745,8 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_PHI4:
     case LLM_CHAT_PHI4_MINI: rc = render_phi(msgs, n, gen, f, out, err); break;
     case LLM_CHAT_GRANITE: rc = render_granite(msgs, n, tools, gen, out); break;
+    case LLM_CHAT_DEEPSEEK3:
+    case LLM_CHAT_DEEPSEEK_R1: rc = render_deepseek(msgs, n, gen, f, out, err); break;
     case LLM_CHAT_MISTRAL_V1:
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:

@@ -32,6 +32,11 @@ typedef enum {
     /* SmolLM3's (ChatML turns behind a system turn of its own: "## Metadata" with the date and the reasoning
      * mode, "## Custom Instructions", "## Tools"; see llm_chat_render_ex) */
     LLM_CHAT_SMOLLM3 = 13,
+    /* DeepSeek's (V3, R1 and R1's distills of Qwen and Llama): <｜begin▁of▁sentence｜>system text<｜User｜>user
+     * <｜Assistant｜>answer<｜end▁of▁sentence｜>, then <｜Assistant｜> (deepseek-r1: and <think>\n, the reasoning
+     * opened by the prompt, as R1's template does) */
+    LLM_CHAT_DEEPSEEK3 = 14,
+    LLM_CHAT_DEEPSEEK_R1 = 15,
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')

@@ -54,6 +54,8 @@ const char *tok_pretok_pattern(const char *name)
         return pretok[0].pattern;
     if (strcmp(name, "starcoder") == 0 || strcmp(name, "smollm") == 0) /* ... and these as refact */
         return tok_pretok_pattern("refact");
+    if (strcmp(name, "deepseek-r1-qwen") == 0) /* ... and DeepSeek's R1 distills of Qwen as Qwen 2 */
+        return tok_pretok_pattern("qwen2");
     return NULL;
 }
 

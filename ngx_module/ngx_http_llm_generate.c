@@ -819,6 +819,11 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
          * space stays (" there", not "there"; SentencePiece drops it only at the start of a text). A chat
          * message starts a text of its own. */
         if (ctx->q.kind == LLM_API_COMPLETIONS) s->detok.at_start = 0;
+        /* DeepSeek R1's generation prompt opened the reasoning: the answer starts inside it (not with JSON
+         * held to a schema, which starts at once) */
+        if (ctx->q.think && ctx->q.chat_format == LLM_CHAT_DEEPSEEK_R1 && ctx->q.add_generation_prompt &&
+            !ctx->q.json && ctx->q.schema == NULL)
+            s->think.state = LLM_THINK_LEAD;
         /* the tag calls open with stays in the text where they are read, a control token (Mistral's
          * [TOOL_CALLS]) too */
         const char *call_tag = ctx->q.tool_mode != LLM_TOOLS_OFF ? llm_tools_call_tag(&ctx->q) : NULL;

@@ -341,7 +341,8 @@ static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t 
 bad:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "llm_chat_template \"%V\": expected auto, llama3, llama2, chatml, gemma, phi3, phi4-mini, phi4, "
-                       "granite, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7 or smollm3",
+                       "granite, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, smollm3, deepseek3 or "
+                       "deepseek-r1",
                        &v[1]);
     return NGX_CONF_ERROR;
 }

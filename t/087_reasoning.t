@@ -220,3 +220,57 @@ POST /v1/chat/completions
 --- error_code: 200
 --- response_body_like eval
 qr/"message":\{"role":"assistant","content":"(\\[tnr]| )*\{(\\[tnr]| )*\}","reasoning_content":null\},"logprobs":null,"finish_reason":"stop"/
+
+=== TEST 11: deepseek-r1: the generation prompt opened the reasoning, so the answer starts inside it: its first </think> closes it (no reasoning), the other three are content
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template deepseek-r1;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Think"}], "max_tokens": 4, "temperature": 0, "logit_bias": {"128012": 100}}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"</think></think></think>","reasoning_content":null\}
+
+=== TEST 12: deepseek-r1's prompt: the system text after BOS, <｜User｜> (text in this vocabulary), <｜Assistant｜>, then <think> and a newline; an earlier answer without its reasoning
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template deepseek-r1;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "<think>hm</think>Yo"}, {"role": "user", "content": "Think"}]}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[[0-9,]*,128011,198\],"count":\d+,
+
+=== TEST 13: deepseek3 (V3): the generation prompt without <think>: the same answer is all content
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template deepseek3;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Think"}], "max_tokens": 4, "temperature": 0, "logit_bias": {"128012": 100}}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"</think></think></think></think>","reasoning_content":null\}

@@ -574,6 +574,30 @@ int main(void)
                            "assistant\n"), "smollm3: /system_override is the whole system turn: %s", s ? s : err.msg);
         free(s);
     }
+    {   /* DeepSeek V3 / R1 (R1-Distill-Qwen's template): BOS, the system text, <｜User｜> / <｜Assistant｜> turns, an
+         * answer's reasoning left out; R1's generation prompt opens <think> */
+        const char *r1 = "{{bos_token}}{{ns.system_prompt}}{{'<｜User｜>' + message['content']}}"
+                         "{{'<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>'}}{{'<｜Assistant｜><think>\\n'}}";
+        const char *v3 = "{{bos_token}}{{ns.system_prompt}}{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>'}}";
+        ok(llm_chat_detect(r1, 2) == LLM_CHAT_DEEPSEEK_R1 && llm_chat_detect(v3, 2) == LLM_CHAT_DEEPSEEK3 &&
+           llm_chat_format_from_name("deepseek-r1") == LLM_CHAT_DEEPSEEK_R1 &&
+           llm_chat_format_from_name("deepseek3") == LLM_CHAT_DEEPSEEK3, "deepseek3 / deepseek-r1 detected, named");
+        const llm_chat_msg m[] = { { "system", "Be brief.", NULL, 0, NULL }, { "user", "Hi", NULL, 0, NULL },
+                                   { "assistant", "<think>a</think>b</think>Hello.", NULL, 0, NULL },
+                                   { "user", "2+2?", NULL, 0, NULL } };
+        int specials = 0;
+        char *s = render_ex(LLM_CHAT_DEEPSEEK_R1, m, 4, NULL, NULL, 1, &specials, &err);
+        ok(s && !strcmp(s, "<｜begin▁of▁sentence｜>Be brief.<｜User｜>Hi<｜Assistant｜>Hello.<｜end▁of▁sentence｜><｜User｜>2+2?"
+                           "<｜Assistant｜><think>\n") && specials == 7,
+           "deepseek-r1 (%d control segments): %s", specials, s ? s : err.msg);
+        free(s);
+        s = render(LLM_CHAT_DEEPSEEK3, m + 1, 1, 1, &err);
+        ok(s && !strcmp(s, "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜>"), "deepseek3: %s", s ? s : err.msg);
+        free(s);
+        const llm_chat_msg tool[] = { { "user", "Hi", NULL, 0, NULL }, { "tool", "42", NULL, 0, NULL } };
+        ok(render(LLM_CHAT_DEEPSEEK_R1, tool, 2, 1, &err) == NULL && strstr(err.msg, "has role 'tool'"),
+           "deepseek: a tool role is refused: %s", err.msg);
+    }
     {   /* Qwen 3's enable_thinking false: an empty think block opens the answer */
         const llm_chat_msg m[] = { { "user", "Hi", NULL, 0, NULL } };
         llm_chat_out o;

@@ -438,6 +438,9 @@ static void test_pretok_names(void)
     const char *rf = tok_pretok_pattern("refact");
     ok(rf && strstr(rf, TOK_STAGE) && tok_pretok_pattern("starcoder") == rf && tok_pretok_pattern("smollm") == rf &&
        !strcmp(tok_pretok_name(rf), "refact"), "pre-tokenizers starcoder, smollm: refact's two stages");
+    ok(tok_pretok_pattern("deepseek-r1-qwen") != NULL &&
+       tok_pretok_pattern("deepseek-r1-qwen") == tok_pretok_pattern("qwen2"),
+       "pre-tokenizer deepseek-r1-qwen: Qwen 2's split (llama.cpp's)");
     const char *tk = tok_pretok_pattern("tekken");
     ok(tk && tk != tok_pretok_pattern("gpt-4o") && !strcmp(tok_pretok_name(tk), "tekken") && strstr(tk, "\\p{N}|"),
        "pre-tokenizer tekken: its own pattern (digits one by one)");
