@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make serve BACKEND=cuda` on the GPU machine, checked with the load generator: llm-engine serve
 # --backend cuda plus nginx with the module (tools/serve.sh, configured from nginx.conf.example), then
-# bench/serve_load at several concurrency levels through nginx, a chat completion and /metrics. The GPU
+# bench/serve_load at several concurrency levels through nginx, a chat completion, a rerank and /metrics. The GPU
 # machine has no nginx: prebuild.sh carries Debian's nginx (the build the module was compiled against)
 # with its libraries and its own dynamic loader, so the device's C library does not matter.
 #   run(command="tests/gpu/serve_gpu.sh", carry=["build-gpu"], timeout_s=420)
@@ -56,6 +56,10 @@ req() { # method path body
 }
 echo "== POST /v1/chat/completions"
 req POST /v1/chat/completions '{"messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}' |
+    tail -1 | cut -c1-400
+echo
+echo "== POST /v1/rerank (scoring rows sent back from the device as logits)"
+req POST /v1/rerank '{"query":"What is the capital of France?","documents":["Paris is the capital of France.","Bananas are yellow.","France borders Spain."]}' |
     tail -1 | cut -c1-400
 echo
 echo "== load through nginx ($BACKEND, $MAX_TOKENS tokens per request, engine: $ENGINE_ARGS)"
