@@ -183,7 +183,8 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         /* Qwen 3's enable_thinking false (a call the prompt opened is answered at once anyway), whether or not
          * llm_reasoning splits the answers */
         if (lcf->tok->think && !q->enable_thinking && q->add_generation_prompt && !tools.open_call &&
-            f != LLM_CHAT_SMOLLM3 && llm_chat_no_think(&out)) { /* (SmolLM3's template writes its own) */
+            f != LLM_CHAT_SMOLLM3 && f != LLM_CHAT_DEEPSEEK3 && f != LLM_CHAT_DEEPSEEK_R1 &&
+            llm_chat_no_think(&out)) { /* (SmolLM3's template writes its own; DeepSeek's have no switch) */
             llm_chat_out_free(&out);
             llm_api_seterr(e, 500, NULL, NULL, "out of memory");
             return -1;

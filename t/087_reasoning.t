@@ -274,3 +274,21 @@ POST /v1/chat/completions
 --- error_code: 200
 --- response_body_like chomp
 "message":\{"role":"assistant","content":"</think></think></think></think>","reasoning_content":null\}
+
+=== TEST 14: deepseek-r1 has no thinking switch: enable_thinking false leaves its prompt as it is (ending <think> and a newline)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template deepseek-r1;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Think"}], "chat_template_kwargs": {"enable_thinking": false}}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[[0-9,]*,128011,198\],"count":\d+,
