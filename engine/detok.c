@@ -94,8 +94,8 @@ size_t llm_detok_push(llm_detok *d, int32_t id, char *out, size_t cap)
     }
     if (d->skip_special && t->type[id] == TOK_CONTROL && id != d->keep)
         return 0;
-    if (t->kind == LLM_TOK_SPM && t->add_space_prefix && d->at_start && n > 0 && p[0] == ' ' &&
-        t->type[id] != TOK_BYTE && t->type[id] != TOK_CONTROL) {
+    int lead_space = (t->kind == LLM_TOK_SPM && t->add_space_prefix) || t->kind == LLM_TOK_WPM; /* the first word's */
+    if (lead_space && d->at_start && n > 0 && p[0] == ' ' && t->type[id] != TOK_BYTE && t->type[id] != TOK_CONTROL) {
         p++;
         n--;
     }

@@ -23,6 +23,19 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
 /* SentencePiece "llama" tokenizer from a llama2.c tokenizer file; pads the vocabulary
  * to vocab_size with synthesized distinct pieces (lower scores) when the file has fewer. */
 int llm_gguf_w_spm_from_llama2c(gguf_writer *w, const char *tok_path, int vocab_size, llm_err *err);
+/* WordPiece vocabulary derived from a llama2.c tokenizer file (SentencePiece pieces): ids 0-4 [PAD] [UNK] [CLS]
+ * [SEP] [MASK], then the pieces lowercased (" word" -> "▁word" word-initial, others continuation pieces; byte
+ * tokens, <unk> <s> </s> and duplicates dropped), then each printable ASCII character but the capitals as "▁c"
+ * and "c" where missing. *n gets the count; *tokens (unless tokens is NULL: count only) the malloc'd spellings,
+ * freed with llm_wpm_vocab_free. 0, or -1 with err. */
+int  llm_wpm_vocab_from_llama2c(const char *tok_path, char ***tokens, int *n, llm_err *err);
+void llm_wpm_vocab_free(char **tokens, int n);
+/* That vocabulary as a GGUF "bert" tokenizer (llama.cpp's WPM): tokens, token_type, bos = cls 2, eos = seperator
+ * 3, unknown 1, padding 0, mask 4, add_bos_token / add_eos_token true, and token_type_count 2 (llama.cpp sizes
+ * token_types.weight by it); padded with unused "[unusedN]" tokens to pad_to tokens when that is more (a model
+ * whose hidden size is above 272). *n_vocab (unless NULL) gets the vocabulary size: token_embd's rows. 0, or -1
+ * with err. */
+int  llm_gguf_w_wpm_from_llama2c(gguf_writer *w, const char *tok_path, int pad_to, int *n_vocab, llm_err *err);
 /* Byte-level BPE ("gpt2") tokenizer from tokenizer.json (+ tokenizer_config.json beside it), with
  * tokenizer.ggml.pre = pre, or (pre NULL) the name of the file's split regex ("llama-bpe", "qwen2", "gpt2"). */
 int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const char *pre, llm_err *err);

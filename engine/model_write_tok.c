@@ -1,5 +1,6 @@
 /* Tokenizer metadata for GGUF files we write: SentencePiece "llama" vocabularies
- * from llama2.c tokenizer files, byte-level BPE from Hugging Face tokenizer.json. */
+ * from llama2.c tokenizer files, byte-level BPE from Hugging Face tokenizer.json,
+ * and WordPiece "bert" vocabularies derived from llama2.c tokenizer files. */
 #include "json_file.h"
 #include "model_write.h"
 #include "tokenizer_priv.h"
@@ -141,6 +142,179 @@ out:
     free(score);
     free(type);
     return rc;
+}
+
+/* ---- WordPiece ("bert") from a llama2.c tokenizer file ---- */
+
+static int has_token(char **tok, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(tok[i], s) == 0)
+            return 1;
+    return 0;
+}
+
+/* Append a copy of s unless the vocabulary has it already. */
+static int add_token(char ***tok, int *n, int *cap, const char *s)
+{
+    if (has_token(*tok, *n, s))
+        return 0;
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 1024;
+        char **p = realloc(*tok, (size_t)nc * sizeof(char *));
+        if (p == NULL)
+            return -1;
+        *tok = p;
+        *cap = nc;
+    }
+    return ((*tok)[*n] = strdup(s)) != NULL ? ((*n)++, 0) : -1;
+}
+
+/* A llama2.c piece (spaces as ' ') as WordPiece spells it, lowercased: " word" -> "▁word" (word-initial),
+ * "ing" -> "ing" (continuation). 0 with out[0] = 0 for pieces no word can contain (empty, inner spaces,
+ * invalid UTF-8); -1 if it does not fit. */
+static int wpm_piece(const char *raw, size_t n, char *out, size_t cap)
+{
+    size_t o = 0, i = raw[0] == ' ';
+    out[0] = 0;
+    if (i == n) /* " " alone: no word is empty */
+        return 0;
+    if (i == 1) {
+        memcpy(out, "\xe2\x96\x81", 3);
+        o = 3;
+    }
+    while (i < n) {
+        int k = tok_utf8_len((const unsigned char *)raw + i, n - i);
+        if (k == 0 || raw[i] == ' ') {
+            out[0] = 0;
+            return 0;
+        }
+        if (o + 5 > cap)
+            return -1;
+        if (k <= 2) { /* what tok_wpm_lower changes lies below U+0800, and stays there */
+            const unsigned char *u = (const unsigned char *)raw + i;
+            uint32_t c = tok_wpm_lower(k == 1 ? u[0] : (uint32_t)(u[0] & 0x1f) << 6 | (u[1] & 0x3f));
+            if (c >= 0x80)
+                out[o++] = (char)(0xc0 | c >> 6);
+            out[o++] = (char)(c >= 0x80 ? 0x80 | (c & 0x3f) : c);
+        } else {
+            memcpy(out + o, raw + i, (size_t)k);
+            o += (size_t)k;
+        }
+        i += (size_t)k;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+void llm_wpm_vocab_free(char **tokens, int n)
+{
+    if (tokens != NULL)
+        for (int i = 0; i < n; i++)
+            free(tokens[i]);
+    free(tokens);
+}
+
+int llm_wpm_vocab_from_llama2c(const char *tok_path, char ***tokens, int *n, llm_err *err)
+{
+    static const char *const specials[] = { "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]" };
+    FILE *f = fopen(tok_path, "rb");
+    if (f == NULL) {
+        llm_seterr(err, "%s: cannot open tokenizer: %s", tok_path, strerror(errno));
+        return -1;
+    }
+    char **tok = NULL, buf[4097], piece[4 * 4097];
+    int nt = 0, cap = 0, rc = -1, n_file = 0;
+    int32_t maxlen, len;
+    float score;
+    if (fread(&maxlen, 4, 1, f) != 1 || maxlen <= 0 || maxlen > 4096) {
+        llm_seterr(err, "%s: not a llama2.c tokenizer file", tok_path);
+        goto out;
+    }
+    for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++)
+        if (add_token(&tok, &nt, &cap, specials[i]))
+            goto oom;
+    for (; fread(&score, 4, 1, f) == 1; n_file++) {
+        if (fread(&len, 4, 1, f) != 1 || len < 0 || len > maxlen || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            llm_seterr(err, "%s: truncated tokenizer entry %d", tok_path, n_file);
+            goto out;
+        }
+        buf[len] = 0;
+        /* <unk>, <s>, </s> (ids 0-2) and the <0xNN> byte tokens have no WordPiece counterpart */
+        if (n_file < 3 || len == 0 || is_byte_token(buf))
+            continue;
+        if (wpm_piece(buf, (size_t)len, piece, sizeof(piece)) != 0 || (piece[0] && add_token(&tok, &nt, &cap, piece)))
+            goto oom;
+    }
+    for (int c = '!'; c <= '~'; c++) { /* every ASCII word spells out; capitals are lowercased away */
+        char one[5] = "\xe2\x96\x81";
+        if (c >= 'A' && c <= 'Z')
+            continue;
+        one[3] = (char)c;
+        if (add_token(&tok, &nt, &cap, one) || add_token(&tok, &nt, &cap, one + 3))
+            goto oom;
+    }
+    rc = 0;
+    goto out;
+oom:
+    llm_seterr(err, "%s: out of memory", tok_path);
+out:
+    fclose(f);
+    if (rc == 0 && tokens != NULL) {
+        *tokens = tok;
+        tok = NULL;
+    }
+    if (rc == 0)
+        *n = nt;
+    llm_wpm_vocab_free(tok, nt);
+    return rc;
+}
+
+int llm_gguf_w_wpm_from_llama2c(gguf_writer *w, const char *tok_path, int pad_to, int *n_vocab, llm_err *err)
+{
+    char **tok;
+    int n0, n;
+    if (llm_wpm_vocab_from_llama2c(tok_path, &tok, &n0, err))
+        return -1;
+    n = pad_to > n0 && pad_to <= (1 << 20) ? pad_to : n0;
+    char **grown = n > n0 ? realloc(tok, (size_t)n * sizeof(char *)) : tok;
+    int32_t *type = grown != NULL ? malloc((size_t)n * sizeof(int32_t)) : NULL;
+    if (grown != NULL)
+        tok = grown;
+    int made = n0;
+    for (; type != NULL && made < n; made++) { /* BERT's own spare rows are named so */
+        char name[32];
+        snprintf(name, sizeof(name), "[unused%d]", made - n0);
+        if ((tok[made] = strdup(name)) == NULL)
+            break;
+    }
+    if (type == NULL || made < n) {
+        llm_wpm_vocab_free(tok, made);
+        free(type);
+        llm_seterr(err, "%s: out of memory", tok_path);
+        return -1;
+    }
+    if (n_vocab != NULL)
+        *n_vocab = n;
+    for (int i = 0; i < n; i++)
+        type[i] = i < 5 ? TT_CONTROL : i < n0 ? TT_NORMAL : TT_UNUSED;
+    gguf_w_str(w, "tokenizer.ggml.model", "bert");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)tok, NULL, (uint64_t)n);
+    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, (uint64_t)n);
+    gguf_w_u32(w, "tokenizer.ggml.token_type_count", 2); /* BERT's segments A and B: token_types.weight's rows */
+    /* llama.cpp's converter: BOS / EOS as [CLS] / [SEP], and the BERT names besides */
+    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 2);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 3);
+    gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 1);
+    gguf_w_u32(w, "tokenizer.ggml.seperator_token_id", 3);
+    gguf_w_u32(w, "tokenizer.ggml.padding_token_id", 0);
+    gguf_w_u32(w, "tokenizer.ggml.cls_token_id", 2);
+    gguf_w_u32(w, "tokenizer.ggml.mask_token_id", 4);
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", 1);
+    free(type);
+    llm_wpm_vocab_free(tok, n);
+    return 0;
 }
 
 /* tokenizer_config.json's bos_token / eos_token: a string or {"content": ...}. */

@@ -66,6 +66,7 @@ llm_tokenizer *tok_new(llm_tok_kind kind, int n_vocab)
     t->bos = t->eos = t->unk = -1;
     t->fim[0] = t->fim[1] = t->fim[2] = -1;
     t->add_space_prefix = 1;
+    t->wpm_lower = t->wpm_strip = 1;
     if (t->text_off == NULL || t->text_len == NULL || t->raw_off == NULL || t->raw_len == NULL || t->score == NULL ||
         t->type == NULL) {
         llm_tok_free(t);
@@ -122,6 +123,12 @@ int tok_set(llm_tokenizer *t, int id, const char *text, size_t len, float score,
                 raw[n++] = text[i];
             }
         }
+    } else if (t->kind == LLM_TOK_WPM) { /* a word-initial piece's '▁' is the space before its word */
+        size_t skip = type != TOK_CONTROL && type != TOK_USER && len >= 3 && memcmp(text, "\xe2\x96\x81", 3) == 0;
+        if (skip)
+            raw[n++] = ' ';
+        memcpy(raw + n, text + 3 * skip, len - 3 * skip);
+        n += len - 3 * skip;
     } else if (type == TOK_CONTROL || type == TOK_USER) {
         memcpy(raw, text, len); /* added tokens are spelt as themselves */
         n = len;
@@ -245,6 +252,10 @@ int tok_finish(llm_tokenizer *t, llm_err *err)
         llm_seterr(err, "tokenizer: out of memory");
         return -1;
     }
+    t->max_text_len = 0;
+    for (int id = 0; id < t->n_vocab; id++)
+        if (t->text_len[id] > t->max_text_len)
+            t->max_text_len = t->text_len[id];
     for (int b = 0; b < 256; b++)
         t->byte_id[b] = -1;
     for (int id = t->n_vocab - 1; id >= 0; id--) {
@@ -526,6 +537,8 @@ static int encode_fragment(const llm_tokenizer *t, const char *s, size_t n, int 
         return 0;
     if (t->kind == LLM_TOK_SPM)
         return tok_spm_encode(t, s, n, t->add_space_prefix && after_special, out);
+    if (t->kind == LLM_TOK_WPM)
+        return tok_wpm_encode(t, s, n, out);
     return tok_bpe_encode(t, s, n, out);
 }
 

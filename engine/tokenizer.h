@@ -1,6 +1,7 @@
 /* Tokenizers: SentencePiece-style BPE with scores and byte fallback (Llama 2,
- * the stories models) and byte-level BPE with a pre-tokenizer regex and merge
- * ranks (Llama 3). Pure text code: no engine dependencies besides gguf.h, so
+ * the stories models), byte-level BPE with a pre-tokenizer regex and merge
+ * ranks (Llama 3) and WordPiece (BERT-family embedding models, as llama.cpp's
+ * "bert" vocabulary). Pure text code: no engine dependencies besides gguf.h, so
  * the NGINX module compiles it too. */
 #ifndef LLM_TOKENIZER_H
 #define LLM_TOKENIZER_H
@@ -11,7 +12,7 @@
 
 struct gguf_ctx;
 
-typedef enum { LLM_TOK_SPM = 1, LLM_TOK_BPE = 2 } llm_tok_kind;
+typedef enum { LLM_TOK_SPM = 1, LLM_TOK_BPE = 2, LLM_TOK_WPM = 3 } llm_tok_kind;
 
 typedef struct llm_tokenizer llm_tokenizer;
 
@@ -59,12 +60,14 @@ enum {
 int llm_tok_encode(const llm_tokenizer *t, const char *text, size_t len, int flags, int32_t **out);
 
 /* Raw bytes of one token as it appears in decoded text (byte-level BPE unmapped,
- * SPM '▁' -> ' ', <0xNN> -> the byte). Special tokens give their text. */
+ * SPM '▁' -> ' ', <0xNN> -> the byte, WordPiece's word-initial '▁' -> ' ').
+ * Special tokens give their text. */
 int llm_tok_piece(const llm_tokenizer *t, int32_t id, const char **bytes, size_t *len);
 
 /* Streaming detokenizer: feeds ids, emits complete UTF-8 only (a partial
  * multi-byte sequence is held back until it completes or is proven invalid,
- * then emitted as U+FFFD). SPM: the dummy-prefix space after BOS/start is dropped. */
+ * then emitted as U+FFFD). SPM: the dummy-prefix space after BOS/start is dropped;
+ * WordPiece: likewise the space of the first word. */
 typedef struct {
     const llm_tokenizer *tok;
     uint8_t pend[8];

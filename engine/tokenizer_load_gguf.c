@@ -1,6 +1,7 @@
 /* GGUF tokenizer metadata (tokenizer.ggml.*): model "llama" (SentencePiece
- * vocabulary with scores and token types) or "gpt2" (byte-level BPE with merges
- * "a b" and a named pre-tokenizer). */
+ * vocabulary with scores and token types), "gpt2" (byte-level BPE with merges
+ * "a b" and a named pre-tokenizer) or "bert" (WordPiece: word-initial pieces
+ * spelt "▁...", continuation pieces bare, no scores). */
 #include "tokenizer_priv.h"
 
 #include "gguf.h"
@@ -38,6 +39,24 @@ static int is_byte_text(const char *s, size_t n)
     return n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>';
 }
 
+/* WordPiece: special ids missing from the metadata found by their BERT names (llama.cpp assumes BERT's own
+ * ids 100-103 instead), and BertNormalizer's switches (strip_accents follows lowercase unless given). */
+static int wpm_defaults(const gguf_ctx *g, llm_tokenizer *t, llm_err *err)
+{
+    if (tok_finish(t, err)) /* the text map, to look names up */
+        return -1;
+    if (t->bos < 0)
+        t->bos = llm_tok_find(t, "[CLS]");
+    if (t->eos < 0)
+        t->eos = llm_tok_find(t, "[SEP]");
+    if (t->unk < 0)
+        t->unk = llm_tok_find(t, "[UNK]");
+    int flag;
+    t->wpm_lower = gguf_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &flag) == 0 ? flag : 1;
+    t->wpm_strip = gguf_get_bool(g, "tokenizer.ggml.normalizer.strip_accents", &flag) == 0 ? flag : t->wpm_lower;
+    return 0;
+}
+
 llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
 {
     char model[32] = "", pre[64] = "default";
@@ -50,8 +69,10 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
         kind = LLM_TOK_SPM;
     else if (strcmp(model, "gpt2") == 0)
         kind = LLM_TOK_BPE;
+    else if (strcmp(model, "bert") == 0)
+        kind = LLM_TOK_WPM;
     else {
-        llm_seterr(err, "GGUF: unsupported tokenizer model \"%s\" (llama and gpt2 are)", model);
+        llm_seterr(err, "GGUF: unsupported tokenizer model \"%s\" (llama, gpt2 and bert are)", model);
         return NULL;
     }
     const gguf_kv *toks, *scores, *types, *merges = NULL;
@@ -78,6 +99,10 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
     int bos = get_id(g, "tokenizer.ggml.bos_token_id", n, kind == LLM_TOK_SPM && n > 1 ? 1 : -1);
     int eos = get_id(g, "tokenizer.ggml.eos_token_id", n, kind == LLM_TOK_SPM && n > 2 ? 2 : -1);
     int unk = get_id(g, "tokenizer.ggml.unknown_token_id", n, -1);
+    if (kind == LLM_TOK_WPM) { /* [CLS] text [SEP]: older converters name them cls / seperator (sic) only */
+        bos = get_id(g, "tokenizer.ggml.bos_token_id", n, get_id(g, "tokenizer.ggml.cls_token_id", n, -1));
+        eos = get_id(g, "tokenizer.ggml.seperator_token_id", n, eos);
+    }
     for (int id = 0; id < n; id++) {
         float sc = 0.0f;
         int64_t ty = TOK_NORMAL;
@@ -105,8 +130,10 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
     t->bos = bos;
     t->eos = eos;
     t->unk = unk;
+    if (kind == LLM_TOK_WPM && wpm_defaults(g, t, err))
+        goto fail;
     int flag;
-    t->add_bos = gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag) == 0 ? flag : (bos >= 0);
+    t->add_bos = gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag) == 0 ? flag : (t->bos >= 0);
     static const char *const fim_keys[2][3] = {
         { "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.fim_mid_token_id" },
         { "tokenizer.ggml.prefix_token_id", "tokenizer.ggml.suffix_token_id", "tokenizer.ggml.middle_token_id" },
@@ -117,7 +144,7 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
             if (t->fim[i] < 0 && gguf_get_i64(g, fim_keys[k][i], &id) == 0 && id >= 0 && id < n)
                 t->fim[i] = (int32_t)id;
         }
-    t->add_eos = gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag) == 0 ? flag : 0;
+    t->add_eos = gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag) == 0 ? flag : kind == LLM_TOK_WPM;
     t->add_space_prefix = gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &flag) == 0 ? flag : 1;
     const gguf_kv *tmpl = gguf_find_kv(g, "tokenizer.chat_template");
     if (tmpl != NULL && tmpl->type == GGUF_TYPE_STRING && tmpl->strs != NULL) {

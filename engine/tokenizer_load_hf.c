@@ -3,7 +3,9 @@
  * and SentencePiece-style BPE (a normalizer that writes spaces as '▁', no
  * pre-tokenizer, <0xNN> byte-fallback tokens: Gemma, Llama 2). Plus
  * tokenizer_config.json beside it for the chat template, BOS/EOS and
- * add_bos_token. */
+ * add_bos_token. And model.type "WordPiece" (BERT-family embedding models),
+ * respelt as GGUF has it (word-initial pieces "▁x", continuation pieces without
+ * their "##"); the file alone says all it needs. */
 #include "json_file.h"
 #include "tokenizer_priv.h"
 
@@ -229,6 +231,174 @@ static int load_merges(llm_tokenizer *t, const cJSON *merges, const char *path, 
     return 0;
 }
 
+/* A WordPiece vocabulary entry as llama.cpp's converter respells it: "##x" -> "x", "[...]" as it is,
+ * any other "x" -> "▁x" (a word-initial piece). malloc'd. */
+static char *wpm_spelling(const char *tok, const char *cont)
+{
+    size_t n = strlen(tok), k = strlen(cont);
+    if (k > 0 && n > k && strncmp(tok, cont, k) == 0)
+        return strdup(tok + k);
+    if (n >= 2 && tok[0] == '[' && tok[n - 1] == ']')
+        return strdup(tok);
+    char *s = malloc(n + 4);
+    if (s != NULL) {
+        memcpy(s, "\xe2\x96\x81", 3);
+        memcpy(s + 3, tok, n + 1);
+    }
+    return s;
+}
+
+/* BertNormalizer's lowercase and strip_accents (null: as lowercase), or a Sequence of Lowercase /
+ * StripAccents / Unicode normal forms (these last read as nothing: the encoder does no normalisation).
+ * -1 for any other step. No normalizer: neither. */
+static int wpm_normalizer(const cJSON *n, int *lower, int *strip)
+{
+    if (n == NULL || cJSON_IsNull(n))
+        return 0;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(n, "type"), *e;
+    const char *ty = cJSON_IsString(type) ? type->valuestring : "";
+    if (strcmp(ty, "Sequence") == 0) {
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(n, "normalizers"))
+            if (wpm_normalizer(e, lower, strip))
+                return -1;
+        return 0;
+    }
+    if (strcmp(ty, "BertNormalizer") == 0) {
+        const cJSON *lc = cJSON_GetObjectItemCaseSensitive(n, "lowercase");
+        const cJSON *sa = cJSON_GetObjectItemCaseSensitive(n, "strip_accents");
+        *lower = !cJSON_IsFalse(lc);
+        *strip = cJSON_IsBool(sa) ? cJSON_IsTrue(sa) : *lower;
+    } else if (strcmp(ty, "Lowercase") == 0) {
+        *lower = 1;
+    } else if (strcmp(ty, "StripAccents") == 0) {
+        *strip = 1;
+    } else if (strcmp(ty, "NFD") != 0 && strcmp(ty, "NFC") != 0 && strcmp(ty, "NFKD") != 0 &&
+               strcmp(ty, "NFKC") != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* The post-processor's [CLS] ... [SEP] (BertProcessing / RobertaProcessing, or TemplateProcessing's single
+ * template opening / closing with special tokens; within a Sequence too): their texts, and that they are
+ * added. */
+static void wpm_post(const cJSON *pp, const char **cls, const char **sep, int *add_bos, int *add_eos)
+{
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(pp, "type"), *e;
+    const char *ty = cJSON_IsString(type) ? type->valuestring : "";
+    if (strcmp(ty, "Sequence") == 0) {
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(pp, "processors"))
+            wpm_post(e, cls, sep, add_bos, add_eos);
+    } else if (strcmp(ty, "BertProcessing") == 0 || strcmp(ty, "RobertaProcessing") == 0) {
+        const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pp, "cls"), 0);
+        const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pp, "sep"), 0);
+        if (cJSON_IsString(c))
+            *cls = c->valuestring;
+        if (cJSON_IsString(s))
+            *sep = s->valuestring;
+        *add_bos = *add_eos = 1;
+    } else if (strcmp(ty, "TemplateProcessing") == 0) {
+        const cJSON *single = cJSON_GetObjectItemCaseSensitive(pp, "single");
+        int n = cJSON_GetArraySize(single);
+        const cJSON *first = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(single, 0), "SpecialToken");
+        const cJSON *last = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(single, n - 1), "SpecialToken");
+        const cJSON *fid = cJSON_GetObjectItemCaseSensitive(first, "id");
+        const cJSON *lid = cJSON_GetObjectItemCaseSensitive(last, "id");
+        if (n > 1 && cJSON_IsString(fid)) {
+            *cls = fid->valuestring;
+            *add_bos = 1;
+        }
+        if (n > 1 && cJSON_IsString(lid)) {
+            *sep = lid->valuestring;
+            *add_eos = 1;
+        }
+    }
+}
+
+static int wpm_ids(const cJSON *vocab, const cJSON *added, const char *path, llm_err *err)
+{
+    long max_id = -1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, vocab) {
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= (1 << 24) || e->string == NULL) {
+            llm_seterr(err, "%s: vocab entry \"%s\" has no valid id", path, e->string ? e->string : "?");
+            return -1;
+        }
+        if (e->valueint > max_id)
+            max_id = e->valueint;
+    }
+    cJSON_ArrayForEach(e, added) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+        if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= (1 << 24) ||
+            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "content"))) {
+            llm_seterr(err, "%s: malformed added_tokens entry", path);
+            return -1;
+        }
+        if (id->valueint > max_id)
+            max_id = id->valueint;
+    }
+    if (max_id < 0)
+        llm_seterr(err, "%s: empty vocabulary", path);
+    return (int)max_id + 1;
+}
+
+static llm_tokenizer *load_wordpiece(const cJSON *j, const char *path, llm_err *err)
+{
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
+    const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
+    const cJSON *cont = cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix"), *e;
+    const char *cls = "[CLS]", *sep = "[SEP]";
+    int lower = 0, strip = 0, add_bos = 0, add_eos = 0, n;
+    llm_tokenizer *t = NULL;
+    if (!cJSON_IsObject(vocab)) {
+        llm_seterr(err, "%s: WordPiece model without a vocab", path);
+        return NULL;
+    }
+    if (wpm_normalizer(cJSON_GetObjectItemCaseSensitive(j, "normalizer"), &lower, &strip)) {
+        llm_seterr(err, "%s: unsupported normalizer for WordPiece (BertNormalizer, Lowercase, StripAccents are)", path);
+        return NULL;
+    }
+    if ((n = wpm_ids(vocab, added, path, err)) <= 0)
+        return NULL;
+    if ((t = tok_new(LLM_TOK_WPM, n)) == NULL) {
+        llm_seterr(err, "%s: out of memory", path);
+        return NULL;
+    }
+    cJSON_ArrayForEach(e, vocab) {
+        char *text = wpm_spelling(e->string, cJSON_IsString(cont) ? cont->valuestring : "##");
+        int ty = cJSON_IsString(unk) && strcmp(e->string, unk->valuestring) == 0 ? TOK_UNKNOWN : TOK_NORMAL;
+        int rc = text == NULL || tok_set(t, e->valueint, text, strlen(text), 0.0f, ty);
+        free(text);
+        if (rc)
+            goto oom;
+    }
+    cJSON_ArrayForEach(e, added) { /* [CLS], [SEP], [PAD], [MASK], [UNK]: spelt as themselves */
+        const char *s = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
+        int special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special"));
+        if (tok_set(t, cJSON_GetObjectItemCaseSensitive(e, "id")->valueint, s, strlen(s), 0.0f,
+                    special ? TOK_CONTROL : TOK_USER))
+            goto oom;
+    }
+    if (tok_finish(t, err))
+        goto fail;
+    wpm_post(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), &cls, &sep, &add_bos, &add_eos);
+    t->bos = llm_tok_find(t, cls);
+    t->eos = llm_tok_find(t, sep);
+    t->unk = llm_tok_find(t, cJSON_IsString(unk) ? unk->valuestring : "[UNK]");
+    t->add_bos = add_bos && t->bos >= 0;
+    t->add_eos = add_eos;
+    t->wpm_lower = lower;
+    t->wpm_strip = strip;
+    return t;
+oom:
+    llm_seterr(err, "%s: out of memory", path);
+fail:
+    llm_tok_free(t);
+    return NULL;
+}
+
 llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
 {
     cJSON *j = llm_json_read_file(path, err);
@@ -244,6 +414,11 @@ llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
     const cJSON *e;
     const char *pattern = NULL;
     int prefix = 0, byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
+    if (cJSON_IsString(mtype) && strcmp(mtype->valuestring, "WordPiece") == 0) {
+        t = load_wordpiece(j, path, err);
+        cJSON_Delete(j);
+        return t;
+    }
     if (!cJSON_IsString(mtype) || strcmp(mtype->valuestring, "BPE") != 0 || !cJSON_IsObject(vocab) ||
         !cJSON_IsArray(merges)) {
         llm_seterr(err, "%s: model is not a BPE model with vocab and merges", path);

@@ -57,6 +57,9 @@ struct llm_tokenizer {
     pcre2_code *re;
     pcre2_code *re_first;     /* a two-stage pre-tokenizer's first split (refact: each digit), or NULL */
     int      ignore_merges;   /* a word that is itself a token skips the merges (HF) */
+    /* WordPiece: BertNormalizer's lowercase and strip_accents (default: as lowercase) */
+    int      wpm_lower, wpm_strip;
+    uint32_t max_text_len;    /* longest vocabulary spelling in bytes (WordPiece's match bound) */
     /* tokens input is split on (control / user-defined), sorted by first
      * byte then longest first; spec_start/spec_count index them by first byte */
     tok_special *specials;
@@ -97,6 +100,9 @@ typedef struct {
 int tok_vec_push(tok_vec *v, int32_t id);
 int tok_spm_encode(const llm_tokenizer *t, const char *s, size_t len, int prefix_space, tok_vec *out);
 int tok_bpe_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *out);
+int tok_wpm_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *out);
+/* WordPiece's lowercasing of one code point (also the vocabulary writer's). */
+uint32_t tok_wpm_lower(uint32_t cp);
 
 /* Merge loop shared by both encoders: symbols in a doubly linked list over a
  * working string, candidate pairs in a heap (higher pri first, then leftmost). */
