@@ -10,6 +10,8 @@
 # times, alternating; the best run of each is reported (the machine is noisy).
 #
 #   bash bench/embed_vs_llamacpp.sh             # PRESET=qwen3-0.6b DTYPES="q8_0 bf16" N=32 LEN=100 REPS=2
+#   PRESET=bge-small DTYPES="f16 q8_0" bash bench/embed_vs_llamacpp.sh   # a BERT encoder (bge-small-en-v1.5's
+#                                               # shape, CLS pooling, as generated; WordPiece vocabulary of 272)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,7 +51,10 @@ for dt in $DTYPES; do
     src="$MODELS/$PRESET-$dt.gguf"
     model="$MODELS/$PRESET-$dt-pool-last.gguf"
     [ -f "$src" ] || build/llm-engine gen-model --preset "$PRESET" --dtype "$dt" --out "$src" --seed 1 2>/dev/null
-    [ -f "$model" ] || build/llm-engine gen-model --from "$src" --dtype "$dt" --pooling last --out "$model" 2>/dev/null
+    case "$PRESET" in # a BERT encoder declares its own pooling (bge: CLS); a decoder is re-saved to pool last
+        *bert*|bge-*) model="$src" ;;
+        *) [ -f "$model" ] || build/llm-engine gen-model --from "$src" --dtype "$dt" --pooling last --out "$model" 2>/dev/null ;;
+    esac
     ob=(); oo=(); lc=(); obt=(); oot=(); lct=()
     for _ in $(seq "$REPS"); do
         e=$(build/llm-engine embed --model "$model" --input-file "$W/in.txt" --threads "$THREADS" --warmup 2>&1 >/dev/null)

@@ -205,6 +205,41 @@ static inline long long llm_kv_token_bytes(const llm_model *m, int kv_dtype)
     return n * (llm_kv_f16(m, kv_dtype) ? 2 : 4);
 }
 
+/* An encoder's weights (llm_config.encoder), checked as llm_model_check's below. */
+static inline int llm_encoder_check(const llm_model *m, const char *who, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    if (c->n_kv_heads != c->n_heads || c->n_expert != 0 || c->n_types < 1 ||
+        llm_tensor_check(&m->tok_embd, "token_embd", -1, c->dim, c->vocab_size, 0, who, err) ||
+        llm_tensor_check(&m->pos_embd, "position_embd", -1, c->dim, c->seq_len, 0, who, err) ||
+        llm_tensor_check(&m->type_embd, "token_types", -1, c->dim, c->n_types, 0, who, err) ||
+        llm_tensor_check(&m->embd_norm, "token_embd_norm", -1, c->dim, 1, 1, who, err) ||
+        llm_tensor_check(&m->embd_norm_b, "token_embd_norm.bias", -1, c->dim, 1, 1, who, err)) {
+        if (err->msg[0] == '\0')
+            snprintf(err->msg, sizeof(err->msg), "%s: bad encoder configuration", who);
+        return -1;
+    }
+    int qd = c->n_heads * c->head_dim;
+    for (int l = 0; l < c->n_layers; l++) {
+        const llm_layer *L = &m->layers[l];
+        const llm_tensor *w[6] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_up, &L->w_down };
+        const llm_tensor *b[6] = { &L->bq, &L->bk, &L->bv, &L->bo, &L->b_up, &L->b_down };
+        static const char *const names[6] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down" };
+        int rows[6] = { qd, qd, qd, c->dim, c->hidden_dim, c->dim }, cols[6] = { c->dim, c->dim, c->dim, qd, c->dim,
+                                                                                 c->hidden_dim };
+        for (int i = 0; i < 6; i++)
+            if (llm_tensor_check(w[i], names[i], l, cols[i], rows[i], 0, who, err) ||
+                llm_tensor_check(b[i], names[i], l, rows[i], 1, 1, who, err))
+                return -1;
+        if (llm_tensor_check(&L->attn_norm, "attn_output_norm", l, c->dim, 1, 1, who, err) ||
+            llm_tensor_check(&L->attn_norm_b, "attn_output_norm.bias", l, c->dim, 1, 1, who, err) ||
+            llm_tensor_check(&L->ffn_norm, "layer_output_norm", l, c->dim, 1, 1, who, err) ||
+            llm_tensor_check(&L->ffn_norm_b, "layer_output_norm.bias", l, c->dim, 1, 1, who, err))
+            return -1;
+    }
+    return 0;
+}
+
 /* A model a backend can run: a sane configuration and every weight checked as above. */
 static inline int llm_model_check(const llm_model *m, const char *who, llm_err *err)
 {
@@ -218,6 +253,8 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
         return -1;
     }
     int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    if (c->encoder)
+        return llm_encoder_check(m, who, err);
     if (llm_tensor_check(&m->tok_embd, "token_embd", -1, c->dim, c->vocab_size, 0, who, err) ||
         llm_tensor_check(&m->out_norm, "output_norm", -1, c->dim, 1, 1, who, err) ||
         llm_tensor_check(llm_classifier(m), "output", -1, c->dim, c->vocab_size, 0, who, err))

@@ -29,6 +29,9 @@ int         llm_context_opts(const llm_args *a, llm_model *m, llm_backend_opts *
 /* --lora PATH [--lora-scale S]: a LoRA adapter merged into m's weights (lora.h), before the backend prepares
  * it; -1 with a message when it cannot be. */
 int         llm_lora_opts(const llm_args *a, llm_model *m);
+/* --pooling last|mean|cls for embeddings, else the model's own (GGUF <arch>.pooling_type), else the last
+ * token's (decoder embedding models): LLM_SCHED_EMBED_*; -1 with a message on a bad value. */
+int         llm_pooling_opt(const llm_args *a, const llm_model *m);
 /* Directory holding the project's shared files (../shared beside the repo). */
 const char *llm_shared_dir(void);
 double      llm_now_sec(void);

@@ -1,6 +1,7 @@
 /* Argument parsing shared by the subcommands: "--name value" and "--flag". */
 #include "backend_util.h"
 #include "cli.h"
+#include "scheduler.h"
 #include "lora.h"
 
 #include <errno.h>
@@ -95,6 +96,23 @@ int llm_context_opts(const llm_args *a, llm_model *m, llm_backend_opts *o)
     if (n > 0)
         m->cfg.seq_len = (int)n;
     return 0;
+}
+
+int llm_pooling_opt(const llm_args *a, const llm_model *m)
+{
+    const char *pool = llm_arg_str(a, "pooling");
+    if (pool == NULL)
+        return m->pooling == LLM_POOL_MEAN  ? LLM_SCHED_EMBED_MEAN
+               : m->pooling == LLM_POOL_CLS ? LLM_SCHED_EMBED_CLS
+                                            : LLM_SCHED_EMBED_LAST;
+    if (strcmp(pool, "mean") == 0)
+        return LLM_SCHED_EMBED_MEAN;
+    if (strcmp(pool, "cls") == 0)
+        return LLM_SCHED_EMBED_CLS;
+    if (strcmp(pool, "last") == 0)
+        return LLM_SCHED_EMBED_LAST;
+    fprintf(stderr, "error: --pooling is last, mean or cls (got '%s')\n", pool);
+    return -1;
 }
 
 int llm_lora_opts(const llm_args *a, llm_model *m)

@@ -160,13 +160,9 @@ int cli_embed(const llm_args *a)
                                          "kernel-tune-file=", "warmup", "lora=", "lora-scale=", NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
-    const char *model_path = llm_arg_str(a, "model"), *pool = llm_arg_str(a, "pooling");
+    const char *model_path = llm_arg_str(a, "model");
     if (model_path == NULL) {
         fprintf(stderr, "error: embed needs --model PATH\n");
-        return 2;
-    }
-    if (pool != NULL && strcmp(pool, "last") != 0 && strcmp(pool, "mean") != 0) {
-        fprintf(stderr, "error: --pooling is last or mean (got '%s')\n", pool);
         return 2;
     }
     llm_err err = { { 0 } };
@@ -181,8 +177,11 @@ int cli_embed(const llm_args *a)
         llm_model_free(m);
         return 1;
     }
-    int rc = 1, pooling = (pool != NULL ? strcmp(pool, "mean") == 0 : m->pooling == LLM_POOL_MEAN)
-                              ? LLM_SCHED_EMBED_MEAN : LLM_SCHED_EMBED_LAST;
+    int rc = 1, pooling = llm_pooling_opt(a, m);
+    if (pooling < 0) {
+        llm_model_free(m);
+        return 2;
+    }
     inputs in = { 0 };
     results res = { 0 };
     llm_backend *be = NULL;
@@ -261,7 +260,7 @@ int cli_embed(const llm_args *a)
         puts("]");
     }
     fprintf(stderr, "embedded %d inputs (%ld tokens, %s pooling, %d floats each) in %.3f s: %.1f inputs/s, "
-            "%.0f tokens/s\n", in.n, total, pooling == LLM_SCHED_EMBED_MEAN ? "mean" : "last", res.n_embd, dt,
+            "%.0f tokens/s\n", in.n, total, pooling == LLM_SCHED_EMBED_MEAN ? "mean" : pooling == LLM_SCHED_EMBED_CLS ? "cls" : "last", res.n_embd, dt,
             in.n / dt, (double)total / dt);
     rc = 0;
 out:

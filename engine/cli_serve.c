@@ -209,15 +209,11 @@ int cli_serve(const llm_args *a)
         llm_model_free(m);
         return 1;
     }
-    /* /v1/embeddings: --pooling, else what the model declares, else the last token's (decoder models) */
-    const char *pool = llm_arg_str(a, "pooling");
-    if (pool != NULL && strcmp(pool, "mean") != 0 && strcmp(pool, "last") != 0) {
-        fprintf(stderr, "error: --pooling is last or mean (got '%s')\n", pool);
+    o.pooling = llm_pooling_opt(a, m); /* /v1/embeddings */
+    if (o.pooling < 0) {
         llm_model_free(m);
         return 2;
     }
-    o.pooling = (pool != NULL ? strcmp(pool, "mean") == 0 : m->pooling == LLM_POOL_MEAN) ? LLM_SCHED_EMBED_MEAN
-                                                                                        : LLM_SCHED_EMBED_LAST;
     const char *backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
     if (bo.kv_blocks == 0 && strcmp(backend, "cpu") == 0 && cpu_kv_auto(m, &bo, sc->max_batch_size) != 0) {
         llm_model_free(m);

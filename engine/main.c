@@ -15,7 +15,7 @@ static void usage(FILE *f)
         "             [--presence-penalty P] [--frequency-penalty F] [--logit-bias ID=B,...] [--seed S]\n"
         "             [--json | --json-schema FILE] [--threads N] [--ignore-eos] [--output-ids] [--backend cpu]\n"
         "  embed      --model PATH [--tokenizer PATH] (--prompt TEXT | --prompt-ids 1,2,3 | --input-file FILE)\n"
-        "             [--pooling last|mean] [--no-normalize] [--max-batch-size 32] [--threads N] [--backend cpu]\n"
+        "             [--pooling last|mean|cls] [--no-normalize] [--max-batch-size 32] [--threads N] [--backend cpu]\n"
         "             [--warmup]\n"
         "  tokenize   (--model PATH | --tokenizer PATH) --text TEXT [--bos] [--special]\n"
         "  info       --model PATH\n"
@@ -23,9 +23,10 @@ static void usage(FILE *f)
         "             [--preferred-batch-sizes 8,16] [--batch-timeout-ms 5] [--max-batched-tokens 2048]\n"
         "             [--kv-blocks auto|N] [--block-size 16] [--threads N] [--slots 256] [--stream-cap 1024]\n"
         "             [--max-waiting N] [--shm-mode 0600] [--backend cpu|cuda] [--device N]\n"
-        "             [--oom-recover-ms 1000] [--mask-threads 2] [--pooling last|mean] [--spec-ngram K] (supervision, Redis, tuning: see README)\n"
+        "             [--oom-recover-ms 1000] [--mask-threads 2] [--pooling last|mean|cls] [--spec-ngram K] (supervision, Redis, tuning: see README)\n"
         "  gen-model  (--preset tiny|tiny-llama3|stories110m|llama-3.2-1b|llama-3.2-3b|tiny-qwen2|tiny-qwen3|\n"
-        "             tiny-gemma3|tiny-gemma2|gemma-3-1b|\n"
+        "             tiny-gemma3|tiny-gemma2|gemma-3-1b|tiny-phi3|tiny-smollm3|tiny-granite|tiny-qwen3moe|...|\n"
+        "             tiny-bert|tiny-bert-cls|bge-small|bge-base|\n"
         "                       qwen2.5-0.5b|qwen3-0.6b | --from MODEL [--format gguf|hf])\n"
         "             --dtype f32|f16|bf16|q8_0|q4_0|q2_K|q3_K|q4_K|q5_K --out FILE.gguf|DIR [--seed S]\n");
 }

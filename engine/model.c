@@ -230,7 +230,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "phi3", "smollm3", "granite" };
+                                      "phi3", "smollm3", "granite", "bert" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
             return 1;
@@ -295,15 +295,28 @@ int llm_model_validate(llm_model *m, llm_err *err)
     }
     int64_t q = (int64_t)c->n_heads * c->head_dim, kv = (int64_t)c->n_kv_heads * c->head_dim;
     if (check_tensor(m, &m->tok_embd, "token embedding", c->dim, c->vocab_size, 0, err) ||
-        check_tensor(m, &m->out_norm, "output norm", c->dim, 1, 1, err) ||
+        (!c->encoder && check_tensor(m, &m->out_norm, "output norm", c->dim, 1, 1, err)) ||
         check_tensor(m, &m->output, "output (classifier)", c->dim, c->vocab_size, 0, err))
         return -1;
+    if (c->encoder &&
+        (c->n_types < 1 || c->n_types > 1024 || c->n_expert != 0 || c->seq_len > (1 << 20) ||
+         check_tensor(m, &m->pos_embd, "position embedding", c->dim, c->seq_len, 0, err) ||
+         check_tensor(m, &m->type_embd, "token type embedding", c->dim, c->n_types, 0, err) ||
+         check_tensor(m, &m->embd_norm, "embedding norm", c->dim, 1, 1, err) ||
+         check_tensor(m, &m->embd_norm_b, "embedding norm bias", c->dim, 1, 1, err))) {
+        if (err->msg[0] == '\0')
+            llm_seterr(err, "%s: bad encoder: %d token types, %d experts", m->path, c->n_types, c->n_expert);
+        return -1;
+    }
     if (m->layers == NULL) {
         llm_seterr(err, "%s: no layers", m->path);
         return -1;
     }
     size_t wb = tensor_bytes(&m->tok_embd) + tensor_bytes(&m->out_norm) +
                 (c->tied_embeddings ? 0 : tensor_bytes(&m->output));
+    if (c->encoder)
+        wb += tensor_bytes(&m->pos_embd) + tensor_bytes(&m->type_embd) + tensor_bytes(&m->embd_norm) +
+              tensor_bytes(&m->embd_norm_b);
     for (int l = 0; l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
         char w[64];
@@ -317,7 +330,17 @@ int llm_model_validate(llm_model *m, llm_err *err)
         CHK(wv, c->dim, kv, 0)
         CHK(wo, q, c->dim, 0)
         CHK(ffn_norm, c->dim, 1, 1)
-        if (c->n_expert == 0) {
+        if (c->encoder) {
+            CHK(w_up, c->dim, c->hidden_dim, 0)
+            CHK(w_down, c->hidden_dim, c->dim, 0)
+            if (L->bq.data == NULL) { /* (checked with bk, bv below) */
+                llm_seterr(err, "%s: layer %d: an encoder without q/k/v biases", m->path, l);
+                return -1;
+            }
+            CHK(bo, c->dim, 1, 1)
+            CHK(b_up, c->hidden_dim, 1, 1) CHK(b_down, c->dim, 1, 1)
+            CHK(attn_norm_b, c->dim, 1, 1) CHK(ffn_norm_b, c->dim, 1, 1)
+        } else if (c->n_expert == 0) {
             CHK(w_gate, c->dim, c->hidden_dim, 0)
             CHK(w_up, c->dim, c->hidden_dim, 0)
             CHK(w_down, c->hidden_dim, c->dim, 0)
@@ -393,6 +416,44 @@ static void describe_tensor(FILE *f, const char *what, const llm_tensor *t)
             (long long)t->ne[0]);
 }
 
+static void describe_tokenizer(const llm_model *m, FILE *f)
+{
+    if (m->tok == NULL) {
+        fprintf(f, "tokenizer: none\n");
+        return;
+    }
+    llm_tok_kind k = llm_tok_kind_of(m->tok);
+    fprintf(f, "tokenizer: %s, vocab %d, bos %d, eos %d%s\n",
+            k == LLM_TOK_SPM ? "sentencepiece (llama)" : k == LLM_TOK_WPM ? "WordPiece (bert)" : "byte-level BPE (gpt2)",
+            llm_tok_vocab_size(m->tok), llm_tok_bos(m->tok), llm_tok_eos(m->tok),
+            llm_tok_add_eos(m->tok) ? ", eos appended to texts" : "");
+}
+
+static void describe_encoder(const llm_model *m, FILE *f)
+{
+    const llm_config *c = &m->cfg;
+    static const char *const pools[] = { "none", "mean", "cls", "last" };
+    fprintf(f, "encoder: every token sees its whole input; learned positions (%d) and %d token types; post-norm "
+               "blocks (LayerNorm eps %g) with biases; FFN up, GELU, down; no language-model head (embeddings "
+               "only)\nembeddings pooling: %s\n", c->seq_len, c->n_types, (double)c->norm_eps,
+            m->pooling > 0 && m->pooling < 4 ? pools[m->pooling] : "cls");
+    if (m->n_converted)
+        fprintf(f, "converted at load: %d tensors of type %s re-quantised to q8_0\n", m->n_converted,
+                m->converted_from);
+    fprintf(f, "tensors (per kind, layer 0 shown; rows x cols):\n");
+    describe_tensor(f, "token_embd", &m->tok_embd);
+    describe_tensor(f, "position_embd", &m->pos_embd);
+    describe_tensor(f, "token_types", &m->type_embd);
+    const llm_layer *L = &m->layers[0];
+    describe_tensor(f, "attn_q", &L->wq);
+    describe_tensor(f, "attn_k", &L->wk);
+    describe_tensor(f, "attn_v", &L->wv);
+    describe_tensor(f, "attn_output", &L->wo);
+    describe_tensor(f, "ffn_up", &L->w_up);
+    describe_tensor(f, "ffn_down", &L->w_down);
+    describe_tokenizer(m, f);
+}
+
 void llm_model_describe(const llm_model *m, void *FILE_stream)
 {
     FILE *f = FILE_stream;
@@ -404,6 +465,10 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
             m->file_bytes / 1048576.0, m->weight_bytes);
     fprintf(f, "dim %d, hidden %d, layers %d, heads %d, kv heads %d, head_dim %d, vocab %d, context %d\n", c->dim,
             c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size, c->seq_len);
+    if (c->encoder) {
+        describe_encoder(m, f);
+        return;
+    }
     fprintf(f, "rope: theta %g, layout %s", c->rope_theta, c->rope_layout == LLM_ROPE_HALF ? "half (rotate_half)"
                                                                                           : "adjacent pairs");
     if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3)
@@ -493,11 +558,5 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     }
     describe_tensor(f, "output_norm", &m->out_norm);
     describe_tensor(f, c->tied_embeddings ? "output(tied)" : "output", &m->output);
-    if (m->tok != NULL)
-        fprintf(f, "tokenizer: %s, vocab %d, bos %d, eos %d%s\n",
-                llm_tok_kind_of(m->tok) == LLM_TOK_SPM ? "sentencepiece (llama)" : "byte-level BPE (gpt2)",
-                llm_tok_vocab_size(m->tok), llm_tok_bos(m->tok), llm_tok_eos(m->tok),
-                llm_tok_add_eos(m->tok) ? ", eos appended to texts" : "");
-    else
-        fprintf(f, "tokenizer: none\n");
+    describe_tokenizer(m, f);
 }

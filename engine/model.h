@@ -83,6 +83,13 @@ typedef struct {
      * softmax probabilities (renormalised over those chosen when moe_norm_topk); hidden_dim is then the
      * shared expert's width (Qwen 2 MoE), or unused. */
     int   n_expert, n_expert_used, expert_ff, moe_norm_topk;
+    /* An encoder (BERT: GGUF "bert"; 0 for the decoders above): every token attends to its whole input (no
+     * causal mask, so an input is computed in one step), learned absolute positions and token types are
+     * added to the embedding and LayerNorm'd, each block is post-norm (x = LayerNorm(x + block(x))) with a
+     * bias on every projection and LayerNorm, the FFN is up -> GELU -> down (no gate), no rope and no final
+     * norm: the hidden states are the output (embeddings; there is no language-model head). */
+    int   encoder;
+    int   n_types;         /* encoder: rows of the token-type embedding (BERT: 2) */
 } llm_config;
 
 #define LLM_MAX_EXPERTS 256
@@ -113,6 +120,10 @@ typedef struct {
     llm_tensor ffn_gate_inp;        /* the router, [n_expert x dim] */
     llm_tensor shexp_gate;          /* F32 [dim], with a shared expert */
     llm_tensor *experts;            /* [n_expert][3]: expert e's gate, up [expert_ff x dim] and down [dim x expert_ff] */
+    /* Encoder (cfg.encoder): attn_norm and ffn_norm are the LayerNorms after the attention's and the FFN's
+     * residual adds (GGUF attn_output_norm, layer_output_norm), these their biases, and bo, b_up, b_down the
+     * output, up and down projections' biases (F32); w_gate is absent. */
+    llm_tensor attn_norm_b, ffn_norm_b, bo, b_up, b_down;
 } llm_layer;
 
 /* A layer's matrices, in this order: wq, wk, wv, wo, w_gate, w_up, w_down (the dense layer's seven), then
@@ -145,6 +156,9 @@ typedef struct llm_model {
     llm_tensor  out_norm;           /* F32, [dim] */
     llm_tensor  output;             /* [vocab x dim]; same as tok_embd when tied */
     llm_layer  *layers;             /* n_layers */
+    /* Encoder (cfg.encoder): learned positions [seq_len x dim] and token types [n_types x dim] (any dtype),
+     * the embedding's LayerNorm (F32 weight and bias); out_norm is then absent. */
+    llm_tensor  pos_embd, type_embd, embd_norm, embd_norm_b;
     /* Per-frequency divisors from GGUF rope_freqs.weight (head_dim/2 floats), or NULL. */
     const float *rope_freqs;
     /* LongRoPE's divisors (rope_factors_long / _short.weight, head_dim/2 floats each), or NULL. */

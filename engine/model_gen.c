@@ -1,5 +1,5 @@
 /* Random-weight model generator: GGUF files of a real model's shape (Llama, Qwen 2,
- * Qwen 3, Qwen 3 MoE, Mixtral, Gemma 2 / 3, Phi 3, SmolLM3, Granite) written tensor by tensor. */
+ * Qwen 3, Qwen 3 MoE, Mixtral, Gemma 2 / 3, Phi 3, SmolLM3, Granite; BERT encoders) written tensor by tensor. */
 #include "model_gen.h"
 #include "model.h"
 #include "model_write.h"
@@ -7,6 +7,7 @@
 #include "gguf_quants.h"
 #include "parallel.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -225,6 +226,97 @@ static uint64_t mix(uint64_t x)
     return x ? x : 1;
 }
 
+/* Encoder (BERT) shapes: random weights, a WordPiece vocabulary made from the stories tokenizer's pieces
+ * (llm_gguf_w_wpm_from_llama2c), the pooling the model declares. */
+typedef struct {
+    const char *name;
+    int dim, hidden, layers, heads, ctx, pooling;
+    int vocab; /* the vocabulary padded to this with unused tokens (BERT's 30,522), or 0: as made */
+} bert_preset;
+
+static const bert_preset bert_presets[] = {
+    { "tiny-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0 },
+    { "tiny-bert-cls", 64, 256, 2, 4, 128, LLM_POOL_CLS, 0 },
+    { "bge-small", 384, 1536, 12, 12, 512, LLM_POOL_CLS, 30522 }, /* bge-small-en-v1.5; all-MiniLM-L12: mean */
+    { "bge-base", 768, 3072, 12, 12, 512, LLM_POOL_CLS, 30522 },  /* bge-base-en-v1.5; e5-base, BERT-base */
+};
+
+static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, int n_layers, const char *out_path,
+                         const char *shared_dir, llm_err *err)
+{
+    int layers = n_layers > 0 ? n_layers : p->layers, n_vocab = 0, k = 0, rc = -1;
+    gen *g = calloc((size_t)(16 * layers + 8), sizeof(gen));
+    gguf_writer *w = gguf_writer_new();
+    if (g == NULL || w == NULL) {
+        llm_seterr(err, "out of memory");
+        goto out;
+    }
+    char name[64], path[1024];
+    snprintf(name, sizeof(name), "random %s", p->name);
+    gguf_w_str(w, "general.architecture", "bert");
+    gguf_w_str(w, "general.name", name);
+    gguf_w_u32(w, "bert.context_length", (uint32_t)p->ctx);
+    gguf_w_u32(w, "bert.embedding_length", (uint32_t)p->dim);
+    gguf_w_u32(w, "bert.feed_forward_length", (uint32_t)p->hidden);
+    gguf_w_u32(w, "bert.block_count", (uint32_t)layers);
+    gguf_w_u32(w, "bert.attention.head_count", (uint32_t)p->heads);
+    gguf_w_f32(w, "bert.attention.layer_norm_epsilon", 1e-12f);
+    gguf_w_bool(w, "bert.attention.causal", 0);
+    gguf_w_u32(w, "bert.pooling_type", (uint32_t)p->pooling);
+    snprintf(path, sizeof(path), "%s/models/stories260K/tok512.bin", shared_dir);
+    if (llm_gguf_w_wpm_from_llama2c(w, path, p->vocab, &n_vocab, err) != 0)
+        goto out;
+    /* matrices of 1/sqrt(K): the scores and activations of a trained model's order, after every LayerNorm */
+    float sd = 1.0f / sqrtf((float)p->dim), sdd = 1.0f / sqrtf((float)p->hidden);
+#define ADD(nm, c0, c1, mean_, sd_) do {                                                   \
+        gen *G = &g[k++];                                                                     \
+        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
+        G->ne0 = (c0);                                                                        \
+        G->type = (c1) == 1 ? LLM_F32 : (llm_dtype)gguf_write_type(dtype, (uint64_t)(c0));     \
+        uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
+        gguf_w_tensor_fill(w, nm, G->type, (c1) == 1 ? 1 : 2, ne_, gen_fill, G);            \
+    } while (0)
+#define ADD3(nm, c0, c1, c2, mean_, sd_, ty) do {                                        \
+        gen *G = &g[k++];                                                                     \
+        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
+        G->ne0 = (c0); G->type = (ty);                                                        \
+        uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
+        gguf_w_tensor_fill(w, nm, G->type, 2, ne_, gen_fill, G);                             \
+    } while (0)
+    ADD("token_embd.weight", p->dim, n_vocab, 0.0f, 1.0f);
+    /* (F32, as llama.cpp's converter leaves them: its graph adds the type row as it is, which a quantised row
+     * cannot be) */
+    ADD3("position_embd.weight", p->dim, p->ctx, 1, 0.0f, 0.3f, LLM_F32);
+    ADD3("token_types.weight", p->dim, 2, 1, 0.0f, 0.3f, LLM_F32);
+    ADD("token_embd_norm.weight", p->dim, 1, 1.0f, 0.05f);
+    ADD("token_embd_norm.bias", p->dim, 1, 0.0f, 0.05f);
+    for (int l = 0; l < layers; l++) {
+        static const char *const mats[6] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down" };
+        char n[64];
+        for (int i = 0; i < 6; i++) {
+            int cols = i == 5 ? p->hidden : p->dim, rows = i == 4 ? p->hidden : p->dim;
+            snprintf(n, sizeof(n), "blk.%d.%s.weight", l, mats[i]);
+            ADD(n, cols, rows, 0.0f, i == 5 ? sdd : sd);
+            snprintf(n, sizeof(n), "blk.%d.%s.bias", l, mats[i]);
+            ADD(n, rows, 1, 0.0f, 0.1f);
+        }
+        static const char *const norms[2] = { "attn_output_norm", "layer_output_norm" };
+        for (int i = 0; i < 2; i++) {
+            snprintf(n, sizeof(n), "blk.%d.%s.weight", l, norms[i]);
+            ADD(n, p->dim, 1, 1.0f, 0.05f);
+            snprintf(n, sizeof(n), "blk.%d.%s.bias", l, norms[i]);
+            ADD(n, p->dim, 1, 0.0f, 0.05f);
+        }
+    }
+#undef ADD
+#undef ADD3
+    rc = gguf_writer_write(w, out_path, err);
+out:
+    free(g);
+    gguf_writer_free(w);
+    return rc;
+}
+
 int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const char *out_path,
                        const char *shared_dir, llm_err *err)
 {
@@ -235,6 +327,14 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                               const char *shared_dir, llm_err *err)
 {
     const preset *p = NULL;
+    for (size_t i = 0; i < sizeof(bert_presets) / sizeof(bert_presets[0]); i++)
+        if (strcmp(bert_presets[i].name, name) == 0) {
+            if ((!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) || n_layers < 0 || n_layers > 4096) {
+                llm_seterr(err, "unsupported dtype %d or layer count %d", (int)dtype, n_layers);
+                return -1;
+            }
+            return generate_bert(&bert_presets[i], dtype, seed, n_layers, out_path, shared_dir, err);
+        }
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
         if (strcmp(presets[i].name, name) == 0)
             p = &presets[i];
@@ -243,7 +343,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
-                   "qwen2.5-0.5b, qwen3-0.6b)", name);
+                   "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, bge-small, bge-base)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) {

@@ -5,7 +5,7 @@
  * FFN, the experts of Qwen 2 / 3 MoE (Qwen 2's with a shared expert) and of
  * llama files with an expert_count (Mixtral), Phi 3's fused matrices; SmolLM3
  * and Granite are llamas with NoPE layers / four scales; all but those three
- * rotate NeoX-style, halves rather than pairs). */
+ * rotate NeoX-style, halves rather than pairs); "bert" is model_gguf_bert.c's. */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int get_int(llm_model *m, const char *key, int *out, int def, int required, llm_err *err)
+int llm_gguf_get_int(llm_model *m, const char *key, int *out, int def, int required, llm_err *err)
 {
     int64_t v;
     if (gguf_get_i64(m->gguf, key, &v) != 0) {
@@ -129,7 +129,7 @@ static int use(llm_model *m, const gguf_tensor *t, int64_t cols, int64_t rows, l
 }
 
 /* A 1-D or 2-D GGUF tensor as an llm_tensor (NULL data when absent and optional). */
-static int take(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err)
+int llm_gguf_take(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err)
 {
     const gguf_tensor *t = gguf_find_tensor(m->gguf, name);
     if (t == NULL) {
@@ -274,7 +274,7 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     llm_config *c = &m->cfg;
     char k[96];
     snprintf(k, sizeof(k), "%s.expert_count", arch);
-    if (get_int(m, k, &c->n_expert, 0, 0, err) != 0)
+    if (llm_gguf_get_int(m, k, &c->n_expert, 0, 0, err) != 0)
         return -1;
     int qwen2moe = strcmp(arch, "qwen2moe") == 0;
     if (c->n_expert == 0) {
@@ -285,13 +285,13 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
         return 0;
     }
     snprintf(k, sizeof(k), "%s.expert_used_count", arch);
-    if (get_int(m, k, &c->n_expert_used, 0, 1, err) != 0)
+    if (llm_gguf_get_int(m, k, &c->n_expert_used, 0, 1, err) != 0)
         return -1;
     snprintf(k, sizeof(k), "%s.expert_feed_forward_length", arch);
-    if (get_int(m, k, &c->expert_ff, c->hidden_dim, 0, err) != 0)
+    if (llm_gguf_get_int(m, k, &c->expert_ff, c->hidden_dim, 0, err) != 0)
         return -1;
     snprintf(k, sizeof(k), "%s.expert_shared_feed_forward_length", arch); /* Qwen 2 MoE's shared expert */
-    if (get_int(m, k, &c->hidden_dim, c->hidden_dim, 0, err) != 0)
+    if (llm_gguf_get_int(m, k, &c->hidden_dim, c->hidden_dim, 0, err) != 0)
         return -1;
     /* Mixtral and Qwen 3 MoE renormalise the chosen experts' weights, Qwen 2 MoE does not (llama.cpp hard-codes
      * both); our writer says expert_weights_norm where a config.json's norm_topk_prob said otherwise */
@@ -307,10 +307,10 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     return 0;
 }
 
-static int take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err *err)
+int llm_gguf_take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err *err)
 {
     llm_tensor t = { 0 };
-    if (take(m, name, &t, 1, err) != 0)
+    if (llm_gguf_take(m, name, &t, 1, err) != 0)
         return -1;
     if (t.ne[1] != 1) {
         llm_seterr(err, "%s: norm tensor %s must be 1-D", m->path, name);
@@ -320,11 +320,11 @@ static int take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err *e
 }
 
 /* A per-layer vector (bias, q/k norm) as F32, or absent when optional. */
-static int take_vec(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err)
+int llm_gguf_take_vec(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err)
 {
     if (gguf_find_tensor(m->gguf, name) == NULL && !required)
         return 0;
-    return take_norm(m, name, dst, err);
+    return llm_gguf_take_norm(m, name, dst, err);
 }
 
 /* <arch>.rope.scaling.*: YaRN (factor, original_context_length, attn_factor multiplying its 1 + 0.1 ln factor,
@@ -575,10 +575,12 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, phi3, smollm3, granite)", m->path, arch);
+                   "gemma3, phi3, smollm3, granite, bert)", m->path, arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
+    if (strcmp(arch, "bert") == 0) /* an encoder: its own tensors (model_gguf_bert.c) */
+        return llm_gguf_load_bert(m, err);
     int qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
     int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
     int phi3 = strcmp(arch, "phi3") == 0, smollm3 = strcmp(arch, "smollm3") == 0;
@@ -604,10 +606,10 @@ static int load(llm_model *m, llm_err *err)
     snprintf(rdk, sizeof(rdk), "%s.rope.dimension_count", arch);
     snprintf(thk, sizeof(thk), "%s.rope.freq_base", arch);
     snprintf(epk, sizeof(epk), "%s.attention.layer_norm_rms_epsilon", arch);
-    if (get_int(m, k[0], &c->dim, 0, 1, err) || get_int(m, k[1], &c->n_layers, 0, 1, err) ||
-        get_int(m, k[2], &c->hidden_dim, 0, 1, err) || get_int(m, k[3], &c->n_heads, 0, 1, err) ||
-        get_int(m, k[4], &c->n_kv_heads, c->n_heads, 0, err) || get_int(m, k[5], &c->seq_len, 2048, 0, err) ||
-        get_int(m, k[6], &c->head_dim, 0, 0, err) || get_int(m, rdk, &rope_dims, 0, 0, err))
+    if (llm_gguf_get_int(m, k[0], &c->dim, 0, 1, err) || llm_gguf_get_int(m, k[1], &c->n_layers, 0, 1, err) ||
+        llm_gguf_get_int(m, k[2], &c->hidden_dim, 0, 1, err) || llm_gguf_get_int(m, k[3], &c->n_heads, 0, 1, err) ||
+        llm_gguf_get_int(m, k[4], &c->n_kv_heads, c->n_heads, 0, err) || llm_gguf_get_int(m, k[5], &c->seq_len, 2048, 0, err) ||
+        llm_gguf_get_int(m, k[6], &c->head_dim, 0, 0, err) || llm_gguf_get_int(m, rdk, &rope_dims, 0, 0, err))
         return -1;
     if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0) {
         llm_seterr(err, "%s: bad block_count %d / head_count %d", m->path, c->n_layers, c->n_heads);
@@ -665,14 +667,14 @@ static int load(llm_model *m, llm_err *err)
     if (gguf_get_i64(g, "tokenizer.ggml.eos_token_id", &id) == 0 && id < INT32_MAX)
         c->eos_id = (int)id;
 
-    if (take(m, "token_embd.weight", &m->tok_embd, 1, err) != 0)
+    if (llm_gguf_take(m, "token_embd.weight", &m->tok_embd, 1, err) != 0)
         return -1;
     if (m->tok_embd.ne[1] > (1 << 24)) {
         llm_seterr(err, "%s: token_embd has %lld rows (vocab too large)", m->path, (long long)m->tok_embd.ne[1]);
         return -1;
     }
     c->vocab_size = (int)m->tok_embd.ne[1];
-    if (take_norm(m, "output_norm.weight", &m->out_norm, err) || take(m, "output.weight", &m->output, 0, err))
+    if (llm_gguf_take_norm(m, "output_norm.weight", &m->out_norm, err) || llm_gguf_take(m, "output.weight", &m->output, 0, err))
         return -1;
     c->tied_embeddings = m->output.data == NULL && m->output.src == NULL; /* absent, not deferred */
 
@@ -683,9 +685,9 @@ static int load(llm_model *m, llm_err *err)
         llm_layer *L = &m->layers[l];
         char n[96];
 #define T(suffix, field) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
-        if (take(m, n, &L->field, 1, err)) return -1;
+        if (llm_gguf_take(m, n, &L->field, 1, err)) return -1;
 #define N(suffix, field) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
-        if (take_norm(m, n, &L->field, err)) return -1;
+        if (llm_gguf_take_norm(m, n, &L->field, err)) return -1;
         N("attn_norm", attn_norm)
         if (phi3) { /* q|k|v and gate|up stacked by rows */
             int64_t qkv[3] = { (int64_t)c->n_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim,
@@ -708,7 +710,7 @@ static int load(llm_model *m, llm_err *err)
                 return -1;
             snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp_shexp.weight", l);
             if (gguf_find_tensor(g, n) != NULL) { /* Qwen 2 MoE's shared expert */
-                if (take_vec(m, n, &L->shexp_gate, 1, err) != 0)
+                if (llm_gguf_take_vec(m, n, &L->shexp_gate, 1, err) != 0)
                     return -1;
                 T("ffn_gate_shexp", w_gate) T("ffn_up_shexp", w_up) T("ffn_down_shexp", w_down)
             }
@@ -716,7 +718,7 @@ static int load(llm_model *m, llm_err *err)
 #undef T
 #undef N
 #define V(suffix, field, required) snprintf(n, sizeof(n), "blk.%d." suffix, l); \
-        if (take_vec(m, n, &L->field, required, err)) return -1;
+        if (llm_gguf_take_vec(m, n, &L->field, required, err)) return -1;
         V("attn_q.bias", bq, 0) V("attn_k.bias", bk, 0) V("attn_v.bias", bv, 0)
         V("attn_q_norm.weight", q_norm, qwen3 || gemma3) V("attn_k_norm.weight", k_norm, qwen3 || gemma3)
         V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3)

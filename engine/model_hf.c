@@ -194,6 +194,12 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
      * llama with experts. */
     int mixtral = cJSON_IsString(mt) && strcmp(mt->valuestring, "mixtral") == 0;
     int mistral = mixtral || (cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0);
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "bert") == 0) { /* the GGUF loader's only */
+        llm_seterr(err, "%s: a BERT model is loaded from GGUF (llama.cpp's convert_hf_to_gguf.py converts this "
+                   "directory)", path);
+        cJSON_Delete(root);
+        return -1;
+    }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
                    "gemma, gemma2, gemma3_text, gemma3, smollm3, granite)", path, mt->valuestring);

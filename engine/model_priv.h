@@ -17,4 +17,14 @@ int  llm_model_norm_f32(llm_model *m, llm_tensor *dst, llm_dtype type, const voi
 /* mmap a whole file read-only (records it in the model). */
 const uint8_t *llm_model_map_file(llm_model *m, const char *path, size_t *size, llm_err *err);
 
+/* GGUF loading steps shared by the loaders of model_gguf.c (m->gguf open): an integer key (def when absent
+ * and not required), a 1-D / 2-D tensor as an llm_tensor (absent and not required: left zero), a norm
+ * vector as owned F32, an optional one. 0 ok, -1 + err. */
+int llm_gguf_get_int(llm_model *m, const char *key, int *out, int def, int required, llm_err *err);
+int llm_gguf_take(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err);
+int llm_gguf_take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err *err);
+int llm_gguf_take_vec(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err);
+/* The rest of a "bert" GGUF's loading (model_gguf_bert.c), after general.architecture. */
+int llm_gguf_load_bert(llm_model *m, llm_err *err);
+
 #endif

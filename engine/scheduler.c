@@ -469,6 +469,20 @@ static void finish(llm_sched *s, sreq *r, int32_t token, const llm_sample_result
 
 /* ---------------------------------------------------------------- submit / cancel */
 
+/* 1 when r is computed in one step (no chunks, no prefix cache): every request on an encoder, whose tokens
+ * see the whole input, and a CLS-pooled one, whose one hidden row is its first position's. */
+static int one_step(const llm_sched *s, const sreq *r)
+{
+    return s->be->model->cfg.encoder || r->embed == LLM_SCHED_EMBED_CLS;
+}
+
+/* Logits rows kept beside one a sequence for prompt logprobs and mean pooling: an encoder's input takes a row
+ * a position in its one step. */
+static int plp_cap(const llm_sched *s)
+{
+    return s->be->model->cfg.encoder && s->ctx_limit > PLP_ROWS ? s->ctx_limit : PLP_ROWS;
+}
+
 int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
 {
     if (q == NULL || q->prompt == NULL || q->n_prompt < 1) {
@@ -507,8 +521,17 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
             llm_seterr(err, "scoring: token id %d is outside the vocabulary of %d", q->score_ids[i], s->vocab);
             return -1;
         }
-    if (q->embed < LLM_SCHED_EMBED_NONE || q->embed > LLM_SCHED_EMBED_MEAN) {
+    if (q->embed < LLM_SCHED_EMBED_NONE || q->embed > LLM_SCHED_EMBED_CLS) {
         llm_seterr(err, "embed: pooling %d is none of LLM_SCHED_EMBED_*", q->embed);
+        return -1;
+    }
+    if (s->be->model->cfg.encoder && (!q->embed || q->n_prompt > s->cap_tokens)) {
+        if (!q->embed)
+            llm_seterr(err, "this model is an encoder (%s): it computes embeddings and does not generate",
+                       s->be->model->arch);
+        else
+            llm_seterr(err, "an encoder's input is computed in one step: %d tokens, more than a step's %d "
+                       "(--max-batched-tokens)", q->n_prompt, s->cap_tokens);
         return -1;
     }
     if (q->reasoning && (q->json || q->schema != NULL) &&
@@ -527,14 +550,14 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
                    s->be->model->cfg.dim, s->vocab);
         return -1;
     }
-    if ((q->prompt_logprobs || q->embed == LLM_SCHED_EMBED_MEAN) && s->logit_rows < s->cap_batch + PLP_ROWS) {
-        float *l = realloc(s->logits, (size_t)(s->cap_batch + PLP_ROWS) * (size_t)s->vocab * sizeof(float));
+    if ((q->prompt_logprobs || q->embed == LLM_SCHED_EMBED_MEAN) && s->logit_rows < s->cap_batch + plp_cap(s)) {
+        float *l = realloc(s->logits, (size_t)(s->cap_batch + plp_cap(s)) * (size_t)s->vocab * sizeof(float));
         if (l == NULL) {
             llm_seterr(err, "scheduler: out of memory for prompt logprobs");
             return -1;
         }
         s->logits = l;
-        s->logit_rows = s->cap_batch + PLP_ROWS;
+        s->logit_rows = s->cap_batch + plp_cap(s);
     }
     if ((q->json || q->schema != NULL) && s->cfg.json_vocab == NULL) {
         llm_seterr(err, "%s needs the model's tokenizer, which this engine does not have",
@@ -741,6 +764,8 @@ static void add_chunk(llm_sched *s, sreq *r, int n)
                        (r->n_draft > 0 && p >= r->n_tokens - 1); /* a speculating decode: every row is checked */
         if (r->embed && (r->embed == LLM_SCHED_EMBED_MEAN || s->b_want[t]))
             s->b_want[t] = LLM_WANT_HIDDEN;
+        if (r->embed == LLM_SCHED_EMBED_CLS) /* (one step: its first position's row is its only one) */
+            s->b_want[t] = p == 0 ? LLM_WANT_HIDDEN : 0;
     }
     int rows = plp_rows(r, r->n_computed, n);
     s->plp_room -= rows;
@@ -962,17 +987,20 @@ static void admit(llm_sched *s, uint64_t now)
     while (s->n_waiting > 0 && s->n_running < mb && s->budget > 0) {
         sreq *r = s->waiting[0];
         int hits_cached = 0;
-        int whole = r->plp || r->embed == LLM_SCHED_EMBED_MEAN; /* every position computed */
+        int one = one_step(s, r), whole = one || r->plp || r->embed == LLM_SCHED_EMBED_MEAN; /* every position */
         int m = whole ? 0 : llm_kv_peek_prefix(s->kv, r->tokens, r->n_tokens - 1, &hits_cached);
-        int n = r->n_tokens - m < s->budget ? r->n_tokens - m : s->budget;
+        /* a one-step input alone in a step may pass a budget lowered below it (tuning, memory) */
+        int budget = one && s->b_n == 0 && r->n_tokens <= s->cap_tokens ? r->n_tokens : s->budget;
+        int n = r->n_tokens - m < budget ? r->n_tokens - m : budget;
         long blocks = (long)llm_kv_available(s->kv) - hits_cached - spare_blocks(s);
         if (blocks * s->bs < n)
             n = blocks > 0 ? (int)(blocks * s->bs) : 0;
-        if (n > 0 && m + n == r->n_tokens && s->cfg.can_emit != NULL && !s->cfg.can_emit(s->cfg.cb_ctx, r->id, r->user))
+        if (n > 0 && !one && m + n == r->n_tokens && s->cfg.can_emit != NULL &&
+            !s->cfg.can_emit(s->cfg.cb_ctx, r->id, r->user))
             n--; /* no room for its first token yet: prefill all but the last token */
         if (n > 0)
             n = plp_clamp(s, r, m, n);
-        if (n <= 0)
+        if (n <= 0 || (one && n < r->n_tokens))
             break; /* the head does not fit: it is not overtaken */
         waiting_remove_at(s, 0);
         int got = whole ? 0 : llm_kv_seq_match_prefix(s->kv, &r->kv, r->tokens, r->n_tokens - 1);
@@ -1150,7 +1178,7 @@ static int embed_add(llm_sched *s, sreq *r, int row, int n)
 static void embed_finish(llm_sched *s, sreq *r, int row)
 {
     int dim = s->be->model->cfg.dim;
-    if (r->embed == LLM_SCHED_EMBED_LAST) {
+    if (r->embed == LLM_SCHED_EMBED_LAST || r->embed == LLM_SCHED_EMBED_CLS) {
         memcpy(r->emb, s->logits + (size_t)row * (size_t)s->vocab, (size_t)dim * sizeof(float));
     } else {
         embed_add(s, r, row, 1);

@@ -187,7 +187,12 @@ typedef struct {
  * Qwen3-Embedding, e5-mistral, gte-Qwen2), or the mean over the prompt's tokens (such a request does not use
  * the prefix cache: every position is computed; a step spends at most 64 rows on it, as on prompt
  * logprobs). */
-enum { LLM_SCHED_EMBED_NONE = 0, LLM_SCHED_EMBED_LAST = 1, LLM_SCHED_EMBED_MEAN = 2 };
+enum { LLM_SCHED_EMBED_NONE = 0, LLM_SCHED_EMBED_LAST = 1, LLM_SCHED_EMBED_MEAN = 2, LLM_SCHED_EMBED_CLS = 3 };
+/* LLM_SCHED_EMBED_CLS: the first token's hidden state (BERT's [CLS]). A CLS request, and every request on an
+ * encoder model (llm_config.encoder: whose tokens see the whole input), is computed in one step, never in
+ * chunks nor from the prefix cache; an encoder's step may spend a row on each of its positions (mean
+ * pooling), and an encoder takes embedding requests only, each at most the scheduler's max_batched_tokens
+ * long. */
 
 typedef struct {
     int      running, waiting;       /* now */

@@ -241,7 +241,8 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     memset(&c, 0, sizeof(c));
     c.n_slots = o->n_slots;
     c.max_waiting = o->sched.max_waiting;
-    c.pooling = o->pooling == LLM_SCHED_EMBED_MEAN ? LLM_SCHED_EMBED_MEAN : LLM_SCHED_EMBED_LAST;
+    c.pooling = o->pooling == LLM_SCHED_EMBED_MEAN || o->pooling == LLM_SCHED_EMBED_CLS ? o->pooling
+                                                                                         : LLM_SCHED_EMBED_LAST;
     c.model = m;
     c.slots = calloc((size_t)o->n_slots, sizeof(*c.slots));
     if (c.slots == NULL) {
@@ -286,6 +287,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     cfg.model.n_embd = (uint32_t)m->cfg.dim;
     cfg.model.pooling = (uint32_t)c.pooling;
     cfg.model.n_cls = (uint32_t)m->n_cls;
+    cfg.model.encoder = (uint32_t)m->cfg.encoder;
     char msg[256];
     c.srv = llm_server_create(&cfg, msg, sizeof(msg));
     if (c.srv == NULL) {

@@ -24,6 +24,11 @@
 static int check_model(const llm_model *m, llm_err *err)
 {
     const llm_config *c = &m->cfg;
+    if (c->encoder) { /* BERT: bidirectional post-norm blocks, engine/cpu/forward.c only */
+        snprintf(err->msg, sizeof(err->msg), "cuda backend: encoder models (%s) run on the CPU backend "
+                 "(--backend cpu)", m->arch);
+        return -1;
+    }
     if (llm_model_check(m, "cuda backend", err) != 0)
         return -1;
     if (c->n_expert > 0 && c->n_expert_used > 32) { /* cuda_moe_route: a lane per choice */

@@ -759,6 +759,9 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     uint32_t ctx_len = m->hdr->model.ctx_len;
+    if (m->hdr->model.encoder)
+        return ngx_http_llm_error(r, 400, NULL, "model_not_generative", "this model is an encoder (an embedding "
+                                  "model such as BERT): it serves /v1/embeddings and does not generate text");
     llm_shm_params p;
     llm_shm_params_defaults(&p);
     p.temperature = (float)ctx->q.temperature;

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  10u
+#define LLM_SHM_VERSION  11u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
@@ -85,10 +85,11 @@ typedef struct {
     int32_t  bos_id, eos_id;       /* -1 if none */
     uint32_t n_eog;
     int32_t  eog_ids[LLM_SHM_MAX_EOG];
-    uint32_t tok_kind;             /* 1 SentencePiece BPE, 2 byte-level BPE (engine/tokenizer.h) */
+    uint32_t tok_kind;             /* 1 SentencePiece BPE, 2 byte-level BPE, 3 WordPiece (engine/tokenizer.h) */
     uint32_t n_embd;               /* floats in an embedding (LLM_PARAM_EMBED): the hidden size */
-    uint32_t pooling;              /* the engine's pooling of embeddings: 1 last token, 2 mean */
+    uint32_t pooling;              /* the engine's pooling of embeddings: 1 last token, 2 mean, 3 first (CLS) */
     uint32_t n_cls;                /* a reranker's classifier head: its outputs (LLM_PARAM_RANK), 0 = none */
+    uint32_t encoder;              /* 1: an encoder (BERT): embeddings only, no generation */
 } llm_shm_model;
 
 /* OpenAI's logit_bias entry: bias added to token id's logit before sampling. */

@@ -91,6 +91,13 @@ export TEST_NGINX_LLAMA3_MODEL="$BUILD/t/tiny-llama3-q8_0.gguf"
     LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-llama3 --dtype q8_0 --seed 3 \
         --out "$TEST_NGINX_LLAMA3_MODEL" > /dev/null
 start_real "$TEST_NGINX_LLAMA3_ENGINE" "$TEST_NGINX_LLAMA3_MODEL" --kv-blocks 256
+# A tiny random BERT encoder (gen-model's tiny-bert: WordPiece vocabulary, mean pooling; t/096): embeddings only
+export TEST_NGINX_BERT_ENGINE="ngxbert$$"
+export TEST_NGINX_BERT_MODEL="$BUILD/t/tiny-bert-f32.gguf"
+[ -s "$TEST_NGINX_BERT_MODEL" ] ||
+    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-bert --dtype f32 --seed 5 \
+        --out "$TEST_NGINX_BERT_MODEL" > /dev/null
+start_real "$TEST_NGINX_BERT_ENGINE" "$TEST_NGINX_BERT_MODEL"
 # stories260K with a random LoRA adapter (tests/parity/make_lora.py) merged at start (t/092)
 export TEST_NGINX_LORA_ENGINE="ngxlora$$"
 TEST_NGINX_LORA="$BUILD/t/lora-adapter"
@@ -194,10 +201,13 @@ export TEST_NGINX_EOS_MODEL="$BUILD/t/stories260K-add-eos.gguf"
 "$LLM_ENGINE" gen-model --from "$TEST_NGINX_SPM_MODEL" --dtype f32 --add-eos --out "$TEST_NGINX_EOS_MODEL" >/dev/null 2>&1
 TEST_NGINX_REF_EMBED_EOS=$("$LLM_ENGINE" embed --model "$TEST_NGINX_EOS_MODEL" --threads 1 --prompt "Once upon a time" \
     2>/dev/null)
-export TEST_NGINX_REF_EMBED TEST_NGINX_REF_EMBED_EOS
+# The BERT encoder's embedding of a text (t/096), as `llm-engine embed` prints it
+TEST_NGINX_REF_EMBED_BERT=$("$LLM_ENGINE" embed --model "$TEST_NGINX_BERT_MODEL" --threads 1 \
+    --prompt "A cat sat on the mat, then it slept." 2>/dev/null)
+export TEST_NGINX_REF_EMBED TEST_NGINX_REF_EMBED_EOS TEST_NGINX_REF_EMBED_BERT
 export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON \
     TEST_NGINX_REF_SCHEMA
-[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_LORA" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_LORA" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_EMBED_BERT" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
     [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] && [ -n "$TEST_NGINX_REF_SCHEMA" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 

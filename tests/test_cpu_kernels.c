@@ -696,6 +696,31 @@ static void test_vec(const cpu_kernels *k)
     ok(worst < 1e-5, "%s dot_f32 / axpy_f32 (odd lengths): worst error %.2g", k->name, worst);
 }
 
+/* gelu_erf against the exact GELU in double (erf from libm), odd lengths so the tails run too */
+static void test_gelu_erf(const cpu_kernels *k)
+{
+    double worst = 0.0;
+    for (int n = 1; n < 90; n += 7) {
+        float x[90], b[90];
+        double want[90];
+        for (int i = 0; i < n; i++) {
+            x[i] = frand() * 6.0f;
+            b[i] = frand();
+            double v = (double)(x[i] + b[i]);
+            want[i] = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+        }
+        k->gelu_erf(x, b, n);
+        for (int i = 0; i < n; i++) {
+            double e = fabs(x[i] - want[i]) / (1.0 + fabs(want[i]));
+            worst = e > worst ? e : worst;
+        }
+    }
+    float big[2] = { 30.0f, -30.0f }, zero[2] = { 0.0f, 0.0f };
+    k->gelu_erf(big, zero, 2);
+    ok(worst < 1e-6 && big[0] == 30.0f && big[1] == 0.0f, "%s gelu_erf: worst error %.2g (of 1 + |gelu|); "
+       "gelu(30) = 30, gelu(-30) = 0", k->name, worst);
+}
+
 static void test_attn_swiglu(const cpu_kernels *k)
 {
     double worst_s = 0.0, worst_a = 0.0, worst_g = 0.0;
@@ -875,6 +900,7 @@ int main(void)
         test_quantize(k);
         test_dequant(k);
         test_vec(k);
+        test_gelu_erf(k);
         test_f32_to_f16(k);
         test_kv_q8(k);
         test_attn_swiglu(k);

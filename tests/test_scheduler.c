@@ -1494,8 +1494,8 @@ static void test_embeddings(void)
     rq.n_prompt = 5;
     llm_sampling_defaults(&rq.sampling);
     rq.max_tokens = 1;
-    rq.embed = 3;
-    ok(llm_sched_submit(s, &rq, &err) == -1, "pooling 3 refused: %s", err.msg);
+    rq.embed = 4;
+    ok(llm_sched_submit(s, &rq, &err) == -1, "pooling 4 refused: %s", err.msg);
     rq.embed = LLM_SCHED_EMBED_LAST;
     rq.prompt_logprobs = 1;
     ok(llm_sched_submit(s, &rq, &err) == -1, "embedding with prompt logprobs refused: %s", err.msg);

@@ -24,10 +24,10 @@ typedef struct {
     _Atomic int next;
 } att_job;
 
-/* Rows of block blk any of a tile's nt queries from position pos0 reads: up to its last query's position. */
-static int rows_read(int pos0, int nt, int blk, int bs)
+/* Rows of block blk a tile reads whose queries see positions up to `end`. */
+static int rows_read(int end, int blk, int bs)
 {
-    int n = pos0 + nt - blk * bs;
+    int n = end + 1 - blk * bs;
     return n < bs ? n : bs;
 }
 
@@ -62,7 +62,7 @@ static void att_worker(void *ctx, int ith, int nth)
     float scale = llm_attn_scale(c), cap = c->attn_softcap;
     int bs = st->block_size;
     /* a sliding-window layer: query position p sees p - win + 1 .. p (Gemma 2 / 3) */
-    int win = st->m->layers[j->layer].swa ? c->swa_window : 0;
+    int win = st->m->layers[j->layer].swa ? c->swa_window : 0, causal = !c->encoder;
 
     for (;;) {
         int item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
@@ -70,7 +70,10 @@ static void att_worker(void *ctx, int ith, int nth)
             break;
         int t0 = st->att_tiles[item / per_tile], h0 = item % per_tile * nh;
         int nt = st->att_tiles[item / per_tile + 1] - t0, rows = nt * nh; /* score row r: head h0 + r / nt */
-        int pos0 = j->b->pos[t0], nblk = (pos0 + nt - 1) / bs + 1;
+        /* causal: query i of the tile sees positions up to pos0 + i; an encoder's see their whole input, up to
+         * end (the first query's last position is `first`) */
+        int pos0 = j->b->pos[t0], end = causal ? pos0 + nt - 1 : st->att_end[item / per_tile];
+        int first = causal ? pos0 : end, nblk = end / bs + 1;
         /* the first block any of the tile's queries sees (its first query's window starts first) */
         int blk0 = win > 0 && pos0 - win + 1 > 0 ? (pos0 - win + 1) / bs : 0;
         const llm_seq_view *s = &j->b->seqs[j->b->seq[t0]];
@@ -88,10 +91,10 @@ static void att_worker(void *ctx, int ith, int nth)
             size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff, ks = st->kv_dim;
             const float *kb = kc + base;
             if (st->kvq8) {
-                kb = dequant_block(st, st->kcache, st->kscale, layer_off + base, rows_read(pos0, nt, blk, bs), kdq);
+                kb = dequant_block(st, st->kcache, st->kscale, layer_off + base, rows_read(end, blk, bs), kdq);
                 ks = (size_t)hd;
             }
-            if (pos0 - blk * bs + 1 >= bs) {
+            if (first - blk * bs + 1 >= bs) {
                 for (int r = 0; r < rows; r++)
                     sr[r] = scores + (size_t)r * c->seq_len + blk * bs;
                 if (st->kv16)
@@ -101,7 +104,7 @@ static void att_worker(void *ctx, int ith, int nth)
                 continue;
             }
             for (int r = 0; r < rows; r++) {
-                int i = r % nt, n = pos0 + i - blk * bs + 1;
+                int n = (causal ? pos0 + r % nt : end) - blk * bs + 1;
                 if (n <= 0)
                     continue;
                 float *out = scores + (size_t)r * c->seq_len + blk * bs;
@@ -112,7 +115,7 @@ static void att_worker(void *ctx, int ith, int nth)
             }
         }
         for (int r = 0; r < rows; r++) {
-            int p = pos0 + r % nt, from = blk0 * bs, lo = win > 0 && p - win + 1 > from ? p - win + 1 : from;
+            int p = causal ? pos0 + r % nt : end, from = blk0 * bs, lo = win > 0 && p - win + 1 > from ? p - win + 1 : from;
             float *sc = scores + (size_t)r * c->seq_len;
             if (cap > 0.0f) /* Gemma 2's soft cap, on the scaled scores */
                 for (int i = lo; i <= p; i++)
@@ -128,10 +131,10 @@ static void att_worker(void *ctx, int ith, int nth)
             size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff, vs = st->kv_dim;
             const float *vb = vc + base;
             if (st->kvq8) {
-                vb = dequant_block(st, st->vcache, st->vscale, layer_off + base, rows_read(pos0, nt, blk, bs), vdq);
+                vb = dequant_block(st, st->vcache, st->vscale, layer_off + base, rows_read(end, blk, bs), vdq);
                 vs = (size_t)hd;
             }
-            if (pos0 - blk * bs + 1 >= bs) {
+            if (first - blk * bs + 1 >= bs) {
                 for (int r = 0; r < rows; r++)
                     sr[r] = scores + (size_t)r * c->seq_len + blk * bs;
                 const float *const *ar = (const float *const *)sr;
@@ -142,7 +145,7 @@ static void att_worker(void *ctx, int ith, int nth)
                 continue;
             }
             for (int r = 0; r < rows; r++) {
-                int i = r % nt, n = pos0 + i - blk * bs + 1;
+                int n = (causal ? pos0 + r % nt : end) - blk * bs + 1;
                 if (n <= 0)
                     continue;
                 const float *a = scores + (size_t)r * c->seq_len + blk * bs;
@@ -167,6 +170,13 @@ void cpu_attention(cpu_state *st, const llm_batch *b, int layer)
         longest = len > longest ? len : longest;
     }
     st->att_tiles[n_tiles] = b->n_tokens;
+    if (st->m->cfg.encoder) /* each tile's sequence's last position in this step (its tokens are consecutive) */
+        for (int i = n_tiles - 1, last = -1; i >= 0; i--) {
+            int t1 = st->att_tiles[i + 1] - 1;
+            if (i == n_tiles - 1 || b->seq[t1] != b->seq[t1 + 1])
+                last = b->pos[t1];
+            st->att_end[i] = last;
+        }
     /* A GQA group's heads in one item (decode, short tiles): their KV head's blocks are read once instead of
      * once per query head, where that still leaves two items a thread. Each query's kernel calls and their
      * order stay the same, so its bits do too. */

@@ -44,6 +44,7 @@ typedef struct {
     uint16_t *xsplit;              /* activations as bf16 hi + lo (kernels.h: gemm_f16_tiled; NULL without it) */
     float *scores;                 /* [nth][CPU_ATT_TILE][seq_len] attention weights */
     int *att_tiles;                /* [cap + 1] first token of each attention tile (attention.c) */
+    int *att_end;                  /* [cap] an encoder's tiles: the last position their sequence has this step */
     float *wbuf;                   /* [nth][wbuf_floats]: weight rows widened to floats (or split, gemm_f16_tiled) */
     size_t wbuf_floats;            /* CPU_MM_CHUNK_ROWS * widest K */
     /* mixture of experts (moe.c): a pass's router logits, each token's choices, and the chosen experts'

@@ -25,10 +25,11 @@ static int check_model(const llm_model *m, llm_err *err)
 static void free_scratch(cpu_state *st)
 {
     free(st->x); free(st->xb); free(st->q); free(st->k); free(st->v);
-    free(st->att); free(st->hb); free(st->hb2); free(st->qact); free(st->att_tiles); free(st->xbf); free(st->xsplit);
+    free(st->att); free(st->hb); free(st->hb2); free(st->qact); free(st->att_tiles); free(st->att_end); free(st->xbf); free(st->xsplit);
     st->x = st->xb = st->q = st->k = st->v = st->att = st->hb = st->hb2 = NULL;
     st->qact = NULL;
     st->att_tiles = NULL;
+    st->att_end = NULL;
     st->xbf = NULL;
     st->xsplit = NULL;
     st->cap = 0;
@@ -77,10 +78,11 @@ static int ensure_scratch(cpu_state *st, int n)
     st->hb2 = malloc(N * c->hidden_dim * sizeof(float));
     st->qact = malloc(A * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
     st->att_tiles = malloc((N + 1) * sizeof(int));
+    st->att_end = malloc(N * sizeof(int));
     st->xbf = malloc(xbf_rows(A) * widest * sizeof(uint16_t));
     st->xsplit = st->kern->gemm_f16_tiled != NULL ? malloc(xbf_rows(N) * widest * sizeof(float)) : NULL;
     if (!st->x || !st->xb || !st->q || !st->k || !st->v || !st->att || !st->hb || !st->hb2 || !st->qact ||
-        !st->att_tiles || !st->xbf || (st->kern->gemm_f16_tiled != NULL && !st->xsplit)) {
+        !st->att_tiles || !st->att_end || !st->xbf || (st->kern->gemm_f16_tiled != NULL && !st->xsplit)) {
         free_scratch(st);
         return -1;
     }
@@ -311,13 +313,31 @@ static void qkv_post(void *ctx, int ith, int nth)
     }
 }
 
+/* x = LayerNorm(x) * w + b over n floats (BERT's), mean and variance summed in double. */
+static void layer_norm(float *x, int n, const float *w, const float *b, float eps)
+{
+    double sum = 0.0, sq = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += x[i];
+    float mean = (float)(sum / n);
+    for (int i = 0; i < n; i++) {
+        float d = x[i] - mean;
+        sq += (double)d * d;
+    }
+    float r = 1.0f / sqrtf((float)(sq / n) + eps);
+    for (int i = 0; i < n; i++)
+        x[i] = (x[i] - mean) * r * w[i] + b[i];
+}
+
 /* Gemma 2 / 3's norm after attention and after the FFN: x += rmsnorm(y) * w, or Granite's scaled residual:
- * x += y * s; y the block's output (tokens split over threads, after the projection's barrier). */
+ * x += y * s, or an encoder's post-norm block: x = LayerNorm(x + y + bias) * w + ln_b; y the block's output
+ * (tokens split over threads, after the projection's barrier). */
 typedef struct {
     cpu_state *st;
     const float *w;  /* the norm's weights, or NULL: scale */
     float s;
     int n;
+    const float *bias, *ln_b; /* set: the encoder's LayerNorm (ln_b its bias, bias the projection's) */
 } post_norm_ctx;
 
 static void post_norm_add(void *ctx, int ith, int nth)
@@ -328,6 +348,12 @@ static void post_norm_add(void *ctx, int ith, int nth)
     for (int t = ith; t < p->n; t += nth) {
         const float *y = st->xb + (size_t)t * dim;
         float *x = st->x + (size_t)t * dim;
+        if (p->ln_b != NULL) {
+            for (int i = 0; i < dim; i++)
+                x[i] += y[i] + p->bias[i];
+            layer_norm(x, dim, p->w, p->ln_b, st->m->cfg.norm_eps);
+            continue;
+        }
         if (p->w == NULL) {
             for (int i = 0; i < dim; i++)
                 x[i] += y[i] * p->s;
@@ -339,18 +365,75 @@ static void post_norm_add(void *ctx, int ith, int nth)
     }
 }
 
+static void project_out_ln(cpu_state *st, const llm_tensor *w, const cpu_pk_mat *packed, const float *x, int K,
+                           int n, const llm_tensor *post_norm, const llm_tensor *bias, const llm_tensor *ln_b);
+
 /* The output projection of a block (wo, w_down) over n rows of x: added to the residual st->x, or, where the
  * layer has a post norm or the model a residual scale, written to st->xb and added normed / scaled. */
 static void project_out(cpu_state *st, const llm_tensor *w, const cpu_pk_mat *packed, const float *x, int K, int n,
                         const llm_tensor *post_norm)
 {
+    project_out_ln(st, w, packed, x, K, n, post_norm, NULL, NULL);
+}
+
+/* project_out, or with bias and ln_b (an encoder's block): x = LayerNorm(x + W x' + bias) * post_norm + ln_b. */
+static void project_out_ln(cpu_state *st, const llm_tensor *w, const cpu_pk_mat *packed, const float *x, int K,
+                           int n, const llm_tensor *post_norm, const llm_tensor *bias, const llm_tensor *ln_b)
+{
     float rs = st->m->cfg.residual_scale;
     int dim = st->m->cfg.dim, post = post_norm->data != NULL || rs > 0.0f;
-    post_norm_ctx pn = { st, post_norm->data, rs, n };
+    post_norm_ctx pn = { st, post_norm->data, rs, n, bias != NULL ? bias->data : NULL,
+                         ln_b != NULL ? ln_b->data : NULL };
     cpu_mm_out o = { w, post ? st->xb : st->x, (size_t)dim, !post, packed, 0, 0 };
     cpu_mm mm = { .x = x, .xs = (size_t)K, .n = n, .K = K, .outs = &o, .n_outs = 1,
                   .post = post ? post_norm_add : NULL, .post_ctx = &pn };
     cpu_matmul(st, &mm);
+}
+
+/* An encoder's embedding of token t: the token's, its position's and type 0's rows summed, LayerNorm'd. */
+static void encoder_embed(cpu_state *st, const llm_batch *b, int t, float *x)
+{
+    const llm_model *m = st->m;
+    int dim = m->cfg.dim;
+    float *tmp = st->xb + (size_t)t * dim; /* (xb is free until the first layer) */
+    const llm_tensor *add[2] = { &m->pos_embd, &m->type_embd };
+    size_t row[2] = { (size_t)b->pos[t], 0 }; /* one segment: token type 0 */
+    for (int k = 0; k < 2; k++) {
+        size_t rb = llm_dtype_row_bytes(add[k]->type, (uint64_t)dim);
+        llm_row_to_f32(add[k]->type, (const uint8_t *)add[k]->data + row[k] * rb, tmp, (size_t)dim);
+        for (int i = 0; i < dim; i++)
+            x[i] += tmp[i];
+    }
+    layer_norm(x, dim, m->embd_norm.data, m->embd_norm_b.data, m->cfg.norm_eps);
+}
+
+/* An encoder's FFN activation: h = gelu(h + b_up) over its rows (BERT's exact, erf GELU; kernels.h). */
+typedef struct {
+    cpu_state *st;
+    const float *bias;
+    int n;
+} ffn_act_ctx;
+
+static void ffn_act(void *ctx, int ith, int nth)
+{
+    ffn_act_ctx *p = ctx;
+    int hd = p->st->m->cfg.hidden_dim;
+    for (int t = ith; t < p->n; t += nth)
+        p->st->kern->gelu_erf(p->st->hb + (size_t)t * hd, p->bias, hd);
+}
+
+/* An encoder's FFN (up, GELU, down; post-norm) over the n rows of st->x. */
+static void encoder_ffn(cpu_state *st, int l, int n)
+{
+    const llm_config *c = &st->m->cfg;
+    const llm_layer *L = &st->m->layers[l];
+    ffn_act_ctx fa = { st, L->b_up.data, n };
+    cpu_mm_out up = { &L->w_up, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 };
+    cpu_mm mu = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .outs = &up, .n_outs = 1,
+                  .post = ffn_act, .post_ctx = &fa };
+    cpu_matmul(st, &mu);
+    project_out_ln(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, c->hidden_dim, n, &L->ffn_norm,
+                   &L->b_down, &L->ffn_norm_b);
 }
 
 static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
@@ -376,6 +459,8 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         if (c->embd_scale > 0.0f) /* Gemma: sqrt(dim); Granite: its embedding_scale */
             for (int i = 0; i < c->dim; i++)
                 st->x[(size_t)t * c->dim + i] *= c->embd_scale;
+        if (c->encoder)
+            encoder_embed(st, b, t, st->x + (size_t)t * c->dim);
     }
 
     for (int l = 0; l < c->n_layers; l++) {
@@ -389,9 +474,18 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         cpu_mm mm = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->attn_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .outs = qkv, .n_outs = 3,
                       .post = qkv_post, .post_ctx = &pc };
+        if (c->encoder) /* post-norm: the block reads x itself */
+            mm.norm = NULL, mm.xn = NULL;
         cpu_matmul(st, &mm);
 
         cpu_attention(st, b, l);
+
+        if (c->encoder) {
+            project_out_ln(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->attn_norm, &L->bo,
+                           &L->attn_norm_b);
+            encoder_ffn(st, l, n);
+            continue;
+        }
 
         project_out(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm);
 
@@ -437,7 +531,8 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         if (b->want_logits[t] == LLM_WANT_HIDDEN) {
             float *h = st->hid + (size_t)nh++ * c->dim;
             memcpy(h, st->x + (size_t)t * c->dim, (size_t)c->dim * sizeof(float));
-            head_norm(h, 1, c->dim, &m->out_norm, c->norm_eps);
+            if (!c->encoder) /* (an encoder's blocks end normed) */
+                head_norm(h, 1, c->dim, &m->out_norm, c->norm_eps);
             continue;
         }
         if (nw != t)
@@ -448,6 +543,11 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         return 0;
     if (logits == NULL) {
         llm_seterr(err, "cpu backend: logits requested but no output buffer given");
+        return -1;
+    }
+    if (nw > 0 && c->encoder) {
+        llm_seterr(err, "cpu backend: an encoder (%s) has no language-model head: it gives hidden states only",
+                   m->arch);
         return -1;
     }
     if (nw > 0) {

@@ -4,6 +4,7 @@
 #define LLM_CPU_KERNELS_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "common.h"
@@ -157,7 +158,19 @@ typedef struct {
     void (*kv_q8_quant)(const float *x, int8_t *q, float *d, int g, int n);
     /* ... and back (attention.c): out[i] = d[i / g] * q[i] (exact: an int8 times a float, rounded once). */
     void (*kv_q8_dequant)(const int8_t *q, const float *d, int g, int n, float *out);
+    /* x[i] = gelu(x[i] + b[i]), the exact GELU x Phi(x) (a BERT encoder's FFN), erf by Abramowitz and Stegun's
+     * 7.1.26 (absolute error below 1.5e-7) in every table, cpu_gelu_erf1's formula */
+    void (*gelu_erf)(float *x, const float *b, int n);
 } cpu_kernels;
+
+/* One value of gelu_erf: erf(|z|) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^-z^2, t = 1 / (1 + p |z|). */
+static inline float cpu_gelu_erf1(float v)
+{
+    float z = fabsf(v) * 0.70710678118654752f, t = 1.0f / (1.0f + 0.3275911f * z);
+    float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    float e = 1.0f - poly * expf(-z * z);
+    return 0.5f * v * (1.0f + (v < 0.0f ? -e : e));
+}
 
 /* The tile layout of bf16 activations for gemm_bf16_tiled (AMX's second operand: rows of 16 32-bit pairs):
  * tokens in groups of CPU_BF16_TILE_T, a group K/2 rows of 16 pairs, row p column c holding token 16 g + c's

@@ -258,11 +258,17 @@ static void kv_q8_dequant(const int8_t *q, const float *d, int g, int n, float *
         out[i] = d[i / g] * (float)q[i];
 }
 
+static void gelu_erf(float *x, const float *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        x[i] = cpu_gelu_erf1(x[i] + b[i]);
+}
+
 static const cpu_kernels generic = {
     "generic", gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
     attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, geglu, 0, NULL, 0, NULL, NULL, kv_q8_quant,
-    kv_q8_dequant,
+    kv_q8_dequant, gelu_erf,
 };
 
 const cpu_kernels *cpu_kernels_generic(void)

@@ -1410,6 +1410,28 @@ static void geglu(float *g, const float *u, int n)
         g[i] = llm_gelu_tanh(g[i]) * u[i];
 }
 
+/* cpu_gelu_erf1 on 8 floats at a time (the same formula; the exponential is kx_exp256's) */
+static void gelu_erf(float *x, const float *b, int n)
+{
+    int i = 0;
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(b + i));
+        __m256 z = _mm256_mul_ps(_mm256_andnot_ps(sign, v), _mm256_set1_ps(0.70710678118654752f));
+        __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), z, one));
+        __m256 p = _mm256_fmadd_ps(t, _mm256_set1_ps(1.061405429f), _mm256_set1_ps(-1.453152027f));
+        p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(1.421413741f));
+        p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(-0.284496736f));
+        p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(0.254829592f));
+        p = _mm256_mul_ps(t, p);
+        __m256 e = _mm256_fnmadd_ps(p, kx_exp256(_mm256_xor_ps(_mm256_mul_ps(z, z), sign)), one);
+        e = _mm256_or_ps(e, _mm256_and_ps(v, sign)); /* erf is odd */
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_add_ps(one, e)));
+    }
+    for (; i < n; i++)
+        x[i] = cpu_gelu_erf1(x[i] + b[i]);
+}
+
 static void dequant_rows(llm_dtype t, const void *w, size_t ws, int nr, int K, float *out)
 {
     for (int r = 0; r < nr; r++) {
@@ -1467,5 +1489,5 @@ static const cpu_kernels kx_table = {
     KX_NAME, gemm_f32, gemm_f16, gemm_bf16, gemm_q8_0, gemm_q4_0, quantize_act, dot_f32, axpy_f32,
     attn_scores, attn_accum, attn_scores_h, attn_accum_h, attn_scores_mq, attn_accum_mq, attn_scores_mq_h,
     attn_accum_mq_h, dequant_rows, f32_to_f16, softmax, swiglu, geglu, KX_INT8_PREFILL,
-    KX_GEMM_PACKED, KX_BF16_ACT, KX_GEMM_BF16_TILED, KX_GEMM_F16_TILED, kv_q8_quant, kv_q8_dequant,
+    KX_GEMM_PACKED, KX_BF16_ACT, KX_GEMM_BF16_TILED, KX_GEMM_F16_TILED, kv_q8_quant, kv_q8_dequant, gelu_erf,
 };

@@ -1,0 +1,127 @@
+/* GGUF loader for "bert" (BERT-family embedding models as llama.cpp converts them: bge, all-MiniLM, e5,
+ * gte, ...): bert.* hyper-parameters, learned positions and token types, a LayerNorm'd embedding, post-norm
+ * blocks with a bias on every projection (llm_config.encoder says what the forward does with them). */
+#include "model.h"
+#include "model_priv.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A LayerNorm's weight and bias (NAME.weight, NAME.bias) as F32. */
+static int take_layer_norm(llm_model *m, const char *name, llm_tensor *w, llm_tensor *b, llm_err *err)
+{
+    char n[96];
+    snprintf(n, sizeof(n), "%s.weight", name);
+    if (llm_gguf_take_norm(m, n, w, err) != 0)
+        return -1;
+    snprintf(n, sizeof(n), "%s.bias", name);
+    return llm_gguf_take_vec(m, n, b, 1, err);
+}
+
+static int take_layer(llm_model *m, int l, llm_layer *L, llm_err *err)
+{
+    static const char *const mats[5] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up" };
+    llm_tensor *w[6] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_up, &L->w_down };
+    llm_tensor *b[6] = { &L->bq, &L->bk, &L->bv, &L->bo, &L->b_up, &L->b_down };
+    char n[96];
+    for (int i = 0; i < 6; i++) {
+        const char *what = i < 5 ? mats[i] : "ffn_down";
+        snprintf(n, sizeof(n), "blk.%d.%s.weight", l, what);
+        if (llm_gguf_take(m, n, w[i], 1, err) != 0)
+            return -1;
+        snprintf(n, sizeof(n), "blk.%d.%s.bias", l, what);
+        if (llm_gguf_take_vec(m, n, b[i], 1, err) != 0)
+            return -1;
+    }
+    snprintf(n, sizeof(n), "blk.%d.ffn_gate.weight", l);
+    if (gguf_find_tensor(m->gguf, n) != NULL) { /* (nomic-bert / jina-bert style GLU: other architectures) */
+        llm_seterr(err, "%s: tensor %s: a gated FFN is not BERT's", m->path, n);
+        return -1;
+    }
+    char ln[64];
+    snprintf(ln, sizeof(ln), "blk.%d.attn_output_norm", l);
+    if (take_layer_norm(m, ln, &L->attn_norm, &L->attn_norm_b, err) != 0)
+        return -1;
+    snprintf(ln, sizeof(ln), "blk.%d.layer_output_norm", l);
+    if (take_layer_norm(m, ln, &L->ffn_norm, &L->ffn_norm_b, err) != 0)
+        return -1;
+    L->nope = 1; /* positions come from the embedding, not rope */
+    return 0;
+}
+
+int llm_gguf_load_bert(llm_model *m, llm_err *err)
+{
+    gguf_ctx *g = m->gguf;
+    llm_config *c = &m->cfg;
+    gguf_get_str(g, "general.name", m->name, sizeof(m->name));
+    int causal = 0;
+    if (gguf_get_bool(g, "bert.attention.causal", &causal) == 0 && causal) {
+        llm_seterr(err, "%s: a causal bert (bert.attention.causal true) is not supported", m->path);
+        return -1;
+    }
+    if (llm_gguf_get_int(m, "bert.embedding_length", &c->dim, 0, 1, err) ||
+        llm_gguf_get_int(m, "bert.block_count", &c->n_layers, 0, 1, err) ||
+        llm_gguf_get_int(m, "bert.feed_forward_length", &c->hidden_dim, 0, 1, err) ||
+        llm_gguf_get_int(m, "bert.attention.head_count", &c->n_heads, 0, 1, err) ||
+        llm_gguf_get_int(m, "bert.context_length", &c->seq_len, 512, 0, err))
+        return -1;
+    if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0 || c->dim % c->n_heads != 0 || c->seq_len < 2) {
+        llm_seterr(err, "%s: bad bert config: dim %d, %d heads, %d blocks, context %d", m->path, c->dim, c->n_heads,
+                   c->n_layers, c->seq_len);
+        return -1;
+    }
+    c->encoder = 1;
+    c->n_kv_heads = c->n_heads;
+    c->head_dim = c->dim / c->n_heads;
+    c->norm_eps = 1e-12f;
+    gguf_get_f32(g, "bert.attention.layer_norm_epsilon", &c->norm_eps);
+    c->rope_theta = 10000.0f; /* (no rope: every layer is nope) */
+    uint32_t pooling = LLM_POOL_CLS; /* BERT's [CLS] when the file does not say */
+    if (gguf_get_u32(g, "bert.pooling_type", &pooling) == 0 && pooling == LLM_POOL_RANK) {
+        llm_seterr(err, "%s: a BERT cross-encoder (pooling type rank) is not supported: BERT files here are "
+                   "embedding models", m->path);
+        return -1;
+    }
+    m->pooling = pooling == LLM_POOL_MEAN || pooling == LLM_POOL_CLS || pooling == LLM_POOL_LAST ? (int)pooling
+                                                                                                 : LLM_POOL_CLS;
+    int64_t id;
+    c->bos_id = c->eos_id = -1;
+    if (gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &id) == 0 && id < INT32_MAX)
+        c->bos_id = (int)id;
+    if (gguf_get_i64(g, "tokenizer.ggml.eos_token_id", &id) == 0 && id < INT32_MAX)
+        c->eos_id = (int)id;
+
+    if (llm_gguf_take(m, "token_embd.weight", &m->tok_embd, 1, err) ||
+        llm_gguf_take(m, "position_embd.weight", &m->pos_embd, 1, err) ||
+        llm_gguf_take(m, "token_types.weight", &m->type_embd, 1, err) ||
+        take_layer_norm(m, "token_embd_norm", &m->embd_norm, &m->embd_norm_b, err))
+        return -1;
+    if (m->tok_embd.ne[1] > (1 << 24) || m->type_embd.ne[1] > 1024 || m->pos_embd.ne[1] < c->seq_len) {
+        llm_seterr(err, "%s: bad bert embeddings: %lld tokens, %lld types, %lld positions for a context of %d",
+                   m->path, (long long)m->tok_embd.ne[1], (long long)m->type_embd.ne[1],
+                   (long long)m->pos_embd.ne[1], c->seq_len);
+        return -1;
+    }
+    c->vocab_size = (int)m->tok_embd.ne[1];
+    c->n_types = (int)m->type_embd.ne[1];
+    m->pos_embd.ne[1] = c->seq_len; /* rows past the context are never read */
+    c->tied_embeddings = 1;         /* no language-model head: output is the embedding, never used */
+
+    m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
+    if (llm_model_own(m, m->layers, err) != 0)
+        return -1;
+    for (int l = 0; l < c->n_layers; l++)
+        if (take_layer(m, l, &m->layers[l], err) != 0)
+            return -1;
+    if (llm_model_validate(m, err) != 0)
+        return -1;
+    if (gguf_find_kv(g, "tokenizer.ggml.model") != NULL) {
+        m->tok = llm_tok_load_gguf(g, err);
+        if (m->tok == NULL)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,123 @@
+# A BERT encoder served by the REAL engine: gen-model's tiny-bert ($TEST_NGINX_BERT_ENGINE, t/run.sh: random
+# weights, a WordPiece vocabulary, mean pooling). /v1/embeddings gives the vector `llm-engine embed` prints
+# ($TEST_NGINX_REF_EMBED_BERT), the text wrapped in [CLS] ... [SEP] by the module's tokenizer; generation and
+# rerank are a clear 400 (an encoder has no language-model head); an input past the 128-token context is a 400.
+use Test::Nginx::Socket 'no_plan';
+
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: one text: the engine's vector and the usage ([CLS] + 18 WordPiece tokens + [SEP])
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_MODEL;
+    llm_model_name bert;
+}
+--- request
+POST /v1/embeddings
+{"input": "A cat sat on the mat, then it slept.", "model": "bert"}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"object":"list","data":\[\{"object":"embedding","index":0,"embedding":\Q$ENV{TEST_NGINX_REF_EMBED_BERT}\E\}\],"model":"bert","usage":\{"prompt_tokens":20,"total_tokens":20\}\}$/
+
+=== TEST 2: the text's token ids ([CLS] ... [SEP]), twice in one list: its vector twice
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_MODEL;
+    llm_model_name bert;
+}
+--- request
+POST /v1/embeddings
+{"input": [[2,7,25,38,40,146,62,11,29,38,230,11,149,54,8,48,160,146,232,3], [2,7,25,38,40,146,62,11,29,38,230,11,149,54,8,48,160,146,232,3]]}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"object":"list","data":\[\{"object":"embedding","index":0,"embedding":\Q$ENV{TEST_NGINX_REF_EMBED_BERT}\E\},\{"object":"embedding","index":1,"embedding":\Q$ENV{TEST_NGINX_REF_EMBED_BERT}\E\}\],"model":"bert","usage":\{"prompt_tokens":40,"total_tokens":40\}\}$/
+
+=== TEST 3: a completion is a 400: an encoder does not generate
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_MODEL;
+}
+--- request
+POST /v1/completions
+{"prompt": "A cat", "max_tokens": 4}
+--- error_code: 400
+--- response_body_like chomp
+"code":"model_not_generative"
+
+=== TEST 4: so is a chat completion
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_MODEL;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Hi"}], "stream": true}
+--- error_code: 400
+--- response_body_like chomp
+it serves /v1/embeddings and does not generate text
+
+=== TEST 5: and a rerank: an embedding model is not a reranker
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_MODEL;
+}
+--- request
+POST /v1/rerank
+{"query": "a cat", "documents": ["a cat sat", "the sun"]}
+--- error_code: 400
+--- response_body_like chomp
+"code":"rerank_unsupported"
+
+=== TEST 6: an input past the model's 128 positions is a 400; the engine serves on
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_MODEL;
+}
+--- request eval
+"POST /v1/embeddings\n" . '{"input": "' . ("a cat sat. " x 60) . '"}'
+--- error_code: 400
+--- response_body_like chomp
+context
+
+=== TEST 7: /tokenize splits WordPiece: lowercased words, punctuation on its own
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_MODEL;
+}
+--- request
+POST /tokenize
+{"prompt": "A cat sat on the mat, then it slept."}
+--- error_code: 200
+--- response_body_like chomp
+7,25,38,40,146,62,11,29,38,230,11,149,54,8,48,160,146,232

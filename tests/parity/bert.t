@@ -1,0 +1,66 @@
+#!/usr/bin/env perl
+# BERT encoders against llama.cpp (node-llama-cpp 3.21.1's embedding context, bench/llamacpp/embed.mjs) on the
+# same GGUF: gen-model's tiny-bert (mean pooling) and tiny-bert-cls (CLS pooling) in F32, F16, Q8_0 and Q4_0,
+# whose WordPiece vocabulary each side tokenizes itself (lowercasing, punctuation split, unknown words, CJK,
+# accents): the same number of tokens, and `llm-engine embed` (five texts in the scheduler at once, each
+# input computed in one step: every token sees the whole input) must give llama.cpp's vectors, cosine >= 0.9999
+# for every input; the other pooling's vector (a control) must not.
+use strict;
+use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use FindBin;
+use JSON::PP;
+use List::Util qw(min);
+use lib "$FindBin::Bin/lib";
+use Parity qw(capture);
+
+my $B = $ENV{BUILD} // 'build';
+my $engine = "$B/llm-engine";
+plan skip_all => "$engine not built" unless -x $engine;
+plan skip_all => 'llama.cpp harness not installed (npm ci --prefix bench/llamacpp)'
+    unless -d 'bench/llamacpp/node_modules/node-llama-cpp';
+
+my $dir = tempdir(CLEANUP => 1);
+open my $fh, '>:utf8', "$dir/in.txt" or die $!;
+print $fh "$_\n" for ('A cat sat on the mat.',
+                      'The little robot counted 1234567 stars over the old harbour, then 89 more!',
+                      'Why?',
+                      'Once upon a time there was a girl named Lily who loved to play in the park.',
+                      "CAF\x{c9} r\x{e9}sum\x{e9} na\x{ef}ve \x{2014} \x{201c}quoted\x{201d} text\x{2026} \x{6771}\x{4eac} and "
+                      . "zzqx xyzzy!\ttabs");
+close $fh;
+
+sub vectors { return [ map { decode_json($_) } grep { /^\[/ } split /\n/, $_[0] ] }
+sub cosine {
+    my ($a, $b) = @_;
+    my ($d, $na, $nb) = (0, 0, 0);
+    for my $i (0 .. $#$a) { $d += $a->[$i] * $b->[$i]; $na += $a->[$i]**2; $nb += $b->[$i]**2 }
+    return $d / sqrt($na * $nb);
+}
+
+for my $dt (qw(f32 f16 q8_0 q4_0)) {
+    my %v;
+    for my $preset (qw(tiny-bert tiny-bert-cls)) {
+        my $f = "$dir/$preset-$dt.gguf";
+        my ($rc) = capture($dir, $engine, 'gen-model', '--preset', $preset, '--dtype', $dt, '--out', $f, '--seed', '5');
+        is($rc, 0, "gen-model --preset $preset --dtype $dt");
+        my ($rc1, $o) = capture($dir, $engine, 'embed', '--model', $f, '--input-file', "$dir/in.txt", '--threads', '2',
+                                '--no-normalize');
+        my ($ours_tokens) = `cat $dir/stderr` =~ /\((\d+) tokens/;
+        my ($rc2, $l) = capture($dir, 'node', 'bench/llamacpp/embed.mjs', '--model', $f, '--input-file',
+                                "$dir/in.txt", '--threads', '2');
+        my ($a, $b) = (vectors($o), vectors($l));
+        my ($lc) = $l =~ /"tokens":(\d+)/;
+        ok($rc1 == 0 && $rc2 == 0 && @$a == 5 && @$b == 5, "$preset $dt: five vectors from each side") or next;
+        is($ours_tokens, $lc, "$preset $dt: the same number of tokens as llama.cpp's tokenizer ($lc)");
+        my @c = map { cosine($a->[$_], $b->[$_]) } 0 .. 4;
+        ok(min(@c) >= 0.9999, sprintf("$preset $dt: llama.cpp's vectors, cosine %s (>= 0.9999)",
+                                      join(' ', map { sprintf '%.6f', $_ } @c)));
+        $v{$preset} = [ $a, $b ];
+    }
+    next unless $v{'tiny-bert'} && $v{'tiny-bert-cls'};
+    my @x = map { cosine($v{'tiny-bert'}[0][$_], $v{'tiny-bert-cls'}[1][$_]) } 0 .. 4;
+    ok(min(@x) < 0.99, sprintf("$dt: our mean-pooled vectors are not llama.cpp's CLS ones (min cosine %.3f)", min(@x)));
+}
+done_testing();
