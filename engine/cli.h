@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "scheduler.h"
 
 typedef struct {
     int          argc;
@@ -32,6 +33,10 @@ int         llm_lora_opts(const llm_args *a, llm_model *m);
 /* --pooling last|mean|cls for embeddings, else the model's own (GGUF <arch>.pooling_type), else the last
  * token's (decoder embedding models): LLM_SCHED_EMBED_*; -1 with a message on a bad value. */
 int         llm_pooling_opt(const llm_args *a, const llm_model *m);
+/* An encoder's steps without --max-batched-tokens: its context (at most 2048), one input's worth, not 2048
+ * tokens: they are prompts only, and a step that small keeps its activations in cache (bge-small's shape in
+ * Q8_0 on 2 threads: 29.6 inputs/s against 25.0 at 2048). */
+void        llm_encoder_step_default(const llm_args *a, const llm_model *m, llm_sched_config *sc);
 /* Directory holding the project's shared files (../shared beside the repo). */
 const char *llm_shared_dir(void);
 double      llm_now_sec(void);

@@ -115,6 +115,12 @@ int llm_pooling_opt(const llm_args *a, const llm_model *m)
     return -1;
 }
 
+void llm_encoder_step_default(const llm_args *a, const llm_model *m, llm_sched_config *sc)
+{
+    if (m->cfg.encoder && llm_arg_str(a, "max-batched-tokens") == NULL)
+        sc->max_batched_tokens = m->cfg.seq_len < 2048 ? m->cfg.seq_len : 2048;
+}
+
 int llm_lora_opts(const llm_args *a, llm_model *m)
 {
     const char *path = llm_arg_str(a, "lora");

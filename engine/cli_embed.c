@@ -201,6 +201,7 @@ int cli_embed(const llm_args *a)
     llm_sched_config sc = { 0 };
     sc.max_batch_size = (int)llm_arg_long(a, "max-batch-size", 32, 1, 4096);
     sc.max_batched_tokens = (int)llm_arg_long(a, "max-batched-tokens", 2048, 1, 1 << 20);
+    llm_encoder_step_default(a, m, &sc);
     sc.on_output = on_output;
     sc.cb_ctx = &res;
     bo.threads = (int)llm_arg_long(a, "threads", 0, 0, 1024);

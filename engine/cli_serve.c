@@ -214,6 +214,7 @@ int cli_serve(const llm_args *a)
         llm_model_free(m);
         return 2;
     }
+    llm_encoder_step_default(a, m, sc);
     const char *backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
     if (bo.kv_blocks == 0 && strcmp(backend, "cpu") == 0 && cpu_kv_auto(m, &bo, sc->max_batch_size) != 0) {
         llm_model_free(m);

@@ -26,7 +26,7 @@ static void usage(FILE *f)
         "             [--oom-recover-ms 1000] [--mask-threads 2] [--pooling last|mean|cls] [--spec-ngram K] (supervision, Redis, tuning: see README)\n"
         "  gen-model  (--preset tiny|tiny-llama3|stories110m|llama-3.2-1b|llama-3.2-3b|tiny-qwen2|tiny-qwen3|\n"
         "             tiny-gemma3|tiny-gemma2|gemma-3-1b|tiny-phi3|tiny-smollm3|tiny-granite|tiny-qwen3moe|...|\n"
-        "             tiny-bert|tiny-bert-cls|bge-small|bge-base|\n"
+        "             tiny-bert|tiny-bert-cls|tiny-bert-rerank|bge-small|bge-base|\n"
         "                       qwen2.5-0.5b|qwen3-0.6b | --from MODEL [--format gguf|hf])\n"
         "             --dtype f32|f16|bf16|q8_0|q4_0|q2_K|q3_K|q4_K|q5_K --out FILE.gguf|DIR [--seed S]\n");
 }

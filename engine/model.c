@@ -416,6 +416,28 @@ static void describe_tensor(FILE *f, const char *what, const llm_tensor *t)
             (long long)t->ne[0]);
 }
 
+void llm_model_rank_apply(const llm_model *m, const float *h, float *out)
+{
+    int d = m->cfg.dim;
+    float pooled[LLM_MODEL_MAX_POOLER];
+    const float *p = h;
+    if (m->cls_dense != NULL && d <= LLM_MODEL_MAX_POOLER) {
+        for (int r = 0; r < d; r++) {
+            double acc = m->cls_dense_b != NULL ? m->cls_dense_b[r] : 0.0;
+            for (int i = 0; i < d; i++)
+                acc += (double)m->cls_dense[(size_t)r * (size_t)d + (size_t)i] * h[i];
+            pooled[r] = tanhf((float)acc);
+        }
+        p = pooled;
+    }
+    for (int k = 0; k < m->n_cls; k++) {
+        double acc = m->cls_b != NULL ? m->cls_b[k] : 0.0;
+        for (int i = 0; i < d; i++)
+            acc += (double)m->cls[(size_t)k * (size_t)d + (size_t)i] * p[i];
+        out[k] = (float)acc;
+    }
+}
+
 static void describe_tokenizer(const llm_model *m, FILE *f)
 {
     if (m->tok == NULL) {
@@ -437,6 +459,10 @@ static void describe_encoder(const llm_model *m, FILE *f)
                "blocks (LayerNorm eps %g) with biases; FFN up, GELU, down; no language-model head (embeddings "
                "only)\nembeddings pooling: %s\n", c->seq_len, c->n_types, (double)c->norm_eps,
             m->pooling > 0 && m->pooling < 4 ? pools[m->pooling] : "cls");
+    if (m->n_cls > 0)
+        fprintf(f, "cross-encoder: %s a classifier of %d output%s on [CLS], /v1/rerank's scores (a pair's second "
+                   "text is token type 1)\n", m->cls_dense != NULL ? "a pooler (tanh) and" : "", m->n_cls,
+                m->n_cls > 1 ? "s" : "");
     if (m->n_converted)
         fprintf(f, "converted at load: %d tensors of type %s re-quantised to q8_0\n", m->n_converted,
                 m->converted_from);

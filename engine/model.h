@@ -90,6 +90,8 @@ typedef struct {
      * norm: the hidden states are the output (embeddings; there is no language-model head). */
     int   encoder;
     int   n_types;         /* encoder: rows of the token-type embedding (BERT: 2) */
+    int   sep_id;          /* encoder: [SEP]; the tokens after an input's first one are type 1 (a pair's second
+                            * text: a cross-encoder's document), as BERT's tokenizer marks them; -1: none */
 } llm_config;
 
 #define LLM_MAX_EXPERTS 256
@@ -149,6 +151,7 @@ static inline void llm_layer_mats(llm_layer *L, const llm_config *c, llm_tensor 
 
 enum { LLM_POOL_NONE = 0, LLM_POOL_MEAN = 1, LLM_POOL_CLS = 2, LLM_POOL_LAST = 3, LLM_POOL_RANK = 4 };
 #define LLM_MODEL_MAX_CLS 4
+#define LLM_MODEL_MAX_POOLER 8192 /* a BERT pooler's width (cls_dense) at most */
 
 typedef struct llm_model {
     llm_config  cfg;
@@ -175,6 +178,10 @@ typedef struct llm_model {
      * norm; NULL when the model has none. */
     const float *cls;
     int    n_cls;
+    /* A BERT cross-encoder's head (cfg.encoder, pooling type rank): the [CLS] state goes through cls_dense
+     * ([dim x dim], and its bias) and tanh (BERT's pooler) before cls, whose bias is cls_b ([n_cls]); each NULL
+     * when the file has none. */
+    const float *cls_dense, *cls_dense_b, *cls_b;
     char   name[128];
     char   format[16];              /* "gguf", "llama2c", "hf" */
     char   path[1024];
@@ -206,6 +213,10 @@ static inline void llm_model_mats(llm_model *m, llm_tensor **mats)
     mats[m->cfg.n_layers * per] = &m->tok_embd;
     mats[m->cfg.n_layers * per + 1] = &m->output;
 }
+
+/* A reranker's head on a pooled hidden state h (dim floats): out[k] = cls[k] . p + cls_b[k], p = h, or
+ * tanh(cls_dense h + cls_dense_b) for a BERT cross-encoder; n_cls values. */
+void llm_model_rank_apply(const llm_model *m, const float *h, float *out);
 
 /* Load by sniffing the path: a directory (Hugging Face: config.json + safetensors),
  * a GGUF file (magic), or a llama2.c checkpoint (then tokenizer_path, or

@@ -237,6 +237,8 @@ typedef struct {
 static const bert_preset bert_presets[] = {
     { "tiny-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0 },
     { "tiny-bert-cls", 64, 256, 2, 4, 128, LLM_POOL_CLS, 0 },
+    /* a cross-encoder (ms-marco-MiniLM's kind): pooler and a one-output classifier */
+    { "tiny-bert-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0 },
     { "bge-small", 384, 1536, 12, 12, 512, LLM_POOL_CLS, 30522 }, /* bge-small-en-v1.5; all-MiniLM-L12: mean */
     { "bge-base", 768, 3072, 12, 12, 512, LLM_POOL_CLS, 30522 },  /* bge-base-en-v1.5; e5-base, BERT-base */
 };
@@ -245,7 +247,7 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
                          const char *shared_dir, llm_err *err)
 {
     int layers = n_layers > 0 ? n_layers : p->layers, n_vocab = 0, k = 0, rc = -1;
-    gen *g = calloc((size_t)(16 * layers + 8), sizeof(gen));
+    gen *g = calloc((size_t)(16 * layers + 12), sizeof(gen));
     gguf_writer *w = gguf_writer_new();
     if (g == NULL || w == NULL) {
         llm_seterr(err, "out of memory");
@@ -308,6 +310,12 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
             ADD(n, p->dim, 1, 0.0f, 0.05f);
         }
     }
+    if (p->pooling == LLM_POOL_RANK) { /* BERT's pooler (then tanh) and the classifier, as llama.cpp names them */
+        ADD3("cls.weight", p->dim, p->dim, 1, 0.0f, sd, LLM_F32);
+        ADD("cls.bias", p->dim, 1, 0.0f, 0.1f);
+        ADD3("cls.output.weight", p->dim, 1, 1, 0.0f, 1.0f, LLM_F32);
+        ADD("cls.output.bias", 1, 1, 0.0f, 0.1f);
+    }
 #undef ADD
 #undef ADD3
     rc = gguf_writer_write(w, out_path, err);
@@ -343,7 +351,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
-                   "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, bge-small, bge-base)", name);
+                   "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) {

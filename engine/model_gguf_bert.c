@@ -52,6 +52,52 @@ static int take_layer(llm_model *m, int l, llm_layer *L, llm_err *err)
     return 0;
 }
 
+/* A tensor of rows x cols (rows 1 and cols given: a vector of cols) as owned F32; absent: *out NULL unless
+ * required. */
+static int take_f32(llm_model *m, const char *name, int64_t cols, int64_t rows, int required, const float **out,
+                    llm_err *err)
+{
+    llm_tensor t = { 0 };
+    *out = NULL;
+    if (llm_gguf_take(m, name, &t, required, err) != 0)
+        return -1;
+    if (t.data == NULL && t.src == NULL)
+        return 0;
+    if (t.data == NULL || t.ne[0] != cols || t.ne[1] != rows || !llm_dtype_valid(t.type)) {
+        llm_seterr(err, "%s: tensor %s must be %lld x %lld (got %lld x %lld)", m->path, name, (long long)rows,
+                   (long long)cols, (long long)t.ne[1], (long long)t.ne[0]);
+        return -1;
+    }
+    float *f = malloc((size_t)(rows * cols) * sizeof(float));
+    if (llm_model_own(m, f, err) != 0)
+        return -1;
+    size_t rb = llm_dtype_row_bytes(t.type, (uint64_t)cols);
+    for (int64_t r = 0; r < rows; r++)
+        llm_row_to_f32(t.type, (const uint8_t *)t.data + (size_t)r * rb, f + (size_t)(r * cols), (size_t)cols);
+    *out = f;
+    return 0;
+}
+
+/* A cross-encoder's head (pooling type rank, as llama.cpp converts BertForSequenceClassification): the
+ * pooler cls.weight / cls.bias ([dim x dim], then tanh; optional) and the classifier cls.output.weight /
+ * .bias (1 to LLM_MODEL_MAX_CLS rows). */
+static int cross_encoder_head(llm_model *m, llm_err *err)
+{
+    const gguf_tensor *t = gguf_find_tensor(m->gguf, "cls.output.weight");
+    int d = m->cfg.dim;
+    if (t == NULL || t->ne[1] < 1 || t->ne[1] > LLM_MODEL_MAX_CLS || d > LLM_MODEL_MAX_POOLER) {
+        llm_seterr(err, "%s: a BERT cross-encoder (pooling type rank) needs cls.output.weight of 1 to %d rows (and a "
+                   "width up to %d)", m->path, LLM_MODEL_MAX_CLS, LLM_MODEL_MAX_POOLER);
+        return -1;
+    }
+    int n = (int)t->ne[1];
+    if (take_f32(m, "cls.output.weight", d, n, 1, &m->cls, err) || take_f32(m, "cls.output.bias", n, 1, 0, &m->cls_b, err) ||
+        take_f32(m, "cls.weight", d, d, 0, &m->cls_dense, err) || take_f32(m, "cls.bias", d, 1, 0, &m->cls_dense_b, err))
+        return -1;
+    m->n_cls = n;
+    return 0;
+}
+
 int llm_gguf_load_bert(llm_model *m, llm_err *err)
 {
     gguf_ctx *g = m->gguf;
@@ -80,19 +126,17 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
     gguf_get_f32(g, "bert.attention.layer_norm_epsilon", &c->norm_eps);
     c->rope_theta = 10000.0f; /* (no rope: every layer is nope) */
     uint32_t pooling = LLM_POOL_CLS; /* BERT's [CLS] when the file does not say */
-    if (gguf_get_u32(g, "bert.pooling_type", &pooling) == 0 && pooling == LLM_POOL_RANK) {
-        llm_seterr(err, "%s: a BERT cross-encoder (pooling type rank) is not supported: BERT files here are "
-                   "embedding models", m->path);
-        return -1;
-    }
-    m->pooling = pooling == LLM_POOL_MEAN || pooling == LLM_POOL_CLS || pooling == LLM_POOL_LAST ? (int)pooling
-                                                                                                 : LLM_POOL_CLS;
+    gguf_get_u32(g, "bert.pooling_type", &pooling);
+    /* a cross-encoder's head reads [CLS] too */
+    m->pooling = pooling == LLM_POOL_MEAN || pooling == LLM_POOL_LAST ? (int)pooling : LLM_POOL_CLS;
     int64_t id;
-    c->bos_id = c->eos_id = -1;
-    if (gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &id) == 0 && id < INT32_MAX)
+    c->bos_id = c->eos_id = c->sep_id = -1;
+    if (gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &id) == 0 && id >= 0 && id < INT32_MAX)
         c->bos_id = (int)id;
-    if (gguf_get_i64(g, "tokenizer.ggml.eos_token_id", &id) == 0 && id < INT32_MAX)
-        c->eos_id = (int)id;
+    if (gguf_get_i64(g, "tokenizer.ggml.eos_token_id", &id) == 0 && id >= 0 && id < INT32_MAX)
+        c->eos_id = c->sep_id = (int)id;
+    if (gguf_get_i64(g, "tokenizer.ggml.seperator_token_id", &id) == 0 && id >= 0 && id < INT32_MAX)
+        c->sep_id = (int)id;
 
     if (llm_gguf_take(m, "token_embd.weight", &m->tok_embd, 1, err) ||
         llm_gguf_take(m, "position_embd.weight", &m->pos_embd, 1, err) ||
@@ -116,8 +160,12 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
     for (int l = 0; l < c->n_layers; l++)
         if (take_layer(m, l, &m->layers[l], err) != 0)
             return -1;
-    if (llm_model_validate(m, err) != 0)
+    if (llm_model_validate(m, err) != 0 || (pooling == LLM_POOL_RANK && cross_encoder_head(m, err) != 0))
         return -1;
+    if (c->sep_id >= c->vocab_size) {
+        llm_seterr(err, "%s: separator id %d outside the vocabulary of %d", m->path, c->sep_id, c->vocab_size);
+        return -1;
+    }
     if (gguf_find_kv(g, "tokenizer.ggml.model") != NULL) {
         m->tok = llm_tok_load_gguf(g, err);
         if (m->tok == NULL)

@@ -1336,7 +1336,9 @@ int llm_sched_step(llm_sched *s)
         r->n_computed += r->chunk - nd;
         if (from < r->prompt_len)
             s->st.tokens_in += (uint64_t)((r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len) - from);
-        llm_kv_seq_commit(s->kv, &r->kv, r->tokens, r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len);
+        if (!s->be->model->cfg.encoder) /* an encoder's KV depends on the whole input: no prefix to share, and
+                                         * its blocks go back to the free stack hot, not to the LRU */
+            llm_kv_seq_commit(s->kv, &r->kv, r->tokens, r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len);
         if (r->n_computed < r->n_tokens)
             continue; /* mid-prefill: nothing to sample yet */
         if (r->embed) {

@@ -58,16 +58,13 @@ static void on_output(void *ctx, const llm_sched_output *o)
     uint32_t slot = (uint32_t)o->id;
     llm_server_set_cached(c->srv, slot, o->n_cached > 0 ? (uint32_t)o->n_cached : 0);
     if (o->embedding != NULL && slot < (uint32_t)c->n_slots && c->slots[slot].rank) {
-        /* a rank request: the classifier head's outputs on the last token's hidden state */
+        /* a rank request: the classifier head's outputs on the last token's hidden state ([CLS]'s: BERT) */
         const llm_model *m = c->model;
         float r[LLM_MODEL_MAX_CLS];
-        for (int k = 0; k < m->n_cls; k++) {
-            double acc = 0.0;
-            for (int i = 0; i < o->n_embd && i < m->cfg.dim; i++)
-                acc += (double)o->embedding[i] * m->cls[(size_t)k * (size_t)m->cfg.dim + (size_t)i];
-            r[k] = (float)acc;
+        if (o->n_embd == m->cfg.dim) {
+            llm_model_rank_apply(m, o->embedding, r);
+            (void)llm_server_put_result(c->srv, slot, r, (uint32_t)m->n_cls);
         }
-        (void)llm_server_put_result(c->srv, slot, r, (uint32_t)m->n_cls);
     } else if (o->embedding != NULL) {
         (void)llm_server_put_result(c->srv, slot, o->embedding, (uint32_t)o->n_embd); /* too large: no result */
     }
@@ -140,8 +137,8 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
         llm_server_finish(c->srv, slot, LLM_FINISH_ERROR, LLM_SHM_E_INVAL);
         return;
     }
-    if (rank)
-        r.embed = LLM_SCHED_EMBED_LAST; /* the head applies to the last token's hidden state */
+    if (rank) /* the head applies to the last token's hidden state; a BERT cross-encoder's to [CLS]'s */
+        r.embed = c->model->cfg.encoder ? LLM_SCHED_EMBED_CLS : LLM_SCHED_EMBED_LAST;
     r.reasoning = (p->flags & LLM_PARAM_REASONING) != 0; /* ids checked against the vocabulary by the scheduler */
     r.reason_start = p->reason_start;
     r.reason_end = p->reason_end;

@@ -2,6 +2,8 @@
 # weights, a WordPiece vocabulary, mean pooling). /v1/embeddings gives the vector `llm-engine embed` prints
 # ($TEST_NGINX_REF_EMBED_BERT), the text wrapped in [CLS] ... [SEP] by the module's tokenizer; generation and
 # rerank are a clear 400 (an encoder has no language-model head); an input past the 128-token context is a 400.
+# A BERT cross-encoder ($TEST_NGINX_BERT_RR_ENGINE: tiny-bert-rerank) ranks on /v1/rerank, each document as the
+# pair [CLS] query [SEP] document [SEP] (its score against a reference forward: tests/test_bert.c).
 use Test::Nginx::Socket 'no_plan';
 
 no_shuffle();
@@ -121,3 +123,36 @@ POST /tokenize
 --- error_code: 200
 --- response_body_like chomp
 7,25,38,40,146,62,11,29,38,230,11,149,54,8,48,160,146,232
+
+=== TEST 8: a cross-encoder: three documents ranked, each scored as the pair [CLS] query [SEP] document [SEP]
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_RR_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_RR_MODEL;
+    llm_model_name rr;
+}
+--- request
+POST /v1/rerank
+{"query": "a cat", "documents": ["a cat sat on the mat", "the sun is hot", "cats and dogs"]}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"id":"rerank-[0-9a-f]{16}","model":"rr","results":\[(\{"index":[0-2],"relevance_score":[0-9.e-]+,"document":\{"text":"[a-z ]+"\}\},?){3}\],"usage":\{"prompt_tokens":41,"total_tokens":41\}\}$/
+
+=== TEST 9: the same document twice gets the same score; top_n 1
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_RR_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_RR_MODEL;
+}
+--- request
+POST /v1/rerank
+{"query": "a cat", "documents": ["the sun is hot", "the sun is hot"], "return_documents": false}
+--- error_code: 200
+--- response_body_like eval
+qr/"results":\[\{"index":0,"relevance_score":([0-9.e-]+)\},\{"index":1,"relevance_score":\1\}\]/

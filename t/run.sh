@@ -98,6 +98,13 @@ export TEST_NGINX_BERT_MODEL="$BUILD/t/tiny-bert-f32.gguf"
     LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-bert --dtype f32 --seed 5 \
         --out "$TEST_NGINX_BERT_MODEL" > /dev/null
 start_real "$TEST_NGINX_BERT_ENGINE" "$TEST_NGINX_BERT_MODEL"
+# ... and a BERT cross-encoder (tiny-bert-rerank: a pooler and a one-output classifier on [CLS]; t/096's rerank)
+export TEST_NGINX_BERT_RR_ENGINE="ngxbertrr$$"
+export TEST_NGINX_BERT_RR_MODEL="$BUILD/t/tiny-bert-rerank-f32.gguf"
+[ -s "$TEST_NGINX_BERT_RR_MODEL" ] ||
+    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-bert-rerank --dtype f32 --seed 13 \
+        --out "$TEST_NGINX_BERT_RR_MODEL" > /dev/null
+start_real "$TEST_NGINX_BERT_RR_ENGINE" "$TEST_NGINX_BERT_RR_MODEL"
 # stories260K with a random LoRA adapter (tests/parity/make_lora.py) merged at start (t/092)
 export TEST_NGINX_LORA_ENGINE="ngxlora$$"
 TEST_NGINX_LORA="$BUILD/t/lora-adapter"
@@ -156,7 +163,8 @@ export TEST_NGINX_GRANITE_TOKENIZER="$BUILD/t/granite-tokenizer/tokenizer.json"
 # for t/067: `serve --backend cuda` end to end (decode graphs, on-device argmax and sampling). A small KV pool:
 # the emulated device's memory is host memory, and an automatic pool would take 90% of its 16 GiB.
 EMU_LIB="$BUILD/emu/libllm_cuda_emu.so"
-if [ ! -f "$EMU_LIB" ] || [ -n "$(find kernels -newer "$EMU_LIB" 2>/dev/null)" ]; then
+# (rebuilt when the kernels or a header they read, such as engine/model.h's structs, changed)
+if [ ! -f "$EMU_LIB" ] || [ -n "$(find kernels engine shm \( -path 'kernels/*' -o -name '*.h' \) -newer "$EMU_LIB" 2>/dev/null)" ]; then
     tests/gpu/emu_build.sh "$BUILD/emu" || { echo "t/run.sh: building the CUDA emulation failed" >&2; exit 1; }
 fi
 export TEST_NGINX_CUDA_ENGINE="ngxcuda$$"

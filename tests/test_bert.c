@@ -50,8 +50,9 @@ static void ref_ln(float *x, int n, const llm_tensor *w, const llm_tensor *b, fl
         x[i] = (float)((x[i] - m) / sqrt(v + eps)) * ((const float *)w->data)[i] + ((const float *)b->data)[i];
 }
 
-/* Hidden states [n][dim] of one input of n tokens, from the model's definition. */
-static float *ref_forward(const llm_model *m, const int32_t *ids, int n)
+/* Hidden states [n][dim] of one input of n tokens of token types `types` (NULL: all 0), from the model's
+ * definition. */
+static float *ref_forward_types(const llm_model *m, const int32_t *ids, const int *types, int n)
 {
     const llm_config *c = &m->cfg;
     int d = c->dim, hd = c->head_dim;
@@ -65,7 +66,7 @@ static float *ref_forward(const llm_model *m, const int32_t *ids, int n)
         row_f32(&m->pos_embd, t, tmp);
         for (int i = 0; i < d; i++)
             xt[i] += tmp[i];
-        row_f32(&m->type_embd, 0, tmp);
+        row_f32(&m->type_embd, types != NULL ? types[t] : 0, tmp);
         for (int i = 0; i < d; i++)
             xt[i] += tmp[i];
         ref_ln(xt, d, &m->embd_norm, &m->embd_norm_b, c->norm_eps);
@@ -113,6 +114,11 @@ static float *ref_forward(const llm_model *m, const int32_t *ids, int n)
     }
     free(tmp); free(q); free(k); free(v); free(att); free(h); free(sc);
     return x;
+}
+
+static float *ref_forward(const llm_model *m, const int32_t *ids, int n)
+{
+    return ref_forward_types(m, ids, NULL, n);
 }
 
 /* One step over the inputs (each at positions 0..n-1, blocks bs tokens apart in a fresh cache), every row
@@ -314,6 +320,64 @@ out:
     llm_model_free(m);
 }
 
+/* A cross-encoder (tiny-bert-rerank: pooler, tanh, one output): the score of [CLS] query [SEP] document [SEP]
+ * through the scheduler (CLS pooling, as serve runs a rank request) and llm_model_rank_apply, against the
+ * reference forward with the document's tokens as type 1 and the head written out here; with every token of
+ * type 0 (what llama.cpp feeds BERT) the score differs. */
+static void test_cross_encoder(void)
+{
+    char path[] = "/tmp/test_bert_rrXXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    llm_err err = { { 0 } };
+    int rc = llm_model_generate("tiny-bert-rerank", LLM_F32, 13, path, "../shared", &err);
+    llm_model *m = rc == 0 ? llm_model_load(path, NULL, &err) : NULL;
+    ok(m != NULL && m->n_cls == 1 && m->cls_dense != NULL && m->cls_b != NULL && m->cfg.sep_id == 3,
+       "tiny-bert-rerank: a one-output head with a pooler; [SEP] is 3 %s", err.msg);
+    llm_backend_opts o = { .threads = 2, .kv_blocks = 16, .block_size = 16 };
+    llm_backend *be = m != NULL ? llm_backend_create("cpu", m, &o, &err) : NULL;
+    if (be == NULL) {
+        llm_model_free(m);
+        unlink(path);
+        return;
+    }
+    static const int32_t pair[12] = { 2, 25, 38, 40, 3, 146, 62, 11, 29, 38, 230, 3 };
+    int types[12], zeros[12] = { 0 }, d = m->cfg.dim;
+    for (int t = 0; t < 12; t++)
+        types[t] = t > 4; /* after the first [SEP] */
+    sched_res res;
+    memset(&res, 0, sizeof(res));
+    llm_sched_config c = { .max_batch_size = 4, .max_batched_tokens = 64, .on_output = on_out, .cb_ctx = &res };
+    llm_sched *s = llm_sched_create(be, &c, &err);
+    llm_sched_request q = { .id = 0, .prompt = pair, .n_prompt = 12, .max_tokens = 1, .embed = LLM_SCHED_EMBED_CLS };
+    llm_sampling_defaults(&q.sampling);
+    ok(s != NULL && llm_sched_submit(s, &q, &err) == 0, "rank request: %s", err.msg);
+    for (int i = 0; s != NULL && i < 10 && llm_sched_step(s) == 1; i++)
+        ;
+    llm_sched_destroy(s);
+    float got = NAN, want[2];
+    if (res.got[0])
+        llm_model_rank_apply(m, res.emb[0], &got);
+    for (int k = 0; k < 2; k++) { /* the head from the definition: tanh(Wp h + bp), then w . p + b */
+        float *h = ref_forward_types(m, pair, k == 0 ? types : zeros, 12);
+        double out = m->cls_b[0];
+        for (int r = 0; r < d; r++) {
+            double a = m->cls_dense_b[r];
+            for (int i = 0; i < d; i++)
+                a += (double)m->cls_dense[(size_t)r * d + i] * h[i];
+            out += (double)m->cls[r] * tanh(a);
+        }
+        want[k] = (float)out;
+        free(h);
+    }
+    ok(fabsf(got - want[0]) < 1e-4f * (1.0f + fabsf(want[0])), "score %g = the reference's %g (document as type 1)",
+       (double)got, (double)want[0]);
+    ok(fabsf(want[0] - want[1]) > 1e-3f, "types matter: %g with every token of type 0", (double)want[1]);
+    llm_backend_free(be);
+    llm_model_free(m);
+    unlink(path);
+}
+
 /* A hostile file: bytes of the metadata and tensor table (the first 8 KiB) changed at random, 300 times:
  * each load fails with a message or gives a model that passes its checks; nothing crashes (ASan in
  * `make san`). */
@@ -362,6 +426,7 @@ int main(void)
     test_dtypes(path);
     test_scheduler(path);
     test_mutated(path);
+    test_cross_encoder();
     /* the decoders stay decoders */
     llm_model *m = llm_model_load("../shared/models/stories260K/stories260K.gguf", NULL, &err);
     ok(m != NULL && !m->cfg.encoder, "a decoder is not an encoder");

@@ -390,14 +390,15 @@ static void project_out_ln(cpu_state *st, const llm_tensor *w, const cpu_pk_mat 
     cpu_matmul(st, &mm);
 }
 
-/* An encoder's embedding of token t: the token's, its position's and type 0's rows summed, LayerNorm'd. */
-static void encoder_embed(cpu_state *st, const llm_batch *b, int t, float *x)
+/* An encoder's embedding of token t of type `type`: the token's, its position's and its type's rows summed,
+ * LayerNorm'd. */
+static void encoder_embed(cpu_state *st, const llm_batch *b, int t, int type, float *x)
 {
     const llm_model *m = st->m;
     int dim = m->cfg.dim;
     float *tmp = st->xb + (size_t)t * dim; /* (xb is free until the first layer) */
     const llm_tensor *add[2] = { &m->pos_embd, &m->type_embd };
-    size_t row[2] = { (size_t)b->pos[t], 0 }; /* one segment: token type 0 */
+    size_t row[2] = { (size_t)b->pos[t], (size_t)type };
     for (int k = 0; k < 2; k++) {
         size_t rb = llm_dtype_row_bytes(add[k]->type, (uint64_t)dim);
         llm_row_to_f32(add[k]->type, (const uint8_t *)add[k]->data + row[k] * rb, tmp, (size_t)dim);
@@ -449,7 +450,10 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         return LLM_BACKEND_NOMEM;
     }
     size_t erow = llm_dtype_row_bytes(m->tok_embd.type, (uint64_t)c->dim);
+    int type = 0; /* an encoder's: 1 after its input's first [SEP] (a pair's second text), else 0 */
     for (int t = 0; t < n; t++) {
+        if (t == 0 || b->seq[t] != b->seq[t - 1])
+            type = 0;
         if (m->tok_embd.cpu_packed) /* a tied classifier packed at prepare */
             cpu_pk_row_to_f32((cpu_pk_fmt)(m->tok_embd.cpu_packed - 1), m->tok_embd.data, c->dim,
                               (size_t)b->tokens[t], st->x + (size_t)t * c->dim);
@@ -459,8 +463,10 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         if (c->embd_scale > 0.0f) /* Gemma: sqrt(dim); Granite: its embedding_scale */
             for (int i = 0; i < c->dim; i++)
                 st->x[(size_t)t * c->dim + i] *= c->embd_scale;
-        if (c->encoder)
-            encoder_embed(st, b, t, st->x + (size_t)t * c->dim);
+        if (c->encoder) {
+            encoder_embed(st, b, t, type, st->x + (size_t)t * c->dim);
+            type = b->tokens[t] == c->sep_id && c->n_types > 1 ? 1 : type;
+        }
     }
 
     for (int l = 0; l < c->n_layers; l++) {
