@@ -226,6 +226,27 @@ static uint64_t mix(uint64_t x)
     return x ? x : 1;
 }
 
+/* A tensor of random values (mean_ + sd_ N(0,1)), drawn by the next of the caller's generators g[k++] (seeded
+ * from seed and k) into writer w: a matrix of c1 rows of c0 (dtype, f16 where rows cannot be; c1 1: an F32
+ * vector), or ADD3's ne2 matrices of type ty. */
+#define ADD(nm, c0, c1, mean_, sd_) do {                                                   \
+        gen *G = &g[k++];                                                                     \
+        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
+        G->ne0 = (c0);                                                                        \
+        G->type = (c1) == 1 ? LLM_F32 : (llm_dtype)gguf_write_type(dtype, (uint64_t)(c0));     \
+        uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
+        gguf_w_tensor_fill(w, nm, G->type, (c1) == 1 ? 1 : 2, ne_, gen_fill, G);            \
+    } while (0)
+/* A 3-D tensor (ne2 matrices; ne2 1: a matrix) of type ty (f16 where rows cannot be ty). */
+#define ADD3(nm, c0, c1, c2, mean_, sd_, ty) do {                                        \
+        gen *G = &g[k++];                                                                     \
+        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
+        G->ne0 = (c0);                                                                        \
+        G->type = (llm_dtype)gguf_write_type((ty), (uint64_t)(c0));                           \
+        uint64_t ne_[3] = { (uint64_t)(c0), (uint64_t)(c1), (uint64_t)(c2) };                 \
+        gguf_w_tensor_fill(w, nm, G->type, (c2) > 1 ? 3 : (c1) > 1 ? 2 : 1, ne_, gen_fill, G);  \
+    } while (0)
+
 /* Encoder (BERT) shapes: random weights, a WordPiece vocabulary made from the stories tokenizer's pieces
  * (llm_gguf_w_wpm_from_llama2c), the pooling the model declares. */
 typedef struct {
@@ -270,21 +291,6 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
         goto out;
     /* matrices of 1/sqrt(K): the scores and activations of a trained model's order, after every LayerNorm */
     float sd = 1.0f / sqrtf((float)p->dim), sdd = 1.0f / sqrtf((float)p->hidden);
-#define ADD(nm, c0, c1, mean_, sd_) do {                                                   \
-        gen *G = &g[k++];                                                                     \
-        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
-        G->ne0 = (c0);                                                                        \
-        G->type = (c1) == 1 ? LLM_F32 : (llm_dtype)gguf_write_type(dtype, (uint64_t)(c0));     \
-        uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
-        gguf_w_tensor_fill(w, nm, G->type, (c1) == 1 ? 1 : 2, ne_, gen_fill, G);            \
-    } while (0)
-#define ADD3(nm, c0, c1, c2, mean_, sd_, ty) do {                                        \
-        gen *G = &g[k++];                                                                     \
-        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
-        G->ne0 = (c0); G->type = (ty);                                                        \
-        uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
-        gguf_w_tensor_fill(w, nm, G->type, 2, ne_, gen_fill, G);                             \
-    } while (0)
     ADD("token_embd.weight", p->dim, n_vocab, 0.0f, 1.0f);
     /* (F32, as llama.cpp's converter leaves them: its graph adds the type row as it is, which a quantised row
      * cannot be) */
@@ -316,8 +322,6 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
         ADD3("cls.output.weight", p->dim, 1, 1, 0.0f, 1.0f, LLM_F32);
         ADD("cls.output.bias", 1, 1, 0.0f, 0.1f);
     }
-#undef ADD
-#undef ADD3
     rc = gguf_writer_write(w, out_path, err);
 out:
     free(g);
@@ -403,23 +407,6 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     }
     int64_t q = (int64_t)c->n_heads * c->head_dim, kv = (int64_t)c->n_kv_heads * c->head_dim;
     /* Rows not a multiple of 32 (tiny's hidden 172) cannot be quantised: f16 there. */
-#define ADD(nm, c0, c1, mean_, sd_) do {                                                   \
-        gen *G = &g[k++];                                                                     \
-        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
-        G->ne0 = (c0);                                                                        \
-        G->type = (c1) == 1 ? LLM_F32 : (llm_dtype)gguf_write_type(dtype, (uint64_t)(c0));     \
-        uint64_t ne_[2] = { (uint64_t)(c0), (uint64_t)(c1) };                                 \
-        gguf_w_tensor_fill(w, nm, G->type, (c1) == 1 ? 1 : 2, ne_, gen_fill, G);            \
-    } while (0)
-    /* A 3-D tensor (ne2 matrices; ne2 1: a matrix) of type ty (f16 where rows cannot be ty). */
-#define ADD3(nm, c0, c1, c2, mean_, sd_, ty) do {                                        \
-        gen *G = &g[k++];                                                                     \
-        G->s = mix(seed * 1000003ULL + (uint64_t)k); G->mean = (mean_); G->sd = (sd_);        \
-        G->ne0 = (c0);                                                                        \
-        G->type = (llm_dtype)gguf_write_type((ty), (uint64_t)(c0));                           \
-        uint64_t ne_[3] = { (uint64_t)(c0), (uint64_t)(c1), (uint64_t)(c2) };                 \
-        gguf_w_tensor_fill(w, nm, G->type, (c2) > 1 ? 3 : (c1) > 1 ? 2 : 1, ne_, gen_fill, G);  \
-    } while (0)
     ADD("token_embd.weight", c->dim, c->vocab_size, 0.0f, emb_sd);
     ADD("output_norm.weight", c->dim, 1, 1.0f, 0.05f);
     if (!c->tied_embeddings) /* a classifier of its own */
@@ -495,8 +482,6 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         }
 #undef V
     }
-#undef ADD
-#undef ADD3
     rc = gguf_writer_write(w, out_path, err);
 out:
     free(g);
@@ -504,3 +489,5 @@ out:
     gguf_writer_free(w);
     return rc;
 }
+#undef ADD
+#undef ADD3

@@ -738,11 +738,6 @@ static int load(llm_model *m, llm_err *err)
     }
     if (partial_rotary(m, err) != 0 || llm_model_validate(m, err) != 0)
         return -1;
-    if (gguf_find_kv(g, "tokenizer.ggml.model") != NULL) {
-        m->tok = llm_tok_load_gguf(g, err);
-        if (m->tok == NULL)
-            return -1;
-    }
     return 0;
 }
 
@@ -753,7 +748,8 @@ llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err)
         return NULL;
     m->defer_kq = (flags & LLM_LOAD_DEFER_KQ) != 0;
     m->gguf = gguf_open(path, err);
-    if (m->gguf == NULL || load(m, err) != 0) {
+    if (m->gguf == NULL || load(m, err) != 0 ||
+        (gguf_find_kv(m->gguf, "tokenizer.ggml.model") != NULL && (m->tok = llm_tok_load_gguf(m->gguf, err)) == NULL)) {
         llm_model_free(m);
         return NULL;
     }

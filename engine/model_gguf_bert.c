@@ -4,7 +4,6 @@
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
-#include "tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,11 +164,6 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
     if (c->sep_id >= c->vocab_size) {
         llm_seterr(err, "%s: separator id %d outside the vocabulary of %d", m->path, c->sep_id, c->vocab_size);
         return -1;
-    }
-    if (gguf_find_kv(g, "tokenizer.ggml.model") != NULL) {
-        m->tok = llm_tok_load_gguf(g, err);
-        if (m->tok == NULL)
-            return -1;
     }
     return 0;
 }

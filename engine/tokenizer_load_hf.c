@@ -315,7 +315,9 @@ static void wpm_post(const cJSON *pp, const char **cls, const char **sep, int *a
     }
 }
 
-static int wpm_ids(const cJSON *vocab, const cJSON *added, const char *path, llm_err *err)
+/* The vocabulary's size (its highest id, of vocab and added_tokens, plus one), every entry checked; 0 (empty)
+ * or -1 with err. */
+static int vocab_ids(const cJSON *vocab, const cJSON *added, const char *path, llm_err *err)
 {
     long max_id = -1;
     const cJSON *e;
@@ -360,7 +362,7 @@ static llm_tokenizer *load_wordpiece(const cJSON *j, const char *path, llm_err *
         llm_seterr(err, "%s: unsupported normalizer for WordPiece (BertNormalizer, Lowercase, StripAccents are)", path);
         return NULL;
     }
-    if ((n = wpm_ids(vocab, added, path, err)) <= 0)
+    if ((n = vocab_ids(vocab, added, path, err)) <= 0)
         return NULL;
     if ((t = tok_new(LLM_TOK_WPM, n)) == NULL) {
         llm_seterr(err, "%s: out of memory", path);
@@ -431,27 +433,11 @@ llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
         pattern = tok_hf_pretok_pattern(cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), path, err);
     if (!spm && pattern == NULL)
         goto fail;
-    long max_id = -1;
-    cJSON_ArrayForEach(e, vocab) {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= (1 << 24) || e->string == NULL) {
-            llm_seterr(err, "%s: vocab entry \"%s\" has no valid id", path, e->string ? e->string : "?");
-            goto fail;
-        }
-        if (e->valueint > max_id)
-            max_id = e->valueint;
-    }
-    cJSON_ArrayForEach(e, added) {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
-        if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= (1 << 24) ||
-            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "content"))) {
-            llm_seterr(err, "%s: malformed added_tokens entry", path);
-            goto fail;
-        }
-        if (id->valueint > max_id)
-            max_id = id->valueint;
-    }
-    if (max_id < 0 || (t = tok_new(spm ? LLM_TOK_SPM : LLM_TOK_BPE, (int)max_id + 1)) == NULL) {
-        llm_seterr(err, "%s: empty vocabulary or out of memory", path);
+    int n_vocab = vocab_ids(vocab, added, path, err);
+    if (n_vocab <= 0)
+        goto fail;
+    if ((t = tok_new(spm ? LLM_TOK_SPM : LLM_TOK_BPE, n_vocab)) == NULL) {
+        llm_seterr(err, "%s: out of memory", path);
         goto fail;
     }
     cJSON_ArrayForEach(e, vocab) {
