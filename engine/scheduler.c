@@ -525,13 +525,14 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         llm_seterr(err, "embed: pooling %d is none of LLM_SCHED_EMBED_*", q->embed);
         return -1;
     }
-    if (s->be->model->cfg.encoder && (!q->embed || q->n_prompt > s->cap_tokens)) {
-        if (!q->embed)
-            llm_seterr(err, "this model is an encoder (%s): it computes embeddings and does not generate",
-                       s->be->model->arch);
-        else
-            llm_seterr(err, "an encoder's input is computed in one step: %d tokens, more than a step's %d "
-                       "(--max-batched-tokens)", q->n_prompt, s->cap_tokens);
+    if (s->be->model->cfg.encoder && !q->embed) {
+        llm_seterr(err, "this model is an encoder (%s): it computes embeddings and does not generate",
+                   s->be->model->arch);
+        return -1;
+    }
+    if ((s->be->model->cfg.encoder || q->embed == LLM_SCHED_EMBED_CLS) && q->n_prompt > s->cap_tokens) {
+        llm_seterr(err, "%s input is computed in one step: %d tokens, more than a step's %d (--max-batched-tokens)",
+                   s->be->model->cfg.encoder ? "an encoder's" : "a CLS-pooled", q->n_prompt, s->cap_tokens);
         return -1;
     }
     if (q->reasoning && (q->json || q->schema != NULL) &&

@@ -304,6 +304,20 @@ static void test_scheduler(const char *path)
     ok(llm_sched_submit(s, &q, &err) != 0 && strstr(err.msg, "one step") != NULL, "longer than a step refused: %s",
        err.msg);
     free(longer);
+    /* CLS pooling on a decoder is one step too: longer than a step is refused, not left waiting */
+    llm_model *dm = llm_model_load("../shared/models/stories260K/stories260K.gguf", NULL, &err);
+    llm_backend *dbe = dm != NULL ? llm_backend_create("cpu", dm, &o, &err) : NULL;
+    llm_sched_config dc = { .max_batch_size = 2, .max_batched_tokens = 8 };
+    llm_sched *ds = dbe != NULL ? llm_sched_create(dbe, &dc, &err) : NULL;
+    int32_t ten[10] = { 1, 403, 407, 261, 378, 1, 403, 407, 261, 378 };
+    llm_sched_request dq = { .id = 9, .prompt = ten, .n_prompt = 10, .max_tokens = 1, .embed = LLM_SCHED_EMBED_CLS };
+    llm_sampling_defaults(&dq.sampling);
+    err.msg[0] = 0;
+    ok(ds != NULL && llm_sched_submit(ds, &dq, &err) != 0 && strstr(err.msg, "one step") != NULL,
+       "a decoder's CLS-pooled input longer than a step refused: %s", err.msg);
+    llm_sched_destroy(ds);
+    llm_backend_free(dbe);
+    llm_model_free(dm);
     for (int i = 0; i < 20 && llm_sched_step(s) == 1; i++)
         ;
     float mean[256] = { 0 };
