@@ -214,6 +214,13 @@ static void test_forward(const char *path)
     err.msg[0] = 0;
     ok(be->ops->forward(be, &gen, lg, &err) == -1 && strstr(err.msg, "no language-model head") != NULL,
        "logits refused: %s", err.msg);
+    int32_t p1 = 1; /* a second chunk of an input: refused (its first tokens would not have seen it) */
+    uint8_t wh = LLM_WANT_HIDDEN;
+    gen = (llm_batch){ .n_tokens = 1, .tokens = &t0, .pos = &p1, .seq = &s0, .want_logits = &wh, .n_seqs = 1,
+                       .seqs = &v };
+    err.msg[0] = 0;
+    ok(be->ops->forward(be, &gen, lg, &err) == -1 && strstr(err.msg, "whole in one step") != NULL,
+       "an input not whole in its step refused: %s", err.msg);
     free(lg); free(c9); free(ra); free(rb); free(both); free(alone);
     llm_backend_free(be);
     llm_model_free(m);
