@@ -10,10 +10,9 @@ use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
-use JSON::PP;
 use List::Util qw(min sum);
 use lib "$FindBin::Bin/lib";
-use Parity qw(capture);
+use Parity qw(capture cosine vectors);
 
 my $B = $ENV{BUILD} // 'build';
 my $engine = "$B/llm-engine";
@@ -32,13 +31,6 @@ print $fh "$_\n" for ('A cat.',
                       'Embeddings turn text into vectors.');
 close $fh;
 
-sub vectors { return [ map { decode_json($_) } grep { /^\[/ } split /\n/, $_[0] ] }
-sub cosine {
-    my ($a, $b) = @_;
-    my ($d, $na, $nb) = (0, 0, 0);
-    for my $i (0 .. $#$a) { $d += $a->[$i] * $b->[$i]; $na += $a->[$i]**2; $nb += $b->[$i]**2 }
-    return $d / sqrt($na * $nb);
-}
 
 for my $preset (qw(tiny-llama3 tiny-qwen3)) {
     for my $dt (qw(f32 q8_0)) {

@@ -8,8 +8,8 @@ use JSON::PP;
 use List::Util qw(max sum);
 use Test::More;
 
-our @EXPORT_OK = qw(capture compare_llamacpp greedy_ours greedy_llamacpp harness hf_round_trip slurp
-                    token_counts);
+our @EXPORT_OK = qw(capture compare_llamacpp cosine greedy_ours greedy_llamacpp harness hf_round_trip slurp
+                    token_counts vectors);
 
 # ($BUILD, its llm-engine, its parity/logits_dump); the whole test is skipped where those, the llama.cpp
 # harness or (tokenizer => 1) the shared Llama 3 tokenizer are missing.
@@ -66,6 +66,17 @@ sub token_counts {
                               '--max-tokens', '1', '--threads', '1', '--json', '--no-warmup');
     my ($np) = $lc =~ /"n_prompt":(\d+)/;
     return ($rc == 0 ? scalar(@ids) : undef, $np);
+}
+
+# The JSON arrays among an output's lines (one vector a line: `llm-engine embed`, bench/llamacpp/embed.mjs).
+sub vectors { return [ map { decode_json($_) } grep { /^\[/ } split /\n/, $_[0] ] }
+
+# Cosine similarity of two vectors.
+sub cosine {
+    my ($a, $b) = @_;
+    my ($d, $na, $nb) = (0, 0, 0);
+    for my $i (0 .. $#$a) { $d += $a->[$i] * $b->[$i]; $na += $a->[$i]**2; $nb += $b->[$i]**2 }
+    return $d / sqrt($na * $nb);
 }
 
 # A file's bytes.
