@@ -24,11 +24,6 @@
 static int check_model(const llm_model *m, llm_err *err)
 {
     const llm_config *c = &m->cfg;
-    if (c->encoder) { /* BERT: bidirectional post-norm blocks, engine/cpu/forward.c only */
-        snprintf(err->msg, sizeof(err->msg), "cuda backend: encoder models (%s) run on the CPU backend "
-                 "(--backend cpu)", m->arch);
-        return -1;
-    }
     if (llm_model_check(m, "cuda backend", err) != 0)
         return -1;
     if (c->n_expert > 0 && c->n_expert_used > 32) { /* cuda_moe_route: a lane per choice */
@@ -269,7 +264,8 @@ static int tune_wanted(const llm_backend *b, const cu_state *st, const char *han
         fprintf(stderr, "cuda: kernel tuning off: %s is set\n", hand);
         return 0;
     }
-    return want && !st->debug_sync && !st->stage_events;
+    /* (an encoder's steps are whole inputs, never the decode steps the tuner times) */
+    return want && !st->debug_sync && !st->stage_events && !st->m->cfg.encoder;
 }
 
 /* Int8 activation buffers for the dp4a GEMV: when LLM_CUDA_GEMV_DP4A=1 asks for it, or for the tuner to try
@@ -507,7 +503,22 @@ static int check_batch(const cu_state *st, const llm_batch *b, llm_err *err)
         llm_err_set(err, "cuda backend: a step of %d tokens is more than %d", b->n_tokens, CU_MAX_TOKENS);
         return -1;
     }
-    return llm_batch_check(b, &st->m->cfg, st->block_size, st->kv_blocks, "cuda backend", err);
+    const llm_config *c = &st->m->cfg;
+    if (llm_batch_check(b, c, st->block_size, st->kv_blocks, "cuda backend", err) != 0)
+        return -1;
+    for (int t = 0; c->encoder && t < b->n_tokens; t++) { /* as engine/cpu/forward.c: inputs whole, no logits */
+        if (b->pos[t] != (t == 0 || b->seq[t] != b->seq[t - 1] ? 0 : b->pos[t - 1] + 1)) {
+            llm_err_set(err, "cuda backend: an encoder's input must be whole in one step (batch index %d, "
+                        "position %d)", t, b->pos[t]);
+            return -1;
+        }
+        if (b->want_logits[t] && b->want_logits[t] != LLM_WANT_HIDDEN) {
+            llm_err_set(err, "cuda backend: an encoder (%s) has no language-model head: it gives hidden states "
+                        "only", st->m->arch);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int grow_dev(cu_state *st, void **p, size_t *cap, size_t need)
@@ -623,7 +634,7 @@ int cuda_ensure_logits(cu_state *st, int rows)
     return 0;
 }
 
-static int mm_set(cu_state *st, const cu_matset *S, const float *x, int ldx, float *y, int ldy, int n, llm_err *err)
+int cuda_mm_set(cu_state *st, const cu_matset *S, const float *x, int ldx, float *y, int ldy, int n, llm_err *err)
 {
     int off = 0;
     for (int i = 0; i < S->n; i++) {
@@ -656,7 +667,7 @@ static void stage_time(cu_state *st, const char *stage)
     st->stage_t = t;
 }
 
-static int stage_check(cu_state *st, const char *stage, int layer, llm_err *err)
+int cuda_stage_check(cu_state *st, const char *stage, int layer, llm_err *err)
 {
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess && st->debug_sync)
@@ -718,7 +729,7 @@ static int norm_product(cu_state *st, const cu_matset *S, const float *norm, flo
         return 0;
     }
     cuda_rmsnorm(st->x, c->dim, norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, st->stream);
-    return mm_set(st, S, st->xn, c->dim, out, ld, n, err);
+    return cuda_mm_set(st, S, st->xn, c->dim, out, ld, n, err);
 }
 
 /* x -> RMSNorm -> QKV -> RoPE on q, k and v into the paged cache: one fused GEMV where the GEMV takes the
@@ -740,17 +751,17 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
         cuda_gemv_norm_qkv_rope(&st->mm, &L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv,
                                 st->qkv_ld, &sp->ti, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
                                 (int)c->rope_layout, &st->kv, l, st->block_size);
-        return stage_check(st, "norm + qkv", l, err);
+        return cuda_stage_check(st, "norm + qkv", l, err);
     }
     if (norm_product(st, &L->qkv, L->attn_norm, st->qkv, st->qkv_ld, n, "qkv", err) != 0 ||
-        stage_check(st, "norm + qkv", l, err))
+        cuda_stage_check(st, "norm + qkv", l, err))
         return -1;
     if (prep)
         cuda_qkv_prep(st->qkv, st->qkv_ld, n, L->bq, L->bk, L->bv, L->q_norm, L->k_norm, c->n_heads, c->n_kv_heads,
                       c->head_dim, c->norm_eps, st->stream);
     cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
                        (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
-    return stage_check(st, "rope + kv write", l, err);
+    return cuda_stage_check(st, "rope + kv write", l, err);
 }
 
 /* The output projection of a block (wo, w_down) of n rows, added to the residual x: accumulated into x by the
@@ -782,22 +793,22 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     if (st->mm.fuse && L->gate_up.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
         cuda_gemv_norm_swiglu(&st->mm, &L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h,
                               c->hidden_dim, gelu);
-        if (stage_check(st, "norm + gate/up", l, err))
+        if (cuda_stage_check(st, "norm + gate/up", l, err))
             return -1;
     } else {
         if (norm_product(st, &L->gate_up, L->ffn_norm, st->gu, st->gu_ld, n, "gate/up", err) != 0 ||
-            stage_check(st, "norm + gate/up", l, err))
+            cuda_stage_check(st, "norm + gate/up", l, err))
             return -1;
         down16 = cuda_mm_act16(&st->mm, &L->down, n);
         if (down16 ? cuda_swiglu_act16(&st->mm, &L->down, st->gu, st->gu_ld, n, gelu) != 0
                    : (cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, gelu, st->stream), 0))
             return act16_fail(st, err, "swiglu");
-        if (stage_check(st, "swiglu", l, err))
+        if (cuda_stage_check(st, "swiglu", l, err))
             return -1;
     }
     if (project_out(st, &L->down, down16 ? NULL : st->h, c->hidden_dim, n, L->post_ffn_norm, err) != 0)
         return -1;
-    return stage_check(st, "down", l, err);
+    return cuda_stage_check(st, "down", l, err);
 }
 
 /* The mixture-of-experts FFN (cuda_moe.cu): x += the token's chosen experts, weighted (+ Qwen 2 MoE's shared
@@ -809,41 +820,41 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     cudaStream_t s = st->stream;
     cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
     if (cuda_matmul(&st->mm, &L->router, st->xn, c->dim, st->moe_rl, E, n, 0, err->msg, sizeof(err->msg)) != 0 ||
-        stage_check(st, "norm + router", l, err))
+        cuda_stage_check(st, "norm + router", l, err))
         return -1;
     if (L->shexp_gate != NULL) { /* the shared expert, dense, into moe_sh */
-        if (mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
+        if (cuda_mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
             return -1;
         cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, gelu, s);
         if (cuda_matmul(&st->mm, &L->down, st->h, c->hidden_dim, st->moe_sh, c->dim, n, 0, err->msg,
-                        sizeof(err->msg)) != 0 || stage_check(st, "shared expert", l, err))
+                        sizeof(err->msg)) != 0 || cuda_stage_check(st, "shared expert", l, err))
             return -1;
     }
     cuda_moe_route(st->moe_rl, n, E, k, c->moe_norm_topk, st->xn, c->dim, L->shexp_gate, st->moe_ids, st->moe_w,
                    st->moe_sg, s);
     cuda_moe_sort(st->moe_ids, n, k, E, st->moe_off, st->moe_tok, st->moe_pos, s);
-    if (stage_check(st, "route", l, err))
+    if (cuda_stage_check(st, "route", l, err))
         return -1;
     int tc = st->moe_tc < 0 ? n * k >= 8 * E : st->moe_tc > 0 && n >= st->moe_tc;
     if (tc && cuda_moe_tc_ok(L->exp0)) {
         cuda_moe_tc(L->exp0, L->experts, E, st->moe_off, st->moe_tok, n * k, st->xn, c->dim, st->moe_x16,
                     st->moe_gu, st->moe_h16, st->moe_o, gelu, s);
-        if (stage_check(st, "experts (tensor cores)", l, err))
+        if (cuda_stage_check(st, "experts (tensor cores)", l, err))
             return -1;
     } else {
         /* quantised experts on int8 activations when the dense GEMVs are (dp4a: the tuning's or the env's) */
         const cu_moe_i8 *q = st->mm.dp4a && cuda_moe_i8_ok(L->exp0) ? &st->moe_q : NULL;
         cuda_moe_gate_up(L->exp0, L->experts, E, n, k, st->moe_off, st->moe_tok, st->xn, c->dim, q, st->moe_h, gelu,
                          s);
-        if (stage_check(st, "experts gate/up", l, err))
+        if (cuda_stage_check(st, "experts gate/up", l, err))
             return -1;
         cuda_moe_down(L->exp0, L->experts, E, n * k, st->moe_off, st->moe_h, q, st->moe_o, s);
-        if (stage_check(st, "experts down", l, err))
+        if (cuda_stage_check(st, "experts down", l, err))
             return -1;
     }
     cuda_moe_combine(st->x, n, c->dim, k, st->moe_o, st->moe_pos, st->moe_w,
                      L->shexp_gate != NULL ? st->moe_sh : NULL, st->moe_sg, s);
-    return stage_check(st, "combine", l, err);
+    return cuda_stage_check(st, "combine", l, err);
 }
 
 int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
@@ -864,9 +875,11 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         cudaEventRecord(st->ev[0], s);
         st->n_ev = 1;
     }
+    if (c->encoder)
+        return cuda_encoder_step(st, sp, err);
     const long launches0 = cu_launches;
     cuda_embed(&st->tok_embd, sp->d_tok, st->x, n, c->embd_scale, s);
-    if (stage_check(st, "embedding", -1, err))
+    if (cuda_stage_check(st, "embedding", -1, err))
         return -1;
     for (int l = 0; l < c->n_layers; l++) {
         const cu_layer *L = &st->layers[l];
@@ -876,11 +889,11 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         plan.window = L->swa ? c->swa_window : 0;
         plan.softcap = c->attn_softcap;
         cuda_attention(&plan, sp->d_items, st->qkv, st->qkv_ld, &sp->ti, &st->kv, l, st->ws, st->att, n, s);
-        if (stage_check(st, "attention", l, err))
+        if (cuda_stage_check(st, "attention", l, err))
             return -1;
         if (project_out(st, &L->wo, st->att, st->q_dim, n, L->post_attn_norm, err) != 0)
             return -1;
-        if (stage_check(st, "output projection", l, err))
+        if (cuda_stage_check(st, "output projection", l, err))
             return -1;
         if ((c->n_expert > 0 ? layer_moe(st, L, l, n, err) : layer_ffn(st, L, l, n, err)) != 0)
             return -1;
@@ -896,7 +909,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
                              c->logit_scale > 0.0f ? 1.0f / c->logit_scale : 1.0f, s);
         if (sp->argmax)
             cuda_argmax(st->logits, c->vocab_size, sp->nw, st->am_ids, st->am_lp, s);
-        if (stage_check(st, "classifier", -1, err))
+        if (cuda_stage_check(st, "classifier", -1, err))
             return -1;
     }
     if (sp->plan.q_tile == 1 && n == 1) /* a decode step (every item one token) */
@@ -1004,8 +1017,9 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
         return -1;
     }
 
-    /* Per-step ints: tokens | pos | tab | want rows | items (3 ints each) | block tables. */
-    size_t n_ints = 3 * (size_t)n + (size_t)nw + 3 * (size_t)n + n_tab;
+    /* Per-step ints: tokens | pos | tab | want rows | items (3 ints each) | block tables, and for an encoder
+     * the attention's positions (each token's input's last). */
+    size_t n_ints = 3 * (size_t)n + (size_t)nw + 3 * (size_t)n + n_tab + (c->encoder ? (size_t)n : 0);
     if (cuda_ensure_ints(st, n_ints) != 0 || cuda_ensure_scratch(st, n) != 0) {
         free(need);
         free(toff);
@@ -1025,6 +1039,13 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     for (int s = 0; s < b->n_seqs; s++)
         if (need[s] > 0)
             memcpy(h_tables + toff[s], b->seqs[s].blocks, (size_t)need[s] * 4);
+    int32_t *h_apos = h_tables + n_tab; /* (encoder) */
+    for (int i = n - 1, last = 0; i >= 0 && c->encoder; i--) {
+        if (i == n - 1 || b->seq[i + 1] != b->seq[i])
+            last = b->pos[i];
+        h_apos[i] = last;
+    }
+    const int32_t *apos = c->encoder ? h_apos : b->pos;
     free(need);
     free(toff);
 
@@ -1048,8 +1069,8 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
             cur->n_pos = 0;
         }
         cur->nq++;
-        if (b->pos[i] + 1 > cur->n_pos)
-            cur->n_pos = b->pos[i] + 1;
+        if (apos[i] + 1 > cur->n_pos)
+            cur->n_pos = apos[i] + 1;
         q_tile = cur->nq > q_tile ? cur->nq : q_tile;
         max_npos = cur->n_pos > max_npos ? cur->n_pos : max_npos;
     }
@@ -1085,10 +1106,15 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     sp.ti.pos = st->dint + n;
     sp.ti.tab = st->dint + 2 * n;
     sp.ti.tables = (const int32_t *)(sp.d_items + n);
+    sp.ti_att = sp.ti;
+    if (c->encoder)
+        sp.ti_att.pos = sp.ti.tables + n_tab;
     sp.argmax = am != NULL;
     if (cuda_enqueue_step(st, &sp, err) != 0)
         return -1;
-    if (nw > 0 && (cuda_copy_out(st, b, am, nw, logits, &e) != 0 || copy_hidden(st, b, logits, &e) != 0)) {
+    /* (an encoder's rows are all hidden states: no logits to copy) */
+    if (nw > 0 && ((!c->encoder && cuda_copy_out(st, b, am, nw, logits, &e) != 0) ||
+                   copy_hidden(st, b, logits, &e) != 0)) {
         llm_err_set(err, "cuda backend: logits copy: %s", cudaGetErrorString(e));
         return -1;
     }

@@ -44,7 +44,9 @@ void cuda_graphs_init(cu_state *st)
     cu_graphs *G = &st->graphs;
     memset(G, 0, sizeof(*G));
     const char *env = getenv("LLM_CUDA_GRAPHS"), *stats = getenv("LLM_CUDA_STATS");
-    G->enabled = !(env != NULL && strcmp(env, "0") == 0) && !st->debug_sync && !st->stage_events;
+    /* (an encoder's steps are whole inputs: no decode steps to capture) */
+    G->enabled = !(env != NULL && strcmp(env, "0") == 0) && !st->debug_sync && !st->stage_events &&
+                 !st->m->cfg.encoder;
     G->stats = stats != NULL && stats[0] == '1';
 }
 

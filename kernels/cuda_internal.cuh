@@ -249,6 +249,9 @@ typedef struct {
     const cu_mat *experts;
     cu_mat        exp0[3];
     const float  *shexp_gate;
+    /* An encoder's (BERT; NULL otherwise): the output projection's, up's and down's biases and those of the
+     * LayerNorms after the attention and the FFN (attn_norm, ffn_norm their weights); gate_up is then up alone */
+    const float  *bo, *b_up, *b_down, *attn_norm_b, *ffn_norm_b;
 } cu_layer;
 
 /* ---- kernels (cuda_kernels.cu) ---- */
@@ -564,7 +567,9 @@ typedef struct {
     cu_mm_ctx    mm;
     /* weights */
     cu_mat  tok_embd, output;
-    const float *out_norm;
+    const float *out_norm;           /* (NULL for an encoder) */
+    cu_mat  pos_embd, type_embd;     /* an encoder's learned positions and token types, its embedding's LayerNorm */
+    const float *embd_norm, *embd_norm_b;
     cu_layer *layers;
     float  *rope_cos, *rope_sin;     /* [seq_len][head_dim/2] */
     float  *rope_cos_swa, *rope_sin_swa; /* the sliding-window layers' (cfg.rope_theta_swa), else the above */
@@ -635,6 +640,9 @@ typedef struct {
     const int32_t *d_want;           /* [nw] rows whose logits are computed; NULL = rows 0 .. nw-1 */
     const cu_att_item *d_items;      /* [plan.n_items] */
     cu_tokinfo ti;
+    /* An encoder's (cuda_encoder.cu): ti with pos[t] = the last position of token t's input, the attention
+     * kernels' mask, so that every query sees its whole input */
+    cu_tokinfo ti_att;
     cu_att_plan plan;
     int argmax;                      /* also fill am_ids / am_lp for the nw rows */
 } cu_step;
@@ -642,6 +650,14 @@ typedef struct {
 /* cuda_backend.cu: queue every launch of a step on st->stream (no allocation, no sync unless
  * debug_sync): 0, or -1 with err filled. */
 int  cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err);
+/* cuda_encoder.cu: the same for an encoder's step (cuda_enqueue_step calls it): the hidden states of the
+ * sp->nw wanted rows in st->xn. */
+int  cuda_encoder_step(cu_state *st, const cu_step *sp, llm_err *err);
+/* cuda_backend.cu: after the launches of a stage: 0, or -1 with err filled (a launch error; with debug_sync,
+ * any error of the stage); stage timing where asked for. */
+int  cuda_stage_check(cu_state *st, const char *stage, int layer, llm_err *err);
+/* y[:, off ...] = S[i] x for each matrix of the set, their rows side by side (ldy apart). 0 or -1. */
+int  cuda_mm_set(cu_state *st, const cu_matset *S, const float *x, int ldx, float *y, int ldy, int n, llm_err *err);
 /* Per-step buffers grown outside any capture (each bumps buf_gen when it moves): 0 or -1. */
 int  cuda_ensure_scratch(cu_state *st, int n);
 int  cuda_ensure_ints(cu_state *st, size_t n_ints);

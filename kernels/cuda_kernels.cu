@@ -973,25 +973,6 @@ void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, float s
     CU_LAUNCH(embed_kernel, n, 256, 0, st, *E, tokens, x, scale);
 }
 
-/* Sum over the block (256 threads); every thread gets the total. */
-__device__ float block_sum_256(float v, float *red)
-{
-    v = warp_sum(v);
-    int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (lane == 0)
-        red[w] = v;
-    __syncthreads();
-    float s = 0.0f;
-    if (threadIdx.x < 32) {
-        s = lane < (int)(blockDim.x >> 5) ? red[lane] : 0.0f;
-        s = warp_sum(s);
-        if (lane == 0)
-            red[8] = s;
-    }
-    __syncthreads();
-    return red[8];
-}
-
 /* One block per logits row: the CPU sampler's greedy (engine/sampler.c: NaN -> -inf, +inf -> FLT_MAX, first
  * index of the maximum) and the chosen id's log-softmax, -log(sum exp(l - max)) (its logit is the max). */
 __global__ void __launch_bounds__(256) argmax_kernel(const float *logits, int vocab, int32_t *ids, float *lps)

@@ -589,7 +589,13 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
         goto out;
     }
     if (upload_mat(st, &u, &st->tok_embd, &m->tok_embd, err) != 0 ||
-        (st->out_norm = upload_vec(st, &u, &m->out_norm, err)) == NULL)
+        (!c->encoder && (st->out_norm = upload_vec(st, &u, &m->out_norm, err)) == NULL))
+        goto out;
+    if (c->encoder && /* learned positions, token types, the embedding's LayerNorm */
+        (upload_mat(st, &u, &st->pos_embd, &m->pos_embd, err) != 0 ||
+         upload_mat(st, &u, &st->type_embd, &m->type_embd, err) != 0 ||
+         (st->embd_norm = upload_vec(st, &u, &m->embd_norm, err)) == NULL ||
+         (st->embd_norm_b = upload_vec(st, &u, &m->embd_norm_b, err)) == NULL))
         goto out;
     if (c->tied_embeddings || m->output.data == NULL || m->output.data == m->tok_embd.data)
         st->output = st->tok_embd;
@@ -598,22 +604,27 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
     for (int l = 0; l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
         cu_layer *D = &st->layers[l];
+        /* (an encoder's FFN has no gate: gate_up is up alone) */
         const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
+        const int n_gu = c->encoder ? 1 : 2;
         if ((D->attn_norm = upload_vec(st, &u, &L->attn_norm, err)) == NULL ||
             (D->ffn_norm = upload_vec(st, &u, &L->ffn_norm, err)) == NULL ||
             upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0)
             goto out;
         /* the dense FFN, or a mixture of experts' shared expert where it has one */
         if ((c->n_expert == 0 || cu_has_mat(&L->w_gate)) &&
-            (upload_set(st, &u, &D->gate_up, gu, 2, err) != 0 || upload_mat(st, &u, &D->down, &L->w_down, err) != 0))
+            (upload_set(st, &u, &D->gate_up, gu + 2 - n_gu, n_gu, err) != 0 ||
+             upload_mat(st, &u, &D->down, &L->w_down, err) != 0))
             goto out;
         if (c->n_expert > 0 && upload_experts(st, &u, L, D, err) != 0)
             goto out;
-        const llm_tensor *opt[7] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm, &L->post_attn_norm,
-                                     &L->post_ffn_norm };
-        const float **dst[7] = { &D->bq, &D->bk, &D->bv, &D->q_norm, &D->k_norm, &D->post_attn_norm,
-                                 &D->post_ffn_norm };
-        for (int i = 0; i < 7; i++)
+        const llm_tensor *opt[12] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm, &L->post_attn_norm,
+                                      &L->post_ffn_norm, &L->bo, &L->b_up, &L->b_down, &L->attn_norm_b,
+                                      &L->ffn_norm_b };
+        const float **dst[12] = { &D->bq, &D->bk, &D->bv, &D->q_norm, &D->k_norm, &D->post_attn_norm,
+                                  &D->post_ffn_norm, &D->bo, &D->b_up, &D->b_down, &D->attn_norm_b,
+                                  &D->ffn_norm_b };
+        for (int i = 0; i < 12; i++)
             if (opt[i]->data != NULL && (*dst[i] = upload_vec(st, &u, opt[i], err)) == NULL)
                 goto out;
         D->swa = L->swa;

@@ -1,7 +1,7 @@
 /* Device helpers shared by the GEMVs (cuda_kernels.cu) and the experts' products (cuda_moe.cu): 16-bit
  * conversions, the FFN's gate activation, one element of a weight matrix in any layout, 16-byte chunks of a
  * weight row dequantised to floats (wchunk<T>::load) or multiplied with int8 activations (qchunk<T>), a warp's
- * sum. Static: every .cu file that includes it
+ * and a block's sum (also the encoder's kernels, cuda_encoder.cu). Static: every .cu file that includes it
  * has its own copy (the emulation links them all into one library). */
 #ifndef LLM_CUDA_WLOAD_CUH
 #define LLM_CUDA_WLOAD_CUH
@@ -391,6 +391,25 @@ static __device__ __forceinline__ float warp_sum(float v)
     for (int o = 16; o > 0; o >>= 1)
         v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
+}
+
+/* Sum over the block (256 threads); every thread gets the total (red: 9 floats of shared memory). */
+static __device__ __forceinline__ float block_sum_256(float v, float *red)
+{
+    v = warp_sum(v);
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0)
+        red[w] = v;
+    __syncthreads();
+    float s = 0.0f;
+    if (threadIdx.x < 32) {
+        s = lane < (int)(blockDim.x >> 5) ? red[lane] : 0.0f;
+        s = warp_sum(s);
+        if (lane == 0)
+            red[8] = s;
+    }
+    __syncthreads();
+    return red[8];
 }
 
 #endif

@@ -22,6 +22,9 @@
 #  9. embeddings, last-token and mean pooling, against the CPU backend (tests/gpu/embed_check.sh); YaRN rope
 #     scaling on the Qwen 2 model; n-gram speculation over the scheduler (greedy drafts checked on the device,
 #     sampled ones drawn in turn on the host: both as on the CPU);
+#  9b. BERT encoders (kernels/cuda_encoder.cu) against the CPU backend: F32 with the scalar, tensor-core and
+#     decode attention kernels, a pair's token types, a q8_0 KV cache; the bge-small shape in F16 (mma.sync
+#     attention, cuBLAS) and Q8_0 (tests/gpu/embed_check.sh);
 # 10. Gemma 3 and Gemma 2 (gen-model --preset tiny-gemma3 / tiny-gemma2: GeGLU, embedding scale, norms after
 #     attention and FFN, a window of 16 on some layers, Gemma 3's second rope base, Gemma 2's soft caps) over
 #     texts longer than the window: prefill (wmma, mma.sync, scalar kernels), decode (register and tiled
@@ -165,6 +168,28 @@ check "n-gram speculation: drafts argmaxed on the device (greedy) or drawn in tu
     env LLM_CUDA_KV=f32 "$E/sched_parity" --model "$S260" --gen 64 --max-lp-diff 1e-4 --min-sampled 4 --spec 4
 check "embeddings (last and mean pooling) vs the CPU backend" env LLM_CUDA_KV=f32 tests/gpu/embed_check.sh \
     "$B/llm-engine" ../shared/models/stories260K/stories260K.gguf 1e-4
+# BERT encoders (kernels/cuda_encoder.cu): tiny-bert F32 with the scalar attention kernels on 64 SMs (inputs of
+# 3-121 tokens split into several items and splits; every query sees its whole input) within 1e-5 of the CPU,
+# mean and CLS pooling, and a pair given as ids ([CLS] a [SEP] b [SEP]: token types); the tensor-core prefill
+# kernel and a one-token input (the decode kernel); a q8_0 KV cache; then the bge-small shape (2 layers, head
+# dim 32) in F16 through the mma.sync kernel and cuBLAS, and in Q8_0 (the GEMV / tensor-core GEMM / cuBLAS on
+# a dequantised copy against the CPU's int8 products: within 5e-3). Measured: 1.6e-7, 6.9e-5, 1.3e-3, 8.1e-5,
+# 2.0e-3; the attention mask left causal moves them by 0.14-0.25, token types left out by 0.12-0.2.
+"$B/llm-engine" gen-model --preset tiny-bert --dtype f32 --out "$W/tiny-bert.gguf" >/dev/null 2>&1 &&
+    for d in f16 q8_0; do "$B/llm-engine" gen-model --preset bge-small --layers 2 --dtype $d \
+        --out "$W/bge2-$d.gguf" >/dev/null 2>&1 || exit 1; done || exit 1
+PAIR=2,59,117,98,13,3,11,27,39,166,75,7,105,3
+check "bert f32 vs the CPU backend: scalar attention, many splits; mean / CLS pooling, a pair" env LLM_CUDA_KV=f32 \
+    LLM_CUDA_ATT_TC=0 CU_EMU_SMS=64 STEP=128 tests/gpu/embed_check.sh "$B/llm-engine" "$W/tiny-bert.gguf" 1e-5 \
+    "mean cls" $PAIR
+check "bert f32: tensor-core prefill attention; a one-token input (decode kernel)" env STEP=128 \
+    tests/gpu/embed_check.sh "$B/llm-engine" "$W/tiny-bert.gguf" 1e-3 mean 5
+check "bert f32, q8_0 KV cache" env LLM_CUDA_KV=q8_0 STEP=128 tests/gpu/embed_check.sh "$B/llm-engine" \
+    "$W/tiny-bert.gguf" 1e-2 mean $PAIR
+check "bge-small shape f16 (2 layers): mma.sync prefill attention, cuBLAS" env LLM_CUDA_ATT_TC=2 STEP=512 \
+    tests/gpu/embed_check.sh "$B/llm-engine" "$W/bge2-f16.gguf" 1e-3 cls
+check "bge-small shape q8_0 (2 layers): quantised products" env STEP=512 tests/gpu/embed_check.sh "$B/llm-engine" \
+    "$W/bge2-q8_0.gguf" 5e-3 cls
 # Gemma: the presets have Llama 3's 128,256-token vocabulary, whose classifier GEMV takes ~3 s a step here, so
 # both backends run them with its first 512 rows (parity_logits --vocab 512). Window 16 over 40-100 positions
 # (chunks of 20 / 50), decode to position 28 (greedy) and 115 (mixed batch), 251 (graph part, 64 SMs: splits

@@ -13,7 +13,7 @@
 #     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64); Qwen 2 and
 #     Qwen 3 layers (biases, q/k norms) against the CPU; Gemma 3 and Gemma 2 (tiny presets: GeGLU, norms after
 #     attention and FFN, sliding window, soft caps) against the CPU; embeddings (tests/gpu/embed_check.sh)
-#     against the CPU; mixtures of experts (tiny-qwen3moe F32, tiny-qwen2moe Q8_0) against the CPU; GGUF
+#     against the CPU, BERT encoders' too (tiny-bert, bge-small in F16 and Q8_0); mixtures of experts (tiny-qwen3moe F32, tiny-qwen2moe Q8_0) against the CPU; GGUF
 #     Q4_K files (llama.cpp's quantiser, made by prebuild.sh) as CU_Q4_M against the CPU.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
 # Logs and results go to $OUT (or /tmp/llm_gpu_parity). Exit 0 when every part passes.
@@ -194,6 +194,18 @@ run stories_generate bash -c "'$B/llm-engine' generate --model '$S260' --prompt 
 run stories_spec env LLM_CUDA_KV=f32 "$B/tests/gpu/sched_parity" --model "$S260" --gen 64 --max-lp-diff 1e-4 --spec 4
 # Embeddings (the final norm's output rows copied from the device, pooled by the scheduler) against the CPU's.
 run stories_embeddings env LLM_CUDA_KV=f32 tests/gpu/embed_check.sh "$B/llm-engine" "$SH/models/stories260K/stories260K.gguf" 1e-3
+# BERT encoders (kernels/cuda_encoder.cu: whole-input attention, post-norm blocks, token types) against the CPU:
+# tiny-bert F32 with a pair as ids, bge-small (12 layers) in F16 and Q8_0 over inputs of up to 121 tokens (the
+# 16-bit activations of cuBLAS against the CPU's F16 / int8 products over 12 layers: cosine >= 0.999 there).
+if "$B/llm-engine" gen-model --preset tiny-bert --dtype f32 --out "$WORK/tiny-bert.gguf" >/dev/null 2>&1; then
+    run bert_f32 env LLM_CUDA_KV=f32 STEP=128 tests/gpu/embed_check.sh "$B/llm-engine" "$WORK/tiny-bert.gguf" 1e-3 \
+        "mean cls" 2,59,117,98,13,3,11,27,39,166,75,7,105,3
+fi
+for d in f16 q8_0; do
+    "$B/llm-engine" gen-model --preset bge-small --dtype $d --out "$WORK/bge-small-$d.gguf" >/dev/null 2>&1 &&
+        run bge_small_$d env STEP=512 MIN_COS=0.999 tests/gpu/embed_check.sh "$B/llm-engine" \
+            "$WORK/bge-small-$d.gguf" 2e-2 cls
+done
 
 # Memory errors and shared-memory races in the kernels (short runs: the tools slow kernels a lot).
 if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
