@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static int cfg_int(const cJSON *root, const char *key, int *out, int def, int required, const char *path,
+int llm_hf_cfg_int(const cJSON *root, const char *key, int *out, int def, int required, const char *path,
                    llm_err *err)
 {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -37,7 +37,7 @@ static int cfg_int(const cJSON *root, const char *key, int *out, int def, int re
     return 0;
 }
 
-static float cfg_float(const cJSON *root, const char *key, float def)
+float llm_hf_cfg_float(const cJSON *root, const char *key, float def)
 {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
     return cJSON_IsNumber(j) ? (float)j->valuedouble : def;
@@ -60,17 +60,17 @@ static int gemma_config(llm_model *m, const cJSON *root, const char *path, llm_e
     }
     c->act = LLM_ACT_GELU_TANH;
     c->embd_scale = sqrtf((float)c->dim);
-    float qs = cfg_float(root, "query_pre_attn_scalar", 0.0f);
+    float qs = llm_hf_cfg_float(root, "query_pre_attn_scalar", 0.0f);
     if (qs > 0.0f)
         c->attn_scale = 1.0f / sqrtf(qs);
     if (strcmp(m->arch, "gemma") == 0)
         return 0;
     int gemma2 = strcmp(m->arch, "gemma2") == 0, win = 0;
-    if (cfg_int(root, "sliding_window", &win, gemma2 ? 4096 : 0, !gemma2, path, err) != 0)
+    if (llm_hf_cfg_int(root, "sliding_window", &win, gemma2 ? 4096 : 0, !gemma2, path, err) != 0)
         return -1;
     c->swa_window = win;
     if (!gemma2)
-        c->rope_theta_swa = cfg_float(root, "rope_local_base_freq", 10000.0f);
+        c->rope_theta_swa = llm_hf_cfg_float(root, "rope_local_base_freq", 10000.0f);
     const cJSON *cap = cJSON_GetObjectItemCaseSensitive(root, "attn_logit_softcapping");
     c->attn_softcap = cJSON_IsNumber(cap) ? (float)cap->valuedouble : 0.0f;
     cap = cJSON_GetObjectItemCaseSensitive(root, "final_logit_softcapping");
@@ -88,7 +88,7 @@ static int gemma_layers(llm_model *m, const cJSON *root, const char *path, llm_e
     const llm_config *c = &m->cfg;
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
     int pattern = strcmp(m->arch, "gemma2") == 0 ? 2 : 6;
-    cfg_int(root, "sliding_window_pattern", &pattern, pattern, 0, path, err);
+    llm_hf_cfg_int(root, "sliding_window_pattern", &pattern, pattern, 0, path, err);
     if (lt != NULL && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers)) {
         llm_seterr(err, "%s: layer_types must list the %d layers", path, c->n_layers);
         return -1;
@@ -113,7 +113,7 @@ static int smollm3_layers(llm_model *m, const cJSON *root, const char *path, llm
     const llm_config *c = &m->cfg;
     const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "no_rope_layers");
     int every = 4;
-    if (cfg_int(root, "no_rope_layer_interval", &every, 4, 0, path, err) != 0)
+    if (llm_hf_cfg_int(root, "no_rope_layer_interval", &every, 4, 0, path, err) != 0)
         return -1;
     if ((nr != NULL && (!cJSON_IsArray(nr) || cJSON_GetArraySize(nr) != c->n_layers)) || every < 1) {
         llm_seterr(err, "%s: no_rope_layers must list the %d layers (and no_rope_layer_interval be >= 1)", path,
@@ -139,15 +139,15 @@ static int moe_config(llm_model *m, const cJSON *root, int mixtral, const char *
     llm_config *c = &m->cfg;
     int step = 1;
     const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
-    if (cfg_int(root, mixtral ? "num_local_experts" : "num_experts", &c->n_expert, 0, 1, path, err) ||
-        cfg_int(root, "num_experts_per_tok", &c->n_expert_used, 0, 1, path, err) ||
-        cfg_int(root, "moe_intermediate_size", &c->expert_ff, c->hidden_dim, !mixtral, path, err) ||
-        cfg_int(root, "decoder_sparse_step", &step, 1, 0, path, err))
+    if (llm_hf_cfg_int(root, mixtral ? "num_local_experts" : "num_experts", &c->n_expert, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "num_experts_per_tok", &c->n_expert_used, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "moe_intermediate_size", &c->expert_ff, c->hidden_dim, !mixtral, path, err) ||
+        llm_hf_cfg_int(root, "decoder_sparse_step", &step, 1, 0, path, err))
         return -1;
     if (mixtral)
         c->expert_ff = c->hidden_dim;
     if (strcmp(m->arch, "qwen2moe") == 0 &&
-        cfg_int(root, "shared_expert_intermediate_size", &c->hidden_dim, 0, 1, path, err) != 0)
+        llm_hf_cfg_int(root, "shared_expert_intermediate_size", &c->hidden_dim, 0, 1, path, err) != 0)
         return -1;
     c->moe_norm_topk = mixtral || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob"));
     if (step != 1 || (cJSON_IsArray(dense) && cJSON_GetArraySize(dense) > 0)) {
@@ -194,11 +194,10 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
      * llama with experts. */
     int mixtral = cJSON_IsString(mt) && strcmp(mt->valuestring, "mixtral") == 0;
     int mistral = mixtral || (cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0);
-    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "bert") == 0) { /* the GGUF loader's only */
-        llm_seterr(err, "%s: a BERT model is loaded from GGUF (llama.cpp's convert_hf_to_gguf.py converts this "
-                   "directory)", path);
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "bert") == 0) { /* an encoder (model_hf_bert.c) */
+        int rc = llm_hf_bert_config(m, root, path, err);
         cJSON_Delete(root);
-        return -1;
+        return rc;
     }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
@@ -224,18 +223,18 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         cJSON_Delete(root);
         return -1;
     }
-    int rc = cfg_int(root, "hidden_size", &c->dim, 0, 1, path, err) ||
-             cfg_int(root, "intermediate_size", &c->hidden_dim, 0, 1, path, err) ||
-             cfg_int(root, "num_hidden_layers", &c->n_layers, 0, 1, path, err) ||
-             cfg_int(root, "num_attention_heads", &c->n_heads, 0, 1, path, err) ||
-             cfg_int(root, "num_key_value_heads", &c->n_kv_heads, 0, 0, path, err) ||
-             cfg_int(root, "head_dim", &c->head_dim, 0, 0, path, err) ||
-             cfg_int(root, "vocab_size", &c->vocab_size, 0, 1, path, err) ||
-             cfg_int(root, "max_position_embeddings", &c->seq_len, 2048, 0, path, err) ||
-             cfg_int(root, "bos_token_id", &c->bos_id, -1, 0, path, err) ||
-             cfg_int(root, "eos_token_id", &c->eos_id, -1, 0, path, err);
-    c->rope_theta = cfg_float(root, "rope_theta", 10000.0f);
-    c->norm_eps = cfg_float(root, "rms_norm_eps", 1e-5f);
+    int rc = llm_hf_cfg_int(root, "hidden_size", &c->dim, 0, 1, path, err) ||
+             llm_hf_cfg_int(root, "intermediate_size", &c->hidden_dim, 0, 1, path, err) ||
+             llm_hf_cfg_int(root, "num_hidden_layers", &c->n_layers, 0, 1, path, err) ||
+             llm_hf_cfg_int(root, "num_attention_heads", &c->n_heads, 0, 1, path, err) ||
+             llm_hf_cfg_int(root, "num_key_value_heads", &c->n_kv_heads, 0, 0, path, err) ||
+             llm_hf_cfg_int(root, "head_dim", &c->head_dim, 0, 0, path, err) ||
+             llm_hf_cfg_int(root, "vocab_size", &c->vocab_size, 0, 1, path, err) ||
+             llm_hf_cfg_int(root, "max_position_embeddings", &c->seq_len, 2048, 0, path, err) ||
+             llm_hf_cfg_int(root, "bos_token_id", &c->bos_id, -1, 0, path, err) ||
+             llm_hf_cfg_int(root, "eos_token_id", &c->eos_id, -1, 0, path, err);
+    c->rope_theta = llm_hf_cfg_float(root, "rope_theta", 10000.0f);
+    c->norm_eps = llm_hf_cfg_float(root, "rms_norm_eps", 1e-5f);
     c->rope_layout = LLM_ROPE_HALF;
     int gemma = strncmp(m->arch, "gemma", 5) == 0;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
@@ -243,10 +242,10 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     if (rc == 0 && gemma)
         rc = gemma_config(m, root, path, err);
     if (rc == 0 && strcmp(m->arch, "granite") == 0) { /* its four scales (as llama.cpp's converter reads them) */
-        c->embd_scale = cfg_float(root, "embedding_multiplier", 1.0f);
-        c->attn_scale = cfg_float(root, "attention_multiplier", 1.0f); /* GraniteConfig's defaults, all 1 */
-        c->residual_scale = cfg_float(root, "residual_multiplier", 1.0f);
-        c->logit_scale = cfg_float(root, "logits_scaling", 1.0f);
+        c->embd_scale = llm_hf_cfg_float(root, "embedding_multiplier", 1.0f);
+        c->attn_scale = llm_hf_cfg_float(root, "attention_multiplier", 1.0f); /* GraniteConfig's defaults, all 1 */
+        c->residual_scale = llm_hf_cfg_float(root, "residual_multiplier", 1.0f);
+        c->logit_scale = llm_hf_cfg_float(root, "logits_scaling", 1.0f);
     }
     if (rc == 0 && (mixtral || strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0))
         rc = moe_config(m, root, mixtral, path, err);
@@ -273,12 +272,12 @@ static int rope_scaling_cfg(llm_config *c, const cJSON *rs, const char *path, ll
         if (cJSON_IsString(ty) && (strcmp(ty->valuestring, "yarn") == 0 || strcmp(ty->valuestring, "linear") == 0)) {
             int yarn = ty->valuestring[0] == 'y';
             c->rope_scaling = yarn ? LLM_ROPE_SCALING_YARN : LLM_ROPE_SCALING_LINEAR;
-            c->rope_factor = cfg_float(rs, "factor", 0.0f);
+            c->rope_factor = llm_hf_cfg_float(rs, "factor", 0.0f);
             /* Hugging Face's attention_factor replaces YaRN's 1 + 0.1 ln factor */
-            c->rope_mscale = cfg_float(rs, "attention_factor", llm_yarn_mscale(c->rope_factor));
-            c->yarn_beta_fast = cfg_float(rs, "beta_fast", 32.0f);
-            c->yarn_beta_slow = cfg_float(rs, "beta_slow", 1.0f);
-            rc = cfg_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx, c->seq_len, 0, path, err);
+            c->rope_mscale = llm_hf_cfg_float(rs, "attention_factor", llm_yarn_mscale(c->rope_factor));
+            c->yarn_beta_fast = llm_hf_cfg_float(rs, "beta_fast", 32.0f);
+            c->yarn_beta_slow = llm_hf_cfg_float(rs, "beta_slow", 1.0f);
+            rc = llm_hf_cfg_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx, c->seq_len, 0, path, err);
             if (rc == 0 && (cJSON_GetObjectItemCaseSensitive(rs, "mscale") != NULL ||
                             cJSON_GetObjectItemCaseSensitive(rs, "mscale_all_dim") != NULL ||
                             cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(rs, "truncate")))) {
@@ -294,10 +293,10 @@ static int rope_scaling_cfg(llm_config *c, const cJSON *rs, const char *path, ll
             }
         } else if (cJSON_IsString(ty) && strcmp(ty->valuestring, "llama3") == 0) {
             c->rope_scaling = LLM_ROPE_SCALING_LLAMA3;
-            c->rope_factor = cfg_float(rs, "factor", 8.0f);
-            c->rope_low_freq_factor = cfg_float(rs, "low_freq_factor", 1.0f);
-            c->rope_high_freq_factor = cfg_float(rs, "high_freq_factor", 4.0f);
-            rc = cfg_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx, 8192, 0, path, err);
+            c->rope_factor = llm_hf_cfg_float(rs, "factor", 8.0f);
+            c->rope_low_freq_factor = llm_hf_cfg_float(rs, "low_freq_factor", 1.0f);
+            c->rope_high_freq_factor = llm_hf_cfg_float(rs, "high_freq_factor", 4.0f);
+            rc = llm_hf_cfg_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx, 8192, 0, path, err);
             if (rc == 0 && !(c->rope_factor > 0 && c->rope_high_freq_factor > c->rope_low_freq_factor &&
                              c->rope_orig_ctx > 0)) {
                 llm_seterr(err, "%s: bad llama3 rope_scaling values", path);
@@ -326,7 +325,7 @@ static const st_tensor *find(const st_set *s, const char *name)
     return t;
 }
 
-static int take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err)
+int llm_hf_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err)
 {
     const st_tensor *t = find(s, name);
     if (t == NULL) {
@@ -349,10 +348,10 @@ static int take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst
     return 0;
 }
 
-static int take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, llm_err *err)
+int llm_hf_take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, llm_err *err)
 {
     llm_tensor t = { 0 };
-    if (take(m, s, name, &t, 1, err) != 0)
+    if (llm_hf_take(m, s, name, &t, 1, err) != 0)
         return -1;
     if (t.ne[1] != 1) {
         llm_seterr(err, "%s: norm tensor %s must be 1-D", m->path, name);
@@ -377,7 +376,7 @@ static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_
     static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
     char n[160];
     snprintf(n, sizeof(n), "model.layers.%d.%s.gate.weight", l, moe);
-    if (take(m, s, n, &L->ffn_gate_inp, 1, err) != 0)
+    if (llm_hf_take(m, s, n, &L->ffn_gate_inp, 1, err) != 0)
         return -1;
     L->experts = calloc((size_t)m->cfg.n_expert * 3, sizeof(llm_tensor));
     if (llm_model_own(m, L->experts, err) != 0)
@@ -385,18 +384,18 @@ static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_
     for (int e = 0; e < m->cfg.n_expert; e++)
         for (int w = 0; w < 3; w++) {
             snprintf(n, sizeof(n), "model.layers.%d.%s.experts.%d.%s.weight", l, moe, e, qwen ? qn[w] : mn[w]);
-            if (take(m, s, n, &L->experts[3 * e + w], 1, err) != 0)
+            if (llm_hf_take(m, s, n, &L->experts[3 * e + w], 1, err) != 0)
                 return -1;
         }
     snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_expert_gate.weight", l);
     if (strcmp(m->arch, "qwen2moe") == 0 && m->cfg.hidden_dim > 0) { /* Qwen 2 MoE's shared expert */
-        if (take_norm(m, s, n, &L->shexp_gate, err) != 0)
+        if (llm_hf_take_norm(m, s, n, &L->shexp_gate, err) != 0)
             return -1;
         static const char *const sn[3] = { "gate_proj", "up_proj", "down_proj" };
         llm_tensor *dst[3] = { &L->w_gate, &L->w_up, &L->w_down };
         for (int w = 0; w < 3; w++) {
             snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_expert.%s.weight", l, sn[w]);
-            if (take(m, s, n, dst[w], 1, err) != 0)
+            if (llm_hf_take(m, s, n, dst[w], 1, err) != 0)
                 return -1;
         }
     }
@@ -410,9 +409,9 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         llm_seterr(err, "%s: bad num_hidden_layers %d", m->path, c->n_layers);
         return -1;
     }
-    if (take(m, s, "model.embed_tokens.weight", &m->tok_embd, 1, err) ||
-        take_norm(m, s, "model.norm.weight", &m->out_norm, err) ||
-        (!c->tied_embeddings && take(m, s, "lm_head.weight", &m->output, 1, err)))
+    if (llm_hf_take(m, s, "model.embed_tokens.weight", &m->tok_embd, 1, err) ||
+        llm_hf_take_norm(m, s, "model.norm.weight", &m->out_norm, err) ||
+        (!c->tied_embeddings && llm_hf_take(m, s, "lm_head.weight", &m->output, 1, err)))
         return -1;
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
     if (llm_model_own(m, m->layers, err) != 0)
@@ -430,9 +429,9 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         llm_layer *L = &m->layers[l];
         char n[128];
 #define T(suffix, field) snprintf(n, sizeof(n), "model.layers.%d." suffix ".weight", l); \
-        if (take(m, s, n, &L->field, 1, err)) return -1;
+        if (llm_hf_take(m, s, n, &L->field, 1, err)) return -1;
 #define N(suffix, field) snprintf(n, sizeof(n), "model.layers.%d." suffix ".weight", l); \
-        if (take_norm(m, s, n, &L->field, err)) return -1;
+        if (llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
         N("input_layernorm", attn_norm)
         T("self_attn.q_proj", wq) T("self_attn.k_proj", wk) T("self_attn.v_proj", wv) T("self_attn.o_proj", wo)
         if (gemma23) { /* Gemma 2 / 3: post_attention_layernorm is the norm after attention, not before the FFN */
@@ -452,7 +451,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         /* Qwen 2's q/k/v biases (Llama's attention_bias too), Qwen 3's q/k norms: optional here,
          * validation asks for all of a kind or none; an o_proj bias would be left out, so it is refused */
 #define V(suffix, field, required) snprintf(n, sizeof(n), "model.layers.%d." suffix, l); \
-        if ((required || find(s, n) != NULL) && take_norm(m, s, n, &L->field, err)) return -1;
+        if ((required || find(s, n) != NULL) && llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
         V("self_attn.q_proj.bias", bq, qwen2) V("self_attn.k_proj.bias", bk, qwen2)
         V("self_attn.v_proj.bias", bv, qwen2)
         V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3) V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3)
@@ -508,8 +507,8 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
         }
         s->files[i]->owns_map = 0;
     }
-    int smollm3 = strcmp(m->arch, "smollm3") == 0;
-    if (load_tensors(m, s, err) != 0 ||
+    int smollm3 = strcmp(m->arch, "smollm3") == 0, bert = strcmp(m->arch, "bert") == 0;
+    if ((bert ? llm_hf_bert_tensors(m, s, err) : load_tensors(m, s, err)) != 0 ||
         (text_cfg != NULL && !smollm3 && gemma_layers(m, text_cfg, m->path, err) != 0) ||
         (text_cfg != NULL && smollm3 && smollm3_layers(m, text_cfg, m->path, err) != 0) ||
         llm_model_validate(m, err) != 0)
@@ -522,6 +521,8 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
     if (access(path, R_OK) == 0 && (m->tok = llm_tok_load_hf(path, err)) == NULL)
         goto fail;
+    if (bert) /* [CLS] / [SEP] are the tokenizer's */
+        llm_hf_bert_tokens(m);
     return m;
 fail:
     cJSON_Delete(text_cfg);

@@ -4,6 +4,7 @@
 #define LLM_MODEL_PRIV_H
 
 #include "model.h"
+#include "safetensors.h"
 
 llm_model *llm_model_alloc(const char *format, const char *path, llm_err *err);
 /* Record memory the model frees (NULL p: allocation failed -> -1 + err). */
@@ -26,5 +27,20 @@ int llm_gguf_take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err 
 int llm_gguf_take_vec(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err);
 /* The rest of a "bert" GGUF's loading (model_gguf_bert.c), after general.architecture. */
 int llm_gguf_load_bert(llm_model *m, llm_err *err);
+
+/* Hugging Face directory loading steps shared by model_hf.c and model_hf_bert.c: a config.json integer (def
+ * when absent and not required; a list: its first) or float, a safetensors tensor as an llm_tensor ([out, in]
+ * row-major: ne[0] = in; absent and not required: left zero), a 1-D tensor as owned F32 (norms, biases). */
+struct cJSON;
+int   llm_hf_cfg_int(const struct cJSON *root, const char *key, int *out, int def, int required, const char *path,
+                     llm_err *err);
+float llm_hf_cfg_float(const struct cJSON *root, const char *key, float def);
+int   llm_hf_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err);
+int   llm_hf_take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, llm_err *err);
+/* A BERT directory (model_type "bert", model_hf_bert.c): its config.json into m->cfg; then, with the
+ * safetensors open, its tensors (validated); after the tokenizer loaded, [CLS] / [SEP] from it. */
+int   llm_hf_bert_config(llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
+int   llm_hf_bert_tensors(llm_model *m, const st_set *s, llm_err *err);
+void  llm_hf_bert_tokens(llm_model *m);
 
 #endif

@@ -355,6 +355,8 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
         gguf_w_bool(w, "tokenizer.ggml.add_eos_token", m->tok != NULL && llm_tok_add_eos(m->tok));
         return 0;
     }
+    if (m->tok != NULL && llm_tok_kind_of(m->tok) == LLM_TOK_WPM) /* a BERT's (tokenizer.json) */
+        return llm_gguf_w_wpm_from_tok(w, m->tok, m->cfg.n_types > 0 ? m->cfg.n_types : 2, err);
     if (m->tok_path[0] != 0) {
         size_t n = strlen(m->tok_path);
         if (n > 5 && strcmp(m->tok_path + n - 5, ".json") == 0)
@@ -403,6 +405,49 @@ int llm_model_rank_head(llm_model *m, llm_err *err)
     return 0;
 }
 
+/* A BERT encoder's tensors as llama.cpp's converter names them (model_gguf_bert.c reads them back): the
+ * positions' and token types' rows stay F32 as it keeps them; a cross-encoder's head as cls / cls.output. */
+static void add_bert(gguf_writer *w, conv_list *l, const llm_model *m, llm_dtype dtype)
+{
+    const llm_config *c = &m->cfg;
+    int hd = c->head_dim;
+    add_mat(w, l, "token_embd.weight", &m->tok_embd, dtype, 0, hd);
+    add_mat(w, l, "position_embd.weight", &m->pos_embd, LLM_F32, 0, hd);
+    add_mat(w, l, "token_types.weight", &m->type_embd, LLM_F32, 0, hd);
+    add_vec(w, l, "token_embd_norm.weight", &m->embd_norm, 0, hd);
+    add_vec(w, l, "token_embd_norm.bias", &m->embd_norm_b, 0, hd);
+    for (int i = 0; i < c->n_layers; i++) {
+        const llm_layer *L = &m->layers[i];
+        static const char *const lin[6] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down" };
+        const llm_tensor *wt[6] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_up, &L->w_down };
+        const llm_tensor *bt[6] = { &L->bq, &L->bk, &L->bv, &L->bo, &L->b_up, &L->b_down };
+        char n[64];
+        for (int k = 0; k < 6; k++) {
+            snprintf(n, sizeof(n), "blk.%d.%s.weight", i, lin[k]);
+            add_mat(w, l, n, wt[k], dtype, 0, hd);
+            snprintf(n, sizeof(n), "blk.%d.%s.bias", i, lin[k]);
+            add_vec(w, l, n, bt[k], 0, hd);
+        }
+        const llm_tensor *nt[4] = { &L->attn_norm, &L->attn_norm_b, &L->ffn_norm, &L->ffn_norm_b };
+        static const char *const norms[4] = { "attn_output_norm.weight", "attn_output_norm.bias",
+                                              "layer_output_norm.weight", "layer_output_norm.bias" };
+        for (int k = 0; k < 4; k++) {
+            snprintf(n, sizeof(n), "blk.%d.%s", i, norms[k]);
+            add_vec(w, l, n, nt[k], 0, hd);
+        }
+    }
+    if (m->n_cls > 0) {
+        uint64_t out[2] = { (uint64_t)c->dim, (uint64_t)m->n_cls }, dense[2] = { (uint64_t)c->dim, (uint64_t)c->dim };
+        gguf_w_tensor(w, "cls.output.weight", LLM_F32, 2, out, m->cls);
+        if (m->cls_b != NULL)
+            gguf_w_tensor(w, "cls.output.bias", LLM_F32, 1, &out[1], m->cls_b);
+        if (m->cls_dense != NULL) {
+            gguf_w_tensor(w, "cls.weight", LLM_F32, 2, dense, m->cls_dense);
+            gguf_w_tensor(w, "cls.bias", LLM_F32, 1, &dense[0], m->cls_dense_b);
+        }
+    }
+}
+
 int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, llm_err *err)
 {
     const llm_config *c = &m->cfg;
@@ -427,6 +472,14 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         char key[64];
         snprintf(key, sizeof(key), "%s.pooling_type", m->arch);
         gguf_w_u32(w, key, m->n_cls > 0 ? LLM_POOL_RANK : (uint32_t)m->pooling);
+    }
+    if (c->encoder) { /* BERT: its own keys and tensors (add_bert), then the tokenizer */
+        gguf_w_f32(w, "bert.attention.layer_norm_epsilon", c->norm_eps);
+        gguf_w_bool(w, "bert.attention.causal", 0);
+        add_bert(w, &l, m, dtype);
+        if (write_tokenizer_meta(w, m, err) != 0)
+            goto out;
+        goto write;
     }
     if (m->n_cls == 2) { /* a reranker's head: its rows are "yes" and "no" (llm_model_rank_head) */
         static const char *const labels[2] = { "yes", "no" };
@@ -509,6 +562,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         V("post_attention_norm.weight", post_attn_norm, 0) V("post_ffw_norm.weight", post_ffn_norm, 0)
 #undef V
     }
+write:
     if (l.oom) {
         llm_seterr(err, "%s: out of memory", path);
         goto out;
@@ -685,8 +739,8 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         llm_seterr(err, "%s: cannot create directory: %s", dir, strerror(errno));
         return -1;
     }
-    if (strcmp(m->arch, "phi3") == 0) {
-        llm_seterr(err, "%s: a phi3 model is saved as GGUF only (not --format hf)", dir);
+    if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
+        llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
         return -1;
     }
     if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0)

@@ -6,6 +6,7 @@
 
 #include "model.h"
 #include "gguf.h"
+#include "tokenizer.h"
 
 /* Matrices (token_embd and output included) converted/quantised to dtype;
  * rows not a multiple of 32 fall back to f16 for q8_0/q4_0; norms stay f32. */
@@ -36,6 +37,10 @@ void llm_wpm_vocab_free(char **tokens, int n);
  * whose hidden size is above 272). *n_vocab (unless NULL) gets the vocabulary size: token_embd's rows. 0, or -1
  * with err. */
 int  llm_gguf_w_wpm_from_llama2c(gguf_writer *w, const char *tok_path, int pad_to, int *n_vocab, llm_err *err);
+/* A loaded WordPiece tokenizer's vocabulary (its GGUF spelling, token types, [CLS] / [SEP] / [UNK] / [PAD] /
+ * [MASK] ids, add_bos / add_eos, BertNormalizer's switches) as "bert" metadata; n_types: the model's token
+ * types. 0, or -1 + err (not a WordPiece tokenizer, out of memory). */
+int  llm_gguf_w_wpm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types, llm_err *err);
 /* Byte-level BPE ("gpt2") tokenizer from tokenizer.json (+ tokenizer_config.json beside it), with
  * tokenizer.ggml.pre = pre, or (pre NULL) the name of the file's split regex ("llama-bpe", "qwen2", "gpt2"). */
 int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const char *pre, llm_err *err);

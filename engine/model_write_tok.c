@@ -1,6 +1,7 @@
 /* Tokenizer metadata for GGUF files we write: SentencePiece "llama" vocabularies
  * from llama2.c tokenizer files, byte-level BPE from Hugging Face tokenizer.json,
- * and WordPiece "bert" vocabularies derived from llama2.c tokenizer files. */
+ * and WordPiece "bert" vocabularies derived from llama2.c tokenizer files or from a
+ * loaded WordPiece tokenizer (a Hugging Face BERT directory's tokenizer.json). */
 #include "json_file.h"
 #include "model_write.h"
 #include "tokenizer_priv.h"
@@ -314,6 +315,56 @@ int llm_gguf_w_wpm_from_llama2c(gguf_writer *w, const char *tok_path, int pad_to
     gguf_w_bool(w, "tokenizer.ggml.add_eos_token", 1);
     free(type);
     llm_wpm_vocab_free(tok, n);
+    return 0;
+}
+
+int llm_gguf_w_wpm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types, llm_err *err)
+{
+    if (t->kind != LLM_TOK_WPM) {
+        llm_seterr(err, "a BERT GGUF needs a WordPiece tokenizer");
+        return -1;
+    }
+    const char **tok = malloc((size_t)t->n_vocab * sizeof(char *));
+    size_t *len = malloc((size_t)t->n_vocab * sizeof(size_t));
+    int32_t *type = malloc((size_t)t->n_vocab * sizeof(int32_t));
+    if (tok == NULL || len == NULL || type == NULL) {
+        free(tok);
+        free(len);
+        free(type);
+        llm_seterr(err, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < t->n_vocab; i++) { /* the vocabulary's own spelling: "▁word", continuation pieces bare */
+        tok[i] = t->text_arena + t->text_off[i];
+        len[i] = t->text_len[i];
+        type[i] = t->type[i];
+    }
+    gguf_w_str(w, "tokenizer.ggml.model", "bert");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, len, (uint64_t)t->n_vocab);
+    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, (uint64_t)t->n_vocab);
+    gguf_w_u32(w, "tokenizer.ggml.token_type_count", (uint32_t)n_types);
+    /* as llama.cpp's converter: BOS / EOS are [CLS] / [SEP], and the BERT names besides */
+    const int ids[5] = { t->bos, t->eos, t->unk, t->eos, t->bos };
+    static const char *const id_keys[5] = { "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                            "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.seperator_token_id",
+                                            "tokenizer.ggml.cls_token_id" };
+    for (int i = 0; i < 5; i++)
+        if (ids[i] >= 0)
+            gguf_w_u32(w, id_keys[i], (uint32_t)ids[i]);
+    static const char *const names[2] = { "[PAD]", "[MASK]" };
+    static const char *const keys[2] = { "tokenizer.ggml.padding_token_id", "tokenizer.ggml.mask_token_id" };
+    for (int i = 0; i < 2; i++) {
+        int id = llm_tok_find(t, names[i]);
+        if (id >= 0)
+            gguf_w_u32(w, keys[i], (uint32_t)id);
+    }
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", t->add_bos != 0);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", t->add_eos != 0);
+    gguf_w_bool(w, "tokenizer.ggml.normalizer.lowercase", t->wpm_lower != 0);
+    gguf_w_bool(w, "tokenizer.ggml.normalizer.strip_accents", t->wpm_strip != 0);
+    free(tok);
+    free(len);
+    free(type);
     return 0;
 }
 

@@ -50,6 +50,17 @@ void st_close(st_file *f)
     free(f);
 }
 
+/* Integer and boolean tensors are a checkpoint's buffers (BERT's embeddings.position_ids / token_type_ids),
+ * never weights: left out of the set. */
+static int dtype_is_buffer(const char *s)
+{
+    static const char *const ints[] = { "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8", "BOOL" };
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+        if (strcmp(s, ints[i]) == 0)
+            return 1;
+    return 0;
+}
+
 static int dtype_of(const char *s, llm_dtype *t)
 {
     if (strcmp(s, "BF16") == 0) { *t = LLM_BF16; return 0; }
@@ -160,6 +171,9 @@ static int parse_file(st_file *f, const char *name, llm_err *err)
     int rc = 0;
     for (const cJSON *e = root->child; e != NULL && rc == 0; e = e->next) {
         if (e->string == NULL || strcmp(e->string, "__metadata__") == 0)
+            continue;
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+        if (cJSON_IsString(dt) && dtype_is_buffer(dt->valuestring))
             continue;
         rc = parse_tensor(e, &f->t[f->n], data, data_len, name, err);
         if (rc == 0)

@@ -3,7 +3,12 @@
 # ($TEST_NGINX_REF_EMBED_BERT), the text wrapped in [CLS] ... [SEP] by the module's tokenizer; generation and
 # rerank are a clear 400 (an encoder has no language-model head); an input past the 128-token context is a 400.
 # A BERT cross-encoder ($TEST_NGINX_BERT_RR_ENGINE: tiny-bert-rerank) ranks on /v1/rerank, each document as the
-# pair [CLS] query [SEP] document [SEP] (its score against a reference forward: tests/test_bert.c).
+# pair [CLS] query [SEP] document [SEP] (its score against a reference forward: tests/test_bert.c); the same
+# model served by `serve --backend cuda` ($TEST_NGINX_BERT_CUDA_ENGINE: the CUDA emulation) ranks the documents
+# in the same order with scores within 1.1e-4 of the CPU's (the tensor-core attention's half products;
+# tests/gpu/embed_check.sh checks the hidden states to 1e-7 with the scalar kernels).
+# A Hugging Face BertForSequenceClassification directory ($TEST_NGINX_HF_RR_ENGINE, engine/model_hf_bert.c)
+# ranks with the scores tests/parity/make_hf_bert.py computes in pure Python.
 use Test::Nginx::Socket 'no_plan';
 
 no_shuffle();
@@ -156,3 +161,51 @@ POST /v1/rerank
 --- error_code: 200
 --- response_body_like eval
 qr/"results":\[\{"index":0,"relevance_score":([0-9.e-]+)\},\{"index":1,"relevance_score":\1\}\]/
+
+=== TEST 10: the cross-encoder on the CPU backend: the three documents' order and scores (2 digits)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_RR_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_RR_MODEL;
+}
+--- request
+POST /v1/rerank
+{"query": "a cat", "documents": ["a cat sat on the mat", "the sun is hot", "cats and dogs"], "return_documents": false}
+--- error_code: 200
+--- response_body_like eval
+qr/"results":\[\{"index":2,"relevance_score":0\.87\d*\},\{"index":1,"relevance_score":0\.76\d*\},\{"index":0,"relevance_score":0\.73\d*\}\]/
+
+=== TEST 11: the same on the CUDA backend (emulated; kernels/cuda_encoder.cu): the same order and scores
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_CUDA_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_RR_MODEL;
+}
+--- request
+POST /v1/rerank
+{"query": "a cat", "documents": ["a cat sat on the mat", "the sun is hot", "cats and dogs"], "return_documents": false}
+--- error_code: 200
+--- response_body_like eval
+qr/"results":\[\{"index":2,"relevance_score":0\.87\d*\},\{"index":1,"relevance_score":0\.76\d*\},\{"index":0,"relevance_score":0\.73\d*\}\]/
+
+=== TEST 12: a Hugging Face cross-encoder directory (BertForSequenceClassification): Python's scores and order
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_HF_RR_ENGINE;
+    llm_model_path $TEST_NGINX_HF_RR_MODEL;
+}
+--- request
+POST /v1/rerank
+{"query": "a cat", "documents": ["a cat sat on the mat", "the sun is hot", "cats and dogs"], "return_documents": false}
+--- error_code: 200
+--- response_body_like eval
+qr/$ENV{TEST_NGINX_HF_RR_RE}/

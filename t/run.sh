@@ -105,6 +105,15 @@ export TEST_NGINX_BERT_RR_MODEL="$BUILD/t/tiny-bert-rerank-f32.gguf"
     LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-bert-rerank --dtype f32 --seed 13 \
         --out "$TEST_NGINX_BERT_RR_MODEL" > /dev/null
 start_real "$TEST_NGINX_BERT_RR_ENGINE" "$TEST_NGINX_BERT_RR_MODEL"
+# ... and a Hugging Face BertForSequenceClassification directory (tests/parity/make_hf_bert.py, which also
+# computes its scores in pure Python: $TEST_NGINX_HF_RR_RE accepts each within 2e-3, in ranked order)
+export TEST_NGINX_HF_RR_ENGINE="ngxhfrr$$"
+export TEST_NGINX_HF_RR_MODEL="$BUILD/t/hf-bert-rerank"
+TEST_NGINX_HF_RR_RE=$(python3 tests/parity/make_hf_bert.py "$TEST_NGINX_HF_RR_MODEL" rerank |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["scores_re"])') ||
+    { echo "t/run.sh: make_hf_bert.py failed" >&2; exit 1; }
+export TEST_NGINX_HF_RR_RE
+start_real "$TEST_NGINX_HF_RR_ENGINE" "$TEST_NGINX_HF_RR_MODEL"
 # stories260K with a random LoRA adapter (tests/parity/make_lora.py) merged at start (t/092)
 export TEST_NGINX_LORA_ENGINE="ngxlora$$"
 TEST_NGINX_LORA="$BUILD/t/lora-adapter"
@@ -172,6 +181,12 @@ LLM_CUDA_LIB="$EMU_LIB" start_real "$TEST_NGINX_CUDA_ENGINE" "$TEST_NGINX_SPM_MO
     --max-batch-size 8
 grep -q 'backend cuda\|cuda: CPU emulation' "$BUILD/t/$TEST_NGINX_CUDA_ENGINE.log" ||
     { echo "t/run.sh: the emulated CUDA engine is not on the cuda backend:" >&2; cat "$BUILD/t/$TEST_NGINX_CUDA_ENGINE.log" >&2; exit 1; }
+# ... and the BERT cross-encoder of t/096 on the emulated CUDA backend (kernels/cuda_encoder.cu)
+export TEST_NGINX_BERT_CUDA_ENGINE="ngxbertcuda$$"
+LLM_CUDA_LIB="$EMU_LIB" start_real "$TEST_NGINX_BERT_CUDA_ENGINE" "$TEST_NGINX_BERT_RR_MODEL" --backend cuda \
+    --kv-blocks 64
+grep -q 'cuda: CPU emulation' "$BUILD/t/$TEST_NGINX_BERT_CUDA_ENGINE.log" ||
+    { echo "t/run.sh: the emulated CUDA BERT engine is not on the cuda backend:" >&2; exit 1; }
 greedy() { "$LLM_ENGINE" generate --model "$TEST_NGINX_SPM_MODEL" --temperature 0 --threads 1 "$@" 2>/dev/null; }
 # "Once upon a time", 40 tokens; the chat prompt as the llama2 template renders it, 20 tokens.
 TEST_NGINX_REF_COMPLETION=$(greedy --prompt "Once upon a time" --max-tokens 40)
