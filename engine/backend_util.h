@@ -211,7 +211,8 @@ static inline int llm_encoder_check(const llm_model *m, const char *who, llm_err
     const llm_config *c = &m->cfg;
     if (c->n_kv_heads != c->n_heads || c->n_expert != 0 || c->n_types < 1 ||
         llm_tensor_check(&m->tok_embd, "token_embd", -1, c->dim, c->vocab_size, 0, who, err) ||
-        llm_tensor_check(&m->pos_embd, "position_embd", -1, c->dim, c->seq_len, 0, who, err) ||
+        (m->pos_embd.data != NULL && /* (absent: rope positions, nomic-bert) */
+         llm_tensor_check(&m->pos_embd, "position_embd", -1, c->dim, c->seq_len, 0, who, err)) ||
         llm_tensor_check(&m->type_embd, "token_types", -1, c->dim, c->n_types, 0, who, err) ||
         llm_tensor_check(&m->embd_norm, "token_embd_norm", -1, c->dim, 1, 1, who, err) ||
         llm_tensor_check(&m->embd_norm_b, "token_embd_norm.bias", -1, c->dim, 1, 1, who, err)) {
@@ -227,10 +228,18 @@ static inline int llm_encoder_check(const llm_model *m, const char *who, llm_err
         static const char *const names[6] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down" };
         int rows[6] = { qd, qd, qd, c->dim, c->hidden_dim, c->dim }, cols[6] = { c->dim, c->dim, c->dim, qd, c->dim,
                                                                                  c->hidden_dim };
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < 6; i++) /* (biases: BERT's, not nomic-bert's) */
             if (llm_tensor_check(w[i], names[i], l, cols[i], rows[i], 0, who, err) ||
-                llm_tensor_check(b[i], names[i], l, rows[i], 1, 1, who, err))
+                (b[i]->data != NULL && llm_tensor_check(b[i], names[i], l, rows[i], 1, 1, who, err)))
                 return -1;
+        if ((m->pos_embd.data == NULL && L->nope) ||
+            ((L->w_gate.data != NULL || L->w_gate.src != NULL) &&
+             llm_tensor_check(&L->w_gate, "ffn_gate", l, c->dim, c->hidden_dim, 0, who, err))) {
+            if (err->msg[0] == '\0')
+                snprintf(err->msg, sizeof(err->msg), "%s: layer %d of an encoder without position embeddings does "
+                         "not rotate", who, l);
+            return -1;
+        }
         if (llm_tensor_check(&L->attn_norm, "attn_output_norm", l, c->dim, 1, 1, who, err) ||
             llm_tensor_check(&L->attn_norm_b, "attn_output_norm.bias", l, c->dim, 1, 1, who, err) ||
             llm_tensor_check(&L->ffn_norm, "layer_output_norm", l, c->dim, 1, 1, who, err) ||

@@ -230,7 +230,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "phi3", "smollm3", "granite", "bert" };
+                                      "phi3", "smollm3", "granite", "bert", "nomic-bert" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
             return 1;
@@ -298,9 +298,17 @@ int llm_model_validate(llm_model *m, llm_err *err)
         (!c->encoder && check_tensor(m, &m->out_norm, "output norm", c->dim, 1, 1, err)) ||
         check_tensor(m, &m->output, "output (classifier)", c->dim, c->vocab_size, 0, err))
         return -1;
+    /* an encoder's positions: learned rows (BERT), or rope on every layer (nomic-bert) */
+    int enc_rope = c->encoder && m->pos_embd.data == NULL;
+    for (int l = 0; enc_rope && m->layers != NULL && l < c->n_layers; l++)
+        if (m->layers[l].nope) {
+            llm_seterr(err, "%s: an encoder without position embeddings must rotate every layer (layer %d does not)",
+                       m->path, l);
+            return -1;
+        }
     if (c->encoder &&
         (c->n_types < 1 || c->n_types > 1024 || c->n_expert != 0 || c->seq_len > (1 << 20) ||
-         check_tensor(m, &m->pos_embd, "position embedding", c->dim, c->seq_len, 0, err) ||
+         (!enc_rope && check_tensor(m, &m->pos_embd, "position embedding", c->dim, c->seq_len, 0, err)) ||
          check_tensor(m, &m->type_embd, "token type embedding", c->dim, c->n_types, 0, err) ||
          check_tensor(m, &m->embd_norm, "embedding norm", c->dim, 1, 1, err) ||
          check_tensor(m, &m->embd_norm_b, "embedding norm bias", c->dim, 1, 1, err))) {
@@ -315,7 +323,7 @@ int llm_model_validate(llm_model *m, llm_err *err)
     size_t wb = tensor_bytes(&m->tok_embd) + tensor_bytes(&m->out_norm) +
                 (c->tied_embeddings ? 0 : tensor_bytes(&m->output));
     if (c->encoder)
-        wb += tensor_bytes(&m->pos_embd) + tensor_bytes(&m->type_embd) + tensor_bytes(&m->embd_norm) +
+        wb += (enc_rope ? 0 : tensor_bytes(&m->pos_embd)) + tensor_bytes(&m->type_embd) + tensor_bytes(&m->embd_norm) +
               tensor_bytes(&m->embd_norm_b);
     for (int l = 0; l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
@@ -333,12 +341,23 @@ int llm_model_validate(llm_model *m, llm_err *err)
         if (c->encoder) {
             CHK(w_up, c->dim, c->hidden_dim, 0)
             CHK(w_down, c->hidden_dim, c->dim, 0)
-            if (L->bq.data == NULL) { /* (checked with bk, bv below) */
-                llm_seterr(err, "%s: layer %d: an encoder without q/k/v biases", m->path, l);
+            /* BERT: a bias on every projection, up -> GELU -> down; nomic-bert: no biases, SwiGLU (gate, up) */
+            int glu = L->w_gate.data != NULL || L->w_gate.src != NULL;
+            if (glu) {
+                CHK(w_gate, c->dim, c->hidden_dim, 0)
+            } else if (L->bq.data == NULL || L->bo.data == NULL || L->b_up.data == NULL || L->b_down.data == NULL) {
+                llm_seterr(err, "%s: layer %d: a BERT encoder without its projections' biases", m->path, l);
                 return -1;
             }
-            CHK(bo, c->dim, 1, 1)
-            CHK(b_up, c->hidden_dim, 1, 1) CHK(b_down, c->dim, 1, 1)
+            if (L->bo.data != NULL) {
+                CHK(bo, c->dim, 1, 1)
+            }
+            if (L->b_up.data != NULL) {
+                CHK(b_up, c->hidden_dim, 1, 1)
+            }
+            if (L->b_down.data != NULL) {
+                CHK(b_down, c->dim, 1, 1)
+            }
             CHK(attn_norm_b, c->dim, 1, 1) CHK(ffn_norm_b, c->dim, 1, 1)
         } else if (c->n_expert == 0) {
             CHK(w_gate, c->dim, c->hidden_dim, 0)
@@ -455,9 +474,16 @@ static void describe_encoder(const llm_model *m, FILE *f)
 {
     const llm_config *c = &m->cfg;
     static const char *const pools[] = { "none", "mean", "cls", "last" };
-    fprintf(f, "encoder: every token sees its whole input; learned positions (%d) and %d token types; post-norm "
-               "blocks (LayerNorm eps %g) with biases; FFN up, GELU, down; no language-model head (embeddings "
-               "only)\nembeddings pooling: %s\n", c->seq_len, c->n_types, (double)c->norm_eps,
+    const llm_layer *L = &m->layers[0];
+    int glu = L->w_gate.data != NULL || L->w_gate.src != NULL;
+    char pos[64];
+    if (m->pos_embd.data != NULL)
+        snprintf(pos, sizeof(pos), "learned positions (%d)", c->seq_len);
+    else
+        snprintf(pos, sizeof(pos), "rope positions (theta %g, context %d)", (double)c->rope_theta, c->seq_len);
+    fprintf(f, "encoder: every token sees its whole input; %s and %d token types; post-norm blocks (LayerNorm eps "
+               "%g)%s; FFN %s; no language-model head (embeddings only)\nembeddings pooling: %s\n", pos, c->n_types,
+            (double)c->norm_eps, L->bq.data != NULL ? " with biases" : "", glu ? "gate|up, SwiGLU, down" : "up, GELU, down",
             m->pooling > 0 && m->pooling < 4 ? pools[m->pooling] : "cls");
     if (m->n_cls > 0)
         fprintf(f, "cross-encoder: %s a classifier of %d output%s on [CLS], /v1/rerank's scores (a pair's second "
@@ -468,13 +494,15 @@ static void describe_encoder(const llm_model *m, FILE *f)
                 m->converted_from);
     fprintf(f, "tensors (per kind, layer 0 shown; rows x cols):\n");
     describe_tensor(f, "token_embd", &m->tok_embd);
-    describe_tensor(f, "position_embd", &m->pos_embd);
+    if (m->pos_embd.data != NULL)
+        describe_tensor(f, "position_embd", &m->pos_embd);
     describe_tensor(f, "token_types", &m->type_embd);
-    const llm_layer *L = &m->layers[0];
     describe_tensor(f, "attn_q", &L->wq);
     describe_tensor(f, "attn_k", &L->wk);
     describe_tensor(f, "attn_v", &L->wv);
     describe_tensor(f, "attn_output", &L->wo);
+    if (glu)
+        describe_tensor(f, "ffn_gate", &L->w_gate);
     describe_tensor(f, "ffn_up", &L->w_up);
     describe_tensor(f, "ffn_down", &L->w_down);
     describe_tokenizer(m, f);

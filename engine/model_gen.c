@@ -253,15 +253,18 @@ typedef struct {
     const char *name;
     int dim, hidden, layers, heads, ctx, pooling;
     int vocab; /* the vocabulary padded to this with unused tokens (BERT's 30,522), or 0: as made */
+    int nomic; /* nomic-bert: rope (base 1000) instead of learned positions, fused q|k|v, SwiGLU, no biases */
 } bert_preset;
 
 static const bert_preset bert_presets[] = {
-    { "tiny-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0 },
-    { "tiny-bert-cls", 64, 256, 2, 4, 128, LLM_POOL_CLS, 0 },
+    { "tiny-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 0 },
+    { "tiny-bert-cls", 64, 256, 2, 4, 128, LLM_POOL_CLS, 0, 0 },
     /* a cross-encoder (ms-marco-MiniLM's kind): pooler and a one-output classifier */
-    { "tiny-bert-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0 },
-    { "bge-small", 384, 1536, 12, 12, 512, LLM_POOL_CLS, 30522 }, /* bge-small-en-v1.5; all-MiniLM-L12: mean */
-    { "bge-base", 768, 3072, 12, 12, 512, LLM_POOL_CLS, 30522 },  /* bge-base-en-v1.5; e5-base, BERT-base */
+    { "tiny-bert-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0, 0 },
+    { "bge-small", 384, 1536, 12, 12, 512, LLM_POOL_CLS, 30522, 0 }, /* bge-small-en-v1.5; all-MiniLM-L12: mean */
+    { "bge-base", 768, 3072, 12, 12, 512, LLM_POOL_CLS, 30522, 0 },  /* bge-base-en-v1.5; e5-base, BERT-base */
+    { "tiny-nomic-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 1 },
+    { "nomic-embed", 768, 3072, 12, 12, 2048, LLM_POOL_MEAN, 30522, 1 }, /* nomic-embed-text-v1.5 */
 };
 
 static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, int n_layers, const char *out_path,
@@ -276,16 +279,22 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
     }
     char name[64], path[1024];
     snprintf(name, sizeof(name), "random %s", p->name);
-    gguf_w_str(w, "general.architecture", "bert");
+    const char *arch = p->nomic ? "nomic-bert" : "bert";
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, arch), key)
+    gguf_w_str(w, "general.architecture", arch);
     gguf_w_str(w, "general.name", name);
-    gguf_w_u32(w, "bert.context_length", (uint32_t)p->ctx);
-    gguf_w_u32(w, "bert.embedding_length", (uint32_t)p->dim);
-    gguf_w_u32(w, "bert.feed_forward_length", (uint32_t)p->hidden);
-    gguf_w_u32(w, "bert.block_count", (uint32_t)layers);
-    gguf_w_u32(w, "bert.attention.head_count", (uint32_t)p->heads);
-    gguf_w_f32(w, "bert.attention.layer_norm_epsilon", 1e-12f);
-    gguf_w_bool(w, "bert.attention.causal", 0);
-    gguf_w_u32(w, "bert.pooling_type", (uint32_t)p->pooling);
+    gguf_w_u32(w, KEY("context_length"), (uint32_t)p->ctx);
+    gguf_w_u32(w, KEY("embedding_length"), (uint32_t)p->dim);
+    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)p->hidden);
+    gguf_w_u32(w, KEY("block_count"), (uint32_t)layers);
+    gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)p->heads);
+    gguf_w_f32(w, KEY("attention.layer_norm_epsilon"), 1e-12f);
+    gguf_w_bool(w, KEY("attention.causal"), 0);
+    gguf_w_u32(w, KEY("pooling_type"), (uint32_t)p->pooling);
+    if (p->nomic)
+        gguf_w_f32(w, KEY("rope.freq_base"), 1000.0f);
+#undef KEY
     snprintf(path, sizeof(path), "%s/models/stories260K/tok512.bin", shared_dir);
     if (llm_gguf_w_wpm_from_llama2c(w, path, p->vocab, &n_vocab, err) != 0)
         goto out;
@@ -294,19 +303,26 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
     ADD("token_embd.weight", p->dim, n_vocab, 0.0f, 1.0f);
     /* (F32, as llama.cpp's converter leaves them: its graph adds the type row as it is, which a quantised row
      * cannot be) */
-    ADD3("position_embd.weight", p->dim, p->ctx, 1, 0.0f, 0.3f, LLM_F32);
+    if (!p->nomic)
+        ADD3("position_embd.weight", p->dim, p->ctx, 1, 0.0f, 0.3f, LLM_F32);
     ADD3("token_types.weight", p->dim, 2, 1, 0.0f, 0.3f, LLM_F32);
     ADD("token_embd_norm.weight", p->dim, 1, 1.0f, 0.05f);
     ADD("token_embd_norm.bias", p->dim, 1, 0.0f, 0.05f);
     for (int l = 0; l < layers; l++) {
-        static const char *const mats[6] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down" };
+        static const char *const mats[7] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down",
+                                             "ffn_gate" };
         char n[64];
-        for (int i = 0; i < 6; i++) {
-            int cols = i == 5 ? p->hidden : p->dim, rows = i == 4 ? p->hidden : p->dim;
+        if (p->nomic) { /* q|k|v as one matrix, as llama.cpp's converter writes nomic-bert */
+            snprintf(n, sizeof(n), "blk.%d.attn_qkv.weight", l);
+            ADD(n, p->dim, 3 * p->dim, 0.0f, sd);
+        }
+        for (int i = p->nomic ? 3 : 0; i < (p->nomic ? 7 : 6); i++) {
+            int cols = i == 5 ? p->hidden : p->dim, rows = i == 4 || i == 6 ? p->hidden : p->dim;
             snprintf(n, sizeof(n), "blk.%d.%s.weight", l, mats[i]);
             ADD(n, cols, rows, 0.0f, i == 5 ? sdd : sd);
             snprintf(n, sizeof(n), "blk.%d.%s.bias", l, mats[i]);
-            ADD(n, rows, 1, 0.0f, 0.1f);
+            if (!p->nomic)
+                ADD(n, rows, 1, 0.0f, 0.1f);
         }
         static const char *const norms[2] = { "attn_output_norm", "layer_output_norm" };
         for (int i = 0; i < 2; i++) {
@@ -355,7 +371,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
-                   "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base)", name);
+                   "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
+                   "nomic-embed)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) {

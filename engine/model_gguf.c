@@ -5,7 +5,7 @@
  * FFN, the experts of Qwen 2 / 3 MoE (Qwen 2's with a shared expert) and of
  * llama files with an expert_count (Mixtral), Phi 3's fused matrices; SmolLM3
  * and Granite are llamas with NoPE layers / four scales; all but those three
- * rotate NeoX-style, halves rather than pairs); "bert" is model_gguf_bert.c's. */
+ * rotate NeoX-style, halves rather than pairs); "bert" and "nomic-bert" are model_gguf_bert.c's. */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -195,8 +195,8 @@ static gguf_tensor rows_view(const gguf_tensor *t, uint64_t r0, uint64_t n)
 
 /* Phi 3's fused matrices as the three (attn_qkv: q, k, v) or two (ffn_up: gate, up) matrices they stack, by
  * rows: views into the file (or converted each, as any matrix of a converted type). */
-static int take_fused(llm_model *m, int l, const char *suffix, const int64_t *rows, int n, llm_tensor *const *dst,
-                      llm_err *err)
+int llm_gguf_take_fused(llm_model *m, int l, const char *suffix, const int64_t *rows, int n, llm_tensor *const *dst,
+                        llm_err *err)
 {
     char name[96];
     snprintf(name, sizeof(name), "blk.%d.%s.weight", l, suffix);
@@ -575,11 +575,11 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, phi3, smollm3, granite, bert)", m->path, arch);
+                   "gemma3, phi3, smollm3, granite, bert, nomic-bert)", m->path, arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
-    if (strcmp(arch, "bert") == 0) /* an encoder: its own tensors (model_gguf_bert.c) */
+    if (strcmp(arch, "bert") == 0 || strcmp(arch, "nomic-bert") == 0) /* encoders (model_gguf_bert.c) */
         return llm_gguf_load_bert(m, err);
     int qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
     int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
@@ -693,7 +693,7 @@ static int load(llm_model *m, llm_err *err)
             int64_t qkv[3] = { (int64_t)c->n_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim,
                                (int64_t)c->n_kv_heads * c->head_dim }, gu[2] = { c->hidden_dim, c->hidden_dim };
             llm_tensor *qd[3] = { &L->wq, &L->wk, &L->wv }, *gd[2] = { &L->w_gate, &L->w_up };
-            if (take_fused(m, l, "attn_qkv", qkv, 3, qd, err) || take_fused(m, l, "ffn_up", gu, 2, gd, err))
+            if (llm_gguf_take_fused(m, l, "attn_qkv", qkv, 3, qd, err) || llm_gguf_take_fused(m, l, "ffn_up", gu, 2, gd, err))
                 return -1;
             T("attn_output", wo)
         } else {

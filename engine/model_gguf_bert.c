@@ -1,6 +1,9 @@
 /* GGUF loader for "bert" (BERT-family embedding models as llama.cpp converts them: bge, all-MiniLM, e5,
  * gte, ...): bert.* hyper-parameters, learned positions and token types, a LayerNorm'd embedding, post-norm
- * blocks with a bias on every projection (llm_config.encoder says what the forward does with them). */
+ * blocks with a bias on every projection (llm_config.encoder says what the forward does with them); and
+ * "nomic-bert" (nomic-embed-text v1 / v1.5): the same blocks without biases, positions by rope (NeoX halves,
+ * nomic-bert.rope.freq_base) instead of learned rows, q|k|v fused in attn_qkv, and a SwiGLU FFN (ffn_gate,
+ * ffn_up, ffn_down). */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -20,24 +23,29 @@ static int take_layer_norm(llm_model *m, const char *name, llm_tensor *w, llm_te
     return llm_gguf_take_vec(m, n, b, 1, err);
 }
 
-static int take_layer(llm_model *m, int l, llm_layer *L, llm_err *err)
+static int take_layer(llm_model *m, int l, llm_layer *L, int nomic, llm_err *err)
 {
-    static const char *const mats[5] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up" };
-    llm_tensor *w[6] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_up, &L->w_down };
+    static const char *const mats[7] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down",
+                                         "ffn_gate" };
+    llm_tensor *w[7] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_up, &L->w_down, &L->w_gate };
     llm_tensor *b[6] = { &L->bq, &L->bk, &L->bv, &L->bo, &L->b_up, &L->b_down };
     char n[96];
-    for (int i = 0; i < 6; i++) {
-        const char *what = i < 5 ? mats[i] : "ffn_down";
-        snprintf(n, sizeof(n), "blk.%d.%s.weight", l, what);
-        if (llm_gguf_take(m, n, w[i], 1, err) != 0)
-            return -1;
-        snprintf(n, sizeof(n), "blk.%d.%s.bias", l, what);
-        if (llm_gguf_take_vec(m, n, b[i], 1, err) != 0)
+    if (nomic) { /* q|k|v stacked (no biases: nomic's projections have none) */
+        const int64_t rows[3] = { m->cfg.dim, m->cfg.dim, m->cfg.dim };
+        if (llm_gguf_take_fused(m, l, "attn_qkv", rows, 3, w, err) != 0)
             return -1;
     }
-    snprintf(n, sizeof(n), "blk.%d.ffn_gate.weight", l);
-    if (gguf_find_tensor(m->gguf, n) != NULL) { /* (nomic-bert / jina-bert style GLU: other architectures) */
-        llm_seterr(err, "%s: tensor %s: a gated FFN is not BERT's", m->path, n);
+    for (int i = nomic ? 3 : 0; i < (nomic ? 7 : 6); i++) {
+        snprintf(n, sizeof(n), "blk.%d.%s.weight", l, mats[i]);
+        if (llm_gguf_take(m, n, w[i], 1, err) != 0)
+            return -1;
+        snprintf(n, sizeof(n), "blk.%d.%s.bias", l, mats[i]);
+        if (i < 6 && llm_gguf_take_vec(m, n, b[i], !nomic, err) != 0)
+            return -1;
+    }
+    snprintf(n, sizeof(n), "blk.%d.%s", l, nomic ? "attn_qkv.bias" : "ffn_gate.weight");
+    if (gguf_find_tensor(m->gguf, n) != NULL) { /* (jina-bert's GLU; a nomic file with q/k/v biases) */
+        llm_seterr(err, "%s: tensor %s is not %s's", m->path, n, m->arch);
         return -1;
     }
     char ln[64];
@@ -47,7 +55,7 @@ static int take_layer(llm_model *m, int l, llm_layer *L, llm_err *err)
     snprintf(ln, sizeof(ln), "blk.%d.layer_output_norm", l);
     if (take_layer_norm(m, ln, &L->ffn_norm, &L->ffn_norm_b, err) != 0)
         return -1;
-    L->nope = 1; /* positions come from the embedding, not rope */
+    L->nope = !nomic; /* BERT's positions come from the embedding, nomic's from rope */
     return 0;
 }
 
@@ -101,17 +109,20 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
 {
     gguf_ctx *g = m->gguf;
     llm_config *c = &m->cfg;
+    const int nomic = strcmp(m->arch, "nomic-bert") == 0;
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, m->arch), key)
     gguf_get_str(g, "general.name", m->name, sizeof(m->name));
     int causal = 0;
-    if (gguf_get_bool(g, "bert.attention.causal", &causal) == 0 && causal) {
-        llm_seterr(err, "%s: a causal bert (bert.attention.causal true) is not supported", m->path);
+    if (gguf_get_bool(g, KEY("attention.causal"), &causal) == 0 && causal) {
+        llm_seterr(err, "%s: a causal %s (%s true) is not supported", m->path, m->arch, key);
         return -1;
     }
-    if (llm_gguf_get_int(m, "bert.embedding_length", &c->dim, 0, 1, err) ||
-        llm_gguf_get_int(m, "bert.block_count", &c->n_layers, 0, 1, err) ||
-        llm_gguf_get_int(m, "bert.feed_forward_length", &c->hidden_dim, 0, 1, err) ||
-        llm_gguf_get_int(m, "bert.attention.head_count", &c->n_heads, 0, 1, err) ||
-        llm_gguf_get_int(m, "bert.context_length", &c->seq_len, 512, 0, err))
+    if (llm_gguf_get_int(m, KEY("embedding_length"), &c->dim, 0, 1, err) ||
+        llm_gguf_get_int(m, KEY("block_count"), &c->n_layers, 0, 1, err) ||
+        llm_gguf_get_int(m, KEY("feed_forward_length"), &c->hidden_dim, 0, 1, err) ||
+        llm_gguf_get_int(m, KEY("attention.head_count"), &c->n_heads, 0, 1, err) ||
+        llm_gguf_get_int(m, KEY("context_length"), &c->seq_len, nomic ? 2048 : 512, 0, err))
         return -1;
     if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0 || c->dim % c->n_heads != 0 || c->seq_len < 2) {
         llm_seterr(err, "%s: bad bert config: dim %d, %d heads, %d blocks, context %d", m->path, c->dim, c->n_heads,
@@ -122,10 +133,17 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
     c->n_kv_heads = c->n_heads;
     c->head_dim = c->dim / c->n_heads;
     c->norm_eps = 1e-12f;
-    gguf_get_f32(g, "bert.attention.layer_norm_epsilon", &c->norm_eps);
-    c->rope_theta = 10000.0f; /* (no rope: every layer is nope) */
-    uint32_t pooling = LLM_POOL_CLS; /* BERT's [CLS] when the file does not say */
-    gguf_get_u32(g, "bert.pooling_type", &pooling);
+    gguf_get_f32(g, KEY("attention.layer_norm_epsilon"), &c->norm_eps);
+    c->rope_theta = 1000.0f; /* (BERT: no rope, every layer is nope; nomic-embed-text's base, when absent) */
+    gguf_get_f32(g, KEY("rope.freq_base"), &c->rope_theta);
+    c->rope_layout = LLM_ROPE_HALF; /* NeoX: llama.cpp rotates nomic-bert's halves */
+    if (!(c->rope_theta > 1.0f && c->rope_theta < 1e12f)) {
+        llm_seterr(err, "%s: bad %s %g", m->path, KEY("rope.freq_base"), (double)c->rope_theta);
+        return -1;
+    }
+    uint32_t pooling = nomic ? LLM_POOL_MEAN : LLM_POOL_CLS; /* BERT's [CLS], nomic's mean, when not said */
+    gguf_get_u32(g, KEY("pooling_type"), &pooling);
+#undef KEY
     /* a cross-encoder's head reads [CLS] too */
     m->pooling = pooling == LLM_POOL_MEAN || pooling == LLM_POOL_LAST ? (int)pooling : LLM_POOL_CLS;
     int64_t id;
@@ -138,11 +156,11 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
         c->sep_id = (int)id;
 
     if (llm_gguf_take(m, "token_embd.weight", &m->tok_embd, 1, err) ||
-        llm_gguf_take(m, "position_embd.weight", &m->pos_embd, 1, err) ||
+        (!nomic && llm_gguf_take(m, "position_embd.weight", &m->pos_embd, 1, err)) ||
         llm_gguf_take(m, "token_types.weight", &m->type_embd, 1, err) ||
         take_layer_norm(m, "token_embd_norm", &m->embd_norm, &m->embd_norm_b, err))
         return -1;
-    if (m->tok_embd.ne[1] > (1 << 24) || m->type_embd.ne[1] > 1024 || m->pos_embd.ne[1] < c->seq_len) {
+    if (m->tok_embd.ne[1] > (1 << 24) || m->type_embd.ne[1] > 1024 || (!nomic && m->pos_embd.ne[1] < c->seq_len)) {
         llm_seterr(err, "%s: bad bert embeddings: %lld tokens, %lld types, %lld positions for a context of %d",
                    m->path, (long long)m->tok_embd.ne[1], (long long)m->type_embd.ne[1],
                    (long long)m->pos_embd.ne[1], c->seq_len);
@@ -150,14 +168,15 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
     }
     c->vocab_size = (int)m->tok_embd.ne[1];
     c->n_types = (int)m->type_embd.ne[1];
-    m->pos_embd.ne[1] = c->seq_len; /* rows past the context are never read */
+    if (!nomic)
+        m->pos_embd.ne[1] = c->seq_len; /* rows past the context are never read */
     c->tied_embeddings = 1;         /* no language-model head: output is the embedding, never used */
 
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
     if (llm_model_own(m, m->layers, err) != 0)
         return -1;
     for (int l = 0; l < c->n_layers; l++)
-        if (take_layer(m, l, &m->layers[l], err) != 0)
+        if (take_layer(m, l, &m->layers[l], nomic, err) != 0)
             return -1;
     if (llm_model_validate(m, err) != 0 || (pooling == LLM_POOL_RANK && cross_encoder_head(m, err) != 0))
         return -1;

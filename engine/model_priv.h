@@ -25,7 +25,11 @@ int llm_gguf_get_int(llm_model *m, const char *key, int *out, int def, int requi
 int llm_gguf_take(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err);
 int llm_gguf_take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err *err);
 int llm_gguf_take_vec(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err);
-/* The rest of a "bert" GGUF's loading (model_gguf_bert.c), after general.architecture. */
+/* Phi 3's (and nomic-bert's) fused blk.L.SUFFIX.weight as the n matrices it stacks by rows (rows[i] each):
+ * views into the file. */
+int llm_gguf_take_fused(llm_model *m, int l, const char *suffix, const int64_t *rows, int n, llm_tensor *const *dst,
+                        llm_err *err);
+/* The rest of a "bert" or "nomic-bert" GGUF's loading (model_gguf_bert.c), after general.architecture. */
 int llm_gguf_load_bert(llm_model *m, llm_err *err);
 
 /* Hugging Face directory loading steps shared by model_hf.c and model_hf_bert.c: a config.json integer (def

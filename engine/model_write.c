@@ -405,14 +405,16 @@ int llm_model_rank_head(llm_model *m, llm_err *err)
     return 0;
 }
 
-/* A BERT encoder's tensors as llama.cpp's converter names them (model_gguf_bert.c reads them back): the
- * positions' and token types' rows stay F32 as it keeps them; a cross-encoder's head as cls / cls.output. */
+/* A BERT (or nomic-bert) encoder's tensors as llama.cpp's converter names them (model_gguf_bert.c reads them
+ * back): the positions' and token types' rows stay F32 as it keeps them; a cross-encoder's head as cls /
+ * cls.output. */
 static void add_bert(gguf_writer *w, conv_list *l, const llm_model *m, llm_dtype dtype)
 {
     const llm_config *c = &m->cfg;
     int hd = c->head_dim;
     add_mat(w, l, "token_embd.weight", &m->tok_embd, dtype, 0, hd);
-    add_mat(w, l, "position_embd.weight", &m->pos_embd, LLM_F32, 0, hd);
+    if (m->pos_embd.data != NULL) /* (nomic-bert rotates instead) */
+        add_mat(w, l, "position_embd.weight", &m->pos_embd, LLM_F32, 0, hd);
     add_mat(w, l, "token_types.weight", &m->type_embd, LLM_F32, 0, hd);
     add_vec(w, l, "token_embd_norm.weight", &m->embd_norm, 0, hd);
     add_vec(w, l, "token_embd_norm.bias", &m->embd_norm_b, 0, hd);
@@ -422,11 +424,19 @@ static void add_bert(gguf_writer *w, conv_list *l, const llm_model *m, llm_dtype
         const llm_tensor *wt[6] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_up, &L->w_down };
         const llm_tensor *bt[6] = { &L->bq, &L->bk, &L->bv, &L->bo, &L->b_up, &L->b_down };
         char n[64];
-        for (int k = 0; k < 6; k++) {
+        int nomic = L->w_gate.data != NULL; /* nomic-bert: q|k|v fused, a SwiGLU FFN, no biases */
+        if (nomic) {
+            snprintf(n, sizeof(n), "blk.%d.attn_qkv.weight", i);
+            add_fused(w, l, n, wt, 3, dtype, 0, hd);
+            snprintf(n, sizeof(n), "blk.%d.ffn_gate.weight", i);
+            add_mat(w, l, n, &L->w_gate, dtype, 0, hd);
+        }
+        for (int k = nomic ? 3 : 0; k < 6; k++) {
             snprintf(n, sizeof(n), "blk.%d.%s.weight", i, lin[k]);
             add_mat(w, l, n, wt[k], dtype, 0, hd);
             snprintf(n, sizeof(n), "blk.%d.%s.bias", i, lin[k]);
-            add_vec(w, l, n, bt[k], 0, hd);
+            if (bt[k]->data != NULL)
+                add_vec(w, l, n, bt[k], 0, hd);
         }
         const llm_tensor *nt[4] = { &L->attn_norm, &L->attn_norm_b, &L->ffn_norm, &L->ffn_norm_b };
         static const char *const norms[4] = { "attn_output_norm.weight", "attn_output_norm.bias",
@@ -473,9 +483,12 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         snprintf(key, sizeof(key), "%s.pooling_type", m->arch);
         gguf_w_u32(w, key, m->n_cls > 0 ? LLM_POOL_RANK : (uint32_t)m->pooling);
     }
-    if (c->encoder) { /* BERT: its own keys and tensors (add_bert), then the tokenizer */
-        gguf_w_f32(w, "bert.attention.layer_norm_epsilon", c->norm_eps);
-        gguf_w_bool(w, "bert.attention.causal", 0);
+    if (c->encoder) { /* BERT / nomic-bert: their own keys and tensors (add_bert), then the tokenizer */
+        char key[96];
+        snprintf(key, sizeof(key), "%s.attention.layer_norm_epsilon", m->arch);
+        gguf_w_f32(w, key, c->norm_eps);
+        snprintf(key, sizeof(key), "%s.attention.causal", m->arch);
+        gguf_w_bool(w, key, 0);
         add_bert(w, &l, m, dtype);
         if (write_tokenizer_meta(w, m, err) != 0)
             goto out;

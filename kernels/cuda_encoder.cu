@@ -1,10 +1,12 @@
-/* An encoder's step on the device (BERT: GGUF "bert"), the math of engine/cpu/forward.c's encoder path:
- *   x = LayerNorm(E[token] + P[position] + T[type]) (type 1 after the input's first [SEP], a pair's second text)
+/* An encoder's step on the device (BERT: GGUF "bert"; nomic-bert), the math of engine/cpu/forward.c's encoder
+ * path:
+ *   x = LayerNorm(E[token] + P[position] + T[type]) (type 1 after the input's first [SEP], a pair's second text;
+ *       nomic-bert has no P)
  *   per layer, post-norm:
- *     q, k, v = W x + b; k, v into the paged cache unrotated (learned positions: no rope)
+ *     q, k, v = W x + b; k, v into the paged cache unrotated (BERT: learned positions) or rotated (nomic-bert)
  *     x = LayerNorm(x + Wo attention + bo)          every query sees its whole input (below)
- *     x = LayerNorm(x + Wdown gelu(Wup x + bup) + bdown)   exact (erf) GELU
- *   the wanted rows of x are the hidden states (no final norm, no classifier).
+ *     x = LayerNorm(x + Wdown gelu(Wup x + bup) + bdown)   exact (erf) GELU; nomic-bert: SwiGLU(gate, up)
+ *   the wanted rows of x are the hidden states (no final norm, no classifier); nomic-bert has no biases.
  * Attention is the decoders' paged kernels (cuda_attention.cu) unchanged: they mask a key at position p
  * for the query whose position is below p, so cuda_backend.cu hands them, for an encoder, a position table
  * where each token holds its input's last position (cu_step.ti_att) and items that read the whole input;
@@ -29,7 +31,8 @@ static __device__ void layer_norm_row(float *xr, int dim, const float *w, const 
         xr[k] = (xr[k] - mean) * r * w[k] + b[k];
 }
 
-/* A block per token: the three embeddings' rows summed, LayerNorm'd. Token t's input starts at t - pos[t]. */
+/* A block per token: the embeddings' rows summed (P's when P.w is set), LayerNorm'd. Token t's input starts at
+ * t - pos[t]. */
 __global__ void __launch_bounds__(256) encoder_embed_kernel(cu_mat E, cu_mat P, cu_mat T, const int32_t *tok,
                                                             const int32_t *pos, int sep, int n_types,
                                                             const float *w, const float *b, float eps, float *x)
@@ -48,12 +51,16 @@ __global__ void __launch_bounds__(256) encoder_embed_kernel(cu_mat E, cu_mat P, 
     __syncthreads();
     const int type = after_sep;
     float *xr = x + (size_t)t * dim;
-    for (int k = threadIdx.x; k < dim; k += blockDim.x)
-        xr[k] = mat_elem(E, tok[t], k) + mat_elem(P, p, k) + mat_elem(T, type, k); /* (the CPU's order) */
+    for (int k = threadIdx.x; k < dim; k += blockDim.x) { /* (the CPU's order) */
+        float v = mat_elem(E, tok[t], k);
+        if (P.w != NULL)
+            v += mat_elem(P, p, k);
+        xr[k] = v + mat_elem(T, type, k);
+    }
     layer_norm_row(xr, dim, w, b, eps, red);
 }
 
-/* The end of a post-norm block, a block per row: x = LayerNorm(x + (y + bias)) * w + b. */
+/* The end of a post-norm block, a block per row: x = LayerNorm(x + (y + bias)) * w + b (bias NULL: none). */
 __global__ void __launch_bounds__(256) post_norm_kernel(const float *y, const float *bias, const float *w,
                                                         const float *b, float *x, int dim, float eps)
 {
@@ -62,7 +69,7 @@ __global__ void __launch_bounds__(256) post_norm_kernel(const float *y, const fl
     const float *yr = y + (size_t)blockIdx.x * dim;
     float *xr = x + (size_t)blockIdx.x * dim;
     for (int k = threadIdx.x; k < dim; k += blockDim.x)
-        xr[k] += yr[k] + bias[k];
+        xr[k] += bias != NULL ? yr[k] + bias[k] : yr[k];
     layer_norm_row(xr, dim, w, b, eps, red);
 }
 
@@ -114,7 +121,8 @@ int cuda_encoder_step(cu_state *st, const cu_step *sp, llm_err *err)
             return -1;
         cuda_qkv_prep(st->qkv, st->qkv_ld, n, L->bq, L->bk, L->bv, NULL, NULL, c->n_heads, c->n_kv_heads,
                       c->head_dim, c->norm_eps, s);
-        cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, NULL, NULL, c->head_dim / 2, c->n_heads, c->n_kv_heads,
+        cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, L->nope ? NULL : st->rope_cos,
+                           L->nope ? NULL : st->rope_sin, c->head_dim / 2, c->n_heads, c->n_kv_heads,
                            (int)c->rope_layout, &st->kv, l, st->block_size, s);
         if (cuda_stage_check(st, "qkv + kv write", l, err))
             return -1;
@@ -123,14 +131,19 @@ int cuda_encoder_step(cu_state *st, const cu_step *sp, llm_err *err)
             post_block(st, &L->wo, st->att, st->q_dim, L->bo, L->attn_norm, L->attn_norm_b, n, err) != 0 ||
             cuda_stage_check(st, "output projection + norm", l, err))
             return -1;
-        /* the FFN: up (the only matrix of gate_up for an encoder) into h, bias and GELU, down */
-        if (cuda_matmul(&st->mm, &L->gate_up.m[0], st->x, c->dim, st->h, c->hidden_dim, n, 0, err->msg,
-                        sizeof(err->msg)) != 0)
-            return -1;
-        size_t total = (size_t)n * (size_t)c->hidden_dim, blocks = (total + 255) / 256;
-        CU_LAUNCH(bias_gelu_kernel, blocks < 4096 ? (unsigned)blocks : 4096u, 256, 0, s, st->h, L->b_up,
-                  c->hidden_dim, n);
-        if (cuda_stage_check(st, "up + gelu", l, err) ||
+        if (cu_has_mat(&st->m->layers[l].w_gate)) { /* nomic-bert: gate|up into gu, SwiGLU into h */
+            if (cuda_mm_set(st, &L->gate_up, st->x, c->dim, st->gu, st->gu_ld, n, err) != 0)
+                return -1;
+            cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, 0, s);
+        } else { /* BERT: up (gate_up's only matrix) into h, bias and GELU */
+            if (cuda_matmul(&st->mm, &L->gate_up.m[0], st->x, c->dim, st->h, c->hidden_dim, n, 0, err->msg,
+                            sizeof(err->msg)) != 0)
+                return -1;
+            size_t total = (size_t)n * (size_t)c->hidden_dim, blocks = (total + 255) / 256;
+            CU_LAUNCH(bias_gelu_kernel, blocks < 4096 ? (unsigned)blocks : 4096u, 256, 0, s, st->h, L->b_up,
+                      c->hidden_dim, n);
+        }
+        if (cuda_stage_check(st, "up + activation", l, err) ||
             post_block(st, &L->down, st->h, c->hidden_dim, L->b_down, L->ffn_norm, L->ffn_norm_b, n, err) != 0 ||
             cuda_stage_check(st, "down + norm", l, err))
             return -1;

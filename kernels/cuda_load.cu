@@ -591,8 +591,8 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
     if (upload_mat(st, &u, &st->tok_embd, &m->tok_embd, err) != 0 ||
         (!c->encoder && (st->out_norm = upload_vec(st, &u, &m->out_norm, err)) == NULL))
         goto out;
-    if (c->encoder && /* learned positions, token types, the embedding's LayerNorm */
-        (upload_mat(st, &u, &st->pos_embd, &m->pos_embd, err) != 0 ||
+    if (c->encoder && /* learned positions (BERT; nomic-bert rotates), token types, the embedding's LayerNorm */
+        ((m->pos_embd.data != NULL && upload_mat(st, &u, &st->pos_embd, &m->pos_embd, err) != 0) ||
          upload_mat(st, &u, &st->type_embd, &m->type_embd, err) != 0 ||
          (st->embd_norm = upload_vec(st, &u, &m->embd_norm, err)) == NULL ||
          (st->embd_norm_b = upload_vec(st, &u, &m->embd_norm_b, err)) == NULL))
@@ -604,9 +604,9 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
     for (int l = 0; l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
         cu_layer *D = &st->layers[l];
-        /* (an encoder's FFN has no gate: gate_up is up alone) */
+        /* (BERT's FFN has no gate: gate_up is up alone; nomic-bert's has one) */
         const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
-        const int n_gu = c->encoder ? 1 : 2;
+        const int n_gu = c->encoder && !cu_has_mat(&L->w_gate) ? 1 : 2;
         if ((D->attn_norm = upload_vec(st, &u, &L->attn_norm, err)) == NULL ||
             (D->ffn_norm = upload_vec(st, &u, &L->ffn_norm, err)) == NULL ||
             upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0)

@@ -448,6 +448,15 @@ int main(void)
     test_scheduler(path);
     test_mutated(path);
     test_cross_encoder();
+    /* nomic-bert (fused q|k|v, SwiGLU, rope, no biases; its vectors against llama.cpp: tests/parity/bert.t):
+     * hostile files too */
+    char npath[] = "/tmp/test_nomicXXXXXX";
+    fd = mkstemp(npath);
+    close(fd);
+    ok(llm_model_generate("tiny-nomic-bert", LLM_F32, 11, npath, "../shared", &err) == 0,
+       "gen-model tiny-nomic-bert: %s", err.msg);
+    test_mutated(npath);
+    unlink(npath);
     /* the decoders stay decoders */
     llm_model *m = llm_model_load("../shared/models/stories260K/stories260K.gguf", NULL, &err);
     ok(m != NULL && !m->cfg.encoder, "a decoder is not an encoder");

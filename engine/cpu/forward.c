@@ -349,8 +349,12 @@ static void post_norm_add(void *ctx, int ith, int nth)
         const float *y = st->xb + (size_t)t * dim;
         float *x = st->x + (size_t)t * dim;
         if (p->ln_b != NULL) {
-            for (int i = 0; i < dim; i++)
-                x[i] += y[i] + p->bias[i];
+            if (p->bias != NULL)
+                for (int i = 0; i < dim; i++)
+                    x[i] += y[i] + p->bias[i];
+            else /* (nomic-bert: no biases) */
+                for (int i = 0; i < dim; i++)
+                    x[i] += y[i];
             layer_norm(x, dim, p->w, p->ln_b, st->m->cfg.norm_eps);
             continue;
         }
@@ -390,8 +394,8 @@ static void project_out_ln(cpu_state *st, const llm_tensor *w, const cpu_pk_mat 
     cpu_matmul(st, &mm);
 }
 
-/* An encoder's embedding of token t of type `type`: the token's, its position's and its type's rows summed,
- * LayerNorm'd. */
+/* An encoder's embedding of token t of type `type`: the token's, its position's (BERT's learned ones; nomic-bert
+ * rotates instead) and its type's rows summed, LayerNorm'd. */
 static void encoder_embed(cpu_state *st, const llm_batch *b, int t, int type, float *x)
 {
     const llm_model *m = st->m;
@@ -400,6 +404,8 @@ static void encoder_embed(cpu_state *st, const llm_batch *b, int t, int type, fl
     const llm_tensor *add[2] = { &m->pos_embd, &m->type_embd };
     size_t row[2] = { (size_t)b->pos[t], (size_t)type };
     for (int k = 0; k < 2; k++) {
+        if (add[k]->data == NULL)
+            continue;
         size_t rb = llm_dtype_row_bytes(add[k]->type, (uint64_t)dim);
         llm_row_to_f32(add[k]->type, (const uint8_t *)add[k]->data + row[k] * rb, tmp, (size_t)dim);
         for (int i = 0; i < dim; i++)
@@ -423,11 +429,23 @@ static void ffn_act(void *ctx, int ith, int nth)
         p->st->kern->gelu_erf(p->st->hb + (size_t)t * hd, p->bias, hd);
 }
 
-/* An encoder's FFN (up, GELU, down; post-norm) over the n rows of st->x. */
+/* An encoder's FFN over the n rows of st->x, post-norm: BERT's up, GELU, down; nomic-bert's gate|up, SwiGLU,
+ * down. */
 static void encoder_ffn(cpu_state *st, int l, int n)
 {
     const llm_config *c = &st->m->cfg;
     const llm_layer *L = &st->m->layers[l];
+    if (L->w_gate.data != NULL) {
+        cpu_mm_out gu[2] = {
+            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },
+            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
+        };
+        cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .outs = gu, .n_outs = 2, .swiglu = 1 };
+        cpu_matmul(st, &mf);
+        project_out_ln(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, c->hidden_dim, n, &L->ffn_norm,
+                       &L->b_down, &L->ffn_norm_b);
+        return;
+    }
     ffn_act_ctx fa = { st, L->b_up.data, n };
     cpu_mm_out up = { &L->w_up, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 };
     cpu_mm mu = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .outs = &up, .n_outs = 1,

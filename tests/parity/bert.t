@@ -1,6 +1,7 @@
 #!/usr/bin/env perl
 # BERT encoders against llama.cpp (node-llama-cpp 3.21.1's embedding context, bench/llamacpp/embed.mjs) on the
-# same GGUF: gen-model's tiny-bert (mean pooling) and tiny-bert-cls (CLS pooling) in F32, F16, Q8_0 and Q4_0,
+# same GGUF: gen-model's tiny-bert (mean pooling), tiny-bert-cls (CLS pooling) and tiny-nomic-bert (nomic-bert:
+# rope positions, fused q|k|v, SwiGLU, no biases; mean pooling) in F32, F16, Q8_0 and Q4_0,
 # whose WordPiece vocabulary each side tokenizes itself (lowercasing, punctuation split, unknown words, CJK,
 # accents): the same number of tokens, and `llm-engine embed` (five texts in the scheduler at once, each
 # input computed in one step: every token sees the whole input) must give llama.cpp's vectors, cosine >= 0.9999
@@ -33,7 +34,7 @@ close $fh;
 
 for my $dt (qw(f32 f16 q8_0 q4_0)) {
     my %v;
-    for my $preset (qw(tiny-bert tiny-bert-cls)) {
+    for my $preset (qw(tiny-bert tiny-bert-cls tiny-nomic-bert)) {
         my $f = "$dir/$preset-$dt.gguf";
         my ($rc) = capture($dir, $engine, 'gen-model', '--preset', $preset, '--dtype', $dt, '--out', $f, '--seed', '5');
         is($rc, 0, "gen-model --preset $preset --dtype $dt");
