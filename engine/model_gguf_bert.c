@@ -70,19 +70,7 @@ static int take_f32(llm_model *m, const char *name, int64_t cols, int64_t rows, 
         return -1;
     if (t.data == NULL && t.src == NULL)
         return 0;
-    if (t.data == NULL || t.ne[0] != cols || t.ne[1] != rows || !llm_dtype_valid(t.type)) {
-        llm_seterr(err, "%s: tensor %s must be %lld x %lld (got %lld x %lld)", m->path, name, (long long)rows,
-                   (long long)cols, (long long)t.ne[1], (long long)t.ne[0]);
-        return -1;
-    }
-    float *f = malloc((size_t)(rows * cols) * sizeof(float));
-    if (llm_model_own(m, f, err) != 0)
-        return -1;
-    size_t rb = llm_dtype_row_bytes(t.type, (uint64_t)cols);
-    for (int64_t r = 0; r < rows; r++)
-        llm_row_to_f32(t.type, (const uint8_t *)t.data + (size_t)r * rb, f + (size_t)(r * cols), (size_t)cols);
-    *out = f;
-    return 0;
+    return llm_model_f32_copy(m, &t, name, cols, rows, out, err);
 }
 
 /* A cross-encoder's head (pooling type rank, as llama.cpp converts BertForSequenceClassification): the

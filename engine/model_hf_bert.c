@@ -92,17 +92,7 @@ static int take_f32(llm_model *m, const st_set *s, const char *name, int64_t col
     llm_tensor t = { 0 };
     if (llm_hf_take(m, s, name, &t, 1, err) != 0)
         return -1;
-    if (t.ne[0] != cols || t.ne[1] != rows) {
-        llm_seterr(err, "%s: tensor %s must be %lld x %lld (got %lld x %lld)", m->path, name, (long long)rows,
-                   (long long)cols, (long long)t.ne[1], (long long)t.ne[0]);
-        return -1;
-    }
-    float *f = malloc((size_t)(rows * cols) * sizeof(float));
-    if (llm_model_own(m, f, err) != 0)
-        return -1;
-    llm_row_to_f32(t.type, t.data, f, (size_t)(rows * cols));
-    *out = f;
-    return 0;
+    return llm_model_f32_copy(m, &t, name, cols, rows, out, err);
 }
 
 /* BertForSequenceClassification's head: pooler (dense, tanh) and classifier on [CLS], as the GGUF loader

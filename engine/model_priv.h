@@ -15,6 +15,10 @@ int  llm_model_add_map(llm_model *m, void *base, size_t size, llm_err *err);
 /* Convert a norm vector of n elements to owned F32 into *dst. */
 int  llm_model_norm_f32(llm_model *m, llm_tensor *dst, llm_dtype type, const void *data, int64_t n,
                         const char *what, llm_err *err);
+/* A rows x cols tensor (a vector: rows 1) of any type as owned F32 into *out (a cross-encoder's head); a wrong
+ * shape or type is an error naming it. */
+int  llm_model_f32_copy(llm_model *m, const llm_tensor *t, const char *name, int64_t cols, int64_t rows,
+                        const float **out, llm_err *err);
 /* mmap a whole file read-only (records it in the model). */
 const uint8_t *llm_model_map_file(llm_model *m, const char *path, size_t *size, llm_err *err);
 
