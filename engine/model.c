@@ -162,6 +162,23 @@ int llm_model_f32_copy(llm_model *m, const llm_tensor *t, const char *name, int6
     return 0;
 }
 
+int llm_encoder_embeddings(llm_model *m, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    int learned = m->pos_embd.data != NULL; /* (nomic-bert has no position rows: it rotates) */
+    if (m->tok_embd.ne[1] > (1 << 24) || m->type_embd.ne[1] > 1024 || (learned && m->pos_embd.ne[1] < c->seq_len)) {
+        llm_seterr(err, "%s: bad bert embeddings: %lld tokens, %lld types, %lld positions for a context of %d",
+                   m->path, (long long)m->tok_embd.ne[1], (long long)m->type_embd.ne[1],
+                   (long long)m->pos_embd.ne[1], c->seq_len);
+        return -1;
+    }
+    c->vocab_size = (int)m->tok_embd.ne[1];
+    c->n_types = (int)m->type_embd.ne[1];
+    if (learned)
+        m->pos_embd.ne[1] = c->seq_len; /* rows past the context are never read */
+    return 0;
+}
+
 void llm_model_free(llm_model *m)
 {
     if (m == NULL)

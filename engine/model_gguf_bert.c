@@ -148,16 +148,8 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
         llm_gguf_take(m, "token_types.weight", &m->type_embd, 1, err) ||
         take_layer_norm(m, "token_embd_norm", &m->embd_norm, &m->embd_norm_b, err))
         return -1;
-    if (m->tok_embd.ne[1] > (1 << 24) || m->type_embd.ne[1] > 1024 || (!nomic && m->pos_embd.ne[1] < c->seq_len)) {
-        llm_seterr(err, "%s: bad bert embeddings: %lld tokens, %lld types, %lld positions for a context of %d",
-                   m->path, (long long)m->tok_embd.ne[1], (long long)m->type_embd.ne[1],
-                   (long long)m->pos_embd.ne[1], c->seq_len);
+    if (llm_encoder_embeddings(m, err) != 0)
         return -1;
-    }
-    c->vocab_size = (int)m->tok_embd.ne[1];
-    c->n_types = (int)m->type_embd.ne[1];
-    if (!nomic)
-        m->pos_embd.ne[1] = c->seq_len; /* rows past the context are never read */
     c->tied_embeddings = 1;         /* no language-model head: output is the embedding, never used */
 
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));

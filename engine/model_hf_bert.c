@@ -131,15 +131,8 @@ int llm_hf_bert_tensors(llm_model *m, const st_set *s, llm_err *err)
         take_layer_norm(m, s, bert_name(ln, sizeof(ln), pre, "embeddings.LayerNorm"), &m->embd_norm,
                         &m->embd_norm_b, err))
         return -1;
-    if (m->tok_embd.ne[1] > (1 << 24) || m->type_embd.ne[1] > 1024 || m->pos_embd.ne[1] < c->seq_len) {
-        llm_seterr(err, "%s: bad bert embeddings: %lld tokens, %lld types, %lld positions for a context of %d",
-                   m->path, (long long)m->tok_embd.ne[1], (long long)m->type_embd.ne[1],
-                   (long long)m->pos_embd.ne[1], c->seq_len);
+    if (llm_encoder_embeddings(m, err) != 0)
         return -1;
-    }
-    c->vocab_size = (int)m->tok_embd.ne[1];
-    c->n_types = (int)m->type_embd.ne[1];
-    m->pos_embd.ne[1] = c->seq_len; /* rows past the context are never read */
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
     if (llm_model_own(m, m->layers, err) != 0)
         return -1;

@@ -19,6 +19,9 @@ int  llm_model_norm_f32(llm_model *m, llm_tensor *dst, llm_dtype type, const voi
  * shape or type is an error naming it. */
 int  llm_model_f32_copy(llm_model *m, const llm_tensor *t, const char *name, int64_t cols, int64_t rows,
                         const float **out, llm_err *err);
+/* An encoder's embeddings once taken (token rows, token types, position rows where it has them): their sizes
+ * checked, vocab_size and n_types set from them, the position rows cut to the context. 0, or -1 + err. */
+int  llm_encoder_embeddings(llm_model *m, llm_err *err);
 /* mmap a whole file read-only (records it in the model). */
 const uint8_t *llm_model_map_file(llm_model *m, const char *path, size_t *size, llm_err *err);
 
