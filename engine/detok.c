@@ -94,7 +94,7 @@ size_t llm_detok_push(llm_detok *d, int32_t id, char *out, size_t cap)
     }
     if (d->skip_special && t->type[id] == TOK_CONTROL && id != d->keep)
         return 0;
-    int lead_space = (t->kind == LLM_TOK_SPM && t->add_space_prefix) || t->kind == LLM_TOK_WPM; /* the first word's */
+    int lead_space = ((t->kind == LLM_TOK_SPM || t->kind == LLM_TOK_UGM) && t->add_space_prefix) || t->kind == LLM_TOK_WPM; /* the first word's */
     if (lead_space && d->at_start && n > 0 && p[0] == ' ' && t->type[id] != TOK_BYTE && t->type[id] != TOK_CONTROL) {
         p++;
         n--;

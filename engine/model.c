@@ -500,7 +500,7 @@ static void describe_tokenizer(const llm_model *m, FILE *f)
     }
     llm_tok_kind k = llm_tok_kind_of(m->tok);
     fprintf(f, "tokenizer: %s, vocab %d, bos %d, eos %d%s\n",
-            k == LLM_TOK_SPM ? "sentencepiece (llama)" : k == LLM_TOK_WPM ? "WordPiece (bert)" : "byte-level BPE (gpt2)",
+            k == LLM_TOK_SPM ? "sentencepiece (llama)" : k == LLM_TOK_WPM ? "WordPiece (bert)" : k == LLM_TOK_UGM ? "sentencepiece unigram (t5)" : "byte-level BPE (gpt2)",
             llm_tok_vocab_size(m->tok), llm_tok_bos(m->tok), llm_tok_eos(m->tok),
             llm_tok_add_eos(m->tok) ? ", eos appended to texts" : "");
 }

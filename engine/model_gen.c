@@ -248,23 +248,29 @@ static uint64_t mix(uint64_t x)
     } while (0)
 
 /* Encoder (BERT) shapes: random weights, a WordPiece vocabulary made from the stories tokenizer's pieces
- * (llm_gguf_w_wpm_from_llama2c), the pooling the model declares. */
+ * (llm_gguf_w_wpm_from_llama2c; XLM-RoBERTa's: a Unigram one, llm_gguf_w_ugm_from_llama2c), the pooling the
+ * model declares. */
 typedef struct {
     const char *name;
     int dim, hidden, layers, heads, ctx, pooling;
     int vocab; /* the vocabulary padded to this with unused tokens (BERT's 30,522), or 0: as made */
     int nomic; /* nomic-bert: rope (base 1000) instead of learned positions, fused q|k|v, SwiGLU, no biases */
+    int xlmr;  /* XLM-RoBERTa: one token type, a SentencePiece Unigram vocabulary (llm_gguf_w_ugm_from_llama2c) */
 } bert_preset;
 
 static const bert_preset bert_presets[] = {
-    { "tiny-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 0 },
-    { "tiny-bert-cls", 64, 256, 2, 4, 128, LLM_POOL_CLS, 0, 0 },
+    { "tiny-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 0, 0 },
+    { "tiny-bert-cls", 64, 256, 2, 4, 128, LLM_POOL_CLS, 0, 0, 0 },
     /* a cross-encoder (ms-marco-MiniLM's kind): pooler and a one-output classifier */
-    { "tiny-bert-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0, 0 },
-    { "bge-small", 384, 1536, 12, 12, 512, LLM_POOL_CLS, 30522, 0 }, /* bge-small-en-v1.5; all-MiniLM-L12: mean */
-    { "bge-base", 768, 3072, 12, 12, 512, LLM_POOL_CLS, 30522, 0 },  /* bge-base-en-v1.5; e5-base, BERT-base */
-    { "tiny-nomic-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 1 },
-    { "nomic-embed", 768, 3072, 12, 12, 2048, LLM_POOL_MEAN, 30522, 1 }, /* nomic-embed-text-v1.5 */
+    { "tiny-bert-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0, 0, 0 },
+    { "bge-small", 384, 1536, 12, 12, 512, LLM_POOL_CLS, 30522, 0, 0 }, /* bge-small-en-v1.5; all-MiniLM-L12: mean */
+    { "bge-base", 768, 3072, 12, 12, 512, LLM_POOL_CLS, 30522, 0, 0 },  /* bge-base-en-v1.5; e5-base, BERT-base */
+    { "tiny-nomic-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 1, 0 },
+    { "nomic-embed", 768, 3072, 12, 12, 2048, LLM_POOL_MEAN, 30522, 1, 0 }, /* nomic-embed-text-v1.5 */
+    { "tiny-xlm-r", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 0, 1 },
+    { "tiny-xlm-r-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0, 0, 1 },
+    { "bge-m3", 1024, 4096, 24, 16, 8192, LLM_POOL_CLS, 250002, 0, 1 },             /* multilingual-e5-large: mean */
+    { "bge-reranker-v2-m3", 1024, 4096, 24, 16, 8192, LLM_POOL_RANK, 250002, 0, 1 },
 };
 
 static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, int n_layers, const char *out_path,
@@ -296,7 +302,7 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
         gguf_w_f32(w, KEY("rope.freq_base"), 1000.0f);
 #undef KEY
     snprintf(path, sizeof(path), "%s/models/stories260K/tok512.bin", shared_dir);
-    if (llm_gguf_w_wpm_from_llama2c(w, path, p->vocab, &n_vocab, err) != 0)
+    if ((p->xlmr ? llm_gguf_w_ugm_from_llama2c : llm_gguf_w_wpm_from_llama2c)(w, path, p->vocab, &n_vocab, err) != 0)
         goto out;
     /* matrices of 1/sqrt(K): the scores and activations of a trained model's order, after every LayerNorm */
     float sd = 1.0f / sqrtf((float)p->dim), sdd = 1.0f / sqrtf((float)p->hidden);
@@ -305,7 +311,7 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
      * cannot be) */
     if (!p->nomic)
         ADD3("position_embd.weight", p->dim, p->ctx, 1, 0.0f, 0.3f, LLM_F32);
-    ADD3("token_types.weight", p->dim, 2, 1, 0.0f, 0.3f, LLM_F32);
+    ADD3("token_types.weight", p->dim, p->xlmr ? 1 : 2, 1, 0.0f, 0.3f, LLM_F32);
     ADD("token_embd_norm.weight", p->dim, 1, 1.0f, 0.05f);
     ADD("token_embd_norm.bias", p->dim, 1, 0.0f, 0.05f);
     for (int l = 0; l < layers; l++) {
@@ -372,7 +378,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
-                   "nomic-embed)", name);
+                   "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) {

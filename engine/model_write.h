@@ -37,6 +37,14 @@ void llm_wpm_vocab_free(char **tokens, int n);
  * whose hidden size is above 272). *n_vocab (unless NULL) gets the vocabulary size: token_embd's rows. 0, or -1
  * with err. */
 int  llm_gguf_w_wpm_from_llama2c(gguf_writer *w, const char *tok_path, int pad_to, int *n_vocab, llm_err *err);
+/* A SentencePiece Unigram ("t5") vocabulary in XLM-RoBERTa's layout (<s> <pad> </s> <unk>, pieces, <mask>)
+ * made from a llama2.c tokenizer file's pieces, padded to pad_to, with a precompiled charsmap of a few NFKC
+ * rules (model_write_ugm.c); *n_vocab gets its size. 0, or -1 with err. */
+int  llm_gguf_w_ugm_from_llama2c(gguf_writer *w, const char *tok_path, int pad_to, int *n_vocab, llm_err *err);
+/* A precompiled charsmap (SentencePiece's normaliser: [u32 trie bytes][darts-clone units][NUL-terminated
+ * replacements]) rewriting each rules[i][0] (a non-empty byte string) to rules[i][1]; malloc'd, *len its size;
+ * NULL out of memory. */
+uint8_t *llm_ugm_charsmap(const char *const (*rules)[2], int n, size_t *len);
 /* A loaded WordPiece tokenizer's vocabulary (its GGUF spelling, token types, [CLS] / [SEP] / [UNK] / [PAD] /
  * [MASK] ids, add_bos / add_eos, BertNormalizer's switches) as "bert" metadata; n_types: the model's token
  * types. 0, or -1 + err (not a WordPiece tokenizer, out of memory). */

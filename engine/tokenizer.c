@@ -112,9 +112,10 @@ int tok_set(llm_tokenizer *t, int id, const char *text, size_t len, float score,
         return -1;
     size_t n = 0;
     int bv;
-    if (t->kind == LLM_TOK_SPM && (bv = byte_token_value(text, len)) >= 0 && type == TOK_BYTE) {
+    int spm = t->kind == LLM_TOK_SPM || t->kind == LLM_TOK_UGM; /* '▁' for a space, <0xNN> byte pieces */
+    if (spm && (bv = byte_token_value(text, len)) >= 0 && type == TOK_BYTE) {
         raw[n++] = (char)bv;
-    } else if (t->kind == LLM_TOK_SPM) {
+    } else if (spm) {
         for (size_t i = 0; i < len; i++) {
             if (i + 2 < len && memcmp(text + i, "\xe2\x96\x81", 3) == 0) {
                 raw[n++] = ' ';
@@ -262,7 +263,7 @@ int tok_finish(llm_tokenizer *t, llm_err *err)
         if (t->raw_len[id] != 1)
             continue;
         unsigned char b = (unsigned char)t->raw_arena[t->raw_off[id]];
-        if (t->kind == LLM_TOK_SPM ? t->type[id] == TOK_BYTE : t->type[id] == TOK_NORMAL)
+        if (t->kind == LLM_TOK_SPM || t->kind == LLM_TOK_UGM ? t->type[id] == TOK_BYTE : t->type[id] == TOK_NORMAL)
             t->byte_id[b] = id;
     }
     int n = 0;
@@ -282,6 +283,8 @@ int tok_finish(llm_tokenizer *t, llm_err *err)
         t->spec_start[f] = i;
         t->spec_count[f]++;
     }
+    if (t->kind == LLM_TOK_UGM)
+        tok_ugm_prepare(t);
     return 0;
 }
 
@@ -383,6 +386,7 @@ void llm_tok_free(llm_tokenizer *t)
     free(t->merges.merged);
     free(t->specials);
     free(t->chat_template);
+    free(t->ugm_charsmap);
     if (t->re != NULL)
         pcre2_code_free(t->re);
     if (t->re_first != NULL)
@@ -539,6 +543,8 @@ static int encode_fragment(const llm_tokenizer *t, const char *s, size_t n, int 
         return tok_spm_encode(t, s, n, t->add_space_prefix && after_special, out);
     if (t->kind == LLM_TOK_WPM)
         return tok_wpm_encode(t, s, n, out);
+    if (t->kind == LLM_TOK_UGM) /* each fragment opens with its own '▁', as llama.cpp normalises them */
+        return tok_ugm_encode(t, s, n, out);
     return tok_bpe_encode(t, s, n, out);
 }
 

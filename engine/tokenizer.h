@@ -12,7 +12,7 @@
 
 struct gguf_ctx;
 
-typedef enum { LLM_TOK_SPM = 1, LLM_TOK_BPE = 2, LLM_TOK_WPM = 3 } llm_tok_kind;
+typedef enum { LLM_TOK_SPM = 1, LLM_TOK_BPE = 2, LLM_TOK_WPM = 3, LLM_TOK_UGM = 4 } llm_tok_kind;
 
 typedef struct llm_tokenizer llm_tokenizer;
 

@@ -1,7 +1,8 @@
 /* GGUF tokenizer metadata (tokenizer.ggml.*): model "llama" (SentencePiece
  * vocabulary with scores and token types), "gpt2" (byte-level BPE with merges
- * "a b" and a named pre-tokenizer) or "bert" (WordPiece: word-initial pieces
- * spelt "▁...", continuation pieces bare, no scores). */
+ * "a b" and a named pre-tokenizer), "bert" (WordPiece: word-initial pieces
+ * spelt "▁...", continuation pieces bare, no scores) or "t5" (SentencePiece
+ * Unigram: pieces with log-probability scores and the precompiled charsmap). */
 #include "tokenizer_priv.h"
 
 #include "gguf.h"
@@ -71,8 +72,10 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
         kind = LLM_TOK_BPE;
     else if (strcmp(model, "bert") == 0)
         kind = LLM_TOK_WPM;
+    else if (strcmp(model, "t5") == 0)
+        kind = LLM_TOK_UGM;
     else {
-        llm_seterr(err, "GGUF: unsupported tokenizer model \"%s\" (llama, gpt2 and bert are)", model);
+        llm_seterr(err, "GGUF: unsupported tokenizer model \"%s\" (llama, gpt2, bert and t5 are)", model);
         return NULL;
     }
     const gguf_kv *toks, *scores, *types, *merges = NULL;
@@ -99,6 +102,11 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
     int bos = get_id(g, "tokenizer.ggml.bos_token_id", n, kind == LLM_TOK_SPM && n > 1 ? 1 : -1);
     int eos = get_id(g, "tokenizer.ggml.eos_token_id", n, kind == LLM_TOK_SPM && n > 2 ? 2 : -1);
     int unk = get_id(g, "tokenizer.ggml.unknown_token_id", n, -1);
+    if (kind == LLM_TOK_UGM) { /* llama.cpp's defaults for "t5": no BOS, EOS 1, unknown 2 */
+        bos = get_id(g, "tokenizer.ggml.bos_token_id", n, -1);
+        eos = get_id(g, "tokenizer.ggml.eos_token_id", n, n > 1 ? 1 : -1);
+        unk = get_id(g, "tokenizer.ggml.unknown_token_id", n, n > 2 ? 2 : -1);
+    }
     if (kind == LLM_TOK_WPM) { /* [CLS] text [SEP]: older converters name them cls / seperator (sic) only */
         bos = get_id(g, "tokenizer.ggml.bos_token_id", n, get_id(g, "tokenizer.ggml.cls_token_id", n, -1));
         eos = get_id(g, "tokenizer.ggml.seperator_token_id", n, eos);
@@ -133,7 +141,23 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
     if (kind == LLM_TOK_WPM && wpm_defaults(g, t, err))
         goto fail;
     int flag;
-    t->add_bos = gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag) == 0 ? flag : (t->bos >= 0);
+    if (kind == LLM_TOK_UGM) {
+        const gguf_kv *cm = gguf_find_kv(g, "tokenizer.ggml.precompiled_charsmap");
+        if (cm != NULL && (cm->type != GGUF_TYPE_ARRAY || (cm->arr_type != GGUF_TYPE_UINT8 && cm->arr_type != GGUF_TYPE_INT8))) {
+            llm_seterr(err, "GGUF: tokenizer.ggml.precompiled_charsmap is not an array of bytes");
+            goto fail;
+        }
+        if (cm != NULL && tok_ugm_set_charsmap(t, cm->data, (size_t)cm->arr_n, err))
+            goto fail;
+        t->ugm_merge_spaces = gguf_get_bool(g, "tokenizer.ggml.remove_extra_whitespaces", &flag) == 0 && flag;
+        if (unk < 0) {
+            llm_seterr(err, "GGUF: a t5 (Unigram) vocabulary needs an unknown token");
+            goto fail;
+        }
+    }
+    t->add_bos = gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag) == 0 ? flag
+                 : kind == LLM_TOK_UGM                                          ? 0
+                                                                                : (t->bos >= 0);
     static const char *const fim_keys[2][3] = {
         { "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.fim_mid_token_id" },
         { "tokenizer.ggml.prefix_token_id", "tokenizer.ggml.suffix_token_id", "tokenizer.ggml.middle_token_id" },
@@ -144,7 +168,8 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
             if (t->fim[i] < 0 && gguf_get_i64(g, fim_keys[k][i], &id) == 0 && id >= 0 && id < n)
                 t->fim[i] = (int32_t)id;
         }
-    t->add_eos = gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag) == 0 ? flag : kind == LLM_TOK_WPM;
+    t->add_eos = gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag) == 0 ? flag
+                                                                               : kind == LLM_TOK_WPM || kind == LLM_TOK_UGM;
     t->add_space_prefix = gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &flag) == 0 ? flag : 1;
     const gguf_kv *tmpl = gguf_find_kv(g, "tokenizer.chat_template");
     if (tmpl != NULL && tmpl->type == GGUF_TYPE_STRING && tmpl->strs != NULL) {

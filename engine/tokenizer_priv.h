@@ -59,7 +59,15 @@ struct llm_tokenizer {
     int      ignore_merges;   /* a word that is itself a token skips the merges (HF) */
     /* WordPiece: BertNormalizer's lowercase and strip_accents (default: as lowercase) */
     int      wpm_lower, wpm_strip;
-    uint32_t max_text_len;    /* longest vocabulary spelling in bytes (WordPiece's match bound) */
+    uint32_t max_text_len;    /* longest vocabulary spelling in bytes (WordPiece's and Unigram's match bound) */
+    /* Unigram: the precompiled charsmap as the file has it ([u32 trie bytes][darts-clone units][NUL-terminated
+     * replacements]), the unknown token's score, remove_extra_whitespaces */
+    uint8_t *ugm_charsmap;
+    size_t   ugm_charsmap_len, ugm_n_units, ugm_repl_len;
+    const uint8_t *ugm_units;
+    const char *ugm_repl;
+    float    ugm_unk_score;
+    int      ugm_merge_spaces;
     /* tokens input is split on (control / user-defined), sorted by first
      * byte then longest first; spec_start/spec_count index them by first byte */
     tok_special *specials;
@@ -101,6 +109,11 @@ int tok_vec_push(tok_vec *v, int32_t id);
 int tok_spm_encode(const llm_tokenizer *t, const char *s, size_t len, int prefix_space, tok_vec *out);
 int tok_bpe_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *out);
 int tok_wpm_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *out);
+int tok_ugm_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *out);
+/* Unigram: keep a copy of the precompiled charsmap (n 0: none); -1 + err if its trie does not fit. */
+int  tok_ugm_set_charsmap(llm_tokenizer *t, const uint8_t *blob, size_t n, llm_err *err);
+/* Unigram: the unknown token's score from the normal ones' (after the types are set). */
+void tok_ugm_prepare(llm_tokenizer *t);
 /* WordPiece's lowercasing of one code point (also the vocabulary writer's). */
 uint32_t tok_wpm_lower(uint32_t cp);
 
