@@ -1,6 +1,8 @@
 /* llm-engine embed: embeddings of one text, one list of ids, or every line of a file, through the
  * continuous-batching scheduler (all inputs in flight at once, as serve runs them): one JSON array of
- * floats per input on stdout (of unit length unless --no-normalize), the figures on stderr. */
+ * floats per input on stdout (of unit length unless --no-normalize), the figures on stderr. With
+ * --query, a cross-encoder's scores instead: each text is a document paired with the query as the model's
+ * tokenizer pairs texts, and the line holds the classifier head's outputs (logits, as /v1/rerank reads them). */
 #include "backend.h"
 #include "cli.h"
 #include "model.h"
@@ -45,14 +47,16 @@ static void inputs_free(inputs *in)
     free(in->n_ids);
 }
 
-/* A text's ids as the server encodes an input: BOS as the tokenizer says, EOS where it asks for it. */
-static int encode(const llm_tokenizer *tok, const char *text, size_t len, inputs *in)
+/* A text's ids as the server encodes an input: BOS as the tokenizer says, EOS where it asks for it; with a
+ * query, the pair query + text as /v1/rerank encodes it for a cross-encoder. */
+static int encode(const llm_tokenizer *tok, const char *query, const char *text, size_t len, inputs *in)
 {
     int32_t *ids = NULL;
-    int n = llm_tok_encode(tok, text, len, LLM_TOK_ADD_BOS, &ids);
+    int n = query != NULL ? llm_tok_encode_pair(tok, query, strlen(query), text, len, &ids)
+                          : llm_tok_encode(tok, text, len, LLM_TOK_ADD_BOS, &ids);
     if (n < 0)
         return -1;
-    if (llm_tok_add_eos(tok)) {
+    if (query == NULL && llm_tok_add_eos(tok)) {
         int32_t *m = realloc(ids, ((size_t)n + 1) * sizeof(*m));
         if (m == NULL) {
             free(ids);
@@ -72,9 +76,15 @@ static int encode(const llm_tokenizer *tok, const char *text, size_t len, inputs
 static int read_inputs(const llm_args *a, const llm_model *m, inputs *in)
 {
     const char *prompt = llm_arg_str(a, "prompt"), *pids = llm_arg_str(a, "prompt-ids");
-    const char *file = llm_arg_str(a, "input-file");
+    const char *file = llm_arg_str(a, "input-file"), *query = llm_arg_str(a, "query");
     if ((prompt != NULL) + (pids != NULL) + (file != NULL) != 1) {
         fprintf(stderr, "error: embed needs one of --prompt TEXT, --prompt-ids 1,2,3, --input-file FILE\n");
+        return -1;
+    }
+    if (query != NULL && (pids != NULL || !m->cfg.encoder || m->n_cls == 0)) {
+        fprintf(stderr, "error: --query scores texts with a cross-encoder (an encoder with a classifier head: a "
+                "BERT or XLM-RoBERTa reranker), given as --prompt or --input-file%s\n",
+                pids != NULL ? "" : "; this model has none");
         return -1;
     }
     if (pids != NULL) {
@@ -92,7 +102,7 @@ static int read_inputs(const llm_args *a, const llm_model *m, inputs *in)
         return -1;
     }
     if (prompt != NULL)
-        return encode(m->tok, prompt, strlen(prompt), in);
+        return encode(m->tok, query, prompt, strlen(prompt), in);
     FILE *f = fopen(file, "r");
     if (f == NULL) {
         fprintf(stderr, "error: cannot open %s\n", file);
@@ -106,7 +116,7 @@ static int read_inputs(const llm_args *a, const llm_model *m, inputs *in)
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             len--;
         if (len > 0)
-            rc = encode(m->tok, line, (size_t)len, in);
+            rc = encode(m->tok, query, line, (size_t)len, in);
     }
     free(line);
     fclose(f);
@@ -157,7 +167,7 @@ int cli_embed(const llm_args *a)
                                          "pooling=", "no-normalize", "backend=", "device=", "threads=",
                                          "max-batch-size=", "max-batched-tokens=", "kv-blocks=", "ctx-size=",
                                          "kv-cache-dtype=", "gpu-memory-fraction=", "kernel-tune=",
-                                         "kernel-tune-file=", "warmup", "lora=", "lora-scale=", NULL };
+                                         "kernel-tune-file=", "warmup", "lora=", "lora-scale=", "query=", NULL };
     if (llm_args_check(a, known) != 0)
         return 2;
     const char *model_path = llm_arg_str(a, "model");
@@ -177,11 +187,13 @@ int cli_embed(const llm_args *a)
         llm_model_free(m);
         return 1;
     }
-    int rc = 1, pooling = llm_pooling_opt(a, m);
+    int rc = 1, pooling = llm_pooling_opt(a, m), rank = llm_arg_str(a, "query") != NULL;
     if (pooling < 0) {
         llm_model_free(m);
         return 2;
     }
+    if (rank) /* the head reads [CLS]'s hidden state */
+        pooling = LLM_SCHED_EMBED_CLS;
     inputs in = { 0 };
     results res = { 0 };
     llm_backend *be = NULL;
@@ -248,9 +260,17 @@ int cli_embed(const llm_args *a)
         fprintf(stderr, "error: %d inputs gave no embedding\n", res.failed);
         goto out;
     }
-    int normalize = !llm_arg_flag(a, "no-normalize");
+    int normalize = !llm_arg_flag(a, "no-normalize") && !rank;
     for (int i = 0; i < in.n; i++) {
         const float *v = res.vec[i];
+        if (rank) {
+            float sc[LLM_MODEL_MAX_CLS];
+            llm_model_rank_apply(m, v, sc);
+            for (int k = 0; k < m->n_cls; k++)
+                printf("%s%.9g", k ? "," : "[", (double)sc[k]);
+            puts("]");
+            continue;
+        }
         double ss = 0.0;
         for (int k = 0; k < res.n_embd; k++)
             ss += (double)v[k] * v[k];
@@ -260,9 +280,10 @@ int cli_embed(const llm_args *a)
             printf("%s%.9g", k ? "," : "", (double)(v[k] * sc_));
         puts("]");
     }
-    fprintf(stderr, "embedded %d inputs (%ld tokens, %s pooling, %d floats each) in %.3f s: %.1f inputs/s, "
-            "%.0f tokens/s\n", in.n, total, pooling == LLM_SCHED_EMBED_MEAN ? "mean" : pooling == LLM_SCHED_EMBED_CLS ? "cls" : "last", res.n_embd, dt,
-            in.n / dt, (double)total / dt);
+    fprintf(stderr, "%s %d inputs (%ld tokens, %s pooling, %d floats each) in %.3f s: %.1f inputs/s, "
+            "%.0f tokens/s\n", rank ? "scored" : "embedded", in.n, total,
+            rank ? "rank" : pooling == LLM_SCHED_EMBED_MEAN ? "mean" : pooling == LLM_SCHED_EMBED_CLS ? "cls" : "last",
+            rank ? m->n_cls : res.n_embd, dt, in.n / dt, (double)total / dt);
     rc = 0;
 out:
     for (int i = 0; res.vec != NULL && i < in.n; i++)

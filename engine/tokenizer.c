@@ -493,6 +493,26 @@ int llm_tok_piece(const llm_tokenizer *t, int32_t id, const char **bytes, size_t
     return 0;
 }
 
+int llm_tok_encode_pair(const llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                        int32_t **out)
+{
+    int32_t *x = NULL, *y = NULL, *ids = NULL;
+    int seps = t->kind == LLM_TOK_UGM ? 2 : 1; /* RoBERTa's </s></s> between the texts, BERT's one [SEP] */
+    int nx = llm_tok_encode(t, a, alen, LLM_TOK_ADD_BOS, &x);
+    int ny = nx >= 0 ? llm_tok_encode(t, b, blen, 0, &y) : -1;
+    if (ny >= 0 && t->eos >= 0 && (ids = malloc(((size_t)nx + (size_t)ny + 3) * sizeof(*ids))) != NULL) {
+        memcpy(ids, x, (size_t)nx * sizeof(*ids));
+        for (int i = 0; i < seps; i++)
+            ids[nx + i] = t->eos;
+        memcpy(ids + nx + seps, y, (size_t)ny * sizeof(*ids));
+        ids[nx + seps + ny] = t->eos;
+    }
+    free(x);
+    free(y);
+    *out = ids;
+    return ids != NULL ? nx + seps + ny + 1 : -1;
+}
+
 /* ---- loading dispatch ---- */
 
 static int ends_with(const char *s, const char *suf)

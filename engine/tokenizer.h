@@ -55,6 +55,12 @@ enum {
     LLM_TOK_PARSE_SPECIAL = 2, /* turn special-token text into control ids (off: plain text) */
 };
 
+/* A cross-encoder's pair, as the model's tokenizer writes one: BERT's [CLS] a [SEP] b [SEP] (the engine takes
+ * what follows the first [SEP] as the second text, token type 1), XLM-RoBERTa's (a Unigram vocabulary)
+ * <s> a </s></s> b </s>. The count (*out malloc'd), or -1 (out of memory, no EOS / [SEP] token). */
+int llm_tok_encode_pair(const llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                        int32_t **out);
+
 /* Encode len bytes of UTF-8 (invalid bytes are encoded too, via byte tokens).
  * *out is malloc'd (caller frees). Returns token count, -1 on allocation failure. */
 int llm_tok_encode(const llm_tokenizer *t, const char *text, size_t len, int flags, int32_t **out);

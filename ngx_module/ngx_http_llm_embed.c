@@ -285,29 +285,6 @@ static const char RERANK_SYSTEM[] = "Judge whether the Document meets the requir
                                     "Instruct provided. Note that the answer can only be \"yes\" or \"no\".";
 static const char RERANK_INSTRUCT[] = "Given a web search query, retrieve relevant passages that answer the query";
 
-/* A cross-encoder's pair, as BERT's tokenizer writes one: [CLS] query [SEP] document [SEP] (the engine marks
- * what follows the first [SEP] as the second text). 0, or -1 out of memory. */
-static int ngx_http_llm_pair_encode(llm_tokenizer *tok, const char *query, const char *doc, size_t doc_len,
-                                    int32_t **out, size_t *n)
-{
-    int32_t *q = NULL, *d = NULL;
-    int sep = llm_tok_eos(tok);
-    int nq = llm_tok_encode(tok, query, strlen(query), LLM_TOK_ADD_BOS, &q);
-    int nd = nq >= 0 ? llm_tok_encode(tok, doc, doc_len, 0, &d) : -1;
-    int32_t *ids = nd >= 0 ? malloc(((size_t)nq + (size_t)nd + 2) * sizeof *ids) : NULL;
-    if (ids != NULL) {
-        memcpy(ids, q, (size_t)nq * sizeof *ids);
-        ids[nq] = sep;
-        memcpy(ids + nq + 1, d, (size_t)nd * sizeof *ids);
-        ids[nq + nd + 1] = sep;
-        *n = (size_t)nq + (size_t)nd + 2;
-    }
-    free(q);
-    free(d);
-    *out = ids;
-    return ids != NULL ? 0 : -1;
-}
-
 /* Token ids of every input (text: BOS as the tokenizer says, EOS where it asks for one; rerank: a document's
  * judging prompt, or a cross-encoder's pair), each checked against the engine's context. NGX_OK, or
  * NGX_DECLINED with e set. */
@@ -325,11 +302,14 @@ static ngx_int_t ngx_http_llm_emb_encode(ngx_http_llm_emb_ctx_t *ctx, llm_tokeni
         one.kind = LLM_API_COMPLETIONS; /* a text as a completion's prompt is encoded */
         llm_chat_msg judge[2] = { { .role = "system", .content = RERANK_SYSTEM }, { .role = "user" } };
         if (ctx->rerank && m->hdr->model.encoder) {
-            if (ngx_http_llm_pair_encode(tok, ctx->q.query, one.prompt, one.prompt_len, &ctx->ids[i],
-                                         &ctx->n_ids[i]) != 0) {
+            /* the pair as the model's tokenizer writes one (BERT's [SEP], RoBERTa's </s></s> between) */
+            int n = llm_tok_encode_pair(tok, ctx->q.query, strlen(ctx->q.query), one.prompt, one.prompt_len,
+                                        &ctx->ids[i]);
+            if (n < 0) {
                 llm_api_seterr(e, 500, NULL, NULL, "out of memory");
                 return NGX_DECLINED;
             }
+            ctx->n_ids[i] = (size_t)n;
         } else if (ctx->rerank) { /* the judging prompt in the model's chat format, answered at once (no thinking) */
             size_t len = strlen(instr) + strlen(ctx->q.query) + one.prompt_len + 48;
             u_char *c = ngx_pnalloc(ctx->r->pool, len);

@@ -8,7 +8,9 @@
 # in the same order with scores within 1.1e-4 of the CPU's (the tensor-core attention's half products;
 # tests/gpu/embed_check.sh checks the hidden states to 1e-7 with the scalar kernels).
 # A Hugging Face BertForSequenceClassification directory ($TEST_NGINX_HF_RR_ENGINE, engine/model_hf_bert.c)
-# ranks with the scores tests/parity/make_hf_bert.py computes in pure Python.
+# ranks with the scores tests/parity/make_hf_bert.py computes in pure Python. An XLM-RoBERTa cross-encoder
+# ($TEST_NGINX_XLMR_RR_ENGINE: tiny-xlm-r-rerank, a Unigram vocabulary) ranks with the scores `llm-engine embed
+# --query` gives the same pairs, and the module's /tokenize applies its precompiled charsmap.
 use Test::Nginx::Socket 'no_plan';
 
 no_shuffle();
@@ -209,3 +211,35 @@ POST /v1/rerank
 --- error_code: 200
 --- response_body_like eval
 qr/$ENV{TEST_NGINX_HF_RR_RE}/
+
+=== TEST 13: an XLM-RoBERTa cross-encoder (Unigram vocabulary): each document as <s> query </s></s> document </s>
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_XLMR_RR_ENGINE;
+    llm_model_path $TEST_NGINX_XLMR_RR_MODEL;
+}
+--- request
+POST /v1/rerank
+{"query": "a cat", "documents": ["a cat sat on the mat", "the sun is hot", "cats and dogs \u2460\uff01"], "return_documents": false}
+--- error_code: 200
+--- response_body_like eval
+qr/$ENV{TEST_NGINX_XLMR_RR_RE}/
+
+=== TEST 14: the module's Unigram tokenizer: <s>, then the charsmap's fullwidth letters, circled digit and ligature normalised
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_XLMR_RR_ENGINE;
+    llm_model_path $TEST_NGINX_XLMR_RR_MODEL;
+}
+--- request
+POST /tokenize
+{"prompt": "\uff28\uff25\uff2c\uff2c\uff2f \u2460 \ufb01ne"}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[0,65,204,183,183,186,155,220,17,16,156\],

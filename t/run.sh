@@ -105,6 +105,26 @@ export TEST_NGINX_BERT_RR_MODEL="$BUILD/t/tiny-bert-rerank-f32.gguf"
     LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-bert-rerank --dtype f32 --seed 13 \
         --out "$TEST_NGINX_BERT_RR_MODEL" > /dev/null
 start_real "$TEST_NGINX_BERT_RR_ENGINE" "$TEST_NGINX_BERT_RR_MODEL"
+# ... and an XLM-RoBERTa cross-encoder (tiny-xlm-r-rerank: a Unigram vocabulary, each document paired as
+# <s> query </s></s> document </s>): $TEST_NGINX_XLMR_RR_RE ranks the documents by the logits `llm-engine embed
+# --query` prints for the same pairs (whose scores tests/parity/bert.t checks against llama.cpp's), each
+# relevance_score their sigmoid within 1e-3
+export TEST_NGINX_XLMR_RR_ENGINE="ngxxlmrrr$$"
+export TEST_NGINX_XLMR_RR_MODEL="$BUILD/t/tiny-xlm-r-rerank-f32.gguf"
+[ -s "$TEST_NGINX_XLMR_RR_MODEL" ] ||
+    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-xlm-r-rerank --dtype f32 --seed 13 \
+        --out "$TEST_NGINX_XLMR_RR_MODEL" > /dev/null
+TEST_NGINX_XLMR_RR_RE=$(printf 'a cat sat on the mat\nthe sun is hot\ncats and dogs \342\221\240\357\274\201\n' |
+    "$LLM_ENGINE" embed --model "$TEST_NGINX_XLMR_RR_MODEL" --query 'a cat' --input-file /dev/stdin 2> /dev/null |
+    python3 -c '
+import math, sys
+s = [1 / (1 + math.exp(-float(l.strip("[]\n")))) for l in sys.stdin]
+near = lambda v: "0\\.(?:" + "|".join("%04d" % k for k in range(int((v - 1e-3) * 1e4), int((v + 1e-3) * 1e4) + 1)) + ")\\d*"
+print("\"results\":\\[" + ",".join("\\{\"index\":%d,\"relevance_score\":%s\\}" % (i, near(s[i]))
+      for i in sorted(range(len(s)), key=lambda i: -s[i])) + "\\]")') ||
+    { echo "t/run.sh: embed --query failed" >&2; exit 1; }
+export TEST_NGINX_XLMR_RR_RE
+start_real "$TEST_NGINX_XLMR_RR_ENGINE" "$TEST_NGINX_XLMR_RR_MODEL"
 # ... and a Hugging Face BertForSequenceClassification directory (tests/parity/make_hf_bert.py, which also
 # computes its scores in pure Python: $TEST_NGINX_HF_RR_RE accepts each within 2e-3, in ranked order)
 export TEST_NGINX_HF_RR_ENGINE="ngxhfrr$$"

@@ -2,7 +2,7 @@
  * vocabulary with scores and a precompiled charsmap (llm_ugm_charsmap) written to a temporary GGUF and loaded
  * back: the best-scoring segmentation, the charsmap's rewrites (longest match, a rule dropping a character),
  * whitespace (merged runs, leading and trailing spaces, and kept runs without remove_extra_whitespaces),
- * unknown characters (a run of them one unknown token), invalid UTF-8, special tokens, decoding; hostile
+ * unknown characters (a run of them one unknown token), invalid UTF-8, special tokens, pairs, decoding; hostile
  * charsmaps (a trie that does not fit refused; units pointing anywhere, leaves outside the strings, random
  * blobs: no crash, ids in range); gen-model's tiny-xlm-r vocabulary (fullwidth text tokenizes as ASCII). */
 #include "tap.h"
@@ -129,6 +129,11 @@ static void test_small(void)
     EXPECT(t, "<s>ab</s>", LLM_TOK_PARSE_SPECIAL, "special-token text parsed", BOS, AB, EOS);
     EXPECT(t, "x<mask>x", LLM_TOK_PARSE_SPECIAL, "each fragment opens with its own " W, SP, X, MASK, SP, X);
     EXPECT(t, "ab", LLM_TOK_ADD_BOS, "BOS added", BOS, AB);
+    int32_t *pair = NULL;
+    int np = llm_tok_encode_pair(t, "ab", 2, "c", 1, &pair);
+    static const int32_t want_pair[] = { BOS, AB, EOS, EOS, SP, C, EOS };
+    ok(np == 7 && memcmp(pair, want_pair, sizeof want_pair) == 0, "a pair as XLM-R's: <s> a </s></s> b </s>");
+    free(pair);
     static const int32_t seq[] = { BOS, AB, SP, C, EOS };
     char *s = llm_tok_decode_ex(t, seq, 5, 1);
     ok(s != NULL && strcmp(s, "ab c") == 0, "decoded: \"%s\" (the opening space dropped)", s ? s : "(null)");

@@ -3,11 +3,15 @@
 // (llama.cpp with embeddings on: the pooling the GGUF declares, <arch>.pooling_type; none: the last token's
 // output-norm row).
 //
-//   node bench/llamacpp/embed.mjs --model FILE.gguf (--input-file FILE | --prompt-tokens 1,2,3) --threads T
-//        [--batch N]
+//   node bench/llamacpp/embed.mjs --model FILE.gguf (--input-file FILE | --input-ids FILE | --prompt-tokens 1,2,3)
+//        --threads T [--batch N]
 //
 // --input-file: one text a line (empty lines skipped), tokenized by the model's tokenizer (BOS, and EOS where
-// the model asks for it, as node-llama-cpp adds them); --prompt-tokens: exactly those ids.
+// the model asks for it, as node-llama-cpp adds them); --input-ids: one input a line as comma-separated ids,
+// --prompt-tokens: one input; exactly those ids (node-llama-cpp still appends the EOS of a Unigram vocabulary
+// when the ids do not end with it). node-llama-cpp never puts BOS in front of a Unigram ("t5") vocabulary's
+// text, as T5 has none, although XLM-RoBERTa's GGUFs ask for it (add_bos_token) and llama.cpp adds it: such a
+// model's inputs come here as ids.
 // Output: one JSON array a line (llama.cpp's vector, not normalised), then
 //   {"n":..,"tokens":..,"seconds":..,"inputs_per_s":..,"tokens_per_s":..}
 // timed around the getEmbeddingFor calls (one input at a time: node-llama-cpp's embedding context runs one
@@ -18,7 +22,7 @@ import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
 function fail(msg) {
     process.stderr.write(`error: ${msg}\nusage: node bench/llamacpp/embed.mjs --model FILE.gguf ` +
-        `(--input-file FILE | --prompt-tokens 1,2,3) --threads T [--batch N]\n`);
+        `(--input-file FILE | --input-ids FILE | --prompt-tokens 1,2,3) --threads T [--batch N]\n`);
     process.exit(2);
 }
 
@@ -29,13 +33,16 @@ for (let i = 2; i < process.argv.length; i++) {
     a[m[1]] = process.argv[++i];
 }
 if (!a.model || !existsSync(a.model)) fail("--model FILE.gguf is required");
-if (!a["input-file"] === !a["prompt-tokens"]) fail("one of --input-file, --prompt-tokens");
+if ([a["input-file"], a["input-ids"], a["prompt-tokens"]].filter((x) => x).length !== 1)
+    fail("one of --input-file, --input-ids, --prompt-tokens");
 const threads = Number(a.threads ?? 1);
 
 const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error });
 const model = await llama.loadModel({ modelPath: a.model });
 const inputs = a["prompt-tokens"]
     ? [a["prompt-tokens"].split(",").map(Number)]
+    : a["input-ids"]
+    ? readFileSync(a["input-ids"], "utf8").split("\n").filter((l) => l.length > 0).map((l) => l.split(",").map(Number))
     : readFileSync(a["input-file"], "utf8").split("\n").filter((l) => l.length > 0);
 const batch = Number(a.batch ?? 2048);
 const ctx = await model.createEmbeddingContext({ threads, contextSize: Math.min(model.trainContextSize, 4096),
