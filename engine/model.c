@@ -521,9 +521,9 @@ static void describe_encoder(const llm_model *m, FILE *f)
             (double)c->norm_eps, L->bq.data != NULL ? " with biases" : "", glu ? "gate|up, SwiGLU, down" : "up, GELU, down",
             m->pooling > 0 && m->pooling < 4 ? pools[m->pooling] : "cls");
     if (m->n_cls > 0)
-        fprintf(f, "cross-encoder: %s a classifier of %d output%s on [CLS], /v1/rerank's scores (a pair's second "
-                   "text is token type 1)\n", m->cls_dense != NULL ? "a pooler (tanh) and" : "", m->n_cls,
-                m->n_cls > 1 ? "s" : "");
+        fprintf(f, "cross-encoder: %s a classifier of %d output%s on [CLS], /v1/rerank's scores (%s)\n",
+                m->cls_dense != NULL ? "a pooler (tanh) and" : "", m->n_cls, m->n_cls > 1 ? "s" : "",
+                c->n_types > 1 ? "a pair's second text is token type 1" : "one token type: a pair as RoBERTa's");
     if (m->n_converted)
         fprintf(f, "converted at load: %d tensors of type %s re-quantised to q8_0\n", m->n_converted,
                 m->converted_from);

@@ -162,6 +162,7 @@ typedef struct llm_model {
     /* Encoder (cfg.encoder): learned positions [seq_len x dim] and token types [n_types x dim] (any dtype),
      * the embedding's LayerNorm (F32 weight and bias); out_norm is then absent. */
     llm_tensor  pos_embd, type_embd, embd_norm, embd_norm_b;
+    int         pos_offset;         /* HF RoBERTa: position rows before the first position (padding_idx + 1) */
     /* Per-frequency divisors from GGUF rope_freqs.weight (head_dim/2 floats), or NULL. */
     const float *rope_freqs;
     /* LongRoPE's divisors (rope_factors_long / _short.weight, head_dim/2 floats each), or NULL. */

@@ -194,14 +194,15 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
      * llama with experts. */
     int mixtral = cJSON_IsString(mt) && strcmp(mt->valuestring, "mixtral") == 0;
     int mistral = mixtral || (cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0);
-    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "bert") == 0) { /* an encoder (model_hf_bert.c) */
+    if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "bert") == 0 || strcmp(mt->valuestring, "xlm-roberta") == 0)) {
+        /* an encoder (model_hf_bert.c) */
         int rc = llm_hf_bert_config(m, root, path, err);
         cJSON_Delete(root);
         return rc;
     }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite)", path, mt->valuestring);
+                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite; bert, xlm-roberta)", path, mt->valuestring);
         cJSON_Delete(root);
         return -1;
     }

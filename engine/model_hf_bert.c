@@ -1,8 +1,12 @@
 /* Hugging Face BERT directories (config.json model_type "bert"): BertModel as sentence-transformers saves
  * bge-small / -base / -large, all-MiniLM, e5, gte (tensors embeddings.* and encoder.layer.N.*), and
  * BertForSequenceClassification cross-encoders (the same under "bert.", plus bert.pooler.dense and
- * classifier). Loaded into the llm_model the GGUF loader (model_gguf_bert.c) fills, so everything after the
- * load is the same; the tokenizer is the directory's tokenizer.json (WordPiece). */
+ * classifier). And XLM-RoBERTa's (model_type "xlm-roberta": bge-m3, multilingual-e5, bge-reranker-v2-m3):
+ * the same tensors (under "roberta." in XLMRobertaForSequenceClassification, whose head is
+ * classifier.dense and classifier.out_proj), position rows counted from padding_idx + 1 as RoBERTa numbers
+ * positions, one token type. Loaded into the llm_model the GGUF loader (model_gguf_bert.c) fills, so
+ * everything after the load is the same; the tokenizer is the directory's tokenizer.json (WordPiece, or
+ * Unigram for XLM-RoBERTa). */
 #include "model.h"
 #include "model_priv.h"
 #include "tokenizer.h"
@@ -26,7 +30,12 @@ int llm_hf_bert_config(llm_model *m, const cJSON *root, const char *path, llm_er
         llm_seterr(err, "%s: only absolute positions and an encoder (not is_decoder) are supported", path);
         return -1;
     }
-    int types = 0;
+    int types = 0, pad = 0;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    int roberta = cJSON_IsString(mt) && strcmp(mt->valuestring, "xlm-roberta") == 0;
+    if (llm_hf_cfg_int(root, "pad_token_id", &pad, 1, 0, path, err))
+        return -1;
+    m->pos_offset = roberta ? pad + 1 : 0; /* RoBERTa's positions start after the padding's */
     if (llm_hf_cfg_int(root, "hidden_size", &c->dim, 0, 1, path, err) ||
         llm_hf_cfg_int(root, "intermediate_size", &c->hidden_dim, 0, 1, path, err) ||
         llm_hf_cfg_int(root, "num_hidden_layers", &c->n_layers, 0, 1, path, err) ||
@@ -35,11 +44,12 @@ int llm_hf_bert_config(llm_model *m, const cJSON *root, const char *path, llm_er
         llm_hf_cfg_int(root, "type_vocab_size", &types, 2, 0, path, err))
         return -1;
     if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0 || c->dim <= 0 || c->dim % c->n_heads != 0 ||
-        c->seq_len < 2) {
+        c->seq_len < 2 || pad < 0 || m->pos_offset > c->seq_len - 2) {
         llm_seterr(err, "%s: bad bert config: hidden_size %d, %d heads, %d layers, %d positions", path, c->dim,
                    c->n_heads, c->n_layers, c->seq_len);
         return -1;
     }
+    c->seq_len -= m->pos_offset; /* max_position_embeddings counts the rows before the first position */
     c->encoder = 1;
     c->n_kv_heads = c->n_heads;
     c->head_dim = c->dim / c->n_heads;
@@ -96,22 +106,31 @@ static int take_f32(llm_model *m, const st_set *s, const char *name, int64_t col
 }
 
 /* BertForSequenceClassification's head: pooler (dense, tanh) and classifier on [CLS], as the GGUF loader
- * reads cls / cls.output; n_cls = num_labels. */
+ * reads cls / cls.output; XLMRobertaForSequenceClassification's: classifier.dense (tanh) and
+ * classifier.out_proj, the same math. n_cls = num_labels. */
 static int cross_encoder_head(llm_model *m, const st_set *s, const char *prefix, llm_err *err)
 {
-    const st_tensor *t = st_set_find(s, "classifier.weight");
+    int roberta = st_set_find(s, "classifier.out_proj.weight") != NULL;
+    const char *out_w = roberta ? "classifier.out_proj.weight" : "classifier.weight";
+    const char *out_b = roberta ? "classifier.out_proj.bias" : "classifier.bias";
+    const st_tensor *t = st_set_find(s, out_w);
     int d = m->cfg.dim;
     if (t->n_dims != 2 || t->shape[0] < 1 || t->shape[0] > LLM_MODEL_MAX_CLS || d > LLM_MODEL_MAX_POOLER) {
-        llm_seterr(err, "%s: a BERT cross-encoder needs classifier.weight of 1 to %d rows (and a width up to %d)",
-                   m->path, LLM_MODEL_MAX_CLS, LLM_MODEL_MAX_POOLER);
+        llm_seterr(err, "%s: a BERT cross-encoder needs %s of 1 to %d rows (and a width up to %d)", m->path, out_w,
+                   LLM_MODEL_MAX_CLS, LLM_MODEL_MAX_POOLER);
         return -1;
     }
     int n = (int)t->shape[0];
     char pw[64], pb[64];
-    if (take_f32(m, s, "classifier.weight", d, n, &m->cls, err) ||
-        take_f32(m, s, "classifier.bias", n, 1, &m->cls_b, err) ||
-        take_f32(m, s, bert_name(pw, sizeof(pw), prefix, "pooler.dense.weight"), d, d, &m->cls_dense, err) ||
-        take_f32(m, s, bert_name(pb, sizeof(pb), prefix, "pooler.dense.bias"), d, 1, &m->cls_dense_b, err))
+    if (roberta) {
+        snprintf(pw, sizeof(pw), "classifier.dense.weight");
+        snprintf(pb, sizeof(pb), "classifier.dense.bias");
+    } else {
+        bert_name(pw, sizeof(pw), prefix, "pooler.dense.weight");
+        bert_name(pb, sizeof(pb), prefix, "pooler.dense.bias");
+    }
+    if (take_f32(m, s, out_w, d, n, &m->cls, err) || take_f32(m, s, out_b, n, 1, &m->cls_b, err) ||
+        take_f32(m, s, pw, d, d, &m->cls_dense, err) || take_f32(m, s, pb, d, 1, &m->cls_dense_b, err))
         return -1;
     m->n_cls = n;
     return 0;
@@ -120,7 +139,9 @@ static int cross_encoder_head(llm_model *m, const st_set *s, const char *prefix,
 int llm_hf_bert_tensors(llm_model *m, const st_set *s, llm_err *err)
 {
     llm_config *c = &m->cfg;
-    const char *pre = st_set_find(s, "bert.embeddings.word_embeddings.weight") != NULL ? "bert." : "";
+    const char *pre = st_set_find(s, "bert.embeddings.word_embeddings.weight") != NULL      ? "bert."
+                      : st_set_find(s, "roberta.embeddings.word_embeddings.weight") != NULL ? "roberta."
+                                                                                              : "";
     char n[192], ln[160];
     if (llm_hf_take(m, s, bert_name(n, sizeof(n), pre, "embeddings.word_embeddings.weight"), &m->tok_embd, 1,
                     err) ||
@@ -131,6 +152,16 @@ int llm_hf_bert_tensors(llm_model *m, const st_set *s, llm_err *err)
         take_layer_norm(m, s, bert_name(ln, sizeof(ln), pre, "embeddings.LayerNorm"), &m->embd_norm,
                         &m->embd_norm_b, err))
         return -1;
+    if (m->pos_offset > 0) { /* RoBERTa: position p is row padding_idx + 1 + p */
+        if (m->pos_embd.ne[1] < c->seq_len + m->pos_offset) {
+            llm_seterr(err, "%s: %lld position rows for %d positions after the padding's %d", m->path,
+                       (long long)m->pos_embd.ne[1], c->seq_len, m->pos_offset);
+            return -1;
+        }
+        m->pos_embd.data = (const uint8_t *)m->pos_embd.data +
+                           (size_t)m->pos_offset * llm_dtype_row_bytes(m->pos_embd.type, (uint64_t)m->pos_embd.ne[0]);
+        m->pos_embd.ne[1] -= m->pos_offset;
+    }
     if (llm_encoder_embeddings(m, err) != 0)
         return -1;
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
@@ -157,7 +188,8 @@ int llm_hf_bert_tensors(llm_model *m, const st_set *s, llm_err *err)
         L->nope = 1; /* positions come from the embedding, not rope */
     }
     if (llm_model_validate(m, err) != 0 ||
-        (st_set_find(s, "classifier.weight") != NULL && cross_encoder_head(m, s, pre, err) != 0))
+        ((st_set_find(s, "classifier.weight") != NULL || st_set_find(s, "classifier.out_proj.weight") != NULL) &&
+         cross_encoder_head(m, s, pre, err) != 0))
         return -1;
     /* sentence-transformers' 1_Pooling says mean / CLS; otherwise (and for a cross-encoder's head) [CLS] */
     if (m->n_cls > 0 || m->pooling == LLM_POOL_NONE)

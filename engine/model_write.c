@@ -357,6 +357,8 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
     }
     if (m->tok != NULL && llm_tok_kind_of(m->tok) == LLM_TOK_WPM) /* a BERT's (tokenizer.json) */
         return llm_gguf_w_wpm_from_tok(w, m->tok, m->cfg.n_types > 0 ? m->cfg.n_types : 2, err);
+    if (m->tok != NULL && llm_tok_kind_of(m->tok) == LLM_TOK_UGM) /* an XLM-RoBERTa's (tokenizer.json) */
+        return llm_gguf_w_ugm_from_tok(w, m->tok, m->cfg.n_types > 0 ? m->cfg.n_types : 1, err);
     if (m->tok_path[0] != 0) {
         size_t n = strlen(m->tok_path);
         if (n > 5 && strcmp(m->tok_path + n - 5, ".json") == 0)

@@ -4,15 +4,17 @@
  * ligatures and digits, combining accents composed, odd spaces made spaces, a zero-width space dropped)
  * compiled into a darts-clone double array, as SentencePiece stores its normaliser. Enough to check the
  * tokenizer's every step against llama.cpp on the same file; a real model's vocabulary and charsmap come
- * from its own file. */
+ * from its own file. And a loaded Unigram tokenizer (a Hugging Face XLM-RoBERTa directory's) as GGUF "t5"
+ * metadata. */
 #include "model_write.h"
+#include "tokenizer_priv.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3 };
+enum { TT_NORMAL = TOK_NORMAL, TT_UNKNOWN = TOK_UNKNOWN, TT_CONTROL = TOK_CONTROL };
 
 /* ---- darts-clone double array ---- */
 
@@ -410,4 +412,55 @@ out:
     free(v.type);
     free(cm);
     return rc;
+}
+
+int llm_gguf_w_ugm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types, llm_err *err)
+{
+    if (t->kind != LLM_TOK_UGM) {
+        llm_seterr(err, "not a Unigram tokenizer");
+        return -1;
+    }
+    const char **tok = malloc((size_t)t->n_vocab * sizeof(char *));
+    size_t *len = malloc((size_t)t->n_vocab * sizeof(size_t));
+    int32_t *type = malloc((size_t)t->n_vocab * sizeof(int32_t));
+    if (tok == NULL || len == NULL || type == NULL) {
+        free(tok);
+        free(len);
+        free(type);
+        llm_seterr(err, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < t->n_vocab; i++) {
+        tok[i] = t->text_arena + t->text_off[i];
+        len[i] = t->text_len[i];
+        type[i] = t->type[i];
+    }
+    gguf_w_str(w, "tokenizer.ggml.model", "t5");
+    gguf_w_str(w, "tokenizer.ggml.pre", "default");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, len, (uint64_t)t->n_vocab);
+    gguf_w_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, t->score, (uint64_t)t->n_vocab);
+    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, (uint64_t)t->n_vocab);
+    gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", t->add_space_prefix != 0);
+    gguf_w_u32(w, "tokenizer.ggml.token_type_count", (uint32_t)n_types);
+    gguf_w_bool(w, "tokenizer.ggml.remove_extra_whitespaces", t->ugm_merge_spaces != 0);
+    if (t->ugm_charsmap_len > 0)
+        gguf_w_arr(w, "tokenizer.ggml.precompiled_charsmap", GGUF_TYPE_UINT8, t->ugm_charsmap,
+                   (uint64_t)t->ugm_charsmap_len);
+    /* as llama.cpp's converter writes XLM-R: <s> is also CLS, </s> also the separator */
+    const int ids[6] = { t->bos, t->eos, t->unk, t->eos, t->bos, llm_tok_find(t, "<pad>") };
+    static const char *const keys[6] = { "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                         "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.seperator_token_id",
+                                         "tokenizer.ggml.cls_token_id", "tokenizer.ggml.padding_token_id" };
+    for (int i = 0; i < 6; i++)
+        if (ids[i] >= 0)
+            gguf_w_u32(w, keys[i], (uint32_t)ids[i]);
+    int mask = llm_tok_find(t, "<mask>");
+    if (mask >= 0)
+        gguf_w_u32(w, "tokenizer.ggml.mask_token_id", (uint32_t)mask);
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", t->add_bos != 0);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", t->add_eos != 0);
+    free(tok);
+    free(len);
+    free(type);
+    return 0;
 }

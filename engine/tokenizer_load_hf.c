@@ -5,7 +5,7 @@
  * tokenizer_config.json beside it for the chat template, BOS/EOS and
  * add_bos_token. And model.type "WordPiece" (BERT-family embedding models),
  * respelt as GGUF has it (word-initial pieces "▁x", continuation pieces without
- * their "##"); the file alone says all it needs. */
+ * their "##"); the file alone says all it needs. model.type "Unigram": tokenizer_load_hf_ugm.c. */
 #include "json_file.h"
 #include "tokenizer_priv.h"
 
@@ -418,6 +418,11 @@ llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
     int prefix = 0, byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
     if (cJSON_IsString(mtype) && strcmp(mtype->valuestring, "WordPiece") == 0) {
         t = load_wordpiece(j, path, err);
+        cJSON_Delete(j);
+        return t;
+    }
+    if (cJSON_IsString(mtype) && strcmp(mtype->valuestring, "Unigram") == 0) {
+        t = tok_hf_load_unigram(j, path, err);
         cJSON_Delete(j);
         return t;
     }

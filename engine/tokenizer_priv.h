@@ -95,6 +95,8 @@ const char *tok_pretok_name(const char *pattern);
 struct cJSON;
 const char *tok_hf_pretok_pattern(const struct cJSON *pt, const char *path, llm_err *err);
 int  tok_compile_regex(llm_tokenizer *t, const char *pattern, llm_err *err);
+/* A tokenizer.json whose model is Unigram (tokenizer_load_hf_ugm.c); NULL + err. */
+llm_tokenizer *tok_hf_load_unigram(const struct cJSON *j, const char *path, llm_err *err);
 
 /* Rank of the merge a+b (result in *merged), -1 if none. */
 int tok_merge_get(const llm_tokenizer *t, int32_t a, int32_t b, int32_t *merged);

@@ -42,8 +42,8 @@ int tok_ugm_set_charsmap(llm_tokenizer *t, const uint8_t *blob, size_t n, llm_er
                                   (uint32_t)blob[3] << 24
                             : 0;
     if (n < 4 || tsize % 4 != 0 || tsize > n - 4) {
-        llm_seterr(err, "tokenizer: precompiled charsmap of %zu bytes is malformed (its trie of %u bytes does "
-                   "not fit)", n, (unsigned)tsize);
+        llm_seterr(err, "tokenizer: precompiled charsmap of %zu bytes is malformed (%s)", n,
+                   n < 4 ? "no trie size" : tsize % 4 ? "a trie size not a multiple of 4" : "its trie does not fit");
         return -1;
     }
     if ((t->ugm_charsmap = malloc(n)) == NULL) {

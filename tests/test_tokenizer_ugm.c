@@ -4,10 +4,13 @@
  * whitespace (merged runs, leading and trailing spaces, and kept runs without remove_extra_whitespaces),
  * unknown characters (a run of them one unknown token), invalid UTF-8, special tokens, pairs, decoding; hostile
  * charsmaps (a trie that does not fit refused; units pointing anywhere, leaves outside the strings, random
- * blobs: no crash, ids in range); gen-model's tiny-xlm-r vocabulary (fullwidth text tokenizes as ASCII). */
+ * blobs: no crash, ids in range); gen-model's tiny-xlm-r vocabulary (fullwidth text tokenizes as ASCII); a
+ * Hugging Face Unigram tokenizer.json (Precompiled charsmap in base64, Replace of runs of spaces, Metaspace,
+ * <s> ... </s>) tokenizing as the GGUF, and malformed ones refused with a message. */
 #include "tap.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -255,6 +258,100 @@ static void test_generated(void)
     llm_tok_free(t);
 }
 
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* tokenizer.json around the small vocabulary: normalizer and extra model fields given. */
+static llm_tokenizer *hf_json(const char *normalizer, const char *model_extra, llm_err *err)
+{
+    char buf[8192];
+    int o = snprintf(buf, sizeof buf, "{\"added_tokens\":[{\"id\":0,\"content\":\"<s>\",\"special\":true},"
+                     "{\"id\":2,\"content\":\"</s>\",\"special\":true}],\"normalizer\":%s,"
+                     "\"pre_tokenizer\":{\"type\":\"Metaspace\",\"replacement\":\"\u2581\","
+                     "\"prepend_scheme\":\"always\"},\"post_processor\":{\"type\":\"RobertaProcessing\","
+                     "\"sep\":[\"</s>\",2],\"cls\":[\"<s>\",0]},\"model\":{\"type\":\"Unigram\"%s,\"vocab\":[",
+                     normalizer, model_extra);
+    for (int i = 0; i < N_TOKENS; i++)
+        o += snprintf(buf + o, sizeof buf - (size_t)o, "%s[\"%s\",%g]", i ? "," : "", vocab[i], (double)scores[i]);
+    snprintf(buf + o, sizeof buf - (size_t)o, "]}}");
+    const char *path = tmp_path("tokenizer.json");
+    if (write_file(path, buf) != 0)
+        return NULL;
+    return llm_tok_load(path, err);
+}
+
+static void test_hf(void)
+{
+    size_t n;
+    uint8_t *cm = llm_ugm_charsmap(rules, (int)(sizeof(rules) / sizeof(rules[0])), &n);
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *enc = cm ? malloc(n / 3 * 4 + 8) : NULL, norm[8192];
+    size_t o = 0;
+    for (size_t i = 0; enc != NULL && i < n; i += 3) {
+        uint32_t v = (uint32_t)cm[i] << 16 | (i + 1 < n ? (uint32_t)cm[i + 1] << 8 : 0) | (i + 2 < n ? cm[i + 2] : 0);
+        enc[o++] = b64[v >> 18];
+        enc[o++] = b64[(v >> 12) & 63];
+        enc[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+        enc[o++] = i + 2 < n ? b64[v & 63] : '=';
+    }
+    if (enc == NULL) {
+        ok(0, "out of memory");
+        free(cm);
+        return;
+    }
+    enc[o] = 0;
+    snprintf(norm, sizeof norm, "{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Precompiled\","
+             "\"precompiled_charsmap\":\"%s\"},{\"type\":\"Replace\",\"pattern\":{\"Regex\":\" {2,}\"},"
+             "\"content\":\" \"}]}", enc);
+    llm_err err = { { 0 } };
+    llm_tokenizer *t = hf_json(norm, ",\"unk_id\":3", &err);
+    ok(t != NULL, "a Unigram tokenizer.json loads (%s)", t ? "ok" : err.msg);
+    if (t != NULL) {
+        ok(llm_tok_kind_of(t) == LLM_TOK_UGM && llm_tok_bos(t) == BOS && llm_tok_eos(t) == EOS && llm_tok_add_eos(t),
+           "kind unigram, <s> / </s> from RobertaProcessing");
+        EXPECT(t, "  \xef\xbc\xa1" "b   c\t", 0, "its charsmap and merged spaces: as the GGUF", AB, SP, C);
+        EXPECT(t, "zz", 0, "unknowns merged: unk_id", SP, UNK);
+        llm_tok_free(t);
+    }
+    static const struct {
+        const char *norm, *extra, *want, *what;
+    } bad[] = {
+        { "{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"@@@@\"}", ",\"unk_id\":3", "not base64",
+          "a charsmap that is not base64" },
+        { "{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"AQID\"}", ",\"unk_id\":3", "malformed",
+          "a charsmap too short for its trie" },
+        { "{\"type\":\"NFKC\"}", ",\"unk_id\":3", "unsupported normalizer step NFKC", "an NFKC normalizer" },
+        { "{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"},\"content\":\"b\"}", ",\"unk_id\":3",
+          "Replace other than", "another Replace" },
+        { "null", "", "needs unk_id", "no unk_id" },
+        { "null", ",\"unk_id\":3,\"byte_fallback\":true", "byte_fallback", "byte_fallback" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err.msg[0] = 0;
+        t = hf_json(bad[i].norm, bad[i].extra, &err);
+        ok(t == NULL && strstr(err.msg, bad[i].want) != NULL, "refused: %s (%s)", bad[i].what, err.msg);
+        llm_tok_free(t);
+    }
+    write_file(tmp_path("tokenizer.json"), "{\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"vocab\":[[\"a\"]]}}");
+    t = llm_tok_load(tmp_path("tokenizer.json"), &err);
+    ok(t == NULL && strstr(err.msg, "[piece, score]") != NULL, "refused: a vocab entry without a score (%s)", err.msg);
+    llm_tok_free(t);
+    write_file(tmp_path("tokenizer.json"), "{\"added_tokens\":[{\"id\":9,\"content\":\"x\"}],\"model\":{\"type\":"
+               "\"Unigram\",\"unk_id\":0,\"vocab\":[[\"a\",-1]]}}");
+    t = llm_tok_load(tmp_path("tokenizer.json"), &err);
+    ok(t == NULL && strstr(err.msg, "added_tokens") != NULL, "refused: an added token outside the vocab (%s)",
+       err.msg);
+    llm_tok_free(t);
+    free(enc);
+    free(cm);
+}
+
 int main(void)
 {
     if (mkdtemp(tmpdir) == NULL)
@@ -262,6 +359,8 @@ int main(void)
     test_small();
     test_hostile();
     test_generated();
+    test_hf();
+    unlink(tmp_path("tokenizer.json"));
     unlink(tmp_path("small.gguf"));
     unlink(tmp_path("xlmr.gguf"));
     rmdir(tmpdir);

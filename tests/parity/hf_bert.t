@@ -10,7 +10,10 @@
 #     nginx);
 #  3. gen-model --from the directory writes a BERT GGUF (WordPiece vocabulary included) that gives the same
 #     vectors bit for bit, and llama.cpp's on it (F32 and Q8_0; node-llama-cpp 3.21.1);
-#  4. refusals with a message: a relu hidden_act, a missing layer, saving a BERT as a directory.
+#  4. an XLMRobertaForSequenceClassification directory with a Unigram tokenizer.json (made from tiny-xlm-r's
+#     GGUF vocabulary and charsmap): the GGUF's ids (which unigram.t checks against llama.cpp's), Python's
+#     hidden states and pair scores within 1e-5; written as GGUF, the same scores and ids;
+#  5. refusals with a message: a relu hidden_act, a missing layer, saving a BERT as a directory.
 use strict;
 use warnings;
 use Test::More;
@@ -102,6 +105,67 @@ for my $dt (qw(f32 q8_0)) {
 my ($rc9) = capture($dir, $engine, 'gen-model', '--from', "$dir/embed", '--dtype', 'f32', '--format', 'hf', '--out',
                     "$dir/back");
 like(Parity::slurp("$dir/stderr"), qr/a bert model is saved as GGUF only/, 'a BERT as a Hugging Face directory: refused');
+
+# An XLMRobertaForSequenceClassification directory (make_hf_bert.py xlmr: tensors under "roberta.", position
+# rows counted after padding_idx + 1, classifier.dense / out_proj, layer_norm_eps 1e-5, and a Unigram
+# tokenizer.json made from tiny-xlm-r's GGUF vocabulary and charsmap, Metaspace, <s> ... </s>).
+{
+    my $g = "$dir/tiny-xlm-r.gguf";
+    my ($rc) = capture($dir, $engine, 'gen-model', '--preset', 'tiny-xlm-r', '--dtype', 'f32', '--out', $g);
+    is($rc, 0, 'gen-model --preset tiny-xlm-r (the vocabulary for the directory)');
+    my @docs = ('a cat sat on the mat', 'the sun is hot', "cats and dogs \x{2460}\x{ff01}");
+    my @texts = (@docs, "  \x{ff28}ello   \x{fb01}ne wo\x{301}rld\x{2026} \x{65e5}\x{672c}\x{8a9e} zz\t", 'Why?');
+    my $ids = sub {
+        my ($model, $t) = @_;
+        utf8::encode($t);
+        my (undef, $x) = capture($dir, $engine, 'tokenize', '--tokenizer', $model, '--text', $t);
+        $x =~ s/\s+$//;
+        return $x;
+    };
+    my (@inputs, @pairs);
+    for my $t (@texts) {
+        my $x = decode_json($ids->($g, $t));
+        push @inputs, [0, @$x, 2];
+    }
+    my $q = decode_json($ids->($g, 'a cat'));
+    push @pairs, [0, @$q, 2, 2, @{ $inputs[$_] }[1 .. $#{ $inputs[$_] }]] for 0 .. $#docs;
+    open my $fh, '>', "$dir/xlmr-ids.json" or die $!;
+    print $fh encode_json({ inputs => \@inputs, pairs => \@pairs });
+    close $fh;
+    my $m = "$dir/xlmr";
+    my ($rc1, $out) = capture($dir, 'python3', 'tests/parity/make_hf_bert.py', $m, 'xlmr', $g, "$dir/xlmr-ids.json");
+    is($rc1, 0, 'make_hf_bert.py writes the XLM-RoBERTa directory') or BAIL_OUT('no directory');
+    my $ref = decode_json($out);
+    my $same = grep { $ids->($m, $texts[$_]) eq encode_json([@{ $inputs[$_] }[1 .. $#{ $inputs[$_] } - 1]]) } 0 .. $#texts;
+    is($same, scalar @texts, "xlmr: tokenizer.json (Unigram, Precompiled charsmap) gives the GGUF's ids for "
+       . scalar(@texts) . ' texts (charsmap rules, runs of spaces, unknowns)');
+    for my $pool (qw(cls mean)) {
+        my $md = 0;
+        for my $i (0 .. $#inputs) {
+            my ($rc2, $o) = capture($dir, $engine, 'embed', '--model', $m, '--prompt-ids', join(',', @{ $inputs[$i] }),
+                                    '--pooling', $pool, '--no-normalize', '--threads', '1');
+            my $v = vectors($o);
+            $md = max($md, $rc2 == 0 && @$v == 1 ? max_diff($v->[0], $ref->{$pool}[$i]) : 1e9);
+        }
+        ok($md <= 1e-5, sprintf("xlmr, %s pooling: Python's hidden states within 1e-5 (positions after the "
+                                . "padding's rows; max |diff| %.3g)", $pool, $md));
+    }
+    open my $d, '>:utf8', "$dir/xlmr-docs.txt" or die $!;
+    print $d "$_\n" for @docs;
+    close $d;
+    my @rank = ('embed', '--query', 'a cat', '--input-file', "$dir/xlmr-docs.txt", '--threads', '1');
+    my ($rc3, $o) = capture($dir, $engine, @rank, '--model', $m);
+    my @got = map { /^\[([-0-9.e]+)\]$/ ? $1 : () } split /\n/, $o;
+    my $md = @got == 3 ? max(map { abs($got[$_] - $ref->{logits}[$_]) } 0 .. 2) : 1e9;
+    ok($rc3 == 0 && $md <= 1e-5, sprintf("xlmr: embed --query's scores (pairs <s> q </s></s> d </s>, "
+                                         . "classifier.dense / out_proj) are Python's within 1e-5 (%.3g)", $md));
+    my $cg = "$dir/xlmr.gguf";
+    my ($rc4) = capture($dir, $engine, 'gen-model', '--from', $m, '--dtype', 'f32', '--out', $cg);
+    my ($rc5, $o2) = capture($dir, $engine, @rank, '--model', $cg);
+    ok($rc4 == 0 && $rc5 == 0 && $o2 ne '' && $o2 eq $o, 'xlmr: written as GGUF, the same scores bit for bit');
+    my $same2 = grep { $ids->($cg, $_) eq $ids->($m, $_) } @texts;
+    is($same2, scalar @texts, 'xlmr: and the same ids (the t5 vocabulary, charsmap and switches written)');
+}
 
 # Refusals: each a clear error, no crash.
 my $bad = "$dir/bad";

@@ -1,6 +1,7 @@
 """A small random Hugging Face BERT directory and what BERT computes on it, in pure Python (no numpy / torch):
 the reference for engine/model_hf_bert.c (tests/parity/hf_bert.t, t/096).
     python3 tests/parity/make_hf_bert.py OUT_DIR embed|rerank
+    python3 tests/parity/make_hf_bert.py OUT_DIR xlmr TOKENIZER.gguf IDS.json
 embed:  BertModel as sentence-transformers saves it (tensors at the top, an I64 embeddings.position_ids
         buffer, 1_Pooling/config.json: mean), F32.
 rerank: BertForSequenceClassification (tensors under "bert.", bert.pooler.dense, classifier with one label),
@@ -9,7 +10,13 @@ Both: tokenizer.json (WordPiece, BertNormalizer, [CLS] ... [SEP]). Prints a JSON
 lists: single texts, and a pair [CLS] a [SEP] b [SEP] whose second text is of token type 1), "cls" and
 "mean" (each input's last hidden states pooled), and for rerank "query", "documents" and "scores" (sigmoid
 of the classifier on the pooler's tanh, each document paired with the query) with "scores_re", a regex that
-accepts each score within 2e-3, in order of relevance as /v1/rerank lists them."""
+accepts each score within 2e-3, in order of relevance as /v1/rerank lists them.
+xlmr:   XLMRobertaForSequenceClassification (model_type "xlm-roberta"; tensors under "roberta.", position rows
+        counted from padding_idx + 1 = 2, one token type, classifier.dense + classifier.out_proj), F32, with
+        a Unigram tokenizer.json made from a GGUF "t5" vocabulary (its pieces, scores, types and precompiled
+        charsmap; Metaspace, <s> ... </s>). IDS.json: {"inputs": [[ids]], "pairs": [[ids]]}, token ids as
+        the GGUF's tokenizer gives them; prints "cls" and "mean" of each input and "logits" (the head's
+        output) of each pair."""
 import json, math, os, random, struct, sys
 from array import array
 
@@ -54,12 +61,13 @@ def linear(x, w, b):
 
 
 def forward(p, ids):
-    """The last hidden states of one input (types: 1 after its first [SEP])."""
-    xs, typ = [], 0
+    """The last hidden states of one input (BERT: types 1 after its first [SEP]; RoBERTa: position t is row
+    t + 2, one type)."""
+    xs, typ, roberta = [], 0, len(p["type"]) == 1
     for t, tok in enumerate(ids):
-        e = [a + b + c for a, b, c in zip(p["tok"][tok], p["pos"][t], p["type"][typ])]
-        xs.append(layer_norm(e, *p["emb_ln"]))
-        typ = 1 if tok == 3 else typ
+        e = [a + b + c for a, b, c in zip(p["tok"][tok], p["pos"][t + 2 if roberta else t], p["type"][typ])]
+        xs.append(layer_norm(e, *p["emb_ln"], p.get("eps", 1e-12)))
+        typ = 1 if tok == 3 and not roberta else typ
     hd = D // H
     for L in p["layers"]:
         q = [linear(x, *L["q"]) for x in xs]
@@ -76,9 +84,11 @@ def forward(p, ids):
                 z = sum(e)
                 out += [sum(e[j] / z * v[j][sl][d] for j in range(len(xs))) for d in range(hd)]
             ctx.append(out)
-        xs = [layer_norm([a + b for a, b in zip(x, linear(c, *L["o"]))], *L["attn_ln"]) for x, c in zip(xs, ctx)]
+        xs = [layer_norm([a + b for a, b in zip(x, linear(c, *L["o"]))], *L["attn_ln"], p.get("eps", 1e-12))
+              for x, c in zip(xs, ctx)]
         h = [[0.5 * u * (1.0 + math.erf(u / math.sqrt(2.0))) for u in linear(x, *L["up"])] for x in xs]
-        xs = [layer_norm([a + b for a, b in zip(x, linear(hh, *L["down"]))], *L["ffn_ln"]) for x, hh in zip(xs, h)]
+        xs = [layer_norm([a + b for a, b in zip(x, linear(hh, *L["down"]))], *L["ffn_ln"], p.get("eps", 1e-12))
+              for x, hh in zip(xs, h)]
     return xs
 
 
@@ -86,8 +96,116 @@ def f16_round(vals):
     return list(array("f", struct.unpack(f"<{len(vals)}e", struct.pack(f"<{len(vals)}e", *vals))))
 
 
+def gguf_kv(path):
+    """A GGUF file's metadata as a dict (enough of the format for tokenizer keys)."""
+    f = open(path, "rb")
+    rd = lambda fmt: struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))[0]
+    rs = lambda: f.read(rd("Q")).decode("utf-8", "surrogateescape")
+    scal = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(t):
+        if t == 8:
+            return rs()
+        if t == 9:
+            et, n = rd("I"), rd("Q")
+            if et in (0, 1):
+                return f.read(n)
+            return [value(et) for _ in range(n)]
+        return rd(scal[t])
+    assert f.read(4) == b"GGUF"
+    rd("I"), rd("Q")
+    kv = {}
+    for _ in range(rd("Q")):
+        k = rs()
+        kv[k] = value(rd("I"))
+    return kv
+
+
+def xlmr(out, gguf, ids_path):
+    """An XLMRobertaForSequenceClassification directory with the GGUF's Unigram vocabulary."""
+    import base64
+    kv = gguf_kv(gguf)
+    pieces, scores, types = kv["tokenizer.ggml.tokens"], kv["tokenizer.ggml.scores"], kv["tokenizer.ggml.token_type"]
+    V, unk = len(pieces), kv["tokenizer.ggml.unknown_token_id"]
+    rnd = random.Random(17)
+    tensors, p = [], {"layers": [], "eps": 1e-5}
+
+    def add(name, shape, sd, mean=0.0):
+        n = 1
+        for x in shape:
+            n *= x
+        vals = [mean + sd * rnd.gauss(0, 1) for _ in range(n)]
+        tensors.append((name, shape, vals))
+        return vals if len(shape) == 1 else [vals[r * shape[1]:(r + 1) * shape[1]] for r in range(shape[0])]
+
+    lin = lambda name, rows, cols: (add(name + ".weight", [rows, cols], 1.0 / math.sqrt(cols)),
+                                    add(name + ".bias", [rows], 0.1))
+    ln = lambda name: (add(name + ".weight", [D], 0.1, 1.0), add(name + ".bias", [D], 0.1))
+    pre = "roberta."
+    p["tok"] = add(pre + "embeddings.word_embeddings.weight", [V, D], 1.0)
+    p["pos"] = add(pre + "embeddings.position_embeddings.weight", [POS + 2, D], 0.3)
+    p["type"] = add(pre + "embeddings.token_type_embeddings.weight", [1, D], 0.5)
+    p["emb_ln"] = ln(pre + "embeddings.LayerNorm")
+    for l in range(LAYERS):
+        b = f"{pre}encoder.layer.{l}."
+        p["layers"].append({"q": lin(b + "attention.self.query", D, D), "k": lin(b + "attention.self.key", D, D),
+                            "v": lin(b + "attention.self.value", D, D), "o": lin(b + "attention.output.dense", D, D),
+                            "attn_ln": ln(b + "attention.output.LayerNorm"),
+                            "up": lin(b + "intermediate.dense", F, D), "down": lin(b + "output.dense", D, F),
+                            "ffn_ln": ln(b + "output.LayerNorm")})
+    dense, proj = lin("classifier.dense", D, D), lin("classifier.out_proj", 1, D)
+    header, blobs, off = {}, [], 0
+    for name, shape, vals in tensors:
+        blob = array("f", vals).tobytes()
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(blob)]}
+        blobs.append(blob)
+        off += len(blob)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    cfg = {"architectures": ["XLMRobertaForSequenceClassification"], "model_type": "xlm-roberta",
+           "hidden_size": D, "intermediate_size": F, "num_hidden_layers": LAYERS, "num_attention_heads": H,
+           "max_position_embeddings": POS + 2, "type_vocab_size": 1, "vocab_size": V, "hidden_act": "gelu",
+           "layer_norm_eps": 1e-5, "position_embedding_type": "absolute", "pad_token_id": 1, "bos_token_id": 0,
+           "eos_token_id": 2, "_name_or_path": "tiny-hf-xlm-roberta", "torch_dtype": "float32",
+           "id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}
+    json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=1)
+    added = [{"id": i, "content": pieces[i], "single_word": False, "lstrip": pieces[i] == "<mask>", "rstrip": False,
+              "normalized": False, "special": True} for i in range(V) if types[i] in (2, 3)]
+    bos, eos = pieces[kv["tokenizer.ggml.bos_token_id"]], pieces[kv["tokenizer.ggml.eos_token_id"]]
+    sp = lambda t: {"SpecialToken": {"id": t, "type_id": 0}}
+    seq = lambda t: {"Sequence": {"id": t, "type_id": 0}}
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+           "normalizer": {"type": "Sequence", "normalizers": [
+               {"type": "Precompiled",
+                "precompiled_charsmap": base64.b64encode(kv["tokenizer.ggml.precompiled_charsmap"]).decode()},
+               {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]},
+           "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+           "post_processor": {"type": "TemplateProcessing", "single": [sp(bos), seq("A"), sp(eos)],
+                              "pair": [sp(bos), seq("A"), sp(eos), sp(eos), seq("B"), sp(eos)],
+                              "special_tokens": {}},
+           "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+           "model": {"type": "Unigram", "unk_id": unk, "vocab": [[pc, sc] for pc, sc in zip(pieces, scores)],
+                     "byte_fallback": False}}
+    json.dump(tok, open(os.path.join(out, "tokenizer.json"), "w"))
+    ids = json.load(open(ids_path))
+    res = {"cls": [], "mean": [], "logits": []}
+    for x in ids["inputs"]:
+        hs = forward(p, x)
+        res["cls"].append(hs[0])
+        res["mean"].append([sum(col) / len(hs) for col in zip(*hs)])
+    for x in ids["pairs"]:
+        hs = forward(p, x)
+        res["logits"].append(linear([math.tanh(v) for v in linear(hs[0], *dense)], *proj)[0])
+    print(json.dumps(res))
+
+
 def main():
     out, kind = sys.argv[1], sys.argv[2]
+    if kind == "xlmr":
+        return xlmr(out, sys.argv[3], sys.argv[4])
     rerank = kind == "rerank"
     rnd = random.Random(11 if rerank else 5)
     os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
