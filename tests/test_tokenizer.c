@@ -386,9 +386,9 @@ static void check_bad_gguf(void)
     gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, 6);
     cases[nc].name = "no-model", cases[nc++].w = w;
     w = gguf_writer_new();
-    gguf_w_str(w, "tokenizer.ggml.model", "t5");
+    gguf_w_str(w, "tokenizer.ggml.model", "rwkv");
     gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, 6);
-    cases[nc].name = "model-t5", cases[nc++].w = w;
+    cases[nc].name = "model-rwkv", cases[nc++].w = w;
     w = gguf_writer_new();
     gguf_w_str(w, "tokenizer.ggml.model", "llama");
     cases[nc].name = "no-tokens", cases[nc++].w = w;
