@@ -12,6 +12,9 @@
 #   bash bench/embed_vs_llamacpp.sh             # PRESET=qwen3-0.6b DTYPES="q8_0 bf16" N=32 LEN=100 REPS=2
 #   PRESET=bge-small DTYPES="f16 q8_0" bash bench/embed_vs_llamacpp.sh   # a BERT encoder (bge-small-en-v1.5's
 #                                               # shape, CLS pooling, as generated; WordPiece vocabulary of 272)
+#   PRESET=bge-m3 DTYPES="f16 q8_0" N=16 bash bench/embed_vs_llamacpp.sh   # XLM-RoBERTa large (bge-m3's shape,
+#                                               # a Unigram vocabulary): llama.cpp gets our token ids, <s> ... </s>
+#                                               # (node-llama-cpp would leave a Unigram vocabulary's <s> out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +54,14 @@ for dt in $DTYPES; do
     src="$MODELS/$PRESET-$dt.gguf"
     model="$MODELS/$PRESET-$dt-pool-last.gguf"
     [ -f "$src" ] || build/llm-engine gen-model --preset "$PRESET" --dtype "$dt" --out "$src" --seed 1 2>/dev/null
+    lin=(--input-file "$W/in.txt")
     case "$PRESET" in # a BERT encoder declares its own pooling (bge: CLS); a decoder is re-saved to pool last
+        *xlm-r*|bge-m3|bge-reranker*)
+            model="$src"
+            [ -s "$W/ids-$dt.txt" ] || while IFS= read -r line; do
+                echo "0,$(build/llm-engine tokenize --tokenizer "$model" --text "$line" | tr -d '[]'),2"
+            done < "$W/in.txt" > "$W/ids-$dt.txt"
+            lin=(--input-ids "$W/ids-$dt.txt") ;;
         *bert*|bge-*) model="$src" ;;
         *) [ -f "$model" ] || build/llm-engine gen-model --from "$src" --dtype "$dt" --pooling last --out "$model" 2>/dev/null ;;
     esac
@@ -62,7 +72,7 @@ for dt in $DTYPES; do
         e=$(build/llm-engine embed --model "$model" --input-file "$W/in.txt" --threads "$THREADS" --warmup \
             --max-batch-size 1 2>&1 >/dev/null)
         oo+=("$(sed -n 's/.* \([0-9.]*\) inputs\/s.*/\1/p' <<<"$e")"); oot+=("$(sed -n 's/.* \([0-9]*\) tokens\/s$/\1/p' <<<"$e")")
-        js=$(node bench/llamacpp/embed.mjs --model "$model" --input-file "$W/in.txt" --threads "$THREADS" | tail -n 1)
+        js=$(node bench/llamacpp/embed.mjs --model "$model" "${lin[@]}" --threads "$THREADS" | tail -n 1)
         lc+=("$(node -e 'console.log(JSON.parse(process.argv[1]).inputs_per_s)' "$js")")
         lct+=("$(node -e 'console.log(JSON.parse(process.argv[1]).tokens_per_s)' "$js")")
     done

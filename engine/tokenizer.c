@@ -167,9 +167,9 @@ int tok_set(llm_tokenizer *t, int id, const char *text, size_t len, float score,
 
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = TOK_HASH_INIT;
     for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+        h = tok_hash_step(h, (unsigned char)s[i]);
     return h ^ (h >> 29);
 }
 
@@ -207,9 +207,14 @@ static int map_build(tok_strmap *m, const llm_tokenizer *t, int raw, int (*want)
 
 int32_t tok_map_get(const tok_strmap *m, const char *s, size_t len)
 {
+    return tok_map_get_h(m, s, len, hash_bytes(s, len));
+}
+
+int32_t tok_map_get_h(const tok_strmap *m, const char *s, size_t len, uint64_t hash)
+{
     if (m->slots == NULL)
         return -1;
-    for (uint32_t h = (uint32_t)hash_bytes(s, len) & m->mask;; h = (h + 1) & m->mask) {
+    for (uint32_t h = (uint32_t)hash & m->mask;; h = (h + 1) & m->mask) {
         int32_t o = m->slots[h];
         if (o < 0)
             return -1;

@@ -101,6 +101,12 @@ llm_tokenizer *tok_hf_load_unigram(const struct cJSON *j, const char *path, llm_
 /* Rank of the merge a+b (result in *merged), -1 if none. */
 int tok_merge_get(const llm_tokenizer *t, int32_t a, int32_t b, int32_t *merged);
 int32_t tok_map_get(const tok_strmap *m, const char *s, size_t len);
+/* The same with the key's hash given: tok_hash_step over its bytes from TOK_HASH_INIT, then tok_hash_end (a
+ * caller looking up every prefix of a string hashes each byte once). */
+int32_t tok_map_get_h(const tok_strmap *m, const char *s, size_t len, uint64_t hash);
+#define TOK_HASH_INIT 1469598103934665603ull
+static inline uint64_t tok_hash_step(uint64_t h, unsigned char c) { return (h ^ c) * 1099511628211ull; }
+static inline uint64_t tok_hash_end(uint64_t h) { return h ^ (h >> 29); }
 
 /* Encoders for one plain-text fragment; append to *out (growable). */
 typedef struct {

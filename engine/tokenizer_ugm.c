@@ -210,8 +210,10 @@ int tok_ugm_encode(const llm_tokenizer *t, const char *s, size_t len, tok_vec *o
         int whole = 0;
         double base = bp[i].score;
         size_t top = n - i < t->max_text_len ? n - i : t->max_text_len;
+        uint64_t h = TOK_HASH_INIT;
         for (size_t k = 1; k <= top; k++) {
-            int32_t id = tok_map_get(&t->by_text, w + i, k);
+            h = tok_hash_step(h, (unsigned char)w[i + k - 1]);
+            int32_t id = tok_map_get_h(&t->by_text, w + i, k, tok_hash_end(h));
             if (id < 0 || (t->type[id] != TOK_NORMAL && t->type[id] != TOK_USER && t->type[id] != TOK_UNUSED))
                 continue;
             whole |= k == ch;
