@@ -49,6 +49,8 @@ uint8_t *llm_ugm_charsmap(const char *const (*rules)[2], int n, size_t *len);
  * / <unk> / <pad> / <mask> ids, add_bos / add_eos) as "t5" metadata, as llama.cpp's converter writes
  * XLM-RoBERTa's; n_types: the model's token types. 0, or -1 + err. */
 int  llm_gguf_w_ugm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types, llm_err *err);
+/* A loaded tokenizer's vocabulary as tokenizer.ggml.tokens (its GGUF spelling) and token_type. 0, or -1 + err. */
+int  llm_gguf_w_vocab(gguf_writer *w, const llm_tokenizer *t, llm_err *err);
 /* A loaded WordPiece tokenizer's vocabulary (its GGUF spelling, token types, [CLS] / [SEP] / [UNK] / [PAD] /
  * [MASK] ids, add_bos / add_eos, BertNormalizer's switches) as "bert" metadata; n_types: the model's token
  * types. 0, or -1 + err (not a WordPiece tokenizer, out of memory). */

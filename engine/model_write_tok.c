@@ -318,30 +318,38 @@ int llm_gguf_w_wpm_from_llama2c(gguf_writer *w, const char *tok_path, int pad_to
     return 0;
 }
 
+int llm_gguf_w_vocab(gguf_writer *w, const llm_tokenizer *t, llm_err *err)
+{
+    const char **tok = malloc((size_t)t->n_vocab * sizeof(char *));
+    size_t *len = malloc((size_t)t->n_vocab * sizeof(size_t));
+    int32_t *type = malloc((size_t)t->n_vocab * sizeof(int32_t));
+    if (tok != NULL && len != NULL && type != NULL) {
+        for (int i = 0; i < t->n_vocab; i++) { /* the vocabulary's own spelling ("▁word", pieces bare) */
+            tok[i] = t->text_arena + t->text_off[i];
+            len[i] = t->text_len[i];
+            type[i] = t->type[i];
+        }
+        gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, len, (uint64_t)t->n_vocab);
+        gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, (uint64_t)t->n_vocab);
+    } else {
+        llm_seterr(err, "out of memory");
+    }
+    int rc = tok != NULL && len != NULL && type != NULL ? 0 : -1;
+    free(tok);
+    free(len);
+    free(type);
+    return rc;
+}
+
 int llm_gguf_w_wpm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types, llm_err *err)
 {
     if (t->kind != LLM_TOK_WPM) {
         llm_seterr(err, "a BERT GGUF needs a WordPiece tokenizer");
         return -1;
     }
-    const char **tok = malloc((size_t)t->n_vocab * sizeof(char *));
-    size_t *len = malloc((size_t)t->n_vocab * sizeof(size_t));
-    int32_t *type = malloc((size_t)t->n_vocab * sizeof(int32_t));
-    if (tok == NULL || len == NULL || type == NULL) {
-        free(tok);
-        free(len);
-        free(type);
-        llm_seterr(err, "out of memory");
-        return -1;
-    }
-    for (int i = 0; i < t->n_vocab; i++) { /* the vocabulary's own spelling: "▁word", continuation pieces bare */
-        tok[i] = t->text_arena + t->text_off[i];
-        len[i] = t->text_len[i];
-        type[i] = t->type[i];
-    }
     gguf_w_str(w, "tokenizer.ggml.model", "bert");
-    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, len, (uint64_t)t->n_vocab);
-    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, (uint64_t)t->n_vocab);
+    if (llm_gguf_w_vocab(w, t, err) != 0)
+        return -1;
     gguf_w_u32(w, "tokenizer.ggml.token_type_count", (uint32_t)n_types);
     /* as llama.cpp's converter: BOS / EOS are [CLS] / [SEP], and the BERT names besides */
     const int ids[5] = { t->bos, t->eos, t->unk, t->eos, t->bos };
@@ -362,9 +370,6 @@ int llm_gguf_w_wpm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types,
     gguf_w_bool(w, "tokenizer.ggml.add_eos_token", t->add_eos != 0);
     gguf_w_bool(w, "tokenizer.ggml.normalizer.lowercase", t->wpm_lower != 0);
     gguf_w_bool(w, "tokenizer.ggml.normalizer.strip_accents", t->wpm_strip != 0);
-    free(tok);
-    free(len);
-    free(type);
     return 0;
 }
 

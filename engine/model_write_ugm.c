@@ -420,26 +420,11 @@ int llm_gguf_w_ugm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types,
         llm_seterr(err, "not a Unigram tokenizer");
         return -1;
     }
-    const char **tok = malloc((size_t)t->n_vocab * sizeof(char *));
-    size_t *len = malloc((size_t)t->n_vocab * sizeof(size_t));
-    int32_t *type = malloc((size_t)t->n_vocab * sizeof(int32_t));
-    if (tok == NULL || len == NULL || type == NULL) {
-        free(tok);
-        free(len);
-        free(type);
-        llm_seterr(err, "out of memory");
-        return -1;
-    }
-    for (int i = 0; i < t->n_vocab; i++) {
-        tok[i] = t->text_arena + t->text_off[i];
-        len[i] = t->text_len[i];
-        type[i] = t->type[i];
-    }
     gguf_w_str(w, "tokenizer.ggml.model", "t5");
     gguf_w_str(w, "tokenizer.ggml.pre", "default");
-    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, len, (uint64_t)t->n_vocab);
+    if (llm_gguf_w_vocab(w, t, err) != 0)
+        return -1;
     gguf_w_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, t->score, (uint64_t)t->n_vocab);
-    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, type, (uint64_t)t->n_vocab);
     gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", t->add_space_prefix != 0);
     gguf_w_u32(w, "tokenizer.ggml.token_type_count", (uint32_t)n_types);
     gguf_w_bool(w, "tokenizer.ggml.remove_extra_whitespaces", t->ugm_merge_spaces != 0);
@@ -459,8 +444,5 @@ int llm_gguf_w_ugm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types,
         gguf_w_u32(w, "tokenizer.ggml.mask_token_id", (uint32_t)mask);
     gguf_w_bool(w, "tokenizer.ggml.add_bos_token", t->add_bos != 0);
     gguf_w_bool(w, "tokenizer.ggml.add_eos_token", t->add_eos != 0);
-    free(tok);
-    free(len);
-    free(type);
     return 0;
 }

@@ -282,13 +282,13 @@ static int wpm_normalizer(const cJSON *n, int *lower, int *strip)
 /* The post-processor's [CLS] ... [SEP] (BertProcessing / RobertaProcessing, or TemplateProcessing's single
  * template opening / closing with special tokens; within a Sequence too): their texts, and that they are
  * added. */
-static void wpm_post(const cJSON *pp, const char **cls, const char **sep, int *add_bos, int *add_eos)
+void tok_hf_post_specials(const cJSON *pp, const char **cls, const char **sep, int *add_bos, int *add_eos)
 {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(pp, "type"), *e;
     const char *ty = cJSON_IsString(type) ? type->valuestring : "";
     if (strcmp(ty, "Sequence") == 0) {
         cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(pp, "processors"))
-            wpm_post(e, cls, sep, add_bos, add_eos);
+            tok_hf_post_specials(e, cls, sep, add_bos, add_eos);
     } else if (strcmp(ty, "BertProcessing") == 0 || strcmp(ty, "RobertaProcessing") == 0) {
         const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pp, "cls"), 0);
         const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pp, "sep"), 0);
@@ -385,7 +385,7 @@ static llm_tokenizer *load_wordpiece(const cJSON *j, const char *path, llm_err *
     }
     if (tok_finish(t, err))
         goto fail;
-    wpm_post(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), &cls, &sep, &add_bos, &add_eos);
+    tok_hf_post_specials(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), &cls, &sep, &add_bos, &add_eos);
     t->bos = llm_tok_find(t, cls);
     t->eos = llm_tok_find(t, sep);
     t->unk = llm_tok_find(t, cJSON_IsString(unk) ? unk->valuestring : "[UNK]");

@@ -138,41 +138,6 @@ static int pre_tokenizer(llm_tokenizer *t, const cJSON *p, const char *path, llm
     return -1;
 }
 
-/* The post-processor's opening and closing special tokens (TemplateProcessing's single template,
- * RobertaProcessing's cls / sep). */
-static void post_processor(const cJSON *pp, const char **bos, const char **eos, int *add_bos, int *add_eos)
-{
-    const char *ty = type_of(pp);
-    const cJSON *e;
-    if (strcmp(ty, "Sequence") == 0) {
-        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(pp, "processors"))
-            post_processor(e, bos, eos, add_bos, add_eos);
-    } else if (strcmp(ty, "RobertaProcessing") == 0 || strcmp(ty, "BertProcessing") == 0) {
-        const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pp, "cls"), 0);
-        const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pp, "sep"), 0);
-        if (cJSON_IsString(c))
-            *bos = c->valuestring;
-        if (cJSON_IsString(s))
-            *eos = s->valuestring;
-        *add_bos = *add_eos = 1;
-    } else if (strcmp(ty, "TemplateProcessing") == 0) {
-        const cJSON *single = cJSON_GetObjectItemCaseSensitive(pp, "single");
-        int n = cJSON_GetArraySize(single);
-        const cJSON *first = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(single, 0), "SpecialToken");
-        const cJSON *last = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(single, n - 1), "SpecialToken");
-        const cJSON *fid = cJSON_GetObjectItemCaseSensitive(first, "id");
-        const cJSON *lid = cJSON_GetObjectItemCaseSensitive(last, "id");
-        if (n > 1 && cJSON_IsString(fid)) {
-            *bos = fid->valuestring;
-            *add_bos = 1;
-        }
-        if (n > 1 && cJSON_IsString(lid)) {
-            *eos = lid->valuestring;
-            *add_eos = 1;
-        }
-    }
-}
-
 llm_tokenizer *tok_hf_load_unigram(const cJSON *j, const char *path, llm_err *err)
 {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
@@ -231,7 +196,7 @@ llm_tokenizer *tok_hf_load_unigram(const cJSON *j, const char *path, llm_err *er
     if (normalizer(t, cJSON_GetObjectItemCaseSensitive(j, "normalizer"), path, err) ||
         pre_tokenizer(t, cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), path, err) || tok_finish(t, err))
         goto fail;
-    post_processor(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), &bos, &eos, &add_bos, &add_eos);
+    tok_hf_post_specials(cJSON_GetObjectItemCaseSensitive(j, "post_processor"), &bos, &eos, &add_bos, &add_eos);
     t->bos = llm_tok_find(t, bos);
     t->eos = llm_tok_find(t, eos);
     t->add_bos = add_bos && t->bos >= 0;

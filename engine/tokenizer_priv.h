@@ -95,6 +95,10 @@ const char *tok_pretok_name(const char *pattern);
 struct cJSON;
 const char *tok_hf_pretok_pattern(const struct cJSON *pt, const char *path, llm_err *err);
 int  tok_compile_regex(llm_tokenizer *t, const char *pattern, llm_err *err);
+/* A tokenizer.json post-processor's opening and closing special tokens (BertProcessing / RobertaProcessing's
+ * cls / sep, TemplateProcessing's single template; within a Sequence too): their texts, and that they are
+ * added. */
+void tok_hf_post_specials(const struct cJSON *pp, const char **cls, const char **sep, int *add_bos, int *add_eos);
 /* A tokenizer.json whose model is Unigram (tokenizer_load_hf_ugm.c); NULL + err. */
 llm_tokenizer *tok_hf_load_unigram(const struct cJSON *j, const char *path, llm_err *err);
 

@@ -24,7 +24,7 @@
 #     sampled ones drawn in turn on the host: both as on the CPU);
 #  9b. BERT encoders (kernels/cuda_encoder.cu) against the CPU backend: F32 with the scalar, tensor-core and
 #     decode attention kernels, a pair's token types, a q8_0 KV cache; the bge-small shape in F16 (mma.sync
-#     attention, cuBLAS) and Q8_0; nomic-bert (rope, SwiGLU) (tests/gpu/embed_check.sh);
+#     attention, cuBLAS) and Q8_0; nomic-bert (rope, SwiGLU); XLM-RoBERTa (tests/gpu/embed_check.sh);
 # 10. Gemma 3 and Gemma 2 (gen-model --preset tiny-gemma3 / tiny-gemma2: GeGLU, embedding scale, norms after
 #     attention and FFN, a window of 16 on some layers, Gemma 3's second rope base, Gemma 2's soft caps) over
 #     texts longer than the window: prefill (wmma, mma.sync, scalar kernels), decode (register and tiled
@@ -198,6 +198,12 @@ check "nomic-bert f32 vs the CPU backend: scalar attention, many splits; mean / 
     "$W/tiny-nomic-bert.gguf" 1e-5 "mean cls" $PAIR
 check "nomic-bert f32: tensor-core prefill attention" env STEP=128 tests/gpu/embed_check.sh "$B/llm-engine" \
     "$W/tiny-nomic-bert.gguf" 1e-3 mean
+# XLM-RoBERTa (gen-model --preset tiny-xlm-r: one token type, a Unigram vocabulary): a pair as RoBERTa's ids
+# (<s> a </s></s> b </s>: no type 1 anywhere with one type row); measured 1.5e-7
+"$B/llm-engine" gen-model --preset tiny-xlm-r --dtype f32 --out "$W/tiny-xlm-r.gguf" >/dev/null 2>&1 || exit 1
+check "xlm-roberta f32 vs the CPU backend: scalar attention; mean / CLS pooling, a pair" env LLM_CUDA_KV=f32 \
+    LLM_CUDA_ATT_TC=0 CU_EMU_SMS=64 STEP=128 tests/gpu/embed_check.sh "$B/llm-engine" "$W/tiny-xlm-r.gguf" 1e-5 \
+    "mean cls" 0,6,25,39,2,2,6,25,39,7,39,98,10,29,39,2
 # Gemma: the presets have Llama 3's 128,256-token vocabulary, whose classifier GEMV takes ~3 s a step here, so
 # both backends run them with its first 512 rows (parity_logits --vocab 512). Window 16 over 40-100 positions
 # (chunks of 20 / 50), decode to position 28 (greedy) and 115 (mixed batch), 251 (graph part, 64 SMs: splits

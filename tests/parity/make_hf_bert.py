@@ -96,6 +96,65 @@ def f16_round(vals):
     return list(array("f", struct.unpack(f"<{len(vals)}e", struct.pack(f"<{len(vals)}e", *vals))))
 
 
+class Weights:
+    """Random tensors drawn in order (mean + sd N(0,1); f16: rounded to the F16 values stored), kept as
+    (name, shape, values) for the safetensors file and returned as rows for the reference."""
+
+    def __init__(self, seed, f16=False, gamma=("weight", "bias")):
+        self.rnd, self.f16, self.gamma, self.tensors = random.Random(seed), f16, gamma, []
+
+    def add(self, name, shape, sd, mean=0.0):
+        n = 1
+        for x in shape:
+            n *= x
+        vals = [mean + sd * self.rnd.gauss(0, 1) for _ in range(n)]
+        if self.f16:
+            vals = f16_round(vals)
+        self.tensors.append((name, shape, vals))
+        return vals if len(shape) == 1 else [vals[r * shape[1]:(r + 1) * shape[1]] for r in range(shape[0])]
+
+    def lin(self, name, rows, cols):
+        return self.add(name + ".weight", [rows, cols], 1.0 / math.sqrt(cols)), self.add(name + ".bias", [rows], 0.1)
+
+    def ln(self, name):
+        return self.add(name + "." + self.gamma[0], [D], 0.1, 1.0), self.add(name + "." + self.gamma[1], [D], 0.1)
+
+    def encoder(self, pre, vocab, pos_rows, types):
+        """BERT's embeddings and layers under the prefix pre."""
+        p = {"layers": [], "tok": self.add(pre + "embeddings.word_embeddings.weight", [vocab, D], 1.0),
+             "pos": self.add(pre + "embeddings.position_embeddings.weight", [pos_rows, D], 0.3),
+             "type": self.add(pre + "embeddings.token_type_embeddings.weight", [types, D], 0.5),
+             "emb_ln": self.ln(pre + "embeddings.LayerNorm")}
+        for l in range(LAYERS):
+            b = f"{pre}encoder.layer.{l}."
+            p["layers"].append({"q": self.lin(b + "attention.self.query", D, D),
+                                "k": self.lin(b + "attention.self.key", D, D),
+                                "v": self.lin(b + "attention.self.value", D, D),
+                                "o": self.lin(b + "attention.output.dense", D, D),
+                                "attn_ln": self.ln(b + "attention.output.LayerNorm"),
+                                "up": self.lin(b + "intermediate.dense", F, D), "down": self.lin(b + "output.dense", D, F),
+                                "ffn_ln": self.ln(b + "output.LayerNorm")})
+        return p
+
+    def safetensors(self, path, extra=()):
+        """The tensors (F16 or F32) and any extra (name, dtype, shape, bytes) as model.safetensors."""
+        header, blobs, off = {}, [], 0
+        for name, shape, vals in self.tensors:
+            blob = struct.pack(f"<{len(vals)}e", *vals) if self.f16 else array("f", vals).tobytes()
+            header[name] = {"dtype": "F16" if self.f16 else "F32", "shape": shape,
+                            "data_offsets": [off, off + len(blob)]}
+            blobs.append(blob)
+            off += len(blob)
+        for name, dtype, shape, blob in extra:
+            header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(blob)]}
+            blobs.append(blob)
+            off += len(blob)
+        h = json.dumps(header).encode()
+        h += b" " * ((8 - len(h) % 8) % 8)
+        with open(path, "wb") as f:
+            f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
 def gguf_kv(path):
     """A GGUF file's metadata as a dict (enough of the format for tokenizer keys)."""
     f = open(path, "rb")
@@ -127,44 +186,12 @@ def xlmr(out, gguf, ids_path):
     kv = gguf_kv(gguf)
     pieces, scores, types = kv["tokenizer.ggml.tokens"], kv["tokenizer.ggml.scores"], kv["tokenizer.ggml.token_type"]
     V, unk = len(pieces), kv["tokenizer.ggml.unknown_token_id"]
-    rnd = random.Random(17)
-    tensors, p = [], {"layers": [], "eps": 1e-5}
-
-    def add(name, shape, sd, mean=0.0):
-        n = 1
-        for x in shape:
-            n *= x
-        vals = [mean + sd * rnd.gauss(0, 1) for _ in range(n)]
-        tensors.append((name, shape, vals))
-        return vals if len(shape) == 1 else [vals[r * shape[1]:(r + 1) * shape[1]] for r in range(shape[0])]
-
-    lin = lambda name, rows, cols: (add(name + ".weight", [rows, cols], 1.0 / math.sqrt(cols)),
-                                    add(name + ".bias", [rows], 0.1))
-    ln = lambda name: (add(name + ".weight", [D], 0.1, 1.0), add(name + ".bias", [D], 0.1))
-    pre = "roberta."
-    p["tok"] = add(pre + "embeddings.word_embeddings.weight", [V, D], 1.0)
-    p["pos"] = add(pre + "embeddings.position_embeddings.weight", [POS + 2, D], 0.3)
-    p["type"] = add(pre + "embeddings.token_type_embeddings.weight", [1, D], 0.5)
-    p["emb_ln"] = ln(pre + "embeddings.LayerNorm")
-    for l in range(LAYERS):
-        b = f"{pre}encoder.layer.{l}."
-        p["layers"].append({"q": lin(b + "attention.self.query", D, D), "k": lin(b + "attention.self.key", D, D),
-                            "v": lin(b + "attention.self.value", D, D), "o": lin(b + "attention.output.dense", D, D),
-                            "attn_ln": ln(b + "attention.output.LayerNorm"),
-                            "up": lin(b + "intermediate.dense", F, D), "down": lin(b + "output.dense", D, F),
-                            "ffn_ln": ln(b + "output.LayerNorm")})
-    dense, proj = lin("classifier.dense", D, D), lin("classifier.out_proj", 1, D)
-    header, blobs, off = {}, [], 0
-    for name, shape, vals in tensors:
-        blob = array("f", vals).tobytes()
-        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(blob)]}
-        blobs.append(blob)
-        off += len(blob)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
+    w = Weights(17)
+    p = w.encoder("roberta.", V, POS + 2, 1)
+    p["eps"] = 1e-5
+    dense, proj = w.lin("classifier.dense", D, D), w.lin("classifier.out_proj", 1, D)
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    w.safetensors(os.path.join(out, "model.safetensors"))
     cfg = {"architectures": ["XLMRobertaForSequenceClassification"], "model_type": "xlm-roberta",
            "hidden_size": D, "intermediate_size": F, "num_hidden_layers": LAYERS, "num_attention_heads": H,
            "max_position_embeddings": POS + 2, "type_vocab_size": 1, "vocab_size": V, "hidden_act": "gelu",
@@ -207,61 +234,18 @@ def main():
     if kind == "xlmr":
         return xlmr(out, sys.argv[3], sys.argv[4])
     rerank = kind == "rerank"
-    rnd = random.Random(11 if rerank else 5)
     os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
     V = len(SPECIAL) + len(WORDS)
-    pre = "bert." if rerank else ""
-    gamma = ("gamma", "beta") if rerank else ("weight", "bias")
-    tensors, p = [], {"layers": []}
-
-    def add(name, shape, sd, mean=0.0):
-        n = 1
-        for s in shape:
-            n *= s
-        vals = [mean + sd * rnd.gauss(0, 1) for _ in range(n)]
-        if rerank:  # stored as F16: the reference computes with the stored values
-            vals = f16_round(vals)
-        tensors.append((name, shape, vals))
-        if len(shape) == 1:
-            return vals
-        return [vals[r * shape[1]:(r + 1) * shape[1]] for r in range(shape[0])]
-
-    def lin(name, rows, cols):
-        return add(name + ".weight", [rows, cols], 1.0 / math.sqrt(cols)), add(name + ".bias", [rows], 0.1)
-
-    def ln(name):
-        return add(name + "." + gamma[0], [D], 0.1, 1.0), add(name + "." + gamma[1], [D], 0.1)
-
-    p["tok"] = add(pre + "embeddings.word_embeddings.weight", [V, D], 1.0)
-    p["pos"] = add(pre + "embeddings.position_embeddings.weight", [POS, D], 0.3)
-    p["type"] = add(pre + "embeddings.token_type_embeddings.weight", [2, D], 0.5)
-    p["emb_ln"] = ln(pre + "embeddings.LayerNorm")
-    for l in range(LAYERS):
-        b = f"{pre}encoder.layer.{l}."
-        p["layers"].append({"q": lin(b + "attention.self.query", D, D), "k": lin(b + "attention.self.key", D, D),
-                            "v": lin(b + "attention.self.value", D, D), "o": lin(b + "attention.output.dense", D, D),
-                            "attn_ln": ln(b + "attention.output.LayerNorm"),
-                            "up": lin(b + "intermediate.dense", F, D), "down": lin(b + "output.dense", D, F),
-                            "ffn_ln": ln(b + "output.LayerNorm")})
-    pooler = lin(pre + "pooler.dense", D, D)
+    # the cross-encoder stored as F16 (the reference computes with the stored values), its LayerNorms spelt
+    # gamma / beta
+    w = Weights(11 if rerank else 5, f16=rerank, gamma=("gamma", "beta") if rerank else ("weight", "bias"))
+    p = w.encoder("bert." if rerank else "", V, POS, 2)
+    pooler = w.lin(("bert." if rerank else "") + "pooler.dense", D, D)
     if rerank:
-        classifier = lin("classifier", 1, D)
-
-    header, blobs, off = {}, [], 0
-    for name, shape, vals in tensors:
-        blob = struct.pack(f"<{len(vals)}e", *vals) if rerank else array("f", vals).tobytes()
-        header[name] = {"dtype": "F16" if rerank else "F32", "shape": shape, "data_offsets": [off, off + len(blob)]}
-        blobs.append(blob)
-        off += len(blob)
-    if not rerank:  # a buffer as transformers saved it before 4.31: I64, never a weight
-        blob = array("q", range(POS)).tobytes()
-        header[pre + "embeddings.position_ids"] = {"dtype": "I64", "shape": [1, POS], "data_offsets": [off, off + len(blob)]}
-        blobs.append(blob)
-        off += len(blob)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(os.path.join(out, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+        classifier = w.lin("classifier", 1, D)
+    # embed: the I64 position_ids buffer transformers saved before 4.31 (never a weight)
+    w.safetensors(os.path.join(out, "model.safetensors"),
+                  [] if rerank else [("embeddings.position_ids", "I64", [1, POS], array("q", range(POS)).tobytes())])
     cfg = {"architectures": ["BertForSequenceClassification" if rerank else "BertModel"], "model_type": "bert",
            "hidden_size": D, "intermediate_size": F, "num_hidden_layers": LAYERS, "num_attention_heads": H,
            "max_position_embeddings": POS, "type_vocab_size": 2, "vocab_size": V, "hidden_act": "gelu",

@@ -10,9 +10,8 @@ use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
-use JSON::PP;
 use lib "$FindBin::Bin/lib";
-use Parity qw(capture);
+use Parity qw(capture compare_tokenizer);
 
 my $B = $ENV{BUILD} // 'build';
 my $engine = "$B/llm-engine";
@@ -48,30 +47,7 @@ for (1 .. 300) {
     push @texts, join '', map { $pool[rnd(scalar @pool)] } 1 .. $n;
 }
 
-open my $fh, '>', "$dir/texts.json" or die $!;
-print $fh JSON::PP->new->ascii->encode(\@texts);
-close $fh;
-my ($rc2, $out) = capture($dir, 'node', 'bench/llamacpp/tokenize.mjs', '--model', $f, '--input-file',
-                          "$dir/texts.json");
-my @ref = map { decode_json($_) } grep { /^\{/ } split /\n/, $out;
-is($rc2, 0, 'llama.cpp tokenizes the texts');
-is(scalar @ref, scalar @texts, scalar(@texts) . ' results from llama.cpp') or BAIL_OUT('no reference');
-
-my ($bad, $bad_sp, $shown, $unk) = (0, 0, 0, 0);
-for my $i (0 .. $#texts) {
-    my $t = $texts[$i];
-    utf8::encode($t);
-    my (undef, $o) = capture($dir, $engine, 'tokenize', '--tokenizer', $f, '--text', $t);
-    my (undef, $s) = capture($dir, $engine, 'tokenize', '--tokenizer', $f, '--text', $t, '--special');
-    my ($want, $want_sp) = (encode_json($ref[$i]{ids}), encode_json($ref[$i]{special}));
-    chomp($o, $s);
-    $bad++ if $o ne $want;
-    $bad_sp++ if $s ne $want_sp;
-    $unk++ if grep { $_ == 3 } @{ $ref[$i]{ids} };
-    diag(JSON::PP->new->ascii->encode([$texts[$i]]) . ": ours $o / $s, llama.cpp's $want / $want_sp")
-        if ($o ne $want || $s ne $want_sp) && $shown++ < 10;
-}
-is($bad, 0, scalar(@texts) . ' texts: our ids are llama.cpp\'s');
-is($bad_sp, 0, scalar(@texts) . ' texts with special tokens parsed: our ids are llama.cpp\'s');
+my $ref = compare_tokenizer($dir, $engine, $f, \@texts);
+my $unk = grep { grep { $_ == 3 } @{ $_->{ids} } } @$ref;
 ok($unk > 10, "$unk texts have unknown characters (the unknown path is exercised)");
 done_testing();

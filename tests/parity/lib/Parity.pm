@@ -8,8 +8,8 @@ use JSON::PP;
 use List::Util qw(max sum);
 use Test::More;
 
-our @EXPORT_OK = qw(capture compare_llamacpp cosine greedy_ours greedy_llamacpp harness hf_round_trip slurp
-                    token_counts vectors);
+our @EXPORT_OK = qw(capture compare_llamacpp compare_tokenizer cosine greedy_ours greedy_llamacpp harness
+                    hf_round_trip slurp token_counts vectors);
 
 # ($BUILD, its llm-engine, its parity/logits_dump); the whole test is skipped where those, the llama.cpp
 # harness or (tokenizer => 1) the shared Llama 3 tokenizer are missing.
@@ -23,6 +23,38 @@ sub harness {
     plan(skip_all => '../shared/tokenizers/llama3 missing')
         if $o{tokenizer} && !-f '../shared/tokenizers/llama3/tokenizer.json';
     return ($B, $engine, $dump);
+}
+
+# Our tokenizer against llama.cpp's on the GGUF $f, for every text of @$texts (Perl strings): llama.cpp's ids
+# (bench/llamacpp/tokenize.mjs, special-token text as text and parsed) against `llm-engine tokenize` (and
+# --special). Runs the tests "N results from llama.cpp" and the two agreements (the first 10 differences
+# shown); returns llama.cpp's results ({ids, special} per text).
+sub compare_tokenizer {
+    my ($dir, $engine, $f, $texts) = @_;
+    open my $fh, '>', "$dir/texts.json" or die $!;
+    print $fh JSON::PP->new->ascii->encode($texts);
+    close $fh;
+    my ($rc, $out) = capture($dir, 'node', 'bench/llamacpp/tokenize.mjs', '--model', $f, '--input-file',
+                             "$dir/texts.json");
+    my @ref = map { decode_json($_) } grep { /^\{/ } split /\n/, $out;
+    is($rc, 0, 'llama.cpp tokenizes the texts');
+    is(scalar @ref, scalar @$texts, scalar(@$texts) . ' results from llama.cpp') or BAIL_OUT('no reference');
+    my ($bad, $bad_sp, $shown) = (0, 0, 0);
+    for my $i (0 .. $#$texts) {
+        my $t = $texts->[$i];
+        utf8::encode($t);
+        my (undef, $o) = capture($dir, $engine, 'tokenize', '--tokenizer', $f, '--text', $t);
+        my (undef, $s) = capture($dir, $engine, 'tokenize', '--tokenizer', $f, '--text', $t, '--special');
+        my ($want, $want_sp) = (encode_json($ref[$i]{ids}), encode_json($ref[$i]{special}));
+        chomp($o, $s);
+        $bad++ if $o ne $want;
+        $bad_sp++ if $s ne $want_sp;
+        diag(JSON::PP->new->ascii->encode([$texts->[$i]]) . ": ours $o / $s, llama.cpp's $want / $want_sp")
+            if ($o ne $want || $s ne $want_sp) && $shown++ < 10;
+    }
+    is($bad, 0, scalar(@$texts) . ' texts: our ids are llama.cpp\'s');
+    is($bad_sp, 0, scalar(@$texts) . ' texts with special tokens parsed: our ids are llama.cpp\'s');
+    return \@ref;
 }
 
 # (exit status, stdout) of a command; its stderr goes to $dir/stderr.
