@@ -413,7 +413,7 @@ static void test_mutated(const char *path)
     int fd = mkstemp(tmp);
     close(fd);
     uint64_t s = 12345;
-    int refused = 0, loaded = 0;
+    int refused = 0, loaded = 0, bad_ids = 0;
     for (int i = 0; i < 300 && n > 8192; i++) {
         memcpy(mut, buf, n);
         for (int k = 0; k < 4; k++) {
@@ -429,10 +429,20 @@ static void test_mutated(const char *path)
             refused += err.msg[0] != 0;
         else
             loaded++;
+        if (m != NULL && m->tok != NULL) { /* a mutated vocabulary (or charsmap) still tokenizes in bounds */
+            static const char text[] = "Hello  \xef\xbc\xa8\xe2\x91\xa0 caf\xc3\xa9 e\xcc\x81 [CLS] <s> zz\xff\t";
+            int32_t *ids = NULL;
+            int nt = llm_tok_encode(m->tok, text, sizeof(text) - 1, LLM_TOK_ADD_BOS | LLM_TOK_PARSE_SPECIAL, &ids);
+            for (int k = 0; k < nt; k++)
+                bad_ids += ids[k] < 0 || ids[k] >= llm_tok_vocab_size(m->tok);
+            free(ids);
+        }
         llm_model_free(m);
     }
     unlink(tmp);
-    ok(n > 8192 && refused + loaded == 300, "300 mutated files: %d refused with a message, %d loaded", refused, loaded);
+    ok(n > 8192 && refused + loaded == 300 && bad_ids == 0,
+       "300 mutated files: %d refused with a message, %d loaded (each tokenizes a text, ids in range)", refused,
+       loaded);
 }
 
 int main(void)
@@ -457,6 +467,15 @@ int main(void)
        "gen-model tiny-nomic-bert: %s", err.msg);
     test_mutated(npath);
     unlink(npath);
+    /* XLM-RoBERTa (one token type, a Unigram vocabulary and its precompiled charsmap in the metadata the
+     * mutations hit) */
+    char xpath[] = "/tmp/test_xlmrXXXXXX";
+    fd = mkstemp(xpath);
+    close(fd);
+    ok(llm_model_generate("tiny-xlm-r", LLM_F32, 11, xpath, "../shared", &err) == 0, "gen-model tiny-xlm-r: %s",
+       err.msg);
+    test_mutated(xpath);
+    unlink(xpath);
     /* the decoders stay decoders */
     llm_model *m = llm_model_load("../shared/models/stories260K/stories260K.gguf", NULL, &err);
     ok(m != NULL && !m->cfg.encoder, "a decoder is not an encoder");
