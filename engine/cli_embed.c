@@ -52,7 +52,7 @@ static void inputs_free(inputs *in)
 static int encode(const llm_tokenizer *tok, const char *query, const char *text, size_t len, inputs *in)
 {
     int32_t *ids = NULL;
-    int n = query != NULL ? llm_tok_encode_pair(tok, query, strlen(query), text, len, &ids)
+    int n = query != NULL ? llm_tok_encode_pair(tok, query, strlen(query), text, len, &ids, NULL)
                           : llm_tok_encode(tok, text, len, LLM_TOK_ADD_BOS, &ids);
     if (n < 0)
         return -1;

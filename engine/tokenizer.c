@@ -499,7 +499,7 @@ int llm_tok_piece(const llm_tokenizer *t, int32_t id, const char **bytes, size_t
 }
 
 int llm_tok_encode_pair(const llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
-                        int32_t **out)
+                        int32_t **out, int *b_at)
 {
     int32_t *x = NULL, *y = NULL, *ids = NULL;
     int seps = t->kind == LLM_TOK_UGM ? 2 : 1; /* RoBERTa's </s></s> between the texts, BERT's one [SEP] */
@@ -515,6 +515,8 @@ int llm_tok_encode_pair(const llm_tokenizer *t, const char *a, size_t alen, cons
     free(x);
     free(y);
     *out = ids;
+    if (b_at != NULL)
+        *b_at = nx + seps;
     return ids != NULL ? nx + seps + ny + 1 : -1;
 }
 

@@ -57,9 +57,10 @@ enum {
 
 /* A cross-encoder's pair, as the model's tokenizer writes one: BERT's [CLS] a [SEP] b [SEP] (the engine takes
  * what follows the first [SEP] as the second text, token type 1), XLM-RoBERTa's (a Unigram vocabulary)
- * <s> a </s></s> b </s>. The count (*out malloc'd), or -1 (out of memory, no EOS / [SEP] token). */
+ * <s> a </s></s> b </s>. The count (*out malloc'd; *b_at, unless NULL, the index b's ids start at), or -1
+ * (out of memory, no EOS / [SEP] token). */
 int llm_tok_encode_pair(const llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
-                        int32_t **out);
+                        int32_t **out, int *b_at);
 
 /* Encode len bytes of UTF-8 (invalid bytes are encoded too, via byte tokens).
  * *out is malloc'd (caller frees). Returns token count, -1 on allocation failure. */

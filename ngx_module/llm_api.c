@@ -226,7 +226,7 @@ static int parse_prompt(const cJSON *root, const char *name, int max, llm_api_re
     return -1;
 }
 
-/* POST /v1/embeddings: input, encoding_format, dimensions, user (OpenAI's). */
+/* POST /v1/embeddings: input, encoding_format, dimensions, user (OpenAI's); truncate (TEI's). */
 static int parse_embeddings(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     if (parse_prompt(root, "input", LLM_API_MAX_INPUTS, r, e)) return -1;
@@ -247,12 +247,13 @@ static int parse_embeddings(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     r->base64 = fmt && strcmp(fmt, "base64") == 0;
     long long d = 0;
-    if (get_int(root, "dimensions", 1, 1 << 20, &d, e) < 0) return -1;
+    if (get_int(root, "dimensions", 1, 1 << 20, &d, e) < 0 || get_bool(root, "truncate", &r->truncate, e) < 0)
+        return -1;
     r->dimensions = (int)d;
     return get_str(root, "user", &r->user, e) < 0 ? -1 : 0;
 }
 
-/* POST /v1/rerank: query, documents (strings or {"text": ...}), top_n, return_documents, instruction. */
+/* POST /v1/rerank: query, documents (strings or {"text": ...}), top_n, return_documents, instruction, truncate. */
 static int parse_rerank(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     if (get_str(root, "query", &r->query, e) < 0) return -1;
@@ -285,7 +286,7 @@ static int parse_rerank(const cJSON *root, llm_api_req *r, llm_api_err *e)
     long long top = 0;
     if (get_int(root, "top_n", 1, 1e9, &top, e) < 0 ||
         get_bool(root, "return_documents", &r->return_documents, e) < 0 ||
-        get_str(root, "instruction", &r->instruction, e) < 0)
+        get_bool(root, "truncate", &r->truncate, e) < 0 || get_str(root, "instruction", &r->instruction, e) < 0)
         return -1;
     r->top_n = top > n ? n : (int)top;
     return 0;

@@ -121,6 +121,8 @@ typedef struct {
     /* embeddings */
     int          base64;      /* encoding_format "base64": each vector as base64 of little-endian float32 */
     int          dimensions;  /* 0, or the leading dimensions kept (then normalised again; Matryoshka models) */
+    int          truncate;    /* embeddings, rerank ("truncate", as TEI): an input over the context is cut to it
+                               * (its closing EOS / separator kept) instead of a 400 */
     /* rerank (Jina's, Cohere's, vLLM's shape): the query, the documents in batch[] (n_prompts of them) */
     const char  *query;
     const char  *instruction; /* Qwen3-Reranker's <Instruct> (NULL: its default) */

@@ -285,52 +285,88 @@ static const char RERANK_SYSTEM[] = "Judge whether the Document meets the requir
                                     "Instruct provided. Note that the answer can only be \"yes\" or \"no\".";
 static const char RERANK_INSTRUCT[] = "Given a web search query, retrieve relevant passages that answer the query";
 
+/* A decoder reranker's judging prompt for one document (Qwen3-Reranker's chat: the instruction, query and
+ * document in the user's turn, answered at once, no thinking) as token ids. 0, or -1 with e set. */
+static int ngx_http_llm_judge_encode(ngx_http_llm_emb_ctx_t *ctx, const char *instr, const char *doc, size_t doc_len,
+                                     int32_t **ids, size_t *n, llm_api_err *e)
+{
+    llm_api_req one;
+    llm_api_prompt_at(&ctx->q, 0, &one);
+    size_t len = strlen(instr) + strlen(ctx->q.query) + doc_len + 48;
+    u_char *c = ngx_pnalloc(ctx->r->pool, len);
+    if (c == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return -1; }
+    ngx_snprintf(c, len, "<Instruct>: %s\n<Query>: %s\n<Document>: %*s%Z", instr, ctx->q.query, doc_len, doc);
+    llm_chat_msg judge[2] = { { .role = "system", .content = RERANK_SYSTEM },
+                              { .role = "user", .content = (const char *)c } };
+    one.kind = LLM_API_CHAT;
+    one.prompt = NULL;
+    one.ids = NULL;
+    one.msgs = judge;
+    one.n_msgs = 2;
+    one.add_generation_prompt = 1;
+    one.enable_thinking = 0;
+    one.tool_mode = 0;
+    free(*ids);
+    *ids = NULL;
+    return ngx_http_llm_encode_prompt(ctx->r, &one, ids, n, e) != 0 ? -1 : 0;
+}
+
+/* "truncate": a judging prompt over the limit, its document cut by the tokens it is over (and a few more where
+ * the cut text tokenizes longer at the seam). 0, or -1 with e set (the prompt is too long without it). */
+static int ngx_http_llm_judge_truncate(ngx_http_llm_emb_ctx_t *ctx, llm_tokenizer *tok, const char *instr,
+                                       const char *doc, size_t doc_len, size_t limit, int32_t **ids, size_t *n,
+                                       llm_api_err *e)
+{
+    int32_t *d = NULL;
+    int nd = llm_tok_encode(tok, doc, doc_len, 0, &d), rc = 0;
+    for (int slack = 2; rc == 0 && *n > limit && slack <= 64; slack *= 4) {
+        long keep = (long)nd - (long)(*n - limit) - slack;
+        char *cut = keep > 0 ? llm_tok_decode_ex(tok, d, (size_t)keep, 0) : NULL;
+        if (cut == NULL)
+            break;
+        rc = ngx_http_llm_judge_encode(ctx, instr, cut, strlen(cut), ids, n, e);
+        free(cut);
+    }
+    free(d);
+    return rc;
+}
+
 /* Token ids of every input (text: BOS as the tokenizer says, EOS where it asks for one; rerank: a document's
- * judging prompt, or a cross-encoder's pair), each checked against the engine's context. NGX_OK, or
- * NGX_DECLINED with e set. */
+ * judging prompt, or a cross-encoder's pair), each checked against the engine's context; with "truncate", an
+ * input over it is cut to fit instead (its end: a text's closing EOS, a pair's last separator kept; a
+ * judging prompt's document shortened). NGX_OK, or NGX_DECLINED with e set. */
 static ngx_int_t ngx_http_llm_emb_encode(ngx_http_llm_emb_ctx_t *ctx, llm_tokenizer *tok, llm_api_err *e)
 {
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     uint32_t ctx_len = m->hdr->model.ctx_len;
+    size_t limit = ctx_len - 1 < m->hdr->caps.max_prompt ? ctx_len - 1 : m->hdr->caps.max_prompt;
     int eos = llm_tok_add_eos(tok) ? llm_tok_eos(tok) : -1;
     const char *what = ctx->rerank ? "document" : "input", *instr = ctx->q.instruction ? ctx->q.instruction
                                                                                       : RERANK_INSTRUCT;
     for (int i = 0; i < ctx->n; i++) {
         llm_api_req one;
         llm_api_prompt_at(&ctx->q, i, &one);
-        int text = one.ids == NULL && !ctx->rerank;
+        int text = one.ids == NULL && !ctx->rerank, keep_tail = 0, b_at = 0;
         one.kind = LLM_API_COMPLETIONS; /* a text as a completion's prompt is encoded */
-        llm_chat_msg judge[2] = { { .role = "system", .content = RERANK_SYSTEM }, { .role = "user" } };
         if (ctx->rerank && m->hdr->model.encoder) {
             /* the pair as the model's tokenizer writes one (BERT's [SEP], RoBERTa's </s></s> between) */
             int n = llm_tok_encode_pair(tok, ctx->q.query, strlen(ctx->q.query), one.prompt, one.prompt_len,
-                                        &ctx->ids[i]);
+                                        &ctx->ids[i], &b_at);
             if (n < 0) {
                 llm_api_seterr(e, 500, NULL, NULL, "out of memory");
                 return NGX_DECLINED;
             }
             ctx->n_ids[i] = (size_t)n;
-        } else if (ctx->rerank) { /* the judging prompt in the model's chat format, answered at once (no thinking) */
-            size_t len = strlen(instr) + strlen(ctx->q.query) + one.prompt_len + 48;
-            u_char *c = ngx_pnalloc(ctx->r->pool, len);
-            if (c == NULL) { llm_api_seterr(e, 500, NULL, NULL, "out of memory"); return NGX_DECLINED; }
-            ngx_snprintf(c, len, "<Instruct>: %s\n<Query>: %s\n<Document>: %*s%Z", instr, ctx->q.query,
-                         one.prompt_len, one.prompt);
-            judge[1].content = (const char *)c;
-            one.kind = LLM_API_CHAT;
-            one.prompt = NULL;
-            one.msgs = judge;
-            one.n_msgs = 2;
-            one.add_generation_prompt = 1;
-            one.enable_thinking = 0;
-            one.tool_mode = 0;
-        }
-        if (!(ctx->rerank && m->hdr->model.encoder) &&
-            ngx_http_llm_encode_prompt(ctx->r, &one, &ctx->ids[i], &ctx->n_ids[i], e)) {
-            size_t l = ngx_strlen(e->message);
-            if (ctx->n > 1) ngx_snprintf((u_char *)e->message + l, sizeof e->message - l - 1, " (%s %d)%Z", what, i);
-            ngx_cpystrn((u_char *)e->param, (u_char *)(ctx->rerank ? "documents" : "input"), sizeof e->param);
-            return NGX_DECLINED;
+            keep_tail = 1;
+        } else if (ctx->rerank) {
+            if (ngx_http_llm_judge_encode(ctx, instr, one.prompt, one.prompt_len, &ctx->ids[i], &ctx->n_ids[i], e))
+                goto fail;
+            if (ctx->q.truncate && ctx->n_ids[i] > limit &&
+                ngx_http_llm_judge_truncate(ctx, tok, instr, one.prompt, one.prompt_len, limit, &ctx->ids[i],
+                                            &ctx->n_ids[i], e))
+                goto fail;
+        } else if (ngx_http_llm_encode_prompt(ctx->r, &one, &ctx->ids[i], &ctx->n_ids[i], e)) {
+            goto fail;
         }
         if (text && eos >= 0) {
             int32_t *ids = realloc(ctx->ids[i], (ctx->n_ids[i] + 1) * sizeof *ids);
@@ -340,14 +376,33 @@ static ngx_int_t ngx_http_llm_emb_encode(ngx_http_llm_emb_ctx_t *ctx, llm_tokeni
             }
             ctx->ids[i] = ids;
             ids[ctx->n_ids[i]++] = eos;
+            keep_tail = 1;
+        }
+        /* truncate: the first tokens that fit, the closing EOS / separator kept (never into a pair's query) */
+        if (ctx->q.truncate && ctx->n_ids[i] > limit && limit >= 2 && (size_t)b_at < limit - keep_tail) {
+            if (keep_tail)
+                ctx->ids[i][limit - 1] = ctx->ids[i][ctx->n_ids[i] - 1];
+            ctx->n_ids[i] = limit;
         }
         if (ctx->n_ids[i] >= ctx_len || ctx->n_ids[i] > m->hdr->caps.max_prompt) {
             llm_api_seterr(e, 400, ctx->rerank ? "documents" : "input", "context_length_exceeded",
-                           "%s %d is %zu tokens%s; this model's context length is %u tokens", what, i, ctx->n_ids[i],
-                           ctx->rerank ? " with the query and the judging prompt" : "", ctx_len);
+                           "%s %d is %zu tokens%s; this model's context length is %u tokens%s", what, i,
+                           ctx->n_ids[i],
+                           !ctx->rerank                  ? ""
+                           : m->hdr->model.encoder ? " with the query"
+                                                   : " with the query and the judging prompt",
+                           ctx_len,
+                           ctx->q.truncate ? " (too long even cut: the query is)" : " (\"truncate\": true cuts it)");
             return NGX_DECLINED;
         }
         ctx->n_prompt += (uint32_t)ctx->n_ids[i];
+        continue;
+    fail: {
+        size_t l = ngx_strlen(e->message);
+        if (ctx->n > 1) ngx_snprintf((u_char *)e->message + l, sizeof e->message - l - 1, " (%s %d)%Z", what, i);
+        ngx_cpystrn((u_char *)e->param, (u_char *)(ctx->rerank ? "documents" : "input"), sizeof e->param);
+        return NGX_DECLINED;
+    }
     }
     return NGX_OK;
 }

@@ -253,7 +253,7 @@ location / {
 "POST /v1/embeddings\n{\"input\": \"" . ("dog " x 700) . "\"}"
 --- error_code: 400
 --- response_body_like eval
-qr/input 0 is \d+ tokens; this model's context length is 512 tokens","type":"invalid_request_error","param":"input","code":"context_length_exceeded"/
+qr/input 0 is \d+ tokens; this model's context length is 512 tokens \(\\"truncate\\": true cuts it\)","type":"invalid_request_error","param":"input","code":"context_length_exceeded"/
 
 === TEST 15: bad input, 2049 inputs: 400
 --- main_config
@@ -386,3 +386,35 @@ POST /v1/embeddings
 --- error_code: 200
 --- response_body_like eval
 qr/"embedding":\Q$ENV{TEST_NGINX_REF_EMBED}\E/
+
+=== TEST 24: "truncate": true: the same input cut to the context's 511 tokens, and a vector of 64 floats
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request eval
+"POST /v1/embeddings\n{\"truncate\": true, \"input\": \"" . ("dog " x 700) . "\"}"
+--- error_code: 200
+--- response_body_like eval
+qr/"embedding":\[(-?[0-9.e-]+,){63}-?[0-9.e-]+\]\}\],"model":"stories","usage":\{"prompt_tokens":511,"total_tokens":511\}/
+
+=== TEST 25: "truncate" must be a boolean
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+}
+--- request
+POST /v1/embeddings
+{"truncate": "yes", "input": "dog"}
+--- error_code: 400
+--- response_body_like chomp
+"'truncate' must be a boolean","type":"invalid_request_error","param":"truncate"

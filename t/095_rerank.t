@@ -128,3 +128,33 @@ POST /score-these
 --- error_code: 200
 --- response_body_like chomp
 "results":\[\{"index":[01],
+
+=== TEST 8: a document past the context is a 400 that names "truncate"
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_LLAMA3_MODEL;
+}
+--- request eval
+"POST /v1/rerank\n" . '{"query": "q", "documents": ["a", "' . ("cat " x 4200) . '"]}'
+--- error_code: 400
+--- response_body_like chomp
+with the query.*context length is \d+ tokens \(\\"truncate\\": true cuts it\)","type":"invalid_request_error","param":"documents","code":"context_length_exceeded"
+
+=== TEST 9: with "truncate": true the document is cut inside its judging prompt, which then fits
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_LLAMA3_MODEL;
+}
+--- request eval
+"POST /v1/rerank\n" . '{"truncate": true, "query": "q", "documents": ["a", "' . ("cat " x 4200) . '"]}'
+--- error_code: 200
+--- response_body_like chomp
+"results":\[\{"index":[01],.*"usage":\{"prompt_tokens":(4[01]\d\d),

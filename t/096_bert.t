@@ -243,3 +243,48 @@ POST /tokenize
 --- error_code: 200
 --- response_body_like chomp
 ^\{"tokens":\[0,65,204,183,183,186,155,220,17,16,156\],
+
+=== TEST 15: "truncate": true cuts an input past the 128 positions to 127 tokens ([CLS] ... [SEP] kept)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_BERT_ENGINE;
+    llm_model_path $TEST_NGINX_BERT_MODEL;
+}
+--- request eval
+"POST /v1/embeddings\n" . '{"truncate": true, "input": "' . ("a cat sat. " x 60) . '"}'
+--- error_code: 200
+--- response_body_like chomp
+"embedding":\[(-?[0-9.e-]+,){63}-?[0-9.e-]+\]\}\],"model":"[^"]*","usage":\{"prompt_tokens":127,"total_tokens":127\}
+
+=== TEST 16: a cross-encoder's document past the context is a 400 that names "truncate"
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_XLMR_RR_ENGINE;
+    llm_model_path $TEST_NGINX_XLMR_RR_MODEL;
+}
+--- request eval
+"POST /v1/rerank\n" . '{"query": "a cat", "documents": ["a cat", "' . ("the sun is hot. " x 40) . '"]}'
+--- error_code: 400
+--- response_body_like chomp
+with the query.*context length is \d+ tokens \(\\"truncate\\": true cuts it\)","type":"invalid_request_error","param":"documents","code":"context_length_exceeded"
+
+=== TEST 17: with "truncate": true it is cut to fit (127 tokens: the query whole, the closing </s> kept)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_XLMR_RR_ENGINE;
+    llm_model_path $TEST_NGINX_XLMR_RR_MODEL;
+}
+--- request eval
+"POST /v1/rerank\n" . '{"truncate": true, "query": "a cat", "documents": ["a cat", "' . ("the sun is hot. " x 40) . '"], "return_documents": false}'
+--- error_code: 200
+--- response_body_like chomp
+"results":\[\{"index":[01],"relevance_score":[0-9.e-]+\},\{"index":[01],"relevance_score":[0-9.e-]+\}\],"usage":\{"prompt_tokens":137,"total_tokens":137\}

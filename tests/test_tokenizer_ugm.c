@@ -133,7 +133,7 @@ static void test_small(void)
     EXPECT(t, "x<mask>x", LLM_TOK_PARSE_SPECIAL, "each fragment opens with its own " W, SP, X, MASK, SP, X);
     EXPECT(t, "ab", LLM_TOK_ADD_BOS, "BOS added", BOS, AB);
     int32_t *pair = NULL;
-    int np = llm_tok_encode_pair(t, "ab", 2, "c", 1, &pair);
+    int np = llm_tok_encode_pair(t, "ab", 2, "c", 1, &pair, NULL);
     static const int32_t want_pair[] = { BOS, AB, EOS, EOS, SP, C, EOS };
     ok(np == 7 && memcmp(pair, want_pair, sizeof want_pair) == 0, "a pair as XLM-R's: <s> a </s></s> b </s>");
     free(pair);
