@@ -117,7 +117,7 @@ int llm_pooling_opt(const llm_args *a, const llm_model *m)
 
 void llm_encoder_step_default(const llm_args *a, const llm_model *m, llm_sched_config *sc)
 {
-    if (m->cfg.encoder && llm_arg_str(a, "max-batched-tokens") == NULL)
+    if (m->cfg.bidirectional && llm_arg_str(a, "max-batched-tokens") == NULL)
         sc->max_batched_tokens = m->cfg.seq_len < 2048 ? m->cfg.seq_len : 2048;
 }
 

@@ -96,6 +96,12 @@ int cli_generate(const llm_args *a)
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
+    if (m->cfg.bidirectional) { /* (the forward pass would say so later, less plainly) */
+        fprintf(stderr, "error: %s is an embedding model (%s: every token sees its whole input): it does not "
+                "generate; use `llm-engine embed`\n", model_path, m->arch);
+        llm_model_free(m);
+        return 1;
+    }
     if (llm_lora_opts(a, m) != 0) {
         llm_model_free(m);
         return 1;

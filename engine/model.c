@@ -265,7 +265,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "phi3", "smollm3", "granite", "bert", "nomic-bert" };
+                                      "gemma-embedding", "phi3", "smollm3", "granite", "bert", "nomic-bert" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
             return 1;
@@ -291,6 +291,8 @@ static size_t tensor_bytes(const llm_tensor *t)
 int llm_model_validate(llm_model *m, llm_err *err)
 {
     llm_config *c = &m->cfg;
+    if (c->encoder)
+        c->bidirectional = 1;
     if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->vocab_size <= 0 ||
         c->dim > (1 << 20) || c->hidden_dim > (1 << 22) || c->n_layers > 4096 || c->n_heads > 4096 ||
         c->vocab_size > (1 << 24)) {
@@ -492,6 +494,27 @@ void llm_model_rank_apply(const llm_model *m, const float *h, float *out)
     }
 }
 
+void llm_model_dense_apply(const llm_model *m, float *v)
+{
+    int d = m->cfg.dim, n = m->dense_n;
+    float *mid = m->dense_up != NULL ? malloc((size_t)n * sizeof(float)) : NULL;
+    if (mid == NULL)
+        return; /* (an allocation failure leaves the pooled vector as it is) */
+    for (int r = 0; r < n; r++) {
+        double acc = 0.0;
+        for (int i = 0; i < d; i++)
+            acc += (double)m->dense_up[(size_t)r * (size_t)d + (size_t)i] * v[i];
+        mid[r] = (float)acc;
+    }
+    for (int r = 0; r < d; r++) {
+        double acc = 0.0;
+        for (int i = 0; i < n; i++)
+            acc += (double)m->dense_down[(size_t)r * (size_t)n + (size_t)i] * mid[i];
+        v[r] = (float)acc;
+    }
+    free(mid);
+}
+
 static void describe_tokenizer(const llm_model *m, FILE *f)
 {
     if (m->tok == NULL) {
@@ -587,6 +610,12 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     if (m->n_cls > 0)
         fprintf(f, "reranker: a classifier head of %d outputs (\"yes\", \"no\") on the last token, /v1/rerank's "
                    "scores\n", m->n_cls);
+    if (c->bidirectional)
+        fprintf(f, "bidirectional attention (sliding windows symmetric, %d each side): an embedding model, inputs "
+                   "whole in one step\n", c->swa_window / 2);
+    if (m->dense_up != NULL)
+        fprintf(f, "after pooling: Dense %d -> %d -> %d (sentence-transformers' dense_2, dense_3)\n", c->dim,
+                m->dense_n, c->dim);
     if (c->act == LLM_ACT_GELU_TANH || c->embd_scale > 0.0f || c->attn_scale > 0.0f) {
         int n_swa = 0;
         for (int l = 0; m->layers != NULL && l < c->n_layers; l++)

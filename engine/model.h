@@ -89,6 +89,10 @@ typedef struct {
      * bias on every projection and LayerNorm, the FFN is up -> GELU -> down (no gate), no rope and no final
      * norm: the hidden states are the output (embeddings; there is no language-model head). */
     int   encoder;
+    /* Attention without the causal mask: every token sees its whole input, computed in one step (encoders;
+     * and EmbeddingGemma, GGUF "gemma-embedding": Gemma 3's decoder layers with a symmetric sliding window of
+     * swa_window / 2 each side, an embedding model that does not generate). */
+    int   bidirectional;
     int   n_types;         /* encoder: rows of the token-type embedding (BERT: 2) */
     int   sep_id;          /* encoder: [SEP]; the tokens after an input's first one are type 1 (a pair's second
                             * text: a cross-encoder's document), as BERT's tokenizer marks them; -1: none */
@@ -183,6 +187,10 @@ typedef struct llm_model {
      * ([dim x dim], and its bias) and tanh (BERT's pooler) before cls, whose bias is cls_b ([n_cls]); each NULL
      * when the file has none. */
     const float *cls_dense, *cls_dense_b, *cls_b;
+    /* sentence-transformers' Dense modules after the pooling (EmbeddingGemma: dim -> dense_n -> dim, no bias,
+     * no activation; GGUF dense_2 / dense_3), F32, or NULL. */
+    const float *dense_up, *dense_down;
+    int    dense_n;
     char   name[128];
     char   format[16];              /* "gguf", "llama2c", "hf" */
     char   path[1024];
@@ -218,6 +226,8 @@ static inline void llm_model_mats(llm_model *m, llm_tensor **mats)
 /* A reranker's head on a pooled hidden state h (dim floats): out[k] = cls[k] . p + cls_b[k], p = h, or
  * tanh(cls_dense h + cls_dense_b) for a BERT cross-encoder; n_cls values. */
 void llm_model_rank_apply(const llm_model *m, const float *h, float *out);
+/* A pooled embedding (dim floats) through the model's Dense modules in place (nothing without them). */
+void llm_model_dense_apply(const llm_model *m, float *v);
 
 /* Load by sniffing the path: a directory (Hugging Face: config.json + safetensors),
  * a GGUF file (magic), or a llama2.c checkpoint (then tokenizer_path, or

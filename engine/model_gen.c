@@ -110,6 +110,17 @@ static const preset presets[] = {
                        .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f, .norm_eps = 1e-6f,
                        .swa_window = 16, .attn_softcap = 2.0f, .final_softcap = 30.0f, .tied_embeddings = 1,
                        .bos_id = 128000, .eos_id = 128009 }, 1, "gemma2", 0.125f, 1.0f, 0, 4.0f },
+    /* EmbeddingGemma: Gemma 3's layers without the causal mask (a symmetric window of 8 each side here), mean
+     * pooling, then Dense 64 -> 256 -> 64; then EmbeddingGemma-300m's shape (24 layers of 768, 3 heads of 256,
+     * Dense 768 -> 3072 -> 768), Llama 3's vocabulary instead of Gemma's */
+    { "tiny-embeddinggemma", { .dim = 64, .hidden_dim = 192, .n_layers = 6, .n_heads = 4, .n_kv_heads = 1,
+                               .head_dim = 32, .vocab_size = 128256, .seq_len = 2048, .rope_theta = 1000000.0f,
+                               .norm_eps = 1e-6f, .swa_window = 16, .tied_embeddings = 1, .bos_id = 128000,
+                               .eos_id = 128009 }, 1, "gemma-embedding", 0.125f, 1.0f, 0, 4.0f },
+    { "embeddinggemma-300m", { .dim = 768, .hidden_dim = 1152, .n_layers = 24, .n_heads = 3, .n_kv_heads = 1,
+                               .head_dim = 256, .vocab_size = 128256, .seq_len = 2048, .rope_theta = 1000000.0f,
+                               .norm_eps = 1e-6f, .swa_window = 512, .tied_embeddings = 1, .bos_id = 128000,
+                               .eos_id = 128009 }, 1, "gemma-embedding", 0, 0, 0, 0 },
     { "gemma-3-1b", { .dim = 1152, .hidden_dim = 6912, .n_layers = 26, .n_heads = 4, .n_kv_heads = 1,
                       .head_dim = 256, .vocab_size = 128256, .seq_len = 32768, .rope_theta = 1000000.0f,
                       .norm_eps = 1e-6f, .swa_window = 512, .tied_embeddings = 1, .bos_id = 128000,
@@ -376,7 +387,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
-                   "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
+                   "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3)", name);
         return -1;
@@ -395,11 +406,12 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         cfg.n_layers = n_layers;
     const char *arch = p->arch != NULL ? p->arch : "llama";
     int qwen2 = strncmp(arch, "qwen2", 5) == 0, qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0;
-    int gemma23 = strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
+    int gemma_embd = strcmp(arch, "gemma-embedding") == 0, gemma3 = strcmp(arch, "gemma3") == 0 || gemma_embd;
+    int gemma23 = strcmp(arch, "gemma2") == 0 || gemma3;
     int phi3 = strcmp(arch, "phi3") == 0;
     float sd = p->sd > 0 ? p->sd : 0.02f, emb_sd = p->emb_sd > 0 ? p->emb_sd : 0.02f;
     float bias_sd = p->bias_sd > 0 ? p->bias_sd : 0.1f, post_norm = p->post_norm > 0 ? p->post_norm : 1.0f;
-    int n_gen = 24 * c->n_layers + 2, k = 0, rc = -1; /* at most 17 tensors a layer (Qwen 2 MoE) */
+    int n_gen = 24 * c->n_layers + 4, k = 0, rc = -1; /* at most 17 tensors a layer (Qwen 2 MoE) */
     gen *g = calloc((size_t)n_gen, sizeof(gen));
     float *rf = malloc((size_t)c->head_dim / 2 * sizeof(float));
     gguf_writer *w = gguf_writer_new();
@@ -504,6 +516,18 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             V("post_ffw_norm.weight", c->dim, post_norm, 0.05f)
         }
 #undef V
+    }
+    if (gemma_embd) { /* mean pooling, the local layers' rope base, and the Dense modules (4x wide), as
+                       * llama.cpp's converter writes EmbeddingGemma with its sentence-transformers modules */
+        int64_t wide = 4 * (int64_t)c->dim;
+        gguf_w_u32(w, "gemma-embedding.pooling_type", LLM_POOL_MEAN);
+        gguf_w_f32(w, "gemma-embedding.rope.freq_base_swa", 10000.0f);
+        gguf_w_u32(w, "gemma-embedding.dense_2_feat_in", (uint32_t)c->dim);
+        gguf_w_u32(w, "gemma-embedding.dense_2_feat_out", (uint32_t)wide);
+        gguf_w_u32(w, "gemma-embedding.dense_3_feat_in", (uint32_t)wide);
+        gguf_w_u32(w, "gemma-embedding.dense_3_feat_out", (uint32_t)c->dim);
+        ADD("dense_2.weight", c->dim, wide, 0.0f, 1.0f / sqrtf((float)c->dim));
+        ADD("dense_3.weight", wide, c->dim, 0.0f, 1.0f / sqrtf((float)wide));
     }
     rc = gguf_writer_write(w, out_path, err);
 out:

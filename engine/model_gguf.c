@@ -179,6 +179,28 @@ static int rank_head(llm_model *m, const gguf_ctx *g, const char *arch, llm_err 
     return 0;
 }
 
+/* sentence-transformers' Dense modules as llama.cpp's converter stores EmbeddingGemma's: dense_2.weight [dim ->
+ * n] and dense_3.weight [n -> dim], no bias; both or neither. As F32 (llm_model_dense_apply's). */
+static int dense_modules(llm_model *m, const gguf_ctx *g, llm_err *err)
+{
+    const gguf_tensor *up = gguf_find_tensor(g, "dense_2.weight"), *down = gguf_find_tensor(g, "dense_3.weight");
+    if (up == NULL && down == NULL)
+        return 0;
+    int64_t n = up != NULL ? (int64_t)up->ne[1] : 0;
+    llm_tensor tu = { 0 }, td = { 0 };
+    if (up == NULL || down == NULL || n < 1 || n > (1 << 20) || gguf_find_tensor(g, "dense_2.bias") != NULL ||
+        gguf_find_tensor(g, "dense_3.bias") != NULL) {
+        llm_seterr(err, "%s: dense_2.weight and dense_3.weight come together, without biases", m->path);
+        return -1;
+    }
+    if (llm_gguf_take(m, "dense_2.weight", &tu, 1, err) || llm_gguf_take(m, "dense_3.weight", &td, 1, err) ||
+        llm_model_f32_copy(m, &tu, "dense_2.weight", m->cfg.dim, n, &m->dense_up, err) ||
+        llm_model_f32_copy(m, &td, "dense_3.weight", n, m->cfg.dim, &m->dense_down, err))
+        return -1;
+    m->dense_n = (int)n;
+    return 0;
+}
+
 /* Rows r0 .. r0 + n of a tensor (its matrices' rows counted on through the higher dimensions), as a 2-D
  * tensor of its own: a view into the file. */
 static gguf_tensor rows_view(const gguf_tensor *t, uint64_t r0, uint64_t n)
@@ -425,8 +447,15 @@ static int gemma_keys(llm_model *m, const gguf_ctx *g, const char *arch, int gem
         return -1;
     }
     c->swa_window = (int)win;
-    if (gemma3)
+    if (gemma3) { /* (llama.cpp's Gemma 3 hard-codes 10000; EmbeddingGemma's files say it) */
         c->rope_theta_swa = 10000.0f;
+        snprintf(k, sizeof(k), "%s.rope.freq_base_swa", arch);
+        gguf_get_f32(g, k, &c->rope_theta_swa);
+        if (!(c->rope_theta_swa > 0.0f)) {
+            llm_seterr(err, "%s: bad %s", m->path, k);
+            return -1;
+        }
+    }
     if (gemma2) {
         c->attn_softcap = 50.0f;
         c->final_softcap = 30.0f;
@@ -575,13 +604,16 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, phi3, smollm3, granite, bert, nomic-bert)", m->path, arch);
+                   "gemma3, gemma-embedding, phi3, smollm3, granite, bert, nomic-bert)", m->path, arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
     if (strcmp(arch, "bert") == 0 || strcmp(arch, "nomic-bert") == 0) /* encoders (model_gguf_bert.c) */
         return llm_gguf_load_bert(m, err);
-    int qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0, gemma3 = strcmp(arch, "gemma3") == 0;
+    /* EmbeddingGemma: Gemma 3's layers without the causal mask (a symmetric window), then Dense modules */
+    int gemma_embd = strcmp(arch, "gemma-embedding") == 0;
+    int qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0;
+    int gemma3 = strcmp(arch, "gemma3") == 0 || gemma_embd;
     int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
     int phi3 = strcmp(arch, "phi3") == 0, smollm3 = strcmp(arch, "smollm3") == 0;
     int granite = strcmp(arch, "granite") == 0;
@@ -655,6 +687,9 @@ static int load(llm_model *m, llm_err *err)
         m->pooling = (int)pooling; /* an embedding model's (RANK: a reranker's head, below) */
     if (pooling == LLM_POOL_RANK && rank_head(m, g, arch, err) != 0)
         return -1;
+    c->bidirectional = gemma_embd;
+    if (gemma_embd && m->pooling == LLM_POOL_NONE)
+        m->pooling = LLM_POOL_MEAN;
     c->rope_theta = 10000.0f;
     gguf_get_f32(g, thk, &c->rope_theta);
     c->norm_eps = 1e-5f;
@@ -736,7 +771,7 @@ static int load(llm_model *m, llm_err *err)
         }
         m->rope_freqs = rf->data;
     }
-    if (partial_rotary(m, err) != 0 || llm_model_validate(m, err) != 0)
+    if (partial_rotary(m, err) != 0 || dense_modules(m, g, err) != 0 || llm_model_validate(m, err) != 0)
         return -1;
     return 0;
 }

@@ -473,14 +473,14 @@ static void finish(llm_sched *s, sreq *r, int32_t token, const llm_sample_result
  * see the whole input, and a CLS-pooled one, whose one hidden row is its first position's. */
 static int one_step(const llm_sched *s, const sreq *r)
 {
-    return s->be->model->cfg.encoder || r->embed == LLM_SCHED_EMBED_CLS;
+    return s->be->model->cfg.bidirectional || r->embed == LLM_SCHED_EMBED_CLS;
 }
 
 /* Logits rows kept beside one a sequence for prompt logprobs and mean pooling: an encoder's input takes a row
  * a position in its one step. */
 static int plp_cap(const llm_sched *s)
 {
-    return s->be->model->cfg.encoder && s->ctx_limit > PLP_ROWS ? s->ctx_limit : PLP_ROWS;
+    return s->be->model->cfg.bidirectional && s->ctx_limit > PLP_ROWS ? s->ctx_limit : PLP_ROWS;
 }
 
 int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
@@ -525,14 +525,14 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
         llm_seterr(err, "embed: pooling %d is none of LLM_SCHED_EMBED_*", q->embed);
         return -1;
     }
-    if (s->be->model->cfg.encoder && !q->embed) {
+    if (s->be->model->cfg.bidirectional && !q->embed) {
         llm_seterr(err, "this model is an encoder (%s): it computes embeddings and does not generate",
                    s->be->model->arch);
         return -1;
     }
-    if ((s->be->model->cfg.encoder || q->embed == LLM_SCHED_EMBED_CLS) && q->n_prompt > s->cap_tokens) {
+    if ((s->be->model->cfg.bidirectional || q->embed == LLM_SCHED_EMBED_CLS) && q->n_prompt > s->cap_tokens) {
         llm_seterr(err, "%s input is computed in one step: %d tokens, more than a step's %d (--max-batched-tokens)",
-                   s->be->model->cfg.encoder ? "an encoder's" : "a CLS-pooled", q->n_prompt, s->cap_tokens);
+                   s->be->model->cfg.bidirectional ? "an encoder's" : "a CLS-pooled", q->n_prompt, s->cap_tokens);
         return -1;
     }
     if (q->reasoning && (q->json || q->schema != NULL) &&
@@ -1186,6 +1186,7 @@ static void embed_finish(llm_sched *s, sreq *r, int row)
         for (int i = 0; i < dim; i++)
             r->emb[i] /= (float)r->emb_n;
     }
+    llm_model_dense_apply(s->be->model, r->emb); /* (EmbeddingGemma's Dense modules; nothing for others) */
     running_remove(s, r);
     finish(s, r, -1, NULL, LLM_SCHED_FINISH_STOP, 0);
 }
@@ -1337,7 +1338,7 @@ int llm_sched_step(llm_sched *s)
         r->n_computed += r->chunk - nd;
         if (from < r->prompt_len)
             s->st.tokens_in += (uint64_t)((r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len) - from);
-        if (!s->be->model->cfg.encoder) /* an encoder's KV depends on the whole input: no prefix to share, and
+        if (!s->be->model->cfg.bidirectional) /* an encoder's KV depends on the whole input: no prefix to share, and
                                          * its blocks go back to the free stack hot, not to the LRU */
             llm_kv_seq_commit(s->kv, &r->kv, r->tokens, r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len);
         if (r->n_computed < r->n_tokens)

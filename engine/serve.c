@@ -284,7 +284,7 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     cfg.model.n_embd = (uint32_t)m->cfg.dim;
     cfg.model.pooling = (uint32_t)c.pooling;
     cfg.model.n_cls = (uint32_t)m->n_cls;
-    cfg.model.encoder = (uint32_t)m->cfg.encoder;
+    cfg.model.encoder = (uint32_t)m->cfg.bidirectional; /* embeddings only, inputs whole */
     char msg[256];
     c.srv = llm_server_create(&cfg, msg, sizeof(msg));
     if (c.srv == NULL) {

@@ -125,6 +125,14 @@ print("\"results\":\\[" + ",".join("\\{\"index\":%d,\"relevance_score\":%s\\}" %
     { echo "t/run.sh: embed --query failed" >&2; exit 1; }
 export TEST_NGINX_XLMR_RR_RE
 start_real "$TEST_NGINX_XLMR_RR_ENGINE" "$TEST_NGINX_XLMR_RR_MODEL"
+# EmbeddingGemma (gen-model's tiny-embeddinggemma: Gemma 3's layers without the causal mask, a symmetric window,
+# mean pooling, Dense modules; t/097)
+export TEST_NGINX_EG_ENGINE="ngxeg$$"
+export TEST_NGINX_EG_MODEL="$BUILD/t/tiny-embeddinggemma-f32.gguf"
+[ -s "$TEST_NGINX_EG_MODEL" ] ||
+    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-embeddinggemma --dtype f32 --seed 3 \
+        --out "$TEST_NGINX_EG_MODEL" > /dev/null
+start_real "$TEST_NGINX_EG_ENGINE" "$TEST_NGINX_EG_MODEL"
 # ... and a Hugging Face BertForSequenceClassification directory (tests/parity/make_hf_bert.py, which also
 # computes its scores in pure Python: $TEST_NGINX_HF_RR_RE accepts each within 2e-3, in ranked order)
 export TEST_NGINX_HF_RR_ENGINE="ngxhfrr$$"
@@ -247,10 +255,13 @@ TEST_NGINX_REF_EMBED_EOS=$("$LLM_ENGINE" embed --model "$TEST_NGINX_EOS_MODEL" -
 # The BERT encoder's embedding of a text (t/096), as `llm-engine embed` prints it
 TEST_NGINX_REF_EMBED_BERT=$("$LLM_ENGINE" embed --model "$TEST_NGINX_BERT_MODEL" --threads 1 \
     --prompt "A cat sat on the mat, then it slept." 2>/dev/null)
-export TEST_NGINX_REF_EMBED TEST_NGINX_REF_EMBED_EOS TEST_NGINX_REF_EMBED_BERT
+# ... and EmbeddingGemma's (t/097): a text longer than its window of 8 positions each side
+TEST_NGINX_REF_EMBED_EG=$("$LLM_ENGINE" embed --model "$TEST_NGINX_EG_MODEL" --threads 1 \
+    --prompt "Once upon a time there was a girl named Lily who loved to play in the park with her friends." 2>/dev/null)
+export TEST_NGINX_REF_EMBED TEST_NGINX_REF_EMBED_EOS TEST_NGINX_REF_EMBED_BERT TEST_NGINX_REF_EMBED_EG
 export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON \
     TEST_NGINX_REF_SCHEMA
-[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_LORA" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_EMBED_BERT" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_LORA" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_EMBED_BERT" ] && [ -n "$TEST_NGINX_REF_EMBED_EG" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
     [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] && [ -n "$TEST_NGINX_REF_SCHEMA" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 

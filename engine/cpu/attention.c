@@ -61,8 +61,10 @@ static void att_worker(void *ctx, int ith, int nth)
     float *vdq = st->kvq8 ? kdq + (size_t)st->block_size * (size_t)hd : NULL;
     float scale = llm_attn_scale(c), cap = c->attn_softcap;
     int bs = st->block_size;
-    /* a sliding-window layer: query position p sees p - win + 1 .. p (Gemma 2 / 3) */
-    int win = st->m->layers[j->layer].swa ? c->swa_window : 0, causal = !c->encoder;
+    /* a sliding-window layer: query position p sees p - win + 1 .. p (Gemma 2 / 3); without the causal mask
+     * (EmbeddingGemma) p - win / 2 .. p + win / 2, as llama.cpp's symmetric window and transformers' */
+    int win = st->m->layers[j->layer].swa ? c->swa_window : 0, causal = !c->bidirectional;
+    int half = causal ? 0 : win / 2;
 
     for (;;) {
         int item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
@@ -75,7 +77,8 @@ static void att_worker(void *ctx, int ith, int nth)
         int pos0 = j->b->pos[t0], end = causal ? pos0 + nt - 1 : st->att_end[item / per_tile];
         int first = causal ? pos0 : end, nblk = end / bs + 1;
         /* the first block any of the tile's queries sees (its first query's window starts first) */
-        int blk0 = win > 0 && pos0 - win + 1 > 0 ? (pos0 - win + 1) / bs : 0;
+        int reach = causal ? win - 1 : half; /* how far back the first query sees */
+        int blk0 = win > 0 && pos0 - reach > 0 ? (pos0 - reach) / bs : 0;
         const llm_seq_view *s = &j->b->seqs[j->b->seq[t0]];
         size_t koff = (size_t)(h0 / group) * hd; /* the item's heads share one KV head */
         const float *qr[CPU_ATT_TILE];
@@ -115,16 +118,22 @@ static void att_worker(void *ctx, int ith, int nth)
             }
         }
         for (int r = 0; r < rows; r++) {
-            int p = causal ? pos0 + r % nt : end, from = blk0 * bs, lo = win > 0 && p - win + 1 > from ? p - win + 1 : from;
+            /* the row's query at q sees from lo to hi; its scores run from `from` to p */
+            int q = pos0 + r % nt, p = causal ? q : end, from = blk0 * bs;
+            int lo = win > 0 && q - reach > from ? q - reach : from, hi = win > 0 && !causal && q + half < p ? q + half : p;
             float *sc = scores + (size_t)r * c->seq_len;
             if (cap > 0.0f) /* Gemma 2's soft cap, on the scaled scores */
-                for (int i = lo; i <= p; i++)
+                for (int i = lo; i <= hi; i++)
                     sc[i] = cap * tanhf(sc[i] / cap);
             for (int i = from; i < lo; i++) /* before the window, in a block the tile reads */
+                sc[i] = -INFINITY;
+            for (int i = hi + 1; i <= p; i++) /* after a symmetric window */
                 sc[i] = -INFINITY;
             k->softmax(sc + from, p + 1 - from);
             for (int i = from; i < lo; i++)
                 sc[i] = 0.0f; /* exactly: the vector exp stops at e^-87 */
+            for (int i = hi + 1; i <= p; i++)
+                sc[i] = 0.0f;
             memset(orow[r], 0, (size_t)hd * sizeof(float));
         }
         for (int blk = blk0; blk < nblk; blk++) {
@@ -170,7 +179,7 @@ void cpu_attention(cpu_state *st, const llm_batch *b, int layer)
         longest = len > longest ? len : longest;
     }
     st->att_tiles[n_tiles] = b->n_tokens;
-    if (st->m->cfg.encoder) /* each tile's sequence's last position in this step (its tokens are consecutive) */
+    if (st->m->cfg.bidirectional) /* each tile's sequence's last position in this step (its tokens are consecutive) */
         for (int i = n_tiles - 1, last = -1; i >= 0; i--) {
             int t1 = st->att_tiles[i + 1] - 1;
             if (i == n_tiles - 1 || b->seq[t1] != b->seq[t1 + 1])

@@ -467,7 +467,7 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         llm_seterr(err, "cpu backend: out of memory for a batch of %d tokens", n);
         return LLM_BACKEND_NOMEM;
     }
-    for (int t = 0; c->encoder && t < n; t++) /* every input whole: positions 0, 1, ... of one sequence */
+    for (int t = 0; c->bidirectional && t < n; t++) /* every input whole: positions 0, 1, ... of one sequence */
         if (b->pos[t] != (t == 0 || b->seq[t] != b->seq[t - 1] ? 0 : b->pos[t - 1] + 1)) {
             llm_seterr(err, "cpu backend: an encoder's input must be whole in one step (batch index %d, position %d)",
                        t, b->pos[t]);

@@ -1,0 +1,59 @@
+#!/usr/bin/env perl
+# EmbeddingGemma (GGUF "gemma-embedding": Gemma 3's layers without the causal mask, its sliding window made
+# symmetric, mean pooling, then sentence-transformers' Dense modules dense_2 / dense_3) against llama.cpp
+# (node-llama-cpp 3.21.1's embedding context, bench/llamacpp/embed.mjs) on gen-model's tiny-embeddinggemma
+# (a window of 16: 8 positions each side, on five layers of six) in F32, F16 and Q8_0: the same token counts
+# and llama.cpp's vectors at cosine >= 0.9999 (F32, F16; Q8_0, where each side rounds the activations to
+# 8 bits its own way: >= 0.999) for five texts of 3 to 45 tokens (the longer ones reach past the window);
+# the CPU backend only (the CUDA backend refuses the model with a message).
+use strict;
+use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use FindBin;
+use List::Util qw(min);
+use lib "$FindBin::Bin/lib";
+use Parity qw(capture cosine slurp vectors);
+
+my $B = $ENV{BUILD} // 'build';
+my $engine = "$B/llm-engine";
+plan skip_all => "$engine not built" unless -x $engine;
+plan skip_all => 'llama.cpp harness not installed (npm ci --prefix bench/llamacpp)'
+    unless -d 'bench/llamacpp/node_modules/node-llama-cpp';
+
+my $dir = tempdir(CLEANUP => 1);
+open my $fh, '>', "$dir/in.txt" or die $!;
+print $fh "$_\n" for ('A cat sat on the mat.',
+                      'The little robot counted 1234567 stars over the old harbour, then 89 more, and then it went '
+                      . 'home to sleep under the warm blanket of the night sky.',
+                      'Why?',
+                      'Once upon a time there was a girl named Lily who loved to play in the park with her friends '
+                      . 'every single day of the long, hot summer by the sea.',
+                      'Embeddings turn text into vectors.');
+close $fh;
+for my $dt (qw(f32 f16 q8_0)) {
+    my $f = "$dir/eg-$dt.gguf";
+    my ($rc) = capture($dir, $engine, 'gen-model', '--preset', 'tiny-embeddinggemma', '--dtype', $dt, '--out', $f,
+                       '--seed', '3');
+    is($rc, 0, "gen-model --preset tiny-embeddinggemma --dtype $dt") or next;
+    my ($rc1, $o) = capture($dir, $engine, 'embed', '--model', $f, '--input-file', "$dir/in.txt", '--threads', '2',
+                            '--no-normalize');
+    my ($ours_tokens) = slurp("$dir/stderr") =~ /\((\d+) tokens/;
+    my ($rc2, $l) = capture($dir, 'node', 'bench/llamacpp/embed.mjs', '--model', $f, '--input-file', "$dir/in.txt",
+                            '--threads', '2');
+    my ($a, $b) = (vectors($o), vectors($l));
+    my ($lc) = $l =~ /"tokens":(\d+)/;
+    ok($rc1 == 0 && $rc2 == 0 && @$a == 5 && @$b == 5, "$dt: five vectors from each side") or next;
+    is($ours_tokens, $lc, "$dt: the same number of tokens as llama.cpp ($lc)");
+    my @c = map { cosine($a->[$_], $b->[$_]) } 0 .. 4;
+    my $want = $dt eq 'q8_0' ? 0.999 : 0.9999;
+    ok(min(@c) >= $want, sprintf("$dt: llama.cpp's vectors, cosine %s (>= $want)",
+                                 join(' ', map { sprintf '%.6f', $_ } @c)));
+}
+my ($rc3, $info) = capture($dir, $engine, 'info', '--model', "$dir/eg-f32.gguf");
+like($info, qr/bidirectional attention \(sliding windows symmetric, 8 each side\).*Dense 64 -> 256 -> 64/s,
+     'info: bidirectional, the symmetric window, the Dense modules');
+my ($rc4) = capture($dir, $engine, 'generate', '--model', "$dir/eg-f32.gguf", '--prompt', 'Hi', '--max-tokens', '2');
+like(slurp("$dir/stderr"), qr/an embedding model \(gemma-embedding.*does not generate/,
+     'generate: refused (an embedding model)');
+done_testing();
