@@ -496,6 +496,25 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
             goto out;
         goto write;
     }
+    if (c->bidirectional || m->dense_up != NULL) { /* EmbeddingGemma: its local rope base and Dense modules */
+        char key[96];
+        snprintf(key, sizeof(key), "%s.rope.freq_base_swa", m->arch);
+        if (c->rope_theta_swa > 0.0f)
+            gguf_w_f32(w, key, c->rope_theta_swa);
+        if (m->dense_up != NULL) {
+            static const char *const fk[4] = { "dense_2_feat_in", "dense_2_feat_out", "dense_3_feat_in",
+                                               "dense_3_feat_out" };
+            const uint32_t fv[4] = { (uint32_t)c->dim, (uint32_t)m->dense_n, (uint32_t)m->dense_n, (uint32_t)c->dim };
+            for (int i = 0; i < 4; i++) {
+                snprintf(key, sizeof(key), "%s.%s", m->arch, fk[i]);
+                gguf_w_u32(w, key, fv[i]);
+            }
+            uint64_t up[2] = { (uint64_t)c->dim, (uint64_t)m->dense_n }, down[2] = { (uint64_t)m->dense_n,
+                                                                                    (uint64_t)c->dim };
+            gguf_w_tensor(w, "dense_2.weight", LLM_F32, 2, up, m->dense_up);
+            gguf_w_tensor(w, "dense_3.weight", LLM_F32, 2, down, m->dense_down);
+        }
+    }
     if (m->n_cls == 2) { /* a reranker's head: its rows are "yes" and "no" (llm_model_rank_head) */
         static const char *const labels[2] = { "yes", "no" };
         static const size_t lens[2] = { 3, 2 };

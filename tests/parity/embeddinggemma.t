@@ -50,6 +50,24 @@ for my $dt (qw(f32 f16 q8_0)) {
     ok(min(@c) >= $want, sprintf("$dt: llama.cpp's vectors, cosine %s (>= $want)",
                                  join(' ', map { sprintf '%.6f', $_ } @c)));
 }
+# re-saved (gen-model --from the F32 file --dtype q8_0): the architecture, window, rope bases and Dense modules
+# go along; llama.cpp on the new file gives our vectors, and they are the F32 file's
+{
+    my $g = "$dir/eg-resaved.gguf";
+    my ($rc) = capture($dir, $engine, 'gen-model', '--from', "$dir/eg-f32.gguf", '--dtype', 'q8_0', '--out', $g);
+    my (undef, $o) = capture($dir, $engine, 'embed', '--model', $g, '--input-file', "$dir/in.txt", '--threads', '2',
+                             '--no-normalize');
+    my (undef, $f) = capture($dir, $engine, 'embed', '--model', "$dir/eg-f32.gguf", '--input-file', "$dir/in.txt",
+                             '--threads', '2', '--no-normalize');
+    my (undef, $l) = capture($dir, 'node', 'bench/llamacpp/embed.mjs', '--model', $g, '--input-file', "$dir/in.txt",
+                             '--threads', '2');
+    my ($a, $b, $c) = (vectors($o), vectors($l), vectors($f));
+    my @x = map { cosine($a->[$_], $b->[$_]) } 0 .. 4;
+    my @y = map { cosine($a->[$_], $c->[$_]) } 0 .. 4;
+    ok($rc == 0 && @$a == 5 && min(@x) >= 0.999 && min(@y) >= 0.999,
+       sprintf('re-saved as Q8_0: llama.cpp\'s vectors (cosine >= %.6f) and the F32 file\'s (>= %.6f)', min(@x),
+               min(@y)));
+}
 my ($rc3, $info) = capture($dir, $engine, 'info', '--model', "$dir/eg-f32.gguf");
 like($info, qr/bidirectional attention \(sliding windows symmetric, 8 each side\).*Dense 64 -> 256 -> 64/s,
      'info: bidirectional, the symmetric window, the Dense modules');
