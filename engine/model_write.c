@@ -769,12 +769,12 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         llm_seterr(err, "%s: safetensors output supports f32, f16 and bf16 (not %s)", dir, llm_dtype_name(dtype));
         return -1;
     }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        llm_seterr(err, "%s: cannot create directory: %s", dir, strerror(errno));
+    if (strcmp(m->arch, "phi3") == 0 || m->cfg.bidirectional) { /* (encoders, EmbeddingGemma) */
+        llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
         return -1;
     }
-    if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
-        llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        llm_seterr(err, "%s: cannot create directory: %s", dir, strerror(errno));
         return -1;
     }
     if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0)

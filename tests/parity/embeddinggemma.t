@@ -68,6 +68,10 @@ for my $dt (qw(f32 f16 q8_0)) {
        sprintf('re-saved as Q8_0: llama.cpp\'s vectors (cosine >= %.6f) and the F32 file\'s (>= %.6f)', min(@x),
                min(@y)));
 }
+my ($rc5) = capture($dir, $engine, 'gen-model', '--from', "$dir/eg-f32.gguf", '--dtype', 'f32', '--format', 'hf',
+                    '--out', "$dir/eg-hf");
+like(slurp("$dir/stderr"), qr/a gemma-embedding model is saved as GGUF only/, '--format hf: refused (GGUF only)');
+ok(!-e "$dir/eg-hf", '... and no directory left behind');
 my ($rc3, $info) = capture($dir, $engine, 'info', '--model', "$dir/eg-f32.gguf");
 like($info, qr/bidirectional attention \(sliding windows symmetric, 8 each side\).*Dense 64 -> 256 -> 64/s,
      'info: bidirectional, the symmetric window, the Dense modules');
