@@ -12,6 +12,8 @@
 #   bash bench/embed_vs_llamacpp.sh             # PRESET=qwen3-0.6b DTYPES="q8_0 bf16" N=32 LEN=100 REPS=2
 #   PRESET=bge-small DTYPES="f16 q8_0" bash bench/embed_vs_llamacpp.sh   # a BERT encoder (bge-small-en-v1.5's
 #                                               # shape, CLS pooling, as generated; WordPiece vocabulary of 272)
+#   PRESET=embeddinggemma-300m DTYPES="f16 q8_0" bash bench/embed_vs_llamacpp.sh   # EmbeddingGemma's shape
+#                                               # (bidirectional Gemma 3, mean pooling, Dense modules)
 #   PRESET=bge-m3 DTYPES="f16 q8_0" N=16 bash bench/embed_vs_llamacpp.sh   # XLM-RoBERTa large (bge-m3's shape,
 #                                               # a Unigram vocabulary): llama.cpp gets our token ids, <s> ... </s>
 #                                               # (node-llama-cpp would leave a Unigram vocabulary's <s> out)
@@ -62,7 +64,7 @@ for dt in $DTYPES; do
                 echo "0,$(build/llm-engine tokenize --tokenizer "$model" --text "$line" | tr -d '[]'),2"
             done < "$W/in.txt" > "$W/ids-$dt.txt"
             lin=(--input-ids "$W/ids-$dt.txt") ;;
-        *bert*|bge-*) model="$src" ;;
+        *bert*|bge-*|*embeddinggemma*) model="$src" ;;
         *) [ -f "$model" ] || build/llm-engine gen-model --from "$src" --dtype "$dt" --pooling last --out "$model" 2>/dev/null ;;
     esac
     ob=(); oo=(); lc=(); obt=(); oot=(); lct=()
