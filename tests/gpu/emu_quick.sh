@@ -198,6 +198,11 @@ check "nomic-bert f32 vs the CPU backend: scalar attention, many splits; mean / 
     "$W/tiny-nomic-bert.gguf" 1e-5 "mean cls" $PAIR
 check "nomic-bert f32: tensor-core prefill attention" env STEP=128 tests/gpu/embed_check.sh "$B/llm-engine" \
     "$W/tiny-nomic-bert.gguf" 1e-3 mean
+# EmbeddingGemma (bidirectional Gemma 3 with a symmetric window the kernels do not have): refused, with a message
+"$B/llm-engine" gen-model --preset tiny-embeddinggemma --dtype f32 --out "$W/tiny-eg.gguf" >/dev/null 2>&1 || exit 1
+check "EmbeddingGemma refused by the CUDA backend with a message" bash -c "out=\$('$B/llm-engine' embed --model \
+    '$W/tiny-eg.gguf' --prompt hi --backend cuda 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -ne 0 ] &&
+    echo \"\$out\" | grep -q 'runs on --backend cpu only'"
 # XLM-RoBERTa (gen-model --preset tiny-xlm-r: one token type, a Unigram vocabulary): a pair as RoBERTa's ids
 # (<s> a </s></s> b </s>: no type 1 anywhere with one type row); measured 1.5e-7
 "$B/llm-engine" gen-model --preset tiny-xlm-r --dtype f32 --out "$W/tiny-xlm-r.gguf" >/dev/null 2>&1 || exit 1
