@@ -71,6 +71,14 @@ static int gemma_config(llm_model *m, const cJSON *root, const char *path, llm_e
     c->swa_window = win;
     if (!gemma2)
         c->rope_theta_swa = llm_hf_cfg_float(root, "rope_local_base_freq", 10000.0f);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_bidirectional_attention"))) {
+        if (gemma2) {
+            llm_seterr(err, "%s: use_bidirectional_attention is supported for Gemma 3 (EmbeddingGemma)", path);
+            return -1;
+        }
+        c->bidirectional = 1; /* EmbeddingGemma: llama.cpp's gemma-embedding */
+        snprintf(m->arch, sizeof(m->arch), "gemma-embedding");
+    }
     const cJSON *cap = cJSON_GetObjectItemCaseSensitive(root, "attn_logit_softcapping");
     c->attn_softcap = cJSON_IsNumber(cap) ? (float)cap->valuedouble : 0.0f;
     cap = cJSON_GetObjectItemCaseSensitive(root, "final_logit_softcapping");
@@ -316,9 +324,11 @@ static int rope_scaling_cfg(llm_config *c, const cJSON *rs, const char *path, ll
  * as transformers saved it before 4.52, "model.language_model." after). */
 static const st_tensor *find(const st_set *s, const char *name)
 {
-    static const char *const under[] = { "language_model.model.", "model.language_model." };
+    /* a multimodal model's text tensors, or a bare *Model's as sentence-transformers saves one (EmbeddingGemma's
+     * Gemma3TextModel, Qwen3-Embedding's Qwen3Model: "layers.0...", no "model.") */
+    static const char *const under[] = { "language_model.model.", "model.language_model.", "" };
     const st_tensor *t = st_set_find(s, name);
-    for (size_t i = 0; t == NULL && strncmp(name, "model.", 6) == 0 && i < 2; i++) {
+    for (size_t i = 0; t == NULL && strncmp(name, "model.", 6) == 0 && i < 3; i++) {
         char full[192];
         snprintf(full, sizeof(full), "%s%s", under[i], name + 6);
         t = st_set_find(s, full);
@@ -419,7 +429,8 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         return -1;
     int qwen2 = strncmp(m->arch, "qwen2", 5) == 0;
     int qwen3 = strcmp(m->arch, "qwen3") == 0 || strcmp(m->arch, "qwen3moe") == 0;
-    int gemma3 = strcmp(m->arch, "gemma3") == 0, gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0;
+    int gemma3 = strcmp(m->arch, "gemma3") == 0 || strcmp(m->arch, "gemma-embedding") == 0;
+    int gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0;
     if (c->embd_scale > 0.0f && (m->tok_embd.type == LLM_BF16 || m->tok_embd.type == LLM_F16)) {
         /* transformers multiplies by sqrt(hidden_size) as a tensor of the model's dtype */
         uint16_t h;
@@ -464,6 +475,65 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
             return -1;
         }
     }
+    return 0;
+}
+
+/* One sentence-transformers Dense module (DIR/N_Dense: config.json, model.safetensors' linear.weight [out x
+ * in]) as owned F32; no bias and the Identity activation only (EmbeddingGemma's). 1 absent, 0, -1 + err. */
+static int dense_dir(llm_model *m, const char *dir, const char *sub, int64_t in, int64_t *out, const float **w,
+                     llm_err *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s/model.safetensors", dir, sub);
+    if (access(path, R_OK) != 0)
+        return 1;
+    snprintf(path, sizeof(path), "%s/%s/config.json", dir, sub);
+    cJSON *cfg = llm_json_read_file(path, err);
+    if (cfg == NULL)
+        return -1;
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "activation_function");
+    int ok = !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "bias")) &&
+             (act == NULL || (cJSON_IsString(act) && strstr(act->valuestring, "Identity") != NULL));
+    cJSON_Delete(cfg);
+    if (!ok) {
+        llm_seterr(err, "%s: a Dense module with a bias or an activation is not supported (EmbeddingGemma's have "
+                   "neither)", path);
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/%s/model.safetensors", dir, sub);
+    st_file *f = st_open(path, err);
+    if (f == NULL)
+        return -1;
+    const st_tensor *t = st_find(f, "linear.weight");
+    int rc = -1;
+    if (t == NULL || t->n_dims != 2 || (int64_t)t->shape[1] != in || t->shape[0] < 1 || t->shape[0] > (1u << 20)) {
+        llm_seterr(err, "%s: linear.weight must be [out x %lld]", path, (long long)in);
+    } else {
+        llm_tensor lt = { .type = t->type, .ne = { in, (int64_t)t->shape[0] }, .data = t->data };
+        *out = (int64_t)t->shape[0];
+        rc = llm_model_f32_copy(m, &lt, "linear.weight", in, *out, w, err);
+    }
+    st_close(f);
+    return rc;
+}
+
+/* EmbeddingGemma's 2_Dense (dim -> n) and 3_Dense (n -> dim), or neither. */
+static int dense_modules(llm_model *m, const char *dir, llm_err *err)
+{
+    int64_t n = 0, back = 0;
+    int a = dense_dir(m, dir, "2_Dense", m->cfg.dim, &n, &m->dense_up, err);
+    if (a < 0)
+        return -1;
+    int b = a == 0 ? dense_dir(m, dir, "3_Dense", n, &back, &m->dense_down, err) : 1;
+    if (b < 0)
+        return -1;
+    if (a != b || (a == 0 && back != m->cfg.dim)) {
+        llm_seterr(err, "%s: 2_Dense and 3_Dense come together (dim -> n -> dim)", m->path);
+        return -1;
+    }
+    m->dense_n = a == 0 ? (int)n : 0;
+    if (a != 0)
+        m->dense_up = m->dense_down = NULL;
     return 0;
 }
 
@@ -512,8 +582,10 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     if ((bert ? llm_hf_bert_tensors(m, s, err) : load_tensors(m, s, err)) != 0 ||
         (text_cfg != NULL && !smollm3 && gemma_layers(m, text_cfg, m->path, err) != 0) ||
         (text_cfg != NULL && smollm3 && smollm3_layers(m, text_cfg, m->path, err) != 0) ||
-        llm_model_validate(m, err) != 0)
+        dense_modules(m, dir, err) != 0 || llm_model_validate(m, err) != 0)
         goto fail;
+    if (m->cfg.bidirectional && m->pooling == LLM_POOL_NONE)
+        m->pooling = LLM_POOL_MEAN;
     cJSON_Delete(text_cfg);
     text_cfg = NULL;
     st_set_close(s);

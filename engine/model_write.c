@@ -635,7 +635,8 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe" }, { "mistral", "MistralForCausalLM", "mistral" },
         { "gemma", "GemmaForCausalLM", "gemma" }, { "gemma2", "Gemma2ForCausalLM", "gemma2" },
         { "gemma3", "Gemma3ForCausalLM", "gemma3_text" }, { "smollm3", "SmolLM3ForCausalLM", "smollm3" },
-        { "granite", "GraniteForCausalLM", "granite" }, { "llama", "LlamaForCausalLM", "llama" },
+        { "granite", "GraniteForCausalLM", "granite" }, { "gemma-embedding", "Gemma3TextModel", "gemma3_text" },
+        { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
     int llama = strcmp(m->arch, "llama") == 0;
@@ -659,6 +660,8 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         }
         if (c->rope_theta_swa > 0.0f)
             cJSON_AddNumberToObject(j, "rope_local_base_freq", c->rope_theta_swa);
+        if (c->bidirectional) /* EmbeddingGemma */
+            cJSON_AddBoolToObject(j, "use_bidirectional_attention", 1);
         if (c->attn_softcap > 0.0f)
             cJSON_AddNumberToObject(j, "attn_logit_softcapping", c->attn_softcap);
         if (c->final_softcap > 0.0f)
@@ -763,13 +766,80 @@ static int write_pooling(const llm_model *m, const char *dir, llm_err *err)
     return rc;
 }
 
+/* sentence-transformers' Dense module DIR/SUB (config.json; model.safetensors' F32 linear.weight [out x in], no
+ * bias, Identity activation): EmbeddingGemma's. */
+static int write_dense(const char *dir, const char *sub, int in, int out, const float *w, llm_err *err)
+{
+    char path[1100], hdr[256];
+    snprintf(path, sizeof(path), "%s/%s", dir, sub);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        llm_seterr(err, "%s: cannot create directory: %s", path, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/%s/config.json", dir, sub);
+    FILE *f = fopen(path, "w");
+    int rc = f != NULL && fprintf(f, "{\"in_features\": %d, \"out_features\": %d, \"bias\": false, "
+                                  "\"activation_function\": \"torch.nn.modules.linear.Identity\"}\n", in, out) > 0
+                 ? 0 : -1;
+    if (f != NULL && fclose(f) != 0)
+        rc = -1;
+    size_t bytes = (size_t)in * (size_t)out * sizeof(float);
+    int hl = snprintf(hdr, sizeof(hdr), "{\"linear.weight\":{\"dtype\":\"F32\",\"shape\":[%d,%d],"
+                      "\"data_offsets\":[0,%zu]}}", out, in, bytes);
+    while (hl % 8 != 0)
+        hdr[hl++] = ' ';
+    uint64_t n = (uint64_t)hl;
+    if (rc == 0) {
+        snprintf(path, sizeof(path), "%s/%s/model.safetensors", dir, sub);
+        f = fopen(path, "wb");
+        rc = f != NULL && fwrite(&n, 8, 1, f) == 1 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl &&
+                     fwrite(w, 1, bytes, f) == bytes ? 0 : -1;
+        if (f != NULL && fclose(f) != 0)
+            rc = -1;
+    }
+    if (rc != 0)
+        llm_seterr(err, "%s: cannot write: %s", path, strerror(errno));
+    return rc;
+}
+
+/* EmbeddingGemma's Dense modules, and modules.json listing what sentence-transformers loads in turn. */
+static int write_st_modules(const llm_model *m, const char *dir, llm_err *err)
+{
+    if (m->dense_up == NULL)
+        return 0;
+    if (write_dense(dir, "2_Dense", m->cfg.dim, m->dense_n, m->dense_up, err) != 0 ||
+        write_dense(dir, "3_Dense", m->dense_n, m->cfg.dim, m->dense_down, err) != 0)
+        return -1;
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/modules.json", dir);
+    FILE *f = fopen(path, "w");
+    static const char *const mods[][3] = {
+        { "0", "", "sentence_transformers.models.Transformer" },
+        { "1", "1_Pooling", "sentence_transformers.models.Pooling" },
+        { "2", "2_Dense", "sentence_transformers.models.Dense" },
+        { "3", "3_Dense", "sentence_transformers.models.Dense" },
+        { "4", "4_Normalize", "sentence_transformers.models.Normalize" },
+    };
+    int rc = f != NULL && fputs("[", f) >= 0 ? 0 : -1;
+    for (int i = 0; rc == 0 && i < 5; i++)
+        rc = fprintf(f, "%s{\"idx\": %s, \"name\": \"%s\", \"path\": \"%s\", \"type\": \"%s\"}", i ? ", " : "",
+                     mods[i][0], mods[i][0], mods[i][1], mods[i][2]) > 0 ? 0 : -1;
+    if (rc == 0 && fputs("]\n", f) < 0)
+        rc = -1;
+    if (f != NULL && fclose(f) != 0)
+        rc = -1;
+    if (rc != 0)
+        llm_seterr(err, "%s: cannot write: %s", path, strerror(errno));
+    return rc;
+}
+
 int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_err *err)
 {
     if (dtype != LLM_F32 && dtype != LLM_F16 && dtype != LLM_BF16) {
         llm_seterr(err, "%s: safetensors output supports f32, f16 and bf16 (not %s)", dir, llm_dtype_name(dtype));
         return -1;
     }
-    if (strcmp(m->arch, "phi3") == 0 || m->cfg.bidirectional) { /* (encoders, EmbeddingGemma) */
+    if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
         llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
         return -1;
     }
@@ -777,7 +847,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         llm_seterr(err, "%s: cannot create directory: %s", dir, strerror(errno));
         return -1;
     }
-    if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0)
+    if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0 || write_st_modules(m, dir, err) != 0)
         return -1;
     const llm_config *c = &m->cfg;
     if (c->n_expert > 0 && strcmp(m->arch, "llama") == 0 && (c->expert_ff != c->hidden_dim || !c->moe_norm_topk)) {
@@ -846,6 +916,9 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
 #undef V_
     }
 #undef ADD
+    for (int i = 0; c->bidirectional && i < k; i++) /* a bare Gemma3TextModel's names, as sentence-transformers */
+        if (strncmp(e[i].name, "model.", 6) == 0)
+            memmove(e[i].name, e[i].name + 6, strlen(e[i].name + 6) + 1);
     cJSON *j = cJSON_CreateObject();
     uint64_t off = 0;
     int64_t maxcols = 0;

@@ -5,7 +5,8 @@
 # (a window of 16: 8 positions each side, on five layers of six) in F32, F16 and Q8_0: the same token counts
 # and llama.cpp's vectors at cosine >= 0.9999 (F32, F16; Q8_0, where each side rounds the activations to
 # 8 bits its own way: >= 0.999) for five texts of 3 to 45 tokens (the longer ones reach past the window);
-# the CPU backend only (the CUDA backend refuses the model with a message).
+# the CPU backend only (the CUDA backend refuses the model with a message). Re-saved as GGUF and as a Hugging
+# Face directory (sentence-transformers' layout) it stays the same model.
 use strict;
 use warnings;
 use Test::More;
@@ -68,10 +69,23 @@ for my $dt (qw(f32 f16 q8_0)) {
        sprintf('re-saved as Q8_0: llama.cpp\'s vectors (cosine >= %.6f) and the F32 file\'s (>= %.6f)', min(@x),
                min(@y)));
 }
+# as a Hugging Face directory (sentence-transformers' layout: a bare Gemma3TextModel with
+# use_bidirectional_attention, 1_Pooling, 2_Dense, 3_Dense, modules.json) and loaded from it: the same vectors
 my ($rc5) = capture($dir, $engine, 'gen-model', '--from', "$dir/eg-f32.gguf", '--dtype', 'f32', '--format', 'hf',
                     '--out', "$dir/eg-hf");
-like(slurp("$dir/stderr"), qr/a gemma-embedding model is saved as GGUF only/, '--format hf: refused (GGUF only)');
-ok(!-e "$dir/eg-hf", '... and no directory left behind');
+my @tok = ('--tokenizer', '../shared/tokenizers/llama3');
+my (undef, $hv) = capture($dir, $engine, 'embed', '--model', "$dir/eg-hf", @tok, '--input-file', "$dir/in.txt",
+                          '--threads', '2');
+my (undef, $gv) = capture($dir, $engine, 'embed', '--model', "$dir/eg-f32.gguf", '--input-file', "$dir/in.txt",
+                          '--threads', '2');
+ok($rc5 == 0 && $hv ne '' && $hv eq $gv && -f "$dir/eg-hf/2_Dense/model.safetensors",
+   '--format hf: a Gemma3TextModel directory with its Dense modules, read back to the same vectors bit for bit');
+open my $dc, '>', "$dir/eg-hf/2_Dense/config.json" or die $!;
+print $dc '{"in_features": 64, "out_features": 256, "bias": true}';
+close $dc;
+capture($dir, $engine, 'info', '--model', "$dir/eg-hf");
+like(slurp("$dir/stderr"), qr/a Dense module with a bias or an activation is not supported/,
+     'a Dense module with a bias: refused with a message');
 my ($rc3, $info) = capture($dir, $engine, 'info', '--model', "$dir/eg-f32.gguf");
 like($info, qr/bidirectional attention \(sliding windows symmetric, 8 each side\).*Dense 64 -> 256 -> 64/s,
      'info: bidirectional, the symmetric window, the Dense modules');
