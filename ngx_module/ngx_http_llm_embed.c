@@ -432,8 +432,8 @@ static ngx_int_t ngx_http_llm_emb_start(ngx_http_request_t *r, llm_api_req *q, i
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     llm_shm_params_defaults(&ctx->p);
     if (rerank && m->hdr->model.encoder && m->hdr->model.n_cls == 0)
-        return ngx_http_llm_error(r, 400, NULL, "rerank_unsupported", "this model is an embedding model (an "
-                                  "encoder such as BERT), not a reranker: /v1/rerank needs a reranker");
+        return ngx_http_llm_error(r, 400, NULL, "rerank_unsupported", "this model is an embedding model (BERT, "
+                                  "XLM-RoBERTa, EmbeddingGemma), not a reranker: /v1/rerank needs a reranker");
     if (rerank && (m->hdr->model.n_cls == 0 || m->hdr->model.n_cls > 2)) {
         int32_t yes = llm_tok_find(lcf->tok->tok, "yes"), no = llm_tok_find(lcf->tok->tok, "no");
         if (yes < 0 || no < 0)
