@@ -13,6 +13,7 @@
 #include "model_write.h"
 #include "tokenizer.h"
 #include "tokenizer_priv.h"
+#include "tok_check.h"
 
 #define TOK512 "../shared/models/stories260K/tok512.bin"
 #define W "\xe2\x96\x81" /* '▁': a word-initial piece */
@@ -72,32 +73,6 @@ static llm_tokenizer *small_vocab(void)
     ok(t != NULL, "small bert vocabulary written and loaded (%s)", t ? "ok" : err.msg);
     return t;
 }
-
-static void print_ids(const char *what, const int32_t *v, int n)
-{
-    printf("#   %s:", what);
-    for (int i = 0; i < n && i < 40; i++)
-        printf(" %d", v[i]);
-    printf("\n");
-}
-
-static int check(const llm_tokenizer *t, const char *text, size_t len, int flags, const int32_t *want, int nwant,
-                 const char *label)
-{
-    int32_t *ids = NULL;
-    int n = llm_tok_encode(t, text, len, flags, &ids);
-    int good = n == nwant && (n == 0 || memcmp(ids, want, (size_t)n * sizeof(int32_t)) == 0);
-    ok(good, "%s", label);
-    if (!good) {
-        print_ids("got ", ids, n);
-        print_ids("want", want, nwant);
-    }
-    free(ids);
-    return good;
-}
-
-#define IDS(...) (const int32_t[]){ __VA_ARGS__ }, (int)(sizeof((const int32_t[]){ __VA_ARGS__ }) / sizeof(int32_t))
-#define EXPECT(t, text, flags, label, ...) check(t, text, sizeof(text) - 1, flags, IDS(__VA_ARGS__), label)
 
 static void test_words(const llm_tokenizer *t)
 {
