@@ -803,6 +803,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
     if (p_end <= lo)
         return; /* wholly before the token's window (the merge does not read this split) */
     const int p_start = max(p_begin, lo); /* one token: its window is the one range lo .. pos */
+    const int p_stop = min(p_end, a.ti.pos[it.t0] + 1); /* (p_end unless pos lies past the input: ti.last) */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, t = it.t0;
     const size_t kv_dim = (size_t)a.n_kv * HD;
     const int32_t *table = a.ti.tables + a.ti.tab[t];
@@ -821,12 +822,12 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
             acc[g][i] = 0.0f;
         }
     }
-    for (int p0 = p_start + warp; p0 < p_end; p0 += DEC_WARPS * DEC_U) {
+    for (int p0 = p_start + warp; p0 < p_stop; p0 += DEC_WARPS * DEC_U) {
         float k[DEC_U][DPL], v[DEC_U][DPL];
 #pragma unroll
         for (int u = 0; u < DEC_U; u++) {
             int p = p0 + u * DEC_WARPS;
-            if (p < p_end) {
+            if (p < p_stop) {
                 size_t slot = kv_slot(table, p, a.block_size);
                 kv_row<C, DPL>::ld(kc + slot * kv_dim, k[u]);
                 kv_row<C, DPL>::ld(vc + slot * kv_dim, v[u]);
@@ -836,7 +837,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
         }
 #pragma unroll
         for (int u = 0; u < DEC_U; u++) {
-            if (p0 + u * DEC_WARPS >= p_end)
+            if (p0 + u * DEC_WARPS >= p_stop)
                 break; /* uniform over the warp */
 #pragma unroll
             for (int g = 0; g < GM; g++) {
@@ -920,13 +921,14 @@ static int attention_decode_launch(const cu_att_plan *p, const att_args &a, cuda
 }
 
 /* out[t][h*hd + d] = merge of the splits that cover positions 0..pos(t) (with a window: from the split holding
- * pos(t) - win + 1; the kernels skip the splits before it). */
+ * pos(t) - win + 1; the kernels skip the splits before it; with ti.last, to the split holding last(t) at most). */
 __global__ void attention_merge_kernel(const float *ws, cu_tokinfo ti, float *out, int n_heads, int hd, int chunk,
                                        int n_splits, int win)
 {
     CU_PDL_ENTRY();
     int t = blockIdx.x / n_heads, h = blockIdx.x % n_heads;
-    int pos = ti.pos[t], ns = pos / chunk + 1, s0 = win > 0 && pos - win + 1 > 0 ? (pos - win + 1) / chunk : 0;
+    int pos = ti.pos[t], s0 = win > 0 && pos - win + 1 > 0 ? (pos - win + 1) / chunk : 0;
+    int ns = (ti.last != NULL ? min(pos, ti.last[t]) : pos) / chunk + 1; /* (the splits past the input: none) */
     const float *w = ws + ((size_t)t * n_heads + h) * n_splits * (size_t)(hd + 2);
     float M = -INFINITY;
     for (int s = s0; s < ns; s++)

@@ -26,11 +26,6 @@ static int check_model(const llm_model *m, llm_err *err)
     const llm_config *c = &m->cfg;
     if (llm_model_check(m, "cuda backend", err) != 0)
         return -1;
-    if (c->bidirectional && !c->encoder) { /* EmbeddingGemma: the symmetric window is not in the kernels */
-        snprintf(err->msg, sizeof(err->msg), "cuda backend: %s (decoder layers without the causal mask, a "
-                 "symmetric sliding window) runs on --backend cpu only", m->arch);
-        return -1;
-    }
     if (c->n_expert > 0 && c->n_expert_used > 32) { /* cuda_moe_route: a lane per choice */
         snprintf(err->msg, sizeof(err->msg), "cuda backend: %d experts per token (at most 32 here; --backend cpu "
                  "takes more)", c->n_expert_used);
@@ -270,7 +265,7 @@ static int tune_wanted(const llm_backend *b, const cu_state *st, const char *han
         return 0;
     }
     /* (an encoder's steps are whole inputs, never the decode steps the tuner times) */
-    return want && !st->debug_sync && !st->stage_events && !st->m->cfg.encoder;
+    return want && !st->debug_sync && !st->stage_events && !st->m->cfg.bidirectional;
 }
 
 /* Int8 activation buffers for the dp4a GEMV: when LLM_CUDA_GEMV_DP4A=1 asks for it, or for the tuner to try
@@ -511,15 +506,15 @@ static int check_batch(const cu_state *st, const llm_batch *b, llm_err *err)
     const llm_config *c = &st->m->cfg;
     if (llm_batch_check(b, c, st->block_size, st->kv_blocks, "cuda backend", err) != 0)
         return -1;
-    for (int t = 0; c->encoder && t < b->n_tokens; t++) { /* as engine/cpu/forward.c: inputs whole, no logits */
+    for (int t = 0; c->bidirectional && t < b->n_tokens; t++) { /* as engine/cpu/forward.c: inputs whole, no logits */
         if (b->pos[t] != (t == 0 || b->seq[t] != b->seq[t - 1] ? 0 : b->pos[t - 1] + 1)) {
             llm_err_set(err, "cuda backend: an encoder's input must be whole in one step (batch index %d, "
                         "position %d)", t, b->pos[t]);
             return -1;
         }
         if (b->want_logits[t] && b->want_logits[t] != LLM_WANT_HIDDEN) {
-            llm_err_set(err, "cuda backend: an encoder (%s) has no language-model head: it gives hidden states "
-                        "only", st->m->arch);
+            llm_err_set(err, "cuda backend: an embedding model (%s) gives hidden states only, no logits",
+                        st->m->arch);
             return -1;
         }
     }
@@ -893,7 +888,12 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         cu_att_plan plan = sp->plan; /* per layer: Gemma's sliding window and soft cap */
         plan.window = L->swa ? c->swa_window : 0;
         plan.softcap = c->attn_softcap;
-        cuda_attention(&plan, sp->d_items, st->qkv, st->qkv_ld, &sp->ti, &st->kv, l, st->ws, st->att, n, s);
+        const cu_tokinfo *ti = &sp->ti;
+        if (c->bidirectional) { /* EmbeddingGemma: see cu_step */
+            ti = L->swa ? &sp->ti_swa : &sp->ti_att;
+            plan.window = L->swa ? c->swa_window / 2 * 2 + 1 : 0;
+        }
+        cuda_attention(&plan, sp->d_items, st->qkv, st->qkv_ld, ti, &st->kv, l, st->ws, st->att, n, s);
         if (cuda_stage_check(st, "attention", l, err))
             return -1;
         if (project_out(st, &L->wo, st->att, st->q_dim, n, L->post_attn_norm, err) != 0)
@@ -905,6 +905,8 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
     }
     if (sp->nw > 0) {
         cuda_rmsnorm(st->x, c->dim, st->out_norm, st->xn, c->dim, sp->nw, c->dim, c->norm_eps, sp->d_want, s);
+    }
+    if (sp->nw > 0 && !sp->hidden_only) {
         if (cuda_matmul(&st->mm, &st->output, st->xn, c->dim, st->logits, c->vocab_size, sp->nw, 0, err->msg,
                         sizeof(err->msg)))
             return -1;
@@ -1022,9 +1024,12 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
         return -1;
     }
 
-    /* Per-step ints: tokens | pos | tab | want rows | items (3 ints each) | block tables, and for an encoder
-     * the attention's positions (each token's input's last). */
-    size_t n_ints = 3 * (size_t)n + (size_t)nw + 3 * (size_t)n + n_tab + (c->encoder ? (size_t)n : 0);
+    /* Per-step ints: tokens | pos | tab | want rows | items (3 ints each) | block tables, and without the causal
+     * mask the attention's positions (each token's input's last; and for a symmetric window pos + window / 2:
+     * cu_step). */
+    const int swa_bidir = c->bidirectional && c->swa_window > 0;
+    size_t n_ints = 3 * (size_t)n + (size_t)nw + 3 * (size_t)n + n_tab + (c->bidirectional ? (size_t)n : 0) +
+                    (swa_bidir ? (size_t)n : 0);
     if (cuda_ensure_ints(st, n_ints) != 0 || cuda_ensure_scratch(st, n) != 0) {
         free(need);
         free(toff);
@@ -1044,13 +1049,15 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     for (int s = 0; s < b->n_seqs; s++)
         if (need[s] > 0)
             memcpy(h_tables + toff[s], b->seqs[s].blocks, (size_t)need[s] * 4);
-    int32_t *h_apos = h_tables + n_tab; /* (encoder) */
-    for (int i = n - 1, last = 0; i >= 0 && c->encoder; i--) {
+    int32_t *h_apos = h_tables + n_tab, *h_swpos = h_apos + n; /* (bidirectional) */
+    for (int i = n - 1, last = 0; i >= 0 && c->bidirectional; i--) {
         if (i == n - 1 || b->seq[i + 1] != b->seq[i])
             last = b->pos[i];
         h_apos[i] = last;
     }
-    const int32_t *apos = c->encoder ? h_apos : b->pos;
+    for (int i = 0; i < n && swa_bidir; i++)
+        h_swpos[i] = b->pos[i] + c->swa_window / 2;
+    const int32_t *apos = c->bidirectional ? h_apos : b->pos;
     free(need);
     free(toff);
 
@@ -1094,7 +1101,9 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
         llm_err_set(err, "cuda backend: out of device memory for attention partials (%zu MiB)", wsf * 4 >> 20);
         return LLM_BACKEND_NOMEM;
     }
-    if (nw > 0 && cuda_ensure_logits(st, nw) != 0) {
+    /* only hidden states wanted (an embedding model's step): no classifier, no logits */
+    const int hidden_only = nw > 0 && nh == nw && am == NULL;
+    if (nw > 0 && !hidden_only && cuda_ensure_logits(st, nw) != 0) {
         llm_err_set(err, "cuda backend: out of device memory for %d rows of logits", nw);
         return LLM_BACKEND_NOMEM;
     }
@@ -1111,14 +1120,20 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     sp.ti.pos = st->dint + n;
     sp.ti.tab = st->dint + 2 * n;
     sp.ti.tables = (const int32_t *)(sp.d_items + n);
+    sp.ti.last = NULL;
     sp.ti_att = sp.ti;
-    if (c->encoder)
+    sp.ti_swa = sp.ti;
+    if (c->bidirectional) {
         sp.ti_att.pos = sp.ti.tables + n_tab;
+        sp.ti_swa.pos = sp.ti_att.pos + n;
+        sp.ti_swa.last = sp.ti_att.pos;
+    }
+    sp.hidden_only = hidden_only;
     sp.argmax = am != NULL;
     if (cuda_enqueue_step(st, &sp, err) != 0)
         return -1;
-    /* (an encoder's rows are all hidden states: no logits to copy) */
-    if (nw > 0 && ((!c->encoder && cuda_copy_out(st, b, am, nw, logits, &e) != 0) ||
+    /* (an embedding model's rows are all hidden states: no logits to copy) */
+    if (nw > 0 && ((!hidden_only && cuda_copy_out(st, b, am, nw, logits, &e) != 0) ||
                    copy_hidden(st, b, logits, &e) != 0)) {
         llm_err_set(err, "cuda backend: logits copy: %s", cudaGetErrorString(e));
         return -1;

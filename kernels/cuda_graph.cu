@@ -46,7 +46,7 @@ void cuda_graphs_init(cu_state *st)
     const char *env = getenv("LLM_CUDA_GRAPHS"), *stats = getenv("LLM_CUDA_STATS");
     /* (an encoder's steps are whole inputs: no decode steps to capture) */
     G->enabled = !(env != NULL && strcmp(env, "0") == 0) && !st->debug_sync && !st->stage_events &&
-                 !st->m->cfg.encoder;
+                 !st->m->cfg.bidirectional;
     G->stats = stats != NULL && stats[0] == '1';
 }
 
@@ -277,6 +277,8 @@ static int step_setup(cu_state *st, const llm_batch *b, int B, cu_step *sp, llm_
     sp->ti.tab = st->dint + 2 * B;
     sp->d_items = (const cu_att_item *)(st->dint + 3 * B);
     sp->ti.tables = st->dint + 6 * B;
+    sp->ti.last = NULL;
+    sp->hidden_only = 0;
     sp->argmax = 1; /* always in the graph, so one graph serves steps with and without on-device greedy */
     return cls;
 }

@@ -415,6 +415,8 @@ typedef struct cu_tokinfo {
     const int32_t *pos;        /* [n] */
     const int32_t *tab;        /* [n] offset of the token's block table in `tables` */
     const int32_t *tables;     /* concatenated block tables */
+    const int32_t *last;       /* [n] or NULL: the last position token t's attention may read when pos[t] lies
+                                * past it (cu_step.ti_swa) */
 } cu_tokinfo;
 
 #ifdef CU_EMULATE
@@ -425,7 +427,7 @@ static inline void cu_emu_arg_check(const cu_mat &m, int arg)
 }
 static inline void cu_emu_arg_check(const cu_tokinfo &t, int arg)
 {
-    cu_emu_check_dev_ptrs({ t.pos, t.tab, t.tables }, arg);
+    cu_emu_check_dev_ptrs({ t.pos, t.tab, t.tables, t.last }, arg);
 }
 #endif
 
@@ -640,9 +642,15 @@ typedef struct {
     const int32_t *d_want;           /* [nw] rows whose logits are computed; NULL = rows 0 .. nw-1 */
     const cu_att_item *d_items;      /* [plan.n_items] */
     cu_tokinfo ti;
-    /* An encoder's (cuda_encoder.cu): ti with pos[t] = the last position of token t's input, the attention
-     * kernels' mask, so that every query sees its whole input */
+    /* Without the causal mask (an encoder, cuda_encoder.cu; EmbeddingGemma's global layers): ti with pos[t] =
+     * the last position of token t's input, the attention kernels' mask, so that every query sees its whole
+     * input (the items' n_pos end there too) */
     cu_tokinfo ti_att;
+    /* EmbeddingGemma's sliding-window layers, where position p sees p - w/2 .. p + w/2 (w = swa_window): ti
+     * with pos[t] = p + w/2 and last = ti_att.pos, run with the causal window 2 (w/2) + 1, so that the kernels
+     * read p - w/2 .. min(p + w/2, the input's last) */
+    cu_tokinfo ti_swa;
+    int hidden_only;                 /* every wanted row a hidden state: no classifier */
     cu_att_plan plan;
     int argmax;                      /* also fill am_ids / am_lp for the nw rows */
 } cu_step;

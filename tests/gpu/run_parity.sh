@@ -13,7 +13,8 @@
 #     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64); Qwen 2 and
 #     Qwen 3 layers (biases, q/k norms) against the CPU; Gemma 3 and Gemma 2 (tiny presets: GeGLU, norms after
 #     attention and FFN, sliding window, soft caps) against the CPU; embeddings (tests/gpu/embed_check.sh)
-#     against the CPU, BERT encoders' too (tiny-bert, bge-small in F16 and Q8_0, nomic-embed and bge-m3 in F16);
+#     against the CPU, BERT encoders' too (tiny-bert, bge-small in F16 and Q8_0, nomic-embed, bge-m3 and
+#     EmbeddingGemma in F16);
 #     mixtures of experts (tiny-qwen3moe F32, tiny-qwen2moe Q8_0) against the CPU; GGUF
 #     Q4_K files (llama.cpp's quantiser, made by prebuild.sh) as CU_Q4_M against the CPU.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
@@ -215,6 +216,11 @@ done
 "$B/llm-engine" gen-model --preset bge-m3 --dtype f16 --out "$WORK/bge-m3-f16.gguf" >/dev/null 2>&1 &&
     run bge_m3_f16 env STEP=512 MIN_COS=0.999 tests/gpu/embed_check.sh "$B/llm-engine" \
         "$WORK/bge-m3-f16.gguf" 2e-2 cls
+# EmbeddingGemma-300m's shape (bidirectional Gemma 3: the symmetric window of 512 on the decoder path; 24 layers
+# of 768, head dim 256) in F16, mean pooling
+"$B/llm-engine" gen-model --preset embeddinggemma-300m --dtype f16 --out "$WORK/eg300-f16.gguf" >/dev/null 2>&1 &&
+    run embeddinggemma_f16 env STEP=512 MIN_COS=0.999 tests/gpu/embed_check.sh "$B/llm-engine" \
+        "$WORK/eg300-f16.gguf" 2e-2 mean
 
 # Memory errors and shared-memory races in the kernels (short runs: the tools slow kernels a lot).
 if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
