@@ -232,7 +232,7 @@ static inline int llm_encoder_check(const llm_model *m, const char *who, llm_err
             if (llm_tensor_check(w[i], names[i], l, cols[i], rows[i], 0, who, err) ||
                 (b[i]->data != NULL && llm_tensor_check(b[i], names[i], l, rows[i], 1, 1, who, err)))
                 return -1;
-        if ((m->pos_embd.data == NULL && L->nope) ||
+        if ((m->pos_embd.data == NULL && L->nope && c->alibi_max_bias == 0.0f) || /* (jina: ALiBi) */
             ((L->w_gate.data != NULL || L->w_gate.src != NULL) &&
              llm_tensor_check(&L->w_gate, "ffn_gate", l, c->dim, c->hidden_dim, 0, who, err))) {
             if (err->msg[0] == '\0')

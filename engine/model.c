@@ -265,7 +265,8 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "gemma-embedding", "phi3", "smollm3", "granite", "bert", "nomic-bert" };
+                                      "gemma-embedding", "phi3", "smollm3", "granite", "bert", "nomic-bert",
+                                      "jina-bert-v2" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
             return 1;
@@ -336,7 +337,7 @@ int llm_model_validate(llm_model *m, llm_err *err)
         check_tensor(m, &m->output, "output (classifier)", c->dim, c->vocab_size, 0, err))
         return -1;
     /* an encoder's positions: learned rows (BERT), or rope on every layer (nomic-bert) */
-    int enc_rope = c->encoder && m->pos_embd.data == NULL;
+    int enc_rope = c->encoder && m->pos_embd.data == NULL && c->alibi_max_bias == 0.0f; /* (jina: ALiBi) */
     for (int l = 0; enc_rope && m->layers != NULL && l < c->n_layers; l++)
         if (m->layers[l].nope) {
             llm_seterr(err, "%s: an encoder without position embeddings must rotate every layer (layer %d does not)",
@@ -345,7 +346,8 @@ int llm_model_validate(llm_model *m, llm_err *err)
         }
     if (c->encoder &&
         (c->n_types < 1 || c->n_types > 1024 || c->n_expert != 0 || c->seq_len > (1 << 20) ||
-         (!enc_rope && check_tensor(m, &m->pos_embd, "position embedding", c->dim, c->seq_len, 0, err)) ||
+         (!enc_rope && c->alibi_max_bias == 0.0f &&
+          check_tensor(m, &m->pos_embd, "position embedding", c->dim, c->seq_len, 0, err)) ||
          check_tensor(m, &m->type_embd, "token type embedding", c->dim, c->n_types, 0, err) ||
          check_tensor(m, &m->embd_norm, "embedding norm", c->dim, 1, 1, err) ||
          check_tensor(m, &m->embd_norm_b, "embedding norm bias", c->dim, 1, 1, err))) {
@@ -360,7 +362,8 @@ int llm_model_validate(llm_model *m, llm_err *err)
     size_t wb = tensor_bytes(&m->tok_embd) + tensor_bytes(&m->out_norm) +
                 (c->tied_embeddings ? 0 : tensor_bytes(&m->output));
     if (c->encoder)
-        wb += (enc_rope ? 0 : tensor_bytes(&m->pos_embd)) + tensor_bytes(&m->type_embd) + tensor_bytes(&m->embd_norm) +
+        wb += (m->pos_embd.data == NULL ? 0 : tensor_bytes(&m->pos_embd)) + tensor_bytes(&m->type_embd) +
+              tensor_bytes(&m->embd_norm) +
               tensor_bytes(&m->embd_norm_b);
     for (int l = 0; l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
@@ -442,8 +445,13 @@ int llm_model_validate(llm_model *m, llm_err *err)
         }
     }
     m->weight_bytes = wb;
-    if (c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH) {
+    if ((c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH && c->act != LLM_ACT_GELU_ERF) ||
+        (c->act == LLM_ACT_GELU_ERF && !c->encoder)) {
         llm_seterr(err, "%s: unknown activation %d", m->path, c->act);
+        return -1;
+    }
+    if (!(c->alibi_max_bias >= 0.0f && c->alibi_max_bias <= 64.0f) || (c->alibi_max_bias > 0.0f && !c->encoder)) {
+        llm_seterr(err, "%s: bad ALiBi maximum bias %g (an encoder's, 0 to 64)", m->path, (double)c->alibi_max_bias);
         return -1;
     }
     if (!(c->embd_scale >= 0.0f) || !(c->attn_scale >= 0.0f) || c->swa_window < 0 || !(c->rope_theta_swa >= 0.0f) ||
@@ -537,11 +545,13 @@ static void describe_encoder(const llm_model *m, FILE *f)
     char pos[64];
     if (m->pos_embd.data != NULL)
         snprintf(pos, sizeof(pos), "learned positions (%d)", c->seq_len);
+    else if (c->alibi_max_bias > 0.0f)
+        snprintf(pos, sizeof(pos), "ALiBi (context %d)", c->seq_len);
     else
         snprintf(pos, sizeof(pos), "rope positions (theta %g, context %d)", (double)c->rope_theta, c->seq_len);
     fprintf(f, "encoder: every token sees its whole input; %s and %d token types; post-norm blocks (LayerNorm eps "
                "%g)%s; FFN %s; no language-model head (embeddings only)\nembeddings pooling: %s\n", pos, c->n_types,
-            (double)c->norm_eps, L->bq.data != NULL ? " with biases" : "", glu ? "gate|up, SwiGLU, down" : "up, GELU, down",
+            (double)c->norm_eps, L->bq.data != NULL ? " with biases" : "", glu ? (c->act == LLM_ACT_GELU_ERF ? "gate|up, GELU(gate) * up, down" : "gate|up, SwiGLU, down") : "up, GELU, down",
             m->pooling > 0 && m->pooling < 4 ? pools[m->pooling] : "cls");
     if (m->n_cls > 0)
         fprintf(f, "cross-encoder: %s a classifier of %d output%s on [CLS], /v1/rerank's scores (%s)\n",
@@ -613,6 +623,8 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     if (c->bidirectional)
         fprintf(f, "bidirectional attention (sliding windows symmetric, %d each side): an embedding model, inputs "
                    "whole in one step\n", c->swa_window / 2);
+    if (c->alibi_max_bias > 0.0f)
+        fprintf(f, "positions: ALiBi (maximum bias %g, symmetric), a GELU-gated FFN\n", (double)c->alibi_max_bias);
     if (m->dense_up != NULL)
         fprintf(f, "after pooling: Dense %d -> %d -> %d (sentence-transformers' dense_2, dense_3)\n", c->dim,
                 m->dense_n, c->dim);

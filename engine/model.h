@@ -94,13 +94,29 @@ typedef struct {
      * swa_window / 2 each side, an embedding model that does not generate). */
     int   bidirectional;
     int   n_types;         /* encoder: rows of the token-type embedding (BERT: 2) */
+    /* ALiBi (jina-bert-v2, GGUF "jina-bert-v2"; 0 for the others): no positions at all; head h's score of key
+     * position k for the query at q is lowered by llm_alibi_slope(h) * |q - k| (a symmetric bias: its encoder
+     * is bidirectional), the slopes 2^(-alibi_max_bias * (h + 1) / n_heads) for a power-of-two head count. */
+    float alibi_max_bias;
     int   sep_id;          /* encoder: [SEP]; the tokens after an input's first one are type 1 (a pair's second
                             * text: a cross-encoder's document), as BERT's tokenizer marks them; -1: none */
 } llm_config;
 
 #define LLM_MAX_EXPERTS 256
 
-enum { LLM_ACT_SILU = 0, LLM_ACT_GELU_TANH = 1 };
+enum { LLM_ACT_SILU = 0, LLM_ACT_GELU_TANH = 1, LLM_ACT_GELU_ERF = 2 /* an encoder's gated FFN (jina-bert-v2) */ };
+
+/* ALiBi's slope of head h (llm_config.alibi_max_bias): for n heads and p the largest power of two <= n,
+ * 2^(-b/p)^(h+1) for the first p heads, then 2^(-b/2p)^(2(h-p)+1) (the odd powers of the slopes of 2p
+ * heads), as the ALiBi paper and jina-bert (and llama.cpp's softmax) define them. */
+static inline float llm_alibi_slope(const llm_config *c, int h)
+{
+    int p = 1;
+    while (p * 2 <= c->n_heads)
+        p *= 2;
+    float b = c->alibi_max_bias;
+    return h < p ? powf(2.0f, -b / (float)p * (float)(h + 1)) : powf(2.0f, -b / (float)(2 * p) * (float)(2 * (h - p) + 1));
+}
 
 /* The attention's score scale. */
 static inline float llm_attn_scale(const llm_config *c)

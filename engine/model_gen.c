@@ -267,21 +267,26 @@ typedef struct {
     int vocab; /* the vocabulary padded to this with unused tokens (BERT's 30,522), or 0: as made */
     int nomic; /* nomic-bert: rope (base 1000) instead of learned positions, fused q|k|v, SwiGLU, no biases */
     int xlmr;  /* XLM-RoBERTa: one token type, a SentencePiece Unigram vocabulary (llm_gguf_w_ugm_from_llama2c) */
+    int jina;  /* jina-bert-v2: no positions (ALiBi), a GELU-gated FFN (ffn_gate, ffn_up without biases) */
 } bert_preset;
 
 static const bert_preset bert_presets[] = {
-    { "tiny-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 0, 0 },
-    { "tiny-bert-cls", 64, 256, 2, 4, 128, LLM_POOL_CLS, 0, 0, 0 },
+    { "tiny-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 0, 0, 0 },
+    { "tiny-bert-cls", 64, 256, 2, 4, 128, LLM_POOL_CLS, 0, 0, 0, 0 },
     /* a cross-encoder (ms-marco-MiniLM's kind): pooler and a one-output classifier */
-    { "tiny-bert-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0, 0, 0 },
-    { "bge-small", 384, 1536, 12, 12, 512, LLM_POOL_CLS, 30522, 0, 0 }, /* bge-small-en-v1.5; all-MiniLM-L12: mean */
-    { "bge-base", 768, 3072, 12, 12, 512, LLM_POOL_CLS, 30522, 0, 0 },  /* bge-base-en-v1.5; e5-base, BERT-base */
-    { "tiny-nomic-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 1, 0 },
-    { "nomic-embed", 768, 3072, 12, 12, 2048, LLM_POOL_MEAN, 30522, 1, 0 }, /* nomic-embed-text-v1.5 */
-    { "tiny-xlm-r", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 0, 1 },
-    { "tiny-xlm-r-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0, 0, 1 },
-    { "bge-m3", 1024, 4096, 24, 16, 8192, LLM_POOL_CLS, 250002, 0, 1 },             /* multilingual-e5-large: mean */
-    { "bge-reranker-v2-m3", 1024, 4096, 24, 16, 8192, LLM_POOL_RANK, 250002, 0, 1 },
+    { "tiny-bert-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0, 0, 0, 0 },
+    { "bge-small", 384, 1536, 12, 12, 512, LLM_POOL_CLS, 30522, 0, 0, 0 }, /* bge-small-en-v1.5; all-MiniLM-L12: mean */
+    { "bge-base", 768, 3072, 12, 12, 512, LLM_POOL_CLS, 30522, 0, 0, 0 },  /* bge-base-en-v1.5; e5-base, BERT-base */
+    { "tiny-nomic-bert", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 1, 0, 0 },
+    { "nomic-embed", 768, 3072, 12, 12, 2048, LLM_POOL_MEAN, 30522, 1, 0, 0 }, /* nomic-embed-text-v1.5 */
+    { "tiny-xlm-r", 64, 256, 2, 4, 128, LLM_POOL_MEAN, 0, 0, 1, 0 },
+    { "tiny-xlm-r-rerank", 64, 256, 2, 4, 128, LLM_POOL_RANK, 0, 0, 1, 0 },
+    { "bge-m3", 1024, 4096, 24, 16, 8192, LLM_POOL_CLS, 250002, 0, 1, 0 },             /* multilingual-e5-large: mean */
+    { "bge-reranker-v2-m3", 1024, 4096, 24, 16, 8192, LLM_POOL_RANK, 250002, 0, 1, 0 },
+    /* six heads: ALiBi's slopes for a head count that is not a power of two (jina-v2-base's twelve) */
+    { "tiny-jina-bert", 96, 256, 2, 6, 512, LLM_POOL_MEAN, 0, 0, 0, 1 },
+    { "jina-v2-small", 512, 2048, 4, 8, 8192, LLM_POOL_MEAN, 30528, 0, 0, 1 }, /* jina-embeddings-v2-small-en */
+    { "jina-v2-base", 768, 3072, 12, 12, 8192, LLM_POOL_MEAN, 30528, 0, 0, 1 }, /* jina-embeddings-v2-base-en */
 };
 
 static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, int n_layers, const char *out_path,
@@ -296,7 +301,7 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
     }
     char name[64], path[1024];
     snprintf(name, sizeof(name), "random %s", p->name);
-    const char *arch = p->nomic ? "nomic-bert" : "bert";
+    const char *arch = p->nomic ? "nomic-bert" : p->jina ? "jina-bert-v2" : "bert";
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, arch), key)
     gguf_w_str(w, "general.architecture", arch);
@@ -320,7 +325,7 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
     ADD("token_embd.weight", p->dim, n_vocab, 0.0f, 1.0f);
     /* (F32, as llama.cpp's converter leaves them: its graph adds the type row as it is, which a quantised row
      * cannot be) */
-    if (!p->nomic)
+    if (!p->nomic && !p->jina)
         ADD3("position_embd.weight", p->dim, p->ctx, 1, 0.0f, 0.3f, LLM_F32);
     ADD3("token_types.weight", p->dim, p->xlmr ? 1 : 2, 1, 0.0f, 0.3f, LLM_F32);
     ADD("token_embd_norm.weight", p->dim, 1, 1.0f, 0.05f);
@@ -333,12 +338,12 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
             snprintf(n, sizeof(n), "blk.%d.attn_qkv.weight", l);
             ADD(n, p->dim, 3 * p->dim, 0.0f, sd);
         }
-        for (int i = p->nomic ? 3 : 0; i < (p->nomic ? 7 : 6); i++) {
+        for (int i = p->nomic ? 3 : 0; i < (p->nomic || p->jina ? 7 : 6); i++) {
             int cols = i == 5 ? p->hidden : p->dim, rows = i == 4 || i == 6 ? p->hidden : p->dim;
             snprintf(n, sizeof(n), "blk.%d.%s.weight", l, mats[i]);
             ADD(n, cols, rows, 0.0f, i == 5 ? sdd : sd);
             snprintf(n, sizeof(n), "blk.%d.%s.bias", l, mats[i]);
-            if (!p->nomic)
+            if (!p->nomic && !(p->jina && (i == 4 || i == 6)))
                 ADD(n, rows, 1, 0.0f, 0.1f);
         }
         static const char *const norms[2] = { "attn_output_norm", "layer_output_norm" };
@@ -389,7 +394,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
-                   "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3)", name);
+                   "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
+                   "jina-v2-base)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) {

@@ -5,7 +5,7 @@
  * FFN, the experts of Qwen 2 / 3 MoE (Qwen 2's with a shared expert) and of
  * llama files with an expert_count (Mixtral), Phi 3's fused matrices; SmolLM3
  * and Granite are llamas with NoPE layers / four scales; all but those three
- * rotate NeoX-style, halves rather than pairs); "bert" and "nomic-bert" are model_gguf_bert.c's. */
+ * rotate NeoX-style, halves rather than pairs); "bert", "nomic-bert" and "jina-bert-v2" are model_gguf_bert.c's. */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -604,11 +604,12 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, gemma-embedding, phi3, smollm3, granite, bert, nomic-bert)", m->path, arch);
+                   "gemma3, gemma-embedding, phi3, smollm3, granite, bert, nomic-bert, jina-bert-v2)", m->path, arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
-    if (strcmp(arch, "bert") == 0 || strcmp(arch, "nomic-bert") == 0) /* encoders (model_gguf_bert.c) */
+    if (strcmp(arch, "bert") == 0 || strcmp(arch, "nomic-bert") == 0 || strcmp(arch, "jina-bert-v2") == 0)
+        /* encoders (model_gguf_bert.c) */
         return llm_gguf_load_bert(m, err);
     /* EmbeddingGemma: Gemma 3's layers without the causal mask (a symmetric window), then Dense modules */
     int gemma_embd = strcmp(arch, "gemma-embedding") == 0;

@@ -3,7 +3,10 @@
  * blocks with a bias on every projection (llm_config.encoder says what the forward does with them); and
  * "nomic-bert" (nomic-embed-text v1 / v1.5): the same blocks without biases, positions by rope (NeoX halves,
  * nomic-bert.rope.freq_base) instead of learned rows, q|k|v fused in attn_qkv, and a SwiGLU FFN (ffn_gate,
- * ffn_up, ffn_down). */
+ * ffn_up, ffn_down); and "jina-bert-v2" (jina-embeddings-v2 small / base): BERT's blocks without positions
+ * (ALiBi: llm_config.alibi_max_bias) and with a GELU-gated FFN (ffn_gate activated, times ffn_up, no bias on
+ * either). The variants with q / k LayerNorms or a second attention norm (jina's code, German, Spanish models)
+ * are refused. */
 #include "model.h"
 #include "model_priv.h"
 #include "gguf.h"
@@ -23,8 +26,11 @@ static int take_layer_norm(llm_model *m, const char *name, llm_tensor *w, llm_te
     return llm_gguf_take_vec(m, n, b, 1, err);
 }
 
-static int take_layer(llm_model *m, int l, llm_layer *L, int nomic, llm_err *err)
+enum { KIND_BERT, KIND_NOMIC, KIND_JINA };
+
+static int take_layer(llm_model *m, int l, llm_layer *L, int kind, llm_err *err)
 {
+    const int nomic = kind == KIND_NOMIC, jina = kind == KIND_JINA;
     static const char *const mats[7] = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_up", "ffn_down",
                                          "ffn_gate" };
     llm_tensor *w[7] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_up, &L->w_down, &L->w_gate };
@@ -35,18 +41,25 @@ static int take_layer(llm_model *m, int l, llm_layer *L, int nomic, llm_err *err
         if (llm_gguf_take_fused(m, l, "attn_qkv", rows, 3, w, err) != 0)
             return -1;
     }
-    for (int i = nomic ? 3 : 0; i < (nomic ? 7 : 6); i++) {
+    for (int i = nomic ? 3 : 0; i < (nomic || jina ? 7 : 6); i++) {
         snprintf(n, sizeof(n), "blk.%d.%s.weight", l, mats[i]);
         if (llm_gguf_take(m, n, w[i], 1, err) != 0)
             return -1;
         snprintf(n, sizeof(n), "blk.%d.%s.bias", l, mats[i]);
-        if (i < 6 && llm_gguf_take_vec(m, n, b[i], !nomic, err) != 0)
+        /* (jina's gated_layers, ffn_gate | ffn_up, have no bias) */
+        if (i < 6 && llm_gguf_take_vec(m, n, b[i], !nomic && !(jina && i == 4), err) != 0)
             return -1;
     }
-    snprintf(n, sizeof(n), "blk.%d.%s", l, nomic ? "attn_qkv.bias" : "ffn_gate.weight");
-    if (gguf_find_tensor(m->gguf, n) != NULL) { /* (jina-bert's GLU; a nomic file with q/k/v biases) */
-        llm_seterr(err, "%s: tensor %s is not %s's", m->path, n, m->arch);
-        return -1;
+    static const char *const foreign[3][3] = { { "ffn_gate.weight", "ffn_gate.weight", "ffn_gate.weight" },
+                                               { "attn_qkv.bias", "attn_qkv.bias", "attn_qkv.bias" },
+                                               { "attn_q_norm.weight", "attn_k_norm.weight", "attn_norm_2.weight" } };
+    for (int i = 0; i < 3; i++) { /* (jina-bert's GLU in a bert file; a nomic file with q/k/v biases; jina's
+                                   * variants with q / k norms or a second attention norm) */
+        snprintf(n, sizeof(n), "blk.%d.%s", l, foreign[kind][i]);
+        if (gguf_find_tensor(m->gguf, n) != NULL) {
+            llm_seterr(err, "%s: tensor %s is not supported in %s", m->path, n, m->arch);
+            return -1;
+        }
     }
     char ln[64];
     snprintf(ln, sizeof(ln), "blk.%d.attn_output_norm", l);
@@ -55,7 +68,7 @@ static int take_layer(llm_model *m, int l, llm_layer *L, int nomic, llm_err *err
     snprintf(ln, sizeof(ln), "blk.%d.layer_output_norm", l);
     if (take_layer_norm(m, ln, &L->ffn_norm, &L->ffn_norm_b, err) != 0)
         return -1;
-    L->nope = !nomic; /* BERT's positions come from the embedding, nomic's from rope */
+    L->nope = !nomic; /* BERT's positions come from the embedding, nomic's from rope, jina's from ALiBi */
     return 0;
 }
 
@@ -97,7 +110,8 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
 {
     gguf_ctx *g = m->gguf;
     llm_config *c = &m->cfg;
-    const int nomic = strcmp(m->arch, "nomic-bert") == 0;
+    const int nomic = strcmp(m->arch, "nomic-bert") == 0, jina = strcmp(m->arch, "jina-bert-v2") == 0;
+    const int kind = nomic ? KIND_NOMIC : jina ? KIND_JINA : KIND_BERT;
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, m->arch), key)
     gguf_get_str(g, "general.name", m->name, sizeof(m->name));
@@ -110,7 +124,7 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
         llm_gguf_get_int(m, KEY("block_count"), &c->n_layers, 0, 1, err) ||
         llm_gguf_get_int(m, KEY("feed_forward_length"), &c->hidden_dim, 0, 1, err) ||
         llm_gguf_get_int(m, KEY("attention.head_count"), &c->n_heads, 0, 1, err) ||
-        llm_gguf_get_int(m, KEY("context_length"), &c->seq_len, nomic ? 2048 : 512, 0, err))
+        llm_gguf_get_int(m, KEY("context_length"), &c->seq_len, nomic ? 2048 : jina ? 8192 : 512, 0, err))
         return -1;
     if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0 || c->dim % c->n_heads != 0 || c->seq_len < 2) {
         llm_seterr(err, "%s: bad bert config: dim %d, %d heads, %d blocks, context %d", m->path, c->dim, c->n_heads,
@@ -129,7 +143,12 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
         llm_seterr(err, "%s: bad %s %g", m->path, KEY("rope.freq_base"), (double)c->rope_theta);
         return -1;
     }
-    uint32_t pooling = nomic ? LLM_POOL_MEAN : LLM_POOL_CLS; /* BERT's [CLS], nomic's mean, when not said */
+    if (jina) { /* ALiBi with jina's (and llama.cpp's) maximum bias, a GELU-gated FFN */
+        c->alibi_max_bias = 8.0f;
+        c->act = LLM_ACT_GELU_ERF;
+    }
+    /* BERT's [CLS], nomic's and jina's mean, when not said */
+    uint32_t pooling = nomic || jina ? LLM_POOL_MEAN : LLM_POOL_CLS;
     gguf_get_u32(g, KEY("pooling_type"), &pooling);
 #undef KEY
     /* a cross-encoder's head reads [CLS] too */
@@ -144,7 +163,7 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
         c->sep_id = (int)id;
 
     if (llm_gguf_take(m, "token_embd.weight", &m->tok_embd, 1, err) ||
-        (!nomic && llm_gguf_take(m, "position_embd.weight", &m->pos_embd, 1, err)) ||
+        (kind == KIND_BERT && llm_gguf_take(m, "position_embd.weight", &m->pos_embd, 1, err)) ||
         llm_gguf_take(m, "token_types.weight", &m->type_embd, 1, err) ||
         take_layer_norm(m, "token_embd_norm", &m->embd_norm, &m->embd_norm_b, err))
         return -1;
@@ -156,7 +175,7 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
     if (llm_model_own(m, m->layers, err) != 0)
         return -1;
     for (int l = 0; l < c->n_layers; l++)
-        if (take_layer(m, l, &m->layers[l], nomic, err) != 0)
+        if (take_layer(m, l, &m->layers[l], kind, err) != 0)
             return -1;
     if (llm_model_validate(m, err) != 0 || (pooling == LLM_POOL_RANK && cross_encoder_head(m, err) != 0))
         return -1;

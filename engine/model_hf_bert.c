@@ -25,6 +25,11 @@ int llm_hf_bert_config(llm_model *m, const cJSON *root, const char *path, llm_er
         llm_seterr(err, "%s: hidden_act '%s' is not supported (BERT's exact gelu is)", path, act->valuestring);
         return -1;
     }
+    if (cJSON_IsString(pe) && strcmp(pe->valuestring, "alibi") == 0) { /* jina-embeddings-v2 (its remote code) */
+        llm_seterr(err, "%s: an ALiBi BERT (jina-bert-v2) loads from GGUF only: convert it with llama.cpp's "
+                   "convert_hf_to_gguf.py", path);
+        return -1;
+    }
     if ((pe != NULL && !cJSON_IsNull(pe) && (!cJSON_IsString(pe) || strcmp(pe->valuestring, "absolute") != 0)) ||
         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "is_decoder"))) {
         llm_seterr(err, "%s: only absolute positions and an encoder (not is_decoder) are supported", path);

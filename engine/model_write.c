@@ -407,7 +407,7 @@ int llm_model_rank_head(llm_model *m, llm_err *err)
     return 0;
 }
 
-/* A BERT (or nomic-bert) encoder's tensors as llama.cpp's converter names them (model_gguf_bert.c reads them
+/* A BERT (nomic-bert, jina-bert-v2) encoder's tensors as llama.cpp's converter names them (model_gguf_bert.c reads them
  * back): the positions' and token types' rows stay F32 as it keeps them; a cross-encoder's head as cls /
  * cls.output. */
 static void add_bert(gguf_writer *w, conv_list *l, const llm_model *m, llm_dtype dtype)
@@ -426,10 +426,13 @@ static void add_bert(gguf_writer *w, conv_list *l, const llm_model *m, llm_dtype
         const llm_tensor *wt[6] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_up, &L->w_down };
         const llm_tensor *bt[6] = { &L->bq, &L->bk, &L->bv, &L->bo, &L->b_up, &L->b_down };
         char n[64];
-        int nomic = L->w_gate.data != NULL; /* nomic-bert: q|k|v fused, a SwiGLU FFN, no biases */
+        /* nomic-bert: q|k|v fused, a SwiGLU FFN, no biases; jina-bert-v2: BERT's with a gated FFN */
+        int nomic = L->w_gate.data != NULL && c->alibi_max_bias == 0.0f;
         if (nomic) {
             snprintf(n, sizeof(n), "blk.%d.attn_qkv.weight", i);
             add_fused(w, l, n, wt, 3, dtype, 0, hd);
+        }
+        if (L->w_gate.data != NULL) {
             snprintf(n, sizeof(n), "blk.%d.ffn_gate.weight", i);
             add_mat(w, l, n, &L->w_gate, dtype, 0, hd);
         }

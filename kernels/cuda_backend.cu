@@ -26,6 +26,11 @@ static int check_model(const llm_model *m, llm_err *err)
     const llm_config *c = &m->cfg;
     if (llm_model_check(m, "cuda backend", err) != 0)
         return -1;
+    if (c->alibi_max_bias > 0.0f) { /* jina-bert-v2: no ALiBi bias (nor its gated GELU) in the kernels */
+        snprintf(err->msg, sizeof(err->msg), "cuda backend: %s (ALiBi positions) runs on --backend cpu only",
+                 m->arch);
+        return -1;
+    }
     if (c->n_expert > 0 && c->n_expert_used > 32) { /* cuda_moe_route: a lane per choice */
         snprintf(err->msg, sizeof(err->msg), "cuda backend: %d experts per token (at most 32 here; --backend cpu "
                  "takes more)", c->n_expert_used);

@@ -10,7 +10,9 @@
 # A Hugging Face BertForSequenceClassification directory ($TEST_NGINX_HF_RR_ENGINE, engine/model_hf_bert.c)
 # ranks with the scores tests/parity/make_hf_bert.py computes in pure Python. An XLM-RoBERTa cross-encoder
 # ($TEST_NGINX_XLMR_RR_ENGINE: tiny-xlm-r-rerank, a Unigram vocabulary) ranks with the scores `llm-engine embed
-# --query` gives the same pairs, and the module's /tokenize applies its precompiled charsmap.
+# --query` gives the same pairs, and the module's /tokenize applies its precompiled charsmap. A jina-bert-v2
+# encoder ($TEST_NGINX_JINA_ENGINE: tiny-jina-bert, ALiBi; its vectors against llama.cpp: tests/parity/bert.t)
+# gives the vector `llm-engine embed` prints.
 use Test::Nginx::Socket 'no_plan';
 
 no_shuffle();
@@ -288,3 +290,20 @@ location / {
 --- error_code: 200
 --- response_body_like chomp
 "results":\[\{"index":[01],"relevance_score":[0-9.e-]+\},\{"index":[01],"relevance_score":[0-9.e-]+\}\],"usage":\{"prompt_tokens":137,"total_tokens":137\}
+
+=== TEST 18: a jina-bert-v2 encoder (ALiBi positions, a GELU-gated FFN): the engine's vector
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_JINA_ENGINE;
+    llm_model_path $TEST_NGINX_JINA_MODEL;
+    llm_model_name jina;
+}
+--- request
+POST /v1/embeddings
+{"input": "A cat sat on the mat, then it slept."}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"object":"list","data":\[\{"object":"embedding","index":0,"embedding":\Q$ENV{TEST_NGINX_REF_EMBED_JINA}\E\}\],"model":"jina","usage":\{"prompt_tokens":20,"total_tokens":20\}\}$/

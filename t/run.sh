@@ -98,6 +98,13 @@ export TEST_NGINX_BERT_MODEL="$BUILD/t/tiny-bert-f32.gguf"
     LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-bert --dtype f32 --seed 5 \
         --out "$TEST_NGINX_BERT_MODEL" > /dev/null
 start_real "$TEST_NGINX_BERT_ENGINE" "$TEST_NGINX_BERT_MODEL"
+# ... a jina-bert-v2 encoder (tiny-jina-bert: ALiBi positions, a GELU-gated FFN; t/096)
+export TEST_NGINX_JINA_ENGINE="ngxjina$$"
+export TEST_NGINX_JINA_MODEL="$BUILD/t/tiny-jina-bert-f32.gguf"
+[ -s "$TEST_NGINX_JINA_MODEL" ] ||
+    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-jina-bert --dtype f32 --seed 5 \
+        --out "$TEST_NGINX_JINA_MODEL" > /dev/null
+start_real "$TEST_NGINX_JINA_ENGINE" "$TEST_NGINX_JINA_MODEL"
 # ... and a BERT cross-encoder (tiny-bert-rerank: a pooler and a one-output classifier on [CLS]; t/096's rerank)
 export TEST_NGINX_BERT_RR_ENGINE="ngxbertrr$$"
 export TEST_NGINX_BERT_RR_MODEL="$BUILD/t/tiny-bert-rerank-f32.gguf"
@@ -255,13 +262,17 @@ TEST_NGINX_REF_EMBED_EOS=$("$LLM_ENGINE" embed --model "$TEST_NGINX_EOS_MODEL" -
 # The BERT encoder's embedding of a text (t/096), as `llm-engine embed` prints it
 TEST_NGINX_REF_EMBED_BERT=$("$LLM_ENGINE" embed --model "$TEST_NGINX_BERT_MODEL" --threads 1 \
     --prompt "A cat sat on the mat, then it slept." 2>/dev/null)
+# ... the jina-bert-v2 encoder's (t/096)
+TEST_NGINX_REF_EMBED_JINA=$("$LLM_ENGINE" embed --model "$TEST_NGINX_JINA_MODEL" --threads 1 \
+    --prompt "A cat sat on the mat, then it slept." 2>/dev/null)
 # ... and EmbeddingGemma's (t/097): a text longer than its window of 8 positions each side
 TEST_NGINX_REF_EMBED_EG=$("$LLM_ENGINE" embed --model "$TEST_NGINX_EG_MODEL" --threads 1 \
     --prompt "Once upon a time there was a girl named Lily who loved to play in the park with her friends." 2>/dev/null)
-export TEST_NGINX_REF_EMBED TEST_NGINX_REF_EMBED_EOS TEST_NGINX_REF_EMBED_BERT TEST_NGINX_REF_EMBED_EG
+export TEST_NGINX_REF_EMBED TEST_NGINX_REF_EMBED_EOS TEST_NGINX_REF_EMBED_BERT TEST_NGINX_REF_EMBED_EG \
+    TEST_NGINX_REF_EMBED_JINA
 export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON \
     TEST_NGINX_REF_SCHEMA
-[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_LORA" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_EMBED_BERT" ] && [ -n "$TEST_NGINX_REF_EMBED_EG" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_LORA" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_EMBED_BERT" ] && [ -n "$TEST_NGINX_REF_EMBED_EG" ] && [ -n "$TEST_NGINX_REF_EMBED_JINA" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
     [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] && [ -n "$TEST_NGINX_REF_SCHEMA" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 

@@ -476,6 +476,25 @@ int main(void)
        err.msg);
     test_mutated(xpath);
     unlink(xpath);
+    /* jina-bert-v2 (ALiBi, a GELU-gated FFN; its vectors against llama.cpp: tests/parity/bert.t): hostile
+     * files, and ALiBi's slopes as the paper gives them: 2^-1 .. 2^-8 for eight heads; for twelve those eight
+     * then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5 (the odd ones of sixteen heads') */
+    char jpath[] = "/tmp/test_jinaXXXXXX";
+    fd = mkstemp(jpath);
+    close(fd);
+    ok(llm_model_generate("tiny-jina-bert", LLM_F32, 11, jpath, "../shared", &err) == 0,
+       "gen-model tiny-jina-bert: %s", err.msg);
+    test_mutated(jpath);
+    unlink(jpath);
+    llm_config ac = { .n_heads = 8, .alibi_max_bias = 8.0f };
+    int slopes_ok = 1;
+    for (int h = 0; h < 8; h++)
+        slopes_ok &= fabsf(llm_alibi_slope(&ac, h) - powf(2.0f, (float)-(h + 1))) < 1e-7f;
+    ac.n_heads = 12;
+    for (int h = 0; h < 12; h++)
+        slopes_ok &= fabsf(llm_alibi_slope(&ac, h) - powf(2.0f, h < 8 ? (float)-(h + 1) : -0.5f - (float)(h - 8))) <
+                     1e-7f;
+    ok(slopes_ok, "ALiBi slopes for 8 and 12 heads");
     /* the decoders stay decoders */
     llm_model *m = llm_model_load("../shared/models/stories260K/stories260K.gguf", NULL, &err);
     ok(m != NULL && !m->cfg.encoder, "a decoder is not an encoder");

@@ -125,6 +125,11 @@ static void att_worker(void *ctx, int ith, int nth)
             if (cap > 0.0f) /* Gemma 2's soft cap, on the scaled scores */
                 for (int i = lo; i <= hi; i++)
                     sc[i] = cap * tanhf(sc[i] / cap);
+            if (c->alibi_max_bias > 0.0f) { /* jina-bert-v2's ALiBi: the head's slope times the distance */
+                float slope = llm_alibi_slope(c, h0 + r / nt);
+                for (int i = lo; i <= hi; i++)
+                    sc[i] -= slope * (float)(i > q ? i - q : q - i);
+            }
             for (int i = from; i < lo; i++) /* before the window, in a block the tile reads */
                 sc[i] = -INFINITY;
             for (int i = hi + 1; i <= p; i++) /* after a symmetric window */

@@ -429,12 +429,38 @@ static void ffn_act(void *ctx, int ith, int nth)
         p->st->kern->gelu_erf(p->st->hb + (size_t)t * hd, p->bias, hd);
 }
 
+/* jina-bert-v2's gated FFN: hb = gelu(hb) * hb2 (the exact, erf GELU of its gate) over its rows. */
+static void ffn_geglu_erf(void *ctx, int ith, int nth)
+{
+    ffn_act_ctx *p = ctx;
+    int hd = p->st->m->cfg.hidden_dim;
+    for (int t = ith; t < p->n; t += nth) {
+        float *g = p->st->hb + (size_t)t * hd;
+        const float *u = p->st->hb2 + (size_t)t * hd;
+        for (int i = 0; i < hd; i++)
+            g[i] = cpu_gelu_erf1(g[i]) * u[i];
+    }
+}
+
 /* An encoder's FFN over the n rows of st->x, post-norm: BERT's up, GELU, down; nomic-bert's gate|up, SwiGLU,
- * down. */
+ * down; jina-bert-v2's gate|up, erf GELU of the gate times up, down. */
 static void encoder_ffn(cpu_state *st, int l, int n)
 {
     const llm_config *c = &st->m->cfg;
     const llm_layer *L = &st->m->layers[l];
+    if (L->w_gate.data != NULL && c->act == LLM_ACT_GELU_ERF) {
+        cpu_mm_out gu[2] = {
+            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },
+            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
+        };
+        ffn_act_ctx fa = { st, NULL, n };
+        cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .outs = gu, .n_outs = 2,
+                      .post = ffn_geglu_erf, .post_ctx = &fa };
+        cpu_matmul(st, &mf);
+        project_out_ln(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, c->hidden_dim, n, &L->ffn_norm,
+                       &L->b_down, &L->ffn_norm_b);
+        return;
+    }
     if (L->w_gate.data != NULL) {
         cpu_mm_out gu[2] = {
             { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },

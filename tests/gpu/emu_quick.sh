@@ -217,6 +217,11 @@ check "embeddinggemma-300m shape f16 (2 layers): tensor-core prefill attention" 
     tests/gpu/embed_check.sh "$B/llm-engine" "$W/eg300-f16.gguf" 1e-3 mean
 check "embeddinggemma-300m shape q8_0 (2 layers): mma.sync attention, quantised products" env LLM_CUDA_ATT_TC=2 \
     MIN_COS=0.9995 STEP=512 tests/gpu/embed_check.sh "$B/llm-engine" "$W/eg300-q8_0.gguf" 5e-3 mean
+# jina-bert-v2 (ALiBi positions, which the kernels do not add): refused, with a message
+"$B/llm-engine" gen-model --preset tiny-jina-bert --dtype f32 --out "$W/tiny-jina.gguf" >/dev/null 2>&1 || exit 1
+check "jina-bert-v2 refused by the CUDA backend with a message" bash -c "out=\$('$B/llm-engine' embed --model \
+    '$W/tiny-jina.gguf' --prompt hi --backend cuda 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -ne 0 ] &&
+    echo \"\$out\" | grep -q 'runs on --backend cpu only'"
 # XLM-RoBERTa (gen-model --preset tiny-xlm-r: one token type, a Unigram vocabulary): a pair as RoBERTa's ids
 # (<s> a </s></s> b </s>: no type 1 anywhere with one type row); measured 1.5e-7
 "$B/llm-engine" gen-model --preset tiny-xlm-r --dtype f32 --out "$W/tiny-xlm-r.gguf" >/dev/null 2>&1 || exit 1
