@@ -63,11 +63,13 @@ typedef struct {
     float         *out;         /* decode kernel with one split: the final output, written directly (no merge) */
     int            win;         /* sliding window (0: none): position p sees pos - win + 1 .. pos */
     float          cap;         /* soft cap of the scaled scores (0: none) */
+    float          alibi;       /* ALiBi's maximum bias (0: none; cu_att_plan) */
+    const int32_t *qpos;        /* ... and the tokens' own positions */
 } att_args;
 #ifdef CU_EMULATE
 static inline void cu_emu_arg_check(const att_args &a, int arg)
 {
-    cu_emu_check_dev_ptrs({ a.qkv, a.kc, a.vc, a.ksc, a.vsc, a.items, a.ws, a.out }, arg);
+    cu_emu_check_dev_ptrs({ a.qkv, a.kc, a.vc, a.ksc, a.vsc, a.items, a.ws, a.out, a.qpos }, arg);
     cu_emu_arg_check(a.ti, arg);
 }
 #endif
@@ -88,6 +90,20 @@ __device__ __forceinline__ bool att_sees(int p, int pos, int win)
 __device__ __forceinline__ float att_cap(float s, float cap)
 {
     return cap > 0.0f ? cap * tanhf(s / cap) : s;
+}
+
+/* A visible score s of position p for query head h of token t, less ALiBi's bias where the model has it
+ * (jina-bert-v2): the head's slope (llm_alibi_slope's) times the distance to the token's own position. */
+__device__ __forceinline__ float att_alibi(const att_args &a, float s, int p, int t, int h)
+{
+    if (a.alibi <= 0.0f)
+        return s;
+    int pw = 1;
+    while (pw * 2 <= a.n_heads)
+        pw *= 2;
+    float slope = h < pw ? exp2f(-a.alibi / (float)pw * (float)(h + 1))
+                         : exp2f(-a.alibi / (float)(2 * pw) * (float)(2 * (h - pw) + 1));
+    return s - slope * fabsf((float)(p - a.qpos[t]));
 }
 
 /* The first position any query of item `it` sees: its earliest token's window start (0 without a window).
@@ -188,7 +204,7 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(att_args a)
                 float dot = 0.0f;
                 for (int d = 0; d < hd; d++)
                     dot += qr[d] * kr[d];
-                s = att_cap(dot * a.scale, a.cap);
+                s = att_alibi(a, att_cap(dot * a.scale, a.cap), p, it.t0 + r / a.group, g * a.group + r % a.group);
             }
             sc[idx] = s;
         }
@@ -412,8 +428,10 @@ __global__ void __launch_bounds__(TC_THREADS) attention_tc_kernel(att_args a)
 #pragma unroll
             for (int u = 0; u < TC_KT / 32; u++) {
                 int j = lane + 32 * u, p = p0 + j;
-                s[u] = (p < p_end && att_sees(p, rpos[r], a.win)) ? att_cap(sc[(size_t)r * lds + j], a.cap)
-                                                                   : -INFINITY;
+                s[u] = (p < p_end && att_sees(p, rpos[r], a.win))
+                           ? att_alibi(a, att_cap(sc[(size_t)r * lds + j], a.cap), p, it.t0 + r / a.group,
+                                       g * a.group + r % a.group)
+                           : -INFINITY;
                 mt = fmaxf(mt, s[u]);
             }
 #pragma unroll
@@ -606,8 +624,14 @@ __global__ void __launch_bounds__(MA_THREADS) attention_mma_kernel(att_args a)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     int p = p0 + 8 * j + 2 * t + e;
-                    s[j][e] = p < p_end && att_sees(p, pos0, a.win) ? att_cap(s[j][e], a.cap) : -INFINITY;
-                    s[j][2 + e] = p < p_end && att_sees(p, pos1, a.win) ? att_cap(s[j][2 + e], a.cap) : -INFINITY;
+                    s[j][e] = p < p_end && att_sees(p, pos0, a.win)
+                                  ? att_alibi(a, att_cap(s[j][e], a.cap), p, it.t0 + r0 / a.group,
+                                              gk * a.group + r0 % a.group)
+                                  : -INFINITY;
+                    s[j][2 + e] = p < p_end && att_sees(p, pos1, a.win)
+                                      ? att_alibi(a, att_cap(s[j][2 + e], a.cap), p, it.t0 + r1 / a.group,
+                                                  gk * a.group + r1 % a.group)
+                                      : -INFINITY;
                     mt0 = fmaxf(mt0, s[j][e]);
                     mt1 = fmaxf(mt1, s[j][2 + e]);
                 }
@@ -847,7 +871,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
 #pragma unroll
                 for (int i = 0; i < DPL; i++)
                     s += q[g][i] * k[u][i];
-                s = att_cap(warp_allsum(s), a.cap);
+                s = att_alibi(a, att_cap(warp_allsum(s), a.cap), p0 + u * DEC_WARPS, t, g0 * G + g);
                 float mn = fmaxf(m[g], s);
                 float cr = expf(m[g] - mn); /* m = -inf (first position) gives 0 */
                 float pe = expf(s - mn);
@@ -1010,6 +1034,8 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
     a.scale = p->scale;
     a.win = p->window;
     a.cap = p->softcap;
+    a.alibi = p->alibi;
+    a.qpos = p->qpos;
     /* decode steps: the register kernel where the shape allows (LLM_CUDA_ATT_DECODE=0: never) */
     static int dec_env = -1;
     if (dec_env < 0) {

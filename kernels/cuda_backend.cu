@@ -26,11 +26,6 @@ static int check_model(const llm_model *m, llm_err *err)
     const llm_config *c = &m->cfg;
     if (llm_model_check(m, "cuda backend", err) != 0)
         return -1;
-    if (c->alibi_max_bias > 0.0f) { /* jina-bert-v2: no ALiBi bias (nor its gated GELU) in the kernels */
-        snprintf(err->msg, sizeof(err->msg), "cuda backend: %s (ALiBi positions) runs on --backend cpu only",
-                 m->arch);
-        return -1;
-    }
     if (c->n_expert > 0 && c->n_expert_used > 32) { /* cuda_moe_route: a lane per choice */
         snprintf(err->msg, sizeof(err->msg), "cuda backend: %d experts per token (at most 32 here; --backend cpu "
                  "takes more)", c->n_expert_used);
@@ -1076,6 +1071,8 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     plan->scale = llm_attn_scale(c);
     plan->window = 0; /* per layer: cuda_enqueue_step */
     plan->softcap = 0.0f;
+    plan->alibi = 0.0f; /* (the encoder's step sets it) */
+    plan->qpos = NULL;
     int n_items = 0, q_tile = 1, max_npos = 1;
     for (int i = 0; i < n; i++) {
         cu_att_item *cur = n_items > 0 ? &h_items[n_items - 1] : NULL;

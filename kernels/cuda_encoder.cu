@@ -115,6 +115,9 @@ int cuda_encoder_step(cu_state *st, const cu_step *sp, llm_err *err)
               sp->ti.pos, c->sep_id, c->n_types, st->embd_norm, st->embd_norm_b, c->norm_eps, st->x);
     if (cuda_stage_check(st, "embedding", -1, err))
         return -1;
+    cu_att_plan plan = sp->plan; /* jina-bert-v2: ALiBi from each token's own position */
+    plan.alibi = c->alibi_max_bias;
+    plan.qpos = sp->ti.pos;
     for (int l = 0; l < c->n_layers; l++) {
         const cu_layer *L = &st->layers[l];
         if (cuda_mm_set(st, &L->qkv, st->x, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
@@ -126,15 +129,15 @@ int cuda_encoder_step(cu_state *st, const cu_step *sp, llm_err *err)
                            (int)c->rope_layout, &st->kv, l, st->block_size, s);
         if (cuda_stage_check(st, "qkv + kv write", l, err))
             return -1;
-        cuda_attention(&sp->plan, sp->d_items, st->qkv, st->qkv_ld, &sp->ti_att, &st->kv, l, st->ws, st->att, n, s);
+        cuda_attention(&plan, sp->d_items, st->qkv, st->qkv_ld, &sp->ti_att, &st->kv, l, st->ws, st->att, n, s);
         if (cuda_stage_check(st, "attention", l, err) ||
             post_block(st, &L->wo, st->att, st->q_dim, L->bo, L->attn_norm, L->attn_norm_b, n, err) != 0 ||
             cuda_stage_check(st, "output projection + norm", l, err))
             return -1;
-        if (cu_has_mat(&st->m->layers[l].w_gate)) { /* nomic-bert: gate|up into gu, SwiGLU into h */
+        if (cu_has_mat(&st->m->layers[l].w_gate)) { /* nomic-bert: gate|up into gu, SwiGLU into h (jina: GELU) */
             if (cuda_mm_set(st, &L->gate_up, st->x, c->dim, st->gu, st->gu_ld, n, err) != 0)
                 return -1;
-            cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, 0, s);
+            cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, c->act == LLM_ACT_GELU_ERF ? 2 : 0, s);
         } else { /* BERT: up (gate_up's only matrix) into h, bias and GELU */
             if (cuda_matmul(&st->mm, &L->gate_up.m[0], st->x, c->dim, st->h, c->hidden_dim, n, 0, err->msg,
                             sizeof(err->msg)) != 0)

@@ -492,6 +492,10 @@ typedef struct {
      * (a sliding-window layer), and scores s (already scaled) become softcap * tanh(s / softcap) */
     int   window;
     float softcap;
+    /* ALiBi (jina-bert-v2; 0: none): head h's score of position p less llm_alibi_slope(h) * |p - qpos[t]|,
+     * qpos the tokens' own positions (an encoder's mask table holds its input's last) */
+    float alibi;
+    const int32_t *qpos;
 } cu_att_plan;
 
 /* Largest q_tile whose shared memory fits `smem_max` bytes (0 if none). */

@@ -15,6 +15,8 @@ static __device__ __forceinline__ float bf16_f(uint32_t h) { return __uint_as_fl
  * engine/common.h, computes it; the CPU's vector kernels use the equal g * sigmoid(2y), y the tanh's argument). */
 static __device__ __forceinline__ float cu_glu(float g, float u, int gelu)
 {
+    if (gelu == 2) /* jina-bert-v2's exact (erf) GELU */
+        return 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)) * u;
     if (gelu)
         return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
     return g / (1.0f + expf(-g)) * u;

@@ -13,8 +13,8 @@
 #     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64); Qwen 2 and
 #     Qwen 3 layers (biases, q/k norms) against the CPU; Gemma 3 and Gemma 2 (tiny presets: GeGLU, norms after
 #     attention and FFN, sliding window, soft caps) against the CPU; embeddings (tests/gpu/embed_check.sh)
-#     against the CPU, BERT encoders' too (tiny-bert, bge-small in F16 and Q8_0, nomic-embed, bge-m3 and
-#     EmbeddingGemma in F16);
+#     against the CPU, BERT encoders' too (tiny-bert, bge-small in F16 and Q8_0, nomic-embed, bge-m3,
+#     EmbeddingGemma and jina-v2-base in F16);
 #     mixtures of experts (tiny-qwen3moe F32, tiny-qwen2moe Q8_0) against the CPU; GGUF
 #     Q4_K files (llama.cpp's quantiser, made by prebuild.sh) as CU_Q4_M against the CPU.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
@@ -221,6 +221,10 @@ done
 "$B/llm-engine" gen-model --preset embeddinggemma-300m --dtype f16 --out "$WORK/eg300-f16.gguf" >/dev/null 2>&1 &&
     run embeddinggemma_f16 env STEP=512 MIN_COS=0.999 tests/gpu/embed_check.sh "$B/llm-engine" \
         "$WORK/eg300-f16.gguf" 2e-2 mean
+# jina-embeddings-v2-base's shape (ALiBi with twelve heads, a GELU-gated FFN; 12 layers of 768) in F16
+"$B/llm-engine" gen-model --preset jina-v2-base --dtype f16 --out "$WORK/jina-base-f16.gguf" >/dev/null 2>&1 &&
+    run jina_base_f16 env STEP=512 MIN_COS=0.999 tests/gpu/embed_check.sh "$B/llm-engine" \
+        "$WORK/jina-base-f16.gguf" 2e-2 mean
 
 # Memory errors and shared-memory races in the kernels (short runs: the tools slow kernels a lot).
 if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
