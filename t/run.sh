@@ -59,6 +59,10 @@ start_engine ngxtest_small --slots 2 --ctx 64 --delay-ms 40
 # The real engine: build/llm-engine serve, stopped (SIGTERM) by cleanup.
 LLM_ENGINE="$BUILD/llm-engine"
 [ -x "$LLM_ENGINE" ] || { echo "t/run.sh: $LLM_ENGINE missing (make BUILD=$BUILD engine)" >&2; exit 1; }
+gen_preset() { # model preset dtype seed: gen-model's preset written once (kept between runs)
+    [ -s "$1" ] || LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset "$2" --dtype "$3" --seed "$4" \
+        --out "$1" > /dev/null
+}
 start_real() { # name model [serve args...]
     name=$1
     model=$2
@@ -77,9 +81,7 @@ start_real() { # name model [serve args...]
 export TEST_NGINX_REAL_ENGINE="ngxreal$$"
 export TEST_NGINX_CANCEL_ENGINE="ngxcancel$$"
 export TEST_NGINX_CANCEL_MODEL="$BUILD/t/stories110m-q8_0.gguf"
-[ -s "$TEST_NGINX_CANCEL_MODEL" ] ||
-    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset stories110m --dtype q8_0 --seed 7 \
-        --out "$TEST_NGINX_CANCEL_MODEL" > /dev/null
+gen_preset "$TEST_NGINX_CANCEL_MODEL" stories110m q8_0 7
 # with n-gram speculation: every greedy answer below must still be `llm-engine generate`'s, token for token
 start_real "$TEST_NGINX_REAL_ENGINE" "$TEST_NGINX_SPM_MODEL" --spec-ngram 4
 start_real "$TEST_NGINX_CANCEL_ENGINE" "$TEST_NGINX_CANCEL_MODEL"
@@ -87,30 +89,22 @@ start_real "$TEST_NGINX_CANCEL_ENGINE" "$TEST_NGINX_CANCEL_MODEL"
 # Llama 3 format, and whose prompt stories260K's 512-token context cannot hold).
 export TEST_NGINX_LLAMA3_ENGINE="ngxllama3$$"
 export TEST_NGINX_LLAMA3_MODEL="$BUILD/t/tiny-llama3-q8_0.gguf"
-[ -s "$TEST_NGINX_LLAMA3_MODEL" ] ||
-    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-llama3 --dtype q8_0 --seed 3 \
-        --out "$TEST_NGINX_LLAMA3_MODEL" > /dev/null
+gen_preset "$TEST_NGINX_LLAMA3_MODEL" tiny-llama3 q8_0 3
 start_real "$TEST_NGINX_LLAMA3_ENGINE" "$TEST_NGINX_LLAMA3_MODEL" --kv-blocks 256
 # A tiny random BERT encoder (gen-model's tiny-bert: WordPiece vocabulary, mean pooling; t/096): embeddings only
 export TEST_NGINX_BERT_ENGINE="ngxbert$$"
 export TEST_NGINX_BERT_MODEL="$BUILD/t/tiny-bert-f32.gguf"
-[ -s "$TEST_NGINX_BERT_MODEL" ] ||
-    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-bert --dtype f32 --seed 5 \
-        --out "$TEST_NGINX_BERT_MODEL" > /dev/null
+gen_preset "$TEST_NGINX_BERT_MODEL" tiny-bert f32 5
 start_real "$TEST_NGINX_BERT_ENGINE" "$TEST_NGINX_BERT_MODEL"
 # ... a jina-bert-v2 encoder (tiny-jina-bert: ALiBi positions, a GELU-gated FFN; t/096)
 export TEST_NGINX_JINA_ENGINE="ngxjina$$"
 export TEST_NGINX_JINA_MODEL="$BUILD/t/tiny-jina-bert-f32.gguf"
-[ -s "$TEST_NGINX_JINA_MODEL" ] ||
-    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-jina-bert --dtype f32 --seed 5 \
-        --out "$TEST_NGINX_JINA_MODEL" > /dev/null
+gen_preset "$TEST_NGINX_JINA_MODEL" tiny-jina-bert f32 5
 start_real "$TEST_NGINX_JINA_ENGINE" "$TEST_NGINX_JINA_MODEL"
 # ... and a BERT cross-encoder (tiny-bert-rerank: a pooler and a one-output classifier on [CLS]; t/096's rerank)
 export TEST_NGINX_BERT_RR_ENGINE="ngxbertrr$$"
 export TEST_NGINX_BERT_RR_MODEL="$BUILD/t/tiny-bert-rerank-f32.gguf"
-[ -s "$TEST_NGINX_BERT_RR_MODEL" ] ||
-    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-bert-rerank --dtype f32 --seed 13 \
-        --out "$TEST_NGINX_BERT_RR_MODEL" > /dev/null
+gen_preset "$TEST_NGINX_BERT_RR_MODEL" tiny-bert-rerank f32 13
 start_real "$TEST_NGINX_BERT_RR_ENGINE" "$TEST_NGINX_BERT_RR_MODEL"
 # ... and an XLM-RoBERTa cross-encoder (tiny-xlm-r-rerank: a Unigram vocabulary, each document paired as
 # <s> query </s></s> document </s>): $TEST_NGINX_XLMR_RR_RE ranks the documents by the logits `llm-engine embed
@@ -118,9 +112,7 @@ start_real "$TEST_NGINX_BERT_RR_ENGINE" "$TEST_NGINX_BERT_RR_MODEL"
 # relevance_score their sigmoid within 1e-3
 export TEST_NGINX_XLMR_RR_ENGINE="ngxxlmrrr$$"
 export TEST_NGINX_XLMR_RR_MODEL="$BUILD/t/tiny-xlm-r-rerank-f32.gguf"
-[ -s "$TEST_NGINX_XLMR_RR_MODEL" ] ||
-    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-xlm-r-rerank --dtype f32 --seed 13 \
-        --out "$TEST_NGINX_XLMR_RR_MODEL" > /dev/null
+gen_preset "$TEST_NGINX_XLMR_RR_MODEL" tiny-xlm-r-rerank f32 13
 TEST_NGINX_XLMR_RR_RE=$(printf 'a cat sat on the mat\nthe sun is hot\ncats and dogs \342\221\240\357\274\201\n' |
     "$LLM_ENGINE" embed --model "$TEST_NGINX_XLMR_RR_MODEL" --query 'a cat' --input-file /dev/stdin 2> /dev/null |
     python3 -c '
@@ -136,9 +128,7 @@ start_real "$TEST_NGINX_XLMR_RR_ENGINE" "$TEST_NGINX_XLMR_RR_MODEL"
 # mean pooling, Dense modules; t/097)
 export TEST_NGINX_EG_ENGINE="ngxeg$$"
 export TEST_NGINX_EG_MODEL="$BUILD/t/tiny-embeddinggemma-f32.gguf"
-[ -s "$TEST_NGINX_EG_MODEL" ] ||
-    LLM_SHARED_DIR="$SHARED" "$LLM_ENGINE" gen-model --preset tiny-embeddinggemma --dtype f32 --seed 3 \
-        --out "$TEST_NGINX_EG_MODEL" > /dev/null
+gen_preset "$TEST_NGINX_EG_MODEL" tiny-embeddinggemma f32 3
 start_real "$TEST_NGINX_EG_ENGINE" "$TEST_NGINX_EG_MODEL"
 # ... and a Hugging Face BertForSequenceClassification directory (tests/parity/make_hf_bert.py, which also
 # computes its scores in pure Python: $TEST_NGINX_HF_RR_RE accepts each within 2e-3, in ranked order)
