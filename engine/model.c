@@ -336,8 +336,8 @@ int llm_model_validate(llm_model *m, llm_err *err)
         (!c->encoder && check_tensor(m, &m->out_norm, "output norm", c->dim, 1, 1, err)) ||
         check_tensor(m, &m->output, "output (classifier)", c->dim, c->vocab_size, 0, err))
         return -1;
-    /* an encoder's positions: learned rows (BERT), or rope on every layer (nomic-bert) */
-    int enc_rope = c->encoder && m->pos_embd.data == NULL && c->alibi_max_bias == 0.0f; /* (jina: ALiBi) */
+    /* an encoder's positions: learned rows (BERT), rope on every layer (nomic-bert), or ALiBi (jina-bert-v2) */
+    int enc_rope = c->encoder && m->pos_embd.data == NULL && c->alibi_max_bias == 0.0f;
     for (int l = 0; enc_rope && m->layers != NULL && l < c->n_layers; l++)
         if (m->layers[l].nope) {
             llm_seterr(err, "%s: an encoder without position embeddings must rotate every layer (layer %d does not)",
@@ -346,7 +346,7 @@ int llm_model_validate(llm_model *m, llm_err *err)
         }
     if (c->encoder &&
         (c->n_types < 1 || c->n_types > 1024 || c->n_expert != 0 || c->seq_len > (1 << 20) ||
-         (!enc_rope && c->alibi_max_bias == 0.0f &&
+         (m->pos_embd.data != NULL &&
           check_tensor(m, &m->pos_embd, "position embedding", c->dim, c->seq_len, 0, err)) ||
          check_tensor(m, &m->type_embd, "token type embedding", c->dim, c->n_types, 0, err) ||
          check_tensor(m, &m->embd_norm, "embedding norm", c->dim, 1, 1, err) ||

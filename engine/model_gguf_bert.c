@@ -50,11 +50,10 @@ static int take_layer(llm_model *m, int l, llm_layer *L, int kind, llm_err *err)
         if (i < 6 && llm_gguf_take_vec(m, n, b[i], !nomic && !(jina && i == 4), err) != 0)
             return -1;
     }
-    static const char *const foreign[3][3] = { { "ffn_gate.weight", "ffn_gate.weight", "ffn_gate.weight" },
-                                               { "attn_qkv.bias", "attn_qkv.bias", "attn_qkv.bias" },
+    static const char *const foreign[3][3] = { { "ffn_gate.weight" }, { "attn_qkv.bias" },
                                                { "attn_q_norm.weight", "attn_k_norm.weight", "attn_norm_2.weight" } };
-    for (int i = 0; i < 3; i++) { /* (jina-bert's GLU in a bert file; a nomic file with q/k/v biases; jina's
-                                   * variants with q / k norms or a second attention norm) */
+    for (int i = 0; i < 3 && foreign[kind][i] != NULL; i++) { /* (jina-bert's GLU in a bert file; a nomic file
+                                   * with q/k/v biases; jina's variants with q / k norms or a second attention norm) */
         snprintf(n, sizeof(n), "blk.%d.%s", l, foreign[kind][i]);
         if (gguf_find_tensor(m->gguf, n) != NULL) {
             llm_seterr(err, "%s: tensor %s is not supported in %s", m->path, n, m->arch);

@@ -10,6 +10,7 @@
  * so its bits do not depend on the tiling or the grouping. */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend_util.h"
@@ -128,7 +129,7 @@ static void att_worker(void *ctx, int ith, int nth)
             if (c->alibi_max_bias > 0.0f) { /* jina-bert-v2's ALiBi: the head's slope times the distance */
                 float slope = llm_alibi_slope(c, h0 + r / nt);
                 for (int i = lo; i <= hi; i++)
-                    sc[i] -= slope * (float)(i > q ? i - q : q - i);
+                    sc[i] -= slope * (float)abs(i - q);
             }
             for (int i = from; i < lo; i++) /* before the window, in a block the tile reads */
                 sc[i] = -INFINITY;

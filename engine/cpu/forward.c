@@ -448,25 +448,16 @@ static void encoder_ffn(cpu_state *st, int l, int n)
 {
     const llm_config *c = &st->m->cfg;
     const llm_layer *L = &st->m->layers[l];
-    if (L->w_gate.data != NULL && c->act == LLM_ACT_GELU_ERF) {
-        cpu_mm_out gu[2] = {
-            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },
-            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
-        };
-        ffn_act_ctx fa = { st, NULL, n };
-        cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .outs = gu, .n_outs = 2,
-                      .post = ffn_geglu_erf, .post_ctx = &fa };
-        cpu_matmul(st, &mf);
-        project_out_ln(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, c->hidden_dim, n, &L->ffn_norm,
-                       &L->b_down, &L->ffn_norm_b);
-        return;
-    }
     if (L->w_gate.data != NULL) {
         cpu_mm_out gu[2] = {
             { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },
             { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
         };
-        cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .outs = gu, .n_outs = 2, .swiglu = 1 };
+        /* SwiGLU fused into the product's chunks; jina's erf gate in its post step */
+        int erf = c->act == LLM_ACT_GELU_ERF;
+        ffn_act_ctx fa = { st, NULL, n };
+        cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .outs = gu, .n_outs = 2,
+                      .swiglu = !erf, .post = erf ? ffn_geglu_erf : NULL, .post_ctx = erf ? &fa : NULL };
         cpu_matmul(st, &mf);
         project_out_ln(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, c->hidden_dim, n, &L->ffn_norm,
                        &L->b_down, &L->ffn_norm_b);
