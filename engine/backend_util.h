@@ -266,11 +266,14 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
         return llm_encoder_check(m, who, err);
     if (llm_tensor_check(&m->tok_embd, "token_embd", -1, c->dim, c->vocab_size, 0, who, err) ||
         llm_tensor_check(&m->out_norm, "output_norm", -1, c->dim, 1, 1, who, err) ||
-        llm_tensor_check(llm_classifier(m), "output", -1, c->dim, c->vocab_size, 0, who, err))
+        llm_tensor_check(llm_classifier(m), "output", -1, c->dim, c->vocab_size, 0, who, err) ||
+        (c->layer_norm && llm_tensor_check(&m->embd_norm, "token_embd_norm", -1, c->dim, 1, 1, who, err)))
         return -1;
     for (int l = 0; l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
-        if (llm_tensor_check(&L->attn_norm, "attn_norm", l, c->dim, 1, 1, who, err) ||
+        /* (ModernBERT's first layer has no attention norm) */
+        int attn_norm = !(c->layer_norm && l == 0 && L->attn_norm.data == NULL);
+        if ((attn_norm && llm_tensor_check(&L->attn_norm, "attn_norm", l, c->dim, 1, 1, who, err)) ||
             llm_tensor_check(&L->wq, "attn_q", l, c->dim, qd, 0, who, err) ||
             llm_tensor_check(&L->wk, "attn_k", l, c->dim, kvd, 0, who, err) ||
             llm_tensor_check(&L->wv, "attn_v", l, c->dim, kvd, 0, who, err) ||
@@ -319,7 +322,8 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
              llm_tensor_check(&L->post_ffn_norm, "post_ffw_norm", l, c->dim, 1, 1, who, err)))
             return -1;
     }
-    if ((c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH) || c->swa_window < 0) {
+    if ((c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH && !(c->act == LLM_ACT_GELU_ERF && c->layer_norm)) ||
+        c->swa_window < 0) {
         snprintf(err->msg, sizeof(err->msg), "%s: unknown activation %d or window %d", who, c->act, c->swa_window);
         return -1;
     }

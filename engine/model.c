@@ -266,7 +266,7 @@ int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
                                       "gemma-embedding", "phi3", "smollm3", "granite", "bert", "nomic-bert",
-                                      "jina-bert-v2" };
+                                      "jina-bert-v2", "modern-bert" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
             return 1;
@@ -355,6 +355,12 @@ int llm_model_validate(llm_model *m, llm_err *err)
             llm_seterr(err, "%s: bad encoder: %d token types, %d experts", m->path, c->n_types, c->n_expert);
         return -1;
     }
+    /* ModernBERT: the embedding's LayerNorm (no bias), on the decoder's path */
+    if (c->layer_norm && (c->encoder || check_tensor(m, &m->embd_norm, "embedding norm", c->dim, 1, 1, err))) {
+        if (err->msg[0] == '\0')
+            llm_seterr(err, "%s: LayerNorms without a bias are a pre-norm model's (not an encoder's)", m->path);
+        return -1;
+    }
     if (m->layers == NULL) {
         llm_seterr(err, "%s: no layers", m->path);
         return -1;
@@ -365,6 +371,8 @@ int llm_model_validate(llm_model *m, llm_err *err)
         wb += (m->pos_embd.data == NULL ? 0 : tensor_bytes(&m->pos_embd)) + tensor_bytes(&m->type_embd) +
               tensor_bytes(&m->embd_norm) +
               tensor_bytes(&m->embd_norm_b);
+    else if (c->layer_norm)
+        wb += tensor_bytes(&m->embd_norm);
     for (int l = 0; l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
         char w[64];
@@ -372,7 +380,10 @@ int llm_model_validate(llm_model *m, llm_err *err)
         snprintf(w, sizeof(w), "layer %d " #field, l);                         \
         if (check_tensor(m, &L->field, w, a, b, norm, err)) return -1;         \
         wb += tensor_bytes(&L->field);
-        CHK(attn_norm, c->dim, 1, 1)
+        if (c->layer_norm && l == 0 && L->attn_norm.data == NULL) { /* ModernBERT's first layer has none */
+        } else {
+            CHK(attn_norm, c->dim, 1, 1)
+        }
         CHK(wq, c->dim, q, 0)
         CHK(wk, c->dim, kv, 0)
         CHK(wv, c->dim, kv, 0)
@@ -446,7 +457,7 @@ int llm_model_validate(llm_model *m, llm_err *err)
     }
     m->weight_bytes = wb;
     if ((c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH && c->act != LLM_ACT_GELU_ERF) ||
-        (c->act == LLM_ACT_GELU_ERF && !c->encoder)) {
+        (c->act == LLM_ACT_GELU_ERF && !c->encoder && !c->layer_norm)) {
         llm_seterr(err, "%s: unknown activation %d", m->path, c->act);
         return -1;
     }
@@ -628,11 +639,15 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     if (m->dense_up != NULL)
         fprintf(f, "after pooling: Dense %d -> %d -> %d (sentence-transformers' dense_2, dense_3)\n", c->dim,
                 m->dense_n, c->dim);
-    if (c->act == LLM_ACT_GELU_TANH || c->embd_scale > 0.0f || c->attn_scale > 0.0f) {
+    if (c->layer_norm)
+        fprintf(f, "norms: LayerNorm without bias (the embedding's, each layer's%s, the final one)\n",
+                m->layers != NULL && m->layers[0].attn_norm.data == NULL ? " but layer 0's attention norm" : "");
+    if (c->act != LLM_ACT_SILU || c->embd_scale > 0.0f || c->attn_scale > 0.0f || c->layer_norm) {
         int n_swa = 0;
         for (int l = 0; m->layers != NULL && l < c->n_layers; l++)
             n_swa += m->layers[l].swa;
-        fprintf(f, "ffn %s, embedding scale %g, attention scale %g", c->act == LLM_ACT_GELU_TANH ? "geglu" : "swiglu",
+        fprintf(f, "ffn %s, embedding scale %g, attention scale %g",
+                c->act == LLM_ACT_GELU_TANH ? "geglu" : c->act == LLM_ACT_GELU_ERF ? "geglu (exact erf gelu)" : "swiglu",
                 (double)c->embd_scale, (double)llm_attn_scale(c));
         if (n_swa > 0)
             fprintf(f, ", sliding window %d on %d of %d layers (rope theta there %g)", c->swa_window, n_swa,

@@ -100,11 +100,15 @@ typedef struct {
     float alibi_max_bias;
     int   sep_id;          /* encoder: [SEP]; the tokens after an input's first one are type 1 (a pair's second
                             * text: a cross-encoder's document), as BERT's tokenizer marks them; -1: none */
+    /* ModernBERT (GGUF "modern-bert"; 0 for the others): the pre-norm layers' norms (attn_norm, ffn_norm,
+     * out_norm, and the embedding's embd_norm) are LayerNorms without a bias, (x - mean) / sd * w, not
+     * RMSNorms; a layer without attn_norm (its first) reads the residual as it is. */
+    int   layer_norm;
 } llm_config;
 
 #define LLM_MAX_EXPERTS 256
 
-enum { LLM_ACT_SILU = 0, LLM_ACT_GELU_TANH = 1, LLM_ACT_GELU_ERF = 2 /* an encoder's gated FFN (jina-bert-v2) */ };
+enum { LLM_ACT_SILU = 0, LLM_ACT_GELU_TANH = 1, LLM_ACT_GELU_ERF = 2 /* jina-bert-v2's and ModernBERT's gate */ };
 
 /* ALiBi's slope of head h (llm_config.alibi_max_bias): for n heads and p the largest power of two <= n,
  * 2^(-b/p)^(h+1) for the first p heads, then 2^(-b/2p)^(2(h-p)+1) (the odd powers of the slopes of 2p
@@ -180,7 +184,8 @@ typedef struct llm_model {
     llm_tensor  output;             /* [vocab x dim]; same as tok_embd when tied */
     llm_layer  *layers;             /* n_layers */
     /* Encoder (cfg.encoder): learned positions [seq_len x dim] and token types [n_types x dim] (any dtype),
-     * the embedding's LayerNorm (F32 weight and bias); out_norm is then absent. */
+     * the embedding's LayerNorm (F32 weight and bias); out_norm is then absent. ModernBERT (cfg.layer_norm):
+     * embd_norm only (no bias), and out_norm. */
     llm_tensor  pos_embd, type_embd, embd_norm, embd_norm_b;
     int         pos_offset;         /* HF RoBERTa: position rows before the first position (padding_idx + 1) */
     /* Per-frequency divisors from GGUF rope_freqs.weight (head_dim/2 floats), or NULL. */

@@ -367,6 +367,80 @@ out:
     return rc;
 }
 
+/* ModernBERT shapes (GGUF "modern-bert", as llama.cpp's converter writes it): Llama 3's vocabulary (instead of
+ * OLMo's 50,368) with ModernBERT's pre-tokenizer name, [CLS] and [SEP] as its BOS and EOS, both added; a
+ * global layer every third (0, 3, ...), the others in a symmetric window; mean pooling. */
+typedef struct {
+    const char *name;
+    int dim, hidden, layers, heads, ctx, window;
+    float sd; /* the matrices' spread (0: 1/sqrt(K)) */
+} modernbert_preset;
+
+static const modernbert_preset modernbert_presets[] = {
+    { "tiny-modernbert", 64, 128, 6, 4, 512, 16, 0.125f }, /* a window of 8 each side, so that inputs reach past it */
+    { "modernbert-base", 768, 1152, 22, 12, 8192, 128, 0 },  /* ModernBERT-base: modernbert-embed-base, gte-modernbert */
+    { "modernbert-large", 1024, 2624, 28, 16, 8192, 128, 0 },
+};
+
+static int generate_modern_bert(const modernbert_preset *p, llm_dtype dtype, uint64_t seed, int n_layers,
+                                const char *out_path, const char *shared_dir, llm_err *err)
+{
+    int layers = n_layers > 0 ? n_layers : p->layers, k = 0, rc = -1;
+    gen *g = calloc((size_t)(6 * layers + 4), sizeof(gen));
+    gguf_writer *w = gguf_writer_new();
+    if (g == NULL || w == NULL) {
+        llm_seterr(err, "out of memory");
+        goto out;
+    }
+    const char *arch = "modern-bert";
+    char name[64], path[1024], key[96];
+    snprintf(name, sizeof(name), "random %s", p->name);
+#define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, arch), key)
+    gguf_w_str(w, "general.architecture", arch);
+    gguf_w_str(w, "general.name", name);
+    gguf_w_u32(w, KEY("context_length"), (uint32_t)p->ctx);
+    gguf_w_u32(w, KEY("embedding_length"), (uint32_t)p->dim);
+    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)p->hidden);
+    gguf_w_u32(w, KEY("block_count"), (uint32_t)layers);
+    gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)p->heads);
+    gguf_w_u32(w, KEY("attention.head_count_kv"), (uint32_t)p->heads);
+    gguf_w_f32(w, KEY("attention.layer_norm_epsilon"), 1e-5f);
+    gguf_w_bool(w, KEY("attention.causal"), 0);
+    gguf_w_u32(w, KEY("pooling_type"), LLM_POOL_MEAN);
+    gguf_w_f32(w, KEY("rope.freq_base"), 160000.0f);
+    gguf_w_f32(w, KEY("rope.freq_base_swa"), 10000.0f);
+    gguf_w_u32(w, KEY("attention.sliding_window"), (uint32_t)p->window);
+    gguf_w_u32(w, KEY("attention.sliding_window_pattern"), 3);
+    gguf_w_str(w, KEY("rope.scaling.type"), "none");
+#undef KEY
+    snprintf(path, sizeof(path), "%s/tokenizers/llama3/tokenizer.json", shared_dir);
+    if (llm_gguf_w_bpe_from_hf(w, path, "modern-bert", err) != 0)
+        goto out;
+    float sd = p->sd > 0 ? p->sd : 1.0f / sqrtf((float)p->dim), sdd = p->sd > 0 ? p->sd : 1.0f / sqrtf((float)p->hidden);
+    ADD("token_embd.weight", p->dim, 128256, 0.0f, 1.0f);
+    ADD("token_embd_norm.weight", p->dim, 1, 1.0f, 0.05f);
+    for (int l = 0; l < layers; l++) {
+        char n[64];
+#define T(suffix, ne0, ne1, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
+        ADD(n, ne0, ne1, mean_, sd_);
+        if (l > 0) { /* (ModernBERT's first layer reads the normed embedding as it is) */
+            T("attn_norm", p->dim, 1, 1.0f, 0.05f)
+        }
+        T("attn_qkv", p->dim, 3 * p->dim, 0.0f, sd)
+        T("attn_output", p->dim, p->dim, 0.0f, sd)
+        T("ffn_norm", p->dim, 1, 1.0f, 0.05f)
+        T("ffn_up", p->dim, 2 * p->hidden, 0.0f, sd)
+        T("ffn_down", p->hidden, p->dim, 0.0f, sdd)
+#undef T
+    }
+    ADD("output_norm.weight", p->dim, 1, 1.0f, 0.05f);
+    rc = gguf_writer_write(w, out_path, err);
+out:
+    free(g);
+    gguf_writer_free(w);
+    return rc;
+}
+
 int llm_model_generate(const char *name, llm_dtype dtype, uint64_t seed, const char *out_path,
                        const char *shared_dir, llm_err *err)
 {
@@ -385,6 +459,14 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             }
             return generate_bert(&bert_presets[i], dtype, seed, n_layers, out_path, shared_dir, err);
         }
+    for (size_t i = 0; i < sizeof(modernbert_presets) / sizeof(modernbert_presets[0]); i++)
+        if (strcmp(modernbert_presets[i].name, name) == 0) {
+            if ((!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) || n_layers < 0 || n_layers > 4096) {
+                llm_seterr(err, "unsupported dtype %d or layer count %d", (int)dtype, n_layers);
+                return -1;
+            }
+            return generate_modern_bert(&modernbert_presets[i], dtype, seed, n_layers, out_path, shared_dir, err);
+        }
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
         if (strcmp(presets[i].name, name) == 0)
             p = &presets[i];
@@ -395,7 +477,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
-                   "jina-v2-base)", name);
+                   "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);
         return -1;
     }
     if (!llm_dtype_valid(dtype) && !gguf_kq_written((uint32_t)dtype)) {

@@ -604,13 +604,15 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, gemma-embedding, phi3, smollm3, granite, bert, nomic-bert, jina-bert-v2)", m->path, arch);
+                   "gemma3, gemma-embedding, phi3, smollm3, granite, bert, nomic-bert, jina-bert-v2, modern-bert)", m->path, arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
     if (strcmp(arch, "bert") == 0 || strcmp(arch, "nomic-bert") == 0 || strcmp(arch, "jina-bert-v2") == 0)
         /* encoders (model_gguf_bert.c) */
         return llm_gguf_load_bert(m, err);
+    if (strcmp(arch, "modern-bert") == 0)
+        return llm_gguf_load_modern_bert(m, err);
     /* EmbeddingGemma: Gemma 3's layers without the causal mask (a symmetric window), then Dense modules */
     int gemma_embd = strcmp(arch, "gemma-embedding") == 0;
     int qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0;

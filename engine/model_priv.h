@@ -38,6 +38,8 @@ int llm_gguf_take_fused(llm_model *m, int l, const char *suffix, const int64_t *
                         llm_err *err);
 /* The rest of a "bert" or "nomic-bert" GGUF's loading (model_gguf_bert.c), after general.architecture. */
 int llm_gguf_load_bert(llm_model *m, llm_err *err);
+/* ... and of a "modern-bert" GGUF's (model_gguf_modernbert.c). */
+int llm_gguf_load_modern_bert(llm_model *m, llm_err *err);
 
 /* Hugging Face directory loading steps shared by model_hf.c and model_hf_bert.c: a config.json integer (def
  * when absent and not required; a list: its first) or float, a safetensors tensor as an llm_tensor ([out, in]

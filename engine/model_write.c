@@ -463,6 +463,35 @@ static void add_bert(gguf_writer *w, conv_list *l, const llm_model *m, llm_dtype
     }
 }
 
+/* ModernBERT's keys (its norms' epsilon, the window's pattern, the activation) beside llm_gguf_w_meta's: the
+ * windowed layers must be all but every N-th (0, N, 2N, ...), as the format says them. */
+static int modern_bert_keys(gguf_writer *w, const llm_model *m, const char *path, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    int pattern = c->n_layers;
+    for (int l = 1; l < c->n_layers; l++)
+        if (!m->layers[l].swa) {
+            pattern = l;
+            break;
+        }
+    for (int l = 0; c->swa_window > 0 && l < c->n_layers; l++)
+        if (m->layers[l].swa != (l % pattern != 0)) {
+            llm_seterr(err, "%s: the windowed layers are not all but every N-th one: not a modern-bert file", path);
+            return -1;
+        }
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof(key), "modern-bert." suffix), key)
+    gguf_w_f32(w, KEY("attention.layer_norm_epsilon"), c->norm_eps);
+    gguf_w_bool(w, KEY("attention.causal"), 0);
+    if (c->swa_window > 0)
+        gguf_w_u32(w, KEY("attention.sliding_window_pattern"), (uint32_t)pattern);
+    gguf_w_str(w, KEY("hidden_activation"), c->act == LLM_ACT_GELU_ERF    ? "gelu"
+                                            : c->act == LLM_ACT_GELU_TANH ? "gelu_pytorch_tanh"
+                                                                          : "silu");
+#undef KEY
+    return 0;
+}
+
 int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, llm_err *err)
 {
     const llm_config *c = &m->cfg;
@@ -499,6 +528,13 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
             goto out;
         goto write;
     }
+    int modern = c->layer_norm; /* ModernBERT: its keys, its embedding's norm, fused tensors as Phi 3's */
+    if (modern && strcmp(m->arch, "modern-bert") != 0) {
+        llm_seterr(err, "%s: LayerNorms without a bias are modern-bert's (not %s's)", path, m->arch);
+        goto out;
+    }
+    if (modern && modern_bert_keys(w, m, path, err) != 0)
+        goto out;
     if (c->bidirectional || m->dense_up != NULL) { /* EmbeddingGemma: its local rope base and Dense modules */
         char key[96];
         snprintf(key, sizeof(key), "%s.rope.freq_base_swa", m->arch);
@@ -536,8 +572,11 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         llm_seterr(err, "%s: a %s model rotates halves; this one rotates pairs", path, m->arch);
         goto out;
     }
-    int perm = llama && c->rope_layout == LLM_ROPE_HALF ? 1 : 0, hd = c->head_dim, phi3 = strcmp(m->arch, "phi3") == 0;
+    int perm = llama && c->rope_layout == LLM_ROPE_HALF ? 1 : 0, hd = c->head_dim;
+    int phi3 = strcmp(m->arch, "phi3") == 0 || modern;
     add_mat(w, &l, "token_embd.weight", &m->tok_embd, dtype, 0, hd);
+    if (modern)
+        add_vec(w, &l, "token_embd_norm.weight", &m->embd_norm, 0, hd);
     add_mat(w, &l, "output_norm.weight", &m->out_norm, dtype, 0, hd);
     if (!c->tied_embeddings && m->n_cls == 0) /* (a reranker's conversion leaves its head out: cls.output) */
         add_mat(w, &l, "output.weight", &m->output, dtype, 0, hd);
@@ -561,8 +600,10 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         char n[64];
 #define M(suffix, field, p) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", i); \
         add_mat(w, &l, n, &L->field, dtype, p, hd);
-        M("attn_norm", attn_norm, 0)
-        if (phi3) { /* as llama.cpp's converter writes Phi 3: q|k|v and gate|up fused */
+        if (L->attn_norm.data != NULL) { /* (ModernBERT's first layer has none) */
+            M("attn_norm", attn_norm, 0)
+        }
+        if (phi3) { /* as llama.cpp's converter writes Phi 3 (and ModernBERT): q|k|v and gate|up fused */
             const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
             snprintf(n, sizeof(n), "blk.%d.attn_qkv.weight", i);
             add_fused(w, &l, n, qkv, 3, dtype, partial, hd);

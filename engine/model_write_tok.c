@@ -500,8 +500,12 @@ int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const cha
         gguf_w_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
     if (eos >= 0)
         gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
+    /* ModernBERT's converter: BOS and EOS as [CLS] and [SEP], both added */
+    int sep = strcmp(pre, "modern-bert") == 0;
+    if (sep && eos >= 0)
+        gguf_w_u32(w, "tokenizer.ggml.seperator_token_id", (uint32_t)eos);
     gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
-    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", sep);
     const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
     if (cJSON_IsString(tmpl))
         gguf_w_str(w, "tokenizer.chat_template", tmpl->valuestring);

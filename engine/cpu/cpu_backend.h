@@ -102,16 +102,19 @@ typedef struct {
     const float *norm;     /* if set: first x -> xn = rmsnorm(x) * norm (xn rows, K floats apart) */
     float *xn;
     float eps;
+    int layer_norm;        /* with norm: LayerNorm without a bias instead of rmsnorm (ModernBERT) */
     const cpu_mm_out *outs;
     int n_outs;
     int swiglu;            /* outs = {gate, up} pairs: afterwards gate <- silu(gate) * up */
-    int gelu;              /* with swiglu: gelu_tanh(gate) * up instead (GeGLU) */
+    int gelu;              /* with swiglu: gelu(gate) * up instead (GeGLU): LLM_ACT_GELU_TANH or _ERF (model.h) */
     /* runs after all rows are done (after a barrier), on every thread */
     void (*post)(void *ctx, int ith, int nth);
     void *post_ctx;
 } cpu_mm;
 
 void cpu_matmul(cpu_state *st, const cpu_mm *mm);
+/* x = LayerNorm(x) * w + b over n floats (b NULL: no bias), mean and variance summed in double. */
+void cpu_layer_norm(float *x, int n, const float *w, const float *b, float eps);
 
 /* ---- repack.c ---- */
 #define CPU_PK_MAX 256 /* matrices packed per parallel pass */

@@ -313,22 +313,6 @@ static void qkv_post(void *ctx, int ith, int nth)
     }
 }
 
-/* x = LayerNorm(x) * w + b over n floats (BERT's), mean and variance summed in double. */
-static void layer_norm(float *x, int n, const float *w, const float *b, float eps)
-{
-    double sum = 0.0, sq = 0.0;
-    for (int i = 0; i < n; i++)
-        sum += x[i];
-    float mean = (float)(sum / n);
-    for (int i = 0; i < n; i++) {
-        float d = x[i] - mean;
-        sq += (double)d * d;
-    }
-    float r = 1.0f / sqrtf((float)(sq / n) + eps);
-    for (int i = 0; i < n; i++)
-        x[i] = (x[i] - mean) * r * w[i] + b[i];
-}
-
 /* Gemma 2 / 3's norm after attention and after the FFN: x += rmsnorm(y) * w, or Granite's scaled residual:
  * x += y * s, or an encoder's post-norm block: x = LayerNorm(x + y + bias) * w + ln_b; y the block's output
  * (tokens split over threads, after the projection's barrier). */
@@ -355,7 +339,7 @@ static void post_norm_add(void *ctx, int ith, int nth)
             else /* (nomic-bert: no biases) */
                 for (int i = 0; i < dim; i++)
                     x[i] += y[i];
-            layer_norm(x, dim, p->w, p->ln_b, st->m->cfg.norm_eps);
+            cpu_layer_norm(x, dim, p->w, p->ln_b, st->m->cfg.norm_eps);
             continue;
         }
         if (p->w == NULL) {
@@ -411,7 +395,7 @@ static void encoder_embed(cpu_state *st, const llm_batch *b, int t, int type, fl
         for (int i = 0; i < dim; i++)
             x[i] += tmp[i];
     }
-    layer_norm(x, dim, m->embd_norm.data, m->embd_norm_b.data, m->cfg.norm_eps);
+    cpu_layer_norm(x, dim, m->embd_norm.data, m->embd_norm_b.data, m->cfg.norm_eps);
 }
 
 /* An encoder's FFN activation: h = gelu(h + b_up) over its rows (BERT's exact, erf GELU; kernels.h). */
@@ -429,19 +413,6 @@ static void ffn_act(void *ctx, int ith, int nth)
         p->st->kern->gelu_erf(p->st->hb + (size_t)t * hd, p->bias, hd);
 }
 
-/* jina-bert-v2's gated FFN: hb = gelu(hb) * hb2 (the exact, erf GELU of its gate) over its rows. */
-static void ffn_geglu_erf(void *ctx, int ith, int nth)
-{
-    ffn_act_ctx *p = ctx;
-    int hd = p->st->m->cfg.hidden_dim;
-    for (int t = ith; t < p->n; t += nth) {
-        float *g = p->st->hb + (size_t)t * hd;
-        const float *u = p->st->hb2 + (size_t)t * hd;
-        for (int i = 0; i < hd; i++)
-            g[i] = cpu_gelu_erf1(g[i]) * u[i];
-    }
-}
-
 /* An encoder's FFN over the n rows of st->x, post-norm: BERT's up, GELU, down; nomic-bert's gate|up, SwiGLU,
  * down; jina-bert-v2's gate|up, erf GELU of the gate times up, down. */
 static void encoder_ffn(cpu_state *st, int l, int n)
@@ -453,11 +424,9 @@ static void encoder_ffn(cpu_state *st, int l, int n)
             { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },
             { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
         };
-        /* SwiGLU fused into the product's chunks; jina's erf gate in its post step */
-        int erf = c->act == LLM_ACT_GELU_ERF;
-        ffn_act_ctx fa = { st, NULL, n };
+        /* SwiGLU (jina's erf GELU gate) fused into the product's chunks */
         cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .outs = gu, .n_outs = 2,
-                      .swiglu = !erf, .post = erf ? ffn_geglu_erf : NULL, .post_ctx = erf ? &fa : NULL };
+                      .swiglu = 1, .gelu = c->act };
         cpu_matmul(st, &mf);
         project_out_ln(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, c->hidden_dim, n, &L->ffn_norm,
                        &L->b_down, &L->ffn_norm_b);
@@ -507,6 +476,8 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         if (c->encoder) {
             encoder_embed(st, b, t, type, st->x + (size_t)t * c->dim);
             type = b->tokens[t] == c->sep_id && c->n_types > 1 ? 1 : type;
+        } else if (c->layer_norm) { /* ModernBERT's embedding norm */
+            cpu_layer_norm(st->x + (size_t)t * c->dim, c->dim, m->embd_norm.data, NULL, c->norm_eps);
         }
     }
 
@@ -519,7 +490,7 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
             { &L->wv, st->v, (size_t)st->kv_dim, 0, cpu_packed(st, l, CPU_W_V), 0, 0 },
         };
         cpu_mm mm = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->attn_norm.data,
-                      .xn = st->xb, .eps = c->norm_eps, .outs = qkv, .n_outs = 3,
+                      .xn = st->xb, .eps = c->norm_eps, .layer_norm = c->layer_norm, .outs = qkv, .n_outs = 3,
                       .post = qkv_post, .post_ctx = &pc };
         if (c->encoder) /* post-norm: the block reads x itself */
             mm.norm = NULL, mm.xn = NULL;
@@ -549,8 +520,8 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
             { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
         };
         cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->ffn_norm.data,
-                      .xn = st->xb, .eps = c->norm_eps, .outs = gu, .n_outs = 2, .swiglu = 1,
-                      .gelu = c->act == LLM_ACT_GELU_TANH };
+                      .xn = st->xb, .eps = c->norm_eps, .layer_norm = c->layer_norm, .outs = gu, .n_outs = 2,
+                      .swiglu = 1, .gelu = c->act };
         cpu_matmul(st, &mf);
 
         project_out(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, c->hidden_dim, n, &L->post_ffn_norm);
@@ -578,7 +549,9 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
         if (b->want_logits[t] == LLM_WANT_HIDDEN) {
             float *h = st->hid + (size_t)nh++ * c->dim;
             memcpy(h, st->x + (size_t)t * c->dim, (size_t)c->dim * sizeof(float));
-            if (!c->encoder) /* (an encoder's blocks end normed) */
+            if (c->layer_norm)
+                cpu_layer_norm(h, c->dim, m->out_norm.data, NULL, c->norm_eps);
+            else if (!c->encoder) /* (an encoder's blocks end normed) */
                 head_norm(h, 1, c->dim, &m->out_norm, c->norm_eps);
             continue;
         }

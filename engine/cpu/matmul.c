@@ -5,6 +5,7 @@
  * stay cache-resident, so a weight row is read from memory once per step. */
 #include <math.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "cpu/cpu_backend.h"
 
@@ -34,6 +35,23 @@ static void rmsnorm_row(const cpu_kernels *k, const float *x, const float *w, fl
     float s = 1.0f / sqrtf(ss + eps);
     for (int i = 0; i < n; i++)
         y[i] = x[i] * s * w[i];
+}
+
+/* x = LayerNorm(x) * w + b over n floats (BERT's; b NULL: none, ModernBERT's), mean and variance summed in
+ * double. */
+void cpu_layer_norm(float *x, int n, const float *w, const float *b, float eps)
+{
+    double sum = 0.0, sq = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += x[i];
+    float mean = (float)(sum / n);
+    for (int i = 0; i < n; i++) {
+        float d = x[i] - mean;
+        sq += (double)d * d;
+    }
+    float r = 1.0f / sqrtf((float)(sq / n) + eps);
+    for (int i = 0; i < n; i++)
+        x[i] = (x[i] - mean) * r * w[i] + (b != NULL ? b[i] : 0.0f);
 }
 
 /* BF16 weights on a table that takes bf16 activations (kernels.h: bf16_act). */
@@ -120,7 +138,12 @@ static void mm_worker(void *ctx, int ith, int nth)
                 const float *xr = mm->x + (size_t)t * mm->xs;
                 if (mm->norm != NULL) {
                     float *xn = mm->xn + (size_t)t * mm->K;
-                    rmsnorm_row(st->kern, xr, mm->norm, xn, mm->K, mm->eps);
+                    if (mm->layer_norm) {
+                        memcpy(xn, xr, (size_t)mm->K * sizeof(float));
+                        cpu_layer_norm(xn, mm->K, mm->norm, NULL, mm->eps);
+                    } else {
+                        rmsnorm_row(st->kern, xr, mm->norm, xn, mm->K, mm->eps);
+                    }
                     xr = xn;
                 }
                 if (j->need_q8)
@@ -160,9 +183,15 @@ static void mm_worker(void *ctx, int ith, int nth)
             const cpu_mm_out *up = out + 1;
             run_rows(j, up, r0, r1, ith);
             int tb, n = out_rows(mm, out, &tb);
-            for (int t = tb; t < tb + n; t++)
-                (mm->gelu ? st->kern->geglu : st->kern->swiglu)(out->y + (size_t)t * out->ldy + r0,
-                                                      up->y + (size_t)t * up->ldy + r0, r1 - r0);
+            for (int t = tb; t < tb + n; t++) {
+                float *g = out->y + (size_t)t * out->ldy + r0;
+                const float *u = up->y + (size_t)t * up->ldy + r0;
+                if (mm->gelu == LLM_ACT_GELU_ERF) /* (jina-bert-v2's, ModernBERT's exact GELU) */
+                    for (int i = 0; i < r1 - r0; i++)
+                        g[i] = cpu_gelu_erf1(g[i]) * u[i];
+                else
+                    (mm->gelu ? st->kern->geglu : st->kern->swiglu)(g, u, r1 - r0);
+            }
         }
     }
     if (mm->post != NULL) {
