@@ -722,6 +722,11 @@ static int norm_product(cu_state *st, const cu_matset *S, const float *norm, flo
                         const char *what, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
+    if (c->layer_norm) { /* ModernBERT: a LayerNorm (none before its first layer's attention) */
+        if (norm != NULL)
+            cuda_layer_norm(st->x, c->dim, norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, st->stream);
+        return cuda_mm_set(st, S, norm != NULL ? st->xn : st->x, c->dim, out, ld, n, err);
+    }
     if (S->n == 1 && cuda_mm_act16(&st->mm, &S->m[0], n)) {
         if (cuda_rmsnorm_act16(&st->mm, &S->m[0], st->x, c->dim, norm, n, c->norm_eps) != 0 ||
             cuda_matmul(&st->mm, &S->m[0], NULL, 0, out, ld, n, 0, err->msg, sizeof(err->msg)) != 0)
@@ -746,7 +751,7 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     if (L->nope) /* SmolLM3's NoPE layers: no tables, the kernels then write q and k unrotated */
         cos_t = sin_t = NULL;
     /* a q8_0 cache's scale spans 8-32 elements of a row, more than the fused GEMV's epilogue sees at once */
-    if (!prep && !st->kv.q8 && st->mm.fuse && L->qkv.n == 1 &&
+    if (!prep && !st->kv.q8 && st->mm.fuse && !c->layer_norm && L->qkv.n == 1 &&
         cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
         cuda_gemv_norm_qkv_rope(&st->mm, &L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv,
                                 st->qkv_ld, &sp->ti, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
@@ -788,9 +793,10 @@ static int project_out(cu_state *st, const cu_mat *W, const float *in, int ldin,
 static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
-    const int gelu = c->act == LLM_ACT_GELU_TANH;
+    const int gelu = c->act; /* (cu_glu: 0 SiLU, 1 tanh GELU, 2 ModernBERT's erf GELU) */
     int down16 = 0; /* the SwiGLU wrote the down projection's 16-bit activations */
-    if (st->mm.fuse && L->gate_up.n == 1 && cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
+    if (st->mm.fuse && !c->layer_norm && L->gate_up.n == 1 &&
+        cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
         cuda_gemv_norm_swiglu(&st->mm, &L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h,
                               c->hidden_dim, gelu);
         if (cuda_stage_check(st, "norm + gate/up", l, err))
@@ -879,6 +885,8 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         return cuda_encoder_step(st, sp, err);
     const long launches0 = cu_launches;
     cuda_embed(&st->tok_embd, sp->d_tok, st->x, n, c->embd_scale, s);
+    if (c->layer_norm) /* ModernBERT's embedding norm */
+        cuda_layer_norm(st->x, c->dim, st->embd_norm, st->x, c->dim, n, c->dim, c->norm_eps, NULL, s);
     if (cuda_stage_check(st, "embedding", -1, err))
         return -1;
     for (int l = 0; l < c->n_layers; l++) {
@@ -904,7 +912,8 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
             return -1;
     }
     if (sp->nw > 0) {
-        cuda_rmsnorm(st->x, c->dim, st->out_norm, st->xn, c->dim, sp->nw, c->dim, c->norm_eps, sp->d_want, s);
+        (c->layer_norm ? cuda_layer_norm : cuda_rmsnorm)(st->x, c->dim, st->out_norm, st->xn, c->dim, sp->nw, c->dim,
+                                                         c->norm_eps, sp->d_want, s);
     }
     if (sp->nw > 0 && !sp->hidden_only) {
         if (cuda_matmul(&st->mm, &st->output, st->xn, c->dim, st->logits, c->vocab_size, sp->nw, 0, err->msg,

@@ -13,8 +13,8 @@
  * k and v are written at the real positions (cu_step.ti). Inputs are whole in one step (check_batch). */
 #include "cuda_wload.cuh"
 
-/* xr = (xr - mean) / sqrt(var + eps) * w + b over one row of dim floats, a block of 256 threads; each
- * thread reads back only the elements it wrote itself. */
+/* xr = (xr - mean) / sqrt(var + eps) * w + b (b NULL: none) over one row of dim floats, a block of 256
+ * threads; each thread reads back only the elements it wrote itself. */
 static __device__ void layer_norm_row(float *xr, int dim, const float *w, const float *b, float eps, float *red)
 {
     float s = 0.0f;
@@ -28,7 +28,28 @@ static __device__ void layer_norm_row(float *xr, int dim, const float *w, const 
     }
     const float r = 1.0f / sqrtf(block_sum_256(q, red) / (float)dim + eps);
     for (int k = threadIdx.x; k < dim; k += blockDim.x)
-        xr[k] = (xr[k] - mean) * r * w[k] + b[k];
+        xr[k] = (xr[k] - mean) * r * w[k] + (b != NULL ? b[k] : 0.0f);
+}
+
+/* y[i] = LayerNorm(x[rows[i]]) * w, no bias (rows NULL: row i; y may be x), a block per row: ModernBERT's
+ * norms on the decoders' path (cuda_backend.cu, where the others' are RMSNorms). */
+__global__ void __launch_bounds__(256) layer_norm_kernel(const float *x, int ldx, const float *w, float *y, int ldy,
+                                                         int dim, float eps, const int32_t *rows)
+{
+    CU_PDL_ENTRY();
+    __shared__ float red[9];
+    const int i = blockIdx.x, src = rows != NULL ? rows[i] : i;
+    const float *xr = x + (size_t)src * ldx;
+    float *yr = y + (size_t)i * ldy;
+    for (int k = threadIdx.x; k < dim; k += blockDim.x) /* (each thread its own elements: in place is safe) */
+        yr[k] = xr[k];
+    layer_norm_row(yr, dim, w, NULL, eps, red);
+}
+
+void cuda_layer_norm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
+                     const int32_t *rows, cudaStream_t st)
+{
+    CU_LAUNCH(layer_norm_kernel, n, 256, 0, st, x, ldx, w, y, ldy, dim, eps, rows);
 }
 
 /* A block per token: the embeddings' rows summed (P's when P.w is set), LayerNorm'd. Token t's input starts at

@@ -366,6 +366,9 @@ void cuda_argmax(const float *logits, int vocab, int rows, int32_t *ids, float *
 void cuda_embed(const cu_mat *E, const int32_t *tokens, float *x, int n, float scale, cudaStream_t st);
 void cuda_rmsnorm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
                   const int32_t *rows, cudaStream_t st);
+/* As cuda_rmsnorm, a LayerNorm without bias (ModernBERT's norms: llm_config.layer_norm; cuda_encoder.cu). */
+void cuda_layer_norm(const float *x, int ldx, const float *w, float *y, int ldy, int n, int dim, float eps,
+                     const int32_t *rows, cudaStream_t st);
 /* x[t] += y[t] / rms(y[t]) * w for n rows of dim (Gemma 2 / 3's norms after attention and FFN). */
 void cuda_rmsnorm_add(const float *y, const float *w, float *x, int n, int dim, float eps, cudaStream_t st);
 /* h = silu(gate) * up, or with gelu: gelu_tanh(gate) * up (GeGLU, llm_gelu_tanh). */

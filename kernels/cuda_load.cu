@@ -589,7 +589,8 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
         goto out;
     }
     if (upload_mat(st, &u, &st->tok_embd, &m->tok_embd, err) != 0 ||
-        (!c->encoder && (st->out_norm = upload_vec(st, &u, &m->out_norm, err)) == NULL))
+        (!c->encoder && (st->out_norm = upload_vec(st, &u, &m->out_norm, err)) == NULL) ||
+        (c->layer_norm && (st->embd_norm = upload_vec(st, &u, &m->embd_norm, err)) == NULL)) /* ModernBERT */
         goto out;
     if (c->encoder && /* learned positions (BERT; nomic-bert rotates), token types, the embedding's LayerNorm */
         ((m->pos_embd.data != NULL && upload_mat(st, &u, &st->pos_embd, &m->pos_embd, err) != 0) ||
@@ -607,7 +608,8 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
         /* (BERT's FFN has no gate: gate_up is up alone; nomic-bert's has one) */
         const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
         const int n_gu = c->encoder && !cu_has_mat(&L->w_gate) ? 1 : 2;
-        if ((D->attn_norm = upload_vec(st, &u, &L->attn_norm, err)) == NULL ||
+        /* (ModernBERT's first layer has no attention norm) */
+        if ((L->attn_norm.data != NULL && (D->attn_norm = upload_vec(st, &u, &L->attn_norm, err)) == NULL) ||
             (D->ffn_norm = upload_vec(st, &u, &L->ffn_norm, err)) == NULL ||
             upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0)
             goto out;
