@@ -63,13 +63,13 @@ typedef struct {
     float         *out;         /* decode kernel with one split: the final output, written directly (no merge) */
     int            win;         /* sliding window (0: none): position p sees pos - win + 1 .. pos */
     float          cap;         /* soft cap of the scaled scores (0: none) */
-    float          alibi;       /* ALiBi's maximum bias (0: none; cu_att_plan) */
+    const float   *alibi;       /* ALiBi's slope per head (NULL: none; cu_att_plan) */
     const int32_t *qpos;        /* ... and the tokens' own positions */
 } att_args;
 #ifdef CU_EMULATE
 static inline void cu_emu_arg_check(const att_args &a, int arg)
 {
-    cu_emu_check_dev_ptrs({ a.qkv, a.kc, a.vc, a.ksc, a.vsc, a.items, a.ws, a.out, a.qpos }, arg);
+    cu_emu_check_dev_ptrs({ a.qkv, a.kc, a.vc, a.ksc, a.vsc, a.items, a.ws, a.out, a.qpos, a.alibi }, arg);
     cu_emu_arg_check(a.ti, arg);
 }
 #endif
@@ -93,17 +93,13 @@ __device__ __forceinline__ float att_cap(float s, float cap)
 }
 
 /* A visible score s of position p for query head h of token t, less ALiBi's bias where the model has it
- * (jina-bert-v2): the head's slope (llm_alibi_slope's) times the distance to the token's own position. */
+ * (jina-bert-v2): the head's slope (llm_alibi_slope's, uploaded once) times the distance to the token's own
+ * position. */
 __device__ __forceinline__ float att_alibi(const att_args &a, float s, int p, int t, int h)
 {
-    if (a.alibi <= 0.0f)
+    if (a.alibi == NULL)
         return s;
-    int pw = 1;
-    while (pw * 2 <= a.n_heads)
-        pw *= 2;
-    float slope = h < pw ? exp2f(-a.alibi / (float)pw * (float)(h + 1))
-                         : exp2f(-a.alibi / (float)(2 * pw) * (float)(2 * (h - pw) + 1));
-    return s - slope * fabsf((float)(p - a.qpos[t]));
+    return s - a.alibi[h] * fabsf((float)(p - a.qpos[t]));
 }
 
 /* The first position any query of item `it` sees: its earliest token's window start (0 without a window).

@@ -1080,7 +1080,7 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     plan->scale = llm_attn_scale(c);
     plan->window = 0; /* per layer: cuda_enqueue_step */
     plan->softcap = 0.0f;
-    plan->alibi = 0.0f; /* (the encoder's step sets it) */
+    plan->alibi = NULL; /* (the encoder's step sets it) */
     plan->qpos = NULL;
     int n_items = 0, q_tile = 1, max_npos = 1;
     for (int i = 0; i < n; i++) {

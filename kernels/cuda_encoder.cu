@@ -137,7 +137,7 @@ int cuda_encoder_step(cu_state *st, const cu_step *sp, llm_err *err)
     if (cuda_stage_check(st, "embedding", -1, err))
         return -1;
     cu_att_plan plan = sp->plan; /* jina-bert-v2: ALiBi from each token's own position */
-    plan.alibi = c->alibi_max_bias;
+    plan.alibi = st->alibi; /* (NULL without ALiBi) */
     plan.qpos = sp->ti.pos;
     for (int l = 0; l < c->n_layers; l++) {
         const cu_layer *L = &st->layers[l];

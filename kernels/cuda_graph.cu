@@ -119,7 +119,7 @@ static int graph_plan(const cu_state *st, int B, int max_npos, cu_att_plan *p)
     p->scale = llm_attn_scale(c);
     p->window = 0; /* per layer: cuda_enqueue_step */
     p->softcap = 0.0f;
-    p->alibi = 0.0f;
+    p->alibi = NULL;
     p->qpos = NULL;
     p->q_tile = 1;
     p->tc = 0; /* decode only: never the tensor-core prefill kernels */

@@ -495,9 +495,10 @@ typedef struct {
      * (a sliding-window layer), and scores s (already scaled) become softcap * tanh(s / softcap) */
     int   window;
     float softcap;
-    /* ALiBi (jina-bert-v2; 0: none): head h's score of position p less llm_alibi_slope(h) * |p - qpos[t]|,
-     * qpos the tokens' own positions (an encoder's mask table holds its input's last) */
-    float alibi;
+    /* ALiBi (jina-bert-v2; NULL: none): head h's score of position p less alibi[h] * |p - qpos[t]|, alibi the
+     * heads' slopes on the device (cu_state.alibi), qpos the tokens' own positions (an encoder's mask table
+     * holds its input's last) */
+    const float *alibi;
     const int32_t *qpos;
 } cu_att_plan;
 
@@ -582,6 +583,7 @@ typedef struct {
     cu_layer *layers;
     float  *rope_cos, *rope_sin;     /* [seq_len][head_dim/2] */
     float  *rope_cos_swa, *rope_sin_swa; /* the sliding-window layers' (cfg.rope_theta_swa), else the above */
+    float  *alibi;                   /* ALiBi's slope per head (llm_alibi_slope; jina-bert-v2), else NULL */
     void  **allocs; int n_allocs, cap_allocs;  /* every weight allocation, freed at destroy */
     size_t  weight_bytes;
     cu_kv   kv;

@@ -561,6 +561,30 @@ static int upload_rope(cu_state *st, int swa, llm_err *err)
     return 0;
 }
 
+/* ALiBi's per-head slopes (jina-bert-v2), llm_alibi_slope's: n_heads floats on the device, read by the attention
+ * kernels (cu_att_plan.alibi) rather than each of them recomputing the formula for every score. */
+static int upload_alibi(cu_state *st, llm_err *err)
+{
+    const llm_config *c = &st->m->cfg;
+    float *h = (float *)malloc((size_t)c->n_heads * sizeof(float));
+    if (h == NULL) {
+        llm_err_set(err, "cuda backend: out of host memory");
+        return -1;
+    }
+    for (int i = 0; i < c->n_heads; i++)
+        h[i] = llm_alibi_slope(c, i);
+    float *d = (float *)dev_alloc(st, (size_t)c->n_heads * sizeof(float), err);
+    cudaError_t e = d != NULL ? cudaMemcpy(d, h, (size_t)c->n_heads * sizeof(float), cudaMemcpyHostToDevice)
+                              : cudaSuccess;
+    free(h);
+    if (d == NULL)
+        return -1;
+    if (e != cudaSuccess)
+        return fail(err, "ALiBi slopes upload", e);
+    st->alibi = d;
+    return 0;
+}
+
 static double now_sec(void)
 {
     struct timespec ts;
@@ -657,6 +681,8 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
         st->rope_cos_swa = st->rope_cos;
         st->rope_sin_swa = st->rope_sin;
     }
+    if (rc == 0 && c->alibi_max_bias > 0.0f)
+        rc = upload_alibi(st, err);
 out:
     up_free(&u);
     return rc;
