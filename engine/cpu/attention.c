@@ -74,8 +74,11 @@ static void att_worker(void *ctx, int ith, int nth)
         int t0 = st->att_tiles[item / per_tile], h0 = item % per_tile * nh;
         int nt = st->att_tiles[item / per_tile + 1] - t0, rows = nt * nh; /* score row r: head h0 + r / nt */
         /* causal: query i of the tile sees positions up to pos0 + i; an encoder's see their whole input, up to
-         * end (the first query's last position is `first`) */
+         * end (the first query's last position is `first`), or, in a symmetric window, up to the last query's
+         * pos + half: the blocks past that are not read (a long input's window layers: O(n w), not O(n^2)) */
         int pos0 = j->b->pos[t0], end = causal ? pos0 + nt - 1 : st->att_end[item / per_tile];
+        if (!causal && win > 0 && pos0 + nt - 1 + half < end)
+            end = pos0 + nt - 1 + half;
         int first = causal ? pos0 : end, nblk = end / bs + 1;
         /* the first block any of the tile's queries sees (its first query's window starts first) */
         int reach = causal ? win - 1 : half; /* how far back the first query sees */
