@@ -16,6 +16,9 @@
 #                                               # (bidirectional Gemma 3, mean pooling, Dense modules)
 #   PRESET=jina-v2-base DTYPES="f16 q8_0" LEN=200 bash bench/embed_vs_llamacpp.sh   # jina-bert-v2 (ALiBi,
 #                                               # a GELU-gated FFN, mean pooling)
+#   PRESET=modernbert-base DTYPES="f16 q8_0" LEN=200 bash bench/embed_vs_llamacpp.sh   # ModernBERT-base
+#                                               # (LayerNorms, GeGLU, windows of 64 each side on two layers of
+#                                               # three, mean pooling; Llama 3's vocabulary instead of OLMo's)
 #   PRESET=bge-m3 DTYPES="f16 q8_0" N=16 bash bench/embed_vs_llamacpp.sh   # XLM-RoBERTa large (bge-m3's shape,
 #                                               # a Unigram vocabulary): llama.cpp gets our token ids, <s> ... </s>
 #                                               # (node-llama-cpp would leave a Unigram vocabulary's <s> out)
@@ -66,7 +69,7 @@ for dt in $DTYPES; do
                 echo "0,$(build/llm-engine tokenize --tokenizer "$model" --text "$line" | tr -d '[]'),2"
             done < "$W/in.txt" > "$W/ids-$dt.txt"
             lin=(--input-ids "$W/ids-$dt.txt") ;;
-        *bert*|bge-*|jina-*|*embeddinggemma*) model="$src" ;;
+        *bert*|bge-*|jina-*|*embeddinggemma*|*modernbert*) model="$src" ;;
         *) [ -f "$model" ] || build/llm-engine gen-model --from "$src" --dtype "$dt" --pooling last --out "$model" 2>/dev/null ;;
     esac
     ob=(); oo=(); lc=(); obt=(); oot=(); lct=()

@@ -234,6 +234,8 @@ llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsig
         llm_tok_free(m->tok);
     m->tok = t;
     snprintf(m->tok_path, sizeof(m->tok_path), "%s", tokenizer_path);
+    if (strcmp(m->arch, "modern-bert") == 0) /* [CLS] and [SEP] are the model's, whatever the vocabulary */
+        llm_modern_bert_tokens(m);
     return m;
 }
 

@@ -14,18 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+int llm_modern_bert_act(const char *name)
+{
+    if (strcmp(name, "gelu") == 0) /* transformers' "gelu": the exact, erf one */
+        return LLM_ACT_GELU_ERF;
+    if (strcmp(name, "gelu_pytorch_tanh") == 0 || strcmp(name, "gelu_new") == 0 || strcmp(name, "gelu_fast") == 0)
+        return LLM_ACT_GELU_TANH;
+    if (strcmp(name, "silu") == 0 || strcmp(name, "swish") == 0)
+        return LLM_ACT_SILU;
+    return -1;
+}
+
 /* hidden_activation, when the file says it (IBM's Granite Embedding R2 models: SwiGLU) */
 static int activation(llm_model *m, const char *key, llm_err *err)
 {
     char act[32] = "gelu";
     gguf_get_str(m->gguf, key, act, sizeof(act));
-    if (strcmp(act, "gelu") == 0) /* transformers' "gelu": the exact, erf one */
-        m->cfg.act = LLM_ACT_GELU_ERF;
-    else if (strcmp(act, "gelu_pytorch_tanh") == 0 || strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_fast") == 0)
-        m->cfg.act = LLM_ACT_GELU_TANH;
-    else if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0)
-        m->cfg.act = LLM_ACT_SILU;
-    else {
+    if ((m->cfg.act = llm_modern_bert_act(act)) < 0) {
         llm_seterr(err, "%s: %s \"%s\" is not supported (gelu, gelu_pytorch_tanh, silu)", m->path, key, act);
         return -1;
     }

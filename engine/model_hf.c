@@ -208,9 +208,20 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         cJSON_Delete(root);
         return rc;
     }
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "modernbert") == 0) {
+        /* a pre-norm encoder on the decoder's path (model_hf_modernbert.c); its config read again for the
+         * windowed layers once they exist */
+        if (llm_hf_modern_bert_config(m, root, path, err) != 0) {
+            cJSON_Delete(root);
+            return -1;
+        }
+        *text_cfg = root;
+        return 0;
+    }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite; bert, xlm-roberta)", path, mt->valuestring);
+                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite; bert, xlm-roberta, modernbert)", path,
+                   mt->valuestring);
         cJSON_Delete(root);
         return -1;
     }
@@ -375,6 +386,28 @@ int llm_hf_take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor
         for (int64_t i = 0; i < dst->ne[0]; i++)
             w[i] += 1.0f;
     }
+    return 0;
+}
+
+int llm_hf_take_fused(llm_model *m, const st_set *s, const char *name, const int64_t *rows, int n,
+                      llm_tensor *const *dst, llm_err *err)
+{
+    llm_tensor t = { 0 };
+    int64_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += rows[i];
+    if (llm_hf_take(m, s, name, &t, 1, err) != 0)
+        return -1;
+    if (t.ne[0] != m->cfg.dim || t.ne[1] != total) {
+        llm_seterr(err, "%s: tensor %s is [%lld x %lld], the config needs [%lld x %d]", m->path, name,
+                   (long long)t.ne[1], (long long)t.ne[0], (long long)total, m->cfg.dim);
+        return -1;
+    }
+    size_t rb = llm_dtype_row_bytes(t.type, (uint64_t)t.ne[0]); /* (safetensors: F32, F16, BF16 rows) */
+    int64_t r0 = 0;
+    for (int i = 0; i < n; r0 += rows[i], i++)
+        *dst[i] = (llm_tensor){ .type = t.type, .ne = { t.ne[0], rows[i] },
+                                .data = (const uint8_t *)t.data + (size_t)r0 * rb };
     return 0;
 }
 
@@ -565,7 +598,7 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     if (m == NULL)
         return NULL;
     st_set *s = NULL;
-    cJSON *text_cfg = NULL; /* a Gemma's or SmolLM3's config, read again for its layers */
+    cJSON *text_cfg = NULL; /* a Gemma's, SmolLM3's or ModernBERT's config, read again for its layers */
     if (parse_config(m, dir, &text_cfg, err) != 0 || parse_pooling(m, dir, err) != 0 ||
         (s = st_set_open_dir(dir, err)) == NULL)
         goto fail;
@@ -579,8 +612,11 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
         s->files[i]->owns_map = 0;
     }
     int smollm3 = strcmp(m->arch, "smollm3") == 0, bert = strcmp(m->arch, "bert") == 0;
-    if ((bert ? llm_hf_bert_tensors(m, s, err) : load_tensors(m, s, err)) != 0 ||
-        (text_cfg != NULL && !smollm3 && gemma_layers(m, text_cfg, m->path, err) != 0) ||
+    int modern = strcmp(m->arch, "modern-bert") == 0;
+    if ((bert     ? llm_hf_bert_tensors(m, s, err)
+         : modern ? llm_hf_modern_bert_tensors(m, s, text_cfg, err)
+                  : load_tensors(m, s, err)) != 0 ||
+        (text_cfg != NULL && !smollm3 && !modern && gemma_layers(m, text_cfg, m->path, err) != 0) ||
         (text_cfg != NULL && smollm3 && smollm3_layers(m, text_cfg, m->path, err) != 0) ||
         dense_modules(m, dir, err) != 0 || llm_model_validate(m, err) != 0)
         goto fail;
@@ -596,6 +632,8 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
         goto fail;
     if (bert) /* [CLS] / [SEP] are the tokenizer's */
         llm_hf_bert_tokens(m);
+    if (modern && m->tok != NULL) /* ... and ModernBERT's are its config's */
+        llm_modern_bert_tokens(m);
     return m;
 fail:
     cJSON_Delete(text_cfg);

@@ -40,6 +40,9 @@ int llm_gguf_take_fused(llm_model *m, int l, const char *suffix, const int64_t *
 int llm_gguf_load_bert(llm_model *m, llm_err *err);
 /* ... and of a "modern-bert" GGUF's (model_gguf_modernbert.c). */
 int llm_gguf_load_modern_bert(llm_model *m, llm_err *err);
+/* ModernBERT's hidden_activation as LLM_ACT_* ("gelu": the erf one; "gelu_pytorch_tanh", "gelu_new",
+ * "gelu_fast"; "silu", "swish"), -1 for any other (both formats name it as transformers does). */
+int llm_modern_bert_act(const char *name);
 
 /* Hugging Face directory loading steps shared by model_hf.c and model_hf_bert.c: a config.json integer (def
  * when absent and not required; a list: its first) or float, a safetensors tensor as an llm_tensor ([out, in]
@@ -50,10 +53,22 @@ int   llm_hf_cfg_int(const struct cJSON *root, const char *key, int *out, int de
 float llm_hf_cfg_float(const struct cJSON *root, const char *key, float def);
 int   llm_hf_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err);
 int   llm_hf_take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, llm_err *err);
+/* A fused [sum of rows x dim] tensor (ModernBERT's Wqkv and Wi) as the n matrices it stacks by rows (rows[i]
+ * each): views into the file; a missing tensor or another shape is an error naming it. */
+int   llm_hf_take_fused(llm_model *m, const st_set *s, const char *name, const int64_t *rows, int n,
+                        llm_tensor *const *dst, llm_err *err);
 /* A BERT directory (model_type "bert", model_hf_bert.c): its config.json into m->cfg; then, with the
  * safetensors open, its tensors (validated); after the tokenizer loaded, [CLS] / [SEP] from it. */
 int   llm_hf_bert_config(llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
 int   llm_hf_bert_tensors(llm_model *m, const st_set *s, llm_err *err);
 void  llm_hf_bert_tokens(llm_model *m);
+/* A ModernBERT directory (model_type "modernbert", model_hf_modernbert.c): its config.json into m->cfg
+ * (arch "modern-bert"); then its tensors, the windowed layers from the same config (root). */
+int   llm_hf_modern_bert_config(llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
+int   llm_hf_modern_bert_tensors(llm_model *m, const st_set *s, const struct cJSON *root, llm_err *err);
+/* Its tokenizer (the directory's, or a --tokenizer given in its place) adds the config's [CLS] (cfg.bos_id) in
+ * front and [SEP] (cfg.eos_id) at the end, each where the vocabulary has that id (ModernBERT's post-processor,
+ * as GGUF add_bos / add_eos say it). */
+void  llm_modern_bert_tokens(llm_model *m);
 
 #endif

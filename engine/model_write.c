@@ -1,5 +1,6 @@
 /* Re-save a loaded model as GGUF (llama.cpp layout) or as a Hugging Face directory. */
 #include "gguf_quants.h"
+#include "json_file.h"
 #include "parallel.h"
 #include "model_priv.h"
 #include "model_write.h"
@@ -359,10 +360,12 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
         return llm_gguf_w_wpm_from_tok(w, m->tok, m->cfg.n_types > 0 ? m->cfg.n_types : 2, err);
     if (m->tok != NULL && llm_tok_kind_of(m->tok) == LLM_TOK_UGM) /* an XLM-RoBERTa's (tokenizer.json) */
         return llm_gguf_w_ugm_from_tok(w, m->tok, m->cfg.n_types > 0 ? m->cfg.n_types : 1, err);
+    int modern = strcmp(m->arch, "modern-bert") == 0; /* [CLS] text [SEP]: the config's ids */
     if (m->tok_path[0] != 0) {
         size_t n = strlen(m->tok_path);
         if (n > 5 && strcmp(m->tok_path + n - 5, ".json") == 0)
-            return llm_gguf_w_bpe_from_hf(w, m->tok_path, NULL, err);
+            return modern ? llm_gguf_w_bpe_cls_sep_from_hf(w, m->tok_path, m->cfg.bos_id, m->cfg.eos_id, err)
+                          : llm_gguf_w_bpe_from_hf(w, m->tok_path, NULL, err);
         if (n > 5 && strcmp(m->tok_path + n - 5, ".gguf") == 0) {
             gguf_ctx *g = gguf_open(m->tok_path, err);
             if (g == NULL)
@@ -378,7 +381,8 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
         char p[1100];
         snprintf(p, sizeof(p), "%s/tokenizer.json", m->path);
         if (access(p, R_OK) == 0)
-            return llm_gguf_w_bpe_from_hf(w, p, NULL, err);
+            return modern ? llm_gguf_w_bpe_cls_sep_from_hf(w, p, m->cfg.bos_id, m->cfg.eos_id, err)
+                          : llm_gguf_w_bpe_from_hf(w, p, NULL, err);
     }
     return 0; /* no tokenizer known: weights only */
 }
@@ -463,9 +467,9 @@ static void add_bert(gguf_writer *w, conv_list *l, const llm_model *m, llm_dtype
     }
 }
 
-/* ModernBERT's keys (its norms' epsilon, the window's pattern, the activation) beside llm_gguf_w_meta's: the
- * windowed layers must be all but every N-th (0, N, 2N, ...), as the format says them. */
-static int modern_bert_keys(gguf_writer *w, const llm_model *m, const char *path, llm_err *err)
+/* ModernBERT's windowed layers as both formats say them: all but every N-th (0, N, 2N, ...); N (the layer
+ * count when only the first is global, 1 without a window), or -1 + err when they are laid out otherwise. */
+static int modern_bert_pattern(const llm_model *m, const char *path, llm_err *err)
 {
     const llm_config *c = &m->cfg;
     int pattern = c->n_layers;
@@ -476,18 +480,32 @@ static int modern_bert_keys(gguf_writer *w, const llm_model *m, const char *path
         }
     for (int l = 0; c->swa_window > 0 && l < c->n_layers; l++)
         if (m->layers[l].swa != (l % pattern != 0)) {
-            llm_seterr(err, "%s: the windowed layers are not all but every N-th one: not a modern-bert file", path);
+            llm_seterr(err, "%s: the windowed layers are not all but every N-th one: not a ModernBERT", path);
             return -1;
         }
+    return c->swa_window > 0 ? pattern : 1;
+}
+
+/* hidden_activation's name for the FFN's gate (transformers' names, as both formats keep it). */
+static const char *act_name(int act)
+{
+    return act == LLM_ACT_GELU_ERF ? "gelu" : act == LLM_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu";
+}
+
+/* ModernBERT's keys (its norms' epsilon, the window's pattern, the activation) beside llm_gguf_w_meta's. */
+static int modern_bert_keys(gguf_writer *w, const llm_model *m, const char *path, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    int pattern = modern_bert_pattern(m, path, err);
+    if (pattern < 0)
+        return -1;
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof(key), "modern-bert." suffix), key)
     gguf_w_f32(w, KEY("attention.layer_norm_epsilon"), c->norm_eps);
     gguf_w_bool(w, KEY("attention.causal"), 0);
     if (c->swa_window > 0)
         gguf_w_u32(w, KEY("attention.sliding_window_pattern"), (uint32_t)pattern);
-    gguf_w_str(w, KEY("hidden_activation"), c->act == LLM_ACT_GELU_ERF    ? "gelu"
-                                            : c->act == LLM_ACT_GELU_TANH ? "gelu_pytorch_tanh"
-                                                                          : "silu");
+    gguf_w_str(w, KEY("hidden_activation"), act_name(c->act));
 #undef KEY
     return 0;
 }
@@ -661,6 +679,9 @@ typedef struct {
     int perm;
     float add;
     uint64_t off, nbytes;
+    int64_t rows;                /* t's, or the parts' together */
+    const llm_tensor *part[3];   /* n_part > 0: these matrices stacked by rows, one tensor (ModernBERT's Wqkv, Wi) */
+    int n_part;
 } hf_entry;
 
 static const char *st_dtype(llm_dtype t)
@@ -668,8 +689,69 @@ static const char *st_dtype(llm_dtype t)
     return t == LLM_F32 ? "F32" : t == LLM_F16 ? "F16" : "BF16";
 }
 
+/* A float as the shortest decimal that reads back as it (norm_eps 1e-05, not 9.99999974737875e-06). */
+static double short_float(float v)
+{
+    char b[32];
+    for (int p = 6; p <= 9; p++) {
+        snprintf(b, sizeof(b), "%.*g", p, (double)v);
+        if ((float)strtod(b, NULL) == v)
+            break;
+    }
+    return strtod(b, NULL);
+}
+
+/* ModernBERT's config.json (transformers' ModernBertConfig; a bare ModernBertModel, as sentence-transformers
+ * saves modernbert-embed-base): its heads all of hidden_size / num_attention_heads, no biases, [CLS] and
+ * [SEP] the model's BOS and EOS. */
+static int write_modern_bert_config(const llm_model *m, const char *dir, llm_dtype dtype, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    int every = modern_bert_pattern(m, dir, err);
+    if (every < 0)
+        return -1;
+    if (c->n_kv_heads != c->n_heads || c->head_dim * c->n_heads != c->dim) {
+        llm_seterr(err, "%s: a ModernBERT's heads are hidden_size / num_attention_heads wide, as many for k and v "
+                   "as for q; this model's are not", dir);
+        return -1;
+    }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "architectures"), cJSON_CreateString("ModernBertModel"));
+    cJSON_AddStringToObject(j, "model_type", "modernbert");
+    if (m->name[0] != 0) /* (the name the loader shows) */
+        cJSON_AddStringToObject(j, "_name_or_path", m->name);
+    const struct { const char *key; double v; } num[] = {
+        { "hidden_size", c->dim }, { "intermediate_size", c->hidden_dim }, { "num_hidden_layers", c->n_layers },
+        { "num_attention_heads", c->n_heads }, { "vocab_size", c->vocab_size },
+        { "max_position_embeddings", c->seq_len }, { "norm_eps", short_float(c->norm_eps) },
+        { "global_rope_theta", short_float(c->rope_theta) },
+        { "local_rope_theta", short_float(c->rope_theta_swa > 0.0f ? c->rope_theta_swa : c->rope_theta) },
+        /* (without a window every layer is global; local_attention is then transformers' default) */
+        { "local_attention", c->swa_window > 0 ? c->swa_window : 128 }, { "global_attn_every_n_layers", every },
+    };
+    for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+        cJSON_AddNumberToObject(j, num[i].key, num[i].v);
+    static const char *const biases[] = { "norm_bias", "attention_bias", "mlp_bias" };
+    for (size_t i = 0; i < sizeof(biases) / sizeof(biases[0]); i++)
+        cJSON_AddBoolToObject(j, biases[i], 0);
+    cJSON_AddStringToObject(j, "hidden_activation", act_name(c->act));
+    cJSON_AddStringToObject(j, "classifier_pooling", m->pooling == LLM_POOL_CLS ? "cls" : "mean");
+    static const char *const ids[2][2] = { { "bos_token_id", "cls_token_id" }, { "eos_token_id", "sep_token_id" } };
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2 && (i ? c->eos_id : c->bos_id) >= 0; k++)
+            cJSON_AddNumberToObject(j, ids[i][k], i ? c->eos_id : c->bos_id);
+    cJSON_AddStringToObject(j, "torch_dtype", dtype == LLM_F32 ? "float32" : dtype == LLM_F16 ? "float16" : "bfloat16");
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    int rc = llm_json_write_file(path, j, 1, err);
+    cJSON_Delete(j);
+    return rc;
+}
+
 static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, llm_err *err)
 {
+    if (strcmp(m->arch, "modern-bert") == 0)
+        return write_modern_bert_config(m, dir, dtype, err);
     const llm_config *c = &m->cfg;
     cJSON *j = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
@@ -771,17 +853,10 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         cJSON_AddNumberToObject(rs, "high_freq_factor", c->rope_high_freq_factor);
         cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->rope_orig_ctx);
     }
-    char *s = cJSON_Print(j);
-    cJSON_Delete(j);
     char path[1100];
     snprintf(path, sizeof(path), "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    int rc = s != NULL && f != NULL && fputs(s, f) >= 0 ? 0 : -1;
-    if (f != NULL && fclose(f) != 0)
-        rc = -1;
-    free(s);
-    if (rc != 0)
-        llm_seterr(err, "%s: cannot write: %s", path, strerror(errno));
+    int rc = llm_json_write_file(path, j, 1, err);
+    cJSON_Delete(j);
     return rc;
 }
 
@@ -846,13 +921,15 @@ static int write_dense(const char *dir, const char *sub, int in, int out, const 
     return rc;
 }
 
-/* EmbeddingGemma's Dense modules, and modules.json listing what sentence-transformers loads in turn. */
+/* EmbeddingGemma's Dense modules, and modules.json listing what sentence-transformers loads in turn (also for
+ * a ModernBERT without them: the model, its pooling, the normalisation). */
 static int write_st_modules(const llm_model *m, const char *dir, llm_err *err)
 {
-    if (m->dense_up == NULL)
+    int modern = strcmp(m->arch, "modern-bert") == 0 && m->pooling != LLM_POOL_NONE;
+    if (m->dense_up == NULL && !modern)
         return 0;
-    if (write_dense(dir, "2_Dense", m->cfg.dim, m->dense_n, m->dense_up, err) != 0 ||
-        write_dense(dir, "3_Dense", m->dense_n, m->cfg.dim, m->dense_down, err) != 0)
+    if (m->dense_up != NULL && (write_dense(dir, "2_Dense", m->cfg.dim, m->dense_n, m->dense_up, err) != 0 ||
+                                write_dense(dir, "3_Dense", m->dense_n, m->cfg.dim, m->dense_down, err) != 0))
         return -1;
     char path[1100];
     snprintf(path, sizeof(path), "%s/modules.json", dir);
@@ -863,11 +940,14 @@ static int write_st_modules(const llm_model *m, const char *dir, llm_err *err)
         { "2", "2_Dense", "sentence_transformers.models.Dense" },
         { "3", "3_Dense", "sentence_transformers.models.Dense" },
         { "4", "4_Normalize", "sentence_transformers.models.Normalize" },
+        { "2", "2_Normalize", "sentence_transformers.models.Normalize" },
     };
+    static const int with_dense[] = { 0, 1, 2, 3, 4 }, without[] = { 0, 1, 5 };
+    const int *list = m->dense_up != NULL ? with_dense : without, n = m->dense_up != NULL ? 5 : 3;
     int rc = f != NULL && fputs("[", f) >= 0 ? 0 : -1;
-    for (int i = 0; rc == 0 && i < 5; i++)
+    for (int i = 0; rc == 0 && i < n; i++)
         rc = fprintf(f, "%s{\"idx\": %s, \"name\": \"%s\", \"path\": \"%s\", \"type\": \"%s\"}", i ? ", " : "",
-                     mods[i][0], mods[i][0], mods[i][1], mods[i][2]) > 0 ? 0 : -1;
+                     mods[list[i]][0], mods[list[i]][0], mods[list[i]][1], mods[list[i]][2]) > 0 ? 0 : -1;
     if (rc == 0 && fputs("]\n", f) < 0)
         rc = -1;
     if (f != NULL && fclose(f) != 0)
@@ -877,44 +957,78 @@ static int write_st_modules(const llm_model *m, const char *dir, llm_err *err)
     return rc;
 }
 
-int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_err *err)
+/* A whole file copied (read first: from and to may be the same file). 0, or -1 + err. */
+static int copy_file(const char *from, const char *to, llm_err *err)
 {
-    if (dtype != LLM_F32 && dtype != LLM_F16 && dtype != LLM_BF16) {
-        llm_seterr(err, "%s: safetensors output supports f32, f16 and bf16 (not %s)", dir, llm_dtype_name(dtype));
-        return -1;
+    FILE *f = fopen(from, "rb");
+    char *buf = NULL;
+    long n = -1;
+    if (f != NULL && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
+        buf = malloc((size_t)n + 1);
+    int rc = buf != NULL && fread(buf, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
+    if (f != NULL)
+        fclose(f);
+    if (rc != 0) {
+        llm_seterr(err, "%s: cannot read: %s", from, strerror(errno));
+    } else {
+        f = fopen(to, "wb");
+        rc = f != NULL && fwrite(buf, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
+        if (f != NULL && fclose(f) != 0)
+            rc = -1;
+        if (rc != 0)
+            llm_seterr(err, "%s: cannot write: %s", to, strerror(errno));
     }
-    if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
-        llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
-        return -1;
+    free(buf);
+    return rc;
+}
+
+/* A ModernBERT's tokenizer beside it (tokenizer.json, tokenizer_config.json), so that the directory loads
+ * alone: a GGUF's vocabulary converted (llm_hf_w_bpe_from_gguf), a directory's (or the --tokenizer given's)
+ * files copied; nothing for the other models, nor without a tokenizer or from a llama2.c one. */
+static int write_tokenizer_files(const llm_model *m, const char *dir, llm_err *err)
+{
+    if (strcmp(m->arch, "modern-bert") != 0 || m->tok == NULL)
+        return 0;
+    const char *from = m->tok_path[0] ? m->tok_path : m->path;
+    size_t n = strlen(from);
+    if (m->tok_path[0] == 0 && m->gguf != NULL)
+        return llm_hf_w_bpe_from_gguf(m->gguf, dir, m->cfg.bos_id, m->cfg.eos_id, m->cfg.seq_len, err);
+    if (n > 5 && strcmp(from + n - 5, ".gguf") == 0) {
+        gguf_ctx *g = gguf_open(from, err);
+        int rc = g == NULL ? -1 : llm_hf_w_bpe_from_gguf(g, dir, m->cfg.bos_id, m->cfg.eos_id, m->cfg.seq_len, err);
+        gguf_close(g);
+        return rc;
     }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        llm_seterr(err, "%s: cannot create directory: %s", dir, strerror(errno));
-        return -1;
+    char src[1100], dst[1100];
+    int json = n > 5 && strcmp(from + n - 5, ".json") == 0;
+    const char *slash = strrchr(from, '/');
+    for (int i = 0; i < 2; i++) { /* tokenizer.json, then tokenizer_config.json beside it (if there is one) */
+        static const char *const names[2] = { "tokenizer.json", "tokenizer_config.json" };
+        if (json && i == 0)
+            snprintf(src, sizeof(src), "%s", from);
+        else if (json)
+            snprintf(src, sizeof(src), "%.*s%s", slash ? (int)(slash - from + 1) : 0, from, names[i]);
+        else
+            snprintf(src, sizeof(src), "%s/%s", from, names[i]);
+        snprintf(dst, sizeof(dst), "%s/%s", dir, names[i]);
+        if (access(src, R_OK) == 0 && copy_file(src, dst, err) != 0)
+            return -1;
     }
-    if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0 || write_st_modules(m, dir, err) != 0)
-        return -1;
+    return 0;
+}
+
+/* A decoder's tensors under transformers' names (Llama, Mistral, Qwen, Gemma, SmolLM3, Granite, their MoE):
+ * their count. */
+static int decoder_entries(const llm_model *m, hf_entry *e)
+{
     const llm_config *c = &m->cfg;
-    if (c->n_expert > 0 && strcmp(m->arch, "llama") == 0 && (c->expert_ff != c->hidden_dim || !c->moe_norm_topk)) {
-        llm_seterr(err, "%s: a Mixtral's experts are intermediate_size wide and renormalised; this model's are not",
-                   dir);
-        return -1;
-    }
-    int n = (16 + 3 * c->n_expert + 1) * c->n_layers + 3, k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
+    int k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
     int qwen_moe = strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0;
     int gemma = strncmp(m->arch, "gemma", 5) == 0, gemma23 = gemma && m->layers[0].post_attn_norm.data != NULL;
     float nadd = gemma ? -1.0f : 0.0f; /* Gemma's norms are stored as w, scaling by 1 + w */
-    hf_entry *e = calloc((size_t)n, sizeof(*e));
-    float *tmp = NULL;
-    uint8_t *row = NULL;
-    FILE *f = NULL;
-    char *hdr = NULL;
-    int rc = -1;
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-    if (e == NULL)
-        goto oom;
 #define ADD(nm, tensor, p) do { snprintf(e[k].name, sizeof(e[k].name), "%s", nm); e[k].t = (tensor); \
-        e[k].perm = (p); e[k].add = strstr(e[k].name, "norm") != NULL ? nadd : 0.0f; k++; } while (0)
+        e[k].rows = e[k].t->ne[1]; e[k].perm = (p); e[k].add = strstr(e[k].name, "norm") != NULL ? nadd : 0.0f; \
+        k++; } while (0)
     ADD("model.embed_tokens.weight", &m->tok_embd, 0);
     ADD("model.norm.weight", &m->out_norm, 0);
     if (!c->tied_embeddings)
@@ -963,21 +1077,106 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
     for (int i = 0; c->bidirectional && i < k; i++) /* a bare Gemma3TextModel's names, as sentence-transformers */
         if (strncmp(e[i].name, "model.", 6) == 0)
             memmove(e[i].name, e[i].name + 6, strlen(e[i].name + 6) + 1);
+    return k;
+}
+
+/* An entry of n matrices of the same width stacked by rows, written as one tensor. */
+static void fused_entry(hf_entry *e, const char *name, const llm_tensor *const *parts, int n)
+{
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    e->t = parts[0];
+    e->n_part = n;
+    for (int p = 0; p < n; p++) {
+        e->part[p] = parts[p];
+        e->rows += parts[p]->ne[1];
+    }
+}
+
+/* ModernBERT's tensors as a bare ModernBertModel names them: q|k|v stacked in attn.Wqkv, the GLU's input (the
+ * activated half, w_gate) then its multiplier (w_up) in mlp.Wi, no attn_norm in the first layer; their count. */
+static int modern_bert_entries(const llm_model *m, hf_entry *e)
+{
+    int k = 0;
+    char nm[96];
+#define ADD(nm, tensor) do { snprintf(e[k].name, sizeof(e[k].name), "%s", nm); e[k].t = (tensor); \
+        e[k].rows = e[k].t->ne[1]; k++; } while (0)
+    ADD("embeddings.tok_embeddings.weight", &m->tok_embd);
+    ADD("embeddings.norm.weight", &m->embd_norm);
+    for (int i = 0; i < m->cfg.n_layers; i++) {
+        const llm_layer *L = &m->layers[i];
+        const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
+#define L_(suffix) snprintf(nm, sizeof(nm), "layers.%d." suffix ".weight", i)
+        if (L->attn_norm.data != NULL) {
+            L_("attn_norm");
+            ADD(nm, &L->attn_norm);
+        }
+        L_("attn.Wqkv");
+        fused_entry(&e[k++], nm, qkv, 3);
+        L_("attn.Wo");
+        ADD(nm, &L->wo);
+        L_("mlp_norm");
+        ADD(nm, &L->ffn_norm);
+        L_("mlp.Wi");
+        fused_entry(&e[k++], nm, gu, 2);
+        L_("mlp.Wo");
+        ADD(nm, &L->w_down);
+#undef L_
+    }
+    ADD("final_norm.weight", &m->out_norm);
+#undef ADD
+    return k;
+}
+
+int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_err *err)
+{
+    if (dtype != LLM_F32 && dtype != LLM_F16 && dtype != LLM_BF16) {
+        llm_seterr(err, "%s: safetensors output supports f32, f16 and bf16 (not %s)", dir, llm_dtype_name(dtype));
+        return -1;
+    }
+    if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
+        llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
+        return -1;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        llm_seterr(err, "%s: cannot create directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (write_config(m, dir, dtype, err) != 0 || write_pooling(m, dir, err) != 0 || write_st_modules(m, dir, err) != 0 ||
+        write_tokenizer_files(m, dir, err) != 0)
+        return -1;
+    const llm_config *c = &m->cfg;
+    if (c->n_expert > 0 && strcmp(m->arch, "llama") == 0 && (c->expert_ff != c->hidden_dim || !c->moe_norm_topk)) {
+        llm_seterr(err, "%s: a Mixtral's experts are intermediate_size wide and renormalised; this model's are not",
+                   dir);
+        return -1;
+    }
+    int n = (16 + 3 * c->n_expert + 1) * c->n_layers + 3, k = 0;
+    hf_entry *e = calloc((size_t)n, sizeof(*e));
+    float *tmp = NULL;
+    uint8_t *row = NULL;
+    FILE *f = NULL;
+    char *hdr = NULL;
+    int rc = -1;
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    if (e == NULL)
+        goto oom;
+    k = strcmp(m->arch, "modern-bert") == 0 ? modern_bert_entries(m, e) : decoder_entries(m, e);
     cJSON *j = cJSON_CreateObject();
     uint64_t off = 0;
     int64_t maxcols = 0;
     for (int i = 0; i < k; i++) {
         const llm_tensor *t = e[i].t;
         e[i].off = off;
-        e[i].nbytes = (uint64_t)t->ne[0] * (uint64_t)t->ne[1] * llm_dtype_block_bytes(dtype);
+        e[i].nbytes = (uint64_t)t->ne[0] * (uint64_t)e[i].rows * llm_dtype_block_bytes(dtype);
         off += e[i].nbytes;
         if (t->ne[0] > maxcols)
             maxcols = t->ne[0];
         cJSON *o = cJSON_AddObjectToObject(j, e[i].name);
         cJSON_AddStringToObject(o, "dtype", st_dtype(dtype));
         cJSON *sh = cJSON_AddArrayToObject(o, "shape");
-        if (t->ne[1] > 1 || strstr(e[i].name, "shared_expert_gate") != NULL) /* (a Linear(dim, 1): [1, dim]) */
-            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[1]));
+        if (e[i].rows > 1 || strstr(e[i].name, "shared_expert_gate") != NULL) /* (a Linear(dim, 1): [1, dim]) */
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)e[i].rows));
         cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[0]));
         cJSON *of = cJSON_AddArrayToObject(o, "data_offsets");
         cJSON_AddItemToArray(of, cJSON_CreateNumber((double)e[i].off));
@@ -999,10 +1198,11 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         if (fputc(' ', f) == EOF)
             goto ioerr;
     for (int i = 0; i < k; i++) {
-        conv cv = { .src = e[i].t, .dst = dtype, .perm = e[i].perm, .head_dim = c->head_dim, .tmp = tmp, .add = e[i].add };
+        conv cv = { .src = e[i].t, .dst = dtype, .perm = e[i].perm, .head_dim = c->head_dim, .tmp = tmp, .add = e[i].add,
+                    .n_part = e[i].n_part, .part = { e[i].part[0], e[i].part[1], e[i].part[2] } };
         size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);
-        for (int64_t r = 0; r < e[i].t->ne[1]; r++) {
-            if (e[i].t->ne[1] == 1) /* a vector: a bias's elements move as its matrix's rows */
+        for (int64_t r = 0; r < e[i].rows; r++) {
+            if (e[i].rows == 1) /* a vector: a bias's elements move as its matrix's rows */
                 conv_fill_vec(&cv, 0, 1, row, err);
             else
                 conv_fill(&cv, (uint64_t)r, 1, row, err);

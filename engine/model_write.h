@@ -58,6 +58,14 @@ int  llm_gguf_w_wpm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types
 /* Byte-level BPE ("gpt2") tokenizer from tokenizer.json (+ tokenizer_config.json beside it), with
  * tokenizer.ggml.pre = pre, or (pre NULL) the name of the file's split regex ("llama-bpe", "qwen2", "gpt2"). */
 int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const char *pre, llm_err *err);
+/* The same for a ModernBERT (a directory's tokenizer.json, or the --tokenizer given): its [CLS] (cls) and [SEP]
+ * (sep) ids as BOS and EOS (and seperator), both added, and the file's GPT-2 split named "modern-bert". */
+int llm_gguf_w_bpe_cls_sep_from_hf(gguf_writer *w, const char *tokenizer_json, int cls, int sep, llm_err *err);
+/* A GGUF's byte-level BPE vocabulary ("gpt2": tokens, token types, merges, a one-regex tokenizer.ggml.pre) as
+ * DIR/tokenizer.json (BPE; control and user tokens as added_tokens) with ModernBERT's post-processor, [CLS]
+ * (token cls) $A [SEP] (sep), and DIR/tokenizer_config.json naming them cls_token / sep_token
+ * (model_max_length max_len): a ModernBERT directory's. 0, or -1 + err. */
+int llm_hf_w_bpe_from_gguf(const gguf_ctx *g, const char *dir, int cls, int sep, int max_len, llm_err *err);
 /* Llama 3 rope scaling as llama.cpp's converter computes rope_freqs.weight (head_dim/2 divisors). */
 void llm_llama3_rope_freqs(const llm_config *c, float *out);
 

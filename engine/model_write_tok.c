@@ -390,7 +390,10 @@ static int find_id(char **tok, int n, const char *text)
     return -1;
 }
 
-int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const char *pre, llm_err *err)
+/* llm_gguf_w_bpe_from_hf, and with cls_sep (cls, sep: [CLS] and [SEP] ids) a ModernBERT's vocabulary: those as
+ * BOS and EOS, both added, the split named "modern-bert" when it is GPT-2's (pre NULL). */
+static int bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const char *pre, int cls_sep, int cls, int sep,
+                       llm_err *err)
 {
     cJSON *root = llm_json_read_file(tokenizer_json, err), *cfg = NULL;
     if (root == NULL)
@@ -424,6 +427,8 @@ int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const cha
                        "gpt-4o, refact)", tokenizer_json);
             goto out;
         }
+        if (cls_sep && strcmp(pre, "gpt2") == 0) /* (ModernBERT's ByteLevel split, as llama.cpp names it) */
+            pre = "modern-bert";
     }
     for (const cJSON *e = vocab->child; e; e = e->next)
         if (cJSON_IsNumber(e) && e->valuedouble >= n && e->valuedouble < (1 << 24))
@@ -491,6 +496,10 @@ int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const cha
     int eos = find_id(tok, n, eos_t ? eos_t : "<|eot_id|>");
     if (eos < 0)
         eos = find_id(tok, n, "<|end_of_text|>");
+    if (cls_sep) { /* the model's own, where the vocabulary has them */
+        bos = cls >= 0 && cls < n ? cls : bos;
+        eos = sep >= 0 && sep < n ? sep : eos;
+    }
     gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
     gguf_w_str(w, "tokenizer.ggml.pre", pre);
     gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)tok, NULL, (uint64_t)n);
@@ -501,11 +510,11 @@ int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const cha
     if (eos >= 0)
         gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
     /* ModernBERT's converter: BOS and EOS as [CLS] and [SEP], both added */
-    int sep = strcmp(pre, "modern-bert") == 0;
-    if (sep && eos >= 0)
+    int modern = cls_sep || strcmp(pre, "modern-bert") == 0;
+    if (modern && eos >= 0)
         gguf_w_u32(w, "tokenizer.ggml.seperator_token_id", (uint32_t)eos);
     gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
-    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", sep);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", modern);
     const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
     if (cJSON_IsString(tmpl))
         gguf_w_str(w, "tokenizer.chat_template", tmpl->valuestring);
@@ -524,6 +533,172 @@ out:
     free(mg);
     free(type);
     cJSON_Delete(root);
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const char *pre, llm_err *err)
+{
+    return bpe_from_hf(w, tokenizer_json, pre, 0, -1, -1, err);
+}
+
+int llm_gguf_w_bpe_cls_sep_from_hf(gguf_writer *w, const char *tokenizer_json, int cls, int sep, llm_err *err)
+{
+    return bpe_from_hf(w, tokenizer_json, NULL, 1, cls, sep, err);
+}
+
+/* ---------- a Hugging Face tokenizer.json from GGUF metadata ---------- */
+
+/* A GGUF string (not NUL-terminated) as a C string (malloc'd; NULL out of memory). */
+static char *gstr_dup(const gguf_str *s)
+{
+    char *b = malloc((size_t)s->len + 1);
+    if (b != NULL) {
+        memcpy(b, s->ptr, (size_t)s->len);
+        b[s->len] = 0;
+    }
+    return b;
+}
+
+/* One piece of a TemplateProcessing template: {"SpecialToken": {"id": text}} or {"Sequence": {"id": "A"}}. */
+static void template_piece(cJSON *arr, const char *kind, const char *id)
+{
+    cJSON *o = cJSON_CreateObject(), *in = cJSON_AddObjectToObject(o, kind);
+    cJSON_AddStringToObject(in, "id", id);
+    cJSON_AddNumberToObject(in, "type_id", 0);
+    cJSON_AddItemToArray(arr, o);
+}
+
+/* A ByteLevel pre-tokenizer (or decoder) step. */
+static cJSON *byte_level(int use_regex, int prefix)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "ByteLevel");
+    cJSON_AddBoolToObject(o, "add_prefix_space", prefix);
+    cJSON_AddBoolToObject(o, "trim_offsets", 1);
+    cJSON_AddBoolToObject(o, "use_regex", use_regex);
+    return o;
+}
+
+int llm_hf_w_bpe_from_gguf(const gguf_ctx *g, const char *dir, int cls, int sep, int max_len, llm_err *err)
+{
+    char model[16] = "", pre[64] = "default", path[1100];
+    gguf_get_str(g, "tokenizer.ggml.model", model, sizeof(model));
+    gguf_get_str(g, "tokenizer.ggml.pre", pre, sizeof(pre));
+    const gguf_kv *toks = gguf_find_kv(g, "tokenizer.ggml.tokens"), *types = gguf_find_kv(g, "tokenizer.ggml.token_type");
+    const gguf_kv *merges = gguf_find_kv(g, "tokenizer.ggml.merges");
+    const char *pattern = tok_pretok_pattern(pre);
+    int ok = strcmp(model, "gpt2") == 0 && pattern != NULL && strstr(pattern, TOK_STAGE) == NULL;
+    for (int i = 0; i < 2 && ok; i++) {
+        const gguf_kv *kv = i ? merges : toks;
+        ok = kv != NULL && kv->type == GGUF_TYPE_ARRAY && kv->arr_type == GGUF_TYPE_STRING && kv->strs != NULL &&
+             kv->arr_n < (1u << 26);
+    }
+    if (!ok || types == NULL || types->type != GGUF_TYPE_ARRAY || types->arr_n != toks->arr_n || cls < 0 ||
+        sep < 0 || (uint64_t)cls >= toks->arr_n || (uint64_t)sep >= toks->arr_n) {
+        llm_seterr(err, "%s: a tokenizer.json is written from a byte-level BPE GGUF vocabulary with token types, "
+                   "a one-regex pre-tokenizer and [CLS] / [SEP] ids only (this one: model \"%s\", pre \"%s\")", dir,
+                   model, pre);
+        return -1;
+    }
+    cJSON *j = cJSON_CreateObject(), *cfg = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "version", "1.0");
+    cJSON_AddNullToObject(j, "truncation");
+    cJSON_AddNullToObject(j, "padding");
+    cJSON *added = cJSON_AddArrayToObject(j, "added_tokens");
+    cJSON_AddNullToObject(j, "normalizer");
+    /* GPT-2's split is ByteLevel's own regex (ModernBERT's); any other a Split before it */
+    if (strcmp(pattern, tok_pretok_pattern("gpt2")) == 0) {
+        cJSON_AddItemToObject(j, "pre_tokenizer", byte_level(1, 0));
+    } else {
+        cJSON *seq = cJSON_AddObjectToObject(j, "pre_tokenizer"), *split = cJSON_CreateObject();
+        cJSON_AddStringToObject(seq, "type", "Sequence");
+        cJSON *steps = cJSON_AddArrayToObject(seq, "pretokenizers");
+        cJSON_AddStringToObject(split, "type", "Split");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(split, "pattern"), "Regex", pattern);
+        cJSON_AddStringToObject(split, "behavior", "Isolated");
+        cJSON_AddBoolToObject(split, "invert", 0);
+        cJSON_AddItemToArray(steps, split);
+        cJSON_AddItemToArray(steps, byte_level(0, 0));
+    }
+    /* ModernBERT's post-processor: [CLS] $A [SEP], a pair [CLS] $A [SEP] $B [SEP] */
+    cJSON *pp = cJSON_AddObjectToObject(j, "post_processor");
+    cJSON_AddStringToObject(pp, "type", "TemplateProcessing");
+    cJSON *single = cJSON_AddArrayToObject(pp, "single"), *pair = cJSON_AddArrayToObject(pp, "pair");
+    char *ct = gstr_dup(&toks->strs[cls]), *st = gstr_dup(&toks->strs[sep]);
+    int rc = ct != NULL && st != NULL ? 0 : -1;
+    if (rc == 0) {
+        template_piece(single, "SpecialToken", ct);
+        template_piece(single, "Sequence", "A");
+        template_piece(single, "SpecialToken", st);
+        template_piece(pair, "SpecialToken", ct);
+        template_piece(pair, "Sequence", "A");
+        template_piece(pair, "SpecialToken", st);
+        template_piece(pair, "Sequence", "B");
+        template_piece(pair, "SpecialToken", st);
+        cJSON *sp = cJSON_AddObjectToObject(pp, "special_tokens");
+        for (int i = 0; i < 2; i++) {
+            const char *text = i ? st : ct;
+            cJSON *o = cJSON_AddObjectToObject(sp, text);
+            cJSON_AddStringToObject(o, "id", text);
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "ids"), cJSON_CreateNumber(i ? sep : cls));
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "tokens"), cJSON_CreateString(text));
+            cJSON_AddStringToObject(cfg, i ? "sep_token" : "cls_token", text);
+        }
+    }
+    free(ct);
+    free(st);
+    cJSON_AddItemToObject(j, "decoder", byte_level(1, 1));
+    cJSON *mo = cJSON_AddObjectToObject(j, "model");
+    cJSON_AddStringToObject(mo, "type", "BPE");
+    cJSON_AddNullToObject(mo, "dropout");
+    cJSON_AddNullToObject(mo, "unk_token");
+    cJSON_AddBoolToObject(mo, "fuse_unk", 0);
+    cJSON_AddBoolToObject(mo, "byte_fallback", 0);
+    /* (as the GGUF loader reads a Llama 3 vocabulary: a word that is a token skips the merges) */
+    cJSON_AddBoolToObject(mo, "ignore_merges", strcmp(pre, "llama-bpe") == 0 || strcmp(pre, "llama3") == 0);
+    cJSON *vocab = cJSON_AddObjectToObject(mo, "vocab"), *mg = cJSON_AddArrayToObject(mo, "merges");
+    for (uint64_t i = 0; i < toks->arr_n && rc == 0; i++) {
+        int64_t ty = TT_NORMAL;
+        gguf_arr_i64(types, i, &ty);
+        char *text = gstr_dup(&toks->strs[i]);
+        if (text == NULL) {
+            rc = -1;
+        } else if (ty == TT_CONTROL || ty == TT_USER || ty == TT_UNUSED) { /* matched before the split */
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "id", (double)i);
+            cJSON_AddStringToObject(o, "content", text);
+            static const char *const flags[3] = { "single_word", "lstrip", "rstrip" };
+            for (int f = 0; f < 3; f++)
+                cJSON_AddBoolToObject(o, flags[f], 0);
+            cJSON_AddBoolToObject(o, "normalized", ty == TT_USER);
+            cJSON_AddBoolToObject(o, "special", ty != TT_USER);
+            cJSON_AddItemToArray(added, o);
+        } else {
+            cJSON_AddNumberToObject(vocab, text, (double)i);
+        }
+        free(text);
+    }
+    for (uint64_t i = 0; i < merges->arr_n && rc == 0; i++) { /* "a b", in rank order */
+        char *m = gstr_dup(&merges->strs[i]);
+        if (m == NULL)
+            rc = -1;
+        else
+            cJSON_AddItemToArray(mg, cJSON_CreateString(m));
+        free(m);
+    }
+    cJSON_AddNumberToObject(cfg, "model_max_length", max_len);
+    cJSON_AddStringToObject(cfg, "tokenizer_class", "PreTrainedTokenizerFast");
+    if (rc != 0) {
+        llm_seterr(err, "%s: out of memory", dir);
+    } else {
+        snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+        rc = llm_json_write_file(path, j, 0, err);
+        snprintf(path, sizeof(path), "%s/tokenizer_config.json", dir);
+        if (rc == 0)
+            rc = llm_json_write_file(path, cfg, 1, err);
+    }
+    cJSON_Delete(j);
     cJSON_Delete(cfg);
     return rc;
 }

@@ -451,6 +451,17 @@ int llm_tok_encode_fim(const llm_tokenizer *t, const char *prefix, size_t plen, 
     return n;
 }
 void llm_tok_set_add_eos(llm_tokenizer *t, int on) { t->add_eos = on != 0; }
+void llm_tok_set_bos_eos(llm_tokenizer *t, int bos, int eos)
+{
+    if (bos >= 0 && bos < t->n_vocab) {
+        t->bos = bos;
+        t->add_bos = 1;
+    }
+    if (eos >= 0 && eos < t->n_vocab) {
+        t->eos = eos;
+        t->add_eos = 1;
+    }
+}
 const char *llm_tok_chat_template(const llm_tokenizer *t) { return t->chat_template; }
 
 int llm_tok_is_special(const llm_tokenizer *t, int32_t id)

@@ -38,6 +38,9 @@ int   llm_tok_add_bos(const llm_tokenizer *t);
  * appends it to text inputs, as llama.cpp's server does (an embedding model pooling the last token). */
 int   llm_tok_add_eos(const llm_tokenizer *t);
 void  llm_tok_set_add_eos(llm_tokenizer *t, int on); /* gen-model --add-eos: an embedding model's GGUF */
+/* BOS and EOS from the model's own config (ModernBERT's config.json: cls_token_id, sep_token_id), each set and
+ * added to texts where it is an id of the vocabulary, else left as it was. (addition) */
+void  llm_tok_set_bos_eos(llm_tokenizer *t, int bos, int eos);
 /* Fill-in-the-middle (code models): the prefix, suffix and middle token ids from the metadata
  * (tokenizer.ggml.fim_pre/suf/mid_token_id, or the older prefix/suffix/middle_token_id), else by their text
  * (<|fim_prefix|> ... as Qwen 2.5-Coder, <fim_prefix> ... as StarCoder). 0 when the model has all three. */

@@ -145,7 +145,11 @@ static int spm_style(const cJSON *j, int *prefix, const char *path, llm_err *err
     return 1;
 }
 
-static int load_config(llm_tokenizer *t, const char *json_path, llm_err *err)
+/* tokenizer_config.json beside json_path: BOS / EOS, add_bos_token / add_eos_token, the chat template. Where it
+ * says nothing of adding them, a post-processor `post` that wraps each text (ModernBERT's TemplateProcessing
+ * "[CLS] $A [SEP]") decides, as llama.cpp's converter reads it: its first token as BOS, its last as EOS,
+ * added. */
+static int load_config(llm_tokenizer *t, const char *json_path, const cJSON *post, llm_err *err)
 {
     const char *slash = strrchr(json_path, '/');
     size_t dir = slash ? (size_t)(slash - json_path + 1) : 0;
@@ -187,6 +191,19 @@ static int load_config(llm_tokenizer *t, const char *json_path, llm_err *err)
             llm_seterr(err, "out of memory");
             return -1;
         }
+    }
+    const char *pre = NULL, *post_eos = NULL;
+    int post_bos_on = 0, post_eos_on = 0;
+    tok_hf_post_specials(post, &pre, &post_eos, &post_bos_on, &post_eos_on);
+    int say_bos = cJSON_GetObjectItemCaseSensitive(c, "add_bos_token") != NULL,
+        say_eos = cJSON_GetObjectItemCaseSensitive(c, "add_eos_token") != NULL;
+    if (!say_bos && post_bos_on && pre != NULL && llm_tok_find(t, pre) >= 0) {
+        bos = pre;
+        t->add_bos = 1;
+    }
+    if (!say_eos && post_eos_on && post_eos != NULL && llm_tok_find(t, post_eos) >= 0) {
+        eos = post_eos;
+        t->add_eos = 1;
     }
     t->bos = bos ? llm_tok_find(t, bos) : -1;
     t->eos = eos ? llm_tok_find(t, eos) : -1;
@@ -476,7 +493,7 @@ llm_tokenizer *llm_tok_load_hf(const char *path, llm_err *err)
         goto fail;
     }
     if (tok_finish(t, err) || (!spm && tok_compile_regex(t, pattern, err)) || load_merges(t, merges, path, err) ||
-        load_config(t, path, err))
+        load_config(t, path, cJSON_GetObjectItemCaseSensitive(j, "post_processor"), err))
         goto fail;
     cJSON_Delete(j);
     return t;

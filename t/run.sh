@@ -130,6 +130,17 @@ export TEST_NGINX_EG_ENGINE="ngxeg$$"
 export TEST_NGINX_EG_MODEL="$BUILD/t/tiny-embeddinggemma-f32.gguf"
 gen_preset "$TEST_NGINX_EG_MODEL" tiny-embeddinggemma f32 3
 start_real "$TEST_NGINX_EG_ENGINE" "$TEST_NGINX_EG_MODEL"
+# ... and ModernBERT (gen-model's tiny-modernbert: LayerNorms, GeGLU, a symmetric window on two layers of three,
+# [CLS] and [SEP] added; t/098)
+export TEST_NGINX_MB_ENGINE="ngxmb$$"
+export TEST_NGINX_MB_MODEL="$BUILD/t/tiny-modernbert-f32.gguf"
+gen_preset "$TEST_NGINX_MB_MODEL" tiny-modernbert f32 3
+start_real "$TEST_NGINX_MB_ENGINE" "$TEST_NGINX_MB_MODEL"
+# ... and the same model as a Hugging Face directory (its tokenizer.json's post-processor adds [CLS] and [SEP]),
+# whose tokenizer the module loads in t/098
+export TEST_NGINX_MB_HF="$BUILD/t/tiny-modernbert-hf"
+[ -s "$TEST_NGINX_MB_HF/config.json" ] || "$LLM_ENGINE" gen-model --from "$TEST_NGINX_MB_MODEL" --dtype f32 \
+    --format hf --out "$TEST_NGINX_MB_HF" > /dev/null 2>&1 || { echo "t/run.sh: writing $TEST_NGINX_MB_HF failed" >&2; exit 1; }
 # ... and a Hugging Face BertForSequenceClassification directory (tests/parity/make_hf_bert.py, which also
 # computes its scores in pure Python: $TEST_NGINX_HF_RR_RE accepts each within 2e-3, in ranked order)
 export TEST_NGINX_HF_RR_ENGINE="ngxhfrr$$"
@@ -258,11 +269,14 @@ TEST_NGINX_REF_EMBED_JINA=$("$LLM_ENGINE" embed --model "$TEST_NGINX_JINA_MODEL"
 # ... and EmbeddingGemma's (t/097): a text longer than its window of 8 positions each side
 TEST_NGINX_REF_EMBED_EG=$("$LLM_ENGINE" embed --model "$TEST_NGINX_EG_MODEL" --threads 1 \
     --prompt "Once upon a time there was a girl named Lily who loved to play in the park with her friends." 2>/dev/null)
+# ... and ModernBERT's (t/098), past its window too
+TEST_NGINX_REF_EMBED_MB=$("$LLM_ENGINE" embed --model "$TEST_NGINX_MB_MODEL" --threads 1 \
+    --prompt "Once upon a time there was a girl named Lily who loved to play in the park with her friends." 2>/dev/null)
 export TEST_NGINX_REF_EMBED TEST_NGINX_REF_EMBED_EOS TEST_NGINX_REF_EMBED_BERT TEST_NGINX_REF_EMBED_EG \
-    TEST_NGINX_REF_EMBED_JINA
+    TEST_NGINX_REF_EMBED_JINA TEST_NGINX_REF_EMBED_MB
 export TEST_NGINX_REF_COMPLETION TEST_NGINX_REF_CHAT TEST_NGINX_REF_FILTERED TEST_NGINX_REF_BIASED TEST_NGINX_REF_JSON \
     TEST_NGINX_REF_SCHEMA
-[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_LORA" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_EMBED_BERT" ] && [ -n "$TEST_NGINX_REF_EMBED_EG" ] && [ -n "$TEST_NGINX_REF_EMBED_JINA" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
+[ -n "$TEST_NGINX_REF_COMPLETION" ] && [ -n "$TEST_NGINX_REF_CHAT" ] && [ -n "$TEST_NGINX_REF_LORA" ] && [ -n "$TEST_NGINX_REF_EMBED" ] && [ -n "$TEST_NGINX_REF_EMBED_EOS" ] && [ -n "$TEST_NGINX_REF_EMBED_BERT" ] && [ -n "$TEST_NGINX_REF_EMBED_EG" ] && [ -n "$TEST_NGINX_REF_EMBED_JINA" ] && [ -n "$TEST_NGINX_REF_EMBED_MB" ] && [ -n "$TEST_NGINX_REF_FILTERED" ] &&
     [ -n "$TEST_NGINX_REF_BIASED" ] && [ -n "$TEST_NGINX_REF_JSON" ] && [ -n "$TEST_NGINX_REF_SCHEMA" ] ||
     { echo "t/run.sh: llm-engine generate gave no reference text" >&2; exit 1; }
 

@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "backend_util.h"
+#include "gguf.h"
 #include "model.h"
 #include "model_gen.h"
 #include "scheduler.h"
@@ -445,6 +446,82 @@ static void test_mutated(const char *path)
        loaded);
 }
 
+/* tiny-modernbert's file written again with one change (a key replaced or left out, or a tensor left out) and
+ * loaded: each refused with a message naming what is wrong; the unchanged copy loads. */
+typedef struct {
+    const char *key;  /* the key replaced (by kind: 'u' u32, 'f' f32, 's' string, 'b' bool), or NULL */
+    char kind;
+    uint32_t u;
+    float f;
+    const char *s;
+    const char *drop; /* a tensor left out, or NULL */
+    const char *want; /* in the message */
+} mb_case;
+
+static void test_modernbert_refusals(void)
+{
+    char src[] = "/tmp/test_mbXXXXXX", dst[] = "/tmp/test_mb2XXXXXX";
+    close(mkstemp(src));
+    close(mkstemp(dst));
+    llm_err err = { { 0 } };
+    ok(llm_model_generate("tiny-modernbert", LLM_F32, 11, src, "../shared", &err) == 0, "gen-model tiny-modernbert: %s",
+       err.msg);
+    gguf_ctx *g = gguf_open(src, &err);
+    static const mb_case cases[] = {
+        { NULL, 0, 0, 0, NULL, NULL, NULL },
+        { "modern-bert.attention.sliding_window_pattern", 'u', 0, 0, NULL, NULL, "sliding_window_pattern" },
+        { "modern-bert.attention.sliding_window", 'u', 0x7fffffff, 0, NULL, NULL, "bad sliding window" },
+        { "modern-bert.rope.freq_base", 'f', 0, NAN, NULL, NULL, "rope.freq_base" },
+        { "modern-bert.rope.freq_base_swa", 'f', 0, 0.0f, NULL, NULL, "freq_base_swa" },
+        { "modern-bert.attention.layer_norm_epsilon", 'f', 0, -1.0f, NULL, NULL, "layer_norm_epsilon" },
+        { "modern-bert.hidden_activation", 's', 0, 0, "relu", NULL, "\"relu\" is not supported" },
+        { "modern-bert.pooling_type", 'u', 4, 0, NULL, NULL, "reranker" },
+        { "modern-bert.attention.causal", 'b', 1, 0, NULL, NULL, "causal" },
+        { "modern-bert.feed_forward_length", 'u', 100, 0, NULL, NULL, "ffn_up" },
+        { "modern-bert.attention.head_count", 'u', 5, 0, NULL, NULL, "bad modern-bert config" },
+        { NULL, 0, 0, 0, NULL, "blk.1.attn_norm.weight", "blk.1.attn_norm.weight" },
+        { NULL, 0, 0, 0, NULL, "token_embd_norm.weight", "token_embd_norm.weight" },
+        { NULL, 0, 0, 0, NULL, "blk.2.attn_qkv.weight", "blk.2.attn_qkv.weight" },
+    };
+    for (size_t c = 0; g != NULL && c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const mb_case *k = &cases[c];
+        gguf_writer *w = gguf_writer_new();
+        for (uint64_t i = 0; i < g->n_kv; i++) {
+            const gguf_kv *kv = &g->kv[i];
+            if (k->key == NULL || strlen(k->key) != kv->key.len || memcmp(k->key, kv->key.ptr, kv->key.len) != 0)
+                gguf_w_kv_copy(w, kv);
+        }
+        if (k->kind == 'u')
+            gguf_w_u32(w, k->key, k->u);
+        else if (k->kind == 'f')
+            gguf_w_f32(w, k->key, k->f);
+        else if (k->kind == 's')
+            gguf_w_str(w, k->key, k->s);
+        else if (k->kind == 'b')
+            gguf_w_bool(w, k->key, (int)k->u);
+        for (uint64_t i = 0; i < g->n_tensors; i++) {
+            const gguf_tensor *t = &g->tensors[i];
+            char name[96];
+            snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+            if (k->drop == NULL || strcmp(name, k->drop) != 0)
+                gguf_w_tensor(w, name, (llm_dtype)t->type, t->n_dims, t->ne, t->data);
+        }
+        llm_err e = { { 0 } };
+        int wrote = gguf_writer_write(w, dst, &e) == 0;
+        gguf_writer_free(w);
+        llm_model *m = wrote ? llm_model_load(dst, NULL, &e) : NULL;
+        if (k->want == NULL)
+            ok(m != NULL, "tiny-modernbert copied unchanged: loads (%s)", e.msg);
+        else
+            ok(wrote && m == NULL && strstr(e.msg, k->want) != NULL, "%s%s: refused: %s", k->key ? k->key : "without ",
+               k->key ? "" : k->drop, e.msg);
+        llm_model_free(m);
+    }
+    gguf_close(g);
+    unlink(src);
+    unlink(dst);
+}
+
 int main(void)
 {
     char path[] = "/tmp/test_bertXXXXXX";
@@ -458,6 +535,7 @@ int main(void)
     test_scheduler(path);
     test_mutated(path);
     test_cross_encoder();
+    test_modernbert_refusals();
     /* hostile files of the other encoders (their vectors against llama.cpp: tests/parity/bert.t): nomic-bert
      * (fused q|k|v, SwiGLU, rope, no biases), XLM-RoBERTa (one token type, a Unigram vocabulary and its
      * precompiled charsmap in the metadata the mutations hit), jina-bert-v2 (ALiBi, a GELU-gated FFN) */

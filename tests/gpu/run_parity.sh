@@ -225,6 +225,11 @@ done
 "$B/llm-engine" gen-model --preset jina-v2-base --dtype f16 --out "$WORK/jina-base-f16.gguf" >/dev/null 2>&1 &&
     run jina_base_f16 env STEP=512 MIN_COS=0.999 tests/gpu/embed_check.sh "$B/llm-engine" \
         "$WORK/jina-base-f16.gguf" 2e-2 mean
+# ModernBERT-base's shape (LayerNorms on the decoder path, erf GeGLU, windows of 64 each side on two layers of
+# three; 22 layers of 768) in F16, mean pooling
+"$B/llm-engine" gen-model --preset modernbert-base --dtype f16 --out "$WORK/mb-base-f16.gguf" >/dev/null 2>&1 &&
+    run modernbert_f16 env STEP=512 MIN_COS=0.999 tests/gpu/embed_check.sh "$B/llm-engine" \
+        "$WORK/mb-base-f16.gguf" 2e-2 mean
 
 # Memory errors and shared-memory races in the kernels (short runs: the tools slow kernels a lot).
 if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
