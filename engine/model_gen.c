@@ -289,6 +289,28 @@ static const bert_preset bert_presets[] = {
     { "jina-v2-base", 768, 3072, 12, 12, 8192, LLM_POOL_MEAN, 30528, 0, 0, 1 }, /* jina-embeddings-v2-base-en */
 };
 
+/* An encoder's keys as llama.cpp's converter writes them (the shapes, LayerNorm's epsilon, not causal, the
+ * pooling). */
+static void encoder_meta(gguf_writer *w, const char *arch, const char *preset, int ctx, int dim, int hidden,
+                         int layers, int heads, float eps, int pooling)
+{
+    char name[64], key[96];
+    snprintf(name, sizeof(name), "random %s", preset);
+#define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, arch), key)
+    gguf_w_str(w, "general.architecture", arch);
+    gguf_w_str(w, "general.name", name);
+    gguf_w_u32(w, KEY("context_length"), (uint32_t)ctx);
+    gguf_w_u32(w, KEY("embedding_length"), (uint32_t)dim);
+    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)hidden);
+    gguf_w_u32(w, KEY("block_count"), (uint32_t)layers);
+    gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)heads);
+    gguf_w_u32(w, KEY("attention.head_count_kv"), (uint32_t)heads);
+    gguf_w_f32(w, KEY("attention.layer_norm_epsilon"), eps);
+    gguf_w_bool(w, KEY("attention.causal"), 0);
+    gguf_w_u32(w, KEY("pooling_type"), (uint32_t)pooling);
+#undef KEY
+}
+
 static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, int n_layers, const char *out_path,
                          const char *shared_dir, llm_err *err)
 {
@@ -299,21 +321,11 @@ static int generate_bert(const bert_preset *p, llm_dtype dtype, uint64_t seed, i
         llm_seterr(err, "out of memory");
         goto out;
     }
-    char name[64], path[1024];
-    snprintf(name, sizeof(name), "random %s", p->name);
+    char path[1024];
     const char *arch = p->nomic ? "nomic-bert" : p->jina ? "jina-bert-v2" : "bert";
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, arch), key)
-    gguf_w_str(w, "general.architecture", arch);
-    gguf_w_str(w, "general.name", name);
-    gguf_w_u32(w, KEY("context_length"), (uint32_t)p->ctx);
-    gguf_w_u32(w, KEY("embedding_length"), (uint32_t)p->dim);
-    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)p->hidden);
-    gguf_w_u32(w, KEY("block_count"), (uint32_t)layers);
-    gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)p->heads);
-    gguf_w_f32(w, KEY("attention.layer_norm_epsilon"), 1e-12f);
-    gguf_w_bool(w, KEY("attention.causal"), 0);
-    gguf_w_u32(w, KEY("pooling_type"), (uint32_t)p->pooling);
+    encoder_meta(w, arch, p->name, p->ctx, p->dim, p->hidden, layers, p->heads, 1e-12f, p->pooling);
     if (p->nomic)
         gguf_w_f32(w, KEY("rope.freq_base"), 1000.0f);
 #undef KEY
@@ -393,20 +405,9 @@ static int generate_modern_bert(const modernbert_preset *p, llm_dtype dtype, uin
         goto out;
     }
     const char *arch = "modern-bert";
-    char name[64], path[1024], key[96];
-    snprintf(name, sizeof(name), "random %s", p->name);
+    char path[1024], key[96];
 #define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, arch), key)
-    gguf_w_str(w, "general.architecture", arch);
-    gguf_w_str(w, "general.name", name);
-    gguf_w_u32(w, KEY("context_length"), (uint32_t)p->ctx);
-    gguf_w_u32(w, KEY("embedding_length"), (uint32_t)p->dim);
-    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)p->hidden);
-    gguf_w_u32(w, KEY("block_count"), (uint32_t)layers);
-    gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)p->heads);
-    gguf_w_u32(w, KEY("attention.head_count_kv"), (uint32_t)p->heads);
-    gguf_w_f32(w, KEY("attention.layer_norm_epsilon"), 1e-5f);
-    gguf_w_bool(w, KEY("attention.causal"), 0);
-    gguf_w_u32(w, KEY("pooling_type"), LLM_POOL_MEAN);
+    encoder_meta(w, arch, p->name, p->ctx, p->dim, p->hidden, layers, p->heads, 1e-5f, LLM_POOL_MEAN);
     gguf_w_f32(w, KEY("rope.freq_base"), 160000.0f);
     gguf_w_f32(w, KEY("rope.freq_base_swa"), 10000.0f);
     gguf_w_u32(w, KEY("attention.sliding_window"), (uint32_t)p->window);

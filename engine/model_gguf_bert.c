@@ -105,6 +105,34 @@ static int cross_encoder_head(llm_model *m, llm_err *err)
     return 0;
 }
 
+int llm_gguf_encoder_dims(llm_model *m, int def_ctx, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, m->arch), key)
+    gguf_get_str(m->gguf, "general.name", m->name, sizeof(m->name));
+    int causal = 0;
+    if (gguf_get_bool(m->gguf, KEY("attention.causal"), &causal) == 0 && causal) {
+        llm_seterr(err, "%s: a causal %s (%s true) is not supported", m->path, m->arch, key);
+        return -1;
+    }
+    if (llm_gguf_get_int(m, KEY("embedding_length"), &c->dim, 0, 1, err) ||
+        llm_gguf_get_int(m, KEY("block_count"), &c->n_layers, 0, 1, err) ||
+        llm_gguf_get_int(m, KEY("feed_forward_length"), &c->hidden_dim, 0, 1, err) ||
+        llm_gguf_get_int(m, KEY("attention.head_count"), &c->n_heads, 0, 1, err) ||
+        llm_gguf_get_int(m, KEY("attention.head_count_kv"), &c->n_kv_heads, c->n_heads, 0, err) ||
+        llm_gguf_get_int(m, KEY("context_length"), &c->seq_len, def_ctx, 0, err))
+        return -1;
+#undef KEY
+    if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0 || c->dim % c->n_heads != 0 || c->seq_len < 2) {
+        llm_seterr(err, "%s: bad %s config: dim %d, %d heads, %d blocks, context %d", m->path, m->arch, c->dim,
+                   c->n_heads, c->n_layers, c->seq_len);
+        return -1;
+    }
+    c->head_dim = c->dim / c->n_heads;
+    return 0;
+}
+
 int llm_gguf_load_bert(llm_model *m, llm_err *err)
 {
     gguf_ctx *g = m->gguf;
@@ -113,26 +141,10 @@ int llm_gguf_load_bert(llm_model *m, llm_err *err)
     const int kind = nomic ? KIND_NOMIC : jina ? KIND_JINA : KIND_BERT;
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, m->arch), key)
-    gguf_get_str(g, "general.name", m->name, sizeof(m->name));
-    int causal = 0;
-    if (gguf_get_bool(g, KEY("attention.causal"), &causal) == 0 && causal) {
-        llm_seterr(err, "%s: a causal %s (%s true) is not supported", m->path, m->arch, key);
+    if (llm_gguf_encoder_dims(m, nomic ? 2048 : jina ? 8192 : 512, err) != 0)
         return -1;
-    }
-    if (llm_gguf_get_int(m, KEY("embedding_length"), &c->dim, 0, 1, err) ||
-        llm_gguf_get_int(m, KEY("block_count"), &c->n_layers, 0, 1, err) ||
-        llm_gguf_get_int(m, KEY("feed_forward_length"), &c->hidden_dim, 0, 1, err) ||
-        llm_gguf_get_int(m, KEY("attention.head_count"), &c->n_heads, 0, 1, err) ||
-        llm_gguf_get_int(m, KEY("context_length"), &c->seq_len, nomic ? 2048 : jina ? 8192 : 512, 0, err))
-        return -1;
-    if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0 || c->dim % c->n_heads != 0 || c->seq_len < 2) {
-        llm_seterr(err, "%s: bad bert config: dim %d, %d heads, %d blocks, context %d", m->path, c->dim, c->n_heads,
-                   c->n_layers, c->seq_len);
-        return -1;
-    }
     c->encoder = 1;
     c->n_kv_heads = c->n_heads;
-    c->head_dim = c->dim / c->n_heads;
     c->norm_eps = 1e-12f;
     gguf_get_f32(g, KEY("attention.layer_norm_epsilon"), &c->norm_eps);
     c->rope_theta = 1000.0f; /* (BERT: no rope, every layer is nope; nomic-embed-text's base, when absent) */

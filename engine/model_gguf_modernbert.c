@@ -77,25 +77,8 @@ int llm_gguf_load_modern_bert(llm_model *m, llm_err *err)
     llm_config *c = &m->cfg;
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof(key), "%s." suffix, m->arch), key)
-    gguf_get_str(g, "general.name", m->name, sizeof(m->name));
-    int causal = 0;
-    if (gguf_get_bool(g, KEY("attention.causal"), &causal) == 0 && causal) {
-        llm_seterr(err, "%s: a causal %s (%s true) is not supported", m->path, m->arch, key);
+    if (llm_gguf_encoder_dims(m, 8192, err) != 0)
         return -1;
-    }
-    if (llm_gguf_get_int(m, KEY("embedding_length"), &c->dim, 0, 1, err) ||
-        llm_gguf_get_int(m, KEY("block_count"), &c->n_layers, 0, 1, err) ||
-        llm_gguf_get_int(m, KEY("feed_forward_length"), &c->hidden_dim, 0, 1, err) ||
-        llm_gguf_get_int(m, KEY("attention.head_count"), &c->n_heads, 0, 1, err) ||
-        llm_gguf_get_int(m, KEY("attention.head_count_kv"), &c->n_kv_heads, c->n_heads, 0, err) ||
-        llm_gguf_get_int(m, KEY("context_length"), &c->seq_len, 8192, 0, err))
-        return -1;
-    if (c->n_layers <= 0 || c->n_layers > 4096 || c->n_heads <= 0 || c->dim % c->n_heads != 0 || c->seq_len < 2) {
-        llm_seterr(err, "%s: bad modern-bert config: dim %d, %d heads, %d blocks, context %d", m->path, c->dim,
-                   c->n_heads, c->n_layers, c->seq_len);
-        return -1;
-    }
-    c->head_dim = c->dim / c->n_heads;
     c->bidirectional = 1;
     c->layer_norm = 1;
     c->rope_layout = LLM_ROPE_HALF;

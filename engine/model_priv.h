@@ -38,7 +38,10 @@ int llm_gguf_take_fused(llm_model *m, int l, const char *suffix, const int64_t *
                         llm_err *err);
 /* The rest of a "bert" or "nomic-bert" GGUF's loading (model_gguf_bert.c), after general.architecture. */
 int llm_gguf_load_bert(llm_model *m, llm_err *err);
-/* ... and of a "modern-bert" GGUF's (model_gguf_modernbert.c). */
+/* ... and of a "modern-bert" GGUF's (model_gguf_modernbert.c). Both start with llm_gguf_encoder_dims: the
+ * name, a causal file refused, the shapes (<arch>.embedding_length, block_count, feed_forward_length,
+ * attention.head_count, head_count_kv, context_length: def_ctx when absent) checked, head_dim set. */
+int llm_gguf_encoder_dims(llm_model *m, int def_ctx, llm_err *err);
 int llm_gguf_load_modern_bert(llm_model *m, llm_err *err);
 /* ModernBERT's hidden_activation as LLM_ACT_* ("gelu": the erf one; "gelu_pytorch_tanh", "gelu_new",
  * "gelu_fast"; "silu", "swish"), -1 for any other (both formats name it as transformers does). */

@@ -15,7 +15,7 @@ use File::Temp qw(tempdir);
 use FindBin;
 use List::Util qw(min);
 use lib "$FindBin::Bin/lib";
-use Parity qw(capture cosine slurp vectors);
+use Parity qw(capture cosine embed_vs_llamacpp slurp vectors write_texts);
 
 my $B = $ENV{BUILD} // 'build';
 my $engine = "$B/llm-engine";
@@ -24,34 +24,8 @@ plan skip_all => 'llama.cpp harness not installed (npm ci --prefix bench/llamacp
     unless -d 'bench/llamacpp/node_modules/node-llama-cpp';
 
 my $dir = tempdir(CLEANUP => 1);
-open my $fh, '>', "$dir/in.txt" or die $!;
-print $fh "$_\n" for ('A cat sat on the mat.',
-                      'The little robot counted 1234567 stars over the old harbour, then 89 more, and then it went '
-                      . 'home to sleep under the warm blanket of the night sky.',
-                      'Why?',
-                      'Once upon a time there was a girl named Lily who loved to play in the park with her friends '
-                      . 'every single day of the long, hot summer by the sea.',
-                      'Embeddings turn text into vectors.');
-close $fh;
-for my $dt (qw(f32 f16 q8_0 q4_0)) {
-    my $f = "$dir/mb-$dt.gguf";
-    my ($rc) = capture($dir, $engine, 'gen-model', '--preset', 'tiny-modernbert', '--dtype', $dt, '--out', $f,
-                       '--seed', '3');
-    is($rc, 0, "gen-model --preset tiny-modernbert --dtype $dt") or next;
-    my ($rc1, $o) = capture($dir, $engine, 'embed', '--model', $f, '--input-file', "$dir/in.txt", '--threads', '2',
-                            '--no-normalize');
-    my ($ours_tokens) = slurp("$dir/stderr") =~ /\((\d+) tokens/;
-    my ($rc2, $l) = capture($dir, 'node', 'bench/llamacpp/embed.mjs', '--model', $f, '--input-file', "$dir/in.txt",
-                            '--threads', '2');
-    my ($a, $b) = (vectors($o), vectors($l));
-    my ($lc) = $l =~ /"tokens":(\d+)/;
-    ok($rc1 == 0 && $rc2 == 0 && @$a == 5 && @$b == 5, "$dt: five vectors from each side") or next;
-    is($ours_tokens, $lc, "$dt: the same number of tokens as llama.cpp ($lc)");
-    my @c = map { cosine($a->[$_], $b->[$_]) } 0 .. 4;
-    my $want = $dt =~ /^q/ ? 0.999 : 0.9999;
-    ok(min(@c) >= $want, sprintf("$dt: llama.cpp's vectors, cosine %s (>= $want)",
-                                 join(' ', map { sprintf '%.6f', $_ } @c)));
-}
+write_texts("$dir/in.txt");
+embed_vs_llamacpp($dir, $engine, 'tiny-modernbert', "$dir/mb", $_) for qw(f32 f16 q8_0 q4_0);
 # re-saved (gen-model --from the F32 file --dtype q8_0): the fused tensors, the first layer without its norm,
 # the window's pattern and the rope bases go along; llama.cpp on the new file gives our vectors, and they are
 # gen-model's own Q8_0 file's bit for bit

@@ -13,7 +13,7 @@ use File::Temp qw(tempdir);
 use FindBin;
 use JSON::PP;
 use lib "$FindBin::Bin/lib";
-use Parity qw(capture slurp);
+use Parity qw(capture slurp write_texts);
 
 my $B = $ENV{BUILD} // 'build';
 my $engine = "$B/llm-engine";
@@ -21,15 +21,7 @@ plan skip_all => "$engine not built" unless -x $engine;
 plan skip_all => '../shared/tokenizers/llama3 missing' unless -f '../shared/tokenizers/llama3/tokenizer.json';
 
 my $dir = tempdir(CLEANUP => 1);
-open my $fh, '>', "$dir/in.txt" or die $!;
-print $fh "$_\n" for ('A cat sat on the mat.',
-                      'The little robot counted 1234567 stars over the old harbour, then 89 more, and then it went '
-                      . 'home to sleep under the warm blanket of the night sky.',
-                      'Why?',
-                      'Once upon a time there was a girl named Lily who loved to play in the park with her friends '
-                      . 'every single day of the long, hot summer by the sea.',
-                      'Embeddings turn text into vectors.');
-close $fh;
+write_texts("$dir/in.txt");
 
 # (vectors as printed, tokens counted) of embed on a model
 sub embed {

@@ -9,7 +9,46 @@ use List::Util qw(max sum);
 use Test::More;
 
 our @EXPORT_OK = qw(capture compare_llamacpp compare_tokenizer cosine greedy_ours greedy_llamacpp harness
-                    hf_round_trip slurp token_counts vectors);
+                    embed_vs_llamacpp hf_round_trip slurp token_counts vectors write_texts);
+
+# Five texts of 3 to 45 tokens, one a line, into $path: the embedding models' tests (the longer ones reach past
+# a tiny preset's window of 8 positions each side).
+sub write_texts {
+    my ($path) = @_;
+    open my $fh, '>', $path or die "$path: $!";
+    print $fh "$_\n" for ('A cat sat on the mat.',
+                          'The little robot counted 1234567 stars over the old harbour, then 89 more, and then it '
+                          . 'went home to sleep under the warm blanket of the night sky.',
+                          'Why?',
+                          'Once upon a time there was a girl named Lily who loved to play in the park with her '
+                          . 'friends every single day of the long, hot summer by the sea.',
+                          'Embeddings turn text into vectors.');
+    close $fh;
+}
+
+# gen-model's $preset (seed 3) in $dt as "$stem-$dt.gguf", embedded by us and by llama.cpp
+# (bench/llamacpp/embed.mjs) over write_texts' "$dir/in.txt": four tests (the file written, five vectors each
+# side, the same token count, every cosine >= 0.9999, or 0.999 for the quantised types, where each side rounds
+# the activations to 8 bits its own way).
+sub embed_vs_llamacpp {
+    my ($dir, $engine, $preset, $stem, $dt) = @_;
+    my $f = "$stem-$dt.gguf";
+    my ($rc) = capture($dir, $engine, 'gen-model', '--preset', $preset, '--dtype', $dt, '--out', $f, '--seed', '3');
+    is($rc, 0, "gen-model --preset $preset --dtype $dt") or return;
+    my ($rc1, $o) = capture($dir, $engine, 'embed', '--model', $f, '--input-file', "$dir/in.txt", '--threads', '2',
+                            '--no-normalize');
+    my ($ours) = slurp("$dir/stderr") =~ /\((\d+) tokens/;
+    my ($rc2, $l) = capture($dir, 'node', 'bench/llamacpp/embed.mjs', '--model', $f, '--input-file', "$dir/in.txt",
+                            '--threads', '2');
+    my ($a, $b) = (vectors($o), vectors($l));
+    my ($lc) = $l =~ /"tokens":(\d+)/;
+    ok($rc1 == 0 && $rc2 == 0 && @$a == 5 && @$b == 5, "$dt: five vectors from each side") or return;
+    is($ours, $lc, "$dt: the same number of tokens as llama.cpp ($lc)");
+    my @c = map { cosine($a->[$_], $b->[$_]) } 0 .. 4;
+    my $want = $dt =~ /^q/ ? 0.999 : 0.9999;
+    ok(List::Util::min(@c) >= $want, sprintf("$dt: llama.cpp's vectors, cosine %s (>= $want)",
+                                             join(' ', map { sprintf '%.6f', $_ } @c)));
+}
 
 # ($BUILD, its llm-engine, its parity/logits_dump); the whole test is skipped where those, the llama.cpp
 # harness or (tokenizer => 1) the shared Llama 3 tokenizer are missing.
