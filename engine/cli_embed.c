@@ -81,9 +81,9 @@ static int read_inputs(const llm_args *a, const llm_model *m, inputs *in)
         fprintf(stderr, "error: embed needs one of --prompt TEXT, --prompt-ids 1,2,3, --input-file FILE\n");
         return -1;
     }
-    if (query != NULL && (pids != NULL || !m->cfg.encoder || m->n_cls == 0)) {
+    if (query != NULL && (pids != NULL || !m->cfg.bidirectional || m->n_cls == 0)) {
         fprintf(stderr, "error: --query scores texts with a cross-encoder (an encoder with a classifier head: a "
-                "BERT or XLM-RoBERTa reranker), given as --prompt or --input-file%s\n",
+                "BERT, XLM-RoBERTa or ModernBERT reranker), given as --prompt or --input-file%s\n",
                 pids != NULL ? "" : "; this model has none");
         return -1;
     }
@@ -192,8 +192,8 @@ int cli_embed(const llm_args *a)
         llm_model_free(m);
         return 2;
     }
-    if (rank) /* the head reads [CLS]'s hidden state */
-        pooling = LLM_SCHED_EMBED_CLS;
+    if (rank) /* the head reads [CLS]'s hidden state (ModernBERT's: its own pooling's) */
+        pooling = llm_model_rank_pool(m) == LLM_POOL_MEAN ? LLM_SCHED_EMBED_MEAN : LLM_SCHED_EMBED_CLS;
     inputs in = { 0 };
     results res = { 0 };
     llm_backend *be = NULL;

@@ -503,7 +503,19 @@ void llm_model_rank_apply(const llm_model *m, const float *h, float *out)
             double acc = m->cls_dense_b != NULL ? m->cls_dense_b[r] : 0.0;
             for (int i = 0; i < d; i++)
                 acc += (double)m->cls_dense[(size_t)r * (size_t)d + (size_t)i] * h[i];
-            pooled[r] = tanhf((float)acc);
+            pooled[r] = m->cls_norm != NULL ? (float)(0.5 * acc * (1.0 + erf(acc * 0.70710678118654752)))
+                                            : tanhf((float)acc);
+        }
+        if (m->cls_norm != NULL) { /* ModernBERT's: LayerNorm without bias after the GELU */
+            double sum = 0.0, sq = 0.0;
+            for (int r = 0; r < d; r++)
+                sum += pooled[r];
+            double mean = sum / d;
+            for (int r = 0; r < d; r++)
+                sq += (pooled[r] - mean) * (pooled[r] - mean);
+            double inv = 1.0 / sqrt(sq / d + m->cfg.norm_eps);
+            for (int r = 0; r < d; r++)
+                pooled[r] = (float)((pooled[r] - mean) * inv * m->cls_norm[r]);
         }
         p = pooled;
     }
@@ -630,7 +642,11 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         fprintf(f, "no rope (NoPE) on %d of %d layers\n", n_nope, c->n_layers);
     if (c->residual_scale > 0.0f || c->logit_scale > 0.0f)
         fprintf(f, "residual scale %g, logit scale %g\n", (double)c->residual_scale, (double)c->logit_scale);
-    if (m->n_cls > 0)
+    if (m->n_cls > 0 && m->cls_norm != NULL)
+        fprintf(f, "reranker: ModernBERT's classifier head (dense, GELU, LayerNorm, %d output%s) on the %s, "
+                   "/v1/rerank's scores of each [CLS] query [SEP] document [SEP]\n", m->n_cls, m->n_cls > 1 ? "s" : "",
+                m->pooling == LLM_POOL_MEAN ? "tokens' mean" : "[CLS] token");
+    else if (m->n_cls > 0)
         fprintf(f, "reranker: a classifier head of %d outputs (\"yes\", \"no\") on the last token, /v1/rerank's "
                    "scores\n", m->n_cls);
     if (c->bidirectional)

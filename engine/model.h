@@ -208,6 +208,10 @@ typedef struct llm_model {
      * ([dim x dim], and its bias) and tanh (BERT's pooler) before cls, whose bias is cls_b ([n_cls]); each NULL
      * when the file has none. */
     const float *cls_dense, *cls_dense_b, *cls_b;
+    /* ModernBERT's classifier head (ModernBertForSequenceClassification, gte-reranker-modernbert-base): cls_dense
+     * (cls_dense_b where it has one), the exact GELU, then a LayerNorm without bias (this, cfg.norm_eps) in
+     * place of BERT's tanh; read on the model's own pooling (mean or [CLS]); NULL for the others. */
+    const float *cls_norm;
     /* sentence-transformers' Dense modules after the pooling (EmbeddingGemma: dim -> dense_n -> dim, no bias,
      * no activation; GGUF dense_2 / dense_3), F32, or NULL. */
     const float *dense_up, *dense_down;
@@ -245,8 +249,17 @@ static inline void llm_model_mats(llm_model *m, llm_tensor **mats)
 }
 
 /* A reranker's head on a pooled hidden state h (dim floats): out[k] = cls[k] . p + cls_b[k], p = h, or
- * tanh(cls_dense h + cls_dense_b) for a BERT cross-encoder; n_cls values. */
+ * tanh(cls_dense h + cls_dense_b) for a BERT cross-encoder, LayerNorm(gelu(cls_dense h)) * cls_norm for
+ * ModernBERT's; n_cls values. */
 void llm_model_rank_apply(const llm_model *m, const float *h, float *out);
+/* The pooling (LLM_POOL_*) whose hidden state a reranker's head reads: the last token's (a decoder judging
+ * "yes" / "no"), [CLS]'s (a BERT cross-encoder), or ModernBERT's own classifier pooling (mean or [CLS]). */
+static inline int llm_model_rank_pool(const llm_model *m)
+{
+    return m->cls_norm != NULL ? (m->pooling == LLM_POOL_MEAN ? LLM_POOL_MEAN : LLM_POOL_CLS)
+           : m->cfg.encoder    ? LLM_POOL_CLS
+                               : LLM_POOL_LAST;
+}
 /* A pooled embedding (dim floats) through the model's Dense modules in place (nothing without them). */
 void llm_model_dense_apply(const llm_model *m, float *v);
 

@@ -15,6 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 1 for a ModernBertForSequenceClassification (a reranker: gte-reranker-modernbert-base). */
+static int modern_bert_rank(const cJSON *root)
+{
+    const cJSON *a;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(root, "architectures"))
+        if (cJSON_IsString(a) && strcmp(a->valuestring, "ModernBertForSequenceClassification") == 0)
+            return 1;
+    return 0;
+}
+
 /* A rope base: rope_parameters.KIND.rope_theta (newer transformers), else the flat key (older); absent: def,
  * null (local_rope_theta: none of its own): if_null. 0, or -1 + err. */
 static int rope_base(const cJSON *root, const char *kind, const char *flat, float def, float if_null, float *out,
@@ -44,15 +54,29 @@ int llm_hf_modern_bert_config(llm_model *m, const cJSON *root, const char *path,
 {
     llm_config *c = &m->cfg;
     const cJSON *a;
-    /* embedding models only: a classifier's (a reranker's) head after the pooling is not run */
+    /* embedding models, and rerankers (a classifier's head after the pooling, llm_model_rank_apply) */
     cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(root, "architectures"))
         if (!cJSON_IsString(a) ||
-            (strcmp(a->valuestring, "ModernBertModel") != 0 && strcmp(a->valuestring, "ModernBertForMaskedLM") != 0)) {
-            llm_seterr(err, "%s: architecture %s is not supported: ModernBERT embedding models only (ModernBertModel, "
-                       "ModernBertForMaskedLM), not classifiers or rerankers", path,
+            (strcmp(a->valuestring, "ModernBertModel") != 0 && strcmp(a->valuestring, "ModernBertForMaskedLM") != 0 &&
+             strcmp(a->valuestring, "ModernBertForSequenceClassification") != 0)) {
+            llm_seterr(err, "%s: architecture %s is not supported: ModernBERT embedding models and rerankers only "
+                       "(ModernBertModel, ModernBertForMaskedLM, ModernBertForSequenceClassification)", path,
                        cJSON_IsString(a) ? a->valuestring : "?");
             return -1;
         }
+    if (modern_bert_rank(root)) { /* its head: dense, GELU, LayerNorm, classifier on the mean or [CLS] */
+        const cJSON *cp = cJSON_GetObjectItemCaseSensitive(root, "classifier_pooling");
+        const cJSON *ca = cJSON_GetObjectItemCaseSensitive(root, "classifier_activation");
+        int mean = !cJSON_IsString(cp) || strcmp(cp->valuestring, "mean") == 0;
+        if ((cJSON_IsString(cp) && !mean && strcmp(cp->valuestring, "cls") != 0) ||
+            (ca != NULL && !(cJSON_IsString(ca) && strcmp(ca->valuestring, "gelu") == 0))) {
+            llm_seterr(err, "%s: a ModernBERT classifier with classifier_pooling '%s' and classifier_activation '%s' "
+                       "is not supported (mean or cls; gelu)", path, cJSON_IsString(cp) ? cp->valuestring : "?",
+                       cJSON_IsString(ca) ? ca->valuestring : "?");
+            return -1;
+        }
+        m->pooling = mean ? LLM_POOL_MEAN : LLM_POOL_CLS;
+    }
     static const char *const biases[] = { "norm_bias", "attention_bias", "mlp_bias" };
     for (size_t i = 0; i < sizeof(biases) / sizeof(biases[0]); i++)
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, biases[i]))) {
@@ -112,13 +136,15 @@ int llm_hf_modern_bert_config(llm_model *m, const cJSON *root, const char *path,
 }
 
 /* Any bias or classifier tensor, which the model would run without: refused (the MLM head's, head.* and
- * decoder.bias, is not run and may stay). */
-static int foreign_tensors(llm_model *m, const st_set *s, llm_err *err)
+ * decoder.bias, is not run and may stay; a reranker's, head.* and classifier.*, is). */
+static int foreign_tensors(llm_model *m, const st_set *s, int rank, llm_err *err)
 {
     for (size_t f = 0; f < s->n_files; f++)
         for (size_t i = 0; i < s->files[f]->n; i++) {
             const char *n = s->files[f]->t[i].name;
             size_t len = strlen(n);
+            if (rank && (strncmp(n, "classifier.", 11) == 0 || strncmp(n, "head.", 5) == 0))
+                continue;
             if (strncmp(n, "classifier.", 11) == 0) {
                 llm_seterr(err, "%s: tensor %s: a ModernBERT classifier's head is not supported (embedding models "
                            "only)", m->path, n);
@@ -133,6 +159,43 @@ static int foreign_tensors(llm_model *m, const st_set *s, llm_err *err)
     return 0;
 }
 
+/* A tensor of rows x cols (a vector: rows 1) as owned F32; absent and not required: *out NULL. */
+static int take_f32(llm_model *m, const st_set *s, const char *name, int64_t cols, int64_t rows, int required,
+                    const float **out, llm_err *err)
+{
+    llm_tensor t = { 0 };
+    *out = NULL;
+    if (llm_hf_take(m, s, name, &t, required, err) != 0)
+        return -1;
+    return t.data == NULL ? 0 : llm_model_f32_copy(m, &t, name, cols, rows, out, err);
+}
+
+/* ModernBertForSequenceClassification's head (at the top, beside "model."): head.dense (a bias with
+ * classifier_bias), GELU, head.norm (no bias), classifier (num_labels rows and their biases). */
+static int classifier_head(llm_model *m, const st_set *s, llm_err *err)
+{
+    const st_tensor *t = st_set_find(s, "classifier.weight");
+    int d = m->cfg.dim;
+    if (t == NULL || t->n_dims != 2 || t->shape[0] < 1 || t->shape[0] > LLM_MODEL_MAX_CLS || d > LLM_MODEL_MAX_POOLER) {
+        llm_seterr(err, "%s: a ModernBERT classifier needs classifier.weight of 1 to %d rows (and a width up to %d)",
+                   m->path, LLM_MODEL_MAX_CLS, LLM_MODEL_MAX_POOLER);
+        return -1;
+    }
+    int n = (int)t->shape[0];
+    if (st_set_find(s, "head.norm.bias") != NULL) {
+        llm_seterr(err, "%s: head.norm.bias is not supported (ModernBERT without biases only)", m->path);
+        return -1;
+    }
+    if (take_f32(m, s, "classifier.weight", d, n, 1, &m->cls, err) ||
+        take_f32(m, s, "classifier.bias", n, 1, 1, &m->cls_b, err) ||
+        take_f32(m, s, "head.dense.weight", d, d, 1, &m->cls_dense, err) ||
+        take_f32(m, s, "head.dense.bias", d, 1, 0, &m->cls_dense_b, err) ||
+        take_f32(m, s, "head.norm.weight", d, 1, 1, &m->cls_norm, err))
+        return -1;
+    m->n_cls = n;
+    return 0;
+}
+
 int llm_hf_modern_bert_tensors(llm_model *m, const st_set *s, const cJSON *root, llm_err *err)
 {
     llm_config *c = &m->cfg;
@@ -140,7 +203,8 @@ int llm_hf_modern_bert_tensors(llm_model *m, const st_set *s, const cJSON *root,
     const char *pre = st_set_find(s, "model.embeddings.tok_embeddings.weight") != NULL ? "model." : "";
     char n[160];
 #define NAME(...) (snprintf(n, sizeof(n), __VA_ARGS__), n)
-    if (foreign_tensors(m, s, err) ||
+    const int rank = modern_bert_rank(root);
+    if (foreign_tensors(m, s, rank, err) ||
         llm_hf_take(m, s, NAME("%sembeddings.tok_embeddings.weight", pre), &m->tok_embd, 1, err) ||
         llm_hf_take_norm(m, s, NAME("%sembeddings.norm.weight", pre), &m->embd_norm, err) ||
         llm_hf_take_norm(m, s, NAME("%sfinal_norm.weight", pre), &m->out_norm, err))
@@ -173,7 +237,7 @@ int llm_hf_modern_bert_tensors(llm_model *m, const st_set *s, const cJSON *root,
         L->swa = l % every != 0; /* global: 0, every, 2 * every, ... */
     }
 #undef NAME
-    return llm_model_validate(m, err);
+    return llm_model_validate(m, err) != 0 || (rank && classifier_head(m, s, err) != 0) ? -1 : 0;
 }
 
 void llm_modern_bert_tokens(llm_model *m)

@@ -513,6 +513,10 @@ static int modern_bert_keys(gguf_writer *w, const llm_model *m, const char *path
 int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, llm_err *err)
 {
     const llm_config *c = &m->cfg;
+    if (m->cls_norm != NULL) { /* (llama.cpp's layout of its head and classifier pooling is not settled here) */
+        llm_seterr(err, "%s: re-saving a ModernBERT reranker is not supported: serve its Hugging Face directory", path);
+        return -1;
+    }
     gguf_writer *w = gguf_writer_new();
     conv_list l = { 0 };
     l.cap = 24 * c->n_layers + 3; /* at most 17 tensors a layer (Qwen 2 MoE) */
@@ -1135,6 +1139,10 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
     }
     if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
         llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
+        return -1;
+    }
+    if (m->cls_norm != NULL) {
+        llm_seterr(err, "%s: re-saving a ModernBERT reranker is not supported: serve its Hugging Face directory", dir);
         return -1;
     }
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {

@@ -137,8 +137,11 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
         llm_server_finish(c->srv, slot, LLM_FINISH_ERROR, LLM_SHM_E_INVAL);
         return;
     }
-    if (rank) /* the head applies to the last token's hidden state; a BERT cross-encoder's to [CLS]'s */
-        r.embed = c->model->cfg.encoder ? LLM_SCHED_EMBED_CLS : LLM_SCHED_EMBED_LAST;
+    if (rank) { /* the head applies to the last token's hidden state, a BERT cross-encoder's to [CLS]'s */
+        int pool = llm_model_rank_pool(c->model);
+        r.embed = pool == LLM_POOL_MEAN ? LLM_SCHED_EMBED_MEAN : pool == LLM_POOL_CLS ? LLM_SCHED_EMBED_CLS
+                                                                                     : LLM_SCHED_EMBED_LAST;
+    }
     r.reasoning = (p->flags & LLM_PARAM_REASONING) != 0; /* ids checked against the vocabulary by the scheduler */
     r.reason_start = p->reason_start;
     r.reason_end = p->reason_end;

@@ -5,7 +5,9 @@
 # ($TEST_NGINX_REF_EMBED_MB) for a text longer than the window, the module's tokenizer adding [CLS] and [SEP];
 # several inputs come back in order; the model does not generate (a 400), and "truncate" cuts an input past its
 # 512 positions. The module reading the model as a Hugging Face directory (written from the GGUF) tokenizes the
-# same: its tokenizer.json's post-processor adds [CLS] and [SEP].
+# same: its tokenizer.json's post-processor adds [CLS] and [SEP]. A reranker made of it ($TEST_NGINX_MB_RR_ENGINE:
+# a classifier head on the tokens' mean, each document paired as [CLS] query [SEP] document [SEP]) ranks with the
+# scores `llm-engine embed --query` gives (checked against transformers' definition: tests/parity/modernbert_hf.t).
 use Test::Nginx::Socket 'no_plan';
 
 no_shuffle();
@@ -93,3 +95,19 @@ POST /v1/embeddings
 --- error_code: 200
 --- response_body_like eval
 qr/^\{"object":"list","data":\[\{"object":"embedding","index":0,"embedding":\Q$ENV{TEST_NGINX_REF_EMBED_MB}\E\}\],"model":"modernbert","usage":\{"prompt_tokens":23,"total_tokens":23\}\}$/
+
+=== TEST 6: a ModernBERT reranker (its Hugging Face directory: a classifier head on the tokens' mean) ranks on /v1/rerank
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_MB_RR_ENGINE;
+    llm_model_path $TEST_NGINX_MB_RR_MODEL;
+}
+--- request
+POST /v1/rerank
+{"query": "a cat", "documents": ["the cat sat on the mat", "the sun is hot today", "A cat and a dog ran home."], "return_documents": false}
+--- error_code: 200
+--- response_body_like eval
+qr/$ENV{TEST_NGINX_MB_RR_RE}/

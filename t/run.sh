@@ -113,15 +113,16 @@ start_real "$TEST_NGINX_BERT_RR_ENGINE" "$TEST_NGINX_BERT_RR_MODEL"
 export TEST_NGINX_XLMR_RR_ENGINE="ngxxlmrrr$$"
 export TEST_NGINX_XLMR_RR_MODEL="$BUILD/t/tiny-xlm-r-rerank-f32.gguf"
 gen_preset "$TEST_NGINX_XLMR_RR_MODEL" tiny-xlm-r-rerank f32 13
-TEST_NGINX_XLMR_RR_RE=$(printf 'a cat sat on the mat\nthe sun is hot\ncats and dogs \342\221\240\357\274\201\n' |
-    "$LLM_ENGINE" embed --model "$TEST_NGINX_XLMR_RR_MODEL" --query 'a cat' --input-file /dev/stdin 2> /dev/null |
-    python3 -c '
+rerank_re() { # model query, the documents on stdin: /v1/rerank's results as a regex, each score within 1e-3
+    "$LLM_ENGINE" embed --model "$1" --query "$2" --input-file /dev/stdin 2> /dev/null | python3 -c '
 import math, sys
 s = [1 / (1 + math.exp(-float(l.strip("[]\n")))) for l in sys.stdin]
 near = lambda v: "0\\.(?:" + "|".join("%04d" % k for k in range(int((v - 1e-3) * 1e4), int((v + 1e-3) * 1e4) + 1)) + ")\\d*"
 print("\"results\":\\[" + ",".join("\\{\"index\":%d,\"relevance_score\":%s\\}" % (i, near(s[i]))
-      for i in sorted(range(len(s)), key=lambda i: -s[i])) + "\\]")') ||
-    { echo "t/run.sh: embed --query failed" >&2; exit 1; }
+      for i in sorted(range(len(s)), key=lambda i: -s[i])) + "\\]")'
+}
+TEST_NGINX_XLMR_RR_RE=$(printf 'a cat sat on the mat\nthe sun is hot\ncats and dogs \342\221\240\357\274\201\n' |
+    rerank_re "$TEST_NGINX_XLMR_RR_MODEL" 'a cat') || { echo "t/run.sh: embed --query failed" >&2; exit 1; }
 export TEST_NGINX_XLMR_RR_RE
 start_real "$TEST_NGINX_XLMR_RR_ENGINE" "$TEST_NGINX_XLMR_RR_MODEL"
 # EmbeddingGemma (gen-model's tiny-embeddinggemma: Gemma 3's layers without the causal mask, a symmetric window,
@@ -141,6 +142,17 @@ start_real "$TEST_NGINX_MB_ENGINE" "$TEST_NGINX_MB_MODEL"
 export TEST_NGINX_MB_HF="$BUILD/t/tiny-modernbert-hf"
 [ -s "$TEST_NGINX_MB_HF/config.json" ] || "$LLM_ENGINE" gen-model --from "$TEST_NGINX_MB_MODEL" --dtype f32 \
     --format hf --out "$TEST_NGINX_MB_HF" > /dev/null 2>&1 || { echo "t/run.sh: writing $TEST_NGINX_MB_HF failed" >&2; exit 1; }
+# ... made a reranker (tests/parity/modernbert_ref.py --make-rank: a random classifier head on the tokens' mean,
+# whose scores tests/parity/modernbert_hf.t checks against transformers' definition): t/098's /v1/rerank
+export TEST_NGINX_MB_RR_ENGINE="ngxmbrr$$"
+export TEST_NGINX_MB_RR_MODEL="$BUILD/t/tiny-modernbert-rerank"
+[ -s "$TEST_NGINX_MB_RR_MODEL/config.json" ] ||
+    python3 tests/parity/modernbert_ref.py --make-rank "$TEST_NGINX_MB_HF" "$TEST_NGINX_MB_RR_MODEL" ||
+    { echo "t/run.sh: writing $TEST_NGINX_MB_RR_MODEL failed" >&2; exit 1; }
+start_real "$TEST_NGINX_MB_RR_ENGINE" "$TEST_NGINX_MB_RR_MODEL"
+TEST_NGINX_MB_RR_RE=$(printf 'the cat sat on the mat\nthe sun is hot today\nA cat and a dog ran home.\n' |
+    rerank_re "$TEST_NGINX_MB_RR_MODEL" 'a cat') || { echo "t/run.sh: embed --query failed" >&2; exit 1; }
+export TEST_NGINX_MB_RR_RE
 # ... and a Hugging Face BertForSequenceClassification directory (tests/parity/make_hf_bert.py, which also
 # computes its scores in pure Python: $TEST_NGINX_HF_RR_RE accepts each within 2e-3, in ranked order)
 export TEST_NGINX_HF_RR_ENGINE="ngxhfrr$$"

@@ -8,7 +8,9 @@
 # again; with Llama 3's tokenizer given in place of its own, [CLS] and [SEP] are still added. Against
 # transformers' ModernBertModel written out in pure Python (tests/parity/modernbert_ref.py) on the directory,
 # three inputs of 4 to 35 tokens: within 1e-5 (measured 5.2e-7; the tanh form of GELU, llama.cpp's, is
-# 2.8e-4 away). Biases, other activations, classifiers and broken tensors are refused with a message.
+# 2.8e-4 away). A reranker (ModernBertForSequenceClassification) scores pairs as that definition does, its head
+# on the mean or on [CLS]. Biases, other activations, token classifiers and broken tensors are refused with a
+# message.
 use strict;
 use warnings;
 use Test::More;
@@ -101,6 +103,59 @@ sub variant {
     return $to;
 }
 
+# A reranker (ModernBertForSequenceClassification, as gte-reranker-modernbert-base: head.dense, GELU, head.norm,
+# classifier on the tokens' mean; modernbert_ref.py --make-rank gives the directory a random head): `embed
+# --query` scores each document paired as [CLS] query [SEP] document [SEP] as transformers' definition does
+# (within 1e-4); with classifier_pooling "cls" too; other activations refused, and so is re-saving it
+{
+    my $rr = "$dir/rr";
+    my ($mrc) = capture($dir, 'python3', 'tests/parity/modernbert_ref.py', '--make-rank', $hf, $rr);
+    my @docs = ('the cat sat on the mat', 'the sun is hot today', 'A cat and a dog ran home.');
+    open my $df, '>', "$dir/docs.txt" or die $!;
+    print $df "$_\n" for @docs;
+    close $df;
+    my $ids = sub {
+        my (undef, $t) = capture($dir, $engine, 'tokenize', '--model', $rr, '--text', $_[0]);
+        $t =~ s/[\[\]\s]//g;
+        return $t;
+    };
+    for my $pool ('mean', 'cls') {
+        if ($pool eq 'cls') {
+            my $c = decode_json(slurp("$rr/config.json"));
+            $c->{classifier_pooling} = 'cls';
+            open my $cf, '>', "$rr/config.json" or die $!;
+            print $cf encode_json($c);
+            close $cf;
+        }
+        my (undef, $out) = capture($dir, $engine, 'embed', '--model', $rr, '--query', 'a cat', '--input-file',
+                                   "$dir/docs.txt");
+        my @ours = map { /\[([^\]]+)\]/ ? $1 : 'nan' } split /\n/, $out;
+        my $q = $ids->('a cat');
+        my @ref = map {
+            my (undef, $r) = capture($dir, 'python3', 'tests/parity/modernbert_ref.py', $rr,
+                                     "128000,$q,128001," . $ids->($_) . ",128001");
+            decode_json($r || '[0]')->[0]
+        } @docs;
+        my $d = @ours == 3 ? List::Util::max(map { abs($ours[$_] - $ref[$_]) } 0 .. 2) : 1;
+        ok($mrc == 0 && $d <= 1e-4, sprintf("reranker, classifier_pooling $pool: scores %s, transformers' within %.2g",
+                                            join(' ', map { sprintf '%.4f', $_ } @ours), $d));
+    }
+    capture($dir, $engine, 'info', '--model', $rr);
+    my $c = decode_json(slurp("$rr/config.json"));
+    $c->{classifier_activation} = 'silu';
+    open my $cf, '>', "$rr/config.json" or die $!;
+    print $cf encode_json($c);
+    close $cf;
+    my ($arc) = capture($dir, $engine, 'info', '--model', $rr);
+    like(slurp("$dir/stderr"), qr/classifier_activation 'silu' is not supported/, 'reranker with a SiLU head: refused');
+    $c->{classifier_activation} = 'gelu';
+    open $cf, '>', "$rr/config.json" or die $!;
+    print $cf encode_json($c);
+    close $cf;
+    my ($src) = capture($dir, $engine, 'gen-model', '--from', $rr, '--dtype', 'f16', '--out', "$dir/rr.gguf");
+    like(slurp("$dir/stderr"), qr/re-saving a ModernBERT reranker is not supported/, 're-saving it: refused');
+}
+
 # ModernBertForMaskedLM's layout: the encoder under "model." (its head beside it would be left out)
 my $mlm = variant('mlm', sub {
     my ($h, $c) = @_;
@@ -124,7 +179,9 @@ my @bad = (
     [ 'norm_bias true', qr/norm_bias true is not supported/, sub { $_[1]{norm_bias} = JSON::PP::true; return } ],
     [ 'hidden_activation relu', qr/hidden_activation 'relu' is not supported/,
       sub { $_[1]{hidden_activation} = 'relu'; return } ],
-    [ 'a classifier', qr/ModernBertForSequenceClassification is not supported/,
+    [ 'a token classifier', qr/ModernBertForTokenClassification is not supported/,
+      sub { $_[1]{architectures} = ['ModernBertForTokenClassification']; return } ],
+    [ 'a reranker without its head', qr/missing tensor classifier\.weight|needs classifier\.weight/,
       sub { $_[1]{architectures} = ['ModernBertForSequenceClassification']; return } ],
     [ 'a bias tensor', qr/tensor layers\.0\.attn\.Wo\.bias is not supported/, sub {
         my ($h, undef, $data) = @_;

@@ -1,8 +1,13 @@
 """ModernBERT's forward in pure Python (no numpy / torch), written from transformers' ModernBertModel: the
 reference for our modern-bert path on a Hugging Face directory of F32 tensors (tests/parity/modernbert_hf.t).
     python3 tests/parity/modernbert_ref.py DIR IDS [--tanh]
+    python3 tests/parity/modernbert_ref.py --make-rank SRC DST
 IDS: comma-separated token ids, [CLS] and [SEP] included. Prints the mean of the last hidden states (after
-final_norm) as a JSON list. The definition followed:
+final_norm) as a JSON list; for a ModernBertForSequenceClassification, the classifier's outputs on the
+pooled state (classifier_pooling: mean or [CLS]'s): classifier(LayerNorm(gelu(head.dense pooled))).
+--make-rank: DST, a copy of the F32 directory SRC made a reranker: random head.dense, head.norm, classifier
+(one label), architectures ModernBertForSequenceClassification, classifier_pooling mean.
+The definition followed:
   x = LayerNorm(tok_embeddings[ids])                        LayerNorms without bias, eps norm_eps
   per layer l (global when l % global_attn_every_n_layers == 0, else local):
     h = x if l == 0 else LayerNorm(x)                         (layer 0's attn_norm is an Identity)
@@ -74,7 +79,48 @@ def rotate(x, pos, theta, hd):
     return out
 
 
+def make_rank(src, dst):
+    import os, random
+    random.seed(7)
+    os.makedirs(dst, exist_ok=True)
+    cfg = json.load(open(src + "/config.json"))
+    dim = cfg["hidden_size"]
+    t = read_safetensors(src + "/model.safetensors")
+    blobs = {n: (shape, data[a:b]) for n, (shape, data, a, b) in t.items()}
+    def rand(shape, mean, sd):
+        n = 1
+        for s in shape:
+            n *= s
+        return (shape, struct.pack("<%df" % n, *[random.gauss(mean, sd) for _ in range(n)]))
+    blobs["head.dense.weight"] = rand([dim, dim], 0.0, dim ** -0.5)
+    blobs["head.norm.weight"] = rand([dim], 1.0, 0.1)
+    blobs["classifier.weight"] = rand([1, dim], 0.0, 1.0)
+    blobs["classifier.bias"] = rand([1], 0.0, 0.5)
+    head, off, body = {}, 0, b""
+    for n in sorted(blobs):
+        shape, raw = blobs[n]
+        head[n] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        body += raw
+    hj = json.dumps(head).encode()
+    hj += b" " * ((8 - len(hj) % 8) % 8)
+    with open(dst + "/model.safetensors", "wb") as f:
+        f.write(struct.pack("<Q", len(hj)) + hj + body)
+    cfg["architectures"] = ["ModernBertForSequenceClassification"]
+    cfg["classifier_pooling"] = "mean"
+    cfg["classifier_activation"] = "gelu"
+    cfg["classifier_bias"] = False
+    cfg["id2label"] = {"0": "LABEL_0"}
+    json.dump(cfg, open(dst + "/config.json", "w"), indent=1)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        if os.path.exists(src + "/" + name):
+            open(dst + "/" + name, "wb").write(open(src + "/" + name, "rb").read())
+
+
 def main():
+    if sys.argv[1] == "--make-rank":
+        make_rank(sys.argv[2], sys.argv[3])
+        return
     d, ids = sys.argv[1], [int(v) for v in sys.argv[2].split(",")]
     tanh = "--tanh" in sys.argv[3:]
     cfg = json.load(open(d + "/config.json"))
@@ -114,7 +160,16 @@ def main():
             x[i] = [a + b for a, b in zip(x[i], matvec(wo2, g))]
     fw = rows(t, "final_norm.weight")[0]
     x = [layer_norm(v, fw, eps) for v in x]
-    print(json.dumps([sum(v[c] for v in x) / n for c in range(dim)]))
+    pooled = [sum(v[c] for v in x) / n for c in range(dim)]
+    if "classifier.weight" not in t:
+        print(json.dumps(pooled))
+        return
+    if cfg.get("classifier_pooling", "mean") == "cls":
+        pooled = x[0]
+    h = [gelu(v, tanh) for v in matvec(rows(t, "head.dense.weight"), pooled)]
+    h = layer_norm(h, rows(t, "head.norm.weight")[0], eps)
+    b = rows(t, "classifier.bias")[0]
+    print(json.dumps([o + bi for o, bi in zip(matvec(rows(t, "classifier.weight"), h), b)]))
 
 
 main()
