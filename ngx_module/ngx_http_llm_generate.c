@@ -761,8 +761,8 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     uint32_t ctx_len = m->hdr->model.ctx_len;
     if (m->hdr->model.encoder)
         return ngx_http_llm_error(r, 400, NULL, "model_not_generative", "this model is an embedding model (its "
-                                  "tokens see their whole input: BERT, XLM-RoBERTa, EmbeddingGemma): it serves "
-                                  "/v1/embeddings and does not generate text");
+                                  "tokens see their whole input: BERT, XLM-RoBERTa, ModernBERT, EmbeddingGemma): it "
+                                  "serves /v1/embeddings and does not generate text");
     llm_shm_params p;
     llm_shm_params_defaults(&p);
     p.temperature = (float)ctx->q.temperature;
