@@ -389,6 +389,16 @@ int llm_hf_take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor
     return 0;
 }
 
+int llm_hf_take_f32(llm_model *m, const st_set *s, const char *name, int64_t cols, int64_t rows, int required,
+                    const float **out, llm_err *err)
+{
+    llm_tensor t = { 0 };
+    *out = NULL;
+    if (llm_hf_take(m, s, name, &t, required, err) != 0)
+        return -1;
+    return t.data == NULL ? 0 : llm_model_f32_copy(m, &t, name, cols, rows, out, err);
+}
+
 int llm_hf_take_fused(llm_model *m, const st_set *s, const char *name, const int64_t *rows, int n,
                       llm_tensor *const *dst, llm_err *err)
 {

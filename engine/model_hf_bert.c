@@ -100,16 +100,6 @@ static int take_linear(llm_model *m, const st_set *s, const char *name, llm_tens
     return llm_hf_take_norm(m, s, n, b, err);
 }
 
-/* A tensor of rows x cols (a vector: rows 1) as owned F32 (the cross-encoder head, llm_model_rank_apply's). */
-static int take_f32(llm_model *m, const st_set *s, const char *name, int64_t cols, int64_t rows, const float **out,
-                    llm_err *err)
-{
-    llm_tensor t = { 0 };
-    if (llm_hf_take(m, s, name, &t, 1, err) != 0)
-        return -1;
-    return llm_model_f32_copy(m, &t, name, cols, rows, out, err);
-}
-
 /* BertForSequenceClassification's head: pooler (dense, tanh) and classifier on [CLS], as the GGUF loader
  * reads cls / cls.output; XLMRobertaForSequenceClassification's: classifier.dense (tanh) and
  * classifier.out_proj, the same math. n_cls = num_labels. */
@@ -134,8 +124,9 @@ static int cross_encoder_head(llm_model *m, const st_set *s, const char *prefix,
         bert_name(pw, sizeof(pw), prefix, "pooler.dense.weight");
         bert_name(pb, sizeof(pb), prefix, "pooler.dense.bias");
     }
-    if (take_f32(m, s, out_w, d, n, &m->cls, err) || take_f32(m, s, out_b, n, 1, &m->cls_b, err) ||
-        take_f32(m, s, pw, d, d, &m->cls_dense, err) || take_f32(m, s, pb, d, 1, &m->cls_dense_b, err))
+    if (llm_hf_take_f32(m, s, out_w, d, n, 1, &m->cls, err) || llm_hf_take_f32(m, s, out_b, n, 1, 1, &m->cls_b, err) ||
+        llm_hf_take_f32(m, s, pw, d, d, 1, &m->cls_dense, err) ||
+        llm_hf_take_f32(m, s, pb, d, 1, 1, &m->cls_dense_b, err))
         return -1;
     m->n_cls = n;
     return 0;

@@ -159,17 +159,6 @@ static int foreign_tensors(llm_model *m, const st_set *s, int rank, llm_err *err
     return 0;
 }
 
-/* A tensor of rows x cols (a vector: rows 1) as owned F32; absent and not required: *out NULL. */
-static int take_f32(llm_model *m, const st_set *s, const char *name, int64_t cols, int64_t rows, int required,
-                    const float **out, llm_err *err)
-{
-    llm_tensor t = { 0 };
-    *out = NULL;
-    if (llm_hf_take(m, s, name, &t, required, err) != 0)
-        return -1;
-    return t.data == NULL ? 0 : llm_model_f32_copy(m, &t, name, cols, rows, out, err);
-}
-
 /* ModernBertForSequenceClassification's head (at the top, beside "model."): head.dense (a bias with
  * classifier_bias), GELU, head.norm (no bias), classifier (num_labels rows and their biases). */
 static int classifier_head(llm_model *m, const st_set *s, llm_err *err)
@@ -186,11 +175,11 @@ static int classifier_head(llm_model *m, const st_set *s, llm_err *err)
         llm_seterr(err, "%s: head.norm.bias is not supported (ModernBERT without biases only)", m->path);
         return -1;
     }
-    if (take_f32(m, s, "classifier.weight", d, n, 1, &m->cls, err) ||
-        take_f32(m, s, "classifier.bias", n, 1, 1, &m->cls_b, err) ||
-        take_f32(m, s, "head.dense.weight", d, d, 1, &m->cls_dense, err) ||
-        take_f32(m, s, "head.dense.bias", d, 1, 0, &m->cls_dense_b, err) ||
-        take_f32(m, s, "head.norm.weight", d, 1, 1, &m->cls_norm, err))
+    if (llm_hf_take_f32(m, s, "classifier.weight", d, n, 1, &m->cls, err) ||
+        llm_hf_take_f32(m, s, "classifier.bias", n, 1, 1, &m->cls_b, err) ||
+        llm_hf_take_f32(m, s, "head.dense.weight", d, d, 1, &m->cls_dense, err) ||
+        llm_hf_take_f32(m, s, "head.dense.bias", d, 1, 0, &m->cls_dense_b, err) ||
+        llm_hf_take_f32(m, s, "head.norm.weight", d, 1, 1, &m->cls_norm, err))
         return -1;
     m->n_cls = n;
     return 0;

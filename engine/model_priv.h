@@ -56,6 +56,10 @@ int   llm_hf_cfg_int(const struct cJSON *root, const char *key, int *out, int de
 float llm_hf_cfg_float(const struct cJSON *root, const char *key, float def);
 int   llm_hf_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err);
 int   llm_hf_take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, llm_err *err);
+/* A tensor of rows x cols (a vector: rows 1) as owned F32 (a classifier head's, llm_model_rank_apply's); absent
+ * and not required: *out NULL. */
+int   llm_hf_take_f32(llm_model *m, const st_set *s, const char *name, int64_t cols, int64_t rows, int required,
+                      const float **out, llm_err *err);
 /* A fused [sum of rows x dim] tensor (ModernBERT's Wqkv and Wi) as the n matrices it stacks by rows (rows[i]
  * each): views into the file; a missing tensor or another shape is an error naming it. */
 int   llm_hf_take_fused(llm_model *m, const st_set *s, const char *name, const int64_t *rows, int n,
