@@ -294,11 +294,12 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
             }
             if (llm_tensor_check(&L->ffn_gate_inp, "ffn_gate_inp", l, c->dim, c->n_expert, 0, who, err))
                 return -1;
-            if (L->w_gate.data != NULL && /* a shared expert */
+            if (llm_layer_has_shared(L) && /* a shared expert, gated (Qwen 2 MoE) or not (GraniteMoeShared) */
                 (llm_tensor_check(&L->w_gate, "ffn_gate_shexp", l, c->dim, c->hidden_dim, 0, who, err) ||
                  llm_tensor_check(&L->w_up, "ffn_up_shexp", l, c->dim, c->hidden_dim, 0, who, err) ||
                  llm_tensor_check(&L->w_down, "ffn_down_shexp", l, c->hidden_dim, c->dim, 0, who, err) ||
-                 llm_tensor_check(&L->shexp_gate, "ffn_gate_inp_shexp", l, c->dim, 1, 1, who, err)))
+                 (L->shexp_gate.data != NULL &&
+                  llm_tensor_check(&L->shexp_gate, "ffn_gate_inp_shexp", l, c->dim, 1, 1, who, err))))
                 return -1;
             for (int i = 0; i < 3 * c->n_expert; i++)
                 if (llm_tensor_check(&L->experts[i], i % 3 == 0 ? "ffn_gate_exps" : i % 3 == 1 ? "ffn_up_exps"

@@ -267,7 +267,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "gemma-embedding", "phi3", "smollm3", "granite", "bert", "nomic-bert",
+                                      "gemma-embedding", "phi3", "smollm3", "granite", "granitemoe", "bert", "nomic-bert",
                                       "jina-bert-v2", "modern-bert" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
@@ -277,7 +277,7 @@ int llm_model_arch_ok(const char *arch)
 
 int llm_arch_llama_like(const char *arch)
 {
-    return strcmp(arch, "llama") == 0 || strcmp(arch, "smollm3") == 0 || strcmp(arch, "granite") == 0;
+    return strcmp(arch, "llama") == 0 || strcmp(arch, "smollm3") == 0 || strncmp(arch, "granite", 7) == 0;
 }
 
 /* An optional per-layer vector (bias, q/k norm): absent, or F32 of length n. */
@@ -426,11 +426,19 @@ int llm_model_validate(llm_model *m, llm_err *err)
                 llm_seterr(err, "%s: layer %d: a mixture of experts without experts", m->path, l);
                 return -1;
             }
-            if (L->w_gate.data != NULL || L->w_gate.src != NULL || L->shexp_gate.data != NULL) { /* shared expert */
+            if (llm_layer_has_shared(L) || L->shexp_gate.data != NULL) { /* shared expert (gated or not) */
                 CHK(w_gate, c->dim, c->hidden_dim, 0)
                 CHK(w_up, c->dim, c->hidden_dim, 0)
                 CHK(w_down, c->hidden_dim, c->dim, 0)
-                CHK(shexp_gate, c->dim, 1, 1)
+                if (L->shexp_gate.data != NULL) {
+                    CHK(shexp_gate, c->dim, 1, 1)
+                }
+            }
+            if (llm_layer_has_shared(L) != llm_layer_has_shared(&m->layers[0]) ||
+                (L->shexp_gate.data != NULL) != (m->layers[0].shexp_gate.data != NULL)) {
+                llm_seterr(err, "%s: layer %d: a shared expert (or its gate) in some layers and not in others",
+                           m->path, l);
+                return -1;
             }
             for (int e = 0; e < c->n_expert; e++)
                 for (int i = 0; i < 3; i++) {
@@ -677,7 +685,9 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     if (c->n_expert > 0)
         fprintf(f, "mixture of experts: %d experts of width %d, %d per token, weights %s%s\n", c->n_expert,
                 c->expert_ff, c->n_expert_used, c->moe_norm_topk ? "renormalised over those chosen" : "as routed",
-                m->layers != NULL && m->layers[0].shexp_gate.data != NULL ? ", and a shared expert" : "");
+                m->layers == NULL || !llm_layer_has_shared(&m->layers[0]) ? ""
+                : m->layers[0].shexp_gate.data != NULL                ? ", and a gated shared expert"
+                                                                      : ", and a shared expert");
     if (m->pooling != LLM_POOL_NONE) {
         static const char *const pools[] = { "none", "mean", "cls", "last" };
         fprintf(f, "embeddings pooling: %s (what the model declares)\n", pools[m->pooling]);
@@ -704,6 +714,11 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
             describe_tensor(f, "expert gate", &L->experts[0]);
             describe_tensor(f, "expert up", &L->experts[1]);
             describe_tensor(f, "expert down", &L->experts[2]);
+            if (llm_layer_has_shared(L)) {
+                describe_tensor(f, "shared expert gate", &L->w_gate);
+                describe_tensor(f, "shared expert up", &L->w_up);
+                describe_tensor(f, "shared expert down", &L->w_down);
+            }
         }
         if (L->bq.data != NULL) {
             describe_tensor(f, "attn_q.bias", &L->bq);

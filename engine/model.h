@@ -78,10 +78,10 @@ typedef struct {
     /* Granite (0 for the others): */
     float residual_scale;  /* each block's output (attention, FFN) is multiplied by it before the residual add */
     float logit_scale;     /* logits are multiplied by 1 / logit_scale */
-    /* Mixture of experts (Qwen 3 MoE, Qwen 2 MoE, Mixtral; 0 for dense models): every layer's FFN is n_expert
-     * SwiGLU experts of width expert_ff, each token's n_expert_used highest-routed ones weighted by their
-     * softmax probabilities (renormalised over those chosen when moe_norm_topk); hidden_dim is then the
-     * shared expert's width (Qwen 2 MoE), or unused. */
+    /* Mixture of experts (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE; 0 for dense models): every layer's FFN
+     * is n_expert SwiGLU experts of width expert_ff, each token's n_expert_used highest-routed ones weighted by
+     * their softmax probabilities (renormalised over those chosen when moe_norm_topk); hidden_dim is then the
+     * shared expert's width (Qwen 2 MoE, GraniteMoeShared), or unused. */
     int   n_expert, n_expert_used, expert_ff, moe_norm_topk;
     /* An encoder (BERT: GGUF "bert"; 0 for the decoders above): every token attends to its whole input (no
      * causal mask, so an input is computed in one step), learned absolute positions and token types are
@@ -142,15 +142,22 @@ typedef struct {
     int        swa;                 /* 1: a sliding-window layer (cfg.swa_window, cfg.rope_theta_swa) */
     int        nope;                /* 1: q and k are not rotated (SmolLM3: every fourth layer) */
     /* Mixture of experts (cfg.n_expert > 0; w_gate, w_up, w_down are then absent, no data and no src, or
-     * Qwen 2 MoE's shared expert, hidden_dim wide, its output scaled by sigmoid(x . shexp_gate)): */
+     * a shared expert, hidden_dim wide, run on every token: Qwen 2 MoE's, its output scaled by
+     * sigmoid(x . shexp_gate), or GraniteMoeShared's, added as it is (no shexp_gate)): */
     llm_tensor ffn_gate_inp;        /* the router, [n_expert x dim] */
-    llm_tensor shexp_gate;          /* F32 [dim], with a shared expert */
+    llm_tensor shexp_gate;          /* F32 [dim], with a gated shared expert */
     llm_tensor *experts;            /* [n_expert][3]: expert e's gate, up [expert_ff x dim] and down [dim x expert_ff] */
     /* Encoder (cfg.encoder): attn_norm and ffn_norm are the LayerNorms after the attention's and the FFN's
      * residual adds (GGUF attn_output_norm, layer_output_norm), these their biases, and bo, b_up, b_down the
      * output, up and down projections' biases (F32); w_gate is absent. */
     llm_tensor attn_norm_b, ffn_norm_b, bo, b_up, b_down;
 } llm_layer;
+
+/* A mixture of experts' layer with a shared expert (llm_layer's w_gate, w_up, w_down). */
+static inline int llm_layer_has_shared(const llm_layer *L)
+{
+    return L->w_gate.data != NULL || L->w_gate.src != NULL;
+}
 
 /* A layer's matrices, in this order: wq, wk, wv, wo, w_gate, w_up, w_down (the dense layer's seven), then
  * with experts the router and each expert's gate, up, down. Absent ones (a MoE layer's dense FFN) are in the

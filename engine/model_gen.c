@@ -1,5 +1,5 @@
 /* Random-weight model generator: GGUF files of a real model's shape (Llama, Qwen 2,
- * Qwen 3, Qwen 3 MoE, Mixtral, Gemma 2 / 3, Phi 3, SmolLM3, Granite; BERT encoders) written tensor by tensor. */
+ * Qwen 3, Qwen 3 MoE, Mixtral, Gemma 2 / 3, Phi 3, SmolLM3, Granite, Granite MoE; BERT encoders) written tensor by tensor. */
 #include "model_gen.h"
 #include "model.h"
 #include "model_write.h"
@@ -145,6 +145,28 @@ static const preset presets[] = {
                         .head_dim = 32, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f,
                         .norm_eps = 1e-5f, .n_expert = 4, .n_expert_used = 2, .expert_ff = 256, .moe_norm_topk = 1,
                         .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, NULL, 0.125f, 0.5f, 0, 0 },
+    /* Granite MoE: Granite's four scales over 8 experts of 64, 2 per token (softmaxed among themselves); the
+     * second with GraniteMoeShared's ungated shared expert of 128 (for granitemoe a shared expert is generated
+     * where hidden_dim differs from expert_ff); then Granite 3.1 3B-A800M's shape (32 layers, 40 experts of 512,
+     * 8 per token; Llama 3's vocabulary instead of its 49,155) */
+    { "tiny-granitemoe", { .dim = 64, .hidden_dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                           .head_dim = 16, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f,
+                           .norm_eps = 1e-6f, .n_expert = 8, .n_expert_used = 2, .expert_ff = 64,
+                           .moe_norm_topk = 1, .embd_scale = 3.0f, .attn_scale = 0.4f, .residual_scale = 0.6f,
+                           .logit_scale = 0.5f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1,
+      "granitemoe", 0.2f, 0.5f, 0, 0 },
+    { "tiny-granitemoe-shared", { .dim = 64, .hidden_dim = 128, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                                  .head_dim = 16, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f,
+                                  .norm_eps = 1e-6f, .n_expert = 8, .n_expert_used = 2, .expert_ff = 64,
+                                  .moe_norm_topk = 1, .embd_scale = 3.0f, .attn_scale = 0.4f,
+                                  .residual_scale = 0.6f, .logit_scale = 0.5f, .tied_embeddings = 1,
+                                  .bos_id = 128000, .eos_id = 128009 }, 1, "granitemoe", 0.2f, 0.5f, 0, 0 },
+    { "granite-3.1-3b-a800m", { .dim = 1536, .hidden_dim = 512, .n_layers = 32, .n_heads = 24, .n_kv_heads = 8,
+                                .head_dim = 64, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 10000000.0f,
+                                .norm_eps = 1e-6f, .n_expert = 40, .n_expert_used = 8, .expert_ff = 512,
+                                .moe_norm_topk = 1, .embd_scale = 12.0f, .attn_scale = 0.015625f,
+                                .residual_scale = 0.22f, .logit_scale = 6.0f, .tied_embeddings = 1,
+                                .bos_id = 128000, .eos_id = 128009 }, 1, "granitemoe", 0, 0, 0, 0 },
     { "qwen3-30b-a3b", { .dim = 2048, .hidden_dim = 6144, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
                          .head_dim = 128, .vocab_size = 128256, .seq_len = 40960, .rope_theta = 1000000.0f,
                          .norm_eps = 1e-6f, .n_expert = 128, .n_expert_used = 8, .expert_ff = 768,
@@ -476,6 +498,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
+                   "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);
@@ -512,14 +535,16 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     /* (llama.cpp gives a model whose name holds "phi3" Phi 3's token attributes, by token text: "</s>", which
      * Llama 3's vocabulary lacks) */
     snprintf(gname, sizeof(gname), "random %s", phi3 ? "tiny Phi 3 shape" : p->name);
-    llm_gguf_w_meta(w, arch, c, gname, dtype);
+    int granitemoe = strcmp(arch, "granitemoe") == 0, qwen2moe = strcmp(arch, "qwen2moe") == 0;
+    int shared = qwen2moe || (granitemoe && c->hidden_dim != c->expert_ff);
+    llm_gguf_w_meta(w, arch, c, shared, gname, dtype);
     char path[1024];
     if (p->llama3) {
         snprintf(path, sizeof(path), "%s/tokenizers/llama3/tokenizer.json", shared_dir);
         /* Qwen's pre-tokenizer for the Qwen presets, GPT-4o's for the partial-rotary Phi (Phi-4-mini's) */
         const char *pre = qwen2 || qwen3                ? "qwen2"
                           : phi3 && c->rope_dims > 0       ? "gpt-4o"
-                          : strcmp(arch, "granite") == 0   ? "refact"
+                          : strncmp(arch, "granite", 7) == 0 ? "refact"
                           : strcmp(p->name, "tiny-tekken") == 0 ? "tekken"
                                                            : NULL;
         if (llm_gguf_w_bpe_from_hf(w, path, pre, err) != 0)
@@ -581,9 +606,11 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             ADD3(n, c->dim, c->expert_ff, c->n_expert, 0.0f, sd, dtype);
             snprintf(n, sizeof(n), "blk.%d.ffn_down_exps.weight", l);
             ADD3(n, c->expert_ff, c->dim, c->n_expert, 0.0f, sd, dtype);
-            if (strcmp(arch, "qwen2moe") == 0) { /* the shared expert, hidden_dim wide, and its gate */
+            if (qwen2moe) { /* the shared expert's gate */
                 snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp_shexp.weight", l);
                 ADD3(n, c->dim, 1, 1, 0.0f, sd, LLM_F32);
+            }
+            if (shared) { /* the shared expert, hidden_dim wide */
                 T("ffn_gate_shexp", c->dim, c->hidden_dim, 0.0f, sd)
                 T("ffn_up_shexp", c->dim, c->hidden_dim, 0.0f, sd)
                 T("ffn_down_shexp", c->hidden_dim, c->dim, 0.0f, sd)

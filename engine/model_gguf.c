@@ -1,10 +1,11 @@
-/* GGUF loader for the "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe",
+/* GGUF loader for the "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "granitemoe",
  * "gemma", "gemma2", "gemma3", "phi3", "smollm3" and "granite" architectures:
  * <arch>.* hyper-parameters, blk.N.* tensors (Qwen 2's q/k/v biases, Qwen 3's
  * and Gemma 3's per-head q/k norms, Gemma 2 / 3's norms after attention and
- * FFN, the experts of Qwen 2 / 3 MoE (Qwen 2's with a shared expert) and of
- * llama files with an expert_count (Mixtral), Phi 3's fused matrices; SmolLM3
- * and Granite are llamas with NoPE layers / four scales; all but those three
+ * FFN, the experts of Qwen 2 / 3 MoE (Qwen 2's with a shared expert), of
+ * llama files with an expert_count (Mixtral) and of Granite MoE (GraniteMoeShared's
+ * with an ungated shared expert), Phi 3's fused matrices; SmolLM3
+ * and Granite (and Granite MoE) are llamas with NoPE layers / four scales; all but those three
  * rotate NeoX-style, halves rather than pairs); "bert", "nomic-bert" and "jina-bert-v2" are model_gguf_bert.c's. */
 #include "model.h"
 #include "model_priv.h"
@@ -300,7 +301,7 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
         return -1;
     int qwen2moe = strcmp(arch, "qwen2moe") == 0;
     if (c->n_expert == 0) {
-        if (qwen2moe || strcmp(arch, "qwen3moe") == 0) {
+        if (qwen2moe || strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0) {
             llm_seterr(err, "%s: missing %s", m->path, k);
             return -1;
         }
@@ -312,7 +313,8 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     snprintf(k, sizeof(k), "%s.expert_feed_forward_length", arch);
     if (llm_gguf_get_int(m, k, &c->expert_ff, c->hidden_dim, 0, err) != 0)
         return -1;
-    snprintf(k, sizeof(k), "%s.expert_shared_feed_forward_length", arch); /* Qwen 2 MoE's shared expert */
+    /* Qwen 2 MoE's shared expert, GraniteMoeShared's (whose experts are feed_forward_length wide) */
+    snprintf(k, sizeof(k), "%s.expert_shared_feed_forward_length", arch);
     if (llm_gguf_get_int(m, k, &c->hidden_dim, c->hidden_dim, 0, err) != 0)
         return -1;
     /* Mixtral and Qwen 3 MoE renormalise the chosen experts' weights, Qwen 2 MoE does not (llama.cpp hard-codes
@@ -604,7 +606,8 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, gemma-embedding, phi3, smollm3, granite, bert, nomic-bert, jina-bert-v2, modern-bert)", m->path, arch);
+                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, bert, nomic-bert, jina-bert-v2, "
+                   "modern-bert)", m->path, arch);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
@@ -619,7 +622,7 @@ static int load(llm_model *m, llm_err *err)
     int gemma3 = strcmp(arch, "gemma3") == 0 || gemma_embd;
     int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
     int phi3 = strcmp(arch, "phi3") == 0, smollm3 = strcmp(arch, "smollm3") == 0;
-    int granite = strcmp(arch, "granite") == 0;
+    int granite = strcmp(arch, "granite") == 0, granitemoe = strcmp(arch, "granitemoe") == 0;
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "output.bias" };
@@ -661,7 +664,7 @@ static int load(llm_model *m, llm_err *err)
         c->rope_dims = rope_dims;
     }
     if (rope_scaling_keys(m, g, arch, err) != 0 || (gemma && gemma_keys(m, g, arch, gemma2, gemma3, err) != 0) ||
-        (granite && granite_keys(m, g, arch, err) != 0) || moe_keys(m, arch, err) != 0)
+        ((granite || granitemoe) && granite_keys(m, g, arch, err) != 0) || moe_keys(m, arch, err) != 0)
         return -1;
     uint32_t win = 0; /* a llama with a window on every layer: what our writer saves of Mistral 7B v0.1's */
     if (strcmp(arch, "llama") == 0 && gguf_get_u32(g, "llama.attention.sliding_window", &win) == 0) {
@@ -746,10 +749,18 @@ static int load(llm_model *m, llm_err *err)
             T("ffn_gate_inp", ffn_gate_inp)
             if (take_experts(m, l, L, err) != 0)
                 return -1;
+            /* a shared expert: Qwen 2 MoE's behind a sigmoid gate, GraniteMoeShared's added as it is */
+            char sn[96];
             snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp_shexp.weight", l);
-            if (gguf_find_tensor(g, n) != NULL) { /* Qwen 2 MoE's shared expert */
-                if (llm_gguf_take_vec(m, n, &L->shexp_gate, 1, err) != 0)
-                    return -1;
+            snprintf(sn, sizeof(sn), "blk.%d.ffn_gate_shexp.weight", l);
+            int gated = gguf_find_tensor(g, n) != NULL;
+            if (gated && granitemoe) {
+                llm_seterr(err, "%s: tensor %s is not supported (architecture %s)", m->path, n, arch);
+                return -1;
+            }
+            if (gated && llm_gguf_take_vec(m, n, &L->shexp_gate, 1, err) != 0)
+                return -1;
+            if (gated || (granitemoe && gguf_find_tensor(g, sn) != NULL)) {
                 T("ffn_gate_shexp", w_gate) T("ffn_up_shexp", w_up) T("ffn_down_shexp", w_down)
             }
         }

@@ -166,6 +166,24 @@ static int moe_config(llm_model *m, const cJSON *root, int mixtral, const char *
     return 0;
 }
 
+/* Granite MoE's (GraniteMoe, GraniteMoeShared): num_local_experts as wide as intermediate_size, the top
+ * num_experts_per_tok softmaxed among themselves (renormalised), GraniteMoeShared's shared expert of
+ * shared_intermediate_size (0: none) kept as hidden_dim. */
+static int granite_moe_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    int shared = 0;
+    if (llm_hf_cfg_int(root, "num_local_experts", &c->n_expert, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "num_experts_per_tok", &c->n_expert_used, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "shared_intermediate_size", &shared, 0, 0, path, err))
+        return -1;
+    c->expert_ff = c->hidden_dim;
+    if (shared > 0)
+        c->hidden_dim = shared;
+    c->moe_norm_topk = 1;
+    return 0;
+}
+
 static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err *err)
 {
     char path[PATH_MAX];
@@ -194,6 +212,11 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         snprintf(m->arch, sizeof(m->arch), "gemma3");
         mt = NULL;
     }
+    if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "granitemoe") == 0 ||
+                               strcmp(mt->valuestring, "granitemoeshared") == 0)) {
+        snprintf(m->arch, sizeof(m->arch), "granitemoe"); /* (with a shared expert or not: one architecture) */
+        mt = NULL;
+    }
     if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "qwen3_moe") == 0 || strcmp(mt->valuestring, "qwen2_moe") == 0)) {
         snprintf(m->arch, sizeof(m->arch), "%s", mt->valuestring[4] == '3' ? "qwen3moe" : "qwen2moe");
         mt = NULL;
@@ -220,7 +243,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite; bert, xlm-roberta, modernbert)", path,
+                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared; bert, xlm-roberta, "
+                   "modernbert)", path,
                    mt->valuestring);
         cJSON_Delete(root);
         return -1;
@@ -261,7 +285,9 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     c->tied_embeddings = cJSON_IsTrue(tie) || (gemma && tie == NULL); /* Gemma's configs tie by default */
     if (rc == 0 && gemma)
         rc = gemma_config(m, root, path, err);
-    if (rc == 0 && strcmp(m->arch, "granite") == 0) { /* its four scales (as llama.cpp's converter reads them) */
+    int granitemoe = strcmp(m->arch, "granitemoe") == 0;
+    if (rc == 0 && (granitemoe || strcmp(m->arch, "granite") == 0)) {
+        /* its four scales (as llama.cpp's converter reads them) */
         c->embd_scale = llm_hf_cfg_float(root, "embedding_multiplier", 1.0f);
         c->attn_scale = llm_hf_cfg_float(root, "attention_multiplier", 1.0f); /* GraniteConfig's defaults, all 1 */
         c->residual_scale = llm_hf_cfg_float(root, "residual_multiplier", 1.0f);
@@ -269,13 +295,15 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     }
     if (rc == 0 && (mixtral || strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0))
         rc = moe_config(m, root, mixtral, path, err);
+    if (rc == 0 && granitemoe)
+        rc = granite_moe_config(m, root, path, err);
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
     if (rc == 0 && cJSON_IsObject(rs))
         rc = rope_scaling_cfg(c, rs, path, err);
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
     snprintf(m->name, sizeof(m->name), "%s", cJSON_IsString(nm) ? nm->valuestring : "hf model");
-    if (rc == 0 && (gemma || strcmp(m->arch, "smollm3") == 0)) {
-        *text_cfg = root; /* for gemma_layers / smollm3_layers, once the layers exist */
+    if (rc == 0 && (gemma || granitemoe || strcmp(m->arch, "smollm3") == 0)) {
+        *text_cfg = root; /* for gemma_layers / smollm3_layers / granite_shared, once the layers exist */
         return 0;
     }
     cJSON_Delete(root);
@@ -421,20 +449,57 @@ int llm_hf_take_fused(llm_model *m, const st_set *s, const char *name, const int
     return 0;
 }
 
+/* Granite MoE's experts (JetMoE's parallel experts): input_linear [n_expert][2 ff][dim], each expert's gate
+ * rows then its up rows, and output_linear [n_expert][dim][ff], as row views into L->experts. */
+static int take_parallel_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    const int64_t E = c->n_expert, ff = c->expert_ff, dim = c->dim;
+    static const char *const names[2] = { "input_linear", "output_linear" };
+    for (int k = 0; k < 2; k++) {
+        char n[160];
+        snprintf(n, sizeof(n), "model.layers.%d.block_sparse_moe.%s.weight", l, names[k]);
+        const st_tensor *t = find(s, n);
+        const int64_t rows = k == 0 ? 2 * ff : dim, cols = k == 0 ? dim : ff;
+        if (t == NULL) {
+            llm_seterr(err, "%s: missing tensor %s", m->path, n);
+            return -1;
+        }
+        if (t->n_dims != 3 || t->shape[0] != (uint64_t)E || t->shape[1] != (uint64_t)rows ||
+            t->shape[2] != (uint64_t)cols) {
+            llm_seterr(err, "%s: tensor %s must be [%lld, %lld, %lld] (num_local_experts, %s)", m->path, n,
+                       (long long)E, (long long)rows, (long long)cols,
+                       k == 0 ? "2 x intermediate_size, hidden_size" : "hidden_size, intermediate_size");
+            return -1;
+        }
+        const size_t rb = llm_dtype_row_bytes(t->type, (uint64_t)cols);
+        for (int64_t e = 0; e < E; e++)
+            for (int p = 0; p < (k == 0 ? 2 : 1); p++) { /* gate, up (k 0); down (k 1) */
+                const int64_t r = k == 0 ? ff : dim, r0 = e * rows + p * ff;
+                L->experts[3 * e + (k == 0 ? p : 2)] =
+                    (llm_tensor){ .type = t->type, .ne = { cols, r }, .data = (const uint8_t *)t->data + (size_t)r0 * rb };
+            }
+    }
+    return 0;
+}
+
 /* A MoE layer's router and experts, one tensor each: Qwen 3 MoE's mlp.gate and mlp.experts.E.{gate,up,down}_proj,
- * or Mixtral's block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}. */
+ * or Mixtral's block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}; Granite MoE's router and its
+ * experts three-dimensional (take_parallel_experts). */
 static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err)
 {
-    int qwen = strncmp(m->arch, "qwen", 4) == 0;
+    int qwen = strncmp(m->arch, "qwen", 4) == 0, granite = strcmp(m->arch, "granitemoe") == 0;
     const char *moe = qwen ? "mlp" : "block_sparse_moe";
     static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
     char n[160];
-    snprintf(n, sizeof(n), "model.layers.%d.%s.gate.weight", l, moe);
+    snprintf(n, sizeof(n), "model.layers.%d.%s.%s.weight", l, moe, granite ? "router.layer" : "gate");
     if (llm_hf_take(m, s, n, &L->ffn_gate_inp, 1, err) != 0)
         return -1;
     L->experts = calloc((size_t)m->cfg.n_expert * 3, sizeof(llm_tensor));
     if (llm_model_own(m, L->experts, err) != 0)
         return -1;
+    if (granite) /* (its shared expert: granite_shared, with the config) */
+        return take_parallel_experts(m, s, l, L, err);
     for (int e = 0; e < m->cfg.n_expert; e++)
         for (int w = 0; w < 3; w++) {
             snprintf(n, sizeof(n), "model.layers.%d.%s.experts.%d.%s.weight", l, moe, e, qwen ? qn[w] : mn[w]);
@@ -452,6 +517,34 @@ static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_
             if (llm_hf_take(m, s, n, dst[w], 1, err) != 0)
                 return -1;
         }
+    }
+    return 0;
+}
+
+/* GraniteMoeShared's shared expert (shared_mlp: input_linear is gate | up stacked by rows, output_linear the
+ * down projection) in every layer where config.json gives it a width; refused where it does not. */
+static int granite_shared(llm_model *m, const st_set *s, const cJSON *root, llm_err *err)
+{
+    int shared = 0;
+    if (llm_hf_cfg_int(root, "shared_intermediate_size", &shared, 0, 0, m->path, err) != 0)
+        return -1;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        llm_layer *L = &m->layers[l];
+        char n[128], o[128];
+        snprintf(n, sizeof(n), "model.layers.%d.shared_mlp.input_linear.weight", l);
+        snprintf(o, sizeof(o), "model.layers.%d.shared_mlp.output_linear.weight", l);
+        if (shared <= 0) {
+            if (find(s, n) != NULL || find(s, o) != NULL) {
+                llm_seterr(err, "%s: tensor %s without a shared_intermediate_size in config.json", m->path,
+                           find(s, n) != NULL ? n : o);
+                return -1;
+            }
+            continue;
+        }
+        const int64_t rows[2] = { shared, shared };
+        llm_tensor *gu[2] = { &L->w_gate, &L->w_up };
+        if (llm_hf_take_fused(m, s, n, rows, 2, gu, err) != 0 || llm_hf_take(m, s, o, &L->w_down, 1, err) != 0)
+            return -1;
     }
     return 0;
 }
@@ -608,7 +701,7 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     if (m == NULL)
         return NULL;
     st_set *s = NULL;
-    cJSON *text_cfg = NULL; /* a Gemma's, SmolLM3's or ModernBERT's config, read again for its layers */
+    cJSON *text_cfg = NULL; /* a Gemma's, SmolLM3's, Granite MoE's or ModernBERT's config, read again for its layers */
     if (parse_config(m, dir, &text_cfg, err) != 0 || parse_pooling(m, dir, err) != 0 ||
         (s = st_set_open_dir(dir, err)) == NULL)
         goto fail;
@@ -622,12 +715,13 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
         s->files[i]->owns_map = 0;
     }
     int smollm3 = strcmp(m->arch, "smollm3") == 0, bert = strcmp(m->arch, "bert") == 0;
-    int modern = strcmp(m->arch, "modern-bert") == 0;
+    int modern = strcmp(m->arch, "modern-bert") == 0, granitemoe = strcmp(m->arch, "granitemoe") == 0;
     if ((bert     ? llm_hf_bert_tensors(m, s, err)
          : modern ? llm_hf_modern_bert_tensors(m, s, text_cfg, err)
                   : load_tensors(m, s, err)) != 0 ||
-        (text_cfg != NULL && !smollm3 && !modern && gemma_layers(m, text_cfg, m->path, err) != 0) ||
+        (text_cfg != NULL && !smollm3 && !modern && !granitemoe && gemma_layers(m, text_cfg, m->path, err) != 0) ||
         (text_cfg != NULL && smollm3 && smollm3_layers(m, text_cfg, m->path, err) != 0) ||
+        (text_cfg != NULL && granitemoe && granite_shared(m, s, text_cfg, err) != 0) ||
         dense_modules(m, dir, err) != 0 || llm_model_validate(m, err) != 0)
         goto fail;
     if (m->cfg.bidirectional && m->pooling == LLM_POOL_NONE)

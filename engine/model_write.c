@@ -52,7 +52,8 @@ static uint32_t file_type(llm_dtype t)
     return 0;
 }
 
-void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, const char *name, llm_dtype dtype)
+void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, int shared, const char *name,
+                     llm_dtype dtype)
 {
     char k[96];
 #define KEY(suffix) (snprintf(k, sizeof(k), "%s." suffix, arch), k)
@@ -62,7 +63,9 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
     gguf_w_u32(w, KEY("context_length"), (uint32_t)c->seq_len);
     gguf_w_u32(w, KEY("embedding_length"), (uint32_t)c->dim);
     gguf_w_u32(w, KEY("block_count"), (uint32_t)c->n_layers);
-    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)c->hidden_dim);
+    /* (Granite MoE's is its experts' width, as llama.cpp's converter writes it; a shared expert's below) */
+    int granitemoe = strcmp(arch, "granitemoe") == 0;
+    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)(granitemoe ? c->expert_ff : c->hidden_dim));
     gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)c->n_heads);
     gguf_w_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
     gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)(c->rope_dims > 0 ? c->rope_dims : c->head_dim));
@@ -78,15 +81,15 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, cons
     if (c->n_expert > 0) {
         gguf_w_u32(w, KEY("expert_count"), (uint32_t)c->n_expert);
         gguf_w_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used);
-        if (strcmp(arch, "llama") != 0) /* a llama's experts are feed_forward_length wide */
+        if (strcmp(arch, "llama") != 0 && !granitemoe) /* a llama's experts are feed_forward_length wide */
             gguf_w_u32(w, KEY("expert_feed_forward_length"), (uint32_t)c->expert_ff);
         int qwen2moe = strcmp(arch, "qwen2moe") == 0;
-        if (qwen2moe) /* its shared expert */
+        if (qwen2moe || (granitemoe && shared)) /* the shared expert */
             gguf_w_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)c->hidden_dim);
         if (c->moe_norm_topk == qwen2moe) /* not the architecture's way (which llama.cpp keeps whatever this says) */
             gguf_w_bool(w, KEY("expert_weights_norm"), c->moe_norm_topk);
     }
-    if (strcmp(arch, "granite") == 0) {
+    if (strcmp(arch, "granite") == 0 || granitemoe) {
         gguf_w_f32(w, KEY("embedding_scale"), c->embd_scale);
         gguf_w_f32(w, KEY("attention.scale"), c->attn_scale);
         gguf_w_f32(w, KEY("residual_scale"), c->residual_scale);
@@ -129,7 +132,9 @@ typedef struct {
     float *tmp;      /* ne[0] floats */
     float add;       /* added to a vector's elements (Gemma's norms: 1 + w in memory and GGUF, w in HF) */
     int n_exp;       /* > 0: src is expert 0's matrix of a kind in a layer's experts (llm_layer.experts, 3 apart),
-                      * written as one [n_exp][rows][cols] tensor */
+                      * written as one [n_exp][rows][cols] tensor ... */
+    int exp_parts;   /* ... or, 2, [n_exp][2 rows][cols]: each expert's src kind then the next stacked (Granite
+                      * MoE's gate | up) */
     const llm_tensor *part[3]; /* n_part > 0: these matrices stacked by rows, one tensor (Phi 3's attn_qkv, ffn_up) */
     int n_part, perm_parts;    /* ... perm applying to the first perm_parts of them (q and k of q|k|v) */
 } conv;
@@ -157,9 +162,10 @@ static void conv_rows(const conv *c, uint64_t row0, uint64_t n, uint8_t *dst, fl
     for (uint64_t i = 0; i < n; i++) {
         const llm_tensor *t = c->src;
         int64_t r = (int64_t)(row0 + i);
-        if (c->n_exp > 0) { /* row r of the 3-D tensor: expert r / rows's row r % rows */
-            t += 3 * (r / c->src->ne[1]);
-            r %= c->src->ne[1];
+        if (c->n_exp > 0) { /* row r of the 3-D tensor: expert r / (parts rows)'s part, its row r % rows */
+            int64_t rows = c->src->ne[1], parts = c->exp_parts > 1 ? c->exp_parts : 1;
+            t += 3 * (r / (rows * parts)) + (r / rows) % parts;
+            r %= rows;
         }
         int pi = 0;
         for (; pi < c->n_part; pi++) { /* row r of the stack: the part it falls in */
@@ -246,7 +252,7 @@ static conv *conv_add(conv_list *l, const llm_tensor *t, llm_dtype dst, int perm
         return NULL;
     }
     conv *c = &l->cv[l->n];
-    c->src = t; c->dst = dst; c->perm = perm; c->head_dim = head_dim; c->n_exp = 0; c->n_part = 0;
+    c->src = t; c->dst = dst; c->perm = perm; c->head_dim = head_dim; c->n_exp = 0; c->exp_parts = 0; c->n_part = 0;
     c->rope_dims = 0; c->perm_parts = 0;
     c->tmp = malloc((size_t)t->ne[0] * sizeof(float));
     if (c->tmp == NULL) {
@@ -533,7 +539,8 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         llm_seterr(err, "%s: re-saving a partial-rotary %s model is not supported (phi3's)", path, m->arch);
         goto out;
     }
-    llm_gguf_w_meta(w, m->arch, c, m->name[0] ? m->name : "model", dtype);
+    llm_gguf_w_meta(w, m->arch, c, c->n_expert > 0 && llm_layer_has_shared(&m->layers[0]),
+                    m->name[0] ? m->name : "model", dtype);
     if (m->pooling != LLM_POOL_NONE || m->n_cls > 0) {
         char key[64];
         snprintf(key, sizeof(key), "%s.pooling_type", m->arch);
@@ -647,9 +654,11 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
                 snprintf(n, sizeof(n), "blk.%d.ffn_%s_exps.weight", i, kinds[k]);
                 add_experts(w, &l, n, L, c->n_expert, k, dtype);
             }
-            if (L->shexp_gate.data != NULL) { /* Qwen 2 MoE's shared expert */
+            if (L->shexp_gate.data != NULL) { /* Qwen 2 MoE's shared expert's gate */
                 snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp_shexp.weight", i);
                 add_vec(w, &l, n, &L->shexp_gate, 0, hd);
+            }
+            if (llm_layer_has_shared(L)) { /* a shared expert (Qwen 2 MoE's, GraniteMoeShared's) */
                 M("ffn_gate_shexp", w_gate, 0) M("ffn_up_shexp", w_up, 0) M("ffn_down_shexp", w_down, 0)
             }
         }
@@ -686,6 +695,8 @@ typedef struct {
     int64_t rows;                /* t's, or the parts' together */
     const llm_tensor *part[3];   /* n_part > 0: these matrices stacked by rows, one tensor (ModernBERT's Wqkv, Wi) */
     int n_part;
+    int n_exp, exp_parts;        /* n_exp > 0: t is expert 0's matrix of a kind, the layer's experts written as one
+                                  * [n_exp][exp_parts x its rows][cols] tensor (Granite MoE's; conv's n_exp) */
 } hf_entry;
 
 static const char *st_dtype(llm_dtype t)
@@ -766,11 +777,17 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "gemma", "GemmaForCausalLM", "gemma" }, { "gemma2", "Gemma2ForCausalLM", "gemma2" },
         { "gemma3", "Gemma3ForCausalLM", "gemma3_text" }, { "smollm3", "SmolLM3ForCausalLM", "smollm3" },
         { "granite", "GraniteForCausalLM", "granite" }, { "gemma-embedding", "Gemma3TextModel", "gemma3_text" },
+        { "granitemoe", "GraniteMoeForCausalLM", "granitemoe" },
+        { "granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared" },
         { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
     int llama = strcmp(m->arch, "llama") == 0;
-    const char *an = llama && c->n_expert > 0 ? "mixtral" : llama && c->swa_window > 0 ? "mistral" : m->arch;
+    int granitemoe = strcmp(m->arch, "granitemoe") == 0, shared = c->n_expert > 0 && llm_layer_has_shared(&m->layers[0]);
+    const char *an = llama && c->n_expert > 0      ? "mixtral"
+                     : llama && c->swa_window > 0 ? "mistral"
+                     : granitemoe && shared       ? "granitemoeshared"
+                                                  : m->arch;
     while (a + 1 < sizeof(names) / sizeof(names[0]) && strcmp(an, names[a][0]) != 0)
         a++;
     cJSON_AddItemToArray(arch, cJSON_CreateString(names[a][1]));
@@ -804,15 +821,19 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         for (int l = 0; l < c->n_layers; l++)
             cJSON_AddItemToArray(nr, cJSON_CreateNumber(m->layers[l].nope ? 0 : 1));
     }
-    if (strcmp(m->arch, "granite") == 0) {
+    if (strcmp(m->arch, "granite") == 0 || granitemoe) {
         cJSON_AddNumberToObject(j, "embedding_multiplier", c->embd_scale);
         cJSON_AddNumberToObject(j, "attention_multiplier", c->attn_scale);
         cJSON_AddNumberToObject(j, "residual_multiplier", c->residual_scale);
         cJSON_AddNumberToObject(j, "logits_scaling", c->logit_scale);
     }
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
-    cJSON_AddNumberToObject(j, "intermediate_size", c->hidden_dim);
-    if (c->n_expert > 0 && strncmp(an, "qwen", 4) == 0) {
+    cJSON_AddNumberToObject(j, "intermediate_size", granitemoe ? c->expert_ff : c->hidden_dim);
+    if (granitemoe) { /* experts as wide as intermediate_size, always renormalised; GraniteMoeShared's shared one */
+        cJSON_AddNumberToObject(j, "num_local_experts", c->n_expert);
+        if (shared)
+            cJSON_AddNumberToObject(j, "shared_intermediate_size", c->hidden_dim);
+    } else if (c->n_expert > 0 && strncmp(an, "qwen", 4) == 0) {
         cJSON_AddNumberToObject(j, "num_experts", c->n_expert);
         cJSON_AddNumberToObject(j, "moe_intermediate_size", c->expert_ff);
         cJSON_AddBoolToObject(j, "norm_topk_prob", c->moe_norm_topk);
@@ -1023,8 +1044,20 @@ static int write_tokenizer_files(const llm_model *m, const char *dir, llm_err *e
 
 /* A decoder's tensors under transformers' names (Llama, Mistral, Qwen, Gemma, SmolLM3, Granite, their MoE):
  * their count. */
+/* An entry of fused_entry's kind below, and of a layer's experts as one 3-D tensor (hf_entry's n_exp). */
+static void fused_entry(hf_entry *e, const char *name, const llm_tensor *const *parts, int n);
+static void exp_entry(hf_entry *e, const char *name, const llm_tensor *exp0, int n_exp, int parts)
+{
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    e->t = exp0;
+    e->n_exp = n_exp;
+    e->exp_parts = parts;
+    e->rows = (int64_t)n_exp * parts * exp0->ne[1];
+}
+
 static int decoder_entries(const llm_model *m, hf_entry *e)
 {
+    int granitemoe = strcmp(m->arch, "granitemoe") == 0;
     const llm_config *c = &m->cfg;
     int k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
     int qwen_moe = strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0;
@@ -1053,6 +1086,19 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
         }
         if (c->n_expert == 0) {
             L_("mlp.gate_proj", w_gate, 0) L_("mlp.up_proj", w_up, 0) L_("mlp.down_proj", w_down, 0)
+        } else if (granitemoe) { /* its router, parallel experts (3-D: gate | up, down) and shared expert */
+            snprintf(nm, sizeof(nm), "model.layers.%d.block_sparse_moe.router.layer.weight", i);
+            ADD(nm, &L->ffn_gate_inp, 0);
+            snprintf(nm, sizeof(nm), "model.layers.%d.block_sparse_moe.input_linear.weight", i);
+            exp_entry(&e[k++], nm, &L->experts[0], c->n_expert, 2);
+            snprintf(nm, sizeof(nm), "model.layers.%d.block_sparse_moe.output_linear.weight", i);
+            exp_entry(&e[k++], nm, &L->experts[2], c->n_expert, 1);
+            if (llm_layer_has_shared(L)) {
+                const llm_tensor *gu[2] = { &L->w_gate, &L->w_up };
+                snprintf(nm, sizeof(nm), "model.layers.%d.shared_mlp.input_linear.weight", i);
+                fused_entry(&e[k++], nm, gu, 2);
+                L_("shared_mlp.output_linear", w_down, 0)
+            }
         } else { /* Qwen 3 MoE's names, or Mixtral's (w1 gate, w3 up, w2 down) */
             const char *moe = qwen_moe ? "mlp" : "block_sparse_moe";
             static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
@@ -1183,8 +1229,11 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         cJSON *o = cJSON_AddObjectToObject(j, e[i].name);
         cJSON_AddStringToObject(o, "dtype", st_dtype(dtype));
         cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+        if (e[i].n_exp > 0) /* [n_exp][its rows][cols] */
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)e[i].n_exp));
         if (e[i].rows > 1 || strstr(e[i].name, "shared_expert_gate") != NULL) /* (a Linear(dim, 1): [1, dim]) */
-            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)e[i].rows));
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)(e[i].n_exp > 0 ? e[i].rows / e[i].n_exp
+                                                                                  : e[i].rows)));
         cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[0]));
         cJSON *of = cJSON_AddArrayToObject(o, "data_offsets");
         cJSON_AddItemToArray(of, cJSON_CreateNumber((double)e[i].off));
@@ -1207,7 +1256,8 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
             goto ioerr;
     for (int i = 0; i < k; i++) {
         conv cv = { .src = e[i].t, .dst = dtype, .perm = e[i].perm, .head_dim = c->head_dim, .tmp = tmp, .add = e[i].add,
-                    .n_part = e[i].n_part, .part = { e[i].part[0], e[i].part[1], e[i].part[2] } };
+                    .n_part = e[i].n_part, .part = { e[i].part[0], e[i].part[1], e[i].part[2] },
+                    .n_exp = e[i].n_exp, .exp_parts = e[i].exp_parts };
         size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);
         for (int64_t r = 0; r < e[i].rows; r++) {
             if (e[i].rows == 1) /* a vector: a bias's elements move as its matrix's rows */

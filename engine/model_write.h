@@ -19,8 +19,10 @@ int llm_model_rank_head(llm_model *m, llm_err *err);
 /* dtype: f32, f16 or bf16. Q/K rows permuted to rotate-half layout when the source is adjacent. */
 int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_err *err);
 
-/* general.* and <arch>.* keys for cfg (file type from dtype); arch "llama", "qwen2" or "qwen3". */
-void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, const char *name, llm_dtype dtype);
+/* general.* and <arch>.* keys for cfg (file type from dtype); shared: a mixture of experts with a shared
+ * expert (hidden_dim wide). */
+void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, int shared, const char *name,
+                     llm_dtype dtype);
 /* SentencePiece "llama" tokenizer from a llama2.c tokenizer file; pads the vocabulary
  * to vocab_size with synthesized distinct pieces (lower scores) when the file has fewer. */
 int llm_gguf_w_spm_from_llama2c(gguf_writer *w, const char *tok_path, int vocab_size, llm_err *err);

@@ -817,8 +817,8 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     return cuda_stage_check(st, "down", l, err);
 }
 
-/* The mixture-of-experts FFN (cuda_moe.cu): x += the token's chosen experts, weighted (+ Qwen 2 MoE's shared
- * expert, gated), with the routing on the device. */
+/* The mixture-of-experts FFN (cuda_moe.cu): x += the token's chosen experts, weighted (+ the shared expert:
+ * Qwen 2 MoE's gated, GraniteMoeShared's as it is), with the routing on the device. */
 static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
@@ -828,7 +828,7 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     if (cuda_matmul(&st->mm, &L->router, st->xn, c->dim, st->moe_rl, E, n, 0, err->msg, sizeof(err->msg)) != 0 ||
         cuda_stage_check(st, "norm + router", l, err))
         return -1;
-    if (L->shexp_gate != NULL) { /* the shared expert, dense, into moe_sh */
+    if (L->shared) { /* the shared expert, dense, into moe_sh */
         if (cuda_mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
             return -1;
         cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, gelu, s);
@@ -858,8 +858,8 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
         if (cuda_stage_check(st, "experts down", l, err))
             return -1;
     }
-    cuda_moe_combine(st->x, n, c->dim, k, st->moe_o, st->moe_pos, st->moe_w,
-                     L->shexp_gate != NULL ? st->moe_sh : NULL, st->moe_sg, s);
+    cuda_moe_combine(st->x, n, c->dim, k, st->moe_o, st->moe_pos, st->moe_w, L->shared ? st->moe_sh : NULL,
+                     L->shexp_gate != NULL ? st->moe_sg : NULL, c->residual_scale, s);
     return cuda_stage_check(st, "combine", l, err);
 }
 

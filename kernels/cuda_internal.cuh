@@ -242,12 +242,14 @@ typedef struct {
     cu_mat    wo;
     cu_matset gate_up;       /* outputs [gate | up] */
     cu_mat    down;
-    /* Mixture of experts (cfg.n_expert > 0; gate_up and down are then Qwen 2 MoE's shared expert, or absent):
-     * the router, every expert's gate, up and down on the device ([n_expert][3], for the kernels) and expert
-     * 0's here (their types and shapes, which every expert of the layer shares), the shared expert's gate */
+    /* Mixture of experts (cfg.n_expert > 0; gate_up and down are then the shared expert (shared = 1), or
+     * absent): the router, every expert's gate, up and down on the device ([n_expert][3], for the kernels) and
+     * expert 0's here (their types and shapes, which every expert of the layer shares), the shared expert's
+     * gate (Qwen 2 MoE's; NULL when it is added ungated, as GraniteMoeShared's) */
     cu_mat        router;
     const cu_mat *experts;
     cu_mat        exp0[3];
+    int           shared;
     const float  *shexp_gate;
     /* An encoder's (BERT; NULL otherwise): the output projection's, up's and down's biases and those of the
      * LayerNorms after the attention and the FFN (attn_norm, ffn_norm their weights); gate_up is then up alone */
@@ -454,7 +456,8 @@ void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const f
  * down: o[p] = down_e . h[p] ([n*k][dim]), `rows` = n*k.
  * With q (where cuda_moe_i8_ok(host)): on int8 activations (dp4a), which gate_up / down first quantise into
  *   q's buffers (xq: [n*k][max(dim, ff)] bytes; xds: a (d, d * sum q) float pair per 32 of those).
- * combine: x[t] += sum_j wts[t][j] o[pos[t*k + j]] (+ sg[t] sh[t] with a shared expert, sh [n][dim]).
+ * combine: x[t] += sum_j wts[t][j] o[pos[t*k + j]] (+ sg[t] sh[t] with a shared expert, sh [n][dim]; sg NULL:
+ *   an ungated one, + sh[t]); rs > 0 (Granite's residual scale): x[t] += rs * (that sum).
  * `host` is the layer's exp0, `mats` its experts on the device. */
 void cuda_moe_route(const float *logits, int n, int E, int k, int norm_topk, const float *xn, int dim,
                     const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st);
@@ -468,7 +471,7 @@ void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int n, int 
 void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off, const float *h,
                    const cu_moe_i8 *q, float *o, cudaStream_t st);
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
-                      const float *sh, const float *sg, cudaStream_t st);
+                      const float *sh, const float *sg, float rs, cudaStream_t st);
 /* gate_up + down on the tensor cores (cuda_tcgemm_grouped) for `rows` (= n*k) rows: xn gathered into x16
  * (16 bits, [rows][dim]), gate|up into gu ([rows][2 ff]), GLU into h16 ([rows][ff]), down into o. Where
  * cuda_moe_tc_ok(host). */

@@ -497,7 +497,8 @@ static const float *upload_vec(cu_state *st, uploader *u, const llm_tensor *t, l
 }
 
 /* A mixture of experts' router, experts (each its own device matrix; their descriptions copied to the device
- * for the kernels, expert 0's kept in D->exp0) and Qwen 2 MoE's shared expert gate. */
+ * for the kernels, expert 0's kept in D->exp0) and Qwen 2 MoE's shared expert gate (GraniteMoeShared's shared
+ * expert has none). */
 static int upload_experts(cu_state *st, uploader *u, const llm_layer *L, cu_layer *D, llm_err *err)
 {
     int n = 3 * st->m->cfg.n_expert;
@@ -644,6 +645,7 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
             goto out;
         if (c->n_expert > 0 && upload_experts(st, &u, L, D, err) != 0)
             goto out;
+        D->shared = c->n_expert > 0 && cu_has_mat(&L->w_gate);
         const llm_tensor *opt[12] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm, &L->post_attn_norm,
                                       &L->post_ffn_norm, &L->bo, &L->b_up, &L->b_down, &L->attn_norm_b,
                                       &L->ffn_norm_b };

@@ -1,4 +1,4 @@
-/* The mixture-of-experts FFN on the device (Qwen 3 MoE, Qwen 2 MoE, Mixtral), as engine/cpu/moe.c computes
+/* The mixture-of-experts FFN on the device (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE), as engine/cpu/moe.c computes
  * it, with no host round trip (so decode steps still go through CUDA Graphs):
  *  1. route: per token, the softmax over the router's logits, the k experts of highest logit (ties: the lower
  *     index) and their probabilities, renormalised over the k when the model says so; with a shared expert,
@@ -8,8 +8,8 @@
  *  3. gate/up: per active expert, its gate and up rows against its tokens' normed activations, SwiGLU (or
  *     GeGLU) as the epilogue, into the row's hidden activations;
  *  4. down: per active expert, its down rows against those;
- *  5. combine: each token's k rows weighted and added to the residual (and the shared expert's output times
- *     its gate), in the CPU's order.
+ *  5. combine: each token's k rows weighted and added to the residual (and the shared expert's output, times
+ *     its gate where it has one), in the CPU's order.
  * Steps 3 and 4 are grids of (row blocks, chosen experts), the experts listed by the sort on the device (the
  * grid has a row for as many as could be chosen, min(E, n*k); the rows past those chosen return at once), so a
  * decode step reads only the chosen experts' weights, each once per 8 of its tokens. Steps with many rows
@@ -283,20 +283,22 @@ moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, c
     }
 }
 
-/* x[t] += sum_j wts[t][j] * o[pos[t][j]], then + sg[t] * sh[t] with a shared expert: the CPU's order. */
+/* x[t] += sum_j wts[t][j] * o[pos[t][j]], then + sg[t] * sh[t] with a shared expert (sg NULL: ungated, + sh[t]):
+ * the CPU's order; with Granite's residual scale rs > 0, x[t] += rs * (that sum, from 0), as the CPU. */
 __global__ void __launch_bounds__(256)
 moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos, const float *wts, const float *sh,
-                   const float *sg)
+                   const float *sg, float rs)
 {
     CU_PDL_ENTRY();
     const int t = blockIdx.x;
+    const float g = sh != NULL && sg != NULL ? sg[t] : 1.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        float v = x[(size_t)t * dim + i];
+        float v = rs > 0.0f ? 0.0f : x[(size_t)t * dim + i];
         for (int j = 0; j < k; j++)
             v += wts[(size_t)t * k + j] * o[(size_t)pos[(size_t)t * k + j] * dim + i];
         if (sh != NULL)
-            v += sg[t] * sh[(size_t)t * dim + i];
-        x[(size_t)t * dim + i] = v;
+            v += g * sh[(size_t)t * dim + i];
+        x[(size_t)t * dim + i] = rs > 0.0f ? x[(size_t)t * dim + i] + rs * v : v;
     }
 }
 
@@ -388,7 +390,7 @@ void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, cons
 }
 
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
-                      const float *sh, const float *sg, cudaStream_t st)
+                      const float *sh, const float *sg, float rs, cudaStream_t st)
 {
-    CU_LAUNCH(moe_combine_kernel, (unsigned)n, 256, 0, st, x, dim, k, o, pos, wts, sh, sg);
+    CU_LAUNCH(moe_combine_kernel, (unsigned)n, 256, 0, st, x, dim, k, o, pos, wts, sh, sg, rs);
 }

@@ -1,13 +1,13 @@
-/* The mixture-of-experts FFN (Qwen 3 MoE, Qwen 2 MoE, Mixtral) on the CPU. Per pass of
+/* The mixture-of-experts FFN (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE) on the CPU. Per pass of
  * tokens: the router's logits (the FFN norm fused in), each token's
  * n_expert_used best experts, the tokens' normed rows gathered by expert so
  * that each expert's rows are contiguous, one parallel matmul over every
  * chosen expert's gate and up (SwiGLU), one over their down projections, then
  * each token's rows weighted and added to the residual. An expert's weight
  * rows are read once per pass however many of the pass's tokens chose it, and
- * the experts no token chose are not read at all. Qwen 2 MoE's shared expert
- * runs on every token of the pass as a dense FFN (two more matmuls), its
- * output scaled by sigmoid(x . shexp_gate). */
+ * the experts no token chose are not read at all. A shared expert runs on
+ * every token of the pass as a dense FFN (two more matmuls), its output scaled
+ * by sigmoid(x . shexp_gate) (Qwen 2 MoE) or added as it is (GraniteMoeShared). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +37,10 @@ static int ensure_moe(cpu_state *st, int tokens)
     st->moe_g = malloc(R * (size_t)c->expert_ff * sizeof(float));
     st->moe_u = malloc(R * (size_t)c->expert_ff * sizeof(float));
     st->moe_y = malloc(R * (size_t)c->dim * sizeof(float));
-    st->moe_s = st->m->layers[0].shexp_gate.data != NULL ? malloc(T * (size_t)c->dim * sizeof(float)) : NULL;
+    int shared = llm_layer_has_shared(&st->m->layers[0]);
+    st->moe_s = shared ? malloc(T * (size_t)c->dim * sizeof(float)) : NULL;
     if (!st->moe_logits || !st->moe_pos || !st->moe_w || !st->moe_x || !st->moe_g || !st->moe_u || !st->moe_y ||
-        (st->m->layers[0].shexp_gate.data != NULL && !st->moe_s)) {
+        (shared && !st->moe_s)) {
         cpu_moe_free(st);
         return -1;
     }
@@ -98,33 +99,46 @@ static void route(cpu_state *st, int n, int *off, int *count)
 typedef struct {
     cpu_state *st;
     int t0, n;
-    const float *shexp_gate; /* with a shared expert: its gate's weights (its output in st->moe_s) */
+    int shared;              /* with a shared expert (its output in st->moe_s) */
+    const float *shexp_gate; /* ... its gate's weights, NULL when ungated */
 } combine_ctx;
 
-/* After the down projections (every thread, tokens split): x[t] += sum of its experts' rows, weighted. */
+/* After the down projections (every thread, tokens split): x[t] += sum of its experts' rows, weighted (+ the
+ * shared expert's row); with Granite's residual scale, x[t] += that sum times the scale. */
 static void combine(void *ctx, int ith, int nth)
 {
     combine_ctx *p = ctx;
     cpu_state *st = p->st;
     int k = st->m->cfg.n_expert_used, dim = st->m->cfg.dim;
+    float rs = st->m->cfg.residual_scale;
     for (int t = ith; t < p->n; t += nth) {
         float *x = st->x + (size_t)(p->t0 + t) * dim;
+        const float *xn = st->xb + (size_t)t * dim, *s = p->shared ? st->moe_s + (size_t)t * dim : NULL;
+        float g = p->shexp_gate == NULL ? 1.0f : 1.0f / (1.0f + expf(-st->kern->dot_f32(xn, p->shexp_gate, dim)));
+        const int *pos = st->moe_pos + (size_t)t * k;
+        const float *w = st->moe_w + (size_t)t * k;
+        if (rs > 0.0f) { /* the block's output summed, then scaled, as Granite MoE's */
+            for (int i = 0; i < dim; i++) {
+                float v = 0.0f;
+                for (int j = 0; j < k; j++)
+                    v += w[j] * st->moe_y[(size_t)pos[j] * dim + i];
+                if (s != NULL)
+                    v += g * s[i];
+                x[i] += rs * v;
+            }
+            continue;
+        }
         for (int j = 0; j < k; j++) {
-            const float *y = st->moe_y + (size_t)st->moe_pos[(size_t)t * k + j] * dim;
-            float w = st->moe_w[(size_t)t * k + j];
+            const float *y = st->moe_y + (size_t)pos[j] * dim;
             for (int i = 0; i < dim; i++)
-                x[i] += w * y[i];
+                x[i] += w[j] * y[i];
         }
-        if (p->shexp_gate != NULL) {
-            const float *xn = st->xb + (size_t)t * dim, *s = st->moe_s + (size_t)t * dim;
-            float g = 1.0f / (1.0f + expf(-st->kern->dot_f32(xn, p->shexp_gate, dim)));
-            for (int i = 0; i < dim; i++)
-                x[i] += g * s[i];
-        }
+        for (int i = 0; s != NULL && i < dim; i++)
+            x[i] += g * s[i];
     }
 }
 
-/* Qwen 2 MoE's shared expert over the pass's np normed rows (st->xb): a dense SwiGLU FFN into st->moe_s. */
+/* The shared expert over the pass's np normed rows (st->xb): a dense SwiGLU FFN into st->moe_s. */
 static void shared_expert(cpu_state *st, int l, int np)
 {
     const llm_config *c = &st->m->cfg;
@@ -158,7 +172,7 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
 
         int off[LLM_MAX_EXPERTS + 1], count[LLM_MAX_EXPERTS], na = 0;
         route(st, np, off, count);
-        if (L->shexp_gate.data != NULL)
+        if (llm_layer_has_shared(L))
             shared_expert(st, l, np);
         cpu_mm_out gu[CPU_MM_MAX_OUTS], dn[LLM_MAX_EXPERTS];
         for (int e = 0; e < c->n_expert; e++) {
@@ -176,7 +190,7 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
         cpu_mm mg = { .x = st->moe_x, .xs = (size_t)dim, .n = rows, .K = dim, .outs = gu, .n_outs = 2 * na,
                       .swiglu = 1, .gelu = c->act == LLM_ACT_GELU_TANH };
         cpu_matmul(st, &mg);
-        combine_ctx cc = { st, t0, np, L->shexp_gate.data };
+        combine_ctx cc = { st, t0, np, llm_layer_has_shared(L), L->shexp_gate.data };
         cpu_mm md = { .x = st->moe_g, .xs = (size_t)ff, .n = rows, .K = ff, .outs = dn, .n_outs = na,
                       .post = combine, .post_ctx = &cc };
         cpu_matmul(st, &md);

@@ -141,6 +141,13 @@ python3 tests/gpu/emu_hf_model.py "$WORK/hf256" 256 >/dev/null &&
     run moe_q8 env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
         LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$WORK/qwen2moe-q8_0.gguf" \
         --cpu-model "$WORK/qwen2moe-deq.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 1e-3 --min-top1 1
+# Granite MoE with GraniteMoeShared's ungated shared expert and Granite's residual scale on the experts' sum
+# (under the emulation: 3.7e-5)
+"$B/llm-engine" gen-model --preset tiny-granitemoe-shared --dtype f32 --out "$WORK/granitemoe-f32.gguf" \
+    >/dev/null 2>&1 &&
+    run granitemoe_f32 env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$B/tests/gpu/parity_logits" \
+        --model "$WORK/granitemoe-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 1e-3 \
+        --min-top1 1
 # GGUF Q4_K / Q6_K matrices from their own blocks (CU_Q4_M / CU_Q6), files made by llama.cpp's quantiser on
 # the development machine (tests/gpu/prebuild.sh: shared/models/q4k): the float GEMVs and graphs against the
 # CPU on the file's exact values (under the emulation Q4_K 0.021 / 0.020, Q6_K 0.0066 / 0.0052; the Q8_0

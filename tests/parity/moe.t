@@ -2,8 +2,10 @@
 # Mixture of experts: GGUF files of Qwen 3 MoE (q/k norms, 8 experts of
 # width 64, 2 per token, renormalised), Qwen 2 MoE (q/k/v biases, the same
 # experts not renormalised, and a shared expert behind a sigmoid gate) and of
-# a Mixtral-style llama (4 experts, 2 per token) written by
-# `gen-model --preset tiny-qwen3moe|tiny-qwen2moe|tiny-mixtral` load in
+# a Mixtral-style llama (4 experts, 2 per token), and of Granite MoE (Granite's
+# four scales, 8 experts of 64, 2 per token; GraniteMoeShared's with an ungated
+# shared expert of 128) written by `gen-model --preset tiny-qwen3moe|
+# tiny-qwen2moe|tiny-mixtral|tiny-granitemoe|tiny-granitemoe-shared` load in
 # llama.cpp (node-llama-cpp 3.21.1) and in our engine, and
 #  1. teacher-forced over a 44-token text, our next-token distribution (CPU
 #     backend) matches llama.cpp's on the same file (F32, and Q8_0 where both
@@ -13,7 +15,8 @@
 #  2. greedy ids are llama.cpp's;
 #  3. the model re-saved as a Hugging Face directory (model_type qwen3_moe /
 #     qwen2_moe / mixtral, one tensor per expert) and back to GGUF gives the
-#     same ids.
+#     same ids (Granite MoE's: transformers' 3-D parallel experts, input_linear
+#     [experts][gate | up][dim] and output_linear, GraniteMoeShared's shared_mlp).
 use strict;
 use warnings;
 use Test::More;
@@ -40,7 +43,8 @@ sub ours_ids { return greedy_ours($dir, $engine, $n, @_, '--kv-cache-dtype', 'f3
 sub llamacpp_ids { return greedy_llamacpp($dir, $n, @_, 1) }
 
 my %arch = ('tiny-qwen3moe' => ['qwen3moe', 'qwen3_moe', 8, 2], 'tiny-mixtral' => ['llama', 'mixtral', 4, 2],
-            'tiny-qwen2moe' => ['qwen2moe', 'qwen2_moe', 8, 2]);
+            'tiny-qwen2moe' => ['qwen2moe', 'qwen2_moe', 8, 2], 'tiny-granitemoe' => ['granitemoe', 'granitemoe', 8, 2],
+            'tiny-granitemoe-shared' => ['granitemoe', 'granitemoeshared', 8, 2]);
 for my $preset (sort keys %arch) {
     my ($arch, $mt, $ne, $nu) = @{ $arch{$preset} };
     my %f;
@@ -52,8 +56,10 @@ for my $preset (sort keys %arch) {
     }
     my ($rc, $info) = capture($engine, 'info', '--model', $f{f32});
     like($info, qr/^architecture: $arch\b/m, "$preset: info names the architecture");
-    my $w = $arch eq 'qwen2moe' ? 'as routed, and a shared expert' : 'renormalised';
-    like($info, qr/mixture of experts: $ne experts of width \d+, $nu per token, weights \Q$w\E/,
+    my $w = $arch eq 'qwen2moe' ? 'as routed, and a gated shared expert'
+          : $mt eq 'granitemoeshared' ? 'renormalised over those chosen, and a shared expert'
+          : 'renormalised over those chosen';
+    like($info, qr/mixture of experts: $ne experts of width \d+, $nu per token, weights \Q$w\E$/m,
          "$preset: info shows the experts");
 
     my ($rct, $tok) = capture($engine, 'tokenize', '--model', $f{f32}, '--text', $text, '--bos');
@@ -101,6 +107,37 @@ for my $preset (sort keys %arch) {
         my $st = slurp("$hf/model.safetensors");
         my $hdr = decode_json(substr($st, 8, unpack('Q<', substr($st, 0, 8))));
         my $last = $ne - 1;
+        if ($arch eq 'granitemoe') {
+            is_deeply($hdr->{'model.layers.1.block_sparse_moe.input_linear.weight'}{shape}, [$ne, 128, 64],
+                      "$preset: the experts' gate | up are one [experts, 2 x 64, 64] tensor");
+            is_deeply($hdr->{'model.layers.1.block_sparse_moe.output_linear.weight'}{shape}, [$ne, 64, 64],
+                      "$preset: and their down projections one [experts, 64, 64]");
+            ok(exists $hdr->{'model.layers.0.block_sparse_moe.router.layer.weight'}, "$preset: the router");
+            is(exists $hdr->{'model.layers.0.shared_mlp.input_linear.weight'} ? 1 : 0,
+               $mt eq 'granitemoeshared' ? 1 : 0, "$preset: a shared_mlp where the model has one");
+            is($cfg->{shared_intermediate_size}, 128, "$preset: config.json gives its width")
+                if $mt eq 'granitemoeshared';
+            # hostile configs: refused with a message naming what does not fit, nothing served half-loaded
+            my %bad = $mt eq 'granitemoeshared'
+                ? (shared_intermediate_size => [undef, qr/shared_mlp\.input_linear\.weight without a shared_intermediate_size/])
+                : (num_local_experts => [4, qr/input_linear\.weight must be \[4, 128, 64\]/]);
+            for my $key (sort keys %bad) {
+                my ($val, $re) = @{ $bad{$key} };
+                my $copy = "$dir/bad-$preset";
+                system('rm', '-rf', $copy);
+                system('cp', '-r', $hf, $copy);
+                my $c2 = decode_json(slurp("$copy/config.json"));
+                if (defined $val) { $c2->{$key} = $val } else { delete $c2->{$key} }
+                open my $fh, '>', "$copy/config.json" or die $!;
+                print $fh encode_json($c2);
+                close $fh;
+                my ($rb) = capture($engine, 'info', '--model', $copy);
+                my $msg = slurp("$dir/stderr");
+                ok($rb != 0 && $msg =~ $re, "$preset: config.json with $key " . ($val // 'left out') . " is refused")
+                    or diag($msg);
+            }
+            return;
+        }
         ok(exists $hdr->{$mt eq 'mixtral' ? "model.layers.1.block_sparse_moe.experts.$last.w2.weight"
                                           : "model.layers.1.mlp.experts.$last.down_proj.weight"},
            "$preset: each expert is a tensor of its own, named as transformers names it");
