@@ -272,13 +272,15 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
     for (int l = 0; l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
         /* (ModernBERT's first layer has no attention norm) */
-        int attn_norm = !(c->layer_norm && l == 0 && L->attn_norm.data == NULL);
+        int attn_norm = !(c->layer_norm && l == 0 && L->attn_norm.data == NULL) && !c->post_norm_only;
+        /* (OLMo 2: no norms before the blocks, q / k norms over whole rows) */
+        int qn = c->qk_norm_full ? qd : c->head_dim, kn = c->qk_norm_full ? kvd : c->head_dim;
         if ((attn_norm && llm_tensor_check(&L->attn_norm, "attn_norm", l, c->dim, 1, 1, who, err)) ||
             llm_tensor_check(&L->wq, "attn_q", l, c->dim, qd, 0, who, err) ||
             llm_tensor_check(&L->wk, "attn_k", l, c->dim, kvd, 0, who, err) ||
             llm_tensor_check(&L->wv, "attn_v", l, c->dim, kvd, 0, who, err) ||
             llm_tensor_check(&L->wo, "attn_output", l, qd, c->dim, 0, who, err) ||
-            llm_tensor_check(&L->ffn_norm, "ffn_norm", l, c->dim, 1, 1, who, err))
+            (!c->post_norm_only && llm_tensor_check(&L->ffn_norm, "ffn_norm", l, c->dim, 1, 1, who, err)))
             return -1;
         if (c->n_expert == 0 &&
             (llm_tensor_check(&L->w_gate, "ffn_gate", l, c->dim, c->hidden_dim, 0, who, err) ||
@@ -315,10 +317,10 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
              llm_tensor_check(&L->bv, "attn_v.bias", l, kvd, 1, 1, who, err)))
             return -1;
         if ((L->q_norm.data != NULL || L->k_norm.data != NULL) &&
-            (llm_tensor_check(&L->q_norm, "attn_q_norm", l, c->head_dim, 1, 1, who, err) ||
-             llm_tensor_check(&L->k_norm, "attn_k_norm", l, c->head_dim, 1, 1, who, err)))
+            (llm_tensor_check(&L->q_norm, "attn_q_norm", l, qn, 1, 1, who, err) ||
+             llm_tensor_check(&L->k_norm, "attn_k_norm", l, kn, 1, 1, who, err)))
             return -1;
-        if ((L->post_attn_norm.data != NULL || L->post_ffn_norm.data != NULL) &&
+        if ((L->post_attn_norm.data != NULL || L->post_ffn_norm.data != NULL || c->post_norm_only) &&
             (llm_tensor_check(&L->post_attn_norm, "post_attention_norm", l, c->dim, 1, 1, who, err) ||
              llm_tensor_check(&L->post_ffn_norm, "post_ffw_norm", l, c->dim, 1, 1, who, err)))
             return -1;

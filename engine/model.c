@@ -267,7 +267,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "gemma-embedding", "phi3", "smollm3", "granite", "granitemoe", "bert", "nomic-bert",
+                                      "gemma-embedding", "phi3", "smollm3", "granite", "granitemoe", "olmo2", "bert", "nomic-bert",
                                       "jina-bert-v2", "modern-bert" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
@@ -382,7 +382,14 @@ int llm_model_validate(llm_model *m, llm_err *err)
         snprintf(w, sizeof(w), "layer %d " #field, l);                         \
         if (check_tensor(m, &L->field, w, a, b, norm, err)) return -1;         \
         wb += tensor_bytes(&L->field);
-        if (c->layer_norm && l == 0 && L->attn_norm.data == NULL) { /* ModernBERT's first layer has none */
+        if (c->post_norm_only) { /* OLMo 2: none before the blocks, both after */
+            if (L->attn_norm.data != NULL || L->ffn_norm.data != NULL || L->post_attn_norm.data == NULL ||
+                L->post_ffn_norm.data == NULL) {
+                llm_seterr(err, "%s: layer %d: a model normed after its blocks needs both post norms and no "
+                           "attention or FFN norm before them", m->path, l);
+                return -1;
+            }
+        } else if (c->layer_norm && l == 0 && L->attn_norm.data == NULL) { /* ModernBERT's first layer has none */
         } else {
             CHK(attn_norm, c->dim, 1, 1)
         }
@@ -390,7 +397,9 @@ int llm_model_validate(llm_model *m, llm_err *err)
         CHK(wk, c->dim, kv, 0)
         CHK(wv, c->dim, kv, 0)
         CHK(wo, q, c->dim, 0)
-        CHK(ffn_norm, c->dim, 1, 1)
+        if (!c->post_norm_only) {
+            CHK(ffn_norm, c->dim, 1, 1)
+        }
         if (c->encoder) {
             CHK(w_up, c->dim, c->hidden_dim, 0)
             CHK(w_down, c->hidden_dim, c->dim, 0)
@@ -454,7 +463,8 @@ int llm_model_validate(llm_model *m, llm_err *err)
         snprintf(w, sizeof(w), "layer %d " #field, l);                         \
         if (check_optional(m, &L->field, w, n, err)) return -1;                \
         wb += L->field.data != NULL ? tensor_bytes(&L->field) : 0;
-        OPT(bq, q) OPT(bk, kv) OPT(bv, kv) OPT(q_norm, c->head_dim) OPT(k_norm, c->head_dim)
+        OPT(bq, q) OPT(bk, kv) OPT(bv, kv)
+        OPT(q_norm, c->qk_norm_full ? q : c->head_dim) OPT(k_norm, c->qk_norm_full ? kv : c->head_dim)
         OPT(post_attn_norm, c->dim) OPT(post_ffn_norm, c->dim)
 #undef OPT
         if ((L->bq.data != NULL) != (L->bk.data != NULL) || (L->bk.data != NULL) != (L->bv.data != NULL) ||
@@ -680,6 +690,16 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
                     c->n_layers, (double)(c->rope_theta_swa > 0.0f ? c->rope_theta_swa : c->rope_theta));
         if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
             fprintf(f, ", soft caps: attention %g, logits %g", (double)c->attn_softcap, (double)c->final_softcap);
+        fprintf(f, "\n");
+    }
+    if (c->post_norm_only || c->qk_norm_full) { /* OLMo 2 / 3 */
+        int n_swa = 0;
+        for (int l = 0; m->layers != NULL && l < c->n_layers; l++)
+            n_swa += m->layers[l].swa;
+        fprintf(f, "norms after attention and ffn only%s", c->qk_norm_full ? ", q/k norms over whole rows" : "");
+        if (n_swa > 0)
+            fprintf(f, ", sliding window %d on %d of %d layers (rope unscaled there)", c->swa_window, n_swa,
+                    c->n_layers);
         fprintf(f, "\n");
     }
     if (c->n_expert > 0)

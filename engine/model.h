@@ -104,6 +104,11 @@ typedef struct {
      * out_norm, and the embedding's embd_norm) are LayerNorms without a bias, (x - mean) / sd * w, not
      * RMSNorms; a layer without attn_norm (its first) reads the residual as it is. */
     int   layer_norm;
+    /* OLMo 2 / 3 (GGUF "olmo2"; 0 for the others): no norm before attention or the FFN (attn_norm and ffn_norm
+     * absent), only post_attn_norm / post_ffn_norm on the blocks' outputs (x += RMSNorm(block(x)) * w); and
+     * q_norm / k_norm span the whole projected q (n_heads * head_dim) and k (n_kv_heads * head_dim) rows, not
+     * one head each (qk_norm_full). */
+    int   post_norm_only, qk_norm_full;
 } llm_config;
 
 #define LLM_MAX_EXPERTS 256

@@ -167,6 +167,23 @@ static const preset presets[] = {
                                 .moe_norm_topk = 1, .embd_scale = 12.0f, .attn_scale = 0.015625f,
                                 .residual_scale = 0.22f, .logit_scale = 6.0f, .tied_embeddings = 1,
                                 .bos_id = 128000, .eos_id = 128009 }, 1, "granitemoe", 0, 0, 0, 0 },
+    /* OLMo 2 (normed after attention and FFN only, q / k norms over whole rows; NeoX rope), tiny, with
+     * Llama 3's vocabulary under the "dbrx" pre-tokenizer name (cl100k-style, as OLMo 2's dolma2 tokenizer);
+     * OLMo 3's layout: a window of 16 on three layers of four; then OLMo-2-0425-1B's shape (16 layers of 2048,
+     * 16 heads; Llama 3's vocabulary instead of its 100,352) */
+    { "tiny-olmo2", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                      .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f, .norm_eps = 1e-6f,
+                      .post_norm_only = 1, .qk_norm_full = 1, .tied_embeddings = 0, .bos_id = 128000,
+                      .eos_id = 128009 }, 1, "olmo2", 0.125f, 0.33f, 0, 0 },
+    { "tiny-olmo3", { .dim = 64, .hidden_dim = 192, .n_layers = 4, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                      .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f, .norm_eps = 1e-6f,
+                      .swa_window = 16, .rope_theta_swa = 500000.0f, .post_norm_only = 1, .qk_norm_full = 1,
+                      .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "olmo2", 0.125f, 0.33f, 0,
+      0 },
+    { "olmo-2-1b", { .dim = 2048, .hidden_dim = 8192, .n_layers = 16, .n_heads = 16, .n_kv_heads = 16,
+                     .head_dim = 128, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f,
+                     .norm_eps = 1e-6f, .post_norm_only = 1, .qk_norm_full = 1, .tied_embeddings = 0,
+                     .bos_id = 128000, .eos_id = 128009 }, 1, "olmo2", 0, 0, 0, 0 },
     { "qwen3-30b-a3b", { .dim = 2048, .hidden_dim = 6144, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
                          .head_dim = 128, .vocab_size = 128256, .seq_len = 40960, .rope_theta = 1000000.0f,
                          .norm_eps = 1e-6f, .n_expert = 128, .n_expert_used = 8, .expert_ff = 768,
@@ -498,7 +515,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
-                   "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, "
+                   "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);
@@ -545,6 +562,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         const char *pre = qwen2 || qwen3                ? "qwen2"
                           : phi3 && c->rope_dims > 0       ? "gpt-4o"
                           : strncmp(arch, "granite", 7) == 0 ? "refact"
+                          : strcmp(arch, "olmo2") == 0       ? "dbrx"
                           : strcmp(p->name, "tiny-tekken") == 0 ? "tekken"
                                                            : NULL;
         if (llm_gguf_w_bpe_from_hf(w, path, pre, err) != 0)
@@ -580,7 +598,9 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         char n[64];
 #define T(suffix, ne0, ne1, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
         ADD(n, ne0, ne1, mean_, sd_);
-        T("attn_norm", c->dim, 1, 1.0f, 0.05f)
+        if (!c->post_norm_only) {
+            T("attn_norm", c->dim, 1, 1.0f, 0.05f)
+        }
         if (phi3) {
             T("attn_qkv", c->dim, q + 2 * kv, 0.0f, sd)
         } else {
@@ -589,7 +609,9 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             T("attn_v", c->dim, kv, 0.0f, sd)
         }
         T("attn_output", q, c->dim, 0.0f, sd)
-        T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
+        if (!c->post_norm_only) {
+            T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
+        }
         if (phi3) {
             T("ffn_up", c->dim, 2 * c->hidden_dim, 0.0f, sd)
             T("ffn_down", c->hidden_dim, c->dim, 0.0f, sd)
@@ -623,11 +645,11 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             V("attn_k.bias", kv, 0.0f, bias_sd)
             V("attn_v.bias", kv, 0.0f, bias_sd)
         }
-        if (qwen3 || gemma3) {
-            V("attn_q_norm.weight", c->head_dim, 1.0f, 0.05f)
-            V("attn_k_norm.weight", c->head_dim, 1.0f, 0.05f)
+        if (qwen3 || gemma3 || c->qk_norm_full) { /* (OLMo 2's over whole q / k rows) */
+            V("attn_q_norm.weight", c->qk_norm_full ? q : c->head_dim, 1.0f, 0.05f)
+            V("attn_k_norm.weight", c->qk_norm_full ? kv : c->head_dim, 1.0f, 0.05f)
         }
-        if (gemma23) { /* (Gemma's 1 + w, as the converter stores it) */
+        if (gemma23 || c->post_norm_only) { /* (Gemma's 1 + w, as the converter stores it) */
             V("post_attention_norm.weight", c->dim, post_norm, 0.05f)
             V("post_ffw_norm.weight", c->dim, post_norm, 0.05f)
         }

@@ -606,7 +606,7 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, bert, nomic-bert, jina-bert-v2, "
+                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, bert, nomic-bert, jina-bert-v2, "
                    "modern-bert)", m->path, arch);
         return -1;
     }
@@ -623,6 +623,7 @@ static int load(llm_model *m, llm_err *err)
     int gemma2 = strcmp(arch, "gemma2") == 0, gemma = gemma2 || gemma3 || strcmp(arch, "gemma") == 0;
     int phi3 = strcmp(arch, "phi3") == 0, smollm3 = strcmp(arch, "smollm3") == 0;
     int granite = strcmp(arch, "granite") == 0, granitemoe = strcmp(arch, "granitemoe") == 0;
+    int olmo2 = strcmp(arch, "olmo2") == 0; /* OLMo 2 and 3: normed after the blocks, q / k norms over whole rows */
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "output.bias" };
@@ -666,14 +667,20 @@ static int load(llm_model *m, llm_err *err)
     if (rope_scaling_keys(m, g, arch, err) != 0 || (gemma && gemma_keys(m, g, arch, gemma2, gemma3, err) != 0) ||
         ((granite || granitemoe) && granite_keys(m, g, arch, err) != 0) || moe_keys(m, arch, err) != 0)
         return -1;
-    uint32_t win = 0; /* a llama with a window on every layer: what our writer saves of Mistral 7B v0.1's */
-    if (strcmp(arch, "llama") == 0 && gguf_get_u32(g, "llama.attention.sliding_window", &win) == 0) {
+    /* a llama with a window on every layer: what our writer saves of Mistral 7B v0.1's; OLMo 3's on three
+     * layers of four (llama.cpp's fixed pattern), whose rope there is never scaled (its YaRN is the global
+     * layers') */
+    uint32_t win = 0;
+    char wk[96];
+    snprintf(wk, sizeof(wk), "%s.attention.sliding_window", arch);
+    if ((strcmp(arch, "llama") == 0 || olmo2) && gguf_get_u32(g, wk, &win) == 0) {
         if (win == 0 || win > (1u << 30)) {
-            llm_seterr(err, "%s: bad llama.attention.sliding_window", m->path);
+            llm_seterr(err, "%s: bad %s", m->path, wk);
             return -1;
         }
         c->swa_window = (int)win;
     }
+    c->post_norm_only = c->qk_norm_full = olmo2;
     /* Phi 3's 128k variants scale their rope per frequency (LongRoPE). phi3.attention.sliding_window is not
      * applied, as llama.cpp does not (it disables Phi's window). */
     if (longrope(m, g, arch, err) != 0)
@@ -698,6 +705,8 @@ static int load(llm_model *m, llm_err *err)
         m->pooling = LLM_POOL_MEAN;
     c->rope_theta = 10000.0f;
     gguf_get_f32(g, thk, &c->rope_theta);
+    if (olmo2 && c->swa_window > 0)
+        c->rope_theta_swa = c->rope_theta;
     c->norm_eps = 1e-5f;
     gguf_get_f32(g, epk, &c->norm_eps);
     /* llama.cpp's converter permutes a llama's q/k rows for pair rotation; Qwen's stay as trained (NeoX) */
@@ -729,7 +738,9 @@ static int load(llm_model *m, llm_err *err)
         if (llm_gguf_take(m, n, &L->field, 1, err)) return -1;
 #define N(suffix, field) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
         if (llm_gguf_take_norm(m, n, &L->field, err)) return -1;
-        N("attn_norm", attn_norm)
+        if (!olmo2) {
+            N("attn_norm", attn_norm)
+        }
         if (phi3) { /* q|k|v and gate|up stacked by rows */
             int64_t qkv[3] = { (int64_t)c->n_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim,
                                (int64_t)c->n_kv_heads * c->head_dim }, gu[2] = { c->hidden_dim, c->hidden_dim };
@@ -740,7 +751,9 @@ static int load(llm_model *m, llm_err *err)
         } else {
             T("attn_q", wq) T("attn_k", wk) T("attn_v", wv) T("attn_output", wo)
         }
-        N("ffn_norm", ffn_norm)
+        if (!olmo2) {
+            N("ffn_norm", ffn_norm)
+        }
         if (phi3) {
             T("ffn_down", w_down)
         } else if (c->n_expert == 0) {
@@ -769,11 +782,12 @@ static int load(llm_model *m, llm_err *err)
 #define V(suffix, field, required) snprintf(n, sizeof(n), "blk.%d." suffix, l); \
         if (llm_gguf_take_vec(m, n, &L->field, required, err)) return -1;
         V("attn_q.bias", bq, 0) V("attn_k.bias", bk, 0) V("attn_v.bias", bv, 0)
-        V("attn_q_norm.weight", q_norm, qwen3 || gemma3) V("attn_k_norm.weight", k_norm, qwen3 || gemma3)
-        V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3)
-        V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3)
+        V("attn_q_norm.weight", q_norm, qwen3 || gemma3 || olmo2)
+        V("attn_k_norm.weight", k_norm, qwen3 || gemma3 || olmo2)
+        V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3 || olmo2)
+        V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3 || olmo2)
 #undef V
-        L->swa = c->swa_window > 0 && (!gemma ? 1 : gemma2 ? l % 2 == 0 : l % 6 < 5);
+        L->swa = c->swa_window > 0 && (olmo2 ? l % 4 < 3 : !gemma ? 1 : gemma2 ? l % 2 == 0 : l % 6 < 5);
         L->nope = smollm3 && (l + 1) % 4 == 0; /* llama.cpp's n_no_rope_layer_step, 4 (no GGUF key says it) */
     }
     const gguf_tensor *rf = gguf_find_tensor(g, "rope_freqs.weight");

@@ -90,12 +90,37 @@ static int gemma_config(llm_model *m, const cJSON *root, const char *path, llm_e
     return 0;
 }
 
-/* Which layers of a Gemma 2 / 3 slide (layer_types, sliding_window_pattern, or each one's default). */
+/* OLMo 2 and 3 (Olmo2ForCausalLM, Olmo3ForCausalLM): normed after the blocks, q / k norms over whole rows;
+ * OLMo 3's sliding_window on the layers layer_types says (gemma_layers; three of four by default), whose rope
+ * is never scaled (rope_scaling is the full-attention layers'). OLMo 1's clip_qkv is refused. */
+static int olmo_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    const cJSON *clip = cJSON_GetObjectItemCaseSensitive(root, "clip_qkv");
+    if (clip != NULL && !cJSON_IsNull(clip)) {
+        llm_seterr(err, "%s: clip_qkv is not supported", path);
+        return -1;
+    }
+    c->post_norm_only = c->qk_norm_full = 1;
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+    if (sw != NULL && !cJSON_IsNull(sw)) {
+        if (!cJSON_IsNumber(sw) || sw->valuedouble < 1 || sw->valuedouble > (double)(1 << 30)) {
+            llm_seterr(err, "%s: bad sliding_window", path);
+            return -1;
+        }
+        c->swa_window = (int)sw->valuedouble;
+        c->rope_theta_swa = c->rope_theta;
+    }
+    return 0;
+}
+
+/* Which layers of a Gemma 2 / 3 (or an OLMo 3) slide (layer_types, sliding_window_pattern, or each one's
+ * default). */
 static int gemma_layers(llm_model *m, const cJSON *root, const char *path, llm_err *err)
 {
     const llm_config *c = &m->cfg;
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
-    int pattern = strcmp(m->arch, "gemma2") == 0 ? 2 : 6;
+    int pattern = strcmp(m->arch, "gemma2") == 0 ? 2 : strcmp(m->arch, "olmo2") == 0 ? 4 : 6;
     llm_hf_cfg_int(root, "sliding_window_pattern", &pattern, pattern, 0, path, err);
     if (lt != NULL && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers)) {
         llm_seterr(err, "%s: layer_types must list the %d layers", path, c->n_layers);
@@ -212,6 +237,10 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         snprintf(m->arch, sizeof(m->arch), "gemma3");
         mt = NULL;
     }
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "olmo3") == 0) { /* OLMo 2's layers, windows on 3 of 4 */
+        snprintf(m->arch, sizeof(m->arch), "olmo2");
+        mt = NULL;
+    }
     if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "granitemoe") == 0 ||
                                strcmp(mt->valuestring, "granitemoeshared") == 0)) {
         snprintf(m->arch, sizeof(m->arch), "granitemoe"); /* (with a shared expert or not: one architecture) */
@@ -243,7 +272,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared; bert, xlm-roberta, "
+                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, olmo3; bert, "
+                   "xlm-roberta, "
                    "modernbert)", path,
                    mt->valuestring);
         cJSON_Delete(root);
@@ -297,13 +327,17 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         rc = moe_config(m, root, mixtral, path, err);
     if (rc == 0 && granitemoe)
         rc = granite_moe_config(m, root, path, err);
+    int olmo = strcmp(m->arch, "olmo2") == 0;
+    if (rc == 0 && olmo)
+        rc = olmo_config(m, root, path, err);
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
     if (rc == 0 && cJSON_IsObject(rs))
         rc = rope_scaling_cfg(c, rs, path, err);
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
     snprintf(m->name, sizeof(m->name), "%s", cJSON_IsString(nm) ? nm->valuestring : "hf model");
-    if (rc == 0 && (gemma || granitemoe || strcmp(m->arch, "smollm3") == 0)) {
-        *text_cfg = root; /* for gemma_layers / smollm3_layers / granite_shared, once the layers exist */
+    if (rc == 0 && (gemma || granitemoe || strcmp(m->arch, "smollm3") == 0 || (olmo && c->swa_window > 0))) {
+        /* for gemma_layers (OLMo 3's windows too) / smollm3_layers / granite_shared, once the layers exist */
+        *text_cfg = root;
         return 0;
     }
     cJSON_Delete(root);
@@ -566,7 +600,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     int qwen2 = strncmp(m->arch, "qwen2", 5) == 0;
     int qwen3 = strcmp(m->arch, "qwen3") == 0 || strcmp(m->arch, "qwen3moe") == 0;
     int gemma3 = strcmp(m->arch, "gemma3") == 0 || strcmp(m->arch, "gemma-embedding") == 0;
-    int gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0;
+    int gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0, olmo = strcmp(m->arch, "olmo2") == 0;
     if (c->embd_scale > 0.0f && (m->tok_embd.type == LLM_BF16 || m->tok_embd.type == LLM_F16)) {
         /* transformers multiplies by sqrt(hidden_size) as a tensor of the model's dtype */
         uint16_t h;
@@ -580,9 +614,14 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         if (llm_hf_take(m, s, n, &L->field, 1, err)) return -1;
 #define N(suffix, field) snprintf(n, sizeof(n), "model.layers.%d." suffix ".weight", l); \
         if (llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
-        N("input_layernorm", attn_norm)
+        if (!olmo) {
+            N("input_layernorm", attn_norm)
+        }
         T("self_attn.q_proj", wq) T("self_attn.k_proj", wk) T("self_attn.v_proj", wv) T("self_attn.o_proj", wo)
-        if (gemma23) { /* Gemma 2 / 3: post_attention_layernorm is the norm after attention, not before the FFN */
+        if (olmo) { /* OLMo 2: norms of the blocks' outputs only */
+            N("post_attention_layernorm", post_attn_norm)
+            N("post_feedforward_layernorm", post_ffn_norm)
+        } else if (gemma23) { /* Gemma 2 / 3: post_attention_layernorm is the norm after attention, not before the FFN */
             N("post_attention_layernorm", post_attn_norm)
             N("pre_feedforward_layernorm", ffn_norm)
             N("post_feedforward_layernorm", post_ffn_norm)
@@ -602,7 +641,8 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         if ((required || find(s, n) != NULL) && llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
         V("self_attn.q_proj.bias", bq, qwen2) V("self_attn.k_proj.bias", bk, qwen2)
         V("self_attn.v_proj.bias", bv, qwen2)
-        V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3) V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3)
+        V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3 || olmo)
+        V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3 || olmo)
 #undef V
         L->swa = strcmp(m->arch, "llama") == 0 && c->swa_window > 0; /* Mistral's window: every layer */
         snprintf(n, sizeof(n), "model.layers.%d.self_attn.o_proj.bias", l);

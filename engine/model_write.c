@@ -642,7 +642,9 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
             M("ffn_down", w_down, 0)
         } else {
             M("attn_q", wq, perm) M("attn_k", wk, perm) M("attn_v", wv, 0) M("attn_output", wo, 0)
-            M("ffn_norm", ffn_norm, 0)
+            if (L->ffn_norm.data != NULL) { /* (OLMo 2 has none: it norms the blocks' outputs) */
+                M("ffn_norm", ffn_norm, 0)
+            }
         }
         if (c->n_expert == 0 && !phi3) {
             M("ffn_gate", w_gate, 0) M("ffn_up", w_up, 0) M("ffn_down", w_down, 0)
@@ -779,6 +781,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "granite", "GraniteForCausalLM", "granite" }, { "gemma-embedding", "Gemma3TextModel", "gemma3_text" },
         { "granitemoe", "GraniteMoeForCausalLM", "granitemoe" },
         { "granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared" },
+        { "olmo2", "Olmo2ForCausalLM", "olmo2" }, { "olmo3", "Olmo3ForCausalLM", "olmo3" },
         { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
@@ -787,6 +790,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     const char *an = llama && c->n_expert > 0      ? "mixtral"
                      : llama && c->swa_window > 0 ? "mistral"
                      : granitemoe && shared       ? "granitemoeshared"
+                     : strcmp(m->arch, "olmo2") == 0 && c->swa_window > 0 ? "olmo3"
                                                   : m->arch;
     while (a + 1 < sizeof(names) / sizeof(names[0]) && strcmp(an, names[a][0]) != 0)
         a++;
@@ -816,6 +820,12 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     }
     if (llama && c->swa_window > 0) /* Mistral 7B v0.1's window */
         cJSON_AddNumberToObject(j, "sliding_window", c->swa_window);
+    if (strcmp(m->arch, "olmo2") == 0 && c->swa_window > 0) { /* OLMo 3's windows */
+        cJSON_AddNumberToObject(j, "sliding_window", c->swa_window);
+        cJSON *lt = cJSON_AddArrayToObject(j, "layer_types");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(lt, cJSON_CreateString(m->layers[l].swa ? "sliding_attention" : "full_attention"));
+    }
     if (strcmp(m->arch, "smollm3") == 0) {
         cJSON *nr = cJSON_AddArrayToObject(j, "no_rope_layers");
         for (int l = 0; l < c->n_layers; l++)
@@ -1074,10 +1084,15 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
         const llm_layer *L = &m->layers[i];
         char nm[96];
 #define L_(suffix, field, p) snprintf(nm, sizeof(nm), "model.layers.%d." suffix ".weight", i); ADD(nm, &L->field, p);
-        L_("input_layernorm", attn_norm, 0)
+        if (!c->post_norm_only) {
+            L_("input_layernorm", attn_norm, 0)
+        }
         L_("self_attn.q_proj", wq, perm) L_("self_attn.k_proj", wk, perm)
         L_("self_attn.v_proj", wv, 0) L_("self_attn.o_proj", wo, 0)
-        if (gemma23) {
+        if (c->post_norm_only) { /* OLMo 2: the blocks' outputs' norms only */
+            L_("post_attention_layernorm", post_attn_norm, 0)
+            L_("post_feedforward_layernorm", post_ffn_norm, 0)
+        } else if (gemma23) {
             L_("post_attention_layernorm", post_attn_norm, 0)
             L_("pre_feedforward_layernorm", ffn_norm, 0)
             L_("post_feedforward_layernorm", post_ffn_norm, 0)

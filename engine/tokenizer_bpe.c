@@ -56,7 +56,8 @@ const char *tok_pretok_pattern(const char *name)
         return tok_pretok_pattern("refact");
     if (strcmp(name, "deepseek-r1-qwen") == 0) /* ... and DeepSeek's R1 distills of Qwen as Qwen 2 */
         return tok_pretok_pattern("qwen2");
-    if (strcmp(name, "modern-bert") == 0) /* ... and ModernBERT's (OLMo's vocabulary) as GPT-2 */
+    /* ... and ModernBERT's (OLMo's vocabulary) and OLMo's own as GPT-2 */
+    if (strcmp(name, "modern-bert") == 0 || strcmp(name, "olmo") == 0)
         return tok_pretok_pattern("gpt2");
     return NULL;
 }

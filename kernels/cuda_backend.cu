@@ -717,7 +717,8 @@ static int act16_fail(cu_state *st, llm_err *err, const char *what)
 }
 
 /* out = S · RMSNorm(x) for n tokens: the norm writes the 16-bit activations the product reads where it goes
- * through cuBLAS / the tensor-core GEMM, else a float copy the GEMV (or a set of several matrices) reads. */
+ * through cuBLAS / the tensor-core GEMM, else a float copy the GEMV (or a set of several matrices) reads.
+ * norm NULL (OLMo 2, normed after its blocks only): out = S · x. */
 static int norm_product(cu_state *st, const cu_matset *S, const float *norm, float *out, int ld, int n,
                         const char *what, llm_err *err)
 {
@@ -727,6 +728,8 @@ static int norm_product(cu_state *st, const cu_matset *S, const float *norm, flo
             cuda_layer_norm(st->x, c->dim, norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, st->stream);
         return cuda_mm_set(st, S, norm != NULL ? st->xn : st->x, c->dim, out, ld, n, err);
     }
+    if (norm == NULL)
+        return cuda_mm_set(st, S, st->x, c->dim, out, ld, n, err);
     if (S->n == 1 && cuda_mm_act16(&st->mm, &S->m[0], n)) {
         if (cuda_rmsnorm_act16(&st->mm, &S->m[0], st->x, c->dim, norm, n, c->norm_eps) != 0 ||
             cuda_matmul(&st->mm, &S->m[0], NULL, 0, out, ld, n, 0, err->msg, sizeof(err->msg)) != 0)
@@ -751,7 +754,7 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     if (L->nope) /* SmolLM3's NoPE layers: no tables, the kernels then write q and k unrotated */
         cos_t = sin_t = NULL;
     /* a q8_0 cache's scale spans 8-32 elements of a row, more than the fused GEMV's epilogue sees at once */
-    if (!prep && !st->kv.q8 && st->mm.fuse && !c->layer_norm && L->qkv.n == 1 &&
+    if (!prep && !st->kv.q8 && st->mm.fuse && !c->layer_norm && L->attn_norm != NULL && L->qkv.n == 1 &&
         cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
         cuda_gemv_norm_qkv_rope(&st->mm, &L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv,
                                 st->qkv_ld, &sp->ti, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
@@ -763,7 +766,7 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
         return -1;
     if (prep)
         cuda_qkv_prep(st->qkv, st->qkv_ld, n, L->bq, L->bk, L->bv, L->q_norm, L->k_norm, c->n_heads, c->n_kv_heads,
-                      c->head_dim, c->norm_eps, st->stream);
+                      c->head_dim, c->qk_norm_full, c->norm_eps, st->stream);
     cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
                        (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
     return cuda_stage_check(st, "rope + kv write", l, err);
@@ -795,7 +798,7 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     const llm_config *c = &st->m->cfg;
     const int gelu = c->act; /* (cu_glu: 0 SiLU, 1 tanh GELU, 2 ModernBERT's erf GELU) */
     int down16 = 0; /* the SwiGLU wrote the down projection's 16-bit activations */
-    if (st->mm.fuse && !c->layer_norm && L->gate_up.n == 1 &&
+    if (st->mm.fuse && !c->layer_norm && L->ffn_norm != NULL && L->gate_up.n == 1 &&
         cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
         cuda_gemv_norm_swiglu(&st->mm, &L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h,
                               c->hidden_dim, gelu);

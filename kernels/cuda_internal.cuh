@@ -437,10 +437,11 @@ static inline void cu_emu_arg_check(const cu_tokinfo &t, int arg)
 #endif
 
 /* Before the rope: [q | k | v] += biases (when bq), then each q and k head RMS-normalised with the
- * weights q_norm / k_norm (when q_norm), n tokens of ld floats. */
+ * weights q_norm / k_norm (when q_norm; full: the whole q row and the whole k row, OLMo 2's), n tokens of ld
+ * floats. */
 void cuda_qkv_prep(float *qkv, int ld, int n, const float *bq, const float *bk, const float *bv,
-                   const float *q_norm, const float *k_norm, int n_heads, int n_kv_heads, int head_dim, float eps,
-                   cudaStream_t st);
+                   const float *q_norm, const float *k_norm, int n_heads, int n_kv_heads, int head_dim, int full,
+                   float eps, cudaStream_t st);
 void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const float *cos_t, const float *sin_t,
                         int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
                         int block_size, cudaStream_t st);

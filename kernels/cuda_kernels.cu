@@ -1173,10 +1173,11 @@ int cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, in
 }
 
 /* One token per block: biases added over the whole [q | k | v] row, then one warp per q / k head:
- * x = x / rms(x) * w (Qwen 3's q_norm / k_norm, the same eps as the layer norms). */
+ * x = x / rms(x) * w (Qwen 3's q_norm / k_norm, the same eps as the layer norms); full (OLMo 2): one warp for
+ * the whole q row and one for the whole k row, their norms as wide. */
 __global__ void __launch_bounds__(128) qkv_prep_kernel(float *qkv, int ld, const float *bq, const float *bk,
                                                        const float *bv, const float *q_norm, const float *k_norm,
-                                                       int n_heads, int n_kv, int hd, float eps)
+                                                       int n_heads, int n_kv, int hd, int full, float eps)
 {
     CU_PDL_ENTRY();
     float *row = qkv + (size_t)blockIdx.x * ld;
@@ -1188,25 +1189,27 @@ __global__ void __launch_bounds__(128) qkv_prep_kernel(float *qkv, int ld, const
     }
     if (q_norm == NULL)
         return;
+    const int nq = full ? 1 : n_heads, nk = full ? 1 : n_kv;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int h = warp; h < n_heads + n_kv; h += blockDim.x / 32) {
-        float *x = row + (size_t)h * hd; /* k heads follow the q heads */
-        const float *w = h < n_heads ? q_norm : k_norm;
+    for (int h = warp; h < nq + nk; h += blockDim.x / 32) {
+        const int len = full ? (h < nq ? q_dim : kv_dim) : hd;
+        float *x = h < nq ? row + (size_t)h * len : row + q_dim + (size_t)(h - nq) * len; /* k after q */
+        const float *w = h < nq ? q_norm : k_norm;
         float ss = 0.0f;
-        for (int i = lane; i < hd; i += 32)
+        for (int i = lane; i < len; i += 32)
             ss += x[i] * x[i];
-        float r = 1.0f / sqrtf(warp_sum(ss) / (float)hd + eps);
-        for (int i = lane; i < hd; i += 32)
+        float r = 1.0f / sqrtf(warp_sum(ss) / (float)len + eps);
+        for (int i = lane; i < len; i += 32)
             x[i] = x[i] * r * w[i];
     }
 }
 
 void cuda_qkv_prep(float *qkv, int ld, int n, const float *bq, const float *bk, const float *bv,
-                   const float *q_norm, const float *k_norm, int n_heads, int n_kv_heads, int head_dim, float eps,
-                   cudaStream_t st)
+                   const float *q_norm, const float *k_norm, int n_heads, int n_kv_heads, int head_dim, int full,
+                   float eps, cudaStream_t st)
 {
     CU_LAUNCH(qkv_prep_kernel, n, 128, 0, st, qkv, ld, bq, bk, bv, q_norm, k_norm, n_heads, n_kv_heads, head_dim,
-              eps);
+              full, eps);
 }
 
 /* One token's RoPE by a block's threads: q's heads rotated in place, k's into kout (f16 where kout16, else f32;

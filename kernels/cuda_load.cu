@@ -633,9 +633,9 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
         /* (BERT's FFN has no gate: gate_up is up alone; nomic-bert's has one) */
         const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv }, *gu[2] = { &L->w_gate, &L->w_up };
         const int n_gu = c->encoder && !cu_has_mat(&L->w_gate) ? 1 : 2;
-        /* (ModernBERT's first layer has no attention norm) */
+        /* (ModernBERT's first layer has no attention norm, OLMo 2's layers neither it nor an FFN norm) */
         if ((L->attn_norm.data != NULL && (D->attn_norm = upload_vec(st, &u, &L->attn_norm, err)) == NULL) ||
-            (D->ffn_norm = upload_vec(st, &u, &L->ffn_norm, err)) == NULL ||
+            (L->ffn_norm.data != NULL && (D->ffn_norm = upload_vec(st, &u, &L->ffn_norm, err)) == NULL) ||
             upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0)
             goto out;
         /* the dense FFN, or a mixture of experts' shared expert where it has one */

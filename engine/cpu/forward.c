@@ -287,7 +287,10 @@ static void qkv_post(void *ctx, int ith, int nth)
             add_bias(k, &L->bk, st->kv_dim);
             add_bias(st->v + (size_t)t * st->kv_dim, &L->bv, st->kv_dim);
         }
-        if (L->q_norm.data != NULL) {
+        if (L->q_norm.data != NULL && c->qk_norm_full) { /* OLMo 2: over the whole q and k rows */
+            head_norm(q, 1, st->q_dim, &L->q_norm, c->norm_eps);
+            head_norm(k, 1, st->kv_dim, &L->k_norm, c->norm_eps);
+        } else if (L->q_norm.data != NULL) {
             head_norm(q, c->n_heads, c->head_dim, &L->q_norm, c->norm_eps);
             head_norm(k, c->n_kv_heads, c->head_dim, &L->k_norm, c->norm_eps);
         }

@@ -33,6 +33,7 @@
 #     texts longer than the window: prefill (wmma, mma.sync, scalar kernels), decode (register and tiled
 #     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV);
 # 10b. SmolLM3's NoPE layers and Granite's four scales (gen-model --preset tiny-smollm3 / tiny-granite);
+#      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
 #     ungated shared expert): routing and experts on the device, prefill, mixed batches, decode through graphs;
 #     quantised experts against the dequantised copy;
@@ -292,6 +293,21 @@ check "gemma2 bf16, mma.sync prefill attention, f16 kv" env LLM_CUDA_ATT_TC=2 CU
 # and Granite (embedding, attention, residual and logit scales: the residual one through cuda_add_scaled, the
 # logit one in logits_post_kernel), F32 with the scalar attention kernels: within 3e-5 of the CPU (measured);
 # NoPE left out moves the logits by 4.1, the residual scale by 10, the logit scale by 18. Then through graphs.
+# OLMo 2 / 3 (no norm before the blocks: the products read x itself, the fused GEMVs aside; q and k normed over
+# whole rows in qkv_prep_kernel; OLMo 3's windows on three layers of four, unscaled rope there): F32 within
+# 1.3e-5 of the CPU (measured), then through graphs, and bf16 (16-bit activations written from x unnormed).
+for p in olmo2 olmo3; do
+    "$B/llm-engine" gen-model --preset tiny-$p --dtype f32 --out "$W/$p-f32.gguf" >/dev/null 2>&1 || exit 1
+    check "$p f32 vs the CPU backend, scalar attention; prefill, mixed batch, decode" env LLM_CUDA_KV=f32 \
+        LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/$p-f32.gguf" --vocab 512 \
+        --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1
+done
+check "olmo3 f32: tensor-core prefill, decode through graphs (on-device argmax)" env LLM_CUDA_KV=f32 CU_EMU_SMS=64 \
+    "$E/parity_logits" --model "$W/olmo3-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 --mixed 0 \
+    --graph-cycles 1 --max-diff 5e-2 --min-top1 1
+"$B/llm-engine" gen-model --preset tiny-olmo3 --dtype bf16 --out "$W/olmo3-bf16.gguf" >/dev/null 2>&1 || exit 1
+check "olmo3 bf16 (16-bit activations of the unnormed residual)" env CU_EMU_SMS=64 "$E/parity_logits" \
+    --model "$W/olmo3-bf16.gguf" --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 0.3 --min-top1 0.95
 for p in smollm3 granite; do
     "$B/llm-engine" gen-model --preset tiny-$p --dtype f32 --out "$W/$p-f32.gguf" >/dev/null 2>&1 || exit 1
     check "$p f32 vs the CPU backend, scalar attention; prefill, mixed batch, decode" env LLM_CUDA_KV=f32 \

@@ -141,6 +141,15 @@ python3 tests/gpu/emu_hf_model.py "$WORK/hf256" 256 >/dev/null &&
     run moe_q8 env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 \
         LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 "$B/tests/gpu/parity_logits" --model "$WORK/qwen2moe-q8_0.gguf" \
         --cpu-model "$WORK/qwen2moe-deq.gguf" --positions 128 --gen 16 --chunk 32 --max-diff 1e-3 --min-top1 1
+# OLMo 3 (no norm before the blocks, q / k normed over whole rows, windows on three layers of four) F32 with
+# the scalar attention kernels, then bf16 through the tensor cores (under the emulation: 1.3e-5, 0.071)
+"$B/llm-engine" gen-model --preset tiny-olmo3 --dtype f32 --out "$WORK/olmo3-f32.gguf" >/dev/null 2>&1 &&
+    run olmo3_f32 env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$B/tests/gpu/parity_logits" \
+        --model "$WORK/olmo3-f32.gguf" --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 1e-3 \
+        --min-top1 1
+"$B/llm-engine" gen-model --preset tiny-olmo3 --dtype bf16 --out "$WORK/olmo3-bf16.gguf" >/dev/null 2>&1 &&
+    run olmo3_bf16 env "$B/tests/gpu/parity_logits" --model "$WORK/olmo3-bf16.gguf" --positions 128 --gen 16 \
+        --chunk 32 --max-diff 0.3 --min-top1 0.95
 # Granite MoE with GraniteMoeShared's ungated shared expert and Granite's residual scale on the experts' sum
 # (under the emulation: 3.7e-5)
 "$B/llm-engine" gen-model --preset tiny-granitemoe-shared --dtype f32 --out "$WORK/granitemoe-f32.gguf" \
