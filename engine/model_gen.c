@@ -184,6 +184,18 @@ static const preset presets[] = {
                      .head_dim = 128, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f,
                      .norm_eps = 1e-6f, .post_norm_only = 1, .qk_norm_full = 1, .tied_embeddings = 0,
                      .bos_id = 128000, .eos_id = 128009 }, 1, "olmo2", 0, 0, 0, 0 },
+    /* OLMoE: a pre-norm Llama with OLMo 2's whole-row q / k norms and 8 experts of 64, 2 per token, not
+     * renormalised (every head its own k and v, as OLMoE's: llama.cpp's olmoe takes no other), tiny, with Llama 3's
+     * vocabulary under OLMo's GPT-2-style pre-tokenizer name ("olmo"); then
+     * OLMoE-1B-7B's shape (16 layers of 2048, 64 experts of 1024, 8 per token; Llama 3's vocabulary) */
+    { "tiny-olmoe", { .dim = 64, .hidden_dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 4, .head_dim = 16,
+                      .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
+                      .n_expert = 8, .n_expert_used = 2, .expert_ff = 64, .qk_norm_full = 1, .tied_embeddings = 0,
+                      .bos_id = 128000, .eos_id = 128009 }, 1, "olmoe", 0.2f, 0.5f, 0, 0 },
+    { "olmoe-1b-7b", { .dim = 2048, .hidden_dim = 1024, .n_layers = 16, .n_heads = 16, .n_kv_heads = 16,
+                       .head_dim = 128, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f,
+                       .norm_eps = 1e-5f, .n_expert = 64, .n_expert_used = 8, .expert_ff = 1024, .qk_norm_full = 1,
+                       .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "olmoe", 0, 0, 0, 0 },
     { "qwen3-30b-a3b", { .dim = 2048, .hidden_dim = 6144, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
                          .head_dim = 128, .vocab_size = 128256, .seq_len = 40960, .rope_theta = 1000000.0f,
                          .norm_eps = 1e-6f, .n_expert = 128, .n_expert_used = 8, .expert_ff = 768,
@@ -515,7 +527,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
-                   "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, "
+                   "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, tiny-olmoe, "
+                   "olmoe-1b-7b, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);
@@ -563,6 +576,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                           : phi3 && c->rope_dims > 0       ? "gpt-4o"
                           : strncmp(arch, "granite", 7) == 0 ? "refact"
                           : strcmp(arch, "olmo2") == 0       ? "dbrx"
+                          : strcmp(arch, "olmoe") == 0       ? "olmo"
                           : strcmp(p->name, "tiny-tekken") == 0 ? "tekken"
                                                            : NULL;
         if (llm_gguf_w_bpe_from_hf(w, path, pre, err) != 0)

@@ -1,4 +1,4 @@
-/* GGUF loader for the "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "granitemoe",
+/* GGUF loader for the "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "granitemoe", "olmo2", "olmoe",
  * "gemma", "gemma2", "gemma3", "phi3", "smollm3" and "granite" architectures:
  * <arch>.* hyper-parameters, blk.N.* tensors (Qwen 2's q/k/v biases, Qwen 3's
  * and Gemma 3's per-head q/k norms, Gemma 2 / 3's norms after attention and
@@ -299,9 +299,9 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     snprintf(k, sizeof(k), "%s.expert_count", arch);
     if (llm_gguf_get_int(m, k, &c->n_expert, 0, 0, err) != 0)
         return -1;
-    int qwen2moe = strcmp(arch, "qwen2moe") == 0;
+    int qwen2moe = strcmp(arch, "qwen2moe") == 0, olmoe = strcmp(arch, "olmoe") == 0;
     if (c->n_expert == 0) {
-        if (qwen2moe || strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0) {
+        if (qwen2moe || olmoe || strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0) {
             llm_seterr(err, "%s: missing %s", m->path, k);
             return -1;
         }
@@ -317,9 +317,9 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     snprintf(k, sizeof(k), "%s.expert_shared_feed_forward_length", arch);
     if (llm_gguf_get_int(m, k, &c->hidden_dim, c->hidden_dim, 0, err) != 0)
         return -1;
-    /* Mixtral and Qwen 3 MoE renormalise the chosen experts' weights, Qwen 2 MoE does not (llama.cpp hard-codes
-     * both); our writer says expert_weights_norm where a config.json's norm_topk_prob said otherwise */
-    int norm = !qwen2moe;
+    /* Mixtral and Qwen 3 MoE renormalise the chosen experts' weights, Qwen 2 MoE and OLMoE do not (llama.cpp
+     * hard-codes both); our writer says expert_weights_norm where a config.json's norm_topk_prob said otherwise */
+    int norm = !qwen2moe && !olmoe;
     snprintf(k, sizeof(k), "%s.expert_weights_norm", arch);
     gguf_get_bool(m->gguf, k, &norm);
     c->moe_norm_topk = norm;
@@ -606,7 +606,7 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, bert, nomic-bert, jina-bert-v2, "
+                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, olmoe, bert, nomic-bert, jina-bert-v2, "
                    "modern-bert)", m->path, arch);
         return -1;
     }
@@ -624,6 +624,7 @@ static int load(llm_model *m, llm_err *err)
     int phi3 = strcmp(arch, "phi3") == 0, smollm3 = strcmp(arch, "smollm3") == 0;
     int granite = strcmp(arch, "granite") == 0, granitemoe = strcmp(arch, "granitemoe") == 0;
     int olmo2 = strcmp(arch, "olmo2") == 0; /* OLMo 2 and 3: normed after the blocks, q / k norms over whole rows */
+    int olmoe = strcmp(arch, "olmoe") == 0; /* OLMoE: a pre-norm mixture of experts with OLMo 2's q / k norms */
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "output.bias" };
@@ -680,7 +681,8 @@ static int load(llm_model *m, llm_err *err)
         }
         c->swa_window = (int)win;
     }
-    c->post_norm_only = c->qk_norm_full = olmo2;
+    c->post_norm_only = olmo2;
+    c->qk_norm_full = olmo2 || olmoe;
     /* Phi 3's 128k variants scale their rope per frequency (LongRoPE). phi3.attention.sliding_window is not
      * applied, as llama.cpp does not (it disables Phi's window). */
     if (longrope(m, g, arch, err) != 0)
@@ -782,8 +784,8 @@ static int load(llm_model *m, llm_err *err)
 #define V(suffix, field, required) snprintf(n, sizeof(n), "blk.%d." suffix, l); \
         if (llm_gguf_take_vec(m, n, &L->field, required, err)) return -1;
         V("attn_q.bias", bq, 0) V("attn_k.bias", bk, 0) V("attn_v.bias", bv, 0)
-        V("attn_q_norm.weight", q_norm, qwen3 || gemma3 || olmo2)
-        V("attn_k_norm.weight", k_norm, qwen3 || gemma3 || olmo2)
+        V("attn_q_norm.weight", q_norm, qwen3 || gemma3 || olmo2 || olmoe)
+        V("attn_k_norm.weight", k_norm, qwen3 || gemma3 || olmo2 || olmoe)
         V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3 || olmo2)
         V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3 || olmo2)
 #undef V

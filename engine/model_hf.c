@@ -90,7 +90,8 @@ static int gemma_config(llm_model *m, const cJSON *root, const char *path, llm_e
     return 0;
 }
 
-/* OLMo 2 and 3 (Olmo2ForCausalLM, Olmo3ForCausalLM): normed after the blocks, q / k norms over whole rows;
+/* OLMo 2 and 3 (Olmo2ForCausalLM, Olmo3ForCausalLM): normed after the blocks, q / k norms over whole rows
+ * (OLMoE, OlmoeForCausalLM: those q / k norms only, normed before its blocks as a Llama);
  * OLMo 3's sliding_window on the layers layer_types says (gemma_layers; three of four by default), whose rope
  * is never scaled (rope_scaling is the full-attention layers'). OLMo 1's clip_qkv is refused. */
 static int olmo_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
@@ -101,9 +102,10 @@ static int olmo_config(llm_model *m, const cJSON *root, const char *path, llm_er
         llm_seterr(err, "%s: clip_qkv is not supported", path);
         return -1;
     }
-    c->post_norm_only = c->qk_norm_full = 1;
+    c->post_norm_only = strcmp(m->arch, "olmo2") == 0;
+    c->qk_norm_full = 1;
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
-    if (sw != NULL && !cJSON_IsNull(sw)) {
+    if (c->post_norm_only && sw != NULL && !cJSON_IsNull(sw)) {
         if (!cJSON_IsNumber(sw) || sw->valuedouble < 1 || sw->valuedouble > (double)(1 << 30)) {
             llm_seterr(err, "%s: bad sliding_window", path);
             return -1;
@@ -165,19 +167,21 @@ static int smollm3_layers(llm_model *m, const cJSON *root, const char *path, llm
 }
 
 /* Qwen 2 / 3 MoE's experts (num_experts of moe_intermediate_size, num_experts_per_tok, norm_topk_prob, Qwen 2's
- * shared expert of shared_expert_intermediate_size, its width kept as hidden_dim; every layer sparse) or
- * Mixtral's (num_local_experts as wide as intermediate_size, always renormalised). */
+ * shared expert of shared_expert_intermediate_size, its width kept as hidden_dim; every layer sparse),
+ * Mixtral's (num_local_experts as wide as intermediate_size, always renormalised) or OLMoE's (num_experts as
+ * wide as intermediate_size, norm_topk_prob). */
 static int moe_config(llm_model *m, const cJSON *root, int mixtral, const char *path, llm_err *err)
 {
     llm_config *c = &m->cfg;
+    const int olmoe = strcmp(m->arch, "olmoe") == 0;
     int step = 1;
     const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
     if (llm_hf_cfg_int(root, mixtral ? "num_local_experts" : "num_experts", &c->n_expert, 0, 1, path, err) ||
         llm_hf_cfg_int(root, "num_experts_per_tok", &c->n_expert_used, 0, 1, path, err) ||
-        llm_hf_cfg_int(root, "moe_intermediate_size", &c->expert_ff, c->hidden_dim, !mixtral, path, err) ||
+        llm_hf_cfg_int(root, "moe_intermediate_size", &c->expert_ff, c->hidden_dim, !mixtral && !olmoe, path, err) ||
         llm_hf_cfg_int(root, "decoder_sparse_step", &step, 1, 0, path, err))
         return -1;
-    if (mixtral)
+    if (mixtral || olmoe)
         c->expert_ff = c->hidden_dim;
     if (strcmp(m->arch, "qwen2moe") == 0 &&
         llm_hf_cfg_int(root, "shared_expert_intermediate_size", &c->hidden_dim, 0, 1, path, err) != 0)
@@ -272,7 +276,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, olmo3; bert, "
+                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, olmo3, olmoe; "
+                   "bert, "
                    "xlm-roberta, "
                    "modernbert)", path,
                    mt->valuestring);
@@ -323,12 +328,13 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         c->residual_scale = llm_hf_cfg_float(root, "residual_multiplier", 1.0f);
         c->logit_scale = llm_hf_cfg_float(root, "logits_scaling", 1.0f);
     }
-    if (rc == 0 && (mixtral || strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0))
+    int olmoe = strcmp(m->arch, "olmoe") == 0;
+    if (rc == 0 && (mixtral || olmoe || strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0))
         rc = moe_config(m, root, mixtral, path, err);
     if (rc == 0 && granitemoe)
         rc = granite_moe_config(m, root, path, err);
     int olmo = strcmp(m->arch, "olmo2") == 0;
-    if (rc == 0 && olmo)
+    if (rc == 0 && (olmo || olmoe))
         rc = olmo_config(m, root, path, err);
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
     if (rc == 0 && cJSON_IsObject(rs))
@@ -522,7 +528,9 @@ static int take_parallel_experts(llm_model *m, const st_set *s, int l, llm_layer
  * experts three-dimensional (take_parallel_experts). */
 static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err)
 {
-    int qwen = strncmp(m->arch, "qwen", 4) == 0, granite = strcmp(m->arch, "granitemoe") == 0;
+    /* (OLMoE names its experts as Qwen's) */
+    int qwen = strncmp(m->arch, "qwen", 4) == 0 || strcmp(m->arch, "olmoe") == 0;
+    int granite = strcmp(m->arch, "granitemoe") == 0;
     const char *moe = qwen ? "mlp" : "block_sparse_moe";
     static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
     char n[160];
@@ -641,8 +649,8 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         if ((required || find(s, n) != NULL) && llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
         V("self_attn.q_proj.bias", bq, qwen2) V("self_attn.k_proj.bias", bk, qwen2)
         V("self_attn.v_proj.bias", bv, qwen2)
-        V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3 || olmo)
-        V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3 || olmo)
+        V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3 || olmo || m->cfg.qk_norm_full)
+        V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3 || olmo || m->cfg.qk_norm_full)
 #undef V
         L->swa = strcmp(m->arch, "llama") == 0 && c->swa_window > 0; /* Mistral's window: every layer */
         snprintf(n, sizeof(n), "model.layers.%d.self_attn.o_proj.bias", l);

@@ -64,8 +64,8 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, int 
     gguf_w_u32(w, KEY("embedding_length"), (uint32_t)c->dim);
     gguf_w_u32(w, KEY("block_count"), (uint32_t)c->n_layers);
     /* (Granite MoE's is its experts' width, as llama.cpp's converter writes it; a shared expert's below) */
-    int granitemoe = strcmp(arch, "granitemoe") == 0;
-    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)(granitemoe ? c->expert_ff : c->hidden_dim));
+    int granitemoe = strcmp(arch, "granitemoe") == 0, ff_is_experts = granitemoe || strcmp(arch, "olmoe") == 0;
+    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)(ff_is_experts ? c->expert_ff : c->hidden_dim));
     gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)c->n_heads);
     gguf_w_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
     gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)(c->rope_dims > 0 ? c->rope_dims : c->head_dim));
@@ -81,12 +81,13 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, int 
     if (c->n_expert > 0) {
         gguf_w_u32(w, KEY("expert_count"), (uint32_t)c->n_expert);
         gguf_w_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used);
-        if (strcmp(arch, "llama") != 0 && !granitemoe) /* a llama's experts are feed_forward_length wide */
+        if (strcmp(arch, "llama") != 0 && !ff_is_experts) /* a llama's experts are feed_forward_length wide */
             gguf_w_u32(w, KEY("expert_feed_forward_length"), (uint32_t)c->expert_ff);
-        int qwen2moe = strcmp(arch, "qwen2moe") == 0;
+        int qwen2moe = strcmp(arch, "qwen2moe") == 0, olmoe = strcmp(arch, "olmoe") == 0;
         if (qwen2moe || (granitemoe && shared)) /* the shared expert */
             gguf_w_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)c->hidden_dim);
-        if (c->moe_norm_topk == qwen2moe) /* not the architecture's way (which llama.cpp keeps whatever this says) */
+        /* not the architecture's way (which llama.cpp keeps whatever this says) */
+        if (c->moe_norm_topk == (qwen2moe || olmoe))
             gguf_w_bool(w, KEY("expert_weights_norm"), c->moe_norm_topk);
     }
     if (strcmp(arch, "granite") == 0 || granitemoe) {
@@ -782,6 +783,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "granitemoe", "GraniteMoeForCausalLM", "granitemoe" },
         { "granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared" },
         { "olmo2", "Olmo2ForCausalLM", "olmo2" }, { "olmo3", "Olmo3ForCausalLM", "olmo3" },
+        { "olmoe", "OlmoeForCausalLM", "olmoe" },
         { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
@@ -838,11 +840,15 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         cJSON_AddNumberToObject(j, "logits_scaling", c->logit_scale);
     }
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
-    cJSON_AddNumberToObject(j, "intermediate_size", granitemoe ? c->expert_ff : c->hidden_dim);
+    int olmoe = strcmp(m->arch, "olmoe") == 0;
+    cJSON_AddNumberToObject(j, "intermediate_size", granitemoe || olmoe ? c->expert_ff : c->hidden_dim);
     if (granitemoe) { /* experts as wide as intermediate_size, always renormalised; GraniteMoeShared's shared one */
         cJSON_AddNumberToObject(j, "num_local_experts", c->n_expert);
         if (shared)
             cJSON_AddNumberToObject(j, "shared_intermediate_size", c->hidden_dim);
+    } else if (olmoe) { /* experts as wide as intermediate_size */
+        cJSON_AddNumberToObject(j, "num_experts", c->n_expert);
+        cJSON_AddBoolToObject(j, "norm_topk_prob", c->moe_norm_topk);
     } else if (c->n_expert > 0 && strncmp(an, "qwen", 4) == 0) {
         cJSON_AddNumberToObject(j, "num_experts", c->n_expert);
         cJSON_AddNumberToObject(j, "moe_intermediate_size", c->expert_ff);
@@ -1070,7 +1076,8 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
     int granitemoe = strcmp(m->arch, "granitemoe") == 0;
     const llm_config *c = &m->cfg;
     int k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
-    int qwen_moe = strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0;
+    /* (OLMoE's experts are named as Qwen's) */
+    int qwen_moe = strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0 || strcmp(m->arch, "olmoe") == 0;
     int gemma = strncmp(m->arch, "gemma", 5) == 0, gemma23 = gemma && m->layers[0].post_attn_norm.data != NULL;
     float nadd = gemma ? -1.0f : 0.0f; /* Gemma's norms are stored as w, scaling by 1 + w */
 #define ADD(nm, tensor, p) do { snprintf(e[k].name, sizeof(e[k].name), "%s", nm); e[k].t = (tensor); \

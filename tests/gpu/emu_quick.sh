@@ -35,7 +35,7 @@
 # 10b. SmolLM3's NoPE layers and Granite's four scales (gen-model --preset tiny-smollm3 / tiny-granite);
 #      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
-#     ungated shared expert): routing and experts on the device, prefill, mixed batches, decode through graphs;
+#     ungated shared expert, tiny-olmoe): routing and experts on the device, prefill, mixed batches, decode through graphs;
 #     quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
 # 12. GGUF Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS / Q4_1 / Q5_0 / Q5_1 matrices uploaded from their
@@ -341,12 +341,15 @@ for f in qwen2moe-q4_0 mixtral-q8_0; do
         --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 --min-top1 1
 done
 # Granite MoE with GraniteMoeShared's shared expert, added without a gate (the combine's sg NULL), and Granite's
-# scales: F32 as qwen3moe above.
+# scales; OLMoE (whole-row q/k norms, experts not renormalised): F32 as qwen3moe above (3.7e-5, 1.8e-5).
 "$B/llm-engine" gen-model --preset tiny-granitemoe-shared --dtype f32 --out "$W/granitemoe-shared-f32.gguf" \
     >/dev/null 2>&1 || exit 1
-check "granitemoe-shared f32 vs the CPU backend: ungated shared expert; prefill, mixed batch, decode" \
-    env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" \
-    --model "$W/granitemoe-shared-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1
+"$B/llm-engine" gen-model --preset tiny-olmoe --dtype f32 --out "$W/olmoe-f32.gguf" >/dev/null 2>&1 || exit 1
+for f in granitemoe-shared olmoe; do
+    check "$f f32 vs the CPU backend; prefill, mixed batch, decode" env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 \
+        LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/$f-f32.gguf" --vocab 512 --positions 40 --gen 16 \
+        --chunk 20 --max-diff 1e-3 --min-top1 1
+done
 # On int8 activations (LLM_CUDA_GEMV_DP4A=1: the dense GEMVs and the experts' products, moe_mm_i8_kernel) the
 # device computes what the CPU computes on the same quantised file: a tight bound where the float GEMVs differ
 # by 0.25-7 (above). Qwen 2 MoE's experts in Q4_0 and Q8_0 (tiny-mixtral's random weights are too near their

@@ -5,7 +5,8 @@
 # a Mixtral-style llama (4 experts, 2 per token), and of Granite MoE (Granite's
 # four scales, 8 experts of 64, 2 per token; GraniteMoeShared's with an ungated
 # shared expert of 128) written by `gen-model --preset tiny-qwen3moe|
-# tiny-qwen2moe|tiny-mixtral|tiny-granitemoe|tiny-granitemoe-shared` load in
+# tiny-qwen2moe|tiny-mixtral|tiny-granitemoe|tiny-granitemoe-shared|tiny-olmoe` (OLMoE: OLMo 2's whole-row
+# q/k norms before a Llama's pre-normed layers, 8 experts of 64, 2 per token, not renormalised) load in
 # llama.cpp (node-llama-cpp 3.21.1) and in our engine, and
 #  1. teacher-forced over a 44-token text, our next-token distribution (CPU
 #     backend) matches llama.cpp's on the same file (F32, and Q8_0 where both
@@ -44,7 +45,7 @@ sub llamacpp_ids { return greedy_llamacpp($dir, $n, @_, 1) }
 
 my %arch = ('tiny-qwen3moe' => ['qwen3moe', 'qwen3_moe', 8, 2], 'tiny-mixtral' => ['llama', 'mixtral', 4, 2],
             'tiny-qwen2moe' => ['qwen2moe', 'qwen2_moe', 8, 2], 'tiny-granitemoe' => ['granitemoe', 'granitemoe', 8, 2],
-            'tiny-granitemoe-shared' => ['granitemoe', 'granitemoeshared', 8, 2]);
+            'tiny-granitemoe-shared' => ['granitemoe', 'granitemoeshared', 8, 2], 'tiny-olmoe' => ['olmoe', 'olmoe', 8, 2]);
 for my $preset (sort keys %arch) {
     my ($arch, $mt, $ne, $nu) = @{ $arch{$preset} };
     my %f;
@@ -58,6 +59,7 @@ for my $preset (sort keys %arch) {
     like($info, qr/^architecture: $arch\b/m, "$preset: info names the architecture");
     my $w = $arch eq 'qwen2moe' ? 'as routed, and a gated shared expert'
           : $mt eq 'granitemoeshared' ? 'renormalised over those chosen, and a shared expert'
+          : $arch eq 'olmoe' ? 'as routed'
           : 'renormalised over those chosen';
     like($info, qr/mixture of experts: $ne experts of width \d+, $nu per token, weights \Q$w\E$/m,
          "$preset: info shows the experts");
