@@ -742,6 +742,15 @@ static int load(llm_model *m, llm_err *err)
         if (llm_gguf_take_norm(m, n, &L->field, err)) return -1;
         if (!olmo2) {
             N("attn_norm", attn_norm)
+        } else { /* OLMo 2 norms after its blocks only: a norm before them would be left out of the sums */
+            static const char *const pre[2] = { "attn_norm", "ffn_norm" };
+            for (int i = 0; i < 2; i++) {
+                snprintf(n, sizeof(n), "blk.%d.%s.weight", l, pre[i]);
+                if (gguf_find_tensor(g, n) != NULL) {
+                    llm_seterr(err, "%s: tensor %s is not supported (architecture %s)", m->path, n, arch);
+                    return -1;
+                }
+            }
         }
         if (phi3) { /* q|k|v and gate|up stacked by rows */
             int64_t qkv[3] = { (int64_t)c->n_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim,

@@ -904,6 +904,82 @@ static void test_moe(void)
     unlink(q);
 }
 
+/* OLMo 3 (post norms only, whole-row q/k norms, windows on three layers of four) and Granite MoE files: their
+ * settings as loaded, kept through a Hugging Face directory, and what a file may get wrong. */
+static void test_olmo_granitemoe(void)
+{
+    llm_err err = { { 0 } };
+    char f[512], bad[512], hf[512];
+    snprintf(f, sizeof(f), "%s/olmo3.gguf", tmpdir);
+    snprintf(bad, sizeof(bad), "%s/bad-olmo.gguf", tmpdir);
+    snprintf(hf, sizeof(hf), "%s/hf-olmo3", tmpdir);
+    ok(llm_model_generate("tiny-olmo3", LLM_F32, 3, f, "../shared", &err) == 0, "gen tiny-olmo3: %s", err.msg);
+    for (int pass = 0; pass < 2; pass++) {
+        llm_model *m = llm_model_load(pass ? hf : f, NULL, &err);
+        int good = m != NULL && !strcmp(m->arch, "olmo2") && m->cfg.post_norm_only && m->cfg.qk_norm_full &&
+                   m->cfg.swa_window == 16 && m->cfg.rope_theta_swa == m->cfg.rope_theta &&
+                   m->cfg.rope_layout == LLM_ROPE_HALF && m->layers[0].attn_norm.data == NULL &&
+                   m->layers[0].ffn_norm.data == NULL && m->layers[0].q_norm.ne[0] == 64 &&
+                   m->layers[0].k_norm.ne[0] == 32;
+        for (int l = 0; good && l < 4; l++)
+            good &= m->layers[l].swa == (l < 3);
+        ok(good, "olmo3 %s: post norms only, q/k norms of 64 and 32, windows on layers 0-2: %s",
+           pass ? "from its HF directory" : "GGUF", m ? "" : err.msg);
+        if (m != NULL && !pass)
+            ok(llm_model_save_hf(m, LLM_F32, hf, &err) == 0, "olmo3: saved as HF: %s", err.msg);
+        llm_model_free(m);
+    }
+    edit_config(hf, "clip_qkv", "8");
+    llm_model *x = llm_model_load(hf, NULL, &err);
+    ok(x == NULL && strstr(err.msg, "clip_qkv is not supported"), "olmo3: clip_qkv refused: %s",
+       x ? "loaded" : err.msg);
+    llm_model_free(x);
+    static const struct { const char *drop, *halve, *add, *want; } files[] = {
+        { NULL, NULL, "blk.0.attn_norm.weight", "blk.0.attn_norm.weight is not supported (architecture olmo2)" },
+        { NULL, "blk.1.attn_q_norm.weight", NULL, "q_norm" },
+        { "blk.2.post_ffw_norm.weight", NULL, NULL, "post_ffw_norm" },
+    };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        rewrite(f, bad, files[i].drop, files[i].halve, files[i].add, NULL);
+        x = llm_model_load(bad, NULL, &err);
+        ok(x == NULL && strstr(err.msg, files[i].want), "olmo3 GGUF refused (%s): %s", files[i].want,
+           x ? "loaded" : err.msg);
+        llm_model_free(x);
+    }
+
+    /* Granite MoE with GraniteMoeShared's shared expert: no gate; a Qwen-style gate on it is refused */
+    ok(llm_model_generate("tiny-granitemoe-shared", LLM_F32, 3, f, "../shared", &err) == 0,
+       "gen tiny-granitemoe-shared: %s", err.msg);
+    llm_model *m = llm_model_load(f, NULL, &err);
+    ok(m && !strcmp(m->arch, "granitemoe") && m->cfg.n_expert == 8 && m->cfg.expert_ff == 64 &&
+       m->cfg.hidden_dim == 128 && m->cfg.moe_norm_topk && llm_layer_has_shared(&m->layers[1]) &&
+       m->layers[1].shexp_gate.data == NULL && m->cfg.residual_scale == 0.6f,
+       "granitemoe: 8 experts of 64, an ungated shared expert of 128, Granite's scales: %s", m ? "" : err.msg);
+    llm_model_free(m);
+    rewrite(f, bad, NULL, NULL, "blk.0.ffn_gate_inp_shexp.weight", NULL);
+    x = llm_model_load(bad, NULL, &err);
+    ok(x == NULL && strstr(err.msg, "ffn_gate_inp_shexp.weight is not supported (architecture granitemoe)"),
+       "granitemoe: a gate on the shared expert refused: %s", x ? "loaded" : err.msg);
+    llm_model_free(x);
+    rewrite(f, bad, "blk.1.ffn_down_shexp.weight", NULL, NULL, NULL);
+    x = llm_model_load(bad, NULL, &err);
+    ok(x == NULL && strstr(err.msg, "blk.1.ffn_down_shexp.weight"), "granitemoe: a shared expert's part missing: %s",
+       x ? "loaded" : err.msg);
+    llm_model_free(x);
+    char p[600];
+    snprintf(p, sizeof(p), "%s/config.json", hf);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/model.safetensors", hf);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/tokenizer.json", hf);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/tokenizer_config.json", hf);
+    unlink(p);
+    rmdir(hf);
+    unlink(bad);
+    unlink(f);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_model_%d", (int)getpid());
@@ -916,6 +992,7 @@ int main(void)
     test_rank_head();
     test_gemma();
     test_moe();
+    test_olmo_granitemoe();
     rmdir(tmpdir);
     return done_testing();
 }
