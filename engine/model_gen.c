@@ -196,6 +196,17 @@ static const preset presets[] = {
                        .head_dim = 128, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 10000.0f,
                        .norm_eps = 1e-5f, .n_expert = 64, .n_expert_used = 8, .expert_ff = 1024, .qk_norm_full = 1,
                        .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "olmoe", 0, 0, 0, 0 },
+    /* ERNIE 4.5 dense (a Llama whose checkpoints rotate adjacent pairs), tiny with heads wider than the model
+     * (4 x 32 over 64, as the 0.3B's 16 x 128 over 1024), then ERNIE-4.5-0.3B's shape (18 layers of 1024; Llama
+     * 3's vocabulary instead of its 103,424) */
+    { "tiny-ernie4_5", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
+                         .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f, .norm_eps = 1e-5f,
+                         .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "ernie4_5", 0.125f, 0.33f,
+      0, 0 },
+    { "ernie-4.5-0.3b", { .dim = 1024, .hidden_dim = 3072, .n_layers = 18, .n_heads = 16, .n_kv_heads = 2,
+                          .head_dim = 128, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
+                          .norm_eps = 1e-5f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1,
+      "ernie4_5", 0, 0, 0, 0 },
     { "qwen3-30b-a3b", { .dim = 2048, .hidden_dim = 6144, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
                          .head_dim = 128, .vocab_size = 128256, .seq_len = 40960, .rope_theta = 1000000.0f,
                          .norm_eps = 1e-6f, .n_expert = 128, .n_expert_used = 8, .expert_ff = 768,
@@ -528,7 +539,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, tiny-olmoe, "
-                   "olmoe-1b-7b, "
+                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);

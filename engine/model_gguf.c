@@ -606,7 +606,8 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, olmoe, bert, nomic-bert, jina-bert-v2, "
+                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, olmoe, ernie4_5, bert, nomic-bert, "
+                   "jina-bert-v2, "
                    "modern-bert)", m->path, arch);
         return -1;
     }

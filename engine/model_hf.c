@@ -276,7 +276,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, olmo3, olmoe; "
+                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, olmo3, olmoe, "
+                   "ernie4_5; "
                    "bert, "
                    "xlm-roberta, "
                    "modernbert)", path,
@@ -314,7 +315,13 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
              llm_hf_cfg_int(root, "eos_token_id", &c->eos_id, -1, 0, path, err);
     c->rope_theta = llm_hf_cfg_float(root, "rope_theta", 10000.0f);
     c->norm_eps = llm_hf_cfg_float(root, "rms_norm_eps", 1e-5f);
-    c->rope_layout = LLM_ROPE_HALF;
+    /* (ERNIE 4.5 rotates adjacent pairs in its own checkpoints, as llama.cpp's GGUF llamas do) */
+    int ernie = strcmp(m->arch, "ernie4_5") == 0;
+    c->rope_layout = ernie ? LLM_ROPE_ADJACENT : LLM_ROPE_HALF;
+    if (rc == 0 && ernie && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_bias"))) {
+        llm_seterr(err, "%s: use_bias is not supported", path);
+        rc = -1;
+    }
     int gemma = strncmp(m->arch, "gemma", 5) == 0;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     c->tied_embeddings = cJSON_IsTrue(tie) || (gemma && tie == NULL); /* Gemma's configs tie by default */

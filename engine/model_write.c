@@ -783,7 +783,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "granitemoe", "GraniteMoeForCausalLM", "granitemoe" },
         { "granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared" },
         { "olmo2", "Olmo2ForCausalLM", "olmo2" }, { "olmo3", "Olmo3ForCausalLM", "olmo3" },
-        { "olmoe", "OlmoeForCausalLM", "olmoe" },
+        { "olmoe", "OlmoeForCausalLM", "olmoe" }, { "ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5" },
         { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
@@ -1075,7 +1075,8 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
 {
     int granitemoe = strcmp(m->arch, "granitemoe") == 0;
     const llm_config *c = &m->cfg;
-    int k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT ? 2 : 0;
+    /* (an ERNIE 4.5 directory keeps its adjacent pairs) */
+    int k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT && strcmp(m->arch, "ernie4_5") != 0 ? 2 : 0;
     /* (OLMoE's experts are named as Qwen's) */
     int qwen_moe = strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0 || strcmp(m->arch, "olmoe") == 0;
     int gemma = strncmp(m->arch, "gemma", 5) == 0, gemma23 = gemma && m->layers[0].post_attn_norm.data != NULL;
