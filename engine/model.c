@@ -267,7 +267,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "gemma-embedding", "phi3", "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "bert", "nomic-bert",
+                                      "gemma-embedding", "phi3", "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "exaone", "seed_oss", "bert", "nomic-bert",
                                       "jina-bert-v2", "modern-bert" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)

@@ -207,6 +207,16 @@ static const preset presets[] = {
                           .head_dim = 128, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
                           .norm_eps = 1e-5f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1,
       "ernie4_5", 0, 0, 0, 0 },
+    /* EXAONE 3.x (a Llama rotating halves in GGUF, as llama.cpp's exaone) and Seed-OSS (Qwen 2's q/k/v biases,
+     * its FFN norm named post_attention_norm in GGUF), tiny */
+    { "tiny-exaone", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                         .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f, .norm_eps = 1e-5f,
+                         .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "exaone", 0.125f, 0.33f,
+      0, 0 },
+    { "tiny-seed-oss", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                         .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f, .norm_eps = 1e-5f,
+                         .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "seed_oss", 0.125f, 0.33f,
+      0, 0 },
     { "qwen3-30b-a3b", { .dim = 2048, .hidden_dim = 6144, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
                          .head_dim = 128, .vocab_size = 128256, .seq_len = 40960, .rope_theta = 1000000.0f,
                          .norm_eps = 1e-6f, .n_expert = 128, .n_expert_used = 8, .expert_ff = 768,
@@ -539,7 +549,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, tiny-olmoe, "
-                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, "
+                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-exaone, tiny-seed-oss, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);
@@ -635,7 +645,11 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         }
         T("attn_output", q, c->dim, 0.0f, sd)
         if (!c->post_norm_only) {
-            T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
+            if (strcmp(arch, "seed_oss") == 0) {
+                T("post_attention_norm", c->dim, 1, 1.0f, 0.05f)
+            } else {
+                T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
+            }
         }
         if (phi3) {
             T("ffn_up", c->dim, 2 * c->hidden_dim, 0.0f, sd)
@@ -665,7 +679,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         }
 #undef T
 #define V(name, ne0, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." name, l); ADD(n, ne0, 1, mean_, sd_);
-        if (qwen2) {
+        if (qwen2 || strcmp(arch, "seed_oss") == 0) {
             V("attn_q.bias", q, 0.0f, bias_sd)
             V("attn_k.bias", kv, 0.0f, bias_sd)
             V("attn_v.bias", kv, 0.0f, bias_sd)

@@ -606,7 +606,8 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, olmoe, ernie4_5, bert, nomic-bert, "
+                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, olmoe, ernie4_5, exaone, seed_oss, "
+                   "bert, nomic-bert, "
                    "jina-bert-v2, "
                    "modern-bert)", m->path, arch);
         return -1;
@@ -626,6 +627,7 @@ static int load(llm_model *m, llm_err *err)
     int granite = strcmp(arch, "granite") == 0, granitemoe = strcmp(arch, "granitemoe") == 0;
     int olmo2 = strcmp(arch, "olmo2") == 0; /* OLMo 2 and 3: normed after the blocks, q / k norms over whole rows */
     int olmoe = strcmp(arch, "olmoe") == 0; /* OLMoE: a pre-norm mixture of experts with OLMo 2's q / k norms */
+    int seed_oss = strcmp(arch, "seed_oss") == 0; /* Seed-OSS: Qwen 2's q/k/v biases, the FFN norm renamed */
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "output.bias" };
@@ -764,7 +766,11 @@ static int load(llm_model *m, llm_err *err)
             T("attn_q", wq) T("attn_k", wk) T("attn_v", wv) T("attn_output", wo)
         }
         if (!olmo2) {
-            N("ffn_norm", ffn_norm)
+            if (seed_oss) { /* (its pre-FFN norm under the post-attention name, as llama.cpp maps Seed-OSS) */
+                N("post_attention_norm", ffn_norm)
+            } else {
+                N("ffn_norm", ffn_norm)
+            }
         }
         if (phi3) {
             T("ffn_down", w_down)
@@ -796,7 +802,9 @@ static int load(llm_model *m, llm_err *err)
         V("attn_q.bias", bq, 0) V("attn_k.bias", bk, 0) V("attn_v.bias", bv, 0)
         V("attn_q_norm.weight", q_norm, qwen3 || gemma3 || olmo2 || olmoe)
         V("attn_k_norm.weight", k_norm, qwen3 || gemma3 || olmo2 || olmoe)
-        V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3 || olmo2)
+        if (!seed_oss) { /* (Seed-OSS's tensor of that name is its FFN norm, above) */
+            V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3 || olmo2)
+        }
         V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3 || olmo2)
 #undef V
         L->swa = c->swa_window > 0 && (olmo2 ? l % 4 < 3 : !gemma ? 1 : gemma2 ? l % 2 == 0 : l % 6 < 5);

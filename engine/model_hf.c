@@ -241,6 +241,12 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         snprintf(m->arch, sizeof(m->arch), "gemma3");
         mt = NULL;
     }
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "exaone") == 0) { /* (EXAONE 3.x: remote code's names) */
+        llm_seterr(err, "%s: EXAONE's own checkpoint layout is not read: serve a GGUF of it (architecture exaone)",
+                   path);
+        cJSON_Delete(root);
+        return -1;
+    }
     if (cJSON_IsString(mt) && strcmp(mt->valuestring, "olmo3") == 0) { /* OLMo 2's layers, windows on 3 of 4 */
         snprintf(m->arch, sizeof(m->arch), "olmo2");
         mt = NULL;
@@ -277,7 +283,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
                    "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, olmo3, olmoe, "
-                   "ernie4_5; "
+                   "ernie4_5, seed_oss; "
                    "bert, "
                    "xlm-roberta, "
                    "modernbert)", path,

@@ -643,7 +643,9 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
             M("ffn_down", w_down, 0)
         } else {
             M("attn_q", wq, perm) M("attn_k", wk, perm) M("attn_v", wv, 0) M("attn_output", wo, 0)
-            if (L->ffn_norm.data != NULL) { /* (OLMo 2 has none: it norms the blocks' outputs) */
+            if (L->ffn_norm.data != NULL && strcmp(m->arch, "seed_oss") == 0) { /* (llama.cpp's name for it) */
+                M("post_attention_norm", ffn_norm, 0)
+            } else if (L->ffn_norm.data != NULL) { /* (OLMo 2 has none: it norms the blocks' outputs) */
                 M("ffn_norm", ffn_norm, 0)
             }
         }
@@ -784,6 +786,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared" },
         { "olmo2", "Olmo2ForCausalLM", "olmo2" }, { "olmo3", "Olmo3ForCausalLM", "olmo3" },
         { "olmoe", "OlmoeForCausalLM", "olmoe" }, { "ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5" },
+        { "seed_oss", "SeedOssForCausalLM", "seed_oss" },
         { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
@@ -1206,7 +1209,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         llm_seterr(err, "%s: safetensors output supports f32, f16 and bf16 (not %s)", dir, llm_dtype_name(dtype));
         return -1;
     }
-    if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
+    if (strcmp(m->arch, "phi3") == 0 || strcmp(m->arch, "exaone") == 0 || m->cfg.encoder) {
         llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
         return -1;
     }
