@@ -267,7 +267,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 int llm_model_arch_ok(const char *arch)
 {
     static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "gemma-embedding", "phi3", "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "exaone", "seed_oss", "bert", "nomic-bert",
+                                      "gemma-embedding", "phi3", "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "exaone", "exaone4", "seed_oss", "bert", "nomic-bert",
                                       "jina-bert-v2", "modern-bert" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(arch, ok[i]) == 0)
@@ -701,8 +701,8 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         fprintf(f, "%s%s", c->post_norm_only ? "norms after attention and ffn only" : "norms before the blocks",
                 c->qk_norm_full ? ", q/k norms over whole rows" : "");
         if (n_swa > 0)
-            fprintf(f, ", sliding window %d on %d of %d layers (rope unscaled there)", c->swa_window, n_swa,
-                    c->n_layers);
+            fprintf(f, ", sliding window %d on %d of %d layers%s", c->swa_window, n_swa, c->n_layers,
+                    c->rope_theta_swa > 0.0f ? " (rope unscaled there)" : "");
         fprintf(f, "\n");
     }
     if (c->n_expert > 0)

@@ -209,6 +209,16 @@ static const preset presets[] = {
       "ernie4_5", 0, 0, 0, 0 },
     /* EXAONE 3.x (a Llama rotating halves in GGUF, as llama.cpp's exaone) and Seed-OSS (Qwen 2's q/k/v biases,
      * its FFN norm named post_attention_norm in GGUF), tiny */
+    /* EXAONE 4: OLMo 2's norm placement with per-head q/k norms, tiny; and a 64-layer one (llama.cpp gives only
+     * those windows: the 32B's), a window of 16 on three layers of four, the fourth global without rope */
+    { "tiny-exaone4", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                        .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f, .norm_eps = 1e-5f,
+                        .post_norm_only = 1, .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "exaone4",
+      0.125f, 0.33f, 0, 0 },
+    { "tiny-exaone4-swa", { .dim = 64, .hidden_dim = 128, .n_layers = 64, .n_heads = 4, .n_kv_heads = 2,
+                            .head_dim = 16, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f,
+                            .norm_eps = 1e-5f, .swa_window = 16, .post_norm_only = 1, .tied_embeddings = 0,
+                            .bos_id = 128000, .eos_id = 128009 }, 1, "exaone4", 0.125f, 0.33f, 0, 0 },
     { "tiny-exaone", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
                          .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f, .norm_eps = 1e-5f,
                          .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "exaone", 0.125f, 0.33f,
@@ -549,7 +559,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, tiny-olmoe, "
-                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-exaone, tiny-seed-oss, "
+                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);
@@ -589,6 +599,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     int granitemoe = strcmp(arch, "granitemoe") == 0, qwen2moe = strcmp(arch, "qwen2moe") == 0;
     int shared = qwen2moe || (granitemoe && c->hidden_dim != c->expert_ff);
     llm_gguf_w_meta(w, arch, c, shared, gname, dtype);
+    if (strcmp(arch, "exaone4") == 0 && c->swa_window > 0) /* three windowed layers of four */
+        gguf_w_u32(w, "exaone4.attention.sliding_window_pattern", 4);
     char path[1024];
     if (p->llama3) {
         snprintf(path, sizeof(path), "%s/tokenizers/llama3/tokenizer.json", shared_dir);
@@ -684,7 +696,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
             V("attn_k.bias", kv, 0.0f, bias_sd)
             V("attn_v.bias", kv, 0.0f, bias_sd)
         }
-        if (qwen3 || gemma3 || c->qk_norm_full) { /* (OLMo 2's over whole q / k rows) */
+        if (qwen3 || gemma3 || c->qk_norm_full || strcmp(arch, "exaone4") == 0) { /* (OLMo 2's over whole rows) */
             V("attn_q_norm.weight", c->qk_norm_full ? q : c->head_dim, 1.0f, 0.05f)
             V("attn_k_norm.weight", c->qk_norm_full ? kv : c->head_dim, 1.0f, 0.05f)
         }

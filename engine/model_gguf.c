@@ -407,6 +407,36 @@ static int rope_scaling_keys(llm_model *m, const gguf_ctx *g, const char *arch, 
     return 0;
 }
 
+/* EXAONE 4's windows, as llama.cpp sets them: only a 64-layer model (the 32B) has them, 4096 wide unless
+ * attention.sliding_window says otherwise, on all but the last of every sliding_window_pattern layers (4); the
+ * others are global and rotate nothing. Multi-token-prediction layers are refused. */
+static int exaone4_keys(llm_model *m, const gguf_ctx *g, int *period, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    uint32_t v = 0;
+    if (gguf_get_u32(g, "exaone4.nextn_predict_layers", &v) == 0 && v > 0) {
+        llm_seterr(err, "%s: exaone4.nextn_predict_layers %u: multi-token-prediction layers are not supported",
+                   m->path, v);
+        return -1;
+    }
+    c->swa_window = 0;
+    *period = 4;
+    if (c->n_layers != 64)
+        return 0;
+    uint32_t win = 4096, per = 4;
+    gguf_get_u32(g, "exaone4.attention.sliding_window", &win);
+    if ((gguf_find_kv(g, "exaone4.attention.sliding_window_pattern") != NULL &&
+         gguf_get_u32(g, "exaone4.attention.sliding_window_pattern", &per) != 0) ||
+        win == 0 || win > (1u << 30) || per < 2 || per > 64) {
+        llm_seterr(err, "%s: bad exaone4.attention.sliding_window (%u) or sliding_window_pattern (a period, 2 to 64)",
+                   m->path, win);
+        return -1;
+    }
+    c->swa_window = (int)win;
+    *period = (int)per;
+    return 0;
+}
+
 /* Granite's four scales, all required as llama.cpp requires them (0: that one not applied): the embedding
  * row times embedding_scale, scores times attention.scale (instead of head_dim^-1/2), each block's output
  * times residual_scale before the residual add, the logits times 1 / logit_scale. */
@@ -606,7 +636,8 @@ static int load(llm_model *m, llm_err *err)
     }
     if (!llm_model_arch_ok(arch)) {
         llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, olmoe, ernie4_5, exaone, seed_oss, "
+                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, olmoe, ernie4_5, exaone, exaone4, "
+                   "seed_oss, "
                    "bert, nomic-bert, "
                    "jina-bert-v2, "
                    "modern-bert)", m->path, arch);
@@ -628,6 +659,8 @@ static int load(llm_model *m, llm_err *err)
     int olmo2 = strcmp(arch, "olmo2") == 0; /* OLMo 2 and 3: normed after the blocks, q / k norms over whole rows */
     int olmoe = strcmp(arch, "olmoe") == 0; /* OLMoE: a pre-norm mixture of experts with OLMo 2's q / k norms */
     int seed_oss = strcmp(arch, "seed_oss") == 0; /* Seed-OSS: Qwen 2's q/k/v biases, the FFN norm renamed */
+    /* EXAONE 4: OLMo 2's norm placement with per-head q/k norms; the 32B's windows, global layers without rope */
+    int exaone4 = strcmp(arch, "exaone4") == 0, period = 0;
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "output.bias" };
@@ -684,8 +717,10 @@ static int load(llm_model *m, llm_err *err)
         }
         c->swa_window = (int)win;
     }
-    c->post_norm_only = olmo2;
+    c->post_norm_only = olmo2 || exaone4;
     c->qk_norm_full = olmo2 || olmoe;
+    if (exaone4 && exaone4_keys(m, g, &period, err) != 0)
+        return -1;
     /* Phi 3's 128k variants scale their rope per frequency (LongRoPE). phi3.attention.sliding_window is not
      * applied, as llama.cpp does not (it disables Phi's window). */
     if (longrope(m, g, arch, err) != 0)
@@ -743,7 +778,7 @@ static int load(llm_model *m, llm_err *err)
         if (llm_gguf_take(m, n, &L->field, 1, err)) return -1;
 #define N(suffix, field) snprintf(n, sizeof(n), "blk.%d." suffix ".weight", l); \
         if (llm_gguf_take_norm(m, n, &L->field, err)) return -1;
-        if (!olmo2) {
+        if (!c->post_norm_only) {
             N("attn_norm", attn_norm)
         } else { /* OLMo 2 norms after its blocks only: a norm before them would be left out of the sums */
             static const char *const pre[2] = { "attn_norm", "ffn_norm" };
@@ -765,7 +800,7 @@ static int load(llm_model *m, llm_err *err)
         } else {
             T("attn_q", wq) T("attn_k", wk) T("attn_v", wv) T("attn_output", wo)
         }
-        if (!olmo2) {
+        if (!c->post_norm_only) {
             if (seed_oss) { /* (its pre-FFN norm under the post-attention name, as llama.cpp maps Seed-OSS) */
                 N("post_attention_norm", ffn_norm)
             } else {
@@ -800,15 +835,17 @@ static int load(llm_model *m, llm_err *err)
 #define V(suffix, field, required) snprintf(n, sizeof(n), "blk.%d." suffix, l); \
         if (llm_gguf_take_vec(m, n, &L->field, required, err)) return -1;
         V("attn_q.bias", bq, 0) V("attn_k.bias", bk, 0) V("attn_v.bias", bv, 0)
-        V("attn_q_norm.weight", q_norm, qwen3 || gemma3 || olmo2 || olmoe)
-        V("attn_k_norm.weight", k_norm, qwen3 || gemma3 || olmo2 || olmoe)
+        V("attn_q_norm.weight", q_norm, qwen3 || gemma3 || olmo2 || olmoe || exaone4)
+        V("attn_k_norm.weight", k_norm, qwen3 || gemma3 || olmo2 || olmoe || exaone4)
         if (!seed_oss) { /* (Seed-OSS's tensor of that name is its FFN norm, above) */
-            V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3 || olmo2)
+            V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3 || c->post_norm_only)
         }
-        V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3 || olmo2)
+        V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3 || c->post_norm_only)
 #undef V
-        L->swa = c->swa_window > 0 && (olmo2 ? l % 4 < 3 : !gemma ? 1 : gemma2 ? l % 2 == 0 : l % 6 < 5);
-        L->nope = smollm3 && (l + 1) % 4 == 0; /* llama.cpp's n_no_rope_layer_step, 4 (no GGUF key says it) */
+        L->swa = c->swa_window > 0 && (olmo2 ? l % 4 < 3 : exaone4 ? l % period < period - 1 : !gemma ? 1
+                                       : gemma2 ? l % 2 == 0 : l % 6 < 5);
+        L->nope = (smollm3 && (l + 1) % 4 == 0) || /* llama.cpp's n_no_rope_layer_step, 4 (no GGUF key says it) */
+                  (exaone4 && c->swa_window > 0 && !L->swa); /* EXAONE 4's global layers in a windowed model */
     }
     const gguf_tensor *rf = gguf_find_tensor(g, "rope_freqs.weight");
     if (rf != NULL) {

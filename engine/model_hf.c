@@ -91,7 +91,9 @@ static int gemma_config(llm_model *m, const cJSON *root, const char *path, llm_e
 }
 
 /* OLMo 2 and 3 (Olmo2ForCausalLM, Olmo3ForCausalLM): normed after the blocks, q / k norms over whole rows
- * (OLMoE, OlmoeForCausalLM: those q / k norms only, normed before its blocks as a Llama);
+ * (OLMoE, OlmoeForCausalLM: those q / k norms only, normed before its blocks as a Llama; EXAONE 4,
+ * Exaone4ForCausalLM: OLMo 2's norm placement with per-head q / k norms, its windowed model's global layers
+ * without rope);
  * OLMo 3's sliding_window on the layers layer_types says (gemma_layers; three of four by default), whose rope
  * is never scaled (rope_scaling is the full-attention layers'). OLMo 1's clip_qkv is refused. */
 static int olmo_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
@@ -102,8 +104,9 @@ static int olmo_config(llm_model *m, const cJSON *root, const char *path, llm_er
         llm_seterr(err, "%s: clip_qkv is not supported", path);
         return -1;
     }
-    c->post_norm_only = strcmp(m->arch, "olmo2") == 0;
-    c->qk_norm_full = 1;
+    int olmo2 = strcmp(m->arch, "olmo2") == 0, exaone4 = strcmp(m->arch, "exaone4") == 0;
+    c->post_norm_only = olmo2 || exaone4;
+    c->qk_norm_full = !exaone4; /* (EXAONE 4's are per head, as Qwen 3's) */
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
     if (c->post_norm_only && sw != NULL && !cJSON_IsNull(sw)) {
         if (!cJSON_IsNumber(sw) || sw->valuedouble < 1 || sw->valuedouble > (double)(1 << 30)) {
@@ -111,7 +114,8 @@ static int olmo_config(llm_model *m, const cJSON *root, const char *path, llm_er
             return -1;
         }
         c->swa_window = (int)sw->valuedouble;
-        c->rope_theta_swa = c->rope_theta;
+        if (olmo2) /* (EXAONE 4's windowed layers rotate as the others would; its global ones do not rotate) */
+            c->rope_theta_swa = c->rope_theta;
     }
     return 0;
 }
@@ -122,7 +126,8 @@ static int gemma_layers(llm_model *m, const cJSON *root, const char *path, llm_e
 {
     const llm_config *c = &m->cfg;
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
-    int pattern = strcmp(m->arch, "gemma2") == 0 ? 2 : strcmp(m->arch, "olmo2") == 0 ? 4 : 6;
+    int exaone4 = strcmp(m->arch, "exaone4") == 0;
+    int pattern = strcmp(m->arch, "gemma2") == 0 ? 2 : strcmp(m->arch, "olmo2") == 0 || exaone4 ? 4 : 6;
     llm_hf_cfg_int(root, "sliding_window_pattern", &pattern, pattern, 0, path, err);
     if (lt != NULL && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers)) {
         llm_seterr(err, "%s: layer_types must list the %d layers", path, c->n_layers);
@@ -137,6 +142,7 @@ static int gemma_layers(llm_model *m, const cJSON *root, const char *path, llm_e
         }
         m->layers[l].swa = t != NULL ? strcmp(t->valuestring, "sliding_attention") == 0
                                      : pattern > 0 && l % pattern < pattern - 1;
+        m->layers[l].nope = exaone4 && !m->layers[l].swa; /* EXAONE 4's global layers: no rope */
     }
     return 0;
 }
@@ -283,7 +289,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
                    "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, olmo3, olmoe, "
-                   "ernie4_5, seed_oss; "
+                   "ernie4_5, seed_oss, exaone4; "
                    "bert, "
                    "xlm-roberta, "
                    "modernbert)", path,
@@ -346,7 +352,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         rc = moe_config(m, root, mixtral, path, err);
     if (rc == 0 && granitemoe)
         rc = granite_moe_config(m, root, path, err);
-    int olmo = strcmp(m->arch, "olmo2") == 0;
+    int olmo = strcmp(m->arch, "olmo2") == 0 || strcmp(m->arch, "exaone4") == 0;
     if (rc == 0 && (olmo || olmoe))
         rc = olmo_config(m, root, path, err);
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
@@ -621,7 +627,8 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     int qwen2 = strncmp(m->arch, "qwen2", 5) == 0;
     int qwen3 = strcmp(m->arch, "qwen3") == 0 || strcmp(m->arch, "qwen3moe") == 0;
     int gemma3 = strcmp(m->arch, "gemma3") == 0 || strcmp(m->arch, "gemma-embedding") == 0;
-    int gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0, olmo = strcmp(m->arch, "olmo2") == 0;
+    int gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0, olmo = c->post_norm_only;
+    int exaone4 = strcmp(m->arch, "exaone4") == 0;
     if (c->embd_scale > 0.0f && (m->tok_embd.type == LLM_BF16 || m->tok_embd.type == LLM_F16)) {
         /* transformers multiplies by sqrt(hidden_size) as a tensor of the model's dtype */
         uint16_t h;
@@ -662,8 +669,8 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         if ((required || find(s, n) != NULL) && llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
         V("self_attn.q_proj.bias", bq, qwen2) V("self_attn.k_proj.bias", bk, qwen2)
         V("self_attn.v_proj.bias", bv, qwen2)
-        V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3 || olmo || m->cfg.qk_norm_full)
-        V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3 || olmo || m->cfg.qk_norm_full)
+        V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3 || olmo || exaone4 || m->cfg.qk_norm_full)
+        V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3 || olmo || exaone4 || m->cfg.qk_norm_full)
 #undef V
         L->swa = strcmp(m->arch, "llama") == 0 && c->swa_window > 0; /* Mistral's window: every layer */
         snprintf(n, sizeof(n), "model.layers.%d.self_attn.o_proj.bias", l);

@@ -542,6 +542,12 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     }
     llm_gguf_w_meta(w, m->arch, c, c->n_expert > 0 && llm_layer_has_shared(&m->layers[0]),
                     m->name[0] ? m->name : "model", dtype);
+    if (strcmp(m->arch, "exaone4") == 0 && c->swa_window > 0) { /* its windows' period: the first global layer */
+        int per = 1;
+        while (per < c->n_layers && m->layers[per - 1].swa)
+            per++;
+        gguf_w_u32(w, "exaone4.attention.sliding_window_pattern", (uint32_t)per);
+    }
     if (m->pooling != LLM_POOL_NONE || m->n_cls > 0) {
         char key[64];
         snprintf(key, sizeof(key), "%s.pooling_type", m->arch);
@@ -786,7 +792,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared" },
         { "olmo2", "Olmo2ForCausalLM", "olmo2" }, { "olmo3", "Olmo3ForCausalLM", "olmo3" },
         { "olmoe", "OlmoeForCausalLM", "olmoe" }, { "ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5" },
-        { "seed_oss", "SeedOssForCausalLM", "seed_oss" },
+        { "seed_oss", "SeedOssForCausalLM", "seed_oss" }, { "exaone4", "Exaone4ForCausalLM", "exaone4" },
         { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
@@ -825,7 +831,8 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     }
     if (llama && c->swa_window > 0) /* Mistral 7B v0.1's window */
         cJSON_AddNumberToObject(j, "sliding_window", c->swa_window);
-    if (strcmp(m->arch, "olmo2") == 0 && c->swa_window > 0) { /* OLMo 3's windows */
+    if ((strcmp(m->arch, "olmo2") == 0 || strcmp(m->arch, "exaone4") == 0) && c->swa_window > 0) {
+        /* OLMo 3's windows, EXAONE 4's (its global layers without rope, as transformers runs them) */
         cJSON_AddNumberToObject(j, "sliding_window", c->swa_window);
         cJSON *lt = cJSON_AddArrayToObject(j, "layer_types");
         for (int l = 0; l < c->n_layers; l++)

@@ -947,6 +947,23 @@ static void test_olmo_granitemoe(void)
         llm_model_free(x);
     }
 
+    /* EXAONE 4's 64-layer layout: windows on three layers of four, the fourth global without rope; the same
+     * from its Hugging Face directory (layer_types) */
+    ok(llm_model_generate("tiny-exaone4-swa", LLM_F32, 3, f, "../shared", &err) == 0, "gen tiny-exaone4-swa: %s",
+       err.msg);
+    for (int pass = 0; pass < 2; pass++) {
+        llm_model *e = llm_model_load(pass ? hf : f, NULL, &err);
+        int good = e != NULL && !strcmp(e->arch, "exaone4") && e->cfg.post_norm_only && !e->cfg.qk_norm_full &&
+                   e->cfg.swa_window == 16 && e->cfg.rope_theta_swa == 0.0f && e->layers[5].q_norm.ne[0] == 16;
+        for (int l = 0; good && l < 64; l++)
+            good &= e->layers[l].swa == (l % 4 < 3) && e->layers[l].nope == (l % 4 == 3);
+        ok(good, "exaone4 %s: per-head q/k norms, windows on 48 layers, the 16 others without rope: %s",
+           pass ? "from its HF directory" : "GGUF", e ? "" : err.msg);
+        if (e != NULL && !pass)
+            ok(llm_model_save_hf(e, LLM_F32, hf, &err) == 0, "exaone4: saved as HF: %s", err.msg);
+        llm_model_free(e);
+    }
+
     /* Granite MoE with GraniteMoeShared's shared expert: no gate; a Qwen-style gate on it is refused */
     ok(llm_model_generate("tiny-granitemoe-shared", LLM_F32, 3, f, "../shared", &err) == 0,
        "gen tiny-granitemoe-shared: %s", err.msg);

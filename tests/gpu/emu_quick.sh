@@ -305,6 +305,13 @@ done
 check "olmo3 f32: tensor-core prefill, decode through graphs (on-device argmax)" env LLM_CUDA_KV=f32 CU_EMU_SMS=64 \
     "$E/parity_logits" --model "$W/olmo3-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 --mixed 0 \
     --graph-cycles 1 --max-diff 5e-2 --min-top1 1
+# EXAONE 4's 64-layer layout: per-head q/k norms after no pre-norm, windows on three layers of four, the fourth
+# without rope (2.4e-5 measured)
+"$B/llm-engine" gen-model --preset tiny-exaone4-swa --dtype f32 --out "$W/exaone4-swa-f32.gguf" >/dev/null 2>&1 ||
+    exit 1
+check "exaone4 (64 layers, windows, global NoPE) f32 vs the CPU backend" env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 \
+    LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/exaone4-swa-f32.gguf" --vocab 512 --positions 40 --gen 8 \
+    --chunk 20 --max-diff 1e-3 --min-top1 1
 "$B/llm-engine" gen-model --preset tiny-olmo3 --dtype bf16 --out "$W/olmo3-bf16.gguf" >/dev/null 2>&1 || exit 1
 check "olmo3 bf16 (16-bit activations of the unnormed residual)" env CU_EMU_SMS=64 "$E/parity_logits" \
     --model "$W/olmo3-bf16.gguf" --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 0.3 --min-top1 0.95
