@@ -15,7 +15,8 @@ use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use JSON::PP;
-use Parity qw(capture compare_llamacpp greedy_llamacpp greedy_ours harness hf_round_trip slurp token_counts);
+use Parity qw(capture compare_f32_q8 compare_llamacpp greedy_llamacpp greedy_ours harness hf_round_trip slurp
+              token_counts);
 
 my ($B, $engine, $dump) = harness(tokenizer => 1);
 my $dir = tempdir(CLEANUP => 1);
@@ -42,13 +43,7 @@ for my $preset (qw(tiny-olmo2 tiny-olmo3)) {
     my @ids = $tok =~ /(\d+)/g;
     ok($rct == 0 && @ids > 40, "$preset: the text is " . scalar(@ids) . ' tokens');
 
-    compare_llamacpp(dir => $dir, dump => $dump, label => "$preset f32", model => $f{f32}, ids => \@ids,
-                     vocab => 128256, min_top1 => 0.97, max_mean => 0.0005, max_dp => 0.005, exact => 1);
-    compare_llamacpp(dir => $dir, dump => $dump, label => "$preset f32 decode", model => $f{f32}, ids => \@ids,
-                     vocab => 128256, min_top1 => 0.97, max_mean => 0.0005, max_dp => 0.005, decode => 30,
-                     exact => 1);
-    compare_llamacpp(dir => $dir, dump => $dump, label => "$preset q8_0", model => $f{q8_0}, ids => \@ids,
-                     vocab => 128256, min_top1 => 0.9, max_mean => 0.03, max_dp => 0.2);
+    compare_f32_q8(dir => $dir, dump => $dump, label => $preset, f32 => $f{f32}, q8 => $f{q8_0}, ids => \@ids);
     my ($rc1, $a) = greedy_ours($dir, $engine, $n, $f{f32}, \@ids, '--kv-cache-dtype', 'f32');
     ok($rc1 == 0 && @$a == $n, "$preset: we generate $n ids");
     is_deeply($a, greedy_llamacpp($dir, $n, $f{f32}, \@ids, 1), "$preset: the same $n greedy ids as llama.cpp");

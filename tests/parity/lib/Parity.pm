@@ -8,8 +8,8 @@ use JSON::PP;
 use List::Util qw(max sum);
 use Test::More;
 
-our @EXPORT_OK = qw(capture compare_llamacpp compare_tokenizer cosine greedy_ours greedy_llamacpp harness
-                    embed_vs_llamacpp hf_round_trip slurp token_counts vectors write_texts);
+our @EXPORT_OK = qw(capture compare_llamacpp compare_f32_q8 compare_tokenizer cosine greedy_ours greedy_llamacpp
+                    harness embed_vs_llamacpp hf_round_trip slurp token_counts vectors write_texts);
 
 # Five texts of 3 to 45 tokens, one a line, into $path: the embedding models' tests (the longer ones reach past
 # a tiny preset's window of 8 positions each side).
@@ -194,6 +194,20 @@ sub hf_round_trip {
 # lora_ours => another file of the same adapter, e.g. its PEFT directory). kv => q8_0 (or f16, f32): that KV
 # cache type on both sides (kv_ours / kv_ref: on one). Returns the top-1 agreement, the mean and the max |dp|
 # (nothing when a side failed).
+# A decoder's usual three comparisons on files of Llama 3's vocabulary: the F32 file (f32 =>) teacher-forced in
+# one step and its last 30 tokens one by one (both exact, within 5e-4 mean / 5e-3 max, 97% top-1), then the
+# Q8_0 file (q8 =>) within q8_top1 (0.9), q8_mean (0.03) and q8_dp (0.2).
+sub compare_f32_q8 {
+    my (%a) = @_;
+    my @common = (dir => $a{dir}, dump => $a{dump}, ids => $a{ids}, vocab => 128256);
+    compare_llamacpp(@common, label => "$a{label} f32", model => $a{f32}, min_top1 => 0.97, max_mean => 0.0005,
+                     max_dp => 0.005, exact => 1);
+    compare_llamacpp(@common, label => "$a{label} f32 decode", model => $a{f32}, min_top1 => 0.97,
+                     max_mean => 0.0005, max_dp => 0.005, decode => 30, exact => 1);
+    compare_llamacpp(@common, label => "$a{label} q8_0", model => $a{q8}, min_top1 => $a{q8_top1} // 0.9,
+                     max_mean => $a{q8_mean} // 0.03, max_dp => $a{q8_dp} // 0.2);
+}
+
 sub compare_llamacpp {
     my (%a) = @_;
     my ($dir, $dump, $label, $model, $ids, $vocab) = @a{qw(dir dump label model ids vocab)};
