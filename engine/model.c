@@ -264,15 +264,28 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
     return 0;
 }
 
+/* The architectures the loaders take (GGUF general.architecture; a HF model_type maps to one). */
+/* The architectures the loaders take (GGUF general.architecture; a HF model_type maps to one of them). */
+static const char *const arch_names[] = {
+    "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "gemma-embedding", "phi3",
+    "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "exaone", "exaone4", "seed_oss", "bert",
+    "nomic-bert", "jina-bert-v2", "modern-bert",
+};
+
 int llm_model_arch_ok(const char *arch)
 {
-    static const char *const ok[] = { "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3",
-                                      "gemma-embedding", "phi3", "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "exaone", "exaone4", "seed_oss", "bert", "nomic-bert",
-                                      "jina-bert-v2", "modern-bert" };
-    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-        if (strcmp(arch, ok[i]) == 0)
+    for (size_t i = 0; i < sizeof(arch_names) / sizeof(arch_names[0]); i++)
+        if (strcmp(arch, arch_names[i]) == 0)
             return 1;
     return 0;
+}
+
+void llm_model_arch_list(char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(arch_names) / sizeof(arch_names[0]) && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", arch_names[i]);
 }
 
 int llm_arch_llama_like(const char *arch)

@@ -309,6 +309,8 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err);
 /* 1 for the architectures the loaders take: "llama" (Llama 1-3, Mistral, and the
  * like), "qwen2" (q/k/v biases) and "qwen3" (per-head q/k RMSNorm), ... */
 int llm_model_arch_ok(const char *arch);
+/* Those architectures' names, comma-separated, into buf (for messages). */
+void llm_model_arch_list(char *buf, size_t cap);
 /* 1 for the architectures llama.cpp converts as it does a llama (q / k rows permuted so that rope rotates
  * adjacent pairs in the file): llama, smollm3 (Llama with NoPE layers), granite (Llama with scales). */
 int llm_arch_llama_like(const char *arch);

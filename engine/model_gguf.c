@@ -419,7 +419,6 @@ static int exaone4_keys(llm_model *m, const gguf_ctx *g, int *period, llm_err *e
                    m->path, v);
         return -1;
     }
-    c->swa_window = 0;
     *period = 4;
     if (c->n_layers != 64)
         return 0;
@@ -635,12 +634,9 @@ static int load(llm_model *m, llm_err *err)
         return -1;
     }
     if (!llm_model_arch_ok(arch)) {
-        llm_seterr(err, "%s: unsupported architecture '%s' (llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                   "gemma3, gemma-embedding, phi3, smollm3, granite, granitemoe, olmo2, olmoe, ernie4_5, exaone, exaone4, "
-                   "seed_oss, "
-                   "bert, nomic-bert, "
-                   "jina-bert-v2, "
-                   "modern-bert)", m->path, arch);
+        char names[512];
+        llm_model_arch_list(names, sizeof(names));
+        llm_seterr(err, "%s: unsupported architecture '%s' (%s)", m->path, arch, names);
         return -1;
     }
     snprintf(m->arch, sizeof(m->arch), "%s", arch);
@@ -660,7 +656,9 @@ static int load(llm_model *m, llm_err *err)
     int olmoe = strcmp(arch, "olmoe") == 0; /* OLMoE: a pre-norm mixture of experts with OLMo 2's q / k norms */
     int seed_oss = strcmp(arch, "seed_oss") == 0; /* Seed-OSS: Qwen 2's q/k/v biases, the FFN norm renamed */
     /* EXAONE 4: OLMo 2's norm placement with per-head q/k norms; the 32B's windows, global layers without rope */
-    int exaone4 = strcmp(arch, "exaone4") == 0, period = 0;
+    int exaone4 = strcmp(arch, "exaone4") == 0;
+    /* windowed layers: all but the last of every `period` (0: every layer, a windowed llama's) */
+    int period = olmo2 ? 4 : gemma2 ? 2 : gemma ? 6 : 0;
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "output.bias" };
@@ -842,8 +840,7 @@ static int load(llm_model *m, llm_err *err)
         }
         V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3 || c->post_norm_only)
 #undef V
-        L->swa = c->swa_window > 0 && (olmo2 ? l % 4 < 3 : exaone4 ? l % period < period - 1 : !gemma ? 1
-                                       : gemma2 ? l % 2 == 0 : l % 6 < 5);
+        L->swa = c->swa_window > 0 && (period == 0 || l % period < period - 1);
         L->nope = (smollm3 && (l + 1) % 4 == 0) || /* llama.cpp's n_no_rope_layer_step, 4 (no GGUF key says it) */
                   (exaone4 && c->swa_window > 0 && !L->swa); /* EXAONE 4's global layers in a windowed model */
     }

@@ -288,11 +288,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, olmo3, olmoe, "
-                   "ernie4_5, seed_oss, exaone4; "
-                   "bert, "
-                   "xlm-roberta, "
-                   "modernbert)", path,
+                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, "
+                   "olmo3, olmoe, ernie4_5, seed_oss, exaone4; bert, xlm-roberta, modernbert)", path,
                    mt->valuestring);
         cJSON_Delete(root);
         return -1;
@@ -627,8 +624,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     int qwen2 = strncmp(m->arch, "qwen2", 5) == 0;
     int qwen3 = strcmp(m->arch, "qwen3") == 0 || strcmp(m->arch, "qwen3moe") == 0;
     int gemma3 = strcmp(m->arch, "gemma3") == 0 || strcmp(m->arch, "gemma-embedding") == 0;
-    int gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0, olmo = c->post_norm_only;
-    int exaone4 = strcmp(m->arch, "exaone4") == 0;
+    int gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0, post_only = c->post_norm_only;
     if (c->embd_scale > 0.0f && (m->tok_embd.type == LLM_BF16 || m->tok_embd.type == LLM_F16)) {
         /* transformers multiplies by sqrt(hidden_size) as a tensor of the model's dtype */
         uint16_t h;
@@ -642,11 +638,11 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         if (llm_hf_take(m, s, n, &L->field, 1, err)) return -1;
 #define N(suffix, field) snprintf(n, sizeof(n), "model.layers.%d." suffix ".weight", l); \
         if (llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
-        if (!olmo) {
+        if (!post_only) {
             N("input_layernorm", attn_norm)
         }
         T("self_attn.q_proj", wq) T("self_attn.k_proj", wk) T("self_attn.v_proj", wv) T("self_attn.o_proj", wo)
-        if (olmo) { /* OLMo 2: norms of the blocks' outputs only */
+        if (post_only) { /* OLMo 2, EXAONE 4: norms of the blocks' outputs only */
             N("post_attention_layernorm", post_attn_norm)
             N("post_feedforward_layernorm", post_ffn_norm)
         } else if (gemma23) { /* Gemma 2 / 3: post_attention_layernorm is the norm after attention, not before the FFN */
@@ -669,8 +665,8 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         if ((required || find(s, n) != NULL) && llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
         V("self_attn.q_proj.bias", bq, qwen2) V("self_attn.k_proj.bias", bk, qwen2)
         V("self_attn.v_proj.bias", bv, qwen2)
-        V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3 || olmo || exaone4 || m->cfg.qk_norm_full)
-        V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3 || olmo || exaone4 || m->cfg.qk_norm_full)
+        V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3 || post_only || c->qk_norm_full)
+        V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3 || post_only || c->qk_norm_full)
 #undef V
         L->swa = strcmp(m->arch, "llama") == 0 && c->swa_window > 0; /* Mistral's window: every layer */
         snprintf(n, sizeof(n), "model.layers.%d.self_attn.o_proj.bias", l);
@@ -769,7 +765,8 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     if (m == NULL)
         return NULL;
     st_set *s = NULL;
-    cJSON *text_cfg = NULL; /* a Gemma's, SmolLM3's, Granite MoE's or ModernBERT's config, read again for its layers */
+    /* a Gemma's, SmolLM3's, Granite MoE's, OLMo 3's, EXAONE 4's or ModernBERT's config, read again for its layers */
+    cJSON *text_cfg = NULL;
     if (parse_config(m, dir, &text_cfg, err) != 0 || parse_pooling(m, dir, err) != 0 ||
         (s = st_set_open_dir(dir, err)) == NULL)
         goto fail;

@@ -1068,10 +1068,19 @@ static int write_tokenizer_files(const llm_model *m, const char *dir, llm_err *e
     return 0;
 }
 
-/* A decoder's tensors under transformers' names (Llama, Mistral, Qwen, Gemma, SmolLM3, Granite, their MoE):
- * their count. */
-/* An entry of fused_entry's kind below, and of a layer's experts as one 3-D tensor (hf_entry's n_exp). */
-static void fused_entry(hf_entry *e, const char *name, const llm_tensor *const *parts, int n);
+/* An entry of n matrices of the same width stacked by rows, written as one tensor. */
+static void fused_entry(hf_entry *e, const char *name, const llm_tensor *const *parts, int n)
+{
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    e->t = parts[0];
+    e->n_part = n;
+    for (int p = 0; p < n; p++) {
+        e->part[p] = parts[p];
+        e->rows += parts[p]->ne[1];
+    }
+}
+
+/* A layer's experts of one kind as one 3-D tensor (hf_entry's n_exp; parts 2: gate | up). */
 static void exp_entry(hf_entry *e, const char *name, const llm_tensor *exp0, int n_exp, int parts)
 {
     snprintf(e->name, sizeof(e->name), "%s", name);
@@ -1080,6 +1089,9 @@ static void exp_entry(hf_entry *e, const char *name, const llm_tensor *exp0, int
     e->exp_parts = parts;
     e->rows = (int64_t)n_exp * parts * exp0->ne[1];
 }
+
+/* A decoder's tensors under transformers' names (Llama, Mistral, Qwen, Gemma, SmolLM3, Granite, their MoE):
+ * their count. */
 
 static int decoder_entries(const llm_model *m, hf_entry *e)
 {
@@ -1161,18 +1173,6 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
         if (strncmp(e[i].name, "model.", 6) == 0)
             memmove(e[i].name, e[i].name + 6, strlen(e[i].name + 6) + 1);
     return k;
-}
-
-/* An entry of n matrices of the same width stacked by rows, written as one tensor. */
-static void fused_entry(hf_entry *e, const char *name, const llm_tensor *const *parts, int n)
-{
-    snprintf(e->name, sizeof(e->name), "%s", name);
-    e->t = parts[0];
-    e->n_part = n;
-    for (int p = 0; p < n; p++) {
-        e->part[p] = parts[p];
-        e->rows += parts[p]->ne[1];
-    }
 }
 
 /* ModernBERT's tensors as a bare ModernBertModel names them: q|k|v stacked in attn.Wqkv, the GLU's input (the
