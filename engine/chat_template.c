@@ -18,6 +18,13 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
         if (strstr(tmpl, "<start_of_turn>")) return LLM_CHAT_GEMMA;
         if (strstr(tmpl, "<｜User｜>")) /* DeepSeek's; R1's generation prompt opens the reasoning */
             return strstr(tmpl, "<｜Assistant｜><think>") ? LLM_CHAT_DEEPSEEK_R1 : LLM_CHAT_DEEPSEEK3;
+        if (strstr(tmpl, "[|system|]") && strstr(tmpl, "[|endofturn|]")) /* EXAONE 4's has a tool role */
+            return strstr(tmpl, "[|tool|]") ? LLM_CHAT_EXAONE4 : LLM_CHAT_EXAONE3;
+        if (strstr(tmpl, "<seed:bos>")) return LLM_CHAT_SEED_OSS;
+        if (strstr(tmpl, "<|begin_of_sentence|>") && strstr(tmpl, "User: ")) return LLM_CHAT_ERNIE;
+        /* Tulu's user turn, as its Jinja source spells it ('\n': a backslash, an n); Zephyr's, which has EOS after
+         * each turn, is not */
+        if (strstr(tmpl, "'<|user|>\\n' + message['content'] + '\\n'")) return LLM_CHAT_TULU;
         if (strstr(tmpl, "<|im_sep|>")) return LLM_CHAT_PHI4; /* before ChatML, whose markers it shares */
         if (strstr(tmpl, "<|im_start|>") && strstr(tmpl, "Reasoning Mode: ")) return LLM_CHAT_SMOLLM3; /* likewise */
         if (strstr(tmpl, "<|end|>") && strstr(tmpl, "'<|' + message['role'] + '|>'")) return LLM_CHAT_PHI4_MINI;
@@ -56,6 +63,11 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_SMOLLM3: return "smollm3";
     case LLM_CHAT_DEEPSEEK3: return "deepseek3";
     case LLM_CHAT_DEEPSEEK_R1: return "deepseek-r1";
+    case LLM_CHAT_EXAONE3: return "exaone3";
+    case LLM_CHAT_EXAONE4: return "exaone4";
+    case LLM_CHAT_ERNIE: return "ernie";
+    case LLM_CHAT_TULU: return "tulu";
+    case LLM_CHAT_SEED_OSS: return "seed-oss";
     }
     return "unknown";
 }
@@ -486,6 +498,215 @@ static int render_deepseek(const llm_chat_msg *m, size_t n, int gen, llm_chat_fo
     return rc;
 }
 
+/* EXAONE 3.0 / 3.5, after their template: an empty system turn first when the conversation opens with no system
+ * message; a user turn ends with "\n" alone (the answer's [|assistant|] follows it). The template writes any role
+ * as [|role|], but the vocabulary has system, user and assistant only: other roles are refused. */
+static int render_exaone3(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o, llm_err *err)
+{
+    if (roles_plain(m, n, LLM_CHAT_EXAONE3, err) != 0)
+        return -2;
+    int rc = strcmp(m[0].role, "system") ? sp(o, "[|system|]") | sp(o, "[|endofturn|]") | tx(o, "\n") : 0;
+    char open[32];
+    for (size_t i = 0; i < n && !rc; i++) {
+        snprintf(open, sizeof open, "[|%s|]", m[i].role);
+        rc |= sp(o, open) | tx(o, m[i].content);
+        rc |= !strcmp(m[i].role, "user") ? tx(o, "\n") : sp(o, "[|endofturn|]") | tx(o, "\n");
+    }
+    return gen && !rc ? sp(o, "[|assistant|]") : rc;
+}
+
+/* A string as Python's json.dumps(s, ensure_ascii=False) writes it (the templates' tojson). */
+static int tx_json_string(llm_chat_out *o, const char *s)
+{
+    int rc = tx(o, "\"");
+    const char *run = s;
+    for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+        const char *esc = *p == '"' ? "\\\"" : *p == '\\' ? "\\\\" : *p == '\n' ? "\\n" : *p == '\r' ? "\\r"
+                        : *p == '\t' ? "\\t" : *p == '\b' ? "\\b" : *p == '\f' ? "\\f" : NULL;
+        char u[8];
+        if (esc == NULL && *p < 0x20) {
+            snprintf(u, sizeof u, "\\u%04x", *p);
+            esc = u;
+        }
+        if (esc == NULL) continue;
+        rc |= push(o, 0, run, (size_t)((const char *)p - run)) | tx(o, esc);
+        run = (const char *)p + 1;
+    }
+    return rc | tx(o, run) | tx(o, "\"");
+}
+
+static const char EXAONE4_TOOLS_HEAD[] =
+    "# Available Tools\nYou can use none, one, or multiple of the following tools by calling them as functions to help "
+    "with the user\xe2\x80\x99s query.\nHere are the tools available to you in JSON format within ";
+static const char EXAONE4_TOOLS_TAIL[] =
+    "For each function call you want to make, return a JSON object with function name and arguments within ";
+static const char EXAONE4_TOOLS_LIKE[] =
+    "{\"name\": function_1_name, \"arguments\": {argument_1_name: argument_1_value, argument_2_name: "
+    "argument_2_value}}";
+static const char EXAONE4_TOOLS_NOTE[] =
+    "\n...\nNote that if no argument name is specified for a tool, you can just print the argument value directly, "
+    "without the argument name or JSON formatting.";
+
+/* EXAONE 4's available_tools: defs holds each tool's JSON on a line of its own. */
+static int exaone4_tools(llm_chat_out *o, const char *defs)
+{
+    int rc = tx(o, EXAONE4_TOOLS_HEAD) | sp(o, "<tool>") | tx(o, " and ") | sp(o, "</tool>") | tx(o, " tags:\n");
+    for (const char *p = defs; *p && !rc;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > 0)
+            rc |= sp(o, "<tool>") | push(o, 0, p, len) | sp(o, "</tool>") | tx(o, "\n");
+        p += len + (nl != NULL);
+    }
+    rc |= tx(o, "\n") | tx(o, EXAONE4_TOOLS_TAIL) | sp(o, "<tool_call>") | tx(o, " and ") | sp(o, "</tool_call>");
+    rc |= tx(o, " tags, like:\n") | sp(o, "<tool_call>") | tx(o, EXAONE4_TOOLS_LIKE) | sp(o, "</tool_call>");
+    rc |= tx(o, "\n") | sp(o, "<tool_call>") | tx(o, "{\"name\": function_2_name, \"arguments\": {...}}");
+    return rc | sp(o, "</tool_call>") | tx(o, EXAONE4_TOOLS_NOTE);
+}
+
+/* EXAONE 4.0, after its template (skip_think left at its default: earlier answers' reasoning is left out, each
+ * answer behind an empty think block). Roles: system, user, assistant, tool. */
+static int render_exaone4(const llm_chat_msg *m, size_t n, const llm_chat_tools *t, const llm_chat_vars *v, int gen,
+                          llm_chat_out *o, llm_err *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(m[i].role, "system") && strcmp(m[i].role, "user") && strcmp(m[i].role, "assistant") &&
+            strcmp(m[i].role, "tool")) {
+            llm_seterr(err, "exaone4 chat format: message %zu has role '%s' (system, user, assistant or tool)", i,
+                       m[i].role);
+            return -2;
+        }
+    int rc = 0;
+    size_t i = 0;
+    if (!strcmp(m[0].role, "system") || t != NULL) {
+        rc |= sp(o, "[|system|]") | tx(o, "\n");
+        if (!strcmp(m[0].role, "system")) {
+            rc |= tx(o, m[0].content) | (t != NULL ? tx(o, "\n\n") : 0);
+            i = 1;
+        }
+        rc |= (t != NULL ? exaone4_tools(o, t->defs) : 0) | sp(o, "[|endofturn|]") | tx(o, "\n");
+    }
+    for (; i < n && !rc; i++) {
+        const char *role = m[i].role, *c = m[i].content;
+        if (!strcmp(role, "assistant")) {
+            rc |= sp(o, "[|assistant|]") | tx(o, "\n");
+            if (*c) {
+                const char *last = NULL;
+                for (const char *p = strstr(c, "</think>"); p != NULL; p = strstr(p + 1, "</think>")) last = p;
+                rc |= llm_chat_no_think(o) | (last ? tx_trim(o, last + strlen("</think>")) : tx(o, c));
+            }
+            if (m[i].n_calls > 0)
+                rc |= *c ? tx(o, "\n") : llm_chat_no_think(o);
+            for (size_t k = 0; k < m[i].n_calls; k++)
+                rc |= (k ? tx(o, "\n") : 0) | sp(o, "<tool_call>") | call_json(o, &m[i].calls[k], "arguments") |
+                      sp(o, "</tool_call>");
+            rc |= sp(o, "[|endofturn|]") | tx(o, "\n");
+        } else if (!strcmp(role, "tool")) {
+            if (i == 0 || strcmp(m[i - 1].role, "tool")) rc |= sp(o, "[|tool|]") | tx(o, "\n");
+            rc |= sp(o, "<tool_result>") | tx(o, "{\"result\": ") | tx_json_string(o, c) | tx(o, "}");
+            rc |= sp(o, "</tool_result>");
+            rc |= i + 1 == n || strcmp(m[i + 1].role, "tool") ? sp(o, "[|endofturn|]") | tx(o, "\n") : tx(o, "\n");
+        } else {
+            char open[32];
+            snprintf(open, sizeof open, "[|%s|]", role);
+            rc |= sp(o, open) | tx(o, "\n") | tx(o, c) | sp(o, "[|endofturn|]") | tx(o, "\n");
+        }
+    }
+    if (gen && !rc) {
+        rc |= sp(o, "[|assistant|]") | tx(o, "\n");
+        rc |= v != NULL && v->think ? sp(o, "<think>") | tx(o, "\n") : llm_chat_no_think(o);
+    }
+    if (t != NULL && t->open_call && !rc)
+        rc |= sp(o, "<tool_call>");
+    return rc;
+}
+
+/* ERNIE 4.5, after its template: <|begin_of_sentence|>, then each message in order (a system text with "\n"
+ * after it, "User: text\n", "Assistant: answer<|end_of_sentence|>"), then "Assistant: ". The template skips other
+ * roles silently; here they are refused. */
+static int render_ernie(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o, llm_err *err)
+{
+    if (roles_plain(m, n, LLM_CHAT_ERNIE, err) != 0)
+        return -2;
+    int rc = sp(o, "<|begin_of_sentence|>");
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!strcmp(m[i].role, "user")) rc |= tx(o, "User: ") | tx(o, m[i].content) | tx(o, "\n");
+        else if (!strcmp(m[i].role, "assistant"))
+            rc |= tx(o, "Assistant: ") | tx(o, m[i].content) | sp(o, "<|end_of_sentence|>");
+        else rc |= tx(o, m[i].content) | tx(o, "\n");
+    }
+    return gen && !rc ? tx(o, "Assistant: ") : rc;
+}
+
+/* Tulu (OLMo 2 Instruct, Tulu 3), after its template: the model's BOS, then <|role|>\ntext\n per message, an answer
+ * with the model's EOS after it (and "\n" but after the last message), then <|assistant|>\n. The template skips
+ * other roles silently; here they are refused. */
+static int render_tulu(const llm_chat_msg *m, size_t n, const llm_chat_vars *v, int gen, llm_chat_out *o,
+                       llm_err *err)
+{
+    if (roles_plain(m, n, LLM_CHAT_TULU, err) != 0)
+        return -2;
+    const char *bos = v ? v->bos : NULL, *eos = v ? v->eos : NULL;
+    int rc = bos && *bos ? sp(o, bos) : 0;
+    char open[32];
+    for (size_t i = 0; i < n && !rc; i++) {
+        snprintf(open, sizeof open, "<|%s|>", m[i].role);
+        rc |= sp(o, open) | tx(o, "\n") | tx(o, m[i].content);
+        if (strcmp(m[i].role, "assistant")) rc |= tx(o, "\n");
+        else rc |= (eos && *eos ? sp(o, eos) : 0) | (i + 1 < n ? tx(o, "\n") : 0);
+    }
+    return gen && !rc ? sp(o, "<|assistant|>") | tx(o, "\n") : rc;
+}
+
+static const char SEED_NO_THINK[] =
+    "You are an intelligent assistant that can answer questions in one step without the need for reasoning and "
+    "thinking, that is, your thinking budget is 0. Next, please skip the thinking process and directly start "
+    "answering the user's questions.";
+
+/* Seed-OSS, after its template: a first system message as <seed:bos>system\ntext<seed:eos>; with no_think (its
+ * thinking_budget 0) a system turn telling the model so; then each message as <seed:bos>role\ntext<seed:eos>, an
+ * answer trimmed (an empty one leaves its turn open, as the template does); the generation prompt
+ * <seed:bos>assistant\n, with no_think a closed <seed:think> block that says the budget is 0. */
+static int render_seed(const llm_chat_msg *m, size_t n, const llm_chat_vars *v, int gen, llm_chat_out *o)
+{
+    int no_think = v != NULL && v->no_think, rc = 0;
+    size_t i = 0;
+    if (!strcmp(m[0].role, "system")) {
+        rc |= sp(o, "<seed:bos>") | tx(o, "system\n") | tx(o, m[0].content) | sp(o, "<seed:eos>");
+        i = 1;
+    }
+    if (no_think)
+        rc |= sp(o, "<seed:bos>") | tx(o, "system\n") | tx(o, SEED_NO_THINK) | tx(o, "\n") | sp(o, "<seed:eos>");
+    for (; i < n && !rc; i++) {
+        rc |= sp(o, "<seed:bos>") | tx(o, m[i].role);
+        if (strcmp(m[i].role, "assistant")) {
+            rc |= tx(o, "\n") | tx(o, m[i].content) | sp(o, "<seed:eos>");
+            continue;
+        }
+        const char *c = m[i].content;
+        while (is_ws(*c)) c++;
+        if (*c) rc |= tx(o, "\n") | tx_trim(o, c) | sp(o, "<seed:eos>");
+    }
+    if (gen && !rc) {
+        rc |= sp(o, "<seed:bos>") | tx(o, "assistant\n");
+        if (no_think)
+            rc |= sp(o, "<seed:think>") | tx(o, "\n") | sp(o, "<seed:cot_budget_reflect>") |
+                  tx(o, "The current thinking budget is 0, so I will directly start answering the question.") |
+                  sp(o, "</seed:cot_budget_reflect>") | tx(o, "\n") | sp(o, "</seed:think>");
+    }
+    return rc;
+}
+
+int llm_chat_thinks(llm_chat_format f, int enable_thinking)
+{
+    return f == LLM_CHAT_EXAONE4 ? enable_thinking == 1 : enable_thinking != 0;
+}
+
+int llm_chat_prompt_opens_think(llm_chat_format f, int enable_thinking)
+{
+    return f == LLM_CHAT_DEEPSEEK_R1 || (f == LLM_CHAT_EXAONE4 && enable_thinking == 1);
+}
+
 /* Mistral's formats as llama.cpp renders them (after Mistral's tokenization cookbook), behind <s>: v1, v3 and
  * v3-tekken open a turn with [INST] (v1: " [INST] ", v3: "[INST] ", tekken: "[INST]"), a system message's text
  * and "\n\n" go into it before the user's, the user's text closes it with [/INST] (v1: " [/INST]"), and an
@@ -729,9 +950,9 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     int calls = 0, results = 0;
     for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0, results |= is_tool_role(msgs[i].role);
     if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && f != LLM_CHAT_SMOLLM3 &&
-        f != LLM_CHAT_GRANITE && !is_mistral_tools(f)) {
-        llm_seterr(err, "function calling needs the Llama 3, ChatML, SmolLM3, Granite or Mistral (v3, v3-tekken, v7) "
-                   "chat format; this model's is %s", llm_chat_format_name(f));
+        f != LLM_CHAT_GRANITE && f != LLM_CHAT_EXAONE4 && !is_mistral_tools(f)) {
+        llm_seterr(err, "function calling needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4 or Mistral (v3, "
+                   "v3-tekken, v7) chat format; this model's is %s", llm_chat_format_name(f));
         return -1;
     }
     int rc;
@@ -747,6 +968,11 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_GRANITE: rc = render_granite(msgs, n, tools, gen, out); break;
     case LLM_CHAT_DEEPSEEK3:
     case LLM_CHAT_DEEPSEEK_R1: rc = render_deepseek(msgs, n, gen, f, out, err); break;
+    case LLM_CHAT_EXAONE3: rc = render_exaone3(msgs, n, gen, out, err); break;
+    case LLM_CHAT_EXAONE4: rc = render_exaone4(msgs, n, tools, vars, gen, out, err); break;
+    case LLM_CHAT_ERNIE: rc = render_ernie(msgs, n, gen, out, err); break;
+    case LLM_CHAT_TULU: rc = render_tulu(msgs, n, vars, gen, out, err); break;
+    case LLM_CHAT_SEED_OSS: rc = render_seed(msgs, n, vars, gen, out); break;
     case LLM_CHAT_MISTRAL_V1:
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:

@@ -37,6 +37,21 @@ typedef enum {
      * opened by the prompt, as R1's template does) */
     LLM_CHAT_DEEPSEEK3 = 14,
     LLM_CHAT_DEEPSEEK_R1 = 15,
+    /* EXAONE 3.0 / 3.5 (and EXAONE Deep's turns): [|system|]text[|endofturn|]\n (an empty one when the conversation
+     * has none), [|user|]text\n, [|assistant|]answer[|endofturn|]\n, then [|assistant|] */
+    LLM_CHAT_EXAONE3 = 16,
+    /* EXAONE 4.0: [|role|]\ntext[|endofturn|]\n, each answer behind an empty think block, tools, tool results; the
+     * generation prompt [|assistant|]\n then <think>\n (enable_thinking true) or an empty think block */
+    LLM_CHAT_EXAONE4 = 17,
+    /* ERNIE 4.5: <|begin_of_sentence|>, a system text and "\n", "User: text\n", "Assistant: answer<|end_of_sentence|>",
+     * then "Assistant: " */
+    LLM_CHAT_ERNIE = 18,
+    /* Tulu (OLMo 2 Instruct, Tulu 3): BOS, <|system|>\ntext\n, <|user|>\ntext\n, <|assistant|>\nanswer EOS\n, then
+     * <|assistant|>\n */
+    LLM_CHAT_TULU = 19,
+    /* Seed-OSS: <seed:bos>role\ntext<seed:eos> per message, then <seed:bos>assistant\n; enable_thinking false is the
+     * template's thinking_budget 0 (its budget system turn, and a closed <seed:think> block in the prompt) */
+    LLM_CHAT_SEED_OSS = 20,
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')
@@ -73,7 +88,7 @@ const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", 
 /* "llama3" / "llama2" / "chatml" / "gemma" -> format; 0 if unknown. */
 llm_chat_format llm_chat_format_from_name(const char *name);
 
-/* Function calling, in four families of formats:
+/* Function calling, in five families of formats:
  * - Llama 3 (Llama 3.1 / 3.2's tool prompt, "JSON based tool calling"): a system turn that opens
  *   "Environment: ipython", the knowledge and today's dates, then the system message; the tools (defs:
  *   each tool's JSON as the template prints it, tojson(indent=4), followed by "\n\n") with the instruction
@@ -97,7 +112,13 @@ llm_chat_format llm_chat_format_from_name(const char *name);
  *   date_long and the instruction to answer with <|tool_call|> and a JSON list of calls); then an
  *   available_tools turn with the tools (defs: the list as tojson(indent=4) prints it); an assistant
  *   message's calls as <|tool_call|>[{"name": ..., "arguments": ...}, ...] after its content; tool results
- *   as "tool" turns. open_call: the generation prompt ends with <|tool_call|>. */
+ *   as "tool" turns. open_call: the generation prompt ends with <|tool_call|>.
+ * - EXAONE 4: the tools in the first system turn (after the system message and a blank line, or alone) under
+ *   "# Available Tools", each inside <tool></tool> (defs: each tool's one-line JSON on a line of its own), with
+ *   the instruction to answer <tool_call>{"name": ..., "arguments": ...}</tool_call>; an assistant message's
+ *   calls so, one a line, after its content; consecutive "tool" messages make one [|tool|] turn of
+ *   <tool_result>{"result": <the text as a JSON string>}</tool_result> lines. open_call: the generation prompt
+ *   (after its empty think block) ends with <tool_call>. */
 typedef struct {
     const char *defs;
     const char *date;  /* "2 Dec 2026" (Llama 3) */
@@ -130,8 +151,18 @@ char *llm_chat_granite_system_text(const char *date_long);
 /* Variables some templates read besides the messages (NULL: their defaults). */
 typedef struct {
     const char *date_dmy;  /* today as "04 December 2026" (SmolLM3) */
-    int         no_think;  /* chat_template_kwargs enable_thinking false (SmolLM3: "Reasoning Mode: /no_think") */
+    int         no_think;  /* chat_template_kwargs enable_thinking false (SmolLM3: "Reasoning Mode: /no_think";
+                            * Seed-OSS: thinking_budget 0) */
+    int         think;     /* enable_thinking true, given (EXAONE 4 thinks only then) */
+    const char *bos, *eos; /* the model's BOS and EOS token texts (Tulu's template writes them), or NULL */
 } llm_chat_vars;
+
+/* Whether the answer to a chat in format f opens with the model's reasoning, for chat_template_kwargs
+ * enable_thinking (-1: not given, 0, 1): EXAONE 4 thinks only when asked to, the others unless told not to. */
+int  llm_chat_thinks(llm_chat_format f, int enable_thinking);
+/* Whether the generation prompt itself opens the reasoning (DeepSeek R1's <think>\n, EXAONE 4's with
+ * enable_thinking true): the answer then starts inside it. */
+int  llm_chat_prompt_opens_think(llm_chat_format f, int enable_thinking);
 
 /* llm_chat_render_tools with the template variables. SmolLM3's format, after its template: the system turn is
  * always written: "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: <date_dmy>\nReasoning Mode:

@@ -477,7 +477,8 @@ int llm_tok_find(const llm_tokenizer *t, const char *text)
 int llm_tok_eog_ids(const llm_tokenizer *t, int32_t *out, int cap)
 {
     static const char *const names[] = { "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>",
-                                         "<end_of_turn>", "<|end|>" };
+                                         "<end_of_turn>", "<|end|>", "[|endofturn|]", "<|end_of_sentence|>",
+                                         "<seed:eos>" };
     int n = 0;
     int32_t cand[1 + sizeof(names) / sizeof(names[0])];
     int nc = 0;

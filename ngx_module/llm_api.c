@@ -412,9 +412,9 @@ static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
     return 0;
 }
 
-/* vLLM's chat_template_kwargs: the variables a Jinja template would get. enable_thinking (Qwen 3) is the
- * one the built-in templates read; others are accepted and have no effect, as with a template that does not
- * use them. */
+/* vLLM's chat_template_kwargs: the variables a Jinja template would get. enable_thinking (Qwen 3, EXAONE 4,
+ * Seed-OSS's thinking_budget 0) is the one the built-in templates read; others are accepted and have no effect,
+ * as with a template that does not use them. */
 static int parse_template_kwargs(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     const cJSON *k = llm_api_field(root, "chat_template_kwargs");
@@ -777,7 +777,7 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
     r->kind = kind;
     r->chat_format = chat_format;
     r->parallel_calls = 1;
-    r->enable_thinking = 1;
+    r->enable_thinking = -1;
     r->temperature = 1.0;
     r->top_p = 1.0;
     r->repetition_penalty = 1.0;

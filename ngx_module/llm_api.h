@@ -100,7 +100,8 @@ typedef struct {
     int          chat_format; /* the model's chat format (llm_chat_format), given to llm_api_parse_chat: the
                                * format tools and tool calls are written in */
     int          parallel_calls; /* parallel_tool_calls (default 1): more than one call an answer (ChatML) */
-    int          enable_thinking; /* chat_template_kwargs.enable_thinking (default 1): Qwen 3's switch */
+    int          enable_thinking; /* chat_template_kwargs.enable_thinking: -1 not given (the template's default:
+                                   * Qwen 3 thinks, EXAONE 4 does not), 0, 1 (llm_chat_thinks) */
     int          think;       /* set by the module: split the answer's <think> part off (the model reasons in
                                * <think> tags and llm_reasoning is on; llm_reasoning.h) */
     int          tool_mode;   /* LLM_TOOLS_*: OFF without tools or with tool_choice "none" */

@@ -192,10 +192,14 @@ cJSON *llm_messages_to_chat(const cJSON *body, llm_api_err *e)
             llm_api_seterr(e, 400, "thinking", "invalid_value", "'thinking' must be {\"type\": \"enabled\" | \"disabled\"}");
             goto fail;
         }
-        /* "disabled": Qwen 3's switch off (the model answers without thinking); budget_tokens is not enforced */
-        if (!strcmp(t, "disabled") && !llm_api_field(chat, "chat_template_kwargs")) {
+        /* the template's switch (enable_thinking): "disabled" turns Qwen 3's off, "enabled" EXAONE 4's on;
+         * budget_tokens is not enforced */
+        if (!llm_api_field(chat, "chat_template_kwargs")) {
             cJSON *k = cJSON_AddObjectToObject(chat, "chat_template_kwargs");
-            if (k == NULL || !cJSON_AddFalseToObject(k, "enable_thinking")) { llm_cb_oom(e); goto fail; }
+            if (k == NULL || !cJSON_AddBoolToObject(k, "enable_thinking", strcmp(t, "disabled") != 0)) {
+                llm_cb_oom(e);
+                goto fail;
+            }
         }
     }
     if ((v = llm_api_field(body, "metadata"))) {

@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-static const char OPEN[] = "<think>", CLOSE[] = "</think>";
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -40,14 +39,16 @@ static int put(gather *g, int kind, const char *s, size_t n)
 int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit, void *user)
 {
     gather g = { emit, user, 0, { 0 }, 0 };
+    const char *open = t->open ? t->open : "<think>", *close = t->close ? t->close : "</think>";
+    size_t n_open = strlen(open), n_close = strlen(close);
     int rc = 0;
     for (size_t i = 0; i < len && rc == 0; i++) {
         char c = s[i];
         switch (t->state) {
         case LLM_THINK_START: /* "<think>" from the first byte, or content */
-            if (c == OPEN[t->n_held]) {
+            if (c == open[t->n_held]) {
                 t->held[t->n_held++] = c;
-                if (t->n_held == sizeof OPEN - 1) { t->n_held = 0; t->state = LLM_THINK_LEAD; }
+                if (t->n_held == n_open) { t->n_held = 0; t->state = LLM_THINK_LEAD; }
                 break;
             }
             t->state = LLM_THINK_OUT;
@@ -60,13 +61,13 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
             t->state = LLM_THINK_IN;
             /* fall through */
         case LLM_THINK_IN:
-            if (t->n_held > 0 && c != CLOSE[t->n_held]) { /* not the tag after all: its bytes were reasoning */
+            if (t->n_held > 0 && c != close[t->n_held]) { /* not the tag after all: its bytes were reasoning */
                 rc = put(&g, 1, t->held, t->n_held);
                 t->n_held = 0;
             }
-            if (c == CLOSE[t->n_held]) {
+            if (c == close[t->n_held]) {
                 t->held[t->n_held++] = c;
-                if (t->n_held == sizeof CLOSE - 1) { t->n_held = 0; t->state = LLM_THINK_AFTER; }
+                if (t->n_held == n_close) { t->n_held = 0; t->state = LLM_THINK_AFTER; }
             } else if (rc == 0) {
                 rc = put(&g, 1, &c, 1);
             }

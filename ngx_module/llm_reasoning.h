@@ -1,5 +1,5 @@
-/* Reasoning models (Qwen 3 and other chat templates that write <think>...</think>): an answer opens with
- * the model's reasoning inside <think> tags. It is split off, as vLLM's reasoning parsers and DeepSeek's API
+/* Reasoning models (Qwen 3 and other chat templates that write <think>...</think>; Seed-OSS's
+ * <seed:think>...</seed:think>): an answer opens with the model's reasoning inside those tags. It is split off, as vLLM's reasoning parsers and DeepSeek's API
  * do, into message.reasoning_content (streamed: delta.reasoning_content); what follows </think> (after its
  * whitespace) is the content. The text is fed as it comes, in pieces of any size: a tag split across pieces
  * is held until it is whole or cannot be one. Plain C (no nginx headers). */
@@ -14,6 +14,7 @@ typedef struct {
     int    state;     /* LLM_THINK_*: before <think>, its leading whitespace, inside, after </think>, content */
     char   held[16];  /* the first bytes of a tag */
     size_t n_held;
+    const char *open, *close; /* the tags (NULL: <think> and </think>), up to 15 bytes each */
 } llm_think;
 
 /* Receives a run of reasoning (reasoning 1) or content (0) bytes; nonzero stops the feed with that value. */

@@ -273,11 +273,12 @@ cJSON *llm_responses_to_chat(const cJSON *body, const cJSON *past, llm_api_err *
             llm_api_seterr(e, 400, "reasoning", "invalid_type", "'reasoning' must be an object with a string 'effort'");
             goto fail;
         }
-        /* effort "none": Qwen 3's switch off (the model answers without thinking); the other efforts leave the
-         * model as its template makes it */
-        if (eff && !strcmp(eff->valuestring, "none") && !llm_api_field(chat, "chat_template_kwargs")) {
+        /* the template's switch (enable_thinking): effort "none" turns Qwen 3's off, another effort EXAONE 4's
+         * on */
+        if (eff && !llm_api_field(chat, "chat_template_kwargs")) {
             cJSON *k = cJSON_AddObjectToObject(chat, "chat_template_kwargs");
-            if (k == NULL || !cJSON_AddFalseToObject(k, "enable_thinking")) goto fail_oom;
+            if (k == NULL || !cJSON_AddBoolToObject(k, "enable_thinking", strcmp(eff->valuestring, "none") != 0))
+                goto fail_oom;
         }
     }
     return chat;

@@ -176,7 +176,8 @@ static int calls_in_array(int chat_format)
  * answer is a call or is not). */
 static const char *call_tag(int chat_format)
 {
-    return chat_format == LLM_CHAT_CHATML || chat_format == LLM_CHAT_SMOLLM3 ? "<tool_call>"
+    return chat_format == LLM_CHAT_CHATML || chat_format == LLM_CHAT_SMOLLM3 || chat_format == LLM_CHAT_EXAONE4
+               ? "<tool_call>"
            : chat_format == LLM_CHAT_GRANITE ? "<|tool_call|>"
            : is_mistral(chat_format)         ? "[TOOL_CALLS]"
                                              : NULL;
@@ -277,13 +278,14 @@ static char *mistral_def(const cJSON *tool)
 }
 
 /* Each tool as the template lists it: Llama 3.1's tojson(indent=4) then a blank line; ChatML's a newline
- * then tojson on one line (SmolLM3's tojson then a newline); Mistral's on one line, joined by ", " (the
- * template adds the brackets); Granite's the whole list as tojson(indent=4). */
+ * then tojson on one line (SmolLM3's and EXAONE 4's tojson then a newline: the renderer puts EXAONE 4's lines
+ * in <tool> tags); Mistral's on one line, joined by ", " (the template adds the brackets); Granite's the whole
+ * list as tojson(indent=4). */
 static char *tool_defs(const cJSON *tools, int chat_format)
 {
     if (chat_format == LLM_CHAT_GRANITE) return llm_tools_dumps(tools, 4);
     buf_t b = { { NULL, 0, 0 }, 0 };
-    int chatml = chat_format == LLM_CHAT_CHATML, smol = chat_format == LLM_CHAT_SMOLLM3;
+    int chatml = chat_format == LLM_CHAT_CHATML, smol = chat_format == LLM_CHAT_SMOLLM3 || chat_format == LLM_CHAT_EXAONE4;
     int mistral = is_mistral(chat_format);
     for (const cJSON *t = tools->child; t != NULL; t = t->next) {
         char *s = mistral ? mistral_def(t) : llm_tools_dumps(t, chatml || smol ? -1 : 4);
@@ -340,8 +342,8 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (mode == LLM_TOOLS_OFF) return 0;
     if (call_tag(r->chat_format) == NULL && r->chat_format != LLM_CHAT_LLAMA3) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
-                       "ChatML (Hermes, Qwen), SmolLM3, Granite or Mistral (v3, v3-tekken, v7) chat format; this one's "
-                       "is %s", llm_chat_format_name(r->chat_format));
+                       "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4 or Mistral (v3, v3-tekken, v7) chat format; "
+                       "this one's is %s", llm_chat_format_name(r->chat_format));
         return -1;
     }
     if (r->stream && r->logprobs) {

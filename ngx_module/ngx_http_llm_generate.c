@@ -789,7 +789,8 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     if (ctx->q.json) p.flags |= LLM_PARAM_JSON;
     /* a reasoning model thinks before a JSON answer: the mask holds from </think> on (vLLM's reasoning parsers
      * do the same). Not for tool_choice required / named, whose prompt opens the call itself. */
-    if ((ctx->q.json || ctx->q.schema) && ctx->q.kind == LLM_API_CHAT && lcf->tok->think && ctx->q.enable_thinking &&
+    if ((ctx->q.json || ctx->q.schema) && ctx->q.kind == LLM_API_CHAT && lcf->tok->think &&
+        llm_chat_thinks(ctx->q.chat_format, ctx->q.enable_thinking) &&
         ctx->q.tool_mode != LLM_TOOLS_REQUIRED && ctx->q.tool_mode != LLM_TOOLS_NAMED &&
         lcf->tok->think_start >= 0 && lcf->tok->think_end >= 0) {
         p.flags |= LLM_PARAM_REASONING;
@@ -823,10 +824,12 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
          * space stays (" there", not "there"; SentencePiece drops it only at the start of a text). A chat
          * message starts a text of its own. */
         if (ctx->q.kind == LLM_API_COMPLETIONS) s->detok.at_start = 0;
-        /* DeepSeek R1's generation prompt opened the reasoning: the answer starts inside it (not with JSON
-         * held to a schema, which starts at once) */
-        if (ctx->q.think && ctx->q.chat_format == LLM_CHAT_DEEPSEEK_R1 && ctx->q.add_generation_prompt &&
-            !ctx->q.json && ctx->q.schema == NULL)
+        /* the tags of this model's reasoning; DeepSeek R1's (and EXAONE 4's, thinking) generation prompt opened
+         * it: the answer starts inside it (not with JSON held to a schema, which starts at once) */
+        s->think.open = lcf->tok->think_open;
+        s->think.close = lcf->tok->think_close;
+        if (ctx->q.think && llm_chat_prompt_opens_think(ctx->q.chat_format, ctx->q.enable_thinking) &&
+            ctx->q.add_generation_prompt && !ctx->q.json && ctx->q.schema == NULL)
             s->think.state = LLM_THINK_LEAD;
         /* the tag calls open with stays in the text where they are read, a control token (Mistral's
          * [TOOL_CALLS]) too */

@@ -174,17 +174,20 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         free(granite);
         char date_dmy[48];
         strftime(date_dmy, sizeof date_dmy, "%d %B %Y", &tm);
-        llm_chat_vars vars = { date_dmy, !q->enable_thinking };
+        llm_chat_vars vars = { .date_dmy = date_dmy, .no_think = q->enable_thinking == 0,
+                               .think = q->enable_thinking == 1, .bos = lcf->tok->bos_text,
+                               .eos = lcf->tok->eos_text };
         if (llm_chat_render_ex(f, msgs, n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL, &vars,
                                q->add_generation_prompt, &out, &err)) {
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);
             return -1;
         }
         /* Qwen 3's enable_thinking false (a call the prompt opened is answered at once anyway), whether or not
-         * llm_reasoning splits the answers */
-        if (lcf->tok->think && !q->enable_thinking && q->add_generation_prompt && !tools.open_call &&
-            f != LLM_CHAT_SMOLLM3 && f != LLM_CHAT_DEEPSEEK3 && f != LLM_CHAT_DEEPSEEK_R1 &&
-            llm_chat_no_think(&out)) { /* (SmolLM3's template writes its own; DeepSeek's have no switch) */
+         * llm_reasoning splits the answers (SmolLM3's, EXAONE 4's and Seed-OSS's templates write their own;
+         * DeepSeek's have no switch) */
+        if (lcf->tok->think && q->enable_thinking == 0 && q->add_generation_prompt && !tools.open_call &&
+            f != LLM_CHAT_SMOLLM3 && f != LLM_CHAT_DEEPSEEK3 && f != LLM_CHAT_DEEPSEEK_R1 && f != LLM_CHAT_EXAONE4 &&
+            f != LLM_CHAT_SEED_OSS && llm_chat_no_think(&out)) {
             llm_chat_out_free(&out);
             llm_api_seterr(e, 500, NULL, NULL, "out of memory");
             return -1;

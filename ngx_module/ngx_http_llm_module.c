@@ -153,6 +153,19 @@ static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf)
     return lcf;
 }
 
+/* A token's text, NUL-terminated in the pool, or NULL (no such token, no memory). */
+static const char *ngx_http_llm_token_text(ngx_pool_t *pool, const llm_tokenizer *tok, int id)
+{
+    const char *b;
+    size_t len;
+    if (id < 0 || llm_tok_piece(tok, id, &b, &len) != 0) return NULL;
+    char *s = ngx_pnalloc(pool, len + 1);
+    if (s == NULL) return NULL;
+    ngx_memcpy(s, b, len);
+    s[len] = 0;
+    return s;
+}
+
 /* Loads (once per path) the tokenizer the workers use. */
 static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
 {
@@ -176,10 +189,16 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     n->path = *path;
     n->tok = tok;
     n->chat = llm_chat_detect(llm_tok_chat_template(tok), (int)llm_tok_kind_of(tok));
-    n->think = llm_tok_chat_template(tok) != NULL && strstr(llm_tok_chat_template(tok), "<think>") != NULL;
+    const char *tmpl = llm_tok_chat_template(tok);
+    int seed = tmpl != NULL && strstr(tmpl, "<seed:think>") != NULL;
+    n->think = tmpl != NULL && (strstr(tmpl, "<think>") != NULL || seed);
+    n->think_open = seed ? "<seed:think>" : "<think>";
+    n->think_close = seed ? "</seed:think>" : "</think>";
     /* the tags as single tokens (Qwen 3's): a JSON answer's mask then waits for the thinking to end */
-    n->think_start = n->think ? llm_tok_find(tok, "<think>") : -1;
-    n->think_end = n->think ? llm_tok_find(tok, "</think>") : -1;
+    n->think_start = n->think ? llm_tok_find(tok, n->think_open) : -1;
+    n->think_end = n->think ? llm_tok_find(tok, n->think_close) : -1;
+    n->bos_text = ngx_http_llm_token_text(cf->pool, tok, llm_tok_bos(tok));
+    n->eos_text = ngx_http_llm_token_text(cf->pool, tok, llm_tok_eos(tok));
     n->granite_system = llm_chat_granite_own_system(llm_tok_chat_template(tok));
     char *ds = llm_chat_default_system(llm_tok_chat_template(tok));
     n->default_system = NULL;
@@ -341,8 +360,8 @@ static char *ngx_http_llm_chat_template_directive(ngx_conf_t *cf, ngx_command_t 
 bad:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "llm_chat_template \"%V\": expected auto, llama3, llama2, chatml, gemma, phi3, phi4-mini, phi4, "
-                       "granite, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, smollm3, deepseek3 or "
-                       "deepseek-r1",
+                       "granite, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, smollm3, deepseek3, "
+                       "deepseek-r1, exaone3, exaone4, ernie, tulu or seed-oss",
                        &v[1]);
     return NGX_CONF_ERROR;
 }

@@ -61,7 +61,9 @@ typedef struct {
     llm_tokenizer *tok;
     llm_chat_format chat;       /* detected from the tokenizer's metadata */
     unsigned       think:1;     /* its chat template writes <think> (Qwen 3): answers open with reasoning */
-    int32_t        think_start, think_end; /* <think> / </think> as single tokens, or -1 */
+    const char    *think_open, *think_close; /* the tags: <think> </think>, Seed-OSS's <seed:think> </seed:think> */
+    int32_t        think_start, think_end; /* the tags as single tokens, or -1 */
+    const char    *bos_text, *eos_text; /* the BOS and EOS tokens' texts (Tulu's template writes them), or NULL */
     const char    *default_system; /* ChatML: the system message its template writes when none is given, or NULL */
     unsigned       granite_system:1; /* a Granite 3.1+ template: its own dated system turn when none is given */
 } ngx_http_llm_tok_t;

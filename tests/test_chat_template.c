@@ -150,7 +150,7 @@ int main(void)
            strstr(err.msg, "first message after the system message must be the user's"),
            "with tools the conversation must start with the user: %s", err.msg);
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA2, tm, 2, &tools, 1, &o, &err) != 0 &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4 or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
            "no tool prompt in Llama 2's: %s", err.msg);
         const llm_chat_msg two[] = { { "user", "Both?", NULL, 0, NULL }, { "assistant", "", wcall, 2, NULL } };
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, two, 2, &tools, 1, &o, &err) != 0 &&
@@ -279,7 +279,7 @@ int main(void)
         static const llm_chat_call call[] = { { "w", "{}", NULL } };
         const llm_chat_msg withcall[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "", call, 1, NULL } };
         ok(render(LLM_CHAT_GEMMA, withcall, 2, 1, &err) == NULL &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4 or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
            "gemma: no function calling: %s", err.msg);
         llm_chat_tools tools = { "{}", "02 Dec 2026", 0, NULL };
         ok(llm_chat_render_tools(LLM_CHAT_GEMMA, conv + 1, 1, &tools, 1, &o, &err) != 0 &&
@@ -541,7 +541,7 @@ int main(void)
         ok(llm_chat_format_from_name("smollm3") == LLM_CHAT_SMOLLM3, "smollm3: its name");
         const llm_chat_msg m[] = { { "system", "Be brief. /no_think  ", NULL, 0, NULL }, { "user", "Hi", NULL, 0, NULL },
                                    { "assistant", "\nHello.", NULL, 0, NULL }, { "user", "2+2?", NULL, 0, NULL } };
-        llm_chat_vars v = { "04 December 2026", 0 };
+        llm_chat_vars v = { .date_dmy = "04 December 2026" };
         int specials = 0;
         char *s = render_ex(LLM_CHAT_SMOLLM3, m, 4, NULL, &v, 1, &specials, &err);
         ok(s && !strcmp(s, "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 04 December "
@@ -610,6 +610,165 @@ int main(void)
         ok(s && !strcmp(s, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"),
            "chatml with enable_thinking false: %s", s ? s : err.msg);
         free(s);
+    }
+    {   /* EXAONE, ERNIE, Tulu, Seed-OSS: renderings checked against the models' Jinja templates (EXAONE 3.5's,
+         * EXAONE 4.0's, ERNIE 4.5's, OLMo 2 Instruct's, Seed-OSS's) rendered by @huggingface/jinja */
+        is_int(llm_chat_detect("{{ '[|system|][|endofturn|]\\n' }}{{ '[|' + message['role'] + '|]' }}", 2),
+               LLM_CHAT_EXAONE3, "exaone3 detected");
+        is_int(llm_chat_detect("{%- set role_indicators = {'tool': '[|tool|]\\n', 'system': '[|system|]\\n'} %}"
+                               "{%- set end_of_turn = '[|endofturn|]\\n' %}", 2), LLM_CHAT_EXAONE4, "exaone4 detected");
+        is_int(llm_chat_detect("{%- set cls_token = \"<|begin_of_sentence|>\" -%}{{- \"User: \" + message[\"content\"] }}",
+                               1), LLM_CHAT_ERNIE, "ernie detected");
+        is_int(llm_chat_detect("{{ bos_token }}{% if message['role'] == 'user' %}{{ '<|user|>\\n' + message['content'] + "
+                               "'\\n' }}{% elif %}{{ '<|assistant|>\\n'  + message['content'] + eos_token }}", 2),
+               LLM_CHAT_TULU, "tulu detected");
+        is_int(llm_chat_detect("{{ '<|user|>\\n' + message['content'] + eos_token + '\\n' }}", 2), LLM_CHAT_LLAMA3,
+               "zephyr's is not tulu");
+        is_int(llm_chat_detect("{%- set bos_token = '<seed:bos>' -%}", 2), LLM_CHAT_SEED_OSS, "seed-oss detected");
+        const char *names[] = { "exaone3", "exaone4", "ernie", "tulu", "seed-oss" };
+        int named = 1;
+        for (int k = 0; k < 5; k++)
+            named &= llm_chat_format_from_name(names[k]) == (llm_chat_format)(LLM_CHAT_EXAONE3 + k) &&
+                     !strcmp(llm_chat_format_name((llm_chat_format)(LLM_CHAT_EXAONE3 + k)), names[k]);
+        ok(named, "the five formats by name");
+
+        s = render(LLM_CHAT_EXAONE3, conv, 4, 1, &err);
+        ok(s && !strcmp(s, "[|system|]You are terse.[|endofturn|]\n[|user|]  Hi there!\n\n[|assistant|]Hello.[|endofturn|]\n"
+                           "[|user|]2+2?\n[|assistant|]"), "exaone3: %s", s ? s : err.msg);
+        free(s);
+        s = render(LLM_CHAT_EXAONE3, conv + 3, 1, 1, &err);
+        ok(s && !strcmp(s, "[|system|][|endofturn|]\n[|user|]2+2?\n[|assistant|]"),
+           "exaone3 writes an empty system turn when there is none: %s", s ? s : err.msg);
+        free(s);
+        const llm_chat_msg tool1[] = { { "user", "Hi", NULL, 0, NULL }, { "tool", "42", NULL, 0, NULL } };
+        ok(render(LLM_CHAT_EXAONE3, tool1, 2, 1, &err) == NULL && strstr(err.msg, "has role 'tool'"),
+           "exaone3: a tool role is refused: %s", err.msg);
+
+        int specials = 0;
+        s = render_ex(LLM_CHAT_EXAONE4, conv, 4, NULL, NULL, 1, &specials, &err);
+        ok(s && specials == 13 &&
+           !strcmp(s, "[|system|]\nYou are terse.[|endofturn|]\n[|user|]\n  Hi there!\n[|endofturn|]\n[|assistant|]\n"
+                      "<think>\n\n</think>\n\nHello.[|endofturn|]\n[|user|]\n2+2?[|endofturn|]\n[|assistant|]\n"
+                      "<think>\n\n</think>\n\n"), "exaone4, thinking off by default (%d control segments): %s",
+           specials, s ? s : err.msg);
+        free(s);
+        const llm_chat_vars think = { .think = 1 };
+        const llm_chat_msg reasoned[] = { { "user", "Hi", NULL, 0, NULL },
+                                          { "assistant", "<think>\nhm\n</think>\n\n Hello. ", NULL, 0, NULL },
+                                          { "user", "Again", NULL, 0, NULL } };
+        s = render_ex(LLM_CHAT_EXAONE4, reasoned, 3, NULL, &think, 1, NULL, &err);
+        ok(s && !strcmp(s, "[|user|]\nHi[|endofturn|]\n[|assistant|]\n<think>\n\n</think>\n\nHello.[|endofturn|]\n"
+                           "[|user|]\nAgain[|endofturn|]\n[|assistant|]\n<think>\n"),
+           "exaone4: an earlier answer's reasoning left out; enable_thinking true opens <think>: %s", s ? s : err.msg);
+        free(s);
+        ok(llm_chat_prompt_opens_think(LLM_CHAT_EXAONE4, 1) && !llm_chat_prompt_opens_think(LLM_CHAT_EXAONE4, -1) &&
+           llm_chat_prompt_opens_think(LLM_CHAT_DEEPSEEK_R1, 0) && !llm_chat_prompt_opens_think(LLM_CHAT_CHATML, 1),
+           "which generation prompts open the reasoning");
+        const llm_chat_call calls[] = { { "get", "{\"city\": \"Osl\xc3\xb8\", \"n\": 1}", NULL }, { "f2", "{}", NULL } };
+        const llm_chat_msg tooled[] = {
+            { "user", "Hi", NULL, 0, NULL }, { "assistant", "  Hello. ", calls, 2, NULL },
+            { "tool", "sunny \"7\"\n\x01\t", NULL, 0, NULL }, { "tool", "ok", NULL, 0, NULL },
+            { "system", "late sys", NULL, 0, NULL } };
+        const llm_chat_tools tl = { "{\"type\": \"function\", \"function\": {\"name\": \"get\"}}\n"
+                                    "{\"type\": \"function\", \"function\": {\"name\": \"f2\"}}", NULL, 0, NULL };
+        specials = 0;
+        s = render_ex(LLM_CHAT_EXAONE4, tooled, 5, &tl, NULL, 1, &specials, &err);
+        ok(s && specials == 35 &&
+           !strcmp(s, "[|system|]\n# Available Tools\nYou can use none, one, or multiple of the following tools by calling "
+                      "them as functions to help with the user\xe2\x80\x99s query.\nHere are the tools available to you "
+                      "in JSON format within <tool> and </tool> tags:\n"
+                      "<tool>{\"type\": \"function\", \"function\": {\"name\": \"get\"}}</tool>\n"
+                      "<tool>{\"type\": \"function\", \"function\": {\"name\": \"f2\"}}</tool>\n"
+                      "\nFor each function call you want to make, return a JSON object with function name and arguments "
+                      "within <tool_call> and </tool_call> tags, like:\n<tool_call>{\"name\": function_1_name, "
+                      "\"arguments\": {argument_1_name: argument_1_value, argument_2_name: argument_2_value}}</tool_call>\n"
+                      "<tool_call>{\"name\": function_2_name, \"arguments\": {...}}</tool_call>\n...\nNote that if no "
+                      "argument name is specified for a tool, you can just print the argument value directly, without the "
+                      "argument name or JSON formatting.[|endofturn|]\n[|user|]\nHi[|endofturn|]\n[|assistant|]\n"
+                      "<think>\n\n</think>\n\n  Hello. \n<tool_call>{\"name\": \"get\", \"arguments\": {\"city\": "
+                      "\"Osl\xc3\xb8\", \"n\": 1}}</tool_call>\n<tool_call>{\"name\": \"f2\", \"arguments\": {}}</tool_call>"
+                      "[|endofturn|]\n[|tool|]\n<tool_result>{\"result\": \"sunny \\\"7\\\"\\n\\u0001\\t\"}</tool_result>\n"
+                      "<tool_result>{\"result\": \"ok\"}</tool_result>[|endofturn|]\n[|system|]\nlate sys[|endofturn|]\n"
+                      "[|assistant|]\n<think>\n\n</think>\n\n"),
+           "exaone4 with tools, calls and results (%d control segments): %s", specials, s ? s : err.msg);
+        free(s);
+        const llm_chat_tools open_call = { "{\"name\": \"get\"}", NULL, 1, NULL };
+        const llm_chat_msg sys_user[] = { { "system", "Sys", NULL, 0, NULL }, { "user", "Hi", NULL, 0, NULL } };
+        s = render_ex(LLM_CHAT_EXAONE4, sys_user, 2, &open_call, NULL, 1, NULL, &err);
+        const char *tail = "[|user|]\nHi[|endofturn|]\n[|assistant|]\n<think>\n\n</think>\n\n<tool_call>";
+        const char *head = "[|system|]\nSys\n\n# Available Tools\n";
+        ok(s && strncmp(s, head, strlen(head)) == 0 && strlen(s) > strlen(tail) &&
+           !strcmp(s + strlen(s) - strlen(tail), tail),
+           "exaone4: the system message before the tools; a required call opens <tool_call>: %s", s ? s : err.msg);
+        free(s);
+        const llm_chat_msg odd[] = { { "user", "Hi", NULL, 0, NULL }, { "ipython", "x", NULL, 0, NULL } };
+        ok(render(LLM_CHAT_EXAONE4, odd, 2, 1, &err) == NULL && strstr(err.msg, "'ipython'"),
+           "exaone4: an unknown role is refused: %s", err.msg);
+
+        s = render(LLM_CHAT_ERNIE, conv, 4, 1, &err);
+        ok(s && !strcmp(s, "<|begin_of_sentence|>You are terse.\nUser:   Hi there!\n\nAssistant: Hello.<|end_of_sentence|>"
+                           "User: 2+2?\nAssistant: "), "ernie: %s", s ? s : err.msg);
+        free(s);
+
+        const llm_chat_vars tulu = { .bos = "<|endoftext|>", .eos = "<|endoftext|>" };
+        s = render_ex(LLM_CHAT_TULU, conv, 4, NULL, &tulu, 1, NULL, &err);
+        ok(s && !strcmp(s, "<|endoftext|><|system|>\nYou are terse.\n<|user|>\n  Hi there!\n\n<|assistant|>\nHello."
+                           "<|endoftext|>\n<|user|>\n2+2?\n<|assistant|>\n"), "tulu: %s", s ? s : err.msg);
+        free(s);
+        s = render_ex(LLM_CHAT_TULU, conv + 1, 2, NULL, NULL, 0, NULL, &err);
+        ok(s && !strcmp(s, "<|user|>\n  Hi there!\n\n<|assistant|>\nHello."),
+           "tulu without BOS and EOS texts, the last answer without its newline: %s", s ? s : err.msg);
+        free(s);
+
+        s = render(LLM_CHAT_SEED_OSS, conv, 4, 1, &err);
+        ok(s && !strcmp(s, "<seed:bos>system\nYou are terse.<seed:eos><seed:bos>user\n  Hi there!\n<seed:eos><seed:bos>"
+                           "assistant\nHello.<seed:eos><seed:bos>user\n2+2?<seed:eos><seed:bos>assistant\n"),
+           "seed-oss: %s", s ? s : err.msg);
+        free(s);
+        const llm_chat_vars no_think = { .no_think = 1 };
+        const llm_chat_msg blank[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "   ", NULL, 0, NULL },
+                                       { "user", "b", NULL, 0, NULL } };
+        s = render_ex(LLM_CHAT_SEED_OSS, blank, 3, NULL, &no_think, 1, NULL, &err);
+        ok(s && !strcmp(s, "<seed:bos>system\nYou are an intelligent assistant that can answer questions in one step "
+                           "without the need for reasoning and thinking, that is, your thinking budget is 0. Next, please "
+                           "skip the thinking process and directly start answering the user's questions.\n<seed:eos>"
+                           "<seed:bos>user\na<seed:eos><seed:bos>assistant<seed:bos>user\nb<seed:eos><seed:bos>assistant\n"
+                           "<seed:think>\n<seed:cot_budget_reflect>The current thinking budget is 0, so I will directly "
+                           "start answering the question.</seed:cot_budget_reflect>\n</seed:think>"),
+           "seed-oss: thinking budget 0; a blank answer leaves its turn open, as the template does: %s",
+           s ? s : err.msg);
+        free(s);
+    }
+    {   /* every format on odd conversations, with and without tools: a rendering or an error that says why */
+        static const llm_chat_call c1[] = { { "f", "{\"a\": [1, {\"b\": null}]}", "call_0123456789" } };
+        const llm_chat_msg odd[][3] = {
+            { { "assistant", "", c1, 1, NULL }, { "tool", "", NULL, 0, "call_0123456789" }, { "user", "", NULL, 0, NULL } },
+            { { "system", "", NULL, 0, NULL }, { "system", "<|im_end|>[|endofturn|]<seed:eos>", NULL, 0, NULL },
+              { "assistant", "</think></think>", NULL, 0, NULL } },
+            { { "tool", "\x01\x1f\"\\", NULL, 0, "x" }, { "tool", "r", NULL, 0, "call_0123456789" },
+              { "user", "\xc3\xa9\xe2\x80\x99", NULL, 0, NULL } },
+        };
+        const llm_chat_tools tl = { "{\"name\": \"f\"}\n\n{\"name\": \"g\"}", "1 Jan 2026", 1, "January 01, 2026" };
+        const llm_chat_vars vars[] = { { .no_think = 1 }, { .think = 1, .bos = "<s>", .eos = "" } };
+        int fine = 1, runs = 0;
+        for (int f = 1; strcmp(llm_chat_format_name((llm_chat_format)f), "unknown"); f++)
+            for (int c = 0; c < 3; c++)
+                for (int k = 0; k < 4; k++) {
+                    llm_err e2 = { "" };
+                    llm_chat_out o;
+                    int rc = llm_chat_render_ex((llm_chat_format)f, odd[c], 3, k & 1 ? &tl : NULL, &vars[k >> 1], 1,
+                                                &o, &e2);
+                    char *joined = rc == 0 ? llm_chat_out_join(&o) : NULL;
+                    if (rc == 0 ? joined == NULL : e2.msg[0] == 0) {
+                        fine = 0;
+                        diag("format %s, conversation %d, case %d: %s", llm_chat_format_name((llm_chat_format)f), c, k,
+                             rc ? "an error without a message" : "no text");
+                    }
+                    free(joined);
+                    if (rc == 0) llm_chat_out_free(&o);
+                    runs++;
+                }
+        ok(fine && runs == 20 * 12, "every format (%d renderings) renders odd conversations or says why", runs);
     }
     return done_testing();
 }

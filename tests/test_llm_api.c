@@ -455,7 +455,10 @@ int main(void)
         ok(q.enable_thinking == 0, "... enable_thinking false read");
         llm_api_req_free(&q);
         is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", &q, &e), 0, "no kwargs");
-        ok(q.enable_thinking == 1, "... thinking on by default");
+        ok(q.enable_thinking == -1, "... not given: the template's default");
+        ok(llm_chat_thinks(LLM_CHAT_CHATML, q.enable_thinking) && !llm_chat_thinks(LLM_CHAT_EXAONE4, q.enable_thinking) &&
+           llm_chat_thinks(LLM_CHAT_EXAONE4, 1) && !llm_chat_thinks(LLM_CHAT_CHATML, 0),
+           "... Qwen 3 thinks unless told not to, EXAONE 4 only when told to");
         llm_api_req_free(&q);
         bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"chat_template_kwargs\":[]}", "chat_template_kwargs",
             "chat_template_kwargs not an object");

@@ -98,7 +98,7 @@ static void test_requests(void)
     is_int(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":"
                  "1024},\"tool_choice\":{\"type\":\"none\"},\"tools\":[{\"type\":\"custom\",\"name\":\"f\",\"input_schema\":{}}]}",
                  &r, &e), 0, "thinking enabled, tool_choice none, a custom tool");
-    ok(r.enable_thinking && r.tool_mode == LLM_TOOLS_OFF, "thinking stays on; none leaves the tools out");
+    ok(r.enable_thinking == 1 && r.tool_mode == LLM_TOOLS_OFF, "thinking on (EXAONE 4's switch too); none leaves the tools out");
     llm_api_req_free(&r);
 
     bad("{}", "messages", "no messages");

@@ -24,10 +24,12 @@ static int collect(void *user, int reasoning, const char *s, size_t n)
     return 0;
 }
 
+static const char *tag_open, *tag_close; /* NULL: <think> and </think> */
+
 /* The answer split at cut points: the pieces fed one by one. */
 static int split(const char *a, const size_t *cuts, int n_cuts, sink *k)
 {
-    llm_think t = { 0 };
+    llm_think t = { .open = tag_open, .close = tag_close };
     memset(k, 0, sizeof *k);
     size_t at = 0, len = strlen(a);
     for (int i = 0; i <= n_cuts; i++) {
@@ -89,5 +91,11 @@ int main(void)
     sink k2 = { 0 };
     ok(llm_think_feed(&t2, big, sizeof big, collect, &k2) == 0 && k2.cn == sizeof big, "a piece larger than the "
        "gathering buffer: all of it");
+    /* Seed-OSS's tags */
+    tag_open = "<seed:think>", tag_close = "</seed:think>";
+    check("<seed:think>Hmm.</seed:think>Answer", "Hmm.", "Answer", "seed-oss: reasoning, then content");
+    check("<seed:think>a </think> b</seed:think>\nc", "a </think> b", "c", "seed-oss: another model's tag is reasoning");
+    check("<think>x</think>y", "", "<think>x</think>y", "seed-oss: <think> is content");
+    check("<seed:think>still </seed:thi", "still </seed:thi", "", "seed-oss: cut short inside its closing tag");
     return done_testing();
 }

@@ -1,0 +1,301 @@
+# The EXAONE 3 / 4, ERNIE 4.5, Tulu (OLMo 2 Instruct) and Seed-OSS chat formats (llm_chat_template exaone3, exaone4,
+# ernie, tulu, seed-oss; the renderings themselves are checked against the models' Jinja templates in
+# tests/test_chat_template.c) through nginx: the prompt each makes, EXAONE 4's thinking switch (off unless
+# chat_template_kwargs enable_thinking is true, which opens the reasoning in the prompt) and its function calling.
+# The REAL tiny Llama 3 engine of t/085 serves the ids; the workers tokenize with $TEST_NGINX_THINK_TOKENIZER
+# (t/087: Llama 3's vocabulary with <think> 128011, </think> 128012 and <tool_call> 128013; "\n" is 198, "\n\n"
+# 271), so the formats' other markers are text here.
+use Test::Nginx::Socket 'no_plan';
+
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: exaone4: thinking is off by default, the generation prompt ends with an empty think block
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone4;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Think"}]}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[[0-9,]*,128011,271,128012,271\],"count":\d+,
+
+=== TEST 2: exaone4 with enable_thinking true: the generation prompt opens <think> and a newline
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone4;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Think"}], "chat_template_kwargs": {"enable_thinking": true}}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[[0-9,]*,128011,198\],"count":\d+,
+
+=== TEST 3: exaone4 thinking: the answer starts inside the reasoning, its first </think> closes it (no reasoning), the rest is content
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone4;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Think"}], "max_tokens": 4, "temperature": 0, "logit_bias": {"128012": 100}, "chat_template_kwargs": {"enable_thinking": true}}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"</think></think></think>","reasoning_content":null\}
+
+=== TEST 4: exaone4 not thinking (the default): the same answer is all content
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone4;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Think"}], "max_tokens": 4, "temperature": 0, "logit_bias": {"128012": 100}}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"</think></think></think></think>","reasoning_content":null\}
+
+=== TEST 5a: Anthropic's Messages API without thinking: EXAONE 4's empty think block (4 tokens)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone4;
+}
+--- request
+POST /v1/messages/count_tokens
+{"model": "tiny", "messages": [{"role": "user", "content": "Think"}]}
+--- error_code: 200
+--- response_body_like chomp
+^\{"input_tokens":22\}$
+
+=== TEST 5b: its thinking enabled turns EXAONE 4's thinking on: <think> and a newline (2 tokens fewer)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone4;
+}
+--- request
+POST /v1/messages/count_tokens
+{"model": "tiny", "messages": [{"role": "user", "content": "Think"}], "thinking": {"type": "enabled", "budget_tokens": 1024}}
+--- error_code: 200
+--- response_body_like chomp
+^\{"input_tokens":20\}$
+
+=== TEST 6: exaone4 tools, tool_choice required: the tools in the system turn, the prompt opens <tool_call> after the empty think block
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone4;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Weather in Oslo?"}], "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}], "tool_choice": "required"}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[[0-9,]*,128011,271,128012,271,128013\],"count":(1[5-9]\d|2\d\d),
+
+=== TEST 7: exaone4 tools: the answer to a required call comes back as tool_calls
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone4;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 300, "temperature": 0.8, "seed": 3, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}], "tool_choice": "required"}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"get_weather".*"finish_reason":"tool_calls"
+
+=== TEST 8: exaone3: a role its vocabulary has no marker for (tool) is a 400
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone3;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Hi"}, {"role": "tool", "content": "x"}]}
+--- error_code: 400
+--- response_body_like chomp
+exaone3 chat format: message 1 has role 'tool'
+
+=== TEST 9: tulu: BOS first, the earlier answer closed by EOS (this tokenizer's <|end_of_text|>, 128001) and a newline
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template tulu;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}, {"role": "user", "content": "Again"}]}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[128000,[0-9,]*,65825,128001,198,[0-9,]*\],"count":28,
+
+=== TEST 10: tulu: function calling is a 400 naming the formats that have it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template tulu;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}
+--- error_code: 400
+--- response_body_like chomp
+EXAONE 4 or Mistral .* this one's is tulu
+
+=== TEST 11a: seed-oss: <seed:bos>role\ntext<seed:eos> turns (markers as text here)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template seed-oss;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Hi"}]}
+--- error_code: 200
+--- response_body_like chomp
+"count":19,
+
+=== TEST 11b: seed-oss with enable_thinking false (its thinking budget 0): the budget system turn and a closed think block
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template seed-oss;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"enable_thinking": false}}
+--- error_code: 200
+--- response_body_like chomp
+"count":117,
+
+=== TEST 12a: exaone3 serves a chat answer
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone3;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}
+--- error_code: 200
+--- response_body_like chomp
+"finish_reason":"length"
+
+=== TEST 12b: exaone3's prompt: the empty system turn, [|user|]Hi\n, [|assistant|]
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template exaone3;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Hi"}]}
+--- error_code: 200
+--- response_body_like chomp
+"count":23,
+
+=== TEST 13: ernie's prompt: <|begin_of_sentence|>User: Hi\nAssistant: 
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template ernie;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Hi"}]}
+--- error_code: 200
+--- response_body_like chomp
+"count":14,
