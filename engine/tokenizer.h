@@ -85,8 +85,9 @@ typedef struct {
     int     at_start;   /* no text emitted yet (SPM drops a leading space here); set 0 after
                            init when streaming a continuation of a prompt that was not fed in */
     int     skip_special; /* don't emit text of control tokens (default 1) */
-    int32_t keep;         /* a control token whose text is emitted all the same (-1: none; Mistral's
-                             [TOOL_CALLS], where function calls are read from the text) */
+    int32_t keep[3];      /* control tokens whose text is emitted all the same (-1: none; Mistral's
+                             [TOOL_CALLS], where function calls are read from the text; a reasoning
+                             model's tags where they are control tokens, for the reasoning split) */
 } llm_detok;
 
 void   llm_detok_init(llm_detok *d, const llm_tokenizer *t);

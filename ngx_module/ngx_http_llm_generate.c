@@ -834,7 +834,13 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         /* the tag calls open with stays in the text where they are read, a control token (Mistral's
          * [TOOL_CALLS]) too */
         const char *call_tag = ctx->q.tool_mode != LLM_TOOLS_OFF ? llm_tools_call_tag(&ctx->q) : NULL;
-        if (call_tag != NULL) s->detok.keep = llm_tok_find(ctx->tok, call_tag);
+        if (call_tag != NULL) s->detok.keep[0] = llm_tok_find(ctx->tok, call_tag);
+        /* ... and a reasoning model's tags in its chat answers, where they are control tokens (for the splitter,
+         * or as the model wrote them with llm_reasoning off) */
+        if (lcf->tok->think && ctx->q.kind == LLM_API_CHAT) {
+            s->detok.keep[1] = lcf->tok->think_start;
+            s->detok.keep[2] = lcf->tok->think_end;
+        }
         s->hold = ctx->q.stream && ctx->q.tool_mode != LLM_TOOLS_OFF;
         if (llm_stop_init(&s->stop, ctx->q.stop, ctx->q.stop_len, ctx->q.n_stop)) {
             return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");

@@ -4,7 +4,9 @@
 # chat_template_kwargs enable_thinking is true, which opens the reasoning in the prompt) and its function calling.
 # The REAL tiny Llama 3 engine of t/085 serves the ids; the workers tokenize with $TEST_NGINX_THINK_TOKENIZER
 # (t/087: Llama 3's vocabulary with <think> 128011, </think> 128012 and <tool_call> 128013; "\n" is 198, "\n\n"
-# 271), so the formats' other markers are text here.
+# 271), so the formats' other markers are text here; Seed-OSS's reasoning with $TEST_NGINX_SEED_TOKENIZER (t/run.sh:
+# <seed:think> 128011, </seed:think> 128012, <seed:bos> 128013, <seed:eos> 128014 as control tokens, under a template
+# that writes <seed:bos>).
 use Test::Nginx::Socket 'no_plan';
 
 no_shuffle();
@@ -299,3 +301,55 @@ POST /tokenize
 --- error_code: 200
 --- response_body_like chomp
 "count":14,
+
+=== TEST 14: seed-oss found in the template: <seed:bos>user\nThink<seed:eos><seed:bos>assistant\n
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_SEED_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Think"}]}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[128013,882,198,\d+,128014,128013,78191,198\],
+
+=== TEST 15: seed-oss reasoning: what follows <seed:think> up to the first </seed:think> (control tokens) is reasoning_content
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_SEED_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Think"}], "max_tokens": 8, "temperature": 0, "logit_bias": {"128011": 100, "128012": 99}, "frequency_penalty": 1}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"</seed:think><seed:think><seed:think></seed:think></seed:think>","reasoning_content":"<seed:think>"\},"logprobs":null,"finish_reason":"length"
+
+=== TEST 16: llm_reasoning off: the answer as the model wrote it, its control-token tags and all
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_SEED_TOKENIZER;
+    llm_model_name tiny;
+    llm_reasoning off;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Think"}], "max_tokens": 8, "temperature": 0, "logit_bias": {"128011": 100, "128012": 99}, "frequency_penalty": 1}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":"<seed:think><seed:think></seed:think></seed:think><seed:think><seed:think></seed:think></seed:think>"\},"logprobs":null,"finish_reason":"length"

@@ -197,6 +197,11 @@ kinds = {
                  "{{- '<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\\n' }}"
                  "{%- for message in loop_messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' "
                  "+ message['content'] + '<|end_of_text|>\\n' }}{%- endfor %}")),
+    "seed": ({"128011": "<seed:think>", "128012": "</seed:think>", "128013": "<seed:bos>", "128014": "<seed:eos>"},
+             True,
+             ("{%- for m in messages %}{{ '<seed:bos>' + m.role + '\\n' + m.content + '<seed:eos>' }}{%- endfor %}"
+              "{%- if add_generation_prompt %}{{ '<seed:bos>assistant\\n' }}{%- endif %}"
+              "{# the answer: <seed:think>...</seed:think> #}")),
 }
 names, special, template = kinds[kind]
 t = json.load(open(src + "/tokenizer.json"))
@@ -214,6 +219,8 @@ PY
 }
 renamed_tokenizer think "$BUILD/t/think-tokenizer"
 export TEST_NGINX_THINK_TOKENIZER="$BUILD/t/think-tokenizer/tokenizer.json"
+renamed_tokenizer seed "$BUILD/t/seed-tokenizer"
+export TEST_NGINX_SEED_TOKENIZER="$BUILD/t/seed-tokenizer/tokenizer.json"
 renamed_tokenizer granite "$BUILD/t/granite-tokenizer"
 export TEST_NGINX_GRANITE_TOKENIZER="$BUILD/t/granite-tokenizer/tokenizer.json"
 # The CUDA backend, run by the CPU emulation of CUDA (kernels/cuda_emu.*; no GPU here), serving stories260K

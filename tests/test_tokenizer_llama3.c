@@ -204,7 +204,7 @@ static void check_stream(const llm_tokenizer *t)
     int32_t tag = llm_tok_find(t, "<|start_header_id|>"), eot = llm_tok_find(t, "<|eot_id|>"), seq[3] = { 0, tag, eot };
     for (int keep = 0; keep < 2; keep++) {
         llm_detok_init(&d, t);
-        if (keep) d.keep = tag;
+        if (keep) d.keep[1] = tag;
         len = 0;
         for (int i = 0; i < 3; i++) len += llm_detok_push(&d, seq[i], out + len, sizeof(out) - len);
         out[len] = 0;
