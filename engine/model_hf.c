@@ -45,6 +45,32 @@ float llm_hf_cfg_float(const cJSON *root, const char *key, float def)
 
 static int rope_scaling_cfg(llm_config *c, const cJSON *rs, const char *path, llm_err *err);
 
+void llm_hf_exaone_name(char *name, size_t cap)
+{
+    static const char *const top[][2] = { { "model.embed_tokens.weight", "transformer.wte.weight" },
+                                          { "model.norm.weight", "transformer.ln_f.weight" } };
+    static const char *const sub[][2] = {
+        { "input_layernorm.", "ln_1." }, { "post_attention_layernorm.", "ln_2." },
+        { "self_attn.q_proj.", "attn.attention.q_proj." }, { "self_attn.k_proj.", "attn.attention.k_proj." },
+        { "self_attn.v_proj.", "attn.attention.v_proj." }, { "self_attn.o_proj.", "attn.attention.out_proj." },
+        { "mlp.gate_proj.", "mlp.c_fc_0." }, { "mlp.up_proj.", "mlp.c_fc_1." }, { "mlp.down_proj.", "mlp.c_proj." } };
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+        if (strcmp(name, top[i][0]) == 0) {
+            snprintf(name, cap, "%s", top[i][1]);
+            return;
+        }
+    int l, at = 0;
+    if (sscanf(name, "model.layers.%d.%n", &l, &at) != 1 || at == 0)
+        return;
+    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++)
+        if (strncmp(name + at, sub[i][0], strlen(sub[i][0])) == 0) {
+            char rest[128];
+            snprintf(rest, sizeof rest, "%s", name + at + strlen(sub[i][0]));
+            snprintf(name, cap, "transformer.h.%d.%s%s", l, sub[i][1], rest);
+            return;
+        }
+}
+
 /* Gemma's settings (model_type gemma, gemma2, gemma3_text / gemma3's text_config): GeGLU, the embedding
  * scaled by sqrt(hidden_size) (rounded to the embedding's type when that is 16-bit, as transformers computes
  * it in the model's dtype: see load_tensors), query_pre_attn_scalar, the sliding window on the layers
@@ -247,9 +273,12 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         snprintf(m->arch, sizeof(m->arch), "gemma3");
         mt = NULL;
     }
-    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "exaone") == 0) { /* (EXAONE 3.x: remote code's names) */
-        llm_seterr(err, "%s: EXAONE's own checkpoint layout is not read: serve a GGUF of it (architecture exaone)",
-                   path);
+    /* EXAONE 3.x (ExaoneForCausalLM, remote code): a Llama under GPT-2's names (llm_hf_exaone_name), num_layers,
+     * layer_norm_epsilon (its norms are RMSNorms all the same) and activation_function */
+    int exaone = cJSON_IsString(mt) && strcmp(mt->valuestring, "exaone") == 0;
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "activation_function");
+    if (exaone && act != NULL && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0)) {
+        llm_seterr(err, "%s: EXAONE's activation_function must be silu", path);
         cJSON_Delete(root);
         return -1;
     }
@@ -289,7 +318,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
                    "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, "
-                   "olmo3, olmoe, ernie4_5, seed_oss, exaone4; bert, xlm-roberta, modernbert)", path,
+                   "olmo3, olmoe, ernie4_5, seed_oss, exaone, exaone4; bert, xlm-roberta, modernbert)", path,
                    mt->valuestring);
         cJSON_Delete(root);
         return -1;
@@ -314,7 +343,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     }
     int rc = llm_hf_cfg_int(root, "hidden_size", &c->dim, 0, 1, path, err) ||
              llm_hf_cfg_int(root, "intermediate_size", &c->hidden_dim, 0, 1, path, err) ||
-             llm_hf_cfg_int(root, "num_hidden_layers", &c->n_layers, 0, 1, path, err) ||
+             llm_hf_cfg_int(root, exaone ? "num_layers" : "num_hidden_layers", &c->n_layers, 0, 1, path, err) ||
              llm_hf_cfg_int(root, "num_attention_heads", &c->n_heads, 0, 1, path, err) ||
              llm_hf_cfg_int(root, "num_key_value_heads", &c->n_kv_heads, 0, 0, path, err) ||
              llm_hf_cfg_int(root, "head_dim", &c->head_dim, 0, 0, path, err) ||
@@ -323,7 +352,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
              llm_hf_cfg_int(root, "bos_token_id", &c->bos_id, -1, 0, path, err) ||
              llm_hf_cfg_int(root, "eos_token_id", &c->eos_id, -1, 0, path, err);
     c->rope_theta = llm_hf_cfg_float(root, "rope_theta", 10000.0f);
-    c->norm_eps = llm_hf_cfg_float(root, "rms_norm_eps", 1e-5f);
+    c->norm_eps = llm_hf_cfg_float(root, exaone ? "layer_norm_epsilon" : "rms_norm_eps", 1e-5f);
     /* (ERNIE 4.5 rotates adjacent pairs in its own checkpoints, as llama.cpp's GGUF llamas do) */
     int ernie = strcmp(m->arch, "ernie4_5") == 0;
     c->rope_layout = ernie ? LLM_ROPE_ADJACENT : LLM_ROPE_HALF;
@@ -614,8 +643,13 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         llm_seterr(err, "%s: bad num_hidden_layers %d", m->path, c->n_layers);
         return -1;
     }
-    if (llm_hf_take(m, s, "model.embed_tokens.weight", &m->tok_embd, 1, err) ||
-        llm_hf_take_norm(m, s, "model.norm.weight", &m->out_norm, err) ||
+    int exaone = strcmp(m->arch, "exaone") == 0; /* (its own names: llm_hf_exaone_name) */
+    char emb[64] = "model.embed_tokens.weight", norm[64] = "model.norm.weight";
+    if (exaone) {
+        llm_hf_exaone_name(emb, sizeof emb);
+        llm_hf_exaone_name(norm, sizeof norm);
+    }
+    if (llm_hf_take(m, s, emb, &m->tok_embd, 1, err) || llm_hf_take_norm(m, s, norm, &m->out_norm, err) ||
         (!c->tied_embeddings && llm_hf_take(m, s, "lm_head.weight", &m->output, 1, err)))
         return -1;
     m->layers = calloc((size_t)c->n_layers, sizeof(llm_layer));
@@ -634,10 +668,9 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     for (int l = 0; l < c->n_layers; l++) {
         llm_layer *L = &m->layers[l];
         char n[128];
-#define T(suffix, field) snprintf(n, sizeof(n), "model.layers.%d." suffix ".weight", l); \
-        if (llm_hf_take(m, s, n, &L->field, 1, err)) return -1;
-#define N(suffix, field) snprintf(n, sizeof(n), "model.layers.%d." suffix ".weight", l); \
-        if (llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
+#define NAME(suffix) snprintf(n, sizeof(n), "model.layers.%d." suffix, l); if (exaone) llm_hf_exaone_name(n, sizeof n);
+#define T(suffix, field) NAME(suffix ".weight") if (llm_hf_take(m, s, n, &L->field, 1, err)) return -1;
+#define N(suffix, field) NAME(suffix ".weight") if (llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
         if (!post_only) {
             N("input_layernorm", attn_norm)
         }
@@ -661,7 +694,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
 #undef N
         /* Qwen 2's q/k/v biases (Llama's attention_bias too), Qwen 3's q/k norms: optional here,
          * validation asks for all of a kind or none; an o_proj bias would be left out, so it is refused */
-#define V(suffix, field, required) snprintf(n, sizeof(n), "model.layers.%d." suffix, l); \
+#define V(suffix, field, required) NAME(suffix) \
         if ((required || find(s, n) != NULL) && llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
         V("self_attn.q_proj.bias", bq, qwen2) V("self_attn.k_proj.bias", bk, qwen2)
         V("self_attn.v_proj.bias", bv, qwen2)
@@ -669,7 +702,8 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3 || post_only || c->qk_norm_full)
 #undef V
         L->swa = strcmp(m->arch, "llama") == 0 && c->swa_window > 0; /* Mistral's window: every layer */
-        snprintf(n, sizeof(n), "model.layers.%d.self_attn.o_proj.bias", l);
+        NAME("self_attn.o_proj.bias")
+#undef NAME
         if (find(s, n) != NULL) {
             llm_seterr(err, "%s: tensor %s is not supported", m->path, n);
             return -1;

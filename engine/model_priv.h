@@ -56,6 +56,11 @@ int   llm_hf_cfg_int(const struct cJSON *root, const char *key, int *out, int de
 float llm_hf_cfg_float(const struct cJSON *root, const char *key, float def);
 int   llm_hf_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err);
 int   llm_hf_take_norm(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, llm_err *err);
+/* EXAONE 3.x's own checkpoint names (ExaoneForCausalLM, remote code: transformer.wte, transformer.h.N.ln_1,
+ * attn.attention.q_proj ... out_proj, ln_2, mlp.c_fc_0 (gate), c_fc_1 (up), c_proj (down), transformer.ln_f) for
+ * a Llama name (model.embed_tokens, model.layers.N.input_layernorm, self_attn.q_proj, ...), rewritten in place
+ * (cap bytes); names without a counterpart are left as they are. Shared by the reader and the writer. */
+void  llm_hf_exaone_name(char *name, size_t cap);
 /* A tensor of rows x cols (a vector: rows 1) as owned F32 (a classifier head's, llm_model_rank_apply's); absent
  * and not required: *out NULL. */
 int   llm_hf_take_f32(llm_model *m, const st_set *s, const char *name, int64_t cols, int64_t rows, int required,

@@ -793,6 +793,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "olmo2", "Olmo2ForCausalLM", "olmo2" }, { "olmo3", "Olmo3ForCausalLM", "olmo3" },
         { "olmoe", "OlmoeForCausalLM", "olmoe" }, { "ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5" },
         { "seed_oss", "SeedOssForCausalLM", "seed_oss" }, { "exaone4", "Exaone4ForCausalLM", "exaone4" },
+        { "exaone", "ExaoneForCausalLM", "exaone" },
         { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
@@ -871,14 +872,17 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     }
     if (c->n_expert > 0)
         cJSON_AddNumberToObject(j, "num_experts_per_tok", c->n_expert_used);
-    cJSON_AddNumberToObject(j, "num_hidden_layers", c->n_layers);
+    int exaone = strcmp(m->arch, "exaone") == 0; /* (EXAONE 3.x's remote code names a few keys its own way) */
+    if (exaone)
+        cJSON_AddStringToObject(j, "activation_function", "silu");
+    cJSON_AddNumberToObject(j, exaone ? "num_layers" : "num_hidden_layers", c->n_layers);
     cJSON_AddNumberToObject(j, "num_attention_heads", c->n_heads);
     cJSON_AddNumberToObject(j, "num_key_value_heads", c->n_kv_heads);
     cJSON_AddNumberToObject(j, "head_dim", c->head_dim);
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
     cJSON_AddNumberToObject(j, "max_position_embeddings", c->seq_len);
     cJSON_AddNumberToObject(j, "rope_theta", c->rope_theta);
-    cJSON_AddNumberToObject(j, "rms_norm_eps", c->norm_eps);
+    cJSON_AddNumberToObject(j, exaone ? "layer_norm_epsilon" : "rms_norm_eps", c->norm_eps);
     cJSON_AddBoolToObject(j, "tie_word_embeddings", c->tied_embeddings);
     if (c->bos_id >= 0)
         cJSON_AddNumberToObject(j, "bos_token_id", c->bos_id);
@@ -1172,6 +1176,8 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
     for (int i = 0; c->bidirectional && i < k; i++) /* a bare Gemma3TextModel's names, as sentence-transformers */
         if (strncmp(e[i].name, "model.", 6) == 0)
             memmove(e[i].name, e[i].name + 6, strlen(e[i].name + 6) + 1);
+    for (int i = 0; strcmp(m->arch, "exaone") == 0 && i < k; i++) /* EXAONE 3.x's own names */
+        llm_hf_exaone_name(e[i].name, sizeof(e[i].name));
     return k;
 }
 
@@ -1216,7 +1222,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         llm_seterr(err, "%s: safetensors output supports f32, f16 and bf16 (not %s)", dir, llm_dtype_name(dtype));
         return -1;
     }
-    if (strcmp(m->arch, "phi3") == 0 || strcmp(m->arch, "exaone") == 0 || m->cfg.encoder) {
+    if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
         llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
         return -1;
     }
