@@ -1,5 +1,6 @@
 /* Model loading by format sniffing, validation, description and freeing. */
 #include "model.h"
+#include "chat_template.h"
 #include "model_priv.h"
 #include "gguf.h"
 #include "gguf_quants.h"
@@ -592,6 +593,10 @@ static void describe_tokenizer(const llm_model *m, FILE *f)
             k == LLM_TOK_SPM ? "sentencepiece (llama)" : k == LLM_TOK_WPM ? "WordPiece (bert)" : k == LLM_TOK_UGM ? "sentencepiece unigram (t5)" : "byte-level BPE (gpt2)",
             llm_tok_vocab_size(m->tok), llm_tok_bos(m->tok), llm_tok_eos(m->tok),
             llm_tok_add_eos(m->tok) ? ", eos appended to texts" : "");
+    const char *tmpl = llm_tok_chat_template(m->tok);
+    if (tmpl != NULL) /* the built-in format the server renders it with (llm_chat_template auto) */
+        fprintf(f, "chat template: %zu bytes, rendered as %s\n", strlen(tmpl),
+                llm_chat_format_name(llm_chat_detect(tmpl, (int)k)));
 }
 
 static void describe_encoder(const llm_model *m, FILE *f)

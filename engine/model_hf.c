@@ -831,7 +831,10 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     s = NULL;
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
-    if (access(path, R_OK) == 0 && (m->tok = llm_tok_load_hf(path, err)) == NULL)
+    char spm[PATH_MAX];
+    snprintf(spm, sizeof(spm), "%s/tokenizer.model", dir); /* SentencePiece's own, without a tokenizer.json */
+    if (access(path, R_OK) == 0 ? (m->tok = llm_tok_load_hf(path, err)) == NULL
+                                : access(spm, R_OK) == 0 && (m->tok = llm_tok_load_spm_model(spm, err)) == NULL)
         goto fail;
     if (bert) /* [CLS] / [SEP] are the tokenizer's */
         llm_hf_bert_tokens(m);

@@ -57,6 +57,9 @@ int  llm_gguf_w_vocab(gguf_writer *w, const llm_tokenizer *t, llm_err *err);
  * [MASK] ids, add_bos / add_eos, BertNormalizer's switches) as "bert" metadata; n_types: the model's token
  * types. 0, or -1 + err (not a WordPiece tokenizer, out of memory). */
 int  llm_gguf_w_wpm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types, llm_err *err);
+/* A SentencePiece BPE vocabulary (tokenizer.model's) as GGUF's "llama" tokenizer: pieces, scores, types, BOS / EOS /
+ * unknown ids, add_bos / add_eos / add_space_prefix, the chat template. */
+int  llm_gguf_w_spm_from_tok(gguf_writer *w, const llm_tokenizer *t, llm_err *err);
 /* Byte-level BPE ("gpt2") tokenizer from tokenizer.json (+ tokenizer_config.json beside it), with
  * tokenizer.ggml.pre = pre, or (pre NULL) the name of the file's split regex ("llama-bpe", "qwen2", "gpt2"). */
 int llm_gguf_w_bpe_from_hf(gguf_writer *w, const char *tokenizer_json, const char *pre, llm_err *err);

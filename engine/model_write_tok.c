@@ -341,6 +341,31 @@ int llm_gguf_w_vocab(gguf_writer *w, const llm_tokenizer *t, llm_err *err)
     return rc;
 }
 
+int llm_gguf_w_spm_from_tok(gguf_writer *w, const llm_tokenizer *t, llm_err *err)
+{
+    if (t->kind != LLM_TOK_SPM) {
+        llm_seterr(err, "not a SentencePiece BPE tokenizer");
+        return -1;
+    }
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    gguf_w_str(w, "tokenizer.ggml.pre", "default");
+    if (llm_gguf_w_vocab(w, t, err) != 0)
+        return -1;
+    gguf_w_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, t->score, (uint64_t)t->n_vocab);
+    const int ids[3] = { t->bos, t->eos, t->unk };
+    static const char *const keys[3] = { "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                         "tokenizer.ggml.unknown_token_id" };
+    for (int i = 0; i < 3; i++)
+        if (ids[i] >= 0)
+            gguf_w_u32(w, keys[i], (uint32_t)ids[i]);
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", t->add_bos != 0);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", t->add_eos != 0);
+    gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", t->add_space_prefix != 0);
+    if (t->chat_template != NULL)
+        gguf_w_str(w, "tokenizer.chat_template", t->chat_template);
+    return 0;
+}
+
 int llm_gguf_w_wpm_from_tok(gguf_writer *w, const llm_tokenizer *t, int n_types, llm_err *err)
 {
     if (t->kind != LLM_TOK_WPM) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- growable arenas and vectors ---- */
 
@@ -555,12 +556,22 @@ llm_tokenizer *llm_tok_load(const char *path, llm_err *err)
             return NULL;
         }
         snprintf(p, n, "%s/tokenizer.json", path);
-        llm_tokenizer *t = llm_tok_load_hf(p, err);
+        llm_tokenizer *t = NULL;
+        if (access(p, R_OK) == 0) {
+            t = llm_tok_load_hf(p, err);
+        } else { /* SentencePiece's own file, where a directory has no tokenizer.json */
+            snprintf(p, n, "%s/tokenizer.model", path);
+            t = access(p, R_OK) == 0 ? llm_tok_load_spm_model(p, err) : NULL;
+            if (t == NULL && access(p, R_OK) != 0)
+                llm_seterr(err, "%s: no tokenizer.json nor tokenizer.model", path);
+        }
         free(p);
         return t;
     }
     if (ends_with(path, ".json"))
         return llm_tok_load_hf(path, err);
+    if (ends_with(path, ".model"))
+        return llm_tok_load_spm_model(path, err);
     if (ends_with(path, ".gguf")) {
         gguf_ctx *g = gguf_open(path, err);
         if (g == NULL)

@@ -20,6 +20,7 @@ typedef struct llm_tokenizer llm_tokenizer;
 llm_tokenizer *llm_tok_load_llama2c(const char *path, int vocab_size_hint, llm_err *err); /* tokenizer.bin / tok512.bin */
 llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err);                 /* tokenizer.ggml.* */
 llm_tokenizer *llm_tok_load_hf(const char *tokenizer_json_path, llm_err *err);            /* + tokenizer_config.json beside it */
+llm_tokenizer *llm_tok_load_spm_model(const char *tokenizer_model_path, llm_err *err);    /* SentencePiece's tokenizer.model, + the same */
 /* Sniff: a directory (tokenizer.json inside), *.json, *.gguf, else llama2.c format. */
 llm_tokenizer *llm_tok_load(const char *path, llm_err *err);
 void           llm_tok_free(llm_tokenizer *t);

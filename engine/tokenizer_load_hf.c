@@ -163,6 +163,13 @@ static int load_config(llm_tokenizer *t, const char *json_path, const cJSON *pos
     llm_err ignore;
     cJSON *c = llm_json_read_file(p, &ignore);
     free(p);
+    int rc = tok_hf_apply_config(t, c, post, err);
+    cJSON_Delete(c);
+    return rc;
+}
+
+int tok_hf_apply_config(llm_tokenizer *t, const cJSON *c, const cJSON *post, llm_err *err)
+{
     const char *bos = t->kind == LLM_TOK_SPM ? "<s>" : "<|begin_of_text|>";
     const char *eos = t->kind == LLM_TOK_SPM ? "</s>" : "<|end_of_text|>";
     t->add_bos = -1;
@@ -187,7 +194,6 @@ static int load_config(llm_tokenizer *t, const char *json_path, const cJSON *pos
             v = pick ? cJSON_GetObjectItemCaseSensitive(pick, "template") : NULL;
         }
         if (cJSON_IsString(v) && (t->chat_template = strdup(v->valuestring)) == NULL) {
-            cJSON_Delete(c);
             llm_seterr(err, "out of memory");
             return -1;
         }
@@ -209,7 +215,6 @@ static int load_config(llm_tokenizer *t, const char *json_path, const cJSON *pos
     t->eos = eos ? llm_tok_find(t, eos) : -1;
     if (t->add_bos < 0)
         t->add_bos = t->bos >= 0;
-    cJSON_Delete(c);
     return 0;
 }
 

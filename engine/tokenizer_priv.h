@@ -101,6 +101,9 @@ int  tok_compile_regex(llm_tokenizer *t, const char *pattern, llm_err *err);
 void tok_hf_post_specials(const struct cJSON *pp, const char **cls, const char **sep, int *add_bos, int *add_eos);
 /* A tokenizer.json whose model is Unigram (tokenizer_load_hf_ugm.c); NULL + err. */
 llm_tokenizer *tok_hf_load_unigram(const struct cJSON *j, const char *path, llm_err *err);
+/* A tokenizer_config.json (c, NULL: none) applied to a built vocabulary: BOS / EOS (SentencePiece kinds default to
+ * <s> / </s>), add_bos_token / add_eos_token, the chat template; post: a tokenizer.json's post_processor or NULL. */
+int tok_hf_apply_config(llm_tokenizer *t, const struct cJSON *c, const struct cJSON *post, llm_err *err);
 
 /* Rank of the merge a+b (result in *merged), -1 if none. */
 int tok_merge_get(const llm_tokenizer *t, int32_t a, int32_t b, int32_t *merged);

@@ -6,6 +6,7 @@
 #include "model.h"
 #include "safetensors.h"
 #include "tap.h"
+#include "tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,9 +210,97 @@ static void fuzz_safetensors(void)
     ok(clean, "3000 mutated indexes fail cleanly or parse");
 }
 
+/* A SentencePiece ModelProto in protobuf's wire format, written by hand: pieces (text, score, type), a
+ * TrainerSpec (BPE, ids) and a NormalizerSpec (the dummy prefix). */
+static size_t pb_varint(uint8_t *o, uint64_t v)
+{
+    size_t n = 0;
+    do { o[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)); v >>= 7; } while (v);
+    return n;
+}
+
+static size_t pb_bytes(uint8_t *o, uint32_t field, const void *b, size_t len)
+{
+    size_t n = pb_varint(o, (uint64_t)field << 3 | 2);
+    n += pb_varint(o + n, len);
+    memcpy(o + n, b, len);
+    return n + len;
+}
+
+static size_t make_spm_model(uint8_t *out)
+{
+    static const struct { const char *t; float score; int type; } pieces[] = {
+        { "<unk>", 0, 2 }, { "<s>", 0, 3 }, { "</s>", 0, 3 }, { "<0x41>", 0, 6 }, { "\xe2\x96\x81", -1, 1 },
+        { "a", -2, 1 }, { "b", -3, 1 }, { "\xe2\x96\x81" "a", -4, 1 }, { "ab", -5, 1 }, { "\xe2\x96\x81" "ab", -6, 1 } };
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
+        uint8_t p[64];
+        size_t k = pb_bytes(p, 1, pieces[i].t, strlen(pieces[i].t));
+        p[k++] = 2 << 3 | 5;
+        memcpy(p + k, &pieces[i].score, 4);
+        k += 4;
+        p[k++] = 3 << 3 | 0;
+        k += pb_varint(p + k, (uint64_t)pieces[i].type);
+        n += pb_bytes(out + n, 1, p, k);
+    }
+    uint8_t ts[16], ns[8];
+    size_t k = 0;
+    ts[k++] = 3 << 3, ts[k++] = 2; /* model_type BPE */
+    k += pb_varint(ts + k, 40 << 3), ts[k++] = 0; /* unk_id 0 */
+    n += pb_bytes(out + n, 2, ts, k);
+    ns[0] = 3 << 3, ns[1] = 1; /* add_dummy_prefix */
+    n += pb_bytes(out + n, 3, ns, 2);
+    return n;
+}
+
+static void fuzz_spm_model(void)
+{
+    uint8_t model[1024], buf[1024];
+    size_t n = make_spm_model(model);
+    char path[] = "/tmp/fuzz_spm_XXXXXX";
+    int fd = mkstemp(path);
+    ok(fd >= 0, "a scratch tokenizer.model");
+    if (fd < 0) return;
+    close(fd);
+    llm_err err = { "" };
+    FILE *f = fopen(path, "wb");
+    fwrite(model, 1, n, f);
+    fclose(f);
+    llm_tokenizer *t = llm_tok_load_spm_model(path, &err);
+    int32_t *ids = NULL;
+    int k = t ? llm_tok_encode(t, "ab ab", 5, 0, &ids) : -1;
+    ok(t != NULL && llm_tok_vocab_size(t) == 10 && llm_tok_bos(t) == 1 && k == 2 && ids[0] == 9 && ids[1] == 9,
+       "a hand-written BPE model loads: \"ab ab\" is two \"\xe2\x96\x81" "ab\" (%d ids: %d %d) %s", k,
+       k > 0 ? ids[0] : -1, k > 1 ? ids[1] : -1, err.msg);
+    free(ids);
+    llm_tok_free(t);
+    int clean = 1, loaded = 0;
+    for (int it = 0; it < 3000; it++) {
+        memcpy(buf, model, n);
+        size_t len = mutate(buf, n, n);
+        f = fopen(path, "wb");
+        fwrite(buf, 1, len, f);
+        fclose(f);
+        err.msg[0] = 0;
+        t = llm_tok_load_spm_model(path, &err);
+        if (t != NULL) {
+            loaded++;
+            ids = NULL;
+            llm_tok_encode(t, "ab A\xc3\xa9", 6, LLM_TOK_ADD_BOS, &ids);
+            free(ids);
+            llm_tok_free(t);
+        } else {
+            clean &= err.msg[0] != 0;
+        }
+    }
+    unlink(path);
+    ok(clean, "3000 mutated tokenizer.model files fail with a message or load and encode (%d loaded)", loaded);
+}
+
 int main(void)
 {
     fuzz_gguf();
     fuzz_safetensors();
+    fuzz_spm_model();
     return done_testing();
 }
