@@ -1,7 +1,8 @@
 /* SentencePiece's own model file (tokenizer.model: a ModelProto in protobuf's wire format), as a Hugging Face
  * directory without a tokenizer.json carries it (ERNIE 4.5, older Llama 2 repositories). Read as llama.cpp's
  * converter reads it (_set_vocab_sentencepiece): the pieces with their scores and types, BPE models as the "llama"
- * tokenizer (merges by score, byte fallback through <0xNN> pieces, the dummy prefix from the normalizer spec),
+ * tokenizer (merges by score, byte fallback through <0xNN> pieces, the dummy prefix from the normalizer spec; its
+ * normalization rules left out, as llama.cpp does),
  * Unigram models as the "t5" one (Viterbi over the scores, the normalizer's precompiled charsmap and its
  * whitespace folding); then tokenizer_config.json beside it (BOS / EOS, add_bos_token, the chat template) and its
  * added_tokens_decoder (tokens past the model's pieces, or a piece's type). Only the fields named below are read;
@@ -172,12 +173,10 @@ llm_tokenizer *llm_tok_load_spm_model(const char *path, llm_err *err)
                    n_pieces, s.model_type);
         goto fail_buf;
     }
+    /* (a BPE model's normalization rules and whitespace folding are not applied, as llama.cpp's converter leaves
+     * them out of a "llama" vocabulary: its ids are then llama.cpp's, SentencePiece's where the text is already
+     * normal) */
     int bpe = s.model_type == 2;
-    if (bpe && s.charsmap_len > 0) {
-        llm_seterr(err, "%s: a BPE SentencePiece model with a normalization rule (precompiled_charsmap) is not "
-                   "supported (only the identity one, as Llama's and ERNIE's)", path);
-        goto fail_buf;
-    }
 
     /* the config beside it: its added tokens may lie past the pieces */
     const char *slash = strrchr(path, '/');
