@@ -19,7 +19,9 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
         if (strstr(tmpl, "<｜User｜>")) /* DeepSeek's; R1's generation prompt opens the reasoning */
             return strstr(tmpl, "<｜Assistant｜><think>") ? LLM_CHAT_DEEPSEEK_R1 : LLM_CHAT_DEEPSEEK3;
         if (strstr(tmpl, "[|system|]") && strstr(tmpl, "[|endofturn|]")) /* EXAONE 4's has a tool role */
-            return strstr(tmpl, "[|tool|]") ? LLM_CHAT_EXAONE4 : LLM_CHAT_EXAONE3;
+            return strstr(tmpl, "[|tool|]")    ? LLM_CHAT_EXAONE4
+                   : strstr(tmpl, "<thought>") ? LLM_CHAT_EXAONE_DEEP
+                                               : LLM_CHAT_EXAONE3;
         if (strstr(tmpl, "<seed:bos>")) return LLM_CHAT_SEED_OSS;
         if (strstr(tmpl, "<|begin_of_sentence|>") && strstr(tmpl, "User: ")) return LLM_CHAT_ERNIE;
         /* Tulu's user turn, as its Jinja source spells it ('\n': a backslash, an n); Zephyr's, which has EOS after
@@ -68,6 +70,7 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_ERNIE: return "ernie";
     case LLM_CHAT_TULU: return "tulu";
     case LLM_CHAT_SEED_OSS: return "seed-oss";
+    case LLM_CHAT_EXAONE_DEEP: return "exaone-deep";
     }
     return "unknown";
 }
@@ -500,19 +503,28 @@ static int render_deepseek(const llm_chat_msg *m, size_t n, int gen, llm_chat_fo
 
 /* EXAONE 3.0 / 3.5, after their template: an empty system turn first when the conversation opens with no system
  * message; a user turn ends with "\n" alone (the answer's [|assistant|] follows it). The template writes any role
- * as [|role|], but the vocabulary has system, user and assistant only: other roles are refused. */
-static int render_exaone3(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *o, llm_err *err)
+ * as [|role|], but the vocabulary has system, user and assistant only: other roles are refused. EXAONE Deep's
+ * (deep): an earlier message's text after its last </thought> (newlines stripped from its start, as Python's
+ * lstrip('\n')), "\n" between turns but not after the last, then "\n[|assistant|]<thought>\n". */
+static int render_exaone3(const llm_chat_msg *m, size_t n, int gen, int deep, llm_chat_out *o, llm_err *err)
 {
-    if (roles_plain(m, n, LLM_CHAT_EXAONE3, err) != 0)
+    if (roles_plain(m, n, deep ? LLM_CHAT_EXAONE_DEEP : LLM_CHAT_EXAONE3, err) != 0)
         return -2;
     int rc = strcmp(m[0].role, "system") ? sp(o, "[|system|]") | sp(o, "[|endofturn|]") | tx(o, "\n") : 0;
     char open[32];
     for (size_t i = 0; i < n && !rc; i++) {
+        const char *c = m[i].content;
+        for (const char *p = deep ? strstr(c, "</thought>") : NULL; p != NULL; p = strstr(p + 1, "</thought>"))
+            c = p + strlen("</thought>");
+        while (c != m[i].content && *c == '\n') c++;
         snprintf(open, sizeof open, "[|%s|]", m[i].role);
-        rc |= sp(o, open) | tx(o, m[i].content);
-        rc |= !strcmp(m[i].role, "user") ? tx(o, "\n") : sp(o, "[|endofturn|]") | tx(o, "\n");
+        rc |= sp(o, open) | tx(o, c);
+        if (strcmp(m[i].role, "user")) rc |= sp(o, "[|endofturn|]");
+        if (!deep || i + 1 < n || gen) rc |= tx(o, "\n");
     }
-    return gen && !rc ? sp(o, "[|assistant|]") : rc;
+    if (gen && !rc)
+        rc |= sp(o, "[|assistant|]") | (deep ? sp(o, "<thought>") | tx(o, "\n") : 0);
+    return rc;
 }
 
 /* A string as Python's json.dumps(s, ensure_ascii=False) writes it (the templates' tojson). */
@@ -704,7 +716,7 @@ int llm_chat_thinks(llm_chat_format f, int enable_thinking)
 
 int llm_chat_prompt_opens_think(llm_chat_format f, int enable_thinking)
 {
-    return f == LLM_CHAT_DEEPSEEK_R1 || (f == LLM_CHAT_EXAONE4 && enable_thinking == 1);
+    return f == LLM_CHAT_DEEPSEEK_R1 || f == LLM_CHAT_EXAONE_DEEP || (f == LLM_CHAT_EXAONE4 && enable_thinking == 1);
 }
 
 /* Mistral's formats as llama.cpp renders them (after Mistral's tokenization cookbook), behind <s>: v1, v3 and
@@ -968,7 +980,8 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_GRANITE: rc = render_granite(msgs, n, tools, gen, out); break;
     case LLM_CHAT_DEEPSEEK3:
     case LLM_CHAT_DEEPSEEK_R1: rc = render_deepseek(msgs, n, gen, f, out, err); break;
-    case LLM_CHAT_EXAONE3: rc = render_exaone3(msgs, n, gen, out, err); break;
+    case LLM_CHAT_EXAONE3:
+    case LLM_CHAT_EXAONE_DEEP: rc = render_exaone3(msgs, n, gen, f == LLM_CHAT_EXAONE_DEEP, out, err); break;
     case LLM_CHAT_EXAONE4: rc = render_exaone4(msgs, n, tools, vars, gen, out, err); break;
     case LLM_CHAT_ERNIE: rc = render_ernie(msgs, n, gen, out, err); break;
     case LLM_CHAT_TULU: rc = render_tulu(msgs, n, vars, gen, out, err); break;

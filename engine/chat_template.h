@@ -52,6 +52,9 @@ typedef enum {
     /* Seed-OSS: <seed:bos>role\ntext<seed:eos> per message, then <seed:bos>assistant\n; enable_thinking false is the
      * template's thinking_budget 0 (its budget system turn, and a closed <seed:think> block in the prompt) */
     LLM_CHAT_SEED_OSS = 20,
+    /* EXAONE Deep: EXAONE 3's turns, an earlier answer's reasoning (up to its last </thought>) left out, the generation
+     * prompt [|assistant|]<thought>\n (the answer starts inside the reasoning) */
+    LLM_CHAT_EXAONE_DEEP = 21,
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')

@@ -824,8 +824,8 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
          * space stays (" there", not "there"; SentencePiece drops it only at the start of a text). A chat
          * message starts a text of its own. */
         if (ctx->q.kind == LLM_API_COMPLETIONS) s->detok.at_start = 0;
-        /* the tags of this model's reasoning; DeepSeek R1's (and EXAONE 4's, thinking) generation prompt opened
-         * it: the answer starts inside it (not with JSON held to a schema, which starts at once) */
+        /* the tags of this model's reasoning; DeepSeek R1's and EXAONE Deep's (and EXAONE 4's, thinking) generation
+         * prompt opened it: the answer starts inside it (not with JSON held to a schema, which starts at once) */
         s->think.open = lcf->tok->think_open;
         s->think.close = lcf->tok->think_close;
         if (ctx->q.think && llm_chat_prompt_opens_think(ctx->q.chat_format, ctx->q.enable_thinking) &&

@@ -189,11 +189,15 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     n->path = *path;
     n->tok = tok;
     n->chat = llm_chat_detect(llm_tok_chat_template(tok), (int)llm_tok_kind_of(tok));
+    /* a reasoning model: a template that writes <think>, Seed-OSS's <seed:think> or EXAONE Deep's <thought> */
     const char *tmpl = llm_tok_chat_template(tok);
-    int seed = tmpl != NULL && strstr(tmpl, "<seed:think>") != NULL;
-    n->think = tmpl != NULL && (strstr(tmpl, "<think>") != NULL || seed);
-    n->think_open = seed ? "<seed:think>" : "<think>";
-    n->think_close = seed ? "</seed:think>" : "</think>";
+    static const char *const tags[][2] = { { "<think>", "</think>" }, { "<seed:think>", "</seed:think>" },
+                                           { "<thought>", "</thought>" } };
+    size_t k = 0;
+    while (k < sizeof tags / sizeof tags[0] && (tmpl == NULL || strstr(tmpl, tags[k][0]) == NULL)) k++;
+    n->think = k < sizeof tags / sizeof tags[0];
+    n->think_open = tags[n->think ? k : 0][0];
+    n->think_close = tags[n->think ? k : 0][1];
     /* the tags as single tokens (Qwen 3's): a JSON answer's mask then waits for the thinking to end */
     n->think_start = n->think ? llm_tok_find(tok, n->think_open) : -1;
     n->think_end = n->think ? llm_tok_find(tok, n->think_close) : -1;
@@ -361,7 +365,7 @@ bad:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "llm_chat_template \"%V\": expected auto, llama3, llama2, chatml, gemma, phi3, phi4-mini, phi4, "
                        "granite, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, smollm3, deepseek3, "
-                       "deepseek-r1, exaone3, exaone4, ernie, tulu or seed-oss",
+                       "deepseek-r1, exaone3, exaone-deep, exaone4, ernie, tulu or seed-oss",
                        &v[1]);
     return NGX_CONF_ERROR;
 }

@@ -61,7 +61,8 @@ typedef struct {
     llm_tokenizer *tok;
     llm_chat_format chat;       /* detected from the tokenizer's metadata */
     unsigned       think:1;     /* its chat template writes <think> (Qwen 3): answers open with reasoning */
-    const char    *think_open, *think_close; /* the tags: <think> </think>, Seed-OSS's <seed:think> </seed:think> */
+    const char    *think_open, *think_close; /* the tags: <think> </think>, Seed-OSS's <seed:think> </seed:think>,
+                                              * EXAONE Deep's <thought> </thought> */
     int32_t        think_start, think_end; /* the tags as single tokens, or -1 */
     const char    *bos_text, *eos_text; /* the BOS and EOS tokens' texts (Tulu's template writes them), or NULL */
     const char    *default_system; /* ChatML: the system message its template writes when none is given, or NULL */

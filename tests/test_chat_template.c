@@ -625,12 +625,28 @@ int main(void)
         is_int(llm_chat_detect("{{ '<|user|>\\n' + message['content'] + eos_token + '\\n' }}", 2), LLM_CHAT_LLAMA3,
                "zephyr's is not tulu");
         is_int(llm_chat_detect("{%- set bos_token = '<seed:bos>' -%}", 2), LLM_CHAT_SEED_OSS, "seed-oss detected");
-        const char *names[] = { "exaone3", "exaone4", "ernie", "tulu", "seed-oss" };
+        const char *names[] = { "exaone3", "exaone4", "ernie", "tulu", "seed-oss", "exaone-deep" };
         int named = 1;
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < 6; k++)
             named &= llm_chat_format_from_name(names[k]) == (llm_chat_format)(LLM_CHAT_EXAONE3 + k) &&
                      !strcmp(llm_chat_format_name((llm_chat_format)(LLM_CHAT_EXAONE3 + k)), names[k]);
-        ok(named, "the five formats by name");
+        ok(named, "the six formats by name");
+        is_int(llm_chat_detect("{{ '[|system|][|endofturn|]\\n' }}{% if add_generation_prompt %}{{ '\\n[|assistant|]"
+                               "<thought>\\n' }}{% endif %}", 2), LLM_CHAT_EXAONE_DEEP, "exaone-deep detected");
+        const llm_chat_msg deep[] = { { "user", "Hi", NULL, 0, NULL },
+                                      { "assistant", "<thought>\nhm\n</thought>\n\n Hello. ", NULL, 0, NULL },
+                                      { "user", "Again", NULL, 0, NULL } };
+        s = render(LLM_CHAT_EXAONE_DEEP, deep, 3, 1, &err);
+        ok(s && !strcmp(s, "[|system|][|endofturn|]\n[|user|]Hi\n[|assistant|] Hello. [|endofturn|]\n[|user|]Again\n"
+                           "[|assistant|]<thought>\n"),
+           "exaone-deep: an earlier answer's reasoning left out (its newlines only: lstrip('\\n')), the prompt opens "
+           "<thought>: %s", s ? s : err.msg);
+        free(s);
+        s = render(LLM_CHAT_EXAONE_DEEP, conv + 1, 2, 0, &err);
+        ok(s && !strcmp(s, "[|system|][|endofturn|]\n[|user|]  Hi there!\n\n[|assistant|]Hello.[|endofturn|]"),
+           "exaone-deep without a generation prompt: no newline after the last turn: %s", s ? s : err.msg);
+        free(s);
+        ok(llm_chat_prompt_opens_think(LLM_CHAT_EXAONE_DEEP, 0), "exaone-deep's prompt opens the reasoning");
 
         s = render(LLM_CHAT_EXAONE3, conv, 4, 1, &err);
         ok(s && !strcmp(s, "[|system|]You are terse.[|endofturn|]\n[|user|]  Hi there!\n\n[|assistant|]Hello.[|endofturn|]\n"
@@ -768,7 +784,7 @@ int main(void)
                     if (rc == 0) llm_chat_out_free(&o);
                     runs++;
                 }
-        ok(fine && runs == 20 * 12, "every format (%d renderings) renders odd conversations or says why", runs);
+        ok(fine && runs == 21 * 12, "every format (%d renderings) renders odd conversations or says why", runs);
     }
     return done_testing();
 }
