@@ -28,6 +28,8 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
          * each turn, is not */
         if (strstr(tmpl, "'<|user|>\\n' + message['content'] + '\\n'")) return LLM_CHAT_TULU;
         if (strstr(tmpl, "<|im_sep|>")) return LLM_CHAT_PHI4; /* before ChatML, whose markers it shares */
+        if (strstr(tmpl, "<|im_start|>") && strstr(tmpl, "<function=") && strstr(tmpl, "<parameter="))
+            return LLM_CHAT_QWEN3_CODER; /* likewise */
         if (strstr(tmpl, "<|im_start|>") && strstr(tmpl, "Reasoning Mode: ")) return LLM_CHAT_SMOLLM3; /* likewise */
         if (strstr(tmpl, "<|end|>") && strstr(tmpl, "'<|' + message['role'] + '|>'")) return LLM_CHAT_PHI4_MINI;
         if (strstr(tmpl, "<|assistant|>") && strstr(tmpl, "<|end|>")) return LLM_CHAT_PHI3;
@@ -71,6 +73,7 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_TULU: return "tulu";
     case LLM_CHAT_SEED_OSS: return "seed-oss";
     case LLM_CHAT_EXAONE_DEEP: return "exaone-deep";
+    case LLM_CHAT_QWEN3_CODER: return "qwen3-coder";
     }
     return "unknown";
 }
@@ -277,6 +280,61 @@ static int render_chatml(const llm_chat_msg *m, size_t n, const llm_chat_tools *
             rc |= sp(o, "<tool_call>") | tx(o, "\n");
     }
     return rc;
+}
+
+static const char QWEN3_CODER_OWN[] =
+    "You are Qwen, a helpful AI assistant that can interact with a computer to solve tasks.";
+static const char QWEN3_CODER_HOW[] =
+    "\n\nIf you choose to call a tool ONLY reply in the following format with NO suffix:\n\n";
+static const char QWEN3_CODER_EXAMPLE[] =
+    "\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n"
+    "<parameter=example_parameter_2>\nvalue_2\n</parameter>\n</function>\n";
+static const char QWEN3_CODER_REMINDER[] =
+    "\n\n<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: the tool calling block MUST "
+    "begin with an opening <tool_call> tag and end with a closing </tool_call> tag.\n- Required parameters MUST be "
+    "specified\n- You may provide optional reasoning for your function call in natural language BEFORE the "
+    "function call, but NOT after\n- If there is no function call available, answer the question like normal with "
+    "your current knowledge and do not tell the user about function calls\n</IMPORTANT>";
+
+/* Qwen3-Coder, after its template (see chat_template.h). A tool message that opens the conversation gets no user
+ * turn of its own, as the template writes it. */
+static int render_qwen3_coder(const llm_chat_msg *m, size_t n, const llm_chat_tools *t, int gen, llm_chat_out *o)
+{
+    int rc = 0, sys = !strcmp(m[0].role, "system");
+    size_t i = sys;
+    if (sys || t != NULL)
+        rc |= sp(o, "<|im_start|>") | tx(o, "system\n") | tx(o, sys ? m[0].content : QWEN3_CODER_OWN);
+    if (t != NULL) {
+        rc |= tx(o, "\n\n# Tools\n\nYou have access to the following tools:\n\n<tools>") | tx(o, t->defs);
+        rc |= tx(o, "\n</tools>") | tx(o, QWEN3_CODER_HOW) | sp(o, "<tool_call>") | tx(o, QWEN3_CODER_EXAMPLE);
+        rc |= sp(o, "</tool_call>") | tx(o, QWEN3_CODER_REMINDER);
+    }
+    if (sys || t != NULL)
+        rc |= sp(o, "<|im_end|>") | tx(o, "\n");
+    for (size_t first = i; i < n && !rc; i++) {
+        const char *role = m[i].role, *c = m[i].content;
+        if (!strcmp(role, "tool")) {
+            if (i > first && strcmp(m[i - 1].role, "tool")) rc |= sp(o, "<|im_start|>") | tx(o, "user\n");
+            rc |= sp(o, "<tool_response>") | tx(o, "\n") | tx(o, c) | tx(o, "\n") | sp(o, "</tool_response>");
+            rc |= tx(o, "\n");
+            if (i + 1 == n || strcmp(m[i + 1].role, "tool")) rc |= sp(o, "<|im_end|>") | tx(o, "\n");
+            continue;
+        }
+        rc |= sp(o, "<|im_start|>") | tx(o, role);
+        if (!strcmp(role, "assistant") && m[i].n_calls > 0) {
+            const char *a = c;
+            while (is_ws(*a)) a++;
+            if (*a) rc |= tx(o, "\n") | tx_trim(o, a) | tx(o, "\n");
+            for (size_t k = 0; k < m[i].n_calls; k++) {
+                rc |= tx(o, "\n") | sp(o, "<tool_call>") | tx(o, "\n<function=") | tx(o, m[i].calls[k].name);
+                rc |= tx(o, ">\n") | tx(o, m[i].calls[k].args) | tx(o, "</function>\n") | sp(o, "</tool_call>");
+            }
+        } else {
+            rc |= tx(o, "\n") | tx(o, c);
+        }
+        rc |= sp(o, "<|im_end|>") | tx(o, "\n");
+    }
+    return gen && !rc ? sp(o, "<|im_start|>") | tx(o, "assistant\n") : rc;
 }
 
 /* Llama 2 chat: an optional leading system message folds into the first user
@@ -962,9 +1020,9 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     int calls = 0, results = 0;
     for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0, results |= is_tool_role(msgs[i].role);
     if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && f != LLM_CHAT_SMOLLM3 &&
-        f != LLM_CHAT_GRANITE && f != LLM_CHAT_EXAONE4 && !is_mistral_tools(f)) {
-        llm_seterr(err, "function calling needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4 or Mistral (v3, "
-                   "v3-tekken, v7) chat format; this model's is %s", llm_chat_format_name(f));
+        f != LLM_CHAT_GRANITE && f != LLM_CHAT_EXAONE4 && f != LLM_CHAT_QWEN3_CODER && !is_mistral_tools(f)) {
+        llm_seterr(err, "function calling needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder or "
+                   "Mistral (v3, v3-tekken, v7) chat format; this model's is %s", llm_chat_format_name(f));
         return -1;
     }
     int rc;
@@ -983,6 +1041,7 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_EXAONE3:
     case LLM_CHAT_EXAONE_DEEP: rc = render_exaone3(msgs, n, gen, f == LLM_CHAT_EXAONE_DEEP, out, err); break;
     case LLM_CHAT_EXAONE4: rc = render_exaone4(msgs, n, tools, vars, gen, out, err); break;
+    case LLM_CHAT_QWEN3_CODER: rc = render_qwen3_coder(msgs, n, tools, gen, out); break;
     case LLM_CHAT_ERNIE: rc = render_ernie(msgs, n, gen, out, err); break;
     case LLM_CHAT_TULU: rc = render_tulu(msgs, n, vars, gen, out, err); break;
     case LLM_CHAT_SEED_OSS: rc = render_seed(msgs, n, vars, gen, out); break;

@@ -55,13 +55,15 @@ typedef enum {
     /* EXAONE Deep: EXAONE 3's turns, an earlier answer's reasoning (up to its last </thought>) left out, the generation
      * prompt [|assistant|]<thought>\n (the answer starts inside the reasoning) */
     LLM_CHAT_EXAONE_DEEP = 21,
+    /* Qwen3-Coder: ChatML, its tools and calls in XML (<function=name><parameter=key>value</parameter>) */
+    LLM_CHAT_QWEN3_CODER = 22,
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')
  * and its arguments as the text of a JSON object, as the template's tojson prints it. */
 typedef struct {
     const char *name;
-    const char *args;
+    const char *args;  /* (qwen3-coder: the <parameter=key>\nvalue\n</parameter>\n lines its template writes) */
     const char *id;   /* the call's id (Mistral's formats write its last 9 characters), or NULL */
 } llm_chat_call;
 
@@ -91,7 +93,7 @@ const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", 
 /* "llama3" / "llama2" / "chatml" / "gemma" -> format; 0 if unknown. */
 llm_chat_format llm_chat_format_from_name(const char *name);
 
-/* Function calling, in five families of formats:
+/* Function calling, in six families of formats:
  * - Llama 3 (Llama 3.1 / 3.2's tool prompt, "JSON based tool calling"): a system turn that opens
  *   "Environment: ipython", the knowledge and today's dates, then the system message; the tools (defs:
  *   each tool's JSON as the template prints it, tojson(indent=4), followed by "\n\n") with the instruction
@@ -121,7 +123,13 @@ llm_chat_format llm_chat_format_from_name(const char *name);
  *   the instruction to answer <tool_call>{"name": ..., "arguments": ...}</tool_call>; an assistant message's
  *   calls so, one a line, after its content; consecutive "tool" messages make one [|tool|] turn of
  *   <tool_result>{"result": <the text as a JSON string>}</tool_result> lines. open_call: the generation prompt
- *   (after its empty think block) ends with <tool_call>. */
+ *   (after its empty think block) ends with <tool_call>.
+ * - Qwen3-Coder: ChatML whose system turn (the system message, or Qwen's own line when there is none) ends with
+ *   "# Tools" and the tools in XML inside <tools></tools> (defs: each tool's <function> block, as the template
+ *   writes it) and the instruction to answer <tool_call>\n<function=name>\n<parameter=key>\nvalue\n
+ *   </parameter>\n</function>\n</tool_call>; an assistant message's calls so after its trimmed content (each
+ *   call's args already in that form); "tool" messages go into user turns as <tool_response> blocks.
+ *   open_call is not taken (its calls are not JSON a schema can hold). */
 typedef struct {
     const char *defs;
     const char *date;  /* "2 Dec 2026" (Llama 3) */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- json.dumps ---- */
 
@@ -102,6 +103,52 @@ char *llm_tools_dumps(const cJSON *v, int indent)
     return b.t.data;
 }
 
+/* ---- Python's str() of a JSON value, as a template's `| string` prints it (Qwen3-Coder's) ---- */
+
+static void put_repr(buf_t *b, const cJSON *v, int top)
+{
+    if (cJSON_IsNull(v)) { puts_(b, "None"); return; }
+    if (cJSON_IsTrue(v)) { puts_(b, "True"); return; }
+    if (cJSON_IsFalse(v)) { puts_(b, "False"); return; }
+    if (cJSON_IsNumber(v)) { put_number(b, v->valuedouble); return; }
+    if (cJSON_IsString(v)) {
+        if (top) { puts_(b, v->valuestring); return; } /* str(s) is s; inside a container, its repr */
+        const char *s = v->valuestring;
+        char q = strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
+        put(b, &q, 1);
+        for (; *s; s++) {
+            char esc[8];
+            if (*s == '\\' || *s == q) { put(b, "\\", 1); put(b, s, 1); }
+            else if (*s == '\n') puts_(b, "\\n");
+            else if (*s == '\r') puts_(b, "\\r");
+            else if (*s == '\t') puts_(b, "\\t");
+            else if ((unsigned char)*s < 0x20 || *s == 0x7f) { snprintf(esc, sizeof esc, "\\x%02x", (unsigned char)*s); puts_(b, esc); }
+            else put(b, s, 1);
+        }
+        put(b, &q, 1);
+        return;
+    }
+    int obj = cJSON_IsObject(v);
+    put(b, obj ? "{" : "[", 1);
+    for (const cJSON *c = v->child; c != NULL; c = c->next) {
+        if (obj) {
+            cJSON key = { .type = cJSON_String, .valuestring = c->string };
+            put_repr(b, &key, 0);
+            puts_(b, ": ");
+        }
+        put_repr(b, c, 0);
+        if (c->next != NULL) puts_(b, ", ");
+    }
+    put(b, obj ? "}" : "]", 1);
+}
+
+/* A value as Qwen3-Coder's template writes it: tojson for a mapping or a list, else `| string`. */
+static void put_value(buf_t *b, const cJSON *v)
+{
+    if (cJSON_IsObject(v) || cJSON_IsArray(v)) dump(b, v, -1, 0);
+    else put_repr(b, v, 1);
+}
+
 /* ---- the request ---- */
 
 
@@ -176,7 +223,8 @@ static int calls_in_array(int chat_format)
  * answer is a call or is not). */
 static const char *call_tag(int chat_format)
 {
-    return chat_format == LLM_CHAT_CHATML || chat_format == LLM_CHAT_SMOLLM3 || chat_format == LLM_CHAT_EXAONE4
+    return chat_format == LLM_CHAT_CHATML || chat_format == LLM_CHAT_SMOLLM3 || chat_format == LLM_CHAT_EXAONE4 ||
+                   chat_format == LLM_CHAT_QWEN3_CODER
                ? "<tool_call>"
            : chat_format == LLM_CHAT_GRANITE ? "<|tool_call|>"
            : is_mistral(chat_format)         ? "[TOOL_CALLS]"
@@ -277,6 +325,60 @@ static char *mistral_def(const cJSON *tool)
     return s;
 }
 
+static int is_key(const char *k, const char *const *keys)
+{
+    for (; *keys != NULL; keys++)
+        if (strcmp(k, *keys) == 0) return 1;
+    return 0;
+}
+
+/* Qwen3-Coder's render_extra_keys: "\n<key>value</key>" for each member of obj but those named. */
+static void extra_keys(buf_t *b, const cJSON *obj, const char *const *handled)
+{
+    for (const cJSON *c = cJSON_IsObject(obj) ? obj->child : NULL; c != NULL; c = c->next) {
+        if (is_key(c->string, handled)) continue;
+        puts_(b, "\n<"), puts_(b, c->string), puts_(b, ">");
+        put_value(b, c);
+        puts_(b, "</"), puts_(b, c->string), puts_(b, ">");
+    }
+}
+
+/* |trim: Python's str.strip() on the ASCII whitespace */
+static void put_trimmed(buf_t *b, const char *s)
+{
+    size_t a = 0, e = strlen(s);
+    while (a < e && strchr(" \t\n\r\v\f", s[a]) != NULL) a++;
+    while (e > a && strchr(" \t\n\r\v\f", s[e - 1]) != NULL) e--;
+    put(b, s + a, e - a);
+}
+
+/* A tool as Qwen3-Coder's template lists it: <function> with its name, description, each parameter's name, type,
+ * description and other keys, the parameters' other keys (required, ...) and the function's. */
+static void qwen3_coder_def(buf_t *b, const cJSON *tool)
+{
+    static const char *const param_keys[] = { "name", "type", "description", NULL };
+    static const char *const params_keys[] = { "type", "properties", NULL };
+    static const char *const fn_keys[] = { "type", "name", "description", "parameters", NULL };
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
+    const cJSON *desc = llm_api_field(fn, "description"), *params = llm_api_field(fn, "parameters");
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+    puts_(b, "\n<function>\n<name>"), puts_(b, tool_name(tool)), puts_(b, "</name>");
+    if (cJSON_IsString(desc)) puts_(b, "\n<description>"), put_trimmed(b, desc->valuestring), puts_(b, "</description>");
+    puts_(b, "\n<parameters>");
+    for (const cJSON *p = cJSON_IsObject(props) ? props->child : NULL; p != NULL; p = p->next) {
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(p, "type"), *d = cJSON_GetObjectItemCaseSensitive(p, "description");
+        puts_(b, "\n<parameter>\n<name>"), puts_(b, p->string), puts_(b, "</name>");
+        if (ty != NULL) puts_(b, "\n<type>"), put_repr(b, ty, 1), puts_(b, "</type>");
+        if (cJSON_IsString(d)) puts_(b, "\n<description>"), put_trimmed(b, d->valuestring), puts_(b, "</description>");
+        extra_keys(b, p, param_keys);
+        puts_(b, "\n</parameter>");
+    }
+    extra_keys(b, params, params_keys);
+    puts_(b, "\n</parameters>");
+    extra_keys(b, fn, fn_keys);
+    puts_(b, "\n</function>");
+}
+
 /* Each tool as the template lists it: Llama 3.1's tojson(indent=4) then a blank line; ChatML's a newline
  * then tojson on one line (SmolLM3's and EXAONE 4's tojson then a newline: the renderer puts EXAONE 4's lines
  * in <tool> tags); Mistral's on one line, joined by ", " (the template adds the brackets); Granite's the whole
@@ -285,6 +387,11 @@ static char *tool_defs(const cJSON *tools, int chat_format)
 {
     if (chat_format == LLM_CHAT_GRANITE) return llm_tools_dumps(tools, 4);
     buf_t b = { { NULL, 0, 0 }, 0 };
+    if (chat_format == LLM_CHAT_QWEN3_CODER) {
+        for (const cJSON *t = tools->child; t != NULL; t = t->next) qwen3_coder_def(&b, t);
+        if (b.oom) { free(b.t.data); return NULL; }
+        return b.t.data ? b.t.data : strdup("");
+    }
     int chatml = chat_format == LLM_CHAT_CHATML, smol = chat_format == LLM_CHAT_SMOLLM3 || chat_format == LLM_CHAT_EXAONE4;
     int mistral = is_mistral(chat_format);
     for (const cJSON *t = tools->child; t != NULL; t = t->next) {
@@ -342,8 +449,13 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (mode == LLM_TOOLS_OFF) return 0;
     if (call_tag(r->chat_format) == NULL && r->chat_format != LLM_CHAT_LLAMA3) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
-                       "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4 or Mistral (v3, v3-tekken, v7) chat format; "
-                       "this one's is %s", llm_chat_format_name(r->chat_format));
+                       "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4, Qwen3-Coder or Mistral (v3, v3-tekken, v7) "
+                       "chat format; this one's is %s", llm_chat_format_name(r->chat_format));
+        return -1;
+    }
+    if (r->chat_format == LLM_CHAT_QWEN3_CODER && (mode == LLM_TOOLS_REQUIRED || mode == LLM_TOOLS_NAMED)) {
+        llm_api_seterr(e, 400, "tool_choice", "unsupported_parameter", "tool_choice \"required\" or a named function "
+                       "holds the answer to a call's JSON Schema; Qwen3-Coder's calls are XML: use \"auto\"");
         return -1;
     }
     if (r->stream && r->logprobs) {
@@ -411,7 +523,18 @@ int llm_tools_history_calls(const cJSON *tool_calls, size_t i, int chat_format, 
         cJSON *empty = a ? NULL : cJSON_CreateObject();
         cl[k].name = name->valuestring;
         cl[k].id = cJSON_IsString(id) ? id->valuestring : NULL;
-        cl[k].args = llm_tools_dumps(a ? a : empty, -1);
+        if (chat_format == LLM_CHAT_QWEN3_CODER) { /* its template's <parameter=key>\nvalue\n</parameter>\n lines */
+            buf_t b = { { NULL, 0, 0 }, 0 };
+            for (const cJSON *v = a ? a->child : NULL; v != NULL; v = v->next) {
+                puts_(&b, "<parameter="), puts_(&b, v->string), puts_(&b, ">\n");
+                put_value(&b, v);
+                puts_(&b, "\n</parameter>\n");
+            }
+            if (b.oom) free(b.t.data);
+            cl[k].args = b.oom ? NULL : b.t.data ? b.t.data : strdup("");
+        } else {
+            cl[k].args = llm_tools_dumps(a ? a : empty, -1);
+        }
         cJSON_Delete(parsed);
         cJSON_Delete(empty);
         if (cl[k].args == NULL) {
@@ -474,6 +597,99 @@ static int at(const char *t, size_t len, size_t k, const char *tag)
     size_t n = strlen(tag);
     return k + n <= len && memcmp(t + k, tag, n) == 0;
 }
+
+/* A Qwen3-Coder parameter's text as the JSON value its schema type makes of it, as vLLM's Qwen3-Coder parser
+ * converts it: "null" is null; strings stay strings; integer and number types are numbers, booleans true when
+ * the text is "true"; objects, arrays and other types the JSON the text is; a text that does not convert, and a
+ * parameter the schema does not name, stays a string. */
+static cJSON *xml_value(const char *v, size_t n, const char *type)
+{
+    char *s = malloc(n + 1), *end = NULL;
+    if (s == NULL) return NULL;
+    memcpy(s, v, n);
+    s[n] = 0;
+    cJSON *out = NULL;
+    static const char *const strs[] = { "string", "str", "text", "varchar", "char", "enum", NULL };
+    static const char *const bools[] = { "boolean", "bool", "binary", NULL };
+    if (strcasecmp(s, "null") == 0) {
+        out = cJSON_CreateNull();
+    } else if (type == NULL || is_key(type, strs)) {
+        out = NULL;
+    } else if (!strncmp(type, "int", 3) || !strncmp(type, "uint", 4) || !strncmp(type, "long", 4) ||
+               !strncmp(type, "short", 5) || !strncmp(type, "unsigned", 8)) {
+        long long x = n > 0 ? strtoll(s, &end, 10) : 0;
+        if (end != NULL && *end == 0) out = cJSON_CreateNumber((double)x);
+    } else if (!strncmp(type, "num", 3) || !strncmp(type, "float", 5) || !strncmp(type, "double", 6)) {
+        double x = n > 0 ? strtod(s, &end) : 0.0;
+        if (end != NULL && *end == 0 && isfinite(x)) out = cJSON_CreateNumber(x);
+    } else if (is_key(type, bools)) {
+        out = cJSON_CreateBool(strcasecmp(s, "true") == 0);
+    } else {
+        out = cJSON_ParseWithLength(s, n);
+    }
+    if (out == NULL) out = cJSON_CreateString(s);
+    free(s);
+    return out;
+}
+
+/* Qwen3-Coder's call at text[0..len): <function=NAME> of one of r's tools, <parameter=KEY>\nVALUE\n</parameter>
+ * each (one newline stripped from each end of the value), </function>. The bytes it took (0: not a call) and the
+ * call, its arguments typed by the tool's parameter schema (xml_value), in *c. */
+static size_t read_xml_call(const llm_api_req *r, const char *text, size_t len, llm_tool_call *c)
+{
+    static const char FN[] = "<function=", PA[] = "<parameter=", PE[] = "</parameter>", FE[] = "</function>";
+    size_t k = 0;
+    if (!at(text, len, k, FN)) return 0;
+    k += sizeof FN - 1;
+    const char *gt = memchr(text + k, '>', len - k);
+    const cJSON *t = r->tools->child;
+    size_t nl = gt ? (size_t)(gt - (text + k)) : 0;
+    while (t != NULL && (strlen(tool_name(t)) != nl || memcmp(tool_name(t), text + k, nl) != 0)) t = t->next;
+    if (gt == NULL || t == NULL) return 0;
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(llm_api_field(cJSON_GetObjectItemCaseSensitive(t, "function"),
+                                                                        "parameters"), "properties");
+    cJSON *args = cJSON_CreateObject();
+    k = (size_t)(gt - text) + 1;
+    for (;;) {
+        k = skip_ws(text, len, k);
+        if (at(text, len, k, FE)) { k += sizeof FE - 1; break; }
+        if (!at(text, len, k, PA) || args == NULL) goto not_call;
+        k += sizeof PA - 1;
+        const char *kgt = memchr(text + k, '>', len - k);
+        if (kgt == NULL || kgt == text + k || kgt - (text + k) > 256 || memchr(text + k, '\n', (size_t)(kgt - (text + k))))
+            goto not_call;
+        char key[257];
+        memcpy(key, text + k, (size_t)(kgt - (text + k)));
+        key[kgt - (text + k)] = 0;
+        size_t vs = (size_t)(kgt - text) + 1, ve = vs;
+        while (ve < len && !at(text, len, ve, PE)) ve++;
+        if (ve == len) goto not_call;
+        size_t a = vs, e = ve;
+        if (a < e && text[a] == '\n') a++;
+        if (e > a && text[e - 1] == '\n') e--;
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, key), "type");
+        cJSON *v = xml_value(text + a, e - a, cJSON_IsString(ty) ? ty->valuestring : NULL);
+        if (v == NULL) goto not_call;
+        cJSON_DeleteItemFromObjectCaseSensitive(args, key);
+        cJSON_AddItemToObject(args, key, v);
+        k = ve + sizeof PE - 1;
+    }
+    char *json = args ? cJSON_PrintUnformatted(args) : NULL;
+    c->name = malloc(nl + 1);
+    c->args = json ? strdup(json) : NULL;
+    cJSON_free(json);
+    cJSON_Delete(args);
+    if (c->name == NULL || c->args == NULL) {
+        llm_tool_call_free(c);
+        return 0;
+    }
+    memcpy(c->name, tool_name(t), nl + 1);
+    return k;
+not_call:
+    cJSON_Delete(args);
+    return 0;
+}
+
 
 /* Mistral's and Granite's calls at text[k..len): a JSON array of calls (one object alone taken too) to the end, around
  * whitespace. The number of calls (0: not calls). */
@@ -539,7 +755,8 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
         while (k < len) {
             if (!at(text, len, k, tag) || n == LLM_TOOLS_MAX_CALLS) goto not_calls;
             k = skip_ws(text, len, k + strlen(tag));
-            size_t took = read_call(r, text + k, len - k, &calls[n]);
+            size_t took = r->chat_format == LLM_CHAT_QWEN3_CODER ? read_xml_call(r, text + k, len - k, &calls[n])
+                                                                 : read_call(r, text + k, len - k, &calls[n]);
             if (took == 0) goto not_calls;
             n++;
             k = skip_ws(text, len, k + took);

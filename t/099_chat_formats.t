@@ -1,7 +1,8 @@
 # The EXAONE 3 / 4, ERNIE 4.5, Tulu (OLMo 2 Instruct) and Seed-OSS chat formats (llm_chat_template exaone3, exaone4,
 # ernie, tulu, seed-oss; the renderings themselves are checked against the models' Jinja templates in
 # tests/test_chat_template.c) through nginx: the prompt each makes, EXAONE 4's thinking switch (off unless
-# chat_template_kwargs enable_thinking is true, which opens the reasoning in the prompt) and its function calling.
+# chat_template_kwargs enable_thinking is true, which opens the reasoning in the prompt) and its function calling;
+# Qwen3-Coder's XML tools (llm_chat_template qwen3-coder).
 # The REAL tiny Llama 3 engine of t/085 serves the ids; the workers tokenize with $TEST_NGINX_THINK_TOKENIZER
 # (t/087: Llama 3's vocabulary with <think> 128011, </think> 128012 and <tool_call> 128013; "\n" is 198, "\n\n"
 # 271), so the formats' other markers are text here; Seed-OSS's reasoning with $TEST_NGINX_SEED_TOKENIZER (t/run.sh:
@@ -210,7 +211,7 @@ POST /v1/chat/completions
 {"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}
 --- error_code: 400
 --- response_body_like chomp
-EXAONE 4 or Mistral .* this one's is tulu
+EXAONE 4, Qwen3-Coder or Mistral .* this one's is tulu
 
 === TEST 11a: seed-oss: <seed:bos>role\ntext<seed:eos> turns (markers as text here)
 --- main_config
@@ -353,3 +354,57 @@ POST /v1/chat/completions
 --- error_code: 200
 --- response_body_like chomp
 "message":\{"role":"assistant","content":"<seed:think><seed:think></seed:think></seed:think><seed:think><seed:think></seed:think></seed:think>"\},"logprobs":null,"finish_reason":"length"
+
+=== TEST 17: qwen3-coder: the tools in XML in the system turn (Qwen's own line, there being no system message)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template qwen3-coder;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Weather in Oslo?"}], "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]}
+--- error_code: 200
+--- response_body_like chomp
+"count":(2[5-9]\d|3\d\d),
+
+=== TEST 18: qwen3-coder: an earlier call in the history as its XML, tool results as <tool_response>s
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template qwen3-coder;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]}, {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}], "max_tokens": 3, "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]}
+--- error_code: 200
+--- response_body_like chomp
+"finish_reason":"(length|stop)"
+
+=== TEST 19: qwen3-coder: tool_choice required is a 400 (its calls are XML, not held to a JSON Schema)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template qwen3-coder;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Weather?"}], "tool_choice": "required", "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]}
+--- error_code: 400
+--- response_body_like chomp
+Qwen3-Coder's calls are XML

@@ -150,7 +150,7 @@ int main(void)
            strstr(err.msg, "first message after the system message must be the user's"),
            "with tools the conversation must start with the user: %s", err.msg);
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA2, tm, 2, &tools, 1, &o, &err) != 0 &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4 or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
            "no tool prompt in Llama 2's: %s", err.msg);
         const llm_chat_msg two[] = { { "user", "Both?", NULL, 0, NULL }, { "assistant", "", wcall, 2, NULL } };
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, two, 2, &tools, 1, &o, &err) != 0 &&
@@ -279,7 +279,7 @@ int main(void)
         static const llm_chat_call call[] = { { "w", "{}", NULL } };
         const llm_chat_msg withcall[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "", call, 1, NULL } };
         ok(render(LLM_CHAT_GEMMA, withcall, 2, 1, &err) == NULL &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4 or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
            "gemma: no function calling: %s", err.msg);
         llm_chat_tools tools = { "{}", "02 Dec 2026", 0, NULL };
         ok(llm_chat_render_tools(LLM_CHAT_GEMMA, conv + 1, 1, &tools, 1, &o, &err) != 0 &&
@@ -647,6 +647,35 @@ int main(void)
            "exaone-deep without a generation prompt: no newline after the last turn: %s", s ? s : err.msg);
         free(s);
         ok(llm_chat_prompt_opens_think(LLM_CHAT_EXAONE_DEEP, 0), "exaone-deep's prompt opens the reasoning");
+        /* Qwen3-Coder (checked against its template likewise) */
+        is_int(llm_chat_detect("{{- '<|im_start|>system\\n' }}{{- '\\n<tool_call>\\n<function=' + tool_call.name + '>\\n' }}"
+                               "{{- '<parameter=' + args_name + '>\\n' }}", 2), LLM_CHAT_QWEN3_CODER,
+               "qwen3-coder detected (before ChatML)");
+        ok(llm_chat_format_from_name("qwen3-coder") == LLM_CHAT_QWEN3_CODER, "qwen3-coder: its name");
+        static const llm_chat_call now[] = { { "now", "<parameter=tz>\nUTC\n</parameter>\n", NULL } };
+        const llm_chat_msg coder[] = { { "user", "Time?", NULL, 0, NULL }, { "assistant", " Checking. ", now, 1, NULL },
+                                       { "tool", "12:00", NULL, 0, NULL }, { "tool", "ok", NULL, 0, NULL } };
+        const llm_chat_tools ct = { "\n<function>\n<name>now</name>\n<parameters>\n</parameters>\n</function>", NULL, 0,
+                                    NULL };
+        int cspecials = 0;
+        s = render_ex(LLM_CHAT_QWEN3_CODER, coder, 4, &ct, NULL, 1, &cspecials, &err);
+        const char *ctail = "</IMPORTANT><|im_end|>\n<|im_start|>user\nTime?<|im_end|>\n<|im_start|>assistant\nChecking.\n"
+                            "\n<tool_call>\n<function=now>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>"
+                            "<|im_end|>\n<|im_start|>user\n<tool_response>\n12:00\n</tool_response>\n<tool_response>\nok\n"
+                            "</tool_response>\n<|im_end|>\n<|im_start|>assistant\n";
+        ok(s && !strncmp(s, "<|im_start|>system\nYou are Qwen, a helpful AI assistant that can interact with a computer "
+                            "to solve tasks.\n\n# Tools\n\nYou have access to the following tools:\n\n<tools>\n<function>",
+                         150) && strlen(s) > strlen(ctail) && !strcmp(s + strlen(s) - strlen(ctail), ctail),
+           "qwen3-coder: Qwen's own system line with the tools, an XML call, two tool results in one user turn (%d "
+           "control segments): %s", cspecials, s ? s : err.msg);
+        free(s);
+        const llm_chat_msg tool_first[] = { { "tool", "r", NULL, 0, NULL }, { "user", "u", NULL, 0, NULL } };
+        s = render(LLM_CHAT_QWEN3_CODER, tool_first, 2, 1, &err);
+        ok(s && !strcmp(s, "<tool_response>\nr\n</tool_response>\n<|im_end|>\n<|im_start|>user\nu<|im_end|>\n"
+                           "<|im_start|>assistant\n"),
+           "qwen3-coder: a tool result that opens the conversation has no user turn, as the template writes it: %s",
+           s ? s : err.msg);
+        free(s);
 
         s = render(LLM_CHAT_EXAONE3, conv, 4, 1, &err);
         ok(s && !strcmp(s, "[|system|]You are terse.[|endofturn|]\n[|user|]  Hi there!\n\n[|assistant|]Hello.[|endofturn|]\n"
@@ -784,7 +813,7 @@ int main(void)
                     if (rc == 0) llm_chat_out_free(&o);
                     runs++;
                 }
-        ok(fine && runs == 21 * 12, "every format (%d renderings) renders odd conversations or says why", runs);
+        ok(fine && runs == 22 * 12, "every format (%d renderings) renders odd conversations or says why", runs);
     }
     return done_testing();
 }

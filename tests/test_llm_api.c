@@ -338,6 +338,66 @@ int main(void)
         ok(q.n_msgs == 2 && q.msgs[1].n_calls == 2 && !strcmp(q.msgs[1].content, "Both.") &&
            !strcmp(q.msgs[1].calls[1].args, "{\"x\": 1}"), "... kept, arguments as tojson prints them");
         llm_api_req_free(&q);
+        /* Qwen3-Coder: the tools in XML as its template writes them (checked against it; Python's str() for the
+         * values a `| string` prints), calls in XML read back typed by the schema, history calls as its lines */
+        const char *ctools = "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":"
+                             "\" The weather\\n\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"
+                             "\"string\",\"description\":\"City\",\"enum\":[\"Oslo\",\"Rome\"]},\"days\":{\"type\":"
+                             "\"integer\",\"minimum\":1},\"unit\":{\"type\":[\"string\",\"null\"]},\"hot\":{\"type\":"
+                             "\"boolean\"},\"at\":{\"type\":\"number\"},\"opts\":{\"type\":\"object\"}},\"required\":"
+                             "[\"city\"]},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"now\","
+                             "\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]";
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", ctools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_QWEN3_CODER, &q, &e), 0,
+               "qwen3-coder: tools parse");
+        ok(q.tool_defs && !strcmp(q.tool_defs, "\n<function>\n<name>get_weather</name>\n<description>The weather"
+                                              "</description>\n<parameters>\n<parameter>\n<name>city</name>\n<type>string"
+                                              "</type>\n<description>City</description>\n<enum>[\"Oslo\", \"Rome\"]</enum>"
+                                              "\n</parameter>\n<parameter>\n<name>days</name>\n<type>integer</type>\n"
+                                              "<minimum>1</minimum>\n</parameter>\n<parameter>\n<name>unit</name>\n<type>"
+                                              "['string', 'null']</type>\n</parameter>\n<parameter>\n<name>hot</name>\n"
+                                              "<type>boolean</type>\n</parameter>\n<parameter>\n<name>at</name>\n<type>"
+                                              "number</type>\n</parameter>\n<parameter>\n<name>opts</name>\n<type>object"
+                                              "</type>\n</parameter>\n<required>[\"city\"]</required>\n</parameters>\n"
+                                              "<strict>True</strict>\n</function>\n<function>\n<name>now</name>\n"
+                                              "<parameters>\n</parameters>\n</function>"),
+           "qwen3-coder: the tools in its XML:%s", q.tool_defs ? q.tool_defs : "");
+        const char *xml = "I will check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n"
+                          "<parameter=days>\n3\n</parameter>\n<parameter=hot>\nTrue\n</parameter>\n<parameter=at>\n"
+                          "2.5\n</parameter>\n<parameter=opts>\n{\"a\": [1, 2]}\n</parameter>\n<parameter=unit>\nnull\n"
+                          "</parameter>\n<parameter=note>\ntwo\nlines\n</parameter>\n</function>\n</tool_call>\n"
+                          "<tool_call>\n<function=now>\n</function>\n</tool_call>";
+        n2 = QOUT(xml);
+        ok(n2 == 2 && cl == 13 && !strcmp(c[0].name, "get_weather") &&
+           !strcmp(c[0].args, "{\"city\":\"Oslo\",\"days\":3,\"hot\":true,\"at\":2.5,\"opts\":{\"a\":[1,2]},\"unit\":null,"
+                              "\"note\":\"two\\nlines\"}") && !strcmp(c[1].name, "now") && !strcmp(c[1].args, "{}"),
+           "qwen3-coder: content, then two XML calls, the values typed by the schema (%d, content %zu): %s", n2, cl,
+           n2 > 0 ? c[0].args : "");
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        ok(QOUT("<tool_call>\n<function=nope>\n</function>\n</tool_call>") == 0 &&
+           QOUT("<tool_call>\n<function=now>\n<parameter=x>\n1\n</function>") == 0 &&
+           QOUT("<tool_call>\n<function=now\n") == 0 && QOUT("<tool_call>\n<function=get_weather>\n<parameter=days>\n"
+           "many\n</parameter>\n</function>") == 1 && !strcmp(c[0].args, "{\"days\":\"many\"}"),
+           "qwen3-coder: an unknown tool, an unclosed parameter or name: not calls; a value its type cannot take stays "
+           "text: %s", c[0].args);
+        llm_tool_call_free(&c[0]);
+        llm_api_req_free(&q);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":"
+                 "\"required\"}", ctools);
+        ok(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_QWEN3_CODER, &q, &e) != 0 && e.status == 400 &&
+           strstr(e.message, "XML") != NULL, "qwen3-coder: tool_choice required refused: %s", e.message);
+        llm_api_req_free(&q);
+        const char *chist = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"assistant\",\"content\":"
+                            "\"\",\"tool_calls\":[{\"function\":{\"name\":\"a\",\"arguments\":\"{\\\"s\\\": \\\"x\\\", "
+                            "\\\"b\\\": false, \\\"n\\\": null, \\\"l\\\": [1, \\\"y\\\"], \\\"f\\\": 0.5}\"}}]}]}";
+        is_int(llm_api_parse_chat(LLM_API_CHAT, chist, strlen(chist), LLM_CHAT_QWEN3_CODER, &q, &e), 0,
+               "qwen3-coder: a history call");
+        ok(q.n_msgs == 2 && q.msgs[1].n_calls == 1 &&
+           !strcmp(q.msgs[1].calls[0].args, "<parameter=s>\nx\n</parameter>\n<parameter=b>\nFalse\n</parameter>\n"
+                                            "<parameter=n>\nNone\n</parameter>\n<parameter=l>\n[1, \"y\"]\n</parameter>\n"
+                                            "<parameter=f>\n0.5\n</parameter>\n"),
+           "... its arguments as the template's <parameter> lines: %s", q.n_msgs == 2 ? q.msgs[1].calls[0].args : "");
+        llm_api_req_free(&q);
         /* Mistral's formats (v3-tekken here): the tools on one line each, joined by ", "; an answer's calls after
          * [TOOL_CALLS] as an array; with tool_choice required / named the answer is held to that array */
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);
