@@ -654,14 +654,14 @@ int main(void)
         ok(llm_chat_format_from_name("qwen3-coder") == LLM_CHAT_QWEN3_CODER, "qwen3-coder: its name");
         static const llm_chat_call now[] = { { "now", "<parameter=tz>\nUTC\n</parameter>\n", NULL } };
         const llm_chat_msg coder[] = { { "user", "Time?", NULL, 0, NULL }, { "assistant", " Checking. ", now, 1, NULL },
-                                       { "tool", "12:00", NULL, 0, NULL }, { "tool", "ok", NULL, 0, NULL } };
+                                       { "tool", "12:00", NULL, 0, NULL }, { "tool", "fine", NULL, 0, NULL } };
         const llm_chat_tools ct = { "\n<function>\n<name>now</name>\n<parameters>\n</parameters>\n</function>", NULL, 0,
                                     NULL };
         int cspecials = 0;
         s = render_ex(LLM_CHAT_QWEN3_CODER, coder, 4, &ct, NULL, 1, &cspecials, &err);
         const char *ctail = "</IMPORTANT><|im_end|>\n<|im_start|>user\nTime?<|im_end|>\n<|im_start|>assistant\nChecking.\n"
                             "\n<tool_call>\n<function=now>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>"
-                            "<|im_end|>\n<|im_start|>user\n<tool_response>\n12:00\n</tool_response>\n<tool_response>\nok\n"
+                            "<|im_end|>\n<|im_start|>user\n<tool_response>\n12:00\n</tool_response>\n<tool_response>\nfine\n"
                             "</tool_response>\n<|im_end|>\n<|im_start|>assistant\n";
         ok(s && !strncmp(s, "<|im_start|>system\nYou are Qwen, a helpful AI assistant that can interact with a computer "
                             "to solve tasks.\n\n# Tools\n\nYou have access to the following tools:\n\n<tools>\n<function>",
