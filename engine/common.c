@@ -1,9 +1,37 @@
 /* dtype helpers, half-precision conversions, reference (de)quantisers. */
 #include "common.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *llm_read_file(const char *path, size_t max, size_t *len, llm_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && (unsigned long)n <= max && fseek(f, 0, SEEK_SET) == 0)
+        buf = malloc((size_t)n + 1);
+    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf == NULL) {
+        llm_seterr(err, "%s: cannot read%s", path, n >= 0 && (unsigned long)n > max ? " (too large)" : "");
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
 
 void llm_seterr(llm_err *err, const char *fmt, ...)
 {

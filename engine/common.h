@@ -36,6 +36,9 @@ typedef struct {
 } llm_err;
 
 void llm_seterr(llm_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A whole file, malloc'd with a NUL after it (*len: its size), or NULL with err (it cannot be opened, read, or
+ * is over max bytes). */
+char *llm_read_file(const char *path, size_t max, size_t *len, llm_err *err);
 
 int         llm_dtype_valid(uint32_t t);          /* one of the types above */
 const char *llm_dtype_name(llm_dtype t);          /* "f32", "q8_0", ... */

@@ -367,14 +367,6 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
         return llm_gguf_w_wpm_from_tok(w, m->tok, m->cfg.n_types > 0 ? m->cfg.n_types : 2, err);
     if (m->tok != NULL && llm_tok_kind_of(m->tok) == LLM_TOK_UGM) /* an XLM-RoBERTa's (tokenizer.json) */
         return llm_gguf_w_ugm_from_tok(w, m->tok, m->cfg.n_types > 0 ? m->cfg.n_types : 1, err);
-    char spm[1100];
-    snprintf(spm, sizeof(spm), "%s/tokenizer.model", m->path);
-    if (m->tok != NULL && llm_tok_kind_of(m->tok) == LLM_TOK_SPM && strcmp(m->format, "hf") == 0 &&
-        m->tok_path[0] == 0 && access(spm, R_OK) == 0) { /* a directory's SentencePiece model (tokenizer.model) */
-        snprintf(spm, sizeof(spm), "%s/tokenizer.json", m->path);
-        if (access(spm, R_OK) != 0)
-            return llm_gguf_w_spm_from_tok(w, m->tok, err);
-    }
     int modern = strcmp(m->arch, "modern-bert") == 0; /* [CLS] text [SEP]: the config's ids */
     if (m->tok_path[0] != 0) {
         size_t n = strlen(m->tok_path);
@@ -400,6 +392,8 @@ static int write_tokenizer_meta(gguf_writer *w, const llm_model *m, llm_err *err
         if (access(p, R_OK) == 0)
             return modern ? llm_gguf_w_bpe_cls_sep_from_hf(w, p, m->cfg.bos_id, m->cfg.eos_id, err)
                           : llm_gguf_w_bpe_from_hf(w, p, NULL, err);
+        if (m->tok != NULL && llm_tok_kind_of(m->tok) == LLM_TOK_SPM) /* the directory's tokenizer.model */
+            return llm_gguf_w_spm_from_tok(w, m->tok, err);
     }
     return 0; /* no tokenizer known: weights only */
 }

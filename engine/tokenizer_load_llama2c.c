@@ -4,7 +4,6 @@
  * exporter). */
 #include "tokenizer_priv.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,28 +11,6 @@
 
 #define MAX_FILE (256u << 20)
 #define MAX_TOKEN_BYTES 4096
-
-static char *read_all(const char *path, size_t *n, llm_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        llm_seterr(err, "%s: cannot open tokenizer: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    long sz = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) >= 0 && (unsigned long)sz <= MAX_FILE && fseek(f, 0, SEEK_SET) == 0)
-        buf = malloc((size_t)sz + 1);
-    if (buf == NULL || fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
-        llm_seterr(err, "%s: cannot read tokenizer file%s", path, sz > (long)MAX_FILE ? " (too large)" : "");
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    *n = (size_t)sz;
-    return buf;
-}
 
 /* Spell spaces as '▁' so the vocabulary reads like every SentencePiece one. */
 static int set_token(llm_tokenizer *t, int id, const char *s, size_t n, float score, int type)
@@ -70,7 +47,7 @@ static int token_type(int id, const char *s, size_t n)
 llm_tokenizer *llm_tok_load_llama2c(const char *path, int vocab_size_hint, llm_err *err)
 {
     size_t size = 0;
-    char *buf = read_all(path, &size, err);
+    char *buf = llm_read_file(path, MAX_FILE, &size, err);
     if (buf == NULL)
         return NULL;
     llm_tokenizer *t = NULL;

@@ -11,7 +11,6 @@
 #include "json_file.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,22 +133,10 @@ static const cJSON *added_tokens(const cJSON *cfg, int *max_id)
 
 llm_tokenizer *llm_tok_load_spm_model(const char *path, llm_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
+    size_t sz = 0;
+    uint8_t *buf = (uint8_t *)llm_read_file(path, MAX_FILE, &sz, err);
+    if (buf == NULL)
         return NULL;
-    }
-    uint8_t *buf = NULL;
-    long sz = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) > 0 && (unsigned long)sz <= MAX_FILE && fseek(f, 0, SEEK_SET) == 0)
-        buf = malloc((size_t)sz);
-    if (buf == NULL || fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
-        llm_seterr(err, "%s: cannot read a SentencePiece model%s", path, sz > (long)MAX_FILE ? " (too large)" : "");
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
 
     /* pass 1: count the pieces, read the specs */
     spec s = { 1, 0, 1, 2, 1, 1, NULL, 0 };
