@@ -282,19 +282,22 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
             llm_tensor_check(&L->wo, "attn_output", l, qd, c->dim, 0, who, err) ||
             (!c->post_norm_only && llm_tensor_check(&L->ffn_norm, "ffn_norm", l, c->dim, 1, 1, who, err)))
             return -1;
-        if (c->n_expert == 0 &&
-            (llm_tensor_check(&L->w_gate, "ffn_gate", l, c->dim, c->hidden_dim, 0, who, err) ||
-             llm_tensor_check(&L->w_up, "ffn_up", l, c->dim, c->hidden_dim, 0, who, err) ||
-             llm_tensor_check(&L->w_down, "ffn_down", l, c->hidden_dim, c->dim, 0, who, err)))
+        const int ff = llm_layer_ff(c, L);
+        if (!llm_layer_moe(c, L) &&
+            (llm_tensor_check(&L->w_gate, "ffn_gate", l, c->dim, ff, 0, who, err) ||
+             llm_tensor_check(&L->w_up, "ffn_up", l, c->dim, ff, 0, who, err) ||
+             llm_tensor_check(&L->w_down, "ffn_down", l, ff, c->dim, 0, who, err)))
             return -1;
-        if (c->n_expert > 0) {
+        if (llm_layer_moe(c, L)) {
             if (L->experts == NULL || c->n_expert_used < 1 || c->n_expert_used > c->n_expert ||
                 c->n_expert > LLM_MAX_EXPERTS) {
                 snprintf(err->msg, sizeof(err->msg), "%s: layer %d: bad experts (%d, %d used)", who, l, c->n_expert,
                          c->n_expert_used);
                 return -1;
             }
-            if (llm_tensor_check(&L->ffn_gate_inp, "ffn_gate_inp", l, c->dim, c->n_expert, 0, who, err))
+            if (llm_tensor_check(&L->ffn_gate_inp, "ffn_gate_inp", l, c->dim, c->n_expert, 0, who, err) ||
+                (L->exp_probs_b.data != NULL &&
+                 llm_tensor_check(&L->exp_probs_b, "exp_probs_b", l, c->n_expert, 1, 1, who, err)))
                 return -1;
             if (llm_layer_has_shared(L) && /* a shared expert, gated (Qwen 2 MoE) or not (GraniteMoeShared) */
                 (llm_tensor_check(&L->w_gate, "ffn_gate_shexp", l, c->dim, c->hidden_dim, 0, who, err) ||

@@ -265,11 +265,10 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
     return 0;
 }
 
-/* The architectures the loaders take (GGUF general.architecture; a HF model_type maps to one). */
 /* The architectures the loaders take (GGUF general.architecture; a HF model_type maps to one of them). */
 static const char *const arch_names[] = {
     "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "gemma-embedding", "phi3",
-    "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "exaone", "exaone4", "seed_oss", "bert",
+    "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "ernie4_5-moe", "exaone", "exaone4", "seed_oss", "bert",
     "nomic-bert", "jina-bert-v2", "modern-bert",
 };
 
@@ -293,7 +292,7 @@ int llm_arch_llama_like(const char *arch)
 {
     /* (ERNIE 4.5's checkpoints rotate pairs themselves; llama.cpp's converter keeps them) */
     return strcmp(arch, "llama") == 0 || strcmp(arch, "smollm3") == 0 || strncmp(arch, "granite", 7) == 0 ||
-           strcmp(arch, "ernie4_5") == 0;
+           strncmp(arch, "ernie4_5", 8) == 0;
 }
 
 /* An optional per-layer vector (bias, q/k norm): absent, or F32 of length n. */
@@ -323,6 +322,12 @@ int llm_model_validate(llm_model *m, llm_err *err)
                              c->n_expert_used > c->n_expert || c->expert_ff <= 0 || c->expert_ff > (1 << 22))) {
         llm_seterr(err, "%s: bad mixture of experts: %d experts, %d used per token, width %d (2 to %d experts)",
                    m->path, c->n_expert, c->n_expert_used, c->expert_ff, LLM_MAX_EXPERTS);
+        return -1;
+    }
+    if (c->moe_dense_lead < 0 || c->moe_dense_lead > c->n_layers || c->dense_ff < 0 || c->dense_ff > (1 << 22) ||
+        (c->moe_dense_lead > 0 && (c->n_expert == 0 || c->dense_ff == 0))) {
+        llm_seterr(err, "%s: bad dense layers in a mixture of experts: %d leading layers %d wide (%d experts)",
+                   m->path, c->moe_dense_lead, c->dense_ff, c->n_expert);
         return -1;
     }
     if (c->n_kv_heads <= 0)
@@ -437,11 +442,30 @@ int llm_model_validate(llm_model *m, llm_err *err)
                 CHK(b_down, c->dim, 1, 1)
             }
             CHK(attn_norm_b, c->dim, 1, 1) CHK(ffn_norm_b, c->dim, 1, 1)
-        } else if (c->n_expert == 0) {
-            CHK(w_gate, c->dim, c->hidden_dim, 0)
-            CHK(w_up, c->dim, c->hidden_dim, 0)
-            CHK(w_down, c->hidden_dim, c->dim, 0)
+        } else if (!llm_layer_moe(c, L)) {
+            int ff = llm_layer_ff(c, L);
+            if (L->dense != (l < c->moe_dense_lead)) {
+                llm_seterr(err, "%s: layer %d: dense where the model's first %d layers are", m->path, l,
+                           c->moe_dense_lead);
+                return -1;
+            }
+            CHK(w_gate, c->dim, ff, 0)
+            CHK(w_up, c->dim, ff, 0)
+            CHK(w_down, ff, c->dim, 0)
         } else {
+            const llm_layer *L0 = llm_moe_layer0(m);
+            if (l < c->moe_dense_lead) {
+                llm_seterr(err, "%s: layer %d: experts where the model's first %d layers are dense", m->path, l,
+                           c->moe_dense_lead);
+                return -1;
+            }
+            if (L->exp_probs_b.data != NULL) {
+                CHK(exp_probs_b, c->n_expert, 1, 1)
+            }
+            if ((L->exp_probs_b.data != NULL) != (L0->exp_probs_b.data != NULL)) {
+                llm_seterr(err, "%s: layer %d: a bias choosing experts in some layers and not in others", m->path, l);
+                return -1;
+            }
             CHK(ffn_gate_inp, c->dim, c->n_expert, 0)
             if (L->post_ffn_norm.data != NULL) {
                 llm_seterr(err, "%s: layer %d: a norm after a mixture of experts is not supported", m->path, l);
@@ -459,8 +483,8 @@ int llm_model_validate(llm_model *m, llm_err *err)
                     CHK(shexp_gate, c->dim, 1, 1)
                 }
             }
-            if (llm_layer_has_shared(L) != llm_layer_has_shared(&m->layers[0]) ||
-                (L->shexp_gate.data != NULL) != (m->layers[0].shexp_gate.data != NULL)) {
+            if (llm_layer_has_shared(L) != llm_layer_has_shared(L0) ||
+                (L->shexp_gate.data != NULL) != (L0->shexp_gate.data != NULL)) {
                 llm_seterr(err, "%s: layer %d: a shared expert (or its gate) in some layers and not in others",
                            m->path, l);
                 return -1;
@@ -723,12 +747,18 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
                     c->rope_theta_swa > 0.0f ? " (rope unscaled there)" : "");
         fprintf(f, "\n");
     }
-    if (c->n_expert > 0)
-        fprintf(f, "mixture of experts: %d experts of width %d, %d per token, weights %s%s\n", c->n_expert,
+    const llm_layer *L0 = llm_moe_layer0(m);
+    if (c->n_expert > 0 && L0 != NULL) {
+        fprintf(f, "mixture of experts: %d experts of width %d, %d per token, weights %s%s%s\n", c->n_expert,
                 c->expert_ff, c->n_expert_used, c->moe_norm_topk ? "renormalised over those chosen" : "as routed",
-                m->layers == NULL || !llm_layer_has_shared(&m->layers[0]) ? ""
-                : m->layers[0].shexp_gate.data != NULL                ? ", and a gated shared expert"
-                                                                      : ", and a shared expert");
+                L0->exp_probs_b.data != NULL ? ", chosen with a bias" : "",
+                !llm_layer_has_shared(L0)           ? ""
+                : L0->shexp_gate.data != NULL ? ", and a gated shared expert"
+                                              : ", and a shared expert");
+        if (c->moe_dense_lead > 0)
+            fprintf(f, "dense layers: the first %d of %d, FFN width %d\n", c->moe_dense_lead, c->n_layers,
+                    c->dense_ff);
+    }
     if (m->pooling != LLM_POOL_NONE) {
         static const char *const pools[] = { "none", "mean", "cls", "last" };
         fprintf(f, "embeddings pooling: %s (what the model declares)\n", pools[m->pooling]);
@@ -746,19 +776,23 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         describe_tensor(f, "attn_v", &L->wv);
         describe_tensor(f, "attn_output", &L->wo);
         describe_tensor(f, "ffn_norm", &L->ffn_norm);
-        if (c->n_expert == 0) {
+        if (!llm_layer_moe(c, L)) {
             describe_tensor(f, "ffn_gate", &L->w_gate);
             describe_tensor(f, "ffn_up", &L->w_up);
             describe_tensor(f, "ffn_down", &L->w_down);
-        } else if (L->experts != NULL) {
-            describe_tensor(f, "ffn_gate_inp", &L->ffn_gate_inp);
-            describe_tensor(f, "expert gate", &L->experts[0]);
-            describe_tensor(f, "expert up", &L->experts[1]);
-            describe_tensor(f, "expert down", &L->experts[2]);
-            if (llm_layer_has_shared(L)) {
-                describe_tensor(f, "shared expert gate", &L->w_gate);
-                describe_tensor(f, "shared expert up", &L->w_up);
-                describe_tensor(f, "shared expert down", &L->w_down);
+        }
+        const llm_layer *E = L0 != NULL && L0->experts != NULL ? L0 : NULL; /* (ERNIE's: layer 1's) */
+        if (E != NULL) {
+            describe_tensor(f, "ffn_gate_inp", &E->ffn_gate_inp);
+            if (E->exp_probs_b.data != NULL)
+                describe_tensor(f, "exp_probs_b", &E->exp_probs_b);
+            describe_tensor(f, "expert gate", &E->experts[0]);
+            describe_tensor(f, "expert up", &E->experts[1]);
+            describe_tensor(f, "expert down", &E->experts[2]);
+            if (llm_layer_has_shared(E)) {
+                describe_tensor(f, "shared expert gate", &E->w_gate);
+                describe_tensor(f, "shared expert up", &E->w_up);
+                describe_tensor(f, "shared expert down", &E->w_down);
             }
         }
         if (L->bq.data != NULL) {

@@ -83,6 +83,9 @@ typedef struct {
      * their softmax probabilities (renormalised over those chosen when moe_norm_topk); hidden_dim is then the
      * shared expert's width (Qwen 2 MoE, GraniteMoeShared), or unused. */
     int   n_expert, n_expert_used, expert_ff, moe_norm_topk;
+    /* ERNIE 4.5 MoE: its first moe_dense_lead layers are dense FFNs dense_ff wide (llm_layer.dense; the
+     * others are mixtures of experts, hidden_dim being their shared experts' width); 0: none. */
+    int   moe_dense_lead, dense_ff;
     /* An encoder (BERT: GGUF "bert"; 0 for the decoders above): every token attends to its whole input (no
      * causal mask, so an input is computed in one step), learned absolute positions and token types are
      * added to the embedding and LayerNorm'd, each block is post-norm (x = LayerNorm(x + block(x))) with a
@@ -150,6 +153,12 @@ typedef struct {
      * a shared expert, hidden_dim wide, run on every token: Qwen 2 MoE's, its output scaled by
      * sigmoid(x . shexp_gate), or GraniteMoeShared's, added as it is (no shexp_gate)): */
     llm_tensor ffn_gate_inp;        /* the router, [n_expert x dim] */
+    /* F32 [n_expert] or absent: added to the router's probabilities to choose the experts, not to weight them
+     * (ERNIE 4.5 MoE's e_score_correction_bias, GGUF exp_probs_b) */
+    llm_tensor exp_probs_b;
+    /* 1: a dense FFN (w_gate, w_up, w_down, cfg.dense_ff wide) in a model with experts (cfg.moe_dense_lead);
+     * its experts are then absent (the list of n_expert * 3 is there, its tensors without data) */
+    int        dense;
     llm_tensor shexp_gate;          /* F32 [dim], with a gated shared expert */
     llm_tensor *experts;            /* [n_expert][3]: expert e's gate, up [expert_ff x dim] and down [dim x expert_ff] */
     /* Encoder (cfg.encoder): attn_norm and ffn_norm are the LayerNorms after the attention's and the FFN's
@@ -162,6 +171,24 @@ typedef struct {
 static inline int llm_layer_has_shared(const llm_layer *L)
 {
     return L->w_gate.data != NULL || L->w_gate.src != NULL;
+}
+
+/* A layer whose FFN is a mixture of experts. */
+static inline int llm_layer_moe(const llm_config *c, const llm_layer *L)
+{
+    return c->n_expert > 0 && !L->dense;
+}
+
+/* A layer's FFN width: a dense layer's, or a mixture of experts' shared expert's (hidden_dim). */
+static inline int llm_layer_ff(const llm_config *c, const llm_layer *L)
+{
+    return L->dense ? c->dense_ff : c->hidden_dim;
+}
+
+/* The widest FFN of any layer (what scratch buffers hold). */
+static inline int llm_ff_max(const llm_config *c)
+{
+    return c->dense_ff > c->hidden_dim ? c->dense_ff : c->hidden_dim;
 }
 
 /* A layer's matrices, in this order: wq, wk, wv, wo, w_gate, w_up, w_down (the dense layer's seven), then
@@ -244,6 +271,16 @@ typedef struct llm_model {
     void  **maps;   size_t *map_sizes; int n_maps;
     void  **owned;  int n_owned;    /* small converted tensors (norms to F32), layer array, ... */
 } llm_model;
+
+/* A model's first mixture-of-experts layer (the one whose shared expert, or its absence, every other shares);
+ * NULL for a dense model. */
+static inline const llm_layer *llm_moe_layer0(const llm_model *m)
+{
+    for (int l = 0; m->layers != NULL && l < m->cfg.n_layers; l++)
+        if (llm_layer_moe(&m->cfg, &m->layers[l]))
+            return &m->layers[l];
+    return NULL;
+}
 
 /* Every matrix of m: each layer's (llm_layer_mats), then the embedding and the classifier slot
  * (m->output, absent when tied), as a NULL-free array of llm_model_n_mats(m) pointers in mats. */

@@ -207,6 +207,20 @@ static const preset presets[] = {
                           .head_dim = 128, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
                           .norm_eps = 1e-5f, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1,
       "ernie4_5", 0, 0, 0, 0 },
+    /* ERNIE 4.5 MoE: a first layer dense (192 wide), then 8 experts of 64 on the others, 3 per token chosen
+     * with a bias (spread 0.1, as bias_sd) on their probabilities and renormalised, and a shared expert of 128,
+     * tiny; then ERNIE-4.5-21B-A3B's shape (28 layers of 2560, the first dense 12288 wide, 64 experts of 1536, 6
+     * per token, two shared ones as one of 3072; Llama 3's vocabulary instead of its 103,424) */
+    { "tiny-ernie4_5-moe", { .dim = 64, .hidden_dim = 128, .n_layers = 3, .n_heads = 4, .n_kv_heads = 2,
+                             .head_dim = 32, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 500000.0f,
+                             .norm_eps = 1e-5f, .n_expert = 8, .n_expert_used = 3, .expert_ff = 64,
+                             .moe_norm_topk = 1, .moe_dense_lead = 1, .dense_ff = 192, .tied_embeddings = 1,
+                             .bos_id = 128000, .eos_id = 128009 }, 1, "ernie4_5-moe", 0.125f, 0.33f, 0.1f, 0 },
+    { "ernie-4.5-21b-a3b", { .dim = 2560, .hidden_dim = 3072, .n_layers = 28, .n_heads = 20, .n_kv_heads = 4,
+                             .head_dim = 128, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 500000.0f,
+                             .norm_eps = 1e-5f, .n_expert = 64, .n_expert_used = 6, .expert_ff = 1536,
+                             .moe_norm_topk = 1, .moe_dense_lead = 1, .dense_ff = 12288, .tied_embeddings = 1,
+                             .bos_id = 128000, .eos_id = 128009 }, 1, "ernie4_5-moe", 0, 0, 0, 0 },
     /* EXAONE 3.x (a Llama rotating halves in GGUF, as llama.cpp's exaone) and Seed-OSS (Qwen 2's q/k/v biases,
      * its FFN norm named post_attention_norm in GGUF), tiny */
     /* EXAONE 4: OLMo 2's norm placement with per-head q/k norms, tiny; and a 64-layer one (llama.cpp gives only
@@ -559,7 +573,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, tiny-olmoe, "
-                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
+                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-ernie4_5-moe, ernie-4.5-21b-a3b, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);
@@ -577,6 +591,11 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     }
     if (n_layers > 0) /* fewer (or more) layers of the same shape: a benchmark's cut of a model too big here */
         cfg.n_layers = n_layers;
+    if (cfg.moe_dense_lead >= cfg.n_layers) {
+        llm_seterr(err, "preset %s: %d layers leave none for its experts (its first %d are dense)", p->name,
+                   cfg.n_layers, cfg.moe_dense_lead);
+        return -1;
+    }
     const char *arch = p->arch != NULL ? p->arch : "llama";
     int qwen2 = strncmp(arch, "qwen2", 5) == 0, qwen3 = strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0;
     int gemma_embd = strcmp(arch, "gemma-embedding") == 0, gemma3 = strcmp(arch, "gemma3") == 0 || gemma_embd;
@@ -597,7 +616,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
      * Llama 3's vocabulary lacks) */
     snprintf(gname, sizeof(gname), "random %s", phi3 ? "tiny Phi 3 shape" : p->name);
     int granitemoe = strcmp(arch, "granitemoe") == 0, qwen2moe = strcmp(arch, "qwen2moe") == 0;
-    int shared = qwen2moe || (granitemoe && c->hidden_dim != c->expert_ff);
+    int ernie_moe = strcmp(arch, "ernie4_5-moe") == 0;
+    int shared = qwen2moe || ernie_moe || (granitemoe && c->hidden_dim != c->expert_ff);
     llm_gguf_w_meta(w, arch, c, shared, gname, dtype);
     if (strcmp(arch, "exaone4") == 0 && c->swa_window > 0) /* three windowed layers of four */
         gguf_w_u32(w, "exaone4.attention.sliding_window_pattern", 4);
@@ -666,13 +686,18 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         if (phi3) {
             T("ffn_up", c->dim, 2 * c->hidden_dim, 0.0f, sd)
             T("ffn_down", c->hidden_dim, c->dim, 0.0f, sd)
-        } else if (c->n_expert == 0) {
-            T("ffn_gate", c->dim, c->hidden_dim, 0.0f, sd)
-            T("ffn_up", c->dim, c->hidden_dim, 0.0f, sd)
-            T("ffn_down", c->hidden_dim, c->dim, 0.0f, sd)
+        } else if (c->n_expert == 0 || l < c->moe_dense_lead) { /* (ERNIE 4.5 MoE's first: dense_ff wide) */
+            int ff = l < c->moe_dense_lead ? c->dense_ff : c->hidden_dim;
+            T("ffn_gate", c->dim, ff, 0.0f, sd)
+            T("ffn_up", c->dim, ff, 0.0f, sd)
+            T("ffn_down", ff, c->dim, 0.0f, sd)
         } else { /* the router in F32 (as llama.cpp's converter keeps it), the experts [n_expert][rows][cols] */
             snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.weight", l);
             ADD3(n, c->dim, c->n_expert, 1, 0.0f, sd, LLM_F32);
+            if (ernie_moe) { /* the bias choosing the experts */
+                snprintf(n, sizeof(n), "blk.%d.exp_probs_b.bias", l);
+                ADD3(n, c->n_expert, 1, 1, 0.0f, bias_sd, LLM_F32);
+            }
             snprintf(n, sizeof(n), "blk.%d.ffn_gate_exps.weight", l);
             ADD3(n, c->dim, c->expert_ff, c->n_expert, 0.0f, sd, dtype);
             snprintf(n, sizeof(n), "blk.%d.ffn_up_exps.weight", l);

@@ -1,5 +1,6 @@
 /* GGUF loader for the "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "granitemoe", "olmo2", "olmoe",
- * "gemma", "gemma2", "gemma3", "phi3", "smollm3" and "granite" architectures:
+ * "gemma", "gemma2", "gemma3", "phi3", "smollm3", "granite", "ernie4_5", "ernie4_5-moe", "exaone", "exaone4" and
+ * "seed_oss" architectures:
  * <arch>.* hyper-parameters, blk.N.* tensors (Qwen 2's q/k/v biases, Qwen 3's
  * and Gemma 3's per-head q/k norms, Gemma 2 / 3's norms after attention and
  * FFN, the experts of Qwen 2 / 3 MoE (Qwen 2's with a shared expert), of
@@ -22,6 +23,10 @@ int llm_gguf_get_int(llm_model *m, const char *key, int *out, int def, int requi
 {
     int64_t v;
     if (gguf_get_i64(m->gguf, key, &v) != 0) {
+        if (gguf_find_kv(m->gguf, key) != NULL) { /* there, of another type: not taken as absent */
+            llm_seterr(err, "%s: metadata key %s is not an integer", m->path, key);
+            return -1;
+        }
         if (required) {
             llm_seterr(err, "%s: missing or non-integer metadata key %s", m->path, key);
             return -1;
@@ -301,7 +306,8 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
         return -1;
     int qwen2moe = strcmp(arch, "qwen2moe") == 0, olmoe = strcmp(arch, "olmoe") == 0;
     if (c->n_expert == 0) {
-        if (qwen2moe || olmoe || strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0) {
+        if (qwen2moe || olmoe || strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0 ||
+            strcmp(arch, "ernie4_5-moe") == 0) {
             llm_seterr(err, "%s: missing %s", m->path, k);
             return -1;
         }
@@ -311,8 +317,27 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     if (llm_gguf_get_int(m, k, &c->n_expert_used, 0, 1, err) != 0)
         return -1;
     snprintf(k, sizeof(k), "%s.expert_feed_forward_length", arch);
+    int dense_ff = c->hidden_dim;
     if (llm_gguf_get_int(m, k, &c->expert_ff, c->hidden_dim, 0, err) != 0)
         return -1;
+    if (strcmp(arch, "ernie4_5-moe") == 0) {
+        /* ERNIE 4.5 MoE: its first layers dense, feed_forward_length wide; a mixture of experts on every layer
+         * after them (llama.cpp loads no other interleave than 1: its loader puts experts on every later layer) */
+        int step = 0;
+        snprintf(k, sizeof(k), "%s.leading_dense_block_count", arch);
+        if (llm_gguf_get_int(m, k, &c->moe_dense_lead, 0, 0, err) != 0)
+            return -1;
+        snprintf(k, sizeof(k), "%s.interleave_moe_layer_step", arch);
+        if (llm_gguf_get_int(m, k, &step, 1, 0, err) != 0)
+            return -1;
+        if (step != 1 || c->moe_dense_lead < 0 || c->moe_dense_lead >= c->n_layers) {
+            llm_seterr(err, "%s: %s.interleave_moe_layer_step %d / leading_dense_block_count %d: only experts on "
+                       "every layer after the leading dense ones (a step of 1) are supported", m->path, arch, step,
+                       c->moe_dense_lead);
+            return -1;
+        }
+        c->dense_ff = c->moe_dense_lead > 0 ? dense_ff : 0;
+    }
     /* Qwen 2 MoE's shared expert, GraniteMoeShared's (whose experts are feed_forward_length wide) */
     snprintf(k, sizeof(k), "%s.expert_shared_feed_forward_length", arch);
     if (llm_gguf_get_int(m, k, &c->hidden_dim, c->hidden_dim, 0, err) != 0)
@@ -655,6 +680,7 @@ static int load(llm_model *m, llm_err *err)
     int olmo2 = strcmp(arch, "olmo2") == 0; /* OLMo 2 and 3: normed after the blocks, q / k norms over whole rows */
     int olmoe = strcmp(arch, "olmoe") == 0; /* OLMoE: a pre-norm mixture of experts with OLMo 2's q / k norms */
     int seed_oss = strcmp(arch, "seed_oss") == 0; /* Seed-OSS: Qwen 2's q/k/v biases, the FFN norm renamed */
+    int ernie_moe = strcmp(arch, "ernie4_5-moe") == 0; /* dense leading layers, then experts + a shared one */
     /* EXAONE 4: OLMo 2's norm placement with per-head q/k norms; the 32B's windows, global layers without rope */
     int exaone4 = strcmp(arch, "exaone4") == 0;
     /* windowed layers: all but the last of every `period` (0: every layer, a windowed llama's) */
@@ -805,13 +831,22 @@ static int load(llm_model *m, llm_err *err)
                 N("ffn_norm", ffn_norm)
             }
         }
+        L->dense = l < c->moe_dense_lead;
         if (phi3) {
             T("ffn_down", w_down)
-        } else if (c->n_expert == 0) {
+        } else if (!llm_layer_moe(c, L)) {
             T("ffn_gate", w_gate) T("ffn_up", w_up) T("ffn_down", w_down)
+            /* a dense layer among experts: its list of experts, all absent */
+            if (L->dense && llm_model_own(m, L->experts = calloc((size_t)c->n_expert * 3, sizeof(llm_tensor)),
+                                          err) != 0)
+                return -1;
         } else {
             T("ffn_gate_inp", ffn_gate_inp)
             if (take_experts(m, l, L, err) != 0)
+                return -1;
+            /* the router's bias for choosing (not weighting) experts: ERNIE 4.5 MoE's */
+            snprintf(n, sizeof(n), "blk.%d.exp_probs_b.bias", l);
+            if (llm_gguf_take_vec(m, n, &L->exp_probs_b, 0, err) != 0)
                 return -1;
             /* a shared expert: Qwen 2 MoE's behind a sigmoid gate, GraniteMoeShared's added as it is */
             char sn[96];
@@ -824,7 +859,7 @@ static int load(llm_model *m, llm_err *err)
             }
             if (gated && llm_gguf_take_vec(m, n, &L->shexp_gate, 1, err) != 0)
                 return -1;
-            if (gated || (granitemoe && gguf_find_tensor(g, sn) != NULL)) {
+            if (gated || ((granitemoe || ernie_moe) && gguf_find_tensor(g, sn) != NULL)) {
                 T("ffn_gate_shexp", w_gate) T("ffn_up_shexp", w_up) T("ffn_down_shexp", w_down)
             }
         }

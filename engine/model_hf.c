@@ -245,6 +245,37 @@ static int granite_moe_config(llm_model *m, const cJSON *root, const char *path,
     return 0;
 }
 
+/* ERNIE 4.5 MoE's (Ernie4_5_MoeForCausalLM): moe_num_experts of moe_intermediate_size, moe_k per token chosen
+ * with moe_statics' bias and renormalised, moe_num_shared_experts shared ones run as one that many times as wide
+ * (kept as hidden_dim), the first moe_layer_start_index layers dense (intermediate_size wide, dense_ff); a
+ * moe_layer_interval other than 1, or a moe_layer_end_index short of the last layer, is refused (dense layers
+ * after the experts: llama.cpp loads no such file either). */
+static int ernie_moe_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    int shared = 0, step = 1, end = -1;
+    if (llm_hf_cfg_int(root, "moe_num_experts", &c->n_expert, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "moe_k", &c->n_expert_used, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "moe_intermediate_size", &c->expert_ff, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "moe_num_shared_experts", &shared, 0, 0, path, err) ||
+        llm_hf_cfg_int(root, "moe_layer_start_index", &c->moe_dense_lead, 0, 0, path, err) ||
+        llm_hf_cfg_int(root, "moe_layer_interval", &step, 1, 0, path, err) ||
+        llm_hf_cfg_int(root, "moe_layer_end_index", &end, -1, 0, path, err))
+        return -1;
+    if (step != 1 || (end != -1 && end < c->n_layers - 1) || c->moe_dense_lead < 0 ||
+        c->moe_dense_lead >= c->n_layers || shared < 0 || shared > 64) {
+        llm_seterr(err, "%s: moe_layer_start_index %d, moe_layer_end_index %d, moe_layer_interval %d, "
+                   "moe_num_shared_experts %d: only experts on every layer after the leading dense ones (to the last, "
+                   "an interval of 1) are supported", path, c->moe_dense_lead, end, step, shared);
+        return -1;
+    }
+    c->dense_ff = c->moe_dense_lead > 0 ? c->hidden_dim : 0;
+    if (shared > 0)
+        c->hidden_dim = shared * c->expert_ff;
+    c->moe_norm_topk = 1;
+    return 0;
+}
+
 static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err *err)
 {
     char path[PATH_MAX];
@@ -291,6 +322,10 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         snprintf(m->arch, sizeof(m->arch), "granitemoe"); /* (with a shared expert or not: one architecture) */
         mt = NULL;
     }
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "ernie4_5_moe") == 0) {
+        snprintf(m->arch, sizeof(m->arch), "ernie4_5-moe");
+        mt = NULL;
+    }
     if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "qwen3_moe") == 0 || strcmp(mt->valuestring, "qwen2_moe") == 0)) {
         snprintf(m->arch, sizeof(m->arch), "%s", mt->valuestring[4] == '3' ? "qwen3moe" : "qwen2moe");
         mt = NULL;
@@ -318,7 +353,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
                    "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, "
-                   "olmo3, olmoe, ernie4_5, seed_oss, exaone, exaone4; bert, xlm-roberta, modernbert)", path,
+                   "olmo3, olmoe, ernie4_5, ernie4_5_moe, seed_oss, exaone, exaone4; bert, xlm-roberta, modernbert)", path,
                    mt->valuestring);
         cJSON_Delete(root);
         return -1;
@@ -354,7 +389,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     c->rope_theta = llm_hf_cfg_float(root, "rope_theta", 10000.0f);
     c->norm_eps = llm_hf_cfg_float(root, exaone ? "layer_norm_epsilon" : "rms_norm_eps", 1e-5f);
     /* (ERNIE 4.5 rotates adjacent pairs in its own checkpoints, as llama.cpp's GGUF llamas do) */
-    int ernie = strcmp(m->arch, "ernie4_5") == 0;
+    int ernie = strncmp(m->arch, "ernie4_5", 8) == 0;
     c->rope_layout = ernie ? LLM_ROPE_ADJACENT : LLM_ROPE_HALF;
     if (rc == 0 && ernie && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_bias"))) {
         llm_seterr(err, "%s: use_bias is not supported", path);
@@ -378,6 +413,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         rc = moe_config(m, root, mixtral, path, err);
     if (rc == 0 && granitemoe)
         rc = granite_moe_config(m, root, path, err);
+    if (rc == 0 && strcmp(m->arch, "ernie4_5-moe") == 0)
+        rc = ernie_moe_config(m, root, path, err);
     int olmo = strcmp(m->arch, "olmo2") == 0 || strcmp(m->arch, "exaone4") == 0;
     if (rc == 0 && (olmo || olmoe))
         rc = olmo_config(m, root, path, err);
@@ -386,8 +423,10 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         rc = rope_scaling_cfg(c, rs, path, err);
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
     snprintf(m->name, sizeof(m->name), "%s", cJSON_IsString(nm) ? nm->valuestring : "hf model");
-    if (rc == 0 && (gemma || granitemoe || strcmp(m->arch, "smollm3") == 0 || (olmo && c->swa_window > 0))) {
-        /* for gemma_layers (OLMo 3's windows too) / smollm3_layers / granite_shared, once the layers exist */
+    if (rc == 0 && (gemma || granitemoe || strcmp(m->arch, "smollm3") == 0 || (olmo && c->swa_window > 0) ||
+                    strcmp(m->arch, "ernie4_5-moe") == 0)) {
+        /* for gemma_layers (OLMo 3's windows too) / smollm3_layers / granite_shared / ernie_shared, once the layers
+         * exist */
         *text_cfg = root;
         return 0;
     }
@@ -573,8 +612,9 @@ static int take_parallel_experts(llm_model *m, const st_set *s, int l, llm_layer
  * experts three-dimensional (take_parallel_experts). */
 static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err)
 {
-    /* (OLMoE names its experts as Qwen's) */
-    int qwen = strncmp(m->arch, "qwen", 4) == 0 || strcmp(m->arch, "olmoe") == 0;
+    /* (OLMoE and ERNIE 4.5 MoE name their experts as Qwen's) */
+    int ernie = strcmp(m->arch, "ernie4_5-moe") == 0;
+    int qwen = strncmp(m->arch, "qwen", 4) == 0 || strcmp(m->arch, "olmoe") == 0 || ernie;
     int granite = strcmp(m->arch, "granitemoe") == 0;
     const char *moe = qwen ? "mlp" : "block_sparse_moe";
     static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
@@ -593,6 +633,11 @@ static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_
             if (llm_hf_take(m, s, n, &L->experts[3 * e + w], 1, err) != 0)
                 return -1;
         }
+    if (ernie) { /* the bias choosing the experts ([1, n_expert]; its shared experts: ernie_shared) */
+        snprintf(n, sizeof(n), "model.layers.%d.mlp.moe_statics.e_score_correction_bias", l);
+        if (find(s, n) != NULL && llm_hf_take_norm(m, s, n, &L->exp_probs_b, err) != 0)
+            return -1;
+    }
     snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_expert_gate.weight", l);
     if (strcmp(m->arch, "qwen2moe") == 0 && m->cfg.hidden_dim > 0) { /* Qwen 2 MoE's shared expert */
         if (llm_hf_take_norm(m, s, n, &L->shexp_gate, err) != 0)
@@ -602,6 +647,31 @@ static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_
         for (int w = 0; w < 3; w++) {
             snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_expert.%s.weight", l, sn[w]);
             if (llm_hf_take(m, s, n, dst[w], 1, err) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ERNIE 4.5 MoE's shared experts (mlp.shared_experts, run as one expert moe_num_shared_experts times as wide) in
+ * every layer of experts where config.json has some; refused where it has none. */
+static int ernie_shared(llm_model *m, const st_set *s, const cJSON *root, llm_err *err)
+{
+    int shared = 0;
+    if (llm_hf_cfg_int(root, "moe_num_shared_experts", &shared, 0, 0, m->path, err) != 0)
+        return -1;
+    static const char *const sn[3] = { "gate_proj", "up_proj", "down_proj" };
+    for (int l = m->cfg.moe_dense_lead; l < m->cfg.n_layers; l++) {
+        llm_layer *L = &m->layers[l];
+        llm_tensor *dst[3] = { &L->w_gate, &L->w_up, &L->w_down };
+        for (int w = 0; w < 3; w++) {
+            char n[128];
+            snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_experts.%s.weight", l, sn[w]);
+            if (shared <= 0 && find(s, n) != NULL) {
+                llm_seterr(err, "%s: tensor %s, and moe_num_shared_experts 0 in config.json", m->path, n);
+                return -1;
+            }
+            if (shared > 0 && llm_hf_take(m, s, n, dst[w], 1, err) != 0)
                 return -1;
         }
     }
@@ -685,8 +755,12 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         } else {
             N("post_attention_layernorm", ffn_norm)
         }
-        if (c->n_expert == 0) {
+        L->dense = l < c->moe_dense_lead; /* (ERNIE 4.5 MoE's first layers: their experts listed, absent) */
+        if (!llm_layer_moe(c, L)) {
             T("mlp.gate_proj", w_gate) T("mlp.up_proj", w_up) T("mlp.down_proj", w_down)
+            if (L->dense && llm_model_own(m, L->experts = calloc((size_t)c->n_expert * 3, sizeof(llm_tensor)),
+                                          err) != 0)
+                return -1;
         } else if (take_experts(m, s, l, L, err) != 0) {
             return -1;
         }
@@ -799,7 +873,8 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     if (m == NULL)
         return NULL;
     st_set *s = NULL;
-    /* a Gemma's, SmolLM3's, Granite MoE's, OLMo 3's, EXAONE 4's or ModernBERT's config, read again for its layers */
+    /* a Gemma's, SmolLM3's, Granite MoE's, ERNIE 4.5 MoE's, OLMo 3's, EXAONE 4's or ModernBERT's config, read again
+     * for its layers */
     cJSON *text_cfg = NULL;
     if (parse_config(m, dir, &text_cfg, err) != 0 || parse_pooling(m, dir, err) != 0 ||
         (s = st_set_open_dir(dir, err)) == NULL)
@@ -815,12 +890,15 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     }
     int smollm3 = strcmp(m->arch, "smollm3") == 0, bert = strcmp(m->arch, "bert") == 0;
     int modern = strcmp(m->arch, "modern-bert") == 0, granitemoe = strcmp(m->arch, "granitemoe") == 0;
+    int ernie_moe = strcmp(m->arch, "ernie4_5-moe") == 0;
     if ((bert     ? llm_hf_bert_tensors(m, s, err)
          : modern ? llm_hf_modern_bert_tensors(m, s, text_cfg, err)
                   : load_tensors(m, s, err)) != 0 ||
-        (text_cfg != NULL && !smollm3 && !modern && !granitemoe && gemma_layers(m, text_cfg, m->path, err) != 0) ||
+        (text_cfg != NULL && !smollm3 && !modern && !granitemoe && !ernie_moe &&
+         gemma_layers(m, text_cfg, m->path, err) != 0) ||
         (text_cfg != NULL && smollm3 && smollm3_layers(m, text_cfg, m->path, err) != 0) ||
         (text_cfg != NULL && granitemoe && granite_shared(m, s, text_cfg, err) != 0) ||
+        (text_cfg != NULL && ernie_moe && ernie_shared(m, s, text_cfg, err) != 0) ||
         dense_modules(m, dir, err) != 0 || llm_model_validate(m, err) != 0)
         goto fail;
     if (m->cfg.bidirectional && m->pooling == LLM_POOL_NONE)

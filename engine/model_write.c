@@ -65,7 +65,9 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, int 
     gguf_w_u32(w, KEY("block_count"), (uint32_t)c->n_layers);
     /* (Granite MoE's is its experts' width, as llama.cpp's converter writes it; a shared expert's below) */
     int granitemoe = strcmp(arch, "granitemoe") == 0, ff_is_experts = granitemoe || strcmp(arch, "olmoe") == 0;
-    gguf_w_u32(w, KEY("feed_forward_length"), (uint32_t)(ff_is_experts ? c->expert_ff : c->hidden_dim));
+    int ernie_moe = strcmp(arch, "ernie4_5-moe") == 0; /* (its dense layers' width) */
+    gguf_w_u32(w, KEY("feed_forward_length"),
+               (uint32_t)(ff_is_experts ? c->expert_ff : c->dense_ff > 0 ? c->dense_ff : c->hidden_dim));
     gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)c->n_heads);
     gguf_w_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
     gguf_w_u32(w, KEY("rope.dimension_count"), (uint32_t)(c->rope_dims > 0 ? c->rope_dims : c->head_dim));
@@ -84,8 +86,12 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, int 
         if (strcmp(arch, "llama") != 0 && !ff_is_experts) /* a llama's experts are feed_forward_length wide */
             gguf_w_u32(w, KEY("expert_feed_forward_length"), (uint32_t)c->expert_ff);
         int qwen2moe = strcmp(arch, "qwen2moe") == 0, olmoe = strcmp(arch, "olmoe") == 0;
-        if (qwen2moe || (granitemoe && shared)) /* the shared expert */
+        if (qwen2moe || ((granitemoe || ernie_moe) && shared)) /* the shared expert */
             gguf_w_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)c->hidden_dim);
+        if (ernie_moe) { /* (llama.cpp requires both) */
+            gguf_w_u32(w, KEY("leading_dense_block_count"), (uint32_t)c->moe_dense_lead);
+            gguf_w_u32(w, KEY("interleave_moe_layer_step"), 1);
+        }
         /* not the architecture's way (which llama.cpp keeps whatever this says) */
         if (c->moe_norm_topk == (qwen2moe || olmoe))
             gguf_w_bool(w, KEY("expert_weights_norm"), c->moe_norm_topk);
@@ -544,7 +550,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         llm_seterr(err, "%s: re-saving a partial-rotary %s model is not supported (phi3's)", path, m->arch);
         goto out;
     }
-    llm_gguf_w_meta(w, m->arch, c, c->n_expert > 0 && llm_layer_has_shared(&m->layers[0]),
+    llm_gguf_w_meta(w, m->arch, c, c->n_expert > 0 && llm_layer_has_shared(llm_moe_layer0(m)),
                     m->name[0] ? m->name : "model", dtype);
     if (strcmp(m->arch, "exaone4") == 0 && c->swa_window > 0) { /* its windows' period: the first global layer */
         int per = 1;
@@ -659,11 +665,15 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
                 M("ffn_norm", ffn_norm, 0)
             }
         }
-        if (c->n_expert == 0 && !phi3) {
+        if (!llm_layer_moe(c, L) && !phi3) {
             M("ffn_gate", w_gate, 0) M("ffn_up", w_up, 0) M("ffn_down", w_down, 0)
-        } else if (c->n_expert > 0) { /* the router stays F32, as llama.cpp's converter keeps it */
+        } else if (llm_layer_moe(c, L)) { /* the router stays F32, as llama.cpp's converter keeps it */
             snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.weight", i);
             add_mat(w, &l, n, &L->ffn_gate_inp, LLM_F32, 0, hd);
+            if (L->exp_probs_b.data != NULL) { /* ERNIE 4.5 MoE's selection bias */
+                snprintf(n, sizeof(n), "blk.%d.exp_probs_b.bias", i);
+                add_vec(w, &l, n, &L->exp_probs_b, 0, hd);
+            }
             static const char *const kinds[3] = { "gate", "up", "down" };
             for (int k = 0; k < 3; k++) {
                 snprintf(n, sizeof(n), "blk.%d.ffn_%s_exps.weight", i, kinds[k]);
@@ -796,13 +806,15 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared" },
         { "olmo2", "Olmo2ForCausalLM", "olmo2" }, { "olmo3", "Olmo3ForCausalLM", "olmo3" },
         { "olmoe", "OlmoeForCausalLM", "olmoe" }, { "ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5" },
+        { "ernie4_5-moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe" },
         { "seed_oss", "SeedOssForCausalLM", "seed_oss" }, { "exaone4", "Exaone4ForCausalLM", "exaone4" },
         { "exaone", "ExaoneForCausalLM", "exaone" },
         { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
     int llama = strcmp(m->arch, "llama") == 0;
-    int granitemoe = strcmp(m->arch, "granitemoe") == 0, shared = c->n_expert > 0 && llm_layer_has_shared(&m->layers[0]);
+    int granitemoe = strcmp(m->arch, "granitemoe") == 0;
+    int shared = c->n_expert > 0 && llm_layer_has_shared(llm_moe_layer0(m));
     const char *an = llama && c->n_expert > 0      ? "mixtral"
                      : llama && c->swa_window > 0 ? "mistral"
                      : granitemoe && shared       ? "granitemoeshared"
@@ -856,8 +868,19 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     }
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
     int olmoe = strcmp(m->arch, "olmoe") == 0;
-    cJSON_AddNumberToObject(j, "intermediate_size", granitemoe || olmoe ? c->expert_ff : c->hidden_dim);
-    if (granitemoe) { /* experts as wide as intermediate_size, always renormalised; GraniteMoeShared's shared one */
+    cJSON_AddNumberToObject(j, "intermediate_size", granitemoe || olmoe ? c->expert_ff
+                                                    : c->dense_ff > 0      ? c->dense_ff
+                                                                           : c->hidden_dim);
+    if (strcmp(m->arch, "ernie4_5-moe") == 0) { /* its shared experts as one, moe_num_shared_experts times as wide */
+        cJSON_AddNumberToObject(j, "moe_num_experts", c->n_expert);
+        cJSON_AddNumberToObject(j, "moe_k", c->n_expert_used);
+        cJSON_AddNumberToObject(j, "moe_intermediate_size", c->expert_ff);
+        cJSON_AddNumberToObject(j, "moe_num_shared_experts", shared ? c->hidden_dim / c->expert_ff : 0);
+        cJSON_AddNumberToObject(j, "moe_layer_start_index", c->moe_dense_lead);
+        cJSON_AddNumberToObject(j, "moe_layer_end_index", c->n_layers - 1);
+        cJSON_AddNumberToObject(j, "moe_layer_interval", 1);
+        cJSON_AddBoolToObject(j, "use_bias", 0);
+    } else if (granitemoe) { /* experts as wide as intermediate_size, always renormalised; GraniteMoeShared's shared one */
         cJSON_AddNumberToObject(j, "num_local_experts", c->n_expert);
         if (shared)
             cJSON_AddNumberToObject(j, "shared_intermediate_size", c->hidden_dim);
@@ -874,7 +897,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     } else if (c->n_expert > 0) { /* Mixtral: experts as wide as intermediate_size, always renormalised */
         cJSON_AddNumberToObject(j, "num_local_experts", c->n_expert);
     }
-    if (c->n_expert > 0)
+    if (c->n_expert > 0 && strcmp(m->arch, "ernie4_5-moe") != 0)
         cJSON_AddNumberToObject(j, "num_experts_per_tok", c->n_expert_used);
     int exaone = strcmp(m->arch, "exaone") == 0; /* (EXAONE 3.x's remote code names a few keys its own way) */
     if (exaone)
@@ -1106,9 +1129,11 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
     int granitemoe = strcmp(m->arch, "granitemoe") == 0;
     const llm_config *c = &m->cfg;
     /* (an ERNIE 4.5 directory keeps its adjacent pairs) */
-    int k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT && strcmp(m->arch, "ernie4_5") != 0 ? 2 : 0;
-    /* (OLMoE's experts are named as Qwen's) */
-    int qwen_moe = strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0 || strcmp(m->arch, "olmoe") == 0;
+    int k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT && strncmp(m->arch, "ernie4_5", 8) != 0 ? 2 : 0;
+    int ernie_moe = strcmp(m->arch, "ernie4_5-moe") == 0;
+    /* (OLMoE's and ERNIE 4.5 MoE's experts are named as Qwen's) */
+    int qwen_moe = strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0 || strcmp(m->arch, "olmoe") == 0 ||
+                   ernie_moe;
     int gemma = strncmp(m->arch, "gemma", 5) == 0, gemma23 = gemma && m->layers[0].post_attn_norm.data != NULL;
     float nadd = gemma ? -1.0f : 0.0f; /* Gemma's norms are stored as w, scaling by 1 + w */
 #define ADD(nm, tensor, p) do { snprintf(e[k].name, sizeof(e[k].name), "%s", nm); e[k].t = (tensor); \
@@ -1137,7 +1162,7 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
         } else {
             L_("post_attention_layernorm", ffn_norm, 0)
         }
-        if (c->n_expert == 0) {
+        if (!llm_layer_moe(c, L)) { /* (ERNIE 4.5 MoE's dense first layers too) */
             L_("mlp.gate_proj", w_gate, 0) L_("mlp.up_proj", w_up, 0) L_("mlp.down_proj", w_down, 0)
         } else if (granitemoe) { /* its router, parallel experts (3-D: gate | up, down) and shared expert */
             snprintf(nm, sizeof(nm), "model.layers.%d.block_sparse_moe.router.layer.weight", i);
@@ -1152,7 +1177,7 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
                 fused_entry(&e[k++], nm, gu, 2);
                 L_("shared_mlp.output_linear", w_down, 0)
             }
-        } else { /* Qwen 3 MoE's names, or Mixtral's (w1 gate, w3 up, w2 down) */
+        } else { /* Qwen 3 MoE's names (ERNIE 4.5 MoE's too), or Mixtral's (w1 gate, w3 up, w2 down) */
             const char *moe = qwen_moe ? "mlp" : "block_sparse_moe";
             static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
             snprintf(nm, sizeof(nm), "model.layers.%d.%s.gate.weight", i, moe);
@@ -1163,6 +1188,14 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
                              qwen_moe ? qn[w] : mn[w]);
                     ADD(nm, &L->experts[3 * x + w], 0);
                 }
+            if (ernie_moe && L->exp_probs_b.data != NULL) { /* its bias choosing the experts, [1, n_expert] */
+                snprintf(nm, sizeof(nm), "model.layers.%d.mlp.moe_statics.e_score_correction_bias", i);
+                ADD(nm, &L->exp_probs_b, 0);
+            }
+            if (ernie_moe && llm_layer_has_shared(L)) { /* its shared experts, as one */
+                L_("mlp.shared_experts.gate_proj", w_gate, 0) L_("mlp.shared_experts.up_proj", w_up, 0)
+                L_("mlp.shared_experts.down_proj", w_down, 0)
+            }
             if (L->shexp_gate.data != NULL) { /* Qwen 2 MoE's shared expert */
                 L_("mlp.shared_expert.gate_proj", w_gate, 0) L_("mlp.shared_expert.up_proj", w_up, 0)
                 L_("mlp.shared_expert.down_proj", w_down, 0) L_("mlp.shared_expert_gate", shexp_gate, 0)
@@ -1247,6 +1280,13 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
                    dir);
         return -1;
     }
+    const llm_layer *moe0 = llm_moe_layer0(m);
+    if (strcmp(m->arch, "ernie4_5-moe") == 0 && moe0 != NULL && llm_layer_has_shared(moe0) &&
+        c->hidden_dim % c->expert_ff != 0) {
+        llm_seterr(err, "%s: ERNIE 4.5 MoE's shared experts are a whole number of experts wide (%d over experts of %d)",
+                   dir, c->hidden_dim, c->expert_ff);
+        return -1;
+    }
     int n = (16 + 3 * c->n_expert + 1) * c->n_layers + 3, k = 0;
     hf_entry *e = calloc((size_t)n, sizeof(*e));
     float *tmp = NULL;
@@ -1274,7 +1314,8 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         cJSON *sh = cJSON_AddArrayToObject(o, "shape");
         if (e[i].n_exp > 0) /* [n_exp][its rows][cols] */
             cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)e[i].n_exp));
-        if (e[i].rows > 1 || strstr(e[i].name, "shared_expert_gate") != NULL) /* (a Linear(dim, 1): [1, dim]) */
+        /* (a Linear(dim, 1): [1, dim]; ERNIE's bias is [1, n_expert]) */
+        if (e[i].rows > 1 || strstr(e[i].name, "shared_expert_gate") != NULL || strstr(e[i].name, "e_score") != NULL)
             cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)(e[i].n_exp > 0 ? e[i].rows / e[i].n_exp
                                                                                   : e[i].rows)));
         cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[0]));

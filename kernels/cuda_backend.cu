@@ -32,7 +32,7 @@ static int check_model(const llm_model *m, llm_err *err)
         return -1;
     }
     for (int l = 0; l < c->n_layers && c->n_expert > 0; l++)
-        for (int e = 0; e < c->n_expert; e++) {
+        for (int e = 0; e < c->n_expert && llm_layer_moe(c, &m->layers[l]); e++) {
             const llm_tensor *x = &m->layers[l].experts[3 * e], *x0 = &m->layers[l].experts[0];
             if (x[0].type != x0[0].type || x[1].type != x0[0].type || x[2].type != x0[2].type) {
                 snprintf(err->msg, sizeof(err->msg), "cuda backend: layer %d: expert %d's weight types differ "
@@ -278,7 +278,7 @@ static void alloc_dp4a(cu_state *st, int tune)
     if (!st->mm.dp4a && !(tune && q))
         return;
     const llm_config *cf = &st->m->cfg;
-    int kmax = cf->dim > cf->hidden_dim ? cf->dim : cf->hidden_dim;
+    int kmax = cf->dim > llm_ff_max(cf) ? cf->dim : llm_ff_max(cf);
     kmax = kmax > cf->n_heads * cf->head_dim ? kmax : cf->n_heads * cf->head_dim;
     size_t nbq = (size_t)CU_GEMV_MAX_TOKENS * (size_t)kmax;
     if (cudaMalloc((void **)&st->mm.xq, nbq) == cudaSuccess &&
@@ -357,9 +357,11 @@ static int cu_init(llm_backend *b, llm_err *err)
     st->q_dim = c->n_heads * c->head_dim;
     st->kv_dim = c->n_kv_heads * c->head_dim;
     st->qkv_ld = st->q_dim + 2 * st->kv_dim;
-    /* gate|up rows of the dense FFN (or Qwen 2 MoE's shared expert); a mixture of experts without a shared
-     * expert has none, and its hidden_dim (the file's dense width) sizes nothing: 1 keeps the buffers real */
-    st->gu_ld = 2 * (c->n_expert == 0 || cu_has_mat(&m->layers[0].w_gate) ? c->hidden_dim : 1);
+    /* gate|up rows of the widest dense FFN (or Qwen 2 MoE's shared expert; ERNIE 4.5 MoE's dense first layers are
+     * wider than its shared experts); a mixture of experts without dense layers or a shared expert has none,
+     * and its hidden_dim (the file's dense width) sizes nothing: 1 keeps the buffers real */
+    const llm_layer *moe0 = llm_moe_layer0(m);
+    st->gu_ld = 2 * (moe0 == NULL || c->dense_ff > 0 || cu_has_mat(&moe0->w_gate) ? llm_ff_max(c) : 1);
 
     cudaDeviceProp prop;
     if ((e = cudaGetDeviceProperties(&prop, st->device)) != cudaSuccess ||
@@ -801,7 +803,7 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     if (st->mm.fuse && !c->layer_norm && L->ffn_norm != NULL && L->gate_up.n == 1 &&
         cuda_gemv_fused_ok(&st->mm, &L->gate_up.m[0], n, c->dim)) {
         cuda_gemv_norm_swiglu(&st->mm, &L->gate_up.m[0], st->x, c->dim, n, L->ffn_norm, c->norm_eps, st->h,
-                              c->hidden_dim, gelu);
+                              L->ff, gelu);
         if (cuda_stage_check(st, "norm + gate/up", l, err))
             return -1;
     } else {
@@ -810,12 +812,12 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
             return -1;
         down16 = cuda_mm_act16(&st->mm, &L->down, n);
         if (down16 ? cuda_swiglu_act16(&st->mm, &L->down, st->gu, st->gu_ld, n, gelu) != 0
-                   : (cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, gelu, st->stream), 0))
+                   : (cuda_swiglu(st->gu, st->gu_ld, st->h, L->ff, n, gelu, st->stream), 0))
             return act16_fail(st, err, "swiglu");
         if (cuda_stage_check(st, "swiglu", l, err))
             return -1;
     }
-    if (project_out(st, &L->down, down16 ? NULL : st->h, c->hidden_dim, n, L->post_ffn_norm, err) != 0)
+    if (project_out(st, &L->down, down16 ? NULL : st->h, L->ff, n, L->post_ffn_norm, err) != 0)
         return -1;
     return cuda_stage_check(st, "down", l, err);
 }
@@ -834,13 +836,13 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     if (L->shared) { /* the shared expert, dense, into moe_sh */
         if (cuda_mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
             return -1;
-        cuda_swiglu(st->gu, st->gu_ld, st->h, c->hidden_dim, n, gelu, s);
-        if (cuda_matmul(&st->mm, &L->down, st->h, c->hidden_dim, st->moe_sh, c->dim, n, 0, err->msg,
+        cuda_swiglu(st->gu, st->gu_ld, st->h, L->ff, n, gelu, s);
+        if (cuda_matmul(&st->mm, &L->down, st->h, L->ff, st->moe_sh, c->dim, n, 0, err->msg,
                         sizeof(err->msg)) != 0 || cuda_stage_check(st, "shared expert", l, err))
             return -1;
     }
-    cuda_moe_route(st->moe_rl, n, E, k, c->moe_norm_topk, st->xn, c->dim, L->shexp_gate, st->moe_ids, st->moe_w,
-                   st->moe_sg, s);
+    cuda_moe_route(st->moe_rl, L->exp_bias, n, E, k, c->moe_norm_topk, st->xn, c->dim, L->shexp_gate, st->moe_ids,
+                   st->moe_w, st->moe_sg, s);
     cuda_moe_sort(st->moe_ids, n, k, E, st->moe_off, st->moe_tok, st->moe_pos, s);
     if (cuda_stage_check(st, "route", l, err))
         return -1;
@@ -911,7 +913,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
             return -1;
         if (cuda_stage_check(st, "output projection", l, err))
             return -1;
-        if ((c->n_expert > 0 ? layer_moe(st, L, l, n, err) : layer_ffn(st, L, l, n, err)) != 0)
+        if ((L->moe ? layer_moe(st, L, l, n, err) : layer_ffn(st, L, l, n, err)) != 0)
             return -1;
     }
     if (sp->nw > 0) {

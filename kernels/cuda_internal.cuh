@@ -242,8 +242,8 @@ typedef struct {
     cu_mat    wo;
     cu_matset gate_up;       /* outputs [gate | up] */
     cu_mat    down;
-    /* Mixture of experts (cfg.n_expert > 0; gate_up and down are then the shared expert (shared = 1), or
-     * absent): the router, every expert's gate, up and down on the device ([n_expert][3], for the kernels) and
+    /* Mixture of experts (moe: cfg.n_expert > 0 but for dense layers; gate_up and down are then the shared expert
+     * (shared = 1), or absent): the router, every expert's gate, up and down on the device ([n_expert][3], for the kernels) and
      * expert 0's here (their types and shapes, which every expert of the layer shares), the shared expert's
      * gate (Qwen 2 MoE's; NULL when it is added ungated, as GraniteMoeShared's) */
     cu_mat        router;
@@ -251,6 +251,9 @@ typedef struct {
     cu_mat        exp0[3];
     int           shared;
     const float  *shexp_gate;
+    const float  *exp_bias;  /* ERNIE 4.5 MoE's bias choosing the experts (llm_layer.exp_probs_b), or NULL */
+    int           moe;       /* 0: a dense FFN (every layer of a dense model, ERNIE 4.5 MoE's first ones) */
+    int           ff;        /* the dense FFN's (or shared expert's) width: llm_layer_ff */
     /* An encoder's (BERT; NULL otherwise): the output projection's, up's and down's biases and those of the
      * LayerNorms after the attention and the FFN (attn_norm, ffn_norm their weights); gate_up is then up alone */
     const float  *bo, *b_up, *b_down, *attn_norm_b, *ffn_norm_b;
@@ -460,8 +463,8 @@ void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const f
  * combine: x[t] += sum_j wts[t][j] o[pos[t*k + j]] (+ sg[t] sh[t] with a shared expert, sh [n][dim]; sg NULL:
  *   an ungated one, + sh[t]); rs > 0 (Granite's residual scale): x[t] += rs * (that sum).
  * `host` is the layer's exp0, `mats` its experts on the device. */
-void cuda_moe_route(const float *logits, int n, int E, int k, int norm_topk, const float *xn, int dim,
-                    const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st);
+void cuda_moe_route(const float *logits, const float *bias, int n, int E, int k, int norm_topk, const float *xn,
+                    int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st);
 void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,
                    cudaStream_t st);
 typedef struct { int8_t *xq; void *xds; } cu_moe_i8;

@@ -639,13 +639,16 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
             upload_set(st, &u, &D->qkv, qkv, 3, err) != 0 || upload_mat(st, &u, &D->wo, &L->wo, err) != 0)
             goto out;
         /* the dense FFN, or a mixture of experts' shared expert where it has one */
-        if ((c->n_expert == 0 || cu_has_mat(&L->w_gate)) &&
+        D->moe = llm_layer_moe(c, L);
+        D->ff = llm_layer_ff(c, L);
+        if ((!D->moe || cu_has_mat(&L->w_gate)) &&
             (upload_set(st, &u, &D->gate_up, gu + 2 - n_gu, n_gu, err) != 0 ||
              upload_mat(st, &u, &D->down, &L->w_down, err) != 0))
             goto out;
-        if (c->n_expert > 0 && upload_experts(st, &u, L, D, err) != 0)
+        if (D->moe && (upload_experts(st, &u, L, D, err) != 0 ||
+                       (L->exp_probs_b.data != NULL && (D->exp_bias = upload_vec(st, &u, &L->exp_probs_b, err)) == NULL)))
             goto out;
-        D->shared = c->n_expert > 0 && cu_has_mat(&L->w_gate);
+        D->shared = D->moe && cu_has_mat(&L->w_gate);
         const llm_tensor *opt[12] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm, &L->post_attn_norm,
                                       &L->post_ffn_norm, &L->bo, &L->b_up, &L->b_down, &L->attn_norm_b,
                                       &L->ffn_norm_b };

@@ -1,8 +1,8 @@
-/* The mixture-of-experts FFN on the device (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE), as engine/cpu/moe.c computes
- * it, with no host round trip (so decode steps still go through CUDA Graphs):
+/* The mixture-of-experts FFN on the device (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE, OLMoE, ERNIE 4.5 MoE), as
+ * engine/cpu/moe.c computes it, with no host round trip (so decode steps still go through CUDA Graphs):
  *  1. route: per token, the softmax over the router's logits, the k experts of highest logit (ties: the lower
- *     index) and their probabilities, renormalised over the k when the model says so; with a shared expert,
- *     its gate sigmoid(xn . shexp_gate);
+ *     index; with ERNIE 4.5 MoE's bias, of highest probability + bias) and their probabilities, renormalised over
+ *     the k when the model says so; with a shared expert, its gate sigmoid(xn . shexp_gate);
  *  2. sort: the n*k (token, choice) rows grouped by expert, tokens in order within an expert (one block; the
  *     rows' order is the CPU's, though the results would not depend on it);
  *  3. gate/up: per active expert, its gate and up rows against its tokens' normed activations, SwiGLU (or
@@ -23,8 +23,8 @@
 
 /* One warp per token: lanes hold experts lane, lane + 32, ... (at most LLM_MAX_EXPERTS). */
 __global__ void __launch_bounds__(128)
-moe_route_kernel(const float *logits, int n, int E, int k, int norm_topk, const float *xn, int dim,
-                 const float *shexp_gate, int32_t *ids, float *wts, float *sg)
+moe_route_kernel(const float *logits, const float *bias, int n, int E, int k, int norm_topk, const float *xn,
+                 int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg)
 {
     CU_PDL_ENTRY();
     int lane = threadIdx.x & 31, t = blockIdx.x * 4 + (threadIdx.x >> 5);
@@ -47,12 +47,15 @@ moe_route_kernel(const float *logits, int n, int E, int k, int norm_topk, const 
     for (int j = 0; j < k; j++) {
         float bv = -INFINITY;
         int be = -1;
-        for (int e = lane, i = 0; e < E; e += 32, i++)
-            if (!(taken >> i & 1u) && (be < 0 || lg[e] > bv)) {
-                bv = lg[e];
+        for (int e = lane, i = 0; e < E; e += 32, i++) {
+            /* what chooses: the logit (the softmax keeps its order), or ERNIE 4.5 MoE's probability + bias */
+            float v = bias == NULL ? lg[e] : expf(lg[e] - mx) / sum + bias[e];
+            if (!(taken >> i & 1u) && (be < 0 || v > bv)) {
+                bv = v;
                 be = e;
             }
-        /* the warp's best: highest logit, then lowest index (be < 0: the lane has none left) */
+        }
+        /* the warp's best: highest score, then lowest index (be < 0: the lane has none left) */
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
             float ov = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -64,7 +67,7 @@ moe_route_kernel(const float *logits, int n, int E, int k, int norm_topk, const 
         }
         if ((be & 31) == lane)
             taken |= 1u << (be >> 5);
-        float w = expf(bv - mx) / sum;
+        float w = expf(lg[be] - mx) / sum; /* (its probability, without the bias) */
         sel_sum += w;
         if (lane == j) {
             my_id = be;
@@ -322,11 +325,11 @@ void cuda_moe_tc(const cu_mat *host, const cu_mat *mats, int E, const int32_t *o
     cuda_tcgemm_grouped(host, &G, h16, rows, o, host[2].rows, st);
 }
 
-void cuda_moe_route(const float *logits, int n, int E, int k, int norm_topk, const float *xn, int dim,
-                    const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st)
+void cuda_moe_route(const float *logits, const float *bias, int n, int E, int k, int norm_topk, const float *xn,
+                    int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st)
 {
-    CU_LAUNCH(moe_route_kernel, (unsigned)((n + 3) / 4), 128, 0, st, logits, n, E, k, norm_topk, xn, dim, shexp_gate,
-              ids, wts, sg);
+    CU_LAUNCH(moe_route_kernel, (unsigned)((n + 3) / 4), 128, 0, st, logits, bias, n, E, k, norm_topk, xn, dim,
+              shexp_gate, ids, wts, sg);
 }
 
 void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,

@@ -312,10 +312,10 @@ static void tune_key(const cu_state *st, int max_batch, char *key, size_t len)
         if (*p == ' ' || *p == '\n')
             *p = '_';
     snprintf(key, len, "%s sms=%d lib=%lld/%lld dim=%d hidden=%d layers=%d heads=%d/%d head_dim=%d vocab=%d "
-             "types=%d,%d,%d,%d,%d,%d experts=%d/%d/%d kv=%s block=%d graphs=%d max_batch=%d", prop.name, st->n_sms,
+             "types=%d,%d,%d,%d,%d,%d experts=%d/%d/%d dense=%d/%d kv=%s block=%d graphs=%d max_batch=%d", prop.name, st->n_sms,
              lib_size, lib_time, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
              c->vocab_size, L->qkv.m[0].type, L->wo.type, L->gate_up.m[0].type, L->down.type, st->output.type,
-             L->router.type, c->n_expert, c->n_expert_used, c->expert_ff, cu_kv_name(&st->kv), st->block_size,
+             L->router.type, c->n_expert, c->n_expert_used, c->expert_ff, c->moe_dense_lead, c->dense_ff, cu_kv_name(&st->kv), st->block_size,
              st->graphs.enabled, max_batch);
 }
 

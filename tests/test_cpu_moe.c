@@ -2,7 +2,8 @@
  * tiny-qwen3moe (8 experts, 2 per token): a long prompt in one step (several
  * passes of CPU_MOE_ROWS rows) == the same prompt in chunks == token by token
  * at the end; thread counts agree; the loader's view of the experts; the
- * same on tiny-qwen2moe (a shared expert). The agreement with llama.cpp is
+ * same on tiny-qwen2moe (a shared expert); ERNIE 4.5 MoE's dense first layer and its experts chosen with a
+ * bias (tiny-ernie4_5-moe). The agreement with llama.cpp is
  * tests/parity/moe.t's; the CUDA backend's against this one, tests/gpu/emu_quick.sh's. */
 #include <math.h>
 #include <stdint.h>
@@ -123,6 +124,64 @@ static void test_moe(const char *preset, llm_dtype t, const char *dir)
     unlink(path);
 }
 
+/* ERNIE 4.5 MoE (tiny-ernie4_5-moe): its dense first layer (192 wide, wider than the shared expert's 128) beside
+ * the experts' layers; the experts chosen with a bias: the same prompt whole and token by token agree, and
+ * without the bias the logits move (it chooses other experts). */
+static void test_ernie_moe(const char *dir)
+{
+    llm_err err = { { 0 } };
+    char path[600];
+    snprintf(path, sizeof(path), "%s/ernie-moe.gguf", dir);
+    ok(llm_model_generate("tiny-ernie4_5-moe", LLM_F32, 9, path, "../shared", &err) == 0, "gen tiny-ernie4_5-moe: %s",
+       err.msg);
+    llm_model *m = llm_model_load(path, NULL, &err);
+    ok(m != NULL, "it loads: %s", m ? "" : err.msg);
+    if (m == NULL)
+        return;
+    const llm_config *c = &m->cfg;
+    const llm_layer *L0 = &m->layers[0], *L1 = &m->layers[1];
+    ok(c->moe_dense_lead == 1 && c->dense_ff == 192 && c->hidden_dim == 128 && L0->dense && !L1->dense &&
+       llm_layer_ff(c, L0) == 192 && llm_layer_ff(c, L1) == 128 && L0->w_gate.ne[1] == 192 && L1->w_gate.ne[1] == 128 &&
+       L0->ffn_gate_inp.data == NULL && L0->experts != NULL && L0->experts[0].data == NULL &&
+       L1->exp_probs_b.data != NULL && L1->exp_probs_b.ne[0] == 8 && llm_moe_layer0(m) == L1,
+       "layer 0 dense (192 wide, no router, its experts absent), layer 1 experts with a bias and a shared one of 128");
+    int n = 40, V = c->vocab_size;
+    int32_t *toks = malloc((size_t)n * sizeof(int32_t));
+    for (int i = 0; i < n; i++)
+        toks[i] = i == 0 ? c->bos_id : 300 + (i * 37) % 5000;
+    table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
+    for (int i = 0; i <= n / BLOCK; i++)
+        table[i] = i;
+    view = (llm_seq_view){ table, n / BLOCK + 1 };
+    float *one = malloc((size_t)V * sizeof(float)), *tail = malloc((size_t)V * sizeof(float));
+    float *nob = malloc((size_t)V * sizeof(float));
+    llm_backend *b = make_backend(m, 2, n);
+    int rc = b == NULL || step(b, toks, 0, n, one) != 0;
+    llm_backend_free(b);
+    b = make_backend(m, 2, n);
+    rc |= b == NULL || step(b, toks, 0, n - 3, tail) != 0;
+    for (int p = n - 3; p < n && rc == 0; p++)
+        rc = step(b, toks, p, 1, tail);
+    llm_backend_free(b);
+    ok(rc == 0 && max_rel_diff(tail, one, (size_t)V) < 1e-4, "%d tokens whole and the last 3 one by one agree (%.2g)",
+       n, max_rel_diff(tail, one, (size_t)V));
+    const void *keep[8] = { NULL };
+    for (int l = 1; l < c->n_layers; l++) {
+        keep[l] = m->layers[l].exp_probs_b.data;
+        m->layers[l].exp_probs_b.data = NULL;
+    }
+    b = make_backend(m, 2, n);
+    rc = b == NULL || step(b, toks, 0, n, nob) != 0;
+    llm_backend_free(b);
+    ok(rc == 0 && max_rel_diff(nob, one, (size_t)V) > 1e-2,
+       "control: without the selection bias the logits move (rel diff %.2g)", max_rel_diff(nob, one, (size_t)V));
+    for (int l = 1; l < c->n_layers; l++)
+        m->layers[l].exp_probs_b.data = keep[l];
+    free(one); free(tail); free(nob); free(toks); free(table);
+    llm_model_free(m);
+    unlink(path);
+}
+
 int main(void)
 {
     char dir[64];
@@ -131,6 +190,7 @@ int main(void)
     test_moe("tiny-qwen3moe", LLM_F32, dir);
     test_moe("tiny-qwen3moe", LLM_Q8_0, dir);
     test_moe("tiny-qwen2moe", LLM_Q8_0, dir);
+    test_ernie_moe(dir);
     rmdir(dir);
     return done_testing();
 }

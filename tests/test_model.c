@@ -902,6 +902,36 @@ static void test_moe(void)
     llm_model_free(m);
     unlink(bad);
     unlink(q);
+
+    /* ERNIE 4.5 MoE: a dense first layer beside the experts' layers, a selection bias; what a file may get wrong */
+    ok(llm_model_generate("tiny-ernie4_5-moe", LLM_Q8_0, 4, q, "../shared", &err) == 0, "gen tiny-ernie4_5-moe: %s",
+       err.msg);
+    m = llm_model_load(q, NULL, &err);
+    ok(m && !strcmp(m->arch, "ernie4_5-moe") && m->cfg.moe_dense_lead == 1 && m->cfg.dense_ff == 192 &&
+       m->layers[0].dense && m->layers[0].w_up.ne[1] == 192 && !m->layers[1].dense &&
+       m->layers[1].w_up.ne[1] == 128 && m->layers[2].exp_probs_b.ne[0] == 8 && m->cfg.n_expert_used == 3,
+       "ernie4_5-moe: layer 0 dense of 192, then experts with a bias and a shared expert of 128: %s",
+       m ? "" : err.msg);
+    llm_model_free(m);
+    static const struct { const char *drop, *halve, *add, *want; } ernie[] = {
+        { "blk.0.ffn_gate.weight", NULL, NULL, "missing tensor blk.0.ffn_gate.weight" },
+        { NULL, "blk.0.ffn_up.weight", NULL, "layer 0 w_up" },
+        { "blk.1.exp_probs_b.bias", NULL, NULL, "a bias choosing experts in some layers and not in others" },
+        { NULL, "blk.2.exp_probs_b.bias", NULL, "layer 2 exp_probs_b" },
+        { "kv:ernie4_5-moe.leading_dense_block_count", NULL, "ernie4_5-moe.leading_dense_block_count=3",
+          "leading_dense_block_count" },
+        { "kv:ernie4_5-moe.interleave_moe_layer_step", NULL, "ernie4_5-moe.interleave_moe_layer_step=2",
+          "interleave_moe_layer_step" },
+    };
+    for (size_t i = 0; i < sizeof(ernie) / sizeof(ernie[0]); i++) {
+        rewrite(q, bad, ernie[i].drop, ernie[i].halve, ernie[i].add, NULL);
+        llm_model *x = llm_model_load(bad, NULL, &err);
+        ok(x == NULL && strstr(err.msg, ernie[i].want), "ERNIE MoE GGUF refused (%s): %s", ernie[i].want,
+           x ? "loaded" : err.msg);
+        llm_model_free(x);
+    }
+    unlink(bad);
+    unlink(q);
 }
 
 /* OLMo 3 (post norms only, whole-row q/k norms, windows on three layers of four) and Granite MoE files: their

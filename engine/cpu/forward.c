@@ -41,7 +41,7 @@ static int widest_k(const cpu_state *st)
 {
     const llm_config *c = &st->m->cfg;
     int w = c->dim > st->q_dim ? c->dim : st->q_dim;
-    w = w > c->hidden_dim ? w : c->hidden_dim;
+    w = w > llm_ff_max(c) ? w : llm_ff_max(c);
     return w > c->expert_ff ? w : c->expert_ff;
 }
 
@@ -74,8 +74,8 @@ static int ensure_scratch(cpu_state *st, int n)
     st->k   = malloc(N * st->kv_dim * sizeof(float));
     st->v   = malloc(N * st->kv_dim * sizeof(float));
     st->att = malloc(N * st->q_dim * sizeof(float));
-    st->hb  = malloc(N * c->hidden_dim * sizeof(float));
-    st->hb2 = malloc(N * c->hidden_dim * sizeof(float));
+    st->hb  = malloc(N * llm_ff_max(c) * sizeof(float));
+    st->hb2 = malloc(N * llm_ff_max(c) * sizeof(float));
     st->qact = malloc(A * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
     st->att_tiles = malloc((N + 1) * sizeof(int));
     st->att_end = malloc(N * sizeof(int));
@@ -117,8 +117,8 @@ static int prefault_scratch(cpu_state *st, int n)
     memset(st->att, 0, N * st->q_dim * sizeof(float));
     memset(st->k, 0, N * st->kv_dim * sizeof(float));
     memset(st->v, 0, N * st->kv_dim * sizeof(float));
-    memset(st->hb, 0, N * c->hidden_dim * sizeof(float));
-    memset(st->hb2, 0, N * c->hidden_dim * sizeof(float));
+    memset(st->hb, 0, N * llm_ff_max(c) * sizeof(float));
+    memset(st->hb2, 0, N * llm_ff_max(c) * sizeof(float));
     memset(st->qact, 0, A * (size_t)(widest / LLM_QK + 1) * sizeof(cpu_q8_act));
     memset(st->xbf, 0, xbf_rows(A) * widest * sizeof(uint16_t));
     if (st->xsplit != NULL)
@@ -510,7 +510,7 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
 
         project_out(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm);
 
-        if (c->n_expert > 0) {
+        if (llm_layer_moe(c, L)) {
             if (cpu_moe_ffn(st, l, n) != 0) {
                 llm_seterr(err, "cpu backend: out of memory for the experts of a batch of %d tokens", n);
                 return LLM_BACKEND_NOMEM;
@@ -518,16 +518,17 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
             continue;
         }
 
+        const int ff = llm_layer_ff(c, L); /* (ERNIE 4.5 MoE's dense layers are wider than its shared experts) */
         cpu_mm_out gu[2] = {
-            { &L->w_gate, st->hb, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },
-            { &L->w_up, st->hb2, (size_t)c->hidden_dim, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
+            { &L->w_gate, st->hb, (size_t)ff, 0, cpu_packed(st, l, CPU_W_GATE), 0, 0 },
+            { &L->w_up, st->hb2, (size_t)ff, 0, cpu_packed(st, l, CPU_W_UP), 0, 0 },
         };
         cpu_mm mf = { .x = st->x, .xs = (size_t)c->dim, .n = n, .K = c->dim, .norm = L->ffn_norm.data,
                       .xn = st->xb, .eps = c->norm_eps, .layer_norm = c->layer_norm, .outs = gu, .n_outs = 2,
                       .swiglu = 1, .gelu = c->act };
         cpu_matmul(st, &mf);
 
-        project_out(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, c->hidden_dim, n, &L->post_ffn_norm);
+        project_out(st, &L->w_down, cpu_packed(st, l, CPU_W_DOWN), st->hb, ff, n, &L->post_ffn_norm);
     }
 
     /* Gather the rows that want logits (in batch order), then norm + classifier. Rows that want their

@@ -1,4 +1,4 @@
-/* The mixture-of-experts FFN (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE) on the CPU. Per pass of
+/* The mixture-of-experts FFN (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE, OLMoE, ERNIE 4.5 MoE) on the CPU. Per pass of
  * tokens: the router's logits (the FFN norm fused in), each token's
  * n_expert_used best experts, the tokens' normed rows gathered by expert so
  * that each expert's rows are contiguous, one parallel matmul over every
@@ -37,7 +37,7 @@ static int ensure_moe(cpu_state *st, int tokens)
     st->moe_g = malloc(R * (size_t)c->expert_ff * sizeof(float));
     st->moe_u = malloc(R * (size_t)c->expert_ff * sizeof(float));
     st->moe_y = malloc(R * (size_t)c->dim * sizeof(float));
-    int shared = llm_layer_has_shared(&st->m->layers[0]);
+    int shared = llm_layer_has_shared(llm_moe_layer0(st->m));
     st->moe_s = shared ? malloc(T * (size_t)c->dim * sizeof(float)) : NULL;
     if (!st->moe_logits || !st->moe_pos || !st->moe_w || !st->moe_x || !st->moe_g || !st->moe_u || !st->moe_y ||
         (shared && !st->moe_s)) {
@@ -49,10 +49,11 @@ static int ensure_moe(cpu_state *st, int tokens)
 }
 
 /* Each of n tokens' k experts of highest router probability (ties: the lower index), in that order, with
- * their softmax probabilities (renormalised over the k when the model says so); then the row each (token,
- * choice) takes: rows grouped by expert (count[e] from off[e]), tokens in order within an expert, and the
- * token's normed activations (st->xb) copied there. */
-static void route(cpu_state *st, int n, int *off, int *count)
+ * their softmax probabilities (renormalised over the k when the model says so); with a selection bias
+ * (ERNIE 4.5 MoE's), the k highest of probability + bias, weighted by their probabilities alone. Then the row
+ * each (token, choice) takes: rows grouped by expert (count[e] from off[e]), tokens in order within an expert,
+ * and the token's normed activations (st->xb) copied there. */
+static void route(cpu_state *st, const float *bias, int n, int *off, int *count)
 {
     const llm_config *c = &st->m->cfg;
     int E = c->n_expert, k = c->n_expert_used, dim = c->dim;
@@ -64,6 +65,9 @@ static void route(cpu_state *st, int n, int *off, int *count)
             mx = lg[e] > mx ? lg[e] : mx;
         for (int e = 0; e < E; e++)
             sum += expf(lg[e] - mx);
+        float score[LLM_MAX_EXPERTS]; /* what chooses: the logits (softmax keeps their order), or p + bias */
+        for (int e = 0; e < E; e++)
+            score[e] = bias == NULL ? lg[e] : expf(lg[e] - mx) / sum + bias[e];
         int *sel = st->moe_pos + (size_t)t * k; /* expert ids for now, rows below */
         float *w = st->moe_w + (size_t)t * k;
         for (int j = 0; j < k; j++) {
@@ -72,7 +76,7 @@ static void route(cpu_state *st, int n, int *off, int *count)
                 int taken = 0;
                 for (int i = 0; i < j && !taken; i++)
                     taken = sel[i] == e;
-                if (!taken && (best < 0 || lg[e] > lg[best]))
+                if (!taken && (best < 0 || score[e] > score[best]))
                     best = e;
             }
             sel[j] = best;
@@ -171,7 +175,7 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
         cpu_matmul(st, &mr);
 
         int off[LLM_MAX_EXPERTS + 1], count[LLM_MAX_EXPERTS], na = 0;
-        route(st, np, off, count);
+        route(st, L->exp_probs_b.data, np, off, count);
         if (llm_layer_has_shared(L))
             shared_expert(st, l, np);
         cpu_mm_out gu[CPU_MM_MAX_OUTS], dn[LLM_MAX_EXPERTS];

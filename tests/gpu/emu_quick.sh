@@ -35,7 +35,7 @@
 # 10b. SmolLM3's NoPE layers and Granite's four scales (gen-model --preset tiny-smollm3 / tiny-granite);
 #      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
-#     ungated shared expert, tiny-olmoe): routing and experts on the device, prefill, mixed batches, decode through graphs;
+#     ungated shared expert, tiny-olmoe, tiny-ernie4_5-moe's dense first layer and biased choice): routing and experts on the device, prefill, mixed batches, decode through graphs;
 #     quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
 # 12. GGUF Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS / Q4_1 / Q5_0 / Q5_1 matrices uploaded from their
@@ -357,6 +357,25 @@ for f in granitemoe-shared olmoe; do
         LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/$f-f32.gguf" --vocab 512 --positions 40 --gen 16 \
         --chunk 20 --max-diff 1e-3 --min-top1 1
 done
+# ERNIE 4.5 MoE: a dense first layer wider (192) than the shared expert (128) beside the experts' layers, the
+# experts chosen with a bias on their probabilities (moe_route_kernel's): F32 as above (1.2e-5), through graphs,
+# and Q4_0 as GEMVs against the CPU on its dequantised copy.
+for d in f32 q4_0; do
+    "$B/llm-engine" gen-model --preset tiny-ernie4_5-moe --dtype $d --out "$W/ernie-moe-$d.gguf" --seed 5 \
+        >/dev/null 2>&1 || exit 1
+done
+"$B/llm-engine" gen-model --from "$W/ernie-moe-q4_0.gguf" --dtype f32 --out "$W/ernie-moe-q4_0-deq.gguf" \
+    >/dev/null 2>&1 || exit 1
+check "ernie4_5-moe f32 vs the CPU backend: dense and expert layers, biased choice; prefill, mixed, decode" \
+    env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/ernie-moe-f32.gguf" \
+    --vocab 512 --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1
+check "ernie4_5-moe f32: decode through graphs (on-device argmax)" env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 \
+    LLM_CUDA_ATT_DECODE=0 CU_EMU_SMS=64 "$E/parity_logits" --model "$W/ernie-moe-f32.gguf" --vocab 512 --gen 4 \
+    --only-graph 1 --graph-cycles 1 --max-diff 1e-3 --min-top1 1
+check "ernie4_5-moe q4_0 vs the CPU on its dequantised copy" env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 \
+    LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_MOE_TC=0 \
+    "$E/parity_logits" --model "$W/ernie-moe-q4_0.gguf" --cpu-model "$W/ernie-moe-q4_0-deq.gguf" --vocab 512 \
+    --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 --min-top1 1
 # On int8 activations (LLM_CUDA_GEMV_DP4A=1: the dense GEMVs and the experts' products, moe_mm_i8_kernel) the
 # device computes what the CPU computes on the same quantised file: a tight bound where the float GEMVs differ
 # by 0.25-7 (above). Qwen 2 MoE's experts in Q4_0 and Q8_0 (tiny-mixtral's random weights are too near their
