@@ -733,18 +733,36 @@ static const char SEED_NO_THINK[] =
     "thinking, that is, your thinking budget is 0. Next, please skip the thinking process and directly start "
     "answering the user's questions.";
 
-/* Seed-OSS, after its template: a first system message as <seed:bos>system\ntext<seed:eos>; with no_think (its
- * thinking_budget 0) a system turn telling the model so; then each message as <seed:bos>role\ntext<seed:eos>, an
- * answer trimmed (an empty one leaves its turn open, as the template does); the generation prompt
- * <seed:bos>assistant\n, with no_think a closed <seed:think> block that says the budget is 0. */
-static int render_seed(const llm_chat_msg *m, size_t n, const llm_chat_vars *v, int gen, llm_chat_out *o)
+static const char SEED_TOOLS_INTRO[] =
+    "You are Doubao, a helpful AI assistant. You may call one or more functions to assist with the user query.";
+/* the call format its tool prompt shows, around a <seed:tool_call> ... </seed:tool_call> (control tokens) */
+static const char SEED_TOOLS_FORMAT[] =
+    "\n\u5de5\u5177\u8c03\u7528\u8bf7\u9075\u5faa\u5982\u4e0b\u683c\u5f0f:\n"; /* 工具调用请遵循如下格式 */
+static const char SEED_TOOLS_EXAMPLE[] =
+    "\n<function=example_function_name>\n<parameter=example_parameter_1>value_1</parameter>\n"
+    "<parameter=example_parameter_2>This is the value for the second parameter\nthat can span\nmultiple lines"
+    "</parameter>\n</function>\n";
+
+/* Seed-OSS, after its template: a first system message as <seed:bos>system\ntext<seed:eos> (with tools: the system
+ * message or its "You are Doubao ..." line, the tools as Python function docs (defs, the module's), the call
+ * format, then <seed:eos>); with no_think (its thinking_budget 0) a system turn telling the model so; then each
+ * message as <seed:bos>role\ntext<seed:eos>, an answer trimmed (an empty one leaves its turn open, as the template
+ * does), an answer with calls its text trimmed between newlines then each call as
+ * \n<seed:tool_call>\n<function=NAME>\n<parameter=KEY>VALUE</parameter>\n...</function>\n</seed:tool_call> (the
+ * args: those parameter lines), then <seed:eos>; the generation prompt <seed:bos>assistant\n, with no_think a closed
+ * <seed:think> block that says the budget is 0. */
+static int render_seed(const llm_chat_msg *m, size_t n, const llm_chat_tools *t, const llm_chat_vars *v, int gen,
+                       llm_chat_out *o)
 {
-    int no_think = v != NULL && v->no_think, rc = 0;
-    size_t i = 0;
-    if (!strcmp(m[0].role, "system")) {
-        rc |= sp(o, "<seed:bos>") | tx(o, "system\n") | tx(o, m[0].content) | sp(o, "<seed:eos>");
-        i = 1;
-    }
+    int no_think = v != NULL && v->no_think, rc = 0, sys = !strcmp(m[0].role, "system");
+    size_t i = sys;
+    if (sys || t != NULL)
+        rc |= sp(o, "<seed:bos>") | tx(o, "system\n") | tx(o, sys ? m[0].content : SEED_TOOLS_INTRO);
+    if (t != NULL)
+        rc |= tx(o, t->defs ? t->defs : "") | tx(o, SEED_TOOLS_FORMAT) | sp(o, "<seed:tool_call>") |
+              tx(o, SEED_TOOLS_EXAMPLE) | sp(o, "</seed:tool_call>") | tx(o, "\n");
+    if (sys || t != NULL)
+        rc |= sp(o, "<seed:eos>");
     if (no_think)
         rc |= sp(o, "<seed:bos>") | tx(o, "system\n") | tx(o, SEED_NO_THINK) | tx(o, "\n") | sp(o, "<seed:eos>");
     for (; i < n && !rc; i++) {
@@ -755,6 +773,14 @@ static int render_seed(const llm_chat_msg *m, size_t n, const llm_chat_vars *v, 
         }
         const char *c = m[i].content;
         while (is_ws(*c)) c++;
+        if (m[i].n_calls > 0) {
+            if (*c) rc |= tx(o, "\n") | tx_trim(o, c) | tx(o, "\n");
+            for (size_t k = 0; k < m[i].n_calls; k++)
+                rc |= tx(o, "\n") | sp(o, "<seed:tool_call>") | tx(o, "\n<function=") | tx(o, m[i].calls[k].name) |
+                      tx(o, ">\n") | tx(o, m[i].calls[k].args) | tx(o, "</function>\n") | sp(o, "</seed:tool_call>");
+            rc |= sp(o, "<seed:eos>");
+            continue;
+        }
         if (*c) rc |= tx(o, "\n") | tx_trim(o, c) | sp(o, "<seed:eos>");
     }
     if (gen && !rc) {
@@ -1020,9 +1046,10 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     int calls = 0, results = 0;
     for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0, results |= is_tool_role(msgs[i].role);
     if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && f != LLM_CHAT_SMOLLM3 &&
-        f != LLM_CHAT_GRANITE && f != LLM_CHAT_EXAONE4 && f != LLM_CHAT_QWEN3_CODER && !is_mistral_tools(f)) {
-        llm_seterr(err, "function calling needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder or "
-                   "Mistral (v3, v3-tekken, v7) chat format; this model's is %s", llm_chat_format_name(f));
+        f != LLM_CHAT_GRANITE && f != LLM_CHAT_EXAONE4 && f != LLM_CHAT_QWEN3_CODER && f != LLM_CHAT_SEED_OSS &&
+        !is_mistral_tools(f)) {
+        llm_seterr(err, "function calling needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, "
+                   "Seed-OSS or Mistral (v3, v3-tekken, v7) chat format; this model's is %s", llm_chat_format_name(f));
         return -1;
     }
     int rc;
@@ -1044,7 +1071,7 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_QWEN3_CODER: rc = render_qwen3_coder(msgs, n, tools, gen, out); break;
     case LLM_CHAT_ERNIE: rc = render_ernie(msgs, n, gen, out, err); break;
     case LLM_CHAT_TULU: rc = render_tulu(msgs, n, vars, gen, out, err); break;
-    case LLM_CHAT_SEED_OSS: rc = render_seed(msgs, n, vars, gen, out); break;
+    case LLM_CHAT_SEED_OSS: rc = render_seed(msgs, n, tools, vars, gen, out); break;
     case LLM_CHAT_MISTRAL_V1:
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:

@@ -93,7 +93,7 @@ const char     *llm_chat_format_name(llm_chat_format f); /* "llama3", "llama2", 
 /* "llama3" / "llama2" / "chatml" / "gemma" -> format; 0 if unknown. */
 llm_chat_format llm_chat_format_from_name(const char *name);
 
-/* Function calling, in six families of formats:
+/* Function calling, in these families of formats:
  * - Llama 3 (Llama 3.1 / 3.2's tool prompt, "JSON based tool calling"): a system turn that opens
  *   "Environment: ipython", the knowledge and today's dates, then the system message; the tools (defs:
  *   each tool's JSON as the template prints it, tojson(indent=4), followed by "\n\n") with the instruction
@@ -129,7 +129,12 @@ llm_chat_format llm_chat_format_from_name(const char *name);
  *   writes it) and the instruction to answer <tool_call>\n<function=name>\n<parameter=key>\nvalue\n
  *   </parameter>\n</function>\n</tool_call>; an assistant message's calls so after its trimmed content (each
  *   call's args already in that form); "tool" messages go into user turns as <tool_response> blocks.
- *   open_call is not taken (its calls are not JSON a schema can hold). */
+ *   open_call is not taken (its calls are not JSON a schema can hold).
+ * - Seed-OSS: the first system turn (the system message, or Seed's "You are Doubao ..." line) holds the tools
+ *   (defs: each tool as its template's Python function doc, "\n\nFunction:\ndef name(...):" and its docstring)
+ *   and the call format; an assistant message's calls after its trimmed content as \n<seed:tool_call>\n
+ *   <function=name>\n<parameter=key>value</parameter>\n...</function>\n</seed:tool_call> (args: those parameter
+ *   lines); "tool" messages as tool turns. open_call is not taken (XML calls). */
 typedef struct {
     const char *defs;
     const char *date;  /* "2 Dec 2026" (Llama 3) */

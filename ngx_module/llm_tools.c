@@ -226,9 +226,22 @@ static const char *call_tag(int chat_format)
     return chat_format == LLM_CHAT_CHATML || chat_format == LLM_CHAT_SMOLLM3 || chat_format == LLM_CHAT_EXAONE4 ||
                    chat_format == LLM_CHAT_QWEN3_CODER
                ? "<tool_call>"
-           : chat_format == LLM_CHAT_GRANITE ? "<|tool_call|>"
-           : is_mistral(chat_format)         ? "[TOOL_CALLS]"
-                                             : NULL;
+           : chat_format == LLM_CHAT_GRANITE  ? "<|tool_call|>"
+           : chat_format == LLM_CHAT_SEED_OSS ? "<seed:tool_call>"
+           : is_mistral(chat_format)          ? "[TOOL_CALLS]"
+                                              : NULL;
+}
+
+/* The tag that closes a call in the formats that close each (ChatML's family, Seed-OSS). */
+static const char *call_close(int chat_format)
+{
+    return chat_format == LLM_CHAT_SEED_OSS ? "</seed:tool_call>" : "</tool_call>";
+}
+
+/* Calls written as XML (<function=NAME><parameter=KEY>VALUE</parameter>...): Qwen3-Coder's, Seed-OSS's. */
+static int xml_calls(int chat_format)
+{
+    return chat_format == LLM_CHAT_QWEN3_CODER || chat_format == LLM_CHAT_SEED_OSS;
 }
 
 /* The key of a call's arguments: Llama 3.1 writes "parameters", Hermes / Qwen and Mistral "arguments". */
@@ -379,6 +392,65 @@ static void qwen3_coder_def(buf_t *b, const cJSON *tool)
     puts_(b, "\n</function>");
 }
 
+/* Seed-OSS's py_type macro: a JSON Schema type as its template names it in a Python signature. */
+static const char *seed_py_type(const cJSON *spec)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(spec, "type");
+    const char *s = cJSON_IsString(t) ? t->valuestring : "";
+    return !strcmp(s, "string")                             ? "str"
+           : !strcmp(s, "number") || !strcmp(s, "integer") ? "int"
+           : !strcmp(s, "boolean")                         ? "bool"
+           : !strcmp(s, "array")                           ? "list"
+                                                           : "Any";
+}
+
+/* spec.description or "": a string as it is, another value as Python's str() of it, none (or a falsy one) empty */
+static void seed_desc(buf_t *b, const cJSON *spec)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(spec, "description");
+    if (cJSON_IsString(d)) puts_(b, d->valuestring);
+    else if (d != NULL && !cJSON_IsNull(d) && !cJSON_IsFalse(d) && !(cJSON_IsNumber(d) && d->valuedouble == 0) &&
+             !((cJSON_IsArray(d) || cJSON_IsObject(d)) && d->child == NULL))
+        put_repr(b, d, 1);
+}
+
+/* A tool as Seed-OSS's template lists it: a Python function's signature and docstring, its arguments marked
+ * [必填] (required) or [选填] (optional), its "returns" object's properties. */
+static void seed_def(buf_t *b, const cJSON *tool)
+{
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
+    const cJSON *params = llm_api_field(fn, "parameters"), *desc = llm_api_field(fn, "description");
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
+    const cJSON *ret = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fn, "returns"), "properties");
+    puts_(b, "\n\nFunction:\ndef "), puts_(b, tool_name(tool)), puts_(b, "(");
+    for (const cJSON *p = cJSON_IsObject(props) ? props->child : NULL; p != NULL; p = p->next)
+        puts_(b, p->string), puts_(b, ": "), puts_(b, seed_py_type(p)), puts_(b, p->next ? "," : "");
+    puts_(b, "):\n    \"\"\"\n    ");
+    if (cJSON_IsString(desc)) put_trimmed(b, desc->valuestring);
+    puts_(b, "\n\n");
+    if (cJSON_IsObject(props) && props->child != NULL) {
+        puts_(b, "    Args:");
+        for (const cJSON *p = props->child; p != NULL; p = p->next) {
+            int required = 0;
+            for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r != NULL && !required; r = r->next)
+                required = cJSON_IsString(r) && !strcmp(r->valuestring, p->string);
+            puts_(b, "\n    - "), puts_(b, p->string), puts_(b, " ("), puts_(b, seed_py_type(p)), puts_(b, ")");
+            puts_(b, required ? " [\u5fc5\u586b]: " : " [\u9009\u586b]: "); /* [必填] / [选填] */
+            seed_desc(b, p);
+        }
+    }
+    puts_(b, "\n");
+    if (cJSON_IsObject(ret) && ret->child != NULL) {
+        puts_(b, "    Returns:");
+        for (const cJSON *p = ret->child; p != NULL; p = p->next) {
+            puts_(b, "\n    - "), puts_(b, p->string), puts_(b, " ("), puts_(b, seed_py_type(p)), puts_(b, "): ");
+            seed_desc(b, p);
+        }
+    }
+    puts_(b, "\n    \"\"\"");
+}
+
 /* Each tool as the template lists it: Llama 3.1's tojson(indent=4) then a blank line; ChatML's a newline
  * then tojson on one line (SmolLM3's and EXAONE 4's tojson then a newline: the renderer puts EXAONE 4's lines
  * in <tool> tags); Mistral's on one line, joined by ", " (the template adds the brackets); Granite's the whole
@@ -387,8 +459,9 @@ static char *tool_defs(const cJSON *tools, int chat_format)
 {
     if (chat_format == LLM_CHAT_GRANITE) return llm_tools_dumps(tools, 4);
     buf_t b = { { NULL, 0, 0 }, 0 };
-    if (chat_format == LLM_CHAT_QWEN3_CODER) {
-        for (const cJSON *t = tools->child; t != NULL; t = t->next) qwen3_coder_def(&b, t);
+    if (chat_format == LLM_CHAT_QWEN3_CODER || chat_format == LLM_CHAT_SEED_OSS) {
+        for (const cJSON *t = tools->child; t != NULL; t = t->next)
+            chat_format == LLM_CHAT_SEED_OSS ? seed_def(&b, t) : qwen3_coder_def(&b, t);
         if (b.oom) { free(b.t.data); return NULL; }
         return b.t.data ? b.t.data : strdup("");
     }
@@ -449,13 +522,14 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (mode == LLM_TOOLS_OFF) return 0;
     if (call_tag(r->chat_format) == NULL && r->chat_format != LLM_CHAT_LLAMA3) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
-                       "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4, Qwen3-Coder or Mistral (v3, v3-tekken, v7) "
-                       "chat format; this one's is %s", llm_chat_format_name(r->chat_format));
+                       "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS or Mistral (v3, "
+                       "v3-tekken, v7) chat format; this one's is %s", llm_chat_format_name(r->chat_format));
         return -1;
     }
-    if (r->chat_format == LLM_CHAT_QWEN3_CODER && (mode == LLM_TOOLS_REQUIRED || mode == LLM_TOOLS_NAMED)) {
+    if (xml_calls(r->chat_format) && (mode == LLM_TOOLS_REQUIRED || mode == LLM_TOOLS_NAMED)) {
         llm_api_seterr(e, 400, "tool_choice", "unsupported_parameter", "tool_choice \"required\" or a named function "
-                       "holds the answer to a call's JSON Schema; Qwen3-Coder's calls are XML: use \"auto\"");
+                       "holds the answer to a call's JSON Schema; %s's calls are XML: use \"auto\"",
+                       r->chat_format == LLM_CHAT_SEED_OSS ? "Seed-OSS" : "Qwen3-Coder");
         return -1;
     }
     if (r->stream && r->logprobs) {
@@ -523,12 +597,15 @@ int llm_tools_history_calls(const cJSON *tool_calls, size_t i, int chat_format, 
         cJSON *empty = a ? NULL : cJSON_CreateObject();
         cl[k].name = name->valuestring;
         cl[k].id = cJSON_IsString(id) ? id->valuestring : NULL;
-        if (chat_format == LLM_CHAT_QWEN3_CODER) { /* its template's <parameter=key>\nvalue\n</parameter>\n lines */
+        if (xml_calls(chat_format)) { /* Qwen3-Coder's <parameter=key>\nvalue\n</parameter>\n lines (a container's
+                                        * JSON), Seed-OSS's <parameter=key>value</parameter>\n (Python's str()) */
+            int seed = chat_format == LLM_CHAT_SEED_OSS;
             buf_t b = { { NULL, 0, 0 }, 0 };
             for (const cJSON *v = a ? a->child : NULL; v != NULL; v = v->next) {
-                puts_(&b, "<parameter="), puts_(&b, v->string), puts_(&b, ">\n");
-                put_value(&b, v);
-                puts_(&b, "\n</parameter>\n");
+                puts_(&b, "<parameter="), puts_(&b, v->string), puts_(&b, seed ? ">" : ">\n");
+                if (seed) put_repr(&b, v, 1);
+                else put_value(&b, v);
+                puts_(&b, seed ? "</parameter>\n" : "\n</parameter>\n");
             }
             if (b.oom) free(b.t.data);
             cl[k].args = b.oom ? NULL : b.t.data ? b.t.data : strdup("");
@@ -590,16 +667,14 @@ static size_t read_call(const llm_api_req *r, const char *text, size_t len, llm_
     return took;
 }
 
-static const char CALL_CLOSE[] = "</tool_call>";
-
 static int at(const char *t, size_t len, size_t k, const char *tag)
 {
     size_t n = strlen(tag);
     return k + n <= len && memcmp(t + k, tag, n) == 0;
 }
 
-/* A Qwen3-Coder parameter's text as the JSON value its schema type makes of it, as vLLM's Qwen3-Coder parser
- * converts it: "null" is null; strings stay strings; integer and number types are numbers, booleans true when
+/* A Qwen3-Coder (or Seed-OSS) parameter's text as the JSON value its schema type makes of it, as vLLM's Qwen3-Coder
+ * and Seed-OSS parsers convert it: "null" is null; strings stay strings; integer and number types are numbers, booleans true when
  * the text is "true"; objects, arrays and other types the JSON the text is; a text that does not convert, and a
  * parameter the schema does not name, stays a string. */
 static cJSON *xml_value(const char *v, size_t n, const char *type)
@@ -632,8 +707,9 @@ static cJSON *xml_value(const char *v, size_t n, const char *type)
     return out;
 }
 
-/* Qwen3-Coder's call at text[0..len): <function=NAME> of one of r's tools, <parameter=KEY>\nVALUE\n</parameter>
- * each (one newline stripped from each end of the value), </function>. The bytes it took (0: not a call) and the
+/* Qwen3-Coder's (and Seed-OSS's) call at text[0..len): <function=NAME> of one of r's tools,
+ * <parameter=KEY>\nVALUE\n</parameter> each (one newline stripped from each end of the value: Seed-OSS writes none),
+ * </function>. The bytes it took (0: not a call) and the
  * call, its arguments typed by the tool's parameter schema (xml_value), in *c. */
 static size_t read_xml_call(const llm_api_req *r, const char *text, size_t len, llm_tool_call *c)
 {
@@ -736,7 +812,8 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
         size_t took = read_call(r, text + k, len - k, &calls[0]);
         if (took == 0) return 0;
         size_t j = skip_ws(text, len, k + took);
-        if (tag != NULL && at(text, len, j, CALL_CLOSE)) j = skip_ws(text, len, j + strlen(CALL_CLOSE));
+        const char *close = call_close(r->chat_format);
+        if (tag != NULL && at(text, len, j, close)) j = skip_ws(text, len, j + strlen(close));
         if (j != len) { llm_tool_call_free(&calls[0]); return 0; }
         return 1;
     }
@@ -755,12 +832,13 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
         while (k < len) {
             if (!at(text, len, k, tag) || n == LLM_TOOLS_MAX_CALLS) goto not_calls;
             k = skip_ws(text, len, k + strlen(tag));
-            size_t took = r->chat_format == LLM_CHAT_QWEN3_CODER ? read_xml_call(r, text + k, len - k, &calls[n])
-                                                                 : read_call(r, text + k, len - k, &calls[n]);
+            size_t took = xml_calls(r->chat_format) ? read_xml_call(r, text + k, len - k, &calls[n])
+                                                    : read_call(r, text + k, len - k, &calls[n]);
             if (took == 0) goto not_calls;
             n++;
             k = skip_ws(text, len, k + took);
-            if (at(text, len, k, CALL_CLOSE)) k = skip_ws(text, len, k + strlen(CALL_CLOSE));
+            const char *close = call_close(r->chat_format);
+            if (at(text, len, k, close)) k = skip_ws(text, len, k + strlen(close));
         }
     }
     while (!r->parallel_calls && n > 1) llm_tool_call_free(&calls[--n]); /* parallel_tool_calls false: the first */

@@ -2,7 +2,9 @@
 # ernie, tulu, seed-oss; the renderings themselves are checked against the models' Jinja templates in
 # tests/test_chat_template.c) through nginx: the prompt each makes, EXAONE 4's thinking switch (off unless
 # chat_template_kwargs enable_thinking is true, which opens the reasoning in the prompt) and its function calling;
-# Qwen3-Coder's XML tools (llm_chat_template qwen3-coder).
+# Qwen3-Coder's XML tools (llm_chat_template qwen3-coder); Seed-OSS's tools as Python function docs and its
+# <seed:tool_call> history calls (TEST 20, 21: the very ids of its Jinja template's rendering, run by Python's Jinja2
+# as transformers runs it, tokenized with control tokens parsed).
 # The REAL tiny Llama 3 engine of t/085 serves the ids; the workers tokenize with $TEST_NGINX_THINK_TOKENIZER
 # (t/087: Llama 3's vocabulary with <think> 128011, </think> 128012 and <tool_call> 128013; "\n" is 198, "\n\n"
 # 271), so the formats' other markers are text here; Seed-OSS's reasoning with $TEST_NGINX_SEED_TOKENIZER (t/run.sh:
@@ -211,7 +213,7 @@ POST /v1/chat/completions
 {"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}
 --- error_code: 400
 --- response_body_like chomp
-EXAONE 4, Qwen3-Coder or Mistral .* this one's is tulu
+EXAONE 4, Qwen3-Coder, Seed-OSS or Mistral .* this one's is tulu
 
 === TEST 11a: seed-oss: <seed:bos>role\ntext<seed:eos> turns (markers as text here)
 --- main_config
@@ -408,3 +410,54 @@ POST /v1/chat/completions
 --- error_code: 400
 --- response_body_like chomp
 Qwen3-Coder's calls are XML
+
+=== TEST 20: seed-oss: the tools as Python function docs in the system turn (its "You are Doubao" line, there being no system message), the call format
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_SEED_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Weather in Oslo?"}], "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather", "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City"}}, "required": ["city"]}}}]}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[128013,9125,198,2675,527,55964,3524,.*,128014,128013,78191,198\],"count":141,
+
+=== TEST 21: seed-oss: an earlier call in the history as its <seed:tool_call> XML, a tool result as a tool turn
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_SEED_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\", \"days\": 2}"}}]}, {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}], "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[128013,9125,198,2675,.*,128013,78191,198,27,23425,25,14506,13735,397,27,1723,29380,70464,397,.*,128013,14506,198,82,28397,128014,128013,78191,198\],"count":199,
+
+=== TEST 22: seed-oss: tool_choice required is a 400 (its calls are XML, not held to a JSON Schema)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_SEED_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}], "tool_choice": "required"}
+--- error_code: 400
+--- response_body_like chomp
+Seed-OSS's calls are XML

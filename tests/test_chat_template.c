@@ -150,7 +150,7 @@ int main(void)
            strstr(err.msg, "first message after the system message must be the user's"),
            "with tools the conversation must start with the user: %s", err.msg);
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA2, tm, 2, &tools, 1, &o, &err) != 0 &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
            "no tool prompt in Llama 2's: %s", err.msg);
         const llm_chat_msg two[] = { { "user", "Both?", NULL, 0, NULL }, { "assistant", "", wcall, 2, NULL } };
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, two, 2, &tools, 1, &o, &err) != 0 &&
@@ -279,7 +279,7 @@ int main(void)
         static const llm_chat_call call[] = { { "w", "{}", NULL } };
         const llm_chat_msg withcall[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "", call, 1, NULL } };
         ok(render(LLM_CHAT_GEMMA, withcall, 2, 1, &err) == NULL &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
            "gemma: no function calling: %s", err.msg);
         llm_chat_tools tools = { "{}", "02 Dec 2026", 0, NULL };
         ok(llm_chat_render_tools(LLM_CHAT_GEMMA, conv + 1, 1, &tools, 1, &o, &err) != 0 &&

@@ -398,6 +398,72 @@ int main(void)
                                             "<parameter=f>\n0.5\n</parameter>\n"),
            "... its arguments as the template's <parameter> lines: %s", q.n_msgs == 2 ? q.msgs[1].calls[0].args : "");
         llm_api_req_free(&q);
+        /* Seed-OSS: the tools as its template's Python function docs ([必填] required, [选填] optional, the
+         * "returns" properties), history calls as its <parameter=key>value</parameter> lines (Python's str() of the
+         * value): the whole rendering as its template renders it in Python's Jinja2 (transformers' way); its XML
+         * calls read back typed by the schema; tool_choice required refused (XML) */
+        const char *sbody = "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\","
+                            " \"content\": \"Weather?\"}, {\"role\": \"assistant\", \"content\": \" Checking. \", \"t"
+                            "ool_calls\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"argum"
+                            "ents\": \"{\\\"city\\\": \\\"Oslo\\\", \\\"days\\\": 2, \\\"opts\\\": {\\\"a\\\": [1, \\"
+                            "\"x\\\"]}, \\\"hot\\\": false}\"}}, {\"type\": \"function\", \"function\": {\"name\": \""
+                            "now\", \"arguments\": \"{}\"}}]}, {\"role\": \"tool\", \"content\": \"7C\"}, {\"role\": "
+                            "\"tool\", \"content\": \"noon\"}], \"tools\": [{\"type\": \"function\", \"function\": {"
+                            "\"name\": \"get_weather\", \"description\": \" The weather\\n\", \"parameters\": {\"type"
+                            "\": \"object\", \"properties\": {\"city\": {\"type\": \"string\", \"description\": \"Cit"
+                            "y\"}, \"days\": {\"type\": \"integer\"}, \"hot\": {\"type\": \"boolean\", \"description"
+                            "\": \"hot?\"}, \"opts\": {\"type\": \"object\"}}, \"required\": [\"city\"]}, \"returns\""
+                            ": {\"type\": \"object\", \"properties\": {\"temp\": {\"type\": \"number\", \"description"
+                            "\": \"deg\"}}}}}, {\"type\": \"function\", \"function\": {\"name\": \"now\", \"parameter"
+                            "s\": {\"type\": \"object\", \"properties\": {}}}}]}";
+        is_int(llm_api_parse_chat(LLM_API_CHAT, sbody, strlen(sbody), LLM_CHAT_SEED_OSS, &q, &e), 0,
+               "seed-oss: tools and a history call parse");
+        {
+            llm_chat_tools st = { q.tool_defs, NULL, 0, NULL };
+            llm_chat_out so;
+            llm_err serr = { { 0 } };
+            int rr = llm_chat_render_ex(LLM_CHAT_SEED_OSS, q.msgs, q.n_msgs, &st, NULL, 1, &so, &serr);
+            char *joined = rr == 0 ? llm_chat_out_join(&so) : NULL;
+            int same = joined != NULL && !strcmp(joined, "<seed:bos>system\nBe brief.\n\nFunction:\ndef get_weather(city: str,days: int,hot: bool,"
+                            "opts: Any):\n    \"\"\"\n    The weather\n\n    Args:\n    - city (str) [\u5fc5\u586b]: "
+                            "City\n    - days (int) [\u9009\u586b]: \n    - hot (bool) [\u9009\u586b]: hot?\n    - op"
+                            "ts (Any) [\u9009\u586b]: \n    Returns:\n    - temp (int): deg\n    \"\"\"\n\nFunction:"
+                            "\ndef now():\n    \"\"\"\n    \n\n\n\n    \"\"\"\n\u5de5\u5177\u8c03\u7528\u8bf7\u9075"
+                            "\u5faa\u5982\u4e0b\u683c\u5f0f:\n<seed:tool_call>\n<function=example_function_name>\n<pa"
+                            "rameter=example_parameter_1>value_1</parameter>\n<parameter=example_parameter_2>This is "
+                            "the value for the second parameter\nthat can span\nmultiple lines</parameter>\n</functio"
+                            "n>\n</seed:tool_call>\n<seed:eos><seed:bos>user\nWeather?<seed:eos><seed:bos>assistant\n"
+                            "Checking.\n\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>"
+                            "\n<parameter=days>2</parameter>\n<parameter=opts>{'a': [1, 'x']}</parameter>\n<parameter"
+                            "=hot>False</parameter>\n</function>\n</seed:tool_call>\n<seed:tool_call>\n<function=now>"
+                            "\n</function>\n</seed:tool_call><seed:eos><seed:bos>tool\n7C<seed:eos><seed:bos>tool\nno"
+                            "on<seed:eos><seed:bos>assistant\n");
+            ok(same, "seed-oss: the tools, calls and results as its template renders them");
+            if (!same) diag("%s", joined ? joined : serr.msg);
+            free(joined);
+            if (rr == 0) llm_chat_out_free(&so);
+        }
+        const char *sx = "Let me see.<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n"
+                         "<parameter=days>3</parameter>\n<parameter=hot>true</parameter>\n<parameter=opts>{\"a\": 1}"
+                         "</parameter>\n<parameter=note>two\nlines</parameter>\n</function>\n</seed:tool_call>"
+                         "<seed:tool_call>\n<function=now>\n</function>\n</seed:tool_call>";
+        n2 = QOUT(sx);
+        ok(n2 == 2 && cl == 11 && !strcmp(c[0].name, "get_weather") &&
+           !strcmp(c[0].args, "{\"city\":\"Oslo\",\"days\":3,\"hot\":true,\"opts\":{\"a\":1},\"note\":\"two\\nlines\"}") &&
+           !strcmp(c[1].name, "now") && !strcmp(c[1].args, "{}"),
+           "seed-oss: content, then two <seed:tool_call> calls, the values typed by the schema (%d, content %zu): %s",
+           n2, cl, n2 > 0 ? c[0].args : "");
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        ok(QOUT("<seed:tool_call>\n<function=nope>\n</function>\n</seed:tool_call>") == 0 &&
+           QOUT("<tool_call>\n<function=now>\n</function>\n</tool_call>") == 0 &&
+           QOUT("<seed:tool_call>\n<function=now>\n<parameter=x>1</function>") == 0,
+           "seed-oss: an unknown tool, ChatML's tag, an unclosed parameter: not calls");
+        llm_api_req_free(&q);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":"
+                 "\"required\"}", ctools);
+        ok(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_SEED_OSS, &q, &e) != 0 && e.status == 400 &&
+           strstr(e.message, "Seed-OSS's calls are XML") != NULL, "seed-oss: tool_choice required refused: %s", e.message);
+        llm_api_req_free(&q);
         /* Mistral's formats (v3-tekken here): the tools on one line each, joined by ", "; an answer's calls after
          * [TOOL_CALLS] as an array; with tool_choice required / named the answer is held to that array */
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);
