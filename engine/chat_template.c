@@ -745,7 +745,8 @@ static const char SEED_TOOLS_EXAMPLE[] =
 
 /* Seed-OSS, after its template: a first system message as <seed:bos>system\ntext<seed:eos> (with tools: the system
  * message or its "You are Doubao ..." line, the tools as Python function docs (defs, the module's), the call
- * format, then <seed:eos>); with no_think (its thinking_budget 0) a system turn telling the model so; then each
+ * format, then <seed:eos>); with no_think (its thinking_budget 0) a system turn telling the model so, with a
+ * thinking budget one naming it and how often to reflect on it; then each
  * message as <seed:bos>role\ntext<seed:eos>, an answer trimmed (an empty one leaves its turn open, as the template
  * does), an answer with calls its text trimmed between newlines then each call as
  * \n<seed:tool_call>\n<function=NAME>\n<parameter=KEY>VALUE</parameter>\n...</function>\n</seed:tool_call> (the
@@ -765,6 +766,21 @@ static int render_seed(const llm_chat_msg *m, size_t n, const llm_chat_tools *t,
         rc |= sp(o, "<seed:eos>");
     if (no_think)
         rc |= sp(o, "<seed:bos>") | tx(o, "system\n") | tx(o, SEED_NO_THINK) | tx(o, "\n") | sp(o, "<seed:eos>");
+    else if (v != NULL && v->thinking_budget > 0) {
+        /* its template's reflection interval: that of the first gear at or above the budget (16384's past them) */
+        static const int gear[6][2] = { { 512, 128 }, { 1024, 256 }, { 2048, 512 }, { 4096, 512 }, { 8192, 1024 },
+                                        { 16384, 1024 } };
+        int every = 1024;
+        for (int g = 5; g >= 0; g--)
+            if (v->thinking_budget <= gear[g][0]) every = gear[g][1];
+        char text[640];
+        snprintf(text, sizeof text, "You are an intelligent assistant with reflective ability. In the process of "
+                 "thinking and reasoning, you need to strictly follow the thinking budget, which is %d. That is, you "
+                 "need to complete your thinking within %d tokens and start answering the user's questions. You will "
+                 "reflect on your thinking process every %d tokens, stating how many tokens have been used and how "
+                 "many are left.\n", v->thinking_budget, v->thinking_budget, every);
+        rc |= sp(o, "<seed:bos>") | tx(o, "system\n") | tx(o, text) | sp(o, "<seed:eos>");
+    }
     for (; i < n && !rc; i++) {
         rc |= sp(o, "<seed:bos>") | tx(o, m[i].role);
         if (strcmp(m[i].role, "assistant")) {

@@ -171,6 +171,8 @@ typedef struct {
                             * Seed-OSS: thinking_budget 0) */
     int         think;     /* enable_thinking true, given (EXAONE 4 thinks only then) */
     const char *bos, *eos; /* the model's BOS and EOS token texts (Tulu's template writes them), or NULL */
+    int         thinking_budget; /* > 0: Seed-OSS's chat_template_kwargs.thinking_budget (its template's system turn
+                                  * naming it); 0: none given (a budget of 0 is no_think) */
 } llm_chat_vars;
 
 /* Whether the answer to a chat in format f opens with the model's reasoning, for chat_template_kwargs

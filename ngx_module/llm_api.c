@@ -413,8 +413,8 @@ static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
 }
 
 /* vLLM's chat_template_kwargs: the variables a Jinja template would get. enable_thinking (Qwen 3, EXAONE 4,
- * Seed-OSS's thinking_budget 0) is the one the built-in templates read; others are accepted and have no effect,
- * as with a template that does not use them. */
+ * Seed-OSS's thinking_budget 0) and thinking_budget (Seed-OSS's; 0 is enable_thinking false) are the ones the
+ * built-in templates read; others are accepted and have no effect, as with a template that does not use them. */
 static int parse_template_kwargs(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     const cJSON *k = llm_api_field(root, "chat_template_kwargs");
@@ -430,6 +430,16 @@ static int parse_template_kwargs(const cJSON *root, llm_api_req *r, llm_api_err 
         return -1;
     }
     if (t) r->enable_thinking = cJSON_IsTrue(t);
+    const cJSON *b = llm_api_field(k, "thinking_budget"); /* Seed-OSS's: -1 (none), 0 (no thinking), or tokens */
+    if (b && (!cJSON_IsNumber(b) || b->valuedouble != (double)(int)b->valuedouble || b->valuedouble < -1 ||
+              b->valuedouble > 1e6)) {
+        llm_api_seterr(e, 400, "chat_template_kwargs", "invalid_value", "'chat_template_kwargs.thinking_budget' must be "
+                       "an integer from -1 (no budget) to 1000000");
+        return -1;
+    }
+    if (b) r->thinking_budget = (int)b->valuedouble;
+    if (r->thinking_budget == 0 && r->chat_format == LLM_CHAT_SEED_OSS)
+        r->enable_thinking = 0; /* (its template's thinking_budget 0: no reasoning) */
     return 0;
 }
 
@@ -778,6 +788,7 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
     r->chat_format = chat_format;
     r->parallel_calls = 1;
     r->enable_thinking = -1;
+    r->thinking_budget = -1;
     r->temperature = 1.0;
     r->top_p = 1.0;
     r->repetition_penalty = 1.0;

@@ -102,6 +102,8 @@ typedef struct {
     int          parallel_calls; /* parallel_tool_calls (default 1): more than one call an answer (ChatML) */
     int          enable_thinking; /* chat_template_kwargs.enable_thinking: -1 not given (the template's default:
                                    * Qwen 3 thinks, EXAONE 4 does not), 0, 1 (llm_chat_thinks) */
+    int          thinking_budget; /* chat_template_kwargs.thinking_budget (Seed-OSS's): -1 not given, 0 (as
+                                   * enable_thinking false), or a budget in tokens */
     int          think;       /* set by the module: split the answer's <think> part off (the model reasons in
                                * <think> tags and llm_reasoning is on; llm_reasoning.h) */
     int          tool_mode;   /* LLM_TOOLS_*: OFF without tools or with tool_choice "none" */

@@ -4,7 +4,7 @@
 # chat_template_kwargs enable_thinking is true, which opens the reasoning in the prompt) and its function calling;
 # Qwen3-Coder's XML tools (llm_chat_template qwen3-coder); Seed-OSS's tools as Python function docs and its
 # <seed:tool_call> history calls (TEST 20, 21: the very ids of its Jinja template's rendering, run by Python's Jinja2
-# as transformers runs it, tokenized with control tokens parsed).
+# as transformers runs it, tokenized with control tokens parsed), its thinking budget (TEST 23, the same way).
 # The REAL tiny Llama 3 engine of t/085 serves the ids; the workers tokenize with $TEST_NGINX_THINK_TOKENIZER
 # (t/087: Llama 3's vocabulary with <think> 128011, </think> 128012 and <tool_call> 128013; "\n" is 198, "\n\n"
 # 271), so the formats' other markers are text here; Seed-OSS's reasoning with $TEST_NGINX_SEED_TOKENIZER (t/run.sh:
@@ -461,3 +461,20 @@ POST /v1/chat/completions
 --- error_code: 400
 --- response_body_like chomp
 Seed-OSS's calls are XML
+
+=== TEST 23: seed-oss: chat_template_kwargs.thinking_budget 600: its template's system turn naming the budget and reflections every 256 tokens
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_SEED_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"thinking_budget": 600}}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[128013,9125,198,2675,527,459,25530,18328,.*,220,5067,13,.*,220,4146,11460,.*,128014,128013,882,198,13347,128014,128013,78191,198\],"count":89,

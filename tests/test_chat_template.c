@@ -783,6 +783,23 @@ int main(void)
            "seed-oss: thinking budget 0; a blank answer leaves its turn open, as the template does: %s",
            s ? s : err.msg);
         free(s);
+        /* a budget of 600: its template's gear 1024, reflections every 256 tokens (checked against the template in
+         * Python's Jinja2 for -1, 0, 1, 300, 512, 513, 600, 1024, 2000, 4096, 5000, 8192, 16384, 20000) */
+        const llm_chat_vars budget = { .thinking_budget = 600 };
+        s = render_ex(LLM_CHAT_SEED_OSS, blank, 1, NULL, &budget, 1, NULL, &err);
+        ok(s && !strcmp(s, "<seed:bos>system\nYou are an intelligent assistant with reflective ability. In the process "
+                           "of thinking and reasoning, you need to strictly follow the thinking budget, which is 600. That "
+                           "is, you need to complete your thinking within 600 tokens and start answering the user's "
+                           "questions. You will reflect on your thinking process every 256 tokens, stating how many "
+                           "tokens have been used and how many are left.\n<seed:eos><seed:bos>user\na<seed:eos>"
+                           "<seed:bos>assistant\n"),
+           "seed-oss: thinking budget 600, reflections every 256 tokens: %s", s ? s : err.msg);
+        free(s);
+        const llm_chat_vars big = { .thinking_budget = 20000 };
+        s = render_ex(LLM_CHAT_SEED_OSS, blank, 1, NULL, &big, 1, NULL, &err);
+        ok(s && strstr(s, "which is 20000. ") && strstr(s, "every 1024 tokens,"),
+           "seed-oss: a budget past its last gear reflects every 1024: %s", s ? s : err.msg);
+        free(s);
     }
     {   /* every format on odd conversations, with and without tools: a rendering or an error that says why */
         static const llm_chat_call c1[] = { { "f", "{\"a\": [1, {\"b\": null}]}", "call_0123456789" } };

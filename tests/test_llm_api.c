@@ -464,6 +464,32 @@ int main(void)
         ok(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_SEED_OSS, &q, &e) != 0 && e.status == 400 &&
            strstr(e.message, "Seed-OSS's calls are XML") != NULL, "seed-oss: tool_choice required refused: %s", e.message);
         llm_api_req_free(&q);
+        /* Seed-OSS's thinking budget (chat_template_kwargs.thinking_budget): an integer from -1; 0 is enable_thinking
+         * false there (its template's budget 0), and nothing for the other formats */
+        static const char *const bud_bad[] = { "-2", "1.5", "\"512\"", "2000000", "true" };
+        int bud_ok = 1;
+        for (size_t k = 0; k < sizeof bud_bad / sizeof bud_bad[0]; k++) {
+            snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                     "\"chat_template_kwargs\":{\"thinking_budget\":%s}}", bud_bad[k]);
+            bud_ok &= llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_SEED_OSS, &q, &e) != 0 &&
+                      e.status == 400 && strstr(e.message, "thinking_budget") != NULL;
+            llm_api_req_free(&q);
+        }
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"chat_template_kwargs\":{\"thinking_budget\":0}}");
+        bud_ok &= llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_SEED_OSS, &q, &e) == 0 &&
+                  q.thinking_budget == 0 && q.enable_thinking == 0;
+        llm_api_req_free(&q);
+        bud_ok &= llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_CHATML, &q, &e) == 0 &&
+                  q.enable_thinking == -1;
+        llm_api_req_free(&q);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"chat_template_kwargs\":{\"thinking_budget\":-1}}");
+        bud_ok &= llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_SEED_OSS, &q, &e) == 0 &&
+                  q.thinking_budget == -1 && q.enable_thinking == -1;
+        llm_api_req_free(&q);
+        ok(bud_ok, "thinking_budget: -2, 1.5, a string, 2000000, true refused; 0 is Seed-OSS's enable_thinking false "
+                   "(not ChatML's); -1 none");
         /* Mistral's formats (v3-tekken here): the tools on one line each, joined by ", "; an answer's calls after
          * [TOOL_CALLS] as an array; with tool_choice required / named the answer is held to that array */
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);
