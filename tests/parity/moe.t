@@ -45,6 +45,27 @@ my $n = 40;
 sub ours_ids { return greedy_ours($dir, $engine, $n, @_, '--kv-cache-dtype', 'f32') }
 sub llamacpp_ids { return greedy_llamacpp($dir, $n, @_, 1) }
 
+# Copies of the Hugging Face directory $hf with one config.json key set (undef: left out) each, which `info`
+# must refuse with a message matching the key's pattern: key => [value, qr/.../].
+sub refused_configs {
+    my ($hf, $preset, %bad) = @_;
+    for my $key (sort keys %bad) {
+        my ($val, $re) = @{ $bad{$key} };
+        my $copy = "$dir/bad-$preset";
+        system('rm', '-rf', $copy);
+        system('cp', '-r', $hf, $copy);
+        my $c2 = decode_json(slurp("$copy/config.json"));
+        if (defined $val) { $c2->{$key} = $val } else { delete $c2->{$key} }
+        open my $fh, '>', "$copy/config.json" or die $!;
+        print $fh encode_json($c2);
+        close $fh;
+        my ($rb) = capture($engine, 'info', '--model', $copy);
+        my $msg = slurp("$dir/stderr");
+        ok($rb != 0 && $msg =~ $re, "$preset: config.json with $key " . ($val // 'left out') . " is refused")
+            or diag($msg);
+    }
+}
+
 my %arch = ('tiny-qwen3moe' => ['qwen3moe', 'qwen3_moe', 8, 2], 'tiny-mixtral' => ['llama', 'mixtral', 4, 2],
             'tiny-qwen2moe' => ['qwen2moe', 'qwen2_moe', 8, 2], 'tiny-granitemoe' => ['granitemoe', 'granitemoe', 8, 2],
             'tiny-granitemoe-shared' => ['granitemoe', 'granitemoeshared', 8, 2], 'tiny-olmoe' => ['olmoe', 'olmoe', 8, 2],
@@ -132,21 +153,7 @@ for my $preset (sort keys %arch) {
             my %bad = $mt eq 'granitemoeshared'
                 ? (shared_intermediate_size => [undef, qr/shared_mlp\.input_linear\.weight without a shared_intermediate_size/])
                 : (num_local_experts => [4, qr/input_linear\.weight must be \[4, 128, 64\]/]);
-            for my $key (sort keys %bad) {
-                my ($val, $re) = @{ $bad{$key} };
-                my $copy = "$dir/bad-$preset";
-                system('rm', '-rf', $copy);
-                system('cp', '-r', $hf, $copy);
-                my $c2 = decode_json(slurp("$copy/config.json"));
-                if (defined $val) { $c2->{$key} = $val } else { delete $c2->{$key} }
-                open my $fh, '>', "$copy/config.json" or die $!;
-                print $fh encode_json($c2);
-                close $fh;
-                my ($rb) = capture($engine, 'info', '--model', $copy);
-                my $msg = slurp("$dir/stderr");
-                ok($rb != 0 && $msg =~ $re, "$preset: config.json with $key " . ($val // 'left out') . " is refused")
-                    or diag($msg);
-            }
+            refused_configs($hf, $preset, %bad);
             return;
         }
         ok(exists $hdr->{$mt eq 'mixtral' ? "model.layers.1.block_sparse_moe.experts.$last.w2.weight"
@@ -164,20 +171,7 @@ for my $preset (sort keys %arch) {
             my %bad = (moe_layer_interval => [2, qr/only experts on every layer after the leading dense ones/],
                        moe_num_shared_experts => [0, qr/shared_experts\.gate_proj\.weight, and moe_num_shared_experts 0/],
                        moe_layer_start_index => [0, qr/model\.layers\.0\.mlp\.gate\.weight/]);
-            for my $key (sort keys %bad) {
-                my ($val, $re) = @{ $bad{$key} };
-                my $copy = "$dir/bad-$preset";
-                system('rm', '-rf', $copy);
-                system('cp', '-r', $hf, $copy);
-                my $c2 = decode_json(slurp("$copy/config.json"));
-                $c2->{$key} = $val;
-                open my $fh, '>', "$copy/config.json" or die $!;
-                print $fh encode_json($c2);
-                close $fh;
-                my ($rb) = capture($engine, 'info', '--model', $copy);
-                my $msg = slurp("$dir/stderr");
-                ok($rb != 0 && $msg =~ $re, "$preset: config.json with $key $val is refused") or diag($msg);
-            }
+            refused_configs($hf, $preset, %bad);
             return;
         }
         return unless $mt eq 'qwen2_moe';
