@@ -316,29 +316,6 @@ void st_set_close(st_set *s)
     free(s);
 }
 
-static char *read_text(const char *path, size_t *len, llm_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        llm_seterr(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (64L << 20) && fseek(f, 0, SEEK_SET) == 0)
-        buf = malloc((size_t)n + 1);
-    if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        llm_seterr(err, "%s: cannot read (or larger than 64 MiB)", path);
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
-}
-
 st_set *st_set_open_dir(const char *dir, llm_err *err)
 {
     char path[PATH_MAX];
@@ -362,7 +339,7 @@ st_set *st_set_open_dir(const char *dir, llm_err *err)
     }
     snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
     size_t len;
-    char *json = read_text(path, &len, err);
+    char *json = llm_read_file(path, (64u << 20) - 1, &len, err); /* (an index under 64 MiB) */
     if (json == NULL) {
         llm_seterr(err, "%s: no model.safetensors or model.safetensors.index.json", dir);
         st_set_close(s);
