@@ -129,7 +129,7 @@ llm_chat_format llm_chat_format_from_name(const char *name);
  *   writes it) and the instruction to answer <tool_call>\n<function=name>\n<parameter=key>\nvalue\n
  *   </parameter>\n</function>\n</tool_call>; an assistant message's calls so after its trimmed content (each
  *   call's args already in that form); "tool" messages go into user turns as <tool_response> blocks.
- *   open_call is not taken (its calls are not JSON a schema can hold).
+ *   open_call is not taken (a held answer is a JSON array of calls, no tag opened).
  * - Seed-OSS: the first system turn (the system message, or Seed's "You are Doubao ..." line) holds the tools
  *   (defs: each tool as its template's Python function doc, "\n\nFunction:\ndef name(...):" and its docstring)
  *   and the call format; an assistant message's calls after its trimmed content as \n<seed:tool_call>\n

@@ -244,6 +244,19 @@ static int xml_calls(int chat_format)
     return chat_format == LLM_CHAT_QWEN3_CODER || chat_format == LLM_CHAT_SEED_OSS;
 }
 
+/* tool_choice required / named: the answer is a JSON array of calls (the prompt opened Mistral's and
+ * Granite's tag; the XML formats' calls have no grammar here, so their held answer is the array alone, as
+ * vLLM holds any model's: [{"name": ..., "arguments": {...}}]). */
+static int held_as_array(int chat_format)
+{
+    return calls_in_array(chat_format) || xml_calls(chat_format);
+}
+
+int llm_tools_prompt_opens_call(const llm_api_req *r)
+{
+    return (r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED) && !xml_calls(r->chat_format);
+}
+
 /* The key of a call's arguments: Llama 3.1 writes "parameters", Hermes / Qwen and Mistral "arguments". */
 static const char *args_key(const llm_api_req *r)
 {
@@ -301,7 +314,7 @@ static int hold_to_calls(const cJSON *tools, const char *only, llm_api_req *r, l
         schema = cJSON_CreateObject();
         if (schema) { cJSON_AddItemToObject(schema, "anyOf", any); any = NULL; }
     }
-    if (rc == 0 && schema != NULL && calls_in_array(r->chat_format)) { /* the answer: [call, ...] */
+    if (rc == 0 && schema != NULL && held_as_array(r->chat_format)) { /* the answer: [call, ...] */
         cJSON *arr = cJSON_CreateObject();
         if (arr != NULL) {
             cJSON_AddStringToObject(arr, "type", "array");
@@ -524,12 +537,6 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
                        "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS or Mistral (v3, "
                        "v3-tekken, v7) chat format; this one's is %s", llm_chat_format_name(r->chat_format));
-        return -1;
-    }
-    if (xml_calls(r->chat_format) && (mode == LLM_TOOLS_REQUIRED || mode == LLM_TOOLS_NAMED)) {
-        llm_api_seterr(e, 400, "tool_choice", "unsupported_parameter", "tool_choice \"required\" or a named function "
-                       "holds the answer to a call's JSON Schema; %s's calls are XML: use \"auto\"",
-                       r->chat_format == LLM_CHAT_SEED_OSS ? "Seed-OSS" : "Qwen3-Coder");
         return -1;
     }
     if (r->stream && r->logprobs) {
@@ -804,7 +811,7 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
     size_t k = skip_ws(text, len, 0), n = 0;
     const char *tag = call_tag(r->chat_format);
     int held = r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED;
-    if (calls_in_array(r->chat_format) && held) /* the prompt opened the tag: the answer is the array */
+    if (held_as_array(r->chat_format) && held) /* the answer is the array (after the tag the prompt opened) */
         return read_calls_array(r, text, len, 0, calls);
     if (tag == NULL || held) {
         /* the whole answer is one call's JSON (ChatML: the prompt opened the <tool_call>) */

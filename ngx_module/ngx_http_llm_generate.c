@@ -788,10 +788,9 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     p.n_bias = (uint32_t)ctx->q.n_bias;
     if (ctx->q.json) p.flags |= LLM_PARAM_JSON;
     /* a reasoning model thinks before a JSON answer: the mask holds from </think> on (vLLM's reasoning parsers
-     * do the same). Not for tool_choice required / named, whose prompt opens the call itself. */
+     * do the same). Not for tool_choice required / named where the prompt opens the call itself. */
     if ((ctx->q.json || ctx->q.schema) && ctx->q.kind == LLM_API_CHAT && lcf->tok->think &&
-        llm_chat_thinks(ctx->q.chat_format, ctx->q.enable_thinking) &&
-        ctx->q.tool_mode != LLM_TOOLS_REQUIRED && ctx->q.tool_mode != LLM_TOOLS_NAMED &&
+        llm_chat_thinks(ctx->q.chat_format, ctx->q.enable_thinking) && !llm_tools_prompt_opens_call(&ctx->q) &&
         lcf->tok->think_start >= 0 && lcf->tok->think_end >= 0) {
         p.flags |= LLM_PARAM_REASONING;
         p.reason_start = lcf->tok->think_start;

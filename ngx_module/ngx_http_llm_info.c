@@ -151,7 +151,7 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         strftime(date, sizeof date, "%d %b %Y", &tm);
         strftime(date_long, sizeof date_long, "%B %d, %Y", &tm);
         llm_chat_tools tools = { q->tool_defs, date,
-                                 q->tool_mode == LLM_TOOLS_REQUIRED || q->tool_mode == LLM_TOOLS_NAMED, date_long };
+                                 llm_tools_prompt_opens_call(q), date_long };
         /* a template's own system message when the conversation has none, as it renders: a ChatML template's
          * (Qwen 2.5's), Granite's dated one (with tools Granite's tool turn is the renderer's) */
         const llm_chat_msg *msgs = q->msgs;

@@ -2,7 +2,8 @@
 # ernie, tulu, seed-oss; the renderings themselves are checked against the models' Jinja templates in
 # tests/test_chat_template.c) through nginx: the prompt each makes, EXAONE 4's thinking switch (off unless
 # chat_template_kwargs enable_thinking is true, which opens the reasoning in the prompt) and its function calling;
-# Qwen3-Coder's XML tools (llm_chat_template qwen3-coder); Seed-OSS's tools as Python function docs and its
+# Qwen3-Coder's XML tools (llm_chat_template qwen3-coder); tool_choice required / named with those XML formats held
+# to a JSON array of calls (TEST 19, 22, 24: after Seed-OSS's reasoning); Seed-OSS's tools as Python function docs and its
 # <seed:tool_call> history calls (TEST 20, 21: the very ids of its Jinja template's rendering, run by Python's Jinja2
 # as transformers runs it, tokenized with control tokens parsed), its thinking budget (TEST 23, the same way).
 # The REAL tiny Llama 3 engine of t/085 serves the ids; the workers tokenize with $TEST_NGINX_THINK_TOKENIZER
@@ -393,7 +394,7 @@ POST /v1/chat/completions
 --- response_body_like chomp
 "finish_reason":"(length|stop)"
 
-=== TEST 19: qwen3-coder: tool_choice required is a 400 (its calls are XML, not held to a JSON Schema)
+=== TEST 19: qwen3-coder: tool_choice required: the answer held to a JSON array of calls (its XML has no grammar here; vLLM holds any model's so), back as tool_calls
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -406,10 +407,10 @@ location / {
 }
 --- request
 POST /v1/chat/completions
-{"messages": [{"role": "user", "content": "Weather?"}], "tool_choice": "required", "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]}
---- error_code: 400
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 400, "temperature": 0.8, "seed": 3, "parallel_tool_calls": false, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": "required"}
+--- error_code: 200
 --- response_body_like chomp
-Qwen3-Coder's calls are XML
+"message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"(get_weather","arguments":"\{\\"city\\":\\"[^"]*\\"\}"|now","arguments":"\{\}")\}\}\],"reasoning_content":null\},"logprobs":null,"finish_reason":"tool_calls"
 
 === TEST 20: seed-oss: the tools as Python function docs in the system turn (its "You are Doubao" line, there being no system message), the call format
 --- main_config
@@ -445,7 +446,7 @@ POST /tokenize
 --- response_body_like chomp
 ^\{"tokens":\[128013,9125,198,2675,.*,128013,78191,198,27,23425,25,14506,13735,397,27,1723,29380,70464,397,.*,128013,14506,198,82,28397,128014,128013,78191,198\],"count":199,
 
-=== TEST 22: seed-oss: tool_choice required is a 400 (its calls are XML, not held to a JSON Schema)
+=== TEST 22: seed-oss: a named tool_choice, streamed, thinking_budget 0: the answer held to a JSON array of one call of it, sent as one chunk, finish "tool_calls"
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -457,10 +458,10 @@ location / {
 }
 --- request
 POST /v1/chat/completions
-{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}], "tool_choice": "required"}
---- error_code: 400
---- response_body_like chomp
-Seed-OSS's calls are XML
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 300, "temperature": 0.8, "seed": 5, "stream": true, "parallel_tool_calls": false, "chat_template_kwargs": {"thinking_budget": 0}, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+--- error_code: 200
+--- response_body_like eval
+qr/"delta":\{"tool_calls":\[\{"index":0,"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"get_weather","arguments":"\{\\"city\\":\\"[^\n]*\\"\}"\}\}\]\},"logprobs":null,"finish_reason":null\}\]\}\n\ndata: \{[^\n]*"finish_reason":"tool_calls"\}\]\}\n\ndata: \[DONE\]\n\n\z/
 
 === TEST 23: seed-oss: chat_template_kwargs.thinking_budget 600: its template's system turn naming the budget and reflections every 256 tokens
 --- main_config
@@ -478,3 +479,20 @@ POST /tokenize
 --- error_code: 200
 --- response_body_like chomp
 ^\{"tokens":\[128013,9125,198,2675,527,459,25530,18328,.*,220,5067,13,.*,220,4146,11460,.*,128014,128013,882,198,13347,128014,128013,78191,198\],"count":89,
+
+=== TEST 24: seed-oss, thinking: tool_choice required lets it reason first (the mask holds from </seed:think> on: logit_bias opens and closes its thinking), the call's array after it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_SEED_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 300, "temperature": 0.8, "seed": 3, "parallel_tool_calls": false, "logit_bias": {"128011": 100, "128012": 99}, "frequency_penalty": 2, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": "required"}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"(get_weather","arguments":"\{\\"city\\":\\"[^"]*\\"\}"|now","arguments":"\{\}")\}\}\],"reasoning_content":"[^"]*"\},"logprobs":null,"finish_reason":"tool_calls"
