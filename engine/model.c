@@ -268,7 +268,8 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 /* The architectures the loaders take (GGUF general.architecture; a HF model_type maps to one of them). */
 static const char *const arch_names[] = {
     "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "gemma-embedding", "phi3",
-    "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "ernie4_5-moe", "exaone", "exaone4", "seed_oss", "bert",
+    "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "ernie4_5-moe", "glm4moe", "exaone", "exaone4", "seed_oss",
+    "bert",
     "nomic-bert", "jina-bert-v2", "modern-bert",
 };
 
@@ -322,6 +323,12 @@ int llm_model_validate(llm_model *m, llm_err *err)
                              c->n_expert_used > c->n_expert || c->expert_ff <= 0 || c->expert_ff > (1 << 22))) {
         llm_seterr(err, "%s: bad mixture of experts: %d experts, %d used per token, width %d (2 to %d experts)",
                    m->path, c->n_expert, c->n_expert_used, c->expert_ff, LLM_MAX_EXPERTS);
+        return -1;
+    }
+    if (c->moe_w_scale < 0.0f || c->moe_w_scale > 1000.0f || c->moe_w_scale != c->moe_w_scale ||
+        ((c->moe_sigmoid || c->moe_w_scale > 0.0f) && c->n_expert == 0)) {
+        llm_seterr(err, "%s: bad router: sigmoid %d, weight scale %g (%d experts)", m->path, c->moe_sigmoid,
+                   (double)c->moe_w_scale, c->n_expert);
         return -1;
     }
     if (c->moe_dense_lead < 0 || c->moe_dense_lead > c->n_layers || c->dense_ff < 0 || c->dense_ff > (1 << 22) ||
@@ -749,9 +756,12 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     }
     const llm_layer *L0 = llm_moe_layer0(m);
     if (c->n_expert > 0 && L0 != NULL) {
-        fprintf(f, "mixture of experts: %d experts of width %d, %d per token, weights %s%s%s\n", c->n_expert,
-                c->expert_ff, c->n_expert_used, c->moe_norm_topk ? "renormalised over those chosen" : "as routed",
-                L0->exp_probs_b.data != NULL ? ", chosen with a bias" : "",
+        fprintf(f, "mixture of experts: %d experts of width %d, %d per token, %s weights %s", c->n_expert,
+                c->expert_ff, c->n_expert_used, c->moe_sigmoid ? "sigmoid" : "softmax",
+                c->moe_norm_topk ? "renormalised over those chosen" : "as routed");
+        if (c->moe_w_scale > 0.0f && c->moe_w_scale != 1.0f)
+            fprintf(f, " times %g", (double)c->moe_w_scale);
+        fprintf(f, "%s%s\n", L0->exp_probs_b.data != NULL ? ", chosen with a bias" : "",
                 !llm_layer_has_shared(L0)           ? ""
                 : L0->shexp_gate.data != NULL ? ", and a gated shared expert"
                                               : ", and a shared expert");

@@ -86,6 +86,11 @@ typedef struct {
     /* ERNIE 4.5 MoE: its first moe_dense_lead layers are dense FFNs dense_ff wide (llm_layer.dense; the
      * others are mixtures of experts, hidden_dim being their shared experts' width); 0: none. */
     int   moe_dense_lead, dense_ff;
+    /* GLM-4.5 MoE: the router's probabilities are the sigmoids of its logits, not their softmax (chosen with
+     * llm_layer.exp_probs_b, weighted by the sigmoids, renormalised with moe_norm_topk), and the chosen experts'
+     * weights are then multiplied by moe_w_scale (routed_scaling_factor; 0: 1). */
+    int   moe_sigmoid;
+    float moe_w_scale;
     /* An encoder (BERT: GGUF "bert"; 0 for the decoders above): every token attends to its whole input (no
      * causal mask, so an input is computed in one step), learned absolute positions and token types are
      * added to the embedding and LayerNorm'd, each block is post-norm (x = LayerNorm(x + block(x))) with a

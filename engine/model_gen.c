@@ -221,6 +221,24 @@ static const preset presets[] = {
                              .norm_eps = 1e-5f, .n_expert = 64, .n_expert_used = 6, .expert_ff = 1536,
                              .moe_norm_topk = 1, .moe_dense_lead = 1, .dense_ff = 12288, .tied_embeddings = 1,
                              .bos_id = 128000, .eos_id = 128009 }, 1, "ernie4_5-moe", 0, 0, 0, 0 },
+    /* GLM-4.5 (glm4moe): ERNIE 4.5 MoE's layout (a first layer dense, 192 wide, then 8 experts of 64, 3 per token
+     * chosen with a bias (spread 0.1) and renormalised, a shared expert of 64) with Qwen 2's q/k/v biases, rope on
+     * half of each head (16 of 32 dims), and its router's sigmoids, the chosen weights times 2.5 (GLM-4.5's
+     * routed_scaling_factor), tiny; then GLM-4.5-Air's shape (46 layers of 4096, 96 heads of 128 over 8 KV heads,
+     * rope on 64 of 128 dims, the first layer dense 10944 wide, 128 experts of 1408, 8 per token, one shared;
+     * Llama 3's vocabulary instead of its 151,552) */
+    { "tiny-glm4moe", { .dim = 64, .hidden_dim = 64, .n_layers = 3, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
+                        .rope_dims = 16, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f,
+                        .norm_eps = 1e-5f, .n_expert = 8, .n_expert_used = 3, .expert_ff = 64, .moe_norm_topk = 1,
+                        .moe_dense_lead = 1, .dense_ff = 192, .moe_sigmoid = 1, .moe_w_scale = 2.5f,
+                        .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "glm4moe", 0.125f, 0.33f, 0.1f,
+      0 },
+    { "glm-4.5-air", { .dim = 4096, .hidden_dim = 1408, .n_layers = 46, .n_heads = 96, .n_kv_heads = 8,
+                       .head_dim = 128, .rope_dims = 64, .vocab_size = 128256, .seq_len = 131072,
+                       .rope_theta = 1000000.0f, .norm_eps = 1e-5f, .n_expert = 128, .n_expert_used = 8,
+                       .expert_ff = 1408, .moe_norm_topk = 1, .moe_dense_lead = 1, .dense_ff = 10944, .moe_sigmoid = 1,
+                       .moe_w_scale = 1.0f, .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "glm4moe",
+      0, 0, 0, 0 },
     /* EXAONE 3.x (a Llama rotating halves in GGUF, as llama.cpp's exaone) and Seed-OSS (Qwen 2's q/k/v biases,
      * its FFN norm named post_attention_norm in GGUF), tiny */
     /* EXAONE 4: OLMo 2's norm placement with per-head q/k norms, tiny; and a 64-layer one (llama.cpp gives only
@@ -573,7 +591,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, tiny-olmoe, "
-                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-ernie4_5-moe, ernie-4.5-21b-a3b, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
+                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-ernie4_5-moe, ernie-4.5-21b-a3b, tiny-glm4moe, glm-4.5-air, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);
@@ -616,8 +634,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
      * Llama 3's vocabulary lacks) */
     snprintf(gname, sizeof(gname), "random %s", phi3 ? "tiny Phi 3 shape" : p->name);
     int granitemoe = strcmp(arch, "granitemoe") == 0, qwen2moe = strcmp(arch, "qwen2moe") == 0;
-    int ernie_moe = strcmp(arch, "ernie4_5-moe") == 0;
-    int shared = qwen2moe || ernie_moe || (granitemoe && c->hidden_dim != c->expert_ff);
+    int ernie_moe = strcmp(arch, "ernie4_5-moe") == 0, glm = strcmp(arch, "glm4moe") == 0;
+    int shared = qwen2moe || ernie_moe || glm || (granitemoe && c->hidden_dim != c->expert_ff);
     llm_gguf_w_meta(w, arch, c, shared, gname, dtype);
     if (strcmp(arch, "exaone4") == 0 && c->swa_window > 0) /* three windowed layers of four */
         gguf_w_u32(w, "exaone4.attention.sliding_window_pattern", 4);
@@ -677,7 +695,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         }
         T("attn_output", q, c->dim, 0.0f, sd)
         if (!c->post_norm_only) {
-            if (strcmp(arch, "seed_oss") == 0) {
+            if (strcmp(arch, "seed_oss") == 0 || glm) {
                 T("post_attention_norm", c->dim, 1, 1.0f, 0.05f)
             } else {
                 T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
@@ -694,7 +712,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         } else { /* the router in F32 (as llama.cpp's converter keeps it), the experts [n_expert][rows][cols] */
             snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.weight", l);
             ADD3(n, c->dim, c->n_expert, 1, 0.0f, sd, LLM_F32);
-            if (ernie_moe) { /* the bias choosing the experts */
+            if (ernie_moe || glm) { /* the bias choosing the experts */
                 snprintf(n, sizeof(n), "blk.%d.exp_probs_b.bias", l);
                 ADD3(n, c->n_expert, 1, 1, 0.0f, bias_sd, LLM_F32);
             }
@@ -716,7 +734,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         }
 #undef T
 #define V(name, ne0, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." name, l); ADD(n, ne0, 1, mean_, sd_);
-        if (qwen2 || strcmp(arch, "seed_oss") == 0) {
+        if (qwen2 || glm || strcmp(arch, "seed_oss") == 0) {
             V("attn_q.bias", q, 0.0f, bias_sd)
             V("attn_k.bias", kv, 0.0f, bias_sd)
             V("attn_v.bias", kv, 0.0f, bias_sd)

@@ -1,5 +1,5 @@
 /* GGUF loader for the "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "granitemoe", "olmo2", "olmoe",
- * "gemma", "gemma2", "gemma3", "phi3", "smollm3", "granite", "ernie4_5", "ernie4_5-moe", "exaone", "exaone4" and
+ * "gemma", "gemma2", "gemma3", "phi3", "smollm3", "granite", "ernie4_5", "ernie4_5-moe", "glm4moe", "exaone", "exaone4" and
  * "seed_oss" architectures:
  * <arch>.* hyper-parameters, blk.N.* tensors (Qwen 2's q/k/v biases, Qwen 3's
  * and Gemma 3's per-head q/k norms, Gemma 2 / 3's norms after attention and
@@ -307,7 +307,7 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     int qwen2moe = strcmp(arch, "qwen2moe") == 0, olmoe = strcmp(arch, "olmoe") == 0;
     if (c->n_expert == 0) {
         if (qwen2moe || olmoe || strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0 ||
-            strcmp(arch, "ernie4_5-moe") == 0) {
+            strcmp(arch, "ernie4_5-moe") == 0 || strcmp(arch, "glm4moe") == 0) {
             llm_seterr(err, "%s: missing %s", m->path, k);
             return -1;
         }
@@ -320,9 +320,11 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     int dense_ff = c->hidden_dim;
     if (llm_gguf_get_int(m, k, &c->expert_ff, c->hidden_dim, 0, err) != 0)
         return -1;
-    if (strcmp(arch, "ernie4_5-moe") == 0) {
-        /* ERNIE 4.5 MoE: its first layers dense, feed_forward_length wide; a mixture of experts on every layer
-         * after them (llama.cpp loads no other interleave than 1: its loader puts experts on every later layer) */
+    int glm = strcmp(arch, "glm4moe") == 0;
+    if (strcmp(arch, "ernie4_5-moe") == 0 || glm) {
+        /* ERNIE 4.5 MoE, GLM-4.5: its first layers dense, feed_forward_length wide; a mixture of experts on every
+         * layer after them (llama.cpp loads no other interleave than 1: its loader puts experts on every later
+         * layer; GLM-4.5 has no such key) */
         int step = 0;
         snprintf(k, sizeof(k), "%s.leading_dense_block_count", arch);
         if (llm_gguf_get_int(m, k, &c->moe_dense_lead, 0, 0, err) != 0)
@@ -338,13 +340,42 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
         }
         c->dense_ff = c->moe_dense_lead > 0 ? dense_ff : 0;
     }
-    /* Qwen 2 MoE's shared expert, GraniteMoeShared's (whose experts are feed_forward_length wide) */
-    snprintf(k, sizeof(k), "%s.expert_shared_feed_forward_length", arch);
-    if (llm_gguf_get_int(m, k, &c->hidden_dim, c->hidden_dim, 0, err) != 0)
+    /* Qwen 2 MoE's shared expert, GraniteMoeShared's (whose experts are feed_forward_length wide); GLM-4.5's
+     * shared experts run as one, expert_shared_count times an expert's width */
+    int n_shared = 1;
+    snprintf(k, sizeof(k), "%s.expert_shared_count", arch);
+    if (glm && llm_gguf_get_int(m, k, &n_shared, 1, 0, err) != 0)
         return -1;
+    if (n_shared < 0 || n_shared > 64) {
+        llm_seterr(err, "%s: bad %s %d", m->path, k, n_shared);
+        return -1;
+    }
+    snprintf(k, sizeof(k), "%s.expert_shared_feed_forward_length", arch);
+    if (llm_gguf_get_int(m, k, &c->hidden_dim, glm ? n_shared * c->expert_ff : c->hidden_dim, 0, err) != 0)
+        return -1;
+    if (glm) {
+        /* its router: sigmoids (llama.cpp's expert_gating_func 2, its default for glm4moe; 1 is a softmax), the
+         * chosen weights times expert_weights_scale */
+        int gating = 2;
+        snprintf(k, sizeof(k), "%s.expert_gating_func", arch);
+        if (llm_gguf_get_int(m, k, &gating, 2, 0, err) != 0)
+            return -1;
+        if (gating != 1 && gating != 2) {
+            llm_seterr(err, "%s: %s %d: 1 (softmax) or 2 (sigmoid)", m->path, k, gating);
+            return -1;
+        }
+        c->moe_sigmoid = gating == 2;
+        snprintf(k, sizeof(k), "%s.expert_weights_scale", arch);
+        c->moe_w_scale = 1.0f;
+        gguf_get_f32(m->gguf, k, &c->moe_w_scale);
+        if (!(c->moe_w_scale > 0.0f && c->moe_w_scale <= 1000.0f)) {
+            llm_seterr(err, "%s: bad %s", m->path, k);
+            return -1;
+        }
+    }
     /* Mixtral and Qwen 3 MoE renormalise the chosen experts' weights, Qwen 2 MoE and OLMoE do not (llama.cpp
      * hard-codes both); our writer says expert_weights_norm where a config.json's norm_topk_prob said otherwise */
-    int norm = !qwen2moe && !olmoe;
+    int norm = !qwen2moe && !olmoe && strcmp(arch, "glm4moe") != 0; /* (llama.cpp's GLM-4.5 default: false) */
     snprintf(k, sizeof(k), "%s.expert_weights_norm", arch);
     gguf_get_bool(m->gguf, k, &norm);
     c->moe_norm_topk = norm;
@@ -621,7 +652,7 @@ static int reorder_heads(llm_model *m, llm_tensor *t, int hd, const int *from, l
  * biases, q/k norms) reordered by partial_slot, so the whole-rotation kernels of both backends pair
  * them right and the passing dims meet identity entries of the rope tables (llm_rope_rotates); q.k is the
  * same sum in another order. Costs a copy of wq and wk. */
-static int partial_rotary(llm_model *m, llm_err *err)
+int llm_model_partial_rotary(llm_model *m, llm_err *err)
 {
     const llm_config *c = &m->cfg;
     if (c->rope_dims <= 0 || c->rope_dims == c->head_dim)
@@ -681,6 +712,9 @@ static int load(llm_model *m, llm_err *err)
     int olmoe = strcmp(arch, "olmoe") == 0; /* OLMoE: a pre-norm mixture of experts with OLMo 2's q / k norms */
     int seed_oss = strcmp(arch, "seed_oss") == 0; /* Seed-OSS: Qwen 2's q/k/v biases, the FFN norm renamed */
     int ernie_moe = strcmp(arch, "ernie4_5-moe") == 0; /* dense leading layers, then experts + a shared one */
+    /* GLM-4.5: ERNIE's layout with Qwen 2's q/k/v biases, a sigmoid router, partial rope, and a last layer for
+     * multi-token prediction (NextN) that the forward pass leaves out, as llama.cpp's does */
+    int glm4moe = strcmp(arch, "glm4moe") == 0;
     /* EXAONE 4: OLMo 2's norm placement with per-head q/k norms; the 32B's windows, global layers without rope */
     int exaone4 = strcmp(arch, "exaone4") == 0;
     /* windowed layers: all but the last of every `period` (0: every layer, a windowed llama's) */
@@ -715,12 +749,24 @@ static int load(llm_model *m, llm_err *err)
         llm_seterr(err, "%s: bad block_count %d / head_count %d", m->path, c->n_layers, c->n_heads);
         return -1;
     }
+    if (glm4moe) { /* block_count counts its NextN layers: their tensors stay in the file, unread */
+        int nextn = 0;
+        char nk[96];
+        snprintf(nk, sizeof(nk), "%s.nextn_predict_layers", arch);
+        if (llm_gguf_get_int(m, nk, &nextn, 0, 0, err) != 0)
+            return -1;
+        if (nextn >= c->n_layers) {
+            llm_seterr(err, "%s: %s %d leaves no layer of %d", m->path, nk, nextn, c->n_layers);
+            return -1;
+        }
+        c->n_layers -= nextn;
+    }
     if (c->head_dim == 0 && c->dim % c->n_heads == 0)
         c->head_dim = c->dim / c->n_heads;
-    if (rope_dims != 0 && rope_dims != c->head_dim) { /* Phi-4-mini's partial rotary (partial_rotary()) */
-        if (!phi3 || rope_dims < 2 || rope_dims > c->head_dim || rope_dims % 2 != 0) {
-            llm_seterr(err, "%s: partial rope (rope.dimension_count %d, head_dim %d) is not supported (phi3 only)",
-                       m->path, rope_dims, c->head_dim);
+    if (rope_dims != 0 && rope_dims != c->head_dim) { /* Phi-4-mini's, GLM-4.5's partial rotary (llm_model_partial_rotary()) */
+        if (!(phi3 || glm4moe) || rope_dims < 2 || rope_dims > c->head_dim || rope_dims % 2 != 0) {
+            llm_seterr(err, "%s: partial rope (rope.dimension_count %d, head_dim %d) is not supported (phi3 and "
+                       "glm4moe only)", m->path, rope_dims, c->head_dim);
             return -1;
         }
         c->rope_dims = rope_dims;
@@ -825,7 +871,8 @@ static int load(llm_model *m, llm_err *err)
             T("attn_q", wq) T("attn_k", wk) T("attn_v", wv) T("attn_output", wo)
         }
         if (!c->post_norm_only) {
-            if (seed_oss) { /* (its pre-FFN norm under the post-attention name, as llama.cpp maps Seed-OSS) */
+            if (seed_oss || glm4moe) { /* (its pre-FFN norm under the post-attention name, as llama.cpp maps
+                                         * Seed-OSS and GLM-4.5) */
                 N("post_attention_norm", ffn_norm)
             } else {
                 N("ffn_norm", ffn_norm)
@@ -844,7 +891,7 @@ static int load(llm_model *m, llm_err *err)
             T("ffn_gate_inp", ffn_gate_inp)
             if (take_experts(m, l, L, err) != 0)
                 return -1;
-            /* the router's bias for choosing (not weighting) experts: ERNIE 4.5 MoE's */
+            /* the router's bias for choosing (not weighting) experts: ERNIE 4.5 MoE's, GLM-4.5's */
             snprintf(n, sizeof(n), "blk.%d.exp_probs_b.bias", l);
             if (llm_gguf_take_vec(m, n, &L->exp_probs_b, 0, err) != 0)
                 return -1;
@@ -859,7 +906,7 @@ static int load(llm_model *m, llm_err *err)
             }
             if (gated && llm_gguf_take_vec(m, n, &L->shexp_gate, 1, err) != 0)
                 return -1;
-            if (gated || ((granitemoe || ernie_moe) && gguf_find_tensor(g, sn) != NULL)) {
+            if (gated || ((granitemoe || ernie_moe || glm4moe) && gguf_find_tensor(g, sn) != NULL)) {
                 T("ffn_gate_shexp", w_gate) T("ffn_up_shexp", w_up) T("ffn_down_shexp", w_down)
             }
         }
@@ -870,7 +917,7 @@ static int load(llm_model *m, llm_err *err)
         V("attn_q.bias", bq, 0) V("attn_k.bias", bk, 0) V("attn_v.bias", bv, 0)
         V("attn_q_norm.weight", q_norm, qwen3 || gemma3 || olmo2 || olmoe || exaone4)
         V("attn_k_norm.weight", k_norm, qwen3 || gemma3 || olmo2 || olmoe || exaone4)
-        if (!seed_oss) { /* (Seed-OSS's tensor of that name is its FFN norm, above) */
+        if (!seed_oss && !glm4moe) { /* (Seed-OSS's and GLM-4.5's tensor of that name is their FFN norm, above) */
             V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3 || c->post_norm_only)
         }
         V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3 || c->post_norm_only)
@@ -888,7 +935,7 @@ static int load(llm_model *m, llm_err *err)
         }
         m->rope_freqs = rf->data;
     }
-    if (partial_rotary(m, err) != 0 || dense_modules(m, g, err) != 0 || llm_model_validate(m, err) != 0)
+    if (llm_model_partial_rotary(m, err) != 0 || dense_modules(m, g, err) != 0 || llm_model_validate(m, err) != 0)
         return -1;
     return 0;
 }

@@ -276,6 +276,49 @@ static int ernie_moe_config(llm_model *m, const cJSON *root, const char *path, l
     return 0;
 }
 
+/* GLM-4.5's (Glm4MoeForCausalLM): n_routed_experts of moe_intermediate_size, num_experts_per_tok per token
+ * chosen by the router's sigmoids plus mlp.gate's e_score_correction_bias, renormalised with norm_topk_prob and
+ * times routed_scaling_factor; n_shared_experts shared ones as one that many times as wide; the first
+ * first_k_dense_replace layers dense (intermediate_size wide); rope on partial_rotary_factor of each head.
+ * Groups of experts (n_group, topk_group other than 1) are refused; the num_nextn_predict_layers layers after
+ * num_hidden_layers (multi-token prediction) are not read, as transformers does not. */
+static int glm_moe_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    int shared = 1, groups = 1, topk_groups = 1;
+    if (llm_hf_cfg_int(root, "n_routed_experts", &c->n_expert, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "num_experts_per_tok", &c->n_expert_used, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "moe_intermediate_size", &c->expert_ff, 0, 1, path, err) ||
+        llm_hf_cfg_int(root, "n_shared_experts", &shared, 1, 0, path, err) ||
+        llm_hf_cfg_int(root, "first_k_dense_replace", &c->moe_dense_lead, 1, 0, path, err) ||
+        llm_hf_cfg_int(root, "n_group", &groups, 1, 0, path, err) ||
+        llm_hf_cfg_int(root, "topk_group", &topk_groups, 1, 0, path, err))
+        return -1;
+    if (groups != 1 || topk_groups != 1 || c->moe_dense_lead < 0 || c->moe_dense_lead >= c->n_layers || shared < 0 ||
+        shared > 64) {
+        llm_seterr(err, "%s: n_group %d, topk_group %d, first_k_dense_replace %d, n_shared_experts %d: experts in one "
+                   "group, after at most num_hidden_layers - 1 dense layers, are supported", path, groups, topk_groups,
+                   c->moe_dense_lead, shared);
+        return -1;
+    }
+    float prf = llm_hf_cfg_float(root, "partial_rotary_factor", 0.5f), scale = llm_hf_cfg_float(root,
+                                                                                                "routed_scaling_factor", 1.0f);
+    int hd = c->head_dim > 0 ? c->head_dim : c->n_heads > 0 ? c->dim / c->n_heads : 0, rd = (int)lroundf(prf * (float)hd);
+    if (!(prf > 0.0f && prf <= 1.0f) || rd < 2 || rd % 2 != 0 || !(scale > 0.0f && scale <= 1000.0f)) {
+        llm_seterr(err, "%s: partial_rotary_factor %g (of head_dim %d) or routed_scaling_factor %g out of range", path,
+                   (double)prf, hd, (double)scale);
+        return -1;
+    }
+    c->rope_dims = rd == hd ? 0 : rd;
+    c->moe_sigmoid = 1;
+    c->moe_w_scale = scale;
+    c->dense_ff = c->moe_dense_lead > 0 ? c->hidden_dim : 0;
+    c->hidden_dim = shared * c->expert_ff;
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob");
+    c->moe_norm_topk = norm == NULL || cJSON_IsTrue(norm);
+    return 0;
+}
+
 static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err *err)
 {
     char path[PATH_MAX];
@@ -326,6 +369,10 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         snprintf(m->arch, sizeof(m->arch), "ernie4_5-moe");
         mt = NULL;
     }
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "glm4_moe") == 0) {
+        snprintf(m->arch, sizeof(m->arch), "glm4moe");
+        mt = NULL;
+    }
     if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "qwen3_moe") == 0 || strcmp(mt->valuestring, "qwen2_moe") == 0)) {
         snprintf(m->arch, sizeof(m->arch), "%s", mt->valuestring[4] == '3' ? "qwen3moe" : "qwen2moe");
         mt = NULL;
@@ -353,7 +400,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
                    "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, "
-                   "olmo3, olmoe, ernie4_5, ernie4_5_moe, seed_oss, exaone, exaone4; bert, xlm-roberta, modernbert)", path,
+                   "olmo3, olmoe, ernie4_5, ernie4_5_moe, glm4_moe, seed_oss, exaone, exaone4; bert, xlm-roberta, modernbert)",
+                   path,
                    mt->valuestring);
         cJSON_Delete(root);
         return -1;
@@ -415,6 +463,9 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         rc = granite_moe_config(m, root, path, err);
     if (rc == 0 && strcmp(m->arch, "ernie4_5-moe") == 0)
         rc = ernie_moe_config(m, root, path, err);
+    int glm = strcmp(m->arch, "glm4moe") == 0;
+    if (rc == 0 && glm)
+        rc = glm_moe_config(m, root, path, err);
     int olmo = strcmp(m->arch, "olmo2") == 0 || strcmp(m->arch, "exaone4") == 0;
     if (rc == 0 && (olmo || olmoe))
         rc = olmo_config(m, root, path, err);
@@ -424,8 +475,8 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
     snprintf(m->name, sizeof(m->name), "%s", cJSON_IsString(nm) ? nm->valuestring : "hf model");
     if (rc == 0 && (gemma || granitemoe || strcmp(m->arch, "smollm3") == 0 || (olmo && c->swa_window > 0) ||
-                    strcmp(m->arch, "ernie4_5-moe") == 0)) {
-        /* for gemma_layers (OLMo 3's windows too) / smollm3_layers / granite_shared / ernie_shared, once the layers
+                    strcmp(m->arch, "ernie4_5-moe") == 0 || glm)) {
+        /* for gemma_layers (OLMo 3's windows too) / smollm3_layers / granite_shared / moe_shared, once the layers
          * exist */
         *text_cfg = root;
         return 0;
@@ -613,8 +664,8 @@ static int take_parallel_experts(llm_model *m, const st_set *s, int l, llm_layer
 static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err)
 {
     /* (OLMoE and ERNIE 4.5 MoE name their experts as Qwen's) */
-    int ernie = strcmp(m->arch, "ernie4_5-moe") == 0;
-    int qwen = strncmp(m->arch, "qwen", 4) == 0 || strcmp(m->arch, "olmoe") == 0 || ernie;
+    int ernie = strcmp(m->arch, "ernie4_5-moe") == 0, glm = strcmp(m->arch, "glm4moe") == 0;
+    int qwen = strncmp(m->arch, "qwen", 4) == 0 || strcmp(m->arch, "olmoe") == 0 || ernie || glm;
     int granite = strcmp(m->arch, "granitemoe") == 0;
     const char *moe = qwen ? "mlp" : "block_sparse_moe";
     static const char *const qn[3] = { "gate_proj", "up_proj", "down_proj" }, *const mn[3] = { "w1", "w3", "w2" };
@@ -633,8 +684,9 @@ static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_
             if (llm_hf_take(m, s, n, &L->experts[3 * e + w], 1, err) != 0)
                 return -1;
         }
-    if (ernie) { /* the bias choosing the experts ([1, n_expert]; its shared experts: ernie_shared) */
-        snprintf(n, sizeof(n), "model.layers.%d.mlp.moe_statics.e_score_correction_bias", l);
+    if (ernie || glm) { /* the bias choosing the experts (ERNIE's [1, n_expert]; the shared experts: moe_shared) */
+        snprintf(n, sizeof(n), ernie ? "model.layers.%d.mlp.moe_statics.e_score_correction_bias"
+                                     : "model.layers.%d.mlp.gate.e_score_correction_bias", l);
         if (find(s, n) != NULL && llm_hf_take_norm(m, s, n, &L->exp_probs_b, err) != 0)
             return -1;
     }
@@ -653,12 +705,14 @@ static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_
     return 0;
 }
 
-/* ERNIE 4.5 MoE's shared experts (mlp.shared_experts, run as one expert moe_num_shared_experts times as wide) in
- * every layer of experts where config.json has some; refused where it has none. */
-static int ernie_shared(llm_model *m, const st_set *s, const cJSON *root, llm_err *err)
+/* ERNIE 4.5 MoE's and GLM-4.5's shared experts (mlp.shared_experts, run as one expert moe_num_shared_experts /
+ * n_shared_experts times as wide) in every layer of experts where config.json has some; refused where it has
+ * none. */
+static int moe_shared(llm_model *m, const st_set *s, const cJSON *root, llm_err *err)
 {
-    int shared = 0;
-    if (llm_hf_cfg_int(root, "moe_num_shared_experts", &shared, 0, 0, m->path, err) != 0)
+    int shared = 0, glm = strcmp(m->arch, "glm4moe") == 0;
+    const char *key = glm ? "n_shared_experts" : "moe_num_shared_experts";
+    if (llm_hf_cfg_int(root, key, &shared, glm ? 1 : 0, 0, m->path, err) != 0)
         return -1;
     static const char *const sn[3] = { "gate_proj", "up_proj", "down_proj" };
     for (int l = m->cfg.moe_dense_lead; l < m->cfg.n_layers; l++) {
@@ -668,7 +722,7 @@ static int ernie_shared(llm_model *m, const st_set *s, const cJSON *root, llm_er
             char n[128];
             snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_experts.%s.weight", l, sn[w]);
             if (shared <= 0 && find(s, n) != NULL) {
-                llm_seterr(err, "%s: tensor %s, and moe_num_shared_experts 0 in config.json", m->path, n);
+                llm_seterr(err, "%s: tensor %s, and %s 0 in config.json", m->path, n, key);
                 return -1;
             }
             if (shared > 0 && llm_hf_take(m, s, n, dst[w], 1, err) != 0)
@@ -890,16 +944,16 @@ llm_model *llm_model_load_hf(const char *dir, llm_err *err)
     }
     int smollm3 = strcmp(m->arch, "smollm3") == 0, bert = strcmp(m->arch, "bert") == 0;
     int modern = strcmp(m->arch, "modern-bert") == 0, granitemoe = strcmp(m->arch, "granitemoe") == 0;
-    int ernie_moe = strcmp(m->arch, "ernie4_5-moe") == 0;
+    int moe_sh = strcmp(m->arch, "ernie4_5-moe") == 0 || strcmp(m->arch, "glm4moe") == 0; /* (moe_shared) */
     if ((bert     ? llm_hf_bert_tensors(m, s, err)
          : modern ? llm_hf_modern_bert_tensors(m, s, text_cfg, err)
                   : load_tensors(m, s, err)) != 0 ||
-        (text_cfg != NULL && !smollm3 && !modern && !granitemoe && !ernie_moe &&
+        (text_cfg != NULL && !smollm3 && !modern && !granitemoe && !moe_sh &&
          gemma_layers(m, text_cfg, m->path, err) != 0) ||
         (text_cfg != NULL && smollm3 && smollm3_layers(m, text_cfg, m->path, err) != 0) ||
         (text_cfg != NULL && granitemoe && granite_shared(m, s, text_cfg, err) != 0) ||
-        (text_cfg != NULL && ernie_moe && ernie_shared(m, s, text_cfg, err) != 0) ||
-        dense_modules(m, dir, err) != 0 || llm_model_validate(m, err) != 0)
+        (text_cfg != NULL && moe_sh && moe_shared(m, s, text_cfg, err) != 0) ||
+        llm_model_partial_rotary(m, err) != 0 || dense_modules(m, dir, err) != 0 || llm_model_validate(m, err) != 0)
         goto fail;
     if (m->cfg.bidirectional && m->pooling == LLM_POOL_NONE)
         m->pooling = LLM_POOL_MEAN;

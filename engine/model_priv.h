@@ -36,6 +36,9 @@ int llm_gguf_take_vec(llm_model *m, const char *name, llm_tensor *dst, int requi
  * views into the file. */
 int llm_gguf_take_fused(llm_model *m, int l, const char *suffix, const int64_t *rows, int n, llm_tensor *const *dst,
                         llm_err *err);
+/* Partial rotary on rotate-half heads (cfg.rope_dims of head_dim): q / k rows, biases and norms reordered
+ * (model_gguf.c; a Hugging Face directory's GLM-4.5 too). 0, or -1 + err. */
+int llm_model_partial_rotary(llm_model *m, llm_err *err);
 /* The rest of a "bert" or "nomic-bert" GGUF's loading (model_gguf_bert.c), after general.architecture. */
 int llm_gguf_load_bert(llm_model *m, llm_err *err);
 /* ... and of a "modern-bert" GGUF's (model_gguf_modernbert.c). Both start with llm_gguf_encoder_dims: the

@@ -66,6 +66,7 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, int 
     /* (Granite MoE's is its experts' width, as llama.cpp's converter writes it; a shared expert's below) */
     int granitemoe = strcmp(arch, "granitemoe") == 0, ff_is_experts = granitemoe || strcmp(arch, "olmoe") == 0;
     int ernie_moe = strcmp(arch, "ernie4_5-moe") == 0; /* (its dense layers' width) */
+    int glm = strcmp(arch, "glm4moe") == 0;
     gguf_w_u32(w, KEY("feed_forward_length"),
                (uint32_t)(ff_is_experts ? c->expert_ff : c->dense_ff > 0 ? c->dense_ff : c->hidden_dim));
     gguf_w_u32(w, KEY("attention.head_count"), (uint32_t)c->n_heads);
@@ -92,8 +93,15 @@ void llm_gguf_w_meta(gguf_writer *w, const char *arch, const llm_config *c, int 
             gguf_w_u32(w, KEY("leading_dense_block_count"), (uint32_t)c->moe_dense_lead);
             gguf_w_u32(w, KEY("interleave_moe_layer_step"), 1);
         }
-        /* not the architecture's way (which llama.cpp keeps whatever this says) */
-        if (c->moe_norm_topk == (qwen2moe || olmoe))
+        if (glm) { /* as llama.cpp's converter writes GLM-4.5 (no NextN layer here) */
+            gguf_w_u32(w, KEY("expert_shared_count"), shared ? (uint32_t)(c->hidden_dim / c->expert_ff) : 0);
+            gguf_w_u32(w, KEY("leading_dense_block_count"), (uint32_t)c->moe_dense_lead);
+            gguf_w_u32(w, KEY("expert_gating_func"), c->moe_sigmoid ? 2 : 1);
+            gguf_w_f32(w, KEY("expert_weights_scale"), c->moe_w_scale > 0.0f ? c->moe_w_scale : 1.0f);
+            gguf_w_u32(w, KEY("nextn_predict_layers"), 0);
+        }
+        /* not the architecture's way (which llama.cpp keeps whatever this says; GLM-4.5's default is false) */
+        if (glm || c->moe_norm_topk == (qwen2moe || olmoe))
             gguf_w_bool(w, KEY("expert_weights_norm"), c->moe_norm_topk);
     }
     if (strcmp(arch, "granite") == 0 || granitemoe) {
@@ -250,6 +258,7 @@ typedef struct {
     int     n, cap;
     llm_err *err;
     int     oom;
+    int     rope_dims; /* a partial rotary's (perm 3 conversions take it) */
 } conv_list;
 
 static conv *conv_add(conv_list *l, const llm_tensor *t, llm_dtype dst, int perm, int head_dim)
@@ -260,7 +269,7 @@ static conv *conv_add(conv_list *l, const llm_tensor *t, llm_dtype dst, int perm
     }
     conv *c = &l->cv[l->n];
     c->src = t; c->dst = dst; c->perm = perm; c->head_dim = head_dim; c->n_exp = 0; c->exp_parts = 0; c->n_part = 0;
-    c->rope_dims = 0; c->perm_parts = 0;
+    c->rope_dims = perm == 3 ? l->rope_dims : 0; c->perm_parts = 0;
     c->tmp = malloc((size_t)t->ne[0] * sizeof(float));
     if (c->tmp == NULL) {
         l->oom = 1;
@@ -546,10 +555,13 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     }
     /* a partial rotary's q / k rows are reordered in memory: written back in the file's order (add_fused) */
     int partial = c->rope_dims > 0 && c->rope_dims != c->head_dim ? c->rope_dims : 0;
-    if (partial && strcmp(m->arch, "phi3") != 0) {
-        llm_seterr(err, "%s: re-saving a partial-rotary %s model is not supported (phi3's)", path, m->arch);
+    int glm = strcmp(m->arch, "glm4moe") == 0;
+    if (partial && strcmp(m->arch, "phi3") != 0 && !glm) {
+        llm_seterr(err, "%s: re-saving a partial-rotary %s model is not supported (phi3's, glm4moe's)", path,
+                   m->arch);
         goto out;
     }
+    l.rope_dims = partial;
     llm_gguf_w_meta(w, m->arch, c, c->n_expert > 0 && llm_layer_has_shared(llm_moe_layer0(m)),
                     m->name[0] ? m->name : "model", dtype);
     if (strcmp(m->arch, "exaone4") == 0 && c->swa_window > 0) { /* its windows' period: the first global layer */
@@ -619,6 +631,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         goto out;
     }
     int perm = llama && c->rope_layout == LLM_ROPE_HALF ? 1 : 0, hd = c->head_dim;
+    int qk = partial ? 3 : perm; /* q and k rows (their biases and norms too) */
     int phi3 = strcmp(m->arch, "phi3") == 0 || modern;
     add_mat(w, &l, "token_embd.weight", &m->tok_embd, dtype, 0, hd);
     if (modern)
@@ -658,8 +671,8 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
             add_fused(w, &l, n, gu, 2, dtype, 0, hd);
             M("ffn_down", w_down, 0)
         } else {
-            M("attn_q", wq, perm) M("attn_k", wk, perm) M("attn_v", wv, 0) M("attn_output", wo, 0)
-            if (L->ffn_norm.data != NULL && strcmp(m->arch, "seed_oss") == 0) { /* (llama.cpp's name for it) */
+            M("attn_q", wq, qk) M("attn_k", wk, qk) M("attn_v", wv, 0) M("attn_output", wo, 0)
+            if (L->ffn_norm.data != NULL && (strcmp(m->arch, "seed_oss") == 0 || glm)) { /* (llama.cpp's name) */
                 M("post_attention_norm", ffn_norm, 0)
             } else if (L->ffn_norm.data != NULL) { /* (OLMo 2 has none: it norms the blocks' outputs) */
                 M("ffn_norm", ffn_norm, 0)
@@ -670,7 +683,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         } else if (llm_layer_moe(c, L)) { /* the router stays F32, as llama.cpp's converter keeps it */
             snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.weight", i);
             add_mat(w, &l, n, &L->ffn_gate_inp, LLM_F32, 0, hd);
-            if (L->exp_probs_b.data != NULL) { /* ERNIE 4.5 MoE's selection bias */
+            if (L->exp_probs_b.data != NULL) { /* ERNIE 4.5 MoE's, GLM-4.5's selection bias */
                 snprintf(n, sizeof(n), "blk.%d.exp_probs_b.bias", i);
                 add_vec(w, &l, n, &L->exp_probs_b, 0, hd);
             }
@@ -691,8 +704,8 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         /* biases follow their matrix's rows, a q/k norm's weights a head's (the permutation too) */
 #define V(name, field, p) snprintf(n, sizeof(n), "blk.%d." name, i); \
         if (L->field.data != NULL) add_vec(w, &l, n, &L->field, p, hd);
-        V("attn_q.bias", bq, perm) V("attn_k.bias", bk, perm) V("attn_v.bias", bv, 0)
-        V("attn_q_norm.weight", q_norm, perm) V("attn_k_norm.weight", k_norm, perm)
+        V("attn_q.bias", bq, qk) V("attn_k.bias", bk, qk) V("attn_v.bias", bv, 0)
+        V("attn_q_norm.weight", q_norm, qk) V("attn_k_norm.weight", k_norm, qk)
         V("post_attention_norm.weight", post_attn_norm, 0) V("post_ffw_norm.weight", post_ffn_norm, 0)
 #undef V
     }
@@ -806,7 +819,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared" },
         { "olmo2", "Olmo2ForCausalLM", "olmo2" }, { "olmo3", "Olmo3ForCausalLM", "olmo3" },
         { "olmoe", "OlmoeForCausalLM", "olmoe" }, { "ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5" },
-        { "ernie4_5-moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe" },
+        { "ernie4_5-moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe" }, { "glm4moe", "Glm4MoeForCausalLM", "glm4_moe" },
         { "seed_oss", "SeedOssForCausalLM", "seed_oss" }, { "exaone4", "Exaone4ForCausalLM", "exaone4" },
         { "exaone", "ExaoneForCausalLM", "exaone" },
         { "llama", "LlamaForCausalLM", "llama" },
@@ -880,6 +893,19 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         cJSON_AddNumberToObject(j, "moe_layer_end_index", c->n_layers - 1);
         cJSON_AddNumberToObject(j, "moe_layer_interval", 1);
         cJSON_AddBoolToObject(j, "use_bias", 0);
+    } else if (strcmp(m->arch, "glm4moe") == 0) { /* as zai-org's configs (one group; no multi-token prediction) */
+        cJSON_AddNumberToObject(j, "n_routed_experts", c->n_expert);
+        cJSON_AddNumberToObject(j, "moe_intermediate_size", c->expert_ff);
+        cJSON_AddNumberToObject(j, "n_shared_experts", shared ? c->hidden_dim / c->expert_ff : 0);
+        cJSON_AddNumberToObject(j, "first_k_dense_replace", c->moe_dense_lead);
+        cJSON_AddNumberToObject(j, "routed_scaling_factor", c->moe_w_scale > 0.0f ? c->moe_w_scale : 1.0f);
+        cJSON_AddBoolToObject(j, "norm_topk_prob", c->moe_norm_topk);
+        cJSON_AddNumberToObject(j, "partial_rotary_factor",
+                                c->rope_dims > 0 ? (double)c->rope_dims / c->head_dim : 1.0);
+        cJSON_AddNumberToObject(j, "n_group", 1);
+        cJSON_AddNumberToObject(j, "topk_group", 1);
+        cJSON_AddBoolToObject(j, "use_qk_norm", m->layers[0].q_norm.data != NULL);
+        cJSON_AddNumberToObject(j, "num_nextn_predict_layers", 0);
     } else if (granitemoe) { /* experts as wide as intermediate_size, always renormalised; GraniteMoeShared's shared one */
         cJSON_AddNumberToObject(j, "num_local_experts", c->n_expert);
         if (shared)
@@ -1130,10 +1156,12 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
     const llm_config *c = &m->cfg;
     /* (an ERNIE 4.5 directory keeps its adjacent pairs) */
     int k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT && strncmp(m->arch, "ernie4_5", 8) != 0 ? 2 : 0;
-    int ernie_moe = strcmp(m->arch, "ernie4_5-moe") == 0;
-    /* (OLMoE's and ERNIE 4.5 MoE's experts are named as Qwen's) */
+    int ernie_moe = strcmp(m->arch, "ernie4_5-moe") == 0, glm = strcmp(m->arch, "glm4moe") == 0;
+    /* (OLMoE's, ERNIE 4.5 MoE's and GLM-4.5's experts are named as Qwen's) */
     int qwen_moe = strcmp(m->arch, "qwen3moe") == 0 || strcmp(m->arch, "qwen2moe") == 0 || strcmp(m->arch, "olmoe") == 0 ||
-                   ernie_moe;
+                   ernie_moe || glm;
+    /* a partial rotary's q / k rows (biases, norms) back in the file's order */
+    int qk = c->rope_dims > 0 && c->rope_dims != c->head_dim ? 3 : perm;
     int gemma = strncmp(m->arch, "gemma", 5) == 0, gemma23 = gemma && m->layers[0].post_attn_norm.data != NULL;
     float nadd = gemma ? -1.0f : 0.0f; /* Gemma's norms are stored as w, scaling by 1 + w */
 #define ADD(nm, tensor, p) do { snprintf(e[k].name, sizeof(e[k].name), "%s", nm); e[k].t = (tensor); \
@@ -1150,7 +1178,7 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
         if (!c->post_norm_only) {
             L_("input_layernorm", attn_norm, 0)
         }
-        L_("self_attn.q_proj", wq, perm) L_("self_attn.k_proj", wk, perm)
+        L_("self_attn.q_proj", wq, qk) L_("self_attn.k_proj", wk, qk)
         L_("self_attn.v_proj", wv, 0) L_("self_attn.o_proj", wo, 0)
         if (c->post_norm_only) { /* OLMo 2: the blocks' outputs' norms only */
             L_("post_attention_layernorm", post_attn_norm, 0)
@@ -1188,11 +1216,13 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
                              qwen_moe ? qn[w] : mn[w]);
                     ADD(nm, &L->experts[3 * x + w], 0);
                 }
-            if (ernie_moe && L->exp_probs_b.data != NULL) { /* its bias choosing the experts, [1, n_expert] */
-                snprintf(nm, sizeof(nm), "model.layers.%d.mlp.moe_statics.e_score_correction_bias", i);
+            if ((ernie_moe || glm) && L->exp_probs_b.data != NULL) { /* the bias choosing the experts (ERNIE's
+                                                                     * [1, n_expert]) */
+                snprintf(nm, sizeof(nm), ernie_moe ? "model.layers.%d.mlp.moe_statics.e_score_correction_bias"
+                                                   : "model.layers.%d.mlp.gate.e_score_correction_bias", i);
                 ADD(nm, &L->exp_probs_b, 0);
             }
-            if (ernie_moe && llm_layer_has_shared(L)) { /* its shared experts, as one */
+            if ((ernie_moe || glm) && llm_layer_has_shared(L)) { /* the shared experts, as one */
                 L_("mlp.shared_experts.gate_proj", w_gate, 0) L_("mlp.shared_experts.up_proj", w_up, 0)
                 L_("mlp.shared_experts.down_proj", w_down, 0)
             }
@@ -1204,9 +1234,9 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
 #undef L_
 #define V_(name, field, p) snprintf(nm, sizeof(nm), "model.layers.%d." name, i); \
         if (L->field.data != NULL) ADD(nm, &L->field, p);
-        V_("self_attn.q_proj.bias", bq, perm) V_("self_attn.k_proj.bias", bk, perm)
+        V_("self_attn.q_proj.bias", bq, qk) V_("self_attn.k_proj.bias", bk, qk)
         V_("self_attn.v_proj.bias", bv, 0)
-        V_("self_attn.q_norm.weight", q_norm, perm) V_("self_attn.k_norm.weight", k_norm, perm)
+        V_("self_attn.q_norm.weight", q_norm, qk) V_("self_attn.k_norm.weight", k_norm, qk)
 #undef V_
     }
 #undef ADD
@@ -1281,10 +1311,10 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         return -1;
     }
     const llm_layer *moe0 = llm_moe_layer0(m);
-    if (strcmp(m->arch, "ernie4_5-moe") == 0 && moe0 != NULL && llm_layer_has_shared(moe0) &&
-        c->hidden_dim % c->expert_ff != 0) {
-        llm_seterr(err, "%s: ERNIE 4.5 MoE's shared experts are a whole number of experts wide (%d over experts of %d)",
-                   dir, c->hidden_dim, c->expert_ff);
+    if ((strcmp(m->arch, "ernie4_5-moe") == 0 || strcmp(m->arch, "glm4moe") == 0) && moe0 != NULL &&
+        llm_layer_has_shared(moe0) && c->hidden_dim % c->expert_ff != 0) {
+        llm_seterr(err, "%s: %s's shared experts are a whole number of experts wide (%d over experts of %d)", dir,
+                   m->arch, c->hidden_dim, c->expert_ff);
         return -1;
     }
     int n = (16 + 3 * c->n_expert + 1) * c->n_layers + 3, k = 0;
@@ -1314,8 +1344,8 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         cJSON *sh = cJSON_AddArrayToObject(o, "shape");
         if (e[i].n_exp > 0) /* [n_exp][its rows][cols] */
             cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)e[i].n_exp));
-        /* (a Linear(dim, 1): [1, dim]; ERNIE's bias is [1, n_expert]) */
-        if (e[i].rows > 1 || strstr(e[i].name, "shared_expert_gate") != NULL || strstr(e[i].name, "e_score") != NULL)
+        /* (a Linear(dim, 1): [1, dim]; ERNIE's bias is [1, n_expert], GLM-4.5's [n_expert]) */
+        if (e[i].rows > 1 || strstr(e[i].name, "shared_expert_gate") != NULL || strstr(e[i].name, "moe_statics") != NULL)
             cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)(e[i].n_exp > 0 ? e[i].rows / e[i].n_exp
                                                                                   : e[i].rows)));
         cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[0]));
@@ -1339,7 +1369,8 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         if (fputc(' ', f) == EOF)
             goto ioerr;
     for (int i = 0; i < k; i++) {
-        conv cv = { .src = e[i].t, .dst = dtype, .perm = e[i].perm, .head_dim = c->head_dim, .tmp = tmp, .add = e[i].add,
+        conv cv = { .src = e[i].t, .dst = dtype, .perm = e[i].perm, .head_dim = c->head_dim, .rope_dims = c->rope_dims,
+                    .tmp = tmp, .add = e[i].add,
                     .n_part = e[i].n_part, .part = { e[i].part[0], e[i].part[1], e[i].part[2] },
                     .n_exp = e[i].n_exp, .exp_parts = e[i].exp_parts };
         size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);

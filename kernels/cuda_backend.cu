@@ -841,8 +841,8 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
                         sizeof(err->msg)) != 0 || cuda_stage_check(st, "shared expert", l, err))
             return -1;
     }
-    cuda_moe_route(st->moe_rl, L->exp_bias, n, E, k, c->moe_norm_topk, st->xn, c->dim, L->shexp_gate, st->moe_ids,
-                   st->moe_w, st->moe_sg, s);
+    cuda_moe_route(st->moe_rl, L->exp_bias, n, E, k, c->moe_norm_topk, c->moe_sigmoid, c->moe_w_scale, st->xn, c->dim,
+                   L->shexp_gate, st->moe_ids, st->moe_w, st->moe_sg, s);
     cuda_moe_sort(st->moe_ids, n, k, E, st->moe_off, st->moe_tok, st->moe_pos, s);
     if (cuda_stage_check(st, "route", l, err))
         return -1;

@@ -450,8 +450,9 @@ void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const f
                         int block_size, cudaStream_t st);
 
 /* ---- mixture of experts (cuda_moe.cu; the steps as engine/cpu/moe.c computes them) ----
- * route: per token of logits [n][E], its k experts of highest logit (ties: the lower index) into ids [n][k]
- *   and their softmax probabilities (renormalised over the k when norm_topk) into wts [n][k]; with shexp_gate,
+ * route: per token of logits [n][E], its k experts of highest logit (ties: the lower index; with bias, of
+ *   highest probability + bias) into ids [n][k] and their softmax probabilities (sigmoid: the logits'
+ *   sigmoids; renormalised over the k when norm_topk; times scale) into wts [n][k]; with shexp_gate,
  *   sg[t] = sigmoid(xn[t] . shexp_gate). k <= 32, E <= LLM_MAX_EXPERTS.
  * sort: the n*k choices grouped by expert (offsets off[0 .. E]), tokens in order within one: row p of the
  *   groups holds token tok[p], choice i went to row pos[i]; then off[E + 1] = how many experts were chosen and
@@ -463,8 +464,9 @@ void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const f
  * combine: x[t] += sum_j wts[t][j] o[pos[t*k + j]] (+ sg[t] sh[t] with a shared expert, sh [n][dim]; sg NULL:
  *   an ungated one, + sh[t]); rs > 0 (Granite's residual scale): x[t] += rs * (that sum).
  * `host` is the layer's exp0, `mats` its experts on the device. */
-void cuda_moe_route(const float *logits, const float *bias, int n, int E, int k, int norm_topk, const float *xn,
-                    int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st);
+void cuda_moe_route(const float *logits, const float *bias, int n, int E, int k, int norm_topk, int sigmoid,
+                    float scale, const float *xn, int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg,
+                    cudaStream_t st);
 void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,
                    cudaStream_t st);
 typedef struct { int8_t *xq; void *xds; } cu_moe_i8;

@@ -1,8 +1,10 @@
-/* The mixture-of-experts FFN on the device (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE, OLMoE, ERNIE 4.5 MoE), as
+/* The mixture-of-experts FFN on the device (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE, OLMoE, ERNIE 4.5 MoE,
+ * GLM-4.5), as
  * engine/cpu/moe.c computes it, with no host round trip (so decode steps still go through CUDA Graphs):
- *  1. route: per token, the softmax over the router's logits, the k experts of highest logit (ties: the lower
- *     index; with ERNIE 4.5 MoE's bias, of highest probability + bias) and their probabilities, renormalised over
- *     the k when the model says so; with a shared expert, its gate sigmoid(xn . shexp_gate);
+ *  1. route: per token, the softmax over the router's logits (GLM-4.5: their sigmoids), the k experts of highest
+ *     logit (ties: the lower index; with a bias, ERNIE 4.5 MoE's or GLM-4.5's, of highest probability + bias) and
+ *     their probabilities, renormalised over the k when the model says so, times GLM-4.5's scale; with a shared
+ *     expert, its gate sigmoid(xn . shexp_gate);
  *  2. sort: the n*k (token, choice) rows grouped by expert, tokens in order within an expert (one block; the
  *     rows' order is the CPU's, though the results would not depend on it);
  *  3. gate/up: per active expert, its gate and up rows against its tokens' normed activations, SwiGLU (or
@@ -23,8 +25,8 @@
 
 /* One warp per token: lanes hold experts lane, lane + 32, ... (at most LLM_MAX_EXPERTS). */
 __global__ void __launch_bounds__(128)
-moe_route_kernel(const float *logits, const float *bias, int n, int E, int k, int norm_topk, const float *xn,
-                 int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg)
+moe_route_kernel(const float *logits, const float *bias, int n, int E, int k, int norm_topk, int sigmoid,
+                 float scale, const float *xn, int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg)
 {
     CU_PDL_ENTRY();
     int lane = threadIdx.x & 31, t = blockIdx.x * 4 + (threadIdx.x >> 5);
@@ -41,6 +43,8 @@ moe_route_kernel(const float *logits, const float *bias, int n, int E, int k, in
     for (int e = lane; e < E; e += 32)
         sum += expf(lg[e] - mx);
     sum = warp_sum(sum);
+    /* an expert's probability: its softmax, or (GLM-4.5) the sigmoid of its logit */
+#define MOE_P(e) (sigmoid ? 1.0f / (1.0f + expf(-lg[e])) : expf(lg[e] - mx) / sum)
     unsigned taken = 0; /* bit i: expert lane + 32 i chosen already */
     float sel_sum = 0.0f, my_w = 0.0f;
     int my_id = 0;
@@ -48,8 +52,9 @@ moe_route_kernel(const float *logits, const float *bias, int n, int E, int k, in
         float bv = -INFINITY;
         int be = -1;
         for (int e = lane, i = 0; e < E; e += 32, i++) {
-            /* what chooses: the logit (the softmax keeps its order), or ERNIE 4.5 MoE's probability + bias */
-            float v = bias == NULL ? lg[e] : expf(lg[e] - mx) / sum + bias[e];
+            /* what chooses: the logit (the probability keeps its order), or with a bias (ERNIE 4.5 MoE's,
+             * GLM-4.5's) the probability + bias */
+            float v = bias == NULL ? lg[e] : MOE_P(e) + bias[e];
             if (!(taken >> i & 1u) && (be < 0 || v > bv)) {
                 bv = v;
                 be = e;
@@ -67,7 +72,7 @@ moe_route_kernel(const float *logits, const float *bias, int n, int E, int k, in
         }
         if ((be & 31) == lane)
             taken |= 1u << (be >> 5);
-        float w = expf(lg[be] - mx) / sum; /* (its probability, without the bias) */
+        float w = MOE_P(be); /* (its probability, without the bias) */
         sel_sum += w;
         if (lane == j) {
             my_id = be;
@@ -76,7 +81,7 @@ moe_route_kernel(const float *logits, const float *bias, int n, int E, int k, in
     }
     if (lane < k) {
         ids[(size_t)t * k + lane] = my_id;
-        wts[(size_t)t * k + lane] = norm_topk ? my_w / sel_sum : my_w;
+        wts[(size_t)t * k + lane] = (norm_topk ? my_w / sel_sum : my_w) * scale;
     }
     if (shexp_gate != NULL) {
         float d = 0.0f;
@@ -325,11 +330,12 @@ void cuda_moe_tc(const cu_mat *host, const cu_mat *mats, int E, const int32_t *o
     cuda_tcgemm_grouped(host, &G, h16, rows, o, host[2].rows, st);
 }
 
-void cuda_moe_route(const float *logits, const float *bias, int n, int E, int k, int norm_topk, const float *xn,
-                    int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg, cudaStream_t st)
+void cuda_moe_route(const float *logits, const float *bias, int n, int E, int k, int norm_topk, int sigmoid,
+                    float scale, const float *xn, int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg,
+                    cudaStream_t st)
 {
-    CU_LAUNCH(moe_route_kernel, (unsigned)((n + 3) / 4), 128, 0, st, logits, bias, n, E, k, norm_topk, xn, dim,
-              shexp_gate, ids, wts, sg);
+    CU_LAUNCH(moe_route_kernel, (unsigned)((n + 3) / 4), 128, 0, st, logits, bias, n, E, k, norm_topk, sigmoid,
+              scale > 0.0f ? scale : 1.0f, xn, dim, shexp_gate, ids, wts, sg);
 }
 
 void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,

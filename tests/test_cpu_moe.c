@@ -124,6 +124,15 @@ static void test_moe(const char *preset, llm_dtype t, const char *dir)
     unlink(path);
 }
 
+/* The logits after n tokens given whole to a fresh backend: 0, or -1. */
+static int run_whole(llm_model *m, const int32_t *toks, int n, float *out)
+{
+    llm_backend *b = make_backend(m, 2, n);
+    int rc = b == NULL || step(b, toks, 0, n, out) != 0 ? -1 : 0;
+    llm_backend_free(b);
+    return rc;
+}
+
 /* ERNIE 4.5 MoE (tiny-ernie4_5-moe): its dense first layer (192 wide, wider than the shared expert's 128) beside
  * the experts' layers; the experts chosen with a bias: the same prompt whole and token by token agree, and
  * without the bias the logits move (it chooses other experts). */
@@ -170,14 +179,50 @@ static void test_ernie_moe(const char *dir)
         keep[l] = m->layers[l].exp_probs_b.data;
         m->layers[l].exp_probs_b.data = NULL;
     }
-    b = make_backend(m, 2, n);
-    rc = b == NULL || step(b, toks, 0, n, nob) != 0;
-    llm_backend_free(b);
+    rc = run_whole(m, toks, n, nob);
     ok(rc == 0 && max_rel_diff(nob, one, (size_t)V) > 1e-2,
        "control: without the selection bias the logits move (rel diff %.2g)", max_rel_diff(nob, one, (size_t)V));
     for (int l = 1; l < c->n_layers; l++)
         m->layers[l].exp_probs_b.data = keep[l];
     free(one); free(tail); free(nob); free(toks); free(table);
+    llm_model_free(m);
+    unlink(path);
+}
+
+/* GLM-4.5 (tiny-glm4moe): the experts' weights are the router's sigmoids (chosen with a bias), renormalised and
+ * times 2.5; the agreement with llama.cpp is tests/parity/moe.t's. Controls: a softmax router, or no scale,
+ * moves the logits. */
+static void test_glm_moe(const char *dir)
+{
+    llm_err err = { { 0 } };
+    char path[600];
+    snprintf(path, sizeof(path), "%s/glm-moe.gguf", dir);
+    ok(llm_model_generate("tiny-glm4moe", LLM_F32, 9, path, "../shared", &err) == 0, "gen tiny-glm4moe: %s", err.msg);
+    llm_model *m = llm_model_load(path, NULL, &err);
+    ok(m != NULL && m->cfg.moe_sigmoid && m->cfg.moe_w_scale == 2.5f, "it loads, its router sigmoid times 2.5: %s",
+       m ? "" : err.msg);
+    if (m == NULL)
+        return;
+    int n = 24, V = m->cfg.vocab_size;
+    int32_t toks[24];
+    for (int i = 0; i < n; i++)
+        toks[i] = i == 0 ? m->cfg.bos_id : 500 + (i * 53) % 4000;
+    table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
+    for (int i = 0; i <= n / BLOCK; i++)
+        table[i] = i;
+    view = (llm_seq_view){ table, n / BLOCK + 1 };
+    float *one = malloc((size_t)V * sizeof(float)), *alt = malloc((size_t)V * sizeof(float));
+    int rc = run_whole(m, toks, n, one);
+    m->cfg.moe_sigmoid = 0;
+    rc |= run_whole(m, toks, n, alt);
+    ok(rc == 0 && max_rel_diff(alt, one, (size_t)V) > 1e-2, "control: a softmax router moves the logits (%.2g)",
+       max_rel_diff(alt, one, (size_t)V));
+    m->cfg.moe_sigmoid = 1;
+    m->cfg.moe_w_scale = 1.0f;
+    rc |= run_whole(m, toks, n, alt);
+    ok(rc == 0 && max_rel_diff(alt, one, (size_t)V) > 1e-2, "control: without the scale the logits move (%.2g)",
+       max_rel_diff(alt, one, (size_t)V));
+    free(one); free(alt); free(table);
     llm_model_free(m);
     unlink(path);
 }
@@ -191,6 +236,7 @@ int main(void)
     test_moe("tiny-qwen3moe", LLM_Q8_0, dir);
     test_moe("tiny-qwen2moe", LLM_Q8_0, dir);
     test_ernie_moe(dir);
+    test_glm_moe(dir);
     rmdir(dir);
     return done_testing();
 }

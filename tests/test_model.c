@@ -361,8 +361,8 @@ static void test_generate(void)
 }
 
 /* Copy GGUF src to dst, leaving out tensor `drop`, with tensor `halve` at half its length (1-D) or rows,
- * a zero tensor `add` (1-D, 64 floats) added (or, "key=value", a string key), and general.architecture set
- * to `arch` (NULL: kept). */
+ * a zero tensor `add` (1-D, 64 floats) added (or, "key=value", a string key; "key#N", a u32 one), and
+ * general.architecture set to `arch` (NULL: kept). */
 static void rewrite(const char *src, const char *dst, const char *drop, const char *halve, const char *add,
                     const char *arch)
 {
@@ -381,6 +381,11 @@ static void rewrite(const char *src, const char *dst, const char *drop, const ch
         char key[96];
         snprintf(key, sizeof(key), "%.*s", (int)(strchr(add, '=') - add), add);
         gguf_w_str(w, key, strchr(add, '=') + 1);
+        add = NULL;
+    } else if (add != NULL && strchr(add, '#') != NULL) {
+        char key[96];
+        snprintf(key, sizeof(key), "%.*s", (int)(strchr(add, '#') - add), add);
+        gguf_w_u32(w, key, (uint32_t)strtoul(strchr(add, '#') + 1, NULL, 10));
         add = NULL;
     }
     for (uint64_t i = 0; g && i < g->n_tensors; i++) {
@@ -927,6 +932,34 @@ static void test_moe(void)
         rewrite(q, bad, ernie[i].drop, ernie[i].halve, ernie[i].add, NULL);
         llm_model *x = llm_model_load(bad, NULL, &err);
         ok(x == NULL && strstr(err.msg, ernie[i].want), "ERNIE MoE GGUF refused (%s): %s", ernie[i].want,
+           x ? "loaded" : err.msg);
+        llm_model_free(x);
+    }
+
+    /* GLM-4.5: ERNIE's layout with q/k/v biases, a sigmoid router scaled by 2.5 and rope on half of each head; a
+     * NextN layer (block_count counts it) is left out; what a file may get wrong */
+    ok(llm_model_generate("tiny-glm4moe", LLM_Q8_0, 3, q, "../shared", &err) == 0, "gen tiny-glm4moe: %s", err.msg);
+    m = llm_model_load(q, NULL, &err);
+    ok(m && !strcmp(m->arch, "glm4moe") && m->cfg.moe_sigmoid && m->cfg.moe_w_scale == 2.5f && m->cfg.rope_dims == 16 &&
+       m->cfg.moe_norm_topk && m->layers[0].dense && m->layers[1].bq.ne[0] == 128 && m->layers[2].exp_probs_b.ne[0] == 8
+       && m->cfg.hidden_dim == 64, "glm4moe: sigmoid router times 2.5, rope on 16 of 32, q bias, one shared expert: %s",
+       m ? "" : err.msg);
+    llm_model_free(m);
+    rewrite(q, bad, "kv:glm4moe.nextn_predict_layers", NULL, "glm4moe.nextn_predict_layers#1", NULL);
+    m = llm_model_load(bad, NULL, &err);
+    ok(m && m->cfg.n_layers == 2, "glm4moe: nextn_predict_layers 1: its last layer left out (%d layers): %s",
+       m ? m->cfg.n_layers : 0, m ? "" : err.msg);
+    llm_model_free(m);
+    static const struct { const char *drop, *halve, *add, *want; } glm[] = {
+        { "kv:glm4moe.nextn_predict_layers", NULL, "glm4moe.nextn_predict_layers#3", "leaves no layer of 3" },
+        { "kv:glm4moe.expert_gating_func", NULL, "glm4moe.expert_gating_func#3", "expert_gating_func 3" },
+        { "kv:glm4moe.rope.dimension_count", NULL, "glm4moe.rope.dimension_count#15", "partial rope" },
+        { NULL, "blk.1.attn_q.bias", NULL, "bq" },
+    };
+    for (size_t i = 0; i < sizeof(glm) / sizeof(glm[0]); i++) {
+        rewrite(q, bad, glm[i].drop, glm[i].halve, glm[i].add, NULL);
+        llm_model *x = llm_model_load(bad, NULL, &err);
+        ok(x == NULL && strstr(err.msg, glm[i].want), "GLM-4.5 GGUF refused (%s): %s", glm[i].want,
            x ? "loaded" : err.msg);
         llm_model_free(x);
     }

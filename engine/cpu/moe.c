@@ -1,4 +1,4 @@
-/* The mixture-of-experts FFN (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE, OLMoE, ERNIE 4.5 MoE) on the CPU. Per pass of
+/* The mixture-of-experts FFN (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE, OLMoE, ERNIE 4.5 MoE, GLM-4.5) on the CPU. Per pass of
  * tokens: the router's logits (the FFN norm fused in), each token's
  * n_expert_used best experts, the tokens' normed rows gathered by expert so
  * that each expert's rows are contiguous, one parallel matmul over every
@@ -49,25 +49,30 @@ static int ensure_moe(cpu_state *st, int tokens)
 }
 
 /* Each of n tokens' k experts of highest router probability (ties: the lower index), in that order, with
- * their softmax probabilities (renormalised over the k when the model says so); with a selection bias
- * (ERNIE 4.5 MoE's), the k highest of probability + bias, weighted by their probabilities alone. Then the row
- * each (token, choice) takes: rows grouped by expert (count[e] from off[e]), tokens in order within an expert,
- * and the token's normed activations (st->xb) copied there. */
+ * their probabilities (renormalised over the k when the model says so): softmax probabilities, or GLM-4.5's
+ * sigmoids; with a selection bias (ERNIE 4.5 MoE's, GLM-4.5's), the k highest of probability + bias, weighted
+ * by their probabilities alone; the weights then scaled by GLM-4.5's moe_w_scale. Then the row each (token,
+ * choice) takes: rows grouped by expert (count[e] from off[e]), tokens in order within an expert, and the
+ * token's normed activations (st->xb) copied there. */
 static void route(cpu_state *st, const float *bias, int n, int *off, int *count)
 {
     const llm_config *c = &st->m->cfg;
     int E = c->n_expert, k = c->n_expert_used, dim = c->dim;
+    float scale = c->moe_w_scale > 0.0f ? c->moe_w_scale : 1.0f;
     memset(count, 0, (size_t)E * sizeof(int));
     for (int t = 0; t < n; t++) {
         const float *lg = st->moe_logits + (size_t)t * E;
         float mx = lg[0], sum = 0.0f, sel_sum = 0.0f;
         for (int e = 1; e < E; e++)
             mx = lg[e] > mx ? lg[e] : mx;
+        float p[LLM_MAX_EXPERTS], score[LLM_MAX_EXPERTS]; /* what chooses: p (or the logits: the same order) + bias */
         for (int e = 0; e < E; e++)
-            sum += expf(lg[e] - mx);
-        float score[LLM_MAX_EXPERTS]; /* what chooses: the logits (softmax keeps their order), or p + bias */
-        for (int e = 0; e < E; e++)
-            score[e] = bias == NULL ? lg[e] : expf(lg[e] - mx) / sum + bias[e];
+            sum += p[e] = c->moe_sigmoid ? 1.0f / (1.0f + expf(-lg[e])) : expf(lg[e] - mx);
+        for (int e = 0; e < E; e++) {
+            if (!c->moe_sigmoid)
+                p[e] /= sum;
+            score[e] = bias == NULL ? lg[e] : p[e] + bias[e];
+        }
         int *sel = st->moe_pos + (size_t)t * k; /* expert ids for now, rows below */
         float *w = st->moe_w + (size_t)t * k;
         for (int j = 0; j < k; j++) {
@@ -80,13 +85,12 @@ static void route(cpu_state *st, const float *bias, int n, int *off, int *count)
                     best = e;
             }
             sel[j] = best;
-            w[j] = expf(lg[best] - mx) / sum;
+            w[j] = p[best];
             sel_sum += w[j];
             count[best]++;
         }
-        if (c->moe_norm_topk)
-            for (int j = 0; j < k; j++)
-                w[j] /= sel_sum;
+        for (int j = 0; j < k; j++)
+            w[j] = (c->moe_norm_topk ? w[j] / sel_sum : w[j]) * scale;
     }
     off[0] = 0;
     for (int e = 0; e < E; e++)

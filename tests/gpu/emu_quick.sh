@@ -35,7 +35,8 @@
 # 10b. SmolLM3's NoPE layers and Granite's four scales (gen-model --preset tiny-smollm3 / tiny-granite);
 #      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
-#     ungated shared expert, tiny-olmoe, tiny-ernie4_5-moe's dense first layer and biased choice): routing and experts on the device, prefill, mixed batches, decode through graphs;
+#     ungated shared expert, tiny-olmoe, tiny-ernie4_5-moe's dense first layer and biased choice, tiny-glm4moe's
+#     sigmoid router): routing and experts on the device, prefill, mixed batches, decode through graphs;
 #     quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
 # 12. GGUF Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS / Q4_1 / Q5_0 / Q5_1 matrices uploaded from their
@@ -376,6 +377,12 @@ check "ernie4_5-moe q4_0 vs the CPU on its dequantised copy" env LLM_CUDA_KV=f32
     LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_MOE_TC=0 \
     "$E/parity_logits" --model "$W/ernie-moe-q4_0.gguf" --cpu-model "$W/ernie-moe-q4_0-deq.gguf" --vocab 512 \
     --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 --min-top1 1
+# GLM-4.5: ERNIE's layout with q/k/v biases, rope on 16 of 32 dims, and the router's sigmoids chosen with a bias,
+# renormalised and times 2.5 (moe_route_kernel's sigmoid and scale): F32 against the CPU backend.
+"$B/llm-engine" gen-model --preset tiny-glm4moe --dtype f32 --out "$W/glm-moe-f32.gguf" --seed 5 >/dev/null 2>&1 || exit 1
+check "glm4moe f32 vs the CPU backend: sigmoid router with a bias and a scale, partial rope; prefill, mixed, decode" \
+    env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/glm-moe-f32.gguf" \
+    --vocab 512 --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1
 # On int8 activations (LLM_CUDA_GEMV_DP4A=1: the dense GEMVs and the experts' products, moe_mm_i8_kernel) the
 # device computes what the CPU computes on the same quantised file: a tight bound where the float GEMVs differ
 # by 0.25-7 (above). Qwen 2 MoE's experts in Q4_0 and Q8_0 (tiny-mixtral's random weights are too near their

@@ -5,10 +5,12 @@
 # a Mixtral-style llama (4 experts, 2 per token), and of Granite MoE (Granite's
 # four scales, 8 experts of 64, 2 per token; GraniteMoeShared's with an ungated
 # shared expert of 128) written by `gen-model --preset tiny-qwen3moe|
-# tiny-qwen2moe|tiny-mixtral|tiny-granitemoe|tiny-granitemoe-shared|tiny-olmoe|tiny-ernie4_5-moe` (OLMoE: OLMo 2's
+# tiny-qwen2moe|tiny-mixtral|tiny-granitemoe|tiny-granitemoe-shared|tiny-olmoe|tiny-ernie4_5-moe|tiny-glm4moe` (OLMoE: OLMo 2's
 # whole-row q/k norms before a Llama's pre-normed layers, 8 experts of 64, 2 per token, not renormalised; ERNIE 4.5
 # MoE: a first layer dense and 192 wide, then 8 experts of 64, 3 per token chosen by probability + a bias (llama.cpp's
-# exp_probs_b) and renormalised, and two shared experts as one of 128) load in
+# exp_probs_b) and renormalised, and two shared experts as one of 128; GLM-4.5 (tiny-glm4moe): ERNIE's layout with
+# q/k/v biases, rope on 16 of each head's 32 dims, the router's sigmoids + a bias choosing, renormalised and times
+# 2.5, one shared expert of 64) load in
 # llama.cpp (node-llama-cpp 3.21.1) and in our engine, and
 #  1. teacher-forced over a 44-token text, our next-token distribution (CPU
 #     backend) matches llama.cpp's on the same file (F32, and Q8_0 where both
@@ -17,7 +19,7 @@
 #     with its last 30 tokens decoded one by one (two experts a step);
 #  2. greedy ids are llama.cpp's;
 #  3. the model re-saved as a Hugging Face directory (model_type qwen3_moe /
-#     qwen2_moe / mixtral, one tensor per expert) and back to GGUF gives the
+#     qwen2_moe / mixtral / ernie4_5_moe / glm4_moe, one tensor per expert) and back to GGUF gives the
 #     same ids (Granite MoE's: transformers' 3-D parallel experts, input_linear
 #     [experts][gate | up][dim] and output_linear, GraniteMoeShared's shared_mlp).
 use strict;
@@ -69,7 +71,7 @@ sub refused_configs {
 my %arch = ('tiny-qwen3moe' => ['qwen3moe', 'qwen3_moe', 8, 2], 'tiny-mixtral' => ['llama', 'mixtral', 4, 2],
             'tiny-qwen2moe' => ['qwen2moe', 'qwen2_moe', 8, 2], 'tiny-granitemoe' => ['granitemoe', 'granitemoe', 8, 2],
             'tiny-granitemoe-shared' => ['granitemoe', 'granitemoeshared', 8, 2], 'tiny-olmoe' => ['olmoe', 'olmoe', 8, 2],
-            'tiny-ernie4_5-moe' => ['ernie4_5-moe', 'ernie4_5_moe', 8, 3]);
+            'tiny-ernie4_5-moe' => ['ernie4_5-moe', 'ernie4_5_moe', 8, 3], 'tiny-glm4moe' => ['glm4moe', 'glm4_moe', 8, 3]);
 for my $preset (sort keys %arch) {
     my ($arch, $mt, $ne, $nu) = @{ $arch{$preset} };
     my %f;
@@ -85,11 +87,14 @@ for my $preset (sort keys %arch) {
           : $mt eq 'granitemoeshared' ? 'renormalised over those chosen, and a shared expert'
           : $arch eq 'olmoe' ? 'as routed'
           : $arch eq 'ernie4_5-moe' ? 'renormalised over those chosen, chosen with a bias, and a shared expert'
+          : $arch eq 'glm4moe' ? 'renormalised over those chosen times 2.5, chosen with a bias, and a shared expert'
           : 'renormalised over those chosen';
-    like($info, qr/mixture of experts: $ne experts of width \d+, $nu per token, weights \Q$w\E$/m,
+    my $gate = $arch eq 'glm4moe' ? 'sigmoid' : 'softmax';
+    like($info, qr/mixture of experts: $ne experts of width \d+, $nu per token, $gate weights \Q$w\E$/m,
          "$preset: info shows the experts");
     like($info, qr/^dense layers: the first 1 of 3, FFN width 192$/m, "$preset: and its dense first layer")
-        if $arch eq 'ernie4_5-moe';
+        if $arch eq 'ernie4_5-moe' || $arch eq 'glm4moe';
+    like($info, qr/rotating 16 of 32 dims/, "$preset: rope on half of each head") if $arch eq 'glm4moe';
 
     my ($rct, $tok) = capture($engine, 'tokenize', '--model', $f{f32}, '--text', $text, '--bos');
     my @ids = $tok =~ /(\d+)/g;
@@ -159,6 +164,19 @@ for my $preset (sort keys %arch) {
         ok(exists $hdr->{$mt eq 'mixtral' ? "model.layers.1.block_sparse_moe.experts.$last.w2.weight"
                                           : "model.layers.1.mlp.experts.$last.down_proj.weight"},
            "$preset: each expert is a tensor of its own, named as transformers names it");
+        if ($mt eq 'glm4_moe') {
+            is_deeply([ @$cfg{qw(first_k_dense_replace n_shared_experts intermediate_size routed_scaling_factor
+                                 partial_rotary_factor)} ], [ 1, 1, 192, 2.5, 0.5 ],
+                      "$preset: one dense layer first, 192 wide; one shared expert; scale 2.5; rope on half a head");
+            is_deeply($hdr->{'model.layers.1.mlp.gate.e_score_correction_bias'}{shape}, [8], "$preset: the selection bias");
+            is_deeply($hdr->{'model.layers.2.mlp.shared_experts.down_proj.weight'}{shape}, [64, 64],
+                      "$preset: the shared expert");
+            my %bad = (n_group => [2, qr/n_group 2, topk_group 1/],
+                       n_shared_experts => [0, qr/shared_experts\.gate_proj\.weight, and n_shared_experts 0/],
+                       partial_rotary_factor => [0, qr/partial_rotary_factor 0 /]);
+            refused_configs($hf, $preset, %bad);
+            return;
+        }
         if ($mt eq 'ernie4_5_moe') {
             is_deeply([ $cfg->{moe_layer_start_index}, $cfg->{moe_num_shared_experts}, $cfg->{intermediate_size} ],
                       [ 1, 2, 192 ], "$preset: one dense layer first, 192 wide; two shared experts");
