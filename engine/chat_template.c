@@ -23,6 +23,8 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
                    : strstr(tmpl, "<thought>") ? LLM_CHAT_EXAONE_DEEP
                                                : LLM_CHAT_EXAONE3;
         if (strstr(tmpl, "<seed:bos>")) return LLM_CHAT_SEED_OSS;
+        /* GLM-4.5's (GLM-4's templates spell these too: they get these turns, the nearest format here) */
+        if (strstr(tmpl, "[gMASK]<sop>") && strstr(tmpl, "<|assistant|>")) return LLM_CHAT_GLM45;
         if (strstr(tmpl, "<|begin_of_sentence|>") && strstr(tmpl, "User: ")) return LLM_CHAT_ERNIE;
         /* Tulu's user turn, as its Jinja source spells it ('\n': a backslash, an n); Zephyr's, which has EOS after
          * each turn, is not */
@@ -74,6 +76,7 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_SEED_OSS: return "seed-oss";
     case LLM_CHAT_EXAONE_DEEP: return "exaone-deep";
     case LLM_CHAT_QWEN3_CODER: return "qwen3-coder";
+    case LLM_CHAT_GLM45: return "glm4.5";
     }
     return "unknown";
 }
@@ -128,14 +131,16 @@ static int tx(llm_chat_out *o, const char *s) { return push(o, 0, s, strlen(s));
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
-/* Jinja's |trim and Python's str.strip() on ASCII whitespace. */
-static int tx_trim(llm_chat_out *o, const char *s)
+/* Jinja's |trim and Python's str.strip() on ASCII whitespace, of the first b bytes of s. */
+static int push_trim(llm_chat_out *o, const char *s, size_t b)
 {
-    size_t a = 0, b = strlen(s);
+    size_t a = 0;
     while (a < b && is_ws(s[a])) a++;
     while (b > a && is_ws(s[b - 1])) b--;
     return push(o, 0, s + a, b - a);
 }
+
+static int tx_trim(llm_chat_out *o, const char *s) { return push_trim(o, s, strlen(s)); }
 
 static int role_ok(const char *r)
 {
@@ -809,6 +814,64 @@ static int render_seed(const llm_chat_msg *m, size_t n, const llm_chat_tools *t,
     return rc;
 }
 
+/* A GLM-4.5 answer as its template splits it at </think> (the project's messages carry no reasoning_content): the
+ * reasoning is what precedes the first </think>, after the last <think> before that, kept only when keep (an answer
+ * after the last user message); the text is what follows the last </think>. Both trimmed; "\n" and the text only
+ * when some is left. */
+static int glm45_answer(llm_chat_out *o, const char *c, int keep)
+{
+    const char *close = strstr(c, "</think>"), *text = c;
+    int rc = sp(o, "<|assistant|>") | tx(o, "\n") | sp(o, "<think>");
+    if (close != NULL) {
+        const char *r = c;
+        for (const char *p = strstr(c, "<think>"); p != NULL && p < close; p = strstr(p + 1, "<think>"))
+            r = p + strlen("<think>");
+        if (keep) rc |= push_trim(o, r, (size_t)(close - r));
+        for (const char *p = close; p != NULL; p = strstr(p + 1, "</think>")) text = p + strlen("</think>");
+    }
+    rc |= sp(o, "</think>");
+    while (is_ws(*text)) text++;
+    return *text ? rc | tx(o, "\n") | tx_trim(o, text) : rc;
+}
+
+/* GLM-4.5 (GLM-4.5-Air, GLM-4.6), after its template without tools: [gMASK]<sop>, then each message: <|system|>\ntext,
+ * <|user|>\ntext (no_think: /nothink after it, unless it ends so), an answer (glm45_answer), consecutive tool messages
+ * behind one <|observation|>, each as \n<tool_response>\ntext\n</tool_response>; the generation prompt <|assistant|>
+ * (no_think: and \n<think></think>). The template skips other roles silently; here they are refused. */
+static int render_glm45(const llm_chat_msg *m, size_t n, const llm_chat_vars *v, int gen, llm_chat_out *o,
+                        llm_err *err)
+{
+    size_t last_user = n; /* none: every answer keeps its reasoning */
+    for (size_t i = 0; i < n; i++) {
+        const char *r = m[i].role;
+        if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool")) {
+            llm_seterr(err, "glm4.5 chat format: message %zu has role '%s' (system, user, assistant or tool)", i, r);
+            return -2;
+        }
+        if (!strcmp(r, "user")) last_user = i;
+    }
+    int no_think = v != NULL && v->no_think;
+    int rc = sp(o, "[gMASK]") | sp(o, "<sop>");
+    for (size_t i = 0; i < n && !rc; i++) {
+        const char *r = m[i].role, *c = m[i].content;
+        if (!strcmp(r, "assistant")) {
+            rc |= glm45_answer(o, c, last_user == n || i > last_user);
+        } else if (!strcmp(r, "tool")) {
+            if (i == 0 || strcmp(m[i - 1].role, "tool")) rc |= sp(o, "<|observation|>");
+            rc |= tx(o, "\n") | sp(o, "<tool_response>") | tx(o, "\n") | tx(o, c) | tx(o, "\n") |
+                  sp(o, "</tool_response>");
+        } else {
+            size_t len = strlen(c);
+            rc |= sp(o, strcmp(r, "user") ? "<|system|>" : "<|user|>") | tx(o, "\n") | tx(o, c);
+            if (!strcmp(r, "user") && no_think && (len < 8 || strcmp(c + len - 8, "/nothink")))
+                rc |= sp(o, "/nothink");
+        }
+    }
+    if (gen && !rc)
+        rc |= sp(o, "<|assistant|>") | (no_think ? tx(o, "\n") | sp(o, "<think>") | sp(o, "</think>") : 0);
+    return rc;
+}
+
 int llm_chat_thinks(llm_chat_format f, int enable_thinking)
 {
     return f == LLM_CHAT_EXAONE4 ? enable_thinking == 1 : enable_thinking != 0;
@@ -818,6 +881,8 @@ int llm_chat_prompt_opens_think(llm_chat_format f, int enable_thinking)
 {
     return f == LLM_CHAT_DEEPSEEK_R1 || f == LLM_CHAT_EXAONE_DEEP || (f == LLM_CHAT_EXAONE4 && enable_thinking == 1);
 }
+
+int llm_chat_answer_leads_ws(llm_chat_format f) { return f == LLM_CHAT_GLM45; }
 
 /* Mistral's formats as llama.cpp renders them (after Mistral's tokenization cookbook), behind <s>: v1, v3 and
  * v3-tekken open a turn with [INST] (v1: " [INST] ", v3: "[INST] ", tekken: "[INST]"), a system message's text
@@ -1088,6 +1153,7 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_ERNIE: rc = render_ernie(msgs, n, gen, out, err); break;
     case LLM_CHAT_TULU: rc = render_tulu(msgs, n, vars, gen, out, err); break;
     case LLM_CHAT_SEED_OSS: rc = render_seed(msgs, n, tools, vars, gen, out); break;
+    case LLM_CHAT_GLM45: rc = render_glm45(msgs, n, vars, gen, out, err); break;
     case LLM_CHAT_MISTRAL_V1:
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:

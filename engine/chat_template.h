@@ -57,6 +57,9 @@ typedef enum {
     LLM_CHAT_EXAONE_DEEP = 21,
     /* Qwen3-Coder: ChatML, its tools and calls in XML (<function=name><parameter=key>value</parameter>) */
     LLM_CHAT_QWEN3_CODER = 22,
+    /* GLM-4.5 (GLM-4.5-Air, GLM-4.6): [gMASK]<sop>, then <|system|>\ntext, <|user|>\ntext, <|assistant|>\n<think>...
+     * </think> and \nanswer, tool results behind <|observation|>; then <|assistant|> (no function calling) */
+    LLM_CHAT_GLM45 = 23,
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')
@@ -168,7 +171,8 @@ char *llm_chat_granite_system_text(const char *date_long);
 typedef struct {
     const char *date_dmy;  /* today as "04 December 2026" (SmolLM3) */
     int         no_think;  /* chat_template_kwargs enable_thinking false (SmolLM3: "Reasoning Mode: /no_think";
-                            * Seed-OSS: thinking_budget 0) */
+                            * Seed-OSS: thinking_budget 0; GLM-4.5: /nothink after each user message, an empty think
+                            * block in the generation prompt) */
     int         think;     /* enable_thinking true, given (EXAONE 4 thinks only then) */
     const char *bos, *eos; /* the model's BOS and EOS token texts (Tulu's template writes them), or NULL */
     int         thinking_budget; /* > 0: Seed-OSS's chat_template_kwargs.thinking_budget (its template's system turn
@@ -181,6 +185,9 @@ int  llm_chat_thinks(llm_chat_format f, int enable_thinking);
 /* Whether the generation prompt itself opens the reasoning (DeepSeek R1's <think>\n, EXAONE 4's with
  * enable_thinking true): the answer then starts inside it. */
 int  llm_chat_prompt_opens_think(llm_chat_format f, int enable_thinking);
+/* Whether an answer opens with whitespace that is the turn's layout, before its reasoning or text (GLM-4.5's
+ * template writes <|assistant|>\n<think>...</think>\ntext): the reasoning splitter drops it. */
+int  llm_chat_answer_leads_ws(llm_chat_format f);
 
 /* llm_chat_render_tools with the template variables. SmolLM3's format, after its template: the system turn is
  * always written: "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: <date_dmy>\nReasoning Mode:

@@ -480,8 +480,11 @@ int llm_tok_eog_ids(const llm_tokenizer *t, int32_t *out, int cap)
     static const char *const names[] = { "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>",
                                          "<end_of_turn>", "<|end|>", "[|endofturn|]", "<|end_of_sentence|>",
                                          "<seed:eos>" };
+    /* the next turn's opener ends the answer (GLM-4.5's <|user|> and <|observation|>, its generation_config's
+     * eos_token_id), as an added token only: as an ordinary piece it would cut a model that merely spells it */
+    static const char *const opens[] = { "<|user|>", "<|observation|>" };
     int n = 0;
-    int32_t cand[1 + sizeof(names) / sizeof(names[0])];
+    int32_t cand[1 + sizeof(names) / sizeof(names[0]) + sizeof(opens) / sizeof(opens[0])];
     int nc = 0;
     if (t->eos >= 0)
         cand[nc++] = t->eos;
@@ -490,6 +493,11 @@ int llm_tok_eog_ids(const llm_tokenizer *t, int32_t *out, int cap)
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         int id = llm_tok_find(t, names[i]);
         if (id >= 0 && (t->type[id] == TOK_CONTROL || t->type[id] == TOK_USER || t->type[id] == TOK_NORMAL))
+            cand[nc++] = id;
+    }
+    for (size_t i = 0; i < sizeof(opens) / sizeof(opens[0]); i++) {
+        int id = llm_tok_find(t, opens[i]);
+        if (id >= 0 && (t->type[id] == TOK_CONTROL || t->type[id] == TOK_USER))
             cand[nc++] = id;
     }
     for (int i = 0; i < nc && n < cap; i++) {

@@ -412,9 +412,9 @@ static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
     return 0;
 }
 
-/* vLLM's chat_template_kwargs: the variables a Jinja template would get. enable_thinking (Qwen 3, EXAONE 4,
- * Seed-OSS's thinking_budget 0) and thinking_budget (Seed-OSS's; 0 is enable_thinking false) are the ones the
- * built-in templates read; others are accepted and have no effect, as with a template that does not use them. */
+/* vLLM's chat_template_kwargs: the variables a Jinja template would get. enable_thinking (Qwen 3, EXAONE 4, GLM-4.5,
+ * Seed-OSS's thinking_budget 0) and thinking_budget (Seed-OSS's; 0 is enable_thinking false) are the ones the built-in
+ * templates read; others are accepted and have no effect, as with a template that does not use them. */
 static int parse_template_kwargs(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     const cJSON *k = llm_api_field(root, "chat_template_kwargs");

@@ -45,7 +45,8 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
     for (size_t i = 0; i < len && rc == 0; i++) {
         char c = s[i];
         switch (t->state) {
-        case LLM_THINK_START: /* "<think>" from the first byte, or content */
+        case LLM_THINK_START: /* "<think>" from the first byte (lead_ws: the first other than whitespace), or content */
+            if (t->lead_ws && t->n_held == 0 && is_ws(c)) break;
             if (c == open[t->n_held]) {
                 t->held[t->n_held++] = c;
                 if (t->n_held == n_open) { t->n_held = 0; t->state = LLM_THINK_LEAD; }

@@ -15,6 +15,8 @@ typedef struct {
     char   held[16];  /* the first bytes of a tag */
     size_t n_held;
     const char *open, *close; /* the tags (NULL: <think> and </think>), up to 15 bytes each */
+    int    lead_ws;   /* whitespace before the opening tag is the turn's layout, dropped (GLM-4.5 answers
+                       * "\n<think>"; without reasoning, "\n" and the content) */
 } llm_think;
 
 /* Receives a run of reasoning (reasoning 1) or content (0) bytes; nonzero stops the feed with that value. */

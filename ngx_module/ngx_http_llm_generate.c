@@ -827,6 +827,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
          * prompt opened it: the answer starts inside it (not with JSON held to a schema, which starts at once) */
         s->think.open = lcf->tok->think_open;
         s->think.close = lcf->tok->think_close;
+        s->think.lead_ws = llm_chat_answer_leads_ws(ctx->q.chat_format);
         if (ctx->q.think && llm_chat_prompt_opens_think(ctx->q.chat_format, ctx->q.enable_thinking) &&
             ctx->q.add_generation_prompt && !ctx->q.json && ctx->q.schema == NULL)
             s->think.state = LLM_THINK_LEAD;

@@ -184,11 +184,11 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
             return -1;
         }
         /* Qwen 3's enable_thinking false (a call the prompt opened is answered at once anyway), whether or not
-         * llm_reasoning splits the answers (SmolLM3's, EXAONE 4's and Seed-OSS's templates write their own;
-         * DeepSeek's have no switch) */
+         * llm_reasoning splits the answers (SmolLM3's, EXAONE 4's, Seed-OSS's and GLM-4.5's templates write their
+         * own; DeepSeek's have no switch) */
         if (lcf->tok->think && q->enable_thinking == 0 && q->add_generation_prompt && !tools.open_call &&
             f != LLM_CHAT_SMOLLM3 && f != LLM_CHAT_DEEPSEEK3 && f != LLM_CHAT_DEEPSEEK_R1 && f != LLM_CHAT_EXAONE4 &&
-            f != LLM_CHAT_SEED_OSS && llm_chat_no_think(&out)) {
+            f != LLM_CHAT_SEED_OSS && f != LLM_CHAT_GLM45 && llm_chat_no_think(&out)) {
             llm_chat_out_free(&out);
             llm_api_seterr(e, 500, NULL, NULL, "out of memory");
             return -1;

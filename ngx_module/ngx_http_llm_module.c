@@ -365,7 +365,7 @@ bad:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "llm_chat_template \"%V\": expected auto, llama3, llama2, chatml, gemma, phi3, phi4-mini, phi4, "
                        "granite, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, smollm3, deepseek3, "
-                       "deepseek-r1, exaone3, exaone-deep, exaone4, ernie, tulu, seed-oss or qwen3-coder",
+                       "deepseek-r1, exaone3, exaone-deep, exaone4, ernie, tulu, seed-oss, qwen3-coder or glm4.5",
                        &v[1]);
     return NGX_CONF_ERROR;
 }

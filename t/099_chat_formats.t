@@ -5,7 +5,8 @@
 # Qwen3-Coder's XML tools (llm_chat_template qwen3-coder); tool_choice required / named with those XML formats held
 # to a JSON array of calls (TEST 19, 22, 24: after Seed-OSS's reasoning); Seed-OSS's tools as Python function docs and its
 # <seed:tool_call> history calls (TEST 20, 21: the very ids of its Jinja template's rendering, run by Python's Jinja2
-# as transformers runs it, tokenized with control tokens parsed), its thinking budget (TEST 23, the same way).
+# as transformers runs it, tokenized with control tokens parsed), its thinking budget (TEST 23, the same way);
+# GLM-4.5's prompt with enable_thinking false (llm_chat_template glm4.5; TEST 25, the same way).
 # The REAL tiny Llama 3 engine of t/085 serves the ids; the workers tokenize with $TEST_NGINX_THINK_TOKENIZER
 # (t/087: Llama 3's vocabulary with <think> 128011, </think> 128012 and <tool_call> 128013; "\n" is 198, "\n\n"
 # 271), so the formats' other markers are text here; Seed-OSS's reasoning with $TEST_NGINX_SEED_TOKENIZER (t/run.sh:
@@ -496,3 +497,21 @@ POST /v1/chat/completions
 --- error_code: 200
 --- response_body_like chomp
 "message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"(get_weather","arguments":"\{\\"city\\":\\"[^"]*\\"\}"|now","arguments":"\{\}")\}\}\],"reasoning_content":"[^"]*"\},"logprobs":null,"finish_reason":"tool_calls"
+
+=== TEST 25: glm4.5 with enable_thinking false: /nothink after each user message, an earlier answer's reasoning left out behind an empty think block, the prompt's own empty think block (no Qwen one after it): the very ids of its Jinja template's rendering tokenized with control tokens parsed
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template glm4.5;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "<think>hm</think>Hello"}, {"role": "user", "content": "Again"}], "chat_template_kwargs": {"enable_thinking": false}}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[33612,50963,35239,82,454,1822,91,882,91,397,13347,34200,27963,27,91,78191,91,397,128011,128012,198,9906,27,91,882,91,397,31485,34200,27963,27,91,78191,91,397,128011,128012\],"count":37,

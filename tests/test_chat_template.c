@@ -801,6 +801,59 @@ int main(void)
            "seed-oss: a budget past its last gear reflects every 1024: %s", s ? s : err.msg);
         free(s);
     }
+    {   /* GLM-4.5: renderings pasted from its Jinja template (tokenizer_config.json) run by Python's Jinja2 as
+         * transformers runs it (27 cases compared, these among them) */
+        llm_err err = { "" };
+        is_int(llm_chat_detect("[gMASK]<sop>\n{%- if tools -%}\n<|system|>\n# Tools\n{%- elif m.role == 'assistant' -%}\n"
+                               "<|assistant|>\n{%- set reasoning_content = '' %}", 2), LLM_CHAT_GLM45,
+               "glm4.5 detected from its template's text");
+        ok(llm_chat_format_from_name("glm4.5") == LLM_CHAT_GLM45 && !strcmp(llm_chat_format_name(LLM_CHAT_GLM45), "glm4.5"),
+           "glm4.5: its name");
+        const llm_chat_msg su[] = { { "system", "You are terse.", NULL, 0, NULL }, { "user", "  Hi there!\n", NULL, 0, NULL } };
+        int specials = 0;
+        char *s = render_ex(LLM_CHAT_GLM45, su, 2, NULL, NULL, 1, &specials, &err);
+        ok(s && specials == 5 && !strcmp(s, "[gMASK]<sop><|system|>\nYou are terse.<|user|>\n  Hi there!\n<|assistant|>"),
+           "glm4.5: system and user, the generation prompt (%d control segments): %s", specials, s ? s : err.msg);
+        free(s);
+        const llm_chat_msg quiet[] = { { "user", "Hi", NULL, 0, NULL }, { "assistant", "Yo", NULL, 0, NULL },
+                                       { "user", "quiet /nothink", NULL, 0, NULL } };
+        const llm_chat_vars off = { .no_think = 1 }, on = { .think = 1 };
+        specials = 0;
+        s = render_ex(LLM_CHAT_GLM45, quiet, 3, NULL, &off, 1, &specials, &err);
+        ok(s && specials == 11 && !strcmp(s, "[gMASK]<sop><|user|>\nHi/nothink<|assistant|>\n<think></think>\nYo<|user|>\n"
+                                             "quiet /nothink<|assistant|>\n<think></think>"),
+           "glm4.5, enable_thinking false: /nothink after a user message not ending so, an empty think block in the "
+           "prompt (%d control segments): %s", specials, s ? s : err.msg);
+        free(s);
+        s = render_ex(LLM_CHAT_GLM45, quiet, 3, NULL, &on, 1, NULL, &err);
+        ok(s && !strcmp(s, "[gMASK]<sop><|user|>\nHi<|assistant|>\n<think></think>\nYo<|user|>\nquiet /nothink"
+                           "<|assistant|>"),
+           "glm4.5, enable_thinking true renders as not given: %s", s ? s : err.msg);
+        free(s);
+        const llm_chat_msg reasoned[] = { { "user", "Hi", NULL, 0, NULL },
+                                          { "assistant", "<think>\nhm\n</think>\n\n Hello. ", NULL, 0, NULL },
+                                          { "user", "Again", NULL, 0, NULL },
+                                          { "assistant", "\n<think> still \n</think>\nFour.\n", NULL, 0, NULL } };
+        s = render(LLM_CHAT_GLM45, reasoned, 4, 0, &err);
+        ok(s && !strcmp(s, "[gMASK]<sop><|user|>\nHi<|assistant|>\n<think></think>\nHello.<|user|>\nAgain<|assistant|>\n"
+                           "<think>still</think>\nFour."),
+           "glm4.5: an earlier answer's reasoning left out, the last one's (after the last user message) kept, both "
+           "stripped: %s", s ? s : err.msg);
+        free(s);
+        const llm_chat_msg tooled[] = { { "user", "Time?", NULL, 0, NULL }, { "assistant", "Checking.", NULL, 0, NULL },
+                                        { "tool", "12:00", NULL, 0, NULL }, { "tool", " fine \n", NULL, 0, NULL },
+                                        { "user", "so?", NULL, 0, NULL } };
+        s = render(LLM_CHAT_GLM45, tooled, 5, 1, &err);
+        ok(s && !strcmp(s, "[gMASK]<sop><|user|>\nTime?<|assistant|>\n<think></think>\nChecking.<|observation|>\n"
+                           "<tool_response>\n12:00\n</tool_response>\n<tool_response>\n fine \n\n</tool_response><|user|>\n"
+                           "so?<|assistant|>"),
+           "glm4.5: two tool results behind one <|observation|>: %s", s ? s : err.msg);
+        free(s);
+        ok(llm_chat_thinks(LLM_CHAT_GLM45, -1) && !llm_chat_thinks(LLM_CHAT_GLM45, 0) &&
+           !llm_chat_prompt_opens_think(LLM_CHAT_GLM45, 1) && llm_chat_answer_leads_ws(LLM_CHAT_GLM45) &&
+           !llm_chat_answer_leads_ws(LLM_CHAT_CHATML),
+           "glm4.5 thinks unless told not to; its prompt does not open the reasoning, its answers open with a newline");
+    }
     {   /* every format on odd conversations, with and without tools: a rendering or an error that says why */
         static const llm_chat_call c1[] = { { "f", "{\"a\": [1, {\"b\": null}]}", "call_0123456789" } };
         const llm_chat_msg odd[][3] = {
@@ -830,7 +883,7 @@ int main(void)
                     if (rc == 0) llm_chat_out_free(&o);
                     runs++;
                 }
-        ok(fine && runs == 22 * 12, "every format (%d renderings) renders odd conversations or says why", runs);
+        ok(fine && runs == 23 * 12, "every format (%d renderings) renders odd conversations or says why", runs);
     }
     return done_testing();
 }

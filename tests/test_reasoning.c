@@ -25,11 +25,12 @@ static int collect(void *user, int reasoning, const char *s, size_t n)
 }
 
 static const char *tag_open, *tag_close; /* NULL: <think> and </think> */
+static int lead_ws; /* the splitter's lead_ws (GLM-4.5) */
 
 /* The answer split at cut points: the pieces fed one by one. */
 static int split(const char *a, const size_t *cuts, int n_cuts, sink *k)
 {
-    llm_think t = { .open = tag_open, .close = tag_close };
+    llm_think t = { .open = tag_open, .close = tag_close, .lead_ws = lead_ws };
     memset(k, 0, sizeof *k);
     size_t at = 0, len = strlen(a);
     for (int i = 0; i <= n_cuts; i++) {
@@ -97,5 +98,11 @@ int main(void)
     check("<seed:think>a </think> b</seed:think>\nc", "a </think> b", "c", "seed-oss: another model's tag is reasoning");
     check("<think>x</think>y", "", "<think>x</think>y", "seed-oss: <think> is content");
     check("<seed:think>still </seed:thi", "still </seed:thi", "", "seed-oss: cut short inside its closing tag");
+    tag_open = tag_close = NULL;
+    check("\n<think>x</think>y", "", "\n<think>x</think>y", "without lead_ws: whitespace first is content");
+    /* GLM-4.5's answers: "\n" (its template's layout) before <think>, or before the text when it does not think */
+    lead_ws = 1;
+    check("\n<think>Hmm.</think>\nAnswer", "Hmm.", "Answer", "glm4.5: the newline before <think> dropped");
+    check("\nAnswer <think>", "", "Answer <think>", "glm4.5 not thinking: the text after its newline");
     return done_testing();
 }
