@@ -834,12 +834,45 @@ static int glm45_answer(llm_chat_out *o, const char *c, int keep)
     return *text ? rc | tx(o, "\n") | tx_trim(o, text) : rc;
 }
 
-/* GLM-4.5 (GLM-4.5-Air, GLM-4.6), after its template without tools: [gMASK]<sop>, then each message: <|system|>\ntext,
- * <|user|>\ntext (no_think: /nothink after it, unless it ends so), an answer (glm45_answer), consecutive tool messages
- * behind one <|observation|>, each as \n<tool_response>\ntext\n</tool_response>; the generation prompt <|assistant|>
- * (no_think: and \n<think></think>). The template skips other roles silently; here they are refused. */
-static int render_glm45(const llm_chat_msg *m, size_t n, const llm_chat_vars *v, int gen, llm_chat_out *o,
-                        llm_err *err)
+/* GLM-4.5's call XML: its tags are tokens of the model's vocabulary (added tokens, which its tokenizer finds anywhere
+ * in the rendering), so they go as control segments wherever they stand in s; the rest is text. */
+static int glm45_xml(llm_chat_out *o, const char *s)
+{
+    static const char *const tags[] = { "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
+                                        "</arg_value>" };
+    int rc = 0;
+    const char *p = s;
+    while (*p && !rc) {
+        const char *hit = NULL;
+        size_t hl = 0;
+        for (size_t k = 0; k < sizeof tags / sizeof tags[0]; k++) {
+            const char *h = strstr(p, tags[k]);
+            if (h != NULL && (hit == NULL || h < hit)) hit = h, hl = strlen(tags[k]);
+        }
+        if (hit == NULL) return tx(o, p);
+        rc |= push(o, 0, p, (size_t)(hit - p)) | push(o, 1, hit, hl);
+        p = hit + hl;
+    }
+    return rc;
+}
+
+static const char GLM45_TOOLS_HEAD[] =
+    "\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function "
+    "signatures within <tools></tools> XML tags:\n<tools>\n";
+static const char GLM45_TOOLS_HOW[] =
+    "</tools>\n\nFor each function call, output the function name and arguments within the following XML format:\n"
+    "<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n"
+    "<arg_key>{arg-key-2}</arg_key>\n<arg_value>{arg-value-2}</arg_value>\n...\n</tool_call>";
+
+/* GLM-4.5 (GLM-4.5-Air, GLM-4.6), after its template: [gMASK]<sop>; with tools a system turn of its own,
+ * <|system|>\n# Tools ... <tools>\n, the tools (defs: each tool's one-line JSON and "\n"), </tools> and the call format;
+ * then each message: <|system|>\ntext, <|user|>\ntext (no_think: /nothink after it, unless it ends so), an answer
+ * (glm45_answer) and its calls, each \n<tool_call>NAME, its args (the \n<arg_key>K</arg_key>\n<arg_value>V</arg_value>
+ * lines) and \n</tool_call>; consecutive tool messages behind one <|observation|>, each as
+ * \n<tool_response>\ntext\n</tool_response>; the generation prompt <|assistant|> (no_think: and \n<think></think>).
+ * The template skips other roles silently; here they are refused. */
+static int render_glm45(const llm_chat_msg *m, size_t n, const llm_chat_tools *t, const llm_chat_vars *v, int gen,
+                        llm_chat_out *o, llm_err *err)
 {
     size_t last_user = n; /* none: every answer keeps its reasoning */
     for (size_t i = 0; i < n; i++) {
@@ -852,10 +885,15 @@ static int render_glm45(const llm_chat_msg *m, size_t n, const llm_chat_vars *v,
     }
     int no_think = v != NULL && v->no_think;
     int rc = sp(o, "[gMASK]") | sp(o, "<sop>");
+    if (t != NULL)
+        rc |= sp(o, "<|system|>") | tx(o, GLM45_TOOLS_HEAD) | tx(o, t->defs ? t->defs : "") | glm45_xml(o, GLM45_TOOLS_HOW);
     for (size_t i = 0; i < n && !rc; i++) {
         const char *r = m[i].role, *c = m[i].content;
         if (!strcmp(r, "assistant")) {
             rc |= glm45_answer(o, c, last_user == n || i > last_user);
+            for (size_t k = 0; k < m[i].n_calls; k++)
+                rc |= tx(o, "\n") | sp(o, "<tool_call>") | tx(o, m[i].calls[k].name) | glm45_xml(o, m[i].calls[k].args) |
+                      tx(o, "\n") | sp(o, "</tool_call>");
         } else if (!strcmp(r, "tool")) {
             if (i == 0 || strcmp(m[i - 1].role, "tool")) rc |= sp(o, "<|observation|>");
             rc |= tx(o, "\n") | sp(o, "<tool_response>") | tx(o, "\n") | tx(o, c) | tx(o, "\n") |
@@ -1128,9 +1166,10 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0, results |= is_tool_role(msgs[i].role);
     if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && f != LLM_CHAT_SMOLLM3 &&
         f != LLM_CHAT_GRANITE && f != LLM_CHAT_EXAONE4 && f != LLM_CHAT_QWEN3_CODER && f != LLM_CHAT_SEED_OSS &&
-        !is_mistral_tools(f)) {
+        f != LLM_CHAT_GLM45 && !is_mistral_tools(f)) {
         llm_seterr(err, "function calling needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, "
-                   "Seed-OSS or Mistral (v3, v3-tekken, v7) chat format; this model's is %s", llm_chat_format_name(f));
+                   "Seed-OSS, GLM-4.5 or Mistral (v3, v3-tekken, v7) chat format; this model's is %s",
+                   llm_chat_format_name(f));
         return -1;
     }
     int rc;
@@ -1153,7 +1192,7 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_ERNIE: rc = render_ernie(msgs, n, gen, out, err); break;
     case LLM_CHAT_TULU: rc = render_tulu(msgs, n, vars, gen, out, err); break;
     case LLM_CHAT_SEED_OSS: rc = render_seed(msgs, n, tools, vars, gen, out); break;
-    case LLM_CHAT_GLM45: rc = render_glm45(msgs, n, vars, gen, out, err); break;
+    case LLM_CHAT_GLM45: rc = render_glm45(msgs, n, tools, vars, gen, out, err); break;
     case LLM_CHAT_MISTRAL_V1:
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:

@@ -58,7 +58,8 @@ typedef enum {
     /* Qwen3-Coder: ChatML, its tools and calls in XML (<function=name><parameter=key>value</parameter>) */
     LLM_CHAT_QWEN3_CODER = 22,
     /* GLM-4.5 (GLM-4.5-Air, GLM-4.6): [gMASK]<sop>, then <|system|>\ntext, <|user|>\ntext, <|assistant|>\n<think>...
-     * </think> and \nanswer, tool results behind <|observation|>; then <|assistant|> (no function calling) */
+     * </think> and \nanswer, its calls in XML (<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value>), tool results
+     * behind <|observation|>; then <|assistant|> */
     LLM_CHAT_GLM45 = 23,
 } llm_chat_format;
 
@@ -66,7 +67,9 @@ typedef enum {
  * and its arguments as the text of a JSON object, as the template's tojson prints it. */
 typedef struct {
     const char *name;
-    const char *args;  /* (qwen3-coder: the <parameter=key>\nvalue\n</parameter>\n lines its template writes) */
+    const char *args;  /* (qwen3-coder: the <parameter=key>\nvalue\n</parameter>\n lines its template writes;
+                        * seed-oss: <parameter=key>value</parameter>\n; glm4.5: \n<arg_key>key</arg_key>\n<arg_value>value
+                        * </arg_value> each) */
     const char *id;   /* the call's id (Mistral's formats write its last 9 characters), or NULL */
 } llm_chat_call;
 
@@ -137,7 +140,12 @@ llm_chat_format llm_chat_format_from_name(const char *name);
  *   (defs: each tool as its template's Python function doc, "\n\nFunction:\ndef name(...):" and its docstring)
  *   and the call format; an assistant message's calls after its trimmed content as \n<seed:tool_call>\n
  *   <function=name>\n<parameter=key>value</parameter>\n...</function>\n</seed:tool_call> (args: those parameter
- *   lines); "tool" messages as tool turns. open_call is not taken (XML calls). */
+ *   lines); "tool" messages as tool turns. open_call is not taken (XML calls).
+ * - GLM-4.5: a system turn of its own before the messages holds the tools inside <tools></tools> (defs: each tool's
+ *   whole object as one-line JSON, each followed by "\n") and the call format; an assistant message's calls after its
+ *   answer as \n<tool_call>name\n<arg_key>key</arg_key>\n<arg_value>value</arg_value>...\n</tool_call> (args: those
+ *   \n<arg_key>... lines; a string value as it is, another as its JSON); the call XML's tags are control segments
+ *   wherever they stand, as the model's tokenizer reads them. open_call is not taken (XML calls). */
 typedef struct {
     const char *defs;
     const char *date;  /* "2 Dec 2026" (Llama 3) */

@@ -76,7 +76,8 @@ void llm_detok_init(llm_detok *d, const llm_tokenizer *t)
     d->tok = t;
     d->at_start = 1;
     d->skip_special = 1;
-    d->keep[0] = d->keep[1] = d->keep[2] = -1;
+    for (int i = 0; i < LLM_DETOK_KEEP; i++)
+        d->keep[i] = -1;
 }
 
 size_t llm_detok_push(llm_detok *d, int32_t id, char *out, size_t cap)
@@ -92,8 +93,13 @@ size_t llm_detok_push(llm_detok *d, int32_t id, char *out, size_t cap)
         if (d->skip_special)
             return 0;
     }
-    if (d->skip_special && t->type[id] == TOK_CONTROL && id != d->keep[0] && id != d->keep[1] && id != d->keep[2])
-        return 0;
+    if (d->skip_special && t->type[id] == TOK_CONTROL) {
+        int kept = 0;
+        for (int i = 0; i < LLM_DETOK_KEEP && !kept; i++)
+            kept = id == d->keep[i];
+        if (!kept)
+            return 0;
+    }
     int lead_space = ((t->kind == LLM_TOK_SPM || t->kind == LLM_TOK_UGM) && t->add_space_prefix) || t->kind == LLM_TOK_WPM; /* the first word's */
     if (lead_space && d->at_start && n > 0 && p[0] == ' ' && t->type[id] != TOK_BYTE && t->type[id] != TOK_CONTROL) {
         p++;

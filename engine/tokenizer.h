@@ -79,6 +79,7 @@ int llm_tok_piece(const llm_tokenizer *t, int32_t id, const char **bytes, size_t
  * multi-byte sequence is held back until it completes or is proven invalid,
  * then emitted as U+FFFD). SPM: the dummy-prefix space after BOS/start is dropped;
  * WordPiece: likewise the space of the first word. */
+#define LLM_DETOK_KEEP 8
 typedef struct {
     const llm_tokenizer *tok;
     uint8_t pend[8];
@@ -86,9 +87,10 @@ typedef struct {
     int     at_start;   /* no text emitted yet (SPM drops a leading space here); set 0 after
                            init when streaming a continuation of a prompt that was not fed in */
     int     skip_special; /* don't emit text of control tokens (default 1) */
-    int32_t keep[3];      /* control tokens whose text is emitted all the same (-1: none; Mistral's
-                             [TOOL_CALLS], where function calls are read from the text; a reasoning
-                             model's tags where they are control tokens, for the reasoning split) */
+    int32_t keep[LLM_DETOK_KEEP]; /* control tokens whose text is emitted all the same (-1: none; the tags
+                             function calls are read by where they are control tokens: Mistral's
+                             [TOOL_CALLS], GLM-4.5's <arg_key> ...; a reasoning model's tags, for the
+                             reasoning split) */
 } llm_detok;
 
 void   llm_detok_init(llm_detok *d, const llm_tokenizer *t);

@@ -224,7 +224,7 @@ static int calls_in_array(int chat_format)
 static const char *call_tag(int chat_format)
 {
     return chat_format == LLM_CHAT_CHATML || chat_format == LLM_CHAT_SMOLLM3 || chat_format == LLM_CHAT_EXAONE4 ||
-                   chat_format == LLM_CHAT_QWEN3_CODER
+                   chat_format == LLM_CHAT_QWEN3_CODER || chat_format == LLM_CHAT_GLM45
                ? "<tool_call>"
            : chat_format == LLM_CHAT_GRANITE  ? "<|tool_call|>"
            : chat_format == LLM_CHAT_SEED_OSS ? "<seed:tool_call>"
@@ -232,16 +232,17 @@ static const char *call_tag(int chat_format)
                                               : NULL;
 }
 
-/* The tag that closes a call in the formats that close each (ChatML's family, Seed-OSS). */
+/* The tag that closes a call in the formats that close each (ChatML's family, GLM-4.5, Seed-OSS). */
 static const char *call_close(int chat_format)
 {
     return chat_format == LLM_CHAT_SEED_OSS ? "</seed:tool_call>" : "</tool_call>";
 }
 
-/* Calls written as XML (<function=NAME><parameter=KEY>VALUE</parameter>...): Qwen3-Coder's, Seed-OSS's. */
+/* Calls written as XML: Qwen3-Coder's and Seed-OSS's (<function=NAME><parameter=KEY>VALUE</parameter>...),
+ * GLM-4.5's (NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...). */
 static int xml_calls(int chat_format)
 {
-    return chat_format == LLM_CHAT_QWEN3_CODER || chat_format == LLM_CHAT_SEED_OSS;
+    return chat_format == LLM_CHAT_QWEN3_CODER || chat_format == LLM_CHAT_SEED_OSS || chat_format == LLM_CHAT_GLM45;
 }
 
 /* tool_choice required / named: the answer is a JSON array of calls (the prompt opened Mistral's and
@@ -465,8 +466,8 @@ static void seed_def(buf_t *b, const cJSON *tool)
 }
 
 /* Each tool as the template lists it: Llama 3.1's tojson(indent=4) then a blank line; ChatML's a newline
- * then tojson on one line (SmolLM3's and EXAONE 4's tojson then a newline: the renderer puts EXAONE 4's lines
- * in <tool> tags); Mistral's on one line, joined by ", " (the template adds the brackets); Granite's the whole
+ * then tojson on one line (SmolLM3's, EXAONE 4's and GLM-4.5's tojson then a newline: the renderer puts EXAONE 4's
+ * lines in <tool> tags); Mistral's on one line, joined by ", " (the template adds the brackets); Granite's the whole
  * list as tojson(indent=4). */
 static char *tool_defs(const cJSON *tools, int chat_format)
 {
@@ -478,7 +479,8 @@ static char *tool_defs(const cJSON *tools, int chat_format)
         if (b.oom) { free(b.t.data); return NULL; }
         return b.t.data ? b.t.data : strdup("");
     }
-    int chatml = chat_format == LLM_CHAT_CHATML, smol = chat_format == LLM_CHAT_SMOLLM3 || chat_format == LLM_CHAT_EXAONE4;
+    int chatml = chat_format == LLM_CHAT_CHATML;
+    int smol = chat_format == LLM_CHAT_SMOLLM3 || chat_format == LLM_CHAT_EXAONE4 || chat_format == LLM_CHAT_GLM45;
     int mistral = is_mistral(chat_format);
     for (const cJSON *t = tools->child; t != NULL; t = t->next) {
         char *s = mistral ? mistral_def(t) : llm_tools_dumps(t, chatml || smol ? -1 : 4);
@@ -535,8 +537,8 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (mode == LLM_TOOLS_OFF) return 0;
     if (call_tag(r->chat_format) == NULL && r->chat_format != LLM_CHAT_LLAMA3) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
-                       "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS or Mistral (v3, "
-                       "v3-tekken, v7) chat format; this one's is %s", llm_chat_format_name(r->chat_format));
+                       "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5 or Mistral "
+                       "(v3, v3-tekken, v7) chat format; this one's is %s", llm_chat_format_name(r->chat_format));
         return -1;
     }
     if (r->stream && r->logprobs) {
@@ -605,10 +607,19 @@ int llm_tools_history_calls(const cJSON *tool_calls, size_t i, int chat_format, 
         cl[k].name = name->valuestring;
         cl[k].id = cJSON_IsString(id) ? id->valuestring : NULL;
         if (xml_calls(chat_format)) { /* Qwen3-Coder's <parameter=key>\nvalue\n</parameter>\n lines (a container's
-                                        * JSON), Seed-OSS's <parameter=key>value</parameter>\n (Python's str()) */
-            int seed = chat_format == LLM_CHAT_SEED_OSS;
+                                        * JSON), Seed-OSS's <parameter=key>value</parameter>\n (Python's str()),
+                                        * GLM-4.5's \n<arg_key>key</arg_key>\n<arg_value>value</arg_value> (a string as
+                                        * it is, another value's tojson) */
+            int seed = chat_format == LLM_CHAT_SEED_OSS, glm = chat_format == LLM_CHAT_GLM45;
             buf_t b = { { NULL, 0, 0 }, 0 };
             for (const cJSON *v = a ? a->child : NULL; v != NULL; v = v->next) {
+                if (glm) {
+                    puts_(&b, "\n<arg_key>"), puts_(&b, v->string), puts_(&b, "</arg_key>\n<arg_value>");
+                    if (cJSON_IsString(v)) puts_(&b, v->valuestring);
+                    else dump(&b, v, -1, 0);
+                    puts_(&b, "</arg_value>");
+                    continue;
+                }
                 puts_(&b, "<parameter="), puts_(&b, v->string), puts_(&b, seed ? ">" : ">\n");
                 if (seed) put_repr(&b, v, 1);
                 else put_value(&b, v);
@@ -680,7 +691,10 @@ static int at(const char *t, size_t len, size_t k, const char *tag)
     return k + n <= len && memcmp(t + k, tag, n) == 0;
 }
 
-/* A Qwen3-Coder (or Seed-OSS) parameter's text as the JSON value its schema type makes of it, as vLLM's Qwen3-Coder
+/* the schema types whose values are strings as written */
+static const char *const xml_strs[] = { "string", "str", "text", "varchar", "char", "enum", NULL };
+
+/* A Qwen3-Coder (Seed-OSS, GLM-4.5) parameter's text as the JSON value its schema type makes of it, as vLLM's Qwen3-Coder
  * and Seed-OSS parsers convert it: "null" is null; strings stay strings; integer and number types are numbers, booleans true when
  * the text is "true"; objects, arrays and other types the JSON the text is; a text that does not convert, and a
  * parameter the schema does not name, stays a string. */
@@ -691,11 +705,10 @@ static cJSON *xml_value(const char *v, size_t n, const char *type)
     memcpy(s, v, n);
     s[n] = 0;
     cJSON *out = NULL;
-    static const char *const strs[] = { "string", "str", "text", "varchar", "char", "enum", NULL };
     static const char *const bools[] = { "boolean", "bool", "binary", NULL };
     if (strcasecmp(s, "null") == 0) {
         out = cJSON_CreateNull();
-    } else if (type == NULL || is_key(type, strs)) {
+    } else if (type == NULL || is_key(type, xml_strs)) {
         out = NULL;
     } else if (!strncmp(type, "int", 3) || !strncmp(type, "uint", 4) || !strncmp(type, "long", 4) ||
                !strncmp(type, "short", 5) || !strncmp(type, "unsigned", 8)) {
@@ -773,6 +786,77 @@ not_call:
     return 0;
 }
 
+/* The first tag at or after text[k] (len: none). */
+static size_t find_tag(const char *text, size_t len, size_t k, const char *tag)
+{
+    while (k < len && !at(text, len, k, tag)) k++;
+    return k;
+}
+
+/* GLM-4.5's call at text[0..len), after its <tool_call>: NAME (up to the first newline, <arg_key> or </tool_call>,
+ * around whitespace) of one of r's tools, then <arg_key>KEY</arg_key> <arg_value>VALUE</arg_value> pairs (whitespace
+ * between the tags; the key trimmed; the value as it stands for a string parameter, else trimmed, and typed by the
+ * tool's parameter schema as Qwen3-Coder's are, xml_value), then </tool_call>. The bytes it took, the closing tag
+ * with them (0: not a call: an unknown name, a tag missing or out of place, no </tool_call>), and the call in *c. */
+static size_t read_glm_call(const llm_api_req *r, const char *text, size_t len, llm_tool_call *c)
+{
+    static const char KO[] = "<arg_key>", KC[] = "</arg_key>", VO[] = "<arg_value>", VC[] = "</arg_value>",
+                      CE[] = "</tool_call>";
+    size_t e = 0, a = 0;
+    while (e < len && text[e] != '\n' && !at(text, len, e, KO) && !at(text, len, e, CE)) e++;
+    size_t ne = e;
+    while (a < ne && is_json_ws(text[a])) a++;
+    while (ne > a && is_json_ws(text[ne - 1])) ne--;
+    const cJSON *t = ne > a ? r->tools->child : NULL;
+    while (t != NULL && (strlen(tool_name(t)) != ne - a || memcmp(tool_name(t), text + a, ne - a) != 0)) t = t->next;
+    if (t == NULL) return 0;
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(llm_api_field(cJSON_GetObjectItemCaseSensitive(t, "function"),
+                                                                        "parameters"), "properties");
+    cJSON *args = cJSON_CreateObject();
+    size_t k = e;
+    for (;;) {
+        k = skip_ws(text, len, k);
+        if (at(text, len, k, CE)) { k += sizeof CE - 1; break; }
+        if (!at(text, len, k, KO) || args == NULL) goto not_call;
+        size_t ks = k + sizeof KO - 1, ke = find_tag(text, len, ks, KC);
+        if (ke == len) goto not_call;
+        k = skip_ws(text, len, ke + sizeof KC - 1);
+        if (!at(text, len, k, VO)) goto not_call;
+        size_t vs = k + sizeof VO - 1, ve = find_tag(text, len, vs, VC);
+        if (ve == len) goto not_call;
+        while (ks < ke && is_json_ws(text[ks])) ks++;
+        while (ke > ks && is_json_ws(text[ke - 1])) ke--;
+        if (ke == ks || ke - ks > 256 || memchr(text + ks, '\n', ke - ks)) goto not_call;
+        char key[257];
+        memcpy(key, text + ks, ke - ks);
+        key[ke - ks] = 0;
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, key), "type");
+        const char *type = cJSON_IsString(ty) ? ty->valuestring : NULL;
+        size_t va = vs, vz = ve;
+        if (type != NULL && !is_key(type, xml_strs)) {
+            while (va < vz && is_json_ws(text[va])) va++;
+            while (vz > va && is_json_ws(text[vz - 1])) vz--;
+        }
+        cJSON *v = xml_value(text + va, vz - va, type);
+        if (v == NULL) goto not_call;
+        cJSON_DeleteItemFromObjectCaseSensitive(args, key);
+        cJSON_AddItemToObject(args, key, v);
+        k = ve + sizeof VC - 1;
+    }
+    char *json = cJSON_PrintUnformatted(args);
+    c->name = strdup(tool_name(t));
+    c->args = json ? strdup(json) : NULL;
+    cJSON_free(json);
+    cJSON_Delete(args);
+    if (c->name == NULL || c->args == NULL) {
+        llm_tool_call_free(c);
+        return 0;
+    }
+    return k;
+not_call:
+    cJSON_Delete(args);
+    return 0;
+}
 
 /* Mistral's and Granite's calls at text[k..len): a JSON array of calls (one object alone taken too) to the end, around
  * whitespace. The number of calls (0: not calls). */
@@ -839,8 +923,9 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
         while (k < len) {
             if (!at(text, len, k, tag) || n == LLM_TOOLS_MAX_CALLS) goto not_calls;
             k = skip_ws(text, len, k + strlen(tag));
-            size_t took = xml_calls(r->chat_format) ? read_xml_call(r, text + k, len - k, &calls[n])
-                                                    : read_call(r, text + k, len - k, &calls[n]);
+            size_t took = r->chat_format == LLM_CHAT_GLM45 ? read_glm_call(r, text + k, len - k, &calls[n])
+                          : xml_calls(r->chat_format)     ? read_xml_call(r, text + k, len - k, &calls[n])
+                                                          : read_call(r, text + k, len - k, &calls[n]);
             if (took == 0) goto not_calls;
             n++;
             k = skip_ws(text, len, k + took);
@@ -860,6 +945,16 @@ not_calls:
 const char *llm_tools_call_tag(const llm_api_req *r)
 {
     return call_tag(r->chat_format);
+}
+
+int llm_tools_text_tags(const llm_api_req *r, const char **tags, int cap)
+{
+    static const char *const glm[] = { "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>" };
+    int n = 0, f = r->chat_format;
+    if (call_tag(f) != NULL && n < cap) tags[n++] = call_tag(f);
+    if (call_tag(f) != NULL && !calls_in_array(f) && n < cap) tags[n++] = call_close(f);
+    for (size_t i = 0; f == LLM_CHAT_GLM45 && i < sizeof glm / sizeof glm[0] && n < cap; i++) tags[n++] = glm[i];
+    return n;
 }
 
 size_t llm_tools_content_end(const llm_api_req *r, const char *text, size_t len, size_t sent)

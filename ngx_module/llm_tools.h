@@ -41,16 +41,18 @@ int   llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e);
 int   llm_tools_history_calls(const cJSON *tool_calls, size_t i, int chat_format, llm_chat_call **calls, size_t *n,
                               llm_api_err *e);
 void  llm_tools_calls_free(llm_chat_call *calls, size_t n);
-/* tool_choice required / named in a format whose generation prompt opens the call (all but Qwen3-Coder's and
- * Seed-OSS's XML calls, whose held answer is a JSON array of calls, written after any reasoning). */
+/* tool_choice required / named in a format whose generation prompt opens the call (all but Qwen3-Coder's,
+ * Seed-OSS's and GLM-4.5's XML calls, whose held answer is a JSON array of calls, written after any reasoning). */
 int   llm_tools_prompt_opens_call(const llm_api_req *r);
 /* A generated text read as calls of r's tools: the number of calls (at most LLM_TOOLS_MAX_CALLS; 0: the
  * text is plain content), each in calls[] (llm_tool_call_free each), and *content_len the bytes of text
  * before the first call (ChatML and Mistral: text may precede the calls; whitespace before them left out).
  * Llama 3 (and a ChatML answer that tool_choice opened inside a call): the whole text, around whitespace, is
  * one call's JSON ("arguments" taken for "parameters" and the other way round); Mistral's and Granite's,
- * after the tag (the prompt's with tool_choice required or named): a JSON array of calls (or one call); Qwen3-Coder's
- * and Seed-OSS's with tool_choice required or named: such an array alone. */
+ * after the tag (the prompt's with tool_choice required or named): a JSON array of calls (or one call); Qwen3-Coder's,
+ * Seed-OSS's and GLM-4.5's with tool_choice required or named: such an array alone. GLM-4.5's calls (auto):
+ * <tool_call>NAME <arg_key>K</arg_key> <arg_value>V</arg_value> ... </tool_call> blocks, each closed, the values typed
+ * by the tool's parameter schema as Qwen3-Coder's are. */
 int   llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_tool_call *calls, size_t *content_len);
 void  llm_tool_call_free(llm_tool_call *c);
 /* tool_choice auto, streamed: 1 while text (so far) may still turn out to be a call. */
@@ -58,6 +60,9 @@ int   llm_tools_may_be_call(const llm_api_req *r, const char *text, size_t len);
 /* The tag r's format opens calls with, which text may come before ("<tool_call>", "[TOOL_CALLS]",
  * "<|tool_call|>"), or NULL. */
 const char *llm_tools_call_tag(const llm_api_req *r);
+/* The tags r's calls are read by (the call tag, its closing tag, GLM-4.5's argument tags), at most cap of them:
+ * their text must reach the reader where the vocabulary makes them control tokens. */
+int   llm_tools_text_tags(const llm_api_req *r, const char **tags, int cap);
 /* A tagged format, tool_choice auto, streamed: how far text[0..len) can go out as content, from sent on: up
  * to the tag (found at or after sent), or to the end less a tail that may begin one. */
 size_t llm_tools_content_end(const llm_api_req *r, const char *text, size_t len, size_t sent);

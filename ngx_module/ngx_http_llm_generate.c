@@ -831,16 +831,16 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         if (ctx->q.think && llm_chat_prompt_opens_think(ctx->q.chat_format, ctx->q.enable_thinking) &&
             ctx->q.add_generation_prompt && !ctx->q.json && ctx->q.schema == NULL)
             s->think.state = LLM_THINK_LEAD;
-        /* the tag calls open with stays in the text where they are read, a control token (Mistral's
-         * [TOOL_CALLS]) too */
-        const char *call_tag = ctx->q.tool_mode != LLM_TOOLS_OFF ? llm_tools_call_tag(&ctx->q) : NULL;
-        if (call_tag != NULL) s->detok.keep[0] = llm_tok_find(ctx->tok, call_tag);
-        /* ... and a reasoning model's tags in its chat answers, where they are control tokens (for the splitter,
-         * or as the model wrote them with llm_reasoning off) */
+        /* a reasoning model's tags stay in its chat answers where they are control tokens (for the splitter, or
+         * as the model wrote them with llm_reasoning off) ... */
         if (lcf->tok->think && ctx->q.kind == LLM_API_CHAT) {
-            s->detok.keep[1] = lcf->tok->think_start;
-            s->detok.keep[2] = lcf->tok->think_end;
+            s->detok.keep[0] = lcf->tok->think_start;
+            s->detok.keep[1] = lcf->tok->think_end;
         }
+        /* ... and so do the tags calls are read by (Mistral's [TOOL_CALLS], GLM-4.5's <arg_key> ...) */
+        const char *tags[LLM_DETOK_KEEP - 2];
+        int n_tags = ctx->q.tool_mode != LLM_TOOLS_OFF ? llm_tools_text_tags(&ctx->q, tags, LLM_DETOK_KEEP - 2) : 0;
+        for (int k = 0; k < n_tags; k++) s->detok.keep[2 + k] = llm_tok_find(ctx->tok, tags[k]);
         s->hold = ctx->q.stream && ctx->q.tool_mode != LLM_TOOLS_OFF;
         if (llm_stop_init(&s->stop, ctx->q.stop, ctx->q.stop_len, ctx->q.n_stop)) {
             return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");

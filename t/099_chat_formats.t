@@ -215,7 +215,7 @@ POST /v1/chat/completions
 {"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}
 --- error_code: 400
 --- response_body_like chomp
-EXAONE 4, Qwen3-Coder, Seed-OSS or Mistral .* this one's is tulu
+EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5 or Mistral .* this one's is tulu
 
 === TEST 11a: seed-oss: <seed:bos>role\ntext<seed:eos> turns (markers as text here)
 --- main_config
@@ -515,3 +515,57 @@ POST /tokenize
 --- error_code: 200
 --- response_body_like chomp
 ^\{"tokens":\[33612,50963,35239,82,454,1822,91,882,91,397,13347,34200,27963,27,91,78191,91,397,128011,128012,198,9906,27,91,882,91,397,31485,34200,27963,27,91,78191,91,397,128011,128012\],"count":37,
+
+=== TEST 26: glm4.5: the tools in its own system turn (each tool's whole JSON on a line), the call format, an earlier answer's reasoning, text and two calls as its <tool_call> XML, two tool results behind one <|observation|>: the very ids of its Jinja template's rendering (Python's Jinja2 as transformers runs it, arguments as objects) tokenized with control tokens parsed (build/llm-engine tokenize --tokenizer $TEST_NGINX_THINK_TOKENIZER --special; <tool_call> is 128013 there)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template glm4.5;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Weather in Oslo?"}, {"role": "assistant", "content": "<think>Ask the tool.</think>Checking.", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\", \"days\": 2}"}}, {"id": "call_2", "type": "function", "function": {"name": "now", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}, {"role": "tool", "tool_call_id": "call_2", "content": "noon"}], "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}]}
+--- error_code: 200
+--- response_body_like chomp
+^\{"tokens":\[33612,50963,35239,82,454,1822,91,9125,91,397,2,14173,271,2675,1253,1650,832,477,810,5865,311,7945,449,279,1217,3319,382,2675,527,3984,449,734,33728,2949,366,16297,1500,16297,29,12138,9681,512,27,16297,397,5018,1337,794,330,1723,498,330,1723,794,5324,609,794,330,456,70464,498,330,4789,794,330,791,9282,498,330,14105,794,5324,1337,794,330,1735,498,330,13495,794,5324,9103,794,5324,1337,794,330,928,14682,330,14097,794,5324,1337,794,330,11924,9388,2186,330,6413,794,4482,9103,1365,3500,534,5018,1337,794,330,1723,498,330,1723,794,5324,609,794,330,3409,498,330,14105,794,5324,1337,794,330,1735,498,330,13495,794,314,3500,11498,524,16297,1363,2520,1855,734,1650,11,2612,279,734,836,323,6105,2949,279,2768,12138,3645,512,128013,90,1723,11753,534,27,867,3173,7457,867,16569,12,16,5474,867,3173,397,27,867,3220,7457,867,19625,12,16,5474,867,3220,397,27,867,3173,7457,867,16569,12,17,5474,867,3173,397,27,867,3220,7457,867,19625,12,17,5474,867,3220,397,9522,524,14506,13735,1822,91,882,91,397,30081,304,58958,76514,91,78191,91,397,128011,27264,279,5507,13,128012,198,41229,627,128013,456,70464,198,27,867,3173,29,9103,524,867,3173,397,27,867,3220,29,29967,385,524,867,3220,397,27,867,3173,29,14097,524,867,3173,397,27,867,3220,29,17,524,867,3220,397,524,14506,13735,397,128013,3409,198,524,14506,13735,1822,91,79060,91,397,27,14506,9852,397,82,28397,198,524,14506,9852,397,27,14506,9852,397,12684,198,524,14506,9852,1822,91,78191,91,29\],"count":317,
+
+=== TEST 27: glm4.5: tool_choice required: the answer held to a JSON array of calls (its XML has no grammar here; vLLM holds any model's so), no tag opened, back as tool_calls
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template glm4.5;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 400, "temperature": 0.8, "seed": 3, "parallel_tool_calls": false, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": "required"}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"(get_weather","arguments":"\{\\"city\\":\\"[^"]*\\"\}"|now","arguments":"\{\}")\}\}\],"reasoning_content":null\},"logprobs":null,"finish_reason":"tool_calls"
+
+=== TEST 28: glm4.5, thinking (its default): tool_choice required lets it reason first (the mask holds from </think> on: logit_bias opens and closes its thinking), the call's array after it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_model_name tiny;
+    llm_chat_template glm4.5;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 300, "temperature": 0.8, "seed": 3, "parallel_tool_calls": false, "logit_bias": {"128011": 100, "128012": 99}, "frequency_penalty": 2, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": "required"}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"(get_weather","arguments":"\{\\"city\\":\\"[^"]*\\"\}"|now","arguments":"\{\}")\}\}\],"reasoning_content":"[^"]*"\},"logprobs":null,"finish_reason":"tool_calls"

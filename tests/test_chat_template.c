@@ -150,7 +150,7 @@ int main(void)
            strstr(err.msg, "first message after the system message must be the user's"),
            "with tools the conversation must start with the user: %s", err.msg);
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA2, tm, 2, &tools, 1, &o, &err) != 0 &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5 or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
            "no tool prompt in Llama 2's: %s", err.msg);
         const llm_chat_msg two[] = { { "user", "Both?", NULL, 0, NULL }, { "assistant", "", wcall, 2, NULL } };
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, two, 2, &tools, 1, &o, &err) != 0 &&
@@ -279,7 +279,7 @@ int main(void)
         static const llm_chat_call call[] = { { "w", "{}", NULL } };
         const llm_chat_msg withcall[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "", call, 1, NULL } };
         ok(render(LLM_CHAT_GEMMA, withcall, 2, 1, &err) == NULL &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5 or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
            "gemma: no function calling: %s", err.msg);
         llm_chat_tools tools = { "{}", "02 Dec 2026", 0, NULL };
         ok(llm_chat_render_tools(LLM_CHAT_GEMMA, conv + 1, 1, &tools, 1, &o, &err) != 0 &&
@@ -848,6 +848,28 @@ int main(void)
                            "<tool_response>\n12:00\n</tool_response>\n<tool_response>\n fine \n\n</tool_response><|user|>\n"
                            "so?<|assistant|>"),
            "glm4.5: two tool results behind one <|observation|>: %s", s ? s : err.msg);
+        free(s);
+        /* with tools: its own system turn, the call format; calls after the answer (args: their <arg_key> /
+         * <arg_value> lines); the call XML's tags are control segments (tokens of GLM's vocabulary) */
+        const llm_chat_tools gt = { "{\"type\": \"function\", \"function\": {\"name\": \"now\"}}\n", NULL, 0, NULL };
+        static const llm_chat_call gcalls[] = { { "now", "\n<arg_key>tz</arg_key>\n<arg_value>UTC</arg_value>", NULL },
+                                                { "now", "", NULL } };
+        const llm_chat_msg gcall[] = { { "user", "Time?", NULL, 0, NULL }, { "assistant", "Checking.", gcalls, 2, NULL },
+                                       { "tool", "12:00", NULL, 0, NULL } };
+        specials = 0;
+        s = render_ex(LLM_CHAT_GLM45, gcall, 3, &gt, NULL, 1, &specials, &err);
+        ok(s && specials == 29 &&
+           !strcmp(s, "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist with the u"
+                      "ser query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n"
+                      "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"now\"}}\n</tools>\n\nFor each"
+                      " function call, output the function name and arguments within the following XML format:\n<"
+                      "tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_v"
+                      "alue>\n<arg_key>{arg-key-2}</arg_key>\n<arg_value>{arg-value-2}</arg_value>\n...\n</tool_c"
+                      "all><|user|>\nTime?<|assistant|>\n<think></think>\nChecking.\n<tool_call>now\n<arg_key>tz<"
+                      "/arg_key>\n<arg_value>UTC</arg_value>\n</tool_call>\n<tool_call>now\n</tool_call><|observa"
+                      "tion|>\n<tool_response>\n12:00\n</tool_response><|assistant|>"),
+           "glm4.5: the tools, two calls, a result, as its template renders them (%d control segments): %s", specials,
+           s ? s : err.msg);
         free(s);
         ok(llm_chat_thinks(LLM_CHAT_GLM45, -1) && !llm_chat_thinks(LLM_CHAT_GLM45, 0) &&
            !llm_chat_prompt_opens_think(LLM_CHAT_GLM45, 1) && llm_chat_answer_leads_ws(LLM_CHAT_GLM45) &&

@@ -488,6 +488,140 @@ int main(void)
         ok(q.schema && strstr(q.schema, "\"maxItems\":1") && !strstr(q.schema, "get_weather"),
            "seed-oss named, parallel_tool_calls false: an array of one call of that tool: %s", q.schema ? q.schema : "");
         llm_api_req_free(&q);
+        /* GLM-4.5: the tools as one-line JSON each (the whole tool object), history calls as its <arg_key> /
+         * <arg_value> lines: the whole rendering as its template renders it in Python's Jinja2 (transformers' way;
+         * 15 cases compared, these two among them); its XML calls read back typed by the schema; tool_choice required
+         * held to a JSON array of calls, no tag opened */
+        const char *gbody = "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", "
+                            "\"content\": \"Weather?\"}, {\"role\": \"assistant\", \"content\": \" Checking. \", \"tool"
+                            "_calls\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments"
+                            "\": \"{\\\"city\\\": \\\"Osl\u00f8\\\\n2\\\", \\\"days\\\": 2, \\\"opts\\\": {\\\"a\\\": ["
+                            "1, \\\"x\\\"]}, \\\"hot\\\": false, \\\"unit\\\": null, \\\"at\\\": 2.5}\"}}, {\"type\": "
+                            "\"function\", \"function\": {\"name\": \"now\", \"arguments\": \"{}\"}}]}, {\"role\": \"to"
+                            "ol\", \"content\": \"7C\"}, {\"role\": \"tool\", \"content\": \"noon\"}], \"tools\": [{\"t"
+                            "ype\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"The weat"
+                            "her\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"stri"
+                            "ng\"}, \"days\": {\"type\": \"integer\"}, \"hot\": {\"type\": \"boolean\"}, \"opts\": {\"t"
+                            "ype\": \"object\"}, \"at\": {\"type\": \"number\"}}, \"required\": [\"city\"]}}}, {\"type"
+                            "\": \"function\", \"function\": {\"name\": \"now\", \"parameters\": {\"type\": \"object\","
+                            " \"properties\": {}}}}]}";
+        const char *gwant = "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist with the u"
+                            "ser query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n"
+                            "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description"
+                            "\": \"The weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\""
+                            "type\": \"string\"}, \"days\": {\"type\": \"integer\"}, \"hot\": {\"type\": \"boolean\"}, "
+                            "\"opts\": {\"type\": \"object\"}, \"at\": {\"type\": \"number\"}}, \"required\": [\"city\""
+                            "]}}}\n{\"type\": \"function\", \"function\": {\"name\": \"now\", \"parameters\": {\"type\""
+                            ": \"object\", \"properties\": {}}}}\n</tools>\n\nFor each function call, output the functi"
+                            "on name and arguments within the following XML format:\n<tool_call>{function-name}\n<arg_k"
+                            "ey>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n<arg_key>{arg-key-2}</arg_"
+                            "key>\n<arg_value>{arg-value-2}</arg_value>\n...\n</tool_call><|system|>\nBe brief.<|user|>"
+                            "\nWeather?<|assistant|>\n<think></think>\nChecking.\n<tool_call>get_weather\n<arg_key>city"
+                            "</arg_key>\n<arg_value>Osl\u00f8\n2</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</ar"
+                            "g_value>\n<arg_key>opts</arg_key>\n<arg_value>{\"a\": [1, \"x\"]}</arg_value>\n<arg_key>ho"
+                            "t</arg_key>\n<arg_value>false</arg_value>\n<arg_key>unit</arg_key>\n<arg_value>null</arg_v"
+                            "alue>\n<arg_key>at</arg_key>\n<arg_value>2.5</arg_value>\n</tool_call>\n<tool_call>now\n</"
+                            "tool_call><|observation|>\n<tool_response>\n7C\n</tool_response>\n<tool_response>\nnoon\n<"
+                            "/tool_response><|assistant|>";
+        const char *gbody2 = "{\"messages\": [{\"role\": \"user\", \"content\": \"Time?\"}, {\"role\": \"assistant\", \""
+                             "content\": \"<think>\\nThe tool knows.\\n</think>\\n\", \"tool_calls\": [{\"type\": \"func"
+                             "tion\", \"function\": {\"name\": \"now\", \"arguments\": \"{\\\"tz\\\": \\\"UTC\\\", \\\"f"
+                             "mt\\\": [\\\"h\\\", 24]}\"}}]}, {\"role\": \"tool\", \"content\": \"12:00\"}], \"chat_temp"
+                             "late_kwargs\": {\"enable_thinking\": false}}";
+        const char *gwant2 = "[gMASK]<sop><|user|>\nTime?/nothink<|assistant|>\n<think>The tool knows.</think>\n<tool_ca"
+                             "ll>now\n<arg_key>tz</arg_key>\n<arg_value>UTC</arg_value>\n<arg_key>fmt</arg_key>\n<arg_va"
+                             "lue>[\"h\", 24]</arg_value>\n</tool_call><|observation|>\n<tool_response>\n12:00\n</tool_r"
+                             "esponse><|assistant|>\n<think></think>";
+        const char *const gbodies[] = { gbody, gbody2 }, *const gwants[] = { gwant, gwant2 };
+        for (int k = 0; k < 2; k++) {
+            is_int(llm_api_parse_chat(LLM_API_CHAT, gbodies[k], strlen(gbodies[k]), LLM_CHAT_GLM45, &q, &e), 0,
+                   "glm4.5: case %d parses (tools, history calls)", k + 1);
+            llm_chat_tools gt = { q.tool_defs, NULL, llm_tools_prompt_opens_call(&q), NULL };
+            llm_chat_vars gv = { .no_think = q.enable_thinking == 0 };
+            llm_chat_out go;
+            llm_err gerr = { { 0 } };
+            int rr = llm_chat_render_ex(LLM_CHAT_GLM45, q.msgs, q.n_msgs, q.tool_mode != LLM_TOOLS_OFF ? &gt : NULL,
+                                        &gv, 1, &go, &gerr);
+            char *joined = rr == 0 ? llm_chat_out_join(&go) : NULL;
+            int same = joined != NULL && !strcmp(joined, gwants[k]);
+            ok(same, "glm4.5: case %d: the tools, calls and results as its template renders them", k + 1);
+            if (!same) diag("%s", joined ? joined : gerr.msg);
+            free(joined);
+            if (rr == 0) llm_chat_out_free(&go);
+            if (k == 0)
+                ok(q.tool_defs && !strcmp(q.tool_defs, "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+                                                      "\"description\": \"The weather\", \"parameters\": {\"type\": "
+                                                      "\"object\", \"properties\": {\"city\": {\"type\": \"string\"}, "
+                                                      "\"days\": {\"type\": \"integer\"}, \"hot\": {\"type\": \"boolean\"}, "
+                                                      "\"opts\": {\"type\": \"object\"}, \"at\": {\"type\": \"number\"}}, "
+                                                      "\"required\": [\"city\"]}}}\n{\"type\": \"function\", \"function\": "
+                                                      "{\"name\": \"now\", \"parameters\": {\"type\": \"object\", "
+                                                      "\"properties\": {}}}}\n") &&
+                   q.msgs[2].n_calls == 2 && !strcmp(q.msgs[2].calls[1].args, ""),
+                   "glm4.5: each tool's whole object as tojson prints it, a newline after each; a call without "
+                   "arguments has no lines:%s", q.tool_defs ? q.tool_defs : "");
+            if (k == 0) { /* reading an answer's calls, with the same tools */
+                const char *gx = "I will check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value> Oslo"
+                                 "</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3\n</arg_value>\n<arg_key>hot</arg_key>"
+                                 "<arg_value>True</arg_value><arg_key>at</arg_key>\n<arg_value>2.5</arg_value>\n<arg_key>"
+                                 "opts</arg_key>\n<arg_value>{\"a\": [1, 2]}</arg_value>\n<arg_key> note </arg_key>\n"
+                                 "<arg_value>two\nlines</arg_value>\n<arg_key>unit</arg_key>\n<arg_value>null</arg_value>\n"
+                                 "</tool_call>\n<tool_call>now\n</tool_call>";
+                n2 = QOUT(gx);
+                ok(n2 == 2 && cl == 13 && !strcmp(c[0].name, "get_weather") &&
+                   !strcmp(c[0].args, "{\"city\":\" Oslo\",\"days\":3,\"hot\":true,\"at\":2.5,\"opts\":{\"a\":[1,2]},"
+                                      "\"note\":\"two\\nlines\",\"unit\":null}") &&
+                   !strcmp(c[1].name, "now") && !strcmp(c[1].args, "{}"),
+                   "glm4.5: content, then two calls, the values typed by the schema (a string as written; %d, "
+                   "content %zu): %s", n2, cl, n2 > 0 ? c[0].args : "");
+                for (int j = 0; j < n2; j++) llm_tool_call_free(&c[j]);
+                n2 = QOUT("<tool_call> now <arg_key>tz</arg_key> <arg_value>UTC</arg_value> </tool_call>");
+                ok(n2 == 1 && cl == 0 && !strcmp(c[0].args, "{\"tz\":\"UTC\"}"),
+                   "glm4.5: a call on one line, spaces between its tags (%d): %s", n2, n2 > 0 ? c[0].args : "");
+                if (n2 == 1) llm_tool_call_free(&c[0]);
+                ok(QOUT("<tool_call>nope\n</tool_call>") == 0 &&
+                   QOUT("<tool_call>now\n<arg_key>tz</arg_key>\n<arg_value>UTC</arg_value>") == 0 &&
+                   QOUT("<tool_call>now\n<arg_key>tz</arg_key>\n<arg_value>UTC</tool_call>") == 0 &&
+                   QOUT("<tool_call>now\n<arg_key>tz\n<arg_value>UTC</arg_value>\n</tool_call>") == 0 &&
+                   QOUT("<tool_call>now\n<arg_value>UTC</arg_value>\n</tool_call>") == 0 &&
+                   QOUT("<tool_call>now\ntz: UTC\n</tool_call>") == 0 &&
+                   QOUT("<tool_call>now\n</tool_call> and then text") == 0 &&
+                   QOUT("<tool_call>\n<function=now>\n</function>\n</tool_call>") == 0,
+                   "glm4.5: an unknown tool, an unclosed block or value, a key without its value, a value without its "
+                   "key, text in the block or after it, Qwen3-Coder's XML: not calls");
+                n2 = QOUT("<tool_call>get_weather\n<arg_key>days</arg_key>\n<arg_value>many</arg_value>\n<arg_key>city"
+                          "</arg_key>\n<arg_value>007</arg_value>\n</tool_call>");
+                ok(n2 == 1 && !strcmp(c[0].args, "{\"days\":\"many\",\"city\":\"007\"}"),
+                   "glm4.5: a value its type cannot take stays text, a string parameter's digits a string: %s",
+                   n2 == 1 ? c[0].args : "");
+                if (n2 == 1) llm_tool_call_free(&c[0]);
+                ok(!strcmp(llm_tools_call_tag(&q), "<tool_call>") && llm_tools_content_end(&q, "Hi <tool_ca", 11, 0) == 3 &&
+                   llm_tools_may_be_call(&q, "\n<tool", 6) && !llm_tools_may_be_call(&q, "Hi", 2),
+                   "glm4.5: <tool_call> is the tag: content streams up to it");
+                const char *tags[8];
+                int nt = llm_tools_text_tags(&q, tags, 8);
+                ok(nt == 6 && !strcmp(tags[1], "</tool_call>") && !strcmp(tags[5], "</arg_value>") &&
+                   llm_tools_text_tags(&q, tags, 2) == 2, "glm4.5: its six call tags reach the reader (%d)", nt);
+            }
+            llm_api_req_free(&q);
+        }
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":"
+                 "\"required\"}", ctools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_GLM45, &q, &e), 0, "glm4.5: tool_choice required");
+        n2 = QOUT("\n[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]");
+        ok(q.schema && !strncmp(q.schema, "{\"type\":\"array\",\"items\":{\"anyOf\":[", 34) &&
+           !llm_tools_prompt_opens_call(&q) && n2 == 2 && !strcmp(c[0].name, "get_weather") && !strcmp(c[1].name, "now"),
+           "glm4.5 required: held to an array of calls, the prompt opening no call, read back (%d): %s", n2,
+           q.schema ? q.schema : "");
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        ok(QOUT("<tool_call>now\n</tool_call>") == 0, "glm4.5 required: XML is not the held answer");
+        llm_api_req_free(&q);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":"
+                 "{\"type\":\"function\",\"function\":{\"name\":\"now\"}},\"parallel_tool_calls\":false}", ctools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_GLM45, &q, &e), 0, "glm4.5: named");
+        ok(q.schema && strstr(q.schema, "\"maxItems\":1") && !strstr(q.schema, "get_weather"),
+           "glm4.5 named, parallel_tool_calls false: an array of one call of that tool: %s", q.schema ? q.schema : "");
+        llm_api_req_free(&q);
         /* Seed-OSS's thinking budget (chat_template_kwargs.thinking_budget): an integer from -1; 0 is enable_thinking
          * false there (its template's budget 0), and nothing for the other formats */
         static const char *const bud_bad[] = { "-2", "1.5", "\"512\"", "2000000", "true" };
