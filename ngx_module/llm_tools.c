@@ -167,6 +167,21 @@ static const char *tool_name(const cJSON *tool)
     return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tool, "function"), "name")->valuestring;
 }
 
+/* The tool of the list named name[0..n) (NULL: none). */
+static const cJSON *find_tool(const cJSON *tools, const char *name, size_t n)
+{
+    const cJSON *t = tools != NULL ? tools->child : NULL;
+    while (t != NULL && (strlen(tool_name(t)) != n || memcmp(tool_name(t), name, n) != 0)) t = t->next;
+    return t;
+}
+
+/* A tool's parameters' "properties" (NULL: none). */
+static const cJSON *tool_props(const cJSON *t)
+{
+    return cJSON_GetObjectItemCaseSensitive(llm_api_field(cJSON_GetObjectItemCaseSensitive(t, "function"),
+                                                          "parameters"), "properties");
+}
+
 /* Each tool {"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}. */
 static int check_tools(const cJSON *tools, llm_api_err *e)
 {
@@ -523,8 +538,8 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     } else if (tc) {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-        const cJSON *t = have && cJSON_IsString(name) ? tools->child : NULL;
-        while (t != NULL && strcmp(tool_name(t), name->valuestring) != 0) t = t->next;
+        const cJSON *t = have && cJSON_IsString(name) ? find_tool(tools, name->valuestring, strlen(name->valuestring))
+                                                      : NULL;
         if (t == NULL) {
             llm_api_seterr(e, 400, "tool_choice", "invalid_value",
                            "tool_choice must name one of the 'tools' as {\"type\": \"function\", \"function\": {\"name\": ...}}");
@@ -668,8 +683,8 @@ static size_t read_call(const llm_api_req *r, const char *text, size_t len, llm_
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(v, "name");
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(v, "parameters");
     if (p == NULL) p = cJSON_GetObjectItemCaseSensitive(v, "arguments");
-    const cJSON *t = cJSON_IsObject(v) && cJSON_IsString(n) ? r->tools->child : NULL;
-    while (t != NULL && strcmp(tool_name(t), n->valuestring) != 0) t = t->next;
+    const cJSON *t = cJSON_IsObject(v) && cJSON_IsString(n) ? find_tool(r->tools, n->valuestring, strlen(n->valuestring))
+                                                             : NULL;
     size_t took = 0;
     if (t != NULL && (p == NULL || cJSON_IsObject(p))) {
         cJSON *empty = p ? NULL : cJSON_CreateObject();
@@ -727,6 +742,30 @@ static cJSON *xml_value(const char *v, size_t n, const char *type)
     return out;
 }
 
+/* args[key] = v, a later value of a key replacing the earlier one; -1 when v is NULL (no memory). */
+static int put_arg(cJSON *args, const char *key, cJSON *v)
+{
+    if (v == NULL) return -1;
+    cJSON_DeleteItemFromObjectCaseSensitive(args, key);
+    cJSON_AddItemToObject(args, key, v);
+    return 0;
+}
+
+/* An XML call read whole: tool t's name and args as compact JSON into *c; args deleted. 0, or -1 (no memory). */
+static int take_call(llm_tool_call *c, const cJSON *t, cJSON *args)
+{
+    char *json = args ? cJSON_PrintUnformatted(args) : NULL;
+    c->name = strdup(tool_name(t));
+    c->args = json ? strdup(json) : NULL;
+    cJSON_free(json);
+    cJSON_Delete(args);
+    if (c->name == NULL || c->args == NULL) {
+        llm_tool_call_free(c);
+        return -1;
+    }
+    return 0;
+}
+
 /* Qwen3-Coder's (and Seed-OSS's) call at text[0..len): <function=NAME> of one of r's tools,
  * <parameter=KEY>\nVALUE\n</parameter> each (one newline stripped from each end of the value: Seed-OSS writes none),
  * </function>. The bytes it took (0: not a call) and the
@@ -738,12 +777,9 @@ static size_t read_xml_call(const llm_api_req *r, const char *text, size_t len, 
     if (!at(text, len, k, FN)) return 0;
     k += sizeof FN - 1;
     const char *gt = memchr(text + k, '>', len - k);
-    const cJSON *t = r->tools->child;
-    size_t nl = gt ? (size_t)(gt - (text + k)) : 0;
-    while (t != NULL && (strlen(tool_name(t)) != nl || memcmp(tool_name(t), text + k, nl) != 0)) t = t->next;
-    if (gt == NULL || t == NULL) return 0;
-    const cJSON *props = cJSON_GetObjectItemCaseSensitive(llm_api_field(cJSON_GetObjectItemCaseSensitive(t, "function"),
-                                                                        "parameters"), "properties");
+    const cJSON *t = gt ? find_tool(r->tools, text + k, (size_t)(gt - (text + k))) : NULL;
+    if (t == NULL) return 0;
+    const cJSON *props = tool_props(t);
     cJSON *args = cJSON_CreateObject();
     k = (size_t)(gt - text) + 1;
     for (;;) {
@@ -764,23 +800,11 @@ static size_t read_xml_call(const llm_api_req *r, const char *text, size_t len, 
         if (a < e && text[a] == '\n') a++;
         if (e > a && text[e - 1] == '\n') e--;
         const cJSON *ty = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, key), "type");
-        cJSON *v = xml_value(text + a, e - a, cJSON_IsString(ty) ? ty->valuestring : NULL);
-        if (v == NULL) goto not_call;
-        cJSON_DeleteItemFromObjectCaseSensitive(args, key);
-        cJSON_AddItemToObject(args, key, v);
+        if (put_arg(args, key, xml_value(text + a, e - a, cJSON_IsString(ty) ? ty->valuestring : NULL)) != 0)
+            goto not_call;
         k = ve + sizeof PE - 1;
     }
-    char *json = args ? cJSON_PrintUnformatted(args) : NULL;
-    c->name = malloc(nl + 1);
-    c->args = json ? strdup(json) : NULL;
-    cJSON_free(json);
-    cJSON_Delete(args);
-    if (c->name == NULL || c->args == NULL) {
-        llm_tool_call_free(c);
-        return 0;
-    }
-    memcpy(c->name, tool_name(t), nl + 1);
-    return k;
+    return take_call(c, t, args) == 0 ? k : 0;
 not_call:
     cJSON_Delete(args);
     return 0;
@@ -807,11 +831,9 @@ static size_t read_glm_call(const llm_api_req *r, const char *text, size_t len, 
     size_t ne = e;
     while (a < ne && is_json_ws(text[a])) a++;
     while (ne > a && is_json_ws(text[ne - 1])) ne--;
-    const cJSON *t = ne > a ? r->tools->child : NULL;
-    while (t != NULL && (strlen(tool_name(t)) != ne - a || memcmp(tool_name(t), text + a, ne - a) != 0)) t = t->next;
+    const cJSON *t = ne > a ? find_tool(r->tools, text + a, ne - a) : NULL;
     if (t == NULL) return 0;
-    const cJSON *props = cJSON_GetObjectItemCaseSensitive(llm_api_field(cJSON_GetObjectItemCaseSensitive(t, "function"),
-                                                                        "parameters"), "properties");
+    const cJSON *props = tool_props(t);
     cJSON *args = cJSON_CreateObject();
     size_t k = e;
     for (;;) {
@@ -837,22 +859,11 @@ static size_t read_glm_call(const llm_api_req *r, const char *text, size_t len, 
             while (va < vz && is_json_ws(text[va])) va++;
             while (vz > va && is_json_ws(text[vz - 1])) vz--;
         }
-        cJSON *v = xml_value(text + va, vz - va, type);
-        if (v == NULL) goto not_call;
-        cJSON_DeleteItemFromObjectCaseSensitive(args, key);
-        cJSON_AddItemToObject(args, key, v);
+        if (put_arg(args, key, xml_value(text + va, vz - va, type)) != 0)
+            goto not_call;
         k = ve + sizeof VC - 1;
     }
-    char *json = cJSON_PrintUnformatted(args);
-    c->name = strdup(tool_name(t));
-    c->args = json ? strdup(json) : NULL;
-    cJSON_free(json);
-    cJSON_Delete(args);
-    if (c->name == NULL || c->args == NULL) {
-        llm_tool_call_free(c);
-        return 0;
-    }
-    return k;
+    return take_call(c, t, args) == 0 ? k : 0;
 not_call:
     cJSON_Delete(args);
     return 0;
