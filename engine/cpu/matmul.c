@@ -13,6 +13,11 @@
 #ifndef TOKEN_BLOCK
 #define TOKEN_BLOCK  24  /* tokens per kernel call: a multiple of every tile width; their Q8 activations stay in L1 */
 #endif
+/* The chunks are cut into one contiguous range per thread (up to this many ranges), which a thread takes in
+ * order before it helps with the others': each thread then reads one long stream of weights, which the
+ * hardware prefetcher follows, where one shared counter interleaved the threads' chunks (32 rows each) and
+ * restarted every thread's stream at each one. */
+#define MM_RANGES 64
 #define TILED_TOKEN_BLOCK 32 /* gemm_bf16_tiled's: two groups of CPU_BF16_TILE_T, so calls start at a group */
 
 typedef struct {
@@ -26,7 +31,11 @@ typedef struct {
     size_t xfs;
     int n_units;       /* outputs scheduled: each output, or with swiglu each (gate, up) pair */
     int chunks[CPU_MM_MAX_OUTS + 1]; /* prefix sums of chunk counts per unit */
-    _Atomic int next;
+    int n_ranges;
+    struct {
+        _Alignas(64) _Atomic int next;     /* the range's next chunk; a cache line each */
+        int end;
+    } range[MM_RANGES];
 } mm_job;
 
 static void rmsnorm_row(const cpu_kernels *k, const float *x, const float *w, float *y, int n, float eps)
@@ -123,6 +132,40 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     }
 }
 
+/* Work item c: CHUNK_ROWS rows of one output (with swiglu, of the gate and the up one, then their product). */
+static void run_chunk(mm_job *j, int c, int ith)
+{
+    const cpu_mm *mm = j->mm;
+    cpu_state *st = j->st;
+    int lo = 0, hi = j->n_units - 1; /* the unit u with chunks[u] <= c < chunks[u + 1] */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (j->chunks[mid] <= c)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const cpu_mm_out *out = &mm->outs[mm->swiglu ? 2 * lo : lo];
+    int rows = (int)out->w->ne[1];
+    int r0 = (c - j->chunks[lo]) * CHUNK_ROWS;
+    int r1 = r0 + CHUNK_ROWS < rows ? r0 + CHUNK_ROWS : rows;
+    run_rows(j, out, r0, r1, ith);
+    if (mm->swiglu) {
+        const cpu_mm_out *up = out + 1;
+        run_rows(j, up, r0, r1, ith);
+        int tb, n = out_rows(mm, out, &tb);
+        for (int t = tb; t < tb + n; t++) {
+            float *g = out->y + (size_t)t * out->ldy + r0;
+            const float *u = up->y + (size_t)t * up->ldy + r0;
+            if (mm->gelu == LLM_ACT_GELU_ERF) /* (jina-bert-v2's, ModernBERT's exact GELU) */
+                for (int i = 0; i < r1 - r0; i++)
+                    g[i] = cpu_gelu_erf1(g[i]) * u[i];
+            else
+                (mm->gelu ? st->kern->geglu : st->kern->swiglu)(g, u, r1 - r0);
+        }
+    }
+}
+
 static void mm_worker(void *ctx, int ith, int nth)
 {
     mm_job *j = ctx;
@@ -161,38 +204,10 @@ static void mm_worker(void *ctx, int ith, int nth)
         cpu_pool_barrier(st->pool);
     }
 
-    int total = j->chunks[j->n_units];
-    for (;;) {
-        int c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (c >= total)
-            break;
-        int lo = 0, hi = j->n_units - 1; /* the unit u with chunks[u] <= c < chunks[u + 1] */
-        while (lo < hi) {
-            int mid = (lo + hi + 1) / 2;
-            if (j->chunks[mid] <= c)
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
-        const cpu_mm_out *out = &mm->outs[mm->swiglu ? 2 * lo : lo];
-        int rows = (int)out->w->ne[1];
-        int r0 = (c - j->chunks[lo]) * CHUNK_ROWS;
-        int r1 = r0 + CHUNK_ROWS < rows ? r0 + CHUNK_ROWS : rows;
-        run_rows(j, out, r0, r1, ith);
-        if (mm->swiglu) {
-            const cpu_mm_out *up = out + 1;
-            run_rows(j, up, r0, r1, ith);
-            int tb, n = out_rows(mm, out, &tb);
-            for (int t = tb; t < tb + n; t++) {
-                float *g = out->y + (size_t)t * out->ldy + r0;
-                const float *u = up->y + (size_t)t * up->ldy + r0;
-                if (mm->gelu == LLM_ACT_GELU_ERF) /* (jina-bert-v2's, ModernBERT's exact GELU) */
-                    for (int i = 0; i < r1 - r0; i++)
-                        g[i] = cpu_gelu_erf1(g[i]) * u[i];
-                else
-                    (mm->gelu ? st->kern->geglu : st->kern->swiglu)(g, u, r1 - r0);
-            }
-        }
+    for (int v = 0; v < j->n_ranges; v++) { /* its own range, then the others' rest */
+        int rg = (ith + v) % j->n_ranges;
+        for (int c; (c = atomic_fetch_add_explicit(&j->range[rg].next, 1, memory_order_relaxed)) < j->range[rg].end;)
+            run_chunk(j, c, ith);
     }
     if (mm->post != NULL) {
         cpu_pool_barrier(st->pool);
@@ -229,7 +244,12 @@ void cpu_matmul(cpu_state *st, const cpu_mm *mm)
     /* F16 products of many tokens (those widened to floats otherwise) on AMX tiles; not decode, where
      * splitting every weight per token cost 3x the step (measured) */
     j.split &= st->kern->gemm_f16_tiled != NULL && whole && widen(st->kern, LLM_F16, mm->n);
-    atomic_init(&j.next, 0);
+    int total = j.chunks[j.n_units], nth = cpu_pool_threads(st->pool);
+    j.n_ranges = nth < MM_RANGES ? nth : MM_RANGES;
+    for (int r = 0; r < j.n_ranges; r++) {
+        atomic_init(&j.range[r].next, (int)((long)total * r / j.n_ranges));
+        j.range[r].end = (int)((long)total * (r + 1) / j.n_ranges);
+    }
     cpu_pool_run(st->pool, mm_worker, &j);
 }
 
