@@ -39,6 +39,7 @@ typedef struct {
     llm_schema_state *con;
     int32_t  reason_start, reason_end; /* a reasoning model's <think> / </think> (-1: none) */
     int      thinking;         /* it opened with reason_start and has not written reason_end: no mask yet */
+    int      lead_ws;          /* every token it wrote is whitespace: it may still open its thinking */
     uint64_t         *allow;   /* con's mask for this step, made by the mask pool (allow_ready) */
     int               allow_ready, allow_left;
     int      cancelled;
@@ -1227,8 +1228,9 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
         for (int i = 0; i < r->n_stop; i++)
             if (r->stop[i] >= 0 && r->stop[i] < s->vocab)
                 lg[r->stop[i]] = -INFINITY;
-    /* a reasoning model's first token may open its thinking instead (reason_start kept through the mask) */
-    int open = r->con != NULL && !r->thinking && r->n_gen == 0 && r->reason_start >= 0;
+    /* a reasoning model's first token may open its thinking instead (reason_start kept through the mask), or
+     * its first after whitespace (GLM-4.5 writes a newline before <think>; JSON takes leading whitespace) */
+    int open = r->con != NULL && !r->thinking && (r->n_gen == 0 || r->lead_ws) && r->reason_start >= 0;
     float keep = open ? lg[r->reason_start] : 0.0f;
     if (r->con != NULL && r->thinking) {
         /* thinking: nothing masked until reason_end */
@@ -1243,6 +1245,17 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
     if (open)
         lg[r->reason_start] = keep;
     return llm_sampler_sample(r->smp, lg, res);
+}
+
+/* Token t's text is whitespace only (and not empty). */
+static int all_ws(const llm_json_vocab *v, int32_t t)
+{
+    size_t n = 0;
+    const char *p = llm_json_token_bytes(v, t, &n);
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
+            return 0;
+    return n > 0;
 }
 
 /* r takes token t (sampled at time t1): appended, emitted; the request ends after a stop id, a whole JSON
@@ -1264,10 +1277,12 @@ static int take_token(llm_sched *s, sreq *r, int32_t t, const llm_sample_result 
     llm_sched_finish fin = LLM_SCHED_FINISH_NONE;
     if (r->con != NULL && r->thinking)
         r->thinking = t != r->reason_end;
-    else if (r->con != NULL && r->n_gen == 1 && r->reason_start >= 0 && t == r->reason_start)
+    else if (r->con != NULL && (r->n_gen == 1 || r->lead_ws) && r->reason_start >= 0 && t == r->reason_start)
         r->thinking = 1; /* it thinks first: the mask waits for reason_end */
     else if (r->con != NULL)
         (void)llm_schema_accept(r->con, s->cfg.json_vocab, t); /* the mask let only such tokens through */
+    if (r->con != NULL && r->reason_start >= 0)
+        r->lead_ws = (r->n_gen == 1 || r->lead_ws) && !r->thinking && all_ws(s->cfg.json_vocab, t);
     if (is_stop(r, t) || (r->con != NULL && !r->thinking && llm_schema_done(r->con)))
         fin = LLM_SCHED_FINISH_STOP;
     else if (r->n_gen >= r->max_tokens || r->n_tokens >= s->ctx_limit)

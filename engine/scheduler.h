@@ -168,8 +168,9 @@ typedef struct {
     const int32_t      *stop_ids;    /* copied; eog ids go here unless ignore_eos */
     int                 n_stop;      /* 0..LLM_SCHED_MAX_STOP */
     int                 priority;    /* higher first; equal: FIFO */
-    int                 reasoning;   /* JSON mode / a schema on a reasoning model: the first token may be
-                                      * reason_start (<think>) besides what the mask allows; if it is, nothing is
+    int                 reasoning;   /* JSON mode / a schema on a reasoning model: the first token (or the
+                                      * first after whitespace-only ones) may be reason_start (<think>)
+                                      * besides what the mask allows; if it is, nothing is
                                       * masked until reason_end (</think>) has been generated (0: the mask holds
                                       * from the first token; without json or schema: not used) */
     int32_t             reason_start, reason_end;

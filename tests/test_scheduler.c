@@ -1045,11 +1045,11 @@ static void con_run(llm_backend *be, const llm_json_vocab *v, int mask_threads, 
     llm_sched_destroy(s);
 }
 
-/* One greedy request on the real model, whitespace tokens banned; JSON mode when json, a reasoning model's
- * <think> / </think> when rs >= 0. Returns the tokens it wrote. */
+/* One request on the real model (seed 0 at temperature temp; 0: greedy), whitespace tokens banned; JSON mode
+ * when json, a reasoning model's <think> / </think> when rs >= 0. Returns the tokens it wrote. */
 static int reason_run(llm_backend *be, const llm_json_vocab *v, int mask_threads, const int32_t *prompt, int np,
-                      int json, int32_t rs, int32_t re, const llm_logit_bias *bias, int n_bias, int32_t *tok,
-                      int *finish)
+                      float temp, int json, int32_t rs, int32_t re, const llm_logit_bias *bias, int n_bias,
+                      int32_t *tok, int *finish)
 {
     llm_sched_config cfg = { 0 };
     cfg.json_vocab = v;
@@ -1062,6 +1062,7 @@ static int reason_run(llm_backend *be, const llm_json_vocab *v, int mask_threads
     rq.prompt = prompt;
     rq.n_prompt = np;
     llm_sampling_defaults(&rq.sampling);
+    rq.sampling.temperature = temp;
     rq.max_tokens = 60;
     rq.bias = bias;
     rq.n_bias = n_bias;
@@ -1115,22 +1116,54 @@ static void test_reasoning_json(llm_backend *be, const llm_json_vocab *v)
         if (p != NULL && n > 0 && strspn(p, " \n\t\r") >= n)
             ws[n_ws++] = (llm_logit_bias){ id, -100.0f };
     }
-    int ng = reason_run(be, v, 0, prompt, 5, 0, -1, -1, ws, n_ws, g, &fin);
+    int ng = reason_run(be, v, 0, prompt, 5, 1.0f, 0, -1, -1, ws, n_ws, g, &fin);
     ok(ng >= 6 && !json_after(v, g, ng, 4), "plain greedy: %d tokens, not JSON after its 4th", ng);
     if (ng < 6)
         return;
-    int fe = 0, ne = reason_run(be, v, 0, prompt, 5, 1, -1, -1, ws, n_ws, e, &fe);
+    int fe = 0, ne = reason_run(be, v, 0, prompt, 5, 1.0f, 1, -1, -1, ws, n_ws, e, &fe);
     ok(ne > 0 && json_after(v, e, ne, 0) && memcmp(e, g, 4 * sizeof(int32_t)) != 0,
        "JSON mode alone: JSON from the first token");
     ws[n_ws] = (llm_logit_bias){ 77, -100.0f }; /* a <think> it does not want */
     for (int mt = 0; mt <= 2; mt += 2) {
-        int fb = 0, nb = reason_run(be, v, mt, prompt, 5, 1, g[0], g[3], ws, n_ws, b, &fb);
+        int fb = 0, nb = reason_run(be, v, mt, prompt, 5, 1.0f, 1, g[0], g[3], ws, n_ws, b, &fb);
         ok(nb > 4 && memcmp(b, g, 4 * sizeof(int32_t)) == 0 && json_after(v, b, nb, 4),
            "mask threads %d: thinking is the model's own (4 tokens), then %d tokens of one JSON object (%s)", mt,
            nb - 4, fb == LLM_SCHED_FINISH_STOP ? "stop" : "length");
-        int fd = 0, nd = reason_run(be, v, mt, prompt, 5, 1, 77, g[3], ws, n_ws + 1, d, &fd);
+        int fd = 0, nd = reason_run(be, v, mt, prompt, 5, 1.0f, 1, 77, g[3], ws, n_ws + 1, d, &fd);
         ok(nd == ne && memcmp(d, e, (size_t)ne * sizeof(int32_t)) == 0 && fd == fe,
            "mask threads %d: an answer that does not open with <think> is held from its first token", mt);
+    }
+}
+
+/* The same with a newline first (GLM-4.5 writes one before <think>): after 62 tokens of its greedy story,
+ * stories260K's next are "\n" (13), then 438 310 439: stand-ins for <think> and </think> 438 and 439. The
+ * newline (JSON's leading whitespace) does not close the door: the answer is the model's own four tokens,
+ * then one JSON object. */
+static void test_reasoning_json_after_ws(llm_backend *be, const llm_json_vocab *v)
+{
+    static const int32_t prompt[62] = {
+        1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337,
+        410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266,
+        268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426 };
+    int32_t g[60], b[60];
+    static llm_logit_bias ws[65];
+    int n_ws = 0, fin = 0;
+    for (int id = 0; id < llm_json_vocab_size(v) && n_ws < 64; id++) {
+        size_t n;
+        const char *p = llm_json_token_bytes(v, id, &n);
+        if (id != 13 && p != NULL && n > 0 && strspn(p, " \n\t\r") >= n)
+            ws[n_ws++] = (llm_logit_bias){ id, -100.0f };
+    }
+    int ng = reason_run(be, v, 0, prompt, 62, 0.0f, 0, -1, -1, ws, n_ws, g, &fin);
+    ok(ng >= 4 && g[0] == 13 && g[1] == 438 && g[3] == 439, "plain greedy: a newline, then 438 . 439 (%d %d %d %d)",
+       g[0], ng > 1 ? g[1] : -1, ng > 2 ? g[2] : -1, ng > 3 ? g[3] : -1);
+    if (ng < 4)
+        return;
+    for (int mt = 0; mt <= 2; mt += 2) {
+        int fb = 0, nb = reason_run(be, v, mt, prompt, 62, 0.0f, 1, 438, 439, ws, n_ws, b, &fb);
+        ok(nb > 4 && memcmp(b, g, 4 * sizeof(int32_t)) == 0 && json_after(v, b, nb, 4),
+           "mask threads %d: a newline, then its thinking (3 tokens), then %d tokens of one JSON object", mt,
+           nb - 4);
     }
 }
 
@@ -1178,6 +1211,7 @@ static void test_mask_pool(llm_backend *be, const llm_model *m)
     }
     ok(valid, "the finished outputs parse as JSON");
     test_reasoning_json(be, v);
+    test_reasoning_json_after_ws(be, v);
     llm_json_vocab_free(v);
 }
 
