@@ -328,7 +328,8 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
              llm_tensor_check(&L->post_ffn_norm, "post_ffw_norm", l, c->dim, 1, 1, who, err)))
             return -1;
     }
-    if ((c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH && !(c->act == LLM_ACT_GELU_ERF && c->layer_norm)) ||
+    if ((c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH && !(c->act == LLM_ACT_GELU_ERF && c->layer_norm) &&
+         !(c->act == LLM_ACT_SWIGLU_OAI && c->n_expert > 0)) ||
         c->swa_window < 0) {
         snprintf(err->msg, sizeof(err->msg), "%s: unknown activation %d or window %d", who, c->act, c->swa_window);
         return -1;

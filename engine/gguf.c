@@ -316,7 +316,7 @@ static int parse(gguf_ctx *c, const char *name, llm_err *err)
             return -1;
         if (!gguf_qtype_known(type)) {
             llm_seterr(err, "%s: tensor '%s' has unsupported type id %u (supported: f32, f16, bf16, q8_0, q4_0; "
-                       "q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs converted to q8_0 at load)", name, key,
+                       "q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4 converted to q8_0 at load)", name, key,
                        type);
             return -1;
         }

@@ -1,6 +1,7 @@
 /* Read-only GGUF weight types: sizes, names and row dequantisers (ggml's block
  * layouts; see gguf_quants.h). Blocks are read byte by byte with little-endian
  * 16-bit scales, so no alignment is assumed. */
+#include <math.h>
 #include <string.h>
 
 #include "gguf_quants.h"
@@ -23,6 +24,7 @@ static const qtype_info qtypes[] = {
     { GGML_Q6_K, "q6_K", LLM_QK_K, 210 },  /* 128 bytes of low nibbles; 64 of high 2 bits; 16 int8 scales; d */
     { GGML_IQ4_NL, "iq4_nl", 32, 18 },     /* d; 16 bytes of nibbles indexing iq4_values */
     { GGML_IQ4_XS, "iq4_xs", LLM_QK_K, 136 }, /* d; 2 + 4 bytes of 6-bit sub-block scales; 128 of nibbles */
+    { GGML_MXFP4, "mxfp4", 32, 17 },       /* e (E8M0 scale); 16 bytes of FP4 (E2M1) nibbles */
 };
 
 static const qtype_info *info(uint32_t t)
@@ -177,6 +179,41 @@ static void block_iq4_xs(const uint8_t *b, float *y)
     }
 }
 
+/* MXFP4 (OCP Microscaling, gpt-oss's experts): a nibble is an FP4 E2M1 number (sign, 2 exponent bits, 1
+ * mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6), here doubled to integers as a table, times the block's power of
+ * two 2^(e - 127) halved; element j < 16 is the low nibble of qs[j], j + 16 the high one. */
+static const int8_t mxfp4_values[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+static void block_mxfp4(const uint8_t *b, float *y)
+{
+    float d = ldexpf(1.0f, (int)b[0] - 128);
+    for (int j = 0; j < 16; j++) {
+        y[j] = d * (float)mxfp4_values[b[1 + j] & 0xF];
+        y[j + 16] = d * (float)mxfp4_values[b[1 + j] >> 4];
+    }
+}
+
+int gguf_mxfp4_row_to_q8_0(const void *src, void *dst, size_t n)
+{
+    const uint8_t *b = src;
+    uint8_t *o = dst;
+    for (size_t i = 0; i < n; i += 32, b += 17, o += sizeof(llm_block_q8_0)) {
+        if (b[0] < 104 || b[0] > 143) { /* 2^(e - 128) outside fp16's range: rounded through floats */
+            float y[32];
+            block_mxfp4(b, y);
+            llm_row_from_f32(LLM_Q8_0, y, o, 32);
+            continue;
+        }
+        uint16_t d = llm_f32_to_fp16(ldexpf(1.0f, (int)b[0] - 128)); /* exact: a power of two in range */
+        o[0] = (uint8_t)d;
+        o[1] = (uint8_t)(d >> 8);
+        for (int j = 0; j < 16; j++) {
+            o[2 + j] = (uint8_t)mxfp4_values[b[1 + j] & 0xF];
+            o[2 + j + 16] = (uint8_t)mxfp4_values[b[1 + j] >> 4];
+        }
+    }
+    return 0;
+}
+
 void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
 {
     const qtype_info *q = info(t);
@@ -197,6 +234,7 @@ void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
         case GGML_Q6_K: block_q6_K(b, dst); break;
         case GGML_IQ4_NL: block_iq4_32(b + 2, half_at(b), dst); break;
         case GGML_IQ4_XS: block_iq4_xs(b, dst); break;
+        case GGML_MXFP4: block_mxfp4(b, dst); break;
         }
     }
 }

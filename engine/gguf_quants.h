@@ -29,7 +29,7 @@
 enum {
     GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7,
     GGML_Q2_K = 10, GGML_Q3_K = 11, GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14,
-    GGML_IQ4_NL = 20, GGML_IQ4_XS = 23,
+    GGML_IQ4_NL = 20, GGML_IQ4_XS = 23, GGML_MXFP4 = 39,
 };
 
 #define LLM_QK_K 256 /* elements per K-quant super-block */
@@ -42,6 +42,9 @@ int         gguf_qtype_converted(uint32_t t);
 const char *gguf_qtype_name(uint32_t t);           /* "q4_K", ...; "unknown" */
 /* Bytes of a row of n elements; 0 if t is unknown or n not a multiple of its block. */
 size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);
+/* MXFP4 to Q8_0 without rounding where it can: a block's power of two in fp16's range becomes the Q8_0
+ * scale and its values (integers up to 12) the quants; the others through floats. n a multiple of 32. */
+int         gguf_mxfp4_row_to_q8_0(const void *src, void *dst, size_t n);
 /* Dequantise n elements (a multiple of the block) of any known type. */
 void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n);
 /* 1 for the K-quant types the writers produce: GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K. */

@@ -268,7 +268,7 @@ static int check_tensor(const llm_model *m, const llm_tensor *t, const char *wha
 /* The architectures the loaders take (GGUF general.architecture; a HF model_type maps to one of them). */
 static const char *const arch_names[] = {
     "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma", "gemma2", "gemma3", "gemma-embedding", "phi3",
-    "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "ernie4_5-moe", "glm4moe", "exaone", "exaone4", "seed_oss",
+    "smollm3", "granite", "granitemoe", "olmo2", "olmoe", "ernie4_5", "ernie4_5-moe", "glm4moe", "gpt-oss", "exaone", "exaone4", "seed_oss",
     "bert",
     "nomic-bert", "jina-bert-v2", "modern-bert",
 };
@@ -474,6 +474,20 @@ int llm_model_validate(llm_model *m, llm_err *err)
                 return -1;
             }
             CHK(ffn_gate_inp, c->dim, c->n_expert, 0)
+            /* gpt-oss: the router's and the experts' biases, in every such layer or none */
+            int eb = L->exp_b[0].data != NULL;
+            if (eb != (L->exp_b[1].data != NULL) || eb != (L->exp_b[2].data != NULL) ||
+                eb != (L->ffn_gate_inp_b.data != NULL) || eb != (L0->exp_b[0].data != NULL)) {
+                llm_seterr(err, "%s: layer %d: the router's and the experts' biases are all there or none", m->path,
+                           l);
+                return -1;
+            }
+            if (eb) {
+                CHK(ffn_gate_inp_b, c->n_expert, 1, 1)
+                CHK(exp_b[0], c->expert_ff, c->n_expert, 1)
+                CHK(exp_b[1], c->expert_ff, c->n_expert, 1)
+                CHK(exp_b[2], c->dim, c->n_expert, 1)
+            }
             if (L->post_ffn_norm.data != NULL) {
                 llm_seterr(err, "%s: layer %d: a norm after a mixture of experts is not supported", m->path, l);
                 return -1;
@@ -512,8 +526,15 @@ int llm_model_validate(llm_model *m, llm_err *err)
         wb += L->field.data != NULL ? tensor_bytes(&L->field) : 0;
         OPT(bq, q) OPT(bk, kv) OPT(bv, kv)
         OPT(q_norm, c->qk_norm_full ? q : c->head_dim) OPT(k_norm, c->qk_norm_full ? kv : c->head_dim)
-        OPT(post_attn_norm, c->dim) OPT(post_ffn_norm, c->dim)
+        OPT(post_attn_norm, c->dim) OPT(post_ffn_norm, c->dim) OPT(attn_sinks, c->n_heads)
+        if (!c->encoder) {
+            OPT(bo, c->dim)
+        }
 #undef OPT
+        if ((L->attn_sinks.data != NULL) != (m->layers[0].attn_sinks.data != NULL)) {
+            llm_seterr(err, "%s: layer %d: attention sinks in some layers and not in others", m->path, l);
+            return -1;
+        }
         if ((L->bq.data != NULL) != (L->bk.data != NULL) || (L->bk.data != NULL) != (L->bv.data != NULL) ||
             (L->q_norm.data != NULL) != (L->k_norm.data != NULL) ||
             (L->post_attn_norm.data != NULL) != (L->post_ffn_norm.data != NULL)) {
@@ -523,8 +544,10 @@ int llm_model_validate(llm_model *m, llm_err *err)
         }
     }
     m->weight_bytes = wb;
-    if ((c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH && c->act != LLM_ACT_GELU_ERF) ||
-        (c->act == LLM_ACT_GELU_ERF && !c->encoder && !c->layer_norm)) {
+    if ((c->act != LLM_ACT_SILU && c->act != LLM_ACT_GELU_TANH && c->act != LLM_ACT_GELU_ERF &&
+         c->act != LLM_ACT_SWIGLU_OAI) ||
+        (c->act == LLM_ACT_GELU_ERF && !c->encoder && !c->layer_norm) ||
+        (c->act == LLM_ACT_SWIGLU_OAI && c->n_expert == 0)) {
         llm_seterr(err, "%s: unknown activation %d", m->path, c->act);
         return -1;
     }
@@ -734,13 +757,20 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
         for (int l = 0; m->layers != NULL && l < c->n_layers; l++)
             n_swa += m->layers[l].swa;
         fprintf(f, "ffn %s, embedding scale %g, attention scale %g",
-                c->act == LLM_ACT_GELU_TANH ? "geglu" : c->act == LLM_ACT_GELU_ERF ? "geglu (exact erf gelu)" : "swiglu",
+                c->act == LLM_ACT_GELU_TANH  ? "geglu"
+                : c->act == LLM_ACT_GELU_ERF ? "geglu (exact erf gelu)"
+                : c->act == LLM_ACT_SWIGLU_OAI ? "swiglu-oai (min(g, 7) sigmoid(1.702 g) (clamp(u, -7, 7) + 1))"
+                                               : "swiglu",
                 (double)c->embd_scale, (double)llm_attn_scale(c));
         if (n_swa > 0)
             fprintf(f, ", sliding window %d on %d of %d layers (rope theta there %g)", c->swa_window, n_swa,
                     c->n_layers, (double)(c->rope_theta_swa > 0.0f ? c->rope_theta_swa : c->rope_theta));
         if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
             fprintf(f, ", soft caps: attention %g, logits %g", (double)c->attn_softcap, (double)c->final_softcap);
+        if (m->layers != NULL && m->layers[0].attn_sinks.data != NULL)
+            fprintf(f, ", attention sinks");
+        if (m->layers != NULL && m->layers[0].bo.data != NULL && !c->encoder)
+            fprintf(f, ", output projection bias");
         fprintf(f, "\n");
     }
     if (c->post_norm_only || c->qk_norm_full) { /* OLMo 2 / 3 */
@@ -761,7 +791,8 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
                 c->moe_norm_topk ? "renormalised over those chosen" : "as routed");
         if (c->moe_w_scale > 0.0f && c->moe_w_scale != 1.0f)
             fprintf(f, " times %g", (double)c->moe_w_scale);
-        fprintf(f, "%s%s\n", L0->exp_probs_b.data != NULL ? ", chosen with a bias" : "",
+        fprintf(f, "%s%s%s\n", L0->exp_probs_b.data != NULL ? ", chosen with a bias" : "",
+                L0->exp_b[0].data != NULL ? ", with biases" : "",
                 !llm_layer_has_shared(L0)           ? ""
                 : L0->shexp_gate.data != NULL ? ", and a gated shared expert"
                                               : ", and a shared expert");

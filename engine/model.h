@@ -121,7 +121,19 @@ typedef struct {
 
 #define LLM_MAX_EXPERTS 256
 
-enum { LLM_ACT_SILU = 0, LLM_ACT_GELU_TANH = 1, LLM_ACT_GELU_ERF = 2 /* jina-bert-v2's and ModernBERT's gate */ };
+enum { LLM_ACT_SILU = 0, LLM_ACT_GELU_TANH = 1, LLM_ACT_GELU_ERF = 2 /* jina-bert-v2's and ModernBERT's gate */,
+       /* gpt-oss's experts: g = min(gate, 7), u = clamp(up, -7, 7), g * sigmoid(1.702 g) * (u + 1) */
+       LLM_ACT_SWIGLU_OAI = 3 };
+#define LLM_OAI_ALPHA 1.702f
+#define LLM_OAI_LIMIT 7.0f
+
+/* gpt-oss's gated unit of one gate / up pair (LLM_ACT_SWIGLU_OAI). */
+static inline float llm_swiglu_oai(float g, float u)
+{
+    g = g < LLM_OAI_LIMIT ? g : LLM_OAI_LIMIT;
+    u = u < -LLM_OAI_LIMIT ? -LLM_OAI_LIMIT : u > LLM_OAI_LIMIT ? LLM_OAI_LIMIT : u;
+    return g / (1.0f + expf(-LLM_OAI_ALPHA * g)) * (u + 1.0f);
+}
 
 /* ALiBi's slope of head h (llm_config.alibi_max_bias): for n heads and p the largest power of two <= n,
  * 2^(-b/p)^(h+1) for the first p heads, then 2^(-b/2p)^(2(h-p)+1) (the odd powers of the slopes of 2p
@@ -170,6 +182,11 @@ typedef struct {
      * residual adds (GGUF attn_output_norm, layer_output_norm), these their biases, and bo, b_up, b_down the
      * output, up and down projections' biases (F32); w_gate is absent. */
     llm_tensor attn_norm_b, ffn_norm_b, bo, b_up, b_down;
+    /* gpt-oss (F32; data NULL for the others): bo above is its output projection's bias; attn_sinks [n_heads]
+     * each head's sink, a logit that takes part in the softmax's sum and has no value; ffn_gate_inp_b
+     * [n_expert] the router's bias (added to its logits); exp_b gate / up [expert_ff x n_expert] and down
+     * [dim x n_expert], the experts' biases (column e is expert e's) */
+    llm_tensor attn_sinks, ffn_gate_inp_b, exp_b[3];
 } llm_layer;
 
 /* A mixture of experts' layer with a shared expert (llm_layer's w_gate, w_up, w_down). */

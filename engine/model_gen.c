@@ -239,6 +239,22 @@ static const preset presets[] = {
                        .expert_ff = 1408, .moe_norm_topk = 1, .moe_dense_lead = 1, .dense_ff = 10944, .moe_sigmoid = 1,
                        .moe_w_scale = 1.0f, .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "glm4moe",
       0, 0, 0, 0 },
+    /* gpt-oss: biases on q, k, v, the output and the router, a sink per head, a window of 8 on every other
+     * layer (the first of each pair), 8 experts of 64 with their biases, 3 per token weighted by the softmax of
+     * their logits, the clamped SwiGLU, tiny (heads of 32: q 128 wide over 64); then gpt-oss-20b's shape (24
+     * layers of 2880, 64 heads of 64 over 8 KV heads, a window of 128, 32 experts of 2880, 4 per token, YaRN
+     * 32x over 4096; Llama 3's vocabulary instead of its 201,088) */
+    { "tiny-gpt-oss", { .dim = 64, .hidden_dim = 64, .n_layers = 4, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
+                        .vocab_size = 128256, .seq_len = 4096, .rope_theta = 150000.0f, .norm_eps = 1e-5f,
+                        .swa_window = 8, .n_expert = 8, .n_expert_used = 3, .expert_ff = 64, .moe_norm_topk = 1,
+                        .act = LLM_ACT_SWIGLU_OAI, .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 },
+      1, "gpt-oss", 0.125f, 0.33f, 0.1f, 0 },
+    { "gpt-oss-20b", { .dim = 2880, .hidden_dim = 2880, .n_layers = 24, .n_heads = 64, .n_kv_heads = 8,
+                       .head_dim = 64, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 150000.0f,
+                       .norm_eps = 1e-5f, .swa_window = 128, .n_expert = 32, .n_expert_used = 4, .expert_ff = 2880,
+                       .moe_norm_topk = 1, .act = LLM_ACT_SWIGLU_OAI, .rope_scaling = LLM_ROPE_SCALING_YARN,
+                       .rope_factor = 32.0f, .rope_orig_ctx = 4096, .yarn_beta_fast = 32.0f, .yarn_beta_slow = 1.0f,
+                       .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "gpt-oss", 0, 0, 0, 0 },
     /* EXAONE 3.x (a Llama rotating halves in GGUF, as llama.cpp's exaone) and Seed-OSS (Qwen 2's q/k/v biases,
      * its FFN norm named post_attention_norm in GGUF), tiny */
     /* EXAONE 4: OLMo 2's norm placement with per-head q/k norms, tiny; and a 64-layer one (llama.cpp gives only
@@ -591,7 +607,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, tiny-olmoe, "
-                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-ernie4_5-moe, ernie-4.5-21b-a3b, tiny-glm4moe, glm-4.5-air, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
+                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-ernie4_5-moe, ernie-4.5-21b-a3b, tiny-glm4moe, glm-4.5-air, tiny-gpt-oss, gpt-oss-20b, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);
@@ -636,6 +652,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
     int granitemoe = strcmp(arch, "granitemoe") == 0, qwen2moe = strcmp(arch, "qwen2moe") == 0;
     int ernie_moe = strcmp(arch, "ernie4_5-moe") == 0, glm = strcmp(arch, "glm4moe") == 0;
     int shared = qwen2moe || ernie_moe || glm || (granitemoe && c->hidden_dim != c->expert_ff);
+    int gptoss = strcmp(arch, "gpt-oss") == 0;
     llm_gguf_w_meta(w, arch, c, shared, gname, dtype);
     if (strcmp(arch, "exaone4") == 0 && c->swa_window > 0) /* three windowed layers of four */
         gguf_w_u32(w, "exaone4.attention.sliding_window_pattern", 4);
@@ -644,7 +661,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         snprintf(path, sizeof(path), "%s/tokenizers/llama3/tokenizer.json", shared_dir);
         /* Qwen's pre-tokenizer for the Qwen presets, GPT-4o's for the partial-rotary Phi (Phi-4-mini's) */
         const char *pre = qwen2 || qwen3                ? "qwen2"
-                          : phi3 && c->rope_dims > 0       ? "gpt-4o"
+                          : (phi3 && c->rope_dims > 0) || gptoss ? "gpt-4o"
                           : strncmp(arch, "granite", 7) == 0 ? "refact"
                           : strcmp(arch, "olmo2") == 0       ? "dbrx"
                           : strcmp(arch, "olmoe") == 0       ? "olmo"
@@ -695,7 +712,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         }
         T("attn_output", q, c->dim, 0.0f, sd)
         if (!c->post_norm_only) {
-            if (strcmp(arch, "seed_oss") == 0 || glm) {
+            if (strcmp(arch, "seed_oss") == 0 || glm || gptoss) {
                 T("post_attention_norm", c->dim, 1, 1.0f, 0.05f)
             } else {
                 T("ffn_norm", c->dim, 1, 1.0f, 0.05f)
@@ -716,6 +733,16 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                 snprintf(n, sizeof(n), "blk.%d.exp_probs_b.bias", l);
                 ADD3(n, c->n_expert, 1, 1, 0.0f, bias_sd, LLM_F32);
             }
+            if (gptoss) { /* the router's bias, and the experts' ([n_expert][rows]) */
+                snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.bias", l);
+                ADD3(n, c->n_expert, 1, 1, 0.0f, bias_sd, LLM_F32);
+                snprintf(n, sizeof(n), "blk.%d.ffn_gate_exps.bias", l);
+                ADD3(n, c->expert_ff, c->n_expert, 1, 0.0f, bias_sd, LLM_F32);
+                snprintf(n, sizeof(n), "blk.%d.ffn_up_exps.bias", l);
+                ADD3(n, c->expert_ff, c->n_expert, 1, 0.0f, bias_sd, LLM_F32);
+                snprintf(n, sizeof(n), "blk.%d.ffn_down_exps.bias", l);
+                ADD3(n, c->dim, c->n_expert, 1, 0.0f, bias_sd, LLM_F32);
+            }
             snprintf(n, sizeof(n), "blk.%d.ffn_gate_exps.weight", l);
             ADD3(n, c->dim, c->expert_ff, c->n_expert, 0.0f, sd, dtype);
             snprintf(n, sizeof(n), "blk.%d.ffn_up_exps.weight", l);
@@ -734,10 +761,14 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         }
 #undef T
 #define V(name, ne0, mean_, sd_) snprintf(n, sizeof(n), "blk.%d." name, l); ADD(n, ne0, 1, mean_, sd_);
-        if (qwen2 || glm || strcmp(arch, "seed_oss") == 0) {
+        if (qwen2 || glm || gptoss || strcmp(arch, "seed_oss") == 0) {
             V("attn_q.bias", q, 0.0f, bias_sd)
             V("attn_k.bias", kv, 0.0f, bias_sd)
             V("attn_v.bias", kv, 0.0f, bias_sd)
+        }
+        if (gptoss) { /* the output's bias; the heads' sinks, spread about 0 as a trained model's (-3 .. 3) */
+            V("attn_output.bias", c->dim, 0.0f, bias_sd)
+            V("attn_sinks.weight", c->n_heads, 0.0f, 1.0f)
         }
         if (qwen3 || gemma3 || c->qk_norm_full || strcmp(arch, "exaone4") == 0) { /* (OLMo 2's over whole rows) */
             V("attn_q_norm.weight", c->qk_norm_full ? q : c->head_dim, 1.0f, 0.05f)

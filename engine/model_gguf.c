@@ -65,6 +65,10 @@ static void *requant_rows(void *arg)
     }
     const uint8_t *src = j->t->data;
     for (size_t r = j->r0; r < j->r1; r++) {
+        if (j->t->type == GGML_MXFP4) { /* (exact where it can be) */
+            gguf_mxfp4_row_to_q8_0(src + r * src_row, j->out + r * dst_row, cols);
+            continue;
+        }
         gguf_qtype_to_f32(j->t->type, src + r * src_row, tmp, cols);
         llm_row_from_f32(LLM_Q8_0, tmp, j->out + r * dst_row, cols);
     }
@@ -296,6 +300,31 @@ static int take_experts(llm_model *m, int l, llm_layer *L, llm_err *err)
     return 0;
 }
 
+/* gpt-oss's layer l biases of its router ([n_expert]) and of its experts' gate, up ([expert_ff x n_expert])
+ * and down ([dim x n_expert]) projections, F32. */
+static int gptoss_biases(llm_model *m, int l, llm_layer *L, llm_err *err)
+{
+    const llm_config *c = &m->cfg;
+    static const char *const names[3] = { "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps" };
+    char n[96];
+    snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.bias", l);
+    if (llm_gguf_take_vec(m, n, &L->ffn_gate_inp_b, 1, err) != 0)
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        snprintf(n, sizeof(n), "blk.%d.%s.bias", l, names[i]);
+        const gguf_tensor *t = gguf_find_tensor(m->gguf, n);
+        uint64_t rows = i < 2 ? (uint64_t)c->expert_ff : (uint64_t)c->dim;
+        if (t == NULL || t->type != LLM_F32 || t->ne[0] != rows || t->ne[1] != (uint64_t)c->n_expert ||
+            t->ne[2] != 1 || t->ne[3] != 1) {
+            llm_seterr(err, "%s: tensor %s %s: gpt-oss needs it, f32 [%d experts x %llu]", m->path, n,
+                       t == NULL ? "is missing" : "has another type or shape", c->n_expert, (unsigned long long)rows);
+            return -1;
+        }
+        L->exp_b[i] = (llm_tensor){ .type = LLM_F32, .ne = { (int64_t)rows, c->n_expert }, .data = t->data };
+    }
+    return 0;
+}
+
 /* <arch>.expert_count and the like (Qwen 3 MoE; llama with experts: Mixtral), as llama.cpp reads them. */
 static int moe_keys(llm_model *m, const char *arch, llm_err *err)
 {
@@ -307,7 +336,7 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     int qwen2moe = strcmp(arch, "qwen2moe") == 0, olmoe = strcmp(arch, "olmoe") == 0;
     if (c->n_expert == 0) {
         if (qwen2moe || olmoe || strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0 ||
-            strcmp(arch, "ernie4_5-moe") == 0 || strcmp(arch, "glm4moe") == 0) {
+            strcmp(arch, "ernie4_5-moe") == 0 || strcmp(arch, "glm4moe") == 0 || strcmp(arch, "gpt-oss") == 0) {
             llm_seterr(err, "%s: missing %s", m->path, k);
             return -1;
         }
@@ -378,6 +407,8 @@ static int moe_keys(llm_model *m, const char *arch, llm_err *err)
     int norm = !qwen2moe && !olmoe && strcmp(arch, "glm4moe") != 0; /* (llama.cpp's GLM-4.5 default: false) */
     snprintf(k, sizeof(k), "%s.expert_weights_norm", arch);
     gguf_get_bool(m->gguf, k, &norm);
+    if (strcmp(arch, "gpt-oss") == 0) /* the softmax of the chosen experts' logits: renormalised, whatever a key says */
+        norm = 1;
     c->moe_norm_topk = norm;
     if (c->n_expert < 2 || c->n_expert > LLM_MAX_EXPERTS || c->n_expert_used < 1 || c->n_expert_used > c->n_expert) {
         llm_seterr(err, "%s: bad mixture of experts: %d experts, %d used per token (2 to %d experts)", m->path,
@@ -717,12 +748,15 @@ static int load(llm_model *m, llm_err *err)
     int glm4moe = strcmp(arch, "glm4moe") == 0;
     /* EXAONE 4: OLMo 2's norm placement with per-head q/k norms; the 32B's windows, global layers without rope */
     int exaone4 = strcmp(arch, "exaone4") == 0;
+    /* gpt-oss: biases on every projection (the experts' too), a sink per head, a window on every other layer
+     * (the first of each pair, as llama.cpp's fixed pattern), its experts' clamped SwiGLU */
+    int gptoss = strcmp(arch, "gpt-oss") == 0;
     /* windowed layers: all but the last of every `period` (0: every layer, a windowed llama's) */
-    int period = olmo2 ? 4 : gemma2 ? 2 : gemma ? 6 : 0;
+    int period = olmo2 ? 4 : gemma2 || gptoss ? 2 : gemma ? 6 : 0;
     /* Tensors no architecture here has: refused rather than left out of the sums. */
     static const char *const unused[] = { "blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
                                           "blk.0.ffn_down.bias", "output.bias" };
-    for (size_t i = 0; i < sizeof(unused) / sizeof(unused[0]); i++)
+    for (size_t i = gptoss; i < sizeof(unused) / sizeof(unused[0]); i++) /* (gpt-oss's output bias: below) */
         if (gguf_find_tensor(g, unused[i]) != NULL) {
             llm_seterr(err, "%s: tensor %s is not supported (architecture %s)", m->path, unused[i], arch);
             return -1;
@@ -780,7 +814,7 @@ static int load(llm_model *m, llm_err *err)
     uint32_t win = 0;
     char wk[96];
     snprintf(wk, sizeof(wk), "%s.attention.sliding_window", arch);
-    if ((strcmp(arch, "llama") == 0 || olmo2) && gguf_get_u32(g, wk, &win) == 0) {
+    if ((strcmp(arch, "llama") == 0 || olmo2 || gptoss) && gguf_get_u32(g, wk, &win) == 0) {
         if (win == 0 || win > (1u << 30)) {
             llm_seterr(err, "%s: bad %s", m->path, wk);
             return -1;
@@ -788,6 +822,13 @@ static int load(llm_model *m, llm_err *err)
         c->swa_window = (int)win;
     }
     c->post_norm_only = olmo2 || exaone4;
+    if (gptoss) {
+        if (c->n_expert == 0 || c->swa_window == 0) {
+            llm_seterr(err, "%s: gpt-oss without %s.expert_count or %s", m->path, arch, wk);
+            return -1;
+        }
+        c->act = LLM_ACT_SWIGLU_OAI;
+    }
     c->qk_norm_full = olmo2 || olmoe;
     if (exaone4 && exaone4_keys(m, g, &period, err) != 0)
         return -1;
@@ -871,8 +912,8 @@ static int load(llm_model *m, llm_err *err)
             T("attn_q", wq) T("attn_k", wk) T("attn_v", wv) T("attn_output", wo)
         }
         if (!c->post_norm_only) {
-            if (seed_oss || glm4moe) { /* (its pre-FFN norm under the post-attention name, as llama.cpp maps
-                                         * Seed-OSS and GLM-4.5) */
+            if (seed_oss || glm4moe || gptoss) { /* (its pre-FFN norm under the post-attention name, as llama.cpp
+                                                   * maps Seed-OSS, GLM-4.5 and gpt-oss) */
                 N("post_attention_norm", ffn_norm)
             } else {
                 N("ffn_norm", ffn_norm)
@@ -890,6 +931,8 @@ static int load(llm_model *m, llm_err *err)
         } else {
             T("ffn_gate_inp", ffn_gate_inp)
             if (take_experts(m, l, L, err) != 0)
+                return -1;
+            if (gptoss && gptoss_biases(m, l, L, err) != 0)
                 return -1;
             /* the router's bias for choosing (not weighting) experts: ERNIE 4.5 MoE's, GLM-4.5's */
             snprintf(n, sizeof(n), "blk.%d.exp_probs_b.bias", l);
@@ -917,7 +960,9 @@ static int load(llm_model *m, llm_err *err)
         V("attn_q.bias", bq, 0) V("attn_k.bias", bk, 0) V("attn_v.bias", bv, 0)
         V("attn_q_norm.weight", q_norm, qwen3 || gemma3 || olmo2 || olmoe || exaone4)
         V("attn_k_norm.weight", k_norm, qwen3 || gemma3 || olmo2 || olmoe || exaone4)
-        if (!seed_oss && !glm4moe) { /* (Seed-OSS's and GLM-4.5's tensor of that name is their FFN norm, above) */
+        V("attn_output.bias", bo, gptoss) V("attn_sinks.weight", attn_sinks, gptoss)
+        if (!seed_oss && !glm4moe && !gptoss) { /* (Seed-OSS's, GLM-4.5's and gpt-oss's tensor of that name is their
+                                                 * FFN norm, above) */
             V("post_attention_norm.weight", post_attn_norm, gemma2 || gemma3 || c->post_norm_only)
         }
         V("post_ffw_norm.weight", post_ffn_norm, gemma2 || gemma3 || c->post_norm_only)

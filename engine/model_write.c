@@ -543,6 +543,10 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         llm_seterr(err, "%s: re-saving a ModernBERT reranker is not supported: serve its Hugging Face directory", path);
         return -1;
     }
+    if (strcmp(m->arch, "gpt-oss") == 0) { /* (its sinks and biases have no writer yet) */
+        llm_seterr(err, "%s: re-saving a gpt-oss model is not supported yet: serve the file as it is", path);
+        return -1;
+    }
     gguf_writer *w = gguf_writer_new();
     conv_list l = { 0 };
     l.cap = 24 * c->n_layers + 3; /* at most 17 tensors a layer (Qwen 2 MoE) */
@@ -1291,6 +1295,10 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
     }
     if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
         llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
+        return -1;
+    }
+    if (strcmp(m->arch, "gpt-oss") == 0) {
+        llm_seterr(err, "%s: re-saving a gpt-oss model is not supported yet: serve the file as it is", dir);
         return -1;
     }
     if (m->cls_norm != NULL) {

@@ -227,6 +227,70 @@ static void test_glm_moe(const char *dir)
     unlink(path);
 }
 
+/* gpt-oss (tiny-gpt-oss): controls for what tests/parity/gptoss.t holds to llama.cpp: without the sinks, with
+ * the plain SwiGLU, without the experts' biases, without the output projection's bias, the logits move. */
+static void test_gptoss(const char *dir)
+{
+    llm_err err = { { 0 } };
+    char path[600];
+    snprintf(path, sizeof(path), "%s/gpt-oss.gguf", dir);
+    ok(llm_model_generate("tiny-gpt-oss", LLM_F32, 9, path, "../shared", &err) == 0, "gen tiny-gpt-oss: %s",
+       err.msg);
+    llm_model *m = llm_model_load(path, NULL, &err);
+    ok(m != NULL && m->cfg.act == LLM_ACT_SWIGLU_OAI && m->layers[0].swa && !m->layers[1].swa &&
+       m->layers[1].attn_sinks.data != NULL && m->layers[1].exp_b[2].data != NULL,
+       "it loads: the clamped SwiGLU, a window on layer 0 not 1, sinks, experts' biases: %s", m ? "" : err.msg);
+    if (m == NULL)
+        return;
+    int n = 24, V = m->cfg.vocab_size;
+    int32_t toks[24];
+    for (int i = 0; i < n; i++)
+        toks[i] = i == 0 ? m->cfg.bos_id : 500 + (i * 53) % 4000;
+    table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
+    for (int i = 0; i <= n / BLOCK; i++)
+        table[i] = i;
+    view = (llm_seq_view){ table, n / BLOCK + 1 };
+    float *one = malloc((size_t)V * sizeof(float)), *alt = malloc((size_t)V * sizeof(float));
+    int rc = run_whole(m, toks, n, one);
+    llm_layer keep[4];
+    for (int l = 0; l < 4; l++)
+        keep[l] = m->layers[l];
+    for (int l = 0; l < 4; l++)
+        m->layers[l].attn_sinks.data = NULL;
+    rc |= run_whole(m, toks, n, alt);
+    ok(rc == 0 && max_rel_diff(alt, one, (size_t)V) > 1e-2, "control: without the sinks the logits move (%.2g)",
+       max_rel_diff(alt, one, (size_t)V));
+    for (int l = 0; l < 4; l++)
+        m->layers[l] = keep[l];
+    m->cfg.act = LLM_ACT_SILU;
+    rc |= run_whole(m, toks, n, alt);
+    ok(rc == 0 && max_rel_diff(alt, one, (size_t)V) > 1e-2, "control: with the plain SwiGLU they move (%.2g)",
+       max_rel_diff(alt, one, (size_t)V));
+    m->cfg.act = LLM_ACT_SWIGLU_OAI;
+    for (int l = 0; l < 4; l++)
+        for (int i = 0; i < 3; i++)
+            m->layers[l].exp_b[i].data = NULL;
+    for (int l = 0; l < 4; l++)
+        m->layers[l].ffn_gate_inp_b.data = NULL;
+    rc |= run_whole(m, toks, n, alt);
+    ok(rc == 0 && max_rel_diff(alt, one, (size_t)V) > 1e-2, "control: without the router's and experts' biases "
+       "(%.2g)", max_rel_diff(alt, one, (size_t)V));
+    for (int l = 0; l < 4; l++)
+        m->layers[l] = keep[l];
+    for (int l = 0; l < 4; l++)
+        m->layers[l].bo.data = NULL;
+    rc |= run_whole(m, toks, n, alt);
+    ok(rc == 0 && max_rel_diff(alt, one, (size_t)V) > 1e-2, "control: without the output projection's bias (%.2g)",
+       max_rel_diff(alt, one, (size_t)V));
+    for (int l = 0; l < 4; l++)
+        m->layers[l] = keep[l];
+    rc |= run_whole(m, toks, n, alt);
+    ok(rc == 0 && max_rel_diff(alt, one, (size_t)V) == 0.0, "and restored, the same logits");
+    free(one); free(alt); free(table);
+    llm_model_free(m);
+    unlink(path);
+}
+
 int main(void)
 {
     char dir[64];
@@ -237,6 +301,7 @@ int main(void)
     test_moe("tiny-qwen2moe", LLM_Q8_0, dir);
     test_ernie_moe(dir);
     test_glm_moe(dir);
+    test_gptoss(dir);
     rmdir(dir);
     return done_testing();
 }

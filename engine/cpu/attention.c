@@ -45,6 +45,19 @@ static const float *dequant_block(const cpu_state *st, const void *cache, const 
     return out;
 }
 
+/* Softmax of x[0..n) with a sink (gpt-oss): one more logit in the sum, whose probability goes to nothing. */
+static void softmax_sink(float *x, int n, float sink)
+{
+    float mx = sink, sum;
+    for (int i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    sum = expf(sink - mx);
+    for (int i = 0; i < n; i++)
+        sum += x[i] = expf(x[i] - mx);
+    for (int i = 0; i < n; i++)
+        x[i] /= sum;
+}
+
 static void att_worker(void *ctx, int ith, int nth)
 {
     (void)nth;
@@ -66,6 +79,7 @@ static void att_worker(void *ctx, int ith, int nth)
      * (EmbeddingGemma) p - win / 2 .. p + win / 2, as llama.cpp's symmetric window and transformers' */
     int win = st->m->layers[j->layer].swa ? c->swa_window : 0, causal = !c->bidirectional;
     int half = causal ? 0 : win / 2;
+    const float *sinks = st->m->layers[j->layer].attn_sinks.data; /* gpt-oss's, per query head */
 
     for (;;) {
         int item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
@@ -138,7 +152,10 @@ static void att_worker(void *ctx, int ith, int nth)
                 sc[i] = -INFINITY;
             for (int i = hi + 1; i <= p; i++) /* after a symmetric window */
                 sc[i] = -INFINITY;
-            k->softmax(sc + from, p + 1 - from);
+            if (sinks != NULL)
+                softmax_sink(sc + from, p + 1 - from, sinks[h0 + r / nt]);
+            else
+                k->softmax(sc + from, p + 1 - from);
             for (int i = from; i < lo; i++)
                 sc[i] = 0.0f; /* exactly: the vector exp stops at e^-87 */
             for (int i = hi + 1; i <= p; i++)

@@ -106,7 +106,9 @@ typedef struct {
     const cpu_mm_out *outs;
     int n_outs;
     int swiglu;            /* outs = {gate, up} pairs: afterwards gate <- silu(gate) * up */
-    int gelu;              /* with swiglu: gelu(gate) * up instead (GeGLU): LLM_ACT_GELU_TANH or _ERF (model.h) */
+    int gelu;              /* with swiglu: gelu(gate) * up instead (GeGLU): LLM_ACT_GELU_TANH or _ERF (model.h), or
+                            * LLM_ACT_SWIGLU_OAI (gpt-oss's clamped one) */
+    const float *const *bias; /* NULL, or per output its bias (NULL: none), added to each row of its product */
     /* runs after all rows are done (after a barrier), on every thread */
     void (*post)(void *ctx, int ith, int nth);
     void *post_ctx;

@@ -345,6 +345,11 @@ static void post_norm_add(void *ctx, int ith, int nth)
             cpu_layer_norm(x, dim, p->w, p->ln_b, st->m->cfg.norm_eps);
             continue;
         }
+        if (p->w == NULL && p->bias != NULL) { /* gpt-oss's output bias */
+            for (int i = 0; i < dim; i++)
+                x[i] += y[i] + p->bias[i];
+            continue;
+        }
         if (p->w == NULL) {
             for (int i = 0; i < dim; i++)
                 x[i] += y[i] * p->s;
@@ -372,7 +377,7 @@ static void project_out_ln(cpu_state *st, const llm_tensor *w, const cpu_pk_mat 
                            int n, const llm_tensor *post_norm, const llm_tensor *bias, const llm_tensor *ln_b)
 {
     float rs = st->m->cfg.residual_scale;
-    int dim = st->m->cfg.dim, post = post_norm->data != NULL || rs > 0.0f;
+    int dim = st->m->cfg.dim, post = post_norm->data != NULL || rs > 0.0f || (bias != NULL && bias->data != NULL);
     post_norm_ctx pn = { st, post_norm->data, rs, n, bias != NULL ? bias->data : NULL,
                          ln_b != NULL ? ln_b->data : NULL };
     cpu_mm_out o = { w, post ? st->xb : st->x, (size_t)dim, !post, packed, 0, 0 };
@@ -508,7 +513,11 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
             continue;
         }
 
-        project_out(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm);
+        if (L->bo.data != NULL) /* gpt-oss: the output projection's bias (no norm after it) */
+            project_out_ln(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm,
+                           &L->bo, NULL);
+        else
+            project_out(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm);
 
         if (llm_layer_moe(c, L)) {
             if (cpu_moe_ffn(st, l, n) != 0) {

@@ -132,6 +132,21 @@ static void run_rows(mm_job *j, const cpu_mm_out *o, int r0, int r1, int ith)
     }
 }
 
+/* Output o's bias (mm->bias[o]) over rows [r0, r1) of each of its products. */
+static void add_bias(const cpu_mm *mm, int o, int r0, int r1)
+{
+    const float *b = mm->bias != NULL ? mm->bias[o] : NULL;
+    if (b == NULL)
+        return;
+    const cpu_mm_out *out = &mm->outs[o];
+    int tb, n = out_rows(mm, out, &tb);
+    for (int t = tb; t < tb + n; t++) {
+        float *y = out->y + (size_t)t * out->ldy;
+        for (int r = r0; r < r1; r++)
+            y[r] += b[r];
+    }
+}
+
 /* Work item c: CHUNK_ROWS rows of one output (with swiglu, of the gate and the up one, then their product). */
 static void run_chunk(mm_job *j, int c, int ith)
 {
@@ -145,14 +160,17 @@ static void run_chunk(mm_job *j, int c, int ith)
         else
             hi = mid - 1;
     }
-    const cpu_mm_out *out = &mm->outs[mm->swiglu ? 2 * lo : lo];
+    int o = mm->swiglu ? 2 * lo : lo;
+    const cpu_mm_out *out = &mm->outs[o];
     int rows = (int)out->w->ne[1];
     int r0 = (c - j->chunks[lo]) * CHUNK_ROWS;
     int r1 = r0 + CHUNK_ROWS < rows ? r0 + CHUNK_ROWS : rows;
     run_rows(j, out, r0, r1, ith);
+    add_bias(mm, o, r0, r1);
     if (mm->swiglu) {
         const cpu_mm_out *up = out + 1;
         run_rows(j, up, r0, r1, ith);
+        add_bias(mm, o + 1, r0, r1);
         int tb, n = out_rows(mm, out, &tb);
         for (int t = tb; t < tb + n; t++) {
             float *g = out->y + (size_t)t * out->ldy + r0;
@@ -160,6 +178,9 @@ static void run_chunk(mm_job *j, int c, int ith)
             if (mm->gelu == LLM_ACT_GELU_ERF) /* (jina-bert-v2's, ModernBERT's exact GELU) */
                 for (int i = 0; i < r1 - r0; i++)
                     g[i] = cpu_gelu_erf1(g[i]) * u[i];
+            else if (mm->gelu == LLM_ACT_SWIGLU_OAI)
+                for (int i = 0; i < r1 - r0; i++)
+                    g[i] = llm_swiglu_oai(g[i], u[i]);
             else
                 (mm->gelu ? st->kern->geglu : st->kern->swiglu)(g, u, r1 - r0);
         }

@@ -174,8 +174,10 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
         int np = n - t0 < P ? n - t0 : P;
         cpu_mm_out r = { &L->ffn_gate_inp, st->moe_logits, (size_t)c->n_expert, 0,
                          cpu_packed(st, l, LLM_MAT_ROUTER), 0, 0 };
+        const float *rb[1] = { L->ffn_gate_inp_b.data }; /* (gpt-oss's router bias) */
         cpu_mm mr = { .x = st->x + (size_t)t0 * dim, .xs = (size_t)dim, .n = np, .K = dim,
-                      .norm = L->ffn_norm.data, .xn = st->xb, .eps = c->norm_eps, .outs = &r, .n_outs = 1 };
+                      .norm = L->ffn_norm.data, .xn = st->xb, .eps = c->norm_eps, .outs = &r, .n_outs = 1,
+                      .bias = rb };
         cpu_matmul(st, &mr);
 
         int off[LLM_MAX_EXPERTS + 1], count[LLM_MAX_EXPERTS], na = 0;
@@ -183,10 +185,16 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
         if (llm_layer_has_shared(L))
             shared_expert(st, l, np);
         cpu_mm_out gu[CPU_MM_MAX_OUTS], dn[LLM_MAX_EXPERTS];
+        const float *gub[CPU_MM_MAX_OUTS], *dnb[LLM_MAX_EXPERTS]; /* gpt-oss's experts' biases */
         for (int e = 0; e < c->n_expert; e++) {
             if (count[e] == 0)
                 continue;
             const llm_tensor *x = &L->experts[3 * e];
+            if (L->exp_b[0].data != NULL) {
+                gub[2 * na] = (const float *)L->exp_b[0].data + (size_t)e * ff;
+                gub[2 * na + 1] = (const float *)L->exp_b[1].data + (size_t)e * ff;
+                dnb[na] = (const float *)L->exp_b[2].data + (size_t)e * dim;
+            }
             gu[2 * na] = (cpu_mm_out){ &x[0], st->moe_g, (size_t)ff, 0, cpu_packed(st, l, llm_mat_expert(e, 0)),
                                        off[e], count[e] };
             gu[2 * na + 1] = (cpu_mm_out){ &x[1], st->moe_u, (size_t)ff, 0,
@@ -195,12 +203,13 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
                                      off[e], count[e] };
         }
         int rows = np * c->n_expert_used;
+        int biased = L->exp_b[0].data != NULL;
         cpu_mm mg = { .x = st->moe_x, .xs = (size_t)dim, .n = rows, .K = dim, .outs = gu, .n_outs = 2 * na,
-                      .swiglu = 1, .gelu = c->act == LLM_ACT_GELU_TANH };
+                      .swiglu = 1, .gelu = c->act, .bias = biased ? gub : NULL };
         cpu_matmul(st, &mg);
         combine_ctx cc = { st, t0, np, llm_layer_has_shared(L), L->shexp_gate.data };
         cpu_mm md = { .x = st->moe_g, .xs = (size_t)ff, .n = rows, .K = ff, .outs = dn, .n_outs = na,
-                      .post = combine, .post_ctx = &cc };
+                      .post = combine, .post_ctx = &cc, .bias = biased ? dnb : NULL };
         cpu_matmul(st, &md);
     }
     return 0;

@@ -185,7 +185,7 @@ static int dequant(const char *dir)
 static const struct { const char *name; int ftype; } ftypes[] = {
     { "q4_1", 3 }, { "q8_0", 7 }, { "q5_0", 8 }, { "q5_1", 9 }, { "q2_K", 10 }, { "q3_K_S", 11 },
     { "q3_K_M", 12 }, { "q3_K_L", 13 }, { "q4_K_S", 14 }, { "q4_K_M", 15 }, { "q5_K_S", 16 },
-    { "q5_K_M", 17 }, { "q6_K", 18 }, { "iq4_nl", 25 }, { "iq4_xs", 30 },
+    { "q5_K_M", 17 }, { "q6_K", 18 }, { "iq4_nl", 25 }, { "iq4_xs", 30 }, { "mxfp4_moe", 38 },
 };
 
 static int quantize(const char *dir, const char *in, const char *out, const char *ftype_arg)
