@@ -23,6 +23,8 @@ llm_chat_format llm_chat_detect(const char *tmpl, int tok_kind)
                    : strstr(tmpl, "<thought>") ? LLM_CHAT_EXAONE_DEEP
                                                : LLM_CHAT_EXAONE3;
         if (strstr(tmpl, "<seed:bos>")) return LLM_CHAT_SEED_OSS;
+        if (strstr(tmpl, "<|channel|>") && strstr(tmpl, "<|start|>") && strstr(tmpl, "<|message|>"))
+            return LLM_CHAT_GPT_OSS; /* gpt-oss's harmony */
         /* GLM-4.5's (GLM-4's templates spell these too: they get these turns, the nearest format here) */
         if (strstr(tmpl, "[gMASK]<sop>") && strstr(tmpl, "<|assistant|>")) return LLM_CHAT_GLM45;
         if (strstr(tmpl, "<|begin_of_sentence|>") && strstr(tmpl, "User: ")) return LLM_CHAT_ERNIE;
@@ -77,6 +79,7 @@ const char *llm_chat_format_name(llm_chat_format f)
     case LLM_CHAT_EXAONE_DEEP: return "exaone-deep";
     case LLM_CHAT_QWEN3_CODER: return "qwen3-coder";
     case LLM_CHAT_GLM45: return "glm4.5";
+    case LLM_CHAT_GPT_OSS: return "gpt-oss";
     }
     return "unknown";
 }
@@ -713,6 +716,44 @@ static int render_ernie(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *
     return gen && !rc ? tx(o, "Assistant: ") : rc;
 }
 
+/* gpt-oss's harmony, after its template (openai/gpt-oss-20b's chat_template.jinja): a system message of its own
+ * (identity, knowledge cutoff, today's date, the reasoning effort, the channels), the conversation's system (or
+ * developer) message, when first and not empty, as the developer's "# Instructions"; user messages; earlier
+ * answers in the final channel without their reasoning (it drops the chain of thought of every earlier turn),
+ * the last one closed by <|return|> when no answer follows. Like the template, other roles and a system
+ * message past the first are left out. Tools and calls: not here yet (refused before this). */
+static int render_gpt_oss(const llm_chat_msg *m, size_t n, const llm_chat_vars *v, int gen, llm_chat_out *o,
+                          llm_err *err)
+{
+    const char *effort = v && v->reasoning_effort ? v->reasoning_effort : "medium";
+    const char *date = v && v->date_iso ? v->date_iso : "2026-01-01";
+    char sys[512];
+    snprintf(sys, sizeof sys, "You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: "
+             "2024-06\nCurrent date: %s\n\nReasoning: %s\n\n# Valid channels: analysis, commentary, final. "
+             "Channel must be included for every message.", date, effort);
+    int rc = sp(o, "<|start|>") | tx(o, "system") | sp(o, "<|message|>") | tx(o, sys) | sp(o, "<|end|>");
+    size_t i = 0;
+    if (n > 0 && (!strcmp(m[0].role, "system") || !strcmp(m[0].role, "developer"))) {
+        if (m[0].content[0])
+            rc |= sp(o, "<|start|>") | tx(o, "developer") | sp(o, "<|message|>") | tx(o, "# Instructions\n\n") |
+                  tx(o, m[0].content) | tx(o, "\n\n") | sp(o, "<|end|>");
+        i = 1;
+    }
+    for (; i < n && !rc; i++) {
+        if (!strcmp(m[i].role, "user")) {
+            rc |= sp(o, "<|start|>") | tx(o, "user") | sp(o, "<|message|>") | tx(o, m[i].content) | sp(o, "<|end|>");
+        } else if (!strcmp(m[i].role, "assistant")) {
+            rc |= sp(o, "<|start|>") | tx(o, "assistant") | sp(o, "<|channel|>") | tx(o, "final") |
+                  sp(o, "<|message|>") | tx(o, m[i].content) | sp(o, i + 1 == n && !gen ? "<|return|>" : "<|end|>");
+        } else if (is_tool_role(m[i].role)) {
+            llm_seterr(err, "gpt-oss chat format: message %zu is a tool result; function calling with this format "
+                       "is not supported yet", i);
+            return -2;
+        }
+    }
+    return gen && !rc ? sp(o, "<|start|>") | tx(o, "assistant") : rc;
+}
+
 /* Tulu (OLMo 2 Instruct, Tulu 3), after its template: the model's BOS, then <|role|>\ntext\n per message, an answer
  * with the model's EOS after it (and "\n" but after the last message), then <|assistant|>\n. The template skips
  * other roles silently; here they are refused. */
@@ -1193,6 +1234,7 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_TULU: rc = render_tulu(msgs, n, vars, gen, out, err); break;
     case LLM_CHAT_SEED_OSS: rc = render_seed(msgs, n, tools, vars, gen, out); break;
     case LLM_CHAT_GLM45: rc = render_glm45(msgs, n, tools, vars, gen, out, err); break;
+    case LLM_CHAT_GPT_OSS: rc = render_gpt_oss(msgs, n, vars, gen, out, err); break;
     case LLM_CHAT_MISTRAL_V1:
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:

@@ -61,6 +61,12 @@ typedef enum {
      * </think> and \nanswer, its calls in XML (<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value>), tool results
      * behind <|observation|>; then <|assistant|> */
     LLM_CHAT_GLM45 = 23,
+    /* gpt-oss's harmony: <|start|>system<|message|>(its own text: identity, knowledge cutoff, date, reasoning
+     * effort, channels)<|end|>, a system message as <|start|>developer<|message|># Instructions\n\ntext\n\n<|end|>,
+     * <|start|>user<|message|>text<|end|>, an answer as <|start|>assistant<|channel|>final<|message|>text<|end|>;
+     * then <|start|>assistant. The model answers <|channel|>analysis<|message|>reasoning<|end|> then
+     * <|start|>assistant<|channel|>final<|message|>answer<|return|>. */
+    LLM_CHAT_GPT_OSS = 24,
 } llm_chat_format;
 
 /* A tool call in an assistant message of the history: the function's name (letters, digits, '_', '-')
@@ -185,6 +191,8 @@ typedef struct {
     const char *bos, *eos; /* the model's BOS and EOS token texts (Tulu's template writes them), or NULL */
     int         thinking_budget; /* > 0: Seed-OSS's chat_template_kwargs.thinking_budget (its template's system turn
                                   * naming it); 0: none given (a budget of 0 is no_think) */
+    const char *date_iso;  /* today as "2026-12-05" (gpt-oss) */
+    const char *reasoning_effort; /* gpt-oss's "low", "medium" (NULL: the default) or "high" */
 } llm_chat_vars;
 
 /* Whether the answer to a chat in format f opens with the model's reasoning, for chat_template_kwargs

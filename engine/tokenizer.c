@@ -483,14 +483,25 @@ int llm_tok_eog_ids(const llm_tokenizer *t, int32_t *out, int cap)
     /* the next turn's opener ends the answer (GLM-4.5's <|user|> and <|observation|>, its generation_config's
      * eos_token_id), as an added token only: as an ordinary piece it would cut a model that merely spells it */
     static const char *const opens[] = { "<|user|>", "<|observation|>" };
+    /* gpt-oss's harmony format: <|end|> closes a message (its reasoning's) and the answer goes on; <|return|>
+     * ends it, <|call|> ends it with a tool call */
+    static const char *const harmony[] = { "<|return|>", "<|call|>" };
+    int is_harmony = llm_tok_find(t, "<|channel|>") >= 0 && llm_tok_find(t, "<|return|>") >= 0;
     int n = 0;
-    int32_t cand[1 + sizeof(names) / sizeof(names[0]) + sizeof(opens) / sizeof(opens[0])];
+    int32_t cand[1 + sizeof(names) / sizeof(names[0]) + sizeof(opens) / sizeof(opens[0]) + 2];
     int nc = 0;
     if (t->eos >= 0)
         cand[nc++] = t->eos;
+    for (size_t i = 0; is_harmony && i < 2; i++) {
+        int id = llm_tok_find(t, harmony[i]);
+        if (id >= 0 && t->type[id] == TOK_CONTROL)
+            cand[nc++] = id;
+    }
     /* by name whatever the type, as llama.cpp does: a Gemma GGUF may have <end_of_turn> as a user-defined (or,
      * from older converters, normal) token, and generation must still end there */
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (is_harmony && strcmp(names[i], "<|end|>") == 0)
+            continue;
         int id = llm_tok_find(t, names[i]);
         if (id >= 0 && (t->type[id] == TOK_CONTROL || t->type[id] == TOK_USER || t->type[id] == TOK_NORMAL))
             cand[nc++] = id;

@@ -26,7 +26,8 @@ static int check_model(const llm_model *m, llm_err *err)
     const llm_config *c = &m->cfg;
     if (llm_model_check(m, "cuda backend", err) != 0)
         return -1;
-    if (c->act == LLM_ACT_SWIGLU_OAI || m->layers[0].attn_sinks.data != NULL || m->layers[0].bo.data != NULL) {
+    if (c->act == LLM_ACT_SWIGLU_OAI || m->layers[0].attn_sinks.data != NULL ||
+        (!c->encoder && m->layers[0].bo.data != NULL)) {
         snprintf(err->msg, sizeof(err->msg), "cuda backend: gpt-oss (attention sinks, output and expert biases, "
                  "the clamped SwiGLU) runs on --backend cpu only for now");
         return -1;

@@ -412,11 +412,28 @@ static int parse_messages(cJSON *root, llm_api_req *r, llm_api_err *e)
     return 0;
 }
 
+/* A reasoning effort (OpenAI's reasoning_effort; gpt-oss's template writes it into its system message): "low",
+ * "medium" or "high" ("minimal", OpenAI's other value, as "low"). */
+static int parse_effort(const cJSON *obj, const char *name, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *v = llm_api_field(obj, strrchr(name, '.') ? strrchr(name, '.') + 1 : name);
+    if (v == NULL || cJSON_IsNull(v)) return 0;
+    static const char *const ok[] = { "low", "medium", "high", "minimal" };
+    for (size_t i = 0; cJSON_IsString(v) && i < sizeof ok / sizeof ok[0]; i++)
+        if (strcmp(v->valuestring, ok[i]) == 0) {
+            r->reasoning_effort = i == 3 ? "low" : ok[i];
+            return 0;
+        }
+    llm_api_seterr(e, 400, name, "invalid_value", "'%s' must be \"low\", \"medium\" or \"high\"", name);
+    return -1;
+}
+
 /* vLLM's chat_template_kwargs: the variables a Jinja template would get. enable_thinking (Qwen 3, EXAONE 4, GLM-4.5,
  * Seed-OSS's thinking_budget 0) and thinking_budget (Seed-OSS's; 0 is enable_thinking false) are the ones the built-in
  * templates read; others are accepted and have no effect, as with a template that does not use them. */
 static int parse_template_kwargs(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
+    if (parse_effort(root, "reasoning_effort", r, e)) return -1;
     const cJSON *k = llm_api_field(root, "chat_template_kwargs");
     if (!k) return 0;
     if (!cJSON_IsObject(k)) {
@@ -440,7 +457,7 @@ static int parse_template_kwargs(const cJSON *root, llm_api_req *r, llm_api_err 
     if (b) r->thinking_budget = (int)b->valuedouble;
     if (r->thinking_budget == 0 && r->chat_format == LLM_CHAT_SEED_OSS)
         r->enable_thinking = 0; /* (its template's thinking_budget 0: no reasoning) */
-    return 0;
+    return parse_effort(k, "chat_template_kwargs.reasoning_effort", r, e);
 }
 
 static int parse_stop(const cJSON *root, llm_api_req *r, llm_api_err *e)

@@ -104,6 +104,8 @@ typedef struct {
                                    * Qwen 3 thinks, EXAONE 4 does not), 0, 1 (llm_chat_thinks) */
     int          thinking_budget; /* chat_template_kwargs.thinking_budget (Seed-OSS's): -1 not given, 0 (as
                                    * enable_thinking false), or a budget in tokens */
+    const char  *reasoning_effort; /* "low", "medium" or "high" (OpenAI's reasoning_effort, or
+                                    * chat_template_kwargs.reasoning_effort: gpt-oss's template reads it), or NULL */
     int          think;       /* set by the module: split the answer's <think> part off (the model reasons in
                                * <think> tags and llm_reasoning is on; llm_reasoning.h) */
     int          tool_mode;   /* LLM_TOOLS_*: OFF without tools or with tool_choice "none" */

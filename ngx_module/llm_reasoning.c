@@ -7,6 +7,12 @@
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
+/* Whether the n held bytes and then c begin tag. */
+static int matches(const char *tag, const char *held, size_t n, char c)
+{
+    return strlen(tag) > n && memcmp(held, tag, n) == 0 && tag[n] == c;
+}
+
 typedef struct {
     llm_think_emit emit;
     void          *user;
@@ -47,9 +53,14 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
         switch (t->state) {
         case LLM_THINK_START: /* "<think>" from the first byte (lead_ws: the first other than whitespace), or content */
             if (t->lead_ws && t->n_held == 0 && is_ws(c)) break;
-            if (c == open[t->n_held]) {
+            if (n_open > t->n_held && c == open[t->n_held] && memcmp(t->held, open, t->n_held) == 0) {
                 t->held[t->n_held++] = c;
                 if (t->n_held == n_open) { t->n_held = 0; t->state = LLM_THINK_LEAD; }
+                break;
+            }
+            if (t->direct && matches(t->direct, t->held, t->n_held, c)) { /* the content's header, dropped */
+                t->held[t->n_held++] = c;
+                if (t->n_held == strlen(t->direct)) { t->n_held = 0; t->state = LLM_THINK_OUT; }
                 break;
             }
             t->state = LLM_THINK_OUT;
@@ -73,7 +84,19 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
                 rc = put(&g, 1, &c, 1);
             }
             break;
-        case LLM_THINK_AFTER: /* the whitespace after </think> */
+        case LLM_THINK_AFTER: /* the whitespace after </think> (or the content's header: harmony's) */
+            if (t->after && matches(t->after, t->held, t->n_held, c)) {
+                t->held[t->n_held++] = c;
+                if (t->n_held == strlen(t->after)) { t->n_held = 0; t->state = LLM_THINK_OUT; }
+                break;
+            }
+            if (t->n_held > 0) { /* not the header after all: content */
+                rc = put(&g, 0, t->held, t->n_held);
+                t->n_held = 0;
+                t->state = LLM_THINK_OUT;
+                if (rc == 0) rc = put(&g, 0, &c, 1);
+                break;
+            }
             if (is_ws(c)) break;
             t->state = LLM_THINK_OUT;
             rc = put(&g, 0, &c, 1);
@@ -88,7 +111,7 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
 int llm_think_end(llm_think *t, llm_think_emit emit, void *user)
 {
     int rc = 0;
-    if (t->n_held > 0)
+    if (t->n_held > 0) /* (held at the start, not <think>: the content's header or plain text) */
         rc = emit(user, t->state == LLM_THINK_IN, t->held, t->n_held);
     t->n_held = 0;
     return rc;

@@ -12,9 +12,13 @@ enum { LLM_THINK_START = 0, LLM_THINK_LEAD, LLM_THINK_IN, LLM_THINK_AFTER, LLM_T
 
 typedef struct {
     int    state;     /* LLM_THINK_*: before <think>, its leading whitespace, inside, after </think>, content */
-    char   held[16];  /* the first bytes of a tag */
+    char   held[64];  /* the first bytes of a tag */
     size_t n_held;
-    const char *open, *close; /* the tags (NULL: <think> and </think>), up to 15 bytes each */
+    const char *open, *close; /* the tags (NULL: <think> and </think>), up to 63 bytes each */
+    /* gpt-oss's harmony: a header dropped where the content starts after the reasoning ("<|start|>assistant
+     * <|channel|>final<|message|>"), and one dropped where an answer opens with its content instead
+     * ("<|channel|>final<|message|>"); NULL: none. Up to 63 bytes each. */
+    const char *after, *direct;
     int    lead_ws;   /* whitespace before the opening tag is the turn's layout, dropped (GLM-4.5 answers
                        * "\n<think>"; without reasoning, "\n" and the content) */
 } llm_think;

@@ -828,6 +828,8 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         s->think.open = lcf->tok->think_open;
         s->think.close = lcf->tok->think_close;
         s->think.lead_ws = llm_chat_answer_leads_ws(ctx->q.chat_format);
+        s->think.after = lcf->tok->think_after;
+        s->think.direct = lcf->tok->think_direct;
         if (ctx->q.think && llm_chat_prompt_opens_think(ctx->q.chat_format, ctx->q.enable_thinking) &&
             ctx->q.add_generation_prompt && !ctx->q.json && ctx->q.schema == NULL)
             s->think.state = LLM_THINK_LEAD;
@@ -836,6 +838,10 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         if (lcf->tok->think && ctx->q.kind == LLM_API_CHAT) {
             s->detok.keep[0] = lcf->tok->think_start;
             s->detok.keep[1] = lcf->tok->think_end;
+        }
+        if (lcf->tok->harmony && ctx->q.kind == LLM_API_CHAT) { /* (tools are refused with this format: 2, 3 free) */
+            static const char *const hm[4] = { "<|channel|>", "<|message|>", "<|end|>", "<|start|>" };
+            for (int k = 0; k < 4; k++) s->detok.keep[k] = llm_tok_find(ctx->tok, hm[k]);
         }
         /* ... and so do the tags calls are read by (Mistral's [TOOL_CALLS], GLM-4.5's <arg_key> ...) */
         const char *tags[LLM_DETOK_KEEP - 2];

@@ -172,12 +172,14 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
             n_msgs++;
         }
         free(granite);
-        char date_dmy[48];
+        char date_dmy[48], date_iso[32];
         strftime(date_dmy, sizeof date_dmy, "%d %B %Y", &tm);
+        strftime(date_iso, sizeof date_iso, "%Y-%m-%d", &tm);
         llm_chat_vars vars = { .date_dmy = date_dmy, .no_think = q->enable_thinking == 0,
                                .think = q->enable_thinking == 1, .bos = lcf->tok->bos_text,
                                .eos = lcf->tok->eos_text,
-                               .thinking_budget = q->thinking_budget > 0 ? q->thinking_budget : 0 };
+                               .thinking_budget = q->thinking_budget > 0 ? q->thinking_budget : 0,
+                               .date_iso = date_iso, .reasoning_effort = q->reasoning_effort };
         if (llm_chat_render_ex(f, msgs, n_msgs, q->tool_mode != LLM_TOOLS_OFF ? &tools : NULL, &vars,
                                q->add_generation_prompt, &out, &err)) {
             llm_api_seterr(e, 400, "messages", "invalid_value", "%s", err.msg);

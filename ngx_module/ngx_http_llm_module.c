@@ -198,6 +198,15 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     n->think = k < sizeof tags / sizeof tags[0];
     n->think_open = tags[n->think ? k : 0][0];
     n->think_close = tags[n->think ? k : 0][1];
+    n->think_after = n->think_direct = NULL;
+    n->harmony = n->chat == LLM_CHAT_GPT_OSS;
+    if (n->harmony) { /* gpt-oss: its analysis channel's message is the reasoning, its final channel's the answer */
+        n->think = 1;
+        n->think_open = "<|channel|>analysis<|message|>";
+        n->think_close = "<|end|>";
+        n->think_after = "<|start|>assistant<|channel|>final<|message|>";
+        n->think_direct = "<|channel|>final<|message|>";
+    }
     /* the tags as single tokens (Qwen 3's): a JSON answer's mask then waits for the thinking to end */
     n->think_start = n->think ? llm_tok_find(tok, n->think_open) : -1;
     n->think_end = n->think ? llm_tok_find(tok, n->think_close) : -1;
@@ -365,7 +374,7 @@ bad:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "llm_chat_template \"%V\": expected auto, llama3, llama2, chatml, gemma, phi3, phi4-mini, phi4, "
                        "granite, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, smollm3, deepseek3, "
-                       "deepseek-r1, exaone3, exaone-deep, exaone4, ernie, tulu, seed-oss, qwen3-coder or glm4.5",
+                       "deepseek-r1, exaone3, exaone-deep, exaone4, ernie, tulu, seed-oss, qwen3-coder, glm4.5 or gpt-oss",
                        &v[1]);
     return NGX_CONF_ERROR;
 }

@@ -64,6 +64,8 @@ typedef struct {
     const char    *think_open, *think_close; /* the tags: <think> </think>, Seed-OSS's <seed:think> </seed:think>,
                                               * EXAONE Deep's <thought> </thought> */
     int32_t        think_start, think_end; /* the tags as single tokens, or -1 */
+    const char    *think_after, *think_direct; /* gpt-oss's harmony: the final channel's headers (llm_reasoning.h) */
+    unsigned       harmony:1;   /* gpt-oss's format: its <|channel|> <|message|> <|end|> <|start|> kept in answers */
     const char    *bos_text, *eos_text; /* the BOS and EOS tokens' texts (Tulu's template writes them), or NULL */
     const char    *default_system; /* ChatML: the system message its template writes when none is given, or NULL */
     unsigned       granite_system:1; /* a Granite 3.1+ template: its own dated system turn when none is given */

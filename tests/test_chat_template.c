@@ -801,6 +801,42 @@ int main(void)
            "seed-oss: a budget past its last gear reflects every 1024: %s", s ? s : err.msg);
         free(s);
     }
+    {   /* gpt-oss's harmony: renderings pasted from its Jinja template (openai/gpt-oss-20b's chat_template.jinja,
+         * its paths without tools) run by Python's Jinja2 as transformers runs it, strftime_now giving 2026-12-05
+         * (36 cases compared: system / developer / none / empty first, a late system message, earlier answers, no
+         * generation prompt, each reasoning effort) */
+        llm_err err = { "" };
+        is_int(llm_chat_detect("{{- \"<|start|>system<|message|>\" }}{{- \"<|start|>assistant<|channel|>final"
+                               "<|message|>\" + message.content + \"<|end|>\" }}", 2), LLM_CHAT_GPT_OSS,
+               "gpt-oss detected from its template's text");
+        ok(llm_chat_format_from_name("gpt-oss") == LLM_CHAT_GPT_OSS, "gpt-oss: its name");
+        const llm_chat_msg conv[] = { { "system", "You are terse.", NULL, 0, NULL }, { "user", "Hi", NULL, 0, NULL },
+                                      { "assistant", "Hello.", NULL, 0, NULL }, { "user", "2+2?", NULL, 0, NULL } };
+        const llm_chat_vars hi = { .date_iso = "2026-12-05", .reasoning_effort = "high" };
+        int specials = 0;
+        char *s = render_ex(LLM_CHAT_GPT_OSS, conv, 4, NULL, &hi, 1, &specials, &err);
+        ok(s && specials == 17 && !strcmp(s, "<|start|>system<|message|>You are ChatGPT, a large language model trained "
+           "by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: 2026-12-05\n\nReasoning: high\n\n# Valid channels: "
+           "analysis, commentary, final. Channel must be included for every message.<|end|><|start|>developer<|message|>"
+           "# Instructions\n\nYou are terse.\n\n<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>"
+           "final<|message|>Hello.<|end|><|start|>user<|message|>2+2?<|end|><|start|>assistant"),
+           "gpt-oss: its system message, the developer's instructions, an earlier answer in the final channel, the "
+           "generation prompt (%d control segments): %s", specials, s ? s : err.msg);
+        free(s);
+        const llm_chat_vars day = { .date_iso = "2026-12-05" };
+        s = render_ex(LLM_CHAT_GPT_OSS, conv + 1, 2, NULL, &day, 0, NULL, &err);
+        ok(s && !strcmp(s, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+           "Knowledge cutoff: 2024-06\nCurrent date: 2026-12-05\n\nReasoning: medium\n\n# Valid channels: analysis, "
+           "commentary, final. Channel must be included for every message.<|end|><|start|>user<|message|>Hi<|end|>"
+           "<|start|>assistant<|channel|>final<|message|>Hello.<|return|>"),
+           "gpt-oss: no developer message without a system one; medium by default; the last answer ends <|return|> "
+           "without a generation prompt: %s", s ? s : err.msg);
+        free(s);
+        const llm_chat_msg tool[] = { { "user", "Hi", NULL, 0, NULL }, { "tool", "7", NULL, 0, NULL } };
+        s = render_ex(LLM_CHAT_GPT_OSS, tool, 2, NULL, &day, 1, NULL, &err);
+        ok(s == NULL && strstr(err.msg, "not supported yet"), "gpt-oss: a tool result is refused for now: %s", err.msg);
+        free(s);
+    }
     {   /* GLM-4.5: renderings pasted from its Jinja template (tokenizer_config.json) run by Python's Jinja2 as
          * transformers runs it (27 cases compared, these among them) */
         llm_err err = { "" };
@@ -905,7 +941,7 @@ int main(void)
                     if (rc == 0) llm_chat_out_free(&o);
                     runs++;
                 }
-        ok(fine && runs == 23 * 12, "every format (%d renderings) renders odd conversations or says why", runs);
+        ok(fine && runs == 24 * 12, "every format (%d renderings) renders odd conversations or says why", runs);
     }
     return done_testing();
 }

@@ -648,6 +648,27 @@ int main(void)
         llm_api_req_free(&q);
         ok(bud_ok, "thinking_budget: -2, 1.5, a string, 2000000, true refused; 0 is Seed-OSS's enable_thinking false "
                    "(not ChatML's); -1 none");
+        /* the reasoning effort (OpenAI's reasoning_effort, or gpt-oss's chat_template_kwargs.reasoning_effort) */
+        static const char *const eff[][2] = { { "\"reasoning_effort\":\"high\"", "high" },
+                                              { "\"reasoning_effort\":\"minimal\"", "low" },
+                                              { "\"chat_template_kwargs\":{\"reasoning_effort\":\"low\"}", "low" },
+                                              { "\"reasoning_effort\":null", NULL },
+                                              { "\"reasoning_effort\":\"max\"", "!" },
+                                              { "\"reasoning_effort\":3", "!" },
+                                              { "\"chat_template_kwargs\":{\"reasoning_effort\":\"HIGH\"}", "!" } };
+        int eff_ok = 1;
+        for (size_t k = 0; k < sizeof eff / sizeof eff[0]; k++) {
+            snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", eff[k][0]);
+            int rc = llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_GPT_OSS, &q, &e);
+            if (eff[k][1] != NULL && eff[k][1][0] == '!')
+                eff_ok &= rc != 0 && e.status == 400 && strstr(e.message, "reasoning_effort") != NULL;
+            else
+                eff_ok &= rc == 0 && (eff[k][1] == NULL ? q.reasoning_effort == NULL
+                                                         : q.reasoning_effort && !strcmp(q.reasoning_effort, eff[k][1]));
+            llm_api_req_free(&q);
+        }
+        ok(eff_ok, "reasoning_effort: low / medium / high (minimal as low), top level or in chat_template_kwargs; "
+                   "another value, or another type, a 400");
         /* Mistral's formats (v3-tekken here): the tools on one line each, joined by ", "; an answer's calls after
          * [TOOL_CALLS] as an array; with tool_choice required / named the answer is held to that array */
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", tools);

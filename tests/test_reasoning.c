@@ -26,11 +26,13 @@ static int collect(void *user, int reasoning, const char *s, size_t n)
 
 static const char *tag_open, *tag_close; /* NULL: <think> and </think> */
 static int lead_ws; /* the splitter's lead_ws (GLM-4.5) */
+static const char *hdr_after, *hdr_direct; /* harmony's headers (gpt-oss) */
 
 /* The answer split at cut points: the pieces fed one by one. */
 static int split(const char *a, const size_t *cuts, int n_cuts, sink *k)
 {
-    llm_think t = { .open = tag_open, .close = tag_close, .lead_ws = lead_ws };
+    llm_think t = { .open = tag_open, .close = tag_close, .lead_ws = lead_ws, .after = hdr_after,
+                    .direct = hdr_direct };
     memset(k, 0, sizeof *k);
     size_t at = 0, len = strlen(a);
     for (int i = 0; i <= n_cuts; i++) {
@@ -104,5 +106,21 @@ int main(void)
     lead_ws = 1;
     check("\n<think>Hmm.</think>\nAnswer", "Hmm.", "Answer", "glm4.5: the newline before <think> dropped");
     check("\nAnswer <think>", "", "Answer <think>", "glm4.5 not thinking: the text after its newline");
+    lead_ws = 0;
+    /* gpt-oss's harmony: the analysis channel's message is the reasoning, the final channel's the content (the
+     * control tokens' text as the detokenizer keeps it) */
+    tag_open = "<|channel|>analysis<|message|>", tag_close = "<|end|>";
+    hdr_after = "<|start|>assistant<|channel|>final<|message|>", hdr_direct = "<|channel|>final<|message|>";
+    check("<|channel|>analysis<|message|>User says hi.<|end|><|start|>assistant<|channel|>final<|message|>Hello!",
+          "User says hi.", "Hello!", "gpt-oss: analysis, then final");
+    check("<|channel|>final<|message|>Hello!", "", "Hello!", "gpt-oss: final at once");
+    check("<|channel|>analysis<|message|>a <|en b<|end|>", "a <|en b", "", "gpt-oss: cut short after the reasoning");
+    check("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>fin", "a",
+          "<|start|>assistant<|channel|>fin", "gpt-oss: cut short in the header: its bytes are content");
+    check("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary<|message|>b", "a",
+          "<|start|>assistant<|channel|>commentary<|message|>b", "gpt-oss: another channel after it is content");
+    check("<|channel|>fina", "", "<|channel|>fina", "gpt-oss: cut short in the opening header: content");
+    check("Plain text", "", "Plain text", "gpt-oss: no header: content");
+    tag_open = tag_close = hdr_after = hdr_direct = NULL;
     return done_testing();
 }

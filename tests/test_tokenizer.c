@@ -369,6 +369,47 @@ static const char *write_gguf(const char *name, gguf_writer *w)
     return rc == 0 ? path : NULL;
 }
 
+/* gpt-oss's harmony vocabulary: <|end|> closes its reasoning's message and the answer goes on, so it does not
+ * end generation there; <|return|> (its EOS) and <|call|> do. Without <|channel|> (Phi 3's vocabulary) <|end|>
+ * still does. */
+static void check_harmony_eog(void)
+{
+    static const char *toks[] = { "a", "b", "ab", "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>",
+                                  "<|call|>" };
+    static const int32_t types[] = { 1, 1, 1, 3, 3, 3, 3, 3, 3 };
+    for (int harmony = 1; harmony >= 0; harmony--) {
+        gguf_writer *w = gguf_writer_new();
+        gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+        gguf_w_str(w, "tokenizer.ggml.pre", "gpt-4o");
+        const char *tk[9];
+        for (int i = 0; i < 9; i++)
+            tk[i] = !harmony && i == 4 ? "<|chan|>" : toks[i];
+        gguf_w_arr_str(w, "tokenizer.ggml.tokens", tk, NULL, 9);
+        gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, 9);
+        gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const[]){ "a b" }, NULL, 1);
+        gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 7);
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/test_tok_harmony_%d.gguf", (int)getpid());
+        llm_err err = { { 0 } };
+        llm_tokenizer *t = NULL;
+        if (gguf_writer_write(w, path, &err) == 0) {
+            gguf_ctx *g = gguf_open(path, &err);
+            t = g ? llm_tok_load_gguf(g, &err) : NULL;
+            gguf_close(g);
+        }
+        gguf_writer_free(w);
+        unlink(path);
+        int32_t eog[8];
+        int ne = t ? llm_tok_eog_ids(t, eog, 8) : 0;
+        if (harmony)
+            ok(t && ne == 2 && eog[0] == 7 && eog[1] == 8, "harmony: generation ends at <|return|> and <|call|>, not "
+               "<|end|> (%d ids): %s", ne, t ? "" : err.msg);
+        else
+            ok(t && ne == 2 && eog[0] == 7 && eog[1] == 6, "without <|channel|>: <|end|> ends it (%d ids)", ne);
+        llm_tok_free(t);
+    }
+}
+
 static void check_bad_gguf(void)
 {
     static const char *toks[] = { "<unk>", "<s>", "</s>", "a", "b", "ab" };
@@ -460,6 +501,7 @@ static void test_pretok_names(void)
 int main(void)
 {
     test_pretok_names();
+    check_harmony_eog();
     ref_vocab ref;
     ok(ref_load(&ref, TOK512) == 0, "reference reads tok512.bin");
     llm_err err = { { 0 } };
