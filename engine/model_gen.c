@@ -254,6 +254,7 @@ static const preset presets[] = {
                        .norm_eps = 1e-5f, .swa_window = 128, .n_expert = 32, .n_expert_used = 4, .expert_ff = 2880,
                        .moe_norm_topk = 1, .act = LLM_ACT_SWIGLU_OAI, .rope_scaling = LLM_ROPE_SCALING_YARN,
                        .rope_factor = 32.0f, .rope_orig_ctx = 4096, .yarn_beta_fast = 32.0f, .yarn_beta_slow = 1.0f,
+                       .rope_mscale = 1.34657359f, /* 1 + 0.1 ln 32 */
                        .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 }, 1, "gpt-oss", 0, 0, 0, 0 },
     /* EXAONE 3.x (a Llama rotating halves in GGUF, as llama.cpp's exaone) and Seed-OSS (Qwen 2's q/k/v biases,
      * its FFN norm named post_attention_norm in GGUF), tiny */
