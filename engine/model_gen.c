@@ -249,6 +249,15 @@ static const preset presets[] = {
                         .swa_window = 8, .n_expert = 8, .n_expert_used = 3, .expert_ff = 64, .moe_norm_topk = 1,
                         .act = LLM_ACT_SWIGLU_OAI, .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 },
       1, "gpt-oss", 0.125f, 0.33f, 0.1f, 0 },
+    /* ... and with gpt-oss's YaRN rope (4x over 16 positions here, 32x over 4096 in gpt-oss) */
+    { "tiny-gpt-oss-yarn", { .dim = 64, .hidden_dim = 64, .n_layers = 4, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
+                             .vocab_size = 128256, .seq_len = 4096, .rope_theta = 150000.0f, .norm_eps = 1e-5f,
+                             .swa_window = 8, .n_expert = 8, .n_expert_used = 3, .expert_ff = 64, .moe_norm_topk = 1,
+                             .act = LLM_ACT_SWIGLU_OAI, .rope_scaling = LLM_ROPE_SCALING_YARN, .rope_factor = 4.0f,
+                             .rope_orig_ctx = 16, .yarn_beta_fast = 32.0f, .yarn_beta_slow = 1.0f,
+                             .rope_mscale = 1.13862944f, /* 1 + 0.1 ln 4 */
+                             .tied_embeddings = 0, .bos_id = 128000, .eos_id = 128009 },
+      1, "gpt-oss", 0.125f, 0.33f, 0.1f, 0 },
     { "gpt-oss-20b", { .dim = 2880, .hidden_dim = 2880, .n_layers = 24, .n_heads = 64, .n_kv_heads = 8,
                        .head_dim = 64, .vocab_size = 128256, .seq_len = 131072, .rope_theta = 150000.0f,
                        .norm_eps = 1e-5f, .swa_window = 128, .n_expert = 32, .n_expert_used = 4, .expert_ff = 2880,
@@ -608,7 +617,7 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
                    "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
                    "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, tiny-olmoe, "
-                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-ernie4_5-moe, ernie-4.5-21b-a3b, tiny-glm4moe, glm-4.5-air, tiny-gpt-oss, gpt-oss-20b, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
+                   "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-ernie4_5-moe, ernie-4.5-21b-a3b, tiny-glm4moe, glm-4.5-air, tiny-gpt-oss, tiny-gpt-oss-yarn, gpt-oss-20b, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "
                    "nomic-embed, tiny-xlm-r, tiny-xlm-r-rerank, bge-m3, bge-reranker-v2-m3, tiny-jina-bert, jina-v2-small, "
                    "jina-v2-base, tiny-modernbert, modernbert-base, modernbert-large)", name);

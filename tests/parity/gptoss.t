@@ -63,6 +63,13 @@ compare_llamacpp(dir => $dir, dump => $dump, label => 'tiny-gpt-oss mxfp4', mode
 compare_llamacpp(dir => $dir, dump => $dump, label => 'tiny-gpt-oss mxfp4 decode', model => $mx, ids => \@ids,
                  vocab => 128256, min_top1 => 0.85, max_mean => 0.04, max_dp => 0.3, decode => 30, exact => 1);
 
+# gpt-oss's YaRN rope (tiny-gpt-oss-yarn: 4x over 16 positions; the text runs past them)
+my $fy = "$dir/tiny-gpt-oss-yarn-f32.gguf";
+my ($ry) = capture($engine, 'gen-model', '--preset', 'tiny-gpt-oss-yarn', '--dtype', 'f32', '--out', $fy, '--seed', '5');
+is($ry, 0, 'gen-model --preset tiny-gpt-oss-yarn');
+compare_llamacpp(dir => $dir, dump => $dump, label => 'tiny-gpt-oss-yarn f32', model => $fy, ids => \@ids,
+                 vocab => 128256, min_top1 => 0.97, max_mean => 0.0005, max_dp => 0.005, exact => 1);
+
 my $n = 40;
 my ($rc1, $a) = greedy_ours($dir, $engine, $n, $f{f32}, \@ids, '--kv-cache-dtype', 'f32');
 ok($rc1 == 0 && @$a == $n, "we generate $n ids");
