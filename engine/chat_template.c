@@ -717,38 +717,63 @@ static int render_ernie(const llm_chat_msg *m, size_t n, int gen, llm_chat_out *
 }
 
 /* gpt-oss's harmony, after its template (openai/gpt-oss-20b's chat_template.jinja): a system message of its own
- * (identity, knowledge cutoff, today's date, the reasoning effort, the channels), the conversation's system (or
- * developer) message, when first and not empty, as the developer's "# Instructions"; user messages; earlier
- * answers in the final channel without their reasoning (it drops the chain of thought of every earlier turn),
- * the last one closed by <|return|> when no answer follows. Like the template, other roles and a system
- * message past the first are left out. Tools and calls: not here yet (refused before this). */
-static int render_gpt_oss(const llm_chat_msg *m, size_t n, const llm_chat_vars *v, int gen, llm_chat_out *o,
-                          llm_err *err)
+ * (identity, knowledge cutoff, today's date, the reasoning effort, the channels; with tools, that calls go to the
+ * commentary channel), the conversation's system (or developer) message, when first and not empty, as the
+ * developer's "# Instructions", then the tools (defs: their TypeScript namespace, llm_tools.c); user messages;
+ * earlier answers in the final channel without their reasoning (it drops the chain of thought of every earlier
+ * turn), the last one closed by <|return|> when no answer follows; an answer's call (its first: harmony has one a
+ * message) as <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>ARGS<|call|>, after its
+ * text as an analysis message unless a later answer has no calls; a tool result as <|start|>functions.NAME
+ * to=assistant<|channel|>commentary<|message|>"TEXT"<|end|> (its text as a JSON string). Like the template, other
+ * roles and a system message past the first are left out. */
+static int render_gpt_oss(const llm_chat_msg *m, size_t n, const llm_chat_tools *tools, const llm_chat_vars *v,
+                          int gen, llm_chat_out *o, llm_err *err)
 {
     const char *effort = v && v->reasoning_effort ? v->reasoning_effort : "medium";
     const char *date = v && v->date_iso ? v->date_iso : "2026-01-01";
     char sys[512];
     snprintf(sys, sizeof sys, "You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: "
              "2024-06\nCurrent date: %s\n\nReasoning: %s\n\n# Valid channels: analysis, commentary, final. "
-             "Channel must be included for every message.", date, effort);
+             "Channel must be included for every message.%s", date, effort,
+             tools ? "\nCalls to these tools must go to the commentary channel: 'functions'." : "");
     int rc = sp(o, "<|start|>") | tx(o, "system") | sp(o, "<|message|>") | tx(o, sys) | sp(o, "<|end|>");
     size_t i = 0;
-    if (n > 0 && (!strcmp(m[0].role, "system") || !strcmp(m[0].role, "developer"))) {
-        if (m[0].content[0])
-            rc |= sp(o, "<|start|>") | tx(o, "developer") | sp(o, "<|message|>") | tx(o, "# Instructions\n\n") |
-                  tx(o, m[0].content) | tx(o, "\n\n") | sp(o, "<|end|>");
-        i = 1;
+    const char *dev = n > 0 && (!strcmp(m[0].role, "system") || !strcmp(m[0].role, "developer")) ? m[0].content : NULL;
+    if (dev != NULL) i = 1;
+    if ((dev && dev[0]) || tools) {
+        rc |= sp(o, "<|start|>") | tx(o, "developer") | sp(o, "<|message|>");
+        if (dev && dev[0]) rc |= tx(o, "# Instructions\n\n") | tx(o, dev) | tx(o, "\n\n");
+        if (tools) rc |= tx(o, "# Tools\n\n") | tx(o, tools->defs ? tools->defs : "");
+        rc |= sp(o, "<|end|>");
     }
+    const char *last_call = NULL;
     for (; i < n && !rc; i++) {
         if (!strcmp(m[i].role, "user")) {
             rc |= sp(o, "<|start|>") | tx(o, "user") | sp(o, "<|message|>") | tx(o, m[i].content) | sp(o, "<|end|>");
+        } else if (!strcmp(m[i].role, "assistant") && m[i].n_calls > 0) {
+            int later_final = 0; /* a later answer without calls: then this one's text is dropped */
+            for (size_t j = i + 1; j < n; j++) later_final |= !strcmp(m[j].role, "assistant") && m[j].n_calls == 0;
+            if (m[i].content[0] && !later_final)
+                rc |= sp(o, "<|start|>") | tx(o, "assistant") | sp(o, "<|channel|>") | tx(o, "analysis") |
+                      sp(o, "<|message|>") | tx(o, m[i].content) | sp(o, "<|end|>");
+            char to[160];
+            snprintf(to, sizeof to, "assistant to=functions.%s", m[i].calls[0].name);
+            rc |= sp(o, "<|start|>") | tx(o, to) | sp(o, "<|channel|>") | tx(o, "commentary json") |
+                  sp(o, "<|message|>") | tx(o, m[i].calls[0].args ? m[i].calls[0].args : "{}") | sp(o, "<|call|>");
+            last_call = m[i].calls[0].name;
         } else if (!strcmp(m[i].role, "assistant")) {
             rc |= sp(o, "<|start|>") | tx(o, "assistant") | sp(o, "<|channel|>") | tx(o, "final") |
                   sp(o, "<|message|>") | tx(o, m[i].content) | sp(o, i + 1 == n && !gen ? "<|return|>" : "<|end|>");
+            if (!(i + 1 == n && !gen)) last_call = NULL;
         } else if (is_tool_role(m[i].role)) {
-            llm_seterr(err, "gpt-oss chat format: message %zu is a tool result; function calling with this format "
-                       "is not supported yet", i);
-            return -2;
+            if (last_call == NULL) {
+                llm_seterr(err, "gpt-oss chat format: message %zu is a tool result without an earlier call", i);
+                return -2;
+            }
+            char from[160];
+            snprintf(from, sizeof from, "functions.%s to=assistant", last_call);
+            rc |= sp(o, "<|start|>") | tx(o, from) | sp(o, "<|channel|>") | tx(o, "commentary") |
+                  sp(o, "<|message|>") | tx_json_string(o, m[i].content) | sp(o, "<|end|>");
         }
     }
     return gen && !rc ? sp(o, "<|start|>") | tx(o, "assistant") : rc;
@@ -1207,9 +1232,9 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     for (size_t i = 0; i < n; i++) calls |= msgs[i].n_calls > 0, results |= is_tool_role(msgs[i].role);
     if ((tools != NULL || calls) && f != LLM_CHAT_LLAMA3 && f != LLM_CHAT_CHATML && f != LLM_CHAT_SMOLLM3 &&
         f != LLM_CHAT_GRANITE && f != LLM_CHAT_EXAONE4 && f != LLM_CHAT_QWEN3_CODER && f != LLM_CHAT_SEED_OSS &&
-        f != LLM_CHAT_GLM45 && !is_mistral_tools(f)) {
+        f != LLM_CHAT_GLM45 && f != LLM_CHAT_GPT_OSS && !is_mistral_tools(f)) {
         llm_seterr(err, "function calling needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, "
-                   "Seed-OSS, GLM-4.5 or Mistral (v3, v3-tekken, v7) chat format; this model's is %s",
+                   "Seed-OSS, GLM-4.5, gpt-oss or Mistral (v3, v3-tekken, v7) chat format; this model's is %s",
                    llm_chat_format_name(f));
         return -1;
     }
@@ -1234,7 +1259,7 @@ int llm_chat_render_ex(llm_chat_format f, const llm_chat_msg *msgs, size_t n, co
     case LLM_CHAT_TULU: rc = render_tulu(msgs, n, vars, gen, out, err); break;
     case LLM_CHAT_SEED_OSS: rc = render_seed(msgs, n, tools, vars, gen, out); break;
     case LLM_CHAT_GLM45: rc = render_glm45(msgs, n, tools, vars, gen, out, err); break;
-    case LLM_CHAT_GPT_OSS: rc = render_gpt_oss(msgs, n, vars, gen, out, err); break;
+    case LLM_CHAT_GPT_OSS: rc = render_gpt_oss(msgs, n, tools, vars, gen, out, err); break;
     case LLM_CHAT_MISTRAL_V1:
     case LLM_CHAT_MISTRAL_V3:
     case LLM_CHAT_MISTRAL_V3_TEKKEN:

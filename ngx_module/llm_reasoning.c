@@ -53,7 +53,7 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
         switch (t->state) {
         case LLM_THINK_START: /* "<think>" from the first byte (lead_ws: the first other than whitespace), or content */
             if (t->lead_ws && t->n_held == 0 && is_ws(c)) break;
-            if (n_open > t->n_held && c == open[t->n_held] && memcmp(t->held, open, t->n_held) == 0) {
+            if (!t->opened && n_open > t->n_held && c == open[t->n_held] && memcmp(t->held, open, t->n_held) == 0) {
                 t->held[t->n_held++] = c;
                 if (t->n_held == n_open) { t->n_held = 0; t->state = LLM_THINK_LEAD; }
                 break;
@@ -87,7 +87,11 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
         case LLM_THINK_AFTER: /* the whitespace after </think> (or the content's header: harmony's) */
             if (t->after && matches(t->after, t->held, t->n_held, c)) {
                 t->held[t->n_held++] = c;
-                if (t->n_held == strlen(t->after)) { t->n_held = 0; t->state = LLM_THINK_OUT; }
+                if (t->n_held == strlen(t->after)) { /* then the final channel's header, or another message */
+                    t->n_held = 0;
+                    t->state = LLM_THINK_START;
+                    t->opened = 1;
+                }
                 break;
             }
             if (t->n_held > 0) { /* not the header after all: content */

@@ -15,10 +15,12 @@ typedef struct {
     char   held[64];  /* the first bytes of a tag */
     size_t n_held;
     const char *open, *close; /* the tags (NULL: <think> and </think>), up to 63 bytes each */
-    /* gpt-oss's harmony: a header dropped where the content starts after the reasoning ("<|start|>assistant
-     * <|channel|>final<|message|>"), and one dropped where an answer opens with its content instead
-     * ("<|channel|>final<|message|>"); NULL: none. Up to 63 bytes each. */
+    /* gpt-oss's harmony: a header dropped where the content starts after the reasoning ("<|start|>assistant":
+     * the next message's), and one dropped where the content opens with it, at the start or after that
+     * ("<|channel|>final<|message|>"); NULL: none. Up to 63 bytes each. What is not the final channel (a call's
+     * "<|channel|>commentary to=functions...") stays in the content. */
     const char *after, *direct;
+    int    opened;    /* the reasoning was there: the opening tag is not looked for again */
     int    lead_ws;   /* whitespace before the opening tag is the turn's layout, dropped (GLM-4.5 answers
                        * "\n<think>"; without reasoning, "\n" and the content) */
 } llm_think;

@@ -244,6 +244,7 @@ static const char *call_tag(int chat_format)
            : chat_format == LLM_CHAT_GRANITE  ? "<|tool_call|>"
            : chat_format == LLM_CHAT_SEED_OSS ? "<seed:tool_call>"
            : is_mistral(chat_format)          ? "[TOOL_CALLS]"
+           : chat_format == LLM_CHAT_GPT_OSS  ? "<|channel|>commentary" /* (or " to=functions.": harmony_call_at) */
                                               : NULL;
 }
 
@@ -265,12 +266,13 @@ static int xml_calls(int chat_format)
  * vLLM holds any model's: [{"name": ..., "arguments": {...}}]). */
 static int held_as_array(int chat_format)
 {
-    return calls_in_array(chat_format) || xml_calls(chat_format);
+    return calls_in_array(chat_format) || xml_calls(chat_format) || chat_format == LLM_CHAT_GPT_OSS;
 }
 
 int llm_tools_prompt_opens_call(const llm_api_req *r)
 {
-    return (r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED) && !xml_calls(r->chat_format);
+    return (r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED) && !xml_calls(r->chat_format) &&
+           r->chat_format != LLM_CHAT_GPT_OSS;
 }
 
 /* The key of a call's arguments: Llama 3.1 writes "parameters", Hermes / Qwen and Mistral "arguments". */
@@ -480,6 +482,144 @@ static void seed_def(buf_t *b, const cJSON *tool)
     puts_(b, "\n    \"\"\"");
 }
 
+/* ---- gpt-oss's tools: a TypeScript namespace, after its template's render_tool_namespace and
+ * render_typescript_type macros, their whitespace included (a nested object's members and a oneOf's variants
+ * carry the newlines and indentation the Jinja source leaves in them). A template's string concatenation of a
+ * value that is not a string (an error there) prints Python's str() of it here. ---- */
+
+/* Jinja's truth of a JSON value: absent, null, false, 0, "", [] and {} are false. */
+static int truthy(const cJSON *v)
+{
+    return v != NULL && !cJSON_IsNull(v) && !cJSON_IsFalse(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0) &&
+           !(cJSON_IsString(v) && v->valuestring[0] == 0) && !((cJSON_IsArray(v) || cJSON_IsObject(v)) && v->child == NULL);
+}
+
+static const cJSON *field(const cJSON *o, const char *k)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static int type_is(const cJSON *spec, const char *t)
+{
+    const cJSON *v = field(spec, "type");
+    return cJSON_IsString(v) && !strcmp(v->valuestring, t);
+}
+
+/* Characters (code points) of UTF-8 text, as Python's len() counts them. */
+static size_t utf8_len(const char *s, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+static void ts_type(buf_t *b, const cJSON *spec)
+{
+    const cJSON *type = field(spec, "type");
+    int nullable = truthy(field(spec, "nullable"));
+    if (type_is(spec, "array")) {
+        const cJSON *items = field(spec, "items");
+        if (items == NULL) {
+            puts_(b, "any[]");
+        } else if (type_is(items, "string")) {
+            puts_(b, "string[]");
+        } else if (type_is(items, "number") || type_is(items, "integer")) {
+            puts_(b, "number[]");
+        } else if (type_is(items, "boolean")) {
+            puts_(b, "boolean[]");
+        } else {
+            buf_t in = { { NULL, 0, 0 }, 0 };
+            ts_type(&in, items);
+            b->oom |= in.oom;
+            size_t n = in.t.len;
+            if ((n == 15 && !memcmp(in.t.data, "object | object", 15)) || utf8_len(in.t.data, n) > 50)
+                puts_(b, "any[]");
+            else
+                put(b, in.t.data, n), puts_(b, "[]");
+            free(in.t.data);
+        }
+        if (nullable) puts_(b, " | null");
+    } else if (cJSON_IsArray(type) && type->child != NULL) { /* a list of types, joined */
+        for (const cJSON *t = type->child; t != NULL; t = t->next) {
+            put_repr(b, t, 1);
+            if (t->next) puts_(b, " | ");
+        }
+    } else if (truthy(field(spec, "oneOf"))) {
+        const cJSON *one = field(spec, "oneOf");
+        for (const cJSON *v = cJSON_IsArray(one) || cJSON_IsObject(one) ? one->child : NULL; v != NULL; v = v->next) {
+            ts_type(b, v);
+            if (truthy(field(v, "description"))) puts_(b, "// "), put_repr(b, field(v, "description"), 1);
+            if (field(v, "default") != NULL) puts_(b, "                    // default: "), dump(b, field(v, "default"), -1, 0);
+            if (v->next) puts_(b, " | \n");
+        }
+    } else if (type_is(spec, "string")) {
+        const cJSON *en = field(spec, "enum");
+        if (truthy(en)) {
+            puts_(b, "\"");
+            for (const cJSON *e = cJSON_IsArray(en) ? en->child : NULL; e != NULL; e = e->next) {
+                put_repr(b, e, 1);
+                if (e->next) puts_(b, "\" | \"");
+            }
+            puts_(b, "\"");
+        } else {
+            puts_(b, "string");
+            if (nullable) puts_(b, " | null");
+        }
+    } else if (type_is(spec, "number") || type_is(spec, "integer")) {
+        puts_(b, "number");
+    } else if (type_is(spec, "boolean")) {
+        puts_(b, "boolean");
+    } else if (type_is(spec, "object")) {
+        const cJSON *props = field(spec, "properties"), *req = field(spec, "required");
+        if (!truthy(props)) { puts_(b, "object"); return; }
+        puts_(b, "{\n");
+        for (const cJSON *p = props->child; p != NULL; p = p->next) {
+            int required = 0;
+            for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r != NULL && !required; r = r->next)
+                required = cJSON_IsString(r) && !strcmp(r->valuestring, p->string);
+            puts_(b, p->string), puts_(b, required ? "" : "?"), puts_(b, ": \n                ");
+            ts_type(b, p);
+            if (p->next) puts_(b, ", ");
+        }
+        puts_(b, "}");
+    } else {
+        puts_(b, "any");
+    }
+}
+
+/* The tools as gpt-oss's template lists them: "## functions", then namespace functions { ... } with each tool's
+ * description as a comment and its parameters as the type of its one argument. */
+static void gpt_oss_defs(buf_t *b, const cJSON *tools)
+{
+    puts_(b, "## functions\n\nnamespace functions {\n\n");
+    for (const cJSON *t = tools->child; t != NULL; t = t->next) {
+        const cJSON *fn = field(t, "function"), *params = field(fn, "parameters"), *desc = field(fn, "description");
+        const cJSON *props = field(params, "properties"), *req = field(params, "required");
+        puts_(b, "// ");
+        if (desc) put_repr(b, desc, 1);
+        puts_(b, "\ntype "), puts_(b, tool_name(t)), puts_(b, " = ");
+        if (!truthy(params) || !truthy(props)) { puts_(b, "() => any;\n\n"); continue; }
+        puts_(b, "(_: {\n");
+        for (const cJSON *p = props->child; p != NULL; p = p->next) {
+            int required = 0;
+            for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r != NULL && !required; r = r->next)
+                required = cJSON_IsString(r) && !strcmp(r->valuestring, p->string);
+            if (truthy(field(p, "description"))) puts_(b, "// "), put_repr(b, field(p, "description"), 1), puts_(b, "\n");
+            puts_(b, p->string), puts_(b, required ? ": " : "?: ");
+            ts_type(b, p);
+            const cJSON *def = field(p, "default");
+            if (def != NULL) {
+                if (truthy(field(p, "enum"))) puts_(b, ", // default: "), put_repr(b, def, 1);
+                else if (truthy(field(p, "oneOf"))) puts_(b, "// default: "), put_repr(b, def, 1);
+                else puts_(b, ", // default: "), dump(b, def, -1, 0);
+            }
+            puts_(b, ",\n");
+        }
+        puts_(b, "}) => any;\n\n");
+    }
+    puts_(b, "} // namespace functions");
+}
+
 /* Each tool as the template lists it: Llama 3.1's tojson(indent=4) then a blank line; ChatML's a newline
  * then tojson on one line (SmolLM3's, EXAONE 4's and GLM-4.5's tojson then a newline: the renderer puts EXAONE 4's
  * lines in <tool> tags); Mistral's on one line, joined by ", " (the template adds the brackets); Granite's the whole
@@ -488,6 +628,11 @@ static char *tool_defs(const cJSON *tools, int chat_format)
 {
     if (chat_format == LLM_CHAT_GRANITE) return llm_tools_dumps(tools, 4);
     buf_t b = { { NULL, 0, 0 }, 0 };
+    if (chat_format == LLM_CHAT_GPT_OSS) {
+        gpt_oss_defs(&b, tools);
+        if (b.oom) { free(b.t.data); return NULL; }
+        return b.t.data;
+    }
     if (chat_format == LLM_CHAT_QWEN3_CODER || chat_format == LLM_CHAT_SEED_OSS) {
         for (const cJSON *t = tools->child; t != NULL; t = t->next)
             chat_format == LLM_CHAT_SEED_OSS ? seed_def(&b, t) : qwen3_coder_def(&b, t);
@@ -552,7 +697,7 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if (mode == LLM_TOOLS_OFF) return 0;
     if (call_tag(r->chat_format) == NULL && r->chat_format != LLM_CHAT_LLAMA3) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
-                       "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5 or Mistral "
+                       "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5, gpt-oss or Mistral "
                        "(v3, v3-tekken, v7) chat format; this one's is %s", llm_chat_format_name(r->chat_format));
         return -1;
     }
@@ -869,6 +1014,38 @@ not_call:
     return 0;
 }
 
+/* gpt-oss's call (harmony), the answer's content from its start (the reasoning splitter took its analysis
+ * message and the <|start|>assistant after it): <|channel|>commentary to=functions.NAME <|constrain|>json
+ * <|message|>ARGS, or the recipient first, " to=functions.NAME<|channel|>commentary json<|message|>ARGS", ARGS a
+ * JSON object to the end (<|call|> ended the answer). Whether the text opens so (a prefix of it counts while
+ * partial), and the call in *c when it is one. */
+static const char HARMONY_CHANNEL[] = "<|channel|>commentary", HARMONY_TO[] = " to=functions.";
+
+static int harmony_opens_call(const char *text, size_t len)
+{
+    size_t a = len < sizeof HARMONY_CHANNEL - 1 ? len : sizeof HARMONY_CHANNEL - 1;
+    size_t b = len < sizeof HARMONY_TO - 1 ? len : sizeof HARMONY_TO - 1;
+    return memcmp(text, HARMONY_CHANNEL, a) == 0 || memcmp(text, HARMONY_TO, b) == 0;
+}
+
+static size_t read_harmony_call(const llm_api_req *r, const char *text, size_t len, llm_tool_call *c)
+{
+    static const char MSG[] = "<|message|>";
+    size_t m = find_tag(text, len, 0, MSG), to = find_tag(text, m, 0, HARMONY_TO + 1);
+    if (!harmony_opens_call(text, len) || m == len || to == m) return 0;
+    size_t n0 = to + sizeof HARMONY_TO - 2, n1 = n0;
+    while (n1 < m && text[n1] != ' ' && text[n1] != '<') n1++;
+    const cJSON *t = n1 > n0 ? find_tool(r->tools, text + n0, n1 - n0) : NULL;
+    size_t a = skip_ws(text, len, m + sizeof MSG - 1);
+    const char *end = NULL;
+    cJSON *args = t ? cJSON_ParseWithLengthOpts(text + a, len - a, &end, 0) : NULL;
+    if (!cJSON_IsObject(args) || skip_ws(text, len, (size_t)(end - text)) != len) {
+        cJSON_Delete(args);
+        return 0;
+    }
+    return take_call(c, t, args) == 0 ? len : 0;
+}
+
 /* Mistral's and Granite's calls at text[k..len): a JSON array of calls (one object alone taken too) to the end, around
  * whitespace. The number of calls (0: not calls). */
 static int read_calls_array(const llm_api_req *r, const char *text, size_t len, size_t k, llm_tool_call *calls)
@@ -908,6 +1085,8 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
     int held = r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED;
     if (held_as_array(r->chat_format) && held) /* the answer is the array (after the tag the prompt opened) */
         return read_calls_array(r, text, len, 0, calls);
+    if (r->chat_format == LLM_CHAT_GPT_OSS) /* harmony: the answer is its final message, or one call */
+        return read_harmony_call(r, text, len, &calls[0]) ? 1 : 0;
     if (tag == NULL || held) {
         /* the whole answer is one call's JSON (ChatML: the prompt opened the <tool_call>) */
         if (k == len || text[k] != '{') return 0;
@@ -962,6 +1141,7 @@ int llm_tools_text_tags(const llm_api_req *r, const char **tags, int cap)
 {
     static const char *const glm[] = { "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>" };
     int n = 0, f = r->chat_format;
+    if (f == LLM_CHAT_GPT_OSS) return 0; /* (harmony's control tokens are kept for its reasoning splitter) */
     if (call_tag(f) != NULL && n < cap) tags[n++] = call_tag(f);
     if (call_tag(f) != NULL && !calls_in_array(f) && n < cap) tags[n++] = call_close(f);
     for (size_t i = 0; f == LLM_CHAT_GLM45 && i < sizeof glm / sizeof glm[0] && n < cap; i++) tags[n++] = glm[i];
@@ -970,6 +1150,8 @@ int llm_tools_text_tags(const llm_api_req *r, const char **tags, int cap)
 
 size_t llm_tools_content_end(const llm_api_req *r, const char *text, size_t len, size_t sent)
 {
+    if (r->chat_format == LLM_CHAT_GPT_OSS) /* (a call is the whole content, from its first byte) */
+        return sent == 0 && harmony_opens_call(text, len) ? 0 : len;
     const char *tag = call_tag(r->chat_format);
     size_t n = strlen(tag);
     for (size_t j = sent; j < len; j++) {
@@ -981,6 +1163,7 @@ size_t llm_tools_content_end(const llm_api_req *r, const char *text, size_t len,
 
 int llm_tools_may_be_call(const llm_api_req *r, const char *text, size_t len)
 {
+    if (r->chat_format == LLM_CHAT_GPT_OSS) return harmony_opens_call(text, len);
     const char *tag = call_tag(r->chat_format);
     size_t k = skip_ws(text, len, 0), n = tag ? strlen(tag) : 0;
     if (tag == NULL) return k == len || text[k] == '{';

@@ -839,9 +839,9 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
             s->detok.keep[0] = lcf->tok->think_start;
             s->detok.keep[1] = lcf->tok->think_end;
         }
-        if (lcf->tok->harmony && ctx->q.kind == LLM_API_CHAT) { /* (tools are refused with this format: 2, 3 free) */
-            static const char *const hm[4] = { "<|channel|>", "<|message|>", "<|end|>", "<|start|>" };
-            for (int k = 0; k < 4; k++) s->detok.keep[k] = llm_tok_find(ctx->tok, hm[k]);
+        if (lcf->tok->harmony && ctx->q.kind == LLM_API_CHAT) { /* (its calls are read by these tokens too) */
+            static const char *const hm[5] = { "<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<|constrain|>" };
+            for (int k = 0; k < 5; k++) s->detok.keep[k] = llm_tok_find(ctx->tok, hm[k]);
         }
         /* ... and so do the tags calls are read by (Mistral's [TOOL_CALLS], GLM-4.5's <arg_key> ...) */
         const char *tags[LLM_DETOK_KEEP - 2];

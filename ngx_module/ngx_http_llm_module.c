@@ -204,7 +204,7 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
         n->think = 1;
         n->think_open = "<|channel|>analysis<|message|>";
         n->think_close = "<|end|>";
-        n->think_after = "<|start|>assistant<|channel|>final<|message|>";
+        n->think_after = "<|start|>assistant";
         n->think_direct = "<|channel|>final<|message|>";
     }
     /* the tags as single tokens (Qwen 3's): a JSON answer's mask then waits for the thinking to end */

@@ -1087,4 +1087,4 @@ POST /v1/chat/completions
 {"messages": [{"role": "user", "content": "weather?"}], "tools": [{"type": "function", "function": {"name": "get_weather"}}]}
 --- error_code: 400
 --- response_body_like chomp
-"message":"function calling needs a model with the Llama 3, ChatML \(Hermes, Qwen\), SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5 or Mistral \(v3, v3-tekken, v7\) chat format; this one's is llama2","type":"invalid_request_error","param":"tools","code":"unsupported_parameter"
+"message":"function calling needs a model with the Llama 3, ChatML \(Hermes, Qwen\), SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5, gpt-oss or Mistral \(v3, v3-tekken, v7\) chat format; this one's is llama2","type":"invalid_request_error","param":"tools","code":"unsupported_parameter"

@@ -215,7 +215,7 @@ POST /v1/chat/completions
 {"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}
 --- error_code: 400
 --- response_body_like chomp
-EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5 or Mistral .* this one's is tulu
+EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5, gpt-oss or Mistral .* this one's is tulu
 
 === TEST 11a: seed-oss: <seed:bos>role\ntext<seed:eos> turns (markers as text here)
 --- main_config

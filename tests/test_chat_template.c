@@ -150,7 +150,7 @@ int main(void)
            strstr(err.msg, "first message after the system message must be the user's"),
            "with tools the conversation must start with the user: %s", err.msg);
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA2, tm, 2, &tools, 1, &o, &err) != 0 &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5 or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5, gpt-oss or Mistral (v3, v3-tekken, v7) chat format; this model's is llama2"),
            "no tool prompt in Llama 2's: %s", err.msg);
         const llm_chat_msg two[] = { { "user", "Both?", NULL, 0, NULL }, { "assistant", "", wcall, 2, NULL } };
         ok(llm_chat_render_tools(LLM_CHAT_LLAMA3, two, 2, &tools, 1, &o, &err) != 0 &&
@@ -279,7 +279,7 @@ int main(void)
         static const llm_chat_call call[] = { { "w", "{}", NULL } };
         const llm_chat_msg withcall[] = { { "user", "a", NULL, 0, NULL }, { "assistant", "", call, 1, NULL } };
         ok(render(LLM_CHAT_GEMMA, withcall, 2, 1, &err) == NULL &&
-           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5 or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
+           strstr(err.msg, "needs the Llama 3, ChatML, SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5, gpt-oss or Mistral (v3, v3-tekken, v7) chat format; this model's is gemma"),
            "gemma: no function calling: %s", err.msg);
         llm_chat_tools tools = { "{}", "02 Dec 2026", 0, NULL };
         ok(llm_chat_render_tools(LLM_CHAT_GEMMA, conv + 1, 1, &tools, 1, &o, &err) != 0 &&
@@ -834,7 +834,27 @@ int main(void)
         free(s);
         const llm_chat_msg tool[] = { { "user", "Hi", NULL, 0, NULL }, { "tool", "7", NULL, 0, NULL } };
         s = render_ex(LLM_CHAT_GPT_OSS, tool, 2, NULL, &day, 1, NULL, &err);
-        ok(s == NULL && strstr(err.msg, "not supported yet"), "gpt-oss: a tool result is refused for now: %s", err.msg);
+        ok(s == NULL && strstr(err.msg, "without an earlier call"), "gpt-oss: a tool result without a call: %s", err.msg);
+        free(s);
+        /* with tools (defs: their TypeScript namespace, as llm_tools.c writes it), a call and its result (7 more
+         * conversations with tools compared: nested objects, oneOf, defaults, enums, two rounds of calls) */
+        const llm_chat_call now = { "now", "{\"tz\": \"UTC\"}", NULL };
+        const llm_chat_msg calls[] = { { "user", "Time?", NULL, 0, NULL }, { "assistant", "Checking.", &now, 1, NULL },
+                                       { "tool", "noon \"12\"", NULL, 0, NULL } };
+        const llm_chat_tools nt = { "## functions\n\nnamespace functions {\n\n// The time\ntype now = (_: {\n// Zone\n"
+                                    "tz?: string,\n}) => any;\n\n} // namespace functions", NULL, 0, NULL };
+        s = render_ex(LLM_CHAT_GPT_OSS, calls, 3, &nt, &day, 1, NULL, &err);
+        ok(s && !strcmp(s, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+           "Knowledge cutoff: 2024-06\nCurrent date: 2026-12-05\n\nReasoning: medium\n\n# Valid channels: analysis, "
+           "commentary, final. Channel must be included for every message.\nCalls to these tools must go to the "
+           "commentary channel: 'functions'.<|end|><|start|>developer<|message|># Tools\n\n## functions\n\nnamespace "
+           "functions {\n\n// The time\ntype now = (_: {\n// Zone\ntz?: string,\n}) => any;\n\n} // namespace "
+           "functions<|end|><|start|>user<|message|>Time?<|end|><|start|>assistant<|channel|>analysis<|message|>"
+           "Checking.<|end|><|start|>assistant to=functions.now<|channel|>commentary json<|message|>{\"tz\": \"UTC\"}"
+           "<|call|><|start|>functions.now to=assistant<|channel|>commentary<|message|>\"noon \\\"12\\\"\"<|end|>"
+           "<|start|>assistant"),
+           "gpt-oss: tools in the developer message, the answer's text as analysis, its call, the result as a JSON "
+           "string: %s", s ? s : err.msg);
         free(s);
     }
     {   /* GLM-4.5: renderings pasted from its Jinja template (tokenizer_config.json) run by Python's Jinja2 as

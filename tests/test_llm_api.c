@@ -616,6 +616,43 @@ int main(void)
         for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
         ok(QOUT("<tool_call>now\n</tool_call>") == 0, "glm4.5 required: XML is not the held answer");
         llm_api_req_free(&q);
+        /* gpt-oss (harmony): the content after its reasoning is the final message, or one call: its channel and
+         * recipient in either order, then the arguments' JSON (the splitter took the analysis message and the
+         * next message's <|start|>assistant) */
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", ctools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_GPT_OSS, &q, &e), 0, "gpt-oss: tools parse");
+        ok(q.tool_defs && !strncmp(q.tool_defs, "## functions\n\nnamespace functions {\n\n// ", 40) &&
+           strstr(q.tool_defs, "type now = () => any;\n\n} // namespace functions"),
+           "gpt-oss: the tools as its template's TypeScript namespace: %s", q.tool_defs ? q.tool_defs : "");
+        n2 = QOUT("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Oslo\"}");
+        ok(n2 == 1 && cl == 0 && !strcmp(c[0].name, "get_weather") && !strcmp(c[0].args, "{\"city\":\"Oslo\"}"),
+           "gpt-oss: a call on the commentary channel (%d)", n2);
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        n2 = QOUT(" to=functions.now<|channel|>commentary json<|message|>{}");
+        ok(n2 == 1 && !strcmp(c[0].name, "now") && !strcmp(c[0].args, "{}"), "gpt-oss: the recipient first (%d)", n2);
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        ok(QOUT("The weather is fine.") == 0 && QOUT("<|channel|>commentary to=functions.nope <|constrain|>json"
+                                                     "<|message|>{}") == 0 &&
+           QOUT("<|channel|>commentary to=functions.now <|constrain|>json<|message|>{} and more") == 0 &&
+           QOUT("<|channel|>commentary to=functions.now <|constrain|>json<|message|>[1]") == 0,
+           "gpt-oss: text, an unknown tool, text after the arguments, arguments not an object: no call");
+        ok(llm_tools_may_be_call(&q, "<|chan", 6) && llm_tools_may_be_call(&q, " to=f", 5) &&
+           !llm_tools_may_be_call(&q, "The", 3) && llm_tools_content_end(&q, "<|channel|>comm", 15, 0) == 0 &&
+           llm_tools_content_end(&q, "Sunny <|channel|>commentary", 27, 0) == 27,
+           "gpt-oss: a call is the whole content from its first byte; text streams");
+        {
+            const char *tags[8];
+            ok(llm_tools_text_tags(&q, tags, 8) == 0, "gpt-oss: no call tags of its own (its control tokens are kept)");
+        }
+        llm_api_req_free(&q);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":"
+                 "\"required\"}", ctools);
+        is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_GPT_OSS, &q, &e), 0, "gpt-oss: required");
+        n2 = QOUT("[{\"name\": \"now\", \"arguments\": {}}]");
+        ok(q.schema && !llm_tools_prompt_opens_call(&q) && n2 == 1 && !strcmp(c[0].name, "now"),
+           "gpt-oss required: held to an array of calls, read back (%d)", n2);
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        llm_api_req_free(&q);
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s,\"tool_choice\":"
                  "{\"type\":\"function\",\"function\":{\"name\":\"now\"}},\"parallel_tool_calls\":false}", ctools);
         is_int(llm_api_parse_chat(LLM_API_CHAT, body, strlen(body), LLM_CHAT_GLM45, &q, &e), 0, "glm4.5: named");

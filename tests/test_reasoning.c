@@ -110,15 +110,23 @@ int main(void)
     /* gpt-oss's harmony: the analysis channel's message is the reasoning, the final channel's the content (the
      * control tokens' text as the detokenizer keeps it) */
     tag_open = "<|channel|>analysis<|message|>", tag_close = "<|end|>";
-    hdr_after = "<|start|>assistant<|channel|>final<|message|>", hdr_direct = "<|channel|>final<|message|>";
+    hdr_after = "<|start|>assistant", hdr_direct = "<|channel|>final<|message|>";
     check("<|channel|>analysis<|message|>User says hi.<|end|><|start|>assistant<|channel|>final<|message|>Hello!",
           "User says hi.", "Hello!", "gpt-oss: analysis, then final");
     check("<|channel|>final<|message|>Hello!", "", "Hello!", "gpt-oss: final at once");
     check("<|channel|>analysis<|message|>a <|en b<|end|>", "a <|en b", "", "gpt-oss: cut short after the reasoning");
     check("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>fin", "a",
-          "<|start|>assistant<|channel|>fin", "gpt-oss: cut short in the header: its bytes are content");
-    check("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary<|message|>b", "a",
-          "<|start|>assistant<|channel|>commentary<|message|>b", "gpt-oss: another channel after it is content");
+          "<|channel|>fin", "gpt-oss: cut short in the final channel's header: its bytes are content");
+    check("<|channel|>analysis<|message|>a<|end|><|start|>assis", "a", "<|start|>assis",
+          "gpt-oss: cut short in the next message's start: content");
+    check("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>"
+          "json<|message|>{}", "a", "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}",
+          "gpt-oss: a call after the reasoning: its channel and the rest are content (for the call reader)");
+    check("<|channel|>analysis<|message|>a<|end|><|start|>assistant to=functions.f<|channel|>commentary json"
+          "<|message|>{}", "a", " to=functions.f<|channel|>commentary json<|message|>{}",
+          "gpt-oss: the recipient first: content from it");
+    check("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>analysis<|message|>b", "a",
+          "<|channel|>analysis<|message|>b", "gpt-oss: a second analysis message is not reasoning again (content)");
     check("<|channel|>fina", "", "<|channel|>fina", "gpt-oss: cut short in the opening header: content");
     check("Plain text", "", "Plain text", "gpt-oss: no header: content");
     tag_open = tag_close = hdr_after = hdr_direct = NULL;
