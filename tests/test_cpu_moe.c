@@ -24,6 +24,15 @@ enum { BLOCK = 16 };
 static int32_t *table;
 static llm_seq_view view;
 
+/* The block table of a sequence of n positions (view): blocks in order, or reversed. */
+static void set_table(int n, int reversed)
+{
+    table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
+    for (int i = 0; i <= n / BLOCK; i++)
+        table[i] = reversed ? n / BLOCK - i : i;
+    view = (llm_seq_view){ table, n / BLOCK + 1 };
+}
+
 static llm_backend *make_backend(const llm_model *m, int threads, int n_pos)
 {
     llm_err err = { { 0 } };
@@ -90,10 +99,7 @@ static void test_moe(const char *preset, llm_dtype t, const char *dir)
     int32_t *toks = malloc((size_t)n * sizeof(int32_t));
     for (int i = 0; i < n; i++)
         toks[i] = i == 0 ? c->bos_id : 300 + (i * 37) % 5000;
-    table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
-    for (int i = 0; i <= n / BLOCK; i++)
-        table[i] = n / BLOCK - i; /* not in order */
-    view = (llm_seq_view){ table, n / BLOCK + 1 };
+    set_table(n, 1); /* not in order */
     float *one = malloc((size_t)V * sizeof(float)), *chunked = malloc((size_t)V * sizeof(float));
     float *tail = malloc((size_t)V * sizeof(float));
     llm_backend *b = make_backend(m, 2, n);
@@ -158,10 +164,7 @@ static void test_ernie_moe(const char *dir)
     int32_t *toks = malloc((size_t)n * sizeof(int32_t));
     for (int i = 0; i < n; i++)
         toks[i] = i == 0 ? c->bos_id : 300 + (i * 37) % 5000;
-    table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
-    for (int i = 0; i <= n / BLOCK; i++)
-        table[i] = i;
-    view = (llm_seq_view){ table, n / BLOCK + 1 };
+    set_table(n, 0);
     float *one = malloc((size_t)V * sizeof(float)), *tail = malloc((size_t)V * sizeof(float));
     float *nob = malloc((size_t)V * sizeof(float));
     llm_backend *b = make_backend(m, 2, n);
@@ -189,6 +192,18 @@ static void test_ernie_moe(const char *dir)
     unlink(path);
 }
 
+/* A control's baseline: n prompt tokens (BOS, then a spread of ids), their block table, the model's logits of
+ * the whole prompt in *one, and room for the altered model's in *alt. 0, or -1. */
+static int control_base(llm_model *m, int32_t *toks, int n, float **one, float **alt)
+{
+    for (int i = 0; i < n; i++)
+        toks[i] = i == 0 ? m->cfg.bos_id : 500 + (i * 53) % 4000;
+    set_table(n, 0);
+    *one = malloc((size_t)m->cfg.vocab_size * sizeof(float));
+    *alt = malloc((size_t)m->cfg.vocab_size * sizeof(float));
+    return *one == NULL || *alt == NULL ? -1 : run_whole(m, toks, n, *one);
+}
+
 /* GLM-4.5 (tiny-glm4moe): the experts' weights are the router's sigmoids (chosen with a bias), renormalised and
  * times 2.5; the agreement with llama.cpp is tests/parity/moe.t's. Controls: a softmax router, or no scale,
  * moves the logits. */
@@ -205,14 +220,8 @@ static void test_glm_moe(const char *dir)
         return;
     int n = 24, V = m->cfg.vocab_size;
     int32_t toks[24];
-    for (int i = 0; i < n; i++)
-        toks[i] = i == 0 ? m->cfg.bos_id : 500 + (i * 53) % 4000;
-    table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
-    for (int i = 0; i <= n / BLOCK; i++)
-        table[i] = i;
-    view = (llm_seq_view){ table, n / BLOCK + 1 };
-    float *one = malloc((size_t)V * sizeof(float)), *alt = malloc((size_t)V * sizeof(float));
-    int rc = run_whole(m, toks, n, one);
+    float *one, *alt;
+    int rc = control_base(m, toks, n, &one, &alt);
     m->cfg.moe_sigmoid = 0;
     rc |= run_whole(m, toks, n, alt);
     ok(rc == 0 && max_rel_diff(alt, one, (size_t)V) > 1e-2, "control: a softmax router moves the logits (%.2g)",
@@ -244,14 +253,8 @@ static void test_gptoss(const char *dir)
         return;
     int n = 24, V = m->cfg.vocab_size;
     int32_t toks[24];
-    for (int i = 0; i < n; i++)
-        toks[i] = i == 0 ? m->cfg.bos_id : 500 + (i * 53) % 4000;
-    table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
-    for (int i = 0; i <= n / BLOCK; i++)
-        table[i] = i;
-    view = (llm_seq_view){ table, n / BLOCK + 1 };
-    float *one = malloc((size_t)V * sizeof(float)), *alt = malloc((size_t)V * sizeof(float));
-    int rc = run_whole(m, toks, n, one);
+    float *one, *alt;
+    int rc = control_base(m, toks, n, &one, &alt);
     llm_layer keep[4];
     for (int l = 0; l < 4; l++)
         keep[l] = m->layers[l];
