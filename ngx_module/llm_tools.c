@@ -435,14 +435,19 @@ static const char *seed_py_type(const cJSON *spec)
                                                            : "Any";
 }
 
+/* Jinja's truth of a JSON value: absent, null, false, 0, "", [] and {} are false. */
+static int truthy(const cJSON *v)
+{
+    return v != NULL && !cJSON_IsNull(v) && !cJSON_IsFalse(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0) &&
+           !(cJSON_IsString(v) && v->valuestring[0] == 0) && !((cJSON_IsArray(v) || cJSON_IsObject(v)) && v->child == NULL);
+}
+
 /* spec.description or "": a string as it is, another value as Python's str() of it, none (or a falsy one) empty */
 static void seed_desc(buf_t *b, const cJSON *spec)
 {
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(spec, "description");
     if (cJSON_IsString(d)) puts_(b, d->valuestring);
-    else if (d != NULL && !cJSON_IsNull(d) && !cJSON_IsFalse(d) && !(cJSON_IsNumber(d) && d->valuedouble == 0) &&
-             !((cJSON_IsArray(d) || cJSON_IsObject(d)) && d->child == NULL))
-        put_repr(b, d, 1);
+    else if (truthy(d)) put_repr(b, d, 1);
 }
 
 /* A tool as Seed-OSS's template lists it: a Python function's signature and docstring, its arguments marked
@@ -486,13 +491,6 @@ static void seed_def(buf_t *b, const cJSON *tool)
  * render_typescript_type macros, their whitespace included (a nested object's members and a oneOf's variants
  * carry the newlines and indentation the Jinja source leaves in them). A template's string concatenation of a
  * value that is not a string (an error there) prints Python's str() of it here. ---- */
-
-/* Jinja's truth of a JSON value: absent, null, false, 0, "", [] and {} are false. */
-static int truthy(const cJSON *v)
-{
-    return v != NULL && !cJSON_IsNull(v) && !cJSON_IsFalse(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0) &&
-           !(cJSON_IsString(v) && v->valuestring[0] == 0) && !((cJSON_IsArray(v) || cJSON_IsObject(v)) && v->child == NULL);
-}
 
 static const cJSON *field(const cJSON *o, const char *k)
 {

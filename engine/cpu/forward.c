@@ -513,11 +513,9 @@ static int cpu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_e
             continue;
         }
 
-        if (L->bo.data != NULL) /* gpt-oss: the output projection's bias (no norm after it) */
-            project_out_ln(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm,
-                           &L->bo, NULL);
-        else
-            project_out(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm);
+        /* (bo: gpt-oss's output bias; absent, no data: as project_out) */
+        project_out_ln(st, &L->wo, cpu_packed(st, l, CPU_W_O), st->att, st->q_dim, n, &L->post_attn_norm, &L->bo,
+                       NULL);
 
         if (llm_layer_moe(c, L)) {
             if (cpu_moe_ffn(st, l, n) != 0) {

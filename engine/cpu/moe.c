@@ -186,11 +186,12 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
             shared_expert(st, l, np);
         cpu_mm_out gu[CPU_MM_MAX_OUTS], dn[LLM_MAX_EXPERTS];
         const float *gub[CPU_MM_MAX_OUTS], *dnb[LLM_MAX_EXPERTS]; /* gpt-oss's experts' biases */
+        int biased = L->exp_b[0].data != NULL;
         for (int e = 0; e < c->n_expert; e++) {
             if (count[e] == 0)
                 continue;
             const llm_tensor *x = &L->experts[3 * e];
-            if (L->exp_b[0].data != NULL) {
+            if (biased) {
                 gub[2 * na] = (const float *)L->exp_b[0].data + (size_t)e * ff;
                 gub[2 * na + 1] = (const float *)L->exp_b[1].data + (size_t)e * ff;
                 dnb[na] = (const float *)L->exp_b[2].data + (size_t)e * dim;
@@ -203,7 +204,6 @@ int cpu_moe_ffn(cpu_state *st, int l, int n)
                                      off[e], count[e] };
         }
         int rows = np * c->n_expert_used;
-        int biased = L->exp_b[0].data != NULL;
         cpu_mm mg = { .x = st->moe_x, .xs = (size_t)dim, .n = rows, .K = dim, .outs = gu, .n_outs = 2 * na,
                       .swiglu = 1, .gelu = c->act, .bias = biased ? gub : NULL };
         cpu_matmul(st, &mg);
