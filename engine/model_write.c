@@ -543,13 +543,9 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         llm_seterr(err, "%s: re-saving a ModernBERT reranker is not supported: serve its Hugging Face directory", path);
         return -1;
     }
-    if (strcmp(m->arch, "gpt-oss") == 0) { /* (its sinks and biases have no writer yet) */
-        llm_seterr(err, "%s: re-saving a gpt-oss model is not supported yet: serve the file as it is", path);
-        return -1;
-    }
     gguf_writer *w = gguf_writer_new();
     conv_list l = { 0 };
-    l.cap = 24 * c->n_layers + 3; /* at most 17 tensors a layer (Qwen 2 MoE) */
+    l.cap = 24 * c->n_layers + 3; /* at most 19 tensors a layer (gpt-oss) */
     l.cv = calloc((size_t)l.cap, sizeof(conv));
     float *rf = NULL;
     int rc = -1;
@@ -559,7 +555,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
     }
     /* a partial rotary's q / k rows are reordered in memory: written back in the file's order (add_fused) */
     int partial = c->rope_dims > 0 && c->rope_dims != c->head_dim ? c->rope_dims : 0;
-    int glm = strcmp(m->arch, "glm4moe") == 0;
+    int glm = strcmp(m->arch, "glm4moe") == 0, gptoss = strcmp(m->arch, "gpt-oss") == 0;
     if (partial && strcmp(m->arch, "phi3") != 0 && !glm) {
         llm_seterr(err, "%s: re-saving a partial-rotary %s model is not supported (phi3's, glm4moe's)", path,
                    m->arch);
@@ -676,7 +672,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
             M("ffn_down", w_down, 0)
         } else {
             M("attn_q", wq, qk) M("attn_k", wk, qk) M("attn_v", wv, 0) M("attn_output", wo, 0)
-            if (L->ffn_norm.data != NULL && (strcmp(m->arch, "seed_oss") == 0 || glm)) { /* (llama.cpp's name) */
+            if (L->ffn_norm.data != NULL && (strcmp(m->arch, "seed_oss") == 0 || glm || gptoss)) { /* (llama.cpp's) */
                 M("post_attention_norm", ffn_norm, 0)
             } else if (L->ffn_norm.data != NULL) { /* (OLMo 2 has none: it norms the blocks' outputs) */
                 M("ffn_norm", ffn_norm, 0)
@@ -691,10 +687,18 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
                 snprintf(n, sizeof(n), "blk.%d.exp_probs_b.bias", i);
                 add_vec(w, &l, n, &L->exp_probs_b, 0, hd);
             }
+            if (L->ffn_gate_inp_b.data != NULL) { /* gpt-oss's router's bias */
+                snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp.bias", i);
+                add_vec(w, &l, n, &L->ffn_gate_inp_b, 0, hd);
+            }
             static const char *const kinds[3] = { "gate", "up", "down" };
             for (int k = 0; k < 3; k++) {
                 snprintf(n, sizeof(n), "blk.%d.ffn_%s_exps.weight", i, kinds[k]);
                 add_experts(w, &l, n, L, c->n_expert, k, dtype);
+                if (L->exp_b[k].data != NULL) { /* gpt-oss's experts' biases, [n_expert][rows] in F32 */
+                    snprintf(n, sizeof(n), "blk.%d.ffn_%s_exps.bias", i, kinds[k]);
+                    add_mat(w, &l, n, &L->exp_b[k], LLM_F32, 0, hd);
+                }
             }
             if (L->shexp_gate.data != NULL) { /* Qwen 2 MoE's shared expert's gate */
                 snprintf(n, sizeof(n), "blk.%d.ffn_gate_inp_shexp.weight", i);
@@ -711,6 +715,7 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
         V("attn_q.bias", bq, qk) V("attn_k.bias", bk, qk) V("attn_v.bias", bv, 0)
         V("attn_q_norm.weight", q_norm, qk) V("attn_k_norm.weight", k_norm, qk)
         V("post_attention_norm.weight", post_attn_norm, 0) V("post_ffw_norm.weight", post_ffn_norm, 0)
+        V("attn_output.bias", bo, 0) V("attn_sinks.weight", attn_sinks, 0) /* (gpt-oss's) */
 #undef V
     }
 write:

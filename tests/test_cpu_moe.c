@@ -17,6 +17,7 @@
 #include "cpu/cpu_backend.h"
 #include "model.h"
 #include "model_gen.h"
+#include "model_write.h"
 #include "tap.h"
 
 enum { BLOCK = 16 };
@@ -289,6 +290,20 @@ static void test_gptoss(const char *dir)
         m->layers[l] = keep[l];
     rc |= run_whole(m, toks, n, alt);
     ok(rc == 0 && max_rel_diff(alt, one, (size_t)V) == 0.0, "and restored, the same logits");
+    /* re-saved (gen-model --from): in F32 the same logits, sinks and biases included; Q8_0 loads */
+    char back[640];
+    snprintf(back, sizeof(back), "%s/gpt-oss-back.gguf", dir);
+    ok(llm_model_save_gguf(m, LLM_F32, back, &err) == 0, "re-saved in F32: %s", err.msg);
+    llm_model *b = llm_model_load(back, NULL, &err);
+    rc = b == NULL || run_whole(b, toks, n, alt);
+    ok(rc == 0 && b->layers[2].swa && !b->layers[3].swa && max_rel_diff(alt, one, (size_t)V) == 0.0,
+       "... and reloaded: its windows, the same logits (%s)", b ? "" : err.msg);
+    llm_model_free(b);
+    ok(llm_model_save_gguf(m, LLM_Q8_0, back, &err) == 0 && (b = llm_model_load(back, NULL, &err)) != NULL &&
+       b->layers[0].experts[0].type == LLM_Q8_0 && b->layers[0].exp_b[0].type == LLM_F32,
+       "re-saved in Q8_0: its experts in Q8_0, their biases in F32: %s", err.msg);
+    llm_model_free(b);
+    unlink(back);
     free(one); free(alt); free(table);
     llm_model_free(m);
     unlink(path);

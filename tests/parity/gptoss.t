@@ -8,7 +8,8 @@
 #     matches llama.cpp's on the same file (F32, and Q8_0 where both round), the whole text as one prefill
 #     step and its last 30 tokens decoded one by one;
 #  2. greedy ids are llama.cpp's;
-#  3. without its sinks or with the plain SwiGLU the logits move (controls: the check above can fail).
+#  3. without its sinks or with the plain SwiGLU the logits move (controls: the check above can fail);
+#  4. a file we re-save (gen-model --from) reads in llama.cpp with the same results.
 use strict;
 use warnings;
 use Test::More;
@@ -62,6 +63,14 @@ compare_llamacpp(dir => $dir, dump => $dump, label => 'tiny-gpt-oss mxfp4', mode
                  vocab => 128256, min_top1 => 0.85, max_mean => 0.04, max_dp => 0.3, exact => 1);
 compare_llamacpp(dir => $dir, dump => $dump, label => 'tiny-gpt-oss mxfp4 decode', model => $mx, ids => \@ids,
                  vocab => 128256, min_top1 => 0.85, max_mean => 0.04, max_dp => 0.3, decode => 30, exact => 1);
+
+# re-saved by us (gen-model --from, F32: the experts' MXFP4 values exactly): llama.cpp reads our file, the same
+# tensors and keys, and agrees as on its own
+my $back = "$dir/tiny-gpt-oss-mxfp4-f32.gguf";
+my ($rb) = capture($engine, 'gen-model', '--from', $mx, '--dtype', 'f32', '--out', $back);
+is($rb, 0, 'gen-model --from re-saves it in F32');
+compare_llamacpp(dir => $dir, dump => $dump, label => 'tiny-gpt-oss re-saved f32', model => $back, ids => \@ids,
+                 vocab => 128256, min_top1 => 0.97, max_mean => 0.0005, max_dp => 0.005, exact => 1);
 
 # gpt-oss's YaRN rope (tiny-gpt-oss-yarn: 4x over 16 positions; the text runs past them)
 my $fy = "$dir/tiny-gpt-oss-yarn-f32.gguf";
