@@ -12,13 +12,13 @@
 /* The deferred types a backend uploads from the file's blocks itself (a mask of ggml type ids; 0: none): the
  * CUDA backend takes every one (gguf_qtype_converted; kernels/cuda_load.cu: kq_types), those of them
  * LLM_CUDA_KQ lists when it is set (q8_0: none, Q8_0 copies). */
-static uint32_t kept_types(const char *name)
+static uint64_t kept_types(const char *name)
 {
     const char *list = getenv("LLM_CUDA_KQ");
-    uint32_t keep = 0;
-    for (uint32_t t = 0; t < 32 && strcmp(name, "cuda") == 0; t++)
+    uint64_t keep = 0;
+    for (uint32_t t = 0; t < 64 && strcmp(name, "cuda") == 0; t++)
         if (gguf_qtype_converted(t) && gguf_type_listed(list, gguf_qtype_name(t)))
-            keep |= 1u << t;
+            keep |= (uint64_t)1 << t;
     return keep;
 }
 
@@ -29,7 +29,7 @@ int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *
     int cpu = strcmp(name, "cpu") == 0;
     if (cpu && llm_cpu_prepare_model(m, o, err) != 0) /* takes the deferred Q4_K it can */
         return -1;
-    uint32_t keep = kept_types(name);
+    uint64_t keep = kept_types(name);
     if (llm_model_has_deferred_except(m, keep)) { /* the rest become Q8_0, then packed in place on the CPU */
         if (llm_model_finish_deferred_except(m, keep, err) != 0 || (cpu && llm_cpu_prepare_model(m, o, err) != 0))
             return -1;
@@ -42,8 +42,8 @@ void llm_backend_prepare_report(const llm_model *m, void *FILE_stream)
     int by[LLM_CPU_PK_KINDS], n = llm_model_cpu_packed(m, by);
     if (n > 0)
         fprintf((FILE *)FILE_stream, "prepare: %d converted matrices packed for the cpu kernels; %d of them q4_K, "
-                "kept at 5 bits a weight, %d q5_K at 6, %d q6_K at 7, %d q3_K at 5, %d q2_K at 6\n", n, by[CPU_PK_Q4_M],
-                by[CPU_PK_Q5_M], by[CPU_PK_Q6], by[CPU_PK_Q3], by[CPU_PK_Q2_M]);
+                "kept at 5 bits a weight, %d q5_K at 6, %d q6_K at 7, %d q3_K at 5, %d q2_K at 6, %d mxfp4 at 4.5\n",
+                n, by[CPU_PK_Q4_M], by[CPU_PK_Q5_M], by[CPU_PK_Q6], by[CPU_PK_Q3], by[CPU_PK_Q2_M], by[CPU_PK_MX4]);
 }
 
 llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err)

@@ -355,13 +355,13 @@ void       llm_model_free(llm_model *m);
 llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err);
 /* Converts to Q8_0 the layer matrices whose conversion LLM_LOAD_DEFER_KQ
  * deferred and nothing else took (data still NULL), except those whose file
- * type is in keep (a mask of ggml type ids, 1u << id; 0: none): the CUDA
- * backend uploads the K-quant and IQ4 matrices from their blocks and has no
- * use for a Q8_0 copy. 0 ok, -1 + err. */
-int llm_model_finish_deferred_except(llm_model *m, uint32_t keep, llm_err *err);
+ * type is in keep (a mask of ggml type ids, 1 << id, ids below 64; 0: none):
+ * the CUDA backend uploads the K-quant, IQ4 and MXFP4 matrices from their
+ * blocks and has no use for a Q8_0 copy. 0 ok, -1 + err. */
+int llm_model_finish_deferred_except(llm_model *m, uint64_t keep, llm_err *err);
 /* 1 while some layer matrix of a type not in keep has neither data nor a
  * packed form (deferred). */
-int llm_model_has_deferred_except(const llm_model *m, uint32_t keep);
+int llm_model_has_deferred_except(const llm_model *m, uint64_t keep);
 llm_model *llm_model_load_llama2c(const char *path, llm_err *err);
 llm_model *llm_model_load_hf(const char *dir, llm_err *err);
 

@@ -1001,7 +1001,7 @@ llm_model *llm_model_load_gguf(const char *path, unsigned flags, llm_err *err)
     return m;
 }
 
-int llm_model_has_deferred_except(const llm_model *m, uint32_t keep)
+int llm_model_has_deferred_except(const llm_model *m, uint64_t keep)
 {
     /* the matrices whose conversion LLM_LOAD_DEFER_KQ may defer: all of them */
     int n = llm_model_n_mats(m), any = 0;
@@ -1010,12 +1010,12 @@ int llm_model_has_deferred_except(const llm_model *m, uint32_t keep)
         return 1; /* no memory: say so, creating fails later */
     llm_model_mats((llm_model *)(uintptr_t)m, t);
     for (int i = 0; i < n && !any; i++)
-        any = t[i]->data == NULL && t[i]->src != NULL && !(t[i]->src_type < 32 && (keep >> t[i]->src_type & 1u));
+        any = t[i]->data == NULL && t[i]->src != NULL && !(t[i]->src_type < 64 && (keep >> t[i]->src_type & 1u));
     free(t);
     return any;
 }
 
-int llm_model_finish_deferred_except(llm_model *m, uint32_t keep, llm_err *err)
+int llm_model_finish_deferred_except(llm_model *m, uint64_t keep, llm_err *err)
 {
     m->defer_kq = 0; /* requantize converts from here on */
     int n = llm_model_n_mats(m), rc = 0;
@@ -1026,7 +1026,7 @@ int llm_model_finish_deferred_except(llm_model *m, uint32_t keep, llm_err *err)
     }
     llm_model_mats(m, t);
     for (int i = 0; i < n && rc == 0; i++) {
-        if (t[i]->data != NULL || t[i]->src == NULL || (t[i]->src_type < 32 && (keep >> t[i]->src_type & 1u)))
+        if (t[i]->data != NULL || t[i]->src == NULL || (t[i]->src_type < 64 && (keep >> t[i]->src_type & 1u)))
             continue;
         const void *src = t[i]->src;
         llm_tensor done = *t[i];

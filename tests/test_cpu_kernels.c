@@ -356,6 +356,16 @@ static void q3_K_elem(const uint8_t *sb, int e, int *q, float *scale)
 static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
 {
     int K = (int)t->ne[0];
+    if (f == CPU_PK_MX4) { /* MXFP4: each block's power of two times its codes' FP4 values, written out here */
+        static const float fp4[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
+        const uint8_t *row = (const uint8_t *)t->src + (size_t)r * (size_t)(K / 32) * 17;
+        for (int e = 0; e < K; e++) {
+            const uint8_t *b = row + (size_t)(e / 32) * 17;
+            int j = e % 32, code = j < 16 ? b[1 + j] & 15 : b[1 + j - 16] >> 4;
+            out[e] = ldexpf(1.0f, (int)b[0] - 127) * (code & 8 ? -fp4[code & 7] : fp4[code & 7]);
+        }
+        return;
+    }
     if (f == CPU_PK_Q3) {
         const uint8_t *row = (const uint8_t *)t->src + (size_t)r * (size_t)(K / 256) * 110;
         for (int e = 0; e < K; e++) {
@@ -426,6 +436,28 @@ static void packed_row_ref(const llm_tensor *t, cpu_pk_fmt f, int r, float *out)
 static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int K, int nr, double *worst)
 {
     const int q2 = f == CPU_PK_Q2_M, q3 = f == CPU_PK_Q3;
+    if (f == CPU_PK_MX4) { /* MXFP4 blocks: powers of two 2^-23 .. 2^16 (e 104 .. 143), random codes */
+        size_t n = (size_t)(K / 32) * (size_t)nr;
+        uint8_t *src = malloc(n * 17);
+        for (size_t i = 0; i < n; i++) {
+            src[i * 17] = (uint8_t)(104 + (int)(i * 7 % 40));
+            for (int j = 1; j < 17; j++)
+                src[i * 17 + (size_t)j] = (uint8_t)(rand() & 0xff);
+        }
+        tw->src = src;
+        tw->src_type = GGML_MXFP4;
+        float *fq = malloc((size_t)K * sizeof(float)), *row = malloc((size_t)K * sizeof(float));
+        for (int r = 0; r < nr; r++) { /* the file's values (gguf_quants.c) are what the packed format means */
+            gguf_qtype_to_f32(GGML_MXFP4, src + (size_t)r * (K / 32) * 17, fq, (size_t)K);
+            packed_row_ref(tw, f, r, row);
+            for (int e = 0; e < K; e++)
+                if (fq[e] != row[e])
+                    *worst = 1.0;
+        }
+        free(fq);
+        free(row);
+        return src;
+    }
     size_t bytes = f == CPU_PK_Q4_M ? 144 : f == CPU_PK_Q5_M ? 176 : q2 ? 84 : q3 ? 110 : 210;
     size_t n = (size_t)(K / 256) * (size_t)nr;
     uint8_t *src = malloc(n * bytes);
@@ -471,7 +503,7 @@ static uint8_t *kquant_source(llm_tensor *tw, cpu_pk_fmt f, int K, int nr, doubl
     return src;
 }
 
-/* Packed Q8_0 / Q4_0 / Q4_M / Q6 / Q5_M / Q2_M / Q3 (repack.c + gemm_packed):
+/* Packed Q8_0 / Q4_0 / Q4_M / Q6 / Q5_M / Q2_M / Q3 / MX4 (repack.c + gemm_packed):
  * against the double reference over row tails (groups of 8) and
  * token tails (pairs, a lone token), with accumulate; and each token alone
  * gives the bits it gets in a batch. The K-quant ones are also held to the
@@ -484,8 +516,8 @@ static void test_gemm_packed(const cpu_kernels *k)
     /* nt 16 and 37: several token tiles and their tails in one call */
     const int Ks[] = { 32, 96, 256, 512 }, nrs[] = { 1, 7, 8, 9, 16, 17, 37 }, nts[] = { 1, 2, 3, 6, 7, 13, 16, 37 };
     static const char *const names[] = { "q8_0", "q4_0", "q4_M (from q4_K)", "q6 (from q6_K)", "q5_M (from q5_K)",
-                                         "q2_M (from q2_K)", "q3 (from q3_K)" };
-    for (int fi = 0; fi < 7; fi++) {
+                                         "q2_M (from q2_K)", "q3 (from q3_K)", "mx4 (from mxfp4)" };
+    for (int fi = 0; fi < 8; fi++) {
         cpu_pk_fmt f = (cpu_pk_fmt)fi;
         llm_dtype t = f == CPU_PK_Q4_0 ? LLM_Q4_0 : LLM_Q8_0;
         double worst = 0.0, worst_src = 0.0;
@@ -494,7 +526,7 @@ static void test_gemm_packed(const cpu_kernels *k)
             for (size_t b = 0; b < sizeof(nrs) / sizeof(nrs[0]); b++)
                 for (size_t c = 0; c < sizeof(nts) / sizeof(nts[0]); c++) {
                     int K = Ks[a], nr = nrs[b], nt = nts[c], accumulate = (int)((a + b + c) & 1);
-                    if (f >= CPU_PK_Q4_M && K % 256 != 0)
+                    if (f >= CPU_PK_Q4_M && f != CPU_PK_MX4 && K % 256 != 0)
                         continue;
                     size_t rb = llm_dtype_row_bytes(t, (uint64_t)K), xs = (size_t)(K / LLM_QK) * sizeof(cpu_q8_act);
                     size_t ldy = (size_t)nr + 2;
@@ -554,7 +586,9 @@ static void test_gemm_packed(const cpu_kernels *k)
            names[fi], worst);
         ok(same, "%s packed %s: each token alone gives the bits it gets in a batch", k->name, names[fi]);
         ok(rows_back, "%s packed %s: every row read back as its values", k->name, names[fi]);
-        if (f >= CPU_PK_Q4_M)
+        if (f == CPU_PK_MX4)
+            ok(worst_src == 0.0, "%s packed %s: weights exactly the MXFP4 file's", k->name, names[fi]);
+        else if (f >= CPU_PK_Q4_M)
             ok(worst_src <= 4.9e-4, "%s packed %s: weights within fp16 rounding (2^-11) of the %s file's "
                "(worst %.2g of the sub-block's range)",
                k->name, names[fi], f == CPU_PK_Q2_M ? "Q2_K" : f == CPU_PK_Q3 ? "Q3_K" : f == CPU_PK_Q6 ? "Q6_K"

@@ -71,12 +71,23 @@ typedef void (*cpu_gemm_fn)(int K, const void *W, size_t w_stride, int nr,
  *                0..15 and 16..31; nibbles q as Q4_0's. An element is
  *                d * (q - 4), q in 0..7. llama.cpp's Q3_K (the bulk of Q3_K_*
  *                files), whose groups of 16 carry a 6-bit scale, folded the
- *                same way, at 5 bits a weight instead of 8.5. */
-typedef enum { CPU_PK_Q8_0, CPU_PK_Q4_0, CPU_PK_Q4_M, CPU_PK_Q6, CPU_PK_Q5_M, CPU_PK_Q2_M, CPU_PK_Q3 } cpu_pk_fmt;
+ *                same way, at 5 bits a weight instead of 8.5.
+ *   CPU_PK_MX4   d[16], fp16, and nibbles as Q4_0's, but a nibble is an
+ *                MXFP4 code (FP4 E2M1: sign, 2 exponent bits, 1 mantissa
+ *                bit) whose value doubled, 0, ±1, ±2, ±3, ±4, ±6, ±8, ±12,
+ *                the kernels look up (cpu_mx4_values; + 12 as the unsigned
+ *                operand, 12 taken off with the activations' sum) times d,
+ *                the block's power of two halved (exact in fp16 for every
+ *                block of a gpt-oss file: else the matrix becomes Q8_0).
+ *                gpt-oss's experts at 4.5 bits a weight instead of 8.5. */
+typedef enum { CPU_PK_Q8_0, CPU_PK_Q4_0, CPU_PK_Q4_M, CPU_PK_Q6, CPU_PK_Q5_M, CPU_PK_Q2_M, CPU_PK_Q3,
+               CPU_PK_MX4 } cpu_pk_fmt;
+/* CPU_PK_MX4's codes as their doubled values plus 12 (the kernels' unsigned operand, 0..24). */
+static const uint8_t cpu_mx4_values[16] = { 12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0 };
 #define CPU_PK_ROWS 16
 static inline size_t cpu_pk_head_bytes(cpu_pk_fmt f)
 {
-    return f == CPU_PK_Q8_0 || f == CPU_PK_Q4_0 ? 32 : f == CPU_PK_Q2_M ? 128 : 64;
+    return f == CPU_PK_Q8_0 || f == CPU_PK_Q4_0 || f == CPU_PK_MX4 ? 32 : f == CPU_PK_Q2_M ? 128 : 64;
 }
 static inline size_t cpu_pk_block_bytes(cpu_pk_fmt f)
 {

@@ -691,7 +691,9 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
 {
     enum { PT = 12 };
     const size_t bb = cpu_pk_block_bytes(f), hb = cpu_pk_head_bytes(f);
-    const int q4 = f != CPU_PK_Q8_0, off = f == CPU_PK_Q4_0 ? 8 : f == CPU_PK_Q8_0 ? 128 : 0;
+    const int q4 = f != CPU_PK_Q8_0, off = f == CPU_PK_Q4_0 ? 8 : f == CPU_PK_Q8_0 ? 128 : f == CPU_PK_MX4 ? 12 : 0;
+    /* MX4: a code's value + 12 by a byte shuffle within each 128-bit lane */
+    const __m512i mx4 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cpu_mx4_values));
     __m512 c[PT];
 #pragma GCC unroll 12
     for (int j = 0; j < RT; j++)
@@ -766,6 +768,10 @@ KX_INLINE void kx_ptile(const cpu_pk_fmt f, int nb, const uint8_t *P, const uint
                     lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(fifth, 4 - k), _mm512_set1_epi8(0x10)));
                     hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi16(fifth, k), _mm512_set1_epi8(0x10)));
                 }
+                if (f == CPU_PK_MX4) {
+                    lo = _mm512_shuffle_epi8(mx4, lo);
+                    hi = _mm512_shuffle_epi8(mx4, hi);
+                }
 #pragma GCC unroll 12
                 for (int j = 0; j < RT; j++) {
                     s[j] = kx_dpbusd_bcast(s[j], lo, a[j]->qs + 4 * k);
@@ -827,7 +833,8 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
 {
     enum { PT = 3 };
     const size_t bb = cpu_pk_block_bytes(f), hb = cpu_pk_head_bytes(f);
-    const int q4 = f != CPU_PK_Q8_0, off = f == CPU_PK_Q4_0 ? 8 : f == CPU_PK_Q8_0 ? 128 : 0;
+    const int q4 = f != CPU_PK_Q8_0, off = f == CPU_PK_Q4_0 ? 8 : f == CPU_PK_Q8_0 ? 128 : f == CPU_PK_MX4 ? 12 : 0;
+    const __m256i mx4 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cpu_mx4_values)); /* kx_ptile's */
     __m256 c[PT][2];
 #pragma GCC unroll 3
     for (int j = 0; j < RT; j++)
@@ -920,6 +927,12 @@ KX_INLINE void kx_ptile8(const cpu_pk_fmt f, int nb, const uint8_t *P, const uin
                     hi0 = _mm256_or_si256(hi0, _mm256_and_si256(_mm256_srli_epi16(f0, k), b4));
                     hi1 = _mm256_or_si256(hi1, _mm256_and_si256(_mm256_srli_epi16(f1, k), b4));
                 }
+                if (f == CPU_PK_MX4) {
+                    lo0 = _mm256_shuffle_epi8(mx4, lo0);
+                    lo1 = _mm256_shuffle_epi8(mx4, lo1);
+                    hi0 = _mm256_shuffle_epi8(mx4, hi0);
+                    hi1 = _mm256_shuffle_epi8(mx4, hi1);
+                }
 #pragma GCC unroll 3
                 for (int j = 0; j < RT; j++) {
                     __m256i x0 = kx_bcast4(a[j]->qs + 4 * k), x1 = kx_bcast4(a[j]->qs + 16 + 4 * k);
@@ -1011,6 +1024,7 @@ static void gemm_packed(cpu_pk_fmt f, int K, const void *P, int nr, const void *
     case CPU_PK_Q5_M: kx_gemm_p(CPU_PK_Q5_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     case CPU_PK_Q2_M: kx_gemm_p(CPU_PK_Q2_M, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     case CPU_PK_Q3:   kx_gemm_p(CPU_PK_Q3, K, P, nr, X, xs, nt, Y, ldy, acc); break;
+    case CPU_PK_MX4:  kx_gemm_p(CPU_PK_MX4, K, P, nr, X, xs, nt, Y, ldy, acc); break;
     }
 }
 #define KX_GEMM_PACKED gemm_packed

@@ -27,7 +27,7 @@
 #include "gguf_quants.h"
 #include "model_priv.h"
 
-_Static_assert(CPU_PK_Q3 < LLM_CPU_PK_KINDS, "llm_model_cpu_packed counts every format");
+_Static_assert(CPU_PK_MX4 < LLM_CPU_PK_KINDS, "llm_model_cpu_packed counts every format");
 
 typedef struct {
     int n;
@@ -73,6 +73,26 @@ static void pack_stored(const llm_tensor *t, const uint8_t *rows, size_t n, uint
                     memcpy(o + hb + 64 * k + 4 * r, &v, 4);
                 }
             }
+        }
+    }
+}
+
+/* CPU_PK_MX4 from n rows of MXFP4 blocks (e, then 16 bytes of codes in Q4_0's order), zero rows past those:
+ * d = 2^(e - 128) in fp16 (native_fmt checked every e fits), the codes as they are. */
+static void pack_mxfp4(const llm_tensor *t, const uint8_t *src, size_t n, uint8_t *dst)
+{
+    int nb = (int)(t->ne[0] / LLM_QK);
+    size_t rb = gguf_qtype_row_bytes(GGML_MXFP4, (uint64_t)t->ne[0]), bb = cpu_pk_block_bytes(CPU_PK_MX4);
+    for (int b = 0; b < nb; b++) {
+        uint8_t *o = dst + (size_t)b * bb;
+        if (n < CPU_PK_ROWS)
+            memset(o, 0, bb);
+        for (size_t r = 0; r < n; r++) {
+            const uint8_t *blk = src + r * rb + (size_t)b * 17;
+            uint16_t d = llm_f32_to_fp16(ldexpf(1.0f, (int)blk[0] - 128));
+            memcpy(o + 2 * r, &d, 2);
+            for (int k = 0; k < 4; k++)
+                memcpy(o + 32 + 64 * k + 4 * r, blk + 1 + 4 * k, 4);
         }
     }
 }
@@ -192,8 +212,8 @@ static void pack_q23_K(const llm_tensor *t, const uint8_t *rows, size_t n, uint8
     }
 }
 
-/* Group g of t in format f into dst: Q4_M / Q5_M / Q6 / Q2_M / Q3 from the file's Q4_K / Q5_K / Q6_K / Q2_K /
- * Q3_K blocks (t->src), the others from t's rows. */
+/* Group g of t in format f into dst: Q4_M / Q5_M / Q6 / Q2_M / Q3 / MX4 from the file's Q4_K / Q5_K / Q6_K /
+ * Q2_K / Q3_K / MXFP4 blocks (t->src), the others from t's rows. */
 static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst)
 {
     size_t r0 = g * CPU_PK_ROWS, rows = (size_t)t->ne[1];
@@ -202,6 +222,8 @@ static void pack_group(const llm_tensor *t, cpu_pk_fmt f, size_t g, uint8_t *dst
         const uint8_t *src = (const uint8_t *)t->src + r0 * gguf_qtype_row_bytes(t->src_type, (uint64_t)t->ne[0]);
         if (f == CPU_PK_Q6)
             pack_q6_K(t, src, n, dst);
+        else if (f == CPU_PK_MX4)
+            pack_mxfp4(t, src, n, dst);
         else if (f == CPU_PK_Q2_M || f == CPU_PK_Q3)
             pack_q23_K(t, src, n, dst, f == CPU_PK_Q2_M);
         else
@@ -261,6 +283,9 @@ void cpu_pk_row_to_f32(cpu_pk_fmt f, const uint8_t *P, int K, size_t row, float 
                 uint8_t v = g[hb + 64 * (size_t)k + 4 * r + (size_t)e];
                 if (f == CPU_PK_Q8_0) {
                     out[4 * k + e] = d * (float)(int8_t)(v ^ 0x80);
+                } else if (f == CPU_PK_MX4) {
+                    out[4 * k + e] = d * (float)(cpu_mx4_values[v & 15] - 12);
+                    out[16 + 4 * k + e] = d * (float)(cpu_mx4_values[v >> 4] - 12);
                 } else {
                     int off = f == CPU_PK_Q4_0 ? 8 : 0;
                     uint8_t h = f == CPU_PK_Q5_M ? g[hb + 256 + 4 * r + (size_t)e] : 0;
@@ -424,10 +449,20 @@ static int listed(const prep_job *j, const void *id)
 /* The packed format t's file blocks go to (-1: none), when the folded scales and mins fit fp16 (finite and
  * in range in every super-block): Q4_K / Q5_K (d and dmin times 6-bit factors, 63) to Q4_M / Q5_M; Q6_K (d
  * times int8 scales, 128) to Q6; Q3_K (d times 6-bit scales - 32: 32) to Q3; Q2_K (d and dmin times 4-bit
- * factors, 15) to Q2_M. */
+ * factors, 15) to Q2_M; MXFP4 to MX4 where every block's power of two, 2^(e - 128), is exact in fp16 (e in
+ * 104 .. 143, subnormals included). */
 static int native_fmt(const llm_tensor *t)
 {
     uint32_t ft = t->src_type;
+    if (t->src != NULL && ft == GGML_MXFP4 && t->ne[0] % LLM_QK == 0) {
+        size_t n = (size_t)(t->ne[0] / LLM_QK) * (size_t)t->ne[1];
+        for (size_t i = 0; i < n; i++) {
+            uint8_t e = ((const uint8_t *)t->src)[i * 17];
+            if (e < 104 || e > 143)
+                return -1;
+        }
+        return CPU_PK_MX4;
+    }
     if (t->src == NULL || (ft != GGML_Q4_K && ft != GGML_Q5_K && ft != GGML_Q6_K && ft != GGML_Q3_K &&
                            ft != GGML_Q2_K) || t->ne[0] % LLM_QK_K != 0)
         return -1;
