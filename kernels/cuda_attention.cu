@@ -9,7 +9,9 @@
  * (plan.window = W > 0, Gemma 2 / 3) only pos - W + 1 <= p as well: every kernel starts at the tile
  * holding the item's earliest window start, a split wholly before it returns at once, and the merge reads
  * only the splits from the one holding the token's window start. Gemma 2's soft cap (plan.softcap) maps
- * each visible score, after the scale, to cap * tanh(s / cap) before the max and the softmax.
+ * each visible score, after the scale, to cap * tanh(s / cap) before the max and the softmax. gpt-oss's
+ * attention sinks (plan.sinks: a logit per head in the softmax's sum, with no value) enter only where the
+ * softmax is finished: the merge, or the one-split decode kernel's direct output (att_sink_den).
  *
  * Shared memory (floats), R = q_tile * group rows, hd = head_dim:
  *   qs[R][hd] | ks[32][hd+1] | vs[32][hd] | sc[R][32] | m[R] | l[R] | corr[R] | acc[R][hd] | rpos[R] (int)
@@ -65,14 +67,29 @@ typedef struct {
     float          cap;         /* soft cap of the scaled scores (0: none) */
     const float   *alibi;       /* ALiBi's slope per head (NULL: none; cu_att_plan) */
     const int32_t *qpos;        /* ... and the tokens' own positions */
+    const float   *sinks;       /* gpt-oss's attention sink per head (NULL: none) */
 } att_args;
 #ifdef CU_EMULATE
 static inline void cu_emu_arg_check(const att_args &a, int arg)
 {
-    cu_emu_check_dev_ptrs({ a.qkv, a.kc, a.vc, a.ksc, a.vsc, a.items, a.ws, a.out, a.qpos, a.alibi }, arg);
+    cu_emu_check_dev_ptrs({ a.qkv, a.kc, a.vc, a.ksc, a.vsc, a.items, a.ws, a.out, a.qpos, a.alibi, a.sinks }, arg);
     cu_emu_arg_check(a.ti, arg);
 }
 #endif
+
+/* The denominator that finishes a softmax of max M and sum L (the output o * num_scale / it): L, or with an
+ * attention sink s (gpt-oss; sinks NULL: none) L + e^(s - M), numerator and denominator rescaled to max(M, s)
+ * first so that neither overflows, as the CPU's softmax_sink takes the max with the sink. */
+__device__ __forceinline__ float att_sink_den(float M, float L, const float *sinks, int h, float *num_scale)
+{
+    if (sinks == NULL) {
+        *num_scale = 1.0f;
+        return L;
+    }
+    const float s = sinks[h], M2 = fmaxf(M, s), f = expf(M - M2);
+    *num_scale = f;
+    return L * f + expf(s - M2);
+}
 
 /* The cache row of position p of a sequence, through its block table. */
 __device__ __forceinline__ size_t kv_slot(const int32_t *table, int p, int block_size)
@@ -905,8 +922,9 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attention_decode_kernel(att_ar
             o += f * sm_acc[w][g][d];
             L += f * sm_l[w][g];
         }
-        if (a.out != NULL) { /* one split: what the merge would compute, o / L */
-            a.out[((size_t)t * a.n_heads + (size_t)(g0 * G + g)) * HD + d] = o / L;
+        if (a.out != NULL) { /* one split: what the merge would compute, o / L (+ the sink) */
+            float f, den = att_sink_den(M, L, a.sinks, g0 * G + g, &f);
+            a.out[((size_t)t * a.n_heads + (size_t)(g0 * G + g)) * HD + d] = o * f / den;
             continue;
         }
         float *ws = a.ws + (((size_t)t * a.n_heads + (size_t)(g0 * G + g)) * a.n_splits + split) * (size_t)(HD + 2);
@@ -941,9 +959,10 @@ static int attention_decode_launch(const cu_att_plan *p, const att_args &a, cuda
 }
 
 /* out[t][h*hd + d] = merge of the splits that cover positions 0..pos(t) (with a window: from the split holding
- * pos(t) - win + 1; the kernels skip the splits before it; with ti.last, to the split holding last(t) at most). */
+ * pos(t) - win + 1; the kernels skip the splits before it; with ti.last, to the split holding last(t) at most);
+ * with sinks, head h's sink in the sum. */
 __global__ void attention_merge_kernel(const float *ws, cu_tokinfo ti, float *out, int n_heads, int hd, int chunk,
-                                       int n_splits, int win)
+                                       int n_splits, int win, const float *sinks)
 {
     CU_PDL_ENTRY();
     int t = blockIdx.x / n_heads, h = blockIdx.x % n_heads;
@@ -958,13 +977,15 @@ __global__ void attention_merge_kernel(const float *ws, cu_tokinfo ti, float *ou
         const float *ws_s = w + (size_t)s * (hd + 2);
         den += expf(ws_s[hd] - M) * ws_s[hd + 1];
     }
+    float f;
+    den = att_sink_den(M, den, sinks, h, &f);
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float num = 0.0f;
         for (int s = s0; s < ns; s++) {
             const float *ws_s = w + (size_t)s * (hd + 2);
             num += expf(ws_s[hd] - M) * ws_s[d];
         }
-        out[(size_t)t * n_heads * hd + (size_t)h * hd + d] = num / den;
+        out[(size_t)t * n_heads * hd + (size_t)h * hd + d] = num * f / den;
     }
 }
 
@@ -1032,6 +1053,7 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
     a.cap = p->softcap;
     a.alibi = p->alibi;
     a.qpos = p->qpos;
+    a.sinks = p->sinks;
     /* decode steps: the register kernel where the shape allows (LLM_CUDA_ATT_DECODE=0: never) */
     static int dec_env = -1;
     if (dec_env < 0) {
@@ -1073,5 +1095,5 @@ void cuda_attention(const cu_att_plan *p, const cu_att_item *items, const float 
         return;
     int mthreads = p->head_dim < 256 ? p->head_dim : 256;
     CU_LAUNCH(attention_merge_kernel, (unsigned)(n_tokens * p->n_heads), mthreads, 0, st, ws, *ti, out, p->n_heads,
-              p->head_dim, p->chunk, p->n_splits, p->window);
+              p->head_dim, p->chunk, p->n_splits, p->window, p->sinks);
 }

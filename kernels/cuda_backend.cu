@@ -26,12 +26,6 @@ static int check_model(const llm_model *m, llm_err *err)
     const llm_config *c = &m->cfg;
     if (llm_model_check(m, "cuda backend", err) != 0)
         return -1;
-    if (c->act == LLM_ACT_SWIGLU_OAI || m->layers[0].attn_sinks.data != NULL ||
-        (!c->encoder && m->layers[0].bo.data != NULL)) {
-        snprintf(err->msg, sizeof(err->msg), "cuda backend: gpt-oss (attention sinks, output and expert biases, "
-                 "the clamped SwiGLU) runs on --backend cpu only for now");
-        return -1;
-    }
     if (c->n_expert > 0 && c->n_expert_used > 32) { /* cuda_moe_route: a lane per choice */
         snprintf(err->msg, sizeof(err->msg), "cuda backend: %d experts per token (at most 32 here; --backend cpu "
                  "takes more)", c->n_expert_used);
@@ -783,14 +777,17 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
 /* The output projection of a block (wo, w_down) of n rows, added to the residual x: accumulated into x by the
  * product itself, or, where the layer has a norm after the block (Gemma 2 / 3) or the model a residual scale
  * (Granite), written to st->xn (free between the norms that fill it) and added normed, x += RMSNorm(W·in) * post
- * (cuda_rmsnorm_add), or scaled, x += W·in * residual_scale (cuda_add_scaled). */
-static int project_out(cu_state *st, const cu_mat *W, const float *in, int ldin, int n, const float *post,
-                       llm_err *err)
+ * (cuda_rmsnorm_add), or scaled, x += W·in * residual_scale (cuda_add_scaled). bias (gpt-oss's bo; NULL: none)
+ * is added to the product first. */
+static int project_out(cu_state *st, const cu_mat *W, const float *in, int ldin, int n, const float *bias,
+                       const float *post, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
     int aside = post != NULL || c->residual_scale > 0.0f;
     if (cuda_matmul(&st->mm, W, in, ldin, aside ? st->xn : st->x, c->dim, n, !aside, err->msg, sizeof(err->msg)))
         return -1;
+    if (bias != NULL)
+        cuda_add_bias(aside ? st->xn : st->x, c->dim, bias, c->dim, n, st->stream);
     if (post != NULL)
         cuda_rmsnorm_add(st->xn, post, st->x, n, c->dim, c->norm_eps, st->stream);
     else if (aside)
@@ -823,21 +820,26 @@ static int layer_ffn(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
         if (cuda_stage_check(st, "swiglu", l, err))
             return -1;
     }
-    if (project_out(st, &L->down, down16 ? NULL : st->h, L->ff, n, L->post_ffn_norm, err) != 0)
+    if (project_out(st, &L->down, down16 ? NULL : st->h, L->ff, n, NULL, L->post_ffn_norm, err) != 0)
         return -1;
     return cuda_stage_check(st, "down", l, err);
 }
 
 /* The mixture-of-experts FFN (cuda_moe.cu): x += the token's chosen experts, weighted (+ the shared expert:
- * Qwen 2 MoE's gated, GraniteMoeShared's as it is), with the routing on the device. */
+ * Qwen 2 MoE's gated, GraniteMoeShared's as it is), with the routing on the device; gpt-oss's router and experts
+ * with their biases. */
 static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
-    const int E = c->n_expert, k = c->n_expert_used, gelu = c->act == LLM_ACT_GELU_TANH;
+    const int E = c->n_expert, k = c->n_expert_used, gelu = c->act;
+    const float *const *eb = L->exp_b[0] != NULL ? L->exp_b : NULL;
     cudaStream_t s = st->stream;
     cuda_rmsnorm(st->x, c->dim, L->ffn_norm, st->xn, c->dim, n, c->dim, c->norm_eps, NULL, s);
-    if (cuda_matmul(&st->mm, &L->router, st->xn, c->dim, st->moe_rl, E, n, 0, err->msg, sizeof(err->msg)) != 0 ||
-        cuda_stage_check(st, "norm + router", l, err))
+    if (cuda_matmul(&st->mm, &L->router, st->xn, c->dim, st->moe_rl, E, n, 0, err->msg, sizeof(err->msg)) != 0)
+        return -1;
+    if (L->router_b != NULL)
+        cuda_add_bias(st->moe_rl, E, L->router_b, E, n, s);
+    if (cuda_stage_check(st, "norm + router", l, err))
         return -1;
     if (L->shared) { /* the shared expert, dense, into moe_sh */
         if (cuda_mm_set(st, &L->gate_up, st->xn, c->dim, st->gu, st->gu_ld, n, err) != 0)
@@ -855,17 +857,17 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     int tc = st->moe_tc < 0 ? n * k >= 8 * E : st->moe_tc > 0 && n >= st->moe_tc;
     if (tc && cuda_moe_tc_ok(L->exp0)) {
         cuda_moe_tc(L->exp0, L->experts, E, st->moe_off, st->moe_tok, n * k, st->xn, c->dim, st->moe_x16,
-                    st->moe_gu, st->moe_h16, st->moe_o, gelu, s);
+                    st->moe_gu, st->moe_h16, st->moe_o, eb, gelu, s);
         if (cuda_stage_check(st, "experts (tensor cores)", l, err))
             return -1;
     } else {
         /* quantised experts on int8 activations when the dense GEMVs are (dp4a: the tuning's or the env's) */
         const cu_moe_i8 *q = st->mm.dp4a && cuda_moe_i8_ok(L->exp0) ? &st->moe_q : NULL;
-        cuda_moe_gate_up(L->exp0, L->experts, E, n, k, st->moe_off, st->moe_tok, st->xn, c->dim, q, st->moe_h, gelu,
-                         s);
+        cuda_moe_gate_up(L->exp0, L->experts, E, n, k, st->moe_off, st->moe_tok, st->xn, c->dim, q, eb, st->moe_h,
+                         gelu, s);
         if (cuda_stage_check(st, "experts gate/up", l, err))
             return -1;
-        cuda_moe_down(L->exp0, L->experts, E, n * k, st->moe_off, st->moe_h, q, st->moe_o, s);
+        cuda_moe_down(L->exp0, L->experts, E, n * k, st->moe_off, st->moe_h, q, eb, st->moe_o, s);
         if (cuda_stage_check(st, "experts down", l, err))
             return -1;
     }
@@ -907,6 +909,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         cu_att_plan plan = sp->plan; /* per layer: Gemma's sliding window and soft cap */
         plan.window = L->swa ? c->swa_window : 0;
         plan.softcap = c->attn_softcap;
+        plan.sinks = L->sinks; /* (gpt-oss's) */
         const cu_tokinfo *ti = &sp->ti;
         if (c->bidirectional) { /* EmbeddingGemma: see cu_step */
             ti = L->swa ? &sp->ti_swa : &sp->ti_att;
@@ -915,7 +918,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         cuda_attention(&plan, sp->d_items, st->qkv, st->qkv_ld, ti, &st->kv, l, st->ws, st->att, n, s);
         if (cuda_stage_check(st, "attention", l, err))
             return -1;
-        if (project_out(st, &L->wo, st->att, st->q_dim, n, L->post_attn_norm, err) != 0)
+        if (project_out(st, &L->wo, st->att, st->q_dim, n, L->bo, L->post_attn_norm, err) != 0)
             return -1;
         if (cuda_stage_check(st, "output projection", l, err))
             return -1;

@@ -139,6 +139,7 @@ int cuda_encoder_step(cu_state *st, const cu_step *sp, llm_err *err)
     cu_att_plan plan = sp->plan; /* jina-bert-v2: ALiBi from each token's own position */
     plan.alibi = st->alibi; /* (NULL without ALiBi) */
     plan.qpos = sp->ti.pos;
+    plan.sinks = NULL;
     for (int l = 0; l < c->n_layers; l++) {
         const cu_layer *L = &st->layers[l];
         if (cuda_mm_set(st, &L->qkv, st->x, c->dim, st->qkv, st->qkv_ld, n, err) != 0)

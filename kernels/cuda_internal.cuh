@@ -154,6 +154,11 @@ static inline int cu_has_mat(const llm_tensor *t) { return t->data != NULL || t-
  * (IQ4_XS's 6-bit sub-block scale folded in), w = d * iq4 level(q), the levels a fixed table of 16 int8
  * values (iq4_bytes below); 4.5 bits a weight. */
 #define CU_IQ4 20
+/* And (GGUF's id for MXFP4) gpt-oss's experts: Q4_0's nibbles holding FP4 E2M1 codes, w = d * level(q), the
+ * levels the codes' values doubled (0, ±1, ±2, ±3, ±4, ±6, ±8, ±12: mx4_bytes below) and d the block's power of
+ * two halved, exact in fp16 (cuda_load.cu refuses a block past fp16's range); 4.5 bits a weight (the file's
+ * 4.25; a Q8_0 copy: 8.5). Every path takes it as CU_IQ4 with its own table (cu_type_lvl). */
+#define CU_MX4 39
 /* And (GGUF's id for Q2_K) the 2-bit K-quants: q (0-3) in Q4_0's nibbles (each nibble half of a 32-block is one
  * of Q2_K's groups of 16), w = d q - m with an fp16 (d, m) per group: in `scales` 4 uint16 a block, d0, d1, m0,
  * m1, the super-block's d and dmin times the group's 4-bit scale and min, each rounded to fp16 once
@@ -168,8 +173,10 @@ static inline int cu_has_mat(const llm_tensor *t) { return t->data != NULL || t-
 static inline __host__ __device__ int cu_type_q(int t)
 {
     return t == LLM_Q8_0 || t == LLM_Q4_0 || t == CU_Q4_M || t == CU_Q5_M || t == CU_Q6 || t == CU_IQ4 ||
-           t == CU_Q2_M || t == CU_Q3;
+           t == CU_Q2_M || t == CU_Q3 || t == CU_MX4;
 }
+/* The nibble types whose quants are looked up in a table of 16 int8 levels (w = d * level(q)). */
+static inline constexpr __host__ __device__ int cu_type_lvl(int t) { return t == CU_IQ4 || t == CU_MX4; }
 static inline constexpr __host__ __device__ int cu_type_nsc(int t)
 {
     return t == CU_Q4_M || t == CU_Q3 ? 2 : t == CU_Q5_M || t == CU_Q2_M ? 4 : t == CU_Q6 ? 6 : 1;
@@ -191,7 +198,25 @@ static __device__ __forceinline__ uint32_t iq4_bytes(uint32_t a)
     const uint32_t m = ((a >> 3) & 0x01010101u) * 0xffu;
     return (hi & m) | (lo & ~m);
 }
-static __device__ __forceinline__ int iq4_level(int q) { return (int)(int8_t)(iq4_bytes((uint32_t)q) & 0xffu); }
+/* The same for CU_MX4's levels (0 1 2 3 | 4 6 8 12 | 0 -1 -2 -3 | -4 -6 -8 -12). */
+static __device__ __forceinline__ uint32_t mx4_bytes(uint32_t a)
+{
+    const uint32_t t0 = 0x03020100u, t1 = 0x0C080604u, t2 = 0xFDFEFF00u, t3 = 0xF4F8FAFCu;
+    const uint32_t t = a & 0x07070707u;
+    const uint32_t sel = (t & 0x7u) | ((t >> 4) & 0x70u) | ((t >> 8) & 0x700u) | ((t >> 12) & 0x7000u);
+    const uint32_t lo = __byte_perm(t0, t1, sel), hi = __byte_perm(t2, t3, sel);
+    const uint32_t m = ((a >> 3) & 0x01010101u) * 0xffu;
+    return (hi & m) | (lo & ~m);
+}
+/* A level type's (cu_type_lvl) levels of 4 nibbles at once, and of one. */
+template <int T> static __device__ __forceinline__ uint32_t lvl_bytes(uint32_t a)
+{
+    return T == CU_MX4 ? mx4_bytes(a) : iq4_bytes(a);
+}
+static __device__ __forceinline__ int lvl_level(int t, int q)
+{
+    return (int)(int8_t)((t == CU_MX4 ? mx4_bytes((uint32_t)q) : iq4_bytes((uint32_t)q)) & 0xffu);
+}
 
 /* f(std::integral_constant<int, T>()) for a matrix of type t: the block types (cu_type_q) in with_qtype, every
  * type a GEMV kernel takes in with_wtype (so a new type is one more case here, not one at every launch). */
@@ -203,6 +228,7 @@ template <typename F> static void with_qtype(int t, F f)
     case CU_Q5_M:  f(std::integral_constant<int, CU_Q5_M>()); break;
     case CU_Q6:    f(std::integral_constant<int, CU_Q6>()); break;
     case CU_IQ4:   f(std::integral_constant<int, CU_IQ4>()); break;
+    case CU_MX4:   f(std::integral_constant<int, CU_MX4>()); break;
     case CU_Q2_M:  f(std::integral_constant<int, CU_Q2_M>()); break;
     case CU_Q3:    f(std::integral_constant<int, CU_Q3>()); break;
     default:       f(std::integral_constant<int, LLM_Q4_0>()); break;
@@ -252,10 +278,15 @@ typedef struct {
     int           shared;
     const float  *shexp_gate;
     const float  *exp_bias;  /* ERNIE 4.5 MoE's bias choosing the experts (llm_layer.exp_probs_b), or NULL */
+    /* gpt-oss's (NULL for the others): each query head's attention sink, the router's bias [n_expert] (added to
+     * its logits) and the experts' gate / up [n_expert][ff] and down [n_expert][dim] biases; its output
+     * projection's bias is bo below */
+    const float  *sinks, *router_b, *exp_b[3];
     int           moe;       /* 0: a dense FFN (every layer of a dense model, ERNIE 4.5 MoE's first ones) */
     int           ff;        /* the dense FFN's (or shared expert's) width: llm_layer_ff */
     /* An encoder's (BERT; NULL otherwise): the output projection's, up's and down's biases and those of the
-     * LayerNorms after the attention and the FFN (attn_norm, ffn_norm their weights); gate_up is then up alone */
+     * LayerNorms after the attention and the FFN (attn_norm, ffn_norm their weights); gate_up is then up alone.
+     * A decoder's bo: gpt-oss's output projection's bias. */
     const float  *bo, *b_up, *b_down, *attn_norm_b, *ffn_norm_b;
 } cu_layer;
 
@@ -442,6 +473,8 @@ static inline void cu_emu_arg_check(const cu_tokinfo &t, int arg)
 /* Before the rope: [q | k | v] += biases (when bq), then each q and k head RMS-normalised with the
  * weights q_norm / k_norm (when q_norm; full: the whole q row and the whole k row, OLMo 2's), n tokens of ld
  * floats. */
+/* y[t][i] += b[i] for n rows of `cols` floats, ld apart (gpt-oss's output projection's and router's biases). */
+void cuda_add_bias(float *y, int ld, const float *b, int cols, int n, cudaStream_t st);
 void cuda_qkv_prep(float *qkv, int ld, int n, const float *bq, const float *bk, const float *bv,
                    const float *q_norm, const float *k_norm, int n_heads, int n_kv_heads, int head_dim, int full,
                    float eps, cudaStream_t st);
@@ -471,11 +504,13 @@ void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_
                    cudaStream_t st);
 typedef struct { int8_t *xq; void *xds; } cu_moe_i8;
 int  cuda_moe_i8_ok(const cu_mat *host);
+/* b: the experts' biases (gpt-oss's cu_layer.exp_b: gate, up [E][ff], down [E][dim]), or NULL: none; added to
+ * the products before the GLU and to the down projection's rows. */
 void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int n, int k, const int32_t *off,
-                      const int32_t *tok, const float *xn, int dim, const cu_moe_i8 *q, float *h, int gelu,
-                      cudaStream_t st);
+                      const int32_t *tok, const float *xn, int dim, const cu_moe_i8 *q, const float *const *b,
+                      float *h, int gelu, cudaStream_t st);
 void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off, const float *h,
-                   const cu_moe_i8 *q, float *o, cudaStream_t st);
+                   const cu_moe_i8 *q, const float *const *b, float *o, cudaStream_t st);
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
                       const float *sh, const float *sg, float rs, cudaStream_t st);
 /* gate_up + down on the tensor cores (cuda_tcgemm_grouped) for `rows` (= n*k) rows: xn gathered into x16
@@ -483,7 +518,8 @@ void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int
  * cuda_moe_tc_ok(host). */
 int  cuda_moe_tc_ok(const cu_mat *host);
 void cuda_moe_tc(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const int32_t *tok, int rows,
-                 const float *xn, int dim, void *x16, float *gu, void *h16, float *o, int gelu, cudaStream_t st);
+                 const float *xn, int dim, void *x16, float *gu, void *h16, float *o, const float *const *b, int gelu,
+                 cudaStream_t st);
 
 /* ---- attention (cuda_attention.cu) ---- */
 typedef struct {
@@ -509,6 +545,9 @@ typedef struct {
      * holds its input's last) */
     const float *alibi;
     const int32_t *qpos;
+    /* gpt-oss's attention sinks (NULL: none): head h's softmax has one more logit, sinks[h] (unscaled), in its
+     * sum and no value; applied where the splits are merged (or the one-split decode kernel finishes) */
+    const float *sinks;
 } cu_att_plan;
 
 /* Largest q_tile whose shared memory fits `smem_max` bytes (0 if none). */

@@ -858,8 +858,8 @@ int cuda_mm_use_gemv(const cu_mm_ctx *c, const cu_mat *W, int n)
 {
     if (W->type == LLM_Q8_0 || W->type == CU_Q6)
         return n <= c->gemv_max_q8;
-    if (W->type == LLM_Q4_0 || W->type == CU_Q4_M || W->type == CU_Q5_M || W->type == CU_IQ4 || W->type == CU_Q2_M ||
-        W->type == CU_Q3)
+    if (W->type == LLM_Q4_0 || W->type == CU_Q4_M || W->type == CU_Q5_M || cu_type_lvl(W->type) ||
+        W->type == CU_Q2_M || W->type == CU_Q3)
         return n <= c->gemv_max_q4;
     return n <= (W->type == LLM_F32 ? CU_GEMV_MAX_TOKENS : c->gemv_max);
 }
@@ -1092,6 +1092,20 @@ __global__ void add_scaled_kernel(const float *y, float s, float *x, int dim)
 void cuda_add_scaled(const float *y, float s, float *x, int n, int dim, cudaStream_t st)
 {
     CU_LAUNCH(add_scaled_kernel, n, 256, 0, st, y, s, x, dim);
+}
+
+/* gpt-oss's output projection's and router's biases: y[t][i] += b[i], a block a row. */
+__global__ void add_bias_kernel(float *y, int ld, const float *b, int cols)
+{
+    CU_PDL_ENTRY();
+    float *yr = y + (size_t)blockIdx.x * ld;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x)
+        yr[i] += b[i];
+}
+
+void cuda_add_bias(float *y, int ld, const float *b, int cols, int n, cudaStream_t st)
+{
+    CU_LAUNCH(add_bias_kernel, n, cols < 256 ? 32 * ((cols + 31) / 32) : 256, 0, st, y, ld, b, cols);
 }
 
 /* Gemma 2's final logit soft cap (cap > 0) and Granite's logit scale (mul), in place over n rows (before the

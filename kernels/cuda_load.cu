@@ -143,6 +143,7 @@ static size_t dev_row_bytes(int type, int cols)
     case LLM_Q8_0: return (size_t)cols;
     case LLM_Q4_0:
     case CU_IQ4:
+    case CU_MX4:
     case CU_Q4_M:
     case CU_Q5_M:
     case CU_Q6:
@@ -186,6 +187,7 @@ static const struct {
     { GGML_Q6_K, CU_Q6, LLM_QK_K, 210, "q6_K", "q6", "7" },
     { GGML_IQ4_XS, CU_IQ4, LLM_QK_K, 136, "iq4_xs", "iq4", "4.5" },
     { GGML_IQ4_NL, CU_IQ4, LLM_QK, 18, "iq4_nl", "iq4", "4.5" },
+    { GGML_MXFP4, CU_MX4, LLM_QK, 17, "mxfp4", "mx4", "4.5" },
     { GGML_Q4_1, CU_Q4_M, LLM_QK, 20, "q4_1", "q4_m", "5" },
     { GGML_Q5_0, CU_Q5_M, LLM_QK, 22, "q5_0", "q5_m", "6" },
     { GGML_Q5_1, CU_Q5_M, LLM_QK, 24, "q5_1", "q5_m", "6" },
@@ -349,6 +351,33 @@ static void iq4_to_dev(const uint8_t *s, size_t bb, int nr, int cols, uint8_t *q
         }
 }
 
+/* MXFP4 (e, then 16 bytes of FP4 codes in Q4_0's order) to CU_MX4: the codes as they are, d = 2^(e - 128) in
+ * fp16 (exact: upload_rows checked every e first). */
+static void mxfp4_to_dev(const uint8_t *s, int nr, int cols, uint8_t *qs, uint16_t *sc)
+{
+    const int nb = cols / LLM_QK;
+    for (int i = 0; i < nr; i++)
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *blk = s + ((size_t)i * nb + b) * 17;
+            sc[(size_t)i * nb + b] = llm_f32_to_fp16(ldexpf(1.0f, (int)blk[0] - 128));
+            memcpy(qs + (size_t)i * (size_t)(cols / 2) + (size_t)b * 16, blk + 1, 16);
+        }
+}
+
+/* 0 when every MXFP4 block of rows x cols at s has a power of two fp16 holds exactly (e 104 .. 143: no released
+ * gpt-oss file has another); else -1 with err saying how to run the matrix as Q8_0 instead. */
+static int mxfp4_check(const uint8_t *s, int rows, int cols, llm_err *err)
+{
+    size_t n = (size_t)rows * (size_t)(cols / LLM_QK);
+    for (size_t i = 0; i < n; i++)
+        if (s[i * 17] < 104 || s[i * 17] > 143) {
+            llm_err_set(err, "cuda backend: an MXFP4 block's scale 2^%d is outside fp16's range; set LLM_CUDA_KQ to "
+                        "the other file types (or q8_0) to run MXFP4 matrices as Q8_0", (int)s[i * 17] - 127);
+            return -1;
+        }
+    return 0;
+}
+
 /* Q4_1 (d, m, 16 bytes of nibbles; w = d q + m), Q5_0 (d, 32 fifth bits, nibbles; w = d (q - 16)) or Q5_1
  * (d, m, fifth bits, nibbles; w = d q + m) blocks to CU_Q4_M / CU_Q5_M, exactly: the nibbles as they are
  * (ggml's order is Q4_0's), the min as -m or 16 d (a power of two: exact), Q5's fifth bits as they are (bit
@@ -389,6 +418,8 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
         const size_t scb = (size_t)nb * 2 * cu_type_nsc(type); /* scale bytes a row */
         const uint32_t ft = kq_types[k].src;
         const size_t bb = (size_t)kq_types[k].bytes, srow = bb * (size_t)(cols / kq_types[k].qk);
+        if (ft == GGML_MXFP4 && mxfp4_check(s, rows, cols, err) != 0)
+            return -1;
         int per = (int)(STAGE_BYTES / (drow + scb));
         u->n_kq[k]++;
         for (int r = 0; r < rows; r += per) {
@@ -406,6 +437,8 @@ static int upload_rows(uploader *u, const cu_mat *M, int row0, const llm_tensor 
                     q23k_to_q3m(sr, bb, r1 - r0, cols, q, w, ft == GGML_Q2_K);
                 else if (ft == GGML_IQ4_XS || ft == GGML_IQ4_NL)
                     iq4_to_dev(sr, bb, r1 - r0, cols, q, w, ft == GGML_IQ4_XS);
+                else if (ft == GGML_MXFP4)
+                    mxfp4_to_dev(sr, r1 - r0, cols, q, w);
                 else if (ft == GGML_Q4_K || ft == GGML_Q5_K)
                     q45k_to_q4m(sr, bb, r1 - r0, cols, q, w, ft == GGML_Q5_K);
                 else
@@ -649,13 +682,15 @@ int cuda_load_weights(cu_state *st, int threads, llm_err *err)
                        (L->exp_probs_b.data != NULL && (D->exp_bias = upload_vec(st, &u, &L->exp_probs_b, err)) == NULL)))
             goto out;
         D->shared = D->moe && cu_has_mat(&L->w_gate);
-        const llm_tensor *opt[12] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm, &L->post_attn_norm,
-                                      &L->post_ffn_norm, &L->bo, &L->b_up, &L->b_down, &L->attn_norm_b,
-                                      &L->ffn_norm_b };
-        const float **dst[12] = { &D->bq, &D->bk, &D->bv, &D->q_norm, &D->k_norm, &D->post_attn_norm,
-                                  &D->post_ffn_norm, &D->bo, &D->b_up, &D->b_down, &D->attn_norm_b,
-                                  &D->ffn_norm_b };
-        for (int i = 0; i < 12; i++)
+        const llm_tensor *opt[] = { &L->bq, &L->bk, &L->bv, &L->q_norm, &L->k_norm, &L->post_attn_norm,
+                                    &L->post_ffn_norm, &L->bo, &L->b_up, &L->b_down, &L->attn_norm_b,
+                                    &L->ffn_norm_b, &L->attn_sinks, &L->ffn_gate_inp_b, &L->exp_b[0], &L->exp_b[1],
+                                    &L->exp_b[2] };
+        const float **dst[] = { &D->bq, &D->bk, &D->bv, &D->q_norm, &D->k_norm, &D->post_attn_norm,
+                                &D->post_ffn_norm, &D->bo, &D->b_up, &D->b_down, &D->attn_norm_b,
+                                &D->ffn_norm_b, &D->sinks, &D->router_b, &D->exp_b[0], &D->exp_b[1], &D->exp_b[2] };
+        static_assert(sizeof(opt) / sizeof(opt[0]) == sizeof(dst) / sizeof(dst[0]), "one destination a tensor");
+        for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
             if (opt[i]->data != NULL && (*dst[i] = upload_vec(st, &u, opt[i], err)) == NULL)
                 goto out;
         D->swa = L->swa;

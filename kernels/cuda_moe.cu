@@ -1,5 +1,5 @@
 /* The mixture-of-experts FFN on the device (Qwen 3 MoE, Qwen 2 MoE, Mixtral, Granite MoE, OLMoE, ERNIE 4.5 MoE,
- * GLM-4.5), as
+ * GLM-4.5, gpt-oss), as
  * engine/cpu/moe.c computes it, with no host round trip (so decode steps still go through CUDA Graphs):
  *  1. route: per token, the softmax over the router's logits (GLM-4.5: their sigmoids), the k experts of highest
  *     logit (ties: the lower index; with a bias, ERNIE 4.5 MoE's or GLM-4.5's, of highest probability + bias) and
@@ -8,8 +8,9 @@
  *  2. sort: the n*k (token, choice) rows grouped by expert, tokens in order within an expert (one block; the
  *     rows' order is the CPU's, though the results would not depend on it);
  *  3. gate/up: per active expert, its gate and up rows against its tokens' normed activations, SwiGLU (or
- *     GeGLU) as the epilogue, into the row's hidden activations;
- *  4. down: per active expert, its down rows against those;
+ *     GeGLU, or gpt-oss's clamped SwiGLU after its gate and up biases) as the epilogue, into the row's hidden
+ *     activations;
+ *  4. down: per active expert, its down rows against those (+ gpt-oss's down bias);
  *  5. combine: each token's k rows weighted and added to the residual (and the shared expert's output, times
  *     its gate where it has one), in the CPU's order.
  * Steps 3 and 4 are grids of (row blocks, chosen experts), the experts listed by the sort on the device (the
@@ -148,11 +149,11 @@ moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_
  * the matrix's rows (whole blocks / warps, as nothing after it synchronises). */
 template <int GLU>
 static __device__ __forceinline__ bool moe_warp_row(const cu_mat *mats, int which, int n_exp, const int32_t *off,
-                                                    cu_mat &W, cu_mat &U, int &r, int &p0, int &p1)
+                                                    cu_mat &W, cu_mat &U, int &e, int &r, int &p0, int &p1)
 {
     if ((int)blockIdx.y >= off[n_exp + 1])
         return false;
-    const int e = off[n_exp + 2 + blockIdx.y];
+    e = off[n_exp + 2 + blockIdx.y];
     p0 = off[e];
     p1 = off[e + 1];
     W = mats[3 * e + which];
@@ -165,17 +166,19 @@ static __device__ __forceinline__ bool moe_warp_row(const cu_mat *mats, int whic
 
 /* A warp per output row r of the block's expert's matrix (moe_warp_row): y[p][r] = W[r] . x[tok[p]] (x[p]
  * when tok is NULL) for its rows p; with GLU `which` is the gate and the warp computes up's row r too:
- * y[p][r] = glu(gate, up). Rows in passes of MOE_NT. */
+ * y[p][r] = glu(gate, up). Rows in passes of MOE_NT. bw, bu (NULL: none): W's and U's biases, [n_exp][rows]. */
 template <int T, int GLU>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 moe_mm_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, const int32_t *tok, const float *x,
-              int ldx, int vec, float *y, int ldy, int gelu)
+              int ldx, int vec, const float *bw, const float *bu, float *y, int ldy, int gelu)
 {
     CU_PDL_ENTRY();
     cu_mat W, U;
-    int r, p0, p1;
-    if (!moe_warp_row<GLU>(mats, which, n_exp, off, W, U, r, p0, p1))
+    int e, r, p0, p1;
+    if (!moe_warp_row<GLU>(mats, which, n_exp, off, W, U, e, r, p0, p1))
         return;
+    const float bg = bw != NULL ? bw[(size_t)e * W.rows + r] : 0.0f;
+    const float bup = GLU && bu != NULL ? bu[(size_t)e * W.rows + r] : 0.0f;
     const int lane = threadIdx.x & 31;
     constexpr int E = wchunk<T>::E;
     const uint8_t *rw = (const uint8_t *)W.w + (size_t)r * W.row_bytes;
@@ -225,7 +228,7 @@ moe_mm_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, cons
         }
 #pragma unroll
         for (int t = 0; t < MOE_NT; t++) {
-            float g = warp_sum(ag[t]), u = GLU ? warp_sum(au[t]) : 0.0f;
+            float g = warp_sum(ag[t]) + bg, u = GLU ? warp_sum(au[t]) + bup : 0.0f;
             if (lane == 0 && t < nt)
                 y[(size_t)(p + t) * ldy + r] = GLU ? cu_glu(g, u, gelu) : g;
         }
@@ -238,13 +241,16 @@ moe_mm_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, cons
 template <int T, int GLU>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
 moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, const int32_t *tok,
-                 const int8_t *__restrict__ xq, const float2 *__restrict__ xds, float *y, int ldy, int gelu)
+                 const int8_t *__restrict__ xq, const float2 *__restrict__ xds, const float *bw, const float *bu,
+                 float *y, int ldy, int gelu)
 {
     CU_PDL_ENTRY();
     cu_mat W, U;
-    int r, p0, p1;
-    if (!moe_warp_row<GLU>(mats, which, n_exp, off, W, U, r, p0, p1))
+    int e, r, p0, p1;
+    if (!moe_warp_row<GLU>(mats, which, n_exp, off, W, U, e, r, p0, p1))
         return;
+    const float bg = bw != NULL ? bw[(size_t)e * W.rows + r] : 0.0f;
+    const float bup = GLU && bu != NULL ? bu[(size_t)e * W.rows + r] : 0.0f;
     const int lane = threadIdx.x & 31;
     constexpr int PB = qchunk<T>::PER_BLOCK;
     const int K = W.cols, nb = K / LLM_QK;
@@ -284,7 +290,7 @@ moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, c
         }
 #pragma unroll
         for (int t = 0; t < MOE_NT; t++) {
-            float g = warp_sum(ag[t]), u = GLU ? warp_sum(au[t]) : 0.0f;
+            float g = warp_sum(ag[t]) + bg, u = GLU ? warp_sum(au[t]) + bup : 0.0f;
             if (lane == 0 && t < nt)
                 y[(size_t)(p + t) * ldy + r] = GLU ? cu_glu(g, u, gelu) : g;
         }
@@ -310,13 +316,38 @@ moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos,
     }
 }
 
+/* gpt-oss's experts' biases after the grouped GEMM: y[p][i] += b[e][i] for each row p of expert e's group
+ * (off[e] <= p < off[e + 1], found by bisection), a block a row. */
+__global__ void moe_bias_kernel(float *y, int ldy, const float *b, int cols, int n_exp, const int32_t *off)
+{
+    CU_PDL_ENTRY();
+    const int p = blockIdx.x;
+    int lo = 0, hi = n_exp - 1; /* the last e with off[e] <= p: the group holding p, empty ones before it */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (off[mid] <= p)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const float *be = b + (size_t)lo * cols;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x)
+        y[(size_t)p * ldy + i] += be[i];
+}
+
+static void moe_bias(float *y, int ldy, const float *b, int cols, int E, const int32_t *off, int rows, cudaStream_t st)
+{
+    CU_LAUNCH(moe_bias_kernel, (unsigned)rows, 256, 0, st, y, ldy, b, cols, E, off);
+}
+
 int cuda_moe_tc_ok(const cu_mat *host)
 {
     return cuda_tcgemm_ok(&host[0]) && cuda_tcgemm_ok(&host[1]) && cuda_tcgemm_ok(&host[2]);
 }
 
 void cuda_moe_tc(const cu_mat *host, const cu_mat *mats, int E, const int32_t *off, const int32_t *tok, int rows,
-                 const float *xn, int dim, void *x16, float *gu, void *h16, float *o, int gelu, cudaStream_t st)
+                 const float *xn, int dim, void *x16, float *gu, void *h16, float *o, const float *const *b, int gelu,
+                 cudaStream_t st)
 {
     const int ff = host[0].rows;
     /* x16 = the gathered tokens' normed rows, h16 = GLU(gate, up), both in the weights' 16-bit type */
@@ -325,9 +356,15 @@ void cuda_moe_tc(const cu_mat *host, const cu_mat *mats, int E, const int32_t *o
     cuda_tcgemm_grouped(host, &G, x16, rows, gu, 2 * ff, st);
     G.which = 1;
     cuda_tcgemm_grouped(host, &G, x16, rows, gu + ff, 2 * ff, st);
+    if (b != NULL) {
+        moe_bias(gu, 2 * ff, b[0], ff, E, off, rows, st);
+        moe_bias(gu + ff, 2 * ff, b[1], ff, E, off, rows, st);
+    }
     cuda_glu16(gu, 2 * ff, h16, ff, rows, gelu, host[2].type == LLM_F16, st);
     G.which = 2;
     cuda_tcgemm_grouped(host, &G, h16, rows, o, host[2].rows, st);
+    if (b != NULL)
+        moe_bias(o, host[2].rows, b[2], host[2].rows, E, off, rows, st);
 }
 
 void cuda_moe_route(const float *logits, const float *bias, int n, int E, int k, int norm_topk, int sigmoid,
@@ -347,9 +384,10 @@ void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_
 
 template <int GLU>
 static void mm_launch(const cu_mat *host, const cu_mat *mats, int which, int E, int rows, const int32_t *off,
-                      const int32_t *tok, const float *x, int ldx, const cu_moe_i8 *q, float *y, int ldy, int gelu,
-                      cudaStream_t st)
+                      const int32_t *tok, const float *x, int ldx, const cu_moe_i8 *q, const float *const *b, float *y,
+                      int ldy, int gelu, cudaStream_t st)
 {
+    const float *bw = b != NULL ? b[which] : NULL, *bu = b != NULL && GLU ? b[which + 1] : NULL;
     const cu_mat *W = &host[which];
     /* a row of blocks per chosen expert: at most E, at most one per (token, choice) row */
     dim3 grid((unsigned)((W->rows + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)(rows < E ? rows : E));
@@ -358,14 +396,14 @@ static void mm_launch(const cu_mat *host, const cu_mat *mats, int which, int E, 
         const float2 *xds = (const float2 *)q->xds;
         with_qtype(W->type, [&](auto T) {
             CU_LAUNCH((moe_mm_i8_kernel<decltype(T)::value, GLU>), grid, block, 0, st, mats, which, E, off, tok,
-                      q->xq, xds, y, ldy, gelu);
+                      q->xq, xds, bw, bu, y, ldy, gelu);
         });
         return;
     }
     int vec = cuda_gemv_ok(W, ldx) && ((uintptr_t)x & 15) == 0 && (!GLU || cuda_gemv_ok(&host[which + 1], ldx));
     with_wtype(W->type, [&](auto T) {
         CU_LAUNCH((moe_mm_kernel<decltype(T)::value, GLU>), grid, block, 0, st, mats, which, E, off, tok, x, ldx,
-                  vec, y, ldy, gelu);
+                  vec, bw, bu, y, ldy, gelu);
     });
 }
 
@@ -382,20 +420,20 @@ int cuda_moe_i8_ok(const cu_mat *host)
 }
 
 void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int n, int k, const int32_t *off,
-                      const int32_t *tok, const float *xn, int dim, const cu_moe_i8 *q, float *h, int gelu,
-                      cudaStream_t st)
+                      const int32_t *tok, const float *xn, int dim, const cu_moe_i8 *q, const float *const *b,
+                      float *h, int gelu, cudaStream_t st)
 {
     if (q != NULL) /* the n tokens' normed rows, once; the experts' rows read them through tok */
         cuda_quant_act(xn, dim, dim, n, q->xq, q->xds, st);
-    mm_launch<1>(host, mats, 0, E, n * k, off, tok, xn, dim, q, h, host[0].rows, gelu, st);
+    mm_launch<1>(host, mats, 0, E, n * k, off, tok, xn, dim, q, b, h, host[0].rows, gelu, st);
 }
 
 void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off, const float *h,
-                   const cu_moe_i8 *q, float *o, cudaStream_t st)
+                   const cu_moe_i8 *q, const float *const *b, float *o, cudaStream_t st)
 {
     if (q != NULL)
         cuda_quant_act(h, host[2].cols, host[2].cols, rows, q->xq, q->xds, st);
-    mm_launch<0>(host, mats, 2, E, rows, off, NULL, h, host[2].cols, q, o, host[2].rows, 0, st);
+    mm_launch<0>(host, mats, 2, E, rows, off, NULL, h, host[2].cols, q, b, o, host[2].rows, 0, st);
 }
 
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,

@@ -118,7 +118,7 @@ template <> struct tg_w<LLM_Q8_0> { /* 64 rows x 64 int8 = 256 x 16 bytes (half 
 };
 
 /* The nibble types, NSC scale words a block: Q4_0 (1: w = d (q - 8), a scale a block: tg_issue_scales), CU_IQ4
- * (1: w = d level(q)), CU_Q4_M (2: w = d q - m, a (d, m) pair a block), CU_Q5_M (4: q with a fifth bit, (d, m,
+ * and CU_MX4 (1: w = d level(q)), CU_Q4_M (2: w = d q - m, a (d, m) pair a block), CU_Q5_M (4: q with a fifth bit, (d, m,
  * bits) a block), CU_Q2_M (4: w = d q - m, a (d, m) per half, (d0, d1, m0, m1)), CU_Q3 (2: w = d (q - 4), a d
  * per half) and CU_Q6 (6: q with 2 high bits, w = d (q - 32), a d per half, (d0, d1, bits, bits)): 64 rows
  * x 2 blocks of 16 bytes = 128 x 16 bytes, 1 per thread; the other types' scale words by the same thread (4 or
@@ -155,18 +155,18 @@ template <int T> struct tg_w4 {
         /* the scale and offset of elements 0-15 (d, m) and 16-31 (dh, mh); the high bits above each nibble */
         const bool halves = NSC == 6 || T == CU_Q2_M || T == CU_Q3;
         const float d = tg_f16(s[0]), dh = halves ? tg_f16(s[1]) : d;
-        const float m = T == LLM_Q4_0 ? 8.0f * d : T == CU_IQ4 ? 0.0f : NSC == 6 ? 32.0f * d : T == CU_Q3 ? 4.0f * d
+        const float m = T == LLM_Q4_0 ? 8.0f * d : cu_type_lvl(T) ? 0.0f : NSC == 6 ? 32.0f * d : T == CU_Q3 ? 4.0f * d
                         : T == CU_Q2_M ? tg_f16(s[2]) : tg_f16(s[1]);
         const float mh = NSC == 6 ? 32.0f * dh : T == CU_Q3 ? 4.0f * dh : T == CU_Q2_M ? tg_f16(s[3]) : m;
         const uint32_t h0 = T == CU_Q5_M || NSC == 6 ? (uint32_t)s[2] | (uint32_t)s[3] << 16 : 0u;
         const uint32_t h1 = NSC == 6 ? (uint32_t)s[4] | (uint32_t)s[5] << 16 : 0u;
         const uint32_t u[4] = { v.x, v.y, v.z, v.w };
-        uint32_t la[4] = { 0u, 0u, 0u, 0u }, lb[4] = { 0u, 0u, 0u, 0u }; /* CU_IQ4: the nibbles' levels */
-        if (T == CU_IQ4) {
+        uint32_t la[4] = { 0u, 0u, 0u, 0u }, lb[4] = { 0u, 0u, 0u, 0u }; /* CU_IQ4, CU_MX4: the nibbles' levels */
+        if (cu_type_lvl(T)) {
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                la[i] = iq4_bytes(u[i] & 0x0f0f0f0fu);
-                lb[i] = iq4_bytes((u[i] >> 4) & 0x0f0f0f0fu);
+                la[i] = lvl_bytes<T>(u[i] & 0x0f0f0f0fu);
+                lb[i] = lvl_bytes<T>((u[i] >> 4) & 0x0f0f0f0fu);
             }
         }
         uint32_t lo[8], hi[8]; /* byte e: element e (low nibble) and e + 16 (high) */
@@ -174,7 +174,7 @@ template <int T> struct tg_w4 {
         for (int e = 0; e < 16; e += 2) {
             uint32_t q0 = (u[e / 4] >> (8 * (e % 4))) & 0xffu, q1 = (u[e / 4] >> (8 * (e % 4) + 8)) & 0xffu;
             int a0 = (int)(q0 & 15u), a1 = (int)(q1 & 15u), b0 = (int)(q0 >> 4), b1 = (int)(q1 >> 4);
-            if (T == CU_IQ4) {
+            if (cu_type_lvl(T)) {
                 a0 = (int8_t)((la[e / 4] >> (8 * (e % 4))) & 0xffu);
                 a1 = (int8_t)((la[e / 4] >> (8 * (e % 4) + 8)) & 0xffu);
                 b0 = (int8_t)((lb[e / 4] >> (8 * (e % 4))) & 0xffu);
@@ -202,6 +202,7 @@ template <int T> struct tg_w4 {
 };
 template <> struct tg_w<LLM_Q4_0> : tg_w4<LLM_Q4_0> {};
 template <> struct tg_w<CU_IQ4> : tg_w4<CU_IQ4> {};
+template <> struct tg_w<CU_MX4> : tg_w4<CU_MX4> {};
 template <> struct tg_w<CU_Q4_M> : tg_w4<CU_Q4_M> {};
 template <> struct tg_w<CU_Q5_M> : tg_w4<CU_Q5_M> {};
 template <> struct tg_w<CU_Q6> : tg_w4<CU_Q6> {};
@@ -425,6 +426,7 @@ int cuda_tcgemm_prepare(void)
                  tg_allow<LLM_Q8_0, __nv_bfloat16>() || tg_allow<LLM_Q4_0, __nv_bfloat16>() ||
                  tg_allow<CU_Q4_M, __nv_bfloat16>() || tg_allow<CU_Q5_M, __nv_bfloat16>() ||
                  tg_allow<CU_Q6, __nv_bfloat16>() || tg_allow<CU_IQ4, __nv_bfloat16>() ||
+                 tg_allow<CU_MX4, __nv_bfloat16>() ||
                  tg_allow<CU_Q2_M, __nv_bfloat16>() || tg_allow<CU_Q3, __nv_bfloat16>());
     if (!tg_ready)
         (void)cudaGetLastError(); /* not sticky; leave no error for the next check */

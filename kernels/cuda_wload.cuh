@@ -11,10 +11,16 @@
 #define GEMV_WARPS 4
 
 static __device__ __forceinline__ float bf16_f(uint32_t h) { return __uint_as_float(h << 16); }
-/* The FFN's gate activation times up: SwiGLU silu(g) * u, or Gemma's GeGLU gelu_tanh(g) * u (as llm_gelu_tanh,
- * engine/common.h, computes it; the CPU's vector kernels use the equal g * sigmoid(2y), y the tanh's argument). */
+/* The FFN's gate activation times up (gelu: an LLM_ACT_*): SwiGLU silu(g) * u, or Gemma's GeGLU gelu_tanh(g) * u (as
+ * llm_gelu_tanh, engine/common.h, computes it; the CPU's vector kernels use the equal g * sigmoid(2y), y the tanh's
+ * argument), the erf GELU's, or gpt-oss's clamped one. */
 static __device__ __forceinline__ float cu_glu(float g, float u, int gelu)
 {
+    if (gelu == 3) { /* gpt-oss's clamped SwiGLU (llm_swiglu_oai) */
+        g = fminf(g, LLM_OAI_LIMIT);
+        u = fminf(fmaxf(u, -LLM_OAI_LIMIT), LLM_OAI_LIMIT);
+        return g / (1.0f + expf(-LLM_OAI_ALPHA * g)) * (u + 1.0f);
+    }
     if (gelu == 2) /* jina-bert-v2's exact (erf) GELU */
         return 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)) * u;
     if (gelu)
@@ -78,6 +84,7 @@ static __device__ float mat_elem(const cu_mat &W, int r, int k)
     }
     case LLM_Q4_0:
     case CU_IQ4:
+    case CU_MX4:
     case CU_Q4_M:
     case CU_Q5_M:
     case CU_Q2_M:
@@ -97,8 +104,8 @@ static __device__ float mat_elem(const cu_mat &W, int r, int k)
             return f16_f(W.scales[4 * b + j / 16]) * (float)q - f16_f(W.scales[4 * b + 2 + j / 16]);
         if (W.type == CU_Q3)
             return f16_f(W.scales[2 * b + j / 16]) * (float)(q - 4);
-        if (W.type == CU_IQ4)
-            return f16_f(W.scales[b]) * (float)iq4_level(q);
+        if (cu_type_lvl(W.type))
+            return f16_f(W.scales[b]) * (float)lvl_level(W.type, q);
         return f16_f(W.scales[b]) * (float)(q - 8);
     }
     case CU_Q6: {
@@ -160,7 +167,8 @@ template <> struct wchunk<LLM_Q8_0> {
             w[i] = d * (float)(int8_t)((u[i / 4] >> (8 * (i % 4))) & 0xffu);
     }
 };
-/* one block, Q4_0's nibble order: w = d (q - 8), or for CU_IQ4 d level(q) (four levels at once: iq4_bytes) */
+/* one block, Q4_0's nibble order: w = d (q - 8), or for CU_IQ4 / CU_MX4 d level(q) (four levels at once:
+ * lvl_bytes) */
 template <int T> struct wchunk_d4 {
     enum { E = 32 };
     static __device__ __forceinline__ void load(const cu_mat &W, const uint8_t *row, int r, int c, float *w)
@@ -171,21 +179,22 @@ template <int T> struct wchunk_d4 {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             uint32_t a = u[i] & 0x0f0f0f0fu, b = (u[i] >> 4) & 0x0f0f0f0fu;
-            if (T == CU_IQ4) {
-                a = iq4_bytes(a);
-                b = iq4_bytes(b);
+            if (cu_type_lvl(T)) {
+                a = lvl_bytes<T>(a);
+                b = lvl_bytes<T>(b);
             }
 #pragma unroll
             for (int k = 0; k < 4; k++) {
                 const int qa = (int)((a >> (8 * k)) & 0xffu), qb = (int)((b >> (8 * k)) & 0xffu);
-                w[4 * i + k]      = d * (float)(T == CU_IQ4 ? (int)(int8_t)qa : qa - 8);
-                w[16 + 4 * i + k] = d * (float)(T == CU_IQ4 ? (int)(int8_t)qb : qb - 8);
+                w[4 * i + k]      = d * (float)(cu_type_lvl(T) ? (int)(int8_t)qa : qa - 8);
+                w[16 + 4 * i + k] = d * (float)(cu_type_lvl(T) ? (int)(int8_t)qb : qb - 8);
             }
         }
     }
 };
 template <> struct wchunk<LLM_Q4_0> : wchunk_d4<LLM_Q4_0> {};
 template <> struct wchunk<CU_IQ4> : wchunk_d4<CU_IQ4> {};
+template <> struct wchunk<CU_MX4> : wchunk_d4<CU_MX4> {};
 
 /* ---- int8 activations (dp4a): chunk c of a Q8_0 row is half a block (16 weights), of the 4-bit-nibble types
  * (Q4_0, CU_IQ4, CU_Q4_M, CU_Q5_M, CU_Q6, CU_Q2_M, CU_Q3) a block (32 weights in 16 bytes). dot: chunk c's 16
@@ -231,9 +240,9 @@ template <int T> static __device__ __forceinline__ void nib_bytes(uint32_t w, co
     } else if (T == CU_Q3) { /* q - 4, the same way */
         a = ((a | 0x80808080u) - 0x04040404u) ^ 0x80808080u;
         b = ((b | 0x80808080u) - 0x04040404u) ^ 0x80808080u;
-    } else if (T == CU_IQ4) {
-        a = iq4_bytes(a);
-        b = iq4_bytes(b);
+    } else if (cu_type_lvl(T)) {
+        a = lvl_bytes<T>(a);
+        b = lvl_bytes<T>(b);
     }
 }
 /* Q4_0: d (dx sum(q xq) - 8 dx sum xq); CU_Q4_M / CU_Q5_M (w = d q - m): d dx sum(q xq) - m dx sum xq; CU_Q6:
@@ -267,7 +276,7 @@ template <int T> struct qchunk_nib {
         }
         if (T == LLM_Q4_0)
             return s.d * (ds.x * (float)sa - 8.0f * ds.y);
-        if (T == CU_IQ4)
+        if (cu_type_lvl(T))
             return s.d * ds.x * (float)sa;
         return s.d * ds.x * (float)sa - s.e * ds.y;
     }
@@ -277,6 +286,7 @@ template <> struct qchunk<CU_Q4_M> : qchunk_nib<CU_Q4_M> {};
 template <> struct qchunk<CU_Q5_M> : qchunk_nib<CU_Q5_M> {};
 template <> struct qchunk<CU_Q6> : qchunk_nib<CU_Q6> {};
 template <> struct qchunk<CU_IQ4> : qchunk_nib<CU_IQ4> {};
+template <> struct qchunk<CU_MX4> : qchunk_nib<CU_MX4> {};
 template <> struct qchunk<CU_Q2_M> : qchunk_nib<CU_Q2_M> {};
 template <> struct qchunk<CU_Q3> : qchunk_nib<CU_Q3> {};
 /* The weight block's scales as qchunk<T> takes them (cu_qsc); sc is the row's scales (W.scales + r * nb *

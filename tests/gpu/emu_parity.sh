@@ -141,6 +141,10 @@ check_graph() { # name, expect (replays|fallback), args...
 LLM_CUDA_KV=f32 check_graph "stories260K f32, decode through graphs" replays --model "$S260" --graph-cycles 10 --max-diff 1e-4 --min-top1 1
 check_graph "stories260K q8_0, decode through graphs (tensor-core GEMM and dequantised cuBLAS captured)" replays --model "$W/s260-q8_0.gguf" --graph-cycles 3 --max-diff 0.5 --min-top1 0.95
 LLM_CUDA_TC_GEMM=64 check_graph "head_dim-128 q4_0, decode through graphs (tensor-core weight GEMM captured)" replays --model "$W/hf128-q4_0.gguf" --graph-cycles 2 --max-diff 0.6 --min-top1 0.95
+# gpt-oss (tiny-gpt-oss, F32: sinks in the register decode kernel and the merge, biases, windows, the clamped
+# SwiGLU) through graphs with the on-device argmax (measured 7.4e-6).
+"$B/llm-engine" gen-model --preset tiny-gpt-oss --dtype f32 --out "$W/gpt-oss-f32.gguf" --seed 5 >/dev/null 2>&1 || exit 1
+LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 check_graph "gpt-oss f32, decode through graphs" replays --model "$W/gpt-oss-f32.gguf" --vocab 512 --graph-cycles 1 --max-diff 1e-3 --min-top1 1
 # The scheduler end to end on both backends (tests/gpu/sched_parity.c): mixed steps, then decode steps
 # through graphs with the plain-greedy rows as on-device argmax ids and every other row sampled on the
 # device; greedy requests must match exactly, seeded sampled ones in at least 7 of 8 (all 8 when written).

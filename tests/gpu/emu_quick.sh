@@ -36,13 +36,14 @@
 #      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
 #     ungated shared expert, tiny-olmoe, tiny-ernie4_5-moe's dense first layer and biased choice, tiny-glm4moe's
-#     sigmoid router): routing and experts on the device, prefill, mixed batches, decode through graphs;
+#     sigmoid router, tiny-gpt-oss's sinks, biases and clamped SwiGLU): routing and experts on the device,
+#     prefill, mixed batches, decode through graphs;
 #     quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
-# 12. GGUF Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS / Q4_1 / Q5_0 / Q5_1 matrices uploaded from their
-#     own blocks as CU_Q2_M / CU_Q3 / CU_Q4_M / CU_Q5_M / CU_Q6 / CU_IQ4 (4.5-7 bits a weight): float GEMVs,
-#     graphs, int8 GEMVs against the CPU's packed Q2_K / Q3_K / Q4_K / Q5_K / Q6_K, the CLI on Q2_K, Q3_K_M,
-#     Q4_K_M, Q5_K_M and IQ4_XS files (the int8 GEMVs of every block type are checked exactly in tcgemm_check,
+# 12. GGUF Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS / Q4_1 / Q5_0 / Q5_1 / MXFP4 matrices uploaded from
+#     their own blocks as CU_Q2_M / CU_Q3 / CU_Q4_M / CU_Q5_M / CU_Q6 / CU_IQ4 / CU_MX4 (4.5-7 bits a weight):
+#     float GEMVs, graphs, int8 GEMVs against the CPU's packed Q2_K / Q3_K / Q4_K / Q5_K / Q6_K, the CLI on Q2_K,
+#     Q3_K_M, Q4_K_M, Q5_K_M and IQ4_XS files (the int8 GEMVs of every block type are checked exactly in tcgemm_check,
 #     part 6).
 #   tests/gpu/emu_quick.sh [BUILD_DIR]      (make test-emu)
 set -u -o pipefail
@@ -383,6 +384,30 @@ check "ernie4_5-moe q4_0 vs the CPU on its dequantised copy" env LLM_CUDA_KV=f32
 check "glm4moe f32 vs the CPU backend: sigmoid router with a bias and a scale, partial rope; prefill, mixed, decode" \
     env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/glm-moe-f32.gguf" \
     --vocab 512 --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1
+# gpt-oss (tiny-gpt-oss: q/k/v, output, router and experts' biases, a sink per head, a window of 8 on every
+# other layer, the clamped SwiGLU): F32 on 1 SM, so decode steps take one split and the register kernel finishes
+# the softmax with the sink itself, prefill and the mixed batch merge splits with it (measured 6.7e-6 and 8.6e-6;
+# without the sinks 10.6, without the experts' biases 3.1); Q8_0 experts on int8 activations against the CPU on
+# the same file (logits only, as qwen2moe-q8_0 below); F16 experts on the grouped tensor-core GEMM (the biases
+# added per expert after it) against the CPU on its F32 copy, the half rounding of the activations the only
+# difference (3.7e-3; BF16's 8 bits flip this random model's expert choices). Through graphs: emu_parity.sh.
+for d in f32 q8_0 f16; do
+    "$B/llm-engine" gen-model --preset tiny-gpt-oss --dtype $d --out "$W/gpt-oss-$d.gguf" --seed 5 \
+        >/dev/null 2>&1 || exit 1
+done
+"$B/llm-engine" gen-model --from "$W/gpt-oss-f16.gguf" --dtype f32 --out "$W/gpt-oss-f16-deq.gguf" \
+    >/dev/null 2>&1 || exit 1
+check "gpt-oss f32 vs the CPU backend: sinks, biases, windows, clamped SwiGLU; prefill, mixed, decode" \
+    env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 CU_EMU_SMS=1 "$E/parity_logits" --model "$W/gpt-oss-f32.gguf" \
+    --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 --min-top1 1
+check "gpt-oss q8_0 on int8 activations (dp4a experts with their biases) vs the CPU on the same file" \
+    env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_MAX_Q=1000 \
+    LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_MOE_TC=0 "$E/parity_logits" --model "$W/gpt-oss-q8_0.gguf" \
+    --vocab 512 --positions 40 --gen 8 --chunk 20 --mixed 0 --max-diff 1e-3 --min-top1 1
+check "gpt-oss f16, experts on the tensor cores vs the CPU on its f32 copy" env LLM_CUDA_MOE_TC=1 \
+    LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 \
+    "$E/parity_logits" --model "$W/gpt-oss-f16.gguf" --cpu-model "$W/gpt-oss-f16-deq.gguf" --vocab 512 \
+    --positions 40 --gen 8 --chunk 20 --mixed 0 --max-diff 2e-2 --min-top1 1
 # On int8 activations (LLM_CUDA_GEMV_DP4A=1: the dense GEMVs and the experts' products, moe_mm_i8_kernel) the
 # device computes what the CPU computes on the same quantised file: a tight bound where the float GEMVs differ
 # by 0.25-7 (above). Qwen 2 MoE's experts in Q4_0 and Q8_0 (tiny-mixtral's random weights are too near their
@@ -469,6 +494,22 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     kq_float iq4_nl k256-iq4_nl 1e-3
     # Q4_1 / Q5_0 / Q5_1 (the narrow rows of K-quant files) go up exactly as CU_Q4_M / CU_Q5_M: 5e-6 to 7e-6
     for f in q4_1 q5_0 q5_1; do kq_float $f k256-$f 1e-3; done
+    # MXFP4 (gpt-oss's experts; llama.cpp's mxfp4_moe, the rest Q8_0) as CU_MX4 (its codes in Q4_0's nibbles
+    # through a level table, its power of two as an fp16 scale: the file's values exactly, 4.5 bits a weight
+    # where the Q8_0 copy takes 8.5): float GEMVs against the CPU on the F32 copy (measured 5.5e-6), then the
+    # experts on the grouped tensor-core GEMM (bf16 activations: 0.12).
+    { "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/gpt-oss-f32.gguf" "$W/gpt-oss-mxfp4.gguf" mxfp4_moe &&
+      "$B/llm-engine" gen-model --from "$W/gpt-oss-mxfp4.gguf" --dtype f32 --out "$W/gpt-oss-mxfp4-f32.gguf"; } \
+        >"$W/mxfp4.log" 2>&1 || { cat "$W/mxfp4.log"; exit 1; }
+    check "gpt-oss mxfp4 file: its experts from their blocks (float GEMVs) vs the CPU on the file's exact values" \
+        bash -c "out=\$(env $Q4K_ENV LLM_CUDA_MOE_TC=0 '$E/parity_logits' --model '$W/gpt-oss-mxfp4.gguf' \
+            --cpu-model '$W/gpt-oss-mxfp4-f32.gguf' --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 \
+            --min-top1 1 2>&1); rc=\$?; echo \"\$out\"
+            [ \$rc -eq 0 ] && echo \"\$out\" | grep -q '^cuda: 96 mxfp4 matrices from their own blocks'"
+    check "gpt-oss mxfp4 file: its experts on the tensor cores" env LLM_CUDA_MOE_TC=1 LLM_CUDA_GEMV_MAX=1000 \
+        LLM_CUDA_TC_GEMM=0 LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" \
+        --model "$W/gpt-oss-mxfp4.gguf" --cpu-model "$W/gpt-oss-mxfp4-f32.gguf" --vocab 512 --positions 40 --gen 8 \
+        --chunk 20 --mixed 0 --max-diff 0.3 --min-top1 0.95
     # what, file (in $W), then "N type" for each line the CUDA load must print ("cuda: N type matrices from their
     # own blocks"): the CLI's greedy ids on the CUDA backend and on the CPU
     cli_ids() {

@@ -1,8 +1,8 @@
 /* The matrix products of more than one token against a host reference, through cuda_matmul: the
  * tensor-core weight-only GEMM (kernels/cuda_tcgemm.cu, LLM_CUDA_TC_GEMM) and the cuBLAS path (with its
  * dequantisation kernel for the block types), for BF16 / F16 / Q8_0 / Q4_0 / CU_Q4_M (from Q4_K) / CU_Q5_M
- * (from Q5_K) / CU_Q6 (from Q6_K) / CU_IQ4 (from IQ4_NL / IQ4_XS) / CU_Q2_M (from Q2_K) / CU_Q3 (from Q3_K) weights, row counts that are and are
- * not multiples of the 64-row block, K split over 1 to 16 blocks (the SM count the split is sized for),
+ * (from Q5_K) / CU_Q6 (from Q6_K) / CU_IQ4 (from IQ4_NL / IQ4_XS) / CU_MX4 (from MXFP4) / CU_Q2_M (from Q2_K) /
+ * CU_Q3 (from Q3_K) weights, row counts that are and are not multiples of the 64-row block, K split over 1 to 16 blocks (the SM count the split is sized for),
  * 2 to 130 tokens (one to three 64-token groups, partial 16-token tiles) and y = W x or y += W x.
  * The reference is exact: activations are multiples of 1/64 (the same in bf16 and f16), weights are the
  * values the device sees (16-bit, or d * q rounded to bf16), sums in double; a product passes when every
@@ -99,6 +99,10 @@ static host_mat make(int type, int R, int K)
                                                 1,    13,   25,  38,  53,  69,  89,  113 };
                     v = f16_to_f(m.scales[b]) * (float)lv[q];
                 }
+                if (type == CU_MX4) { /* d times the FP4 E2M1 code's value, doubled */
+                    static const float fp4[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
+                    v = f16_to_f(m.scales[b]) * 2.0f * (q & 8 ? -fp4[q & 7] : fp4[q & 7]);
+                }
                 if (type == CU_Q5_M) { /* (d, m), then the fifth bits' word: element j at bit j */
                     const uint16_t *w5 = m.scales.data() + b * 4;
                     uint32_t h = (uint32_t)w5[2] | (uint32_t)w5[3] << 16;
@@ -135,7 +139,7 @@ static void *up(const void *p, size_t n)
 static const char *tname(int t)
 {
     return t == LLM_BF16 ? "bf16" : t == LLM_F16 ? "f16" : t == LLM_Q8_0 ? "q8_0" : t == CU_Q4_M ? "q4_m"
-           : t == CU_Q5_M ? "q5_m" : t == CU_Q6 ? "q6" : t == CU_IQ4 ? "iq4" : t == CU_Q2_M ? "q2_m" : t == CU_Q3 ? "q3" : "q4_0";
+           : t == CU_Q5_M ? "q5_m" : t == CU_Q6 ? "q6" : t == CU_IQ4 ? "iq4" : t == CU_MX4 ? "mx4" : t == CU_Q2_M ? "q2_m" : t == CU_Q3 ? "q3" : "q4_0";
 }
 
 static cu_mat dev_mat(const host_mat &h)
@@ -155,7 +159,8 @@ static cu_mat dev_mat(const host_mat &h)
  * 70, 17 and 130 rows (none, one, two and three 64-row groups, partial tiles), matrix 1 and matrix 2 of each,
  * every weight type; each row of y must be its expert's matrix times its row of x (16-bit, exact), the
  * stride's padding untouched. Returns the failures. */
-static const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6, CU_IQ4, CU_Q2_M, CU_Q3 };
+static const int types[] = { LLM_BF16, LLM_F16, LLM_Q8_0, LLM_Q4_0, CU_Q4_M, CU_Q5_M, CU_Q6, CU_IQ4, CU_MX4, CU_Q2_M,
+                             CU_Q3 };
 static const int n_types = (int)(sizeof(types) / sizeof(types[0]));
 
 static int grouped_check(cudaStream_t st)
