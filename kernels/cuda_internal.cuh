@@ -186,27 +186,26 @@ static inline __host__ __device__ int cu_q6_hi(uint32_t h, int j)
 {
     return (int)((h >> (8 * (j % 4) + 2 * (j / 4))) & 3u);
 }
-/* The IQ4 levels of the 4 bytes of a (each 0-15), as 4 int8 bytes: two byte permutes pick from the table's
- * halves by the low 3 bits, bit 3 chooses between them. */
-static __device__ __forceinline__ uint32_t iq4_bytes(uint32_t a)
+/* The levels of the 4 bytes of a (each 0-15) in a table of 16 int8 levels held as 4 words (t0 | t1: entries
+ * 0-7, t2 | t3: 8-15, little-endian), as 4 int8 bytes: two byte permutes pick from the table's halves by the
+ * low 3 bits, bit 3 chooses between them. */
+static __device__ __forceinline__ uint32_t lvl_lookup(uint32_t a, uint32_t t0, uint32_t t1, uint32_t t2, uint32_t t3)
 {
-    /* -127 -104 -83 -65 | -49 -35 -22 -10 | 1 13 25 38 | 53 69 89 113, little-endian */
-    const uint32_t t0 = 0xBFAD9881u, t1 = 0xF6EADDCFu, t2 = 0x26190D01u, t3 = 0x71594535u;
     const uint32_t t = a & 0x07070707u;
     const uint32_t sel = (t & 0x7u) | ((t >> 4) & 0x70u) | ((t >> 8) & 0x700u) | ((t >> 12) & 0x7000u);
     const uint32_t lo = __byte_perm(t0, t1, sel), hi = __byte_perm(t2, t3, sel);
     const uint32_t m = ((a >> 3) & 0x01010101u) * 0xffu;
     return (hi & m) | (lo & ~m);
 }
-/* The same for CU_MX4's levels (0 1 2 3 | 4 6 8 12 | 0 -1 -2 -3 | -4 -6 -8 -12). */
+/* CU_IQ4's levels: -127 -104 -83 -65 | -49 -35 -22 -10 | 1 13 25 38 | 53 69 89 113 */
+static __device__ __forceinline__ uint32_t iq4_bytes(uint32_t a)
+{
+    return lvl_lookup(a, 0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u);
+}
+/* CU_MX4's levels: 0 1 2 3 | 4 6 8 12 | 0 -1 -2 -3 | -4 -6 -8 -12 */
 static __device__ __forceinline__ uint32_t mx4_bytes(uint32_t a)
 {
-    const uint32_t t0 = 0x03020100u, t1 = 0x0C080604u, t2 = 0xFDFEFF00u, t3 = 0xF4F8FAFCu;
-    const uint32_t t = a & 0x07070707u;
-    const uint32_t sel = (t & 0x7u) | ((t >> 4) & 0x70u) | ((t >> 8) & 0x700u) | ((t >> 12) & 0x7000u);
-    const uint32_t lo = __byte_perm(t0, t1, sel), hi = __byte_perm(t2, t3, sel);
-    const uint32_t m = ((a >> 3) & 0x01010101u) * 0xffu;
-    return (hi & m) | (lo & ~m);
+    return lvl_lookup(a, 0x03020100u, 0x0C080604u, 0xFDFEFF00u, 0xF4F8FAFCu);
 }
 /* A level type's (cu_type_lvl) levels of 4 nibbles at once, and of one. */
 template <int T> static __device__ __forceinline__ uint32_t lvl_bytes(uint32_t a)
