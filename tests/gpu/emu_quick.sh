@@ -72,15 +72,35 @@ python3 tests/gpu/emu_hf_model.py "$W/hf128" 128 >/dev/null || exit 1
     --out "$W/s260-q8_0.gguf" >/dev/null 2>&1 || exit 1
 export LLM_CUDA_LIB="$PWD/$E/libllm_cuda_emu.so"
 S260=../shared/models/stories260K/stories260K.bin
-fails=0
+# The emulation runs a kernel on one core, so checks run side by side, EMU_JOBS at a time (the cores), while
+# this script goes on writing the next models; each one's report is printed in order as it finishes, with
+# the seconds it took. A check writes only files named after itself.
+fails=0 started=0 shown=0
+JOBS=${EMU_JOBS:-$(nproc)}
+rm -f "$W"/check.*
+trap 'kill $(jobs -p) 2>/dev/null' EXIT
+show_done() { # print, in order, the reports of the checks finished so far
+    while [ -f "$W/check.$((shown + 1)).rc" ]; do
+        shown=$((shown + 1))
+        cat "$W/check.$shown.out"
+        [ "$(cat "$W/check.$shown.rc")" -eq 0 ] || fails=$((fails + 1))
+    done
+}
 check() { # name, command...
     local name=$1; shift
-    echo "== $name"
-    local out rc
-    out=$("$@" 2>&1)
-    rc=$?
-    echo "$out" | grep -v '^cuda: \(CPU\|uploaded\|KV pool\)' | tail -4
-    if [ $rc -ne 0 ]; then echo "  <-- FAIL"; fails=$((fails + 1)); fi
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+    show_done
+    started=$((started + 1))
+    local n=$started
+    (
+        t0=$(date +%s)
+        out=$("$@" 2>&1)
+        rc=$?
+        { echo "== $name ($(( $(date +%s) - t0 )) s)"
+          echo "$out" | grep -v '^cuda: \(CPU\|uploaded\|KV pool\)' | tail -4
+          [ $rc -eq 0 ] || echo "  <-- FAIL"; } > "$W/check.$n.out"
+        echo $rc > "$W/check.$n.rc"
+    ) &
 }
 check "device sampler vs engine/sampler.c" "$E/sample_check" --quick 1
 check "matrix products of 2-130 tokens (tensor-core GEMM, cuBLAS) vs a host reference" "$E/tcgemm_check" --quick 1
@@ -515,10 +535,10 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     cli_ids() {
         local what=$1 file=$2 want="" l
         shift 2
-        for l in "$@"; do want="$want grep -q '^cuda: $l matrices from their own blocks' '$W/cli-cuda.err' &&"; done
+        for l in "$@"; do want="$want grep -q '^cuda: $l matrices from their own blocks' '$W/cli-$file.err' &&"; done
         check "generate --backend cuda on $what: from their blocks, the CPU's greedy ids" bash -c "
             g=\$('$B/llm-engine' generate --backend cuda --model '$W/$file' --prompt-ids 1,403,407 --max-tokens 12 \
-                --output-ids --ignore-eos 2>'$W/cli-cuda.err'); grep -v '^cuda: tune' '$W/cli-cuda.err'
+                --output-ids --ignore-eos 2>'$W/cli-$file.err'); grep -v '^cuda: tune' '$W/cli-$file.err'
             c=\$('$B/llm-engine' generate --model '$W/$file' --prompt-ids 1,403,407 --max-tokens 12 --output-ids \
                 --ignore-eos --threads 2 2>/dev/null)
             echo \"cuda: \$g\"; echo \"cpu:  \$c\"
@@ -556,5 +576,7 @@ if [ -d "$LLAMA_LIBDIR" ]; then
 else
     echo "== SKIP q4_K files: no llama.cpp libraries in $LLAMA_LIBDIR (npm ci --prefix bench/llamacpp)"
 fi
-echo "emulated CUDA, quick set: $fails failed"
+wait
+show_done
+echo "emulated CUDA, quick set: $fails failed ($started checks, $SECONDS s)"
 [ "$fails" -eq 0 ]
