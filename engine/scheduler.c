@@ -37,7 +37,9 @@ typedef struct {
     int      min_tokens;       /* stop ids masked until this many were generated */
     llm_schema       *schema;  /* JSON mode or a JSON Schema: tokens masked by con (json_schema.h) */
     llm_schema_state *con;
-    int32_t  reason_start, reason_end; /* a reasoning model's <think> / </think> (-1: none) */
+    int32_t  reason_start;     /* a reasoning model's <think> (-1: none) */
+    int32_t  reason_end[LLM_SCHED_MAX_REASON_END]; /* the ids that end its thinking, in order (</think>) */
+    int      n_reason_end;
     int      thinking;         /* it opened with reason_start and has not written reason_end: no mask yet */
     int      lead_ws;          /* every token it wrote is whitespace: it may still open its thinking */
     uint64_t         *allow;   /* con's mask for this step, made by the mask pool (allow_ready) */
@@ -536,12 +538,17 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
                    s->be->model->cfg.bidirectional ? "an encoder's" : "a CLS-pooled", q->n_prompt, s->cap_tokens);
         return -1;
     }
-    if (q->reasoning && (q->json || q->schema != NULL) &&
-        (q->reason_start < 0 || q->reason_start >= s->vocab || q->reason_end < 0 || q->reason_end >= s->vocab ||
-         q->reason_start == q->reason_end)) {
-        llm_seterr(err, "reasoning tokens %d / %d: two different ids below %d", q->reason_start, q->reason_end,
-                   s->vocab);
-        return -1;
+    if (q->reasoning && (q->json || q->schema != NULL)) {
+        int bad = q->reason_start < 0 || q->reason_start >= s->vocab || q->n_reason_end < 1 ||
+                  q->n_reason_end > LLM_SCHED_MAX_REASON_END || q->reason_end == NULL;
+        for (int i = 0; !bad && i < q->n_reason_end; i++)
+            bad = q->reason_end[i] < 0 || q->reason_end[i] >= s->vocab;
+        /* (a one-token end must differ from the start: gpt-oss's three begin with it) */
+        if (bad || (q->n_reason_end == 1 && q->reason_end[0] == q->reason_start)) {
+            llm_seterr(err, "reasoning tokens: a start id and 1 to %d end ids below %d (one end id: not the start)",
+                       LLM_SCHED_MAX_REASON_END, s->vocab);
+            return -1;
+        }
     }
     if (q->embed && q->prompt_logprobs) {
         llm_seterr(err, "an embedding request has no prompt logprobs");
@@ -609,7 +616,10 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     r->schema = schema;
     r->embed = q->embed;
     r->reason_start = schema != NULL && q->reasoning ? q->reason_start : -1;
-    r->reason_end = schema != NULL && q->reasoning ? q->reason_end : -1;
+    if (r->reason_start >= 0) {
+        r->n_reason_end = q->n_reason_end;
+        memcpy(r->reason_end, q->reason_end, (size_t)q->n_reason_end * sizeof(int32_t));
+    }
     if (r->embed && (r->emb = calloc((size_t)s->be->model->cfg.dim, sizeof(float))) == NULL) {
         req_free(s, r);
         goto oom;
@@ -1258,6 +1268,13 @@ static int all_ws(const llm_json_vocab *v, int32_t t)
     return n > 0;
 }
 
+/* r's generated tokens end with its reason_end sequence. */
+static int ends_thinking(const sreq *r)
+{
+    int n = r->n_reason_end;
+    return r->n_gen >= n && memcmp(r->tokens + r->n_tokens - n, r->reason_end, (size_t)n * sizeof(int32_t)) == 0;
+}
+
 /* r takes token t (sampled at time t1): appended, emitted; the request ends after a stop id, a whole JSON
  * value, max_tokens or a full context (t < 0: no token could continue its JSON). 1 when it ended. */
 static int take_token(llm_sched *s, sreq *r, int32_t t, const llm_sample_result *res, uint64_t t1)
@@ -1276,7 +1293,7 @@ static int take_token(llm_sched *s, sreq *r, int32_t t, const llm_sample_result 
         r->t_first = t1;
     llm_sched_finish fin = LLM_SCHED_FINISH_NONE;
     if (r->con != NULL && r->thinking)
-        r->thinking = t != r->reason_end;
+        r->thinking = !ends_thinking(r);
     else if (r->con != NULL && (r->n_gen == 1 || r->lead_ws) && r->reason_start >= 0 && t == r->reason_start)
         r->thinking = 1; /* it thinks first: the mask waits for reason_end */
     else if (r->con != NULL)

@@ -68,6 +68,7 @@
 #define LLM_SCHED_MAX_PREFERRED 16
 #define LLM_SCHED_MAX_STOP      16
 #define LLM_SCHED_MAX_SCORE     4
+#define LLM_SCHED_MAX_REASON_END 4
 #define LLM_SCHED_SPEC_SEQS     8   /* speculation only while at most this many requests run */
 #define LLM_SCHED_MAX_SPEC      16  /* spec_tokens at most */
 
@@ -171,9 +172,12 @@ typedef struct {
     int                 reasoning;   /* JSON mode / a schema on a reasoning model: the first token (or the
                                       * first after whitespace-only ones) may be reason_start (<think>)
                                       * besides what the mask allows; if it is, nothing is
-                                      * masked until reason_end (</think>) has been generated (0: the mask holds
-                                      * from the first token; without json or schema: not used) */
-    int32_t             reason_start, reason_end;
+                                      * masked until the reason_end sequence (</think>; gpt-oss's <|channel|>
+                                      * final <|message|>) has been generated (0: the mask holds from the first
+                                      * token; without json or schema: not used) */
+    int32_t             reason_start;
+    const int32_t      *reason_end;  /* copied; n_reason_end ids (1..LLM_SCHED_MAX_REASON_END) */
+    int                 n_reason_end;
     const int32_t      *score_ids;   /* copied; n_score ids (0..LLM_SCHED_MAX_SCORE) whose logprobs each sampled
                                       * token's output reports in its top[] (in this order, instead of the top
                                       * sampling.n_logprobs), from the raw logits (before penalties and

@@ -145,6 +145,7 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.reasoning = (p->flags & LLM_PARAM_REASONING) != 0; /* ids checked against the vocabulary by the scheduler */
     r.reason_start = p->reason_start;
     r.reason_end = p->reason_end;
+    r.n_reason_end = p->n_reason_end <= LLM_SHM_MAX_REASON_END ? (int)p->n_reason_end : -1; /* (-1: refused) */
     r.max_tokens = p->max_tokens;
     r.min_tokens = p->min_tokens > 0 ? p->min_tokens : 0;
     r.stop_ids = p->stop_ids;

@@ -787,14 +787,16 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     }
     p.n_bias = (uint32_t)ctx->q.n_bias;
     if (ctx->q.json) p.flags |= LLM_PARAM_JSON;
-    /* a reasoning model thinks before a JSON answer: the mask holds from </think> on (vLLM's reasoning parsers
-     * do the same). Not for tool_choice required / named where the prompt opens the call itself. */
+    /* a reasoning model thinks before a JSON answer: the mask holds from </think> on (gpt-oss's: from its final
+     * channel's header on; vLLM's reasoning parsers do the same). Not for tool_choice required / named where
+     * the prompt opens the call itself. */
     if ((ctx->q.json || ctx->q.schema) && ctx->q.kind == LLM_API_CHAT && lcf->tok->think &&
         llm_chat_thinks(ctx->q.chat_format, ctx->q.enable_thinking) && !llm_tools_prompt_opens_call(&ctx->q) &&
-        lcf->tok->think_start >= 0 && lcf->tok->think_end >= 0) {
+        lcf->tok->n_reason_end > 0) {
         p.flags |= LLM_PARAM_REASONING;
-        p.reason_start = lcf->tok->think_start;
-        p.reason_end = lcf->tok->think_end;
+        p.reason_start = lcf->tok->reason_start;
+        p.n_reason_end = (uint32_t)lcf->tok->n_reason_end;
+        ngx_memcpy(p.reason_end, lcf->tok->reason_end, sizeof p.reason_end);
     }
     /* a request may ask to wait longer than its location says, not to go ahead of it */
     p.priority = (int32_t)lcf->priority;

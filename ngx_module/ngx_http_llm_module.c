@@ -210,6 +210,21 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     /* the tags as single tokens (Qwen 3's): a JSON answer's mask then waits for the thinking to end */
     n->think_start = n->think ? llm_tok_find(tok, n->think_open) : -1;
     n->think_end = n->think ? llm_tok_find(tok, n->think_close) : -1;
+    n->reason_start = n->think_start;
+    n->reason_end[0] = n->think_end;
+    n->n_reason_end = n->think_start >= 0 && n->think_end >= 0;
+    if (n->harmony) { /* its answer opens <|channel|>; the final channel's header ends the analysis */
+        static const char fin[] = "<|channel|>final<|message|>";
+        int32_t *ids = NULL;
+        int k = llm_tok_encode(tok, fin, sizeof fin - 1, LLM_TOK_PARSE_SPECIAL, &ids);
+        n->reason_start = llm_tok_find(tok, "<|channel|>");
+        n->n_reason_end = 0;
+        if (k >= 2 && k <= LLM_SHM_MAX_REASON_END && ids[0] == n->reason_start && n->reason_start >= 0) {
+            ngx_memcpy(n->reason_end, ids, (size_t)k * sizeof(int32_t));
+            n->n_reason_end = k;
+        }
+        free(ids);
+    }
     n->bos_text = ngx_http_llm_token_text(cf->pool, tok, llm_tok_bos(tok));
     n->eos_text = ngx_http_llm_token_text(cf->pool, tok, llm_tok_eos(tok));
     n->granite_system = llm_chat_granite_own_system(llm_tok_chat_template(tok));

@@ -64,6 +64,11 @@ typedef struct {
     const char    *think_open, *think_close; /* the tags: <think> </think>, Seed-OSS's <seed:think> </seed:think>,
                                               * EXAONE Deep's <thought> </thought> */
     int32_t        think_start, think_end; /* the tags as single tokens, or -1 */
+    /* where a JSON answer's mask starts: the thinking's opening id, then the ids that close it (</think>'s one;
+     * gpt-oss's <|channel|> final <|message|>, the final channel's header); n_reason_end 0: the mask holds from
+     * the first token */
+    int32_t        reason_start, reason_end[LLM_SHM_MAX_REASON_END];
+    int            n_reason_end;
     const char    *think_after, *think_direct; /* gpt-oss's harmony: the final channel's headers (llm_reasoning.h) */
     unsigned       harmony:1;   /* gpt-oss's format: its <|channel|> <|message|> <|end|> <|start|> kept in answers */
     const char    *bos_text, *eos_text; /* the BOS and EOS tokens' texts (Tulu's template writes them), or NULL */

@@ -14,13 +14,14 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  11u
+#define LLM_SHM_VERSION  12u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
 #define LLM_SHM_MAX_TOP  20   /* top-n logprobs per token, upper bound */
 #define LLM_SHM_MAX_BIAS 1024 /* logit biases per request */
 #define LLM_SHM_MAX_SCORE 4   /* token ids a scoring request reports the logprobs of */
+#define LLM_SHM_MAX_REASON_END 4 /* ids of the sequence that ends a reasoning model's thinking */
 #define LLM_SHM_MAX_SLOTS   (1u << 16)
 #define LLM_SHM_MAX_WAITERS (1u << 15)
 
@@ -118,7 +119,11 @@ typedef struct {
     int32_t  priority;             /* queue order: lower first (vLLM's sense), equal: arrival */
     int32_t  min_tokens;           /* stop_ids cannot be generated before this many tokens */
     uint32_t schema_len;           /* bytes of JSON Schema text after the prompt ids in the prompt area */
-    int32_t  reason_start, reason_end; /* LLM_PARAM_REASONING: a reasoning model's <think> / </think> ids */
+    /* LLM_PARAM_REASONING: the id that opens a reasoning model's thinking (<think>) and the n_reason_end ids that
+     * end it (</think>; gpt-oss's <|channel|> final <|message|>) */
+    int32_t  reason_start;
+    uint32_t n_reason_end;         /* 1..LLM_SHM_MAX_REASON_END */
+    int32_t  reason_end[LLM_SHM_MAX_REASON_END];
     /* Scoring (/v1/rerank): the first generated token's entry reports, in its top[], the logprobs of these
      * ids at that position (in this order, instead of the top n_logprobs); 0 = off. Needs max_top >= n_score. */
     uint32_t n_score;              /* 0..LLM_SHM_MAX_SCORE */
@@ -138,7 +143,7 @@ typedef struct {
  * finishes (llm_shm_slot.n_result floats, at most LLM_SHM_RESULT_MAX(hdr); llm_client_result). */
 #define LLM_PARAM_EMBED 8u
 /* A reasoning model's JSON mode / JSON Schema request: the answer may open with reason_start, and then the
- * mask holds only after reason_end (the model thinks first, as vLLM's reasoning parsers let it). */
+ * mask holds only after the reason_end sequence (the model thinks first, as vLLM's reasoning parsers let it). */
 #define LLM_PARAM_REASONING 16u
 /* With LLM_PARAM_EMBED on a model with a classifier head (llm_shm_model.n_cls): the result is that head's
  * n_cls outputs on the last token's hidden state (llama.cpp's rank pooling; /v1/rerank), not the embedding. */

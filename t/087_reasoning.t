@@ -292,3 +292,62 @@ POST /tokenize
 --- error_code: 200
 --- response_body_like chomp
 "tokens":\[[0-9,]*,128011,198\],"count":\d+,
+
+=== TEST 15: gpt-oss (harmony) JSON mode: its final channel's header first (unmasked), the object after it
+$TEST_NGINX_HARMONY_TOKENIZER (t/run.sh): Llama 3's vocabulary with <|channel|> 128011, <|message|> 128012 and
+harmony's other tokens, under a template of gpt-oss's format. Token 1 may be <|channel|> beside what the mask
+allows; from there on nothing is masked until <|channel|> final (12085) <|message|> has been written (the biases
+and a repetition penalty of 2, which halves the logit of a token in the prompt or written, write them in that
+order: 60, 54, 100 / 2; then 30, 54, 50; then 30, 27, 50); then JSON mode holds. The answer is the final
+channel's: content, no reasoning.
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_HARMONY_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "JSON"}], "max_tokens": 40, "temperature": 0, "logit_bias": {"128011": 60, "12085": 54, "128012": 100, "92": 12, "1": 6}, "repetition_penalty": 2, "response_format": {"type": "json_object"}}
+--- error_code: 200
+--- response_body_like eval
+qr/"message":\{"role":"assistant","content":"(\\[tnr]| )*\{(\\[tnr]| )*\}","reasoning_content":null\},"logprobs":null,"finish_reason":"stop"/
+
+=== TEST 16: the same with llm_reasoning off: the answer as the model wrote it, the header before the object
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_HARMONY_TOKENIZER;
+    llm_model_name tiny;
+    llm_reasoning off;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "JSON"}], "max_tokens": 40, "temperature": 0, "logit_bias": {"128011": 60, "12085": 54, "128012": 100, "92": 12, "1": 6}, "repetition_penalty": 2, "response_format": {"type": "json_object"}}
+--- error_code: 200
+--- response_body_like eval
+qr/"message":\{"role":"assistant","content":"<\|channel\|>final<\|message\|>(\\[tnr]| )*\{(\\[tnr]| )*\}"\},"logprobs":null,"finish_reason":"stop"/
+
+=== TEST 17: gpt-oss tool_choice required: the JSON array of calls after the final channel's header (as TEST 15), back as tool_calls
+The tokens' logprobs show the header before the array (held from the first token, the array would open the answer).
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_HARMONY_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "What is the weather in Oslo?"}], "max_tokens": 400, "temperature": 0, "logit_bias": {"128011": 60, "12085": 54, "128012": 100}, "repetition_penalty": 2, "parallel_tool_calls": false, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}], "tool_choice": "required", "logprobs": true}
+--- error_code: 200
+--- response_body_like chomp
+"message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"(get_weather","arguments":"\{\\"city\\":\\"[^"]*\\"\}"|now","arguments":"\{\}")\}\}\],"reasoning_content":null\},"logprobs":\{"content":\[\{"token":"<\|channel\|>",[^}]*\},\{"token":"final",[^}]*\},\{"token":"<\|message\|>",[^}]*\},\{"token":"\[

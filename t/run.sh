@@ -174,6 +174,8 @@ start_real "$TEST_NGINX_LORA_ENGINE" "$TEST_NGINX_SPM_MODEL" --lora "$TEST_NGINX
 #   2.5-Coder's <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>), not special, so printed, as Qwen's are, and a
 #   ChatML template that writes <think> (what marks a reasoning model) and, as Qwen 2.5's does, a system message
 #   of its own when the conversation has none.
+# - harmony (t/087): gpt-oss's <|channel|>, <|message|>, <|start|>, <|end|>, <|return|>, <|constrain|> and
+#   <|call|>, control tokens as gpt-oss's are, under a template that writes the first three (gpt-oss's format).
 # - granite (t/093): <|start_of_role|>, <|end_of_role|> and <|tool_call|>, control tokens as Granite's are, and a
 #   template cut down from Granite 3.3's that writes its own dated system turn when the conversation has none.
 renamed_tokenizer() {
@@ -197,6 +199,12 @@ kinds = {
                  "{{- '<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\\n' }}"
                  "{%- for message in loop_messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' "
                  "+ message['content'] + '<|end_of_text|>\\n' }}{%- endfor %}")),
+    "harmony": ({"128011": "<|channel|>", "128012": "<|message|>", "128013": "<|start|>", "128014": "<|end|>",
+                 "128015": "<|return|>", "128016": "<|constrain|>", "128017": "<|call|>"}, True,
+                ("{#- gpt-oss's harmony, cut down: the module renders it #}{%- for m in messages %}"
+                 "{{ '<|start|>' + m.role + '<|message|>' + m.content + '<|end|>' }}{%- endfor %}"
+                 "{%- if add_generation_prompt %}{{ '<|start|>assistant' }}{%- endif %}"
+                 "{# the answer: <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final #}")),
     "seed": ({"128011": "<seed:think>", "128012": "</seed:think>", "128013": "<seed:bos>", "128014": "<seed:eos>"},
              True,
              ("{%- for m in messages %}{{ '<seed:bos>' + m.role + '\\n' + m.content + '<seed:eos>' }}{%- endfor %}"
@@ -222,6 +230,8 @@ export TEST_NGINX_THINK_TOKENIZER="$BUILD/t/think-tokenizer/tokenizer.json"
 renamed_tokenizer seed "$BUILD/t/seed-tokenizer"
 export TEST_NGINX_SEED_TOKENIZER="$BUILD/t/seed-tokenizer/tokenizer.json"
 renamed_tokenizer granite "$BUILD/t/granite-tokenizer"
+renamed_tokenizer harmony "$BUILD/t/harmony-tokenizer"
+export TEST_NGINX_HARMONY_TOKENIZER="$BUILD/t/harmony-tokenizer/tokenizer.json"
 export TEST_NGINX_GRANITE_TOKENIZER="$BUILD/t/granite-tokenizer/tokenizer.json"
 # The CUDA backend, run by the CPU emulation of CUDA (kernels/cuda_emu.*; no GPU here), serving stories260K
 # for t/067: `serve --backend cuda` end to end (decode graphs, on-device argmax and sampling). A small KV pool:

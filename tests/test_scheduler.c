@@ -1048,7 +1048,8 @@ static void con_run(llm_backend *be, const llm_json_vocab *v, int mask_threads, 
 /* One request on the real model (seed 0 at temperature temp; 0: greedy), whitespace tokens banned; JSON mode
  * when json, a reasoning model's <think> / </think> when rs >= 0. Returns the tokens it wrote. */
 static int reason_run(llm_backend *be, const llm_json_vocab *v, int mask_threads, const int32_t *prompt, int np,
-                      float temp, int json, int32_t rs, int32_t re, const llm_logit_bias *bias, int n_bias,
+                      float temp, int json, int32_t rs, const int32_t *re, int n_re, const llm_logit_bias *bias,
+                      int n_bias,
                       int32_t *tok, int *finish)
 {
     llm_sched_config cfg = { 0 };
@@ -1070,6 +1071,7 @@ static int reason_run(llm_backend *be, const llm_json_vocab *v, int mask_threads
     rq.reasoning = rs >= 0;
     rq.reason_start = rs;
     rq.reason_end = re;
+    rq.n_reason_end = n_re;
     int n = 0;
     if (llm_sched_submit(s, &rq, &err) != 0)
         diag("submit: %s", err.msg);
@@ -1116,23 +1118,76 @@ static void test_reasoning_json(llm_backend *be, const llm_json_vocab *v)
         if (p != NULL && n > 0 && strspn(p, " \n\t\r") >= n)
             ws[n_ws++] = (llm_logit_bias){ id, -100.0f };
     }
-    int ng = reason_run(be, v, 0, prompt, 5, 1.0f, 0, -1, -1, ws, n_ws, g, &fin);
+    int ng = reason_run(be, v, 0, prompt, 5, 1.0f, 0, -1, NULL, 0, ws, n_ws, g, &fin);
     ok(ng >= 6 && !json_after(v, g, ng, 4), "plain greedy: %d tokens, not JSON after its 4th", ng);
     if (ng < 6)
         return;
-    int fe = 0, ne = reason_run(be, v, 0, prompt, 5, 1.0f, 1, -1, -1, ws, n_ws, e, &fe);
+    int fe = 0, ne = reason_run(be, v, 0, prompt, 5, 1.0f, 1, -1, NULL, 0, ws, n_ws, e, &fe);
     ok(ne > 0 && json_after(v, e, ne, 0) && memcmp(e, g, 4 * sizeof(int32_t)) != 0,
        "JSON mode alone: JSON from the first token");
     ws[n_ws] = (llm_logit_bias){ 77, -100.0f }; /* a <think> it does not want */
     for (int mt = 0; mt <= 2; mt += 2) {
-        int fb = 0, nb = reason_run(be, v, mt, prompt, 5, 1.0f, 1, g[0], g[3], ws, n_ws, b, &fb);
+        int fb = 0, nb = reason_run(be, v, mt, prompt, 5, 1.0f, 1, g[0], &g[3], 1, ws, n_ws, b, &fb);
         ok(nb > 4 && memcmp(b, g, 4 * sizeof(int32_t)) == 0 && json_after(v, b, nb, 4),
            "mask threads %d: thinking is the model's own (4 tokens), then %d tokens of one JSON object (%s)", mt,
            nb - 4, fb == LLM_SCHED_FINISH_STOP ? "stop" : "length");
-        int fd = 0, nd = reason_run(be, v, mt, prompt, 5, 1.0f, 1, 77, g[3], ws, n_ws + 1, d, &fd);
+        int fd = 0, nd = reason_run(be, v, mt, prompt, 5, 1.0f, 1, 77, &g[3], 1, ws, n_ws + 1, d, &fd);
         ok(nd == ne && memcmp(d, e, (size_t)ne * sizeof(int32_t)) == 0 && fd == fe,
            "mask threads %d: an answer that does not open with <think> is held from its first token", mt);
     }
+    /* An end of several ids (gpt-oss's <|channel|> final <|message|>, whose first is also the start): the
+     * greedy 1st-3rd tokens end the thinking that the 1st opened, as one id would have; the 2nd and 4th, never
+     * written one after the other, do not end it where they are written apart: the plain greedy text, up to
+     * where (if ever) they are written together, and JSON after it. */
+    int fb = 0, nb = reason_run(be, v, 2, prompt, 5, 1.0f, 1, g[0], (const int32_t[]){ g[1], g[2], g[3] }, 3, ws,
+                                n_ws, b, &fb);
+    ok(nb > 4 && memcmp(b, g, 4 * sizeof(int32_t)) == 0 && json_after(v, b, nb, 4),
+       "end of 3 ids: thinking is the model's own (4 tokens), then %d tokens of one JSON object", nb - 4);
+    nb = reason_run(be, v, 2, prompt, 5, 1.0f, 1, g[0], g, 3, ws, n_ws, b, &fb);
+    ok(nb > 3 && memcmp(b, g, 3 * sizeof(int32_t)) == 0 && json_after(v, b, nb, 3),
+       "an end that starts with the start id (<|channel|> ...): the start does not end it alone, then JSON");
+    int end = 0;
+    for (int k = 2; k < ng && end == 0; k++)
+        if (g[k - 1] == g[1] && g[k] == g[3])
+            end = k + 1;
+    nb = reason_run(be, v, 2, prompt, 5, 1.0f, 1, g[0], (const int32_t[]){ g[1], g[3] }, 2, ws, n_ws, b, &fb);
+    ok(end == 0 ? nb == ng && memcmp(b, g, (size_t)ng * sizeof(int32_t)) == 0
+                : nb > end && memcmp(b, g, (size_t)end * sizeof(int32_t)) == 0 && json_after(v, b, nb, end),
+       "an end of 2 ids written apart does not end the thinking (%s)",
+       end == 0 ? "never together: the plain text throughout" : "together later: JSON from there");
+    /* ends the scheduler refuses: one id that is the start, none, five, one outside the vocabulary */
+    llm_sched_config cfg = { 0 };
+    cfg.json_vocab = v;
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(be, &cfg, &err);
+    if (s == NULL)
+        return;
+    llm_sched_request rq = { 0 };
+    rq.prompt = prompt;
+    rq.n_prompt = 5;
+    llm_sampling_defaults(&rq.sampling);
+    rq.max_tokens = 1;
+    rq.json = 1;
+    rq.reasoning = 1;
+    rq.reason_start = 7;
+    static const int32_t ends[5] = { 7, 8, 9, 10, 11 };
+    static const struct { const int32_t *end; int n; } bad[] = { { ends, 1 }, { ends, 0 }, { ends, 5 }, { NULL, 1 } };
+    int refused = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rq.reason_end = bad[i].end;
+        rq.n_reason_end = bad[i].n;
+        refused += llm_sched_submit(s, &rq, &err) != 0 && strstr(err.msg, "reasoning tokens") != NULL;
+    }
+    int32_t outside[2] = { 8, llm_json_vocab_size(v) };
+    rq.reason_end = outside;
+    rq.n_reason_end = 2;
+    refused += llm_sched_submit(s, &rq, &err) != 0;
+    rq.reason_end = ends;
+    rq.n_reason_end = 3;
+    ok(refused == 5 && llm_sched_submit(s, &rq, &err) == 0,
+       "reasoning ends refused: one id that is the start, none, five, NULL, an id outside (%d of 5); 3 from the "
+       "start taken", refused);
+    llm_sched_destroy(s);
 }
 
 /* The same with a newline first (GLM-4.5 writes one before <think>): after 62 tokens of its greedy story,
@@ -1154,13 +1209,14 @@ static void test_reasoning_json_after_ws(llm_backend *be, const llm_json_vocab *
         if (id != 13 && p != NULL && n > 0 && strspn(p, " \n\t\r") >= n)
             ws[n_ws++] = (llm_logit_bias){ id, -100.0f };
     }
-    int ng = reason_run(be, v, 0, prompt, 62, 0.0f, 0, -1, -1, ws, n_ws, g, &fin);
+    int ng = reason_run(be, v, 0, prompt, 62, 0.0f, 0, -1, NULL, 0, ws, n_ws, g, &fin);
     ok(ng >= 4 && g[0] == 13 && g[1] == 438 && g[3] == 439, "plain greedy: a newline, then 438 . 439 (%d %d %d %d)",
        g[0], ng > 1 ? g[1] : -1, ng > 2 ? g[2] : -1, ng > 3 ? g[3] : -1);
     if (ng < 4)
         return;
     for (int mt = 0; mt <= 2; mt += 2) {
-        int fb = 0, nb = reason_run(be, v, mt, prompt, 62, 0.0f, 1, 438, 439, ws, n_ws, b, &fb);
+        int fb = 0, nb = reason_run(be, v, mt, prompt, 62, 0.0f, 1, 438, (const int32_t[]){ 439 }, 1, ws, n_ws, b,
+                                    &fb);
         ok(nb > 4 && memcmp(b, g, 4 * sizeof(int32_t)) == 0 && json_after(v, b, nb, 4),
            "mask threads %d: a newline, then its thinking (3 tokens), then %d tokens of one JSON object", mt,
            nb - 4);
