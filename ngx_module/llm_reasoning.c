@@ -60,7 +60,22 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
             }
             if (t->direct && matches(t->direct, t->held, t->n_held, c)) { /* the content's header, dropped */
                 t->held[t->n_held++] = c;
-                if (t->n_held == strlen(t->direct)) { t->n_held = 0; t->state = LLM_THINK_OUT; }
+                if (t->n_held == strlen(t->direct)) {
+                    t->n_held = 0;
+                    t->state = LLM_THINK_OUT;
+                    if (t->pre_text) rc = put(&g, 0, "\n", 1);
+                    t->pre_text = 0;
+                }
+                break;
+            }
+            if (t->preamble && matches(t->preamble, t->held, t->n_held, c)) { /* a preamble's header, dropped */
+                t->held[t->n_held++] = c;
+                if (t->n_held == strlen(t->preamble)) {
+                    t->n_held = 0;
+                    t->state = LLM_THINK_PRE;
+                    if (t->pre_text) rc = put(&g, 0, "\n", 1);
+                    t->pre_text = 1;
+                }
                 break;
             }
             t->state = LLM_THINK_OUT;
@@ -73,17 +88,20 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
             t->state = LLM_THINK_IN;
             /* fall through */
         case LLM_THINK_IN:
-            if (t->n_held > 0 && c != close[t->n_held]) { /* not the tag after all: its bytes were reasoning */
-                rc = put(&g, 1, t->held, t->n_held);
+        case LLM_THINK_PRE: { /* reasoning, or a preamble's content, up to the close tag */
+            int kind = t->state == LLM_THINK_IN;
+            if (t->n_held > 0 && c != close[t->n_held]) { /* not the tag after all: its bytes were text */
+                rc = put(&g, kind, t->held, t->n_held);
                 t->n_held = 0;
             }
             if (c == close[t->n_held]) {
                 t->held[t->n_held++] = c;
                 if (t->n_held == n_close) { t->n_held = 0; t->state = LLM_THINK_AFTER; }
             } else if (rc == 0) {
-                rc = put(&g, 1, &c, 1);
+                rc = put(&g, kind, &c, 1);
             }
             break;
+        }
         case LLM_THINK_AFTER: /* the whitespace after </think> (or the content's header: harmony's) */
             if (t->after && matches(t->after, t->held, t->n_held, c)) {
                 t->held[t->n_held++] = c;

@@ -8,10 +8,11 @@
 
 #include <stddef.h>
 
-enum { LLM_THINK_START = 0, LLM_THINK_LEAD, LLM_THINK_IN, LLM_THINK_AFTER, LLM_THINK_OUT };
+enum { LLM_THINK_START = 0, LLM_THINK_LEAD, LLM_THINK_IN, LLM_THINK_AFTER, LLM_THINK_OUT, LLM_THINK_PRE };
 
 typedef struct {
-    int    state;     /* LLM_THINK_*: before <think>, its leading whitespace, inside, after </think>, content */
+    int    state;     /* LLM_THINK_*: before <think>, its leading whitespace, inside, after </think>, content,
+                       * inside a preamble */
     char   held[64];  /* the first bytes of a tag */
     size_t n_held;
     const char *open, *close; /* the tags (NULL: <think> and </think>), up to 63 bytes each */
@@ -20,7 +21,13 @@ typedef struct {
      * ("<|channel|>final<|message|>"); NULL: none. Up to 63 bytes each. What is not the final channel (a call's
      * "<|channel|>commentary to=functions...") stays in the content. */
     const char *after, *direct;
+    /* harmony's preamble: a commentary message without a recipient ("<|channel|>commentary<|message|>", the
+     * header dropped), written for the user before a call; its text is content up to the close tag ("<|end|>"),
+     * then the next message's header is looked for as after the reasoning; a final message's text after it
+     * follows a newline. NULL: none. */
+    const char *preamble;
     int    opened;    /* the reasoning was there: the opening tag is not looked for again */
+    int    pre_text;  /* a preamble's text went out: a newline before the next visible message's (vLLM's join) */
     int    lead_ws;   /* whitespace before the opening tag is the turn's layout, dropped (GLM-4.5 answers
                        * "\n<think>"; without reasoning, "\n" and the content) */
 } llm_think;

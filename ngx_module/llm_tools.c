@@ -1012,11 +1012,12 @@ not_call:
     return 0;
 }
 
-/* gpt-oss's call (harmony), the answer's content from its start (the reasoning splitter took its analysis
- * message and the <|start|>assistant after it): <|channel|>commentary to=functions.NAME <|constrain|>json
- * <|message|>ARGS, or the recipient first, " to=functions.NAME<|channel|>commentary json<|message|>ARGS", ARGS a
- * JSON object to the end (<|call|> ended the answer). Whether the text opens so (a prefix of it counts while
- * partial), and the call in *c when it is one. */
+/* gpt-oss's call (harmony), in the answer's content (the reasoning splitter took its analysis message, a
+ * preamble's header and close, and the <|start|>assistant after each; a preamble's text comes first):
+ * <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS, or the recipient first,
+ * " to=functions.NAME<|channel|>commentary json<|message|>ARGS", ARGS a JSON object to the end (<|call|> ended
+ * the answer). Whether the text opens so (a prefix of it counts while partial), and the call in *c when it is
+ * one. */
 static const char HARMONY_CHANNEL[] = "<|channel|>commentary", HARMONY_TO[] = " to=functions.";
 
 static int harmony_opens_call(const char *text, size_t len)
@@ -1042,6 +1043,14 @@ static size_t read_harmony_call(const llm_api_req *r, const char *text, size_t l
         return 0;
     }
     return take_call(c, t, args) == 0 ? len : 0;
+}
+
+/* Where the call's opening starts in text (whole: a preamble's text before it), or len. */
+static size_t harmony_call_at(const char *text, size_t len)
+{
+    for (size_t j = 0; j < len; j++)
+        if (at(text, len, j, HARMONY_CHANNEL) || at(text, len, j, HARMONY_TO)) return j;
+    return len;
 }
 
 /* Mistral's and Granite's calls at text[k..len): a JSON array of calls (one object alone taken too) to the end, around
@@ -1083,8 +1092,13 @@ int llm_tools_output(const llm_api_req *r, const char *text, size_t len, llm_too
     int held = r->tool_mode == LLM_TOOLS_REQUIRED || r->tool_mode == LLM_TOOLS_NAMED;
     if (held_as_array(r->chat_format) && held) /* the answer is the array (after the tag the prompt opened) */
         return read_calls_array(r, text, len, 0, calls);
-    if (r->chat_format == LLM_CHAT_GPT_OSS) /* harmony: the answer is its final message, or one call */
-        return read_harmony_call(r, text, len, &calls[0]) ? 1 : 0;
+    if (r->chat_format == LLM_CHAT_GPT_OSS) { /* harmony: its final message, or one call after any preamble */
+        size_t c0 = harmony_call_at(text, len);
+        if (c0 == len || !read_harmony_call(r, text + c0, len - c0, &calls[0])) return 0;
+        while (c0 > 0 && is_json_ws(text[c0 - 1])) c0--;
+        *content_len = c0;
+        return 1;
+    }
     if (tag == NULL || held) {
         /* the whole answer is one call's JSON (ChatML: the prompt opened the <tool_call>) */
         if (k == len || text[k] != '{') return 0;
@@ -1148,8 +1162,11 @@ int llm_tools_text_tags(const llm_api_req *r, const char **tags, int cap)
 
 size_t llm_tools_content_end(const llm_api_req *r, const char *text, size_t len, size_t sent)
 {
-    if (r->chat_format == LLM_CHAT_GPT_OSS) /* (a call is the whole content, from its first byte) */
-        return sent == 0 && harmony_opens_call(text, len) ? 0 : len;
+    if (r->chat_format == LLM_CHAT_GPT_OSS) { /* a call opens where either of its openings starts */
+        for (size_t j = sent; j < len; j++)
+            if (harmony_opens_call(text + j, len - j)) return j;
+        return len;
+    }
     const char *tag = call_tag(r->chat_format);
     size_t n = strlen(tag);
     for (size_t j = sent; j < len; j++) {

@@ -832,6 +832,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         s->think.lead_ws = llm_chat_answer_leads_ws(ctx->q.chat_format);
         s->think.after = lcf->tok->think_after;
         s->think.direct = lcf->tok->think_direct;
+        s->think.preamble = lcf->tok->think_preamble;
         if (ctx->q.think && llm_chat_prompt_opens_think(ctx->q.chat_format, ctx->q.enable_thinking) &&
             ctx->q.add_generation_prompt && !ctx->q.json && ctx->q.schema == NULL)
             s->think.state = LLM_THINK_LEAD;

@@ -198,7 +198,7 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     n->think = k < sizeof tags / sizeof tags[0];
     n->think_open = tags[n->think ? k : 0][0];
     n->think_close = tags[n->think ? k : 0][1];
-    n->think_after = n->think_direct = NULL;
+    n->think_after = n->think_direct = n->think_preamble = NULL;
     n->harmony = n->chat == LLM_CHAT_GPT_OSS;
     if (n->harmony) { /* gpt-oss: its analysis channel's message is the reasoning, its final channel's the answer */
         n->think = 1;
@@ -206,6 +206,7 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
         n->think_close = "<|end|>";
         n->think_after = "<|start|>assistant";
         n->think_direct = "<|channel|>final<|message|>";
+        n->think_preamble = "<|channel|>commentary<|message|>";
     }
     /* the tags as single tokens (Qwen 3's): a JSON answer's mask then waits for the thinking to end */
     n->think_start = n->think ? llm_tok_find(tok, n->think_open) : -1;

@@ -70,6 +70,7 @@ typedef struct {
     int32_t        reason_start, reason_end[LLM_SHM_MAX_REASON_END];
     int            n_reason_end;
     const char    *think_after, *think_direct; /* gpt-oss's harmony: the final channel's headers (llm_reasoning.h) */
+    const char    *think_preamble; /* ... and a preamble's (a commentary message to the user before a call) */
     unsigned       harmony:1;   /* gpt-oss's format: its <|channel|> <|message|> <|end|> <|start|> kept in answers */
     const char    *bos_text, *eos_text; /* the BOS and EOS tokens' texts (Tulu's template writes them), or NULL */
     const char    *default_system; /* ChatML: the system message its template writes when none is given, or NULL */

@@ -636,10 +636,22 @@ int main(void)
            QOUT("<|channel|>commentary to=functions.now <|constrain|>json<|message|>{} and more") == 0 &&
            QOUT("<|channel|>commentary to=functions.now <|constrain|>json<|message|>[1]") == 0,
            "gpt-oss: text, an unknown tool, text after the arguments, arguments not an object: no call");
+        /* a preamble's text (the splitter dropped its header and close) before the call: content */
+        n2 = QOUT("Let me check. <|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+                  "{\"city\": \"Oslo\"}");
+        ok(n2 == 1 && cl == 13 && !strcmp(c[0].name, "get_weather"),
+           "gpt-oss: a preamble's text, then the call: content up to it (%d, %zu)", n2, cl);
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
+        n2 = QOUT("Let me check. to=functions.now<|channel|>commentary json<|message|>{}");
+        ok(n2 == 1 && cl == 13 && !strcmp(c[0].name, "now"), "gpt-oss: a preamble, then the recipient first (%d)",
+           n2);
+        for (int k = 0; k < n2; k++) llm_tool_call_free(&c[k]);
         ok(llm_tools_may_be_call(&q, "<|chan", 6) && llm_tools_may_be_call(&q, " to=f", 5) &&
            !llm_tools_may_be_call(&q, "The", 3) && llm_tools_content_end(&q, "<|channel|>comm", 15, 0) == 0 &&
-           llm_tools_content_end(&q, "Sunny <|channel|>commentary", 27, 0) == 27,
-           "gpt-oss: a call is the whole content from its first byte; text streams");
+           llm_tools_content_end(&q, "Sunny <|channel|>commentary", 27, 0) == 6 &&
+           llm_tools_content_end(&q, "Sunny <|chan", 12, 3) == 6 && llm_tools_content_end(&q, "Sunny", 5, 0) == 5 &&
+           llm_tools_content_end(&q, "Sunny to", 8, 0) == 5,
+           "gpt-oss streamed: text goes out up to where a call opens (or may: held)");
         {
             const char *tags[8];
             ok(llm_tools_text_tags(&q, tags, 8) == 0, "gpt-oss: no call tags of its own (its control tokens are kept)");

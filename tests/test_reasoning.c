@@ -26,13 +26,13 @@ static int collect(void *user, int reasoning, const char *s, size_t n)
 
 static const char *tag_open, *tag_close; /* NULL: <think> and </think> */
 static int lead_ws; /* the splitter's lead_ws (GLM-4.5) */
-static const char *hdr_after, *hdr_direct; /* harmony's headers (gpt-oss) */
+static const char *hdr_after, *hdr_direct, *hdr_pre; /* harmony's headers (gpt-oss) */
 
 /* The answer split at cut points: the pieces fed one by one. */
 static int split(const char *a, const size_t *cuts, int n_cuts, sink *k)
 {
     llm_think t = { .open = tag_open, .close = tag_close, .lead_ws = lead_ws, .after = hdr_after,
-                    .direct = hdr_direct };
+                    .direct = hdr_direct, .preamble = hdr_pre };
     memset(k, 0, sizeof *k);
     size_t at = 0, len = strlen(a);
     for (int i = 0; i <= n_cuts; i++) {
@@ -128,6 +128,22 @@ int main(void)
     check("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>analysis<|message|>b", "a",
           "<|channel|>analysis<|message|>b", "gpt-oss: a second analysis message is not reasoning again (content)");
     check("<|channel|>fina", "", "<|channel|>fina", "gpt-oss: cut short in the opening header: content");
+    /* a preamble (a commentary message without a recipient, for the user) before a call: its text is content */
+    hdr_pre = "<|channel|>commentary<|message|>";
+    check("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary<|message|>Let me check."
+          "<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}", "a",
+          "Let me check.<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}",
+          "gpt-oss: a preamble after the reasoning, then a call: its text, then the call, are content");
+    check("<|channel|>commentary<|message|>On it <|en.<|end|><|start|>assistant to=functions.f<|channel|>commentary"
+          " json<|message|>{}", "", "On it <|en. to=functions.f<|channel|>commentary json<|message|>{}",
+          "gpt-oss: a preamble first (no reasoning), a broken close in it, then the recipient first");
+    check("<|channel|>commentary<|message|>Still wri", "", "Still wri", "gpt-oss: cut short in a preamble: content");
+    check("<|channel|>commentary<|message|>Hm<|end|><|start|>assistant<|channel|>final<|message|>Done.", "",
+          "Hm\nDone.", "gpt-oss: a preamble, then the final message: both content, a newline between (vLLM's)");
+    check("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}", "",
+          "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}",
+          "gpt-oss: a call at once is not a preamble (its header has a recipient)");
+    hdr_pre = NULL;
     check("Plain text", "", "Plain text", "gpt-oss: no header: content");
     tag_open = tag_close = hdr_after = hdr_direct = NULL;
     return done_testing();
