@@ -112,8 +112,10 @@ $(BUILD)/parity/logits_dump: tests/gpu/logits_dump.c $(BUILD)/libllm.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libllm.a $(LIBS) -ldl
 
+# Side by side, one a core: most of them spend their time in one process at a time (ours or llama.cpp's).
+PARITY_JOBS ?= $(shell nproc)
 parity: $(BUILD)/llm-engine $(PARITY_PROGS)
-	BUILD=$(BUILD) prove tests/parity/
+	BUILD=$(BUILD) prove -j$(PARITY_JOBS) tests/parity/
 
 # The CUDA backend's kernels and host code run under the CPU emulation of CUDA (a quick set; the full one:
 # tests/gpu/emu_parity.sh). No GPU and no CUDA toolkit needed.
