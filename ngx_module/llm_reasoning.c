@@ -58,23 +58,17 @@ int llm_think_feed(llm_think *t, const char *s, size_t len, llm_think_emit emit,
                 if (t->n_held == n_open) { t->n_held = 0; t->state = LLM_THINK_LEAD; }
                 break;
             }
-            if (t->direct && matches(t->direct, t->held, t->n_held, c)) { /* the content's header, dropped */
+            /* the content's header or a preamble's, dropped; a newline after an earlier preamble's text */
+            const char *hdr = t->direct && matches(t->direct, t->held, t->n_held, c)       ? t->direct
+                              : t->preamble && matches(t->preamble, t->held, t->n_held, c) ? t->preamble
+                                                                                           : NULL;
+            if (hdr != NULL) {
                 t->held[t->n_held++] = c;
-                if (t->n_held == strlen(t->direct)) {
+                if (t->n_held == strlen(hdr)) {
                     t->n_held = 0;
-                    t->state = LLM_THINK_OUT;
+                    t->state = hdr == t->direct ? LLM_THINK_OUT : LLM_THINK_PRE;
                     if (t->pre_text) rc = put(&g, 0, "\n", 1);
-                    t->pre_text = 0;
-                }
-                break;
-            }
-            if (t->preamble && matches(t->preamble, t->held, t->n_held, c)) { /* a preamble's header, dropped */
-                t->held[t->n_held++] = c;
-                if (t->n_held == strlen(t->preamble)) {
-                    t->n_held = 0;
-                    t->state = LLM_THINK_PRE;
-                    if (t->pre_text) rc = put(&g, 0, "\n", 1);
-                    t->pre_text = 1;
+                    t->pre_text = hdr == t->preamble;
                 }
                 break;
             }

@@ -215,9 +215,8 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     n->reason_end[0] = n->think_end;
     n->n_reason_end = n->think_start >= 0 && n->think_end >= 0;
     if (n->harmony) { /* its answer opens <|channel|>; the final channel's header ends the analysis */
-        static const char fin[] = "<|channel|>final<|message|>";
         int32_t *ids = NULL;
-        int k = llm_tok_encode(tok, fin, sizeof fin - 1, LLM_TOK_PARSE_SPECIAL, &ids);
+        int k = llm_tok_encode(tok, n->think_direct, strlen(n->think_direct), LLM_TOK_PARSE_SPECIAL, &ids);
         n->reason_start = llm_tok_find(tok, "<|channel|>");
         n->n_reason_end = 0;
         if (k >= 2 && k <= LLM_SHM_MAX_REASON_END && ids[0] == n->reason_start && n->reason_start >= 0) {
