@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 /* A token given as "text" or {"content": "text"}. */
@@ -145,7 +146,8 @@ static int spm_style(const cJSON *j, int *prefix, const char *path, llm_err *err
     return 1;
 }
 
-/* tokenizer_config.json beside json_path: BOS / EOS, add_bos_token / add_eos_token, the chat template. Where it
+/* tokenizer_config.json beside json_path: BOS / EOS, add_bos_token / add_eos_token, the chat template (or
+ * chat_template.jinja / chat_template.json beside it: tok_hf_chat_template_file). Where it
  * says nothing of adding them, a post-processor `post` that wraps each text (ModernBERT's TemplateProcessing
  * "[CLS] $A [SEP]") decides, as llama.cpp's converter reads it: its first token as BOS, its last as EOS,
  * added. */
@@ -165,6 +167,60 @@ static int load_config(llm_tokenizer *t, const char *json_path, const cJSON *pos
     free(p);
     int rc = tok_hf_apply_config(t, c, post, err);
     cJSON_Delete(c);
+    return rc == 0 ? tok_hf_chat_template_file(t, json_path, err) : rc;
+}
+
+int tok_hf_chat_template_file(llm_tokenizer *t, const char *beside, llm_err *err)
+{
+    static const char *const names[2] = { "chat_template.jinja", "chat_template.json" };
+    const char *slash = strrchr(beside, '/');
+    size_t dir = slash ? (size_t)(slash - beside + 1) : 0;
+    char *p = malloc(dir + sizeof("chat_template.jinja"));
+    if (p == NULL) {
+        llm_seterr(err, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        memcpy(p, beside, dir);
+        strcpy(p + dir, names[i]);
+        if (access(p, R_OK) != 0)
+            continue;
+        size_t len;
+        char *text = llm_read_file(p, (size_t)1 << 22, &len, err); /* (templates are tens of KB) */
+        if (text == NULL) {
+            rc = -1;
+            break;
+        }
+        if (i == 1) { /* {"chat_template": "..."} */
+            cJSON *j = cJSON_ParseWithLength(text, len);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+            char *inner = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+            int bad = !cJSON_IsString(v);
+            cJSON_Delete(j);
+            free(text);
+            if (bad) {
+                llm_seterr(err, "%s: not a JSON object with a chat_template string", p);
+                rc = -1;
+                break;
+            }
+            text = inner;
+            if (text == NULL) {
+                llm_seterr(err, "out of memory");
+                rc = -1;
+                break;
+            }
+        } else if (strlen(text) != len) {
+            llm_seterr(err, "%s: a NUL byte in the template", p);
+            free(text);
+            rc = -1;
+            break;
+        }
+        free(t->chat_template);
+        t->chat_template = text;
+        break;
+    }
+    free(p);
     return rc;
 }
 

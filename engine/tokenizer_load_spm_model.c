@@ -233,7 +233,8 @@ llm_tokenizer *llm_tok_load_spm_model(const char *path, llm_err *err)
         if (s.charsmap_len > 0 && tok_ugm_set_charsmap(t, s.charsmap, s.charsmap_len, err) != 0) goto fail;
         t->ugm_merge_spaces = s.remove_extra_ws;
     }
-    if (tok_finish(t, err) != 0 || tok_hf_apply_config(t, cfg, NULL, err) != 0) goto fail;
+    if (tok_finish(t, err) != 0 || tok_hf_apply_config(t, cfg, NULL, err) != 0 ||
+        tok_hf_chat_template_file(t, path, err) != 0) goto fail;
     /* ids the config does not name: the trainer's (BOS added as a Llama's, for a BPE model) */
     if (t->bos < 0 && s.bos >= 0 && s.bos < n_vocab && !cJSON_GetObjectItemCaseSensitive(cfg, "bos_token")) {
         const cJSON *ab = cJSON_GetObjectItemCaseSensitive(cfg, "add_bos_token");

@@ -104,6 +104,11 @@ llm_tokenizer *tok_hf_load_unigram(const struct cJSON *j, const char *path, llm_
 /* A tokenizer_config.json (c, NULL: none) applied to a built vocabulary: BOS / EOS (SentencePiece kinds default to
  * <s> / </s>), add_bos_token / add_eos_token, the chat template; post: a tokenizer.json's post_processor or NULL. */
 int tok_hf_apply_config(llm_tokenizer *t, const struct cJSON *c, const struct cJSON *post, llm_err *err);
+/* A chat template in a file of its own beside the file `beside` (the model directory's tokenizer.json or
+ * tokenizer.model): chat_template.jinja (its text), else chat_template.json ({"chat_template": "..."}), as
+ * transformers saves them since 4.43; it replaces tokenizer_config.json's, as transformers lets it. 0 when
+ * there is none; -1 + err for an unreadable or malformed one. */
+int tok_hf_chat_template_file(llm_tokenizer *t, const char *beside, llm_err *err);
 
 /* Rank of the merge a+b (result in *merged), -1 if none. */
 int tok_merge_get(const llm_tokenizer *t, int32_t a, int32_t b, int32_t *merged);

@@ -305,6 +305,68 @@ static void check_fim(llm_tokenizer *plain)
     free(q);
 }
 
+/* A file's bytes copied to dir/name. */
+static int copy_to(const char *from, const char *dir, const char *name)
+{
+    llm_err err;
+    size_t len;
+    char *b = llm_read_file(from, (size_t)1 << 26, &len, &err), to[128];
+    snprintf(to, sizeof(to), "%s/%s", dir, name);
+    FILE *f = b ? fopen(to, "wb") : NULL;
+    int ok = f != NULL && fwrite(b, 1, len, f) == len;
+    if (f != NULL)
+        ok &= fclose(f) == 0;
+    free(b);
+    return ok ? 0 : -1;
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char p[128];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (f != NULL) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* The chat template in a file of its own beside tokenizer.json (chat_template.jinja, else chat_template.json),
+ * as transformers saves it since 4.43 (openai/gpt-oss-20b's, Mistral Small 3.2's): it replaces
+ * tokenizer_config.json's; a malformed one is an error. */
+static void check_template_files(void)
+{
+    char dir[] = "/tmp/llm_tok_tpldirXXXXXX", tj[64], p[128];
+    llm_err err = { { 0 } };
+    int made = mkdtemp(dir) != NULL && copy_to(TOK_JSON, dir, "tokenizer.json") == 0 &&
+               copy_to("../shared/tokenizers/llama3/tokenizer_config.json", dir, "tokenizer_config.json") == 0;
+    snprintf(tj, sizeof(tj), "%s/tokenizer.json", dir);
+    const char *jinja = "{% for m in messages %}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{% endfor %}";
+    write_text(dir, "chat_template.jinja", jinja);
+    llm_tokenizer *t = made ? llm_tok_load_hf(tj, &err) : NULL;
+    ok(t && llm_tok_chat_template(t) && strcmp(llm_tok_chat_template(t), jinja) == 0,
+       "chat_template.jinja replaces tokenizer_config.json's template: %s", t ? "ok" : err.msg);
+    llm_tok_free(t);
+    snprintf(p, sizeof(p), "%s/chat_template.jinja", dir);
+    unlink(p);
+    write_text(dir, "chat_template.json", "{\"chat_template\": \"[SYSTEM_PROMPT]{{ x }}[/SYSTEM_PROMPT]\"}");
+    t = made ? llm_tok_load_hf(tj, &err) : NULL;
+    ok(t && llm_tok_chat_template(t) && strcmp(llm_tok_chat_template(t), "[SYSTEM_PROMPT]{{ x }}[/SYSTEM_PROMPT]") == 0,
+       "chat_template.json's chat_template too: %s", t ? "ok" : err.msg);
+    llm_tok_free(t);
+    write_text(dir, "chat_template.json", "[\"not an object\"]");
+    t = made ? llm_tok_load_hf(tj, &err) : NULL;
+    ok(made && t == NULL && strstr(err.msg, "not a JSON object with a chat_template string"),
+       "a malformed chat_template.json: %s", t ? "loaded" : err.msg);
+    llm_tok_free(t);
+    static const char *const names[3] = { "chat_template.json", "tokenizer.json", "tokenizer_config.json" };
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     cJSON *vec = read_json(VECTORS);
@@ -332,6 +394,7 @@ int main(void)
     check_invalid_utf8(t);
     check_stream(t);
     check_fim(t);
+    check_template_files();
     timing(t, vec);
 
     /* The same vocabulary as GGUF metadata (tokenizer.ggml.model gpt2, pre llama-bpe). */
