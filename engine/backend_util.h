@@ -45,7 +45,11 @@ static inline double llm_rope_freq(const llm_model *m, int i)
     if (c->rope_scaling == LLM_ROPE_SCALING_LINEAR)
         return freq / c->rope_factor;
     if (c->rope_scaling == LLM_ROPE_SCALING_YARN) {
-        double lo = floor(llm_yarn_corr_dim(c, c->yarn_beta_fast)), hi = ceil(llm_yarn_corr_dim(c, c->yarn_beta_slow));
+        double lo = llm_yarn_corr_dim(c, c->yarn_beta_fast), hi = llm_yarn_corr_dim(c, c->yarn_beta_slow);
+        if (!c->yarn_no_truncate) {
+            lo = floor(lo);
+            hi = ceil(hi);
+        }
         lo = lo > 0 ? lo : 0;
         hi = hi < c->head_dim - 1 ? hi : c->head_dim - 1;
         double y = (i - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);

@@ -211,7 +211,7 @@ llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsig
     }
     llm_model *m;
     if (S_ISDIR(st.st_mode)) {
-        m = llm_model_load_hf(path, err);
+        m = llm_model_load_hf(path, flags, err);
     } else {
         char magic[4] = { 0 };
         FILE *f = fopen(path, "rb");
@@ -716,6 +716,8 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     else if (c->rope_scaling == LLM_ROPE_SCALING_YARN)
         fprintf(f, ", yarn scaling factor %g orig ctx %d attention factor %g beta %g/%g", c->rope_factor,
                 c->rope_orig_ctx, c->rope_mscale, c->yarn_beta_fast, c->yarn_beta_slow);
+    if (c->rope_scaling == LLM_ROPE_SCALING_YARN && c->yarn_no_truncate)
+        fprintf(f, ", correction range not truncated");
     else if (c->rope_scaling == LLM_ROPE_SCALING_LINEAR)
         fprintf(f, ", linear scaling factor %g", c->rope_factor);
     else if (c->rope_scaling == LLM_ROPE_SCALING_LONGROPE)

@@ -65,6 +65,9 @@ typedef struct {
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int   rope_orig_ctx;
     float rope_mscale, yarn_beta_fast, yarn_beta_slow;
+    /* YaRN's correction range as computed, not widened to whole dimensions (floor / ceil): Hugging Face's
+     * "truncate": false (gpt-oss's config; llama.cpp and GGUF always round it, so 0 there) */
+    int   yarn_no_truncate;
     int   tied_embeddings; /* classifier shares tok_embd */
     int   bos_id, eos_id;  /* -1 when unknown */
     /* Gemma 2 / 3 (0 for the others, which then run as before): */
@@ -346,7 +349,8 @@ llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err 
  *   must call before creating a backend: the CPU backend packs the K-quants
  *   from the file's blocks (5-7 bits a weight) rather than from a Q8_0 copy
  *   it would throw away, the CUDA backend uploads all ten from their
- *   blocks; the rest are converted then. */
+ *   blocks; the rest are converted then. (A Hugging Face gpt-oss's MXFP4
+ *   experts too: blocks the loader repacked, data NULL, src set.) */
 #define LLM_LOAD_DEFER_KQ 1u
 llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsigned flags, llm_err *err);
 void       llm_model_free(llm_model *m);
@@ -363,7 +367,7 @@ int llm_model_finish_deferred_except(llm_model *m, uint64_t keep, llm_err *err);
  * packed form (deferred). */
 int llm_model_has_deferred_except(const llm_model *m, uint64_t keep);
 llm_model *llm_model_load_llama2c(const char *path, llm_err *err);
-llm_model *llm_model_load_hf(const char *dir, llm_err *err);
+llm_model *llm_model_load_hf(const char *dir, unsigned flags, llm_err *err);
 
 /* 1 for the architectures the loaders take: "llama" (Llama 1-3, Mistral, and the
  * like), "qwen2" (q/k/v biases) and "qwen3" (per-head q/k RMSNorm), ... */

@@ -138,6 +138,14 @@ static int use(llm_model *m, const gguf_tensor *t, int64_t cols, int64_t rows, l
     return 0;
 }
 
+int llm_gguf_use_blocks(llm_model *m, const char *name, uint32_t type, const void *data, int64_t cols, int64_t rows,
+                        llm_tensor *dst, llm_err *err)
+{
+    gguf_tensor t = { .name = { strlen(name), name }, .n_dims = 2, .ne = { (uint64_t)cols, (uint64_t)rows, 1, 1 },
+                      .type = type, .data = data, .nbytes = gguf_qtype_row_bytes(type, (uint64_t)cols) * (size_t)rows };
+    return use(m, &t, cols, rows, dst, err);
+}
+
 /* A 1-D or 2-D GGUF tensor as an llm_tensor (NULL data when absent and optional). */
 int llm_gguf_take(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err)
 {
@@ -1032,7 +1040,15 @@ int llm_model_finish_deferred_except(llm_model *m, uint64_t keep, llm_err *err)
         llm_tensor done = *t[i];
         /* the file's tensor again, for requantize (its name for errors) */
         const gguf_tensor *gt = NULL;
-        for (uint64_t k = 0; k < m->gguf->n_tensors && gt == NULL; k++) {
+        gguf_tensor own; /* blocks a loader made (Hugging Face's MXFP4 experts repacked): the tensor itself */
+        if (m->gguf == NULL) {
+            own = (gguf_tensor){ .name = { 6, "blocks" }, .n_dims = 2,
+                                 .ne = { (uint64_t)done.ne[0], (uint64_t)done.ne[1], 1, 1 }, .type = done.src_type,
+                                 .data = src,
+                                 .nbytes = gguf_qtype_row_bytes(done.src_type, (uint64_t)done.ne[0]) * (size_t)done.ne[1] };
+            gt = &own;
+        }
+        for (uint64_t k = 0; m->gguf != NULL && k < m->gguf->n_tensors && gt == NULL; k++) {
             const gguf_tensor *f = &m->gguf->tensors[k];
             if ((const uint8_t *)src >= (const uint8_t *)f->data &&
                 (const uint8_t *)src < (const uint8_t *)f->data + f->nbytes)

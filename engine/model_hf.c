@@ -146,14 +146,16 @@ static int olmo_config(llm_model *m, const cJSON *root, const char *path, llm_er
     return 0;
 }
 
-/* Which layers of a Gemma 2 / 3 (or an OLMo 3) slide (layer_types, sliding_window_pattern, or each one's
+/* Which layers of a Gemma 2 / 3 (or an OLMo 3, EXAONE 4, gpt-oss) slide (layer_types, sliding_window_pattern, or each one's
  * default). */
 static int gemma_layers(llm_model *m, const cJSON *root, const char *path, llm_err *err)
 {
     const llm_config *c = &m->cfg;
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
     int exaone4 = strcmp(m->arch, "exaone4") == 0;
-    int pattern = strcmp(m->arch, "gemma2") == 0 ? 2 : strcmp(m->arch, "olmo2") == 0 || exaone4 ? 4 : 6;
+    int pattern = strcmp(m->arch, "gemma2") == 0 || strcmp(m->arch, "gpt-oss") == 0 ? 2
+                  : strcmp(m->arch, "olmo2") == 0 || exaone4                           ? 4
+                                                                                       : 6;
     llm_hf_cfg_int(root, "sliding_window_pattern", &pattern, pattern, 0, path, err);
     if (lt != NULL && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers)) {
         llm_seterr(err, "%s: layer_types must list the %d layers", path, c->n_layers);
@@ -319,6 +321,70 @@ static int glm_moe_config(llm_model *m, const cJSON *root, const char *path, llm
     return 0;
 }
 
+/* Phi 3's (Phi3ForCausalLM: Phi-3, Phi-3.5-mini, Phi-4, Phi-4-mini): rope on partial_rotary_factor of each
+ * head (Phi-4-mini's 0.75), and LongRoPE (rope_scaling type "longrope", Phi-3's early "su": long_factor /
+ * short_factor, one divisor per rotating frequency, over original_max_position_embeddings; the attention factor
+ * rope_scaling.attention_factor or, as transformers and llama.cpp's converter compute it, sqrt(1 + ln(s) / ln(
+ * orig)) for s = max_position_embeddings / orig > 1). The factors are taken as llama.cpp takes them, by the
+ * context the model runs with (transformers picks them by each sequence's length). Its sliding_window is not
+ * applied, as llama.cpp does not apply it. 1: LongRoPE read, 0: none, -1 + err. */
+static int phi3_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
+{
+    llm_config *c = &m->cfg;
+    float prf = llm_hf_cfg_float(root, "partial_rotary_factor", 1.0f);
+    int hd = c->head_dim > 0 ? c->head_dim : c->n_heads > 0 ? c->dim / c->n_heads : 0, rd = (int)lroundf(prf * (float)hd);
+    if (!(prf > 0.0f && prf <= 1.0f) || rd < 2 || rd % 2 != 0) {
+        llm_seterr(err, "%s: partial_rotary_factor %g of head_dim %d is out of range", path, (double)prf, hd);
+        return -1;
+    }
+    c->rope_dims = rd == hd ? 0 : rd;
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!cJSON_IsString(ty))
+        ty = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    if (!cJSON_IsObject(rs) || !cJSON_IsString(ty) ||
+        (strcmp(ty->valuestring, "longrope") != 0 && strcmp(ty->valuestring, "su") != 0))
+        return 0; /* (another scaling: rope_scaling_cfg's) */
+    const int rot = rd / 2;
+    const cJSON *fac[2] = { cJSON_GetObjectItemCaseSensitive(rs, "long_factor"),
+                            cJSON_GetObjectItemCaseSensitive(rs, "short_factor") };
+    float *f = malloc(2 * (size_t)rot * sizeof(float));
+    if (llm_model_own(m, f, err) != 0)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        int ok = cJSON_IsArray(fac[k]) && cJSON_GetArraySize(fac[k]) == rot;
+        for (int i = 0; ok && i < rot; i++) {
+            const cJSON *v = cJSON_GetArrayItem(fac[k], i);
+            ok = cJSON_IsNumber(v) && v->valuedouble > 0.0 && v->valuedouble < 1e6;
+            if (ok)
+                f[k * rot + i] = (float)v->valuedouble;
+        }
+        if (!ok) {
+            llm_seterr(err, "%s: rope_scaling %s must be %d numbers in (0, 1e6) (one per rotating frequency)", path,
+                       k == 0 ? "long_factor" : "short_factor", rot);
+            return -1;
+        }
+    }
+    int orig = 0;
+    if (llm_hf_cfg_int(root, "original_max_position_embeddings", &orig, 0, 0, path, err) != 0 ||
+        (orig == 0 && llm_hf_cfg_int(rs, "original_max_position_embeddings", &orig, 0, 1, path, err) != 0))
+        return -1;
+    double scale = (double)c->seq_len / (orig > 0 ? orig : 1);
+    float attn = llm_hf_cfg_float(rs, "attention_factor",
+                                  scale > 1.0 && orig > 1 ? (float)sqrt(1.0 + log(scale) / log((double)orig)) : 1.0f);
+    if (orig <= 0 || orig > (1 << 24) || !(attn > 0.0f && attn < 100.0f)) {
+        llm_seterr(err, "%s: bad LongRoPE original_max_position_embeddings %d / attention_factor %g", path, orig,
+                   (double)attn);
+        return -1;
+    }
+    m->rope_long = f;
+    m->rope_short = f + rot;
+    c->rope_scaling = LLM_ROPE_SCALING_LONGROPE;
+    c->rope_orig_ctx = orig;
+    c->rope_mscale = attn;
+    return 1;
+}
+
 static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err *err)
 {
     char path[PATH_MAX];
@@ -342,6 +408,22 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         root = tc;
         mt = NULL;
         snprintf(m->arch, sizeof(m->arch), "gemma3");
+    }
+    /* Mistral Small 3.1 / 3.2 (Mistral3ForConditionalGeneration, model_type mistral3): a Mistral in text_config,
+     * its tensors under language_model (lm_head too); the vision tower and projector are left out */
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral3") == 0 && cJSON_IsObject(tc)) {
+        const cJSON *tmt = cJSON_GetObjectItemCaseSensitive(tc, "model_type");
+        if (tmt != NULL && !(cJSON_IsString(tmt) && strcmp(tmt->valuestring, "mistral") == 0)) {
+            llm_seterr(err, "%s: mistral3's text_config.model_type must be mistral", path);
+            cJSON_Delete(root);
+            return -1;
+        }
+        cJSON_DetachItemViaPointer(root, tc);
+        cJSON_Delete(root);
+        root = tc;
+        if (tmt == NULL)
+            cJSON_AddStringToObject(root, "model_type", "mistral");
+        mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     }
     if (cJSON_IsString(mt) && strcmp(mt->valuestring, "gemma3_text") == 0) {
         snprintf(m->arch, sizeof(m->arch), "gemma3");
@@ -373,6 +455,10 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         snprintf(m->arch, sizeof(m->arch), "glm4moe");
         mt = NULL;
     }
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "gpt_oss") == 0) { /* (model_hf_gptoss.c) */
+        snprintf(m->arch, sizeof(m->arch), "gpt-oss");
+        mt = NULL;
+    }
     if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "qwen3_moe") == 0 || strcmp(mt->valuestring, "qwen2_moe") == 0)) {
         snprintf(m->arch, sizeof(m->arch), "%s", mt->valuestring[4] == '3' ? "qwen3moe" : "qwen2moe");
         mt = NULL;
@@ -399,8 +485,9 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
     }
     if (cJSON_IsString(mt) && !mistral && !llm_model_arch_ok(mt->valuestring)) {
         llm_seterr(err, "%s: unsupported model_type '%s' (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-                   "gemma, gemma2, gemma3_text, gemma3, smollm3, granite, granitemoe, granitemoeshared, olmo2, "
-                   "olmo3, olmoe, ernie4_5, ernie4_5_moe, glm4_moe, seed_oss, exaone, exaone4; bert, xlm-roberta, modernbert)",
+                   "mistral3, gemma, gemma2, gemma3_text, gemma3, phi3, smollm3, granite, granitemoe, granitemoeshared, olmo2, "
+                   "olmo3, olmoe, ernie4_5, ernie4_5_moe, glm4_moe, gpt_oss, seed_oss, exaone, exaone4; bert, xlm-roberta, "
+                   "modernbert)",
                    path,
                    mt->valuestring);
         cJSON_Delete(root);
@@ -463,19 +550,26 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
         rc = granite_moe_config(m, root, path, err);
     if (rc == 0 && strcmp(m->arch, "ernie4_5-moe") == 0)
         rc = ernie_moe_config(m, root, path, err);
-    int glm = strcmp(m->arch, "glm4moe") == 0;
+    int glm = strcmp(m->arch, "glm4moe") == 0, gptoss = strcmp(m->arch, "gpt-oss") == 0;
     if (rc == 0 && glm)
         rc = glm_moe_config(m, root, path, err);
+    if (rc == 0 && gptoss)
+        rc = llm_hf_gptoss_config(m, root, path, err);
+    if (rc == 0)
+        rc = llm_hf_quant_config(m, root, path, err);
     int olmo = strcmp(m->arch, "olmo2") == 0 || strcmp(m->arch, "exaone4") == 0;
     if (rc == 0 && (olmo || olmoe))
         rc = olmo_config(m, root, path, err);
+    int longrope = 0;
+    if (rc == 0 && strcmp(m->arch, "phi3") == 0 && (longrope = phi3_config(m, root, path, err)) < 0)
+        rc = -1;
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-    if (rc == 0 && cJSON_IsObject(rs))
+    if (rc == 0 && cJSON_IsObject(rs) && !longrope)
         rc = rope_scaling_cfg(c, rs, path, err);
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "_name_or_path");
     snprintf(m->name, sizeof(m->name), "%s", cJSON_IsString(nm) ? nm->valuestring : "hf model");
     if (rc == 0 && (gemma || granitemoe || strcmp(m->arch, "smollm3") == 0 || (olmo && c->swa_window > 0) ||
-                    strcmp(m->arch, "ernie4_5-moe") == 0 || glm)) {
+                    strcmp(m->arch, "ernie4_5-moe") == 0 || glm || gptoss)) {
         /* for gemma_layers (OLMo 3's windows too) / smollm3_layers / granite_shared / moe_shared, once the layers
          * exist */
         *text_cfg = root;
@@ -502,12 +596,12 @@ static int rope_scaling_cfg(llm_config *c, const cJSON *rs, const char *path, ll
             c->yarn_beta_slow = llm_hf_cfg_float(rs, "beta_slow", 1.0f);
             rc = llm_hf_cfg_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx, c->seq_len, 0, path, err);
             if (rc == 0 && (cJSON_GetObjectItemCaseSensitive(rs, "mscale") != NULL ||
-                            cJSON_GetObjectItemCaseSensitive(rs, "mscale_all_dim") != NULL ||
-                            cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(rs, "truncate")))) {
-                llm_seterr(err, "%s: rope_scaling mscale / mscale_all_dim / truncate (DeepSeek's YaRN) are not "
-                           "supported", path);
+                            cJSON_GetObjectItemCaseSensitive(rs, "mscale_all_dim") != NULL)) {
+                llm_seterr(err, "%s: rope_scaling mscale / mscale_all_dim (DeepSeek's YaRN) are not supported", path);
                 rc = -1;
             }
+            /* gpt-oss's: the correction range unrounded */
+            c->yarn_no_truncate = yarn && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(rs, "truncate"));
             if (rc == 0 && !(c->rope_factor >= 1 && c->rope_orig_ctx > 0 && c->rope_mscale > 0 &&
                              c->yarn_beta_fast > c->yarn_beta_slow && c->yarn_beta_slow > 0)) {
                 llm_seterr(err, "%s: bad %s rope_scaling values (factor %g)", path, ty->valuestring,
@@ -542,6 +636,8 @@ static const st_tensor *find(const st_set *s, const char *name)
      * Gemma3TextModel, Qwen3-Embedding's Qwen3Model: "layers.0...", no "model.") */
     static const char *const under[] = { "language_model.model.", "model.language_model.", "" };
     const st_tensor *t = st_set_find(s, name);
+    if (t == NULL && strcmp(name, "lm_head.weight") == 0) /* (Mistral3ForConditionalGeneration's, before 4.52) */
+        t = st_set_find(s, "language_model.lm_head.weight");
     for (size_t i = 0; t == NULL && strncmp(name, "model.", 6) == 0 && i < 3; i++) {
         char full[192];
         snprintf(full, sizeof(full), "%s%s", under[i], name + 6);
@@ -557,6 +653,11 @@ int llm_hf_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst
         if (required)
             llm_seterr(err, "%s: missing tensor %s", m->path, name);
         return required ? -1 : 0;
+    }
+    if (t->u8) {
+        llm_seterr(err, "%s: tensor %s is U8 (raw bytes are an MXFP4 checkpoint's blocks and scales only)", m->path,
+                   name);
+        return -1;
     }
     if (t->n_dims == 1) {
         dst->ne[0] = (int64_t)t->shape[0];
@@ -783,6 +884,13 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
     int qwen3 = strcmp(m->arch, "qwen3") == 0 || strcmp(m->arch, "qwen3moe") == 0;
     int gemma3 = strcmp(m->arch, "gemma3") == 0 || strcmp(m->arch, "gemma-embedding") == 0;
     int gemma23 = gemma3 || strcmp(m->arch, "gemma2") == 0, post_only = c->post_norm_only;
+    int gptoss = strcmp(m->arch, "gpt-oss") == 0, phi3 = strcmp(m->arch, "phi3") == 0;
+    if (phi3 && c->n_heads > 0) { /* (its fused q|k|v's rows: validation's defaults, now) */
+        if (c->n_kv_heads <= 0)
+            c->n_kv_heads = c->n_heads;
+        if (c->head_dim <= 0 && c->dim % c->n_heads == 0)
+            c->head_dim = c->dim / c->n_heads;
+    }
     if (c->embd_scale > 0.0f && (m->tok_embd.type == LLM_BF16 || m->tok_embd.type == LLM_F16)) {
         /* transformers multiplies by sqrt(hidden_size) as a tensor of the model's dtype */
         uint16_t h;
@@ -798,7 +906,20 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         if (!post_only) {
             N("input_layernorm", attn_norm)
         }
-        T("self_attn.q_proj", wq) T("self_attn.k_proj", wk) T("self_attn.v_proj", wv) T("self_attn.o_proj", wo)
+        if (phi3) { /* q|k|v and gate|up, each one matrix stacked by rows */
+            const int64_t qkv[3] = { (int64_t)c->n_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim,
+                                     (int64_t)c->n_kv_heads * c->head_dim }, gu[2] = { c->hidden_dim, c->hidden_dim };
+            llm_tensor *qd[3] = { &L->wq, &L->wk, &L->wv }, *gd[2] = { &L->w_gate, &L->w_up };
+            NAME("self_attn.qkv_proj.weight")
+            if (llm_hf_take_fused(m, s, n, qkv, 3, qd, err) != 0)
+                return -1;
+            NAME("mlp.gate_up_proj.weight")
+            if (llm_hf_take_fused(m, s, n, gu, 2, gd, err) != 0)
+                return -1;
+        } else {
+            T("self_attn.q_proj", wq) T("self_attn.k_proj", wk) T("self_attn.v_proj", wv)
+        }
+        T("self_attn.o_proj", wo)
         if (post_only) { /* OLMo 2, EXAONE 4: norms of the blocks' outputs only */
             N("post_attention_layernorm", post_attn_norm)
             N("post_feedforward_layernorm", post_ffn_norm)
@@ -810,12 +931,14 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
             N("post_attention_layernorm", ffn_norm)
         }
         L->dense = l < c->moe_dense_lead; /* (ERNIE 4.5 MoE's first layers: their experts listed, absent) */
-        if (!llm_layer_moe(c, L)) {
+        if (phi3) {
+            T("mlp.down_proj", w_down)
+        } else if (!llm_layer_moe(c, L)) {
             T("mlp.gate_proj", w_gate) T("mlp.up_proj", w_up) T("mlp.down_proj", w_down)
             if (L->dense && llm_model_own(m, L->experts = calloc((size_t)c->n_expert * 3, sizeof(llm_tensor)),
                                           err) != 0)
                 return -1;
-        } else if (take_experts(m, s, l, L, err) != 0) {
+        } else if (gptoss ? llm_hf_gptoss_experts(m, s, l, L, err) != 0 : take_experts(m, s, l, L, err) != 0) {
             return -1;
         }
 #undef T
@@ -824,15 +947,18 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
          * validation asks for all of a kind or none; an o_proj bias would be left out, so it is refused */
 #define V(suffix, field, required) NAME(suffix) \
         if ((required || find(s, n) != NULL) && llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
-        V("self_attn.q_proj.bias", bq, qwen2) V("self_attn.k_proj.bias", bk, qwen2)
-        V("self_attn.v_proj.bias", bv, qwen2)
+        V("self_attn.q_proj.bias", bq, qwen2 || gptoss) V("self_attn.k_proj.bias", bk, qwen2 || gptoss)
+        V("self_attn.v_proj.bias", bv, qwen2 || gptoss)
         V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3 || post_only || c->qk_norm_full)
         V("self_attn.k_norm.weight", k_norm, qwen3 || gemma3 || post_only || c->qk_norm_full)
+        if (gptoss) { /* its output projection's bias and each head's sink */
+            V("self_attn.o_proj.bias", bo, 1) V("self_attn.sinks", attn_sinks, 1)
+        }
 #undef V
         L->swa = strcmp(m->arch, "llama") == 0 && c->swa_window > 0; /* Mistral's window: every layer */
         NAME("self_attn.o_proj.bias")
 #undef NAME
-        if (find(s, n) != NULL) {
+        if (!gptoss && find(s, n) != NULL) {
             llm_seterr(err, "%s: tensor %s is not supported", m->path, n);
             return -1;
         }
@@ -921,11 +1047,12 @@ static int parse_pooling(llm_model *m, const char *dir, llm_err *err)
     return 0;
 }
 
-llm_model *llm_model_load_hf(const char *dir, llm_err *err)
+llm_model *llm_model_load_hf(const char *dir, unsigned flags, llm_err *err)
 {
     llm_model *m = llm_model_alloc("hf", dir, err);
     if (m == NULL)
         return NULL;
+    m->defer_kq = (flags & LLM_LOAD_DEFER_KQ) != 0; /* (gpt-oss's MXFP4 experts) */
     st_set *s = NULL;
     /* a Gemma's, SmolLM3's, Granite MoE's, ERNIE 4.5 MoE's, OLMo 3's, EXAONE 4's or ModernBERT's config, read again
      * for its layers */

@@ -6,6 +6,8 @@
 #include "model.h"
 #include "safetensors.h"
 
+#include <stdio.h>
+
 llm_model *llm_model_alloc(const char *format, const char *path, llm_err *err);
 /* Record memory the model frees (NULL p: allocation failed -> -1 + err). */
 int  llm_model_own(llm_model *m, void *p, llm_err *err);
@@ -32,6 +34,11 @@ int llm_gguf_get_int(llm_model *m, const char *key, int *out, int def, int requi
 int llm_gguf_take(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err);
 int llm_gguf_take_norm(llm_model *m, const char *name, llm_tensor *dst, llm_err *err);
 int llm_gguf_take_vec(llm_model *m, const char *name, llm_tensor *dst, int required, llm_err *err);
+/* rows x cols elements of a GGUF block type (a read-only one of gguf_quants.h: MXFP4) at data, memory the model
+ * owns or maps, as dst: what a GGUF tensor of that type becomes (Q8_0 at load, or deferred for a backend that
+ * takes the blocks; data stays its src). name: for messages. Hugging Face's MXFP4 experts, repacked. */
+int llm_gguf_use_blocks(llm_model *m, const char *name, uint32_t type, const void *data, int64_t cols, int64_t rows,
+                        llm_tensor *dst, llm_err *err);
 /* Phi 3's (and nomic-bert's) fused blk.L.SUFFIX.weight as the n matrices it stacks by rows (rows[i] each):
  * views into the file. */
 int llm_gguf_take_fused(llm_model *m, int l, const char *suffix, const int64_t *rows, int n, llm_tensor *const *dst,
@@ -72,6 +79,21 @@ int   llm_hf_take_f32(llm_model *m, const st_set *s, const char *name, int64_t c
  * each): views into the file; a missing tensor or another shape is an error naming it. */
 int   llm_hf_take_fused(llm_model *m, const st_set *s, const char *name, const int64_t *rows, int n,
                         llm_tensor *const *dst, llm_err *err);
+/* gpt-oss's directories (model_hf_gptoss.c): its config.json keys (num_local_experts, sliding_window, ...);
+ * layer l's router and experts (MXFP4 blocks repacked, or unquantised ones transposed) with their biases;
+ * and any checkpoint's quantization_config (none, or gpt-oss's mxfp4; others refused). 0, or -1 + err. */
+int   llm_hf_gptoss_config(llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
+int   llm_hf_gptoss_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err);
+int   llm_hf_quant_config(const llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
+/* ... and written (model_write_gptoss.c): 1 when every expert kept the file's MXFP4 blocks (then written as
+ * blocks and scales); its config.json keys; the shape (dtype name, dims, bytes) and bytes of each kind of its
+ * experts' tensors. */
+enum { LLM_HF_OSS_NONE = 0, LLM_HF_OSS_GU, LLM_HF_OSS_DOWN, LLM_HF_OSS_GU_BIAS, LLM_HF_OSS_GU_BLOCKS,
+       LLM_HF_OSS_GU_SCALES, LLM_HF_OSS_DOWN_BLOCKS, LLM_HF_OSS_DOWN_SCALES };
+int      llm_hf_gptoss_mx(const llm_model *m);
+void     llm_hf_gptoss_config_json(struct cJSON *j, const llm_model *m, int mx);
+uint64_t llm_hf_gptoss_shape(const llm_model *m, int kind, llm_dtype dtype, uint64_t *shape, int *nd, const char **st);
+int      llm_hf_gptoss_write(FILE *f, const llm_model *m, const llm_layer *L, int kind, llm_dtype dtype, llm_err *err);
 /* A BERT directory (model_type "bert", model_hf_bert.c): its config.json into m->cfg; then, with the
  * safetensors open, its tensors (validated); after the tokenizer loaded, [CLS] / [SEP] from it. */
 int   llm_hf_bert_config(llm_model *m, const struct cJSON *root, const char *path, llm_err *err);

@@ -561,6 +561,14 @@ int llm_model_save_gguf(const llm_model *m, llm_dtype dtype, const char *path, l
                    m->arch);
         goto out;
     }
+    /* (a Hugging Face directory's layer_types: GGUF has no key for them. Its rope_scaling.truncate false has none
+     * either: the file rounds YaRN's correction range, as llama.cpp runs every gpt-oss GGUF) */
+    for (int i = 0; gptoss && i < c->n_layers; i++)
+        if (m->layers[i].swa != (i % 2 == 0)) {
+            llm_seterr(err, "%s: a gpt-oss GGUF windows every other layer, the first of each pair (llama.cpp's "
+                       "pattern); this model's layer %d does not: serve its directory as it is", path, i);
+            goto out;
+        }
     l.rope_dims = partial;
     llm_gguf_w_meta(w, m->arch, c, c->n_expert > 0 && llm_layer_has_shared(llm_moe_layer0(m)),
                     m->name[0] ? m->name : "model", dtype);
@@ -740,10 +748,13 @@ typedef struct {
     float add;
     uint64_t off, nbytes;
     int64_t rows;                /* t's, or the parts' together */
-    const llm_tensor *part[3];   /* n_part > 0: these matrices stacked by rows, one tensor (ModernBERT's Wqkv, Wi) */
-    int n_part;
+    const llm_tensor *part[3];   /* n_part > 0: these matrices stacked by rows, one tensor (ModernBERT's Wqkv, Wi;
+                                  * Phi 3's qkv_proj, gate_up_proj) */
+    int n_part, perm_parts;      /* perm applying to the first perm_parts of them (a partial rotary's q and k) */
     int n_exp, exp_parts;        /* n_exp > 0: t is expert 0's matrix of a kind, the layer's experts written as one
                                   * [n_exp][exp_parts x its rows][cols] tensor (Granite MoE's; conv's n_exp) */
+    int oss;                     /* LLM_HF_OSS_*: one of layer L's gpt-oss expert tensors (model_write_gptoss.c) */
+    const llm_layer *L;
 } hf_entry;
 
 static const char *st_dtype(llm_dtype t)
@@ -830,7 +841,8 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         { "olmoe", "OlmoeForCausalLM", "olmoe" }, { "ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5" },
         { "ernie4_5-moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe" }, { "glm4moe", "Glm4MoeForCausalLM", "glm4_moe" },
         { "seed_oss", "SeedOssForCausalLM", "seed_oss" }, { "exaone4", "Exaone4ForCausalLM", "exaone4" },
-        { "exaone", "ExaoneForCausalLM", "exaone" },
+        { "exaone", "ExaoneForCausalLM", "exaone" }, { "gpt-oss", "GptOssForCausalLM", "gpt_oss" },
+        { "phi3", "Phi3ForCausalLM", "phi3" },
         { "llama", "LlamaForCausalLM", "llama" },
     };
     size_t a = 0;
@@ -890,7 +902,8 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     }
     cJSON_AddNumberToObject(j, "hidden_size", c->dim);
     int olmoe = strcmp(m->arch, "olmoe") == 0;
-    cJSON_AddNumberToObject(j, "intermediate_size", granitemoe || olmoe ? c->expert_ff
+    int gptoss = strcmp(m->arch, "gpt-oss") == 0;
+    cJSON_AddNumberToObject(j, "intermediate_size", granitemoe || olmoe || gptoss ? c->expert_ff
                                                     : c->dense_ff > 0      ? c->dense_ff
                                                                            : c->hidden_dim);
     if (strcmp(m->arch, "ernie4_5-moe") == 0) { /* its shared experts as one, moe_num_shared_experts times as wide */
@@ -919,6 +932,8 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
         cJSON_AddNumberToObject(j, "num_local_experts", c->n_expert);
         if (shared)
             cJSON_AddNumberToObject(j, "shared_intermediate_size", c->hidden_dim);
+    } else if (gptoss) { /* (model_write_gptoss.c) */
+        llm_hf_gptoss_config_json(j, m, llm_hf_gptoss_mx(m));
     } else if (olmoe) { /* experts as wide as intermediate_size */
         cJSON_AddNumberToObject(j, "num_experts", c->n_expert);
         cJSON_AddBoolToObject(j, "norm_topk_prob", c->moe_norm_topk);
@@ -934,6 +949,8 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
     }
     if (c->n_expert > 0 && strcmp(m->arch, "ernie4_5-moe") != 0)
         cJSON_AddNumberToObject(j, "num_experts_per_tok", c->n_expert_used);
+    if (strcmp(m->arch, "phi3") == 0 && c->rope_dims > 0) /* Phi-4-mini's */
+        cJSON_AddNumberToObject(j, "partial_rotary_factor", (double)c->rope_dims / c->head_dim);
     int exaone = strcmp(m->arch, "exaone") == 0; /* (EXAONE 3.x's remote code names a few keys its own way) */
     if (exaone)
         cJSON_AddStringToObject(j, "activation_function", "silu");
@@ -961,7 +978,23 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
             cJSON_AddNumberToObject(rs, "attention_factor", c->rope_mscale);
             cJSON_AddNumberToObject(rs, "beta_fast", c->yarn_beta_fast);
             cJSON_AddNumberToObject(rs, "beta_slow", c->yarn_beta_slow);
+            if (c->yarn_no_truncate) /* (gpt-oss's) */
+                cJSON_AddBoolToObject(rs, "truncate", 0);
         }
+    } else if (c->rope_scaling == LLM_ROPE_SCALING_LONGROPE && m->rope_long != NULL) { /* Phi 3's 128k models */
+        cJSON *rs = cJSON_AddObjectToObject(j, "rope_scaling");
+        cJSON_AddStringToObject(rs, "type", "longrope");
+        const int rot = (c->rope_dims > 0 ? c->rope_dims : c->head_dim) / 2;
+        for (int k = 0; k < 2; k++) {
+            cJSON *a = cJSON_AddArrayToObject(rs, k == 0 ? "long_factor" : "short_factor");
+            for (int i = 0; i < rot; i++)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber(short_float((k == 0 ? m->rope_long : m->rope_short)[i])));
+        }
+        cJSON_AddNumberToObject(j, "original_max_position_embeddings", c->rope_orig_ctx);
+        double s = (double)c->seq_len / c->rope_orig_ctx; /* its attention factor where it is not the default */
+        float def = s > 1.0 && c->rope_orig_ctx > 1 ? (float)sqrt(1.0 + log(s) / log((double)c->rope_orig_ctx)) : 1.0f;
+        if (c->rope_mscale != def)
+            cJSON_AddNumberToObject(rs, "attention_factor", short_float(c->rope_mscale));
     } else if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3) {
         cJSON *rs = cJSON_AddObjectToObject(j, "rope_scaling");
         cJSON_AddStringToObject(rs, "rope_type", "llama3");
@@ -1161,7 +1194,8 @@ static void exp_entry(hf_entry *e, const char *name, const llm_tensor *exp0, int
 
 static int decoder_entries(const llm_model *m, hf_entry *e)
 {
-    int granitemoe = strcmp(m->arch, "granitemoe") == 0;
+    int granitemoe = strcmp(m->arch, "granitemoe") == 0, gptoss = strcmp(m->arch, "gpt-oss") == 0;
+    int mx = gptoss && llm_hf_gptoss_mx(m), phi3 = strcmp(m->arch, "phi3") == 0;
     const llm_config *c = &m->cfg;
     /* (an ERNIE 4.5 directory keeps its adjacent pairs) */
     int k = 0, perm = c->rope_layout == LLM_ROPE_ADJACENT && strncmp(m->arch, "ernie4_5", 8) != 0 ? 2 : 0;
@@ -1187,8 +1221,17 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
         if (!c->post_norm_only) {
             L_("input_layernorm", attn_norm, 0)
         }
-        L_("self_attn.q_proj", wq, qk) L_("self_attn.k_proj", wk, qk)
-        L_("self_attn.v_proj", wv, 0) L_("self_attn.o_proj", wo, 0)
+        if (phi3) { /* q|k|v and gate|up stacked, as Phi3ForCausalLM's */
+            const llm_tensor *qkv[3] = { &L->wq, &L->wk, &L->wv };
+            snprintf(nm, sizeof(nm), "model.layers.%d.self_attn.qkv_proj.weight", i);
+            fused_entry(&e[k], nm, qkv, 3);
+            e[k].perm = qk;
+            e[k++].perm_parts = 2;
+            L_("self_attn.o_proj", wo, 0)
+        } else {
+            L_("self_attn.q_proj", wq, qk) L_("self_attn.k_proj", wk, qk)
+            L_("self_attn.v_proj", wv, 0) L_("self_attn.o_proj", wo, 0)
+        }
         if (c->post_norm_only) { /* OLMo 2: the blocks' outputs' norms only */
             L_("post_attention_layernorm", post_attn_norm, 0)
             L_("post_feedforward_layernorm", post_ffn_norm, 0)
@@ -1199,8 +1242,38 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
         } else {
             L_("post_attention_layernorm", ffn_norm, 0)
         }
-        if (!llm_layer_moe(c, L)) { /* (ERNIE 4.5 MoE's dense first layers too) */
+        if (phi3) {
+            const llm_tensor *gu[2] = { &L->w_gate, &L->w_up };
+            snprintf(nm, sizeof(nm), "model.layers.%d.mlp.gate_up_proj.weight", i);
+            fused_entry(&e[k++], nm, gu, 2);
+            L_("mlp.down_proj", w_down, 0)
+        } else if (!llm_layer_moe(c, L)) { /* (ERNIE 4.5 MoE's dense first layers too) */
             L_("mlp.gate_proj", w_gate, 0) L_("mlp.up_proj", w_up, 0) L_("mlp.down_proj", w_down, 0)
+        } else if (gptoss) { /* its router (and bias), experts (MXFP4 or not) and their biases */
+            L_("mlp.router", ffn_gate_inp, 0)
+            snprintf(nm, sizeof(nm), "model.layers.%d.mlp.router.bias", i);
+            ADD(nm, &L->ffn_gate_inp_b, 0);
+            static const char *const kn[2][4] = { { "gate_up_proj", "gate_up_proj_bias", "down_proj", "" },
+                                                  { "gate_up_proj_blocks", "gate_up_proj_scales", "down_proj_blocks",
+                                                    "down_proj_scales" } };
+            static const int kk[2][4] = { { LLM_HF_OSS_GU, LLM_HF_OSS_GU_BIAS, LLM_HF_OSS_DOWN, 0 },
+                                          { LLM_HF_OSS_GU_BLOCKS, LLM_HF_OSS_GU_SCALES, LLM_HF_OSS_DOWN_BLOCKS,
+                                            LLM_HF_OSS_DOWN_SCALES } };
+            for (int x = 0; x < 4; x++)
+                if (kk[mx][x] != 0) {
+                    snprintf(e[k].name, sizeof(e[k].name), "model.layers.%d.mlp.experts.%s", i, kn[mx][x]);
+                    e[k].t = &L->experts[0];
+                    e[k].oss = kk[mx][x];
+                    e[k++].L = L;
+                }
+            if (mx) {
+                snprintf(e[k].name, sizeof(e[k].name), "model.layers.%d.mlp.experts.gate_up_proj_bias", i);
+                e[k].t = &L->experts[0];
+                e[k].oss = LLM_HF_OSS_GU_BIAS;
+                e[k++].L = L;
+            }
+            snprintf(nm, sizeof(nm), "model.layers.%d.mlp.experts.down_proj_bias", i);
+            ADD(nm, &L->exp_b[2], 0);
         } else if (granitemoe) { /* its router, parallel experts (3-D: gate | up, down) and shared expert */
             snprintf(nm, sizeof(nm), "model.layers.%d.block_sparse_moe.router.layer.weight", i);
             ADD(nm, &L->ffn_gate_inp, 0);
@@ -1246,6 +1319,7 @@ static int decoder_entries(const llm_model *m, hf_entry *e)
         V_("self_attn.q_proj.bias", bq, qk) V_("self_attn.k_proj.bias", bk, qk)
         V_("self_attn.v_proj.bias", bv, 0)
         V_("self_attn.q_norm.weight", q_norm, qk) V_("self_attn.k_norm.weight", k_norm, qk)
+        V_("self_attn.o_proj.bias", bo, 0) V_("self_attn.sinks", attn_sinks, 0) /* (gpt-oss's) */
 #undef V_
     }
 #undef ADD
@@ -1298,12 +1372,8 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         llm_seterr(err, "%s: safetensors output supports f32, f16 and bf16 (not %s)", dir, llm_dtype_name(dtype));
         return -1;
     }
-    if (strcmp(m->arch, "phi3") == 0 || m->cfg.encoder) {
+    if (m->cfg.encoder) {
         llm_seterr(err, "%s: a %s model is saved as GGUF only (not --format hf)", dir, m->arch);
-        return -1;
-    }
-    if (strcmp(m->arch, "gpt-oss") == 0) {
-        llm_seterr(err, "%s: re-saving a gpt-oss model is not supported yet: serve the file as it is", dir);
         return -1;
     }
     if (m->cls_norm != NULL) {
@@ -1348,6 +1418,22 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
     for (int i = 0; i < k; i++) {
         const llm_tensor *t = e[i].t;
         e[i].off = off;
+        if (e[i].oss) { /* gpt-oss's experts: their own shapes */
+            uint64_t shape[4];
+            int nd;
+            const char *st;
+            e[i].nbytes = llm_hf_gptoss_shape(m, e[i].oss, dtype, shape, &nd, &st);
+            off += e[i].nbytes;
+            cJSON *o = cJSON_AddObjectToObject(j, e[i].name);
+            cJSON_AddStringToObject(o, "dtype", st);
+            cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+            for (int d = 0; d < nd; d++)
+                cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)shape[d]));
+            cJSON *of = cJSON_AddArrayToObject(o, "data_offsets");
+            cJSON_AddItemToArray(of, cJSON_CreateNumber((double)e[i].off));
+            cJSON_AddItemToArray(of, cJSON_CreateNumber((double)(e[i].off + e[i].nbytes)));
+            continue;
+        }
         e[i].nbytes = (uint64_t)t->ne[0] * (uint64_t)e[i].rows * llm_dtype_block_bytes(dtype);
         off += e[i].nbytes;
         if (t->ne[0] > maxcols)
@@ -1382,9 +1468,15 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
         if (fputc(' ', f) == EOF)
             goto ioerr;
     for (int i = 0; i < k; i++) {
+        if (e[i].oss) {
+            if (llm_hf_gptoss_write(f, m, e[i].L, e[i].oss, dtype, err) != 0)
+                goto out;
+            continue;
+        }
         conv cv = { .src = e[i].t, .dst = dtype, .perm = e[i].perm, .head_dim = c->head_dim, .rope_dims = c->rope_dims,
                     .tmp = tmp, .add = e[i].add,
                     .n_part = e[i].n_part, .part = { e[i].part[0], e[i].part[1], e[i].part[2] },
+                    .perm_parts = e[i].perm_parts,
                     .n_exp = e[i].n_exp, .exp_parts = e[i].exp_parts };
         size_t rb = (size_t)e[i].t->ne[0] * llm_dtype_block_bytes(dtype);
         for (int64_t r = 0; r < e[i].rows; r++) {

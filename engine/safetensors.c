@@ -50,11 +50,27 @@ void st_close(st_file *f)
     free(f);
 }
 
-/* Integer and boolean tensors are a checkpoint's buffers (BERT's embeddings.position_ids / token_type_ids),
- * never weights: left out of the set. */
-static int dtype_is_buffer(const char *s)
+/* A name ending in suffix. */
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* U8 tensors named *_blocks / *_scales: an MXFP4 checkpoint's packed weights and their exponents (gpt-oss's
+ * experts, as OpenAI ships them), kept as raw bytes (st_tensor.u8). */
+static int is_mxfp4_part(const char *dtype, const char *name)
+{
+    return strcmp(dtype, "U8") == 0 && (ends_with(name, "_blocks") || ends_with(name, "_scales"));
+}
+
+/* Other integer and boolean tensors are a checkpoint's buffers (BERT's embeddings.position_ids /
+ * token_type_ids), never weights: left out of the set. */
+static int dtype_is_buffer(const char *s, const char *name)
 {
     static const char *const ints[] = { "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8", "BOOL" };
+    if (is_mxfp4_part(s, name))
+        return 0;
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
         if (strcmp(s, ints[i]) == 0)
             return 1;
@@ -92,7 +108,8 @@ static int parse_tensor(const cJSON *e, st_tensor *t, const uint8_t *data, size_
         llm_seterr(err, "%s: tensor '%s': needs dtype, shape and data_offsets [begin, end]", name, e->string);
         return -1;
     }
-    if (dtype_of(dt->valuestring, &t->type) != 0) {
+    t->u8 = is_mxfp4_part(dt->valuestring, e->string);
+    if (!t->u8 && dtype_of(dt->valuestring, &t->type) != 0) {
         llm_seterr(err, "%s: tensor '%s': unsupported dtype %s (supported: BF16, F16, F32)", name, e->string,
                    dt->valuestring);
         return -1;
@@ -123,7 +140,7 @@ static int parse_tensor(const cJSON *e, st_tensor *t, const uint8_t *data, size_
         llm_seterr(err, "%s: tensor '%s': data_offsets outside the file's %zu data bytes", name, e->string, data_len);
         return -1;
     }
-    uint64_t want = count * llm_dtype_block_bytes(t->type);
+    uint64_t want = count * (t->u8 ? 1 : llm_dtype_block_bytes(t->type));
     if (en - b != want) {
         llm_seterr(err, "%s: tensor '%s': data_offsets span %llu bytes, shape needs %llu", name, e->string,
                    (unsigned long long)(en - b), (unsigned long long)want);
@@ -173,7 +190,7 @@ static int parse_file(st_file *f, const char *name, llm_err *err)
         if (e->string == NULL || strcmp(e->string, "__metadata__") == 0)
             continue;
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-        if (cJSON_IsString(dt) && dtype_is_buffer(dt->valuestring))
+        if (cJSON_IsString(dt) && dtype_is_buffer(dt->valuestring, e->string))
             continue;
         rc = parse_tensor(e, &f->t[f->n], data, data_len, name, err);
         if (rc == 0)

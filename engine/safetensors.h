@@ -9,7 +9,9 @@
 
 typedef struct {
     char       *name;
-    llm_dtype   type;       /* BF16, F16 or F32 */
+    llm_dtype   type;       /* BF16, F16 or F32 (unless u8) */
+    int         u8;         /* 1: raw bytes (dtype U8), kept only under an MXFP4 checkpoint's names (*_blocks,
+                             * *_scales: gpt-oss's experts); type is then meaningless */
     int         n_dims;
     uint64_t    shape[ST_MAX_DIMS]; /* as stored: shape[0] outermost (rows), last contiguous */
     const void *data;

@@ -502,9 +502,21 @@ static void test_phi3(void)
        m->layers[1].wv.data == (const uint8_t *)qkv->data + 96 * rb &&
        m->layers[1].w_gate.data == up->data && m->layers[1].w_up.data == (const uint8_t *)up->data + 192 * rb &&
        m->layers[1].w_up.ne[1] == 192, "phi3: wq, wk, wv and w_gate, w_up are the fused matrices' rows, in place");
-    ok(m && llm_model_save_hf(m, LLM_F32, hf, &err) != 0 && strstr(err.msg, "GGUF only"), "phi3: no HF re-save: %s",
-       err.msg);
+    /* as a Hugging Face directory (Phi3ForCausalLM): qkv_proj and gate_up_proj, read back as row views too */
+    llm_model *h = m && llm_model_save_hf(m, LLM_F32, hf, &err) == 0 ? llm_model_load(hf, NULL, &err) : NULL;
+    ok(h && !strcmp(h->arch, "phi3") && h->layers[1].wk.data == (const uint8_t *)h->layers[1].wq.data + 64 * 64 * 4 &&
+       h->layers[1].wv.data == (const uint8_t *)h->layers[1].wq.data + 96 * 64 * 4 &&
+       h->layers[1].w_up.data == (const uint8_t *)h->layers[1].w_gate.data + 192 * 64 * 4 &&
+       h->layers[1].w_up.ne[1] == 192, "phi3: saved as HF and read back, q|k|v and gate|up as row views: %s",
+       h ? "ok" : err.msg);
+    llm_model_free(h);
     llm_model_free(m);
+    {
+        char f[600];
+        snprintf(f, sizeof(f), "%s/config.json", hf); unlink(f);
+        snprintf(f, sizeof(f), "%s/model.safetensors", hf); unlink(f);
+        rmdir(hf);
+    }
     rewrite(p3, bad, NULL, "blk.0.attn_qkv.weight", NULL, NULL);
     m = llm_model_load(bad, NULL, &err);
     ok(m == NULL && strstr(err.msg, "blk.0.attn_qkv.weight is [64 x 64], the config needs [128 x 64]"),
@@ -648,8 +660,32 @@ static void test_qwen(void)
         }
         ok(same && fabs(llm_rope_mscale(m2) - 1.1386294) < 1e-6, "yarn: frequencies and attention factor as "
            "transformers makes them (correction range %g..%g of %d)", lo, hi, hd);
+        /* gpt-oss's "truncate": false: the same ramp over the unrounded range (transformers skips its floor /
+         * ceil); with this model's range the rounding moves some frequencies */
+        c->yarn_no_truncate = 1;
+        double ulo = hd * log(256 / (32 * 2 * M_PI)) / (2 * log(base)), uhi = hd * log(256 / (2 * M_PI)) / (2 * log(base));
+        ulo = ulo < 0 ? 0 : ulo;
+        uhi = uhi > hd - 1 ? hd - 1 : uhi;
+        int usame = 1, moved = 0;
+        for (int i = 0; i < hd / 2; i++) {
+            double extrap = 1.0 / pow(base, 2.0 * i / hd), interp = extrap / 4.0;
+            double ramp = (i - ulo) / (uhi - ulo);
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            double want = interp * ramp + extrap * (1 - ramp);
+            usame &= fabs(llm_rope_freq(m2, i) - want) <= 1e-12 * want;
+            c->yarn_no_truncate = 0;
+            moved += fabs(llm_rope_freq(m2, i) - want) > 1e-6 * want;
+            c->yarn_no_truncate = 1;
+        }
+        ok(usame && moved > 0, "yarn, truncate false: the unrounded range %g..%g (%d frequencies differ from the "
+           "rounded one's)", ulo, uhi, moved);
+        ok(llm_model_save_hf(m2, LLM_F32, hf, &err) == 0, "yarn (truncate false) saved as HF: %s", err.msg);
+        llm_model *b = llm_model_load(hf, NULL, &err);
+        ok(b && b->cfg.yarn_no_truncate == 1, "truncate false through config.json: %s", b ? "ok" : err.msg);
+        llm_model_free(b);
+        c->yarn_no_truncate = 0;
         ok(llm_model_save_gguf(m2, LLM_F32, back, &err) == 0, "yarn re-saved: %s", err.msg);
-        llm_model *b = llm_model_load(back, NULL, &err);
+        b = llm_model_load(back, NULL, &err);
         ok(b && b->cfg.rope_scaling == LLM_ROPE_SCALING_YARN && b->cfg.rope_factor == 4.0f &&
            b->cfg.rope_orig_ctx == 256 && fabsf(b->cfg.rope_mscale - c->rope_mscale) < 1e-6f,
            "yarn through GGUF (rope.scaling.type / factor / original_context_length)");
@@ -657,8 +693,8 @@ static void test_qwen(void)
         ok(llm_model_save_hf(m2, LLM_F32, hf, &err) == 0, "yarn saved as HF: %s", err.msg);
         b = llm_model_load(hf, NULL, &err);
         ok(b && b->cfg.rope_scaling == LLM_ROPE_SCALING_YARN && b->cfg.rope_factor == 4.0f &&
-           b->cfg.rope_orig_ctx == 256 && fabsf(b->cfg.rope_mscale - c->rope_mscale) < 1e-6f,
-           "yarn through config.json rope_scaling: %s", b ? "ok" : err.msg);
+           b->cfg.rope_orig_ctx == 256 && fabsf(b->cfg.rope_mscale - c->rope_mscale) < 1e-6f &&
+           b->cfg.yarn_no_truncate == 0, "yarn through config.json rope_scaling: %s", b ? "ok" : err.msg);
         llm_model_free(b);
         c->rope_scaling = LLM_ROPE_SCALING_LINEAR;
         ok(llm_rope_freq(m2, 3) == pow(base, -6.0 / hd) / 4.0 && llm_rope_mscale(m2) == 1.0,

@@ -519,10 +519,19 @@ if [ -d "$LLAMA_LIBDIR" ]; then
     # where the Q8_0 copy takes 8.5): float GEMVs against the CPU on the F32 copy (measured 5.5e-6), then the
     # experts on the grouped tensor-core GEMM (bf16 activations: 0.12).
     { "$B/parity/ggml_ref" quantize "$LLAMA_LIBDIR" "$W/gpt-oss-f32.gguf" "$W/gpt-oss-mxfp4.gguf" mxfp4_moe &&
-      "$B/llm-engine" gen-model --from "$W/gpt-oss-mxfp4.gguf" --dtype f32 --out "$W/gpt-oss-mxfp4-f32.gguf"; } \
+      "$B/llm-engine" gen-model --from "$W/gpt-oss-mxfp4.gguf" --dtype f32 --out "$W/gpt-oss-mxfp4-f32.gguf" &&
+      rm -rf "$W/gpt-oss-mxfp4-hf" &&
+      "$B/llm-engine" gen-model --from "$W/gpt-oss-mxfp4.gguf" --dtype f32 --format hf --out "$W/gpt-oss-mxfp4-hf"; } \
         >"$W/mxfp4.log" 2>&1 || { cat "$W/mxfp4.log"; exit 1; }
     check "gpt-oss mxfp4 file: its experts from their blocks (float GEMVs) vs the CPU on the file's exact values" \
         bash -c "out=\$(env $Q4K_ENV LLM_CUDA_MOE_TC=0 '$E/parity_logits' --model '$W/gpt-oss-mxfp4.gguf' \
+            --cpu-model '$W/gpt-oss-mxfp4-f32.gguf' --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 \
+            --min-top1 1 2>&1); rc=\$?; echo \"\$out\"
+            [ \$rc -eq 0 ] && echo \"\$out\" | grep -q '^cuda: 96 mxfp4 matrices from their own blocks'"
+    # the same experts from a Hugging Face directory (U8 blocks and scales, as OpenAI ships gpt-oss), repacked
+    # at load into MXFP4 blocks: uploaded from them as the file's are
+    check "gpt-oss Hugging Face MXFP4 directory: its experts from the repacked blocks vs the CPU on the same values" \
+        bash -c "out=\$(env $Q4K_ENV LLM_CUDA_MOE_TC=0 '$E/parity_logits' --model '$W/gpt-oss-mxfp4-hf' \
             --cpu-model '$W/gpt-oss-mxfp4-f32.gguf' --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 \
             --min-top1 1 2>&1); rc=\$?; echo \"\$out\"
             [ \$rc -eq 0 ] && echo \"\$out\" | grep -q '^cuda: 96 mxfp4 matrices from their own blocks'"

@@ -3,14 +3,18 @@
 # against llama.cpp (node-llama-cpp 3.21.1) on tiny files of that layout that `gen-model --preset tiny-phi3`
 # writes (Llama 3's vocabulary): teacher-forced next-token distributions in F32, F16, Q8_0 and Q4_0, the same
 # greedy ids, and `gen-model --from` writing the fused matrices back (llama.cpp reads the file; we give the
-# same ids as from the file written directly in that type); LongRoPE (the 128k models) the same way.
+# same ids as from the file written directly in that type); LongRoPE (the 128k models) the same way; each as
+# a Hugging Face directory (Phi3ForCausalLM: qkv_proj, gate_up_proj, partial_rotary_factor, rope_scaling
+# longrope with original_max_position_embeddings): the file's logits bit for bit, its greedy ids, and back.
 use strict;
 use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Parity qw(capture compare_llamacpp greedy_llamacpp greedy_ours harness token_counts);
+use JSON::PP qw(decode_json encode_json);
+use Parity qw(capture compare_llamacpp greedy_llamacpp greedy_ours harness hf_round_trip logits_bytes slurp
+              token_counts);
 
 my ($B, $engine, $dump) = harness(tokenizer => 1);
 my $dir = tempdir(CLEANUP => 1);
@@ -54,9 +58,6 @@ my (undef, $got) = greedy_ours($dir, $engine, $n, $re, \@ids);
 ok(@$want == $n && "@$got" eq "@$want", 're-saved: the ids of the file written as Q8_0 directly');
 compare_llamacpp(dir => $dir, dump => $dump, label => 'phi3 re-saved q8_0', model => $re, ids => \@ids,
                  vocab => 128256, min_top1 => 0.9, max_mean => 0.03, max_dp => 0.2);
-($rc) = capture($dir, $engine, 'gen-model', '--from', $f{f32}, '--dtype', 'f32', '--format', 'hf', '--out',
-                "$dir/hf");
-ok($rc != 0 && `cat $dir/stderr` =~ /phi3 model is saved as GGUF only/, 'a Hugging Face directory is refused');
 
 # LongRoPE (Phi 3's 128k models): a context of 512 over an original 32, so both sides take the long factors
 # and the attention factor; measured: 54 of 54, |dp| < 1e-4 (taking the short factors instead: 17 of 54, mean
@@ -102,4 +103,58 @@ ok($rc == 0 && @$want == $n && "@$got" eq "@$want", 'partial rotary re-saved (F3
 is($rc, 0, 'partial rotary re-saved as Q8_0');
 compare_llamacpp(dir => $dir, dump => $dump, label => 'phi4-mini re-saved q8_0', model => "$dir/pm-re-q8.gguf",
                  ids => \@ids, vocab => 128256, min_top1 => 0.9, max_mean => 0.03, max_dp => 0.2);
+
+# Hugging Face directories (Phi-3 / Phi-3.5-mini / Phi-4 / Phi-4-mini's Phi3ForCausalLM): q|k|v as qkv_proj and
+# gate|up as gate_up_proj, stacked by rows; Phi-4-mini's partial rotary as partial_rotary_factor (its q / k rows
+# back in the checkpoint's order), LongRoPE as rope_scaling longrope with original_max_position_embeddings at the
+# top level (the attention factor computed from the two lengths, as transformers and llama.cpp's converter do)
+my $dump_bytes = sub { return logits_bytes($dir, $dump, $_[0], \@ids, 16) }; # (16 decoded one by one)
+for my $c ([ 'phi3', $f{f32}, sub {
+                 my ($h, $cfg) = @_;
+                 is_deeply([ $cfg->{model_type}, $h->{'model.layers.0.self_attn.qkv_proj.weight'}{shape},
+                             $h->{'model.layers.0.mlp.gate_up_proj.weight'}{shape} ],
+                           [ 'phi3', [ 128, 64 ], [ 384, 64 ] ],
+                           'config.json phi3; qkv_proj [q + k + v, dim], gate_up_proj [2 ff, dim]');
+             } ],
+           [ 'phi3-longrope', $lr, sub {
+                 my ($h, $cfg) = @_;
+                 is_deeply([ $cfg->{rope_scaling}{type}, scalar @{ $cfg->{rope_scaling}{long_factor} },
+                             $cfg->{original_max_position_embeddings}, exists $cfg->{rope_scaling}{attention_factor} ],
+                           [ 'longrope', 8, 32, '' ], 'rope_scaling longrope: 8 factors each, over 32 positions');
+             } ],
+           [ 'phi4-mini', $pm, sub {
+                 my ($h, $cfg) = @_;
+                 is($cfg->{partial_rotary_factor}, 0.75, 'partial_rotary_factor 0.75');
+             } ]) {
+    my ($label, $file, $check) = @$c;
+    my (undef, $want) = greedy_ours($dir, $engine, $n, $file, \@ids, '--kv-cache-dtype', 'f32');
+    my $hf = hf_round_trip(dir => $dir, engine => $engine, label => $label, model => $file, ids => \@ids,
+                           want => $want, exact => 1, check => sub {
+        my ($d) = @_;
+        my $st = slurp("$d/model.safetensors");
+        $check->(decode_json(substr($st, 8, unpack('Q<', $st))), decode_json(slurp("$d/config.json")));
+    });
+    my $logits = $dump_bytes->($file);
+    ok(length($logits) > 1000 && $dump_bytes->($hf) eq $logits, "$label: the directory gives the file's logits bit for bit");
+}
+(undef, $info) = capture($dir, $engine, 'info', '--model', "$dir/hf-phi4-mini");
+like($info, qr/rotating 12 of 16 dims/, 'info on the Phi-4-mini directory: the partial rotary');
+like($info, qr/longrope orig ctx 32 attention factor 1\.3416\d* \(long factors at context 512\)/, '... and LongRoPE');
+# refused: factors that do not cover the rotating frequencies, a partial rotary of an odd width
+for my $bad ([ 'factors', sub { pop @{ $_[0]{rope_scaling}{short_factor} } },
+               qr/rope_scaling short_factor must be 6 numbers/ ],
+             [ 'rotary', sub { $_[0]{partial_rotary_factor} = 0.3 }, qr/partial_rotary_factor 0\.3 of head_dim 16/ ]) {
+    my ($name, $edit, $want) = @$bad;
+    my $d = "$dir/bad-$name";
+    system('rm', '-rf', $d);
+    system('cp', '-r', "$dir/hf-phi4-mini", $d);
+    my $cfg = decode_json(slurp("$d/config.json"));
+    $edit->($cfg);
+    open my $fh, '>', "$d/config.json" or die $!;
+    print $fh encode_json($cfg);
+    close $fh;
+    my ($rcb) = capture($dir, $engine, 'info', '--model', $d);
+    my $msg = slurp("$dir/stderr");
+    ok($rcb != 0 && $msg =~ $want, "refused ($name): " . (split /\n/, $msg)[-1]);
+}
 done_testing();

@@ -13,7 +13,8 @@ use Test::More;
 use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Parity qw(capture compare_llamacpp greedy_llamacpp greedy_ours harness token_counts);
+use JSON::PP qw(decode_json encode_json);
+use Parity qw(capture compare_llamacpp greedy_llamacpp greedy_ours harness logits_bytes slurp token_counts);
 
 my ($B, $engine, $dump) = harness(tokenizer => 1);
 my $dir = tempdir(CLEANUP => 1);
@@ -85,4 +86,44 @@ is($rck, 0, 'gen-model --preset tiny-tekken');
 same_count($tk, 'tekken', $_)
     for "HelloWorld's iPhone met an HTTPServer; 'TIS the JSONParser/XMLReader, 123456 ok.\nCamelCase\r\n  x",
         "I'm sure they'll say we've 2024 items: don't stop", "x  1 22  333\t4444 \n 5";
+
+# Mistral Small 3.1 / 3.2's Hugging Face layout (Mistral3ForConditionalGeneration, model_type mistral3): the
+# Mistral in text_config, its tensors under language_model (transformers before 4.52: language_model.model.*
+# and language_model.lm_head; after: model.language_model.* and lm_head), a vision tower and projector beside
+# them that are left out: the plain directory's logits bit for bit, its head untied here so that lm_head is read
+my $tkhf = "$dir/tekken-hf";
+my ($rch) = capture($dir, $engine, 'gen-model', '--from', $tk, '--dtype', 'f32', '--format', 'hf', '--out', $tkhf);
+is($rch, 0, 'the tekken file as a Hugging Face directory');
+my ($rct, $tok) = capture($dir, $engine, 'tokenize', '--model', $tk, '--text', 'In 2024 the little robot counted '
+                          . '1234567 stars; "Why?" asked Lily, and it said: because the sky was clear.', '--bos');
+my @tids = $tok =~ /(\d+)/g;
+my $want = logits_bytes($dir, $dump, $tkhf, \@tids, 8); # (the plain directory's: its q / k rows rotate halves)
+for my $new (0, 1) {
+    my $mm = "$dir/mistral3-$new";
+    mkdir $mm or die $!;
+    my $cfg = decode_json(slurp("$tkhf/config.json"));
+    $cfg->{model_type} = 'mistral';
+    $cfg->{tie_word_embeddings} = JSON::PP::false;
+    open my $fh, '>', "$mm/config.json" or die $!;
+    print $fh encode_json({ model_type => 'mistral3', architectures => ['Mistral3ForConditionalGeneration'],
+                            text_config => $cfg, vision_config => { hidden_size => 1024, model_type => 'pixtral' },
+                            image_token_index => 10 });
+    close $fh;
+    my $st = slurp("$tkhf/model.safetensors");
+    my $hl = unpack('Q<', substr($st, 0, 8));
+    my $hdr = decode_json(substr($st, 8, $hl));
+    my %ren = map { (my $k = $_) =~ s/^model\./$new ? 'model.language_model.' : 'language_model.model.'/e;
+                    ($k => $hdr->{$_}) } keys %$hdr;
+    $ren{ $new ? 'lm_head.weight' : 'language_model.lm_head.weight' } = $hdr->{'model.embed_tokens.weight'};
+    $ren{'vision_tower.patch_conv.weight'} = $hdr->{'model.norm.weight'};
+    $ren{'multi_modal_projector.linear_1.weight'} = $hdr->{'model.layers.0.mlp.down_proj.weight'};
+    my $nh = encode_json(\%ren);
+    $nh .= ' ' x ((8 - length($nh) % 8) % 8);
+    open $fh, '>:raw', "$mm/model.safetensors" or die $!;
+    print $fh pack('Q<', length $nh), $nh, substr($st, 8 + $hl);
+    close $fh;
+    my $got = logits_bytes($dir, $dump, $mm, \@tids, 8);
+    ok(length($want) > 1000 && $got eq $want, 'Mistral3ForConditionalGeneration (' . ($new ? 'model.language_model.*'
+       : 'language_model.model.*') . '): the plain directory\'s logits bit for bit') or diag(substr($got, 0, 200));
+}
 done_testing();

@@ -9,7 +9,7 @@ use List::Util qw(max sum);
 use Test::More;
 
 our @EXPORT_OK = qw(capture compare_llamacpp compare_f32_q8 compare_tokenizer cosine greedy_ours greedy_llamacpp
-                    harness embed_vs_llamacpp hf_round_trip slurp token_counts vectors write_texts);
+                    harness embed_vs_llamacpp hf_round_trip logits_bytes slurp token_counts vectors write_texts);
 
 # Five texts of 3 to 45 tokens, one a line, into $path: the embedding models' tests (the longer ones reach past
 # a tiny preset's window of 8 positions each side).
@@ -158,6 +158,18 @@ sub slurp {
     return <$fh>;
 }
 
+# Our logits of $model (CPU backend, $dump = build/parity/logits_dump) over the ids $ids, the last $decode of
+# them decoded one by one, as bytes (a model in another form compared bit for bit); "failed: ..." otherwise.
+sub logits_bytes {
+    my ($dir, $dump, $model, $ids, $decode) = @_;
+    open my $fh, '>:raw', "$dir/ids.i32" or die $!;
+    print $fh pack('l<*', @$ids);
+    close $fh;
+    my ($rc) = capture($dir, $dump, '--backend', 'cpu', '--model', $model, '--ids', "$dir/ids.i32", '--out',
+                       "$dir/logits.f32", '--decode', $decode // 0);
+    return $rc == 0 ? slurp("$dir/logits.f32") : 'failed: ' . `tail -2 $dir/stderr`;
+}
+
 # $model re-saved as a Hugging Face directory ($dir/hf-$label, F32; returned) and that back as GGUF: our
 # greedy ids from each, and llama.cpp's from the GGUF, are $want (ids after the prompt $ids). $check, if
 # given, runs on the directory (its config.json, its tensors) before that. exact => 1: both sides keep the
@@ -192,8 +204,9 @@ sub hf_round_trip {
 # models keep exact: on models whose activations are large that alone moves probabilities by ~0.002).
 # lora => ADAPTER.gguf (lora_scale => S): llama.cpp applies that adapter at run time and we merge it (or
 # lora_ours => another file of the same adapter, e.g. its PEFT directory). kv => q8_0 (or f16, f32): that KV
-# cache type on both sides (kv_ours / kv_ref: on one). Returns the top-1 agreement, the mean and the max |dp|
-# (nothing when a side failed).
+# cache type on both sides (kv_ours / kv_ref: on one). ours => PATH: our engine runs that model (the same
+# weights in another form, a Hugging Face directory) where llama.cpp runs model. Returns the top-1 agreement,
+# the mean and the max |dp| (nothing when a side failed).
 # A decoder's usual three comparisons on files of Llama 3's vocabulary: the F32 file (f32 =>) teacher-forced in
 # one step and its last 30 tokens one by one (both exact, within 5e-4 mean / 5e-3 max, 97% top-1), then the
 # Q8_0 file (q8 =>) within q8_top1 (0.9), q8_mean (0.03) and q8_dp (0.2).
@@ -217,7 +230,7 @@ sub compare_llamacpp {
     close $fh;
     my @lora_ours = $a{lora} ? ('--lora', $a{lora_ours} // $a{lora}, '--lora-scale', $a{lora_scale} // 1) : ();
     my @lora_ref = $a{lora} ? ('--lora', $a{lora}, '--lora-scale', $a{lora_scale} // 1) : ();
-    my ($rc1) = capture($dir, $dump, '--backend', 'cpu', '--model', $model, '--ids', "$dir/ids.i32",
+    my ($rc1) = capture($dir, $dump, '--backend', 'cpu', '--model', $a{ours} // $model, '--ids', "$dir/ids.i32",
                         '--out', "$dir/ours.f32", '--decode', $a{decode} // 0, @lora_ours,
                         ($a{kv_ours} // $a{kv}) ? ('--kv-cache-dtype', $a{kv_ours} // $a{kv}) : ());
     my $err1 = `tail -3 $dir/stderr`;
