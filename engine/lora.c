@@ -81,8 +81,8 @@ static int find_pair(const adapter *ad, int l, int k, lora_pair *p, llm_err *err
         const st_tensor *a = st_find(ad->st, na), *b = st_find(ad->st, nb);
         if (a == NULL && b == NULL)
             return 0;
-        if (a == NULL || b == NULL || a->n_dims != 2 || b->n_dims != 2) {
-            llm_seterr(err, "%s: %s needs both 2-D tensors %s and %s", ad->path, peft_names[k], na, nb);
+        if (a == NULL || b == NULL || a->n_dims != 2 || b->n_dims != 2 || !st_is_float(a) || !st_is_float(b)) {
+            llm_seterr(err, "%s: %s needs both 2-D float tensors %s and %s", ad->path, peft_names[k], na, nb);
             return -1;
         }
         sa[0] = a->shape[0], sa[1] = a->shape[1], sb[0] = b->shape[0], sb[1] = b->shape[1];

@@ -809,6 +809,9 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     if (m->n_converted)
         fprintf(f, "converted at load: %d tensors of type %s re-quantised to q8_0\n", m->n_converted,
                 m->converted_from);
+    if (m->n_fp8)
+        fprintf(f, "converted at load: %d FP8 (e4m3) matrices dequantised to bf16 with their %d x %d blocks' scales\n",
+                m->n_fp8, m->fp8_block[0], m->fp8_block[1]);
     fprintf(f, "tensors (per kind, layer 0 shown; rows x cols):\n");
     describe_tensor(f, "token_embd", &m->tok_embd);
     if (m->layers != NULL) {

@@ -290,6 +290,10 @@ typedef struct llm_model {
     int    n_converted;
     char   converted_from[64];      /* their types, e.g. "q4_K q6_K" */
     int    defer_kq;              /* LLM_LOAD_DEFER_KQ was given */
+    /* A Hugging Face FP8 checkpoint's weight_block_size (rows, cols of a scale's block; 0: not one): its
+     * F8_E4M3 matrices are dequantised to owned BF16 at load (model_hf_fp8.c). */
+    int    fp8_block[2];
+    int    n_fp8;                 /* matrices so dequantised */
 
     /* Ownership (private to the loaders). */
     struct gguf_ctx *gguf;

@@ -659,6 +659,11 @@ int llm_hf_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst
                    name);
         return -1;
     }
+    if (t->f8) { /* an FP8 checkpoint's: dequantised with its scales */
+        char sn[200];
+        snprintf(sn, sizeof(sn), "%s_scale_inv", name);
+        return llm_hf_fp8_take(m, name, t, find(s, sn), dst, err);
+    }
     if (t->n_dims == 1) {
         dst->ne[0] = (int64_t)t->shape[0];
         dst->ne[1] = 1;
@@ -741,7 +746,7 @@ static int take_parallel_experts(llm_model *m, const st_set *s, int l, llm_layer
             llm_seterr(err, "%s: missing tensor %s", m->path, n);
             return -1;
         }
-        if (t->n_dims != 3 || t->shape[0] != (uint64_t)E || t->shape[1] != (uint64_t)rows ||
+        if (t->n_dims != 3 || !st_is_float(t) || t->shape[0] != (uint64_t)E || t->shape[1] != (uint64_t)rows ||
             t->shape[2] != (uint64_t)cols) {
             llm_seterr(err, "%s: tensor %s must be [%lld, %lld, %lld] (num_local_experts, %s)", m->path, n,
                        (long long)E, (long long)rows, (long long)cols,
@@ -994,7 +999,8 @@ static int dense_dir(llm_model *m, const char *dir, const char *sub, int64_t in,
         return -1;
     const st_tensor *t = st_find(f, "linear.weight");
     int rc = -1;
-    if (t == NULL || t->n_dims != 2 || (int64_t)t->shape[1] != in || t->shape[0] < 1 || t->shape[0] > (1u << 20)) {
+    if (t == NULL || t->n_dims != 2 || !st_is_float(t) || (int64_t)t->shape[1] != in || t->shape[0] < 1 ||
+        t->shape[0] > (1u << 20)) {
         llm_seterr(err, "%s: linear.weight must be [out x %lld]", path, (long long)in);
     } else {
         llm_tensor lt = { .type = t->type, .ne = { in, (int64_t)t->shape[0] }, .data = t->data };

@@ -110,7 +110,8 @@ static int cross_encoder_head(llm_model *m, const st_set *s, const char *prefix,
     const char *out_b = roberta ? "classifier.out_proj.bias" : "classifier.bias";
     const st_tensor *t = st_set_find(s, out_w);
     int d = m->cfg.dim;
-    if (t->n_dims != 2 || t->shape[0] < 1 || t->shape[0] > LLM_MODEL_MAX_CLS || d > LLM_MODEL_MAX_POOLER) {
+    if (t->n_dims != 2 || !st_is_float(t) || t->shape[0] < 1 || t->shape[0] > LLM_MODEL_MAX_CLS ||
+        d > LLM_MODEL_MAX_POOLER) {
         llm_seterr(err, "%s: a BERT cross-encoder needs %s of 1 to %d rows (and a width up to %d)", m->path, out_w,
                    LLM_MODEL_MAX_CLS, LLM_MODEL_MAX_POOLER);
         return -1;

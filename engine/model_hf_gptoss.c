@@ -49,27 +49,12 @@ int llm_hf_gptoss_config(llm_model *m, const cJSON *root, const char *path, llm_
     return 0;
 }
 
-/* A checkpoint's quantization_config: none, or gpt-oss's MXFP4 experts (the rest unquantised, as
- * modules_to_not_convert lists them); anything else is refused by name. */
-int llm_hf_quant_config(const llm_model *m, const cJSON *root, const char *path, llm_err *err)
-{
-    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
-    if (q == NULL || cJSON_IsNull(q))
-        return 0;
-    const cJSON *qm = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
-    if (cJSON_IsString(qm) && strcmp(qm->valuestring, "mxfp4") == 0 && strcmp(m->arch, "gpt-oss") == 0)
-        return 0;
-    llm_seterr(err, "%s: quantization_config quant_method '%s' is not supported (gpt-oss's mxfp4 experts only): use "
-               "the unquantised checkpoint or a GGUF", path, cJSON_IsString(qm) ? qm->valuestring : "?");
-    return -1;
-}
-
 /* A tensor by name with its shape checked: dims dimensions of these sizes, U8 (u8) or a float type. */
 static const st_tensor *take_shaped(const llm_model *m, const st_set *s, const char *name, int u8, int dims,
                                     const uint64_t *shape, llm_err *err)
 {
     const st_tensor *t = st_set_find(s, name);
-    int ok = t != NULL && t->u8 == u8 && t->n_dims == dims;
+    int ok = t != NULL && t->u8 == u8 && !t->f8 && t->n_dims == dims;
     for (int d = 0; ok && d < dims; d++)
         ok = t->shape[d] == shape[d];
     if (!ok) {

@@ -165,7 +165,8 @@ static int classifier_head(llm_model *m, const st_set *s, llm_err *err)
 {
     const st_tensor *t = st_set_find(s, "classifier.weight");
     int d = m->cfg.dim;
-    if (t == NULL || t->n_dims != 2 || t->shape[0] < 1 || t->shape[0] > LLM_MODEL_MAX_CLS || d > LLM_MODEL_MAX_POOLER) {
+    if (t == NULL || t->n_dims != 2 || !st_is_float(t) || t->shape[0] < 1 || t->shape[0] > LLM_MODEL_MAX_CLS ||
+        d > LLM_MODEL_MAX_POOLER) {
         llm_seterr(err, "%s: a ModernBERT classifier needs classifier.weight of 1 to %d rows (and a width up to %d)",
                    m->path, LLM_MODEL_MAX_CLS, LLM_MODEL_MAX_POOLER);
         return -1;

@@ -81,10 +81,15 @@ int   llm_hf_take_fused(llm_model *m, const st_set *s, const char *name, const i
                         llm_tensor *const *dst, llm_err *err);
 /* gpt-oss's directories (model_hf_gptoss.c): its config.json keys (num_local_experts, sliding_window, ...);
  * layer l's router and experts (MXFP4 blocks repacked, or unquantised ones transposed) with their biases;
- * and any checkpoint's quantization_config (none, or gpt-oss's mxfp4; others refused). 0, or -1 + err. */
+ * and any checkpoint's quantization_config (none, block-wise fp8, or gpt-oss's mxfp4; others refused;
+ * model_hf_fp8.c). 0, or -1 + err. */
 int   llm_hf_gptoss_config(llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
 int   llm_hf_gptoss_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err);
-int   llm_hf_quant_config(const llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
+int   llm_hf_quant_config(llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
+/* An FP8 checkpoint's F8_E4M3 matrix t (its name) with its weight_scale_inv (NULL: absent) as owned BF16 into
+ * *dst (model_hf_fp8.c; m->fp8_block from llm_hf_quant_config). 0, or -1 + err. */
+int   llm_hf_fp8_take(llm_model *m, const char *name, const st_tensor *t, const st_tensor *scale, llm_tensor *dst,
+                      llm_err *err);
 /* ... and written (model_write_gptoss.c): 1 when every expert kept the file's MXFP4 blocks (then written as
  * blocks and scales); its config.json keys; the shape (dtype name, dims, bytes) and bytes of each kind of its
  * experts' tensors. */

@@ -109,9 +109,10 @@ static int parse_tensor(const cJSON *e, st_tensor *t, const uint8_t *data, size_
         return -1;
     }
     t->u8 = is_mxfp4_part(dt->valuestring, e->string);
-    if (!t->u8 && dtype_of(dt->valuestring, &t->type) != 0) {
-        llm_seterr(err, "%s: tensor '%s': unsupported dtype %s (supported: BF16, F16, F32)", name, e->string,
-                   dt->valuestring);
+    t->f8 = strcmp(dt->valuestring, "F8_E4M3") == 0;
+    if (!t->u8 && !t->f8 && dtype_of(dt->valuestring, &t->type) != 0) {
+        llm_seterr(err, "%s: tensor '%s': unsupported dtype %s (supported: BF16, F16, F32; F8_E4M3 in an fp8 "
+                   "checkpoint)", name, e->string, dt->valuestring);
         return -1;
     }
     int nd = cJSON_GetArraySize(sh);
@@ -140,7 +141,7 @@ static int parse_tensor(const cJSON *e, st_tensor *t, const uint8_t *data, size_
         llm_seterr(err, "%s: tensor '%s': data_offsets outside the file's %zu data bytes", name, e->string, data_len);
         return -1;
     }
-    uint64_t want = count * (t->u8 ? 1 : llm_dtype_block_bytes(t->type));
+    uint64_t want = count * (t->u8 || t->f8 ? 1 : llm_dtype_block_bytes(t->type));
     if (en - b != want) {
         llm_seterr(err, "%s: tensor '%s': data_offsets span %llu bytes, shape needs %llu", name, e->string,
                    (unsigned long long)(en - b), (unsigned long long)want);

@@ -12,6 +12,7 @@ typedef struct {
     llm_dtype   type;       /* BF16, F16 or F32 (unless u8) */
     int         u8;         /* 1: raw bytes (dtype U8), kept only under an MXFP4 checkpoint's names (*_blocks,
                              * *_scales: gpt-oss's experts); type is then meaningless */
+    int         f8;         /* 1: FP8 E4M3 bytes (dtype F8_E4M3: an FP8 checkpoint's weights); type meaningless */
     int         n_dims;
     uint64_t    shape[ST_MAX_DIMS]; /* as stored: shape[0] outermost (rows), last contiguous */
     const void *data;
@@ -54,5 +55,7 @@ typedef struct {
 st_set *st_set_open_dir(const char *dir, llm_err *err);
 void    st_set_close(st_set *s);
 const st_tensor *st_set_find(const st_set *s, const char *name);
+/* 1 for a tensor of a float type (type is then its llm_dtype), 0 for raw U8 / F8_E4M3 bytes. */
+static inline int st_is_float(const st_tensor *t) { return !t->u8 && !t->f8; }
 
 #endif
