@@ -351,3 +351,23 @@ POST /v1/chat/completions
 --- error_code: 200
 --- response_body_like chomp
 "message":\{"role":"assistant","content":null,"tool_calls":\[\{"id":"call_[0-9a-f]{24}","type":"function","function":\{"name":"(get_weather","arguments":"\{\\"city\\":\\"[^"]*\\"\}"|now","arguments":"\{\}")\}\}\],"reasoning_content":null\},"logprobs":\{"content":\[\{"token":"<\|channel\|>",[^}]*\},\{"token":"final",[^}]*\},\{"token":"<\|message\|>",[^}]*\},\{"token":"\[
+
+=== TEST 18: a template in chat_template.jinja beside tokenizer.json (none in tokenizer_config.json), as openai/gpt-oss-20b ships it: the prompt is harmony's
+$TEST_NGINX_HARMONY_JINJA_TOKENIZER (t/run.sh): the harmony tokenizer above with its template moved to that file.
+Rendered as gpt-oss: <|start|> (128013) system ... <|start|> assistant; without the file, Llama 3's format would
+open it with <|begin_of_text|><|start_header_id|>.
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_LLAMA3_ENGINE;
+    llm_model_path $TEST_NGINX_HARMONY_JINJA_TOKENIZER;
+    llm_model_name tiny;
+}
+--- request
+POST /tokenize
+{"messages": [{"role": "user", "content": "Think"}]}
+--- error_code: 200
+--- response_body_like chomp
+"tokens":\[(128000,)?128013,9125,128012,[0-9,]*,128013,882,128012,[0-9,]*,128014,128013,78191\],"count":\d+,

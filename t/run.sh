@@ -232,6 +232,18 @@ export TEST_NGINX_SEED_TOKENIZER="$BUILD/t/seed-tokenizer/tokenizer.json"
 renamed_tokenizer granite "$BUILD/t/granite-tokenizer"
 renamed_tokenizer harmony "$BUILD/t/harmony-tokenizer"
 export TEST_NGINX_HARMONY_TOKENIZER="$BUILD/t/harmony-tokenizer/tokenizer.json"
+# ... and the same with its template in chat_template.jinja beside it, none in tokenizer_config.json, as
+# openai/gpt-oss-20b ships it (t/087)
+mkdir -p "$BUILD/t/harmony-jinja"
+python3 - "$BUILD/t/harmony-tokenizer" "$BUILD/t/harmony-jinja" <<'PY' || { echo "t/run.sh: harmony-jinja" >&2; exit 1; }
+import json, shutil, sys
+src, dst = sys.argv[1], sys.argv[2]
+shutil.copy(src + "/tokenizer.json", dst + "/tokenizer.json")
+c = json.load(open(src + "/tokenizer_config.json"))
+open(dst + "/chat_template.jinja", "w").write(c.pop("chat_template"))
+json.dump(c, open(dst + "/tokenizer_config.json", "w"))
+PY
+export TEST_NGINX_HARMONY_JINJA_TOKENIZER="$BUILD/t/harmony-jinja/tokenizer.json"
 export TEST_NGINX_GRANITE_TOKENIZER="$BUILD/t/granite-tokenizer/tokenizer.json"
 # The CUDA backend, run by the CPU emulation of CUDA (kernels/cuda_emu.*; no GPU here), serving stories260K
 # for t/067: `serve --backend cuda` end to end (decode graphs, on-device argmax and sampling). A small KV pool:
