@@ -35,6 +35,13 @@ typedef enum {
 enum { LLM_ROPE_SCALING_NONE = 0, LLM_ROPE_SCALING_LLAMA3 = 1, LLM_ROPE_SCALING_YARN = 2, LLM_ROPE_SCALING_LINEAR = 3,
        LLM_ROPE_SCALING_LONGROPE = 4 };
 
+/* LongRoPE's attention factor when the model gives none (transformers' and llama.cpp's converter's): sqrt(1 + ln s /
+ * ln orig) for s = ctx / orig > 1, else 1. */
+static inline float llm_longrope_mscale(int ctx, int orig)
+{
+    double s = orig > 1 ? (double)ctx / orig : 1.0;
+    return s > 1.0 ? (float)sqrt(1.0 + log(s) / log((double)orig)) : 1.0f;
+}
 /* YaRN's attention factor for a scaling factor, when the model gives none of its own: 1 + 0.1 ln factor. */
 static inline float llm_yarn_mscale(float factor)
 {

@@ -369,9 +369,7 @@ static int phi3_config(llm_model *m, const cJSON *root, const char *path, llm_er
     if (llm_hf_cfg_int(root, "original_max_position_embeddings", &orig, 0, 0, path, err) != 0 ||
         (orig == 0 && llm_hf_cfg_int(rs, "original_max_position_embeddings", &orig, 0, 1, path, err) != 0))
         return -1;
-    double scale = (double)c->seq_len / (orig > 0 ? orig : 1);
-    float attn = llm_hf_cfg_float(rs, "attention_factor",
-                                  scale > 1.0 && orig > 1 ? (float)sqrt(1.0 + log(scale) / log((double)orig)) : 1.0f);
+    float attn = llm_hf_cfg_float(rs, "attention_factor", llm_longrope_mscale(c->seq_len, orig));
     if (orig <= 0 || orig > (1 << 24) || !(attn > 0.0f && attn < 100.0f)) {
         llm_seterr(err, "%s: bad LongRoPE original_max_position_embeddings %d / attention_factor %g", path, orig,
                    (double)attn);

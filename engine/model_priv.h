@@ -91,8 +91,8 @@ int   llm_hf_quant_config(llm_model *m, const struct cJSON *root, const char *pa
 int   llm_hf_fp8_take(llm_model *m, const char *name, const st_tensor *t, const st_tensor *scale, llm_tensor *dst,
                       llm_err *err);
 /* ... and written (model_write_gptoss.c): 1 when every expert kept the file's MXFP4 blocks (then written as
- * blocks and scales); its config.json keys; the shape (dtype name, dims, bytes) and bytes of each kind of its
- * experts' tensors. */
+ * blocks and scales); its config.json keys; the shape (dtype name, NULL for the directory's; dims; bytes) and
+ * bytes of each kind of its experts' tensors. */
 enum { LLM_HF_OSS_NONE = 0, LLM_HF_OSS_GU, LLM_HF_OSS_DOWN, LLM_HF_OSS_GU_BIAS, LLM_HF_OSS_GU_BLOCKS,
        LLM_HF_OSS_GU_SCALES, LLM_HF_OSS_DOWN_BLOCKS, LLM_HF_OSS_DOWN_SCALES };
 int      llm_hf_gptoss_mx(const llm_model *m);

@@ -991,9 +991,7 @@ static int write_config(const llm_model *m, const char *dir, llm_dtype dtype, ll
                 cJSON_AddItemToArray(a, cJSON_CreateNumber(short_float((k == 0 ? m->rope_long : m->rope_short)[i])));
         }
         cJSON_AddNumberToObject(j, "original_max_position_embeddings", c->rope_orig_ctx);
-        double s = (double)c->seq_len / c->rope_orig_ctx; /* its attention factor where it is not the default */
-        float def = s > 1.0 && c->rope_orig_ctx > 1 ? (float)sqrt(1.0 + log(s) / log((double)c->rope_orig_ctx)) : 1.0f;
-        if (c->rope_mscale != def)
+        if (c->rope_mscale != llm_longrope_mscale(c->seq_len, c->rope_orig_ctx)) /* (where not the default) */
             cJSON_AddNumberToObject(rs, "attention_factor", short_float(c->rope_mscale));
     } else if (c->rope_scaling == LLM_ROPE_SCALING_LLAMA3) {
         cJSON *rs = cJSON_AddObjectToObject(j, "rope_scaling");
@@ -1425,7 +1423,7 @@ int llm_model_save_hf(const llm_model *m, llm_dtype dtype, const char *dir, llm_
             e[i].nbytes = llm_hf_gptoss_shape(m, e[i].oss, dtype, shape, &nd, &st);
             off += e[i].nbytes;
             cJSON *o = cJSON_AddObjectToObject(j, e[i].name);
-            cJSON_AddStringToObject(o, "dtype", st);
+            cJSON_AddStringToObject(o, "dtype", st != NULL ? st : st_dtype(dtype));
             cJSON *sh = cJSON_AddArrayToObject(o, "shape");
             for (int d = 0; d < nd; d++)
                 cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)shape[d]));

@@ -45,7 +45,7 @@ void llm_hf_gptoss_config_json(cJSON *j, const llm_model *m, int mx)
     }
 }
 
-/* The entry kinds (LLM_HF_OSS_*): their safetensors dtype, shape and bytes. */
+/* The entry kinds (LLM_HF_OSS_*): their safetensors dtype (NULL: the directory's), shape and bytes. */
 uint64_t llm_hf_gptoss_shape(const llm_model *m, int kind, llm_dtype dtype, uint64_t *shape, int *nd,
                              const char **st)
 {
@@ -58,14 +58,14 @@ uint64_t llm_hf_gptoss_shape(const llm_model *m, int kind, llm_dtype dtype, uint
     switch (kind) {
     case LLM_HF_OSS_GU:
     case LLM_HF_OSS_DOWN:
-        *st = dtype == LLM_F32 ? "F32" : dtype == LLM_F16 ? "F16" : "BF16";
+        *st = NULL; /* (the directory's dtype) */
         *nd = 3;
         shape[0] = E;
         shape[1] = kind == LLM_HF_OSS_GU ? dim : ff;
         shape[2] = kind == LLM_HF_OSS_GU ? 2 * ff : dim;
         return E * dim * (kind == LLM_HF_OSS_GU ? 2 * ff : ff) * es;
     case LLM_HF_OSS_GU_BIAS:
-        *st = dtype == LLM_F32 ? "F32" : dtype == LLM_F16 ? "F16" : "BF16";
+        *st = NULL; /* (the directory's dtype) */
         *nd = 2;
         shape[0] = E;
         shape[1] = 2 * ff;

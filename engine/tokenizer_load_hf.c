@@ -151,17 +151,25 @@ static int spm_style(const cJSON *j, int *prefix, const char *path, llm_err *err
  * says nothing of adding them, a post-processor `post` that wraps each text (ModernBERT's TemplateProcessing
  * "[CLS] $A [SEP]") decides, as llama.cpp's converter reads it: its first token as BOS, its last as EOS,
  * added. */
+char *tok_hf_sibling(const char *beside, const char *name)
+{
+    const char *slash = strrchr(beside, '/');
+    size_t dir = slash ? (size_t)(slash - beside + 1) : 0;
+    char *p = malloc(dir + strlen(name) + 1);
+    if (p != NULL) {
+        memcpy(p, beside, dir);
+        strcpy(p + dir, name);
+    }
+    return p;
+}
+
 static int load_config(llm_tokenizer *t, const char *json_path, const cJSON *post, llm_err *err)
 {
-    const char *slash = strrchr(json_path, '/');
-    size_t dir = slash ? (size_t)(slash - json_path + 1) : 0;
-    char *p = malloc(dir + sizeof("tokenizer_config.json"));
+    char *p = tok_hf_sibling(json_path, "tokenizer_config.json");
     if (p == NULL) {
         llm_seterr(err, "out of memory");
         return -1;
     }
-    memcpy(p, json_path, dir);
-    strcpy(p + dir, "tokenizer_config.json");
     llm_err ignore;
     cJSON *c = llm_json_read_file(p, &ignore);
     free(p);
@@ -173,55 +181,44 @@ static int load_config(llm_tokenizer *t, const char *json_path, const cJSON *pos
 int tok_hf_chat_template_file(llm_tokenizer *t, const char *beside, llm_err *err)
 {
     static const char *const names[2] = { "chat_template.jinja", "chat_template.json" };
-    const char *slash = strrchr(beside, '/');
-    size_t dir = slash ? (size_t)(slash - beside + 1) : 0;
-    char *p = malloc(dir + sizeof("chat_template.jinja"));
-    if (p == NULL) {
-        llm_seterr(err, "out of memory");
-        return -1;
-    }
-    int rc = 0;
-    for (int i = 0; i < 2; i++) {
-        memcpy(p, beside, dir);
-        strcpy(p + dir, names[i]);
-        if (access(p, R_OK) != 0)
-            continue;
-        size_t len;
-        char *text = llm_read_file(p, (size_t)1 << 22, &len, err); /* (templates are tens of KB) */
-        if (text == NULL) {
-            rc = -1;
-            break;
+    char *p = NULL;
+    int i = 0;
+    for (; i < 2; i++) { /* the first of the two that is there */
+        free(p);
+        if ((p = tok_hf_sibling(beside, names[i])) == NULL) {
+            llm_seterr(err, "out of memory");
+            return -1;
         }
-        if (i == 1) { /* {"chat_template": "..."} */
-            cJSON *j = cJSON_ParseWithLength(text, len);
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
-            char *inner = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
-            int bad = !cJSON_IsString(v);
-            cJSON_Delete(j);
-            free(text);
-            if (bad) {
-                llm_seterr(err, "%s: not a JSON object with a chat_template string", p);
-                rc = -1;
-                break;
-            }
-            text = inner;
-            if (text == NULL) {
-                llm_seterr(err, "out of memory");
-                rc = -1;
-                break;
-            }
-        } else if (strlen(text) != len) {
-            llm_seterr(err, "%s: a NUL byte in the template", p);
-            free(text);
-            rc = -1;
+        if (access(p, R_OK) == 0)
             break;
-        }
-        free(t->chat_template);
-        t->chat_template = text;
-        break;
     }
+    if (i == 2) {
+        free(p);
+        return 0;
+    }
+    size_t len;
+    char *text = llm_read_file(p, (size_t)1 << 22, &len, err); /* (templates are tens of KB) */
+    const char *bad = NULL;
+    if (text != NULL && i == 1) { /* {"chat_template": "..."} */
+        cJSON *j = cJSON_ParseWithLength(text, len);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+        free(text);
+        text = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+        bad = !cJSON_IsString(v) ? "not a JSON object with a chat_template string" : text == NULL ? "out of memory" : NULL;
+        cJSON_Delete(j);
+    } else if (text != NULL && strlen(text) != len) {
+        bad = "a NUL byte in the template";
+        free(text);
+        text = NULL;
+    }
+    if (bad != NULL)
+        llm_seterr(err, "%s: %s", p, bad);
     free(p);
-    return rc;
+    if (text == NULL)
+        return -1;
+    free(t->chat_template);
+    t->chat_template = text;
+    return 0;
 }
 
 int tok_hf_apply_config(llm_tokenizer *t, const cJSON *c, const cJSON *post, llm_err *err)

@@ -166,13 +166,9 @@ llm_tokenizer *llm_tok_load_spm_model(const char *path, llm_err *err)
     int bpe = s.model_type == 2;
 
     /* the config beside it: its added tokens may lie past the pieces */
-    const char *slash = strrchr(path, '/');
-    size_t dir = slash ? (size_t)(slash - path + 1) : 0;
-    char *cpath = malloc(dir + sizeof("tokenizer_config.json"));
+    char *cpath = tok_hf_sibling(path, "tokenizer_config.json");
     cJSON *cfg = NULL;
     if (cpath != NULL) {
-        memcpy(cpath, path, dir);
-        strcpy(cpath + dir, "tokenizer_config.json");
         llm_err ignore;
         cfg = llm_json_read_file(cpath, &ignore);
         free(cpath);

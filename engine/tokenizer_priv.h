@@ -109,6 +109,8 @@ int tok_hf_apply_config(llm_tokenizer *t, const struct cJSON *c, const struct cJ
  * transformers saves them since 4.43; it replaces tokenizer_config.json's, as transformers lets it. 0 when
  * there is none; -1 + err for an unreadable or malformed one. */
 int tok_hf_chat_template_file(llm_tokenizer *t, const char *beside, llm_err *err);
+/* The path of the file `name` in the directory of the file `beside` (malloc'd; NULL: out of memory). */
+char *tok_hf_sibling(const char *beside, const char *name);
 
 /* Rank of the merge a+b (result in *merged), -1 if none. */
 int tok_merge_get(const llm_tokenizer *t, int32_t a, int32_t b, int32_t *merged);
