@@ -809,9 +809,23 @@ void llm_model_describe(const llm_model *m, void *FILE_stream)
     if (m->n_converted)
         fprintf(f, "converted at load: %d tensors of type %s re-quantised to q8_0\n", m->n_converted,
                 m->converted_from);
-    if (m->n_fp8)
+    if (m->hfq.n_fp8 && m->hfq.fp8_block[0] > 0)
         fprintf(f, "converted at load: %d FP8 (e4m3) matrices dequantised to bf16 with their %d x %d blocks' scales\n",
-                m->n_fp8, m->fp8_block[0], m->fp8_block[1]);
+                m->hfq.n_fp8, m->hfq.fp8_block[0], m->hfq.fp8_block[1]);
+    else if (m->hfq.n_fp8)
+        fprintf(f, "converted at load: %d FP8 (e4m3) matrices dequantised to bf16 with their scales (%s)\n",
+                m->hfq.n_fp8, llm_hfq_name(m->hfq.method));
+    if (m->hfq.n_q4_0 + m->hfq.n_q8_0 > 0) {
+        fprintf(f, "converted at load: %d %s matrices of %d-bit integers repacked: %d as q4_0, %d as q8_0; ",
+                m->hfq.n_q4_0 + m->hfq.n_q8_0, llm_hfq_name(m->hfq.method), m->hfq.bits, m->hfq.n_q4_0, m->hfq.n_q8_0);
+        if (m->hfq.n_requant == 0)
+            fprintf(f, "all %lld 32-weight blocks exact\n", m->hfq.n_blocks);
+        else
+            fprintf(f, "%lld of %lld 32-weight blocks re-quantised (their weights do not share one fp16 scale)\n",
+                    m->hfq.n_requant, m->hfq.n_blocks);
+    }
+    if (m->hfq.act_quant)
+        fprintf(f, "the checkpoint quantises activations too: run weight-only, activations in float\n");
     fprintf(f, "tensors (per kind, layer 0 shown; rows x cols):\n");
     describe_tensor(f, "token_embd", &m->tok_embd);
     if (m->layers != NULL) {

@@ -297,10 +297,19 @@ typedef struct llm_model {
     int    n_converted;
     char   converted_from[64];      /* their types, e.g. "q4_K q6_K" */
     int    defer_kq;              /* LLM_LOAD_DEFER_KQ was given */
-    /* A Hugging Face FP8 checkpoint's weight_block_size (rows, cols of a scale's block; 0: not one): its
-     * F8_E4M3 matrices are dequantised to owned BF16 at load (model_hf_fp8.c). */
-    int    fp8_block[2];
-    int    n_fp8;                 /* matrices so dequantised */
+    /* A Hugging Face checkpoint's quantization_config (model_hf_qconfig.c). Its quantised matrices are converted
+     * at load: FP8 dequantised to owned BF16 (model_hf_fp8.c); integer weights (GPTQ, AWQ, compressed-tensors)
+     * repacked as Q4_0 (4-bit, symmetric) or Q8_0, each 32-weight block carried exactly where its weights share
+     * one scale that fp16 holds, else re-quantised (model_hf_intq.c). */
+    struct {
+        int  method;              /* LLM_HFQ_* */
+        int  fp8_block[2];        /* block-wise FP8's weight_block_size (rows, cols); 0: not one */
+        int  bits, group, sym;    /* integer weights: bits (4, 8), columns per group (0: per channel), symmetric */
+        int  zeros_v1;            /* GPTQ's first checkpoint format: zero points stored minus one */
+        int  act_quant;           /* the checkpoint also quantises activations (W8A8): run as weight-only */
+        int  n_fp8, n_q4_0, n_q8_0;   /* matrices converted */
+        long long n_blocks, n_requant; /* 32-weight blocks written, and those re-quantised */
+    } hfq;
 
     /* Ownership (private to the loaders). */
     struct gguf_ctx *gguf;

@@ -628,7 +628,7 @@ static int rope_scaling_cfg(llm_config *c, const cJSON *rs, const char *path, ll
 
 /* A language-model tensor by its "model." name, or under Gemma 3's multimodal model ("language_model.model."
  * as transformers saved it before 4.52, "model.language_model." after). */
-static const st_tensor *find(const st_set *s, const char *name)
+const st_tensor *llm_hf_find(const st_set *s, const char *name)
 {
     /* a multimodal model's text tensors, or a bare *Model's as sentence-transformers saves one (EmbeddingGemma's
      * Gemma3TextModel, Qwen3-Embedding's Qwen3Model: "layers.0...", no "model.") */
@@ -646,21 +646,29 @@ static const st_tensor *find(const st_set *s, const char *name)
 
 int llm_hf_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, int required, llm_err *err)
 {
-    const st_tensor *t = find(s, name);
+    const st_tensor *t = llm_hf_find(s, name);
+    int intq = m->hfq.method == LLM_HFQ_GPTQ || m->hfq.method == LLM_HFQ_AWQ || m->hfq.method == LLM_HFQ_CT;
+    if (intq && (t == NULL || t->kind == ST_I8)) { /* an integer checkpoint's Linear: qweight, weight_packed, ... */
+        int rc = llm_hf_intq_take(m, s, name, dst, err);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+    }
     if (t == NULL) {
         if (required)
             llm_seterr(err, "%s: missing tensor %s", m->path, name);
         return required ? -1 : 0;
     }
-    if (t->u8) {
-        llm_seterr(err, "%s: tensor %s is U8 (raw bytes are an MXFP4 checkpoint's blocks and scales only)", m->path,
-                   name);
-        return -1;
-    }
-    if (t->f8) { /* an FP8 checkpoint's: dequantised with its scales */
+    if (t->kind == ST_F8_E4M3) { /* an FP8 checkpoint's: dequantised with its scales */
         char sn[200];
-        snprintf(sn, sizeof(sn), "%s_scale_inv", name);
-        return llm_hf_fp8_take(m, name, t, find(s, sn), dst, err);
+        snprintf(sn, sizeof(sn), m->hfq.method == LLM_HFQ_CT ? "%s_scale" : "%s_scale_inv", name);
+        return llm_hf_fp8_take(m, name, t, llm_hf_find(s, sn),
+                               m->hfq.method == LLM_HFQ_FP8 ? m->hfq.fp8_block : NULL, dst, err);
+    }
+    if (!st_is_float(t)) {
+        llm_seterr(err, "%s: tensor %s holds raw %s (an MXFP4 checkpoint's blocks and scales, or an integer "
+                   "checkpoint's parts, are read under their own names)", m->path, name,
+                   t->kind == ST_U8 ? "U8 bytes" : "integers");
+        return -1;
     }
     if (t->n_dims == 1) {
         dst->ne[0] = (int64_t)t->shape[0];
@@ -738,7 +746,7 @@ static int take_parallel_experts(llm_model *m, const st_set *s, int l, llm_layer
     for (int k = 0; k < 2; k++) {
         char n[160];
         snprintf(n, sizeof(n), "model.layers.%d.block_sparse_moe.%s.weight", l, names[k]);
-        const st_tensor *t = find(s, n);
+        const st_tensor *t = llm_hf_find(s, n);
         const int64_t rows = k == 0 ? 2 * ff : dim, cols = k == 0 ? dim : ff;
         if (t == NULL) {
             llm_seterr(err, "%s: missing tensor %s", m->path, n);
@@ -791,7 +799,7 @@ static int take_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_
     if (ernie || glm) { /* the bias choosing the experts (ERNIE's [1, n_expert]; the shared experts: moe_shared) */
         snprintf(n, sizeof(n), ernie ? "model.layers.%d.mlp.moe_statics.e_score_correction_bias"
                                      : "model.layers.%d.mlp.gate.e_score_correction_bias", l);
-        if (find(s, n) != NULL && llm_hf_take_norm(m, s, n, &L->exp_probs_b, err) != 0)
+        if (llm_hf_find(s, n) != NULL && llm_hf_take_norm(m, s, n, &L->exp_probs_b, err) != 0)
             return -1;
     }
     snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_expert_gate.weight", l);
@@ -825,7 +833,7 @@ static int moe_shared(llm_model *m, const st_set *s, const cJSON *root, llm_err 
         for (int w = 0; w < 3; w++) {
             char n[128];
             snprintf(n, sizeof(n), "model.layers.%d.mlp.shared_experts.%s.weight", l, sn[w]);
-            if (shared <= 0 && find(s, n) != NULL) {
+            if (shared <= 0 && llm_hf_find(s, n) != NULL) {
                 llm_seterr(err, "%s: tensor %s, and %s 0 in config.json", m->path, n, key);
                 return -1;
             }
@@ -849,9 +857,9 @@ static int granite_shared(llm_model *m, const st_set *s, const cJSON *root, llm_
         snprintf(n, sizeof(n), "model.layers.%d.shared_mlp.input_linear.weight", l);
         snprintf(o, sizeof(o), "model.layers.%d.shared_mlp.output_linear.weight", l);
         if (shared <= 0) {
-            if (find(s, n) != NULL || find(s, o) != NULL) {
+            if (llm_hf_find(s, n) != NULL || llm_hf_find(s, o) != NULL) {
                 llm_seterr(err, "%s: tensor %s without a shared_intermediate_size in config.json", m->path,
-                           find(s, n) != NULL ? n : o);
+                           llm_hf_find(s, n) != NULL ? n : o);
                 return -1;
             }
             continue;
@@ -949,7 +957,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         /* Qwen 2's q/k/v biases (Llama's attention_bias too), Qwen 3's q/k norms: optional here,
          * validation asks for all of a kind or none; an o_proj bias would be left out, so it is refused */
 #define V(suffix, field, required) NAME(suffix) \
-        if ((required || find(s, n) != NULL) && llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
+        if ((required || llm_hf_find(s, n) != NULL) && llm_hf_take_norm(m, s, n, &L->field, err)) return -1;
         V("self_attn.q_proj.bias", bq, qwen2 || gptoss) V("self_attn.k_proj.bias", bk, qwen2 || gptoss)
         V("self_attn.v_proj.bias", bv, qwen2 || gptoss)
         V("self_attn.q_norm.weight", q_norm, qwen3 || gemma3 || post_only || c->qk_norm_full)
@@ -961,7 +969,7 @@ static int load_tensors(llm_model *m, const st_set *s, llm_err *err)
         L->swa = strcmp(m->arch, "llama") == 0 && c->swa_window > 0; /* Mistral's window: every layer */
         NAME("self_attn.o_proj.bias")
 #undef NAME
-        if (!gptoss && find(s, n) != NULL) {
+        if (!gptoss && llm_hf_find(s, n) != NULL) {
             llm_seterr(err, "%s: tensor %s is not supported", m->path, n);
             return -1;
         }

@@ -1,58 +1,18 @@
 /* FP8 Hugging Face checkpoints: quantization_config {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size":
  * [bo, bi]} (Qwen3-*-FP8, Qwen3-Coder-*-FP8 and the other block-wise FP8 releases, as transformers' FP8
- * integration and vLLM read them). Each quantised Linear's weight is F8_E4M3 [out][in] beside its
+ * integration and vLLM read them): each quantised Linear's weight is F8_E4M3 [out][in] beside its
  * weight_scale_inv, F32 or BF16 [ceil(out / bo)][ceil(in / bi)]: weight = fp8 value * the scale of its block.
+ * compressed-tensors' float-quantized (RedHatAI's *-FP8 and *-FP8-dynamic) is the same with weight_scale, per
+ * output channel [out, 1], per tensor [1], or per block.
  * Dequantised at load into owned BF16 matrices (the product rounded once, to nearest even), which every product
  * path runs; twice the file's bytes in memory. The layers' norms, the embedding and the head stay as stored. */
 #include "model.h"
 #include "model_priv.h"
 #include "parallel.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static int fp8_config(llm_model *m, const cJSON *q, const char *path, llm_err *err)
-{
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(q, "fmt");
-    const cJSON *bs = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
-    if (fmt != NULL && !(cJSON_IsString(fmt) && strcmp(fmt->valuestring, "e4m3") == 0)) {
-        llm_seterr(err, "%s: quantization_config fmt '%s': FP8 weights in e4m3 only", path,
-                   cJSON_IsString(fmt) ? fmt->valuestring : "?");
-        return -1;
-    }
-    int ok = cJSON_IsArray(bs) && cJSON_GetArraySize(bs) == 2;
-    for (int i = 0; ok && i < 2; i++) {
-        const cJSON *v = cJSON_GetArrayItem(bs, i);
-        ok = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65536 && v->valuedouble == (int)v->valuedouble;
-        if (ok)
-            m->fp8_block[i] = (int)v->valuedouble;
-    }
-    if (!ok) {
-        llm_seterr(err, "%s: quantization_config weight_block_size must be [rows, cols] of a scale's block (a "
-                   "per-tensor FP8 scale is not supported)", path);
-        return -1;
-    }
-    return 0;
-}
-
-/* A checkpoint's quantization_config: none; block-wise FP8 (above); or gpt-oss's MXFP4 experts (the rest
- * unquantised, as modules_to_not_convert lists them: model_hf_gptoss.c). Anything else is refused by name. */
-int llm_hf_quant_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
-{
-    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
-    if (q == NULL || cJSON_IsNull(q))
-        return 0;
-    const cJSON *qm = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
-    if (cJSON_IsString(qm) && strcmp(qm->valuestring, "fp8") == 0)
-        return fp8_config(m, q, path, err);
-    if (cJSON_IsString(qm) && strcmp(qm->valuestring, "mxfp4") == 0 && strcmp(m->arch, "gpt-oss") == 0)
-        return 0;
-    llm_seterr(err, "%s: quantization_config quant_method '%s' is not supported (block-wise fp8, gpt-oss's mxfp4): "
-               "use the unquantised checkpoint or a GGUF", path, cJSON_IsString(qm) ? qm->valuestring : "?");
-    return -1;
-}
 
 typedef struct {
     const uint8_t *w;       /* [rows][cols] E4M3 */
@@ -103,10 +63,10 @@ static void *fp8_rows(void *arg)
     return NULL;
 }
 
-int llm_hf_fp8_take(llm_model *m, const char *name, const st_tensor *t, const st_tensor *scale, llm_tensor *dst,
-                    llm_err *err)
+int llm_hf_fp8_take(llm_model *m, const char *name, const st_tensor *t, const st_tensor *scale, const int *block,
+                    llm_tensor *dst, llm_err *err)
 {
-    if (m->fp8_block[0] <= 0) {
+    if (m->hfq.method != LLM_HFQ_FP8 && m->hfq.method != LLM_HFQ_CT) {
         llm_seterr(err, "%s: tensor %s is F8_E4M3 but config.json has no fp8 quantization_config", m->path, name);
         return -1;
     }
@@ -114,12 +74,29 @@ int llm_hf_fp8_take(llm_model *m, const char *name, const st_tensor *t, const st
         llm_seterr(err, "%s: FP8 tensor %s must be 2-D", m->path, name);
         return -1;
     }
-    const int64_t rows = (int64_t)t->shape[0], cols = (int64_t)t->shape[1], bo = m->fp8_block[0], bi = m->fp8_block[1];
+    const int64_t rows = (int64_t)t->shape[0], cols = (int64_t)t->shape[1];
+    int64_t bo = rows, bi = cols; /* one scale (compressed-tensors' per tensor: [1], [] or [1, 1]) */
+    if (block != NULL) {
+        bo = block[0];
+        bi = block[1];
+    } else if (scale != NULL && scale->n_dims == 2 && scale->shape[0] > 0 && scale->shape[1] > 0) {
+        bo = (rows + (int64_t)scale->shape[0] - 1) / (int64_t)scale->shape[0];
+        bi = (cols + (int64_t)scale->shape[1] - 1) / (int64_t)scale->shape[1];
+    }
     const uint64_t sr = (uint64_t)((rows + bo - 1) / bo), sc = (uint64_t)((cols + bi - 1) / bi);
-    if (scale == NULL || !st_is_float(scale) || scale->n_dims != 2 || scale->shape[0] != sr || scale->shape[1] != sc ||
-        (scale->type != LLM_F32 && scale->type != LLM_BF16)) {
-        llm_seterr(err, "%s: FP8 tensor %s needs %s_scale_inv, F32 or BF16 [%llu, %llu] (blocks of %lld x %lld)",
-                   m->path, name, name, (unsigned long long)sr, (unsigned long long)sc, (long long)bo, (long long)bi);
+    uint64_t scale_n = 1;
+    for (int d = 0; scale != NULL && d < scale->n_dims; d++)
+        scale_n *= scale->shape[d];
+    int shape_ok = scale != NULL && (scale->n_dims == 2 ? scale->shape[0] == sr && scale->shape[1] == sc
+                                                        : block == NULL && scale->n_dims <= 1 && scale_n == 1);
+    if (!shape_ok || !st_is_float(scale) || (scale->type != LLM_F32 && scale->type != LLM_BF16)) {
+        if (block != NULL)
+            llm_seterr(err, "%s: FP8 tensor %s needs %s_scale_inv, F32 or BF16 [%llu, %llu] (blocks of %lld x %lld)",
+                       m->path, name, name, (unsigned long long)sr, (unsigned long long)sc, (long long)bo,
+                       (long long)bi);
+        else
+            llm_seterr(err, "%s: FP8 tensor %s needs its weight_scale, F32 or BF16: [%lld, 1] per channel, [1] per "
+                       "tensor, or per block", m->path, name, (long long)rows);
         return -1;
     }
     uint16_t *out = malloc((size_t)rows * (size_t)cols * sizeof(uint16_t));
@@ -139,6 +116,6 @@ int llm_hf_fp8_take(llm_model *m, const char *name, const st_tensor *t, const st
         return -1;
     }
     *dst = (llm_tensor){ .type = LLM_BF16, .ne = { cols, rows }, .data = out };
-    m->n_fp8++;
+    m->hfq.n_fp8++;
     return 0;
 }

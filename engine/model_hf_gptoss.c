@@ -54,7 +54,7 @@ static const st_tensor *take_shaped(const llm_model *m, const st_set *s, const c
                                     const uint64_t *shape, llm_err *err)
 {
     const st_tensor *t = st_set_find(s, name);
-    int ok = t != NULL && t->u8 == u8 && !t->f8 && t->n_dims == dims;
+    int ok = t != NULL && t->kind == (u8 ? ST_U8 : ST_FLOAT) && t->n_dims == dims;
     for (int d = 0; ok && d < dims; d++)
         ok = t->shape[d] == shape[d];
     if (!ok) {

@@ -80,16 +80,29 @@ int   llm_hf_take_f32(llm_model *m, const st_set *s, const char *name, int64_t c
 int   llm_hf_take_fused(llm_model *m, const st_set *s, const char *name, const int64_t *rows, int n,
                         llm_tensor *const *dst, llm_err *err);
 /* gpt-oss's directories (model_hf_gptoss.c): its config.json keys (num_local_experts, sliding_window, ...);
- * layer l's router and experts (MXFP4 blocks repacked, or unquantised ones transposed) with their biases;
- * and any checkpoint's quantization_config (none, block-wise fp8, or gpt-oss's mxfp4; others refused;
- * model_hf_fp8.c). 0, or -1 + err. */
+ * layer l's router and experts (MXFP4 blocks repacked, or unquantised ones transposed) with their biases.
+ * 0, or -1 + err. */
 int   llm_hf_gptoss_config(llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
 int   llm_hf_gptoss_experts(llm_model *m, const st_set *s, int l, llm_layer *L, llm_err *err);
+/* A checkpoint's quantization_config into m->hfq (model_hf_qconfig.c): none; block-wise FP8; GPTQ (4 or 8 bits);
+ * AWQ (GEMM packing, 4 bits); compressed-tensors (pack-quantized, int-quantized, float-quantized); gpt-oss's
+ * mxfp4. Any other method, or a form of these the loader cannot carry, is refused by name. 0, or -1 + err. */
+enum { LLM_HFQ_NONE = 0, LLM_HFQ_FP8, LLM_HFQ_MXFP4, LLM_HFQ_GPTQ, LLM_HFQ_AWQ, LLM_HFQ_CT };
 int   llm_hf_quant_config(llm_model *m, const struct cJSON *root, const char *path, llm_err *err);
-/* An FP8 checkpoint's F8_E4M3 matrix t (its name) with its weight_scale_inv (NULL: absent) as owned BF16 into
- * *dst (model_hf_fp8.c; m->fp8_block from llm_hf_quant_config). 0, or -1 + err. */
-int   llm_hf_fp8_take(llm_model *m, const char *name, const st_tensor *t, const st_tensor *scale, llm_tensor *dst,
-                      llm_err *err);
+const char *llm_hfq_name(int method); /* "gptq", ... */
+/* An F8_E4M3 matrix t (its name) with its scale (NULL: absent) as owned BF16 into *dst (model_hf_fp8.c). block:
+ * the rows and columns each scale covers (block-wise FP8's weight_block_size), or NULL to read them off the
+ * scale's shape (compressed-tensors: [rows, 1] per channel, [1] per tensor, [ceil(rows / b0), ceil(cols / b1)]).
+ * 0, or -1 + err. */
+int   llm_hf_fp8_take(llm_model *m, const char *name, const st_tensor *t, const st_tensor *scale, const int *block,
+                      llm_tensor *dst, llm_err *err);
+/* A Linear's integer-quantised weight (model_hf_intq.c) under the .weight name the loader asks for: GPTQ's and
+ * AWQ's qweight / qzeros / scales (/ g_idx), compressed-tensors' weight_packed or I8 weight with weight_scale
+ * (/ weight_zero_point / weight_g_idx), repacked into owned Q4_0 or Q8_0 rows in *dst. 1 taken, 0 no such form
+ * (the caller goes on to a float .weight), -1 + err. */
+int   llm_hf_intq_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst, llm_err *err);
+/* A language-model tensor by its "model." name, under multimodal prefixes too (model_hf.c). */
+const st_tensor *llm_hf_find(const st_set *s, const char *name);
 /* ... and written (model_write_gptoss.c): 1 when every expert kept the file's MXFP4 blocks (then written as
  * blocks and scales); its config.json keys; the shape (dtype name, NULL for the directory's; dims; bytes) and
  * bytes of each kind of its experts' tensors. */

@@ -57,19 +57,28 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* U8 tensors named *_blocks / *_scales: an MXFP4 checkpoint's packed weights and their exponents (gpt-oss's
- * experts, as OpenAI ships them), kept as raw bytes (st_tensor.u8). */
-static int is_mxfp4_part(const char *dtype, const char *name)
+/* The raw kind of an integer or FP8 tensor a quantised checkpoint stores under this name (st_kind), or -1 for
+ * a buffer to leave out (any other integer or boolean tensor: BERT's embeddings.position_ids / token_type_ids). */
+static int raw_kind(const char *dtype, const char *name)
 {
-    return strcmp(dtype, "U8") == 0 && (ends_with(name, "_blocks") || ends_with(name, "_scales"));
+    static const char *const i32[] = { ".qweight", ".qzeros", ".g_idx", ".weight_packed", ".weight_zero_point",
+                                       ".weight_g_idx" };
+    if (strcmp(dtype, "F8_E4M3") == 0)
+        return ST_F8_E4M3;
+    if (strcmp(dtype, "U8") == 0 && (ends_with(name, "_blocks") || ends_with(name, "_scales")))
+        return ST_U8;
+    if (strcmp(dtype, "I8") == 0 && (ends_with(name, ".weight") || ends_with(name, ".weight_zero_point")))
+        return ST_I8;
+    for (size_t i = 0; strcmp(dtype, "I32") == 0 && i < sizeof(i32) / sizeof(i32[0]); i++)
+        if (ends_with(name, i32[i]))
+            return ST_I32;
+    return -1;
 }
 
-/* Other integer and boolean tensors are a checkpoint's buffers (BERT's embeddings.position_ids /
- * token_type_ids), never weights: left out of the set. */
 static int dtype_is_buffer(const char *s, const char *name)
 {
     static const char *const ints[] = { "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8", "BOOL" };
-    if (is_mxfp4_part(s, name))
+    if (raw_kind(s, name) >= 0)
         return 0;
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
         if (strcmp(s, ints[i]) == 0)
@@ -108,11 +117,11 @@ static int parse_tensor(const cJSON *e, st_tensor *t, const uint8_t *data, size_
         llm_seterr(err, "%s: tensor '%s': needs dtype, shape and data_offsets [begin, end]", name, e->string);
         return -1;
     }
-    t->u8 = is_mxfp4_part(dt->valuestring, e->string);
-    t->f8 = strcmp(dt->valuestring, "F8_E4M3") == 0;
-    if (!t->u8 && !t->f8 && dtype_of(dt->valuestring, &t->type) != 0) {
-        llm_seterr(err, "%s: tensor '%s': unsupported dtype %s (supported: BF16, F16, F32; F8_E4M3 in an fp8 "
-                   "checkpoint)", name, e->string, dt->valuestring);
+    int rk = raw_kind(dt->valuestring, e->string);
+    t->kind = rk < 0 ? ST_FLOAT : (st_kind)rk;
+    if (rk < 0 && dtype_of(dt->valuestring, &t->type) != 0) {
+        llm_seterr(err, "%s: tensor '%s': unsupported dtype %s (supported: BF16, F16, F32; F8_E4M3, and the "
+                   "integer parts of GPTQ, AWQ and compressed-tensors checkpoints)", name, e->string, dt->valuestring);
         return -1;
     }
     int nd = cJSON_GetArraySize(sh);
@@ -141,7 +150,7 @@ static int parse_tensor(const cJSON *e, st_tensor *t, const uint8_t *data, size_
         llm_seterr(err, "%s: tensor '%s': data_offsets outside the file's %zu data bytes", name, e->string, data_len);
         return -1;
     }
-    uint64_t want = count * (t->u8 || t->f8 ? 1 : llm_dtype_block_bytes(t->type));
+    uint64_t want = count * (t->kind == ST_I32 ? 4 : t->kind != ST_FLOAT ? 1 : llm_dtype_block_bytes(t->type));
     if (en - b != want) {
         llm_seterr(err, "%s: tensor '%s': data_offsets span %llu bytes, shape needs %llu", name, e->string,
                    (unsigned long long)(en - b), (unsigned long long)want);

@@ -7,12 +7,22 @@
 
 #define ST_MAX_DIMS 4
 
+/* What a tensor's bytes are: a float type (st_tensor.type), or raw values a quantised checkpoint's loader
+ * decodes. Integer tensors are kept only under the names such checkpoints give them; the others are buffers
+ * (BERT's position_ids), left out of the set. */
+typedef enum {
+    ST_FLOAT = 0,
+    ST_U8,       /* U8 *_blocks / *_scales: an MXFP4 checkpoint's (gpt-oss's experts) */
+    ST_F8_E4M3,  /* FP8 weights (model_hf_fp8.c) */
+    ST_I8,       /* I8 *.weight / *.weight_zero_point: compressed-tensors' int-quantized (model_hf_intq.c) */
+    ST_I32,      /* I32 *.qweight / *.qzeros / *.g_idx (GPTQ, AWQ), *.weight_packed / *.weight_zero_point /
+                  * *.weight_g_idx (compressed-tensors' pack-quantized) */
+} st_kind;
+
 typedef struct {
     char       *name;
-    llm_dtype   type;       /* BF16, F16 or F32 (unless u8) */
-    int         u8;         /* 1: raw bytes (dtype U8), kept only under an MXFP4 checkpoint's names (*_blocks,
-                             * *_scales: gpt-oss's experts); type is then meaningless */
-    int         f8;         /* 1: FP8 E4M3 bytes (dtype F8_E4M3: an FP8 checkpoint's weights); type meaningless */
+    llm_dtype   type;       /* BF16, F16 or F32 (kind ST_FLOAT only) */
+    st_kind     kind;
     int         n_dims;
     uint64_t    shape[ST_MAX_DIMS]; /* as stored: shape[0] outermost (rows), last contiguous */
     const void *data;
@@ -55,7 +65,7 @@ typedef struct {
 st_set *st_set_open_dir(const char *dir, llm_err *err);
 void    st_set_close(st_set *s);
 const st_tensor *st_set_find(const st_set *s, const char *name);
-/* 1 for a tensor of a float type (type is then its llm_dtype), 0 for raw U8 / F8_E4M3 bytes. */
-static inline int st_is_float(const st_tensor *t) { return !t->u8 && !t->f8; }
+/* 1 for a tensor of a float type (type is then its llm_dtype), 0 for raw bytes (st_kind). */
+static inline int st_is_float(const st_tensor *t) { return t->kind == ST_FLOAT; }
 
 #endif

@@ -169,6 +169,25 @@ static void fuzz_safetensors(void)
     f = st_open_mem(buf, n, "mem.safetensors", &err);
     ok(f != NULL && f->n == 2 && st_find(f, "b") == NULL && st_find(f, "c") != NULL, "an I64 buffer is skipped");
     st_close(f);
+    { /* integer tensors are kept under the names quantised checkpoints give them (GPTQ's qweight and g_idx,
+       * compressed-tensors' I8 weight), raw; the same types under other names are buffers */
+        const char *h = "{\"m.qweight\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+                        "\"m.weight_shape\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[16,32]},"
+                        "\"m.g_idx\":{\"dtype\":\"I32\",\"shape\":[4],\"data_offsets\":[32,48]},"
+                        "\"ids\":{\"dtype\":\"I32\",\"shape\":[4],\"data_offsets\":[48,64]},"
+                        "\"n.weight\":{\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[64,68]},"
+                        "\"n.bias\":{\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[68,72]}}";
+        uint64_t hl = strlen(h);
+        memcpy(buf, &hl, 8);
+        memcpy(buf + 8, h, hl);
+        memset(buf + 8 + hl, 0, 72);
+        f = st_open_mem(buf, 8 + hl + 72, "mem.safetensors", &err);
+        ok(f != NULL && f->n == 3 && st_find(f, "m.qweight")->kind == ST_I32 && st_find(f, "m.qweight")->nbytes == 16 &&
+           st_find(f, "m.g_idx")->kind == ST_I32 && st_find(f, "n.weight")->kind == ST_I8 &&
+           st_find(f, "ids") == NULL && st_find(f, "n.bias") == NULL && st_find(f, "m.weight_shape") == NULL,
+           "a quantised checkpoint's integer parts kept raw, other integers left out");
+        st_close(f);
+    }
     f = st_open_mem(orig, n - 1, "mem.safetensors", &err);
     ok(f == NULL && strstr(err.msg, "outside"), "data past the end: %s", err.msg);
     int clean = 1, opened = 0, iters = 4000;

@@ -186,6 +186,18 @@ for arch in qwen2 qwen3; do
     check "$arch f32 vs the CPU backend (biases / q-k norms before the rope)" env LLM_CUDA_KV=f32 \
         "$E/parity_logits" --model "$W/$arch-f32.gguf" --positions 32 --gen 4 --chunk 8 --max-diff 5e-2 --min-top1 1
 done
+# GPTQ (4-bit symmetric: Q4_0) and AWQ (4-bit asymmetric: Q8_0) directories of the head_dim-128 Llama, repacked
+# at load (model_hf_intq.c) and uploaded as any Q4_0 / Q8_0 file's: float GEMVs against the CPU on their F32 twins
+# (tests/parity/make_intq.py: the value each weight means), measured 3.8e-6 and 3.6e-6
+Q_ENV="LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0"
+for f in gptq awq; do
+    { python3 tests/parity/make_intq.py $f "$W/hf128" "$W/hf128-$f" "$W/hf128-$f-ref" &&
+      "$B/llm-engine" gen-model --from "$W/hf128-$f-ref" --dtype f32 --out "$W/hf128-$f-ref.gguf"; } >/dev/null 2>&1 ||
+        exit 1
+    check "$f directory (repacked at load) vs the CPU on its F32 twin" env $Q_ENV "$E/parity_logits" \
+        --model "$W/hf128-$f" --cpu-model "$W/hf128-$f-ref.gguf" --positions 32 --gen 4 --chunk 8 --max-diff 1e-3 \
+        --min-top1 1
+done
 # YaRN rope scaling (the tables both backends build from llm_rope_freq / llm_rope_mscale) on the Qwen 2 model
 "$B/llm-engine" gen-model --from "$W/qwen2-f32.gguf" --dtype f32 --rope-scaling yarn --rope-factor 4 \
     --rope-orig-ctx 16 --out "$W/qwen2-yarn.gguf" >/dev/null 2>&1 || exit 1

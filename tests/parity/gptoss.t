@@ -175,8 +175,8 @@ sub copy_dir {
     return $to;
 }
 my @bad = (
-    [ 'awq', sub { $_[0]{quantization_config}{quant_method} = 'awq' }, undef,
-      qr/quant_method 'awq' is not supported/ ],
+    [ 'bnb', sub { $_[0]{quantization_config}{quant_method} = 'bitsandbytes' }, undef,
+      qr/quant_method 'bitsandbytes' is not supported/ ],
     [ 'clamp', sub { $_[0]{swiglu_limit} = 5 }, undef, qr/swiglu_limit 5: gpt-oss's clamp is 7/ ],
     [ 'nowindow', sub { delete $_[0]{sliding_window} }, undef, qr/gpt-oss needs a sliding_window/ ],
     [ 'noscales', undef, sub { delete $_[0]{'model.layers.2.mlp.experts.down_proj_scales'} },
