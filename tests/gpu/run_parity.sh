@@ -99,6 +99,16 @@ if python3 tests/gpu/emu_hf_model.py "$WORK/hf128" 128 >/dev/null; then
     "$B/llm-engine" gen-model --from "$WORK/hf128" --dtype f32 --out "$WORK/hf128-f32.gguf" >/dev/null 2>&1
     run att_mma env LLM_CUDA_ATT_TC=2 LLM_CUDA_GEMV_MAX=64 "$B/tests/gpu/parity_logits" \
         --model "$WORK/hf128-f32.gguf" --positions 256 --gen 8 --chunk 128 --max-diff 1e-2 --min-top1 0.98
+    # GPTQ (Q4_0 at load) and AWQ (Q8_0) directories of it (tests/parity/make_intq.py) on the default kernels
+    # (int8 GEMVs, tensor-core GEMMs, graphs) against the CPU on their F32 twins (under the emulation with
+    # float GEMVs: 3.8e-6; here the activations' 8-bit rounding, as the q8_0 / q4_0 files above)
+    for f in gptq awq; do
+        python3 tests/parity/make_intq.py $f "$WORK/hf128" "$WORK/hf128-$f" "$WORK/hf128-$f-ref" >/dev/null &&
+            "$B/llm-engine" gen-model --from "$WORK/hf128-$f-ref" --dtype f32 --out "$WORK/hf128-$f-ref.gguf" \
+                >/dev/null 2>&1
+        run hf_$f "$B/tests/gpu/parity_logits" --model "$WORK/hf128-$f" --cpu-model "$WORK/hf128-$f-ref.gguf" \
+            --positions 128 --gen 16 --chunk 20 --graph-cycles 3 --max-diff 0.6 --min-top1 0.95
+    done
 fi
 # Qwen 2 (q/k/v biases) and Qwen 3 (per-head q/k norms): qkv_prep_kernel before the rope, F32 against the CPU,
 # prefill and decode (the fused norm+QKV+rope GEMV steps aside for them), and decode through graphs.
