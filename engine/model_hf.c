@@ -654,7 +654,13 @@ int llm_hf_take(llm_model *m, const st_set *s, const char *name, llm_tensor *dst
             return rc < 0 ? -1 : 0;
     }
     if (t == NULL) {
-        if (required)
+        size_t n = strlen(name);
+        char q[200];
+        snprintf(q, sizeof(q), "%.*s.qweight", n > 7 ? (int)(n - 7) : 0, name);
+        if (required && !intq && n > 7 && strcmp(name + n - 7, ".weight") == 0 && llm_hf_find(s, q) != NULL)
+            llm_seterr(err, "%s: tensor %s is quantised (%s) but config.json has no quantization_config (nor is "
+                       "there a quantize_config.json or quant_config.json)", m->path, name, q);
+        else if (required)
             llm_seterr(err, "%s: missing tensor %s", m->path, name);
         return required ? -1 : 0;
     }

@@ -12,10 +12,15 @@
 #include "model.h"
 #include "model_priv.h"
 
+#include "json_file.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
+
+static int quant_config_of(llm_model *m, const cJSON *q, const char *path, llm_err *err);
 
 const char *llm_hfq_name(int method)
 {
@@ -59,11 +64,14 @@ static int fp8_config(llm_model *m, const cJSON *q, const char *path, llm_err *e
     return 0;
 }
 
-/* bits and group_size of GPTQ and AWQ; group_size -1 (one group per row) is kept as 0. */
+/* bits and group_size of GPTQ and AWQ (AutoAWQ's quant_config.json: w_bit, q_group_size); group_size -1 (one
+ * group per row) is kept as 0. */
 static int bits_group(llm_model *m, const cJSON *q, const char *method, int allow8, const char *path, llm_err *err)
 {
-    if (llm_hf_cfg_int(q, "bits", &m->hfq.bits, 4, 0, path, err) != 0 ||
-        llm_hf_cfg_int(q, "group_size", &m->hfq.group, 128, 0, path, err) != 0)
+    int awq_keys = cJSON_GetObjectItemCaseSensitive(q, "bits") == NULL &&
+                   cJSON_GetObjectItemCaseSensitive(q, "w_bit") != NULL;
+    if (llm_hf_cfg_int(q, awq_keys ? "w_bit" : "bits", &m->hfq.bits, 4, 0, path, err) != 0 ||
+        llm_hf_cfg_int(q, awq_keys ? "q_group_size" : "group_size", &m->hfq.group, 128, 0, path, err) != 0)
         return -1;
     if (m->hfq.bits != 4 && !(allow8 && m->hfq.bits == 8)) {
         llm_seterr(err, "%s: %s with %d-bit weights is not supported (%s)", path, method, m->hfq.bits,
@@ -191,13 +199,48 @@ static int ct_config(llm_model *m, const cJSON *q, const char *path, llm_err *er
     return 0;
 }
 
+/* The older tools' own file beside config.json: AutoGPTQ's quantize_config.json, AutoAWQ's quant_config.json
+ * (NULL: neither); *method what it means unless it says. */
+static cJSON *side_config(const char *path, const char **method, char *side, size_t cap)
+{
+    static const char *const files[2][2] = { { "quantize_config.json", "gptq" }, { "quant_config.json", "awq" } };
+    const char *slash = strrchr(path, '/');
+    int dl = slash != NULL ? (int)(slash - path) : 1;
+    for (int i = 0; i < 2; i++) {
+        snprintf(side, cap, "%.*s/%s", dl, slash != NULL ? path : ".", files[i][0]);
+        llm_err e;
+        cJSON *j = access(side, R_OK) == 0 ? llm_json_read_file(side, &e) : NULL;
+        if (cJSON_IsObject(j)) {
+            *method = files[i][1];
+            return j;
+        }
+        cJSON_Delete(j);
+    }
+    return NULL;
+}
+
 int llm_hf_quant_config(llm_model *m, const cJSON *root, const char *path, llm_err *err)
 {
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
     if (q == NULL || cJSON_IsNull(q))
         q = cJSON_GetObjectItemCaseSensitive(root, "compression_config"); /* (compressed-tensors' older key) */
-    if (q == NULL || cJSON_IsNull(q))
-        return 0;
+    if (q == NULL || cJSON_IsNull(q)) {
+        char side[1200];
+        const char *method = NULL;
+        cJSON *j = side_config(path, &method, side, sizeof(side));
+        if (j == NULL)
+            return 0;
+        if (str_of(j, "quant_method") == NULL)
+            cJSON_AddStringToObject(j, "quant_method", method);
+        int rc = quant_config_of(m, j, side, err);
+        cJSON_Delete(j);
+        return rc;
+    }
+    return quant_config_of(m, q, path, err);
+}
+
+static int quant_config_of(llm_model *m, const cJSON *q, const char *path, llm_err *err)
+{
     const char *qm = str_of(q, "quant_method");
     static const struct {
         const char *name;

@@ -99,6 +99,37 @@ my ($rg, $gen) = capture($dir, $engine, 'generate', '--model', "$dir/tiny-tekken
 my @g = split ' ', $gen;
 ok($rg == 0 && @g == 8, 'generate runs the GPTQ directory: ' . scalar(@g) . ' ids');
 
+# the older tools' own files beside config.json: AutoGPTQ's quantize_config.json, AutoAWQ's quant_config.json
+# (w_bit, q_group_size); neither, and the tensors quantised: refused saying so
+for my $s ([ 'gptq', 'quantize_config.json', sub { my %q = %{ $_[0] }; delete $q{quant_method}; \%q } ],
+           [ 'awq', 'quant_config.json', sub { { zero_point => JSON::PP::true, q_group_size => $_[0]{group_size},
+                                                 w_bit => 4, version => 'GEMM' } } ],
+           [ 'gptq', undef, undef ]) {
+    my ($form, $file, $make) = @$s;
+    my $to = "$dir/side-$form-" . ($file // 'none');
+    system('rm', '-rf', $to);
+    system('cp', '-r', "$dir/tiny-tekken-$form", $to);
+    my $cfg = decode_json(slurp("$to/config.json"));
+    my $q = delete $cfg->{quantization_config};
+    open my $fh, '>', "$to/config.json" or die $!;
+    print $fh encode_json($cfg);
+    close $fh;
+    if ($file) {
+        open $fh, '>', "$to/$file" or die $!;
+        print $fh encode_json($make->($q));
+        close $fh;
+    }
+    my ($rc, $info) = capture($dir, $engine, 'info', '--model', $to);
+    if ($file) {
+        like($info, qr/^converted at load: 14 $form matrices of 4-bit integers repacked: .*all \d+ 32-weight blocks exact$/m,
+             "$form: its quantisation read from $file");
+    } else {
+        my $msg = slurp("$dir/stderr");
+        ok($rc != 0 && $msg =~ /is quantised \(\S+\.qweight\) but config.json has no quantization_config/,
+           'qweight tensors without any quantisation config: refused saying so: ' . (split /\n/, $msg)[-1]);
+    }
+}
+
 # refused by name
 sub bad_copy {
     my ($from, $name, $edit_cfg, $edit_st) = @_;
