@@ -383,6 +383,22 @@ static int phi3_config(llm_model *m, const cJSON *root, const char *path, llm_er
     return 1;
 }
 
+/* A multimodal config's text_config as the whole config, with the checkpoint's quantisation (kept at the top
+ * level: RedHatAI's Mistral-Small-3.1 FP8 and W4A16, Gemma 3's GPTQ) moved into it. */
+static cJSON *text_config(cJSON *root, cJSON *tc)
+{
+    static const char *const keys[] = { "quantization_config", "compression_config" };
+    cJSON_DetachItemViaPointer(root, tc);
+    for (int i = 0; i < 2; i++)
+        if (cJSON_GetObjectItemCaseSensitive(tc, keys[i]) == NULL) {
+            cJSON *q = cJSON_DetachItemFromObjectCaseSensitive(root, keys[i]);
+            if (q != NULL)
+                cJSON_AddItemToObject(tc, keys[i], q);
+        }
+    cJSON_Delete(root);
+    return tc;
+}
+
 static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err *err)
 {
     char path[PATH_MAX];
@@ -401,9 +417,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
      * tensors are under language_model; the vision tower is left out */
     cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
     if (cJSON_IsString(mt) && strcmp(mt->valuestring, "gemma3") == 0 && cJSON_IsObject(tc)) {
-        cJSON_DetachItemViaPointer(root, tc);
-        cJSON_Delete(root);
-        root = tc;
+        root = text_config(root, tc);
         mt = NULL;
         snprintf(m->arch, sizeof(m->arch), "gemma3");
     }
@@ -416,9 +430,7 @@ static int parse_config(llm_model *m, const char *dir, cJSON **text_cfg, llm_err
             cJSON_Delete(root);
             return -1;
         }
-        cJSON_DetachItemViaPointer(root, tc);
-        cJSON_Delete(root);
-        root = tc;
+        root = text_config(root, tc);
         if (tmt == NULL)
             cJSON_AddStringToObject(root, "model_type", "mistral");
         mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");

@@ -130,6 +130,20 @@ for my $s ([ 'gptq', 'quantize_config.json', sub { my %q = %{ $_[0] }; delete $q
     }
 }
 
+# Mistral Small 3's multimodal layout (the text model's config in text_config, the tensors under language_model)
+# with the quantisation at the top level, as RedHatAI's Mistral-Small-3.1 W4A16 has it
+{
+    my $m3 = "$dir/mistral3-ct-w4a16";
+    my ($rp) = capture($dir, 'python3', $py, 'wrap-mistral3', "$dir/tiny-tekken-ct-w4a16", $m3);
+    my (undef, $info) = capture($dir, $engine, 'info', '--model', $m3);
+    like($info, qr/^converted at load: 14 compressed-tensors matrices of 4-bit integers repacked: 14 as q4_0/m,
+         'mistral3 layout: the top-level quantization_config applies to its text model');
+    my ($rw) = capture($dir, $engine, 'gen-model', '--from', $m3, '--dtype', 'f32', '--format', 'hf', '--out',
+                       "$m3-back");
+    my (undef, $cmp) = capture($dir, 'python3', $py, 'compare', "$dir/tiny-tekken-ct-w4a16-ref", "$m3-back");
+    ok($rp == 0 && $rw == 0 && $cmp =~ /^20 of 20 tensors identical/m, "mistral3 layout: its twin's weights: $cmp");
+}
+
 # refused by name
 sub bad_copy {
     my ($from, $name, $edit_cfg, $edit_st) = @_;

@@ -4,6 +4,7 @@ directory; and a comparison of two directories' tensors.
 
 Usage: make_intq.py FORM SRC_DIR Q_DIR REF_DIR       (SRC_DIR: config.json and model.safetensors, F32 or BF16)
        make_intq.py compare REF_DIR GOT_DIR
+       make_intq.py wrap-mistral3 Q_DIR OUT_DIR
 
 FORM: gptq (4-bit symmetric, groups of 64, the first checkpoint format: zero points stored minus one),
 gptq-act (4-bit asymmetric, groups of 32, act-order: a shuffled g_idx, gptq_v2), gptq8 (8-bit symmetric, one
@@ -20,7 +21,8 @@ scale rounded to BF16, as its loader keeps them. Prints how many matrices were q
 
 compare: every tensor of REF_DIR against GOT_DIR's (`gen-model --from Q_DIR --dtype f32 --format hf` writes
 what the engine loaded): prints how many are identical, and the largest difference relative to the largest
-weight of its tensor.
+weight of its tensor. wrap-mistral3: Q_DIR in Mistral Small 3's multimodal layout (text_config, tensors under
+language_model), its quantization_config at the top level, as RedHatAI's Mistral-Small-3.1 releases have it.
 """
 import json
 import math
@@ -288,8 +290,31 @@ def compare(ref_dir, got_dir):
     print('%d of %d tensors identical; largest difference %.3g of the tensor\'s largest weight' % (same, total, worst))
 
 
+def wrap_mistral3(q_dir, out):
+    """Q_DIR as Mistral Small 3's multimodal layout: the config in text_config (model_type mistral), the
+    quantization_config left at the top level, the tensors under language_model."""
+    cfg = json.load(open(q_dir + '/config.json'))
+    q = cfg.pop('quantization_config')
+    cfg['model_type'] = 'mistral'
+    top = {'architectures': ['Mistral3ForConditionalGeneration'], 'model_type': 'mistral3', 'text_config': cfg,
+           'vision_config': {'model_type': 'pixtral'}, 'quantization_config': q}
+    hdr, data = read_st(q_dir)
+    ts = []
+    for name in sorted(hdr):
+        if name == '__metadata__':
+            continue
+        t = hdr[name]
+        ts.append(('language_model.' + name, t['dtype'], t['shape'], data[t['data_offsets'][0]:t['data_offsets'][1]]))
+    os.makedirs(out, exist_ok=True)
+    json.dump(top, open(out + '/config.json', 'w'), indent=1)
+    write_st(out + '/model.safetensors', ts)
+    print('%d tensors under language_model' % len(ts))
+
+
 if __name__ == '__main__':
     if sys.argv[1] == 'compare':
         compare(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == 'wrap-mistral3':
+        wrap_mistral3(sys.argv[2], sys.argv[3])
     else:
         make(*sys.argv[1:5])
