@@ -214,6 +214,28 @@ int gguf_mxfp4_row_to_q8_0(const void *src, void *dst, size_t n)
     return 0;
 }
 
+int gguf_q4_1_row_to_q8_0(const void *src, void *dst, size_t n)
+{
+    const uint8_t *b = src;
+    uint8_t *o = dst;
+    for (size_t i = 0; i < n; i += 32, b += 20, o += sizeof(llm_block_q8_0)) {
+        float d = half_at(b), mn = half_at(b + 2);
+        float k = d != 0.0f && isfinite(d) && isfinite(mn) ? nearbyintf(mn / d) : NAN;
+        if (!(fabsf(mn / d - k) <= 1.0f / 64 && k >= -127.0f && k <= 112.0f)) { /* through floats */
+            float y[32];
+            block_q4_1(b, y);
+            llm_row_from_f32(LLM_Q8_0, y, o, 32);
+            continue;
+        }
+        memcpy(o, b, 2); /* d itself: the values d * (q + k) */
+        for (int j = 0; j < 16; j++) {
+            o[2 + j] = (uint8_t)(int8_t)((b[4 + j] & 0xF) + (int)k);
+            o[2 + j + 16] = (uint8_t)(int8_t)((b[4 + j] >> 4) + (int)k);
+        }
+    }
+    return 0;
+}
+
 void gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n)
 {
     const qtype_info *q = info(t);

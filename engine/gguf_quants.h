@@ -45,6 +45,10 @@ size_t      gguf_qtype_row_bytes(uint32_t t, uint64_t n);
 /* MXFP4 to Q8_0 without rounding where it can: a block's power of two in fp16's range becomes the Q8_0
  * scale and its values (integers up to 12) the quants; the others through floats. n a multiple of 32. */
 int         gguf_mxfp4_row_to_q8_0(const void *src, void *dst, size_t n);
+/* Q4_1 to Q8_0 keeping each block's scale where its min is a whole number of scales (to 1/64 of one: the min
+ * rounded to fp16): the blocks of an integer checkpoint's asymmetric 4-bit weights, scale * (q - zero), which
+ * model_hf_intq.c hands the CUDA backend as Q4_1, come back exactly; other blocks through floats. */
+int         gguf_q4_1_row_to_q8_0(const void *src, void *dst, size_t n);
 /* Dequantise n elements (a multiple of the block) of any known type. */
 void        gguf_qtype_to_f32(uint32_t t, const void *src, float *dst, size_t n);
 /* 1 for the K-quant types the writers produce: GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K. */

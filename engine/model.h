@@ -308,6 +308,7 @@ typedef struct llm_model {
         int  zeros_v1;            /* GPTQ's first checkpoint format: zero points stored minus one */
         int  act_quant;           /* the checkpoint also quantises activations (W8A8): run as weight-only */
         int  n_fp8, n_q4_0, n_q8_0;   /* matrices converted */
+        int  n_q4_1;              /* ... as Q4_1 blocks for a backend that takes them (model_hf_intq.c) */
         long long n_blocks, n_requant; /* 32-weight blocks written, and those re-quantised */
     } hfq;
 
@@ -370,7 +371,8 @@ llm_model *llm_model_load(const char *path, const char *tokenizer_path, llm_err 
  *   from the file's blocks (5-7 bits a weight) rather than from a Q8_0 copy
  *   it would throw away, the CUDA backend uploads all ten from their
  *   blocks; the rest are converted then. (A Hugging Face gpt-oss's MXFP4
- *   experts too: blocks the loader repacked, data NULL, src set.) */
+ *   experts too: blocks the loader repacked, data NULL, src set; and an
+ *   integer checkpoint's asymmetric 4-bit matrices, as Q4_1 blocks.) */
 #define LLM_LOAD_DEFER_KQ 1u
 llm_model *llm_model_load_ex(const char *path, const char *tokenizer_path, unsigned flags, llm_err *err);
 void       llm_model_free(llm_model *m);

@@ -65,8 +65,9 @@ static void *requant_rows(void *arg)
     }
     const uint8_t *src = j->t->data;
     for (size_t r = j->r0; r < j->r1; r++) {
-        if (j->t->type == GGML_MXFP4) { /* (exact where it can be) */
-            gguf_mxfp4_row_to_q8_0(src + r * src_row, j->out + r * dst_row, cols);
+        if (j->t->type == GGML_MXFP4 || j->t->type == GGML_Q4_1) { /* (exact where they can be) */
+            (j->t->type == GGML_MXFP4 ? gguf_mxfp4_row_to_q8_0 : gguf_q4_1_row_to_q8_0)(src + r * src_row,
+                                                                                        j->out + r * dst_row, cols);
             continue;
         }
         gguf_qtype_to_f32(j->t->type, src + r * src_row, tmp, cols);

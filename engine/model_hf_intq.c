@@ -15,6 +15,7 @@
  * (act-order groups crossing it, scales fp16 cannot hold) is re-quantised from its float weights, and counted
  * (info: "re-quantised"). The memory is the block type's: 4.5 bits a weight for Q4_0, 8.5 for Q8_0. */
 #include "model.h"
+#include "gguf_quants.h"
 #include "model_priv.h"
 #include "parallel.h"
 
@@ -35,6 +36,7 @@ typedef struct {
     int            scale_scalar;              /* compressed-tensors' per-tensor scale */
     int            zero_fixed, zero_plus;     /* symmetric: the zero; GPTQ v1: stored zeros are one less */
     llm_dtype      out_type;                  /* LLM_Q4_0 or LLM_Q8_0 */
+    int            q4_1;                      /* instead, Q4_1 blocks (below) */
 } intq_src;
 
 static uint32_t ld32(const uint8_t *p, int64_t i)
@@ -70,7 +72,7 @@ static const int awq_field[8] = { 0, 4, 1, 5, 2, 6, 3, 7 };
 
 /* Row r (an output) as integers v (q - zero) and each weight's scale sc; the number of the weights' groups out of
  * range (a bad g_idx) as a negative return. */
-static int decode_row(const intq_src *s, int64_t r, int32_t *v, float *sc)
+static int decode_row(const intq_src *s, int64_t r, int32_t *v, float *sc, int32_t *zero)
 {
     const int64_t rows = s->rows, cols = s->cols, pf = 32 / s->bits;
     for (int64_t i = 0; i < cols; i++) {
@@ -107,6 +109,8 @@ static int decode_row(const intq_src *s, int64_t r, int32_t *v, float *sc)
             break;
         }
         v[i] = q - z;
+        if (zero != NULL)
+            zero[i] = z;
     }
     return 0;
 }
@@ -149,32 +153,62 @@ static int emit_block(llm_dtype t, const int32_t *v, const float *sc, void *dst)
     return 0;
 }
 
+/* A 32-weight block of one group as ggml's Q4_1 (fp16 d and m, 16 bytes of nibbles; x = d * q + m): d the
+ * scale, m -zero * scale rounded to fp16 (the only rounding: 2^-11 of it). */
+static void emit_q4_1(const int32_t *v, const float *sc, const int32_t *zero, uint8_t *b)
+{
+    uint16_t d = llm_f32_to_fp16(sc[0]), m = llm_f32_to_fp16(-(float)zero[0] * sc[0]);
+    memcpy(b, &d, 2);
+    memcpy(b + 2, &m, 2);
+    for (int k = 0; k < LLM_QK / 2; k++)
+        b[4 + k] = (uint8_t)((v[k] + zero[k]) | (v[k + LLM_QK / 2] + zero[k + LLM_QK / 2]) << 4);
+}
+
 static void *intq_rows(void *arg)
 {
     intq_job *j = arg;
     const intq_src *s = j->s;
-    int32_t *v = malloc((size_t)s->cols * sizeof(int32_t));
+    int32_t *v = malloc((size_t)s->cols * sizeof(int32_t)), *zero = malloc((size_t)s->cols * sizeof(int32_t));
     float *sc = malloc((size_t)s->cols * sizeof(float));
-    const size_t rb = llm_dtype_row_bytes(s->out_type, (uint64_t)s->cols),
-                 bb = llm_dtype_row_bytes(s->out_type, LLM_QK);
+    const size_t rb = s->q4_1 ? (size_t)s->cols / LLM_QK * 20 : llm_dtype_row_bytes(s->out_type, (uint64_t)s->cols),
+                 bb = s->q4_1 ? 20 : llm_dtype_row_bytes(s->out_type, LLM_QK);
     for (int64_t r = j->r0; r < j->r1 && !j->bad; r++) {
-        if (v == NULL || sc == NULL) {
+        if (v == NULL || sc == NULL || zero == NULL) {
             j->bad = 3;
             break;
         }
-        if (decode_row(s, r, v, sc) != 0) {
+        if (decode_row(s, r, v, sc, zero) != 0) {
             j->bad = 1;
             break;
         }
         for (int64_t i = 0; i < s->cols; i++)
             if (!isfinite(sc[i]))
                 j->bad = 2;
-        for (int64_t b = 0; b < s->cols / LLM_QK && !j->bad; b++)
-            j->requant += emit_block(s->out_type, v + b * LLM_QK, sc + b * LLM_QK, j->out + (size_t)r * rb + b * bb);
+        for (int64_t b = 0; b < s->cols / LLM_QK && !j->bad; b++) {
+            uint8_t *o = j->out + (size_t)r * rb + b * bb;
+            if (s->q4_1)
+                emit_q4_1(v + b * LLM_QK, sc + b * LLM_QK, zero + b * LLM_QK, o);
+            else
+                j->requant += emit_block(s->out_type, v + b * LLM_QK, sc + b * LLM_QK, o);
+        }
     }
     free(v);
+    free(zero);
     free(sc);
     return NULL;
+}
+
+/* 1 when every 32-weight block of the rows lies in one group (its scale and zero shared). */
+static int blocks_in_groups(const intq_src *s)
+{
+    for (int64_t i = 0; i < s->cols; i++) {
+        int64_t g = s->g_idx != NULL ? (int64_t)(int32_t)ld32(s->g_idx, i) : s->group > 0 ? i / s->group : 0,
+                g0 = s->g_idx != NULL ? (int64_t)(int32_t)ld32(s->g_idx, i - i % LLM_QK)
+                                      : s->group > 0 ? (i - i % LLM_QK) / s->group : 0;
+        if (g != g0)
+            return 0;
+    }
+    return 1;
 }
 
 /* "<base>.<suffix>" of a Linear whose weight is base.weight. */
@@ -304,6 +338,10 @@ static int find_parts(llm_model *m, const st_set *set, const char *base, const c
     /* 4-bit symmetric: Q4_0; the rest Q8_0 */
     s->out_type = s->bits == 4 && (s->fmt == FMT_CT_PACK ? s->zero == NULL : s->fmt == FMT_GPTQ && m->hfq.sym)
                       ? LLM_Q4_0 : LLM_Q8_0;
+    /* Asymmetric 4-bit for a backend that takes blocks (LLM_LOAD_DEFER_KQ): ggml's Q4_1, which the CUDA backend
+     * uploads as its own 5-bit-a-weight type where Q8_0 takes 8.5; any other backend gets Q8_0 converted from
+     * them, each block's scale kept (gguf_q4_1_row_to_q8_0): the same values as the Q8_0 above. */
+    s->q4_1 = m->defer_kq && s->out_type == LLM_Q8_0 && s->bits == 4 && blocks_in_groups(s);
     return 1;
 }
 
@@ -319,7 +357,7 @@ int llm_hf_intq_take(llm_model *m, const st_set *set, const char *name, llm_tens
     int rc = find_parts(m, set, base, name, &s, err);
     if (rc <= 0)
         return rc;
-    const size_t rb = llm_dtype_row_bytes(s.out_type, (uint64_t)s.cols);
+    const size_t rb = s.q4_1 ? (size_t)s.cols / LLM_QK * 20 : llm_dtype_row_bytes(s.out_type, (uint64_t)s.cols);
     uint8_t *out = malloc((size_t)s.rows * rb);
     if (llm_model_own(m, out, err) != 0)
         return -1;
@@ -339,6 +377,10 @@ int llm_hf_intq_take(llm_model *m, const st_set *set, const char *name, llm_tens
         return -1;
     }
     m->hfq.n_blocks += (long long)s.rows * (s.cols / LLM_QK);
+    if (s.q4_1) {
+        m->hfq.n_q4_1++;
+        return llm_gguf_use_blocks(m, name, GGML_Q4_1, out, s.cols, s.rows, dst, err) == 0 ? 1 : -1;
+    }
     if (s.out_type == LLM_Q4_0)
         m->hfq.n_q4_0++;
     else

@@ -353,6 +353,53 @@ static void test_q23_K_fold(void)
     }
 }
 
+/* gguf_q4_1_row_to_q8_0: blocks whose min is -zero * scale rounded to fp16 (an AWQ / GPTQ group's, as
+ * model_hf_intq.c writes them) come back as scale * (q - zero) exactly, the scale kept; a block with any other
+ * min goes through floats, within half a Q8_0 step of ggml's value. */
+static void test_q4_1_to_q8_0(void)
+{
+    enum { N = 64 };
+    uint8_t src[N * 20];
+    llm_block_q8_0 out[N];
+    float want[N * 32];
+    uint32_t x = 777;
+    for (int i = 0; i < N; i++) {
+        uint8_t *b = src + i * 20;
+        float s = 1e-3f * (float)(1 + i % 13) * (i % 2 ? 1.0f : 0.37f);
+        int zero = i % 16;
+        uint16_t d = llm_f32_to_fp16(s), m = llm_f32_to_fp16(i < N - 4 ? -(float)zero * llm_fp16_to_f32(d)
+                                                                          : 0.0123f * (float)(i - N + 5));
+        memcpy(b, &d, 2);
+        memcpy(b + 2, &m, 2);
+        for (int j = 0; j < 16; j++) {
+            x = x * 1103515245u + 12345u;
+            b[4 + j] = (uint8_t)(x >> 16);
+        }
+    }
+    gguf_qtype_to_f32(GGML_Q4_1, src, want, N * 32);
+    gguf_q4_1_row_to_q8_0(src, out, N * 32);
+    int exact = 1, kept = 1;
+    double far = 0.0;
+    for (int i = 0; i < N; i++) {
+        const uint8_t *b = src + i * 20;
+        float d = llm_fp16_to_f32(out[i].d);
+        for (int e = 0; e < 32; e++) {
+            int q = e < 16 ? b[4 + e] & 0xF : b[4 + e - 16] >> 4;
+            float got = d * (float)out[i].qs[e];
+            if (i < N - 4) {
+                float s = llm_fp16_to_f32((uint16_t)(b[0] | b[1] << 8));
+                exact &= got == s * (float)(q - i % 16);
+                kept &= out[i].d == (uint16_t)(b[0] | b[1] << 8);
+            } else {
+                double err = fabs((double)got - (double)want[i * 32 + e]) / fabs((double)d);
+                far = err > far ? err : far;
+            }
+        }
+    }
+    ok(exact && kept && far <= 0.5 + 1e-3, "q4_1 to q8_0: %d blocks of -zero * scale mins exact with their scale, "
+       "4 others within %.3g of a Q8_0 step", N - 4, far);
+}
+
 int main(void)
 {
     snprintf(tmp_path, sizeof(tmp_path), "/tmp/test_gguf_%d.gguf", (int)getpid());
@@ -360,6 +407,7 @@ int main(void)
     test_roundtrip(64);
     test_malformed();
     test_q23_K_fold();
+    test_q4_1_to_q8_0();
     unlink(tmp_path);
     return done_testing();
 }

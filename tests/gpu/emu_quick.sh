@@ -198,6 +198,15 @@ for f in gptq awq; do
         --model "$W/hf128-$f" --cpu-model "$W/hf128-$f-ref.gguf" --positions 32 --gen 4 --chunk 8 --max-diff 1e-3 \
         --min-top1 1
 done
+# generate and serve load with their conversions deferred: the AWQ directory's asymmetric 4-bit then reaches the
+# device as Q4_1 blocks (CU_Q4_M, 5 bits a weight where the Q8_0 above takes 8.5), the CPU's as the same Q8_0
+check "awq directory through generate --backend cuda: q4_1 blocks on the device, the CPU's greedy ids" bash -c "
+    g=\$('$B/llm-engine' generate --backend cuda --model '$W/hf128-awq' --prompt-ids 1,403,407 --max-tokens 12 \
+        --output-ids --ignore-eos 2>'$W/awq-cli.err'); grep -v '^cuda: tune' '$W/awq-cli.err'
+    c=\$('$B/llm-engine' generate --model '$W/hf128-awq' --prompt-ids 1,403,407 --max-tokens 12 --output-ids \
+        --ignore-eos --threads 2 2>/dev/null)
+    echo \"cuda: \$g\"; echo \"cpu:  \$c\"
+    grep -q '^cuda: 14 q4_1 matrices from their own blocks' '$W/awq-cli.err' && [ -n \"\$c\" ] && [ \"\$g\" = \"\$c\" ]"
 # YaRN rope scaling (the tables both backends build from llm_rope_freq / llm_rope_mscale) on the Qwen 2 model
 "$B/llm-engine" gen-model --from "$W/qwen2-f32.gguf" --dtype f32 --rope-scaling yarn --rope-factor 4 \
     --rope-orig-ctx 16 --out "$W/qwen2-yarn.gguf" >/dev/null 2>&1 || exit 1

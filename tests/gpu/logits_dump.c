@@ -2,7 +2,8 @@
  * implementations (tests/gpu/hf_parity.py): reads int32 ids from --ids, runs
  * positions 0..P-D-1 as prefill chunks of --chunk and the last --decode D
  * positions one token per step (both code paths), and writes P rows of
- * vocab_size float32 logits to --out. --lora: a LoRA adapter merged first; --kv-cache-dtype as the engine's. */
+ * vocab_size float32 logits to --out. --lora: a LoRA adapter merged first; --kv-cache-dtype as the engine's;
+ * --no-defer 1: the model's conversions all made at load (as info and gen-model load it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ int main(int argc, char **argv)
     int D = atoi(arg(argc, argv, "--decode", "16")), chunk = atoi(arg(argc, argv, "--chunk", "0"));
     if (model == NULL || ids_path == NULL || out_path == NULL) {
         fprintf(stderr, "usage: logits_dump --model PATH --ids FILE.i32 --out FILE.f32 [--decode 16] [--chunk N] "
-                        "[--backend cuda|cpu] [--kv-cache-dtype auto|f16|f32|q8_0] [--lora ADAPTER [--lora-scale S]]\n");
+                        "[--backend cuda|cpu] [--kv-cache-dtype auto|f16|f32|q8_0] [--lora ADAPTER [--lora-scale S]] [--no-defer 1]\n");
         return 2;
     }
     FILE *f = fopen(ids_path, "rb");
@@ -49,7 +50,9 @@ int main(int argc, char **argv)
         chunk = P;
 
     llm_err err = { { 0 } };
-    llm_model *m = llm_model_load_ex(model, NULL, LLM_LOAD_DEFER_KQ, &err); /* as generate and serve */
+    /* as generate and serve; --no-defer 1: every conversion at load, as info and gen-model */
+    unsigned flags = atoi(arg(argc, argv, "--no-defer", "0")) ? 0u : LLM_LOAD_DEFER_KQ;
+    llm_model *m = llm_model_load_ex(model, NULL, flags, &err);
     const char *lora = arg(argc, argv, "--lora", NULL); /* a LoRA adapter merged in, as --lora does */
     if (m != NULL && lora != NULL && llm_lora_apply(m, lora, (float)atof(arg(argc, argv, "--lora-scale", "1")), &err)) {
         llm_model_free(m);

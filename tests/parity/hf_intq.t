@@ -99,6 +99,24 @@ my ($rg, $gen) = capture($dir, $engine, 'generate', '--model', "$dir/tiny-tekken
 my @g = split ' ', $gen;
 ok($rg == 0 && @g == 8, 'generate runs the GPTQ directory: ' . scalar(@g) . ' ids');
 
+# generate and serve defer conversions (LLM_LOAD_DEFER_KQ): asymmetric 4-bit then becomes ggml's Q4_1 blocks,
+# which the CUDA backend takes (make test-emu), and the CPU's Q8_0 from them keeps each block's scale: the
+# logits the same bits as from the Q8_0 made at load (logits_dump --no-defer 1, as info and gen-model load)
+{
+    open my $fh, '>:raw', "$dir/ids.i32" or die $!;
+    print $fh pack('l<*', @ids);
+    close $fh;
+    for my $form (qw(awq ct-w4a16-asym)) {
+        my @out;
+        for my $nd (0, 1) {
+            capture($dir, $dump, '--backend', 'cpu', '--model', "$dir/tiny-tekken-$form", '--ids', "$dir/ids.i32",
+                    '--out', "$dir/defer$nd.f32", '--decode', 4, '--no-defer', $nd);
+            push @out, slurp("$dir/defer$nd.f32");
+        }
+        ok(length($out[0]) > 1000 && $out[0] eq $out[1], "$form: deferred through Q4_1, the CPU's logits the same bits");
+    }
+}
+
 # the older tools' own files beside config.json: AutoGPTQ's quantize_config.json, AutoAWQ's quant_config.json
 # (w_bit, q_group_size); neither, and the tensors quantised: refused saying so
 for my $s ([ 'gptq', 'quantize_config.json', sub { my %q = %{ $_[0] }; delete $q{quant_method}; \%q } ],
