@@ -109,6 +109,12 @@ if python3 tests/gpu/emu_hf_model.py "$WORK/hf128" 128 >/dev/null; then
         run hf_$f "$B/tests/gpu/parity_logits" --model "$WORK/hf128-$f" --cpu-model "$WORK/hf128-$f-ref.gguf" \
             --positions 128 --gen 16 --chunk 20 --graph-cycles 3 --max-diff 0.6 --min-top1 0.95
     done
+    # through generate (conversions deferred): AWQ's asymmetric 4-bit as Q4_1 blocks on the device
+    run hf_awq_q4_1 bash -c "g=\$('$B/llm-engine' generate --backend cuda --model '$WORK/hf128-awq' \
+        --prompt-ids 1,403,407 --max-tokens 12 --output-ids --ignore-eos 2>'$WORK/awq.err'); cat '$WORK/awq.err'
+        c=\$('$B/llm-engine' generate --model '$WORK/hf128-awq' --prompt-ids 1,403,407 --max-tokens 12 \
+            --output-ids --ignore-eos 2>/dev/null); echo \"cuda: \$g\"; echo \"cpu:  \$c\"
+        grep -q '^cuda: 14 q4_1 matrices from their own blocks' '$WORK/awq.err' && [ \"\$g\" = \"\$c\" ]"
 fi
 # Qwen 2 (q/k/v biases) and Qwen 3 (per-head q/k norms): qkv_prep_kernel before the rope, F32 against the CPU,
 # prefill and decode (the fused norm+QKV+rope GEMV steps aside for them), and decode through graphs.
