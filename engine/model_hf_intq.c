@@ -289,7 +289,7 @@ static int find_parts(llm_model *m, const st_set *set, const char *base, const c
         s->scale_scalar = sc != NULL && sc->n_dims <= 1 && sn == 1;
         s->groups = s->scale_scalar ? 1 : sc != NULL && sc->n_dims == 2 ? (int64_t)sc->shape[1] : 0;
         if (sc == NULL || !st_is_float(sc) ||
-            !(s->scale_scalar || (scale_ok(sc, (uint64_t)s->rows, (uint64_t)s->groups) &&
+            !(s->scale_scalar || (s->groups > 0 && scale_ok(sc, (uint64_t)s->rows, (uint64_t)s->groups) &&
                                   s->cols % s->groups == 0))) {
             llm_seterr(err, "%s: %s needs weight_scale [%lld, groups] (groups dividing its %lld columns) or [1]",
                        m->path, base, (long long)s->rows, (long long)s->cols);
