@@ -198,15 +198,23 @@ for f in gptq awq; do
         --model "$W/hf128-$f" --cpu-model "$W/hf128-$f-ref.gguf" --positions 32 --gen 4 --chunk 8 --max-diff 1e-3 \
         --min-top1 1
 done
+# what, file (in $W), then "N type" for each line the CUDA load must print ("cuda: N type matrices from their
+# own blocks"): the CLI's greedy ids on the CUDA backend and on the CPU
+cli_ids() {
+    local what=$1 file=$2 want="" l
+    shift 2
+    for l in "$@"; do want="$want grep -q '^cuda: $l matrices from their own blocks' '$W/cli-$file.err' &&"; done
+    check "generate --backend cuda on $what: from their blocks, the CPU's greedy ids" bash -c "
+        g=\$('$B/llm-engine' generate --backend cuda --model '$W/$file' --prompt-ids 1,403,407 --max-tokens 12 \
+            --output-ids --ignore-eos 2>'$W/cli-$file.err'); grep -v '^cuda: tune' '$W/cli-$file.err'
+        c=\$('$B/llm-engine' generate --model '$W/$file' --prompt-ids 1,403,407 --max-tokens 12 --output-ids \
+            --ignore-eos --threads 2 2>/dev/null)
+        echo \"cuda: \$g\"; echo \"cpu:  \$c\"
+        $want [ -n \"\$c\" ] && [ \"\$g\" = \"\$c\" ]"
+}
 # generate and serve load with their conversions deferred: the AWQ directory's asymmetric 4-bit then reaches the
 # device as Q4_1 blocks (CU_Q4_M, 5 bits a weight where the Q8_0 above takes 8.5), the CPU's as the same Q8_0
-check "awq directory through generate --backend cuda: q4_1 blocks on the device, the CPU's greedy ids" bash -c "
-    g=\$('$B/llm-engine' generate --backend cuda --model '$W/hf128-awq' --prompt-ids 1,403,407 --max-tokens 12 \
-        --output-ids --ignore-eos 2>'$W/awq-cli.err'); grep -v '^cuda: tune' '$W/awq-cli.err'
-    c=\$('$B/llm-engine' generate --model '$W/hf128-awq' --prompt-ids 1,403,407 --max-tokens 12 --output-ids \
-        --ignore-eos --threads 2 2>/dev/null)
-    echo \"cuda: \$g\"; echo \"cpu:  \$c\"
-    grep -q '^cuda: 14 q4_1 matrices from their own blocks' '$W/awq-cli.err' && [ -n \"\$c\" ] && [ \"\$g\" = \"\$c\" ]"
+cli_ids "the awq directory (q4_1 blocks on the device)" hf128-awq "14 q4_1"
 # YaRN rope scaling (the tables both backends build from llm_rope_freq / llm_rope_mscale) on the Qwen 2 model
 "$B/llm-engine" gen-model --from "$W/qwen2-f32.gguf" --dtype f32 --rope-scaling yarn --rope-factor 4 \
     --rope-orig-ctx 16 --out "$W/qwen2-yarn.gguf" >/dev/null 2>&1 || exit 1
@@ -560,20 +568,6 @@ if [ -d "$LLAMA_LIBDIR" ]; then
         LLM_CUDA_TC_GEMM=0 LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" \
         --model "$W/gpt-oss-mxfp4.gguf" --cpu-model "$W/gpt-oss-mxfp4-f32.gguf" --vocab 512 --positions 40 --gen 8 \
         --chunk 20 --mixed 0 --max-diff 0.3 --min-top1 0.95
-    # what, file (in $W), then "N type" for each line the CUDA load must print ("cuda: N type matrices from their
-    # own blocks"): the CLI's greedy ids on the CUDA backend and on the CPU
-    cli_ids() {
-        local what=$1 file=$2 want="" l
-        shift 2
-        for l in "$@"; do want="$want grep -q '^cuda: $l matrices from their own blocks' '$W/cli-$file.err' &&"; done
-        check "generate --backend cuda on $what: from their blocks, the CPU's greedy ids" bash -c "
-            g=\$('$B/llm-engine' generate --backend cuda --model '$W/$file' --prompt-ids 1,403,407 --max-tokens 12 \
-                --output-ids --ignore-eos 2>'$W/cli-$file.err'); grep -v '^cuda: tune' '$W/cli-$file.err'
-            c=\$('$B/llm-engine' generate --model '$W/$file' --prompt-ids 1,403,407 --max-tokens 12 --output-ids \
-                --ignore-eos --threads 2 2>/dev/null)
-            echo \"cuda: \$g\"; echo \"cpu:  \$c\"
-            $want [ -n \"\$c\" ] && [ \"\$g\" = \"\$c\" ]"
-    }
     cli_ids "an iq4_xs file" wide-IQ4_XS.gguf "30 iq4_xs" "5 iq4_nl"
     check "q4_K file as q4_m: decode through graphs (on-device argmax)" env $Q4K_ENV CU_EMU_SMS=64 \
         "$E/parity_logits" --model "$W/k256-q4k.gguf" --cpu-model "$W/k256-q4k-f32.gguf" --gen 4 --only-graph 1 \

@@ -16,7 +16,7 @@ use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use JSON::PP qw(decode_json encode_json);
-use Parity qw(capture compare_llamacpp harness logits_bytes slurp);
+use Parity qw(capture compare_llamacpp edited_copy harness logits_bytes slurp);
 
 my ($B, $engine, $dump) = harness(tokenizer => 1);
 my $dir = tempdir(CLEANUP => 1);
@@ -59,27 +59,7 @@ ok($rg == 0 && @g == 8, 'generate runs the FP8 directory: ' . scalar(@g) . ' ids
 # refused by name
 sub bad_copy {
     my ($name, $edit_cfg, $edit_st) = @_;
-    my $to = "$dir/bad-$name";
-    system('rm', '-rf', $to);
-    system('cp', '-r', $fp8{'tiny-qwen3'}, $to);
-    my $cfg = decode_json(slurp("$to/config.json"));
-    $edit_cfg->($cfg) if $edit_cfg;
-    open my $fh, '>', "$to/config.json" or die $!;
-    print $fh encode_json($cfg);
-    close $fh;
-    if ($edit_st) {
-        my $st = slurp("$to/model.safetensors");
-        my $n = unpack('Q<', $st);
-        my $h = decode_json(substr($st, 8, $n));
-        my $data = substr($st, 8 + $n);
-        $edit_st->($h, \$data);
-        my $j = encode_json($h);
-        $j .= ' ' x ((8 - length($j) % 8) % 8);
-        open $fh, '>:raw', "$to/model.safetensors" or die $!;
-        print $fh pack('Q<', length($j)), $j, $data;
-        close $fh;
-    }
-    return $to;
+    return edited_copy($fp8{'tiny-qwen3'}, "$dir/bad-$name", $edit_cfg, $edit_st);
 }
 my $q = 'model.layers.1.self_attn.q_proj.weight';
 for my $b (

@@ -18,7 +18,7 @@ use File::Temp qw(tempdir);
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use JSON::PP qw(decode_json encode_json);
-use Parity qw(capture compare_llamacpp harness slurp);
+use Parity qw(capture compare_llamacpp edited_copy harness slurp);
 
 my ($B, $engine, $dump) = harness(tokenizer => 1);
 my $dir = tempdir(CLEANUP => 1);
@@ -207,29 +207,10 @@ for my $s ([ 'gptq', 'quantize_config.json', sub { my %q = %{ $_[0] }; delete $q
 }
 
 # refused by name
-sub bad_copy {
+sub bad_copy { # (edit_cfg gets the quantization_config, then the whole config)
     my ($from, $name, $edit_cfg, $edit_st) = @_;
-    my $to = "$dir/bad-$name";
-    system('rm', '-rf', $to);
-    system('cp', '-r', "$dir/$from", $to);
-    my $cfg = decode_json(slurp("$to/config.json"));
-    $edit_cfg->($cfg->{quantization_config}, $cfg) if $edit_cfg;
-    open my $fh, '>', "$to/config.json" or die $!;
-    print $fh encode_json($cfg);
-    close $fh;
-    if ($edit_st) {
-        my $st = slurp("$to/model.safetensors");
-        my $n = unpack('Q<', $st);
-        my $h = decode_json(substr($st, 8, $n));
-        my $data = substr($st, 8 + $n);
-        $edit_st->($h, \$data);
-        my $j = encode_json($h);
-        $j .= ' ' x ((8 - length($j) % 8) % 8);
-        open $fh, '>:raw', "$to/model.safetensors" or die $!;
-        print $fh pack('Q<', length($j)), $j, $data;
-        close $fh;
-    }
-    return $to;
+    return edited_copy("$dir/$from", "$dir/bad-$name", $edit_cfg && sub { $edit_cfg->($_[0]{quantization_config}, $_[0]) },
+                       $edit_st);
 }
 my $b = 'model.layers.1.self_attn.q_proj';
 my ($g, $a, $c) = ('tiny-tekken-gptq', 'tiny-tekken-awq', 'tiny-tekken-ct-w4a16');

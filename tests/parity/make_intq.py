@@ -25,11 +25,13 @@ weight of its tensor. wrap-mistral3: Q_DIR in Mistral Small 3's multimodal layou
 language_model), its quantization_config at the top level, as RedHatAI's Mistral-Small-3.1 releases have it.
 """
 import json
-import math
 import os
 import random
 import struct
 import sys
+
+# (beside this file: the FP8 checkpoints' writer)
+from make_fp8 import bf16_bits, e4m3, f32, nearest as e4m3_nearest, write_st
 
 AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]  # field k of a word holds output column 8j + AWQ_ORDER[k]
 
@@ -41,49 +43,12 @@ def read_st(d):
     return hdr, raw[8 + n:]
 
 
-def write_st(path, tensors):
-    """tensors: [(name, dtype, shape, bytes)]"""
-    hdr, off = {}, 0
-    for name, dt, shape, data in tensors:
-        hdr[name] = {'dtype': dt, 'shape': shape, 'data_offsets': [off, off + len(data)]}
-        off += len(data)
-    h = json.dumps(hdr).encode()
-    h += b' ' * ((8 - len(h) % 8) % 8)
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<Q', len(h)) + h)
-        for t in tensors:
-            f.write(t[3])
-
-
-def f32(x):
-    return struct.unpack('<f', struct.pack('<f', x))[0]
-
-
 def f16(x):
     return struct.unpack('<e', struct.pack('<e', x))[0]
 
 
-def bf16_bits(x):
-    b = struct.unpack('<I', struct.pack('<f', x))[0]
-    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
-
-
 def bf16(x):
     return struct.unpack('<f', struct.pack('<I', bf16_bits(x) << 16))[0]
-
-
-def e4m3(code):
-    e, m = (code >> 3) & 15, code & 7
-    v = math.ldexp(m / 8.0, -6) if e == 0 else math.ldexp(1.0 + m / 8.0, e - 7)
-    return -v if code & 0x80 else v
-
-
-E4M3 = sorted((e4m3(c), c) for c in range(127))
-
-
-def e4m3_nearest(x):
-    best = min(E4M3, key=lambda vc: abs(vc[0] - abs(x)))
-    return best[1] | (0x80 if x < 0 and best[1] != 0 else 0)
 
 
 def pack(vals, bits):

@@ -9,7 +9,7 @@ use List::Util qw(max sum);
 use Test::More;
 
 our @EXPORT_OK = qw(capture compare_llamacpp compare_f32_q8 compare_tokenizer cosine greedy_ours greedy_llamacpp
-                    harness embed_vs_llamacpp hf_round_trip logits_bytes slurp token_counts vectors write_texts);
+                    edited_copy harness embed_vs_llamacpp hf_round_trip logits_bytes slurp token_counts vectors write_texts);
 
 # Five texts of 3 to 45 tokens, one a line, into $path: the embedding models' tests (the longer ones reach past
 # a tiny preset's window of 8 positions each side).
@@ -148,6 +148,33 @@ sub cosine {
     my ($d, $na, $nb) = (0, 0, 0);
     for my $i (0 .. $#$a) { $d += $a->[$i] * $b->[$i]; $na += $a->[$i]**2; $nb += $b->[$i]**2 }
     return $d / sqrt($na * $nb);
+}
+
+# A Hugging Face directory $from copied to $to with edits (the malformed checkpoints tests refuse): $edit_cfg
+# gets config.json's object, $edit_st the safetensors header's object and a reference to its data bytes; each
+# optional. Returns $to.
+sub edited_copy {
+    my ($from, $to, $edit_cfg, $edit_st) = @_;
+    system('rm', '-rf', $to);
+    system('cp', '-r', $from, $to);
+    my $cfg = decode_json(slurp("$to/config.json"));
+    $edit_cfg->($cfg) if $edit_cfg;
+    open my $fh, '>', "$to/config.json" or die $!;
+    print $fh encode_json($cfg);
+    close $fh;
+    if ($edit_st) {
+        my $st = slurp("$to/model.safetensors");
+        my $n = unpack('Q<', $st);
+        my $h = decode_json(substr($st, 8, $n));
+        my $data = substr($st, 8 + $n);
+        $edit_st->($h, \$data);
+        my $j = encode_json($h);
+        $j .= ' ' x ((8 - length($j) % 8) % 8);
+        open $fh, '>:raw', "$to/model.safetensors" or die $!;
+        print $fh pack('Q<', length($j)), $j, $data;
+        close $fh;
+    }
+    return $to;
 }
 
 # A file's bytes.
