@@ -141,7 +141,7 @@ static void bench_forward(int threads, llm_dtype t, int ngen)
     for (int i = 0; i < NPROMPT; i++) { toks[i] = 1 + (i * 37) % 400; pos[i] = i; }
     for (int i = 0; i < 64; i++) table[i] = i;
     want[NPROMPT - 1] = 1;
-    llm_seq_view v = { table, b->opts.kv_blocks };
+    llm_seq_view v = { table, b->opts.kv_blocks, NULL };
     float *logits = malloc(VOCAB * sizeof(float));
     double best_p = 1e9, best_d = 1e9;
     for (int rep = 0; rep < 3; rep++) {

@@ -227,7 +227,7 @@ int main(int argc, char **argv)
         int nblk = s < max_pn ? b.bpseq : dec_blocks;
         for (int k = 0; k < nblk; k++)
             b.tables[s * b.bpseq + k] = next++;
-        b.views[s] = (llm_seq_view){ b.tables + s * b.bpseq, nblk };
+        b.views[s] = (llm_seq_view){ b.tables + s * b.bpseq, nblk, NULL };
     }
     double wb = (double)(b.be->weight_bytes ? b.be->weight_bytes : m->weight_bytes), floor_ms = step_floor_ms(m, b.be, 1);
     printf("model: %s, %s, %.2f GB of weights; load %.2f s (+ kernel tuning %.2f s); bandwidth floor per step "

@@ -295,13 +295,14 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
     int blocks_per = (maxC + bs - 1) / bs;
     size_t nblk = (size_t)maxB * ((1024 + bs - 1) / bs) > (size_t)blocks_per ? (size_t)maxB * ((1024 + bs - 1) / bs)
                                                                             : (size_t)blocks_per;
-    cu_kv kv;
+    size_t elems = nblk * bs * kv_dim;
+    cu_kv kv = {};
     kv.kv16 = 1;
-    kv.layer_elems = nblk * bs * kv_dim;
-    kv.k = dev(kv.layer_elems * 2);
-    kv.v = dev(kv.layer_elems * 2);
-    CU_LAUNCH(fill_u16, 1024, 256, 0, S, (uint16_t *)kv.k, kv.layer_elems, 0, 3u);
-    CU_LAUNCH(fill_u16, 1024, 256, 0, S, (uint16_t *)kv.v, kv.layer_elems, 0, 5u);
+    kv.pool[0].k = dev(elems * 2);
+    kv.pool[0].v = dev(elems * 2);
+    kv.at = &kv.pool[0]; /* one layer, the whole pool */
+    CU_LAUNCH(fill_u16, 1024, 256, 0, S, (uint16_t *)kv.pool[0].k, elems, 0, 3u);
+    CU_LAUNCH(fill_u16, 1024, 256, 0, S, (uint16_t *)kv.pool[0].v, elems, 0, 5u);
     float *qkv = dev_f32((size_t)maxC * ld, 1.0f);
     float *out = (float *)dev((size_t)maxC * sh.n_heads * sh.head_dim * 4);
     if (cuda_att_prepare(smem_max) != 0)
@@ -325,7 +326,7 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
             cu_att_item *di = (cu_att_item *)dev(items.size() * sizeof(cu_att_item));
             CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
             CK(cudaMemcpy(di, items.data(), items.size() * sizeof(cu_att_item), cudaMemcpyHostToDevice));
-            cu_tokinfo ti = { d, d + B, d };
+            cu_tokinfo ti = { d, d + B, d, NULL };
             /* tab[t] is an offset into `tables`: point tables at the array start, offsets include 2B */
             cu_att_plan p;
             p.n_heads = sh.n_heads;
@@ -384,7 +385,7 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
         cu_att_item *di = (cu_att_item *)dev(items.size() * sizeof(cu_att_item));
         CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(di, items.data(), items.size() * sizeof(cu_att_item), cudaMemcpyHostToDevice));
-        cu_tokinfo ti = { d, d + P, d };
+        cu_tokinfo ti = { d, d + P, d, NULL };
         cu_att_plan p;
         p.n_heads = sh.n_heads;
         p.n_kv_heads = sh.n_kv;
@@ -413,8 +414,8 @@ static void bench_attention(const shape &sh, int n_sms, size_t smem_max)
         cudaFree(d);
         cudaFree(di);
     }
-    cudaFree(kv.k);
-    cudaFree(kv.v);
+    cudaFree(kv.pool[0].k);
+    cudaFree(kv.pool[0].v);
     cudaFree(qkv);
     cudaFree(out);
 }

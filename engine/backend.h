@@ -13,6 +13,10 @@
 typedef struct {
     const int32_t *blocks;   /* block table: blocks[i] holds positions [i*bs, (i+1)*bs) */
     int            n_blocks;
+    /* With a window pool (llm_backend_opts.swa_blocks > 0): the sliding-window layers' table, n_blocks
+     * entries indexed as blocks, ids in that pool; the entries wholly before a step's earliest window start
+     * may be stale (blocks given back, which no kernel reads). NULL otherwise. */
+    const int32_t *swa_blocks;
 } llm_seq_view;
 
 typedef struct {
@@ -33,6 +37,11 @@ typedef struct {
     int threads;     /* CPU threads (0 = all cores) */
     int kv_blocks;   /* blocks in the KV pool (0: CPU enough for one full-context sequence, CUDA see there) */
     int block_size;  /* tokens per KV block (default 16) */
+    /* The window pool: blocks of KV for the sliding-window layers alone (llm_swa_pool_layers), which then
+     * keep nothing in the main pool; a sequence holds only its window's blocks there (the scheduler gives
+     * back the older ones), so those layers cost memory by window, not by context. 0: every layer's KV in
+     * the main pool. A backend resolves it to 0 for a model without such layers. */
+    int swa_blocks;
     int device;      /* GPU index */
     /* CUDA: share of the device's total memory the backend may hold in all
      * (weights, scratch, KV pool) when kv_blocks is 0 (0 = 0.90). */

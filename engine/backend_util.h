@@ -77,11 +77,23 @@ static inline double llm_rope_mscale(const llm_model *m)
                                                                                                     : 1.0;
 }
 
+/* Layers whose KV may live in a window pool (llm_backend_opts.swa_blocks): the causal sliding-window layers
+ * (an encoder's symmetric window reads ahead of its position: none). */
+static inline int llm_swa_pool_layers(const llm_model *m)
+{
+    int n = 0;
+    if (m->cfg.bidirectional || m->cfg.swa_window <= 0)
+        return 0;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        n += m->layers[l].swa != 0;
+    return n;
+}
+
 /* A batch a backend may run: tokens in the vocabulary, sequences named, positions in the context and
- * covered by their block tables, block ids inside the pool of kv_blocks. 0, or -1 with err filled
- * ("<who>: ..."). */
+ * covered by their block tables, block ids inside the pool of kv_blocks (and, with a window pool of
+ * swa_blocks > 0, each window table's ids inside it). 0, or -1 with err filled ("<who>: ..."). */
 static inline int llm_batch_check(const llm_batch *b, const llm_config *c, int block_size, int kv_blocks,
-                                  const char *who, llm_err *err)
+                                  int swa_blocks, const char *who, llm_err *err)
 {
     if (b->n_tokens <= 0 || b->tokens == NULL || b->pos == NULL || b->seq == NULL || b->want_logits == NULL ||
         b->n_seqs <= 0 || b->seqs == NULL) {
@@ -114,6 +126,16 @@ static inline int llm_batch_check(const llm_batch *b, const llm_config *c, int b
             if (v->blocks[k] < 0 || v->blocks[k] >= kv_blocks) {
                 snprintf(err->msg, sizeof(err->msg), "%s: sequence %d uses KV block %d of a pool of %d", who, s,
                          v->blocks[k], kv_blocks);
+                return -1;
+            }
+        if (swa_blocks > 0 && v->swa_blocks == NULL) {
+            snprintf(err->msg, sizeof(err->msg), "%s: sequence %d has no window table", who, s);
+            return -1;
+        }
+        for (int k = 0; swa_blocks > 0 && k <= pos / block_size; k++)
+            if (v->swa_blocks[k] < 0 || v->swa_blocks[k] >= swa_blocks) {
+                snprintf(err->msg, sizeof(err->msg), "%s: sequence %d uses window block %d of a pool of %d", who,
+                         s, v->swa_blocks[k], swa_blocks);
                 return -1;
             }
     }
@@ -199,14 +221,20 @@ static inline int llm_kv_f16(const llm_model *m, int kv_dtype)
     return kv_dtype == LLM_KV_F16 || (kv_dtype == LLM_KV_AUTO && !llm_model_all_f32(m));
 }
 
-/* Bytes a token takes in a KV cache of type kv_dtype on m (K and V, every layer). */
-static inline long long llm_kv_token_bytes(const llm_model *m, int kv_dtype)
+/* Bytes a token takes in a KV cache of type kv_dtype on m (K and V) in n_layers layers. */
+static inline long long llm_kv_layers_token_bytes(const llm_model *m, int kv_dtype, int n_layers)
 {
     const llm_config *c = &m->cfg;
-    long long n = 2LL * c->n_layers * c->n_kv_heads * c->head_dim;
+    long long n = 2LL * n_layers * c->n_kv_heads * c->head_dim;
     if (kv_dtype == LLM_KV_Q8_0)
         return n + n / llm_kv_q8_group(c->head_dim) * (long long)sizeof(float);
     return n * (llm_kv_f16(m, kv_dtype) ? 2 : 4);
+}
+
+/* Bytes a token takes in a KV cache of type kv_dtype on m (K and V, every layer). */
+static inline long long llm_kv_token_bytes(const llm_model *m, int kv_dtype)
+{
+    return llm_kv_layers_token_bytes(m, kv_dtype, m->cfg.n_layers);
 }
 
 /* An encoder's weights (llm_config.encoder), checked as llm_model_check's below. */

@@ -1,6 +1,7 @@
 /* llm-engine generate: one prompt, one sequence, on a backend; the
  * continuation goes to stdout, timing figures to stderr. */
 #include "backend.h"
+#include "backend_util.h"
 #include "cli.h"
 #include "json_file.h"
 #include "json_schema.h"
@@ -49,7 +50,7 @@ static const char *const known[] = {
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=",
     "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "logit-bias=", "json",
-    "json-schema=", NULL,
+    "json-schema=", "swa-kv=", NULL,
 };
 
 int cli_generate(const llm_args *a)
@@ -185,6 +186,18 @@ int cli_generate(const llm_args *a)
     bo.threads = (int)llm_arg_long(a, "threads", 0, 0, 1024);
     bo.block_size = 16;
     bo.kv_blocks = (n_prompt + max_tokens + bo.block_size - 1) / bo.block_size + 1;
+    const char *swa = llm_arg_str(a, "swa-kv");
+    if (swa != NULL && strcmp(swa, "full") != 0 && strcmp(swa, "window") != 0) {
+        fprintf(stderr, "error: --swa-kv is full or window (got '%s')\n", swa);
+        goto out;
+    }
+    if (swa != NULL && strcmp(swa, "window") == 0 && llm_swa_pool_layers(m) > 0) {
+        /* one sequence: its window table is a ring, block i of the sequence in block i mod swa_blocks, as
+         * long as the window and the largest step (the window start inside a block, and the step's end) */
+        long steps = n_prompt < chunk ? n_prompt : chunk;
+        long ring = (c->swa_window - 1 + steps) / bo.block_size + 2;
+        bo.swa_blocks = (int)(ring < bo.kv_blocks ? ring : bo.kv_blocks);
+    }
     bo.device = (int)llm_arg_long(a, "device", 0, 0, 64);
     bo.gpu_memory_fraction = (float)llm_arg_double(a, "gpu-memory-fraction", 0.0, 0.0, 1.0);
     if (llm_kernel_tune_opts(a, &bo) != 0)
@@ -204,7 +217,7 @@ int cli_generate(const llm_args *a)
 
     /* One sequence whose block table is simply 0..n-1. */
     int n_blocks = be->opts.kv_blocks;
-    int32_t *table = malloc((size_t)n_blocks * sizeof(*table));
+    int32_t *table = malloc(2 * (size_t)n_blocks * sizeof(*table)), *ring = table + n_blocks;
     int32_t *pos = malloc((size_t)chunk * sizeof(*pos)), *seq = calloc((size_t)chunk, sizeof(*seq));
     uint8_t *want = calloc((size_t)chunk, 1);
     logits = malloc((size_t)c->vocab_size * sizeof(float));
@@ -215,9 +228,11 @@ int cli_generate(const llm_args *a)
         free(table); free(pos); free(seq); free(want);
         goto out;
     }
-    for (int i = 0; i < n_blocks; i++)
+    for (int i = 0; i < n_blocks; i++) {
         table[i] = i;
-    llm_seq_view view = { table, n_blocks };
+        ring[i] = be->opts.swa_blocks > 0 ? i % be->opts.swa_blocks : 0;
+    }
+    llm_seq_view view = { table, n_blocks, be->opts.swa_blocks > 0 ? ring : NULL };
 
     /* Prefill in chunks; only the last prompt token's logits are needed. */
     for (int i = 0; i < n_prompt; i++)
@@ -287,6 +302,10 @@ int cli_generate(const llm_args *a)
     int kvt = be->opts.kv_dtype;
     fprintf(stderr, "load: %.3f s (%s, %s backend, %d threads, %s KV cache)\n", t_loaded - t0, m->format,
             be->ops->name, be->opts.threads, kvt == LLM_KV_F16 ? "f16" : kvt == LLM_KV_Q8_0 ? "q8_0" : "f32");
+    if (be->opts.swa_blocks > 0)
+        fprintf(stderr, "kv: the %d sliding-window layers' KV in a ring of %d blocks of %d tokens (--swa-kv window), "
+                "the other layers' in %d\n", llm_swa_pool_layers(m), be->opts.swa_blocks, be->opts.block_size,
+                be->opts.kv_blocks);
     fprintf(stderr, "prompt: %d tokens in %.3f s, %.2f tokens/s\n", n_prompt, pre, pre > 0 ? n_prompt / pre : 0.0);
     fprintf(stderr, "generated: %d tokens in %.3f s, %.2f tokens/s\n", n_gen, dec,
             dec > 0 && n_gen > 1 ? (n_gen - 1) / dec : 0.0);

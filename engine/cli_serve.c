@@ -105,14 +105,24 @@ static long long mem_available(void)
 static int cpu_kv_auto(const llm_model *m, llm_backend_opts *bo, int max_batch)
 {
     const llm_config *c = &m->cfg;
-    long long per_token = llm_kv_token_bytes(m, bo->kv_dtype);
+    /* with a window pool (swa_kv_blocks, sized first) the main pool holds the other layers only, in what
+     * the window pool leaves */
+    int main_layers = c->n_layers - (bo->swa_blocks > 0 ? llm_swa_pool_layers(m) : 0);
+    long long per_token = llm_kv_layers_token_bytes(m, bo->kv_dtype, main_layers);
+    long long window_bytes = (long long)bo->swa_blocks * bo->block_size *
+                             llm_kv_layers_token_bytes(m, bo->kv_dtype, c->n_layers - main_layers);
+    if (main_layers == 0) { /* (every layer slides: the main pool is only the tables' bookkeeping) */
+        long long blocks = ((long long)max_batch * c->seq_len + bo->block_size - 1) / bo->block_size;
+        bo->kv_blocks = (int)(blocks < (1LL << 24) ? blocks : 1LL << 24);
+        return 0;
+    }
     long long want = (long long)max_batch * (c->seq_len / 4 > 256 ? c->seq_len / 4 : 256);
     if (want < c->seq_len)
         want = c->seq_len;
     long long cap = (1LL << 30) / per_token;
     if (want > cap)
         want = cap > c->seq_len ? cap : c->seq_len;
-    long long mem = mem_available(), avail = mem / 2 / per_token, bs = bo->block_size;
+    long long mem = mem_available(), avail = (mem / 2 - window_bytes) / per_token, bs = bo->block_size;
     int limited = avail > 0 && want > avail;
     if (limited) {
         if (avail < 256) {
@@ -130,6 +140,34 @@ static int cpu_kv_auto(const llm_model *m, llm_backend_opts *bo, int max_batch)
     return 0;
 }
 
+/* --swa-kv window: the sliding-window layers' KV in a pool of their own (llm_backend_opts.swa_blocks) where
+ * a sequence holds only its window: room for every batch slot's window (whole blocks, the window start
+ * inside the first) plus one step's new tokens, so it never binds before the main pool does; no more blocks
+ * than the main pool has where that is known (a context shorter than the window). 0: off, or a model
+ * without such layers (said on stderr when asked for). -1: a bad value. */
+static int swa_kv_opt(const llm_args *a, const llm_model *m, const llm_sched_config *sc, llm_backend_opts *bo)
+{
+    const char *v = llm_arg_str(a, "swa-kv");
+    if (v == NULL || strcmp(v, "full") == 0)
+        return 0;
+    if (strcmp(v, "window") != 0) {
+        fprintf(stderr, "error: --swa-kv is full or window (got '%s')\n", v);
+        return -1;
+    }
+    int n = llm_swa_pool_layers(m);
+    if (n == 0) {
+        fprintf(stderr, "serve: --swa-kv window: this model has no causal sliding-window layers; every layer's KV "
+                "stays in one pool\n");
+        return 0;
+    }
+    long bs = bo->block_size, per_seq = (m->cfg.swa_window - 1) / bs + 3;
+    long blocks = (long)sc->max_batch_size * per_seq + (sc->max_batched_tokens + bs - 1) / bs;
+    if (bo->kv_blocks > 0 && blocks > bo->kv_blocks)
+        blocks = bo->kv_blocks;
+    bo->swa_blocks = (int)(blocks < (1L << 24) ? blocks : 1L << 24);
+    return 0;
+}
+
 int cli_serve(const llm_args *a)
 {
     static const char *const known[] = {
@@ -140,7 +178,7 @@ int cli_serve(const llm_args *a)
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
         "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "mask-threads=", "pooling=",
-        "spec-ngram=", NULL,
+        "spec-ngram=", "swa-kv=", NULL,
     };
     if (llm_args_check(a, known) != 0)
         return 2;
@@ -216,10 +254,16 @@ int cli_serve(const llm_args *a)
     }
     llm_encoder_step_default(a, m, sc);
     const char *backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
+    if (swa_kv_opt(a, m, sc, &bo) != 0) {
+        llm_model_free(m);
+        return 2;
+    }
     if (bo.kv_blocks == 0 && strcmp(backend, "cpu") == 0 && cpu_kv_auto(m, &bo, sc->max_batch_size) != 0) {
         llm_model_free(m);
         return 1;
     }
+    if (bo.swa_blocks > bo.kv_blocks && bo.kv_blocks > 0) /* (the CPU's automatic pool is known only now) */
+        bo.swa_blocks = bo.kv_blocks;
     worker_ctx w;
     memset(&w, 0, sizeof(w));
     w.model = m;

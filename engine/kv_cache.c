@@ -268,6 +268,79 @@ int llm_kv_seq_match_prefix(llm_kv_cache *kv, llm_kv_seq *seq, const int32_t *to
     return seq->n_blocks * kv->bs;
 }
 
+/* The chained hashes of the first n full blocks of tokens into h[0..n); in found[i] the registered block
+ * of hash h[i], or -1. */
+static void chain_find(const llm_kv_cache *kv, const int32_t *tokens, int n, uint64_t *h, int32_t *found)
+{
+    uint64_t prev = 0;
+    for (int i = 0; i < n; i++) {
+        const int32_t *t = tokens + (size_t)i * kv->bs;
+        h[i] = llm_kv_block_hash(prev, t, kv->bs);
+        found[i] = table_find(kv, h[i], prev, t);
+        prev = h[i];
+    }
+}
+
+/* The first block a prefix of k blocks needs in a window pool. */
+static int window_first(const llm_kv_cache *kv, int k, int reach)
+{
+    int p = k * kv->bs - reach;
+    return p > 0 ? p / kv->bs : 0;
+}
+
+int llm_kv_peek_window(const llm_kv_cache *kv, const int32_t *tokens, int max_tokens, int reach, int *cached_hits)
+{
+    int full = max_tokens / kv->bs, k = 0, cached = 0;
+    uint64_t *h = malloc((size_t)(full > 0 ? full : 1) * sizeof(uint64_t));
+    int32_t *found = malloc((size_t)(full > 0 ? full : 1) * sizeof(int32_t));
+    if (h != NULL && found != NULL) {
+        chain_find(kv, tokens, full, h, found);
+        /* run: registered blocks in a row ending at block k - 1 */
+        for (int i = 0, run = 0; i < full; i++) {
+            run = found[i] >= 0 ? run + 1 : 0;
+            if (run >= i + 1 - window_first(kv, i + 1, reach))
+                k = i + 1;
+        }
+        for (int i = window_first(kv, k, reach); i < k; i++)
+            cached += kv->refcnt[found[i]] == 0;
+    }
+    free(h);
+    free(found);
+    if (cached_hits != NULL)
+        *cached_hits = cached;
+    return k * kv->bs;
+}
+
+int llm_kv_seq_match_window(llm_kv_cache *kv, llm_kv_seq *seq, const int32_t *tokens, int m, int reach)
+{
+    int k = m / kv->bs, first = window_first(kv, k, reach);
+    if (seq->n_blocks != 0 || k == 0)
+        return seq->n_blocks == 0 && m == 0 ? 0 : -1;
+    uint64_t *h = malloc((size_t)k * sizeof(uint64_t));
+    int32_t *found = malloc((size_t)k * sizeof(int32_t));
+    int ok = h != NULL && found != NULL && seq_grow(seq, k) == 0;
+    if (ok) {
+        chain_find(kv, tokens, k, h, found);
+        for (int i = first; i < k; i++)
+            ok &= found[i] >= 0;
+    }
+    if (ok) {
+        for (int i = first; i < k; i++) {
+            kv->lookups++;
+            kv->hits++;
+            llm_kv_retain(kv, found[i]);
+        }
+        for (int i = 0; i < k; i++) /* (before first: a stale id, held by no one on this table's behalf) */
+            seq->blocks[i] = found[i > first ? i : first];
+        seq->n_blocks = seq->n_hashed = k;
+        seq->n_dropped = first;
+        seq->hash = h[k - 1];
+    }
+    free(h);
+    free(found);
+    return ok ? m : -1;
+}
+
 int llm_kv_seq_blocks_needed(const llm_kv_cache *kv, const llm_kv_seq *seq, int n_tokens)
 {
     int need = (n_tokens + kv->bs - 1) / kv->bs - seq->n_blocks;
@@ -297,7 +370,7 @@ int llm_kv_seq_commit(llm_kv_cache *kv, llm_kv_seq *seq, const int32_t *tokens, 
         const int32_t *t = tokens + (size_t)i * kv->bs;
         uint64_t h = llm_kv_block_hash(seq->hash, t, kv->bs);
         int32_t b = seq->blocks[i];
-        if (!kv->registered[b] && table_find(kv, h, seq->hash, t) < 0) {
+        if (i >= seq->n_dropped && !kv->registered[b] && table_find(kv, h, seq->hash, t) < 0) {
             kv->registered[b] = 1;
             kv->hash[b] = h;
             kv->parent[b] = seq->hash;
@@ -313,9 +386,19 @@ int llm_kv_seq_commit(llm_kv_cache *kv, llm_kv_seq *seq, const int32_t *tokens, 
     return added;
 }
 
+int llm_kv_seq_drop_front(llm_kv_cache *kv, llm_kv_seq *seq, int first_pos)
+{
+    int upto = first_pos > 0 ? first_pos / kv->bs : 0, n = 0;
+    if (upto > seq->n_blocks)
+        upto = seq->n_blocks;
+    for (; seq->n_dropped < upto; seq->n_dropped++, n++)
+        llm_kv_release(kv, seq->blocks[seq->n_dropped]);
+    return n;
+}
+
 void llm_kv_seq_release(llm_kv_cache *kv, llm_kv_seq *seq)
 {
-    for (int i = seq->n_blocks - 1; i >= 0; i--)
+    for (int i = seq->n_blocks - 1; i >= seq->n_dropped; i--)
         llm_kv_release(kv, seq->blocks[i]);
     free(seq->blocks);
     memset(seq, 0, sizeof(*seq));

@@ -57,6 +57,8 @@ typedef struct {
     int      n_blocks, cap;
     int      n_hashed;   /* leading blocks whose chained hash is known (matched or registered) */
     uint64_t hash;       /* chained hash of block n_hashed-1 (0 when n_hashed == 0) */
+    int      n_dropped;  /* leading blocks already given back (a sliding window's table, llm_kv_seq_drop_front):
+                          * their entries are stale ids the sequence no longer holds */
 } llm_kv_seq;
 
 /* What llm_kv_seq_match_prefix would take, without taking it: the number of
@@ -75,8 +77,23 @@ int llm_kv_seq_blocks_needed(const llm_kv_cache *kv, const llm_kv_seq *seq, int 
 int llm_kv_seq_reserve(llm_kv_cache *kv, llm_kv_seq *seq, int n_tokens);
 /* Register the sequence's full blocks lying inside tokens[0..n_tokens) (those
  * tokens' KV must be computed). A block whose identical twin is already
- * registered stays private. Returns the number of blocks newly registered. */
+ * registered stays private, and so does one given back already (n_dropped).
+ * Returns the number of blocks newly registered. */
 int llm_kv_seq_commit(llm_kv_cache *kv, llm_kv_seq *seq, const int32_t *tokens, int n_tokens);
+/* A sliding window's pool (a second cache whose sequences give back the blocks behind their window,
+ * llm_kv_seq_drop_front): what a prefix of m tokens needs there is only the blocks the next query, at
+ * position m, reads: those holding m - reach .. m - 1 (reach = window - 1). The largest m <= max_tokens, a
+ * multiple of block_size, whose such blocks are all registered (m = 0 always qualifies), with in
+ * *cached_hits how many of them are unreferenced. */
+int llm_kv_peek_window(const llm_kv_cache *kv, const int32_t *tokens, int max_tokens, int reach, int *cached_hits);
+/* For an empty seq: take those blocks for a prefix of exactly m tokens (as llm_kv_peek_window found it) as
+ * its table; the entries before them are stale (n_dropped), the chained hash carried on so that
+ * llm_kv_seq_commit registers what follows. Returns m, or -1 (a block missing, out of memory: seq empty). */
+int llm_kv_seq_match_window(llm_kv_cache *kv, llm_kv_seq *seq, const int32_t *tokens, int m, int reach);
+/* A sliding window's table: give back the blocks wholly before position
+ * first_pos, which no later step reads. Their entries stay (stale ids: block ids in the pool, of
+ * another sequence or free). Returns the number of blocks given back. */
+int llm_kv_seq_drop_front(llm_kv_cache *kv, llm_kv_seq *seq, int first_pos);
 /* Drop every block (last block first, so its tail is evicted before its head)
  * and free the table. The seq may be reused afterwards. */
 void llm_kv_seq_release(llm_kv_cache *kv, llm_kv_seq *seq);

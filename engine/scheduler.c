@@ -27,6 +27,8 @@ typedef struct {
     int      n_computed;       /* tokens whose KV is in the cache */
     int      prompt_len;       /* tokens treated as prompt (registered in the prefix cache) */
     llm_kv_seq   kv;
+    llm_kv_seq   kvw;          /* its window table (s->kvw): the window layers' blocks, those before the window
+                                * given back (llm_kv_seq_drop_front); never shorter than kv */
     llm_sampler *smp;
     int      plp;              /* prompt logprobs wanted */
     int      plp_next;         /* the next prompt position whose logprob goes out (from 1) */
@@ -61,6 +63,8 @@ struct llm_sched {
     llm_backend     *be;
     llm_sched_config cfg;
     llm_kv_cache    *kv;
+    llm_kv_cache    *kvw;      /* the window pool (backend opts.swa_blocks > 0), else NULL: no prefix cache then */
+    int win;                   /* the model's sliding window (positions a query sees), with kvw */
     int vocab, ctx_limit, bs;
     sreq **waiting;            /* sorted: priority desc, arrival asc */
     int    n_waiting, cap_waiting;
@@ -174,6 +178,18 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
     s->ctx_limit = pool < mc->seq_len ? (int)pool : mc->seq_len;
     size_t nt = (size_t)c.max_batched_tokens, ns = (size_t)c.max_batch_size;
     s->kv = llm_kv_create(b->opts.kv_blocks, s->bs);
+    if (b->opts.swa_blocks > 0) {
+        /* a lone decode must fit: its window's blocks and one more (the window start inside a block) */
+        s->win = mc->swa_window;
+        int least = (s->win + s->bs - 1) / s->bs + 1;
+        if (b->opts.swa_blocks < least) {
+            llm_seterr(err, "scheduler: a window pool of %d blocks cannot hold one sequence's window of %d tokens "
+                       "(%d blocks of %d)", b->opts.swa_blocks, s->win, least, s->bs);
+            llm_sched_destroy(s);
+            return NULL;
+        }
+        s->kvw = llm_kv_create(b->opts.swa_blocks, s->bs);
+    }
     s->running = calloc(ns, sizeof(sreq *));
     s->b_tok = malloc(nt * sizeof(int32_t));
     s->b_pos = malloc(nt * sizeof(int32_t));
@@ -184,7 +200,7 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
     /* rows: one a sequence, plus the drafts of the requests that may speculate */
     s->logit_rows = (int)ns + (c.spec_tokens > 0 ? LLM_SCHED_SPEC_SEQS * c.spec_tokens : 0);
     s->logits = malloc((size_t)s->logit_rows * (size_t)s->vocab * sizeof(float));
-    if (s->kv == NULL || s->running == NULL || s->b_tok == NULL || s->b_pos == NULL || s->b_seq == NULL ||
+    if (s->kv == NULL || (b->opts.swa_blocks > 0 && s->kvw == NULL) || s->running == NULL || s->b_tok == NULL || s->b_pos == NULL || s->b_seq == NULL ||
         s->b_want == NULL || s->b_views == NULL || s->b_reqs == NULL || s->logits == NULL) {
         llm_sched_destroy(s);
         llm_seterr(err, "scheduler: out of memory");
@@ -245,9 +261,37 @@ static void emb_done_free(llm_sched *s)
     s->n_emb_done = 0;
 }
 
-static void req_free(llm_sched *s, sreq *r)
+/* Give back r's blocks in both pools. */
+static void seq_release(llm_sched *s, sreq *r)
 {
     llm_kv_seq_release(s->kv, &r->kv);
+    if (s->kvw != NULL)
+        llm_kv_seq_release(s->kvw, &r->kvw);
+}
+
+/* Tokens past r's computed ones that its tables and the pools' free blocks hold. */
+static long seq_room(const llm_sched *s, const sreq *r)
+{
+    long room = (long)(r->kv.n_blocks + llm_kv_available(s->kv)) * s->bs - r->n_computed;
+    if (s->kvw != NULL) {
+        long w = (long)(r->kvw.n_blocks + llm_kv_available(s->kvw)) * s->bs - r->n_computed;
+        room = w < room ? w : room;
+    }
+    return room;
+}
+
+/* Grow r's tables to hold positions [0, n_tokens): 0, or -1 (the main one unchanged). The window table first,
+ * so that it is never the shorter. */
+static int seq_reserve(llm_sched *s, sreq *r, int n_tokens)
+{
+    if (s->kvw != NULL && llm_kv_seq_reserve(s->kvw, &r->kvw, n_tokens) != 0)
+        return -1;
+    return llm_kv_seq_reserve(s->kv, &r->kv, n_tokens);
+}
+
+static void req_free(llm_sched *s, sreq *r)
+{
+    seq_release(s, r);
     free(r->emb);
     free(r->allow);
     llm_schema_state_free(r->con);
@@ -282,6 +326,7 @@ void llm_sched_destroy(llm_sched *s)
     for (int i = 0; i < s->n_waiting; i++)
         req_free(s, s->waiting[i]);
     llm_kv_destroy(s->kv);
+    llm_kv_destroy(s->kvw);
     free(s->running);
     free(s->waiting);
     free(s->b_tok);
@@ -449,7 +494,7 @@ static void finish(llm_sched *s, sreq *r, int32_t token, const llm_sample_result
                    llm_sched_finish fin, int error)
 {
     s->st.finished[fin]++;
-    llm_kv_seq_release(s->kv, &r->kv);
+    seq_release(s, r);
     if (r->embed && fin == LLM_SCHED_FINISH_STOP && r->emb != NULL && s->n_emb_done == s->cap_emb_done) {
         /* the output points at the embedding until the next step (a queued output is read after this call) */
         int cap = s->cap_emb_done > 0 ? 2 * s->cap_emb_done : 16;
@@ -707,7 +752,7 @@ static void process_cancels(llm_sched *s)
 static void preempt(llm_sched *s, sreq *r)
 {
     running_remove(s, r);
-    llm_kv_seq_release(s->kv, &r->kv);
+    seq_release(s, r);
     r->n_computed = 0;
     r->prompt_len = r->n_tokens;
     r->n_preempted++;
@@ -767,6 +812,7 @@ static void add_chunk(llm_sched *s, sreq *r, int n)
     s->b_reqs[si] = r;
     s->b_views[si].blocks = r->kv.blocks;
     s->b_views[si].n_blocks = r->kv.n_blocks;
+    s->b_views[si].swa_blocks = s->kvw != NULL ? r->kvw.blocks : NULL;
     for (int k = 0; k < n; k++) {
         int t = s->b_n++, p = r->n_computed + k;
         s->b_tok[t] = r->tokens[p];
@@ -850,7 +896,7 @@ static int place(llm_sched *s, sreq *r, int must_all, int may_preempt)
         return PLACE_SKIP;
     int need_min = must_all ? n : 1;
     for (;;) {
-        long fits = (long)(r->kv.n_blocks + llm_kv_available(s->kv)) * s->bs - r->n_computed;
+        long fits = seq_room(s, r);
         if (fits >= need_min) {
             if (fits < n)
                 n = (int)fits;
@@ -865,9 +911,9 @@ static int place(llm_sched *s, sreq *r, int must_all, int may_preempt)
     }
     r->n_draft = 0;
     if (must_all && n == 1 && pending == 1) /* a decode: drafts ride along where they fit without preempting */
-        n += spec_draft(s, r, (int)((long)(r->kv.n_blocks + llm_kv_available(s->kv)) * s->bs - r->n_computed) - 1);
-    if (llm_kv_seq_reserve(s->kv, &r->kv, r->n_computed + n) != 0) {
-        if (n == 1 + r->n_draft && r->n_draft > 0 && llm_kv_seq_reserve(s->kv, &r->kv, r->n_computed + 1) == 0) {
+        n += spec_draft(s, r, (int)seq_room(s, r) - 1);
+    if (seq_reserve(s, r, r->n_computed + n) != 0) {
+        if (n == 1 + r->n_draft && r->n_draft > 0 && seq_reserve(s, r, r->n_computed + 1) == 0) {
             s->plp_room += r->n_draft; /* drafts dropped: only the decode */
             s->st.spec_drafted -= (uint64_t)r->n_draft;
             r->n_draft = 0;
@@ -881,8 +927,9 @@ static int place(llm_sched *s, sreq *r, int must_all, int may_preempt)
     return PLACE_OK;
 }
 
-/* Blocks the running requests will need for their next decode after this step. */
-static int spare_blocks(const llm_sched *s)
+/* Blocks the running requests will need for their next decode after this step, in the main pool (window 0)
+ * or the window pool (1). */
+static int spare_blocks(const llm_sched *s, int window)
 {
     int spare = 0;
     for (int i = 0; i < s->n_running; i++) {
@@ -890,7 +937,7 @@ static int spare_blocks(const llm_sched *s)
         /* after this step the next position written is `done`; a request
          * still mid-prefill can shrink its next chunk, a decode cannot */
         int done = r->n_computed + (r->placed ? r->chunk : 0);
-        if (done >= r->n_tokens - 1 && done + 1 > r->kv.n_blocks * s->bs)
+        if (done >= r->n_tokens - 1 && done + 1 > (window ? r->kvw.n_blocks : r->kv.n_blocks) * s->bs)
             spare++;
     }
     return spare;
@@ -1000,11 +1047,20 @@ static void admit(llm_sched *s, uint64_t now)
         sreq *r = s->waiting[0];
         int hits_cached = 0;
         int one = one_step(s, r), whole = one || r->plp || r->embed == LLM_SCHED_EMBED_MEAN; /* every position */
-        int m = whole ? 0 : llm_kv_peek_prefix(s->kv, r->tokens, r->n_tokens - 1, &hits_cached);
+        int m = whole ? 0 : llm_kv_peek_prefix(s->kv, r->tokens, r->n_tokens - 1, &hits_cached), hits_w = 0;
+        if (s->kvw != NULL && m > 0) { /* a prefix also needs the blocks its next query reads in the window pool */
+            int mw = llm_kv_peek_window(s->kvw, r->tokens, m, s->win - 1, &hits_w);
+            if (mw < m)
+                m = llm_kv_peek_prefix(s->kv, r->tokens, mw, &hits_cached);
+        }
         /* a one-step input alone in a step may pass a budget lowered below it (tuning, memory) */
         int budget = one && s->b_n == 0 && r->n_tokens <= s->cap_tokens ? r->n_tokens : s->budget;
         int n = r->n_tokens - m < budget ? r->n_tokens - m : budget;
-        long blocks = (long)llm_kv_available(s->kv) - hits_cached - spare_blocks(s);
+        long blocks = (long)llm_kv_available(s->kv) - hits_cached - spare_blocks(s, 0);
+        if (s->kvw != NULL) {
+            long w = (long)llm_kv_available(s->kvw) - hits_w - spare_blocks(s, 1);
+            blocks = w < blocks ? w : blocks;
+        }
         if (blocks * s->bs < n)
             n = blocks > 0 ? (int)(blocks * s->bs) : 0;
         if (n > 0 && !one && m + n == r->n_tokens && s->cfg.can_emit != NULL &&
@@ -1015,8 +1071,10 @@ static void admit(llm_sched *s, uint64_t now)
         if (n <= 0 || (one && n < r->n_tokens))
             break; /* the head does not fit: it is not overtaken */
         waiting_remove_at(s, 0);
-        int got = whole ? 0 : llm_kv_seq_match_prefix(s->kv, &r->kv, r->tokens, r->n_tokens - 1);
-        if (got < 0 || llm_kv_seq_reserve(s->kv, &r->kv, got + n) != 0) {
+        int got = whole ? 0 : llm_kv_seq_match_prefix(s->kv, &r->kv, r->tokens, m);
+        if (got > 0 && s->kvw != NULL && llm_kv_seq_match_window(s->kvw, &r->kvw, r->tokens, got, s->win - 1) != got)
+            got = -1;
+        if (got < 0 || seq_reserve(s, r, got + n) != 0) {
             finish(s, r, -1, NULL, LLM_SCHED_FINISH_ERROR, LLM_SCHED_E_NOMEM);
             continue;
         }
@@ -1370,9 +1428,15 @@ int llm_sched_step(llm_sched *s)
         r->n_computed += r->chunk - nd;
         if (from < r->prompt_len)
             s->st.tokens_in += (uint64_t)((r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len) - from);
-        if (!s->be->model->cfg.bidirectional) /* an encoder's KV depends on the whole input: no prefix to share, and
-                                         * its blocks go back to the free stack hot, not to the LRU */
-            llm_kv_seq_commit(s->kv, &r->kv, r->tokens, r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len);
+        if (!s->be->model->cfg.bidirectional) { /* an encoder's KV depends on the whole input: no prefix to share,
+                                                 * and its blocks go back to the free stack hot, not to the LRU */
+            int upto = r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len;
+            llm_kv_seq_commit(s->kv, &r->kv, r->tokens, upto);
+            if (s->kvw != NULL) /* (before the drop below: a block given back unregistered is lost to the cache) */
+                llm_kv_seq_commit(s->kvw, &r->kvw, r->tokens, upto);
+        }
+        if (s->kvw != NULL) /* the next query, at n_computed, sees back to n_computed - win + 1 */
+            llm_kv_seq_drop_front(s->kvw, &r->kvw, r->n_computed - s->win + 1);
         if (r->n_computed < r->n_tokens)
             continue; /* mid-prefill: nothing to sample yet */
         if (r->embed) {
@@ -1421,4 +1485,7 @@ void llm_sched_get_stats(const llm_sched *s, llm_sched_stats *st)
     st->running = s->n_running;
     st->waiting = s->n_waiting;
     llm_kv_get_stats(s->kv, &st->kv);
+    memset(&st->kvw, 0, sizeof(st->kvw));
+    if (s->kvw != NULL)
+        llm_kv_get_stats(s->kvw, &st->kvw);
 }

@@ -217,6 +217,7 @@ typedef struct {
     uint64_t oom_recoveries;         /* memory caps lifted again */
     int      mem_cap_tokens, mem_cap_batch;  /* memory cap in force (0 = none) */
     llm_kv_stats kv;
+    llm_kv_stats kvw;                /* the window pool's (backend opts.swa_blocks; all 0 without one) */
 } llm_sched_stats;
 
 typedef struct llm_sched llm_sched;

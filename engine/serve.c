@@ -1,6 +1,7 @@
 /* The serve loop: shm submissions -> scheduler -> token streams. One thread. */
 #include "serve.h"
 
+#include "backend_util.h"
 #include "llm_server.h"
 #include "tokenizer.h"
 
@@ -313,6 +314,16 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     fprintf(stderr, "serve: ready on /llm-%s (generation %llu): %d slots, %d KV blocks of %d tokens, context %d\n",
             o->shm_name, (unsigned long long)llm_server_generation(c.srv), o->n_slots, b->opts.kv_blocks,
             b->opts.block_size, llm_sched_context_limit(sched));
+    if (b->opts.swa_blocks > 0) {
+        int nw = llm_swa_pool_layers(b->model), bs = b->opts.block_size, kd = b->opts.kv_dtype;
+        long long main_b = (long long)b->opts.kv_blocks * bs * llm_kv_layers_token_bytes(b->model, kd,
+                                                                                          b->model->cfg.n_layers - nw);
+        long long win_b = (long long)b->opts.swa_blocks * bs * llm_kv_layers_token_bytes(b->model, kd, nw);
+        fprintf(stderr, "serve: --swa-kv window: the %d sliding-window layers' KV in a window pool of %d blocks "
+                "(%lld MiB; window %d tokens), the other %d layers' in the main pool (%lld MiB)\n",
+                nw, b->opts.swa_blocks, win_b >> 20, b->model->cfg.swa_window, b->model->cfg.n_layers - nw,
+                main_b >> 20);
+    }
 
     int rc = 0, draining = 0;
     while (!(stop_signal == SIGINT || (draining && c.live == 0))) {

@@ -101,10 +101,13 @@ static void cu_destroy(llm_backend *b)
     cudaFree(st->mm.xq);
     cudaFree(st->mm.xds);
     cudaFree(st->blas_ws);
-    cudaFree(st->kv.k);
-    cudaFree(st->kv.v);
-    cudaFree(st->kv.ks);
-    cudaFree(st->kv.vs);
+    for (int p = 0; p < 2; p++) {
+        cudaFree(st->kv.pool[p].k);
+        cudaFree(st->kv.pool[p].v);
+        cudaFree(st->kv.pool[p].ks);
+        cudaFree(st->kv.pool[p].vs);
+    }
+    free(st->kv.at);
     if (st->mm.blas != NULL)
         cublasDestroy(st->mm.blas);
     cuda_free_weights(st);
@@ -147,8 +150,69 @@ static size_t scratch_floats(const cu_state *st, int n)
     return (per + moe_floats(c, 1) + moe_ints(c, 1)) * (size_t)n;
 }
 
-/* The KV pool: opts.kv_blocks when that fits in free device memory, else (or when 0) what
- * gpu_memory_fraction of the device leaves after a reserve for the activations; shrinks on failure. */
+/* A pool of *blocks blocks (+ the padding tokens' scratch block) for layers taking el bytes of K (and as many
+ * of V) and sc bytes of their scales a block, zeroed; each try 10% smaller when the device refuses. 0 with
+ * *blocks what it got (nothing allocated where el is 0: a pool no layer uses), or -1 with err filled. */
+static int alloc_pool(cu_kv_layer *p, size_t el, size_t sc, long *blocks, const char *what, llm_err *err)
+{
+    if (el == 0)
+        return 0;
+    for (;;) {
+        size_t nb = (size_t)(*blocks + 1);
+        cudaError_t e1 = cudaMalloc(&p->k, el * nb);
+        if (e1 == cudaSuccess)
+            e1 = cudaMalloc(&p->v, el * nb);
+        if (e1 == cudaSuccess && sc > 0)
+            e1 = cudaMalloc((void **)&p->ks, sc * nb);
+        if (e1 == cudaSuccess && sc > 0)
+            e1 = cudaMalloc((void **)&p->vs, sc * nb);
+        if (e1 == cudaSuccess)
+            break;
+        cudaFree(p->k);
+        cudaFree(p->v);
+        cudaFree(p->ks);
+        p->k = p->v = NULL;
+        p->ks = p->vs = NULL;
+        cudaGetLastError(); /* allocation failures are not sticky; clear it */
+        long next = *blocks * 9 / 10;
+        if (next >= *blocks)
+            next = *blocks - 1;
+        if (next < 1) {
+            llm_err_set(err, "cuda backend: cannot allocate a %s of even one block (%zu bytes): %s", what,
+                        2 * (el + sc), cudaGetErrorString(e1));
+            return -1;
+        }
+        *blocks = next;
+    }
+    size_t nb = (size_t)(*blocks + 1);
+    cudaError_t e = cudaMemset(p->k, 0, el * nb);
+    if (e == cudaSuccess)
+        e = cudaMemset(p->v, 0, el * nb);
+    if (e == cudaSuccess && sc > 0)
+        e = cudaMemset(p->ks, 0, sc * nb);
+    if (e == cudaSuccess && sc > 0)
+        e = cudaMemset(p->vs, 0, sc * nb);
+    if (e != cudaSuccess) {
+        llm_err_set(err, "cuda backend: clearing the %s: %s", what, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* Bytes a block of a KV pool takes for n of the layers: of K (or of V), or (scales) of their q8_0 scales. */
+static size_t kv_block_bytes(const cu_state *st, int n, int scales)
+{
+    size_t el = (size_t)n * (size_t)st->block_size * (size_t)st->kv_dim;
+    if (scales)
+        return st->kv.q8 ? el / (size_t)st->kv.qg * sizeof(float) : 0;
+    return el * cu_kv_es(&st->kv);
+}
+
+/* The KV pools. With a window pool (opts.swa_blocks > 0 on a model with llm_swa_pool_layers, else resolved to
+ * 0) the sliding-window layers keep their KV there and the main pool holds the other layers'; the window pool
+ * is placed first, so what it takes is off the main pool's budget. The main pool: opts.kv_blocks when that
+ * fits in free device memory, else (or when 0) what gpu_memory_fraction of the device leaves after a reserve
+ * for the activations. Each shrinks on failure. */
 static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
@@ -164,11 +228,22 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
     if (st->kv.q8)
         st->kv.kv16 = 0;
     b->opts.kv_dtype = st->kv.q8 ? LLM_KV_Q8_0 : st->kv.kv16 ? LLM_KV_F16 : LLM_KV_F32;
+    int n_win = llm_swa_pool_layers(st->m);
+    if (b->opts.swa_blocks < 0 || n_win == 0)
+        b->opts.swa_blocks = 0;
+    if (b->opts.swa_blocks == 0)
+        n_win = 0;
+    st->swa_blocks = b->opts.swa_blocks; /* (cu_in_window_pool from here on) */
     size_t es = cu_kv_es(&st->kv);
-    size_t tok_elems = (size_t)c->n_layers * (size_t)st->block_size * (size_t)st->kv_dim;
-    size_t per_block_el = tok_elems * es;                                         /* K or V elements */
-    size_t per_block_sc = st->kv.q8 ? tok_elems / (size_t)st->kv.qg * sizeof(float) : 0; /* their scales */
+    size_t layer_el = (size_t)st->block_size * (size_t)st->kv_dim; /* one layer's K (or V) elements a block */
+    int n_main = c->n_layers - n_win;
+    size_t per_block_el = kv_block_bytes(st, n_main, 0), per_block_sc = kv_block_bytes(st, n_main, 1);
     size_t per_block = per_block_el + per_block_sc;
+    size_t win_el = kv_block_bytes(st, n_win, 0), win_sc = kv_block_bytes(st, n_win, 1), win_block = win_el + win_sc;
+    /* A model whose every layer is in the window pool has a main pool of tables only, which costs nothing on
+     * the device: it is sized as the whole model's pool would be, not to the whole budget's worth of blocks. */
+    size_t size_block = per_block > 0 ? per_block
+                                      : kv_block_bytes(st, c->n_layers, 0) + kv_block_bytes(st, c->n_layers, 1);
     long blocks = b->opts.kv_blocks;
     size_t free_b = 0, total_b = 0;
     cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
@@ -176,6 +251,27 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
         llm_err_set(err, "cuda backend: cudaMemGetInfo: %s", cudaGetErrorString(e));
         return -1;
     }
+    double frac = b->opts.gpu_memory_fraction > 0 ? b->opts.gpu_memory_fraction : 0.90;
+    double reserve = (double)scratch_floats(st, 2048) * 4 + (double)(512u << 20);
+    double budget = (double)total_b * frac - (double)(total_b - free_b) - reserve;
+    long swb = st->swa_blocks;
+    /* A window pool that would take more than the budget is cut to half of it (the main pool has the rest). */
+    if (swb > 0 && (double)(2 * win_block) * (double)(swb + 1) > budget) {
+        long fit = budget > 0 ? (long)(budget / 2 / (double)(2 * win_block)) - 1 : 0;
+        fprintf(stderr, "cuda: a window pool of %ld blocks (%.2f GiB) does not fit in the %.2f GiB that "
+                "--gpu-memory-fraction leaves; %ld blocks instead\n", swb,
+                (double)(2 * win_block) * (double)swb / (1 << 30), budget > 0 ? budget / (1 << 30) : 0.0,
+                fit > 1 ? fit : 1);
+        swb = fit > 1 ? fit : 1;
+    }
+    long swb_asked = swb;
+    if (swb > 0 && alloc_pool(&st->kv.pool[1], win_el, win_sc, &swb, "window KV pool", err) != 0)
+        return -1;
+    if (swb < swb_asked)
+        fprintf(stderr, "cuda: window KV pool shrunk from %ld to %ld blocks (device memory)\n", swb_asked, swb);
+    size_t win_bytes = swb > 0 ? 2 * win_block * (size_t)(swb + 1) : 0;
+    free_b = free_b > win_bytes ? free_b - win_bytes : 0;
+    budget -= (double)win_bytes;
     /* An explicit pool that cannot fit would take the memory the steps' activations need and then fail
      * every step, so it is sized as an automatic one instead (and says so). */
     if (blocks > 0 && (double)(2 * per_block) * (double)(blocks + 1) > (double)free_b) {
@@ -185,65 +281,49 @@ static int alloc_kv(llm_backend *b, cu_state *st, llm_err *err)
         blocks = 0;
     }
     if (blocks == 0) {
-        double frac = b->opts.gpu_memory_fraction > 0 ? b->opts.gpu_memory_fraction : 0.90;
-        double reserve = (double)scratch_floats(st, 2048) * 4 + (double)(512u << 20);
-        double budget = (double)total_b * frac - (double)(total_b - free_b) - reserve;
-        blocks = budget > 0 ? (long)(budget / (double)(2 * per_block)) : 0;
+        blocks = budget > 0 ? (long)(budget / (double)(2 * size_block)) : 0;
         if (blocks > INT_MAX / 2)
             blocks = INT_MAX / 2;
         if (blocks < 1) {
             llm_err_set(err, "cuda backend: no device memory left for a KV cache (%.2f GiB free of %.2f GiB, "
-                        "fraction %.2f)", (double)free_b / (1 << 30), (double)total_b / (1 << 30), frac);
+                        "fraction %.2f%s)", (double)free_b / (1 << 30), (double)total_b / (1 << 30), frac,
+                        swb > 0 ? ", after the window pool" : "");
             return -1;
         }
     }
     long asked = blocks;
-    for (;;) {
-        size_t nb = (size_t)(blocks + 1); /* + the padding tokens' scratch block */
-        cudaError_t e1 = cudaMalloc(&st->kv.k, per_block_el * nb);
-        if (e1 == cudaSuccess)
-            e1 = cudaMalloc(&st->kv.v, per_block_el * nb);
-        if (e1 == cudaSuccess && st->kv.q8)
-            e1 = cudaMalloc((void **)&st->kv.ks, per_block_sc * nb);
-        if (e1 == cudaSuccess && st->kv.q8)
-            e1 = cudaMalloc((void **)&st->kv.vs, per_block_sc * nb);
-        if (e1 == cudaSuccess)
-            break;
-        cudaFree(st->kv.k);
-        cudaFree(st->kv.v);
-        cudaFree(st->kv.ks);
-        st->kv.k = st->kv.v = NULL;
-        st->kv.ks = st->kv.vs = NULL;
-        cudaGetLastError(); /* allocation failures are not sticky; clear it */
-        long next = blocks * 9 / 10;
-        if (next >= blocks)
-            next = blocks - 1;
-        if (next < 1) {
-            llm_err_set(err, "cuda backend: cannot allocate a KV cache of even one block (%zu bytes): %s", per_block,
-                        cudaGetErrorString(e1));
-            return -1;
-        }
-        blocks = next;
-    }
+    if (alloc_pool(&st->kv.pool[0], per_block_el, per_block_sc, &blocks, "KV cache", err) != 0)
+        return -1;
     if (blocks < asked)
         fprintf(stderr, "cuda: KV pool shrunk from %ld to %ld blocks (device memory)\n", asked, blocks);
-    e = cudaMemset(st->kv.k, 0, per_block_el * (size_t)(blocks + 1));
-    if (e == cudaSuccess)
-        e = cudaMemset(st->kv.v, 0, per_block_el * (size_t)(blocks + 1));
-    if (e == cudaSuccess && st->kv.q8)
-        e = cudaMemset(st->kv.ks, 0, per_block_sc * (size_t)(blocks + 1));
-    if (e == cudaSuccess && st->kv.q8)
-        e = cudaMemset(st->kv.vs, 0, per_block_sc * (size_t)(blocks + 1));
-    if (e != cudaSuccess) {
-        llm_err_set(err, "cuda backend: clearing the KV cache: %s", cudaGetErrorString(e));
+    st->kv.at = (cu_kv_layer *)calloc((size_t)c->n_layers, sizeof(cu_kv_layer));
+    if (st->kv.at == NULL) {
+        llm_err_set(err, "cuda backend: out of host memory");
         return -1;
+    }
+    /* each layer's share: the next (blocks + 1) * layer_el elements of its pool */
+    size_t off[2] = { 0, 0 };
+    for (int l = 0; l < c->n_layers; l++) {
+        int w = cu_in_window_pool(st, &st->layers[l]);
+        const cu_kv_layer *P = &st->kv.pool[w];
+        cu_kv_layer *A = &st->kv.at[l];
+        A->k = (char *)P->k + off[w] * es;
+        A->v = (char *)P->v + off[w] * es;
+        A->ks = st->kv.q8 ? P->ks + off[w] / (size_t)st->kv.qg : NULL;
+        A->vs = st->kv.q8 ? P->vs + off[w] / (size_t)st->kv.qg : NULL;
+        off[w] += (size_t)((w ? swb : blocks) + 1) * layer_el;
     }
     st->kv_blocks = (int)blocks;
     st->kv_scratch = (int)blocks;
-    st->kv.layer_elems = (size_t)(blocks + 1) * (size_t)st->block_size * (size_t)st->kv_dim;
+    st->swa_blocks = (int)swb;
     b->opts.kv_blocks = (int)blocks;
-    fprintf(stderr, "cuda: KV pool of %ld blocks x %d tokens (%.2f GiB, %s)\n", blocks, st->block_size,
-            2.0 * (double)(per_block * (size_t)blocks) / (double)(1u << 30), cu_kv_name(&st->kv));
+    b->opts.swa_blocks = (int)swb;
+    char wline[128] = "";
+    if (swb > 0)
+        snprintf(wline, sizeof(wline), "; window pool of %ld blocks for %d of %d layers (%.2f GiB)", swb, n_win,
+                 c->n_layers, 2.0 * (double)(win_block * (size_t)swb) / (double)(1u << 30));
+    fprintf(stderr, "cuda: KV pool of %ld blocks x %d tokens (%.2f GiB, %s)%s\n", blocks, st->block_size,
+            2.0 * (double)(per_block * (size_t)blocks) / (double)(1u << 30), cu_kv_name(&st->kv), wline);
     return 0;
 }
 
@@ -506,7 +586,7 @@ static int check_batch(const cu_state *st, const llm_batch *b, llm_err *err)
         return -1;
     }
     const llm_config *c = &st->m->cfg;
-    if (llm_batch_check(b, c, st->block_size, st->kv_blocks, "cuda backend", err) != 0)
+    if (llm_batch_check(b, c, st->block_size, st->kv_blocks, st->swa_blocks, "cuda backend", err) != 0)
         return -1;
     for (int t = 0; c->bidirectional && t < b->n_tokens; t++) { /* as engine/cpu/forward.c: inputs whole, no logits */
         if (b->pos[t] != (t == 0 || b->seq[t] != b->seq[t - 1] ? 0 : b->pos[t - 1] + 1)) {
@@ -742,6 +822,12 @@ static int norm_product(cu_state *st, const cu_matset *S, const float *norm, flo
     return cuda_mm_set(st, S, st->xn, c->dim, out, ld, n, err);
 }
 
+/* The tables a layer's KV write and causal attention go through: its pool's (a window pool's own tables). */
+static const cu_tokinfo *layer_ti(const cu_state *st, const cu_step *sp, const cu_layer *L)
+{
+    return cu_in_window_pool(st, L) ? &sp->ti_win : &sp->ti;
+}
+
 /* x -> RMSNorm -> QKV -> RoPE on q, k and v into the paged cache: one fused GEMV where the GEMV takes the
  * step; else the norm (writing the 16-bit activations when cuBLAS / the tensor-core GEMM reads them), the
  * product, the biases and q/k norms of the models that have them (qkv_prep_kernel) and rope_kv_kernel. */
@@ -755,11 +841,12 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     const float *cos_t = L->swa ? st->rope_cos_swa : st->rope_cos, *sin_t = L->swa ? st->rope_sin_swa : st->rope_sin;
     if (L->nope) /* SmolLM3's NoPE layers: no tables, the kernels then write q and k unrotated */
         cos_t = sin_t = NULL;
+    const cu_tokinfo *ti = layer_ti(st, sp, L);
     /* a q8_0 cache's scale spans 8-32 elements of a row, more than the fused GEMV's epilogue sees at once */
     if (!prep && !st->kv.q8 && st->mm.fuse && !c->layer_norm && L->attn_norm != NULL && L->qkv.n == 1 &&
         cuda_gemv_fused_ok(&st->mm, &L->qkv.m[0], n, c->dim)) {
         cuda_gemv_norm_qkv_rope(&st->mm, &L->qkv.m[0], st->x, c->dim, n, L->attn_norm, c->norm_eps, st->qkv,
-                                st->qkv_ld, &sp->ti, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
+                                st->qkv_ld, ti, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
                                 (int)c->rope_layout, &st->kv, l, st->block_size);
         return cuda_stage_check(st, "norm + qkv", l, err);
     }
@@ -769,7 +856,7 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     if (prep)
         cuda_qkv_prep(st->qkv, st->qkv_ld, n, L->bq, L->bk, L->bv, L->q_norm, L->k_norm, c->n_heads, c->n_kv_heads,
                       c->head_dim, c->qk_norm_full, c->norm_eps, st->stream);
-    cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
+    cuda_rope_kv_write(st->qkv, st->qkv_ld, ti, n, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
                        (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
     return cuda_stage_check(st, "rope + kv write", l, err);
 }
@@ -910,7 +997,7 @@ int cuda_enqueue_step(cu_state *st, const cu_step *sp, llm_err *err)
         plan.window = L->swa ? c->swa_window : 0;
         plan.softcap = c->attn_softcap;
         plan.sinks = L->sinks; /* (gpt-oss's) */
-        const cu_tokinfo *ti = &sp->ti;
+        const cu_tokinfo *ti = layer_ti(st, sp, L);
         if (c->bidirectional) { /* EmbeddingGemma: see cu_step */
             ti = L->swa ? &sp->ti_swa : &sp->ti_att;
             plan.window = L->swa ? c->swa_window / 2 * 2 + 1 : 0;
@@ -1047,12 +1134,13 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
         return -1;
     }
 
-    /* Per-step ints: tokens | pos | tab | want rows | items (3 ints each) | block tables, and without the causal
-     * mask the attention's positions (each token's input's last; and for a symmetric window pos + window / 2:
-     * cu_step). */
+    /* Per-step ints: tokens | pos | tab | want rows | items (3 ints each) | block tables, with a window pool its
+     * tables (at the same offsets: tab), and without the causal mask the attention's positions (each token's
+     * input's last; and for a symmetric window pos + window / 2: cu_step). */
     const int swa_bidir = c->bidirectional && c->swa_window > 0;
-    size_t n_ints = 3 * (size_t)n + (size_t)nw + 3 * (size_t)n + n_tab + (c->bidirectional ? (size_t)n : 0) +
-                    (swa_bidir ? (size_t)n : 0);
+    const size_t n_wtab = st->swa_blocks > 0 ? n_tab : 0;
+    size_t n_ints = 3 * (size_t)n + (size_t)nw + 3 * (size_t)n + n_tab + n_wtab +
+                    (c->bidirectional ? (size_t)n : 0) + (swa_bidir ? (size_t)n : 0);
     if (cuda_ensure_ints(st, n_ints) != 0 || cuda_ensure_scratch(st, n) != 0) {
         free(need);
         free(toff);
@@ -1069,10 +1157,14 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
         if (b->want_logits[i])
             h_want[w++] = i;
     }
-    for (int s = 0; s < b->n_seqs; s++)
+    int32_t *h_wtables = h_tables + n_tab;
+    for (int s = 0; s < b->n_seqs; s++) {
         if (need[s] > 0)
             memcpy(h_tables + toff[s], b->seqs[s].blocks, (size_t)need[s] * 4);
-    int32_t *h_apos = h_tables + n_tab, *h_swpos = h_apos + n; /* (bidirectional) */
+        if (need[s] > 0 && n_wtab > 0)
+            memcpy(h_wtables + toff[s], b->seqs[s].swa_blocks, (size_t)need[s] * 4);
+    }
+    int32_t *h_apos = h_wtables + n_wtab, *h_swpos = h_apos + n; /* (bidirectional) */
     for (int i = n - 1, last = 0; i >= 0 && c->bidirectional; i--) {
         if (i == n - 1 || b->seq[i + 1] != b->seq[i])
             last = b->pos[i];
@@ -1146,10 +1238,13 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     sp.ti.tab = st->dint + 2 * n;
     sp.ti.tables = (const int32_t *)(sp.d_items + n);
     sp.ti.last = NULL;
+    sp.ti_win = sp.ti;
+    if (n_wtab > 0)
+        sp.ti_win.tables = sp.ti.tables + n_tab;
     sp.ti_att = sp.ti;
     sp.ti_swa = sp.ti;
     if (c->bidirectional) {
-        sp.ti_att.pos = sp.ti.tables + n_tab;
+        sp.ti_att.pos = sp.ti.tables + n_tab + n_wtab;
         sp.ti_swa.pos = sp.ti_att.pos + n;
         sp.ti_swa.last = sp.ti_att.pos;
     }

@@ -4,14 +4,16 @@
  * A decode step (the scheduler's steady state) is a batch where every token
  * wants logits and each sequence has exactly one token. Its n tokens are padded
  * up to the bucket B (1, 2, 4, ..., 256) with dummy tokens (token 0 at position
- * 0) whose block table is the backend's private scratch block past the pool, so
- * their KV writes and attention touch nothing the scheduler owns; their logits
- * rows are computed but not copied back.
+ * 0) whose block table is the backend's private scratch block past the pool
+ * (and past the window pool, for its layers), so their KV writes and attention
+ * touch nothing the scheduler owns; their logits rows are computed but not
+ * copied back.
  *
  * Everything a captured launch reads through a pointer lives at a fixed device
  * address: the per-step ints (tokens | pos | table offsets | attention items |
- * block tables) are uploaded into st->dint with a layout fixed by B before the
- * graph is launched, and kernels read positions and lengths from there. The
+ * with a window pool the window tables' offsets | block tables, then the window
+ * tables) are uploaded into st->dint with a layout fixed by B before the graph
+ * is launched, and kernels read positions, offsets and lengths from there. The
  * attention plan is the one argument that depends on the data (how many
  * position splits per item, and their length): the key's second part is the
  * split class, max position <= 64 << class, and the plan is made for the class's
@@ -158,7 +160,8 @@ static int reserve(cu_state *st, int B, const cu_att_plan *p)
     if (widest.n_splits < p->n_splits)
         widest.n_splits = p->n_splits;
     size_t max_tab = 1 + (size_t)B * (size_t)((c->seq_len + st->block_size - 1) / st->block_size);
-    if (cuda_ensure_ints(st, 6 * (size_t)B + max_tab) != 0)
+    const int win = st->swa_blocks > 0;
+    if (cuda_ensure_ints(st, (size_t)(win ? 7 : 6) * B + (win ? 2 : 1) * max_tab) != 0)
         return -1;
     if (cuda_ensure_scratch(st, B) != 0 || cuda_ensure_ws(st, cuda_att_ws_floats(&widest, B)) != 0 ||
         cuda_ensure_logits(st, B) != 0 || cuda_matmul_reserve(&st->mm, &st->output, B) != 0)
@@ -228,8 +231,11 @@ static int give_up(cu_state *st, const char *why)
 static int step_setup(cu_state *st, const llm_batch *b, int B, cu_step *sp, llm_err *err)
 {
     int n = b != NULL ? b->n_tokens : 0, bs = st->block_size;
+    const int win = st->swa_blocks > 0;
     /* Block tables: the scratch block's one-entry table first, then each token's sequence's table (its
-     * block ids were checked against the pool by the caller's check_batch). */
+     * block ids were checked against the pool by the caller's check_batch); with a window pool, its tables
+     * after them in the same order (its scratch block's first), which the window layers reach through their
+     * own offsets (the tokens' offsets + n_tab). */
     size_t n_tab = 1;
     int max_npos = 1;
     for (int i = 0; i < n; i++) {
@@ -237,8 +243,8 @@ static int step_setup(cu_state *st, const llm_batch *b, int B, cu_step *sp, llm_
         max_npos = b->pos[i] + 1 > max_npos ? b->pos[i] + 1 : max_npos;
     }
     int cls = graph_plan(st, B, max_npos, &sp->plan);
-    /* Per-step ints, fixed layout for B: tokens | pos | tab | items (3 ints each) | tables. */
-    size_t n_ints = 6 * (size_t)B + n_tab;
+    /* Per-step ints, fixed layout for B: tokens | pos | tab | items (3 ints each) | window tab | tables. */
+    size_t n_ints = (size_t)(win ? 7 : 6) * B + (win ? 2 : 1) * n_tab;
     if (reserve(st, B, &sp->plan) != 0 || cuda_ensure_ints(st, n_ints) != 0) {
         llm_err_set(err, "cuda backend: out of device memory for a decode step of %d tokens", B);
         st->mm.nomem = 1; /* the scheduler retries with fewer sequences */
@@ -246,8 +252,10 @@ static int step_setup(cu_state *st, const llm_batch *b, int B, cu_step *sp, llm_
     }
     int32_t *h_tok = st->hint, *h_pos = h_tok + B, *h_tab = h_pos + B;
     cu_att_item *h_items = (cu_att_item *)(h_tab + B);
-    int32_t *h_tables = (int32_t *)(h_items + B);
+    int32_t *h_wtab = (int32_t *)(h_items + B), *h_tables = h_wtab + (win ? B : 0), *h_wtables = h_tables + n_tab;
     h_tables[0] = st->kv_scratch;
+    if (win)
+        h_wtables[0] = st->swa_blocks; /* the window pool's scratch block */
     size_t off = 1;
     for (int i = 0; i < B; i++) {
         if (i < n) {
@@ -256,12 +264,16 @@ static int step_setup(cu_state *st, const llm_batch *b, int B, cu_step *sp, llm_
             h_pos[i] = b->pos[i];
             h_tab[i] = (int32_t)off;
             memcpy(h_tables + off, b->seqs[b->seq[i]].blocks, (size_t)need * 4);
+            if (win)
+                memcpy(h_wtables + off, b->seqs[b->seq[i]].swa_blocks, (size_t)need * 4);
             off += (size_t)need;
         } else {
             h_tok[i] = 0;
             h_pos[i] = 0;
             h_tab[i] = 0;
         }
+        if (win)
+            h_wtab[i] = h_tab[i] + (int32_t)n_tab;
         h_items[i].t0 = i;
         h_items[i].nq = 1;
         h_items[i].n_pos = h_pos[i] + 1;
@@ -278,8 +290,11 @@ static int step_setup(cu_state *st, const llm_batch *b, int B, cu_step *sp, llm_
     sp->ti.pos = st->dint + B;
     sp->ti.tab = st->dint + 2 * B;
     sp->d_items = (const cu_att_item *)(st->dint + 3 * B);
-    sp->ti.tables = st->dint + 6 * B;
+    sp->ti.tables = st->dint + (win ? 7 : 6) * B;
     sp->ti.last = NULL;
+    sp->ti_win = sp->ti;
+    if (win)
+        sp->ti_win.tab = st->dint + 6 * B;
     sp->hidden_only = 0;
     sp->argmax = 1; /* always in the graph, so one graph serves steps with and without on-device greedy */
     return cls;

@@ -422,31 +422,24 @@ void cuda_logits_post(float *x, int ld, int cols, int n, float cap, float mul, c
 void cuda_add_scaled(const float *y, float s, float *x, int n, int dim, cudaStream_t st);
 /* The KV cache: f32, f16 (kv16) or q8_0 (q8: int8 elements, each group of qg = llm_kv_q8_group(head_dim)
  * elements of a row with a float scale in ks / vs, as the CPU backend's q8_0 cache). */
+typedef struct cu_kv_layer { /* K, V (and q8_0's scales): a pool's arrays, or where a layer's share begins */
+    void  *k, *v;
+    float *ks, *vs;
+} cu_kv_layer;
 typedef struct cu_kv {
     int    kv16, q8, qg;
-    void  *k, *v;              /* [n_layers][kv_blocks * block_size][kv_dim] */
-    float *ks, *vs;            /* q8: [n_layers][kv_blocks * block_size][kv_dim / qg] */
-    size_t layer_elems;        /* kv_blocks * block_size * kv_dim */
+    /* The pools' arrays, each its layers' [blocks + 1 (the padding tokens' scratch block)][block_size][kv_dim]
+     * one after the other (q8: and their scales, [..][kv_dim / qg]): [0] the main pool (kv_blocks), [1] the
+     * window pool (cu_state.swa_blocks > 0: the sliding-window layers', which then have nothing in [0]) */
+    cu_kv_layer pool[2];
+    cu_kv_layer *at;           /* [n_layers] (host): where layer l's share of its pool begins */
 } cu_kv;
 
 static inline const char *cu_kv_name(const cu_kv *kv) { return kv->q8 ? "q8_0" : kv->kv16 ? "f16" : "f32"; }
 static inline size_t cu_kv_es(const cu_kv *kv) { return kv->q8 ? 1 : kv->kv16 ? 2 : 4; } /* bytes an element */
 
 /* Layer l's K and V caches (and, for q8_0, their scales). */
-typedef struct cu_kv_layer {
-    void  *k, *v;
-    float *ks, *vs;
-} cu_kv_layer;
-static inline cu_kv_layer cu_kv_at(const cu_kv *kv, int l)
-{
-    size_t es = cu_kv_es(kv), off = (size_t)l * kv->layer_elems;
-    cu_kv_layer r;
-    r.k = (char *)kv->k + off * es;
-    r.v = (char *)kv->v + off * es;
-    r.ks = kv->q8 ? kv->ks + off / (size_t)kv->qg : NULL;
-    r.vs = kv->q8 ? kv->vs + off / (size_t)kv->qg : NULL;
-    return r;
-}
+static inline cu_kv_layer cu_kv_at(const cu_kv *kv, int l) { return kv->at[l]; }
 
 /* Per-step token description on the device. */
 typedef struct cu_tokinfo {
@@ -635,6 +628,8 @@ typedef struct {
     size_t  weight_bytes;
     cu_kv   kv;
     int     kv_scratch;              /* one KV block past the pool: padding tokens of graph steps write here */
+    int     swa_blocks;              /* the window pool's blocks (llm_backend_opts.swa_blocks; 0: none); its
+                                      * scratch block is the one past them, block swa_blocks */
     void   *blas_ws;                 /* cuBLAS workspace, fixed so GEMMs can be captured */
     /* attention */
     int     q_tile_max, n_sms;
@@ -690,6 +685,9 @@ typedef struct {
     cu_tune tune;
 } cu_state;
 
+/* Whether layer L keeps its KV in the window pool, read and written through the window tables (cu_step.ti_win). */
+static inline int cu_in_window_pool(const cu_state *st, const cu_layer *L) { return st->swa_blocks > 0 && L->swa; }
+
 /* One step as the kernels see it: every pointer is device memory uploaded before the launches. */
 typedef struct {
     int n;                           /* tokens processed (the bucket size in a graph step) */
@@ -698,6 +696,9 @@ typedef struct {
     const int32_t *d_want;           /* [nw] rows whose logits are computed; NULL = rows 0 .. nw-1 */
     const cu_att_item *d_items;      /* [plan.n_items] */
     cu_tokinfo ti;
+    /* A window pool's layers (cu_in_window_pool): ti with their own table offsets (or tables), whose entries are
+     * blocks of that pool */
+    cu_tokinfo ti_win;
     /* Without the causal mask (an encoder, cuda_encoder.cu; EmbeddingGemma's global layers): ti with pos[t] =
      * the last position of token t's input, the attention kernels' mask, so that every query sees its whole
      * input (the items' n_pos end there too) */

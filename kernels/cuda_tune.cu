@@ -397,9 +397,9 @@ static double wall_s(void)
 }
 
 /* Prefill attention: the wmma kernel, or the mma.sync one when it is more than 1% faster, on one prefill step of
- * n tokens of one sequence (token 0 at positions 0..n-1 in the pool's first blocks, which nothing holds yet at
- * init; the last token's logits copied back), the median of t->reps after one untimed run each. Sets
- * st->att_mma. 0, or -1 on an error that leaves the device unusable. */
+ * n tokens of one sequence (token 0 at positions 0..n-1 in the pool's first blocks, and in the window pool's
+ * where there is one, which nothing holds yet at init; the last token's logits copied back), the median of
+ * t->reps after one untimed run each. Sets st->att_mma. 0, or -1 on an error that leaves the device unusable. */
 static int tune_prefill(tuner *t, llm_err *err)
 {
     cu_state *st = t->st;
@@ -407,6 +407,8 @@ static int tune_prefill(tuner *t, llm_err *err)
     int n = pe != NULL ? atoi(pe) : 512, bs = st->block_size;
     if (n > st->kv_blocks * bs)
         n = st->kv_blocks * bs;
+    if (st->swa_blocks > 0 && n > st->swa_blocks * bs)
+        n = st->swa_blocks * bs;
     if (n > st->m->cfg.seq_len)
         n = st->m->cfg.seq_len;
     st->att_mma = 0;
@@ -429,7 +431,7 @@ static int tune_prefill(tuner *t, llm_err *err)
     for (int i = 0; i < nb; i++)
         blocks[i] = i;
     want[n - 1] = 1;
-    llm_seq_view sv = { blocks, nb };
+    llm_seq_view sv = { blocks, nb, st->swa_blocks > 0 ? blocks : NULL };
     llm_batch b = { n, tok, pos, seq, want, 1, &sv };
     cuda_knobs_set(st, &st->tune.def);
     static const char *const name[2] = { "wmma", "mma" };

@@ -208,7 +208,7 @@ static void test_forward(const char *path)
     llm_batch gen = { 0 };
     int32_t t0 = 2, p0 = 0, s0 = 0, blk = 0;
     uint8_t w1 = 1;
-    llm_seq_view v = { &blk, 1 };
+    llm_seq_view v = { &blk, 1, NULL };
     gen = (llm_batch){ .n_tokens = 1, .tokens = &t0, .pos = &p0, .seq = &s0, .want_logits = &w1, .n_seqs = 1,
                        .seqs = &v };
     float *lg = malloc((size_t)m->cfg.vocab_size * sizeof(float));

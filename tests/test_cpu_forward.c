@@ -124,7 +124,7 @@ static void init_tables(void)
     for (int s = 0; s < 3; s++) {
         for (int i = 0; i < 12; i++)
             tables[s][i] = (int32_t)(39 - (s + 3 * i));
-        views[s] = (llm_seq_view){ tables[s], 12 };
+        views[s] = (llm_seq_view){ tables[s], 12, NULL };
     }
 }
 
@@ -276,7 +276,7 @@ static void test_hidden_rows(void)
     float *alone = malloc((size_t)na * V * sizeof(float)), *out = malloc((size_t)na * V * sizeof(float));
     int32_t pos[32], seq[32], table[4] = { 3, 0, 2, 1 };
     uint8_t want[32];
-    llm_seq_view v = { table, 4 };
+    llm_seq_view v = { table, 4, NULL };
     for (int i = 0; i < na; i++) {
         pos[i] = i;
         seq[i] = 0;
@@ -470,7 +470,7 @@ static void test_errors(void)
     ok(b->ops->forward(b, &bt, logits, &err) != 0, "bad sequence index: %s", err.msg);
     seq = 0;
     int32_t bad_table[1] = { 40 };
-    llm_seq_view bad = { bad_table, 1 };
+    llm_seq_view bad = { bad_table, 1, NULL };
     llm_batch bb = { 1, &tok, &pos, &seq, &want, 1, &bad };
     ok(b->ops->forward(b, &bb, logits, &err) != 0, "block id outside the pool: %s", err.msg);
     llm_backend_free(b);
@@ -511,7 +511,7 @@ static void test_stories260k(void)
         llm_backend *b = llm_backend_create("cpu", m, &o, &err);
         int32_t toks[16] = { 1, 403, 407, 261, 378 }, pos[16], seq[16] = { 0 }, table[4] = { 3, 0, 2, 1 };
         uint8_t want[16] = { 0, 0, 0, 0, 1 };
-        llm_seq_view v = { table, 4 };
+        llm_seq_view v = { table, 4, NULL };
         float *logits = malloc((size_t)m->cfg.vocab_size * sizeof(float));
         int n = 5, same = b != NULL;
         for (int i = 0; i < n; i++) pos[i] = i;

@@ -31,7 +31,7 @@ static void set_table(int n, int reversed)
     table = malloc((size_t)(n / BLOCK + 1) * sizeof(int32_t));
     for (int i = 0; i <= n / BLOCK; i++)
         table[i] = reversed ? n / BLOCK - i : i;
-    view = (llm_seq_view){ table, n / BLOCK + 1 };
+    view = (llm_seq_view){ table, n / BLOCK + 1, NULL };
 }
 
 static llm_backend *make_backend(const llm_model *m, int threads, int n_pos)

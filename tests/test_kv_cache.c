@@ -153,11 +153,75 @@ static void test_lru(void)
     llm_kv_destroy(kv);
 }
 
+/* A sliding window's table: the blocks wholly before a position go back to the pool once, their entries stay;
+ * growing and releasing afterwards touch only the blocks still held. */
+static void test_drop_front(void)
+{
+    llm_kv_cache *kv = llm_kv_create(8, 4);
+    llm_kv_seq a = { 0 }, b = { 0 };
+    ok(llm_kv_seq_reserve(kv, &a, 20) == 0 && a.n_blocks == 5 && llm_kv_available(kv) == 3, "5 blocks for 20 tokens");
+    is_int(llm_kv_seq_drop_front(kv, &a, 3), 0, "position 3: block 0 still read");
+    is_int(llm_kv_seq_drop_front(kv, &a, 9), 2, "position 9: blocks 0 and 1 given back");
+    is_int(llm_kv_seq_drop_front(kv, &a, 9), 0, "again: nothing more");
+    ok(a.n_dropped == 2 && a.n_blocks == 5 && llm_kv_available(kv) == 5 && llm_kv_refcount(kv, a.blocks[0]) == 0 &&
+       llm_kv_refcount(kv, a.blocks[2]) == 1, "their entries stay, unreferenced; the rest held");
+    ok(llm_kv_seq_reserve(kv, &b, 20) == 0, "another sequence takes them");
+    ok(llm_kv_seq_reserve(kv, &a, 24) != 0 && llm_kv_seq_reserve(kv, &b, 4) == 0, "the pool is full");
+    is_int(llm_kv_seq_drop_front(kv, &a, 1000), 3, "past the table's end: every block given back");
+    ok(llm_kv_seq_reserve(kv, &a, 32) == 0 && a.n_blocks == 8 && a.n_dropped == 5, "grows past the dropped ones");
+    llm_kv_seq_release(kv, &a);
+    llm_kv_seq_release(kv, &b);
+    llm_kv_stats st;
+    llm_kv_get_stats(kv, &st);
+    ok(st.used == 0 && st.free == 8, "all back once, none twice (used %d free %d)", st.used, st.free);
+    llm_kv_destroy(kv);
+}
+
+/* A window pool's prefix: only the blocks holding the last `reach` positions before m are needed. */
+static void test_window_prefix(void)
+{
+    llm_kv_cache *kv = llm_kv_create(16, 4);
+    int32_t tok[40];
+    for (int i = 0; i < 40; i++)
+        tok[i] = 100 + i;
+    llm_kv_seq a = { 0 }, b = { 0 };
+    int hits = -1;
+    ok(llm_kv_seq_reserve(kv, &a, 32) == 0 && llm_kv_seq_commit(kv, &a, tok, 32) == 8, "8 blocks registered");
+    is_int(llm_kv_seq_drop_front(kv, &a, 21), 5, "5 given back (cached: registered)");
+    is_int(llm_kv_peek_window(kv, tok, 33, 7, &hits), 32, "33 tokens, reach 7: 32 (blocks 6, 7 needed)");
+    is_int(hits, 0, "both held");
+    llm_kv_seq_release(kv, &a);
+    is_int(llm_kv_peek_window(kv, tok, 40, 7, &hits), 32, "all cached now: still 32 (block 8 never registered)");
+    is_int(hits, 2, "2 of them unreferenced");
+    int32_t evicted[9];
+    for (int i = 0; i < 9; i++) /* the free list (8), then the least recently released cached block: block 0 */
+        evicted[i] = llm_kv_alloc(kv);
+    is_int(llm_kv_peek_window(kv, tok, 32, 7, &hits), 32, "block 0 evicted: 32 still (it is not in the window)");
+    is_int(llm_kv_peek_window(kv, tok, 32, 31, NULL), 0, "reach 31 needs block 0: nothing");
+    is_int(llm_kv_seq_match_window(kv, &b, tok, 32, 7), 32, "match 32");
+    ok(b.n_blocks == 8 && b.n_dropped == 6 && b.n_hashed == 8 && llm_kv_refcount(kv, b.blocks[6]) == 1 &&
+       llm_kv_refcount(kv, b.blocks[7]) == 1 && b.blocks[0] == b.blocks[6], "blocks 6, 7 held, the rest stale");
+    ok(llm_kv_seq_reserve(kv, &b, 36) == 0 && llm_kv_seq_commit(kv, &b, tok, 36) == 1, "grows, registers block 8");
+    llm_kv_seq_release(kv, &b);
+    llm_kv_seq c = { 0 };
+    is_int(llm_kv_seq_match_window(kv, &c, tok, 32, 31), -1, "a missing block: refused");
+    ok(c.n_blocks == 0, "table left empty");
+    llm_kv_seq_release(kv, &c);
+    for (int i = 0; i < 9; i++)
+        llm_kv_release(kv, evicted[i]);
+    llm_kv_stats st;
+    llm_kv_get_stats(kv, &st);
+    ok(st.used == 0, "nothing held");
+    llm_kv_destroy(kv);
+}
+
 int main(void)
 {
     test_alloc_free();
     test_tables();
     test_prefix();
     test_lru();
+    test_drop_front();
+    test_window_prefix();
     return done_testing();
 }

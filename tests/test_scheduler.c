@@ -7,6 +7,7 @@
  * same check on the real stories260K model with the CPU backend. */
 #include "backend.h"
 #include "model.h"
+#include "model_gen.h"
 #include "scheduler.h"
 #include "tap.h"
 
@@ -1344,7 +1345,7 @@ static float *whole_prompt_rows(const int32_t *prompt, int n)
     }
     for (int b = 0; b < 32; b++)
         blocks[b] = b < 26 ? b : -1;
-    llm_seq_view view = { blocks, (n + 7) / 8 };
+    llm_seq_view view = { blocks, (n + 7) / 8, NULL };
     llm_batch b = { n, prompt, pos, seq, want, 1, &view };
     float *lg = malloc((size_t)n * 64 * sizeof(float));
     llm_err err = { { 0 } };
@@ -1657,6 +1658,131 @@ static void test_min_tokens(void)
     fake_env_free(&e);
 }
 
+/* The window pool (backend opts.swa_blocks): a model with sliding-window layers keeps their KV in a pool
+ * of its own where each sequence holds only its window's blocks. Requests far longer than the window,
+ * staggered, chunked, greedy and sampled, some sharing prompts (the prefix cache: the main pool's blocks and
+ * the window pool's last window of them), give the same tokens and logprobs as each alone with every
+ * layer's KV in one pool, in a window pool much smaller than their contexts (its blocks given back and
+ * taken by other sequences while their stale ids stay in the tables) and in the smallest one the
+ * scheduler takes (steps shrink, requests wait or are preempted). Bit for bit: with F32 weights a token's
+ * logits do not depend on its step, window layers included. */
+/* specs[0 .. n/2) to the end, then specs[n/2 .. n) on the same scheduler (its prefix cache). */
+static int run_waves(llm_backend *be, const llm_sched_config *cfg, const req_spec *specs, int n, result *res,
+                     llm_sched_stats *st)
+{
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(be, cfg, &err);
+    if (s == NULL)
+        return -1;
+    memset(res, 0, (size_t)n * sizeof(*res));
+    int rc = 0;
+    for (int w = 0; w < 2 && rc == 0; w++) {
+        for (int i = w * n / 2; i < (w + 1) * n / 2; i++)
+            if (submit_spec(s, &specs[i], (uint64_t)i) != 0)
+                rc = -1;
+        int k;
+        while (rc == 0 && (k = llm_sched_step(s)) != 0) {
+            drain(s, res);
+            rc = k < 0 ? -1 : 0;
+        }
+        drain(s, res);
+    }
+    llm_sched_get_stats(s, st);
+    llm_sched_destroy(s);
+    return rc;
+}
+
+enum { WP_FULL, WP_WIN, WP_ROOMY, WP_TIGHT, WP_SMALL, WP_N };
+
+/* test_window_pool's runs on one model: be[] as there. */
+static void window_pool_runs(const llm_model *m, llm_backend *const *be, const int *pools, int bs,
+                             const char *preset)
+{
+    const int n = 8;
+    static req_spec specs[8];
+    static result alone[8], same[8], got[8];
+    make_specs(specs, n, m->cfg.vocab_size, 50, 2);
+    long tokens = 0;
+    for (int i = 0; i < n; i++) {
+        if (i >= n / 2) /* the first half's prompts again (for the prefix cache), sampled or not in turn */
+            memcpy(specs[i].prompt, specs[i - n / 2].prompt, sizeof(specs[i].prompt)),
+                specs[i].n_prompt = specs[i - n / 2].n_prompt;
+        specs[i].prompt[0] = m->cfg.bos_id;
+        specs[i].max_tokens = 40;
+        specs[i].n_stop = 0;
+        tokens += specs[i].n_prompt + specs[i].max_tokens;
+    }
+    llm_sched_config cfg = { 0 };
+    cfg.max_batched_tokens = 24; /* prompts in chunks */
+    cfg.max_batch_size = 8;
+    run_alone(be[WP_FULL], &cfg, specs, n, alone);
+    ok(all_finished_ok(alone, n), "%s alone, one pool: all finished", preset);
+    llm_sched_stats st;
+    is_int(run_all(be[WP_FULL], &cfg, specs, n, 2, same, &st), 0, "%s staggered, one pool: ran to idle", preset);
+    is_int(run_all(be[WP_WIN], &cfg, specs, n, 2, got, &st), 0, "%s, window pool of %d blocks: ran to idle", preset,
+           pools[WP_WIN]);
+    is_int(compare(got, same, n, "window pool"), 0, "%s: staggered in a window pool = in one pool", preset);
+    /* (F32 weights: a token's bits do not depend on its step, sliding-window layers included) */
+    is_int(compare(same, alone, n, "one pool / alone"), 0, "%s: staggered in one pool = alone", preset);
+    ok(st.kvw.n_blocks == pools[WP_WIN] && st.kvw.used == 0 && st.kv.used == 0 && tokens > (long)pools[WP_WIN] * bs,
+       "%s: %ld tokens of context through %d window blocks of %d, all given back", preset, tokens, pools[WP_WIN], bs);
+    is_int(run_waves(be[WP_ROOMY], &cfg, specs, n, got, &st), 0, "%s, a window pool of %d blocks: the same prompts "
+           "again, in a second wave", preset, pools[WP_ROOMY]);
+    is_int(compare(got, alone, n, "second wave"), 0, "%s: the second wave = alone", preset);
+    ok(st.cached_tokens >= 100 && st.kvw.hits > 0, "%s: the second wave took %llu prompt tokens from the prefix "
+       "cache, with %llu window blocks", preset, (unsigned long long)st.cached_tokens,
+       (unsigned long long)st.kvw.hits);
+    is_int(run_all(be[WP_TIGHT], &cfg, specs, n, 0, got, &st), 0, "%s, the smallest window pool (%d blocks): ran to "
+           "idle", preset, pools[WP_TIGHT]);
+    is_int(compare(got, alone, n, "smallest window pool"), 0, "%s: all at once in the smallest window pool = alone",
+           preset);
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(be[WP_SMALL], &cfg, &err);
+    ok(s == NULL && strstr(err.msg, "window pool") != NULL, "%s: a window pool below one window refused: %s", preset,
+       err.msg);
+    llm_sched_destroy(s);
+}
+
+static void test_window_pool(const char *preset)
+{
+    char dir[] = "/tmp/llm-sched-swa-XXXXXX", path[600];
+    if (mkdtemp(dir) == NULL) {
+        ok(0, "mkdtemp");
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/m.gguf", dir);
+    llm_err err = { { 0 } };
+    ok(llm_model_generate(preset, LLM_F32, 7, path, "../shared", &err) == 0, "gen %s: %s", preset, err.msg);
+    llm_model *m = llm_model_load(path, NULL, &err);
+    unlink(path);
+    rmdir(dir);
+    ok(m != NULL, "%s loads %s", preset, m == NULL ? err.msg : "");
+    if (m == NULL)
+        return;
+    /* one pool; a few windows' blocks; room for the prompts' last windows while others run; the smallest the
+     * scheduler takes; one block less */
+    const int bs = 4, least = (m->cfg.swa_window + bs - 1) / bs + 1;
+    const int pools[WP_N] = { 0, 6 * least, 24 * least, least, least - 1 };
+    llm_backend *be[WP_N];
+    llm_backend_opts bo = { 0 };
+    bo.threads = 1;
+    bo.block_size = bs;
+    bo.kv_blocks = 512;
+    int made = 1;
+    for (int i = 0; i < WP_N; i++) {
+        bo.swa_blocks = pools[i];
+        be[i] = llm_backend_create("cpu", m, &bo, &err);
+        made &= be[i] != NULL;
+    }
+    ok(made && be[WP_FULL]->opts.swa_blocks == 0 && be[WP_WIN]->opts.swa_blocks == pools[WP_WIN],
+       "%s: backends with and without a window pool %s", preset, err.msg);
+    if (made)
+        window_pool_runs(m, be, pools, bs, preset);
+    for (int i = 0; i < WP_N; i++)
+        llm_backend_free(be[i]);
+    llm_model_free(m);
+}
+
 int main(void)
 {
     test_batching_independence();
@@ -1671,5 +1797,7 @@ int main(void)
     test_embeddings();
     test_min_tokens();
     test_real_model();
+    test_window_pool("tiny-gemma3");
+    test_window_pool("tiny-gpt-oss");
     return done_testing();
 }

@@ -67,7 +67,7 @@ static void att_worker(void *ctx, int ith, int nth)
     const cpu_kernels *k = st->kern;
     int hd = c->head_dim, n_heads = c->n_heads, group = c->n_heads / c->n_kv_heads, nh = j->heads;
     int per_tile = n_heads / nh, total = j->n_tiles * per_tile;
-    size_t layer_off = (size_t)j->layer * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
+    size_t layer_off = st->layer_off[j->layer];
     const float *kc = (const float *)st->kcache + layer_off, *vc = (const float *)st->vcache + layer_off;
     const uint16_t *kh = (const uint16_t *)st->kcache + layer_off, *vh = (const uint16_t *)st->vcache + layer_off;
     float *scores = st->scores + (size_t)ith * CPU_ATT_TILE * (size_t)c->seq_len;
@@ -97,7 +97,7 @@ static void att_worker(void *ctx, int ith, int nth)
         /* the first block any of the tile's queries sees (its first query's window starts first) */
         int reach = causal ? win - 1 : half; /* how far back the first query sees */
         int blk0 = win > 0 && pos0 - reach > 0 ? (pos0 - reach) / bs : 0;
-        const llm_seq_view *s = &j->b->seqs[j->b->seq[t0]];
+        const int32_t *table = cpu_kv_table(st, &j->b->seqs[j->b->seq[t0]], j->layer);
         size_t koff = (size_t)(h0 / group) * hd; /* the item's heads share one KV head */
         const float *qr[CPU_ATT_TILE];
         float *sr[CPU_ATT_TILE], *orow[CPU_ATT_TILE]; /* per score row: its query, its block's scores, its output */
@@ -109,7 +109,7 @@ static void att_worker(void *ctx, int ith, int nth)
         /* Scores block by block (positions within a KV block are contiguous), all queries per block; a block
          * every query sees whole goes to the several-query kernels. */
         for (int blk = blk0; blk < nblk; blk++) {
-            size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff, ks = st->kv_dim;
+            size_t base = (size_t)table[blk] * (size_t)bs * st->kv_dim + koff, ks = st->kv_dim;
             const float *kb = kc + base;
             if (st->kvq8) {
                 kb = dequant_block(st, st->kcache, st->kscale, layer_off + base, rows_read(end, blk, bs), kdq);
@@ -148,22 +148,20 @@ static void att_worker(void *ctx, int ith, int nth)
                 for (int i = lo; i <= hi; i++)
                     sc[i] -= slope * (float)abs(i - q);
             }
-            for (int i = from; i < lo; i++) /* before the window, in a block the tile reads */
-                sc[i] = -INFINITY;
-            for (int i = hi + 1; i <= p; i++) /* after a symmetric window */
-                sc[i] = -INFINITY;
+            /* the softmax over the window alone: starting it at the tile's `from` would move where the vector
+             * kernel's lanes split the sum with the tile, so a token's bits with its batch */
             if (sinks != NULL)
-                softmax_sink(sc + from, p + 1 - from, sinks[h0 + r / nt]);
+                softmax_sink(sc + lo, hi + 1 - lo, sinks[h0 + r / nt]);
             else
-                k->softmax(sc + from, p + 1 - from);
-            for (int i = from; i < lo; i++)
-                sc[i] = 0.0f; /* exactly: the vector exp stops at e^-87 */
-            for (int i = hi + 1; i <= p; i++)
+                k->softmax(sc + lo, hi + 1 - lo);
+            for (int i = from; i < lo; i++) /* before the window, in a block the tile reads */
+                sc[i] = 0.0f;
+            for (int i = hi + 1; i <= p; i++) /* after a symmetric window */
                 sc[i] = 0.0f;
             memset(orow[r], 0, (size_t)hd * sizeof(float));
         }
         for (int blk = blk0; blk < nblk; blk++) {
-            size_t base = (size_t)s->blocks[blk] * (size_t)bs * st->kv_dim + koff, vs = st->kv_dim;
+            size_t base = (size_t)table[blk] * (size_t)bs * st->kv_dim + koff, vs = st->kv_dim;
             const float *vb = vc + base;
             if (st->kvq8) {
                 vb = dequant_block(st, st->vcache, st->vscale, layer_off + base, rows_read(end, blk, bs), vdq);

@@ -25,9 +25,13 @@ typedef struct {
     cpu_threadpool    *pool;
     int nth;
     int kv_blocks, block_size, q_dim, kv_dim;
-    /* [n_layers][kv_blocks * block_size][kv_dim] of float, or of f16 (uint16_t) when kv16, or of int8 when
-     * kvq8, then with a float scale per kv_g elements in kscale / vscale (element i's: [i / kv_g]) */
+    int swa_blocks;                /* the window pool's blocks (llm_backend_opts.swa_blocks; 0: none) */
+    /* per layer, [kv_blocks * block_size][kv_dim] (a sliding-window layer with a window pool: swa_blocks *
+     * block_size) of float, or of f16 (uint16_t) when kv16, or of int8 when kvq8, then with a float scale
+     * per kv_g elements in kscale / vscale (element i's: [i / kv_g]); layer l's starts at element
+     * layer_off[l] */
     void *kcache, *vcache;
+    size_t *layer_off;             /* [n_layers + 1]: the last is the cache's size in elements */
     int kv16, kvq8, kv_g;
     float *kscale, *vscale;
     float *kvdq;                   /* kvq8: [nth][2][block_size * head_dim] a block's K and V rows as floats */
@@ -168,9 +172,22 @@ void *cpu_alloc_huge(size_t bytes);
 void cpu_attention(cpu_state *st, const llm_batch *b, int layer);
 
 /* Cache slot (row index into a layer's cache) of position pos of a sequence. */
-static inline size_t cpu_kv_slot(const cpu_state *st, const llm_seq_view *s, int pos)
+/* Layer l's block table of sequence s: its window table where the layer's KV lives in the window pool. */
+static inline const int32_t *cpu_kv_table(const cpu_state *st, const llm_seq_view *s, int layer)
 {
-    return (size_t)s->blocks[pos / st->block_size] * (size_t)st->block_size + (size_t)(pos % st->block_size);
+    return st->swa_blocks > 0 && st->m->layers[layer].swa ? s->swa_blocks : s->blocks;
+}
+
+static inline size_t cpu_kv_slot(const cpu_state *st, const llm_seq_view *s, int layer, int pos)
+{
+    return (size_t)cpu_kv_table(st, s, layer)[pos / st->block_size] * (size_t)st->block_size +
+           (size_t)(pos % st->block_size);
+}
+
+/* Blocks in layer l's pool. */
+static inline int cpu_kv_layer_blocks(const cpu_state *st, int layer)
+{
+    return st->swa_blocks > 0 && st->m->layers[layer].swa ? st->swa_blocks : st->kv_blocks;
 }
 
 #endif

@@ -138,6 +138,7 @@ static void cpu_destroy(llm_backend *b)
     cpu_rope_free(&st->rope_swa);
     free(st->kcache);
     free(st->vcache);
+    free(st->layer_off);
     free(st->kscale);
     free(st->vscale);
     free(st->kvdq);
@@ -187,6 +188,9 @@ static int cpu_init(llm_backend *b, llm_err *err)
     st->nth = b->opts.threads;
     st->kv_blocks = b->opts.kv_blocks;
     st->block_size = b->opts.block_size;
+    if (b->opts.swa_blocks < 0 || llm_swa_pool_layers(m) == 0)
+        b->opts.swa_blocks = 0;
+    st->swa_blocks = b->opts.swa_blocks;
     st->q_dim = c->n_heads * c->head_dim;
     st->kv_dim = c->n_kv_heads * c->head_dim;
     st->kvq8 = b->opts.kv_dtype == LLM_KV_Q8_0;
@@ -194,7 +198,17 @@ static int cpu_init(llm_backend *b, llm_err *err)
     st->kv_es = st->kvq8 ? 1 : st->kv16 ? sizeof(uint16_t) : sizeof(float);
     st->kv_g = llm_kv_q8_group(c->head_dim);
     b->opts.kv_dtype = st->kvq8 ? LLM_KV_Q8_0 : st->kv16 ? LLM_KV_F16 : LLM_KV_F32;
-    size_t cache = (size_t)c->n_layers * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
+    st->layer_off = malloc(((size_t)c->n_layers + 1) * sizeof(size_t));
+    if (st->layer_off == NULL) {
+        llm_seterr(err, "cpu backend: out of memory");
+        cpu_destroy(b);
+        return -1;
+    }
+    st->layer_off[0] = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        st->layer_off[l + 1] = st->layer_off[l] +
+                               (size_t)cpu_kv_layer_blocks(st, l) * (size_t)st->block_size * (size_t)st->kv_dim;
+    size_t cache = st->layer_off[c->n_layers];
     /* the blocks allocated first are zeroed by cpu_prefault_weights, the rest fault in when first used */
     st->kcache = cpu_alloc_huge(cache * st->kv_es);
     st->vcache = cpu_alloc_huge(cache * st->kv_es);
@@ -213,7 +227,7 @@ static int cpu_init(llm_backend *b, llm_err *err)
         (c->rope_theta_swa > 0.0f && cpu_rope_init(&st->rope_swa, m, c->seq_len, 1) != 0)) {
         llm_seterr(err, "cpu backend: out of memory for a KV cache of %d blocks of %d tokens (%zu MiB)",
                    st->kv_blocks, st->block_size,
-                   (size_t)(llm_kv_token_bytes(m, b->opts.kv_dtype) * st->kv_blocks * st->block_size) >> 20);
+                   2 * (cache * st->kv_es + (st->kvq8 ? cache / (size_t)st->kv_g * sizeof(float) : 0)) >> 20);
         cpu_destroy(b);
         return -1;
     }
@@ -239,7 +253,7 @@ static int cpu_init(llm_backend *b, llm_err *err)
 
 static int check_batch(const cpu_state *st, const llm_batch *b, llm_err *err)
 {
-    return llm_batch_check(b, &st->m->cfg, st->block_size, st->kv_blocks, "cpu backend", err);
+    return llm_batch_check(b, &st->m->cfg, st->block_size, st->kv_blocks, st->swa_blocks, "cpu backend", err);
 }
 
 typedef struct {
@@ -278,7 +292,7 @@ static void qkv_post(void *ctx, int ith, int nth)
     cpu_state *st = p->st;
     const llm_config *c = &st->m->cfg;
     const llm_layer *L = &st->m->layers[p->layer];
-    size_t layer_off = (size_t)p->layer * (size_t)st->kv_blocks * (size_t)st->block_size * (size_t)st->kv_dim;
+    size_t layer_off = st->layer_off[p->layer];
     for (int t = ith; t < p->b->n_tokens; t += nth) {
         int pos = p->b->pos[t];
         float *q = st->q + (size_t)t * st->q_dim, *k = st->k + (size_t)t * st->kv_dim;
@@ -299,7 +313,7 @@ static void qkv_post(void *ctx, int ith, int nth)
             cpu_rope_apply(rope, c->rope_layout, q, c->n_heads, pos);
             cpu_rope_apply(rope, c->rope_layout, k, c->n_kv_heads, pos);
         }
-        size_t slot = cpu_kv_slot(st, &p->b->seqs[p->b->seq[t]], pos);
+        size_t slot = cpu_kv_slot(st, &p->b->seqs[p->b->seq[t]], p->layer, pos);
         size_t at = layer_off + slot * st->kv_dim;
         const float *v = st->v + (size_t)t * st->kv_dim;
         if (st->kvq8) {

@@ -71,13 +71,13 @@ static void zero_worker(void *ctx, int ith, int nth)
     cpu_state *st = ctx;
     const llm_config *c = &st->m->cfg;
     size_t block = (size_t)st->block_size * (size_t)st->kv_dim * st->kv_es; /* one layer's K of a block */
-    size_t per_block = 2 * (size_t)c->n_layers * block, nz = CPU_KV_ZERO_BYTES / per_block;
-    nz = nz < (size_t)st->kv_blocks ? nz : (size_t)st->kv_blocks;
-    size_t layer = (size_t)st->kv_blocks * block, span = nz * block;
+    size_t per_block = 2 * (size_t)c->n_layers * block, nz0 = CPU_KV_ZERO_BYTES / per_block;
     for (int l = 0; l < c->n_layers; l++) {
+        size_t nb = (size_t)cpu_kv_layer_blocks(st, l), nz = nz0 < nb ? nz0 : nb, span = nz * block;
+        size_t at = st->layer_off[l] * st->kv_es; /* (the layer's first byte) */
         size_t lo = span * (size_t)ith / (size_t)nth, hi = span * (size_t)(ith + 1) / (size_t)nth;
-        memset((char *)st->kcache + l * layer + lo, 0, hi - lo);
-        memset((char *)st->vcache + l * layer + lo, 0, hi - lo);
+        memset((char *)st->kcache + at + lo, 0, hi - lo);
+        memset((char *)st->vcache + at + lo, 0, hi - lo);
     }
     memset(st->wbuf + (size_t)ith * st->wbuf_floats, 0, st->wbuf_floats * sizeof(float));
     memset(st->scores + (size_t)ith * CPU_ATT_TILE * (size_t)c->seq_len, 0, (size_t)c->seq_len * sizeof(float));

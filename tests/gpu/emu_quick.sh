@@ -40,6 +40,8 @@
 #     prefill, mixed batches, decode through graphs;
 #     quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
+#     the window pool (tiny-gemma3, tiny-gpt-oss): the sliding-window layers' KV in a pool of its own, stale
+#     window blocks reused by another sequence, against the CPU and the CUDA backend without the pool;
 # 12. GGUF Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS / Q4_1 / Q5_0 / Q5_1 / MXFP4 matrices uploaded from
 #     their own blocks as CU_Q2_M / CU_Q3 / CU_Q4_M / CU_Q5_M / CU_Q6 / CU_IQ4 / CU_MX4 (4.5-7 bits a weight):
 #     float GEMVs, graphs, int8 GEMVs against the CPU's packed Q2_K / Q3_K / Q4_K / Q5_K / Q6_K, the CLI on Q2_K,
@@ -457,6 +459,21 @@ check "gpt-oss f16, experts on the tensor cores vs the CPU on its f32 copy" env 
     LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 \
     "$E/parity_logits" --model "$W/gpt-oss-f16.gguf" --cpu-model "$W/gpt-oss-f16-deq.gguf" --vocab 512 \
     --positions 40 --gen 8 --chunk 20 --mixed 0 --max-diff 2e-2 --min-top1 1
+# The window pool (--window-pool 12: the sliding-window layers' KV in a pool of its own, llm_backend_opts.swa_blocks):
+# 3 sequences prefilled in chunks of 20 side by side, then decoded through graphs, to position 87; before each step
+# the blocks wholly before a sequence's window go back to the pool and are taken at once by another sequence, so
+# stale entries of a table name blocks being written (parity part 5). Against the CPU backend on the same tables,
+# and identical to the CUDA backend without the pool. tiny-gemma3 (window 16, 5 layers of 6) on the wmma prefill
+# and register decode kernels, 4 SMs (splits wholly before a window); tiny-gpt-oss (window 8, every other layer,
+# sinks) over a q8_0 cache (the scales' offsets too) on the scalar kernels and 1 SM (a split walks tiles that hold
+# stale blocks, masked). Measured: 1.2e-2 (wmma's half rounding) and 5.2e-4; 0 from the CUDA backend without the
+# pool; the window layers' attention through the main tables moves the logits by 32.
+check "window pool: gemma3 f32, stale window blocks reused by another sequence; vs the CPU, and as without the pool" \
+    env LLM_CUDA_KV=f32 "$E/parity_logits" --model "$W/gemma3-f32.gguf" --vocab 512 --positions 40 --gen 4 \
+    --chunk 20 --only-graph 1 --window-pool 12 --max-diff 5e-2 --min-top1 1
+check "window pool: gpt-oss f32, q8_0 kv, scalar attention; vs the CPU, and as without the pool" \
+    env LLM_CUDA_KV=q8_0 LLM_CUDA_ATT_TC=0 CU_EMU_SMS=1 "$E/parity_logits" --model "$W/gpt-oss-f32.gguf" \
+    --vocab 512 --positions 40 --gen 4 --chunk 20 --only-graph 1 --window-pool 12 --max-diff 1e-2 --min-top1 1
 # On int8 activations (LLM_CUDA_GEMV_DP4A=1: the dense GEMVs and the experts' products, moe_mm_i8_kernel) the
 # device computes what the CPU computes on the same quantised file: a tight bound where the float GEMVs differ
 # by 0.25-7 (above). Qwen 2 MoE's experts in Q4_0 and Q8_0 (tiny-mixtral's random weights are too near their

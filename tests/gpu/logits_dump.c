@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < o.kv_blocks; i++)
         table[i] = o.kv_blocks - 1 - i;
-    llm_seq_view v = { table, o.kv_blocks };
+    llm_seq_view v = { table, o.kv_blocks, NULL };
     for (int i = 0; i < P; i++) {
         pos[i] = i;
         want[i] = 1;

@@ -12,6 +12,9 @@
  *     the backend offers forward_device, every other row asks for the greedy
  *     id only: it must equal the CPU's argmax, its logprob the CPU's
  *     log-softmax, and its logits row must stay unwritten.
+ *  5. (--window-pool N) a model with sliding-window layers, their KV in a
+ *     window pool of N blocks (llm_backend_opts.swa_blocks) on a second CPU
+ *     and CUDA backend: window_part below.
  * Prints max |diff| and top-1 agreement per part; exit 0 when all are within
  * --max-diff / --min-top1 and the greedy ids match. --vocab N: both backends
  * run the model with only the first N rows of its classifier (and embedding):
@@ -163,8 +166,8 @@ static int graph_part(llm_backend *cpu, llm_backend *gpu, const int32_t *text, i
         goto out;
     /* CPU: blocks in order; GPU: a stride through the pool (coprime with it unless the pool is tiny). */
     for (int s = 0, k = 0; s < NS; s++) {
-        vc[s] = (llm_seq_view){ tc + k, nb[s] };
-        vg[s] = (llm_seq_view){ tg + k, nb[s] };
+        vc[s] = (llm_seq_view){ tc + k, nb[s], NULL };
+        vg[s] = (llm_seq_view){ tg + k, nb[s], NULL };
         k += nb[s];
     }
     for (int k = 0, stride = pool % 37 != 0 ? 37 : 1; k < total_blocks; k++) {
@@ -247,6 +250,136 @@ out:
     return rc;
 }
 
+/* Part 5: 3 sequences prefilled in chunks of `chunk` side by side, then decoded (the CUDA backend's graphs once
+ * every sequence decodes), to several windows past the window. Their window tables come from a pool of wblocks
+ * blocks: before each step, the blocks wholly before a sequence's earliest window start in the step are given
+ * back, then the step's new blocks are taken, the last given back first, so that a sequence's stale entries
+ * name blocks another sequence writes in that very step. The CUDA backend with the window pool against the CPU
+ * backend with it on the same tables (max_diff, min_top1), and against the CUDA backend without it (the
+ * same arithmetic on other addresses: identical logits; both without kernel tuning, which could choose other
+ * product paths for each). 0 within the bounds, 1 not, -1 on an error. */
+static int window_part(const llm_model *m, const llm_model *mc, const llm_backend_opts *o0, const int32_t *text,
+                       int text_len, int wblocks, int chunk, int V, double max_diff, double min_top1)
+{
+    enum { WS = 3 };
+    const int W = m->cfg.swa_window, per_seq = (m->cfg.seq_len + BS - 1) / BS;
+    const int U = W > BS ? W : BS; /* lengths in windows, or in blocks where a window is shorter */
+    int plen[WS], len[WS], first[WS] = { 0, 0, 1 }; /* (the third sequence starts a step later) */
+    for (int s = 0; s < WS; s++) {
+        plen[s] = (4 - s) * U + 5 - 2 * s;
+        len[s] = plen[s] + U + 3 + 4 * s;
+        if (len[s] + 3 * s > text_len) {
+            printf("window pool: skipped (context too short)\n");
+            return 0;
+        }
+    }
+    llm_backend_opts o = *o0, op = *o0;
+    o.swa_blocks = wblocks;
+    o.kernel_tune = op.kernel_tune = -1;
+    llm_err err = { { 0 } };
+    llm_backend *cw = llm_backend_create("cpu", mc, &o, &err), *gw = cw != NULL ? make_cuda(m, &o, &err) : NULL;
+    llm_backend *gpu = gw != NULL ? make_cuda(m, &op, &err) : NULL;
+    size_t nt = (size_t)WS * (size_t)chunk, rows = nt * (size_t)V; /* tokens in a step at most, their logits */
+    int32_t *tok = malloc(nt * sizeof(int32_t)), *pos = malloc(nt * sizeof(int32_t));
+    int32_t *seq = malloc(nt * sizeof(int32_t)), *mtab = malloc((size_t)WS * per_seq * sizeof(int32_t));
+    int32_t *wtab = calloc((size_t)WS * per_seq, sizeof(int32_t));
+    int32_t *freel = malloc((size_t)wblocks * sizeof(int32_t)), *owner = malloc((size_t)wblocks * sizeof(int32_t));
+    uint8_t *want = malloc(nt);
+    float *lc = malloc(rows * sizeof(float)), *lw = malloc(rows * sizeof(float)), *lg = malloc(rows * sizeof(float));
+    int rc = -1;
+    if (cw == NULL || gw == NULL || gpu == NULL) {
+        fprintf(stderr, "window pool: %s\n", err.msg);
+        goto out;
+    }
+    if (!tok || !pos || !seq || !mtab || !wtab || !freel || !owner || !want || !lc || !lw || !lg)
+        goto out;
+    if (cw->opts.swa_blocks != wblocks || gw->opts.swa_blocks != wblocks) {
+        printf("window pool: asked for %d blocks, the CPU backend has %d, the CUDA one %d  <-- FAIL\n", wblocks,
+               cw->opts.swa_blocks, gw->opts.swa_blocks);
+        rc = 1;
+        goto out;
+    }
+    /* main tables interleaved across the sequences; the window pool's free blocks in a stride through it */
+    for (int s = 0; s < WS; s++)
+        for (int k = 0; k < per_seq; k++)
+            mtab[s * per_seq + k] = k * WS + (WS - 1 - s);
+    int nfree = 0;
+    for (int i = 0, stride = wblocks % 5 != 0 ? 5 : 1; i < wblocks; i++) {
+        freel[nfree++] = (int32_t)((long)i * stride % wblocks);
+        owner[i] = -1;
+    }
+    llm_seq_view vw[WS], vm[WS];
+    for (int s = 0; s < WS; s++) {
+        vw[s] = (llm_seq_view){ mtab + s * per_seq, per_seq, wtab + s * per_seq };
+        vm[s] = (llm_seq_view){ mtab + s * per_seq, per_seq, NULL };
+    }
+    int cur[WS] = { 0 }, held[WS] = { 0 }, got[WS] = { 0 }, lo[WS], hi[WS];
+    int steps = 0, dsteps = 0, max_pos = 0;
+    long taken_stale = 0;
+    cmp_t c_cpu = { 0, 0, 0 }, c_gpu = { 0, 0, 0 };
+    for (;; steps++) {
+        int n = 0, decode = 1;
+        for (int s = WS - 1; s >= 0; s--) { /* batch order: the sequences reversed */
+            lo[s] = -1;
+            if (steps < first[s] || cur[s] >= len[s])
+                continue;
+            int k = cur[s] < plen[s] ? (plen[s] - cur[s] < chunk ? plen[s] - cur[s] : chunk) : 1;
+            decode &= k == 1 && cur[s] >= plen[s];
+            lo[s] = cur[s];
+            hi[s] = cur[s] + k - 1;
+            for (int i = 0; i < k; i++, n++) {
+                tok[n] = text[cur[s] + i + 3 * s];
+                pos[n] = cur[s] + i;
+                seq[n] = s;
+                want[n] = 1;
+            }
+            max_pos = hi[s] > max_pos ? hi[s] : max_pos;
+        }
+        if (n == 0)
+            break;
+        /* give back what no window of this step reaches, then take the blocks it writes */
+        for (int s = 0; s < WS; s++)
+            for (; lo[s] >= 0 && (held[s] + 1) * BS <= lo[s] - W + 1; held[s]++)
+                freel[nfree++] = wtab[s * per_seq + held[s]];
+        for (int s = 0; s < WS; s++)
+            for (; lo[s] >= 0 && got[s] <= hi[s] / BS; got[s]++) {
+                if (nfree == 0) {
+                    fprintf(stderr, "window pool: %d blocks are too few for step %d\n", wblocks, steps);
+                    goto out;
+                }
+                int32_t id = freel[--nfree];
+                taken_stale += owner[id] >= 0 && owner[id] != s; /* still named by that sequence's table */
+                owner[id] = s;
+                wtab[s * per_seq + got[s]] = id;
+            }
+        if (fwd(cw, n, tok, pos, seq, want, WS, vw, lc) != 0 || fwd(gw, n, tok, pos, seq, want, WS, vw, lw) != 0 ||
+            fwd(gpu, n, tok, pos, seq, want, WS, vm, lg) != 0)
+            goto out;
+        compare(&c_cpu, lc, lw, n, V);
+        compare(&c_gpu, lg, lw, n, V);
+        dsteps += decode;
+        for (int s = 0; s < WS; s++) {
+            cur[s] = lo[s] >= 0 ? hi[s] + 1 : cur[s];
+            for (; lo[s] >= 0 && cur[s] == len[s] && held[s] < got[s]; held[s]++) /* done: all given back */
+                freel[nfree++] = wtab[s * per_seq + held[s]];
+        }
+    }
+    double t = (double)c_cpu.top1_same / (double)c_cpu.rows;
+    int bad = !(c_cpu.max_diff <= max_diff && t >= min_top1 && c_gpu.max_diff == 0.0 && taken_stale > 0);
+    printf("window pool (%d blocks, window %d; %d sequences, %d steps, %d of them decode only, positions up to %d; "
+           "%ld blocks taken while another table still named them): vs the CPU max |diff| %.3g, top-1 %.4f; "
+           "vs CUDA without the pool max |diff| %.3g%s\n", wblocks, W, WS, steps, dsteps, max_pos, taken_stale,
+           c_cpu.max_diff, t, c_gpu.max_diff, bad ? "  <-- FAIL" : "");
+    rc = bad;
+out:
+    free(tok); free(pos); free(seq); free(mtab); free(wtab); free(freel); free(owner); free(want);
+    free(lc); free(lw); free(lg);
+    llm_backend_free(gpu);
+    llm_backend_free(gw);
+    llm_backend_free(cw);
+    return rc;
+}
+
 static const char *arg(int argc, char **argv, const char *name, const char *def)
 {
     for (int i = 1; i + 1 < argc; i++)
@@ -282,14 +415,14 @@ int main(int argc, char **argv)
     if (path == NULL) {
         fprintf(stderr, "usage: parity_logits --model PATH [--positions 512] [--gen 200] [--chunk 128] "
                         "[--max-diff 0.01] [--min-top1 0.99] [--mixed 0] [--only-graph 1] [--graph-cycles N] "
-                        "[--vocab N] [--attn-scale S] [--cpu-model PATH]\n");
+                        "[--vocab N] [--attn-scale S] [--cpu-model PATH] [--window-pool N]\n");
         return 2;
     }
     int P = atoi(arg(argc, argv, "--positions", "512")), gen = atoi(arg(argc, argv, "--gen", "200"));
     int chunk = atoi(arg(argc, argv, "--chunk", "128"));
     double max_diff = atof(arg(argc, argv, "--max-diff", "0.01")), min_top1 = atof(arg(argc, argv, "--min-top1", "0.99"));
     int graph_cycles = atoi(arg(argc, argv, "--graph-cycles", "0")), only_graph = atoi(arg(argc, argv, "--only-graph", "0"));
-    int mixed = atoi(arg(argc, argv, "--mixed", "1"));
+    int mixed = atoi(arg(argc, argv, "--mixed", "1")), window_pool = atoi(arg(argc, argv, "--window-pool", "0"));
     llm_err err = { { 0 } };
     llm_model *m = load(path, argc, argv, &err);
     if (m == NULL) {
@@ -353,7 +486,7 @@ int main(int argc, char **argv)
         tab_c[i] = i;
         tab_g[i] = pool - 1 - i;
     }
-    llm_seq_view vc = { tab_c, per_seq }, vg = { tab_g, per_seq };
+    llm_seq_view vc = { tab_c, per_seq, NULL }, vg = { tab_g, per_seq, NULL };
 
     /* 1. greedy */
     const int32_t prompt[] = { 1, 403, 407, 261, 378 };
@@ -413,8 +546,8 @@ int main(int argc, char **argv)
             t4c[s * per_seq + k] = s * per_seq + k;
             t4g[s * per_seq + k] = k * NS + (NS - 1 - s); /* interleaved across sequences */
         }
-        v4c[s] = (llm_seq_view){ t4c + s * per_seq, per_seq };
-        v4g[s] = (llm_seq_view){ t4g + s * per_seq, per_seq };
+        v4c[s] = (llm_seq_view){ t4c + s * per_seq, per_seq, NULL };
+        v4g[s] = (llm_seq_view){ t4g + s * per_seq, per_seq, NULL };
     }
     int n = 0;
     for (int s = 0; s < NS; s++)
@@ -456,6 +589,12 @@ part4:
         if (r4 < 0)
             return 1;
         fails += r4;
+    }
+    if (window_pool > 0) {
+        int r5 = window_part(m, mc, &o, ids_c, np + cpu_gen, window_pool, chunk, V, max_diff, min_top1);
+        if (r5 < 0)
+            return 1;
+        fails += r5;
     }
     free(tab_c); free(tab_g); free(ids_c); free(ids_g); free(lc); free(lgp); free(pos); free(seq); free(want);
     llm_backend_free(gpu);

@@ -12,9 +12,9 @@
 #     against engine/sampler.c (tests/gpu/sample_check.cc); the tensor-core weight GEMM against a host
 #     reference (tests/gpu/tcgemm_check.cc) and inside a q8_0 / q4_0 model (LLM_CUDA_TC_GEMM=64); Qwen 2 and
 #     Qwen 3 layers (biases, q/k norms) against the CPU; Gemma 3 and Gemma 2 (tiny presets: GeGLU, norms after
-#     attention and FFN, sliding window, soft caps) against the CPU; embeddings (tests/gpu/embed_check.sh)
-#     against the CPU, BERT encoders' too (tiny-bert, bge-small in F16 and Q8_0, nomic-embed, bge-m3,
-#     EmbeddingGemma and jina-v2-base in F16);
+#     attention and FFN, sliding window, soft caps, the window layers' KV in a pool of their own) against the
+#     CPU; embeddings (tests/gpu/embed_check.sh) against the CPU, BERT encoders' too (tiny-bert, bge-small in
+#     F16 and Q8_0, nomic-embed, bge-m3, EmbeddingGemma and jina-v2-base in F16);
 #     mixtures of experts (tiny-qwen3moe F32, tiny-qwen2moe Q8_0) against the CPU; GGUF
 #     Q4_K files (llama.cpp's quantiser, made by prebuild.sh) as CU_Q4_M against the CPU.
 #  +  compute-sanitizer memcheck and racecheck over short stories260K runs (SANITIZE=0 skips them).
@@ -131,11 +131,13 @@ done
         --positions 128 --gen 16 --chunk 32 --max-diff 5e-2 --min-top1 0.98
 # Gemma 3 and Gemma 2 (gen-model presets, window 16 on some layers, Gemma 3's second rope base, Gemma 2's soft
 # caps): prefill, decode and graphs over 128 positions against the CPU (under the emulation: make test-emu); bf16
-# through the mma.sync prefill kernel (f16 KV, 16-bit GeGLU activations).
+# through the mma.sync prefill kernel (f16 KV, 16-bit GeGLU activations). Then the window layers' KV in a window
+# pool of 16 blocks (parity part 5: 3 sequences far past the window, stale window blocks reused by another
+# sequence) against the CPU with the same tables, and identical to the CUDA backend without the pool.
 for arch in gemma3 gemma2; do
     "$B/llm-engine" gen-model --preset tiny-$arch --dtype f32 --out "$WORK/$arch-f32.gguf" >/dev/null 2>&1 &&
         run "${arch}_f32" env LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$WORK/$arch-f32.gguf" \
-            --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --max-diff 5e-2 --min-top1 0.98
+            --positions 128 --gen 16 --chunk 32 --graph-cycles 3 --window-pool 16 --max-diff 5e-2 --min-top1 0.98
 done
 "$B/llm-engine" gen-model --preset tiny-gemma2 --dtype bf16 --out "$WORK/gemma2-bf16.gguf" >/dev/null 2>&1 &&
     run gemma2_bf16_mma env LLM_CUDA_ATT_TC=2 "$B/tests/gpu/parity_logits" --model "$WORK/gemma2-bf16.gguf" \

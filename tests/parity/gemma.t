@@ -10,7 +10,8 @@
 #     matches llama.cpp's on the same file (F32, and Q8_0 where both round),
 #     with the whole text as prefill chunks and with its last 30 tokens decoded
 #     one by one (the paged cache's decode path);
-#  2. greedy ids are llama.cpp's;
+#  2. greedy ids are llama.cpp's, and stay ours with the window layers' KV in a
+#     ring of blocks (generate --swa-kv window), sampled ones too;
 #  3. the model re-saved as a Hugging Face directory (model_type gemma3_text /
 #     gemma2, the norms stored as Gemma's w of 1 + w, layer_types) and back to
 #     GGUF gives the same ids, and so does Gemma 3's multimodal layout
@@ -71,6 +72,14 @@ for my $arch (qw(gemma3 gemma2)) {
     my ($rc1, $a) = ours_ids($f{f32}, \@ids);
     ok($rc1 == 0 && @$a == $n, "$arch: we generate $n ids");
     is_deeply($a, llamacpp_ids($f{f32}, \@ids), "$arch: the same $n greedy ids as llama.cpp");
+    # The window layers' KV in a ring of a few blocks (generate --swa-kv window), prompt in chunks of 5: the
+    # same ids, greedy and sampled.
+    my ($rcw, $w) = ours_ids($f{f32}, \@ids, '--swa-kv', 'window', '--batch', '5');
+    is_deeply($w, $a, "$arch: --swa-kv window, the same greedy ids");
+    like(slurp("$dir/stderr"), qr/KV in a ring of 3 blocks of 16 tokens/, "$arch: --swa-kv window: a ring of 3 blocks");
+    my (undef, $s1) = ours_ids($f{f32}, \@ids, '--temperature', '1', '--seed', '7', '--batch', '5');
+    my (undef, $s2) = ours_ids($f{f32}, \@ids, '--temperature', '1', '--seed', '7', '--batch', '5', '--swa-kv', 'window');
+    ok(@$s1 == $n && "@$s1" eq "@$s2", "$arch: --swa-kv window, the same sampled ids");
 
     # 3. Hugging Face directory and back.
     my $mt = $arch eq 'gemma3' ? 'gemma3_text' : $arch;
