@@ -122,6 +122,10 @@ static inline int llm_batch_check(const llm_batch *b, const llm_config *c, int b
                      s, pos);
             return -1;
         }
+        /* the tables up to the last position of a run of consecutive positions of one sequence, once per run
+         * (a long prompt's chunk would otherwise read them once per token) */
+        if (i + 1 < b->n_tokens && b->seq[i + 1] == s && b->pos[i + 1] == pos + 1)
+            continue;
         for (int k = 0; k <= pos / block_size; k++)
             if (v->blocks[k] < 0 || v->blocks[k] >= kv_blocks) {
                 snprintf(err->msg, sizeof(err->msg), "%s: sequence %d uses KV block %d of a pool of %d", who, s,
