@@ -142,8 +142,8 @@ static int cpu_kv_auto(const llm_model *m, llm_backend_opts *bo, int max_batch)
 
 /* --swa-kv window: the sliding-window layers' KV in a pool of their own (llm_backend_opts.swa_blocks) where
  * a sequence holds only its window: room for every batch slot's window (whole blocks, the window start
- * inside the first) plus one step's new tokens, so it never binds before the main pool does; no more blocks
- * than the main pool has where that is known (a context shorter than the window). 0: off, or a model
+ * inside the first) plus one step's new tokens, so it never binds before the main pool does (the caller caps
+ * it at the main pool's blocks: a context shorter than the window). 0: off, or a model
  * without such layers (said on stderr when asked for). -1: a bad value. */
 static int swa_kv_opt(const llm_args *a, const llm_model *m, const llm_sched_config *sc, llm_backend_opts *bo)
 {
@@ -162,8 +162,6 @@ static int swa_kv_opt(const llm_args *a, const llm_model *m, const llm_sched_con
     }
     long bs = bo->block_size, per_seq = (m->cfg.swa_window - 1) / bs + 3;
     long blocks = (long)sc->max_batch_size * per_seq + (sc->max_batched_tokens + bs - 1) / bs;
-    if (bo->kv_blocks > 0 && blocks > bo->kv_blocks)
-        blocks = bo->kv_blocks;
     bo->swa_blocks = (int)(blocks < (1L << 24) ? blocks : 1L << 24);
     return 0;
 }
@@ -262,7 +260,7 @@ int cli_serve(const llm_args *a)
         llm_model_free(m);
         return 1;
     }
-    if (bo.swa_blocks > bo.kv_blocks && bo.kv_blocks > 0) /* (the CPU's automatic pool is known only now) */
+    if (bo.swa_blocks > bo.kv_blocks && bo.kv_blocks > 0) /* (--kv-blocks, or the CPU's automatic pool) */
         bo.swa_blocks = bo.kv_blocks;
     worker_ctx w;
     memset(&w, 0, sizeof(w));

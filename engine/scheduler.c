@@ -63,7 +63,7 @@ struct llm_sched {
     llm_backend     *be;
     llm_sched_config cfg;
     llm_kv_cache    *kv;
-    llm_kv_cache    *kvw;      /* the window pool (backend opts.swa_blocks > 0), else NULL: no prefix cache then */
+    llm_kv_cache    *kvw;      /* the window pool (backend opts.swa_blocks > 0), else NULL */
     int win;                   /* the model's sliding window (positions a query sees), with kvw */
     int vocab, ctx_limit, bs;
     sreq **waiting;            /* sorted: priority desc, arrival asc */
@@ -200,7 +200,8 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
     /* rows: one a sequence, plus the drafts of the requests that may speculate */
     s->logit_rows = (int)ns + (c.spec_tokens > 0 ? LLM_SCHED_SPEC_SEQS * c.spec_tokens : 0);
     s->logits = malloc((size_t)s->logit_rows * (size_t)s->vocab * sizeof(float));
-    if (s->kv == NULL || (b->opts.swa_blocks > 0 && s->kvw == NULL) || s->running == NULL || s->b_tok == NULL || s->b_pos == NULL || s->b_seq == NULL ||
+    if (s->kv == NULL || (b->opts.swa_blocks > 0 && s->kvw == NULL) || s->running == NULL || s->b_tok == NULL ||
+        s->b_pos == NULL || s->b_seq == NULL ||
         s->b_want == NULL || s->b_views == NULL || s->b_reqs == NULL || s->logits == NULL) {
         llm_sched_destroy(s);
         llm_seterr(err, "scheduler: out of memory");
@@ -269,12 +270,18 @@ static void seq_release(llm_sched *s, sreq *r)
         llm_kv_seq_release(s->kvw, &r->kvw);
 }
 
-/* Tokens past r's computed ones that its tables and the pools' free blocks hold. */
+/* Tokens past r's computed ones that its table q and the free blocks of pool kv hold. */
+static long pool_room(const llm_sched *s, const llm_kv_cache *kv, const llm_kv_seq *q, const sreq *r)
+{
+    return (long)(q->n_blocks + llm_kv_available(kv)) * s->bs - r->n_computed;
+}
+
+/* ... in both pools. */
 static long seq_room(const llm_sched *s, const sreq *r)
 {
-    long room = (long)(r->kv.n_blocks + llm_kv_available(s->kv)) * s->bs - r->n_computed;
+    long room = pool_room(s, s->kv, &r->kv, r);
     if (s->kvw != NULL) {
-        long w = (long)(r->kvw.n_blocks + llm_kv_available(s->kvw)) * s->bs - r->n_computed;
+        long w = pool_room(s, s->kvw, &r->kvw, r);
         room = w < room ? w : room;
     }
     return room;

@@ -151,28 +151,9 @@ like($pyout, qr/^393216 expert weights equal in 4 layers$/m, 'every expert weigh
 
 # refused with a message: other quantisations, another clamp, no window, a missing scales tensor, a U8
 # tensor where a weight belongs
-sub copy_dir {
+sub copy_dir { # the header edited, the data as it was (offsets unchanged)
     my ($from, $name, $edit_cfg, $edit_st) = @_;
-    my $to = "$dir/$name";
-    system('rm', '-rf', $to);
-    system('cp', '-r', $from, $to);
-    my $cfg = decode_json(slurp("$to/config.json"));
-    $edit_cfg->($cfg) if $edit_cfg;
-    open my $fh, '>', "$to/config.json" or die $!;
-    print $fh encode_json($cfg);
-    close $fh;
-    if ($edit_st) { # the header edited, the data as it was (offsets unchanged)
-        my $st = slurp("$to/model.safetensors");
-        my $n = unpack('Q<', $st);
-        my $h = decode_json(substr($st, 8, $n));
-        $edit_st->($h);
-        my $j = encode_json($h);
-        $j .= ' ' x ((8 - length($j) % 8) % 8);
-        open $fh, '>:raw', "$to/model.safetensors" or die $!;
-        print $fh pack('Q<', length($j)), $j, substr($st, 8 + $n);
-        close $fh;
-    }
-    return $to;
+    return Parity::edited_copy($from, "$dir/$name", $edit_cfg, $edit_st);
 }
 my @bad = (
     [ 'bnb', sub { $_[0]{quantization_config}{quant_method} = 'bitsandbytes' }, undef,
