@@ -14,6 +14,7 @@
     { id: 'throughput', title: 'Throughput', axes: ['tokens/s', 'requests/s'], series: [
       { col: 'tokens_out_per_s', label: 'generated tok/s' },
       { col: 'tokens_in_per_s', label: 'prompt tok/s' },
+      { col: 'tokens_cached_per_s', label: 'prompt tok/s from the prefix cache' },
       { col: 'finished_per_s', label: 'finished req/s', axis: 1 },
     ] },
     { id: 'ttft', title: 'Time to first token (ms, per-second window)', axes: ['ms'], series: [
@@ -36,6 +37,7 @@
     { id: 'kv', title: 'KV cache', axes: ['% used', 'blocks'], series: [
       { col: 'kv_used_pct', label: 'KV used %' },
       { col: 'kv_blocks_used', label: 'blocks used', axis: 1 },
+      { col: 'kv_window_blocks_used', label: 'window-pool blocks used', axis: 1 },
       { col: 'preempted', label: 'preemptions/s', axis: 1 },
     ] },
     { id: 'knobs', title: 'Tuning knobs', axes: ['batch / ms', 'tokens'], series: [
@@ -122,6 +124,7 @@
     var c = st.current || {}, lat = c.latency_ms || {}, h = st.history || {};
     var last = function (col) { var a = h[col] || []; return a.length ? a[a.length - 1] : null; };
     var kvTot = (c.kv_blocks_used || 0) + (c.kv_blocks_free || 0);
+    var kvwTot = (c.kv_window_blocks_used || 0) + (c.kv_window_blocks_free || 0);
     var items = [
       ['generated tok/s', fmt(last('tokens_out_per_s'))],
       ['requests finished', fmt(c.finished)],
@@ -129,6 +132,8 @@
       ['batch size', fmt(c.batch_size)],
       ['queue depth', fmt(c.queue_depth)],
       ['KV used', kvTot ? fmt(100 * c.kv_blocks_used / kvTot, 1) + ' %' : '–'],
+      ['window pool used', kvwTot ? fmt(100 * c.kv_window_blocks_used / kvwTot, 1) + ' %' : '–'],
+      ['prompt tokens from the prefix cache', c.tokens_in ? fmt(100 * (c.tokens_cached || 0) / c.tokens_in, 1) + ' %' : '–'],
       ['TTFT p50 / p99 ms', fmt(lat.ttft && lat.ttft.p50, 1) + ' / ' + fmt(lat.ttft && lat.ttft.p99, 1)],
       ['TPOT p50 / p99 ms', fmt(lat.tpot && lat.tpot.p50, 1) + ' / ' + fmt(lat.tpot && lat.tpot.p99, 1)],
       ['failed / cancelled', fmt(c.failed) + ' / ' + fmt(c.cancelled)],

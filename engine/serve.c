@@ -181,6 +181,10 @@ static void publish_gauges(serve_ctx *c, const llm_sched *sched)
     atomic_store_explicit(&c->met->running, st.running, memory_order_relaxed);
     atomic_store_explicit(&c->met->kv_blocks_used, st.kv.used, memory_order_relaxed);
     atomic_store_explicit(&c->met->kv_blocks_free, st.kv.free + st.kv.cached, memory_order_relaxed);
+    atomic_store_explicit(&c->met->kv_blocks_cached, st.kv.cached, memory_order_relaxed);
+    atomic_store_explicit(&c->met->kv_window_blocks_used, st.kvw.used, memory_order_relaxed);
+    atomic_store_explicit(&c->met->kv_window_blocks_free, st.kvw.free + st.kvw.cached, memory_order_relaxed);
+    atomic_store_explicit(&c->met->tokens_cached, st.cached_tokens, memory_order_relaxed);
     atomic_store_explicit(&c->met->queue_depth, st.waiting, memory_order_relaxed);
     atomic_store_explicit(&c->met->preemptions, st.preemptions, memory_order_relaxed);
     atomic_store_explicit(&c->met->spec_drafted, st.spec_drafted, memory_order_relaxed);

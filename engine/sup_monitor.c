@@ -177,6 +177,10 @@ static void publish(llm_monitor *m, const llm_metrics_snap *c, const llm_tuner_i
     NUM("queue_depth", "%lld", (long long)c->queue_depth);
     NUM("kv_blocks_used", "%lld", (long long)c->kv_blocks_used);
     NUM("kv_blocks_free", "%lld", (long long)c->kv_blocks_free);
+    NUM("kv_blocks_cached", "%lld", (long long)c->kv_blocks_cached);
+    NUM("kv_window_blocks_used", "%lld", (long long)c->kv_window_blocks_used);
+    NUM("kv_window_blocks_free", "%lld", (long long)c->kv_window_blocks_free);
+    NUM("tokens_cached", "%llu", (unsigned long long)c->tokens_cached);
     NUM("waiters", "%lld", (long long)c->waiters);
     NUM("ttft_p95_ms", "%.3f", in->ttft_p95_ms);
     NUM("tpot_p95_ms", "%.3f", in->tpot_p95_ms);

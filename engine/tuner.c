@@ -136,6 +136,10 @@ void llm_metrics_snapshot(const llm_shm_metrics *m_, llm_metrics_snap *s)
     s->batch_size = LD(batch_size);
     s->kv_blocks_used = LD(kv_blocks_used);
     s->kv_blocks_free = LD(kv_blocks_free);
+    s->kv_blocks_cached = LD(kv_blocks_cached);
+    s->kv_window_blocks_used = LD(kv_window_blocks_used);
+    s->kv_window_blocks_free = LD(kv_window_blocks_free);
+    s->tokens_cached = LD(tokens_cached);
     s->queue_depth = LD(queue_depth);
     s->waiters = LD(waiters);
     snap_hist(&m->ttft, s->ttft);

@@ -52,8 +52,8 @@ typedef struct {
 typedef struct {
     uint64_t submitted, finished, cancelled, failed;
     uint64_t rejected_no_slot, rejected_ring_full, rejected_not_ready, reclaimed_slots;
-    uint64_t tokens_in, tokens_out, preemptions, oom_shrinks, oom_recoveries;
-    int64_t  mem_cap_tokens, mem_cap_batch;
+    uint64_t tokens_in, tokens_out, tokens_cached, preemptions, oom_shrinks, oom_recoveries;
+    int64_t  mem_cap_tokens, mem_cap_batch, kv_blocks_cached, kv_window_blocks_used, kv_window_blocks_free;
     int64_t  slots_in_use, running, batch_size, kv_blocks_used, kv_blocks_free, queue_depth, waiters;
     uint64_t ttft[LLM_HIST_BUCKETS], tpot[LLM_HIST_BUCKETS], step[LLM_HIST_BUCKETS], queue[LLM_HIST_BUCKETS];
 } llm_metrics_snap;

@@ -459,7 +459,13 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
         GAU("llm_requests_running", running, "Requests running.");
         GAU("llm_batch_size", batch_size, "Sequences in the current batch.");
         GAU("llm_kv_blocks_used", kv_blocks_used, "KV-cache blocks in use.");
-        GAU("llm_kv_blocks_free", kv_blocks_free, "KV-cache blocks free.");
+        GAU("llm_kv_blocks_free", kv_blocks_free, "KV-cache blocks free (prefix-cache blocks included).");
+        GAU("llm_kv_blocks_cached", kv_blocks_cached, "Free KV-cache blocks kept for the prefix cache.");
+        GAU("llm_kv_window_blocks_used", kv_window_blocks_used,
+            "Window-pool blocks in use (sliding-window layers, --swa-kv window; 0 without one).");
+        GAU("llm_kv_window_blocks_free", kv_window_blocks_free, "Window-pool blocks free (0 without one).");
+        CTR("llm_prompt_tokens_cached_total", tokens_cached,
+            "Prompt tokens served by the prefix cache instead of computed.");
         GAU("llm_queue_depth", queue_depth, "Requests waiting in the engine for the batch.");
         CTR("llm_preemptions_total", preemptions, "Running requests preempted (KV pool full or memory cap).");
         CTR("llm_spec_draft_tokens_total", spec_drafted, "Tokens drafted by n-gram speculation (serve --spec-ngram).");

@@ -19,7 +19,9 @@ typedef struct {
     int64_t t_ms;                      /* wall clock, ms since the epoch */
     int32_t up;                        /* engine attached and ready */
     float   tokens_out_per_s, tokens_in_per_s, finished_per_s, failed_per_s;
+    float   tokens_cached_per_s;       /* prompt tokens served by the prefix cache */
     float   batch_size, running, queue_depth, kv_blocks_used, kv_blocks_free, slots_in_use;
+    float   kv_window_blocks_used;     /* the window pool (serve --swa-kv window) */
     float   preempted;                 /* preemptions in the interval */
     float   max_batch_size, batch_timeout_ms, max_batched_tokens; /* knobs in force (tuner) */
     float   mem_cap_tokens;            /* memory cap on a step's tokens after out of memory (0 = none) */
@@ -31,7 +33,7 @@ typedef struct {
     ngx_uint_t            head, count;        /* next index to write, samples held */
     ngx_msec_t            last_ms;            /* ngx_current_msec of the last sample (same clock in every worker) */
     uint64_t              generation;         /* engine the base counters below came from (0 = none) */
-    uint64_t              tokens_out, tokens_in, finished, failed, preemptions;
+    uint64_t              tokens_out, tokens_in, tokens_cached, finished, failed, preemptions;
     uint64_t              hist[H_N][LLM_HIST_BUCKETS];
     ngx_http_llm_sample_t s[NGX_LLM_STATUS_SAMPLES];
 } ngx_http_llm_history_t;
@@ -93,10 +95,11 @@ static void ngx_http_llm_status_sample(ngx_http_llm_history_t *h, const llm_shm_
         /* A new engine starts its counters from zero: its first sample has no differences. */
         int same = h->generation == m->hdr->generation;
         uint64_t out = ld(&x->tokens_out), in = ld(&x->tokens_in), fin = ld(&x->finished), fail = ld(&x->failed);
-        uint64_t pre = ld(&x->preemptions);
+        uint64_t pre = ld(&x->preemptions), cached = ld(&x->tokens_cached);
         if (same) {
             s->tokens_out_per_s = rate(out, h->tokens_out, secs);
             s->tokens_in_per_s = rate(in, h->tokens_in, secs);
+            s->tokens_cached_per_s = rate(cached, h->tokens_cached, secs);
             s->finished_per_s = rate(fin, h->finished, secs);
             s->failed_per_s = rate(fail, h->failed, secs);
             s->preempted = pre >= h->preemptions ? (float)(pre - h->preemptions) : 0;
@@ -110,6 +113,7 @@ static void ngx_http_llm_status_sample(ngx_http_llm_history_t *h, const llm_shm_
         s->queue_depth = (float)ldi(&x->queue_depth);
         s->kv_blocks_used = (float)ldi(&x->kv_blocks_used);
         s->kv_blocks_free = (float)ldi(&x->kv_blocks_free);
+        s->kv_window_blocks_used = (float)ldi(&x->kv_window_blocks_used);
         s->slots_in_use = (float)ldi(&x->slots_in_use);
         s->max_batch_size = (float)atomic_load(&x->tuning.cur_max_batch_size);
         s->batch_timeout_ms = (float)atomic_load(&x->tuning.cur_batch_timeout_ms);
@@ -118,6 +122,7 @@ static void ngx_http_llm_status_sample(ngx_http_llm_history_t *h, const llm_shm_
         h->generation = m->hdr->generation;
         h->tokens_out = out;
         h->tokens_in = in;
+        h->tokens_cached = cached;
         h->finished = fin;
         h->failed = fail;
         h->preemptions = pre;
@@ -256,6 +261,10 @@ static cJSON *ngx_http_llm_status_current(const llm_shm_map *m)
     cJSON_AddNumberToObject(c, "queue_depth", (double)ldi(&x->queue_depth));
     cJSON_AddNumberToObject(c, "kv_blocks_used", (double)ldi(&x->kv_blocks_used));
     cJSON_AddNumberToObject(c, "kv_blocks_free", (double)ldi(&x->kv_blocks_free));
+    cJSON_AddNumberToObject(c, "kv_blocks_cached", (double)ldi(&x->kv_blocks_cached));
+    cJSON_AddNumberToObject(c, "kv_window_blocks_used", (double)ldi(&x->kv_window_blocks_used));
+    cJSON_AddNumberToObject(c, "kv_window_blocks_free", (double)ldi(&x->kv_window_blocks_free));
+    add_u64(c, "tokens_cached", ld(&x->tokens_cached));
     cJSON_AddNumberToObject(c, "waiters", (double)ldi(&x->waiters));
     if (atomic_load(&x->tuning.cur_max_batch_size) > 0) { /* the engine publishes its knobs */
         cJSON *tu = cJSON_AddObjectToObject(c, "tuning");
@@ -311,8 +320,9 @@ static cJSON *ngx_http_llm_status_history(const ngx_http_llm_history_t *h)
 {
     static const struct { const char *name; size_t off; } cols[] = {
 #define COL(f) { #f, offsetof(ngx_http_llm_sample_t, f) }
-        COL(tokens_out_per_s), COL(tokens_in_per_s), COL(finished_per_s), COL(failed_per_s),
-        COL(batch_size), COL(running), COL(queue_depth), COL(kv_blocks_used), COL(kv_blocks_free),
+        COL(tokens_out_per_s), COL(tokens_in_per_s), COL(tokens_cached_per_s), COL(finished_per_s),
+        COL(failed_per_s), COL(batch_size), COL(running), COL(queue_depth), COL(kv_blocks_used),
+        COL(kv_blocks_free), COL(kv_window_blocks_used),
         COL(slots_in_use), COL(preempted), COL(max_batch_size), COL(batch_timeout_ms),
         COL(max_batched_tokens), COL(mem_cap_tokens),
 #undef COL

@@ -20,7 +20,7 @@ GET /status
 --- response_headers
 Content-Type: application/json
 --- response_body_like chomp
-^\{"time":[\d.]+,"sample_period_s":1,"engine":\{"up":true,"state":"ready","generation":"[0-9a-f]{16}",.*"current":\{"submitted":\d+,.*"oom_shrinks":0,"oom_recoveries":0,"mem_cap_tokens":0,"mem_cap_batch":0,.*"latency_ms":\{"ttft":\{"count":\d+.*"history":\{"t":\[.*\],"up":\[.*"tokens_out_per_s":\[.*"kv_blocks_used":\[.*"mem_cap_tokens":\[.*"ttft_p99_ms":\[.*\]\}\}$
+^\{"time":[\d.]+,"sample_period_s":1,"engine":\{"up":true,"state":"ready","generation":"[0-9a-f]{16}",.*"current":\{"submitted":\d+,.*"oom_shrinks":0,"oom_recoveries":0,"mem_cap_tokens":0,"mem_cap_batch":0,.*"kv_blocks_cached":\d+,"kv_window_blocks_used":0,"kv_window_blocks_free":0,"tokens_cached":\d+,.*"latency_ms":\{"ttft":\{"count":\d+.*"history":\{"t":\[.*\],"up":\[.*"tokens_out_per_s":\[.*"tokens_cached_per_s":\[.*"kv_blocks_used":\[.*"kv_window_blocks_used":\[.*"mem_cap_tokens":\[.*"ttft_p99_ms":\[.*\]\}\}$
 
 === TEST 2: without an engine: up false, state unavailable, still a history
 --- main_config

@@ -419,7 +419,7 @@ GET /health
 --- response_body_like chomp
 "status":"ok"
 
-=== TEST 25: /metrics carries the real engine's counters after the blocks above
+=== TEST 25: /metrics carries the real engine's counters after the blocks above; its KV pool is back to no block used, and it has no window pool
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -433,7 +433,7 @@ location / {
 GET /metrics
 --- error_code: 200
 --- response_body_like chomp
-llm_engine_up 1\n.*llm_requests_submitted_total [1-9]\d*\n.*llm_requests_finished_total [1-9]\d*\n.*llm_generation_tokens_total [1-9]\d*\n
+llm_engine_up 1\n.*llm_requests_submitted_total [1-9]\d*\n.*llm_requests_finished_total [1-9]\d*\n.*llm_generation_tokens_total [1-9]\d*\n.*llm_kv_blocks_used 0\n.*llm_kv_blocks_free [1-9]\d*\n.*llm_kv_blocks_cached \d+\n.*llm_kv_window_blocks_used 0\n.*llm_kv_window_blocks_free 0\n.*llm_prompt_tokens_cached_total \d+\n
 
 === TEST 26: logit_bias -100 bans the greedy first token (",", id 432): the next best follows
 --- main_config

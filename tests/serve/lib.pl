@@ -97,4 +97,19 @@ sub build_shm_knobs {
     return $reader;
 }
 
+# One reading of a running engine's segment by shm_knobs: a hash of its "key value ..." lines, the
+# histograms' bucket counts (ttft, tpot) as array refs.
+sub shm_reading {
+    my ($reader, $name) = @_;
+    my $out = `$reader $name 2>&1`;
+    die "shm_knobs: $out" if $? != 0;
+    my %r;
+    for my $line (split /\n/, $out) {
+        my ($k, @v) = split ' ', $line;
+        if ($k eq 'ttft' || $k eq 'tpot') { $r{$k} = \@v }
+        else { %r = (%r, $k, @v) }
+    }
+    return \%r;
+}
+
 1;

@@ -61,17 +61,7 @@ sub burst {
     return $done;
 }
 
-sub reading {
-    my ($name) = @_;
-    my $out = `$reader $name 2>&1`;
-    die "shm_knobs: $out" if $? != 0;
-    my %r;
-    for my $line (split /\n/, $out) {
-        my ($k, @v) = split ' ', $line;
-        %r = (%r, $k, @v) unless $k eq 'ttft' || $k eq 'tpot';
-    }
-    return \%r;
-}
+sub reading { shm_reading($reader, $_[0]) }
 
 sub vmsize_kb {
     my ($pid) = @_;

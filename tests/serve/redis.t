@@ -70,6 +70,10 @@ ok($ts1 =~ /^\d+$/ && $ts2 =~ /^\d+$/ && $ts2 > $ts1, "metrics hash refreshed ($
 ok($len2 >= $len1 + 2, "history stream grows about once a second ($len1 -> $len2)");
 like(r("hget llm:$name:metrics tokens_out"), qr/^[1-9]\d*$/, 'tokens_out counted');
 like(r("hget llm:$name:metrics max_batch_size"), qr/^\d+$/, 'knobs in force published');
+is(r("hget llm:$name:metrics kv_blocks_free") + r("hget llm:$name:metrics kv_blocks_used") > 0 ? 1 : 0, 1,
+   'the KV pool\'s gauges published');
+like(r("hget llm:$name:metrics tokens_cached"), qr/^\d+$/, 'the prefix cache\'s count published');
+is(r("hget llm:$name:metrics kv_window_blocks_free"), '0', 'no window pool (stories260K has no sliding window)');
 like(r("hget llm:$name:tuning max_batch_size"), qr/^\d+$/, 'tuning state hash written');
 like(r("xrange llm:$name:events - +"), qr/tuning/, 'a tuning decision in the events stream');
 

@@ -3,8 +3,10 @@
  * the TTFT and TPOT histograms' bucket counts ("ttft C0 .. C27", "tpot ..."),
  * so that the caller can take percentiles over the deltas of two readings,
  * and the out-of-memory figures ("oom_shrinks N oom_recoveries N
- * mem_cap_tokens N mem_cap_batch N failed N finished N").
- * Built and run by tests/serve/tuning.t and oom.t (usage: shm_knobs NAME). */
+ * mem_cap_tokens N mem_cap_batch N failed N finished N"), and the KV pools' gauges and the prefix cache's
+ * count ("kv_blocks_used N kv_blocks_free N kv_blocks_cached N kv_window_blocks_used N
+ * kv_window_blocks_free N tokens_in N tokens_cached N").
+ * Built and run by tests/serve/tuning.t, oom.t and pools.t (usage: shm_knobs NAME). */
 #include "llm_shm.h"
 
 #include <stdio.h>
@@ -31,6 +33,12 @@ int main(int argc, char **argv)
            (unsigned long long)atomic_load(&x->oom_shrinks), (unsigned long long)atomic_load(&x->oom_recoveries),
            (long long)atomic_load(&x->mem_cap_tokens), (long long)atomic_load(&x->mem_cap_batch),
            (unsigned long long)atomic_load(&x->failed), (unsigned long long)atomic_load(&x->finished));
+    printf("kv_blocks_used %lld kv_blocks_free %lld kv_blocks_cached %lld kv_window_blocks_used %lld "
+           "kv_window_blocks_free %lld tokens_in %llu tokens_cached %llu\n",
+           (long long)atomic_load(&x->kv_blocks_used), (long long)atomic_load(&x->kv_blocks_free),
+           (long long)atomic_load(&x->kv_blocks_cached), (long long)atomic_load(&x->kv_window_blocks_used),
+           (long long)atomic_load(&x->kv_window_blocks_free), (unsigned long long)atomic_load(&x->tokens_in),
+           (unsigned long long)atomic_load(&x->tokens_cached));
     const llm_shm_hist *h[2] = {&m.metrics->ttft, &m.metrics->tpot};
     for (int k = 0; k < 2; k++) {
         printf("%s", k == 0 ? "ttft" : "tpot");

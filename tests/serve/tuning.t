@@ -44,17 +44,7 @@ my ($name, $sup);
 END { local $?; stop_engine($sup) }
 
 # Knobs and histogram buckets from the segment.
-sub reading {
-    my $out = `$reader $name 2>&1`;
-    die "shm_knobs: $out" if $? != 0;
-    my %r;
-    for my $line (split /\n/, $out) {
-        my ($k, @v) = split ' ', $line;
-        if ($k eq 'ttft' || $k eq 'tpot') { $r{$k} = \@v }
-        else { %r = (%r, $k, @v) }
-    }
-    return \%r;
-}
+sub reading { shm_reading($reader, $name) }
 
 # p95 in ms (bucket upper bound, as the tuner sees it) of the observations between two readings.
 sub p95_ms {
