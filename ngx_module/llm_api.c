@@ -4,6 +4,7 @@
 #include "llm_tools.h"
 #include "llm_responses.h"
 #include "llm_messages.h"
+#include "llm_ollama.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -848,23 +849,42 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
         r->root = root = chat;
         r->api = kind;
         r->kind = kind = LLM_API_CHAT;
+    } else if (kind == LLM_API_OLLAMA_CHAT || kind == LLM_API_OLLAMA_GENERATE) {
+        int completion, load;
+        cJSON *b = llm_ollama_to_body(root, kind == LLM_API_OLLAMA_GENERATE, &completion, &load, e);
+        if (b == NULL) return -1;
+        r->body = root;
+        r->root = root = b;
+        r->api = kind;
+        if (get_str(root, "model", &r->model, e) < 0) return -1; /* without Ollama's ":latest" */
+        if (load) {
+            r->ollama_load = 1;
+            return 0;
+        }
+        r->kind = kind = completion ? LLM_API_COMPLETIONS : LLM_API_CHAT;
     }
 
     switch (kind) {
     case LLM_API_COMPLETIONS:
-        if (parse_prompt(root, "prompt", LLM_API_MAX_CHOICES, r, e)) return -1;
-        return parse_sampling(root, r, e);
+        if (parse_prompt(root, "prompt", LLM_API_MAX_CHOICES, r, e) || parse_sampling(root, r, e)) {
+            if (r->api == LLM_API_OLLAMA_GENERATE) llm_ollama_param(e);
+            return -1;
+        }
+        return 0;
     case LLM_API_CHAT:
         if (parse_messages(root, r, e) || get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0 ||
             parse_template_kwargs(root, r, e) || parse_sampling(root, r, e) || llm_tools_parse(root, r, e)) {
             if (r->api == LLM_API_RESPONSES) llm_responses_param(e);
             if (r->api == LLM_API_MESSAGES) llm_messages_param(e);
+            if (r->api == LLM_API_OLLAMA_CHAT || r->api == LLM_API_OLLAMA_GENERATE) llm_ollama_param(e);
             return -1;
         }
         return 0;
     case LLM_API_RESPONSES:
     case LLM_API_MESSAGES:
-        break; /* parsed as LLM_API_CHAT */
+    case LLM_API_OLLAMA_CHAT:
+    case LLM_API_OLLAMA_GENERATE:
+        break; /* parsed as LLM_API_CHAT (or COMPLETIONS) */
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */
         if (llm_api_field(root, "messages")) {

@@ -29,6 +29,8 @@ typedef enum {
                               * request's kind is then LLM_API_CHAT, its api LLM_API_RESPONSES */
     LLM_API_MESSAGES    = 7, /* POST /v1/messages (Anthropic's): the same way (llm_messages.h) */
     LLM_API_RERANK      = 8, /* POST /v1/rerank: a query and documents (batch[], one a document) */
+    LLM_API_OLLAMA_CHAT = 9, /* POST /api/chat (Ollama's): parsed as the chat body it means (llm_ollama.h) */
+    LLM_API_OLLAMA_GENERATE = 10, /* POST /api/generate: as a chat body, or (raw, suffix) a completions one */
 } llm_api_kind;
 
 #define LLM_API_MAX_INPUTS 2048 /* embeddings: inputs in one request (OpenAI's limit) */
@@ -49,7 +51,8 @@ void llm_api_seterr(llm_api_err *e, int status, const char *param, const char *c
 typedef struct {
     llm_api_kind kind;
     cJSON       *root;        /* owns every string below */
-    int          api;         /* LLM_API_RESPONSES or LLM_API_MESSAGES: a body of that API, parsed as the chat
+    int          ollama_load; /* /api/generate without a prompt: Ollama's "load the model" (nothing parsed) */
+    int          api;         /* LLM_API_RESPONSES, _MESSAGES or _OLLAMA_*: a body of that API, parsed as the chat
                                * body it means (root), body the request's own (the Responses API's response
                                * echoes its fields); 0 for the others */
     cJSON       *body;

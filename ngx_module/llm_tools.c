@@ -256,6 +256,11 @@ static const char *call_close(int chat_format)
 
 /* Calls written as XML: Qwen3-Coder's and Seed-OSS's (<function=NAME><parameter=KEY>VALUE</parameter>...),
  * GLM-4.5's (NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...). */
+int llm_tools_supported(int chat_format)
+{
+    return call_tag(chat_format) != NULL || chat_format == LLM_CHAT_LLAMA3;
+}
+
 static int xml_calls(int chat_format)
 {
     return chat_format == LLM_CHAT_QWEN3_CODER || chat_format == LLM_CHAT_SEED_OSS || chat_format == LLM_CHAT_GLM45;
@@ -693,7 +698,7 @@ int llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     r->tool_mode = mode;
     if (mode == LLM_TOOLS_OFF) return 0;
-    if (call_tag(r->chat_format) == NULL && r->chat_format != LLM_CHAT_LLAMA3) {
+    if (!llm_tools_supported(r->chat_format)) {
         llm_api_seterr(e, 400, "tools", "unsupported_parameter", "function calling needs a model with the Llama 3, "
                        "ChatML (Hermes, Qwen), SmolLM3, Granite, EXAONE 4, Qwen3-Coder, Seed-OSS, GLM-4.5, gpt-oss or Mistral "
                        "(v3, v3-tekken, v7) chat format; this one's is %s", llm_chat_format_name(r->chat_format));

@@ -35,6 +35,8 @@ typedef struct {
  * Granite or Mistral v3 / v3-tekken / v7, else a 400): tool_mode, tools, tool_defs, parallel_calls, and for
  * required / named the calls' schema in r->schema. 0, or -1 with e (400). */
 int   llm_tools_parse(const cJSON *root, llm_api_req *r, llm_api_err *e);
+/* 1 when the chat format has function calling (tools are refused for the others). */
+int   llm_tools_supported(int chat_format);
 /* An assistant message's tool_calls (message i) as the chat template takes them: *calls malloc'd (names and
  * ids point into the tree, arguments malloc'd as tojson prints them; llm_tools_calls_free), or -1 with e.
  * Llama 3 takes one call a message. */

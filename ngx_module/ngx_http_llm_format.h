@@ -65,7 +65,8 @@ typedef struct {
  * builder only keeps the answer) and returns 0, or -1 out of memory.
  *   begin: the stream opens;  text: reasoning (1) or answer text (0), lp a chat logprobs object or NULL (taken);
  *   calls: the answer's tool calls;  end: the answer is over, *out (when out is not NULL) the whole response
- *   object;  error: a failure mid-stream;  free: the builder's memory. */
+ *   object;  error: a failure mid-stream;  free: the builder's memory. An ndjson API (Ollama's,
+ *   ngx_http_llm_ollama_out.h) sends each event as a line of JSON and needs no "type" in it. */
 typedef struct {
     int  (*begin)(void *b, cJSON *ev);
     int  (*text)(void *b, cJSON *ev, int reasoning, const char *s, size_t len, cJSON *lp);
@@ -73,6 +74,7 @@ typedef struct {
     int  (*end)(void *b, cJSON *ev, const ngx_http_llm_end_t *end, cJSON **out);
     int  (*error)(void *b, cJSON *ev, const char *code, const char *type, const char *message);
     void (*free)(void *b);
+    int  ndjson;            /* each event is sent as one line of JSON (Ollama's streams), not as SSE */
 } ngx_http_llm_typed_t;
 
 /* Whole (non-streaming) response. */

@@ -5,6 +5,7 @@
 #include "ngx_http_llm_format.h"
 #include "ngx_http_llm_responses_out.h"
 #include "ngx_http_llm_messages_out.h"
+#include "ngx_http_llm_ollama_out.h"
 #include "llm_reasoning.h"
 #include "llm_tools.h"
 
@@ -49,11 +50,12 @@ typedef struct {
     ngx_http_llm_seq_t    *seq;          /* [n], from the request pool */
     uint32_t               n_prompt;
     ngx_http_llm_resp_t    resp;      /* id, model, created, kind */
-    /* the Responses API or Anthropic's Messages API (q.api): the answer built as typed events */
+    /* the Responses API, Anthropic's Messages API or Ollama's (q.api): the answer built as typed events */
     const ngx_http_llm_typed_t *typed; /* its builder's operations, or NULL */
     void                  *tb;        /* its builder: &rs or &ms */
     ngx_http_llm_rs_t      rs;
     ngx_http_llm_ms_t      ms;
+    ngx_http_llm_ol_t      ol;        /* Ollama's /api/chat and /api/generate */
     unsigned               store:1;   /* the Responses API: keep the response (llm_responses_store) */
     ngx_msec_t             start;
     ngx_msec_t             queue_timeout, request_timeout;
@@ -141,18 +143,22 @@ static ngx_int_t ngx_http_llm_emit_event(ngx_http_llm_ctx_t *ctx, cJSON *obj)
     return rc;
 }
 
-/* Typed events (the Responses and Messages APIs): "event: <type>\ndata: <json>\n\n" each. Takes ev. */
+/* Typed events (the Responses and Messages APIs): "event: <type>\ndata: <json>\n\n" each; an ndjson API's
+ * (Ollama's): "<json>\n" each. Takes ev. */
 static ngx_int_t ngx_http_llm_emit_typed(ngx_http_llm_ctx_t *ctx, cJSON *ev)
 {
     ngx_int_t rc = ev ? NGX_OK : NGX_ERROR;
+    int nd = ctx->typed->ndjson;
     for (cJSON *o = ev ? ev->child : NULL; o != NULL && rc == NGX_OK; o = o->next) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
         char *js = cJSON_PrintUnformatted(o);
-        if (js == NULL || !cJSON_IsString(t)) { cJSON_free(js); rc = NGX_ERROR; break; }
-        size_t tl = strlen(t->valuestring), l = strlen(js);
+        if (js == NULL || (!nd && !cJSON_IsString(t))) { cJSON_free(js); rc = NGX_ERROR; break; }
+        size_t tl = nd ? 0 : strlen(t->valuestring), l = strlen(js);
         char *buf = malloc(tl + l + 16);
         if (buf != NULL) {
-            size_t n = (size_t)(ngx_sprintf((u_char *)buf, "event: %s\ndata: %s\n\n", t->valuestring, js) - (u_char *)buf);
+            size_t n = (size_t)((nd ? ngx_sprintf((u_char *)buf, "%s\n", js)
+                                    : ngx_sprintf((u_char *)buf, "event: %s\ndata: %s\n\n", t->valuestring, js))
+                                - (u_char *)buf);
             rc = ngx_http_llm_emit(ctx, buf, n, 0);
         } else {
             rc = NGX_ERROR;
@@ -214,7 +220,11 @@ static ngx_int_t ngx_http_llm_send_stream_header(ngx_http_llm_ctx_t *ctx)
     }
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = -1;
-    ngx_str_set(&r->headers_out.content_type, "text/event-stream");
+    if (ctx->typed && ctx->typed->ndjson) {
+        ngx_str_set(&r->headers_out.content_type, "application/x-ndjson");
+    } else {
+        ngx_str_set(&r->headers_out.content_type, "text/event-stream");
+    }
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     ngx_http_llm_count_status(r, 200);
     ctx->header_sent = 1;
@@ -628,6 +638,7 @@ static int ngx_http_llm_step(void *data)
                 return 0;
             }
             if (k > 0) ctx->got_token = 1;
+            if (k > 0 && ctx->typed == &ngx_http_llm_ol_typed) ngx_http_llm_ol_first(&ctx->ol);
             if (k > 0 || st.done) s->n_cached = st.n_cached;
             for (int j = 0; j < k && !s->done; j++)
                 if (ngx_http_llm_token(ctx, i, &tk[j])) { ngx_http_llm_done(ctx, NGX_ERROR); return 0; }
@@ -740,7 +751,8 @@ static ngx_int_t ngx_http_llm_prompts_encode(ngx_http_request_t *r, ngx_http_llm
         if (pr->n_ids[i] >= ctx_len || pr->n_ids[i] > m->hdr->caps.max_prompt) {
             char which[32] = "";
             if (np > 1) ngx_snprintf((u_char *)which, sizeof which, " %d%Z", i);
-            llm_api_seterr(e, 400, ctx->q.api == LLM_API_RESPONSES ? "input" : ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt",
+            llm_api_seterr(e, 400, ctx->q.api == LLM_API_RESPONSES ? "input" : ctx->q.api == LLM_API_OLLAMA_GENERATE ? "prompt"
+                           : ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt",
                            "context_length_exceeded",
                            "the prompt%s is %zu tokens; this model's context length is %u tokens "
                            "(and a request may hold at most %u prompt tokens)",
@@ -878,6 +890,10 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         if (ngx_http_llm_ms_init(&ctx->ms, &ctx->resp, ctx->n_prompt)) return NGX_ERROR;
         ctx->typed = &ngx_http_llm_ms_typed;
         ctx->tb = &ctx->ms;
+    } else if (ctx->q.api == LLM_API_OLLAMA_CHAT || ctx->q.api == LLM_API_OLLAMA_GENERATE) {
+        if (ngx_http_llm_ol_init(&ctx->ol, &ctx->resp, ctx->q.api == LLM_API_OLLAMA_GENERATE)) return NGX_ERROR;
+        ctx->typed = &ngx_http_llm_ol_typed;
+        ctx->tb = &ctx->ol;
     }
     ctx->finished = 0;
 
@@ -935,7 +951,9 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
     int max_tokens = ctx->q.echo_only ? 1 : ctx->q.max_tokens ? ctx->q.max_tokens : (int)dflt;
     if (max_tokens > lcf->max_tokens) {
-        const char *name = ctx->q.api == LLM_API_RESPONSES ? "max_output_tokens" : "max_tokens";
+        const char *name = ctx->q.api == LLM_API_RESPONSES ? "max_output_tokens"
+                         : ctx->q.api == LLM_API_OLLAMA_CHAT || ctx->q.api == LLM_API_OLLAMA_GENERATE ? "options.num_predict"
+                         : "max_tokens";
         return ngx_http_llm_error(r, 400, name, "invalid_value", "%s is %d; this server allows at most %i", name,
                                   max_tokens, lcf->max_tokens);
     }

@@ -323,7 +323,9 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         { "models", NGX_LLM_MODELS }, { "tokenize", NGX_LLM_TOKENIZE }, { "detokenize", NGX_LLM_DETOKENIZE },
         { "health", NGX_LLM_HEALTH }, { "metrics", NGX_LLM_METRICS }, { "embeddings", NGX_LLM_EMBEDDINGS },
         { "responses", NGX_LLM_RESPONSES }, { "messages", NGX_LLM_MESSAGES }, { "count_tokens", NGX_LLM_COUNT_TOKENS },
-        { "rerank", NGX_LLM_RERANK },
+        { "rerank", NGX_LLM_RERANK }, { "ollama_chat", NGX_LLM_OLLAMA_CHAT },
+        { "ollama_generate", NGX_LLM_OLLAMA_GENERATE }, { "ollama_tags", NGX_LLM_OLLAMA_TAGS },
+        { "ollama_show", NGX_LLM_OLLAMA_SHOW }, { "ollama_version", NGX_LLM_OLLAMA_VERSION },
     };
     ngx_str_t *v = cf->args->elts;
     if (cf->args->nelts == 1) return ngx_http_llm_set_handler(cf, conf, NGX_LLM_AUTO);
@@ -331,7 +333,8 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (v[1].len == ngx_strlen(kinds[i].name) && ngx_strncmp(v[1].data, kinds[i].name, v[1].len) == 0)
             return ngx_http_llm_set_handler(cf, conf, kinds[i].h);
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_api \"%V\": expected auto, completions, chat, responses, "
-                       "messages, count_tokens, embeddings, rerank, models, tokenize, detokenize, health or metrics",
+                       "messages, count_tokens, embeddings, rerank, models, tokenize, detokenize, health, metrics, "
+                       "ollama_chat, ollama_generate, ollama_tags, ollama_show or ollama_version",
                        &v[1]);
     return NGX_CONF_ERROR;
 }
@@ -513,6 +516,9 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
         { "/v1/models", NGX_LLM_MODELS }, { "/tokenize", NGX_LLM_TOKENIZE },
         { "/detokenize", NGX_LLM_DETOKENIZE }, { "/health", NGX_LLM_HEALTH }, { "/metrics", NGX_LLM_METRICS },
         { "/rerank", NGX_LLM_RERANK }, /* /v1/rerank, /v2/rerank (Cohere's) and /rerank alike */
+        { "/api/chat", NGX_LLM_OLLAMA_CHAT }, { "/api/generate", NGX_LLM_OLLAMA_GENERATE },
+        { "/api/tags", NGX_LLM_OLLAMA_TAGS }, { "/api/show", NGX_LLM_OLLAMA_SHOW },
+        { "/api/version", NGX_LLM_OLLAMA_VERSION },
     };
     ngx_str_t *u = &r->uri;
     size_t len = u->len;
@@ -618,8 +624,13 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
     llm_api_kind kind = h == NGX_LLM_CHAT ? LLM_API_CHAT : h == NGX_LLM_COMPLETIONS ? LLM_API_COMPLETIONS
                       : h == NGX_LLM_EMBEDDINGS ? LLM_API_EMBEDDINGS : h == NGX_LLM_RESPONSES ? LLM_API_RESPONSES
                       : h == NGX_LLM_RERANK ? LLM_API_RERANK
+                      : h == NGX_LLM_OLLAMA_CHAT ? LLM_API_OLLAMA_CHAT : h == NGX_LLM_OLLAMA_GENERATE ? LLM_API_OLLAMA_GENERATE
                       : h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? LLM_API_MESSAGES
                       : h == NGX_LLM_TOKENIZE ? LLM_API_TOKENIZE : LLM_API_DETOKENIZE;
+    if (h == NGX_LLM_OLLAMA_SHOW) {
+        ngx_http_finalize_request(r, ngx_http_llm_ollama_show_body(r, (const char *)body, len));
+        return;
+    }
     llm_api_req q;
     llm_api_err e;
     llm_chat_format chat = lcf->chat_format ? (llm_chat_format)lcf->chat_format
@@ -629,6 +640,12 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
         ngx_http_llm_check_model(r, q.model, &e)) {
         llm_api_req_free(&q);
         ngx_http_finalize_request(r, ngx_http_llm_send_error(r, &e));
+        return;
+    }
+    if (q.ollama_load) { /* Ollama's "load the model": it is, as long as the engine is */
+        ngx_int_t lrc = ngx_http_llm_ollama_load(r, &q);
+        llm_api_req_free(&q);
+        ngx_http_finalize_request(r, lrc);
         return;
     }
     /* a reasoning model's chat answers: <think> split off into reasoning_content */
@@ -674,10 +691,13 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     case NGX_LLM_MODELS:
     case NGX_LLM_HEALTH:
     case NGX_LLM_METRICS:
+    case NGX_LLM_OLLAMA_TAGS:
+    case NGX_LLM_OLLAMA_VERSION:
         if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return ngx_http_llm_method_not_allowed(r, "GET, HEAD");
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return h == NGX_LLM_MODELS ? ngx_http_llm_models(r, model_id.len ? &model_id : NULL)
-             : h == NGX_LLM_HEALTH ? ngx_http_llm_health(r) : ngx_http_llm_metrics(r);
+             : h == NGX_LLM_HEALTH ? ngx_http_llm_health(r) : h == NGX_LLM_METRICS ? ngx_http_llm_metrics(r)
+             : h == NGX_LLM_OLLAMA_TAGS ? ngx_http_llm_ollama_tags(r) : ngx_http_llm_ollama_version(r);
     default:
         break;
     }

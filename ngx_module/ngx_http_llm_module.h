@@ -32,6 +32,11 @@ enum {
     NGX_LLM_RESPONSE_ITEM,    /* GET / DELETE /v1/responses/<id>: a stored response (llm_responses_store) */
     NGX_LLM_RESPONSE_INPUTS,  /* GET /v1/responses/<id>/input_items */
     NGX_LLM_RERANK,           /* POST /v1/rerank (also /rerank, /v2/rerank) */
+    NGX_LLM_OLLAMA_CHAT,      /* Ollama's API: POST /api/chat */
+    NGX_LLM_OLLAMA_GENERATE,  /* POST /api/generate */
+    NGX_LLM_OLLAMA_TAGS,      /* GET /api/tags: the models */
+    NGX_LLM_OLLAMA_SHOW,      /* POST /api/show: one model's details and capabilities */
+    NGX_LLM_OLLAMA_VERSION,   /* GET /api/version */
     NGX_LLM_N_HANDLERS
 };
 
@@ -146,6 +151,13 @@ int ngx_http_llm_engine_ready(ngx_http_llm_engine_t *eng, llm_api_err *e);
 /* endpoints */
 ngx_int_t ngx_http_llm_health(ngx_http_request_t *r);
 ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *id);
+/* Ollama's GET /api/tags, POST /api/show (name: the body's model, checked by the caller), GET /api/version. */
+ngx_int_t ngx_http_llm_ollama_tags(ngx_http_request_t *r);
+ngx_int_t ngx_http_llm_ollama_show(ngx_http_request_t *r, const char *name);
+ngx_int_t ngx_http_llm_ollama_version(ngx_http_request_t *r);
+/* POST /api/show with its body; /api/generate without a prompt (Ollama's call that loads the model). */
+ngx_int_t ngx_http_llm_ollama_show_body(ngx_http_request_t *r, const char *body, size_t len);
+ngx_int_t ngx_http_llm_ollama_load(ngx_http_request_t *r, const llm_api_req *q);
 ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r);
 ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q);
 ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q);

@@ -1,6 +1,7 @@
 /* Sending whole responses: JSON bodies, OpenAI-shaped errors, plain text. */
 #include "ngx_http_llm_module.h"
 #include "ngx_http_llm_messages_out.h"
+#include "llm_ollama.h"
 
 void ngx_http_llm_count_status(ngx_http_request_t *r, ngx_uint_t status)
 {
@@ -64,9 +65,10 @@ ngx_int_t ngx_http_llm_send_error(ngx_http_request_t *r, const llm_api_err *e)
             ngx_str_set(&h->value, "1");
         }
     }
-    /* Anthropic's clients read {"type": "error", "error": {"type", "message"}} */
+    /* Anthropic's clients read {"type": "error", "error": {"type", "message"}}, Ollama's {"error": message} */
     ngx_uint_t h = ngx_http_llm_endpoint(r);
-    char *s = h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? ngx_http_llm_ms_error_json(e) : llm_api_error_json(e);
+    char *s = h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? ngx_http_llm_ms_error_json(e)
+            : h >= NGX_LLM_OLLAMA_CHAT && h <= NGX_LLM_OLLAMA_VERSION ? llm_ollama_error_json(e) : llm_api_error_json(e);
     if (s == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     ngx_int_t rc = ngx_http_llm_send_json(r, (ngx_uint_t)e->status, s, strlen(s));
     cJSON_free(s);

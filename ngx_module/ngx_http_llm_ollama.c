@@ -1,0 +1,178 @@
+/* Ollama's API, the endpoints that are not a generation: GET /api/tags, POST /api/show, GET /api/version, and
+ * /api/generate without a prompt (its call that loads a model). /api/chat and /api/generate themselves run as
+ * chat / completions requests (llm_ollama.h) answered by ngx_http_llm_ollama_out.h's builder. */
+#include "ngx_http_llm_module.h"
+#include "ngx_http_llm_ollama_out.h"
+#include "llm_ollama.h"
+#include "llm_tools.h"
+
+#include <sys/stat.h>
+#include <time.h>
+
+/* The Ollama API version whose endpoints and fields this module answers (clients check it). */
+#define NGX_LLM_OLLAMA_API_VERSION "0.12.0"
+
+/* The model file's type and size (a directory: safetensors, its size unknown). */
+static void ngx_http_llm_ollama_file(ngx_http_request_t *r, const char **format, double *size)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    char path[1024];
+    struct stat st;
+    *format = "";
+    *size = 0;
+    if (lcf->model_path.len == 0 || lcf->model_path.len >= sizeof path) return;
+    ngx_memcpy(path, lcf->model_path.data, lcf->model_path.len);
+    path[lcf->model_path.len] = 0;
+    if (stat(path, &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+        *format = "safetensors";
+        return;
+    }
+    *format = lcf->model_path.len > 5 && ngx_strncmp(path + lcf->model_path.len - 5, ".gguf", 5) == 0 ? "gguf" : "";
+    *size = (double)st.st_size;
+}
+
+static cJSON *ngx_http_llm_ollama_details(ngx_http_request_t *r)
+{
+    const char *format;
+    double size;
+    ngx_http_llm_ollama_file(r, &format, &size);
+    cJSON *d = cJSON_CreateObject();
+    if (d == NULL) return NULL;
+    cJSON_AddStringToObject(d, "parent_model", "");
+    cJSON_AddStringToObject(d, "format", format);
+    cJSON_AddStringToObject(d, "family", "");
+    cJSON_AddNullToObject(d, "families");
+    cJSON_AddStringToObject(d, "parameter_size", "");
+    cJSON_AddStringToObject(d, "quantization_level", "");
+    return d;
+}
+
+/* modified_at: when the module started serving the model (RFC 3339). */
+static void ngx_http_llm_ollama_modified(ngx_http_request_t *r, char *at, size_t cap)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    struct tm tm;
+    gmtime_r(&mcf->started, &tm);
+    strftime(at, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* One entry of /api/tags for the name given. */
+static cJSON *ngx_http_llm_ollama_entry(ngx_http_request_t *r, const char *name)
+{
+    const char *format;
+    double size;
+    char at[32];
+    ngx_http_llm_ollama_file(r, &format, &size);
+    ngx_http_llm_ollama_modified(r, at, sizeof at);
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL) return NULL;
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "model", name);
+    cJSON_AddStringToObject(o, "modified_at", at);
+    cJSON_AddNumberToObject(o, "size", size);
+    cJSON_AddStringToObject(o, "digest", "");
+    cJSON_AddItemToObject(o, "details", ngx_http_llm_ollama_details(r));
+    return o;
+}
+
+ngx_int_t ngx_http_llm_ollama_tags(ngx_http_request_t *r)
+{
+    char buf[256];
+    const char *id = ngx_http_llm_model_id(r, buf, sizeof buf);
+    cJSON *o = cJSON_CreateObject(), *models = o ? cJSON_AddArrayToObject(o, "models") : NULL;
+    if (models == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+    cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, id));
+    /* the aliases, each as a model of its own ("*" is not a name) */
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    ngx_str_t *a = lcf->model_aliases ? lcf->model_aliases->elts : NULL;
+    for (ngx_uint_t i = 0; a != NULL && i < lcf->model_aliases->nelts; i++) {
+        if (a[i].len == 1 && a[i].data[0] == '*') continue;
+        char *name = ngx_pnalloc(r->pool, a[i].len + 1);
+        if (name == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+        *(char *)ngx_cpymem(name, a[i].data, a[i].len) = 0;
+        cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, name));
+    }
+    return ngx_http_llm_send_cjson(r, 200, o);
+}
+
+ngx_int_t ngx_http_llm_ollama_version(ngx_http_request_t *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL || !cJSON_AddStringToObject(o, "version", NGX_LLM_OLLAMA_API_VERSION)) {
+        cJSON_Delete(o);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    return ngx_http_llm_send_cjson(r, 200, o);
+}
+
+/* The model a body names ("model", or the older "name"), its ":latest" tag dropped; NULL when none. */
+static char *ngx_http_llm_ollama_name(ngx_http_request_t *r, const cJSON *root)
+{
+    const cJSON *m = llm_api_field(root, "model");
+    if (!cJSON_IsString(m)) m = llm_api_field(root, "name");
+    if (!cJSON_IsString(m)) return NULL;
+    size_t n = llm_ollama_name_len(m->valuestring);
+    char *s = ngx_pnalloc(r->pool, n + 1);
+    if (s != NULL) *(char *)ngx_cpymem(s, m->valuestring, n) = 0;
+    return s;
+}
+
+ngx_int_t ngx_http_llm_ollama_show_body(ngx_http_request_t *r, const char *body, size_t len)
+{
+    llm_api_err e;
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    char *name = root ? ngx_http_llm_ollama_name(r, root) : NULL;
+    cJSON_Delete(root);
+    if (name == NULL) {
+        llm_api_seterr(&e, 400, "model", "missing_required_parameter", "a JSON body with 'model' (a string) is required");
+        return ngx_http_llm_send_error(r, &e);
+    }
+    if (ngx_http_llm_check_model(r, name, &e)) return ngx_http_llm_send_error(r, &e);
+    return ngx_http_llm_ollama_show(r, name);
+}
+
+ngx_int_t ngx_http_llm_ollama_show(ngx_http_request_t *r, const char *name)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    if (eng->client) (void)llm_client_attach(eng->client); /* for the context length and the kind; absence is fine */
+    const llm_shm_map *m = eng->client ? llm_client_map(eng->client) : NULL;
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    cJSON_AddStringToObject(o, "modelfile", "");
+    cJSON_AddStringToObject(o, "parameters", "");
+    cJSON_AddStringToObject(o, "template", "");
+    cJSON_AddItemToObject(o, "details", ngx_http_llm_ollama_details(r));
+    cJSON *info = cJSON_AddObjectToObject(o, "model_info");
+    if (info != NULL) {
+        cJSON_AddStringToObject(info, "general.name", name);
+        if (m != NULL) cJSON_AddNumberToObject(info, "general.context_length", m->hdr->model.ctx_len);
+    }
+    /* what the model can be asked: completion (a decoder), embedding (an engine pools hidden states for any
+     * model, an encoder's only job), tools (its chat format has function calling), thinking (<think>) */
+    cJSON *caps = cJSON_AddArrayToObject(o, "capabilities");
+    int encoder = m != NULL && m->hdr->model.encoder;
+    llm_chat_format chat = lcf->chat_format ? (llm_chat_format)lcf->chat_format
+                         : lcf->tok ? lcf->tok->chat : LLM_CHAT_LLAMA3;
+    if (caps != NULL) {
+        if (!encoder) cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
+        cJSON_AddItemToArray(caps, cJSON_CreateString("embedding"));
+        if (!encoder && llm_tools_supported(chat)) cJSON_AddItemToArray(caps, cJSON_CreateString("tools"));
+        if (!encoder && lcf->tok && lcf->tok->think && lcf->reasoning)
+            cJSON_AddItemToArray(caps, cJSON_CreateString("thinking"));
+    }
+    char at[32];
+    ngx_http_llm_ollama_modified(r, at, sizeof at);
+    cJSON_AddStringToObject(o, "modified_at", at);
+    return ngx_http_llm_send_cjson(r, 200, o);
+}
+
+ngx_int_t ngx_http_llm_ollama_load(ngx_http_request_t *r, const llm_api_req *q)
+{
+    llm_api_err e;
+    char buf[256];
+    if (ngx_http_llm_engine_ready(ngx_http_llm_engine(r), &e) != LLM_SHM_OK) return ngx_http_llm_send_error(r, &e);
+    cJSON *o = ngx_http_llm_ol_load(q->model ? q->model : ngx_http_llm_model_id(r, buf, sizeof buf));
+    return o ? ngx_http_llm_send_cjson(r, 200, o) : NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
