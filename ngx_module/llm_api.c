@@ -849,6 +849,14 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
         r->root = root = chat;
         r->api = kind;
         r->kind = kind = LLM_API_CHAT;
+    } else if (kind == LLM_API_OLLAMA_EMBED) {
+        cJSON *b = llm_ollama_embed_body(root, e);
+        if (b == NULL) return -1;
+        r->body = root;
+        r->root = root = b;
+        r->api = kind;
+        r->kind = kind = LLM_API_EMBEDDINGS;
+        if (get_str(root, "model", &r->model, e) < 0) return -1; /* without Ollama's ":latest" */
     } else if (kind == LLM_API_OLLAMA_CHAT || kind == LLM_API_OLLAMA_GENERATE) {
         int completion, load;
         cJSON *b = llm_ollama_to_body(root, kind == LLM_API_OLLAMA_GENERATE, &completion, &load, e);
@@ -884,7 +892,8 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
     case LLM_API_MESSAGES:
     case LLM_API_OLLAMA_CHAT:
     case LLM_API_OLLAMA_GENERATE:
-        break; /* parsed as LLM_API_CHAT (or COMPLETIONS) */
+    case LLM_API_OLLAMA_EMBED:
+        break; /* parsed as LLM_API_CHAT (or COMPLETIONS, EMBEDDINGS) */
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */
         if (llm_api_field(root, "messages")) {

@@ -94,21 +94,24 @@ static int o_think(cJSON *out, const cJSON *t, llm_api_err *e)
     return o_bad(e, "think", "invalid_value", "'think' must be true, false, \"low\", \"medium\" or \"high\"%s", NULL);
 }
 
+/* The body's model, without Ollama's default tag. */
+static int o_model(cJSON *out, const cJSON *body, llm_api_err *e)
+{
+    const cJSON *model = llm_api_field(body, "model");
+    if (!cJSON_IsString(model)) return llm_cb_put_copy(out, "model", model, e);
+    char *name = strndup(model->valuestring, llm_ollama_name_len(model->valuestring));
+    int ok = name != NULL && cJSON_AddStringToObject(out, "model", name) != NULL;
+    free(name);
+    return ok ? 0 : llm_cb_oom(e);
+}
+
 /* What every body has: model, options, format, stream (default true), think. */
 static int o_common(cJSON *out, const cJSON *body, llm_api_err *e)
 {
     const cJSON *s = llm_api_field(body, "stream");
     if (s != NULL && !cJSON_IsBool(s) && !cJSON_IsNull(s))
         return o_bad(e, "stream", "invalid_type", "'stream' must be a boolean%s", NULL);
-    const cJSON *model = llm_api_field(body, "model");
-    if (cJSON_IsString(model)) {
-        char *name = strndup(model->valuestring, llm_ollama_name_len(model->valuestring));
-        int ok = name != NULL && cJSON_AddStringToObject(out, "model", name) != NULL;
-        free(name);
-        if (!ok) return llm_cb_oom(e);
-    } else if (llm_cb_put_copy(out, "model", model, e)) {
-        return -1;
-    }
+    if (o_model(out, body, e)) return -1;
     if (!cJSON_AddBoolToObject(out, "stream", s == NULL || cJSON_IsNull(s) || cJSON_IsTrue(s))) return llm_cb_oom(e);
     const cJSON *imgs = llm_api_field(body, "images");
     if (imgs && !(cJSON_IsArray(imgs) && cJSON_GetArraySize(imgs) == 0) && !cJSON_IsNull(imgs))
@@ -264,6 +267,26 @@ size_t llm_ollama_name_len(const char *name)
 {
     size_t n = strlen(name);
     return n > 7 && !strcmp(name + n - 7, ":latest") ? n - 7 : n;
+}
+
+cJSON *llm_ollama_embed_body(const cJSON *body, llm_api_err *e)
+{
+    cJSON *out = cJSON_CreateObject();
+    if (out == NULL) { llm_cb_oom(e); return NULL; }
+    const cJSON *t = llm_api_field(body, "truncate");
+    if (t != NULL && !cJSON_IsBool(t) && !cJSON_IsNull(t)) {
+        o_bad(e, "truncate", "invalid_type", "'truncate' must be a boolean%s", NULL);
+        goto fail;
+    }
+    if (o_model(out, body, e) || llm_cb_put_copy(out, "input", llm_api_field(body, "input"), e) ||
+        llm_cb_put_copy(out, "dimensions", llm_api_field(body, "dimensions"), e))
+        goto fail;
+    /* Ollama cuts an input over the context unless truncate is false */
+    if (!cJSON_AddBoolToObject(out, "truncate", !cJSON_IsFalse(t))) { llm_cb_oom(e); goto fail; }
+    return out;
+fail:
+    cJSON_Delete(out);
+    return NULL;
 }
 
 void llm_ollama_param(llm_api_err *e)

@@ -1,5 +1,5 @@
-/* Ollama's API bodies (POST /api/chat, /api/generate) -> the chat-completions or completions bodies they
- * mean, so that Ollama's clients (ollama-python / ollama-js, Open WebUI, LangChain's ChatOllama, ...) run on
+/* Ollama's API bodies (POST /api/chat, /api/generate, /api/embed) -> the chat-completions, completions or
+ * embeddings bodies they mean, so that Ollama's clients (ollama-python / ollama-js, Open WebUI, LangChain's ChatOllama, ...) run on
  * the same path as the OpenAI API. Plain C + cJSON (no nginx headers).
  *
  * /api/chat: model, messages ({"role": system | user | assistant | tool, "content", "thinking",
@@ -25,6 +25,10 @@
  * *load: /api/generate without a prompt (Ollama's "load the model" call): the body holds only the model. The
  * model's name loses Ollama's default tag (":latest"). */
 cJSON *llm_ollama_to_body(const cJSON *body, int generate, int *completion, int *load, llm_api_err *e);
+
+/* /api/embed's body (model, input: a string or strings, truncate: default true, dimensions; options and
+ * keep_alive ignored) -> the embeddings body it means; NULL with e. */
+cJSON *llm_ollama_embed_body(const cJSON *body, llm_api_err *e);
 
 /* The length of a model name without Ollama's default tag (":latest"): "name:latest" is "name". */
 size_t llm_ollama_name_len(const char *name);

@@ -1,6 +1,6 @@
-/* POST /v1/embeddings: each input -> token ids -> the engine (an LLM_PARAM_EMBED request: the prompt's
- * hidden state after the final norm, pooled as the engine pools) -> the vector, cut to `dimensions` and
- * made unit length -> OpenAI's list of embeddings.
+/* POST /v1/embeddings (and Ollama's /api/embed): each input -> token ids -> the engine (an LLM_PARAM_EMBED
+ * request: the prompt's hidden state after the final norm, pooled as the engine pools) -> the vector, cut to
+ * `dimensions` and made unit length -> OpenAI's list of embeddings (Ollama's "embeddings").
  * POST /v1/rerank: each document -> Qwen3-Reranker's judging prompt (a system instruction to answer "yes" or
  * "no", then "<Instruct>: ...\n<Query>: ...\n<Document>: ..." as the user's turn, in the model's chat format,
  * with the empty think block of a template that thinks) -> the engine (a scoring request: one token, the
@@ -94,22 +94,35 @@ static u_char *ngx_http_llm_emb_floats(u_char *p, const float *v, int n)
 }
 
 /* {"object":"list","data":[{"object":"embedding","index":i,"embedding":[...] or "<base64>"}],"model",...,
- * "usage":{"prompt_tokens","total_tokens"}}, each vector cut to `dimensions` and of unit length. */
+ * "usage":{"prompt_tokens","total_tokens"}}, each vector cut to `dimensions` and of unit length; Ollama's
+ * /api/embed: {"model","embeddings":[[...],...],"total_duration","load_duration","prompt_eval_count"}. */
 static ngx_int_t ngx_http_llm_emb_respond(ngx_http_llm_emb_ctx_t *ctx)
 {
     ngx_http_request_t *r = ctx->r;
+    int ollama = ctx->q.api == LLM_API_OLLAMA_EMBED;
     int d = ctx->q.dimensions ? ctx->q.dimensions : (int)ctx->n_embd;
     size_t per = ctx->q.base64 ? ((size_t)d * 4 + 2) / 3 * 4 + 2 : (size_t)d * 17;
     size_t cap = 256 + 6 * ngx_strlen(ctx->model) + (size_t)ctx->n * (per + 64); /* \uXXXX at worst */
     u_char *buf = ngx_pnalloc(r->pool, cap), *p = buf;
     float *v = ngx_palloc(r->pool, (size_t)d * sizeof(float));
     if (buf == NULL || v == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
-    p = ngx_cpymem(p, "{\"object\":\"list\",\"data\":[", 25);
+    cJSON *model = cJSON_CreateString(ctx->model);
+    char *ms = model ? cJSON_PrintUnformatted(model) : NULL;
+    cJSON_Delete(model);
+    if (ms == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
+    if (ollama) p = ngx_sprintf(p, "{\"model\":%s,\"embeddings\":[", ms);
+    else p = ngx_cpymem(p, "{\"object\":\"list\",\"data\":[", 25);
     for (int i = 0; i < ctx->n; i++) {
         double ss = 0.0;
         for (int k = 0; k < d; k++) ss += (double)ctx->item[i].vec[k] * ctx->item[i].vec[k];
         float s = ss > 0.0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
         for (int k = 0; k < d; k++) v[k] = ctx->item[i].vec[k] * s;
+        if (ollama) {
+            p = ngx_sprintf(p, "%s[", i ? "," : "");
+            p = ngx_http_llm_emb_floats(p, v, d);
+            *p++ = ']';
+            continue;
+        }
         p = ngx_sprintf(p, "%s{\"object\":\"embedding\",\"index\":%d,\"embedding\":", i ? "," : "", i);
         if (ctx->q.base64) { /* little-endian float32 bytes, as OpenAI's */
             ngx_str_t src = { (size_t)d * sizeof(float), (u_char *)v }, dst = { 0, p + 1 };
@@ -124,12 +137,12 @@ static ngx_int_t ngx_http_llm_emb_respond(ngx_http_llm_emb_ctx_t *ctx)
         }
         *p++ = '}';
     }
-    cJSON *model = cJSON_CreateString(ctx->model);
-    char *ms = model ? cJSON_PrintUnformatted(model) : NULL;
-    cJSON_Delete(model);
-    if (ms == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
-    p = ngx_sprintf(p, "],\"model\":%s,\"usage\":{\"prompt_tokens\":%uD,\"total_tokens\":%uD}}\n", ms,
-                    ctx->n_prompt, ctx->n_prompt);
+    if (ollama) /* the duration as the worker measured it, in ns */
+        p = ngx_sprintf(p, "],\"total_duration\":%M,\"load_duration\":0,\"prompt_eval_count\":%uD}\n",
+                        (ngx_msec_t)(ngx_current_msec - ctx->start) * 1000000, ctx->n_prompt);
+    else
+        p = ngx_sprintf(p, "],\"model\":%s,\"usage\":{\"prompt_tokens\":%uD,\"total_tokens\":%uD}}\n", ms,
+                        ctx->n_prompt, ctx->n_prompt);
     cJSON_free(ms);
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
     if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->prompt_tokens, ctx->n_prompt);

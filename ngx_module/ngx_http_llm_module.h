@@ -34,6 +34,7 @@ enum {
     NGX_LLM_RERANK,           /* POST /v1/rerank (also /rerank, /v2/rerank) */
     NGX_LLM_OLLAMA_CHAT,      /* Ollama's API: POST /api/chat */
     NGX_LLM_OLLAMA_GENERATE,  /* POST /api/generate */
+    NGX_LLM_OLLAMA_EMBED,     /* POST /api/embed */
     NGX_LLM_OLLAMA_TAGS,      /* GET /api/tags: the models */
     NGX_LLM_OLLAMA_SHOW,      /* POST /api/show: one model's details and capabilities */
     NGX_LLM_OLLAMA_VERSION,   /* GET /api/version */

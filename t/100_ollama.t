@@ -1,4 +1,4 @@
-# Ollama's API over the chat and completions paths (POST /api/chat, /api/generate; GET /api/tags,
+# Ollama's API over the chat, completions and embeddings paths (POST /api/chat, /api/generate, /api/embed; GET /api/tags,
 # /api/version; POST /api/show): Ollama's request bodies and options, its answers and, streamed, its lines of
 # JSON (application/x-ndjson); errors as {"error": message}; an explicit `llm_api ollama_*` location. Greedy
 # text must be `llm-engine generate`'s on the chat prompt ($TEST_NGINX_REF_CHAT, t/run.sh) and the known-good
@@ -234,7 +234,24 @@ POST /ollama/chat
 --- response_body_like eval
 qr/^\{"model":"stories","created_at":"[^"]+","message":\{"role":"assistant","content":"\{ .{0,4}.age.{1,40}"\},"done":true,"done_reason":"length",/
 
-=== TEST 14: /metrics counts the Ollama endpoints by name
+=== TEST 14: POST /api/embed: the vectors of /v1/embeddings (unit length, cut to dimensions), in Ollama's shape
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /api/embed
+{"model": "stories:latest", "input": ["Once upon a time", "The cat"], "dimensions": 4}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"model":"stories","embeddings":\[\[-?[\d.e-]+(,-?[\d.e-]+){3}\],\[-?[\d.e-]+(,-?[\d.e-]+){3}\]\],"total_duration":\d+,"load_duration":0,"prompt_eval_count":9\}$/
+
+=== TEST 15: /metrics counts the Ollama endpoints by name
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config

@@ -160,6 +160,25 @@ static void test_generate(void)
     bad(G, "{\"prompt\":\"x\",\"raw\":true,\"options\":{\"min_p\":2}}", "options.min_p", "min_p above 1 (raw)");
 }
 
+static void test_embed(void)
+{
+    llm_api_req r;
+    llm_api_err e;
+    const llm_api_kind M = LLM_API_OLLAMA_EMBED;
+    is_int(parse(M, "{\"model\":\"m:latest\",\"input\":[\"a\",\"b c\"],\"dimensions\":8,\"keep_alive\":\"1m\","
+                    "\"options\":{\"num_ctx\":512}}", &r, &e), 0, "an embed body parses (%s)", e.message);
+    ok(r.api == M && r.kind == LLM_API_EMBEDDINGS && r.n_prompts == 2 && r.dimensions == 8 && r.truncate == 1 &&
+       !strcmp(r.model, "m"), "two inputs, dimensions 8, truncated by default (Ollama's), the model without :latest");
+    llm_api_req_free(&r);
+    is_int(parse(M, "{\"input\":\"a\",\"truncate\":false}", &r, &e), 0, "one input, truncate false");
+    ok(r.truncate == 0 && r.prompt && !strcmp(r.prompt, "a"), "truncate false: an input over the context is a 400");
+    llm_api_req_free(&r);
+    bad(M, "{\"input\":\"a\",\"truncate\":\"no\"}", "truncate", "truncate not a boolean");
+    bad(M, "{\"input\":{}}", "input", "input an object");
+    bad(M, "{}", "input", "no input");
+    bad(M, "{\"input\":\"a\",\"dimensions\":0}", "dimensions", "dimensions 0");
+}
+
 static const ngx_http_llm_call_t CALLS[2] = { { "call_0123", "get_weather", "{\"city\":\"Oslo\"}" },
                                               { "call_4567", "now", "not json" } };
 
@@ -274,6 +293,7 @@ int main(void)
 {
     test_chat();
     test_generate();
+    test_embed();
     test_output();
     test_mutations();
     return done_testing();

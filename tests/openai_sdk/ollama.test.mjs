@@ -1,6 +1,6 @@
 // Ollama's JavaScript client (ollama-js, the `ollama` package) against `make serve` (tests/openai_sdk/run.sh
 // starts it): /api/chat and /api/generate, plain and streamed, must give `llm-engine generate`'s greedy text on
-// the prompt the server renders; /api/tags, /api/show, /api/version; a conversation with tool calls and their
+// the prompt the server renders; /api/embed the vectors of /v1/embeddings; /api/tags, /api/show, /api/version; a conversation with tool calls and their
 // results on the tiny Llama 3 model of tools.test.mjs; errors arrive as the client's ResponseError.
 //   NGX_LLM_BASE_URL, NGX_LLM_ENGINE, NGX_LLM_MODEL, NGX_LLM_TOOLS_URL (as for sdk.test.mjs, tools.test.mjs)
 import { test, before } from 'node:test';
@@ -91,6 +91,16 @@ test('stop strings and a seed: the text ends before the stop; the same seed give
     const a = await client.chat({ model, messages: MESSAGES, stream: false, options: opts });
     const b = await client.chat({ model, messages: MESSAGES, stream: false, options: opts });
     assert.equal(a.message.content, b.message.content);
+});
+
+test('embed: the vectors of /v1/embeddings, cut to dimensions', async () => {
+    const r = await client.embed({ model: `${model}:latest`, input: ['Once upon a time', 'The cat'], dimensions: 8 });
+    const res = await fetch(baseURL + '/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ input: ['Once upon a time', 'The cat'], dimensions: 8 }) });
+    const openai = (await res.json()).data.map((d) => d.embedding);
+    assert.deepEqual(r.embeddings, openai);
+    assert.equal(r.embeddings[0].length, 8);
+    assert.ok(r.prompt_eval_count > 0);
 });
 
 test('a conversation with tool calls and their results (tiny Llama 3 model): answered', async () => {
