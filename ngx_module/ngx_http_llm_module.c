@@ -325,7 +325,7 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         { "responses", NGX_LLM_RESPONSES }, { "messages", NGX_LLM_MESSAGES }, { "count_tokens", NGX_LLM_COUNT_TOKENS },
         { "rerank", NGX_LLM_RERANK }, { "ollama_chat", NGX_LLM_OLLAMA_CHAT },
         { "ollama_generate", NGX_LLM_OLLAMA_GENERATE }, { "ollama_embed", NGX_LLM_OLLAMA_EMBED },
-        { "ollama_tags", NGX_LLM_OLLAMA_TAGS },
+        { "ollama_tags", NGX_LLM_OLLAMA_TAGS }, { "ollama_ps", NGX_LLM_OLLAMA_PS },
         { "ollama_show", NGX_LLM_OLLAMA_SHOW }, { "ollama_version", NGX_LLM_OLLAMA_VERSION },
     };
     ngx_str_t *v = cf->args->elts;
@@ -335,7 +335,8 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             return ngx_http_llm_set_handler(cf, conf, kinds[i].h);
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_api \"%V\": expected auto, completions, chat, responses, "
                        "messages, count_tokens, embeddings, rerank, models, tokenize, detokenize, health, metrics, "
-                       "ollama_chat, ollama_generate, ollama_embed, ollama_tags, ollama_show or ollama_version",
+                       "ollama_chat, ollama_generate, ollama_embed, ollama_tags, ollama_ps, ollama_show or "
+                       "ollama_version",
                        &v[1]);
     return NGX_CONF_ERROR;
 }
@@ -519,7 +520,7 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
         { "/rerank", NGX_LLM_RERANK }, /* /v1/rerank, /v2/rerank (Cohere's) and /rerank alike */
         { "/api/chat", NGX_LLM_OLLAMA_CHAT }, { "/api/generate", NGX_LLM_OLLAMA_GENERATE },
         { "/api/embed", NGX_LLM_OLLAMA_EMBED },
-        { "/api/tags", NGX_LLM_OLLAMA_TAGS }, { "/api/show", NGX_LLM_OLLAMA_SHOW },
+        { "/api/tags", NGX_LLM_OLLAMA_TAGS }, { "/api/ps", NGX_LLM_OLLAMA_PS }, { "/api/show", NGX_LLM_OLLAMA_SHOW },
         { "/api/version", NGX_LLM_OLLAMA_VERSION },
     };
     ngx_str_t *u = &r->uri;
@@ -696,12 +697,14 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     case NGX_LLM_HEALTH:
     case NGX_LLM_METRICS:
     case NGX_LLM_OLLAMA_TAGS:
+    case NGX_LLM_OLLAMA_PS:
     case NGX_LLM_OLLAMA_VERSION:
         if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return ngx_http_llm_method_not_allowed(r, "GET, HEAD");
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return h == NGX_LLM_MODELS ? ngx_http_llm_models(r, model_id.len ? &model_id : NULL)
              : h == NGX_LLM_HEALTH ? ngx_http_llm_health(r) : h == NGX_LLM_METRICS ? ngx_http_llm_metrics(r)
-             : h == NGX_LLM_OLLAMA_TAGS ? ngx_http_llm_ollama_tags(r) : ngx_http_llm_ollama_version(r);
+             : h == NGX_LLM_OLLAMA_TAGS || h == NGX_LLM_OLLAMA_PS ? ngx_http_llm_ollama_tags(r, h == NGX_LLM_OLLAMA_PS)
+             : ngx_http_llm_ollama_version(r);
     default:
         break;
     }

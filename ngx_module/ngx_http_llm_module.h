@@ -36,6 +36,7 @@ enum {
     NGX_LLM_OLLAMA_GENERATE,  /* POST /api/generate */
     NGX_LLM_OLLAMA_EMBED,     /* POST /api/embed */
     NGX_LLM_OLLAMA_TAGS,      /* GET /api/tags: the models */
+    NGX_LLM_OLLAMA_PS,        /* GET /api/ps: the models loaded (the served one, while the engine is up) */
     NGX_LLM_OLLAMA_SHOW,      /* POST /api/show: one model's details and capabilities */
     NGX_LLM_OLLAMA_VERSION,   /* GET /api/version */
     NGX_LLM_N_HANDLERS
@@ -152,8 +153,9 @@ int ngx_http_llm_engine_ready(ngx_http_llm_engine_t *eng, llm_api_err *e);
 /* endpoints */
 ngx_int_t ngx_http_llm_health(ngx_http_request_t *r);
 ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *id);
-/* Ollama's GET /api/tags, POST /api/show (name: the body's model, checked by the caller), GET /api/version. */
-ngx_int_t ngx_http_llm_ollama_tags(ngx_http_request_t *r);
+/* Ollama's GET /api/tags and /api/ps (ps: 1), POST /api/show (name: the body's model, checked by the caller),
+ * GET /api/version. */
+ngx_int_t ngx_http_llm_ollama_tags(ngx_http_request_t *r, int ps);
 ngx_int_t ngx_http_llm_ollama_show(ngx_http_request_t *r, const char *name);
 ngx_int_t ngx_http_llm_ollama_version(ngx_http_request_t *r);
 /* POST /api/show with its body; /api/generate without a prompt (Ollama's call that loads the model). */

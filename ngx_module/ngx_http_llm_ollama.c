@@ -1,5 +1,5 @@
-/* Ollama's API, the endpoints that are not a generation: GET /api/tags, POST /api/show, GET /api/version, and
- * /api/generate without a prompt (its call that loads a model). /api/chat and /api/generate themselves run as
+/* Ollama's API, the endpoints that are not a generation: GET /api/tags, /api/ps, POST /api/show,
+ * GET /api/version, and /api/generate without a prompt (its call that loads a model). /api/chat and /api/generate themselves run as
  * chat / completions requests (llm_ollama.h) answered by ngx_http_llm_ollama_out.h's builder. */
 #include "ngx_http_llm_module.h"
 #include "ngx_http_llm_ollama_out.h"
@@ -57,8 +57,9 @@ static void ngx_http_llm_ollama_modified(ngx_http_request_t *r, char *at, size_t
     strftime(at, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* One entry of /api/tags for the name given. */
-static cJSON *ngx_http_llm_ollama_entry(ngx_http_request_t *r, const char *name)
+/* One entry of /api/tags for the name given; of /api/ps (ps): expires_at (never: the engine holds the model
+ * until it stops), size_vram (not known to the module: 0) and context_length as well. */
+static cJSON *ngx_http_llm_ollama_entry(ngx_http_request_t *r, const char *name, int ps, uint32_t ctx_len)
 {
     const char *format;
     double size;
@@ -73,16 +74,28 @@ static cJSON *ngx_http_llm_ollama_entry(ngx_http_request_t *r, const char *name)
     cJSON_AddNumberToObject(o, "size", size);
     cJSON_AddStringToObject(o, "digest", "");
     cJSON_AddItemToObject(o, "details", ngx_http_llm_ollama_details(r));
+    if (ps) {
+        cJSON_AddStringToObject(o, "expires_at", "9999-12-31T23:59:59Z");
+        cJSON_AddNumberToObject(o, "size_vram", 0);
+        cJSON_AddNumberToObject(o, "context_length", ctx_len);
+    }
     return o;
 }
 
-ngx_int_t ngx_http_llm_ollama_tags(ngx_http_request_t *r)
+ngx_int_t ngx_http_llm_ollama_tags(ngx_http_request_t *r, int ps)
 {
     char buf[256];
     const char *id = ngx_http_llm_model_id(r, buf, sizeof buf);
     cJSON *o = cJSON_CreateObject(), *models = o ? cJSON_AddArrayToObject(o, "models") : NULL;
     if (models == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
-    cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, id));
+    uint32_t ctx_len = 0;
+    if (ps) { /* loaded: while the engine is ready */
+        llm_api_err e;
+        ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+        if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) return ngx_http_llm_send_cjson(r, 200, o);
+        ctx_len = llm_client_map(eng->client)->hdr->model.ctx_len;
+    }
+    cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, id, ps, ctx_len));
     /* the aliases, each as a model of its own ("*" is not a name) */
     ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
     ngx_str_t *a = lcf->model_aliases ? lcf->model_aliases->elts : NULL;
@@ -91,7 +104,7 @@ ngx_int_t ngx_http_llm_ollama_tags(ngx_http_request_t *r)
         char *name = ngx_pnalloc(r->pool, a[i].len + 1);
         if (name == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
         *(char *)ngx_cpymem(name, a[i].data, a[i].len) = 0;
-        cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, name));
+        cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, name, ps, ctx_len));
     }
     return ngx_http_llm_send_cjson(r, 200, o);
 }

@@ -1,4 +1,4 @@
-# Ollama's API over the chat, completions and embeddings paths (POST /api/chat, /api/generate, /api/embed; GET /api/tags,
+# Ollama's API over the chat, completions and embeddings paths (POST /api/chat, /api/generate, /api/embed; GET /api/tags, /api/ps,
 # /api/version; POST /api/show): Ollama's request bodies and options, its answers and, streamed, its lines of
 # JSON (application/x-ndjson); errors as {"error": message}; an explicit `llm_api ollama_*` location. Greedy
 # text must be `llm-engine generate`'s on the chat prompt ($TEST_NGINX_REF_CHAT, t/run.sh) and the known-good
@@ -83,7 +83,23 @@ GET /api/tags
 --- response_body_like eval
 qr/^\{"models":\[\{"name":"stories","model":"stories","modified_at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ","size":\d+,"digest":"","details":\{"parent_model":"","format":"gguf",[^}]*\}\},\{"name":"tales","model":"tales",[^\]]*\]\}$/
 
-=== TEST 5: GET /api/version
+=== TEST 5: GET /api/ps: the served model, loaded while the engine is up, with its context
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+GET /api/ps
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"models":\[\{"name":"stories","model":"stories",.*"details":\{[^}]*\},"expires_at":"9999-12-31T23:59:59Z","size_vram":0,"context_length":512\}\]\}$/
+
+=== TEST 6: GET /api/version
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -99,7 +115,7 @@ GET /api/version
 --- response_body_like eval
 qr/^\{"version":"\d+\.\d+\.\d+"\}$/
 
-=== TEST 6: POST /api/show: the model's details and capabilities (stories260K's chat format has no function calling)
+=== TEST 7: POST /api/show: the model's details and capabilities (stories260K's chat format has no function calling)
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -116,7 +132,7 @@ POST /api/show
 --- response_body_like eval
 qr/^\{"modelfile":"","parameters":"","template":"","details":\{[^}]*\},"model_info":\{"general.name":"stories","general.context_length":512\},"capabilities":\["completion","embedding"\],"modified_at":"[^"]+"\}$/
 
-=== TEST 7: POST /api/show of an unknown model (Ollama's older field, name): a 404 in Ollama's shape
+=== TEST 8: POST /api/show of an unknown model (Ollama's older field, name): a 404 in Ollama's shape
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -133,7 +149,7 @@ POST /api/show
 --- response_body_like eval
 qr/^\{"error":"The model 'nope' does not exist \(this server serves 'stories'\)"\}$/
 
-=== TEST 8: POST /api/show without a JSON body: a 400
+=== TEST 9: POST /api/show without a JSON body: a 400
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -150,7 +166,7 @@ not json
 --- response_body_like eval
 qr/^\{"error":"a JSON body with 'model' \(a string\) is required"\}$/
 
-=== TEST 9: an option this server lacks: a 400 naming it
+=== TEST 10: an option this server lacks: a 400 naming it
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -167,7 +183,7 @@ POST /api/chat
 --- response_body_like eval
 qr/^\{"error":"option 'mirostat' is not supported by this server \(only 0, its neutral value\)"\}$/
 
-=== TEST 10: malformed JSON: a 400 in Ollama's shape
+=== TEST 11: malformed JSON: a 400 in Ollama's shape
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -184,7 +200,7 @@ POST /api/chat
 --- response_body_like eval
 qr/^\{"error":"request body is not valid JSON \(error near byte \d+\)"\}$/
 
-=== TEST 11: an image: a 400
+=== TEST 12: an image: a 400
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -201,7 +217,7 @@ POST /api/generate
 --- response_body_like eval
 qr/^\{"error":"images are not supported by this server"\}$/
 
-=== TEST 12: GET on /api/chat: a 405
+=== TEST 13: GET on /api/chat: a 405
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -217,7 +233,7 @@ GET /api/chat
 --- response_body_like eval
 qr/^\{"error":"method GET is not allowed here \(use POST\)"\}$/
 
-=== TEST 13: an explicit `llm_api ollama_chat` location; a JSON Schema format holds the answer to it (it opens with the object and its one property)
+=== TEST 14: an explicit `llm_api ollama_chat` location; a JSON Schema format holds the answer to it (it opens with the object and its one property)
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -234,7 +250,7 @@ POST /ollama/chat
 --- response_body_like eval
 qr/^\{"model":"stories","created_at":"[^"]+","message":\{"role":"assistant","content":"\{ .{0,4}.age.{1,40}"\},"done":true,"done_reason":"length",/
 
-=== TEST 14: POST /api/embed: the vectors of /v1/embeddings (unit length, cut to dimensions), in Ollama's shape
+=== TEST 15: POST /api/embed: the vectors of /v1/embeddings (unit length, cut to dimensions), in Ollama's shape
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -251,7 +267,7 @@ POST /api/embed
 --- response_body_like eval
 qr/^\{"model":"stories","embeddings":\[\[-?[\d.e-]+(,-?[\d.e-]+){3}\],\[-?[\d.e-]+(,-?[\d.e-]+){3}\]\],"total_duration":\d+,"load_duration":0,"prompt_eval_count":9\}$/
 
-=== TEST 15: /metrics counts the Ollama endpoints by name
+=== TEST 16: /metrics counts the Ollama endpoints by name
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config

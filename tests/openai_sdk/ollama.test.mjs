@@ -30,7 +30,7 @@ before(async () => {
     assert.ok(refChat.length > 0 && refRaw.length > 0);
 });
 
-test('version, list and show: the served model, by its name and with the default tag', async () => {
+test('version, list, ps and show: the served model, by its name and with the default tag', async () => {
     assert.match((await client.version()).version, /^\d+\.\d+\.\d+$/);
     const list = await client.list();
     assert.equal(list.models[0].name, model);
@@ -40,6 +40,9 @@ test('version, list and show: the served model, by its name and with the default
     assert.ok(show.capabilities.includes('completion'));
     assert.ok(!show.capabilities.includes('tools')); // stories260K's chat format (Llama 2's) has no function calling
     assert.ok(show.model_info['general.context_length'] > 0);
+    const ps = await client.ps();
+    assert.equal(ps.models[0].name, model);
+    assert.equal(ps.models[0].context_length, show.model_info['general.context_length']);
 });
 
 test('chat: llm-engine generate\'s text on the chat prompt, done_reason length, the counts', async () => {
