@@ -849,8 +849,8 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
         r->root = root = chat;
         r->api = kind;
         r->kind = kind = LLM_API_CHAT;
-    } else if (kind == LLM_API_OLLAMA_EMBED) {
-        cJSON *b = llm_ollama_embed_body(root, e);
+    } else if (kind == LLM_API_OLLAMA_EMBED || kind == LLM_API_OLLAMA_EMBEDDINGS) {
+        cJSON *b = llm_ollama_embed_body(root, kind == LLM_API_OLLAMA_EMBEDDINGS, e);
         if (b == NULL) return -1;
         r->body = root;
         r->root = root = b;
@@ -893,6 +893,7 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
     case LLM_API_OLLAMA_CHAT:
     case LLM_API_OLLAMA_GENERATE:
     case LLM_API_OLLAMA_EMBED:
+    case LLM_API_OLLAMA_EMBEDDINGS:
         break; /* parsed as LLM_API_CHAT (or COMPLETIONS, EMBEDDINGS) */
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */

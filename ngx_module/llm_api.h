@@ -32,6 +32,7 @@ typedef enum {
     LLM_API_OLLAMA_CHAT = 9, /* POST /api/chat (Ollama's): parsed as the chat body it means (llm_ollama.h) */
     LLM_API_OLLAMA_GENERATE = 10, /* POST /api/generate: as a chat body, or (raw, suffix) a completions one */
     LLM_API_OLLAMA_EMBED = 11, /* POST /api/embed: as an embeddings body */
+    LLM_API_OLLAMA_EMBEDDINGS = 12, /* POST /api/embeddings (Ollama's older one): the same, one prompt */
 } llm_api_kind;
 
 #define LLM_API_MAX_INPUTS 2048 /* embeddings: inputs in one request (OpenAI's limit) */

@@ -269,10 +269,20 @@ size_t llm_ollama_name_len(const char *name)
     return n > 7 && !strcmp(name + n - 7, ":latest") ? n - 7 : n;
 }
 
-cJSON *llm_ollama_embed_body(const cJSON *body, llm_api_err *e)
+cJSON *llm_ollama_embed_body(const cJSON *body, int legacy, llm_api_err *e)
 {
     cJSON *out = cJSON_CreateObject();
     if (out == NULL) { llm_cb_oom(e); return NULL; }
+    if (legacy) {
+        const cJSON *p = llm_api_field(body, "prompt");
+        if (!cJSON_IsString(p)) {
+            o_bad(e, "prompt", p ? "invalid_type" : "missing_required_parameter", "'prompt' (a string) is required%s",
+                  NULL);
+            goto fail;
+        }
+        if (o_model(out, body, e) || llm_cb_put_copy(out, "input", p, e)) goto fail;
+        return out;
+    }
     const cJSON *t = llm_api_field(body, "truncate");
     if (t != NULL && !cJSON_IsBool(t) && !cJSON_IsNull(t)) {
         o_bad(e, "truncate", "invalid_type", "'truncate' must be a boolean%s", NULL);

@@ -27,8 +27,9 @@
 cJSON *llm_ollama_to_body(const cJSON *body, int generate, int *completion, int *load, llm_api_err *e);
 
 /* /api/embed's body (model, input: a string or strings, truncate: default true, dimensions; options and
- * keep_alive ignored) -> the embeddings body it means; NULL with e. */
-cJSON *llm_ollama_embed_body(const cJSON *body, llm_api_err *e);
+ * keep_alive ignored) -> the embeddings body it means; NULL with e. legacy: /api/embeddings' (model, prompt: a
+ * string; a prompt over the context is a 400). */
+cJSON *llm_ollama_embed_body(const cJSON *body, int legacy, llm_api_err *e);
 
 /* The length of a model name without Ollama's default tag (":latest"): "name:latest" is "name". */
 size_t llm_ollama_name_len(const char *name);

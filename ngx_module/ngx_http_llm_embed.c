@@ -95,11 +95,12 @@ static u_char *ngx_http_llm_emb_floats(u_char *p, const float *v, int n)
 
 /* {"object":"list","data":[{"object":"embedding","index":i,"embedding":[...] or "<base64>"}],"model",...,
  * "usage":{"prompt_tokens","total_tokens"}}, each vector cut to `dimensions` and of unit length; Ollama's
- * /api/embed: {"model","embeddings":[[...],...],"total_duration","load_duration","prompt_eval_count"}. */
+ * /api/embed: {"model","embeddings":[[...],...],"total_duration","load_duration","prompt_eval_count"}; its older
+ * /api/embeddings: {"embedding":[...]}, the vector as the engine pooled it (not made unit length, as Ollama's). */
 static ngx_int_t ngx_http_llm_emb_respond(ngx_http_llm_emb_ctx_t *ctx)
 {
     ngx_http_request_t *r = ctx->r;
-    int ollama = ctx->q.api == LLM_API_OLLAMA_EMBED;
+    int ollama = ctx->q.api == LLM_API_OLLAMA_EMBED, legacy = ctx->q.api == LLM_API_OLLAMA_EMBEDDINGS;
     int d = ctx->q.dimensions ? ctx->q.dimensions : (int)ctx->n_embd;
     size_t per = ctx->q.base64 ? ((size_t)d * 4 + 2) / 3 * 4 + 2 : (size_t)d * 17;
     size_t cap = 256 + 6 * ngx_strlen(ctx->model) + (size_t)ctx->n * (per + 64); /* \uXXXX at worst */
@@ -110,14 +111,15 @@ static ngx_int_t ngx_http_llm_emb_respond(ngx_http_llm_emb_ctx_t *ctx)
     char *ms = model ? cJSON_PrintUnformatted(model) : NULL;
     cJSON_Delete(model);
     if (ms == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory");
-    if (ollama) p = ngx_sprintf(p, "{\"model\":%s,\"embeddings\":[", ms);
+    if (legacy) p = ngx_cpymem(p, "{\"embedding\":", 13);
+    else if (ollama) p = ngx_sprintf(p, "{\"model\":%s,\"embeddings\":[", ms);
     else p = ngx_cpymem(p, "{\"object\":\"list\",\"data\":[", 25);
     for (int i = 0; i < ctx->n; i++) {
         double ss = 0.0;
         for (int k = 0; k < d; k++) ss += (double)ctx->item[i].vec[k] * ctx->item[i].vec[k];
-        float s = ss > 0.0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
+        float s = legacy ? 1.0f : ss > 0.0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
         for (int k = 0; k < d; k++) v[k] = ctx->item[i].vec[k] * s;
-        if (ollama) {
+        if (ollama || legacy) {
             p = ngx_sprintf(p, "%s[", i ? "," : "");
             p = ngx_http_llm_emb_floats(p, v, d);
             *p++ = ']';
@@ -137,7 +139,9 @@ static ngx_int_t ngx_http_llm_emb_respond(ngx_http_llm_emb_ctx_t *ctx)
         }
         *p++ = '}';
     }
-    if (ollama) /* the duration as the worker measured it, in ns */
+    if (legacy)
+        p = ngx_cpymem(p, "}\n", 2);
+    else if (ollama) /* the duration as the worker measured it, in ns */
         p = ngx_sprintf(p, "],\"total_duration\":%M,\"load_duration\":0,\"prompt_eval_count\":%uD}\n",
                         (ngx_msec_t)(ngx_current_msec - ctx->start) * 1000000, ctx->n_prompt);
     else

@@ -325,6 +325,7 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         { "responses", NGX_LLM_RESPONSES }, { "messages", NGX_LLM_MESSAGES }, { "count_tokens", NGX_LLM_COUNT_TOKENS },
         { "rerank", NGX_LLM_RERANK }, { "ollama_chat", NGX_LLM_OLLAMA_CHAT },
         { "ollama_generate", NGX_LLM_OLLAMA_GENERATE }, { "ollama_embed", NGX_LLM_OLLAMA_EMBED },
+        { "ollama_embeddings", NGX_LLM_OLLAMA_EMBEDDINGS },
         { "ollama_tags", NGX_LLM_OLLAMA_TAGS }, { "ollama_ps", NGX_LLM_OLLAMA_PS },
         { "ollama_show", NGX_LLM_OLLAMA_SHOW }, { "ollama_version", NGX_LLM_OLLAMA_VERSION },
     };
@@ -335,7 +336,7 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             return ngx_http_llm_set_handler(cf, conf, kinds[i].h);
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_api \"%V\": expected auto, completions, chat, responses, "
                        "messages, count_tokens, embeddings, rerank, models, tokenize, detokenize, health, metrics, "
-                       "ollama_chat, ollama_generate, ollama_embed, ollama_tags, ollama_ps, ollama_show or "
+                       "ollama_chat, ollama_generate, ollama_embed, ollama_embeddings, ollama_tags, ollama_ps, ollama_show or "
                        "ollama_version",
                        &v[1]);
     return NGX_CONF_ERROR;
@@ -519,7 +520,7 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
         { "/detokenize", NGX_LLM_DETOKENIZE }, { "/health", NGX_LLM_HEALTH }, { "/metrics", NGX_LLM_METRICS },
         { "/rerank", NGX_LLM_RERANK }, /* /v1/rerank, /v2/rerank (Cohere's) and /rerank alike */
         { "/api/chat", NGX_LLM_OLLAMA_CHAT }, { "/api/generate", NGX_LLM_OLLAMA_GENERATE },
-        { "/api/embed", NGX_LLM_OLLAMA_EMBED },
+        { "/api/embed", NGX_LLM_OLLAMA_EMBED }, { "/api/embeddings", NGX_LLM_OLLAMA_EMBEDDINGS },
         { "/api/tags", NGX_LLM_OLLAMA_TAGS }, { "/api/ps", NGX_LLM_OLLAMA_PS }, { "/api/show", NGX_LLM_OLLAMA_SHOW },
         { "/api/version", NGX_LLM_OLLAMA_VERSION },
     };
@@ -629,6 +630,7 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
                       : h == NGX_LLM_RERANK ? LLM_API_RERANK
                       : h == NGX_LLM_OLLAMA_CHAT ? LLM_API_OLLAMA_CHAT : h == NGX_LLM_OLLAMA_GENERATE ? LLM_API_OLLAMA_GENERATE
                       : h == NGX_LLM_OLLAMA_EMBED ? LLM_API_OLLAMA_EMBED
+                      : h == NGX_LLM_OLLAMA_EMBEDDINGS ? LLM_API_OLLAMA_EMBEDDINGS
                       : h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? LLM_API_MESSAGES
                       : h == NGX_LLM_TOKENIZE ? LLM_API_TOKENIZE : LLM_API_DETOKENIZE;
     if (h == NGX_LLM_OLLAMA_SHOW) {
@@ -661,7 +663,8 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
     case NGX_LLM_COUNT_TOKENS: rc = ngx_http_llm_tokenize(r, &q); llm_api_req_free(&q); break;
     case NGX_LLM_DETOKENIZE: rc = ngx_http_llm_detokenize(r, &q); llm_api_req_free(&q); break;
     case NGX_LLM_EMBEDDINGS:
-    case NGX_LLM_OLLAMA_EMBED: rc = ngx_http_llm_embeddings(r, &q); break; /* owns q */
+    case NGX_LLM_OLLAMA_EMBED:
+    case NGX_LLM_OLLAMA_EMBEDDINGS: rc = ngx_http_llm_embeddings(r, &q); break; /* owns q */
     case NGX_LLM_RERANK:     rc = ngx_http_llm_rerank(r, &q); break; /* owns q */
     default:                 rc = ngx_http_llm_generate(r, &q); break; /* owns q */
     }

@@ -35,6 +35,7 @@ enum {
     NGX_LLM_OLLAMA_CHAT,      /* Ollama's API: POST /api/chat */
     NGX_LLM_OLLAMA_GENERATE,  /* POST /api/generate */
     NGX_LLM_OLLAMA_EMBED,     /* POST /api/embed */
+    NGX_LLM_OLLAMA_EMBEDDINGS, /* POST /api/embeddings (the older one) */
     NGX_LLM_OLLAMA_TAGS,      /* GET /api/tags: the models */
     NGX_LLM_OLLAMA_PS,        /* GET /api/ps: the models loaded (the served one, while the engine is up) */
     NGX_LLM_OLLAMA_SHOW,      /* POST /api/show: one model's details and capabilities */

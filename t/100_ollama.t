@@ -267,7 +267,24 @@ POST /api/embed
 --- response_body_like eval
 qr/^\{"model":"stories","embeddings":\[\[-?[\d.e-]+(,-?[\d.e-]+){3}\],\[-?[\d.e-]+(,-?[\d.e-]+){3}\]\],"total_duration":\d+,"load_duration":0,"prompt_eval_count":9\}$/
 
-=== TEST 16: /metrics counts the Ollama endpoints by name
+=== TEST 16: POST /api/embeddings (Ollama's older call): one prompt, the vector as the engine pooled it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /api/embeddings
+{"model": "stories", "prompt": "Once upon a time"}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"embedding":\[-?[\d.e-]+(,-?[\d.e-]+){63}\]\}$/
+
+=== TEST 17: /metrics counts the Ollama endpoints by name
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config

@@ -177,6 +177,15 @@ static void test_embed(void)
     bad(M, "{\"input\":{}}", "input", "input an object");
     bad(M, "{}", "input", "no input");
     bad(M, "{\"input\":\"a\",\"dimensions\":0}", "dimensions", "dimensions 0");
+
+    const llm_api_kind L = LLM_API_OLLAMA_EMBEDDINGS; /* the older endpoint: one prompt */
+    is_int(parse(L, "{\"model\":\"m:latest\",\"prompt\":\"a b\",\"options\":{\"temperature\":1}}", &r, &e), 0,
+           "an /api/embeddings body parses (%s)", e.message);
+    ok(r.api == L && r.kind == LLM_API_EMBEDDINGS && r.prompt && !strcmp(r.prompt, "a b") && r.truncate == 0 &&
+       !strcmp(r.model, "m"), "its prompt is the one input, not truncated");
+    llm_api_req_free(&r);
+    bad(L, "{\"input\":\"a\"}", "prompt", "no prompt");
+    bad(L, "{\"prompt\":[\"a\"]}", "prompt", "a list of prompts");
 }
 
 static const ngx_http_llm_call_t CALLS[2] = { { "call_0123", "get_weather", "{\"city\":\"Oslo\"}" },

@@ -96,7 +96,7 @@ test('stop strings and a seed: the text ends before the stop; the same seed give
     assert.equal(a.message.content, b.message.content);
 });
 
-test('embed: the vectors of /v1/embeddings, cut to dimensions', async () => {
+test('embed: the vectors of /v1/embeddings, cut to dimensions; embeddings (the older call): the same direction', async () => {
     const r = await client.embed({ model: `${model}:latest`, input: ['Once upon a time', 'The cat'], dimensions: 8 });
     const res = await fetch(baseURL + '/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ input: ['Once upon a time', 'The cat'], dimensions: 8 }) });
@@ -104,6 +104,15 @@ test('embed: the vectors of /v1/embeddings, cut to dimensions', async () => {
     assert.deepEqual(r.embeddings, openai);
     assert.equal(r.embeddings[0].length, 8);
     assert.ok(r.prompt_eval_count > 0);
+    // the older /api/embeddings: the vector as pooled, not of unit length; made so, /v1/embeddings' one
+    const old = (await client.embeddings({ model, prompt: 'Once upon a time' })).embedding;
+    const full = await fetch(baseURL + '/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ input: 'Once upon a time' }) });
+    const unit = (await full.json()).data[0].embedding;
+    const norm = Math.hypot(...old);
+    assert.equal(old.length, unit.length);
+    assert.ok(Math.abs(norm - 1) > 1e-3, `not of unit length (${norm})`);
+    assert.ok(old.every((x, k) => Math.abs(x / norm - unit[k]) < 1e-6));
 });
 
 test('a conversation with tool calls and their results (tiny Llama 3 model): answered', async () => {
