@@ -870,6 +870,9 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
             return 0;
         }
         r->kind = kind = completion ? LLM_API_COMPLETIONS : LLM_API_CHAT;
+        const cJSON *o = llm_api_field(r->body, "options");
+        const cJSON *np = cJSON_IsObject(o) ? llm_api_field(o, "num_predict") : NULL;
+        r->max_tokens_all = cJSON_IsNumber(np) && np->valuedouble < 0;
     }
 
     switch (kind) {

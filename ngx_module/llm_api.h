@@ -80,6 +80,8 @@ typedef struct {
 
     /* generation */
     int          max_tokens;  /* 0: not given */
+    int          max_tokens_all; /* Ollama's num_predict -1 / -2: as many as the server allows (llm_max_tokens),
+                                  * up to the context */
     double       temperature; /* default 1 */
     double       top_p;       /* default 1 */
     int          top_k;       /* 0 = off */

@@ -949,7 +949,8 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     ctx->n = n;            /* choice i: prompt i / q.n (OpenAI's order for a list of prompts) */
 
     ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
-    int max_tokens = ctx->q.echo_only ? 1 : ctx->q.max_tokens ? ctx->q.max_tokens : (int)dflt;
+    int max_tokens = ctx->q.echo_only ? 1 : ctx->q.max_tokens ? ctx->q.max_tokens
+                   : ctx->q.max_tokens_all ? (int)lcf->max_tokens : (int)dflt;
     if (max_tokens > lcf->max_tokens) {
         const char *name = ctx->q.api == LLM_API_RESPONSES ? "max_output_tokens"
                          : ctx->q.api == LLM_API_OLLAMA_CHAT || ctx->q.api == LLM_API_OLLAMA_GENERATE ? "options.num_predict"

@@ -49,7 +49,25 @@ Content-Type: application/x-ndjson
 --- response_body_like eval
 qr/\A\{"model":"stories","created_at":"[^"]+","response":",","done":false\}\n\{"model":"stories","created_at":"[^"]+","response":" there","done":false\}\n\{"model":"stories","created_at":"[^"]+","response":" was","done":false\}\n\{"model":"stories","created_at":"[^"]+","response":"","done":true,"done_reason":"length","total_duration":\d+,"load_duration":0,"prompt_eval_count":5,"prompt_eval_duration":\d+,"eval_count":3,"eval_duration":\d+\}\n\z/
 
-=== TEST 3: /api/generate without a prompt is Ollama's call that loads the model: done_reason load
+=== TEST 3: num_predict -1: as many tokens as llm_max_tokens allows (here 7), done_reason length
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_max_tokens 7;
+}
+--- request
+POST /api/generate
+{"model": "stories", "prompt": "Once upon a time", "raw": true, "stream": false, "options": {"temperature": 0, "num_predict": -1}}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"model":"stories","created_at":"[^"]+","response":", there was a little gir","done":true,"done_reason":"length",.*"eval_count":7,/
+
+=== TEST 4: /api/generate without a prompt is Ollama's call that loads the model: done_reason load
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -66,7 +84,7 @@ POST /api/generate
 --- response_body_like
 ^\{"model":"stories","created_at":"[^"]+","response":"","done":true,"done_reason":"load"\}$
 
-=== TEST 4: GET /api/tags lists the model and its aliases
+=== TEST 5: GET /api/tags lists the model and its aliases
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -83,7 +101,7 @@ GET /api/tags
 --- response_body_like eval
 qr/^\{"models":\[\{"name":"stories","model":"stories","modified_at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ","size":\d+,"digest":"","details":\{"parent_model":"","format":"gguf",[^}]*\}\},\{"name":"tales","model":"tales",[^\]]*\]\}$/
 
-=== TEST 5: GET /api/ps: the served model, loaded while the engine is up, with its context
+=== TEST 6: GET /api/ps: the served model, loaded while the engine is up, with its context
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -99,7 +117,7 @@ GET /api/ps
 --- response_body_like eval
 qr/^\{"models":\[\{"name":"stories","model":"stories",.*"details":\{[^}]*\},"expires_at":"9999-12-31T23:59:59Z","size_vram":0,"context_length":512\}\]\}$/
 
-=== TEST 6: GET /api/version
+=== TEST 7: GET /api/version
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -115,7 +133,7 @@ GET /api/version
 --- response_body_like eval
 qr/^\{"version":"\d+\.\d+\.\d+"\}$/
 
-=== TEST 7: POST /api/show: the model's details and capabilities (stories260K's chat format has no function calling)
+=== TEST 8: POST /api/show: the model's details and capabilities (stories260K's chat format has no function calling)
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -132,7 +150,7 @@ POST /api/show
 --- response_body_like eval
 qr/^\{"modelfile":"","parameters":"","template":"","details":\{[^}]*\},"model_info":\{"general.name":"stories","general.context_length":512\},"capabilities":\["completion","embedding"\],"modified_at":"[^"]+"\}$/
 
-=== TEST 8: POST /api/show of an unknown model (Ollama's older field, name): a 404 in Ollama's shape
+=== TEST 9: POST /api/show of an unknown model (Ollama's older field, name): a 404 in Ollama's shape
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -149,7 +167,7 @@ POST /api/show
 --- response_body_like eval
 qr/^\{"error":"The model 'nope' does not exist \(this server serves 'stories'\)"\}$/
 
-=== TEST 9: POST /api/show without a JSON body: a 400
+=== TEST 10: POST /api/show without a JSON body: a 400
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -166,7 +184,7 @@ not json
 --- response_body_like eval
 qr/^\{"error":"a JSON body with 'model' \(a string\) is required"\}$/
 
-=== TEST 10: an option this server lacks: a 400 naming it
+=== TEST 11: an option this server lacks: a 400 naming it
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -183,7 +201,7 @@ POST /api/chat
 --- response_body_like eval
 qr/^\{"error":"option 'mirostat' is not supported by this server \(only 0, its neutral value\)"\}$/
 
-=== TEST 11: malformed JSON: a 400 in Ollama's shape
+=== TEST 12: malformed JSON: a 400 in Ollama's shape
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -200,7 +218,7 @@ POST /api/chat
 --- response_body_like eval
 qr/^\{"error":"request body is not valid JSON \(error near byte \d+\)"\}$/
 
-=== TEST 12: an image: a 400
+=== TEST 13: an image: a 400
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -217,7 +235,7 @@ POST /api/generate
 --- response_body_like eval
 qr/^\{"error":"images are not supported by this server"\}$/
 
-=== TEST 13: GET on /api/chat: a 405
+=== TEST 14: GET on /api/chat: a 405
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -233,7 +251,7 @@ GET /api/chat
 --- response_body_like eval
 qr/^\{"error":"method GET is not allowed here \(use POST\)"\}$/
 
-=== TEST 14: an explicit `llm_api ollama_chat` location; a JSON Schema format holds the answer to it (it opens with the object and its one property)
+=== TEST 15: an explicit `llm_api ollama_chat` location; a JSON Schema format holds the answer to it (it opens with the object and its one property)
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -250,7 +268,7 @@ POST /ollama/chat
 --- response_body_like eval
 qr/^\{"model":"stories","created_at":"[^"]+","message":\{"role":"assistant","content":"\{ .{0,4}.age.{1,40}"\},"done":true,"done_reason":"length",/
 
-=== TEST 15: POST /api/embed: the vectors of /v1/embeddings (unit length, cut to dimensions), in Ollama's shape
+=== TEST 16: POST /api/embed: the vectors of /v1/embeddings (unit length, cut to dimensions), in Ollama's shape
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -267,7 +285,7 @@ POST /api/embed
 --- response_body_like eval
 qr/^\{"model":"stories","embeddings":\[\[-?[\d.e-]+(,-?[\d.e-]+){3}\],\[-?[\d.e-]+(,-?[\d.e-]+){3}\]\],"total_duration":\d+,"load_duration":0,"prompt_eval_count":9\}$/
 
-=== TEST 16: POST /api/embeddings (Ollama's older call): one prompt, the vector as the engine pooled it
+=== TEST 17: POST /api/embeddings (Ollama's older call): one prompt, the vector as the engine pooled it
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -284,7 +302,7 @@ POST /api/embeddings
 --- response_body_like eval
 qr/^\{"embedding":\[-?[\d.e-]+(,-?[\d.e-]+){63}\]\}$/
 
-=== TEST 17: /metrics counts the Ollama endpoints by name
+=== TEST 18: /metrics counts the Ollama endpoints by name
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config

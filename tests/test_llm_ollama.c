@@ -62,7 +62,7 @@ static void test_chat(void)
                     "\"num_predict\":33,\"stop\":[\"END\"],\"repeat_penalty\":1.2,\"presence_penalty\":0.1,"
                     "\"frequency_penalty\":0.2,\"num_ctx\":8192,\"num_gpu\":99,\"mirostat\":0,\"typical_p\":1,"
                     "\"repeat_last_n\":64}}", &r, &e), 0, "options, format json, the deployment's knobs (%s)", e.message);
-    ok(!r.stream && r.temperature == 0.5 && r.top_k == 7 && r.top_p == 0.9 && r.min_p == 0.05 && r.has_seed &&
+    ok(!r.stream && !r.max_tokens_all && r.temperature == 0.5 && r.top_k == 7 && r.top_p == 0.9 && r.min_p == 0.05 && r.has_seed &&
        r.seed == 42 && r.max_tokens == 33 && r.n_stop == 1 && !strcmp(r.stop[0], "END") &&
        r.repetition_penalty == 1.2 && r.presence_penalty == 0.1 && r.frequency_penalty == 0.2 && r.json &&
        r.n_msgs == 2 && !strcmp(r.msgs[0].role, "system"),
@@ -72,8 +72,8 @@ static void test_chat(void)
     is_int(parse(C, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"options\":{\"num_predict\":-1},"
                     "\"format\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}},\"think\":false}",
                  &r, &e), 0, "a JSON Schema format, num_predict -1, think false (%s)", e.message);
-    ok(r.max_tokens == 0 && r.schema != NULL && strstr(r.schema, "\"integer\"") && r.enable_thinking == 0,
-       "num_predict -1: up to the context; the schema held; enable_thinking false");
+    ok(r.max_tokens == 0 && r.max_tokens_all == 1 && r.schema != NULL && strstr(r.schema, "\"integer\"") &&
+       r.enable_thinking == 0, "num_predict -1: as many as the server allows; the schema held; enable_thinking false");
     llm_api_req_free(&r);
 
     is_int(parse(C, "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"},{\"role\":\"assistant\",\"content\":\"\","
