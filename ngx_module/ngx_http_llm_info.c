@@ -413,7 +413,7 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
                                     "health", "metrics", "embeddings", "responses",
                                     "messages", "count_tokens", "response_item",
                                     "response_input_items", "rerank", "ollama_chat", "ollama_generate", "ollama_embed", "ollama_embeddings",
-                                    "ollama_tags", "ollama_ps", "ollama_show", "ollama_version" };
+                                    "ollama_tags", "ollama_ps", "ollama_show", "ollama_version", "root" };
         wr(&w, "# HELP llm_http_requests_total Requests seen by the nginx module, by endpoint.\n"
                "# TYPE llm_http_requests_total counter\n");
         for (int i = 0; i < NGX_LLM_N_HANDLERS; i++)

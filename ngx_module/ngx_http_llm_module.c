@@ -526,6 +526,7 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
     };
     ngx_str_t *u = &r->uri;
     size_t len = u->len;
+    if (len == 1 && u->data[0] == '/') return NGX_LLM_ROOT;
     while (len > 1 && u->data[len - 1] == '/') len--;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         size_t tl = ngx_strlen(routes[i].tail);
@@ -702,12 +703,14 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     case NGX_LLM_OLLAMA_TAGS:
     case NGX_LLM_OLLAMA_PS:
     case NGX_LLM_OLLAMA_VERSION:
+    case NGX_LLM_ROOT:
         if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return ngx_http_llm_method_not_allowed(r, "GET, HEAD");
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
         return h == NGX_LLM_MODELS ? ngx_http_llm_models(r, model_id.len ? &model_id : NULL)
              : h == NGX_LLM_HEALTH ? ngx_http_llm_health(r) : h == NGX_LLM_METRICS ? ngx_http_llm_metrics(r)
              : h == NGX_LLM_OLLAMA_TAGS || h == NGX_LLM_OLLAMA_PS ? ngx_http_llm_ollama_tags(r, h == NGX_LLM_OLLAMA_PS)
-             : ngx_http_llm_ollama_version(r);
+             : h == NGX_LLM_OLLAMA_VERSION ? ngx_http_llm_ollama_version(r)
+             : ngx_http_llm_send_text(r, 200, "text/plain", (u_char *)"ngx_llm is running\n", 19);
     default:
         break;
     }

@@ -40,6 +40,7 @@ enum {
     NGX_LLM_OLLAMA_PS,        /* GET /api/ps: the models loaded (the served one, while the engine is up) */
     NGX_LLM_OLLAMA_SHOW,      /* POST /api/show: one model's details and capabilities */
     NGX_LLM_OLLAMA_VERSION,   /* GET /api/version */
+    NGX_LLM_ROOT,             /* GET / (auto only): "ngx_llm is running", the liveness check Ollama's CLI makes */
     NGX_LLM_N_HANDLERS
 };
 

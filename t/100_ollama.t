@@ -317,3 +317,21 @@ GET /metrics
 --- error_code: 200
 --- response_body_like eval
 qr/llm_http_requests_total\{endpoint="ollama_chat"\} \d+\n.*llm_http_requests_total\{endpoint="ollama_version"\} \d+\n/s
+
+=== TEST 19: GET / answers that the server runs (the liveness check Ollama's CLI makes)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+GET /
+--- error_code: 200
+--- response_headers
+Content-Type: text/plain
+--- response_body
+ngx_llm is running
