@@ -52,7 +52,7 @@ typedef struct {
     ngx_http_llm_resp_t    resp;      /* id, model, created, kind */
     /* the Responses API, Anthropic's Messages API or Ollama's (q.api): the answer built as typed events */
     const ngx_http_llm_typed_t *typed; /* its builder's operations, or NULL */
-    void                  *tb;        /* its builder: &rs or &ms */
+    void                  *tb;        /* its builder: &rs, &ms or &ol */
     ngx_http_llm_rs_t      rs;
     ngx_http_llm_ms_t      ms;
     ngx_http_llm_ol_t      ol;        /* Ollama's /api/chat and /api/generate */
