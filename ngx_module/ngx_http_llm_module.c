@@ -188,6 +188,7 @@ static ngx_http_llm_tok_t *ngx_http_llm_tok_get(ngx_conf_t *cf, ngx_str_t *path)
     if (n == NULL) { llm_tok_free(tok); return NULL; }
     n->path = *path;
     n->tok = tok;
+    ngx_http_llm_ollama_facts(cpath, n);
     n->chat = llm_chat_detect(llm_tok_chat_template(tok), (int)llm_tok_kind_of(tok));
     /* a reasoning model: a template that writes <think>, Seed-OSS's <seed:think> or EXAONE Deep's <thought> */
     const char *tmpl = llm_tok_chat_template(tok);

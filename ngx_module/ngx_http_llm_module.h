@@ -84,6 +84,10 @@ typedef struct {
     const char    *bos_text, *eos_text; /* the BOS and EOS tokens' texts (Tulu's template writes them), or NULL */
     const char    *default_system; /* ChatML: the system message its template writes when none is given, or NULL */
     unsigned       granite_system:1; /* a Granite 3.1+ template: its own dated system turn when none is given */
+    /* what Ollama's /api/tags and /api/show report of a GGUF (ngx_http_llm_ollama_facts; "" when unknown) */
+    char           family[32];      /* general.architecture */
+    char           param_size[16];  /* the tensors' elements, as "3.2B", "135M", "260K" */
+    char           quant[16];       /* general.file_type's name: "Q4_K_M", "BF16", ... */
 } ngx_http_llm_tok_t;
 
 /* Module counters in an nginx shared zone, summed over workers, for /metrics. */
@@ -163,6 +167,8 @@ ngx_int_t ngx_http_llm_ollama_version(ngx_http_request_t *r);
 /* POST /api/show with its body; /api/generate without a prompt (Ollama's call that loads the model). */
 ngx_int_t ngx_http_llm_ollama_show_body(ngx_http_request_t *r, const char *body, size_t len);
 ngx_int_t ngx_http_llm_ollama_load(ngx_http_request_t *r, const llm_api_req *q);
+/* At configuration time: t's family, param_size and quant from the GGUF at path (left "" for anything else). */
+void ngx_http_llm_ollama_facts(const char *path, ngx_http_llm_tok_t *t);
 ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r);
 ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q);
 ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q);

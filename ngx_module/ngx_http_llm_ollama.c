@@ -5,6 +5,7 @@
 #include "ngx_http_llm_ollama_out.h"
 #include "llm_ollama.h"
 #include "llm_tools.h"
+#include "gguf.h"
 
 #include <sys/stat.h>
 #include <time.h>
@@ -32,8 +33,46 @@ static void ngx_http_llm_ollama_file(ngx_http_request_t *r, const char **format,
     *size = (double)st.st_size;
 }
 
+/* llama.cpp's names of general.file_type (llama_ftype) for the types files come in. */
+static const char *ngx_http_llm_ftype_name(uint32_t t)
+{
+    static const struct { uint32_t t; const char *name; } names[] = {
+        { 0, "F32" }, { 1, "F16" }, { 2, "Q4_0" }, { 3, "Q4_1" }, { 7, "Q8_0" }, { 8, "Q5_0" }, { 9, "Q5_1" },
+        { 10, "Q2_K" }, { 11, "Q3_K_S" }, { 12, "Q3_K_M" }, { 13, "Q3_K_L" }, { 14, "Q4_K_S" }, { 15, "Q4_K_M" },
+        { 16, "Q5_K_S" }, { 17, "Q5_K_M" }, { 18, "Q6_K" }, { 25, "IQ4_NL" }, { 30, "IQ4_XS" }, { 32, "BF16" },
+        { 38, "MXFP4_MOE" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].t == t) return names[i].name;
+    return "";
+}
+
+void ngx_http_llm_ollama_facts(const char *path, ngx_http_llm_tok_t *t)
+{
+    t->family[0] = t->param_size[0] = t->quant[0] = 0;
+    size_t n = strlen(path);
+    if (n < 5 || strcmp(path + n - 5, ".gguf") != 0) return;
+    llm_err err = { "" };
+    gguf_ctx *g = gguf_open(path, &err);
+    if (g == NULL) return;
+    (void)gguf_get_str(g, "general.architecture", t->family, sizeof t->family);
+    uint32_t ft;
+    if (gguf_get_u32(g, "general.file_type", &ft) == 0)
+        snprintf(t->quant, sizeof t->quant, "%s", ngx_http_llm_ftype_name(ft));
+    double p = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        p += (double)g->tensors[i].ne[0] * (double)g->tensors[i].ne[1] * (double)g->tensors[i].ne[2] *
+             (double)g->tensors[i].ne[3];
+    if (p >= 1e9) snprintf(t->param_size, sizeof t->param_size, "%.1fB", p / 1e9);
+    else if (p >= 1e6) snprintf(t->param_size, sizeof t->param_size, "%.0fM", p / 1e6);
+    else if (p > 0) snprintf(t->param_size, sizeof t->param_size, "%.0fK", p / 1e3);
+    gguf_close(g);
+}
+
 static cJSON *ngx_http_llm_ollama_details(ngx_http_request_t *r)
 {
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    const ngx_http_llm_tok_t *t = lcf->tok;
     const char *format;
     double size;
     ngx_http_llm_ollama_file(r, &format, &size);
@@ -41,10 +80,15 @@ static cJSON *ngx_http_llm_ollama_details(ngx_http_request_t *r)
     if (d == NULL) return NULL;
     cJSON_AddStringToObject(d, "parent_model", "");
     cJSON_AddStringToObject(d, "format", format);
-    cJSON_AddStringToObject(d, "family", "");
-    cJSON_AddNullToObject(d, "families");
-    cJSON_AddStringToObject(d, "parameter_size", "");
-    cJSON_AddStringToObject(d, "quantization_level", "");
+    cJSON_AddStringToObject(d, "family", t ? t->family : "");
+    if (t && t->family[0]) {
+        cJSON *f = cJSON_AddArrayToObject(d, "families");
+        if (f) cJSON_AddItemToArray(f, cJSON_CreateString(t->family));
+    } else {
+        cJSON_AddNullToObject(d, "families");
+    }
+    cJSON_AddStringToObject(d, "parameter_size", t ? t->param_size : "");
+    cJSON_AddStringToObject(d, "quantization_level", t ? t->quant : "");
     return d;
 }
 

@@ -84,7 +84,7 @@ POST /api/generate
 --- response_body_like
 ^\{"model":"stories","created_at":"[^"]+","response":"","done":true,"done_reason":"load"\}$
 
-=== TEST 5: GET /api/tags lists the model and its aliases
+=== TEST 5: GET /api/tags lists the model and its aliases, with the GGUF header's architecture and size (stories260K's names no file type)
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -99,7 +99,7 @@ location / {
 GET /api/tags
 --- error_code: 200
 --- response_body_like eval
-qr/^\{"models":\[\{"name":"stories","model":"stories","modified_at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ","size":\d+,"digest":"","details":\{"parent_model":"","format":"gguf",[^}]*\}\},\{"name":"tales","model":"tales",[^\]]*\]\}$/
+qr/^\{"models":\[\{"name":"stories","model":"stories","modified_at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ","size":\d+,"digest":"","details":\{"parent_model":"","format":"gguf","family":"llama","families":\["llama"\],"parameter_size":"260K","quantization_level":""\}\},\{"name":"tales","model":"tales",.*\]\}$/
 
 === TEST 6: GET /api/ps: the served model, loaded while the engine is up, with its context
 --- main_config

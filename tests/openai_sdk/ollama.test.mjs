@@ -35,6 +35,8 @@ test('version, list, ps and show: the served model, by its name and with the def
     const list = await client.list();
     assert.equal(list.models[0].name, model);
     assert.equal(list.models[0].details.format, 'gguf');
+    assert.equal(list.models[0].details.family, 'llama');
+    assert.equal(list.models[0].details.parameter_size, '260K');
     assert.ok(list.models[0].size > 0);
     const show = await client.show({ model: `${model}:latest` });
     assert.ok(show.capabilities.includes('completion'));
