@@ -771,6 +771,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     uint32_t ctx_len = m->hdr->model.ctx_len;
+    uint64_t t_start = llm_shm_now_ns(); /* Ollama's durations count from here, before the engine has the request */
     if (m->hdr->model.encoder)
         return ngx_http_llm_error(r, 400, NULL, "model_not_generative", "this model is an embedding model (its "
                                   "tokens see their whole input: BERT, XLM-RoBERTa, ModernBERT, EmbeddingGemma): it "
@@ -892,6 +893,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         ctx->tb = &ctx->ms;
     } else if (ctx->q.api == LLM_API_OLLAMA_CHAT || ctx->q.api == LLM_API_OLLAMA_GENERATE) {
         if (ngx_http_llm_ol_init(&ctx->ol, &ctx->resp, ctx->q.api == LLM_API_OLLAMA_GENERATE)) return NGX_ERROR;
+        ctx->ol.t0 = t_start;
         ctx->typed = &ngx_http_llm_ol_typed;
         ctx->tb = &ctx->ol;
     }

@@ -18,7 +18,8 @@ typedef struct {
     int          generate;  /* /api/generate's shape */
     ngx_http_llm_text_t content, thinking; /* the answer so far */
     cJSON       *calls;     /* its tool_calls, or NULL */
-    uint64_t     t0, t_first; /* CLOCK_MONOTONIC ns: the request, its first token (0: none yet) */
+    uint64_t     t0, t_first; /* CLOCK_MONOTONIC ns (llm_shm_now_ns's clock): the request (set at init; the caller
+                               * may set an earlier one), its first token (0: none yet) */
 } ngx_http_llm_ol_t;
 
 /* 0, or -1 out of memory. generate: /api/generate's shape. */
