@@ -88,6 +88,8 @@ typedef struct {
     char           family[32];      /* general.architecture */
     char           param_size[16];  /* the tensors' elements, as "3.2B", "135M", "260K" */
     char           quant[16];       /* general.file_type's name: "Q4_K_M", "BF16", ... */
+    const char    *format;          /* "gguf", "safetensors" (a directory) or "" */
+    double         file_size;       /* the file's bytes (0: a directory) */
 } ngx_http_llm_tok_t;
 
 /* Module counters in an nginx shared zone, summed over workers, for /metrics. */
@@ -167,7 +169,8 @@ ngx_int_t ngx_http_llm_ollama_version(ngx_http_request_t *r);
 /* POST /api/show with its body; /api/generate without a prompt (Ollama's call that loads the model). */
 ngx_int_t ngx_http_llm_ollama_show_body(ngx_http_request_t *r, const char *body, size_t len);
 ngx_int_t ngx_http_llm_ollama_load(ngx_http_request_t *r, const llm_api_req *q);
-/* At configuration time: t's family, param_size and quant from the GGUF at path (left "" for anything else). */
+/* At configuration time: t's format and file size, and its family, param_size and quant from the GGUF at path
+ * (left "" for anything else), so that no request reads the file. */
 void ngx_http_llm_ollama_facts(const char *path, ngx_http_llm_tok_t *t);
 ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r);
 ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q);

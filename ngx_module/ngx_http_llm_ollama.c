@@ -13,26 +13,6 @@
 /* The Ollama API version whose endpoints and fields this module answers (clients check it). */
 #define NGX_LLM_OLLAMA_API_VERSION "0.12.0"
 
-/* The model file's type and size (a directory: safetensors, its size unknown). */
-static void ngx_http_llm_ollama_file(ngx_http_request_t *r, const char **format, double *size)
-{
-    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
-    char path[1024];
-    struct stat st;
-    *format = "";
-    *size = 0;
-    if (lcf->model_path.len == 0 || lcf->model_path.len >= sizeof path) return;
-    ngx_memcpy(path, lcf->model_path.data, lcf->model_path.len);
-    path[lcf->model_path.len] = 0;
-    if (stat(path, &st) != 0) return;
-    if (S_ISDIR(st.st_mode)) {
-        *format = "safetensors";
-        return;
-    }
-    *format = lcf->model_path.len > 5 && ngx_strncmp(path + lcf->model_path.len - 5, ".gguf", 5) == 0 ? "gguf" : "";
-    *size = (double)st.st_size;
-}
-
 /* llama.cpp's names of general.file_type (llama_ftype) for the types files come in. */
 static const char *ngx_http_llm_ftype_name(uint32_t t)
 {
@@ -49,9 +29,19 @@ static const char *ngx_http_llm_ftype_name(uint32_t t)
 
 void ngx_http_llm_ollama_facts(const char *path, ngx_http_llm_tok_t *t)
 {
+    struct stat st;
     t->family[0] = t->param_size[0] = t->quant[0] = 0;
+    t->format = "";
+    t->file_size = 0;
+    if (stat(path, &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) { /* a Hugging Face directory: its size is its files' */
+        t->format = "safetensors";
+        return;
+    }
+    t->file_size = (double)st.st_size;
     size_t n = strlen(path);
     if (n < 5 || strcmp(path + n - 5, ".gguf") != 0) return;
+    t->format = "gguf";
     llm_err err = { "" };
     gguf_ctx *g = gguf_open(path, &err);
     if (g == NULL) return;
@@ -73,13 +63,10 @@ static cJSON *ngx_http_llm_ollama_details(ngx_http_request_t *r)
 {
     ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
     const ngx_http_llm_tok_t *t = lcf->tok;
-    const char *format;
-    double size;
-    ngx_http_llm_ollama_file(r, &format, &size);
     cJSON *d = cJSON_CreateObject();
     if (d == NULL) return NULL;
     cJSON_AddStringToObject(d, "parent_model", "");
-    cJSON_AddStringToObject(d, "format", format);
+    cJSON_AddStringToObject(d, "format", t ? t->format : "");
     cJSON_AddStringToObject(d, "family", t ? t->family : "");
     if (t && t->family[0]) {
         cJSON *f = cJSON_AddArrayToObject(d, "families");
@@ -105,10 +92,9 @@ static void ngx_http_llm_ollama_modified(ngx_http_request_t *r, char *at, size_t
  * until it stops), size_vram (not known to the module: 0) and context_length as well. */
 static cJSON *ngx_http_llm_ollama_entry(ngx_http_request_t *r, const char *name, int ps, uint32_t ctx_len)
 {
-    const char *format;
-    double size;
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    double size = lcf->tok ? lcf->tok->file_size : 0;
     char at[32];
-    ngx_http_llm_ollama_file(r, &format, &size);
     ngx_http_llm_ollama_modified(r, at, sizeof at);
     cJSON *o = cJSON_CreateObject();
     if (o == NULL) return NULL;
