@@ -31,12 +31,17 @@ ngx_int_t ngx_http_llm_health(ngx_http_request_t *r)
     return ngx_http_llm_send_cjson(r, 503, o);
 }
 
-/* Context length: from the engine when attached, else unknown (0). */
-static uint32_t ngx_http_llm_ctx_len(ngx_http_request_t *r)
+/* Context length of lcf's engine: from the engine when attached, else unknown (0). */
+static uint32_t ngx_http_llm_lcf_ctx_len(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf)
 {
-    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    ngx_http_llm_engine_t *eng = ngx_http_llm_lcf_engine(r, lcf);
     const llm_shm_map *m = eng->client ? llm_client_map(eng->client) : NULL;
     return m ? m->hdr->model.ctx_len : 0;
+}
+
+static uint32_t ngx_http_llm_ctx_len(ngx_http_request_t *r)
+{
+    return ngx_http_llm_lcf_ctx_len(r, ngx_http_get_module_loc_conf(r, ngx_http_llm_module));
 }
 
 /* s as a NUL-terminated string in the request's pool, or NULL. */
@@ -47,16 +52,19 @@ static char *ngx_http_llm_cstr(ngx_http_request_t *r, const ngx_str_t *s)
     return c;
 }
 
-static cJSON *ngx_http_llm_model_obj(ngx_http_request_t *r, const char *id)
+/* The model object of name, served by lcf's engine. */
+static cJSON *ngx_http_llm_model_obj(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, const char *id)
 {
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    ngx_http_llm_engine_t *eng = ngx_http_llm_lcf_engine(r, lcf);
+    if (eng->client) (void)llm_client_attach(eng->client); /* for max_model_len; absence is fine */
     cJSON *m = cJSON_CreateObject();
     if (m == NULL) return NULL;
     cJSON_AddStringToObject(m, "id", id);
     cJSON_AddStringToObject(m, "object", "model");
     cJSON_AddNumberToObject(m, "created", (double)mcf->started);
     cJSON_AddStringToObject(m, "owned_by", "ngx_llm");
-    uint32_t ctx = ngx_http_llm_ctx_len(r);
+    uint32_t ctx = ngx_http_llm_lcf_ctx_len(r, lcf);
     if (ctx) cJSON_AddNumberToObject(m, "max_model_len", ctx);
     return m;
 }
@@ -64,34 +72,34 @@ static cJSON *ngx_http_llm_model_obj(ngx_http_request_t *r, const char *id)
 ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *want)
 {
     char buf[256];
-    const char *id = ngx_http_llm_model_id(r, buf, sizeof buf);
-    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
-    if (eng->client) (void)llm_client_attach(eng->client); /* for max_model_len; absence is fine */
     if (want) {
-        int alias = want->len > 0 && !(want->len == 1 && want->data[0] == '*') &&
-                    ngx_http_llm_model_alias(r, want->data, want->len);
-        if (!alias && (want->len != strlen(id) || ngx_strncmp(want->data, id, want->len) != 0))
-            return ngx_http_llm_error(r, 404, "model", "model_not_found", "The model '%V' does not exist", want);
-        if (!alias) return ngx_http_llm_send_cjson(r, 200, ngx_http_llm_model_obj(r, id));
-        char *name = ngx_http_llm_cstr(r, want);
+        ngx_http_llm_loc_conf_t *lcf = want->len && !(want->len == 1 && want->data[0] == '*')
+                                     ? ngx_http_llm_find_model(r, want->data, want->len) : NULL;
+        char *name = lcf ? ngx_http_llm_cstr(r, want) : NULL;
+        if (lcf == NULL) return ngx_http_llm_error(r, 404, "model", "model_not_found", "The model '%V' does not exist", want);
         if (name == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        return ngx_http_llm_send_cjson(r, 200, ngx_http_llm_model_obj(r, name));
+        return ngx_http_llm_send_cjson(r, 200, ngx_http_llm_model_obj(r, lcf, name));
     }
     cJSON *o = cJSON_CreateObject();
     if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     cJSON_AddStringToObject(o, "object", "list");
     cJSON *data = cJSON_AddArrayToObject(o, "data");
-    cJSON *m = ngx_http_llm_model_obj(r, id);
-    if (data == NULL || m == NULL) { cJSON_Delete(m); cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
-    cJSON_AddItemToArray(data, m);
-    /* the aliases, each as a model of its own ("*" is not a name) */
-    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
-    ngx_str_t *a = lcf->model_aliases ? lcf->model_aliases->elts : NULL;
-    for (ngx_uint_t i = 0; a != NULL && i < lcf->model_aliases->nelts; i++) {
-        if (a[i].len == 1 && a[i].data[0] == '*') continue;
-        char *name = ngx_http_llm_cstr(r, &a[i]);
-        if (name == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
-        cJSON_AddItemToArray(data, ngx_http_llm_model_obj(r, name));
+    if (data == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+    /* every model served here (this location's, then its llm_models'), each with its aliases as models of their
+     * own ("*" is not a name) */
+    ngx_http_llm_loc_conf_t *lcfs[NGX_LLM_MAX_ROUTES + 1];
+    ngx_uint_t n = ngx_http_llm_served(r, lcfs);
+    for (ngx_uint_t k = 0; k < n; k++) {
+        cJSON *m = ngx_http_llm_model_obj(r, lcfs[k], ngx_http_llm_lcf_model_id(lcfs[k], buf, sizeof buf));
+        if (m == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+        cJSON_AddItemToArray(data, m);
+        ngx_str_t *a = lcfs[k]->model_aliases ? lcfs[k]->model_aliases->elts : NULL;
+        for (ngx_uint_t i = 0; a != NULL && i < lcfs[k]->model_aliases->nelts; i++) {
+            if (a[i].len == 1 && a[i].data[0] == '*') continue;
+            char *name = ngx_http_llm_cstr(r, &a[i]);
+            if (name == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+            cJSON_AddItemToArray(data, ngx_http_llm_model_obj(r, lcfs[k], name));
+        }
     }
     return ngx_http_llm_send_cjson(r, 200, o);
 }

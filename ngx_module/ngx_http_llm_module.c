@@ -41,6 +41,9 @@ static ngx_command_t ngx_http_llm_commands[] = {
     { ngx_string("llm_model_alias"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
       ngx_http_llm_model_alias_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
+    { ngx_string("llm_models"),
+      NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
+      ngx_http_llm_models_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
     { ngx_string("llm_default_max_tokens"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_conf_set_num_slot, NGX_HTTP_LOC_CONF_OFFSET,
@@ -148,6 +151,7 @@ static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf)
     lcf->chat_format = NGX_CONF_UNSET_UINT;
     lcf->api_keys = NGX_CONF_UNSET_PTR;
     lcf->model_aliases = NGX_CONF_UNSET_PTR;
+    lcf->routes = NGX_CONF_UNSET_PTR;
     lcf->priority = NGX_CONF_UNSET;
     lcf->reasoning = NGX_CONF_UNSET;
     return lcf;
@@ -271,6 +275,7 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
     ngx_conf_merge_str_value(conf->model_path, prev->model_path, "");
     ngx_conf_merge_str_value(conf->model_name, prev->model_name, "");
     ngx_conf_merge_ptr_value(conf->model_aliases, prev->model_aliases, NULL);
+    ngx_conf_merge_ptr_value(conf->routes, prev->routes, NULL);
     /* Left unset (not 256) so a location lowering llm_max_tokens lowers the default with it. */
     ngx_conf_merge_value(conf->default_max_tokens, prev->default_max_tokens, NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->max_tokens, prev->max_tokens, 4096);
@@ -420,6 +425,7 @@ static ngx_int_t ngx_http_llm_zone_init(ngx_shm_zone_t *zone, void *data)
 static ngx_int_t ngx_http_llm_postconf(ngx_conf_t *cf)
 {
     ngx_http_llm_main_conf_t *mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_module);
+    if (ngx_http_llm_routes_resolve(cf) != NGX_OK) return NGX_ERROR;
     if (mcf->engines.nelts == 0) return NGX_OK; /* module loaded but unused */
     static ngx_str_t zname = ngx_string("llm_counters");
     mcf->zone = ngx_shared_memory_add(cf, &zname, 64 * 1024, &ngx_http_llm_module);
@@ -449,17 +455,25 @@ static void ngx_http_llm_exit_process(ngx_cycle_t *cycle)
 
 /* ---------------- helpers shared by the endpoints ---------------- */
 
-ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r)
+ngx_http_llm_engine_t *ngx_http_llm_lcf_engine(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf)
 {
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
-    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
     return &((ngx_http_llm_engine_t *)mcf->engines.elts)[lcf->engine_idx];
 }
 
-/* The model id clients see: llm_model_name, else the engine's model name, else the file name. */
+ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r)
+{
+    return ngx_http_llm_lcf_engine(r, ngx_http_get_module_loc_conf(r, ngx_http_llm_module));
+}
+
 const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap)
 {
-    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    return ngx_http_llm_lcf_model_id(ngx_http_get_module_loc_conf(r, ngx_http_llm_module), buf, cap);
+}
+
+/* The model id clients see: llm_model_name, else the file name. */
+const char *ngx_http_llm_lcf_model_id(ngx_http_llm_loc_conf_t *lcf, char *buf, size_t cap)
+{
     if (lcf->model_name.len) {
         ngx_cpystrn((u_char *)buf, lcf->model_name.data, ngx_min(cap, lcf->model_name.len + 1));
         return buf;
@@ -486,12 +500,23 @@ int ngx_http_llm_model_alias(ngx_http_request_t *r, const u_char *name, size_t l
 
 int ngx_http_llm_check_model(ngx_http_request_t *r, const char *model, llm_api_err *e)
 {
-    char buf[256];
+    char buf[256], list[512];
     if (model == NULL) return 0;
     const char *id = ngx_http_llm_model_id(r, buf, sizeof buf);
     if (strcmp(model, id) == 0 || ngx_http_llm_model_alias(r, (const u_char *)model, strlen(model))) return 0;
-    llm_api_seterr(e, 404, "model", "model_not_found", "The model '%s' does not exist (this server serves '%s')",
-                   model, id);
+    /* the models served here: this location's and its llm_models' */
+    ngx_http_llm_loc_conf_t *lcfs[NGX_LLM_MAX_ROUTES + 1];
+    ngx_uint_t n = ngx_http_llm_served(r, lcfs);
+    size_t at = 0;
+    for (ngx_uint_t i = 0; i < n && at < sizeof list; i++) {
+        int k = snprintf(list + at, sizeof list - at, "%s'%s'", i ? ", " : "",
+                         ngx_http_llm_lcf_model_id(lcfs[i], buf, sizeof buf));
+        if (k < 0) break;
+        at += (size_t)k;
+    }
+    list[sizeof list - 1] = 0;
+    llm_api_seterr(e, 404, "model", "model_not_found", "The model '%s' does not exist (this server serves %s)",
+                   model, list);
     return 404;
 }
 
@@ -635,6 +660,10 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
                       : h == NGX_LLM_OLLAMA_EMBEDDINGS ? LLM_API_OLLAMA_EMBEDDINGS
                       : h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? LLM_API_MESSAGES
                       : h == NGX_LLM_TOKENIZE ? LLM_API_TOKENIZE : LLM_API_DETOKENIZE;
+    if (ngx_http_llm_route_body(r, h, body, len) == NGX_DONE) { /* another model's location serves it */
+        ngx_http_finalize_request(r, NGX_DONE);
+        return;
+    }
     if (h == NGX_LLM_OLLAMA_SHOW) {
         ngx_http_finalize_request(r, ngx_http_llm_ollama_show_body(r, (const char *)body, len));
         return;

@@ -102,6 +102,7 @@ typedef struct {
 
 typedef struct {
     ngx_array_t            engines;  /* ngx_http_llm_engine_t */
+    ngx_array_t            route_sets; /* llm_models lists, resolved at postconfiguration (ngx_http_llm_route.c) */
     ngx_array_t            toks;     /* ngx_http_llm_tok_t */
     ngx_shm_zone_t        *zone;
     ngx_http_llm_counters_t *counters; /* in the zone, or NULL before init */
@@ -109,7 +110,16 @@ typedef struct {
     time_t                 started;
 } ngx_http_llm_main_conf_t;
 
+typedef struct ngx_http_llm_loc_conf_s ngx_http_llm_loc_conf_t;
+
+/* llm_models: a named location whose model requests may name. */
+#define NGX_LLM_MAX_ROUTES 64
 typedef struct {
+    ngx_str_t                name;  /* "@qwen" */
+    ngx_http_llm_loc_conf_t *lcf;   /* its configuration, found at postconfiguration */
+} ngx_http_llm_route_t;
+
+struct ngx_http_llm_loc_conf_s {
     ngx_uint_t             handler;
     ngx_str_t              engine_name;
     ngx_http_llm_engine_t *engine_ref;  /* index into main conf engines, resolved at merge */
@@ -127,7 +137,8 @@ typedef struct {
     ngx_array_t           *api_keys;     /* llm_api_key: ngx_str_t; NULL = no check */
     ngx_int_t              priority;     /* llm_priority: requests' queue priority here, lower first */
     ngx_flag_t             reasoning;    /* llm_reasoning: split <think> off reasoning models' answers */
-} ngx_http_llm_loc_conf_t;
+    ngx_array_t           *routes;       /* llm_models: ngx_http_llm_route_t; NULL = this location's model only */
+};
 
 extern ngx_module_t ngx_http_llm_module;
 
@@ -150,13 +161,29 @@ ngx_int_t ngx_http_llm_check_api_key(ngx_http_request_t *r, ngx_uint_t h);
 /* The endpoint r is served by (NGX_LLM_*): the location's llm_api, or where its URI routes under auto. */
 ngx_uint_t ngx_http_llm_endpoint(ngx_http_request_t *r);
 ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);
+ngx_http_llm_engine_t *ngx_http_llm_lcf_engine(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf);
 const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap);
+/* The model id a location serves: llm_model_name, else its file's name. */
+const char *ngx_http_llm_lcf_model_id(ngx_http_llm_loc_conf_t *lcf, char *buf, size_t cap);
 /* 1 when name is one of the location's llm_model_alias names (or it has "*"). */
 int ngx_http_llm_model_alias(ngx_http_request_t *r, const u_char *name, size_t len);
 /* 0 ok (the model id or an alias); else a status with e filled (unknown model -> 404). */
 int ngx_http_llm_check_model(ngx_http_request_t *r, const char *model, llm_api_err *e);
 /* Attach if needed; LLM_SHM_OK or an error code (e filled with 503). */
 int ngx_http_llm_engine_ready(ngx_http_llm_engine_t *eng, llm_api_err *e);
+
+/* several models behind one location: llm_models (ngx_http_llm_route.c) */
+char     *ngx_http_llm_models_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_llm_routes_resolve(ngx_conf_t *cf); /* at postconfiguration */
+/* The configurations of the models r's location serves into out (NGX_LLM_MAX_ROUTES + 1): its own first, then
+ * its llm_models' (none in a named location: a routed request goes no further); their number. */
+ngx_uint_t ngx_http_llm_served(ngx_http_request_t *r, ngx_http_llm_loc_conf_t **out);
+/* The one of those that serves model name (exact names and aliases first, then one with llm_model_alias *), or
+ * NULL. */
+ngx_http_llm_loc_conf_t *ngx_http_llm_find_model(ngx_http_request_t *r, const u_char *name, size_t len);
+/* Once the body (of endpoint h) is in: NGX_DONE when it names a model of one of the location's llm_models, and
+ * the request has been passed to that named location; else NGX_DECLINED (it is served here). */
+ngx_int_t ngx_http_llm_route_body(ngx_http_request_t *r, ngx_uint_t h, const u_char *body, size_t len);
 
 /* endpoints */
 ngx_int_t ngx_http_llm_health(ngx_http_request_t *r);

@@ -59,9 +59,8 @@ void ngx_http_llm_ollama_facts(const char *path, ngx_http_llm_tok_t *t)
     gguf_close(g);
 }
 
-static cJSON *ngx_http_llm_ollama_details(ngx_http_request_t *r)
+static cJSON *ngx_http_llm_ollama_details(ngx_http_llm_loc_conf_t *lcf)
 {
-    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
     const ngx_http_llm_tok_t *t = lcf->tok;
     cJSON *d = cJSON_CreateObject();
     if (d == NULL) return NULL;
@@ -90,9 +89,9 @@ static void ngx_http_llm_ollama_modified(ngx_http_request_t *r, char *at, size_t
 
 /* One entry of /api/tags for the name given; of /api/ps (ps): expires_at (never: the engine holds the model
  * until it stops), size_vram (not known to the module: 0) and context_length as well. */
-static cJSON *ngx_http_llm_ollama_entry(ngx_http_request_t *r, const char *name, int ps, uint32_t ctx_len)
+static cJSON *ngx_http_llm_ollama_entry(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, const char *name, int ps,
+                                        uint32_t ctx_len)
 {
-    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
     double size = lcf->tok ? lcf->tok->file_size : 0;
     char at[32];
     ngx_http_llm_ollama_modified(r, at, sizeof at);
@@ -103,7 +102,7 @@ static cJSON *ngx_http_llm_ollama_entry(ngx_http_request_t *r, const char *name,
     cJSON_AddStringToObject(o, "modified_at", at);
     cJSON_AddNumberToObject(o, "size", size);
     cJSON_AddStringToObject(o, "digest", "");
-    cJSON_AddItemToObject(o, "details", ngx_http_llm_ollama_details(r));
+    cJSON_AddItemToObject(o, "details", ngx_http_llm_ollama_details(lcf));
     if (ps) {
         cJSON_AddStringToObject(o, "expires_at", "9999-12-31T23:59:59Z");
         cJSON_AddNumberToObject(o, "size_vram", 0);
@@ -115,26 +114,30 @@ static cJSON *ngx_http_llm_ollama_entry(ngx_http_request_t *r, const char *name,
 ngx_int_t ngx_http_llm_ollama_tags(ngx_http_request_t *r, int ps)
 {
     char buf[256];
-    const char *id = ngx_http_llm_model_id(r, buf, sizeof buf);
     cJSON *o = cJSON_CreateObject(), *models = o ? cJSON_AddArrayToObject(o, "models") : NULL;
     if (models == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
-    uint32_t ctx_len = 0;
-    if (ps) { /* loaded: while the engine is ready */
-        llm_api_err e;
-        ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
-        if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) return ngx_http_llm_send_cjson(r, 200, o);
-        ctx_len = llm_client_map(eng->client)->hdr->model.ctx_len;
-    }
-    cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, id, ps, ctx_len));
-    /* the aliases, each as a model of its own ("*" is not a name) */
-    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
-    ngx_str_t *a = lcf->model_aliases ? lcf->model_aliases->elts : NULL;
-    for (ngx_uint_t i = 0; a != NULL && i < lcf->model_aliases->nelts; i++) {
-        if (a[i].len == 1 && a[i].data[0] == '*') continue;
-        char *name = ngx_pnalloc(r->pool, a[i].len + 1);
-        if (name == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
-        *(char *)ngx_cpymem(name, a[i].data, a[i].len) = 0;
-        cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, name, ps, ctx_len));
+    /* every model served here (this location's, then its llm_models'), with its aliases as models of their own
+     * ("*" is not a name); /api/ps: those whose engine is ready (loaded) */
+    ngx_http_llm_loc_conf_t *lcfs[NGX_LLM_MAX_ROUTES + 1];
+    ngx_uint_t n = ngx_http_llm_served(r, lcfs);
+    for (ngx_uint_t k = 0; k < n; k++) {
+        uint32_t ctx_len = 0;
+        if (ps) {
+            llm_api_err e;
+            ngx_http_llm_engine_t *eng = ngx_http_llm_lcf_engine(r, lcfs[k]);
+            if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) continue;
+            ctx_len = llm_client_map(eng->client)->hdr->model.ctx_len;
+        }
+        const char *id = ngx_http_llm_lcf_model_id(lcfs[k], buf, sizeof buf);
+        cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, lcfs[k], id, ps, ctx_len));
+        ngx_str_t *a = lcfs[k]->model_aliases ? lcfs[k]->model_aliases->elts : NULL;
+        for (ngx_uint_t i = 0; a != NULL && i < lcfs[k]->model_aliases->nelts; i++) {
+            if (a[i].len == 1 && a[i].data[0] == '*') continue;
+            char *name = ngx_pnalloc(r->pool, a[i].len + 1);
+            if (name == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+            *(char *)ngx_cpymem(name, a[i].data, a[i].len) = 0;
+            cJSON_AddItemToArray(models, ngx_http_llm_ollama_entry(r, lcfs[k], name, ps, ctx_len));
+        }
     }
     return ngx_http_llm_send_cjson(r, 200, o);
 }
@@ -186,7 +189,7 @@ ngx_int_t ngx_http_llm_ollama_show(ngx_http_request_t *r, const char *name)
     cJSON_AddStringToObject(o, "modelfile", "");
     cJSON_AddStringToObject(o, "parameters", "");
     cJSON_AddStringToObject(o, "template", "");
-    cJSON_AddItemToObject(o, "details", ngx_http_llm_ollama_details(r));
+    cJSON_AddItemToObject(o, "details", ngx_http_llm_ollama_details(lcf));
     cJSON *info = cJSON_AddObjectToObject(o, "model_info");
     if (info != NULL) {
         cJSON_AddStringToObject(info, "general.name", name);

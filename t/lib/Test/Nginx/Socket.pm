@@ -6,6 +6,8 @@ package Test::Nginx::Socket;
 #   --- main_config --- http_config --- config --- request --- more_headers
 #   --- error_code --- response_body --- response_body_like --- response_body_unlike --- response_headers
 #   --- response_headers_like --- error_log --- no_error_log --- timeout --- abort
+#   --- must_die (the configuration must fail: nginx does not start; error_log is then looked for in what
+#   it printed and logged)
 #   --- init (Perl code run once nginx is up, before the request, as Test::Nginx does)
 #   $TEST_NGINX_* variables in the config sections.
 # nginx runs like under Test::Nginx: daemon on, master_process off, one worker,
@@ -225,10 +227,12 @@ sub http_request {
     return ({ status => $status, headers => \%h, body => $rbody }, undef);
 }
 
+my $StartOutput = '';
+
 sub error_log_text {
-    open my $fh, '<', "$ServRoot/logs/error.log" or return '';
+    open my $fh, '<', "$ServRoot/logs/error.log" or return $StartOutput;
     local $/;
-    return <$fh>;
+    return $StartOutput . <$fh>;
 }
 
 sub check_log {
@@ -251,7 +255,16 @@ sub run_block {
     $timeout =~ s/s$//;
     stop_nginx();
     write_conf($block);
+    $StartOutput = '';
     my $err = start_nginx();
+    if (defined sec($block, 'must_die')) {
+        Test::More::ok($err, "$name - nginx refused the configuration");
+        stop_nginx() unless $err;
+        $StartOutput = $err // '';
+        check_log($block, 'error_log', 1);
+        $StartOutput = '';
+        return;
+    }
     if ($err) {
         Test::More::fail("$name - nginx started");
         Test::More::diag($err);
