@@ -4,7 +4,9 @@
 # nginx.conf.example. Waits until GET /health answers 200, then prints the URL.
 #   tools/serve.sh start BUILD PORT MODEL [BACKEND]
 #   tools/serve.sh stop  BUILD PORT
-# Environment: ENGINE_ARGS (more `llm-engine serve` options), NGINX_CMD (the nginx
+# Environment: MODELS (more model paths, each on an engine of its own behind the same
+# URL, picked by the request's "model": llm_models), ENGINE_ARGS (more `llm-engine serve`
+# options, for every engine), NGINX_CMD (the nginx
 # command, default nginx: tests/gpu/serve_gpu.sh runs a carried one),
 # SERVE_WAIT_S (how long to wait for /health, default 30).
 set -euo pipefail
@@ -13,11 +15,14 @@ cmd=$1 build=$(realpath -m "$2") port=$3
 run="$build/serve-$port"
 name="serve-$port"
 
+# engine.pid holds one pid a line: the main engine's, then those of MODELS
 stop() {
     [ -f "$run/nginx.pid" ] && kill -QUIT "$(cat "$run/nginx.pid")" 2>/dev/null || true
-    [ -f "$run/engine.pid" ] && kill -TERM "$(cat "$run/engine.pid")" 2>/dev/null || true
+    # shellcheck disable=SC2046 # one pid a word
+    [ -f "$run/engine.pid" ] && kill -TERM $(cat "$run/engine.pid") 2>/dev/null || true
     for _ in $(seq 50); do
-        { [ -f "$run/engine.pid" ] && kill -0 "$(cat "$run/engine.pid")" 2>/dev/null; } || break
+        # shellcheck disable=SC2046
+        { [ -f "$run/engine.pid" ] && kill -0 $(cat "$run/engine.pid") 2>/dev/null; } || break
         sleep 0.1
     done
     rm -f "$run/nginx.pid" "$run/engine.pid"
@@ -43,12 +48,29 @@ tune=()
     "${tune[@]}" >"$run/logs/engine.log" 2>&1 &
 echo $! >"$run/engine.pid"
 
+# MODELS: an engine each (segment serve-PORT-i), a named location each (@model_i), listed by llm_models in
+# the main location; the model id is the file's name without its extension.
+routes="" locations=""
+i=0
+for m in ${MODELS:-}; do
+    i=$((i + 1))
+    m=$(realpath "$m")
+    # shellcheck disable=SC2086
+    "$build/llm-engine" serve --model "$m" --shm "$name-$i" --backend "$backend" --shm-mode 0600 ${ENGINE_ARGS:-} \
+        "${tune[@]}" >"$run/logs/engine-$i.log" 2>&1 &
+    echo $! >>"$run/engine.pid"
+    routes="$routes @model_$i"
+    locations="$locations        location @model_$i {\n            llm_api;\n            llm_engine $name-$i;\n            llm_model_path $m;\n            llm_model_name $(basename "$m" | sed 's/\.[^.]*$//');\n        }\n"
+done
+
 # nginx.conf.example with this run's paths, port and model.
 sed -e "s|^load_module .*|load_module $build/ngx_http_llm_module.so;|" \
     -e "s|^\(\s*\)llm_engine main;|\1llm_engine $name;|" \
     -e "s|^\(\s*\)llm_model_path [^;]*;|\1llm_model_path $model;|" \
     -e "s|^\(\s*\)llm_model_name [^;]*;|\1llm_model_name $(basename "$model" | sed 's/\.[^.]*$//');|" \
     -e "s|^\(\s*\)listen 8080;|\1listen 127.0.0.1:$port;|" \
+    -e "s|^\(\s*\)llm_api;\(\s*\)# = llm_api auto;|\1llm_api;${routes:+\n\1llm_models$routes;}|" \
+    -e "s|^\(\s*\)# One endpoint per location works too|$locations\1# One endpoint per location works too|" \
     -e "s|^\(\s*\)alias /usr/share/ngx_llm/dashboard/;|\1alias $build/dashboard/;|" \
     -e "s|^user root;|user $(id -un);|" \
     -e "s|^worker_processes auto;|worker_processes 2;\npid $run/nginx.pid;\nerror_log $run/logs/error.log;|" \
@@ -67,19 +89,32 @@ health() {
     fi
 }
 
+# Every engine of MODELS is up when GET /api/ps lists it (the main one's answers /health).
+loaded() {
+    [ "$i" = 0 ] && return 0
+    command -v curl >/dev/null || return 0
+    [ "$(curl -s "http://127.0.0.1:$port/api/ps" | grep -o '"context_length"' | wc -l)" -gt "$i" ]
+}
+
 wait_s=${SERVE_WAIT_S:-30}
 for _ in $(seq $((wait_s * 10))); do
     code=$(health)
-    if [ "$code" = 200 ]; then
-        echo "ngx_llm is serving $model at http://127.0.0.1:$port/v1 (logs: $run/logs; stop: make stop PORT=$port)"
+    if [ "$code" = 200 ] && loaded; then
+        echo "ngx_llm is serving $model${MODELS:+ and $MODELS} at http://127.0.0.1:$port/v1 (logs: $run/logs; stop: make stop PORT=$port)"
         exit 0
     fi
-    if ! kill -0 "$(cat "$run/engine.pid")" 2>/dev/null; then
-        echo "the engine exited:" >&2
-        cat "$run/logs/engine.log" >&2
-        stop
-        exit 1
-    fi
+    k=0
+    while read -r pid; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            log="$run/logs/engine.log"
+            [ "$k" = 0 ] || log="$run/logs/engine-$k.log"
+            echo "the engine exited:" >&2
+            cat "$log" >&2
+            stop
+            exit 1
+        fi
+        k=$((k + 1))
+    done <"$run/engine.pid"
     sleep 0.1
 done
 echo "no 200 from /health after $wait_s s; see $run/logs" >&2

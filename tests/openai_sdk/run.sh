@@ -5,7 +5,7 @@
 # free port, `node --test`, `make stop` (also on failure). Function calling
 # (tools.test.mjs) needs the Llama 3 chat format: a second service on a tiny
 # random model with Llama 3's tokenizer (gen-model --preset tiny-llama3), which /v1/rerank (rerank.test.mjs)
-# uses too.
+# uses too. The first service serves that model as well, by name (make serve MODELS=...).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -23,10 +23,11 @@ TPORT=$(free_port)
 PPORT=$(free_port)
 RPORT=$(free_port)
 trap 'for p in "$PORT" "$TPORT" "$PPORT" "$RPORT"; do make -C "$REPO" --no-print-directory BUILD="$BUILD" stop PORT="$p" >/dev/null 2>&1 || true; done' EXIT
-make -C "$REPO" --no-print-directory BUILD="$BUILD" MODEL="$MODEL" serve PORT="$PORT"
 TMODEL="$REPO/$BUILD/tiny-llama3-q8_0.gguf"
 [ -s "$TMODEL" ] || LLM_SHARED_DIR="$REPO/../shared" "$REPO/$BUILD/llm-engine" gen-model --preset tiny-llama3 \
     --dtype q8_0 --seed 3 --out "$TMODEL" >/dev/null
+# the main service has the tiny Llama 3 model behind the same URL too (MODELS: llm_models), on an engine of its own
+make -C "$REPO" --no-print-directory BUILD="$BUILD" MODEL="$MODEL" MODELS="$TMODEL" serve PORT="$PORT"
 make -C "$REPO" --no-print-directory BUILD="$BUILD" MODEL="$TMODEL" serve PORT="$TPORT"
 # rerank.test.mjs: a model with its own (untied) language-model head, and the same model as llama.cpp converts a
 # reranker (gen-model --rank-head: a "yes" / "no" classifier head, the language-model head left out)

@@ -27,11 +27,30 @@ const CHAT_TOKENS = 20;
 let model, refCompletion, refChat;
 before(async () => {
     const models = await client.models.list();
-    assert.equal(models.data.length, 1);
+    assert.equal(models.data.length, 2); // stories260K, and tiny-llama3-q8_0 (make serve MODELS=...)
     model = models.data[0].id;
     refCompletion = generate(await tokenize({ prompt: PROMPT }), COMPLETION_TOKENS);
     refChat = generate(await tokenize({ messages: MESSAGES }), CHAT_TOKENS);
     assert.ok(refCompletion.length > 0 && refChat.length > 0, 'llm-engine generate gave text');
+});
+
+test('two models behind one URL: the second listed, and a request naming it is answered by its engine', async () => {
+    const models = await client.models.list();
+    assert.deepEqual(models.data.map((m) => m.id), [model, 'tiny-llama3-q8_0']);
+    assert.equal((await client.models.retrieve('tiny-llama3-q8_0')).id, 'tiny-llama3-q8_0');
+    // the same model served alone (the tools service) gives the same greedy text
+    const alone = new OpenAI({ baseURL: process.env.NGX_LLM_TOOLS_URL, apiKey: 'unused', maxRetries: 0 });
+    const ask = (c) => c.chat.completions.create({ model: 'tiny-llama3-q8_0', messages: MESSAGES, max_tokens: 12,
+                                                   temperature: 0 });
+    const [here, there] = await Promise.all([ask(client), ask(alone)]);
+    assert.equal(here.model, 'tiny-llama3-q8_0');
+    assert.equal(here.choices[0].message.content, there.choices[0].message.content);
+    assert.equal(here.usage.prompt_tokens, there.usage.prompt_tokens);
+    // and the first model is still the default's
+    const r = await client.completions.create({ model, prompt: PROMPT, max_tokens: 8, temperature: 0 });
+    assert.equal(r.model, model);
+    await assert.rejects(client.completions.create({ model: 'nope', prompt: PROMPT, max_tokens: 1 }),
+                         (e) => e.status === 404 && /serves 'stories260K', 'tiny-llama3-q8_0'/.test(e.message));
 });
 
 test('completions.create: greedy text equals llm-engine generate', async () => {
