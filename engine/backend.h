@@ -61,6 +61,10 @@ typedef struct {
     /* Element type of the KV cache: LLM_KV_AUTO, LLM_KV_F32, LLM_KV_F16 (llm_kv_f16 in backend_util.h) or
      * LLM_KV_Q8_0 (CPU backend). */
     int         kv_dtype;
+    /* CPU: run on this (CPU) backend's threads instead of starting its own: a draft model's backend beside
+     * the target's (the scheduler calls them one after the other, never at once), so that two pools do not
+     * spin against each other on the same cores. NULL: its own. */
+    const struct llm_backend *share_threads;
 } llm_backend_opts;
 
 /* KV cache element types (llm_backend_opts.kv_dtype). AUTO is f16, as llama.cpp's and vLLM's default, except

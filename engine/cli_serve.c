@@ -5,6 +5,7 @@
 #include "model.h"
 #include "serve.h"
 #include "supervisor.h"
+#include "tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,21 +36,46 @@ typedef struct {
     const char         *backend;
     llm_backend_opts    bo;
     llm_serve_opts      o;
+    llm_model          *draft;  /* --draft-model, or NULL */
+    llm_backend_opts    dbo;
 } worker_ctx;
 
 static int run_worker(void *arg)
 {
     worker_ctx *w = arg;
     llm_err err = { { 0 } };
-    llm_backend *b = llm_backend_create(w->backend, w->model, &w->bo, &err);
-    if (b == NULL) {
-        fprintf(stderr, "error: %s\n", err.msg);
+    llm_backend *b = NULL, *db = NULL;
+    int cpu = strcmp(w->backend, "cpu") == 0;
+    /* a draft model: on the CPU, after the target and on its threads; on a GPU, first, so that the target's
+     * KV pool is sized from what the draft leaves */
+    if (w->draft != NULL && !cpu && (db = llm_backend_create(w->backend, w->draft, &w->dbo, &err)) == NULL) {
+        fprintf(stderr, "error: draft model: %s\n", err.msg);
         return 1;
     }
+    b = llm_backend_create(w->backend, w->model, &w->bo, &err);
+    if (b == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        llm_backend_free(db);
+        return 1;
+    }
+    if (w->draft != NULL && cpu) {
+        w->dbo.share_threads = b;
+        if ((db = llm_backend_create(w->backend, w->draft, &w->dbo, &err)) == NULL) {
+            fprintf(stderr, "error: draft model: %s\n", err.msg);
+            llm_backend_free(b);
+            return 1;
+        }
+    }
+    if (db != NULL)
+        fprintf(stderr, "serve: draft model %s: %d drafts a step, its KV pool %d blocks of %d\n",
+                w->draft->arch[0] ? w->draft->arch : "model", w->o.sched.spec_tokens, db->opts.kv_blocks,
+                db->opts.block_size);
+    w->o.sched.draft = db;
     int rc = llm_serve(w->model, b, &w->o, &err);
     if (rc != 0)
         fprintf(stderr, "error: %s\n", err.msg);
     llm_backend_free(b);
+    llm_backend_free(db);
     return rc == 0 ? 0 : 1;
 }
 
@@ -166,6 +192,75 @@ static int swa_kv_opt(const llm_args *a, const llm_model *m, const llm_sched_con
     return 0;
 }
 
+/* --draft-model PATH [--draft-tokens K]: a smaller model over the same vocabulary drafts for speculation
+ * (scheduler.h). Loaded (and prepared for the backend) before the fork like the target; its context no longer
+ * than the target's; its KV pool room for every speculating request (LLM_SCHED_SPEC_SEQS) at the full
+ * context on a GPU, as --kv-blocks auto sizes a pool on the CPU (pages taken when used). 0, or 1 / 2 on an
+ * error (said). */
+static int draft_opts(const llm_args *a, const llm_model *m, const char *backend, llm_sched_config *sc,
+                      worker_ctx *w)
+{
+    const char *path = llm_arg_str(a, "draft-model");
+    if (path == NULL) {
+        if (llm_arg_str(a, "draft-tokens") != NULL) {
+            fprintf(stderr, "error: --draft-tokens needs --draft-model\n");
+            return 2;
+        }
+        return 0;
+    }
+    if (llm_arg_str(a, "spec-ngram") != NULL) {
+        fprintf(stderr, "error: --spec-ngram and --draft-model are two ways of drafting: give one\n");
+        return 2;
+    }
+    sc->spec_tokens = (int)llm_arg_long(a, "draft-tokens", 4, 1, LLM_SCHED_MAX_SPEC);
+    llm_err err = { { 0 } };
+    llm_model *d = llm_model_load_ex(path, NULL, LLM_LOAD_DEFER_KQ, &err);
+    if (d == NULL) {
+        fprintf(stderr, "error: draft model: %s\n", err.msg);
+        return 1;
+    }
+    w->draft = d;
+    if (d->cfg.bidirectional || m->cfg.bidirectional) {
+        fprintf(stderr, "error: --draft-model: speculation is for decoders, not encoders\n");
+        return 2;
+    }
+    /* the same vocabulary: ids drafted are the target's ids (a few padding ids more or less, as llama.cpp
+     * allows; a draft id past the target's vocabulary ends that draft) */
+    int nv = d->cfg.vocab_size < m->cfg.vocab_size ? d->cfg.vocab_size : m->cfg.vocab_size;
+    int diff = abs(d->cfg.vocab_size - m->cfg.vocab_size), bad = -1;
+    for (int i = 0; m->tok != NULL && d->tok != NULL && i < nv && bad < 0; i++) {
+        const char *x, *y;
+        size_t xl, yl;
+        int hx = llm_tok_piece(m->tok, i, &x, &xl) == 0, hy = llm_tok_piece(d->tok, i, &y, &yl) == 0;
+        if (hx != hy || (hx && (xl != yl || memcmp(x, y, xl) != 0)))
+            bad = i;
+    }
+    if (diff > 128 || bad >= 0) {
+        fprintf(stderr, "error: --draft-model: not the target's vocabulary (%d and %d tokens%s%d)\n",
+                m->cfg.vocab_size, d->cfg.vocab_size, bad >= 0 ? ", first different token " : "", bad);
+        return 2;
+    }
+    if (d->cfg.seq_len > m->cfg.seq_len)
+        d->cfg.seq_len = m->cfg.seq_len;
+    llm_backend_opts *o = &w->dbo;
+    *o = w->bo;
+    o->swa_blocks = 0;
+    o->tune_file = NULL; /* (the target's file holds the target's choices) */
+    if (strcmp(backend, "cpu") == 0) {
+        o->kv_blocks = 0;
+        if (cpu_kv_auto(d, o, LLM_SCHED_SPEC_SEQS) != 0)
+            return 1;
+    } else {
+        long blocks = (long)LLM_SCHED_SPEC_SEQS * ((d->cfg.seq_len + o->block_size - 1) / o->block_size);
+        o->kv_blocks = (int)(blocks < (1L << 24) ? blocks : 1L << 24);
+    }
+    if (llm_backend_prepare(backend, d, o, &err) != 0) {
+        fprintf(stderr, "error: draft model: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
 int cli_serve(const llm_args *a)
 {
     static const char *const known[] = {
@@ -176,7 +271,7 @@ int cli_serve(const llm_args *a)
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
         "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "mask-threads=", "pooling=",
-        "spec-ngram=", "swa-kv=", NULL,
+        "spec-ngram=", "swa-kv=", "draft-model=", "draft-tokens=", NULL,
     };
     if (llm_args_check(a, known) != 0)
         return 2;
@@ -273,6 +368,12 @@ int cli_serve(const llm_args *a)
     }
     llm_backend_prepare_report(m, stderr);
     w.bo = bo;
+    int drc = draft_opts(a, m, backend, &o.sched, &w);
+    if (drc != 0) {
+        llm_model_free(w.draft);
+        llm_model_free(m);
+        return drc;
+    }
     w.o = o;
     int rc;
     if (llm_arg_flag(a, "no-supervise")) {
@@ -291,6 +392,7 @@ int cli_serve(const llm_args *a)
         so.shm_name = name;
         rc = llm_supervise(&so, run_worker, &w);
     }
+    llm_model_free(w.draft);
     llm_model_free(m);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* Continuous batching over a paged KV cache: see scheduler.h for the policy. */
 #include "scheduler.h"
+#include "draft.h"
 #include "mask_pool.h"
 
 #include <stdio.h>
@@ -55,6 +56,9 @@ typedef struct {
     int      spec_skip, spec_miss; /* decodes left without drafts, and drafts rejected whole in a row: a text
                                     * that does not repeat itself stops costing draft rows (back-off: 1, 3, 7,
                                     * 15 decodes) */
+    llm_drafter_seq dseq;      /* draft-model speculation: its state in the drafter */
+    int32_t  d_out[LLM_SCHED_MAX_SPEC]; /* this step's drafts from the draft model, before placing */
+    int      d_n;
 } sreq;
 
 enum { PLACE_OK, PLACE_SKIP, PLACE_SELF_PREEMPTED };
@@ -83,6 +87,9 @@ struct llm_sched {
     float  **emb_done;         /* embeddings handed out this step (llm_sched_output.embedding), freed at the next */
     int      n_emb_done, cap_emb_done;
     llm_mask_pool *masks;      /* cfg.mask_threads helper threads, or NULL */
+    llm_drafter   *drafter;    /* cfg.draft's, or NULL (n-gram drafts) */
+    llm_draft_req  d_reqs[LLM_SCHED_SPEC_SEQS];
+    sreq          *d_sreqs[LLM_SCHED_SPEC_SEQS];
     llm_mask_job  *m_jobs;     /* this step's masks, for m_reqs[] */
     sreq         **m_reqs;
     int            m_n;
@@ -207,6 +214,14 @@ llm_sched *llm_sched_create(llm_backend *b, const llm_sched_config *cfg, llm_err
         llm_seterr(err, "scheduler: out of memory");
         return NULL;
     }
+    if (c.draft != NULL) {
+        llm_err derr = { { 0 } };
+        if (c.spec_tokens < 1 || (s->drafter = llm_drafter_create(c.draft, s->vocab, (int)nt, &derr)) == NULL) {
+            llm_sched_destroy(s);
+            llm_seterr(err, "scheduler: %s", c.spec_tokens < 1 ? "a draft model needs spec_tokens >= 1" : derr.msg);
+            return NULL;
+        }
+    }
     if (c.mask_threads < 0) {
         llm_sched_destroy(s);
         llm_seterr(err, "scheduler: mask_threads must be >= 0");
@@ -299,6 +314,8 @@ static int seq_reserve(llm_sched *s, sreq *r, int n_tokens)
 static void req_free(llm_sched *s, sreq *r)
 {
     seq_release(s, r);
+    if (s->drafter != NULL)
+        llm_drafter_release(s->drafter, &r->dseq);
     free(r->emb);
     free(r->allow);
     llm_schema_state_free(r->con);
@@ -334,6 +351,7 @@ void llm_sched_destroy(llm_sched *s)
         req_free(s, s->waiting[i]);
     llm_kv_destroy(s->kv);
     llm_kv_destroy(s->kvw);
+    llm_drafter_destroy(s->drafter);
     free(s->running);
     free(s->waiting);
     free(s->b_tok);
@@ -760,6 +778,8 @@ static void preempt(llm_sched *s, sreq *r)
 {
     running_remove(s, r);
     seq_release(s, r);
+    if (s->drafter != NULL) /* (its draft blocks go back too: a waiting request holds none) */
+        llm_drafter_release(s->drafter, &r->dseq);
     r->n_computed = 0;
     r->prompt_len = r->n_tokens;
     r->n_preempted++;
@@ -867,6 +887,16 @@ static int spec_draft(llm_sched *s, sreq *r, int room)
     if (k <= 0)
         return 0;
     int32_t *t = r->tokens;
+    if (s->drafter != NULL) { /* the draft model's, made before the step (draft_models) */
+        k = r->d_n < k ? r->d_n : k;
+        if (k <= 0)
+            return 0;
+        memcpy(t + L, r->d_out, (size_t)k * sizeof(int32_t));
+        r->n_draft = k;
+        s->plp_room -= k;
+        s->st.spec_drafted += (uint64_t)k;
+        return k;
+    }
     for (int n = 3; n >= 2; n--) { /* (one token alone predicts too little to pay for its rows) */
         if (L <= n)
             continue;
@@ -882,6 +912,46 @@ static int spec_draft(llm_sched *s, sreq *r, int room)
         }
     }
     return 0;
+}
+
+/* Draft-model speculation: the draft model's drafts for the decodes that may speculate this step (as
+ * spec_draft would let them: not masked, not scoring, not backing off), all in one round of batched calls
+ * before the step is built; spec_draft then takes what the step has room for. */
+static void draft_models(llm_sched *s)
+{
+    if (s->drafter == NULL)
+        return;
+    for (int i = 0; i < s->n_running; i++)
+        s->running[i]->d_n = 0;
+    if (s->n_running > LLM_SCHED_SPEC_SEQS)
+        return;
+    int n = 0;
+    for (int i = 0; i < s->n_running; i++) {
+        sreq *r = s->running[i];
+        if (r->n_tokens - r->n_computed != 1 || host_masked(r) || r->con != NULL || r->plp || r->embed ||
+            r->spec_skip > 0)
+            continue;
+        int k = s->cfg.spec_tokens;
+        int lim[3] = { r->max_tokens - r->n_gen - 1, s->ctx_limit - r->n_tokens, r->cap - r->n_tokens };
+        for (int j = 0; j < 3; j++)
+            k = lim[j] < k ? lim[j] : k;
+        if (k <= 0)
+            continue;
+        s->d_reqs[n] = (llm_draft_req){ .tokens = r->tokens, .n_tokens = r->n_tokens, .k = k, .seq = &r->dseq };
+        s->d_sreqs[n++] = r;
+    }
+    if (n == 0)
+        return;
+    llm_err err = { { 0 } };
+    uint64_t t0 = clock_ns(s);
+    if (llm_drafter_run(s->drafter, s->d_reqs, n, &err) != 0)
+        s->st.draft_failures++; /* no drafts this step; the sequences start over in the drafter */
+    s->st.draft_ms += ms_between(t0, clock_ns(s));
+    for (int i = 0; i < n; i++) {
+        sreq *r = s->d_sreqs[i];
+        r->d_n = s->d_reqs[i].n_out;
+        memcpy(r->d_out, s->d_reqs[i].out, (size_t)r->d_n * sizeof(int32_t));
+    }
 }
 
 /* Place up to `want` of a running request's pending tokens. must_all: all or
@@ -1384,6 +1454,7 @@ int llm_sched_step(llm_sched *s)
     emb_done_free(s); /* the last step's outputs were read */
     process_cancels(s);
     mem_recover(s, t0);
+    draft_models(s);
     build_batch(s, t0);
     mem_note_load(s, t0);
     s->idle_step = s->b_n == 0;
@@ -1462,6 +1533,8 @@ int llm_sched_step(llm_sched *s)
             confirmed++;
         }
         s->st.spec_accepted += (uint64_t)confirmed;
+        if (s->drafter != NULL && !ended) /* the draft's KV of the confirmed drafts stands */
+            llm_drafter_confirm(&r->dseq, confirmed);
         if (nd > 0 && !ended) { /* no draft confirmed: back off; one confirmed: draft every step again */
             r->spec_miss = confirmed > 0 ? 0 : r->spec_miss < 4 ? r->spec_miss + 1 : 4;
             r->spec_skip = (1 << r->spec_miss) - 1;

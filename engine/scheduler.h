@@ -143,6 +143,12 @@ typedef struct {
      * most LLM_SCHED_SPEC_SEQS requests run; drafts never preempt and fit the KV pool, the token budget and
      * the output room. 0 = off. */
     int spec_tokens;
+    /* Draft-model speculation: with a draft (a backend of a smaller model over the same vocabulary, its own
+     * KV pool), the spec_tokens drafts come from it instead of the n-gram lookup: before each step it takes
+     * the speculating decodes' tokens it has not seen (their prompt, the first time) and then drafts greedily,
+     * one batched call per draft token; what the target confirms is kept as above (same output), and the
+     * draft's KV of confirmed drafts stands. Not owned. NULL = n-gram drafts. */
+    llm_backend *draft;
     /* Optional clock (monotonic ns) for tests; NULL = CLOCK_MONOTONIC. */
     uint64_t (*now_ns)(void *ctx);
 } llm_sched_config;
@@ -208,7 +214,9 @@ typedef struct {
     uint64_t tokens_out;             /* tokens generated */
     uint64_t cached_tokens;          /* prompt tokens served by the prefix cache */
     uint64_t masks_pooled;           /* constrained rows whose mask the mask pool made during the forward */
-    uint64_t spec_drafted, spec_accepted; /* n-gram speculation: tokens drafted, and confirmed */
+    uint64_t spec_drafted, spec_accepted; /* speculation (n-gram or draft model): tokens drafted, and confirmed */
+    uint64_t draft_failures;              /* draft-model calls that failed (those steps went without drafts) */
+    double   draft_ms;                    /* time spent in the draft model */
     uint64_t preemptions;
     uint64_t finished[5];            /* by llm_sched_finish */
     int      max_step_tokens;        /* largest batch seen */

@@ -375,10 +375,11 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
     llm_sched_stats fs;
     llm_sched_get_stats(sched, &fs);
     if (fs.spec_drafted > 0)
-        fprintf(stderr, "serve: n-gram speculation: %llu of %llu drafted tokens confirmed (%.0f%%), %llu tokens out in "
-                "%llu steps\n", (unsigned long long)fs.spec_accepted, (unsigned long long)fs.spec_drafted,
+        fprintf(stderr, "serve: %s speculation: %llu of %llu drafted tokens confirmed (%.0f%%), %llu tokens out in "
+                "%llu steps (%.1f s drafting)\n", o->sched.draft != NULL ? "draft-model" : "n-gram",
+                (unsigned long long)fs.spec_accepted, (unsigned long long)fs.spec_drafted,
                 100.0 * (double)fs.spec_accepted / (double)fs.spec_drafted, (unsigned long long)fs.tokens_out,
-                (unsigned long long)fs.steps);
+                (unsigned long long)fs.steps, fs.draft_ms / 1000.0);
     fprintf(stderr, "serve: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" : "drained");
     llm_server_destroy(c.srv);
     llm_sched_destroy(sched);

@@ -1783,6 +1783,133 @@ static void test_window_pool(const char *preset)
     llm_model_free(m);
 }
 
+
+/* Draft-model speculation. On the fake backend a second fake is the same "model" (its logits hash the same
+ * tokens and positions), so every greedy draft must stand: a draft KV out of step (a wrong position, a stale
+ * or skipped token, a block table that does not cover it) changes its drafts or fails the fake's checks. A
+ * fake with a smaller vocabulary drafts mostly wrong. Every run must give each request's tokens, logprobs and
+ * finish as alone without speculation. Then the real stories260K as its own draft on the CPU backend. */
+static void draft_specs(req_spec *sp, int n, int vocab, int greedy, int stops)
+{
+    make_specs(sp, n, vocab, 60, MAXGEN - 8);
+    for (int i = 0; i < n; i++) {
+        sp[i].max_tokens = 20 + 5 * i;
+        if (!stops)
+            sp[i].n_stop = 0;
+        if (greedy) {
+            llm_sampling_defaults(&sp[i].sp);
+            sp[i].sp.temperature = 0;
+        }
+    }
+}
+
+static void test_draft_model(void)
+{
+    fake_env t, d;
+    fake_env_init(&t, 97, 256, 256, 4);
+    fake_env_init(&d, 97, 256, 128, 8); /* its own pool and block size */
+    static req_spec sp[8];
+    static result alone[8], got[8];
+    llm_sched_config cfg = { 0 };
+    cfg.max_batch_size = 8;
+    cfg.max_batched_tokens = 48;
+    llm_sched_stats st;
+
+    draft_specs(sp, 8, 97, 1, 0);
+    run_alone(&t.be, &cfg, sp, 8, alone);
+    llm_sched_config dc = cfg;
+    dc.spec_tokens = 4;
+    dc.draft = &d.be;
+    is_int(run_all(&t.be, &dc, sp, 8, 2, got, &st), 0, "draft model, 8 greedy requests, 2 arriving a step: ran to idle");
+    is_int(compare(got, alone, 8, "draft model"), 0, "with a draft model = alone without");
+    ok(st.spec_drafted > 0 && st.spec_accepted == st.spec_drafted && st.steps < st.tokens_out / 2,
+       "the same model as draft: all %llu of %llu drafts confirmed, %llu tokens in %llu steps",
+       (unsigned long long)st.spec_accepted, (unsigned long long)st.spec_drafted, (unsigned long long)st.tokens_out,
+       (unsigned long long)st.steps);
+
+    /* sampled requests, stop ids, penalties, logprobs: drafts stand where the draw is the draft */
+    draft_specs(sp, 8, 97, 0, 1);
+    run_alone(&t.be, &cfg, sp, 8, alone);
+    is_int(run_all(&t.be, &dc, sp, 8, 0, got, &st), 0, "draft model, sampled requests: ran to idle");
+    is_int(compare(got, alone, 8, "draft model sampled"), 0, "sampled, with a draft model = alone without");
+    ok(st.spec_accepted <= st.spec_drafted, "sampled: %llu of %llu confirmed", (unsigned long long)st.spec_accepted,
+       (unsigned long long)st.spec_drafted);
+
+    /* a draft pool too small for the longer sequences (they go without), and a draft call that fails */
+    draft_specs(sp, 8, 97, 1, 0);
+    run_alone(&t.be, &cfg, sp, 8, alone);
+    fake_env small;
+    fake_env_init(&small, 97, 256, 12, 4); /* 48 positions */
+    ((fake_impl *)small.be.impl)->fail = 1;
+    dc.draft = &small.be;
+    is_int(run_all(&t.be, &dc, sp, 8, 0, got, &st), 0, "a small draft pool and a failed draft call: ran to idle");
+    is_int(compare(got, alone, 8, "small draft pool"), 0, "... = alone");
+    ok(st.draft_failures == 1 && st.spec_accepted == st.spec_drafted && st.spec_drafted > 0,
+       "one failed draft call; %llu of %llu drafts confirmed", (unsigned long long)st.spec_accepted,
+       (unsigned long long)st.spec_drafted);
+    fake_env_free(&small);
+
+    /* another "model": a vocabulary of 61 drafts mostly wrong; the output is still the target's */
+    fake_env other;
+    fake_env_init(&other, 61, 256, 128, 4);
+    dc.draft = &other.be;
+    is_int(run_all(&t.be, &dc, sp, 8, 0, got, &st), 0, "a different draft model: ran to idle");
+    is_int(compare(got, alone, 8, "different draft"), 0, "... = alone");
+    ok(st.spec_accepted < st.spec_drafted, "%llu of %llu of its drafts confirmed", (unsigned long long)st.spec_accepted,
+       (unsigned long long)st.spec_drafted);
+    fake_env_free(&other);
+
+    /* spec_tokens 0 with a draft is refused */
+    dc.draft = &d.be;
+    dc.spec_tokens = 0;
+    llm_err err = { { 0 } };
+    llm_sched *s = llm_sched_create(&t.be, &dc, &err);
+    ok(s == NULL && strstr(err.msg, "spec_tokens") != NULL, "a draft without spec_tokens refused: %s", err.msg);
+    llm_sched_destroy(s);
+    fake_env_free(&d);
+    fake_env_free(&t);
+
+    /* stories260K drafting for itself: its own backend and pool, on the target's threads */
+    llm_model *m = llm_model_load("../shared/models/stories260K/stories260K.gguf", NULL, &err);
+    if (m == NULL) {
+        diag("stories260K: %s", err.msg);
+        return;
+    }
+    llm_backend_opts bo = { 0 };
+    bo.threads = 1;
+    bo.block_size = 16;
+    bo.kv_blocks = 256;
+    llm_backend *be = llm_backend_create("cpu", m, &bo, &err);
+    llm_backend_opts dbo = bo;
+    dbo.kv_blocks = 64;
+    dbo.share_threads = be;
+    llm_backend *db = be != NULL ? llm_backend_create("cpu", m, &dbo, &err) : NULL;
+    ok(db != NULL, "stories260K draft backend on the target's threads %s", db == NULL ? err.msg : "");
+    if (db != NULL) {
+        draft_specs(sp, 8, m->cfg.vocab_size, 1, 1);
+        for (int i = 0; i < 8; i++)
+            sp[i].prompt[0] = 1; /* BOS */
+        run_alone(be, &cfg, sp, 8, alone);
+        dc.spec_tokens = 6;
+        dc.draft = db;
+        is_int(run_all(be, &dc, sp, 8, 2, got, &st), 0, "stories260K with itself as draft: ran to idle");
+        is_int(compare(got, alone, 8, "stories260K draft"), 0, "... = alone");
+        ok(st.spec_accepted * 10 >= st.spec_drafted * 9 && st.spec_drafted > 0,
+           "%llu of %llu drafts confirmed (%llu tokens in %llu steps, %.1f ms drafting)",
+           (unsigned long long)st.spec_accepted, (unsigned long long)st.spec_drafted,
+           (unsigned long long)st.tokens_out, (unsigned long long)st.steps, st.draft_ms);
+        draft_specs(sp, 8, m->cfg.vocab_size, 0, 1);
+        for (int i = 0; i < 8; i++)
+            sp[i].prompt[0] = 1;
+        run_alone(be, &cfg, sp, 8, alone);
+        is_int(run_all(be, &dc, sp, 8, 0, got, &st), 0, "stories260K self-draft, sampled: ran to idle");
+        is_int(compare(got, alone, 8, "stories260K draft sampled"), 0, "... = alone");
+    }
+    llm_backend_free(db);
+    llm_backend_free(be);
+    llm_model_free(m);
+}
+
 int main(void)
 {
     test_batching_independence();
@@ -1796,6 +1923,7 @@ int main(void)
     test_scoring();
     test_embeddings();
     test_min_tokens();
+    test_draft_model();
     test_real_model();
     test_window_pool("tiny-gemma3");
     test_window_pool("tiny-gpt-oss");

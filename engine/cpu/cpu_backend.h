@@ -23,6 +23,7 @@ typedef struct {
     const llm_model   *m;
     const cpu_kernels *kern;
     cpu_threadpool    *pool;
+    int                pool_shared; /* pool is another backend's (opts.share_threads): not ours to stop */
     int nth;
     int kv_blocks, block_size, q_dim, kv_dim;
     int swa_blocks;                /* the window pool's blocks (llm_backend_opts.swa_blocks; 0: none) */

@@ -131,7 +131,8 @@ static void cpu_destroy(llm_backend *b)
     cpu_state *st = b->impl;
     if (st == NULL)
         return;
-    cpu_pool_destroy(st->pool);
+    if (!st->pool_shared)
+        cpu_pool_destroy(st->pool);
     free_scratch(st);
     free(st->hid);
     cpu_rope_free(&st->rope);
@@ -186,6 +187,10 @@ static int cpu_init(llm_backend *b, llm_err *err)
     st->m = m;
     st->kern = kern;
     st->nth = b->opts.threads;
+    const cpu_state *share = b->opts.share_threads != NULL && b->opts.share_threads->ops == &llm_cpu_backend_ops
+                           ? b->opts.share_threads->impl : NULL;
+    if (share != NULL)
+        st->nth = b->opts.threads = share->nth;
     st->kv_blocks = b->opts.kv_blocks;
     st->block_size = b->opts.block_size;
     if (b->opts.swa_blocks < 0 || llm_swa_pool_layers(m) == 0)
@@ -231,7 +236,8 @@ static int cpu_init(llm_backend *b, llm_err *err)
         cpu_destroy(b);
         return -1;
     }
-    st->pool = cpu_pool_create(st->nth);
+    st->pool_shared = share != NULL;
+    st->pool = share != NULL ? share->pool : cpu_pool_create(st->nth);
     if (st->pool == NULL) {
         llm_seterr(err, "cpu backend: cannot start %d threads", st->nth);
         cpu_destroy(b);
