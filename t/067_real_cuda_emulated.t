@@ -4,7 +4,8 @@
 # on-device argmax and every other request is sampled on the device (kernels/cuda_sample.cu); the answers
 # must be the CPU backend's: the greedy texts of `llm-engine generate`, the seeded samples of t/060, and a
 # seeded sample through top-k, top-p, min-p and a frequency penalty ($TEST_NGINX_REF_FILTERED, from
-# `generate` on the CPU), and one with logit biases ($TEST_NGINX_REF_BIASED).
+# `generate` on the CPU), and one with logit biases ($TEST_NGINX_REF_BIASED). $TEST_NGINX_CUDA_DRAFT_ENGINE runs
+# draft-model speculation (stories260K as its own draft, on a second CUDA backend): the same answers.
 use Test::Nginx::Socket 'no_plan';
 
 no_shuffle();
@@ -234,3 +235,39 @@ POST /v1/completions
 --- error_code: 400
 --- response_body_like chomp
 "param":"top_p"
+
+=== TEST 8: draft-model speculation on the CUDA backend (stories260K drafting for itself): the CPU backend's greedy text
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_DRAFT_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0}
+--- error_code: 200
+--- timeout: 120
+--- response_body_like eval
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E","logprobs":null,"finish_reason":"length"\}\]/
+
+=== TEST 9: draft-model speculation on the CUDA backend, a seeded sample through every filter: the CPU backend's draw
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_CUDA_DRAFT_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0.8, "top_k": 40, "top_p": 0.9, "min_p": 0.02, "frequency_penalty": 0.5, "seed": 7}
+--- error_code: 200
+--- timeout: 120
+--- response_body_like eval
+qr/"choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_FILTERED}\E","logprobs":null,"finish_reason":"length"\}\]/

@@ -258,6 +258,12 @@ LLM_CUDA_LIB="$EMU_LIB" start_real "$TEST_NGINX_CUDA_ENGINE" "$TEST_NGINX_SPM_MO
     --max-batch-size 8
 grep -q 'backend cuda\|cuda: CPU emulation' "$BUILD/t/$TEST_NGINX_CUDA_ENGINE.log" ||
     { echo "t/run.sh: the emulated CUDA engine is not on the cuda backend:" >&2; cat "$BUILD/t/$TEST_NGINX_CUDA_ENGINE.log" >&2; exit 1; }
+# ... with draft-model speculation (stories260K drafting for itself: two CUDA backends in one engine; t/067)
+export TEST_NGINX_CUDA_DRAFT_ENGINE="ngxcudadraft$$"
+LLM_CUDA_LIB="$EMU_LIB" start_real "$TEST_NGINX_CUDA_DRAFT_ENGINE" "$TEST_NGINX_SPM_MODEL" --backend cuda --kv-blocks 128 \
+    --max-batch-size 8 --draft-model "$TEST_NGINX_SPM_MODEL" --draft-tokens 3 --kernel-tune off
+grep -q 'serve: draft model' "$BUILD/t/$TEST_NGINX_CUDA_DRAFT_ENGINE.log" ||
+    { echo "t/run.sh: the emulated CUDA engine has no draft model:" >&2; cat "$BUILD/t/$TEST_NGINX_CUDA_DRAFT_ENGINE.log" >&2; exit 1; }
 # ... and the BERT cross-encoder of t/096 on the emulated CUDA backend (kernels/cuda_encoder.cu)
 export TEST_NGINX_BERT_CUDA_ENGINE="ngxbertcuda$$"
 LLM_CUDA_LIB="$EMU_LIB" start_real "$TEST_NGINX_BERT_CUDA_ENGINE" "$TEST_NGINX_BERT_RR_MODEL" --backend cuda \
