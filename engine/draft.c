@@ -114,9 +114,12 @@ static int draft_forward(llm_drafter *d, int n, int nseq, int *on_device, llm_er
     return d->be->forward_device(d->be, &b, &dv, d->logits, err);
 }
 
-/* Drops every request's state (a failed call): they start over next time. */
-static int draft_fail(llm_drafter *d, llm_draft_req *reqs, int n)
+/* Drops every request's state (a failed call): they start over next time. Out of memory: later calls are
+ * smaller (catch-up chunks halved, down to 16 tokens). */
+static int draft_fail(llm_drafter *d, llm_draft_req *reqs, int n, int rc)
 {
+    if (rc == LLM_BACKEND_NOMEM && d->max_tokens > 16)
+        d->max_tokens = d->max_tokens / 2 > 16 ? d->max_tokens / 2 : 16;
     for (int i = 0; i < n; i++) {
         reqs[i].n_out = 0;
         llm_drafter_release(d, reqs[i].seq);
@@ -189,9 +192,9 @@ int llm_drafter_run(llm_drafter *d, llm_draft_req *reqs, int n, llm_err *err)
         }
         if (nt == 0)
             break;
-        int on_device;
-        if (draft_forward(d, nt, nseq, &on_device, err) != 0)
-            return draft_fail(d, reqs, n);
+        int on_device, rc = draft_forward(d, nt, nseq, &on_device, err);
+        if (rc != 0)
+            return draft_fail(d, reqs, n, rc);
         for (int k = 0; k < nseq; k++) /* each sequence by what it took */
             reqs[d->seq_req[k]].seq->computed += d->seq_take[k];
         for (int k = 0; k < rows; k++) {
@@ -222,9 +225,9 @@ int llm_drafter_run(llm_drafter *d, llm_draft_req *reqs, int n, llm_err *err)
         }
         if (nt == 0)
             break;
-        int on_device;
-        if (draft_forward(d, nt, nt, &on_device, err) != 0)
-            return draft_fail(d, reqs, n);
+        int on_device, rc = draft_forward(d, nt, nt, &on_device, err);
+        if (rc != 0)
+            return draft_fail(d, reqs, n, rc);
         for (int k = 0; k < nt; k++) {
             llm_draft_req *r = &reqs[d->row_of[k]];
             int32_t t = row_argmax(d, k, on_device);

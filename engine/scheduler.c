@@ -3,6 +3,8 @@
 #include "draft.h"
 #include "mask_pool.h"
 
+_Static_assert(LLM_DRAFT_MAX >= LLM_SCHED_MAX_SPEC, "a request's drafts fit the drafter's");
+
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -780,6 +782,7 @@ static void preempt(llm_sched *s, sreq *r)
     seq_release(s, r);
     if (s->drafter != NULL) /* (its draft blocks go back too: a waiting request holds none) */
         llm_drafter_release(s->drafter, &r->dseq);
+    r->d_n = 0;
     r->n_computed = 0;
     r->prompt_len = r->n_tokens;
     r->n_preempted++;
