@@ -14,7 +14,9 @@
 # kernels (bench/gpu_kernels_bench: every kernel alone, GB/s or TFLOP/s per matrix shape and dtype) moe (the
 # Qwen3-30B-A3B shape's first MOE_LAYERS=16 layers in bf16 and q8_0 through bench/gpu_decode.sh, no peer) q4k
 # (the 3B preset written in GGUF Q4_K and Q5_K by gen-model: its matrices on the device as CU_Q4_M / CU_Q5_M, 5 /
-# 6 bits a weight; the main rows and the dp4a rows only; KQ_DTYPES="q3_K q2_K" takes those instead, CU_Q3 / CU_Q2_M).
+# 6 bits a weight; the main rows and the dp4a rows only; KQ_DTYPES="q3_K q2_K" takes those instead, CU_Q3 / CU_Q2_M)
+# spec (draft-model speculation: the 3B preset in bf16 with its q4_0 copy as draft, beside plain decoding and
+# n-gram drafts, bench/spec_draft.sh).
 # Every part's output is in $OUT/<part>.log; $OUT/session.txt has one line per part (status, seconds).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -60,6 +62,8 @@ for p in ${PARTS:-parity bench serve parity_hf}; do
     sanitize)  part sanitize 200 env OUT="$RES/sanitize" tests/gpu/run_parity.sh --skip-hf ;;
     kernels)   part kernels 120 env LD_LIBRARY_PATH="${BUILD:-build-gpu}/lib:${LD_LIBRARY_PATH:-}" \
                    "${BUILD:-build-gpu}/bench/gpu_kernels_bench" ;;
+    spec)      part spec 200 env BACKEND=cuda BUILD="${BUILD:-build-gpu}" PEER=0 PRESET=llama-3.2-3b TDTYPE=bf16 DDTYPE=q4_0 \
+                   MODELS=/tmp/llm_gpu_bench THREADS=4 REPS=2 bash bench/spec_draft.sh ;;
     moe)       part moe 240 env OUT="$RES/moe" PRESET=qwen3-30b-a3b LAYERS=${MOE_LAYERS:-16} DTYPES="bf16 q8_0" \
                    BATCHES=1,8,32,128 PEER=0 PEER_HF=0 TC=0 PDL=0 FUSE=0 DP4A=0 SHAPES= GRAPHS_OFF=0 LOGITS=0 SAMPLE=0 \
                    bench/gpu_decode.sh ;;
