@@ -10,13 +10,13 @@ static llm_tokenizer *ngx_http_llm_tok(ngx_http_request_t *r)
     return lcf->tok ? lcf->tok->tok : NULL;
 }
 
-ngx_int_t ngx_http_llm_health(ngx_http_request_t *r)
+/* One engine's readiness into o: status (ok, starting, unavailable), and the model and generation when up, or
+ * the reason. 1 when ready. */
+static int ngx_http_llm_health_of(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, cJSON *o)
 {
     llm_api_err e;
-    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    ngx_http_llm_engine_t *eng = ngx_http_llm_lcf_engine(r, lcf);
     int rc = ngx_http_llm_engine_ready(eng, &e);
-    cJSON *o = cJSON_CreateObject();
-    if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     if (rc == LLM_SHM_OK) {
         const llm_shm_map *m = llm_client_map(eng->client);
         cJSON_AddStringToObject(o, "status", "ok");
@@ -24,11 +24,36 @@ ngx_int_t ngx_http_llm_health(ngx_http_request_t *r)
         char gen[24];
         snprintf(gen, sizeof gen, "%016llx", (unsigned long long)m->hdr->generation);
         cJSON_AddStringToObject(o, "generation", gen); /* 64-bit: a string keeps every bit */
-        return ngx_http_llm_send_cjson(r, 200, o);
+        return 1;
     }
     cJSON_AddStringToObject(o, "status", rc == LLM_SHM_E_NOT_READY ? "starting" : "unavailable");
     cJSON_AddStringToObject(o, "reason", llm_shm_strerror(rc));
-    return ngx_http_llm_send_cjson(r, 503, o);
+    return 0;
+}
+
+/* 200 when the engine is ready, else 503. With llm_models: every model's engine, each under "models" by its
+ * id; 200 only when all are ready. */
+ngx_int_t ngx_http_llm_health(ngx_http_request_t *r)
+{
+    ngx_http_llm_loc_conf_t *lcfs[NGX_LLM_MAX_ROUTES + 1];
+    ngx_uint_t n = ngx_http_llm_served(r, lcfs);
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    int ready = ngx_http_llm_health_of(r, lcfs[0], o);
+    if (n > 1) {
+        cJSON *models = cJSON_AddArrayToObject(o, "models");
+        for (ngx_uint_t i = 0; models != NULL && i < n; i++) {
+            char buf[256];
+            cJSON *one = cJSON_CreateObject();
+            if (one == NULL) break;
+            cJSON_AddStringToObject(one, "id", ngx_http_llm_lcf_model_id(lcfs[i], buf, sizeof buf));
+            ready &= i == 0 ? 1 : ngx_http_llm_health_of(r, lcfs[i], one);
+            if (i == 0) cJSON_AddStringToObject(one, "status", cJSON_GetStringValue(cJSON_GetObjectItem(o, "status")));
+            cJSON_AddItemToArray(models, one);
+        }
+        if (!ready) cJSON_SetValuestring(cJSON_GetObjectItem(o, "status"), "degraded");
+    }
+    return ngx_http_llm_send_cjson(r, ready ? 200 : 503, o);
 }
 
 /* Context length of lcf's engine: from the engine when attached, else unknown (0). */

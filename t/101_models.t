@@ -300,3 +300,59 @@ load_module $TEST_NGINX_MODULE;
 qr/"model":"stories-lora","choices":\[\{"index":0,"text":"\Q$ENV{TEST_NGINX_REF_LORA}\E"/
 --- error_log
 a client request body is buffered to a temporary file
+
+=== TEST 22: /health with several models: 200 when every engine is ready, each listed
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config eval: $::config
+--- request
+GET /health
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"status":"ok","model":"[^"]*","generation":"[0-9a-f]{16}","models":\[\{"id":"stories","status":"ok"\},\{"id":"stories-lora","status":"ok","model":"[^"]*","generation":"[0-9a-f]{16}"\},\{"id":"bert","status":"ok","model":"[^"]*","generation":"[0-9a-f]{16}"\}\]\}$/
+
+=== TEST 23: /health with a listed model whose engine is not running: 503, "degraded", that one "unavailable"; the others still serve
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_models @gone;
+}
+location @gone {
+    llm_api;
+    llm_engine ngx_llm_no_such_engine;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name gone;
+}
+--- request
+GET /health
+--- error_code: 503
+--- response_body_like eval
+qr/^\{"status":"degraded","model":"[^"]*","generation":"[0-9a-f]{16}","models":\[\{"id":"stories","status":"ok"\},\{"id":"gone","status":"unavailable","reason":"[^"]+"\}\]\}$/
+
+=== TEST 24: a request for the model whose engine is not running: 503 from its location
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_models @gone;
+}
+location @gone {
+    llm_api;
+    llm_engine ngx_llm_no_such_engine;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name gone;
+}
+--- request
+POST /v1/completions
+{"model": "gone", "prompt": "Once upon a time", "max_tokens": 4}
+--- error_code: 503
+--- response_body_like: "code":"engine_unavailable"
