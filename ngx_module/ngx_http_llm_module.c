@@ -488,22 +488,13 @@ const char *ngx_http_llm_lcf_model_id(ngx_http_llm_loc_conf_t *lcf, char *buf, s
     return buf;
 }
 
-int ngx_http_llm_model_alias(ngx_http_request_t *r, const u_char *name, size_t len)
-{
-    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
-    ngx_str_t *a = lcf->model_aliases ? lcf->model_aliases->elts : NULL;
-    for (ngx_uint_t i = 0; a != NULL && i < lcf->model_aliases->nelts; i++)
-        if ((a[i].len == 1 && a[i].data[0] == '*') || (a[i].len == len && ngx_strncmp(a[i].data, name, len) == 0))
-            return 1;
-    return 0;
-}
-
 int ngx_http_llm_check_model(ngx_http_request_t *r, const char *model, llm_api_err *e)
 {
     char buf[256], list[512];
     if (model == NULL) return 0;
-    const char *id = ngx_http_llm_model_id(r, buf, sizeof buf);
-    if (strcmp(model, id) == 0 || ngx_http_llm_model_alias(r, (const u_char *)model, strlen(model))) return 0;
+    if (ngx_http_llm_model_names(ngx_http_get_module_loc_conf(r, ngx_http_llm_module), (const u_char *)model,
+                                 strlen(model)))
+        return 0;
     /* the models served here: this location's and its llm_models' */
     ngx_http_llm_loc_conf_t *lcfs[NGX_LLM_MAX_ROUTES + 1];
     ngx_uint_t n = ngx_http_llm_served(r, lcfs);

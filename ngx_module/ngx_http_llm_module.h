@@ -165,8 +165,8 @@ ngx_http_llm_engine_t *ngx_http_llm_lcf_engine(ngx_http_request_t *r, ngx_http_l
 const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap);
 /* The model id a location serves: llm_model_name, else its file's name. */
 const char *ngx_http_llm_lcf_model_id(ngx_http_llm_loc_conf_t *lcf, char *buf, size_t cap);
-/* 1 when name is one of the location's llm_model_alias names (or it has "*"). */
-int ngx_http_llm_model_alias(ngx_http_request_t *r, const u_char *name, size_t len);
+/* 2: name is lcf's model id or one of its llm_model_alias names; 1: lcf takes any name (alias "*"); else 0. */
+int ngx_http_llm_model_names(ngx_http_llm_loc_conf_t *lcf, const u_char *name, size_t len);
 /* 0 ok (the model id or an alias); else a status with e filled (unknown model -> 404). */
 int ngx_http_llm_check_model(ngx_http_request_t *r, const char *model, llm_api_err *e);
 /* Attach if needed; LLM_SHM_OK or an error code (e filled with 503). */

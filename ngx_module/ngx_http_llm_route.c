@@ -81,8 +81,7 @@ ngx_int_t ngx_http_llm_routes_resolve(ngx_conf_t *cf)
     return NGX_OK;
 }
 
-/* 2: name is lcf's model id or one of its aliases; 1: lcf takes any name (llm_model_alias *); else 0. */
-static int ngx_http_llm_names(ngx_http_llm_loc_conf_t *lcf, const u_char *name, size_t len)
+int ngx_http_llm_model_names(ngx_http_llm_loc_conf_t *lcf, const u_char *name, size_t len)
 {
     char buf[256];
     const char *id = ngx_http_llm_lcf_model_id(lcf, buf, sizeof buf);
@@ -114,7 +113,7 @@ ngx_http_llm_loc_conf_t *ngx_http_llm_find_model(ngx_http_request_t *r, const u_
     ngx_uint_t n = ngx_http_llm_served(r, lcfs);
     for (int want = 2; want >= 1; want--) /* exact names first, then a location that takes any */
         for (ngx_uint_t i = 0; i < n; i++)
-            if (ngx_http_llm_names(lcfs[i], name, len) == want) return lcfs[i];
+            if (ngx_http_llm_model_names(lcfs[i], name, len) == want) return lcfs[i];
     return NULL;
 }
 
