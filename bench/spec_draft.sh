@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Draft-model speculation (`serve --draft-model D --draft-tokens K`) beside plain decoding, n-gram speculation
+# Draft-model speculation (`serve --draft-model D --draft-tokens K`, its lengths adapting up to K, and with
+# --draft-fixed, K every time) beside plain decoding, n-gram speculation
 # (`--spec-ngram K`) and llama.cpp with and without draft-model speculation (node-llama-cpp@3.21.1; the
 # speculation as llama.cpp's examples/speculative-simple does it, K greedy drafts a round, in
 # bench/llamacpp/spec.mjs) on the same GGUF files: one greedy request of NGEN tokens through the engine's ring
@@ -75,26 +76,29 @@ peer() { # plain | draft
 }
 
 best() { sort -g | tail -n 1; }
-P=(); N=(); D=(); L=(); LD=(); same=yes; nconf=; dconf=; lconf=
+P=(); N=(); D=(); F=(); L=(); LD=(); same=yes; nconf=; dconf=; fconf=; lconf=
 for _ in $(seq "$REPS"); do
     read -r tp hp np <<<"$(served)"
     read -r tn hn _ <<<"$(served --spec-ngram "$K")"; nconf=$(cat "$W/spec.txt")
     read -r td hd _ <<<"$(served --draft-model "$draft" --draft-tokens "$K")"; dconf=$(cat "$W/spec.txt")
-    [ "$hp" = "$hn" ] && [ "$hp" = "$hd" ] && [ "$np" = "$NGEN" ] || same=NO
+    read -r tf hf _ <<<"$(served --draft-model "$draft" --draft-tokens "$K" --draft-fixed)"; fconf=$(cat "$W/spec.txt")
+    [ "$hp" = "$hn" ] && [ "$hp" = "$hd" ] && [ "$hp" = "$hf" ] && [ "$np" = "$NGEN" ] || same=NO
     tl=0 tld=0 lv=0 lr=0
     [ "$PEER" = 0 ] || read -r tl _ <<<"$(peer plain)"
     [ "$PEER" = 0 ] || read -r tld _ lv lr <<<"$(peer draft)"
     lconf="$lv of $((lv + lr)) ($((100 * lv / (lv + lr > 0 ? lv + lr : 1)))%)"
-    P+=("$tp"); N+=("$tn"); D+=("$td"); L+=("$tl"); LD+=("$tld")
+    P+=("$tp"); N+=("$tn"); D+=("$td"); F+=("$tf"); L+=("$tl"); LD+=("$tld")
 done
 bp=$(printf '%s\n' "${P[@]}" | best); bn=$(printf '%s\n' "${N[@]}" | best); bd=$(printf '%s\n' "${D[@]}" | best)
+bf=$(printf '%s\n' "${F[@]}" | best)
 bl=$(printf '%s\n' "${L[@]}" | best); bld=$(printf '%s\n' "${LD[@]}" | best)
 ratio() { echo "$1 / $2" | bc -l; }
 printf '%-34s | %10s | %9s | %s\n' "" "tokens/s" "vs plain" "drafts confirmed"
 printf '%s\n' "-----------------------------------+------------+-----------+------------------"
 printf '%-34s | %10.1f | %8.2fx |\n' "ngx_llm plain" "$bp" 1
 printf '%-34s | %10.1f | %8.2fx | %s\n' "ngx_llm --spec-ngram $K" "$bn" "$(ratio "$bn" "$bp")" "$nconf"
-printf '%-34s | %10.1f | %8.2fx | %s\n' "ngx_llm --draft-model ($DDTYPE) K=$K" "$bd" "$(ratio "$bd" "$bp")" "$dconf"
+printf '%-34s | %10.1f | %8.2fx | %s\n' "ngx_llm --draft-model ($DDTYPE) K<=$K" "$bd" "$(ratio "$bd" "$bp")" "$dconf"
+printf '%-34s | %10.1f | %8.2fx | %s\n' "ngx_llm ... --draft-fixed K=$K" "$bf" "$(ratio "$bf" "$bp")" "$fconf"
 if [ "$PEER" != 0 ]; then
     printf '%-34s | %10.1f | %8.2fx |\n' "llama.cpp plain" "$bl" 1
     printf '%-34s | %10.1f | %8.2fx | %s\n' "llama.cpp draft ($DDTYPE) K=$K" "$bld" "$(ratio "$bld" "$bl")" "$lconf"

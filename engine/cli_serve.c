@@ -67,8 +67,9 @@ static int run_worker(void *arg)
         }
     }
     if (db != NULL)
-        fprintf(stderr, "serve: draft model %s: %d drafts a step, its KV pool %d blocks of %d\n",
-                w->draft->arch[0] ? w->draft->arch : "model", w->o.sched.spec_tokens, db->opts.kv_blocks,
+        fprintf(stderr, "serve: draft model %s: %s%d drafts a step%s, its KV pool %d blocks of %d\n",
+                w->draft->arch[0] ? w->draft->arch : "model", w->o.sched.draft_fixed ? "" : "up to ",
+                w->o.sched.spec_tokens, w->o.sched.draft_fixed ? " (fixed)" : "", db->opts.kv_blocks,
                 db->opts.block_size);
     w->o.sched.draft = db;
     int rc = llm_serve(w->model, b, &w->o, &err);
@@ -192,7 +193,7 @@ static int swa_kv_opt(const llm_args *a, const llm_model *m, const llm_sched_con
     return 0;
 }
 
-/* --draft-model PATH [--draft-tokens K]: a smaller model over the same vocabulary drafts for speculation
+/* --draft-model PATH [--draft-tokens K] [--draft-fixed]: a smaller model over the same vocabulary drafts for speculation
  * (scheduler.h). Loaded (and prepared for the backend) before the fork like the target; its context no longer
  * than the target's; its KV pool room for every speculating request (LLM_SCHED_SPEC_SEQS) at the full
  * context on a GPU, as --kv-blocks auto sizes a pool on the CPU (pages taken when used). 0, or 1 / 2 on an
@@ -202,8 +203,8 @@ static int draft_opts(const llm_args *a, const llm_model *m, const char *backend
 {
     const char *path = llm_arg_str(a, "draft-model");
     if (path == NULL) {
-        if (llm_arg_str(a, "draft-tokens") != NULL) {
-            fprintf(stderr, "error: --draft-tokens needs --draft-model\n");
+        if (llm_arg_str(a, "draft-tokens") != NULL || llm_arg_flag(a, "draft-fixed")) {
+            fprintf(stderr, "error: --draft-tokens and --draft-fixed need --draft-model\n");
             return 2;
         }
         return 0;
@@ -213,6 +214,7 @@ static int draft_opts(const llm_args *a, const llm_model *m, const char *backend
         return 2;
     }
     sc->spec_tokens = (int)llm_arg_long(a, "draft-tokens", 4, 1, LLM_SCHED_MAX_SPEC);
+    sc->draft_fixed = llm_arg_flag(a, "draft-fixed");
     llm_err err = { { 0 } };
     llm_model *d = llm_model_load_ex(path, NULL, LLM_LOAD_DEFER_KQ, &err);
     if (d == NULL) {
@@ -271,7 +273,7 @@ int cli_serve(const llm_args *a)
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",
         "oom-recover-ms=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "mask-threads=", "pooling=",
-        "spec-ngram=", "swa-kv=", "draft-model=", "draft-tokens=", NULL,
+        "spec-ngram=", "swa-kv=", "draft-model=", "draft-tokens=", "draft-fixed", NULL,
     };
     if (llm_args_check(a, known) != 0)
         return 2;

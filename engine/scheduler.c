@@ -61,6 +61,7 @@ typedef struct {
     llm_drafter_seq dseq;      /* draft-model speculation: its state in the drafter */
     int32_t  d_out[LLM_SCHED_MAX_SPEC]; /* this step's drafts from the draft model, before placing */
     int      d_n;
+    int      d_k;              /* drafts it asks the draft model for (adapts; 0: not yet set, spec_tokens) */
 } sreq;
 
 enum { PLACE_OK, PLACE_SKIP, PLACE_SELF_PREEMPTED };
@@ -934,7 +935,7 @@ static void draft_models(llm_sched *s)
         if (r->n_tokens - r->n_computed != 1 || host_masked(r) || r->con != NULL || r->plp || r->embed ||
             r->spec_skip > 0)
             continue;
-        int k = s->cfg.spec_tokens;
+        int k = r->d_k > 0 && r->d_k < s->cfg.spec_tokens ? r->d_k : s->cfg.spec_tokens;
         int lim[3] = { r->max_tokens - r->n_gen - 1, s->ctx_limit - r->n_tokens, r->cap - r->n_tokens };
         for (int j = 0; j < 3; j++)
             k = lim[j] < k ? lim[j] : k;
@@ -1541,6 +1542,9 @@ int llm_sched_step(llm_sched *s)
         if (nd > 0 && !ended) { /* no draft confirmed: back off; one confirmed: draft every step again */
             r->spec_miss = confirmed > 0 ? 0 : r->spec_miss < 4 ? r->spec_miss + 1 : 4;
             r->spec_skip = (1 << r->spec_miss) - 1;
+            if (s->drafter != NULL && !s->cfg.draft_fixed) /* the draft model's length follows its record */
+                r->d_k = confirmed < nd ? confirmed + 1
+                         : r->d_k > 0 && r->d_k < s->cfg.spec_tokens ? r->d_k + 1 : s->cfg.spec_tokens;
         }
         row = end;
     }

@@ -147,8 +147,12 @@ typedef struct {
      * KV pool), the spec_tokens drafts come from it instead of the n-gram lookup: before each step it takes
      * the speculating decodes' tokens it has not seen (their prompt, the first time) and then drafts greedily,
      * one batched call per draft token; what the target confirms is kept as above (same output), and the
-     * draft's KV of confirmed drafts stands. Not owned. NULL = n-gram drafts. */
+     * draft's KV of confirmed drafts stands. Not owned. NULL = n-gram drafts.
+     * Each draft costs a call of the draft model, so how many a sequence gets adapts to how many it has had
+     * confirmed: it starts at spec_tokens; all confirmed, one more next time (up to spec_tokens); else one
+     * past those confirmed (at least one). draft_fixed: always spec_tokens. */
     llm_backend *draft;
+    int          draft_fixed;
     /* Optional clock (monotonic ns) for tests; NULL = CLOCK_MONOTONIC. */
     uint64_t (*now_ns)(void *ctx);
 } llm_sched_config;

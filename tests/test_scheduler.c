@@ -1857,6 +1857,16 @@ static void test_draft_model(void)
     is_int(compare(got, alone, 8, "different draft"), 0, "... = alone");
     ok(st.spec_accepted < st.spec_drafted, "%llu of %llu of its drafts confirmed", (unsigned long long)st.spec_accepted,
        (unsigned long long)st.spec_drafted);
+    /* its lengths adapt: a sequence asks for one past what it last had confirmed; draft_fixed: always 4 */
+    llm_sched_stats fx;
+    dc.draft_fixed = 1;
+    is_int(run_all(&t.be, &dc, sp, 8, 0, got, &fx), 0, "a different draft model, fixed length: ran to idle");
+    is_int(compare(got, alone, 8, "different draft, fixed"), 0, "... = alone");
+    ok(st.spec_drafted < fx.spec_drafted && st.spec_drafted - st.spec_accepted < fx.spec_drafted - fx.spec_accepted,
+       "adapting, %llu drafts (%llu confirmed); fixed at 4, %llu (%llu confirmed)", (unsigned long long)st.spec_drafted,
+       (unsigned long long)st.spec_accepted, (unsigned long long)fx.spec_drafted,
+       (unsigned long long)fx.spec_accepted);
+    dc.draft_fixed = 0;
     fake_env_free(&other);
 
     /* spec_tokens 0 with a draft is refused */
