@@ -3,8 +3,9 @@
 # (stories260K with a LoRA adapter merged, $TEST_NGINX_LORA_ENGINE, also named "tuned") and @bert (an encoder,
 # $TEST_NGINX_BERT_ENGINE). Each answer must be its own engine's: the base model's greedy text
 # ($TEST_NGINX_REF_COMPLETION), the adapted one's ($TEST_NGINX_REF_LORA), BERT's vector ($TEST_NGINX_REF_EMBED_BERT);
-# /v1/models, /api/tags and /api/ps list all three; a name none serves is a 404 that names them; a list naming a
-# location that is not there, or one without llm_api, stops nginx from starting.
+# /v1/models, /api/tags, /api/ps, /health and /metrics (a model label on each series) cover all three; a name
+# none serves is a 404 that names them; a list naming a location that is not there, or one without llm_api,
+# stops nginx from starting.
 use Test::Nginx::Socket 'no_plan';
 
 our $config = <<'_EOC_';
@@ -356,3 +357,52 @@ POST /v1/completions
 {"model": "gone", "prompt": "Once upon a time", "max_tokens": 4}
 --- error_code: 503
 --- response_body_like: "code":"engine_unavailable"
+
+=== TEST 25: /metrics with several models: each engine's series once per model, labelled model="ID", under one TYPE line
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config eval: $::config
+--- request
+GET /metrics
+--- error_code: 200
+--- response_body_like eval
+qr/^# HELP llm_http_requests_total .*\nllm_engine_up\{model="stories"\} 1\nllm_engine_up\{model="stories-lora"\} 1\nllm_engine_up\{model="bert"\} 1\n.*# TYPE llm_generation_tokens_total counter\nllm_generation_tokens_total\{model="stories"\} \d+\nllm_generation_tokens_total\{model="stories-lora"\} \d+\nllm_generation_tokens_total\{model="bert"\} \d+\n# HELP .*llm_step_seconds_bucket\{model="bert",le="\+Inf"\} \d+\nllm_step_seconds_sum\{model="bert"\} [\d.]+\nllm_step_seconds_count\{model="bert"\} \d+\n# HELP llm_time_to_first_token_seconds .*llm_queue_time_seconds_count\{model="bert"\} \d+\n$/s
+
+=== TEST 26: /metrics with a listed model whose engine is not running: that one's llm_engine_up 0 and no other series
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_models @gone;
+}
+location @gone {
+    llm_api;
+    llm_engine ngx_llm_no_such_engine;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name gone;
+}
+--- request
+GET /metrics
+--- error_code: 200
+--- response_body_like eval
+qr/\nllm_engine_up\{model="stories"\} 1\nllm_engine_up\{model="gone"\} 0\n(?!.*model="gone").*llm_requests_submitted_total\{model="stories"\} \d+\n/s
+
+=== TEST 27: /metrics of one model: no labels, as before
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+GET /metrics
+--- error_code: 200
+--- response_body_like eval
+qr/\nllm_engine_up 1\n.*\nllm_generation_tokens_total \d+\n.*\nllm_step_seconds_bucket\{le="\+Inf"\} \d+\n/s
