@@ -13,7 +13,7 @@
 # n-gram drafts also hit: the rows say how many drafts each way confirmed. The ids of every ngx_llm run must be
 # the plain run's (the script checks). Each side runs REPS times, alternating; the best run is reported.
 #
-#   bash bench/spec_draft.sh      # PRESET=stories110m TDTYPE=f16 DDTYPE=q4_0 K=4 NGEN=128 REPS=3 THREADS=2
+#   bash bench/spec_draft.sh      # PRESET=stories110m TDTYPE=f16 DDTYPE=q4_0 K=8 NGEN=128 REPS=3 THREADS=2
 #   TDTYPE=f32 DDTYPE=q8_0 bash bench/spec_draft.sh
 #   BACKEND=cuda BUILD=build-gpu PEER=0 PRESET=llama-3.2-3b TDTYPE=bf16 bash bench/spec_draft.sh   # on a GPU
 #   (tests/gpu/session.sh's part spec), without llama.cpp (its CPU build)
@@ -25,7 +25,7 @@ THREADS=${THREADS:-2}
 PRESET=${PRESET:-stories110m}
 TDTYPE=${TDTYPE:-f16}
 DDTYPE=${DDTYPE:-q4_0}
-K=${K:-4}
+K=${K:-8}
 NGEN=${NGEN:-128}
 PROMPT=${PROMPT:-"Once upon a time, there was a little robot who lived in a small town by the sea."}
 MODELS=${MODELS:-bench/models}

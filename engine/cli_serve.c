@@ -213,7 +213,7 @@ static int draft_opts(const llm_args *a, const llm_model *m, const char *backend
         fprintf(stderr, "error: --spec-ngram and --draft-model are two ways of drafting: give one\n");
         return 2;
     }
-    sc->spec_tokens = (int)llm_arg_long(a, "draft-tokens", 4, 1, LLM_SCHED_MAX_SPEC);
+    sc->spec_tokens = (int)llm_arg_long(a, "draft-tokens", 8, 1, LLM_SCHED_MAX_SPEC);
     sc->draft_fixed = llm_arg_flag(a, "draft-fixed");
     llm_err err = { { 0 } };
     llm_model *d = llm_model_load_ex(path, NULL, LLM_LOAD_DEFER_KQ, &err);

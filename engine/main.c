@@ -23,7 +23,7 @@ static void usage(FILE *f)
         "             [--preferred-batch-sizes 8,16] [--batch-timeout-ms 5] [--max-batched-tokens 2048]\n"
         "             [--kv-blocks auto|N] [--block-size 16] [--threads N] [--slots 256] [--stream-cap 1024]\n"
         "             [--max-waiting N] [--shm-mode 0600] [--backend cpu|cuda] [--device N]\n"
-        "             [--oom-recover-ms 1000] [--mask-threads 2] [--pooling last|mean|cls] [--spec-ngram K | --draft-model PATH [--draft-tokens 4] [--draft-fixed]] (supervision, Redis, tuning: see README)\n"
+        "             [--oom-recover-ms 1000] [--mask-threads 2] [--pooling last|mean|cls] [--spec-ngram K | --draft-model PATH [--draft-tokens 8] [--draft-fixed]] (supervision, Redis, tuning: see README)\n"
         "  gen-model  (--preset tiny|tiny-llama3|stories110m|llama-3.2-1b|llama-3.2-3b|tiny-qwen2|tiny-qwen3|\n"
         "             tiny-gemma3|tiny-gemma2|gemma-3-1b|tiny-phi3|tiny-smollm3|tiny-granite|tiny-qwen3moe|...|\n"
         "             tiny-bert|tiny-bert-cls|tiny-bert-rerank|bge-small|bge-base|\n"

@@ -866,6 +866,13 @@ static void add_chunk(llm_sched *s, sreq *r, int n)
 
 static int host_masked(const sreq *r);
 
+/* Whether r's decodes may carry drafts at all: not JSON-masked on the host (a thinking JSON request would
+ * need its mask mid-step), not constrained, not scoring its prompt, not an embedding. */
+static int may_speculate(const sreq *r)
+{
+    return !host_masked(r) && r->con == NULL && !r->plp && !r->embed;
+}
+
 /* N-gram speculation: drafts for r (a decode), written past its last token (tokens[n_tokens..]): what
  * followed the latest earlier occurrence of its last 3 or 2 tokens (copied on through the drafts themselves,
  * so a loop shorter than the drafts repeats), at most cfg.spec_tokens and `room` (KV
@@ -877,8 +884,8 @@ static int host_masked(const sreq *r);
 static int spec_draft(llm_sched *s, sreq *r, int room)
 {
     int k = s->cfg.spec_tokens;
-    if (k == 0 || s->n_running > LLM_SCHED_SPEC_SEQS || host_masked(r) || r->con != NULL || r->plp || r->embed)
-        return 0; /* (a thinking JSON request would need its mask mid-step) */
+    if (k == 0 || s->n_running > LLM_SCHED_SPEC_SEQS || !may_speculate(r))
+        return 0;
     if (r->spec_skip > 0) {
         r->spec_skip--;
         return 0;
@@ -932,8 +939,7 @@ static void draft_models(llm_sched *s)
     int n = 0;
     for (int i = 0; i < s->n_running; i++) {
         sreq *r = s->running[i];
-        if (r->n_tokens - r->n_computed != 1 || host_masked(r) || r->con != NULL || r->plp || r->embed ||
-            r->spec_skip > 0)
+        if (r->n_tokens - r->n_computed != 1 || !may_speculate(r) || r->spec_skip > 0)
             continue;
         int k = r->d_k > 0 && r->d_k < s->cfg.spec_tokens ? r->d_k : s->cfg.spec_tokens;
         int lim[3] = { r->max_tokens - r->n_gen - 1, s->ctx_limit - r->n_tokens, r->cap - r->n_tokens };
