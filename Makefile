@@ -32,7 +32,7 @@ CLI_OBJ     = $(BUILD)/obj/engine/cli_args.o
 TEST_SRC    = $(wildcard tests/test_*.c)
 TEST_BIN    = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine module dashboard tests test unit san parity test-nginx test-dashboard test-openai-sdk test-serve bench-serve serve stop clean
+.PHONY: all engine module dashboard tests test unit san parity test-nginx test-dashboard test-openai-sdk test-serve bench-serve serve stop clean install uninstall
 all: engine module
 engine: $(BUILD)/llm-engine $(BUILD)/llm-client
 
@@ -83,6 +83,35 @@ serve: engine module dashboard
 stop:
 	tools/serve.sh stop $(BUILD) $(PORT)
 
+# make install [PREFIX=/usr/local] [DESTDIR=]: the engine and client into PREFIX/bin (libllm_cuda.so, where
+# built, into PREFIX/lib/ngx_llm), the module into the system nginx's modules directory and enabled as
+# Debian's nginx enables modules (modules-available + a link in /etc/nginx/modules-enabled), the systemd
+# template unit llm-engine@.service and /etc/ngx_llm/example.env. The module is built against the
+# distribution's nginx source (nginx-dev), so it loads into that same nginx.
+PREFIX      ?= /usr/local
+NGX_MODULES ?= $(or $(shell nginx -V 2>&1 | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p'),/usr/lib/nginx/modules)
+SYSTEMD_DIR ?= /etc/systemd/system
+install: engine module
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(NGX_MODULES) $(DESTDIR)/usr/share/nginx/modules-available \
+		$(DESTDIR)/etc/nginx/modules-enabled $(DESTDIR)$(SYSTEMD_DIR) $(DESTDIR)/etc/ngx_llm
+	install -m 755 $(BUILD)/llm-engine $(BUILD)/llm-client $(DESTDIR)$(PREFIX)/bin/
+	if [ -f $(BUILD)/libllm_cuda.so ]; then install -d $(DESTDIR)$(PREFIX)/lib/ngx_llm && \
+		install -m 755 $(BUILD)/libllm_cuda.so $(DESTDIR)$(PREFIX)/lib/ngx_llm/; fi
+	install -m 644 $(BUILD)/ngx_http_llm_module.so $(DESTDIR)$(NGX_MODULES)/
+	sed 's|@MODULES@|$(NGX_MODULES)|' tools/systemd/mod-http-llm.conf \
+		> $(DESTDIR)/usr/share/nginx/modules-available/mod-http-llm.conf
+	ln -sfn /usr/share/nginx/modules-available/mod-http-llm.conf $(DESTDIR)/etc/nginx/modules-enabled/50-mod-http-llm.conf
+	sed 's|@BINDIR@|$(PREFIX)/bin|' tools/systemd/llm-engine@.service > $(DESTDIR)$(SYSTEMD_DIR)/llm-engine@.service
+	install -m 644 tools/systemd/example.env $(DESTDIR)/etc/ngx_llm/example.env
+	install -m 644 nginx.conf.example $(DESTDIR)/etc/ngx_llm/nginx.conf.example
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/llm-engine $(DESTDIR)$(PREFIX)/bin/llm-client \
+		$(DESTDIR)$(PREFIX)/lib/ngx_llm/libllm_cuda.so $(DESTDIR)$(NGX_MODULES)/ngx_http_llm_module.so \
+		$(DESTDIR)/usr/share/nginx/modules-available/mod-http-llm.conf \
+		$(DESTDIR)/etc/nginx/modules-enabled/50-mod-http-llm.conf $(DESTDIR)$(SYSTEMD_DIR)/llm-engine@.service \
+		$(DESTDIR)/etc/ngx_llm/example.env $(DESTDIR)/etc/ngx_llm/nginx.conf.example
+	-rmdir $(DESTDIR)$(PREFIX)/lib/ngx_llm $(DESTDIR)/etc/ngx_llm 2>/dev/null
+
 # The live dashboard page (uPlot from npm) copied to $(BUILD)/dashboard/.
 dashboard:
 	dashboard/build.sh $(BUILD)
@@ -91,7 +120,7 @@ test-dashboard: engine module dashboard
 	BUILD=$(BUILD) tests/dashboard/run.sh
 
 # Supervisor (kill -9 the worker ten times) and Redis publishing (skips without redis-server).
-test-serve: engine
+test-serve: engine module
 	BUILD=$(BUILD) prove tests/serve/
 
 # The official OpenAI Node.js SDK against make serve.

@@ -14,7 +14,8 @@ typedef int (*probe_fn)(char *msg, size_t len);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const llm_backend_ops *loaded;
 
-/* <directory of /proc/self/exe>/libllm_cuda.so; -1 when the link cannot be read. */
+/* <directory of /proc/self/exe>/libllm_cuda.so (a build directory), else <that>/../lib/ngx_llm/libllm_cuda.so
+ * where it is there (`make install`); -1 when the link cannot be read. */
 static int default_path(char *out, size_t len)
 {
     char exe[PATH_MAX];
@@ -28,6 +29,10 @@ static int default_path(char *out, size_t len)
     *slash = '\0';
     if ((size_t)snprintf(out, len, "%s/libllm_cuda.so", exe) >= len)
         return -1;
+    char inst[PATH_MAX + 32];
+    if (access(out, R_OK) != 0 && (size_t)snprintf(inst, sizeof(inst), "%s/../lib/ngx_llm/libllm_cuda.so", exe) < len &&
+        access(inst, R_OK) == 0)
+        snprintf(out, len, "%s", inst);
     return 0;
 }
 
