@@ -939,7 +939,7 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     if (cln == NULL) { llm_api_req_free(q); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
     ctx->r = r;
     ctx->q = *q;           /* ctx owns the request from here; the cleanup frees it */
-    ctx->eng = ngx_http_llm_engine(r);
+    ctx->eng = ngx_http_llm_pick_engine(r);
     ctx->tok = lcf->tok->tok;
     ctx->finished = 1;     /* until the engine has it, an early return is not an abort */
     cln->handler = ngx_http_llm_cleanup;

@@ -12,10 +12,9 @@ static llm_tokenizer *ngx_http_llm_tok(ngx_http_request_t *r)
 
 /* One engine's readiness into o: status (ok, starting, unavailable), and the model and generation when up, or
  * the reason. 1 when ready. */
-static int ngx_http_llm_health_of(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, cJSON *o)
+static int ngx_http_llm_engine_health(ngx_http_llm_engine_t *eng, cJSON *o)
 {
     llm_api_err e;
-    ngx_http_llm_engine_t *eng = ngx_http_llm_lcf_engine(r, lcf);
     int rc = ngx_http_llm_engine_ready(eng, &e);
     if (rc == LLM_SHM_OK) {
         const llm_shm_map *m = llm_client_map(eng->client);
@@ -29,6 +28,28 @@ static int ngx_http_llm_health_of(ngx_http_request_t *r, ngx_http_llm_loc_conf_t
     cJSON_AddStringToObject(o, "status", rc == LLM_SHM_E_NOT_READY ? "starting" : "unavailable");
     cJSON_AddStringToObject(o, "reason", llm_shm_strerror(rc));
     return 0;
+}
+
+/* A model's readiness into o: its engine's; with replicas, the first ready one's, "degraded" while some are
+ * down, and each under "engines" by name. 1 when it can serve (a replica is ready). */
+static int ngx_http_llm_health_of(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, cJSON *o)
+{
+    int up = ngx_http_llm_engine_health(ngx_http_llm_lcf_engine(r, lcf), o);
+    if (lcf->n_replicas <= 1) return up;
+    cJSON *list = cJSON_AddArrayToObject(o, "engines");
+    ngx_uint_t n_up = 0;
+    for (ngx_uint_t i = 0; list != NULL && i < lcf->n_replicas; i++) {
+        ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcf, i);
+        cJSON *one = cJSON_CreateObject();
+        if (one == NULL) break;
+        char name[LLM_SHM_MAX_NAME];
+        ngx_cpystrn((u_char *)name, eng->name.data, ngx_min(sizeof name, eng->name.len + 1));
+        cJSON_AddStringToObject(one, "engine", name);
+        n_up += ngx_http_llm_engine_health(eng, one);
+        cJSON_AddItemToArray(list, one);
+    }
+    if (up && n_up < lcf->n_replicas) cJSON_SetValuestring(cJSON_GetObjectItem(o, "status"), "degraded");
+    return up;
 }
 
 /* 200 when the engine is ready, else 503. With llm_models: every model's engine, each under "models" by its
@@ -473,15 +494,20 @@ static char *ngx_http_llm_label(ngx_http_request_t *r, const char *key, const ch
     return o;
 }
 
-/* Module counters, then the engine's block: with llm_models, every model's engine (this location's first),
- * each series labelled model="ID"; with one model, unlabelled. */
+
+
 ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
 {
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
     ngx_http_llm_loc_conf_t *lcfs[NGX_LLM_MAX_ROUTES + 1];
-    ngx_http_llm_msrc_t src[NGX_LLM_MAX_ROUTES + 1];
-    ngx_uint_t n = ngx_http_llm_served(r, lcfs);
+    ngx_uint_t nm = ngx_http_llm_served(r, lcfs), n = 0, replicas = 0;
+    for (ngx_uint_t k = 0; k < nm; k++) {
+        n += lcfs[k]->n_replicas > 0 ? lcfs[k]->n_replicas : 1;
+        replicas |= lcfs[k]->n_replicas > 1;
+    }
+    ngx_http_llm_msrc_t *src = ngx_pnalloc(r->pool, n * sizeof(*src));
     size_t cap = 16 * 1024 + n * 24 * 1024;
+    if (src == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     u_char *buf = ngx_pnalloc(r->pool, cap);
     if (buf == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     ngx_http_llm_w w = { buf, buf + cap };
@@ -513,15 +539,24 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
            c->completion_tokens);
     }
 
-    for (ngx_uint_t k = 0; k < n; k++) {
-        char id[256];
+    n = 0;
+    for (ngx_uint_t k = 0; k < nm; k++) {
+        char id[256], name[LLM_SHM_MAX_NAME];
         llm_api_err e;
-        ngx_http_llm_engine_t *eng = ngx_http_llm_lcf_engine(r, lcfs[k]);
-        src[k].up = ngx_http_llm_engine_ready(eng, &e) == LLM_SHM_OK;
-        const llm_shm_map *m = eng->client ? llm_client_map(eng->client) : NULL;
-        src[k].x = m ? m->metrics : NULL;
-        src[k].lab = n == 1 ? "" : ngx_http_llm_label(r, "model", ngx_http_llm_lcf_model_id(lcfs[k], id, sizeof id));
-        if (src[k].lab == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        const char *model = nm > 1 ? ngx_http_llm_label(r, "model", ngx_http_llm_lcf_model_id(lcfs[k], id, sizeof id)) : "";
+        for (ngx_uint_t i = 0; i == 0 || i < lcfs[k]->n_replicas; i++, n++) {
+            ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcfs[k], i);
+            src[n].up = ngx_http_llm_engine_ready(eng, &e) == LLM_SHM_OK;
+            const llm_shm_map *m = eng->client ? llm_client_map(eng->client) : NULL;
+            src[n].x = m ? m->metrics : NULL;
+            ngx_cpystrn((u_char *)name, eng->name.data, ngx_min(sizeof name, eng->name.len + 1));
+            const char *engine = replicas ? ngx_http_llm_label(r, "engine", name) : "";
+            if (model == NULL || engine == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            char *lab = ngx_pnalloc(r->pool, strlen(model) + strlen(engine) + 2);
+            if (lab == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            sprintf(lab, "%s%s%s", model, *model && *engine ? "," : "", engine);
+            src[n].lab = lab;
+        }
     }
     wr(&w, "# HELP llm_engine_up 1 when the engine is attached and ready.\n# TYPE llm_engine_up gauge\n");
     for (ngx_uint_t k = 0; k < n; k++) {

@@ -27,9 +27,8 @@ static ngx_command_t ngx_http_llm_commands[] = {
       NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
       ngx_http_llm_status_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
     { ngx_string("llm_engine"),
-      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
-      ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_llm_loc_conf_t, engine_name), NULL },
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
+      ngx_http_llm_engine_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
     { ngx_string("llm_model_path"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET,
@@ -84,7 +83,7 @@ static ngx_command_t ngx_http_llm_commands[] = {
 };
 
 static ngx_http_module_t ngx_http_llm_module_ctx = {
-    NULL,                          /* preconfiguration */
+    ngx_http_llm_replicas_preconf, /* preconfiguration: $llm_engine */
     ngx_http_llm_postconf,         /* postconfiguration */
     ngx_http_llm_create_main_conf, /* create main configuration */
     ngx_http_llm_init_main_conf,   /* init main configuration */
@@ -143,6 +142,7 @@ static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf)
     ngx_http_llm_loc_conf_t *lcf = ngx_pcalloc(cf->pool, sizeof(*lcf));
     if (lcf == NULL) return NULL;
     lcf->handler = NGX_CONF_UNSET_UINT;
+    lcf->engine_names = NGX_CONF_UNSET_PTR;
     lcf->default_max_tokens = NGX_CONF_UNSET;
     lcf->max_tokens = NGX_CONF_UNSET;
     lcf->request_timeout = NGX_CONF_UNSET_MSEC;
@@ -271,7 +271,7 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
     ngx_http_llm_loc_conf_t *prev = parent, *conf = child;
 
     ngx_conf_merge_uint_value(conf->handler, prev->handler, NGX_LLM_OFF);
-    ngx_conf_merge_str_value(conf->engine_name, prev->engine_name, "default");
+    ngx_conf_merge_ptr_value(conf->engine_names, prev->engine_names, NULL);
     ngx_conf_merge_str_value(conf->model_path, prev->model_path, "");
     ngx_conf_merge_str_value(conf->model_name, prev->model_name, "");
     ngx_conf_merge_ptr_value(conf->model_aliases, prev->model_aliases, NULL);
@@ -309,7 +309,12 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
                   ? prev->tok : ngx_http_llm_tok_get(cf, &conf->model_path);
         if (conf->tok == NULL) return NGX_CONF_ERROR;
     }
-    if (ngx_http_llm_engine_index(cf, &conf->engine_name, &conf->engine_idx) != NGX_OK) return NGX_CONF_ERROR;
+    static ngx_str_t dflt = ngx_string("default");
+    ngx_str_t *names = conf->engine_names ? conf->engine_names->elts : &dflt;
+    conf->n_replicas = conf->engine_names ? conf->engine_names->nelts : 1;
+    for (ngx_uint_t i = 0; i < conf->n_replicas; i++)
+        if (ngx_http_llm_engine_index(cf, &names[i], &conf->replicas[i]) != NGX_OK) return NGX_CONF_ERROR;
+    conf->engine_idx = conf->replicas[0];
     return NGX_CONF_OK;
 }
 
@@ -454,12 +459,6 @@ static void ngx_http_llm_exit_process(ngx_cycle_t *cycle)
 }
 
 /* ---------------- helpers shared by the endpoints ---------------- */
-
-ngx_http_llm_engine_t *ngx_http_llm_lcf_engine(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf)
-{
-    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
-    return &((ngx_http_llm_engine_t *)mcf->engines.elts)[lcf->engine_idx];
-}
 
 ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r)
 {

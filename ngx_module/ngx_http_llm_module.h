@@ -112,6 +112,9 @@ typedef struct {
 
 typedef struct ngx_http_llm_loc_conf_s ngx_http_llm_loc_conf_t;
 
+/* llm_engine NAME ...: replicas of one model at most (ngx_http_llm_replicas.c). */
+#define NGX_LLM_MAX_REPLICAS 16
+
 /* llm_models: a named location whose model requests may name. */
 #define NGX_LLM_MAX_ROUTES 64
 typedef struct {
@@ -121,9 +124,10 @@ typedef struct {
 
 struct ngx_http_llm_loc_conf_s {
     ngx_uint_t             handler;
-    ngx_str_t              engine_name;
-    ngx_http_llm_engine_t *engine_ref;  /* index into main conf engines, resolved at merge */
-    ngx_uint_t             engine_idx;
+    ngx_array_t           *engine_names; /* llm_engine NAME ... (ngx_str_t); NULL: "default" */
+    ngx_uint_t             replicas[NGX_LLM_MAX_REPLICAS]; /* their indexes in the main conf's engines */
+    ngx_uint_t             n_replicas;
+    ngx_uint_t             engine_idx;  /* the first's */
     ngx_str_t              model_path;
     ngx_http_llm_tok_t    *tok;
     ngx_str_t              model_name;
@@ -161,6 +165,14 @@ ngx_int_t ngx_http_llm_check_api_key(ngx_http_request_t *r, ngx_uint_t h);
 /* The endpoint r is served by (NGX_LLM_*): the location's llm_api, or where its URI routes under auto. */
 ngx_uint_t ngx_http_llm_endpoint(ngx_http_request_t *r);
 ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);
+/* replicas (ngx_http_llm_replicas.c): llm_engine's directive; $llm_engine, added at preconfiguration; replica i
+ * of lcf; and the one a new request of r's location goes to (the ready one with the fewest requests in flight,
+ * ties in turn; the first when none is ready), which $llm_engine then names. ngx_http_llm_lcf_engine above gives
+ * the first ready replica (the first when none is), for what one engine answers (context length, health). */
+char                  *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t              ngx_http_llm_replicas_preconf(ngx_conf_t *cf);
+ngx_http_llm_engine_t *ngx_http_llm_replica(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, ngx_uint_t i);
+ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r);
 ngx_http_llm_engine_t *ngx_http_llm_lcf_engine(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf);
 const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap);
 /* The model id a location serves: llm_model_name, else its file's name. */

@@ -6,7 +6,8 @@
 #   tools/serve.sh stop  BUILD PORT
 # Environment: MODELS (more model paths, each on an engine of its own behind the same
 # URL, picked by the request's "model": llm_models), ENGINE_ARGS (more `llm-engine serve`
-# options, for every engine), NGINX_CMD (the nginx
+# options, for every engine), REPLICAS (engines of the main model, default 1: llm_engine lists them and
+# requests go to the least busy; with BACKEND=cuda each on its own GPU, --device 0, 1, ...), NGINX_CMD (the nginx
 # command, default nginx: tests/gpu/serve_gpu.sh runs a carried one),
 # SERVE_WAIT_S (how long to wait for /health, default 30).
 set -euo pipefail
@@ -15,7 +16,8 @@ cmd=$1 build=$(realpath -m "$2") port=$3
 run="$build/serve-$port"
 name="serve-$port"
 
-# engine.pid holds one pid a line: the main engine's, then those of MODELS
+# engine.pid holds one pid a line: the main engine's, then those of MODELS, then the main model's other
+# replicas'
 stop() {
     [ -f "$run/nginx.pid" ] && kill -QUIT "$(cat "$run/nginx.pid")" 2>/dev/null || true
     # shellcheck disable=SC2046 # one pid a word
@@ -43,9 +45,13 @@ stop
 # (make serve again, or the supervisor restarting a worker) reads it instead of timing again.
 tune=()
 [ "$backend" = cuda ] && tune=(--kernel-tune-file "$run/kernel-tune.txt")
+replicas=${REPLICAS:-1}
+[[ "$replicas" =~ ^[1-9][0-9]*$ ]] && [ "$replicas" -le 16 ] || { echo "REPLICAS: 1 to 16" >&2; exit 1; }
+dev=()
+[ "$backend" = cuda ] && [ "$replicas" -gt 1 ] && dev=(--device 0)
 # shellcheck disable=SC2086 # ENGINE_ARGS is a list of options (the first of a repeated option wins)
 "$build/llm-engine" serve --model "$model" --shm "$name" --backend "$backend" --shm-mode 0600 ${ENGINE_ARGS:-} \
-    "${tune[@]}" >"$run/logs/engine.log" 2>&1 &
+    "${tune[@]}" "${dev[@]}" >"$run/logs/engine.log" 2>&1 &
 echo $! >"$run/engine.pid"
 
 # MODELS: an engine each (segment serve-PORT-i), a named location each (@model_i), listed by llm_models in
@@ -63,9 +69,20 @@ for m in ${MODELS:-}; do
     locations="$locations        location @model_$i {\n            llm_api;\n            llm_engine $name-$i;\n            llm_model_path $m;\n            llm_model_name $(basename "$m" | sed 's/\.[^.]*$//');\n        }\n"
 done
 
+# REPLICAS: the main model's other engines (segment serve-PORT-rN), listed by its llm_engine
+engines="$name"
+for r in $(seq 2 "$replicas"); do
+    [ "$backend" = cuda ] && dev=(--device $((r - 1)))
+    # shellcheck disable=SC2086
+    "$build/llm-engine" serve --model "$model" --shm "$name-r$r" --backend "$backend" --shm-mode 0600 ${ENGINE_ARGS:-} \
+        "${tune[@]}" "${dev[@]}" >"$run/logs/engine-r$r.log" 2>&1 &
+    echo $! >>"$run/engine.pid"
+    engines="$engines $name-r$r"
+done
+
 # nginx.conf.example with this run's paths, port and model.
 sed -e "s|^load_module .*|load_module $build/ngx_http_llm_module.so;|" \
-    -e "s|^\(\s*\)llm_engine main;|\1llm_engine $name;|" \
+    -e "s|^\(\s*\)llm_engine main;|\1llm_engine $engines;|" \
     -e "s|^\(\s*\)llm_model_path [^;]*;|\1llm_model_path $model;|" \
     -e "s|^\(\s*\)llm_model_name [^;]*;|\1llm_model_name $(basename "$model" | sed 's/\.[^.]*$//');|" \
     -e "s|^\(\s*\)listen 8080;|\1listen 127.0.0.1:$port;|" \
@@ -89,10 +106,12 @@ health() {
     fi
 }
 
-# Every engine of MODELS is up when GET /api/ps lists it (the main one's answers /health).
+# Every engine of MODELS is up when GET /api/ps lists it (the main one's answers /health); every replica when
+# /health says "ok" (not "degraded").
 loaded() {
-    [ "$i" = 0 ] && return 0
     command -v curl >/dev/null || return 0
+    [ "$replicas" = 1 ] || curl -s "http://127.0.0.1:$port/health" | grep -q '^{"status":"ok"' || return 1
+    [ "$i" = 0 ] && return 0
     [ "$(curl -s "http://127.0.0.1:$port/api/ps" | grep -o '"context_length"' | wc -l)" -gt "$i" ]
 }
 
@@ -100,7 +119,7 @@ wait_s=${SERVE_WAIT_S:-30}
 for _ in $(seq $((wait_s * 10))); do
     code=$(health)
     if [ "$code" = 200 ] && loaded; then
-        echo "ngx_llm is serving $model${MODELS:+ and $MODELS} at http://127.0.0.1:$port/v1 (logs: $run/logs; stop: make stop PORT=$port)"
+        echo "ngx_llm is serving $model${MODELS:+ and $MODELS}$([ "$replicas" = 1 ] || echo " ($replicas engines)") at http://127.0.0.1:$port/v1 (logs: $run/logs; stop: make stop PORT=$port)"
         exit 0
     fi
     k=0
@@ -108,6 +127,7 @@ for _ in $(seq $((wait_s * 10))); do
         if ! kill -0 "$pid" 2>/dev/null; then
             log="$run/logs/engine.log"
             [ "$k" = 0 ] || log="$run/logs/engine-$k.log"
+            [ "$k" -le "$i" ] || log="$run/logs/engine-r$((k - i + 1)).log"
             echo "the engine exited:" >&2
             cat "$log" >&2
             stop

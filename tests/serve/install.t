@@ -69,31 +69,9 @@ ok(defined wait_ready($name, 30), 'the installed engine, started as the unit sta
 
 # nginx with the installed module, loaded by the modules-available line (its path inside DESTDIR)
 (my $load = $modconf) =~ s{ /}{ $D/};
-my $port = 20000 + $$ % 20000;
-mkdir "$dir/logs";
-open($f, '>', "$dir/nginx.conf") or die;
-print $f <<"EOC";
-$load
-daemon off;
-master_process off;
-error_log $dir/logs/error.log;
-pid $dir/logs/nginx.pid;
-events { worker_connections 64; }
-http {
-    access_log off;
-    client_body_temp_path $dir/cb; proxy_temp_path $dir/px; fastcgi_temp_path $dir/fc;
-    uwsgi_temp_path $dir/uw; scgi_temp_path $dir/sc;
-    server {
-        listen 127.0.0.1:$port;
-        location / { llm_api; llm_engine $name; llm_model_path $MODEL; }
-    }
-}
-EOC
-close $f;
+my ($npid, $port) = start_nginx($dir, $load, "location / { llm_api; llm_engine $name; llm_model_path $MODEL; }");
 is(system("nginx -t -p $dir -c $dir/nginx.conf -e $dir/logs/error.log >$dir/t.log 2>&1"), 0,
    'nginx -t with the installed module') or diag(slurp("$dir/t.log"));
-my $npid = spawn_cmd("$dir/nginx.out", "$dir/nginx.err", 'nginx', '-p', $dir, '-c', "$dir/nginx.conf", '-e',
-                     "$dir/logs/error.log");
 my $http = HTTP::Tiny->new(timeout => 30);
 my $res;
 for (1 .. 100) {
@@ -110,8 +88,7 @@ $res = $http->post("http://127.0.0.1:$port/v1/completions", {
 is($res->{status}, 200, 'POST /v1/completions: 200');
 my $text = eval { JSON::PP->new->decode($res->{content})->{choices}[0]{text} } // '';
 is($text, $want, "the completion is generate's greedy text") or diag($res->{content});
-kill 'TERM', $npid;
-wait_for($npid, 10) // (kill('KILL', $npid), waitpid($npid, 0));
+stop_nginx($npid);
 
 kill 'TERM', $pid;
 my $st = wait_for($pid, 15);

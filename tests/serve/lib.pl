@@ -5,6 +5,7 @@ use warnings;
 use FindBin;
 use POSIX ":sys_wait_h";
 use Time::HiRes qw(time sleep);
+use IO::Socket::INET;
 
 our $BUILD = $ENV{BUILD} // 'build';
 our $MODEL = '../shared/models/stories260K/stories260K.gguf';
@@ -110,6 +111,52 @@ sub shm_reading {
         else { %r = (%r, $k, @v) }
     }
     return \%r;
+}
+
+
+# nginx in the foreground (master_process off) on 127.0.0.1:PORT, the module loaded by $load (a load_module
+# line), with $locations in its one server; its files under $dir. Returns (pid, port) once it answers, or
+# dies with its error log.
+sub start_nginx {
+    my ($dir, $load, $locations) = @_;
+    my $port = 20000 + ($$ * 7 + int(rand(1000))) % 20000;
+    mkdir "$dir/logs";
+    open(my $f, '>', "$dir/nginx.conf") or die "$dir/nginx.conf: $!";
+    print $f <<"EOC";
+$load
+daemon off;
+master_process off;
+error_log $dir/logs/error.log;
+pid $dir/logs/nginx.pid;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $dir/cb; proxy_temp_path $dir/px; fastcgi_temp_path $dir/fc;
+    uwsgi_temp_path $dir/uw; scgi_temp_path $dir/sc;
+    server {
+        listen 127.0.0.1:$port;
+$locations
+    }
+}
+EOC
+    close $f;
+    my $pid = spawn_cmd("$dir/nginx.out", "$dir/nginx.err", 'nginx', '-p', $dir, '-c', "$dir/nginx.conf", '-e',
+                        "$dir/logs/error.log");
+    for (1 .. 200) {
+        my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 1);
+        return ($pid, $port) if $s;
+        die "nginx did not start:\n" . slurp("$dir/nginx.err") . slurp("$dir/logs/error.log")
+            if waitpid($pid, WNOHANG) == $pid;
+        sleep 0.05;
+    }
+    die "nginx did not answer on $port";
+}
+
+# SIGTERM to nginx (foreground), reaped.
+sub stop_nginx {
+    my ($pid) = @_;
+    kill 'TERM', $pid;
+    kill('KILL', $pid), waitpid($pid, 0) unless defined wait_for($pid, 10);
 }
 
 1;

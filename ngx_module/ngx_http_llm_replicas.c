@@ -1,0 +1,96 @@
+/* llm_engine NAME ...: replicas of one model, an engine each (one a GPU: `--device N`; or one a CPU socket).
+ *
+ * A new request goes to the ready replica with the fewest requests in flight (its segment's slots in use, which
+ * every worker's submissions count at once), ties taken in turn; it stays there until it ends. A replica that
+ * is down or restarting is passed over, so the others go on serving. The choice is logged with $llm_engine.
+ * /health, /metrics and the model listings look at every replica (ngx_http_llm_info.c). */
+#include "ngx_http_llm_module.h"
+
+static ngx_int_t ngx_http_llm_engine_var_index = NGX_ERROR;
+
+char *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    (void)cmd;
+    ngx_http_llm_loc_conf_t *lcf = conf;
+    ngx_str_t *v = cf->args->elts;
+    if (lcf->engine_names != NGX_CONF_UNSET_PTR) return "is duplicate";
+    if (cf->args->nelts - 1 > NGX_LLM_MAX_REPLICAS) return "takes at most 16 engines";
+    lcf->engine_names = ngx_array_create(cf->pool, cf->args->nelts - 1, sizeof(ngx_str_t));
+    if (lcf->engine_names == NULL) return NGX_CONF_ERROR;
+    for (ngx_uint_t i = 1; i < cf->args->nelts; i++) {
+        for (ngx_uint_t j = 1; j < i; j++)
+            if (v[j].len == v[i].len && ngx_strncmp(v[j].data, v[i].data, v[i].len) == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_engine \"%V\" named twice", &v[i]);
+                return NGX_CONF_ERROR;
+            }
+        ngx_str_t *n = ngx_array_push(lcf->engine_names);
+        if (n == NULL) return NGX_CONF_ERROR;
+        *n = v[i];
+    }
+    return NGX_CONF_OK;
+}
+
+/* $llm_engine: the engine (replica) that took the request; not found before one did. */
+static ngx_int_t ngx_http_llm_engine_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
+{
+    (void)r;
+    (void)data;
+    v->not_found = 1; /* (set by ngx_http_llm_pick_engine when it chooses) */
+    return NGX_OK;
+}
+
+ngx_int_t ngx_http_llm_replicas_preconf(ngx_conf_t *cf)
+{
+    static ngx_str_t name = ngx_string("llm_engine");
+    ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOHASH);
+    if (var == NULL) return NGX_ERROR;
+    var->get_handler = ngx_http_llm_engine_variable;
+    ngx_http_llm_engine_var_index = ngx_http_get_variable_index(cf, &name);
+    return ngx_http_llm_engine_var_index == NGX_ERROR ? NGX_ERROR : NGX_OK;
+}
+
+ngx_http_llm_engine_t *ngx_http_llm_replica(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, ngx_uint_t i)
+{
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    return &((ngx_http_llm_engine_t *)mcf->engines.elts)[lcf->replicas[i]];
+}
+
+ngx_http_llm_engine_t *ngx_http_llm_lcf_engine(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf)
+{
+    llm_api_err e;
+    for (ngx_uint_t i = 0; lcf->n_replicas > 1 && i < lcf->n_replicas; i++) {
+        ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcf, i);
+        if (ngx_http_llm_engine_ready(eng, &e) == LLM_SHM_OK) return eng;
+    }
+    return ngx_http_llm_replica(r, lcf, 0);
+}
+
+ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r)
+{
+    static ngx_uint_t turn; /* this worker's: where ties start */
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    ngx_http_llm_engine_t *best = ngx_http_llm_replica(r, lcf, 0);
+    if (lcf->n_replicas > 1) {
+        int64_t least = -1;
+        llm_api_err e;
+        for (ngx_uint_t k = 0; k < lcf->n_replicas; k++) {
+            ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcf, (turn + k) % lcf->n_replicas);
+            if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) continue;
+            int64_t load = atomic_load(&llm_client_map(eng->client)->metrics->slots_in_use);
+            if (least < 0 || load < least) {
+                least = load;
+                best = eng;
+            }
+        }
+        turn++;
+    }
+    if (ngx_http_llm_engine_var_index != NGX_ERROR) {
+        ngx_http_variable_value_t *v = &r->variables[ngx_http_llm_engine_var_index];
+        v->data = best->name.data;
+        v->len = best->name.len;
+        v->valid = 1;
+        v->no_cacheable = 0;
+        v->not_found = 0;
+    }
+    return best;
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/perl
+# llm_engine A B: two engines of stories260K behind one location. Idle replicas take requests in turn; a
+# replica with a request in flight (its worker stopped with SIGSTOP, so the request waits there) is passed
+# over for the idle one; one stopped for good (SIGTERM) leaves the other serving every request, /health 200
+# "degraded" with each replica listed. $llm_engine names the one that served (an X-Engine header here);
+# /metrics labels each replica's series engine="NAME". Every answer is `llm-engine generate`'s text.
+use strict;
+use warnings;
+use File::Temp qw(tempdir);
+use FindBin;
+use HTTP::Tiny;
+use JSON::PP;
+use Test::More;
+require "$FindBin::Bin/lib.pl";
+$SIG{PIPE} = "IGNORE";
+
+our ($BUILD, $MODEL, $PROMPT);
+plan skip_all => "$BUILD/ngx_http_llm_module.so not built" unless -f "$BUILD/ngx_http_llm_module.so";
+my $dir = tempdir(CLEANUP => 1);
+my ($A, $B) = ("repa-$$", "repb-$$");
+my %pid;
+for my $name ($A, $B) {
+    $pid{$name} = spawn_cmd("$dir/$name.out", "$dir/$name.err", "$BUILD/llm-engine", 'serve', '--model', $MODEL,
+                            '--shm', $name, '--threads', 1, '--slots', 16, '--no-supervise');
+    ok(defined wait_ready($name, 30), "engine $name: READY") or BAIL_OUT(slurp("$dir/$name.err"));
+}
+my ($npid, $port) = start_nginx($dir, "load_module $ENV{PWD}/$BUILD/ngx_http_llm_module.so;", <<"EOL");
+        location / {
+            llm_api;
+            llm_engine $A $B;
+            llm_model_path $MODEL;
+            llm_model_name stories;
+            add_header X-Engine \$llm_engine always;
+        }
+EOL
+my $http = HTTP::Tiny->new(timeout => 30);
+my $want = `$BUILD/llm-engine generate --model $MODEL --prompt '$PROMPT' --max-tokens 16 --temperature 0 --threads 1 2>/dev/null`;
+$want =~ s/\n\z//;
+my $body = qq({"prompt": "$PROMPT", "max_tokens": 16, "temperature": 0});
+
+# one completion: (status, X-Engine, text)
+sub complete {
+    my $res = $http->post("http://127.0.0.1:$port/v1/completions",
+                          { headers => { 'content-type' => 'application/json' }, content => $body });
+    my $text = eval { decode_json($res->{content})->{choices}[0]{text} } // '';
+    return ($res->{status}, $res->{headers}{'x-engine'} // '', $text);
+}
+
+# n completions one after another, each checked for generate's text: "status:engine ..."
+sub requests {
+    my ($n, $why) = @_;
+    my @seq;
+    for (1 .. $n) {
+        my ($st, $eng, $text) = complete();
+        push @seq, "$st:$eng";
+        is($text, $want, "$why, request $_: generate's text");
+    }
+    return "@seq";
+}
+
+sub metric {
+    my ($name, $engine) = @_;
+    my $m = $http->get("http://127.0.0.1:$port/metrics")->{content} // '';
+    return $m =~ /^\Q$name\E\{engine="\Q$engine\E"\} (\d+)$/m ? $1 : undef;
+}
+
+my %before = map { $_ => metric('llm_requests_finished_total', $_) } ($A, $B);
+ok(defined $before{$A} && defined $before{$B}, '/metrics has each replica, labelled engine="NAME"');
+my @seq;
+for (1 .. 6) {
+    my ($st, $eng, $text) = complete();
+    is($st, 200, "request $_: 200");
+    is($text, $want, "request $_: generate's greedy text");
+    push @seq, $eng;
+}
+is("@seq", "$A $B $A $B $A $B", 'idle replicas take requests in turn ($llm_engine)');
+is(metric('llm_requests_finished_total', $A) - $before{$A}, 3, "$A finished 3 of them");
+is(metric('llm_requests_finished_total', $B) - $before{$B}, 3, "$B finished 3");
+my $h = decode_json($http->get("http://127.0.0.1:$port/health")->{content});
+is($h->{status}, 'ok', '/health: ok');
+is(join(',', map { "$_->{engine}:$_->{status}" } @{ $h->{engines} // [] }), "$A:ok,$B:ok", '/health lists both');
+
+# A's worker stopped: the next request (A's turn) waits there; while it does, A is busier than B
+kill 'STOP', $pid{$A};
+my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 30) or die;
+print $s "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    . "Content-Length: " . length($body) . "\r\n\r\n$body";
+my $busy = 0;
+for (1 .. 200) { # until nginx has put it on A's ring (A's slots in use: 1)
+    last if ($busy = metric('llm_slots_in_use', $A) // 0) >= 1;
+    select(undef, undef, undef, 0.05);
+}
+is($busy, 1, "the request waits on $A (its slots in use: 1)");
+is(requests(4, "with $A busy"), join(' ', ("200:$B") x 4), "a request in flight on $A: the others go to $B");
+kill 'CONT', $pid{$A};
+local $/;
+my $raw = <$s>;
+close $s;
+like($raw // '', qr{^HTTP/1\.1 200 .*\r\nX-Engine: \Q$A\E\r\n}s, "the one that waited on $A: 200 from $A once it ran");
+my ($json) = ($raw // '') =~ /\r\n\r\n(.*)\z/s;
+is(eval { decode_json($json)->{choices}[0]{text} } // '', $want, '... with generate\'s text');
+
+# B stopped: A serves everything; /health 200, degraded, B unavailable
+stop_engine($pid{$B});
+is(requests(3, "with $B down"), join(' ', ("200:$A") x 3), "$B down: every request to $A");
+my $r = $http->get("http://127.0.0.1:$port/health");
+is($r->{status}, 200, '/health with one replica down: 200 (it still serves)');
+$h = decode_json($r->{content});
+is($h->{status}, 'degraded', '... "degraded"');
+is(join(',', map { "$_->{engine}:$_->{status}" } @{ $h->{engines} // [] }), "$A:ok,$B:unavailable", '... B unavailable');
+like($http->get("http://127.0.0.1:$port/metrics")->{content}, qr/^llm_engine_up\{engine="\Q$A\E"\} 1\nllm_engine_up\{engine="\Q$B\E"\} 0$/m,
+     '/metrics: llm_engine_up 1 and 0');
+
+stop_engine($pid{$A});
+my ($st) = complete();
+is($st, 503, 'both down: 503');
+stop_nginx($npid);
+is(segments($A) + segments($B), 0, 'segments removed');
+done_testing();
