@@ -336,13 +336,11 @@ int llm_serve(llm_model *m, llm_backend *b, const llm_serve_opts *o, llm_err *er
             llm_server_set_state(c.srv, LLM_ENGINE_DRAINING);
             fprintf(stderr, "serve: SIGTERM, draining %d running requests\n", c.live);
         }
+        /* Draining: clients submit no more (their submit sees the state), so what the ring still holds was
+         * submitted before it changed: it runs like the rest (a replica's rolling restart drops nothing). */
         uint32_t slot;
-        while (llm_server_pop(c.srv, &slot)) {
-            if (draining)
-                llm_server_finish(c.srv, slot, LLM_FINISH_ERROR, LLM_SHM_E_NOT_READY);
-            else
-                admit(&c, sched, slot);
-        }
+        while (llm_server_pop(c.srv, &slot))
+            admit(&c, sched, slot);
         llm_server_reap(c.srv, 0);
         apply_tuning(&c.met->tuning, sched, 0);
         for (int i = 0; i < c.n_slots; i++) {

@@ -1,8 +1,8 @@
 #!/usr/bin/perl
 # llm_engine A B: two engines of stories260K behind one location. Idle replicas take requests in turn; a
 # replica with a request in flight (its worker stopped with SIGSTOP, so the request waits there) is passed
-# over for the idle one; one stopped for good (SIGTERM) leaves the other serving every request, /health 200
-# "degraded" with each replica listed. $llm_engine names the one that served (an X-Engine header here);
+# over for the idle one; SIGTERM to it then (a rolling restart) drains it: the request it held still
+# completes, and the other serves every request after, /health 200 "degraded" with each replica listed. $llm_engine names the one that served (an X-Engine header here);
 # /metrics labels each replica's series engine="NAME". Every answer is `llm-engine generate`'s text.
 use strict;
 use warnings;
@@ -92,26 +92,28 @@ for (1 .. 200) { # until nginx has put it on A's ring (A's slots in use: 1)
 }
 is($busy, 1, "the request waits on $A (its slots in use: 1)");
 is(requests(4, "with $A busy"), join(' ', ("200:$B") x 4), "a request in flight on $A: the others go to $B");
+# a rolling restart: SIGTERM to A, which drains: the request it holds runs to the end, then A exits
+kill 'TERM', $pid{$A};
 kill 'CONT', $pid{$A};
 local $/;
 my $raw = <$s>;
 close $s;
-like($raw // '', qr{^HTTP/1\.1 200 .*\r\nX-Engine: \Q$A\E\r\n}s, "the one that waited on $A: 200 from $A once it ran");
+like($raw // '', qr{^HTTP/1\.1 200 .*\r\nX-Engine: \Q$A\E\r\n}s, "SIGTERM to $A: the request it held, 200 from $A");
 my ($json) = ($raw // '') =~ /\r\n\r\n(.*)\z/s;
-is(eval { decode_json($json)->{choices}[0]{text} } // '', $want, '... with generate\'s text');
+is(eval { decode_json($json)->{choices}[0]{text} } // '', $want, '... with generate\'s text (drained, not dropped)');
+is(wait_for($pid{$A}, 15), 0, "$A drained and exited 0");
 
-# B stopped: A serves everything; /health 200, degraded, B unavailable
-stop_engine($pid{$B});
-is(requests(3, "with $B down"), join(' ', ("200:$A") x 3), "$B down: every request to $A");
+# A down: B serves every request; /health 200, degraded, A unavailable
+is(requests(3, "with $A down"), join(' ', ("200:$B") x 3), "$A down: every request to $B");
 my $r = $http->get("http://127.0.0.1:$port/health");
 is($r->{status}, 200, '/health with one replica down: 200 (it still serves)');
 $h = decode_json($r->{content});
 is($h->{status}, 'degraded', '... "degraded"');
-is(join(',', map { "$_->{engine}:$_->{status}" } @{ $h->{engines} // [] }), "$A:ok,$B:unavailable", '... B unavailable');
-like($http->get("http://127.0.0.1:$port/metrics")->{content}, qr/^llm_engine_up\{engine="\Q$A\E"\} 1\nllm_engine_up\{engine="\Q$B\E"\} 0$/m,
-     '/metrics: llm_engine_up 1 and 0');
+is(join(',', map { "$_->{engine}:$_->{status}" } @{ $h->{engines} // [] }), "$A:unavailable,$B:ok", '... A unavailable');
+like($http->get("http://127.0.0.1:$port/metrics")->{content}, qr/^llm_engine_up\{engine="\Q$A\E"\} 0\nllm_engine_up\{engine="\Q$B\E"\} 1$/m,
+     '/metrics: llm_engine_up 0 and 1');
 
-stop_engine($pid{$A});
+stop_engine($pid{$B});
 my ($st) = complete();
 is($st, 503, 'both down: 503');
 stop_nginx($npid);
