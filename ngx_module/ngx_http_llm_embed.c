@@ -486,6 +486,11 @@ static ngx_int_t ngx_http_llm_emb_start(ngx_http_request_t *r, llm_api_req *q, i
     static uint64_t serial;
     ctx->tag = ((uint64_t)ngx_pid << 40) ^ ++serial ^ (1ull << 39);
     ngx_http_llm_model_id(r, ctx->model, sizeof ctx->model);
+    ngx_http_llm_log_t *log = ngx_http_llm_log(r);
+    if (log == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    log->model = ctx->model;
+    log->prompt_tokens = ctx->n_prompt; /* (an embedding generates nothing) */
+    log->started = 1;
     if (ngx_http_llm_emb_start_more(ctx, &e) < 0) return ngx_http_llm_send_error(r, &e);
     ctx->finished = 0;
     ctx->timer.handler = ngx_http_llm_emb_timeout;

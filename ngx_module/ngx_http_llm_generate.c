@@ -40,6 +40,7 @@ typedef struct {
 typedef struct {
     ngx_http_request_t    *r;
     ngx_http_llm_engine_t *eng;
+    ngx_http_llm_log_t    *log;          /* what the request's variables read */
     ngx_http_llm_pending_t pend;         /* on the engine's active queue while it waits */
     unsigned               header_sent:1, finished:1, got_token:1;
     llm_api_req            q;
@@ -447,6 +448,7 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
         return 0;
     }
     s->n_gen++;
+    ctx->log->completion_tokens++;
     if (ngx_http_llm_is_stop_token(ctx, tk->id)) {
         s->finish = "stop"; /* the engine ends the request right after */
         return 0;
@@ -589,6 +591,7 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
     /* a prompt counts once however many choices it has: its first choice's cache hits */
     ngx_http_llm_usage_t u = { ctx->n_prompt, gen, 0 };
     for (int i = 0; i < ctx->n; i += ctx->q.n) u.cached += ctx->seq[i].n_cached;
+    ctx->log->cached_tokens = u.cached;
     if (mcf->counters) {
         (void)ngx_atomic_fetch_add(&mcf->counters->prompt_tokens, ctx->n_prompt);
         (void)ngx_atomic_fetch_add(&mcf->counters->completion_tokens, gen);
@@ -637,7 +640,11 @@ static int ngx_http_llm_step(void *data)
                                                              : llm_shm_strerror(k));
                 return 0;
             }
-            if (k > 0) ctx->got_token = 1;
+            if (k > 0 && !ctx->got_token) {
+                ctx->got_token = 1;
+                ctx->log->ttft = ngx_current_msec - ctx->start;
+                ctx->log->has_ttft = 1;
+            }
             if (k > 0 && ctx->typed == &ngx_http_llm_ol_typed) ngx_http_llm_ol_first(&ctx->ol);
             if (k > 0 || st.done) s->n_cached = st.n_cached;
             for (int j = 0; j < k && !s->done; j++)
@@ -828,6 +835,9 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     p.min_tokens = ctx->q.min_tokens;
 
     ngx_http_llm_resp_init(&ctx->resp, ctx->q.kind, ngx_http_llm_model_id(r, ctx->resp.model, sizeof ctx->resp.model));
+    ctx->log->model = ctx->resp.model;
+    ctx->log->prompt_tokens = ctx->n_prompt;
+    ctx->log->started = 1;
     static uint64_t serial;
     uint64_t tag = ((uint64_t)ngx_pid << 40) ^ ++serial;
     for (int i = 0; i < ctx->n; i++) {
@@ -944,7 +954,7 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     ctx->finished = 1;     /* until the engine has it, an early return is not an abort */
     cln->handler = ngx_http_llm_cleanup;
     cln->data = ctx;
-    ngx_http_set_ctx(r, ctx, ngx_http_llm_module);
+    if ((ctx->log = ngx_http_llm_log(r)) == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     int np = ctx->q.n_prompts > 1 ? ctx->q.n_prompts : 1, n = np * ctx->q.n;
     ctx->seq = ngx_pcalloc(r->pool, (size_t)n * sizeof *ctx->seq);
     if (ctx->seq == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -83,7 +83,7 @@ static ngx_command_t ngx_http_llm_commands[] = {
 };
 
 static ngx_http_module_t ngx_http_llm_module_ctx = {
-    ngx_http_llm_replicas_preconf, /* preconfiguration: $llm_engine */
+    ngx_http_llm_vars_preconf,     /* preconfiguration: $llm_* */
     ngx_http_llm_postconf,         /* postconfiguration */
     ngx_http_llm_create_main_conf, /* create main configuration */
     ngx_http_llm_init_main_conf,   /* init main configuration */
@@ -628,8 +628,12 @@ static ngx_int_t ngx_http_llm_body(ngx_http_request_t *r, u_char **data, size_t 
 static void ngx_http_llm_body_handler(ngx_http_request_t *r)
 {
     ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
-    ngx_uint_t h = (ngx_uint_t)(uintptr_t)ngx_http_get_module_ctx(r, ngx_http_llm_module);
-    ngx_http_set_ctx(r, NULL, ngx_http_llm_module);
+    ngx_http_llm_log_t *l = ngx_http_llm_log(r);
+    if (l == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+    ngx_uint_t h = l->handler;
     u_char *body;
     size_t len;
     if (ngx_http_llm_body(r, &body, &len) != NGX_OK) {
@@ -741,8 +745,10 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
                                   "request body of %O bytes exceeds the limit of %uz bytes",
                                   r->headers_in.content_length_n, lcf->max_body);
     }
-    /* The handler kind travels in the ctx slot until the body is in. */
-    ngx_http_set_ctx(r, (void *)(uintptr_t)h, ngx_http_llm_module);
+    /* The handler kind travels in the request's record until the body is in. */
+    ngx_http_llm_log_t *l = ngx_http_llm_log(r);
+    if (l == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    l->handler = h;
     r->request_body_in_single_buf = 1;
     ngx_int_t rc = ngx_http_read_client_request_body(r, ngx_http_llm_body_handler);
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) return rc;

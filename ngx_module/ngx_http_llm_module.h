@@ -165,14 +165,29 @@ ngx_int_t ngx_http_llm_check_api_key(ngx_http_request_t *r, ngx_uint_t h);
 /* The endpoint r is served by (NGX_LLM_*): the location's llm_api, or where its URI routes under auto. */
 ngx_uint_t ngx_http_llm_endpoint(ngx_http_request_t *r);
 ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);
-/* replicas (ngx_http_llm_replicas.c): llm_engine's directive; $llm_engine, added at preconfiguration; replica i
- * of lcf; and the one a new request of r's location goes to (the ready one with the fewest requests in flight,
- * ties in turn; the first when none is ready), which $llm_engine then names. ngx_http_llm_lcf_engine above gives
- * the first ready replica (the first when none is), for what one engine answers (context length, health). */
+/* replicas (ngx_http_llm_replicas.c): llm_engine's directive; replica i of lcf; and the one a new request of r's
+ * location goes to (the ready one with the fewest requests in flight, ties in turn; the first when none is
+ * ready), which $llm_engine then names. ngx_http_llm_lcf_engine above gives the first ready replica (the first
+ * when none is), for what one engine answers (context length, health). */
 char                  *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-ngx_int_t              ngx_http_llm_replicas_preconf(ngx_conf_t *cf);
 ngx_http_llm_engine_t *ngx_http_llm_replica(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, ngx_uint_t i);
 ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r);
+
+/* What a request of the module did, for its variables ($llm_engine, $llm_model, $llm_prompt_tokens,
+ * $llm_completion_tokens, $llm_cached_tokens, $llm_ttft; ngx_http_llm_vars.c), read when they are (the access
+ * log: after the response, also of a client that went away). The module's ctx slot holds it from the handler
+ * on: first the endpoint until the body is in, then what generation or embedding fills in. */
+typedef struct {
+    ngx_uint_t             handler;
+    ngx_http_llm_engine_t *eng;        /* the engine (replica) that took it, or NULL */
+    const char            *model;      /* the model id answered with, or NULL */
+    uint32_t               prompt_tokens, completion_tokens, cached_tokens;
+    ngx_msec_t             ttft;       /* ms from the engine's start of it to its first token */
+    unsigned               started:1, has_ttft:1;
+} ngx_http_llm_log_t;
+
+ngx_http_llm_log_t *ngx_http_llm_log(ngx_http_request_t *r); /* r's, made on first use; NULL: out of memory */
+ngx_int_t           ngx_http_llm_vars_preconf(ngx_conf_t *cf);
 ngx_http_llm_engine_t *ngx_http_llm_lcf_engine(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf);
 const char *ngx_http_llm_model_id(ngx_http_request_t *r, char *buf, size_t cap);
 /* The model id a location serves: llm_model_name, else its file's name. */

@@ -6,8 +6,6 @@
  * /health, /metrics and the model listings look at every replica (ngx_http_llm_info.c). */
 #include "ngx_http_llm_module.h"
 
-static ngx_int_t ngx_http_llm_engine_var_index = NGX_ERROR;
-
 char *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     (void)cmd;
@@ -28,25 +26,6 @@ char *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *co
         *n = v[i];
     }
     return NGX_CONF_OK;
-}
-
-/* $llm_engine: the engine (replica) that took the request; not found before one did. */
-static ngx_int_t ngx_http_llm_engine_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
-{
-    (void)r;
-    (void)data;
-    v->not_found = 1; /* (set by ngx_http_llm_pick_engine when it chooses) */
-    return NGX_OK;
-}
-
-ngx_int_t ngx_http_llm_replicas_preconf(ngx_conf_t *cf)
-{
-    static ngx_str_t name = ngx_string("llm_engine");
-    ngx_http_variable_t *var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOHASH);
-    if (var == NULL) return NGX_ERROR;
-    var->get_handler = ngx_http_llm_engine_variable;
-    ngx_http_llm_engine_var_index = ngx_http_get_variable_index(cf, &name);
-    return ngx_http_llm_engine_var_index == NGX_ERROR ? NGX_ERROR : NGX_OK;
 }
 
 ngx_http_llm_engine_t *ngx_http_llm_replica(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, ngx_uint_t i)
@@ -84,13 +63,7 @@ ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r)
         }
         turn++;
     }
-    if (ngx_http_llm_engine_var_index != NGX_ERROR) {
-        ngx_http_variable_value_t *v = &r->variables[ngx_http_llm_engine_var_index];
-        v->data = best->name.data;
-        v->len = best->name.len;
-        v->valid = 1;
-        v->no_cacheable = 0;
-        v->not_found = 0;
-    }
+    ngx_http_llm_log_t *l = ngx_http_llm_log(r);
+    if (l != NULL) l->eng = best;
     return best;
 }

@@ -1,7 +1,8 @@
 # Replicas of one model (llm_engine A B ...): here stories260K's engine ($TEST_NGINX_REAL_ENGINE) beside one
 # that is not running. Requests go to the one that serves ($llm_engine names it), /health is 200 "degraded"
 # with both listed, /metrics labels each engine; a name given twice or more than 16 stops nginx from starting.
-# (tests/serve/replicas.t runs two live replicas: turns, a busy one passed over, one stopped.)
+# (tests/serve/replicas.t runs two live replicas: turns, a busy one passed over, one stopped.) The request's
+# variables ($llm_engine, $llm_model, $llm_*_tokens, $llm_ttft) as headers.
 use Test::Nginx::Socket 'no_plan';
 
 our $config = <<'_EOC_';
@@ -104,3 +105,62 @@ location / {
 --- must_die
 --- error_log
 "llm_engine" directive takes at most 16 engines
+
+=== TEST 8: the request's variables: engine, model, prompt / completion / cached tokens, time to first token
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    add_header X-Engine $llm_engine always;
+    add_header X-Model $llm_model always;
+    add_header X-Tokens "$llm_prompt_tokens $llm_completion_tokens $llm_cached_tokens" always;
+    add_header X-TTFT $llm_ttft always;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0}
+--- error_code: 200
+--- response_headers_like
+X-Engine: ngxreal\d+
+X-Model: stories
+X-Tokens: 5 40 \d+
+X-TTFT: \d+\.\d{3}
+
+=== TEST 9: an embedding's: its prompt tokens, none generated
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    add_header X-Tokens "$llm_prompt_tokens $llm_completion_tokens" always;
+}
+--- request
+POST /v1/embeddings
+{"input": "Once upon a time"}
+--- error_code: 200
+--- response_headers_like
+X-Tokens: 5 0
+
+=== TEST 10: a request refused before the engine (a bad parameter): nothing to say ("-" in a log)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    add_header X-Tokens "[$llm_engine|$llm_prompt_tokens|$llm_ttft]" always;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": -3}
+--- error_code: 400
+--- response_headers_like
+X-Tokens: \[\|\|\]

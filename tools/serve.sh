@@ -91,7 +91,8 @@ sed -e "s|^load_module .*|load_module $build/ngx_http_llm_module.so;|" \
     -e "s|^\(\s*\)alias /usr/share/ngx_llm/dashboard/;|\1alias $build/dashboard/;|" \
     -e "s|^user root;|user $(id -un);|" \
     -e "s|^worker_processes auto;|worker_processes 2;\npid $run/nginx.pid;\nerror_log $run/logs/error.log;|" \
-    -e "s|^http {|http {\n    access_log $run/logs/access.log;\n    client_body_temp_path $run/body;\n    proxy_temp_path $run/proxy;\n    fastcgi_temp_path $run/fastcgi;\n    uwsgi_temp_path $run/uwsgi;\n    scgi_temp_path $run/scgi;|" \
+    -e "s|^\(\s*\)access_log /var/log/nginx/access.log llm;|\1access_log $run/logs/access.log llm;|" \
+    -e "s|^http {|http {\n    client_body_temp_path $run/body;\n    proxy_temp_path $run/proxy;\n    fastcgi_temp_path $run/fastcgi;\n    uwsgi_temp_path $run/uwsgi;\n    scgi_temp_path $run/scgi;|" \
     nginx.conf.example >"$run/nginx.conf"
 # shellcheck disable=SC2086 # NGINX_CMD may be a loader plus the binary
 ${NGINX_CMD:-nginx} -p "$run" -c "$run/nginx.conf" -e "$run/logs/error.log"

@@ -115,10 +115,11 @@ sub shm_reading {
 
 
 # nginx in the foreground (master_process off) on 127.0.0.1:PORT, the module loaded by $load (a load_module
-# line), with $locations in its one server; its files under $dir. Returns (pid, port) once it answers, or
-# dies with its error log.
+# line), with $locations in its one server and $http (optional) at http level; its files under $dir. Returns
+# (pid, port) once it answers, or dies with its error log.
 sub start_nginx {
-    my ($dir, $load, $locations) = @_;
+    my ($dir, $load, $locations, $http) = @_;
+    $http //= '';
     my $port = 20000 + ($$ * 7 + int(rand(1000))) % 20000;
     mkdir "$dir/logs";
     open(my $f, '>', "$dir/nginx.conf") or die "$dir/nginx.conf: $!";
@@ -133,6 +134,7 @@ http {
     access_log off;
     client_body_temp_path $dir/cb; proxy_temp_path $dir/px; fastcgi_temp_path $dir/fc;
     uwsgi_temp_path $dir/uw; scgi_temp_path $dir/sc;
+$http
     server {
         listen 127.0.0.1:$port;
 $locations
