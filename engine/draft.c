@@ -116,24 +116,24 @@ static int draft_forward(llm_drafter *d, int n, int nseq, int *on_device, llm_er
 
 /* Drops every request's state (a failed call): they start over next time. Out of memory: later calls are
  * smaller (catch-up chunks halved, down to 16 tokens). */
-static int draft_fail(llm_drafter *d, llm_draft_req *reqs, int n, int rc)
+static int draft_fail(llm_drafter *d, llm_draft_req **reqs, int n, int rc)
 {
     if (rc == LLM_BACKEND_NOMEM && d->max_tokens > 16)
         d->max_tokens = d->max_tokens / 2 > 16 ? d->max_tokens / 2 : 16;
     for (int i = 0; i < n; i++) {
-        reqs[i].n_out = 0;
-        llm_drafter_release(d, reqs[i].seq);
+        reqs[i]->n_out = 0;
+        llm_drafter_release(d, reqs[i]->seq);
     }
     return -1;
 }
 
-int llm_drafter_run(llm_drafter *d, llm_draft_req *reqs, int n, llm_err *err)
+int llm_drafter_run(llm_drafter *d, llm_draft_req **reqs, int n, llm_err *err)
 {
     if (n > DRAFT_MAX_SEQS)
         n = DRAFT_MAX_SEQS;
     int live = 0, kmax = 0;
     for (int i = 0; i < n; i++) {
-        llm_draft_req *r = &reqs[i];
+        llm_draft_req *r = reqs[i];
         llm_drafter_seq *q = r->seq;
         r->n_out = 0;
         q->n = 0;
@@ -168,7 +168,7 @@ int llm_drafter_run(llm_drafter *d, llm_draft_req *reqs, int n, llm_err *err)
     for (;;) {
         int nt = 0, nseq = 0, rows = 0;
         for (int i = 0; i < n && nt < d->max_tokens; i++) {
-            llm_draft_req *r = &reqs[i];
+            llm_draft_req *r = reqs[i];
             llm_drafter_seq *q = r->seq;
             if (r->k == 0 || q->computed >= r->n_tokens)
                 continue;
@@ -196,23 +196,23 @@ int llm_drafter_run(llm_drafter *d, llm_draft_req *reqs, int n, llm_err *err)
         if (rc != 0)
             return draft_fail(d, reqs, n, rc);
         for (int k = 0; k < nseq; k++) /* each sequence by what it took */
-            reqs[d->seq_req[k]].seq->computed += d->seq_take[k];
+            reqs[d->seq_req[k]]->seq->computed += d->seq_take[k];
         for (int k = 0; k < rows; k++) {
-            llm_draft_req *r = &reqs[d->row_of[k]];
+            llm_draft_req *r = reqs[d->row_of[k]];
             r->out[0] = row_argmax(d, k, on_device);
             r->n_out = r->out[0] < d->target_vocab ? 1 : 0;
             if (r->n_out == 0)
                 r->k = 0;
         }
         for (int i = 0; i < n; i++)
-            if (reqs[i].k > 0)
-                llm_kv_seq_commit(d->kv, &reqs[i].seq->kv, reqs[i].tokens, reqs[i].seq->computed);
+            if (reqs[i]->k > 0)
+                llm_kv_seq_commit(d->kv, &reqs[i]->seq->kv, reqs[i]->tokens, reqs[i]->seq->computed);
     }
     /* the rest: each draft fed back for the next, one call per draft */
     for (int j = 1; j < kmax; j++) {
         int nt = 0;
         for (int i = 0; i < n; i++) {
-            llm_draft_req *r = &reqs[i];
+            llm_draft_req *r = reqs[i];
             if (r->k <= j || r->n_out != j)
                 continue;
             d->views[nt] = (llm_seq_view){ r->seq->kv.blocks, r->seq->kv.n_blocks, NULL };
@@ -229,16 +229,16 @@ int llm_drafter_run(llm_drafter *d, llm_draft_req *reqs, int n, llm_err *err)
         if (rc != 0)
             return draft_fail(d, reqs, n, rc);
         for (int k = 0; k < nt; k++) {
-            llm_draft_req *r = &reqs[d->row_of[k]];
+            llm_draft_req *r = reqs[d->row_of[k]];
             int32_t t = row_argmax(d, k, on_device);
             if (t < d->target_vocab)
                 r->out[r->n_out++] = t;
         }
     }
     for (int i = 0; i < n; i++) {
-        llm_drafter_seq *q = reqs[i].seq;
-        q->base = reqs[i].n_tokens;
-        q->n = reqs[i].n_out;
+        llm_drafter_seq *q = reqs[i]->seq;
+        q->base = reqs[i]->n_tokens;
+        q->n = reqs[i]->n_out;
     }
     return 0;
 }

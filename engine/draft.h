@@ -39,7 +39,7 @@ llm_drafter *llm_drafter_create(llm_backend *be, int target_vocab, int max_token
 void         llm_drafter_destroy(llm_drafter *d);
 /* Drafts for n sequences. 0, or -1 when the draft backend failed (err; no drafts, the sequences' state
  * dropped: they start over). A sequence whose table cannot grow gets none (its state dropped too). */
-int  llm_drafter_run(llm_drafter *d, llm_draft_req *reqs, int n, llm_err *err);
+int  llm_drafter_run(llm_drafter *d, llm_draft_req **reqs, int n, llm_err *err);
 /* After the target's step: `confirmed` of the last drafts stood; their KV stands with them. */
 void llm_drafter_confirm(llm_drafter_seq *q, int confirmed);
 /* The sequence is done (or preempted): its blocks go back. */

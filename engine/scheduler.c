@@ -59,8 +59,7 @@ typedef struct {
                                     * that does not repeat itself stops costing draft rows (back-off: 1, 3, 7,
                                     * 15 decodes) */
     llm_drafter_seq dseq;      /* draft-model speculation: its state in the drafter */
-    int32_t  d_out[LLM_SCHED_MAX_SPEC]; /* this step's drafts from the draft model, before placing */
-    int      d_n;
+    llm_draft_req   dreq;      /* this step's ask of the drafter, and its drafts (dreq.out, n_out), before placing */
     int      d_k;              /* drafts it asks the draft model for (adapts; 0: not yet set, spec_tokens) */
 } sreq;
 
@@ -91,8 +90,7 @@ struct llm_sched {
     int      n_emb_done, cap_emb_done;
     llm_mask_pool *masks;      /* cfg.mask_threads helper threads, or NULL */
     llm_drafter   *drafter;    /* cfg.draft's, or NULL (n-gram drafts) */
-    llm_draft_req  d_reqs[LLM_SCHED_SPEC_SEQS];
-    sreq          *d_sreqs[LLM_SCHED_SPEC_SEQS];
+    llm_draft_req *d_reqs[LLM_SCHED_SPEC_SEQS]; /* this step's asks of the drafter (in their requests) */
     llm_mask_job  *m_jobs;     /* this step's masks, for m_reqs[] */
     sreq         **m_reqs;
     int            m_n;
@@ -783,7 +781,7 @@ static void preempt(llm_sched *s, sreq *r)
     seq_release(s, r);
     if (s->drafter != NULL) /* (its draft blocks go back too: a waiting request holds none) */
         llm_drafter_release(s->drafter, &r->dseq);
-    r->d_n = 0;
+    r->dreq.n_out = 0;
     r->n_computed = 0;
     r->prompt_len = r->n_tokens;
     r->n_preempted++;
@@ -899,10 +897,10 @@ static int spec_draft(llm_sched *s, sreq *r, int room)
         return 0;
     int32_t *t = r->tokens;
     if (s->drafter != NULL) { /* the draft model's, made before the step (draft_models) */
-        k = r->d_n < k ? r->d_n : k;
+        k = r->dreq.n_out < k ? r->dreq.n_out : k;
         if (k <= 0)
             return 0;
-        memcpy(t + L, r->d_out, (size_t)k * sizeof(int32_t));
+        memcpy(t + L, r->dreq.out, (size_t)k * sizeof(int32_t));
         r->n_draft = k;
         s->plp_room -= k;
         s->st.spec_drafted += (uint64_t)k;
@@ -933,7 +931,7 @@ static void draft_models(llm_sched *s)
     if (s->drafter == NULL)
         return;
     for (int i = 0; i < s->n_running; i++)
-        s->running[i]->d_n = 0;
+        s->running[i]->dreq.n_out = 0;
     if (s->n_running > LLM_SCHED_SPEC_SEQS)
         return;
     int n = 0;
@@ -947,8 +945,8 @@ static void draft_models(llm_sched *s)
             k = lim[j] < k ? lim[j] : k;
         if (k <= 0)
             continue;
-        s->d_reqs[n] = (llm_draft_req){ .tokens = r->tokens, .n_tokens = r->n_tokens, .k = k, .seq = &r->dseq };
-        s->d_sreqs[n++] = r;
+        r->dreq = (llm_draft_req){ .tokens = r->tokens, .n_tokens = r->n_tokens, .k = k, .seq = &r->dseq };
+        s->d_reqs[n++] = &r->dreq;
     }
     if (n == 0)
         return;
@@ -957,11 +955,6 @@ static void draft_models(llm_sched *s)
     if (llm_drafter_run(s->drafter, s->d_reqs, n, &err) != 0)
         s->st.draft_failures++; /* no drafts this step; the sequences start over in the drafter */
     s->st.draft_ms += ms_between(t0, clock_ns(s));
-    for (int i = 0; i < n; i++) {
-        sreq *r = s->d_sreqs[i];
-        r->d_n = s->d_reqs[i].n_out;
-        memcpy(r->d_out, s->d_reqs[i].out, (size_t)r->d_n * sizeof(int32_t));
-    }
 }
 
 /* Place up to `want` of a running request's pending tokens. must_all: all or

@@ -182,7 +182,7 @@ typedef struct {
     ngx_http_llm_engine_t *eng;        /* the engine (replica) that took it, or NULL */
     const char            *model;      /* the model id answered with, or NULL */
     uint32_t               prompt_tokens, completion_tokens, cached_tokens;
-    ngx_msec_t             ttft;       /* ms from the engine's start of it to its first token */
+    ngx_msec_t             ttft;       /* ms from its submission to the engine to its first token */
     unsigned               started:1, has_ttft:1;
 } ngx_http_llm_log_t;
 

@@ -5,7 +5,7 @@
  *   $llm_prompt_tokens      its prompt tokens (all its prompts)
  *   $llm_completion_tokens  tokens generated for it, so far (a client that went away: until then)
  *   $llm_cached_tokens      prompt tokens the prefix cache served
- *   $llm_ttft               seconds from the engine's start of it to its first token, as 0.123 */
+ *   $llm_ttft               seconds from its submission to the engine to its first token, 0.123 */
 #include "ngx_http_llm_module.h"
 
 enum { VAR_ENGINE, VAR_MODEL, VAR_PROMPT, VAR_COMPLETION, VAR_CACHED, VAR_TTFT };
