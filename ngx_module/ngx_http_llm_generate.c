@@ -261,6 +261,7 @@ static void ngx_http_llm_fail(ngx_http_llm_ctx_t *ctx, int status, const char *c
 {
     llm_api_err e;
     llm_api_seterr(&e, status, NULL, code, "%s", msg);
+    ctx->log->finish = code;
     if (!ctx->header_sent) {
         ngx_http_llm_done(ctx, ngx_http_llm_send_error(ctx->r, &e));
         return;
@@ -592,6 +593,7 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
     ngx_http_llm_usage_t u = { ctx->n_prompt, gen, 0 };
     for (int i = 0; i < ctx->n; i += ctx->q.n) u.cached += ctx->seq[i].n_cached;
     ctx->log->cached_tokens = u.cached;
+    ctx->log->finish = ctx->seq[0].finish; /* (the first choice's) */
     if (mcf->counters) {
         (void)ngx_atomic_fetch_add(&mcf->counters->prompt_tokens, ctx->n_prompt);
         (void)ngx_atomic_fetch_add(&mcf->counters->completion_tokens, gen);

@@ -174,13 +174,14 @@ ngx_http_llm_engine_t *ngx_http_llm_replica(ngx_http_request_t *r, ngx_http_llm_
 ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r);
 
 /* What a request of the module did, for its variables ($llm_engine, $llm_model, $llm_prompt_tokens,
- * $llm_completion_tokens, $llm_cached_tokens, $llm_ttft; ngx_http_llm_vars.c), read when they are (the access
+ * $llm_completion_tokens, $llm_cached_tokens, $llm_ttft, $llm_finish_reason; ngx_http_llm_vars.c), read when they are (the access
  * log: after the response, also of a client that went away). The module's ctx slot holds it from the handler
  * on: first the endpoint until the body is in, then what generation or embedding fills in. */
 typedef struct {
     ngx_uint_t             handler;
     ngx_http_llm_engine_t *eng;        /* the engine (replica) that took it, or NULL */
     const char            *model;      /* the model id answered with, or NULL */
+    const char            *finish;     /* how it ended: the first choice's finish reason, or the error's code */
     uint32_t               prompt_tokens, completion_tokens, cached_tokens;
     ngx_msec_t             ttft;       /* ms from its submission to the engine to its first token */
     unsigned               started:1, has_ttft:1;

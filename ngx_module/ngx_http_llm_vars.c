@@ -5,10 +5,12 @@
  *   $llm_prompt_tokens      its prompt tokens (all its prompts)
  *   $llm_completion_tokens  tokens generated for it, so far (a client that went away: until then)
  *   $llm_cached_tokens      prompt tokens the prefix cache served
- *   $llm_ttft               seconds from its submission to the engine to its first token, 0.123 */
+ *   $llm_ttft               seconds from its submission to the engine to its first token, 0.123
+ *   $llm_finish_reason      how it ended: stop, length, tool_calls ... (its first choice's), or the code of the
+ *                           error it ended with (timeout, engine_restarted ...); none for a client gone away */
 #include "ngx_http_llm_module.h"
 
-enum { VAR_ENGINE, VAR_MODEL, VAR_PROMPT, VAR_COMPLETION, VAR_CACHED, VAR_TTFT };
+enum { VAR_ENGINE, VAR_MODEL, VAR_PROMPT, VAR_COMPLETION, VAR_CACHED, VAR_TTFT, VAR_FINISH };
 
 ngx_http_llm_log_t *ngx_http_llm_log(ngx_http_request_t *r)
 {
@@ -30,9 +32,10 @@ static ngx_int_t ngx_http_llm_variable(ngx_http_request_t *r, ngx_http_variable_
         v->len = l->eng->name.len;
         break;
     case VAR_MODEL:
-        if (l->model == NULL) return NGX_OK;
-        v->data = (u_char *)l->model;
-        v->len = ngx_strlen(l->model);
+    case VAR_FINISH:
+        if ((p = (u_char *)(data == VAR_MODEL ? l->model : l->finish)) == NULL) return NGX_OK;
+        v->data = p;
+        v->len = ngx_strlen(p);
         break;
     case VAR_TTFT:
         if (!l->has_ttft || (p = ngx_pnalloc(r->pool, NGX_TIME_T_LEN + 4)) == NULL) return NGX_OK;
@@ -56,7 +59,7 @@ ngx_int_t ngx_http_llm_vars_preconf(ngx_conf_t *cf)
 {
     static ngx_str_t names[] = { ngx_string("llm_engine"), ngx_string("llm_model"), ngx_string("llm_prompt_tokens"),
                                  ngx_string("llm_completion_tokens"), ngx_string("llm_cached_tokens"),
-                                 ngx_string("llm_ttft") };
+                                 ngx_string("llm_ttft"), ngx_string("llm_finish_reason") };
     for (ngx_uint_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         ngx_http_variable_t *var = ngx_http_add_variable(cf, &names[i], NGX_HTTP_VAR_NOCACHEABLE);
         if (var == NULL) return NGX_ERROR;

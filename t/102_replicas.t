@@ -2,7 +2,7 @@
 # that is not running. Requests go to the one that serves ($llm_engine names it), /health is 200 "degraded"
 # with both listed, /metrics labels each engine; a name given twice or more than 16 stops nginx from starting.
 # (tests/serve/replicas.t runs two live replicas: turns, a busy one passed over, one stopped.) The request's
-# variables ($llm_engine, $llm_model, $llm_*_tokens, $llm_ttft) as headers.
+# variables ($llm_engine, $llm_model, $llm_*_tokens, $llm_ttft, $llm_finish_reason) as headers.
 use Test::Nginx::Socket 'no_plan';
 
 our $config = <<'_EOC_';
@@ -106,7 +106,7 @@ location / {
 --- error_log
 "llm_engine" directive takes at most 16 engines
 
-=== TEST 8: the request's variables: engine, model, prompt / completion / cached tokens, time to first token
+=== TEST 8: the request's variables: engine, model, prompt / completion / cached tokens, time to first token, finish
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -119,6 +119,7 @@ location / {
     add_header X-Model $llm_model always;
     add_header X-Tokens "$llm_prompt_tokens $llm_completion_tokens $llm_cached_tokens" always;
     add_header X-TTFT $llm_ttft always;
+    add_header X-Finish $llm_finish_reason always;
 }
 --- request
 POST /v1/completions
@@ -129,6 +130,7 @@ X-Engine: ngxreal\d+
 X-Model: stories
 X-Tokens: 5 40 \d+
 X-TTFT: \d+\.\d{3}
+X-Finish: length
 
 === TEST 9: an embedding's: its prompt tokens, none generated
 --- main_config

@@ -35,7 +35,7 @@ my ($npid, $port) = start_nginx($dir, "load_module $ENV{PWD}/$BUILD/ngx_http_llm
         }
 EOL
     log_format llm '$request_uri $status $llm_engine $llm_model $llm_prompt_tokens $llm_completion_tokens '
-                   '$llm_cached_tokens $llm_ttft';
+                   '$llm_cached_tokens $llm_ttft $llm_finish_reason';
 EOH
 my $http = HTTP::Tiny->new(timeout => 30);
 my $want = `$BUILD/llm-engine generate --model $MODEL --prompt '$PROMPT' --max-tokens 16 --temperature 0 --threads 1 2>/dev/null`;
@@ -78,10 +78,11 @@ for (1 .. 6) {
     push @seq, $eng;
 }
 is("@seq", "$A $B $A $B $A $B", 'idle replicas take requests in turn ($llm_engine)');
+$http->get("http://127.0.0.1:$port/health"); # (the last one's log line is written before this is served)
 my @log = grep { m{^/v1/completions } } split /\n/, slurp("$dir/logs/llm.log");
 is(scalar(@log), 6, 'the access log has the six');
-is(scalar(grep { m{^/v1/completions 200 (\S+) stories 5 16 \d+ \d+\.\d{3}$} } @log), 6,
-   'each: $llm_engine $llm_model, 5 prompt and 16 completion tokens, cached, $llm_ttft') or diag(join("\n", @log));
+is(scalar(grep { m{^/v1/completions 200 (\S+) stories 5 16 \d+ \d+\.\d{3} length$} } @log), 6,
+   'each: $llm_engine $llm_model, 5 prompt and 16 completion tokens, cached, $llm_ttft, finish') or diag(join("\n", @log));
 is(join(' ', map { (split / /)[2] } @log), "@seq", '... and the engine each names is the one that answered');
 is(metric('llm_requests_finished_total', $A) - $before{$A}, 3, "$A finished 3 of them");
 is(metric('llm_requests_finished_total', $B) - $before{$B}, 3, "$B finished 3");
@@ -119,7 +120,7 @@ my $sr = $http->post("http://127.0.0.1:$port/v1/completions", { headers => { 'co
 like($sr->{content} // '', qr/data: \[DONE\]/, 'a streamed one');
 $http->get("http://127.0.0.1:$port/health"); # (its log line is written before this one is served)
 like((grep { m{^/v1/completions } } split /\n/, slurp("$dir/logs/llm.log"))[-1] // '',
-     qr{^/v1/completions 200 \Q$B\E stories 5 16 \d+ \d+\.\d{3}$}, '... logged with its 16 tokens (counted as they went)');
+     qr{^/v1/completions 200 \Q$B\E stories 5 16 \d+ \d+\.\d{3} length$}, '... logged with its 16 tokens (counted as they went)');
 my $r = $http->get("http://127.0.0.1:$port/health");
 is($r->{status}, 200, '/health with one replica down: 200 (it still serves)');
 $h = decode_json($r->{content});
