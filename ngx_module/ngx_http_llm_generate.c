@@ -15,6 +15,8 @@
 
 typedef struct {
     llm_req          h;
+    uint64_t         seed;        /* its parameters' seed and max_tokens (the rest: ctx->p), for a failover */
+    int32_t          max_tokens;
     unsigned         started:1, done:1;
     const char      *finish;      /* "stop" / "length" once done */
     llm_detok        detok;
@@ -38,8 +40,29 @@ typedef struct {
 } ngx_http_llm_seq_t;
 
 typedef struct {
+    int      n;
+    int32_t **ids;   /* [n], each malloc'd */
+    size_t  *n_ids;
+} ngx_http_llm_prompts_t;
+
+static void ngx_http_llm_prompts_free(ngx_http_llm_prompts_t *pr)
+{
+    for (int i = 0; pr->ids && i < pr->n; i++) free(pr->ids[i]);
+    free(pr->ids);
+    free(pr->n_ids);
+    pr->ids = NULL;
+    pr->n_ids = NULL;
+}
+
+typedef struct {
     ngx_http_request_t    *r;
     ngx_http_llm_engine_t *eng;
+    /* replicas (llm_engine A B ...): what it takes to start the choices again on another engine, should this one
+     * go away before the first token (ngx_http_llm_failover); pr.ids NULL: one engine, nothing kept */
+    ngx_http_llm_prompts_t pr;
+    llm_shm_params        *p;
+    ngx_uint_t             failovers;
+    uint64_t               tag;
     ngx_http_llm_log_t    *log;          /* what the request's variables read */
     ngx_http_llm_pending_t pend;         /* on the engine's active queue while it waits */
     unsigned               header_sent:1, finished:1, got_token:1;
@@ -92,6 +115,7 @@ static void ngx_http_llm_cleanup(void *data)
     }
     if (ctx->typed) ctx->typed->free(ctx->tb);
     ctx->typed = NULL;
+    ngx_http_llm_prompts_free(&ctx->pr);
     llm_api_req_free(&ctx->q);
 }
 
@@ -625,7 +649,47 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
     return ngx_http_llm_send_cjson(ctx->r, 200, ngx_http_llm_response(&ctx->resp, ch, ctx->n, &u));
 }
 
-/* Reads what the engine has for one request; finalizes it when complete. Returns 1 if still running. */
+/* The request's engine went away before any of its tokens came: its choices start again on another ready
+ * replica (llm_engine A B ...), from the prompts and parameters kept for this, at most once per other replica.
+ * 1 when they have (the request is then on that engine's queue), 0 when they cannot. */
+static int ngx_http_llm_failover(ngx_http_llm_ctx_t *ctx)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(ctx->r, ngx_http_llm_module);
+    if (ctx->got_token || ctx->p == NULL || ctx->pr.ids == NULL || ctx->failovers + 1 >= lcf->n_replicas) return 0;
+    llm_api_err e;
+    ngx_http_llm_engine_t *old = ctx->eng, *eng = ngx_http_llm_pick_engine(ctx->r);
+    if (eng == old || ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) {
+        ctx->log->eng = old;
+        return 0;
+    }
+    ngx_http_llm_pending_remove(&ctx->pend);
+    for (int i = 0; i < ctx->n; i++) { /* (the old engine is gone: releasing only forgets the handles) */
+        if (ctx->seq[i].started && old->client) llm_client_release(old->client, ctx->seq[i].h);
+        ctx->seq[i].started = 0;
+    }
+    ctx->eng = eng;
+    ctx->failovers++;
+    for (int i = 0; i < ctx->n; i++) {
+        ngx_http_llm_seq_t *s = &ctx->seq[i];
+        if (s->done) continue;
+        int pi = i / ctx->q.n;
+        llm_shm_params p = *ctx->p;
+        p.seed = s->seed;
+        p.max_tokens = s->max_tokens;
+        if (llm_client_start_schema(eng->client, ctx->pr.ids[pi], (uint32_t)ctx->pr.n_ids[pi], &p, ctx->q.schema,
+                                    (uint32_t)ctx->q.schema_len, ctx->tag, &s->h) != LLM_SHM_OK)
+            return 0; /* (the cleanup releases those started) */
+        s->started = 1;
+    }
+    ngx_log_error(NGX_LOG_WARN, ctx->r->connection->log, 0,
+                  "llm: engine \"%V\" went away before the request's first token; it goes on on \"%V\"",
+                  &old->name, &eng->name);
+    ngx_http_llm_pending_add(eng, &ctx->pend);
+    return 1;
+}
+
+/* Reads what the engine has for one request; finalizes it when complete. Returns 1 if still running (0: it
+ * has been finalized, or moved to another engine's queue by a failover). */
 static int ngx_http_llm_step(void *data)
 {
     ngx_http_llm_ctx_t *ctx = data;
@@ -637,6 +701,7 @@ static int ngx_http_llm_step(void *data)
             llm_req_status st;
             int k = llm_client_read(c, s->h, tk, 16, &st);
             if (k < 0) {
+                if (k == LLM_SHM_E_ENGINE_GONE && ngx_http_llm_failover(ctx)) return 0;
                 ngx_http_llm_fail(ctx, 503, "engine_restarted",
                                   k == LLM_SHM_E_ENGINE_GONE ? "the engine stopped or restarted during the request"
                                                              : llm_shm_strerror(k));
@@ -716,21 +781,6 @@ int ngx_http_llm_start_err(int rc, llm_api_err *e)
 }
 
 /* ---------------- prompts ---------------- */
-
-typedef struct {
-    int      n;
-    int32_t **ids;   /* [n], each malloc'd */
-    size_t  *n_ids;
-} ngx_http_llm_prompts_t;
-
-static void ngx_http_llm_prompts_free(ngx_http_llm_prompts_t *pr)
-{
-    for (int i = 0; pr->ids && i < pr->n; i++) free(pr->ids[i]);
-    free(pr->ids);
-    free(pr->n_ids);
-    pr->ids = NULL;
-    pr->n_ids = NULL;
-}
 
 /* Token ids of every prompt, each checked against the engine's context. NGX_OK; NGX_DECLINED with e set
  * (a 4xx/5xx to send); NGX_ERROR (no memory). */
@@ -835,6 +885,10 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         p.stop_ids[p.n_stop++] = ctx->q.stop_token_ids[i];
     }
     p.min_tokens = ctx->q.min_tokens;
+    if (lcf->n_replicas > 1) { /* kept for a failover */
+        if ((ctx->p = ngx_palloc(r->pool, sizeof(*ctx->p))) == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        *ctx->p = p;
+    }
 
     ngx_http_llm_resp_init(&ctx->resp, ctx->q.kind, ngx_http_llm_model_id(r, ctx->resp.model, sizeof ctx->resp.model));
     ctx->log->model = ctx->resp.model;
@@ -842,6 +896,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     ctx->log->started = 1;
     static uint64_t serial;
     uint64_t tag = ((uint64_t)ngx_pid << 40) ^ ++serial;
+    ctx->tag = tag;
     for (int i = 0; i < ctx->n; i++) {
         ngx_http_llm_seq_t *s = &ctx->seq[i];
         llm_detok_init(&s->detok, ctx->tok);
@@ -883,6 +938,8 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
                                  : ((uint64_t)ngx_random() << 32) ^ (uint64_t)ngx_random() ^ tag;
         int pi = i / ctx->q.n;
         p.max_tokens = ngx_min(max_tokens, (int)(ctx_len - pr->n_ids[pi])); /* the context: "length" */
+        s->seed = p.seed;
+        s->max_tokens = p.max_tokens;
         int rc = llm_client_start_schema(ctx->eng->client, pr->ids[pi], (uint32_t)pr->n_ids[pi], &p, ctx->q.schema,
                                          (uint32_t)ctx->q.schema_len, tag, &s->h);
         if (rc != LLM_SHM_OK) {
@@ -979,6 +1036,7 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     ngx_int_t rc = ngx_http_llm_prompts_encode(r, ctx, np, &pr, &e);
     if (rc != NGX_OK) return rc == NGX_DECLINED ? ngx_http_llm_send_error(r, &e) : NGX_HTTP_INTERNAL_SERVER_ERROR;
     rc = ngx_http_llm_start(r, ctx, &pr, max_tokens, &e);
-    ngx_http_llm_prompts_free(&pr);
+    if (rc == NGX_DONE && ctx->p != NULL) ctx->pr = pr; /* (the cleanup frees them) */
+    else ngx_http_llm_prompts_free(&pr);
     return rc;
 }

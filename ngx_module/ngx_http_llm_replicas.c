@@ -1,8 +1,9 @@
 /* llm_engine NAME ...: replicas of one model, an engine each (one a GPU: `--device N`; or one a CPU socket).
  *
  * A new request goes to the ready replica with the fewest requests in flight (its segment's slots in use, which
- * every worker's submissions count at once), ties taken in turn; it stays there until it ends. A replica that
- * is down or restarting is passed over, so the others go on serving. The choice is logged with $llm_engine.
+ * every worker's submissions count at once), ties taken in turn; it stays there until it ends, unless that
+ * replica dies before its first token (ngx_http_llm_failover, in ngx_http_llm_generate.c, starts it again on
+ * another). A replica that is down or restarting is passed over, so the others go on serving. The choice is logged with $llm_engine.
  * /health, /metrics and the model listings look at every replica (ngx_http_llm_info.c). */
 #include "ngx_http_llm_module.h"
 

@@ -127,7 +127,7 @@ sub start_nginx {
 $load
 daemon off;
 master_process off;
-error_log $dir/logs/error.log;
+error_log $dir/logs/error.log warn;
 pid $dir/logs/nginx.pid;
 events { worker_connections 64; }
 http {

@@ -2,7 +2,8 @@
 # llm_engine A B: two engines of stories260K behind one location. Idle replicas take requests in turn; a
 # replica with a request in flight (its worker stopped with SIGSTOP, so the request waits there) is passed
 # over for the idle one; SIGTERM to it then (a rolling restart) drains it: the request it held still
-# completes, and the other serves every request after, /health 200 "degraded" with each replica listed. $llm_engine names the one that served (an X-Engine header here);
+# completes, and the other serves every request after, /health 200 "degraded" with each replica listed. A
+# replica killed outright while a request waits on it, before its first token: the request goes on on the other. $llm_engine names the one that served (an X-Engine header here);
 # /metrics labels each replica's series engine="NAME". Every answer is `llm-engine generate`'s text.
 use strict;
 use warnings;
@@ -129,7 +130,33 @@ is(join(',', map { "$_->{engine}:$_->{status}" } @{ $h->{engines} // [] }), "$A:
 like($http->get("http://127.0.0.1:$port/metrics")->{content}, qr/^llm_engine_up\{engine="\Q$A\E"\} 0\nllm_engine_up\{engine="\Q$B\E"\} 1$/m,
      '/metrics: llm_engine_up 0 and 1');
 
-stop_engine($pid{$B});
+# A back; B killed (kill -9) while a request waits on it, before its first token: it goes on on A
+$pid{$A} = spawn_cmd("$dir/$A.out", "$dir/$A.err", "$BUILD/llm-engine", 'serve', '--model', $MODEL, '--shm', $A,
+                     '--threads', 1, '--slots', 16, '--no-supervise');
+ok(defined wait_ready($A, 30), "$A back: READY") or BAIL_OUT(slurp("$dir/$A.err"));
+$http->get("http://127.0.0.1:$port/health"); # (the workers re-attach)
+kill 'STOP', $pid{$B};
+$s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 30) or die;
+print $s "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    . "Content-Length: " . length($body) . "\r\n\r\n$body";
+$busy = 0;
+for (1 .. 200) {
+    last if ($busy = metric('llm_slots_in_use', $B) // 0) >= 1;
+    select(undef, undef, undef, 0.05);
+}
+is($busy, 1, "a request waits on $B (ties go in turn: its turn)");
+kill 'KILL', $pid{$B};
+waitpid($pid{$B}, 0);
+$raw = <$s>;
+close $s;
+like($raw // '', qr{^HTTP/1\.1 200 .*\r\nX-Engine: \Q$A\E\r\n}s, "$B killed before its first token: 200 from $A");
+($json) = ($raw // '') =~ /\r\n\r\n(.*)\z/s;
+is(eval { decode_json($json)->{choices}[0]{text} } // '', $want, '... with generate\'s text');
+like(slurp("$dir/logs/error.log"), qr/engine "\Q$B\E" went away before the request's first token; it goes on on "\Q$A\E"/,
+     '... and the error log says so');
+unlink "/dev/shm/llm-$B"; # (a killed engine leaves its segment; its successor would replace it)
+
+stop_engine($pid{$A});
 my ($st) = complete();
 is($st, 503, 'both down: 503');
 stop_nginx($npid);
