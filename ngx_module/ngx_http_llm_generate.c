@@ -57,11 +57,12 @@ static void ngx_http_llm_prompts_free(ngx_http_llm_prompts_t *pr)
 typedef struct {
     ngx_http_request_t    *r;
     ngx_http_llm_engine_t *eng;
-    /* replicas (llm_engine A B ...): what it takes to start the choices again on another engine, should this one
-     * go away before the first token (ngx_http_llm_failover); pr.ids NULL: one engine, nothing kept */
+    /* what it takes to start the choices again, should the engine go away before the first token
+     * (ngx_http_llm_failover): on another replica, or on the same engine restarted */
     ngx_http_llm_prompts_t pr;
     llm_shm_params        *p;
     ngx_uint_t             failovers;
+    unsigned               orphaned:1;   /* its engine went away; it waits for one to go on on */
     uint64_t               tag;
     ngx_http_llm_log_t    *log;          /* what the request's variables read */
     ngx_http_llm_pending_t pend;         /* on the engine's active queue while it waits */
@@ -649,26 +650,33 @@ static ngx_int_t ngx_http_llm_complete(ngx_http_llm_ctx_t *ctx)
     return ngx_http_llm_send_cjson(ctx->r, 200, ngx_http_llm_response(&ctx->resp, ch, ctx->n, &u));
 }
 
-/* The request's engine went away before any of its tokens came: its choices start again on another ready
- * replica (llm_engine A B ...), from the prompts and parameters kept for this, at most once per other replica.
- * 1 when they have (the request is then on that engine's queue), 0 when they cannot. */
+/* The request's engine went away (a crash, kill -9) before any of its tokens came: its choices start again,
+ * from the prompts and parameters kept for this (seed included), on a ready engine: another replica
+ * (llm_engine A B ...), or the same engine once its supervisor has restarted it. Once per request (a request
+ * that brings engines down does not go round them all). 1 when they have started (the request is on that
+ * engine's queue), -1 while no engine is ready (it waits on this one's queue, stepped by its one-second check,
+ * up to llm_queue_timeout), 0 when it cannot (a token came, or it went on once already). */
 static int ngx_http_llm_failover(ngx_http_llm_ctx_t *ctx)
 {
-    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(ctx->r, ngx_http_llm_module);
-    if (ctx->got_token || ctx->p == NULL || ctx->pr.ids == NULL || ctx->failovers + 1 >= lcf->n_replicas) return 0;
+    if (ctx->got_token || ctx->p == NULL || ctx->pr.ids == NULL || ctx->failovers > 0) return 0;
+    ngx_http_llm_engine_t *old = ctx->eng;
+    if (!ctx->orphaned) { /* (the old generation is gone: releasing only forgets the handles) */
+        for (int i = 0; i < ctx->n; i++) {
+            if (ctx->seq[i].started && old->client) llm_client_release(old->client, ctx->seq[i].h);
+            ctx->seq[i].started = 0;
+        }
+        ctx->orphaned = 1;
+    }
     llm_api_err e;
-    ngx_http_llm_engine_t *old = ctx->eng, *eng = ngx_http_llm_pick_engine(ctx->r);
-    if (eng == old || ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) {
+    ngx_http_llm_engine_t *eng = ngx_http_llm_pick_engine(ctx->r);
+    if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) {
         ctx->log->eng = old;
-        return 0;
+        return -1;
     }
     ngx_http_llm_pending_remove(&ctx->pend);
-    for (int i = 0; i < ctx->n; i++) { /* (the old engine is gone: releasing only forgets the handles) */
-        if (ctx->seq[i].started && old->client) llm_client_release(old->client, ctx->seq[i].h);
-        ctx->seq[i].started = 0;
-    }
     ctx->eng = eng;
     ctx->failovers++;
+    ctx->orphaned = 0;
     for (int i = 0; i < ctx->n; i++) {
         ngx_http_llm_seq_t *s = &ctx->seq[i];
         if (s->done) continue;
@@ -682,8 +690,8 @@ static int ngx_http_llm_failover(ngx_http_llm_ctx_t *ctx)
         s->started = 1;
     }
     ngx_log_error(NGX_LOG_WARN, ctx->r->connection->log, 0,
-                  "llm: engine \"%V\" went away before the request's first token; it goes on on \"%V\"",
-                  &old->name, &eng->name);
+                  "llm: engine \"%V\" went away before the request's first token; it goes on on \"%V\"%s",
+                  &old->name, &eng->name, eng == old ? " (restarted)" : "");
     ngx_http_llm_pending_add(eng, &ctx->pend);
     return 1;
 }
@@ -693,6 +701,12 @@ static int ngx_http_llm_failover(ngx_http_llm_ctx_t *ctx)
 static int ngx_http_llm_step(void *data)
 {
     ngx_http_llm_ctx_t *ctx = data;
+    if (ctx->orphaned) { /* waiting for an engine to go on on */
+        int rc = ngx_http_llm_failover(ctx);
+        if (rc != 0) return rc < 0;
+        ngx_http_llm_fail(ctx, 503, "engine_restarted", "the engine stopped or restarted during the request");
+        return 0;
+    }
     llm_client *c = ctx->eng->client;
     for (int i = 0; i < ctx->n; i++) {
         ngx_http_llm_seq_t *s = &ctx->seq[i];
@@ -701,7 +715,8 @@ static int ngx_http_llm_step(void *data)
             llm_req_status st;
             int k = llm_client_read(c, s->h, tk, 16, &st);
             if (k < 0) {
-                if (k == LLM_SHM_E_ENGINE_GONE && ngx_http_llm_failover(ctx)) return 0;
+                int f = k == LLM_SHM_E_ENGINE_GONE ? ngx_http_llm_failover(ctx) : 0;
+                if (f != 0) return f < 0; /* started again elsewhere (0), or waiting here (1) */
                 ngx_http_llm_fail(ctx, 503, "engine_restarted",
                                   k == LLM_SHM_E_ENGINE_GONE ? "the engine stopped or restarted during the request"
                                                              : llm_shm_strerror(k));
@@ -885,10 +900,9 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         p.stop_ids[p.n_stop++] = ctx->q.stop_token_ids[i];
     }
     p.min_tokens = ctx->q.min_tokens;
-    if (lcf->n_replicas > 1) { /* kept for a failover */
-        if ((ctx->p = ngx_palloc(r->pool, sizeof(*ctx->p))) == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        *ctx->p = p;
-    }
+    /* kept for a failover (the prompts too, by the caller) */
+    if ((ctx->p = ngx_palloc(r->pool, sizeof(*ctx->p))) == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    *ctx->p = p;
 
     ngx_http_llm_resp_init(&ctx->resp, ctx->q.kind, ngx_http_llm_model_id(r, ctx->resp.model, sizeof ctx->resp.model));
     ctx->log->model = ctx->resp.model;
