@@ -3,8 +3,9 @@
  * A new request goes to the ready replica with the fewest requests in flight (its segment's slots in use, which
  * every worker's submissions count at once), ties taken in turn; it stays there until it ends, unless that
  * replica dies before its first token (ngx_http_llm_failover, in ngx_http_llm_generate.c, starts it again on
- * another). A replica that is down or restarting is passed over, so the others go on serving. The choice is logged with $llm_engine.
- * /health, /metrics and the model listings look at every replica (ngx_http_llm_info.c). */
+ * another). A replica that is down or restarting is passed over, so the others go on serving. $llm_engine
+ * names the choice (ngx_http_llm_vars.c); /health and /metrics look at every replica (ngx_http_llm_info.c,
+ * ngx_http_llm_metrics.c). */
 #include "ngx_http_llm_module.h"
 
 char *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
