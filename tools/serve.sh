@@ -16,8 +16,8 @@ cmd=$1 build=$(realpath -m "$2") port=$3
 run="$build/serve-$port"
 name="serve-$port"
 
-# engine.pid holds one pid a line: the main engine's, then those of MODELS, then the main model's other
-# replicas'
+# engine.pid holds one pid a line (the main engine's, then those of MODELS, then the main model's other
+# replicas'), engine.logs each one's log on the same line
 stop() {
     [ -f "$run/nginx.pid" ] && kill -QUIT "$(cat "$run/nginx.pid")" 2>/dev/null || true
     # shellcheck disable=SC2046 # one pid a word
@@ -27,7 +27,7 @@ stop() {
         { [ -f "$run/engine.pid" ] && kill -0 $(cat "$run/engine.pid") 2>/dev/null; } || break
         sleep 0.1
     done
-    rm -f "$run/nginx.pid" "$run/engine.pid"
+    rm -f "$run/nginx.pid" "$run/engine.pid" "$run/engine.logs"
 }
 
 if [ "$cmd" = stop ]; then
@@ -47,12 +47,19 @@ tune=()
 [ "$backend" = cuda ] && tune=(--kernel-tune-file "$run/kernel-tune.txt")
 replicas=${REPLICAS:-1}
 [[ "$replicas" =~ ^[1-9][0-9]*$ ]] && [ "$replicas" -le 16 ] || { echo "REPLICAS: 1 to 16" >&2; exit 1; }
+# One engine in the background: its pid into engine.pid, its log's name into engine.logs (the same line).
+engine() { # MODEL SHM LOG [more serve options]
+    local m=$1 shm=$2 log=$3
+    shift 3
+    # shellcheck disable=SC2086 # ENGINE_ARGS is a list of options (the first of a repeated option wins)
+    "$build/llm-engine" serve --model "$m" --shm "$shm" --backend "$backend" --shm-mode 0600 ${ENGINE_ARGS:-} \
+        "${tune[@]}" "$@" >"$run/logs/$log" 2>&1 &
+    echo $! >>"$run/engine.pid"
+    echo "$run/logs/$log" >>"$run/engine.logs"
+}
 dev=()
 [ "$backend" = cuda ] && [ "$replicas" -gt 1 ] && dev=(--device 0)
-# shellcheck disable=SC2086 # ENGINE_ARGS is a list of options (the first of a repeated option wins)
-"$build/llm-engine" serve --model "$model" --shm "$name" --backend "$backend" --shm-mode 0600 ${ENGINE_ARGS:-} \
-    "${tune[@]}" "${dev[@]}" >"$run/logs/engine.log" 2>&1 &
-echo $! >"$run/engine.pid"
+engine "$model" "$name" engine.log "${dev[@]}"
 
 # MODELS: an engine each (segment serve-PORT-i), a named location each (@model_i), listed by llm_models in
 # the main location; the model id is the file's name without its extension.
@@ -61,10 +68,7 @@ i=0
 for m in ${MODELS:-}; do
     i=$((i + 1))
     m=$(realpath "$m")
-    # shellcheck disable=SC2086
-    "$build/llm-engine" serve --model "$m" --shm "$name-$i" --backend "$backend" --shm-mode 0600 ${ENGINE_ARGS:-} \
-        "${tune[@]}" >"$run/logs/engine-$i.log" 2>&1 &
-    echo $! >>"$run/engine.pid"
+    engine "$m" "$name-$i" "engine-$i.log"
     routes="$routes @model_$i"
     locations="$locations        location @model_$i {\n            llm_api;\n            llm_engine $name-$i;\n            llm_model_path $m;\n            llm_model_name $(basename "$m" | sed 's/\.[^.]*$//');\n        }\n"
 done
@@ -73,10 +77,7 @@ done
 engines="$name"
 for r in $(seq 2 "$replicas"); do
     [ "$backend" = cuda ] && dev=(--device $((r - 1)))
-    # shellcheck disable=SC2086
-    "$build/llm-engine" serve --model "$model" --shm "$name-r$r" --backend "$backend" --shm-mode 0600 ${ENGINE_ARGS:-} \
-        "${tune[@]}" "${dev[@]}" >"$run/logs/engine-r$r.log" 2>&1 &
-    echo $! >>"$run/engine.pid"
+    engine "$model" "$name-r$r" "engine-r$r.log" "${dev[@]}"
     engines="$engines $name-r$r"
 done
 
@@ -123,19 +124,14 @@ for _ in $(seq $((wait_s * 10))); do
         echo "ngx_llm is serving $model${MODELS:+ and $MODELS}$([ "$replicas" = 1 ] || echo " ($replicas engines)") at http://127.0.0.1:$port/v1 (logs: $run/logs; stop: make stop PORT=$port)"
         exit 0
     fi
-    k=0
-    while read -r pid; do
+    while read -r pid log; do
         if ! kill -0 "$pid" 2>/dev/null; then
-            log="$run/logs/engine.log"
-            [ "$k" = 0 ] || log="$run/logs/engine-$k.log"
-            [ "$k" -le "$i" ] || log="$run/logs/engine-r$((k - i + 1)).log"
             echo "the engine exited:" >&2
             cat "$log" >&2
             stop
             exit 1
         fi
-        k=$((k + 1))
-    done <"$run/engine.pid"
+    done < <(paste -d' ' "$run/engine.pid" "$run/engine.logs")
     sleep 0.1
 done
 echo "no 200 from /health after $wait_s s; see $run/logs" >&2

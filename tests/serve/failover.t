@@ -27,37 +27,17 @@ my $want = `$BUILD/llm-engine generate --model $MODEL --prompt '$PROMPT' --max-t
 $want =~ s/\n\z//;
 my $body = qq({"prompt": "$PROMPT", "max_tokens": 16, "temperature": 0});
 
-# sends a completion and returns its socket, once the engine holds it (its slots in use: 1)
-sub send_waiting {
-    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 60) or die;
-    print $s "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
-        . "Content-Length: " . length($body) . "\r\n\r\n$body";
-    my $busy = 0;
-    for (1 .. 200) {
-        my $m = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$port/metrics")->{content} // '';
-        last if $m =~ /^llm_slots_in_use (\d+)$/m && ($busy = $1) >= 1;
-        select(undef, undef, undef, 0.05);
-    }
-    return ($s, $busy);
-}
-
-sub answer {
-    my ($s) = @_;
-    local $/;
-    my $raw = <$s> // '';
-    close $s;
-    my ($st) = $raw =~ m{^HTTP/1\.1 (\d+)};
-    my ($json) = $raw =~ /\r\n\r\n(.*)\z/s;
-    return ($st // 0, $json // '');
-}
-
 # the worker stopped, so the request waits in its queue; then killed: the supervisor starts another
 my $w = read_pid($pidf);
 kill 'STOP', $w;
-my ($s, $busy) = send_waiting();
+my ($s, $busy) = post_waiting($port, $body, sub {
+    my $m = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$port/metrics")->{content} // '';
+    $m =~ /^llm_slots_in_use (\d+)$/m ? $1 : 0;
+});
 is($busy, 1, 'the request waits in the stopped worker');
 kill 'KILL', $w;
-my ($st, $json) = answer($s);
+my ($raw, $json) = answer($s);
+my ($st) = $raw =~ m{^HTTP/1\.1 (\d+)};
 is($st, 200, 'the worker killed before the first token: 200 (started again on its successor)');
 is(eval { decode_json($json)->{choices}[0]{text} } // '', $want, "... with generate's text");
 isnt(read_pid($pidf), $w, 'a new worker');

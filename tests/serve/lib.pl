@@ -161,4 +161,30 @@ sub stop_nginx {
     kill('KILL', $pid), waitpid($pid, 0) unless defined wait_for($pid, 10);
 }
 
+
+# POSTs $body to /v1/completions on 127.0.0.1:$port without waiting for the answer; then polls $load->() (the
+# engine's slots in use) every 50 ms, up to 10 s, until it is 1 or more: (the socket, the last reading).
+sub post_waiting {
+    my ($port, $body, $load) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 60) or die "connect: $!";
+    print $s "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        . "Content-Length: " . length($body) . "\r\n\r\n$body";
+    my $busy = 0;
+    for (1 .. 200) {
+        last if ($busy = $load->() // 0) >= 1;
+        sleep 0.05;
+    }
+    return ($s, $busy);
+}
+
+# The whole answer on a socket of post_waiting: (the raw response, its body).
+sub answer {
+    my ($s) = @_;
+    local $/;
+    my $raw = <$s> // '';
+    close $s;
+    my ($body) = $raw =~ /\r\n\r\n(.*)\z/s;
+    return ($raw, $body // '');
+}
+
 1;

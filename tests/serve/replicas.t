@@ -93,24 +93,14 @@ is(join(',', map { "$_->{engine}:$_->{status}" } @{ $h->{engines} // [] }), "$A:
 
 # A's worker stopped: the next request (A's turn) waits there; while it does, A is busier than B
 kill 'STOP', $pid{$A};
-my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 30) or die;
-print $s "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
-    . "Content-Length: " . length($body) . "\r\n\r\n$body";
-my $busy = 0;
-for (1 .. 200) { # until nginx has put it on A's ring (A's slots in use: 1)
-    last if ($busy = metric('llm_slots_in_use', $A) // 0) >= 1;
-    select(undef, undef, undef, 0.05);
-}
+my ($s, $busy) = post_waiting($port, $body, sub { metric('llm_slots_in_use', $A) }); # (until it is on A's ring)
 is($busy, 1, "the request waits on $A (its slots in use: 1)");
 is(requests(4, "with $A busy"), join(' ', ("200:$B") x 4), "a request in flight on $A: the others go to $B");
 # a rolling restart: SIGTERM to A, which drains: the request it holds runs to the end, then A exits
 kill 'TERM', $pid{$A};
 kill 'CONT', $pid{$A};
-local $/;
-my $raw = <$s>;
-close $s;
-like($raw // '', qr{^HTTP/1\.1 200 .*\r\nX-Engine: \Q$A\E\r\n}s, "SIGTERM to $A: the request it held, 200 from $A");
-my ($json) = ($raw // '') =~ /\r\n\r\n(.*)\z/s;
+my ($raw, $json) = answer($s);
+like($raw, qr{^HTTP/1\.1 200 .*\r\nX-Engine: \Q$A\E\r\n}s, "SIGTERM to $A: the request it held, 200 from $A");
 is(eval { decode_json($json)->{choices}[0]{text} } // '', $want, '... with generate\'s text (drained, not dropped)');
 is(wait_for($pid{$A}, 15), 0, "$A drained and exited 0");
 
@@ -136,21 +126,12 @@ $pid{$A} = spawn_cmd("$dir/$A.out", "$dir/$A.err", "$BUILD/llm-engine", 'serve',
 ok(defined wait_ready($A, 30), "$A back: READY") or BAIL_OUT(slurp("$dir/$A.err"));
 $http->get("http://127.0.0.1:$port/health"); # (the workers re-attach)
 kill 'STOP', $pid{$B};
-$s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 30) or die;
-print $s "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
-    . "Content-Length: " . length($body) . "\r\n\r\n$body";
-$busy = 0;
-for (1 .. 200) {
-    last if ($busy = metric('llm_slots_in_use', $B) // 0) >= 1;
-    select(undef, undef, undef, 0.05);
-}
+($s, $busy) = post_waiting($port, $body, sub { metric('llm_slots_in_use', $B) });
 is($busy, 1, "a request waits on $B (ties go in turn: its turn)");
 kill 'KILL', $pid{$B};
 waitpid($pid{$B}, 0);
-$raw = <$s>;
-close $s;
-like($raw // '', qr{^HTTP/1\.1 200 .*\r\nX-Engine: \Q$A\E\r\n}s, "$B killed before its first token: 200 from $A");
-($json) = ($raw // '') =~ /\r\n\r\n(.*)\z/s;
+($raw, $json) = answer($s);
+like($raw, qr{^HTTP/1\.1 200 .*\r\nX-Engine: \Q$A\E\r\n}s, "$B killed before its first token: 200 from $A");
 is(eval { decode_json($json)->{choices}[0]{text} } // '', $want, '... with generate\'s text');
 like(slurp("$dir/logs/error.log"), qr/engine "\Q$B\E" went away before the request's first token; it goes on on "\Q$A\E"/,
      '... and the error log says so');
