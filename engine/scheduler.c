@@ -60,7 +60,7 @@ typedef struct {
                                     * 15 decodes) */
     llm_drafter_seq dseq;      /* draft-model speculation: its state in the drafter */
     llm_draft_req   dreq;      /* this step's ask of the drafter, and its drafts (dreq.out, n_out), before placing */
-    int      d_k;              /* drafts it asks the draft model for (adapts; 0: not yet set, spec_tokens) */
+    int      d_k;              /* drafts it asks the draft model for: 1..spec_tokens, adapting */
 } sreq;
 
 enum { PLACE_OK, PLACE_SKIP, PLACE_SELF_PREEMPTED };
@@ -686,6 +686,7 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     }
     r->schema = schema;
     r->embed = q->embed;
+    r->d_k = s->cfg.spec_tokens;
     r->reason_start = schema != NULL && q->reasoning ? q->reason_start : -1;
     if (r->reason_start >= 0) {
         r->n_reason_end = q->n_reason_end;
@@ -939,7 +940,7 @@ static void draft_models(llm_sched *s)
         sreq *r = s->running[i];
         if (r->n_tokens - r->n_computed != 1 || !may_speculate(r) || r->spec_skip > 0)
             continue;
-        int k = r->d_k > 0 && r->d_k < s->cfg.spec_tokens ? r->d_k : s->cfg.spec_tokens;
+        int k = r->d_k;
         int lim[3] = { r->max_tokens - r->n_gen - 1, s->ctx_limit - r->n_tokens, r->cap - r->n_tokens };
         for (int j = 0; j < 3; j++)
             k = lim[j] < k ? lim[j] : k;
@@ -1542,8 +1543,7 @@ int llm_sched_step(llm_sched *s)
             r->spec_miss = confirmed > 0 ? 0 : r->spec_miss < 4 ? r->spec_miss + 1 : 4;
             r->spec_skip = (1 << r->spec_miss) - 1;
             if (s->drafter != NULL && !s->cfg.draft_fixed) /* the draft model's length follows its record */
-                r->d_k = confirmed < nd ? confirmed + 1
-                         : r->d_k > 0 && r->d_k < s->cfg.spec_tokens ? r->d_k + 1 : s->cfg.spec_tokens;
+                r->d_k = confirmed < nd ? confirmed + 1 : r->d_k < s->cfg.spec_tokens ? r->d_k + 1 : r->d_k;
         }
         row = end;
     }
