@@ -433,7 +433,7 @@ static ngx_int_t ngx_http_llm_emb_start(ngx_http_request_t *r, llm_api_req *q, i
     if (cln == NULL) { llm_api_req_free(q); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
     ctx->r = r;
     ctx->q = *q; /* ctx owns the request from here; the cleanup frees it */
-    ctx->eng = ngx_http_llm_pick_engine(r);
+    ctx->eng = ngx_http_llm_pick_engine(r, NULL, 0);
     ctx->finished = 1; /* until the engine has it, an early return is not an abort */
     ctx->rerank = rerank != 0;
     ctx->n = ctx->q.n_prompts > 1 ? ctx->q.n_prompts : 1;

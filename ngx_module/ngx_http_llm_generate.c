@@ -668,7 +668,7 @@ static int ngx_http_llm_failover(ngx_http_llm_ctx_t *ctx)
         ctx->orphaned = 1;
     }
     llm_api_err e;
-    ngx_http_llm_engine_t *eng = ngx_http_llm_pick_engine(ctx->r);
+    ngx_http_llm_engine_t *eng = ngx_http_llm_pick_engine(ctx->r, ctx->pr.ids[0], ctx->pr.n_ids[0]);
     if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) {
         ctx->log->eng = old;
         return -1;
@@ -797,7 +797,7 @@ int ngx_http_llm_start_err(int rc, llm_api_err *e)
 
 /* ---------------- prompts ---------------- */
 
-/* Token ids of every prompt, each checked against the engine's context. NGX_OK; NGX_DECLINED with e set
+/* Token ids of every prompt, and the engine (replica) they go to, each checked against its context. NGX_OK; NGX_DECLINED with e set
  * (a 4xx/5xx to send); NGX_ERROR (no memory). */
 static ngx_int_t ngx_http_llm_prompts_encode(ngx_http_request_t *r, ngx_http_llm_ctx_t *ctx, int np,
                                              ngx_http_llm_prompts_t *pr, llm_api_err *e)
@@ -818,6 +818,7 @@ static ngx_int_t ngx_http_llm_prompts_encode(ngx_http_request_t *r, ngx_http_llm
             return NGX_DECLINED;
         }
     }
+    ctx->eng = ngx_http_llm_pick_engine(r, pr->ids[0], pr->n_ids[0]); /* (llm_balance prefix: by the first) */
     if (ngx_http_llm_engine_ready(ctx->eng, e) != LLM_SHM_OK) { ngx_http_llm_prompts_free(pr); return NGX_DECLINED; }
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     uint32_t ctx_len = m->hdr->model.ctx_len;
@@ -1022,7 +1023,6 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     if (cln == NULL) { llm_api_req_free(q); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
     ctx->r = r;
     ctx->q = *q;           /* ctx owns the request from here; the cleanup frees it */
-    ctx->eng = ngx_http_llm_pick_engine(r);
     ctx->tok = lcf->tok->tok;
     ctx->finished = 1;     /* until the engine has it, an early return is not an abort */
     cln->handler = ngx_http_llm_cleanup;

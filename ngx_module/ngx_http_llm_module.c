@@ -16,6 +16,12 @@ static ngx_int_t ngx_http_llm_init_process(ngx_cycle_t *cycle);
 static void ngx_http_llm_exit_process(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r);
 
+static ngx_conf_enum_t ngx_http_llm_balance_modes[] = {
+    { ngx_string("least"), NGX_LLM_BALANCE_LEAST },
+    { ngx_string("prefix"), NGX_LLM_BALANCE_PREFIX },
+    { ngx_null_string, 0 }
+};
+
 static ngx_command_t ngx_http_llm_commands[] = {
     { ngx_string("llm_api"),
       NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS | NGX_CONF_TAKE1,
@@ -29,6 +35,10 @@ static ngx_command_t ngx_http_llm_commands[] = {
     { ngx_string("llm_engine"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
       ngx_http_llm_engine_directive, NGX_HTTP_LOC_CONF_OFFSET, 0, NULL },
+    { ngx_string("llm_balance"),
+      NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot, NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_llm_loc_conf_t, balance), &ngx_http_llm_balance_modes },
     { ngx_string("llm_model_path"),
       NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
       ngx_conf_set_str_slot, NGX_HTTP_LOC_CONF_OFFSET,
@@ -143,6 +153,7 @@ static void *ngx_http_llm_create_loc_conf(ngx_conf_t *cf)
     if (lcf == NULL) return NULL;
     lcf->handler = NGX_CONF_UNSET_UINT;
     lcf->engine_names = NGX_CONF_UNSET_PTR;
+    lcf->balance = NGX_CONF_UNSET_UINT;
     lcf->default_max_tokens = NGX_CONF_UNSET;
     lcf->max_tokens = NGX_CONF_UNSET;
     lcf->request_timeout = NGX_CONF_UNSET_MSEC;
@@ -272,6 +283,7 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
 
     ngx_conf_merge_uint_value(conf->handler, prev->handler, NGX_LLM_OFF);
     ngx_conf_merge_ptr_value(conf->engine_names, prev->engine_names, NULL);
+    ngx_conf_merge_uint_value(conf->balance, prev->balance, NGX_LLM_BALANCE_PREFIX);
     ngx_conf_merge_str_value(conf->model_path, prev->model_path, "");
     ngx_conf_merge_str_value(conf->model_name, prev->model_name, "");
     ngx_conf_merge_ptr_value(conf->model_aliases, prev->model_aliases, NULL);
@@ -315,7 +327,7 @@ static char *ngx_http_llm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *chi
     for (ngx_uint_t i = 0; i < conf->n_replicas; i++)
         if (ngx_http_llm_engine_index(cf, &names[i], &conf->replicas[i]) != NGX_OK) return NGX_CONF_ERROR;
     conf->engine_idx = conf->replicas[0];
-    return NGX_CONF_OK;
+    return ngx_http_llm_balance_conf(cf, conf) == NGX_OK ? NGX_CONF_OK : NGX_CONF_ERROR;
 }
 
 static char *ngx_http_llm_set_handler(ngx_conf_t *cf, ngx_http_llm_loc_conf_t *lcf, ngx_uint_t h)

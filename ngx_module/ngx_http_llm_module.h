@@ -107,6 +107,8 @@ typedef struct {
     ngx_shm_zone_t        *zone;
     ngx_http_llm_counters_t *counters; /* in the zone, or NULL before init */
     ngx_shm_zone_t        *store;    /* llm_responses_store: the zone of stored responses, or NULL (off) */
+    ngx_shm_zone_t        *prefixes; /* llm_balance prefix: which replica last took each prompt block, or NULL */
+    uint64_t              *prefix_table; /* in that zone, NGX_LLM_PREFIX_SLOTS entries */
     time_t                 started;
 } ngx_http_llm_main_conf_t;
 
@@ -114,6 +116,13 @@ typedef struct ngx_http_llm_loc_conf_s ngx_http_llm_loc_conf_t;
 
 /* llm_engine NAME ...: replicas of one model at most (ngx_http_llm_replicas.c). */
 #define NGX_LLM_MAX_REPLICAS 16
+/* llm_balance: the least busy replica, or the least busy counting the prompt's tokens each one took before
+ * (NGX_LLM_PREFIX_PER_REQUEST tokens as one request in flight fewer) */
+#define NGX_LLM_BALANCE_LEAST  0
+#define NGX_LLM_BALANCE_PREFIX 1
+#define NGX_LLM_PREFIX_SLOTS   65536  /* prompt blocks remembered (512 KB of shared memory) */
+#define NGX_LLM_PREFIX_BLOCK   32     /* tokens a block */
+#define NGX_LLM_PREFIX_PER_REQUEST 64
 
 /* llm_models: a named location whose model requests may name. */
 #define NGX_LLM_MAX_ROUTES 64
@@ -127,6 +136,7 @@ struct ngx_http_llm_loc_conf_s {
     ngx_array_t           *engine_names; /* llm_engine NAME ... (ngx_str_t); NULL: "default" */
     ngx_uint_t             replicas[NGX_LLM_MAX_REPLICAS]; /* their indexes in the main conf's engines */
     ngx_uint_t             n_replicas;
+    ngx_uint_t             balance;     /* llm_balance: NGX_LLM_BALANCE_* */
     ngx_uint_t             engine_idx;  /* the first's */
     ngx_str_t              model_path;
     ngx_http_llm_tok_t    *tok;
@@ -166,12 +176,16 @@ ngx_int_t ngx_http_llm_check_api_key(ngx_http_request_t *r, ngx_uint_t h);
 ngx_uint_t ngx_http_llm_endpoint(ngx_http_request_t *r);
 ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);
 /* replicas (ngx_http_llm_replicas.c): llm_engine's directive; replica i of lcf; and the one a new request of r's
- * location goes to (the ready one with the fewest requests in flight, ties in turn; the first when none is
- * ready), which $llm_engine then names. ngx_http_llm_lcf_engine above gives the first ready replica (the first
- * when none is), for what one engine answers (context length, health). */
+ * location goes to (llm_balance: the ready one with the fewest requests in flight, ties in turn, under prefix
+ * counting what each took of the prompt ids[0..n) before; the first when none is ready), which $llm_engine then
+ * names. ids may be NULL (no prompt: the least busy).
+ * ngx_http_llm_lcf_engine above gives the first ready replica (the first when none is), for what one engine
+ * answers (context length, health). ngx_http_llm_balance_conf makes the shared table llm_balance prefix keeps
+ * (at the location's merge). */
 char                  *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t              ngx_http_llm_balance_conf(ngx_conf_t *cf, ngx_http_llm_loc_conf_t *lcf);
 ngx_http_llm_engine_t *ngx_http_llm_replica(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, ngx_uint_t i);
-ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r);
+ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int32_t *ids, size_t n);
 
 /* What a request of the module did, for its variables ($llm_engine, $llm_model, $llm_prompt_tokens,
  * $llm_completion_tokens, $llm_cached_tokens, $llm_ttft, $llm_finish_reason; ngx_http_llm_vars.c), read when they are (the access

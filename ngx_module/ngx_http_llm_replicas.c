@@ -1,11 +1,15 @@
 /* llm_engine NAME ...: replicas of one model, an engine each (one a GPU: `--device N`; or one a CPU socket).
  *
- * A new request goes to the ready replica with the fewest requests in flight (its segment's slots in use, which
- * every worker's submissions count at once), ties taken in turn; it stays there until it ends, unless that
- * replica dies before its first token (ngx_http_llm_failover, in ngx_http_llm_generate.c, starts it again on
- * another). A replica that is down or restarting is passed over, so the others go on serving. $llm_engine
- * names the choice (ngx_http_llm_vars.c); /health and /metrics look at every replica (ngx_http_llm_info.c,
- * ngx_http_llm_metrics.c). */
+ * A new request goes to a ready replica (llm_balance): under `least`, the one with the fewest requests in flight
+ * (its segment's slots in use, which every worker's submissions count at once), ties taken in turn; under
+ * `prefix` (the default), the same, but counting what each replica took of the prompt before: a replica's
+ * prefix cache keeps the prompts it computed, so a conversation's next turn, or another question about the same
+ * long document, costs it only the new tokens, and another replica all of them. Every 64 tokens a replica took
+ * count as one request fewer in flight there, up to 4 (or half the least busy one's) more. The request stays
+ * there until it ends, unless that replica dies before its first token (ngx_http_llm_failover, in
+ * ngx_http_llm_generate.c, starts it again on another). A replica that is down or restarting is passed over,
+ * so the others go on serving. $llm_engine names the choice (ngx_http_llm_vars.c); /health and /metrics look
+ * at every replica (ngx_http_llm_info.c, ngx_http_llm_metrics.c). */
 #include "ngx_http_llm_module.h"
 
 char *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -46,26 +50,136 @@ ngx_http_llm_engine_t *ngx_http_llm_lcf_engine(ngx_http_request_t *r, ngx_http_l
     return ngx_http_llm_replica(r, lcf, 0);
 }
 
-ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r)
+/* llm_balance prefix's table, in shared memory (every worker's requests write and read it): for each prompt
+ * block a replica took, a hash of the prompt up to the end of that block, chained from the names of the
+ * location's replicas (locations, and reloads that change them, do not mix), in the high 48 bits, and in the
+ * low 16 which replicas took it (bit i: replica i). A system prompt that every request starts with soon has
+ * every replica's bit, so it favours none; a conversation's earlier turns have one. Direct-mapped: a newer
+ * block takes the slot of an older one, as the engines' caches give the oldest back first. A stale or
+ * colliding entry only sends a request to a replica that has less of it cached than hoped. */
+#define NGX_LLM_PREFIX_TAG (~(uint64_t)0xffff)
+
+static uint64_t ngx_http_llm_prefix_mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
+static uint64_t ngx_http_llm_prefix_seed(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (ngx_uint_t i = 0; i < lcf->n_replicas; i++) {
+        ngx_str_t *name = &ngx_http_llm_replica(r, lcf, i)->name;
+        for (size_t k = 0; k < name->len; k++) h = (h ^ name->data[k]) * 0x100000001b3ULL;
+        h = (h ^ 0xff) * 0x100000001b3ULL; /* (between names) */
+    }
+    return ngx_http_llm_prefix_mix(h);
+}
+
+static uint64_t ngx_http_llm_prefix_block(uint64_t h, const int32_t *ids)
+{
+    for (int k = 0; k < NGX_LLM_PREFIX_BLOCK; k++) h = (h ^ (uint32_t)ids[k]) * 0x100000001b3ULL;
+    return ngx_http_llm_prefix_mix(h);
+}
+
+/* matched[i]: how many of ids' leading tokens (whole blocks) replica i took. */
+static void ngx_http_llm_prefix_find(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, uint64_t *table,
+                                     const int32_t *ids, size_t n, size_t *matched)
+{
+    uint64_t h = ngx_http_llm_prefix_seed(r, lcf), alive = ((uint64_t)1 << lcf->n_replicas) - 1;
+    for (ngx_uint_t i = 0; i < lcf->n_replicas; i++) matched[i] = 0;
+    for (size_t b = 0; alive && b + NGX_LLM_PREFIX_BLOCK <= n; b += NGX_LLM_PREFIX_BLOCK) {
+        h = ngx_http_llm_prefix_block(h, ids + b);
+        uint64_t e = __atomic_load_n(&table[h & (NGX_LLM_PREFIX_SLOTS - 1)], __ATOMIC_RELAXED);
+        alive &= (e & NGX_LLM_PREFIX_TAG) == (h & NGX_LLM_PREFIX_TAG) ? e : 0;
+        for (ngx_uint_t i = 0; i < lcf->n_replicas; i++)
+            if (alive >> i & 1) matched[i] = b + NGX_LLM_PREFIX_BLOCK;
+    }
+}
+
+/* Records that replica i took ids' whole blocks. */
+static void ngx_http_llm_prefix_note(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, uint64_t *table,
+                                     const int32_t *ids, size_t n, ngx_uint_t i)
+{
+    uint64_t h = ngx_http_llm_prefix_seed(r, lcf);
+    for (size_t b = 0; b + NGX_LLM_PREFIX_BLOCK <= n; b += NGX_LLM_PREFIX_BLOCK) {
+        h = ngx_http_llm_prefix_block(h, ids + b);
+        uint64_t *slot = &table[h & (NGX_LLM_PREFIX_SLOTS - 1)], tag = h & NGX_LLM_PREFIX_TAG, bit = (uint64_t)1 << i;
+        uint64_t e = __atomic_load_n(slot, __ATOMIC_RELAXED), ne;
+        do ne = (e & NGX_LLM_PREFIX_TAG) == tag ? e | bit : tag | bit; /* (another block's: taken over) */
+        while (ne != e && !__atomic_compare_exchange_n(slot, &e, ne, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    }
+}
+
+static ngx_int_t ngx_http_llm_prefix_zone_init(ngx_shm_zone_t *zone, void *data)
+{
+    ngx_http_llm_main_conf_t *mcf = zone->data;
+    if (data) { /* reload: keep what the replicas hold */
+        mcf->prefix_table = ((ngx_http_llm_main_conf_t *)data)->prefix_table;
+        return NGX_OK;
+    }
+    ngx_slab_pool_t *shpool = (ngx_slab_pool_t *)zone->shm.addr;
+    if (zone->shm.exists) { mcf->prefix_table = shpool->data; return NGX_OK; }
+    mcf->prefix_table = ngx_slab_calloc(shpool, NGX_LLM_PREFIX_SLOTS * sizeof(uint64_t));
+    if (mcf->prefix_table == NULL) return NGX_ERROR;
+    shpool->data = mcf->prefix_table;
+    return NGX_OK;
+}
+
+ngx_int_t ngx_http_llm_balance_conf(ngx_conf_t *cf, ngx_http_llm_loc_conf_t *lcf)
+{
+    static ngx_str_t name = ngx_string("llm_prefixes");
+    ngx_http_llm_main_conf_t *mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_module);
+    if (lcf->n_replicas < 2 || lcf->balance != NGX_LLM_BALANCE_PREFIX || mcf->prefixes != NULL) return NGX_OK;
+    size_t size = ngx_align(NGX_LLM_PREFIX_SLOTS * sizeof(uint64_t) + 64 * 1024, ngx_pagesize);
+    mcf->prefixes = ngx_shared_memory_add(cf, &name, size, &ngx_http_llm_module);
+    if (mcf->prefixes == NULL) return NGX_ERROR;
+    mcf->prefixes->init = ngx_http_llm_prefix_zone_init;
+    mcf->prefixes->data = mcf;
+    return NGX_OK;
+}
+
+ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int32_t *ids, size_t n)
 {
     static ngx_uint_t turn; /* this worker's: where ties start */
     ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
-    ngx_http_llm_engine_t *best = ngx_http_llm_replica(r, lcf, 0);
+    ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
+    ngx_uint_t best = 0;
     if (lcf->n_replicas > 1) {
-        int64_t least = -1;
+        int64_t least = -1, load[NGX_LLM_MAX_REPLICAS];
+        size_t matched[NGX_LLM_MAX_REPLICAS] = { 0 };
         llm_api_err e;
-        for (ngx_uint_t k = 0; k < lcf->n_replicas; k++) {
-            ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcf, (turn + k) % lcf->n_replicas);
+        for (ngx_uint_t i = 0; i < lcf->n_replicas; i++) {
+            ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcf, i);
+            load[i] = -1; /* not ready */
             if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) continue;
-            int64_t load = atomic_load(&llm_client_map(eng->client)->metrics->slots_in_use);
-            if (least < 0 || load < least) {
-                least = load;
-                best = eng;
+            load[i] = atomic_load(&llm_client_map(eng->client)->metrics->slots_in_use);
+            if (least < 0 || load[i] < least) least = load[i];
+        }
+        uint64_t *table = lcf->balance == NGX_LLM_BALANCE_PREFIX && ids != NULL ? mcf->prefix_table : NULL;
+        if (table != NULL && least >= 0) ngx_http_llm_prefix_find(r, lcf, table, ids, n, matched);
+        /* The least busy, where every NGX_LLM_PREFIX_PER_REQUEST tokens of the prompt a replica took count as one
+         * request fewer in flight there; never one more than 4 requests, and half, over the least busy. Ties: the
+         * one that took more of it, then in turn. */
+        int64_t cap = least + ngx_max(4, least / 2), score = 0;
+        for (ngx_uint_t k = 0, found = 0; k < lcf->n_replicas; k++) {
+            ngx_uint_t i = (turn + k) % lcf->n_replicas;
+            if (load[i] < 0 || load[i] > cap) continue;
+            int64_t sc = load[i] * NGX_LLM_PREFIX_PER_REQUEST - (int64_t)matched[i];
+            if (!found || sc < score || (sc == score && matched[i] > matched[best])) {
+                found = 1;
+                score = sc;
+                best = i;
             }
         }
         turn++;
+        if (table != NULL && least >= 0) ngx_http_llm_prefix_note(r, lcf, table, ids, n, best);
     }
+    ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcf, best);
     ngx_http_llm_log_t *l = ngx_http_llm_log(r);
-    if (l != NULL) l->eng = best;
-    return best;
+    if (l != NULL) l->eng = eng;
+    return eng;
 }

@@ -166,3 +166,55 @@ POST /v1/completions
 --- error_code: 400
 --- response_headers_like
 X-Tokens: \[\|\|\]
+
+=== TEST 11: llm_balance least: the replica that serves takes the request
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngx_llm_no_such_engine $TEST_NGINX_REAL_ENGINE;
+    llm_balance least;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    add_header X-Engine $llm_engine always;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0}
+--- error_code: 200
+--- response_headers_like
+X-Engine: ngxreal\d+
+--- response_body_like eval
+qr/"text":"\Q$ENV{TEST_NGINX_REF_COMPLETION}\E"/
+
+=== TEST 12: llm_balance prefix (the default, named), a prompt of several blocks: the replica that serves
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngx_llm_no_such_engine $TEST_NGINX_REAL_ENGINE;
+    llm_balance prefix;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    add_header X-Engine $llm_engine always;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. One day, she saw a big red ball under a tall tree and wanted to play with it.", "max_tokens": 8, "temperature": 0}
+--- error_code: 200
+--- response_headers_like
+X-Engine: ngxreal\d+
+
+=== TEST 13: llm_balance takes least or prefix
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine a b;
+    llm_balance random;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+}
+--- must_die
+--- error_log
+invalid value "random"

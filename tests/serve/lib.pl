@@ -23,6 +23,16 @@ sub spawn_cmd {
     return $pid;
 }
 
+# A replica: `llm-engine serve` of $MODEL on segment $name, one thread, $slots slots (16 if not given), not
+# supervised, its output in $dir/$name.out / .err; waits until it is READY (else bails out). Returns its pid.
+sub replica {
+    my ($dir, $name, $slots) = @_;
+    my $pid = spawn_cmd("$dir/$name.out", "$dir/$name.err", "$BUILD/llm-engine", 'serve', '--model', $MODEL, '--shm',
+                        $name, '--threads', 1, '--slots', $slots // 16, '--no-supervise');
+    Test::More::ok(defined wait_ready($name, 30), "engine $name: READY") or Test::More::BAIL_OUT(slurp("$dir/$name.err"));
+    return $pid;
+}
+
 # Wait for pid up to $secs; returns its status, or undef on timeout.
 sub wait_for {
     my ($pid, $secs) = @_;
@@ -114,19 +124,20 @@ sub shm_reading {
 }
 
 
-# nginx in the foreground (master_process off) on 127.0.0.1:PORT, the module loaded by $load (a load_module
-# line), with $locations in its one server and $http (optional) at http level; its files under $dir. Returns
-# (pid, port) once it answers, or dies with its error log.
+# nginx in the foreground (master_process off, unless $load turns it on) on 127.0.0.1:PORT, the module loaded
+# by $load (a load_module line), with $locations in its one server and $http (optional) at http level; its
+# files under $dir. Returns (pid, port) once it answers, or dies with its error log.
 sub start_nginx {
     my ($dir, $load, $locations, $http) = @_;
     $http //= '';
+    my $master = $load =~ /^\s*master_process\b/m ? '' : 'master_process off;';
     my $port = 20000 + ($$ * 7 + int(rand(1000))) % 20000;
     mkdir "$dir/logs";
     open(my $f, '>', "$dir/nginx.conf") or die "$dir/nginx.conf: $!";
     print $f <<"EOC";
 $load
 daemon off;
-master_process off;
+$master
 error_log $dir/logs/error.log warn;
 pid $dir/logs/nginx.pid;
 events { worker_connections 64; }
@@ -162,16 +173,19 @@ sub stop_nginx {
 }
 
 
-# POSTs $body to /v1/completions on 127.0.0.1:$port without waiting for the answer; then polls $load->() (the
-# engine's slots in use) every 50 ms, up to 10 s, until it is 1 or more: (the socket, the last reading).
+# POSTs $body to /v1/completions (or $path) on 127.0.0.1:$port without waiting for the answer; then polls
+# $load->() (the engine's slots in use) every 50 ms, up to 10 s, until it is $want (1 if not given) or more:
+# (the socket, the last reading).
 sub post_waiting {
-    my ($port, $body, $load) = @_;
+    my ($port, $body, $load, $want, $path) = @_;
+    $want //= 1;
+    $path //= '/v1/completions';
     my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 60) or die "connect: $!";
-    print $s "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    print $s "POST $path HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
         . "Content-Length: " . length($body) . "\r\n\r\n$body";
     my $busy = 0;
     for (1 .. 200) {
-        last if ($busy = $load->() // 0) >= 1;
+        last if ($busy = $load->() // 0) >= $want;
         sleep 0.05;
     }
     return ($s, $busy);

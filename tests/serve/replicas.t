@@ -20,11 +20,7 @@ plan skip_all => "$BUILD/ngx_http_llm_module.so not built" unless -f "$BUILD/ngx
 my $dir = tempdir(CLEANUP => 1);
 my ($A, $B) = ("repa-$$", "repb-$$");
 my %pid;
-for my $name ($A, $B) {
-    $pid{$name} = spawn_cmd("$dir/$name.out", "$dir/$name.err", "$BUILD/llm-engine", 'serve', '--model', $MODEL,
-                            '--shm', $name, '--threads', 1, '--slots', 16, '--no-supervise');
-    ok(defined wait_ready($name, 30), "engine $name: READY") or BAIL_OUT(slurp("$dir/$name.err"));
-}
+$pid{$_} = replica($dir, $_) for ($A, $B);
 my ($npid, $port) = start_nginx($dir, "load_module $ENV{PWD}/$BUILD/ngx_http_llm_module.so;", <<"EOL", <<'EOH');
         location / {
             llm_api;
@@ -121,9 +117,7 @@ like($http->get("http://127.0.0.1:$port/metrics")->{content}, qr/^llm_engine_up\
      '/metrics: llm_engine_up 0 and 1');
 
 # A back; B killed (kill -9) while a request waits on it, before its first token: it goes on on A
-$pid{$A} = spawn_cmd("$dir/$A.out", "$dir/$A.err", "$BUILD/llm-engine", 'serve', '--model', $MODEL, '--shm', $A,
-                     '--threads', 1, '--slots', 16, '--no-supervise');
-ok(defined wait_ready($A, 30), "$A back: READY") or BAIL_OUT(slurp("$dir/$A.err"));
+$pid{$A} = replica($dir, $A); # (back)
 $http->get("http://127.0.0.1:$port/health"); # (the workers re-attach)
 kill 'STOP', $pid{$B};
 ($s, $busy) = post_waiting($port, $body, sub { metric('llm_slots_in_use', $B) });
