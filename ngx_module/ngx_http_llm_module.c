@@ -426,9 +426,8 @@ bad:
 static ngx_int_t ngx_http_llm_zone_init(ngx_shm_zone_t *zone, void *data)
 {
     ngx_http_llm_main_conf_t *mcf = zone->data;
-    if (data) { /* reload: keep the old counters */
-        mcf->counters = data;
-        zone->data = mcf;
+    if (data) { /* reload: keep the old counters (data is the old configuration's, which the master then frees) */
+        mcf->counters = ((ngx_http_llm_main_conf_t *)data)->counters;
         return NGX_OK;
     }
     ngx_slab_pool_t *shpool = (ngx_slab_pool_t *)zone->shm.addr;
