@@ -28,7 +28,7 @@ typedef struct {
     int32_t  score[LLM_SCHED_MAX_SCORE]; /* ids whose logprobs each output reports (scoring) */
     int      n_score;
     int      n_computed;       /* tokens whose KV is in the cache */
-    int      prompt_len;       /* tokens treated as prompt (registered in the prefix cache) */
+    int      prompt_len;       /* tokens treated as prompt (counted as tokens in) */
     llm_kv_seq   kv;
     llm_kv_seq   kvw;          /* its window table (s->kvw): the window layers' blocks, those before the window
                                 * given back (llm_kv_seq_drop_front); never shorter than kv */
@@ -1510,12 +1510,13 @@ int llm_sched_step(llm_sched *s)
         r->n_computed += r->chunk - nd;
         if (from < r->prompt_len)
             s->st.tokens_in += (uint64_t)((r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len) - from);
-        if (!s->be->model->cfg.bidirectional) { /* an encoder's KV depends on the whole input: no prefix to share,
-                                                 * and its blocks go back to the free stack hot, not to the LRU */
-            int upto = r->n_computed < r->prompt_len ? r->n_computed : r->prompt_len;
-            llm_kv_seq_commit(s->kv, &r->kv, r->tokens, upto);
+        /* The prefix cache takes every whole block computed, generated tokens' too: a conversation's next turn
+         * (its prompt this one's with the answer after it) finds the answer's KV as well. An encoder's KV depends
+         * on the whole input: no prefix to share, and its blocks go back to the free stack hot, not to the LRU. */
+        if (!s->be->model->cfg.bidirectional) {
+            llm_kv_seq_commit(s->kv, &r->kv, r->tokens, r->n_computed);
             if (s->kvw != NULL) /* (before the drop below: a block given back unregistered is lost to the cache) */
-                llm_kv_seq_commit(s->kvw, &r->kvw, r->tokens, upto);
+                llm_kv_seq_commit(s->kvw, &r->kvw, r->tokens, r->n_computed);
         }
         if (s->kvw != NULL) /* the next query, at n_computed, sees back to n_computed - win + 1 */
             llm_kv_seq_drop_front(s->kvw, &r->kvw, r->n_computed - s->win + 1);

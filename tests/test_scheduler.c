@@ -419,6 +419,53 @@ static void test_batching_independence(void)
     fake_env_free(&t);
 }
 
+/* A conversation's next turn: its prompt is the last one's with the answer and a new question after it. The
+ * answer's KV, computed as it was generated, is in the prefix cache too: all but the last answer token's (never
+ * fed back), so 5 whole blocks of 18 + 4. */
+static void test_prefix_generated(void)
+{
+    fake_env e;
+    fake_env_init(&e, 64, 256, 64, 4);
+    llm_err err;
+    llm_sched *s = llm_sched_create(&e.be, NULL, &err);
+    static req_spec q[2];
+    memset(q, 0, sizeof(q));
+    for (int i = 0; i < 2; i++) {
+        llm_sampling_defaults(&q[i].sp);
+        q[i].sp.temperature = 0;
+        q[i].max_tokens = 5;
+    }
+    q[0].n_prompt = 18;
+    for (int k = 0; k < 18; k++)
+        q[0].prompt[k] = (int32_t)(k * 5 % 64);
+    result res[2], alone[2];
+    memset(res, 0, sizeof(res));
+    submit_spec(s, &q[0], 0);
+    while (llm_sched_step(s) == 1)
+        drain(s, res);
+    drain(s, res);
+    is_int(res[0].n, 5, "first turn: 5 tokens");
+    memcpy(q[1].prompt, q[0].prompt, sizeof(int32_t) * 18);
+    memcpy(q[1].prompt + 18, res[0].tok, sizeof(int32_t) * 5);
+    q[1].prompt[23] = 9;
+    q[1].prompt[24] = 11;
+    q[1].n_prompt = 25;
+    llm_sched_stats st0, st;
+    llm_sched_get_stats(s, &st0);
+    submit_spec(s, &q[1], 1);
+    while (llm_sched_step(s) == 1)
+        drain(s, res);
+    drain(s, res);
+    llm_sched_get_stats(s, &st);
+    is_int((int)(st.cached_tokens - st0.cached_tokens), 20, "next turn: 20 tokens cached (the prompt and 2 of the "
+           "answer's tokens in whole blocks)");
+    is_int(res[1].n_cached, 20, "... reported with its output");
+    run_alone(&e.be, &(llm_sched_config){ 0 }, q, 2, alone);
+    is_int(compare(res, alone, 2, "next turn"), 0, "its tokens = alone (no cache)");
+    llm_sched_destroy(s);
+    fake_env_free(&e);
+}
+
 static void test_prefix_sharing(void)
 {
     fake_env e;
@@ -1924,6 +1971,7 @@ int main(void)
 {
     test_batching_independence();
     test_prefix_sharing();
+    test_prefix_generated();
     test_cancel();
     test_priority_and_callback();
     test_hold();
