@@ -29,6 +29,9 @@ typedef struct {
     unsigned                 finished:1, rerank:1, rank_head:1; /* rerank by the model's classifier head */
     llm_api_req              q;
     int                      n, n_started, n_done, in_flight;
+    int                      redo;  /* below n_started, where inputs to start again (a failover) may be */
+    int                      failovers;
+    unsigned                 orphaned:1; /* its engine went away; waiting for one to go on on */
     int32_t                **ids;  /* [n] each malloc'd */
     size_t                  *n_ids;
     ngx_http_llm_emb_item_t *item;
@@ -195,39 +198,88 @@ static ngx_int_t ngx_http_llm_rerank_respond(ngx_http_llm_emb_ctx_t *ctx)
 
 /* ---------------- the engine ---------------- */
 
-/* Starts inputs while the window has room. 0; 1 when the engine has no slot now (tried again at the next
- * wake-up or within a second); -1 with e filled (nothing of this request in the engine: a full queue is a
- * 429 then). */
+/* Starts inputs while the window has room: first those a failover left to start again, then the next ones.
+ * 0; 1 when the engine has no slot now (tried again at the next wake-up or within a second); -1 with e filled
+ * (nothing of this request in the engine: a full queue is a 429 then). */
 static int ngx_http_llm_emb_start_more(ngx_http_llm_emb_ctx_t *ctx, llm_api_err *e)
 {
-    while (ctx->n_started < ctx->n && ctx->in_flight < NGX_LLM_EMBED_WINDOW) {
-        ngx_http_llm_emb_item_t *it = &ctx->item[ctx->n_started];
-        int rc = llm_client_start(ctx->eng->client, ctx->ids[ctx->n_started], (uint32_t)ctx->n_ids[ctx->n_started],
-                                  &ctx->p, ctx->tag, &it->h);
+    while (ctx->in_flight < NGX_LLM_EMBED_WINDOW) {
+        while (ctx->redo < ctx->n_started && (ctx->item[ctx->redo].done || ctx->item[ctx->redo].started))
+            ctx->redo++;
+        int i = ctx->redo < ctx->n_started ? ctx->redo : ctx->n_started;
+        if (i >= ctx->n) break;
+        ngx_http_llm_emb_item_t *it = &ctx->item[i];
+        int rc = llm_client_start(ctx->eng->client, ctx->ids[i], (uint32_t)ctx->n_ids[i], &ctx->p, ctx->tag, &it->h);
         if ((rc == LLM_SHM_E_NO_SLOT || rc == LLM_SHM_E_RING_FULL) && ctx->in_flight > 0) return 1;
         if (rc != LLM_SHM_OK) {
             ngx_http_llm_start_err(rc, e);
             return -1;
         }
         it->started = 1;
-        ctx->n_started++;
+        if (i == ctx->n_started) ctx->n_started++;
         ctx->in_flight++;
     }
     return 0;
+}
+
+/* The request's engine went away (a crash, kill -9) before every input was done: those not done start again,
+ * from the token ids kept for this, on a ready engine: another replica (llm_engine A B ...), or the same engine
+ * once its supervisor has restarted it; those done are kept (nothing was sent yet). Once per request. 1 when
+ * they have started (the request is on that engine's queue), -1 while no engine is ready (it waits on this
+ * one's queue, stepped by its one-second check, until its timer), 0 when it cannot. */
+static int ngx_http_llm_emb_failover(ngx_http_llm_emb_ctx_t *ctx)
+{
+    if (ctx->failovers > 0) return 0;
+    ngx_http_llm_engine_t *old = ctx->eng;
+    if (!ctx->orphaned) { /* (the old requests are gone: releasing only forgets the handles) */
+        for (int i = 0; i < ctx->n_started; i++) {
+            if (ctx->item[i].started && old->client) llm_client_release(old->client, ctx->item[i].h);
+            ctx->item[i].started = 0;
+        }
+        ctx->in_flight = 0;
+        ctx->redo = 0;
+        ctx->orphaned = 1;
+    }
+    llm_api_err e;
+    ngx_http_llm_engine_t *eng = ngx_http_llm_pick_engine(ctx->r, NULL, 0);
+    ngx_http_llm_log_t *log = ngx_http_llm_log(ctx->r);
+    if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) {
+        if (log != NULL) log->eng = old;
+        return -1;
+    }
+    ngx_http_llm_pending_remove(&ctx->pend);
+    ctx->eng = eng;
+    ctx->failovers++;
+    ctx->orphaned = 0;
+    if (ngx_http_llm_emb_start_more(ctx, &e) < 0) return 0; /* (the cleanup releases those started) */
+    ngx_log_error(NGX_LOG_WARN, ctx->r->connection->log, 0,
+                  "llm: engine \"%V\" went away with %d of the request's %d %s to do; they go on on \"%V\"%s",
+                  &old->name, ctx->n - ctx->n_done, ctx->n, ctx->rerank ? "documents" : "inputs", &eng->name,
+                  eng == old ? " (restarted)" : "");
+    ngx_http_llm_pending_add(eng, &ctx->pend);
+    return 1;
 }
 
 /* Takes what the engine finished; answers when every input is done. 1 while it goes on. */
 static int ngx_http_llm_emb_step(void *data)
 {
     ngx_http_llm_emb_ctx_t *ctx = data;
+    if (ctx->orphaned) { /* waiting for an engine to go on on */
+        int rc = ngx_http_llm_emb_failover(ctx);
+        if (rc != 0) return rc < 0;
+        ngx_http_llm_emb_fail(ctx, 503, "engine_restarted", "the engine stopped or restarted during the request");
+        return 0;
+    }
     llm_client *c = ctx->eng->client;
     for (int i = 0; i < ctx->n_started; i++) {
         ngx_http_llm_emb_item_t *it = &ctx->item[i];
-        if (it->done) continue;
+        if (it->done || !it->started) continue; /* (not started: after a failover, for start_more) */
         llm_shm_token tk[1];
         llm_req_status st;
         int k = llm_client_read(c, it->h, tk, 1, &st);
         if (k < 0) {
+            int f = k == LLM_SHM_E_ENGINE_GONE ? ngx_http_llm_emb_failover(ctx) : 0;
+            if (f != 0) return f < 0; /* started again elsewhere (0), or waiting here (1) */
             ngx_http_llm_emb_fail(ctx, 503, "engine_restarted", k == LLM_SHM_E_ENGINE_GONE
                                   ? "the engine stopped or restarted during the request" : llm_shm_strerror(k));
             return 0;
