@@ -1571,6 +1571,12 @@ void llm_sched_get_stats(const llm_sched *s, llm_sched_stats *st)
     st->mem_cap_batch = s->mem_batch;
     st->running = s->n_running;
     st->waiting = s->n_waiting;
+    st->prefill_pending = 0;
+    for (int i = 0; i < s->n_running + s->n_waiting; i++) {
+        const sreq *r = i < s->n_running ? s->running[i] : s->waiting[i - s->n_running];
+        if (r->n_computed < r->prompt_len)
+            st->prefill_pending += r->prompt_len - r->n_computed;
+    }
     llm_kv_get_stats(s->kv, &st->kv);
     memset(&st->kvw, 0, sizeof(st->kvw));
     if (s->kvw != NULL)

@@ -211,6 +211,7 @@ enum { LLM_SCHED_EMBED_NONE = 0, LLM_SCHED_EMBED_LAST = 1, LLM_SCHED_EMBED_MEAN 
 
 typedef struct {
     int      running, waiting;       /* now */
+    long     prefill_pending;        /* now: prompt tokens (recomputes too) of those requests not yet computed */
     int      last_batch_seqs, last_batch_tokens;
     uint64_t steps;
     uint64_t prompt_tokens;          /* submitted */

@@ -186,6 +186,7 @@ static void publish_gauges(serve_ctx *c, const llm_sched *sched)
     atomic_store_explicit(&c->met->kv_window_blocks_free, st.kvw.free + st.kvw.cached, memory_order_relaxed);
     atomic_store_explicit(&c->met->tokens_cached, st.cached_tokens, memory_order_relaxed);
     atomic_store_explicit(&c->met->queue_depth, st.waiting, memory_order_relaxed);
+    atomic_store_explicit(&c->met->prefill_pending, st.prefill_pending, memory_order_relaxed);
     atomic_store_explicit(&c->met->preemptions, st.preemptions, memory_order_relaxed);
     atomic_store_explicit(&c->met->spec_drafted, st.spec_drafted, memory_order_relaxed);
     atomic_store_explicit(&c->met->spec_accepted, st.spec_accepted, memory_order_relaxed);

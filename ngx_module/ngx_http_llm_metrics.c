@@ -172,6 +172,7 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
     CTR("llm_prompt_tokens_cached_total", tokens_cached,
         "Prompt tokens served by the prefix cache instead of computed.");
     GAU("llm_queue_depth", queue_depth, "Requests waiting in the engine for the batch.");
+    GAU("llm_prompt_tokens_pending", prefill_pending, "Prompt tokens of the engine's requests not computed yet.");
     CTR("llm_preemptions_total", preemptions, "Running requests preempted (KV pool full or memory cap).");
     CTR("llm_spec_draft_tokens_total", spec_drafted, "Tokens drafted for speculation (serve --spec-ngram or --draft-model).");
     CTR("llm_spec_accepted_tokens_total", spec_accepted, "Drafted tokens the model confirmed (kept).");

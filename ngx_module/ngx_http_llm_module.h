@@ -116,8 +116,9 @@ typedef struct ngx_http_llm_loc_conf_s ngx_http_llm_loc_conf_t;
 
 /* llm_engine NAME ...: replicas of one model at most (ngx_http_llm_replicas.c). */
 #define NGX_LLM_MAX_REPLICAS 16
-/* llm_balance: the least busy replica, or the least busy counting the prompt's tokens each one took before
- * (NGX_LLM_PREFIX_PER_REQUEST tokens as one request in flight fewer) */
+/* llm_balance: the replica with the fewest requests in flight, or the least work in tokens
+ * (NGX_LLM_PREFIX_PER_REQUEST a request in flight, plus its prompt tokens pending, less what of the prompt it
+ * took before) */
 #define NGX_LLM_BALANCE_LEAST  0
 #define NGX_LLM_BALANCE_PREFIX 1
 #define NGX_LLM_PREFIX_SLOTS   65536  /* prompt blocks remembered (512 KB of shared memory) */
@@ -177,8 +178,8 @@ ngx_uint_t ngx_http_llm_endpoint(ngx_http_request_t *r);
 ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);
 /* replicas (ngx_http_llm_replicas.c): llm_engine's directive; replica i of lcf; and the one a new request of r's
  * location goes to (llm_balance: the ready one with the fewest requests in flight, ties in turn, under prefix
- * counting what each took of the prompt ids[0..n) before; the first when none is ready), which $llm_engine then
- * names. ids may be NULL (no prompt: the least busy).
+ * in tokens of work, what each took of the prompt ids[0..n) before counted off; the first when none is ready),
+ * which $llm_engine then names. ids may be NULL (no prompt: nothing counted off).
  * ngx_http_llm_lcf_engine above gives the first ready replica (the first when none is), for what one engine
  * answers (context length, health). ngx_http_llm_balance_conf makes the shared table llm_balance prefix keeps
  * (at the location's merge). */

@@ -2,14 +2,15 @@
  *
  * A new request goes to a ready replica (llm_balance): under `least`, the one with the fewest requests in flight
  * (its segment's slots in use, which every worker's submissions count at once), ties taken in turn; under
- * `prefix` (the default), the same, but counting what each replica took of the prompt before: a replica's
- * prefix cache keeps the prompts it computed, so a conversation's next turn, or another question about the same
- * long document, costs it only the new tokens, and another replica all of them. Every 64 tokens a replica took
- * count as one request fewer in flight there, up to 4 (or half the least busy one's) more. The request stays
- * there until it ends, unless that replica dies before its first token (ngx_http_llm_failover, in
- * ngx_http_llm_generate.c, starts it again on another). A replica that is down or restarting is passed over,
- * so the others go on serving. $llm_engine names the choice (ngx_http_llm_vars.c); /health and /metrics look
- * at every replica (ngx_http_llm_info.c, ngx_http_llm_metrics.c). */
+ * `prefix` (the default), the one with the least work in tokens: 64 a request in flight, plus the prompt
+ * tokens its engine has still to compute, less what it took of this prompt before: a replica's prefix cache
+ * keeps the prompts it computed, so a conversation's next turn, or another question about the same long
+ * document, costs it only the new tokens, and another replica all of them; never one more than 4 (or half the
+ * least busy one's) requests over the least busy. The request stays there until it ends, unless that replica
+ * dies before its first token (ngx_http_llm_failover, in ngx_http_llm_generate.c, starts it again on another).
+ * A replica that is down or restarting is passed over, so the others go on serving. $llm_engine names the
+ * choice (ngx_http_llm_vars.c); /health and /metrics look at every replica (ngx_http_llm_info.c,
+ * ngx_http_llm_metrics.c). */
 #include "ngx_http_llm_module.h"
 
 char *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -149,26 +150,30 @@ ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int
     ngx_http_llm_main_conf_t *mcf = ngx_http_get_module_main_conf(r, ngx_http_llm_module);
     ngx_uint_t best = 0;
     if (lcf->n_replicas > 1) {
-        int64_t least = -1, load[NGX_LLM_MAX_REPLICAS];
+        int64_t least = -1, load[NGX_LLM_MAX_REPLICAS], pending[NGX_LLM_MAX_REPLICAS];
         size_t matched[NGX_LLM_MAX_REPLICAS] = { 0 };
+        int prefix = lcf->balance == NGX_LLM_BALANCE_PREFIX;
         llm_api_err e;
         for (ngx_uint_t i = 0; i < lcf->n_replicas; i++) {
             ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcf, i);
             load[i] = -1; /* not ready */
             if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) continue;
-            load[i] = atomic_load(&llm_client_map(eng->client)->metrics->slots_in_use);
+            llm_shm_metrics *met = llm_client_map(eng->client)->metrics;
+            load[i] = atomic_load(&met->slots_in_use);
+            pending[i] = prefix ? atomic_load(&met->prefill_pending) : 0;
             if (least < 0 || load[i] < least) least = load[i];
         }
-        uint64_t *table = lcf->balance == NGX_LLM_BALANCE_PREFIX && ids != NULL ? mcf->prefix_table : NULL;
+        uint64_t *table = prefix && ids != NULL ? mcf->prefix_table : NULL;
         if (table != NULL && least >= 0) ngx_http_llm_prefix_find(r, lcf, table, ids, n, matched);
-        /* The least busy, where every NGX_LLM_PREFIX_PER_REQUEST tokens of the prompt a replica took count as one
-         * request fewer in flight there; never one more than 4 requests, and half, over the least busy. Ties: the
-         * one that took more of it, then in turn. */
+        /* The least busy in tokens of work under prefix: NGX_LLM_PREFIX_PER_REQUEST a request in flight, plus the
+         * prompt tokens it has still to compute, less the tokens of this prompt it took before; never one more
+         * than 4 requests, and half, over the least busy. Ties: the one that took more of the prompt, then in
+         * turn. */
         int64_t cap = least + ngx_max(4, least / 2), score = 0;
         for (ngx_uint_t k = 0, found = 0; k < lcf->n_replicas; k++) {
             ngx_uint_t i = (turn + k) % lcf->n_replicas;
             if (load[i] < 0 || load[i] > cap) continue;
-            int64_t sc = load[i] * NGX_LLM_PREFIX_PER_REQUEST - (int64_t)matched[i];
+            int64_t sc = load[i] * NGX_LLM_PREFIX_PER_REQUEST + pending[i] - (int64_t)matched[i];
             if (!found || sc < score || (sc == score && matched[i] > matched[best])) {
                 found = 1;
                 score = sc;

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  13u
+#define LLM_SHM_VERSION  14u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
@@ -209,6 +209,7 @@ typedef struct {
     _Atomic int64_t  kv_window_blocks_used, kv_window_blocks_free; /* the window pool (serve --swa-kv window) */
     _Atomic uint64_t tokens_cached;     /* prompt tokens served by the prefix cache (not computed) */
     _Atomic int64_t  queue_depth;       /* requests admitted by the engine, waiting for the batch */
+    _Atomic int64_t  prefill_pending;   /* their prompt tokens not computed yet, running ones' too */
     _Atomic uint64_t preemptions;       /* running requests sent back to the queue (KV pool full) */
     _Atomic uint64_t oom_shrinks;       /* steps the backend had no memory for: steps capped smaller */
     _Atomic uint64_t oom_recoveries;    /* memory caps lifted again after load fell */

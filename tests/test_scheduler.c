@@ -441,6 +441,12 @@ static void test_prefix_generated(void)
     result res[2], alone[2];
     memset(res, 0, sizeof(res));
     submit_spec(s, &q[0], 0);
+    llm_sched_stats st0, st;
+    llm_sched_get_stats(s, &st0);
+    is_int((int)st0.prefill_pending, 18, "submitted: 18 prompt tokens pending");
+    llm_sched_step(s);
+    llm_sched_get_stats(s, &st0);
+    is_int((int)st0.prefill_pending, 0, "after its prefill: none");
     while (llm_sched_step(s) == 1)
         drain(s, res);
     drain(s, res);
@@ -450,7 +456,6 @@ static void test_prefix_generated(void)
     q[1].prompt[23] = 9;
     q[1].prompt[24] = 11;
     q[1].n_prompt = 25;
-    llm_sched_stats st0, st;
     llm_sched_get_stats(s, &st0);
     submit_spec(s, &q[1], 1);
     while (llm_sched_step(s) == 1)
@@ -462,6 +467,19 @@ static void test_prefix_generated(void)
     is_int(res[1].n_cached, 20, "... reported with its output");
     run_alone(&e.be, &(llm_sched_config){ 0 }, q, 2, alone);
     is_int(compare(res, alone, 2, "next turn"), 0, "its tokens = alone (no cache)");
+    llm_sched_destroy(s);
+    /* in chunks of 7: what is pending goes down a chunk a step (what replicas are weighed by) */
+    s = llm_sched_create(&e.be, &(llm_sched_config){ .max_batched_tokens = 7 }, &err);
+    q[0].prompt[0] = 63; /* (not from the cache) */
+    submit_spec(s, &q[0], 0);
+    int left[4];
+    for (int k = 0; k < 4; k++) {
+        llm_sched_get_stats(s, &st);
+        left[k] = (int)st.prefill_pending;
+        llm_sched_step(s);
+    }
+    ok(left[0] == 18 && left[1] == 11 && left[2] == 4 && left[3] == 0, "chunks of 7: %d, %d, %d, %d tokens pending",
+       left[0], left[1], left[2], left[3]);
     llm_sched_destroy(s);
     fake_env_free(&e);
 }

@@ -16,7 +16,7 @@ use Test::More;
 require "$FindBin::Bin/lib.pl";
 $SIG{PIPE} = "IGNORE";
 
-our ($BUILD, $MODEL, $PROMPT);
+our ($BUILD, $MODEL, $PROMPT, $STORY);
 plan skip_all => "$BUILD/ngx_http_llm_module.so not built" unless -f "$BUILD/ngx_http_llm_module.so";
 my $dir = tempdir(CLEANUP => 1);
 my ($C, $D) = ("balc-$$", "bald-$$");
@@ -51,15 +51,8 @@ my ($npid, $port) = start_nginx($dir, "load_module $ENV{PWD}/$BUILD/ngx_http_llm
 EOL
 EOH
 my $http = HTTP::Tiny->new(timeout => 30);
-# 306 and 99 tokens of stories260K's tokenizer; P2, P with more after it: 405
-my $P = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her '
-      . 'friends. One day, she saw a big red ball under a tall tree and wanted to play with it. Her mom said she '
-      . 'could play until the sun went down, so Lily ran and ran. She kicked the ball high into the sky and '
-      . 'laughed. Her friend Tom came to play too. They played with the ball all day long. Then a little dog came '
-      . 'running and took the ball in his mouth. Lily and Tom ran after the dog. The dog was fast, but they did not '
-      . 'give up. At last the dog stopped by the pond and dropped the ball. Lily said thank you to the dog and gave '
-      . 'him a pat on the head. The dog wagged his tail and barked happily. Lily, Tom and the dog played together '
-      . 'until it was time to go home. Lily was very happy.';
+# lib.pl's 306-token story, and P2, with more after it: 405 tokens; Q: 99
+my $P = $STORY;
 my $P2 = "$P The next morning, Lily woke up early and looked out of the window. The sun was shining and the birds "
        . 'were singing in the trees. She put on her shoes and ran to the park to find the dog again. He was waiting '
        . 'for her by the gate.';

@@ -10,6 +10,15 @@ use IO::Socket::INET;
 our $BUILD = $ENV{BUILD} // 'build';
 our $MODEL = '../shared/models/stories260K/stories260K.gguf';
 our $PROMPT = 'Once upon a time';
+# 306 tokens of stories260K's tokenizer (a long prompt: prefix caching, replicas' balance)
+our $STORY = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her '
+           . 'friends. One day, she saw a big red ball under a tall tree and wanted to play with it. Her mom said she '
+           . 'could play until the sun went down, so Lily ran and ran. She kicked the ball high into the sky and '
+           . 'laughed. Her friend Tom came to play too. They played with the ball all day long. Then a little dog '
+           . 'came running and took the ball in his mouth. Lily and Tom ran after the dog. The dog was fast, but they '
+           . 'did not give up. At last the dog stopped by the pond and dropped the ball. Lily said thank you to the '
+           . 'dog and gave him a pat on the head. The dog wagged his tail and barked happily. Lily, Tom and the dog '
+           . 'played together until it was time to go home. Lily was very happy.';
 
 # Spawn a command with stdout/stderr to files; returns the pid.
 sub spawn_cmd {
@@ -24,11 +33,12 @@ sub spawn_cmd {
 }
 
 # A replica: `llm-engine serve` of $MODEL on segment $name, one thread, $slots slots (16 if not given), not
-# supervised, its output in $dir/$name.out / .err; waits until it is READY (else bails out). Returns its pid.
+# supervised, with @more options, its output in $dir/$name.out / .err; waits until it is READY (else bails
+# out). Returns its pid.
 sub replica {
-    my ($dir, $name, $slots) = @_;
+    my ($dir, $name, $slots, @more) = @_;
     my $pid = spawn_cmd("$dir/$name.out", "$dir/$name.err", "$BUILD/llm-engine", 'serve', '--model', $MODEL, '--shm',
-                        $name, '--threads', 1, '--slots', $slots // 16, '--no-supervise');
+                        $name, '--threads', 1, '--slots', $slots // 16, '--no-supervise', @more);
     Test::More::ok(defined wait_ready($name, 30), "engine $name: READY") or Test::More::BAIL_OUT(slurp("$dir/$name.err"));
     return $pid;
 }
