@@ -781,7 +781,7 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     }
     if ((rc = get_bool(root, "ignore_eos", &b, e)) < 0) return -1;
     if (rc) r->ignore_eos = b;
-    if (get_str(root, "user", &r->user, e) < 0) return -1;
+    if (get_str(root, "user", &r->user, e) < 0 || get_str(root, "prompt_cache_key", &r->cache_key, e) < 0) return -1;
     if (parse_response_format(root, r, e)) return -1;
     if (refuse_unsupported(root, r, e) || parse_suffix(root, r, e)) return -1;
     return parse_logit_bias(root, r, e);

@@ -127,6 +127,8 @@ typedef struct {
                                * tokens' logprobs too) */
     int          echo_only;   /* max_tokens 0 with echo: the prompt (and its logprobs) and nothing generated */
     const char  *user;
+    const char  *cache_key;   /* prompt_cache_key (OpenAI's): with replicas, combined with the prompt's prefix to
+                               * pick one (llm_balance prefix); NULL: none */
     /* completions: fill-in-the-middle (a code model completes between prompt and suffix) */
     const char  *suffix;      /* NULL: none (an empty suffix is none) */
     size_t       suffix_len;

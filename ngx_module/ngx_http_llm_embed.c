@@ -241,7 +241,7 @@ static int ngx_http_llm_emb_failover(ngx_http_llm_emb_ctx_t *ctx)
         ctx->orphaned = 1;
     }
     llm_api_err e;
-    ngx_http_llm_engine_t *eng = ngx_http_llm_pick_engine(ctx->r, NULL, 0);
+    ngx_http_llm_engine_t *eng = ngx_http_llm_pick_engine(ctx->r, NULL, 0, NULL);
     ngx_http_llm_log_t *log = ngx_http_llm_log(ctx->r);
     if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) {
         if (log != NULL) log->eng = old;
@@ -485,7 +485,7 @@ static ngx_int_t ngx_http_llm_emb_start(ngx_http_request_t *r, llm_api_req *q, i
     if (cln == NULL) { llm_api_req_free(q); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
     ctx->r = r;
     ctx->q = *q; /* ctx owns the request from here; the cleanup frees it */
-    ctx->eng = ngx_http_llm_pick_engine(r, NULL, 0);
+    ctx->eng = ngx_http_llm_pick_engine(r, NULL, 0, NULL);
     ctx->finished = 1; /* until the engine has it, an early return is not an abort */
     ctx->rerank = rerank != 0;
     ctx->n = ctx->q.n_prompts > 1 ? ctx->q.n_prompts : 1;

@@ -668,7 +668,7 @@ static int ngx_http_llm_failover(ngx_http_llm_ctx_t *ctx)
         ctx->orphaned = 1;
     }
     llm_api_err e;
-    ngx_http_llm_engine_t *eng = ngx_http_llm_pick_engine(ctx->r, ctx->pr.ids[0], ctx->pr.n_ids[0]);
+    ngx_http_llm_engine_t *eng = ngx_http_llm_pick_engine(ctx->r, ctx->pr.ids[0], ctx->pr.n_ids[0], ctx->q.cache_key);
     if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) {
         ctx->log->eng = old;
         return -1;
@@ -818,7 +818,7 @@ static ngx_int_t ngx_http_llm_prompts_encode(ngx_http_request_t *r, ngx_http_llm
             return NGX_DECLINED;
         }
     }
-    ctx->eng = ngx_http_llm_pick_engine(r, pr->ids[0], pr->n_ids[0]); /* (llm_balance prefix: by the first) */
+    ctx->eng = ngx_http_llm_pick_engine(r, pr->ids[0], pr->n_ids[0], ctx->q.cache_key); /* (by the first) */
     if (ngx_http_llm_engine_ready(ctx->eng, e) != LLM_SHM_OK) { ngx_http_llm_prompts_free(pr); return NGX_DECLINED; }
     const llm_shm_map *m = llm_client_map(ctx->eng->client);
     uint32_t ctx_len = m->hdr->model.ctx_len;

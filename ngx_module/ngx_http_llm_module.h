@@ -179,14 +179,16 @@ ngx_http_llm_engine_t *ngx_http_llm_engine(ngx_http_request_t *r);
 /* replicas (ngx_http_llm_replicas.c): llm_engine's directive; replica i of lcf; and the one a new request of r's
  * location goes to (llm_balance: the ready one with the fewest requests in flight, ties in turn, under prefix
  * in tokens of work, what each took of the prompt ids[0..n) before counted off; the first when none is ready),
- * which $llm_engine then names. ids may be NULL (no prompt: nothing counted off).
+ * which $llm_engine then names. ids may be NULL (no prompt: nothing counted off); cache_key (a request's
+ * prompt_cache_key, or NULL) makes its prefixes its own: they count only for requests with the same key.
  * ngx_http_llm_lcf_engine above gives the first ready replica (the first when none is), for what one engine
  * answers (context length, health). ngx_http_llm_balance_conf makes the shared table llm_balance prefix keeps
  * (at the location's merge). */
 char                  *ngx_http_llm_engine_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t              ngx_http_llm_balance_conf(ngx_conf_t *cf, ngx_http_llm_loc_conf_t *lcf);
 ngx_http_llm_engine_t *ngx_http_llm_replica(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, ngx_uint_t i);
-ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int32_t *ids, size_t n);
+ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int32_t *ids, size_t n,
+                                                const char *cache_key);
 
 /* What a request of the module did, for its variables ($llm_engine, $llm_model, $llm_prompt_tokens,
  * $llm_completion_tokens, $llm_cached_tokens, $llm_ttft, $llm_finish_reason; ngx_http_llm_vars.c), read when they are (the access

@@ -69,7 +69,8 @@ static uint64_t ngx_http_llm_prefix_mix(uint64_t h)
     return h ^ (h >> 33);
 }
 
-static uint64_t ngx_http_llm_prefix_seed(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf)
+/* Where a prompt's chain starts: the location's replicas, and the request's prompt_cache_key if it has one. */
+static uint64_t ngx_http_llm_prefix_seed(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, const char *key)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (ngx_uint_t i = 0; i < lcf->n_replicas; i++) {
@@ -77,7 +78,8 @@ static uint64_t ngx_http_llm_prefix_seed(ngx_http_request_t *r, ngx_http_llm_loc
         for (size_t k = 0; k < name->len; k++) h = (h ^ name->data[k]) * 0x100000001b3ULL;
         h = (h ^ 0xff) * 0x100000001b3ULL; /* (between names) */
     }
-    return ngx_http_llm_prefix_mix(h);
+    for (const u_char *k = (const u_char *)key; k != NULL && *k; k++) h = (h ^ *k) * 0x100000001b3ULL;
+    return ngx_http_llm_prefix_mix(h ^ (key != NULL));
 }
 
 static uint64_t ngx_http_llm_prefix_block(uint64_t h, const int32_t *ids)
@@ -88,9 +90,9 @@ static uint64_t ngx_http_llm_prefix_block(uint64_t h, const int32_t *ids)
 
 /* matched[i]: how many of ids' leading tokens (whole blocks) replica i took. */
 static void ngx_http_llm_prefix_find(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, uint64_t *table,
-                                     const int32_t *ids, size_t n, size_t *matched)
+                                     const int32_t *ids, size_t n, const char *key, size_t *matched)
 {
-    uint64_t h = ngx_http_llm_prefix_seed(r, lcf), alive = ((uint64_t)1 << lcf->n_replicas) - 1;
+    uint64_t h = ngx_http_llm_prefix_seed(r, lcf, key), alive = ((uint64_t)1 << lcf->n_replicas) - 1;
     for (ngx_uint_t i = 0; i < lcf->n_replicas; i++) matched[i] = 0;
     for (size_t b = 0; alive && b + NGX_LLM_PREFIX_BLOCK <= n; b += NGX_LLM_PREFIX_BLOCK) {
         h = ngx_http_llm_prefix_block(h, ids + b);
@@ -103,9 +105,9 @@ static void ngx_http_llm_prefix_find(ngx_http_request_t *r, ngx_http_llm_loc_con
 
 /* Records that replica i took ids' whole blocks. */
 static void ngx_http_llm_prefix_note(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, uint64_t *table,
-                                     const int32_t *ids, size_t n, ngx_uint_t i)
+                                     const int32_t *ids, size_t n, const char *key, ngx_uint_t i)
 {
-    uint64_t h = ngx_http_llm_prefix_seed(r, lcf);
+    uint64_t h = ngx_http_llm_prefix_seed(r, lcf, key);
     for (size_t b = 0; b + NGX_LLM_PREFIX_BLOCK <= n; b += NGX_LLM_PREFIX_BLOCK) {
         h = ngx_http_llm_prefix_block(h, ids + b);
         uint64_t *slot = &table[h & (NGX_LLM_PREFIX_SLOTS - 1)], tag = h & NGX_LLM_PREFIX_TAG, bit = (uint64_t)1 << i;
@@ -143,7 +145,8 @@ ngx_int_t ngx_http_llm_balance_conf(ngx_conf_t *cf, ngx_http_llm_loc_conf_t *lcf
     return NGX_OK;
 }
 
-ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int32_t *ids, size_t n)
+ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int32_t *ids, size_t n,
+                                                const char *cache_key)
 {
     static ngx_uint_t turn; /* this worker's: where ties start */
     ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
@@ -164,7 +167,7 @@ ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int
             if (least < 0 || load[i] < least) least = load[i];
         }
         uint64_t *table = prefix && ids != NULL ? mcf->prefix_table : NULL;
-        if (table != NULL && least >= 0) ngx_http_llm_prefix_find(r, lcf, table, ids, n, matched);
+        if (table != NULL && least >= 0) ngx_http_llm_prefix_find(r, lcf, table, ids, n, cache_key, matched);
         /* The least busy in tokens of work under prefix: NGX_LLM_PREFIX_PER_REQUEST a request in flight, plus the
          * prompt tokens it has still to compute, less the tokens of this prompt it took before; never one more
          * than 4 requests, and half, over the least busy. Ties: the one that took more of the prompt, then in
@@ -181,7 +184,7 @@ ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int
             }
         }
         turn++;
-        if (table != NULL && least >= 0) ngx_http_llm_prefix_note(r, lcf, table, ids, n, best);
+        if (table != NULL && least >= 0) ngx_http_llm_prefix_note(r, lcf, table, ids, n, cache_key, best);
     }
     ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcf, best);
     ngx_http_llm_log_t *l = ngx_http_llm_log(r);

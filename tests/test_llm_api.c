@@ -51,7 +51,8 @@ int main(void)
                  "{\"prompt\":[1,2,3],\"max_tokens\":7,\"temperature\":0,\"top_p\":0.5,\"top_k\":-1,\"min_p\":0.1,"
                  "\"presence_penalty\":-1,\"frequency_penalty\":1.5,\"repetition_penalty\":1.2,\"seed\":42,\"n\":3,"
                  "\"stop\":[\"a\",\"\",\"bc\"],\"logprobs\":4,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
-                 "\"user\":\"u\",\"model\":\"m\",\"whatever\":{\"x\":[1]}}", &r, &e), 0, "full completion parses");
+                 "\"user\":\"u\",\"model\":\"m\",\"prompt_cache_key\":\"k1\",\"whatever\":{\"x\":[1]}}", &r, &e), 0,
+           "full completion parses");
     ok(r.n_ids == 3 && r.ids[2] == 3 && r.prompt == NULL, "token-id prompt");
     ok(r.max_tokens == 7 && r.temperature == 0 && r.top_p == 0.5 && r.top_k == 0 && r.min_p > 0.09 &&
        r.presence_penalty == -1 && r.frequency_penalty == 1.5 && r.repetition_penalty > 1.19, "sampling fields");
@@ -60,6 +61,7 @@ int main(void)
        "stop list, empty string dropped");
     ok(r.logprobs && r.top_logprobs == 4, "completions logprobs = alternatives");
     ok(r.stream && r.include_usage && !strcmp(r.user, "u") && !strcmp(r.model, "m"), "stream, usage, user, model");
+    ok(r.cache_key != NULL && !strcmp(r.cache_key, "k1"), "prompt_cache_key");
     llm_api_req_free(&r);
 
     is_int(parse(LLM_API_CHAT,
@@ -120,6 +122,8 @@ int main(void)
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"stream\":true,\"stream_options\":[]}", "stream_options", "stream_options array");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"stream_options\":{}}", "stream_options", "stream_options without stream");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"model\":[]}", "model", "model array");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"prompt_cache_key\":5}", "prompt_cache_key",
+        "prompt_cache_key number");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"logprobs\":1}", "logprobs", "chat logprobs number");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"top_logprobs\":21,\"logprobs\":true}", "top_logprobs", "top_logprobs 21");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"top_logprobs\":1}", "top_logprobs", "top_logprobs alone");

@@ -70,6 +70,9 @@ static void test_requests(void)
        !strcmp(r.msgs[0].content, "Hi") && r.n == 1 && r.max_tokens == 0, "it is one user message (kind chat, n 1)");
     ok(r.body != NULL && cJSON_IsString(cJSON_GetObjectItem(r.body, "input")), "the Responses body is kept for the echo");
     llm_api_req_free(&r);
+    is_int(parse("{\"input\":\"Hi\",\"prompt_cache_key\":\"team\"}", &r, &e), 0, "with prompt_cache_key");
+    ok(r.cache_key != NULL && !strcmp(r.cache_key, "team"), "... which the request carries");
+    llm_api_req_free(&r);
 
     const char *conv =
         "{\"model\":\"m\",\"instructions\":\"Be brief.\",\"max_output_tokens\":7,\"temperature\":0.5,\"top_p\":0.9,"

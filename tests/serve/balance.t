@@ -5,7 +5,7 @@
 # earlier one did goes to the replica that took that one, until it is busier by more than that; a new prompt
 # to the least busy. A prefix both replicas took (as a system prompt every request starts with) favours neither,
 # while a longer one only one took still does. Under least, the same prompt goes to the replicas in turn. Every
-# answer is the same greedy text.
+# answer is the same greedy text. A prompt_cache_key makes a request's prefixes its key's own (OpenAI's field).
 use strict;
 use warnings;
 use File::Temp qw(tempdir);
@@ -58,13 +58,17 @@ my $P2 = "$P The next morning, Lily woke up early and looked out of the window. 
        . 'for her by the gate.';
 my $Q = 'The little dog had a shiny blue bone. He liked to dig in the garden and hide it under the flowers. One '
       . 'morning, he could not find the bone anywhere, and he felt very sad. His friend the cat came to help him look.';
-sub body { my ($prompt) = @_; return encode_json({ prompt => $prompt, max_tokens => 8, temperature => 0 }) }
+sub body {
+    my ($prompt, $key) = @_;
+    return encode_json({ prompt => $prompt, max_tokens => 8, temperature => 0,
+                         defined $key ? (prompt_cache_key => $key) : () });
+}
 
-# one completion: (status, X-Engine, text, X-Cached)
+# one completion (of the prompt, with prompt_cache_key $key if given): (status, X-Engine, text, X-Cached)
 sub complete {
-    my ($prompt, $path) = @_;
+    my ($prompt, $path, $key) = @_;
     my $res = $http->post("http://127.0.0.1:$port" . ($path // '') . "/v1/completions",
-                          { headers => { 'content-type' => 'application/json' }, content => body($prompt) });
+                          { headers => { 'content-type' => 'application/json' }, content => body($prompt, $key) });
     my $text = eval { decode_json($res->{content})->{choices}[0]{text} } // '';
     return ($res->{status}, $res->{headers}{'x-engine'} // '', $text, $res->{headers}{'x-cached'} // '');
 }
@@ -133,6 +137,24 @@ my ($w2, $busy) = post_waiting($port, body($P2), sub { slots($X) }, 2);
 is($busy, 2, "... the longer one, which only $X took past the first: $X, one request busier");
 kill 'CONT', $pid{$X};
 like((answer($_))[0], qr{^HTTP/1\.1 200 }, 'the waiting request: 200') for ($w1, $w2);
+
+# prompt_cache_key: requests with the same key follow each other; another key's prefixes do not count
+my ($sk, $A) = complete($P2, '', 'team-a');
+is($sk, 200, 'the longer prompt with prompt_cache_key "team-a": 200');
+my $B = $A eq $C ? $D : $C;
+is(join(' ', map { (complete($P2, '', 'team-a'))[1] } 1 .. 2), "$A $A", "... and again twice: $A each time");
+kill 'STOP', $pid{$A};
+my ($k1) = post_waiting($port, body($PROMPT), sub { slots($A) }, 1, "/$A/v1/completions");
+my ($k2, $kb) = post_waiting($port, body($P2, 'team-a'), sub { slots($A) }, 2);
+is($kb, 2, "with $A one request busier, \"team-a\" still goes to $A");
+my ($sb, $eb) = complete($P2, '', 'team-b');
+is("$sb $eb", "200 $B", "the same prompt with \"team-b\": $B, the less busy (\"team-a\"'s prefix does not count)");
+kill 'CONT', $pid{$A};
+like((answer($_))[0], qr{^HTTP/1\.1 200 }, 'the waiting request: 200') for ($k1, $k2);
+my $bad = $http->post("http://127.0.0.1:$port/v1/completions", { headers => { 'content-type' => 'application/json' },
+                      content => encode_json({ prompt => $PROMPT, max_tokens => 2, prompt_cache_key => 7 }) });
+is($bad->{status}, 400, 'prompt_cache_key not a string: 400');
+like($bad->{content}, qr/prompt_cache_key/, '... naming it');
 
 stop_engine($pid{$_}) for ($C, $D);
 stop_nginx($npid);
