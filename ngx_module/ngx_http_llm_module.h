@@ -138,6 +138,7 @@ struct ngx_http_llm_loc_conf_s {
     ngx_uint_t             replicas[NGX_LLM_MAX_REPLICAS]; /* their indexes in the main conf's engines */
     ngx_uint_t             n_replicas;
     ngx_uint_t             balance;     /* llm_balance: NGX_LLM_BALANCE_* */
+    uint64_t               prefix_seed; /* where its prompts' block hashes start (llm_balance prefix) */
     ngx_uint_t             engine_idx;  /* the first's */
     ngx_str_t              model_path;
     ngx_http_llm_tok_t    *tok;

@@ -53,7 +53,7 @@ ngx_http_llm_engine_t *ngx_http_llm_lcf_engine(ngx_http_request_t *r, ngx_http_l
 
 /* llm_balance prefix's table, in shared memory (every worker's requests write and read it): for each prompt
  * block a replica took, a hash of the prompt up to the end of that block, chained from the names of the
- * location's replicas (locations, and reloads that change them, do not mix), in the high 48 bits, and in the
+ * location's replicas (ngx_http_llm_balance_conf), in the high 48 bits, and in the
  * low 16 which replicas took it (bit i: replica i). A system prompt that every request starts with soon has
  * every replica's bit, so it favours none; a conversation's earlier turns have one. Direct-mapped: a newer
  * block takes the slot of an older one, as the engines' caches give the oldest back first. A stale or
@@ -69,49 +69,52 @@ static uint64_t ngx_http_llm_prefix_mix(uint64_t h)
     return h ^ (h >> 33);
 }
 
-/* Where a prompt's chain starts: the location's replicas, and the request's prompt_cache_key if it has one. */
-static uint64_t ngx_http_llm_prefix_seed(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, const char *key)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (ngx_uint_t i = 0; i < lcf->n_replicas; i++) {
-        ngx_str_t *name = &ngx_http_llm_replica(r, lcf, i)->name;
-        for (size_t k = 0; k < name->len; k++) h = (h ^ name->data[k]) * 0x100000001b3ULL;
-        h = (h ^ 0xff) * 0x100000001b3ULL; /* (between names) */
-    }
-    for (const u_char *k = (const u_char *)key; k != NULL && *k; k++) h = (h ^ *k) * 0x100000001b3ULL;
-    return ngx_http_llm_prefix_mix(h ^ (key != NULL));
-}
+#define NGX_LLM_FNV_PRIME 0x100000001b3ULL
 
 static uint64_t ngx_http_llm_prefix_block(uint64_t h, const int32_t *ids)
 {
-    for (int k = 0; k < NGX_LLM_PREFIX_BLOCK; k++) h = (h ^ (uint32_t)ids[k]) * 0x100000001b3ULL;
+    for (int k = 0; k < NGX_LLM_PREFIX_BLOCK; k++) h = (h ^ (uint32_t)ids[k]) * NGX_LLM_FNV_PRIME;
     return ngx_http_llm_prefix_mix(h);
 }
 
-/* matched[i]: how many of ids' leading tokens (whole blocks) replica i took. */
-static void ngx_http_llm_prefix_find(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, uint64_t *table,
-                                     const int32_t *ids, size_t n, const char *key, size_t *matched)
+/* The chained hash of each of ids' whole blocks (*nb of them), from the location's replicas (lcf->prefix_seed)
+ * and the request's prompt_cache_key if it has one; NULL when there is no whole block (or no memory). Made
+ * once a request, for ngx_http_llm_prefix_find and _note. */
+static uint64_t *ngx_http_llm_prefix_hashes(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, const int32_t *ids,
+                                            size_t n, const char *key, size_t *nb)
 {
-    uint64_t h = ngx_http_llm_prefix_seed(r, lcf, key), alive = ((uint64_t)1 << lcf->n_replicas) - 1;
-    for (ngx_uint_t i = 0; i < lcf->n_replicas; i++) matched[i] = 0;
-    for (size_t b = 0; alive && b + NGX_LLM_PREFIX_BLOCK <= n; b += NGX_LLM_PREFIX_BLOCK) {
-        h = ngx_http_llm_prefix_block(h, ids + b);
-        uint64_t e = __atomic_load_n(&table[h & (NGX_LLM_PREFIX_SLOTS - 1)], __ATOMIC_RELAXED);
-        alive &= (e & NGX_LLM_PREFIX_TAG) == (h & NGX_LLM_PREFIX_TAG) ? e : 0;
-        for (ngx_uint_t i = 0; i < lcf->n_replicas; i++)
-            if (alive >> i & 1) matched[i] = b + NGX_LLM_PREFIX_BLOCK;
+    *nb = n / NGX_LLM_PREFIX_BLOCK;
+    uint64_t *hs = *nb > 0 ? ngx_palloc(r->pool, *nb * sizeof *hs) : NULL;
+    if (hs == NULL) {
+        *nb = 0;
+        return NULL;
+    }
+    uint64_t h = lcf->prefix_seed;
+    for (const u_char *k = (const u_char *)key; k != NULL && *k; k++) h = (h ^ *k) * NGX_LLM_FNV_PRIME;
+    h = ngx_http_llm_prefix_mix(h ^ (key != NULL));
+    for (size_t b = 0; b < *nb; b++) hs[b] = h = ngx_http_llm_prefix_block(h, ids + b * NGX_LLM_PREFIX_BLOCK);
+    return hs;
+}
+
+/* matched[i] (n_replicas of them): how many leading tokens (whole blocks, hashes hs[0..nb)) replica i took. */
+static void ngx_http_llm_prefix_find(const uint64_t *table, const uint64_t *hs, size_t nb, ngx_uint_t n_replicas,
+                                     size_t *matched)
+{
+    uint64_t alive = ((uint64_t)1 << n_replicas) - 1;
+    for (size_t b = 0; alive && b < nb; b++) {
+        uint64_t e = __atomic_load_n(&table[hs[b] & (NGX_LLM_PREFIX_SLOTS - 1)], __ATOMIC_RELAXED);
+        alive &= (e & NGX_LLM_PREFIX_TAG) == (hs[b] & NGX_LLM_PREFIX_TAG) ? e : 0;
+        for (ngx_uint_t i = 0; i < n_replicas; i++)
+            if (alive >> i & 1) matched[i] = (b + 1) * NGX_LLM_PREFIX_BLOCK;
     }
 }
 
-/* Records that replica i took ids' whole blocks. */
-static void ngx_http_llm_prefix_note(ngx_http_request_t *r, ngx_http_llm_loc_conf_t *lcf, uint64_t *table,
-                                     const int32_t *ids, size_t n, const char *key, ngx_uint_t i)
+/* Records that replica i took the blocks of hashes hs[0..nb). */
+static void ngx_http_llm_prefix_note(uint64_t *table, const uint64_t *hs, size_t nb, ngx_uint_t i)
 {
-    uint64_t h = ngx_http_llm_prefix_seed(r, lcf, key);
-    for (size_t b = 0; b + NGX_LLM_PREFIX_BLOCK <= n; b += NGX_LLM_PREFIX_BLOCK) {
-        h = ngx_http_llm_prefix_block(h, ids + b);
-        uint64_t *slot = &table[h & (NGX_LLM_PREFIX_SLOTS - 1)], tag = h & NGX_LLM_PREFIX_TAG, bit = (uint64_t)1 << i;
-        uint64_t e = __atomic_load_n(slot, __ATOMIC_RELAXED), ne;
+    for (size_t b = 0; b < nb; b++) {
+        uint64_t *slot = &table[hs[b] & (NGX_LLM_PREFIX_SLOTS - 1)], tag = hs[b] & NGX_LLM_PREFIX_TAG;
+        uint64_t bit = (uint64_t)1 << i, e = __atomic_load_n(slot, __ATOMIC_RELAXED), ne;
         do ne = (e & NGX_LLM_PREFIX_TAG) == tag ? e | bit : tag | bit; /* (another block's: taken over) */
         while (ne != e && !__atomic_compare_exchange_n(slot, &e, ne, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
     }
@@ -136,7 +139,17 @@ ngx_int_t ngx_http_llm_balance_conf(ngx_conf_t *cf, ngx_http_llm_loc_conf_t *lcf
 {
     static ngx_str_t name = ngx_string("llm_prefixes");
     ngx_http_llm_main_conf_t *mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_module);
-    if (lcf->n_replicas < 2 || lcf->balance != NGX_LLM_BALANCE_PREFIX || mcf->prefixes != NULL) return NGX_OK;
+    if (lcf->n_replicas < 2 || lcf->balance != NGX_LLM_BALANCE_PREFIX) return NGX_OK;
+    /* a prompt's chain starts from the names of the location's replicas: locations, and reloads that change
+     * them, do not mix */
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (ngx_uint_t i = 0; i < lcf->n_replicas; i++) {
+        ngx_str_t *nm = &((ngx_http_llm_engine_t *)mcf->engines.elts)[lcf->replicas[i]].name;
+        for (size_t k = 0; k < nm->len; k++) h = (h ^ nm->data[k]) * NGX_LLM_FNV_PRIME;
+        h = (h ^ 0xff) * NGX_LLM_FNV_PRIME; /* (between names) */
+    }
+    lcf->prefix_seed = h;
+    if (mcf->prefixes != NULL) return NGX_OK;
     size_t size = ngx_align(NGX_LLM_PREFIX_SLOTS * sizeof(uint64_t) + 64 * 1024, ngx_pagesize);
     mcf->prefixes = ngx_shared_memory_add(cf, &name, size, &ngx_http_llm_module);
     if (mcf->prefixes == NULL) return NGX_ERROR;
@@ -167,7 +180,9 @@ ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int
             if (least < 0 || load[i] < least) least = load[i];
         }
         uint64_t *table = prefix && ids != NULL ? mcf->prefix_table : NULL;
-        if (table != NULL && least >= 0) ngx_http_llm_prefix_find(r, lcf, table, ids, n, cache_key, matched);
+        size_t nb = 0;
+        uint64_t *hs = table != NULL && least >= 0 ? ngx_http_llm_prefix_hashes(r, lcf, ids, n, cache_key, &nb) : NULL;
+        if (hs != NULL) ngx_http_llm_prefix_find(table, hs, nb, lcf->n_replicas, matched);
         /* The least busy in tokens of work under prefix: NGX_LLM_PREFIX_PER_REQUEST a request in flight, plus the
          * prompt tokens it has still to compute, less the tokens of this prompt it took before; never one more
          * than 4 requests, and half, over the least busy. Ties: the one that took more of the prompt, then in
@@ -184,7 +199,7 @@ ngx_http_llm_engine_t *ngx_http_llm_pick_engine(ngx_http_request_t *r, const int
             }
         }
         turn++;
-        if (table != NULL && least >= 0) ngx_http_llm_prefix_note(r, lcf, table, ids, n, cache_key, best);
+        if (hs != NULL) ngx_http_llm_prefix_note(table, hs, nb, best);
     }
     ngx_http_llm_engine_t *eng = ngx_http_llm_replica(r, lcf, best);
     ngx_http_llm_log_t *l = ngx_http_llm_log(r);
