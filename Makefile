@@ -74,7 +74,8 @@ san:
 module: $(BUILD)/llm-engine
 	ngx_module/build.sh $(BUILD)
 
-# make serve [PORT=8080] [MODEL=path] [MODELS="path ..."] [BACKEND=cpu]: engine(s) + nginx in the background.
+# make serve [PORT=8080] [MODEL=path] [MODELS="path ..."] [BACKEND=cpu] [REPLICAS=N] [TP=N]: engine(s) + nginx in the
+# background (tools/serve.sh).
 PORT    ?= 8080
 MODEL   ?= ../shared/models/stories260K/stories260K.gguf
 BACKEND ?= cpu

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "backend_cuda_loader.h"
+#include "backend_tp.h"
 #include "cpu/kernels.h"
 #include "gguf_quants.h"
 
@@ -47,6 +48,22 @@ void llm_backend_prepare_report(const llm_model *m, void *FILE_stream)
 }
 
 llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err)
+{
+    if (o != NULL && o->tp_size > 1 && name != NULL && m != NULL) {
+        if (strcmp(name, "cuda") != 0) {
+            llm_seterr(err, "tensor parallelism (%d ranks) is for the cuda backend", o->tp_size);
+            return NULL;
+        }
+        if (llm_model_has_deferred_except(m, kept_types(name))) {
+            llm_seterr(err, "backend: %s was loaded with conversions deferred; llm_backend_prepare it first", m->path);
+            return NULL;
+        }
+        return llm_tp_backend_create(m, o, err);
+    }
+    return llm_backend_create_single(name, m, o, err);
+}
+
+llm_backend *llm_backend_create_single(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err)
 {
     const llm_backend_ops *ops = NULL;
     if (name == NULL || m == NULL) {

@@ -33,6 +33,8 @@ typedef struct {
 
 #define LLM_WANT_HIDDEN 2
 
+#define LLM_TP_ID_BYTES 128 /* NCCL's unique id */
+
 typedef struct {
     int threads;     /* CPU threads (0 = all cores) */
     int kv_blocks;   /* blocks in the KV pool (0: CPU enough for one full-context sequence, CUDA see there) */
@@ -65,6 +67,11 @@ typedef struct {
      * the target's (the scheduler calls them one after the other, never at once), so that two pools do not
      * spin against each other on the same cores. NULL: its own. */
     const struct llm_backend *share_threads;
+    /* Tensor parallelism (CUDA; engine/backend_tp.c): the model is split over tp_size GPUs, one process each,
+     * device + rank; 0 or 1: not split. tp_rank and tp_id (the ranks' communicator, llm_cuda_tp_id) are
+     * filled by backend_tp.c for each rank's own backend. */
+    int           tp_size, tp_rank;
+    unsigned char tp_id[LLM_TP_ID_BYTES];
 } llm_backend_opts;
 
 /* KV cache element types (llm_backend_opts.kv_dtype). AUTO is f16, as llama.cpp's and vLLM's default, except
@@ -141,8 +148,11 @@ int llm_backend_prepare(const char *name, llm_model *m, const llm_backend_opts *
 void llm_backend_prepare_report(const llm_model *m, void *FILE_stream);
 int llm_cpu_prepare_model(llm_model *m, const llm_backend_opts *o, llm_err *err);
 
-/* name: "cpu" (or "cuda" when built with it). NULL + err on failure. */
+/* name: "cpu" (or "cuda" when built with it). NULL + err on failure. With o->tp_size > 1 ("cuda"): the model
+ * split over that many GPUs (backend_tp.h). */
 llm_backend *llm_backend_create(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err);
+/* The same on one device, whatever o->tp_size says (o->tp_rank / tp_id: this rank's share of a split model). */
+llm_backend *llm_backend_create_single(const char *name, const llm_model *m, const llm_backend_opts *o, llm_err *err);
 void         llm_backend_free(llm_backend *b);
 
 extern const llm_backend_ops llm_cpu_backend_ops;

@@ -11,8 +11,11 @@
 typedef const llm_backend_ops *(*ops_fn)(void);
 typedef int (*probe_fn)(char *msg, size_t len);
 
+typedef int (*tp_id_fn)(unsigned char *id, int size, char *msg, size_t len);
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const llm_backend_ops *loaded;
+static tp_id_fn tp_id;
 
 /* <directory of /proc/self/exe>/libllm_cuda.so (a build directory), else <that>/../lib/ngx_llm/libllm_cuda.so
  * where it is there (`make install`); -1 when the link cannot be read. */
@@ -72,6 +75,7 @@ static const llm_backend_ops *load_locked(llm_err *err)
         dlclose(h);
         return NULL;
     }
+    tp_id = (tp_id_fn)dlsym(h, LLM_CUDA_TP_ID_SYMBOL); /* (a library without it cannot split a model) */
     /* Stays loaded for the life of the process: the ops point into it. */
     return get();
 }
@@ -84,4 +88,21 @@ const llm_backend_ops *llm_cuda_ops_load(llm_err *err)
     const llm_backend_ops *ops = loaded;
     pthread_mutex_unlock(&lock);
     return ops;
+}
+
+int llm_cuda_tp_id(unsigned char *id, int size, llm_err *err)
+{
+    if (llm_cuda_ops_load(err) == NULL)
+        return -1;
+    if (tp_id == NULL) {
+        llm_seterr(err, "backend \"cuda\": this libllm_cuda.so cannot split a model over GPUs (no %s)",
+                   LLM_CUDA_TP_ID_SYMBOL);
+        return -1;
+    }
+    char why[256] = "";
+    if (tp_id(id, size, why, sizeof(why)) != 0) {
+        llm_seterr(err, "tensor parallelism: %s", why);
+        return -1;
+    }
+    return 0;
 }

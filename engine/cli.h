@@ -23,6 +23,9 @@ int         llm_args_check(const llm_args *a, const char *const *known);
 /* --kernel-tune on|off and --kernel-tune-file PATH (the CUDA backend's kernel tuning) into o; -1 with a
  * message on a bad value. */
 int         llm_kernel_tune_opts(const llm_args *a, llm_backend_opts *o);
+/* --tensor-parallel-size N: the model over N GPUs (1-8; --backend cuda; a model the split takes, model_tp.h)
+ * into o->tp_size. 0, or -1 after an error line. */
+int         llm_tp_opts(const llm_args *a, const char *backend, const llm_model *m, llm_backend_opts *o);
 /* --kv-cache-dtype auto|f16|f32 into o, and --ctx-size N (tokens a sequence may hold, prompt and
  * output; at most the model's context, which it lowers) into m's config; -1 with a message on a bad
  * value. */

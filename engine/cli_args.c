@@ -1,6 +1,7 @@
 /* Argument parsing shared by the subcommands: "--name value" and "--flag". */
 #include "backend_util.h"
 #include "cli.h"
+#include "model_tp.h"
 #include "scheduler.h"
 #include "lora.h"
 
@@ -77,6 +78,31 @@ int llm_kernel_tune_opts(const llm_args *a, llm_backend_opts *o)
         fprintf(stderr, "error: --kernel-tune-file needs a path\n");
         return -1;
     }
+    return 0;
+}
+
+int llm_tp_opts(const llm_args *a, const char *backend, const llm_model *m, llm_backend_opts *o)
+{
+    const char *v = llm_arg_str(a, "tensor-parallel-size");
+    if (v == NULL)
+        return 0;
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 1 || n > LLM_TP_MAX) {
+        fprintf(stderr, "error: --tensor-parallel-size must be a number of GPUs from 1 to %d, got '%s'\n", LLM_TP_MAX,
+                v);
+        return -1;
+    }
+    if (n > 1 && (backend == NULL || strcmp(backend, "cuda") != 0)) {
+        fprintf(stderr, "error: --tensor-parallel-size %ld splits the model over GPUs: it needs --backend cuda\n", n);
+        return -1;
+    }
+    llm_err err = { { 0 } };
+    if (n > 1 && llm_model_tp_check(m, (int)n, &err) != 0) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return -1;
+    }
+    o->tp_size = (int)n;
     return 0;
 }
 

@@ -48,7 +48,7 @@ static int parse_bias(const char *s, int vocab, llm_logit_bias **out)
 static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "suffix=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
-    "threads=", "ignore-eos", "output-ids", "backend=", "device=", "gpu-memory-fraction=", "kernel-tune=",
+    "threads=", "ignore-eos", "output-ids", "backend=", "device=", "tensor-parallel-size=", "gpu-memory-fraction=", "kernel-tune=",
     "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "logit-bias=", "json",
     "json-schema=", "swa-kv=", NULL,
 };
@@ -205,6 +205,8 @@ int cli_generate(const llm_args *a)
     bo.tune_max_batch = 1; /* one sequence: every decode step is one token */
     bo.scratch_tokens = n_prompt < chunk ? n_prompt : chunk; /* the largest step: ready before the clock starts */
     const char *bname = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
+    if (llm_tp_opts(a, bname, m, &bo) != 0)
+        goto out;
     if (llm_backend_prepare(bname, m, &bo, &err) == 0) {
         llm_backend_prepare_report(m, stderr);
         be = llm_backend_create(bname, m, &bo, &err);

@@ -267,7 +267,7 @@ int cli_serve(const llm_args *a)
 {
     static const char *const known[] = {
         "model=", "tokenizer=", "shm=", "max-batch-size=", "preferred-batch-sizes=", "batch-timeout-ms=",
-        "max-batched-tokens=", "kv-blocks=", "block-size=", "threads=", "slots=", "backend=", "device=",
+        "max-batched-tokens=", "kv-blocks=", "block-size=", "threads=", "slots=", "backend=", "device=", "tensor-parallel-size=",
         "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=",
         "shm-mode=", "max-waiting=", "stream-cap=", "no-supervise", "pid-file=", "redis=", "max-restarts=",
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
@@ -349,7 +349,13 @@ int cli_serve(const llm_args *a)
     }
     llm_encoder_step_default(a, m, sc);
     const char *backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
-    if (swa_kv_opt(a, m, sc, &bo) != 0) {
+    if (swa_kv_opt(a, m, sc, &bo) != 0 || llm_tp_opts(a, backend, m, &bo) != 0) {
+        llm_model_free(m);
+        return 2;
+    }
+    if (bo.tp_size > 1 && llm_arg_str(a, "draft-model") != NULL) {
+        /* (a draft's CUDA backend starts before the target's, and the ranks must be forked before any) */
+        fprintf(stderr, "error: --draft-model does not run with --tensor-parallel-size yet\n");
         llm_model_free(m);
         return 2;
     }

@@ -12,7 +12,7 @@ CUDA_HOME    ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_SRC     := $(wildcard kernels/*.cu)
 CUDA_OBJ     := $(CUDA_SRC:%.cu=$(BUILD)/obj/%.o)
 CUDA_HDR     := $(wildcard kernels/*.cuh) engine/backend.h engine/backend_util.h engine/model.h engine/common.h \
-                engine/gguf_quants.h engine/parallel.h
+                engine/gguf_quants.h engine/parallel.h engine/model_tp.h
 # sm_90 machine code for Hopper plus compute_90 PTX the driver can compile for newer chips.
 CUDA_GENCODE := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS    ?= -O3 -lineinfo

@@ -87,6 +87,7 @@ static void cu_destroy(llm_backend *b)
         if (st->ev[i] != NULL)
             cudaEventDestroy(st->ev[i]);
     cuda_graphs_destroy(st);
+    cuda_tp_free(st);
     free_scratch(st);
     cudaFree(st->logits);
     cudaFree(st->am_ids);
@@ -344,6 +345,11 @@ static int tune_wanted(const llm_backend *b, const cu_state *st, const char *han
         fprintf(stderr, "cuda: kernel tuning off: %s is set\n", hand);
         return 0;
     }
+    /* (split over several GPUs, each timed step would wait on the other ranks' collectives) */
+    if (want && b->opts.tp_size > 1) {
+        fprintf(stderr, "cuda: kernel tuning off: the model is split over %d GPUs\n", b->opts.tp_size);
+        return 0;
+    }
     /* (an encoder's steps are whole inputs, never the decode steps the tuner times) */
     return want && !st->debug_sync && !st->stage_events && !st->m->cfg.bidirectional;
 }
@@ -570,6 +576,10 @@ static int cu_init(llm_backend *b, llm_err *err)
             return -1;
         }
         b->tune_s = st->tune.seconds;
+    }
+    if (cuda_tp_init(st, &b->opts, err) != 0) {
+        cu_destroy(b);
+        return -1;
     }
     b->forward_device = cu_forward_device;
     b->weight_bytes = st->weight_bytes;
@@ -870,15 +880,18 @@ static int project_out(cu_state *st, const cu_mat *W, const float *in, int ldin,
                        const float *post, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
-    int aside = post != NULL || c->residual_scale > 0.0f;
+    const int tp = st->tp.size > 1; /* this rank's product is a partial sum: summed over the ranks first */
+    int aside = tp || post != NULL || c->residual_scale > 0.0f;
     if (cuda_matmul(&st->mm, W, in, ldin, aside ? st->xn : st->x, c->dim, n, !aside, err->msg, sizeof(err->msg)))
         return -1;
+    if (tp)
+        cuda_tp_allreduce(st, st->xn, (size_t)n * (size_t)c->dim);
     if (bias != NULL)
         cuda_add_bias(aside ? st->xn : st->x, c->dim, bias, c->dim, n, st->stream);
     if (post != NULL)
         cuda_rmsnorm_add(st->xn, post, st->x, n, c->dim, c->norm_eps, st->stream);
     else if (aside)
-        cuda_add_scaled(st->xn, c->residual_scale, st->x, n, c->dim, st->stream);
+        cuda_add_scaled(st->xn, c->residual_scale > 0.0f ? c->residual_scale : 1.0f, st->x, n, c->dim, st->stream);
     return 0;
 }
 
@@ -1250,6 +1263,11 @@ static int forward_eager(cu_state *st, const llm_batch *b, const llm_device_out 
     }
     sp.hidden_only = hidden_only;
     sp.argmax = am != NULL;
+    if (!cuda_tp_agree(st, 1)) { /* another rank cannot take this step */
+        cudaStreamSynchronize(st->stream);
+        llm_err_set(err, "cuda backend: another GPU of the split model is out of memory for %d tokens", n);
+        return LLM_BACKEND_NOMEM;
+    }
     if (cuda_enqueue_step(st, &sp, err) != 0)
         return -1;
     /* (an embedding model's rows are all hidden states: no logits to copy) */
@@ -1282,8 +1300,7 @@ int cuda_forward_eager(cu_state *st, const llm_batch *b, float *logits, llm_err 
 
 static int forward_any(llm_backend *be, const llm_batch *b, const llm_device_out *am, float *logits, llm_err *err)
 {
-    cu_impl *im = (cu_impl *)be->impl;
-    cu_state *st = &im->st;
+    cu_state *st = &((cu_impl *)be->impl)->st;
     cudaSetDevice(st->device); /* the calling thread may not be the one that ran init */
     cudaStreamSynchronize(st->stream); /* a failed earlier step may have left work queued */
     if (check_batch(st, b, err) != 0)
@@ -1300,14 +1317,34 @@ static int forward_any(llm_backend *be, const llm_batch *b, const llm_device_out
     return rc == -1 && st->mm.nomem ? LLM_BACKEND_NOMEM : rc;
 }
 
+/* Split over GPUs, every forward call takes part in exactly one agreement (cuda_tp_agree): where it failed
+ * before its own, here, so that the other ranks refuse the step too instead of waiting in a collective this
+ * rank never joins. */
+static int tp_finish(llm_backend *be, int rc, llm_err *err)
+{
+    cu_state *st = &((cu_impl *)be->impl)->st;
+    if (st->tp.size > 1 && !st->tp.agreed && !cuda_tp_agree(st, rc == 0) && rc == 0) {
+        llm_err_set(err, "cuda backend: another GPU of the split model refused the step");
+        rc = LLM_BACKEND_NOMEM;
+    }
+    /* failed after every rank took the step: some of its collectives ran, the others' wait; the ranks are
+     * out of step for good (engine/backend_tp.c ends them) */
+    if (st->tp.size > 1 && st->tp.agreed == 1 && rc != 0) {
+        size_t l = strlen(err->msg);
+        snprintf(err->msg + l, sizeof(err->msg) - l, " (midway through a step of the split model)");
+        rc = -1;
+    }
+    return rc;
+}
+
 static int cu_forward(llm_backend *be, const llm_batch *b, float *logits, llm_err *err)
 {
-    return forward_any(be, b, NULL, logits, err);
+    ((cu_impl *)be->impl)->st.tp.agreed = 0;
+    return tp_finish(be, forward_any(be, b, NULL, logits, err), err);
 }
 
 /* be->forward_device: as forward; dv is used only when some token with want_logits is not LLM_ROW_LOGITS. */
-static int cu_forward_device(llm_backend *be, const llm_batch *b, const llm_device_out *dv, float *logits,
-                             llm_err *err)
+static int forward_dv(llm_backend *be, const llm_batch *b, const llm_device_out *dv, float *logits, llm_err *err)
 {
     int any = 0;
     if (dv != NULL && dv->mode != NULL && b != NULL && b->want_logits != NULL && b->tokens != NULL)
@@ -1331,6 +1368,13 @@ static int cu_forward_device(llm_backend *be, const llm_batch *b, const llm_devi
     if (rc == 0)
         cuda_sample_scatter(st, dv);
     return rc;
+}
+
+static int cu_forward_device(llm_backend *be, const llm_batch *b, const llm_device_out *dv, float *logits,
+                             llm_err *err)
+{
+    ((cu_impl *)be->impl)->st.tp.agreed = 0;
+    return tp_finish(be, forward_dv(be, b, dv, logits, err), err);
 }
 
 static const llm_backend_ops cuda_ops = { "cuda", cu_init, cu_forward, cu_destroy };

@@ -527,8 +527,14 @@ size_t dev_used, dev_peak, dev_cap;
 unsigned long dev_calls, dev_fail_at;
 bool dev_cap_read;
 
+int cur_dev; /* cudaSetDevice's */
+
 size_t cap_bytes(void)
 {
+    /* CU_EMU_MEM_DEVICE=D: the capacity is only device D's (one rank of a split model out of memory) */
+    const char *md = getenv("CU_EMU_MEM_DEVICE");
+    if (md != NULL && atoi(md) != cur_dev)
+        return 0;
     if (!dev_cap_read) {
         dev_cap_read = true;
         const char *v = getenv("CU_EMU_MEM");
@@ -594,8 +600,21 @@ void cu_emu_smem_check(const void *kernel, size_t smem)
     }
 }
 
-cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
-cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : fail_with(cudaErrorInvalidValue); }
+/* CU_EMU_DEVICES=N: N devices (default 1), so that a model split over several GPUs can run, one process a
+ * device, each process's memory its own device's */
+static int emu_devices(void)
+{
+    const char *d = getenv("CU_EMU_DEVICES");
+    return d != NULL && atoi(d) > 0 ? atoi(d) : 1;
+}
+cudaError_t cudaGetDeviceCount(int *n) { *n = emu_devices(); return cudaSuccess; }
+cudaError_t cudaSetDevice(int d)
+{
+    if (d < 0 || d >= emu_devices())
+        return fail_with(cudaErrorInvalidValue);
+    cur_dev = d;
+    return cudaSuccess;
+}
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
 {
     memset(p, 0, sizeof(*p));
@@ -636,6 +655,15 @@ cudaError_t cudaMalloc(void **p, size_t n)
     FORBID_IN_CAPTURE("cudaMalloc");
     size_t cap = cap_bytes();
     bool injected = ++dev_calls == dev_fail_at;
+    /* CU_EMU_MEM_FAIL_NTH=K: refuse the K-th allocation of this process (of device CU_EMU_MEM_DEVICE's only) */
+    static long env_nth = -1, env_calls;
+    if (env_nth < 0) {
+        const char *v = getenv("CU_EMU_MEM_FAIL_NTH");
+        env_nth = v != NULL && atol(v) > 0 ? atol(v) : 0;
+    }
+    const char *md = getenv("CU_EMU_MEM_DEVICE");
+    if (env_nth > 0 && (md == NULL || atoi(md) == cur_dev) && ++env_calls == env_nth)
+        injected = true;
     if (injected || (cap > 0 && (dev_used > cap || n > cap - dev_used)) || posix_memalign(p, 256, n ? n : 1) != 0) {
         *p = NULL;
         return fail_with(cudaErrorMemoryAllocation);

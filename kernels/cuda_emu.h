@@ -11,9 +11,11 @@
  * a GPU); cudaMalloc/Free, host allocation, synchronous copies and memsets and
  * any synchronisation fail with cudaErrorStreamCaptureUnsupported and
  * invalidate the capture, as the real runtime does, so such mistakes show up.
- * Test knobs: CU_EMU_SMS=N sets the reported SM count (default 4);
+ * Test knobs: CU_EMU_SMS=N sets the reported SM count (default 4); CU_EMU_DEVICES=N the device count
+ * (default 1);
  * CU_EMU_CAPTURE_FAIL=1 makes every cudaStreamEndCapture fail (fallback test);
- * CU_EMU_MEM=N[K|M|G] gives the device that capacity: cudaMalloc past it fails and
+ * CU_EMU_MEM=N[K|M|G] gives the device that capacity (with CU_EMU_MEM_DEVICE=D only device D, in a process that
+ * set it; CU_EMU_MEM_FAIL_NTH=K refuses its K-th cudaMalloc): cudaMalloc past it fails and
  * cudaMemGetInfo reports it (tests may also call the exported cu_emu_mem_limit,
  * cu_emu_mem_used, cu_emu_mem_peak, cu_emu_mem_allocs and cu_emu_mem_fail_nth;
  * out-of-memory tests). */

@@ -322,6 +322,12 @@ int cuda_graph_forward(cu_state *st, const llm_batch *b, const llm_device_out *a
     int cls = step_setup(st, b, B, &sp, err);
     if (cls < 0)
         return -1;
+    if (!cuda_tp_agree(st, 1)) { /* another rank of the split model cannot take this step */
+        cudaStreamSynchronize(st->stream);
+        llm_err_set(err, "cuda backend: another GPU of the split model is out of memory for %d tokens", B);
+        st->mm.nomem = 1;
+        return -1;
+    }
     cu_graph *gr = &G->g[bi][cls];
     unsigned gen = cuda_buf_gen(st);
     if (gr->exec != NULL && gr->gen != gen) {

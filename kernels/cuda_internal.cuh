@@ -683,7 +683,25 @@ typedef struct {
     cu_graphs graphs;
     cu_sampler samp;
     cu_tune tune;
+    /* Tensor parallelism (cuda_tp.cu): this rank of size (1: the model whole on this device); the
+     * communicator, a device int for the agreement, and this forward call's agreement (0: not yet; 1: every
+     * rank takes the step; 2: refused). */
+    struct {
+        int   rank, size, agreed;
+        void *comm;
+        int32_t *flag;
+    } tp;
 } cu_state;
+
+/* ---- tensor parallelism (cuda_tp.cu) ---- */
+/* Joins the ranks' communicator named by o->tp_id (o->tp_size > 1; else nothing). 0, or -1 + err. */
+int  cuda_tp_init(cu_state *st, const llm_backend_opts *o, llm_err *err);
+void cuda_tp_free(cu_state *st);
+/* buf[0 .. n) summed over the ranks, in place, enqueued on st->stream (captured by a graph like a kernel). */
+void cuda_tp_allreduce(cu_state *st, float *buf, size_t n);
+/* Once per forward call, before its first launch (and at its end where it failed before that): the minimum
+ * of every rank's ok, blocking; later calls in the same forward return ok. One rank (1) always agrees. */
+int  cuda_tp_agree(cu_state *st, int ok);
 
 /* Whether layer L keeps its KV in the window pool, read and written through the window tables (cu_step.ti_win). */
 static inline int cu_in_window_pool(const cu_state *st, const cu_layer *L) { return st->swa_blocks > 0 && L->swa; }

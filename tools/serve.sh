@@ -7,7 +7,9 @@
 # Environment: MODELS (more model paths, each on an engine of its own behind the same
 # URL, picked by the request's "model": llm_models), ENGINE_ARGS (more `llm-engine serve`
 # options, for every engine), REPLICAS (engines of the main model, default 1: llm_engine lists them and
-# requests go to the least busy; with BACKEND=cuda each on its own GPU, --device 0, 1, ...), NGINX_CMD (the nginx
+# requests go to the least busy; with BACKEND=cuda each on its own GPU, --device 0, 1, ...), TP (with BACKEND=cuda:
+# the main model split over that many GPUs, --tensor-parallel-size; with REPLICAS, replica r on GPUs r*TP ...
+# r*TP+TP-1), NGINX_CMD (the nginx
 # command, default nginx: tests/gpu/serve_gpu.sh runs a carried one),
 # SERVE_WAIT_S (how long to wait for /health, default 30).
 set -euo pipefail
@@ -57,9 +59,14 @@ engine() { # MODEL SHM LOG [more serve options]
     echo $! >>"$run/engine.pid"
     echo "$run/logs/$log" >>"$run/engine.logs"
 }
+tp=${TP:-1}
+[[ "$tp" =~ ^[1-8]$ ]] || { echo "TP: 1 to 8" >&2; exit 1; }
+[ "$tp" -eq 1 ] || [ "$backend" = cuda ] || { echo "TP=$tp splits the model over GPUs: BACKEND=cuda" >&2; exit 1; }
+split=()
+[ "$tp" -gt 1 ] && split=(--tensor-parallel-size "$tp")
 dev=()
 [ "$backend" = cuda ] && [ "$replicas" -gt 1 ] && dev=(--device 0)
-engine "$model" "$name" engine.log "${dev[@]}"
+engine "$model" "$name" engine.log "${dev[@]}" "${split[@]}"
 
 # MODELS: an engine each (segment serve-PORT-i), a named location each (@model_i), listed by llm_models in
 # the main location; the model id is the file's name without its extension.
@@ -76,8 +83,8 @@ done
 # REPLICAS: the main model's other engines (segment serve-PORT-rN), listed by its llm_engine
 engines="$name"
 for r in $(seq 2 "$replicas"); do
-    [ "$backend" = cuda ] && dev=(--device $((r - 1)))
-    engine "$model" "$name-r$r" "engine-r$r.log" "${dev[@]}"
+    [ "$backend" = cuda ] && dev=(--device $(((r - 1) * tp)))
+    engine "$model" "$name-r$r" "engine-r$r.log" "${dev[@]}" "${split[@]}"
     engines="$engines $name-r$r"
 done
 

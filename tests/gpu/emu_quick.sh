@@ -32,6 +32,8 @@
 #     attention and FFN, a window of 16 on some layers, Gemma 3's second rope base, Gemma 2's soft caps) over
 #     texts longer than the window: prefill (wmma, mma.sync, scalar kernels), decode (register and tiled
 #     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV);
+# 10a. tensor parallelism: the model split over 2 and 4 emulated devices (processes), against the CPU backend;
+#      the scheduler over it; one rank out of memory for a step; a rank that cannot start; a model refused;
 # 10b. SmolLM3's NoPE layers and Granite's four scales (gen-model --preset tiny-smollm3 / tiny-granite);
 #      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
@@ -54,7 +56,7 @@ B=${1:-build}
 E="$B/emu"
 W="$B/emu_work"
 mkdir -p "$E" "$W"
-make -s BUILD="$B" "$B/llm-engine" "$B/libllm.a" || exit 1
+make -s BUILD="$B" "$B/llm-engine" "$B/llm-client" "$B/libllm.a" || exit 1
 tests/gpu/emu_build.sh "$E" || exit 1
 LIBS=$(sed -n 's/^LIBS *= *//p' Makefile)
 for prog in parity_logits sched_parity; do
@@ -342,6 +344,66 @@ check "gemma2 f32, scalar attention kernels, attention scale 0.125" env LLM_CUDA
 check "gemma2 bf16, mma.sync prefill attention, f16 kv" env LLM_CUDA_ATT_TC=2 CU_EMU_SMS=1 "$E/parity_logits" \
     --model "$W/gemma2-bf16.gguf" --vocab 512 --positions 100 --gen 24 --chunk 50 --mixed 0 --max-diff 0.3 \
     --min-top1 0.98
+# Tensor parallelism (engine/backend_tp.c, kernels/cuda_tp.cu): the model split over 2 and 4 emulated devices,
+# one process each (CU_EMU_DEVICES), their all-reduces through shared memory; as close to the CPU backend as on one
+# device (the same bounds as above): prefill, a mixed batch, decode through graphs with the on-device argmax.
+check "split over 2 devices (tensor parallelism): stories260K f32, prefill, mixed batch, graph decode" \
+    env LLM_CUDA_KV=f32 CU_EMU_DEVICES=2 "$E/parity_logits" --model "$S260" --positions 32 --gen 8 --chunk 8 \
+    --max-diff 1e-4 --min-top1 1 --graph-cycles 1 --tp 2
+check "split over 4 devices: one KV head and 43 FFN columns a rank" env LLM_CUDA_KV=f32 CU_EMU_DEVICES=4 \
+    "$E/parity_logits" --model "$S260" --positions 32 --gen 8 --chunk 8 --max-diff 1e-4 --min-top1 1 --tp 4
+check "split over 2 devices: gemma2 (norms after the blocks over the summed outputs, soft caps), graphs" \
+    env LLM_CUDA_KV=f32 CU_EMU_SMS=64 CU_EMU_DEVICES=2 "$E/parity_logits" --model "$W/gemma2-f32.gguf" --vocab 512 \
+    --positions 100 --gen 24 --chunk 50 --mixed 0 --graph-cycles 1 --max-diff 5e-2 --min-top1 1 --tp 2
+# The scheduler over a split model (sampled requests drawn on rank 0's device); then one rank's device refuses an
+# allocation of a step (CU_EMU_MEM_FAIL_NTH: the 50th of that process, past its init): every rank refuses that
+# step (the agreement before its first launch), the scheduler shrinks it, and the tokens stay the same.
+tp_sched() { # device, then the check's own environment
+    local d=$1; shift
+    out=$(env "$@" LLM_CUDA_KV=f32 CU_EMU_DEVICES=2 "$E/sched_parity" --model "$S260" --gen 12 --max-lp-diff 1e-4 \
+        --min-sampled 7 --tp 2 2>&1); rc=$?
+    echo "$out"
+    [ $rc -eq 0 ] && { [ -z "$d" ] || echo "$out" | grep -q 'devices: [1-9][0-9]* steps refused'; }
+}
+check "split over 2 devices: the scheduler, greedy and sampled requests" tp_sched ""
+check "split over 2 devices: rank 1 out of memory for a step, every rank refuses it" tp_sched 1 \
+    CU_EMU_MEM_FAIL_NTH=50 CU_EMU_MEM_DEVICE=1
+check "split over 2 devices: rank 0 out of memory for a step" tp_sched 0 CU_EMU_MEM_FAIL_NTH=50 CU_EMU_MEM_DEVICE=0
+# A rank that cannot start ends them all with its reason; a model the split cannot take is refused up front.
+check "split over 2 devices: rank 1's init fails, model refused" bash -c "
+    out=\$(CU_EMU_DEVICES=2 CU_EMU_MEM=1000 CU_EMU_MEM_DEVICE=1 '$B/llm-engine' generate --model '$S260' \
+        --tokenizer ../shared/models/stories260K/tok512.bin --prompt 'Once upon a time' --max-tokens 4 \
+        --backend cuda --tensor-parallel-size 2 2>&1); rc=\$?; echo \"\$out\" | tail -2
+    [ \$rc -ne 0 ] && echo \"\$out\" | grep -q 'rank 1 (device 1) exited with status 1: cuda backend: cannot set' &&
+    out=\$(CU_EMU_DEVICES=4 '$B/llm-engine' generate --model '$W/gemma3-f32.gguf' --prompt-ids 1,2 --max-tokens 2 \
+        --backend cuda --tensor-parallel-size 2 2>&1); rc=\$?; echo \"\$out\" | tail -1
+    [ \$rc -ne 0 ] && echo \"\$out\" | grep -q 'KV heads and FFN width must each divide'"
+# `serve --tensor-parallel-size 2`: requests through the ring answer as `generate` on the CPU; rank 1 killed, the
+# supervisor starts the group again and it serves the same text; SIGTERM ends every rank and removes the segment.
+tp_serve() {
+    local shm=emutp$$ sup c out
+    CU_EMU_DEVICES=2 "$B/llm-engine" serve --model "$S260" --tokenizer "$T512" --shm $shm --backend cuda \
+        --tensor-parallel-size 2 --kv-blocks 64 --max-batch-size 4 > "$W/tp_serve.log" 2>&1 &
+    sup=$!
+    want=$("$B/llm-engine" generate --model "$S260" --tokenizer "$T512" --prompt "Once upon a time" --max-tokens 16 \
+        2>/dev/null)
+    for i in $(seq 60); do grep -q 'serve: ready' "$W/tp_serve.log" && break; sleep 1; done
+    ask() { "$B/llm-client" --shm $shm --tokenizer "$T512" --prompt "Once upon a time" --max-tokens 16 --requests 2 \
+        --concurrency 2 | sed 's/.*"text":"\([^"]*\)".*/\1/'; }
+    out=$(ask); c=$(echo "$out" | grep -cxF -- "$want")
+    echo "before: $c of 2 requests gave the CPU's text"
+    pkill -KILL -P "$(pgrep -P $sup)" 2>/dev/null # rank 1 (the worker's child)
+    for i in $(seq 60); do [ "$(grep -c 'serve: ready' "$W/tp_serve.log")" -ge 2 ] && break; sleep 1; done
+    grep 'was killed by signal 9\|worker_restart' "$W/tp_serve.log" | head -2
+    out=$(ask); c2=$(echo "$out" | grep -cxF -- "$want")
+    echo "after rank 1 was killed and the group restarted: $c2 of 2"
+    kill -TERM $sup; wait $sup
+    left=$(pgrep -f "shm $shm" | wc -l)
+    echo "after SIGTERM: $left processes left, segment $( [ -e /dev/shm/llm-$shm ] && echo left || echo removed)"
+    [ "$c" = 2 ] && [ "$c2" = 2 ] && [ "$left" = 0 ] && [ ! -e /dev/shm/llm-$shm ]
+}
+T512=../shared/models/stories260K/tok512.bin
+check "split over 2 devices: serve, a rank killed, the group restarted, SIGTERM" tp_serve
 # SmolLM3 (every fourth layer without rope: the rope kernels and the fused QKV GEMV's epilogue get no tables)
 # and Granite (embedding, attention, residual and logit scales: the residual one through cuda_add_scaled, the
 # logit one in logits_post_kernel), F32 with the scalar attention kernels: within 3e-5 of the CPU (measured);

@@ -12,6 +12,7 @@
  *     the backend offers forward_device, every other row asks for the greedy
  *     id only: it must equal the CPU's argmax, its logprob the CPU's
  *     log-softmax, and its logits row must stay unwritten.
+ *  (--tp N: the CUDA backend splits the model over N devices, tensor parallelism, for every part but 5.)
  *  5. (--window-pool N) a model with sliding-window layers, their KV in a
  *     window pool of N blocks (llm_backend_opts.swa_blocks) on a second CPU
  *     and CUDA backend: window_part below.
@@ -415,7 +416,7 @@ int main(int argc, char **argv)
     if (path == NULL) {
         fprintf(stderr, "usage: parity_logits --model PATH [--positions 512] [--gen 200] [--chunk 128] "
                         "[--max-diff 0.01] [--min-top1 0.99] [--mixed 0] [--only-graph 1] [--graph-cycles N] "
-                        "[--vocab N] [--attn-scale S] [--cpu-model PATH] [--window-pool N]\n");
+                        "[--vocab N] [--attn-scale S] [--cpu-model PATH] [--window-pool N] [--tp N]\n");
         return 2;
     }
     int P = atoi(arg(argc, argv, "--positions", "512")), gen = atoi(arg(argc, argv, "--gen", "200"));
@@ -457,7 +458,12 @@ int main(int argc, char **argv)
      * from their blocks where this CPU has the kernels); --model's, shared with CUDA, stays as loaded */
     llm_backend *cpu = mc == m || llm_backend_prepare("cpu", mc, &o, &err) == 0 ? llm_backend_create("cpu", mc, &o, &err)
                                                                               : NULL;
-    llm_backend *gpu = cpu != NULL ? make_cuda(m, &o, &err) : NULL;
+    /* --tp N: the CUDA side split over N devices (engine/backend_tp.c: N processes, forked before this one
+     * touches CUDA; under the emulation CU_EMU_DEVICES=N) */
+    llm_backend_opts og = o;
+    og.tp_size = atoi(arg(argc, argv, "--tp", "1"));
+    llm_backend *gpu = cpu == NULL ? NULL : og.tp_size > 1 ? llm_backend_create("cuda", m, &og, &err)
+                                                           : make_cuda(m, &o, &err);
     if (cpu == NULL || gpu == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
         llm_backend_free(cpu);

@@ -329,7 +329,7 @@ int main(int argc, char **argv)
     const char *path = arg(argc, argv, "--model", NULL);
     if (path == NULL) {
         fprintf(stderr, "usage: sched_parity --model PATH [--gen 24] [--max-lp-diff 1e-3] [--min-sampled 0] "
-                "[--oom 0|1 [--oom-sweep G]] [--spec K]\n");
+                "[--oom 0|1 [--oom-sweep G]] [--spec K] [--tp N]\n");
         return 2;
     }
     workload w = { atoi(arg(argc, argv, "--gen", "24")), NREQ, 64, atoi(arg(argc, argv, "--spec", "0")) };
@@ -358,7 +358,12 @@ int main(int argc, char **argv)
     if (o.kv_dtype < 0)
         o.kv_dtype = LLM_KV_AUTO;
     llm_backend *cpu = llm_backend_create("cpu", m, &o, &err);
-    llm_backend *gpu = cpu != NULL ? make_cuda(m, &o, &err) : NULL;
+    /* --tp N: the CUDA side split over N devices (engine/backend_tp.c; not with --oom, whose device memory is
+     * this process's) */
+    llm_backend_opts og = o;
+    og.tp_size = oom ? 1 : atoi(arg(argc, argv, "--tp", "1"));
+    llm_backend *gpu = cpu == NULL ? NULL : og.tp_size > 1 ? llm_backend_create("cuda", m, &og, &err)
+                                                           : make_cuda(m, &o, &err);
     emu_mem e = { 0 };
     int fails = 0;
     if (oom && gpu != NULL && emu_mem_find(&e) != 0) {
@@ -374,6 +379,9 @@ int main(int argc, char **argv)
         fails++;
     } else {
         fails += compare(w.spec ? " with n-gram speculation" : "", rc, rg, &w, max_lp, min_sampled);
+        if (og.tp_size > 1) /* (a rank's device capped by CU_EMU_MEM_DEVICE: steps refused by every rank) */
+            printf("  split over %d devices: %llu steps refused for memory, %llu preemptions\n", og.tp_size,
+                   (unsigned long long)st.oom_shrinks, (unsigned long long)st.preemptions);
         if (w.spec)
             printf("  speculation on the device: %llu of %llu drafted tokens confirmed, %llu tokens in %llu steps\n",
                    (unsigned long long)st.spec_accepted, (unsigned long long)st.spec_drafted,

@@ -1,0 +1,159 @@
+/* Tensor parallelism's split of a model (engine/model_tp.c): each rank's share holds its heads' q/k/v rows and
+ * its FFN columns' gate/up rows (views into the model), and the columns of wo / w_down that read them (copies,
+ * whole blocks of the row's type), and the configuration a rank runs with; the shares put back together are the
+ * model, byte for byte. Models the split cannot take are refused with the reason. The split run on emulated GPUs,
+ * against the CPU backend: tests/gpu/emu_quick.sh. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gguf_quants.h"
+#include "model.h"
+#include "model_gen.h"
+#include "model_tp.h"
+#include "model_write.h"
+#include "tap.h"
+
+/* s's rows are t's from row r0 on. */
+static int same_rows(const llm_tensor *t, const llm_tensor *s, int64_t r0)
+{
+    if (t->data == NULL)
+        return s->data == NULL;
+    if (t->ne[1] == 1) /* a vector: elements */
+        return s->type == LLM_F32 && memcmp(s->data, (const float *)t->data + r0, (size_t)s->ne[0] * 4) == 0;
+    size_t rb = gguf_qtype_row_bytes(t->type, (uint64_t)t->ne[0]);
+    return s->type == t->type && s->ne[0] == t->ne[0] && rb > 0 &&
+           memcmp(s->data, (const char *)t->data + (size_t)r0 * rb, (size_t)s->ne[1] * rb) == 0;
+}
+
+/* s's columns are t's from column c0 on, in every row. */
+static int same_cols(const llm_tensor *t, const llm_tensor *s, int64_t c0)
+{
+    size_t rb = gguf_qtype_row_bytes(t->type, (uint64_t)t->ne[0]);
+    size_t off = gguf_qtype_row_bytes(t->type, (uint64_t)c0), nb = gguf_qtype_row_bytes(t->type, (uint64_t)s->ne[0]);
+    if (s->type != t->type || s->ne[1] != t->ne[1] || nb == 0 || (c0 > 0 && off == 0))
+        return 0;
+    for (int64_t r = 0; r < t->ne[1]; r++)
+        if (memcmp((const char *)s->data + (size_t)r * nb, (const char *)t->data + (size_t)r * rb + off, nb) != 0)
+            return 0;
+    return 1;
+}
+
+static void check_split(const char *what, const llm_model *m, int size)
+{
+    llm_err err = { { 0 } };
+    const llm_config *c = &m->cfg;
+    const int hd = c->head_dim;
+    int64_t q_cols = 0, ff_cols = 0;
+    int all = 1, views = 1;
+    for (int r = 0; r < size; r++) {
+        llm_model *s = llm_model_tp_shard(m, r, size, &err);
+        ok(s != NULL, "%s, rank %d of %d: split (%s)", what, r, size, s ? "" : err.msg);
+        if (s == NULL)
+            return;
+        const llm_config *k = &s->cfg;
+        ok(k->n_heads * size == c->n_heads && k->n_kv_heads * size == c->n_kv_heads &&
+           k->hidden_dim * size == c->hidden_dim && k->dim == c->dim && k->head_dim == hd &&
+           k->n_layers == c->n_layers && k->vocab_size == c->vocab_size,
+           "%s, rank %d: %d of %d query heads, %d of %d KV heads, %d of %d FFN columns, the rest as the model's",
+           what, r, k->n_heads, c->n_heads, k->n_kv_heads, c->n_kv_heads, k->hidden_dim, c->hidden_dim);
+        ok(s->tok_embd.data == m->tok_embd.data && s->output.data == m->output.data &&
+           s->out_norm.data == m->out_norm.data && s->tok == m->tok,
+           "%s, rank %d: embedding, classifier, final norm and tokenizer whole (shared)", what, r);
+        const int64_t hq = (int64_t)k->n_heads * hd, hkv = (int64_t)k->n_kv_heads * hd, ff = k->hidden_dim;
+        for (int l = 0; l < c->n_layers; l++) {
+            const llm_layer *L = &m->layers[l], *S = &s->layers[l];
+            all &= same_rows(&L->wq, &S->wq, r * hq) && S->wq.ne[1] == hq;
+            all &= same_rows(&L->wk, &S->wk, r * hkv) && S->wk.ne[1] == hkv;
+            all &= same_rows(&L->wv, &S->wv, r * hkv) && S->wv.ne[1] == hkv;
+            all &= same_rows(&L->bq, &S->bq, r * hq) && same_rows(&L->bk, &S->bk, r * hkv) &&
+                   same_rows(&L->bv, &S->bv, r * hkv);
+            all &= same_rows(&L->w_gate, &S->w_gate, r * ff) && same_rows(&L->w_up, &S->w_up, r * ff);
+            all &= same_cols(&L->wo, &S->wo, r * hq) && S->wo.ne[0] == hq;
+            all &= same_cols(&L->w_down, &S->w_down, r * ff) && S->w_down.ne[0] == ff;
+            all &= S->attn_norm.data == L->attn_norm.data && S->ffn_norm.data == L->ffn_norm.data &&
+                   S->post_attn_norm.data == L->post_attn_norm.data;
+            /* rows are views into the model's memory; columns are the share's own copies */
+            views &= (const char *)S->wq.data >= (const char *)L->wq.data && S->wo.data != L->wo.data;
+        }
+        q_cols += k->n_heads;
+        ff_cols += k->hidden_dim;
+        llm_model_tp_free(s);
+    }
+    ok(all && views, "%s over %d ranks: every layer's q/k/v and gate/up rows and wo / w_down columns are the "
+       "model's, the rows as views", what, size);
+    ok(q_cols == c->n_heads && ff_cols == c->hidden_dim, "%s over %d ranks: the shares cover every head and column",
+       what, size);
+}
+
+static void refused(const char *what, const llm_model *m, int size, const char *why)
+{
+    llm_err err = { { 0 } };
+    llm_model *s = llm_model_tp_shard(m, 0, size, &err);
+    ok(s == NULL && llm_model_tp_check(m, size, &err) != 0 && strstr(err.msg, why) != NULL,
+       "%s over %d: refused, \"%s\" (%s)", what, size, why, err.msg);
+    llm_model_tp_free(s);
+}
+
+static llm_model *gen(const char *dir, const char *preset, llm_dtype t)
+{
+    llm_err err = { { 0 } };
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s-%s.gguf", dir, preset, llm_dtype_name(t));
+    llm_model *m = llm_model_generate(preset, t, 5, path, "../shared", &err) == 0 ? llm_model_load(path, NULL, &err)
+                                                                                  : NULL;
+    ok(m != NULL, "gen-model %s %s: %s", preset, llm_dtype_name(t), m ? "" : err.msg);
+    unlink(path);
+    return m;
+}
+
+int main(void)
+{
+    llm_err err = { { 0 } };
+    llm_model *m = llm_model_load("../shared/models/stories260K/stories260K.bin",
+                                  "../shared/models/stories260K/tok512.bin", &err);
+    ok(m != NULL, "stories260K loads: %s", m ? "" : err.msg);
+    if (m != NULL) {
+        check_split("stories260K f32", m, 2);
+        check_split("stories260K f32", m, 4);
+        refused("stories260K", m, 3, "must each divide by the number of ranks");
+        refused("stories260K", m, 9, "out of range");
+        llm_model_free(m);
+    }
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/test_model_tp_%d", (int)getpid());
+    mkdir(dir, 0755);
+    /* Q8_0 columns in whole 32-weight blocks: Gemma 2's FFN of 192 splits in 96s (3 blocks); a q/k/v bias too */
+    if ((m = gen(dir, "tiny-gemma2", LLM_Q8_0)) != NULL) {
+        check_split("tiny-gemma2 q8_0", m, 2);
+        llm_model_free(m);
+    }
+    if ((m = gen(dir, "tiny-qwen2", LLM_F32)) != NULL) {
+        ok(m->layers[0].bq.data != NULL, "tiny-qwen2 has q/k/v biases");
+        check_split("tiny-qwen2 f32 (biases)", m, 2);
+        llm_model_free(m);
+    }
+    /* stories260K in Q8_0 (its FFN rows of 172 stay F16): wo's 64 columns split in 32s over 2 ranks, but 16
+     * columns a rank over 4 are not whole blocks */
+    llm_model *f = llm_model_load("../shared/models/stories260K/stories260K.bin",
+                                  "../shared/models/stories260K/tok512.bin", &err);
+    char path[600];
+    snprintf(path, sizeof(path), "%s/s260-q8_0.gguf", dir);
+    m = f != NULL && llm_model_save_gguf(f, LLM_Q8_0, path, &err) == 0 ? llm_model_load(path, NULL, &err) : NULL;
+    ok(m != NULL && m->layers[0].wo.type == LLM_Q8_0, "stories260K as q8_0: %s", m ? "" : err.msg);
+    if (m != NULL) {
+        check_split("stories260K q8_0", m, 2);
+        refused("stories260K q8_0", m, 4, "not whole blocks");
+        llm_model_free(m);
+    }
+    llm_model_free(f);
+    unlink(path);
+    if ((m = gen(dir, "tiny-qwen3moe", LLM_F32)) != NULL) {
+        refused("tiny-qwen3moe", m, 2, "mixture of experts");
+        llm_model_free(m);
+    }
+    rmdir(dir);
+    return done_testing();
+}
