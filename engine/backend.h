@@ -83,6 +83,9 @@ enum { LLM_KV_AUTO = 0, LLM_KV_F32 = 1, LLM_KV_F16 = 2, LLM_KV_Q8_0 = 3 };
 typedef struct llm_backend llm_backend;
 
 #define LLM_BACKEND_NOMEM (-2) /* forward: out of (host or device) memory for this batch */
+/* forward, a model split over GPUs (backend_tp.c): the step failed after its collectives had begun, so the ranks
+ * are out of step and the backend can take no more steps */
+#define LLM_BACKEND_BROKEN (-3)
 
 typedef struct {
     const char *name;

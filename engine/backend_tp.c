@@ -8,7 +8,7 @@
  * rank 0's results are used; the others compute the same logits and keep only their argmax (no copies).
  * Their KV pools hold the same block ids: the pool is the smallest rank's.
  *
- * A rank that dies (or fails a step midway, after which the ranks are out of step for good) ends the whole
+ * A rank that dies (or fails a step midway, LLM_BACKEND_BROKEN: the ranks are out of step for good) ends the whole
  * group: rank 0 exits, and the engine's supervisor starts a new worker; the other ranks die with rank 0
  * (PR_SET_PDEATHSIG). */
 #include <errno.h>
@@ -243,8 +243,7 @@ static void follower(tp_box *box, const llm_model *m, const llm_backend_opts *o,
             follower_fail(box, rank, "out of memory for a copy of the batch");
             _exit(1);
         }
-        int rc = follower_step(be, &k.b, &logits, &lcap, &mode, &ids, &lp, &cap, &err);
-        if (rc == -1 && strstr(err.msg, "midway") != NULL) {
+        if (follower_step(be, &k.b, &logits, &lcap, &mode, &ids, &lp, &cap, &err) == LLM_BACKEND_BROKEN) {
             follower_fail(box, rank, err.msg);
             _exit(1);
         }
@@ -331,10 +330,23 @@ static void send_cmd(tp_impl *t, int cmd)
     t->pending = 1;
 }
 
-static int step_done(tp_impl *t, int rc, llm_err *err)
+/* Hands the batch to the other ranks (0), or -1 + err before any of them saw it. */
+static int send_batch(tp_impl *t, const llm_batch *batch, llm_err *err)
 {
-    (void)t;
-    if (rc == -1 && strstr(err->msg, "midway") != NULL) {
+    wait_taken(t);
+    if (put_batch(t->box, batch) != 0) {
+        llm_seterr(err, "tensor parallel: a batch of %d tokens does not fit the %zu MiB mailbox", batch->n_tokens,
+                   BOX_BYTES >> 20);
+        return -1;
+    }
+    send_cmd(t, CMD_FORWARD);
+    return 0;
+}
+
+/* rank 0's result of a step: a broken group cannot go on (the supervisor starts a new one) */
+static int step_done(int rc, llm_err *err)
+{
+    if (rc == LLM_BACKEND_BROKEN) {
         fprintf(stderr, "tensor parallel: rank 0: %s; the ranks cannot go on: exiting\n", err->msg);
         _exit(1);
     }
@@ -344,28 +356,18 @@ static int step_done(tp_impl *t, int rc, llm_err *err)
 static int tp_forward(llm_backend *b, const llm_batch *batch, float *logits, llm_err *err)
 {
     tp_impl *t = b->impl;
-    wait_taken(t);
-    if (put_batch(t->box, batch) != 0) {
-        llm_seterr(err, "tensor parallel: a batch of %d tokens does not fit the %zu MiB mailbox", batch->n_tokens,
-                   BOX_BYTES >> 20);
-        return -1; /* (before any rank saw it) */
-    }
-    send_cmd(t, CMD_FORWARD);
-    return step_done(t, t->inner->ops->forward(t->inner, batch, logits, err), err);
+    if (send_batch(t, batch, err) != 0)
+        return -1;
+    return step_done(t->inner->ops->forward(t->inner, batch, logits, err), err);
 }
 
 static int tp_forward_device(llm_backend *b, const llm_batch *batch, const llm_device_out *dv, float *logits,
                              llm_err *err)
 {
     tp_impl *t = b->impl;
-    wait_taken(t);
-    if (put_batch(t->box, batch) != 0) {
-        llm_seterr(err, "tensor parallel: a batch of %d tokens does not fit the %zu MiB mailbox", batch->n_tokens,
-                   BOX_BYTES >> 20);
+    if (send_batch(t, batch, err) != 0)
         return -1;
-    }
-    send_cmd(t, CMD_FORWARD);
-    return step_done(t, t->inner->forward_device(t->inner, batch, dv, logits, err), err);
+    return step_done(t->inner->forward_device(t->inner, batch, dv, logits, err), err);
 }
 
 static int tp_init(llm_backend *b, llm_err *err)

@@ -7,26 +7,8 @@
 #include <string.h>
 
 #include "gguf_quants.h"
+#include "model_priv.h"
 #include "model_tp.h"
-
-/* Bytes of a row of n elements of type t (an llm_dtype or any ggml type id the loader reads); 0: n is not a
- * whole number of t's blocks. */
-static size_t row_bytes(uint32_t t, uint64_t n)
-{
-    return gguf_qtype_row_bytes(t, n);
-}
-
-static int own(llm_model *s, void *p)
-{
-    void **no = p != NULL ? realloc(s->owned, (size_t)(s->n_owned + 1) * sizeof(void *)) : NULL;
-    if (no == NULL) {
-        free(p);
-        return -1;
-    }
-    s->owned = no;
-    s->owned[s->n_owned++] = p;
-    return 0;
-}
 
 /* Rows [r0, r0 + nr) of a matrix (or elements of a vector): a view, no copy. */
 static int slice_rows(llm_tensor *t, int64_t r0, int64_t nr)
@@ -45,9 +27,9 @@ static int slice_rows(llm_tensor *t, int64_t r0, int64_t nr)
         return 0;
     }
     if (t->data != NULL)
-        t->data = (const char *)t->data + (size_t)r0 * row_bytes(t->type, (uint64_t)t->ne[0]);
+        t->data = (const char *)t->data + (size_t)r0 * gguf_qtype_row_bytes(t->type, (uint64_t)t->ne[0]);
     if (t->src != NULL)
-        t->src = (const char *)t->src + (size_t)r0 * row_bytes(t->src_type, (uint64_t)t->ne[0]);
+        t->src = (const char *)t->src + (size_t)r0 * gguf_qtype_row_bytes(t->src_type, (uint64_t)t->ne[0]);
     t->ne[1] = nr;
     return 0;
 }
@@ -56,11 +38,12 @@ static int slice_rows(llm_tensor *t, int64_t r0, int64_t nr)
 static const void *copy_cols(llm_model *s, const void *data, uint32_t type, int64_t ne0, int64_t rows, int64_t c0,
                              int64_t nc)
 {
-    size_t rb = row_bytes(type, (uint64_t)ne0), off = row_bytes(type, (uint64_t)c0), nb = row_bytes(type, (uint64_t)nc);
+    size_t rb = gguf_qtype_row_bytes(type, (uint64_t)ne0), off = gguf_qtype_row_bytes(type, (uint64_t)c0);
+    size_t nb = gguf_qtype_row_bytes(type, (uint64_t)nc);
     if (rb == 0 || nb == 0 || (c0 > 0 && off == 0))
         return NULL;
     char *p = malloc((size_t)rows * nb);
-    if (p == NULL || own(s, p) != 0)
+    if (p == NULL || llm_model_own(s, p, NULL) != 0)
         return NULL;
     for (int64_t r = 0; r < rows; r++)
         memcpy(p + (size_t)r * nb, (const char *)data + (size_t)r * rb + off, nb);
@@ -106,8 +89,8 @@ int llm_model_tp_check(const llm_model *m, int size, llm_err *err)
         const llm_tensor *t[2] = { &L->wo, &L->w_down };
         const int64_t cols[2] = { qc, fc };
         for (int i = 0; i < 2 && why == NULL; i++)
-            if ((t[i]->data != NULL && row_bytes(t[i]->type, (uint64_t)cols[i]) == 0) ||
-                (t[i]->src != NULL && row_bytes(t[i]->src_type, (uint64_t)cols[i]) == 0))
+            if ((t[i]->data != NULL && gguf_qtype_row_bytes(t[i]->type, (uint64_t)cols[i]) == 0) ||
+                (t[i]->src != NULL && gguf_qtype_row_bytes(t[i]->src_type, (uint64_t)cols[i]) == 0))
                 why = "a rank's share of a row of the output or down projection is not whole blocks of its type";
     }
     if (why != NULL) {
@@ -137,7 +120,7 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
     llm_config *c = &s->cfg;
     const int hq = c->n_heads / size, hkv = c->n_kv_heads / size, ff = c->hidden_dim / size, hd = c->head_dim;
     s->layers = malloc((size_t)c->n_layers * sizeof(llm_layer));
-    if (s->layers == NULL || own(s, s->layers) != 0) {
+    if (s->layers == NULL || llm_model_own(s, s->layers, NULL) != 0) {
         llm_model_tp_free(s);
         llm_seterr(err, "tensor parallelism: out of memory");
         return NULL;

@@ -1332,7 +1332,7 @@ static int tp_finish(llm_backend *be, int rc, llm_err *err)
     if (st->tp.size > 1 && st->tp.agreed == 1 && rc != 0) {
         size_t l = strlen(err->msg);
         snprintf(err->msg + l, sizeof(err->msg) - l, " (midway through a step of the split model)");
-        rc = -1;
+        rc = LLM_BACKEND_BROKEN;
     }
     return rc;
 }
