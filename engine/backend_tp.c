@@ -45,7 +45,9 @@ typedef struct {
     unsigned char buf[];        /* [BOX_BYTES] the batch */
 } tp_box;
 
-typedef struct {
+struct llm_tp_group {
+    const llm_model *model;     /* whole */
+    llm_backend_opts opts;
     llm_backend *inner;         /* rank 0's own CUDA backend */
     llm_model   *shard;
     tp_box      *box;
@@ -55,7 +57,8 @@ typedef struct {
     pthread_t    watcher;
     int          watching;
     volatile int quitting;
-} tp_impl;
+};
+typedef llm_tp_group tp_impl;
 
 /* ---- the batch through the mailbox ---- */
 typedef struct {
@@ -207,6 +210,11 @@ static int follower_step(llm_backend *be, const llm_batch *b, float **logits, si
 static void follower(tp_box *box, const llm_model *m, const llm_backend_opts *o, int rank)
 {
     llm_err err = { { 0 } };
+    /* a stop signal for the whole group (systemd's, a terminal's ^C) is rank 0's to act on: it drains the
+     * requests, then tells the others to quit (or they die with it) */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     sem_wait(&box->go[rank]); /* the id */
     llm_model *shard = llm_model_tp_shard(m, rank, o->tp_size, &err);
     llm_backend_opts ro = *o;
@@ -266,7 +274,7 @@ static void *watch(void *arg)
                     break;
                 const char *msg = t->box->status[r] != 0 ? t->box->msg[r] : "";
                 fprintf(stderr, "tensor parallel: rank %d (device %d) %s %d%s%s; the ranks cannot go on: exiting\n", r,
-                        r, WIFSIGNALED(stv) ? "was killed by signal" : "exited with status",
+                        t->opts.device + r, WIFSIGNALED(stv) ? "was killed by signal" : "exited with status",
                         WIFSIGNALED(stv) ? WTERMSIG(stv) : WEXITSTATUS(stv), msg[0] ? ": " : "", msg);
                 _exit(1);
             }
@@ -391,18 +399,17 @@ static void tp_destroy(llm_backend *b)
 
 static const llm_backend_ops tp_ops = { "cuda", tp_init, tp_forward, tp_destroy };
 
-llm_backend *llm_tp_backend_create(const llm_model *m, const llm_backend_opts *o, llm_err *err)
+/* Phase one: the mailbox, and the other ranks forked (they wait for the communicator's id). */
+llm_tp_group *llm_tp_fork(const llm_model *m, const llm_backend_opts *o, llm_err *err)
 {
     const int size = o->tp_size;
     if (llm_model_tp_check(m, size, err) != 0)
         return NULL;
     tp_impl *t = calloc(1, sizeof(*t));
-    llm_backend *b = calloc(1, sizeof(*b));
     void *box = mmap(NULL, sizeof(tp_box) + BOX_BYTES, PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (t == NULL || b == NULL || box == MAP_FAILED) {
+    if (t == NULL || box == MAP_FAILED) {
         free(t);
-        free(b);
         if (box != MAP_FAILED)
             munmap(box, sizeof(tp_box) + BOX_BYTES);
         llm_seterr(err, "tensor parallel: out of memory");
@@ -410,12 +417,14 @@ llm_backend *llm_tp_backend_create(const llm_model *m, const llm_backend_opts *o
     }
     t->box = box;
     t->size = size;
+    t->model = m;
+    t->opts = *o;
     for (int r = 0; r < LLM_TP_MAX; r++) {
         sem_init(&t->box->go[r], 1, 0);
         sem_init(&t->box->taken[r], 1, 0);
     }
     sem_init(&t->box->ready, 1, 0);
-    /* the other ranks first: nothing in this process may have touched CUDA before a fork */
+    /* nothing in this process may have touched CUDA before a fork */
     fflush(NULL);
     pid_t leader = getpid();
     for (int r = 1; r < size; r++) {
@@ -423,7 +432,6 @@ llm_backend *llm_tp_backend_create(const llm_model *m, const llm_backend_opts *o
         if (p < 0) {
             llm_seterr(err, "tensor parallel: fork: %s", strerror(errno));
             tp_free_impl(t, 1);
-            free(b);
             return NULL;
         }
         if (p == 0) {
@@ -437,6 +445,27 @@ llm_backend *llm_tp_backend_create(const llm_model *m, const llm_backend_opts *o
     }
     if (pthread_create(&t->watcher, NULL, watch, t) == 0)
         t->watching = 1;
+    return t;
+}
+
+void llm_tp_abandon(llm_tp_group *g)
+{
+    if (g != NULL)
+        tp_free_impl(g, 1);
+}
+
+/* Phase two: the id to every rank, rank 0's own backend, and the others' reports. */
+llm_backend *llm_tp_start(llm_tp_group *t, llm_err *err)
+{
+    const llm_model *m = t->model;
+    const llm_backend_opts *o = &t->opts;
+    const int size = t->size;
+    llm_backend *b = calloc(1, sizeof(*b));
+    if (b == NULL) {
+        llm_seterr(err, "tensor parallel: out of memory");
+        tp_free_impl(t, 1);
+        return NULL;
+    }
     if (llm_cuda_tp_id(t->box->id, size, err) != 0) {
         tp_free_impl(t, 1);
         free(b);
@@ -482,4 +511,10 @@ llm_backend *llm_tp_backend_create(const llm_model *m, const llm_backend_opts *o
             size, o->device, o->device + size - 1, t->shard->cfg.n_heads, m->cfg.n_heads, t->shard->cfg.n_kv_heads,
             m->cfg.n_kv_heads, t->shard->cfg.hidden_dim, m->cfg.hidden_dim, b->opts.kv_blocks);
     return b;
+}
+
+llm_backend *llm_tp_backend_create(const llm_model *m, const llm_backend_opts *o, llm_err *err)
+{
+    llm_tp_group *g = llm_tp_fork(m, o, err);
+    return g != NULL ? llm_tp_start(g, err) : NULL;
 }

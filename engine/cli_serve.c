@@ -1,5 +1,6 @@
 /* llm-engine serve: load the model, create the backend, serve the ring. */
 #include "backend.h"
+#include "backend_tp.h"
 #include "backend_util.h"
 #include "cli.h"
 #include "model.h"
@@ -46,13 +47,20 @@ static int run_worker(void *arg)
     llm_err err = { { 0 } };
     llm_backend *b = NULL, *db = NULL;
     int cpu = strcmp(w->backend, "cpu") == 0;
-    /* a draft model: on the CPU, after the target and on its threads; on a GPU, first, so that the target's
-     * KV pool is sized from what the draft leaves */
-    if (w->draft != NULL && !cpu && (db = llm_backend_create(w->backend, w->draft, &w->dbo, &err)) == NULL) {
-        fprintf(stderr, "error: draft model: %s\n", err.msg);
+    /* a model split over GPUs: its other ranks forked before this process touches CUDA (for the draft) */
+    llm_tp_group *tp = NULL;
+    if (w->draft != NULL && w->bo.tp_size > 1 && (tp = llm_tp_fork(w->model, &w->bo, &err)) == NULL) {
+        fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    b = llm_backend_create(w->backend, w->model, &w->bo, &err);
+    /* a draft model: on the CPU, after the target and on its threads; on a GPU, first, so that the target's
+     * KV pool is sized from what the draft leaves (a split target's: on rank 0's device, not split) */
+    if (w->draft != NULL && !cpu && (db = llm_backend_create(w->backend, w->draft, &w->dbo, &err)) == NULL) {
+        fprintf(stderr, "error: draft model: %s\n", err.msg);
+        llm_tp_abandon(tp);
+        return 1;
+    }
+    b = tp != NULL ? llm_tp_start(tp, &err) : llm_backend_create(w->backend, w->model, &w->bo, &err);
     if (b == NULL) {
         fprintf(stderr, "error: %s\n", err.msg);
         llm_backend_free(db);
@@ -246,6 +254,7 @@ static int draft_opts(const llm_args *a, const llm_model *m, const char *backend
         d->cfg.seq_len = m->cfg.seq_len;
     llm_backend_opts *o = &w->dbo;
     *o = w->bo;
+    o->tp_size = 1; /* (a split target's draft runs whole on rank 0's device) */
     o->swa_blocks = 0;
     o->tune_file = NULL; /* (the target's file holds the target's choices) */
     if (strcmp(backend, "cpu") == 0) {
@@ -350,12 +359,6 @@ int cli_serve(const llm_args *a)
     llm_encoder_step_default(a, m, sc);
     const char *backend = llm_arg_str(a, "backend") != NULL ? llm_arg_str(a, "backend") : "cpu";
     if (swa_kv_opt(a, m, sc, &bo) != 0 || llm_tp_opts(a, backend, m, &bo) != 0) {
-        llm_model_free(m);
-        return 2;
-    }
-    if (bo.tp_size > 1 && llm_arg_str(a, "draft-model") != NULL) {
-        /* (a draft's CUDA backend starts before the target's, and the ranks must be forked before any) */
-        fprintf(stderr, "error: --draft-model does not run with --tensor-parallel-size yet\n");
         llm_model_free(m);
         return 2;
     }

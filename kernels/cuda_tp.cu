@@ -11,6 +11,7 @@
  * waits at a process-shared barrier, and sums the slots in rank order (so every rank gets the same bits,
  * as NCCL's all-reduce gives every rank the same result). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -121,7 +122,7 @@ static int agree(cu_state *st, int v)
 #define EMU_SLOT_FLOATS ((size_t)4 << 20) /* per rank: a step of n tokens reduces n * dim floats */
 typedef struct {
     pthread_barrier_t bar;
-    int size, joined;
+    int size;
     int flag[LLM_TP_MAX];
     float slot[1]; /* [size][EMU_SLOT_FLOATS] */
 } emu_comm;
@@ -131,23 +132,20 @@ static size_t emu_bytes(int size)
     return sizeof(emu_comm) + (size_t)size * EMU_SLOT_FLOATS * sizeof(float);
 }
 
+/* The segment has no name to leave behind if the group dies before every rank joined: a memfd that rank 0
+ * holds open until then, which the others open through /proc (they are its children, the same user). */
+static int emu_id_fd = -1;
+
 static int tp_make_id(unsigned char *id, int size, char *msg, size_t len)
 {
-    static int seq;
-    char name[64];
-    snprintf(name, sizeof(name), "/llm-emutp-%d-%d", (int)getpid(), seq++);
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)emu_bytes(size)) != 0) {
-        snprintf(msg, len, "emulated NCCL: shm %s: cannot create", name);
-        if (fd >= 0)
-            close(fd), shm_unlink(name);
-        return -1;
-    }
-    emu_comm *c = (emu_comm *)mmap(NULL, emu_bytes(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
+    int fd = memfd_create("llm-emutp", MFD_CLOEXEC);
+    emu_comm *c = fd >= 0 && ftruncate(fd, (off_t)emu_bytes(size)) == 0
+                      ? (emu_comm *)mmap(NULL, emu_bytes(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                      : (emu_comm *)MAP_FAILED;
     if (c == MAP_FAILED) {
-        shm_unlink(name);
-        snprintf(msg, len, "emulated NCCL: cannot map %s", name);
+        snprintf(msg, len, "emulated NCCL: cannot create a shared segment: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     pthread_barrierattr_t a;
@@ -156,8 +154,11 @@ static int tp_make_id(unsigned char *id, int size, char *msg, size_t len)
     pthread_barrier_init(&c->bar, &a, (unsigned)size);
     c->size = size;
     munmap(c, emu_bytes(size));
+    if (emu_id_fd >= 0)
+        close(emu_id_fd);
+    emu_id_fd = fd;
     memset(id, 0, LLM_TP_ID_BYTES);
-    memcpy(id, name, strlen(name) + 1);
+    snprintf((char *)id, LLM_TP_ID_BYTES, "/proc/%d/fd/%d", (int)getpid(), fd);
     return 0;
 }
 
@@ -166,7 +167,7 @@ static int comm_init(cu_state *st, const unsigned char *id, llm_err *err)
     char name[LLM_TP_ID_BYTES];
     memcpy(name, id, sizeof(name));
     name[sizeof(name) - 1] = '\0';
-    int fd = shm_open(name, O_RDWR, 0);
+    int fd = open(name, O_RDWR);
     emu_comm *c = fd >= 0 ? (emu_comm *)mmap(NULL, emu_bytes(st->tp.size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                           : (emu_comm *)MAP_FAILED;
     if (fd >= 0)
@@ -175,9 +176,11 @@ static int comm_init(cu_state *st, const unsigned char *id, llm_err *err)
         llm_err_set(err, "cuda backend: emulated NCCL: cannot join %s", name);
         return -1;
     }
-    pthread_barrier_wait(&c->bar); /* every rank has mapped it: the name can go */
-    if (st->tp.rank == 0)
-        shm_unlink(name);
+    pthread_barrier_wait(&c->bar); /* every rank has mapped it: rank 0's handle can go */
+    if (st->tp.rank == 0 && emu_id_fd >= 0) {
+        close(emu_id_fd);
+        emu_id_fd = -1;
+    }
     st->tp.comm = c;
     return 0;
 }

@@ -34,6 +34,7 @@
 #     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV);
 # 10a. tensor parallelism: the model split over 2 and 4 emulated devices (processes), against the CPU backend;
 #      the scheduler over it; one rank out of memory for a step; a rank that cannot start; a model refused;
+#      `serve` over it, with a rank killed, and with a draft model on rank 0's device;
 # 10b. SmolLM3's NoPE layers and Granite's four scales (gen-model --preset tiny-smollm3 / tiny-granite);
 #      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
@@ -380,30 +381,43 @@ check "split over 2 devices: rank 1's init fails, model refused" bash -c "
     [ \$rc -ne 0 ] && echo \"\$out\" | grep -q 'KV heads and FFN width must each divide'"
 # `serve --tensor-parallel-size 2`: requests through the ring answer as `generate` on the CPU; rank 1 killed, the
 # supervisor starts the group again and it serves the same text; SIGTERM ends every rank and removes the segment.
+# With "draft": a draft model (stories260K drafting for itself) whole on rank 0's device beside the split target:
+# the same text, drafts confirmed; then SIGTERM to every process of the group at once (as systemd stops a
+# service): rank 0 drains, the other ranks wait for it.
 tp_serve() {
-    local shm=emutp$$ sup c out
+    local shm=emutp$BASHPID log="$W/tp_serve${1:-}.log" sup c c2=2 out draft=()
+    [ "${1:-}" = draft ] && draft=(--draft-model "$S260" --draft-tokens 3)
     CU_EMU_DEVICES=2 "$B/llm-engine" serve --model "$S260" --tokenizer "$T512" --shm $shm --backend cuda \
-        --tensor-parallel-size 2 --kv-blocks 64 --max-batch-size 4 > "$W/tp_serve.log" 2>&1 &
+        --tensor-parallel-size 2 --kv-blocks 64 --max-batch-size 4 "${draft[@]}" > "$log" 2>&1 &
     sup=$!
     want=$("$B/llm-engine" generate --model "$S260" --tokenizer "$T512" --prompt "Once upon a time" --max-tokens 16 \
         2>/dev/null)
-    for i in $(seq 60); do grep -q 'serve: ready' "$W/tp_serve.log" && break; sleep 1; done
+    for i in $(seq 60); do grep -q 'serve: ready' "$log" && break; sleep 1; done
     ask() { "$B/llm-client" --shm $shm --tokenizer "$T512" --prompt "Once upon a time" --max-tokens 16 --requests 2 \
         --concurrency 2 | sed 's/.*"text":"\([^"]*\)".*/\1/'; }
     out=$(ask); c=$(echo "$out" | grep -cxF -- "$want")
     echo "before: $c of 2 requests gave the CPU's text"
-    pkill -KILL -P "$(pgrep -P $sup)" 2>/dev/null # rank 1 (the worker's child)
-    for i in $(seq 60); do [ "$(grep -c 'serve: ready' "$W/tp_serve.log")" -ge 2 ] && break; sleep 1; done
-    grep 'was killed by signal 9\|worker_restart' "$W/tp_serve.log" | head -2
-    out=$(ask); c2=$(echo "$out" | grep -cxF -- "$want")
-    echo "after rank 1 was killed and the group restarted: $c2 of 2"
-    kill -TERM $sup; wait $sup
-    left=$(pgrep -f "shm $shm" | wc -l)
+    if [ "${1:-}" = draft ]; then
+        pkill -TERM -f "shm $shm "
+        wait $sup
+        grep 'draft-model speculation\|stopping\|cannot go on' "$log"
+        grep -q 'draft-model speculation: [1-9][0-9]* of' "$log" &&
+            grep -q 'stopping (drained)' "$log" && ! grep -q 'cannot go on' "$log" || c=0
+    else
+        pkill -KILL -P "$(pgrep -P $sup)" 2>/dev/null # rank 1 (the worker's child)
+        for i in $(seq 60); do [ "$(grep -c 'serve: ready' "$log")" -ge 2 ] && break; sleep 1; done
+        grep 'was killed by signal 9\|worker_restart' "$log" | head -2
+        out=$(ask); c2=$(echo "$out" | grep -cxF -- "$want")
+        echo "after rank 1 was killed and the group restarted: $c2 of 2"
+        kill -TERM $sup; wait $sup
+    fi
+    left=$(pgrep -f "shm $shm " | wc -l)
     echo "after SIGTERM: $left processes left, segment $( [ -e /dev/shm/llm-$shm ] && echo left || echo removed)"
     [ "$c" = 2 ] && [ "$c2" = 2 ] && [ "$left" = 0 ] && [ ! -e /dev/shm/llm-$shm ]
 }
 T512=../shared/models/stories260K/tok512.bin
 check "split over 2 devices: serve, a rank killed, the group restarted, SIGTERM" tp_serve
+check "split over 2 devices: serve with a draft model on rank 0's device; SIGTERM to every rank" tp_serve draft
 # SmolLM3 (every fourth layer without rope: the rope kernels and the fused QKV GEMV's epilogue get no tables)
 # and Granite (embedding, attention, residual and logit scales: the residual one through cuda_add_scaled, the
 # logit one in logits_post_kernel), F32 with the scalar attention kernels: within 3e-5 of the CPU (measured);
