@@ -506,10 +506,19 @@ llm_backend *llm_tp_start(llm_tp_group *t, llm_err *err)
     b->device_sampling = t->inner->device_sampling;
     b->tune_s = t->inner->tune_s;
     b->weight_bytes = t->inner->weight_bytes;
+    const llm_config *k = &t->shard->cfg;
+    char ffn[128];
+    int dense = 0; /* a dense FFN or shared expert in some layer */
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        dense |= m->layers[l].w_gate.data != NULL || m->layers[l].w_gate.src != NULL;
+    int at = dense ? snprintf(ffn, sizeof(ffn), "%d of %d FFN columns", k->hidden_dim, m->cfg.hidden_dim) : 0;
+    if (m->cfg.n_expert > 0)
+        snprintf(ffn + at, sizeof(ffn) - (size_t)at, "%s%d of %d columns of each of %d experts", dense ? ", " : "",
+                 k->expert_ff, m->cfg.expert_ff, m->cfg.n_expert);
     fprintf(stderr, "tensor parallel: %s over %d GPUs (devices %d-%d), %d of %d query heads, %d of %d KV heads and "
-            "%d of %d FFN columns each; KV pool %d blocks (the smallest rank's)\n", m->arch[0] ? m->arch : "model",
-            size, o->device, o->device + size - 1, t->shard->cfg.n_heads, m->cfg.n_heads, t->shard->cfg.n_kv_heads,
-            m->cfg.n_kv_heads, t->shard->cfg.hidden_dim, m->cfg.hidden_dim, b->opts.kv_blocks);
+            "%s each; KV pool %d blocks (the smallest rank's)\n", m->arch[0] ? m->arch : "model", size, o->device,
+            o->device + size - 1, k->n_heads, m->cfg.n_heads, k->n_kv_heads, m->cfg.n_kv_heads, ffn,
+            b->opts.kv_blocks);
     return b;
 }
 

@@ -2,7 +2,10 @@
  * width are divided among the ranks, each rank holding its q/k/v rows (its heads) and its gate/up rows (its
  * columns of the FFN) whole, and the columns of wo and w_down that read them; each rank's wo and w_down
  * products are partial sums of the residual update, added up over the ranks (an all-reduce) before the
- * residual add. Everything else (embedding, norms, classifier) is held by every rank whole. */
+ * residual add. A mixture of experts is split the same way inside every expert (each rank holds a slice of
+ * each expert's width, as vLLM's tensor-parallel experts): the router runs whole on every rank on the same
+ * input, so every rank chooses the same experts, and the weighted sum of the chosen experts' partial outputs
+ * is again a partial sum. Everything else (embedding, norms, router, classifier) is held by every rank whole. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +67,17 @@ static int slice_cols(llm_model *s, llm_tensor *t, int64_t c0, int64_t nc)
     return 0;
 }
 
+/* width when some layer has a dense FFN (or shared expert) that wide, else 0 (a width the model does not use) */
+static int has_ffn(const llm_model *m, int width)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const llm_layer *L = &m->layers[l];
+        if ((L->w_gate.data != NULL || L->w_gate.src != NULL) && llm_layer_ff(&m->cfg, L) == width)
+            return width;
+    }
+    return 0;
+}
+
 int llm_model_tp_check(const llm_model *m, int size, llm_err *err)
 {
     const llm_config *c = &m->cfg;
@@ -72,26 +86,30 @@ int llm_model_tp_check(const llm_model *m, int size, llm_err *err)
         why = "the number of ranks is out of range";
     else if (c->encoder || c->bidirectional || c->layer_norm)
         why = "it is an encoder / embedding model (those are small: run them on one GPU)";
-    else if (c->n_expert > 0)
-        why = "it is a mixture of experts (its experts are not split yet)";
     else if (c->qk_norm_full)
-        why = "its q/k norms span every head (OLMo 2)";
-    else if (c->n_heads % size != 0 || c->n_kv_heads % size != 0 || c->hidden_dim % size != 0)
-        why = "its query heads, KV heads and FFN width must each divide by the number of ranks";
+        why = "its q/k norms span every head (OLMo 2, OLMoE)";
+    else if (c->n_heads % size != 0 || c->n_kv_heads % size != 0 || has_ffn(m, c->hidden_dim) % size != 0 ||
+             has_ffn(m, c->dense_ff) % size != 0 || c->expert_ff % size != 0)
+        why = "its query heads, KV heads and FFN width (each expert's) must each divide by the number of ranks";
     for (int l = 0; why == NULL && l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
-        if (L->attn_sinks.data != NULL || L->bo.data != NULL)
-            why = "its attention has sinks or an output bias (gpt-oss)";
+        if (L->attn_sinks.data != NULL || L->bo.data != NULL || L->exp_b[0].data != NULL)
+            why = "its attention has sinks or an output bias, its experts biases (gpt-oss)";
         else if (L->wo.cpu_packed || L->w_down.cpu_packed || L->wq.cpu_packed)
             why = "its weights were packed for the CPU";
-        /* a rank's share of a row of wo / w_down must be whole blocks of the row's type */
-        int64_t qc = (int64_t)c->n_heads * c->head_dim / size, fc = c->hidden_dim / size;
-        const llm_tensor *t[2] = { &L->wo, &L->w_down };
-        const int64_t cols[2] = { qc, fc };
-        for (int i = 0; i < 2 && why == NULL; i++)
-            if ((t[i]->data != NULL && gguf_qtype_row_bytes(t[i]->type, (uint64_t)cols[i]) == 0) ||
-                (t[i]->src != NULL && gguf_qtype_row_bytes(t[i]->src_type, (uint64_t)cols[i]) == 0))
-                why = "a rank's share of a row of the output or down projection is not whole blocks of its type";
+        /* a rank's share of a row of wo / w_down / an expert's down must be whole blocks of the row's type */
+        const int moe = llm_layer_moe(c, L);
+        for (int i = -2; i < (moe ? 3 * c->n_expert : 0) && why == NULL; i += i < 0 ? 1 : 3) {
+            const llm_tensor *t = i == -2 ? &L->wo : i == -1 ? &L->w_down : &L->experts[i + 2];
+            int64_t cols = i == -2 ? (int64_t)c->n_heads * c->head_dim : i == -1 ? llm_layer_ff(c, L) : c->expert_ff;
+            cols /= size;
+            if (t->cpu_packed)
+                why = "its weights were packed for the CPU";
+            else if ((t->data != NULL && gguf_qtype_row_bytes(t->type, (uint64_t)cols) == 0) ||
+                     (t->src != NULL && gguf_qtype_row_bytes(t->src_type, (uint64_t)cols) == 0))
+                why = "a rank's share of a row of the output or down projection (or an expert's) is not whole "
+                      "blocks of its type";
+        }
     }
     if (why != NULL) {
         llm_seterr(err, "tensor parallelism over %d GPUs: %s: %s", size, m->path[0] ? m->path : "model", why);
@@ -118,7 +136,7 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
     s->n_maps = 0;
     s->gguf = NULL;
     llm_config *c = &s->cfg;
-    const int hq = c->n_heads / size, hkv = c->n_kv_heads / size, ff = c->hidden_dim / size, hd = c->head_dim;
+    const int hq = c->n_heads / size, hkv = c->n_kv_heads / size, hd = c->head_dim, eff = c->expert_ff / size;
     s->layers = malloc((size_t)c->n_layers * sizeof(llm_layer));
     if (s->layers == NULL || llm_model_own(s, s->layers, NULL) != 0) {
         llm_model_tp_free(s);
@@ -128,7 +146,22 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
     memcpy(s->layers, m->layers, (size_t)c->n_layers * sizeof(llm_layer));
     for (int l = 0; l < c->n_layers; l++) {
         llm_layer *L = &s->layers[l];
-        int rc = slice_rows(&L->wq, (int64_t)rank * hq * hd, (int64_t)hq * hd) |
+        const int ff = llm_layer_ff(c, L) / size;
+        int rc = 0;
+        if (llm_layer_moe(c, L)) { /* the experts' list is the share's own, each expert's slice as below */
+            const llm_tensor *all = L->experts;
+            size_t bytes = (size_t)3 * (size_t)c->n_expert * sizeof(llm_tensor);
+            if ((L->experts = malloc(bytes)) == NULL || llm_model_own(s, L->experts, NULL) != 0)
+                rc = -1;
+            else
+                memcpy(L->experts, all, bytes);
+            for (int e = 0; e < c->n_expert && rc == 0; e++) {
+                llm_tensor *x = &L->experts[3 * e];
+                rc = slice_rows(&x[0], (int64_t)rank * eff, eff) | slice_rows(&x[1], (int64_t)rank * eff, eff) |
+                     slice_cols(s, &x[2], (int64_t)rank * eff, eff);
+            }
+        }
+        rc |= slice_rows(&L->wq, (int64_t)rank * hq * hd, (int64_t)hq * hd) |
                  slice_rows(&L->wk, (int64_t)rank * hkv * hd, (int64_t)hkv * hd) |
                  slice_rows(&L->wv, (int64_t)rank * hkv * hd, (int64_t)hkv * hd) |
                  slice_rows(&L->bq, (int64_t)rank * hq * hd, (int64_t)hq * hd) |
@@ -146,7 +179,9 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
     }
     c->n_heads = hq;
     c->n_kv_heads = hkv;
-    c->hidden_dim = ff;
+    c->hidden_dim /= size; /* (where unused, a width that need not divide: no layer reads it) */
+    c->dense_ff /= size;
+    c->expert_ff = eff;
     return s;
 }
 

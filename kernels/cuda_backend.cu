@@ -971,8 +971,16 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
         if (cuda_stage_check(st, "experts down", l, err))
             return -1;
     }
-    cuda_moe_combine(st->x, n, c->dim, k, st->moe_o, st->moe_pos, st->moe_w, L->shared ? st->moe_sh : NULL,
-                     L->shexp_gate != NULL ? st->moe_sg : NULL, c->residual_scale, s);
+    /* split over GPUs, this rank's experts and shared expert give partial sums: their combination is summed over
+     * the ranks aside (xn, read by nothing after the experts) before it is added */
+    const int tp = st->tp.size > 1;
+    cuda_moe_combine(tp ? st->xn : st->x, n, c->dim, k, st->moe_o, st->moe_pos, st->moe_w,
+                     L->shared ? st->moe_sh : NULL, L->shexp_gate != NULL ? st->moe_sg : NULL, c->residual_scale, tp,
+                     s);
+    if (tp) {
+        cuda_tp_allreduce(st, st->xn, (size_t)n * (size_t)c->dim);
+        cuda_add_scaled(st->xn, c->residual_scale > 0.0f ? c->residual_scale : 1.0f, st->x, n, c->dim, s);
+    }
     return cuda_stage_check(st, "combine", l, err);
 }
 

@@ -503,8 +503,9 @@ void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int n, int 
                       float *h, int gelu, cudaStream_t st);
 void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off, const float *h,
                    const cu_moe_i8 *q, const float *const *b, float *o, cudaStream_t st);
+/* set: x = the combination alone, unscaled (a rank's partial sum); else x += it (times rs where rs > 0) */
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
-                      const float *sh, const float *sg, float rs, cudaStream_t st);
+                      const float *sh, const float *sg, float rs, int set, cudaStream_t st);
 /* gate_up + down on the tensor cores (cuda_tcgemm_grouped) for `rows` (= n*k) rows: xn gathered into x16
  * (16 bits, [rows][dim]), gate|up into gu ([rows][2 ff]), GLU into h16 ([rows][ff]), down into o. Where
  * cuda_moe_tc_ok(host). */

@@ -298,21 +298,22 @@ moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, c
 }
 
 /* x[t] += sum_j wts[t][j] * o[pos[t][j]], then + sg[t] * sh[t] with a shared expert (sg NULL: ungated, + sh[t]):
- * the CPU's order; with Granite's residual scale rs > 0, x[t] += rs * (that sum, from 0), as the CPU. */
+ * the CPU's order; with Granite's residual scale rs > 0, x[t] += rs * (that sum, from 0), as the CPU. With set,
+ * x[t] = that sum from 0, unscaled (a rank's partial sum, for tensor parallelism: cuda_backend.cu adds it). */
 __global__ void __launch_bounds__(256)
 moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos, const float *wts, const float *sh,
-                   const float *sg, float rs)
+                   const float *sg, float rs, int set)
 {
     CU_PDL_ENTRY();
     const int t = blockIdx.x;
     const float g = sh != NULL && sg != NULL ? sg[t] : 1.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        float v = rs > 0.0f ? 0.0f : x[(size_t)t * dim + i];
+        float v = rs > 0.0f || set ? 0.0f : x[(size_t)t * dim + i];
         for (int j = 0; j < k; j++)
             v += wts[(size_t)t * k + j] * o[(size_t)pos[(size_t)t * k + j] * dim + i];
         if (sh != NULL)
             v += g * sh[(size_t)t * dim + i];
-        x[(size_t)t * dim + i] = rs > 0.0f ? x[(size_t)t * dim + i] + rs * v : v;
+        x[(size_t)t * dim + i] = rs > 0.0f && !set ? x[(size_t)t * dim + i] + rs * v : v;
     }
 }
 
@@ -437,7 +438,7 @@ void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, cons
 }
 
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
-                      const float *sh, const float *sg, float rs, cudaStream_t st)
+                      const float *sh, const float *sg, float rs, int set, cudaStream_t st)
 {
-    CU_LAUNCH(moe_combine_kernel, (unsigned)n, 256, 0, st, x, dim, k, o, pos, wts, sh, sg, rs);
+    CU_LAUNCH(moe_combine_kernel, (unsigned)n, 256, 0, st, x, dim, k, o, pos, wts, sh, sg, rs, set);
 }

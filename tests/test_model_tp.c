@@ -47,7 +47,7 @@ static void check_split(const char *what, const llm_model *m, int size)
     const llm_config *c = &m->cfg;
     const int hd = c->head_dim;
     int64_t q_cols = 0, ff_cols = 0;
-    int all = 1, views = 1;
+    int all = 1, views = 1, moe_layers = 0;
     for (int r = 0; r < size; r++) {
         llm_model *s = llm_model_tp_shard(m, r, size, &err);
         ok(s != NULL, "%s, rank %d of %d: split (%s)", what, r, size, s ? "" : err.msg);
@@ -62,21 +62,39 @@ static void check_split(const char *what, const llm_model *m, int size)
         ok(s->tok_embd.data == m->tok_embd.data && s->output.data == m->output.data &&
            s->out_norm.data == m->out_norm.data && s->tok == m->tok,
            "%s, rank %d: embedding, classifier, final norm and tokenizer whole (shared)", what, r);
-        const int64_t hq = (int64_t)k->n_heads * hd, hkv = (int64_t)k->n_kv_heads * hd, ff = k->hidden_dim;
+        ok(k->expert_ff * size == c->expert_ff && k->dense_ff * size == c->dense_ff && k->n_expert == c->n_expert &&
+           k->n_expert_used == c->n_expert_used, "%s, rank %d: %d of %d columns of each of %d experts, %d of %d of "
+           "a dense layer's", what, r, k->expert_ff, c->expert_ff, k->n_expert, k->dense_ff, c->dense_ff);
+        const int64_t hq = (int64_t)k->n_heads * hd, hkv = (int64_t)k->n_kv_heads * hd, eff = k->expert_ff;
         for (int l = 0; l < c->n_layers; l++) {
             const llm_layer *L = &m->layers[l], *S = &s->layers[l];
+            const int64_t ff = llm_layer_ff(k, S);
             all &= same_rows(&L->wq, &S->wq, r * hq) && S->wq.ne[1] == hq;
             all &= same_rows(&L->wk, &S->wk, r * hkv) && S->wk.ne[1] == hkv;
             all &= same_rows(&L->wv, &S->wv, r * hkv) && S->wv.ne[1] == hkv;
             all &= same_rows(&L->bq, &S->bq, r * hq) && same_rows(&L->bk, &S->bk, r * hkv) &&
                    same_rows(&L->bv, &S->bv, r * hkv);
-            all &= same_rows(&L->w_gate, &S->w_gate, r * ff) && same_rows(&L->w_up, &S->w_up, r * ff);
             all &= same_cols(&L->wo, &S->wo, r * hq) && S->wo.ne[0] == hq;
-            all &= same_cols(&L->w_down, &S->w_down, r * ff) && S->w_down.ne[0] == ff;
+            if (L->w_gate.data != NULL) /* (a layer of experts without a shared one has none) */
+                all &= same_rows(&L->w_gate, &S->w_gate, r * ff) && same_rows(&L->w_up, &S->w_up, r * ff) &&
+                       same_cols(&L->w_down, &S->w_down, r * ff) && S->w_down.ne[0] == ff;
+            else
+                all &= S->w_gate.data == NULL && S->w_up.data == NULL && S->w_down.data == NULL;
             all &= S->attn_norm.data == L->attn_norm.data && S->ffn_norm.data == L->ffn_norm.data &&
                    S->post_attn_norm.data == L->post_attn_norm.data;
             /* rows are views into the model's memory; columns are the share's own copies */
             views &= (const char *)S->wq.data >= (const char *)L->wq.data && S->wo.data != L->wo.data;
+            if (!llm_layer_moe(c, L))
+                continue;
+            /* each expert sliced as a dense FFN; the router whole; the list of experts the share's own */
+            all &= S->ffn_gate_inp.data == L->ffn_gate_inp.data && S->experts != L->experts;
+            for (int e = 0; e < c->n_expert; e++) {
+                const llm_tensor *x = &L->experts[3 * e], *y = &S->experts[3 * e];
+                all &= same_rows(&x[0], &y[0], r * eff) && y[0].ne[1] == eff && same_rows(&x[1], &y[1], r * eff) &&
+                       y[1].ne[1] == eff && same_cols(&x[2], &y[2], r * eff) && y[2].ne[0] == eff;
+                views &= y[0].data != x[0].data || r == 0;
+            }
+            moe_layers++;
         }
         q_cols += k->n_heads;
         ff_cols += k->hidden_dim;
@@ -86,6 +104,9 @@ static void check_split(const char *what, const llm_model *m, int size)
        "model's, the rows as views", what, size);
     ok(q_cols == c->n_heads && ff_cols == c->hidden_dim, "%s over %d ranks: the shares cover every head and column",
        what, size);
+    if (c->n_expert > 0)
+        ok(moe_layers == size * (c->n_layers - c->moe_dense_lead), "%s over %d ranks: the experts of its %d layers "
+           "of experts split", what, size, c->n_layers - c->moe_dense_lead);
 }
 
 static void refused(const char *what, const llm_model *m, int size, const char *why)
@@ -150,8 +171,25 @@ int main(void)
     }
     llm_model_free(f);
     unlink(path);
+    /* mixtures of experts: every expert split as a dense FFN (Qwen 3 MoE's 8 experts of 64 over 2); ERNIE 4.5 MoE
+     * in Q8_0 (a dense first layer 192 wide, experts of 64 in 32s, a shared expert of 128); Mixtral's 4 experts of
+     * 256 in Q8_0 over 4 (64 columns a rank, 2 blocks); OLMoE's q/k norms span every head */
     if ((m = gen(dir, "tiny-qwen3moe", LLM_F32)) != NULL) {
-        refused("tiny-qwen3moe", m, 2, "mixture of experts");
+        check_split("tiny-qwen3moe f32", m, 2);
+        llm_model_free(m);
+    }
+    if ((m = gen(dir, "tiny-ernie4_5-moe", LLM_Q8_0)) != NULL) {
+        ok(m->layers[0].dense && m->layers[1].w_gate.data != NULL && m->layers[1].experts[2].type == LLM_Q8_0,
+           "tiny-ernie4_5-moe q8_0: a dense first layer, a shared expert, Q8_0 experts");
+        check_split("tiny-ernie4_5-moe q8_0", m, 2);
+        llm_model_free(m);
+    }
+    if ((m = gen(dir, "tiny-mixtral", LLM_Q8_0)) != NULL) {
+        check_split("tiny-mixtral q8_0", m, 4);
+        llm_model_free(m);
+    }
+    if ((m = gen(dir, "tiny-olmoe", LLM_F32)) != NULL) {
+        refused("tiny-olmoe", m, 2, "q/k norms span every head");
         llm_model_free(m);
     }
     rmdir(dir);

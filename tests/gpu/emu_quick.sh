@@ -34,13 +34,14 @@
 #     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV);
 # 10a. tensor parallelism: the model split over 2 and 4 emulated devices (processes), against the CPU backend;
 #      the scheduler over it; one rank out of memory for a step; a rank that cannot start; a model refused;
-#      `serve` over it, with a rank killed, and with a draft model on rank 0's device;
+#      `serve` over it, with a rank killed, and with a draft model on rank 0's device (mixtures of experts
+#      split over 2: part 11);
 # 10b. SmolLM3's NoPE layers and Granite's four scales (gen-model --preset tiny-smollm3 / tiny-granite);
 #      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3);
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
 #     ungated shared expert, tiny-olmoe, tiny-ernie4_5-moe's dense first layer and biased choice, tiny-glm4moe's
 #     sigmoid router, tiny-gpt-oss's sinks, biases and clamped SwiGLU): routing and experts on the device,
-#     prefill, mixed batches, decode through graphs;
+#     prefill, mixed batches, decode through graphs; split over 2 emulated devices (tensor parallelism);
 #     quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
 #     the window pool (tiny-gemma3, tiny-gpt-oss): the sliding-window layers' KV in a pool of its own, stale
@@ -511,6 +512,25 @@ check "ernie4_5-moe q4_0 vs the CPU on its dequantised copy" env LLM_CUDA_KV=f32
 check "glm4moe f32 vs the CPU backend: sigmoid router with a bias and a scale, partial rope; prefill, mixed, decode" \
     env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 "$E/parity_logits" --model "$W/glm-moe-f32.gguf" \
     --vocab 512 --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1
+# Mixtures of experts split over 2 emulated devices (tensor parallelism: each expert's columns divided as a dense
+# FFN's, the router whole on every rank; the chosen experts' weighted partial sums all-reduced, moe_combine_kernel's
+# `set`): as close to the CPU backend as on one device (measured 1.2e-5 to 2.7e-5; without the all-reduce 13.4):
+# Qwen 3 MoE through graphs; Qwen 2 MoE's gated shared expert, Q4_0 experts in whole blocks; GraniteMoeShared's
+# residual scale over the summed combination; ERNIE's dense first layer beside the experts.
+check "split over 2 devices: qwen3moe f32, experts split by columns; prefill, mixed batch, graphs" env \
+    LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 CU_EMU_SMS=64 CU_EMU_DEVICES=2 "$E/parity_logits" \
+    --model "$W/qwen3moe-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 --graph-cycles 1 --max-diff 1e-3 \
+    --min-top1 1 --tp 2
+check "split over 2 devices: qwen2moe q4_0 (gated shared expert) vs the CPU on its dequantised copy" env \
+    LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 \
+    LLM_CUDA_TC_GEMM=0 LLM_CUDA_MOE_TC=0 CU_EMU_DEVICES=2 "$E/parity_logits" --model "$W/qwen2moe-q4_0.gguf" \
+    --cpu-model "$W/qwen2moe-q4_0-deq.gguf" --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 \
+    --min-top1 1 --tp 2
+for f in granitemoe-shared ernie-moe; do
+    check "split over 2 devices: $f f32; prefill, mixed batch, decode" env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 \
+        LLM_CUDA_ATT_DECODE=0 CU_EMU_DEVICES=2 "$E/parity_logits" --model "$W/$f-f32.gguf" --vocab 512 \
+        --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1 --tp 2
+done
 # gpt-oss (tiny-gpt-oss: q/k/v, output, router and experts' biases, a sink per head, a window of 8 on every
 # other layer, the clamped SwiGLU): F32 on 1 SM, so decode steps take one split and the register kernel finishes
 # the softmax with the sink itself, prefill and the mixed batch merge splits with it (measured 6.7e-6 and 8.6e-6;
