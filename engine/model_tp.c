@@ -5,7 +5,8 @@
  * residual add. A mixture of experts is split the same way inside every expert (each rank holds a slice of
  * each expert's width, as vLLM's tensor-parallel experts): the router runs whole on every rank on the same
  * input, so every rank chooses the same experts, and the weighted sum of the chosen experts' partial outputs
- * is again a partial sum. Everything else (embedding, norms, router, classifier) is held by every rank whole. */
+ * is again a partial sum. Everything else (embedding, norms, router, classifier) is held by every rank whole.
+ * gpt-oss: a sink per head goes with its head; the output projection's bias is added after the sum. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,18 @@ static int has_ffn(const llm_model *m, int width)
     return 0;
 }
 
+/* An F32 tensor of the same shape, all zeros: the share's own. */
+static int zero(llm_model *s, llm_tensor *t)
+{
+    if (t->type != LLM_F32 || t->src != NULL)
+        return -1;
+    void *p = calloc((size_t)t->ne[0] * (size_t)t->ne[1], sizeof(float));
+    if (p == NULL || llm_model_own(s, p, NULL) != 0)
+        return -1;
+    t->data = p;
+    return 0;
+}
+
 int llm_model_tp_check(const llm_model *m, int size, llm_err *err)
 {
     const llm_config *c = &m->cfg;
@@ -93,9 +106,7 @@ int llm_model_tp_check(const llm_model *m, int size, llm_err *err)
         why = "its query heads, KV heads and FFN width (each expert's) must each divide by the number of ranks";
     for (int l = 0; why == NULL && l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
-        if (L->attn_sinks.data != NULL || L->bo.data != NULL || L->exp_b[0].data != NULL)
-            why = "its attention has sinks or an output bias, its experts biases (gpt-oss)";
-        else if (L->wo.cpu_packed || L->w_down.cpu_packed || L->wq.cpu_packed)
+        if (L->wo.cpu_packed || L->w_down.cpu_packed || L->wq.cpu_packed)
             why = "its weights were packed for the CPU";
         /* a rank's share of a row of wo / w_down / an expert's down must be whole blocks of the row's type */
         const int moe = llm_layer_moe(c, L);
@@ -160,6 +171,12 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
                 rc = slice_rows(&x[0], (int64_t)rank * eff, eff) | slice_rows(&x[1], (int64_t)rank * eff, eff) |
                      slice_cols(s, &x[2], (int64_t)rank * eff, eff);
             }
+            /* gpt-oss's experts' biases: gate / up per column (expert e's row of [expert_ff x n_expert] sliced
+             * as its gate rows are); down's is added to each expert's output, which is a partial sum here, so
+             * once: rank 0 keeps it, the others add zeros */
+            if (rc == 0 && L->exp_b[0].data != NULL)
+                rc = slice_cols(s, &L->exp_b[0], (int64_t)rank * eff, eff) |
+                     slice_cols(s, &L->exp_b[1], (int64_t)rank * eff, eff) | (rank > 0 ? zero(s, &L->exp_b[2]) : 0);
         }
         rc |= slice_rows(&L->wq, (int64_t)rank * hq * hd, (int64_t)hq * hd) |
                  slice_rows(&L->wk, (int64_t)rank * hkv * hd, (int64_t)hkv * hd) |
@@ -167,6 +184,7 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
                  slice_rows(&L->bq, (int64_t)rank * hq * hd, (int64_t)hq * hd) |
                  slice_rows(&L->bk, (int64_t)rank * hkv * hd, (int64_t)hkv * hd) |
                  slice_rows(&L->bv, (int64_t)rank * hkv * hd, (int64_t)hkv * hd) |
+                 slice_rows(&L->attn_sinks, (int64_t)rank * hq, hq) | /* (a sink per head; bo is added after the sum) */
                  slice_rows(&L->w_gate, (int64_t)rank * ff, ff) | slice_rows(&L->w_up, (int64_t)rank * ff, ff) |
                  slice_cols(s, &L->wo, (int64_t)rank * hq * hd, (int64_t)hq * hd) |
                  slice_cols(s, &L->w_down, (int64_t)rank * ff, ff);

@@ -188,6 +188,31 @@ int main(void)
         check_split("tiny-mixtral q8_0", m, 4);
         llm_model_free(m);
     }
+    /* gpt-oss: a sink per head goes with its head, the experts' gate / up biases with their columns, and the down
+     * projection's bias is rank 0's alone (every rank's experts give partial sums); bo and the router's bias whole */
+    if ((m = gen(dir, "tiny-gpt-oss", LLM_F32)) != NULL) {
+        check_split("tiny-gpt-oss f32", m, 2);
+        const llm_config *c = &m->cfg;
+        const int hq = c->n_heads / 2, eff = c->expert_ff / 2;
+        int good = 1;
+        for (int r = 0; r < 2; r++) {
+            llm_model *s = llm_model_tp_shard(m, r, 2, &err);
+            for (int l = 0; s != NULL && l < c->n_layers; l++) {
+                const llm_layer *L = &m->layers[l], *S = &s->layers[l];
+                good &= same_rows(&L->attn_sinks, &S->attn_sinks, r * hq) && S->attn_sinks.ne[0] == hq;
+                good &= same_cols(&L->exp_b[0], &S->exp_b[0], r * eff) && same_cols(&L->exp_b[1], &S->exp_b[1], r * eff);
+                good &= S->bo.data == L->bo.data && S->ffn_gate_inp_b.data == L->ffn_gate_inp_b.data;
+                const float *b = S->exp_b[2].data;
+                for (int64_t i = 0; i < c->dim * c->n_expert; i++)
+                    good &= r == 0 ? b[i] == ((const float *)L->exp_b[2].data)[i] : b[i] == 0.0f;
+            }
+            good &= s != NULL;
+            llm_model_tp_free(s);
+        }
+        ok(good, "tiny-gpt-oss over 2: sinks by head, experts' gate / up biases by column, down biases on rank 0 only "
+           "(zeros on rank 1), bo and the router's bias whole");
+        llm_model_free(m);
+    }
     if ((m = gen(dir, "tiny-olmoe", LLM_F32)) != NULL) {
         refused("tiny-olmoe", m, 2, "q/k norms span every head");
         llm_model_free(m);

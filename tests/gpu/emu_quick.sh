@@ -547,6 +547,13 @@ done
 check "gpt-oss f32 vs the CPU backend: sinks, biases, windows, clamped SwiGLU; prefill, mixed, decode" \
     env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 CU_EMU_SMS=1 "$E/parity_logits" --model "$W/gpt-oss-f32.gguf" \
     --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 --min-top1 1
+# ... split over 2 emulated devices: a sink per head goes with its head, the experts' gate / up biases with their
+# columns, the down biases are rank 0's alone, bo added after the sum (measured 6.4e-6; with the down biases on
+# both ranks 2.7), through graphs
+check "split over 2 devices: gpt-oss f32 (sinks, experts' biases, output bias), prefill, graphs" \
+    env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 CU_EMU_SMS=1 CU_EMU_DEVICES=2 "$E/parity_logits" \
+    --model "$W/gpt-oss-f32.gguf" --vocab 512 --positions 40 --gen 8 --chunk 20 --mixed 0 --graph-cycles 1 \
+    --max-diff 1e-3 --min-top1 1 --tp 2
 check "gpt-oss q8_0 on int8 activations (dp4a experts with their biases) vs the CPU on the same file" \
     env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_DP4A=1 LLM_CUDA_GEMV_MAX_Q=1000 \
     LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_MOE_TC=0 "$E/parity_logits" --model "$W/gpt-oss-q8_0.gguf" \
