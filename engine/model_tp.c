@@ -99,8 +99,6 @@ int llm_model_tp_check(const llm_model *m, int size, llm_err *err)
         why = "the number of ranks is out of range";
     else if (c->encoder || c->bidirectional || c->layer_norm)
         why = "it is an encoder / embedding model (those are small: run them on one GPU)";
-    else if (c->qk_norm_full)
-        why = "its q/k norms span every head (OLMo 2, OLMoE)";
     else if (c->n_heads % size != 0 || c->n_kv_heads % size != 0 || has_ffn(m, c->hidden_dim) % size != 0 ||
              has_ffn(m, c->dense_ff) % size != 0 || c->expert_ff % size != 0)
         why = "its query heads, KV heads and FFN width (each expert's) must each divide by the number of ranks";
@@ -185,6 +183,11 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
                  slice_rows(&L->bk, (int64_t)rank * hkv * hd, (int64_t)hkv * hd) |
                  slice_rows(&L->bv, (int64_t)rank * hkv * hd, (int64_t)hkv * hd) |
                  slice_rows(&L->attn_sinks, (int64_t)rank * hq, hq) | /* (a sink per head; bo is added after the sum) */
+                 /* OLMo 2's q / k norms over whole rows: their weights by element (the sums of squares are summed
+                  * over the ranks by the backend); per-head norms are whole */
+                 (c->qk_norm_full ? slice_rows(&L->q_norm, (int64_t)rank * hq * hd, (int64_t)hq * hd) |
+                                        slice_rows(&L->k_norm, (int64_t)rank * hkv * hd, (int64_t)hkv * hd)
+                                  : 0) |
                  slice_rows(&L->w_gate, (int64_t)rank * ff, ff) | slice_rows(&L->w_up, (int64_t)rank * ff, ff) |
                  slice_cols(s, &L->wo, (int64_t)rank * hq * hd, (int64_t)hq * hd) |
                  slice_cols(s, &L->w_down, (int64_t)rank * ff, ff);

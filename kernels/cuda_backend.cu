@@ -863,9 +863,21 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
     if (norm_product(st, &L->qkv, L->attn_norm, st->qkv, st->qkv_ld, n, "qkv", err) != 0 ||
         cuda_stage_check(st, "norm + qkv", l, err))
         return -1;
-    if (prep)
+    if (prep && c->qk_norm_full && L->q_norm != NULL && st->tp.size > 1) {
+        /* OLMo 2's norms span whole q / k rows, which are split over the ranks: each rank's sums of squares
+         * (in xn, free after the product) summed over the ranks first */
+        if (L->bq != NULL)
+            cuda_qkv_prep(st->qkv, st->qkv_ld, n, L->bq, L->bk, L->bv, NULL, NULL, c->n_heads, c->n_kv_heads,
+                          c->head_dim, 0, c->norm_eps, NULL, 1, st->stream);
+        cuda_qk_ssq(st->qkv, st->qkv_ld, n, c->n_heads * c->head_dim, c->n_kv_heads * c->head_dim, st->xn,
+                    st->stream);
+        cuda_tp_allreduce(st, st->xn, (size_t)n * 2);
+        cuda_qkv_prep(st->qkv, st->qkv_ld, n, NULL, NULL, NULL, L->q_norm, L->k_norm, c->n_heads, c->n_kv_heads,
+                      c->head_dim, 1, c->norm_eps, st->xn, st->tp.size, st->stream);
+    } else if (prep) {
         cuda_qkv_prep(st->qkv, st->qkv_ld, n, L->bq, L->bk, L->bv, L->q_norm, L->k_norm, c->n_heads, c->n_kv_heads,
-                      c->head_dim, c->qk_norm_full, c->norm_eps, st->stream);
+                      c->head_dim, c->qk_norm_full, c->norm_eps, NULL, 1, st->stream);
+    }
     cuda_rope_kv_write(st->qkv, st->qkv_ld, ti, n, cos_t, sin_t, c->head_dim / 2, c->n_heads, c->n_kv_heads,
                        (int)c->rope_layout, &st->kv, l, st->block_size, st->stream);
     return cuda_stage_check(st, "rope + kv write", l, err);

@@ -145,7 +145,7 @@ int cuda_encoder_step(cu_state *st, const cu_step *sp, llm_err *err)
         if (cuda_mm_set(st, &L->qkv, st->x, c->dim, st->qkv, st->qkv_ld, n, err) != 0)
             return -1;
         cuda_qkv_prep(st->qkv, st->qkv_ld, n, L->bq, L->bk, L->bv, NULL, NULL, c->n_heads, c->n_kv_heads,
-                      c->head_dim, 0, c->norm_eps, s);
+                      c->head_dim, 0, c->norm_eps, NULL, 1, s);
         cuda_rope_kv_write(st->qkv, st->qkv_ld, &sp->ti, n, L->nope ? NULL : st->rope_cos,
                            L->nope ? NULL : st->rope_sin, c->head_dim / 2, c->n_heads, c->n_kv_heads,
                            (int)c->rope_layout, &st->kv, l, st->block_size, s);

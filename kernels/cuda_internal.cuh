@@ -462,14 +462,17 @@ static inline void cu_emu_arg_check(const cu_tokinfo &t, int arg)
 }
 #endif
 
-/* Before the rope: [q | k | v] += biases (when bq), then each q and k head RMS-normalised with the
- * weights q_norm / k_norm (when q_norm; full: the whole q row and the whole k row, OLMo 2's), n tokens of ld
- * floats. */
 /* y[t][i] += b[i] for n rows of `cols` floats, ld apart (gpt-oss's output projection's and router's biases). */
 void cuda_add_bias(float *y, int ld, const float *b, int cols, int n, cudaStream_t st);
+/* Before the rope: [q | k | v] += biases (when bq), then each q and k head RMS-normalised with the
+ * weights q_norm / k_norm (when q_norm; full: the whole q row and the whole k row, OLMo 2's), n tokens of ld
+ * floats. ss (full only; else NULL, parts 1): each token's q and k rows' sums of squares, given, over rows parts
+ * times as wide as these (a model split over GPUs: cuda_qk_ssq's, summed over the ranks). */
 void cuda_qkv_prep(float *qkv, int ld, int n, const float *bq, const float *bk, const float *bv,
                    const float *q_norm, const float *k_norm, int n_heads, int n_kv_heads, int head_dim, int full,
-                   float eps, cudaStream_t st);
+                   float eps, const float *ss, int parts, cudaStream_t st);
+/* ss[2t], ss[2t + 1]: the sums of squares of token t's q row (q_dim) and k row (kv_dim), n tokens of ld. */
+void cuda_qk_ssq(const float *qkv, int ld, int n, int q_dim, int kv_dim, float *ss, cudaStream_t st);
 void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const float *cos_t, const float *sin_t,
                         int half, int n_heads, int n_kv_heads, int layout, const cu_kv *kv, int layer,
                         int block_size, cudaStream_t st);

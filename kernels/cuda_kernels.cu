@@ -1188,10 +1188,12 @@ int cuda_swiglu_act16(cu_mm_ctx *c, const cu_mat *W, const float *gu, int ld, in
 
 /* One token per block: biases added over the whole [q | k | v] row, then one warp per q / k head:
  * x = x / rms(x) * w (Qwen 3's q_norm / k_norm, the same eps as the layer norms); full (OLMo 2): one warp for
- * the whole q row and one for the whole k row, their norms as wide. */
+ * the whole q row and one for the whole k row, their norms as wide; with ss, the rows' sums of squares are
+ * given (token t's q and k: ss[2t], ss[2t + 1], over rows `parts` times as wide: tensor parallelism's). */
 __global__ void __launch_bounds__(128) qkv_prep_kernel(float *qkv, int ld, const float *bq, const float *bk,
                                                        const float *bv, const float *q_norm, const float *k_norm,
-                                                       int n_heads, int n_kv, int hd, int full, float eps)
+                                                       int n_heads, int n_kv, int hd, int full, float eps,
+                                                       const float *ss_in, int parts)
 {
     CU_PDL_ENTRY();
     float *row = qkv + (size_t)blockIdx.x * ld;
@@ -1210,9 +1212,14 @@ __global__ void __launch_bounds__(128) qkv_prep_kernel(float *qkv, int ld, const
         float *x = h < nq ? row + (size_t)h * len : row + q_dim + (size_t)(h - nq) * len; /* k after q */
         const float *w = h < nq ? q_norm : k_norm;
         float ss = 0.0f;
-        for (int i = lane; i < len; i += 32)
-            ss += x[i] * x[i];
-        float r = 1.0f / sqrtf(warp_sum(ss) / (float)len + eps);
+        if (ss_in != NULL) {
+            ss = ss_in[(size_t)blockIdx.x * 2 + (h < nq ? 0 : 1)];
+        } else {
+            for (int i = lane; i < len; i += 32)
+                ss += x[i] * x[i];
+            ss = warp_sum(ss);
+        }
+        float r = 1.0f / sqrtf(ss / (float)(len * parts) + eps);
         for (int i = lane; i < len; i += 32)
             x[i] = x[i] * r * w[i];
     }
@@ -1220,10 +1227,31 @@ __global__ void __launch_bounds__(128) qkv_prep_kernel(float *qkv, int ld, const
 
 void cuda_qkv_prep(float *qkv, int ld, int n, const float *bq, const float *bk, const float *bv,
                    const float *q_norm, const float *k_norm, int n_heads, int n_kv_heads, int head_dim, int full,
-                   float eps, cudaStream_t st)
+                   float eps, const float *ss, int parts, cudaStream_t st)
 {
     CU_LAUNCH(qkv_prep_kernel, n, 128, 0, st, qkv, ld, bq, bk, bv, q_norm, k_norm, n_heads, n_kv_heads, head_dim,
-              full, eps);
+              full, eps, ss, parts);
+}
+
+/* ss[2t], ss[2t + 1] = the sums of squares of token t's q row (q_dim floats) and k row (kv_dim, after q): a
+ * block a token, a warp a row. */
+__global__ void __launch_bounds__(64) qk_ssq_kernel(const float *qkv, int ld, int q_dim, int kv_dim, float *ss)
+{
+    CU_PDL_ENTRY();
+    const float *row = qkv + (size_t)blockIdx.x * ld;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, len = warp == 0 ? q_dim : kv_dim;
+    const float *x = warp == 0 ? row : row + q_dim;
+    float s = 0.0f;
+    for (int i = lane; i < len; i += 32)
+        s += x[i] * x[i];
+    s = warp_sum(s);
+    if (lane == 0)
+        ss[(size_t)blockIdx.x * 2 + warp] = s;
+}
+
+void cuda_qk_ssq(const float *qkv, int ld, int n, int q_dim, int kv_dim, float *ss, cudaStream_t st)
+{
+    CU_LAUNCH(qk_ssq_kernel, n, 64, 0, st, qkv, ld, q_dim, kv_dim, ss);
 }
 
 /* One token's RoPE by a block's threads: q's heads rotated in place, k's into kout (f16 where kout16, else f32;

@@ -82,6 +82,12 @@ static void check_split(const char *what, const llm_model *m, int size)
                 all &= S->w_gate.data == NULL && S->w_up.data == NULL && S->w_down.data == NULL;
             all &= S->attn_norm.data == L->attn_norm.data && S->ffn_norm.data == L->ffn_norm.data &&
                    S->post_attn_norm.data == L->post_attn_norm.data;
+            /* q / k norms: OLMo 2's over whole rows by element, as the rows; per-head ones whole */
+            if (c->qk_norm_full)
+                all &= same_rows(&L->q_norm, &S->q_norm, r * hq) && S->q_norm.ne[0] == hq &&
+                       same_rows(&L->k_norm, &S->k_norm, r * hkv) && S->k_norm.ne[0] == hkv;
+            else
+                all &= S->q_norm.data == L->q_norm.data && S->k_norm.data == L->k_norm.data;
             /* rows are views into the model's memory; columns are the share's own copies */
             views &= (const char *)S->wq.data >= (const char *)L->wq.data && S->wo.data != L->wo.data;
             if (!llm_layer_moe(c, L))
@@ -173,7 +179,7 @@ int main(void)
     unlink(path);
     /* mixtures of experts: every expert split as a dense FFN (Qwen 3 MoE's 8 experts of 64 over 2); ERNIE 4.5 MoE
      * in Q8_0 (a dense first layer 192 wide, experts of 64 in 32s, a shared expert of 128); Mixtral's 4 experts of
-     * 256 in Q8_0 over 4 (64 columns a rank, 2 blocks); OLMoE's q/k norms span every head */
+     * 256 in Q8_0 over 4 (64 columns a rank, 2 blocks) */
     if ((m = gen(dir, "tiny-qwen3moe", LLM_F32)) != NULL) {
         check_split("tiny-qwen3moe f32", m, 2);
         llm_model_free(m);
@@ -213,8 +219,20 @@ int main(void)
            "(zeros on rank 1), bo and the router's bias whole");
         llm_model_free(m);
     }
+    /* OLMo 2's q / k norms over whole rows (their weights split as the rows); OLMoE's with experts, over 2 and 4 */
+    if ((m = gen(dir, "tiny-olmo2", LLM_F32)) != NULL) {
+        ok(m->cfg.qk_norm_full && m->layers[0].q_norm.ne[0] == m->cfg.n_heads * m->cfg.head_dim,
+           "tiny-olmo2: q norms over whole rows");
+        check_split("tiny-olmo2 f32", m, 2);
+        llm_model_free(m);
+    }
     if ((m = gen(dir, "tiny-olmoe", LLM_F32)) != NULL) {
-        refused("tiny-olmoe", m, 2, "q/k norms span every head");
+        check_split("tiny-olmoe f32", m, 2);
+        check_split("tiny-olmoe f32", m, 4);
+        llm_model_free(m);
+    }
+    if ((m = gen(dir, "tiny-bert", LLM_F32)) != NULL) {
+        refused("tiny-bert", m, 2, "encoder");
         llm_model_free(m);
     }
     rmdir(dir);
