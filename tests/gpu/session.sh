@@ -16,7 +16,8 @@
 # (the 3B preset written in GGUF Q4_K and Q5_K by gen-model: its matrices on the device as CU_Q4_M / CU_Q5_M, 5 /
 # 6 bits a weight; the main rows and the dp4a rows only; KQ_DTYPES="q3_K q2_K" takes those instead, CU_Q3 / CU_Q2_M)
 # spec (draft-model speculation: the 3B preset in bf16 with its q4_0 copy as draft, beside plain decoding and
-# n-gram drafts, bench/spec_draft.sh).
+# n-gram drafts, bench/spec_draft.sh) tp (a machine with several GPUs: bench/gpu_tp.sh, stories260K split over TP=2
+# GPUs against the CPU backend, then the 3B preset in bf16 on one GPU and split over TP, side by side).
 # Every part's output is in $OUT/<part>.log; $OUT/session.txt has one line per part (status, seconds).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -67,6 +68,7 @@ for p in ${PARTS:-parity bench serve parity_hf}; do
     moe)       part moe 240 env OUT="$RES/moe" PRESET=qwen3-30b-a3b LAYERS=${MOE_LAYERS:-16} DTYPES="bf16 q8_0" \
                    BATCHES=1,8,32,128 PEER=0 PEER_HF=0 TC=0 PDL=0 FUSE=0 DP4A=0 SHAPES= GRAPHS_OFF=0 LOGITS=0 SAMPLE=0 \
                    bench/gpu_decode.sh ;;
+    tp)        part tp 240 env OUT="$RES/tp" bench/gpu_tp.sh ;;
     *)         echo "unknown part $p" ;;
     esac
 done
