@@ -79,6 +79,13 @@ static int has_ffn(const llm_model *m, int width)
     return 0;
 }
 
+/* Whether the first `cols` columns of t's rows (and so each rank's run of them) are whole blocks of its type. */
+static int whole_blocks(const llm_tensor *t, int64_t cols)
+{
+    return (t->data == NULL || gguf_qtype_row_bytes(t->type, (uint64_t)cols) > 0) &&
+           (t->src == NULL || gguf_qtype_row_bytes(t->src_type, (uint64_t)cols) > 0);
+}
+
 /* An F32 tensor of the same shape, all zeros: the share's own. */
 static int zero(llm_model *s, llm_tensor *t)
 {
@@ -101,24 +108,20 @@ int llm_model_tp_check(const llm_model *m, int size, llm_err *err)
         why = "it is an encoder / embedding model (those are small: run them on one GPU)";
     else if (c->n_heads % size != 0 || c->n_kv_heads % size != 0 || has_ffn(m, c->hidden_dim) % size != 0 ||
              has_ffn(m, c->dense_ff) % size != 0 || c->expert_ff % size != 0)
-        why = "its query heads, KV heads and FFN width (each expert's) must each divide by the number of ranks";
+        why = "its query heads, KV heads and FFN width must each divide by the number of ranks (and each expert's "
+              "width)";
     for (int l = 0; why == NULL && l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
         if (L->wo.cpu_packed || L->w_down.cpu_packed || L->wq.cpu_packed)
             why = "its weights were packed for the CPU";
         /* a rank's share of a row of wo / w_down / an expert's down must be whole blocks of the row's type */
-        const int moe = llm_layer_moe(c, L);
-        for (int i = -2; i < (moe ? 3 * c->n_expert : 0) && why == NULL; i += i < 0 ? 1 : 3) {
-            const llm_tensor *t = i == -2 ? &L->wo : i == -1 ? &L->w_down : &L->experts[i + 2];
-            int64_t cols = i == -2 ? (int64_t)c->n_heads * c->head_dim : i == -1 ? llm_layer_ff(c, L) : c->expert_ff;
-            cols /= size;
-            if (t->cpu_packed)
-                why = "its weights were packed for the CPU";
-            else if ((t->data != NULL && gguf_qtype_row_bytes(t->type, (uint64_t)cols) == 0) ||
-                     (t->src != NULL && gguf_qtype_row_bytes(t->src_type, (uint64_t)cols) == 0))
-                why = "a rank's share of a row of the output or down projection (or an expert's) is not whole "
-                      "blocks of its type";
-        }
+        int whole = whole_blocks(&L->wo, (int64_t)c->n_heads * c->head_dim / size) &&
+                    whole_blocks(&L->w_down, llm_layer_ff(c, L) / size);
+        for (int e = 0; e < c->n_expert && llm_layer_moe(c, L); e++)
+            whole = whole && whole_blocks(&L->experts[3 * e + 2], c->expert_ff / size);
+        if (why == NULL && !whole)
+            why = "a rank's share of a row of the output or down projection (or an expert's) is not whole blocks of "
+                  "its type";
     }
     if (why != NULL) {
         llm_seterr(err, "tensor parallelism over %d GPUs: %s: %s", size, m->path[0] ? m->path : "model", why);
