@@ -871,7 +871,7 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
                           c->head_dim, 0, c->norm_eps, NULL, 1, st->stream);
         cuda_qk_ssq(st->qkv, st->qkv_ld, n, c->n_heads * c->head_dim, c->n_kv_heads * c->head_dim, st->xn,
                     st->stream);
-        cuda_tp_allreduce(st, st->xn, (size_t)n * 2);
+        cuda_tp_allreduce(st, st->xn, st->xn, (size_t)n * 2);
         cuda_qkv_prep(st->qkv, st->qkv_ld, n, NULL, NULL, NULL, L->q_norm, L->k_norm, c->n_heads, c->n_kv_heads,
                       c->head_dim, 1, c->norm_eps, st->xn, st->tp.size, st->stream);
     } else if (prep) {
@@ -887,23 +887,26 @@ static int layer_attention_in(cu_state *st, const cu_step *sp, const cu_layer *L
  * product itself, or, where the layer has a norm after the block (Gemma 2 / 3) or the model a residual scale
  * (Granite), written to st->xn (free between the norms that fill it) and added normed, x += RMSNorm(W·in) * post
  * (cuda_rmsnorm_add), or scaled, x += W·in * residual_scale (cuda_add_scaled). bias (gpt-oss's bo; NULL: none)
- * is added to the product first. */
+ * is added to the product first. Split over GPUs, each rank's product is a partial sum: rank 0 accumulates its
+ * own into x as on one GPU, the others write theirs aside, and the all-reduce sums them all into x (nothing to
+ * add after it); normed or scaled, every rank's goes aside and the sum there is then added as above. */
 static int project_out(cu_state *st, const cu_mat *W, const float *in, int ldin, int n, const float *bias,
                        const float *post, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
-    const int tp = st->tp.size > 1; /* this rank's product is a partial sum: summed over the ranks first */
-    int aside = tp || post != NULL || c->residual_scale > 0.0f;
-    if (cuda_matmul(&st->mm, W, in, ldin, aside ? st->xn : st->x, c->dim, n, !aside, err->msg, sizeof(err->msg)))
+    const int tp = st->tp.size > 1, scaled = post != NULL || c->residual_scale > 0.0f;
+    const int aside = scaled || (tp && st->tp.rank > 0);
+    float *y = aside ? st->xn : st->x, *sum = scaled ? st->xn : st->x;
+    if (cuda_matmul(&st->mm, W, in, ldin, y, c->dim, n, !aside, err->msg, sizeof(err->msg)))
         return -1;
     if (tp)
-        cuda_tp_allreduce(st, st->xn, (size_t)n * (size_t)c->dim);
+        cuda_tp_allreduce(st, y, sum, (size_t)n * (size_t)c->dim);
     if (bias != NULL)
-        cuda_add_bias(aside ? st->xn : st->x, c->dim, bias, c->dim, n, st->stream);
+        cuda_add_bias(sum, c->dim, bias, c->dim, n, st->stream);
     if (post != NULL)
         cuda_rmsnorm_add(st->xn, post, st->x, n, c->dim, c->norm_eps, st->stream);
-    else if (aside)
-        cuda_add_scaled(st->xn, c->residual_scale > 0.0f ? c->residual_scale : 1.0f, st->x, n, c->dim, st->stream);
+    else if (scaled)
+        cuda_add_scaled(st->xn, c->residual_scale, st->x, n, c->dim, st->stream);
     return 0;
 }
 
@@ -983,16 +986,15 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
         if (cuda_stage_check(st, "experts down", l, err))
             return -1;
     }
-    /* split over GPUs, this rank's experts and shared expert give partial sums: their combination is summed over
-     * the ranks aside (xn, read by nothing after the experts) before it is added */
-    const int tp = st->tp.size > 1;
-    cuda_moe_combine(tp ? st->xn : st->x, n, c->dim, k, st->moe_o, st->moe_pos, st->moe_w,
-                     L->shared ? st->moe_sh : NULL, L->shexp_gate != NULL ? st->moe_sg : NULL, c->residual_scale, tp,
-                     s);
-    if (tp) {
-        cuda_tp_allreduce(st, st->xn, (size_t)n * (size_t)c->dim);
-        cuda_add_scaled(st->xn, c->residual_scale > 0.0f ? c->residual_scale : 1.0f, st->x, n, c->dim, s);
-    }
+    /* split over GPUs, each rank's experts and shared expert give partial sums: rank 0 combines its own into x as
+     * on one GPU, the others write theirs (scaled alike) aside (xn, read by nothing after the experts), and the
+     * all-reduce sums them all into x */
+    const int tp = st->tp.size > 1, mine = !tp || st->tp.rank == 0;
+    cuda_moe_combine(mine ? st->x : st->xn, n, c->dim, k, st->moe_o, st->moe_pos, st->moe_w,
+                     L->shared ? st->moe_sh : NULL, L->shexp_gate != NULL ? st->moe_sg : NULL, c->residual_scale,
+                     !mine, s);
+    if (tp)
+        cuda_tp_allreduce(st, mine ? st->x : st->xn, st->x, (size_t)n * (size_t)c->dim);
     return cuda_stage_check(st, "combine", l, err);
 }
 

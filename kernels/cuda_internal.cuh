@@ -506,7 +506,7 @@ void cuda_moe_gate_up(const cu_mat *host, const cu_mat *mats, int E, int n, int 
                       float *h, int gelu, cudaStream_t st);
 void cuda_moe_down(const cu_mat *host, const cu_mat *mats, int E, int rows, const int32_t *off, const float *h,
                    const cu_moe_i8 *q, const float *const *b, float *o, cudaStream_t st);
-/* set: x = the combination alone, unscaled (a rank's partial sum); else x += it (times rs where rs > 0) */
+/* x += the combination (times rs where rs > 0); set: x = it (times rs where rs > 0), a rank's partial sum */
 void cuda_moe_combine(float *x, int n, int dim, int k, const float *o, const int32_t *pos, const float *wts,
                       const float *sh, const float *sg, float rs, int set, cudaStream_t st);
 /* gate_up + down on the tensor cores (cuda_tcgemm_grouped) for `rows` (= n*k) rows: xn gathered into x16
@@ -701,8 +701,9 @@ typedef struct {
 /* Joins the ranks' communicator named by o->tp_id (o->tp_size > 1; else nothing). 0, or -1 + err. */
 int  cuda_tp_init(cu_state *st, const llm_backend_opts *o, llm_err *err);
 void cuda_tp_free(cu_state *st);
-/* buf[0 .. n) summed over the ranks, in place, enqueued on st->stream (captured by a graph like a kernel). */
-void cuda_tp_allreduce(cu_state *st, float *buf, size_t n);
+/* recv[0 .. n) = send[0 .. n) summed over the ranks (in place where send is recv; each rank's own choice),
+ * enqueued on st->stream (captured by a graph like a kernel). */
+void cuda_tp_allreduce(cu_state *st, const float *send, float *recv, size_t n);
 /* Once per forward call, before its first launch (and at its end where it failed before that): the minimum
  * of every rank's ok, blocking; later calls in the same forward return ok. One rank (1) always agrees. */
 int  cuda_tp_agree(cu_state *st, int ok);

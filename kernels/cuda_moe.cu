@@ -299,7 +299,7 @@ moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, c
 
 /* x[t] += sum_j wts[t][j] * o[pos[t][j]], then + sg[t] * sh[t] with a shared expert (sg NULL: ungated, + sh[t]):
  * the CPU's order; with Granite's residual scale rs > 0, x[t] += rs * (that sum, from 0), as the CPU. With set,
- * x[t] = that sum from 0, unscaled (a rank's partial sum, for tensor parallelism: cuda_backend.cu adds it). */
+ * x[t] = that sum from 0 (times rs): a rank's partial sum, for tensor parallelism (cuda_backend.cu sums it in). */
 __global__ void __launch_bounds__(256)
 moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos, const float *wts, const float *sh,
                    const float *sg, float rs, int set)
@@ -313,7 +313,7 @@ moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos,
             v += wts[(size_t)t * k + j] * o[(size_t)pos[(size_t)t * k + j] * dim + i];
         if (sh != NULL)
             v += g * sh[(size_t)t * dim + i];
-        x[(size_t)t * dim + i] = rs > 0.0f && !set ? x[(size_t)t * dim + i] + rs * v : v;
+        x[(size_t)t * dim + i] = rs > 0.0f ? (set ? 0.0f : x[(size_t)t * dim + i]) + rs * v : v;
     }
 }
 

@@ -99,10 +99,10 @@ static void comm_free(cu_state *st)
     st->tp.comm = NULL;
 }
 
-void cuda_tp_allreduce(cu_state *st, float *buf, size_t n)
+void cuda_tp_allreduce(cu_state *st, const float *send, float *recv, size_t n)
 {
     /* a failure shows as the stream's error at the step's synchronisation */
-    nccl.all_reduce(buf, buf, n, ncclFloat32, ncclSum, (ncclComm_t)st->tp.comm, st->stream);
+    nccl.all_reduce(send, recv, n, ncclFloat32, ncclSum, (ncclComm_t)st->tp.comm, st->stream);
 }
 
 /* The agreement through NCCL: the flag goes up, is reduced on the device, and comes back (0 on any error). */
@@ -192,11 +192,11 @@ static void comm_free(cu_state *st)
     st->tp.comm = NULL;
 }
 
-static void emu_reduce(emu_comm *c, int rank, float *buf, size_t n)
+static void emu_reduce(emu_comm *c, int rank, const float *send, float *buf, size_t n)
 {
     for (size_t off = 0; off < n; off += EMU_SLOT_FLOATS) {
         size_t k = n - off < EMU_SLOT_FLOATS ? n - off : EMU_SLOT_FLOATS;
-        memcpy(c->slot + (size_t)rank * EMU_SLOT_FLOATS, buf + off, k * sizeof(float));
+        memcpy(c->slot + (size_t)rank * EMU_SLOT_FLOATS, send + off, k * sizeof(float));
         pthread_barrier_wait(&c->bar);
         for (size_t i = 0; i < k; i++) {
             float s = 0.0f;
@@ -208,11 +208,11 @@ static void emu_reduce(emu_comm *c, int rank, float *buf, size_t n)
     }
 }
 
-void cuda_tp_allreduce(cu_state *st, float *buf, size_t n)
+void cuda_tp_allreduce(cu_state *st, const float *send, float *recv, size_t n)
 {
     emu_comm *c = (emu_comm *)st->tp.comm;
     int rank = st->tp.rank;
-    cu_emu_launch_on(st->stream, dim3(1), dim3(1), 0, [=]() { emu_reduce(c, rank, buf, n); });
+    cu_emu_launch_on(st->stream, dim3(1), dim3(1), 0, [=]() { emu_reduce(c, rank, send, recv, n); });
 }
 
 static int agree(cu_state *st, int v)

@@ -33,11 +33,13 @@
 #     texts longer than the window: prefill (wmma, mma.sync, scalar kernels), decode (register and tiled
 #     kernels, many splits), graphs with the on-device argmax, bf16 (16-bit activations, f16 KV);
 # 10a. tensor parallelism: the model split over 2 and 4 emulated devices (processes), against the CPU backend;
-#      the scheduler over it; one rank out of memory for a step; a rank that cannot start; a model refused;
+#      the scheduler over it; one rank out of memory for a step; a rank that cannot start; a model refused
+#      (Gemma 3's heads do not divide);
 #      `serve` over it, with a rank killed, and with a draft model on rank 0's device (mixtures of experts
 #      split over 2: part 11);
 # 10b. SmolLM3's NoPE layers and Granite's four scales (gen-model --preset tiny-smollm3 / tiny-granite);
-#      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3);
+#      OLMo 2 / 3's post-norm-only layers, whole-row q/k norms and windows (tiny-olmo2 / tiny-olmo3), also split
+#      over 2 emulated devices;
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
 #     ungated shared expert, tiny-olmoe, tiny-ernie4_5-moe's dense first layer and biased choice, tiny-glm4moe's
 #     sigmoid router, tiny-gpt-oss's sinks, biases and clamped SwiGLU): routing and experts on the device,
@@ -435,6 +437,15 @@ done
 check "olmo3 f32: tensor-core prefill, decode through graphs (on-device argmax)" env LLM_CUDA_KV=f32 CU_EMU_SMS=64 \
     "$E/parity_logits" --model "$W/olmo3-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 --mixed 0 \
     --graph-cycles 1 --max-diff 5e-2 --min-top1 1
+# ... split over 2 emulated devices (tensor parallelism): OLMo 2's norms over whole q / k rows, which the split
+# divides, from each rank's sums of squares all-reduced first (qk_ssq_kernel): olmo2 f32 as on one device
+# (measured 6.6e-6), olmo3 through graphs within the tensor-core prefill's bound.
+check "split over 2 devices: olmo2 f32, q/k norms over split rows; prefill, mixed batch, decode" env \
+    LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 CU_EMU_DEVICES=2 "$E/parity_logits" \
+    --model "$W/olmo2-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1 --tp 2
+check "split over 2 devices: olmo3 f32, tensor-core prefill, graphs" env LLM_CUDA_KV=f32 CU_EMU_SMS=64 \
+    CU_EMU_DEVICES=2 "$E/parity_logits" --model "$W/olmo3-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 \
+    --mixed 0 --graph-cycles 1 --max-diff 5e-2 --min-top1 1 --tp 2
 # EXAONE 4's 64-layer layout: per-head q/k norms after no pre-norm, windows on three layers of four, the fourth
 # without rope (2.4e-5 measured)
 "$B/llm-engine" gen-model --preset tiny-exaone4-swa --dtype f32 --out "$W/exaone4-swa-f32.gguf" >/dev/null 2>&1 ||
@@ -516,7 +527,8 @@ check "glm4moe f32 vs the CPU backend: sigmoid router with a bias and a scale, p
 # FFN's, the router whole on every rank; the chosen experts' weighted partial sums all-reduced, moe_combine_kernel's
 # `set`): as close to the CPU backend as on one device (measured 1.2e-5 to 2.7e-5; without the all-reduce 13.4):
 # Qwen 3 MoE through graphs; Qwen 2 MoE's gated shared expert, Q4_0 experts in whole blocks; GraniteMoeShared's
-# residual scale over the summed combination; ERNIE's dense first layer beside the experts.
+# residual scale over the summed combination; ERNIE's dense first layer beside the experts; OLMoE's whole-row q/k
+# norms.
 check "split over 2 devices: qwen3moe f32, experts split by columns; prefill, mixed batch, graphs" env \
     LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 CU_EMU_SMS=64 CU_EMU_DEVICES=2 "$E/parity_logits" \
     --model "$W/qwen3moe-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 --graph-cycles 1 --max-diff 1e-3 \
@@ -526,7 +538,7 @@ check "split over 2 devices: qwen2moe q4_0 (gated shared expert) vs the CPU on i
     LLM_CUDA_TC_GEMM=0 LLM_CUDA_MOE_TC=0 CU_EMU_DEVICES=2 "$E/parity_logits" --model "$W/qwen2moe-q4_0.gguf" \
     --cpu-model "$W/qwen2moe-q4_0-deq.gguf" --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 \
     --min-top1 1 --tp 2
-for f in granitemoe-shared ernie-moe; do
+for f in granitemoe-shared ernie-moe olmoe; do
     check "split over 2 devices: $f f32; prefill, mixed batch, decode" env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 \
         LLM_CUDA_ATT_DECODE=0 CU_EMU_DEVICES=2 "$E/parity_logits" --model "$W/$f-f32.gguf" --vocab 512 \
         --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1 --tp 2
