@@ -58,7 +58,6 @@ struct llm_tp_group {
     int          watching;
     volatile int quitting;
 };
-typedef llm_tp_group tp_impl;
 
 /* ---- the batch through the mailbox ---- */
 typedef struct {
@@ -264,7 +263,7 @@ static void follower(tp_box *box, const llm_model *m, const llm_backend_opts *o,
 /* ---- rank 0 ---- */
 static void *watch(void *arg)
 {
-    tp_impl *t = arg;
+    llm_tp_group *t = arg;
     while (!t->quitting) {
         for (int r = 1; r < t->size && !t->quitting; r++) {
             int stv = 0;
@@ -285,7 +284,7 @@ static void *watch(void *arg)
     return NULL;
 }
 
-static void end_followers(tp_impl *t, int kill_them)
+static void end_followers(llm_tp_group *t, int kill_them)
 {
     t->quitting = 1;
     if (t->watching) {
@@ -311,7 +310,7 @@ static void end_followers(tp_impl *t, int kill_them)
     }
 }
 
-static void tp_free_impl(tp_impl *t, int kill_them)
+static void tp_free_impl(llm_tp_group *t, int kill_them)
 {
     end_followers(t, kill_them);
     llm_backend_free(t->inner);
@@ -322,7 +321,7 @@ static void tp_free_impl(tp_impl *t, int kill_them)
 }
 
 /* Waits until every other rank has copied the last command, so the mailbox can take the next. */
-static void wait_taken(tp_impl *t)
+static void wait_taken(llm_tp_group *t)
 {
     for (int r = 1; r < t->size && t->pending; r++)
         while (sem_wait(&t->box->taken[r]) != 0 && errno == EINTR)
@@ -330,7 +329,7 @@ static void wait_taken(tp_impl *t)
     t->pending = 0;
 }
 
-static void send_cmd(tp_impl *t, int cmd)
+static void send_cmd(llm_tp_group *t, int cmd)
 {
     t->box->cmd = cmd;
     for (int r = 1; r < t->size; r++)
@@ -339,7 +338,7 @@ static void send_cmd(tp_impl *t, int cmd)
 }
 
 /* Hands the batch to the other ranks (0), or -1 + err before any of them saw it. */
-static int send_batch(tp_impl *t, const llm_batch *batch, llm_err *err)
+static int send_batch(llm_tp_group *t, const llm_batch *batch, llm_err *err)
 {
     wait_taken(t);
     if (put_batch(t->box, batch) != 0) {
@@ -363,7 +362,7 @@ static int step_done(int rc, llm_err *err)
 
 static int tp_forward(llm_backend *b, const llm_batch *batch, float *logits, llm_err *err)
 {
-    tp_impl *t = b->impl;
+    llm_tp_group *t = b->impl;
     if (send_batch(t, batch, err) != 0)
         return -1;
     return step_done(t->inner->ops->forward(t->inner, batch, logits, err), err);
@@ -372,7 +371,7 @@ static int tp_forward(llm_backend *b, const llm_batch *batch, float *logits, llm
 static int tp_forward_device(llm_backend *b, const llm_batch *batch, const llm_device_out *dv, float *logits,
                              llm_err *err)
 {
-    tp_impl *t = b->impl;
+    llm_tp_group *t = b->impl;
     if (send_batch(t, batch, err) != 0)
         return -1;
     return step_done(t->inner->forward_device(t->inner, batch, dv, logits, err), err);
@@ -387,7 +386,7 @@ static int tp_init(llm_backend *b, llm_err *err)
 
 static void tp_destroy(llm_backend *b)
 {
-    tp_impl *t = b->impl;
+    llm_tp_group *t = b->impl;
     if (t == NULL)
         return;
     wait_taken(t);
@@ -405,7 +404,7 @@ llm_tp_group *llm_tp_fork(const llm_model *m, const llm_backend_opts *o, llm_err
     const int size = o->tp_size;
     if (llm_model_tp_check(m, size, err) != 0)
         return NULL;
-    tp_impl *t = calloc(1, sizeof(*t));
+    llm_tp_group *t = calloc(1, sizeof(*t));
     void *box = mmap(NULL, sizeof(tp_box) + BOX_BYTES, PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (t == NULL || box == MAP_FAILED) {
