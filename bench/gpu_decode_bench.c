@@ -127,11 +127,11 @@ int main(int argc, char **argv)
     const char *prefills = arg(argc, argv, "--prefill", "1x2048,8x512");
     int prompt = atoi(arg(argc, argv, "--prompt", "128")), steps = atoi(arg(argc, argv, "--steps", "32"));
     int argmax = atoi(arg(argc, argv, "--argmax", "0")), sample = atoi(arg(argc, argv, "--sample", "0"));
-    int tp = atoi(arg(argc, argv, "--tp", "1"));
+    int tp = atoi(arg(argc, argv, "--tp", "1")), ep = atoi(arg(argc, argv, "--ep", "0"));
     if (path == NULL || prompt < 1 || steps < 1 || tp < 1 || tp > LLM_TP_MAX) {
         fprintf(stderr, "usage: gpu_decode_bench --model PATH [--backend cuda|cpu] [--batches 1,8,32,128,256] "
                         "[--prompt 128] [--steps 32] [--prefill 1x2048,8x512] [--argmax 1] [--sample 1] "
-                        "[--tp N (1-%d: split over N GPUs)]\n", LLM_TP_MAX);
+                        "[--tp N (1-%d: split over N GPUs) [--ep 1 (experts dealt out whole)]]\n", LLM_TP_MAX);
         return 2;
     }
     int bl[32], nb = 0, max_b = 1, pn[16], pl[16], np = 0, max_tok = 1, max_len = prompt + steps + 8;
@@ -178,6 +178,7 @@ int main(int argc, char **argv)
     o.kv_blocks = max_pn * b.bpseq + (max_b - max_pn) * dec_blocks;
     o.tune_max_batch = max_b; /* the CUDA backend's kernel tuning: up to the largest decode batch run here */
     o.tp_size = tp;
+    o.tp_ep = ep;
     if (strcmp(bname, "cuda") == 0 && tp == 1) {
         const llm_backend_ops *ops = llm_cuda_ops_load(&err);
         if (ops != NULL && (b.be = calloc(1, sizeof(*b.be))) != NULL) {
@@ -238,7 +239,7 @@ int main(int argc, char **argv)
      * one share's) */
     char split[64] = "";
     if (tp > 1)
-        snprintf(split, sizeof(split), " split over %d GPUs, each holding", tp);
+        snprintf(split, sizeof(split), " split over %d GPUs%s, each holding", tp, ep ? " (experts whole)" : "");
     printf("model: %s, %s,%s %.2f GB of weights; load %.2f s (+ kernel tuning %.2f s); bandwidth floor per step "
            "%.3f ms (%.0f tok/s at batch 1); decode steps return %s\n", path, b.be->ops->name, split, wb / 1e9,
            t_load - b.be->tune_s, b.be->tune_s, floor_ms, 1e3 / floor_ms,

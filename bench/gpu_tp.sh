@@ -5,6 +5,8 @@
 # one after the other in the same run (bench/gpu_decode_bench: load, prefill 1x2048, decode at each batch size
 # beside the bandwidth floor of what one GPU holds). Figures only; the parity lines say PASS or FAIL.
 #   bench/gpu_tp.sh      env: TP=2 DTYPE=bf16 BATCHES=1,32,128 PRESET=llama-3.2-3b BUILD=build-gpu
+# A mixture of experts (PRESET=qwen3-30b-a3b DTYPE=q8_0): its experts split by columns, then (EP=1, the same run)
+# dealt out whole to the GPUs (--expert-parallel), after the run on one GPU.
 # A dry run under the CPU emulation of CUDA: LLM_CUDA_LIB=...emu.so CU_EMU_DEVICES=2 PRESET=tiny-qwen2
 # BATCHES=1,8 PREFILL=1x16 PROMPT=8 STEPS=2 bench/gpu_tp.sh
 set -u -o pipefail
@@ -18,6 +20,7 @@ PRESET=${PRESET:-llama-3.2-3b}
 BATCHES=${BATCHES:-1,32,128}
 PREFILL=${PREFILL:-1x2048}
 PROMPT=${PROMPT:-128}
+EP=${EP:-0}
 STEPS=${STEPS:-32}
 mkdir -p "$WORK" "$RES"
 . tests/gpu/gpu_env.sh
@@ -38,10 +41,13 @@ if [ ! -f "$model" ]; then
     "$B/llm-engine" gen-model --preset "$PRESET" --dtype "$DTYPE" --out "$model" || { echo "error: gen-model"; exit 1; }
 fi
 : >"$RES/tp_decode.txt"
-for t in 1 "$TP"; do
-    echo "== $PRESET $DTYPE on $t GPU(s)" | tee -a "$RES/tp_decode.txt"
+runs=("1 0" "$TP 0")
+[ "$EP" = 1 ] && runs+=("$TP 1")
+for r in "${runs[@]}"; do
+    set -- $r
+    echo "== $PRESET $DTYPE on $1 GPU(s)$([ "$2" = 1 ] && echo ', experts whole')" | tee -a "$RES/tp_decode.txt"
     "$B/bench/gpu_decode_bench" --model "$model" --batches "$BATCHES" --argmax 1 --prompt "$PROMPT" --steps "$STEPS" \
-        --prefill "$PREFILL" --tp "$t" 2>&1 | grep -v '^cuda: \(NVIDIA\|CPU\|uploaded\|KV pool\|tune\)' |
+        --prefill "$PREFILL" --tp "$1" --ep "$2" 2>&1 | grep -v '^cuda: \(NVIDIA\|CPU\|uploaded\|KV pool\|tune\)' |
         tee -a "$RES/tp_decode.txt"
 done
 exit $rc

@@ -69,8 +69,9 @@ typedef struct {
     const struct llm_backend *share_threads;
     /* Tensor parallelism (CUDA; engine/backend_tp.c): the model is split over tp_size GPUs, one process each,
      * device + rank; 0 or 1: not split. tp_rank and tp_id (the ranks' communicator, llm_cuda_tp_id) are
-     * filled by backend_tp.c for each rank's own backend. */
-    int           tp_size, tp_rank;
+     * filled by backend_tp.c for each rank's own backend. tp_ep: a mixture of experts' experts dealt out whole
+     * to the ranks (expert parallelism) instead of each split by columns (model_tp.h). */
+    int           tp_size, tp_rank, tp_ep;
     unsigned char tp_id[LLM_TP_ID_BYTES];
 } llm_backend_opts;
 

@@ -215,7 +215,7 @@ static void follower(tp_box *box, const llm_model *m, const llm_backend_opts *o,
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     sem_wait(&box->go[rank]); /* the id */
-    llm_model *shard = llm_model_tp_shard(m, rank, o->tp_size, &err);
+    llm_model *shard = llm_model_tp_shard(m, rank, o->tp_size, o->tp_ep, &err);
     llm_backend_opts ro = *o;
     ro.tp_rank = rank;
     ro.device = o->device + rank;
@@ -402,7 +402,7 @@ static const llm_backend_ops tp_ops = { "cuda", tp_init, tp_forward, tp_destroy 
 llm_tp_group *llm_tp_fork(const llm_model *m, const llm_backend_opts *o, llm_err *err)
 {
     const int size = o->tp_size;
-    if (llm_model_tp_check(m, size, err) != 0)
+    if (llm_model_tp_check(m, size, o->tp_ep, err) != 0)
         return NULL;
     llm_tp_group *t = calloc(1, sizeof(*t));
     void *box = mmap(NULL, sizeof(tp_box) + BOX_BYTES, PROT_READ | PROT_WRITE,
@@ -475,7 +475,7 @@ llm_backend *llm_tp_start(llm_tp_group *t, llm_err *err)
     llm_backend_opts ro = *o;
     ro.tp_rank = 0;
     memcpy(ro.tp_id, t->box->id, sizeof(ro.tp_id));
-    t->shard = llm_model_tp_shard(m, 0, size, err);
+    t->shard = llm_model_tp_shard(m, 0, size, o->tp_ep, err);
     if (t->shard == NULL || (t->inner = llm_backend_create_single("cuda", t->shard, &ro, err)) == NULL) {
         tp_free_impl(t, 1);
         free(b);
@@ -511,7 +511,10 @@ llm_backend *llm_tp_start(llm_tp_group *t, llm_err *err)
     for (int l = 0; l < m->cfg.n_layers; l++)
         dense |= m->layers[l].w_gate.data != NULL || m->layers[l].w_gate.src != NULL;
     int at = dense ? snprintf(ffn, sizeof(ffn), "%d of %d FFN columns", k->hidden_dim, m->cfg.hidden_dim) : 0;
-    if (m->cfg.n_expert > 0)
+    if (m->cfg.n_expert > 0 && k->expert_hi > 0)
+        snprintf(ffn + at, sizeof(ffn) - (size_t)at, "%s%d of %d experts whole (expert parallel)", dense ? ", " : "",
+                 k->expert_hi - k->expert_lo, m->cfg.n_expert);
+    else if (m->cfg.n_expert > 0)
         snprintf(ffn + at, sizeof(ffn) - (size_t)at, "%s%d of %d columns of each of %d experts", dense ? ", " : "",
                  k->expert_ff, m->cfg.expert_ff, m->cfg.n_expert);
     fprintf(stderr, "tensor parallel: %s over %d GPUs (devices %d-%d), %d of %d query heads, %d of %d KV heads and "

@@ -24,7 +24,8 @@ int         llm_args_check(const llm_args *a, const char *const *known);
  * message on a bad value. */
 int         llm_kernel_tune_opts(const llm_args *a, llm_backend_opts *o);
 /* --tensor-parallel-size N: the model over N GPUs (1-8; --backend cuda; a model the split takes, model_tp.h)
- * into o->tp_size. 0, or -1 after an error line. */
+ * into o->tp_size; --expert-parallel (or experts that cannot be split by columns) into o->tp_ep. 0, or -1 after
+ * an error line. */
 int         llm_tp_opts(const llm_args *a, const char *backend, const llm_model *m, llm_backend_opts *o);
 /* --kv-cache-dtype auto|f16|f32 into o, and --ctx-size N (tokens a sequence may hold, prompt and
  * output; at most the model's context, which it lowers) into m's config; -1 with a message on a bad

@@ -84,6 +84,10 @@ int llm_kernel_tune_opts(const llm_args *a, llm_backend_opts *o)
 int llm_tp_opts(const llm_args *a, const char *backend, const llm_model *m, llm_backend_opts *o)
 {
     const char *v = llm_arg_str(a, "tensor-parallel-size");
+    if (v == NULL && llm_arg_flag(a, "expert-parallel")) {
+        fprintf(stderr, "error: --expert-parallel deals experts out to the GPUs of --tensor-parallel-size N\n");
+        return -1;
+    }
     if (v == NULL)
         return 0;
     char *end = NULL;
@@ -98,11 +102,26 @@ int llm_tp_opts(const llm_args *a, const char *backend, const llm_model *m, llm_
         return -1;
     }
     llm_err err = { { 0 } };
-    if (n > 1 && llm_model_tp_check(m, (int)n, &err) != 0) {
-        fprintf(stderr, "error: %s\n", err.msg);
+    int ep = llm_arg_flag(a, "expert-parallel");
+    if (ep && m->cfg.n_expert == 0) {
+        fprintf(stderr, "error: --expert-parallel deals a mixture of experts' experts out to the GPUs: %s has no "
+                "experts\n", m->path);
         return -1;
     }
+    if (n > 1 && llm_model_tp_check(m, (int)n, ep, &err) != 0) {
+        /* experts whose columns do not split (a width that does not divide, or K-quant rows whose share is not
+         * whole 256-blocks) go whole to the ranks instead, when that works */
+        llm_err err2 = { { 0 } };
+        if (ep || m->cfg.n_expert == 0 || llm_model_tp_check(m, (int)n, 1, &err2) != 0) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return -1;
+        }
+        fprintf(stderr, "tensor parallel: the experts do not split by columns (%s); dealt out whole instead "
+                "(--expert-parallel)\n", err.msg);
+        ep = 1;
+    }
     o->tp_size = (int)n;
+    o->tp_ep = ep;
     return 0;
 }
 

@@ -48,8 +48,8 @@ static int parse_bias(const char *s, int vocab, llm_logit_bias **out)
 static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "suffix=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
-    "threads=", "ignore-eos", "output-ids", "backend=", "device=", "tensor-parallel-size=", "gpu-memory-fraction=", "kernel-tune=",
-    "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "logit-bias=", "json",
+    "threads=", "ignore-eos", "output-ids", "backend=", "device=", "tensor-parallel-size=", "expert-parallel",
+    "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "logit-bias=", "json",
     "json-schema=", "swa-kv=", NULL,
 };
 

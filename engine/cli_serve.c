@@ -276,8 +276,8 @@ int cli_serve(const llm_args *a)
 {
     static const char *const known[] = {
         "model=", "tokenizer=", "shm=", "max-batch-size=", "preferred-batch-sizes=", "batch-timeout-ms=",
-        "max-batched-tokens=", "kv-blocks=", "block-size=", "threads=", "slots=", "backend=", "device=", "tensor-parallel-size=",
-        "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=",
+        "max-batched-tokens=", "kv-blocks=", "block-size=", "threads=", "slots=", "backend=", "device=",
+        "tensor-parallel-size=", "expert-parallel", "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=",
         "shm-mode=", "max-waiting=", "stream-cap=", "no-supervise", "pid-file=", "redis=", "max-restarts=",
         "restart-window-s=", "slo-ttft-ms=", "slo-tpot-ms=", "tune-min-batch=", "tune-max-batch=",
         "tune-min-timeout-ms=", "tune-max-timeout-ms=", "tune-min-tokens=", "tune-max-tokens=", "tune-cooldown=",

@@ -101,6 +101,10 @@ typedef struct {
      * weights are then multiplied by moe_w_scale (routed_scaling_factor; 0: 1). */
     int   moe_sigmoid;
     float moe_w_scale;
+    /* Expert parallelism (a rank's share of a model split over GPUs, model_tp.c): the experts this share holds,
+     * [expert_lo, expert_hi), whole; the others' tensors are absent (routing still weighs all n_expert). 0, 0:
+     * all of them (every model as loaded). */
+    int   expert_lo, expert_hi;
     /* An encoder (BERT: GGUF "bert"; 0 for the decoders above): every token attends to its whole input (no
      * causal mask, so an input is computed in one step), learned absolute positions and token types are
      * added to the embedding and LayerNorm'd, each block is post-norm (x = LayerNorm(x + block(x))) with a
@@ -209,6 +213,12 @@ static inline int llm_layer_has_shared(const llm_layer *L)
 static inline int llm_layer_moe(const llm_config *c, const llm_layer *L)
 {
     return c->n_expert > 0 && !L->dense;
+}
+
+/* Whether expert e's tensors are held (all, except in a share of a model split by experts). */
+static inline int llm_expert_held(const llm_config *c, int e)
+{
+    return c->expert_hi == 0 || (e >= c->expert_lo && e < c->expert_hi);
 }
 
 /* A layer's FFN width: a dense layer's, or a mixture of experts' shared expert's (hidden_dim). */

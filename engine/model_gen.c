@@ -134,6 +134,14 @@ static const preset presets[] = {
                          .norm_eps = 1e-6f, .n_expert = 8, .n_expert_used = 2, .expert_ff = 64, .moe_norm_topk = 1,
                          .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1, "qwen3moe", 0.2f, 0.5f,
       0, 0 },
+    /* Qwen 3 MoE with experts three blocks of 32 wide (96): their Q8_0 / Q4_0 columns do not split over 2 GPUs
+     * in whole blocks (as Qwen3-30B-A3B's 768, three 256-blocks, in K-quants), so tensor parallelism deals them
+     * out whole; tiny otherwise */
+    { "tiny-qwen3moe-96", { .dim = 64, .hidden_dim = 192, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                            .head_dim = 32, .vocab_size = 128256, .seq_len = 4096, .rope_theta = 1000000.0f,
+                            .norm_eps = 1e-6f, .n_expert = 8, .n_expert_used = 2, .expert_ff = 96,
+                            .moe_norm_topk = 1, .tied_embeddings = 1, .bos_id = 128000, .eos_id = 128009 }, 1,
+      "qwen3moe", 0.2f, 0.5f, 0, 0 },
     /* Qwen 2 MoE: q/k/v biases, 8 experts of 64, 2 per token, not renormalised, a shared expert of 128, and
      * a classifier of its own (llama.cpp's qwen2moe requires one) */
     { "tiny-qwen2moe", { .dim = 64, .hidden_dim = 128, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
@@ -615,7 +623,8 @@ int llm_model_generate_layers(const char *name, llm_dtype dtype, uint64_t seed, 
         llm_seterr(err, "unknown preset '%s' (tiny, tiny-llama3, stories110m, llama-3.2-1b, llama-3.2-3b, "
                    "tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-phi3-longrope, tiny-phi4-mini, tiny-smollm3, tiny-granite, "
                    "smollm3-3b, granite-3.3-2b, tiny-tekken, "
-                   "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen2moe, tiny-mixtral, qwen3-30b-a3b, "
+                   "tiny-gemma3, tiny-gemma2, gemma-3-1b, tiny-embeddinggemma, embeddinggemma-300m, tiny-qwen3moe, tiny-qwen3moe-96, tiny-qwen2moe, tiny-mixtral, "
+                   "qwen3-30b-a3b, "
                    "tiny-granitemoe, tiny-granitemoe-shared, granite-3.1-3b-a800m, tiny-olmo2, tiny-olmo3, olmo-2-1b, tiny-olmoe, "
                    "olmoe-1b-7b, tiny-ernie4_5, ernie-4.5-0.3b, tiny-ernie4_5-moe, ernie-4.5-21b-a3b, tiny-glm4moe, glm-4.5-air, tiny-gpt-oss, tiny-gpt-oss-yarn, gpt-oss-20b, tiny-exaone, tiny-exaone4, tiny-exaone4-swa, tiny-seed-oss, "
                    "qwen2.5-0.5b, qwen3-0.6b, tiny-bert, tiny-bert-cls, tiny-bert-rerank, bge-small, bge-base, tiny-nomic-bert, "

@@ -5,7 +5,12 @@
  * residual add. A mixture of experts is split the same way inside every expert (each rank holds a slice of
  * each expert's width, as vLLM's tensor-parallel experts): the router runs whole on every rank on the same
  * input, so every rank chooses the same experts, and the weighted sum of the chosen experts' partial outputs
- * is again a partial sum. Everything else (embedding, norms, router, classifier) is held by every rank whole.
+ * is again a partial sum. Or, with expert parallelism (ep), the experts are dealt out whole, rank r holding
+ * experts [r E / size, (r + 1) E / size): each rank weighs only the chosen experts it holds, and the sum over the
+ * ranks is the whole mixture (a shared expert is still split by columns). That takes any expert width and block
+ * type (Qwen3-30B-A3B's 768 columns in Q4_K do not split over 2 in whole 256-blocks), and a rank reads whole
+ * experts; the ranks' shares of a step's work follow the router's choices.
+ * Everything else (embedding, norms, router, classifier) is held by every rank whole.
  * gpt-oss: a sink per head goes with its head; the output projection's bias is added after the sum. */
 #include <stdlib.h>
 #include <string.h>
@@ -98,18 +103,23 @@ static int zero(llm_model *s, llm_tensor *t)
     return 0;
 }
 
-int llm_model_tp_check(const llm_model *m, int size, llm_err *err)
+int llm_model_tp_check(const llm_model *m, int size, int ep, llm_err *err)
 {
     const llm_config *c = &m->cfg;
     const char *why = NULL;
+    ep = ep && c->n_expert > 0;
     if (size < 1 || size > LLM_TP_MAX)
         why = "the number of ranks is out of range";
     else if (c->encoder || c->bidirectional || c->layer_norm)
         why = "it is an encoder / embedding model (those are small: run them on one GPU)";
     else if (c->n_heads % size != 0 || c->n_kv_heads % size != 0 || has_ffn(m, c->hidden_dim) % size != 0 ||
-             has_ffn(m, c->dense_ff) % size != 0 || c->expert_ff % size != 0)
-        why = "its query heads, KV heads and FFN width must each divide by the number of ranks (and each expert's "
-              "width)";
+             has_ffn(m, c->dense_ff) % size != 0 || (!ep && c->expert_ff % size != 0))
+        why = ep ? "its query heads, KV heads and FFN width (a shared expert's) must each divide by the number of "
+                   "ranks"
+                 : "its query heads, KV heads and FFN width must each divide by the number of ranks (and each "
+                   "expert's width)";
+    else if (ep && c->n_expert < size)
+        why = "it has fewer experts than ranks (expert parallelism deals them out whole)";
     for (int l = 0; why == NULL && l < c->n_layers; l++) {
         const llm_layer *L = &m->layers[l];
         if (L->wo.cpu_packed || L->w_down.cpu_packed || L->wq.cpu_packed)
@@ -117,23 +127,35 @@ int llm_model_tp_check(const llm_model *m, int size, llm_err *err)
         /* a rank's share of a row of wo / w_down / an expert's down must be whole blocks of the row's type */
         int whole = whole_blocks(&L->wo, (int64_t)c->n_heads * c->head_dim / size) &&
                     whole_blocks(&L->w_down, llm_layer_ff(c, L) / size);
-        for (int e = 0; e < c->n_expert && llm_layer_moe(c, L); e++)
+        for (int e = 0; e < c->n_expert && !ep && llm_layer_moe(c, L); e++)
             whole = whole && whole_blocks(&L->experts[3 * e + 2], c->expert_ff / size);
         if (why == NULL && !whole)
             why = "a rank's share of a row of the output or down projection (or an expert's) is not whole blocks of "
                   "its type";
     }
     if (why != NULL) {
-        llm_seterr(err, "tensor parallelism over %d GPUs: %s: %s", size, m->path[0] ? m->path : "model", why);
+        llm_seterr(err, "tensor parallelism over %d GPUs%s: %s: %s", size, ep ? " (experts whole)" : "",
+                   m->path[0] ? m->path : "model", why);
         return -1;
     }
     return 0;
 }
 
-llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *err)
+/* Expert parallelism: the experts outside [lo, hi) absent from the share's own list (the held ones views). */
+static void hold_experts(llm_tensor *experts, int n_expert, int lo, int hi)
 {
-    if (llm_model_tp_check(m, size, err) != 0)
+    for (int i = 0; i < 3 * n_expert; i++)
+        if (i / 3 < lo || i / 3 >= hi) {
+            experts[i].data = NULL;
+            experts[i].src = NULL;
+        }
+}
+
+llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, int ep, llm_err *err)
+{
+    if (llm_model_tp_check(m, size, ep, err) != 0)
         return NULL;
+    ep = ep && m->cfg.n_expert > 0;
     llm_model *s = malloc(sizeof(*s));
     if (s == NULL) {
         llm_seterr(err, "tensor parallelism: out of memory");
@@ -148,7 +170,9 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
     s->n_maps = 0;
     s->gguf = NULL;
     llm_config *c = &s->cfg;
-    const int hq = c->n_heads / size, hkv = c->n_kv_heads / size, hd = c->head_dim, eff = c->expert_ff / size;
+    const int hq = c->n_heads / size, hkv = c->n_kv_heads / size, hd = c->head_dim;
+    const int eff = ep ? c->expert_ff : c->expert_ff / size, lo = rank * c->n_expert / size,
+              hi = (rank + 1) * c->n_expert / size;
     s->layers = malloc((size_t)c->n_layers * sizeof(llm_layer));
     if (s->layers == NULL || llm_model_own(s, s->layers, NULL) != 0) {
         llm_model_tp_free(s);
@@ -167,7 +191,9 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
                 rc = -1;
             else
                 memcpy(L->experts, all, bytes);
-            for (int e = 0; e < c->n_expert && rc == 0; e++) {
+            if (ep && rc == 0) /* (gpt-oss's experts' biases: whole, a row per expert) */
+                hold_experts(L->experts, c->n_expert, lo, hi);
+            for (int e = 0; e < c->n_expert && rc == 0 && !ep; e++) {
                 llm_tensor *x = &L->experts[3 * e];
                 rc = slice_rows(&x[0], (int64_t)rank * eff, eff) | slice_rows(&x[1], (int64_t)rank * eff, eff) |
                      slice_cols(s, &x[2], (int64_t)rank * eff, eff);
@@ -175,7 +201,7 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
             /* gpt-oss's experts' biases: gate / up per column (expert e's row of [expert_ff x n_expert] sliced
              * as its gate rows are); down's is added to each expert's output, which is a partial sum here, so
              * once: rank 0 keeps it, the others add zeros */
-            if (rc == 0 && L->exp_b[0].data != NULL)
+            if (rc == 0 && !ep && L->exp_b[0].data != NULL)
                 rc = slice_cols(s, &L->exp_b[0], (int64_t)rank * eff, eff) |
                      slice_cols(s, &L->exp_b[1], (int64_t)rank * eff, eff) | (rank > 0 ? zero(s, &L->exp_b[2]) : 0);
         }
@@ -206,6 +232,10 @@ llm_model *llm_model_tp_shard(const llm_model *m, int rank, int size, llm_err *e
     c->hidden_dim /= size; /* (where unused, a width that need not divide: no layer reads it) */
     c->dense_ff /= size;
     c->expert_ff = eff;
+    if (ep) {
+        c->expert_lo = lo;
+        c->expert_hi = hi;
+    }
     return s;
 }
 

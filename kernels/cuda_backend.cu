@@ -31,9 +31,10 @@ static int check_model(const llm_model *m, llm_err *err)
                  "takes more)", c->n_expert_used);
         return -1;
     }
+    const int e0 = c->expert_hi > 0 ? c->expert_lo : 0; /* the first expert held (model_tp.c) */
     for (int l = 0; l < c->n_layers && c->n_expert > 0; l++)
-        for (int e = 0; e < c->n_expert && llm_layer_moe(c, &m->layers[l]); e++) {
-            const llm_tensor *x = &m->layers[l].experts[3 * e], *x0 = &m->layers[l].experts[0];
+        for (int e = e0; e < c->n_expert && llm_expert_held(c, e) && llm_layer_moe(c, &m->layers[l]); e++) {
+            const llm_tensor *x = &m->layers[l].experts[3 * e], *x0 = &m->layers[l].experts[3 * e0];
             if (x[0].type != x0[0].type || x[1].type != x0[0].type || x[2].type != x0[2].type) {
                 snprintf(err->msg, sizeof(err->msg), "cuda backend: layer %d: expert %d's weight types differ "
                          "(the experts' gate and up must share one type, their down one type): convert the model "
@@ -966,7 +967,9 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     }
     cuda_moe_route(st->moe_rl, L->exp_bias, n, E, k, c->moe_norm_topk, c->moe_sigmoid, c->moe_w_scale, st->xn, c->dim,
                    L->shexp_gate, st->moe_ids, st->moe_w, st->moe_sg, s);
-    cuda_moe_sort(st->moe_ids, n, k, E, st->moe_off, st->moe_tok, st->moe_pos, s);
+    /* split by experts (model_tp.c), this device's rows are its own experts' choices only */
+    const int lo = c->expert_hi > 0 ? c->expert_lo : 0, hi = c->expert_hi > 0 ? c->expert_hi : E;
+    cuda_moe_sort(st->moe_ids, n, k, E, lo, hi, st->moe_off, st->moe_tok, st->moe_pos, s);
     if (cuda_stage_check(st, "route", l, err))
         return -1;
     int tc = st->moe_tc < 0 ? n * k >= 8 * E : st->moe_tc > 0 && n >= st->moe_tc;

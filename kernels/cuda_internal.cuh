@@ -484,19 +484,20 @@ void cuda_rope_kv_write(float *qkv, int ld, const cu_tokinfo *ti, int n, const f
  *   sg[t] = sigmoid(xn[t] . shexp_gate). k <= 32, E <= LLM_MAX_EXPERTS.
  * sort: the n*k choices grouped by expert (offsets off[0 .. E]), tokens in order within one: row p of the
  *   groups holds token tok[p], choice i went to row pos[i]; then off[E + 1] = how many experts were chosen and
- *   off[E + 2 ...] their ids (off holds 2 E + 2).
+ *   off[E + 2 ...] their ids (off holds 2 E + 2). Only the experts [lo, hi) (those this device holds: expert
+ *   parallelism; else 0, E) get rows: another's choice has pos -1, tok past the last row is 0.
  * gate_up: h[p] = GLU(gate_e . xn[tok[p]], up_e . xn[tok[p]]) for every row p of every expert e ([n*k][ff]).
  * down: o[p] = down_e . h[p] ([n*k][dim]), `rows` = n*k.
  * With q (where cuda_moe_i8_ok(host)): on int8 activations (dp4a), which gate_up / down first quantise into
  *   q's buffers (xq: [n*k][max(dim, ff)] bytes; xds: a (d, d * sum q) float pair per 32 of those).
- * combine: x[t] += sum_j wts[t][j] o[pos[t*k + j]] (+ sg[t] sh[t] with a shared expert, sh [n][dim]; sg NULL:
- *   an ungated one, + sh[t]); rs > 0 (Granite's residual scale): x[t] += rs * (that sum).
+ * combine: x[t] += sum_j wts[t][j] o[pos[t*k + j]] over pos >= 0 (+ sg[t] sh[t] with a shared expert, sh
+ *   [n][dim]; sg NULL: an ungated one, + sh[t]); rs > 0 (Granite's residual scale): x[t] += rs * (that sum).
  * `host` is the layer's exp0, `mats` its experts on the device. */
 void cuda_moe_route(const float *logits, const float *bias, int n, int E, int k, int norm_topk, int sigmoid,
                     float scale, const float *xn, int dim, const float *shexp_gate, int32_t *ids, float *wts, float *sg,
                     cudaStream_t st);
-void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,
-                   cudaStream_t st);
+void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int lo, int hi, int32_t *off, int32_t *tok,
+                   int32_t *pos, cudaStream_t st);
 typedef struct { int8_t *xq; void *xds; } cu_moe_i8;
 int  cuda_moe_i8_ok(const cu_mat *host);
 /* b: the experts' biases (gpt-oss's cu_layer.exp_b: gate, up [E][ff], down [E][dim]), or NULL: none; added to

@@ -530,11 +530,13 @@ static const float *upload_vec(cu_state *st, uploader *u, const llm_tensor *t, l
 }
 
 /* A mixture of experts' router, experts (each its own device matrix; their descriptions copied to the device
- * for the kernels, expert 0's kept in D->exp0) and Qwen 2 MoE's shared expert gate (GraniteMoeShared's shared
- * expert has none). */
+ * for the kernels, the first held expert's kept in D->exp0: expert 0's, or with expert parallelism the device's
+ * first, the others' descriptions zero) and Qwen 2 MoE's shared expert gate (GraniteMoeShared's shared expert
+ * has none). */
 static int upload_experts(cu_state *st, uploader *u, const llm_layer *L, cu_layer *D, llm_err *err)
 {
-    int n = 3 * st->m->cfg.n_expert;
+    const llm_config *c = &st->m->cfg;
+    int n = 3 * c->n_expert, e0 = c->expert_hi > 0 ? c->expert_lo : 0;
     cu_mat *h = (cu_mat *)calloc((size_t)n, sizeof(cu_mat));
     if (h == NULL) {
         llm_err_set(err, "cuda backend: out of host memory");
@@ -542,7 +544,7 @@ static int upload_experts(cu_state *st, uploader *u, const llm_layer *L, cu_laye
     }
     int rc = upload_mat(st, u, &D->router, &L->ffn_gate_inp, err);
     for (int i = 0; i < n && rc == 0; i++)
-        rc = upload_mat(st, u, &h[i], &L->experts[i], err);
+        rc = llm_expert_held(c, i / 3) ? upload_mat(st, u, &h[i], &L->experts[i], err) : 0;
     if (rc == 0 && L->shexp_gate.data != NULL && (D->shexp_gate = upload_vec(st, u, &L->shexp_gate, err)) == NULL)
         rc = -1;
     cu_mat *d = rc == 0 ? (cu_mat *)dev_alloc(st, (size_t)n * sizeof(cu_mat), err) : NULL;
@@ -550,7 +552,7 @@ static int upload_experts(cu_state *st, uploader *u, const llm_layer *L, cu_laye
         cudaError_t e = cudaMemcpy(d, h, (size_t)n * sizeof(cu_mat), cudaMemcpyHostToDevice);
         if (e != cudaSuccess)
             rc = fail(err, "expert table upload", e);
-        memcpy(D->exp0, h, sizeof(D->exp0));
+        memcpy(D->exp0, h + 3 * e0, sizeof(D->exp0));
         D->experts = d;
     } else
         rc = -1;

@@ -97,10 +97,13 @@ moe_route_kernel(const float *logits, const float *bias, int n, int E, int k, in
 /* One block: off[e] .. off[e+1] are expert e's rows; row p holds token tok[p]; choice i (= t*k + j) went to
  * row pos[i]. S = blockDim / E threads per expert (at least 1) each take a slice of the choices in order:
  * count their expert's, then (after a scan over (expert, slice) in that order) place them, so an expert's
- * rows come out in token order, the CPU's, the same on every run (no atomics). */
+ * rows come out in token order, the CPU's, the same on every run (no atomics). Only the experts this device
+ * holds, [lo, hi) (expert parallelism; else all), get rows: a choice of another has pos -1, and the rows past
+ * the last placed one read token 0 (kernels that run over all rows gather something valid, then unused). */
 #define MOE_SORT_THREADS 1024
 __global__ void __launch_bounds__(MOE_SORT_THREADS)
-moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_t *tok, int32_t *pos)
+moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int lo, int hi, int32_t *off, int32_t *tok,
+                int32_t *pos)
 {
     CU_PDL_ENTRY();
     __shared__ int start[MOE_SORT_THREADS + 1]; /* per (expert, slice), then their running sum */
@@ -108,10 +111,13 @@ moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_
     for (int u = threadIdx.x; u < E * S; u += blockDim.x) {
         const int e = u / S, q = u % S, i0 = (int)((long)rows * q / S), i1 = (int)((long)rows * (q + 1) / S);
         int c = 0;
-        for (int i = i0; i < i1; i++)
+        for (int i = i0; i < i1 && e >= lo && e < hi; i++)
             c += ids[i] == e;
         start[u] = c;
     }
+    for (int i = threadIdx.x; i < rows; i += blockDim.x)
+        if (ids[i] < lo || ids[i] >= hi)
+            pos[i] = -1;
     __syncthreads();
     if (threadIdx.x == 0) {
         int sum = 0;
@@ -125,6 +131,8 @@ moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_
     __syncthreads();
     for (int e = threadIdx.x; e <= E; e += blockDim.x)
         off[e] = start[e * S];
+    for (int p = start[E * S] + threadIdx.x; p < rows; p += blockDim.x)
+        tok[p] = 0;
     if (threadIdx.x == 0) { /* the experts chosen at all: their count, then their ids (the products' grids) */
         int na = 0;
         for (int e = 0; e < E; e++)
@@ -135,7 +143,7 @@ moe_sort_kernel(const int32_t *ids, int rows, int k, int E, int32_t *off, int32_
     for (int u = threadIdx.x; u < E * S; u += blockDim.x) {
         const int e = u / S, q = u % S, i0 = (int)((long)rows * q / S), i1 = (int)((long)rows * (q + 1) / S);
         int p = start[u];
-        for (int i = i0; i < i1; i++)
+        for (int i = i0; i < i1 && e >= lo && e < hi; i++)
             if (ids[i] == e) {
                 tok[p] = i / k;
                 pos[i] = p++;
@@ -299,7 +307,8 @@ moe_mm_i8_kernel(const cu_mat *mats, int which, int n_exp, const int32_t *off, c
 
 /* x[t] += sum_j wts[t][j] * o[pos[t][j]], then + sg[t] * sh[t] with a shared expert (sg NULL: ungated, + sh[t]):
  * the CPU's order; with Granite's residual scale rs > 0, x[t] += rs * (that sum, from 0), as the CPU. With set,
- * x[t] = that sum from 0 (times rs): a rank's partial sum, for tensor parallelism (cuda_backend.cu sums it in). */
+ * x[t] = that sum from 0 (times rs): a rank's partial sum, for tensor parallelism (cuda_backend.cu sums it in).
+ * A choice with pos -1 (an expert another device holds) is left out. */
 __global__ void __launch_bounds__(256)
 moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos, const float *wts, const float *sh,
                    const float *sg, float rs, int set)
@@ -309,8 +318,11 @@ moe_combine_kernel(float *x, int dim, int k, const float *o, const int32_t *pos,
     const float g = sh != NULL && sg != NULL ? sg[t] : 1.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
         float v = rs > 0.0f || set ? 0.0f : x[(size_t)t * dim + i];
-        for (int j = 0; j < k; j++)
-            v += wts[(size_t)t * k + j] * o[(size_t)pos[(size_t)t * k + j] * dim + i];
+        for (int j = 0; j < k; j++) {
+            const int p = pos[(size_t)t * k + j];
+            if (p >= 0)
+                v += wts[(size_t)t * k + j] * o[(size_t)p * dim + i];
+        }
         if (sh != NULL)
             v += g * sh[(size_t)t * dim + i];
         x[(size_t)t * dim + i] = rs > 0.0f ? (set ? 0.0f : x[(size_t)t * dim + i]) + rs * v : v;
@@ -376,11 +388,11 @@ void cuda_moe_route(const float *logits, const float *bias, int n, int E, int k,
               scale > 0.0f ? scale : 1.0f, xn, dim, shexp_gate, ids, wts, sg);
 }
 
-void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int32_t *off, int32_t *tok, int32_t *pos,
-                   cudaStream_t st)
+void cuda_moe_sort(const int32_t *ids, int n, int k, int E, int lo, int hi, int32_t *off, int32_t *tok,
+                   int32_t *pos, cudaStream_t st)
 {
     /* E <= LLM_MAX_EXPERTS (256) <= MOE_SORT_THREADS: every expert has a slice at least */
-    CU_LAUNCH(moe_sort_kernel, 1, MOE_SORT_THREADS, 0, st, ids, n * k, k, E, off, tok, pos);
+    CU_LAUNCH(moe_sort_kernel, 1, MOE_SORT_THREADS, 0, st, ids, n * k, k, E, lo, hi, off, tok, pos);
 }
 
 template <int GLU>

@@ -1,8 +1,9 @@
 /* Tensor parallelism's split of a model (engine/model_tp.c): each rank's share holds its heads' q/k/v rows and
  * its FFN columns' gate/up rows (views into the model), and the columns of wo / w_down that read them (copies,
  * whole blocks of the row's type), and the configuration a rank runs with; the shares put back together are the
- * model, byte for byte. Models the split cannot take are refused with the reason. The split run on emulated GPUs,
- * against the CPU backend: tests/gpu/emu_quick.sh. */
+ * model, byte for byte. With expert parallelism each rank's share holds its range of the experts whole (the
+ * model's own tensors) and none of the others, every expert on one rank. Models the split cannot take are refused
+ * with the reason. The split run on emulated GPUs, against the CPU backend: tests/gpu/emu_quick.sh. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,7 +50,7 @@ static void check_split(const char *what, const llm_model *m, int size)
     int64_t q_cols = 0, ff_cols = 0;
     int all = 1, views = 1, moe_layers = 0;
     for (int r = 0; r < size; r++) {
-        llm_model *s = llm_model_tp_shard(m, r, size, &err);
+        llm_model *s = llm_model_tp_shard(m, r, size, 0, &err);
         ok(s != NULL, "%s, rank %d of %d: split (%s)", what, r, size, s ? "" : err.msg);
         if (s == NULL)
             return;
@@ -115,12 +116,58 @@ static void check_split(const char *what, const llm_model *m, int size)
            "of experts split", what, size, c->n_layers - c->moe_dense_lead);
 }
 
-static void refused(const char *what, const llm_model *m, int size, const char *why)
+/* Expert parallelism: rank r's share holds experts [r E / size, (r + 1) E / size) whole (the model's tensors, not
+ * copies) and no other; its attention, shared expert and dense layers split as without it; gpt-oss's experts'
+ * biases whole (a row per expert). Every expert held by exactly one rank. */
+static void check_split_ep(const char *what, const llm_model *m, int size)
 {
     llm_err err = { { 0 } };
-    llm_model *s = llm_model_tp_shard(m, 0, size, &err);
-    ok(s == NULL && llm_model_tp_check(m, size, &err) != 0 && strstr(err.msg, why) != NULL,
-       "%s over %d: refused, \"%s\" (%s)", what, size, why, err.msg);
+    const llm_config *c = &m->cfg;
+    int held[LLM_MAX_EXPERTS] = { 0 }, all = 1;
+    for (int r = 0; r < size; r++) {
+        llm_model *s = llm_model_tp_shard(m, r, size, 1, &err);
+        ok(s != NULL, "%s, rank %d of %d, experts whole: split (%s)", what, r, size, s ? "" : err.msg);
+        if (s == NULL)
+            return;
+        const llm_config *k = &s->cfg;
+        const int lo = r * c->n_expert / size, hi = (r + 1) * c->n_expert / size;
+        all &= k->expert_lo == lo && k->expert_hi == hi && k->expert_ff == c->expert_ff &&
+               k->n_expert == c->n_expert && k->n_heads * size == c->n_heads && k->hidden_dim * size == c->hidden_dim;
+        for (int l = 0; l < c->n_layers; l++) {
+            const llm_layer *L = &m->layers[l], *S = &s->layers[l];
+            const int64_t ff = llm_layer_ff(k, S);
+            all &= same_rows(&L->wq, &S->wq, r * (int64_t)k->n_heads * c->head_dim) &&
+                   same_cols(&L->wo, &S->wo, r * (int64_t)k->n_heads * c->head_dim);
+            if (L->w_gate.data != NULL)
+                all &= same_rows(&L->w_gate, &S->w_gate, r * ff) && same_cols(&L->w_down, &S->w_down, r * ff);
+            if (!llm_layer_moe(c, L))
+                continue;
+            all &= S->ffn_gate_inp.data == L->ffn_gate_inp.data && S->experts != L->experts;
+            for (int i = 0; i < 3 * c->n_expert; i++) {
+                const llm_tensor *x = &L->experts[i], *y = &S->experts[i];
+                const int mine = i / 3 >= lo && i / 3 < hi;
+                all &= mine ? y->data == x->data && y->ne[0] == x->ne[0] && y->ne[1] == x->ne[1] && y->type == x->type
+                            : y->data == NULL && y->src == NULL && !llm_expert_held(k, i / 3);
+                held[i / 3] += mine && l == c->n_layers - 1 && i % 3 == 0;
+            }
+            for (int b = 0; b < 3; b++)
+                all &= S->exp_b[b].data == L->exp_b[b].data;
+        }
+        llm_model_tp_free(s);
+    }
+    int once = 1;
+    for (int e = 0; e < c->n_expert; e++)
+        once &= held[e] == 1;
+    ok(all && once, "%s over %d ranks, experts whole: each rank's experts the model's own, the others absent, every "
+       "expert on one rank; attention, shared expert and biases as without it", what, size);
+}
+
+static void refused(const char *what, const llm_model *m, int size, int ep, const char *why)
+{
+    llm_err err = { { 0 } };
+    llm_model *s = llm_model_tp_shard(m, 0, size, ep, &err);
+    ok(s == NULL && llm_model_tp_check(m, size, ep, &err) != 0 && strstr(err.msg, why) != NULL,
+       "%s over %d%s: refused, \"%s\" (%s)", what, size, ep ? " (experts whole)" : "", why, err.msg);
     llm_model_tp_free(s);
 }
 
@@ -145,8 +192,8 @@ int main(void)
     if (m != NULL) {
         check_split("stories260K f32", m, 2);
         check_split("stories260K f32", m, 4);
-        refused("stories260K", m, 3, "must each divide by the number of ranks");
-        refused("stories260K", m, 9, "out of range");
+        refused("stories260K", m, 3, 0, "must each divide by the number of ranks");
+        refused("stories260K", m, 9, 0, "out of range");
         llm_model_free(m);
     }
     char dir[64];
@@ -172,7 +219,7 @@ int main(void)
     ok(m != NULL && m->layers[0].wo.type == LLM_Q8_0, "stories260K as q8_0: %s", m ? "" : err.msg);
     if (m != NULL) {
         check_split("stories260K q8_0", m, 2);
-        refused("stories260K q8_0", m, 4, "not whole blocks");
+        refused("stories260K q8_0", m, 4, 0, "not whole blocks");
         llm_model_free(m);
     }
     llm_model_free(f);
@@ -182,27 +229,37 @@ int main(void)
      * 256 in Q8_0 over 4 (64 columns a rank, 2 blocks) */
     if ((m = gen(dir, "tiny-qwen3moe", LLM_F32)) != NULL) {
         check_split("tiny-qwen3moe f32", m, 2);
+        check_split_ep("tiny-qwen3moe f32", m, 2);
         llm_model_free(m);
     }
     if ((m = gen(dir, "tiny-ernie4_5-moe", LLM_Q8_0)) != NULL) {
         ok(m->layers[0].dense && m->layers[1].w_gate.data != NULL && m->layers[1].experts[2].type == LLM_Q8_0,
            "tiny-ernie4_5-moe q8_0: a dense first layer, a shared expert, Q8_0 experts");
         check_split("tiny-ernie4_5-moe q8_0", m, 2);
+        check_split_ep("tiny-ernie4_5-moe q8_0", m, 2);
         llm_model_free(m);
     }
     if ((m = gen(dir, "tiny-mixtral", LLM_Q8_0)) != NULL) {
         check_split("tiny-mixtral q8_0", m, 4);
+        check_split_ep("tiny-mixtral q8_0", m, 4);
+        llm_model_free(m);
+    }
+    /* experts of 96 columns in Q8_0: 48 a rank over 2 is not whole blocks, so only dealt out whole */
+    if ((m = gen(dir, "tiny-qwen3moe-96", LLM_Q8_0)) != NULL) {
+        refused("tiny-qwen3moe-96 q8_0", m, 2, 0, "not whole blocks");
+        check_split_ep("tiny-qwen3moe-96 q8_0", m, 2);
         llm_model_free(m);
     }
     /* gpt-oss: a sink per head goes with its head, the experts' gate / up biases with their columns, and the down
      * projection's bias is rank 0's alone (every rank's experts give partial sums); bo and the router's bias whole */
     if ((m = gen(dir, "tiny-gpt-oss", LLM_F32)) != NULL) {
         check_split("tiny-gpt-oss f32", m, 2);
+        check_split_ep("tiny-gpt-oss f32", m, 2);
         const llm_config *c = &m->cfg;
         const int hq = c->n_heads / 2, eff = c->expert_ff / 2;
         int good = 1;
         for (int r = 0; r < 2; r++) {
-            llm_model *s = llm_model_tp_shard(m, r, 2, &err);
+            llm_model *s = llm_model_tp_shard(m, r, 2, 0, &err);
             for (int l = 0; s != NULL && l < c->n_layers; l++) {
                 const llm_layer *L = &m->layers[l], *S = &s->layers[l];
                 good &= same_rows(&L->attn_sinks, &S->attn_sinks, r * hq) && S->attn_sinks.ne[0] == hq;
@@ -229,10 +286,11 @@ int main(void)
     if ((m = gen(dir, "tiny-olmoe", LLM_F32)) != NULL) {
         check_split("tiny-olmoe f32", m, 2);
         check_split("tiny-olmoe f32", m, 4);
+        check_split_ep("tiny-olmoe f32", m, 4);
         llm_model_free(m);
     }
     if ((m = gen(dir, "tiny-bert", LLM_F32)) != NULL) {
-        refused("tiny-bert", m, 2, "encoder");
+        refused("tiny-bert", m, 2, 0, "encoder");
         llm_model_free(m);
     }
     rmdir(dir);

@@ -43,7 +43,9 @@
 # 11. mixtures of experts (tiny-qwen3moe, tiny-qwen2moe's shared expert, tiny-mixtral, tiny-granitemoe-shared's
 #     ungated shared expert, tiny-olmoe, tiny-ernie4_5-moe's dense first layer and biased choice, tiny-glm4moe's
 #     sigmoid router, tiny-gpt-oss's sinks, biases and clamped SwiGLU): routing and experts on the device,
-#     prefill, mixed batches, decode through graphs; split over 2 emulated devices (tensor parallelism);
+#     prefill, mixed batches, decode through graphs; split over 2 emulated devices (tensor parallelism), each
+#     expert by columns or the experts dealt out whole (expert parallelism, tiny-qwen3moe-96's unsplittable
+#     Q8_0 experts);
 #     quantised experts against the dequantised copy;
 #     the experts on the grouped tensor-core GEMM, and on int8 activations (dp4a) against the CPU's;
 #     the window pool (tiny-gemma3, tiny-gpt-oss): the sliding-window layers' KV in a pool of its own, stale
@@ -574,6 +576,42 @@ check "gpt-oss f16, experts on the tensor cores vs the CPU on its f32 copy" env 
     LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 \
     "$E/parity_logits" --model "$W/gpt-oss-f16.gguf" --cpu-model "$W/gpt-oss-f16-deq.gguf" --vocab 512 \
     --positions 40 --gen 8 --chunk 20 --mixed 0 --max-diff 2e-2 --min-top1 1
+# Expert parallelism (--expert-parallel: the experts dealt out whole, rank r holding [r E / N, (r + 1) E / N);
+# each rank sorts only its own experts' choices (moe_sort_kernel's lo, hi), combines them, and the all-reduce sums
+# the ranks' shares): as close to the CPU as on one device. Qwen 3 MoE through graphs (measured 1.3e-5), gpt-oss
+# (its experts' biases whole, 6.7e-6), its F16 experts on the grouped tensor-core GEMM (3.7e-3 as on one device),
+# OLMoE over 4 (two experts a rank, 1.3e-5); tiny-qwen3moe-96's Q8_0 experts, 96 columns that do not split over 2
+# in whole blocks, against the CPU on the file's values (1.1e-5), and `generate` taking that split by itself
+# when asked for 2 GPUs: the ids of one device.
+check "experts whole over 2 devices (expert parallelism): qwen3moe f32; prefill, mixed batch, graphs" env \
+    LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 CU_EMU_SMS=64 CU_EMU_DEVICES=2 "$E/parity_logits" \
+    --model "$W/qwen3moe-f32.gguf" --vocab 512 --positions 40 --gen 16 --chunk 20 --graph-cycles 1 --max-diff 1e-3 \
+    --min-top1 1 --tp 2 --ep 1
+check "experts whole over 2 devices: gpt-oss f32 (experts' biases whole), graphs" env LLM_CUDA_KV=f32 \
+    LLM_CUDA_ATT_TC=0 CU_EMU_SMS=1 CU_EMU_DEVICES=2 "$E/parity_logits" --model "$W/gpt-oss-f32.gguf" --vocab 512 \
+    --positions 40 --gen 8 --chunk 20 --mixed 0 --graph-cycles 1 --max-diff 1e-3 --min-top1 1 --tp 2 --ep 1
+check "experts whole over 2 devices: gpt-oss f16 experts on the tensor cores" env LLM_CUDA_MOE_TC=1 \
+    LLM_CUDA_GEMV_MAX=1000 LLM_CUDA_TC_GEMM=0 LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 \
+    CU_EMU_DEVICES=2 "$E/parity_logits" --model "$W/gpt-oss-f16.gguf" --cpu-model "$W/gpt-oss-f16-deq.gguf" \
+    --vocab 512 --positions 40 --gen 8 --chunk 20 --mixed 0 --max-diff 2e-2 --min-top1 1 --tp 2 --ep 1
+check "experts whole over 4 devices: olmoe f32, two experts a rank" env LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 \
+    LLM_CUDA_ATT_DECODE=0 CU_EMU_DEVICES=4 "$E/parity_logits" --model "$W/olmoe-f32.gguf" --vocab 512 \
+    --positions 40 --gen 16 --chunk 20 --max-diff 1e-3 --min-top1 1 --tp 4 --ep 1
+"$B/llm-engine" gen-model --preset tiny-qwen3moe-96 --dtype q8_0 --out "$W/qwen3moe96-q8_0.gguf" >/dev/null 2>&1 &&
+    "$B/llm-engine" gen-model --from "$W/qwen3moe96-q8_0.gguf" --dtype f32 --out "$W/qwen3moe96-q8_0-deq.gguf" \
+        >/dev/null 2>&1 || exit 1
+check "experts whole over 2 devices: Q8_0 experts of 96 columns vs the CPU on the file's values" env \
+    LLM_CUDA_KV=f32 LLM_CUDA_ATT_TC=0 LLM_CUDA_ATT_DECODE=0 LLM_CUDA_GEMV_MAX_Q=1000 LLM_CUDA_GEMV_MAX=1000 \
+    LLM_CUDA_TC_GEMM=0 LLM_CUDA_MOE_TC=0 CU_EMU_DEVICES=2 "$E/parity_logits" --model "$W/qwen3moe96-q8_0.gguf" \
+    --cpu-model "$W/qwen3moe96-q8_0-deq.gguf" --vocab 512 --positions 40 --gen 8 --chunk 20 --max-diff 1e-3 \
+    --min-top1 1 --tp 2 --ep 1
+check "generate over 2 devices: experts that do not split by columns are dealt out whole, the ids of one device" \
+    bash -c "
+    gen() { '$B/llm-engine' generate --model '$W/qwen3moe96-q8_0.gguf' --prompt-ids 1,2,3,4,5,6 --max-tokens 12 \
+        --backend cuda --output-ids \"\$@\"; }
+    one=\$(gen 2>/dev/null) && split=\$(CU_EMU_DEVICES=2 gen --tensor-parallel-size 2 2>'$W/ep_gen.err') &&
+    grep 'dealt out whole instead' '$W/ep_gen.err' && echo \"one device: \$one\" && echo \"split:      \$split\" &&
+    [ -n \"\$one\" ] && [ \"\$one\" = \"\$split\" ]"
 # The window pool (--window-pool 12: the sliding-window layers' KV in a pool of its own, llm_backend_opts.swa_blocks):
 # 3 sequences prefilled in chunks of 20 side by side, then decoded through graphs, to position 87; before each step
 # the blocks wholly before a sequence's window go back to the pool and are taken at once by another sequence, so

@@ -416,7 +416,7 @@ int main(int argc, char **argv)
     if (path == NULL) {
         fprintf(stderr, "usage: parity_logits --model PATH [--positions 512] [--gen 200] [--chunk 128] "
                         "[--max-diff 0.01] [--min-top1 0.99] [--mixed 0] [--only-graph 1] [--graph-cycles N] "
-                        "[--vocab N] [--attn-scale S] [--cpu-model PATH] [--window-pool N] [--tp N]\n");
+                        "[--vocab N] [--attn-scale S] [--cpu-model PATH] [--window-pool N] [--tp N [--ep 1]]\n");
         return 2;
     }
     int P = atoi(arg(argc, argv, "--positions", "512")), gen = atoi(arg(argc, argv, "--gen", "200"));
@@ -462,6 +462,7 @@ int main(int argc, char **argv)
      * touches CUDA; under the emulation CU_EMU_DEVICES=N) */
     llm_backend_opts og = o;
     og.tp_size = atoi(arg(argc, argv, "--tp", "1"));
+    og.tp_ep = atoi(arg(argc, argv, "--ep", "0")); /* (--ep 1: experts dealt out whole) */
     llm_backend *gpu = cpu == NULL ? NULL : og.tp_size > 1 ? llm_backend_create("cuda", m, &og, &err)
                                                            : make_cuda(m, &o, &err);
     if (cpu == NULL || gpu == NULL) {

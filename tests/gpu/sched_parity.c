@@ -329,7 +329,7 @@ int main(int argc, char **argv)
     const char *path = arg(argc, argv, "--model", NULL);
     if (path == NULL) {
         fprintf(stderr, "usage: sched_parity --model PATH [--gen 24] [--max-lp-diff 1e-3] [--min-sampled 0] "
-                "[--oom 0|1 [--oom-sweep G]] [--spec K] [--tp N]\n");
+                "[--oom 0|1 [--oom-sweep G]] [--spec K] [--tp N [--ep 1]]\n");
         return 2;
     }
     workload w = { atoi(arg(argc, argv, "--gen", "24")), NREQ, 64, atoi(arg(argc, argv, "--spec", "0")) };
@@ -362,6 +362,7 @@ int main(int argc, char **argv)
      * this process's) */
     llm_backend_opts og = o;
     og.tp_size = oom ? 1 : atoi(arg(argc, argv, "--tp", "1"));
+    og.tp_ep = atoi(arg(argc, argv, "--ep", "0")); /* (--ep 1: experts dealt out whole) */
     llm_backend *gpu = cpu == NULL ? NULL : og.tp_size > 1 ? llm_backend_create("cuda", m, &og, &err)
                                                            : make_cuda(m, &o, &err);
     emu_mem e = { 0 };
