@@ -5,8 +5,9 @@
 # one after the other in the same run (bench/gpu_decode_bench: load, prefill 1x2048, decode at each batch size
 # beside the bandwidth floor of what one GPU holds). Figures only; the parity lines say PASS or FAIL.
 #   bench/gpu_tp.sh      env: TP=2 DTYPE=bf16 BATCHES=1,32,128 PRESET=llama-3.2-3b BUILD=build-gpu
-# A mixture of experts (PRESET=qwen3-30b-a3b DTYPE=q8_0): its experts split by columns, then (EP=1, the same run)
-# dealt out whole to the GPUs (--expert-parallel), after the run on one GPU.
+# A mixture of experts (PRESET=qwen3-30b-a3b DTYPE=q8_0 LAYERS=12: the preset's first 12 layers): its experts
+# split by columns, then (EP=1, the same run) dealt out whole to the GPUs (--expert-parallel), after the run on
+# one GPU.
 # A dry run under the CPU emulation of CUDA: LLM_CUDA_LIB=...emu.so CU_EMU_DEVICES=2 PRESET=tiny-qwen2
 # BATCHES=1,8 PREFILL=1x16 PROMPT=8 STEPS=2 bench/gpu_tp.sh
 set -u -o pipefail
@@ -21,6 +22,7 @@ BATCHES=${BATCHES:-1,32,128}
 PREFILL=${PREFILL:-1x2048}
 PROMPT=${PROMPT:-128}
 EP=${EP:-0}
+LAYERS=${LAYERS:-}
 STEPS=${STEPS:-32}
 mkdir -p "$WORK" "$RES"
 . tests/gpu/gpu_env.sh
@@ -36,9 +38,10 @@ LLM_CUDA_KV=f32 "$B/tests/gpu/parity_logits" --model "$S260" --positions 64 --ge
     tee "$RES/tp_parity.txt" || rc=1
 LLM_CUDA_KV=f32 "$B/tests/gpu/sched_parity" --model "$S260" --gen 12 --max-lp-diff 1e-3 --min-sampled 7 --tp "$TP" \
     2>&1 | tail -3 | tee -a "$RES/tp_parity.txt" || rc=1
-model="$WORK/$PRESET-$DTYPE.gguf"
+model="$WORK/$PRESET-$DTYPE${LAYERS:+-$LAYERS}.gguf"
 if [ ! -f "$model" ]; then
-    "$B/llm-engine" gen-model --preset "$PRESET" --dtype "$DTYPE" --out "$model" || { echo "error: gen-model"; exit 1; }
+    "$B/llm-engine" gen-model --preset "$PRESET" --dtype "$DTYPE" ${LAYERS:+--layers "$LAYERS"} --out "$model" ||
+        { echo "error: gen-model"; exit 1; }
 fi
 : >"$RES/tp_decode.txt"
 runs=("1 0" "$TP 0")

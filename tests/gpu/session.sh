@@ -17,7 +17,8 @@
 # 6 bits a weight; the main rows and the dp4a rows only; KQ_DTYPES="q3_K q2_K" takes those instead, CU_Q3 / CU_Q2_M)
 # spec (draft-model speculation: the 3B preset in bf16 with its q4_0 copy as draft, beside plain decoding and
 # n-gram drafts, bench/spec_draft.sh) tp (a machine with several GPUs: bench/gpu_tp.sh, stories260K split over TP=2
-# GPUs against the CPU backend, then the 3B preset in bf16 on one GPU and split over TP, side by side).
+# GPUs against the CPU backend, then the 3B preset in bf16 on one GPU and split over TP, side by side) tp_moe
+# (the same with Qwen3-30B-A3B's first 12 layers in q8_0: on one GPU, experts split by columns, experts whole).
 # Every part's output is in $OUT/<part>.log; $OUT/session.txt has one line per part (status, seconds).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -69,6 +70,8 @@ for p in ${PARTS:-parity bench serve parity_hf}; do
                    BATCHES=1,8,32,128 PEER=0 PEER_HF=0 TC=0 PDL=0 FUSE=0 DP4A=0 SHAPES= GRAPHS_OFF=0 LOGITS=0 SAMPLE=0 \
                    bench/gpu_decode.sh ;;
     tp)        part tp 240 env OUT="$RES/tp" bench/gpu_tp.sh ;;
+    tp_moe)    part tp_moe 300 env OUT="$RES/tp_moe" PRESET=qwen3-30b-a3b DTYPE=q8_0 LAYERS=12 EP=1 BATCHES=1,32,128 \
+                   bench/gpu_tp.sh ;;
     *)         echo "unknown part $p" ;;
     esac
 done
