@@ -50,7 +50,7 @@ static const char *const known[] = {
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "tensor-parallel-size=", "expert-parallel",
     "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "logit-bias=", "json",
-    "json-schema=", "swa-kv=", NULL,
+    "json-schema=", "regex=", "swa-kv=", NULL,
 };
 
 int cli_generate(const llm_args *a)
@@ -66,9 +66,9 @@ int cli_generate(const llm_args *a)
     int max_tokens = (int)llm_arg_long(a, "max-tokens", 128, 0, 1 << 24);
     int ignore_eos = llm_arg_flag(a, "ignore-eos"), output_ids = llm_arg_flag(a, "output-ids");
     int json = llm_arg_flag(a, "json");
-    const char *schema_path = llm_arg_str(a, "json-schema");
-    if (json && schema_path != NULL) {
-        fprintf(stderr, "error: --json and --json-schema: give one\n");
+    const char *schema_path = llm_arg_str(a, "json-schema"), *regex = llm_arg_str(a, "regex");
+    if (json + (schema_path != NULL) + (regex != NULL) > 1) {
+        fprintf(stderr, "error: --json, --json-schema and --regex: give one\n");
         return 2;
     }
     int chunk = (int)llm_arg_long(a, "batch", 512, 1, 1 << 16);
@@ -153,19 +153,23 @@ int cli_generate(const llm_args *a)
         fprintf(stderr, "error: empty prompt\n");
         goto out;
     }
-    if (json || schema_path != NULL) {
+    if (json || schema_path != NULL || regex != NULL) {
         char why[256] = "out of memory";
-        cJSON *doc = schema_path != NULL ? llm_json_read_file(schema_path, &err) : cJSON_Parse(LLM_SCHEMA_JSON_OBJECT);
+        cJSON *doc = schema_path != NULL ? llm_json_read_file(schema_path, &err)
+                     : regex == NULL     ? cJSON_Parse(LLM_SCHEMA_JSON_OBJECT)
+                                         : NULL;
         if (doc != NULL)
             schema = llm_schema_compile(doc, why, sizeof why);
+        else if (regex != NULL)
+            schema = llm_schema_regex(regex, strlen(regex), why, sizeof why);
         cJSON_Delete(doc);
         if (schema == NULL) {
             fprintf(stderr, "error: %s\n", doc == NULL && schema_path != NULL ? err.msg : why);
             goto out;
         }
         if (m->tok == NULL || (jv = llm_json_vocab_new(m->tok)) == NULL || (con = llm_schema_state_new(schema)) == NULL) {
-            fprintf(stderr, "error: --%s needs the model's tokenizer%s\n", json ? "json" : "json-schema",
-                    m->tok != NULL ? " (out of memory)" : "");
+            fprintf(stderr, "error: --%s needs the model's tokenizer%s\n",
+                    json ? "json" : regex != NULL ? "regex" : "json-schema", m->tok != NULL ? " (out of memory)" : "");
             goto out;
         }
     }
@@ -263,8 +267,16 @@ int cli_generate(const llm_args *a)
     char text[1024];
     int n_gen = 0;
     while (step_ok && n_gen < max_tokens) {
-        if (con != NULL && llm_schema_mask(con, jv, logits, c->vocab_size) == 0)
+        /* a regex's whole match that may go on: the end-of-generation ids are kept through the mask */
+        int can_end = con != NULL && !ignore_eos && llm_schema_can_end(con);
+        float eog_lg[16];
+        for (int i = 0; can_end && i < n_eog; i++)
+            eog_lg[i] = eog[i] >= 0 && eog[i] < c->vocab_size ? logits[eog[i]] : -INFINITY;
+        if (con != NULL && llm_schema_mask(con, jv, logits, c->vocab_size) == 0 && !can_end)
             break; /* no token can continue the JSON text */
+        for (int i = 0; can_end && i < n_eog; i++)
+            if (eog[i] >= 0 && eog[i] < c->vocab_size)
+                logits[eog[i]] = eog_lg[i];
         int32_t next = llm_sampler_sample(smp, logits, NULL);
         int stop = 0;
         for (int i = 0; i < n_eog && !ignore_eos; i++)

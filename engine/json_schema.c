@@ -724,6 +724,18 @@ void llm_schema_free(llm_schema *sc)
     free(sc);
 }
 
+/* Room for the mask's kept verdicts of each pattern's DFA states (json_schema_match.c). */
+static int memo_new(llm_schema *sc)
+{
+    if ((sc->memo = calloc(1, sizeof(llm_schema_memo))) == NULL ||
+        (sc->memo->bits = calloc(sc->n_regexes, sizeof(uint64_t **))) == NULL)
+        return -1;
+    for (uint32_t i = 0; i < sc->n_regexes; i++)
+        if ((sc->memo->bits[i] = calloc(LLM_SCHEMA_MEMO_STATES, sizeof(uint64_t *))) == NULL)
+            return -1;
+    return 0;
+}
+
 llm_schema *llm_schema_compile(const cJSON *s, char *err, size_t cap)
 {
     char dummy[8];
@@ -745,14 +757,8 @@ llm_schema *llm_schema_compile(const cJSON *s, char *err, size_t cap)
         c.memo[c.n_memo++] = (memo_entry){ s, c.sc->root }; /* "$ref": "#" */
         rc = compile_into(&c, s, c.sc->root);
     }
-    if (rc == 0 && c.sc->n_regexes > 0) { /* room for the mask's kept verdicts in pattern strings */
-        c.sc->memo = calloc(1, sizeof(llm_schema_memo));
-        if (c.sc->memo == NULL || (c.sc->memo->bits = calloc(c.sc->n_regexes, sizeof(uint64_t **))) == NULL)
-            rc = fail(&c, "schema: out of memory");
-        for (uint32_t i = 0; rc == 0 && i < c.sc->n_regexes; i++)
-            if ((c.sc->memo->bits[i] = calloc(LLM_SCHEMA_MEMO_STATES, sizeof(uint64_t *))) == NULL)
-                rc = fail(&c, "schema: out of memory");
-    }
+    if (rc == 0 && c.sc->n_regexes > 0 && memo_new(c.sc) != 0) /* the mask's kept verdicts in pattern strings */
+        rc = fail(&c, "schema: out of memory");
     if (rc == 0) {
         uint8_t *colour = calloc(c.sc->n_nodes, 1);
         if (colour == NULL)
@@ -768,6 +774,48 @@ llm_schema *llm_schema_compile(const cJSON *s, char *err, size_t cap)
         return NULL;
     }
     return c.sc;
+}
+
+llm_schema *llm_schema_regex(const char *src, size_t len, char *err, size_t cap)
+{
+    /* the whole output: anchored at both ends (a '^' / '$' of the pattern's own is the same thing) */
+    if (len > 0 && src[0] == '^')
+        src++, len--;
+    if (len > 0 && src[len - 1] == '$') { /* unless escaped: an even run of backslashes before it */
+        size_t bs = 0;
+        while (bs + 1 < len && src[len - 2 - bs] == '\\')
+            bs++;
+        if (bs % 2 == 0)
+            len--;
+    }
+    if (len + 6 > LLM_REGEX_MAX_LEN) {
+        snprintf(err, cap, "regex: more than %d bytes", LLM_REGEX_MAX_LEN - 6);
+        return NULL;
+    }
+    if (memchr(src, '\0', len) != NULL) {
+        snprintf(err, cap, "regex: a NUL byte");
+        return NULL;
+    }
+    char buf[LLM_REGEX_MAX_LEN + 1];
+    snprintf(buf, sizeof buf, "^(?:%.*s)$", (int)len, src);
+    llm_schema *sc = calloc(1, sizeof(llm_schema));
+    if (sc == NULL || (sc->regexes = calloc(1, sizeof(llm_regex *))) == NULL) {
+        free(sc);
+        snprintf(err, cap, "regex: out of memory");
+        return NULL;
+    }
+    sc->raw = 1;
+    if ((sc->regexes[0] = llm_regex_compile(buf, err, cap)) == NULL) {
+        llm_schema_free(sc);
+        return NULL;
+    }
+    sc->n_regexes = 1;
+    if (memo_new(sc) != 0) {
+        llm_schema_free(sc);
+        snprintf(err, cap, "regex: out of memory");
+        return NULL;
+    }
+    return sc;
 }
 
 llm_schema *llm_schema_parse(const char *text, size_t len, char *err, size_t cap)

@@ -57,6 +57,12 @@ typedef struct llm_schema llm_schema;
 llm_schema *llm_schema_compile(const cJSON *s, char *err, size_t cap);
 /* The same from JSON text. */
 llm_schema *llm_schema_parse(const char *text, size_t len, char *err, size_t cap);
+/* Instead of a schema, a regular expression (json_regex.h's) that the whole output matches (vLLM's
+ * guided_regex and guided_choice): the output's bytes as they are, no JSON. Anchored at both ends (its own '^'
+ * and '$' are read as that). The request ends when nothing can follow (llm_schema_done); where the output is a
+ * whole match that may go on, llm_schema_can_end says so and the caller lets the end-of-generation token
+ * through. NULL with a message in err. */
+llm_schema *llm_schema_regex(const char *src, size_t len, char *err, size_t cap);
 void        llm_schema_free(llm_schema *sc);
 
 /* The output read so far against a schema. The state refers to sc, which must outlive it. */
@@ -67,6 +73,8 @@ void              llm_schema_state_free(llm_schema_state *s);
 int  llm_schema_feed(llm_schema_state *s, const char *p, size_t n);
 /* 1 once the output is a whole value the schema accepts (the request ends there). */
 int  llm_schema_done(const llm_schema_state *s);
+/* 1 when the output is a whole match of a regex (llm_schema_regex) that could also go on: it may end here. */
+int  llm_schema_can_end(const llm_schema_state *s);
 /* Set logits[id] = -inf for every token that cannot continue s; the number of tokens left. Uses v's
  * scratch memory (one call at a time per vocabulary). */
 int  llm_schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, int n_logits);

@@ -43,6 +43,7 @@ typedef struct {
 
 struct llm_schema_state {
     const llm_schema *sc;
+    int   rst;  /* a regex over the whole output (sc->raw): its DFA state; the rest is unused */
     sset  cur;
     sset *scratch, *scratch_ws; /* working copies for feed and the mask */
 };
@@ -617,6 +618,7 @@ llm_schema_state *llm_schema_state_new(const llm_schema *sc)
         return NULL;
     }
     s->sc = sc;
+    s->rst = sc->raw ? llm_regex_start(sc->regexes[0]) : 0;
     s->cur.n = 1;
     s->cur.t[0].depth = 1;
     s->cur.t[0].f[0].node = NO_NODE;
@@ -633,8 +635,23 @@ void llm_schema_state_free(llm_schema_state *s)
     free(s);
 }
 
+/* A regex's state after n bytes from st, or -1. */
+static int raw_feed(const llm_regex *re, int st, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n && st >= 0; i++)
+        st = llm_regex_step(re, st, (uint8_t)p[i]);
+    return st;
+}
+
 int llm_schema_feed(llm_schema_state *s, const char *p, size_t n)
 {
+    if (s->sc->raw) {
+        int st = raw_feed(s->sc->regexes[0], s->rst, p, n);
+        if (st < 0)
+            return -1;
+        s->rst = st;
+        return 0;
+    }
     set_copy(s->scratch, &s->cur);
     if (feed_set(s->sc, s->scratch, p, n) != 0)
         return -1;
@@ -642,8 +659,21 @@ int llm_schema_feed(llm_schema_state *s, const char *p, size_t n)
     return 0;
 }
 
+int llm_schema_can_end(const llm_schema_state *s)
+{
+    return s->sc->raw && llm_regex_accepts(s->sc->regexes[0], s->rst);
+}
+
 int llm_schema_done(const llm_schema_state *s)
 {
+    if (s->sc->raw) { /* a whole match that nothing can follow */
+        if (!llm_schema_can_end(s))
+            return 0;
+        for (int c = 0; c < 256; c++)
+            if (llm_regex_step(s->sc->regexes[0], s->rst, (uint8_t)c) >= 0)
+                return 0;
+        return 1;
+    }
     for (int i = 0; i < s->cur.n; i++)
         if (s->cur.t[i].depth == 1 && s->cur.t[i].f[0].ph == P_DONE)
             return 1;
@@ -725,10 +755,47 @@ typedef struct {
 static int pattern_fits(const void *ctx, const char *p, size_t n)
 {
     const pattern_ctx *pc = ctx;
-    int st = pc->state;
-    for (size_t i = 0; i < n && st >= 0; i++)
-        st = llm_regex_step(pc->re, st, (uint8_t)p[i]);
-    return st >= 0;
+    return raw_feed(pc->re, pc->state, p, n) >= 0;
+}
+
+/* Any token, against a regex over the whole output: 0 when it continues it (fits' sense). */
+static int raw_fits(const void *ctx, const char *p, size_t n)
+{
+    return !pattern_fits(ctx, p, n);
+}
+
+/* Pattern state pc's verdicts on the plain tokens, made once for each of the first states met and kept. */
+static const uint64_t *memo_bits(const llm_schema *sc, int rx, const pattern_ctx *pc, const llm_json_vocab *v)
+{
+    uint64_t **memo = sc->memo != NULL ? sc->memo->bits[rx] : NULL;
+    if (memo == NULL || pc->state >= LLM_SCHEMA_MEMO_STATES)
+        return NULL;
+    if (memo[pc->state] == NULL && sc->memo->used < LLM_SCHEMA_MEMO_MAX &&
+        (memo[pc->state] = malloc((size_t)(llm_json_vocab_size(v) + 63) / 64 * sizeof(uint64_t))) != NULL) {
+        llm_json_plain_bits(v, pattern_fits, pc, memo[pc->state]);
+        sc->memo->used++;
+    }
+    return memo[pc->state];
+}
+
+/* The mask of a regex over the whole output: plain tokens by the DFA (their verdicts kept), the others by their
+ * first byte, then whole. */
+static int raw_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, uint64_t *allow,
+                    int n_logits, int32_t *cand)
+{
+    const llm_schema *sc = s->sc;
+    pattern_ctx pc = { sc->regexes[0], s->rst };
+    llm_json_mask_tables mt;
+    memset(&mt, 0, sizeof(mt));
+    for (int c = 0; c < 256; c++)
+        mt.first[c] = llm_regex_step(pc.re, pc.state, (uint8_t)c) >= 0;
+    mt.in_string = mt.all_in_string = 1;
+    mt.plain_fits = pattern_fits;
+    mt.plain_ctx = &pc;
+    mt.plain_bits = memo_bits(sc, 0, &pc, v);
+    mt.fits = raw_fits;
+    mt.ctx = &pc;
+    return allow != NULL ? llm_json_mask_bits(v, &mt, allow, n_logits, cand) : llm_json_mask_with(v, &mt, logits, n_logits);
 }
 
 /* The mask of s as logits (-inf) or, with allow, as bits (cand: the caller's scratch). */
@@ -736,6 +803,8 @@ static int schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float
                        int n_logits, int32_t *cand)
 {
     const llm_schema *sc = s->sc;
+    if (sc->raw)
+        return raw_mask(s, v, logits, allow, n_logits, cand);
     sset *w = s->scratch;
     llm_json_mask_tables mt;
     memset(&mt, 0, sizeof(mt));
@@ -779,15 +848,7 @@ static int schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float
         mt.plain_fits = pattern_fits;
         mt.plain_ctx = &pc;
         /* a state met before: its verdicts were kept (the loop of an e-mail's local part, a date's digits) */
-        uint64_t **memo = sc->memo != NULL ? sc->memo->bits[rx] : NULL;
-        if (memo != NULL && pc.state < LLM_SCHEMA_MEMO_STATES) {
-            if (memo[pc.state] == NULL && sc->memo->used < LLM_SCHEMA_MEMO_MAX &&
-                (memo[pc.state] = malloc((size_t)(llm_json_vocab_size(v) + 63) / 64 * sizeof(uint64_t))) != NULL) {
-                llm_json_plain_bits(v, pattern_fits, &pc, memo[pc.state]);
-                sc->memo->used++;
-            }
-            mt.plain_bits = memo[pc.state];
-        }
+        mt.plain_bits = memo_bits(sc, rx, &pc, v);
     }
     fit_ctx x = { sc, &s->cur, w };
     mt.fits = schema_fits;

@@ -68,6 +68,7 @@ struct llm_schema {
     llm_schema_memo *memo;      /* the mask's kept verdicts in pattern strings (json_schema_match.c) */
     uint32_t         root;
     uint32_t         any_string; /* a map's keys */
+    int              raw;        /* llm_schema_regex: the whole output is held to regexes[0] (no JSON, no nodes) */
 };
 
 #endif

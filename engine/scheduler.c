@@ -671,9 +671,10 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     llm_schema *schema = NULL;
     if (q->json || q->schema != NULL) { /* JSON mode is the schema of any object */
         char msg[256];
-        schema = q->schema != NULL ? llm_schema_parse(q->schema, q->schema_len, msg, sizeof msg)
-                                   : llm_schema_parse(LLM_SCHEMA_JSON_OBJECT, strlen(LLM_SCHEMA_JSON_OBJECT), msg,
-                                                      sizeof msg);
+        schema = q->schema != NULL && q->regex ? llm_schema_regex(q->schema, q->schema_len, msg, sizeof msg)
+                 : q->schema != NULL           ? llm_schema_parse(q->schema, q->schema_len, msg, sizeof msg)
+                                     : llm_schema_parse(LLM_SCHEMA_JSON_OBJECT, strlen(LLM_SCHEMA_JSON_OBJECT), msg,
+                                                        sizeof msg);
         if (schema == NULL) {
             llm_seterr(err, "%s", msg);
             return -1;
@@ -1381,18 +1382,27 @@ static int32_t row_token(llm_sched *s, sreq *r, int use_dv, int row, llm_sample_
      * its first after whitespace (GLM-4.5 writes a newline before <think>; JSON takes leading whitespace) */
     int open = r->con != NULL && !r->thinking && (r->n_gen == 0 || r->lead_ws) && r->reason_start >= 0;
     float keep = open ? lg[r->reason_start] : 0.0f;
+    /* a regex's whole match that may go on: the stop ids are kept through the mask (they end it here) */
+    int can_end = r->con != NULL && !r->thinking && llm_schema_can_end(r->con);
+    float stop_lg[LLM_SCHED_MAX_STOP];
+    for (int i = 0; can_end && i < r->n_stop; i++)
+        stop_lg[i] = r->stop[i] >= 0 && r->stop[i] < s->vocab ? lg[r->stop[i]] : -INFINITY;
     if (r->con != NULL && r->thinking) {
         /* thinking: nothing masked until reason_end */
     } else if (r->con != NULL && r->allow_ready) { /* made by the mask pool during the forward */
         r->allow_ready = 0;
-        if (r->allow_left == 0 && !open)
+        if (r->allow_left == 0 && !open && !can_end)
             return -1;
         llm_json_mask_apply(r->allow, lg, s->vocab);
-    } else if (r->con != NULL && llm_schema_mask(r->con, s->cfg.json_vocab, lg, s->vocab) == 0 && !open) {
+    } else if (r->con != NULL && llm_schema_mask(r->con, s->cfg.json_vocab, lg, s->vocab) == 0 && !open &&
+               !can_end) {
         return -1; /* no token can continue the JSON text */
     }
     if (open)
         lg[r->reason_start] = keep;
+    for (int i = 0; can_end && i < r->n_stop; i++)
+        if (r->stop[i] >= 0 && r->stop[i] < s->vocab)
+            lg[r->stop[i]] = stop_lg[i];
     return llm_sampler_sample(r->smp, lg, res);
 }
 

@@ -1,5 +1,6 @@
 /* Request parsing and validation for the OpenAI-compatible endpoints. */
 #include "llm_api.h"
+#include "json_regex.h"
 #include "json_schema.h"
 #include "llm_tools.h"
 #include "llm_responses.h"
@@ -650,27 +651,124 @@ static int take_schema(const cJSON *schema, const char *param, llm_api_req *r, l
     return 0;
 }
 
+/* vLLM's guided_json: a schema, or its text. */
+static int take_schema_or_text(const cJSON *g, const char *param, llm_api_req *r, llm_api_err *e)
+{
+    if (!cJSON_IsString(g)) return take_schema(g, param, r, e);
+    cJSON *doc = cJSON_Parse(g->valuestring);
+    if (doc == NULL) {
+        llm_api_seterr(e, 400, param, "invalid_schema", "'%s' is a string that is not JSON", param);
+        return -1;
+    }
+    int rc = take_schema(doc, param, r, e);
+    cJSON_Delete(doc);
+    return rc;
+}
+
+/* A regular expression the whole output matches (vLLM's guided_regex): checked by compiling it as the engine
+ * will (json_schema.h), kept as it is. */
+static int take_regex(const char *src, size_t len, const char *param, llm_api_req *r, llm_api_err *e)
+{
+    char why[256];
+    llm_schema *sc = len > 0 ? llm_schema_regex(src, len, why, sizeof why) : NULL;
+    if (sc == NULL) {
+        llm_api_seterr(e, 400, param, "invalid_value", "%s", len > 0 ? why : "the regular expression is empty");
+        return -1;
+    }
+    llm_schema_free(sc);
+    if ((r->schema = cJSON_malloc(len + 1)) == NULL) {
+        llm_api_seterr(e, 500, NULL, NULL, "out of memory");
+        return -1;
+    }
+    memcpy(r->schema, src, len);
+    r->schema[len] = '\0';
+    r->schema_len = len;
+    r->regex = 1;
+    return 0;
+}
+
+/* vLLM's guided_choice: the output is one of the strings, as the regex of their alternation (each string's
+ * metacharacters escaped; tab, newline and carriage return as escapes, other control characters refused). */
+static int take_choice(const cJSON *c, const char *param, llm_api_req *r, llm_api_err *e)
+{
+    int n = cJSON_IsArray(c) ? cJSON_GetArraySize(c) : 0;
+    if (n < 1 || n > 256) {
+        llm_api_seterr(e, 400, param, "invalid_value", "'%s' must be a list of 1 to 256 strings", param);
+        return -1;
+    }
+    char re[LLM_REGEX_MAX_LEN];
+    size_t at = 0;
+    int i = 0;
+    for (const cJSON *x = c->child; x != NULL; x = x->next, i++) {
+        if (!cJSON_IsString(x) || x->valuestring[0] == '\0') {
+            llm_api_seterr(e, 400, param, "invalid_value", "'%s[%d]' must be a string that is not empty", param, i);
+            return -1;
+        }
+        if (i > 0 && at < sizeof re) re[at++] = '|';
+        for (const unsigned char *p = (const unsigned char *)x->valuestring; *p && at + 2 < sizeof re; p++) {
+            if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') {
+                llm_api_seterr(e, 400, param, "invalid_value", "'%s[%d]' holds a control character", param, i);
+                return -1;
+            }
+            if (*p == '\t' || *p == '\n' || *p == '\r') {
+                re[at++] = '\\';
+                re[at++] = *p == '\t' ? 't' : *p == '\n' ? 'n' : 'r';
+            } else {
+                if (strchr("\\^$.|?*+()[]{}/-", *p) != NULL) re[at++] = '\\';
+                re[at++] = (char)*p;
+            }
+        }
+        if (at + 2 >= sizeof re) {
+            llm_api_seterr(e, 400, param, "invalid_value", "'%s' takes more than %d bytes as a regular expression",
+                           param, LLM_REGEX_MAX_LEN - 6);
+            return -1;
+        }
+    }
+    return take_regex(re, at, param, r, e);
+}
+
+/* vLLM's structured_outputs: {"json": schema} (or its text), {"regex": "..."} or {"choice": [...]}, one of them. */
+static int take_structured(const cJSON *so, llm_api_req *r, llm_api_err *e)
+{
+    const cJSON *j = cJSON_IsObject(so) ? llm_api_field(so, "json") : NULL;
+    const cJSON *x = cJSON_IsObject(so) ? llm_api_field(so, "regex") : NULL;
+    const cJSON *c = cJSON_IsObject(so) ? llm_api_field(so, "choice") : NULL;
+    if (!cJSON_IsObject(so) || (j != NULL) + (x != NULL) + (c != NULL) != 1) {
+        llm_api_seterr(e, 400, "structured_outputs", "invalid_value",
+                       "'structured_outputs' must be an object with one of 'json', 'regex' or 'choice'");
+        return -1;
+    }
+    if (x != NULL && !cJSON_IsString(x)) {
+        llm_api_seterr(e, 400, "structured_outputs", "invalid_type", "'structured_outputs.regex' must be a string");
+        return -1;
+    }
+    if (x != NULL) return take_regex(x->valuestring, strlen(x->valuestring), "structured_outputs", r, e);
+    if (c != NULL) return take_choice(c, "structured_outputs", r, e);
+    return take_schema_or_text(j, "structured_outputs", r, e);
+}
+
 /* response_format: {"type": "text"}, {"type": "json_object"} (JSON mode) or {"type": "json_schema",
  * "json_schema": {"name", "schema", "strict", "description"}} (without a schema: JSON mode); vLLM's
- * guided_json (a schema, or its text). */
+ * guided_json (a schema, or its text), guided_regex, guided_choice and structured_outputs: one of them. */
 static int parse_response_format(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     const cJSON *o = llm_api_field(root, "response_format"), *g = llm_api_field(root, "guided_json");
-    if (o && g) {
-        llm_api_seterr(e, 400, "guided_json", "invalid_value", "give 'response_format' or 'guided_json', not both");
+    const cJSON *gr = llm_api_field(root, "guided_regex"), *gc = llm_api_field(root, "guided_choice");
+    const cJSON *so = llm_api_field(root, "structured_outputs");
+    if ((o != NULL) + (g != NULL) + (gr != NULL) + (gc != NULL) + (so != NULL) > 1) {
+        llm_api_seterr(e, 400, g ? "guided_json" : gr ? "guided_regex" : gc ? "guided_choice" : "structured_outputs",
+                       "invalid_value", "give one of 'response_format', 'guided_json', 'guided_regex', "
+                       "'guided_choice' and 'structured_outputs'");
         return -1;
     }
-    if (g) {
-        if (!cJSON_IsString(g)) return take_schema(g, "guided_json", r, e);
-        cJSON *doc = cJSON_Parse(g->valuestring);
-        if (doc == NULL) {
-            llm_api_seterr(e, 400, "guided_json", "invalid_schema", "'guided_json' is a string that is not JSON");
-            return -1;
-        }
-        int rc = take_schema(doc, "guided_json", r, e);
-        cJSON_Delete(doc);
-        return rc;
+    if (gr && !cJSON_IsString(gr)) {
+        llm_api_seterr(e, 400, "guided_regex", "invalid_type", "'guided_regex' must be a string");
+        return -1;
     }
+    if (gr) return take_regex(gr->valuestring, strlen(gr->valuestring), "guided_regex", r, e);
+    if (gc) return take_choice(gc, "guided_choice", r, e);
+    if (so) return take_structured(so, r, e);
+    if (g) return take_schema_or_text(g, "guided_json", r, e);
     if (!o) return 0;
     const char *type = NULL;
     if (!cJSON_IsObject(o) || get_str(o, "type", &type, e) != 1) {

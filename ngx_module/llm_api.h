@@ -103,6 +103,8 @@ typedef struct {
                                * checked by compiling it (json_schema.h) and printed compactly; or the
                                * calls' schema of tool_choice required / named (llm_tools.h); cJSON_free */
     size_t       schema_len;
+    int          regex;       /* schema is instead a regular expression the whole output matches (vLLM's
+                               * guided_regex, guided_choice as the alternation of its strings) */
     /* function calling (chat, llm_tools.h) */
     int          chat_format; /* the model's chat format (llm_chat_format), given to llm_api_parse_chat: the
                                * format tools and tool calls are written in */

@@ -148,6 +148,9 @@ typedef struct {
 /* With LLM_PARAM_EMBED on a model with a classifier head (llm_shm_model.n_cls): the result is that head's
  * n_cls outputs on the last token's hidden state (llama.cpp's rank pooling; /v1/rerank), not the embedding. */
 #define LLM_PARAM_RANK 32u
+/* The schema text is instead a regular expression that the whole output matches, its bytes as they are
+ * (engine/json_schema.h: llm_schema_regex; vLLM's guided_regex and guided_choice). */
+#define LLM_PARAM_REGEX 64u
 
 void llm_shm_params_defaults(llm_shm_params *p); /* greedy, max_tokens 16 */
 

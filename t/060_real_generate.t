@@ -588,6 +588,126 @@ POST /v1/chat/completions
 --- response_body_like chomp
 "message":"schema: 'multipleOf' is not supported","type":"invalid_request_error","param":"response_format","code":"invalid_schema"
 
+=== TEST 31c: vLLM's guided_choice in a chat: the message is one of the strings as it is (no JSON), "stop"
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Is the sky blue?"}], "max_tokens": 50, "temperature": 0.8, "seed": 4, "guided_choice": ["yes", "no", "maybe (a.k.a. perhaps)"]}
+--- error_code: 200
+--- response_body_like chomp
+"content":"(yes|no|maybe \(a\.k\.a\. perhaps\))"\},"logprobs":null,"finish_reason":"stop"
+
+=== TEST 31d: vLLM's guided_regex: the whole completion matches it; it ends ("stop") when it is whole, by the
+end-of-generation token where it could go on or when nothing can follow
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 60, "temperature": 0.9, "seed": 3, "guided_regex": "^[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?$"}
+--- error_code: 200
+--- response_body_like chomp
+"text":"[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?","logprobs":null,"finish_reason":"stop"
+
+=== TEST 31e: vLLM's newer structured_outputs with a regex: a whole match, ended when nothing can follow
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 40, "temperature": 1.0, "seed": 9, "structured_outputs": {"regex": "\\d{3}-[a-z]{2,4}-\\d{2}"}}
+--- error_code: 200
+--- response_body_like chomp
+"text":"\d{3}-[a-z]{2,4}-\d{2}","logprobs":null,"finish_reason":"stop"
+
+=== TEST 31f: a regular expression the server cannot follow (a backreference) is a 400 that names it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "hi", "guided_regex": "(a)\\1"}
+--- error_code: 400
+--- response_body_like chomp
+"message":"pattern: [^"]*not supported[^"]*","type":"invalid_request_error","param":"guided_regex"
+
+=== TEST 31g: two constraints at once are a 400
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "hi", "guided_regex": "a+", "guided_json": {"type": "string"}}
+--- error_code: 400
+--- response_body_like chomp
+"message":"give one of 'response_format', 'guided_json', 'guided_regex', 'guided_choice' and 'structured_outputs'"
+
+=== TEST 31h: an empty choice list is a 400
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "hi"}], "guided_choice": []}
+--- error_code: 400
+--- response_body_like chomp
+"message":"'guided_choice' must be a list of 1 to 256 strings"
+
+=== TEST 31i: structured_outputs with two kinds is a 400
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "hi", "structured_outputs": {"regex": "a", "choice": ["b"]}}
+--- error_code: 400
+--- response_body_like chomp
+"message":"'structured_outputs' must be an object with one of 'json', 'regex' or 'choice'"
+
 === TEST 32: a response_format that is not an object with a type is refused
 --- main_config
 load_module $TEST_NGINX_MODULE;

@@ -640,9 +640,131 @@ static int walks(const char *name, const llm_json_vocab *v, const char *schema_t
     return finished;
 }
 
+/* ---- a regular expression over the whole output (llm_schema_regex: vLLM's guided_regex / guided_choice) ---- */
+
+static llm_schema *regex_of(const char *src)
+{
+    char err[256];
+    llm_schema *sc = llm_schema_regex(src, strlen(src), err, sizeof err);
+    if (sc == NULL)
+        diag("regex %s: %s", src, err);
+    return sc;
+}
+
+/* Feed text to a fresh state of sc: -1 if refused, else done * 2 + can_end. */
+static int regex_feed(const llm_schema *sc, const char *text)
+{
+    llm_schema_state *s = llm_schema_state_new(sc);
+    int r = s != NULL && llm_schema_feed(s, text, strlen(text)) == 0 ? llm_schema_done(s) * 2 + llm_schema_can_end(s)
+                                                                      : -1;
+    llm_schema_state_free(s);
+    return r;
+}
+
+static void test_regex_texts(void)
+{
+    char err[256];
+    ok(llm_schema_regex("(a)\\1", 5, err, sizeof err) == NULL && strstr(err, "not supported") != NULL,
+       "regex: a backreference is refused (%s)", err);
+    ok(llm_schema_regex("a(?=b)", 6, err, sizeof err) == NULL, "regex: lookahead is refused (%s)", err);
+    static const struct { const char *re, *text; int want; } cases[] = {
+        /* a whole match nothing can follow: done; one that may go on: may end; a prefix: neither */
+        { "[a-z]+@[a-z]+\\.(com|org)", "bob@x.com", 3 },
+        { "[a-z]+@[a-z]+\\.(com|org)", "bob@x.co", 0 },
+        { "[a-z]+@[a-z]+\\.(com|org)", "bob@x.net", -1 },
+        { "\\d+", "12", 1 },
+        { "\\d+", "", 0 },
+        { "\\d+", "1a", -1 },
+        { "\\d{2,3}", "123", 3 },
+        /* anchored at both ends, its own ^ and $ the same thing; an escaped $ is a character */
+        { "^ab$", "ab", 3 },
+        { "^ab$", "abc", -1 },
+        { "ab", "xab", -1 },
+        { "a\\$", "a$", 3 },
+        { "a\\\\$", "a\\", 3 },
+        { "(yes|no|maybe \\(perhaps\\))", "maybe (perhaps)", 3 },
+        { "(yes|no|maybe \\(perhaps\\))", "ye", 0 },
+        /* the output's bytes as they are: quotes and UTF-8, no JSON escaping */
+        { "\"[^\"]*\" ?é+", "\"hi\" éé", 1 },
+        { "x\\ty", "x\ty", 3 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        llm_schema *sc = regex_of(cases[i].re);
+        int got = sc != NULL ? regex_feed(sc, cases[i].text) : -2;
+        ok(got == cases[i].want, "regex /%s/ after '%s': %s (want %d, got %d)", cases[i].re, cases[i].text,
+           cases[i].want < 0 ? "refused" : cases[i].want == 3 ? "done" : cases[i].want == 1 ? "may end" : "goes on",
+           cases[i].want, got);
+        llm_schema_free(sc);
+    }
+}
+
+/* Random walks through a regex's mask, ending where it may end half the time (as a model's end token would),
+ * else going on until done; every output must be a whole match by PCRE2's reading of the same pattern, and no
+ * walk may meet a state with no token left where it cannot end. */
+static void regex_walks(const char *name, const llm_json_vocab *v, const char *re, int count)
+{
+    llm_schema *sc = regex_of(re);
+    int n = llm_json_vocab_size(v), finished = 0, bad = 0;
+    float *lg = malloc((size_t)n * sizeof(float));
+    int32_t *allowed = malloc((size_t)n * sizeof(int32_t));
+    char out[4096];
+    int ecode;
+    PCRE2_SIZE eoff;
+    pcre2_code *pc = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_UTF,
+                                   &ecode, &eoff, NULL);
+    pcre2_match_data *md = pc != NULL ? pcre2_match_data_create_from_pattern(pc, NULL) : NULL;
+    uint64_t rng = 0x2545f4914f6cdd1dull;
+    for (int w = 0; w < count && sc && lg && allowed && md; w++) {
+        llm_schema_state *s = llm_schema_state_new(sc);
+        size_t len = 0;
+        int ended = 0;
+        for (int step = 0; step < 200 && s != NULL; step++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            if (llm_schema_done(s) || (llm_schema_can_end(s) && (rng & 1))) {
+                ended = 1;
+                break;
+            }
+            for (int i = 0; i < n; i++)
+                lg[i] = 0.0f;
+            int na = 0;
+            if (llm_schema_mask(s, v, lg, n) > 0)
+                for (int id = 0; id < n; id++)
+                    if (lg[id] == 0.0f)
+                        allowed[na++] = id;
+            if (na == 0) {
+                ended = llm_schema_can_end(s);
+                if (!ended && bad++ == 0)
+                    diag("%s: a dead end after %.*s", name, (int)len, out);
+                break;
+            }
+            int id = allowed[(rng >> 8) % (uint64_t)na];
+            size_t k;
+            const char *p = llm_json_token_bytes(v, id, &k);
+            if (llm_schema_accept(s, v, id) != 0 || len + k >= sizeof out)
+                break;
+            memcpy(out + len, p, k);
+            len += k;
+        }
+        if (ended) {
+            finished++;
+            if (pcre2_match(pc, (PCRE2_SPTR)out, len, 0, 0, md, NULL) < 0 && bad++ == 0)
+                diag("%s: /%s/ does not match its output '%.*s'", name, re, (int)len, out);
+        }
+        llm_schema_state_free(s);
+    }
+    ok(finished > count / 2 && bad == 0, "%s, /%s/: %d random walks through the mask ended, %d not a whole match",
+       name, re, finished, bad);
+    pcre2_match_data_free(md);
+    pcre2_code_free(pc);
+    free(lg);
+    free(allowed);
+    llm_schema_free(sc);
+}
+
 int main(void)
 {
     test_compile_refusals();
+    test_regex_texts();
     test_utf8_strings();
     test_texts();
     test_mutations();
@@ -679,6 +801,19 @@ int main(void)
             int invalid = 0, fin = walks(schemas[i].name, v, texts[i], f == 0 ? 12 : 30, &invalid);
             ok(fin > 0 && invalid == 0, "%s, %s: %d random walks through the mask finished, %d invalid", names[f],
                schemas[i].name, fin, invalid);
+        }
+        /* regexes over the whole output: the mask exactly the tokens that fit, then walks checked by PCRE2 */
+        static const char *const res[] = { "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?",
+                                           "(yes|no|maybe \\(perhaps\\))", "\\d{3}-[a-z]{2,4}-\\d{2}",
+                                           "\"[a-z\\\\]{1,6}\"(, \"[a-z]{1,6}\"){0,2}" };
+        static const char *const rx_prefixes[][2] = { { "", "Tim wa" }, { "", "maybe (p" }, { "12", "123-ab" },
+                                                      { "\"", "\"a\", " } };
+        for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
+            llm_schema *sc = regex_of(res[i]);
+            for (int j = 0; j < 2 && sc; j++)
+                check_mask(names[f], t, v, sc, rx_prefixes[i][j]);
+            llm_schema_free(sc);
+            regex_walks(names[f], v, res[i], f == 0 ? 12 : 30);
         }
         llm_json_vocab_free(v);
         llm_tok_free(t);

@@ -5,6 +5,8 @@
  * changes the output. Every scenario compares each request's tokens, logprobs
  * and finish reason with the same request run alone. The last part runs the
  * same check on the real stories260K model with the CPU backend. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 #include "backend.h"
 #include "model.h"
 #include "model_gen.h"
@@ -1289,6 +1291,78 @@ static void test_reasoning_json_after_ws(llm_backend *be, const llm_json_vocab *
     }
 }
 
+/* A regex over the whole output (vLLM's guided_regex): the end-of-generation token (2, favoured by +50 here so
+ * that the model takes it wherever it may) is masked until the output is a whole match that could go on, then
+ * let through, and ends the request there; where nothing can follow, the request ends by itself. With and
+ * without the mask pool. */
+static void test_regex_request(llm_backend *be, const llm_json_vocab *v)
+{
+    static const struct { const char *re; const char *want; } cases[] = {
+        { "[0-9]{2}( [a-z]+)?", "^[0-9]{2}$" },         /* may end after two digits: the end token does */
+        { "(cat|dog)-[0-9]", "^(cat|dog)-[0-9]$" },     /* nothing can follow: it ends by itself */
+    };
+    for (int mt = 0; mt <= 2; mt += 2)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            llm_sched_config cfg = { 0 };
+            cfg.json_vocab = v;
+            cfg.mask_threads = mt;
+            llm_err err = { { 0 } };
+            llm_sched *s = llm_sched_create(be, &cfg, &err);
+            int32_t prompt[4] = { 1, 403, 407, 261 }, stop = 2, tok[40];
+            llm_logit_bias eos = { 2, 50.0f };
+            llm_sched_request rq = { 0 };
+            rq.prompt = prompt;
+            rq.n_prompt = 4;
+            llm_sampling_defaults(&rq.sampling);
+            rq.sampling.temperature = 0.8f;
+            rq.sampling.seed = 7;
+            rq.max_tokens = 40;
+            rq.stop_ids = &stop;
+            rq.n_stop = 1;
+            rq.bias = &eos;
+            rq.n_bias = 1;
+            rq.regex = 1;
+            rq.schema = cases[c].re;
+            rq.schema_len = strlen(cases[c].re);
+            int n = 0, finish = 0;
+            if (s == NULL || llm_sched_submit(s, &rq, &err) != 0)
+                diag("regex request: %s", err.msg);
+            for (int guard = 0, more = s != NULL; more && guard < 1000; guard++) {
+                more = llm_sched_step(s) > 0;
+                llm_sched_output o;
+                while (llm_sched_next_output(s, &o)) {
+                    if (o.token >= 0 && n < 40)
+                        tok[n++] = o.token;
+                    if (o.finish != LLM_SCHED_FINISH_NONE)
+                        finish = (int)o.finish;
+                }
+            }
+            llm_sched_destroy(s);
+            char text[256];
+            size_t len = 0;
+            int ended_by_eos = n > 0 && tok[n - 1] == stop;
+            for (int k = 0; k < n - ended_by_eos; k++) {
+                size_t b;
+                const char *p = llm_json_token_bytes(v, tok[k], &b);
+                if (p != NULL && len + b < sizeof text) {
+                    memcpy(text + len, p, b);
+                    len += b;
+                }
+            }
+            text[len] = '\0';
+            int ecode;
+            PCRE2_SIZE eoff;
+            pcre2_code *re = pcre2_compile((PCRE2_SPTR)cases[c].want, PCRE2_ZERO_TERMINATED, 0, &ecode, &eoff, NULL);
+            pcre2_match_data *md = re != NULL ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
+            int match = md != NULL && pcre2_match(re, (PCRE2_SPTR)text, len, 0, 0, md, NULL) >= 0;
+            pcre2_match_data_free(md);
+            pcre2_code_free(re);
+            ok(match && finish == LLM_SCHED_FINISH_STOP && ended_by_eos == (c == 0),
+               "mask threads %d: regex /%s/: '%s', %s (finish %d)", mt, cases[c].re, text,
+               ended_by_eos ? "ended by the end token" : "ended when nothing could follow", finish);
+        }
+}
+
 static void test_mask_pool(llm_backend *be, const llm_model *m)
 {
     llm_json_vocab *v = llm_json_vocab_new(m->tok);
@@ -1334,6 +1408,7 @@ static void test_mask_pool(llm_backend *be, const llm_model *m)
     ok(valid, "the finished outputs parse as JSON");
     test_reasoning_json(be, v);
     test_reasoning_json_after_ws(be, v);
+    test_regex_request(be, v);
     llm_json_vocab_free(v);
 }
 
