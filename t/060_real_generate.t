@@ -672,7 +672,7 @@ POST /v1/completions
 {"prompt": "hi", "guided_regex": "a+", "guided_json": {"type": "string"}}
 --- error_code: 400
 --- response_body_like chomp
-"message":"give one of 'response_format', 'guided_json', 'guided_regex', 'guided_choice' and 'structured_outputs'"
+"message":"give one of 'response_format', 'guided_json', 'guided_regex', 'guided_choice', 'structured_outputs' and 'json_schema'"
 
 === TEST 31h: an empty choice list is a 400
 --- main_config
@@ -707,6 +707,40 @@ POST /v1/completions
 --- error_code: 400
 --- response_body_like chomp
 "message":"'structured_outputs' must be an object with one of 'json', 'regex' or 'choice'"
+
+=== TEST 31j: a grammar (llama.cpp's GBNF) would be ignored: a 400 that says what to give instead
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "hi", "grammar": "root ::= \"yes\" | \"no\""}
+--- error_code: 400
+--- response_body_like chomp
+"message":"'grammar' \(a grammar\) is not supported by this server: give a JSON Schema \(response_format, guided_json\) or a regular expression \(guided_regex\)","type":"invalid_request_error","param":"grammar","code":"unsupported_parameter"
+
+=== TEST 31k: llama.cpp server's json_schema: held to it as guided_json
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Is the sky blue?"}], "max_tokens": 50, "temperature": 0.8, "seed": 4, "json_schema": {"enum": ["yes", "no", "maybe"]}}
+--- error_code: 200
+--- response_body_like chomp
+"content":"\\"(yes|no|maybe)\\""\},"logprobs":null,"finish_reason":"stop"
 
 === TEST 32: a response_format that is not an object with a type is refused
 --- main_config
