@@ -996,6 +996,57 @@ int main(void)
         "response_format without a type");
     bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"response_format\":\"json\"}", "response_format",
         "response_format as a string");
+    /* vLLM's guided_choice: the alternation of the strings, escaped, that matches each of them whole and no other */
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"guided_choice\":[\"a.b\",\"c\\nd\",\"e\\\"f(g)\","
+                               "\"[x]{1}|^$\\\\\"]}", &r, &e), 0, "guided_choice with metacharacters, a newline, a quote");
+    {
+        char why[256] = "";
+        llm_schema *sc = r.regex && r.schema ? llm_schema_regex(r.schema, r.schema_len, why, sizeof why) : NULL;
+        static const char *const yes[] = { "a.b", "c\nd", "e\"f(g)", "[x]{1}|^$\\" }, *const no[] = { "axb", "c", "x" };
+        int good = sc != NULL;
+        for (int i = 0; i < 4 && sc; i++) {
+            llm_schema_state *st = llm_schema_state_new(sc);
+            good &= st != NULL && llm_schema_feed(st, yes[i], strlen(yes[i])) == 0 && llm_schema_can_end(st);
+            llm_schema_state_free(st);
+        }
+        for (int i = 0; i < 3 && sc; i++) {
+            llm_schema_state *st = llm_schema_state_new(sc);
+            good &= st != NULL && (llm_schema_feed(st, no[i], strlen(no[i])) != 0 || !llm_schema_can_end(st));
+            llm_schema_state_free(st);
+        }
+        ok(good, "... a regex (%s) that matches each choice whole and not others %s", r.schema ? r.schema : "", why);
+        llm_schema_free(sc);
+    }
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"structured_outputs\":{\"regex\":\"\\\\d+\"}}", &r, &e), 0,
+           "structured_outputs regex parses");
+    ok(r.regex == 1 && r.schema != NULL && !strcmp(r.schema, "\\d+"), "... kept as it is");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"string\"}}", &r, &e), 0,
+           "llama.cpp's json_schema parses");
+    ok(r.regex == 0 && r.schema != NULL && !strcmp(r.schema, "{\"type\":\"string\"}"), "... as a schema");
+    llm_api_req_free(&r);
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_regex\":7}", "guided_regex", "guided_regex not a string");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_regex\":\"\"}", "guided_regex", "an empty guided_regex");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_regex\":\"a(?<=b)\"}", "guided_regex", "lookbehind");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_choice\":[\"a\",1]}", "guided_choice", "a choice not a string");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_choice\":[\"a\",\"\"]}", "guided_choice", "an empty choice");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_choice\":[\"a\\u0001\"]}", "guided_choice",
+        "a choice with a control character");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_choice\":\"a\"}", "guided_choice", "guided_choice not a list");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"structured_outputs\":{\"grammar\":\"root ::= x\"}}",
+        "structured_outputs", "structured_outputs with a grammar");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_grammar\":\"root ::= x\"}", "guided_grammar", "a grammar");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"json_schema\":{},\"guided_regex\":\"a\"}", "guided_regex",
+        "json_schema and guided_regex together");
+    {
+        char big[3000];
+        int at = snprintf(big, sizeof big, "{\"prompt\":\"x\",\"guided_choice\":[");
+        for (int i = 0; i < 150; i++)
+            at += snprintf(big + at, sizeof big - (size_t)at, "%s\"choice%03d\"", i ? "," : "", i);
+        snprintf(big + at, sizeof big - (size_t)at, "]}");
+        bad(LLM_API_COMPLETIONS, big, "guided_choice", "choices past the pattern's length");
+    }
 
     /* mutations of full bodies: every parse ends in 0 or a 400 (ASan/UBSan in make san catch the rest) */
     {
