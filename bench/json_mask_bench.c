@@ -9,6 +9,8 @@
  *   Table 2, a JSON Schema with required and optional properties, an enum, a length, a format (a pattern)
  *   and a nested array. In a pattern string a state's verdicts on plain tokens are kept once made: the
  *   table's e-mail row is a state met before; the last row, a state's first mask.
+ *   Table 3, a regular expression over the whole output (guided_regex, and guided_choice's alternation): a
+ *   state's first mask and the same state again.
  * Build: make build/libllm.a && cc -O2 -std=c11 -D_GNU_SOURCE -Iengine -Ishm bench/json_mask_bench.c
  *          build/libllm.a -lcjson -lpcre2-8 -lhiredis -lpthread -lm -o build/json_mask_bench
  * Run:   build/json_mask_bench [tokenizer=../shared/tokenizers/llama3/tokenizer.json] [reps=31] */
@@ -205,6 +207,48 @@ int main(int argc, char **argv)
             llm_schema_free(fresh);
         }
         printf("%-20s %8s %12.3f %14s\n", "e-mail, first time", "", median(tc, reps2), "");
+    }
+    /* Table 3: a regex over the whole output (guided_regex; guided_choice is the regex of its alternation): a
+     * state's first mask (a fresh compile each call), then the same state again (its plain verdicts kept) */
+    static const struct { const char *name, *re, *text; } rstates[] = {
+        { "choice, start", "(positive|negative|neutral|mixed feelings)", "" },
+        { "choice, in one", "(positive|negative|neutral|mixed feelings)", "mixed f" },
+        { "regex, start", "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?", "" },
+        { "regex, in a word", "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?", "Tim" },
+        { "regex, whole match", "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?", "Tim was 4" },
+    };
+    printf("\nRegex mask (guided_regex / guided_choice: the whole output)\n");
+    printf("%-20s %8s %12s %12s %14s\n", "state", "left", "first ms", "again ms", "plain way ms");
+    for (size_t i = 0; i < sizeof rstates / sizeof rstates[0]; i++) {
+        int lb = 0, lc = 0;
+        for (int r = 0; r < reps2; r++) {
+            llm_schema *fresh = llm_schema_regex(rstates[i].re, strlen(rstates[i].re), msg, sizeof msg);
+            llm_schema_state *ss = fresh != NULL ? llm_schema_state_new(fresh) : NULL;
+            if (ss == NULL || llm_schema_feed(ss, rstates[i].text, strlen(rstates[i].text)) != 0) {
+                fprintf(stderr, "json_mask_bench: regex %s: %s\n", rstates[i].re, fresh ? "refuses its text" : msg);
+                return 1;
+            }
+            memset(c, 0, (size_t)n * sizeof(float));
+            double t0 = now_ms();
+            lc = llm_schema_mask(ss, v, c, n);
+            tc[r] = now_ms() - t0;
+            for (int k = 0; k < reps; k++) {
+                memset(c, 0, (size_t)n * sizeof(float));
+                t0 = now_ms();
+                lc = llm_schema_mask(ss, v, c, n);
+                ta[k] = now_ms() - t0;
+            }
+            if (r == 0) {
+                memset(b, 0, (size_t)n * sizeof(float));
+                t0 = now_ms();
+                lb = plain_schema_mask(v, fresh, rstates[i].text, b, n);
+                tb[0] = now_ms() - t0;
+                bad |= lb != lc || memcmp(b, c, (size_t)n * sizeof(float)) != 0;
+            }
+            llm_schema_state_free(ss);
+            llm_schema_free(fresh);
+        }
+        printf("%-20s %8d %12.3f %12.3f %14.3f\n", rstates[i].name, lc, median(tc, reps2), median(ta, reps), tb[0]);
     }
     llm_schema_free(obj);
     llm_schema_free(person);
