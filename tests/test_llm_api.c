@@ -1026,6 +1026,15 @@ int main(void)
            "llama.cpp's json_schema parses");
     ok(r.regex == 0 && r.schema != NULL && !strcmp(r.schema, "{\"type\":\"string\"}"), "... as a schema");
     llm_api_req_free(&r);
+    /* the same extensions on Anthropic's Messages API and OpenAI's Responses API (copied into the chat body) */
+    is_int(parse(LLM_API_MESSAGES, "{\"model\":\"m\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                                   "\"guided_choice\":[\"yes\",\"no\"]}", &r, &e), 0, "/v1/messages with guided_choice parses");
+    ok(r.regex == 1 && r.schema != NULL && !strcmp(r.schema, "yes|no"), "... held to it: %s", r.schema ? r.schema : "");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_RESPONSES, "{\"input\":\"hi\",\"guided_regex\":\"[0-9]+\"}", &r, &e), 0,
+           "/v1/responses with guided_regex parses");
+    ok(r.regex == 1 && r.schema != NULL && !strcmp(r.schema, "[0-9]+"), "... held to it: %s", r.schema ? r.schema : "");
+    llm_api_req_free(&r);
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_regex\":7}", "guided_regex", "guided_regex not a string");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_regex\":\"\"}", "guided_regex", "an empty guided_regex");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_regex\":\"a(?<=b)\"}", "guided_regex", "lookbehind");
