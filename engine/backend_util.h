@@ -343,7 +343,8 @@ static inline int llm_model_check(const llm_model *m, const char *who, llm_err *
                   llm_tensor_check(&L->shexp_gate, "ffn_gate_inp_shexp", l, c->dim, 1, 1, who, err))))
                 return -1;
             for (int i = 0; i < 3 * c->n_expert; i++)
-                if (llm_expert_held(c, i / 3) && llm_tensor_check(&L->experts[i], i % 3 == 0 ? "ffn_gate_exps" : i % 3 == 1 ? "ffn_up_exps"
+                if (llm_expert_held(c, i / 3) && /* (a share of a model split by experts holds only its own) */
+                    llm_tensor_check(&L->experts[i], i % 3 == 0 ? "ffn_gate_exps" : i % 3 == 1 ? "ffn_up_exps"
                                                                                                 : "ffn_down_exps",
                                      l, i % 3 < 2 ? c->dim : c->expert_ff, i % 3 < 2 ? c->expert_ff : c->dim, 0, who,
                                      err))

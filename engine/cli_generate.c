@@ -49,8 +49,8 @@ static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "suffix=", "max-tokens=", "temperature=", "top-p=",
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "tensor-parallel-size=", "expert-parallel",
-    "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=", "lora-scale=", "logit-bias=", "json",
-    "json-schema=", "regex=", "swa-kv=", NULL,
+    "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=",
+    "lora-scale=", "logit-bias=", "json", "json-schema=", "regex=", "swa-kv=", NULL,
 };
 
 int cli_generate(const llm_args *a)

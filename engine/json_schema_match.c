@@ -795,7 +795,8 @@ static int raw_mask(const llm_schema_state *s, const llm_json_vocab *v, float *l
     mt.plain_bits = memo_bits(sc, 0, &pc, v);
     mt.fits = raw_fits;
     mt.ctx = &pc;
-    return allow != NULL ? llm_json_mask_bits(v, &mt, allow, n_logits, cand) : llm_json_mask_with(v, &mt, logits, n_logits);
+    return allow != NULL ? llm_json_mask_bits(v, &mt, allow, n_logits, cand)
+                         : llm_json_mask_with(v, &mt, logits, n_logits);
 }
 
 /* The mask of s as logits (-inf) or, with allow, as bits (cand: the caller's scratch). */

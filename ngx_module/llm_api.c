@@ -757,16 +757,18 @@ static int parse_response_format(const cJSON *root, llm_api_req *r, llm_api_err 
     const cJSON *so = llm_api_field(root, "structured_outputs"), *lj = llm_api_field(root, "json_schema");
     /* grammars (llama.cpp's GBNF, vLLM's EBNF / Lark) would be ignored: refused, so no output is unconstrained
      * that the client meant to be held */
-    const char *gram = llm_api_field(root, "grammar") ? "grammar" : llm_api_field(root, "guided_grammar") ? "guided_grammar"
-                                                                                                      : NULL;
+    const char *gram = llm_api_field(root, "grammar")          ? "grammar"
+                       : llm_api_field(root, "guided_grammar") ? "guided_grammar"
+                                                               : NULL;
     if (gram != NULL) {
         llm_api_seterr(e, 400, gram, "unsupported_parameter", "'%s' (a grammar) is not supported by this server: give "
                        "a JSON Schema (response_format, guided_json) or a regular expression (guided_regex)", gram);
         return -1;
     }
     if ((o != NULL) + (g != NULL) + (gr != NULL) + (gc != NULL) + (so != NULL) + (lj != NULL) > 1) {
-        llm_api_seterr(e, 400, g ? "guided_json" : gr ? "guided_regex" : gc ? "guided_choice" : so ? "structured_outputs"
-                                                                                           : "json_schema",
+        const char *param = g ? "guided_json" : gr ? "guided_regex" : gc ? "guided_choice" : so ? "structured_outputs"
+                                                                                        : "json_schema";
+        llm_api_seterr(e, 400, param,
                        "invalid_value", "give one of 'response_format', 'guided_json', 'guided_regex', "
                        "'guided_choice', 'structured_outputs' and 'json_schema'");
         return -1;
