@@ -215,10 +215,17 @@ static inline int llm_layer_moe(const llm_config *c, const llm_layer *L)
     return c->n_expert > 0 && !L->dense;
 }
 
-/* Whether expert e's tensors are held (all, except in a share of a model split by experts). */
+/* The experts whose tensors are held, [*lo, *hi): all, except in a share of a model split by experts. */
+static inline void llm_experts_held(const llm_config *c, int *lo, int *hi)
+{
+    *lo = c->expert_hi > 0 ? c->expert_lo : 0;
+    *hi = c->expert_hi > 0 ? c->expert_hi : c->n_expert;
+}
 static inline int llm_expert_held(const llm_config *c, int e)
 {
-    return c->expert_hi == 0 || (e >= c->expert_lo && e < c->expert_hi);
+    int lo, hi;
+    llm_experts_held(c, &lo, &hi);
+    return e >= lo && e < hi;
 }
 
 /* A layer's FFN width: a dense layer's, or a mixture of experts' shared expert's (hidden_dim). */

@@ -31,9 +31,10 @@ static int check_model(const llm_model *m, llm_err *err)
                  "takes more)", c->n_expert_used);
         return -1;
     }
-    const int e0 = c->expert_hi > 0 ? c->expert_lo : 0; /* the first expert held (model_tp.c) */
+    int e0, e1; /* the experts held (a share of a model split by experts: its own, model_tp.c) */
+    llm_experts_held(c, &e0, &e1);
     for (int l = 0; l < c->n_layers && c->n_expert > 0; l++)
-        for (int e = e0; e < c->n_expert && llm_expert_held(c, e) && llm_layer_moe(c, &m->layers[l]); e++) {
+        for (int e = e0; e < e1 && llm_layer_moe(c, &m->layers[l]); e++) {
             const llm_tensor *x = &m->layers[l].experts[3 * e], *x0 = &m->layers[l].experts[3 * e0];
             if (x[0].type != x0[0].type || x[1].type != x0[0].type || x[2].type != x0[2].type) {
                 snprintf(err->msg, sizeof(err->msg), "cuda backend: layer %d: expert %d's weight types differ "
@@ -968,7 +969,8 @@ static int layer_moe(cu_state *st, const cu_layer *L, int l, int n, llm_err *err
     cuda_moe_route(st->moe_rl, L->exp_bias, n, E, k, c->moe_norm_topk, c->moe_sigmoid, c->moe_w_scale, st->xn, c->dim,
                    L->shexp_gate, st->moe_ids, st->moe_w, st->moe_sg, s);
     /* split by experts (model_tp.c), this device's rows are its own experts' choices only */
-    const int lo = c->expert_hi > 0 ? c->expert_lo : 0, hi = c->expert_hi > 0 ? c->expert_hi : E;
+    int lo, hi;
+    llm_experts_held(c, &lo, &hi);
     cuda_moe_sort(st->moe_ids, n, k, E, lo, hi, st->moe_off, st->moe_tok, st->moe_pos, s);
     if (cuda_stage_check(st, "route", l, err))
         return -1;

@@ -536,7 +536,8 @@ static const float *upload_vec(cu_state *st, uploader *u, const llm_tensor *t, l
 static int upload_experts(cu_state *st, uploader *u, const llm_layer *L, cu_layer *D, llm_err *err)
 {
     const llm_config *c = &st->m->cfg;
-    int n = 3 * c->n_expert, e0 = c->expert_hi > 0 ? c->expert_lo : 0;
+    int n = 3 * c->n_expert, e0, e1;
+    llm_experts_held(c, &e0, &e1);
     cu_mat *h = (cu_mat *)calloc((size_t)n, sizeof(cu_mat));
     if (h == NULL) {
         llm_err_set(err, "cuda backend: out of host memory");
@@ -544,7 +545,7 @@ static int upload_experts(cu_state *st, uploader *u, const llm_layer *L, cu_laye
     }
     int rc = upload_mat(st, u, &D->router, &L->ffn_gate_inp, err);
     for (int i = 0; i < n && rc == 0; i++)
-        rc = llm_expert_held(c, i / 3) ? upload_mat(st, u, &h[i], &L->experts[i], err) : 0;
+        rc = i / 3 >= e0 && i / 3 < e1 ? upload_mat(st, u, &h[i], &L->experts[i], err) : 0;
     if (rc == 0 && L->shexp_gate.data != NULL && (D->shexp_gate = upload_vec(st, u, &L->shexp_gate, err)) == NULL)
         rc = -1;
     cu_mat *d = rc == 0 ? (cu_mat *)dev_alloc(st, (size_t)n * sizeof(cu_mat), err) : NULL;
