@@ -3,6 +3,7 @@
 #include "backend.h"
 #include "backend_util.h"
 #include "cli.h"
+#include "grammar.h"
 #include "json_file.h"
 #include "json_schema.h"
 #include "model.h"
@@ -50,7 +51,8 @@ static const char *const known[] = {
     "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "tensor-parallel-size=", "expert-parallel",
     "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=",
-    "lora-scale=", "logit-bias=", "json", "json-schema=", "regex=", "swa-kv=", NULL,
+    "lora-scale=", "logit-bias=", "json", "json-schema=", "regex=", "grammar=", "grammar-file=",
+    "swa-kv=", NULL,
 };
 
 int cli_generate(const llm_args *a)
@@ -67,10 +69,13 @@ int cli_generate(const llm_args *a)
     int ignore_eos = llm_arg_flag(a, "ignore-eos"), output_ids = llm_arg_flag(a, "output-ids");
     int json = llm_arg_flag(a, "json");
     const char *schema_path = llm_arg_str(a, "json-schema"), *regex = llm_arg_str(a, "regex");
-    if (json + (schema_path != NULL) + (regex != NULL) > 1) {
-        fprintf(stderr, "error: --json, --json-schema and --regex: give one\n");
+    const char *grammar = llm_arg_str(a, "grammar"), *grammar_path = llm_arg_str(a, "grammar-file");
+    if (json + (schema_path != NULL) + (regex != NULL) + (grammar != NULL) + (grammar_path != NULL) > 1) {
+        fprintf(stderr, "error: --json, --json-schema, --regex, --grammar and --grammar-file: give one\n");
         return 2;
     }
+    char *grammar_text = NULL; /* --grammar-file's */
+    size_t grammar_len = grammar != NULL ? strlen(grammar) : 0;
     int chunk = (int)llm_arg_long(a, "batch", 512, 1, 1 << 16);
 
     llm_sampling_params sp;
@@ -153,15 +158,24 @@ int cli_generate(const llm_args *a)
         fprintf(stderr, "error: empty prompt\n");
         goto out;
     }
-    if (json || schema_path != NULL || regex != NULL) {
+    if (grammar_path != NULL) {
+        if ((grammar_text = llm_read_file(grammar_path, LLM_GRAMMAR_MAX_TEXT, &grammar_len, &err)) == NULL) {
+            fprintf(stderr, "error: --grammar-file: %s\n", err.msg);
+            goto out;
+        }
+        grammar = grammar_text;
+    }
+    if (json || schema_path != NULL || regex != NULL || grammar != NULL) {
         char why[256] = "out of memory";
         cJSON *doc = schema_path != NULL ? llm_json_read_file(schema_path, &err)
-                     : regex == NULL     ? cJSON_Parse(LLM_SCHEMA_JSON_OBJECT)
+                     : regex == NULL && grammar == NULL ? cJSON_Parse(LLM_SCHEMA_JSON_OBJECT)
                                          : NULL;
         if (doc != NULL)
             schema = llm_schema_compile(doc, why, sizeof why);
         else if (regex != NULL)
             schema = llm_schema_regex(regex, strlen(regex), why, sizeof why);
+        else if (grammar != NULL)
+            schema = llm_schema_grammar(grammar, grammar_len, why, sizeof why);
         cJSON_Delete(doc);
         if (schema == NULL) {
             fprintf(stderr, "error: %s\n", doc == NULL && schema_path != NULL ? err.msg : why);
@@ -169,7 +183,8 @@ int cli_generate(const llm_args *a)
         }
         if (m->tok == NULL || (jv = llm_json_vocab_new(m->tok)) == NULL || (con = llm_schema_state_new(schema)) == NULL) {
             fprintf(stderr, "error: --%s needs the model's tokenizer%s\n",
-                    json ? "json" : regex != NULL ? "regex" : "json-schema", m->tok != NULL ? " (out of memory)" : "");
+                    json ? "json" : regex != NULL ? "regex" : grammar != NULL ? "grammar" : "json-schema",
+                    m->tok != NULL ? " (out of memory)" : "");
             goto out;
         }
     }
@@ -332,6 +347,7 @@ out:
     free(bias);
     llm_schema_state_free(con);
     llm_schema_free(schema);
+    free(grammar_text);
     llm_json_vocab_free(jv);
     llm_model_free(m);
     return rc;

@@ -272,7 +272,55 @@ struct llm_json_vocab {
     uint32_t *info;  /* a token's first bytes, packed (I_*): one load decides most tokens */
     uint8_t  *cps;   /* a token's code points (255: that many or more) */
     int32_t  *cand;  /* llm_json_mask's scratch: tokens to feed */
+    int32_t  *sorted; /* the tokens with bytes, in byte order (a grammar's mask walks them so) */
+    uint16_t *lcp;    /* bytes sorted[i] shares with sorted[i - 1] */
+    int       n_sorted;
+    uint32_t  maxlen;
 };
+
+static int cmp_bytes(const void *a, const void *b, void *ctx)
+{
+    const llm_json_vocab *v = ctx;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    uint32_t lx = v->len[x], ly = v->len[y];
+    int c = memcmp(v->bytes + v->off[x], v->bytes + v->off[y], lx < ly ? lx : ly);
+    return c != 0 ? c : lx < ly ? -1 : lx > ly ? 1 : (x > y) - (x < y);
+}
+
+/* The byte order of the tokens and the prefixes neighbours share. */
+static int sort_tokens(llm_json_vocab *v)
+{
+    v->sorted = malloc(((size_t)v->n + 1) * sizeof(int32_t));
+    v->lcp = malloc(((size_t)v->n + 1) * sizeof(uint16_t));
+    if (v->sorted == NULL || v->lcp == NULL)
+        return -1;
+    for (int id = 0; id < v->n; id++)
+        if (v->len[id] > 0 && v->len[id] < 65536) {
+            v->sorted[v->n_sorted++] = id;
+            if (v->len[id] > v->maxlen)
+                v->maxlen = v->len[id];
+        }
+    qsort_r(v->sorted, (size_t)v->n_sorted, sizeof(int32_t), cmp_bytes, v);
+    for (int i = 0; i < v->n_sorted; i++) {
+        uint32_t k = 0;
+        if (i > 0) {
+            int32_t x = v->sorted[i - 1], y = v->sorted[i];
+            const char *a = v->bytes + v->off[x], *b = v->bytes + v->off[y];
+            while (k < v->len[x] && k < v->len[y] && a[k] == b[k])
+                k++;
+        }
+        v->lcp[i] = (uint16_t)k;
+    }
+    return 0;
+}
+
+int llm_json_vocab_sorted(const llm_json_vocab *v, const int32_t **ids, const uint16_t **lcp, uint32_t *maxlen)
+{
+    *ids = v->sorted;
+    *lcp = v->lcp;
+    *maxlen = v->maxlen;
+    return v->n_sorted;
+}
 
 /* info: first byte | first byte after the leading whitespace << 8 | leading whitespace bytes (at most 255)
  * << 16 | I_PLAIN (whole UTF-8 characters, none of them '"', '\\' or a control byte: it continues any
@@ -334,6 +382,10 @@ llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
         v->info[id] = (uint8_t)p[0] | (uint32_t)(w < k ? (uint8_t)p[w] : 0) << 8 | (uint32_t)(w < 255 ? w : 255) << 16 |
                       plain | (w == k ? I_ALLWS : 0);
     }
+    if (sort_tokens(v) != 0) {
+        llm_json_vocab_free(v);
+        return NULL;
+    }
     return v;
 }
 
@@ -347,6 +399,8 @@ void llm_json_vocab_free(llm_json_vocab *v)
     free(v->info);
     free(v->cps);
     free(v->cand);
+    free(v->sorted);
+    free(v->lcp);
     free(v);
 }
 

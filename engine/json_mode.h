@@ -78,6 +78,10 @@ void            llm_json_vocab_free(llm_json_vocab *v);
 int             llm_json_vocab_size(const llm_json_vocab *v);
 /* The bytes token id adds (NULL and 0 for control tokens, which JSON mode never allows). */
 const char     *llm_json_token_bytes(const llm_json_vocab *v, int32_t id, size_t *len);
+/* The tokens with bytes in byte order (ids), with the bytes each shares with the one before it (lcp) and the
+ * longest token's bytes (maxlen): how many. */
+int             llm_json_vocab_sorted(const llm_json_vocab *v, const int32_t **ids, const uint16_t **lcp,
+                                      uint32_t *maxlen);
 
 /* Set logits[id] = -inf for every token that cannot continue s (n_logits entries; ids past the vocabulary
  * are masked too). Returns the number of tokens left. Works in scratch memory of v: one call at a time

@@ -721,6 +721,7 @@ void llm_schema_free(llm_schema *sc)
         free(sc->memo->bits);
     free(sc->memo);
     free(sc->regexes);
+    llm_grammar_free(sc->gram);
     free(sc);
 }
 
@@ -815,6 +816,21 @@ llm_schema *llm_schema_regex(const char *src, size_t len, char *err, size_t cap)
         snprintf(err, cap, "regex: out of memory");
         return NULL;
     }
+    return sc;
+}
+
+llm_schema *llm_schema_grammar(const char *src, size_t len, char *err, size_t cap)
+{
+    llm_grammar *g = llm_grammar_parse(src, len, err, cap);
+    if (g == NULL)
+        return NULL;
+    llm_schema *sc = calloc(1, sizeof(llm_schema));
+    if (sc == NULL) {
+        llm_grammar_free(g);
+        snprintf(err, cap, "grammar: out of memory");
+        return NULL;
+    }
+    sc->gram = g;
     return sc;
 }
 

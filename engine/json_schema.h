@@ -63,6 +63,10 @@ llm_schema *llm_schema_parse(const char *text, size_t len, char *err, size_t cap
  * whole match that may go on, llm_schema_can_end says so and the caller lets the end-of-generation token
  * through. NULL with a message in err. */
 llm_schema *llm_schema_regex(const char *src, size_t len, char *err, size_t cap);
+/* Instead of a schema, a GBNF grammar (grammar.h) that the whole output is a text of (llama.cpp's `grammar`):
+ * the output's bytes as they are, ended as a regex's (llm_schema_done, llm_schema_can_end). NULL with a
+ * message in err. */
+llm_schema *llm_schema_grammar(const char *src, size_t len, char *err, size_t cap);
 void        llm_schema_free(llm_schema *sc);
 
 /* The output read so far against a schema. The state refers to sc, which must outlive it. */
@@ -73,7 +77,8 @@ void              llm_schema_state_free(llm_schema_state *s);
 int  llm_schema_feed(llm_schema_state *s, const char *p, size_t n);
 /* 1 once the output is a whole value the schema accepts (the request ends there). */
 int  llm_schema_done(const llm_schema_state *s);
-/* 1 when the output is a whole match of a regex (llm_schema_regex) that could also go on: it may end here. */
+/* 1 when the output is a whole match of a regex (llm_schema_regex) or a whole text of a grammar
+ * (llm_schema_grammar) that could also go on: it may end here. */
 int  llm_schema_can_end(const llm_schema_state *s);
 /* Set logits[id] = -inf for every token that cannot continue s; the number of tokens left. Uses v's
  * scratch memory (one call at a time per vocabulary). */

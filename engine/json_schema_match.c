@@ -44,6 +44,7 @@ typedef struct {
 struct llm_schema_state {
     const llm_schema *sc;
     int   rst;  /* a regex over the whole output (sc->raw): its DFA state; the rest is unused */
+    llm_grammar_state *gst; /* a grammar (sc->gram): the output against it; the rest is unused */
     sset  cur;
     sset *scratch, *scratch_ws; /* working copies for feed and the mask */
 };
@@ -618,6 +619,10 @@ llm_schema_state *llm_schema_state_new(const llm_schema *sc)
         return NULL;
     }
     s->sc = sc;
+    if (sc->gram != NULL && (s->gst = llm_grammar_state_new(sc->gram)) == NULL) {
+        llm_schema_state_free(s);
+        return NULL;
+    }
     s->rst = sc->raw ? llm_regex_start(sc->regexes[0]) : 0;
     s->cur.n = 1;
     s->cur.t[0].depth = 1;
@@ -632,6 +637,7 @@ void llm_schema_state_free(llm_schema_state *s)
         return;
     free(s->scratch);
     free(s->scratch_ws);
+    llm_grammar_state_free(s->gst);
     free(s);
 }
 
@@ -645,6 +651,8 @@ static int raw_feed(const llm_regex *re, int st, const char *p, size_t n)
 
 int llm_schema_feed(llm_schema_state *s, const char *p, size_t n)
 {
+    if (s->gst != NULL)
+        return llm_grammar_feed(s->gst, p, n);
     if (s->sc->raw) {
         int st = raw_feed(s->sc->regexes[0], s->rst, p, n);
         if (st < 0)
@@ -661,11 +669,15 @@ int llm_schema_feed(llm_schema_state *s, const char *p, size_t n)
 
 int llm_schema_can_end(const llm_schema_state *s)
 {
+    if (s->gst != NULL)
+        return llm_grammar_accepts(s->gst);
     return s->sc->raw && llm_regex_accepts(s->sc->regexes[0], s->rst);
 }
 
 int llm_schema_done(const llm_schema_state *s)
 {
+    if (s->gst != NULL) /* a whole text that nothing can follow */
+        return llm_grammar_accepts(s->gst) && !llm_grammar_can_go_on(s->gst);
     if (s->sc->raw) { /* a whole match that nothing can follow */
         if (!llm_schema_can_end(s))
             return 0;
@@ -799,6 +811,23 @@ static int raw_mask(const llm_schema_state *s, const llm_json_vocab *v, float *l
                          : llm_json_mask_with(v, &mt, logits, n_logits);
 }
 
+/* The mask of a grammar: its own walk over the vocabulary (grammar_match.c). */
+static int grammar_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, uint64_t *allow,
+                        int n_logits)
+{
+    if (allow != NULL)
+        return llm_grammar_mask_bits(s->gst, v, allow, n_logits);
+    uint64_t *bits = malloc((size_t)(n_logits + 63) / 64 * sizeof(uint64_t));
+    int left = bits != NULL ? llm_grammar_mask_bits(s->gst, v, bits, n_logits) : 0;
+    if (bits != NULL)
+        llm_json_mask_apply(bits, logits, n_logits);
+    else
+        for (int id = 0; id < n_logits; id++)
+            logits[id] = -INFINITY;
+    free(bits);
+    return left;
+}
+
 /* The mask of s as logits (-inf) or, with allow, as bits (cand: the caller's scratch). */
 static int schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float *logits, uint64_t *allow,
                        int n_logits, int32_t *cand)
@@ -806,6 +835,8 @@ static int schema_mask(const llm_schema_state *s, const llm_json_vocab *v, float
     const llm_schema *sc = s->sc;
     if (sc->raw)
         return raw_mask(s, v, logits, allow, n_logits, cand);
+    if (sc->gram != NULL)
+        return grammar_mask(s, v, logits, allow, n_logits);
     sset *w = s->scratch;
     llm_json_mask_tables mt;
     memset(&mt, 0, sizeof(mt));

@@ -2,6 +2,7 @@
 #ifndef LLM_JSON_SCHEMA_PRIV_H
 #define LLM_JSON_SCHEMA_PRIV_H
 
+#include "grammar.h"
 #include "json_regex.h"
 #include "json_schema.h"
 
@@ -69,6 +70,7 @@ struct llm_schema {
     uint32_t         root;
     uint32_t         any_string; /* a map's keys */
     int              raw;        /* llm_schema_regex: the whole output is held to regexes[0] (no JSON, no nodes) */
+    llm_grammar     *gram;       /* llm_schema_grammar: the whole output is held to it (no JSON, no nodes) */
 };
 
 #endif

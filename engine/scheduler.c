@@ -671,7 +671,8 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     llm_schema *schema = NULL;
     if (q->json || q->schema != NULL) { /* JSON mode is the schema of any object */
         char msg[256];
-        schema = q->schema != NULL && q->regex ? llm_schema_regex(q->schema, q->schema_len, msg, sizeof msg)
+        schema = q->schema != NULL && q->grammar ? llm_schema_grammar(q->schema, q->schema_len, msg, sizeof msg)
+                 : q->schema != NULL && q->regex ? llm_schema_regex(q->schema, q->schema_len, msg, sizeof msg)
                  : q->schema != NULL           ? llm_schema_parse(q->schema, q->schema_len, msg, sizeof msg)
                                      : llm_schema_parse(LLM_SCHEMA_JSON_OBJECT, strlen(LLM_SCHEMA_JSON_OBJECT), msg,
                                                         sizeof msg);

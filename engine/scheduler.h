@@ -176,6 +176,7 @@ typedef struct {
     size_t              schema_len;
     int                 regex;       /* 1: schema is instead a regular expression the whole output matches
                                       * (llm_schema_regex); end-of-generation is let through where it may end */
+    int                 grammar;     /* 1: schema is instead a GBNF grammar (llm_schema_grammar), ended as a regex */
     int                 max_tokens;  /* >= 1 */
     int                 min_tokens;  /* the stop ids cannot be generated before this many tokens (vLLM's) */
     const int32_t      *stop_ids;    /* copied; eog ids go here unless ignore_eos */

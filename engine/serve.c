@@ -129,6 +129,7 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.schema = llm_server_schema(c->srv, slot, &schema_len); /* compiled (and checked) by the scheduler */
     r.schema_len = schema_len;
     r.regex = (p->flags & LLM_PARAM_REGEX) != 0;
+    r.grammar = (p->flags & LLM_PARAM_GRAMMAR) != 0;
     r.priority = p->priority > -INT32_MAX ? -p->priority : INT32_MAX; /* the scheduler takes higher first */
     r.prompt_logprobs = (p->flags & LLM_PARAM_PROMPT_LOGPROBS) != 0;
     r.embed = (p->flags & LLM_PARAM_EMBED) ? c->pooling : LLM_SCHED_EMBED_NONE;

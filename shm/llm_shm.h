@@ -151,6 +151,9 @@ typedef struct {
 /* The schema text is instead a regular expression that the whole output matches, its bytes as they are
  * (engine/json_schema.h: llm_schema_regex; vLLM's guided_regex and guided_choice). */
 #define LLM_PARAM_REGEX 64u
+/* The schema text is instead a GBNF grammar that the whole output is a text of (engine/grammar.h;
+ * llama.cpp's grammar, vLLM's guided_grammar). */
+#define LLM_PARAM_GRAMMAR 128u
 
 void llm_shm_params_defaults(llm_shm_params *p); /* greedy, max_tokens 16 */
 

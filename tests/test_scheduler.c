@@ -1291,15 +1291,18 @@ static void test_reasoning_json_after_ws(llm_backend *be, const llm_json_vocab *
     }
 }
 
-/* A regex over the whole output (vLLM's guided_regex): the end-of-generation token (2, favoured by +50 here so
- * that the model takes it wherever it may) is masked until the output is a whole match that could go on, then
- * let through, and ends the request there; where nothing can follow, the request ends by itself. With and
- * without the mask pool. */
+/* A regex over the whole output (vLLM's guided_regex), or a GBNF grammar (llama.cpp's grammar): the
+ * end-of-generation token (2, favoured by +50 here so that the model takes it wherever it may) is masked until the
+ * output is a whole match that could go on, then let through, and ends the request there; where nothing can
+ * follow, the request ends by itself. With and without the mask pool. */
 static void test_regex_request(llm_backend *be, const llm_json_vocab *v)
 {
-    static const struct { const char *re; const char *want; } cases[] = {
-        { "[0-9]{2}( [a-z]+)?", "^[0-9]{2}$" },         /* may end after two digits: the end token does */
-        { "(cat|dog)-[0-9]", "^(cat|dog)-[0-9]$" },     /* nothing can follow: it ends by itself */
+    static const struct { const char *re; const char *want; int grammar, eos; } cases[] = {
+        { "[0-9]{2}( [a-z]+)?", "^[0-9]{2}$", 0, 1 },     /* may end after two digits: the end token does */
+        { "(cat|dog)-[0-9]", "^(cat|dog)-[0-9]$", 0, 0 }, /* nothing can follow: it ends by itself */
+        { "root ::= [0-9]{2} (\" \" [a-z]+)?", "^[0-9]{2}$", 1, 1 },
+        { "root ::= (\"cat\" | \"dog\") \"-\" [0-9]", "^(cat|dog)-[0-9]$", 1, 0 },
+        { "root ::= \"(\" ([a-z] | root){0,2} \")\"", "^(\\((?:[a-z]|(?1)){0,2}\\))$", 1, 0 }, /* nested */
     };
     for (int mt = 0; mt <= 2; mt += 2)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -1321,7 +1324,8 @@ static void test_regex_request(llm_backend *be, const llm_json_vocab *v)
             rq.n_stop = 1;
             rq.bias = &eos;
             rq.n_bias = 1;
-            rq.regex = 1;
+            rq.regex = !cases[c].grammar;
+            rq.grammar = cases[c].grammar;
             rq.schema = cases[c].re;
             rq.schema_len = strlen(cases[c].re);
             int n = 0, finish = 0;
@@ -1357,8 +1361,8 @@ static void test_regex_request(llm_backend *be, const llm_json_vocab *v)
             int match = md != NULL && pcre2_match(re, (PCRE2_SPTR)text, len, 0, 0, md, NULL) >= 0;
             pcre2_match_data_free(md);
             pcre2_code_free(re);
-            ok(match && finish == LLM_SCHED_FINISH_STOP && ended_by_eos == (c == 0),
-               "mask threads %d: regex /%s/: '%s', %s (finish %d)", mt, cases[c].re, text,
+            ok(match && finish == LLM_SCHED_FINISH_STOP && ended_by_eos == cases[c].eos,
+               "mask threads %d: %s %s: '%s', %s (finish %d)", mt, cases[c].grammar ? "grammar" : "regex", cases[c].re, text,
                ended_by_eos ? "ended by the end token" : "ended when nothing could follow", finish);
         }
 }

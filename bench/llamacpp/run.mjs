@@ -5,8 +5,8 @@
 //
 //   node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3)
 //        --max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup]
-//        [--flash-attn auto|on|off] [--kv-type f16|f32|q8_0] [--probs K] [--grammar json | --json-schema FILE]
-//        [--lora ADAPTER.gguf [--lora-scale S]]
+//        [--flash-attn auto|on|off] [--kv-type f16|f32|q8_0] [--probs K] [--grammar json | --json-schema FILE |
+//        --grammar-file FILE.gbnf] [--lora ADAPTER.gguf [--lora-scale S]]
 //
 // --grammar json: generation under llama.cpp's own JSON grammar (grammars/json.gbnf through
 // node-llama-cpp's LlamaGrammar.getFor), llama.cpp's counterpart of ngx_llm's JSON mode; it ends at the
@@ -14,6 +14,8 @@
 // --json-schema FILE: under the grammar node-llama-cpp builds from that JSON Schema
 // (llama.createGrammarForJsonSchema, llama.cpp's grammar sampler), the counterpart of response_format
 // json_schema.
+// --grammar-file FILE.gbnf: under that GBNF grammar (llama.createGrammar, llama.cpp's grammar sampler), the
+// counterpart of ngx_llm's `grammar` / `generate --grammar-file`.
 //
 // Greedy decoding (temperature 0: node-llama-cpp then builds a chain holding
 // only llama.cpp's greedy sampler, no top-k/top-p/penalties).  --prompt
@@ -45,7 +47,7 @@ import { getLlama, LlamaGrammarEvaluationState, LlamaLogLevel } from "node-llama
 
 const USAGE = "usage: node bench/llamacpp/run.mjs --model FILE.gguf (--prompt TEXT | --prompt-tokens 1,2,3) " +
     "--max-tokens N --threads T [--json] [--stop-at-eos] [--no-warmup] [--flash-attn auto|on|off] [--kv-type f16|f32|q8_0] " +
-    "[--probs K] [--grammar json | --json-schema FILE] [--lora ADAPTER.gguf [--lora-scale S]]";
+    "[--probs K] [--grammar json | --json-schema FILE | --grammar-file FILE.gbnf] [--lora ADAPTER.gguf [--lora-scale S]]";
 
 function fail(msg, code = 2) {
     process.stderr.write(`error: ${msg}\n${code === 2 ? USAGE + "\n" : ""}`);
@@ -55,7 +57,7 @@ function fail(msg, code = 2) {
 function parseArgs(argv) {
     const flags = new Set(["json", "stop-at-eos", "no-warmup", "help"]);
     const valued = new Set(["model", "prompt", "prompt-tokens", "max-tokens", "threads", "flash-attn", "kv-type", "probs",
-        "grammar", "json-schema", "lora", "lora-scale"]);
+        "grammar", "json-schema", "grammar-file", "lora", "lora-scale"]);
     const a = {};
     for (let i = 0; i < argv.length; i++) {
         const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
@@ -100,7 +102,16 @@ const kvType = (args["kv-type"] ?? "f16").toLowerCase();
 if (!["f16", "f32", "q8_0"].includes(kvType)) fail(`--kv-type must be f16, f32 or q8_0 (got '${kvType}')`);
 if (!existsSync(args.model)) fail(`model file '${args.model}' not found`, 1);
 if (args.grammar !== undefined && args.grammar !== "json") fail(`--grammar must be json (got '${args.grammar}')`);
-if (args.grammar !== undefined && args["json-schema"] !== undefined) fail("--grammar and --json-schema: give one");
+if ((args.grammar !== undefined) + (args["json-schema"] !== undefined) + (args["grammar-file"] !== undefined) > 1)
+    fail("--grammar, --json-schema and --grammar-file: give one");
+let gbnf;
+if (args["grammar-file"] !== undefined) {
+    try {
+        gbnf = readFileSync(args["grammar-file"], "utf8");
+    } catch (e) {
+        fail(`--grammar-file ${args["grammar-file"]}: ${e.message}`, 1);
+    }
+}
 let jsonSchema;
 if (args["json-schema"] !== undefined) {
     try {
@@ -207,7 +218,8 @@ const run = await withContext(async (ctx) => {
     const t0 = performance.now();
     let tFirst = t0, tLast = t0;
     const grammar = args.grammar !== undefined ? await llama.getGrammarFor(args.grammar)
-        : jsonSchema !== undefined ? await llama.createGrammarForJsonSchema(jsonSchema) : undefined;
+        : jsonSchema !== undefined ? await llama.createGrammarForJsonSchema(jsonSchema)
+        : gbnf !== undefined ? await llama.createGrammar({ grammar: gbnf }) : undefined;
     const grammarEvaluationState = grammar === undefined ? undefined
         : new LlamaGrammarEvaluationState({ model, grammar });
     const gen = ctx.getSequence().evaluate(promptTokens, { temperature: 0, yieldEogToken: true, grammarEvaluationState });
