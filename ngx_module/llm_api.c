@@ -687,6 +687,32 @@ static int take_regex(const char *src, size_t len, const char *param, llm_api_re
     return 0;
 }
 
+/* A GBNF grammar the whole output is a text of (llama.cpp's grammar, vLLM's guided_grammar in that form):
+ * checked by compiling it as the engine will (grammar.h), kept as it is. */
+static int take_grammar(const cJSON *g, const char *param, const char *name, llm_api_req *r, llm_api_err *e)
+{
+    if (!cJSON_IsString(g)) {
+        llm_api_seterr(e, 400, param, "invalid_type", "'%s' must be a string (a GBNF grammar)", name);
+        return -1;
+    }
+    char why[256];
+    size_t len = strlen(g->valuestring);
+    llm_schema *sc = len > 0 ? llm_schema_grammar(g->valuestring, len, why, sizeof why) : NULL;
+    if (sc == NULL) {
+        llm_api_seterr(e, 400, param, "invalid_value", "%s", len > 0 ? why : "the grammar is empty");
+        return -1;
+    }
+    llm_schema_free(sc);
+    if ((r->schema = cJSON_malloc(len + 1)) == NULL) {
+        llm_api_seterr(e, 500, NULL, NULL, "out of memory");
+        return -1;
+    }
+    memcpy(r->schema, g->valuestring, len + 1);
+    r->schema_len = len;
+    r->grammar = 1;
+    return 0;
+}
+
 /* vLLM's guided_choice: the output is one of the strings, as the regex of their alternation (each string's
  * metacharacters escaped; tab, newline and carriage return as escapes, other control characters refused). */
 static int take_choice(const cJSON *c, const char *param, llm_api_req *r, llm_api_err *e)
@@ -727,15 +753,17 @@ static int take_choice(const cJSON *c, const char *param, llm_api_req *r, llm_ap
     return take_regex(re, at, param, r, e);
 }
 
-/* vLLM's structured_outputs: {"json": schema} (or its text), {"regex": "..."} or {"choice": [...]}, one of them. */
+/* vLLM's structured_outputs: {"json": schema} (or its text), {"regex": "..."}, {"choice": [...]} or
+ * {"grammar": "..."}, one of them. */
 static int take_structured(const cJSON *so, llm_api_req *r, llm_api_err *e)
 {
     const cJSON *j = cJSON_IsObject(so) ? llm_api_field(so, "json") : NULL;
     const cJSON *x = cJSON_IsObject(so) ? llm_api_field(so, "regex") : NULL;
     const cJSON *c = cJSON_IsObject(so) ? llm_api_field(so, "choice") : NULL;
-    if (!cJSON_IsObject(so) || (j != NULL) + (x != NULL) + (c != NULL) != 1) {
+    const cJSON *g = cJSON_IsObject(so) ? llm_api_field(so, "grammar") : NULL;
+    if (!cJSON_IsObject(so) || (j != NULL) + (x != NULL) + (c != NULL) + (g != NULL) != 1) {
         llm_api_seterr(e, 400, "structured_outputs", "invalid_value",
-                       "'structured_outputs' must be an object with one of 'json', 'regex' or 'choice'");
+                       "'structured_outputs' must be an object with one of 'json', 'regex', 'choice' or 'grammar'");
         return -1;
     }
     if (x != NULL && !cJSON_IsString(x)) {
@@ -743,36 +771,32 @@ static int take_structured(const cJSON *so, llm_api_req *r, llm_api_err *e)
         return -1;
     }
     if (x != NULL) return take_regex(x->valuestring, strlen(x->valuestring), "structured_outputs", r, e);
+    if (g != NULL) return take_grammar(g, "structured_outputs", "structured_outputs.grammar", r, e);
     if (c != NULL) return take_choice(c, "structured_outputs", r, e);
     return take_schema_or_text(j, "structured_outputs", r, e);
 }
 
 /* response_format: {"type": "text"}, {"type": "json_object"} (JSON mode) or {"type": "json_schema",
  * "json_schema": {"name", "schema", "strict", "description"}} (without a schema: JSON mode); vLLM's
- * guided_json (a schema, or its text), guided_regex, guided_choice and structured_outputs: one of them. */
+ * guided_json (a schema, or its text), guided_regex, guided_choice, guided_grammar and structured_outputs;
+ * llama.cpp's json_schema and grammar: one of them. */
 static int parse_response_format(const cJSON *root, llm_api_req *r, llm_api_err *e)
 {
     const cJSON *o = llm_api_field(root, "response_format"), *g = llm_api_field(root, "guided_json");
     const cJSON *gr = llm_api_field(root, "guided_regex"), *gc = llm_api_field(root, "guided_choice");
     const cJSON *so = llm_api_field(root, "structured_outputs"), *lj = llm_api_field(root, "json_schema");
-    /* grammars (llama.cpp's GBNF, vLLM's EBNF / Lark) would be ignored: refused, so no output is unconstrained
-     * that the client meant to be held */
-    const char *gram = llm_api_field(root, "grammar")          ? "grammar"
-                       : llm_api_field(root, "guided_grammar") ? "guided_grammar"
-                                                               : NULL;
-    if (gram != NULL) {
-        llm_api_seterr(e, 400, gram, "unsupported_parameter", "'%s' (a grammar) is not supported by this server: give "
-                       "a JSON Schema (response_format, guided_json) or a regular expression (guided_regex)", gram);
-        return -1;
-    }
-    if ((o != NULL) + (g != NULL) + (gr != NULL) + (gc != NULL) + (so != NULL) + (lj != NULL) > 1) {
-        const char *param = g ? "guided_json" : gr ? "guided_regex" : gc ? "guided_choice" : so ? "structured_outputs"
-                                                                                        : "json_schema";
+    const cJSON *lg = llm_api_field(root, "grammar"), *gg = llm_api_field(root, "guided_grammar");
+    if ((o != NULL) + (g != NULL) + (gr != NULL) + (gc != NULL) + (so != NULL) + (lj != NULL) + (lg != NULL) +
+        (gg != NULL) > 1) {
+        const char *param = g ? "guided_json" : gr ? "guided_regex" : gc ? "guided_choice" : gg ? "guided_grammar"
+                            : so ? "structured_outputs" : lj ? "json_schema" : "grammar";
         llm_api_seterr(e, 400, param,
                        "invalid_value", "give one of 'response_format', 'guided_json', 'guided_regex', "
-                       "'guided_choice', 'structured_outputs' and 'json_schema'");
+                       "'guided_choice', 'guided_grammar', 'structured_outputs', 'json_schema' and 'grammar'");
         return -1;
     }
+    if (lg) return take_grammar(lg, "grammar", "grammar", r, e); /* llama.cpp server's */
+    if (gg) return take_grammar(gg, "guided_grammar", "guided_grammar", r, e);
     if (lj) return take_schema_or_text(lj, "json_schema", r, e); /* llama.cpp server's */
     if (gr && !cJSON_IsString(gr)) {
         llm_api_seterr(e, 400, "guided_regex", "invalid_type", "'guided_regex' must be a string");

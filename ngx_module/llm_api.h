@@ -105,6 +105,8 @@ typedef struct {
     size_t       schema_len;
     int          regex;       /* schema is instead a regular expression the whole output matches (vLLM's
                                * guided_regex, guided_choice as the alternation of its strings) */
+    int          grammar;     /* schema is instead a GBNF grammar the whole output is a text of (llama.cpp's
+                               * grammar, vLLM's guided_grammar and structured_outputs.grammar; grammar.h) */
     /* function calling (chat, llm_tools.h) */
     int          chat_format; /* the model's chat format (llm_chat_format), given to llm_api_parse_chat: the
                                * format tools and tool calls are written in */

@@ -11,6 +11,7 @@ static const char *const m_same_fields[] = {
     "model", "max_tokens", "temperature", "top_p", "top_k", "stream", "seed", "min_p", "presence_penalty",
     "frequency_penalty", "repetition_penalty", "logit_bias", "priority", "ignore_eos", "min_tokens",
     "stop_token_ids", "chat_template_kwargs", "guided_json", "guided_regex", "guided_choice", "structured_outputs",
+    "guided_grammar", "grammar",
 };
 
 static int m_bad(llm_api_err *e, const char *param, const char *code, const char *msg, int i, int k, const char *what)

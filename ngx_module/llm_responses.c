@@ -11,7 +11,7 @@ static const char *const same_fields[] = {
     "model", "temperature", "top_p", "top_k", "min_p", "seed", "presence_penalty", "frequency_penalty",
     "repetition_penalty", "logit_bias", "stop", "user", "stream", "parallel_tool_calls", "priority", "ignore_eos",
     "min_tokens", "stop_token_ids", "chat_template_kwargs", "guided_json", "guided_regex", "guided_choice",
-    "structured_outputs", "top_logprobs", "prompt_cache_key",
+    "guided_grammar", "grammar", "structured_outputs", "top_logprobs", "prompt_cache_key",
 };
 
 /* A content of text parts as one string: a string, or parts input_text / output_text / text (their "text")

@@ -876,6 +876,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     p.n_bias = (uint32_t)ctx->q.n_bias;
     if (ctx->q.json) p.flags |= LLM_PARAM_JSON;
     if (ctx->q.regex) p.flags |= LLM_PARAM_REGEX;
+    if (ctx->q.grammar) p.flags |= LLM_PARAM_GRAMMAR;
     /* a reasoning model thinks before a JSON answer: the mask holds from </think> on (gpt-oss's: from its final
      * channel's header on; vLLM's reasoning parsers do the same). Not for tool_choice required / named where
      * the prompt opens the call itself. */

@@ -672,7 +672,7 @@ POST /v1/completions
 {"prompt": "hi", "guided_regex": "a+", "guided_json": {"type": "string"}}
 --- error_code: 400
 --- response_body_like chomp
-"message":"give one of 'response_format', 'guided_json', 'guided_regex', 'guided_choice', 'structured_outputs' and 'json_schema'"
+"message":"give one of 'response_format', 'guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs', 'json_schema' and 'grammar'"
 
 === TEST 31h: an empty choice list is a 400
 --- main_config
@@ -706,9 +706,9 @@ POST /v1/completions
 {"prompt": "hi", "structured_outputs": {"regex": "a", "choice": ["b"]}}
 --- error_code: 400
 --- response_body_like chomp
-"message":"'structured_outputs' must be an object with one of 'json', 'regex' or 'choice'"
+"message":"'structured_outputs' must be an object with one of 'json', 'regex', 'choice' or 'grammar'"
 
-=== TEST 31j: a grammar (llama.cpp's GBNF) would be ignored: a 400 that says what to give instead
+=== TEST 31j: llama.cpp's grammar (GBNF): the whole completion is a text of it, ended ("stop") when it is whole
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -720,10 +720,44 @@ location / {
 }
 --- request
 POST /v1/completions
-{"prompt": "hi", "grammar": "root ::= \"yes\" | \"no\""}
+{"prompt": "Once upon a time", "max_tokens": 60, "temperature": 0.9, "seed": 3, "grammar": "root ::= (\"Lily\" | \"Tom\") \" \" (\"was\" | \"saw\") \" \" [a-z]+ (\" \" [a-z]+){0,4} \".\""}
+--- error_code: 200
+--- response_body_like chomp
+"text":"(Lily|Tom) (was|saw) [a-z]+( [a-z]+){0,4}\.","logprobs":null,"finish_reason":"stop"
+
+=== TEST 31j2: vLLM's guided_grammar in a chat: the message is a text of the grammar, "stop"
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/chat/completions
+{"messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 60, "temperature": 0.9, "seed": 5, "guided_grammar": "root ::= name \" \" verb \" \" word (\" \" word){0,4} \".\"\nname ::= \"Lily\" | \"Tom\"\nverb ::= \"was\" | \"saw\"\nword ::= [a-z]+"}
+--- error_code: 200
+--- response_body_like chomp
+"content":"(Lily|Tom) (was|saw) [a-z]+( [a-z]+){0,4}\."\},"logprobs":null,"finish_reason":"stop"
+
+=== TEST 31j3: a grammar with a rule used but not defined is a 400 that names it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "hi", "grammar": "root ::= x"}
 --- error_code: 400
 --- response_body_like chomp
-"message":"'grammar' \(a grammar\) is not supported by this server: give a JSON Schema \(response_format, guided_json\) or a regular expression \(guided_regex\)","type":"invalid_request_error","param":"grammar","code":"unsupported_parameter"
+"message":"grammar: rule 'x' is used but not defined","type":"invalid_request_error","param":"grammar","code":"invalid_value"
 
 === TEST 31k: llama.cpp server's json_schema: held to it as guided_json
 --- main_config

@@ -9,6 +9,7 @@
 #include "../ngx_module/llm_ollama.c"
 #include "../ngx_module/ngx_http_llm_format.c"
 #include "api_mutate.h"
+#include "grammar.h"
 
 static int parse(llm_api_kind k, const char *body, llm_api_req *r, llm_api_err *e)
 {
@@ -1043,9 +1044,97 @@ int main(void)
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_choice\":[\"a\\u0001\"]}", "guided_choice",
         "a choice with a control character");
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_choice\":\"a\"}", "guided_choice", "guided_choice not a list");
-    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"structured_outputs\":{\"grammar\":\"root ::= x\"}}",
-        "structured_outputs", "structured_outputs with a grammar");
-    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_grammar\":\"root ::= x\"}", "guided_grammar", "a grammar");
+    /* GBNF grammars: llama.cpp's grammar, vLLM's guided_grammar and structured_outputs.grammar */
+    {
+        static const char gbnf[] = "root ::= answer (\",\" ws answer)*  # a comment\n"
+                                   "answer ::= \"yes\" | \"no\" | [0-9]{1,3}\nws ::= [ \t\n]*\n";
+        char body[512];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"grammar\":\"%s\"}",
+                 "root ::= answer (\\\",\\\" ws answer)*  # a comment\\n"
+                 "answer ::= \\\"yes\\\" | \\\"no\\\" | [0-9]{1,3}\\nws ::= [ \\t\\n]*\\n");
+        is_int(parse(LLM_API_COMPLETIONS, body, &r, &e), 0, "llama.cpp's grammar parses");
+        ok(r.grammar == 1 && r.regex == 0 && r.json == 0 && r.schema != NULL && r.schema_len == strlen(gbnf) &&
+           !strcmp(r.schema, gbnf), "... kept as it is (%zu bytes)", r.schema_len);
+        char why[256] = "";
+        llm_schema *sc = r.schema ? llm_schema_grammar(r.schema, r.schema_len, why, sizeof why) : NULL;
+        llm_schema_state *st = sc ? llm_schema_state_new(sc) : NULL;
+        ok(st != NULL && llm_schema_feed(st, "yes, 12,\n no", 12) == 0 && llm_schema_can_end(st) &&
+           llm_schema_feed(st, "x", 1) != 0, "... the grammar the engine will follow %s", why);
+        llm_schema_state_free(st);
+        llm_schema_free(sc);
+        llm_api_req_free(&r);
+    }
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_grammar\":\"root ::= [a-z]+\"}", &r, &e), 0,
+           "vLLM's guided_grammar parses");
+    ok(r.grammar == 1 && r.regex == 0 && r.schema != NULL && !strcmp(r.schema, "root ::= [a-z]+"), "... kept as it is");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"structured_outputs\":{\"grammar\":"
+                               "\"root ::= \\\"a\\\" | \\\"b\\\"\"}}", &r, &e), 0,
+           "structured_outputs grammar parses");
+    ok(r.grammar == 1 && r.schema != NULL && !strcmp(r.schema, "root ::= \"a\" | \"b\""), "... kept: %s",
+       r.schema ? r.schema : "(none)");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"grammar\":\"root ::= \\\"ok\\\"\"}", &r, &e), 0,
+           "/v1/chat/completions with grammar parses");
+    ok(r.grammar == 1 && r.schema != NULL && !strcmp(r.schema, "root ::= \"ok\""), "... held to it");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_MESSAGES, "{\"model\":\"m\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\","
+                                   "\"content\":\"hi\"}],\"guided_grammar\":\"root ::= [0-9]+\"}", &r, &e), 0,
+           "/v1/messages with guided_grammar parses");
+    ok(r.grammar == 1 && r.schema != NULL && !strcmp(r.schema, "root ::= [0-9]+"), "... held to it: %s",
+       r.schema ? r.schema : "");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_MESSAGES, "{\"model\":\"m\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\","
+                                   "\"content\":\"hi\"}],\"grammar\":\"root ::= \\\"y\\\"\"}", &r, &e), 0,
+           "/v1/messages with grammar parses");
+    ok(r.grammar == 1 && r.schema != NULL && !strcmp(r.schema, "root ::= \"y\""), "... held to it");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_RESPONSES, "{\"input\":\"hi\",\"grammar\":\"root ::= [0-9]+\"}", &r, &e), 0,
+           "/v1/responses with grammar parses");
+    ok(r.grammar == 1 && r.schema != NULL && !strcmp(r.schema, "root ::= [0-9]+"), "... held to it: %s",
+       r.schema ? r.schema : "");
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_RESPONSES, "{\"input\":\"hi\",\"guided_grammar\":\"root ::= \\\"n\\\"\"}", &r, &e), 0,
+           "/v1/responses with guided_grammar parses");
+    ok(r.grammar == 1 && r.schema != NULL && !strcmp(r.schema, "root ::= \"n\""), "... held to it");
+    llm_api_req_free(&r);
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"grammar\":7}", "grammar", "grammar not a string");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_grammar\":{\"root\":\"x\"}}", "guided_grammar",
+        "guided_grammar not a string");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"structured_outputs\":{\"grammar\":[]}}", "structured_outputs",
+        "structured_outputs.grammar not a string");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"grammar\":\"\"}", "grammar", "an empty grammar");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_grammar\":\"\"}", "guided_grammar", "an empty guided_grammar");
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"grammar\":\"root ::= x\"}", &r, &e), -1,
+           "a grammar with a rule used but not defined is refused");
+    ok(e.status == 400 && !strcmp(e.param, "grammar") && !strcmp(e.code, "invalid_value") &&
+       strstr(e.message, "rule 'x' is used but not defined") != NULL, "... a 400 that names the rule: %s", e.message);
+    llm_api_req_free(&r);
+    is_int(parse(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"guided_grammar\":\"root ::= a\\na ::= a \\\"x\\\" | "
+                                      "\\\"y\\\"\"}", &r, &e), -1, "a left-recursive grammar is refused");
+    ok(e.status == 400 && !strcmp(e.param, "guided_grammar") && strstr(e.message, "rule 'a' is left-recursive") != NULL,
+       "... a 400 that names the rule: %s", e.message);
+    llm_api_req_free(&r);
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"structured_outputs\":{\"grammar\":\"start ::= \\\"a\\\"\"}}",
+        "structured_outputs", "structured_outputs.grammar without a root");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\"}", "grammar",
+        "a grammar with an open literal");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"structured_outputs\":{\"grammar\":\"root ::= x\",\"regex\":\"a\"}}",
+        "structured_outputs", "structured_outputs with a grammar and a regex");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\",\"guided_regex\":\"a\"}",
+        "guided_regex", "grammar and guided_regex together");
+    bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\","
+                             "\"guided_grammar\":\"root ::= \\\"a\\\"\"}", "guided_grammar",
+        "grammar and guided_grammar together");
+    bad(LLM_API_CHAT, "{\"messages\":[{\"role\":\"user\"}],\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":"
+                      "{\"type\":\"json_object\"}}", "grammar", "grammar and response_format together");
+    {
+        static char big[LLM_GRAMMAR_MAX_TEXT + 100];
+        int at = snprintf(big, sizeof big, "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"");
+        while (at < LLM_GRAMMAR_MAX_TEXT + 80) big[at++] = 'a'; /* the grammar's text: 65536 + 50 bytes */
+        snprintf(big + at, sizeof big - (size_t)at, "\\\"\"}");
+        bad(LLM_API_COMPLETIONS, big, "grammar", "a grammar past LLM_GRAMMAR_MAX_TEXT bytes");
+    }
     bad(LLM_API_COMPLETIONS, "{\"prompt\":\"x\",\"json_schema\":{},\"guided_regex\":\"a\"}", "guided_regex",
         "json_schema and guided_regex together");
     {
