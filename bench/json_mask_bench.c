@@ -11,6 +11,9 @@
  *   table's e-mail row is a state met before; the last row, a state's first mask.
  *   Table 3, a regular expression over the whole output (guided_regex, and guided_choice's alternation): a
  *   state's first mask and the same state again.
+ *   Table 4, a GBNF grammar over the whole output (llama.cpp's grammar; engine/grammar*.c): a JSON grammar
+ *   and a nested arithmetic one; a state's first mask (the vocabulary walked in byte order) and the same
+ *   state again (its mask kept).
  * Build: make build/libllm.a && cc -O2 -std=c11 -D_GNU_SOURCE -Iengine -Ishm bench/json_mask_bench.c
  *          build/libllm.a -lcjson -lpcre2-8 -lhiredis -lpthread -lm -o build/json_mask_bench
  * Run:   build/json_mask_bench [tokenizer=../shared/tokenizers/llama3/tokenizer.json] [reps=31] */
@@ -210,22 +213,45 @@ int main(int argc, char **argv)
     }
     /* Table 3: a regex over the whole output (guided_regex; guided_choice is the regex of its alternation): a
      * state's first mask (a fresh compile each call), then the same state again (its plain verdicts kept) */
-    static const struct { const char *name, *re, *text; } rstates[] = {
-        { "choice, start", "(positive|negative|neutral|mixed feelings)", "" },
-        { "choice, in one", "(positive|negative|neutral|mixed feelings)", "mixed f" },
-        { "regex, start", "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?", "" },
-        { "regex, in a word", "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?", "Tim" },
-        { "regex, whole match", "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?", "Tim was 4" },
+    static const char *const JSON_G =
+        "root   ::= object\n"
+        "value  ::= object | array | string | number | (\"true\" | \"false\" | \"null\")\n"
+        "object ::= \"{\" ws ( string \":\" ws value (\",\" ws string \":\" ws value)* )? \"}\" ws\n"
+        "array  ::= \"[\" ws ( value (\",\" ws value)* )? \"]\" ws\n"
+        "string ::= \"\\\"\" ( [^\"\\\\\\x00-\\x1f] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) )* \"\\\"\" ws\n"
+        "number ::= \"-\"? (\"0\" | [1-9] [0-9]{0,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? ws\n"
+        "ws     ::= [ \\t\\n]{0,8}\n";
+    static const char *const ARITH_G =
+        "root ::= expr\nexpr ::= term ((\"+\" | \"-\") term)*\nterm ::= factor ((\"*\" | \"/\") factor)*\n"
+        "factor ::= [0-9]+ | \"(\" expr \")\" | \"-\" factor\n";
+    static const struct { const char *name, *re, *text; int grammar; } rstates[] = {
+        { "choice, start", "(positive|negative|neutral|mixed feelings)", "", 0 },
+        { "choice, in one", "(positive|negative|neutral|mixed feelings)", "mixed f", 0 },
+        { "regex, start", "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?", "", 0 },
+        { "regex, in a word", "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?", "Tim", 0 },
+        { "regex, whole match", "[A-Z][a-z]{1,8} (is|was) [0-9]{1,3}( years old)?", "Tim was 4", 0 },
+        { "JSON, start", NULL, "", 1 },
+        { "JSON, after a key", NULL, "{\"name\": ", 1 },
+        { "JSON, in a string", NULL, "{\"name\": \"Tom", 1 },
+        { "JSON, in a number", NULL, "{\"name\": \"Tom\", \"age\": 1", 1 },
+        { "arith, start", NULL, "", 2 },
+        { "arith, 8 deep", NULL, "((((((((1+2*", 2 },
     };
     printf("\nRegex mask (guided_regex / guided_choice: the whole output)\n");
     printf("%-20s %8s %12s %12s %14s\n", "state", "left", "first ms", "again ms", "plain way ms");
     for (size_t i = 0; i < sizeof rstates / sizeof rstates[0]; i++) {
         int lb = 0, lc = 0;
+        const char *src = rstates[i].grammar == 1 ? JSON_G : rstates[i].grammar == 2 ? ARITH_G : rstates[i].re;
+        if (rstates[i].grammar && (i == 0 || !rstates[i - 1].grammar)) {
+            printf("\nGrammar mask (llama.cpp's GBNF: a JSON grammar, a nested arithmetic one)\n");
+            printf("%-20s %8s %12s %12s %14s\n", "state", "left", "first ms", "again ms", "plain way ms");
+        }
         for (int r = 0; r < reps2; r++) {
-            llm_schema *fresh = llm_schema_regex(rstates[i].re, strlen(rstates[i].re), msg, sizeof msg);
+            llm_schema *fresh = rstates[i].grammar ? llm_schema_grammar(src, strlen(src), msg, sizeof msg)
+                                                   : llm_schema_regex(src, strlen(src), msg, sizeof msg);
             llm_schema_state *ss = fresh != NULL ? llm_schema_state_new(fresh) : NULL;
             if (ss == NULL || llm_schema_feed(ss, rstates[i].text, strlen(rstates[i].text)) != 0) {
-                fprintf(stderr, "json_mask_bench: regex %s: %s\n", rstates[i].re, fresh ? "refuses its text" : msg);
+                fprintf(stderr, "json_mask_bench: %s: %s\n", rstates[i].name, fresh ? "refuses its text" : msg);
                 return 1;
             }
             memset(c, 0, (size_t)n * sizeof(float));

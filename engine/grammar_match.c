@@ -147,6 +147,8 @@ static int gset_copy(gset *dst, const gset *src)
 /* Every expanded form of stack stk (n deep) into out. */
 static int expand(const llm_grammar *g, gset *out, gset *work, const uint32_t *stk, uint32_t n)
 {
+    if (n == 0 || G_KIND(g->el[stk[n - 1]]) == G_SET) /* expanded already: most steps inside a rule */
+        return gset_add(out, stk, n, 1);
     uint32_t tmp[LLM_GRAMMAR_MAX_DEPTH + 1];
     work->n = work->n_pos = 0;
     if (gset_add(work, stk, n, 0) != 0)

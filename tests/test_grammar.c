@@ -312,6 +312,59 @@ static int json_check(const void *ctx, const char *out, size_t len)
     return r;
 }
 
+/* Mutated grammar texts (bytes replaced by ones the syntax cares about, cut short, bytes inserted): each compiles
+ * or fails with a message; one that compiles is fed random bytes and masked (ASan/UBSan catch the rest). */
+static void test_fuzz(const llm_json_vocab *v)
+{
+    static const char *const *const seeds[] = { &G_LIST, &G_PARENS, &G_UNI, &G_ARITH, &G_EMPTY, &G_JSON };
+    static const char alphabet[] = "\"[]()|*+?{},-^.\\:=# \n\tazAZ09\x80\xc3\xff";
+    uint64_t rng = 0x243f6a8885a308d3ull;
+    int parsed = 0, refused = 0, silent = 0, n = llm_json_vocab_size(v);
+    uint64_t *bits = malloc((size_t)(n + 63) / 64 * sizeof(uint64_t));
+    char buf[2048];
+    for (int i = 0; i < 3000 && bits; i++) {
+        const char *seed = *seeds[i % 6];
+        size_t len = strlen(seed);
+        memcpy(buf, seed, len);
+        for (int k = 0; k < 1 + (int)(i % 4); k++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            size_t at = (size_t)(rng >> 20) % len;
+            char c = alphabet[(rng >> 8) % (sizeof alphabet - 1)];
+            switch (rng % 3) {
+            case 0: buf[at] = c; break;
+            case 1: len = at + 1; break;
+            default:
+                if (len + 1 < sizeof buf) {
+                    memmove(buf + at + 1, buf + at, len - at);
+                    buf[at] = c;
+                    len++;
+                }
+            }
+        }
+        char err[256] = "";
+        llm_grammar *g = llm_grammar_parse(buf, len, err, sizeof err);
+        if (g == NULL) {
+            refused++;
+            silent += err[0] == '\0';
+            continue;
+        }
+        parsed++;
+        llm_grammar_state *s = llm_grammar_state_new(g);
+        for (int k = 0; s && k < 8; k++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            char b[3] = { (char)(rng >> 8), (char)(rng >> 16), (char)(rng >> 24) };
+            (void)llm_grammar_feed(s, b, 1 + rng % 3);
+            if (k % 4 == 0)
+                (void)llm_grammar_mask_bits(s, v, bits, n);
+        }
+        llm_grammar_state_free(s);
+        llm_grammar_free(g);
+    }
+    ok(parsed > 100 && refused > 100 && silent == 0, "3000 mutated grammars: %d compiled (fed and masked), %d refused, "
+       "%d of those without a message", parsed, refused, silent);
+    free(bits);
+}
+
 int main(void)
 {
     test_refusals();
@@ -346,6 +399,8 @@ int main(void)
               "(?<e>(?<t>(?<f>[0-9]+|\\((?&e)\\)|-(?&f))(?:[*/](?&f))*)(?:[-+](?&t))*)");
         walks(names[f], v, G_UNI, 40, pcre_check, "(?s)[\\x{3b1}-\\x{3c9}]+ .\\x{e9}[^\"\\\\a-z]?!{0,2}");
         walks(names[f], v, G_JSON, f == 0 ? 12 : 40, json_check, NULL);
+        if (f == 1)
+            test_fuzz(v);
         llm_json_vocab_free(v);
         llm_tok_free(t);
     }
