@@ -388,8 +388,13 @@ static int walk_mask(llm_grammar_state *s, const llm_json_vocab *v, uint64_t *al
     }
     if (gset_copy(&s->depth[0], &s->cur) != 0)
         return 0;
-    uint32_t have = 0, dead = UINT32_MAX; /* depth[0..have] hold the last token's prefixes; a prefix of
-                                           * `dead` bytes failed */
+    /* the ASCII characters that lead back to these very stacks (a string's or a word's characters, read
+     * in a loop): a token of only those is taken with no step at all */
+    uint8_t loop[128] = { 0 };
+    for (int c = 0; c < 128 && s->cur.u == 0 && s->cur.n <= 16; c++)
+        loop[c] = advance(s->g, &s->cur, &s->depth[1], &s->work, (uint32_t)c) == 0 && same_state(&s->depth[1], &s->cur);
+    uint32_t have = 0, dead = UINT32_MAX; /* depth[0..have] hold a prefix of the last token stepped; a
+                                           * prefix of `dead` bytes failed */
     for (int i = 0; i < ns; i++) {
         int32_t id = ids[i];
         uint32_t shared = i > 0 ? lcp[i] : 0;
@@ -398,9 +403,11 @@ static int walk_mask(llm_grammar_state *s, const llm_json_vocab *v, uint64_t *al
         dead = UINT32_MAX;
         if (have > shared)
             have = shared;
-        size_t len;
+        size_t len, k = 0;
         const uint8_t *p = (const uint8_t *)llm_json_token_bytes(v, id, &len);
-        while (have < len) {
+        while (k < len && p[k] < 128 && loop[p[k]])
+            k++;
+        while (k < len && have < len) {
             if (step_byte(s->g, &s->depth[have], &s->depth[have + 1], &s->work, p[have]) != 0) {
                 dead = have + 1;
                 break;
