@@ -20,7 +20,8 @@
  * prefix, which the stacks could not follow), a rule used but not defined, no rule root. Limits:
  * LLM_GRAMMAR_MAX_TEXT bytes of text, LLM_GRAMMAR_MAX_ELEMS elements after repetitions are written out,
  * stacks LLM_GRAMMAR_MAX_DEPTH deep (a derivation nested deeper is not followed), LLM_GRAMMAR_MAX_STACKS
- * derivations at once (past that, later ones are not followed: the output still matches the grammar). */
+ * derivations at once and 8,192 positions in all (past that, later ones are not followed: the output still
+ * matches the grammar; a step's cost stays bounded whatever the grammar). */
 #ifndef LLM_GRAMMAR_H
 #define LLM_GRAMMAR_H
 

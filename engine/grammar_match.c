@@ -15,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_WORK 100000 /* expansions of one step: past that, later derivations are not followed */
+/* Bounds on one step's work, so that no grammar can make a mask cost without end: expansions of one stack
+ * (MAX_WORK) and positions in all the stacks of a set (MAX_POSITIONS); past them, later derivations are not
+ * followed (the output stays inside the grammar). Ordinary grammars hold a few dozen positions. */
+#define MAX_WORK      65536
+#define MAX_POSITIONS 8192
 
 typedef struct {
     uint32_t *pos;              /* the stacks' positions, one stack after another, bottom first */
@@ -107,7 +111,7 @@ static int gset_add(gset *s, const uint32_t *p, uint32_t n, int dedupe)
 {
     uint64_t h = dedupe ? hash_stack(p, n) : 0;
     if (dedupe) {
-        if (s->n >= LLM_GRAMMAR_MAX_STACKS)
+        if (s->n >= LLM_GRAMMAR_MAX_STACKS || s->n_pos + n > MAX_POSITIONS)
             return 0;
         for (uint32_t i = 0; i < s->n; i++)
             if (s->hash[i] == h && s->len[i] == n && same_words(s->pos + s->off[i], p, n))
