@@ -382,13 +382,13 @@ static int walk_mask(llm_grammar_state *s, const llm_json_vocab *v, uint64_t *al
     const uint16_t *lcp;
     uint32_t maxlen;
     int ns = llm_json_vocab_sorted(v, &ids, &lcp, &maxlen);
-    if (s->n_depth < maxlen + 1) {
-        gset *d = realloc(s->depth, (size_t)(maxlen + 1) * sizeof(gset));
+    if (s->n_depth < maxlen + 2) { /* (depth[1] is also the loop test's scratch) */
+        gset *d = realloc(s->depth, (size_t)(maxlen + 2) * sizeof(gset));
         if (d == NULL)
             return 0; /* no memory: nothing allowed, as a state nothing continues */
-        memset(d + s->n_depth, 0, (size_t)(maxlen + 1 - s->n_depth) * sizeof(gset));
+        memset(d + s->n_depth, 0, (size_t)(maxlen + 2 - s->n_depth) * sizeof(gset));
         s->depth = d;
-        s->n_depth = maxlen + 1;
+        s->n_depth = maxlen + 2;
     }
     if (gset_copy(&s->depth[0], &s->cur) != 0)
         return 0;
