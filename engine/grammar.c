@@ -213,6 +213,8 @@ static int64_t make_set(parser *ps, uint32_t *r, uint32_t n, int negate)
             s->n++;
         }
     }
+    if (s->ascii[0] == 0 && s->ascii[1] == 0 && s->n == 0) /* [^\x00-\U0010FFFF]: nothing could follow */
+        return fail(ps, "a class that holds no character");
     return g->n_sets++;
 }
 

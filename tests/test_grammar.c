@@ -55,6 +55,7 @@ static void test_refusals(void)
         { "root ::= \"a\" ; \"b\"", "where an item" },
         { "root = \"a\"", "a rule's definition" },
         { "root ::= \"\xc3\x28\"", "not UTF-8" },
+        { "root ::= \"a\" [^\\x00-\\U0010FFFF]", "holds no character" },
         { "root ::= x{9000} x{9000} x{9000} x{9000} x{9000} x{9000} x{9000} x{9000}\nx ::= \"a\"", "more than" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
