@@ -759,6 +759,24 @@ POST /v1/completions
 --- response_body_like chomp
 "message":"grammar: rule 'x' is used but not defined","type":"invalid_request_error","param":"grammar","code":"invalid_value"
 
+=== TEST 31j4: a grammar with characters past ASCII, streamed: the model writes them in byte tokens, each chunk
+holds whole characters (no U+FFFD), and the last chunk says "stop"
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 30, "temperature": 0.9, "seed": 3, "stream": true, "grammar": "root ::= \"caf\\u00e9 \" [a-z]+ \" \" [\\u03b1-\\u03c9]{2} \".\""}
+--- error_code: 200
+--- response_body_like chomp
+^(?![\s\S]*(?:\\ufffd|\xef\xbf\xbd))(?=[\s\S]*"text":"[^"]*\xc3\xa9)(?=[\s\S]*"text":"[^"]*[\xce\xcf][\x80-\xbf][^"]*")(data: \{[^\n]*\}\n\n)+data: \{[^\n]*"finish_reason":"stop"\}\]\}\n\ndata: \[DONE\]\n\n$
+
 === TEST 31k: llama.cpp server's json_schema: held to it as guided_json
 --- main_config
 load_module $TEST_NGINX_MODULE;
