@@ -390,6 +390,7 @@ static void tp_destroy(llm_backend *b)
     if (t == NULL)
         return;
     wait_taken(t);
+    t->quitting = 1; /* before the ranks quit: the watcher must not take their exit for a failure */
     send_cmd(t, CMD_QUIT);
     wait_taken(t);
     tp_free_impl(t, 0);
