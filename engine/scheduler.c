@@ -641,7 +641,8 @@ int llm_sched_submit(llm_sched *s, const llm_sched_request *q, llm_err *err)
     }
     if ((q->json || q->schema != NULL) && s->cfg.json_vocab == NULL) {
         llm_seterr(err, "%s needs the model's tokenizer, which this engine does not have",
-                   q->schema != NULL ? "a JSON Schema" : "JSON mode");
+                   q->schema == NULL ? "JSON mode" : q->grammar ? "a grammar" : q->regex ? "a regular expression"
+                                                                          : "a JSON Schema");
         return -1;
     }
     if (q->n_bias < 0 || (q->n_bias > 0 && q->bias == NULL)) {
