@@ -6,6 +6,7 @@
 #include "llm_responses.h"
 #include "llm_messages.h"
 #include "llm_ollama.h"
+#include "llm_tgi.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1008,12 +1009,25 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
         const cJSON *o = llm_api_field(r->body, "options");
         const cJSON *np = cJSON_IsObject(o) ? llm_api_field(o, "num_predict") : NULL;
         r->max_tokens_all = cJSON_IsNumber(np) && np->valuedouble < 0;
+    } else if (LLM_API_IS_TGI(kind)) {
+        cJSON *b = llm_tgi_to_body(root, kind, r, e);
+        if (b == NULL) {
+            llm_tgi_param(e);
+            return -1;
+        }
+        r->body = root;
+        r->root = root = b;
+        r->api = kind;
+        r->kind = kind = LLM_API_COMPLETIONS;
+        r->model = NULL; /* TGI serves one model and reads no name (its clients may send their own); with
+                          * llm_models a name one of them answers to still routes the request there */
     }
 
     switch (kind) {
     case LLM_API_COMPLETIONS:
         if (parse_prompt(root, "prompt", LLM_API_MAX_CHOICES, r, e) || parse_sampling(root, r, e)) {
             if (r->api == LLM_API_OLLAMA_GENERATE) llm_ollama_param(e);
+            if (LLM_API_IS_TGI(r->api)) llm_tgi_param(e);
             return -1;
         }
         return 0;
@@ -1032,6 +1046,9 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
     case LLM_API_OLLAMA_GENERATE:
     case LLM_API_OLLAMA_EMBED:
     case LLM_API_OLLAMA_EMBEDDINGS:
+    case LLM_API_TGI:
+    case LLM_API_TGI_GENERATE:
+    case LLM_API_TGI_STREAM:
         break; /* parsed as LLM_API_CHAT (or COMPLETIONS, EMBEDDINGS) */
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */

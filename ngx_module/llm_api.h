@@ -33,7 +33,13 @@ typedef enum {
     LLM_API_OLLAMA_GENERATE = 10, /* POST /api/generate: as a chat body, or (raw, suffix) a completions one */
     LLM_API_OLLAMA_EMBED = 11, /* POST /api/embed: as an embeddings body */
     LLM_API_OLLAMA_EMBEDDINGS = 12, /* POST /api/embeddings (Ollama's older one): the same, one prompt */
+    LLM_API_TGI          = 13, /* POST / (TGI's): parsed as the completions body it means (llm_tgi.h); streamed
+                                * when the body says "stream": true, else a list of one answer */
+    LLM_API_TGI_GENERATE = 14, /* POST /generate: the same, one answer */
+    LLM_API_TGI_STREAM   = 15, /* POST /generate_stream: the same, streamed */
 } llm_api_kind;
+
+#define LLM_API_IS_TGI(api) ((api) >= LLM_API_TGI && (api) <= LLM_API_TGI_STREAM)
 
 #define LLM_API_MAX_INPUTS 2048 /* embeddings: inputs in one request (OpenAI's limit) */
 #define LLM_API_MAX_DOCUMENTS 1024 /* rerank: documents in one request */
@@ -146,6 +152,10 @@ typedef struct {
     const char  *instruction; /* Qwen3-Reranker's <Instruct> (NULL: its default) */
     int          top_n;       /* 0: all */
     int          return_documents; /* default 1 */
+    /* TGI's API (llm_tgi.h) */
+    int          keep_last;   /* parameters.truncate: only the prompt's last N tokens are read (0: all) */
+    int          tgi_details; /* parameters.details: the answer's details (finish reason, tokens, seed) */
+    int          tgi_full_text; /* parameters.return_full_text: generated_text starts with the prompt */
     /* logit_bias: {"<token id>": bias}, in the body's order (a repeated id: the last one counts) */
     int32_t     *bias_ids;    /* malloc'd; ids not yet checked against the vocabulary */
     float       *bias;        /* malloc'd */

@@ -75,6 +75,7 @@ typedef struct {
     int  (*error)(void *b, cJSON *ev, const char *code, const char *type, const char *message);
     void (*free)(void *b);
     int  ndjson;            /* each event is sent as one line of JSON (Ollama's streams), not as SSE */
+    int  data_only;         /* each event is sent as "data: <json>" with no "event:" line (TGI's streams) */
 } ngx_http_llm_typed_t;
 
 /* Whole (non-streaming) response. */

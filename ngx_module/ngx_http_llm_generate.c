@@ -6,6 +6,7 @@
 #include "ngx_http_llm_responses_out.h"
 #include "ngx_http_llm_messages_out.h"
 #include "ngx_http_llm_ollama_out.h"
+#include "ngx_http_llm_tgi_out.h"
 #include "llm_reasoning.h"
 #include "llm_tools.h"
 
@@ -81,6 +82,7 @@ typedef struct {
     ngx_http_llm_rs_t      rs;
     ngx_http_llm_ms_t      ms;
     ngx_http_llm_ol_t      ol;        /* Ollama's /api/chat and /api/generate */
+    ngx_http_llm_tg_t      tg;        /* TGI's /generate, /generate_stream and POST / */
     unsigned               store:1;   /* the Responses API: keep the response (llm_responses_store) */
     ngx_msec_t             start;
     ngx_msec_t             queue_timeout, request_timeout;
@@ -170,7 +172,7 @@ static ngx_int_t ngx_http_llm_emit_event(ngx_http_llm_ctx_t *ctx, cJSON *obj)
 }
 
 /* Typed events (the Responses and Messages APIs): "event: <type>\ndata: <json>\n\n" each; an ndjson API's
- * (Ollama's): "<json>\n" each. Takes ev. */
+ * (Ollama's): "<json>\n" each; a data-only API's (TGI's): "data: <json>\n\n" each. Takes ev. */
 static ngx_int_t ngx_http_llm_emit_typed(ngx_http_llm_ctx_t *ctx, cJSON *ev)
 {
     ngx_int_t rc = ev ? NGX_OK : NGX_ERROR;
@@ -178,12 +180,14 @@ static ngx_int_t ngx_http_llm_emit_typed(ngx_http_llm_ctx_t *ctx, cJSON *ev)
     for (cJSON *o = ev ? ev->child : NULL; o != NULL && rc == NGX_OK; o = o->next) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
         char *js = cJSON_PrintUnformatted(o);
-        if (js == NULL || (!nd && !cJSON_IsString(t))) { cJSON_free(js); rc = NGX_ERROR; break; }
-        size_t tl = nd ? 0 : strlen(t->valuestring), l = strlen(js);
+        int plain = nd || ctx->typed->data_only;
+        if (js == NULL || (!plain && !cJSON_IsString(t))) { cJSON_free(js); rc = NGX_ERROR; break; }
+        size_t tl = plain ? 0 : strlen(t->valuestring), l = strlen(js);
         char *buf = malloc(tl + l + 16);
         if (buf != NULL) {
             size_t n = (size_t)((nd ? ngx_sprintf((u_char *)buf, "%s\n", js)
-                                    : ngx_sprintf((u_char *)buf, "event: %s\ndata: %s\n\n", t->valuestring, js))
+                                 : ctx->typed->data_only ? ngx_sprintf((u_char *)buf, "data: %s\n\n", js)
+                                 : ngx_sprintf((u_char *)buf, "event: %s\ndata: %s\n\n", t->valuestring, js))
                                 - (u_char *)buf);
             rc = ngx_http_llm_emit(ctx, buf, n, 0);
         } else {
@@ -405,6 +409,19 @@ static cJSON *ngx_http_llm_lp_take(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *
     return NULL;
 }
 
+/* TGI's API: each token, streamed with the text it releases (NULL back: collected for details.tokens, or not
+ * kept). */
+static cJSON *ngx_http_llm_tgi_take(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *s, const llm_shm_token *tk)
+{
+    if (!ctx->q.stream && !ctx->q.tgi_details) return NULL;
+    cJSON *t = ngx_http_llm_tg_token(ctx->tok, tk, ctx->q.logprobs ? ctx->q.top_logprobs : 0);
+    if (ctx->q.stream || t == NULL) return t;
+    if (s->lp == NULL) s->lp = cJSON_CreateArray();
+    if (s->lp != NULL) cJSON_AddItemToArray(s->lp, t);
+    else cJSON_Delete(t);
+    return NULL;
+}
+
 /* echo: one prompt token of choice i, its text and (with logprobs) its entry: tk NULL for the first
  * token, whose logprob is null. */
 static int ngx_http_llm_echo_token(ngx_http_llm_ctx_t *ctx, int i, int32_t id, const llm_shm_token *tk)
@@ -486,7 +503,9 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
     int hit = llm_stop_push(&s->stop, piece, n, &out, &olen);
     if (hit < 0) return -1;
     cJSON *lp = NULL;
-    if (ctx->q.logprobs)
+    if (LLM_API_IS_TGI(ctx->q.api))
+        lp = ngx_http_llm_tgi_take(ctx, s, tk);
+    else if (ctx->q.logprobs)
         lp = ngx_http_llm_lp_take(ctx, s, ngx_http_llm_logprob_entry(&ctx->resp, ctx->tok, tk, ctx->q.top_logprobs,
                                                                      s->text_off));
     s->text_off += olen;
@@ -809,7 +828,13 @@ static ngx_int_t ngx_http_llm_prompts_encode(ngx_http_request_t *r, ngx_http_llm
     for (int i = 0; i < np; i++) {
         llm_api_req one;
         llm_api_prompt_at(&ctx->q, i, &one);
-        if (ngx_http_llm_encode_prompt(r, &one, &pr->ids[i], &pr->n_ids[i], e)) {
+        int enc = ngx_http_llm_encode_prompt(r, &one, &pr->ids[i], &pr->n_ids[i], e);
+        if (enc == 0 && ctx->q.keep_last > 0 && pr->n_ids[i] > (size_t)ctx->q.keep_last) { /* TGI's truncate */
+            size_t drop = pr->n_ids[i] - (size_t)ctx->q.keep_last;
+            memmove(pr->ids[i], pr->ids[i] + drop, (size_t)ctx->q.keep_last * sizeof *pr->ids[i]);
+            pr->n_ids[i] = (size_t)ctx->q.keep_last;
+        }
+        if (enc) {
             if (np > 1) {
                 size_t l = ngx_strlen(e->message);
                 ngx_snprintf((u_char *)e->message + l, sizeof e->message - l - 1, " (prompt %d)%Z", i);
@@ -827,6 +852,7 @@ static ngx_int_t ngx_http_llm_prompts_encode(ngx_http_request_t *r, ngx_http_llm
             char which[32] = "";
             if (np > 1) ngx_snprintf((u_char *)which, sizeof which, " %d%Z", i);
             llm_api_seterr(e, 400, ctx->q.api == LLM_API_RESPONSES ? "input" : ctx->q.api == LLM_API_OLLAMA_GENERATE ? "prompt"
+                           : LLM_API_IS_TGI(ctx->q.api) ? "inputs"
                            : ctx->q.kind == LLM_API_CHAT ? "messages" : "prompt",
                            "context_length_exceeded",
                            "the prompt%s is %zu tokens; this model's context length is %u tokens "
@@ -982,6 +1008,11 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         ctx->ol.t0 = t_start;
         ctx->typed = &ngx_http_llm_ol_typed;
         ctx->tb = &ctx->ol;
+    } else if (LLM_API_IS_TGI(ctx->q.api)) {
+        if (ngx_http_llm_tg_init(&ctx->tg, &ctx->q, p.temperature > 0, ctx->seq[0].seed, ctx->n_eog ? ctx->eog[0] : -1))
+            return NGX_ERROR;
+        ctx->typed = &ngx_http_llm_tg_typed;
+        ctx->tb = &ctx->tg;
     }
     ctx->finished = 0;
 
@@ -1041,6 +1072,7 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     if (max_tokens > lcf->max_tokens) {
         const char *name = ctx->q.api == LLM_API_RESPONSES ? "max_output_tokens"
                          : ctx->q.api == LLM_API_OLLAMA_CHAT || ctx->q.api == LLM_API_OLLAMA_GENERATE ? "options.num_predict"
+                         : LLM_API_IS_TGI(ctx->q.api) ? "parameters.max_new_tokens"
                          : "max_tokens";
         return ngx_http_llm_error(r, 400, name, "invalid_value", "%s is %d; this server allows at most %i", name,
                                   max_tokens, lcf->max_tokens);

@@ -425,3 +425,32 @@ ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q)
     free(text);
     return ngx_http_llm_send_cjson(r, 200, o);
 }
+
+/* TGI's GET /info: the model and the limits its validation applies (max_input_tokens: the most a prompt may
+ * hold; max_total_tokens: the context), as TGI's clients read them. */
+ngx_int_t ngx_http_llm_tgi_info(ngx_http_request_t *r)
+{
+    llm_api_err e;
+    char buf[256];
+    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) return ngx_http_llm_send_error(r, &e);
+    const llm_shm_map *m = llm_client_map(eng->client);
+    uint32_t ctx = m->hdr->model.ctx_len, in = ctx > 0 ? ctx - 1 : 0;
+    if (m->hdr->caps.max_prompt < in) in = m->hdr->caps.max_prompt;
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    cJSON_AddStringToObject(o, "model_id", ngx_http_llm_model_id(r, buf, sizeof buf));
+    cJSON_AddNullToObject(o, "model_sha");
+    cJSON_AddStringToObject(o, "model_pipeline_tag", m->hdr->model.encoder ? "feature-extraction" : "text-generation");
+    cJSON_AddNumberToObject(o, "max_concurrent_requests", m->hdr->caps.n_slots);
+    cJSON_AddNumberToObject(o, "max_best_of", 1);
+    cJSON_AddNumberToObject(o, "max_stop_sequences", LLM_STOP_MAX);
+    cJSON_AddNumberToObject(o, "max_input_tokens", in);
+    cJSON_AddNumberToObject(o, "max_total_tokens", ctx);
+    cJSON_AddNumberToObject(o, "validation_workers", 1);
+    cJSON_AddNumberToObject(o, "max_client_batch_size", 1);
+    cJSON_AddStringToObject(o, "router", "ngx_llm");
+    cJSON_AddNullToObject(o, "sha");
+    cJSON_AddNullToObject(o, "docker_label");
+    return ngx_http_llm_send_cjson(r, 200, o);
+}

@@ -231,7 +231,7 @@ static int ms_error(void *b, cJSON *ev, const char *code, const char *type, cons
 
 static void ms_free(void *b) { ngx_http_llm_ms_free(b); }
 
-const ngx_http_llm_typed_t ngx_http_llm_ms_typed = { ms_begin, ms_text, ms_calls, ms_end, ms_error, ms_free, 0 };
+const ngx_http_llm_typed_t ngx_http_llm_ms_typed = { ms_begin, ms_text, ms_calls, ms_end, ms_error, ms_free, 0, 0 };
 
 char *ngx_http_llm_ms_error_json(const llm_api_err *e)
 {

@@ -93,7 +93,8 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
                                     "health", "metrics", "embeddings", "responses",
                                     "messages", "count_tokens", "response_item",
                                     "response_input_items", "rerank", "ollama_chat", "ollama_generate", "ollama_embed", "ollama_embeddings",
-                                    "ollama_tags", "ollama_ps", "ollama_show", "ollama_version", "root" };
+                                    "ollama_tags", "ollama_ps", "ollama_show", "ollama_version", "root",
+                                    "tgi", "tgi_generate", "tgi_generate_stream", "tgi_info" };
         wr(&w, "# HELP llm_http_requests_total Requests seen by the nginx module, by endpoint.\n"
                "# TYPE llm_http_requests_total counter\n");
         for (int i = 0; i < NGX_LLM_N_HANDLERS; i++)
@@ -102,7 +103,7 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
                "# TYPE llm_http_responses_total counter\n");
         struct { const char *s; ngx_atomic_t v; } st[] = {
             { "2xx", c->status_2xx }, { "400", c->status_400 }, { "401", c->status_401 }, { "404", c->status_404 }, { "405", c->status_405 },
-            { "413", c->status_413 }, { "429", c->status_429 }, { "503", c->status_503 }, { "504", c->status_504 },
+            { "413", c->status_413 }, { "422", c->status_422 }, { "429", c->status_429 }, { "503", c->status_503 }, { "504", c->status_504 },
             { "5xx", c->status_5xx },
         };
         for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)

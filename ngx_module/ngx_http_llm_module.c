@@ -351,6 +351,8 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         { "ollama_embeddings", NGX_LLM_OLLAMA_EMBEDDINGS },
         { "ollama_tags", NGX_LLM_OLLAMA_TAGS }, { "ollama_ps", NGX_LLM_OLLAMA_PS },
         { "ollama_show", NGX_LLM_OLLAMA_SHOW }, { "ollama_version", NGX_LLM_OLLAMA_VERSION },
+        { "tgi", NGX_LLM_TGI }, { "tgi_generate", NGX_LLM_TGI_GENERATE },
+        { "tgi_generate_stream", NGX_LLM_TGI_STREAM }, { "tgi_info", NGX_LLM_TGI_INFO },
     };
     ngx_str_t *v = cf->args->elts;
     if (cf->args->nelts == 1) return ngx_http_llm_set_handler(cf, conf, NGX_LLM_AUTO);
@@ -359,8 +361,8 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             return ngx_http_llm_set_handler(cf, conf, kinds[i].h);
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_api \"%V\": expected auto, completions, chat, responses, "
                        "messages, count_tokens, embeddings, rerank, models, tokenize, detokenize, health, metrics, "
-                       "ollama_chat, ollama_generate, ollama_embed, ollama_embeddings, ollama_tags, ollama_ps, ollama_show or "
-                       "ollama_version",
+                       "ollama_chat, ollama_generate, ollama_embed, ollama_embeddings, ollama_tags, ollama_ps, ollama_show, "
+                       "ollama_version, tgi, tgi_generate, tgi_generate_stream or tgi_info",
                        &v[1]);
     return NGX_CONF_ERROR;
 }
@@ -550,6 +552,8 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
         { "/api/embed", NGX_LLM_OLLAMA_EMBED }, { "/api/embeddings", NGX_LLM_OLLAMA_EMBEDDINGS },
         { "/api/tags", NGX_LLM_OLLAMA_TAGS }, { "/api/ps", NGX_LLM_OLLAMA_PS }, { "/api/show", NGX_LLM_OLLAMA_SHOW },
         { "/api/version", NGX_LLM_OLLAMA_VERSION },
+        /* TGI's (after Ollama's /api/generate, which ends the same way) */
+        { "/generate", NGX_LLM_TGI_GENERATE }, { "/generate_stream", NGX_LLM_TGI_STREAM }, { "/info", NGX_LLM_TGI_INFO },
     };
     ngx_str_t *u = &r->uri;
     size_t len = u->len;
@@ -661,6 +665,8 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
                       : h == NGX_LLM_EMBEDDINGS ? LLM_API_EMBEDDINGS : h == NGX_LLM_RESPONSES ? LLM_API_RESPONSES
                       : h == NGX_LLM_RERANK ? LLM_API_RERANK
                       : h == NGX_LLM_OLLAMA_CHAT ? LLM_API_OLLAMA_CHAT : h == NGX_LLM_OLLAMA_GENERATE ? LLM_API_OLLAMA_GENERATE
+                      : h == NGX_LLM_TGI ? LLM_API_TGI : h == NGX_LLM_TGI_GENERATE ? LLM_API_TGI_GENERATE
+                      : h == NGX_LLM_TGI_STREAM ? LLM_API_TGI_STREAM
                       : h == NGX_LLM_OLLAMA_EMBED ? LLM_API_OLLAMA_EMBED
                       : h == NGX_LLM_OLLAMA_EMBEDDINGS ? LLM_API_OLLAMA_EMBEDDINGS
                       : h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? LLM_API_MESSAGES
@@ -715,6 +721,7 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     ngx_str_t model_id = ngx_null_string;
     ngx_uint_t h = lcf->handler;
     if (h == NGX_LLM_AUTO) h = ngx_http_llm_route(r, &model_id);
+    if (h == NGX_LLM_ROOT && (r->method & NGX_HTTP_POST)) h = NGX_LLM_TGI; /* TGI's POST / */
     if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->requests[h], 1);
     ngx_int_t krc = ngx_http_llm_check_api_key(r, h);
     if (krc != NGX_OK) return krc;
@@ -738,6 +745,7 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     case NGX_LLM_OLLAMA_TAGS:
     case NGX_LLM_OLLAMA_PS:
     case NGX_LLM_OLLAMA_VERSION:
+    case NGX_LLM_TGI_INFO:
     case NGX_LLM_ROOT:
         if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return ngx_http_llm_method_not_allowed(r, "GET, HEAD");
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -745,6 +753,7 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
              : h == NGX_LLM_HEALTH ? ngx_http_llm_health(r) : h == NGX_LLM_METRICS ? ngx_http_llm_metrics(r)
              : h == NGX_LLM_OLLAMA_TAGS || h == NGX_LLM_OLLAMA_PS ? ngx_http_llm_ollama_tags(r, h == NGX_LLM_OLLAMA_PS)
              : h == NGX_LLM_OLLAMA_VERSION ? ngx_http_llm_ollama_version(r)
+             : h == NGX_LLM_TGI_INFO ? ngx_http_llm_tgi_info(r)
              : ngx_http_llm_send_text(r, 200, "text/plain", (u_char *)"ngx_llm is running\n", 19);
     default:
         break;

@@ -41,6 +41,10 @@ enum {
     NGX_LLM_OLLAMA_SHOW,      /* POST /api/show: one model's details and capabilities */
     NGX_LLM_OLLAMA_VERSION,   /* GET /api/version */
     NGX_LLM_ROOT,             /* GET / (auto only): "ngx_llm is running", the liveness check Ollama's CLI makes */
+    NGX_LLM_TGI,              /* TGI's API: POST / (streamed when the body says so) */
+    NGX_LLM_TGI_GENERATE,     /* POST /generate */
+    NGX_LLM_TGI_STREAM,       /* POST /generate_stream */
+    NGX_LLM_TGI_INFO,         /* GET /info: the model and the server's limits */
     NGX_LLM_N_HANDLERS
 };
 
@@ -95,7 +99,7 @@ typedef struct {
 /* Module counters in an nginx shared zone, summed over workers, for /metrics. */
 typedef struct {
     ngx_atomic_t requests[NGX_LLM_N_HANDLERS];
-    ngx_atomic_t status_2xx, status_400, status_401, status_404, status_405, status_413, status_429,
+    ngx_atomic_t status_2xx, status_400, status_401, status_404, status_405, status_413, status_422, status_429,
                  status_503, status_504, status_5xx;
     ngx_atomic_t streams, client_aborts, prompt_tokens, completion_tokens;
 } ngx_http_llm_counters_t;
@@ -239,6 +243,8 @@ ngx_int_t ngx_http_llm_models(ngx_http_request_t *r, ngx_str_t *id);
 ngx_int_t ngx_http_llm_ollama_tags(ngx_http_request_t *r, int ps);
 ngx_int_t ngx_http_llm_ollama_show(ngx_http_request_t *r, const char *name);
 ngx_int_t ngx_http_llm_ollama_version(ngx_http_request_t *r);
+/* TGI's GET /info (ngx_http_llm_info.c). */
+ngx_int_t ngx_http_llm_tgi_info(ngx_http_request_t *r);
 /* POST /api/show with its body; /api/generate without a prompt (Ollama's call that loads the model). */
 ngx_int_t ngx_http_llm_ollama_show_body(ngx_http_request_t *r, const char *body, size_t len);
 ngx_int_t ngx_http_llm_ollama_load(ngx_http_request_t *r, const llm_api_req *q);

@@ -198,4 +198,4 @@ static int ol_error(void *b, cJSON *ev, const char *code, const char *type, cons
 
 static void ol_free(void *b) { ngx_http_llm_ol_free(b); }
 
-const ngx_http_llm_typed_t ngx_http_llm_ol_typed = { ol_begin, ol_text, ol_calls, ol_end, ol_error, ol_free, 1 };
+const ngx_http_llm_typed_t ngx_http_llm_ol_typed = { ol_begin, ol_text, ol_calls, ol_end, ol_error, ol_free, 1, 0 };

@@ -2,6 +2,7 @@
 #include "ngx_http_llm_module.h"
 #include "ngx_http_llm_messages_out.h"
 #include "llm_ollama.h"
+#include "llm_tgi.h"
 
 void ngx_http_llm_count_status(ngx_http_request_t *r, ngx_uint_t status)
 {
@@ -9,7 +10,7 @@ void ngx_http_llm_count_status(ngx_http_request_t *r, ngx_uint_t status)
     ngx_http_llm_counters_t *c = mcf->counters;
     if (c == NULL) return;
     ngx_atomic_t *a = status < 300 ? &c->status_2xx : status == 400 ? &c->status_400 : status == 401 ? &c->status_401 : status == 404 ? &c->status_404
-                    : status == 405 ? &c->status_405 : status == 413 ? &c->status_413 : status == 429 ? &c->status_429
+                    : status == 405 ? &c->status_405 : status == 413 ? &c->status_413 : status == 422 ? &c->status_422 : status == 429 ? &c->status_429
                     : status == 503 ? &c->status_503 : status == 504 ? &c->status_504 : &c->status_5xx;
     (void)ngx_atomic_fetch_add(a, 1);
 }
@@ -18,6 +19,9 @@ ngx_int_t ngx_http_llm_send_text(ngx_http_request_t *r, ngx_uint_t status, const
 {
     ngx_http_llm_count_status(r, status);
     r->headers_out.status = status;
+    if (status == 422) { /* (nginx has no reason phrase for it) */
+        ngx_str_set(&r->headers_out.status_line, "422 Unprocessable Entity");
+    }
     r->headers_out.content_length_n = (off_t)len;
     r->headers_out.content_type.data = (u_char *)ctype;
     r->headers_out.content_type.len = ngx_strlen(ctype);
@@ -67,10 +71,14 @@ ngx_int_t ngx_http_llm_send_error(ngx_http_request_t *r, const llm_api_err *e)
     }
     /* Anthropic's clients read {"type": "error", "error": {"type", "message"}}, Ollama's {"error": message} */
     ngx_uint_t h = ngx_http_llm_endpoint(r);
+    if (h == NGX_LLM_ROOT && (r->method & NGX_HTTP_POST)) h = NGX_LLM_TGI;
+    /* TGI's clients read {"error", "error_type"}, and a refused request is its 422 */
+    int tgi = h >= NGX_LLM_TGI && h <= NGX_LLM_TGI_INFO;
     char *s = h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? ngx_http_llm_ms_error_json(e)
-            : h >= NGX_LLM_OLLAMA_CHAT && h <= NGX_LLM_OLLAMA_VERSION ? llm_ollama_error_json(e) : llm_api_error_json(e);
+            : h >= NGX_LLM_OLLAMA_CHAT && h <= NGX_LLM_OLLAMA_VERSION ? llm_ollama_error_json(e)
+            : tgi ? llm_tgi_error_json(e) : llm_api_error_json(e);
     if (s == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    ngx_int_t rc = ngx_http_llm_send_json(r, (ngx_uint_t)e->status, s, strlen(s));
+    ngx_int_t rc = ngx_http_llm_send_json(r, (ngx_uint_t)(tgi ? llm_tgi_status(e->status) : e->status), s, strlen(s));
     cJSON_free(s);
     return rc;
 }

@@ -345,4 +345,4 @@ static int op_error(void *b, cJSON *ev, const char *code, const char *type, cons
 }
 static void op_free(void *b) { ngx_http_llm_rs_free(b); }
 
-const ngx_http_llm_typed_t ngx_http_llm_rs_typed = { op_begin, op_text, op_calls, op_end, op_error, op_free, 0 };
+const ngx_http_llm_typed_t ngx_http_llm_rs_typed = { op_begin, op_text, op_calls, op_end, op_error, op_free, 0, 0 };

@@ -43,4 +43,4 @@ cd "$HERE"
 NGX_LLM_BASE_URL="http://127.0.0.1:$PORT/v1" NGX_LLM_ENGINE="$REPO/$BUILD/llm-engine" \
     NGX_LLM_MODEL="$(cd "$REPO" && realpath "$MODEL")" NGX_LLM_TOOLS_URL="http://127.0.0.1:$TPORT/v1" \
     NGX_LLM_HEAD_URL="http://127.0.0.1:$PPORT/v1" NGX_LLM_RANK_URL="http://127.0.0.1:$RPORT/v1" \
-    node --test sdk.test.mjs tools.test.mjs anthropic.test.mjs rerank.test.mjs ollama.test.mjs
+    node --test sdk.test.mjs tools.test.mjs anthropic.test.mjs rerank.test.mjs ollama.test.mjs tgi.test.mjs
