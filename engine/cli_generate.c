@@ -48,7 +48,7 @@ static int parse_bias(const char *s, int vocab, llm_logit_bias **out)
 
 static const char *const known[] = {
     "model=", "tokenizer=", "prompt=", "prompt-ids=", "suffix=", "max-tokens=", "temperature=", "top-p=",
-    "top-k=", "min-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
+    "top-k=", "min-p=", "typical-p=", "repeat-penalty=", "presence-penalty=", "frequency-penalty=", "seed=",
     "threads=", "ignore-eos", "output-ids", "backend=", "device=", "tensor-parallel-size=", "expert-parallel",
     "gpu-memory-fraction=", "kernel-tune=", "kernel-tune-file=", "batch=", "ctx-size=", "kv-cache-dtype=", "lora=",
     "lora-scale=", "logit-bias=", "json", "json-schema=", "regex=", "grammar=", "grammar-file=",
@@ -84,6 +84,7 @@ int cli_generate(const llm_args *a)
     sp.top_p = (float)llm_arg_double(a, "top-p", 1.0, 0.0, 1.0);
     sp.top_k = (int)llm_arg_long(a, "top-k", 0, 0, 1 << 30);
     sp.min_p = (float)llm_arg_double(a, "min-p", 0.0, 0.0, 1.0);
+    sp.typical_p = (float)llm_arg_double(a, "typical-p", 1.0, 0.0, 1.0);
     sp.repetition_penalty = (float)llm_arg_double(a, "repeat-penalty", 1.0, 0.0, 100.0);
     sp.presence_penalty = (float)llm_arg_double(a, "presence-penalty", 0.0, -2.0, 2.0);
     sp.frequency_penalty = (float)llm_arg_double(a, "frequency-penalty", 0.0, -2.0, 2.0);

@@ -11,7 +11,7 @@ static void usage(FILE *f)
         "\n"
         "commands:\n"
         "  generate   --model PATH [--tokenizer PATH] (--prompt TEXT | --prompt-ids 1,2,3) --max-tokens N\n"
-        "             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repeat-penalty R]\n"
+        "             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--typical-p P] [--repeat-penalty R]\n"
         "             [--presence-penalty P] [--frequency-penalty F] [--logit-bias ID=B,...] [--seed S]\n"
         "             [--json | --json-schema FILE] [--threads N] [--ignore-eos] [--output-ids] [--backend cpu]\n"
         "  embed      --model PATH [--tokenizer PATH] (--prompt TEXT | --prompt-ids 1,2,3 | --input-file FILE)\n"

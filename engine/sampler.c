@@ -29,6 +29,7 @@ struct llm_sampler {
     int32_t *ring;
     int      ring_len, ring_head, ring_cap, window;
     cand    *cand;   /* vocab-sized scratch */
+    struct typ { double score; int32_t at; } *typ; /* vocab-sized scratch of typical sampling (when set) */
     llm_logit_bias *bias; /* ascending ids, distinct */
     int      n_bias;
 };
@@ -69,6 +70,7 @@ void llm_sampling_defaults(llm_sampling_params *p)
     p->top_k = 0;
     p->top_p = 1.0f;
     p->min_p = 0.0f;
+    p->typical_p = 1.0f;
     p->repetition_penalty = 1.0f;
     p->presence_penalty = 0.0f;
     p->frequency_penalty = 0.0f;
@@ -96,6 +98,9 @@ int llm_sampling_validate(const llm_sampling_params *p, char *msg, size_t cap)
         m = buf;
     } else if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) {
         snprintf(buf, sizeof buf, "min_p must be between 0 and 1 (got %g)", (double)p->min_p);
+        m = buf;
+    } else if (!(p->typical_p >= 0.0f && p->typical_p <= 1.0f)) {
+        snprintf(buf, sizeof buf, "typical_p must be between 0 and 1 (got %g)", (double)p->typical_p);
         m = buf;
     } else if (!(p->repetition_penalty > 0.0f && p->repetition_penalty <= 10.0f)) {
         snprintf(buf, sizeof buf, "repetition_penalty must be greater than 0 and at most 10 (got %g)",
@@ -125,6 +130,8 @@ int llm_sampling_validate(const llm_sampling_params *p, char *msg, size_t cap)
 
 /* ---- lifecycle and history ---- */
 
+static int typical_on(const llm_sampling_params *p) { return p->typical_p > 0.0f && p->typical_p < 1.0f; }
+
 llm_sampler *llm_sampler_new(const llm_sampling_params *p, int vocab_size)
 {
     if (p == NULL || vocab_size <= 0 || llm_sampling_validate(p, NULL, 0) != 0)
@@ -139,8 +146,10 @@ llm_sampler *llm_sampler_new(const llm_sampling_params *p, int vocab_size)
     s->seen = malloc(v * sizeof(int32_t));
     s->seen_pos = malloc(v * sizeof(int32_t));
     s->cand = malloc(v * sizeof(cand));
+    s->typ = typical_on(p) ? malloc(v * sizeof(*s->typ)) : NULL;
     s->window = p->penalty_last_n;
-    if (s->count == NULL || s->seen == NULL || s->seen_pos == NULL || s->cand == NULL) {
+    if (s->count == NULL || s->seen == NULL || s->seen_pos == NULL || s->cand == NULL ||
+        (typical_on(p) && s->typ == NULL)) {
         llm_sampler_free(s);
         return NULL;
     }
@@ -158,6 +167,7 @@ void llm_sampler_free(llm_sampler *s)
         return;
     free(s->count);
     free(s->seen);
+    free(s->typ);
     free(s->seen_pos);
     free(s->ring);
     free(s->cand);
@@ -420,7 +430,9 @@ static cand find_mass(cand *c, int n, uint64_t thr)
     return c[m > 0 ? m - 1 : 0]; /* not reached while thr < the mass */
 }
 
-/* Candidates after temperature, top-k, min-p and top-p in s->cand[0..n) (unordered), with their weights;
+static int typical_keep(llm_sampler *s, int n);
+
+/* Candidates after temperature, top-k, min-p, top-p and typical-p in s->cand[0..n) (unordered), with their weights;
  * returns n >= 1. No sorting anywhere: top-k is a partial selection, min-p a filter, top-p a selection on
  * the mass. */
 static int build_candidates(llm_sampler *s, const float *logits)
@@ -482,7 +494,58 @@ static int build_candidates(llm_sampler *s, const float *logits)
             n = k;
         }
     }
+    if (typical_on(p) && n > 1)
+        n = typical_keep(s, n);
     return n;
+}
+
+/* Closest surprise first; then the total order (larger logit, then lower id). */
+static int cmp_typ(const void *x, const void *y, void *arg)
+{
+    const struct typ *a = x, *b = y;
+    const cand *c = arg;
+    if (a->score != b->score)
+        return a->score < b->score ? -1 : 1;
+    return better(&c[a->at], &c[b->at]) ? -1 : better(&c[b->at], &c[a->at]) ? 1 : 0;
+}
+
+static int cmp_typ_at(const void *x, const void *y)
+{
+    const struct typ *a = x, *b = y;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+/* Locally typical sampling over c[0..n): q = w / sum(w), H = -sum q log q; the candidates by |-log q - H|,
+ * closest first, are kept until their mass reaches typical_p (at least one). Returns the candidates kept,
+ * compacted to the front in their order. Doubles throughout: it runs on the host only. */
+static int typical_keep(llm_sampler *s, int n)
+{
+    cand *c = s->cand;
+    struct typ *t = s->typ;
+    double z = 0.0, h = 0.0;
+    for (int i = 0; i < n; i++)
+        z += c[i].w;
+    for (int i = 0; i < n; i++) {
+        double q = c[i].w / z;
+        if (q > 0.0)
+            h -= q * log(q);
+    }
+    for (int i = 0; i < n; i++) {
+        double q = c[i].w / z;
+        t[i].score = q > 0.0 ? fabs(-log(q) - h) : INFINITY;
+        t[i].at = i;
+    }
+    qsort_r(t, (size_t)n, sizeof(*t), cmp_typ, c);
+    double mass = 0.0;
+    int k = 0;
+    while (k < n && (k == 0 || mass < (double)s->p.typical_p))
+        mass += c[t[k++].at].w / z;
+    /* the kept ones back in c's order (their indices ascending, each at or after its new place) */
+    qsort(t, (size_t)k, sizeof(*t), cmp_typ_at);
+    int m = 0;
+    for (; m < k; m++)
+        c[m] = c[t[m].at];
+    return m;
 }
 
 /* The draw, as the device sampler makes it: t = floor(u * Z) over the candidates' total weight Z; the token
@@ -628,6 +691,8 @@ int llm_sampler_device_row(const llm_sampler *s, llm_sampling_row *r, int32_t *p
     int np = penalty_pairs(s), nb = s->n_bias;
     if (np + nb > pen_cap || (np + nb > 0 && pen == NULL))
         return -1;
+    if (typical_on(&s->p) && !greedy(s))
+        return -1; /* typical sampling is drawn on the host (the device sampler does not make it) */
     r->p = s->p;
     if (greedy(s))
         r->p.temperature = 0.0f;

@@ -18,7 +18,11 @@
  *      divided by the temperature, then top-k, then top-p (nucleus: the
  *      smallest set of most likely tokens whose probability, renormalised over
  *      the top-k survivors, reaches top_p), then min-p (keep p >= min_p * p_max;
- *      relative to the max, so renormalising does not change it), and one token
+ *      relative to the max, so renormalising does not change it), then locally
+ *      typical sampling (typical_p: of the survivors, renormalised, the tokens
+ *      whose surprise -log q is closest to their entropy, closest first, until
+ *      their mass reaches typical_p; host only: a row with typical_p is never a
+ *      device row), and one token
  *      is drawn with the request's PRNG (xoshiro256** seeded via splitmix64).
  *      Exactly one draw per non-greedy call, so the same seed and the same
  *      logits sequence always give the same tokens.
@@ -41,6 +45,7 @@ typedef struct {
     int      top_k;              /* 0 = off */
     float    top_p;              /* 1 = off */
     float    min_p;              /* 0 = off */
+    float    typical_p;          /* 1 or 0 = off (locally typical sampling, Meister et al.) */
     float    repetition_penalty; /* 1 = off (CTRL-style, divides positive logits) */
     float    presence_penalty;   /* 0 = off (OpenAI) */
     float    frequency_penalty;  /* 0 = off (OpenAI) */
@@ -58,7 +63,7 @@ typedef struct {
  * has none), no logprobs. */
 void llm_sampling_defaults(llm_sampling_params *p);
 /* Check ranges; 0 ok, -1 and a message in msg.  temperature [0, 2], top_p (0, 1],
- * top_k >= 0 (>= vocab means off), min_p [0, 1], repetition (0, 10],
+ * top_k >= 0 (>= vocab means off), min_p [0, 1], typical_p [0, 1], repetition (0, 10],
  * presence / frequency [-2, 2], penalty_last_n >= -1, n_logprobs 0..20. */
 int  llm_sampling_validate(const llm_sampling_params *p, char *msg, size_t cap);
 

@@ -111,6 +111,7 @@ static void admit(serve_ctx *c, llm_sched *sched, uint32_t slot)
     r.sampling.top_k = p->top_k;
     r.sampling.top_p = p->top_p;
     r.sampling.min_p = p->min_p;
+    r.sampling.typical_p = p->typical_p;
     r.sampling.repetition_penalty = p->repetition_penalty;
     r.sampling.presence_penalty = p->presence_penalty;
     r.sampling.frequency_penalty = p->frequency_penalty;

@@ -864,6 +864,11 @@ static int parse_sampling(const cJSON *root, llm_api_req *r, llm_api_err *e)
     if ((rc = get_int(root, "top_k", -1, 1e9, &iv, e)) < 0) return -1;
     if (rc) r->top_k = iv < 0 ? 0 : (int)iv; /* -1 means off, as in vLLM */
     if (get_num(root, "min_p", 0, 1, &r->min_p, e) < 0) return -1;
+    if (get_num(root, "typical_p", 0, 1, &r->typical_p, e) < 0) return -1;
+    if (llm_api_field(root, "typical_p") && r->typical_p <= 0) {
+        llm_api_seterr(e, 400, "typical_p", "invalid_value", "'typical_p' must be in (0, 1] (1: off)");
+        return -1;
+    }
     if (get_num(root, "presence_penalty", -2, 2, &r->presence_penalty, e) < 0) return -1;
     if (get_num(root, "frequency_penalty", -2, 2, &r->frequency_penalty, e) < 0) return -1;
     if (get_num(root, "repetition_penalty", 0, 10, &r->repetition_penalty, e) < 0) return -1;
@@ -945,6 +950,7 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
     r->thinking_budget = -1;
     r->temperature = 1.0;
     r->top_p = 1.0;
+    r->typical_p = 1.0;
     r->repetition_penalty = 1.0;
     r->n = 1;
     r->n_prompts = 1;

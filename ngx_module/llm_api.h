@@ -92,6 +92,7 @@ typedef struct {
     double       top_p;       /* default 1 */
     int          top_k;       /* 0 = off */
     double       min_p;
+    double       typical_p;   /* locally typical sampling (llama.cpp's, TGI's, Ollama's typical_p): 1 = off */
     double       presence_penalty, frequency_penalty, repetition_penalty;
     int          has_seed;
     uint64_t     seed;

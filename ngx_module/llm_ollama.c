@@ -17,7 +17,7 @@ static int o_options(cJSON *out, const cJSON *opts, llm_api_err *e)
 {
     static const struct { const char *name, *as; } same[] = {
         { "temperature", "temperature" }, { "top_p", "top_p" }, { "top_k", "top_k" }, { "min_p", "min_p" },
-        { "seed", "seed" }, { "stop", "stop" }, { "repeat_penalty", "repetition_penalty" },
+        { "typical_p", "typical_p" }, { "seed", "seed" }, { "stop", "stop" }, { "repeat_penalty", "repetition_penalty" },
         { "presence_penalty", "presence_penalty" }, { "frequency_penalty", "frequency_penalty" },
     };
     /* the deployment's knobs (the engine's and nginx's configuration decides them) and Ollama's own */
@@ -28,7 +28,7 @@ static int o_options(cJSON *out, const cJSON *opts, llm_api_err *e)
     };
     /* sampling Ollama has and this server does not: only their neutral values */
     static const struct { const char *name; double neutral; } neutral[] = {
-        { "mirostat", 0 }, { "typical_p", 1 }, { "tfs_z", 1 },
+        { "mirostat", 0 }, { "tfs_z", 1 },
     };
     if (opts == NULL || cJSON_IsNull(opts)) return 0;
     if (!cJSON_IsObject(opts)) return o_bad(e, "options", "invalid_type", "'options' must be an object%s", NULL);
@@ -303,7 +303,7 @@ void llm_ollama_param(llm_api_err *e)
 {
     static const struct { const char *ours, *theirs; } names[] = {
         { "max_tokens", "options.num_predict" }, { "temperature", "options.temperature" },
-        { "top_p", "options.top_p" }, { "top_k", "options.top_k" }, { "min_p", "options.min_p" },
+        { "top_p", "options.top_p" }, { "top_k", "options.top_k" }, { "min_p", "options.min_p" }, { "typical_p", "options.typical_p" },
         { "seed", "options.seed" }, { "stop", "options.stop" }, { "repetition_penalty", "options.repeat_penalty" },
         { "presence_penalty", "options.presence_penalty" }, { "frequency_penalty", "options.frequency_penalty" },
         { "response_format", "format" }, { "chat_template_kwargs", "think" }, { "reasoning_effort", "think" },

@@ -8,12 +8,12 @@
  * /api/generate: model, prompt, suffix, system, raw (no chat template: a plain completion), format, options,
  * stream, think, keep_alive; without raw the prompt is the user message of a chat (as Ollama applies the
  * model's template). images, a template of the request's own and context are refused.
- * options: temperature, top_p, top_k, min_p, seed, num_predict (max_tokens; -1 and -2: llm_max_tokens, up to
+ * options: temperature, top_p, top_k, min_p, typical_p, seed, num_predict (max_tokens; -1 and -2: llm_max_tokens, up to
  * the context; llm_api.c sets max_tokens_all),
  * stop, repeat_penalty (repetition_penalty), presence_penalty, frequency_penalty; the deployment's knobs
  * (num_ctx, num_batch, num_gpu, main_gpu, num_thread, use_mmap, use_mlock, numa, low_vram, vocab_only,
- * num_keep, repeat_last_n, penalize_newline) are accepted and ignored; mirostat, typical_p and tfs_z only at
- * their neutral values (off, 1, 1); any other option is a 400 naming it. */
+ * num_keep, repeat_last_n, penalize_newline) are accepted and ignored; mirostat and tfs_z only at
+ * their neutral values (off, 1); any other option is a 400 naming it. */
 #ifndef LLM_OLLAMA_H
 #define LLM_OLLAMA_H
 

@@ -66,9 +66,6 @@ static int t_unsupported(const cJSON *ps, llm_api_err *e)
     const cJSON *v;
     if ((v = llm_api_field(ps, "best_of")) != NULL && !(is_whole(v) && v->valuedouble == 1))
         return t_bad(e, "best_of", "unsupported_parameter", "'parameters.best_of' other than 1 is not supported");
-    if ((v = llm_api_field(ps, "typical_p")) != NULL && !(cJSON_IsNumber(v) && v->valuedouble == 1))
-        return t_bad(e, "typical_p", "unsupported_parameter", "'parameters.typical_p' (typical sampling) is not "
-                     "supported: leave it null (top_p, top_k and temperature are)");
     if ((v = llm_api_field(ps, "watermark")) != NULL && !cJSON_IsFalse(v))
         return t_bad(e, "watermark", "unsupported_parameter", "'parameters.watermark' is not supported");
     if ((v = llm_api_field(ps, "decoder_input_details")) != NULL && !cJSON_IsFalse(v))
@@ -86,6 +83,7 @@ cJSON *llm_tgi_to_body(const cJSON *body, int kind, llm_api_req *r, llm_api_err 
         { "max_new_tokens", "max_tokens" }, { "temperature", "temperature" }, { "top_k", "top_k" },
         { "top_p", "top_p" }, { "repetition_penalty", "repetition_penalty" },
         { "frequency_penalty", "frequency_penalty" }, { "seed", "seed" }, { "stop", "stop" },
+        { "typical_p", "typical_p" },
     };
     const cJSON *in = llm_api_field(body, "inputs"), *ps = llm_api_field(body, "parameters"), *v;
     if (!cJSON_IsString(in)) {
@@ -129,10 +127,12 @@ cJSON *llm_tgi_to_body(const cJSON *body, int kind, llm_api_req *r, llm_api_err 
     if (t_bool(ps, "do_sample", &do_sample, e) || t_bool(ps, "return_full_text", &full, e) ||
         t_bool(ps, "details", &details, e) || t_unsupported(ps, e) || t_grammar(out, llm_api_field(ps, "grammar"), e))
         goto fail;
-    /* greedy unless asked to sample or given a way to (TGI: do_sample, or a temperature, top_k or top_p < 1) */
-    const cJSON *tp = llm_api_field(ps, "top_p");
+    /* greedy unless asked to sample or given a way to (TGI: do_sample, or a temperature, top_k, or top_p or
+     * typical_p below 1) */
+    const cJSON *tp = llm_api_field(ps, "top_p"), *ty = llm_api_field(ps, "typical_p");
     int warps = llm_api_field(ps, "temperature") != NULL || llm_api_field(ps, "top_k") != NULL ||
-                (tp != NULL && !(cJSON_IsNumber(tp) && tp->valuedouble >= 1));
+                (tp != NULL && !(cJSON_IsNumber(tp) && tp->valuedouble >= 1)) ||
+                (ty != NULL && !(cJSON_IsNumber(ty) && ty->valuedouble >= 1));
     if (!do_sample && !warps && !cJSON_AddNumberToObject(out, "temperature", 0)) {
         llm_cb_oom(e);
         goto fail;

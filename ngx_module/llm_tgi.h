@@ -5,11 +5,12 @@
  *
  * {"inputs": "...", "parameters": {...}, "stream": bool}. parameters: max_new_tokens (max_tokens), temperature
  * (> 0), top_k (> 0), top_p (0 < p <= 1), repetition_penalty (> 0), frequency_penalty, seed, stop (a list of
- * strings), do_sample (default false: greedy unless it or a sampling parameter is given, as TGI decides),
+ * strings), typical_p, do_sample (default false: greedy unless it or a sampling parameter is given, as TGI
+ * decides),
  * details, return_full_text, truncate (only the input's last N tokens are read), top_n_tokens (the alternatives
  * of each token, up to 20), grammar ({"type": "json", "value": a JSON Schema (object or text)}, {"type":
- * "regex", "value": "..."}, {"type": "json_schema", "value": {"name", "schema"}}). best_of only 1, typical_p
- * only null or 1, watermark only false, decoder_input_details only false, adapter_id only null: anything else is
+ * "regex", "value": "..."}, {"type": "json_schema", "value": {"name", "schema"}}). best_of only 1,
+ * watermark only false, decoder_input_details only false, adapter_id only null: anything else is
  * refused (422 "validation", as TGI refuses what it cannot do). Unknown parameters are ignored (as TGI). */
 #ifndef LLM_TGI_H
 #define LLM_TGI_H

@@ -883,6 +883,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     p.top_k = ctx->q.top_k;
     p.top_p = (float)ctx->q.top_p;
     p.min_p = (float)ctx->q.min_p;
+    p.typical_p = (float)ctx->q.typical_p;
     p.repetition_penalty = (float)ctx->q.repetition_penalty;
     p.presence_penalty = (float)ctx->q.presence_penalty;
     p.frequency_penalty = (float)ctx->q.frequency_penalty;

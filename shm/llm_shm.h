@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define LLM_SHM_MAGIC    0x31304d48534d4c4cULL /* "LLMSHM01" little-endian */
-#define LLM_SHM_VERSION  14u
+#define LLM_SHM_VERSION  15u
 #define LLM_SHM_MAX_NAME 48   /* segment name, without the "/llm-" prefix */
 #define LLM_SHM_MAX_EOG  8
 #define LLM_SHM_MAX_STOP 16
@@ -106,6 +106,7 @@ typedef struct {
     int32_t  top_k;                /* 0 = off */
     float    top_p;                /* 1 = off */
     float    min_p;                /* 0 = off */
+    float    typical_p;            /* 0 or 1 = off (locally typical sampling) */
     float    repetition_penalty;   /* 1 = off */
     float    presence_penalty;
     float    frequency_penalty;

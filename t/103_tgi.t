@@ -201,7 +201,24 @@ POST /generate
 --- response_body_like eval
 qr/"details":\{"finish_reason":"(length|eos_token)","generated_tokens":\d+,"seed":7,"prefill":\[\],"tokens":/
 
-=== TEST 12: top_n_tokens: each token's alternatives in details.top_tokens
+=== TEST 12: typical_p samples (TGI: a sampling parameter); details.seed is the request's
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /generate
+{"inputs": "Once upon a time", "parameters": {"max_new_tokens": 4, "typical_p": 0.95, "seed": 5, "details": true}}
+--- error_code: 200
+--- response_body_like eval
+qr/"details":\{"finish_reason":"(length|eos_token)","generated_tokens":\d+,"seed":5,/
+
+=== TEST 13: top_n_tokens: each token's alternatives in details.top_tokens
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -218,7 +235,7 @@ POST /generate
 --- response_body_like eval
 qr/"tokens":\[\{"id":432,"text":",",[^\]]*\],"top_tokens":\[\[\{"id":432,"text":",","logprob":-[\d.e-]+,"special":false\},\{"id":\d+,[^\]]*\],\[\{"id":383,"text":" there",[^\]]*\]\]\}\}$/
 
-=== TEST 13: a regex grammar holds the text to it; nothing can follow, so it ends as at an end token
+=== TEST 14: a regex grammar holds the text to it; nothing can follow, so it ends as at an end token
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -235,7 +252,7 @@ POST /generate
 --- response_body_like eval
 qr/^\{"generated_text":"(yes|no)","details":\{"finish_reason":"eos_token",/
 
-=== TEST 14: a json grammar: the text is JSON of the schema
+=== TEST 15: a json grammar: the text is JSON of the schema
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -252,7 +269,7 @@ POST /generate
 --- response_body_like eval
 qr/^\{"generated_text":"(\\"red\\"|\\"green\\"|7)"\}$/
 
-=== TEST 15: refused with TGI's 422: typical_p (LangChain's default 0.95), named
+=== TEST 16: refused with TGI's 422: watermark, named
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -264,14 +281,14 @@ location / {
 }
 --- request
 POST /generate
-{"inputs": "Once", "parameters": {"typical_p": 0.95}}
+{"inputs": "Once", "parameters": {"watermark": true}}
 --- error_code: 422
 --- response_headers
 Content-Type: application/json
 --- response_body
-{"error":"'parameters.typical_p' (typical sampling) is not supported: leave it null (top_p, top_k and temperature are)","error_type":"validation"}
+{"error":"'parameters.watermark' is not supported","error_type":"validation"}
 
-=== TEST 16: malformed JSON: 422 validation
+=== TEST 17: malformed JSON: 422 validation
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -288,7 +305,7 @@ POST /generate_stream
 --- response_body_like eval
 qr/^\{"error":"request body is not valid JSON[^"]*","error_type":"validation"\}$/
 
-=== TEST 17: max_new_tokens over llm_max_tokens: 422 naming it
+=== TEST 18: max_new_tokens over llm_max_tokens: 422 naming it
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -306,7 +323,7 @@ POST /generate
 --- response_body
 {"error":"parameters.max_new_tokens is 100; this server allows at most 8","error_type":"validation"}
 
-=== TEST 18: GET /info: the model and the limits
+=== TEST 19: GET /info: the model and the limits
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -322,7 +339,7 @@ GET /info
 --- response_body_like eval
 qr/^\{"model_id":"stories","model_sha":null,"model_pipeline_tag":"text-generation","max_concurrent_requests":\d+,"max_best_of":1,"max_stop_sequences":16,"max_input_tokens":\d+,"max_total_tokens":\d+,"validation_workers":1,"max_client_batch_size":1,"router":"ngx_llm","sha":null,"docker_label":null\}$/
 
-=== TEST 19: an explicit llm_api tgi_generate location; GET there is a 405
+=== TEST 20: an explicit llm_api tgi_generate location; GET there is a 405
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config
@@ -339,7 +356,7 @@ POST /gen
 --- response_body
 {"generated_text":", there was"}
 
-=== TEST 20: the body's model name is not read (TGI serves one model)
+=== TEST 21: the body's model name is not read (TGI serves one model)
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- config

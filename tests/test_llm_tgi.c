@@ -78,6 +78,10 @@ static void test_parse(void)
     rc = parse(LLM_API_TGI_GENERATE, "{\"inputs\":\"Hi\",\"parameters\":{\"top_p\":0.5}}", &r, &e);
     ok(rc == 0 && r.temperature == 1 && r.top_p == 0.5, "top_p below 1 alone samples (TGI's warpers)");
     llm_api_req_free(&r);
+    rc = parse(LLM_API_TGI_GENERATE, "{\"inputs\":\"Hi\",\"parameters\":{\"typical_p\":0.95}}", &r, &e);
+    ok(rc == 0 && r.temperature == 1 && r.typical_p == 0.95, "typical_p below 1 (LangChain's default 0.95) samples with "
+       "it (%s)", e.message);
+    llm_api_req_free(&r);
     rc = parse(LLM_API_TGI_GENERATE, "{\"inputs\":\"Hi\",\"parameters\":{\"do_sample\":true}}", &r, &e);
     ok(rc == 0 && r.temperature == 1, "do_sample alone samples at temperature 1");
     llm_api_req_free(&r);
@@ -144,8 +148,10 @@ static void test_parse(void)
     bad(LLM_API_TGI_GENERATE, "{\"inputs\":\"x\",\"parameters\":{\"details\":\"true\"}}", "parameters.details",
         "details not a boolean");
     bad(LLM_API_TGI_GENERATE, "{\"inputs\":\"x\",\"parameters\":{\"best_of\":2}}", "parameters.best_of", "best_of 2");
-    bad(LLM_API_TGI_GENERATE, "{\"inputs\":\"x\",\"parameters\":{\"typical_p\":0.95}}", "parameters.typical_p",
-        "typical_p 0.95 (LangChain's default)");
+    bad(LLM_API_TGI_GENERATE, "{\"inputs\":\"x\",\"parameters\":{\"typical_p\":0}}", "parameters.typical_p",
+        "typical_p 0");
+    bad(LLM_API_TGI_GENERATE, "{\"inputs\":\"x\",\"parameters\":{\"typical_p\":1.5}}", "parameters.typical_p",
+        "typical_p over 1");
     bad(LLM_API_TGI_GENERATE, "{\"inputs\":\"x\",\"parameters\":{\"watermark\":true}}", "parameters.watermark", "watermark");
     bad(LLM_API_TGI_GENERATE, "{\"inputs\":\"x\",\"parameters\":{\"decoder_input_details\":true}}",
         "parameters.decoder_input_details", "decoder_input_details");

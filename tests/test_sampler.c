@@ -578,6 +578,121 @@ static int32_t ref_draw(const float *l, int v, float temp, double u)
 }
 
 /* What a device sampler is given (llm_sampler_device_row) and how the draw is defined. */
+/* Locally typical sampling: against a reference (entropy, surprise distances, closest first until the mass),
+ * frequencies that exclude the most likely token, composition with top-k, and no device row. */
+static void test_typical(void)
+{
+    enum { N = 40000 };
+    const double pw[4] = { 0.5, 0.3, 0.15, 0.05 };
+    /* H = 1.1422; |-log p - H| = 0.449, 0.062, 0.755, 1.853: closest first 1, 0, 2, 3 */
+    llm_sampling_params p = params(1.0f);
+    p.seed = 7;
+    p.typical_p = 0.7f; /* 0.3 then 0.8: tokens 1 and 0 */
+    llm_sampler *s = mk(p, 4);
+    int32_t ids[4];
+    float pr[4];
+    float l[4];
+    for (int i = 0; i < 4; i++)
+        l[i] = (float)log(pw[i]);
+    int n = llm_sampler_distribution(s, l, ids, pr, 4);
+    int has0 = 0, has1 = 0;
+    for (int i = 0; i < n; i++) {
+        has0 |= ids[i] == 0 && near(pr[i], 0.625, 1e-5);
+        has1 |= ids[i] == 1 && near(pr[i], 0.375, 1e-5);
+    }
+    ok(n == 2 && has0 && has1, "typical_p 0.7 keeps the two closest to the entropy (0.3, then 0.5), renormalised");
+    int cnt[4] = { 0 };
+    for (int k = 0; k < N; k++) {
+        for (int i = 0; i < 4; i++)
+            l[i] = (float)log(pw[i]);
+        cnt[llm_sampler_sample(s, l, NULL)]++;
+    }
+    double sd = sqrt(N * 0.625 * 0.375);
+    ok(cnt[2] == 0 && cnt[3] == 0 && fabs(cnt[0] - N * 0.625) < 4 * sd, "typical_p 0.7 frequencies: %d %d %d %d",
+       cnt[0], cnt[1], cnt[2], cnt[3]);
+    llm_sampling_row r;
+    ok(llm_sampler_device_row(s, &r, NULL, 0) == -1, "a typical row is not a device row (drawn on the host)");
+    llm_sampler_free(s);
+
+    p.typical_p = 0.2f; /* the closest alone: token 1, not the most likely */
+    s = mk(p, 4);
+    int only1 = 1;
+    for (int k = 0; k < 200; k++) {
+        for (int i = 0; i < 4; i++)
+            l[i] = (float)log(pw[i]);
+        only1 &= llm_sampler_sample(s, l, NULL) == 1;
+    }
+    ok(only1, "typical_p 0.2 keeps only the token of typical surprise, not the most likely one");
+    llm_sampler_free(s);
+
+    p.typical_p = 1.0f;
+    s = mk(p, 4);
+    for (int i = 0; i < 4; i++)
+        l[i] = (float)log(pw[i]);
+    is_int(llm_sampler_distribution(s, l, ids, pr, 4), 4, "typical_p 1: off");
+    llm_sampler_free(s);
+    p.typical_p = 0.0f;
+    s = mk(p, 4);
+    for (int i = 0; i < 4; i++)
+        l[i] = (float)log(pw[i]);
+    is_int(llm_sampler_distribution(s, l, ids, pr, 4), 4, "typical_p 0: off too (a zeroed struct)");
+    llm_sampler_free(s);
+
+    /* after top-k 3 (0.526, 0.316, 0.158: H = 0.983; distances 0.340, 0.170, 0.862): 1 then 0 */
+    p.typical_p = 0.35f;
+    p.top_k = 3;
+    s = mk(p, 4);
+    for (int i = 0; i < 4; i++)
+        l[i] = (float)log(pw[i]);
+    n = llm_sampler_distribution(s, l, ids, pr, 4);
+    ok(n == 2, "typical over the top-k survivors: 0.316 < 0.35, so two kept (%d)", n);
+    llm_sampler_free(s);
+
+    /* a large random vocabulary against a plain reference */
+    enum { V = 5000 };
+    static float big[V], work[V];
+    static int32_t bid[V];
+    static float bpr[V];
+    int same = 1;
+    for (int t = 0; t < 20; t++) {
+        random_logits(big, V, (uint64_t)t + 500);
+        memcpy(work, big, sizeof work);
+        llm_sampling_params q = params(1.0f);
+        q.typical_p = 0.1f + 0.04f * (float)t;
+        llm_sampler *bs = mk(q, V);
+        n = llm_sampler_distribution(bs, work, bid, bpr, V);
+        llm_sampler_free(bs);
+        /* reference: softmax in double, entropy, sort by distance (ties: larger logit, lower id) */
+        double mx = -INFINITY, z = 0, h = 0;
+        for (int i = 0; i < V; i++) if (big[i] > mx) mx = big[i];
+        static double pq[V], dd[V];
+        static int ord[V];
+        for (int i = 0; i < V; i++) z += pq[i] = exp((double)big[i] - mx);
+        for (int i = 0; i < V; i++) { pq[i] /= z; if (pq[i] > 0) h -= pq[i] * log(pq[i]); }
+        for (int i = 0; i < V; i++) { dd[i] = fabs(-log(pq[i]) - h); ord[i] = i; }
+        for (int i = 1; i < V; i++) { /* insertion sort by distance */
+            int x = ord[i], j = i - 1;
+            while (j >= 0 && (dd[ord[j]] > dd[x] || (dd[ord[j]] == dd[x] && (big[ord[j]] < big[x] ||
+                   (big[ord[j]] == big[x] && ord[j] > x))))) {
+                ord[j + 1] = ord[j];
+                j--;
+            }
+            ord[j + 1] = x;
+        }
+        double m = 0;
+        int k = 0;
+        while (k < V && (k == 0 || m < q.typical_p)) m += pq[ord[k++]];
+        static char in[V];
+        memset(in, 0, sizeof in);
+        for (int i = 0; i < k; i++) in[ord[i]] = 1;
+        int match = n == k;
+        for (int i = 0; match && i < n; i++) match = in[bid[i]];
+        if (!match) diag("typical_p %.2f: %d kept, reference %d", (double)q.typical_p, n, k);
+        same &= match;
+    }
+    ok(same, "20 random 5000-token rows: the kept set is the reference's");
+}
+
 static void test_device_row(void)
 {
     enum { V = 1000, STEPS = 300 };
@@ -781,6 +896,7 @@ int main(void)
     test_frequencies();
     test_penalties();
     test_device_row();
+    test_typical();
     test_logit_bias();
     return done_testing();
 }
