@@ -7,6 +7,7 @@
 #include "llm_messages.h"
 #include "llm_ollama.h"
 #include "llm_tgi.h"
+#include "llm_lcpp.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1015,18 +1016,19 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
         const cJSON *o = llm_api_field(r->body, "options");
         const cJSON *np = cJSON_IsObject(o) ? llm_api_field(o, "num_predict") : NULL;
         r->max_tokens_all = cJSON_IsNumber(np) && np->valuedouble < 0;
-    } else if (LLM_API_IS_TGI(kind)) {
-        cJSON *b = llm_tgi_to_body(root, kind, r, e);
+    } else if (LLM_API_TOKENWISE(kind)) { /* TGI's, llama.cpp's /completion: completions */
+        cJSON *b = kind == LLM_API_LCPP ? llm_lcpp_to_body(root, r, e) : llm_tgi_to_body(root, kind, r, e);
         if (b == NULL) {
-            llm_tgi_param(e);
+            if (kind == LLM_API_LCPP) llm_lcpp_param(e);
+            else llm_tgi_param(e);
             return -1;
         }
         r->body = root;
         r->root = root = b;
         r->api = kind;
         r->kind = kind = LLM_API_COMPLETIONS;
-        r->model = NULL; /* TGI serves one model and reads no name (its clients may send their own); with
-                          * llm_models a name one of them answers to still routes the request there */
+        r->model = NULL; /* TGI's and llama.cpp's servers serve one model and read no name (their clients may send
+                          * their own); with llm_models a name one of them answers to still routes the request */
     }
 
     switch (kind) {
@@ -1034,6 +1036,7 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
         if (parse_prompt(root, "prompt", LLM_API_MAX_CHOICES, r, e) || parse_sampling(root, r, e)) {
             if (r->api == LLM_API_OLLAMA_GENERATE) llm_ollama_param(e);
             if (LLM_API_IS_TGI(r->api)) llm_tgi_param(e);
+            if (r->api == LLM_API_LCPP) llm_lcpp_param(e);
             return -1;
         }
         return 0;
@@ -1055,6 +1058,7 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
     case LLM_API_TGI:
     case LLM_API_TGI_GENERATE:
     case LLM_API_TGI_STREAM:
+    case LLM_API_LCPP:
         break; /* parsed as LLM_API_CHAT (or COMPLETIONS, EMBEDDINGS) */
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */
@@ -1063,12 +1067,22 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
             if (get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0) return -1;
             if (parse_template_kwargs(root, r, e)) return -1;
             if (llm_tools_parse(root, r, e)) return -1; /* the prompt a chat with these tools would get */
+        } else if (!llm_api_field(root, "prompt") && llm_api_field(root, "content")) {
+            /* llama.cpp's shape: {"content": "..."}, add_special (default false), with_pieces */
+            const char *p = NULL;
+            if (get_str(root, "content", &p, e) < 0) return -1;
+            r->prompt = p;
+            r->prompt_len = strlen(p);
+            r->add_special = 0;
+            if (get_bool(root, "add_special", &r->add_special, e) < 0 ||
+                get_bool(root, "with_pieces", &r->with_pieces, e) < 0) return -1;
         } else {
             const char *p = NULL;
             int rc = get_str(root, "prompt", &p, e);
             if (rc < 0) return -1;
             if (!rc) {
-                llm_api_seterr(e, 400, "prompt", "missing_required_parameter", "'prompt' (a string) or 'messages' is required");
+                llm_api_seterr(e, 400, "prompt", "missing_required_parameter", "'prompt' (a string), 'messages' or "
+                               "'content' (llama.cpp's) is required");
                 return -1;
             }
             r->prompt = p;

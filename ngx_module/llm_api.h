@@ -37,9 +37,13 @@ typedef enum {
                                 * when the body says "stream": true, else a list of one answer */
     LLM_API_TGI_GENERATE = 14, /* POST /generate: the same, one answer */
     LLM_API_TGI_STREAM   = 15, /* POST /generate_stream: the same, streamed */
+    LLM_API_LCPP         = 16, /* POST /completion (llama.cpp server's own): as the completions body it means
+                                * (llm_lcpp.h) */
 } llm_api_kind;
 
 #define LLM_API_IS_TGI(api) ((api) >= LLM_API_TGI && (api) <= LLM_API_TGI_STREAM)
+/* APIs whose answers go token by token, each with its id and logprob (TGI's, llama.cpp's /completion) */
+#define LLM_API_TOKENWISE(api) (LLM_API_IS_TGI(api) || (api) == LLM_API_LCPP)
 
 #define LLM_API_MAX_INPUTS 2048 /* embeddings: inputs in one request (OpenAI's limit) */
 #define LLM_API_MAX_DOCUMENTS 1024 /* rerank: documents in one request */
@@ -81,7 +85,8 @@ typedef struct {
     size_t      *batch_n_ids;
     llm_chat_msg *msgs;       /* malloc'd */
     size_t       n_msgs;
-    int          add_special; /* tokenize: add BOS (default 1) */
+    int          add_special; /* tokenize: add BOS (default 1; llama.cpp's {"content"} shape: 0) */
+    int          with_pieces; /* tokenize (llama.cpp's with_pieces): each token as {"id", "piece"} */
     int          add_generation_prompt; /* chat / tokenize with messages (default 1) */
 
     /* generation */
@@ -157,6 +162,9 @@ typedef struct {
     int          keep_last;   /* parameters.truncate: only the prompt's last N tokens are read (0: all) */
     int          tgi_details; /* parameters.details: the answer's details (finish reason, tokens, seed) */
     int          tgi_full_text; /* parameters.return_full_text: generated_text starts with the prompt */
+    /* llama.cpp's /completion (llm_lcpp.h) */
+    int          lcpp_tokens; /* return_tokens: the answer lists the generated ids */
+    int          penalty_last_n; /* repeat_last_n: the penalties' window, N tokens (0: the whole context) */
     /* logit_bias: {"<token id>": bias}, in the body's order (a repeated id: the last one counts) */
     int32_t     *bias_ids;    /* malloc'd; ids not yet checked against the vocabulary */
     float       *bias;        /* malloc'd */

@@ -1,6 +1,8 @@
 /* Chat-body building blocks for the API translators (see llm_chat_body.h). */
 #include "llm_chat_body.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,4 +154,21 @@ cJSON *llm_cb_join(const char *const *texts, int n, llm_api_err *e)
     free(s);
     if (o == NULL) llm_cb_oom(e);
     return o;
+}
+
+void llm_cb_rename(llm_api_err *e, const char *ours, const char *theirs)
+{
+    char q[64], msg[sizeof e->message];
+    snprintf(q, sizeof q, "'%s'", ours);
+    const char *at = strstr(e->message, q);
+    if (at != NULL) {
+        snprintf(msg, sizeof msg, "%.*s'%s'%s", (int)(at - e->message), e->message, theirs, at + strlen(q));
+        snprintf(e->message, sizeof e->message, "%s", msg);
+    }
+    snprintf(e->param, sizeof e->param, "%s", theirs);
+}
+
+int llm_cb_whole(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble);
 }

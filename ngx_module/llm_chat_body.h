@@ -38,6 +38,10 @@ int    llm_cb_tools(cJSON *chat, const cJSON *tools, const char *type, int type_
  * nor an array) and *bad_type its type (or NULL), for the caller's 400; or out of memory (*bad -2, e set). */
 cJSON *llm_cb_text_parts(const cJSON *c, const char *const *types, int n_types, int *bad, const char **bad_type,
                          llm_api_err *e);
+/* 1 when v is a number with no fraction. */
+int    llm_cb_whole(const cJSON *v);
+/* e's param renamed from ours to theirs (another API's name for it), and 'ours' (quoted) in its message too. */
+void   llm_cb_rename(llm_api_err *e, const char *ours, const char *theirs);
 /* texts[0..n) joined, as a new cJSON string, or NULL (e: out of memory). */
 cJSON *llm_cb_join(const char *const *texts, int n, llm_api_err *e);
 

@@ -13,8 +13,6 @@ static int t_bad(llm_api_err *e, const char *param, const char *code, const char
     return -1;
 }
 
-static int is_whole(const cJSON *v) { return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble); }
-
 /* A bool parameter (null or absent: 0). */
 static int t_bool(const cJSON *ps, const char *name, int *out, llm_api_err *e)
 {
@@ -64,7 +62,7 @@ static int t_grammar(cJSON *out, const cJSON *g, llm_api_err *e)
 static int t_unsupported(const cJSON *ps, llm_api_err *e)
 {
     const cJSON *v;
-    if ((v = llm_api_field(ps, "best_of")) != NULL && !(is_whole(v) && v->valuedouble == 1))
+    if ((v = llm_api_field(ps, "best_of")) != NULL && !(llm_cb_whole(v) && v->valuedouble == 1))
         return t_bad(e, "best_of", "unsupported_parameter", "'parameters.best_of' other than 1 is not supported");
     if ((v = llm_api_field(ps, "watermark")) != NULL && !cJSON_IsFalse(v))
         return t_bad(e, "watermark", "unsupported_parameter", "'parameters.watermark' is not supported");
@@ -138,7 +136,7 @@ cJSON *llm_tgi_to_body(const cJSON *body, int kind, llm_api_req *r, llm_api_err 
         goto fail;
     }
     if ((v = llm_api_field(ps, "top_n_tokens")) != NULL) {
-        if (!is_whole(v) || v->valuedouble < 0 || v->valuedouble > LLM_API_MAX_LOGPROBS) {
+        if (!llm_cb_whole(v) || v->valuedouble < 0 || v->valuedouble > LLM_API_MAX_LOGPROBS) {
             llm_api_seterr(e, 400, "top_n_tokens", "invalid_value", "'parameters.top_n_tokens' must be a whole number "
                            "from 0 to %d", LLM_API_MAX_LOGPROBS);
             goto fail;
@@ -150,7 +148,7 @@ cJSON *llm_tgi_to_body(const cJSON *body, int kind, llm_api_req *r, llm_api_err 
     }
     r->keep_last = 0;
     if ((v = llm_api_field(ps, "truncate")) != NULL) {
-        if (!is_whole(v) || v->valuedouble < 1 || v->valuedouble > 1e9) {
+        if (!llm_cb_whole(v) || v->valuedouble < 1 || v->valuedouble > 1e9) {
             t_bad(e, "truncate", "invalid_value", "'parameters.truncate' must be a whole number of tokens, at least 1");
             goto fail;
         }
@@ -164,19 +162,6 @@ fail:
     return NULL;
 }
 
-/* e's message with 'ours' (quoted) read as 'theirs'. */
-static void t_rename(llm_api_err *e, const char *ours, const char *theirs)
-{
-    char q[64], msg[sizeof e->message];
-    snprintf(q, sizeof q, "'%s'", ours);
-    const char *at = strstr(e->message, q);
-    if (at != NULL) {
-        snprintf(msg, sizeof msg, "%.*s'%s'%s", (int)(at - e->message), e->message, theirs, at + strlen(q));
-        snprintf(e->message, sizeof e->message, "%s", msg);
-    }
-    snprintf(e->param, sizeof e->param, "%s", theirs);
-}
-
 void llm_tgi_param(llm_api_err *e)
 {
     static const struct { const char *ours, *theirs; } names[] = {
@@ -185,7 +170,7 @@ void llm_tgi_param(llm_api_err *e)
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(e->param, names[i].ours)) {
-            t_rename(e, names[i].ours, names[i].theirs);
+            llm_cb_rename(e, names[i].ours, names[i].theirs);
             return;
         }
     static const char *const under[] = { /* the parameters' own names, as given */
@@ -197,7 +182,7 @@ void llm_tgi_param(llm_api_err *e)
         if (!strcmp(e->param, under[i])) {
             char p[sizeof e->param];
             snprintf(p, sizeof p, "parameters.%s", under[i]);
-            t_rename(e, under[i], p);
+            llm_cb_rename(e, under[i], p);
             return;
         }
 }

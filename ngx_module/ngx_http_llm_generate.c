@@ -7,6 +7,7 @@
 #include "ngx_http_llm_messages_out.h"
 #include "ngx_http_llm_ollama_out.h"
 #include "ngx_http_llm_tgi_out.h"
+#include "ngx_http_llm_lcpp_out.h"
 #include "llm_reasoning.h"
 #include "llm_tools.h"
 
@@ -83,6 +84,7 @@ typedef struct {
     ngx_http_llm_ms_t      ms;
     ngx_http_llm_ol_t      ol;        /* Ollama's /api/chat and /api/generate */
     ngx_http_llm_tg_t      tg;        /* TGI's /generate, /generate_stream and POST / */
+    ngx_http_llm_lc_t      lc;        /* llama.cpp's /completion */
     unsigned               store:1;   /* the Responses API: keep the response (llm_responses_store) */
     ngx_msec_t             start;
     ngx_msec_t             queue_timeout, request_timeout;
@@ -409,11 +411,12 @@ static cJSON *ngx_http_llm_lp_take(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *
     return NULL;
 }
 
-/* TGI's API: each token, streamed with the text it releases (NULL back: collected for details.tokens, or not
- * kept). */
+/* TGI's API and llama.cpp's /completion: each token, streamed with the text it releases (NULL back: collected
+ * for the answer's details.tokens / tokens / completion_probabilities, or not kept). */
 static cJSON *ngx_http_llm_tgi_take(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *s, const llm_shm_token *tk)
 {
-    if (!ctx->q.stream && !ctx->q.tgi_details) return NULL;
+    if (!ctx->q.stream && !ctx->q.tgi_details && !ctx->q.lcpp_tokens && !(ctx->q.api == LLM_API_LCPP && ctx->q.logprobs))
+        return NULL;
     cJSON *t = ngx_http_llm_tg_token(ctx->tok, tk, ctx->q.logprobs ? ctx->q.top_logprobs : 0);
     if (ctx->q.stream || t == NULL) return t;
     if (s->lp == NULL) s->lp = cJSON_CreateArray();
@@ -503,7 +506,7 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
     int hit = llm_stop_push(&s->stop, piece, n, &out, &olen);
     if (hit < 0) return -1;
     cJSON *lp = NULL;
-    if (LLM_API_IS_TGI(ctx->q.api))
+    if (LLM_API_TOKENWISE(ctx->q.api))
         lp = ngx_http_llm_tgi_take(ctx, s, tk);
     else if (ctx->q.logprobs)
         lp = ngx_http_llm_lp_take(ctx, s, ngx_http_llm_logprob_entry(&ctx->resp, ctx->tok, tk, ctx->q.top_logprobs,
@@ -747,6 +750,7 @@ static int ngx_http_llm_step(void *data)
                 ctx->log->has_ttft = 1;
             }
             if (k > 0 && ctx->typed == &ngx_http_llm_ol_typed) ngx_http_llm_ol_first(&ctx->ol);
+            if (k > 0 && ctx->typed == &ngx_http_llm_lc_typed) ngx_http_llm_lc_first(&ctx->lc);
             if (k > 0 || st.done) s->n_cached = st.n_cached;
             for (int j = 0; j < k && !s->done; j++)
                 if (ngx_http_llm_token(ctx, i, &tk[j])) { ngx_http_llm_done(ctx, NGX_ERROR); return 0; }
@@ -884,6 +888,7 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
     p.top_p = (float)ctx->q.top_p;
     p.min_p = (float)ctx->q.min_p;
     p.typical_p = (float)ctx->q.typical_p;
+    p.penalty_last_n = ctx->q.penalty_last_n;
     p.repetition_penalty = (float)ctx->q.repetition_penalty;
     p.presence_penalty = (float)ctx->q.presence_penalty;
     p.frequency_penalty = (float)ctx->q.frequency_penalty;
@@ -1014,6 +1019,12 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
             return NGX_ERROR;
         ctx->typed = &ngx_http_llm_tg_typed;
         ctx->tb = &ctx->tg;
+    } else if (ctx->q.api == LLM_API_LCPP) {
+        if (ngx_http_llm_lc_init(&ctx->lc, &ctx->resp, &ctx->q, max_tokens, (int32_t)ctx_len, ctx->n_prompt))
+            return NGX_ERROR;
+        ctx->lc.t0 = t_start;
+        ctx->typed = &ngx_http_llm_lc_typed;
+        ctx->tb = &ctx->lc;
     }
     ctx->finished = 0;
 
@@ -1074,6 +1085,7 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
         const char *name = ctx->q.api == LLM_API_RESPONSES ? "max_output_tokens"
                          : ctx->q.api == LLM_API_OLLAMA_CHAT || ctx->q.api == LLM_API_OLLAMA_GENERATE ? "options.num_predict"
                          : LLM_API_IS_TGI(ctx->q.api) ? "parameters.max_new_tokens"
+                         : ctx->q.api == LLM_API_LCPP ? "n_predict"
                          : "max_tokens";
         return ngx_http_llm_error(r, 400, name, "invalid_value", "%s is %d; this server allows at most %i", name,
                                   max_tokens, lcf->max_tokens);

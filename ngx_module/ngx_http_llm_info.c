@@ -313,7 +313,29 @@ ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q)
     ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
     if (eng->client) (void)llm_client_attach(eng->client); /* for max_model_len; absence is fine */
     cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "tokens");
-    for (size_t i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+    llm_tokenizer *tok = ngx_http_llm_tok(r);
+    for (size_t i = 0; a && i < n; i++) {
+        if (!q->with_pieces) {
+            cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+            continue;
+        }
+        /* llama.cpp's with_pieces: {"id", "piece"}, the piece a string when it is valid UTF-8, else its bytes */
+        const char *s = "";
+        size_t len = 0;
+        if (llm_tok_piece(tok, ids[i], &s, &len) != 0) { s = ""; len = 0; }
+        cJSON *t = cJSON_CreateObject(), *pc;
+        char *clean = ngx_http_llm_utf8_clean(s, len);
+        if (clean != NULL && strlen(clean) == len && memcmp(clean, s, len) == 0) {
+            pc = cJSON_CreateString(clean);
+        } else {
+            pc = cJSON_CreateArray();
+            for (size_t k = 0; pc && k < len; k++) cJSON_AddItemToArray(pc, cJSON_CreateNumber((unsigned char)s[k]));
+        }
+        free(clean);
+        cJSON_AddNumberToObject(t, "id", ids[i]);
+        cJSON_AddItemToObject(t, "piece", pc);
+        cJSON_AddItemToArray(a, t);
+    }
     free(ids);
     cJSON_AddNumberToObject(o, "count", (double)n);
     uint32_t ctx = ngx_http_llm_ctx_len(r);
@@ -422,6 +444,7 @@ ngx_int_t ngx_http_llm_detokenize(ngx_http_request_t *r, llm_api_req *q)
     if (text == NULL) return ngx_http_llm_error(r, 500, NULL, NULL, "out of memory decoding");
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "prompt", text);
+    cJSON_AddStringToObject(o, "content", text); /* (llama.cpp's name for it) */
     free(text);
     return ngx_http_llm_send_cjson(r, 200, o);
 }

@@ -45,6 +45,7 @@ enum {
     NGX_LLM_TGI_GENERATE,     /* POST /generate */
     NGX_LLM_TGI_STREAM,       /* POST /generate_stream */
     NGX_LLM_TGI_INFO,         /* GET /info: the model and the server's limits */
+    NGX_LLM_LCPP_COMPLETION,  /* llama.cpp server's own POST /completion (and /completions) */
     NGX_LLM_N_HANDLERS
 };
 

@@ -243,7 +243,7 @@ POST /detokenize
 {"tokens": [1, 403, 407, 261, 378]}
 --- error_code: 200
 --- response_body
-{"prompt":"Once upon a time"}
+{"prompt":"Once upon a time","content":"Once upon a time"}
 
 === TEST 16: /detokenize with an id outside the vocabulary is 400
 --- main_config
@@ -402,7 +402,7 @@ POST /detokenize
 {"tokens": [1, 3, 400, 200]}
 --- error_code: 200
 --- response_body
-{"prompt":"� do�"}
+{"prompt":"� do�","content":"� do�"}
 
 === TEST 30: llm_model_alias: more names the location answers to, listed after the model ("*" is not listed)
 --- main_config

@@ -8,6 +8,7 @@
 #include "../ngx_module/llm_messages.c"
 #include "../ngx_module/llm_ollama.c"
 #include "../ngx_module/llm_tgi.c"
+#include "../ngx_module/llm_lcpp.c"
 #include "../ngx_module/ngx_http_llm_format.c"
 #include "api_mutate.h"
 #include "grammar.h"

@@ -11,6 +11,7 @@
 #include "../ngx_module/llm_messages.c"
 #include "../ngx_module/llm_ollama.c"
 #include "../ngx_module/llm_tgi.c"
+#include "../ngx_module/llm_lcpp.c"
 #include "../ngx_module/ngx_http_llm_format.c"
 #include "../ngx_module/ngx_http_llm_tgi_out.c"
 #include "api_mutate.h"

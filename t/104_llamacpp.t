@@ -1,0 +1,253 @@
+# llama.cpp server's own completion API (POST /completion and /completions, not the OpenAI one) over the
+# completions path: its request fields, its answer (content, tokens, stop_type, generation_settings, timings,
+# completion_probabilities) and, streamed, one "data: {...}" event a token then the last with "stop": true (no
+# [DONE]); its /tokenize shape ({"content"}, with_pieces) and /detokenize's "content"; an explicit
+# `llm_api llamacpp_completion` location. Greedy text must be stories260K's known continuation.
+use Test::Nginx::Socket 'no_plan';
+
+no_shuffle();
+run_tests();
+
+__DATA__
+=== TEST 1: /completion: stories260K's continuation, stop_type limit, the settings and timings
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once upon a time", "n_predict": 10, "temperature": 0}
+--- error_code: 200
+--- response_headers
+Content-Type: application/json
+--- response_body_like eval
+qr/^\{"index":0,"content":", there was a little girl named Lily","tokens":\[\],"stop":true,"id_slot":-1,"model":"stories","tokens_predicted":10,"tokens_evaluated":5,"generation_settings":\{"stop":\[\],"n_ctx":\d+,"n_predict":10,"model":"stories","seed":4294967295,"temperature":0,.*"prompt":"Once upon a time","has_new_line":false,"truncated":false,"stop_type":"limit","stopping_word":"","tokens_cached":\d+,"timings":\{"prompt_n":\d+,"prompt_ms":[\d.e-]+,"prompt_per_token_ms":[\d.e-]+,"prompt_per_second":[\d.e+-]+,"predicted_n":10,"predicted_ms":[\d.e-]+,"predicted_per_token_ms":[\d.e-]+,"predicted_per_second":[\d.e+-]+\}\}$/
+
+=== TEST 2: return_tokens and n_probs: the ids and each token's probabilities
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once upon a time", "n_predict": 2, "temperature": 0, "return_tokens": true, "n_probs": 2}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":", there","tokens":\[432,383\],.*"completion_probabilities":\[\{"id":432,"token":",","bytes":\[44\],"logprob":-[\d.e-]+,"top_logprobs":\[\{"id":432,"token":",","bytes":\[44\],"logprob":-[\d.e-]+\},\{"id":383,"token":" there","bytes":\[32,116,104,101,114,101\],"logprob":-[\d.e-]+\}\]\},\{"id":383,"token":" there","bytes":\[32,116,104,101,114,101\],"logprob":-[\d.e-]+,"top_logprobs":\[\{"id":383,.*\}\]\}\]\}$/
+
+=== TEST 3: streamed: an event a token with its id, then the last with stop true; no [DONE]
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once upon a time", "n_predict": 2, "temperature": 0, "stream": true}
+--- error_code: 200
+--- response_headers
+Content-Type: text/event-stream
+--- response_body_like eval
+qr/\Adata: \{"index":0,"content":",","tokens":\[432\],"stop":false,"id_slot":-1,"tokens_predicted":1,"tokens_evaluated":5\}\n\ndata: \{"index":0,"content":" there","tokens":\[383\],"stop":false,"id_slot":-1,"tokens_predicted":2,"tokens_evaluated":5\}\n\ndata: \{"index":0,"content":"","tokens":\[\],"stop":true,"id_slot":-1,"model":"stories","tokens_predicted":2,"tokens_evaluated":5,"generation_settings":\{[^\n]*"stop_type":"limit",[^\n]*\}\n\n\z/
+
+=== TEST 4: a stop word: stop_type word, stopping_word, the text before it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once upon a time", "n_predict": 30, "temperature": 0, "stop": ["Lily"]}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":", there was a little girl named ",.*"stop_type":"word","stopping_word":"Lily",/
+
+=== TEST 5: /completions (llama.cpp's own too) with token ids as the prompt; n_predict -1 up to llm_max_tokens
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_max_tokens 3;
+}
+--- request
+POST /completions
+{"prompt": [1, 403, 407, 261, 378], "n_predict": -1, "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":", there was","tokens":\[\],.*"tokens_predicted":3,"tokens_evaluated":5,.*"stop_type":"limit"/
+
+=== TEST 6: /v1/completions stays OpenAI's
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /v1/completions
+{"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"id":"cmpl-[0-9a-f]+","object":"text_completion",.*"text":", there was"/
+
+=== TEST 7: logit_bias as llama.cpp's pairs: false bans the token
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once upon a time", "n_predict": 2, "temperature": 0, "return_tokens": true, "logit_bias": [[432, false]]}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":"[^"]*","tokens":\[(?!432)\d+,\d+\]/
+
+=== TEST 8: a GBNF grammar holds the text; nothing can follow, stop_type eos
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once upon a time", "n_predict": 20, "temperature": 0, "grammar": "root ::= \"yes\" | \"no\""}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":"(yes|no)",.*"stop_type":"eos"/
+
+=== TEST 9: seed and typical_p: the seed in the settings
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once upon a time", "n_predict": 4, "temperature": 0.8, "typical_p": 0.9, "seed": 3}
+--- error_code: 200
+--- response_body_like eval
+qr/"generation_settings":\{.*"seed":3,"temperature":0.8[\d]*,.*"typical_p":0.9[\d]*,/
+
+=== TEST 10: refused, named: mirostat 2
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once", "mirostat": 2}
+--- error_code: 400
+--- response_body
+{"error":{"message":"'mirostat' is not supported by this server (only 0, its neutral value)","type":"invalid_request_error","param":"mirostat","code":"unsupported_parameter"}}
+
+=== TEST 11: refused, named: n_predict 0; a message in llama.cpp's names
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once", "n_predict": 0}
+--- error_code: 400
+--- response_body_like eval
+qr/"message":"'n_predict' must be -1 \(as many as the server allows\) or a whole number of tokens, at least 1","type":"invalid_request_error","param":"n_predict"/
+
+=== TEST 12: /tokenize in llama.cpp's shape: content, no BOS, with_pieces (bytes where a piece is not UTF-8)
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /tokenize
+{"content": "Once upon \u00e1", "with_pieces": true}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"tokens":\[\{"id":403,"piece":" Once"\},\{"id":407,"piece":" upon"\},\{"id":410,"piece":" "\},\{"id":198,"piece":\[195\]\},\{"id":164,"piece":\[161\]\}\],"count":5,/
+
+=== TEST 13: /tokenize {content, add_special: true}: with BOS
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /tokenize
+{"content": "Once upon", "add_special": true}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"tokens":\[1,403,407\],"count":3,/
+
+=== TEST 14: an explicit llm_api llamacpp_completion location
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location = /c {
+    llm_api llamacpp_completion;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /c
+{"prompt": "Once upon a time", "n_predict": 3, "temperature": 0}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":", there was",/
