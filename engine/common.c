@@ -237,3 +237,20 @@ void llm_row_from_f32(llm_dtype t, const float *src, void *dst, size_t n)
     }
     }
 }
+
+int llm_grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    if (need > (1u << 31))
+        return -1;
+    uint32_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, (size_t)c * size);
+    if (q == NULL)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}

@@ -39,6 +39,9 @@ void llm_seterr(llm_err *err, const char *fmt, ...) __attribute__((format(printf
 /* A whole file, malloc'd with a NUL after it (*len: its size), or NULL with err (it cannot be opened, read, or
  * is over max bytes). */
 char *llm_read_file(const char *path, size_t max, size_t *len, llm_err *err);
+/* Grows the array *p of *cap elements of size bytes to hold need (doubling from 16): 0, or -1 (no memory, or
+ * need past 2^31 elements) with *p and *cap unchanged. */
+int   llm_grow(void **p, uint32_t *cap, uint32_t need, size_t size);
 
 int         llm_dtype_valid(uint32_t t);          /* one of the types above */
 const char *llm_dtype_name(llm_dtype t);          /* "f32", "q8_0", ... */

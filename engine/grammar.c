@@ -58,26 +58,12 @@ static int fail(parser *ps, const char *fmt, ...)
     return -1;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    uint32_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, (size_t)c * size);
-    if (q == NULL)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
 
 static int push(parser *ps, u32vec *v, uint32_t x)
 {
     if (++ps->elems > LLM_GRAMMAR_MAX_ELEMS)
         return fail(ps, "more than %d elements (repetitions written out)", LLM_GRAMMAR_MAX_ELEMS);
-    if (grow((void **)&v->v, &v->cap, v->n + 1, sizeof(uint32_t)) != 0)
+    if (llm_grow((void **)&v->v, &v->cap, v->n + 1, sizeof(uint32_t)) != 0)
         return fail(ps, "out of memory");
     v->v[v->n++] = x;
     return 0;
@@ -129,7 +115,7 @@ static int64_t new_rule(parser *ps, const char *name, uint32_t len)
 {
     if (ps->n_rules >= (1u << 29))
         return fail(ps, "too many rules");
-    if (grow((void **)&ps->rules, &ps->cap_rules, ps->n_rules + 1, sizeof(prule)) != 0)
+    if (llm_grow((void **)&ps->rules, &ps->cap_rules, ps->n_rules + 1, sizeof(prule)) != 0)
         return fail(ps, "out of memory");
     prule *r = &ps->rules[ps->n_rules];
     memset(r, 0, sizeof(*r));
@@ -181,8 +167,8 @@ static int64_t make_set(parser *ps, uint32_t *r, uint32_t n, int negate)
         }
     }
     llm_grammar *g = ps->g;
-    if (grow((void **)&g->sets, &ps->cap_sets, g->n_sets + 1, sizeof(llm_grammar_set)) != 0 ||
-        grow((void **)&g->rng, &ps->cap_rng, 2 * (g->n_rng + m + 1), sizeof(uint32_t)) != 0)
+    if (llm_grow((void **)&g->sets, &ps->cap_sets, g->n_sets + 1, sizeof(llm_grammar_set)) != 0 ||
+        llm_grow((void **)&g->rng, &ps->cap_rng, 2 * (g->n_rng + m + 1), sizeof(uint32_t)) != 0)
         return fail(ps, "out of memory");
     llm_grammar_set *s = &g->sets[g->n_sets];
     memset(s, 0, sizeof(*s));
@@ -430,7 +416,7 @@ static int parse_sequence(parser *ps, uint32_t rule, int nest)
                     if (hi >= 0 && hi < lo)
                         hi = fail(ps, "a class range the wrong way round");
                 }
-                if (hi < 0 || grow((void **)&r, &cap, 2 * (nr + 1), sizeof(uint32_t)) != 0) {
+                if (hi < 0 || llm_grow((void **)&r, &cap, 2 * (nr + 1), sizeof(uint32_t)) != 0) {
                     free(r);
                     return fail(ps, "out of memory");
                 }

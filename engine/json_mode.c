@@ -2,6 +2,7 @@
 #include "json_mode.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -272,10 +273,15 @@ struct llm_json_vocab {
     uint32_t *info;  /* a token's first bytes, packed (I_*): one load decides most tokens */
     uint8_t  *cps;   /* a token's code points (255: that many or more) */
     int32_t  *cand;  /* llm_json_mask's scratch: tokens to feed */
-    int32_t  *sorted; /* the tokens with bytes, in byte order (a grammar's mask walks them so) */
+    /* the tokens with bytes in byte order (a grammar's mask walks them so), made when a grammar first asks
+     * (most engines never serve one): sort_state 0 not yet, 1 made, -1 no memory; sort_lock makes it once for
+     * the mask threads that share the vocabulary */
+    int32_t  *sorted;
     uint16_t *lcp;    /* bytes sorted[i] shares with sorted[i - 1] */
     int       n_sorted;
     uint32_t  maxlen;
+    int       sort_state;
+    pthread_mutex_t sort_lock;
 };
 
 static int cmp_bytes(const void *a, const void *b, void *ctx)
@@ -300,7 +306,7 @@ static int sort_tokens(llm_json_vocab *v)
             if (v->len[id] > v->maxlen)
                 v->maxlen = v->len[id];
         }
-    qsort_r(v->sorted, (size_t)v->n_sorted, sizeof(int32_t), cmp_bytes, v);
+    qsort_r(v->sorted, (size_t)v->n_sorted, sizeof(int32_t), cmp_bytes, v); /* (about 30 ms for 128K tokens) */
     for (int i = 0; i < v->n_sorted; i++) {
         uint32_t k = 0;
         if (i > 0) {
@@ -314,8 +320,19 @@ static int sort_tokens(llm_json_vocab *v)
     return 0;
 }
 
-int llm_json_vocab_sorted(const llm_json_vocab *v, const int32_t **ids, const uint16_t **lcp, uint32_t *maxlen)
+int llm_json_vocab_sorted(const llm_json_vocab *cv, const int32_t **ids, const uint16_t **lcp, uint32_t *maxlen)
 {
+    llm_json_vocab *v = (llm_json_vocab *)cv; /* (the order is made once, on first use) */
+    if (__atomic_load_n(&v->sort_state, __ATOMIC_ACQUIRE) == 0) {
+        pthread_mutex_lock(&v->sort_lock);
+        if (v->sort_state == 0) {
+            int st = sort_tokens(v) == 0 ? 1 : -1;
+            if (st < 0)
+                v->n_sorted = 0; /* no memory: no token is walked (the grammar's mask allows none) */
+            __atomic_store_n(&v->sort_state, st, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&v->sort_lock);
+    }
     *ids = v->sorted;
     *lcp = v->lcp;
     *maxlen = v->maxlen;
@@ -335,6 +352,7 @@ llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
         free(v);
         return NULL;
     }
+    pthread_mutex_init(&v->sort_lock, NULL);
     v->n = llm_tok_vocab_size(t);
     v->off = calloc((size_t)v->n + 1, sizeof(uint32_t));
     v->len = calloc((size_t)v->n + 1, sizeof(uint32_t));
@@ -382,10 +400,6 @@ llm_json_vocab *llm_json_vocab_new(const llm_tokenizer *t)
         v->info[id] = (uint8_t)p[0] | (uint32_t)(w < k ? (uint8_t)p[w] : 0) << 8 | (uint32_t)(w < 255 ? w : 255) << 16 |
                       plain | (w == k ? I_ALLWS : 0);
     }
-    if (sort_tokens(v) != 0) {
-        llm_json_vocab_free(v);
-        return NULL;
-    }
     return v;
 }
 
@@ -401,6 +415,7 @@ void llm_json_vocab_free(llm_json_vocab *v)
     free(v->cand);
     free(v->sorted);
     free(v->lcp);
+    pthread_mutex_destroy(&v->sort_lock);
     free(v);
 }
 

@@ -64,27 +64,13 @@ static int fail(compiler *c, const char *fmt, ...)
     return -1;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    uint32_t n = *cap ? *cap : 16;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, (size_t)n * elem);
-    if (q == NULL)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
 
 static int new_node(compiler *c, uint32_t *out)
 {
     llm_schema *sc = c->sc;
     if (sc->n_nodes >= LLM_SCHEMA_MAX_NODES)
         return fail(c, "schema: more than %d nodes", LLM_SCHEMA_MAX_NODES);
-    if (grow((void **)&sc->nodes, &sc->cap_nodes, sc->n_nodes + 1, sizeof(llm_schema_node)) != 0)
+    if (llm_grow((void **)&sc->nodes, &sc->cap_nodes, sc->n_nodes + 1, sizeof(llm_schema_node)) != 0)
         return fail(c, "schema: out of memory");
     memset(&sc->nodes[sc->n_nodes], 0, sizeof(llm_schema_node));
     sc->nodes[sc->n_nodes].max = -1;
@@ -192,7 +178,7 @@ static int const_node(compiler *c, uint32_t idx, const cJSON *const *vals, int n
         return fail(c, "schema: an enum with no value accepts nothing");
     if (n > LLM_SCHEMA_MAX_ENUM)
         return fail(c, "schema: an enum of more than %d values", LLM_SCHEMA_MAX_ENUM);
-    if (grow((void **)&sc->consts, &sc->cap_consts, sc->n_consts + (uint32_t)n, sizeof(llm_schema_text)) != 0)
+    if (llm_grow((void **)&sc->consts, &sc->cap_consts, sc->n_consts + (uint32_t)n, sizeof(llm_schema_text)) != 0)
         return fail(c, "schema: out of memory");
     uint32_t first = sc->n_consts;
     for (int i = 0; i < n; i++)
@@ -313,7 +299,7 @@ static int compile_object(compiler *c, const cJSON *js, uint32_t idx)
             free(kid);
             return -1;
         }
-    if (grow((void **)&sc->props, &sc->cap_props, sc->n_props + (uint32_t)n, sizeof(llm_schema_prop)) != 0) {
+    if (llm_grow((void **)&sc->props, &sc->cap_props, sc->n_props + (uint32_t)n, sizeof(llm_schema_prop)) != 0) {
         free(kid);
         return fail(c, "schema: out of memory");
     }
@@ -407,7 +393,7 @@ static int string_pattern(compiler *c, const cJSON *js, int has_length, int32_t 
     if (re == NULL)
         return fail(c, "schema: %s", why);
     llm_schema *sc = c->sc;
-    if (grow((void **)&sc->regexes, &sc->cap_regexes, sc->n_regexes + 1, sizeof(llm_regex *)) != 0) {
+    if (llm_grow((void **)&sc->regexes, &sc->cap_regexes, sc->n_regexes + 1, sizeof(llm_regex *)) != 0) {
         llm_regex_free(re);
         return fail(c, "schema: out of memory");
     }
@@ -446,7 +432,7 @@ static int compile_typed(compiler *c, const cJSON *js, const char *type, uint32_
             int i = 0, rc = kid == NULL ? fail(c, "schema: out of memory") : 0;
             for (const cJSON *p = prefix->child; p != NULL && rc == 0; p = p->next)
                 rc = compile_new(c, p, &kid[i++]);
-            if (rc == 0 && grow((void **)&c->sc->alts, &c->sc->cap_alts, c->sc->n_alts + (uint32_t)k, sizeof(uint32_t)) != 0)
+            if (rc == 0 && llm_grow((void **)&c->sc->alts, &c->sc->cap_alts, c->sc->n_alts + (uint32_t)k, sizeof(uint32_t)) != 0)
                 rc = fail(c, "schema: out of memory");
             if (rc == 0) {
                 first = c->sc->n_alts;
@@ -523,7 +509,7 @@ static int compile_anyof(compiler *c, const cJSON *list, const cJSON *typed_js, 
                 rc = compile_typed(c, typed_js, a->valuestring, kid[i]);
         }
     }
-    if (rc == 0 && grow((void **)&sc->alts, &sc->cap_alts, sc->n_alts + (uint32_t)n, sizeof(uint32_t)) != 0)
+    if (rc == 0 && llm_grow((void **)&sc->alts, &sc->cap_alts, sc->n_alts + (uint32_t)n, sizeof(uint32_t)) != 0)
         rc = fail(c, "schema: out of memory");
     if (rc == 0) {
         memcpy(sc->alts + sc->n_alts, kid, (size_t)n * sizeof(uint32_t));
@@ -585,7 +571,7 @@ static int compile_ref(compiler *c, const char *ref, uint32_t idx)
             target = c->memo[i].node;
     if (target == UINT32_MAX) {
         if (new_node(c, &target) != 0 ||
-            grow((void **)&c->memo, &c->cap_memo, c->n_memo + 1, sizeof(memo_entry)) != 0)
+            llm_grow((void **)&c->memo, &c->cap_memo, c->n_memo + 1, sizeof(memo_entry)) != 0)
             return c->err[0] ? -1 : fail(c, "schema: out of memory");
         c->memo[c->n_memo++] = (memo_entry){ t, target }; /* before compiling it: recursion ends here */
         if (compile_into(c, t, target) != 0)
@@ -752,7 +738,7 @@ llm_schema *llm_schema_compile(const cJSON *s, char *err, size_t cap)
     }
     c.sc->any_string = UINT32_MAX;
     int rc = new_node(&c, &c.sc->root);
-    if (rc == 0 && grow((void **)&c.memo, &c.cap_memo, 1, sizeof(memo_entry)) != 0)
+    if (rc == 0 && llm_grow((void **)&c.memo, &c.cap_memo, 1, sizeof(memo_entry)) != 0)
         rc = fail(&c, "schema: out of memory");
     if (rc == 0) {
         c.memo[c.n_memo++] = (memo_entry){ s, c.sc->root }; /* "$ref": "#" */
