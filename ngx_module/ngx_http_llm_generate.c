@@ -1020,7 +1020,8 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         ctx->typed = &ngx_http_llm_tg_typed;
         ctx->tb = &ctx->tg;
     } else if (ctx->q.api == LLM_API_LCPP) {
-        if (ngx_http_llm_lc_init(&ctx->lc, &ctx->resp, &ctx->q, max_tokens, (int32_t)ctx_len, ctx->n_prompt))
+        if (ngx_http_llm_lc_init(&ctx->lc, &ctx->resp, &ctx->q, max_tokens, (int32_t)ctx_len, ctx->n_prompt,
+                                 ctx->q.ids ? llm_tok_decode_ex(ctx->tok, ctx->q.ids, ctx->q.n_ids, 0) : NULL))
             return NGX_ERROR;
         ctx->lc.t0 = t_start;
         ctx->typed = &ngx_http_llm_lc_typed;

@@ -14,9 +14,10 @@ static uint64_t lc_now(void)
 }
 
 int ngx_http_llm_lc_init(ngx_http_llm_lc_t *lc, const ngx_http_llm_resp_t *resp, const llm_api_req *q, int max_tokens,
-                         int32_t n_ctx, uint32_t n_prompt)
+                         int32_t n_ctx, uint32_t n_prompt, char *prompt_text)
 {
     memset(lc, 0, sizeof *lc);
+    lc->prompt_text = prompt_text;
     lc->resp = resp;
     lc->q = q;
     lc->probs = q->logprobs && q->top_logprobs > 0;
@@ -25,7 +26,10 @@ int ngx_http_llm_lc_init(ngx_http_llm_lc_t *lc, const ngx_http_llm_resp_t *resp,
     lc->n_prompt = n_prompt;
     lc->t0 = lc_now();
     lc->ids = cJSON_CreateArray();
-    return lc->ids != NULL ? 0 : -1;
+    if (lc->ids != NULL) return 0;
+    free(lc->prompt_text);
+    lc->prompt_text = NULL;
+    return -1;
 }
 
 void ngx_http_llm_lc_first(ngx_http_llm_lc_t *lc)
@@ -37,6 +41,7 @@ static void lc_free(void *b)
 {
     ngx_http_llm_lc_t *lc = b;
     free(lc->text.data);
+    free(lc->prompt_text);
     cJSON_Delete(lc->ids);
     cJSON_Delete(lc->probs_all);
     memset(lc, 0, sizeof *lc);
@@ -184,7 +189,8 @@ static int lc_tail(ngx_http_llm_lc_t *lc, cJSON *o, const ngx_http_llm_end_t *en
     cJSON_AddNumberToObject(o, "tokens_evaluated", end->input);
     cJSON_AddItemToObject(o, "generation_settings", g);
     g = NULL;
-    prompt = lc->q->prompt ? ngx_http_llm_clean_string(lc->q->prompt, lc->q->prompt_len) : cJSON_CreateString("");
+    prompt = lc->q->prompt ? ngx_http_llm_clean_string(lc->q->prompt, lc->q->prompt_len)
+           : ngx_http_llm_clean_string(lc->prompt_text, lc->prompt_text ? strlen(lc->prompt_text) : 0);
     if (prompt == NULL) goto oom;
     cJSON_AddItemToObject(o, "prompt", prompt);
     cJSON_AddBoolToObject(o, "has_new_line", lc->text.len > 0 && memchr(lc->text.data, '\n', lc->text.len) != NULL);

@@ -21,6 +21,7 @@ typedef struct {
     int          max_tokens;  /* n_predict as served */
     int32_t      n_ctx;
     uint32_t     n_prompt;    /* the prompt's tokens (tokens_evaluated) */
+    char        *prompt_text; /* a prompt of token ids as text (malloc'd; taken at init), or NULL */
     ngx_http_llm_text_t text; /* the content so far */
     cJSON       *ids;         /* the generated ids (return_tokens, or the stream's count) */
     cJSON       *probs_all;   /* the whole answer: completion_probabilities */
@@ -30,7 +31,7 @@ typedef struct {
 
 /* 0, or -1 out of memory. */
 int  ngx_http_llm_lc_init(ngx_http_llm_lc_t *lc, const ngx_http_llm_resp_t *resp, const llm_api_req *q, int max_tokens,
-                          int32_t n_ctx, uint32_t n_prompt);
+                          int32_t n_ctx, uint32_t n_prompt, char *prompt_text);
 /* The first token came (the prompt's time ends). */
 void ngx_http_llm_lc_first(ngx_http_llm_lc_t *lc);
 

@@ -97,7 +97,7 @@ POST /completions
 {"prompt": [1, 403, 407, 261, 378], "n_predict": -1, "temperature": 0}
 --- error_code: 200
 --- response_body_like eval
-qr/^\{"index":0,"content":", there was","tokens":\[\],.*"tokens_predicted":3,"tokens_evaluated":5,.*"stop_type":"limit"/
+qr/^\{"index":0,"content":", there was","tokens":\[\],.*"tokens_predicted":3,"tokens_evaluated":5,.*"prompt":"<s>Once upon a time",.*"stop_type":"limit"/
 
 === TEST 6: /v1/completions stays OpenAI's
 --- main_config

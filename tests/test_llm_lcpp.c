@@ -177,7 +177,7 @@ static void test_output(void)
     ngx_http_llm_lc_t lc;
     ngx_http_llm_end_t end = { "stop", "END", 5, 2, 1, 0 };
 
-    is_int(ngx_http_llm_lc_init(&lc, &resp, &q, 16, 512, 5), 0, "builder ready");
+    is_int(ngx_http_llm_lc_init(&lc, &resp, &q, 16, 512, 5, NULL), 0, "builder ready");
     cJSON *ev = cJSON_CreateArray(), *whole = NULL;
     int rc = ty->begin(&lc, ev);
     rc |= ty->text(&lc, ev, 0, " there", 6, tok(383, " there", -0.5));
@@ -209,7 +209,7 @@ static void test_output(void)
     q.top_logprobs = 1;
     q.has_seed = 1;
     q.seed = 9;
-    ngx_http_llm_lc_init(&lc, &resp, &q, 16, 512, 5);
+    ngx_http_llm_lc_init(&lc, &resp, &q, 16, 512, 5, NULL);
     cJSON *toks = cJSON_CreateArray(), *t1 = tok(13, "\n", -0.1), *top = cJSON_AddArrayToObject(t1, "top_tokens");
     cJSON_AddItemToArray(top, tok(13, "\n", -0.1));
     cJSON_AddItemToArray(toks, t1);
@@ -229,7 +229,7 @@ static void test_output(void)
     /* the end token: stop_type eos; without return_tokens no ids */
     q.lcpp_tokens = 0;
     q.logprobs = 0;
-    ngx_http_llm_lc_init(&lc, &resp, &q, 16, 512, 5);
+    ngx_http_llm_lc_init(&lc, &resp, &q, 16, 512, 5, NULL);
     end = (ngx_http_llm_end_t){ "stop", NULL, 5, 3, 0, 0 };
     rc = ty->text(&lc, NULL, 0, "Hi.", 3, NULL);
     rc |= ty->end(&lc, NULL, &end, &whole);
@@ -237,6 +237,14 @@ static void test_output(void)
        cJSON_GetArraySize(cJSON_GetObjectItem(whole, "tokens")) == 0 && !cJSON_GetObjectItem(whole, "completion_probabilities") &&
        cJSON_GetObjectItem(cJSON_GetObjectItem(whole, "generation_settings"), "seed")->valuedouble == 9,
        "stop_type eos; no ids unless asked; the request's seed in the settings");
+    cJSON_Delete(whole);
+    ty->free(&lc);
+
+    /* a prompt of token ids: its text as the caller decoded it */
+    q.prompt = NULL;
+    ngx_http_llm_lc_init(&lc, &resp, &q, 16, 512, 2, strdup("<s> Hi"));
+    rc = ty->end(&lc, NULL, &end, &whole);
+    ok(rc == 0 && !strcmp(cJSON_GetObjectItem(whole, "prompt")->valuestring, "<s> Hi"), "token ids: the prompt's text");
     cJSON_Delete(whole);
     ty->free(&lc);
 
