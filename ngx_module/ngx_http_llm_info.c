@@ -477,3 +477,40 @@ ngx_int_t ngx_http_llm_tgi_info(ngx_http_request_t *r)
     cJSON_AddNullToObject(o, "docker_label");
     return ngx_http_llm_send_cjson(r, 200, o);
 }
+
+/* llama.cpp server's GET /props: the defaults a request gets here (this server's, not llama.cpp's), the slots,
+ * the model file and its chat template, as llama.cpp's web UI and clients read them. */
+ngx_int_t ngx_http_llm_lcpp_props(ngx_http_request_t *r)
+{
+    ngx_http_llm_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_llm_module);
+    llm_api_err e;
+    ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+    if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) return ngx_http_llm_send_error(r, &e);
+    const llm_shm_map *m = llm_client_map(eng->client);
+    ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
+    const char *tmpl = lcf->tok ? llm_tok_chat_template(lcf->tok->tok) : NULL;
+    char *path = lcf->tok ? ngx_http_llm_cstr(r, &lcf->tok->path) : NULL;
+    cJSON *o = cJSON_CreateObject(), *d = cJSON_AddObjectToObject(o, "default_generation_settings");
+    cJSON *p = d ? cJSON_AddObjectToObject(d, "params") : NULL, *mod = cJSON_AddObjectToObject(o, "modalities");
+    if (p == NULL || mod == NULL) { cJSON_Delete(o); return NGX_HTTP_INTERNAL_SERVER_ERROR; }
+    cJSON_AddNumberToObject(d, "n_ctx", m->hdr->model.ctx_len);
+    cJSON_AddNumberToObject(p, "n_predict", (double)dflt);
+    cJSON_AddNumberToObject(p, "seed", 4294967295.0);
+    cJSON_AddNumberToObject(p, "temperature", 1);
+    cJSON_AddNumberToObject(p, "top_k", 0);
+    cJSON_AddNumberToObject(p, "top_p", 1);
+    cJSON_AddNumberToObject(p, "min_p", 0);
+    cJSON_AddNumberToObject(p, "typical_p", 1);
+    cJSON_AddNumberToObject(p, "repeat_penalty", 1);
+    cJSON_AddNumberToObject(p, "repeat_last_n", -1);
+    cJSON_AddNumberToObject(p, "presence_penalty", 0);
+    cJSON_AddNumberToObject(p, "frequency_penalty", 0);
+    cJSON_AddNumberToObject(p, "n_probs", 0);
+    cJSON_AddNumberToObject(o, "total_slots", m->hdr->caps.n_slots);
+    cJSON_AddStringToObject(o, "model_path", path ? path : "");
+    cJSON_AddStringToObject(o, "chat_template", tmpl ? tmpl : "");
+    cJSON_AddFalseToObject(mod, "vision");
+    cJSON_AddFalseToObject(mod, "audio");
+    cJSON_AddStringToObject(o, "build_info", "ngx_llm");
+    return ngx_http_llm_send_cjson(r, 200, o);
+}

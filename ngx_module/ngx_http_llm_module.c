@@ -353,7 +353,7 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         { "ollama_show", NGX_LLM_OLLAMA_SHOW }, { "ollama_version", NGX_LLM_OLLAMA_VERSION },
         { "tgi", NGX_LLM_TGI }, { "tgi_generate", NGX_LLM_TGI_GENERATE },
         { "tgi_generate_stream", NGX_LLM_TGI_STREAM }, { "tgi_info", NGX_LLM_TGI_INFO },
-        { "llamacpp_completion", NGX_LLM_LCPP_COMPLETION },
+        { "llamacpp_completion", NGX_LLM_LCPP_COMPLETION }, { "llamacpp_props", NGX_LLM_LCPP_PROPS },
     };
     ngx_str_t *v = cf->args->elts;
     if (cf->args->nelts == 1) return ngx_http_llm_set_handler(cf, conf, NGX_LLM_AUTO);
@@ -363,7 +363,7 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_api \"%V\": expected auto, completions, chat, responses, "
                        "messages, count_tokens, embeddings, rerank, models, tokenize, detokenize, health, metrics, "
                        "ollama_chat, ollama_generate, ollama_embed, ollama_embeddings, ollama_tags, ollama_ps, ollama_show, "
-                       "ollama_version, tgi, tgi_generate, tgi_generate_stream, tgi_info or llamacpp_completion",
+                       "ollama_version, tgi, tgi_generate, tgi_generate_stream, tgi_info, llamacpp_completion or llamacpp_props",
                        &v[1]);
     return NGX_CONF_ERROR;
 }
@@ -557,6 +557,7 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
         { "/generate", NGX_LLM_TGI_GENERATE }, { "/generate_stream", NGX_LLM_TGI_STREAM }, { "/info", NGX_LLM_TGI_INFO },
         /* llama.cpp's own (after /v1/completions and /v1/chat/completions, which end the same way) */
         { "/completion", NGX_LLM_LCPP_COMPLETION }, { "/completions", NGX_LLM_LCPP_COMPLETION },
+        { "/props", NGX_LLM_LCPP_PROPS },
     };
     ngx_str_t *u = &r->uri;
     size_t len = u->len;
@@ -749,6 +750,7 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     case NGX_LLM_OLLAMA_PS:
     case NGX_LLM_OLLAMA_VERSION:
     case NGX_LLM_TGI_INFO:
+    case NGX_LLM_LCPP_PROPS:
     case NGX_LLM_ROOT:
         if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) return ngx_http_llm_method_not_allowed(r, "GET, HEAD");
         if (ngx_http_discard_request_body(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -756,7 +758,7 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
              : h == NGX_LLM_HEALTH ? ngx_http_llm_health(r) : h == NGX_LLM_METRICS ? ngx_http_llm_metrics(r)
              : h == NGX_LLM_OLLAMA_TAGS || h == NGX_LLM_OLLAMA_PS ? ngx_http_llm_ollama_tags(r, h == NGX_LLM_OLLAMA_PS)
              : h == NGX_LLM_OLLAMA_VERSION ? ngx_http_llm_ollama_version(r)
-             : h == NGX_LLM_TGI_INFO ? ngx_http_llm_tgi_info(r)
+             : h == NGX_LLM_TGI_INFO ? ngx_http_llm_tgi_info(r) : h == NGX_LLM_LCPP_PROPS ? ngx_http_llm_lcpp_props(r)
              : ngx_http_llm_send_text(r, 200, "text/plain", (u_char *)"ngx_llm is running\n", 19);
     default:
         break;

@@ -46,6 +46,7 @@ enum {
     NGX_LLM_TGI_STREAM,       /* POST /generate_stream */
     NGX_LLM_TGI_INFO,         /* GET /info: the model and the server's limits */
     NGX_LLM_LCPP_COMPLETION,  /* llama.cpp server's own POST /completion (and /completions) */
+    NGX_LLM_LCPP_PROPS,       /* its GET /props: the defaults, the slots, the model file and chat template */
     NGX_LLM_N_HANDLERS
 };
 
@@ -246,6 +247,8 @@ ngx_int_t ngx_http_llm_ollama_show(ngx_http_request_t *r, const char *name);
 ngx_int_t ngx_http_llm_ollama_version(ngx_http_request_t *r);
 /* TGI's GET /info (ngx_http_llm_info.c). */
 ngx_int_t ngx_http_llm_tgi_info(ngx_http_request_t *r);
+/* llama.cpp server's GET /props (ngx_http_llm_info.c). */
+ngx_int_t ngx_http_llm_lcpp_props(ngx_http_request_t *r);
 /* POST /api/show with its body; /api/generate without a prompt (Ollama's call that loads the model). */
 ngx_int_t ngx_http_llm_ollama_show_body(ngx_http_request_t *r, const char *body, size_t len);
 ngx_int_t ngx_http_llm_ollama_load(ngx_http_request_t *r, const llm_api_req *q);

@@ -251,3 +251,20 @@ POST /c
 --- error_code: 200
 --- response_body_like eval
 qr/^\{"index":0,"content":", there was",/
+
+=== TEST 15: GET /props: this server's defaults, the context, the slots, the model file
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+    llm_default_max_tokens 40;
+}
+--- request
+GET /props
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"default_generation_settings":\{"params":\{"n_predict":40,"seed":4294967295,"temperature":1,.*\},"n_ctx":\d+\},"modalities":\{"vision":false,"audio":false\},"total_slots":\d+,"model_path":"[^"]*stories260K[^"]*","chat_template":"[^"]*","build_info":"ngx_llm"\}$/
