@@ -66,6 +66,7 @@ llm_tokenizer *tok_new(llm_tok_kind kind, int n_vocab)
     t->type = malloc((size_t)n_vocab);
     t->bos = t->eos = t->unk = -1;
     t->fim[0] = t->fim[1] = t->fim[2] = -1;
+    t->fim_repo[0] = t->fim_repo[1] = -1;
     t->add_space_prefix = 1;
     t->wpm_lower = t->wpm_strip = 1;
     if (t->text_off == NULL || t->text_len == NULL || t->raw_off == NULL || t->raw_len == NULL || t->score == NULL ||
@@ -451,6 +452,105 @@ int llm_tok_encode_fim(const llm_tokenizer *t, const char *prefix, size_t plen, 
     free(s);
     return n;
 }
+int llm_tok_fim_repo_ids(const llm_tokenizer *t, int32_t ids[2])
+{
+    static const char *const names[][2] = { { "<|repo_name|>", "<|file_sep|>" }, { "<repo_name>", "<file_sep>" } };
+    if (t->fim_repo[0] >= 0 && t->fim_repo[1] >= 0) {
+        memcpy(ids, t->fim_repo, 2 * sizeof(int32_t));
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+        ids[0] = llm_tok_find(t, names[k][0]);
+        ids[1] = llm_tok_find(t, names[k][1]);
+        if (ids[0] >= 0 && ids[1] >= 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* A growing list of ids: one id, or a text's. 0, or -1 out of memory. */
+typedef struct { int32_t *v; size_t n, cap; } id_list;
+
+static int ids_reserve(id_list *l, size_t more)
+{
+    if (l->n + more <= l->cap)
+        return 0;
+    size_t c = l->cap ? l->cap : 64;
+    while (c < l->n + more)
+        c *= 2;
+    int32_t *v = realloc(l->v, c * sizeof(int32_t));
+    if (v == NULL)
+        return -1;
+    l->v = v;
+    l->cap = c;
+    return 0;
+}
+
+static int ids_push(id_list *l, int32_t id)
+{
+    if (ids_reserve(l, 1) != 0)
+        return -1;
+    l->v[l->n++] = id;
+    return 0;
+}
+
+/* text (and, when `nl`, a newline after it) encoded without BOS. */
+static int ids_text(id_list *l, const llm_tokenizer *t, const char *s, size_t len, int nl)
+{
+    char *buf = NULL;
+    if (nl) {
+        if ((buf = malloc(len + 1)) == NULL)
+            return -1;
+        memcpy(buf, s, len);
+        buf[len++] = '\n';
+        s = buf;
+    }
+    int32_t *p = NULL;
+    int k = llm_tok_encode(t, s, len, 0, &p);
+    free(buf);
+    if (k < 0 || ids_reserve(l, (size_t)k) != 0) {
+        free(p);
+        return -1;
+    }
+    if (k > 0)
+        memcpy(l->v + l->n, p, (size_t)k * sizeof(int32_t));
+    l->n += (size_t)k;
+    free(p);
+    return 0;
+}
+
+int llm_tok_encode_infill(const llm_tokenizer *t, const char *prefix, size_t plen, const char *suffix, size_t slen,
+                          const char *middle, size_t mlen, const llm_tok_file *files, int n_files, int32_t **out)
+{
+    int32_t fim[3], repo[2];
+    *out = NULL;
+    if (llm_tok_fim_ids(t, fim) != 0 || n_files < 0)
+        return -1;
+    int has_repo = llm_tok_fim_repo_ids(t, repo) == 0, bad = 0;
+    id_list l = { NULL, 0, 0 };
+    if (t->add_bos && t->bos >= 0)
+        bad |= ids_push(&l, t->bos);
+    if (has_repo)
+        bad |= ids_push(&l, repo[0]) || ids_text(&l, t, "myproject", 9, 1);
+    for (int i = 0; i < n_files && !bad; i++) {
+        if (has_repo)
+            bad |= ids_push(&l, repo[1]) || ids_text(&l, t, files[i].name, files[i].name_len, 1);
+        if (!bad)
+            bad |= ids_text(&l, t, files[i].text, files[i].text_len, 0);
+    }
+    if (has_repo && !bad)
+        bad |= ids_push(&l, repo[1]) || ids_text(&l, t, "filename", 8, 1);
+    if (!bad)
+        bad |= ids_push(&l, fim[0]) || ids_text(&l, t, prefix, plen, 0) || ids_push(&l, fim[1]) ||
+               ids_text(&l, t, suffix, slen, 0) || ids_push(&l, fim[2]) || ids_text(&l, t, middle, mlen, 0);
+    if (bad || l.n > INT32_MAX) {
+        free(l.v);
+        return -1;
+    }
+    *out = l.v;
+    return (int)l.n;
+}
+
 void llm_tok_set_add_eos(llm_tokenizer *t, int on) { t->add_eos = on != 0; }
 void llm_tok_set_bos_eos(llm_tokenizer *t, int bos, int eos)
 {

@@ -51,6 +51,19 @@ int   llm_tok_fim_ids(const llm_tokenizer *t, int32_t ids[3]);
  * (no FIM tokens, out of memory). */
 int   llm_tok_encode_fim(const llm_tokenizer *t, const char *prefix, size_t plen, const char *suffix, size_t slen,
                          int32_t **out);
+/* The repository-level fill-in-the-middle ids, repository name and file separator, from the metadata
+ * (tokenizer.ggml.fim_rep_token_id / fim_sep_token_id), else by their text (<|repo_name|> <|file_sep|> as
+ * Qwen 2.5-Coder, <repo_name> <file_sep> as StarCoder 2). 0 when the model has both. (addition) */
+int   llm_tok_fim_repo_ids(const llm_tokenizer *t, int32_t ids[2]);
+/* A file beside the one being completed (llama.cpp's input_extra). */
+typedef struct { const char *name, *text; size_t name_len, text_len; } llm_tok_file;
+/* Fill in the middle with other files as context (llama.cpp server's /infill): [BOS where it asks], the files
+ * (with the repository tokens: <repo> "myproject\n", then <sep> name "\n" text for each file and <sep>
+ * "filename\n" for the one completed; without them, the files' texts one after another), then <prefix id> prefix
+ * <suffix id> suffix <middle id> middle (the middle is text the completion continues). The count (ids
+ * malloc'd), or -1 (no FIM tokens, out of memory). (addition) */
+int   llm_tok_encode_infill(const llm_tokenizer *t, const char *prefix, size_t plen, const char *suffix, size_t slen,
+                            const char *middle, size_t mlen, const llm_tok_file *files, int n_files, int32_t **out);
 /* Chat template text from the model's metadata (tokenizer.chat_template / tokenizer_config.json), or NULL. */
 const char *llm_tok_chat_template(const llm_tokenizer *t);
 

@@ -168,6 +168,12 @@ llm_tokenizer *llm_tok_load_gguf(const struct gguf_ctx *g, llm_err *err)
             if (t->fim[i] < 0 && gguf_get_i64(g, fim_keys[k][i], &id) == 0 && id >= 0 && id < n)
                 t->fim[i] = (int32_t)id;
         }
+    static const char *const repo_keys[2] = { "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id" };
+    for (int i = 0; i < 2; i++) {
+        int64_t id;
+        if (gguf_get_i64(g, repo_keys[i], &id) == 0 && id >= 0 && id < n)
+            t->fim_repo[i] = (int32_t)id;
+    }
     t->add_eos = gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &flag) == 0 ? flag
                                                                                : kind == LLM_TOK_WPM || kind == LLM_TOK_UGM;
     t->add_space_prefix = gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &flag) == 0 ? flag : 1;

@@ -51,6 +51,7 @@ struct llm_tokenizer {
     int      add_eos;         /* metadata says EOS belongs at the end (embedding models: Qwen3-Embedding) */
     int      add_space_prefix; /* SPM dummy prefix */
     int32_t  fim[3];          /* fill-in-the-middle prefix / suffix / middle ids from the metadata, or -1 */
+    int32_t  fim_repo[2];     /* repository-level FIM: repository name and file separator ids, or -1 */
     char    *chat_template;
     /* byte-level BPE */
     tok_mergemap merges;

@@ -1016,16 +1016,17 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
         const cJSON *o = llm_api_field(r->body, "options");
         const cJSON *np = cJSON_IsObject(o) ? llm_api_field(o, "num_predict") : NULL;
         r->max_tokens_all = cJSON_IsNumber(np) && np->valuedouble < 0;
-    } else if (LLM_API_TOKENWISE(kind)) { /* TGI's, llama.cpp's /completion: completions */
-        cJSON *b = kind == LLM_API_LCPP ? llm_lcpp_to_body(root, r, e) : llm_tgi_to_body(root, kind, r, e);
+    } else if (LLM_API_TOKENWISE(kind)) { /* TGI's, llama.cpp's /completion and /infill: completions */
+        int lcpp = kind == LLM_API_LCPP || kind == LLM_API_LCPP_INFILL;
+        cJSON *b = lcpp ? llm_lcpp_to_body(root, kind == LLM_API_LCPP_INFILL, r, e) : llm_tgi_to_body(root, kind, r, e);
         if (b == NULL) {
-            if (kind == LLM_API_LCPP) llm_lcpp_param(e);
+            if (lcpp) llm_lcpp_param(e);
             else llm_tgi_param(e);
             return -1;
         }
         r->body = root;
         r->root = root = b;
-        r->api = kind;
+        r->api = lcpp ? LLM_API_LCPP : kind;
         r->kind = kind = LLM_API_COMPLETIONS;
         r->model = NULL; /* TGI's and llama.cpp's servers serve one model and read no name (their clients may send
                           * their own); with llm_models a name one of them answers to still routes the request */
@@ -1059,6 +1060,7 @@ int llm_api_parse_with_history(llm_api_kind kind, const char *body, size_t len, 
     case LLM_API_TGI_GENERATE:
     case LLM_API_TGI_STREAM:
     case LLM_API_LCPP:
+    case LLM_API_LCPP_INFILL:
         break; /* parsed as LLM_API_CHAT (or COMPLETIONS, EMBEDDINGS) */
     case LLM_API_TOKENIZE: {
         /* vLLM's shape: {"prompt": "..."} or {"messages": [...]}, plus add_special_tokens. */

@@ -39,11 +39,13 @@ typedef enum {
     LLM_API_TGI_STREAM   = 15, /* POST /generate_stream: the same, streamed */
     LLM_API_LCPP         = 16, /* POST /completion (llama.cpp server's own): as the completions body it means
                                 * (llm_lcpp.h) */
+    LLM_API_LCPP_INFILL  = 17, /* POST /infill (its code completion): the same, the prompt made of the files,
+                                * prefix, suffix and middle (the request's api is then LLM_API_LCPP, infill 1) */
 } llm_api_kind;
 
 #define LLM_API_IS_TGI(api) ((api) >= LLM_API_TGI && (api) <= LLM_API_TGI_STREAM)
 /* APIs whose answers go token by token, each with its id and logprob (TGI's, llama.cpp's /completion) */
-#define LLM_API_TOKENWISE(api) (LLM_API_IS_TGI(api) || (api) == LLM_API_LCPP)
+#define LLM_API_TOKENWISE(api) (LLM_API_IS_TGI(api) || (api) == LLM_API_LCPP || (api) == LLM_API_LCPP_INFILL)
 
 #define LLM_API_MAX_INPUTS 2048 /* embeddings: inputs in one request (OpenAI's limit) */
 #define LLM_API_MAX_DOCUMENTS 1024 /* rerank: documents in one request */
@@ -165,6 +167,14 @@ typedef struct {
     /* llama.cpp's /completion (llm_lcpp.h) */
     int          lcpp_tokens; /* return_tokens: the answer lists the generated ids */
     int          penalty_last_n; /* repeat_last_n: the penalties' window, N tokens (0: the whole context) */
+    int          n_indent;    /* a line after the first indented less than this ends the answer (0: off) */
+    int          t_max_predict_ms; /* once a newline is out, the answer ends after this long since its first
+                                    * token (0: off) */
+    const cJSON *response_fields; /* the answer's fields kept ("a/b": b of a, under that name), or NULL: all */
+    int          infill;      /* /infill: the prompt is made of the files, prefix, suffix and middle (prompt) */
+    const char  *infill_prefix, *infill_suffix;
+    size_t       infill_prefix_len, infill_suffix_len;
+    const cJSON *infill_extra; /* input_extra: [{"filename", "text"}, ...] (in body), or NULL */
     /* logit_bias: {"<token id>": bias}, in the body's order (a repeated id: the last one counts) */
     int32_t     *bias_ids;    /* malloc'd; ids not yet checked against the vocabulary */
     float       *bias;        /* malloc'd */

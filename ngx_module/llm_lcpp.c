@@ -61,9 +61,7 @@ static int l_bias(cJSON *out, const cJSON *b, llm_api_err *e)
 /* What llama.cpp has and this server does not do: refused unless neutral. */
 static int l_unsupported(const cJSON *b, llm_api_err *e)
 {
-    static const char *const zero[] = {
-        "mirostat", "dry_multiplier", "xtc_probability", "dynatemp_range", "n_indent", "t_max_predict_ms",
-    };
+    static const char *const zero[] = { "mirostat", "dry_multiplier", "xtc_probability", "dynatemp_range" };
     const cJSON *v;
     for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
         if ((v = llm_api_field(b, zero[i])) != NULL && !(cJSON_IsNumber(v) && v->valuedouble == 0)) {
@@ -80,12 +78,79 @@ static int l_unsupported(const cJSON *b, llm_api_err *e)
     if ((v = llm_api_field(b, "lora")) != NULL && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))
         return l_bad(e, "lora", "unsupported_parameter", "'lora' is not supported per request (the engine applies its "
                      "--lora adapter to every request)");
-    if ((v = llm_api_field(b, "response_fields")) != NULL && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))
-        return l_bad(e, "response_fields", "unsupported_parameter", "'response_fields' is not supported");
     return 0;
 }
 
-cJSON *llm_lcpp_to_body(const cJSON *body, llm_api_req *r, llm_api_err *e)
+/* A whole number from 0 to hi, or absent (*out 0). */
+static int l_count(const cJSON *b, const char *name, double hi, int *out, llm_api_err *e)
+{
+    const cJSON *v = llm_api_field(b, name);
+    *out = 0;
+    if (v == NULL) return 0;
+    if (!llm_cb_whole(v) || v->valuedouble < 0 || v->valuedouble > hi) {
+        llm_api_seterr(e, 400, name, "invalid_value", "'%s' must be a whole number from 0 to %.0f", name, hi);
+        return -1;
+    }
+    *out = (int)v->valuedouble;
+    return 0;
+}
+
+/* What the editors' code completion (llama.vim, llama.vscode) sends: n_indent, t_max_predict_ms, t_max_prompt_ms
+ * (accepted), response_fields. */
+static int l_editor(const cJSON *b, llm_api_req *r, llm_api_err *e)
+{
+    int ignored;
+    if (l_count(b, "n_indent", 1e6, &r->n_indent, e) || l_count(b, "t_max_predict_ms", 864e5, &r->t_max_predict_ms, e) ||
+        l_count(b, "t_max_prompt_ms", 864e5, &ignored, e))
+        return -1;
+    const cJSON *f = llm_api_field(b, "response_fields"), *x;
+    r->response_fields = NULL;
+    if (f == NULL) return 0;
+    int ok = cJSON_IsArray(f) && cJSON_GetArraySize(f) <= 256;
+    cJSON_ArrayForEach(x, f) ok &= cJSON_IsString(x);
+    if (!ok)
+        return l_bad(e, "response_fields", "invalid_value", "'response_fields' must be a list of field names (at most "
+                     "256; \"a/b\": b of a)");
+    r->response_fields = f;
+    return 0;
+}
+
+/* /infill: input_prefix, input_suffix (strings), input_extra ([{"filename", "text"}]), prompt (a string: after the
+ * middle token). */
+static int l_infill(cJSON *out, const cJSON *b, llm_api_req *r, llm_api_err *e)
+{
+    static const char *const names[2] = { "input_prefix", "input_suffix" };
+    const char **part[2] = { &r->infill_prefix, &r->infill_suffix };
+    size_t *len[2] = { &r->infill_prefix_len, &r->infill_suffix_len };
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = llm_api_field(b, names[i]);
+        if (v != NULL && !cJSON_IsString(v)) {
+            llm_api_seterr(e, 400, names[i], "invalid_type", "'%s' must be a string", names[i]);
+            return -1;
+        }
+        *part[i] = v ? v->valuestring : "";
+        *len[i] = strlen(*part[i]);
+    }
+    const cJSON *x = llm_api_field(b, "input_extra"), *c;
+    if (x != NULL) {
+        int ok = cJSON_IsArray(x) && cJSON_GetArraySize(x) <= 4096;
+        cJSON_ArrayForEach(c, x) {
+            const cJSON *fn = llm_api_field(c, "filename");
+            ok &= cJSON_IsObject(c) && cJSON_IsString(llm_api_field(c, "text")) && (fn == NULL || cJSON_IsString(fn));
+        }
+        if (!ok)
+            return l_bad(e, "input_extra", "invalid_value", "'input_extra' must be a list of {\"filename\": string, "
+                         "\"text\": string} (at most 4096)");
+    }
+    r->infill_extra = x;
+    r->infill = 1;
+    const cJSON *p = llm_api_field(b, "prompt");
+    if (p != NULL && !cJSON_IsString(p))
+        return l_bad(e, "prompt", "invalid_type", "'prompt' must be a string (the text after the middle token)");
+    return cJSON_AddStringToObject(out, "prompt", p ? p->valuestring : "") ? 0 : llm_cb_oom(e);
+}
+
+cJSON *llm_lcpp_to_body(const cJSON *body, int infill, llm_api_req *r, llm_api_err *e)
 {
     static const struct { const char *name, *as; } same[] = {
         { "temperature", "temperature" }, { "top_p", "top_p" }, { "min_p", "min_p" }, { "typical_p", "typical_p" },
@@ -97,8 +162,8 @@ cJSON *llm_lcpp_to_body(const cJSON *body, llm_api_req *r, llm_api_err *e)
     const cJSON *v;
     cJSON *out = cJSON_CreateObject();
     if (out == NULL) { llm_cb_oom(e); return NULL; }
-    if (l_prompt(out, llm_api_field(body, "prompt"), e) || l_unsupported(body, e) ||
-        l_bias(out, llm_api_field(body, "logit_bias"), e))
+    if ((infill ? l_infill(out, body, r, e) : l_prompt(out, llm_api_field(body, "prompt"), e)) ||
+        l_unsupported(body, e) || l_editor(body, r, e) || l_bias(out, llm_api_field(body, "logit_bias"), e))
         goto fail;
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
         if (llm_cb_put_copy(out, same[i].as, llm_api_field(body, same[i].name), e)) goto fail;

@@ -39,6 +39,9 @@ typedef struct {
     llm_think        think;       /* a reasoning model's answer: where it is in <think> */
     ngx_http_llm_text_t reasoning; /* its reasoning (non-streaming) */
     uint32_t         n_reasoning; /* tokens of it (the Responses API's usage counts them) */
+    /* llama.cpp's n_indent: from a newline on, text is held (ind) until its line shows its indentation */
+    ngx_http_llm_text_t ind;
+    unsigned         ind_hold:1, seen_nl:1; /* holding; a newline went out or is held (t_max_predict_ms) */
 } ngx_http_llm_seq_t;
 
 typedef struct {
@@ -111,6 +114,7 @@ static void ngx_http_llm_cleanup(void *data)
         llm_stop_free(&s->stop);
         free(s->text.data);
         free(s->reasoning.data);
+        free(s->ind.data);
         cJSON_Delete(s->lp);
         for (int k = 0; k < s->n_calls; k++) {
             free((char *)s->calls[k].name);
@@ -479,6 +483,78 @@ static int ngx_http_llm_tool_end(ngx_http_llm_ctx_t *ctx, int i)
                  : ngx_http_llm_stream_text(ctx, i, rest, s->text.len - s->sent, NULL);
 }
 
+/* llama.cpp's n_indent over text t of choice i: what goes out now is appended to o; 1 when a line after the
+ * first is indented less than n_indent, the answer then ending before its first character (its newline and
+ * indentation out, as llama.cpp cuts it); 0 otherwise; -1 out of memory. end: the answer is over (what is held
+ * goes out). */
+static int ngx_http_llm_indent(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *s, const char *t, size_t len, int end,
+                               ngx_http_llm_text_t *o)
+{
+    for (size_t k = 0; k < len; k++) {
+        char c = t[k];
+        if (c == '\n') s->seen_nl = 1;
+        if (!s->ind_hold) {
+            if (c == '\n') { /* a line starts: held from its newline */
+                s->ind_hold = 1;
+                s->ind.len = 0;
+                if (ngx_http_llm_text_append(&s->ind, t + k, 1)) return -1;
+            } else if (ngx_http_llm_text_append(o, t + k, 1)) {
+                return -1;
+            }
+            continue;
+        }
+        if (c == '\n') { /* a blank line: out, and the next one held */
+            if (ngx_http_llm_text_append(o, s->ind.data, s->ind.len)) return -1;
+            s->ind.len = 0;
+            if (ngx_http_llm_text_append(&s->ind, t + k, 1)) return -1;
+            continue;
+        }
+        if (c == ' ' || c == '\t') {
+            if (ngx_http_llm_text_append(&s->ind, t + k, 1)) return -1;
+            continue;
+        }
+        /* the line's first character: its indentation is what is held after the newline */
+        s->ind_hold = 0;
+        if (ngx_http_llm_text_append(o, s->ind.data, s->ind.len)) return -1;
+        if ((int)s->ind.len - 1 < ctx->q.n_indent) return 1;
+        if (ngx_http_llm_text_append(o, t + k, 1)) return -1;
+    }
+    if (end && s->ind_hold) {
+        s->ind_hold = 0;
+        if (ngx_http_llm_text_append(o, s->ind.data, s->ind.len)) return -1;
+    }
+    return 0;
+}
+
+/* Ends choice i where llama.cpp's n_indent or t_max_predict_ms says (finish "length", its stop_type limit). */
+static int ngx_http_llm_cut(ngx_http_llm_ctx_t *ctx, int i)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[i];
+    s->finish = "length";
+    s->done = 1;
+    ctx->n_done++;
+    llm_client_release(ctx->eng->client, s->h); /* cancels the rest of the generation */
+    s->started = 0;
+    return 0;
+}
+
+/* Text of choice i after the stop strings: through n_indent's check when the request has one. 1 when that
+ * ended the answer. */
+static int ngx_http_llm_out_editor(ngx_http_llm_ctx_t *ctx, int i, const char *t, size_t len, cJSON *lp, int end)
+{
+    ngx_http_llm_seq_t *s = &ctx->seq[i];
+    if (ctx->q.n_indent <= 0) {
+        if (memchr(t, '\n', len) != NULL) s->seen_nl = 1;
+        return ngx_http_llm_out_gen(ctx, i, t, len, lp, end);
+    }
+    ngx_http_llm_text_t o = { NULL, 0, 0 };
+    int cut = ngx_http_llm_indent(ctx, s, t, len, end, &o);
+    int rc = cut < 0 ? -1 : ngx_http_llm_out_gen(ctx, i, o.data ? o.data : "", o.len, lp, end || cut);
+    free(o.data);
+    if (cut < 0) cJSON_Delete(lp);
+    return rc < 0 ? -1 : cut;
+}
+
 /* Takes one token of choice i. Returns -1 on an output failure. */
 static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_token *tk)
 {
@@ -513,7 +589,16 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
                                                                      s->text_off));
     s->text_off += olen;
     int before = s->think.state;
-    if (ngx_http_llm_out_gen(ctx, i, out, olen, lp, hit)) return -1;
+    int cut = ngx_http_llm_out_editor(ctx, i, out, olen, lp, hit);
+    if (cut < 0) return -1;
+    if (!cut && !hit && ctx->q.t_max_predict_ms > 0 && s->seen_nl && ctx->got_token &&
+        ngx_current_msec - (ctx->start + ctx->log->ttft) >= (ngx_msec_t)ctx->q.t_max_predict_ms) {
+        /* llama.cpp's t_max_predict_ms: the answer ends here, with what the stop strings hold */
+        llm_stop_flush(&s->stop, &out, &olen);
+        if (ngx_http_llm_out_editor(ctx, i, out, olen, NULL, 1) < 0) return -1;
+        cut = 1;
+    }
+    if (cut) return ngx_http_llm_cut(ctx, i); /* (n_indent, t_max_predict_ms: stop_type limit) */
     /* a token of the reasoning: from <think> to </think> */
     if (ctx->q.think && (before == LLM_THINK_LEAD || before == LLM_THINK_IN || s->think.state == LLM_THINK_LEAD ||
                          s->think.state == LLM_THINK_IN)) s->n_reasoning++;
@@ -538,10 +623,19 @@ static int ngx_http_llm_seq_end(ngx_http_llm_ctx_t *ctx, int i, const llm_req_st
     const char *out;
     size_t olen;
     int hit = llm_stop_push(&s->stop, tail, n, &out, &olen);
-    if (hit < 0 || ngx_http_llm_out_gen(ctx, i, out, olen, NULL, hit)) return -1;
-    if (!hit) {
+    int cut = hit < 0 ? -1 : ngx_http_llm_out_editor(ctx, i, out, olen, NULL, hit);
+    if (cut < 0) return -1;
+    if (!hit && !cut) {
         llm_stop_flush(&s->stop, &out, &olen);
-        if (ngx_http_llm_out_gen(ctx, i, out, olen, NULL, 1)) return -1;
+        if ((cut = ngx_http_llm_out_editor(ctx, i, out, olen, NULL, 1)) < 0) return -1;
+    }
+    if (cut) {
+        llm_client_release(ctx->eng->client, s->h);
+        s->started = 0;
+        s->done = 1;
+        s->finish = "length";
+        ctx->n_done++;
+        return ngx_http_llm_tool_end(ctx, i);
     }
     if (hit || st->finish == LLM_FINISH_STOP) s->finish = "stop";
     else if (st->finish == LLM_FINISH_LENGTH) s->finish = "length";
@@ -1021,7 +1115,8 @@ static ngx_int_t ngx_http_llm_start(ngx_http_request_t *r, ngx_http_llm_ctx_t *c
         ctx->tb = &ctx->tg;
     } else if (ctx->q.api == LLM_API_LCPP) {
         if (ngx_http_llm_lc_init(&ctx->lc, &ctx->resp, &ctx->q, max_tokens, (int32_t)ctx_len, ctx->n_prompt,
-                                 ctx->q.ids ? llm_tok_decode_ex(ctx->tok, ctx->q.ids, ctx->q.n_ids, 0) : NULL))
+                                 ctx->q.ids || ctx->q.infill ? llm_tok_decode_ex(ctx->tok, pr->ids[0], pr->n_ids[0], 0)
+                                                             : NULL))
             return NGX_ERROR;
         ctx->lc.t0 = t_start;
         ctx->typed = &ngx_http_llm_lc_typed;

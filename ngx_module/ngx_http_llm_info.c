@@ -273,6 +273,29 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         if (bad) goto oom;
         return 0;
     }
+    if (q->infill) { /* llama.cpp's /infill: the other files, prefix, suffix, then the middle */
+        int32_t fim[3];
+        if (llm_tok_fim_ids(tok, fim) != 0) {
+            llm_api_seterr(e, 400, "input_prefix", "invalid_value",
+                           "/infill: this model has no fill-in-the-middle tokens (<|fim_prefix|> ...)");
+            return -1;
+        }
+        int nf = q->infill_extra ? cJSON_GetArraySize(q->infill_extra) : 0, k = 0;
+        llm_tok_file *files = nf > 0 ? ngx_palloc(r->pool, (size_t)nf * sizeof *files) : NULL;
+        if (nf > 0 && files == NULL) goto oom;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, q->infill_extra) {
+            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "filename");
+            const char *name = cJSON_IsString(fn) ? fn->valuestring : "tmp"; /* (llama.cpp's name for none) */
+            const char *text = cJSON_GetObjectItemCaseSensitive(c, "text")->valuestring;
+            files[k++] = (llm_tok_file){ name, text, strlen(name), strlen(text) };
+        }
+        int m = llm_tok_encode_infill(tok, q->infill_prefix, q->infill_prefix_len, q->infill_suffix, q->infill_suffix_len,
+                                      q->prompt ? q->prompt : "", q->prompt_len, files, k, ids);
+        if (m < 0) goto oom;
+        *n = (size_t)m;
+        return 0;
+    }
     if (q->suffix) { /* fill in the middle */
         int32_t fim[3];
         if (llm_tok_fim_ids(tok, fim) != 0) {

@@ -189,8 +189,8 @@ static int lc_tail(ngx_http_llm_lc_t *lc, cJSON *o, const ngx_http_llm_end_t *en
     cJSON_AddNumberToObject(o, "tokens_evaluated", end->input);
     cJSON_AddItemToObject(o, "generation_settings", g);
     g = NULL;
-    prompt = lc->q->prompt ? ngx_http_llm_clean_string(lc->q->prompt, lc->q->prompt_len)
-           : ngx_http_llm_clean_string(lc->prompt_text, lc->prompt_text ? strlen(lc->prompt_text) : 0);
+    prompt = lc->prompt_text ? ngx_http_llm_clean_string(lc->prompt_text, strlen(lc->prompt_text))
+           : ngx_http_llm_clean_string(lc->q->prompt, lc->q->prompt ? lc->q->prompt_len : 0);
     if (prompt == NULL) goto oom;
     cJSON_AddItemToObject(o, "prompt", prompt);
     cJSON_AddBoolToObject(o, "has_new_line", lc->text.len > 0 && memchr(lc->text.data, '\n', lc->text.len) != NULL);
@@ -214,14 +214,43 @@ oom:
     return -1;
 }
 
+/* response_fields: the answer's fields kept, "a/b" as the member b of a under the name "a/b" (as llama.cpp
+ * names it); a field the answer does not have is left out. Takes o; NULL out of memory. */
+static cJSON *lc_fields(const cJSON *fields, cJSON *o)
+{
+    if (fields == NULL || o == NULL) return o;
+    cJSON *n = cJSON_CreateObject();
+    const cJSON *f;
+    cJSON_ArrayForEach(f, fields) {
+        const cJSON *v = o;
+        const char *p = f->valuestring;
+        char part[128];
+        while (v != NULL && *p) {
+            const char *sl = strchr(p, '/');
+            size_t l = sl ? (size_t)(sl - p) : strlen(p);
+            if (l >= sizeof part) { v = NULL; break; }
+            memcpy(part, p, l);
+            part[l] = 0;
+            v = cJSON_GetObjectItemCaseSensitive(v, part);
+            p += l + (sl != NULL);
+        }
+        if (n != NULL && v != NULL && v != o && cJSON_GetObjectItemCaseSensitive(n, f->valuestring) == NULL)
+            cJSON_AddItemToObject(n, f->valuestring, cJSON_Duplicate(v, 1));
+    }
+    cJSON_Delete(o);
+    return n;
+}
+
 static int lc_end(void *b, cJSON *ev, const ngx_http_llm_end_t *end, cJSON **out)
 {
     ngx_http_llm_lc_t *lc = b;
     if (ev != NULL) {
         cJSON *last = lc_head("", 0, cJSON_CreateArray(), 1);
-        if (last == NULL) return -1;
+        if (last == NULL || lc_tail(lc, last, end) || (last = lc_fields(lc->q->response_fields, last)) == NULL) {
+            cJSON_Delete(last);
+            return -1;
+        }
         cJSON_AddItemToArray(ev, last);
-        if (lc_tail(lc, last, end)) return -1;
     }
     if (out == NULL) return 0;
     cJSON *ids = lc->ids;
@@ -232,6 +261,7 @@ static int lc_end(void *b, cJSON *ev, const ngx_http_llm_end_t *end, cJSON **out
         cJSON_AddItemToObject(o, "completion_probabilities", lc->probs_all ? lc->probs_all : cJSON_CreateArray());
         lc->probs_all = NULL;
     }
+    if ((o = lc_fields(lc->q->response_fields, o)) == NULL) return -1;
     *out = o;
     return 0;
 }

@@ -21,7 +21,8 @@ typedef struct {
     int          max_tokens;  /* n_predict as served */
     int32_t      n_ctx;
     uint32_t     n_prompt;    /* the prompt's tokens (tokens_evaluated) */
-    char        *prompt_text; /* a prompt of token ids as text (malloc'd; taken at init), or NULL */
+    char        *prompt_text; /* the prompt as text when the request did not give it whole (token ids, /infill):
+                               * malloc'd, taken at init; or NULL */
     ngx_http_llm_text_t text; /* the content so far */
     cJSON       *ids;         /* the generated ids (return_tokens, or the stream's count) */
     cJSON       *probs_all;   /* the whole answer: completion_probabilities */

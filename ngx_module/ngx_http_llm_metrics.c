@@ -95,7 +95,7 @@ ngx_int_t ngx_http_llm_metrics(ngx_http_request_t *r)
                                     "response_input_items", "rerank", "ollama_chat", "ollama_generate", "ollama_embed", "ollama_embeddings",
                                     "ollama_tags", "ollama_ps", "ollama_show", "ollama_version", "root",
                                     "tgi", "tgi_generate", "tgi_generate_stream", "tgi_info",
-                                    "llamacpp_completion", "llamacpp_props" };
+                                    "llamacpp_completion", "llamacpp_props", "llamacpp_infill" };
         wr(&w, "# HELP llm_http_requests_total Requests seen by the nginx module, by endpoint.\n"
                "# TYPE llm_http_requests_total counter\n");
         for (int i = 0; i < NGX_LLM_N_HANDLERS; i++)

@@ -354,6 +354,7 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         { "tgi", NGX_LLM_TGI }, { "tgi_generate", NGX_LLM_TGI_GENERATE },
         { "tgi_generate_stream", NGX_LLM_TGI_STREAM }, { "tgi_info", NGX_LLM_TGI_INFO },
         { "llamacpp_completion", NGX_LLM_LCPP_COMPLETION }, { "llamacpp_props", NGX_LLM_LCPP_PROPS },
+        { "llamacpp_infill", NGX_LLM_LCPP_INFILL },
     };
     ngx_str_t *v = cf->args->elts;
     if (cf->args->nelts == 1) return ngx_http_llm_set_handler(cf, conf, NGX_LLM_AUTO);
@@ -363,7 +364,7 @@ static char *ngx_http_llm_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "llm_api \"%V\": expected auto, completions, chat, responses, "
                        "messages, count_tokens, embeddings, rerank, models, tokenize, detokenize, health, metrics, "
                        "ollama_chat, ollama_generate, ollama_embed, ollama_embeddings, ollama_tags, ollama_ps, ollama_show, "
-                       "ollama_version, tgi, tgi_generate, tgi_generate_stream, tgi_info, llamacpp_completion or llamacpp_props",
+                       "ollama_version, tgi, tgi_generate, tgi_generate_stream, tgi_info, llamacpp_completion, llamacpp_infill or llamacpp_props",
                        &v[1]);
     return NGX_CONF_ERROR;
 }
@@ -557,7 +558,7 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
         { "/generate", NGX_LLM_TGI_GENERATE }, { "/generate_stream", NGX_LLM_TGI_STREAM }, { "/info", NGX_LLM_TGI_INFO },
         /* llama.cpp's own (after /v1/completions and /v1/chat/completions, which end the same way) */
         { "/completion", NGX_LLM_LCPP_COMPLETION }, { "/completions", NGX_LLM_LCPP_COMPLETION },
-        { "/props", NGX_LLM_LCPP_PROPS },
+        { "/props", NGX_LLM_LCPP_PROPS }, { "/infill", NGX_LLM_LCPP_INFILL },
     };
     ngx_str_t *u = &r->uri;
     size_t len = u->len;
@@ -671,6 +672,7 @@ static void ngx_http_llm_body_handler(ngx_http_request_t *r)
                       : h == NGX_LLM_OLLAMA_CHAT ? LLM_API_OLLAMA_CHAT : h == NGX_LLM_OLLAMA_GENERATE ? LLM_API_OLLAMA_GENERATE
                       : h == NGX_LLM_TGI ? LLM_API_TGI : h == NGX_LLM_TGI_GENERATE ? LLM_API_TGI_GENERATE
                       : h == NGX_LLM_TGI_STREAM ? LLM_API_TGI_STREAM : h == NGX_LLM_LCPP_COMPLETION ? LLM_API_LCPP
+                      : h == NGX_LLM_LCPP_INFILL ? LLM_API_LCPP_INFILL
                       : h == NGX_LLM_OLLAMA_EMBED ? LLM_API_OLLAMA_EMBED
                       : h == NGX_LLM_OLLAMA_EMBEDDINGS ? LLM_API_OLLAMA_EMBEDDINGS
                       : h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? LLM_API_MESSAGES

@@ -47,6 +47,7 @@ enum {
     NGX_LLM_TGI_INFO,         /* GET /info: the model and the server's limits */
     NGX_LLM_LCPP_COMPLETION,  /* llama.cpp server's own POST /completion (and /completions) */
     NGX_LLM_LCPP_PROPS,       /* its GET /props: the defaults, the slots, the model file and chat template */
+    NGX_LLM_LCPP_INFILL,      /* its POST /infill: code completion between a prefix and a suffix */
     NGX_LLM_N_HANDLERS
 };
 

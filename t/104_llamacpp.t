@@ -1,5 +1,5 @@
-# llama.cpp server's own completion API (POST /completion and /completions, not the OpenAI one) over the
-# completions path: its request fields, its answer (content, tokens, stop_type, generation_settings, timings,
+# llama.cpp server's own completion API (POST /completion and /completions, not the OpenAI one; POST /infill;
+# GET /props) over the completions path: its request fields, its answer (content, tokens, stop_type, generation_settings, timings,
 # completion_probabilities) and, streamed, one "data: {...}" event a token then the last with "stop": true (no
 # [DONE]); its /tokenize shape ({"content"}, with_pieces) and /detokenize's "content"; an explicit
 # `llm_api llamacpp_completion` location. Greedy text must be stories260K's known continuation.
@@ -268,3 +268,127 @@ GET /props
 --- error_code: 200
 --- response_body_like eval
 qr/^\{"default_generation_settings":\{"params":\{"n_predict":40,"seed":4294967295,"temperature":1,.*\},"n_ctx":\d+\},"modalities":\{"vision":false,"audio":false\},"total_slots":\d+,"model_path":"[^"]*stories260K[^"]*","chat_template":"[^"]*","build_info":"ngx_llm"\}$/
+
+=== TEST 16: /infill with Qwen 2.5-Coder's repository tokens: <|repo_name|> myproject, each file after <|file_sep|>, then prefix, suffix, middle
+The echo engine answers with the prompt's tokens, so the text shows what the model was given (BOS first, not
+printed).
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_FIM_TOKENIZER;
+    llm_max_tokens 60;
+}
+--- request
+POST /infill
+{"input_prefix": "def f(", "input_suffix": "return 1", "input_extra": [{"filename": "a.py", "text": "x = 1\n"}, {"text": "y"}], "prompt": "a", "n_predict": 60}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":"<\|repo_name\|>myproject\\n<\|file_sep\|>a.py\\nx = 1\\n<\|file_sep\|>tmp\\ny<\|file_sep\|>filename\\n<\|fim_prefix\|>def f\(<\|fim_suffix\|>return 1<\|fim_middle\|>a#*",.*"prompt":"<\|begin_of_text\|><\|repo_name\|>myproject\\n/
+
+=== TEST 17: /infill on a model with FIM tokens but no repository ones: the files' texts first, as they are
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_max_tokens 60;
+}
+--- request
+POST /infill
+{"input_prefix": "def f(", "input_suffix": "return 1", "input_extra": [{"filename": "a.py", "text": "x = 1\n"}], "n_predict": 60}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":"x = 1\\n<\|fim_prefix\|>def f\(<\|fim_suffix\|>return 1<\|fim_middle\|>#*",/
+
+=== TEST 18: /infill on a model without FIM tokens: a 400 that says so
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /infill
+{"input_prefix": "Once", "input_suffix": "end"}
+--- error_code: 400
+--- response_body_like eval
+qr/"message":"\/infill: this model has no fill-in-the-middle tokens \(<\|fim_prefix\|> ...\)","type":"invalid_request_error","param":"input_prefix"/
+
+=== TEST 19: /infill with a bad input_extra: 400 naming it
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_FIM_TOKENIZER;
+    llm_max_tokens 60;
+}
+--- request
+POST /infill
+{"input_prefix": "a", "input_extra": [{"filename": "a.py"}]}
+--- error_code: 400
+--- response_body_like eval
+qr/"param":"input_extra"/
+
+=== TEST 20: n_indent (llama.vim's): the first line after the code's indentation that is indented less ends the answer, before its first character
+The echo engine answers with the prompt's tokens: the blank line is kept, "c" (indented 0) ends it.
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_max_tokens 60;
+}
+--- request
+POST /completion
+{"prompt": "if x:\n    a = 1\n\n    b = 2\nc = 3\n", "n_predict": 60, "n_indent": 4}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":"if x:\\n    a = 1\\n\\n    b = 2\\n",.*"stop_type":"limit"/
+
+=== TEST 21: n_indent streamed: the held newline goes out, the line indented less does not
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_THINK_TOKENIZER;
+    llm_max_tokens 60;
+}
+--- request
+POST /completion
+{"prompt": "if x:\n  a\nb", "n_predict": 60, "n_indent": 2, "stream": true}
+--- error_code: 200
+--- response_body_like eval
+qr/"content":"\\n  a","tokens":\[\d+\],.*"content":"","tokens":\[\d+\],.*"content":"\\n","tokens":\[\d+\],"stop":false[^\n]*\n\ndata: \{"index":0,"content":"","tokens":\[\],"stop":true,.*"stop_type":"limit"/s
+--- response_body_unlike
+"content":"b"
+
+=== TEST 22: response_fields (llama.vim's): the fields kept, a/b as b of a under that name, a missing one left out
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine $TEST_NGINX_REAL_ENGINE;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_model_name stories;
+}
+--- request
+POST /completion
+{"prompt": "Once upon a time", "n_predict": 3, "temperature": 0, "response_fields": ["content", "timings/predicted_n", "generation_settings/n_predict", "tokens_cached", "nothing/here"]}
+--- error_code: 200
+--- response_body
+{"content":", there was","timings/predicted_n":3,"generation_settings/n_predict":3,"tokens_cached":0}

@@ -205,6 +205,9 @@ kinds = {
                  "{{ '<|start|>' + m.role + '<|message|>' + m.content + '<|end|>' }}{%- endfor %}"
                  "{%- if add_generation_prompt %}{{ '<|start|>assistant' }}{%- endif %}"
                  "{# the answer: <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final #}")),
+    "fim": ({"128014": "<|fim_prefix|>", "128015": "<|fim_suffix|>", "128016": "<|fim_middle|>",
+             "128017": "<|repo_name|>", "128018": "<|file_sep|>"}, False,
+            "{#- a code model's tokens (Qwen 2.5-Coder's repository-level FIM) #}{%- for m in messages %}{{ m.content }}{%- endfor %}"),
     "seed": ({"128011": "<seed:think>", "128012": "</seed:think>", "128013": "<seed:bos>", "128014": "<seed:eos>"},
              True,
              ("{%- for m in messages %}{{ '<seed:bos>' + m.role + '\\n' + m.content + '<seed:eos>' }}{%- endfor %}"
@@ -228,6 +231,8 @@ PY
 renamed_tokenizer think "$BUILD/t/think-tokenizer"
 export TEST_NGINX_THINK_TOKENIZER="$BUILD/t/think-tokenizer/tokenizer.json"
 renamed_tokenizer seed "$BUILD/t/seed-tokenizer"
+renamed_tokenizer fim "$BUILD/t/fim-tokenizer"
+export TEST_NGINX_FIM_TOKENIZER="$BUILD/t/fim-tokenizer/tokenizer.json"
 export TEST_NGINX_SEED_TOKENIZER="$BUILD/t/seed-tokenizer/tokenizer.json"
 renamed_tokenizer granite "$BUILD/t/granite-tokenizer"
 renamed_tokenizer harmony "$BUILD/t/harmony-tokenizer"

@@ -118,13 +118,31 @@ static void test_parse(void)
     bad("{\"prompt\":\"x\",\"dry_multiplier\":0.8}", "dry_multiplier", "DRY");
     bad("{\"prompt\":\"x\",\"xtc_probability\":0.5}", "xtc_probability", "XTC");
     bad("{\"prompt\":\"x\",\"dynatemp_range\":0.5}", "dynatemp_range", "dynamic temperature");
-    bad("{\"prompt\":\"x\",\"n_indent\":4}", "n_indent", "n_indent");
-    bad("{\"prompt\":\"x\",\"t_max_predict_ms\":100}", "t_max_predict_ms", "t_max_predict_ms");
     bad("{\"prompt\":\"x\",\"n_cmpl\":2}", "n_cmpl", "n_cmpl 2");
     bad("{\"prompt\":\"x\",\"post_sampling_probs\":true}", "post_sampling_probs", "post_sampling_probs");
     bad("{\"prompt\":\"x\",\"lora\":[{\"id\":0,\"scale\":0.5}]}", "lora", "lora per request");
-    bad("{\"prompt\":\"x\",\"response_fields\":[\"content\"]}", "response_fields", "response_fields");
     bad("{\"prompt\":\"x\",\"grammar\":\"root ::= undefined\"}", "grammar", "a grammar with an undefined rule");
+    bad("{\"prompt\":\"x\",\"n_indent\":-1}", "n_indent", "n_indent -1");
+    bad("{\"prompt\":\"x\",\"t_max_predict_ms\":1.5}", "t_max_predict_ms", "t_max_predict_ms not whole");
+    bad("{\"prompt\":\"x\",\"response_fields\":\"content\"}", "response_fields", "response_fields not a list");
+    bad("{\"prompt\":\"x\",\"response_fields\":[1]}", "response_fields", "a response field not a name");
+    llm_api_req r2;
+    llm_api_err e2;
+    static const struct { const char *body, *param, *what; } ib[] = {
+        { "{\"input_prefix\":1}", "input_prefix", "input_prefix not a string" },
+        { "{\"input_suffix\":[]}", "input_suffix", "input_suffix not a string" },
+        { "{\"input_extra\":{}}", "input_extra", "input_extra not a list" },
+        { "{\"input_extra\":[{\"filename\":\"a\"}]}", "input_extra", "a file without text" },
+        { "{\"input_extra\":[{\"text\":\"a\",\"filename\":2}]}", "input_extra", "a file name not a string" },
+        { "{\"input_extra\":[\"a\"]}", "input_extra", "a file not an object" },
+        { "{\"prompt\":[1,2]}", "prompt", "an /infill prompt of ids" },
+    };
+    for (size_t k = 0; k < sizeof ib / sizeof ib[0]; k++) {
+        int rc2 = parse(LLM_API_LCPP_INFILL, ib[k].body, &r2, &e2);
+        ok(rc2 == -1 && e2.status == 400 && !strcmp(e2.param, ib[k].param), "/infill: %s -> 400 '%s' (got '%s': %s)",
+           ib[k].what, ib[k].param, e2.param, e2.message);
+        llm_api_req_free(&r2);
+    }
 
     rc = parse(LLM_API_LCPP, "{\"prompt\":\"x\",\"n_predict\":0}", &r, &e);
     ok(rc == -1 && strstr(e.message, "'n_predict'"), "the message names n_predict: %s", e.message);
@@ -132,6 +150,27 @@ static void test_parse(void)
     rc = parse(LLM_API_LCPP, "{\"prompt\":\"x\",\"repeat_penalty\":20}", &r, &e);
     ok(rc == -1 && !strcmp(e.param, "repeat_penalty") && strstr(e.message, "'repeat_penalty'") &&
        !strstr(e.message, "repetition"), "ours renamed to llama.cpp's in the message: %s", e.message);
+    llm_api_req_free(&r);
+
+    /* /infill: the parts; the prompt is the text after the middle token */
+    rc = parse(LLM_API_LCPP_INFILL, "{\"input_prefix\":\"def f(\",\"input_suffix\":\"return 1\",\"input_extra\":"
+               "[{\"filename\":\"a.py\",\"text\":\"x = 1\"},{\"text\":\"y\"}],\"prompt\":\"a\",\"n_predict\":8,"
+               "\"n_indent\":4,\"t_max_prompt_ms\":500,\"t_max_predict_ms\":1000,\"samplers\":[\"top_k\",\"infill\"],"
+               "\"response_fields\":[\"content\",\"timings/prompt_n\"]}", &r, &e);
+    ok(rc == 0 && r.api == LLM_API_LCPP && r.infill, "an /infill body (llama.vim's fields) parses (%s)", e.message);
+    ok(r.infill_prefix && !strcmp(r.infill_prefix, "def f(") && r.infill_prefix_len == 6 && r.infill_suffix &&
+       !strcmp(r.infill_suffix, "return 1") && cJSON_GetArraySize(r.infill_extra) == 2 && r.prompt && !strcmp(r.prompt, "a"),
+       "prefix, suffix, the files, the middle as the prompt");
+    ok(r.n_indent == 4 && r.t_max_predict_ms == 1000 && cJSON_GetArraySize(r.response_fields) == 2 && r.max_tokens == 8,
+       "n_indent, t_max_predict_ms, response_fields");
+    llm_api_req_free(&r);
+    rc = parse(LLM_API_LCPP_INFILL, "{}", &r, &e);
+    ok(rc == 0 && r.infill && !strcmp(r.infill_prefix, "") && r.infill_extra == NULL && r.prompt && !strcmp(r.prompt, ""),
+       "/infill with nothing: all empty (%s)", e.message);
+    llm_api_req_free(&r);
+    rc = parse(LLM_API_LCPP, "{\"prompt\":\"x\"}", &r, &e);
+    ok(rc == 0 && !r.infill && r.n_indent == 0 && r.t_max_predict_ms == 0 && r.response_fields == NULL,
+       "/completion: none of them unless given");
     llm_api_req_free(&r);
 
     /* /tokenize in llama.cpp's shape */
@@ -247,6 +286,31 @@ static void test_output(void)
     ok(rc == 0 && !strcmp(cJSON_GetObjectItem(whole, "prompt")->valuestring, "<s> Hi"), "token ids: the prompt's text");
     cJSON_Delete(whole);
     ty->free(&lc);
+
+    /* response_fields: kept fields, a/b under that name, a missing one left out; the stream's last event too */
+    cJSON *fields = cJSON_Parse("[\"content\",\"timings/predicted_n\",\"generation_settings/n_predict\",\"no/such\","
+                                "\"stop_type\"]");
+    q.response_fields = fields;
+    q.prompt = "Once";
+    ngx_http_llm_lc_init(&lc, &resp, &q, 16, 512, 5, NULL);
+    end = (ngx_http_llm_end_t){ "length", NULL, 5, 2, 0, 0 };
+    rc = ty->text(&lc, NULL, 0, "Hi.", 3, NULL);
+    rc |= ty->end(&lc, NULL, &end, &whole);
+    same_json(whole, "{\"content\":\"Hi.\",\"timings/predicted_n\":2,\"generation_settings/n_predict\":16,"
+              "\"stop_type\":\"limit\"}", "response_fields: the answer cut to them");
+    cJSON_Delete(whole);
+    ty->free(&lc);
+    q.stream = 1;
+    ngx_http_llm_lc_init(&lc, &resp, &q, 16, 512, 5, NULL);
+    ev = cJSON_CreateArray();
+    rc |= ty->end(&lc, ev, &end, NULL);
+    same_json(cJSON_GetArrayItem(ev, 0), "{\"content\":\"\",\"timings/predicted_n\":2,\"generation_settings/n_predict\":16,"
+              "\"stop_type\":\"limit\"}", "response_fields: the stream's last event too");
+    ok(rc == 0, "no failure");
+    cJSON_Delete(ev);
+    ty->free(&lc);
+    q.response_fields = NULL;
+    cJSON_Delete(fields);
 
     ev = cJSON_CreateArray();
     rc = ty->error(&lc, ev, "timeout", "server_error", "the request timed out");
