@@ -392,3 +392,22 @@ POST /completion
 --- error_code: 200
 --- response_body
 {"content":", there was","timings/predicted_n":3,"generation_settings/n_predict":3,"tokens_cached":0}
+
+=== TEST 23: t_max_predict_ms (llama.vim's): once a newline is out, the answer ends when that long has passed since its first token
+The slow echo engine makes a token each 40 ms, so 1 ms has passed by the token after the newline (or the newline
+itself): the answer ends there, far short of n_predict, stop_type limit.
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest_small;
+    llm_model_path $TEST_NGINX_SPM_MODEL;
+    llm_max_tokens 60;
+}
+--- request
+POST /completion
+{"prompt": "a\nb c d e f g h i j k l m n o p q r s t", "n_predict": 60, "t_max_predict_ms": 1}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":" ?a\\n[^"]{0,8}","tokens":\[\],"stop":true,.*"tokens_predicted":[2-8],.*"stop_type":"limit"/
