@@ -519,36 +519,92 @@ static int ids_text(id_list *l, const llm_tokenizer *t, const char *s, size_t le
     return 0;
 }
 
+/* One part's ids: an id (one >= 0) and a text's. */
+static int ids_part(id_list *l, const llm_tokenizer *t, int32_t id, const char *s, size_t len, int nl)
+{
+    return (id >= 0 && ids_push(l, id) != 0) || (s != NULL && ids_text(l, t, s, len, nl) != 0) ? -1 : 0;
+}
+
 int llm_tok_encode_infill(const llm_tokenizer *t, const char *prefix, size_t plen, const char *suffix, size_t slen,
-                          const char *middle, size_t mlen, const llm_tok_file *files, int n_files, int32_t **out)
+                          const char *middle, size_t mlen, const llm_tok_file *files, int n_files, size_t budget,
+                          int32_t **out)
 {
     int32_t fim[3], repo[2];
     *out = NULL;
     if (llm_tok_fim_ids(t, fim) != 0 || n_files < 0)
         return -1;
-    int has_repo = llm_tok_fim_repo_ids(t, repo) == 0, bad = 0;
-    id_list l = { NULL, 0, 0 };
-    if (t->add_bos && t->bos >= 0)
-        bad |= ids_push(&l, t->bos);
-    if (has_repo)
-        bad |= ids_push(&l, repo[0]) || ids_text(&l, t, "myproject", 9, 1);
-    for (int i = 0; i < n_files && !bad; i++) {
-        if (has_repo)
-            bad |= ids_push(&l, repo[1]) || ids_text(&l, t, files[i].name, files[i].name_len, 1);
-        if (!bad)
-            bad |= ids_text(&l, t, files[i].text, files[i].text_len, 0);
-    }
-    if (has_repo && !bad)
-        bad |= ids_push(&l, repo[1]) || ids_text(&l, t, "filename", 8, 1);
+    int has_repo = llm_tok_fim_repo_ids(t, repo) == 0, n = -1;
+    /* the parts: head (BOS, the repository's name), each file, tail (the completed file's separator), prefix,
+     * suffix, middle */
+    id_list head = { 0 }, tail = { 0 }, pre = { 0 }, suf = { 0 }, mid = { 0 };
+    id_list *file = n_files > 0 ? calloc((size_t)n_files, sizeof(id_list)) : NULL;
+    int bad = n_files > 0 && file == NULL;
+    if (!bad && t->add_bos && t->bos >= 0)
+        bad = ids_push(&head, t->bos);
+    if (!bad && has_repo)
+        bad = ids_part(&head, t, repo[0], "myproject", 9, 1) || ids_part(&tail, t, repo[1], "filename", 8, 1);
+    for (int i = 0; i < n_files && !bad; i++)
+        bad = ids_part(&file[i], t, has_repo ? repo[1] : -1, has_repo ? files[i].name : NULL, files[i].name_len, 1) ||
+              ids_part(&file[i], t, -1, files[i].text, files[i].text_len, 0);
     if (!bad)
-        bad |= ids_push(&l, fim[0]) || ids_text(&l, t, prefix, plen, 0) || ids_push(&l, fim[1]) ||
-               ids_text(&l, t, suffix, slen, 0) || ids_push(&l, fim[2]) || ids_text(&l, t, middle, mlen, 0);
-    if (bad || l.n > INT32_MAX) {
-        free(l.v);
-        return -1;
+        bad = ids_part(&pre, t, fim[0], prefix, plen, 0) || ids_part(&suf, t, fim[1], suffix, slen, 0) ||
+              ids_part(&mid, t, fim[2], middle, mlen, 0);
+    if (bad)
+        goto done;
+    /* over the budget: the prefix keeps its end and the suffix its start (a quarter of what is left at most, as
+     * llama.cpp splits them), then the files closest to the end (the most recent) that still fit */
+    size_t fixed = head.n + tail.n + mid.n + 2, kp = pre.n - 1, ks = suf.n - 1, files_in = 0;
+    int from = n_files;
+    if (budget > 0) {
+        size_t avail = budget > fixed ? budget - fixed : 0;
+        if (kp + ks > avail) {
+            ks = ks < avail / 4 ? ks : avail / 4;
+            kp = kp < avail - ks ? kp : avail - ks;
+        }
+        avail -= kp + ks;
+        while (from > 0 && files_in + file[from - 1].n <= avail)
+            files_in += file[--from].n;
+    } else {
+        for (from = 0; from < n_files; from++)
+            files_in += file[from].n;
+        from = 0;
     }
-    *out = l.v;
-    return (int)l.n;
+    id_list all = { 0 };
+    bad = ids_reserve(&all, fixed + kp + ks + files_in);
+    if (!bad) {
+        memcpy(all.v, head.v, head.n * sizeof(int32_t));
+        all.n = head.n;
+        for (int i = from; i < n_files; i++) {
+            memcpy(all.v + all.n, file[i].v, file[i].n * sizeof(int32_t));
+            all.n += file[i].n;
+        }
+        memcpy(all.v + all.n, tail.v, tail.n * sizeof(int32_t));
+        all.n += tail.n;
+        all.v[all.n++] = fim[0];
+        memcpy(all.v + all.n, pre.v + pre.n - kp, kp * sizeof(int32_t));
+        all.n += kp;
+        all.v[all.n++] = fim[1];
+        memcpy(all.v + all.n, suf.v + 1, ks * sizeof(int32_t));
+        all.n += ks;
+        memcpy(all.v + all.n, mid.v, mid.n * sizeof(int32_t));
+        all.n += mid.n;
+        if (all.n <= INT32_MAX) {
+            *out = all.v;
+            n = (int)all.n;
+        } else {
+            free(all.v);
+        }
+    }
+done:
+    for (int i = 0; file != NULL && i < n_files; i++)
+        free(file[i].v);
+    free(file);
+    free(head.v);
+    free(tail.v);
+    free(pre.v);
+    free(suf.v);
+    free(mid.v);
+    return n;
 }
 
 void llm_tok_set_add_eos(llm_tokenizer *t, int on) { t->add_eos = on != 0; }

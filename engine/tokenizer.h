@@ -60,10 +60,13 @@ typedef struct { const char *name, *text; size_t name_len, text_len; } llm_tok_f
 /* Fill in the middle with other files as context (llama.cpp server's /infill): [BOS where it asks], the files
  * (with the repository tokens: <repo> "myproject\n", then <sep> name "\n" text for each file and <sep>
  * "filename\n" for the one completed; without them, the files' texts one after another), then <prefix id> prefix
- * <suffix id> suffix <middle id> middle (the middle is text the completion continues). The count (ids
- * malloc'd), or -1 (no FIM tokens, out of memory). (addition) */
+ * <suffix id> suffix <middle id> middle (the middle is text the completion continues). budget > 0: at most that
+ * many ids where the parts allow it: the prefix keeps its end and the suffix its start (at most a quarter of
+ * what the fixed parts leave), then the last files that still fit, whole (the first ones are left out). The
+ * count (ids malloc'd), or -1 (no FIM tokens, out of memory). (addition) */
 int   llm_tok_encode_infill(const llm_tokenizer *t, const char *prefix, size_t plen, const char *suffix, size_t slen,
-                            const char *middle, size_t mlen, const llm_tok_file *files, int n_files, int32_t **out);
+                            const char *middle, size_t mlen, const llm_tok_file *files, int n_files, size_t budget,
+                            int32_t **out);
 /* Chat template text from the model's metadata (tokenizer.chat_template / tokenizer_config.json), or NULL. */
 const char *llm_tok_chat_template(const llm_tokenizer *t);
 

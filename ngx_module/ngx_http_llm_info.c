@@ -290,8 +290,21 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
             const char *text = cJSON_GetObjectItemCaseSensitive(c, "text")->valuestring;
             files[k++] = (llm_tok_file){ name, text, strlen(name), strlen(text) };
         }
+        /* what fits (llama.cpp trims the files and the prefix / suffix to the context too): the context less the
+         * answer's room (its max tokens, at most half of it), at most what a request may hold */
+        size_t budget = 0;
+        ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
+        if (eng->client != NULL && llm_client_attach(eng->client) == LLM_SHM_OK) {
+            const llm_shm_map *mp = llm_client_map(eng->client);
+            size_t cl = mp->hdr->model.ctx_len;
+            ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens
+                                                                       : ngx_min(256, lcf->max_tokens);
+            size_t want = (size_t)(q->max_tokens ? q->max_tokens : q->max_tokens_all ? lcf->max_tokens : dflt);
+            budget = cl - ngx_min(want, cl / 2);
+            if (budget > mp->hdr->caps.max_prompt) budget = mp->hdr->caps.max_prompt;
+        }
         int m = llm_tok_encode_infill(tok, q->infill_prefix, q->infill_prefix_len, q->infill_suffix, q->infill_suffix_len,
-                                      q->prompt ? q->prompt : "", q->prompt_len, files, k, ids);
+                                      q->prompt ? q->prompt : "", q->prompt_len, files, k, budget, ids);
         if (m < 0) goto oom;
         *n = (size_t)m;
         return 0;

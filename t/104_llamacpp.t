@@ -411,3 +411,38 @@ POST /completion
 --- error_code: 200
 --- response_body_like eval
 qr/^\{"index":0,"content":" ?a\\n[^"]{0,8}","tokens":\[\],"stop":true,.*"tokens_predicted":[2-8],.*"stop_type":"limit"/
+
+=== TEST 24: /infill over the context: the last files that fit are kept, the first left out
+The echo engine's context is 64 tokens and n_predict 60 leaves the prompt half of it (32): only the last file fits.
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_FIM_TOKENIZER;
+    llm_max_tokens 60;
+}
+--- request
+POST /infill
+{"input_prefix": "def f(", "input_suffix": "return 1", "input_extra": [{"filename": "first.py", "text": "a = 1\n"}, {"filename": "second.py", "text": "b = 2\n"}, {"filename": "third.py", "text": "c = 3\n"}], "n_predict": 60}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":"<\|repo_name\|>myproject\\n<\|file_sep\|>third.py\\nc = 3\\n<\|file_sep\|>filename\\n<\|fim_prefix\|>def f\(<\|fim_suffix\|>return 1<\|fim_middle\|>#*",.*"tokens_evaluated":(2\d|3[0-2]),/
+
+=== TEST 25: /infill with a prefix and suffix over the context: the prefix keeps its end, the suffix its start, no file fits
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- config
+location / {
+    llm_api;
+    llm_engine ngxtest;
+    llm_model_path $TEST_NGINX_FIM_TOKENIZER;
+    llm_max_tokens 60;
+}
+--- request
+POST /infill
+{"input_prefix": "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty", "input_suffix": "alpha beta gamma delta epsilon zeta eta theta", "input_extra": [{"filename": "first.py", "text": "a = 1\n"}], "n_predict": 60}
+--- error_code: 200
+--- response_body_like eval
+qr/^\{"index":0,"content":"<\|repo_name\|>myproject\\n<\|file_sep\|>filename\\n<\|fim_prefix\|>[a-z ]* nineteen twenty<\|fim_suffix\|>alpha beta[a-z ]*<\|fim_middle\|>#*",.*"tokens_evaluated":32,/
