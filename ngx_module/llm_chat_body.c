@@ -172,3 +172,13 @@ int llm_cb_whole(const cJSON *v)
 {
     return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble);
 }
+
+int llm_cb_rename_in(llm_api_err *e, const llm_cb_name *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(e->param, names[i].ours)) {
+            llm_cb_rename(e, names[i].ours, names[i].theirs);
+            return 1;
+        }
+    return 0;
+}

@@ -42,6 +42,9 @@ cJSON *llm_cb_text_parts(const cJSON *c, const char *const *types, int n_types, 
 int    llm_cb_whole(const cJSON *v);
 /* e's param renamed from ours to theirs (another API's name for it), and 'ours' (quoted) in its message too. */
 void   llm_cb_rename(llm_api_err *e, const char *ours, const char *theirs);
+/* The same by a table: the entry whose ours is e's param, if any. 1 when it renamed it. */
+typedef struct { const char *ours, *theirs; } llm_cb_name;
+int    llm_cb_rename_in(llm_api_err *e, const llm_cb_name *names, size_t n);
 /* texts[0..n) joined, as a new cJSON string, or NULL (e: out of memory). */
 cJSON *llm_cb_join(const char *const *texts, int n, llm_api_err *e);
 

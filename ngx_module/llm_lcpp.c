@@ -223,12 +223,8 @@ fail:
 
 void llm_lcpp_param(llm_api_err *e)
 {
-    static const struct { const char *ours, *theirs; } names[] = {
+    static const llm_cb_name names[] = {
         { "max_tokens", "n_predict" }, { "repetition_penalty", "repeat_penalty" }, { "logprobs", "n_probs" },
     };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(e->param, names[i].ours)) {
-            llm_cb_rename(e, names[i].ours, names[i].theirs);
-            return;
-        }
+    (void)llm_cb_rename_in(e, names, sizeof names / sizeof names[0]);
 }

@@ -164,15 +164,11 @@ fail:
 
 void llm_tgi_param(llm_api_err *e)
 {
-    static const struct { const char *ours, *theirs; } names[] = {
+    static const llm_cb_name names[] = {
         { "max_tokens", "parameters.max_new_tokens" }, { "prompt", "inputs" }, { "logprobs", "parameters.top_n_tokens" },
         { "guided_json", "parameters.grammar" }, { "guided_regex", "parameters.grammar" },
     };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(e->param, names[i].ours)) {
-            llm_cb_rename(e, names[i].ours, names[i].theirs);
-            return;
-        }
+    if (llm_cb_rename_in(e, names, sizeof names / sizeof names[0])) return;
     static const char *const under[] = { /* the parameters' own names, as given */
         "temperature", "top_k", "top_p", "repetition_penalty", "frequency_penalty", "seed", "stop", "grammar",
         "best_of", "typical_p", "watermark", "decoder_input_details", "adapter_id", "truncate", "top_n_tokens",

@@ -211,7 +211,7 @@ cJSON *ngx_http_llm_usage_chunk(const ngx_http_llm_resp_t *r, const ngx_http_llm
     return o;
 }
 
-static cJSON *bytes_array(const char *s, size_t len)
+cJSON *ngx_http_llm_bytes_array(const char *s, size_t len)
 {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; a && i < len; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)s[i]));
@@ -235,14 +235,14 @@ cJSON *ngx_http_llm_logprob_entry(const ngx_http_llm_resp_t *r, const llm_tokeni
     piece(tok, tk->id, &s, &len);
     add_text(e, "token", s, len);
     cJSON_AddNumberToObject(e, "logprob", tk->logprob);
-    cJSON_AddItemToObject(e, "bytes", bytes_array(s, len));
+    cJSON_AddItemToObject(e, "bytes", ngx_http_llm_bytes_array(s, len));
     cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
     for (uint32_t j = 0; top && j < tk->n_top && (int)j < top_n; j++) {
         cJSON *t = cJSON_CreateObject();
         piece(tok, tk->top[j].id, &s, &len);
         add_text(t, "token", s, len);
         cJSON_AddNumberToObject(t, "logprob", tk->top[j].logprob);
-        cJSON_AddItemToObject(t, "bytes", bytes_array(s, len));
+        cJSON_AddItemToObject(t, "bytes", ngx_http_llm_bytes_array(s, len));
         cJSON_AddItemToArray(top, t);
     }
     cJSON_AddNumberToObject(e, "text_offset", (double)text_off);
@@ -260,7 +260,7 @@ cJSON *ngx_http_llm_logprob_entry_null(const ngx_http_llm_resp_t *r, const llm_t
     piece(tok, id, &s, &len);
     add_text(e, "token", s, len);
     cJSON_AddNullToObject(e, "logprob");
-    cJSON_AddItemToObject(e, "bytes", bytes_array(s, len));
+    cJSON_AddItemToObject(e, "bytes", ngx_http_llm_bytes_array(s, len));
     cJSON_AddNullToObject(e, "top_logprobs");
     cJSON_AddNumberToObject(e, "text_offset", (double)text_off);
     return e;

@@ -101,6 +101,8 @@ cJSON *ngx_http_llm_logprobs_new(const ngx_http_llm_resp_t *r);
 void   ngx_http_llm_logprobs_add(const ngx_http_llm_resp_t *r, cJSON *lp, cJSON *entry); /* takes entry */
 cJSON *ngx_http_llm_logprobs_wrap(const ngx_http_llm_resp_t *r, cJSON *entry);      /* new + add */
 
+/* s's bytes as a JSON array of numbers (logprobs' "bytes"); NULL out of memory. */
+cJSON *ngx_http_llm_bytes_array(const char *s, size_t len);
 /* Copies s into a NUL-terminated string of valid UTF-8 (invalid bytes -> U+FFFD); malloc'd. */
 char *ngx_http_llm_utf8_clean(const char *s, size_t len);
 /* The same as a cJSON string (s may be NULL when len is 0); NULL out of memory. */

@@ -417,7 +417,7 @@ static cJSON *ngx_http_llm_lp_take(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *
 
 /* TGI's API and llama.cpp's /completion: each token, streamed with the text it releases (NULL back: collected
  * for the answer's details.tokens / tokens / completion_probabilities, or not kept). */
-static cJSON *ngx_http_llm_tgi_take(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *s, const llm_shm_token *tk)
+static cJSON *ngx_http_llm_token_take(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *s, const llm_shm_token *tk)
 {
     if (!ctx->q.stream && !ctx->q.tgi_details && !ctx->q.lcpp_tokens && !(ctx->q.api == LLM_API_LCPP && ctx->q.logprobs))
         return NULL;
@@ -526,16 +526,17 @@ static int ngx_http_llm_indent(ngx_http_llm_ctx_t *ctx, ngx_http_llm_seq_t *s, c
     return 0;
 }
 
-/* Ends choice i where llama.cpp's n_indent or t_max_predict_ms says (finish "length", its stop_type limit). */
-static int ngx_http_llm_cut(ngx_http_llm_ctx_t *ctx, int i)
+/* Choice i is over, for this reason: released in the engine (what it has not generated yet is cancelled), and
+ * read as tool calls where the request has tools. */
+static int ngx_http_llm_close(ngx_http_llm_ctx_t *ctx, int i, const char *finish)
 {
     ngx_http_llm_seq_t *s = &ctx->seq[i];
-    s->finish = "length";
+    s->finish = finish;
     s->done = 1;
     ctx->n_done++;
-    llm_client_release(ctx->eng->client, s->h); /* cancels the rest of the generation */
+    llm_client_release(ctx->eng->client, s->h);
     s->started = 0;
-    return 0;
+    return ngx_http_llm_tool_end(ctx, i);
 }
 
 /* Text of choice i after the stop strings: through n_indent's check when the request has one. 1 when that
@@ -561,14 +562,8 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
     ngx_http_llm_seq_t *s = &ctx->seq[i];
     if (tk->flags & LLM_ENTRY_PROMPT) return ctx->q.echo ? ngx_http_llm_echo_token(ctx, i, tk->id, tk) : 0;
     if (ngx_http_llm_echo_close(ctx, i)) return -1;
-    if (ctx->q.echo_only) { /* max_tokens 0: the prompt was all; the token the engine made is dropped */
-        s->finish = "length";
-        s->done = 1;
-        ctx->n_done++;
-        llm_client_release(ctx->eng->client, s->h);
-        s->started = 0;
-        return 0;
-    }
+    if (ctx->q.echo_only) /* max_tokens 0: the prompt was all; the token the engine made is dropped */
+        return ngx_http_llm_close(ctx, i, "length");
     s->n_gen++;
     ctx->log->completion_tokens++;
     if (ngx_http_llm_is_stop_token(ctx, tk->id)) {
@@ -583,7 +578,7 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
     if (hit < 0) return -1;
     cJSON *lp = NULL;
     if (LLM_API_TOKENWISE(ctx->q.api))
-        lp = ngx_http_llm_tgi_take(ctx, s, tk);
+        lp = ngx_http_llm_token_take(ctx, s, tk);
     else if (ctx->q.logprobs)
         lp = ngx_http_llm_lp_take(ctx, s, ngx_http_llm_logprob_entry(&ctx->resp, ctx->tok, tk, ctx->q.top_logprobs,
                                                                      s->text_off));
@@ -598,19 +593,11 @@ static int ngx_http_llm_token(ngx_http_llm_ctx_t *ctx, int i, const llm_shm_toke
         if (ngx_http_llm_out_editor(ctx, i, out, olen, NULL, 1) < 0) return -1;
         cut = 1;
     }
-    if (cut) return ngx_http_llm_cut(ctx, i); /* (n_indent, t_max_predict_ms: stop_type limit) */
+    if (cut) return ngx_http_llm_close(ctx, i, "length"); /* (n_indent, t_max_predict_ms: stop_type limit) */
     /* a token of the reasoning: from <think> to </think> */
     if (ctx->q.think && (before == LLM_THINK_LEAD || before == LLM_THINK_IN || s->think.state == LLM_THINK_LEAD ||
                          s->think.state == LLM_THINK_IN)) s->n_reasoning++;
-    if (hit) {
-        s->finish = "stop";
-        s->done = 1;
-        ctx->n_done++;
-        llm_client_release(ctx->eng->client, s->h); /* cancels the rest of the generation */
-        s->started = 0;
-        return ngx_http_llm_tool_end(ctx, i);
-    }
-    return 0;
+    return hit ? ngx_http_llm_close(ctx, i, "stop") : 0;
 }
 
 /* A choice ended in the engine: flush held text, record the reason. */
@@ -629,22 +616,8 @@ static int ngx_http_llm_seq_end(ngx_http_llm_ctx_t *ctx, int i, const llm_req_st
         llm_stop_flush(&s->stop, &out, &olen);
         if ((cut = ngx_http_llm_out_editor(ctx, i, out, olen, NULL, 1)) < 0) return -1;
     }
-    if (cut) {
-        llm_client_release(ctx->eng->client, s->h);
-        s->started = 0;
-        s->done = 1;
-        s->finish = "length";
-        ctx->n_done++;
-        return ngx_http_llm_tool_end(ctx, i);
-    }
-    if (hit || st->finish == LLM_FINISH_STOP) s->finish = "stop";
-    else if (st->finish == LLM_FINISH_LENGTH) s->finish = "length";
-    else if (s->finish == NULL) s->finish = "stop";
-    llm_client_release(ctx->eng->client, s->h);
-    s->started = 0;
-    s->done = 1;
-    ctx->n_done++;
-    return ngx_http_llm_tool_end(ctx, i);
+    return ngx_http_llm_close(ctx, i, cut ? "length" : hit || st->finish == LLM_FINISH_STOP ? "stop"
+                                      : st->finish == LLM_FINISH_LENGTH ? "length" : s->finish ? s->finish : "stop");
 }
 
 /* The Responses API with llm_responses_store: keeps response `out` (taken; NULL: nothing) with this turn's
@@ -1174,9 +1147,7 @@ ngx_int_t ngx_http_llm_generate(ngx_http_request_t *r, llm_api_req *q)
     if (ctx->seq == NULL) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     ctx->n = n;            /* choice i: prompt i / q.n (OpenAI's order for a list of prompts) */
 
-    ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
-    int max_tokens = ctx->q.echo_only ? 1 : ctx->q.max_tokens ? ctx->q.max_tokens
-                   : ctx->q.max_tokens_all ? (int)lcf->max_tokens : (int)dflt;
+    int max_tokens = ctx->q.echo_only ? 1 : (int)ngx_http_llm_answer_tokens(lcf, &ctx->q);
     if (max_tokens > lcf->max_tokens) {
         const char *name = ctx->q.api == LLM_API_RESPONSES ? "max_output_tokens"
                          : ctx->q.api == LLM_API_OLLAMA_CHAT || ctx->q.api == LLM_API_OLLAMA_GENERATE ? "options.num_predict"

@@ -297,9 +297,7 @@ int ngx_http_llm_encode_prompt(ngx_http_request_t *r, llm_api_req *q, int32_t **
         if (eng->client != NULL && llm_client_attach(eng->client) == LLM_SHM_OK) {
             const llm_shm_map *mp = llm_client_map(eng->client);
             size_t cl = mp->hdr->model.ctx_len;
-            ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens
-                                                                       : ngx_min(256, lcf->max_tokens);
-            size_t want = (size_t)(q->max_tokens ? q->max_tokens : q->max_tokens_all ? lcf->max_tokens : dflt);
+            size_t want = (size_t)ngx_http_llm_answer_tokens(lcf, q);
             budget = cl - ngx_min(want, cl / 2);
             if (budget > mp->hdr->caps.max_prompt) budget = mp->hdr->caps.max_prompt;
         }
@@ -361,12 +359,8 @@ ngx_int_t ngx_http_llm_tokenize(ngx_http_request_t *r, llm_api_req *q)
         if (llm_tok_piece(tok, ids[i], &s, &len) != 0) { s = ""; len = 0; }
         cJSON *t = cJSON_CreateObject(), *pc;
         char *clean = ngx_http_llm_utf8_clean(s, len);
-        if (clean != NULL && strlen(clean) == len && memcmp(clean, s, len) == 0) {
-            pc = cJSON_CreateString(clean);
-        } else {
-            pc = cJSON_CreateArray();
-            for (size_t k = 0; pc && k < len; k++) cJSON_AddItemToArray(pc, cJSON_CreateNumber((unsigned char)s[k]));
-        }
+        pc = clean != NULL && strlen(clean) == len && memcmp(clean, s, len) == 0 ? cJSON_CreateString(clean)
+                                                                                 : ngx_http_llm_bytes_array(s, len);
         free(clean);
         cJSON_AddNumberToObject(t, "id", ids[i]);
         cJSON_AddItemToObject(t, "piece", pc);
@@ -523,7 +517,8 @@ ngx_int_t ngx_http_llm_lcpp_props(ngx_http_request_t *r)
     ngx_http_llm_engine_t *eng = ngx_http_llm_engine(r);
     if (ngx_http_llm_engine_ready(eng, &e) != LLM_SHM_OK) return ngx_http_llm_send_error(r, &e);
     const llm_shm_map *m = llm_client_map(eng->client);
-    ngx_int_t dflt = lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
+    llm_api_req none = { 0 };
+    ngx_int_t dflt = ngx_http_llm_answer_tokens(lcf, &none);
     const char *tmpl = lcf->tok ? llm_tok_chat_template(lcf->tok->tok) : NULL;
     char *path = lcf->tok ? ngx_http_llm_cstr(r, &lcf->tok->path) : NULL;
     cJSON *o = cJSON_CreateObject(), *d = cJSON_AddObjectToObject(o, "default_generation_settings");

@@ -52,11 +52,10 @@ static cJSON *lc_prob1(const cJSON *t)
 {
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(t, "text");
     const char *s = cJSON_IsString(text) ? text->valuestring : "";
-    cJSON *o = cJSON_CreateObject(), *bytes = cJSON_CreateArray();
+    cJSON *o = cJSON_CreateObject(), *bytes = ngx_http_llm_bytes_array(s, strlen(s));
     if (o == NULL || bytes == NULL) { cJSON_Delete(o); cJSON_Delete(bytes); return NULL; }
     cJSON_AddItemToObject(o, "id", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t, "id"), 1));
     cJSON_AddStringToObject(o, "token", s);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) cJSON_AddItemToArray(bytes, cJSON_CreateNumber(*p));
     cJSON_AddItemToObject(o, "bytes", bytes);
     cJSON_AddItemToObject(o, "logprob", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t, "logprob"), 1));
     return o;

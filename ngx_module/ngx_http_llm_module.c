@@ -562,7 +562,7 @@ static ngx_uint_t ngx_http_llm_route(ngx_http_request_t *r, ngx_str_t *model_id)
     };
     ngx_str_t *u = &r->uri;
     size_t len = u->len;
-    if (len == 1 && u->data[0] == '/') return NGX_LLM_ROOT;
+    if (len == 1 && u->data[0] == '/') return (r->method & NGX_HTTP_POST) ? NGX_LLM_TGI : NGX_LLM_ROOT; /* TGI's POST / */
     while (len > 1 && u->data[len - 1] == '/') len--;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         size_t tl = ngx_strlen(routes[i].tail);
@@ -727,7 +727,6 @@ static ngx_int_t ngx_http_llm_handler(ngx_http_request_t *r)
     ngx_str_t model_id = ngx_null_string;
     ngx_uint_t h = lcf->handler;
     if (h == NGX_LLM_AUTO) h = ngx_http_llm_route(r, &model_id);
-    if (h == NGX_LLM_ROOT && (r->method & NGX_HTTP_POST)) h = NGX_LLM_TGI; /* TGI's POST / */
     if (mcf->counters) (void)ngx_atomic_fetch_add(&mcf->counters->requests[h], 1);
     ngx_int_t krc = ngx_http_llm_check_api_key(r, h);
     if (krc != NGX_OK) return krc;

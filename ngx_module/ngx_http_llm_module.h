@@ -180,6 +180,15 @@ char     *ngx_http_llm_api_key_directive(ngx_conf_t *cf, ngx_command_t *cmd, voi
 /* NGX_OK when endpoint h may go on (no key asked, or the right one); else the 401 (or an error) sent. */
 ngx_int_t ngx_http_llm_check_api_key(ngx_http_request_t *r, ngx_uint_t h);
 
+/* The tokens a request's answer may have: its own max_tokens, llm_max_tokens when it asked for as many as allowed
+ * (max_tokens_all), else llm_default_max_tokens (unset: 256, at most llm_max_tokens). */
+static ngx_inline ngx_int_t ngx_http_llm_answer_tokens(const ngx_http_llm_loc_conf_t *lcf, const llm_api_req *q)
+{
+    if (q->max_tokens) return q->max_tokens;
+    if (q->max_tokens_all) return lcf->max_tokens;
+    return lcf->default_max_tokens != NGX_CONF_UNSET ? lcf->default_max_tokens : ngx_min(256, lcf->max_tokens);
+}
+
 /* module helpers (ngx_http_llm_module.c) */
 /* The endpoint r is served by (NGX_LLM_*): the location's llm_api, or where its URI routes under auto. */
 ngx_uint_t ngx_http_llm_endpoint(ngx_http_request_t *r);

@@ -71,7 +71,6 @@ ngx_int_t ngx_http_llm_send_error(ngx_http_request_t *r, const llm_api_err *e)
     }
     /* Anthropic's clients read {"type": "error", "error": {"type", "message"}}, Ollama's {"error": message} */
     ngx_uint_t h = ngx_http_llm_endpoint(r);
-    if (h == NGX_LLM_ROOT && (r->method & NGX_HTTP_POST)) h = NGX_LLM_TGI;
     /* TGI's clients read {"error", "error_type"}, and a refused request is its 422 */
     int tgi = h >= NGX_LLM_TGI && h <= NGX_LLM_TGI_INFO;
     char *s = h == NGX_LLM_MESSAGES || h == NGX_LLM_COUNT_TOKENS ? ngx_http_llm_ms_error_json(e)

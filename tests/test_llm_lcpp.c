@@ -14,6 +14,7 @@
 #include "../ngx_module/ngx_http_llm_format.c"
 #include "../ngx_module/ngx_http_llm_lcpp_out.c"
 #include "api_mutate.h"
+#include "token_json.h"
 
 static int parse(llm_api_kind kind, const char *body, llm_api_req *r, llm_api_err *e)
 {
@@ -184,16 +185,6 @@ static void test_parse(void)
     rc = parse(LLM_API_TOKENIZE, "{\"prompt\":\"Hello\"}", &r, &e);
     ok(rc == 0 && r.add_special, "tokenize {prompt} (vLLM's) still adds BOS");
     llm_api_req_free(&r);
-}
-
-static cJSON *tok(int id, const char *text, double lp)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "id", id);
-    cJSON_AddStringToObject(o, "text", text);
-    cJSON_AddNumberToObject(o, "logprob", lp);
-    cJSON_AddBoolToObject(o, "special", 0);
-    return o;
 }
 
 static void test_output(void)

@@ -15,6 +15,7 @@
 #include "../ngx_module/ngx_http_llm_format.c"
 #include "../ngx_module/ngx_http_llm_tgi_out.c"
 #include "api_mutate.h"
+#include "token_json.h"
 
 static int parse(llm_api_kind kind, const char *body, llm_api_req *r, llm_api_err *e)
 {
@@ -172,17 +173,6 @@ static void test_parse(void)
         "parameters.grammar", "a regex that does not compile");
     bad(LLM_API_TGI_GENERATE, "{\"inputs\":\"x\",\"parameters\":{\"grammar\":{\"type\":\"json\",\"value\":"
         "{\"type\":\"object\",\"$ref\":\"#/x\"}}}}", "parameters.grammar", "a schema that does not compile");
-}
-
-/* A token as the generation path gives it (ngx_http_llm_tg_token's shape). */
-static cJSON *tok(int id, const char *text, double lp)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "id", id);
-    cJSON_AddStringToObject(o, "text", text);
-    cJSON_AddNumberToObject(o, "logprob", lp);
-    cJSON_AddBoolToObject(o, "special", 0);
-    return o;
 }
 
 static void test_output(void)
